@@ -1,0 +1,130 @@
+"""The user-facing object: a trained model with its tokenizer and labels.
+
+>>> # from attnclf import Classifier
+>>> # clf = Classifier.load("runs/demo")
+>>> # clf.predict(["not good, but the ending was wonderful"])[0].label
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from .errors import AttnclfError, RunDirError
+from .models import model_from_config
+from .rundir import check_run_dir, load_weights, read_json
+from .text.batching import BucketBatches
+from .text.tokenizer import Tokenizer, TokenizerConfig
+from .training.device import resolve_device
+
+
+@dataclass
+class Prediction:
+    """One text's prediction.
+
+    ``attention`` holds the pooling layer's weight per token (aligned with
+    ``tokens``): where the pooling layer looked, not why the model decided.
+    It is None for models that do not pool by attention.
+    """
+
+    label: str
+    confidence: float
+    probabilities: dict[str, float]
+    tokens: list[str] = field(default_factory=list)
+    attention: list[float] | None = None
+
+    def top_tokens(self, k: int = 3) -> list[tuple[str, float]]:
+        """The ``k`` most attended tokens with their weights."""
+        if self.attention is None:
+            return []
+        order = np.argsort(-np.asarray(self.attention), kind="stable")[:k]
+        return [(self.tokens[i], float(self.attention[i])) for i in order]
+
+    def to_dict(self) -> dict:
+        return {"label": self.label, "confidence": self.confidence, "probabilities": self.probabilities,
+                "tokens": self.tokens, "attention": self.attention}
+
+
+class Classifier:
+    """A trained attnclf model, ready to predict."""
+
+    def __init__(self, model: torch.nn.Module, tokenizer: Tokenizer, label_names: list[str],
+                 device: torch.device, config: dict | None = None, batch_size: int = 64):
+        self.model = model.to(device).eval()
+        self.tokenizer = tokenizer
+        self.label_names = label_names
+        self.device = device
+        self.config = config or {}
+        self.batch_size = batch_size
+
+    @classmethod
+    def load(cls, run_dir: str | Path, device: str = "auto") -> "Classifier":
+        """Load a run directory written by ``attnclf train``.
+
+        >>> # Classifier.load("runs/demo", device="cpu")
+        """
+        run_dir = check_run_dir(run_dir)
+        config = read_json(run_dir / "config.json")
+        model_info = config["model"]
+        model = model_from_config(model_info["name"], model_info["config"])
+        try:
+            model.load_state_dict(load_weights(run_dir / "model.safetensors"))
+        except RuntimeError as exc:
+            raise RunDirError(
+                f"{run_dir / 'model.safetensors'} does not match config.json: {str(exc).splitlines()[0]}"
+            ) from None
+        tokenizer = Tokenizer.load(run_dir / "tokenizer.json", TokenizerConfig.from_dict(config["settings"]["tokenizer"]))
+        labels = read_json(run_dir / "labels.json")
+        if not isinstance(labels, list) or len(labels) != model.config.num_classes:
+            raise RunDirError(f"{run_dir / 'labels.json'}: expected {model.config.num_classes} label names")
+        return cls(model, tokenizer, labels, resolve_device(device), config)
+
+    def _check(self, texts: Sequence[str]) -> list[str]:
+        if isinstance(texts, str):
+            raise AttnclfError("pass a list of texts, not a single string")
+        texts = list(texts)
+        for i, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise AttnclfError(f"text {i} is {type(text).__name__}, not a string")
+        return texts
+
+    @torch.inference_mode()
+    def _run(self, texts: Sequence[str]) -> tuple[np.ndarray, list[list[int]], list[np.ndarray | None]]:
+        ids = self.tokenizer.encode(self._check(texts))
+        probabilities = np.zeros((len(ids), len(self.label_names)), dtype=np.float32)
+        attention: list[np.ndarray | None] = [None] * len(ids)
+        for batch in BucketBatches(ids, batch_size=self.batch_size, shuffle=False):
+            batch = batch.to(self.device)
+            out = self.model(batch.input_ids, batch.attention_mask)
+            probabilities[batch.indices] = torch.softmax(out.logits.float(), -1).cpu().numpy()
+            if out.pooling_weights is not None:
+                weights = out.pooling_weights.float().cpu().numpy()
+                for row, i in enumerate(batch.indices):
+                    attention[i] = weights[row, : len(ids[i])]
+        return probabilities, ids, attention
+
+    def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
+        """Class probabilities, one row per text, columns in ``label_names`` order."""
+        return self._run(texts)[0]
+
+    def predict(self, texts: Sequence[str]) -> list[Prediction]:
+        """Label, confidence, probabilities, tokens and pooling attention per text.
+
+        >>> # [p.label for p in clf.predict(["great film", "dull film"])]
+        """
+        probabilities, ids, attention = self._run(texts)
+        predictions = []
+        for row, token_ids, weights in zip(probabilities, ids, attention):
+            best = int(row.argmax())
+            predictions.append(Prediction(
+                label=self.label_names[best],
+                confidence=float(row[best]),
+                probabilities={name: float(p) for name, p in zip(self.label_names, row)},
+                tokens=[self.tokenizer.backend.id_to_token(i) for i in token_ids],
+                attention=None if weights is None else [float(w) for w in weights],
+            ))
+        return predictions

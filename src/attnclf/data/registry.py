@@ -1,0 +1,95 @@
+"""Data sources by name, and where their files are looked for.
+
+A source is a small module exposing ``SOURCE = Source(...)``. Generated sources
+need no files; file-backed ones look in, in order: an explicit ``data_dir``,
+``$ATTNCLF_DATA_DIR``, the user cache (``$ATTNCLF_CACHE`` or
+``~/.cache/attnclf``), and only then download, if the caller allows it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from ..errors import DataError
+from .base import Splits
+
+# Modules that define a SOURCE; order is the order `attnclf datasets` lists them.
+_SOURCE_MODULES = [
+    "attnclf.data.generated",
+    "attnclf.data.imdb",
+    "attnclf.data.sst2",
+    "attnclf.data.ag_news",
+    "attnclf.data.newsgroups",
+]
+
+
+@dataclass(frozen=True)
+class Source:
+    """A named dataset.
+
+    ``load(data_dirs, seed)`` returns the splits; ``data_dirs`` are the folders
+    to search (see ``candidate_dirs``). ``locate(data_dirs)`` returns the path
+    the data would be read from, or None when it is not available locally.
+    Generated sources set ``generated=True`` and ignore ``data_dirs``.
+    """
+
+    name: str
+    description: str
+    load: Callable[[list[Path], int], Splits]
+    locate: Callable[[list[Path]], Path | None] = lambda dirs: None
+    generated: bool = False
+    num_classes: int | None = None
+
+
+def user_cache_dir() -> Path:
+    return Path(os.environ.get("ATTNCLF_CACHE", Path.home() / ".cache" / "attnclf"))
+
+
+def candidate_dirs(data_dir: str | Path | None = None) -> list[Path]:
+    """Folders searched for dataset files, most specific first."""
+    dirs: list[Path] = []
+    if data_dir:
+        dirs.append(Path(data_dir))
+    if os.environ.get("ATTNCLF_DATA_DIR"):
+        dirs.append(Path(os.environ["ATTNCLF_DATA_DIR"]))
+    dirs.append(user_cache_dir())
+    return dirs
+
+
+_registry: dict[str, Source] | None = None
+
+
+def sources() -> dict[str, Source]:
+    """All registered sources by name."""
+    global _registry
+    if _registry is None:
+        found: dict[str, Source] = {}
+        for module_name in _SOURCE_MODULES:
+            module = importlib.import_module(module_name)
+            for source in getattr(module, "SOURCES", [getattr(module, "SOURCE", None)]):
+                if source is not None:
+                    found[source.name] = source
+        _registry = found
+    return _registry
+
+
+def get_source(name: str) -> Source:
+    known = sources()
+    if name not in known:
+        raise DataError(f"unknown dataset {name!r}; known: {', '.join(known)}")
+    return known[name]
+
+
+def load_splits(name: str, data_dir: str | Path | None = None, seed: int = 0) -> Splits:
+    """Load a dataset by name.
+
+    >>> splits = load_splits("synthetic")
+    >>> len(splits.train), len(splits.test)
+    (3200, 800)
+    """
+    source = get_source(name)
+    return source.load(candidate_dirs(data_dir), seed)

@@ -1,0 +1,18 @@
+"""Errors a user can act on.
+
+Anything raised as an ``AttnclfError`` reaches the command line as one line,
+``attnclf: error: <message>``, with exit status 2 and no traceback. Messages
+name the problem precisely: the file, the line or row, the column, the value.
+"""
+
+
+class AttnclfError(Exception):
+    """A problem with the user's input, data, or environment (not a bug)."""
+
+
+class DataError(AttnclfError):
+    """A dataset or data file is missing, corrupt, or malformed."""
+
+
+class RunDirError(AttnclfError):
+    """A run directory is missing, incomplete, or from an incompatible version."""

@@ -1,0 +1,94 @@
+"""Classification metrics, all computed by scikit-learn from labels and probabilities."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+from sklearn.metrics import (
+    accuracy_score,
+    classification_report,
+    confusion_matrix,
+    precision_recall_fscore_support,
+    roc_auc_score,
+)
+
+
+def compute_metrics(y_true: Sequence[int], probabilities: np.ndarray, label_names: Sequence[str]) -> dict:
+    """Everything a practitioner reads off a test set, as a JSON-ready dict.
+
+    Accuracy; precision/recall/F1 per class, macro and weighted; ROC AUC (binary,
+    or one-vs-rest macro); TP/FP/TN/FN when binary (class 1 is positive); the
+    confusion matrix (rows true, columns predicted) and a text report.
+
+    >>> m = compute_metrics([0, 1, 1], np.array([[.9, .1], [.2, .8], [.6, .4]]), ["neg", "pos"])
+    >>> round(m["accuracy"], 3), m["binary"]["fn"]
+    (0.667, 1)
+    """
+    y_true = np.asarray(y_true)
+    y_pred = probabilities.argmax(axis=1)
+    classes = list(range(len(label_names)))
+    precision, recall, f1, support = precision_recall_fscore_support(
+        y_true, y_pred, labels=classes, zero_division=0
+    )
+    metrics: dict = {"accuracy": float(accuracy_score(y_true, y_pred)), "num_examples": int(len(y_true))}
+    for average in ("macro", "weighted"):
+        p, r, f, _ = precision_recall_fscore_support(
+            y_true, y_pred, labels=classes, average=average, zero_division=0
+        )
+        metrics |= {f"{average}_precision": float(p), f"{average}_recall": float(r), f"{average}_f1": float(f)}
+    metrics["roc_auc"] = _roc_auc(y_true, probabilities, classes)
+    metrics["per_class"] = {
+        name: {"precision": float(precision[i]), "recall": float(recall[i]), "f1": float(f1[i]),
+               "support": int(support[i])}
+        for i, name in enumerate(label_names)
+    }
+    matrix = confusion_matrix(y_true, y_pred, labels=classes)
+    metrics["confusion_matrix"] = matrix.tolist()
+    if len(classes) == 2:
+        (tn, fp), (fn, tp) = matrix.tolist()
+        metrics["binary"] = {"tp": tp, "fp": fp, "tn": tn, "fn": fn}
+    metrics["classification_report"] = classification_report(
+        y_true, y_pred, labels=classes, target_names=list(label_names), zero_division=0, digits=4
+    )
+    return metrics
+
+
+def _roc_auc(y_true: np.ndarray, probabilities: np.ndarray, classes: list[int]) -> float | None:
+    present = np.unique(y_true)
+    if len(present) < 2:
+        return None  # undefined with one class present
+    if len(classes) == 2:
+        return float(roc_auc_score(y_true, probabilities[:, 1]))
+    if len(present) < len(classes):
+        # One-vs-rest over the classes that occur; renormalise their probabilities.
+        probs = probabilities[:, present]
+        probs = probs / probs.sum(axis=1, keepdims=True)
+        if len(present) == 2:
+            return float(roc_auc_score(y_true == present[1], probs[:, 1]))
+        return float(roc_auc_score(y_true, probs, multi_class="ovr", average="macro", labels=present))
+    return float(roc_auc_score(y_true, probabilities, multi_class="ovr", average="macro"))
+
+
+def pick_examples(
+    texts: Sequence[str], y_true: Sequence[int], probabilities: np.ndarray, label_names: Sequence[str], k: int = 3
+) -> dict[str, list[dict]]:
+    """The ``k`` most confident correct and incorrect predictions.
+
+    >>> ex = pick_examples(["a", "b"], [0, 1], np.array([[.9, .1], [.7, .3]]), ["n", "p"], k=1)
+    >>> ex["incorrect"][0]["text"], ex["incorrect"][0]["predicted"]
+    ('b', 'n')
+    """
+    y_true = np.asarray(y_true)
+    y_pred = probabilities.argmax(axis=1)
+    confidence = probabilities.max(axis=1)
+    picked = {}
+    for name, selector in (("correct", y_pred == y_true), ("incorrect", y_pred != y_true)):
+        idx = np.flatnonzero(selector)
+        idx = idx[np.argsort(-confidence[idx], kind="stable")][:k]
+        picked[name] = [
+            {"index": int(i), "text": texts[i], "true": label_names[y_true[i]],
+             "predicted": label_names[y_pred[i]], "confidence": float(confidence[i])}
+            for i in idx
+        ]
+    return picked

@@ -1,0 +1,61 @@
+"""What every classifier returns, and the forward signature they share."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import torch
+from torch import nn
+
+
+@dataclass
+class ModelOutput:
+    """Logits plus whatever attention the model has.
+
+    ``pooling_weights``: (batch, seq) weights of the pooling layer; exactly zero
+    at padding and summing to one over real tokens; None for models that do not
+    pool by attention. ``self_attentions``: per layer, (batch, heads, seq, seq),
+    only when ``output_attentions=True`` was asked for; rows of padding queries
+    are zero, columns of padding keys are zero.
+    """
+
+    logits: torch.Tensor
+    pooling_weights: torch.Tensor | None = None
+    self_attentions: list[torch.Tensor] | None = None
+
+
+@dataclass
+class ModelConfig:
+    """Fields every model config has; subclasses add their own, all with defaults."""
+
+    vocab_size: int = 1000
+    num_classes: int = 2
+    pad_id: int = 0
+    max_len: int = 512
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class Classifier(nn.Module):
+    """Base class: ``forward(input_ids, attention_mask, ...) -> ModelOutput``.
+
+    - ``input_ids``: (batch, seq) long; ``attention_mask``: (batch, seq) bool,
+      True at real tokens. Padding may sit anywhere the mask says.
+    - ``token_embeddings``: optional (batch, seq, dim) tensor used in place of
+      ``self.embed_tokens(input_ids)``, so gradient-based explanations can
+      differentiate with respect to the embeddings. Positional information is
+      still added inside the model.
+    - ``pooling_override``: optional (batch, seq) weights used in place of the
+      learned pooling weights (the uniform-attention check). Models without
+      attention pooling ignore it.
+    - ``output_attentions``: also return per-layer self-attention maps.
+    """
+
+    config: ModelConfig
+
+    def embed_tokens(self, input_ids: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def num_parameters(self) -> int:
+        return sum(p.numel() for p in self.parameters())

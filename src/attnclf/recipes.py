@@ -1,0 +1,39 @@
+"""Default settings per dataset: what `attnclf train --dataset NAME` uses without flags.
+
+A recipe overrides the general defaults of RunSettings; flags override the recipe.
+Values here were chosen on validation splits only (see BENCHMARKS.md).
+"""
+
+from __future__ import annotations
+
+_TOY = {
+    "tokenizer": {"min_frequency": 1, "max_len": 8, "vocab_size": 100},
+    "model_config": {"embed_dim": 8, "dropout": 0.0},
+    "train": {"epochs": 500, "batch_size": 8, "lr": 1e-2, "optimizer": "adam", "weight_decay": 0.0,
+              "warmup_ratio": 0.0, "schedule": "constant", "grad_clip": 0.0, "patience": 0, "monitor": "loss"},
+}
+
+RECIPES: dict[str, dict] = {
+    "demo": {
+        "tokenizer": {"min_frequency": 1, "max_len": 64},
+        "model_config": {"d_model": 64, "heads": 4, "layers": 2, "dropout": 0.1},
+        "train": {"epochs": 6, "batch_size": 32, "lr": 2e-3, "patience": 3},
+    },
+    "synthetic": {
+        # The case study: d_model 128, 4 heads, 2 layers, AdamW 1e-3, batch 64, 20 epochs.
+        "tokenizer": {"min_frequency": 1, "max_len": 32},
+        "train": {"epochs": 20, "batch_size": 64, "lr": 1e-3, "patience": 5},
+    },
+    "toy-reversal": _TOY,
+    "toy-relative": _TOY,
+    "toy-both": _TOY,
+}
+
+
+def recipe_for(dataset: str | None) -> dict:
+    """The recipe of ``dataset`` (empty when it has none).
+
+    >>> recipe_for("synthetic")["train"]["epochs"]
+    20
+    """
+    return RECIPES.get(dataset or "", {})

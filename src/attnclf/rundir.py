@@ -1,0 +1,113 @@
+"""The run directory: everything a trained model needs, in open formats.
+
+```
+config.json        resolved settings: data, tokenizer, model, training, versions, seed
+model.safetensors  best weights (never pickle)
+tokenizer.json     Hugging Face tokenizers format
+labels.json        label names in class-index order
+history.jsonl      one line per epoch
+metrics.json       final test metrics
+checkpoint/        last epoch's full training state, for --resume
+```
+
+Every file is written atomically (temporary file, then ``os.replace``), so an
+interrupted run never leaves a half-written file behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors.torch import load_file, save_file
+
+from .errors import AttnclfError, RunDirError
+
+FORMAT_VERSION = 1
+REQUIRED_FILES = ("config.json", "model.safetensors", "tokenizer.json", "labels.json")
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_json(path: Path, obj: Any) -> None:
+    atomic_write_bytes(path, (json.dumps(obj, indent=2, ensure_ascii=False) + "\n").encode())
+
+
+def atomic_save_tensors(path: Path, tensors: dict[str, torch.Tensor], metadata: dict[str, str] | None = None) -> None:
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        save_file({k: v.detach().contiguous().cpu() for k, v in tensors.items()}, tmp, metadata=metadata)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def prepare_output_dir(path: str | Path) -> Path:
+    """Create ``path`` if needed and prove it is writable, before any work is done."""
+    path = Path(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = tempfile.NamedTemporaryFile(dir=path, prefix=".write-test.", delete=True)
+        probe.close()
+    except OSError as exc:
+        raise AttnclfError(f"output directory {path} is not writable: {exc.strerror or exc}") from None
+    return path
+
+
+def read_json(path: Path) -> Any:
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise RunDirError(f"{path}: missing") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise RunDirError(f"{path}: not valid JSON ({exc})") from None
+
+
+def check_run_dir(path: str | Path) -> Path:
+    """Fail with one clear line unless ``path`` holds a complete run of a format we read."""
+    path = Path(path)
+    if not path.is_dir():
+        raise RunDirError(f"run directory {path} does not exist")
+    missing = [name for name in REQUIRED_FILES if not (path / name).is_file()]
+    if missing:
+        raise RunDirError(f"run directory {path} is incomplete: missing {', '.join(missing)}")
+    version = read_json(path / "config.json").get("format_version")
+    if version != FORMAT_VERSION:
+        raise RunDirError(
+            f"run directory {path} has format_version {version!r}; this attnclf reads {FORMAT_VERSION}"
+        )
+    return path
+
+
+def load_weights(path: Path) -> dict[str, torch.Tensor]:
+    try:
+        return load_file(str(path))
+    except Exception as exc:  # safetensors raises its own error types for corrupt headers
+        raise RunDirError(f"{path}: not a valid safetensors file ({exc})") from None
+
+
+def write_jsonl(path: Path, records: list[dict]) -> None:
+    atomic_write_bytes(path, "".join(json.dumps(r) + "\n" for r in records).encode())
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    if not Path(path).exists():
+        return []
+    return [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]

@@ -1,0 +1,95 @@
+"""Length-bucketed batches, so a batch of short texts is not padded to the longest text."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator, Sequence
+
+import numpy as np
+import torch
+
+from .tokenizer import PAD_ID
+
+
+@dataclass
+class Batch:
+    input_ids: torch.Tensor  # (batch, seq) long, PAD_ID where padded
+    attention_mask: torch.Tensor  # (batch, seq) bool, True at real tokens
+    labels: torch.Tensor  # (batch,) long
+    indices: np.ndarray  # positions of these examples in the dataset
+
+    def to(self, device: torch.device) -> "Batch":
+        return Batch(self.input_ids.to(device), self.attention_mask.to(device), self.labels.to(device), self.indices)
+
+
+def collate(sequences: Sequence[Sequence[int]], labels: Sequence[int], indices: np.ndarray) -> Batch:
+    """Right-pad ``sequences`` to the longest one.
+
+    >>> b = collate([[5, 6, 7], [8]], [1, 0], np.arange(2))
+    >>> b.input_ids.tolist(), b.attention_mask.sum(1).tolist()
+    ([[5, 6, 7], [8, 0, 0]], [3, 1])
+    """
+    width = max(len(s) for s in sequences)
+    ids = np.full((len(sequences), width), PAD_ID, dtype=np.int64)
+    for row, seq in enumerate(sequences):
+        ids[row, : len(seq)] = seq
+    input_ids = torch.from_numpy(ids)
+    return Batch(input_ids, input_ids != PAD_ID, torch.as_tensor(list(labels), dtype=torch.long), indices)
+
+
+class BucketBatches:
+    """Batches of similar length, in a seeded random order that changes every epoch.
+
+    Examples are shuffled, cut into pools of ``pool_factor`` batches, sorted by
+    length within each pool and batched; batch order is then shuffled. This keeps
+    padding small without ever putting all the short texts first. With
+    ``shuffle=False`` batches are length-sorted for the fastest evaluation, and
+    ``indices`` tells where each example came from.
+
+    >>> batches = BucketBatches([[1]] * 5, [0] * 5, batch_size=2, shuffle=False)
+    >>> [len(b.labels) for b in batches]
+    [2, 2, 1]
+    """
+
+    def __init__(
+        self,
+        sequences: Sequence[Sequence[int]],
+        labels: Sequence[int] | None = None,
+        batch_size: int = 32,
+        shuffle: bool = True,
+        seed: int = 0,
+        pool_factor: int = 50,
+    ):
+        self.sequences = sequences
+        self.labels = np.asarray(labels if labels is not None else [0] * len(sequences), dtype=np.int64)
+        self.lengths = np.fromiter((len(s) for s in sequences), dtype=np.int64, count=len(sequences))
+        self.batch_size = batch_size
+        self.shuffle = shuffle
+        self.seed = seed
+        self.pool_factor = pool_factor
+        self.epoch = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def __len__(self) -> int:
+        return -(-len(self.sequences) // self.batch_size)
+
+    def batch_indices(self) -> list[np.ndarray]:
+        if not self.shuffle:
+            order = np.argsort(self.lengths, kind="stable")
+            return [order[i : i + self.batch_size] for i in range(0, len(order), self.batch_size)]
+        rng = np.random.default_rng((self.seed, self.epoch))
+        order = rng.permutation(len(self.sequences))
+        pool = self.batch_size * self.pool_factor
+        batches = []
+        for start in range(0, len(order), pool):
+            chunk = order[start : start + pool]
+            chunk = chunk[np.argsort(self.lengths[chunk], kind="stable")]
+            batches += [chunk[i : i + self.batch_size] for i in range(0, len(chunk), self.batch_size)]
+        rng.shuffle(batches)
+        return batches
+
+    def __iter__(self) -> Iterator[Batch]:
+        for idx in self.batch_indices():
+            yield collate([self.sequences[i] for i in idx], self.labels[idx].tolist(), idx)

@@ -1,0 +1,58 @@
+"""The course's optional text cleaning, applied before tokenisation.
+
+HTML line breaks are always turned into spaces (IMDB is full of ``<br />``);
+lower-casing, punctuation removal, stop-word removal (scikit-learn's English
+list) and lemmatisation (simplemma, whose data ships in its wheel) are opt-in.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass
+from functools import lru_cache
+
+_HTML_BREAK = re.compile(r"<br\s*/?>", re.IGNORECASE)
+_PUNCTUATION = re.compile(r"[^\w\s]", re.UNICODE)
+
+
+@dataclass(frozen=True)
+class CleaningConfig:
+    lowercase: bool = True
+    strip_punctuation: bool = False
+    remove_stopwords: bool = False
+    lemmatize: bool = False
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@lru_cache(maxsize=1)
+def _stop_words() -> frozenset[str]:
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    # Negations carry sentiment; dropping them would erase "not good".
+    return frozenset(ENGLISH_STOP_WORDS - {"not", "no", "nor", "never", "but"})
+
+
+def clean(text: str, config: CleaningConfig = CleaningConfig()) -> str:
+    """Clean one text as ``config`` says.
+
+    >>> clean("Great<br />film!", CleaningConfig(strip_punctuation=True))
+    'great film'
+    """
+    text = _HTML_BREAK.sub(" ", text)
+    if config.lowercase:
+        text = text.lower()
+    if config.strip_punctuation:
+        text = _PUNCTUATION.sub(" ", text)
+    if config.remove_stopwords or config.lemmatize:
+        words = text.split()
+        if config.lemmatize:
+            import simplemma
+
+            words = [simplemma.lemmatize(w, lang="en") for w in words]
+        if config.remove_stopwords:
+            stop = _stop_words()
+            words = [w for w in words if w not in stop]
+        text = " ".join(words)
+    return " ".join(text.split())

@@ -1,0 +1,120 @@
+"""Word-level and BPE tokenizers, saved in Hugging Face ``tokenizers`` format.
+
+Both reserve id 0 for ``<pad>`` and id 1 for ``<unk>``. Cleaning happens
+before tokenisation (see ``cleaning``); truncation happens after, here, because
+``tokenizers`` only keeps the head or the tail and long reviews keep their
+verdict at both ends.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from tokenizers import Tokenizer as HFTokenizer
+from tokenizers import decoders, models, pre_tokenizers, trainers
+
+from ..errors import RunDirError
+from .cleaning import CleaningConfig, clean
+
+PAD, UNK = "<pad>", "<unk>"
+PAD_ID, UNK_ID = 0, 1
+TRUNCATIONS = ("head", "tail", "head_tail")
+
+
+@dataclass
+class TokenizerConfig:
+    kind: str = "word"  # word | bpe
+    vocab_size: int = 30000
+    min_frequency: int = 2
+    max_len: int = 256
+    truncation: str = "head_tail"  # head | tail | head_tail
+    cleaning: CleaningConfig = field(default_factory=CleaningConfig)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "TokenizerConfig":
+        data = dict(data)
+        data["cleaning"] = CleaningConfig(**data.get("cleaning", {}))
+        return cls(**data)
+
+
+def truncate(ids: list[int], max_len: int, how: str) -> list[int]:
+    """Keep at most ``max_len`` ids: the head, the tail, or a quarter head + three quarters tail.
+
+    >>> truncate(list(range(10)), 4, "head_tail")
+    [0, 7, 8, 9]
+    """
+    if len(ids) <= max_len:
+        return ids
+    if how == "head":
+        return ids[:max_len]
+    if how == "tail":
+        return ids[-max_len:]
+    head = max_len // 4
+    return ids[:head] + ids[len(ids) - (max_len - head):]
+
+
+class Tokenizer:
+    """Text to ids and back, with the cleaning and truncation the model was trained with.
+
+    >>> tok = Tokenizer.train(["a good film", "a bad film"], TokenizerConfig(min_frequency=1))
+    >>> tok.encode(["a good film"])[0] == tok.encode(["A GOOD film"])[0]
+    True
+    """
+
+    def __init__(self, backend: HFTokenizer, config: TokenizerConfig):
+        self.backend = backend
+        self.config = config
+
+    @classmethod
+    def train(cls, texts: Iterable[str], config: TokenizerConfig = TokenizerConfig()) -> "Tokenizer":
+        if config.truncation not in TRUNCATIONS:
+            raise ValueError(f"truncation must be one of {TRUNCATIONS}, got {config.truncation!r}")
+        specials = [PAD, UNK]
+        if config.kind == "word":
+            backend = HFTokenizer(models.WordLevel(unk_token=UNK))
+            trainer = trainers.WordLevelTrainer(
+                vocab_size=config.vocab_size, min_frequency=config.min_frequency, special_tokens=specials
+            )
+        elif config.kind == "bpe":
+            backend = HFTokenizer(models.BPE(unk_token=UNK, continuing_subword_prefix="##"))
+            trainer = trainers.BpeTrainer(
+                vocab_size=config.vocab_size, min_frequency=config.min_frequency,
+                special_tokens=specials, continuing_subword_prefix="##", show_progress=False,
+            )
+            backend.decoder = decoders.WordPiece(prefix="##")
+        else:
+            raise ValueError(f"tokenizer kind must be 'word' or 'bpe', got {config.kind!r}")
+        backend.pre_tokenizer = pre_tokenizers.Whitespace()
+        backend.train_from_iterator((clean(t, config.cleaning) for t in texts), trainer=trainer)
+        return cls(backend, config)
+
+    @property
+    def vocab_size(self) -> int:
+        return self.backend.get_vocab_size()
+
+    def encode(self, texts: Sequence[str]) -> list[list[int]]:
+        """Ids per text, truncated to ``config.max_len``; an empty text becomes ``[<unk>]``."""
+        cleaned = [clean(t, self.config.cleaning) for t in texts]
+        encodings = self.backend.encode_batch(cleaned, add_special_tokens=False)
+        return [truncate(e.ids or [UNK_ID], self.config.max_len, self.config.truncation) for e in encodings]
+
+    def tokens(self, texts: Sequence[str]) -> list[list[str]]:
+        """The token strings the model sees, aligned with ``encode``."""
+        return [[self.backend.id_to_token(i) for i in ids] for ids in self.encode(texts)]
+
+    def save(self, path: str | Path) -> None:
+        self.backend.save(str(path))
+
+    @classmethod
+    def load(cls, path: str | Path, config: TokenizerConfig) -> "Tokenizer":
+        try:
+            backend = HFTokenizer.from_file(str(path))
+        except Exception as exc:  # tokenizers raises a bare Exception on bad JSON
+            raise RunDirError(f"{path}: not a valid tokenizer.json ({exc})") from None
+        return cls(backend, config)
+

@@ -1,0 +1,182 @@
+"""A whole training run: data -> tokenizer -> model -> fit -> test metrics -> run directory."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+
+from .. import __version__
+from ..data.base import Splits, TextDataset
+from ..data.files import load_files
+from ..data.registry import load_splits
+from ..data.splits import train_validation_split
+from ..errors import AttnclfError, DataError, RunDirError
+from ..evaluation.metrics import compute_metrics, pick_examples
+from ..evaluation.predict import predict_probabilities
+from ..models import build_model
+from ..rundir import FORMAT_VERSION, atomic_write_bytes, atomic_write_json, prepare_output_dir, read_json
+from ..text.batching import BucketBatches
+from ..text.tokenizer import Tokenizer, TokenizerConfig
+from .device import resolve_device
+from .trainer import TrainConfig, Trainer
+
+
+@dataclass
+class DataSettings:
+    dataset: str | None = None  # a registered source, or None for user files
+    data_dir: str | None = None
+    train_file: str | None = None
+    test_file: str | None = None
+    text_column: str = "text"
+    label_column: str = "label"
+    val_fraction: float = 0.1
+    max_train_examples: int | None = None  # a stratified sample, for quick runs
+
+    def describe(self) -> str:
+        return self.dataset or Path(self.train_file or "?").name
+
+
+@dataclass
+class RunSettings:
+    data: DataSettings = field(default_factory=DataSettings)
+    tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
+    model: str = "self-attn"
+    model_config: dict = field(default_factory=dict)  # overrides of the model's config defaults
+    train: TrainConfig = field(default_factory=TrainConfig)
+    output: str = "runs/latest"
+    device: str = "auto"
+    eval_batch_size: int = 128
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class RunResult:
+    run_dir: Path
+    metrics: dict
+    history: list[dict]
+    seconds: float
+
+
+def load_data(settings: DataSettings, seed: int) -> Splits:
+    """The splits a run trains, validates and tests on (validation carved from train if needed)."""
+    if settings.dataset:
+        splits = load_splits(settings.dataset, settings.data_dir, seed)
+    elif settings.train_file:
+        splits = load_files(settings.train_file, settings.test_file,
+                            text_column=settings.text_column, label_column=settings.label_column)
+    else:
+        raise AttnclfError("give a dataset (--dataset NAME) or a training file (--train-file PATH)")
+    train = splits.train
+    if settings.max_train_examples and len(train) > settings.max_train_examples:
+        train, _ = train_validation_split(train, 1 - settings.max_train_examples / len(train), seed)
+    if len(set(train.labels)) < 2:
+        raise DataError(f"{settings.describe()}: training data has only one class "
+                        f"({train.label_names[train.labels[0]]!r}); a classifier needs at least two")
+    validation = splits.validation
+    if validation is None:
+        train, validation = train_validation_split(train, settings.val_fraction, seed)
+    return Splits(train=train, validation=validation, test=splits.test, extra=splits.extra)
+
+
+def _batches(tokenizer: Tokenizer, data: TextDataset, batch_size: int, shuffle: bool, seed: int) -> BucketBatches:
+    return BucketBatches(tokenizer.encode(data.texts), data.labels, batch_size=batch_size, shuffle=shuffle, seed=seed)
+
+
+def _save_tokenizer(tokenizer: Tokenizer, path: Path) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tokenizer.save(tmp)
+    atomic_write_bytes(path, tmp.read_bytes())
+    tmp.unlink()
+
+
+def evaluate_split(model, tokenizer: Tokenizer, data: TextDataset, device, batch_size: int = 128) -> dict:
+    """Test metrics plus three confident correct and incorrect examples."""
+    probabilities = predict_probabilities(model, _batches(tokenizer, data, batch_size, False, 0), device)
+    metrics = compute_metrics(data.labels, probabilities, data.label_names)
+    metrics["split"] = data.split
+    metrics["examples"] = pick_examples(data.texts, data.labels, probabilities, data.label_names)
+    return metrics
+
+
+def train_run(settings: RunSettings, resume: bool = False, progress: bool = True) -> RunResult:
+    """Train, validate and test one model; everything lands in ``settings.output``.
+
+    >>> # result = train_run(RunSettings(DataSettings(dataset="demo"), output="runs/demo"))
+    >>> # result.metrics["accuracy"]
+    """
+    started = time.perf_counter()
+    run_dir = prepare_output_dir(settings.output)
+    seed = settings.train.seed
+    if resume and not (run_dir / "checkpoint" / "state.json").exists():
+        raise RunDirError(f"{run_dir}: nothing to resume (no checkpoint/state.json)")
+    device = resolve_device(settings.device)
+    splits = load_data(settings.data, seed)
+    label_names = splits.train.label_names
+
+    if resume:
+        tokenizer = Tokenizer.load(run_dir / "tokenizer.json", settings.tokenizer)
+    else:
+        tokenizer = Tokenizer.train(splits.train.texts, settings.tokenizer)
+        _save_tokenizer(tokenizer, run_dir / "tokenizer.json")
+
+    torch.manual_seed(seed)
+    model = build_model(settings.model, vocab_size=tokenizer.vocab_size, num_classes=len(label_names),
+                        max_len=settings.tokenizer.max_len, **settings.model_config)
+    atomic_write_json(run_dir / "labels.json", label_names)
+    atomic_write_json(run_dir / "config.json", {
+        "format_version": FORMAT_VERSION,
+        "versions": {"attnclf": __version__, "torch": torch.__version__},
+        "settings": settings.to_dict(),
+        "model": {"name": settings.model, "config": model.config.to_dict(), "parameters": model.num_parameters()},
+        "data": {"train_examples": len(splits.train), "validation_examples": len(splits.validation),
+                 "test_examples": len(splits.test) if splits.test else 0},
+    })
+
+    trainer = Trainer(model, settings.train, run_dir, device, label_names, progress=progress)
+    history = trainer.fit(
+        _batches(tokenizer, splits.train, settings.train.batch_size, True, seed),
+        _batches(tokenizer, splits.validation, settings.eval_batch_size, False, seed),
+        resume=resume,
+    )
+    test = splits.test if splits.test is not None else splits.validation
+    metrics = evaluate_split(model, tokenizer, _aligned(test, label_names), device, settings.eval_batch_size)
+    metrics["train_seconds"] = round(sum(h["seconds"] for h in history), 3)
+    metrics["parameters"] = model.num_parameters()
+    atomic_write_json(run_dir / "metrics.json", metrics)
+    return RunResult(run_dir, metrics, history, time.perf_counter() - started)
+
+
+def _aligned(data: TextDataset, label_names: list[str]) -> TextDataset:
+    """``data`` with labels re-indexed to the training label order."""
+    if data.label_names == label_names:
+        return data
+    index = {name: i for i, name in enumerate(label_names)}
+    unknown = sorted({data.label_names[y] for y in data.labels} - index.keys())
+    if unknown:
+        raise DataError(f"{data.name or data.split}: label(s) {', '.join(map(repr, unknown))} "
+                        f"never seen in training (known: {', '.join(label_names)})")
+    return TextDataset(data.texts, [index[data.label_names[y]] for y in data.labels], list(label_names),
+                       data.split, data.name, data.groups)
+
+
+def resume_settings(run_dir: str | Path, epochs: int | None = None, device: str | None = None) -> RunSettings:
+    """The interrupted run's own settings; only the epoch budget and the device may change."""
+    saved = read_json(Path(run_dir) / "config.json")["settings"]
+    train = TrainConfig(**saved["train"])
+    if epochs is not None:
+        train.epochs = epochs
+    return RunSettings(
+        data=DataSettings(**saved["data"]),
+        tokenizer=TokenizerConfig.from_dict(saved["tokenizer"]),
+        model=saved["model"],
+        model_config=saved["model_config"],
+        train=train,
+        output=str(run_dir),
+        device=device or saved["device"],
+        eval_batch_size=saved["eval_batch_size"],
+    )

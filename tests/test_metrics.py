@@ -1,0 +1,39 @@
+import numpy as np
+import pytest
+from sklearn.metrics import f1_score, roc_auc_score
+
+from attnclf.evaluation import compute_metrics, pick_examples
+
+
+def test_binary_metrics_match_scikit_learn_and_count_outcomes():
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 200)
+    p1 = np.clip(y * 0.6 + rng.random(200) * 0.5, 0, 1)
+    probs = np.stack([1 - p1, p1], 1)
+    m = compute_metrics(y, probs, ["neg", "pos"])
+    pred = probs.argmax(1)
+    assert m["accuracy"] == pytest.approx((pred == y).mean())
+    assert m["macro_f1"] == pytest.approx(f1_score(y, pred, average="macro"))
+    assert m["roc_auc"] == pytest.approx(roc_auc_score(y, p1))
+    b = m["binary"]
+    assert b["tp"] == int(((pred == 1) & (y == 1)).sum()) and b["fn"] == int(((pred == 0) & (y == 1)).sum())
+    assert b["tp"] + b["fp"] + b["tn"] + b["fn"] == 200
+    assert sum(map(sum, m["confusion_matrix"])) == 200
+
+
+def test_multiclass_auc_is_one_vs_rest_and_handles_absent_classes():
+    probs = np.array([[.8, .1, .1], [.1, .8, .1], [.2, .2, .6], [.7, .2, .1]])
+    m = compute_metrics([0, 1, 2, 0], probs, ["a", "b", "c"])
+    assert m["roc_auc"] == pytest.approx(1.0)
+    assert "binary" not in m
+    partial = compute_metrics([0, 1, 0], probs[:3], ["a", "b", "c"])
+    assert partial["roc_auc"] is not None
+    assert compute_metrics([0, 0], probs[:2], ["a", "b", "c"])["roc_auc"] is None
+
+
+def test_examples_are_the_most_confident_of_each_kind():
+    probs = np.array([[.9, .1], [.6, .4], [.2, .8], [.45, .55]])
+    ex = pick_examples(["a", "b", "c", "d"], [0, 0, 0, 1], probs, ["n", "p"], k=3)
+    assert [e["text"] for e in ex["correct"]] == ["a", "b", "d"]
+    assert [e["text"] for e in ex["incorrect"]] == ["c"]
+    assert ex["incorrect"][0]["confidence"] == pytest.approx(0.8)

@@ -1,0 +1,88 @@
+import numpy as np
+import pytest
+
+from attnclf.text import BucketBatches, CleaningConfig, Tokenizer, TokenizerConfig, clean, truncate
+from attnclf.text.tokenizer import PAD_ID, UNK_ID
+
+CORPUS = ["the film was good", "the film was not good", "a bad film <br />really bad"] * 3
+
+
+def test_word_tokenizer_reserves_pad_and_unk():
+    tok = Tokenizer.train(CORPUS, TokenizerConfig(min_frequency=1))
+    assert tok.backend.token_to_id("<pad>") == PAD_ID
+    assert tok.backend.token_to_id("<unk>") == UNK_ID
+    assert tok.encode(["zebra"])[0] == [UNK_ID]
+    assert PAD_ID not in tok.encode(["the film was good"])[0]
+
+
+def test_min_frequency_and_vocab_size_bound_the_vocabulary():
+    tok = Tokenizer.train(CORPUS + ["rare"], TokenizerConfig(min_frequency=2))
+    assert tok.backend.token_to_id("rare") is None
+    small = Tokenizer.train(CORPUS, TokenizerConfig(min_frequency=1, vocab_size=5))
+    assert small.vocab_size == 5
+
+
+def test_empty_text_encodes_to_one_unknown_token():
+    tok = Tokenizer.train(CORPUS, TokenizerConfig(min_frequency=1))
+    assert tok.encode([""]) == [[UNK_ID]]
+
+
+def test_bpe_splits_unseen_words_into_known_pieces():
+    tok = Tokenizer.train(["the film was good and goodness"] * 20, TokenizerConfig(kind="bpe", vocab_size=60, min_frequency=1))
+    tokens = tok.tokens(["goods"])[0]
+    assert "<unk>" not in tokens and len(tokens) >= 2
+
+
+@pytest.mark.parametrize("how,expected", [("head", [0, 1, 2, 3]), ("tail", [6, 7, 8, 9]), ("head_tail", [0, 7, 8, 9])])
+def test_truncation_keeps_the_right_end(how, expected):
+    assert truncate(list(range(10)), 4, how) == expected
+    assert truncate([1, 2], 4, how) == [1, 2]
+
+
+def test_tokenizer_applies_max_len():
+    tok = Tokenizer.train(CORPUS, TokenizerConfig(min_frequency=1, max_len=3, truncation="tail"))
+    assert tok.tokens(["the film was not good"])[0] == ["was", "not", "good"]
+
+
+def test_save_load_round_trip(tmp_path):
+    config = TokenizerConfig(min_frequency=1)
+    tok = Tokenizer.train(CORPUS, config)
+    tok.save(tmp_path / "tokenizer.json")
+    again = Tokenizer.load(tmp_path / "tokenizer.json", config)
+    assert again.encode(CORPUS) == tok.encode(CORPUS)
+
+
+def test_cleaning_options():
+    assert clean("Good<br />FILM") == "good film"
+    assert clean("Good, film!", CleaningConfig(lowercase=False, strip_punctuation=True)) == "Good film"
+    # negations survive stop-word removal: they decide sentiment
+    assert clean("this is not the film", CleaningConfig(remove_stopwords=True)) == "not film"
+    assert clean("the movies were running", CleaningConfig(lemmatize=True)) == "the movie be run"
+
+
+def test_bucket_batches_cover_every_example_once_and_group_lengths():
+    rng = np.random.default_rng(0)
+    sequences = [[1] * int(n) for n in rng.integers(1, 200, size=1000)]
+    batches = BucketBatches(sequences, list(range(1000)), batch_size=32, shuffle=True, seed=1, pool_factor=10)
+    seen = np.concatenate([b.indices for b in batches])
+    assert sorted(seen.tolist()) == list(range(1000))
+    padded = sum(b.input_ids.numel() for b in batches)
+    assert padded < 1.15 * sum(len(s) for s in sequences)  # unsorted batches would pad ~2x
+
+
+def test_bucket_batches_are_seeded_per_epoch():
+    seqs = [[1] * (i % 7 + 1) for i in range(100)]
+    a = BucketBatches(seqs, batch_size=8, seed=3)
+    b = BucketBatches(seqs, batch_size=8, seed=3)
+    first = [x.tolist() for x in a.batch_indices()]
+    assert first == [x.tolist() for x in b.batch_indices()]
+    a.set_epoch(1)
+    assert first != [x.tolist() for x in a.batch_indices()]
+
+
+def test_batches_mask_marks_real_tokens_and_labels_follow_indices():
+    batches = BucketBatches([[5, 6, 7], [8], [9, 9]], [0, 1, 2], batch_size=3, shuffle=False)
+    (batch,) = list(batches)
+    assert batch.attention_mask.sum(1).tolist() == [1, 2, 3]
+    assert batch.labels.tolist() == [1, 2, 0]
+    assert (batch.input_ids[~batch.attention_mask] == PAD_ID).all()
