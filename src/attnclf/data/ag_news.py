@@ -1,0 +1,143 @@
+"""AG News topic classification (Zhang, Zhao & LeCun 2015): 4 classes, 120k train, 7.6k test.
+
+Read from an ``ag_news/`` (or ``ag_news_csv/``) folder holding ``train.csv``,
+``test.csv`` and ``classes.txt``. The CSVs have no header; each row is
+``"class","title","description"`` with class 1..4 (line k of ``classes.txt``).
+A text is the title and the description joined as one passage.
+
+The crawl behind AG News mangled its text, and ``clean`` undoes it: a
+backslash stood for a line break (``social\\network``), ``\\$`` for ``$``,
+and each ``&`` of an HTML entity became a space (``company #39;s``,
+``Johnson  amp; Johnson``, `` quot;``).
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import re
+from pathlib import Path
+
+from ..errors import DataError
+from .base import Splits, TextDataset
+from .download import Remote, not_found
+from .registry import Source, user_cache_dir
+
+_MIRROR = "https://raw.githubusercontent.com/mhjabreel/CharCnn_Keras/555590db4219b1243abb1918effd6a7425a2d75f"
+# The mirror torchtext and Hugging Face download from; sha256s as in ag_news/MANIFEST.md.
+REMOTES = {
+    "ag_news": tuple(
+        Remote(f"{_MIRROR}/data/ag_news_csv/{name}", f"ag_news/{name}", sha256)
+        for name, sha256 in [
+            ("train.csv", "76a0a2d2f92b286371fe4d4044640910a04a803fdd2538e0f3f29a5c6f6b672e"),
+            ("test.csv", "521465c2428ed7f02f8d6db6ffdd4b5447c1c701962353eb2c40d548c3c85699"),
+            ("classes.txt", "612dbfa932f07a6ed837295a7d5746ce7412e7bb4bc32ba919fdb3cda3a1b9b5"),
+        ]
+    )
+}
+
+_BARE_ENTITY = re.compile(r" ?(#\d+|quot|amp|lt|gt|hellip);")
+_LINE_BREAK = re.compile(r"\\+(?!\$)")
+
+
+def clean(text: str) -> str:
+    """AG News text with its crawl escapes undone and whitespace collapsed.
+
+    >>> clean(r"Johnson  amp; Johnson #39;s \\$10 bid\\for  quot;Guidant quot;")
+    'Johnson & Johnson\\'s $10 bid for "Guidant"'
+    """
+    text = _LINE_BREAK.sub(" ", text).replace("\\$", "$")
+    text = _BARE_ENTITY.sub(lambda m: f"&{m.group(1)};", text)
+    return " ".join(html.unescape(text).split())
+
+
+def _folders(data_dirs: list[Path]) -> list[Path]:
+    return [d / name for d in data_dirs for name in ("ag_news", "ag_news_csv")]
+
+
+def locate(data_dirs: list[Path]) -> Path | None:
+    """The first folder with ``train.csv``, else the first with ``test.csv`` alone."""
+    folders = _folders(data_dirs)
+    for wanted in ("train.csv", "test.csv"):
+        for folder in folders:
+            if (folder / wanted).is_file():
+                return folder
+    return None
+
+
+def is_complete(folder: Path) -> bool:
+    """Whether ``folder`` holds the training split, which the shared datasets lack."""
+    return (folder / "train.csv").is_file()
+
+
+def _names(folder: Path) -> list[str]:
+    classes = folder / "classes.txt"
+    if not classes.is_file():
+        raise DataError(f"ag_news: {classes} is missing; it names the classes, one per line")
+    return [line.strip() for line in classes.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def _read(path: Path, names: list[str], split: str) -> TextDataset:
+    if not path.is_file():
+        raise DataError(f"ag_news: {path} is missing")
+    classes = [str(k) for k in range(1, len(names) + 1)]
+    texts, labels = [], []
+    with open(path, newline="", encoding="utf-8") as f:
+        rows = csv.reader(f, strict=True)
+        try:
+            for row in rows:
+                if len(row) != 3 or row[0] not in classes:
+                    raise DataError(f"ag_news: {path}, line {rows.line_num}: expected class 1-{len(names)}, "
+                                    f"title, description, got {row!r:.200}")
+                title, description = clean(row[1]), clean(row[2])
+                sep = " " if title.endswith((".", "!", "?")) else ". "
+                texts.append(f"{title}{sep}{description}")
+                labels.append(int(row[0]) - 1)
+        except (csv.Error, UnicodeDecodeError) as exc:
+            raise DataError(f"ag_news: {path}, line {rows.line_num}: {exc}") from None
+    return TextDataset(texts, labels, names, split, "ag_news")
+
+
+def load(data_dirs: list[Path], seed: int = 0) -> Splits:
+    """Train and test in file order; label names from ``classes.txt``.
+
+    >>> splits = load([Path("/data")])  # doctest: +SKIP
+    >>> len(splits.train), len(splits.test), splits.train.label_names  # doctest: +SKIP
+    (120000, 7600, ['World', 'Sports', 'Business', 'Sci/Tech'])
+    """
+    folder = locate(data_dirs)
+    if folder is None:
+        raise not_found("ag_news", data_dirs, REMOTES["ag_news"][0].path)
+    if not is_complete(folder):
+        train = REMOTES["ag_news"][0]
+        raise DataError(
+            f"ag_news: {folder / 'train.csv'} is missing (that folder has only the test split); "
+            f"pass --download to fetch the full dataset into {user_cache_dir() / 'ag_news'}, or put "
+            f"train.csv from {train.url} (sha256 {train.sha256}) in {folder}"
+        )
+    names = _names(folder)
+    return Splits(
+        train=_read(folder / "train.csv", names, "train"),
+        test=_read(folder / "test.csv", list(names), "test"),
+    )
+
+
+def load_test(data_dirs: list[Path]) -> TextDataset:
+    """Only the test split, for folders without ``train.csv`` (such as the shared datasets).
+
+    >>> len(load_test([Path("/work/shared/datasets")]))  # doctest: +SKIP
+    7600
+    """
+    folder = locate(data_dirs)
+    if folder is None:
+        raise not_found("ag_news", data_dirs, REMOTES["ag_news"][1].path)
+    return _read(folder / "test.csv", _names(folder), "test")
+
+
+SOURCE = Source(
+    name="ag_news",
+    description="AG News topics (World, Sports, Business, Sci/Tech), 120k train / 7.6k test",
+    load=load,
+    locate=locate,
+    num_classes=4,
+)

@@ -1,0 +1,119 @@
+"""Getting a real corpus onto disk: checksum-verified downloads into the user cache.
+
+Sources never download by themselves. A caller that may use the network (the
+CLI's ``--download``) calls ``ensure_available`` first; ``load`` then finds the
+files in the user cache, which ``candidate_dirs`` always searches.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import os
+import tempfile
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import DataError
+from .registry import get_source, user_cache_dir
+
+
+@dataclass(frozen=True)
+class Remote:
+    """A public file a source can be built from.
+
+    ``path`` is where the file goes, relative to the user cache (or any data
+    folder), laid out as the source's ``locate`` expects.
+    """
+
+    url: str
+    path: str
+    sha256: str
+
+
+def not_found(name: str, data_dirs: list[Path], holding: str) -> DataError:
+    """The error a source raises when none of ``data_dirs`` holds its files.
+
+    >>> print(not_found("imdb", [Path("/a")], "imdb/aclImdb_v1.tar.gz"))
+    imdb: not found in /a; pass --data-dir DIR (folder holding imdb/aclImdb_v1.tar.gz) or --download
+    """
+    where = ", ".join(str(d) for d in data_dirs) or "no folder"
+    return DataError(
+        f"{name}: not found in {where}; pass --data-dir DIR (folder holding {holding}) or --download"
+    )
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def fetch(url: str, dest: str | Path, sha256: str) -> Path:
+    """Download ``url`` to ``dest`` and check its sha256; a verified ``dest`` is kept as is.
+
+    The file appears at ``dest`` only once complete and verified, so an
+    interrupted or corrupt download never looks like data.
+
+    >>> fetch("https://ai.stanford.edu/~amaas/data/sentiment/aclImdb_v1.tar.gz",
+    ...       user_cache_dir() / "imdb" / "aclImdb_v1.tar.gz",
+    ...       "c40f74a18d3b61f90feba1e17730e0d38e8b97c05fde7008942e91923d1658fe")  # doctest: +SKIP
+    PosixPath('/home/me/.cache/attnclf/imdb/aclImdb_v1.tar.gz')
+    """
+    dest = Path(dest)
+    if dest.is_file() and sha256_of(dest) == sha256:
+        return dest
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
+    try:
+        digest = hashlib.sha256()
+        with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=60) as response:
+            while chunk := response.read(1 << 20):
+                digest.update(chunk)
+                out.write(chunk)
+        if digest.hexdigest() != sha256:
+            raise DataError(
+                f"{url}: sha256 is {digest.hexdigest()}, expected {sha256}; the download was discarded"
+            )
+        os.replace(tmp, dest)
+    except OSError as exc:  # urllib's URLError and socket timeouts are OSErrors too
+        raise DataError(f"could not download {url} to {dest}: {getattr(exc, 'reason', exc)}") from None
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return dest
+
+
+def ensure_available(name: str, data_dirs: list[Path], download: bool = False) -> Path:
+    """Where source ``name`` reads its files from, downloading them first if allowed.
+
+    Files found in ``data_dirs`` win. Only when they are missing (or, for a
+    source whose module defines ``is_complete``, incomplete) and ``download``
+    is true are the module's ``REMOTES[name]`` fetched into the user cache.
+
+    >>> from attnclf.data.registry import candidate_dirs
+    >>> ensure_available("imdb", candidate_dirs("/work/shared/datasets"))  # doctest: +SKIP
+    PosixPath('/work/shared/datasets/imdb/aclImdb_v1.tar.gz')
+    """
+    source = get_source(name)
+    # Remote files are declared next to the loader that reads them.
+    module = inspect.getmodule(source.load)
+    remotes: tuple[Remote, ...] = getattr(module, "REMOTES", {}).get(name, ())
+    is_complete = getattr(module, "is_complete", lambda path: True)
+    found = source.locate(data_dirs)
+    if found is not None and (not download or is_complete(found)):
+        return found
+    if not download:
+        raise not_found(name, data_dirs, remotes[0].path if remotes else name)
+    if not remotes:
+        raise DataError(f"{name}: no public download is known; put its files in a --data-dir folder")
+    cache = user_cache_dir()
+    for remote in remotes:
+        fetch(remote.url, cache / remote.path, remote.sha256)
+    found = source.locate([cache])
+    if found is None:
+        raise DataError(f"{name}: downloaded into {cache}, but the files are not where the loader looks")
+    return found

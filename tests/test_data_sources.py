@@ -1,0 +1,383 @@
+"""Real-corpus loaders and user-file readers on tiny fixtures built here; no network."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from attnclf.data import ag_news, download, imdb, newsgroups, sst2
+from attnclf.data.files import load_file, load_files
+from attnclf.errors import DataError
+
+
+def _tar_gz(path: Path, files: dict[str, bytes]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(path, "w:gz") as tar:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return path
+
+
+def _write_tree(root: Path, files: dict[str, bytes]) -> None:
+    for name, data in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_bytes(data)
+
+
+# --- IMDB -------------------------------------------------------------------
+
+def _url(movie: str) -> str:
+    return f"http://www.imdb.com/title/{movie}/usercomments"
+
+
+# Stored out of id order (10 before 2) so the loader has to sort numerically.
+IMDB_FILES = {
+    "aclImdb/README": b"readme",
+    "aclImdb/train/pos/10_9.txt": b"pos ten",
+    "aclImdb/train/pos/0_7.txt": b"pos zero",
+    "aclImdb/train/pos/2_8.txt": "pos two caf\u00e9".encode(),
+    "aclImdb/train/neg/0_1.txt": b"neg zero",
+    "aclImdb/train/neg/1_2.txt": b"neg one",
+    "aclImdb/train/unsup/1_0.txt": b"unsup one",
+    "aclImdb/train/unsup/0_0.txt": b"unsup zero",
+    "aclImdb/train/urls_pos.txt": "\n".join(_url(f"tt{i:07d}") for i in range(11)).encode(),
+    "aclImdb/train/urls_neg.txt": f"{_url('tt0000100')}\n{_url('tt0000101')}\n".encode(),
+    "aclImdb/test/pos/0_10.txt": b"test pos",
+    "aclImdb/test/neg/0_4.txt": b"test neg",
+    "aclImdb/test/urls_pos.txt": _url("tt0000200").encode(),
+    "aclImdb/test/urls_neg.txt": _url("tt0000201").encode(),
+}
+
+
+def _check_imdb(splits) -> None:
+    train = splits.train
+    assert train.label_names == ["neg", "pos"]
+    assert train.texts == ["neg zero", "neg one", "pos zero", "pos two caf\u00e9", "pos ten"]
+    assert train.labels == [0, 0, 1, 1, 1]
+    assert train.groups == ["tt0000100", "tt0000101", "tt0000000", "tt0000002", "tt0000010"]
+    assert (splits.test.texts, splits.test.labels) == (["test neg", "test pos"], [0, 1])
+    assert splits.validation is None and splits.extra == {}
+
+
+def test_imdb_reads_the_archive_in_sorted_order_with_movie_groups(tmp_path):
+    _tar_gz(tmp_path / "imdb" / imdb.ARCHIVE, IMDB_FILES)
+    assert imdb.locate([tmp_path]) == tmp_path / "imdb" / imdb.ARCHIVE
+    _check_imdb(imdb.load([tmp_path]))
+    assert imdb.load_unsup([tmp_path]) == ["unsup zero", "unsup one"]
+
+
+def test_imdb_reads_an_extracted_folder_the_same_way(tmp_path):
+    _write_tree(tmp_path, IMDB_FILES)
+    assert imdb.locate([tmp_path / "nothing", tmp_path]) == tmp_path / "aclImdb"
+    _check_imdb(imdb.load([tmp_path]))
+    assert imdb.load_unsup([tmp_path]) == ["unsup zero", "unsup one"]
+
+
+def test_imdb_missing_names_every_folder_and_the_way_out(tmp_path):
+    with pytest.raises(DataError) as err:
+        imdb.load([tmp_path / "a", tmp_path / "b"])
+    message = str(err.value)
+    assert message.startswith(f"imdb: not found in {tmp_path / 'a'}, {tmp_path / 'b'};")
+    assert "--data-dir DIR (folder holding imdb/aclImdb_v1.tar.gz) or --download" in message
+
+
+def test_imdb_review_without_url_line_is_an_error(tmp_path):
+    files = dict(IMDB_FILES)
+    files["aclImdb/train/neg/7_1.txt"] = b"neg seven"
+    _tar_gz(tmp_path / imdb.ARCHIVE, files)
+    with pytest.raises(DataError, match="urls_neg.txt has no line 7"):
+        imdb.load([tmp_path])
+
+
+# --- SST-2 ------------------------------------------------------------------
+
+GLUE_TRAIN = "sentence\tlabel\nit 's ( really ) good \t1\nbad \t0\n"
+GLUE_DEV = "sentence\tlabel\nfine \t1\n"
+
+
+def test_sst2_glue_folder_uses_dev_as_test(tmp_path):
+    _write_tree(tmp_path / "sst2" / "SST-2", {"train.tsv": GLUE_TRAIN.encode(), "dev.tsv": GLUE_DEV.encode()})
+    splits = sst2.load_glue([tmp_path])
+    assert splits.train.texts == ["it 's ( really ) good", "bad"]
+    assert splits.train.labels == [1, 0]
+    assert splits.train.label_names == ["negative", "positive"]
+    assert (splits.test.texts, splits.test.split) == (["fine"], "test")
+
+
+def test_sst2_glue_zip_as_downloaded(tmp_path):
+    with zipfile.ZipFile(tmp_path / "SST-2.zip", "w") as zf:
+        zf.writestr("SST-2/train.tsv", GLUE_TRAIN)
+        zf.writestr("SST-2/dev.tsv", GLUE_DEV)
+    assert sst2.load_glue([tmp_path]).test.texts == ["fine"]
+
+
+def test_sst2_glue_bad_row_names_file_and_line(tmp_path):
+    _write_tree(tmp_path / "SST-2", {"train.tsv": b"sentence\tlabel\ngood \t1\nno label here\n"})
+    with pytest.raises(DataError, match=r"train.tsv, line 3: expected 'sentence<TAB>0\|1'"):
+        sst2.load_glue([tmp_path])
+
+
+def test_sst2_sentences_undo_ptb_escapes(tmp_path):
+    _write_tree(tmp_path / "stsa_binary", {
+        "stsa.binary.train": b"1 a -lrb- comedy\\/drama -rrb- \\* gem\n0 dull\n",
+        "stsa.binary.dev": b"1 ok\n",
+        "stsa.binary.test": b"0 meh\n1 yes\n",
+    })
+    splits = sst2.load_sentences([tmp_path])
+    assert splits.train.texts == ["a ( comedy/drama ) * gem", "dull"]
+    assert splits.train.labels == [1, 0]
+    assert (splits.validation.texts, splits.validation.split) == (["ok"], "validation")
+    assert splits.test.labels == [0, 1]
+
+
+# --- AG News ----------------------------------------------------------------
+
+AG_TEST = (
+    '"3","Fears, Tears","Unions say they are ""disappointed"" about\\Turner  amp; Newall #39;s talks"\n'
+    '"4","Space?","A second\\team wins \\$10 million"\n'
+)
+AG_TRAIN = '"1","World news","Calm."\n"2","Sports","Win."\n'
+AG_CLASSES = b"World\nSports\nBusiness\nSci/Tech\n"
+
+
+def test_ag_news_full_folder(tmp_path):
+    _write_tree(tmp_path / "ag_news", {
+        "train.csv": AG_TRAIN.encode(), "test.csv": AG_TEST.encode(), "classes.txt": AG_CLASSES,
+    })
+    splits = ag_news.load([tmp_path])
+    assert splits.train.label_names == ["World", "Sports", "Business", "Sci/Tech"]
+    assert splits.train.labels == [0, 1]
+    assert splits.test.labels == [2, 3]
+    assert splits.test.texts == [
+        "Fears, Tears. Unions say they are \"disappointed\" about Turner & Newall's talks",
+        "Space? A second team wins $10 million",
+    ]
+
+
+def test_ag_news_without_train_csv_is_located_but_explains_what_is_missing(tmp_path):
+    _write_tree(tmp_path / "ag_news", {"test.csv": AG_TEST.encode(), "classes.txt": AG_CLASSES})
+    assert ag_news.locate([tmp_path]) == tmp_path / "ag_news"
+    with pytest.raises(DataError) as err:
+        ag_news.load([tmp_path])
+    message = str(err.value)
+    assert str(tmp_path / "ag_news" / "train.csv") in message
+    assert "--download" in message and "CharCnn_Keras" in message
+    assert len(ag_news.load_test([tmp_path])) == 2
+
+
+def test_ag_news_prefers_a_folder_with_train_csv(tmp_path):
+    _write_tree(tmp_path / "a" / "ag_news", {"test.csv": AG_TEST.encode(), "classes.txt": AG_CLASSES})
+    _write_tree(tmp_path / "b" / "ag_news_csv", {"train.csv": AG_TRAIN.encode()})
+    assert ag_news.locate([tmp_path / "a", tmp_path / "b"]) == tmp_path / "b" / "ag_news_csv"
+
+
+def test_ag_news_bad_class_names_line(tmp_path):
+    _write_tree(tmp_path / "ag_news", {"test.csv": b'"1","a","b"\n"9","c","d"\n', "classes.txt": AG_CLASSES})
+    with pytest.raises(DataError, match=r"test.csv, line 2: expected"):
+        ag_news.load_test([tmp_path])
+
+
+# --- 20 Newsgroups ----------------------------------------------------------
+
+NG_FILES = {
+    "20news-bydate-train/sci.space/60": b"From: a\n\nOrbit.",
+    "20news-bydate-train/sci.space/100": b"From: b\n\nMoon.",
+    "20news-bydate-train/alt.atheism/5": b"From: M\xf6ller\n\nGod?",
+    "20news-bydate-train/alt.atheism/.DS_Store": b"\x00junk",
+    "20news-bydate-test/sci.space/7": b"From: c\r\n\r\nMars.",
+    "20news-bydate-test/alt.atheism/9": b"From: d\n\nNo.",
+}
+
+
+def _check_newsgroups(splits) -> None:
+    assert splits.train.label_names == ["alt.atheism", "sci.space"]
+    assert splits.train.texts == ["From: M\u00f6ller\n\nGod?", "From: a\n\nOrbit.", "From: b\n\nMoon."]
+    assert splits.train.labels == [0, 1, 1]
+    assert splits.test.texts == ["From: d\n\nNo.", "From: c\r\n\r\nMars."]
+
+
+def test_newsgroups_archive_decodes_latin1_and_sorts(tmp_path):
+    _tar_gz(tmp_path / "20newsgroups" / newsgroups.ARCHIVE, NG_FILES)
+    _check_newsgroups(newsgroups.load([tmp_path]))
+
+
+def test_newsgroups_extracted_folders(tmp_path):
+    _write_tree(tmp_path, NG_FILES)
+    assert newsgroups.locate([tmp_path]) == tmp_path
+    _check_newsgroups(newsgroups.load([tmp_path]))
+
+
+def test_newsgroups_test_group_unknown_to_train(tmp_path):
+    _tar_gz(tmp_path / newsgroups.ARCHIVE, {**NG_FILES, "20news-bydate-test/rec.autos/1": b"Car."})
+    with pytest.raises(DataError, match=r"test groups \['rec.autos'\] do not appear in train"):
+        newsgroups.load([tmp_path])
+
+
+# --- download ---------------------------------------------------------------
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def test_fetch_verifies_and_places_the_file(tmp_path):
+    (tmp_path / "src.bin").write_bytes(b"payload")
+    dest = tmp_path / "cache" / "x" / "file.bin"
+    assert download.fetch((tmp_path / "src.bin").as_uri(), dest, _sha(b"payload")) == dest
+    assert dest.read_bytes() == b"payload"
+    # Already there and verified: the (now missing) source is not read again.
+    (tmp_path / "src.bin").unlink()
+    assert download.fetch((tmp_path / "src.bin").as_uri(), dest, _sha(b"payload")) == dest
+
+
+def test_fetch_checksum_mismatch_keeps_nothing(tmp_path):
+    (tmp_path / "src.bin").write_bytes(b"tampered")
+    dest = tmp_path / "cache" / "file.bin"
+    with pytest.raises(DataError, match=f"sha256 is {_sha(b'tampered')}, expected {'0' * 64}"):
+        download.fetch((tmp_path / "src.bin").as_uri(), dest, "0" * 64)
+    assert list(dest.parent.iterdir()) == []
+
+
+def test_fetch_network_failure_is_a_data_error(tmp_path):
+    url = (tmp_path / "absent.bin").as_uri()
+    with pytest.raises(DataError, match=f"could not download {url}"):
+        download.fetch(url, tmp_path / "cache" / "file.bin", "0" * 64)
+    assert list((tmp_path / "cache").iterdir()) == []
+
+
+def test_ensure_available_without_download_explains(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTNCLF_CACHE", str(tmp_path / "cache"))
+    expected = r"imdb: not found in .*--data-dir DIR \(folder holding imdb/aclImdb_v1.tar.gz\) or --download"
+    with pytest.raises(DataError, match=expected):
+        download.ensure_available("imdb", [tmp_path / "data"], download=False)
+
+
+def test_ensure_available_downloads_into_the_cache_when_allowed(tmp_path, monkeypatch):
+    archive = _tar_gz(tmp_path / "remote" / imdb.ARCHIVE, IMDB_FILES)
+    remote = download.Remote(archive.as_uri(), f"imdb/{imdb.ARCHIVE}", _sha(archive.read_bytes()))
+    monkeypatch.setattr(imdb, "REMOTES", {"imdb": (remote,)})
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("ATTNCLF_CACHE", str(cache))
+    found = download.ensure_available("imdb", [tmp_path / "data", cache], download=True)
+    assert found == cache / "imdb" / imdb.ARCHIVE
+    _check_imdb(imdb.load([cache]))
+
+
+def test_ensure_available_prefers_local_files(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTNCLF_CACHE", str(tmp_path / "cache"))
+    _tar_gz(tmp_path / "data" / "imdb" / imdb.ARCHIVE, IMDB_FILES)
+    monkeypatch.setattr(imdb, "REMOTES", {"imdb": (download.Remote("file:///nowhere", "imdb/x", "0" * 64),)})
+    found = download.ensure_available("imdb", [tmp_path / "data"], download=True)
+    assert found == tmp_path / "data" / "imdb" / imdb.ARCHIVE
+
+
+def test_ensure_available_completes_a_partial_ag_news_when_allowed(tmp_path, monkeypatch):
+    _write_tree(tmp_path / "data" / "ag_news", {"test.csv": AG_TEST.encode(), "classes.txt": AG_CLASSES})
+    remote_files = {"train.csv": AG_TRAIN.encode(), "test.csv": AG_TEST.encode(), "classes.txt": AG_CLASSES}
+    _write_tree(tmp_path / "remote", remote_files)
+    remotes = tuple(
+        download.Remote((tmp_path / "remote" / name).as_uri(), f"ag_news/{name}", _sha(data))
+        for name, data in remote_files.items()
+    )
+    monkeypatch.setattr(ag_news, "REMOTES", {"ag_news": remotes})
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("ATTNCLF_CACHE", str(cache))
+    dirs = [tmp_path / "data", cache]
+    assert download.ensure_available("ag_news", dirs, download=False) == tmp_path / "data" / "ag_news"
+    assert download.ensure_available("ag_news", dirs, download=True) == cache / "ag_news"
+    assert len(ag_news.load(dirs).train) == 2
+
+
+# --- user files -------------------------------------------------------------
+
+def _write(path: Path, text: str | bytes) -> Path:
+    path.write_bytes(text.encode() if isinstance(text, str) else text)
+    return path
+
+
+def test_csv_with_quoted_comma_and_escaped_quote(tmp_path):
+    path = _write(tmp_path / "train.csv",
+                  'id,text,label\n1,"good, really ""good""",pos\n2,bad,neg\n3,"two\nlines",pos\n')
+    ds = load_file(path, "text", "label")
+    assert ds.texts == ['good, really "good"', "bad", "two\nlines"]
+    assert ds.label_names == ["neg", "pos"]
+    assert ds.labels == [1, 0, 1]
+    assert (ds.split, ds.name) == ("train", "train.csv")
+
+
+def test_tsv_integer_labels_sort_numerically(tmp_path):
+    path = _write(tmp_path / "data.tsv", "label\ttext\n10\tten\n2\ttwo\n10\tanother ten\n")
+    ds = load_file(path, "text", "label")
+    assert ds.label_names == ["2", "10"]
+    assert ds.labels == [1, 0, 1]
+
+
+def test_jsonl_integer_and_string_labels(tmp_path):
+    path = _write(tmp_path / "d.jsonl", '{"text": "a", "label": 1}\n\n{"text": "b", "label": 0}\n')
+    assert load_file(path).label_names == ["0", "1"]
+    path = _write(tmp_path / "e.json", '{"body": "a", "y": "spam"}\n{"body": "b", "y": "ham"}\n')
+    ds = load_file(path, "body", "y")
+    assert (ds.label_names, ds.labels) == (["ham", "spam"], [1, 0])
+
+
+def test_parquet_streams_string_and_integer_labels(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    table = pa.table({"text": ["x", "y", "z"], "label": [3, 1, 3], "topic": ["b", "a", "b"]})
+    pq.write_table(table, tmp_path / "d.parquet", row_group_size=2)
+    ds = load_file(tmp_path / "d.parquet")
+    assert (ds.texts, ds.label_names, ds.labels) == (["x", "y", "z"], ["1", "3"], [1, 0, 1])
+    assert load_file(tmp_path / "d.parquet", "text", "topic").label_names == ["a", "b"]
+    expected = r"d.parquet: no label column 'stars'; the columns are: 'text', 'label', 'topic'"
+    with pytest.raises(DataError, match=expected):
+        load_file(tmp_path / "d.parquet", "text", "stars")
+    pq.write_table(pa.table({"text": ["x", None], "label": [1, 2]}), tmp_path / "n.parquet")
+    with pytest.raises(DataError, match=r"n.parquet, row 2: empty text in column 'text'"):
+        load_file(tmp_path / "n.parquet")
+
+
+def test_load_files_test_uses_training_labels(tmp_path):
+    train = _write(tmp_path / "train.csv", "text,label\na,x\nb,y\n")
+    test = _write(tmp_path / "test.csv", "text,label\nc,y\n")
+    splits = load_files(train, test)
+    assert (splits.test.label_names, splits.test.labels, splits.test.split) == (["x", "y"], [1], "test")
+    _write(test, "text,label\nc,y\nd,z\n")
+    expected = r"test.csv, line 3: label 'z' in column 'label' is not one of the training labels \['x', 'y'\]"
+    with pytest.raises(DataError, match=expected):
+        load_files(train, test)
+
+
+@pytest.mark.parametrize(
+    "name, content, columns, message",
+    [
+        ("a.csv", None, ("text", "label"), r"a.csv: no such file"),
+        ("e.csv", "", ("text", "label"), r"e.csv: empty file"),
+        ("h.csv", "text,label\n", ("text", "label"), r"h.csv: empty file, no data rows"),
+        ("c.csv", "review,stars\nok,1\n", ("text", "stars"), r"c.csv: no text column 'text'; the columns are: 'review', 'stars'"),
+        ("t.tsv", "text\tlabel\nok\t1\n   \t0\n", ("text", "label"), r"t.tsv, line 3: empty text in column 'text'"),
+        ("l.csv", "text,label\nok,1\nfine,\n", ("text", "label"), r"l.csv, line 3: missing label in column 'label'"),
+        ("o.csv", "text,label\nok,1\nfine,1\n", ("text", "label"), r"o.csv: only one class \('1'\) in column 'label'"),
+        ("f.csv", "text,label\nok, 1\nnot, quoted, 0\n", ("text", "label"), r"f.csv, line 3: 3 fields but the header has 2"),
+        ("q.csv", 'text,label\n"ok" then,1\n', ("text", "label"), r"q.csv, line 2: malformed CSV"),
+        ("u.csv", b"text,label\nok,1\ncaf\xe9,0\n", ("text", "label"), r"u.csv, line 3: byte 0xe9 at byte offset 19 is not UTF-8"),
+        ("j.jsonl", '{"text": "a", "label": 1}\n{"text": "b", "label": 0,}\n', ("text", "label"), r"j.jsonl, line 2: malformed JSON"),
+        ("r.json", '[{"text": "a", "label": 1}]\n', ("text", "label"), r"r.json, line 1: expected a JSON object, got list; this is a JSON array"),
+        ("p.json", '[\n  {"text": "a", "label": 1}\n]\n', ("text", "label"), r"p.json, line 1: malformed JSON: .*; this is a JSON array"),
+        ("k.jsonl", '{"text": "a", "label": 1}\n{"body": "b", "label": 0}\n', ("text", "label"), r"k.jsonl, line 2: no text column 'text'; this line has: 'body', 'label'"),
+        ("m.jsonl", '{"text": "a", "label": 1}\n{"text": "b", "label": null}\n', ("text", "label"), r"m.jsonl, line 2: missing label"),
+        ("x.xlsx", "whatever", ("text", "label"), r"x.xlsx: unknown file type '.xlsx'"),
+    ],
+)
+def test_bad_user_files_are_one_line_errors(tmp_path, name, content, columns, message):
+    if content is not None:
+        _write(tmp_path / name, content)
+    with pytest.raises(DataError, match=message) as err:
+        load_file(tmp_path / name, *columns)
+    assert "\n" not in str(err.value)
