@@ -1,0 +1,301 @@
+"""Attention building blocks: masked pooling, self-attention, encoder blocks.
+
+Masks are (batch, seq) bool, True at real tokens. Every weight this module
+returns is exactly 0 at padding (not just small), and a row with no real token
+at all gives zeros, never NaN.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from attnclf.errors import AttnclfError
+
+SCORES = ("dot", "scaled_dot", "general", "additive", "cosine", "location")
+POOLINGS = ("attention", "mean", "first", "max")
+
+
+def masked_softmax(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Softmax over the last dim, exactly 0 where ``mask`` is False.
+
+    A row with no True gives all zeros instead of NaN (filling with the dtype's
+    most negative finite value rather than -inf keeps the softmax finite; the
+    final multiply zeroes it).
+
+    >>> masked_softmax(torch.zeros(1, 3), torch.tensor([[True, True, False]]))
+    tensor([[0.5000, 0.5000, 0.0000]])
+    """
+    scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    return torch.softmax(scores, dim=-1) * mask
+
+
+def masked_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Mean over the real positions of (batch, seq, dim) ``x``; zeros for an empty row.
+
+    >>> masked_mean(torch.tensor([[[1.0], [3.0], [99.0]]]), torch.tensor([[True, True, False]]))
+    tensor([[2.]])
+    """
+    weights = mask.to(x.dtype).unsqueeze(-1)
+    return (x * weights).sum(1) / weights.sum(1).clamp(min=1)
+
+
+def masked_pool(x: torch.Tensor, mask: torch.Tensor, how: str) -> torch.Tensor:
+    """Parameter-free pooling of (batch, seq, dim) ``x``: ``mean``, ``first`` or ``max``.
+
+    ``first`` takes the first real token (there is no [CLS]; after
+    bidirectional self-attention that position has seen the whole text).
+
+    >>> x = torch.tensor([[[1.0], [3.0], [99.0]]]); m = torch.tensor([[True, True, False]])
+    >>> [masked_pool(x, m, how).item() for how in ("mean", "first", "max")]
+    [2.0, 1.0, 3.0]
+    """
+    if how == "mean":
+        return masked_mean(x, mask)
+    if how == "first":
+        first = mask.int().argmax(dim=1)  # argmax returns the first maximal index
+        return x[torch.arange(x.size(0), device=x.device), first]
+    if how == "max":
+        pooled = x.masked_fill(~mask.unsqueeze(-1), torch.finfo(x.dtype).min).amax(dim=1)
+        return torch.where(mask.any(dim=1, keepdim=True), pooled, torch.zeros_like(pooled))
+    raise AttnclfError(f"unknown pooling {how!r}; choose one of mean, first, max")
+
+
+def _dot(keys: torch.Tensor, query: torch.Tensor) -> torch.Tensor:
+    """(B, T, D) keys . (B, D) query -> (B, T) scores."""
+    return (keys @ query.unsqueeze(-1)).squeeze(-1)
+
+
+class MultiHeadSelfAttention(nn.Module):
+    """Multi-head scaled dot-product self-attention with a key-padding mask.
+
+    Without ``need_weights`` it runs ``F.scaled_dot_product_attention`` (fused
+    kernel, the fast path). With it, the softmax is computed explicitly and the
+    (batch, heads, seq, seq) weights are returned: columns of padding keys are
+    exactly 0, rows of padding queries are set to 0, rows of real queries sum
+    to 1. Real positions get the same outputs either way; padding positions may
+    differ, and nothing downstream reads them.
+
+    >>> attn = MultiHeadSelfAttention(8, heads=2)
+    >>> y, w = attn(torch.randn(1, 3, 8), torch.tensor([[True, True, False]]), need_weights=True)
+    >>> y.shape, w.shape, w[0, :, :, 2].abs().sum().item()
+    (torch.Size([1, 3, 8]), torch.Size([1, 2, 3, 3]), 0.0)
+    """
+
+    def __init__(self, dim: int, heads: int, dropout: float = 0.0) -> None:
+        super().__init__()
+        if dim % heads:
+            raise AttnclfError(f"model dimension {dim} is not divisible by heads={heads}")
+        self.heads = heads
+        self.dropout = dropout
+        self.qkv = nn.Linear(dim, 3 * dim)  # one matmul for q, k, v (same layout as nn.MultiheadAttention)
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(
+        self, x: torch.Tensor, mask: torch.Tensor, need_weights: bool = False
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        batch, seq, dim = x.shape
+        q, k, v = self.qkv(x).view(batch, seq, 3, self.heads, dim // self.heads).permute(2, 0, 3, 1, 4)
+        keys = mask[:, None, None, :]  # (B, 1, 1, T): which keys every query may see
+        dropout = self.dropout if self.training else 0.0
+        if need_weights:
+            scores = (q @ k.transpose(-2, -1)) / math.sqrt(q.size(-1))
+            weights = masked_softmax(scores, keys) * mask[:, None, :, None]
+            y = F.dropout(weights, dropout) @ v
+        else:
+            weights = None
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=keys, dropout_p=dropout)
+        return self.proj(y.transpose(1, 2).reshape(batch, seq, dim)), weights
+
+
+class EncoderBlock(nn.Module):
+    """Transformer encoder layer: self-attention and feed-forward, each residual.
+
+    ``dropout`` acts on the two residual branches; ``attention_dropout`` on the
+    attention probabilities, off by default because any nonzero value moves
+    SDPA from its fused CPU kernel to the unfused math path (~1.5x the time).
+
+    ``norm_first=True`` is pre-norm (``x + f(LN(x))``, GPT/seed 000, trains
+    stably without warm-up); ``False`` is the original post-norm
+    (``LN(x + f(x))``, PyTorch's default layer used in the lab, seed 001).
+
+    >>> block = EncoderBlock(8, heads=2, ff_dim=16)
+    >>> block(torch.randn(2, 5, 8), torch.ones(2, 5, dtype=torch.bool))[0].shape
+    torch.Size([2, 5, 8])
+    """
+
+    def __init__(
+        self,
+        dim: int,
+        heads: int,
+        ff_dim: int,
+        dropout: float = 0.1,
+        activation: str = "gelu",
+        norm_first: bool = True,
+        attention_dropout: float = 0.0,
+    ) -> None:
+        super().__init__()
+        activations = {"gelu": nn.GELU, "relu": nn.ReLU}
+        if activation not in activations:
+            raise AttnclfError(f"unknown activation {activation!r}; choose one of gelu, relu")
+        self.norm_first = norm_first
+        self.attn_norm = nn.LayerNorm(dim)
+        self.attn = MultiHeadSelfAttention(dim, heads, attention_dropout)
+        self.ff_norm = nn.LayerNorm(dim)
+        # No dropout inside the feed-forward (as nanoGPT): on the 4x-wide hidden
+        # layer it costs more CPU time than the rest of the block's dropouts.
+        self.ff = nn.Sequential(nn.Linear(dim, ff_dim), activations[activation](), nn.Linear(ff_dim, dim))
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(
+        self, x: torch.Tensor, mask: torch.Tensor, need_weights: bool = False
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        if self.norm_first:
+            attended, weights = self.attn(self.attn_norm(x), mask, need_weights)
+            x = x + self.dropout(attended)
+            x = x + self.dropout(self.ff(self.ff_norm(x)))
+        else:
+            attended, weights = self.attn(x, mask, need_weights)
+            x = self.attn_norm(x + self.dropout(attended))
+            x = self.ff_norm(x + self.dropout(self.ff(x)))
+        return x, weights
+
+
+class TransformerEncoder(nn.Module):
+    """A stack of ``EncoderBlock``s; pre-norm stacks end with a LayerNorm.
+
+    Returns the final states and, with ``output_attentions``, one
+    (batch, heads, seq, seq) map per layer (else None).
+
+    >>> enc = TransformerEncoder(8, heads=2, layers=3, ff_dim=16)
+    >>> x, maps = enc(torch.randn(2, 5, 8), torch.ones(2, 5, dtype=torch.bool), output_attentions=True)
+    >>> x.shape, len(maps), maps[0].shape
+    (torch.Size([2, 5, 8]), 3, torch.Size([2, 2, 5, 5]))
+    """
+
+    def __init__(
+        self,
+        dim: int,
+        heads: int,
+        layers: int,
+        ff_dim: int,
+        dropout: float = 0.1,
+        activation: str = "gelu",
+        norm_first: bool = True,
+        attention_dropout: float = 0.0,
+    ) -> None:
+        super().__init__()
+        self.blocks = nn.ModuleList(
+            EncoderBlock(dim, heads, ff_dim, dropout, activation, norm_first, attention_dropout)
+            for _ in range(layers)
+        )
+        # Pre-norm leaves the residual stream unnormalised; post-norm already
+        # ends every block with a LayerNorm.
+        self.final_norm = nn.LayerNorm(dim) if norm_first else nn.Identity()
+
+    def forward(
+        self, x: torch.Tensor, mask: torch.Tensor, output_attentions: bool = False
+    ) -> tuple[torch.Tensor, list[torch.Tensor] | None]:
+        maps = []
+        for block in self.blocks:
+            x, weights = block(x, mask, need_weights=output_attentions)
+            maps.append(weights)
+        return self.final_norm(x), maps if output_attentions else None
+
+
+class AttentionPooling(nn.Module):
+    """Weighted average of a sequence; weights = masked softmax of score(query, key_t).
+
+    The query is learned (one vector, seed 000) unless ``query_dim`` is given,
+    in which case the caller passes one query per example (Bahdanau-style, the
+    BiLSTM's final states in seed 002). Scores, for query ``q`` and key ``h_t``
+    (the table in seed 002):
+
+    - ``dot``: ``q . h_t``
+    - ``scaled_dot``: ``q . h_t / sqrt(dim)``
+    - ``general``: ``q^T W h_t`` (Luong's bilinear)
+    - ``additive``: ``v^T tanh(W_h h_t + W_q q)`` (Bahdanau; "concat" in Luong)
+    - ``cosine``: ``beta * cos(q, h_t)``, with a learned sharpness ``beta``
+      (Graves' key strength; starts at sqrt(dim) because a bare cosine in
+      [-1, 1] can barely move a softmax)
+    - ``location``: ``(W q + b)_t`` (Luong's location-based: one score per
+      *position* from a linear map of the query; the keys' content is never
+      read). With the learned query this is a trained, content-blind prior
+      over positions, softmaxed over the real ones; needs ``max_len``.
+
+    ``forward`` returns (pooled (B, D), weights (B, T)); ``weights=`` replaces
+    the computed weights as given (not masked or renormalised: the caller's
+    experiment).
+
+    >>> pool = AttentionPooling(8, score="additive")
+    >>> pooled, w = pool(torch.randn(2, 4, 8), torch.tensor([[1, 1, 1, 0], [1, 1, 0, 0]]).bool())
+    >>> pooled.shape, torch.allclose(w.sum(-1), torch.ones(2)), w[1, 2:].tolist()
+    (torch.Size([2, 8]), True, [0.0, 0.0])
+    """
+
+    def __init__(
+        self,
+        dim: int,
+        score: str = "scaled_dot",
+        *,
+        query_dim: int | None = None,
+        hidden_dim: int | None = None,
+        max_len: int = 512,
+    ) -> None:
+        super().__init__()
+        if score not in SCORES:
+            raise AttnclfError(f"unknown attention score {score!r}; choose one of {', '.join(SCORES)}")
+        if query_dim is not None and query_dim != dim and score in ("dot", "scaled_dot", "cosine"):
+            raise AttnclfError(f"score {score!r} needs query_dim == dim, got {query_dim} and {dim}")
+        self.score = score
+        self.max_len = max_len
+        # Small init: all scores start near 0, so pooling starts as a mean.
+        self.query = nn.Parameter(0.02 * torch.randn(dim)) if query_dim is None else None
+        query_dim = query_dim or dim
+        if score == "general":
+            self.bilinear = nn.Linear(dim, query_dim, bias=False)
+        elif score == "additive":
+            hidden_dim = hidden_dim or dim
+            self.key_proj = nn.Linear(dim, hidden_dim)
+            self.query_proj = nn.Linear(query_dim, hidden_dim, bias=False)  # key_proj has the bias
+            self.energy = nn.Linear(hidden_dim, 1, bias=False)  # a bias would cancel in the softmax
+        elif score == "cosine":
+            self.log_sharpness = nn.Parameter(torch.tensor(0.5 * math.log(dim)))
+        elif score == "location":
+            self.location = nn.Linear(query_dim, max_len)
+
+    def scores(self, keys: torch.Tensor, query: torch.Tensor) -> torch.Tensor:
+        """Unnormalised (B, T) scores of (B, T, D) keys against a (B, Dq) query."""
+        if self.score == "dot":
+            return _dot(keys, query)
+        if self.score == "scaled_dot":
+            return _dot(keys, query) / math.sqrt(keys.size(-1))
+        if self.score == "general":
+            return _dot(keys, query @ self.bilinear.weight)  # q^T W h without a (B, T, D) projection
+        if self.score == "additive":
+            return self.energy(torch.tanh(self.key_proj(keys) + self.query_proj(query).unsqueeze(1))).squeeze(-1)
+        if self.score == "cosine":
+            return self.log_sharpness.exp() * F.cosine_similarity(keys, query.unsqueeze(1), dim=-1)
+        seq = keys.size(1)
+        if seq > self.max_len:
+            raise AttnclfError(f"sequence length {seq} exceeds max_len {self.max_len} of location attention")
+        return self.location(query)[:, :seq]
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        mask: torch.Tensor,
+        query: torch.Tensor | None = None,
+        weights: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        if weights is None:
+            if query is None:
+                if self.query is None:
+                    raise ValueError("this AttentionPooling was built with query_dim: pass query=")
+                query = self.query.expand(x.size(0), -1)
+            weights = masked_softmax(self.scores(x, query), mask)
+        pooled = (weights.to(x.dtype).unsqueeze(1) @ x).squeeze(1)
+        return pooled, weights

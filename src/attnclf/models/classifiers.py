@@ -1,0 +1,462 @@
+"""The classifiers, one small class and one config each, plus the registry.
+
+Every model follows ``Classifier``'s contract (see ``base.py``): padding never
+changes a prediction (in eval mode a text gives the same logits however many
+pad tokens follow it), ``token_embeddings=`` replaces ``embed_tokens(ids)``
+with positions still added inside, ``pooling_override=`` replaces the pooling
+weights of models that pool by attention, and ``output_attentions=True``
+returns per-layer self-attention maps of models that have self-attention.
+
+>>> model = build_model("self-attn", vocab_size=100, layers=1)
+>>> ids = torch.tensor([[5, 6, 7, 0]])
+>>> out = model(ids, ids != 0)
+>>> out.logits.shape, out.pooling_weights.shape
+(torch.Size([1, 2]), torch.Size([1, 4]))
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import torch
+from torch import Tensor, nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+from attnclf.errors import AttnclfError
+from attnclf.models.attention import (
+    POOLINGS,
+    AttentionPooling,
+    MultiHeadSelfAttention,
+    TransformerEncoder,
+    masked_mean,
+    masked_pool,
+)
+from attnclf.models.base import Classifier, ModelConfig, ModelOutput
+from attnclf.models.positional import positional_encoding
+
+
+def init_weights(module: nn.Module) -> None:
+    """N(0, 0.02) for linear and embedding weights, zero biases, zero padding row.
+
+    LSTMs keep PyTorch's uniform(+-1/sqrt(hidden)) init, which suits their gates.
+    """
+    if isinstance(module, nn.Linear):
+        nn.init.normal_(module.weight, std=0.02)
+        if module.bias is not None:
+            nn.init.zeros_(module.bias)
+    elif isinstance(module, nn.Embedding):
+        nn.init.normal_(module.weight, std=0.02)
+        if module.padding_idx is not None:
+            with torch.no_grad():
+                module.weight[module.padding_idx].zero_()
+
+
+class TokenClassifier(Classifier):
+    """Shared plumbing: the config, the token embedding, and the input handling."""
+
+    def __init__(self, config: ModelConfig, dim: int) -> None:
+        super().__init__()
+        self.config = config
+        # padding_idx also keeps the pad row's gradient at zero.
+        self.token_embedding = nn.Embedding(config.vocab_size, dim, padding_idx=config.pad_id)
+
+    def embed_tokens(self, input_ids: torch.Tensor) -> torch.Tensor:
+        """(batch, seq) ids -> (batch, seq, dim) embeddings, before any position."""
+        return self.token_embedding(input_ids)
+
+    def embed(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None,
+        token_embeddings: torch.Tensor | None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Token embeddings (or the override) and a bool mask (default: ids != pad_id)."""
+        mask = input_ids != self.config.pad_id if attention_mask is None else attention_mask.bool()
+        x = self.embed_tokens(input_ids) if token_embeddings is None else token_embeddings
+        return x, mask
+
+
+class ResidualMLP(nn.Module):
+    """``x + W2 relu(W1 x)`` per position: seed 003's ResidualBlock.
+
+    The seed initialises W1, W2 to the identity; with the usual small init the
+    block still starts close to the identity through the residual.
+    """
+
+    def __init__(self, dim: int, hidden_dim: int, dropout: float = 0.0) -> None:
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(dim, hidden_dim), nn.ReLU(), nn.Linear(hidden_dim, dim), nn.Dropout(dropout))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.net(x)
+
+
+def run_lstm(lstm: nn.LSTM, x: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Run ``lstm`` over the real tokens only; returns (outputs (B, T, H*dirs), h_n).
+
+    Packing stops the recurrence at each text's last real token, so padding
+    never reaches a state; outputs at padding positions are 0. Real tokens are
+    first moved (in order) to the front, so padding may sit anywhere the mask
+    says. An empty text runs over one pad token so packing accepts it.
+    """
+    order = torch.sort((~mask).to(torch.uint8), dim=1, stable=True).indices  # real tokens first
+    gather = order.unsqueeze(-1)
+    x = x.gather(1, gather.expand(-1, -1, x.size(-1)))
+    lengths = mask.sum(dim=1).clamp(min=1).cpu()
+    packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+    outputs, (h_n, _) = lstm(packed)
+    outputs, _ = pad_packed_sequence(outputs, batch_first=True, total_length=x.size(1))
+    outputs = torch.zeros_like(outputs).scatter(1, gather.expand(-1, -1, outputs.size(-1)), outputs)
+    return outputs * mask.unsqueeze(-1), h_n
+
+
+# ---------------------------------------------------------------------------- boe
+
+
+@dataclass
+class BoEConfig(ModelConfig):
+    embed_dim: int = 128
+    dropout: float = 0.1
+
+
+class BagOfEmbeddings(TokenClassifier):
+    """``boe``: masked mean of token embeddings -> linear.
+
+    Seed 000's bag-of-embeddings baseline (and seed 003's MeanClassifier
+    without its MLP): word order and context are invisible to it.
+    """
+
+    def __init__(self, config: BoEConfig) -> None:
+        super().__init__(config, config.embed_dim)
+        self.dropout = nn.Dropout(config.dropout)
+        self.head = nn.Linear(config.embed_dim, config.num_classes)
+        self.apply(init_weights)
+
+    def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None, *,
+                token_embeddings: Tensor | None = None, pooling_override: Tensor | None = None,
+                output_attentions: bool = False) -> ModelOutput:
+        x, mask = self.embed(input_ids, attention_mask, token_embeddings)
+        return ModelOutput(logits=self.head(self.dropout(masked_mean(x, mask))))
+
+
+# ---------------------------------------------------------------------------- pos-mean
+
+
+@dataclass
+class PosMeanConfig(ModelConfig):
+    embed_dim: int = 128
+    ff_dim: int = 128
+    positional: str = "learned"
+    dropout: float = 0.1
+
+
+class PositionalMean(TokenClassifier):
+    """``pos-mean``: token + position embeddings -> residual MLP -> masked mean -> linear.
+
+    Seed 003's ClassifierWithPositionEncoding: positions let the MLP treat a
+    word differently by where it is, but words still never see each other.
+    """
+
+    def __init__(self, config: PosMeanConfig) -> None:
+        super().__init__(config, config.embed_dim)
+        self.positions = positional_encoding(config.positional, config.max_len, config.embed_dim)
+        self.mlp = ResidualMLP(config.embed_dim, config.ff_dim, config.dropout)
+        self.dropout = nn.Dropout(config.dropout)
+        self.head = nn.Linear(config.embed_dim, config.num_classes)
+        self.apply(init_weights)
+
+    def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None, *,
+                token_embeddings: Tensor | None = None, pooling_override: Tensor | None = None,
+                output_attentions: bool = False) -> ModelOutput:
+        x, mask = self.embed(input_ids, attention_mask, token_embeddings)
+        x = self.mlp(self.positions(x))
+        return ModelOutput(logits=self.head(self.dropout(masked_mean(x, mask))))
+
+
+# ---------------------------------------------------------------------------- lstm-mean
+
+
+@dataclass
+class LSTMMeanConfig(ModelConfig):
+    embed_dim: int = 128
+    hidden_dim: int = 128
+    layers: int = 1
+    dropout: float = 0.1
+
+
+class LSTMMean(TokenClassifier):
+    """``lstm-mean``: embedding -> LSTM (packed) -> masked mean -> linear.
+
+    Seed 000's "single-layer LSTM + mean pool" baseline.
+    """
+
+    def __init__(self, config: LSTMMeanConfig) -> None:
+        super().__init__(config, config.embed_dim)
+        self.lstm = nn.LSTM(
+            config.embed_dim, config.hidden_dim, num_layers=config.layers, batch_first=True,
+            dropout=config.dropout if config.layers > 1 else 0.0,  # between layers only
+        )
+        self.dropout = nn.Dropout(config.dropout)
+        self.head = nn.Linear(config.hidden_dim, config.num_classes)
+        self.apply(init_weights)
+
+    def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None, *,
+                token_embeddings: Tensor | None = None, pooling_override: Tensor | None = None,
+                output_attentions: bool = False) -> ModelOutput:
+        x, mask = self.embed(input_ids, attention_mask, token_embeddings)
+        states, _ = run_lstm(self.lstm, x, mask)
+        return ModelOutput(logits=self.head(self.dropout(masked_mean(states, mask))))
+
+
+# ---------------------------------------------------------------------------- bilstm-attn
+
+
+@dataclass
+class BiLSTMAttentionConfig(ModelConfig):
+    embed_dim: int = 128
+    hidden_dim: int = 128  # per direction
+    layers: int = 1  # the seed stacks 2; 1 is half the CPU time
+    attention_dim: int = 128
+    pooling_score: str = "additive"
+    dense_dim: int = 64
+    dropout: float = 0.1
+
+
+class BiLSTMAttention(TokenClassifier):
+    """``bilstm-attn``: BiLSTM -> attention queried by its final states -> dense -> linear.
+
+    Seed 002 (Keras blog): the concatenated final forward/backward hidden
+    states query the BiLSTM outputs with additive (Bahdanau) attention; the
+    context vector goes through dense+ReLU, dropout and the output layer.
+    ``pooling_score`` swaps in any other score of seed 002's table.
+    """
+
+    def __init__(self, config: BiLSTMAttentionConfig) -> None:
+        super().__init__(config, config.embed_dim)
+        states = 2 * config.hidden_dim
+        self.lstm = nn.LSTM(
+            config.embed_dim, config.hidden_dim, num_layers=config.layers, batch_first=True, bidirectional=True,
+            dropout=config.dropout if config.layers > 1 else 0.0,
+        )
+        self.attention = AttentionPooling(
+            states, config.pooling_score, query_dim=states, hidden_dim=config.attention_dim, max_len=config.max_len
+        )
+        self.dense = nn.Linear(states, config.dense_dim)
+        self.dropout = nn.Dropout(config.dropout)
+        self.head = nn.Linear(config.dense_dim, config.num_classes)
+        self.apply(init_weights)
+
+    def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None, *,
+                token_embeddings: Tensor | None = None, pooling_override: Tensor | None = None,
+                output_attentions: bool = False) -> ModelOutput:
+        x, mask = self.embed(input_ids, attention_mask, token_embeddings)
+        states, h_n = run_lstm(self.lstm, x, mask)
+        query = torch.cat([h_n[-2], h_n[-1]], dim=-1)  # last layer: forward final, backward final
+        context, weights = self.attention(states, mask, query=query, weights=pooling_override)
+        logits = self.head(self.dropout(torch.relu(self.dense(context))))
+        return ModelOutput(logits=logits, pooling_weights=weights)
+
+
+# ---------------------------------------------------------------------------- transformer-mean
+
+
+@dataclass
+class TransformerMeanConfig(ModelConfig):
+    d_model: int = 128
+    heads: int = 4
+    layers: int = 2
+    ff_dim: int = 256
+    dropout: float = 0.1
+    attention_dropout: float = 0.0  # the lab's layer used 0.1; nonzero is ~1.5x slower on CPU
+    positional: str = "sinusoidal"  # the lab had none: positional="none"
+    norm_first: bool = False  # the lab's nn.TransformerEncoderLayer is post-norm
+    activation: str = "relu"
+
+
+class TransformerMean(TokenClassifier):
+    """``transformer-mean``: embedding (+ positions) -> encoder blocks -> masked mean -> linear.
+
+    Seed 001 (UW lab 6, IMDB): nn.TransformerEncoder with ReLU, feed-forward
+    2 x d_model, post-norm, mean over tokens, dropout, linear. Unlike the lab
+    the mean ignores padding, and positions are a switch (the lab had none).
+    """
+
+    def __init__(self, config: TransformerMeanConfig) -> None:
+        super().__init__(config, config.d_model)
+        self.positions = positional_encoding(config.positional, config.max_len, config.d_model)
+        self.dropout = nn.Dropout(config.dropout)
+        self.encoder = TransformerEncoder(
+            config.d_model, config.heads, config.layers, config.ff_dim, config.dropout,
+            activation=config.activation, norm_first=config.norm_first, attention_dropout=config.attention_dropout,
+        )
+        self.head = nn.Linear(config.d_model, config.num_classes)
+        self.apply(init_weights)
+
+    def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None, *,
+                token_embeddings: Tensor | None = None, pooling_override: Tensor | None = None,
+                output_attentions: bool = False) -> ModelOutput:
+        x, mask = self.embed(input_ids, attention_mask, token_embeddings)
+        x = self.dropout(self.positions(x))
+        x, maps = self.encoder(x, mask, output_attentions)
+        logits = self.head(self.dropout(masked_mean(x, mask)))
+        return ModelOutput(logits=logits, self_attentions=maps)
+
+
+# ---------------------------------------------------------------------------- self-attn
+
+
+@dataclass
+class SelfAttentionConfig(ModelConfig):
+    d_model: int = 128
+    heads: int = 4
+    layers: int = 2
+    ff_dim: int = 512
+    dropout: float = 0.1
+    attention_dropout: float = 0.0  # the seed's layer used 0.1; nonzero is ~1.5x slower on CPU
+    positional: str = "learned"  # the seed's code (its prose says sinusoidal)
+    pooling: str = "attention"  # attention | mean | first | max
+    pooling_score: str = "scaled_dot"
+
+
+class SelfAttentionClassifier(TokenClassifier):
+    """``self-attn``: the flagship, seed 000's SelfAttentionClassifier.
+
+    Embedding + positions -> dropout -> pre-norm GELU encoder blocks -> final
+    LayerNorm -> pooling -> LayerNorm, dropout, linear. ``pooling="attention"``
+    is seed 000's learned-query attention pooling (any score of seed 002's
+    table); ``mean``/``first``/``max`` are the ablations, for which
+    ``pooling_weights`` is None and ``pooling_override`` is ignored (they do
+    not pool by attention).
+    """
+
+    def __init__(self, config: SelfAttentionConfig) -> None:
+        super().__init__(config, config.d_model)
+        if config.pooling not in POOLINGS:
+            raise AttnclfError(f"unknown pooling {config.pooling!r}; choose one of {', '.join(POOLINGS)}")
+        self.positions = positional_encoding(config.positional, config.max_len, config.d_model)
+        self.dropout = nn.Dropout(config.dropout)
+        self.encoder = TransformerEncoder(
+            config.d_model, config.heads, config.layers, config.ff_dim, config.dropout,
+            activation="gelu", norm_first=True, attention_dropout=config.attention_dropout,
+        )
+        self.pool = (
+            AttentionPooling(config.d_model, config.pooling_score, max_len=config.max_len)
+            if config.pooling == "attention"
+            else None
+        )
+        self.head = nn.Sequential(
+            nn.LayerNorm(config.d_model), nn.Dropout(config.dropout), nn.Linear(config.d_model, config.num_classes)
+        )
+        self.apply(init_weights)
+
+    def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None, *,
+                token_embeddings: Tensor | None = None, pooling_override: Tensor | None = None,
+                output_attentions: bool = False) -> ModelOutput:
+        x, mask = self.embed(input_ids, attention_mask, token_embeddings)
+        x = self.dropout(self.positions(x))
+        x, maps = self.encoder(x, mask, output_attentions)
+        if self.pool is None:
+            pooled, weights = masked_pool(x, mask, self.config.pooling), None
+        else:
+            pooled, weights = self.pool(x, mask, weights=pooling_override)
+        return ModelOutput(logits=self.head(pooled), pooling_weights=weights, self_attentions=maps)
+
+
+# ---------------------------------------------------------------------------- mha
+
+
+@dataclass
+class MHAConfig(ModelConfig):
+    embed_dim: int = 128
+    heads: int = 1
+    ff_dim: int = 128
+    positional: str = "learned"
+    dropout: float = 0.1
+
+
+class MHAClassifier(TokenClassifier):
+    """``mha``: token + positions -> one self-attention layer + residual -> residual MLP -> mean -> linear.
+
+    Seed 003's ClassifierWithMHAPositionEncoding: the smallest model in which
+    words see each other. No LayerNorm, as in the notebook.
+    """
+
+    def __init__(self, config: MHAConfig) -> None:
+        super().__init__(config, config.embed_dim)
+        self.positions = positional_encoding(config.positional, config.max_len, config.embed_dim)
+        self.attn = MultiHeadSelfAttention(config.embed_dim, config.heads)
+        self.mlp = ResidualMLP(config.embed_dim, config.ff_dim, config.dropout)
+        self.dropout = nn.Dropout(config.dropout)
+        self.head = nn.Linear(config.embed_dim, config.num_classes)
+        self.apply(init_weights)
+
+    def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None, *,
+                token_embeddings: Tensor | None = None, pooling_override: Tensor | None = None,
+                output_attentions: bool = False) -> ModelOutput:
+        x, mask = self.embed(input_ids, attention_mask, token_embeddings)
+        x = self.positions(x)
+        attended, weights = self.attn(x, mask, need_weights=output_attentions)
+        x = self.mlp(x + self.dropout(attended))
+        logits = self.head(self.dropout(masked_mean(x, mask)))
+        return ModelOutput(logits=logits, self_attentions=[weights] if output_attentions else None)
+
+
+# ---------------------------------------------------------------------------- registry
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str
+    config_class: type[ModelConfig]
+    model_class: type[Classifier]
+    description: str
+
+
+MODELS: dict[str, ModelSpec] = {
+    spec.name: spec
+    for spec in [
+        ModelSpec("boe", BoEConfig, BagOfEmbeddings, "mean of token embeddings -> linear"),
+        ModelSpec("pos-mean", PosMeanConfig, PositionalMean, "token + position embeddings -> residual MLP -> mean"),
+        ModelSpec("lstm-mean", LSTMMeanConfig, LSTMMean, "LSTM -> mean of its states -> linear"),
+        ModelSpec("bilstm-attn", BiLSTMAttentionConfig, BiLSTMAttention,
+                  "BiLSTM -> additive attention queried by its final states -> dense"),
+        ModelSpec("transformer-mean", TransformerMeanConfig, TransformerMean,
+                  "post-norm Transformer encoder -> mean -> linear"),
+        ModelSpec("self-attn", SelfAttentionConfig, SelfAttentionClassifier,
+                  "pre-norm Transformer encoder -> learned-query attention pooling -> linear"),
+        ModelSpec("mha", MHAConfig, MHAClassifier, "one self-attention layer + residual MLP -> mean"),
+    ]
+}
+
+
+def build_model(name: str, **config_fields) -> Classifier:
+    """Build model ``name`` (a key of ``MODELS``); unspecified config fields keep their defaults.
+
+    >>> build_model("boe", vocab_size=50, embed_dim=8).num_parameters()
+    418
+    >>> build_model("boe", d_model=8)
+    Traceback (most recent call last):
+    ...
+    attnclf.errors.AttnclfError: model 'boe' has no config field 'd_model'; valid fields: vocab_size, \
+num_classes, pad_id, max_len, embed_dim, dropout
+    """
+    if name not in MODELS:
+        raise AttnclfError(f"unknown model {name!r}; choose one of {', '.join(MODELS)}")
+    spec = MODELS[name]
+    valid = [f.name for f in fields(spec.config_class)]
+    unknown = [key for key in config_fields if key not in valid]
+    if unknown:
+        raise AttnclfError(
+            f"model {name!r} has no config field {unknown[0]!r}; valid fields: {', '.join(valid)}"
+        )
+    return spec.model_class(spec.config_class(**config_fields))
+
+
+def model_from_config(name: str, config_dict: dict) -> Classifier:
+    """Rebuild a model from ``model.config.to_dict()`` (weights are loaded separately).
+
+    >>> model = build_model("mha", vocab_size=50, embed_dim=8)
+    >>> model_from_config("mha", model.config.to_dict()).config == model.config
+    True
+    """
+    return build_model(name, **config_dict)

@@ -1,0 +1,427 @@
+"""The models' contract: shapes, padding, attention maps, overrides, registry."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import fields
+
+import pytest
+import torch
+
+from attnclf.errors import AttnclfError
+from attnclf.models import MODELS, build_model, model_from_config
+from attnclf.models.attention import (
+    SCORES,
+    AttentionPooling,
+    MultiHeadSelfAttention,
+    masked_mean,
+    masked_pool,
+    masked_softmax,
+)
+from attnclf.models.positional import positional_encoding
+
+ALL = list(MODELS)
+POOLS_BY_ATTENTION = ["bilstm-attn", "self-attn"]
+HAS_SELF_ATTENTION = ["transformer-mean", "self-attn", "mha"]
+VOCAB = 50
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Tiny models gain nothing from intra-op threads, and on a busy machine each
+    parallel op can wait a whole scheduler slice for its second thread (10x slower)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+# Small sizes keep the file fast; a model only takes the fields it has.
+TINY = {"embed_dim": 16, "d_model": 16, "ff_dim": 32, "hidden_dim": 16, "attention_dim": 16, "dense_dim": 8, "heads": 2}
+
+
+def tiny(name: str, **overrides):
+    valid = {f.name for f in fields(MODELS[name].config_class)}
+    config = {k: v for k, v in TINY.items() if k in valid}
+    config.update(vocab_size=VOCAB, num_classes=3, max_len=64, **overrides)
+    return build_model(name, **config).eval()
+
+
+def batch(lengths=(7, 1, 4), seq=None, seed=0):
+    """Right-padded random ids with pad id 0, and the matching bool mask."""
+    generator = torch.Generator().manual_seed(seed)
+    seq = seq or max(lengths)
+    ids = torch.randint(1, VOCAB, (len(lengths), seq), generator=generator)
+    mask = torch.arange(seq) < torch.tensor(lengths)[:, None]
+    return ids.masked_fill(~mask, 0), mask
+
+
+def pad_right(ids, mask, extra):
+    return (
+        torch.cat([ids, torch.zeros(ids.size(0), extra, dtype=ids.dtype)], dim=1),
+        torch.cat([mask, torch.zeros(mask.size(0), extra, dtype=torch.bool)], dim=1),
+    )
+
+
+# ---------------------------------------------------------------- every model
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_output_shapes(name):
+    ids, mask = batch()
+    out = tiny(name)(ids, mask)
+    assert out.logits.shape == (3, 3)
+    assert out.self_attentions is None
+    if out.pooling_weights is not None:
+        assert out.pooling_weights.shape == ids.shape
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_which_models_pool_by_attention_and_have_self_attention(name):
+    ids, mask = batch()
+    out = tiny(name)(ids, mask, output_attentions=True)
+    assert (out.pooling_weights is not None) == (name in POOLS_BY_ATTENTION)
+    assert (out.self_attentions is not None) == (name in HAS_SELF_ATTENTION)
+
+
+@pytest.mark.parametrize("extra", [1, 13])
+@pytest.mark.parametrize("name", ALL)
+def test_appending_padding_keeps_logits(name, extra):
+    model = tiny(name)
+    ids, mask = batch()
+    with torch.no_grad():
+        short = model(ids, mask)
+        long = model(*pad_right(ids, mask, extra))
+    torch.testing.assert_close(long.logits, short.logits, atol=1e-5, rtol=1e-5)
+    if short.pooling_weights is not None:
+        torch.testing.assert_close(long.pooling_weights[:, : ids.size(1)], short.pooling_weights, atol=1e-6, rtol=0)
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_padding_embeddings_get_exactly_zero_gradient(name):
+    model = tiny(name)
+    ids, mask = batch()
+    embeddings = model.embed_tokens(ids).detach().requires_grad_()
+    model(ids, mask, token_embeddings=embeddings).logits.sum().backward()
+    assert embeddings.grad[~mask].abs().max() == 0
+    assert embeddings.grad[mask].abs().sum() > 0
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_padding_embedding_row_is_zero(name):
+    assert tiny(name).token_embedding.weight[0].abs().sum() == 0
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_token_embeddings_override_equals_normal_path(name):
+    model = tiny(name)
+    ids, mask = batch()
+    with torch.no_grad():
+        normal = model(ids, mask).logits
+        overridden = model(ids, mask, token_embeddings=model.embed_tokens(ids)).logits
+    torch.testing.assert_close(overridden, normal)
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_mask_defaults_to_non_pad_ids(name):
+    model = tiny(name)
+    ids, mask = batch()
+    with torch.no_grad():
+        torch.testing.assert_close(model(ids).logits, model(ids, mask).logits)
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_all_padding_text_gives_finite_outputs(name):
+    model = tiny(name)
+    ids, mask = batch(lengths=(5, 0))
+    out = model(ids, mask, output_attentions=True)
+    assert torch.isfinite(out.logits).all()
+    if out.pooling_weights is not None:
+        assert out.pooling_weights[1].abs().sum() == 0
+    for weights in out.self_attentions or []:
+        assert torch.isfinite(weights).all() and weights[1].abs().sum() == 0
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_same_seed_same_model_and_logits(name):
+    ids, mask = batch()
+    outputs = []
+    for _ in range(2):
+        torch.manual_seed(1234)
+        with torch.no_grad():
+            outputs.append(tiny(name)(ids, mask).logits)
+    torch.testing.assert_close(outputs[0], outputs[1], atol=0, rtol=0)
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_model_from_config_rebuilds_the_same_model(name):
+    model = tiny(name)
+    rebuilt = model_from_config(name, model.config.to_dict())
+    assert rebuilt.config == model.config
+    rebuilt.load_state_dict(model.state_dict())
+    ids, mask = batch()
+    with torch.no_grad():
+        torch.testing.assert_close(rebuilt.eval()(ids, mask).logits, model(ids, mask).logits)
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_defaults_build_with_a_real_vocabulary(name):
+    model = build_model(name, vocab_size=20000)
+    assert 2_000_000 < model.num_parameters() < 4_000_000  # the 20000 x 128 embedding dominates
+
+
+# ---------------------------------------------------------------- recurrent models
+
+
+@pytest.mark.parametrize("name", ["boe", "lstm-mean", "bilstm-attn"])
+def test_position_free_models_accept_padding_anywhere(name):
+    model = tiny(name)
+    ids, mask = batch(lengths=(6, 2, 4), seq=6)
+    left_ids = torch.stack([torch.cat([row[~m], row[m]]) for row, m in zip(ids, mask)])
+    left_mask = left_ids != 0
+    with torch.no_grad():
+        right, left = model(ids, mask), model(left_ids, left_mask)
+    torch.testing.assert_close(left.logits, right.logits, atol=1e-5, rtol=1e-5)
+    if right.pooling_weights is not None:
+        torch.testing.assert_close(left.pooling_weights[left_mask], right.pooling_weights[mask])
+
+
+# ---------------------------------------------------------------- attention pooling
+
+
+@pytest.mark.parametrize("name", POOLS_BY_ATTENTION)
+def test_pooling_weights_zero_at_padding_and_sum_to_one(name):
+    ids, mask = batch()
+    weights = tiny(name)(ids, mask).pooling_weights
+    assert weights[~mask].abs().max() == 0
+    assert (weights >= 0).all()
+    torch.testing.assert_close(weights.sum(-1), torch.ones(3))
+
+
+@pytest.mark.parametrize("name", POOLS_BY_ATTENTION)
+def test_pooling_override_is_used_and_returned(name):
+    model = tiny(name)
+    ids, mask = batch()
+    first_token = torch.zeros(ids.shape).index_fill(1, torch.tensor([0]), 1.0)
+    with torch.no_grad():
+        out = model(ids, mask, pooling_override=first_token)
+        learned = model(ids, mask)
+    assert torch.equal(out.pooling_weights, first_token)
+    assert not torch.allclose(out.logits, learned.logits)
+
+
+def test_uniform_pooling_override_equals_mean_pooling():
+    attention = tiny("self-attn")
+    mean = tiny("self-attn", pooling="mean")
+    missing, unexpected = mean.load_state_dict(attention.state_dict(), strict=False)
+    assert not missing and all(key.startswith("pool.") for key in unexpected)
+    ids, mask = batch()
+    uniform = mask / mask.sum(-1, keepdim=True)
+    with torch.no_grad():
+        torch.testing.assert_close(
+            attention(ids, mask, pooling_override=uniform).logits, mean(ids, mask).logits, atol=1e-6, rtol=1e-5
+        )
+
+
+@pytest.mark.parametrize("score", SCORES)
+def test_every_score_gives_valid_weights(score):
+    torch.manual_seed(0)
+    pool = AttentionPooling(8, score, max_len=16)
+    x = torch.randn(3, 6, 8)
+    mask = torch.tensor([[1, 1, 1, 1, 1, 1], [1, 1, 0, 0, 0, 0], [1, 0, 0, 0, 0, 0]]).bool()
+    pooled, weights = pool(x, mask)
+    assert weights[~mask].abs().max() == 0 and (weights >= 0).all()
+    torch.testing.assert_close(weights.sum(-1), torch.ones(3))
+    torch.testing.assert_close(pooled, torch.einsum("bt,btd->bd", weights, x))
+    pooled.sum().backward()
+    assert all(p.grad is not None for p in pool.parameters())
+
+
+@pytest.mark.parametrize("score", SCORES)
+def test_self_attn_with_every_score_ignores_padding(score):
+    model = tiny("self-attn", pooling_score=score)
+    ids, mask = batch()
+    with torch.no_grad():
+        torch.testing.assert_close(model(*pad_right(ids, mask, 5)).logits, model(ids, mask).logits, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("score", ["general", "additive", "location"])
+def test_pooling_with_a_per_example_query(score):
+    pool = AttentionPooling(8, score, query_dim=4, max_len=16)
+    assert pool.query is None
+    _, weights = pool(torch.randn(2, 5, 8), torch.ones(2, 5, dtype=torch.bool), query=torch.randn(2, 4))
+    torch.testing.assert_close(weights.sum(-1), torch.ones(2))
+
+
+def test_location_score_ignores_content():
+    pool = AttentionPooling(8, "location", max_len=16)
+    mask = torch.ones(2, 5, dtype=torch.bool)
+    _, weights = pool(torch.randn(2, 5, 8), mask)
+    torch.testing.assert_close(weights[0], weights[1])
+
+
+@pytest.mark.parametrize("pooling", ["mean", "first", "max"])
+def test_parameter_free_pooling_ignores_padding(pooling):
+    model = tiny("self-attn", pooling=pooling)
+    ids, mask = batch()
+    with torch.no_grad():
+        out = model(ids, mask)
+        torch.testing.assert_close(model(*pad_right(ids, mask, 4)).logits, out.logits, atol=1e-5, rtol=1e-5)
+    assert out.pooling_weights is None
+
+
+def test_masked_pool_first_and_max_with_left_padding():
+    x = torch.tensor([[[9.0], [1.0], [5.0]]])
+    mask = torch.tensor([[False, True, True]])
+    assert masked_pool(x, mask, "first").item() == 1.0
+    assert masked_pool(x, mask, "max").item() == 5.0
+    assert masked_pool(x, mask, "mean").item() == 3.0
+
+
+def test_masked_softmax_and_mean_on_empty_rows():
+    mask = torch.tensor([[True, False], [False, False]])
+    assert masked_softmax(torch.randn(2, 2), mask).tolist()[1] == [0.0, 0.0]
+    assert masked_mean(torch.ones(2, 2, 3), mask).tolist() == [[1.0] * 3, [0.0] * 3]
+
+
+# ---------------------------------------------------------------- self-attention
+
+
+@pytest.mark.parametrize("name", HAS_SELF_ATTENTION)
+def test_self_attention_maps(name):
+    model = tiny(name)
+    ids, mask = batch()
+    maps = model(ids, mask, output_attentions=True).self_attentions
+    assert len(maps) == getattr(model.config, "layers", 1)
+    for weights in maps:
+        assert weights.shape == (3, 2, 7, 7)
+        assert weights.masked_select(~mask[:, None, None, :]).abs().max() == 0  # padding keys
+        assert weights.masked_select(~mask[:, None, :, None]).abs().max() == 0  # padding queries
+        real_rows = weights.sum(-1).masked_select(mask[:, None, :])
+        torch.testing.assert_close(real_rows, torch.ones_like(real_rows))
+
+
+@pytest.mark.parametrize("name", HAS_SELF_ATTENTION)
+def test_fast_path_equals_explicit_path(name):
+    model = tiny(name)
+    ids, mask = batch()
+    with torch.no_grad():
+        fast = model(ids, mask)
+        explicit = model(ids, mask, output_attentions=True)
+    torch.testing.assert_close(explicit.logits, fast.logits, atol=1e-5, rtol=1e-5)
+
+
+def test_multi_head_self_attention_matches_torch():
+    torch.manual_seed(0)
+    ours = MultiHeadSelfAttention(16, heads=4).eval()
+    reference = torch.nn.MultiheadAttention(16, 4, batch_first=True).eval()
+    with torch.no_grad():
+        reference.in_proj_weight.copy_(ours.qkv.weight)
+        reference.in_proj_bias.copy_(ours.qkv.bias)
+        reference.out_proj.weight.copy_(ours.proj.weight)
+        reference.out_proj.bias.copy_(ours.proj.bias)
+    x = torch.randn(2, 5, 16)
+    mask = torch.tensor([[True] * 5, [True, True, True, False, False]])
+    expected, expected_weights = reference(x, x, x, key_padding_mask=~mask, average_attn_weights=False)
+    for need_weights in (False, True):
+        y, weights = ours(x, mask, need_weights=need_weights)
+        torch.testing.assert_close(y[mask], expected[mask], atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(weights.transpose(1, 2)[mask], expected_weights.transpose(1, 2)[mask])
+
+
+def test_heads_must_divide_the_model_dimension():
+    with pytest.raises(AttnclfError, match="heads=3"):
+        build_model("self-attn", d_model=16, heads=3)
+
+
+def test_transformer_mean_pre_norm_switch():
+    ids, mask = batch()
+    for norm_first in (False, True):
+        model = tiny("transformer-mean", norm_first=norm_first, positional="none", activation="gelu")
+        with torch.no_grad():
+            torch.testing.assert_close(model(*pad_right(ids, mask, 3)).logits, model(ids, mask).logits)
+
+
+def test_self_attn_under_bfloat16_autocast():
+    model = tiny("self-attn")
+    ids, mask = batch()
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+        out = model(ids, mask)
+    assert torch.isfinite(out.logits).all()
+    assert out.pooling_weights[~mask].abs().max() == 0
+    torch.testing.assert_close(out.pooling_weights.float().sum(-1), torch.ones(3), atol=1e-2, rtol=0)
+
+
+def test_self_attn_overfits_eight_examples():
+    torch.manual_seed(0)
+    model = build_model("self-attn", vocab_size=VOCAB, max_len=16, d_model=32, heads=2, layers=1, ff_dim=64).train()
+    ids, mask = batch(lengths=(8, 5, 3, 8, 6, 2, 7, 4), seed=3)
+    labels = torch.tensor([0, 1, 1, 0, 1, 0, 0, 1])
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    for _ in range(40):
+        loss = torch.nn.functional.cross_entropy(model(ids, mask).logits, labels)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    with torch.no_grad():
+        logits = model.eval()(ids, mask).logits
+    assert (logits.argmax(-1) == labels).all()
+    assert torch.nn.functional.cross_entropy(logits, labels) < 0.05  # memorised, not just on the right side
+
+
+# ---------------------------------------------------------------- positions
+
+
+def test_positional_encodings():
+    x = torch.zeros(2, 3, 6)
+    sinusoidal = positional_encoding("sinusoidal", 8, 6)(x)
+    assert sinusoidal[0, 0].tolist() == [0.0, 1.0, 0.0, 1.0, 0.0, 1.0]
+    torch.testing.assert_close(sinusoidal[0, 2, :2], torch.tensor([math.sin(2), math.cos(2)]))
+    assert positional_encoding("learned", 8, 6)(x).shape == x.shape
+    assert positional_encoding("none", 8, 6)(x) is x
+    assert positional_encoding("sinusoidal", 8, 5)(torch.zeros(1, 3, 5)).shape == (1, 3, 5)  # odd dim
+
+
+def test_positional_encoding_errors():
+    with pytest.raises(AttnclfError, match="sinusoidal, learned, none"):
+        positional_encoding("rotary", 8, 6)
+    with pytest.raises(AttnclfError, match="sequence length 9 exceeds"):
+        positional_encoding("learned", 8, 6)(torch.zeros(1, 9, 6))
+
+
+def test_sinusoidal_table_stays_out_of_checkpoints():
+    assert not any("table" in key for key in build_model("transformer-mean", vocab_size=VOCAB).state_dict())
+
+
+# ---------------------------------------------------------------- registry
+
+
+def test_registry_specs():
+    for name, spec in MODELS.items():
+        assert spec.name == name and spec.description
+        assert spec.model_class.__doc__.startswith(f"``{name}``") and "seed 00" in spec.model_class.__doc__.lower()
+        spec.config_class()  # every field has a working default
+
+
+def test_unknown_model_lists_the_names():
+    with pytest.raises(AttnclfError, match="unknown model 'bert'.*boe, pos-mean"):
+        build_model("bert")
+
+
+def test_unknown_field_is_named_with_the_valid_ones():
+    with pytest.raises(AttnclfError, match="'boe' has no config field 'heads'; valid fields: vocab_size.*embed_dim"):
+        build_model("boe", heads=2)
+
+
+@pytest.mark.parametrize(
+    ("name", "field", "value", "message"),
+    [
+        ("self-attn", "pooling", "cls", "unknown pooling 'cls'"),
+        ("self-attn", "pooling_score", "bilinear", "unknown attention score 'bilinear'"),
+        ("bilstm-attn", "pooling_score", "nope", "unknown attention score 'nope'"),
+        ("transformer-mean", "positional", "rotary", "unknown positional encoding 'rotary'"),
+        ("transformer-mean", "activation", "tanh", "unknown activation 'tanh'"),
+    ],
+)
+def test_bad_config_values(name, field, value, message):
+    with pytest.raises(AttnclfError, match=message):
+        build_model(name, **{field: value})
