@@ -51,6 +51,7 @@ def _parse_overrides(pairs: list[str]) -> dict:
 def _add_data_args(p: argparse.ArgumentParser, *, test_only: bool = False) -> None:
     p.add_argument("--dataset", help="a dataset name (see `attnclf datasets`)")
     p.add_argument("--data-dir", help="folder holding dataset files (default: $ATTNCLF_DATA_DIR, then ~/.cache/attnclf)")
+    p.add_argument("--download", action="store_true", help="download a missing public dataset (checksum-verified)")
     if not test_only:
         p.add_argument("--train-file", help="your own CSV / TSV / JSONL / Parquet training file")
     p.add_argument("--test-file", help="a held-out file in the same format")
@@ -92,7 +93,7 @@ def build_settings(args: argparse.Namespace):
             tok[name] = getattr(args, flag)
     cleaning = CleaningConfig(lowercase=not args.no_lowercase, strip_punctuation=args.strip_punctuation,
                               remove_stopwords=args.remove_stopwords, lemmatize=args.lemmatize)
-    data = DataSettings(dataset=args.dataset, data_dir=args.data_dir, train_file=args.train_file,
+    data = DataSettings(dataset=args.dataset, data_dir=args.data_dir, download=args.download, train_file=args.train_file,
                         test_file=args.test_file, text_column=args.text_column, label_column=args.label_column,
                         val_fraction=args.val_fraction, max_train_examples=args.max_train_examples)
     output = args.output or f"runs/{args.model}-{data.describe()}"
@@ -172,6 +173,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         data = load_file(args.test_file, args.text_column, args.label_column, label_names=clf.label_names,
                          split="test")
     elif args.dataset:
+        if args.download:
+            from .data.download import ensure_available
+            from .data.registry import candidate_dirs
+
+            ensure_available(args.dataset, candidate_dirs(args.data_dir), download=True)
         splits = load_splits(args.dataset, args.data_dir)
         data = splits.test or splits.validation
         if data is None:

@@ -96,8 +96,10 @@ def _review(rng: random.Random) -> tuple[str, int]:
     label = rng.randint(0, 1)
     positive = label == 1
     pattern = rng.random()
-    if pattern < 0.4:  # one clause, maybe negated
-        body = _clause(rng, positive, negated=rng.random() < 0.5)
+    if pattern < 0.35:  # plain: the words alone decide
+        body = _clause(rng, positive, negated=False)
+    elif pattern < 0.6:  # negated: "not boring" is positive
+        body = _clause(rng, positive, negated=True)
     else:  # contrast: the clause after "but" decides, the first one says the opposite
         first = _clause(rng, not positive, negated=rng.random() < 0.3)
         last = _clause(rng, positive, negated=rng.random() < 0.3)

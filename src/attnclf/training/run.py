@@ -10,8 +10,7 @@ import torch
 
 from .. import __version__
 from ..data.base import Splits, TextDataset
-from ..data.files import load_files
-from ..data.registry import load_splits
+from ..data.registry import candidate_dirs, load_splits
 from ..data.splits import train_validation_split
 from ..errors import AttnclfError, DataError, RunDirError
 from ..evaluation.metrics import compute_metrics, pick_examples
@@ -28,6 +27,7 @@ from .trainer import TrainConfig, Trainer
 class DataSettings:
     dataset: str | None = None  # a registered source, or None for user files
     data_dir: str | None = None
+    download: bool = False  # fetch a missing public dataset (users only; tests never download)
     train_file: str | None = None
     test_file: str | None = None
     text_column: str = "text"
@@ -65,8 +65,14 @@ class RunResult:
 def load_data(settings: DataSettings, seed: int) -> Splits:
     """The splits a run trains, validates and tests on (validation carved from train if needed)."""
     if settings.dataset:
+        if settings.download:
+            from ..data.download import ensure_available
+
+            ensure_available(settings.dataset, candidate_dirs(settings.data_dir), download=True)
         splits = load_splits(settings.dataset, settings.data_dir, seed)
     elif settings.train_file:
+        from ..data.files import load_files
+
         splits = load_files(settings.train_file, settings.test_file,
                             text_column=settings.text_column, label_column=settings.label_column)
     else:
