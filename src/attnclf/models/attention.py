@@ -24,13 +24,14 @@ def masked_softmax(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 
     A row with no True gives all zeros instead of NaN (filling with the dtype's
     most negative finite value rather than -inf keeps the softmax finite; the
-    final multiply zeroes it).
+    final multiply zeroes it). Computed in at least float32, so weights stay
+    precise under bfloat16 autocast.
 
     >>> masked_softmax(torch.zeros(1, 3), torch.tensor([[True, True, False]]))
     tensor([[0.5000, 0.5000, 0.0000]])
     """
     scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
-    return torch.softmax(scores, dim=-1) * mask
+    return torch.softmax(scores, dim=-1, dtype=torch.promote_types(scores.dtype, torch.float32)) * mask
 
 
 def masked_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 
 import torch
-from torch import Tensor, nn
+from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from attnclf.errors import AttnclfError
@@ -107,7 +107,7 @@ def run_lstm(lstm: nn.LSTM, x: torch.Tensor, mask: torch.Tensor) -> tuple[torch.
     outputs, (h_n, _) = lstm(packed)
     outputs, _ = pad_packed_sequence(outputs, batch_first=True, total_length=x.size(1))
     outputs = torch.zeros_like(outputs).scatter(1, gather.expand(-1, -1, outputs.size(-1)), outputs)
-    return outputs * mask.unsqueeze(-1), h_n
+    return outputs * mask.unsqueeze(-1), h_n  # the multiply only matters for an empty text's one step
 
 
 # ---------------------------------------------------------------------------- boe
@@ -132,8 +132,8 @@ class BagOfEmbeddings(TokenClassifier):
         self.head = nn.Linear(config.embed_dim, config.num_classes)
         self.apply(init_weights)
 
-    def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None, *,
-                token_embeddings: Tensor | None = None, pooling_override: Tensor | None = None,
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None, *,
+                token_embeddings: torch.Tensor | None = None, pooling_override: torch.Tensor | None = None,
                 output_attentions: bool = False) -> ModelOutput:
         x, mask = self.embed(input_ids, attention_mask, token_embeddings)
         return ModelOutput(logits=self.head(self.dropout(masked_mean(x, mask))))
@@ -165,8 +165,8 @@ class PositionalMean(TokenClassifier):
         self.head = nn.Linear(config.embed_dim, config.num_classes)
         self.apply(init_weights)
 
-    def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None, *,
-                token_embeddings: Tensor | None = None, pooling_override: Tensor | None = None,
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None, *,
+                token_embeddings: torch.Tensor | None = None, pooling_override: torch.Tensor | None = None,
                 output_attentions: bool = False) -> ModelOutput:
         x, mask = self.embed(input_ids, attention_mask, token_embeddings)
         x = self.mlp(self.positions(x))
@@ -200,8 +200,8 @@ class LSTMMean(TokenClassifier):
         self.head = nn.Linear(config.hidden_dim, config.num_classes)
         self.apply(init_weights)
 
-    def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None, *,
-                token_embeddings: Tensor | None = None, pooling_override: Tensor | None = None,
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None, *,
+                token_embeddings: torch.Tensor | None = None, pooling_override: torch.Tensor | None = None,
                 output_attentions: bool = False) -> ModelOutput:
         x, mask = self.embed(input_ids, attention_mask, token_embeddings)
         states, _ = run_lstm(self.lstm, x, mask)
@@ -246,8 +246,8 @@ class BiLSTMAttention(TokenClassifier):
         self.head = nn.Linear(config.dense_dim, config.num_classes)
         self.apply(init_weights)
 
-    def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None, *,
-                token_embeddings: Tensor | None = None, pooling_override: Tensor | None = None,
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None, *,
+                token_embeddings: torch.Tensor | None = None, pooling_override: torch.Tensor | None = None,
                 output_attentions: bool = False) -> ModelOutput:
         x, mask = self.embed(input_ids, attention_mask, token_embeddings)
         states, h_n = run_lstm(self.lstm, x, mask)
@@ -292,8 +292,8 @@ class TransformerMean(TokenClassifier):
         self.head = nn.Linear(config.d_model, config.num_classes)
         self.apply(init_weights)
 
-    def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None, *,
-                token_embeddings: Tensor | None = None, pooling_override: Tensor | None = None,
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None, *,
+                token_embeddings: torch.Tensor | None = None, pooling_override: torch.Tensor | None = None,
                 output_attentions: bool = False) -> ModelOutput:
         x, mask = self.embed(input_ids, attention_mask, token_embeddings)
         x = self.dropout(self.positions(x))
@@ -349,8 +349,8 @@ class SelfAttentionClassifier(TokenClassifier):
         )
         self.apply(init_weights)
 
-    def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None, *,
-                token_embeddings: Tensor | None = None, pooling_override: Tensor | None = None,
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None, *,
+                token_embeddings: torch.Tensor | None = None, pooling_override: torch.Tensor | None = None,
                 output_attentions: bool = False) -> ModelOutput:
         x, mask = self.embed(input_ids, attention_mask, token_embeddings)
         x = self.dropout(self.positions(x))
@@ -390,8 +390,8 @@ class MHAClassifier(TokenClassifier):
         self.head = nn.Linear(config.embed_dim, config.num_classes)
         self.apply(init_weights)
 
-    def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None, *,
-                token_embeddings: Tensor | None = None, pooling_override: Tensor | None = None,
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None, *,
+                token_embeddings: torch.Tensor | None = None, pooling_override: torch.Tensor | None = None,
                 output_attentions: bool = False) -> ModelOutput:
         x, mask = self.embed(input_ids, attention_mask, token_embeddings)
         x = self.positions(x)
