@@ -7,7 +7,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
@@ -16,37 +15,11 @@ import torch
 
 from .errors import AttnclfError, RunDirError
 from .models import model_from_config
+from .prediction import Prediction
 from .rundir import check_run_dir, load_weights, read_json
 from .text.batching import BucketBatches
 from .text.tokenizer import Tokenizer, TokenizerConfig
 from .training.device import resolve_device
-
-
-@dataclass
-class Prediction:
-    """One text's prediction.
-
-    ``attention`` holds the pooling layer's weight per token (aligned with
-    ``tokens``): where the pooling layer looked, not why the model decided.
-    It is None for models that do not pool by attention.
-    """
-
-    label: str
-    confidence: float
-    probabilities: dict[str, float]
-    tokens: list[str] = field(default_factory=list)
-    attention: list[float] | None = None
-
-    def top_tokens(self, k: int = 3) -> list[tuple[str, float]]:
-        """The ``k`` most attended tokens with their weights."""
-        if self.attention is None:
-            return []
-        order = np.argsort(-np.asarray(self.attention), kind="stable")[:k]
-        return [(self.tokens[i], float(self.attention[i])) for i in order]
-
-    def to_dict(self) -> dict:
-        return {"label": self.label, "confidence": self.confidence, "probabilities": self.probabilities,
-                "tokens": self.tokens, "attention": self.attention}
 
 
 class Classifier:
@@ -117,14 +90,5 @@ class Classifier:
         >>> # [p.label for p in clf.predict(["great film", "dull film"])]
         """
         probabilities, ids, attention = self._run(texts)
-        predictions = []
-        for row, token_ids, weights in zip(probabilities, ids, attention):
-            best = int(row.argmax())
-            predictions.append(Prediction(
-                label=self.label_names[best],
-                confidence=float(row[best]),
-                probabilities={name: float(p) for name, p in zip(self.label_names, row)},
-                tokens=[self.tokenizer.backend.id_to_token(i) for i in token_ids],
-                attention=None if weights is None else [float(w) for w in weights],
-            ))
-        return predictions
+        tokens = [[self.tokenizer.backend.id_to_token(i) for i in row] for row in ids]
+        return [Prediction.from_scores(p, self.label_names, t, a) for p, t, a in zip(probabilities, tokens, attention)]

@@ -1,8 +1,18 @@
 """Cleaning, tokenisation and batching."""
 
-from .batching import Batch, BucketBatches, collate
 from .cleaning import CleaningConfig, clean
 from .tokenizer import PAD_ID, UNK_ID, Tokenizer, TokenizerConfig, truncate
+
+
+def __getattr__(name: str):
+    # Batching builds torch tensors; importing it lazily keeps tokenisation usable
+    # without torch (the ONNX runtime needs only tokenizers, numpy and onnxruntime).
+    if name in ("Batch", "BucketBatches", "collate"):
+        from . import batching
+
+        return getattr(batching, name)
+    raise AttributeError(f"module 'attnclf.text' has no attribute {name!r}")
+
 
 __all__ = ["Batch", "BucketBatches", "collate", "CleaningConfig", "clean", "PAD_ID", "UNK_ID",
            "Tokenizer", "TokenizerConfig", "truncate"]

@@ -1,0 +1,51 @@
+"""What a classifier says about one text; plain data, no torch, shared by every backend."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass
+class Prediction:
+    """One text's prediction.
+
+    ``attention`` holds the pooling layer's weight per token (aligned with
+    ``tokens``): where the pooling layer looked, not why the model decided.
+    It is None for models that do not pool by attention.
+    """
+
+    label: str
+    confidence: float
+    probabilities: dict[str, float]
+    tokens: list[str] = field(default_factory=list)
+    attention: list[float] | None = None
+
+    @classmethod
+    def from_scores(cls, probabilities: np.ndarray, label_names: list[str], tokens: list[str],
+                    attention: np.ndarray | None) -> "Prediction":
+        """The prediction of one probability row (columns in ``label_names`` order).
+
+        >>> Prediction.from_scores(np.array([0.2, 0.8]), ["neg", "pos"], ["fine"], None).label
+        'pos'
+        """
+        best = int(np.argmax(probabilities))
+        return cls(
+            label=label_names[best],
+            confidence=float(probabilities[best]),
+            probabilities={name: float(p) for name, p in zip(label_names, probabilities)},
+            tokens=tokens,
+            attention=None if attention is None else [float(w) for w in attention],
+        )
+
+    def top_tokens(self, k: int = 3) -> list[tuple[str, float]]:
+        """The ``k`` most attended tokens with their weights."""
+        if self.attention is None:
+            return []
+        order = np.argsort(-np.asarray(self.attention), kind="stable")[:k]
+        return [(self.tokens[i], float(self.attention[i])) for i in order]
+
+    def to_dict(self) -> dict:
+        return {"label": self.label, "confidence": self.confidence, "probabilities": self.probabilities,
+                "tokens": self.tokens, "attention": self.attention}
