@@ -59,55 +59,46 @@ def _add_data_args(p: argparse.ArgumentParser, *, test_only: bool = False) -> No
     p.add_argument("--label-column", default="label", help="column holding the label (default: label)")
 
 
-def build_settings(args: argparse.Namespace):
-    """RunSettings from general defaults, then the dataset's recipe, then explicit flags."""
-    from .models import MODELS
-    from .recipes import recipe_for
+_TRAIN_FLAGS = (("epochs", "epochs"), ("batch_size", "batch_size"), ("lr", "lr"), ("optimizer", "optimizer"),
+                ("schedule", "schedule"), ("warmup_ratio", "warmup_ratio"), ("label_smoothing", "label_smoothing"),
+                ("class_weight", "class_weights"), ("patience", "patience"), ("monitor", "monitor"),
+                ("weight_decay", "weight_decay"))  # flag -> TrainConfig field
+_TOKENIZER_FLAGS = (("tokenizer", "kind"), ("vocab_size", "vocab_size"), ("min_frequency", "min_frequency"),
+                    ("max_len", "max_len"), ("truncation", "truncation"))  # flag -> TokenizerConfig field
+
+
+def _budget(args: argparse.Namespace) -> dict:
+    """``settings_for`` keyword arguments from the data, tokenizer and training flags."""
     from .text.cleaning import CleaningConfig
-    from .text.tokenizer import TokenizerConfig
-    from .training.run import DataSettings, RunSettings
-    from .training.trainer import TrainConfig
+    from .training.run import DataSettings
 
-    if args.model not in MODELS:
-        raise AttnclfError(f"unknown model {args.model!r}; known: {', '.join(MODELS)}")
-    recipe = recipe_for(args.dataset)
-    model_fields = {f.name for f in fields(MODELS[args.model].config_class)}
-    # A recipe tunes several models at once; each takes the fields it has.
-    model_config = {k: v for k, v in recipe.get("model_config", {}).items() if k in model_fields}
-    model_config |= _parse_overrides(args.set)
-
-    train = TrainConfig(**recipe.get("train", {}))
-    for flag, name in (("epochs", "epochs"), ("seed", "seed"), ("batch_size", "batch_size"), ("lr", "lr"),
-                       ("optimizer", "optimizer"), ("schedule", "schedule"), ("warmup_ratio", "warmup_ratio"),
-                       ("label_smoothing", "label_smoothing"), ("class_weight", "class_weights"),
-                       ("patience", "patience"), ("monitor", "monitor"), ("weight_decay", "weight_decay")):
-        if getattr(args, flag) is not None:
-            setattr(train, name, getattr(args, flag))
+    train = {name: getattr(args, flag) for flag, name in _TRAIN_FLAGS if getattr(args, flag) is not None}
     if args.bf16:
-        train.bf16 = True
-
-    tok = dict(recipe.get("tokenizer", {}))
-    for flag, name in (("tokenizer", "kind"), ("vocab_size", "vocab_size"), ("min_frequency", "min_frequency"),
-                       ("max_len", "max_len"), ("truncation", "truncation")):
-        if getattr(args, flag) is not None:
-            tok[name] = getattr(args, flag)
+        train["bf16"] = True
+    tokenizer = {name: getattr(args, flag) for flag, name in _TOKENIZER_FLAGS if getattr(args, flag) is not None}
     cleaning = CleaningConfig(lowercase=not args.no_lowercase, strip_punctuation=args.strip_punctuation,
                               remove_stopwords=args.remove_stopwords, lemmatize=args.lemmatize)
     data = DataSettings(dataset=args.dataset, data_dir=args.data_dir, download=args.download, train_file=args.train_file,
                         test_file=args.test_file, text_column=args.text_column, label_column=args.label_column,
-                        val_fraction=args.val_fraction, max_train_examples=args.max_train_examples)
-    output = args.output or f"runs/{args.model}-{data.describe()}"
-    return RunSettings(data=data, tokenizer=TokenizerConfig(**tok, cleaning=cleaning), model=args.model,
-                       model_config=model_config, train=train, output=output, device=args.device)
+                        val_fraction=args.val_fraction, max_train_examples=args.max_train_examples,
+                        max_test_examples=args.max_test_examples)
+    return {"data": data, "train": train, "tokenizer": tokenizer, "cleaning": cleaning, "device": args.device}
 
 
-def _add_train_args(p: argparse.ArgumentParser) -> None:
+def build_settings(args: argparse.Namespace):
+    """RunSettings from general defaults, then the dataset's recipe, then explicit flags."""
+    from .training.run import settings_for
+
+    budget = _budget(args)
+    if args.seed is not None:
+        budget["train"]["seed"] = args.seed
+    return settings_for(model=args.model, model_config=_parse_overrides(args.set), output=args.output, **budget)
+
+
+def _add_budget_args(p: argparse.ArgumentParser) -> None:
+    """Data, training and tokenizer flags: what `train` and the experiments share."""
     _add_data_args(p)
-    p.add_argument("--model", default="self-attn", help="model name (see `attnclf models`; default: self-attn)")
-    p.add_argument("--set", action="append", metavar="KEY=VALUE", help="model config field, e.g. --set heads=8")
-    p.add_argument("--output", "-o", help="run directory (default: runs/<model>-<dataset>)")
     p.add_argument("--epochs", type=int)
-    p.add_argument("--seed", type=int)
     p.add_argument("--batch-size", type=int)
     p.add_argument("--lr", type=float, help="peak learning rate")
     p.add_argument("--weight-decay", type=float)
@@ -130,7 +121,16 @@ def _add_train_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--lemmatize", action="store_true")
     p.add_argument("--val-fraction", type=float, default=0.1, help="validation share carved from train")
     p.add_argument("--max-train-examples", type=int, help="train on a stratified sample of this size")
+    p.add_argument("--max-test-examples", type=int, help="test on a stratified sample of this size")
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"])
+
+
+def _add_train_args(p: argparse.ArgumentParser) -> None:
+    _add_budget_args(p)
+    p.add_argument("--model", default="self-attn", help="model name (see `attnclf models`; default: self-attn)")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE", help="model config field, e.g. --set heads=8")
+    p.add_argument("--output", "-o", help="run directory (default: runs/<model>-<dataset>)")
+    p.add_argument("--seed", type=int)
     p.add_argument("--resume", action="store_true", help="continue the interrupted run in --output")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
 
@@ -267,6 +267,97 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _experiment_setup(args: argparse.Namespace):
+    from .experiments import Setup
+
+    if args.seeds < 1:
+        raise AttnclfError(f"--seeds must be at least 1, got {args.seeds}")
+    if args.threads is not None and args.threads < 1:
+        raise AttnclfError(f"--threads must be at least 1, got {args.threads}")
+    return Setup(**_budget(args), model_config=_parse_overrides(args.set), seeds=tuple(range(args.seeds)),
+                 threads=args.threads)
+
+
+def _progress_log(args: argparse.Namespace):
+    return (lambda line: None) if args.quiet else (lambda line: print(line, flush=True))
+
+
+def _comma_list(text: str) -> list[str]:
+    return [item.strip() for item in text.split(",") if item.strip()]
+
+
+@command("compare")
+def cmd_compare(args: argparse.Namespace) -> int:
+    from .experiments import compare
+
+    setup = _experiment_setup(args)
+    output = args.output or f"experiments/compare-{setup.data.describe()}"
+    result = compare(setup, output, models=tuple(_comma_list(args.models)), reference=not args.no_reference,
+                     quick=args.quick, log=_progress_log(args))
+    print(result.markdown)
+    print(f"written: {', '.join(str(f) for f in result.files)}")
+    return 0
+
+
+@command("ablate")
+def cmd_ablate(args: argparse.Namespace) -> int:
+    from .experiments import AXES, ablate, toy_order
+
+    setup = _experiment_setup(args)
+    output = args.output or f"experiments/ablate-{setup.data.describe()}"
+    log = _progress_log(args)
+    if args.dataset == "toy-order":
+        if args.quick or args.sweep or args.axes or args.set:
+            raise AttnclfError("toy-order runs the course's fixed experiment; --quick, --axes, --sweep and --set "
+                               "apply to other datasets (sweep toy-reversal, toy-relative or toy-both instead)")
+        result = toy_order(setup, output, log=log)
+    else:
+        axes = {}
+        for name in _comma_list(args.axes or ("" if args.sweep else ",".join(AXES))):
+            if name not in AXES:
+                raise AttnclfError(f"unknown axis {name!r}; known: {', '.join(AXES)} (or --sweep FIELD=V1,V2)")
+            axes[name] = AXES[name]
+        for sweep in args.sweep or []:
+            key, sep, values = sweep.partition("=")
+            if not sep or not key or not _comma_list(values):
+                raise AttnclfError(f"--sweep expects FIELD=VALUE1,VALUE2,..., got {sweep!r}")
+            axes[key.replace("-", "_")] = [_parse_value(v) for v in _comma_list(values)]
+        result = ablate(setup, output, model=args.model, axes=axes, quick=args.quick, log=log)
+    print(result.markdown)
+    print(f"written: {', '.join(str(f) for f in result.files)}")
+    return 0
+
+
+@command("serve")
+def cmd_serve(args: argparse.Namespace) -> int:
+    from .serve import ServeLimits, serve
+
+    limits = {name: getattr(args, name) for name in ("max_batch", "max_explain_batch", "max_text_chars",
+                                                     "max_body_bytes", "max_connections")}
+    serve(args.run_dir, host=args.host, port=args.port, device=args.device,
+          limits=ServeLimits(**{k: v for k, v in limits.items() if v is not None}))
+    return 0
+
+
+@command("export")
+def cmd_export(args: argparse.Namespace) -> int:
+    from .export.onnx import check_data, export_onnx
+
+    check = check_data(args.run_dir, args.check_file, text_column=args.text_column, label_column=args.label_column,
+                       limit=args.check_examples)
+    result = export_onnx(args.run_dir, args.output, check=check, quantize=args.quantize)
+    parity = result.manifest["parity"]
+    print(f"exported to {result.directory}")
+    print(f"parity on {parity['texts']} texts: predictions agree {parity['prediction_agreement']:.2%}, "
+          f"max |p_onnx - p_torch| {parity['max_abs_diff']:.2e} (tolerance {parity['tolerance']:.0e})")
+    if args.quantize:
+        int8 = result.manifest["int8"]
+        print(f"int8 ({int8['bytes'] / 1024:.0f} KiB vs {int8['fp32_bytes'] / 1024:.0f} KiB): accuracy "
+              f"{int8['accuracy']:.4f} ({int8['accuracy_change']:+.4f} vs PyTorch), predictions agree "
+              f"{int8['prediction_agreement']:.2%}, max |p_int8 - p_torch| {int8['max_abs_diff']:.2e}")
+    return 0
+
+
 # ---------------------------------------------------------------- parser
 
 
@@ -303,7 +394,66 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", default="runs/demo")
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"])
     p.add_argument("--quiet", action="store_true")
+
+    p = sub.add_parser("compare", help="train several models under one budget over seeds; table + plot",
+                       description="Train each model with each seed on one dataset under the same budget, plus "
+                                   "TF-IDF (1-2 grams) + logistic regression; write a Markdown and CSV table and "
+                                   "a plot. Finished cells are reused when rerun with the same --output.")
+    _add_experiment_args(p, "compare-<dataset>")
+    p.add_argument("--models", default="boe,lstm-mean,bilstm-attn,transformer-mean,self-attn",
+                   help="comma-separated models (default: boe,lstm-mean,bilstm-attn,transformer-mean,self-attn)")
+    p.add_argument("--no-reference", action="store_true", help="skip the TF-IDF + logistic regression reference")
+
+    p = sub.add_parser("ablate", help="sweep model config axes one at a time over seeds; a table + plot per axis",
+                       description="--dataset toy-order reruns the course's order experiment (mean vs positions "
+                                   "vs self-attention, no positions, 2 heads) on its three 3-token sets, by "
+                                   "training loss. Any other dataset sweeps --model's config one axis at a time: "
+                                   "by default positional, pooling, heads, layers and pooling_score.")
+    _add_experiment_args(p, "ablate-<dataset>")
+    p.add_argument("--model", default="self-attn", help="the model whose config is swept (default: self-attn)")
+    p.add_argument("--axes", help="comma-separated built-in axes: positional,pooling,heads,layers,pooling_score")
+    p.add_argument("--sweep", action="append", metavar="FIELD=V1,V2",
+                   help="sweep any config field, e.g. --sweep heads=1,2,4 (repeatable; replaces the default axes)")
+
+    p = sub.add_parser("serve", help="serve a trained model over HTTP: /predict, /explain, /health, /model",
+                       description="FastAPI + uvicorn; API docs at /docs. Binds 127.0.0.1 (this machine only) "
+                                   "unless --host says otherwise. Requests over a limit get a 413 naming it.")
+    p.add_argument("run_dir")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8000, help="default: 8000")
+    p.add_argument("--max-batch", type=int, help="texts per /predict request (default: 64)")
+    p.add_argument("--max-explain-batch", type=int, help="texts per /explain request (default: 8)")
+    p.add_argument("--max-text-chars", type=int, help="characters per text (default: 20000)")
+    p.add_argument("--max-body-bytes", type=int, help="bytes per request body (default: 1000000)")
+    p.add_argument("--max-connections", type=int, help="concurrent connections before 503s (default: 64)")
+    p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"])
+
+    p = sub.add_parser("export", help="export a trained model for inference without PyTorch (ONNX)",
+                       description="Write RUN_DIR's model as ONNX with its tokenizer and labels, and check that "
+                                   "it predicts what PyTorch predicts; `attnclf predict --backend onnx` uses it.")
+    p.add_argument("run_dir")
+    p.add_argument("--format", choices=["onnx"], default="onnx", help="only onnx for now")
+    p.add_argument("--output", "-o", help="export directory (default: RUN_DIR/onnx)")
+    p.add_argument("--quantize", action="store_true",
+                   help="also write an int8 graph (dynamic quantisation), its accuracy change measured")
+    p.add_argument("--check-file", help="labelled CSV/TSV/JSONL/Parquet file to check parity on "
+                                        "(default: the run's own test split)")
+    p.add_argument("--text-column", default="text", help="with --check-file (default: text)")
+    p.add_argument("--label-column", default="label", help="with --check-file (default: label)")
+    p.add_argument("--check-examples", type=int, default=1000, help="texts checked at most (default: 1000)")
     return parser
+
+
+def _add_experiment_args(p: argparse.ArgumentParser, default_output: str) -> None:
+    _add_budget_args(p)
+    p.add_argument("--set", action="append", metavar="KEY=VALUE",
+                   help="base config field for every model that has it, e.g. --set d_model=64")
+    p.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1 per cell (default: 3)")
+    p.add_argument("--quick", action="store_true",
+                   help="sanity budget: 2,000 training and 1,000 test texts, 3 epochs, 128 tokens")
+    p.add_argument("--threads", type=int, help="torch threads (1 is fastest on a busy shared CPU)")
+    p.add_argument("--output", "-o", help=f"experiment directory (default: experiments/{default_output})")
+    p.add_argument("--quiet", action="store_true", help="no line per finished cell")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -25,8 +25,12 @@ def train_validation_split(
         raise ValueError(f"validation fraction must be in (0, 1), got {fraction}")
     labels = np.asarray(train.labels)
     if train.groups is not None:
-        folds = StratifiedGroupKFold(n_splits=max(2, round(1 / fraction)), shuffle=True, random_state=seed)
-        fit_idx, val_idx = next(folds.split(np.zeros(len(labels)), labels, groups=train.groups))
+        # One fold of k is the smaller side: the validation part when fraction <= 1/2, the kept part
+        # otherwise (a --max-train-examples sample is fraction ~0.9, which 2 folds would make 0.5).
+        small = min(fraction, 1 - fraction)
+        folds = StratifiedGroupKFold(n_splits=max(2, round(1 / small)), shuffle=True, random_state=seed)
+        rest_idx, fold_idx = next(folds.split(np.zeros(len(labels)), labels, groups=train.groups))
+        fit_idx, val_idx = (rest_idx, fold_idx) if fraction <= 0.5 else (fold_idx, rest_idx)
     else:
         _, counts = np.unique(labels, return_counts=True)
         # Stratification needs two members per class; tiny sets fall back to a plain shuffle.

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
 import torch
@@ -15,9 +15,11 @@ from ..data.splits import train_validation_split
 from ..errors import AttnclfError, DataError, RunDirError
 from ..evaluation.metrics import compute_metrics, pick_examples
 from ..evaluation.predict import predict_probabilities
-from ..models import build_model
+from ..models import MODELS, build_model
+from ..recipes import recipe_for
 from ..rundir import FORMAT_VERSION, atomic_write_bytes, atomic_write_json, prepare_output_dir, read_json
 from ..text.batching import BucketBatches
+from ..text.cleaning import CleaningConfig
 from ..text.tokenizer import Tokenizer, TokenizerConfig
 from .device import resolve_device
 from .trainer import TrainConfig, Trainer
@@ -34,6 +36,7 @@ class DataSettings:
     label_column: str = "label"
     val_fraction: float = 0.1
     max_train_examples: int | None = None  # a stratified sample, for quick runs
+    max_test_examples: int | None = None  # a stratified sample, the same for every seed
 
     def describe(self) -> str:
         return self.dataset or Path(self.train_file or "?").name
@@ -62,6 +65,48 @@ class RunResult:
     seconds: float
 
 
+def settings_for(data: DataSettings, model: str, *, model_config: dict | None = None, train: dict | None = None,
+                 tokenizer: dict | None = None, cleaning: CleaningConfig | None = None, output: str | None = None,
+                 device: str = "auto") -> RunSettings:
+    """RunSettings from general defaults, then the dataset's recipe, then the given overrides.
+
+    ``model_config``, ``train`` and ``tokenizer`` override fields of the model's
+    config, ``TrainConfig`` and ``TokenizerConfig``; an unknown field is an
+    error, and so are the model fields the run sets itself (vocab_size,
+    num_classes, max_len: set --max-len through the tokenizer).
+
+    >>> s = settings_for(DataSettings(dataset="synthetic"), "boe", train={"epochs": 2})
+    >>> s.train.epochs, s.train.batch_size, s.tokenizer.max_len
+    (2, 64, 32)
+    """
+    if model not in MODELS:
+        raise AttnclfError(f"unknown model {model!r}; known: {', '.join(MODELS)}")
+    recipe = recipe_for(data.dataset)
+    model_fields = {f.name for f in fields(MODELS[model].config_class)}
+    # A recipe tunes several models at once; each takes the fields it has.
+    merged_model = {k: v for k, v in recipe.get("model_config", {}).items() if k in model_fields}
+    merged_model |= model_config or {}
+    merged_train = recipe.get("train", {}) | (train or {})
+    merged_tokenizer = recipe.get("tokenizer", {}) | (tokenizer or {})
+    for what, overrides, valid in (
+        (f"model {model!r}", merged_model, model_fields - {"vocab_size", "num_classes", "max_len"}),
+        ("TrainConfig", merged_train, {f.name for f in fields(TrainConfig)}),
+        ("TokenizerConfig", merged_tokenizer, {f.name for f in fields(TokenizerConfig)} - {"cleaning"}),
+    ):
+        unknown = sorted(overrides.keys() - valid)
+        if unknown:
+            raise AttnclfError(f"{what} has no settable field {unknown[0]!r}; valid: {', '.join(sorted(valid))}")
+    return RunSettings(
+        data=data,
+        tokenizer=TokenizerConfig(**merged_tokenizer, cleaning=cleaning or CleaningConfig()),
+        model=model,
+        model_config=merged_model,
+        train=TrainConfig(**merged_train),
+        output=output or f"runs/{model}-{data.describe()}",
+        device=device,
+    )
+
+
 def load_data(settings: DataSettings, seed: int) -> Splits:
     """The splits a run trains, validates and tests on (validation carved from train if needed)."""
     if settings.dataset:
@@ -86,7 +131,12 @@ def load_data(settings: DataSettings, seed: int) -> Splits:
     validation = splits.validation
     if validation is None:
         train, validation = train_validation_split(train, settings.val_fraction, seed)
-    return Splits(train=train, validation=validation, test=splits.test, extra=splits.extra)
+    test = splits.test
+    if settings.max_test_examples and test is not None and len(test) > settings.max_test_examples:
+        # Seed 0, not the run's seed: every run of an experiment is tested on the same texts.
+        _, sample = train_validation_split(test, settings.max_test_examples / len(test), 0)
+        test = replace(sample, split="test")
+    return Splits(train=train, validation=validation, test=test, extra=splits.extra)
 
 
 def _batches(tokenizer: Tokenizer, data: TextDataset, batch_size: int, shuffle: bool, seed: int) -> BucketBatches:

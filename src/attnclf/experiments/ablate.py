@@ -1,0 +1,121 @@
+"""`attnclf ablate`: change one axis of a model's config at a time, over seeds; and the course's toy-order study.
+
+``ablate`` sweeps each axis around the base config (the recipe plus
+``setup.model_config``); variants that equal the base share its run
+directories, so the base is trained once per seed however many axes include
+it. Any config field is an axis: ``{"heads": [1, 2, 4]}``. Per axis it
+writes ``<axis>.md``, ``<axis>.csv`` and ``<axis>.png``; ``ablation.md``
+holds all tables and ``cells.csv`` every cell.
+
+``toy_order`` reruns the course notebook on its three 3-token sets: mean
+pooling, positions, self-attention, self-attention without positions, and
+with two heads, compared by training loss (``toy-order.md``,
+``toy-order.png``).
+
+>>> from attnclf.training.run import DataSettings
+>>> setup = Setup(DataSettings(dataset="sst2-sentences"))
+>>> # print(ablate(setup, "experiments/ablate-sst2", axes={"heads": [1, 2, 4, 8]}).markdown)
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from ..errors import AttnclfError
+from ..rundir import atomic_write_bytes, prepare_output_dir
+from .budget import DEFAULT, QUICK, with_budget
+from .cells import Log, Setup, Variant, run_variants, variant_settings
+from .plots import loss_panels, save_figure, score_plot
+from .tables import ExperimentResult, describe_budget, markdown_table, summarize, write_cells_csv, write_csv
+
+# The issue's axes for the real-data ablation of `self-attn`.
+AXES: dict[str, list] = {
+    "positional": ["none", "learned", "sinusoidal"],
+    "pooling": ["mean", "first", "attention"],
+    "heads": [1, 2, 4, 8],
+    "layers": [1, 2, 4],
+    "pooling_score": ["dot", "scaled_dot", "general", "additive"],
+}
+COLUMNS = ["label", "parameters", "accuracy", "macro_f1", "epochs", "train_seconds", "cpu_seconds",
+           "texts_per_second", "seeds"]
+
+TOY_SETS = ("toy-reversal", "toy-relative", "toy-both")
+# Seed 003's models: its MeanClassifier is embedding -> residual MLP -> mean, i.e. pos-mean without positions.
+TOY_VARIANTS = [
+    Variant("mean", "pos-mean", {"positional": "none"}),
+    Variant("positions", "pos-mean"),
+    Variant("self-attention", "mha"),
+    Variant("self-attention, no positions", "mha", {"positional": "none"}),
+    Variant("self-attention, 2 heads", "mha", {"heads": 2}),
+]
+TOY_COLUMNS = ["label", "model", "parameters", "final_train_loss", "accuracy", "seeds"]
+
+
+def ablate(setup: Setup, output: str | Path, model: str = "self-attn", axes: dict[str, list] | None = None,
+           quick: bool = False, log: Log = lambda line: None) -> ExperimentResult:
+    """Train ``model`` once per value of each axis (one axis at a time) and seed; write a table and plot per axis.
+
+    The budget is resolved as in ``compare``: explicit values, then ``QUICK``
+    if ``quick``, else the recipe, then ``DEFAULT``.
+    """
+    axes = axes or AXES
+    empty = [axis for axis, values in axes.items() if not values]
+    if empty:
+        raise AttnclfError(f"axis {empty[0]!r} has no values to sweep")
+    setup = with_budget(setup, QUICK) if quick else with_budget(setup, DEFAULT, under_recipe=True)
+    output = prepare_output_dir(output)
+    runs_dir = output / "runs"
+    base_dir = variant_settings(setup, Variant("base", model), setup.seeds[0], runs_dir).output
+
+    variants = {}
+    for axis, values in axes.items():
+        for value in values:
+            label = f"{axis}={value}"
+            variant = Variant(label, model, {axis: value})
+            is_base = variant_settings(setup, variant, setup.seeds[0], runs_dir).output == base_dir
+            variants[axis, value] = replace(variant, label=label + " (base)") if is_base else variant
+    records = run_variants(setup, list(variants.values()), output, log)
+
+    sections = [f"## ablate {model} on {setup.data.describe()}\n\n{describe_budget(setup, records)}\n"]
+    files = [output / "ablation.md", output / "cells.csv"]
+    for axis, values in axes.items():
+        labels = {variants[axis, value].label for value in values}
+        axis_records = [r for r in records if r["label"] in labels]
+        rows = summarize(axis_records)
+        table = markdown_table(rows, COLUMNS)
+        atomic_write_bytes(output / f"{axis}.md", f"### {axis}\n\n{table}".encode())
+        write_csv(output / f"{axis}.csv", rows)
+        save_figure(score_plot(rows, axis_records, "accuracy", f"{model} on {setup.data.describe()}: {axis}"),
+                    output / f"{axis}.png")
+        sections.append(f"### {axis}\n\n{table}")
+        files += [output / f"{axis}.{ext}" for ext in ("md", "csv", "png")]
+    markdown = "\n".join(sections)
+    atomic_write_bytes(output / "ablation.md", markdown.encode())
+    write_cells_csv(output / "cells.csv", records)
+    return ExperimentResult(markdown, records, files)
+
+
+def toy_order(setup: Setup, output: str | Path, log: Log = lambda line: None) -> ExperimentResult:
+    """The course's order experiment on ``TOY_SETS`` with ``TOY_VARIANTS``, under the toy recipe.
+
+    The toy sets' test split is their training set, so "accuracy" here is
+    training accuracy and the story is the training loss.
+    """
+    output = prepare_output_dir(output)
+    records, sections, panels = [], [], {}
+    for dataset in TOY_SETS:
+        toy_setup = replace(setup, data=replace(setup.data, dataset=dataset))
+        cells = run_variants(toy_setup, TOY_VARIANTS, output / dataset, log)
+        rows = summarize(cells)
+        sections.append(f"### {dataset}\n\n{markdown_table(rows, TOY_COLUMNS)}")
+        panels[dataset] = {v.label: [c["train_loss"] for c in cells if c["label"] == v.label] for v in TOY_VARIANTS}
+        records += [c | {"label": f"{dataset}: {c['label']}"} for c in cells]
+    budget = describe_budget(setup, records)
+    markdown = "## ablate toy-order\n\n" + budget + "\n\n" + "\n".join(sections)
+    atomic_write_bytes(output / "toy-order.md", markdown.encode())
+    write_cells_csv(output / "cells.csv", records)
+    save_figure(loss_panels(panels, "training loss on the course's 3-token sets (mean of seeds, range shaded)"),
+                output / "toy-order.png")
+    files = [output / name for name in ("toy-order.md", "cells.csv", "toy-order.png")]
+    return ExperimentResult(markdown, records, files)

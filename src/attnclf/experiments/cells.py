@@ -1,0 +1,189 @@
+"""Experiment cells: one variant (a model and its config overrides) trained with one seed.
+
+An experiment is a list of variants trained under one shared ``Setup``, once
+per seed. Every cell is an ordinary run directory under ``<output>/runs/``, so
+a rerun skips finished cells (``metrics.json`` exists), resumes interrupted
+ones (``checkpoint/`` exists), and refuses a directory trained with other
+settings rather than mixing two budgets in one table.
+
+>>> setup = Setup(DataSettings(dataset="synthetic"), train={"epochs": 1}, seeds=(0,))
+>>> # records = run_variants(setup, [Variant("boe", "boe")], "experiments/demo")
+>>> # records[0]["accuracy"], records[0]["texts_per_second"]
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Callable, Iterator
+
+import torch
+
+from ..errors import AttnclfError, RunDirError
+from ..models import MODELS, build_model
+from ..rundir import atomic_write_json, read_json, read_jsonl
+from ..text.cleaning import CleaningConfig
+from ..training.run import DataSettings, RunSettings, load_data, settings_for, train_run
+
+Log = Callable[[str], None]
+
+
+@dataclass
+class Setup:
+    """What every cell of an experiment shares: data, budget, seeds, and where it runs.
+
+    ``train``, ``tokenizer`` and ``model_config`` override the dataset's recipe
+    (see ``settings_for``); ``model_config`` goes to every model that has the
+    field, so ``{"d_model": 64}`` shrinks the Transformers and leaves ``boe`` be.
+    """
+
+    data: DataSettings
+    train: dict = field(default_factory=dict)
+    tokenizer: dict = field(default_factory=dict)
+    cleaning: CleaningConfig | None = None
+    model_config: dict = field(default_factory=dict)
+    seeds: tuple[int, ...] = (0, 1, 2)
+    device: str = "auto"
+    threads: int | None = None  # torch threads; on a busy shared CPU 1 is fastest for small models
+    throughput_texts: int = 2000  # test texts timed for inference speed
+
+
+@dataclass
+class Variant:
+    """One row of a results table: ``label`` names it, ``model`` and ``overrides`` define it."""
+
+    label: str
+    model: str
+    overrides: dict = field(default_factory=dict)
+
+
+def variant_settings(setup: Setup, variant: Variant, seed: int, runs_dir: Path) -> RunSettings:
+    """The run settings of one cell; the run directory is named by what differs from the base config.
+
+    Variants that resolve to the same model config share a directory (and a
+    training run): in an ablation, ``heads=4`` and ``layers=2`` are both the
+    base model when those are its defaults.
+    """
+    if variant.model not in MODELS:
+        raise AttnclfError(f"unknown model {variant.model!r}; known: {', '.join(MODELS)}")
+    config_fields = {f.name: f.default for f in fields(MODELS[variant.model].config_class)}
+    shared = {k: v for k, v in setup.model_config.items() if k in config_fields}
+    base = settings_for(setup.data, variant.model, model_config=shared, train={**setup.train, "seed": seed},
+                        tokenizer=setup.tokenizer, cleaning=setup.cleaning, device=setup.device)
+    effective = config_fields | base.model_config
+    changed = {k: v for k, v in variant.overrides.items() if effective.get(k, object()) != v}
+    name = "-".join([variant.model, *(f"{k}={v}" for k, v in sorted(changed.items())), f"seed{seed}"])
+    base.model_config = base.model_config | variant.overrides
+    base.output = str(runs_dir / re.sub(r"[^\w.=+-]", "_", name))
+    base.report = False  # an HTML report per cell would cost more than a small cell's training
+    return base
+
+
+def check_variants(setup: Setup, variants: list[Variant]) -> None:
+    """Fail before any training if a variant names an unknown field or an impossible config."""
+    models = {variant.model for variant in variants}
+    for key in setup.model_config:
+        if not any(key in {f.name for f in fields(MODELS[m].config_class)} for m in models if m in MODELS):
+            raise AttnclfError(f"no model of this experiment has a config field {key!r}")
+    for variant in variants:
+        settings = variant_settings(setup, variant, setup.seeds[0], Path("."))
+        settings_for(settings.data, settings.model, model_config=settings.model_config)  # field names
+        build_model(settings.model, vocab_size=8, max_len=settings.tokenizer.max_len, **settings.model_config)
+
+
+def run_variants(setup: Setup, variants: list[Variant], output: str | Path, log: Log = lambda line: None) -> list[dict]:
+    """Train every variant with every seed into ``output/runs``; one record per cell.
+
+    A record holds the variant's label, model, seed and run directory, test
+    accuracy and macro-F1, parameters, epochs run, training seconds (wall and
+    this process's CPU; CPU is None for a cell finished by an earlier call),
+    inference texts per second, and the training loss per epoch.
+    """
+    check_variants(setup, variants)
+    runs_dir = Path(output) / "runs"
+    cells = [(variant, seed) for variant in variants for seed in setup.seeds]
+    records: list[dict] = []
+    with torch_threads(setup.threads):
+        texts = throughput_texts(setup)
+        for number, (variant, seed) in enumerate(cells, 1):
+            settings = variant_settings(setup, variant, seed, runs_dir)
+            record = {"label": variant.label, "model": variant.model, "seed": seed} | run_cell(settings, texts)
+            records.append(record)
+            log(f"[{number}/{len(cells)}] {variant.label} seed {seed}: accuracy {record['accuracy']:.4f}, "
+                f"macro-F1 {record['macro_f1']:.4f}, {record['train_seconds']:.0f} s training")
+    return records
+
+
+def run_cell(settings: RunSettings, texts: list[str]) -> dict:
+    """Train one cell unless its run directory already holds it, then measure its inference speed."""
+    run_dir = Path(settings.output)
+    cost_file = run_dir / "experiment.json"
+    if not (run_dir / "metrics.json").exists():
+        resume = (run_dir / "checkpoint" / "state.json").exists()
+        if resume:
+            check_same_settings(run_dir, settings)
+        started = time.process_time()
+        train_run(settings, resume=resume, progress=False)
+        cpu = time.process_time() - started
+        atomic_write_json(cost_file, {"cpu_seconds": None if resume else round(cpu, 2),
+                                      "texts_per_second": measure_throughput(run_dir, texts, settings.device)})
+    check_same_settings(run_dir, settings)
+    if not cost_file.exists():  # trained by an earlier call that stopped before measuring
+        atomic_write_json(cost_file, {"cpu_seconds": None,
+                                      "texts_per_second": measure_throughput(run_dir, texts, settings.device)})
+    metrics = read_json(run_dir / "metrics.json")
+    history = read_jsonl(run_dir / "history.jsonl")
+    return {
+        "run_dir": str(run_dir),
+        "accuracy": metrics["accuracy"],
+        "macro_f1": metrics["macro_f1"],
+        "parameters": metrics["parameters"],
+        "epochs": len(history),
+        "train_seconds": metrics["train_seconds"],
+        **read_json(cost_file),
+        "train_loss": [h["train_loss"] for h in history],
+    }
+
+
+def check_same_settings(run_dir: Path, settings: RunSettings) -> None:
+    """Refuse to reuse a run directory trained with settings other than ``settings``."""
+    saved = read_json(run_dir / "config.json")["settings"]
+    wanted = json.loads(json.dumps(settings.to_dict()))
+    for section in sorted((set(saved) | set(wanted)) - {"output", "device"}):
+        if saved.get(section) != wanted.get(section):
+            raise RunDirError(f"{run_dir} was trained with other {section} settings than this experiment's; "
+                              f"delete it or give another --output")
+
+
+def measure_throughput(run_dir: Path, texts: list[str], device: str = "auto") -> float:
+    """Texts per second through ``Classifier.predict_proba`` (tokenisation included)."""
+    from ..classifier import Classifier
+
+    classifier = Classifier.load(run_dir, device=device)
+    classifier.predict_proba(texts[:64])  # warm-up: the first call pays one-off allocations
+    started = time.perf_counter()
+    classifier.predict_proba(texts)
+    return round(len(texts) / (time.perf_counter() - started), 1)
+
+
+def throughput_texts(setup: Setup) -> list[str]:
+    """The first ``setup.throughput_texts`` texts the cells are tested on."""
+    splits = load_data(setup.data, setup.seeds[0])
+    texts = (splits.test or splits.validation).texts
+    return texts[: setup.throughput_texts]
+
+
+@contextmanager
+def torch_threads(threads: int | None) -> Iterator[None]:
+    """Run with ``threads`` intra-op threads (None: leave torch's choice), then restore it."""
+    previous = torch.get_num_threads()
+    if threads:
+        torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)

@@ -1,0 +1,62 @@
+"""`attnclf compare`: several models on one dataset under one budget, over seeds, beside TF-IDF + LR.
+
+Writes into the output directory ``comparison.md`` (the table and the budget
+it was measured under), ``comparison.csv`` (the same numbers, unrounded),
+``cells.csv`` (every model x seed), ``comparison.png``, and ``runs/`` (one
+run directory per cell, reusable with ``Classifier.load``).
+
+>>> from attnclf.training.run import DataSettings
+>>> setup = Setup(DataSettings(dataset="synthetic"), seeds=(0, 1))
+>>> # result = compare(setup, "experiments/compare-synthetic", models=("boe", "self-attn"))
+>>> # print(result.markdown)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import AttnclfError
+from ..models import MODELS
+from ..rundir import atomic_write_bytes, prepare_output_dir
+from .budget import DEFAULT, QUICK, with_budget
+from .cells import Log, Setup, Variant, run_variants
+from .plots import compare_plot, save_figure
+from .reference import LABEL, tfidf_reference
+from .tables import ExperimentResult, describe_budget, markdown_table, summarize, write_cells_csv, write_csv
+
+DEFAULT_MODELS = ("boe", "lstm-mean", "bilstm-attn", "transformer-mean", "self-attn")
+COLUMNS = ["label", "parameters", "accuracy", "macro_f1", "epochs", "train_seconds", "cpu_seconds",
+           "texts_per_second", "seeds"]
+
+
+def compare(setup: Setup, output: str | Path, models: tuple[str, ...] = DEFAULT_MODELS, reference: bool = True,
+            quick: bool = False, log: Log = lambda line: None) -> ExperimentResult:
+    """Train each of ``models`` with each seed of ``setup``, plus the TF-IDF reference; write the table and plot.
+
+    The budget is ``setup``'s explicit values, then ``QUICK`` if ``quick``,
+    else the dataset's recipe, then ``DEFAULT`` (see ``budget``).
+    """
+    unknown = [m for m in models if m not in MODELS]
+    if unknown:
+        raise AttnclfError(f"unknown model {unknown[0]!r}; known: {', '.join(MODELS)}")
+    setup = with_budget(setup, QUICK) if quick else with_budget(setup, DEFAULT, under_recipe=True)
+    output = prepare_output_dir(output)
+
+    records = run_variants(setup, [Variant(m, m) for m in models], output, log)
+    if reference:
+        for seed in setup.seeds:
+            record = tfidf_reference(setup, seed, output / "runs" / f"{LABEL}-seed{seed}")
+            records.append(record)
+            log(f"{LABEL} seed {seed}: accuracy {record['accuracy']:.4f}, macro-F1 {record['macro_f1']:.4f} "
+                f"(C={record['C']})")
+
+    rows = summarize(records)
+    title = f"compare on {setup.data.describe()}"
+    markdown = (f"## {title}\n\n{describe_budget(setup, records)}\n\n{markdown_table(rows, COLUMNS)}")
+    atomic_write_bytes(output / "comparison.md", markdown.encode())
+    write_csv(output / "comparison.csv", rows)
+    write_cells_csv(output / "cells.csv", records)
+    save_figure(compare_plot(rows, records, title), output / "comparison.png")
+    files = [output / name for name in ("comparison.md", "comparison.csv", "cells.csv", "comparison.png")]
+    return ExperimentResult(markdown, records, files)
+

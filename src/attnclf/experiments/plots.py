@@ -1,0 +1,109 @@
+"""The experiments' figures, drawn with matplotlib's object API on the Agg canvas (no display needed).
+
+Scores are drawn as dots with error bars, not bars: the axis is zoomed to
+where the scores are, and a zoomed bar chart exaggerates differences.
+
+>>> from attnclf.experiments.tables import summarize
+>>> cells = [{"label": "boe", "model": "boe", "seed": s, "accuracy": a} for s, a in [(0, .8), (1, .9)]]
+>>> score_plot(summarize(cells), cells, "accuracy", "boe on demo").axes[0].get_title()
+'boe on demo'
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.ticker import NullFormatter
+
+from ..rundir import atomic_write_bytes
+
+DPI = 100
+METRIC_NAMES = {"accuracy": "test accuracy", "macro_f1": "test macro-F1"}
+
+
+def _figure(width: float, height: float) -> Figure:
+    figure = Figure(figsize=(width, height), dpi=DPI, layout="constrained")
+    FigureCanvasAgg(figure)
+    return figure
+
+
+def save_figure(figure: Figure, path: Path) -> None:
+    """Write ``figure`` as a PNG, atomically."""
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=DPI)
+    atomic_write_bytes(path, buffer.getvalue())
+
+
+def score_plot(rows: list[dict], records: list[dict], metric: str, title: str) -> Figure:
+    """Mean ± std of ``metric`` per variant (black), every seed as a grey dot."""
+    figure = _figure(6.4, 0.45 * len(rows) + 1.4)
+    ax = figure.add_subplot()
+    positions = np.arange(len(rows))[::-1]  # first row at the top, as in the table
+    for y, row in zip(positions, rows):
+        seeds = [r[metric] for r in records if r["label"] == row["label"]]
+        ax.scatter(seeds, [y] * len(seeds), color="0.65", s=14, zorder=2)
+        ax.errorbar(row[f"{metric}_mean"], y, xerr=row[f"{metric}_std"] or 0, fmt="o", color="black",
+                    capsize=4, zorder=3)
+    ax.set_yticks(positions, [row["label"] for row in rows])
+    ax.set_xlabel(f"{METRIC_NAMES.get(metric, metric)} (mean ± std over seeds; grey: each seed)")
+    ax.set_title(title)
+    ax.grid(axis="x", alpha=0.4)
+    return figure
+
+
+def compare_plot(rows: list[dict], records: list[dict], title: str) -> Figure:
+    """Left: test accuracy per model; right: accuracy against training time (log scale)."""
+    figure = _figure(11, 0.45 * len(rows) + 1.8)
+    left, right = figure.subplots(1, 2, gridspec_kw={"width_ratios": [1.1, 1]})
+    positions = np.arange(len(rows))[::-1]
+    for y, row in zip(positions, rows):
+        seeds = [r["accuracy"] for r in records if r["label"] == row["label"]]
+        left.scatter(seeds, [y] * len(seeds), color="0.65", s=14, zorder=2)
+        left.errorbar(row["accuracy_mean"], y, xerr=row["accuracy_std"] or 0, fmt="o", color="black", capsize=4)
+        right.errorbar(row["train_seconds_mean"], row["accuracy_mean"], yerr=row["accuracy_std"] or 0, fmt="o",
+                       capsize=4, label=row["label"])
+    left.set_yticks(positions, [row["label"] for row in rows])
+    left.set_xlabel("test accuracy (mean ± std; grey: each seed)")
+    left.grid(axis="x", alpha=0.4)
+    right.set_xscale("log")
+    right.xaxis.set_minor_formatter(NullFormatter())
+    right.set_xlabel("training seconds (wall clock, log scale)")
+    right.set_ylabel("test accuracy")
+    right.grid(alpha=0.4)
+    right.legend(fontsize="small")
+    figure.suptitle(title)
+    return figure
+
+
+def loss_curves(curves: dict[str, list[list[float]]], title: str, ax=None) -> Figure:
+    """Training loss per epoch: the mean over seeds as a line, their range shaded (the course's plot)."""
+    figure = None
+    if ax is None:
+        figure = _figure(5.5, 3.6)
+        ax = figure.add_subplot()
+    for label, runs in curves.items():
+        length = min(len(run) for run in runs)  # early stopping may end seeds at different epochs
+        losses = np.array([run[:length] for run in runs])
+        epochs = np.arange(1, length + 1)
+        (line,) = ax.plot(epochs, losses.mean(axis=0), label=label)
+        ax.fill_between(epochs, losses.min(axis=0), losses.max(axis=0), color=line.get_color(), alpha=0.2)
+    ax.set_xlabel("epoch")
+    ax.set_ylabel("training loss")
+    ax.set_title(title)
+    ax.grid(alpha=0.4)
+    ax.legend(fontsize="small")
+    return figure if figure is not None else ax.figure
+
+
+def loss_panels(panels: dict[str, dict[str, list[list[float]]]], title: str) -> Figure:
+    """One ``loss_curves`` panel per dataset, side by side, sharing the loss axis."""
+    figure = _figure(5 * len(panels), 4)
+    axes = np.atleast_1d(figure.subplots(1, len(panels), sharey=True))
+    for ax, (name, curves) in zip(axes, panels.items()):
+        loss_curves(curves, name, ax=ax)
+    figure.suptitle(title)
+    return figure

@@ -1,0 +1,131 @@
+"""Per-cell records -> one summary row per variant -> Markdown and CSV.
+
+Spreads are the sample standard deviation over seeds (n - 1 in the
+denominator); with one seed there is none. "training s" is the wall-clock
+time of the epochs (validation included) from metrics.json; "cell CPU s" is
+the CPU time of the whole cell (loading, tokenising, training, testing) in
+the process that trained it, which on a busy shared machine is the better
+guide to what the cell costs on an idle one with the same thread count.
+
+>>> rows = summarize([{"label": "boe", "model": "boe", "accuracy": 0.8, "macro_f1": 0.8},
+...                   {"label": "boe", "model": "boe", "accuracy": 0.9, "macro_f1": 0.7}])
+>>> round(rows[0]["accuracy_mean"], 2), round(rows[0]["accuracy_std"], 3), rows[0]["seeds"]
+(0.85, 0.071, 2)
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..rundir import atomic_write_bytes, read_json
+
+SPREAD = ("accuracy", "macro_f1", "final_train_loss")  # reported as mean ± std
+AVERAGED = ("parameters", "epochs", "train_seconds", "cpu_seconds", "texts_per_second")  # reported as the mean
+
+# column key -> (header, formatter of a summary row)
+COLUMNS = {
+    "label": ("variant", lambda r: r["label"]),
+    "model": ("model", lambda r: r["model"]),
+    "parameters": ("parameters", lambda r: _number(r["parameters_mean"], "{:,.0f}")),
+    "accuracy": ("test accuracy", lambda r: _spread(r, "accuracy")),
+    "macro_f1": ("test macro-F1", lambda r: _spread(r, "macro_f1")),
+    "final_train_loss": ("final training loss", lambda r: _spread(r, "final_train_loss", "{:.2e}")),
+    "epochs": ("epochs", lambda r: _number(r["epochs_mean"], "{:.3g}")),
+    "train_seconds": ("training s", lambda r: _number(r["train_seconds_mean"], "{:,.0f}")),
+    "cpu_seconds": ("cell CPU s", lambda r: _number(r["cpu_seconds_mean"], "{:,.0f}")),
+    "texts_per_second": ("texts/s", lambda r: _number(r["texts_per_second_mean"], "{:,.0f}")),
+    "seeds": ("seeds", lambda r: str(r["seeds"])),
+}
+
+
+@dataclass
+class ExperimentResult:
+    """What an experiment produced: the Markdown it printed and wrote, every cell's record, the files."""
+
+    markdown: str
+    records: list[dict]
+    files: list[Path]
+
+
+def summarize(records: list[dict]) -> list[dict]:
+    """One row per label, in first-seen order: mean and std of SPREAD, mean of AVERAGED."""
+    rows: dict[str, dict] = {}
+    for record in records:
+        record = dict(record)
+        if record.get("train_loss"):
+            record["final_train_loss"] = record["train_loss"][-1]
+        row = rows.setdefault(record["label"], {"label": record["label"], "model": record["model"], "_cells": []})
+        row["_cells"].append(record)
+    for row in rows.values():
+        cells = row.pop("_cells")
+        row["seeds"] = len(cells)
+        for key in SPREAD + AVERAGED:
+            values = [c[key] for c in cells if c.get(key) is not None]
+            row[f"{key}_mean"] = float(np.mean(values)) if values else None
+            if key in SPREAD:
+                row[f"{key}_std"] = float(np.std(values, ddof=1)) if len(values) > 1 else None
+    return list(rows.values())
+
+
+def markdown_table(rows: list[dict], columns: list[str]) -> str:
+    """A GitHub Markdown table of ``rows`` with the given ``COLUMNS`` keys."""
+    lines = ["| " + " | ".join(COLUMNS[c][0] for c in columns) + " |",
+             "|" + "|".join("---" if c in ("label", "model") else "---:" for c in columns) + "|"]
+    lines += ["| " + " | ".join(COLUMNS[c][1](row) for c in columns) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def write_csv(path: Path, rows: list[dict], keys: list[str] | None = None) -> None:
+    """``rows`` as CSV (atomically); columns are ``keys`` or every key of the first row."""
+    keys = keys or list(rows[0])
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=keys, extrasaction="ignore", lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    atomic_write_bytes(path, buffer.getvalue().encode())
+
+
+CELL_KEYS = ["label", "model", "seed", "accuracy", "macro_f1", "parameters", "epochs", "train_seconds",
+             "cpu_seconds", "texts_per_second", "final_train_loss", "run_dir"]
+
+
+def write_cells_csv(path: Path, records: list[dict]) -> None:
+    """Every cell (variant x seed) as one CSV row, the raw material of the summary."""
+    rows = [r | {"final_train_loss": r["train_loss"][-1] if r.get("train_loss") else None} for r in records]
+    write_csv(path, rows, CELL_KEYS)
+
+
+def describe_budget(setup, records: list[dict]) -> str:
+    """One paragraph stating what every neural cell was trained on and with, read from a cell's config.json."""
+    neural = [r for r in records if r.get("epochs") is not None]
+    if not neural:
+        return f"seeds {', '.join(map(str, setup.seeds))}."
+    config = read_json(Path(neural[0]["run_dir"]) / "config.json")
+    data, settings = config["data"], config["settings"]
+    train, tokenizer = settings["train"], settings["tokenizer"]
+    stop = f"early stopping after {train['patience']} stale epochs" if train["patience"] else "no early stopping"
+    return (
+        f"Budget of every neural cell: {data['train_examples']:,} training / {data['validation_examples']:,} "
+        f"validation / {data['test_examples']:,} test texts (seed {neural[0]['seed']}); up to {train['epochs']} epochs, "
+        f"{stop} on validation {train['monitor']}; batch {train['batch_size']}, {train['optimizer']} "
+        f"lr {train['lr']:g} ({train['schedule']} schedule); {tokenizer['kind']} tokenizer, at most "
+        f"{tokenizer['max_len']} tokens per text, vocabulary at most {tokenizer['vocab_size']:,}. "
+        f"Seeds {', '.join(map(str, setup.seeds))}; torch threads: {setup.threads or 'default'}."
+    )
+
+
+def _spread(row: dict, key: str, fmt: str = "{:.3f}") -> str:
+    mean, std = row.get(f"{key}_mean"), row.get(f"{key}_std")
+    if mean is None:
+        return "-"
+    return fmt.format(mean) + ("" if std is None else " ± " + fmt.format(std))
+
+
+def _number(value: float | None, fmt: str) -> str:
+    return "-" if value is None or math.isnan(value) else fmt.format(value)

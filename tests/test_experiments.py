@@ -1,0 +1,163 @@
+"""`attnclf compare` and `attnclf ablate` end to end on tiny generated data, and the pieces they rest on."""
+
+import csv
+import math
+
+import pytest
+
+from attnclf.cli import main
+from attnclf.data.base import TextDataset
+from attnclf.data.splits import train_validation_split
+from attnclf.errors import AttnclfError
+from attnclf.experiments import Setup
+from attnclf.experiments.budget import DEFAULT, QUICK, with_budget
+from attnclf.experiments.tables import markdown_table, summarize
+from attnclf.training.run import DataSettings, load_data, settings_for
+
+# A tiny budget: small models, one epoch on 200 synthetic texts.
+TINY = ["--dataset", "synthetic", "--epochs", "1", "--max-train-examples", "200", "--threads", "1",
+        "--set", "d_model=16", "--set", "layers=1", "--quiet"]
+
+
+def read_csv(path):
+    with open(path, newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+@pytest.fixture(scope="module")
+def compared(tmp_path_factory):
+    out = tmp_path_factory.mktemp("compare")
+    assert main(["compare", *TINY, "--set", "embed_dim=16", "--models", "boe,self-attn", "--seeds", "2",
+                 "--output", str(out)]) == 0
+    return out
+
+
+def test_compare_writes_table_csv_plot_and_one_run_per_cell(compared, capsys):
+    rows = {row["label"]: row for row in read_csv(compared / "comparison.csv")}
+    assert list(rows) == ["boe", "self-attn", "tfidf-lr"]
+    for row in rows.values():
+        assert row["seeds"] == "2"
+        assert 0 <= float(row["accuracy_mean"]) <= 1 and float(row["accuracy_std"]) >= 0
+        assert float(row["texts_per_second_mean"]) > 0 and float(row["parameters_mean"]) > 0
+    # The reference sees words, and on `synthetic` the words decide.
+    assert float(rows["tfidf-lr"]["accuracy_mean"]) > 0.95
+    cells = read_csv(compared / "cells.csv")
+    assert sorted((c["label"], c["seed"]) for c in cells) == [
+        (label, seed) for label in ("boe", "self-attn", "tfidf-lr") for seed in ("0", "1")]
+    for name in ("boe-seed0", "boe-seed1", "self-attn-seed0", "self-attn-seed1"):
+        assert (compared / "runs" / name / "metrics.json").is_file()
+    table = (compared / "comparison.md").read_text()
+    assert "| self-attn |" in table and " ± " in table
+    assert "Budget of every neural cell" in table and "up to 1 epochs" in table
+    assert (compared / "comparison.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_compare_rerun_reuses_finished_cells(compared, capsys):
+    metrics = compared / "runs" / "self-attn-seed0" / "metrics.json"
+    before = metrics.stat().st_mtime_ns
+    assert main(["compare", *TINY, "--set", "embed_dim=16", "--models", "boe,self-attn", "--seeds", "2",
+                 "--output", str(compared)]) == 0
+    assert metrics.stat().st_mtime_ns == before
+    assert "| tfidf-lr |" in capsys.readouterr().out
+
+
+def test_compare_refuses_a_directory_trained_with_another_budget(compared, capsys):
+    # The last --epochs wins: same cells, another budget.
+    assert main(["compare", *TINY, "--epochs", "2", "--models", "self-attn", "--seeds", "1",
+                 "--output", str(compared)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "other train settings" in err and "Traceback" not in err
+
+
+def test_ablate_toy_order_reports_loss_per_set_and_variant(tmp_path, capsys):
+    out = tmp_path / "toy"
+    assert main(["ablate", "--dataset", "toy-order", "--seeds", "1", "--epochs", "3", "--threads", "1",
+                 "--output", str(out), "--quiet"]) == 0
+    cells = read_csv(out / "cells.csv")
+    assert len(cells) == 3 * 5
+    assert {c["label"].split(": ")[0] for c in cells} == {"toy-reversal", "toy-relative", "toy-both"}
+    assert all(0 < float(c["final_train_loss"]) < 5 for c in cells)
+    text = (out / "toy-order.md").read_text()
+    assert text.count("### toy-") == 3 and "| self-attention, no positions | mha |" in text
+    assert (out / "toy-order.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_ablate_sweeps_any_field_and_trains_the_base_once(tmp_path, capsys):
+    out = tmp_path / "sweep"
+    assert main(["ablate", *TINY, "--set", "heads=2", "--sweep", "heads=1,2", "--sweep", "layers=1,2",
+                 "--seeds", "1", "--output", str(out)]) == 0
+    # heads=2 and layers=1 are both the base config: one run, listed under both axes.
+    assert sorted(p.name for p in (out / "runs").iterdir()) == [
+        "self-attn-heads=1-seed0", "self-attn-layers=2-seed0", "self-attn-seed0"]
+    heads = read_csv(out / "heads.csv")
+    assert [r["label"] for r in heads] == ["heads=1", "heads=2 (base)"]
+    assert [r["label"] for r in read_csv(out / "layers.csv")] == ["layers=1 (base)", "layers=2"]
+    for name in ("heads.md", "heads.png", "layers.md", "layers.png", "ablation.md"):
+        assert (out / name).is_file()
+    assert "### heads" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("args, message", [
+    (["ablate", "--dataset", "synthetic", "--sweep", "heads"], "--sweep expects FIELD=VALUE1,VALUE2"),
+    (["ablate", "--dataset", "synthetic", "--axes", "width"], "unknown axis 'width'"),
+    (["ablate", "--dataset", "synthetic", "--sweep", "width=1,2"], "no settable field 'width'"),
+    (["ablate", "--dataset", "synthetic", "--set", "d_model=16", "--sweep", "heads=3"], "not divisible"),
+    (["ablate", "--dataset", "toy-order", "--sweep", "heads=1,2"], "toy-order runs the course's fixed"),
+    (["compare", "--dataset", "synthetic", "--models", "boe,gpt"], "unknown model 'gpt'"),
+    (["compare", "--dataset", "synthetic", "--models", "boe", "--set", "heads=2"], "no model of this experiment has a config field 'heads'"),
+    (["compare", "--dataset", "synthetic", "--seeds", "0"], "--seeds must be at least 1"),
+])
+def test_bad_experiment_input_is_one_line_before_any_training(tmp_path, capsys, args, message):
+    out = tmp_path / "x"
+    assert main([*args, "--output", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+    assert not (out / "runs").exists()
+
+
+def test_summary_spread_is_sample_std_and_absent_for_one_seed():
+    records = [{"label": "a", "model": "boe", "accuracy": acc, "macro_f1": acc, "train_loss": [1.0, loss]}
+               for acc, loss in [(0.8, 0.5), (0.9, 0.3)]]
+    records.append({"label": "b", "model": "mha", "accuracy": 0.7, "macro_f1": 0.6})
+    a, b = summarize(records)
+    assert math.isclose(a["accuracy_std"], 0.0707107, rel_tol=1e-5)
+    assert math.isclose(a["final_train_loss_mean"], 0.4)
+    assert b["accuracy_std"] is None and b["seeds"] == 1
+    table = markdown_table([a, b], ["label", "accuracy", "seeds"])
+    assert "| a | 0.850 ± 0.071 | 2 |" in table and "| b | 0.700 | 1 |" in table
+
+
+def test_budget_priority_is_flags_then_quick_or_recipe_then_default():
+    explicit = Setup(DataSettings(dataset="synthetic", max_train_examples=123), train={"lr": 0.5})
+    default = with_budget(explicit, DEFAULT, under_recipe=True)
+    assert "epochs" not in default.train  # the synthetic recipe's 20 epochs stand
+    assert default.train["lr"] == 0.5 and default.data.max_train_examples == 123
+    assert default.data.max_test_examples == DEFAULT["data"]["max_test_examples"]
+    quick = with_budget(explicit, QUICK)
+    assert quick.train == {"epochs": QUICK["train"]["epochs"], "lr": 0.5}
+    settings = settings_for(quick.data, "boe", train=quick.train, tokenizer=quick.tokenizer)
+    assert settings.train.epochs == QUICK["train"]["epochs"] and settings.train.batch_size == 64  # recipe's
+
+
+def test_settings_for_rejects_unknown_and_run_owned_fields():
+    with pytest.raises(AttnclfError, match="TrainConfig has no settable field 'epoch'"):
+        settings_for(DataSettings(dataset="synthetic"), "boe", train={"epoch": 3})
+    with pytest.raises(AttnclfError, match="no settable field 'max_len'"):
+        settings_for(DataSettings(dataset="synthetic"), "self-attn", model_config={"max_len": 64})
+
+
+def test_max_test_examples_samples_the_same_test_texts_for_every_seed():
+    data = DataSettings(dataset="synthetic", max_test_examples=100)
+    first, second = load_data(data, seed=0), load_data(data, seed=1)
+    assert len(first.test) == 100 and first.test.split == "test"
+    assert first.test.texts == second.test.texts
+    assert first.train.texts != second.train.texts or first.validation.texts != second.validation.texts
+
+
+def test_grouped_split_keeps_the_requested_side_small_for_large_fractions():
+    # --max-train-examples on IMDB asks for fraction ~0.9; two folds used to give 0.5.
+    labels = [i % 2 for i in range(400)]
+    data = TextDataset([f"t{i}" for i in range(400)], labels, ["a", "b"], groups=[str(i // 4) for i in range(400)])
+    kept, rest = train_validation_split(data, 0.9, seed=0)
+    assert 30 <= len(kept) <= 50 and len(kept) + len(rest) == 400
+    assert not {data.groups[i] for i in range(400) if data.texts[i] in set(kept.texts)} & set(rest.groups)
