@@ -198,8 +198,6 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 @command("predict")
 def cmd_predict(args: argparse.Namespace) -> int:
-    from .classifier import Classifier
-
     texts = list(args.texts)
     if args.file:
         texts += _read_lines(Path(args.file))
@@ -207,7 +205,18 @@ def cmd_predict(args: argparse.Namespace) -> int:
         texts = [line.rstrip("\n") for line in sys.stdin if line.strip()]
     if not texts:
         raise AttnclfError("no texts: give them as arguments, with --file PATH, or on stdin")
-    clf = Classifier.load(args.run_dir, device=args.device)
+    if args.backend == "onnx":
+        from .export.runtime import OnnxClassifier
+
+        if args.device not in ("auto", "cpu"):
+            raise AttnclfError("--backend onnx runs on the CPU; drop --device")
+        clf = OnnxClassifier.load(args.run_dir, int8=args.int8)
+    else:
+        from .classifier import Classifier
+
+        if args.int8:
+            raise AttnclfError("--int8 needs --backend onnx")
+        clf = Classifier.load(args.run_dir, device=args.device)
     for prediction in clf.predict(texts):
         record = prediction.to_dict()
         if not args.attention:
@@ -381,6 +390,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--file", help="a UTF-8 file with one text per line")
     p.add_argument("--attention", action="store_true", help="include tokens and pooling attention")
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"])
+    p.add_argument("--backend", choices=["torch", "onnx"], default="torch",
+                   help="onnx: the export of `attnclf export RUN_DIR` (onnxruntime, no PyTorch)")
+    p.add_argument("--int8", action="store_true", help="with --backend onnx: the int8-quantised graph")
 
     p = sub.add_parser("datasets", help="list datasets and whether they are available locally")
     p.add_argument("--data-dir")

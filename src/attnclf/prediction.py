@@ -1,10 +1,28 @@
-"""What a classifier says about one text; plain data, no torch, shared by every backend."""
+"""What every prediction backend (PyTorch, ONNX) shares, in plain Python: the input check and the result."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Sequence
 
 import numpy as np
+
+from .errors import AttnclfError
+
+
+def check_texts(texts: Sequence[str]) -> list[str]:
+    """``texts`` as a list, or one line saying which item is not a string.
+
+    >>> check_texts(("good", "bad"))
+    ['good', 'bad']
+    """
+    if isinstance(texts, str):
+        raise AttnclfError("pass a list of texts, not a single string")
+    texts = list(texts)
+    for i, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise AttnclfError(f"text {i} is {type(text).__name__}, not a string")
+    return texts
 
 
 @dataclass

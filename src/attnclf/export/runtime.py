@@ -1,0 +1,138 @@
+"""Predict from an ONNX export with onnxruntime, tokenizers and numpy only: this module imports no torch.
+
+An export directory (written by ``attnclf export RUN_DIR --format onnx``, by
+default ``RUN_DIR/onnx``) holds everything inference needs:
+
+```
+model.onnx        inputs input_ids (int64) and attention_mask (bool), both [batch, seq];
+                  outputs logits [batch, classes] and, for attention-pooling models,
+                  pooling_weights [batch, seq]
+model.int8.onnx   the same graph with int8 dynamic quantisation (only with --quantize)
+tokenizer.json    the run's tokenizer (Hugging Face tokenizers format)
+labels.json       label names in class-index order
+export.json       what was exported from where, the tokenizer settings, and the measured parity
+```
+
+>>> # from attnclf.export import OnnxClassifier
+>>> # clf = OnnxClassifier.load("runs/demo")          # finds runs/demo/onnx
+>>> # clf.predict(["not good, but the ending was wonderful"])[0].label
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from ..errors import RunDirError
+from ..prediction import Prediction, check_texts
+from ..text.tokenizer import PAD_ID, Tokenizer, TokenizerConfig
+
+EXPORT_FORMAT_VERSION = 1
+EXPORT_FILES = ("model.onnx", "tokenizer.json", "labels.json", "export.json")
+
+
+def find_export(path: str | Path) -> Path:
+    """The export directory at ``path``, or in its ``onnx/`` folder (a run directory that was exported)."""
+    path = Path(path)
+    for candidate in (path, path / "onnx"):
+        if (candidate / "export.json").is_file():
+            missing = [name for name in EXPORT_FILES if not (candidate / name).is_file()]
+            if missing:
+                raise RunDirError(f"ONNX export {candidate} is incomplete: missing {', '.join(missing)}")
+            return candidate
+    if not path.is_dir():
+        raise RunDirError(f"{path} does not exist")
+    raise RunDirError(f"no ONNX export in {path}: run `attnclf export {path} --format onnx` first")
+
+
+def _read_json(path: Path):
+    # attnclf.rundir.read_json would do, but importing rundir imports torch.
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise RunDirError(f"{path}: not valid JSON ({exc})") from None
+
+
+def softmax(logits: np.ndarray) -> np.ndarray:
+    """Row-wise softmax in float32, stable for large logits.
+
+    >>> softmax(np.array([[0.0, 0.0], [1000.0, 0.0]])).round(3).tolist()
+    [[0.5, 0.5], [1.0, 0.0]]
+    """
+    shifted = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    return (shifted / shifted.sum(axis=-1, keepdims=True)).astype(np.float32)
+
+
+class OnnxClassifier:
+    """An exported model: the ``predict`` / ``predict_proba`` of ``attnclf.Classifier``, on onnxruntime.
+
+    >>> # OnnxClassifier.load("runs/demo/onnx", int8=True).predict_proba(["great film"])
+    """
+
+    def __init__(self, session, tokenizer: Tokenizer, label_names: list[str], config: dict | None = None,
+                 batch_size: int = 64):
+        self.session = session
+        self.tokenizer = tokenizer
+        self.label_names = label_names
+        self.config = config or {}
+        self.batch_size = batch_size
+        self.has_pooling_weights = any(o.name == "pooling_weights" for o in session.get_outputs())
+
+    @classmethod
+    def load(cls, path: str | Path, *, int8: bool = False, threads: int | None = None) -> "OnnxClassifier":
+        """Load an export directory, or the ``onnx/`` export inside a run directory.
+
+        ``int8`` picks the quantised graph; ``threads`` caps onnxruntime's
+        intra-op threads (default: onnxruntime's choice, one per core).
+        """
+        import onnxruntime
+
+        directory = find_export(path)
+        config = _read_json(directory / "export.json")
+        if config.get("format_version") != EXPORT_FORMAT_VERSION:
+            raise RunDirError(f"{directory / 'export.json'} has format_version {config.get('format_version')!r}; "
+                              f"this attnclf reads {EXPORT_FORMAT_VERSION}")
+        graph = directory / ("model.int8.onnx" if int8 else "model.onnx")
+        if not graph.is_file():
+            raise RunDirError(f"{graph} missing: export again with --quantize for an int8 graph")
+        options = onnxruntime.SessionOptions()
+        if threads:
+            options.intra_op_num_threads = threads
+        try:
+            session = onnxruntime.InferenceSession(str(graph), options, providers=["CPUExecutionProvider"])
+        except Exception as exc:  # onnxruntime raises its own exception types for corrupt graphs
+            raise RunDirError(f"{graph}: not a loadable ONNX graph ({str(exc).splitlines()[0]})") from None
+        tokenizer = Tokenizer.load(directory / "tokenizer.json", TokenizerConfig.from_dict(config["tokenizer"]))
+        labels = _read_json(directory / "labels.json")
+        return cls(session, tokenizer, labels, config)
+
+    def _run(self, texts: Sequence[str]) -> tuple[np.ndarray, list[list[int]], list[np.ndarray | None]]:
+        ids = self.tokenizer.encode(check_texts(texts))
+        probabilities = np.zeros((len(ids), len(self.label_names)), dtype=np.float32)
+        attention: list[np.ndarray | None] = [None] * len(ids)
+        # Length-sorted batches keep padding small, as attnclf.text.BucketBatches does for PyTorch.
+        order = np.argsort([len(seq) for seq in ids], kind="stable")
+        for start in range(0, len(order), self.batch_size):
+            rows = order[start : start + self.batch_size]
+            input_ids = np.full((len(rows), max(len(ids[i]) for i in rows)), PAD_ID, dtype=np.int64)
+            for row, i in enumerate(rows):
+                input_ids[row, : len(ids[i])] = ids[i]
+            outputs = self.session.run(None, {"input_ids": input_ids, "attention_mask": input_ids != PAD_ID})
+            probabilities[rows] = softmax(outputs[0])
+            if self.has_pooling_weights:
+                for row, i in enumerate(rows):
+                    attention[i] = outputs[1][row, : len(ids[i])]
+        return probabilities, ids, attention
+
+    def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
+        """Class probabilities, one row per text, columns in ``label_names`` order."""
+        return self._run(texts)[0]
+
+    def predict(self, texts: Sequence[str]) -> list[Prediction]:
+        """Label, confidence, probabilities, tokens and pooling attention per text."""
+        probabilities, ids, attention = self._run(texts)
+        tokens = [[self.tokenizer.backend.id_to_token(i) for i in row] for row in ids]
+        return [Prediction.from_scores(p, self.label_names, t, a) for p, t, a in zip(probabilities, tokens, attention)]

@@ -1,0 +1,305 @@
+"""A trained model behind a small HTTP API: FastAPI on uvicorn.
+
+```
+POST /predict   {"texts": [...]} or {"text": "..."}   -> {"predictions": [{label, confidence, probabilities}]}
+POST /explain   {"texts"|"text", "method", "target"}   -> {"explanations": [{tokens, scores, method, ...}]}
+GET  /health    liveness, plus requests served and batches run
+GET  /model     labels, model and tokenizer summary, versions, explanation methods, limits
+GET  /docs      OpenAPI documentation (schema at /openapi.json)
+```
+
+What it accepts is bounded (``ServeLimits``): body bytes, texts per request,
+characters per text, connections in flight. A request over a limit gets a
+413 naming the limit; malformed JSON a 400; a body of the wrong shape a 422;
+each with a one-line ``detail``. Requests that arrive while a batch runs are
+batched together for the next one (``Batcher``).
+
+>>> # from attnclf import Classifier
+>>> # app = create_app(Classifier.load("runs/demo"), ServeLimits(max_batch=32))
+>>> # serve("runs/demo", port=8000)   # what `attnclf serve runs/demo` runs
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from .. import __version__
+from ..errors import AttnclfError
+
+SERVER_BATCH_TEXTS = 256  # texts run together at most, across requests
+
+
+@dataclass(frozen=True)
+class ServeLimits:
+    max_batch: int = 64  # texts per /predict request
+    max_explain_batch: int = 8  # texts per /explain request: explanations cost up to dozens of passes each
+    max_text_chars: int = 20_000  # characters per text (tokens beyond max_len are cut anyway)
+    max_body_bytes: int = 1_000_000  # bytes per request body
+    max_connections: int = 64  # concurrent connections; more are answered 503 by uvicorn
+
+
+# ---------------------------------------------------------------- request and response bodies
+
+
+class _Texts(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    texts: list[str] | None = Field(None, description="texts to classify")
+    text: str | None = Field(None, description="one text (instead of texts)")
+
+    @model_validator(mode="after")
+    def _one_of(self):
+        if (self.texts is None) == (self.text is None):
+            raise ValueError("give either 'texts' (a list) or 'text' (one string)")
+        return self
+
+    def checked(self, max_texts: int, limits: ServeLimits) -> list[str]:
+        texts = [self.text] if self.text is not None else self.texts
+        if not texts:
+            raise HTTPException(422, "texts is empty: give one text at least")
+        if len(texts) > max_texts:
+            raise HTTPException(413, f"{len(texts)} texts in one request; the limit is {max_texts}")
+        for i, text in enumerate(texts):
+            if len(text) > limits.max_text_chars:
+                raise HTTPException(413, f"text {i} has {len(text)} characters; the limit is {limits.max_text_chars}")
+        return texts
+
+
+class PredictRequest(_Texts):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"texts": ["not good, but the ending was wonderful"]}]})
+
+
+class ExplainRequest(_Texts):
+    method: str = Field("attention", description="attention, rollout, grad-input, integrated-gradients, occlusion")
+    target: str | None = Field(None, description="class to explain (default: the predicted one)")
+
+
+class PredictionOut(BaseModel):
+    label: str
+    confidence: float
+    probabilities: dict[str, float]
+
+
+class PredictResponse(BaseModel):
+    predictions: list[PredictionOut]
+
+
+# ---------------------------------------------------------------- batching
+
+
+class Batcher:
+    """Runs ``predict_proba`` on one worker thread, batching requests that queue up meanwhile.
+
+    While a batch runs, new requests wait; the next batch takes all of them
+    (up to ``max_texts`` texts). An idle server thus answers a lone request at
+    once, and a busy one amortises each model call over many requests.
+    """
+
+    def __init__(self, predict_proba: Callable[[list[str]], np.ndarray], executor: ThreadPoolExecutor,
+                 max_texts: int = SERVER_BATCH_TEXTS):
+        self.predict_proba = predict_proba
+        self.executor = executor
+        self.max_texts = max_texts
+        self.requests = 0
+        self.batches = 0
+        self._pending: deque[tuple[list[str], asyncio.Future]] = deque()
+        self._wakeup = asyncio.Event()
+
+    async def submit(self, texts: list[str]) -> np.ndarray:
+        """Probabilities for ``texts``, computed in whichever batch they land in."""
+        future = asyncio.get_running_loop().create_future()
+        self._pending.append((texts, future))
+        self._wakeup.set()
+        return await future
+
+    async def run(self) -> None:
+        """The worker loop; runs until cancelled."""
+        loop = asyncio.get_running_loop()
+        while True:
+            await self._wakeup.wait()
+            self._wakeup.clear()
+            while self._pending:
+                jobs = self._next_batch()
+                if not jobs:
+                    continue
+                texts = [text for job_texts, _ in jobs for text in job_texts]
+                try:
+                    probabilities = await loop.run_in_executor(self.executor, self.predict_proba, texts)
+                except Exception as exc:  # hand the failure to the requests; the worker lives on
+                    for _, future in jobs:
+                        if not future.done():
+                            future.set_exception(exc)
+                    continue
+                self.batches += 1
+                self.requests += len(jobs)
+                start = 0
+                for job_texts, future in jobs:
+                    if not future.done():  # a client that hung up cancelled its future
+                        future.set_result(probabilities[start : start + len(job_texts)])
+                    start += len(job_texts)
+
+    def _next_batch(self) -> list[tuple[list[str], asyncio.Future]]:
+        jobs, size = [], 0
+        while self._pending and (not jobs or size + len(self._pending[0][0]) <= self.max_texts):
+            texts, future = self._pending.popleft()
+            if not future.cancelled():
+                jobs.append((texts, future))
+                size += len(texts)
+        return jobs
+
+
+# ---------------------------------------------------------------- request body bound
+
+
+class BodyLimit:
+    """ASGI middleware: reads at most ``max_bytes`` of a request body, else answers 413.
+
+    A declared Content-Length over the limit is refused before reading; a
+    chunked body is counted as it arrives.
+    """
+
+    def __init__(self, app, max_bytes: int):
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        declared = dict(scope["headers"]).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
+            return await self._too_large(int(declared), scope, receive, send)
+        body, more = b"", True
+        while more:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+            if len(body) > self.max_bytes:
+                return await self._too_large(len(body), scope, receive, send, at_least=more)
+        replayed = False
+
+        async def replay():
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await self.app(scope, replay, send)
+
+    async def _too_large(self, size: int, scope, receive, send, at_least: bool = False):
+        what = f"{'more than ' if at_least else ''}{size} bytes"
+        await JSONResponse({"detail": f"request body is {what}; the limit is {self.max_bytes}"}, 413)(
+            scope, receive, send)
+
+
+# ---------------------------------------------------------------- the app
+
+
+def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
+    """The API around ``classifier`` (an ``attnclf.Classifier``).
+
+    >>> # TestClient(create_app(Classifier.load("runs/demo"))).post("/predict", json={"text": "great"}).json()
+    """
+    executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="attnclf-model")  # one model call at a time
+    state: dict = {}
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        batcher = Batcher(classifier.predict_proba, executor)
+        worker = asyncio.create_task(batcher.run())
+        state["batcher"] = batcher
+        yield
+        worker.cancel()
+        executor.shutdown(wait=True)
+
+    app = FastAPI(title="attnclf", version=__version__, lifespan=lifespan,
+                  description="Attention-based text classifier. Attention weights show where the pooling layer "
+                              "looked, not why the model decided; /explain offers methods tested for faithfulness.")
+    app.add_middleware(BodyLimit, max_bytes=limits.max_body_bytes)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError):
+        errors = exc.errors()
+        if any(e["type"] == "json_invalid" for e in errors):
+            return JSONResponse({"detail": "request body is not valid JSON"}, 400)
+        where = lambda e: ".".join(str(part) for part in e["loc"][1:]) or "body"  # noqa: E731  drop "body"
+        return JSONResponse({"detail": "; ".join(f"{where(e)}: {e['msg']}" for e in errors[:3])}, 422)
+
+    @app.exception_handler(AttnclfError)
+    async def _user_error(request: Request, exc: AttnclfError):
+        return JSONResponse({"detail": str(exc)}, 400)
+
+    @app.post("/predict", response_model=PredictResponse)
+    async def predict(request: PredictRequest):
+        """Label and class probabilities for each text (one text, or a batch)."""
+        probabilities = await state["batcher"].submit(request.checked(limits.max_batch, limits))
+        names = classifier.label_names
+        return {"predictions": [
+            {"label": names[int(row.argmax())], "confidence": float(row.max()),
+             "probabilities": {name: float(p) for name, p in zip(names, row)}}
+            for row in probabilities
+        ]}
+
+    @app.post("/explain")
+    async def explain(request: ExplainRequest):
+        """Per-token scores by ``method``, with what a score means; see GET /model for the methods available."""
+        texts = request.checked(limits.max_explain_batch, limits)
+        explanations = await asyncio.get_running_loop().run_in_executor(
+            executor, lambda: classifier.explain(texts, method=request.method, target=request.target))
+        return {"explanations": [e.to_dict() for e in explanations]}
+
+    @app.get("/health")
+    async def health():
+        """Liveness, with the requests served by /predict and the batches they ran in."""
+        batcher = state["batcher"]
+        return {"status": "ok", "requests": batcher.requests, "batches": batcher.batches}
+
+    @app.get("/model")
+    async def model():
+        """What is being served."""
+        from ..explain import available_methods
+
+        config = classifier.config
+        return {
+            "labels": classifier.label_names,
+            "model": {"name": config["model"]["name"], "parameters": config["model"]["parameters"],
+                      "config": config["model"]["config"]},
+            "tokenizer": {"kind": config["settings"]["tokenizer"]["kind"],
+                          "max_len": config["settings"]["tokenizer"]["max_len"],
+                          "vocab_size": classifier.tokenizer.vocab_size},
+            "version": __version__,
+            "trained_with": config.get("versions", {}),
+            "explain_methods": available_methods(classifier.model),
+            "limits": asdict(limits),
+        }
+
+    return app
+
+
+def serve(run_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, limits: ServeLimits = ServeLimits(),
+          device: str = "auto") -> None:
+    """Load ``run_dir`` and serve it until interrupted (what ``attnclf serve`` runs)."""
+    import uvicorn
+
+    from ..classifier import Classifier
+
+    app = create_app(Classifier.load(run_dir, device=device), limits)
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        print(f"warning: binding {host} makes the model reachable from other machines", flush=True)
+    print(f"serving {run_dir} on http://{host}:{port} (API docs at /docs); Ctrl-C stops", flush=True)
+    uvicorn.run(app, host=host, port=port, limit_concurrency=limits.max_connections, access_log=False,
+                log_level="warning", timeout_graceful_shutdown=5)

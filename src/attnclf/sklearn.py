@@ -1,0 +1,151 @@
+"""A scikit-learn estimator: attnclf's models behind ``fit`` / ``predict`` / ``predict_proba``.
+
+Texts in, the original label values out, so it drops into ``Pipeline``,
+``cross_val_score`` and ``GridSearchCV``:
+
+>>> from sklearn.model_selection import cross_val_score
+>>> clf = AttentionTextClassifier(epochs=3, d_model=32, layers=1)
+>>> # cross_val_score(clf, texts, labels, cv=3)
+>>> # clf.fit(texts, labels).predict(["not good, not good at all"])
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import fields
+from pathlib import Path
+
+import numpy as np
+import torch
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.validation import check_is_fitted
+
+from .classifier import Classifier
+from .data.base import TextDataset
+from .data.splits import train_validation_split
+from .models import MODELS, build_model
+from .text.batching import BucketBatches
+from .text.tokenizer import Tokenizer, TokenizerConfig
+from .training.device import resolve_device
+from .training.trainer import TrainConfig, Trainer
+
+# Plain constructor arguments that map onto model config fields; a model takes those it has.
+# ``d_model`` is the model width, named ``embed_dim`` in the models without a Transformer encoder.
+_WIDTH_FIELDS = ("d_model", "embed_dim")
+_SHARED_FIELDS = ("heads", "layers", "ff_dim", "dropout")
+
+
+class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
+    """Train one of attnclf's models (``MODELS``) on texts, the scikit-learn way.
+
+    Architecture arguments left at None keep the model's own default; a model
+    ignores those it has no field for (``boe`` has no ``heads``);
+    ``model_config`` sets any other config field and wins over them all.
+    ``validation_fraction`` of the training texts is held out to pick the best
+    epoch (``patience`` > 0 also stops early); 0 validates on the training texts.
+    ``classes_`` holds the label values as given (strings, ints, ...), sorted.
+    After ``fit``, ``classifier_`` is an ``attnclf.Classifier`` (tokens,
+    attention) and ``history_`` the per-epoch training record.
+
+    >>> clf = AttentionTextClassifier(model="boe", epochs=2, d_model=16)
+    >>> clf.get_params()["d_model"]
+    16
+    """
+
+    def __init__(self, model: str = "self-attn", *, epochs: int = 5, batch_size: int = 32, lr: float = 1e-3,
+                 weight_decay: float = 0.01, tokenizer: str = "word", vocab_size: int = 30000, min_frequency: int = 2,
+                 max_len: int = 256, d_model: int | None = None, heads: int | None = None,
+                 layers: int | None = None, ff_dim: int | None = None, dropout: float | None = None,
+                 model_config: dict | None = None, validation_fraction: float = 0.1, patience: int = 0,
+                 seed: int = 0, device: str = "cpu", verbose: bool = False):
+        self.model = model
+        self.epochs = epochs
+        self.batch_size = batch_size
+        self.lr = lr
+        self.weight_decay = weight_decay
+        self.tokenizer = tokenizer
+        self.vocab_size = vocab_size
+        self.min_frequency = min_frequency
+        self.max_len = max_len
+        self.d_model = d_model
+        self.heads = heads
+        self.layers = layers
+        self.ff_dim = ff_dim
+        self.dropout = dropout
+        self.model_config = model_config
+        self.validation_fraction = validation_fraction
+        self.patience = patience
+        self.seed = seed
+        self.device = device
+        self.verbose = verbose
+
+    def fit(self, X, y) -> "AttentionTextClassifier":
+        """Train a fresh model on texts ``X`` with labels ``y``; returns self."""
+        texts = _texts(X)
+        y = np.asarray(y)
+        if y.ndim != 1 or len(y) != len(texts):
+            raise ValueError(f"y must hold one label per text: {len(texts)} texts, y of shape {y.shape}")
+        self.classes_, y_index = np.unique(y, return_inverse=True)
+        if len(self.classes_) < 2:
+            raise ValueError(f"y has only one class ({self.classes_[0]!r}); a classifier needs two at least")
+        if not 0 <= self.validation_fraction < 1:
+            raise ValueError(f"validation_fraction must be in [0, 1), got {self.validation_fraction}")
+        label_names = [str(c) for c in self.classes_]
+        data = TextDataset(texts, y_index.tolist(), label_names)
+        train, validation = (data, data) if self.validation_fraction == 0 else \
+            train_validation_split(data, self.validation_fraction, self.seed)
+
+        device = resolve_device(self.device)
+        tokenizer = Tokenizer.train(train.texts, TokenizerConfig(
+            kind=self.tokenizer, vocab_size=self.vocab_size, min_frequency=self.min_frequency, max_len=self.max_len))
+        torch.manual_seed(self.seed)
+        model = build_model(self.model, vocab_size=tokenizer.vocab_size, num_classes=len(label_names),
+                            max_len=self.max_len, **self._model_fields())
+        config = TrainConfig(epochs=self.epochs, batch_size=self.batch_size, lr=self.lr,
+                             weight_decay=self.weight_decay, patience=self.patience, seed=self.seed)
+        # The Trainer keeps its best weights and checkpoints on disk; the estimator keeps them in memory.
+        with tempfile.TemporaryDirectory(prefix="attnclf-fit-") as tmp:
+            self.history_ = Trainer(model, config, Path(tmp), device, label_names, progress=self.verbose).fit(
+                BucketBatches(tokenizer.encode(train.texts), train.labels, self.batch_size, shuffle=True,
+                              seed=self.seed),
+                BucketBatches(tokenizer.encode(validation.texts), validation.labels, 128, shuffle=False),
+            )
+        self.classifier_ = Classifier(model, tokenizer, label_names, device)
+        return self
+
+    def predict_proba(self, X) -> np.ndarray:
+        """Class probabilities, one row per text, columns in ``classes_`` order."""
+        check_is_fitted(self, "classifier_")
+        return self.classifier_.predict_proba(_texts(X))
+
+    def predict(self, X) -> np.ndarray:
+        """The most probable label per text, as one of ``classes_``."""
+        probabilities = self.predict_proba(X)
+        return self.classes_[probabilities.argmax(axis=1)]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.two_d_array = False
+        tags.input_tags.string = True
+        return tags
+
+    def _model_fields(self) -> dict:
+        if self.model not in MODELS:
+            raise ValueError(f"unknown model {self.model!r}; choose one of {', '.join(MODELS)}")
+        known = {f.name for f in fields(MODELS[self.model].config_class)}
+        chosen = {name: getattr(self, name) for name in _SHARED_FIELDS if getattr(self, name) is not None}
+        if self.d_model is not None:
+            chosen |= {name: self.d_model for name in _WIDTH_FIELDS}
+        return {k: v for k, v in chosen.items() if k in known} | dict(self.model_config or {})
+
+
+def _texts(X) -> list[str]:
+    if isinstance(X, str):
+        raise ValueError("X must be a sequence of texts, not one string")
+    if getattr(X, "ndim", 1) != 1:
+        raise ValueError(f"X must be one-dimensional, one text per row; got shape {X.shape}")
+    texts = list(X)
+    for i, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise ValueError(f"X[{i}] is {type(text).__name__}, not a string")
+    return texts

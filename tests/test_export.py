@@ -1,0 +1,131 @@
+"""ONNX export: parity with PyTorch on a trained tiny model, the torch-free runtime, and its errors."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from attnclf.classifier import Classifier
+from attnclf.cli import main
+from attnclf.errors import AttnclfError
+from attnclf.export import OnnxClassifier
+from attnclf.export import onnx as onnx_export
+from attnclf.models import build_model
+
+# Varied on purpose: empty, unknown words, punctuation, longer than max_len (64), repeated.
+TEXTS = ["", "not good", "the plot was NOT wonderful, but the acting was great!", "zzz qqq unknownword",
+         " ".join(["boring"] * 150), "great great great", "good but dull"] * 20
+
+
+@pytest.fixture(scope="module")
+def exported(demo_run, tmp_path_factory):
+    out = tmp_path_factory.mktemp("export") / "onnx"
+    assert main(["export", str(demo_run), "--output", str(out), "--quantize", "--check-examples", "300"]) == 0
+    return out
+
+
+def test_export_writes_a_self_contained_directory_with_measured_parity(exported, demo_run, capsys):
+    assert {p.name for p in exported.iterdir()} == {"model.onnx", "model.int8.onnx", "tokenizer.json",
+                                                   "labels.json", "export.json"}
+    manifest = json.loads((exported / "export.json").read_text())
+    assert manifest["outputs"] == ["logits", "pooling_weights"]
+    parity = manifest["parity"]
+    assert parity["texts"] == 300 and parity["prediction_agreement"] == 1.0
+    assert parity["max_abs_diff"] <= 1e-4 and parity["onnx_accuracy"] == parity["torch_accuracy"]
+    int8 = manifest["int8"]
+    assert int8["bytes"] < int8["fp32_bytes"]
+    assert int8["accuracy_change"] == pytest.approx(int8["accuracy"] - parity["torch_accuracy"])
+    assert (exported / "labels.json").read_bytes() == (demo_run / "labels.json").read_bytes()
+
+
+def test_onnx_predictions_match_pytorch_across_batch_sizes_and_lengths(exported, demo_run):
+    torch_clf = Classifier.load(demo_run, device="cpu")
+    onnx_clf = OnnxClassifier.load(exported)
+    assert onnx_clf.label_names == torch_clf.label_names
+    for texts in (TEXTS[:1], TEXTS[:7], TEXTS):  # one text; one short batch; three batches of up to 64
+        expected, got = torch_clf.predict_proba(texts), onnx_clf.predict_proba(texts)
+        assert got.shape == expected.shape
+        np.testing.assert_array_equal(got.argmax(axis=1), expected.argmax(axis=1))
+        assert np.abs(got - expected).max() <= 1e-4
+    for want, have in zip(torch_clf.predict(TEXTS[:7]), onnx_clf.predict(TEXTS[:7])):
+        assert (have.label, have.tokens) == (want.label, want.tokens)
+        np.testing.assert_allclose(have.attention, want.attention, atol=1e-4)
+    assert len(onnx_clf.predict([TEXTS[4]])[0].tokens) == 64  # truncated to the run's max_len, as in PyTorch
+
+
+def test_runtime_needs_no_torch(exported):
+    # torch set to None in sys.modules makes any `import torch` fail.
+    code = ("import sys; sys.modules['torch'] = None\n"
+            "from attnclf.export import OnnxClassifier\n"
+            f"clf = OnnxClassifier.load({str(exported)!r}, int8=True)\n"
+            "print(clf.predict(['not good at all'])[0].label)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() in json.loads((exported / "labels.json").read_text())
+
+
+def test_predict_command_with_the_onnx_backend(exported, demo_run, capsys):
+    text = "the acting was not wonderful"
+    assert main(["predict", str(exported), text, "--backend", "onnx", "--attention"]) == 0
+    onnx_record = json.loads(capsys.readouterr().out)
+    assert main(["predict", str(demo_run), text, "--attention"]) == 0
+    torch_record = json.loads(capsys.readouterr().out)
+    assert onnx_record["label"] == torch_record["label"] and onnx_record["tokens"] == torch_record["tokens"]
+    assert onnx_record["confidence"] == pytest.approx(torch_record["confidence"], abs=1e-4)
+
+
+def test_a_run_directory_finds_its_default_export(demo_run, tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    for name in ("config.json", "model.safetensors", "tokenizer.json", "labels.json"):
+        (run / name).write_bytes((demo_run / name).read_bytes())
+    check = onnx_export.check_data(run, limit=50)
+    result = onnx_export.export_onnx(run, check=check)
+    assert result.directory == run / "onnx" and len(check) == 50
+    assert OnnxClassifier.load(run).predict_proba(["good"]).shape == (1, 2)
+    with pytest.raises(AttnclfError, match="--quantize"):
+        OnnxClassifier.load(run, int8=True)
+
+
+def test_export_that_disagrees_with_pytorch_fails_and_leaves_no_manifest(demo_run, tmp_path, monkeypatch):
+    other = Classifier.load(demo_run, device="cpu").model
+    torch.manual_seed(123)
+    other.apply(lambda m: m.reset_parameters() if hasattr(m, "reset_parameters") else None)  # other weights
+    real_graph = onnx_export.onnx_graph
+    monkeypatch.setattr(onnx_export, "onnx_graph", lambda model: real_graph(other))
+    with pytest.raises(AttnclfError, match="does not match PyTorch"):
+        onnx_export.export_onnx(demo_run, tmp_path / "bad", check=onnx_export.check_data(demo_run, limit=50))
+    assert not (tmp_path / "bad" / "export.json").exists()
+    with pytest.raises(AttnclfError, match="no ONNX export"):
+        OnnxClassifier.load(tmp_path / "bad")
+
+
+def test_models_with_an_lstm_are_refused_with_a_reason():
+    with pytest.raises(AttnclfError, match="LSTM.*--backend torch"):
+        onnx_export.onnx_graph(build_model("bilstm-attn", vocab_size=20).eval())
+
+
+@pytest.mark.parametrize("args, message", [
+    (["predict", "{run}", "good", "--backend", "onnx"], "no ONNX export"),
+    (["predict", "{run}", "good", "--int8"], "--int8 needs --backend onnx"),
+    (["predict", "{missing}", "good", "--backend", "onnx"], "does not exist"),
+    (["export", "{run}", "--check-file", "{missing}"], "no such file"),
+])
+def test_command_errors_are_one_line(args, message, demo_run, tmp_path, capsys):
+    args = [a.format(run=demo_run, missing=tmp_path / "missing") for a in args]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+def test_a_corrupt_graph_is_reported_not_raised(exported, tmp_path):
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    for path in exported.iterdir():
+        (broken / path.name).write_bytes(path.read_bytes())
+    (broken / "model.onnx").write_bytes(b"not a graph")
+    with pytest.raises(AttnclfError, match="not a loadable ONNX graph"):
+        OnnxClassifier.load(broken)

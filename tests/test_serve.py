@@ -1,0 +1,166 @@
+"""The HTTP service: `attnclf serve` on a free localhost port, exercised by a real HTTP client."""
+
+import asyncio
+import socket
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import numpy as np
+import pytest
+
+from attnclf.classifier import Classifier
+from attnclf.cli import main
+from attnclf.serve import Batcher
+
+LIMITS = ["--max-batch", "4", "--max-explain-batch", "2", "--max-text-chars", "300", "--max-body-bytes", "4000"]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(demo_run):
+    port = _free_port()
+    process = subprocess.Popen([sys.executable, "-m", "attnclf", "serve", str(demo_run), "--port", str(port),
+                                "--device", "cpu", *LIMITS], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    try:
+        while True:
+            if process.poll() is not None:
+                pytest.fail(f"server exited with {process.returncode}: {process.stderr.read()}")
+            try:
+                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail("server did not answer /health within 120 s")
+            time.sleep(0.2)
+        with httpx.Client(base_url=url, timeout=30) as client:
+            yield client
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def local(demo_run):
+    return Classifier.load(demo_run, device="cpu")
+
+
+def test_health_model_and_docs(server, local):
+    assert server.get("/health").json()["status"] == "ok"
+    info = server.get("/model").json()
+    assert info["labels"] == local.label_names
+    assert info["model"]["name"] == "self-attn" and info["model"]["config"]["d_model"] == 32
+    assert info["limits"]["max_batch"] == 4 and info["limits"]["max_body_bytes"] == 4000
+    assert "attention" in info["explain_methods"] and info["version"]
+    paths = server.get("/openapi.json").json()["paths"]
+    assert {"/predict", "/explain", "/health", "/model"} <= set(paths)
+    assert "swagger" in server.get("/docs").text.lower()
+
+
+def test_predict_one_text_or_a_batch_gives_the_library_s_answer(server, local):
+    texts = ["the plot was not good", "great acting", "dull but the ending was wonderful"]
+    expected = local.predict_proba(texts)
+    batch = server.post("/predict", json={"texts": texts}).json()["predictions"]
+    one = server.post("/predict", json={"text": texts[0]}).json()["predictions"]
+    assert len(batch) == 3 and len(one) == 1 and one[0]["label"] == batch[0]["label"]
+    for row, answer in zip(expected, batch):
+        assert answer["label"] == local.label_names[row.argmax()]
+        np.testing.assert_allclose([answer["probabilities"][n] for n in local.label_names], row, atol=1e-6)
+
+
+def test_explain_delegates_to_the_classifier(server, local):
+    answer = server.post("/explain", json={"texts": ["not good"], "method": "attention"}).json()["explanations"][0]
+    assert answer["tokens"] == ["not", "good"] and answer["method"] == "attention"
+    assert sum(answer["scores"]) == pytest.approx(1.0, abs=1e-5)  # pooling weights over real tokens
+    assert answer["description"].startswith("where the pooling layer looked")
+    occlusion = server.post("/explain", json={"text": "not good", "method": "occlusion"}).json()["explanations"]
+    assert occlusion[0]["scores"] == pytest.approx(local.explain(["not good"], method="occlusion")[0].scores,
+                                                   abs=1e-5)
+
+
+@pytest.mark.parametrize("path, body, message", [
+    ("/predict", {"texts": ["w"] * 5}, "5 texts in one request; the limit is 4"),
+    ("/explain", {"texts": ["w"] * 3}, "3 texts in one request; the limit is 2"),
+    ("/predict", {"texts": ["ok", "x" * 301]}, "text 1 has 301 characters; the limit is 300"),
+    ("/predict", {"text": "word " * 1000}, "bytes; the limit is 4000"),
+])
+def test_oversized_requests_get_413_naming_the_limit(server, path, body, message):
+    response = server.post(path, json=body)
+    assert response.status_code == 413 and response.json()["detail"].endswith(message)
+
+
+def test_an_oversized_chunked_body_is_cut_off(server):
+    chunks = (b'{"text": "' + b"x" * 1000 + b'"}' if i == 0 else b" " * 1000 for i in range(6))
+    response = server.post("/predict", content=chunks, headers={"content-type": "application/json"})
+    assert response.status_code == 413 and "the limit is 4000" in response.json()["detail"]
+
+
+@pytest.mark.parametrize("body, status, message", [
+    (b'{"texts": ["unclosed"', 400, "not valid JSON"),
+    (b'["a list"]', 422, "valid dictionary"),
+    (b'{"texts": "one string"}', 422, "texts: Input should be a valid list"),
+    (b'{"texts": ["ok", 7]}', 422, "texts.1: Input should be a valid string"),
+    (b'{"texts": []}', 422, "texts is empty"),
+    (b'{"text": "a", "texts": ["b"]}', 422, "either 'texts'"),
+    (b'{"txt": "typo"}', 422, "txt: Extra inputs are not permitted"),
+])
+def test_malformed_requests_get_one_line_answers(server, body, status, message):
+    response = server.post("/predict", content=body, headers={"content-type": "application/json"})
+    assert response.status_code == status and message in response.json()["detail"]
+
+
+def test_bad_explain_method_is_a_400_and_the_server_lives_on(server):
+    response = server.post("/explain", json={"text": "good", "method": "tea-leaves"})
+    assert response.status_code == 400 and "unknown explanation method 'tea-leaves'" in response.json()["detail"]
+    assert server.get("/predict").status_code == 405
+    assert server.post("/predict", json={"text": "good"}).status_code == 200
+
+
+def test_concurrent_requests_all_get_their_own_answers(server, local):
+    texts = [f"{word} film" for word in ("great", "dull", "not good", "wonderful", "boring", "not bad")] * 4
+    before = server.get("/health").json()
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(lambda t: server.post("/predict", json={"text": t}), texts))
+    assert all(a.status_code == 200 for a in answers)
+    expected = local.predict_proba(texts)
+    got = np.array([[a.json()["predictions"][0]["probabilities"][n] for n in local.label_names] for a in answers])
+    np.testing.assert_allclose(got, expected, atol=1e-5)  # batching with strangers changes no answer
+    after = server.get("/health").json()
+    assert after["requests"] - before["requests"] == len(texts)
+    assert 0 < after["batches"] - before["batches"] <= len(texts)
+
+
+def test_batcher_runs_requests_that_queue_together_as_one_batch():
+    calls = []
+
+    def predict_proba(texts):
+        calls.append(list(texts))
+        time.sleep(0.05)
+        return np.array([[len(t), 0.0] for t in texts])
+
+    async def scenario():
+        batcher = Batcher(predict_proba, ThreadPoolExecutor(1), max_texts=4)
+        worker = asyncio.create_task(batcher.run())
+        results = await asyncio.gather(*(batcher.submit(["a" * n, "b" * n]) for n in (1, 2, 3)))
+        worker.cancel()
+        return batcher, results
+
+    batcher, results = asyncio.run(scenario())
+    assert calls == [["a", "b", "aa", "bb"], ["aaa", "bbb"]]  # 3 requests, max 4 texts: two batches
+    assert [r[:, 0].tolist() for r in results] == [[1, 1], [2, 2], [3, 3]]
+    assert (batcher.requests, batcher.batches) == (3, 2)
+
+
+def test_serve_refuses_a_missing_run_in_one_line(tmp_path, capsys):
+    assert main(["serve", str(tmp_path / "nope")]) == 2
+    assert capsys.readouterr().err == f"attnclf: error: run directory {tmp_path / 'nope'} does not exist\n"

@@ -1,0 +1,102 @@
+"""The scikit-learn estimator: fits, predicts original labels, clones, and composes with sklearn's tools."""
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
+from sklearn.model_selection import GridSearchCV, cross_val_score
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import FunctionTransformer
+
+from attnclf.data.generated import synthetic
+from attnclf.sklearn import AttentionTextClassifier
+
+TINY = dict(d_model=16, heads=2, layers=1, lr=1e-2, epochs=2, batch_size=16)
+
+
+@pytest.fixture(scope="module")
+def data():
+    """Separable generated texts (words from the upper vs lower half of a vocabulary), string labels."""
+    splits = synthetic(n_samples=500, n_train=300)
+    names = splits.train.label_names
+    return (splits.train.texts, [names[i] for i in splits.train.labels],
+            splits.test.texts, [names[i] for i in splits.test.labels])
+
+
+def _shout(texts):
+    return [t.upper() for t in texts]
+
+
+def test_pipeline_learns_and_returns_the_original_labels(data):
+    train_x, train_y, test_x, test_y = data
+    pipe = Pipeline([("shout", FunctionTransformer(_shout)), ("clf", AttentionTextClassifier(**TINY))])
+    pipe.fit(train_x, train_y)
+    clf = pipe.named_steps["clf"]
+    assert list(clf.classes_) == ["negative", "positive"]
+    assert set(pipe.predict(test_x)) <= {"negative", "positive"}
+    probabilities = pipe.predict_proba(test_x)
+    assert probabilities.shape == (len(test_x), 2)
+    np.testing.assert_allclose(probabilities.sum(axis=1), 1.0, rtol=1e-5)
+    assert pipe.score(test_x, test_y) > 0.9  # chance is 0.5
+    assert len(clf.history_) == TINY["epochs"]
+    assert clf.classifier_.predict(["w150 w160"])[0].tokens == ["w150", "w160"]
+
+
+def test_integer_labels_keep_their_values_and_type(data):
+    train_x, train_y, test_x, _ = data
+    y = [7 if label == "positive" else 3 for label in train_y]
+    clf = AttentionTextClassifier("boe", **TINY)  # boe has no heads or layers: they are left out
+    predicted = clf.fit(train_x, y).predict(test_x[:20])
+    assert clf.classes_.tolist() == [3, 7]
+    assert predicted.dtype.kind == "i" and set(predicted.tolist()) <= {3, 7}
+
+
+def test_grid_search_picks_the_learning_rate_that_learns(data):
+    train_x, train_y, test_x, test_y = data
+    base = AttentionTextClassifier("boe", d_model=16, epochs=2, batch_size=16)
+    search = GridSearchCV(base, {"lr": [1e-6, 1e-2]}, cv=2).fit(train_x, train_y)
+    scores = search.cv_results_["mean_test_score"]
+    assert len(scores) == 2 and scores[1] > scores[0] + 0.2  # 1e-6 barely moves from its init
+    assert search.best_params_ == {"lr": 1e-2}
+    assert search.best_estimator_.score(test_x, test_y) > 0.9
+    assert not hasattr(base, "classes_")  # GridSearchCV fitted clones, not the estimator it was given
+
+
+def test_cross_val_score_runs_one_fit_per_fold(data):
+    train_x, train_y, _, _ = data
+    scores = cross_val_score(AttentionTextClassifier("boe", d_model=16, epochs=2, lr=1e-2, batch_size=16),
+                             train_x[:200], train_y[:200], cv=2)
+    assert scores.shape == (2,) and scores.min() > 0.8
+
+
+def test_params_round_trip_through_clone_and_set_params():
+    clf = AttentionTextClassifier("mha", d_model=24, model_config={"positional": "sinusoidal"}, seed=3)
+    twin = clone(clf)
+    assert twin is not clf and twin.get_params() == clf.get_params()
+    assert twin.set_params(epochs=9, heads=2) is twin
+    assert (twin.epochs, twin.heads, clf.epochs) == (9, 2, 5)
+    assert clf._model_fields() == {"embed_dim": 24, "positional": "sinusoidal"}  # mha has no d_model
+    with pytest.raises(NotFittedError):
+        clf.predict(["w1"])
+
+
+def test_same_seed_gives_the_same_model(data):
+    train_x, train_y, test_x, _ = data
+    make = lambda seed: AttentionTextClassifier("boe", d_model=16, epochs=1, seed=seed)  # noqa: E731
+    first = make(0).fit(train_x[:120], train_y[:120]).predict_proba(test_x[:30])
+    again = make(0).fit(train_x[:120], train_y[:120]).predict_proba(test_x[:30])
+    other = make(1).fit(train_x[:120], train_y[:120]).predict_proba(test_x[:30])
+    np.testing.assert_array_equal(first, again)
+    assert not np.allclose(first, other)
+
+
+@pytest.mark.parametrize("X, y, message", [
+    ("one string", ["a"], "not one string"),
+    (["w1", 5], ["a", "b"], r"X\[1\] is int"),
+    (np.array([["w1"], ["w2"]]), ["a", "b"], "one-dimensional"),
+    (["w1", "w2"], ["a", "a"], "only one class"),
+    (["w1", "w2"], ["a"], "one label per text"),
+])
+def test_bad_input_is_a_clear_value_error(X, y, message):
+    with pytest.raises(ValueError, match=message):
+        AttentionTextClassifier("boe", epochs=1).fit(X, y)
