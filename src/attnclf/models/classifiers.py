@@ -267,7 +267,7 @@ class TransformerMeanConfig(ModelConfig):
     layers: int = 2
     ff_dim: int = 256
     dropout: float = 0.1
-    attention_dropout: float = 0.0  # the lab's layer used 0.1; nonzero is ~1.5x slower on CPU
+    attention_dropout: float = 0.0  # the lab's layer used 0.1; nonzero roughly doubles CPU step time
     positional: str = "sinusoidal"  # the lab had none: positional="none"
     norm_first: bool = False  # the lab's nn.TransformerEncoderLayer is post-norm
     activation: str = "relu"
@@ -312,10 +312,27 @@ class SelfAttentionConfig(ModelConfig):
     layers: int = 2
     ff_dim: int = 512
     dropout: float = 0.1
-    attention_dropout: float = 0.0  # the seed's layer used 0.1; nonzero is ~1.5x slower on CPU
+    attention_dropout: float = 0.0  # the seed's layer used 0.1; nonzero roughly doubles CPU step time
     positional: str = "learned"  # the seed's code (its prose says sinusoidal)
     pooling: str = "attention"  # attention | mean | first | max
     pooling_score: str = "scaled_dot"
+    ngram_buckets: int = 0  # > 0: add a hashed-bigram embedding to each token (see bigram_buckets)
+
+
+def bigram_buckets(input_ids: torch.Tensor, buckets: int, pad_id: int = 0) -> torch.Tensor:
+    """Hash each (token, next token) pair into 1..buckets-1; 0 (a zero embedding) when either is padding.
+
+    Word order inside the pair counts; the last real token pairs with padding,
+    so its bucket is 0 however much padding follows and padding never changes
+    a prediction.
+
+    >>> ids = torch.tensor([[5, 6, 7, 0]])
+    >>> b = bigram_buckets(ids, 1000); (b[0, :2] > 0).tolist(), b[0, 2:].tolist()
+    ([True, True], [0, 0])
+    """
+    following = torch.cat([input_ids[:, 1:], torch.full_like(input_ids[:, :1], pad_id)], dim=1)
+    hashed = 1 + (input_ids * 1_000_003 + following) % (buckets - 1)
+    return torch.where((input_ids == pad_id) | (following == pad_id), torch.zeros_like(hashed), hashed)
 
 
 class SelfAttentionClassifier(TokenClassifier):
@@ -327,12 +344,22 @@ class SelfAttentionClassifier(TokenClassifier):
     table); ``mean``/``first``/``max`` are the ablations, for which
     ``pooling_weights`` is None and ``pooling_override`` is ignored (they do
     not pool by attention).
+
+    ``ngram_buckets > 0`` adds fastText-style bigram features: every token's
+    embedding gains the embedding of its hashed (token, next token) pair, part
+    of ``embed_tokens`` so explanations see it too. On IMDB-sized corpora it
+    lets the encoder start from phrases ("not good") instead of words.
     """
 
     def __init__(self, config: SelfAttentionConfig) -> None:
         super().__init__(config, config.d_model)
         if config.pooling not in POOLINGS:
             raise AttnclfError(f"unknown pooling {config.pooling!r}; choose one of {', '.join(POOLINGS)}")
+        if config.ngram_buckets == 1 or config.ngram_buckets < 0:
+            raise AttnclfError(f"ngram_buckets must be 0 (off) or at least 2, got {config.ngram_buckets}")
+        self.bigram_embedding = (
+            nn.Embedding(config.ngram_buckets, config.d_model, padding_idx=0) if config.ngram_buckets else None
+        )
         self.positions = positional_encoding(config.positional, config.max_len, config.d_model)
         self.dropout = nn.Dropout(config.dropout)
         self.encoder = TransformerEncoder(
@@ -348,6 +375,12 @@ class SelfAttentionClassifier(TokenClassifier):
             nn.LayerNorm(config.d_model), nn.Dropout(config.dropout), nn.Linear(config.d_model, config.num_classes)
         )
         self.apply(init_weights)
+
+    def embed_tokens(self, input_ids: torch.Tensor) -> torch.Tensor:
+        x = self.token_embedding(input_ids)
+        if self.bigram_embedding is not None:
+            x = x + self.bigram_embedding(bigram_buckets(input_ids, self.config.ngram_buckets, self.config.pad_id))
+        return x
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None, *,
                 token_embeddings: torch.Tensor | None = None, pooling_override: torch.Tensor | None = None,
