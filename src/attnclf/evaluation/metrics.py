@@ -14,12 +14,14 @@ from sklearn.metrics import (
 )
 
 
-def compute_metrics(y_true: Sequence[int], probabilities: np.ndarray, label_names: Sequence[str]) -> dict:
+def compute_metrics(
+    y_true: Sequence[int], probabilities: np.ndarray, label_names: Sequence[str], report: bool = True
+) -> dict:
     """Everything a practitioner reads off a test set, as a JSON-ready dict.
 
     Accuracy; precision/recall/F1 per class, macro and weighted; ROC AUC (binary,
     or one-vs-rest macro); TP/FP/TN/FN when binary (class 1 is positive); the
-    confusion matrix (rows true, columns predicted) and a text report.
+    confusion matrix (rows true, columns predicted) and, unless ``report=False``, a text report.
 
     >>> m = compute_metrics([0, 1, 1], np.array([[.9, .1], [.2, .8], [.6, .4]]), ["neg", "pos"])
     >>> round(m["accuracy"], 3), m["binary"]["fn"]
@@ -48,9 +50,10 @@ def compute_metrics(y_true: Sequence[int], probabilities: np.ndarray, label_name
     if len(classes) == 2:
         (tn, fp), (fn, tp) = matrix.tolist()
         metrics["binary"] = {"tp": tp, "fp": fp, "tn": tn, "fn": fn}
-    metrics["classification_report"] = classification_report(
-        y_true, y_pred, labels=classes, target_names=list(label_names), zero_division=0, digits=4
-    )
+    if report:
+        metrics["classification_report"] = classification_report(
+            y_true, y_pred, labels=classes, target_names=list(label_names), zero_division=0, digits=4
+        )
     return metrics
 
 

@@ -1,10 +1,11 @@
 """The training loop: optimiser, schedule, early stopping, checkpoints, resume.
 
-Every epoch ends with a validation pass, one line in ``history.jsonl``, the
-best weights in ``model.safetensors`` (by the monitored validation metric) and
-the full training state in ``checkpoint/``, so ``resume=True`` continues an
-interrupted run from its last finished epoch with the same result it would
-have reached uninterrupted.
+Every epoch ends with a validation pass and a line of history. At most once per
+``checkpoint_seconds`` (and always at the end) the run directory gets the best
+weights so far in ``model.safetensors`` (by the monitored validation metric),
+``history.jsonl``, and the full training state in ``checkpoint/``, so
+``resume=True`` continues an interrupted run from its last checkpointed epoch
+with the same result it would have reached uninterrupted.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ class TrainConfig:
     patience: int = 3  # epochs without improvement before stopping; 0 never stops early
     monitor: str = "macro_f1"  # validation accuracy | macro_f1 | loss
     bf16: bool = False  # bfloat16 autocast (CPU with AVX-512 bf16, or CUDA)
+    checkpoint_seconds: float = 60.0  # at most one checkpoint per this many seconds, and one at the end
     seed: int = 0
 
     def to_dict(self) -> dict:
@@ -125,48 +127,54 @@ class Trainer:
         if resume and (self.checkpoint_dir / "state.json").exists():
             state = self._load_checkpoint(optimizer, schedule)
         self.checkpoint_dir.mkdir(exist_ok=True)
+        best_weights = None  # kept in memory; written with each checkpoint
+        last_saved = time.perf_counter()
+        print_every = max(1, config.epochs // 20)
 
         for epoch in range(state["epoch"] + 1, config.epochs + 1):
-            if config.patience and state["stale_epochs"] >= config.patience:
-                break
             started = time.perf_counter()
             train.set_epoch(epoch)
             train_loss, train_acc = self._train_epoch(train, optimizer, schedule, loss_fn, epoch)
-            val_probs = predict_probabilities(self.model, validation, self.device)
-            val_metrics = compute_metrics(validation.labels, val_probs, self.label_names)
-            record = {
-                "epoch": epoch,
-                "train_loss": train_loss,
-                "train_accuracy": train_acc,
-                "val_loss": log_loss(validation.labels, val_probs),
-                "val_accuracy": val_metrics["accuracy"],
-                "val_macro_f1": val_metrics["macro_f1"],
-                "val_macro_precision": val_metrics["macro_precision"],
-                "val_macro_recall": val_metrics["macro_recall"],
-                "val_roc_auc": val_metrics["roc_auc"],
-                **({f"val_{k}": v for k, v in val_metrics["binary"].items()} if "binary" in val_metrics else {}),
-                "lr": schedule.get_last_lr()[0],
-                "seconds": round(time.perf_counter() - started, 3),
-            }
+            record = {"epoch": epoch, "train_loss": train_loss, "train_accuracy": train_acc,
+                      **self._validate(validation), "lr": schedule.get_last_lr()[0],
+                      "seconds": round(time.perf_counter() - started, 3)}
             state["history"].append(record)
             monitored = record[f"val_{config.monitor}"]
             if _better(config.monitor, monitored, state["best"]):
                 state["best"], state["stale_epochs"] = monitored, 0
-                atomic_save_tensors(self.run_dir / "model.safetensors", self.model.state_dict())
+                best_weights = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
             else:
                 state["stale_epochs"] += 1
             state["epoch"] = epoch
-            write_jsonl(self.run_dir / "history.jsonl", state["history"])
-            self._save_checkpoint(optimizer, schedule, state)
-            if self.progress:
+            stopping = epoch == config.epochs or bool(config.patience and state["stale_epochs"] >= config.patience)
+            # Checkpoints cost a write of the whole model; tiny epochs (toy sets) must not pay it every time.
+            if stopping or time.perf_counter() - last_saved >= config.checkpoint_seconds:
+                self._save_checkpoint(optimizer, schedule, state, best_weights)
+                best_weights, last_saved = None, time.perf_counter()
+            if self.progress and (epoch % print_every == 0 or stopping):
                 tqdm.write(
                     f"epoch {epoch}: train loss {train_loss:.4f} acc {train_acc:.4f} | "
                     f"val loss {record['val_loss']:.4f} acc {record['val_accuracy']:.4f} "
                     f"macro-F1 {record['val_macro_f1']:.4f} | {record['seconds']:.1f}s"
                 )
+            if stopping:
+                break
         # The run ends holding its best weights, not its last.
         self.model.load_state_dict(load_weights(self.run_dir / "model.safetensors"))
         return state["history"]
+
+    def _validate(self, validation: BucketBatches) -> dict:
+        probabilities = predict_probabilities(self.model, validation, self.device)
+        metrics = compute_metrics(validation.labels, probabilities, self.label_names, report=False)
+        return {
+            "val_loss": log_loss(validation.labels, probabilities),
+            "val_accuracy": metrics["accuracy"],
+            "val_macro_f1": metrics["macro_f1"],
+            "val_macro_precision": metrics["macro_precision"],
+            "val_macro_recall": metrics["macro_recall"],
+            "val_roc_auc": metrics["roc_auc"],
+            **{f"val_{k}": v for k, v in metrics.get("binary", {}).items()},
+        }
 
     def _train_epoch(self, batches, optimizer, schedule, loss_fn, epoch) -> tuple[float, float]:
         self.model.train()
@@ -193,7 +201,12 @@ class Trainer:
                 bar.set_postfix(loss=f"{total_loss.item() / seen:.4f}", acc=f"{correct.item() / seen:.4f}")
         return total_loss.item() / seen, correct.item() / seen
 
-    def _save_checkpoint(self, optimizer, schedule, state: dict) -> None:
+    def _save_checkpoint(self, optimizer, schedule, state: dict, best_weights: dict | None) -> None:
+        """Best weights (if they changed), history, then the full state to resume from: in that order,
+        so a crash between writes resumes from an older state that is still consistent."""
+        if best_weights is not None:
+            atomic_save_tensors(self.run_dir / "model.safetensors", best_weights)
+        write_jsonl(self.run_dir / "history.jsonl", state["history"])
         tensors = {f"model.{k}": v for k, v in self.model.state_dict().items()}
         opt_state = optimizer.state_dict()
         for index, values in opt_state["state"].items():

@@ -1,0 +1,31 @@
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+REPO = Path(__file__).resolve().parents[1]
+
+# Tests train tiny models, where a second thread only adds synchronisation (and, on a shared
+# machine, waits for a busy core): one thread is faster and just as deterministic.
+torch.set_num_threads(1)
+
+
+@pytest.fixture(scope="session")
+def shared_data_dir() -> Path:
+    """The real corpora (ATTNCLF_DATA_DIR, else ../shared/datasets); tests using it skip when absent."""
+    path = Path(os.environ.get("ATTNCLF_DATA_DIR", REPO.parent / "shared" / "datasets"))
+    if not path.is_dir():
+        pytest.skip(f"real datasets not found at {path} (set ATTNCLF_DATA_DIR)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def demo_run(tmp_path_factory) -> Path:
+    """A small self-attn model trained on `demo`, shared by the tests that only read it."""
+    from attnclf.cli import main
+
+    out = tmp_path_factory.mktemp("runs") / "demo"
+    assert main(["train", "--dataset", "demo", "--epochs", "2", "--max-train-examples", "600",
+                 "--set", "d_model=32", "--set", "layers=1", "--output", str(out), "--quiet"]) == 0
+    return out

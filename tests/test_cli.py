@@ -1,0 +1,220 @@
+"""End-to-end through the `attnclf` command, and every bad-input case the user can hit."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from attnclf.cli import main
+
+POSITIVE = ["a wonderful film", "great acting and a great story", "brilliant and moving", "i loved it",
+            "fun clever and charming", "the best film this year"]
+NEGATIVE = ["a boring film", "dull acting and a weak story", "awful and tedious", "i hated it",
+            "bland predictable and clumsy", "the worst film this year"]
+
+
+def write_csv(path, rows, header="text,label"):
+    path.write_text(header + "\n" + "".join(f'"{t}",{y}\n' for t, y in rows), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def csv_files(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("csv")
+    train = [(t, "pos") for t in POSITIVE * 10] + [(t, "neg") for t in NEGATIVE * 10]
+    test = [(t, "pos") for t in POSITIVE] + [(t, "neg") for t in NEGATIVE]
+    return write_csv(folder / "train.csv", train), write_csv(folder / "test.csv", test)
+
+
+@pytest.fixture(scope="module")
+def csv_run(csv_files, tmp_path_factory):
+    train, test = csv_files
+    out = tmp_path_factory.mktemp("runs") / "csv"
+    code = main(["train", "--train-file", str(train), "--test-file", str(test), "--model", "boe", "--epochs", "15",
+                 "--lr", "0.01", "--min-frequency", "1", "--output", str(out), "--quiet", "--seed", "1"])
+    assert code == 0
+    return out
+
+
+def run_error(argv, capsys) -> str:
+    """Run the CLI expecting a user error: exit 2 and one line on stderr."""
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("attnclf: error: ") and "\n" not in err, err
+    return err
+
+
+def test_train_on_user_csv_writes_test_metrics(csv_run):
+    metrics = json.loads((csv_run / "metrics.json").read_text())
+    assert metrics["accuracy"] >= 0.9  # the words alone separate these classes
+    assert json.loads((csv_run / "labels.json").read_text()) == ["neg", "pos"]
+
+
+def test_predict_from_arguments_file_and_stdin(csv_run, tmp_path, capsys, monkeypatch):
+    assert main(["predict", str(csv_run), "a wonderful story", "a dull story"]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [r["label"] for r in lines] == ["pos", "neg"]
+    assert set(lines[0]["probabilities"]) == {"neg", "pos"} and "attention" not in lines[0]
+
+    texts = tmp_path / "texts.txt"
+    texts.write_text("great acting\nweak acting\n", encoding="utf-8")
+    assert main(["predict", str(csv_run), "--file", str(texts)]) == 0
+    assert [json.loads(x)["label"] for x in capsys.readouterr().out.splitlines()] == ["pos", "neg"]
+
+    monkeypatch.setattr(sys, "stdin", open(texts, encoding="utf-8"))
+    assert main(["predict", str(csv_run)]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 2
+
+
+def test_predict_attention_is_per_token(demo_run, capsys):
+    assert main(["predict", str(demo_run), "the plot was not good", "--attention"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["tokens"] == ["the", "plot", "was", "not", "good"]
+    assert len(record["attention"]) == 5 and sum(record["attention"]) == pytest.approx(1, abs=1e-5)
+
+
+def test_evaluate_on_a_test_file(csv_run, csv_files, capsys):
+    assert main(["evaluate", str(csv_run), "--test-file", str(csv_files[1]), "--json"]) == 0
+    metrics = json.loads(capsys.readouterr().out)
+    assert metrics["num_examples"] == 12 and "binary" in metrics
+
+
+def test_evaluate_on_a_named_dataset(demo_run, capsys):
+    assert main(["evaluate", str(demo_run), "--dataset", "demo"]) == 0
+    out = capsys.readouterr().out
+    assert "accuracy" in out and "macro-F1" in out
+
+
+def test_datasets_lists_generated_and_local_sources(shared_data_dir, capsys):
+    assert main(["datasets", "--data-dir", str(shared_data_dir)]) == 0
+    out = capsys.readouterr().out
+    rows = {line.split()[0]: line for line in out.splitlines()[1:]}
+    assert "generated" in rows["demo"] and "local" in rows["imdb"]
+
+
+def test_models_lists_every_model_with_parameter_counts(capsys):
+    from attnclf.models import MODELS
+
+    assert main(["models", "--vocab-size", "1000", "--set", "d_model=32"]) == 0
+    out = capsys.readouterr().out
+    for name in MODELS:
+        assert name in out
+
+
+def test_every_command_has_help():
+    from attnclf.cli import build_parser
+
+    parser = build_parser()
+    commands = parser._subparsers._group_actions[0].choices
+    for name in commands:
+        with pytest.raises(SystemExit) as exit_info:
+            parser.parse_args([name, "--help"])
+        assert exit_info.value.code == 0
+
+
+# ------------------------------------------------------------------ bad input
+
+
+def test_missing_training_file(tmp_path, capsys):
+    err = run_error(["train", "--train-file", str(tmp_path / "nope.csv"), "--output", str(tmp_path / "o")], capsys)
+    assert "nope.csv" in err
+
+
+def test_wrong_column_names_the_columns_that_exist(csv_files, tmp_path, capsys):
+    err = run_error(["train", "--train-file", str(csv_files[0]), "--text-column", "review",
+                     "--output", str(tmp_path / "o")], capsys)
+    assert "'review'" in err and "'text'" in err and "'label'" in err
+
+
+def test_only_one_class(tmp_path, capsys):
+    path = write_csv(tmp_path / "one.csv", [(t, "pos") for t in POSITIVE])
+    err = run_error(["train", "--train-file", str(path), "--output", str(tmp_path / "o")], capsys)
+    assert "one class" in err
+
+
+def test_empty_text_names_the_line(tmp_path, capsys):
+    path = write_csv(tmp_path / "empty.csv", [("good", "pos"), ("", "neg")])
+    err = run_error(["train", "--train-file", str(path), "--output", str(tmp_path / "o")], capsys)
+    assert "line 3" in err and "empty" in err
+
+
+def test_non_utf8_text_names_line_and_byte(tmp_path, capsys):
+    path = tmp_path / "latin1.csv"
+    path.write_bytes(b"text,label\ngood,pos\ncaf\xe9 bad,neg\n")
+    err = run_error(["train", "--train-file", str(path), "--output", str(tmp_path / "o")], capsys)
+    assert "line 3" in err and "0xe9" in err
+
+
+def test_unknown_label_at_evaluation(csv_run, tmp_path, capsys):
+    path = write_csv(tmp_path / "test.csv", [("good", "pos"), ("meh", "neutral")])
+    err = run_error(["evaluate", str(csv_run), "--test-file", str(path)], capsys)
+    assert "neutral" in err and "line 3" in err
+
+
+def test_incomplete_run_directory(csv_run, tmp_path, capsys):
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    for name in ("config.json", "labels.json", "tokenizer.json"):
+        (broken / name).write_bytes((csv_run / name).read_bytes())
+    err = run_error(["predict", str(broken), "text"], capsys)
+    assert "model.safetensors" in err
+
+
+def test_run_directory_from_an_incompatible_version(csv_run, tmp_path, capsys):
+    future = tmp_path / "future"
+    future.mkdir()
+    for path in csv_run.iterdir():
+        if path.is_file():
+            (future / path.name).write_bytes(path.read_bytes())
+    config = json.loads((future / "config.json").read_text())
+    config["format_version"] = 99
+    (future / "config.json").write_text(json.dumps(config))
+    err = run_error(["predict", str(future), "text"], capsys)
+    assert "format_version 99" in err
+
+
+def test_corrupt_weights(csv_run, tmp_path, capsys):
+    corrupt = tmp_path / "corrupt"
+    corrupt.mkdir()
+    for path in csv_run.iterdir():
+        if path.is_file():
+            (corrupt / path.name).write_bytes(path.read_bytes())
+    (corrupt / "model.safetensors").write_bytes(b"not safetensors")
+    err = run_error(["predict", str(corrupt), "text"], capsys)
+    assert "model.safetensors" in err
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root can write anywhere; permission bits cannot be tested as root")
+def test_unwritable_output_directory(csv_files, tmp_path, capsys):
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    err = run_error(["train", "--train-file", str(csv_files[0]), "--output", str(locked / "run")], capsys)
+    assert "not writable" in err
+
+
+def test_output_path_that_is_a_file(csv_files, tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    err = run_error(["train", "--train-file", str(csv_files[0]), "--output", str(blocker / "run")], capsys)
+    assert "not writable" in err
+    assert blocker.read_text() == "x"
+
+
+def test_unknown_dataset_and_model(tmp_path, capsys):
+    assert "unknown dataset" in run_error(["train", "--dataset", "nope", "--output", str(tmp_path / "o")], capsys)
+    assert "unknown model" in run_error(["train", "--dataset", "demo", "--model", "nope"], capsys)
+
+
+def test_bad_model_field(tmp_path, capsys):
+    err = run_error(["train", "--dataset", "demo", "--set", "colour=blue", "--output", str(tmp_path / "o")], capsys)
+    assert "colour" in err
+
+
+def test_the_installed_command_reports_errors_without_a_traceback(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "attnclf", "predict", str(tmp_path / "missing"), "x"],
+                            capture_output=True, text=True)
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr and "does not exist" in result.stderr

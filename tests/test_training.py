@@ -1,0 +1,105 @@
+"""The trainer and whole runs: determinism, checkpoints, resume, early stopping, the run directory."""
+
+import json
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from attnclf.classifier import Classifier
+from attnclf.errors import RunDirError
+from attnclf.text.tokenizer import TokenizerConfig
+from attnclf.training.run import DataSettings, RunSettings, resume_settings, train_run
+from attnclf.training.trainer import TrainConfig, Trainer
+
+
+def tiny_settings(output, epochs=2, **train) -> RunSettings:
+    train.setdefault("checkpoint_seconds", 0)
+    return RunSettings(
+        data=DataSettings(dataset="demo", max_train_examples=400),
+        tokenizer=TokenizerConfig(min_frequency=1, max_len=32),
+        model="self-attn",
+        model_config={"d_model": 16, "layers": 1, "heads": 2},
+        train=TrainConfig(epochs=epochs, batch_size=32, patience=0, **train),
+        output=str(output),
+        device="cpu",
+    )
+
+
+def weights(run_dir):
+    return load_file(str(run_dir / "model.safetensors"))
+
+
+def test_run_directory_holds_everything_a_model_needs(tmp_path):
+    result = train_run(tiny_settings(tmp_path / "run"), progress=False)
+    for name in ("config.json", "model.safetensors", "tokenizer.json", "labels.json", "history.jsonl", "metrics.json"):
+        assert (result.run_dir / name).is_file(), name
+    history = [json.loads(line) for line in (result.run_dir / "history.jsonl").read_text().splitlines()]
+    assert [h["epoch"] for h in history] == [1, 2]
+    assert {"train_loss", "val_loss", "val_accuracy", "val_macro_f1", "seconds"} <= history[0].keys()
+    metrics = json.loads((result.run_dir / "metrics.json").read_text())
+    assert 0 <= metrics["accuracy"] <= 1 and "macro_f1" in metrics
+    assert len(metrics["examples"]["correct"]) + len(metrics["examples"]["incorrect"]) > 0
+    assert json.loads((result.run_dir / "labels.json").read_text()) == ["negative", "positive"]
+    assert not list(result.run_dir.glob("**/*.tmp")), "temporary files left behind"
+
+
+def test_same_seed_same_weights_and_different_seed_different_weights(tmp_path):
+    a = weights(train_run(tiny_settings(tmp_path / "a", seed=3), progress=False).run_dir)
+    b = weights(train_run(tiny_settings(tmp_path / "b", seed=3), progress=False).run_dir)
+    c = weights(train_run(tiny_settings(tmp_path / "c", seed=4), progress=False).run_dir)
+    assert all((a[k] == b[k]).all() for k in a)
+    assert any((a[k] != c[k]).any() for k in a)
+
+
+def test_resume_after_interruption_reaches_the_uninterrupted_result(tmp_path, monkeypatch):
+    straight = train_run(tiny_settings(tmp_path / "straight", epochs=3), progress=False)
+
+    original = Trainer._train_epoch
+
+    def interrupted_in_epoch_2(self, batches, optimizer, schedule, loss_fn, epoch):
+        if epoch == 2:
+            raise KeyboardInterrupt
+        return original(self, batches, optimizer, schedule, loss_fn, epoch)
+
+    monkeypatch.setattr(Trainer, "_train_epoch", interrupted_in_epoch_2)
+    with pytest.raises(KeyboardInterrupt):
+        train_run(tiny_settings(tmp_path / "resumed", epochs=3), progress=False)
+    monkeypatch.setattr(Trainer, "_train_epoch", original)
+
+    resumed = train_run(resume_settings(tmp_path / "resumed"), resume=True, progress=False)
+    assert [h["epoch"] for h in resumed.history] == [1, 2, 3]
+    assert resumed.history[-1]["train_loss"] == pytest.approx(straight.history[-1]["train_loss"], rel=1e-6)
+    a, b = weights(straight.run_dir), weights(resumed.run_dir)
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_resume_without_a_checkpoint_is_a_clear_error(tmp_path):
+    with pytest.raises(RunDirError, match="nothing to resume"):
+        train_run(tiny_settings(tmp_path / "empty"), resume=True, progress=False)
+
+
+def test_early_stopping_keeps_the_best_epoch(tmp_path):
+    # With lr 0 nothing improves on epoch 1, so patience 1 stops after epoch 2.
+    settings = tiny_settings(tmp_path / "run", epochs=6)
+    settings.train = TrainConfig(epochs=6, lr=0.0, patience=1, monitor="loss")
+    result = train_run(settings, progress=False)
+    assert len(result.history) == 2
+
+
+def test_saved_model_predicts_exactly_as_the_trained_one(tmp_path):
+    result = train_run(tiny_settings(tmp_path / "run"), progress=False)
+    texts = ["the plot was not good", "the acting was brilliant but the ending was dull", ""]
+    first = Classifier.load(result.run_dir, device="cpu").predict_proba(texts)
+    again = Classifier.load(result.run_dir, device="cpu").predict_proba(texts)
+    assert (first == again).all()
+    predictions = Classifier.load(result.run_dir, device="cpu").predict(texts)
+    assert [p.label for p in predictions] == [["negative", "positive"][i] for i in first.argmax(1)]
+    attention = predictions[0].attention
+    assert len(attention) == len(predictions[0].tokens) and sum(attention) == pytest.approx(1, abs=1e-5)
+
+
+def test_class_weights_and_label_smoothing_train(tmp_path):
+    result = train_run(tiny_settings(tmp_path / "run", epochs=1, class_weights="balanced", label_smoothing=0.1,
+                                     optimizer="adam", schedule="cosine"), progress=False)
+    assert result.history[0]["train_loss"] > 0
