@@ -161,6 +161,11 @@ def test_batcher_runs_requests_that_queue_together_as_one_batch():
     assert (batcher.requests, batcher.batches) == (3, 2)
 
 
-def test_serve_refuses_a_missing_run_in_one_line(tmp_path, capsys):
-    assert main(["serve", str(tmp_path / "nope")]) == 2
-    assert capsys.readouterr().err == f"attnclf: error: run directory {tmp_path / 'nope'} does not exist\n"
+@pytest.mark.parametrize("flags, message", [
+    ([], "run directory {run} does not exist"),
+    (["--max-batch", "0"], "--max-batch must be a positive integer, got 0"),
+    (["--threads", "0"], "--threads must be at least 1, got 0"),
+])
+def test_serve_refuses_bad_arguments_in_one_line(flags, message, tmp_path, capsys):
+    assert main(["serve", str(tmp_path / "nope"), *flags]) == 2
+    assert capsys.readouterr().err == f"attnclf: error: {message.format(run=tmp_path / 'nope')}\n"

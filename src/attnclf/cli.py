@@ -343,7 +343,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     limits = {name: getattr(args, name) for name in ("max_batch", "max_explain_batch", "max_text_chars",
                                                      "max_body_bytes", "max_connections")}
-    serve(args.run_dir, host=args.host, port=args.port, device=args.device,
+    serve(args.run_dir, host=args.host, port=args.port, device=args.device, threads=args.threads,
           limits=ServeLimits(**{k: v for k, v in limits.items() if v is not None}))
     return 0
 
@@ -438,6 +438,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-text-chars", type=int, help="characters per text (default: 20000)")
     p.add_argument("--max-body-bytes", type=int, help="bytes per request body (default: 1000000)")
     p.add_argument("--max-connections", type=int, help="concurrent connections before 503s (default: 64)")
+    p.add_argument("--threads", type=int, default=1, help="PyTorch threads for the model (default: 1)")
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"])
 
     p = sub.add_parser("export", help="export a trained model for inference without PyTorch (ONNX)",

@@ -49,6 +49,11 @@ class ServeLimits:
     max_body_bytes: int = 1_000_000  # bytes per request body
     max_connections: int = 64  # concurrent connections; more are answered 503 by uvicorn
 
+    def __post_init__(self):
+        for name, value in asdict(self).items():
+            if not isinstance(value, int) or value < 1:
+                raise AttnclfError(f"--{name.replace('_', '-')} must be a positive integer, got {value!r}")
+
 
 # ---------------------------------------------------------------- request and response bodies
 
@@ -291,12 +296,21 @@ def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
 
 
 def serve(run_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, limits: ServeLimits = ServeLimits(),
-          device: str = "auto") -> None:
-    """Load ``run_dir`` and serve it until interrupted (what ``attnclf serve`` runs)."""
+          device: str = "auto", threads: int = 1) -> None:
+    """Load ``run_dir`` and serve it until interrupted (what ``attnclf serve`` runs).
+
+    ``threads``: PyTorch's intra-op threads. One leaves a core to the event
+    loop; the small models here gain little from more, and on a busy machine
+    extra spinning threads make every request slower (measured in BENCHMARKS.md).
+    """
+    import torch
     import uvicorn
 
     from ..classifier import Classifier
 
+    if threads < 1:
+        raise AttnclfError(f"--threads must be at least 1, got {threads}")
+    torch.set_num_threads(threads)
     app = create_app(Classifier.load(run_dir, device=device), limits)
     if host not in ("127.0.0.1", "localhost", "::1"):
         print(f"warning: binding {host} makes the model reachable from other machines", flush=True)

@@ -1,0 +1,127 @@
+"""Load test of `attnclf serve` on loopback: concurrent clients, requests per second, p50/p99 latency, failures.
+
+    python bench/serve_load.py RUN_DIR [--clients 16] [--requests 3000] [--texts-per-request 1] [--server-threads 1]
+
+Starts the server on a free 127.0.0.1 port, warms it up, then lets ``--clients``
+concurrent clients (asyncio + httpx, one connection each) send ``--requests``
+POST /predict requests in all, each with texts from the run's own test split.
+Bounded: it stops after ``--requests`` or ``--max-seconds``, whichever comes
+first, then stops the server. Client and server share the machine's cores, so
+the figures are for the pair. Writes bench/results/serve_load.json.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import subprocess
+import sys
+import time
+
+import httpx
+import numpy as np
+
+from attnclf.export.onnx import check_data
+from common import parser, write_result
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _start_server(run_dir: str, port: int, extra: list[str]) -> subprocess.Popen:
+    process = subprocess.Popen([sys.executable, "-m", "attnclf", "serve", run_dir, "--port", str(port),
+                                "--device", "cpu", *extra])
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            sys.exit(f"server exited with status {process.returncode}")
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
+                return process
+        except httpx.TransportError:
+            time.sleep(0.2)
+    process.terminate()
+    sys.exit("server did not answer /health within 120 s")
+
+
+async def _load(url: str, bodies: list[dict], clients: int, max_seconds: float) -> tuple[list[float], list[str], float]:
+    latencies: list[float] = []
+    failures: list[str] = []
+    next_index = iter(range(len(bodies)))
+    deadline = time.perf_counter() + max_seconds
+
+    async def client(http: httpx.AsyncClient) -> None:
+        for i in next_index:  # a shared iterator: each request index is sent once
+            if time.perf_counter() > deadline:
+                return
+            started = time.perf_counter()
+            try:
+                response = await http.post("/predict", json=bodies[i])
+                if response.status_code != 200:
+                    failures.append(f"{response.status_code}: {response.text[:200]}")
+                    continue
+            except httpx.HTTPError as exc:
+                failures.append(f"{type(exc).__name__}: {exc}")
+                continue
+            latencies.append(time.perf_counter() - started)
+
+    started = time.perf_counter()
+    async with httpx.AsyncClient(base_url=url, timeout=30, limits=httpx.Limits(max_connections=clients)) as http:
+        await asyncio.gather(*(client(http) for _ in range(clients)))
+    return latencies, failures, time.perf_counter() - started
+
+
+def main() -> None:
+    p = parser(__doc__.splitlines()[0])
+    p.add_argument("run_dir")
+    p.add_argument("--clients", type=int, default=16, help="concurrent clients (default: 16)")
+    p.add_argument("--requests", type=int, default=3000, help="requests in all (default: 3000)")
+    p.add_argument("--texts-per-request", type=int, default=1, help="texts per request (default: 1)")
+    p.add_argument("--max-seconds", type=float, default=300, help="stop sending after this long (default: 300)")
+    p.add_argument("--warmup", type=int, default=50, help="requests before measuring (default: 50)")
+    p.add_argument("--server-threads", type=int, default=1, help="the server's --threads (default: 1)")
+    args = p.parse_args()
+
+    texts = check_data(args.run_dir, limit=2000).texts
+    rng = np.random.default_rng(0)
+    bodies = [{"texts": [texts[j] for j in rng.integers(0, len(texts), args.texts_per_request)]}
+              for _ in range(args.requests + args.warmup)]
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    server = _start_server(args.run_dir, port, ["--threads", str(args.server_threads)])
+    try:
+        asyncio.run(_load(url, bodies[: args.warmup], min(args.clients, 4), args.max_seconds))
+        before = httpx.get(f"{url}/health").json()
+        latencies, failures, seconds = asyncio.run(_load(url, bodies[args.warmup:], args.clients, args.max_seconds))
+        after = httpx.get(f"{url}/health").json()
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+    ms = np.asarray(latencies) * 1000
+    batches = after["batches"] - before["batches"]
+    served = after["requests"] - before["requests"]
+    write_result("serve_load", {
+        "run_dir": args.run_dir,
+        "clients": args.clients,
+        "server_threads": args.server_threads,
+        "texts_per_request": args.texts_per_request,
+        "requests_sent": len(latencies) + len(failures),
+        "requests_ok": len(latencies),
+        "failed_requests": len(failures),
+        "failure_examples": failures[:5],
+        "seconds": round(seconds, 3),
+        "requests_per_second": round(len(latencies) / seconds, 1),
+        "texts_per_second": round(len(latencies) * args.texts_per_request / seconds, 1),
+        "latency_ms": {"p50": round(float(np.percentile(ms, 50)), 2), "p90": round(float(np.percentile(ms, 90)), 2),
+                       "p99": round(float(np.percentile(ms, 99)), 2), "max": round(float(ms.max()), 2)},
+        "server_batches": batches,
+        "mean_requests_per_batch": round(served / batches, 2) if batches else None,
+    }, args.out)
+
+
+if __name__ == "__main__":
+    main()
