@@ -316,9 +316,9 @@ def cmd_ablate(args: argparse.Namespace) -> int:
     output = args.output or f"experiments/ablate-{setup.data.describe()}"
     log = _progress_log(args)
     if args.dataset == "toy-order":
-        if args.quick or args.sweep or args.axes or args.set:
-            raise AttnclfError("toy-order runs the course's fixed experiment; --quick, --axes, --sweep and --set "
-                               "apply to other datasets (sweep toy-reversal, toy-relative or toy-both instead)")
+        if args.quick or args.sweep or args.axes:
+            raise AttnclfError("toy-order runs the course's fixed experiment; --quick, --axes and --sweep apply "
+                               "to other datasets (sweep toy-reversal, toy-relative or toy-both instead)")
         result = toy_order(setup, output, log=log)
     else:
         axes = {}

@@ -49,7 +49,7 @@ TOY_VARIANTS = [
     Variant("self-attention, no positions", "mha", {"positional": "none"}),
     Variant("self-attention, 2 heads", "mha", {"heads": 2}),
 ]
-TOY_COLUMNS = ["label", "model", "parameters", "final_train_loss", "accuracy", "seeds"]
+TOY_COLUMNS = ["label", "model", "parameters", "final_train_loss", "train_set_accuracy", "seeds"]
 
 
 def ablate(setup: Setup, output: str | Path, model: str = "self-attn", axes: dict[str, list] | None = None,
@@ -111,7 +111,7 @@ def toy_order(setup: Setup, output: str | Path, log: Log = lambda line: None) ->
         sections.append(f"### {dataset}\n\n{markdown_table(rows, TOY_COLUMNS)}")
         panels[dataset] = {v.label: [c["train_loss"] for c in cells if c["label"] == v.label] for v in TOY_VARIANTS}
         records += [c | {"label": f"{dataset}: {c['label']}"} for c in cells]
-    budget = describe_budget(setup, records)
+    budget = describe_budget(toy_setup, records)  # the three sets share one recipe
     markdown = "## ablate toy-order\n\n" + budget + "\n\n" + "\n".join(sections)
     atomic_write_bytes(output / "toy-order.md", markdown.encode())
     write_cells_csv(output / "cells.csv", records)

@@ -22,6 +22,7 @@ from matplotlib.ticker import NullFormatter
 from ..rundir import atomic_write_bytes
 
 DPI = 100
+LINESTYLES = ("-", "--", "-.", ":", (0, (5, 1, 1, 1, 1, 1)))
 METRIC_NAMES = {"accuracy": "test accuracy", "macro_f1": "test macro-F1"}
 
 
@@ -85,12 +86,17 @@ def loss_curves(curves: dict[str, list[list[float]]], title: str, ax=None) -> Fi
     if ax is None:
         figure = _figure(5.5, 3.6)
         ax = figure.add_subplot()
-    for label, runs in curves.items():
+    start = 0.0
+    for index, (label, runs) in enumerate(curves.items()):
         length = min(len(run) for run in runs)  # early stopping may end seeds at different epochs
         losses = np.array([run[:length] for run in runs])
         epochs = np.arange(1, length + 1)
-        (line,) = ax.plot(epochs, losses.mean(axis=0), label=label)
+        # Dashes keep a curve visible where another lies on top of it.
+        (line,) = ax.plot(epochs, losses.mean(axis=0), label=label, linestyle=LINESTYLES[index % len(LINESTYLES)])
         ax.fill_between(epochs, losses.min(axis=0), losses.max(axis=0), color=line.get_color(), alpha=0.2)
+        start = max(start, losses[:, 0].max())
+    # A spike of a constant-lr Adam run would squash every curve to the floor; clip it (the table has the numbers).
+    ax.set_ylim(0, 1.5 * start)
     ax.set_xlabel("epoch")
     ax.set_ylabel("training loss")
     ax.set_title(title)

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..recipes import recipe_for
 from ..rundir import atomic_write_bytes, read_json
 
 SPREAD = ("accuracy", "macro_f1", "final_train_loss")  # reported as mean ± std
@@ -35,6 +36,7 @@ COLUMNS = {
     "parameters": ("parameters", lambda r: _number(r["parameters_mean"], "{:,.0f}")),
     "accuracy": ("test accuracy", lambda r: _spread(r, "accuracy")),
     "macro_f1": ("test macro-F1", lambda r: _spread(r, "macro_f1")),
+    "train_set_accuracy": ("accuracy (test = training set)", lambda r: _spread(r, "accuracy")),
     "final_train_loss": ("final training loss", lambda r: _spread(r, "final_train_loss", "{:.2e}")),
     "epochs": ("epochs", lambda r: _number(r["epochs_mean"], "{:.3g}")),
     "train_seconds": ("training s", lambda r: _number(r["train_seconds_mean"], "{:,.0f}")),
@@ -109,6 +111,8 @@ def describe_budget(setup, records: list[dict]) -> str:
     config = read_json(Path(neural[0]["run_dir"]) / "config.json")
     data, settings = config["data"], config["settings"]
     train, tokenizer = settings["train"], settings["tokenizer"]
+    shared = recipe_for(setup.data.dataset).get("model_config", {}) | setup.model_config
+    model = ", ".join(f"{k}={v}" for k, v in shared.items())
     stop = f"early stopping after {train['patience']} stale epochs" if train["patience"] else "no early stopping"
     return (
         f"Budget of every neural cell: {data['train_examples']:,} training / {data['validation_examples']:,} "
@@ -116,6 +120,7 @@ def describe_budget(setup, records: list[dict]) -> str:
         f"{stop} on validation {train['monitor']}; batch {train['batch_size']}, {train['optimizer']} "
         f"lr {train['lr']:g} ({train['schedule']} schedule); {tokenizer['kind']} tokenizer, at most "
         f"{tokenizer['max_len']} tokens per text, vocabulary at most {tokenizer['vocab_size']:,}. "
+        f"Model settings from the recipe and --set (each model takes the fields it has): {model or 'none'}. "
         f"Seeds {', '.join(map(str, setup.seeds))}; torch threads: {setup.threads or 'default'}."
     )
 
