@@ -1,0 +1,104 @@
+"""What every benchmark script shares: the data location, the splits, timing, memory, results.
+
+Every script loads its splits through ``attnclf.training.run.load_data``, the
+function ``attnclf train`` uses, so baselines and attnclf see the same train,
+validation and test examples (IMDB's validation grouped by movie).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import resource
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import torch
+
+from attnclf.data.base import Splits
+from attnclf.rundir import atomic_write_json
+from attnclf.training.run import DataSettings, load_data
+
+BENCH_DIR = Path(__file__).resolve().parent
+RESULTS_DIR = BENCH_DIR / "results"
+_SHARED_DATA = BENCH_DIR.parent.parent / "shared" / "datasets"
+
+
+def data_dir(given: str | None = None) -> str | None:
+    """``given``, else $ATTNCLF_DATA_DIR, else the shared datasets folder next to the repo."""
+    if given or os.environ.get("ATTNCLF_DATA_DIR"):
+        return given or os.environ["ATTNCLF_DATA_DIR"]
+    return str(_SHARED_DATA) if _SHARED_DATA.is_dir() else None
+
+
+def splits(dataset: str, data_dir_: str | None = None, seed: int = 0) -> Splits:
+    """train / validation / test exactly as ``attnclf train --dataset NAME --seed SEED`` gets them."""
+    return load_data(DataSettings(dataset=dataset, data_dir=data_dir(data_dir_)), seed)
+
+
+def parser(description: str) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--data-dir", help="datasets folder (default: $ATTNCLF_DATA_DIR, then ../shared/datasets)")
+    p.add_argument("--out", help="result JSON (default: bench/results/<script>.json)")
+    return p
+
+
+def peak_rss_mb() -> float:
+    """Peak resident memory of this process so far (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+@contextmanager
+def timer(into: dict, key: str):
+    """Wall seconds of the block, stored in ``into[key]``."""
+    started = time.perf_counter()
+    yield
+    into[key] = round(time.perf_counter() - started, 3)
+
+
+def machine() -> dict:
+    return {
+        "cpu": platform.processor() or platform.machine(),
+        "cores": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
+    }
+
+
+def write_result(name: str, result: dict, out: str | None = None) -> Path:
+    """Write ``result`` (plus date, command and machine) to bench/results/<name>.json atomically."""
+    path = Path(out) if out else RESULTS_DIR / f"{name}.json"
+    payload = {
+        "benchmark": name,
+        "date": datetime.date.today().isoformat(),
+        "command": "python " + " ".join([os.path.relpath(sys.argv[0], BENCH_DIR.parent)] + sys.argv[1:]),
+        "machine": machine(),
+        **result,
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(path, payload)
+    print(json.dumps({k: v for k, v in payload.items() if k != "machine"}, indent=1)[:4000])
+    print(f"wrote {path}")
+    return path
+
+
+def cli_settings(dataset: str, output: str, *flags: str):
+    """The RunSettings ``attnclf train --dataset DATASET --output OUTPUT FLAGS...`` would use.
+
+    Going through the CLI's own parser means a benchmark measures exactly the
+    recipe a user gets without flags.
+    """
+    from attnclf.cli import build_parser, build_settings
+
+    args = build_parser().parse_args(["train", "--dataset", dataset, "--output", output, *flags])
+    settings = build_settings(args)
+    if settings.data.data_dir is None:
+        settings.data.data_dir = data_dir()
+    return settings

@@ -1,0 +1,113 @@
+"""Train one dataset's default recipe and measure it: accuracy, speed, memory.
+
+Shared by bench/imdb.py, bench/sst2.py and bench/newsgroups.py. Extra
+``attnclf train`` flags after ``--`` override the recipe (for experiments).
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from attnclf.classifier import Classifier
+from attnclf.data.base import TextDataset
+from attnclf.training.run import train_run
+
+from common import cli_settings, data_dir, parser, peak_rss_mb, splits, write_result
+
+
+def cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def measure_inference(run_dir: Path, texts: list[str], repeats: int = 3) -> dict:
+    """Median texts/s and tokens/s of ``Classifier.predict_proba`` (tokenising included)."""
+    clf = Classifier.load(run_dir, device="cpu")
+    tokens = sum(len(ids) for ids in clf.tokenizer.encode(texts))
+    seconds = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        clf.predict_proba(texts)
+        seconds.append(time.perf_counter() - started)
+    median = float(np.median(seconds))
+    return {"texts": len(texts), "tokens": tokens, "seconds_median": round(median, 3),
+            "texts_per_second": round(len(texts) / median, 1), "tokens_per_second": round(tokens / median)}
+
+
+def inference_process_memory(run_dir: Path, dataset: str) -> dict:
+    """Peak RSS and wall time of a fresh ``attnclf evaluate`` process on the test split."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    started = time.perf_counter()
+    out = subprocess.run([sys.executable, "-m", "attnclf", "evaluate", str(run_dir), "--dataset", dataset,
+                          "--data-dir", data_dir(), "--json"], capture_output=True, text=True, check=True)
+    seconds = time.perf_counter() - started
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return {"command": f"attnclf evaluate RUN_DIR --dataset {dataset} --json",
+            "accuracy": json.loads(out.stdout)["accuracy"], "wall_seconds": round(seconds, 2),
+            # ru_maxrss of children is the largest child so far; this is the only child.
+            "peak_rss_mb": round(max(peak, before) / 1024)}
+
+
+def main(dataset: str, doc: str, extra_tests: dict[str, TextDataset] | None = None) -> None:
+    """Parse ``[--run-dir DIR] [--threads N] [-- TRAIN FLAGS]``, train, measure, write the JSON."""
+    p = parser(doc.splitlines()[0])
+    p.add_argument("--run-dir", default=f"runs/bench-{dataset}", help="where the trained run goes")
+    p.add_argument("--threads", type=int, help="torch threads (default: torch's choice)")
+    p.add_argument("--name", default=dataset, help="result name: bench/results/<name>.json")
+    p.add_argument("flags", nargs="*", help="extra `attnclf train` flags, after --")
+    args = p.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    settings = cli_settings(dataset, args.run_dir, *args.flags)
+    print(f"training {dataset}: model {settings.model} {settings.model_config} | tokenizer "
+          f"{settings.tokenizer.kind} {settings.tokenizer.max_len} | train {settings.train}", flush=True)
+
+    cpu_before = cpu_seconds()
+    result = train_run(settings, progress=False)
+    train_cpu = cpu_seconds() - cpu_before
+    train_peak = peak_rss_mb()
+    history = result.history
+    train_seconds = result.metrics["train_seconds"]
+
+    data = splits(dataset, args.data_dir, settings.train.seed)
+    clf = Classifier.load(result.run_dir, device="cpu")
+    tokens_per_epoch = sum(len(ids) for ids in clf.tokenizer.encode(data.train.texts))
+    elapsed, reached_90 = 0.0, None
+    for record in history:
+        elapsed += record["seconds"]  # an epoch's seconds include its validation pass
+        if reached_90 is None and record["val_accuracy"] >= 0.90:
+            reached_90 = round(elapsed, 1)
+
+    extra = {name: float((clf.predict_proba(test.texts).argmax(1) == np.asarray(test.labels)).mean())
+             for name, test in (extra_tests or {}).items()}
+
+    write_result(args.name, {
+        "command_equivalent": " ".join(["attnclf train --dataset", dataset, *args.flags]),
+        "settings": settings.to_dict(),
+        "parameters": result.metrics["parameters"],
+        "test_accuracy": result.metrics["accuracy"],
+        "test_macro_f1": result.metrics["macro_f1"],
+        "extra_tests": extra,
+        "best_validation_accuracy": max(r["val_accuracy"] for r in history),
+        "history": history,
+        "train": {
+            "wall_seconds": train_seconds,
+            "cpu_seconds": round(train_cpu, 1),
+            "epochs": len(history),
+            "tokens_per_epoch": tokens_per_epoch,
+            "tokens_per_second": round(tokens_per_epoch * len(history) / train_seconds),
+            "texts_per_second": round(len(data.train) * len(history) / train_seconds, 1),
+            "seconds_to_90_validation": reached_90,
+            "peak_rss_mb": round(train_peak),
+        },
+        "inference": measure_inference(result.run_dir, data.test.texts),
+        "inference_process": inference_process_memory(result.run_dir, dataset),
+    }, args.out)

@@ -1,0 +1,85 @@
+"""self-attn's hashed-bigram features, and the real-corpus recipes that use them."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from attnclf.cli import build_parser, build_settings
+from attnclf.errors import AttnclfError
+from attnclf.models import build_model
+from attnclf.models.classifiers import bigram_buckets
+
+REAL_CORPUS_RECIPES = ["imdb", "sst2", "sst2-sentences", "20newsgroups"]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny models; a second thread only waits on a busy machine
+    yield
+    torch.set_num_threads(threads)
+
+
+def tiny(**overrides):
+    config = dict(vocab_size=50, d_model=16, heads=2, ff_dim=32, layers=1, max_len=32, ngram_buckets=97)
+    return build_model("self-attn", **(config | overrides)).eval()
+
+
+def test_bigram_buckets_depend_on_order_and_are_zero_next_to_padding():
+    ids = torch.tensor([[5, 6, 7, 0], [6, 5, 7, 0]])
+    buckets = bigram_buckets(ids, 1000)
+    assert buckets[0, 0] != buckets[1, 0]  # (5, 6) and (6, 5) are different bigrams
+    assert buckets[0, 2:].tolist() == [0, 0]  # "7 <pad>" and "<pad> <pad>"
+    assert ((buckets[:, :2] >= 1) & (buckets[:, :2] < 1000)).all()
+
+
+def test_bigrams_change_the_embedding_and_padding_never_does():
+    model = tiny()
+    ids = torch.tensor([[5, 6, 7, 8]])
+    assert not torch.equal(model.embed_tokens(ids), model.token_embedding(ids))
+    padded = torch.tensor([[5, 6, 7, 8, 0, 0, 0]])
+    with torch.no_grad():
+        torch.testing.assert_close(model(padded, padded != 0).logits, model(ids, ids != 0).logits)
+
+
+def test_token_embeddings_override_includes_the_bigrams():
+    model = tiny()
+    ids = torch.tensor([[5, 6, 7, 8, 0]])
+    with torch.no_grad():
+        normal = model(ids, ids != 0).logits
+        override = model(ids, ids != 0, token_embeddings=model.embed_tokens(ids)).logits
+    torch.testing.assert_close(override, normal)
+
+
+def test_word_order_reaches_the_bigram_table_without_positions():
+    # With positions off and mean pooling, only the bigrams can tell "a b" from "b a".
+    model = tiny(positional="none", pooling="mean", layers=0)
+    with torch.no_grad():
+        ab, ba = model(torch.tensor([[5, 6]])).logits, model(torch.tensor([[6, 5]])).logits
+    assert not torch.allclose(ab, ba)
+    without = tiny(positional="none", pooling="mean", layers=0, ngram_buckets=0)
+    with torch.no_grad():
+        torch.testing.assert_close(without(torch.tensor([[5, 6]])).logits, without(torch.tensor([[6, 5]])).logits)
+
+
+def test_padding_bucket_gets_no_gradient():
+    model = tiny().train()
+    ids = torch.tensor([[5, 6, 7, 0, 0]])
+    model(ids, ids != 0).logits.sum().backward()
+    assert model.bigram_embedding.weight.grad[0].abs().sum() == 0
+
+
+@pytest.mark.parametrize("buckets", [1, -3])
+def test_bad_bucket_counts_are_one_line_errors(buckets):
+    with pytest.raises(AttnclfError, match="ngram_buckets"):
+        tiny(ngram_buckets=buckets)
+
+
+@pytest.mark.parametrize("dataset", REAL_CORPUS_RECIPES)
+def test_real_corpus_recipes_build_their_model(dataset):
+    args = build_parser().parse_args(["train", "--dataset", dataset, "--output", "unused"])
+    settings = build_settings(args)
+    model = build_model(settings.model, vocab_size=100, max_len=settings.tokenizer.max_len, **settings.model_config)
+    assert model.config.ngram_buckets > 0
+    assert settings.train.epochs >= 1 and settings.tokenizer.max_len >= 64
