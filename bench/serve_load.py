@@ -1,6 +1,6 @@
 """Load test of `attnclf serve` on loopback: concurrent clients, requests per second, p50/p99 latency, failures.
 
-    python bench/serve_load.py RUN_DIR [--clients 16] [--requests 3000] [--texts-per-request 1] [--server-threads 1]
+    python bench/serve_load.py RUN_DIR [--clients 16] [--requests 3000] [--texts-per-request 1] [--server-threads N]
 
 Starts the server on a free 127.0.0.1 port, warms it up, then lets ``--clients``
 concurrent clients (asyncio + httpx, one connection each) send ``--requests``
@@ -82,7 +82,7 @@ def main() -> None:
     p.add_argument("--texts-per-request", type=int, default=1, help="texts per request (default: 1)")
     p.add_argument("--max-seconds", type=float, default=300, help="stop sending after this long (default: 300)")
     p.add_argument("--warmup", type=int, default=50, help="requests before measuring (default: 50)")
-    p.add_argument("--server-threads", type=int, default=1, help="the server's --threads (default: 1)")
+    p.add_argument("--server-threads", type=int, help="the server's --threads (default: PyTorch's, one per core)")
     args = p.parse_args()
 
     texts = check_data(args.run_dir, limit=2000).texts
@@ -91,7 +91,7 @@ def main() -> None:
               for _ in range(args.requests + args.warmup)]
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
-    server = _start_server(args.run_dir, port, ["--threads", str(args.server_threads)])
+    server = _start_server(args.run_dir, port, ["--threads", str(args.server_threads)] if args.server_threads else [])
     try:
         asyncio.run(_load(url, bodies[: args.warmup], min(args.clients, 4), args.max_seconds))
         before = httpx.get(f"{url}/health").json()

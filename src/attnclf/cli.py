@@ -438,7 +438,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-text-chars", type=int, help="characters per text (default: 20000)")
     p.add_argument("--max-body-bytes", type=int, help="bytes per request body (default: 1000000)")
     p.add_argument("--max-connections", type=int, help="concurrent connections before 503s (default: 64)")
-    p.add_argument("--threads", type=int, default=1, help="PyTorch threads for the model (default: 1)")
+    p.add_argument("--threads", type=int, help="PyTorch threads for the model (default: one per core; 1 is "
+                                               "steadier on a machine busy with other jobs)")
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"])
 
     p = sub.add_parser("export", help="export a trained model for inference without PyTorch (ONNX)",

@@ -296,21 +296,22 @@ def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
 
 
 def serve(run_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, limits: ServeLimits = ServeLimits(),
-          device: str = "auto", threads: int = 1) -> None:
+          device: str = "auto", threads: int | None = None) -> None:
     """Load ``run_dir`` and serve it until interrupted (what ``attnclf serve`` runs).
 
-    ``threads``: PyTorch's intra-op threads. One leaves a core to the event
-    loop; the small models here gain little from more, and on a busy machine
-    extra spinning threads make every request slower (measured in BENCHMARKS.md).
+    ``threads`` sets PyTorch's intra-op threads (default: PyTorch's choice,
+    one per core); BENCHMARKS.md has the load test at 1 and 2 threads.
     """
-    import torch
     import uvicorn
 
     from ..classifier import Classifier
 
-    if threads < 1:
-        raise AttnclfError(f"--threads must be at least 1, got {threads}")
-    torch.set_num_threads(threads)
+    if threads is not None:
+        import torch
+
+        if threads < 1:
+            raise AttnclfError(f"--threads must be at least 1, got {threads}")
+        torch.set_num_threads(threads)
     app = create_app(Classifier.load(run_dir, device=device), limits)
     if host not in ("127.0.0.1", "localhost", "::1"):
         print(f"warning: binding {host} makes the model reachable from other machines", flush=True)
