@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 from .classifier import Classifier
-from .recipes import recipe_for
-from .text.tokenizer import TokenizerConfig
-from .training.run import DataSettings, RunSettings, train_run
-from .training.trainer import TrainConfig
+from .training.run import DataSettings, settings_for, train_run
 
 EXAMPLES = [
     "the acting was wonderful",
@@ -19,16 +16,7 @@ EXAMPLES = [
 
 def run_demo(output: str = "runs/demo", device: str = "auto", progress: bool = True) -> None:
     """Train ``self-attn`` on ``demo`` (well under two minutes on 2 CPU cores) and print what it learned."""
-    recipe = recipe_for("demo")
-    settings = RunSettings(
-        data=DataSettings(dataset="demo"),
-        tokenizer=TokenizerConfig(**recipe["tokenizer"]),
-        model="self-attn",
-        model_config=dict(recipe["model_config"]),
-        train=TrainConfig(**recipe["train"]),
-        output=output,
-        device=device,
-    )
+    settings = settings_for(DataSettings(dataset="demo"), "self-attn", output=output, device=device)
     print("Training a self-attention classifier on generated reviews where negation and contrast decide.")
     result = train_run(settings, progress=progress)
     m = result.metrics
@@ -36,9 +24,17 @@ def run_demo(output: str = "runs/demo", device: str = "auto", progress: bool = T
           f"  ({m['parameters']:,} parameters, trained in {m['train_seconds']:.0f}s)")
 
     clf = Classifier.load(result.run_dir, device=device)
-    print("\nPredictions; in brackets the three words the pooling layer weighted most")
-    print("(where the pooling layer looked, not proof of why the model decided):")
-    for text, prediction in zip(EXAMPLES, clf.predict(EXAMPLES)):
-        top = ", ".join(f"{tok} {w:.2f}" for tok, w in prediction.top_tokens(3))
-        print(f"  {prediction.label:<8} {prediction.confidence:.2f}  {text!r}  [{top}]")
-    print(f"\nrun directory: {result.run_dir}  (try: attnclf predict {result.run_dir} \"not bad at all\")")
+    occlusion = clf.explain(EXAMPLES, method="occlusion")
+    print("\nPredictions, with the three tokens that")
+    print("  attention: the pooling layer weighted most (where it looked, not proof of why it decided)")
+    print("  occlusion: lower the predicted class's probability most when left out (a measured effect)")
+    for text, prediction, occluded in zip(EXAMPLES, clf.predict(EXAMPLES), occlusion):
+        print(f"  {prediction.label:<8} {prediction.confidence:.2f}  {text!r}")
+        print(f"      attention: {_top(prediction.top_tokens(3))}")
+        print(f"      occlusion: {_top(occluded.top_tokens(3))}")
+    print(f"\nrun directory: {result.run_dir}")
+    print(f"next: attnclf explain {result.run_dir} \"not bad at all\" --method integrated-gradients")
+
+
+def _top(pairs: list[tuple[str, float]]) -> str:
+    return ", ".join(f"{token} {score:+.2f}" for token, score in pairs)

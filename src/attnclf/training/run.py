@@ -21,7 +21,7 @@ from ..rundir import FORMAT_VERSION, atomic_write_bytes, atomic_write_json, prep
 from ..text.batching import BucketBatches
 from ..text.cleaning import CleaningConfig
 from ..text.tokenizer import Tokenizer, TokenizerConfig
-from .device import resolve_device
+from .distributed import init_distributed
 from .trainer import TrainConfig, Trainer
 
 
@@ -52,6 +52,7 @@ class RunSettings:
     output: str = "runs/latest"
     device: str = "auto"
     eval_batch_size: int = 128
+    report: bool = True  # write report.html and plots/ when training ends
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -134,13 +135,16 @@ def load_data(settings: DataSettings, seed: int) -> Splits:
     test = splits.test
     if settings.max_test_examples and test is not None and len(test) > settings.max_test_examples:
         # Seed 0, not the run's seed: every run of an experiment is tested on the same texts.
-        _, sample = train_validation_split(test, settings.max_test_examples / len(test), 0)
+        # Ungrouped: a sample of the test set has no validation to keep apart, and its size is exact.
+        _, sample = train_validation_split(replace(test, groups=None), settings.max_test_examples / len(test), 0)
         test = replace(sample, split="test")
     return Splits(train=train, validation=validation, test=test, extra=splits.extra)
 
 
-def _batches(tokenizer: Tokenizer, data: TextDataset, batch_size: int, shuffle: bool, seed: int) -> BucketBatches:
-    return BucketBatches(tokenizer.encode(data.texts), data.labels, batch_size=batch_size, shuffle=shuffle, seed=seed)
+def _batches(tokenizer: Tokenizer, data: TextDataset, batch_size: int, shuffle: bool, seed: int,
+             balanced: bool = False) -> BucketBatches:
+    return BucketBatches(tokenizer.encode(data.texts), data.labels, batch_size=batch_size, shuffle=shuffle, seed=seed,
+                         balanced=balanced)
 
 
 def _save_tokenizer(tokenizer: Tokenizer, path: Path) -> None:
@@ -162,6 +166,9 @@ def evaluate_split(model, tokenizer: Tokenizer, data: TextDataset, device, batch
 def train_run(settings: RunSettings, resume: bool = False, progress: bool = True) -> RunResult:
     """Train, validate and test one model; everything lands in ``settings.output``.
 
+    Under ``torchrun`` every process calls it and trains its share (see
+    ``distributed``); rank 0 writes the run directory and alone returns test metrics.
+
     >>> # result = train_run(RunSettings(DataSettings(dataset="demo"), output="runs/demo"))
     >>> # result.metrics["accuracy"]
     """
@@ -170,40 +177,49 @@ def train_run(settings: RunSettings, resume: bool = False, progress: bool = True
     seed = settings.train.seed
     if resume and not (run_dir / "checkpoint" / "state.json").exists():
         raise RunDirError(f"{run_dir}: nothing to resume (no checkpoint/state.json)")
-    device = resolve_device(settings.device)
+    distributed, device = init_distributed(settings.device)
     splits = load_data(settings.data, seed)
     label_names = splits.train.label_names
 
-    if resume:
-        tokenizer = Tokenizer.load(run_dir / "tokenizer.json", settings.tokenizer)
-    else:
-        tokenizer = Tokenizer.train(splits.train.texts, settings.tokenizer)
-        _save_tokenizer(tokenizer, run_dir / "tokenizer.json")
+    if not resume and distributed.is_main:
+        _save_tokenizer(Tokenizer.train(splits.train.texts, settings.tokenizer), run_dir / "tokenizer.json")
+    distributed.barrier()  # every rank reads the tokenizer rank 0 trained
+    tokenizer = Tokenizer.load(run_dir / "tokenizer.json", settings.tokenizer)
 
     torch.manual_seed(seed)
     model = build_model(settings.model, vocab_size=tokenizer.vocab_size, num_classes=len(label_names),
                         max_len=settings.tokenizer.max_len, **settings.model_config)
-    atomic_write_json(run_dir / "labels.json", label_names)
-    atomic_write_json(run_dir / "config.json", {
-        "format_version": FORMAT_VERSION,
-        "versions": {"attnclf": __version__, "torch": torch.__version__},
-        "settings": settings.to_dict(),
-        "model": {"name": settings.model, "config": model.config.to_dict(), "parameters": model.num_parameters()},
-        "data": {"train_examples": len(splits.train), "validation_examples": len(splits.validation),
-                 "test_examples": len(splits.test) if splits.test else 0},
-    })
+    if distributed.is_main:
+        atomic_write_json(run_dir / "labels.json", label_names)
+        atomic_write_json(run_dir / "config.json", {
+            "format_version": FORMAT_VERSION,
+            "versions": {"attnclf": __version__, "torch": torch.__version__},
+            "settings": settings.to_dict(),
+            "model": {"name": settings.model, "config": model.config.to_dict(), "parameters": model.num_parameters()},
+            "data": {"train_examples": len(splits.train), "validation_examples": len(splits.validation),
+                     "test_examples": len(splits.test) if splits.test else 0},
+        })
 
-    trainer = Trainer(model, settings.train, run_dir, device, label_names, progress=progress)
+    trainer = Trainer(model, settings.train, run_dir, device, label_names, progress=progress, distributed=distributed)
     history = trainer.fit(
-        _batches(tokenizer, splits.train, settings.train.batch_size, True, seed),
+        _batches(tokenizer, splits.train, settings.train.batch_size * distributed.world_size, True, seed,
+                 balanced=settings.train.sampler == "balanced"),
         _batches(tokenizer, splits.validation, settings.eval_batch_size, False, seed),
         resume=resume,
     )
+    if not distributed.is_main:  # rank 0 tests and reports
+        return RunResult(run_dir, {}, history, time.perf_counter() - started)
     test = splits.test if splits.test is not None else splits.validation
     metrics = evaluate_split(model, tokenizer, _aligned(test, label_names), device, settings.eval_batch_size)
     metrics["train_seconds"] = round(sum(h["seconds"] for h in history), 3)
     metrics["parameters"] = model.num_parameters()
     atomic_write_json(run_dir / "metrics.json", metrics)
+    if settings.report:
+        from ..classifier import Classifier
+        from ..report import write_report
+
+        write_report(run_dir, classifier=Classifier(model, tokenizer, label_names, device, read_json(
+            run_dir / "config.json"), batch_size=settings.eval_batch_size), test=_aligned(test, label_names))
     return RunResult(run_dir, metrics, history, time.perf_counter() - started)
 
 
