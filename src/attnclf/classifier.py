@@ -92,3 +92,16 @@ class Classifier:
         probabilities, ids, attention = self._run(texts)
         tokens = [[self.tokenizer.backend.id_to_token(i) for i in row] for row in ids]
         return [Prediction.from_scores(p, self.label_names, t, a) for p, t, a in zip(probabilities, tokens, attention)]
+
+    def explain(self, texts: Sequence[str], method: str = "attention", **options) -> list:
+        """Per-token scores of each prediction by ``method``: one ``attnclf.explain.Explanation`` per text.
+
+        Methods: attention (where the pooling layer looked), rollout, grad-input,
+        integrated-gradients (option ``steps``), occlusion; ``target=`` picks the
+        class to explain, ``self_attentions=True`` adds every head's map.
+
+        >>> # clf.explain(["not bad at all"], method="occlusion")[0].top_tokens(2)
+        """
+        from .explain import explain
+
+        return explain(self, self._check(texts), method, **options)

@@ -155,9 +155,12 @@ def cmd_train(args: argparse.Namespace) -> int:
         settings = resume_settings(args.output, epochs=args.epochs, device=args.device)
     else:
         settings = build_settings(args)
+    settings.report = not args.no_report
     result = train_run(settings, resume=args.resume, progress=not args.quiet)
     _print_metrics(result.metrics)
     print(f"run directory: {result.run_dir}")
+    if settings.report:
+        print(f"report: {result.run_dir / 'report.html'}")
     return 0
 
 
@@ -198,13 +201,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 @command("predict")
 def cmd_predict(args: argparse.Namespace) -> int:
-    texts = list(args.texts)
-    if args.file:
-        texts += _read_lines(Path(args.file))
-    if not texts and not sys.stdin.isatty():
-        texts = [line.rstrip("\n") for line in sys.stdin if line.strip()]
-    if not texts:
-        raise AttnclfError("no texts: give them as arguments, with --file PATH, or on stdin")
+    texts = _input_texts(args)
     if args.backend == "onnx":
         from .export.runtime import OnnxClassifier
 
@@ -223,6 +220,18 @@ def cmd_predict(args: argparse.Namespace) -> int:
             record.pop("tokens"), record.pop("attention")
         print(json.dumps(record, ensure_ascii=False))
     return 0
+
+
+def _input_texts(args: argparse.Namespace) -> list[str]:
+    """Texts from the arguments and --file, else from stdin when it is not a terminal."""
+    texts = list(args.texts)
+    if args.file:
+        texts += _read_lines(Path(args.file))
+    if not texts and not sys.stdin.isatty():
+        texts = [line.rstrip("\n") for line in sys.stdin if line.strip()]
+    if not texts:
+        raise AttnclfError("no texts: give them as arguments, with --file PATH, or on stdin")
+    return texts
 
 
 def _read_lines(path: Path) -> list[str]:
@@ -367,6 +376,127 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+@command("explain")
+def cmd_explain(args: argparse.Namespace) -> int:
+    import os
+
+    from .classifier import Classifier
+    from .explain import render
+    from .explain.methods import available_methods
+
+    texts = _input_texts(args)
+    clf = Classifier.load(args.run_dir, device=args.device)
+    methods = _method_list(args.method, available_methods(clf.model))
+    if args.steps is not None and "integrated-gradients" not in methods:
+        raise AttnclfError("--steps applies to integrated-gradients only")
+    by_method = [clf.explain(texts, method, target=args.target, self_attentions=args.heads and i == 0,
+                             **({"steps": args.steps} if args.steps and method == "integrated-gradients" else {}))
+                 for i, method in enumerate(methods)]
+    explanations = [per_method[t] for t in range(len(texts)) for per_method in by_method]  # grouped by text
+    if args.format == "json":
+        out = render.render_json(explanations)
+    elif args.format == "html":
+        out = render.render_html(explanations)
+    else:
+        color = args.color == "always" or (args.color == "auto" and args.output is None and sys.stdout.isatty()
+                                           and "NO_COLOR" not in os.environ)
+        out = render.render_terminal(explanations, color=color)
+    if args.output:
+        from .rundir import atomic_write_bytes
+
+        atomic_write_bytes(Path(args.output), (out + "\n").encode("utf-8"))
+        print(f"wrote {args.output}")
+    else:
+        print(out)
+    return 0
+
+
+def _method_list(spec: str, available: list[str]) -> list[str]:
+    """``all`` or comma-separated method names, each one the model supports."""
+    from .explain.methods import METHODS
+
+    if spec == "all":
+        return available
+    methods = [m.strip() for m in spec.split(",") if m.strip()]
+    for method in methods:
+        if method not in METHODS:
+            raise AttnclfError(f"unknown method {method!r}; choose from {', '.join(METHODS)} or all")
+        if method not in available:
+            raise AttnclfError(f"method {method!r} does not apply to this model; it supports {', '.join(available)}")
+    if not methods:
+        raise AttnclfError("--method is empty")
+    return methods
+
+
+def _test_data(args: argparse.Namespace, clf):
+    """--test-file, else --dataset's test split, else the run's own test data; labels in the run's order."""
+    from .training.run import _aligned
+
+    if args.test_file:
+        from .data.files import load_file
+
+        return load_file(args.test_file, args.text_column, args.label_column, label_names=clf.label_names,
+                         split="test")
+    if args.dataset:
+        from .data.registry import load_splits
+
+        if args.download:
+            from .data.download import ensure_available
+            from .data.registry import candidate_dirs
+
+            ensure_available(args.dataset, candidate_dirs(args.data_dir), download=True)
+        splits = load_splits(args.dataset, args.data_dir)
+        data = splits.test or splits.validation
+        if data is None:
+            raise AttnclfError(f"{args.dataset} has no test split")
+        return _aligned(data, clf.label_names)
+    from .report.html import run_test_data
+
+    return run_test_data(clf.config, clf.label_names)
+
+
+@command("faithfulness")
+def cmd_faithfulness(args: argparse.Namespace) -> int:
+    from .classifier import Classifier
+    from .explain.faithfulness import measure_faithfulness, summary_table
+    from .explain.methods import available_methods
+    from .report.html import FAITHFULNESS_FILE
+    from .rundir import atomic_write_json
+
+    if args.examples < 1:
+        raise AttnclfError(f"--examples must be at least 1, got {args.examples}")
+    results = []
+    for run_dir in args.run_dirs:
+        clf = Classifier.load(run_dir, device=args.device)
+        available = available_methods(clf.model)
+        methods = _method_list(args.methods, available) if args.methods else available
+        options = {"steps": args.steps} if args.steps else {}
+        result = measure_faithfulness(clf, _test_data(args, clf), methods=methods, examples=args.examples,
+                                      seed=args.seed, **options)
+        atomic_write_json(Path(run_dir) / FAITHFULNESS_FILE, result.to_dict())
+        results.append(result)
+        if not args.json:
+            print(f"## {run_dir}: {result.model} on {result.dataset}, {result.examples} texts "
+                  f"({result.seconds:.0f}s)\n\n{result.table()}\n")
+    if args.json:
+        print(json.dumps([r.to_dict() for r in results], indent=2))
+    else:
+        print(summary_table(results))
+    return 0
+
+
+@command("report")
+def cmd_report(args: argparse.Namespace) -> int:
+    from .report import write_report
+
+    if args.examples < 1:
+        raise AttnclfError(f"--examples must be at least 1, got {args.examples}")
+    path = write_report(args.run_dir, method=args.method, faithfulness=args.faithfulness,
+                        faithfulness_examples=args.examples, device=args.device)
+    print(f"report: {path}")
+    return 0
+
+
 # ---------------------------------------------------------------- parser
 
 
@@ -377,6 +507,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("train", help="train a model and test it", description="Train, validate and test one model.")
     _add_train_args(p)
+    p.add_argument("--no-report", action="store_true", help="skip report.html and plots/ at the end")
 
     p = sub.add_parser("evaluate", help="score a trained model on a labelled test set")
     p.add_argument("run_dir")
@@ -455,6 +586,45 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--text-column", default="text", help="with --check-file (default: text)")
     p.add_argument("--label-column", default="label", help="with --check-file (default: label)")
     p.add_argument("--check-examples", type=int, default=1000, help="texts checked at most (default: 1000)")
+
+    p = sub.add_parser("explain", help="per-token explanations of predictions (terminal, JSON or HTML)")
+    p.add_argument("run_dir")
+    p.add_argument("texts", nargs="*")
+    p.add_argument("--file", help="a UTF-8 file with one text per line")
+    p.add_argument("--method", default="attention",
+                   help="attention, rollout, grad-input, integrated-gradients, occlusion; several comma-separated, "
+                        "or all (default: attention)")
+    p.add_argument("--target", help="class to explain (default: the predicted one)")
+    p.add_argument("--steps", type=int, help="integrated gradients' path steps (default: auto, 16 doubling to 512 until within 1%% "
+                                                 "completeness)")
+    p.add_argument("--heads", action="store_true", help="also every layer's and head's self-attention")
+    p.add_argument("--format", choices=["terminal", "json", "html"], default="terminal")
+    p.add_argument("--output", help="write to this file instead of stdout")
+    p.add_argument("--color", choices=["auto", "always", "never"], default="auto",
+                   help="terminal colours (auto: when stdout is a terminal and NO_COLOR is unset)")
+    p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"])
+
+    p = sub.add_parser("faithfulness", help="measure how faithful each explanation method is",
+                       description="Deletion test against random deletion, rank agreement between methods, and "
+                                   "the uniform-attention check, on a sample of test texts. Each run's result is "
+                                   "also saved as RUN_DIR/faithfulness.json (the report shows it).")
+    p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
+    _add_data_args(p, test_only=True)
+    p.add_argument("--examples", type=int, default=200, help="test texts sampled (default: 200)")
+    p.add_argument("--methods", help="comma-separated methods (default: all the model supports)")
+    p.add_argument("--steps", type=int, help="integrated gradients' path steps (default: auto, 16 doubling to 512 until within 1%% "
+                                                 "completeness)")
+    p.add_argument("--seed", type=int, default=0, help="sample and random-deletion seed")
+    p.add_argument("--json", action="store_true", help="print the results as JSON")
+    p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"])
+
+    p = sub.add_parser("report", help="write report.html (plots embedded) and plots/*.png for a run")
+    p.add_argument("run_dir")
+    p.add_argument("--method", help="method highlighting the examples (default: attention if the model pools "
+                                    "by attention, else integrated-gradients)")
+    p.add_argument("--faithfulness", action="store_true", help="measure faithfulness too (slower)")
+    p.add_argument("--examples", type=int, default=200, help="test texts for --faithfulness (default: 200)")
+    p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"])
     return parser
 
 

@@ -1,0 +1,15 @@
+"""Why did the model decide? Per-token explanations, and measurements of how faithful they are.
+
+- ``explain(classifier, texts, method)`` (also ``Classifier.explain``): ``Explanation`` per text,
+  by attention, rollout, grad-input, integrated-gradients or occlusion (``METHODS``).
+- ``measure_faithfulness(classifier, data)``: deletion test against random deletion, rank
+  agreement between methods, and the uniform-attention check.
+- ``render``: coloured terminal text, JSON lines and HTML.
+"""
+
+from .explanation import Explanation, explain
+from .faithfulness import FaithfulnessResult, measure_faithfulness, summary_table
+from .methods import METHODS, Attribution, attribute, available_methods, self_attention_maps
+
+__all__ = ["METHODS", "Attribution", "Explanation", "FaithfulnessResult", "attribute", "available_methods",
+           "explain", "measure_faithfulness", "self_attention_maps", "summary_table"]

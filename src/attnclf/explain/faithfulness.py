@@ -1,0 +1,275 @@
+"""Does an explanation name the tokens the prediction depends on? Measured, three ways.
+
+- Deletion test: remove the k tokens a method scores highest (k = 1, 3, 5 and
+  10% of the text, at least one) and take the drop in the predicted class's
+  probability; the same for k random tokens. A method's AOPC is its mean drop
+  over the k values. It *beats random* when its per-text AOPC exceeds random's
+  by more than two standard errors (paired over texts), is *worse than
+  random* when it falls short by as much, and *does not beat random* otherwise.
+  Removal shortens the text (see ``methods``); k never exceeds the text.
+- Agreement: Spearman rank correlation of two methods' token scores, averaged
+  over texts with at least three tokens (texts where either method gives every
+  token the same score have no ranking and are left out).
+- Uniform-attention check (Wiegreffe & Pinter 2019): accuracy when the learned
+  pooling weights are replaced by uniform weights over the real tokens. If it
+  barely moves, the weights were not what the model relied on.
+
+>>> # result = measure_faithfulness(Classifier.load("runs/demo"), load_splits("demo").test, examples=200)
+>>> # print(result.table())
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from itertools import combinations
+from typing import TYPE_CHECKING, Sequence
+
+import numpy as np
+import torch
+from scipy.stats import rankdata
+
+from ..data.base import TextDataset
+from ..errors import AttnclfError
+from ..text.batching import BucketBatches
+from .methods import METHODS, attribute, available_methods, class_probability, remove_positions
+
+if TYPE_CHECKING:
+    from ..classifier import Classifier
+
+DELETION_KS: tuple = (1, 3, 5, "10%")
+
+
+@dataclass
+class MethodFaithfulness:
+    """One method's deletion test: mean probability drop per k, AOPC, and the comparison with random."""
+
+    drops: dict[str, float]
+    aopc: float
+    advantage: float  # mean over texts of (this AOPC - random AOPC)
+    advantage_se: float
+    verdict: str  # beats random | does not beat random | worse than random
+
+
+@dataclass
+class FaithfulnessResult:
+    model: str
+    dataset: str
+    examples: int
+    methods: dict[str, MethodFaithfulness]
+    random_drops: dict[str, float]
+    random_aopc: float
+    random_draws: int
+    agreement: dict[str, float]  # "a / b" -> mean Spearman correlation
+    uniform_attention: dict | None  # accuracy with learned vs uniform pooling weights, or None
+    completeness_error: dict | None  # integrated gradients: mean, median, max, share within 5%
+    seconds: float
+    seed: int = 0
+    ks: list[str] = field(default_factory=lambda: [str(k) for k in DELETION_KS])
+
+    @property
+    def most_faithful(self) -> str:
+        """The method whose deletions drop the prediction most (highest AOPC)."""
+        return max(self.methods, key=lambda m: self.methods[m].aopc)
+
+    def beating_random(self) -> list[str]:
+        return [m for m, r in self.methods.items() if r.verdict == "beats random"]
+
+    def summary(self) -> str:
+        """One plain sentence: which methods beat random deletion and which did not."""
+        beat = self.beating_random()
+        rest = [m for m in self.methods if m not in beat]
+        return (f"{self.model} on {self.dataset} ({self.examples} texts): most faithful by deletion: "
+                f"{self.most_faithful}. Beat random deletion: {', '.join(beat) or 'none'}. "
+                f"Did not: {', '.join(rest) or 'none'}.")
+
+    def rows(self) -> tuple[list[str], list[tuple[str, ...]]]:
+        """The deletion-test table: a header and one row per method (most faithful first), then random."""
+        header = ["method", *(f"drop k={k}" for k in self.ks), "AOPC", "vs random", "verdict"]
+        rows = [(name, *(f"{r.drops[k]:.4f}" for k in self.ks), f"{r.aopc:.4f}",
+                 f"{r.advantage:+.4f} ± {r.advantage_se:.4f}", r.verdict)
+                for name, r in sorted(self.methods.items(), key=lambda item: -item[1].aopc)]
+        rows.append((f"random ({self.random_draws} draws)", *(f"{self.random_drops[k]:.4f}" for k in self.ks),
+                     f"{self.random_aopc:.4f}", "", ""))
+        return header, rows
+
+    def table(self) -> str:
+        """The deletion test as a Markdown table, then the notes and the rank agreement."""
+        header, rows = self.rows()
+        lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        lines += ["| " + " | ".join(row) + " |" for row in rows]
+        lines += ["", *self.notes()]
+        if self.agreement:
+            lines.append("Rank agreement (mean Spearman): "
+                         + "; ".join(f"{pair} {rho:+.2f}" for pair, rho in self.agreement.items()) + ".")
+        return "\n".join(lines)
+
+    def notes(self) -> list[str]:
+        """Sentences that go under the table: the verdicts, IG's completeness, the uniform-attention check."""
+        notes = [self.summary()]
+        if self.completeness_error:
+            e = self.completeness_error
+            notes.append(f"Integrated gradients' completeness error: median {e['median']:.2%}, mean {e['mean']:.2%}, "
+                         f"max {e['max']:.2%}; {e['within_5_percent']:.0%} of texts within 5%.")
+        if self.uniform_attention:
+            u = self.uniform_attention
+            notes.append(f"Uniform-attention check (Wiegreffe & Pinter 2019): accuracy {u['accuracy']:.4f} with the "
+                         f"learned pooling weights, {u['uniform_accuracy']:.4f} with uniform weights over the real "
+                         f"tokens; {u['changed']:.1%} of predictions change.")
+        return notes
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "FaithfulnessResult":
+        data = dict(data)
+        data["methods"] = {name: MethodFaithfulness(**r) for name, r in data["methods"].items()}
+        return cls(**data)
+
+
+def measure_faithfulness(classifier: "Classifier", data: TextDataset, *, methods: Sequence[str] | None = None,
+                         examples: int = 200, random_draws: int = 10, seed: int = 0,
+                         **options) -> FaithfulnessResult:
+    """Deletion test, agreement and uniform-attention check on a seeded sample of ``data``.
+
+    ``methods`` default to all the model supports; ``options`` go to the
+    methods that take them (integrated gradients: ``steps``).
+
+    >>> # measure_faithfulness(clf, load_splits("demo").test, examples=100).most_faithful
+    """
+    started = time.perf_counter()
+    model, device = classifier.model, classifier.device
+    methods = list(methods or available_methods(model))
+    for name in methods:
+        if name not in METHODS:
+            raise AttnclfError(f"unknown explanation method {name!r}; choose from {', '.join(METHODS)}")
+    if len(data) == 0:
+        raise AttnclfError(f"{data.name or data.split}: no texts to measure on")
+    rng = np.random.default_rng(seed)
+    sample = np.sort(rng.choice(len(data), size=min(examples, len(data)), replace=False))
+    texts = [data.texts[i] for i in sample]
+    labels = np.asarray([data.labels[i] for i in sample])
+    sequences = classifier.tokenizer.encode(texts)
+    predicted = classifier.predict_proba(texts).argmax(axis=1)
+    full = class_probability(model, sequences, predicted, device, classifier.batch_size)
+
+    scores, completeness = {}, None
+    for name in methods:
+        method_options = {k: v for k, v in options.items() if k in METHODS[name].options}
+        result = attribute(model, sequences, predicted, name, device=device, batch_size=classifier.batch_size,
+                           **method_options)
+        scores[name] = result.scores
+        if result.completeness_error is not None:
+            error = result.completeness_error
+            completeness = {"mean": float(error.mean()), "median": float(np.median(error)),
+                            "max": float(error.max()), "within_5_percent": float((error <= 0.05).mean())}
+
+    def drops(rankings: list[list[np.ndarray]]) -> np.ndarray:
+        """(texts, ks) mean probability drop; rankings[i] = candidate orders (best first) for text i."""
+        variants, owners = [], []
+        for i, orders in enumerate(rankings):
+            for k in DELETION_KS:
+                for order in orders:
+                    variants.append(remove_positions(sequences[i], order[: _tokens_to_remove(k, len(order))]))
+                    owners.append(i)
+        probability = class_probability(model, variants, predicted[owners], device, classifier.batch_size)
+        per_order = len(rankings[0])
+        return (full[:, None] - probability.reshape(len(rankings), len(DELETION_KS), per_order).mean(-1))
+
+    random_orders = [[rng.permutation(len(s)) for _ in range(random_draws)] for s in sequences]
+    random_drop = drops(random_orders)
+    random_aopc = random_drop.mean(1)
+    ks = [str(k) for k in DELETION_KS]
+    per_method = {}
+    for name, method_scores in scores.items():
+        drop = drops([[np.argsort(-s, kind="stable")] for s in method_scores])
+        advantage = drop.mean(1) - random_aopc
+        se = float(advantage.std(ddof=1) / math.sqrt(len(advantage))) if len(advantage) > 1 else float("nan")
+        mean = float(advantage.mean())
+        verdict = ("beats random" if mean - 2 * se > 0 else "worse than random" if mean + 2 * se < 0
+                   else "does not beat random")
+        per_method[name] = MethodFaithfulness(
+            drops=dict(zip(ks, map(float, drop.mean(0)))), aopc=float(drop.mean()), advantage=mean,
+            advantage_se=se, verdict=verdict,
+        )
+    return FaithfulnessResult(
+        model=classifier.config.get("model", {}).get("name", type(model).__name__),
+        dataset=data.name or data.split,
+        examples=len(sample),
+        methods=per_method,
+        random_drops=dict(zip(ks, map(float, random_drop.mean(0)))),
+        random_aopc=float(random_aopc.mean()),
+        random_draws=random_draws,
+        agreement=rank_agreement(scores),
+        uniform_attention=uniform_attention_check(classifier, sequences, labels)
+        if "attention" in available_methods(model) else None,
+        completeness_error=completeness,
+        seconds=round(time.perf_counter() - started, 2),
+        seed=seed,
+    )
+
+
+def _tokens_to_remove(k: int | str, n: int) -> int:
+    """k tokens, or a percentage of the text (at least one), never more than the text has.
+
+    >>> _tokens_to_remove(3, 2), _tokens_to_remove("10%", 25), _tokens_to_remove("10%", 4)
+    (2, 2, 1)
+    """
+    if isinstance(k, str):
+        return min(n, max(1, round(float(k.rstrip("%")) / 100 * n)))
+    return min(n, k)
+
+
+def rank_agreement(scores: dict[str, list[np.ndarray]]) -> dict[str, float]:
+    """Mean Spearman correlation of every pair of methods' token scores, over texts with >= 3 tokens.
+
+    >>> rank_agreement({"a": [np.array([1., 2, 3])], "b": [np.array([3., 2, 1])]})
+    {'a / b': -1.0}
+    """
+    agreement = {}
+    for a, b in combinations(scores, 2):
+        rhos = []
+        for x, y in zip(scores[a], scores[b]):
+            if len(x) >= 3 and np.ptp(x) > 0 and np.ptp(y) > 0:
+                rhos.append(np.corrcoef(rankdata(x), rankdata(y))[0, 1])
+        agreement[f"{a} / {b}"] = float(np.mean(rhos)) if rhos else float("nan")
+    return agreement
+
+
+@torch.inference_mode()
+def uniform_attention_check(classifier: "Classifier", sequences: Sequence[Sequence[int]],
+                            labels: np.ndarray) -> dict:
+    """Accuracy with the learned pooling weights and with uniform ones over the real tokens.
+
+    >>> # uniform_attention_check(clf, clf.tokenizer.encode(texts), np.array(labels))["uniform_accuracy"]
+    """
+    model = classifier.model.eval()
+    learned = np.zeros(len(sequences), dtype=np.int64)
+    uniform = np.zeros(len(sequences), dtype=np.int64)
+    for batch in BucketBatches(sequences, batch_size=classifier.batch_size, shuffle=False):
+        batch = batch.to(classifier.device)
+        mask = batch.attention_mask
+        weights = mask.float() / mask.sum(dim=1, keepdim=True).clamp(min=1)
+        learned[batch.indices] = model(batch.input_ids, mask).logits.argmax(-1).cpu().numpy()
+        uniform[batch.indices] = model(batch.input_ids, mask, pooling_override=weights).logits.argmax(-1).cpu().numpy()
+    return {"accuracy": float((learned == labels).mean()), "uniform_accuracy": float((uniform == labels).mean()),
+            "changed": float((learned != uniform).mean()), "examples": len(sequences)}
+
+
+def summary_table(results: Sequence[FaithfulnessResult]) -> str:
+    """Per model and dataset: the most faithful method, who beat random deletion, and the uniform check.
+
+    >>> # print(summary_table([measure_faithfulness(clf, data) for clf, data in runs]))
+    """
+    lines = ["| model | dataset | texts | most faithful (AOPC) | beat random | did not | accuracy: learned -> "
+             "uniform attention |", "|---|---|---|---|---|---|---|"]
+    for r in results:
+        u = r.uniform_attention
+        uniform = f"{u['accuracy']:.3f} -> {u['uniform_accuracy']:.3f}" if u else "n/a (no attention pooling)"
+        rest = [m for m in r.methods if m not in r.beating_random()]
+        lines.append(f"| {r.model} | {r.dataset} | {r.examples} | {r.most_faithful} "
+                     f"({r.methods[r.most_faithful].aopc:.3f}) | {', '.join(r.beating_random()) or 'none'} | "
+                     f"{', '.join(rest) or 'none'} | {uniform} |")
+    return "\n".join(lines)

@@ -1,0 +1,356 @@
+"""Per-token scores for one class of a prediction, five ways, and the self-attention maps.
+
+| method | score of token t |
+|---|---|
+| ``attention`` | the pooling layer's weight: where the pooling layer looked, not why the model decided |
+| ``rollout`` | attention rolled out through the encoder layers with the residual path, read out by the pooling |
+| ``grad-input`` | gradient x input on the token embedding: ``e_t . df/de_t`` |
+| ``integrated-gradients`` | ``(e_t - b_t) . mean of df/de_t`` along the straight path from a ``<pad>`` baseline |
+| ``occlusion`` | ``p(class | text) - p(class | text without t)`` |
+
+The gradient methods explain the class's log-odds ``f = z_c - logsumexp(z_other) =
+log p / (1 - p)``: it is what the softmax reads (for two classes, the logit
+margin), where a raw logit can rise with every class's logit and mean nothing.
+Integrated gradients' scores add up to ``f(text) - f(baseline)`` in the limit of
+many steps; ``Attribution.completeness_error`` says how far from that they are,
+and ``steps="auto"`` (the default) doubles the steps, per text, until that error
+is at most 1% (or 512 steps are reached).
+
+Removing a token means shortening the text. That differs from masking the
+token out in models with positions: masking keeps the later tokens at their old
+positions, removal moves them up one, as if the word had never been written.
+A text with every token removed is scored as the empty text (a row of padding).
+
+>>> from attnclf.models import build_model
+>>> model = build_model("self-attn", vocab_size=20, d_model=16, layers=1)
+>>> result = attribute(model, [[5, 6, 7]], np.array([1]), "occlusion")
+>>> result.scores[0].shape
+(3,)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+import torch
+
+from ..errors import AttnclfError
+from ..evaluation.predict import predict_probabilities
+from ..text.batching import BucketBatches
+from ..text.tokenizer import PAD_ID
+
+
+@dataclass(frozen=True)
+class Method:
+    name: str
+    description: str  # what a score means; shown beside every result
+    signed: bool  # negative scores are evidence against the class
+    options: dict = field(default_factory=dict)  # option name -> default
+
+
+METHODS: dict[str, Method] = {
+    m.name: m
+    for m in [
+        Method("attention", "where the pooling layer looked (its weight per token), not necessarily why "
+               "the model decided", signed=False),
+        Method("rollout", "attention rolled out through the encoder layers with the residual path "
+               "(Abnar & Zuidema 2020), read out by the pooling layer", signed=False),
+        Method("grad-input", "gradient x input on the token embeddings: each token's first-order "
+               "contribution to the class log-odds", signed=True),
+        Method("integrated-gradients", "integrated gradients from a <pad>-embedding baseline: contributions "
+               "to the class log-odds that add up to its change from the baseline", signed=True,
+               options={"steps": "auto"}),
+        Method("occlusion", "drop in the class probability when the token is removed", signed=True),
+    ]
+}
+
+
+IG_AUTO_STEPS = (16, 32, 64, 128, 256, 512)  # steps="auto" tries these in turn per text ...
+IG_TOLERANCE = 0.01  # ... until its completeness error is at most this
+IG_TOKENS_PER_PASS = 16384  # path points are stacked into forward passes of about this many tokens
+OCCLUSION_VARIANTS_PER_CHUNK = 4096
+
+
+@dataclass
+class Attribution:
+    """One score per token of every text, for the class asked about.
+
+    ``completeness_error``, ``log_odds_change`` and ``steps`` are set by
+    integrated gradients only: ``|sum(scores) - change| / |change|`` per text,
+    where ``change = f(text) - f(baseline)``, and the path steps it took.
+    """
+
+    scores: list[np.ndarray]
+    completeness_error: np.ndarray | None = None
+    log_odds_change: np.ndarray | None = None
+    steps: np.ndarray | None = None
+
+
+def attribute(model: torch.nn.Module, sequences: Sequence[Sequence[int]], targets: np.ndarray, method: str, *,
+              device: torch.device | str = "cpu", batch_size: int = 32, **options) -> Attribution:
+    """Score every token of every id sequence for class ``targets[i]`` by ``method`` (a key of ``METHODS``).
+
+    >>> from attnclf.models import build_model
+    >>> model = build_model("self-attn", vocab_size=20, d_model=16, layers=1)
+    >>> result = attribute(model, [[5, 6, 7], [8]], np.array([0, 1]), "integrated-gradients", steps=16)
+    >>> [len(s) for s in result.scores], bool(result.completeness_error.max() < 0.05)
+    ([3, 1], True)
+    """
+    if method not in METHODS:
+        raise AttnclfError(f"unknown explanation method {method!r}; choose one of {', '.join(METHODS)}")
+    unknown = set(options) - set(METHODS[method].options)
+    if unknown:
+        raise AttnclfError(f"method {method!r} takes no option {sorted(unknown)[0]!r}"
+                           + (f" (it takes: {', '.join(METHODS[method].options)})" if METHODS[method].options else ""))
+    options = {**METHODS[method].options, **options}
+    device = torch.device(device)
+    model.eval()
+    targets = np.asarray(targets, dtype=np.int64)
+    if method == "occlusion":
+        return Attribution(_occlusion(model, sequences, targets, device, batch_size))
+
+    per_batch: Callable = {"attention": _attention, "rollout": _rollout, "grad-input": _grad_input,
+                           "integrated-gradients": _integrated_gradients}[method]
+    scores: list[np.ndarray] = [np.zeros(0)] * len(sequences)
+    extras: dict[str, np.ndarray] = {}
+    for batch in BucketBatches(sequences, batch_size=batch_size, shuffle=False):
+        batch = batch.to(device)
+        target = torch.as_tensor(targets[batch.indices], device=device)
+        batch_scores, batch_extras = per_batch(model, batch.input_ids, batch.attention_mask, target, **options)
+        batch_scores = batch_scores.detach().float().cpu().numpy()
+        for row, i in enumerate(batch.indices):
+            scores[i] = batch_scores[row, : len(sequences[i])]  # batches are right-padded
+        for key, values in batch_extras.items():
+            extras.setdefault(key, np.zeros(len(sequences)))[batch.indices] = values.detach().float().cpu().numpy()
+    return Attribution(scores, **extras)
+
+
+def available_methods(model: torch.nn.Module) -> list[str]:
+    """The methods ``model`` supports: ``attention`` needs attention pooling, ``rollout`` self-attention.
+
+    >>> from attnclf.models import build_model
+    >>> available_methods(build_model("boe", vocab_size=20))
+    ['grad-input', 'integrated-gradients', 'occlusion']
+    """
+    ids = torch.tensor([[PAD_ID + 2]], device=next(model.parameters()).device)
+    model.eval()
+    with torch.inference_mode():
+        out = model(ids, ids != PAD_ID, output_attentions=True)
+    lacking = {"attention": out.pooling_weights is None, "rollout": out.self_attentions is None}
+    return [name for name in METHODS if not lacking.get(name, False)]
+
+
+def self_attention_maps(model: torch.nn.Module, sequences: Sequence[Sequence[int]], *,
+                        device: torch.device | str = "cpu", batch_size: int = 32) -> list[np.ndarray]:
+    """Every layer's and head's self-attention per text: (layers, heads, n, n), rows = queries.
+
+    >>> from attnclf.models import build_model
+    >>> model = build_model("self-attn", vocab_size=20, d_model=16, heads=2, layers=3)
+    >>> self_attention_maps(model, [[5, 6, 7]])[0].shape
+    (3, 2, 3, 3)
+    """
+    device = torch.device(device)
+    model.eval()
+    maps: list[np.ndarray] = [np.zeros(0)] * len(sequences)
+    with torch.inference_mode():
+        for batch in BucketBatches(sequences, batch_size=batch_size, shuffle=False):
+            batch = batch.to(device)
+            layers = _self_attentions(model, batch.input_ids, batch.attention_mask)
+            stacked = torch.stack(layers, dim=1).float().cpu().numpy()  # (B, L, H, T, T)
+            for row, i in enumerate(batch.indices):
+                n = len(sequences[i])
+                maps[i] = stacked[row, :, :, :n, :n]
+    return maps
+
+
+# ---------------------------------------------------------------- per-batch methods
+# Each takes a right-padded batch and the class per row, and returns (batch, seq)
+# scores, zero at padding, plus any per-row extras.
+
+
+def log_odds(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """``log p / (1 - p)`` of class ``target[i]`` in row i: ``z_c - logsumexp(z_other)``.
+
+    >>> log_odds(torch.tensor([[0.0, 2.0]]), torch.tensor([1]))
+    tensor([2.])
+    """
+    chosen = logits.gather(1, target[:, None]).squeeze(1)
+    others = logits.scatter(1, target[:, None], float("-inf"))
+    return chosen - torch.logsumexp(others, dim=1)
+
+
+def _attention(model, ids, mask, target) -> tuple[torch.Tensor, dict]:
+    with torch.inference_mode():
+        weights = model(ids, mask).pooling_weights
+    if weights is None:
+        raise AttnclfError("this model does not pool by attention, so it has no attention weights to show; "
+                           "use rollout, grad-input, integrated-gradients or occlusion")
+    return weights, {}
+
+
+def _self_attentions(model, ids, mask) -> list[torch.Tensor]:
+    maps = model(ids, mask, output_attentions=True).self_attentions
+    if maps is None:
+        raise AttnclfError("this model has no self-attention layers (self-attn, transformer-mean and mha do)")
+    return maps
+
+
+def rollout(maps: Sequence[torch.Tensor], readout: torch.Tensor) -> torch.Tensor:
+    """Attention rollout (Abnar & Zuidema 2020) read out by pooling weights.
+
+    Each layer's head-averaged map ``A`` becomes ``0.5 A + 0.5 I`` (the
+    residual path carries half of every position's state through), rows
+    renormalised; the product over layers says how much of each final
+    position's state came from each input token, and ``readout`` (batch, seq),
+    the weights with which the model pools final positions, turns that into
+    one score per input token.
+
+    >>> to_first = torch.tensor([[[[1.0, 0.0], [1.0, 0.0]]]])  # both positions read token 0
+    >>> rollout([to_first], torch.tensor([[0.0, 1.0]]))
+    tensor([[0.5000, 0.5000]])
+    """
+    seq = readout.size(-1)
+    eye = torch.eye(seq, device=readout.device)
+    joint = eye.expand(readout.size(0), seq, seq)
+    for layer in maps:
+        step = 0.5 * layer.float().mean(dim=1) + 0.5 * eye
+        joint = (step / step.sum(dim=-1, keepdim=True)) @ joint
+    return (readout.unsqueeze(1) @ joint).squeeze(1)
+
+
+def _rollout(model, ids, mask, target) -> tuple[torch.Tensor, dict]:
+    with torch.inference_mode():
+        out = model(ids, mask, output_attentions=True)
+    if out.self_attentions is None:
+        raise AttnclfError("rollout needs self-attention layers (self-attn, transformer-mean, mha); "
+                           "this model has none")
+    readout = out.pooling_weights
+    if readout is None:  # models that pool without attention
+        real = mask.float()
+        if getattr(model.config, "pooling", "mean") == "first":
+            real = torch.nn.functional.one_hot(real.argmax(dim=1), real.size(1)).float()
+        # Mean pooling reads every real position equally; max pooling is approximated the same way.
+        readout = real / real.sum(dim=1, keepdim=True).clamp(min=1)
+    return rollout(out.self_attentions, readout.float()) * mask, {}
+
+
+def _gradient(model, ids, mask, target, embeddings) -> torch.Tensor:
+    """d(class log-odds)/d(token embeddings), (batch, seq, dim)."""
+    embeddings = embeddings.detach().requires_grad_(True)
+    # cuDNN's RNN backward refuses eval mode; the native kernels accept it (CPU is unaffected).
+    with torch.enable_grad(), torch.backends.cudnn.flags(enabled=False):
+        f = log_odds(model(ids, mask, token_embeddings=embeddings).logits.float(), target)
+        (gradient,) = torch.autograd.grad(f.sum(), embeddings)  # rows are independent in eval mode
+    return gradient
+
+
+def _grad_input(model, ids, mask, target) -> tuple[torch.Tensor, dict]:
+    embeddings = model.embed_tokens(ids).detach()
+    return (_gradient(model, ids, mask, target, embeddings) * embeddings).sum(-1) * mask, {}
+
+
+def _integrated_gradients(model, ids, mask, target, steps: int | str) -> tuple[torch.Tensor, dict]:
+    if steps == "auto":
+        schedule = IG_AUTO_STEPS
+    elif isinstance(steps, int) and not isinstance(steps, bool) and steps >= 1:
+        schedule = (steps,)
+    else:
+        raise AttnclfError(f"integrated gradients needs steps >= 1 or 'auto', got {steps!r}")
+    embeddings = model.embed_tokens(ids).detach()
+    # <pad> at every real position (its embedding row is zero); the mask stays, so the
+    # baseline is a text of the same length saying nothing.
+    baseline = model.embed_tokens(torch.full_like(ids, PAD_ID)).detach()
+    with torch.inference_mode():
+        change = (log_odds(model(ids, mask, token_embeddings=embeddings).logits.float(), target)
+                  - log_odds(model(ids, mask, token_embeddings=baseline).logits.float(), target))
+    scores = torch.zeros(ids.shape, device=ids.device)
+    error = torch.full_like(change, float("inf"))
+    used = torch.zeros_like(change)
+    rows = torch.arange(len(ids), device=ids.device)
+    # Paths through a trained model can turn sharply (a log-odds swing of 10 within 2% of the
+    # path), which no small fixed step count integrates; "auto" doubles the steps for the rows
+    # still off by more than IG_TOLERANCE, so easy texts stay cheap.
+    for n in schedule:
+        row_scores = _path_integral(model, ids[rows], mask[rows], target[rows], embeddings[rows], baseline[rows], n)
+        scores[rows], used[rows] = row_scores, n
+        error[rows] = (row_scores.sum(1) - change[rows]).abs() / change[rows].abs().clamp(min=1e-6)
+        rows = rows[error[rows] > IG_TOLERANCE]
+        if len(rows) == 0:
+            break
+    return scores, {"completeness_error": error, "log_odds_change": change, "steps": used}
+
+
+def _path_integral(model, ids, mask, target, embeddings, baseline, steps: int) -> torch.Tensor:
+    """``(x - b) . integral of df/dx`` along the straight path from ``b`` to ``x``, summed per token."""
+    # Gauss-Legendre nodes on [0, 1]: exact for polynomial paths of degree < 2*steps, so far
+    # fewer steps reach a small completeness error on smooth paths than a Riemann sum would.
+    nodes, weights = np.polynomial.legendre.leggauss(steps)
+    alphas = torch.tensor((nodes + 1) / 2, dtype=embeddings.dtype, device=embeddings.device)
+    weights = torch.tensor(weights / 2, dtype=embeddings.dtype, device=embeddings.device)
+    rows, seq, dim = embeddings.shape
+    # Several path points per forward pass: small models are dominated by per-call overhead.
+    per_pass = max(1, IG_TOKENS_PER_PASS // (rows * seq))
+    path_gradient = torch.zeros_like(embeddings)
+    for start in range(0, steps, per_pass):
+        alpha, weight = alphas[start:start + per_pass, None, None, None], weights[start:start + per_pass]
+        points = (baseline + alpha * (embeddings - baseline)).reshape(-1, seq, dim)  # (points x rows) rows
+        k = len(weight)
+        gradient = _gradient(model, ids.repeat(k, 1), mask.repeat(k, 1), target.repeat(k), points)
+        path_gradient += torch.einsum("k,krsd->rsd", weight, gradient.view(k, rows, seq, dim))
+    return ((embeddings - baseline) * path_gradient).sum(-1) * mask
+
+
+# ---------------------------------------------------------------- occlusion
+
+
+def remove_positions(sequence: Sequence[int], positions) -> list[int]:
+    """``sequence`` without the tokens at ``positions``; the empty text is one ``<pad>`` (no real token).
+
+    >>> remove_positions([5, 6, 7], [0, 2]), remove_positions([5], [0])
+    ([6], [0])
+    """
+    drop = set(int(p) for p in positions)
+    kept = [token for position, token in enumerate(sequence) if position not in drop]
+    return kept or [PAD_ID]
+
+
+def class_probability(model: torch.nn.Module, sequences: Sequence[Sequence[int]], targets: np.ndarray,
+                      device: torch.device, batch_size: int = 128) -> np.ndarray:
+    """p(``targets[i]`` | ``sequences[i]``) for every i, batched by length."""
+    probabilities = predict_probabilities(model, BucketBatches(sequences, batch_size=batch_size, shuffle=False),
+                                          device)
+    return probabilities[np.arange(len(sequences)), targets]
+
+
+def _occlusion(model, sequences, targets, device, batch_size) -> list[np.ndarray]:
+    full = class_probability(model, sequences, targets, device, batch_size)
+    scores = []
+    # A text of n tokens has n variants; chunks of texts bound the variants held at once.
+    for chunk in _chunks([len(s) for s in sequences], OCCLUSION_VARIANTS_PER_CHUNK):
+        variants = [remove_positions(sequences[i], [t]) for i in chunk for t in range(len(sequences[i]))]
+        owners = [i for i in chunk for _ in sequences[i]]
+        occluded = class_probability(model, variants, targets[owners], device, batch_size)
+        start = 0
+        for i in chunk:
+            scores.append(full[i] - occluded[start:start + len(sequences[i])])
+            start += len(sequences[i])
+    return scores
+
+
+def _chunks(sizes: Sequence[int], limit: int):
+    """Consecutive index lists whose sizes add up to at most ``limit`` (or one item, if larger).
+
+    >>> list(_chunks([3, 3, 5, 1], 6))
+    [[0, 1], [2, 3]]
+    """
+    chunk, total = [], 0
+    for i, size in enumerate(sizes):
+        if chunk and total + size > limit:
+            yield chunk
+            chunk, total = [], 0
+        chunk.append(i)
+        total += size
+    if chunk:
+        yield chunk

@@ -1,0 +1,184 @@
+"""Explanations for people and programs: coloured terminal text, JSON lines, and HTML.
+
+Colour strength is a token's score over the text's largest absolute score, so
+every text uses the whole scale. Signed methods colour evidence for the
+explained class green and against it red; attention and rollout (never
+negative) are orange.
+
+>>> from attnclf.explain.explanation import Explanation
+>>> e = Explanation("not bad", ["not", "bad"], [0.8, 0.2], "attention", "positive", "positive", 0.9, {})
+>>> render_terminal([e], color=False).splitlines()[1]
+'  not bad'
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+from typing import Sequence
+
+import numpy as np
+
+from .explanation import Explanation
+
+FOR, AGAINST, UNSIGNED = (46, 160, 67), (207, 34, 46), (245, 140, 0)
+
+TOKEN_CSS = """
+.tokens { line-height: 2.1; font-size: 1.05em; }
+.tok { padding: 0.15em 0.25em; margin: 0 0.05em; border-radius: 0.25em; color: #111; }
+.legend { color: #555; font-size: 0.9em; }
+"""
+
+
+def token_colour(score: float, scale: float, signed: bool) -> tuple[int, int, int]:
+    """The token's background: white blended towards the method's colour by ``|score| / scale``.
+
+    >>> token_colour(0.0, 1.0, True), token_colour(1.0, 1.0, False)
+    ((255, 255, 255), (245, 140, 0))
+    """
+    strength = min(1.0, abs(score) / scale) if scale > 0 else 0.0
+    base = (FOR if score >= 0 else AGAINST) if signed else UNSIGNED
+    return tuple(round(255 + strength * (c - 255)) for c in base)
+
+
+def _scale(explanation: Explanation) -> float:
+    return float(np.max(np.abs(explanation.scores))) if explanation.scores else 0.0
+
+
+def _scale_note(e: Explanation) -> str:
+    # Colours are relative, so say what full strength is: near-uniform weights would look decisive otherwise.
+    note = f"full colour = {_scale(e):.3g}"
+    if not e.signed and e.tokens:
+        note += f"; uniform weight would be {1 / len(e.tokens):.3g}"
+    return note
+
+
+def _headline(e: Explanation) -> str:
+    line = f"{e.label} ({e.probabilities.get(e.label, e.probability):.3f})"
+    if e.target != e.label:
+        line += f", explaining {e.target} ({e.probability:.3f})"
+    line += f"  [{e.method}: {e.description}]"
+    if e.completeness_error is not None:
+        line += (f"  completeness error {e.completeness_error:.2%} of a log-odds change of {e.log_odds_change:+.3f}"
+                 f" ({e.steps} steps)")
+    return line
+
+
+def render_terminal(explanations: Sequence[Explanation], color: bool = True, top: int = 5) -> str:
+    """Headline, the tokens (coloured with 24-bit ANSI backgrounds when ``color``), the top tokens."""
+    blocks = []
+    for e in explanations:
+        scale = _scale(e)
+        if color:
+            tokens = " ".join("\x1b[48;2;{};{};{}m\x1b[38;2;17;17;17m{}\x1b[0m".format(
+                *token_colour(s, scale, e.signed), token) for token, s in zip(e.tokens, e.scores))
+        else:
+            tokens = " ".join(e.tokens)
+        ranked = ", ".join(f"{token} {score:+.3f}" if e.signed else f"{token} {score:.3f}"
+                           for token, score in e.top_tokens(top))
+        lines = [_headline(e), f"  {tokens}", f"  top: {ranked}  ({_scale_note(e)})"]
+        if e.self_attentions is not None:
+            lines += [f"  {line}" for line in head_summary(e.self_attentions, e.tokens)]
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
+
+
+def head_summary(maps: np.ndarray, tokens: Sequence[str], shown: int = 12) -> list[str]:
+    """Per layer and head: mean attention distance in tokens and each token's most attended token.
+
+    Local heads (distance near 1) read neighbours, bigram-like; broad heads
+    relate distant tokens (the case study's reading of its two layers).
+
+    >>> maps = np.array([[[[0.0, 1.0], [1.0, 0.0]]]])
+    >>> head_summary(maps, ["a", "b"])
+    ['layer 1 head 1: mean distance 1.00; a->b b->a']
+    """
+    layers, heads, n, _ = maps.shape
+    distance = np.abs(np.arange(n)[:, None] - np.arange(n)[None, :])
+    lines = []
+    for layer in range(layers):
+        for head in range(heads):
+            weights = maps[layer, head]
+            mean_distance = float((weights * distance).sum() / max(weights.sum(), 1e-9))
+            pairs = " ".join(f"{tokens[q]}->{tokens[int(weights[q].argmax())]}" for q in range(min(n, shown)))
+            lines.append(f"layer {layer + 1} head {head + 1}: mean distance {mean_distance:.2f}; {pairs}"
+                         + (" ..." if n > shown else ""))
+    return lines
+
+
+def render_json(explanations: Sequence[Explanation]) -> str:
+    """One JSON object per line, per explanation."""
+    return "\n".join(json.dumps(e.to_dict(), ensure_ascii=False) for e in explanations)
+
+
+def tokens_html(e: Explanation) -> str:
+    """The text's tokens as coloured spans; hovering a token shows its score."""
+    scale = _scale(e)
+    spans = []
+    for token, score in zip(e.tokens, e.scores):
+        r, g, b = token_colour(score, scale, e.signed)
+        spans.append(f'<span class="tok" style="background: rgb({r}, {g}, {b})" title="{score:+.4f}">'
+                     f"{html.escape(token)}</span>")
+    return f'<div class="tokens">{" ".join(spans)}</div><div class="legend">{html.escape(_scale_note(e))}</div>'
+
+
+def legend_html(signed: bool) -> str:
+    if signed:
+        return ('<p class="legend"><span class="tok" style="background: rgb(%d, %d, %d)">for</span> the class, '
+                '<span class="tok" style="background: rgb(%d, %d, %d)">against</span> it; '
+                "strength relative to the text's strongest token.</p>" % (*FOR, *AGAINST))
+    return ('<p class="legend"><span class="tok" style="background: rgb(%d, %d, %d)">weight</span>, relative to '
+            "the text's largest.</p>" % UNSIGNED)
+
+
+def png_img(png: bytes, alt: str) -> str:
+    """An <img> with the PNG embedded, so the page needs no other file."""
+    data = base64.b64encode(png).decode("ascii")
+    return f'<img src="data:image/png;base64,{data}" alt="{html.escape(alt)}">'
+
+
+def render_html(explanations: Sequence[Explanation], title: str = "attnclf explanations") -> str:
+    """A standalone page: per explanation the headline, coloured tokens, a bar chart and any head maps."""
+    from ..report.plots import head_maps_figure, png_bytes, token_scores_figure
+
+    sections = []
+    for e in explanations:
+        parts = [f"<h2>{html.escape(e.text[:120])}{'…' if len(e.text) > 120 else ''}</h2>",
+                 f"<p>{html.escape(_headline(e))}</p>", tokens_html(e), legend_html(e.signed),
+                 png_img(png_bytes(token_scores_figure(e.tokens, e.scores, f"{e.method}: {e.target}")),
+                         f"{e.method} scores per token")]
+        if e.self_attentions is not None:
+            parts.append(png_img(png_bytes(head_maps_figure(e.self_attentions, e.tokens)),
+                                 "self-attention per layer and head"))
+        sections.append("<section>" + "\n".join(parts) + "</section>")
+    return page(title, "\n".join(sections))
+
+
+def page(title: str, body: str) -> str:
+    """The HTML page around ``body``: UTF-8, responsive images, no scripts, no external files."""
+    return f"""<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{html.escape(title)}</title>
+<style>
+body {{ font-family: system-ui, -apple-system, "Segoe UI", sans-serif; max-width: 1100px; margin: 2em auto;
+       padding: 0 1em; color: #222; }}
+h1, h2, h3 {{ font-weight: 600; }}
+img {{ max-width: 100%; height: auto; display: block; margin: 0.8em 0; }}
+table {{ border-collapse: collapse; margin: 0.8em 0; }}
+th, td {{ border: 1px solid #ccc; padding: 0.3em 0.7em; text-align: right; }}
+th:first-child, td:first-child {{ text-align: left; }}
+section {{ border-top: 1px solid #ddd; margin-top: 1.5em; }}
+.note {{ color: #555; }}
+{TOKEN_CSS}
+</style>
+</head>
+<body>
+<h1>{html.escape(title)}</h1>
+{body}
+</body>
+</html>
+"""

@@ -1,0 +1,216 @@
+"""``report.html``: one self-contained page per run, readable offline, and its PNGs in ``plots/``.
+
+Sections: the run at a glance; training curves and the validation metric
+history; the confusion matrix, ROC curve and per-class table on the test set;
+the most confident correct and incorrect test examples with their tokens
+highlighted by an explanation method; self-attention per layer and head for
+one example; and the faithfulness measurements, when they have been made
+(``faithfulness=True``, or a ``faithfulness.json`` newer than the weights,
+written by ``attnclf faithfulness``).
+
+>>> # write_report("runs/demo")  # -> runs/demo/report.html
+"""
+
+from __future__ import annotations
+
+import html
+import time
+from pathlib import Path
+
+from ..data.base import TextDataset
+from ..errors import AttnclfError, RunDirError
+from ..evaluation.metrics import pick_examples
+from ..explain.explanation import explain
+from ..explain.faithfulness import FaithfulnessResult, measure_faithfulness
+from ..explain.methods import METHODS, available_methods
+from ..explain.render import legend_html, page, png_img, tokens_html
+from ..rundir import atomic_write_bytes, atomic_write_json, check_run_dir, read_json, read_jsonl
+from . import plots
+
+FAITHFULNESS_FILE = "faithfulness.json"
+PLOTS = ("training", "metric_history", "confusion_matrix", "roc", "self_attention", "deletion")  # plots/<name>.png
+
+
+def write_report(run_dir: str | Path, *, classifier=None, test: TextDataset | None = None, method: str | None = None,
+                 faithfulness: bool = False, faithfulness_examples: int = 200, device: str = "auto") -> Path:
+    """Write ``report.html`` and ``plots/*.png`` into ``run_dir``; returns the report's path.
+
+    ``classifier`` and ``test`` default to the run's own model and test split
+    (``train`` passes the ones it has in memory). ``method`` highlights the
+    examples (default: ``attention`` when the model pools by attention, else
+    ``integrated-gradients``). ``faithfulness=True`` measures it on
+    ``faithfulness_examples`` test texts and saves ``faithfulness.json``.
+
+    >>> # write_report("runs/demo", method="occlusion", faithfulness=True)
+    """
+    from ..classifier import Classifier
+
+    run_dir = check_run_dir(run_dir)
+    if not (run_dir / "metrics.json").is_file():
+        raise RunDirError(f"run directory {run_dir} has no metrics.json: training has not finished")
+    config = read_json(run_dir / "config.json")
+    metrics = read_json(run_dir / "metrics.json")
+    history = read_jsonl(run_dir / "history.jsonl")
+    if classifier is None:
+        classifier = Classifier.load(run_dir, device=device)
+    if test is None:
+        test = run_test_data(config, classifier.label_names)
+    supported = available_methods(classifier.model)
+    method = method or ("attention" if "attention" in supported else "integrated-gradients")
+    if method not in supported:
+        raise AttnclfError(f"method {method!r} does not apply to this model; it supports {', '.join(supported)}")
+
+    probabilities = classifier.predict_proba(test.texts)
+    figures = {"training": plots.training_curves(history) if history else None,
+               "metric_history": plots.metric_history(history),
+               "confusion_matrix": plots.confusion_matrix_figure(metrics["confusion_matrix"], classifier.label_names),
+               "roc": plots.roc_figure(test.labels, probabilities, classifier.label_names)}
+    examples = pick_examples(test.texts, test.labels, probabilities, classifier.label_names)
+    texts = [ex["text"] for kind in ("correct", "incorrect") for ex in examples[kind]]
+    has_heads = "rollout" in supported
+    explanations = explain(classifier, texts, method, self_attentions=has_heads) if texts else []
+    if has_heads and explanations:
+        first = explanations[0]
+        figures["self_attention"] = plots.head_maps_figure(first.self_attentions, first.tokens)
+
+    result = _faithfulness(run_dir, classifier, test, faithfulness, faithfulness_examples)
+    if result is not None:
+        figures["deletion"] = plots.deletion_figure(
+            {name: r.drops for name, r in result.methods.items()}, result.random_drops)
+
+    images = {name: plots.png_bytes(figure) for name, figure in figures.items() if figure is not None}
+    (run_dir / "plots").mkdir(exist_ok=True)
+    for name in PLOTS:  # an earlier report's plot this one lacks would contradict it
+        if name in images:
+            atomic_write_bytes(run_dir / "plots" / f"{name}.png", images[name])
+        else:
+            (run_dir / "plots" / f"{name}.png").unlink(missing_ok=True)
+
+    body = "\n".join([
+        _overview(run_dir, config, metrics),
+        _training_section(images),
+        _test_section(images, metrics, classifier.label_names, test),
+        _examples_section(explanations, examples, method),
+        _heads_section(images, explanations),
+        _faithfulness_section(images, result),
+        f'<p class="note">Written by attnclf {html.escape(config.get("versions", {}).get("attnclf", "?"))} '
+        f"on {time.strftime('%Y-%m-%d %H:%M')}.</p>",
+    ])
+    path = run_dir / "report.html"
+    atomic_write_bytes(path, page(f"attnclf report: {run_dir.name}", body).encode("utf-8"))
+    return path
+
+
+def run_test_data(config: dict, label_names: list[str]) -> TextDataset:
+    """The run's own test split (its validation split when the data has no test split)."""
+    from ..training.run import DataSettings, _aligned, load_data
+
+    settings = config["settings"]
+    splits = load_data(DataSettings(**settings["data"]), settings["train"]["seed"])
+    return _aligned(splits.test if splits.test is not None else splits.validation, label_names)
+
+
+def _faithfulness(run_dir: Path, classifier, test: TextDataset, measure: bool,
+                  examples: int) -> FaithfulnessResult | None:
+    saved = run_dir / FAITHFULNESS_FILE
+    if measure:
+        result = measure_faithfulness(classifier, test, examples=examples)
+        atomic_write_json(saved, result.to_dict())
+        return result
+    # A measurement of older weights would describe another model.
+    if saved.is_file() and saved.stat().st_mtime >= (run_dir / "model.safetensors").stat().st_mtime:
+        try:
+            return FaithfulnessResult.from_dict(read_json(saved))
+        except (KeyError, TypeError) as exc:
+            raise RunDirError(f"{saved}: not a faithfulness result this attnclf reads ({exc!r}); "
+                              "measure again with `attnclf faithfulness`") from None
+    return None
+
+
+def _image(images: dict[str, bytes], name: str, alt: str) -> str:
+    return png_img(images[name], alt) if name in images else ""
+
+
+def _overview(run_dir: Path, config: dict, metrics: dict) -> str:
+    model, data = config["model"], config.get("data", {})
+    settings = config["settings"]
+    dataset = settings["data"].get("dataset") or Path(settings["data"].get("train_file") or "?").name
+    auc = metrics.get("roc_auc")
+    rows = [("model", f"{model['name']} ({model['parameters']:,} parameters)"), ("dataset", dataset),
+            ("examples (train / validation / test)", f"{data.get('train_examples', '?')} / "
+             f"{data.get('validation_examples', '?')} / {data.get('test_examples', '?')}"),
+            (f"{metrics.get('split', 'test')} accuracy", f"{metrics['accuracy']:.4f}"),
+            ("macro-F1", f"{metrics['macro_f1']:.4f}"), ("ROC AUC", "n/a" if auc is None else f"{auc:.4f}"),
+            ("training time", f"{metrics.get('train_seconds', float('nan')):.1f} s"),
+            ("run directory", str(run_dir))]
+    return "<section><h2>Run</h2>" + _table(None, rows) + "</section>"
+
+
+def _training_section(images: dict[str, bytes]) -> str:
+    if "training" not in images:
+        return "<section><h2>Training</h2><p>No history.jsonl: no epochs were recorded.</p></section>"
+    return ("<section><h2>Training</h2>" + _image(images, "training", "loss and accuracy per epoch")
+            + "<h3>Validation metrics per epoch</h3>"
+            + _image(images, "metric_history", "validation precision, recall, AUC and counts per epoch")
+            + "</section>")
+
+
+def _test_section(images: dict[str, bytes], metrics: dict, label_names: list[str], test: TextDataset) -> str:
+    rows = [(name, f"{c['precision']:.4f}", f"{c['recall']:.4f}", f"{c['f1']:.4f}", str(c["support"]))
+            for name, c in metrics["per_class"].items()]
+    for average in ("macro", "weighted"):
+        rows.append((f"{average} average", f"{metrics[f'{average}_precision']:.4f}",
+                     f"{metrics[f'{average}_recall']:.4f}", f"{metrics[f'{average}_f1']:.4f}",
+                     str(metrics["num_examples"])))
+    roc_note = "" if len(label_names) == 2 else " (one-vs-rest per class)"
+    return (f"<section><h2>Test set ({len(test)} texts)</h2>"
+            + _table(["class", "precision", "recall", "F1", "support"], rows)
+            + _image(images, "confusion_matrix", "confusion matrix") + f"<h3>ROC curve{roc_note}</h3>"
+            + _image(images, "roc", "ROC curve") + "</section>")
+
+
+def _examples_section(explanations: list, examples: dict, method: str) -> str:
+    parts = [f"<section><h2>Examples, explained by {html.escape(method)}</h2>",
+             f'<p class="note">{html.escape(METHODS[method].description)}; the scores explain the predicted class. '
+             "Hover a token for its score.</p>", legend_html(METHODS[method].signed)]
+    explained = iter(explanations)  # in the order they were asked for: correct, then incorrect
+    for kind in ("correct", "incorrect"):
+        parts.append(f"<h3>Most confident {kind} predictions</h3>")
+        if not examples[kind]:
+            parts.append(f"<p>No {kind} predictions on the test set.</p>")
+        for ex in examples[kind]:
+            parts.append(f"<p>true <b>{html.escape(ex['true'])}</b>, predicted <b>{html.escape(ex['predicted'])}"
+                         f"</b> ({ex['confidence']:.3f})</p>" + tokens_html(next(explained)))
+    return "\n".join(parts) + "</section>"
+
+
+def _heads_section(images: dict[str, bytes], explanations: list) -> str:
+    if "self_attention" not in images:
+        return ""
+    return ("<section><h2>Self-attention per layer and head</h2>"
+            f"<p class=\"note\">For “{html.escape(explanations[0].text[:100])}”; rows are the attending tokens, "
+            "columns the attended ones.</p>" + _image(images, "self_attention", "self-attention maps") + "</section>")
+
+
+def _faithfulness_section(images: dict[str, bytes], result: FaithfulnessResult | None) -> str:
+    if result is None:
+        return ("<section><h2>Faithfulness</h2><p>Not measured for these weights. "
+                "<code>attnclf report RUN_DIR --faithfulness</code> or <code>attnclf faithfulness RUN_DIR</code> "
+                "measures it.</p></section>")
+    agreement = [(pair, f"{rho:+.3f}") for pair, rho in result.agreement.items()]
+    return ("<section><h2>Faithfulness</h2>"
+            f'<p class="note">Deletion test on {result.examples} texts of {html.escape(result.dataset)}: mean drop '
+            "in the predicted class's probability when the k highest-scoring tokens are removed, against k random "
+            "tokens. AOPC is the mean over k; a method beats random when its AOPC exceeds random's by more than two "
+            "standard errors.</p>"
+            + _table(*result.rows())
+            + "".join(f"<p>{html.escape(note)}</p>" for note in result.notes())
+            + _image(images, "deletion", "deletion test")
+            + "<h3>Agreement between methods (mean Spearman rank correlation)</h3>"
+            + _table(["methods", "rank correlation"], agreement) + "</section>")
+
+
+def _table(header: list[str] | None, rows: list[tuple]) -> str:
+    head = "" if header is None else "<tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in header) + "</tr>"
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(cell))}</td>" for cell in row) + "</tr>" for row in rows)
+    return f"<table>{head}{body}</table>"

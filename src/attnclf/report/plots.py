@@ -1,0 +1,175 @@
+"""The report's figures, drawn with matplotlib's object API on the Agg canvas.
+
+Every function returns a ``Figure`` and touches no global pyplot state, so
+plotting works without a display and from any thread; ``png_bytes`` renders one.
+
+>>> fig = training_curves([{"epoch": 1, "train_loss": 0.7, "val_loss": 0.6, "train_accuracy": 0.5,
+...                         "val_accuracy": 0.6}])
+>>> png_bytes(fig)[:8]
+b'\\x89PNG\\r\\n\\x1a\\n'
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Sequence
+
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
+from sklearn.metrics import auc, roc_curve
+
+DPI = 100
+# The Keras-blog seed's metric history: what history.jsonl records per epoch besides loss and accuracy.
+HISTORY_METRICS = [("val_macro_precision", "precision (macro)"), ("val_macro_recall", "recall (macro)"),
+                   ("val_roc_auc", "ROC AUC"), ("val_macro_f1", "F1 (macro)"), ("val_tp", "true positives"),
+                   ("val_fp", "false positives"), ("val_tn", "true negatives"), ("val_fn", "false negatives")]
+
+
+def _figure(width: float, height: float) -> Figure:
+    fig = Figure(figsize=(width, height), dpi=DPI, layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def png_bytes(fig: Figure) -> bytes:
+    """The figure as PNG bytes."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=DPI)
+    return buffer.getvalue()
+
+
+def training_curves(history: Sequence[dict]) -> Figure:
+    """Loss and accuracy per epoch, training and validation."""
+    epochs = [h["epoch"] for h in history]
+    fig = _figure(9, 3.4)
+    for ax, metric in zip(fig.subplots(1, 2), ("loss", "accuracy")):
+        ax.plot(epochs, [h[f"train_{metric}"] for h in history], "o-", label="training")
+        ax.plot(epochs, [h[f"val_{metric}"] for h in history], "s-", label="validation")
+        ax.set(xlabel="epoch", ylabel=metric, title=metric)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.grid(alpha=0.3)
+        ax.legend()
+    return fig
+
+
+def metric_history(history: Sequence[dict]) -> Figure | None:
+    """Validation precision, recall, AUC, F1 and TP/FP/TN/FN per epoch (those recorded); None if none are."""
+    present = [(key, title) for key, title in HISTORY_METRICS
+               if any(h.get(key) is not None for h in history)]
+    if not present:
+        return None
+    columns = 4
+    rows = -(-len(present) // columns)
+    fig = _figure(11, 2.6 * rows)
+    axes = np.atleast_1d(fig.subplots(rows, columns)).ravel()
+    epochs = [h["epoch"] for h in history]
+    for ax, (key, title) in zip(axes, present):
+        values = [np.nan if h.get(key) is None else h[key] for h in history]
+        ax.plot(epochs, values, "o-", color="tab:green")
+        ax.set(title=title, xlabel="epoch")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.grid(alpha=0.3)
+    for ax in axes[len(present):]:
+        ax.set_visible(False)
+    return fig
+
+
+def confusion_matrix_figure(matrix: Sequence[Sequence[int]], label_names: Sequence[str]) -> Figure:
+    """Counts with rows = true class, columns = predicted class."""
+    matrix = np.asarray(matrix)
+    size = min(12.0, 2.5 + 0.45 * len(label_names))
+    fig = _figure(size + 1, size)
+    ax = fig.subplots()
+    image = ax.imshow(matrix, cmap="Blues")
+    fig.colorbar(image, ax=ax, shrink=0.8)
+    ticks = np.arange(len(label_names))
+    ax.set_xticks(ticks, label_names, rotation=45 if len(label_names) > 4 else 0, ha="right" if len(label_names) > 4
+                  else "center")
+    ax.set_yticks(ticks, label_names)
+    ax.set(xlabel="predicted", ylabel="true", title="confusion matrix")
+    if len(label_names) <= 12:
+        threshold = matrix.max() / 2 if matrix.size else 0
+        for (row, col), count in np.ndenumerate(matrix):
+            ax.text(col, row, str(count), ha="center", va="center",
+                    color="white" if count > threshold else "black")
+    return fig
+
+
+def roc_figure(y_true: Sequence[int], probabilities: np.ndarray, label_names: Sequence[str]) -> Figure:
+    """ROC curve: the positive class (index 1) when binary, one-vs-rest per class otherwise."""
+    y_true = np.asarray(y_true)
+    fig = _figure(5.5, 5)
+    ax = fig.subplots()
+    classes = [1] if len(label_names) == 2 else range(len(label_names))
+    for c in classes:
+        positives = y_true == c
+        if positives.all() or not positives.any():
+            continue  # undefined without both classes
+        fpr, tpr, _ = roc_curve(positives, probabilities[:, c])
+        name = label_names[c] if len(label_names) == 2 else f"{label_names[c]} vs rest"
+        ax.plot(fpr, tpr, lw=1.8 if len(label_names) == 2 else 1.2, label=f"{name} (AUC {auc(fpr, tpr):.3f})")
+    ax.plot([0, 1], [0, 1], "--", color="grey", lw=1, label="chance")
+    ax.set(xlabel="false positive rate", ylabel="true positive rate", title="ROC curve", xlim=(0, 1), ylim=(0, 1.01))
+    ax.legend(loc="lower right", fontsize="small" if len(label_names) <= 6 else "x-small")
+    ax.grid(alpha=0.3)
+    return fig
+
+
+def token_scores_figure(tokens: Sequence[str], scores: Sequence[float], title: str) -> Figure:
+    """One bar per token (the case study's attention bar chart), for any method's scores."""
+    scores = np.asarray(scores, dtype=float)
+    fig = _figure(min(16.0, 2.0 + 0.38 * len(tokens)), 3.2)
+    ax = fig.subplots()
+    colours = np.where(scores >= 0, "tab:green", "tab:red") if (scores < 0).any() else "tab:orange"
+    ax.bar(np.arange(len(tokens)), scores, color=colours)
+    ax.set_xticks(np.arange(len(tokens)), tokens, rotation=60 if len(tokens) > 8 else 0,
+                  ha="right" if len(tokens) > 8 else "center", fontsize="small")
+    ax.axhline(0, color="black", lw=0.6)
+    ax.set(title=title)
+    ax.grid(alpha=0.3, axis="y")
+    return fig
+
+
+def head_maps_figure(maps: np.ndarray, tokens: Sequence[str]) -> Figure:
+    """Every layer's (rows) and head's (columns) self-attention map; rows of a map are queries.
+
+    All maps share one colour scale (0 to the largest weight), so heads compare at a glance.
+    """
+    layers, heads, n, _ = maps.shape
+    cell = 2.4 if n <= 12 else 3.2
+    fig = _figure(1.4 + cell * heads, 0.5 + cell * layers)
+    axes = np.asarray(fig.subplots(layers, heads, squeeze=False))
+    labelled = n <= 24
+    vmax = float(maps.max()) or 1.0
+    for layer in range(layers):
+        for head in range(heads):
+            ax = axes[layer, head]
+            image = ax.imshow(maps[layer, head], cmap="viridis", vmin=0, vmax=vmax)
+            ax.set_title(f"layer {layer + 1}, head {head + 1}", fontsize="small")
+            if labelled:
+                ax.set_xticks(range(n), tokens, rotation=90, fontsize="x-small")
+                ax.set_yticks(range(n), tokens, fontsize="x-small")
+            else:
+                ax.set_xticks([]), ax.set_yticks([])
+    fig.colorbar(image, ax=axes, shrink=0.6, label="attention weight")
+    return fig
+
+
+def deletion_figure(drops: dict[str, dict[str, float]], random_drops: dict[str, float]) -> Figure:
+    """Mean probability drop per number of tokens deleted: one bar per method, random deletion in grey."""
+    ks = list(random_drops)
+    series = {**drops, "random": random_drops}
+    width = 0.8 / len(series)
+    fig = _figure(7.5, 3.8)
+    ax = fig.subplots()
+    for i, (name, values) in enumerate(series.items()):
+        offsets = np.arange(len(ks)) + (i - (len(series) - 1) / 2) * width
+        style = {"color": "grey", "hatch": "//", "edgecolor": "white"} if name == "random" else {}
+        ax.bar(offsets, [values[k] for k in ks], width, label=name, **style)
+    ax.set_xticks(np.arange(len(ks)), [f"k = {k}" for k in ks])
+    ax.set(ylabel="mean drop in p(predicted class)", title="deletion test: top-k tokens removed")
+    ax.grid(alpha=0.3, axis="y")
+    ax.legend(fontsize="small", ncols=2)
+    return fig

@@ -1,0 +1,306 @@
+"""Explanation methods pinned on tiny models whose right answer is known, plus rendering and the CLI."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import fields
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from attnclf.classifier import Classifier
+from attnclf.cli import main
+from attnclf.errors import AttnclfError
+from attnclf.explain import METHODS, attribute, available_methods, self_attention_maps
+from attnclf.explain.explanation import Explanation
+from attnclf.explain.methods import log_odds, remove_positions, rollout
+from attnclf.explain.render import render_html, render_json, render_terminal, token_colour
+from attnclf.models import MODELS, build_model
+from attnclf.models.attention import masked_softmax
+from attnclf.models.base import Classifier as BaseModel
+from attnclf.models.base import ModelConfig, ModelOutput
+from attnclf.text.tokenizer import Tokenizer, TokenizerConfig
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Tiny models gain nothing from a second intra-op thread, and on a shared machine they wait for it."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+WORDS = ["the", "film", "was", "plot", "acting", "long", "great"]
+
+
+class KeyTokenModel(BaseModel):
+    """Depends on one token only: the log-odds of class 1 are 2 x (count of ``key``).
+
+    Logits are ``[-c, c]`` with ``c`` the sum of a 1-d embedding that is 1 for
+    ``key`` and 0 elsewhere, so it is linear in the embeddings: gradient x input
+    and integrated gradients must give ``key`` exactly 2 and every other token 0.
+    Its pooling weights (which the logits ignore) put nearly all weight on
+    ``attend_to``.
+    """
+
+    def __init__(self, vocab_size: int, key: int, attend_to: int | None = None):
+        super().__init__()
+        self.config = ModelConfig(vocab_size=vocab_size, num_classes=2)
+        self.token_embedding = nn.Embedding(vocab_size, 1, padding_idx=0)
+        self.attend_to = key if attend_to is None else attend_to
+        with torch.no_grad():
+            self.token_embedding.weight.zero_()
+            self.token_embedding.weight[key] = 1.0
+
+    def embed_tokens(self, input_ids):
+        return self.token_embedding(input_ids)
+
+    def forward(self, input_ids, attention_mask=None, *, token_embeddings=None, pooling_override=None,
+                output_attentions=False):
+        mask = input_ids != 0 if attention_mask is None else attention_mask
+        x = self.embed_tokens(input_ids) if token_embeddings is None else token_embeddings
+        count = (x.squeeze(-1) * mask).sum(1)
+        weights = masked_softmax(20.0 * (input_ids == self.attend_to).float(), mask)
+        return ModelOutput(torch.stack([-count, count], dim=1), weights)
+
+
+def tokenizer() -> Tokenizer:
+    return Tokenizer.train([" ".join(WORDS)], TokenizerConfig(min_frequency=1))
+
+
+def key_classifier(attend_to: str | None = None) -> Classifier:
+    """A Classifier around ``KeyTokenModel`` keyed on "great" (labels neg, pos)."""
+    tok = tokenizer()
+    ids = {w: tok.backend.token_to_id(w) for w in WORDS}
+    model = KeyTokenModel(tok.vocab_size, ids["great"], ids[attend_to] if attend_to else None)
+    return Classifier(model, tok, ["neg", "pos"], torch.device("cpu"))
+
+
+TINY = {"embed_dim": 16, "d_model": 16, "ff_dim": 32, "hidden_dim": 16, "attention_dim": 16, "dense_dim": 8,
+        "heads": 2, "layers": 2, "dropout": 0.0}
+
+
+def tiny(name: str, seed: int = 0, scale: float = 0.3):
+    """A small random model; weights scaled up from the 0.02 init so it is far from linear."""
+    torch.manual_seed(seed)
+    valid = {f.name for f in fields(MODELS[name].config_class)}
+    model = build_model(name, vocab_size=30, num_classes=3, max_len=32,
+                        **{k: v for k, v in TINY.items() if k in valid})
+    with torch.no_grad():
+        for parameter in model.parameters():
+            if parameter.dim() >= 2:
+                parameter.normal_(0, scale)
+        model.token_embedding.weight[0].zero_()  # the pad row stays zero
+    return model.eval()
+
+
+SEQUENCES = [[5, 9, 12, 3, 7], [4, 4], [8, 20, 2, 11, 6, 17, 13, 29]]
+TARGETS = np.array([0, 2, 1])
+
+
+# ---------------------------------------------------------------- known answers
+# (numpy's assertions: torch.testing's first call costs seconds of imports)
+
+
+def test_every_method_finds_the_one_token_that_decides():
+    clf = key_classifier()
+    assert available_methods(clf.model) == ["attention", "grad-input", "integrated-gradients", "occlusion"]
+    for method in available_methods(clf.model):
+        e = clf.explain(["the film was great and long"], method=method)[0]
+        assert e.label == "pos" and e.target == "pos"
+        assert e.top_tokens(1)[0][0] == "great", method
+
+
+def test_gradient_methods_give_the_linear_model_its_exact_contributions():
+    clf = key_classifier()
+    for method in ("grad-input", "integrated-gradients"):
+        e = clf.explain(["the great film was long"], method=method)[0]
+        np.testing.assert_allclose(e.scores, [0, 2, 0, 0, 0], atol=1e-6)
+    ig = clf.explain(["the great film was long"], method="integrated-gradients")[0]
+    assert ig.completeness_error < 1e-5 and ig.log_odds_change == pytest.approx(2.0)
+    # Explaining the other class flips the sign: "great" is evidence against "neg".
+    against = clf.explain(["the great film"], method="grad-input", target="neg")[0]
+    assert against.target == "neg" and against.scores[1] == pytest.approx(-2.0)
+
+
+def test_occlusion_is_the_probability_drop_when_the_token_is_removed():
+    e = key_classifier().explain(["the great film"], method="occlusion")[0]
+    drop = 1 / (1 + math.exp(-2)) - 0.5  # p(pos) with "great" minus without it
+    np.testing.assert_allclose(e.scores, [0, drop, 0], atol=1e-6)
+
+
+def test_attention_reports_the_pooling_weights():
+    e = key_classifier(attend_to="film").explain(["the great film"], method="attention")[0]
+    assert e.top_tokens(1)[0][0] == "film"  # where the pooling looked, whatever decided
+    assert sum(e.scores) == pytest.approx(1.0)
+    assert "where the pooling layer looked" in e.description
+
+
+def test_rollout_by_hand():
+    eye = torch.eye(3)[None, None]
+    readout = torch.tensor([[0.2, 0.3, 0.5]])
+    np.testing.assert_allclose(rollout([eye, eye], readout), readout)  # no mixing: the readout itself
+    everyone_reads_first = torch.tensor([[1.0, 0, 0]]).expand(3, 3)[None, None]
+    # One layer: 0.5 A + 0.5 I = [[1, 0, 0], [.5, .5, 0], [.5, 0, .5]]; read out by [0, 0, 1].
+    np.testing.assert_allclose(rollout([everyone_reads_first], torch.tensor([[0.0, 0, 1]])), [[0.5, 0, 0.5]])
+    # Two layers: the last row of the square of that matrix.
+    np.testing.assert_allclose(rollout([everyone_reads_first] * 2, torch.tensor([[0.0, 0, 1]])), [[0.75, 0, 0.25]])
+
+
+@pytest.mark.parametrize("name", ["self-attn", "transformer-mean", "mha"])
+def test_rollout_is_a_distribution_over_the_real_tokens(name):
+    result = attribute(tiny(name), SEQUENCES, TARGETS, "rollout")
+    for scores, sequence in zip(result.scores, SEQUENCES):
+        assert len(scores) == len(sequence) and (scores >= 0).all()
+        assert scores.sum() == pytest.approx(1.0, abs=1e-5)
+
+
+def test_integrated_gradients_completeness_on_a_nonlinear_model():
+    model = tiny("self-attn")
+    result = attribute(model, SEQUENCES, TARGETS, "integrated-gradients")  # steps="auto"
+    assert np.abs(result.log_odds_change).max() > 0.5  # a real change to explain
+    assert result.completeness_error.max() <= 0.01 and set(result.steps) <= {16, 32, 64, 128, 256, 512}
+    one_step = attribute(model, SEQUENCES, TARGETS, "integrated-gradients", steps=1)
+    assert one_step.completeness_error.max() > result.completeness_error.max()  # the check measures something
+    for scores, change, sequence in zip(result.scores, result.log_odds_change, SEQUENCES):
+        assert len(scores) == len(sequence)
+        assert scores.sum() == pytest.approx(change, rel=0.05)
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_scores_do_not_depend_on_the_batch_a_text_is_in(name):
+    """Padding added for a longer neighbour must not change a text's explanation."""
+    model = tiny(name)
+    for method in available_methods(model):
+        # Fixed steps: "auto" picks them per text from an error that may sit at its threshold.
+        options = {"steps": 16} if method == "integrated-gradients" else {}
+        together = attribute(model, SEQUENCES, TARGETS, method, batch_size=3, **options).scores
+        for i, sequence in enumerate(SEQUENCES):
+            alone = attribute(model, [sequence], TARGETS[i:i + 1], method, **options).scores[0]
+            np.testing.assert_allclose(together[i], alone, atol=2e-5, err_msg=f"{name} {method}")
+
+
+def test_available_methods_follow_the_architecture():
+    assert available_methods(tiny("self-attn")) == list(METHODS)
+    assert available_methods(tiny("bilstm-attn")) == ["attention", "grad-input", "integrated-gradients", "occlusion"]
+    assert available_methods(tiny("transformer-mean")) == ["rollout", "grad-input", "integrated-gradients",
+                                                           "occlusion"]
+
+
+def test_log_odds_is_the_softmax_logit():
+    logits = torch.tensor([[0.3, -1.2, 2.0]])
+    p = torch.softmax(logits, -1)[0, 2]
+    assert log_odds(logits, torch.tensor([2])).item() == pytest.approx(math.log(p / (1 - p)), abs=1e-5)
+
+
+def test_removal_shortens_and_an_emptied_text_is_padding():
+    assert remove_positions([5, 6, 7, 8], [1, 3]) == [5, 7]
+    assert remove_positions([5], [0]) == [0]
+
+
+def test_self_attention_maps_per_layer_and_head():
+    model = tiny("self-attn")
+    maps = self_attention_maps(model, SEQUENCES)
+    for m, sequence in zip(maps, SEQUENCES):
+        assert m.shape == (2, 2, len(sequence), len(sequence))
+        np.testing.assert_allclose(m.sum(-1), 1.0, atol=1e-5)
+    alone = self_attention_maps(model, [SEQUENCES[1]])[0]
+    np.testing.assert_allclose(maps[1], alone, atol=1e-5)
+
+
+# ---------------------------------------------------------------- errors
+
+
+def test_methods_a_model_lacks_fail_with_one_clear_line():
+    boe = tiny("boe")
+    with pytest.raises(AttnclfError, match="does not pool by attention"):
+        attribute(boe, SEQUENCES, TARGETS, "attention")
+    with pytest.raises(AttnclfError, match="self-attention"):
+        attribute(boe, SEQUENCES, TARGETS, "rollout")
+    with pytest.raises(AttnclfError, match="self-attention"):
+        self_attention_maps(boe, SEQUENCES)
+
+
+def test_bad_arguments_fail_with_one_clear_line():
+    clf = key_classifier()
+    with pytest.raises(AttnclfError, match="unknown explanation method 'saliency'"):
+        clf.explain(["great"], method="saliency")
+    with pytest.raises(AttnclfError, match="takes no option 'steps'"):
+        clf.explain(["great"], method="occlusion", steps=10)
+    with pytest.raises(AttnclfError, match="steps >= 1"):
+        clf.explain(["great"], method="integrated-gradients", steps=0)
+    with pytest.raises(AttnclfError, match="unknown target class 'maybe'"):
+        clf.explain(["great"], method="occlusion", target="maybe")
+    with pytest.raises(AttnclfError, match="list of texts"):
+        clf.explain("great", method="occlusion")
+
+
+# ---------------------------------------------------------------- rendering
+
+
+def explanation(tokens=("not", "<b>bad</b>"), scores=(0.6, -0.2), method="grad-input") -> Explanation:
+    return Explanation("not <b>bad</b>", list(tokens), list(scores), method, "pos", "pos", 0.8,
+                       {"neg": 0.2, "pos": 0.8})
+
+
+def test_terminal_colours_only_when_asked():
+    e = explanation()
+    coloured = render_terminal([e], color=True)
+    assert "\x1b[48;2;46;160;67m" in coloured  # the strongest positive token at full green
+    plain = render_terminal([e], color=False)
+    assert "\x1b[" not in plain and "not <b>bad</b>" in plain and "top: not +0.600" in plain
+
+
+def test_colours_say_for_and_against():
+    assert token_colour(1.0, 1.0, signed=True) == (46, 160, 67)
+    assert token_colour(-1.0, 1.0, signed=True) == (207, 34, 46)
+    assert token_colour(0.5, 1.0, signed=True) == (150, 208, 161)
+    assert token_colour(0.0, 0.0, signed=False) == (255, 255, 255)
+
+
+def test_json_lines_round_trip():
+    records = [json.loads(line) for line in render_json([explanation(), explanation()]).splitlines()]
+    assert len(records) == 2 and records[0]["tokens"] == ["not", "<b>bad</b>"]
+    assert records[0]["method"] == "grad-input" and "log-odds" in records[0]["description"]
+
+
+def test_html_escapes_tokens_and_embeds_its_images():
+    page = render_html([explanation()])
+    assert "<b>bad</b>" not in page and "&lt;b&gt;bad&lt;/b&gt;" in page
+    assert page.count('<img src="data:image/png;base64,') == 1  # the bar chart, embedded
+    assert "http" not in page.split("<body>")[1]  # nothing fetched from anywhere
+
+
+# ---------------------------------------------------------------- the command
+
+
+def test_explain_command_every_method_as_json(demo_run, capsys):
+    assert main(["explain", str(demo_run), "the acting was not wonderful", "dull plot", "--method", "all",
+                 "--format", "json", "--heads"]) == 0
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [r["method"] for r in records] == list(METHODS) * 2  # grouped by text
+    assert records[0]["tokens"] == ["the", "acting", "was", "not", "wonderful"]
+    assert np.asarray(records[0]["self_attentions"]).shape == (1, 4, 5, 5)  # d_model=32, 1 layer, 4 heads
+    ig = [r for r in records if r["method"] == "integrated-gradients"]
+    assert all(r["completeness_error"] < 0.05 for r in ig)
+
+
+def test_explain_command_writes_html_and_prints_colour(demo_run, tmp_path, capsys):
+    out = tmp_path / "explain.html"
+    assert main(["explain", str(demo_run), "not bad", "--method", "occlusion,attention", "--format", "html",
+                 "--output", str(out), "--heads"]) == 0
+    page = out.read_text(encoding="utf-8")
+    assert page.startswith("<!doctype html>") and page.count("<img ") == 3  # 2 bar charts + head maps
+    assert main(["explain", str(demo_run), "not bad", "--color", "always"]) == 0
+    assert "\x1b[48;2;" in capsys.readouterr().out
+
+
+def test_explain_command_bad_input_is_one_line(demo_run, capsys):
+    assert main(["explain", str(demo_run), "x", "--method", "saliency"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("attnclf: error: unknown method 'saliency'") and err.count("\n") == 1
+    assert main(["explain", str(demo_run), "x", "--method", "occlusion", "--steps", "8"]) == 2
+    assert "--steps applies to integrated-gradients only" in capsys.readouterr().err

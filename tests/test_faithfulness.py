@@ -1,0 +1,160 @@
+"""The faithfulness measurements, pinned on models where the faithful answer is known."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from attnclf.classifier import Classifier
+from attnclf.cli import main
+from attnclf.data.base import TextDataset
+from attnclf.explain.faithfulness import (
+    FaithfulnessResult,
+    _tokens_to_remove,
+    measure_faithfulness,
+    rank_agreement,
+    summary_table,
+    uniform_attention_check,
+)
+from attnclf.models.attention import masked_softmax
+from attnclf.models.base import Classifier as BaseModel
+from attnclf.models.base import ModelConfig, ModelOutput
+from test_explain import key_classifier, one_thread, tokenizer  # noqa: F401 (one_thread: autouse fixture)
+
+FILLER = ["the", "film", "was", "plot", "acting", "long"]
+
+
+def key_texts(n: int = 24, seed: int = 0) -> TextDataset:
+    """Texts of 5-9 filler words with "great" somewhere, all labelled pos."""
+    rng = np.random.default_rng(seed)
+    texts = []
+    for _ in range(n):
+        words = list(rng.choice(FILLER, size=rng.integers(5, 10)))
+        words.insert(int(rng.integers(0, len(words) + 1)), "great")
+        texts.append(" ".join(words))
+    return TextDataset(texts, [1] * n, ["neg", "pos"], "test", "key-texts")
+
+
+def test_methods_that_name_the_deciding_token_beat_random():
+    result = measure_faithfulness(key_classifier(), key_texts(), examples=24, random_draws=5)
+    drop = 1 / (1 + math.exp(-2)) - 0.5  # p(pos) loses this when "great" goes
+    for method in ("attention", "grad-input", "integrated-gradients", "occlusion"):
+        r = result.methods[method]
+        assert r.verdict == "beats random", method
+        assert r.drops == pytest.approx({"1": drop, "3": drop, "5": drop, "10%": drop}, abs=1e-5)
+    # Random deletion only removes "great" sometimes, more often the more it removes.
+    assert 0 < result.random_drops["1"] < result.random_drops["3"] < result.random_drops["5"] < drop
+    assert result.completeness_error["max"] < 1e-5
+    assert result.most_faithful in ("attention", "grad-input", "integrated-gradients", "occlusion")
+    assert "Beat random deletion: attention, grad-input, integrated-gradients, occlusion. Did not: none." \
+        in result.summary()
+
+
+def test_attention_on_a_token_that_does_not_matter_is_worse_than_random():
+    result = measure_faithfulness(key_classifier(attend_to="film"), key_texts(), methods=["attention", "occlusion"],
+                                  examples=24, random_draws=5)
+    # Texts without "film" get uniform weights, so attention is sometimes right by chance; where it
+    # names "film" its deletions cost nothing, which random deletion beats.
+    assert result.methods["attention"].verdict == "worse than random"
+    assert result.methods["occlusion"].verdict == "beats random"
+    assert result.most_faithful == "occlusion"
+    assert "Did not: attention." in result.summary()
+
+
+def test_a_method_no_better_than_random_is_called_so():
+    # A constant model: nothing any method names moves its prediction, and neither does chance.
+    clf = key_classifier()
+    with torch.no_grad():
+        clf.model.token_embedding.weight.zero_()
+    result = measure_faithfulness(clf, key_texts(), methods=["occlusion"], examples=12, random_draws=3)
+    assert result.methods["occlusion"].verdict == "does not beat random"
+    assert result.methods["occlusion"].aopc == pytest.approx(0.0, abs=1e-7)
+
+
+def test_tokens_to_remove():
+    assert [_tokens_to_remove(k, 7) for k in (1, 3, 5, "10%")] == [1, 3, 5, 1]
+    assert [_tokens_to_remove(k, 2) for k in (1, 3, 5, "10%")] == [1, 2, 2, 1]
+    assert _tokens_to_remove("10%", 256) == 26
+
+
+def test_rank_agreement():
+    up, down = np.array([0.1, 0.5, 0.9, 2.0]), np.array([3.0, 2.0, 1.0, 0.0])
+    flat = np.array([1.0, 1.0, 1.0, 1.0])
+    agreement = rank_agreement({"a": [up, up], "b": [up * 10, down], "c": [flat, flat]})
+    assert agreement["a / b"] == pytest.approx(0.0)  # +1 on the first text, -1 on the second
+    assert math.isnan(agreement["a / c"])  # no ranking in a constant score
+    assert math.isnan(rank_agreement({"a": [up[:2]], "b": [down[:2]]})["a / b"])  # two tokens: left out
+
+
+class VotingModel(BaseModel):
+    """Pools token votes (+1 for "great", -0.3 for any other word) by attention focused on "great".
+
+    With its learned weights it says pos whenever "great" is there; with uniform
+    weights five other words outvote it.
+    """
+
+    def __init__(self, vocab_size: int, key: int):
+        super().__init__()
+        self.config = ModelConfig(vocab_size=vocab_size, num_classes=2)
+        self.token_embedding = nn.Embedding(vocab_size, 1, padding_idx=0)
+        self.key = key
+        with torch.no_grad():
+            self.token_embedding.weight.fill_(-0.3)
+            self.token_embedding.weight[0] = 0.0
+            self.token_embedding.weight[key] = 1.0
+
+    def embed_tokens(self, input_ids):
+        return self.token_embedding(input_ids)
+
+    def forward(self, input_ids, attention_mask=None, *, token_embeddings=None, pooling_override=None,
+                output_attentions=False):
+        mask = input_ids != 0 if attention_mask is None else attention_mask
+        votes = (self.embed_tokens(input_ids) if token_embeddings is None else token_embeddings).squeeze(-1)
+        weights = masked_softmax(20.0 * (input_ids == self.key).float(), mask)
+        if pooling_override is not None:
+            weights = pooling_override
+        pooled = (weights * votes).sum(1)
+        return ModelOutput(torch.stack([-pooled, pooled], dim=1), weights)
+
+
+def test_uniform_attention_check_catches_a_model_that_needs_its_weights():
+    tok = tokenizer()
+    clf = Classifier(VotingModel(tok.vocab_size, tok.backend.token_to_id("great")), tok, ["neg", "pos"],
+                     torch.device("cpu"))
+    data = key_texts(12)
+    check = uniform_attention_check(clf, tok.encode(data.texts), np.asarray(data.labels))
+    assert check == {"accuracy": 1.0, "uniform_accuracy": 0.0, "changed": 1.0, "examples": 12}
+    # A model that ignores its pooling weights is unmoved by the check.
+    keyed = key_classifier()
+    assert uniform_attention_check(keyed, tok.encode(data.texts), np.asarray(data.labels))["changed"] == 0.0
+
+
+def test_result_round_trips_through_json_and_tabulates():
+    result = measure_faithfulness(key_classifier(attend_to="film"), key_texts(), examples=16, random_draws=2)
+    again = FaithfulnessResult.from_dict(json.loads(json.dumps(result.to_dict())))
+    assert again == result
+    table = result.table()
+    assert "| attention |" in table and f"| {result.methods['attention'].verdict} |" in table
+    assert "Uniform-attention check" in table and "completeness error" in table
+    summary = summary_table([result, result])
+    assert summary.count("| KeyTokenModel | key-texts | 16 |") == 2 and "| attention | 1.000 -> 1.000 |" in summary
+
+
+def test_faithfulness_command(demo_run, tmp_path, capsys):
+    run = tmp_path / "run"
+    shutil.copytree(demo_run, run)
+    assert main(["faithfulness", str(run), "--examples", "8", "--steps", "8"]) == 0
+    out = capsys.readouterr().out
+    assert "| self-attn | demo | 8 |" in out and "random (10 draws)" in out
+    saved = FaithfulnessResult.from_dict(json.loads((run / "faithfulness.json").read_text()))
+    assert saved.examples == 8 and set(saved.methods) == {"attention", "rollout", "grad-input",
+                                                          "integrated-gradients", "occlusion"}
+    assert main(["faithfulness", str(run), "--examples", "0"]) == 2
+    assert main(["faithfulness", str(run), "--methods", "saliency"]) == 2
+    assert capsys.readouterr().err.count("\n") == 2

@@ -1,0 +1,192 @@
+"""The HTML report: what train writes, what `attnclf report` writes, and how it renders in Chromium."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from attnclf.cli import main
+from attnclf.report import plots
+
+REPO = Path(__file__).resolve().parents[1]
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(scope="module")
+def measured_run(demo_run, tmp_path_factory) -> Path:
+    """A copy of the demo run with a report that includes the faithfulness section."""
+    run = tmp_path_factory.mktemp("report") / "run"
+    shutil.copytree(demo_run, run)
+    assert main(["report", str(run), "--faithfulness", "--examples", "12", "--method", "integrated-gradients"]) == 0
+    return run
+
+
+def images(page: str) -> list[bytes]:
+    return [base64.b64decode(data) for data in re.findall(r'<img src="data:image/png;base64,([^"]+)"', page)]
+
+
+def test_train_writes_the_report(demo_run):
+    page = (demo_run / "report.html").read_text(encoding="utf-8")
+    embedded = images(page)
+    written = sorted(p.name for p in (demo_run / "plots").glob("*.png"))
+    assert written == ["confusion_matrix.png", "metric_history.png", "roc.png", "self_attention.png", "training.png"]
+    assert len(embedded) == page.count("<img ") == len(written)  # every image embedded, none linked
+    assert all(png.startswith(PNG) for png in embedded)
+    assert sorted(embedded) == sorted((demo_run / "plots" / name).read_bytes() for name in written)
+    for heading in ("Training", "Validation metrics per epoch", "Test set (1000 texts)", "ROC curve",
+                    "Examples, explained by attention", "Most confident correct predictions",
+                    "Most confident incorrect predictions", "Self-attention per layer and head"):
+        assert heading in page
+    assert "where the pooling layer looked" in page
+    assert "Not measured for these weights" in page  # faithfulness is on request only
+    assert not re.search(r'(src|href)="(?!data:)', page)  # nothing outside the file
+
+
+def test_no_report_flag(tmp_path):
+    out = tmp_path / "run"
+    assert main(["train", "--dataset", "toy-reversal", "--model", "boe", "--epochs", "1", "--output", str(out),
+                 "--quiet", "--no-report"]) == 0
+    assert (out / "metrics.json").is_file() and not (out / "report.html").exists()
+    assert not (out / "plots").exists()
+
+
+def test_report_with_faithfulness(measured_run):
+    page = (measured_run / "report.html").read_text(encoding="utf-8")
+    assert "Examples, explained by integrated-gradients" in page
+    assert "Deletion test on 12 texts of demo" in page and "random (10 draws)" in page
+    assert re.search(r"Beat random deletion: [^.]*\. Did not: [^.]*\.", page)
+    assert "Uniform-attention check" in page and "rank correlation" in page
+    assert (measured_run / "plots" / "deletion.png").read_bytes().startswith(PNG)
+    assert json.loads((measured_run / "faithfulness.json").read_text())["examples"] == 12
+
+
+def test_faithfulness_of_older_weights_is_not_shown(measured_run, tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(measured_run, run)
+    later = time.time() + 10
+    os.utime(run / "model.safetensors", (later, later))  # weights newer than faithfulness.json
+    assert main(["report", str(run)]) == 0
+    assert "Not measured for these weights" in (run / "report.html").read_text(encoding="utf-8")
+    assert not (run / "plots" / "deletion.png").exists()  # no plot left over from the earlier report
+
+
+def test_report_errors_are_one_line(demo_run, tmp_path, capsys):
+    run = tmp_path / "run"
+    shutil.copytree(demo_run, run)
+    (run / "metrics.json").unlink()
+    assert main(["report", str(run)]) == 2
+    assert main(["report", str(demo_run), "--method", "saliency"]) == 2
+    assert main(["report", str(tmp_path / "missing")]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 3 and all(line.startswith("attnclf: error: ") for line in err)
+    assert "no metrics.json" in err[0] and "'saliency'" in err[1] and "does not exist" in err[2]
+
+
+def test_multiclass_roc_draws_one_curve_per_class():
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    y = np.arange(60) % 3
+    probabilities = rng.dirichlet(np.ones(3), size=60)
+    ax = plots.roc_figure(y, probabilities, ["a", "b", "c"]).axes[0]
+    labels = [line.get_label() for line in ax.get_lines()]
+    assert [label.split(" (")[0] for label in labels] == ["a vs rest", "b vs rest", "c vs rest", "chance"]
+
+
+# ---------------------------------------------------------------- in a real browser
+
+
+class DevTools:
+    """Headless Chromium driven over the DevTools protocol (a websocket on 127.0.0.1)."""
+
+    FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             "--remote-debugging-port=0", "--window-size=1200,900"]
+
+    def __init__(self, binary: str, profile: str):
+        import websocket
+
+        self.process = subprocess.Popen([binary, *self.FLAGS, f"--user-data-dir={profile}", "about:blank"],
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        port = None
+        for line in self.process.stderr:  # Chromium announces its port here once it listens
+            match = re.search(r"DevTools listening on ws://127\.0\.0\.1:(\d+)/", line)
+            if match:
+                port = int(match.group(1))
+                break
+        if port is None:
+            self.process.kill()
+            raise RuntimeError(f"chromium exited ({self.process.wait()}) before opening DevTools")
+        targets = json.load(urllib.request.urlopen(f"http://127.0.0.1:{port}/json", timeout=10))
+        page = next(t for t in targets if t["type"] == "page")
+        # Chromium rejects websocket handshakes that carry an Origin it was not told to allow.
+        self.socket = websocket.create_connection(page["webSocketDebuggerUrl"], timeout=30, suppress_origin=True)
+        self.events: list[dict] = []
+        self.next_id = 0
+
+    def call(self, method: str, **params) -> dict:
+        self.next_id += 1
+        self.socket.send(json.dumps({"id": self.next_id, "method": method, "params": params}))
+        while True:
+            message = json.loads(self.socket.recv())
+            if message.get("id") == self.next_id:
+                if "error" in message:
+                    raise RuntimeError(f"{method}: {message['error']}")
+                return message["result"]
+            self.events.append(message)
+
+    def wait_for(self, event: str) -> None:
+        while not any(e.get("method") == event for e in self.events):
+            self.events.append(json.loads(self.socket.recv()))
+
+    def close(self) -> None:
+        self.socket.close()
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (Debian: apt-get install chromium)")
+def test_report_renders_in_chromium(measured_run):
+    with tempfile.TemporaryDirectory() as profile:
+        browser = DevTools(CHROMIUM, profile)
+        try:
+            for domain in ("Runtime", "Log", "Page"):
+                browser.call(f"{domain}.enable")
+            browser.call("Page.navigate", url=(measured_run / "report.html").resolve().as_uri())
+            browser.wait_for("Page.loadEventFired")
+            state = json.loads(browser.call("Runtime.evaluate", returnByValue=True, expression="""JSON.stringify({
+                title: document.title,
+                images: Array.from(document.images).map(i => [i.alt, i.complete, i.naturalWidth, i.clientWidth]),
+                height: document.documentElement.scrollHeight,
+                tables: document.querySelectorAll('table').length})""")["result"]["value"])
+            shot = browser.call("Page.captureScreenshot", format="png", captureBeyondViewport=True)
+        finally:
+            browser.close()
+    artefacts = REPO / "test-artifacts"
+    artefacts.mkdir(exist_ok=True)
+    (artefacts / "report.png").write_bytes(base64.b64decode(shot["data"]))
+
+    problems = [e for e in browser.events if e.get("method") == "Runtime.exceptionThrown"
+                or (e.get("method") == "Runtime.consoleAPICalled" and e["params"]["type"] in ("error", "assert"))
+                or (e.get("method") == "Log.entryAdded" and e["params"]["entry"]["level"] == "error")]
+    assert problems == []
+    assert state["title"] == "attnclf report: run"
+    assert len(state["images"]) == 6  # training, metric history, confusion, ROC, heads, deletion
+    broken = [alt for alt, complete, natural, shown in state["images"] if not (complete and natural > 0 and shown > 0)]
+    assert broken == []
+    assert state["tables"] >= 4 and state["height"] > 2000
