@@ -62,7 +62,7 @@ def _add_data_args(p: argparse.ArgumentParser, *, test_only: bool = False) -> No
 _TRAIN_FLAGS = (("epochs", "epochs"), ("batch_size", "batch_size"), ("lr", "lr"), ("optimizer", "optimizer"),
                 ("schedule", "schedule"), ("warmup_ratio", "warmup_ratio"), ("label_smoothing", "label_smoothing"),
                 ("class_weight", "class_weights"), ("patience", "patience"), ("monitor", "monitor"),
-                ("weight_decay", "weight_decay"))  # flag -> TrainConfig field
+                ("weight_decay", "weight_decay"), ("sampler", "sampler"))  # flag -> TrainConfig field
 _TOKENIZER_FLAGS = (("tokenizer", "kind"), ("vocab_size", "vocab_size"), ("min_frequency", "min_frequency"),
                     ("max_len", "max_len"), ("truncation", "truncation"))  # flag -> TokenizerConfig field
 
@@ -107,6 +107,8 @@ def _add_budget_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--warmup-ratio", type=float, help="fraction of steps spent warming up")
     p.add_argument("--label-smoothing", type=float)
     p.add_argument("--class-weight", choices=["none", "balanced"])
+    p.add_argument("--sampler", choices=["shuffle", "balanced"],
+                   help="balanced: draw every class equally often (minority texts repeat)")
     p.add_argument("--patience", type=int, help="early-stopping patience in epochs (0: never)")
     p.add_argument("--monitor", choices=["accuracy", "macro_f1", "loss"], help="validation metric to select on")
     p.add_argument("--bf16", action="store_true", help="bfloat16 autocast")
@@ -157,6 +159,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         settings = build_settings(args)
     settings.report = not args.no_report
     result = train_run(settings, resume=args.resume, progress=not args.quiet)
+    if not result.metrics:  # a torchrun rank other than 0; rank 0 reports
+        return 0
     _print_metrics(result.metrics)
     print(f"run directory: {result.run_dir}")
     if settings.report:

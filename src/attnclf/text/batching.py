@@ -46,6 +46,10 @@ class BucketBatches:
     ``shuffle=False`` batches are length-sorted for the fastest evaluation, and
     ``indices`` tells where each example came from.
 
+    ``balanced=True`` (training) draws each epoch's examples so that every class
+    is equally likely at each draw: minority examples repeat and majority ones
+    are skipped, while the epoch keeps its length (and the schedule its steps).
+
     >>> batches = BucketBatches([[1]] * 5, [0] * 5, batch_size=2, shuffle=False)
     >>> [len(b.labels) for b in batches]
     [2, 2, 1]
@@ -59,6 +63,7 @@ class BucketBatches:
         shuffle: bool = True,
         seed: int = 0,
         pool_factor: int = 50,
+        balanced: bool = False,
     ):
         self.sequences = sequences
         self.labels = np.asarray(labels if labels is not None else [0] * len(sequences), dtype=np.int64)
@@ -67,6 +72,7 @@ class BucketBatches:
         self.shuffle = shuffle
         self.seed = seed
         self.pool_factor = pool_factor
+        self.balanced = balanced
         self.epoch = 0
 
     def set_epoch(self, epoch: int) -> None:
@@ -80,7 +86,11 @@ class BucketBatches:
             order = np.argsort(self.lengths, kind="stable")
             return [order[i : i + self.batch_size] for i in range(0, len(order), self.batch_size)]
         rng = np.random.default_rng((self.seed, self.epoch))
-        order = rng.permutation(len(self.sequences))
+        if self.balanced:
+            draw = 1.0 / np.bincount(self.labels)[self.labels]
+            order = rng.choice(len(self.sequences), size=len(self.sequences), p=draw / draw.sum())
+        else:
+            order = rng.permutation(len(self.sequences))
         pool = self.batch_size * self.pool_factor
         batches = []
         for start in range(0, len(order), pool):
@@ -90,6 +100,10 @@ class BucketBatches:
         rng.shuffle(batches)
         return batches
 
+    def batch(self, idx: np.ndarray) -> Batch:
+        """The examples at ``idx``, padded into one batch."""
+        return collate([self.sequences[i] for i in idx], self.labels[idx].tolist(), idx)
+
     def __iter__(self) -> Iterator[Batch]:
         for idx in self.batch_indices():
-            yield collate([self.sequences[i] for i in idx], self.labels[idx].tolist(), idx)
+            yield self.batch(idx)

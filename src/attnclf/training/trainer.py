@@ -6,10 +6,15 @@ weights so far in ``model.safetensors`` (by the monitored validation metric),
 ``history.jsonl``, and the full training state in ``checkpoint/``, so
 ``resume=True`` continues an interrupted run from its last checkpointed epoch
 with the same result it would have reached uninterrupted.
+
+Under ``torchrun`` (see ``distributed``) every rank trains on its part of each
+global batch through DistributedDataParallel; rank 0 validates, prints and writes,
+and broadcasts when to checkpoint and when to stop.
 """
 
 from __future__ import annotations
 
+import gc
 import json
 import math
 import time
@@ -19,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import torch
 from torch import nn
+from torch.nn.parallel import DistributedDataParallel
 from tqdm.auto import tqdm
 
 from ..errors import AttnclfError
@@ -26,12 +32,13 @@ from ..evaluation.metrics import compute_metrics
 from ..evaluation.predict import log_loss, predict_probabilities
 from ..rundir import atomic_save_tensors, atomic_write_json, load_weights, read_json, write_jsonl
 from ..text.batching import BucketBatches
+from .distributed import Distributed
 
 
 @dataclass
 class TrainConfig:
     epochs: int = 10
-    batch_size: int = 32
+    batch_size: int = 32  # per process: under torchrun a step sees batch_size x processes examples
     lr: float = 1e-3
     weight_decay: float = 0.01
     optimizer: str = "adamw"  # adamw | adam
@@ -40,6 +47,7 @@ class TrainConfig:
     grad_clip: float = 1.0  # 0 disables
     label_smoothing: float = 0.0
     class_weights: str = "none"  # none | balanced
+    sampler: str = "shuffle"  # shuffle | balanced (every class equally likely at each draw)
     patience: int = 3  # epochs without improvement before stopping; 0 never stops early
     monitor: str = "macro_f1"  # validation accuracy | macro_f1 | loss
     bf16: bool = False  # bfloat16 autocast (CPU with AVX-512 bf16, or CUDA)
@@ -89,6 +97,11 @@ def _class_weights(labels: np.ndarray, num_classes: int, how: str) -> torch.Tens
     return torch.tensor(len(labels) / (num_classes * np.maximum(counts, 1)), dtype=torch.float32)
 
 
+def _batch_weight(class_weights: torch.Tensor | None, labels: np.ndarray) -> float:
+    """What a mean loss over ``labels`` divides by: their count, or their summed class weights."""
+    return float(len(labels)) if class_weights is None else float(class_weights.cpu()[labels].sum())
+
+
 def _better(metric: str, value: float, best: float | None) -> bool:
     if best is None:
         return True
@@ -98,35 +111,48 @@ def _better(metric: str, value: float, best: float | None) -> bool:
 class Trainer:
     """Fits one model on bucketed batches, writing progress into ``run_dir``.
 
+    ``train`` holds the global batches: under torchrun, batches of
+    ``batch_size x world_size`` that each rank cuts its part from.
+
     >>> # trainer = Trainer(model, TrainConfig(epochs=3), run_dir, device)
     >>> # history = trainer.fit(train_batches, val_batches)
     """
 
     def __init__(self, model: nn.Module, config: TrainConfig, run_dir: Path, device: torch.device,
-                 label_names: list[str], progress: bool = True):
+                 label_names: list[str], progress: bool = True, distributed: Distributed = Distributed()):
         if config.monitor not in ("accuracy", "macro_f1", "loss"):
             raise AttnclfError(f"monitor must be accuracy, macro_f1 or loss, got {config.monitor!r}")
+        if config.sampler not in ("shuffle", "balanced"):
+            raise AttnclfError(f"sampler must be shuffle or balanced, got {config.sampler!r}")
         self.model = model.to(device)
         self.config = config
         self.run_dir = Path(run_dir)
         self.device = device
         self.label_names = label_names
-        self.progress = progress
+        self.distributed = distributed
+        self.progress = progress and distributed.is_main
         self.checkpoint_dir = self.run_dir / "checkpoint"
+        self.training_model = self.model  # under torchrun, fit wraps it in DistributedDataParallel
 
     def fit(self, train: BucketBatches, validation: BucketBatches, resume: bool = False) -> list[dict]:
-        config = self.config
-        torch.manual_seed(config.seed)
+        config, distributed = self.config, self.distributed
+        torch.manual_seed(config.seed + distributed.rank)  # ranks draw different dropout masks
         optimizer = _make_optimizer(self.model, config)
         schedule = _make_schedule(optimizer, config, total_steps=config.epochs * len(train))
         weights = _class_weights(train.labels, len(self.label_names), config.class_weights)
+        # Summed, then divided by the global batch's size in _train_epoch: ranks' parts may differ in size.
         loss_fn = nn.CrossEntropyLoss(
-            weight=None if weights is None else weights.to(self.device), label_smoothing=config.label_smoothing
+            weight=None if weights is None else weights.to(self.device), label_smoothing=config.label_smoothing,
+            reduction="sum",
         )
-        state = {"epoch": 0, "best": None, "stale_epochs": 0, "history": []}
+        state = {"epoch": 0, "best": None, "stale_epochs": 0, "history": [], "world_size": distributed.world_size}
         if resume and (self.checkpoint_dir / "state.json").exists():
             state = self._load_checkpoint(optimizer, schedule)
-        self.checkpoint_dir.mkdir(exist_ok=True)
+        if distributed.enabled:
+            self.training_model = DistributedDataParallel(self.model, device_ids=[self.device.index] if
+                                                          self.device.type == "cuda" else None)
+        if distributed.is_main:
+            self.checkpoint_dir.mkdir(exist_ok=True)
         best_weights = None  # kept in memory; written with each checkpoint
         last_saved = time.perf_counter()
         print_every = max(1, config.epochs // 20)
@@ -136,19 +162,24 @@ class Trainer:
             train.set_epoch(epoch)
             train_loss, train_acc = self._train_epoch(train, optimizer, schedule, loss_fn, epoch)
             record = {"epoch": epoch, "train_loss": train_loss, "train_accuracy": train_acc,
-                      **self._validate(validation), "lr": schedule.get_last_lr()[0],
-                      "seconds": round(time.perf_counter() - started, 3)}
+                      **(self._validate(validation) if distributed.is_main else {}),
+                      "lr": schedule.get_last_lr()[0], "seconds": round(time.perf_counter() - started, 3)}
             state["history"].append(record)
-            monitored = record[f"val_{config.monitor}"]
-            if _better(config.monitor, monitored, state["best"]):
-                state["best"], state["stale_epochs"] = monitored, 0
-                best_weights = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
-            else:
-                state["stale_epochs"] += 1
             state["epoch"] = epoch
-            stopping = epoch == config.epochs or bool(config.patience and state["stale_epochs"] >= config.patience)
-            # Checkpoints cost a write of the whole model; tiny epochs (toy sets) must not pay it every time.
-            if stopping or time.perf_counter() - last_saved >= config.checkpoint_seconds:
+            stopping, saving = False, False
+            if distributed.is_main:
+                monitored = record[f"val_{config.monitor}"]
+                if _better(config.monitor, monitored, state["best"]):
+                    state["best"], state["stale_epochs"] = monitored, 0
+                    best_weights = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
+                else:
+                    state["stale_epochs"] += 1
+                stopping = epoch == config.epochs or bool(config.patience and state["stale_epochs"] >= config.patience)
+                # Checkpoints cost a write of the whole model; tiny epochs (toy sets) must not pay it every time.
+                saving = stopping or time.perf_counter() - last_saved >= config.checkpoint_seconds
+            decision = distributed.from_main(torch.tensor([stopping, saving], dtype=torch.long, device=self.device))
+            stopping, saving = bool(decision[0]), bool(decision[1])
+            if saving:
                 self._save_checkpoint(optimizer, schedule, state, best_weights)
                 best_weights, last_saved = None, time.perf_counter()
             if self.progress and (epoch % print_every == 0 or stopping):
@@ -159,8 +190,14 @@ class Trainer:
                 )
             if stopping:
                 break
-        # The run ends holding its best weights, not its last.
-        self.model.load_state_dict(load_weights(self.run_dir / "model.safetensors"))
+        # The run ends holding its best weights, not its last (on rank 0, which goes on to test them).
+        if distributed.is_main:
+            self.model.load_state_dict(load_weights(self.run_dir / "model.safetensors"))
+        if distributed.enabled:
+            # DistributedDataParallel sits in a reference cycle: left to the interpreter's last collection it
+            # is torn down after the process group, which can abort the process (seen once as a SIGABRT).
+            self.training_model = self.model
+            gc.collect()
         return state["history"]
 
     def _validate(self, validation: BucketBatches) -> dict:
@@ -177,33 +214,46 @@ class Trainer:
         }
 
     def _train_epoch(self, batches, optimizer, schedule, loss_fn, epoch) -> tuple[float, float]:
+        """One pass over the global batches; loss and accuracy over all ranks' examples."""
         self.model.train()
-        total_loss = torch.zeros((), device=self.device)
-        correct = torch.zeros((), device=self.device, dtype=torch.long)
-        seen = 0
-        bar = tqdm(batches, desc=f"epoch {epoch}", total=len(batches), disable=not self.progress, leave=False)
-        for step, batch in enumerate(bar):
-            batch = batch.to(self.device)
+        distributed = self.distributed
+        totals = torch.zeros(3, device=self.device)  # summed loss, correct, seen
+        global_batches = batches.batch_indices()
+        bar = tqdm(global_batches, desc=f"epoch {epoch}", disable=not self.progress, leave=False)
+        for step, idx in enumerate(bar):
+            part = distributed.shard(idx)
+            # A rank left without examples (a last batch smaller than the world) still joins the
+            # gradient all-reduce, with a stand-in example that counts zero.
+            batch = batches.batch(part if len(part) else idx[:1]).to(self.device)
             with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.config.bf16):
-                logits = self.model(batch.input_ids, batch.attention_mask).logits
-            loss = loss_fn(logits.float(), batch.labels)
+                logits = self.training_model(batch.input_ids, batch.attention_mask).logits
+            summed = loss_fn(logits.float(), batch.labels)
+            # DDP averages gradients over ranks; scaling by world / (global batch weight) makes that
+            # average the gradient of the global batch's mean loss, as one process would compute it.
+            scale = distributed.world_size / _batch_weight(loss_fn.weight, batches.labels[idx]) if len(part) else 0.0
             optimizer.zero_grad(set_to_none=True)
-            loss.backward()
+            (summed * scale).backward()
             if self.config.grad_clip:
                 nn.utils.clip_grad_norm_(self.model.parameters(), self.config.grad_clip)
             optimizer.step()
             schedule.step()
-            n = len(batch.labels)
-            total_loss += loss.detach() * n
-            correct += (logits.argmax(-1) == batch.labels).sum()
-            seen += n
+            if len(part):
+                totals[0] += summed.detach()
+                totals[1] += (logits.argmax(-1) == batch.labels).sum()
+                totals[2] += len(part)
             if self.progress and step % 20 == 0:  # .item() syncs; do it rarely
-                bar.set_postfix(loss=f"{total_loss.item() / seen:.4f}", acc=f"{correct.item() / seen:.4f}")
-        return total_loss.item() / seen, correct.item() / seen
+                loss, correct, seen = totals.tolist()
+                bar.set_postfix(loss=f"{loss / seen:.4f}", acc=f"{correct / seen:.4f}")
+        loss, correct, seen = distributed.sum(totals).tolist()
+        return loss / seen, correct / seen
 
     def _save_checkpoint(self, optimizer, schedule, state: dict, best_weights: dict | None) -> None:
         """Best weights (if they changed), history, then the full state to resume from: in that order,
-        so a crash between writes resumes from an older state that is still consistent."""
+        so a crash between writes resumes from an older state that is still consistent. Every rank
+        calls it (to hand over its dropout generator); rank 0 writes."""
+        rngs = self.distributed.gather(torch.get_rng_state())
+        if not self.distributed.is_main:
+            return
         if best_weights is not None:
             atomic_save_tensors(self.run_dir / "model.safetensors", best_weights)
         write_jsonl(self.run_dir / "history.jsonl", state["history"])
@@ -212,7 +262,9 @@ class Trainer:
         for index, values in opt_state["state"].items():
             for key, value in values.items():
                 tensors[f"optimizer.{index}.{key}"] = torch.as_tensor(value)
-        tensors["rng.torch"] = torch.get_rng_state()
+        # Every rank's generator, so a resumed run draws the dropout masks it would have drawn.
+        for rank, rng in enumerate(rngs):
+            tensors["rng.torch" if rank == 0 else f"rng.torch.{rank}"] = rng
         atomic_save_tensors(self.checkpoint_dir / "last.safetensors", tensors)
         atomic_write_json(self.checkpoint_dir / "state.json", {
             **state,
@@ -222,6 +274,9 @@ class Trainer:
 
     def _load_checkpoint(self, optimizer, schedule) -> dict:
         saved = read_json(self.checkpoint_dir / "state.json")
+        if saved.setdefault("world_size", 1) != self.distributed.world_size:
+            raise AttnclfError(f"{self.run_dir} was trained by {saved['world_size']} process(es); resume it with "
+                               f"as many (torchrun --nproc-per-node), so its global batch stays the same")
         tensors = load_weights(self.checkpoint_dir / "last.safetensors")
         self.model.load_state_dict({k[6:]: v for k, v in tensors.items() if k.startswith("model.")})
         opt_state: dict = {"state": {}, "param_groups": saved.pop("optimizer_param_groups")}
@@ -231,5 +286,6 @@ class Trainer:
                 opt_state["state"].setdefault(int(index), {})[name] = value  # load_state_dict moves it
         optimizer.load_state_dict(opt_state)
         schedule.load_state_dict(saved.pop("schedule"))
-        torch.set_rng_state(tensors["rng.torch"])
+        rank = self.distributed.rank
+        torch.set_rng_state(tensors["rng.torch" if rank == 0 else f"rng.torch.{rank}"])
         return saved
