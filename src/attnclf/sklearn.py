@@ -85,12 +85,12 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
         y = np.asarray(y)
         if y.ndim != 1 or len(y) != len(texts):
             raise ValueError(f"y must hold one label per text: {len(texts)} texts, y of shape {y.shape}")
-        self.classes_, y_index = np.unique(y, return_inverse=True)
-        if len(self.classes_) < 2:
-            raise ValueError(f"y has only one class ({self.classes_[0]!r}); a classifier needs two at least")
+        classes, y_index = np.unique(y, return_inverse=True)
+        if len(classes) < 2:
+            raise ValueError(f"y has only one class ({classes[0]!r}); a classifier needs two at least")
         if not 0 <= self.validation_fraction < 1:
             raise ValueError(f"validation_fraction must be in [0, 1), got {self.validation_fraction}")
-        label_names = [str(c) for c in self.classes_]
+        label_names = [str(c) for c in classes]
         data = TextDataset(texts, y_index.tolist(), label_names)
         train, validation = (data, data) if self.validation_fraction == 0 else \
             train_validation_split(data, self.validation_fraction, self.seed)
@@ -105,11 +105,12 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
                              weight_decay=self.weight_decay, patience=self.patience, seed=self.seed)
         # The Trainer keeps its best weights and checkpoints on disk; the estimator keeps them in memory.
         with tempfile.TemporaryDirectory(prefix="attnclf-fit-") as tmp:
-            self.history_ = Trainer(model, config, Path(tmp), device, label_names, progress=self.verbose).fit(
+            history = Trainer(model, config, Path(tmp), device, label_names, progress=self.verbose).fit(
                 BucketBatches(tokenizer.encode(train.texts), train.labels, self.batch_size, shuffle=True,
                               seed=self.seed),
                 BucketBatches(tokenizer.encode(validation.texts), validation.labels, 128, shuffle=False),
             )
+        self.classes_, self.history_ = classes, history
         self.classifier_ = Classifier(model, tokenizer, label_names, device)
         return self
 

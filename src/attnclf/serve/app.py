@@ -70,15 +70,16 @@ class _Texts(BaseModel):
             raise ValueError("give either 'texts' (a list) or 'text' (one string)")
         return self
 
-    def checked(self, max_texts: int, limits: ServeLimits) -> list[str]:
+    def checked(self, max_texts: int, max_chars: int) -> list[str]:
+        """The texts, or an HTTP error naming the limit they break."""
         texts = [self.text] if self.text is not None else self.texts
         if not texts:
             raise HTTPException(422, "texts is empty: give one text at least")
         if len(texts) > max_texts:
             raise HTTPException(413, f"{len(texts)} texts in one request; the limit is {max_texts}")
         for i, text in enumerate(texts):
-            if len(text) > limits.max_text_chars:
-                raise HTTPException(413, f"text {i} has {len(text)} characters; the limit is {limits.max_text_chars}")
+            if len(text) > max_chars:
+                raise HTTPException(413, f"text {i} has {len(text)} characters; the limit is {max_chars}")
         return texts
 
 
@@ -214,6 +215,11 @@ class BodyLimit:
 # ---------------------------------------------------------------- the app
 
 
+def _field(error: dict) -> str:
+    """Where a validation error sits, e.g. ``texts.1`` (FastAPI's location starts with "body")."""
+    return ".".join(str(part) for part in error["loc"][1:]) or "body"
+
+
 def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
     """The API around ``classifier`` (an ``attnclf.Classifier``).
 
@@ -241,8 +247,7 @@ def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
         errors = exc.errors()
         if any(e["type"] == "json_invalid" for e in errors):
             return JSONResponse({"detail": "request body is not valid JSON"}, 400)
-        where = lambda e: ".".join(str(part) for part in e["loc"][1:]) or "body"  # noqa: E731  drop "body"
-        return JSONResponse({"detail": "; ".join(f"{where(e)}: {e['msg']}" for e in errors[:3])}, 422)
+        return JSONResponse({"detail": "; ".join(f"{_field(e)}: {e['msg']}" for e in errors[:3])}, 422)
 
     @app.exception_handler(AttnclfError)
     async def _user_error(request: Request, exc: AttnclfError):
@@ -251,7 +256,7 @@ def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
     @app.post("/predict", response_model=PredictResponse)
     async def predict(request: PredictRequest):
         """Label and class probabilities for each text (one text, or a batch)."""
-        probabilities = await state["batcher"].submit(request.checked(limits.max_batch, limits))
+        probabilities = await state["batcher"].submit(request.checked(limits.max_batch, limits.max_text_chars))
         names = classifier.label_names
         return {"predictions": [
             {"label": names[int(row.argmax())], "confidence": float(row.max()),
@@ -262,7 +267,7 @@ def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
     @app.post("/explain")
     async def explain(request: ExplainRequest):
         """Per-token scores by ``method``, with what a score means; see GET /model for the methods available."""
-        texts = request.checked(limits.max_explain_batch, limits)
+        texts = request.checked(limits.max_explain_batch, limits.max_text_chars)
         explanations = await asyncio.get_running_loop().run_in_executor(
             executor, lambda: classifier.explain(texts, method=request.method, target=request.target))
         return {"explanations": [e.to_dict() for e in explanations]}
