@@ -13,9 +13,9 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from .errors import AttnclfError, RunDirError
+from .errors import RunDirError
 from .models import model_from_config
-from .prediction import Prediction
+from .prediction import Prediction, check_texts
 from .rundir import check_run_dir, load_weights, read_json
 from .text.batching import BucketBatches
 from .text.tokenizer import Tokenizer, TokenizerConfig
@@ -56,18 +56,9 @@ class Classifier:
             raise RunDirError(f"{run_dir / 'labels.json'}: expected {model.config.num_classes} label names")
         return cls(model, tokenizer, labels, resolve_device(device), config)
 
-    def _check(self, texts: Sequence[str]) -> list[str]:
-        if isinstance(texts, str):
-            raise AttnclfError("pass a list of texts, not a single string")
-        texts = list(texts)
-        for i, text in enumerate(texts):
-            if not isinstance(text, str):
-                raise AttnclfError(f"text {i} is {type(text).__name__}, not a string")
-        return texts
-
     @torch.inference_mode()
     def _run(self, texts: Sequence[str]) -> tuple[np.ndarray, list[list[int]], list[np.ndarray | None]]:
-        ids = self.tokenizer.encode(self._check(texts))
+        ids = self.tokenizer.encode(check_texts(texts))
         probabilities = np.zeros((len(ids), len(self.label_names)), dtype=np.float32)
         attention: list[np.ndarray | None] = [None] * len(ids)
         for batch in BucketBatches(ids, batch_size=self.batch_size, shuffle=False):
@@ -104,4 +95,4 @@ class Classifier:
         """
         from .explain import explain
 
-        return explain(self, self._check(texts), method, **options)
+        return explain(self, check_texts(texts), method, **options)

@@ -15,7 +15,6 @@ and broadcasts when to checkpoint and when to stop.
 from __future__ import annotations
 
 import gc
-import json
 import math
 import time
 from dataclasses import asdict, dataclass
