@@ -19,9 +19,10 @@ from attnclf.training.run import resume_settings, train_run
 # (so extending a finished run by --resume --epochs 3 is well defined), a learning rate high
 # enough that the weights move far more than the tolerance. 250 examples leave 225 to train on:
 # each epoch's last global batch of 16 holds one example, so rank 1 trains on a zero-weight stand-in.
+# Class weights make the global batch's loss a weighted mean, which each rank must divide the same way.
 TRAIN = ["train", "--dataset", "demo", "--max-train-examples", "250", "--set", "d_model=16", "--set", "layers=1",
          "--set", "heads=2", "--set", "dropout=0", "--schedule", "constant", "--warmup-ratio", "0", "--lr", "0.01",
-         "--patience", "0", "--device", "cpu", "--quiet", "--no-report"]
+         "--class-weight", "balanced", "--patience", "0", "--device", "cpu", "--quiet", "--no-report"]
 
 
 def torchrun(*args: str) -> subprocess.CompletedProcess:
