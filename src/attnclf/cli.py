@@ -134,6 +134,8 @@ def _add_train_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--output", "-o", help="run directory (default: runs/<model>-<dataset>)")
     p.add_argument("--seed", type=int)
     p.add_argument("--resume", action="store_true", help="continue the interrupted run in --output")
+    p.add_argument("--threads", type=int, help="PyTorch threads (default: one per core; 1 is often faster "
+                   "for small models or on a busy machine)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
 
 
@@ -154,9 +156,10 @@ def cmd_train(args: argparse.Namespace) -> int:
     if args.resume:
         if not args.output:
             raise AttnclfError("--resume needs --output RUN_DIR, the run to continue")
-        settings = resume_settings(args.output, epochs=args.epochs, device=args.device)
+        settings = resume_settings(args.output, epochs=args.epochs, device=args.device, threads=args.threads)
     else:
         settings = build_settings(args)
+        settings.threads = args.threads
     settings.report = not args.no_report
     result = train_run(settings, resume=args.resume, progress=not args.quiet)
     if not result.metrics:  # a torchrun rank other than 0; rank 0 reports
@@ -285,98 +288,7 @@ def cmd_models(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from .demo import run_demo
 
-    run_demo(output=args.output, device=args.device, progress=not args.quiet)
-    return 0
-
-
-def _experiment_setup(args: argparse.Namespace):
-    from .experiments import Setup
-
-    if args.seeds < 1:
-        raise AttnclfError(f"--seeds must be at least 1, got {args.seeds}")
-    if args.threads is not None and args.threads < 1:
-        raise AttnclfError(f"--threads must be at least 1, got {args.threads}")
-    return Setup(**_budget(args), model_config=_parse_overrides(args.set), seeds=tuple(range(args.seeds)),
-                 threads=args.threads)
-
-
-def _progress_log(args: argparse.Namespace):
-    return (lambda line: None) if args.quiet else (lambda line: print(line, flush=True))
-
-
-def _comma_list(text: str) -> list[str]:
-    return [item.strip() for item in text.split(",") if item.strip()]
-
-
-@command("compare")
-def cmd_compare(args: argparse.Namespace) -> int:
-    from .experiments import compare
-
-    setup = _experiment_setup(args)
-    output = args.output or f"experiments/compare-{setup.data.describe()}"
-    result = compare(setup, output, models=tuple(_comma_list(args.models)), reference=not args.no_reference,
-                     quick=args.quick, log=_progress_log(args))
-    print(result.markdown)
-    print(f"written: {', '.join(str(f) for f in result.files)}")
-    return 0
-
-
-@command("ablate")
-def cmd_ablate(args: argparse.Namespace) -> int:
-    from .experiments import AXES, ablate, toy_order
-
-    setup = _experiment_setup(args)
-    output = args.output or f"experiments/ablate-{setup.data.describe()}"
-    log = _progress_log(args)
-    if args.dataset == "toy-order":
-        if args.quick or args.sweep or args.axes:
-            raise AttnclfError("toy-order runs the course's fixed experiment; --quick, --axes and --sweep apply "
-                               "to other datasets (sweep toy-reversal, toy-relative or toy-both instead)")
-        result = toy_order(setup, output, log=log)
-    else:
-        axes = {}
-        for name in _comma_list(args.axes or ("" if args.sweep else ",".join(AXES))):
-            if name not in AXES:
-                raise AttnclfError(f"unknown axis {name!r}; known: {', '.join(AXES)} (or --sweep FIELD=V1,V2)")
-            axes[name] = AXES[name]
-        for sweep in args.sweep or []:
-            key, sep, values = sweep.partition("=")
-            if not sep or not key or not _comma_list(values):
-                raise AttnclfError(f"--sweep expects FIELD=VALUE1,VALUE2,..., got {sweep!r}")
-            axes[key.replace("-", "_")] = [_parse_value(v) for v in _comma_list(values)]
-        result = ablate(setup, output, model=args.model, axes=axes, quick=args.quick, log=log)
-    print(result.markdown)
-    print(f"written: {', '.join(str(f) for f in result.files)}")
-    return 0
-
-
-@command("serve")
-def cmd_serve(args: argparse.Namespace) -> int:
-    from .serve import ServeLimits, serve
-
-    limits = {name: getattr(args, name) for name in ("max_batch", "max_explain_batch", "max_text_chars",
-                                                     "max_body_bytes", "max_connections")}
-    serve(args.run_dir, host=args.host, port=args.port, device=args.device, threads=args.threads,
-          limits=ServeLimits(**{k: v for k, v in limits.items() if v is not None}))
-    return 0
-
-
-@command("export")
-def cmd_export(args: argparse.Namespace) -> int:
-    from .export.onnx import check_data, export_onnx
-
-    check = check_data(args.run_dir, args.check_file, text_column=args.text_column, label_column=args.label_column,
-                       limit=args.check_examples)
-    result = export_onnx(args.run_dir, args.output, check=check, quantize=args.quantize)
-    parity = result.manifest["parity"]
-    print(f"exported to {result.directory}")
-    print(f"parity on {parity['texts']} texts: predictions agree {parity['prediction_agreement']:.2%}, "
-          f"max |p_onnx - p_torch| {parity['max_abs_diff']:.2e} (tolerance {parity['tolerance']:.0e})")
-    if args.quantize:
-        int8 = result.manifest["int8"]
-        print(f"int8 ({int8['bytes'] / 1024:.0f} KiB vs {int8['fp32_bytes'] / 1024:.0f} KiB): accuracy "
-              f"{int8['accuracy']:.4f} ({int8['accuracy_change']:+.4f} vs PyTorch), predictions agree "
-              f"{int8['prediction_agreement']:.2%}, max |p_int8 - p_torch| {int8['max_abs_diff']:.2e}")
+    run_demo(output=args.output, device=args.device, threads=args.threads, progress=not args.quiet)
     return 0
 
 
@@ -501,6 +413,97 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _experiment_setup(args: argparse.Namespace):
+    from .experiments import Setup
+
+    if args.seeds < 1:
+        raise AttnclfError(f"--seeds must be at least 1, got {args.seeds}")
+    if args.threads is not None and args.threads < 1:
+        raise AttnclfError(f"--threads must be at least 1, got {args.threads}")
+    return Setup(**_budget(args), model_config=_parse_overrides(args.set), seeds=tuple(range(args.seeds)),
+                 threads=args.threads)
+
+
+def _progress_log(args: argparse.Namespace):
+    return (lambda line: None) if args.quiet else (lambda line: print(line, flush=True))
+
+
+def _comma_list(text: str) -> list[str]:
+    return [item.strip() for item in text.split(",") if item.strip()]
+
+
+@command("compare")
+def cmd_compare(args: argparse.Namespace) -> int:
+    from .experiments import compare
+
+    setup = _experiment_setup(args)
+    output = args.output or f"experiments/compare-{setup.data.describe()}"
+    result = compare(setup, output, models=tuple(_comma_list(args.models)), reference=not args.no_reference,
+                     quick=args.quick, log=_progress_log(args))
+    print(result.markdown)
+    print(f"written: {', '.join(str(f) for f in result.files)}")
+    return 0
+
+
+@command("ablate")
+def cmd_ablate(args: argparse.Namespace) -> int:
+    from .experiments import AXES, ablate, toy_order
+
+    setup = _experiment_setup(args)
+    output = args.output or f"experiments/ablate-{setup.data.describe()}"
+    log = _progress_log(args)
+    if args.dataset == "toy-order":
+        if args.quick or args.sweep or args.axes:
+            raise AttnclfError("toy-order runs the course's fixed experiment; --quick, --axes and --sweep apply "
+                               "to other datasets (sweep toy-reversal, toy-relative or toy-both instead)")
+        result = toy_order(setup, output, log=log)
+    else:
+        axes = {}
+        for name in _comma_list(args.axes or ("" if args.sweep else ",".join(AXES))):
+            if name not in AXES:
+                raise AttnclfError(f"unknown axis {name!r}; known: {', '.join(AXES)} (or --sweep FIELD=V1,V2)")
+            axes[name] = AXES[name]
+        for sweep in args.sweep or []:
+            key, sep, values = sweep.partition("=")
+            if not sep or not key or not _comma_list(values):
+                raise AttnclfError(f"--sweep expects FIELD=VALUE1,VALUE2,..., got {sweep!r}")
+            axes[key.replace("-", "_")] = [_parse_value(v) for v in _comma_list(values)]
+        result = ablate(setup, output, model=args.model, axes=axes, quick=args.quick, log=log)
+    print(result.markdown)
+    print(f"written: {', '.join(str(f) for f in result.files)}")
+    return 0
+
+
+@command("serve")
+def cmd_serve(args: argparse.Namespace) -> int:
+    from .serve import ServeLimits, serve
+
+    limits = {name: getattr(args, name) for name in ("max_batch", "max_explain_batch", "max_text_chars",
+                                                     "max_body_bytes", "max_connections")}
+    serve(args.run_dir, host=args.host, port=args.port, device=args.device, threads=args.threads,
+          limits=ServeLimits(**{k: v for k, v in limits.items() if v is not None}))
+    return 0
+
+
+@command("export")
+def cmd_export(args: argparse.Namespace) -> int:
+    from .export.onnx import check_data, export_onnx
+
+    check = check_data(args.run_dir, args.check_file, text_column=args.text_column, label_column=args.label_column,
+                       limit=args.check_examples)
+    result = export_onnx(args.run_dir, args.output, check=check, quantize=args.quantize)
+    parity = result.manifest["parity"]
+    print(f"exported to {result.directory}")
+    print(f"parity on {parity['texts']} texts: predictions agree {parity['prediction_agreement']:.2%}, "
+          f"max |p_onnx - p_torch| {parity['max_abs_diff']:.2e} (tolerance {parity['tolerance']:.0e})")
+    if args.quantize:
+        int8 = result.manifest["int8"]
+        print(f"int8 ({int8['bytes'] / 1024:.0f} KiB vs {int8['fp32_bytes'] / 1024:.0f} KiB): accuracy "
+              f"{int8['accuracy']:.4f} ({int8['accuracy_change']:+.4f} vs PyTorch), predictions agree "
+              f"{int8['prediction_agreement']:.2%}, max |p_int8 - p_torch| {int8['max_abs_diff']:.2e}")
+    return 0
+
+
 # ---------------------------------------------------------------- parser
 
 
@@ -540,7 +543,48 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="train self-attn on generated reviews and show what it attends to")
     p.add_argument("--output", default="runs/demo")
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"])
+    p.add_argument("--threads", type=int, default=1,
+                   help="PyTorch threads (default 1: the demo model is too small to gain from more)")
     p.add_argument("--quiet", action="store_true")
+
+    p = sub.add_parser("explain", help="per-token explanations of predictions (terminal, JSON or HTML)")
+    p.add_argument("run_dir")
+    p.add_argument("texts", nargs="*")
+    p.add_argument("--file", help="a UTF-8 file with one text per line")
+    p.add_argument("--method", default="attention",
+                   help="attention, rollout, grad-input, integrated-gradients, occlusion; several comma-separated, "
+                        "or all (default: attention)")
+    p.add_argument("--target", help="class to explain (default: the predicted one)")
+    p.add_argument("--steps", type=int, help="integrated gradients' path steps (default: auto, 16 doubling to 512 until within 1%% "
+                                                 "completeness)")
+    p.add_argument("--heads", action="store_true", help="also every layer's and head's self-attention")
+    p.add_argument("--format", choices=["terminal", "json", "html"], default="terminal")
+    p.add_argument("--output", help="write to this file instead of stdout")
+    p.add_argument("--color", choices=["auto", "always", "never"], default="auto",
+                   help="terminal colours (auto: when stdout is a terminal and NO_COLOR is unset)")
+    p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"])
+
+    p = sub.add_parser("faithfulness", help="measure how faithful each explanation method is",
+                       description="Deletion test against random deletion, rank agreement between methods, and "
+                                   "the uniform-attention check, on a sample of test texts. Each run's result is "
+                                   "also saved as RUN_DIR/faithfulness.json (the report shows it).")
+    p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
+    _add_data_args(p, test_only=True)
+    p.add_argument("--examples", type=int, default=200, help="test texts sampled (default: 200)")
+    p.add_argument("--methods", help="comma-separated methods (default: all the model supports)")
+    p.add_argument("--steps", type=int, help="integrated gradients' path steps (default: auto, 16 doubling to 512 until within 1%% "
+                                                 "completeness)")
+    p.add_argument("--seed", type=int, default=0, help="sample and random-deletion seed")
+    p.add_argument("--json", action="store_true", help="print the results as JSON")
+    p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"])
+
+    p = sub.add_parser("report", help="write report.html (plots embedded) and plots/*.png for a run")
+    p.add_argument("run_dir")
+    p.add_argument("--method", help="method highlighting the examples (default: attention if the model pools "
+                                    "by attention, else integrated-gradients)")
+    p.add_argument("--faithfulness", action="store_true", help="measure faithfulness too (slower)")
+    p.add_argument("--examples", type=int, default=200, help="test texts for --faithfulness (default: 200)")
+    p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"])
 
     p = sub.add_parser("compare", help="train several models under one budget over seeds; table + plot",
                        description="Train each model with each seed on one dataset under the same budget, plus "
@@ -590,45 +634,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--text-column", default="text", help="with --check-file (default: text)")
     p.add_argument("--label-column", default="label", help="with --check-file (default: label)")
     p.add_argument("--check-examples", type=int, default=1000, help="texts checked at most (default: 1000)")
-
-    p = sub.add_parser("explain", help="per-token explanations of predictions (terminal, JSON or HTML)")
-    p.add_argument("run_dir")
-    p.add_argument("texts", nargs="*")
-    p.add_argument("--file", help="a UTF-8 file with one text per line")
-    p.add_argument("--method", default="attention",
-                   help="attention, rollout, grad-input, integrated-gradients, occlusion; several comma-separated, "
-                        "or all (default: attention)")
-    p.add_argument("--target", help="class to explain (default: the predicted one)")
-    p.add_argument("--steps", type=int, help="integrated gradients' path steps (default: auto, 16 doubling to 512 until within 1%% "
-                                                 "completeness)")
-    p.add_argument("--heads", action="store_true", help="also every layer's and head's self-attention")
-    p.add_argument("--format", choices=["terminal", "json", "html"], default="terminal")
-    p.add_argument("--output", help="write to this file instead of stdout")
-    p.add_argument("--color", choices=["auto", "always", "never"], default="auto",
-                   help="terminal colours (auto: when stdout is a terminal and NO_COLOR is unset)")
-    p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"])
-
-    p = sub.add_parser("faithfulness", help="measure how faithful each explanation method is",
-                       description="Deletion test against random deletion, rank agreement between methods, and "
-                                   "the uniform-attention check, on a sample of test texts. Each run's result is "
-                                   "also saved as RUN_DIR/faithfulness.json (the report shows it).")
-    p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
-    _add_data_args(p, test_only=True)
-    p.add_argument("--examples", type=int, default=200, help="test texts sampled (default: 200)")
-    p.add_argument("--methods", help="comma-separated methods (default: all the model supports)")
-    p.add_argument("--steps", type=int, help="integrated gradients' path steps (default: auto, 16 doubling to 512 until within 1%% "
-                                                 "completeness)")
-    p.add_argument("--seed", type=int, default=0, help="sample and random-deletion seed")
-    p.add_argument("--json", action="store_true", help="print the results as JSON")
-    p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"])
-
-    p = sub.add_parser("report", help="write report.html (plots embedded) and plots/*.png for a run")
-    p.add_argument("run_dir")
-    p.add_argument("--method", help="method highlighting the examples (default: attention if the model pools "
-                                    "by attention, else integrated-gradients)")
-    p.add_argument("--faithfulness", action="store_true", help="measure faithfulness too (slower)")
-    p.add_argument("--examples", type=int, default=200, help="test texts for --faithfulness (default: 200)")
-    p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"])
     return parser
 
 
@@ -638,7 +643,7 @@ def _add_experiment_args(p: argparse.ArgumentParser, default_output: str) -> Non
                    help="base config field for every model that has it, e.g. --set d_model=64")
     p.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1 per cell (default: 3)")
     p.add_argument("--quick", action="store_true",
-                   help="sanity budget: 2,000 training and 1,000 test texts, 3 epochs, 128 tokens")
+                   help="sanity budget: 1,500 training and 500 test texts, 3 epochs, 128 tokens")
     p.add_argument("--threads", type=int, help="torch threads (1 is fastest on a busy shared CPU)")
     p.add_argument("--output", "-o", help=f"experiment directory (default: experiments/{default_output})")
     p.add_argument("--quiet", action="store_true", help="no line per finished cell")

@@ -14,9 +14,10 @@ EXAMPLES = [
 ]
 
 
-def run_demo(output: str = "runs/demo", device: str = "auto", progress: bool = True) -> None:
+def run_demo(output: str = "runs/demo", device: str = "auto", threads: int | None = 1, progress: bool = True) -> None:
     """Train ``self-attn`` on ``demo`` (well under two minutes on 2 CPU cores) and print what it learned."""
     settings = settings_for(DataSettings(dataset="demo"), "self-attn", output=output, device=device)
+    settings.threads = threads
     print("Training a self-attention classifier on generated reviews where negation and contrast decide.")
     result = train_run(settings, progress=progress)
     m = result.metrics

@@ -16,17 +16,16 @@ from __future__ import annotations
 import json
 import re
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable
 
-import torch
 
 from ..errors import AttnclfError, RunDirError
 from ..models import MODELS, build_model
 from ..rundir import atomic_write_json, read_json, read_jsonl
 from ..text.cleaning import CleaningConfig
+from ..training.device import torch_threads
 from ..training.run import DataSettings, RunSettings, load_data, settings_for, train_run
 
 Log = Callable[[str], None]
@@ -49,7 +48,7 @@ class Setup:
     seeds: tuple[int, ...] = (0, 1, 2)
     device: str = "auto"
     threads: int | None = None  # torch threads; on a busy shared CPU 1 is fastest for small models
-    throughput_texts: int = 2000  # test texts timed for inference speed
+    throughput_texts: int = 1000  # test texts timed for inference speed
 
 
 @dataclass
@@ -122,18 +121,19 @@ def run_cell(settings: RunSettings, texts: list[str]) -> dict:
     """Train one cell unless its run directory already holds it, then measure its inference speed."""
     run_dir = Path(settings.output)
     cost_file = run_dir / "experiment.json"
-    if not (run_dir / "metrics.json").exists():
+    cpu = None  # unknown when an earlier call trained (part of) the cell
+    if (run_dir / "metrics.json").exists():
+        check_same_settings(run_dir, settings)
+    else:
         resume = (run_dir / "checkpoint" / "state.json").exists()
         if resume:
             check_same_settings(run_dir, settings)
         started = time.process_time()
         train_run(settings, resume=resume, progress=False)
-        cpu = time.process_time() - started
-        atomic_write_json(cost_file, {"cpu_seconds": None if resume else round(cpu, 2),
-                                      "texts_per_second": measure_throughput(run_dir, texts, settings.device)})
-    check_same_settings(run_dir, settings)
-    if not cost_file.exists():  # trained by an earlier call that stopped before measuring
-        atomic_write_json(cost_file, {"cpu_seconds": None,
+        cpu = None if resume else round(time.process_time() - started, 2)
+        cost_file.unlink(missing_ok=True)  # measured on weights this run replaced
+    if not cost_file.exists():
+        atomic_write_json(cost_file, {"cpu_seconds": cpu,
                                       "texts_per_second": measure_throughput(run_dir, texts, settings.device)})
     metrics = read_json(run_dir / "metrics.json")
     history = read_jsonl(run_dir / "history.jsonl")
@@ -175,15 +175,3 @@ def throughput_texts(setup: Setup) -> list[str]:
     splits = load_data(setup.data, setup.seeds[0])
     texts = (splits.test or splits.validation).texts
     return texts[: setup.throughput_texts]
-
-
-@contextmanager
-def torch_threads(threads: int | None) -> Iterator[None]:
-    """Run with ``threads`` intra-op threads (None: leave torch's choice), then restore it."""
-    previous = torch.get_num_threads()
-    if threads:
-        torch.set_num_threads(threads)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)

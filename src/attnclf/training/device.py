@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+from typing import Iterator
+
 import torch
 
 from ..errors import AttnclfError
@@ -28,3 +31,25 @@ def resolve_device(name: str = "auto") -> torch.device:
     if name == "mps" and not torch.backends.mps.is_available():
         raise AttnclfError("--device mps asked for, but MPS is not available")
     return torch.device(name)
+
+
+@contextmanager
+def torch_threads(threads: int | None) -> Iterator[None]:
+    """Run with ``threads`` intra-op threads (None: leave PyTorch's choice, one per core), then restore it.
+
+    Small models gain nothing from a second thread but synchronisation, and on a
+    busy shared CPU every op then waits for the slower core: 1 is often fastest.
+
+    >>> with torch_threads(1):
+    ...     torch.get_num_threads()
+    1
+    """
+    if threads is not None and threads < 1:
+        raise AttnclfError(f"--threads must be at least 1, got {threads}")
+    previous = torch.get_num_threads()
+    if threads:
+        torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)

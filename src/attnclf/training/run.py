@@ -21,6 +21,7 @@ from ..rundir import FORMAT_VERSION, atomic_write_bytes, atomic_write_json, prep
 from ..text.batching import BucketBatches
 from ..text.cleaning import CleaningConfig
 from ..text.tokenizer import Tokenizer, TokenizerConfig
+from .device import torch_threads
 from .distributed import init_distributed
 from .trainer import TrainConfig, Trainer
 
@@ -51,6 +52,7 @@ class RunSettings:
     train: TrainConfig = field(default_factory=TrainConfig)
     output: str = "runs/latest"
     device: str = "auto"
+    threads: int | None = None  # PyTorch intra-op threads; None: one per core
     eval_batch_size: int = 128
     report: bool = True  # write report.html and plots/ when training ends
 
@@ -172,6 +174,11 @@ def train_run(settings: RunSettings, resume: bool = False, progress: bool = True
     >>> # result = train_run(RunSettings(DataSettings(dataset="demo"), output="runs/demo"))
     >>> # result.metrics["accuracy"]
     """
+    with torch_threads(settings.threads):
+        return _train_run(settings, resume, progress)
+
+
+def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult:
     started = time.perf_counter()
     run_dir = prepare_output_dir(settings.output)
     seed = settings.train.seed
@@ -236,8 +243,9 @@ def _aligned(data: TextDataset, label_names: list[str]) -> TextDataset:
                        data.split, data.name, data.groups)
 
 
-def resume_settings(run_dir: str | Path, epochs: int | None = None, device: str | None = None) -> RunSettings:
-    """The interrupted run's own settings; only the epoch budget and the device may change."""
+def resume_settings(run_dir: str | Path, epochs: int | None = None, device: str | None = None,
+                    threads: int | None = None) -> RunSettings:
+    """The interrupted run's own settings; only the epoch budget, the device and the threads may change."""
     saved = read_json(Path(run_dir) / "config.json")["settings"]
     train = TrainConfig(**saved["train"])
     if epochs is not None:
@@ -250,5 +258,6 @@ def resume_settings(run_dir: str | Path, epochs: int | None = None, device: str 
         train=train,
         output=str(run_dir),
         device=device or saved["device"],
+        threads=threads,
         eval_batch_size=saved["eval_batch_size"],
     )
