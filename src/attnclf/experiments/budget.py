@@ -10,7 +10,7 @@ sanity run in minutes, not a result. Explicit flags beat both.
 >>> setup = Setup(DataSettings(dataset="imdb"), train={"epochs": 5})
 >>> budgeted = with_budget(setup, QUICK)
 >>> budgeted.train["epochs"], budgeted.data.max_train_examples
-(5, 2000)
+(5, 1500)
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ DEFAULT = {
     "tokenizer": {"max_len": 256},
 }
 QUICK = {
-    "data": {"max_train_examples": 2000, "max_test_examples": 1000},
+    "data": {"max_train_examples": 1500, "max_test_examples": 500},
     "train": {"epochs": 3},
     "tokenizer": {"max_len": 128},
 }
