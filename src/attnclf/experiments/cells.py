@@ -20,7 +20,6 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Callable
 
-
 from ..errors import AttnclfError, RunDirError
 from ..models import MODELS, build_model
 from ..rundir import atomic_write_json, read_json, read_jsonl
@@ -153,7 +152,8 @@ def check_same_settings(run_dir: Path, settings: RunSettings) -> None:
     """Refuse to reuse a run directory trained with settings other than ``settings``."""
     saved = read_json(run_dir / "config.json")["settings"]
     wanted = json.loads(json.dumps(settings.to_dict()))
-    for section in sorted((set(saved) | set(wanted)) - {"output", "device"}):
+    # Where and how fast a cell runs does not change what it learns.
+    for section in sorted((set(saved) | set(wanted)) - {"output", "device", "threads"}):
         if saved.get(section) != wanted.get(section):
             raise RunDirError(f"{run_dir} was trained with other {section} settings than this experiment's; "
                               f"delete it or give another --output")
