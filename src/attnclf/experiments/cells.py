@@ -13,7 +13,6 @@ settings rather than mixing two budgets in one table.
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from dataclasses import dataclass, field, fields
@@ -25,7 +24,7 @@ from ..models import MODELS, build_model
 from ..rundir import atomic_write_json, read_json, read_jsonl
 from ..text.cleaning import CleaningConfig
 from ..training.device import torch_threads
-from ..training.run import DataSettings, RunSettings, load_data, settings_for, train_run
+from ..training.run import DataSettings, RunSettings, load_data, resume_settings, settings_for, train_run
 
 Log = Callable[[str], None]
 
@@ -149,11 +148,18 @@ def run_cell(settings: RunSettings, texts: list[str]) -> dict:
 
 
 def check_same_settings(run_dir: Path, settings: RunSettings) -> None:
-    """Refuse to reuse a run directory trained with settings other than ``settings``."""
-    saved = read_json(run_dir / "config.json")["settings"]
-    wanted = json.loads(json.dumps(settings.to_dict()))
-    # Where and how fast a cell runs does not change what it learns.
-    for section in sorted((set(saved) | set(wanted)) - {"output", "device", "threads"}):
+    """Refuse to reuse a run directory trained with settings other than ``settings``.
+
+    The saved settings are rebuilt through the same dataclasses, so a field added
+    to attnclf since the cell ran counts as its default, not as a difference.
+    """
+    try:
+        saved = resume_settings(run_dir).to_dict()
+    except TypeError:  # the cell has a field this attnclf no longer knows
+        saved = {}
+    wanted = settings.to_dict()
+    # Where and how fast a cell runs, and whether it writes a report, do not change what it learns.
+    for section in sorted((saved.keys() | wanted.keys()) - {"output", "device", "threads", "report"}):
         if saved.get(section) != wanted.get(section):
             raise RunDirError(f"{run_dir} was trained with other {section} settings than this experiment's; "
                               f"delete it or give another --output")
