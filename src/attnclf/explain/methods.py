@@ -269,7 +269,7 @@ def _integrated_gradients(model, ids, mask, target, steps: int | str) -> tuple[t
     error = torch.full_like(change, float("inf"))
     used = torch.zeros_like(change)
     rows = torch.arange(len(ids), device=ids.device)
-    # Paths through a trained model can turn sharply (a log-odds swing of 10 within 2% of the
+    # Paths through a trained model can turn sharply (a log-odds swing of 11 within 5% of the
     # path), which no small fixed step count integrates; "auto" doubles the steps for the rows
     # still off by more than IG_TOLERANCE, so easy texts stay cheap.
     for n in schedule:
