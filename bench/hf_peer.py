@@ -124,6 +124,7 @@ def main() -> None:
     p.add_argument("--test-examples", type=int, default=1000)
     p.add_argument("--epochs", type=int, default=1)
     p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--warmup", type=int, default=1, help="uncounted rounds first (allocators, kernels)")
     p.add_argument("--name", default="hf_peer")
     p.add_argument("flags", nargs="*", help="extra `attnclf train` flags for both, after --")
     p.add_argument("--threads", type=int, help="torch threads (default: torch's choice)")
@@ -157,10 +158,12 @@ def main() -> None:
                   "bert": lambda m: predict_bert(m, test_batches)}
     times = {name: {"train": [], "predict": []} for name in systems}
     accuracy, parameters = {}, {}
-    for repeat in range(args.repeats):
+    for repeat in range(-args.warmup, args.repeats):  # negative repeats are warm-up, not counted
         for name, train_fn in systems.items():  # alternating, so drift hits every system alike
             model, seconds = train_fn()
             probs, predict_seconds = _timed(predictors[name], model)
+            if repeat < 0:
+                continue
             times[name]["train"].append(round(seconds, 2))
             times[name]["predict"].append(round(predict_seconds, 3))
             accuracy[name] = float((probs.argmax(1) == np.asarray(test.labels)).mean())
