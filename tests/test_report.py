@@ -119,21 +119,25 @@ class DevTools:
 
         self.process = subprocess.Popen([binary, *self.FLAGS, f"--user-data-dir={profile}", "about:blank"],
                                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        port = None
-        for line in self.process.stderr:  # Chromium announces its port here once it listens
-            match = re.search(r"DevTools listening on ws://127\.0\.0\.1:(\d+)/", line)
-            if match:
-                port = int(match.group(1))
-                break
-        if port is None:
-            self.process.kill()
-            raise RuntimeError(f"chromium exited ({self.process.wait()}) before opening DevTools")
-        targets = json.load(urllib.request.urlopen(f"http://127.0.0.1:{port}/json", timeout=10))
-        page = next(t for t in targets if t["type"] == "page")
-        # Chromium rejects websocket handshakes that carry an Origin it was not told to allow.
-        self.socket = websocket.create_connection(page["webSocketDebuggerUrl"], timeout=30, suppress_origin=True)
+        self.socket = None
         self.events: list[dict] = []
         self.next_id = 0
+        try:
+            port = None
+            for line in self.process.stderr:  # Chromium announces its port here once it listens
+                match = re.search(r"DevTools listening on ws://127\.0\.0\.1:(\d+)/", line)
+                if match:
+                    port = int(match.group(1))
+                    break
+            if port is None:
+                raise RuntimeError(f"chromium exited ({self.process.wait()}) before opening DevTools")
+            targets = json.load(urllib.request.urlopen(f"http://127.0.0.1:{port}/json", timeout=10))
+            page = next(t for t in targets if t["type"] == "page")
+            # Chromium rejects websocket handshakes that carry an Origin it was not told to allow.
+            self.socket = websocket.create_connection(page["webSocketDebuggerUrl"], timeout=30, suppress_origin=True)
+        except BaseException:
+            self.close()  # never leave a browser running behind a failed start
+            raise
 
     def call(self, method: str, **params) -> dict:
         self.next_id += 1
@@ -151,7 +155,8 @@ class DevTools:
             self.events.append(json.loads(self.socket.recv()))
 
     def close(self) -> None:
-        self.socket.close()
+        if self.socket is not None:
+            self.socket.close()
         self.process.terminate()
         try:
             self.process.wait(timeout=10)
