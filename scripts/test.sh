@@ -7,7 +7,7 @@ bash scripts/setup.sh --test
 # The report test renders report.html in headless Chromium (Debian's package).
 if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [[ $(id -u) == 0 ]]; then
   echo "test: installing Debian's chromium for the report rendering test"
-  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-dejavu-core >/dev/null) \
     || echo "test: could not install chromium; the report rendering test will be skipped"
 fi
 export ATTNCLF_DATA_DIR="${ATTNCLF_DATA_DIR:-$(cd .. && pwd)/shared/datasets}"

@@ -174,29 +174,10 @@ def cmd_train(args: argparse.Namespace) -> int:
 @command("evaluate")
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from .classifier import Classifier
-    from .data.files import load_file
-    from .data.registry import load_splits
     from .evaluation.metrics import compute_metrics
 
     clf = Classifier.load(args.run_dir, device=args.device)
-    if args.test_file:
-        data = load_file(args.test_file, args.text_column, args.label_column, label_names=clf.label_names,
-                         split="test")
-    elif args.dataset:
-        if args.download:
-            from .data.download import ensure_available
-            from .data.registry import candidate_dirs
-
-            ensure_available(args.dataset, candidate_dirs(args.data_dir), download=True)
-        splits = load_splits(args.dataset, args.data_dir)
-        data = splits.test or splits.validation
-        if data is None:
-            raise AttnclfError(f"{args.dataset} has no test split")
-    else:
-        raise AttnclfError("give --dataset NAME or --test-file PATH to evaluate on")
-    from .training.run import _aligned
-
-    data = _aligned(data, clf.label_names)
+    data = _test_data(args, clf)
     metrics = compute_metrics(data.labels, clf.predict_proba(data.texts), clf.label_names)
     if args.json:
         print(json.dumps({k: v for k, v in metrics.items() if k != "classification_report"}, indent=2))
@@ -346,7 +327,7 @@ def _method_list(spec: str, available: list[str]) -> list[str]:
 
 def _test_data(args: argparse.Namespace, clf):
     """--test-file, else --dataset's test split, else the run's own test data; labels in the run's order."""
-    from .training.run import _aligned
+    from .training.run import align_labels
 
     if args.test_file:
         from .data.files import load_file
@@ -365,7 +346,7 @@ def _test_data(args: argparse.Namespace, clf):
         data = splits.test or splits.validation
         if data is None:
             raise AttnclfError(f"{args.dataset} has no test split")
-        return _aligned(data, clf.label_names)
+        return align_labels(data, clf.label_names)
     from .report.html import run_test_data
 
     return run_test_data(clf.config, clf.label_names)
@@ -516,7 +497,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_train_args(p)
     p.add_argument("--no-report", action="store_true", help="skip report.html and plots/ at the end")
 
-    p = sub.add_parser("evaluate", help="score a trained model on a labelled test set")
+    p = sub.add_parser("evaluate", help="score a trained model on a labelled test set (default: the run's own)")
     p.add_argument("run_dir")
     _add_data_args(p, test_only=True)
     p.add_argument("--json", action="store_true", help="print all metrics as JSON")

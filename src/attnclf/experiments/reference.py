@@ -20,7 +20,7 @@ import numpy as np
 from ..errors import AttnclfError
 from ..evaluation.metrics import compute_metrics
 from ..rundir import atomic_write_json, prepare_output_dir, read_json
-from ..training.run import _aligned, load_data
+from ..training.run import align_labels, load_data
 from .cells import Setup
 
 LABEL = "tfidf-lr"
@@ -40,8 +40,8 @@ def tfidf_reference(setup: Setup, seed: int, run_dir: Path) -> dict:
         if saved.get("key") == key:
             return saved["record"]
     splits = load_data(setup.data, seed)
-    train, validation = splits.train, _aligned(splits.validation, splits.train.label_names)
-    test = _aligned(splits.test, train.label_names) if splits.test is not None else validation
+    train, validation = splits.train, align_labels(splits.validation, splits.train.label_names)
+    test = align_labels(splits.test, train.label_names) if splits.test is not None else validation
 
     started_wall, started_cpu = time.perf_counter(), time.process_time()
     vectorizer = TfidfVectorizer(ngram_range=(1, 2), min_df=2, sublinear_tf=True)

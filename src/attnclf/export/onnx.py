@@ -111,7 +111,7 @@ def check_data(run_dir: str | Path, file: str | Path | None = None, *, text_colu
     """
     from ..data.files import load_file
     from ..rundir import read_json
-    from ..training.run import DataSettings, _aligned, load_data
+    from ..training.run import DataSettings, align_labels, load_data
 
     config = read_json(Path(run_dir) / "config.json")
     label_names = read_json(Path(run_dir) / "labels.json")
@@ -119,7 +119,7 @@ def check_data(run_dir: str | Path, file: str | Path | None = None, *, text_colu
         data = load_file(file, text_column, label_column, label_names=label_names, split="check")
     else:
         splits = load_data(DataSettings(**config["settings"]["data"]), config["settings"]["train"]["seed"])
-        data = _aligned(splits.test if splits.test is not None else splits.validation, label_names)
+        data = align_labels(splits.test if splits.test is not None else splits.validation, label_names)
     if len(data) > limit:
         data = data.subset(sorted(np.random.default_rng(seed).choice(len(data), limit, replace=False).tolist()))
     return data

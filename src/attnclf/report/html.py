@@ -17,6 +17,8 @@ import html
 import time
 from pathlib import Path
 
+import numpy as np
+
 from ..data.base import TextDataset
 from ..errors import AttnclfError, RunDirError
 from ..evaluation.metrics import pick_examples
@@ -31,12 +33,14 @@ FAITHFULNESS_FILE = "faithfulness.json"
 PLOTS = ("training", "metric_history", "confusion_matrix", "roc", "self_attention", "deletion")  # plots/<name>.png
 
 
-def write_report(run_dir: str | Path, *, classifier=None, test: TextDataset | None = None, method: str | None = None,
+def write_report(run_dir: str | Path, *, classifier=None, test: TextDataset | None = None,
+                 test_probabilities: np.ndarray | None = None, method: str | None = None,
                  faithfulness: bool = False, faithfulness_examples: int = 200, device: str = "auto") -> Path:
     """Write ``report.html`` and ``plots/*.png`` into ``run_dir``; returns the report's path.
 
     ``classifier`` and ``test`` default to the run's own model and test split
-    (``train`` passes the ones it has in memory). ``method`` highlights the
+    (``train`` passes the ones it has in memory, with ``test_probabilities``,
+    so the test set is not predicted twice). ``method`` highlights the
     examples (default: ``attention`` when the model pools by attention, else
     ``integrated-gradients``). ``faithfulness=True`` measures it on
     ``faithfulness_examples`` test texts and saves ``faithfulness.json``.
@@ -60,7 +64,7 @@ def write_report(run_dir: str | Path, *, classifier=None, test: TextDataset | No
     if method not in supported:
         raise AttnclfError(f"method {method!r} does not apply to this model; it supports {', '.join(supported)}")
 
-    probabilities = classifier.predict_proba(test.texts)
+    probabilities = classifier.predict_proba(test.texts) if test_probabilities is None else test_probabilities
     figures = {"training": plots.training_curves(history) if history else None,
                "metric_history": plots.metric_history(history),
                "confusion_matrix": plots.confusion_matrix_figure(metrics["confusion_matrix"], classifier.label_names),
@@ -103,11 +107,11 @@ def write_report(run_dir: str | Path, *, classifier=None, test: TextDataset | No
 
 def run_test_data(config: dict, label_names: list[str]) -> TextDataset:
     """The run's own test split (its validation split when the data has no test split)."""
-    from ..training.run import DataSettings, _aligned, load_data
+    from ..training.run import DataSettings, align_labels, load_data
 
     settings = config["settings"]
     splits = load_data(DataSettings(**settings["data"]), settings["train"]["seed"])
-    return _aligned(splits.test if splits.test is not None else splits.validation, label_names)
+    return align_labels(splits.test if splits.test is not None else splits.validation, label_names)
 
 
 def _faithfulness(run_dir: Path, classifier, test: TextDataset, measure: bool,

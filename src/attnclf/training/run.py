@@ -6,6 +6,7 @@ import time
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from .. import __version__
@@ -156,13 +157,14 @@ def _save_tokenizer(tokenizer: Tokenizer, path: Path) -> None:
     tmp.unlink()
 
 
-def evaluate_split(model, tokenizer: Tokenizer, data: TextDataset, device, batch_size: int = 128) -> dict:
-    """Test metrics plus three confident correct and incorrect examples."""
+def evaluate_split(model, tokenizer: Tokenizer, data: TextDataset, device,
+                   batch_size: int = 128) -> tuple[dict, np.ndarray]:
+    """Test metrics plus three confident correct and incorrect examples, and the probabilities behind them."""
     probabilities = predict_probabilities(model, _batches(tokenizer, data, batch_size, False, 0), device)
     metrics = compute_metrics(data.labels, probabilities, data.label_names)
     metrics["split"] = data.split
     metrics["examples"] = pick_examples(data.texts, data.labels, probabilities, data.label_names)
-    return metrics
+    return metrics, probabilities
 
 
 def train_run(settings: RunSettings, resume: bool = False, progress: bool = True) -> RunResult:
@@ -216,8 +218,8 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
     )
     if not distributed.is_main:  # rank 0 tests and reports
         return RunResult(run_dir, {}, history, time.perf_counter() - started)
-    test = splits.test if splits.test is not None else splits.validation
-    metrics = evaluate_split(model, tokenizer, _aligned(test, label_names), device, settings.eval_batch_size)
+    test = align_labels(splits.test if splits.test is not None else splits.validation, label_names)
+    metrics, test_probabilities = evaluate_split(model, tokenizer, test, device, settings.eval_batch_size)
     metrics["train_seconds"] = round(sum(h["seconds"] for h in history), 3)
     metrics["parameters"] = model.num_parameters()
     atomic_write_json(run_dir / "metrics.json", metrics)
@@ -226,11 +228,12 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
         from ..report import write_report
 
         write_report(run_dir, classifier=Classifier(model, tokenizer, label_names, device, read_json(
-            run_dir / "config.json"), batch_size=settings.eval_batch_size), test=_aligned(test, label_names))
+            run_dir / "config.json"), batch_size=settings.eval_batch_size), test=test,
+                     test_probabilities=test_probabilities)
     return RunResult(run_dir, metrics, history, time.perf_counter() - started)
 
 
-def _aligned(data: TextDataset, label_names: list[str]) -> TextDataset:
+def align_labels(data: TextDataset, label_names: list[str]) -> TextDataset:
     """``data`` with labels re-indexed to the training label order."""
     if data.label_names == label_names:
         return data
