@@ -91,13 +91,15 @@ def test_ablate_toy_order_reports_loss_per_set_and_variant(tmp_path, capsys):
 def test_ablate_sweeps_any_field_and_trains_the_base_once(tmp_path, capsys):
     out = tmp_path / "sweep"
     assert main(["ablate", *TINY, "--set", "heads=2", "--sweep", "heads=1,2", "--sweep", "layers=1,2",
-                 "--seeds", "1", "--output", str(out)]) == 0
-    # heads=2 and layers=1 are both the base config: one run, listed under both axes.
+                 "--sweep", "pooling=mean,attention", "--seeds", "1", "--output", str(out)]) == 0
+    # heads=2, layers=1 (both set) and pooling=attention (the default) are all the base config:
+    # one run, listed under each axis.
     assert sorted(p.name for p in (out / "runs").iterdir()) == [
-        "self-attn-heads=1-seed0", "self-attn-layers=2-seed0", "self-attn-seed0"]
+        "self-attn-heads=1-seed0", "self-attn-layers=2-seed0", "self-attn-pooling=mean-seed0", "self-attn-seed0"]
     heads = read_csv(out / "heads.csv")
     assert [r["label"] for r in heads] == ["heads=1", "heads=2 (base)"]
     assert [r["label"] for r in read_csv(out / "layers.csv")] == ["layers=1 (base)", "layers=2"]
+    assert [r["label"] for r in read_csv(out / "pooling.csv")] == ["pooling=mean", "pooling=attention (base)"]
     for name in ("heads.md", "heads.png", "layers.md", "layers.png", "ablation.md"):
         assert (out / name).is_file()
     assert "### heads" in capsys.readouterr().out

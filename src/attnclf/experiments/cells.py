@@ -74,7 +74,7 @@ def variant_settings(setup: Setup, variant: Variant, seed: int, runs_dir: Path) 
     effective = config_fields | base.model_config
     changed = {k: v for k, v in variant.overrides.items() if effective.get(k, object()) != v}
     name = "-".join([variant.model, *(f"{k}={v}" for k, v in sorted(changed.items())), f"seed{seed}"])
-    base.model_config = base.model_config | variant.overrides
+    base.model_config = base.model_config | changed  # a value equal to the base's is no override
     base.output = str(runs_dir / re.sub(r"[^\w.=+-]", "_", name))
     base.report = False  # an HTML report per cell would cost more than a small cell's training
     return base
