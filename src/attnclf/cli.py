@@ -489,7 +489,9 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="attnclf", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="attnclf", description="Train, evaluate, compare, explain and serve attention-based text classifiers.",
+        epilog="Start with `attnclf demo`; every command has --help.")
     parser.add_argument("--version", action="version", version=f"attnclf {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
