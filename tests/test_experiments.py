@@ -11,7 +11,7 @@ from attnclf.data.base import TextDataset
 from attnclf.data.splits import train_validation_split
 from attnclf.errors import AttnclfError
 from attnclf.experiments import Setup
-from attnclf.experiments.budget import DEFAULT, QUICK, with_budget
+from attnclf.experiments.budget import DEFAULT_CAPS, QUICK, with_caps, with_quick
 from attnclf.experiments.tables import markdown_table, summarize
 from attnclf.training.run import DataSettings, load_data, settings_for
 
@@ -135,16 +135,24 @@ def test_summary_spread_is_sample_std_and_absent_for_one_seed():
     assert "| a | 0.850 ± 0.071 | 2 |" in table and "| b | 0.700 | 1 |" in table
 
 
-def test_budget_priority_is_flags_then_quick_or_recipe_then_default():
+def test_budget_flags_beat_quick_which_beats_the_recipe():
     explicit = Setup(DataSettings(dataset="synthetic", max_train_examples=123), train={"lr": 0.5})
-    default = with_budget(explicit, DEFAULT, under_recipe=True)
-    assert "epochs" not in default.train  # the synthetic recipe's 20 epochs stand
-    assert default.train["lr"] == 0.5 and default.data.max_train_examples == 123
-    assert default.data.max_test_examples == DEFAULT["data"]["max_test_examples"]
-    quick = with_budget(explicit, QUICK)
-    assert quick.train == {"epochs": QUICK["train"]["epochs"], "lr": 0.5}
+    quick = with_quick(explicit)
+    assert quick.train == {"epochs": QUICK["train"]["epochs"], "lr": 0.5} and quick.data.max_train_examples == 123
     settings = settings_for(quick.data, "boe", train=quick.train, tokenizer=quick.tokenizer)
     assert settings.train.epochs == QUICK["train"]["epochs"] and settings.train.batch_size == 64  # recipe's
+    assert settings.tokenizer.max_len == QUICK["tokenizer"]["max_len"]  # over the recipe's 32
+
+
+def test_default_caps_only_lower_what_the_recipe_asks_for():
+    cap = DEFAULT_CAPS["tokenizer"]["max_len"]
+    imdb = with_caps(Setup(DataSettings(dataset="imdb")))  # its recipe asks for 400 tokens
+    assert imdb.tokenizer == {"max_len": cap} and imdb.train == {}
+    assert imdb.data.max_train_examples == DEFAULT_CAPS["data"]["max_train_examples"]
+    synthetic = with_caps(Setup(DataSettings(dataset="synthetic")))  # 32 tokens, 20 epochs stand
+    assert synthetic.tokenizer == {} and synthetic.train == {}
+    mine = with_caps(Setup(DataSettings(dataset="imdb", max_train_examples=20000), tokenizer={"max_len": 512}))
+    assert mine.tokenizer == {"max_len": 512} and mine.data.max_train_examples == 20000
 
 
 def test_settings_for_rejects_unknown_and_run_owned_fields():

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from ..errors import AttnclfError
 from ..rundir import atomic_write_bytes, prepare_output_dir
-from .budget import DEFAULT, QUICK, with_budget
+from .budget import with_caps, with_quick
 from .cells import Log, Setup, Variant, run_variants, variant_settings
 from .plots import loss_panels, save_figure, score_plot
 from .tables import ExperimentResult, describe_budget, markdown_table, summarize, write_cells_csv, write_csv
@@ -57,13 +57,13 @@ def ablate(setup: Setup, output: str | Path, model: str = "self-attn", axes: dic
     """Train ``model`` once per value of each axis (one axis at a time) and seed; write a table and plot per axis.
 
     The budget is resolved as in ``compare``: explicit values, then ``QUICK``
-    if ``quick``, else the recipe, then ``DEFAULT``.
+    if ``quick``, else the recipe within ``DEFAULT_CAPS``.
     """
     axes = axes or AXES
     empty = [axis for axis, values in axes.items() if not values]
     if empty:
         raise AttnclfError(f"axis {empty[0]!r} has no values to sweep")
-    setup = with_budget(setup, QUICK) if quick else with_budget(setup, DEFAULT, under_recipe=True)
+    setup = with_quick(setup) if quick else with_caps(setup)
     output = prepare_output_dir(output)
     runs_dir = output / "runs"
     base_dir = variant_settings(setup, Variant("base", model), setup.seeds[0], runs_dir).output

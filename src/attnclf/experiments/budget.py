@@ -1,16 +1,21 @@
 """The experiments' training budgets: what every cell of `compare` and `ablate` gets.
 
-``DEFAULT`` fills only what the dataset's recipe leaves open (the generated
-sets have recipes; the real corpora do not), so ``synthetic`` keeps the case
-study's 20 epochs while IMDB is sampled down to a size a 2-core CPU trains
-fifteen times within the hour. ``QUICK`` overrides the recipe as well: a
-sanity run in minutes, not a result. Explicit flags beat both.
+A recipe is tuned for one run; an experiment trains five models three times,
+so by default it caps what the recipe asks for (``DEFAULT_CAPS``): at most
+7,000 training and 5,000 test texts and 256 tokens per text. A recipe's
+smaller values stand (SST-2 keeps its 64 tokens, every sentence of
+``sst2-sentences`` stays), and nothing else of the recipe changes. ``QUICK``
+replaces the recipe's values outright: a sanity run in minutes, not a result.
+Explicit flags beat both.
 
 >>> from attnclf.training.run import DataSettings
->>> setup = Setup(DataSettings(dataset="imdb"), train={"epochs": 5})
->>> budgeted = with_budget(setup, QUICK)
->>> budgeted.train["epochs"], budgeted.data.max_train_examples
-(5, 1500)
+>>> imdb = Setup(DataSettings(dataset="imdb"), train={"epochs": 5})
+>>> quick = with_quick(imdb)
+>>> quick.train["epochs"], quick.data.max_train_examples, quick.tokenizer["max_len"]
+(5, 1500, 128)
+>>> capped = with_caps(imdb)
+>>> capped.data.max_train_examples, capped.tokenizer["max_len"]  # the IMDB recipe asks for 400 tokens
+(7000, 256)
 """
 
 from __future__ import annotations
@@ -18,11 +23,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..recipes import recipe_for
+from ..text.tokenizer import TokenizerConfig
 from .cells import Setup
 
-DEFAULT = {
-    "data": {"max_train_examples": 10000, "max_test_examples": 5000},
-    "train": {"epochs": 3},
+DEFAULT_CAPS = {
+    "data": {"max_train_examples": 7000, "max_test_examples": 5000},
     "tokenizer": {"max_len": 256},
 }
 QUICK = {
@@ -32,12 +37,20 @@ QUICK = {
 }
 
 
-def with_budget(setup: Setup, budget: dict, under_recipe: bool = False) -> Setup:
-    """``setup`` with ``budget`` filling each value the user did not set (nor the recipe, if ``under_recipe``)."""
-    recipe = recipe_for(setup.data.dataset) if under_recipe else {}
+def with_quick(setup: Setup) -> Setup:
+    """``setup`` with ``QUICK`` in place of every value the user did not set."""
+    data = replace(setup.data, **{k: v for k, v in QUICK["data"].items() if getattr(setup.data, k) is None})
+    return replace(setup, data=data, train=QUICK["train"] | setup.train,
+                   tokenizer=QUICK["tokenizer"] | setup.tokenizer)
 
-    def fill(section: str, explicit: dict) -> dict:
-        return {k: v for k, v in budget[section].items() if k not in recipe.get(section, {})} | explicit
 
-    data = replace(setup.data, **{k: v for k, v in budget["data"].items() if getattr(setup.data, k) is None})
-    return replace(setup, data=data, train=fill("train", setup.train), tokenizer=fill("tokenizer", setup.tokenizer))
+def with_caps(setup: Setup) -> Setup:
+    """``setup`` with ``DEFAULT_CAPS`` wherever the user set nothing and the recipe (or default) asks for more."""
+    recipe = recipe_for(setup.data.dataset).get("tokenizer", {})
+    tokenizer = dict(setup.tokenizer)
+    for key, cap in DEFAULT_CAPS["tokenizer"].items():
+        if key not in tokenizer and recipe.get(key, getattr(TokenizerConfig(), key)) > cap:
+            tokenizer[key] = cap
+    # No data setting means all of it, which is more than any cap.
+    data = replace(setup.data, **{k: v for k, v in DEFAULT_CAPS["data"].items() if getattr(setup.data, k) is None})
+    return replace(setup, data=data, tokenizer=tokenizer)

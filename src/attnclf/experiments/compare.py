@@ -18,7 +18,7 @@ from pathlib import Path
 from ..errors import AttnclfError
 from ..models import MODELS
 from ..rundir import atomic_write_bytes, prepare_output_dir
-from .budget import DEFAULT, QUICK, with_budget
+from .budget import with_caps, with_quick
 from .cells import Log, Setup, Variant, run_variants
 from .plots import compare_plot, save_figure
 from .reference import LABEL, tfidf_reference
@@ -34,12 +34,12 @@ def compare(setup: Setup, output: str | Path, models: tuple[str, ...] = DEFAULT_
     """Train each of ``models`` with each seed of ``setup``, plus the TF-IDF reference; write the table and plot.
 
     The budget is ``setup``'s explicit values, then ``QUICK`` if ``quick``,
-    else the dataset's recipe, then ``DEFAULT`` (see ``budget``).
+    else the dataset's recipe within ``DEFAULT_CAPS`` (see ``budget``).
     """
     unknown = [m for m in models if m not in MODELS]
     if unknown:
         raise AttnclfError(f"unknown model {unknown[0]!r}; known: {', '.join(MODELS)}")
-    setup = with_budget(setup, QUICK) if quick else with_budget(setup, DEFAULT, under_recipe=True)
+    setup = with_quick(setup) if quick else with_caps(setup)
     output = prepare_output_dir(output)
 
     records = run_variants(setup, [Variant(m, m) for m in models], output, log)
