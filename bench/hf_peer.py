@@ -13,7 +13,9 @@ time is its training loop alone; attnclf's time includes its per-epoch
 validation on --val-examples texts and checkpoint writes). Prediction runs
 both models over the same length-sorted batches. Runs alternate
 (attnclf, BERT, attnclf, BERT, ...) so machine noise hits both alike; the
-JSON keeps every time and the ratio of each pair.
+JSON keeps every time and the ratio of each pair, in wall seconds and in
+CPU seconds of this process (with --threads 1 the CPU figures do not depend
+on what else runs on the machine).
 """
 
 from __future__ import annotations
@@ -65,10 +67,10 @@ def train_attnclf(settings, vocab_size, num_classes, label_names, train_batches,
     model = build_model(settings.model, vocab_size=vocab_size, num_classes=num_classes,
                         max_len=settings.tokenizer.max_len, **model_config)
     with tempfile.TemporaryDirectory() as run_dir:
-        started = time.perf_counter()
+        wall, cpu = time.perf_counter(), time.process_time()
         Trainer(model, settings.train, Path(run_dir), torch.device("cpu"), label_names, progress=False).fit(
             train_batches, val_batches)
-        return model, time.perf_counter() - started
+        return model, time.perf_counter() - wall, time.process_time() - cpu
 
 
 def train_bert(settings, vocab_size, num_classes, ids, labels):
@@ -95,9 +97,9 @@ def train_bert(settings, vocab_size, num_classes, ids, labels):
             disable_tqdm=True, dataloader_num_workers=0, train_sampling_strategy="group_by_length",
         )
         trainer = HFTrainer(model=model, args=args, train_dataset=_Encoded(ids, labels), data_collator=_pad)
-        started = time.perf_counter()
+        wall, cpu = time.perf_counter(), time.process_time()
         trainer.train()
-        return model, time.perf_counter() - started
+        return model, time.perf_counter() - wall, time.process_time() - cpu
 
 
 @torch.inference_mode()
@@ -111,9 +113,10 @@ def predict_bert(model, batches: BucketBatches) -> np.ndarray:
 
 
 def _timed(fn, *args):
-    started = time.perf_counter()
+    """(result, wall seconds, CPU seconds); with one thread CPU seconds ignore other jobs on the machine."""
+    wall, cpu = time.perf_counter(), time.process_time()
     out = fn(*args)
-    return out, time.perf_counter() - started
+    return out, time.perf_counter() - wall, time.process_time() - cpu
 
 
 def main() -> None:
@@ -156,20 +159,22 @@ def main() -> None:
     predictors = {"attnclf": lambda m: predict_probabilities(m, test_batches, torch.device("cpu")),
                   "attnclf_no_ngrams": lambda m: predict_probabilities(m, test_batches, torch.device("cpu")),
                   "bert": lambda m: predict_bert(m, test_batches)}
-    times = {name: {"train": [], "predict": []} for name in systems}
+    times = {name: {"train": [], "predict": [], "train_cpu": [], "predict_cpu": []} for name in systems}
     accuracy, parameters = {}, {}
     for repeat in range(-args.warmup, args.repeats):  # negative repeats are warm-up, not counted
         for name, train_fn in systems.items():  # alternating, so drift hits every system alike
-            model, seconds = train_fn()
-            probs, predict_seconds = _timed(predictors[name], model)
+            model, seconds, cpu = train_fn()
+            probs, predict_seconds, predict_cpu = _timed(predictors[name], model)
             if repeat < 0:
                 continue
             times[name]["train"].append(round(seconds, 2))
             times[name]["predict"].append(round(predict_seconds, 3))
+            times[name]["train_cpu"].append(round(cpu, 2))
+            times[name]["predict_cpu"].append(round(predict_cpu, 3))
             accuracy[name] = float((probs.argmax(1) == np.asarray(test.labels)).mean())
             parameters[name] = sum(p.numel() for p in model.parameters())
-            print(f"repeat {repeat}: {name:18s} train {seconds:7.1f}s predict {predict_seconds:6.2f}s "
-                  f"accuracy {accuracy[name]:.4f}", flush=True)
+            print(f"repeat {repeat}: {name:18s} train {seconds:7.1f}s ({cpu:.1f} CPU s) predict "
+                  f"{predict_seconds:6.2f}s ({predict_cpu:.2f} CPU s) accuracy {accuracy[name]:.4f}", flush=True)
 
     def ratios(kind: str, name: str) -> list[float]:  # BERT time / attnclf time, pair by pair
         return [round(b / a, 3) for a, b in zip(times[name][kind], times["bert"][kind])]
@@ -186,10 +191,9 @@ def main() -> None:
             "predict_texts_per_second": round(len(test) / predict_median, 1),
         }
         if name != "bert":
-            summary[name]["train_speedup_vs_bert_median"] = float(np.median(ratios("train", name)))
-            summary[name]["predict_speedup_vs_bert_median"] = float(np.median(ratios("predict", name)))
-            summary[name]["train_speedup_vs_bert_pairs"] = ratios("train", name)
-            summary[name]["predict_speedup_vs_bert_pairs"] = ratios("predict", name)
+            for kind in ("train", "predict", "train_cpu", "predict_cpu"):
+                summary[name][f"{kind}_speedup_vs_bert_median"] = float(np.median(ratios(kind, name)))
+                summary[name][f"{kind}_speedup_vs_bert_pairs"] = ratios(kind, name)
     import transformers
 
     write_result(args.name, {
