@@ -422,7 +422,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     result = compare(setup, output, models=tuple(_comma_list(args.models)), reference=not args.no_reference,
                      quick=args.quick, log=_progress_log(args))
     print(result.markdown)
-    print(f"written: {', '.join(str(f) for f in result.files)}")
+    print(f"written to {output}: {', '.join(f.name for f in result.files)}")
     return 0
 
 
@@ -451,7 +451,7 @@ def cmd_ablate(args: argparse.Namespace) -> int:
             axes[key.replace("-", "_")] = [_parse_value(v) for v in _comma_list(values)]
         result = ablate(setup, output, model=args.model, axes=axes, quick=args.quick, log=log)
     print(result.markdown)
-    print(f"written: {', '.join(str(f) for f in result.files)}")
+    print(f"written to {output}: {', '.join(f.name for f in result.files)}")
     return 0
 
 
