@@ -33,7 +33,7 @@ def compared(tmp_path_factory):
     return out
 
 
-def test_compare_writes_table_csv_plot_and_one_run_per_cell(compared, capsys):
+def test_compare_writes_table_csv_plot_and_one_run_per_cell(compared):
     rows = {row["label"]: row for row in read_csv(compared / "comparison.csv")}
     assert list(rows) == ["boe", "self-attn", "tfidf-lr"]
     for row in rows.values():
@@ -75,7 +75,7 @@ def test_compare_refuses_a_directory_trained_with_another_budget(compared, capsy
     assert err.count("\n") == 1 and "other train settings" in err and "Traceback" not in err
 
 
-def test_ablate_toy_order_reports_loss_per_set_and_variant(tmp_path, capsys):
+def test_ablate_toy_order_reports_loss_per_set_and_variant(tmp_path):
     out = tmp_path / "toy"
     assert main(["ablate", "--dataset", "toy-order", "--seeds", "1", "--epochs", "3", "--threads", "1",
                  "--output", str(out), "--quiet"]) == 0
