@@ -62,8 +62,8 @@ def _make_optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.Optimi
     decay = [p for n, p in model.named_parameters() if p.requires_grad and p.dim() >= 2]
     no_decay = [p for n, p in model.named_parameters() if p.requires_grad and p.dim() < 2]
     groups = [{"params": decay, "weight_decay": config.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-    # The fused kernels update a 16.8M-parameter bigram table in 17 ms instead of 152 ms on one
-    # CPU thread (BENCHMARKS.md); they exist for CPU and CUDA only.
+    # The fused kernels step the IMDB recipe's 18.7M parameters 10x faster than the default loop
+    # on one CPU thread (bench/optimizer_step.py); they exist for CPU and CUDA only.
     fused = all(p.device.type in ("cpu", "cuda") for p in decay + no_decay)
     if config.optimizer == "adamw":
         return torch.optim.AdamW(groups, lr=config.lr, fused=fused)
