@@ -81,5 +81,7 @@ def test_real_corpus_recipes_build_their_model(dataset):
     args = build_parser().parse_args(["train", "--dataset", dataset, "--output", "unused"])
     settings = build_settings(args)
     model = build_model(settings.model, vocab_size=100, max_len=settings.tokenizer.max_len, **settings.model_config)
-    assert model.config.ngram_buckets > 0
+    assert settings.model_config, "a real-corpus recipe tunes its model"
+    for field, value in settings.model_config.items():
+        assert getattr(model.config, field) == value, field
     assert settings.train.epochs >= 1 and settings.tokenizer.max_len >= 64
