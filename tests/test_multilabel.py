@@ -152,6 +152,20 @@ def test_a_label_without_validation_positives_keeps_threshold_half():
     assert thresholds[0] == 0.5 and f1[0] == 0.0 and f1[1] == 1.0
 
 
+def test_loss_is_the_mean_over_cells_once_divided_by_texts_and_balanced_weights_positives():
+    import torch
+
+    from attnclf.training.multilabel import multilabel_loss
+
+    targets = np.array([[1, 0, 0], [0, 0, 1], [0, 0, 1], [0, 0, 1]])
+    logits = torch.randn(4, 3, generator=torch.Generator().manual_seed(0))
+    plain = multilabel_loss(targets, "none")(logits, torch.tensor(targets).float()) / len(targets)
+    assert plain.item() == pytest.approx(
+        torch.nn.functional.binary_cross_entropy_with_logits(logits, torch.tensor(targets).float()).item())
+    balanced = multilabel_loss(targets, "balanced")
+    assert balanced.pos_weight.tolist() == pytest.approx([3.0, 4.0, 1 / 3])  # negatives / positives, 0 counted as 1
+
+
 # --- a run end to end ---------------------------------------------------------
 
 @pytest.fixture(scope="module")
@@ -191,7 +205,7 @@ def test_training_learns_label_sets_well_above_a_constant_guess(topic_run, topic
     history = [json.loads(line) for line in (topic_run / "history.jsonl").read_text().splitlines()]
     assert "val_micro_f1" in history[0] and history[-1]["train_loss"] < history[0]["train_loss"]
     config = json.loads((topic_run / "config.json").read_text())
-    assert config["settings"]["data"]["multi_label"] and config["settings"]["train"]["monitor"] == "micro_f1"
+    assert config["settings"]["data"]["multi_label"] and config["settings"]["train"]["monitor"] == "loss"
     assert "multi-label" in (topic_run / "report.html").read_text()
 
 
@@ -246,3 +260,5 @@ def test_multi_label_flag_must_match_the_data(tmp_path, capsys):
     assert main(["train", "--dataset", "topics", "--multi-label", "--sampler", "balanced",
                  "--output", str(tmp_path / "c"), "--quiet"]) == 2
     assert "--class-weight balanced" in capsys.readouterr().err
+    assert main(["train", "--dataset", "demo", "--label-delimiter", ";", "--output", str(tmp_path / "d")]) == 2
+    assert "add --multi-label" in capsys.readouterr().err

@@ -96,8 +96,10 @@ def settings_for(data: DataSettings, model: str, *, model_config: dict | None = 
     merged_model = {k: v for k, v in recipe.get("model_config", {}).items() if k in model_fields}
     merged_model |= model_config or {}
     merged_train = recipe.get("train", {}) | (train or {})
-    if data.multi_label:  # micro-F1 weighs every (text, label) decision alike; macro-F1 swings with rare labels
-        merged_train.setdefault("monitor", "micro_f1")
+    if data.multi_label:
+        # Not F1 at 0.5: it stays 0 while a label's probabilities are all below 0.5 (early on, for any label on
+        # fewer than half the texts), which ends slow learners after `patience` epochs (boe on topics: epoch 4).
+        merged_train.setdefault("monitor", "loss")
     merged_tokenizer = recipe.get("tokenizer", {}) | (tokenizer or {})
     for what, overrides, valid in (
         (f"model {model!r}", merged_model, model_fields - {"vocab_size", "num_classes", "max_len"}),

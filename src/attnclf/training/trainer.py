@@ -49,7 +49,7 @@ class TrainConfig:
     class_weights: str = "none"  # none | balanced
     sampler: str = "shuffle"  # shuffle | balanced (every class equally likely at each draw)
     patience: int = 3  # epochs without improvement before stopping; 0 never stops early
-    monitor: str = "macro_f1"  # validation accuracy | macro_f1 | loss (| micro_f1, multi-label runs' default)
+    monitor: str = "macro_f1"  # validation accuracy | macro_f1 | loss (multi-label runs' default) | micro_f1
     bf16: bool = False  # bfloat16 autocast (CPU with AVX-512 bf16, or CUDA)
     checkpoint_seconds: float = 60.0  # at most one checkpoint per this many seconds, and one at the end
     seed: int = 0
