@@ -48,6 +48,16 @@ def parser(description: str) -> argparse.ArgumentParser:
     return p
 
 
+def parse_seeds_and_threads(p: argparse.ArgumentParser) -> argparse.Namespace:
+    """Parse ``p``'s arguments plus ``--seeds`` (default 0 1 2) and ``--threads``, and set torch's threads."""
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    p.add_argument("--threads", type=int, help="torch threads (default: torch's choice)")
+    args = p.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    return args
+
+
 def peak_rss_mb() -> float:
     """Peak resident memory of this process so far (Linux reports KiB)."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

@@ -10,20 +10,14 @@ from __future__ import annotations
 
 import tempfile
 
-import torch
-
 from attnclf.training.run import train_run
 
-from common import cli_settings, parser, peak_rss_mb, write_result
+from common import cli_settings, parse_seeds_and_threads, parser, peak_rss_mb, write_result
 
 
 def main() -> None:
     p = parser(__doc__.splitlines()[0])
-    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    p.add_argument("--threads", type=int, help="torch threads (default: torch's choice)")
-    args = p.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    args = parse_seeds_and_threads(p)
     runs = []
     for seed in args.seeds:
         with tempfile.TemporaryDirectory() as out:

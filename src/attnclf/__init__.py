@@ -5,11 +5,11 @@ __version__ = "0.1.0"
 
 def __getattr__(name: str):
     # Lazy, so `import attnclf` (and the CLI's --help) does not pay for importing torch.
-    if name in ("Classifier", "Prediction"):
+    if name in ("Classifier", "Prediction", "LabelSetPrediction"):
         from . import classifier
 
         return getattr(classifier, name)
     raise AttributeError(f"module 'attnclf' has no attribute {name!r}")
 
 
-__all__ = ["Classifier", "Prediction", "__version__"]
+__all__ = ["Classifier", "LabelSetPrediction", "Prediction", "__version__"]

@@ -14,25 +14,35 @@ import numpy as np
 import torch
 
 from .errors import RunDirError
+from .evaluation.multilabel import DEFAULT_THRESHOLD
+from .evaluation.predict import output_probabilities
 from .models import model_from_config
-from .prediction import Prediction, check_texts
-from .rundir import check_run_dir, load_weights, read_json
+from .prediction import LabelSetPrediction, Prediction, check_texts
+from .rundir import THRESHOLDS_FILE, check_run_dir, is_multi_label, load_weights, read_json
 from .text.batching import BucketBatches
 from .text.tokenizer import Tokenizer, TokenizerConfig
 from .training.device import resolve_device
 
 
 class Classifier:
-    """A trained attnclf model, ready to predict."""
+    """A trained attnclf model, ready to predict.
+
+    A multi-label run (``multi_label``, from its config) predicts a label set
+    per text: each label whose sigmoid probability reaches its threshold in
+    ``thresholds`` (from thresholds.json; 0.5 each until tuned).
+    """
 
     def __init__(self, model: torch.nn.Module, tokenizer: Tokenizer, label_names: list[str],
-                 device: torch.device, config: dict | None = None, batch_size: int = 64):
+                 device: torch.device, config: dict | None = None, batch_size: int = 64,
+                 thresholds: np.ndarray | None = None):
         self.model = model.to(device).eval()
         self.tokenizer = tokenizer
         self.label_names = label_names
         self.device = device
         self.config = config or {}
         self.batch_size = batch_size
+        self.multi_label = is_multi_label(self.config)
+        self.thresholds = np.full(len(label_names), DEFAULT_THRESHOLD) if thresholds is None else thresholds
 
     @classmethod
     def load(cls, run_dir: str | Path, device: str = "auto") -> "Classifier":
@@ -54,7 +64,7 @@ class Classifier:
         labels = read_json(run_dir / "labels.json")
         if not isinstance(labels, list) or len(labels) != model.config.num_classes:
             raise RunDirError(f"{run_dir / 'labels.json'}: expected {model.config.num_classes} label names")
-        return cls(model, tokenizer, labels, resolve_device(device), config)
+        return cls(model, tokenizer, labels, resolve_device(device), config, thresholds=_thresholds(run_dir, labels))
 
     @torch.inference_mode()
     def _run(self, texts: Sequence[str]) -> tuple[np.ndarray, list[list[int]], list[np.ndarray | None]]:
@@ -64,7 +74,7 @@ class Classifier:
         for batch in BucketBatches(ids, batch_size=self.batch_size, shuffle=False):
             batch = batch.to(self.device)
             out = self.model(batch.input_ids, batch.attention_mask)
-            probabilities[batch.indices] = torch.softmax(out.logits.float(), -1).cpu().numpy()
+            probabilities[batch.indices] = output_probabilities(out.logits, self.multi_label).cpu().numpy()
             if out.pooling_weights is not None:
                 weights = out.pooling_weights.float().cpu().numpy()
                 for row, i in enumerate(batch.indices):
@@ -72,16 +82,26 @@ class Classifier:
         return probabilities, ids, attention
 
     def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
-        """Class probabilities, one row per text, columns in ``label_names`` order."""
+        """Class probabilities, one row per text, columns in ``label_names`` order.
+
+        Multi-label runs: each label's own (sigmoid) probability; rows need not sum to 1.
+        """
         return self._run(texts)[0]
 
-    def predict(self, texts: Sequence[str]) -> list[Prediction]:
+    def predict(self, texts: Sequence[str]) -> list[Prediction] | list[LabelSetPrediction]:
         """Label, confidence, probabilities, tokens and pooling attention per text.
 
+        A multi-label run returns a ``LabelSetPrediction`` per text instead:
+        its ``labels`` (a list, possibly empty) in place of label and confidence.
+
         >>> # [p.label for p in clf.predict(["great film", "dull film"])]
+        >>> # [p.labels for p in topics_clf.predict(["the coach praised the album"])]  # [['sports', 'music']]
         """
         probabilities, ids, attention = self._run(texts)
         tokens = [[self.tokenizer.backend.id_to_token(i) for i in row] for row in ids]
+        if self.multi_label:
+            return [LabelSetPrediction.from_scores(p, self.thresholds, self.label_names, t, a)
+                    for p, t, a in zip(probabilities, tokens, attention)]
         return [Prediction.from_scores(p, self.label_names, t, a) for p, t, a in zip(probabilities, tokens, attention)]
 
     def explain(self, texts: Sequence[str], method: str = "attention", **options) -> list:
@@ -96,3 +116,15 @@ class Classifier:
         from .explain import explain
 
         return explain(self, check_texts(texts), method, **options)
+
+
+def _thresholds(run_dir: Path, label_names: list[str]) -> np.ndarray | None:
+    """A multi-label run's tuned thresholds in label order, or None when none were saved."""
+    path = run_dir / THRESHOLDS_FILE
+    if not path.is_file():
+        return None
+    saved = read_json(path).get("thresholds", {})
+    missing = [name for name in label_names if name not in saved]
+    if missing:
+        raise RunDirError(f"{path}: no threshold for label {missing[0]!r}")
+    return np.array([float(saved[name]) for name in label_names])

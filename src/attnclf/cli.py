@@ -57,6 +57,11 @@ def _add_data_args(p: argparse.ArgumentParser, *, test_only: bool = False) -> No
     p.add_argument("--test-file", help="a held-out file in the same format")
     p.add_argument("--text-column", default="text", help="column holding the text (default: text)")
     p.add_argument("--label-column", default="label", help="column holding the label (default: label)")
+    if not test_only:
+        p.add_argument("--multi-label", action="store_true",
+                       help="a set of labels per text: a JSON list, or a CSV/TSV cell split on --label-delimiter")
+    p.add_argument("--label-delimiter", help="separates a multi-label CSV/TSV cell's labels (default: |; "
+                                             "evaluate: the run's)")
 
 
 _TRAIN_FLAGS = (("epochs", "epochs"), ("batch_size", "batch_size"), ("lr", "lr"), ("optimizer", "optimizer"),
@@ -69,9 +74,12 @@ _TOKENIZER_FLAGS = (("tokenizer", "kind"), ("vocab_size", "vocab_size"), ("min_f
 
 def _budget(args: argparse.Namespace) -> dict:
     """``settings_for`` keyword arguments from the data, tokenizer and training flags."""
+    from .data.multilabel import DEFAULT_LABEL_DELIMITER
     from .text.cleaning import CleaningConfig
     from .training.run import DataSettings
 
+    if args.label_delimiter is not None and not args.multi_label:
+        raise AttnclfError("--label-delimiter applies to multi-label data; add --multi-label")
     train = {name: getattr(args, flag) for flag, name in _TRAIN_FLAGS if getattr(args, flag) is not None}
     if args.bf16:
         train["bf16"] = True
@@ -81,7 +89,8 @@ def _budget(args: argparse.Namespace) -> dict:
     data = DataSettings(dataset=args.dataset, data_dir=args.data_dir, download=args.download, train_file=args.train_file,
                         test_file=args.test_file, text_column=args.text_column, label_column=args.label_column,
                         val_fraction=args.val_fraction, max_train_examples=args.max_train_examples,
-                        max_test_examples=args.max_test_examples)
+                        max_test_examples=args.max_test_examples, multi_label=args.multi_label,
+                        label_delimiter=args.label_delimiter or DEFAULT_LABEL_DELIMITER)
     return {"data": data, "train": train, "tokenizer": tokenizer, "cleaning": cleaning, "device": args.device}
 
 
@@ -110,7 +119,8 @@ def _add_budget_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sampler", choices=["shuffle", "balanced"],
                    help="balanced: draw every class equally often (minority texts repeat)")
     p.add_argument("--patience", type=int, help="early-stopping patience in epochs (0: never)")
-    p.add_argument("--monitor", choices=["accuracy", "macro_f1", "loss"], help="validation metric to select on")
+    p.add_argument("--monitor", choices=["accuracy", "macro_f1", "micro_f1", "loss"],
+                   help="validation metric to select on (micro_f1: multi-label runs; their default is loss)")
     p.add_argument("--bf16", action="store_true", help="bfloat16 autocast")
     p.add_argument("--tokenizer", choices=["word", "bpe"])
     p.add_argument("--vocab-size", type=int)
@@ -140,6 +150,10 @@ def _add_train_args(p: argparse.ArgumentParser) -> None:
 
 
 def _print_metrics(metrics: dict) -> None:
+    if metrics.get("multi_label"):
+        print(f"{metrics.get('split', 'test')}: micro-F1 {metrics['micro_f1']:.4f}  macro-F1 {metrics['macro_f1']:.4f}  "
+              f"subset accuracy {metrics['subset_accuracy']:.4f}  Hamming loss {metrics['hamming_loss']:.4f}")
+        return
     auc = metrics.get("roc_auc")
     print(f"{metrics.get('split', 'test')}: accuracy {metrics['accuracy']:.4f}  macro-F1 {metrics['macro_f1']:.4f}  "
           f"ROC AUC {auc:.4f}" if auc is not None else
@@ -174,11 +188,17 @@ def cmd_train(args: argparse.Namespace) -> int:
 @command("evaluate")
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from .classifier import Classifier
+    from .data.multilabel import multi_hot
     from .evaluation.metrics import compute_metrics
+    from .evaluation.multilabel import multilabel_metrics
 
     clf = Classifier.load(args.run_dir, device=args.device)
     data = _test_data(args, clf)
-    metrics = compute_metrics(data.labels, clf.predict_proba(data.texts), clf.label_names)
+    if clf.multi_label:
+        metrics = multilabel_metrics(multi_hot(data.labels, len(clf.label_names)), clf.predict_proba(data.texts),
+                                     clf.label_names, clf.thresholds)
+    else:
+        metrics = compute_metrics(data.labels, clf.predict_proba(data.texts), clf.label_names)
     if args.json:
         print(json.dumps({k: v for k, v in metrics.items() if k != "classification_report"}, indent=2))
     else:
@@ -332,8 +352,12 @@ def _test_data(args: argparse.Namespace, clf):
     if args.test_file:
         from .data.files import load_file
 
+        from .data.multilabel import DEFAULT_LABEL_DELIMITER
+
+        delimiter = args.label_delimiter or clf.config["settings"]["data"].get("label_delimiter",
+                                                                               DEFAULT_LABEL_DELIMITER)
         return load_file(args.test_file, args.text_column, args.label_column, label_names=clf.label_names,
-                         split="test")
+                         split="test", multi_label=clf.multi_label, label_delimiter=delimiter)
     if args.dataset:
         from .data.registry import load_splits
 
@@ -397,6 +421,9 @@ def cmd_report(args: argparse.Namespace) -> int:
 def _experiment_setup(args: argparse.Namespace):
     from .experiments import Setup
 
+    if args.multi_label:
+        raise AttnclfError("compare and ablate support single-label data only for now; train multi-label runs "
+                           "one at a time with `attnclf train --multi-label`")
     if args.seeds < 1:
         raise AttnclfError(f"--seeds must be at least 1, got {args.seeds}")
     if args.threads is not None and args.threads < 1:

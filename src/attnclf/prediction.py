@@ -67,3 +67,41 @@ class Prediction:
     def to_dict(self) -> dict:
         return {"label": self.label, "confidence": self.confidence, "probabilities": self.probabilities,
                 "tokens": self.tokens, "attention": self.attention}
+
+
+@dataclass
+class LabelSetPrediction:
+    """One text's prediction by a multi-label model.
+
+    ``labels`` holds every label whose probability reaches its threshold
+    (tuned on validation, see ``thresholds.json``), most probable first; it
+    may be empty. ``probabilities`` are independent per label (a sigmoid
+    each), so they need not sum to 1. ``tokens`` and ``attention`` are as in
+    ``Prediction``.
+    """
+
+    labels: list[str]
+    probabilities: dict[str, float]
+    tokens: list[str] = field(default_factory=list)
+    attention: list[float] | None = None
+
+    @classmethod
+    def from_scores(cls, probabilities: np.ndarray, thresholds: np.ndarray, label_names: list[str],
+                    tokens: list[str], attention: np.ndarray | None) -> "LabelSetPrediction":
+        """The prediction of one row of per-label probabilities.
+
+        >>> LabelSetPrediction.from_scores(np.array([0.6, 0.1, 0.9]), np.array([0.5, 0.5, 0.5]),
+        ...                                ["a", "b", "c"], [], None).labels
+        ['c', 'a']
+        """
+        order = np.argsort(-probabilities, kind="stable")
+        return cls(
+            labels=[label_names[i] for i in order if probabilities[i] >= thresholds[i]],
+            probabilities={name: float(p) for name, p in zip(label_names, probabilities)},
+            tokens=tokens,
+            attention=None if attention is None else [float(w) for w in attention],
+        )
+
+    def to_dict(self) -> dict:
+        return {"labels": self.labels, "probabilities": self.probabilities, "tokens": self.tokens,
+                "attention": self.attention}

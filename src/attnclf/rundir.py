@@ -7,6 +7,7 @@ tokenizer.json     Hugging Face tokenizers format
 labels.json        label names in class-index order
 history.jsonl      one line per epoch
 metrics.json       final test metrics
+thresholds.json    multi-label runs: each label's decision threshold, tuned on validation
 checkpoint/        last epoch's full training state, for --resume
 ```
 
@@ -29,6 +30,7 @@ from .errors import AttnclfError, RunDirError
 
 FORMAT_VERSION = 1
 REQUIRED_FILES = ("config.json", "model.safetensors", "tokenizer.json", "labels.json")
+THRESHOLDS_FILE = "thresholds.json"
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
@@ -111,3 +113,15 @@ def read_jsonl(path: Path) -> list[dict]:
     if not Path(path).exists():
         return []
     return [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def is_multi_label(config: dict) -> bool:
+    """Whether the run whose config.json this is predicts a label set per text."""
+    return bool(config.get("settings", {}).get("data", {}).get("multi_label", False))
+
+
+def refuse_multi_label(config: dict, what: str) -> None:
+    """One line saying ``what`` does not handle multi-label runs yet, if this run is one."""
+    if is_multi_label(config):
+        raise AttnclfError(f"{what} supports single-label runs only for now; predict a multi-label run with "
+                           f"`attnclf predict` or Classifier.load(run).predict")

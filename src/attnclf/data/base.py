@@ -12,7 +12,9 @@ class TextDataset:
 
     ``labels[i]`` is an index into ``label_names``. ``groups`` optionally names
     the group each text belongs to (IMDB: the movie) so a validation split can
-    keep a group on one side.
+    keep a group on one side. When ``multi_label`` is set, ``labels[i]`` is
+    instead a sorted tuple of indices (the text's label set, possibly empty);
+    ``attnclf.data.multilabel.multi_hot`` turns those into a 0/1 matrix.
 
     >>> ds = TextDataset(["good", "bad"], [1, 0], ["neg", "pos"], split="train")
     >>> len(ds), ds.label_names[ds.labels[0]]
@@ -20,11 +22,12 @@ class TextDataset:
     """
 
     texts: list[str]
-    labels: list[int]
+    labels: list[int] | list[tuple[int, ...]]
     label_names: list[str]
     split: str = "train"
     name: str = ""
     groups: list[str] | None = None
+    multi_label: bool = False
 
     def __post_init__(self) -> None:
         if len(self.texts) != len(self.labels):
@@ -48,6 +51,7 @@ class TextDataset:
             split=split or self.split,
             name=self.name,
             groups=None if self.groups is None else [self.groups[i] for i in indices],
+            multi_label=self.multi_label,
         )
 
 

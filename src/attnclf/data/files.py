@@ -7,6 +7,8 @@ two columns used are ever held in memory.
 
 Labels may be strings or integers. Training data defines the label names:
 its distinct values, sorted (numerically when all are integers), as strings.
+With ``multi_label=True`` each label field holds a set of labels (a JSON list,
+or names split on ``label_delimiter`` in CSV/TSV; see ``data.multilabel``).
 Every problem is a one-line ``DataError`` naming the file, the line (CSV, TSV,
 JSON lines; the header is line 1) or row (Parquet, from 1), and the column.
 """
@@ -20,6 +22,7 @@ from typing import Any, Iterator
 
 from ..errors import DataError
 from .base import Splits, TextDataset
+from .multilabel import DEFAULT_LABEL_DELIMITER, parse_label_set
 
 # (where, text value, label value), where = "line 7" or "row 7"
 Row = tuple[str, Any, Any]
@@ -144,11 +147,14 @@ def load_file(
     *,
     label_names: list[str] | None = None,
     split: str = "train",
+    multi_label: bool = False,
+    label_delimiter: str = DEFAULT_LABEL_DELIMITER,
 ) -> TextDataset:
     """Read one file of labelled texts.
 
     Without ``label_names`` the file defines them, and must hold two classes
-    at least; with them (a test file), every label must be one of them.
+    at least (one label, for ``multi_label``); with them (a test file), every
+    label must be one of them. ``multi_label`` reads a label set per text.
 
     >>> ds = load_file("reviews.csv", "review", "stars")  # doctest: +SKIP
     >>> ds.label_names, ds.texts[0]  # doctest: +SKIP
@@ -159,7 +165,7 @@ def load_file(
         raise DataError(f"{path}: {'is a folder, not a file' if path.is_dir() else 'no such file'}")
     allowed = None if label_names is None else set(label_names)
     texts: list[str] = []
-    raw_labels: list[str] = []
+    raw_labels: list = []  # a name per text, or a tuple of names when multi_label
     for where, text, label in _rows(path, text_column, label_column):
         if not isinstance(text, str):
             if text is not None:
@@ -167,20 +173,32 @@ def load_file(
             text = ""
         if not text.strip():
             raise DataError(f"{path}, {where}: empty text in column {text_column!r}")
-        # Stray spaces around a label would otherwise make a class of their own.
-        name = "" if label is None else str(label).strip()
-        if not name:
-            raise DataError(f"{path}, {where}: missing label in column {label_column!r}")
-        if allowed is not None and name not in allowed:
-            raise DataError(
-                f"{path}, {where}: label {label!r} in column {label_column!r} is not one of the "
-                f"training labels {label_names}"
-            )
+        if multi_label:
+            try:
+                names = parse_label_set(label, label_delimiter)
+            except ValueError as exc:
+                raise DataError(f"{path}, {where}: {exc} in column {label_column!r}") from None
+        else:
+            # Stray spaces around a label would otherwise make a class of their own.
+            names = ("" if label is None else str(label).strip(),)
+            if not names[0]:
+                raise DataError(f"{path}, {where}: missing label in column {label_column!r}")
+        for name in names:
+            if allowed is not None and name not in allowed:
+                raise DataError(
+                    f"{path}, {where}: label {name!r} in column {label_column!r} is not one of the "
+                    f"training labels {label_names}"
+                )
         texts.append(text)
-        raw_labels.append(name)
+        raw_labels.append(names if multi_label else names[0])
     if not texts:
         raise DataError(f"{path}: empty file, no data rows")
-    if label_names is None:
+    if label_names is None and multi_label:
+        label_names = _sorted_names({name for names in raw_labels for name in names})
+        if not label_names:
+            raise DataError(f"{path}: no text has a label in column {label_column!r}; "
+                            f"a multi-label classifier needs one label at least")
+    elif label_names is None:
         label_names = _sorted_names(set(raw_labels))
         if len(label_names) < 2:
             raise DataError(
@@ -188,6 +206,9 @@ def load_file(
                 f"a classifier needs two at least"
             )
     index = {name: i for i, name in enumerate(label_names)}
+    if multi_label:
+        label_sets = [tuple(sorted(index[name] for name in names)) for names in raw_labels]
+        return TextDataset(texts, label_sets, list(label_names), split, path.name, multi_label=True)
     return TextDataset(texts, [index[label] for label in raw_labels], list(label_names), split, path.name)
 
 
@@ -196,6 +217,8 @@ def load_files(
     test_path: str | Path | None = None,
     text_column: str = "text",
     label_column: str = "label",
+    multi_label: bool = False,
+    label_delimiter: str = DEFAULT_LABEL_DELIMITER,
 ) -> Splits:
     """Training (and optionally test) data from the user's files; test uses train's labels.
 
@@ -203,8 +226,9 @@ def load_files(
     >>> splits.test.label_names == splits.train.label_names  # doctest: +SKIP
     True
     """
-    train = load_file(train_path, text_column, label_column)
+    labels = {"multi_label": multi_label, "label_delimiter": label_delimiter}
+    train = load_file(train_path, text_column, label_column, **labels)
     test = None
     if test_path is not None:
-        test = load_file(test_path, text_column, label_column, label_names=train.label_names, split="test")
+        test = load_file(test_path, text_column, label_column, label_names=train.label_names, split="test", **labels)
     return Splits(train=train, test=test)

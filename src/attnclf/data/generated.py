@@ -12,6 +12,9 @@
 - ``demo``: short English reviews in which negation and contrast decide the
   label ("not good", "good but boring"), so word order matters and attention
   maps show readable words.
+- ``topics``: multi-label. Each text's label set is the topics whose words
+  it contains (none, one or several of five); a text may also mention one
+  word of a topic it is not about, so words alone do not decide perfectly.
 """
 
 from __future__ import annotations
@@ -126,9 +129,53 @@ def demo(n_train: int = 4000, n_test: int = 1000, seed: int = 7) -> Splits:
     )
 
 
+TOPIC_WORDS = {
+    "food": ["recipe", "bread", "soup", "spices", "kitchen", "baking", "cheese", "dinner"],
+    "music": ["guitar", "concert", "album", "melody", "drummer", "lyrics", "orchestra", "chorus"],
+    "politics": ["election", "senate", "minister", "vote", "policy", "parliament", "campaign", "treaty"],
+    "science": ["experiment", "molecule", "telescope", "theory", "laboratory", "physics", "genome", "data"],
+    "sports": ["football", "goal", "coach", "tournament", "referee", "stadium", "athlete", "league"],
+}
+_FILLER = ["the", "a", "today", "people", "said", "new", "about", "with", "after", "some", "many", "report",
+           "week", "again", "local", "story", "news", "and", "more", "than", "city", "one", "was", "very"]
+
+
+def _topic_text(rng: random.Random) -> tuple[str, tuple[int, ...]]:
+    present = tuple(i for i in range(len(TOPIC_WORDS)) if rng.random() < 0.3)
+    words = [rng.choice(_FILLER) for _ in range(rng.randint(6, 14))]
+    vocab = list(TOPIC_WORDS.values())
+    for i in present:
+        words += rng.sample(vocab[i], rng.randint(1, 2))
+    absent = [i for i in range(len(vocab)) if i not in present]
+    if absent and rng.random() < 0.15:  # a passing mention is not a topic
+        words.append(rng.choice(vocab[rng.choice(absent)]))
+    rng.shuffle(words)
+    return " ".join(words), present
+
+
+def topics(n_train: int = 2000, n_test: int = 500, seed: int = 11) -> Splits:
+    """Generated multi-label news snippets: the label set is the topics a text is about.
+
+    >>> splits = topics()
+    >>> len(splits.train), splits.train.multi_label, splits.train.label_names[:2]
+    (2000, True, ['food', 'music'])
+    """
+    rng = random.Random(seed)
+    rows = [_topic_text(rng) for _ in range(n_train + n_test)]
+    names = list(TOPIC_WORDS)
+    texts = [t for t, _ in rows]
+    label_sets = [y for _, y in rows]
+    return Splits(
+        train=TextDataset(texts[:n_train], label_sets[:n_train], names, "train", "topics", multi_label=True),
+        test=TextDataset(texts[n_train:], label_sets[n_train:], names, "test", "topics", multi_label=True),
+    )
+
+
 SOURCES = [
     Source("demo", "generated short reviews; negation and contrast decide the label",
            lambda dirs, seed: demo(), generated=True, num_classes=2),
+    Source("topics", "generated multi-label snippets: the set of five topics a text is about",
+           lambda dirs, seed: topics(), generated=True, num_classes=len(TOPIC_WORDS)),
     Source("synthetic", "the case study's token-id set: label by vocabulary half, 3,200/800",
            lambda dirs, seed: synthetic(), generated=True, num_classes=2),
     *[

@@ -15,6 +15,8 @@ def train_validation_split(
 
     When ``train.groups`` is set (IMDB: the movie), a group never straddles the
     split, so validation measures generalisation to unseen groups as test does.
+    Multi-label data is split by a seeded shuffle, not stratified: label sets
+    are too many and too rare to stratify on.
 
     >>> from attnclf.data.generated import synthetic
     >>> fit, val = train_validation_split(synthetic().train, 0.25, seed=0)
@@ -23,8 +25,10 @@ def train_validation_split(
     """
     if not 0 < fraction < 1:
         raise ValueError(f"validation fraction must be in (0, 1), got {fraction}")
-    labels = np.asarray(train.labels)
-    if train.groups is not None:
+    labels = None if train.multi_label else np.asarray(train.labels)
+    if labels is None:
+        fit_idx, val_idx = _shuffle_split(len(train), fraction, seed)
+    elif train.groups is not None:
         # One fold of k is the smaller side: the validation part when fraction <= 1/2, the kept part
         # otherwise (a --max-train-examples sample is fraction ~0.9, which 2 folds would make 0.5).
         small = min(fraction, 1 - fraction)
@@ -39,7 +43,11 @@ def train_validation_split(
         if stratify:
             fit_idx, val_idx = next(splitter.split(np.zeros(len(labels)), labels))
         else:
-            order = np.random.default_rng(seed).permutation(len(labels))
-            n_val = max(1, round(fraction * len(labels)))
-            fit_idx, val_idx = order[n_val:], order[:n_val]
+            fit_idx, val_idx = _shuffle_split(len(labels), fraction, seed)
     return train.subset(sorted(fit_idx.tolist()), "train"), train.subset(sorted(val_idx.tolist()), "validation")
+
+
+def _shuffle_split(n: int, fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    order = np.random.default_rng(seed).permutation(n)
+    n_val = max(1, round(fraction * n))
+    return order[n_val:], order[:n_val]

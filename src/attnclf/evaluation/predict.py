@@ -9,8 +9,11 @@ from ..text.batching import BucketBatches
 
 
 @torch.inference_mode()
-def predict_probabilities(model: torch.nn.Module, batches: BucketBatches, device: torch.device) -> np.ndarray:
+def predict_probabilities(model: torch.nn.Module, batches: BucketBatches, device: torch.device,
+                          multi_label: bool = False) -> np.ndarray:
     """Softmax probabilities, one row per example, in the order the examples were given.
+
+    ``multi_label``: a sigmoid per label instead, each label's own probability.
 
     Batches may come length-sorted; ``Batch.indices`` puts every row back in place.
     """
@@ -20,8 +23,13 @@ def predict_probabilities(model: torch.nn.Module, batches: BucketBatches, device
     for batch in batches:
         batch = batch.to(device)
         logits = model(batch.input_ids, batch.attention_mask).logits
-        probabilities[batch.indices] = torch.softmax(logits.float(), dim=-1).cpu().numpy()
+        probabilities[batch.indices] = output_probabilities(logits, multi_label).cpu().numpy()
     return probabilities
+
+
+def output_probabilities(logits: torch.Tensor, multi_label: bool) -> torch.Tensor:
+    """Probabilities from logits: softmax over classes, or a sigmoid per label when ``multi_label``."""
+    return torch.sigmoid(logits.float()) if multi_label else torch.softmax(logits.float(), dim=-1)
 
 
 def log_loss(labels: np.ndarray, probabilities: np.ndarray) -> float:

@@ -88,6 +88,9 @@ def explain(classifier: "Classifier", texts: Sequence[str], method: str = "atten
     """
     if isinstance(texts, str):
         raise AttnclfError("pass a list of texts, not a single string")
+    if getattr(classifier, "multi_label", False):
+        raise AttnclfError("explanations and faithfulness support single-label runs only for now: every method "
+                           "explains one class of a softmax, and a multi-label run has a sigmoid per label")
     texts = list(texts)
     ids = classifier.tokenizer.encode(texts)
     probabilities = classifier.predict_proba(texts)

@@ -35,7 +35,7 @@ from .. import __version__
 from ..classifier import Classifier
 from ..data.base import TextDataset
 from ..errors import AttnclfError
-from ..rundir import atomic_write_bytes, atomic_write_json, prepare_output_dir
+from ..rundir import atomic_write_bytes, atomic_write_json, prepare_output_dir, refuse_multi_label
 from ..text.tokenizer import PAD_ID, UNK_ID
 from .runtime import EXPORT_FORMAT_VERSION, OnnxClassifier
 
@@ -114,6 +114,7 @@ def check_data(run_dir: str | Path, file: str | Path | None = None, *, text_colu
     from ..training.run import DataSettings, align_labels, load_data
 
     config = read_json(Path(run_dir) / "config.json")
+    refuse_multi_label(config, "ONNX export")
     label_names = read_json(Path(run_dir) / "labels.json")
     if file is not None:
         data = load_file(file, text_column, label_column, label_names=label_names, split="check")
@@ -136,6 +137,7 @@ def export_onnx(run_dir: str | Path, output: str | Path | None = None, *, check:
     import onnxruntime
 
     clf = Classifier.load(run_dir, device="cpu")
+    refuse_multi_label(clf.config, "ONNX export")
     directory = prepare_output_dir(Path(run_dir) / "onnx" if output is None else output)
     # An earlier export's files would describe other weights; the manifest comes back only once parity holds.
     for stale in ("export.json", "model.int8.onnx"):

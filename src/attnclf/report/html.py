@@ -66,21 +66,23 @@ def write_report(run_dir: str | Path, *, classifier=None, test: TextDataset | No
 
     probabilities = classifier.predict_proba(test.texts) if test_probabilities is None else test_probabilities
     figures = {"training": plots.training_curves(history) if history else None,
-               "metric_history": plots.metric_history(history),
-               "confusion_matrix": plots.confusion_matrix_figure(metrics["confusion_matrix"], classifier.label_names),
-               "roc": plots.roc_figure(test.labels, probabilities, classifier.label_names)}
-    examples = pick_examples(test.texts, test.labels, probabilities, classifier.label_names)
-    texts = [ex["text"] for kind in ("correct", "incorrect") for ex in examples[kind]]
-    has_heads = "rollout" in supported
-    explanations = explain(classifier, texts, method, self_attentions=has_heads) if texts else []
-    if has_heads and explanations:
-        first = explanations[0]
-        figures["self_attention"] = plots.head_maps_figure(first.self_attentions, first.tokens)
+               "metric_history": plots.metric_history(history)}
+    if not classifier.multi_label:  # the rest shows one class per text
+        figures |= {"confusion_matrix": plots.confusion_matrix_figure(metrics["confusion_matrix"],
+                                                                      classifier.label_names),
+                    "roc": plots.roc_figure(test.labels, probabilities, classifier.label_names)}
+        examples = pick_examples(test.texts, test.labels, probabilities, classifier.label_names)
+        texts = [ex["text"] for kind in ("correct", "incorrect") for ex in examples[kind]]
+        has_heads = "rollout" in supported
+        explanations = explain(classifier, texts, method, self_attentions=has_heads) if texts else []
+        if has_heads and explanations:
+            first = explanations[0]
+            figures["self_attention"] = plots.head_maps_figure(first.self_attentions, first.tokens)
 
-    result = _faithfulness(run_dir, classifier, test, faithfulness, faithfulness_examples)
-    if result is not None:
-        figures["deletion"] = plots.deletion_figure(
-            {name: r.drops for name, r in result.methods.items()}, result.random_drops)
+        result = _faithfulness(run_dir, classifier, test, faithfulness, faithfulness_examples)
+        if result is not None:
+            figures["deletion"] = plots.deletion_figure(
+                {name: r.drops for name, r in result.methods.items()}, result.random_drops)
 
     images = {name: plots.png_bytes(figure) for name, figure in figures.items() if figure is not None}
     (run_dir / "plots").mkdir(exist_ok=True)
@@ -90,13 +92,16 @@ def write_report(run_dir: str | Path, *, classifier=None, test: TextDataset | No
         else:
             (run_dir / "plots" / f"{name}.png").unlink(missing_ok=True)
 
+    if classifier.multi_label:
+        details = [_multilabel_test_section(metrics, test)]
+    else:
+        details = [_test_section(images, metrics, classifier.label_names, test),
+                   _examples_section(explanations, examples, method), _heads_section(images, explanations),
+                   _faithfulness_section(images, result)]
     body = "\n".join([
         _overview(run_dir, config, metrics),
         _training_section(images),
-        _test_section(images, metrics, classifier.label_names, test),
-        _examples_section(explanations, examples, method),
-        _heads_section(images, explanations),
-        _faithfulness_section(images, result),
+        *details,
         f'<p class="note">Written by attnclf {html.escape(config.get("versions", {}).get("attnclf", "?"))} '
         f"on {time.strftime('%Y-%m-%d %H:%M')}.</p>",
     ])
@@ -140,11 +145,15 @@ def _overview(run_dir: Path, config: dict, metrics: dict) -> str:
     settings = config["settings"]
     dataset = settings["data"].get("dataset") or Path(settings["data"].get("train_file") or "?").name
     auc = metrics.get("roc_auc")
-    rows = [("model", f"{model['name']} ({model['parameters']:,} parameters)"), ("dataset", dataset),
+    multi = metrics.get("multi_label", False)
+    rows = [("model", f"{model['name']} ({model['parameters']:,} parameters)"),
+            ("dataset", f"{dataset} (multi-label)" if multi else dataset),
             ("examples (train / validation / test)", f"{data.get('train_examples', '?')} / "
              f"{data.get('validation_examples', '?')} / {data.get('test_examples', '?')}"),
-            (f"{metrics.get('split', 'test')} accuracy", f"{metrics['accuracy']:.4f}"),
-            ("macro-F1", f"{metrics['macro_f1']:.4f}"), ("ROC AUC", "n/a" if auc is None else f"{auc:.4f}"),
+            *([("micro-F1", f"{metrics['micro_f1']:.4f}")] if multi else []),
+            (f"{metrics.get('split', 'test')} {'subset ' if multi else ''}accuracy", f"{metrics['accuracy']:.4f}"),
+            ("macro-F1", f"{metrics['macro_f1']:.4f}"),
+            ("ROC AUC" + (" (macro over labels)" if multi else ""), "n/a" if auc is None else f"{auc:.4f}"),
             ("training time", f"{metrics.get('train_seconds', float('nan')):.1f} s"),
             ("run directory", str(run_dir))]
     return "<section><h2>Run</h2>" + _table(None, rows) + "</section>"
@@ -171,6 +180,28 @@ def _test_section(images: dict[str, bytes], metrics: dict, label_names: list[str
             + _table(["class", "precision", "recall", "F1", "support"], rows)
             + _image(images, "confusion_matrix", "confusion matrix") + f"<h3>ROC curve{roc_note}</h3>"
             + _image(images, "roc", "ROC curve") + "</section>")
+
+
+def _multilabel_test_section(metrics: dict, test: TextDataset) -> str:
+    rows = [(name, f"{c['threshold']:.3f}", f"{c['precision']:.4f}", f"{c['recall']:.4f}", f"{c['f1']:.4f}",
+             "n/a" if c["roc_auc"] is None else f"{c['roc_auc']:.4f}", str(c["support"]))
+            for name, c in metrics["per_class"].items()]
+    for average in ("micro", "macro", "weighted", "samples"):
+        auc = {"micro": metrics["micro_roc_auc"], "macro": metrics["roc_auc"]}.get(average)
+        rows.append((f"{average} average", "", f"{metrics[f'{average}_precision']:.4f}",
+                     f"{metrics[f'{average}_recall']:.4f}", f"{metrics[f'{average}_f1']:.4f}",
+                     "" if auc is None else f"{auc:.4f}", ""))
+    summary = [("subset accuracy (every label of a text right)", f"{metrics['subset_accuracy']:.4f}"),
+               ("Hamming loss (share of wrong text-label decisions)", f"{metrics['hamming_loss']:.4f}")]
+    summary += [(f"{key.replace('_', '-')} at threshold 0.5", f"{value:.4f}")
+                for key, value in metrics.get("at_0.5", {}).items()]
+    return (f"<section><h2>Test set ({len(test)} texts, multi-label)</h2>"
+            '<p class="note">A label is predicted when its probability reaches its threshold, tuned on the '
+            "validation split to maximise that label's F1 (thresholds.json).</p>"
+            + _table(["label", "threshold", "precision", "recall", "F1", "ROC AUC", "support"], rows)
+            + _table(None, summary)
+            + '<p class="note">The confusion matrix, the ROC curve, the explained examples and the faithfulness '
+              "measurements show one class per text; they are not drawn for a multi-label run.</p></section>")
 
 
 def _examples_section(explanations: list, examples: dict, method: str) -> str:

@@ -23,7 +23,8 @@ from sklearn.metrics import auc, roc_curve
 DPI = 100
 # The Keras-blog seed's metric history: what history.jsonl records per epoch besides loss and accuracy.
 HISTORY_METRICS = [("val_macro_precision", "precision (macro)"), ("val_macro_recall", "recall (macro)"),
-                   ("val_roc_auc", "ROC AUC"), ("val_macro_f1", "F1 (macro)"), ("val_tp", "true positives"),
+                   ("val_roc_auc", "ROC AUC"), ("val_macro_f1", "F1 (macro)"),
+                   ("val_micro_f1", "F1 (micro, multi-label)"), ("val_tp", "true positives"),
                    ("val_fp", "false positives"), ("val_tn", "true negatives"), ("val_fn", "false negatives")]
 
 

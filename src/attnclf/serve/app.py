@@ -37,6 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .. import __version__
 from ..errors import AttnclfError
+from ..rundir import refuse_multi_label
 
 SERVER_BATCH_TEXTS = 256  # texts run together at most, across requests
 
@@ -225,6 +226,7 @@ def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
 
     >>> # TestClient(create_app(Classifier.load("runs/demo"))).post("/predict", json={"text": "great"}).json()
     """
+    refuse_multi_label(classifier.config, "attnclf serve")
     executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="attnclf-model")  # one model call at a time
     state: dict = {}
 

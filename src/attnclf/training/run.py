@@ -11,14 +11,17 @@ import torch
 
 from .. import __version__
 from ..data.base import Splits, TextDataset
+from ..data.multilabel import DEFAULT_LABEL_DELIMITER, multi_hot
 from ..data.registry import candidate_dirs, load_splits
 from ..data.splits import train_validation_split
 from ..errors import AttnclfError, DataError, RunDirError
 from ..evaluation.metrics import compute_metrics, pick_examples
+from ..evaluation.multilabel import multilabel_metrics, tune_thresholds
 from ..evaluation.predict import predict_probabilities
 from ..models import MODELS, build_model
 from ..recipes import recipe_for
-from ..rundir import FORMAT_VERSION, atomic_write_bytes, atomic_write_json, prepare_output_dir, read_json
+from ..rundir import (FORMAT_VERSION, THRESHOLDS_FILE, atomic_write_bytes, atomic_write_json, prepare_output_dir,
+                      read_json)
 from ..text.batching import BucketBatches
 from ..text.cleaning import CleaningConfig
 from ..text.tokenizer import Tokenizer, TokenizerConfig
@@ -39,6 +42,8 @@ class DataSettings:
     val_fraction: float = 0.1
     max_train_examples: int | None = None  # a stratified sample, for quick runs
     max_test_examples: int | None = None  # a stratified sample, the same for every seed
+    multi_label: bool = False  # a set of labels per text (see data.multilabel)
+    label_delimiter: str = DEFAULT_LABEL_DELIMITER  # separates a CSV/TSV cell's labels when multi_label
 
     def describe(self) -> str:
         return self.dataset or Path(self.train_file or "?").name
@@ -91,6 +96,10 @@ def settings_for(data: DataSettings, model: str, *, model_config: dict | None = 
     merged_model = {k: v for k, v in recipe.get("model_config", {}).items() if k in model_fields}
     merged_model |= model_config or {}
     merged_train = recipe.get("train", {}) | (train or {})
+    if data.multi_label:
+        # Not F1 at 0.5: it stays 0 while a label's probabilities are all below 0.5 (early on, for any label on
+        # fewer than half the texts), which ends slow learners after `patience` epochs (boe on topics: epoch 4).
+        merged_train.setdefault("monitor", "loss")
     merged_tokenizer = recipe.get("tokenizer", {}) | (tokenizer or {})
     for what, overrides, valid in (
         (f"model {model!r}", merged_model, model_fields - {"vocab_size", "num_classes", "max_len"}),
@@ -123,13 +132,17 @@ def load_data(settings: DataSettings, seed: int) -> Splits:
         from ..data.files import load_files
 
         splits = load_files(settings.train_file, settings.test_file,
-                            text_column=settings.text_column, label_column=settings.label_column)
+                            text_column=settings.text_column, label_column=settings.label_column,
+                            multi_label=settings.multi_label, label_delimiter=settings.label_delimiter)
     else:
         raise AttnclfError("give a dataset (--dataset NAME) or a training file (--train-file PATH)")
     train = splits.train
+    if train.multi_label != settings.multi_label:
+        raise DataError(f"{settings.describe()} is {'a multi' if train.multi_label else 'a single'}-label "
+                        f"dataset; {'add' if train.multi_label else 'drop'} --multi-label")
     if settings.max_train_examples and len(train) > settings.max_train_examples:
         train, _ = train_validation_split(train, 1 - settings.max_train_examples / len(train), seed)
-    if len(set(train.labels)) < 2:
+    if not train.multi_label and len(set(train.labels)) < 2:
         raise DataError(f"{settings.describe()}: training data has only one class "
                         f"({train.label_names[train.labels[0]]!r}); a classifier needs at least two")
     validation = splits.validation
@@ -146,7 +159,8 @@ def load_data(settings: DataSettings, seed: int) -> Splits:
 
 def _batches(tokenizer: Tokenizer, data: TextDataset, batch_size: int, shuffle: bool, seed: int,
              balanced: bool = False) -> BucketBatches:
-    return BucketBatches(tokenizer.encode(data.texts), data.labels, batch_size=batch_size, shuffle=shuffle, seed=seed,
+    labels = multi_hot(data.labels, data.num_classes) if data.multi_label else data.labels
+    return BucketBatches(tokenizer.encode(data.texts), labels, batch_size=batch_size, shuffle=shuffle, seed=seed,
                          balanced=balanced)
 
 
@@ -157,10 +171,18 @@ def _save_tokenizer(tokenizer: Tokenizer, path: Path) -> None:
     tmp.unlink()
 
 
-def evaluate_split(model, tokenizer: Tokenizer, data: TextDataset, device,
-                   batch_size: int = 128) -> tuple[dict, np.ndarray]:
-    """Test metrics plus three confident correct and incorrect examples, and the probabilities behind them."""
-    probabilities = predict_probabilities(model, _batches(tokenizer, data, batch_size, False, 0), device)
+def evaluate_split(model, tokenizer: Tokenizer, data: TextDataset, device, batch_size: int = 128,
+                   thresholds: np.ndarray | None = None) -> tuple[dict, np.ndarray]:
+    """Test metrics plus three confident correct and incorrect examples, and the probabilities behind them.
+
+    Multi-label data is scored by ``multilabel_metrics`` at ``thresholds``, without examples.
+    """
+    probabilities = predict_probabilities(model, _batches(tokenizer, data, batch_size, False, 0), device,
+                                          data.multi_label)
+    if data.multi_label:
+        metrics = multilabel_metrics(multi_hot(data.labels, data.num_classes), probabilities, data.label_names,
+                                     thresholds)
+        return metrics | {"split": data.split}, probabilities
     metrics = compute_metrics(data.labels, probabilities, data.label_names)
     metrics["split"] = data.split
     metrics["examples"] = pick_examples(data.texts, data.labels, probabilities, data.label_names)
@@ -209,7 +231,8 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
                      "test_examples": len(splits.test) if splits.test else 0},
         })
 
-    trainer = Trainer(model, settings.train, run_dir, device, label_names, progress=progress, distributed=distributed)
+    trainer = Trainer(model, settings.train, run_dir, device, label_names, progress=progress, distributed=distributed,
+                      multi_label=settings.data.multi_label)
     history = trainer.fit(
         _batches(tokenizer, splits.train, settings.train.batch_size * distributed.world_size, True, seed,
                  balanced=settings.train.sampler == "balanced"),
@@ -218,8 +241,11 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
     )
     if not distributed.is_main:  # rank 0 tests and reports
         return RunResult(run_dir, {}, history, time.perf_counter() - started)
+    thresholds = None
+    if settings.data.multi_label:
+        thresholds = _tune_thresholds(model, tokenizer, splits.validation, device, settings.eval_batch_size, run_dir)
     test = align_labels(splits.test if splits.test is not None else splits.validation, label_names)
-    metrics, test_probabilities = evaluate_split(model, tokenizer, test, device, settings.eval_batch_size)
+    metrics, test_probabilities = evaluate_split(model, tokenizer, test, device, settings.eval_batch_size, thresholds)
     metrics["train_seconds"] = round(sum(h["seconds"] for h in history), 3)
     metrics["parameters"] = model.num_parameters()
     atomic_write_json(run_dir / "metrics.json", metrics)
@@ -228,9 +254,25 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
         from ..report import write_report
 
         write_report(run_dir, classifier=Classifier(model, tokenizer, label_names, device, read_json(
-            run_dir / "config.json"), batch_size=settings.eval_batch_size), test=test,
+            run_dir / "config.json"), batch_size=settings.eval_batch_size, thresholds=thresholds), test=test,
                      test_probabilities=test_probabilities)
     return RunResult(run_dir, metrics, history, time.perf_counter() - started)
+
+
+def _tune_thresholds(model, tokenizer: Tokenizer, validation: TextDataset, device, batch_size: int,
+                     run_dir: Path) -> np.ndarray:
+    """Per-label thresholds maximising validation F1, saved as thresholds.json (what predict reads)."""
+    targets = multi_hot(validation.labels, validation.num_classes)
+    probabilities = predict_probabilities(model, _batches(tokenizer, validation, batch_size, False, 0), device, True)
+    thresholds, f1 = tune_thresholds(targets, probabilities)
+    atomic_write_json(run_dir / THRESHOLDS_FILE, {
+        "thresholds": {name: float(t) for name, t in zip(validation.label_names, thresholds)},
+        "validation_f1": {name: float(f) for name, f in zip(validation.label_names, f1)},
+        "validation_examples": len(validation),
+        "note": "a label is predicted when its probability is at least its threshold; each threshold maximises "
+                "that label's F1 on the validation split (0.5 where validation has no positive)",
+    })
+    return thresholds
 
 
 def align_labels(data: TextDataset, label_names: list[str]) -> TextDataset:
@@ -238,12 +280,16 @@ def align_labels(data: TextDataset, label_names: list[str]) -> TextDataset:
     if data.label_names == label_names:
         return data
     index = {name: i for i, name in enumerate(label_names)}
-    unknown = sorted({data.label_names[y] for y in data.labels} - index.keys())
+    used = {y for labels in data.labels for y in labels} if data.multi_label else set(data.labels)
+    unknown = sorted({data.label_names[y] for y in used} - index.keys())
     if unknown:
         raise DataError(f"{data.name or data.split}: label(s) {', '.join(map(repr, unknown))} "
                         f"never seen in training (known: {', '.join(label_names)})")
-    return TextDataset(data.texts, [index[data.label_names[y]] for y in data.labels], list(label_names),
-                       data.split, data.name, data.groups)
+    if data.multi_label:
+        labels = [tuple(sorted(index[data.label_names[y]] for y in ys)) for ys in data.labels]
+    else:
+        labels = [index[data.label_names[y]] for y in data.labels]
+    return replace(data, labels=labels, label_names=list(label_names))
 
 
 def resume_settings(run_dir: str | Path, epochs: int | None = None, device: str | None = None,

@@ -31,6 +31,7 @@ from ..evaluation.metrics import compute_metrics
 from ..evaluation.predict import log_loss, predict_probabilities
 from ..rundir import atomic_save_tensors, atomic_write_json, load_weights, read_json, write_jsonl
 from ..text.batching import BucketBatches
+from . import multilabel
 from .distributed import Distributed
 
 
@@ -48,7 +49,7 @@ class TrainConfig:
     class_weights: str = "none"  # none | balanced
     sampler: str = "shuffle"  # shuffle | balanced (every class equally likely at each draw)
     patience: int = 3  # epochs without improvement before stopping; 0 never stops early
-    monitor: str = "macro_f1"  # validation accuracy | macro_f1 | loss
+    monitor: str = "macro_f1"  # validation accuracy | macro_f1 | loss (multi-label runs' default) | micro_f1
     bf16: bool = False  # bfloat16 autocast (CPU with AVX-512 bf16, or CUDA)
     checkpoint_seconds: float = 60.0  # at most one checkpoint per this many seconds, and one at the end
     seed: int = 0
@@ -115,14 +116,19 @@ class Trainer:
 
     ``train`` holds the global batches: under torchrun, batches of
     ``batch_size x world_size`` that each rank cuts its part from.
+    ``multi_label``: the batches' labels are 0/1 rows, one column per label
+    (see ``training.multilabel``).
 
     >>> # trainer = Trainer(model, TrainConfig(epochs=3), run_dir, device)
     >>> # history = trainer.fit(train_batches, val_batches)
     """
 
     def __init__(self, model: nn.Module, config: TrainConfig, run_dir: Path, device: torch.device,
-                 label_names: list[str], progress: bool = True, distributed: Distributed = Distributed()):
-        if config.monitor not in ("accuracy", "macro_f1", "loss"):
+                 label_names: list[str], progress: bool = True, distributed: Distributed = Distributed(),
+                 multi_label: bool = False):
+        if multi_label:
+            multilabel.check_config(config)
+        elif config.monitor not in ("accuracy", "macro_f1", "loss"):
             raise AttnclfError(f"monitor must be accuracy, macro_f1 or loss, got {config.monitor!r}")
         if config.sampler not in ("shuffle", "balanced"):
             raise AttnclfError(f"sampler must be shuffle or balanced, got {config.sampler!r}")
@@ -132,6 +138,7 @@ class Trainer:
         self.device = device
         self.label_names = label_names
         self.distributed = distributed
+        self.multi_label = multi_label
         self.progress = progress and distributed.is_main
         self.checkpoint_dir = self.run_dir / "checkpoint"
         self.training_model = self.model  # under torchrun, fit wraps it in DistributedDataParallel
@@ -141,12 +148,15 @@ class Trainer:
         torch.manual_seed(config.seed + distributed.rank)  # ranks draw different dropout masks
         optimizer = _make_optimizer(self.model, config)
         schedule = _make_schedule(optimizer, config, total_steps=config.epochs * len(train))
-        weights = _class_weights(train.labels, len(self.label_names), config.class_weights)
         # Summed, then divided by the global batch's size in _train_epoch: ranks' parts may differ in size.
-        loss_fn = nn.CrossEntropyLoss(
-            weight=None if weights is None else weights.to(self.device), label_smoothing=config.label_smoothing,
-            reduction="sum",
-        )
+        if self.multi_label:
+            loss_fn = multilabel.multilabel_loss(train.labels, config.class_weights).to(self.device)
+        else:
+            weights = _class_weights(train.labels, len(self.label_names), config.class_weights)
+            loss_fn = nn.CrossEntropyLoss(
+                weight=None if weights is None else weights.to(self.device), label_smoothing=config.label_smoothing,
+                reduction="sum",
+            )
         state = {"epoch": 0, "best": None, "stale_epochs": 0, "history": [], "world_size": distributed.world_size}
         if resume and (self.checkpoint_dir / "state.json").exists():
             state = self._load_checkpoint(optimizer, schedule)
@@ -203,7 +213,9 @@ class Trainer:
         return state["history"]
 
     def _validate(self, validation: BucketBatches) -> dict:
-        probabilities = predict_probabilities(self.model, validation, self.device)
+        probabilities = predict_probabilities(self.model, validation, self.device, self.multi_label)
+        if self.multi_label:
+            return multilabel.validation_record(validation.labels, probabilities, self.label_names)
         metrics = compute_metrics(validation.labels, probabilities, self.label_names, report=False)
         return {
             "val_loss": log_loss(validation.labels, probabilities),
@@ -229,7 +241,7 @@ class Trainer:
             batch = batches.batch(part if len(part) else idx[:1]).to(self.device)
             with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.config.bf16):
                 logits = self.training_model(batch.input_ids, batch.attention_mask).logits
-            summed = loss_fn(logits.float(), batch.labels)
+            summed = loss_fn(logits.float(), batch.labels.float() if self.multi_label else batch.labels)
             # DDP averages gradients over ranks; scaling by world / (global batch weight) makes that
             # average the gradient of the global batch's mean loss, as one process would compute it.
             scale = distributed.world_size / _batch_weight(loss_fn.weight, batches.labels[idx]) if len(part) else 0.0
@@ -241,7 +253,8 @@ class Trainer:
             schedule.step()
             if len(part):
                 totals[0] += summed.detach()
-                totals[1] += (logits.argmax(-1) == batch.labels).sum()
+                totals[1] += (multilabel.exact_matches(logits, batch.labels) if self.multi_label
+                              else (logits.argmax(-1) == batch.labels).sum())
                 totals[2] += len(part)
             if self.progress and step % 20 == 0:  # .item() syncs; do it rarely
                 loss, correct, seen = totals.tolist()

@@ -1,0 +1,62 @@
+"""Label sets: reading them from a file's label field, and the 0/1 matrix models train on.
+
+A multi-label text carries a set of labels, possibly empty. In JSON lines and
+Parquet the label field is a list (``["sports", "politics"]``, ``[]`` for no
+label); in CSV and TSV it is one cell split on a delimiter (``sports|politics``,
+an empty cell for no label). ``DEFAULT_LABEL_DELIMITER`` is ``|``, which rarely
+occurs in label names and needs no quoting in CSV.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+DEFAULT_LABEL_DELIMITER = "|"
+
+
+def parse_label_set(value: Any, delimiter: str = DEFAULT_LABEL_DELIMITER) -> tuple[str, ...]:
+    """The label names in one label field, duplicates dropped, in the order given.
+
+    Raises ``ValueError`` with the problem (the caller adds file, line and column).
+
+    >>> parse_label_set("sports | politics")
+    ('sports', 'politics')
+    >>> parse_label_set(["b", "a", "b"]), parse_label_set(""), parse_label_set([])
+    (('b', 'a'), (), ())
+    """
+    if value is None:
+        raise ValueError("missing label set (write [] in JSON, or an empty cell, for a text with no labels)")
+    if isinstance(value, str):
+        if not value.strip():
+            return ()
+        items: Sequence[Any] = value.split(delimiter)
+    elif isinstance(value, (list, tuple)):
+        items = value
+    elif isinstance(value, int) and not isinstance(value, bool):
+        items = [value]
+    else:
+        raise ValueError(f"label set {value!r} is a {type(value).__name__}; expected a list of labels "
+                         f"or labels separated by {delimiter!r}")
+    names: dict[str, None] = {}  # ordered and unique
+    for item in items:
+        if isinstance(item, bool) or not isinstance(item, (str, int)):
+            raise ValueError(f"label set {value!r} holds {item!r}, not a label name")
+        name = str(item).strip()
+        if not name:
+            raise ValueError(f"label set {value!r} holds an empty label name")
+        names[name] = None
+    return tuple(names)
+
+
+def multi_hot(label_sets: Sequence[Sequence[int]], num_labels: int) -> np.ndarray:
+    """A (texts, labels) 0/1 matrix from label-index sets.
+
+    >>> multi_hot([(0, 2), ()], 3).tolist()
+    [[1, 0, 1], [0, 0, 0]]
+    """
+    matrix = np.zeros((len(label_sets), num_labels), dtype=np.int64)
+    for row, indices in enumerate(label_sets):
+        matrix[row, list(indices)] = 1
+    return matrix

@@ -1,0 +1,124 @@
+"""Multi-label metrics and per-label decision thresholds, computed with scikit-learn.
+
+A multi-label model gives each label its own probability (a sigmoid per
+logit); a text gets every label whose probability reaches that label's
+threshold. ``tune_thresholds`` picks each threshold to maximise the label's
+F1 on validation data; ``multilabel_metrics`` scores the sets it yields.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+from sklearn.metrics import (
+    accuracy_score,
+    classification_report,
+    hamming_loss,
+    precision_recall_fscore_support,
+    roc_auc_score,
+)
+
+DEFAULT_THRESHOLD = 0.5
+
+
+def predicted_sets(probabilities: np.ndarray, thresholds: Sequence[float] | float = DEFAULT_THRESHOLD) -> np.ndarray:
+    """A (texts, labels) 0/1 matrix: 1 where a probability reaches its label's threshold.
+
+    >>> predicted_sets(np.array([[0.7, 0.2], [0.4, 0.5]]), [0.5, 0.3]).tolist()
+    [[1, 0], [0, 1]]
+    """
+    return (np.asarray(probabilities) >= np.asarray(thresholds)).astype(np.int64)
+
+
+def tune_thresholds(y_true: np.ndarray, probabilities: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per label, the threshold that maximises its F1 on these examples, and that F1.
+
+    Every distinct probability is a candidate cut (ties fall on the same side);
+    the threshold sits midway between the lowest probability kept and the next
+    one below, so it does not hinge on one validation example. A label with no
+    positive example keeps ``DEFAULT_THRESHOLD`` (no cut can give it F1 > 0).
+    Among equal F1s the highest threshold wins.
+
+    >>> t, f1 = tune_thresholds(np.array([[1], [1], [0], [1], [0]]), np.array([[.9], [.8], [.7], [.6], [.3]]))
+    >>> round(float(t[0]), 2), round(float(f1[0]), 3)
+    (0.45, 0.857)
+    """
+    y_true, probabilities = np.asarray(y_true), np.asarray(probabilities, dtype=np.float64)
+    thresholds = np.full(y_true.shape[1], DEFAULT_THRESHOLD)
+    best_f1 = np.zeros(y_true.shape[1])
+    for label in range(y_true.shape[1]):
+        positives = int(y_true[:, label].sum())
+        if positives == 0:
+            continue
+        order = np.argsort(-probabilities[:, label], kind="stable")
+        scores, hits = probabilities[order, label], y_true[order, label]
+        # Keeping the top k: F1 = 2 TP / (2 TP + FP + FN) = 2 TP / (k + positives).
+        f1 = 2 * np.cumsum(hits) / (np.arange(1, len(scores) + 1) + positives)
+        cut_ends = np.r_[scores[1:] != scores[:-1], True]  # the last of each run of tied scores
+        best = int(np.argmax(np.where(cut_ends, f1, -1.0)))
+        below = scores[best + 1] if best + 1 < len(scores) else 0.0
+        thresholds[label], best_f1[label] = (scores[best] + below) / 2, f1[best]
+    return thresholds, best_f1
+
+
+def multilabel_metrics(y_true: np.ndarray, probabilities: np.ndarray, label_names: Sequence[str],
+                       thresholds: Sequence[float] | None = None, report: bool = True) -> dict:
+    """Multi-label test metrics as a JSON-ready dict, label sets cut at ``thresholds`` (default 0.5 each).
+
+    ``accuracy`` is subset accuracy (the whole set right; also under
+    ``subset_accuracy``); ``hamming_loss`` the share of wrong (text, label)
+    cells; precision, recall and F1 micro (over all cells), macro (mean over
+    labels), weighted (by support) and samples (mean over texts); ``roc_auc``
+    the mean of the per-label AUCs that are defined (a label needs positive and
+    negative test texts), ``micro_roc_auc`` over all cells; ``per_class`` per
+    label with its threshold; with tuned thresholds, micro/macro F1 at 0.5 too.
+
+    >>> m = multilabel_metrics(np.array([[1, 0], [1, 1]]), np.array([[.9, .2], [.6, .4]]), ["a", "b"])
+    >>> m["subset_accuracy"], m["hamming_loss"], round(m["micro_f1"], 3)
+    (0.5, 0.25, 0.8)
+    """
+    y_true = np.asarray(y_true)
+    thresholds = np.full(len(label_names), DEFAULT_THRESHOLD) if thresholds is None else np.asarray(thresholds)
+    y_pred = predicted_sets(probabilities, thresholds)
+    subset_accuracy = float(accuracy_score(y_true, y_pred))
+    metrics: dict = {"multi_label": True, "accuracy": subset_accuracy, "subset_accuracy": subset_accuracy,
+                     "hamming_loss": float(hamming_loss(y_true, y_pred)), "num_examples": int(len(y_true))}
+    for average in ("micro", "macro", "weighted", "samples"):
+        p, r, f, _ = precision_recall_fscore_support(y_true, y_pred, average=average, zero_division=0)
+        metrics |= {f"{average}_precision": float(p), f"{average}_recall": float(r), f"{average}_f1": float(f)}
+    per_label_auc = [_auc(y_true[:, i], probabilities[:, i]) for i in range(len(label_names))]
+    defined = [a for a in per_label_auc if a is not None]
+    metrics["roc_auc"] = float(np.mean(defined)) if defined else None
+    metrics["micro_roc_auc"] = _auc(y_true.ravel(), np.asarray(probabilities).ravel())
+    precision, recall, f1, support = precision_recall_fscore_support(y_true, y_pred, zero_division=0)
+    metrics["per_class"] = {
+        name: {"precision": float(precision[i]), "recall": float(recall[i]), "f1": float(f1[i]),
+               "support": int(support[i]), "roc_auc": per_label_auc[i], "threshold": float(thresholds[i])}
+        for i, name in enumerate(label_names)
+    }
+    if not np.allclose(thresholds, DEFAULT_THRESHOLD):
+        at_half = predicted_sets(probabilities)
+        metrics["at_0.5"] = {f"{average}_f1": float(precision_recall_fscore_support(
+            y_true, at_half, average=average, zero_division=0)[2]) for average in ("micro", "macro")}
+    if report:
+        metrics["classification_report"] = classification_report(
+            y_true, y_pred, target_names=list(label_names), zero_division=0, digits=4)
+    return metrics
+
+
+def _auc(y_true: np.ndarray, scores: np.ndarray) -> float | None:
+    if len(np.unique(y_true)) < 2:
+        return None  # undefined without both positives and negatives
+    return float(roc_auc_score(y_true, scores))
+
+
+def binary_cross_entropy(y_true: np.ndarray, probabilities: np.ndarray) -> float:
+    """Mean binary cross-entropy over every (text, label) cell.
+
+    >>> round(binary_cross_entropy(np.array([[1, 0]]), np.array([[0.9, 0.1]])), 4)
+    0.1054
+    """
+    p = np.clip(np.asarray(probabilities, dtype=np.float64), 1e-12, 1 - 1e-12)
+    y = np.asarray(y_true)
+    return float(-(y * np.log(p) + (1 - y) * np.log(1 - p)).mean())

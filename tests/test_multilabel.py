@@ -1,0 +1,264 @@
+"""Multi-label classification: label-set files, metrics against scikit-learn, thresholds, a run end to end."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sklearn import metrics as skm
+
+from attnclf.cli import main
+from attnclf.data.files import load_file
+from attnclf.data.generated import topics
+from attnclf.data.multilabel import multi_hot
+from attnclf.data.splits import train_validation_split
+from attnclf.errors import AttnclfError, DataError
+from attnclf.evaluation.multilabel import multilabel_metrics, predicted_sets, tune_thresholds
+
+
+def _jsonl(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return path
+
+
+def _csv(path: Path, rows: list[tuple[str, str]]) -> Path:
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(["text", "label"])
+        writer.writerows(rows)
+    return path
+
+
+# --- files --------------------------------------------------------------------
+
+def test_jsonl_list_labels_become_sorted_index_sets(tmp_path):
+    path = _jsonl(tmp_path / "train.jsonl", [
+        {"text": "goal and vote", "label": ["sports", "politics"]},
+        {"text": "nothing", "label": []},
+        {"text": "album", "label": ["music", "music"]},
+    ])
+    ds = load_file(path, multi_label=True)
+    assert ds.multi_label and ds.label_names == ["music", "politics", "sports"]
+    assert ds.labels == [(1, 2), (), (0,)]
+
+
+def test_csv_cells_split_on_the_delimiter_and_an_empty_cell_is_no_label(tmp_path):
+    path = _csv(tmp_path / "train.csv", [("a", "x | y"), ("b", ""), ("c", "y")])
+    assert load_file(path, multi_label=True).labels == [(0, 1), (), (1,)]
+    path = _csv(tmp_path / "semi.csv", [("a", "x;y|z"), ("b", "y|z")])
+    ds = load_file(path, multi_label=True, label_delimiter=";")
+    assert ds.label_names == ["x", "y|z"] and ds.labels == [(0, 1), (1,)]
+
+
+def test_parquet_list_column(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "train.parquet"
+    pq.write_table(pa.table({"text": ["a", "b"], "label": [["x"], ["y", "x"]]}), path)
+    assert load_file(path, multi_label=True).labels == [(0,), (0, 1)]
+
+
+@pytest.mark.parametrize("bad, shown", [({"x": 1}, "{'x': 1}"), ([1.5], "1.5"), (["ok", ""], "empty label"),
+                                        (None, "missing label set")])
+def test_a_bad_label_set_names_file_line_column_and_value(tmp_path, bad, shown):
+    path = _jsonl(tmp_path / "bad.jsonl", [{"text": "fine", "tags": ["a"]}, {"text": "broken", "tags": bad}])
+    with pytest.raises(DataError) as err:
+        load_file(path, label_column="tags", multi_label=True)
+    message = str(err.value)
+    assert "\n" not in message
+    assert str(path) in message and "line 2" in message and "'tags'" in message and shown in message
+
+
+def test_a_test_file_label_outside_training_is_refused(tmp_path):
+    path = _jsonl(tmp_path / "test.jsonl", [{"text": "t", "label": ["x", "new"]}])
+    with pytest.raises(DataError, match=r"line 1: label 'new'.*training labels"):
+        load_file(path, multi_label=True, label_names=["x", "y"])
+
+
+def test_validation_split_is_a_seeded_shuffle_that_keeps_label_sets():
+    train = topics(n_train=300, n_test=10).train
+    fit, val = train_validation_split(train, 0.2, seed=3)
+    again, _ = train_validation_split(train, 0.2, seed=3)
+    other, _ = train_validation_split(train, 0.2, seed=4)
+    assert (len(fit), len(val)) == (240, 60) and fit.texts == again.texts and fit.texts != other.texts
+    assert val.multi_label and all(isinstance(y, tuple) for y in val.labels)
+    assert sorted(fit.texts + val.texts) == sorted(train.texts)
+
+
+# --- metrics and thresholds ---------------------------------------------------
+
+def _random_case(seed: int, n: int = 200, k: int = 4):
+    rng = np.random.default_rng(seed)
+    y = (rng.random((n, k)) < 0.3).astype(int)
+    p = np.clip(0.6 * y + 0.5 * rng.random((n, k)) - 0.05, 0, 1)
+    return y, p
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_metrics_match_scikit_learn(seed):
+    y, p = _random_case(seed)
+    thresholds = np.array([0.5, 0.3, 0.6, 0.45])
+    m = multilabel_metrics(y, p, ["a", "b", "c", "d"], thresholds)
+    pred = (p >= thresholds).astype(int)
+    assert m["subset_accuracy"] == m["accuracy"] == pytest.approx(skm.accuracy_score(y, pred))
+    assert m["hamming_loss"] == pytest.approx(skm.hamming_loss(y, pred))
+    for average in ("micro", "macro", "weighted", "samples"):
+        prf = skm.precision_recall_fscore_support(y, pred, average=average, zero_division=0)
+        assert (m[f"{average}_precision"], m[f"{average}_recall"], m[f"{average}_f1"]) == pytest.approx(prf[:3])
+    assert m["roc_auc"] == pytest.approx(skm.roc_auc_score(y, p, average="macro"))
+    assert m["micro_roc_auc"] == pytest.approx(skm.roc_auc_score(y, p, average="micro"))
+    f1 = skm.f1_score(y, pred, average=None)
+    assert [m["per_class"][name]["f1"] for name in "abcd"] == pytest.approx(f1)
+    assert [m["per_class"][name]["support"] for name in "abcd"] == y.sum(axis=0).tolist()
+    assert m["at_0.5"]["micro_f1"] == pytest.approx(skm.f1_score(y, (p >= 0.5).astype(int), average="micro"))
+
+
+def test_roc_auc_skips_a_label_without_positives():
+    y, p = _random_case(2)
+    y[:, 1] = 0
+    m = multilabel_metrics(y, p, ["a", "b", "c", "d"])
+    assert m["per_class"]["b"]["roc_auc"] is None
+    defined = [skm.roc_auc_score(y[:, i], p[:, i]) for i in (0, 2, 3)]
+    assert m["roc_auc"] == pytest.approx(np.mean(defined))
+
+
+def test_threshold_tuning_picks_the_f1_maximising_cut():
+    # Keeping the top 4 (0.9, 0.8, 0.7, 0.6) gives F1 6/7, better than any other cut.
+    y = np.array([[1], [1], [0], [1], [0], [0]])
+    p = np.array([[0.9], [0.8], [0.7], [0.6], [0.3], [0.2]])
+    thresholds, f1 = tune_thresholds(y, p)
+    assert 0.3 < thresholds[0] <= 0.6 and f1[0] == pytest.approx(6 / 7)
+    assert skm.f1_score(y[:, 0], predicted_sets(p, thresholds)[:, 0]) == pytest.approx(6 / 7)
+
+
+@pytest.mark.parametrize("seed", [0, 5])
+def test_tuned_thresholds_beat_every_other_threshold_on_random_data(seed):
+    y, p = _random_case(seed, n=80, k=3)
+    p = np.round(p, 2)  # ties: equal probabilities must fall on the same side
+    thresholds, f1 = tune_thresholds(y, p)
+    for label in range(3):
+        achieved = skm.f1_score(y[:, label], p[:, label] >= thresholds[label])
+        assert achieved == pytest.approx(f1[label])
+        best = max(skm.f1_score(y[:, label], p[:, label] >= t) for t in np.unique(p[:, label]))
+        assert achieved == pytest.approx(best)
+
+
+def test_a_label_without_validation_positives_keeps_threshold_half():
+    thresholds, f1 = tune_thresholds(np.array([[0, 1], [0, 0]]), np.array([[0.9, 0.8], [0.1, 0.2]]))
+    assert thresholds[0] == 0.5 and f1[0] == 0.0 and f1[1] == 1.0
+
+
+def test_loss_is_the_mean_over_cells_once_divided_by_texts_and_balanced_weights_positives():
+    import torch
+
+    from attnclf.training.multilabel import multilabel_loss
+
+    targets = np.array([[1, 0, 0], [0, 0, 1], [0, 0, 1], [0, 0, 1]])
+    logits = torch.randn(4, 3, generator=torch.Generator().manual_seed(0))
+    plain = multilabel_loss(targets, "none")(logits, torch.tensor(targets).float()) / len(targets)
+    assert plain.item() == pytest.approx(
+        torch.nn.functional.binary_cross_entropy_with_logits(logits, torch.tensor(targets).float()).item())
+    balanced = multilabel_loss(targets, "balanced")
+    assert balanced.pos_weight.tolist() == pytest.approx([3.0, 4.0, 1 / 3])  # negatives / positives, 0 counted as 1
+
+
+# --- a run end to end ---------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def topic_files(tmp_path_factory) -> tuple[Path, Path]:
+    """Generated topics: training data as JSON lines with lists, test data as CSV with "|"-joined cells."""
+    root = tmp_path_factory.mktemp("topics")
+    splits = topics(n_train=1200, n_test=300)
+    names = splits.train.label_names
+    train = _jsonl(root / "train.jsonl", [{"text": t, "topics": [names[i] for i in y]}
+                                         for t, y in zip(splits.train.texts, splits.train.labels)])
+    with open(root / "test.csv", "w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(["text", "topics"])
+        writer.writerows((t, "|".join(names[i] for i in y)) for t, y in zip(splits.test.texts, splits.test.labels))
+    return train, root / "test.csv"
+
+
+@pytest.fixture(scope="module")
+def topic_run(topic_files, tmp_path_factory) -> Path:
+    train, test = topic_files
+    out = tmp_path_factory.mktemp("runs") / "topics"
+    assert main(["train", "--train-file", str(train), "--test-file", str(test), "--label-column", "topics",
+                 "--multi-label", "--epochs", "8", "--lr", "3e-3", "--set", "d_model=32", "--set", "layers=1",
+                 "--threads", "1", "--output", str(out), "--quiet"]) == 0
+    return out
+
+
+def test_training_learns_label_sets_well_above_a_constant_guess(topic_run, topic_files):
+    metrics = json.loads((topic_run / "metrics.json").read_text())
+    test = load_file(topic_files[1], label_column="topics", multi_label=True,
+                     label_names=json.loads((topic_run / "labels.json").read_text()))
+    y = multi_hot(test.labels, test.num_classes)
+    # The best constant guess for micro-F1 predicts every label for every text.
+    baseline = skm.f1_score(y, np.ones_like(y), average="micro")
+    assert baseline < 0.5 and metrics["micro_f1"] > baseline + 0.3
+    assert metrics["multi_label"] and metrics["num_examples"] == 300
+    history = [json.loads(line) for line in (topic_run / "history.jsonl").read_text().splitlines()]
+    assert "val_micro_f1" in history[0] and history[-1]["train_loss"] < history[0]["train_loss"]
+    config = json.loads((topic_run / "config.json").read_text())
+    assert config["settings"]["data"]["multi_label"] and config["settings"]["train"]["monitor"] == "loss"
+    assert "multi-label" in (topic_run / "report.html").read_text()
+
+
+def test_a_loaded_run_predicts_label_sets_at_its_tuned_thresholds(topic_run):
+    from attnclf import Classifier
+
+    clf = Classifier.load(topic_run, device="cpu")
+    saved = json.loads((topic_run / "thresholds.json").read_text())["thresholds"]
+    assert clf.multi_label and clf.thresholds.tolist() == [saved[name] for name in clf.label_names]
+    texts = ["the coach and the referee at the stadium", "bread soup and cheese for dinner with the orchestra",
+             "today some people said more"]
+    probabilities = clf.predict_proba(texts)
+    predictions = clf.predict(texts)
+    assert predictions[0].labels == ["sports"]
+    assert set(predictions[1].labels) == {"food", "music"}
+    assert predictions[2].labels == []
+    for row, prediction in zip(probabilities, predictions):
+        expected = {name for name, p, t in zip(clf.label_names, row, clf.thresholds) if p >= t}
+        assert set(prediction.labels) == expected
+        assert prediction.probabilities == pytest.approx(dict(zip(clf.label_names, row.tolist())))
+
+
+def test_evaluate_and_predict_commands(topic_run, topic_files, capsys):
+    assert main(["evaluate", str(topic_run), "--test-file", str(topic_files[1]), "--label-column", "topics",
+                 "--json", "--device", "cpu"]) == 0
+    evaluated = json.loads(capsys.readouterr().out)
+    saved = json.loads((topic_run / "metrics.json").read_text())
+    assert evaluated["micro_f1"] == pytest.approx(saved["micro_f1"], abs=1e-6)
+    assert main(["predict", str(topic_run), "a goal by the athlete", "--device", "cpu"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["labels"] == ["sports"] and set(record["probabilities"]) == {
+        "food", "music", "politics", "science", "sports"}
+
+
+def test_serve_export_and_explain_refuse_a_multi_label_run(topic_run, capsys):
+    for argv in (["export", str(topic_run)], ["explain", str(topic_run), "a goal", "--device", "cpu"]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert "single-label runs only" in err and len(err.strip().splitlines()) == 1
+    from attnclf import Classifier
+    from attnclf.serve.app import create_app
+
+    with pytest.raises(AttnclfError, match="single-label runs only"):
+        create_app(Classifier.load(topic_run, device="cpu"))
+
+
+def test_multi_label_flag_must_match_the_data(tmp_path, capsys):
+    assert main(["train", "--dataset", "topics", "--epochs", "1", "--output", str(tmp_path / "a"), "--quiet"]) == 2
+    assert "multi-label dataset; add --multi-label" in capsys.readouterr().err
+    assert main(["train", "--dataset", "demo", "--multi-label", "--output", str(tmp_path / "b"), "--quiet"]) == 2
+    assert "single-label dataset; drop --multi-label" in capsys.readouterr().err
+    assert main(["train", "--dataset", "topics", "--multi-label", "--sampler", "balanced",
+                 "--output", str(tmp_path / "c"), "--quiet"]) == 2
+    assert "--class-weight balanced" in capsys.readouterr().err
+    assert main(["train", "--dataset", "demo", "--label-delimiter", ";", "--output", str(tmp_path / "d")]) == 2
+    assert "add --multi-label" in capsys.readouterr().err
