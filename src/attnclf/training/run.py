@@ -17,11 +17,13 @@ from ..errors import AttnclfError, DataError, RunDirError
 from ..evaluation.metrics import compute_metrics, pick_examples
 from ..evaluation.predict import predict_probabilities
 from ..models import MODELS, build_model
+from ..models.windows import window_config, windowed
 from ..recipes import recipe_for
 from ..rundir import FORMAT_VERSION, atomic_write_bytes, atomic_write_json, prepare_output_dir, read_json
 from ..text.batching import BucketBatches
 from ..text.cleaning import CleaningConfig
 from ..text.tokenizer import Tokenizer, TokenizerConfig
+from ..text.windows import WindowConfig, text_batches
 from .device import torch_threads
 from .distributed import init_distributed
 from .trainer import TrainConfig, Trainer
@@ -48,6 +50,7 @@ class DataSettings:
 class RunSettings:
     data: DataSettings = field(default_factory=DataSettings)
     tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
+    windows: WindowConfig | None = None  # read long texts as overlapping windows of max_len tokens
     model: str = "self-attn"
     model_config: dict = field(default_factory=dict)  # overrides of the model's config defaults
     train: TrainConfig = field(default_factory=TrainConfig)
@@ -145,9 +148,9 @@ def load_data(settings: DataSettings, seed: int) -> Splits:
 
 
 def _batches(tokenizer: Tokenizer, data: TextDataset, batch_size: int, shuffle: bool, seed: int,
-             balanced: bool = False) -> BucketBatches:
-    return BucketBatches(tokenizer.encode(data.texts), data.labels, batch_size=batch_size, shuffle=shuffle, seed=seed,
-                         balanced=balanced)
+             balanced: bool = False, windows: WindowConfig | None = None) -> BucketBatches:
+    return text_batches(tokenizer, data.texts, data.labels, windows=windows, batch_size=batch_size, shuffle=shuffle,
+                        seed=seed, balanced=balanced)
 
 
 def _save_tokenizer(tokenizer: Tokenizer, path: Path) -> None:
@@ -160,7 +163,8 @@ def _save_tokenizer(tokenizer: Tokenizer, path: Path) -> None:
 def evaluate_split(model, tokenizer: Tokenizer, data: TextDataset, device,
                    batch_size: int = 128) -> tuple[dict, np.ndarray]:
     """Test metrics plus three confident correct and incorrect examples, and the probabilities behind them."""
-    probabilities = predict_probabilities(model, _batches(tokenizer, data, batch_size, False, 0), device)
+    batches = _batches(tokenizer, data, batch_size, False, 0, windows=window_config(model))
+    probabilities = predict_probabilities(model, batches, device)
     metrics = compute_metrics(data.labels, probabilities, data.label_names)
     metrics["split"] = data.split
     metrics["examples"] = pick_examples(data.texts, data.labels, probabilities, data.label_names)
@@ -196,8 +200,8 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
     tokenizer = Tokenizer.load(run_dir / "tokenizer.json", settings.tokenizer)
 
     torch.manual_seed(seed)
-    model = build_model(settings.model, vocab_size=tokenizer.vocab_size, num_classes=len(label_names),
-                        max_len=settings.tokenizer.max_len, **settings.model_config)
+    model = windowed(build_model(settings.model, vocab_size=tokenizer.vocab_size, num_classes=len(label_names),
+                                 max_len=settings.tokenizer.max_len, **settings.model_config), settings.windows)
     if distributed.is_main:
         atomic_write_json(run_dir / "labels.json", label_names)
         atomic_write_json(run_dir / "config.json", {
@@ -212,8 +216,8 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
     trainer = Trainer(model, settings.train, run_dir, device, label_names, progress=progress, distributed=distributed)
     history = trainer.fit(
         _batches(tokenizer, splits.train, settings.train.batch_size * distributed.world_size, True, seed,
-                 balanced=settings.train.sampler == "balanced"),
-        _batches(tokenizer, splits.validation, settings.eval_batch_size, False, seed),
+                 balanced=settings.train.sampler == "balanced", windows=settings.windows),
+        _batches(tokenizer, splits.validation, settings.eval_batch_size, False, seed, windows=settings.windows),
         resume=resume,
     )
     if not distributed.is_main:  # rank 0 tests and reports
@@ -256,6 +260,7 @@ def resume_settings(run_dir: str | Path, epochs: int | None = None, device: str 
     return RunSettings(
         data=DataSettings(**saved["data"]),
         tokenizer=TokenizerConfig.from_dict(saved["tokenizer"]),
+        windows=WindowConfig(**saved["windows"]) if saved.get("windows") else None,
         model=saved["model"],
         model_config=saved["model_config"],
         train=train,
