@@ -6,8 +6,7 @@
 
 For each dataset, ``self-attn`` is trained twice with the dataset's recipe
 (same max_len, seed and data) under a reduced epoch budget (``--epochs``,
-default imdb 2 of the recipe's 3, 20newsgroups 4 of 8, so the four runs fit
-in about 40 CPU minutes): once as the recipe says (texts cut to max_len,
+default imdb 2 of the recipe's 3, 20newsgroups 4 of 8): once as the recipe says (texts cut to max_len,
 head + tail) and once with ``--windows`` (the whole text, up to the default
 8 windows of max_len tokens with a quarter overlap, attention-pooled). Both
 are tested on the whole test set and on its longest 10% by token count (the
