@@ -13,14 +13,15 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from .errors import RunDirError
+from .errors import AttnclfError, RunDirError
 from .evaluation.multilabel import DEFAULT_THRESHOLD
 from .evaluation.predict import output_probabilities
 from .models import model_from_config
+from .models.windows import window_config, windowed
 from .prediction import LabelSetPrediction, Prediction, check_texts
 from .rundir import THRESHOLDS_FILE, check_run_dir, is_multi_label, load_weights, read_json
-from .text.batching import BucketBatches
 from .text.tokenizer import Tokenizer, TokenizerConfig
+from .text.windows import WindowConfig, text_batches
 from .training.device import resolve_device
 
 
@@ -53,7 +54,9 @@ class Classifier:
         run_dir = check_run_dir(run_dir)
         config = read_json(run_dir / "config.json")
         model_info = config["model"]
-        model = model_from_config(model_info["name"], model_info["config"])
+        windows = config["settings"].get("windows")
+        model = windowed(model_from_config(model_info["name"], model_info["config"]),
+                         WindowConfig(**windows) if windows else None)
         try:
             model.load_state_dict(load_weights(run_dir / "model.safetensors"))
         except RuntimeError as exc:
@@ -68,10 +71,12 @@ class Classifier:
 
     @torch.inference_mode()
     def _run(self, texts: Sequence[str]) -> tuple[np.ndarray, list[list[int]], list[np.ndarray | None]]:
-        ids = self.tokenizer.encode(check_texts(texts))
+        batches = text_batches(self.tokenizer, check_texts(texts), windows=window_config(self.model),
+                               batch_size=self.batch_size)
+        ids = batches.sequences
         probabilities = np.zeros((len(ids), len(self.label_names)), dtype=np.float32)
         attention: list[np.ndarray | None] = [None] * len(ids)
-        for batch in BucketBatches(ids, batch_size=self.batch_size, shuffle=False):
+        for batch in batches:
             batch = batch.to(self.device)
             out = self.model(batch.input_ids, batch.attention_mask)
             probabilities[batch.indices] = output_probabilities(out.logits, self.multi_label).cpu().numpy()
@@ -115,6 +120,9 @@ class Classifier:
         """
         from .explain import explain
 
+        if window_config(self.model) is not None:
+            raise AttnclfError("explanations of windowed runs (trained with --windows) are not supported yet: "
+                               "the methods attribute one token sequence, a windowed model reads several")
         return explain(self, check_texts(texts), method, **options)
 
 

@@ -101,7 +101,22 @@ def build_settings(args: argparse.Namespace):
     budget = _budget(args)
     if args.seed is not None:
         budget["train"]["seed"] = args.seed
-    return settings_for(model=args.model, model_config=_parse_overrides(args.set), output=args.output, **budget)
+    settings = settings_for(model=args.model, model_config=_parse_overrides(args.set), output=args.output, **budget)
+    settings.windows = _windows(args)
+    return settings
+
+
+def _windows(args: argparse.Namespace):
+    """The --windows settings, or None; window flags without --windows are a mistake worth a line."""
+    from .text.windows import WindowConfig
+
+    fields = {"window_stride": "stride", "max_windows": "max_windows", "window_pooling": "pooling"}  # flag -> field
+    given = {flag: getattr(args, flag) for flag in fields if getattr(args, flag) is not None}
+    if not args.windows:
+        if given:
+            raise AttnclfError(f"--{next(iter(given)).replace('_', '-')} needs --windows")
+        return None
+    return WindowConfig(**{fields[flag]: value for flag, value in given.items()})
 
 
 def _add_budget_args(p: argparse.ArgumentParser) -> None:
@@ -143,6 +158,13 @@ def _add_train_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="model config field, e.g. --set heads=8")
     p.add_argument("--output", "-o", help="run directory (default: runs/<model>-<dataset>)")
     p.add_argument("--seed", type=int)
+    p.add_argument("--windows", action="store_true",
+                   help="read long texts whole, as overlapping windows of --max-len tokens pooled across windows")
+    p.add_argument("--window-stride", type=int, help="with --windows: tokens between window starts "
+                   "(default: three quarters of --max-len)")
+    p.add_argument("--max-windows", type=int, help="with --windows: windows per text at most (default: 8)")
+    p.add_argument("--window-pooling", choices=["attention", "mean", "max"],
+                   help="with --windows: how the windows' summaries combine (default: attention)")
     p.add_argument("--resume", action="store_true", help="continue the interrupted run in --output")
     p.add_argument("--threads", type=int, help="PyTorch threads (default: one per core; 1 is often faster "
                    "for small models or on a busy machine)")

@@ -35,6 +35,7 @@ from .. import __version__
 from ..classifier import Classifier
 from ..data.base import TextDataset
 from ..errors import AttnclfError
+from ..models.windows import window_config
 from ..rundir import atomic_write_bytes, atomic_write_json, prepare_output_dir, refuse_multi_label
 from ..text.tokenizer import PAD_ID, UNK_ID
 from .runtime import EXPORT_FORMAT_VERSION, OnnxClassifier
@@ -138,6 +139,9 @@ def export_onnx(run_dir: str | Path, output: str | Path | None = None, *, check:
 
     clf = Classifier.load(run_dir, device="cpu")
     refuse_multi_label(clf.config, "ONNX export")
+    if window_config(clf.model) is not None:
+        raise AttnclfError(f"{run_dir} reads long texts as windows (--windows); ONNX export of windowed runs is "
+                           f"not supported: the runtime feeds one truncated sequence per text")
     directory = prepare_output_dir(Path(run_dir) / "onnx" if output is None else output)
     # An earlier export's files would describe other weights; the manifest comes back only once parity holds.
     for stale in ("export.json", "model.int8.onnx"):

@@ -25,6 +25,19 @@ class ModelOutput:
 
 
 @dataclass
+class Summary:
+    """One vector per text, what the model's head classifies, and the attention that produced it.
+
+    ``vector``: (batch, summary_dim). ``pooling_weights`` and
+    ``self_attentions`` as in ``ModelOutput``.
+    """
+
+    vector: torch.Tensor
+    pooling_weights: torch.Tensor | None = None
+    self_attentions: list[torch.Tensor] | None = None
+
+
+@dataclass
 class ModelConfig:
     """Fields every model config has; subclasses add their own, all with defaults."""
 
@@ -50,9 +63,29 @@ class Classifier(nn.Module):
       learned pooling weights (the uniform-attention check). Models without
       attention pooling ignore it.
     - ``output_attentions``: also return per-layer self-attention maps.
+
+    A model is two halves: ``summarize`` reads a text into one vector of
+    ``summary_dim`` numbers (taking the options above), ``classify`` turns
+    vectors into logits. ``forward`` is the one composed with the other; a
+    long document's windows are summarised one by one and their summaries
+    pooled before ``classify`` (see ``windows.WindowedClassifier``).
     """
 
     config: ModelConfig
+    summary_dim: int
+
+    def summarize(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None, *,
+                  token_embeddings: torch.Tensor | None = None, pooling_override: torch.Tensor | None = None,
+                  output_attentions: bool = False) -> Summary:
+        raise NotImplementedError
+
+    def classify(self, summary: torch.Tensor) -> torch.Tensor:
+        """(batch, summary_dim) summaries -> (batch, num_classes) logits."""
+        raise NotImplementedError
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None, **options) -> ModelOutput:
+        summary = self.summarize(input_ids, attention_mask, **options)
+        return ModelOutput(self.classify(summary.vector), summary.pooling_weights, summary.self_attentions)
 
     def embed_tokens(self, input_ids: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError

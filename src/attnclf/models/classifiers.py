@@ -31,7 +31,7 @@ from attnclf.models.attention import (
     masked_mean,
     masked_pool,
 )
-from attnclf.models.base import Classifier, ModelConfig, ModelOutput
+from attnclf.models.base import Classifier, ModelConfig, Summary
 from attnclf.models.positional import positional_encoding
 
 
@@ -57,6 +57,7 @@ class TokenClassifier(Classifier):
     def __init__(self, config: ModelConfig, dim: int) -> None:
         super().__init__()
         self.config = config
+        self.summary_dim = dim
         # padding_idx also keeps the pad row's gradient at zero.
         self.token_embedding = nn.Embedding(config.vocab_size, dim, padding_idx=config.pad_id)
 
@@ -132,11 +133,14 @@ class BagOfEmbeddings(TokenClassifier):
         self.head = nn.Linear(config.embed_dim, config.num_classes)
         self.apply(init_weights)
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None, *,
-                token_embeddings: torch.Tensor | None = None, pooling_override: torch.Tensor | None = None,
-                output_attentions: bool = False) -> ModelOutput:
+    def summarize(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None, *,
+                  token_embeddings: torch.Tensor | None = None, pooling_override: torch.Tensor | None = None,
+                  output_attentions: bool = False) -> Summary:
         x, mask = self.embed(input_ids, attention_mask, token_embeddings)
-        return ModelOutput(logits=self.head(self.dropout(masked_mean(x, mask))))
+        return Summary(masked_mean(x, mask))
+
+    def classify(self, summary: torch.Tensor) -> torch.Tensor:
+        return self.head(self.dropout(summary))
 
 
 # ---------------------------------------------------------------------------- pos-mean
@@ -165,12 +169,15 @@ class PositionalMean(TokenClassifier):
         self.head = nn.Linear(config.embed_dim, config.num_classes)
         self.apply(init_weights)
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None, *,
-                token_embeddings: torch.Tensor | None = None, pooling_override: torch.Tensor | None = None,
-                output_attentions: bool = False) -> ModelOutput:
+    def summarize(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None, *,
+                  token_embeddings: torch.Tensor | None = None, pooling_override: torch.Tensor | None = None,
+                  output_attentions: bool = False) -> Summary:
         x, mask = self.embed(input_ids, attention_mask, token_embeddings)
         x = self.mlp(self.positions(x))
-        return ModelOutput(logits=self.head(self.dropout(masked_mean(x, mask))))
+        return Summary(masked_mean(x, mask))
+
+    def classify(self, summary: torch.Tensor) -> torch.Tensor:
+        return self.head(self.dropout(summary))
 
 
 # ---------------------------------------------------------------------------- lstm-mean
@@ -196,16 +203,20 @@ class LSTMMean(TokenClassifier):
             config.embed_dim, config.hidden_dim, num_layers=config.layers, batch_first=True,
             dropout=config.dropout if config.layers > 1 else 0.0,  # between layers only
         )
+        self.summary_dim = config.hidden_dim
         self.dropout = nn.Dropout(config.dropout)
         self.head = nn.Linear(config.hidden_dim, config.num_classes)
         self.apply(init_weights)
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None, *,
-                token_embeddings: torch.Tensor | None = None, pooling_override: torch.Tensor | None = None,
-                output_attentions: bool = False) -> ModelOutput:
+    def summarize(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None, *,
+                  token_embeddings: torch.Tensor | None = None, pooling_override: torch.Tensor | None = None,
+                  output_attentions: bool = False) -> Summary:
         x, mask = self.embed(input_ids, attention_mask, token_embeddings)
         states, _ = run_lstm(self.lstm, x, mask)
-        return ModelOutput(logits=self.head(self.dropout(masked_mean(states, mask))))
+        return Summary(masked_mean(states, mask))
+
+    def classify(self, summary: torch.Tensor) -> torch.Tensor:
+        return self.head(self.dropout(summary))
 
 
 # ---------------------------------------------------------------------------- bilstm-attn
@@ -233,7 +244,7 @@ class BiLSTMAttention(TokenClassifier):
 
     def __init__(self, config: BiLSTMAttentionConfig) -> None:
         super().__init__(config, config.embed_dim)
-        states = 2 * config.hidden_dim
+        states = self.summary_dim = 2 * config.hidden_dim
         self.lstm = nn.LSTM(
             config.embed_dim, config.hidden_dim, num_layers=config.layers, batch_first=True, bidirectional=True,
             dropout=config.dropout if config.layers > 1 else 0.0,
@@ -246,15 +257,17 @@ class BiLSTMAttention(TokenClassifier):
         self.head = nn.Linear(config.dense_dim, config.num_classes)
         self.apply(init_weights)
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None, *,
-                token_embeddings: torch.Tensor | None = None, pooling_override: torch.Tensor | None = None,
-                output_attentions: bool = False) -> ModelOutput:
+    def summarize(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None, *,
+                  token_embeddings: torch.Tensor | None = None, pooling_override: torch.Tensor | None = None,
+                  output_attentions: bool = False) -> Summary:
         x, mask = self.embed(input_ids, attention_mask, token_embeddings)
         states, h_n = run_lstm(self.lstm, x, mask)
         query = torch.cat([h_n[-2], h_n[-1]], dim=-1)  # last layer: forward final, backward final
         context, weights = self.attention(states, mask, query=query, weights=pooling_override)
-        logits = self.head(self.dropout(torch.relu(self.dense(context))))
-        return ModelOutput(logits=logits, pooling_weights=weights)
+        return Summary(context, pooling_weights=weights)
+
+    def classify(self, summary: torch.Tensor) -> torch.Tensor:
+        return self.head(self.dropout(torch.relu(self.dense(summary))))
 
 
 # ---------------------------------------------------------------------------- transformer-mean
@@ -292,14 +305,16 @@ class TransformerMean(TokenClassifier):
         self.head = nn.Linear(config.d_model, config.num_classes)
         self.apply(init_weights)
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None, *,
-                token_embeddings: torch.Tensor | None = None, pooling_override: torch.Tensor | None = None,
-                output_attentions: bool = False) -> ModelOutput:
+    def summarize(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None, *,
+                  token_embeddings: torch.Tensor | None = None, pooling_override: torch.Tensor | None = None,
+                  output_attentions: bool = False) -> Summary:
         x, mask = self.embed(input_ids, attention_mask, token_embeddings)
         x = self.dropout(self.positions(x))
         x, maps = self.encoder(x, mask, output_attentions)
-        logits = self.head(self.dropout(masked_mean(x, mask)))
-        return ModelOutput(logits=logits, self_attentions=maps)
+        return Summary(masked_mean(x, mask), self_attentions=maps)
+
+    def classify(self, summary: torch.Tensor) -> torch.Tensor:
+        return self.head(self.dropout(summary))
 
 
 # ---------------------------------------------------------------------------- self-attn
@@ -382,9 +397,9 @@ class SelfAttentionClassifier(TokenClassifier):
             x = x + self.bigram_embedding(bigram_buckets(input_ids, self.config.ngram_buckets, self.config.pad_id))
         return x
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None, *,
-                token_embeddings: torch.Tensor | None = None, pooling_override: torch.Tensor | None = None,
-                output_attentions: bool = False) -> ModelOutput:
+    def summarize(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None, *,
+                  token_embeddings: torch.Tensor | None = None, pooling_override: torch.Tensor | None = None,
+                  output_attentions: bool = False) -> Summary:
         x, mask = self.embed(input_ids, attention_mask, token_embeddings)
         x = self.dropout(self.positions(x))
         x, maps = self.encoder(x, mask, output_attentions)
@@ -392,7 +407,10 @@ class SelfAttentionClassifier(TokenClassifier):
             pooled, weights = masked_pool(x, mask, self.config.pooling), None
         else:
             pooled, weights = self.pool(x, mask, weights=pooling_override)
-        return ModelOutput(logits=self.head(pooled), pooling_weights=weights, self_attentions=maps)
+        return Summary(pooled, pooling_weights=weights, self_attentions=maps)
+
+    def classify(self, summary: torch.Tensor) -> torch.Tensor:
+        return self.head(summary)
 
 
 # ---------------------------------------------------------------------------- mha
@@ -423,15 +441,17 @@ class MHAClassifier(TokenClassifier):
         self.head = nn.Linear(config.embed_dim, config.num_classes)
         self.apply(init_weights)
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None, *,
-                token_embeddings: torch.Tensor | None = None, pooling_override: torch.Tensor | None = None,
-                output_attentions: bool = False) -> ModelOutput:
+    def summarize(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None, *,
+                  token_embeddings: torch.Tensor | None = None, pooling_override: torch.Tensor | None = None,
+                  output_attentions: bool = False) -> Summary:
         x, mask = self.embed(input_ids, attention_mask, token_embeddings)
         x = self.positions(x)
         attended, weights = self.attn(x, mask, need_weights=output_attentions)
         x = self.mlp(x + self.dropout(attended))
-        logits = self.head(self.dropout(masked_mean(x, mask)))
-        return ModelOutput(logits=logits, self_attentions=[weights] if output_attentions else None)
+        return Summary(masked_mean(x, mask), self_attentions=[weights] if output_attentions else None)
+
+    def classify(self, summary: torch.Tensor) -> torch.Tensor:
+        return self.head(self.dropout(summary))
 
 
 # ---------------------------------------------------------------------------- registry

@@ -26,6 +26,7 @@ from ..explain.explanation import explain
 from ..explain.faithfulness import FaithfulnessResult, measure_faithfulness
 from ..explain.methods import METHODS, available_methods
 from ..explain.render import legend_html, page, png_img, tokens_html
+from ..models.windows import window_config
 from ..rundir import atomic_write_bytes, atomic_write_json, check_run_dir, read_json, read_jsonl
 from . import plots
 
@@ -59,9 +60,10 @@ def write_report(run_dir: str | Path, *, classifier=None, test: TextDataset | No
         classifier = Classifier.load(run_dir, device=device)
     if test is None:
         test = run_test_data(config, classifier.label_names)
-    supported = available_methods(classifier.model)
+    windowed = window_config(classifier.model) is not None  # explanation methods read one token sequence
+    supported = [] if windowed else available_methods(classifier.model)
     method = method or ("attention" if "attention" in supported else "integrated-gradients")
-    if method not in supported:
+    if not windowed and method not in supported:
         raise AttnclfError(f"method {method!r} does not apply to this model; it supports {', '.join(supported)}")
 
     probabilities = classifier.predict_proba(test.texts) if test_probabilities is None else test_probabilities
@@ -74,7 +76,7 @@ def write_report(run_dir: str | Path, *, classifier=None, test: TextDataset | No
         examples = pick_examples(test.texts, test.labels, probabilities, classifier.label_names)
         texts = [ex["text"] for kind in ("correct", "incorrect") for ex in examples[kind]]
         has_heads = "rollout" in supported
-        explanations = explain(classifier, texts, method, self_attentions=has_heads) if texts else []
+        explanations = explain(classifier, texts, method, self_attentions=has_heads) if texts and not windowed else []
         if has_heads and explanations:
             first = explanations[0]
             figures["self_attention"] = plots.head_maps_figure(first.self_attentions, first.tokens)
@@ -96,7 +98,8 @@ def write_report(run_dir: str | Path, *, classifier=None, test: TextDataset | No
         details = [_multilabel_test_section(metrics, test)]
     else:
         details = [_test_section(images, metrics, classifier.label_names, test),
-                   _examples_section(explanations, examples, method), _heads_section(images, explanations),
+                   _WINDOWED_EXAMPLES if windowed else _examples_section(explanations, examples, method),
+                   _heads_section(images, explanations),
                    _faithfulness_section(images, result)]
     body = "\n".join([
         _overview(run_dir, config, metrics),
@@ -202,6 +205,11 @@ def _multilabel_test_section(metrics: dict, test: TextDataset) -> str:
             + _table(None, summary)
             + '<p class="note">The confusion matrix, the ROC curve, the explained examples and the faithfulness '
               "measurements show one class per text; they are not drawn for a multi-label run.</p></section>")
+
+
+_WINDOWED_EXAMPLES = ("<section><h2>Examples</h2><p>Not explained: this model reads long texts as windows "
+                      "(<code>--windows</code>), and the explanation methods attribute one token sequence.</p>"
+                      "</section>")
 
 
 def _examples_section(explanations: list, examples: dict, method: str) -> str:

@@ -97,11 +97,15 @@ class Tokenizer:
     def vocab_size(self) -> int:
         return self.backend.get_vocab_size()
 
-    def encode(self, texts: Sequence[str]) -> list[list[int]]:
-        """Ids per text, truncated to ``config.max_len``; an empty text becomes ``[<unk>]``."""
+    def encode(self, texts: Sequence[str], max_len: int | None = None) -> list[list[int]]:
+        """Ids per text, truncated to ``max_len`` (default ``config.max_len``); an empty text becomes ``[<unk>]``.
+
+        Windowed models read more than ``config.max_len`` tokens (see ``windows``).
+        """
         cleaned = [clean(t, self.config.cleaning) for t in texts]
         encodings = self.backend.encode_batch(cleaned, add_special_tokens=False)
-        return [truncate(e.ids or [UNK_ID], self.config.max_len, self.config.truncation) for e in encodings]
+        max_len = max_len or self.config.max_len
+        return [truncate(e.ids or [UNK_ID], max_len, self.config.truncation) for e in encodings]
 
     def tokens(self, texts: Sequence[str]) -> list[list[str]]:
         """The token strings the model sees, aligned with ``encode``."""

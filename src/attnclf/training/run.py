@@ -19,12 +19,14 @@ from ..evaluation.metrics import compute_metrics, pick_examples
 from ..evaluation.multilabel import multilabel_metrics, tune_thresholds
 from ..evaluation.predict import predict_probabilities
 from ..models import MODELS, build_model
+from ..models.windows import window_config, windowed
 from ..recipes import recipe_for
 from ..rundir import (FORMAT_VERSION, THRESHOLDS_FILE, atomic_write_bytes, atomic_write_json, prepare_output_dir,
                       read_json)
 from ..text.batching import BucketBatches
 from ..text.cleaning import CleaningConfig
 from ..text.tokenizer import Tokenizer, TokenizerConfig
+from ..text.windows import WindowConfig, text_batches
 from .device import torch_threads
 from .distributed import init_distributed
 from .trainer import TrainConfig, Trainer
@@ -53,6 +55,7 @@ class DataSettings:
 class RunSettings:
     data: DataSettings = field(default_factory=DataSettings)
     tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
+    windows: WindowConfig | None = None  # read long texts as overlapping windows of max_len tokens
     model: str = "self-attn"
     model_config: dict = field(default_factory=dict)  # overrides of the model's config defaults
     train: TrainConfig = field(default_factory=TrainConfig)
@@ -158,10 +161,10 @@ def load_data(settings: DataSettings, seed: int) -> Splits:
 
 
 def _batches(tokenizer: Tokenizer, data: TextDataset, batch_size: int, shuffle: bool, seed: int,
-             balanced: bool = False) -> BucketBatches:
+             balanced: bool = False, windows: WindowConfig | None = None) -> BucketBatches:
     labels = multi_hot(data.labels, data.num_classes) if data.multi_label else data.labels
-    return BucketBatches(tokenizer.encode(data.texts), labels, batch_size=batch_size, shuffle=shuffle, seed=seed,
-                         balanced=balanced)
+    return text_batches(tokenizer, data.texts, labels, windows=windows, batch_size=batch_size, shuffle=shuffle,
+                        seed=seed, balanced=balanced)
 
 
 def _save_tokenizer(tokenizer: Tokenizer, path: Path) -> None:
@@ -177,8 +180,8 @@ def evaluate_split(model, tokenizer: Tokenizer, data: TextDataset, device, batch
 
     Multi-label data is scored by ``multilabel_metrics`` at ``thresholds``, without examples.
     """
-    probabilities = predict_probabilities(model, _batches(tokenizer, data, batch_size, False, 0), device,
-                                          data.multi_label)
+    batches = _batches(tokenizer, data, batch_size, False, 0, windows=window_config(model))
+    probabilities = predict_probabilities(model, batches, device, data.multi_label)
     if data.multi_label:
         metrics = multilabel_metrics(multi_hot(data.labels, data.num_classes), probabilities, data.label_names,
                                      thresholds)
@@ -218,8 +221,8 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
     tokenizer = Tokenizer.load(run_dir / "tokenizer.json", settings.tokenizer)
 
     torch.manual_seed(seed)
-    model = build_model(settings.model, vocab_size=tokenizer.vocab_size, num_classes=len(label_names),
-                        max_len=settings.tokenizer.max_len, **settings.model_config)
+    model = windowed(build_model(settings.model, vocab_size=tokenizer.vocab_size, num_classes=len(label_names),
+                                 max_len=settings.tokenizer.max_len, **settings.model_config), settings.windows)
     if distributed.is_main:
         atomic_write_json(run_dir / "labels.json", label_names)
         atomic_write_json(run_dir / "config.json", {
@@ -235,8 +238,8 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
                       multi_label=settings.data.multi_label)
     history = trainer.fit(
         _batches(tokenizer, splits.train, settings.train.batch_size * distributed.world_size, True, seed,
-                 balanced=settings.train.sampler == "balanced"),
-        _batches(tokenizer, splits.validation, settings.eval_batch_size, False, seed),
+                 balanced=settings.train.sampler == "balanced", windows=settings.windows),
+        _batches(tokenizer, splits.validation, settings.eval_batch_size, False, seed, windows=settings.windows),
         resume=resume,
     )
     if not distributed.is_main:  # rank 0 tests and reports
@@ -263,7 +266,8 @@ def _tune_thresholds(model, tokenizer: Tokenizer, validation: TextDataset, devic
                      run_dir: Path) -> np.ndarray:
     """Per-label thresholds maximising validation F1, saved as thresholds.json (what predict reads)."""
     targets = multi_hot(validation.labels, validation.num_classes)
-    probabilities = predict_probabilities(model, _batches(tokenizer, validation, batch_size, False, 0), device, True)
+    batches = _batches(tokenizer, validation, batch_size, False, 0, windows=window_config(model))
+    probabilities = predict_probabilities(model, batches, device, True)
     thresholds, f1 = tune_thresholds(targets, probabilities)
     atomic_write_json(run_dir / THRESHOLDS_FILE, {
         "thresholds": {name: float(t) for name, t in zip(validation.label_names, thresholds)},
@@ -302,6 +306,7 @@ def resume_settings(run_dir: str | Path, epochs: int | None = None, device: str 
     return RunSettings(
         data=DataSettings(**saved["data"]),
         tokenizer=TokenizerConfig.from_dict(saved["tokenizer"]),
+        windows=WindowConfig(**saved["windows"]) if saved.get("windows") else None,
         model=saved["model"],
         model_config=saved["model_config"],
         train=train,

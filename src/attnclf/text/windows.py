@@ -1,0 +1,143 @@
+"""Long documents as overlapping windows: the settings, the arithmetic and the batches.
+
+A text longer than the model's ``max_len`` is tokenised (almost) in full and
+cut into windows of ``max_len`` tokens, each starting ``stride`` tokens after
+the previous one; the last window ends with the text. A batch of windowed
+texts is (batch, windows, window_len), padded with ``PAD_ID`` both inside a
+window and with whole empty windows. A text of at most ``max_len`` tokens is
+one window, so windowing a corpus of short texts changes nothing.
+
+Memory is bounded by ``max_windows``: a text is first cut (by the tokenizer's
+``truncation``, head + tail by default) to the ``window_len + (max_windows - 1)
+* stride`` tokens that many windows cover.
+
+>>> window_starts(10, window_len=4, stride=3)
+[0, 3, 6]
+>>> split_windows(list(range(10)), window_len=4, stride=3)
+[[0, 1, 2, 3], [3, 4, 5, 6], [6, 7, 8, 9]]
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from ..errors import AttnclfError
+from .batching import Batch, BucketBatches
+from .tokenizer import PAD_ID, Tokenizer
+
+WINDOW_POOLINGS = ("attention", "mean", "max")
+
+
+@dataclass
+class WindowConfig:
+    """How long texts become windows; the window length is the tokenizer's ``max_len``.
+
+    ``stride``: tokens from one window's start to the next (None: three
+    quarters of the window, so neighbours share a quarter). ``max_windows``:
+    at most this many windows per text. ``pooling``: how the model combines
+    the windows' summaries: ``attention`` (a learned query), ``mean`` or ``max``.
+
+    >>> WindowConfig(stride=48, max_windows=4).covered(64)
+    208
+    """
+
+    stride: int | None = None
+    max_windows: int = 8
+    pooling: str = "attention"
+
+    def __post_init__(self) -> None:
+        if self.pooling not in WINDOW_POOLINGS:
+            raise AttnclfError(f"window pooling must be one of {', '.join(WINDOW_POOLINGS)}, got {self.pooling!r}")
+        if self.max_windows < 1:
+            raise AttnclfError(f"max_windows must be at least 1, got {self.max_windows}")
+        if self.stride is not None and self.stride < 1:
+            raise AttnclfError(f"window stride must be at least 1, got {self.stride}")
+
+    def stride_for(self, window_len: int) -> int:
+        """The stride in tokens for windows of ``window_len``; a stride longer than a window would skip text."""
+        stride = self.stride if self.stride is not None else max(1, window_len - window_len // 4)
+        if stride > window_len:
+            raise AttnclfError(f"window stride {stride} is longer than the window ({window_len} tokens): "
+                               f"text between windows would be skipped")
+        return stride
+
+    def covered(self, window_len: int) -> int:
+        """How many tokens ``max_windows`` windows cover: the most of a text the model reads."""
+        return window_len + (self.max_windows - 1) * self.stride_for(window_len)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def window_starts(length: int, window_len: int, stride: int) -> list[int]:
+    """Where each window of a ``length``-token text starts; together they cover every token.
+
+    Windows start every ``stride`` tokens while they end before the text does;
+    the last one ends exactly with the text (so it is full, and may overlap its
+    neighbour by more than the others do).
+
+    >>> window_starts(3, window_len=4, stride=2), window_starts(9, window_len=4, stride=4)
+    ([0], [0, 4, 5])
+    """
+    if length <= window_len:
+        return [0]
+    return list(range(0, length - window_len, stride)) + [length - window_len]
+
+
+def split_windows(ids: Sequence[int], window_len: int, stride: int) -> list[list[int]]:
+    """``ids`` cut into overlapping windows (see ``window_starts``)."""
+    return [list(ids[start:start + window_len]) for start in window_starts(len(ids), window_len, stride)]
+
+
+def collate_windows(sequences: Sequence[Sequence[int]], labels: Sequence[int], indices: np.ndarray,
+                    window_len: int, stride: int) -> Batch:
+    """A (batch, windows, window_len) batch: as many windows as the longest text needs, padding elsewhere.
+
+    >>> b = collate_windows([[5, 6, 7, 8, 9], [4]], [1, 0], np.arange(2), window_len=3, stride=2)
+    >>> b.input_ids.tolist()
+    [[[5, 6, 7], [7, 8, 9]], [[4, 0, 0], [0, 0, 0]]]
+    """
+    windows = [split_windows(seq, window_len, stride) for seq in sequences]
+    width = max(len(w) for text in windows for w in text)
+    ids = np.full((len(sequences), max(len(text) for text in windows), width), PAD_ID, dtype=np.int64)
+    for row, text in enumerate(windows):
+        for column, window in enumerate(text):
+            ids[row, column, : len(window)] = window
+    input_ids = torch.from_numpy(ids)
+    return Batch(input_ids, input_ids != PAD_ID, torch.as_tensor(list(labels), dtype=torch.long), indices)
+
+
+class WindowBatches(BucketBatches):
+    """``BucketBatches`` of windowed texts: bucketed by whole length, so texts with as many windows go together."""
+
+    def __init__(self, sequences: Sequence[Sequence[int]], labels: Sequence[int] | None = None, *,
+                 window_len: int, stride: int, **options):
+        super().__init__(sequences, labels, **options)
+        self.window_len = window_len
+        self.stride = stride
+
+    def batch(self, idx: np.ndarray) -> Batch:
+        return collate_windows([self.sequences[i] for i in idx], self.labels[idx].tolist(), idx,
+                               self.window_len, self.stride)
+
+
+def text_batches(tokenizer: Tokenizer, texts: Sequence[str], labels: Sequence[int] | None = None, *,
+                 windows: WindowConfig | None = None, batch_size: int = 32, shuffle: bool = False, seed: int = 0,
+                 balanced: bool = False) -> BucketBatches:
+    """Texts encoded and batched as a model reads them: truncated to ``max_len``, or as windows.
+
+    >>> from attnclf.text import TokenizerConfig
+    >>> tok = Tokenizer.train(["a b c d e f g h"], TokenizerConfig(min_frequency=1, max_len=4))
+    >>> next(iter(text_batches(tok, ["a b c d e f"], windows=WindowConfig(stride=2)))).input_ids.shape
+    torch.Size([1, 2, 4])
+    """
+    options = {"batch_size": batch_size, "shuffle": shuffle, "seed": seed, "balanced": balanced}
+    if windows is None:
+        return BucketBatches(tokenizer.encode(texts), labels, **options)
+    window_len = tokenizer.config.max_len
+    sequences = tokenizer.encode(texts, max_len=windows.covered(window_len))
+    return WindowBatches(sequences, labels, window_len=window_len, stride=windows.stride_for(window_len), **options)
