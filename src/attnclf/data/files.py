@@ -15,8 +15,11 @@ from __future__ import annotations
 
 import csv
 import json
+from array import array
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
+
+import numpy as np
 
 from ..errors import DataError
 from .base import Splits, TextDataset
@@ -137,29 +140,27 @@ def _sorted_names(values: set[str]) -> list[str]:
         return sorted(values)
 
 
-def load_file(
+def iter_records(
     path: str | Path,
     text_column: str = "text",
     label_column: str = "label",
     *,
     label_names: list[str] | None = None,
-    split: str = "train",
-) -> TextDataset:
-    """Read one file of labelled texts.
+) -> Iterator[tuple[str, str, str]]:
+    """Stream a file's checked records as ``(where, text, label)``, one row at a time.
 
-    Without ``label_names`` the file defines them, and must hold two classes
-    at least; with them (a test file), every label must be one of them.
+    Only the current row (Parquet: the current 8,192-row batch) is in memory.
+    The text must be non-empty and the label present (and, given
+    ``label_names``, one of them); a bad record stops the stream with a
+    one-line ``DataError`` naming the file, line or row, column and value.
 
-    >>> ds = load_file("reviews.csv", "review", "stars")  # doctest: +SKIP
-    >>> ds.label_names, ds.texts[0]  # doctest: +SKIP
-    (['1', '2', '3', '4', '5'], 'Great value, would buy again.')
+    >>> next(iter_records("train.jsonl"))  # doctest: +SKIP
+    ('line 1', 'A fine film.', 'pos')
     """
     path = Path(path)
     if not path.is_file():
         raise DataError(f"{path}: {'is a folder, not a file' if path.is_dir() else 'no such file'}")
     allowed = None if label_names is None else set(label_names)
-    texts: list[str] = []
-    raw_labels: list[str] = []
     for where, text, label in _rows(path, text_column, label_column):
         if not isinstance(text, str):
             if text is not None:
@@ -176,19 +177,71 @@ def load_file(
                 f"{path}, {where}: label {label!r} in column {label_column!r} is not one of the "
                 f"training labels {label_names}"
             )
-        texts.append(text)
-        raw_labels.append(name)
-    if not texts:
+        yield where, text, name
+
+
+def file_labels(
+    path: str | Path,
+    text_column: str = "text",
+    label_column: str = "label",
+    *,
+    label_names: list[str] | None = None,
+) -> tuple[np.ndarray, list[str]]:
+    """Every row's label index and the label names, read in one streamed pass (texts are checked, not kept).
+
+    Without ``label_names`` the file defines them (its distinct labels, sorted) and
+    must hold two classes at least.
+
+    >>> labels, names = file_labels("train.csv", "review", "stars")  # doctest: +SKIP
+    >>> names, labels[:3]  # doctest: +SKIP
+    (['1', '2', '3', '4', '5'], array([4, 0, 2], dtype=int32))
+    """
+    return _labels(path, label_column, label_names,
+                   (name for _, _, name in iter_records(path, text_column, label_column, label_names=label_names)))
+
+
+def _labels(path: str | Path, label_column: str, label_names: list[str] | None,
+            names: Iterable[str]) -> tuple[np.ndarray, list[str]]:
+    """Label indices for ``names``: first-seen codes while reading, re-indexed to the sorted names at the end."""
+    seen: dict[str, int] = {name: i for i, name in enumerate(label_names or [])}
+    codes = array("i", (seen.setdefault(name, len(seen)) for name in names))
+    if not codes:
         raise DataError(f"{path}: empty file, no data rows")
     if label_names is None:
-        label_names = _sorted_names(set(raw_labels))
+        label_names = _sorted_names(set(seen))
         if len(label_names) < 2:
             raise DataError(
                 f"{path}: only one class ({label_names[0]!r}) in column {label_column!r}; "
                 f"a classifier needs two at least"
             )
-    index = {name: i for i, name in enumerate(label_names)}
-    return TextDataset(texts, [index[label] for label in raw_labels], list(label_names), split, path.name)
+    recode = np.array([label_names.index(name) for name in seen], dtype=np.int32)
+    return recode[np.frombuffer(codes, dtype=np.int32)], list(label_names)
+
+
+def load_file(
+    path: str | Path,
+    text_column: str = "text",
+    label_column: str = "label",
+    *,
+    label_names: list[str] | None = None,
+    split: str = "train",
+) -> TextDataset:
+    """Read one file of labelled texts into memory (``iter_records`` streams it instead).
+
+    Without ``label_names`` the file defines them, and must hold two classes
+    at least; with them (a test file), every label must be one of them.
+
+    >>> ds = load_file("reviews.csv", "review", "stars")  # doctest: +SKIP
+    >>> ds.label_names, ds.texts[0]  # doctest: +SKIP
+    (['1', '2', '3', '4', '5'], 'Great value, would buy again.')
+    """
+    texts: list[str] = []
+    raw_labels: list[str] = []
+    for _, text, name in iter_records(path, text_column, label_column, label_names=label_names):
+        texts.append(text)
+        raw_labels.append(name)
+    labels, label_names = _labels(path, label_column, label_names, raw_labels)
+    return TextDataset(texts, labels.tolist(), label_names, split, Path(path).name)
 
 
 def load_files(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Sequence
+
 import numpy as np
 from sklearn.model_selection import StratifiedGroupKFold, StratifiedShuffleSplit
 
@@ -21,15 +23,29 @@ def train_validation_split(
     >>> len(fit), len(val)
     (2400, 800)
     """
+    fit_idx, val_idx = split_indices(train.labels, train.groups, fraction, seed)
+    return train.subset(fit_idx.tolist(), "train"), train.subset(val_idx.tolist(), "validation")
+
+
+def split_indices(labels: Sequence[int], groups: Sequence[str] | None = None, fraction: float = 0.1,
+                  seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted positions of the (train, validation) parts, from the labels (and groups) alone.
+
+    ``train_validation_split`` on the indices, for data whose texts are not in memory.
+
+    >>> fit, val = split_indices([0, 1] * 10, fraction=0.2, seed=0)
+    >>> len(fit), len(val), sorted(set(fit) | set(val)) == list(range(20))
+    (16, 4, True)
+    """
     if not 0 < fraction < 1:
         raise ValueError(f"validation fraction must be in (0, 1), got {fraction}")
-    labels = np.asarray(train.labels)
-    if train.groups is not None:
+    labels = np.asarray(labels)
+    if groups is not None:
         # One fold of k is the smaller side: the validation part when fraction <= 1/2, the kept part
         # otherwise (a --max-train-examples sample is fraction ~0.9, which 2 folds would make 0.5).
         small = min(fraction, 1 - fraction)
         folds = StratifiedGroupKFold(n_splits=max(2, round(1 / small)), shuffle=True, random_state=seed)
-        rest_idx, fold_idx = next(folds.split(np.zeros(len(labels)), labels, groups=train.groups))
+        rest_idx, fold_idx = next(folds.split(np.zeros(len(labels)), labels, groups=groups))
         fit_idx, val_idx = (rest_idx, fold_idx) if fraction <= 0.5 else (fold_idx, rest_idx)
     else:
         _, counts = np.unique(labels, return_counts=True)
@@ -42,4 +58,4 @@ def train_validation_split(
             order = np.random.default_rng(seed).permutation(len(labels))
             n_val = max(1, round(fraction * len(labels)))
             fit_idx, val_idx = order[n_val:], order[:n_val]
-    return train.subset(sorted(fit_idx.tolist()), "train"), train.subset(sorted(val_idx.tolist()), "validation")
+    return np.sort(fit_idx), np.sort(val_idx)

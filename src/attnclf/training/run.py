@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
@@ -20,6 +21,7 @@ from ..models import MODELS, build_model
 from ..recipes import recipe_for
 from ..rundir import FORMAT_VERSION, atomic_write_bytes, atomic_write_json, prepare_output_dir, read_json
 from ..text.batching import BucketBatches
+from ..text.cache import CachedDataset
 from ..text.cleaning import CleaningConfig
 from ..text.tokenizer import Tokenizer, TokenizerConfig
 from .device import torch_threads
@@ -39,6 +41,8 @@ class DataSettings:
     val_fraction: float = 0.1
     max_train_examples: int | None = None  # a stratified sample, for quick runs
     max_test_examples: int | None = None  # a stratified sample, the same for every seed
+    token_cache: bool = False  # train from memory-mapped token caches (text/cache.py), built once, reused
+    token_cache_dir: str | None = None  # default: $ATTNCLF_CACHE_DIR, else ~/.cache/attnclf/tokens
 
     def describe(self) -> str:
         return self.dataset or Path(self.train_file or "?").name
@@ -111,14 +115,19 @@ def settings_for(data: DataSettings, model: str, *, model_config: dict | None = 
     )
 
 
+def dataset_splits(settings: DataSettings, seed: int) -> Splits:
+    """The named dataset's own splits, downloaded first if the settings allow it."""
+    if settings.download:
+        from ..data.download import ensure_available
+
+        ensure_available(settings.dataset, candidate_dirs(settings.data_dir), download=True)
+    return load_splits(settings.dataset, settings.data_dir, seed)
+
+
 def load_data(settings: DataSettings, seed: int) -> Splits:
     """The splits a run trains, validates and tests on (validation carved from train if needed)."""
     if settings.dataset:
-        if settings.download:
-            from ..data.download import ensure_available
-
-            ensure_available(settings.dataset, candidate_dirs(settings.data_dir), download=True)
-        splits = load_splits(settings.dataset, settings.data_dir, seed)
+        splits = dataset_splits(settings, seed)
     elif settings.train_file:
         from ..data.files import load_files
 
@@ -146,8 +155,13 @@ def load_data(settings: DataSettings, seed: int) -> Splits:
 
 def _batches(tokenizer: Tokenizer, data: TextDataset, batch_size: int, shuffle: bool, seed: int,
              balanced: bool = False) -> BucketBatches:
-    return BucketBatches(tokenizer.encode(data.texts), data.labels, batch_size=batch_size, shuffle=shuffle, seed=seed,
+    sequences = data.sequences if isinstance(data, CachedDataset) else tokenizer.encode(data.texts)
+    return BucketBatches(sequences, data.labels, batch_size=batch_size, shuffle=shuffle, seed=seed,
                          balanced=balanced)
+
+
+def _stderr(message: str) -> None:
+    print(message, file=sys.stderr)
 
 
 def _save_tokenizer(tokenizer: Tokenizer, path: Path) -> None:
@@ -187,11 +201,16 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
     if resume and not (run_dir / "checkpoint" / "state.json").exists():
         raise RunDirError(f"{run_dir}: nothing to resume (no checkpoint/state.json)")
     distributed, device = init_distributed(settings.device)
-    splits = load_data(settings.data, seed)
+    if settings.data.token_cache:
+        from .cached import load_cached_data
+
+        splits, trained = load_cached_data(settings, seed, log=_stderr if progress else lambda message: None)
+    else:
+        splits, trained = load_data(settings.data, seed), None
     label_names = splits.train.label_names
 
     if not resume and distributed.is_main:
-        _save_tokenizer(Tokenizer.train(splits.train.texts, settings.tokenizer), run_dir / "tokenizer.json")
+        _save_tokenizer(trained or Tokenizer.train(splits.train.texts, settings.tokenizer), run_dir / "tokenizer.json")
     distributed.barrier()  # every rank reads the tokenizer rank 0 trained
     tokenizer = Tokenizer.load(run_dir / "tokenizer.json", settings.tokenizer)
 
