@@ -70,6 +70,9 @@ def test_cached_sequences_equal_the_tokenizer_encodings_across_chunks(files, tmp
     assert cache.labels.tolist() == [int(r["label"] == "pos") for r in corpus(80, 1)]
     part = cache.dataset("test").subset([5, 2])
     assert [s.tolist() for s in part.sequences] == [expected[5], expected[2]] and part.texts[1] == texts[2]
+    (directory / "offsets.npy").unlink()
+    with pytest.raises(DataError, match="damaged token cache"):
+        TokenCache(directory)
 
 
 def test_second_open_reuses_the_cache_and_settings_or_data_change_the_key(files, tmp_path):

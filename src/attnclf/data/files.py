@@ -3,7 +3,8 @@
 The format comes from the extension: ``.csv``, ``.tsv`` (a header row names the
 columns; standard CSV quoting), ``.jsonl`` / ``.json`` / ``.ndjson`` (one JSON
 object per line), ``.parquet`` (needs pyarrow). Rows are streamed, so only the
-two columns used are ever held in memory.
+two columns used are ever held in memory; ``iter_records`` hands them on one at
+a time, for corpora larger than memory (``text/cache.py``).
 
 Labels may be strings or integers. Training data defines the label names:
 its distinct values, sorted (numerically when all are integers), as strings.

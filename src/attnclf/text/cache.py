@@ -40,6 +40,7 @@ from typing import Callable, Iterable, Iterator, Sequence
 import numpy as np
 
 from ..data.base import TextDataset
+from ..errors import DataError
 from ..rundir import atomic_write_json
 from .tokenizer import Tokenizer
 
@@ -156,13 +157,18 @@ class TokenCache:
 
     def __init__(self, directory: str | Path):
         self.directory = Path(directory)
-        self.meta = json.loads((self.directory / "meta.json").read_text(encoding="utf-8"))
-        self.label_names: list[str] = self.meta["label_names"]
-        self.labels = np.load(self.directory / "labels.npy")
-        self.sequences = MappedSequences(_map(self.directory / "ids.bin", self.meta["dtype"]),
-                                         np.load(self.directory / "offsets.npy", mmap_mode="r"))
-        self.texts = MappedTexts(_map(self.directory / "texts.bin", "uint8"),
-                                 np.load(self.directory / "text_offsets.npy", mmap_mode="r"))
+        try:
+            self.meta = json.loads((self.directory / "meta.json").read_text(encoding="utf-8"))
+            self.label_names: list[str] = self.meta["label_names"]
+            self.labels = np.load(self.directory / "labels.npy")
+            self.sequences = MappedSequences(_map(self.directory / "ids.bin", self.meta["dtype"]),
+                                             np.load(self.directory / "offsets.npy", mmap_mode="r"))
+            self.texts = MappedTexts(_map(self.directory / "texts.bin", "uint8"),
+                                     np.load(self.directory / "text_offsets.npy", mmap_mode="r"))
+        except (OSError, ValueError, KeyError) as exc:  # a cache damaged after it was built (it is built whole)
+            raise DataError(f"{self.directory}: damaged token cache ({exc}); delete the folder to rebuild it") from None
+        if not len(self.labels) == len(self.sequences) == len(self.texts) == self.meta["texts"]:
+            raise DataError(f"{self.directory}: damaged token cache (counts disagree); delete the folder to rebuild it")
 
     def __len__(self) -> int:
         return len(self.labels)
@@ -188,7 +194,9 @@ class TokenCache:
             log(f"reusing token cache {directory}")
         else:
             log(f"building token cache {directory}")
-            build_cache(directory, records(), tokenizer, label_names, {"key_parts": parts | {"tokenizer": "<hashed>"}})
+            tokenizer_sha256 = hashlib.sha256(parts["tokenizer"].encode()).hexdigest()
+            build_cache(directory, records(), tokenizer, label_names,
+                        {"key_parts": parts | {"tokenizer": f"sha256:{tokenizer_sha256}"}})
         return cls(directory)
 
 
