@@ -26,6 +26,8 @@ def corpus(n: int, seed: int) -> list[dict]:
     for _ in range(n):
         label = rng.randint(0, 1)
         words = [rng.choice(FILLER) for _ in range(rng.randint(2, 14))] + [rng.choice(POSITIVE if label else NEGATIVE)]
+        if rng.random() < 0.3:  # a rare word: a tokenizer trained on other rows than load_data's would differ
+            words.append(f"rare{rng.randint(0, 10**6)}")
         rng.shuffle(words)
         rows.append({"text": " ".join(words) + ("<br />Ünïcode!" if rng.random() < 0.1 else ""),
                      "label": "pos" if label else "neg"})
@@ -123,6 +125,43 @@ def test_records_stream_and_a_bad_row_is_named(tmp_path):
         file_labels(bad_csv, label_names=["neg", "pos"])
     labels, names = file_labels(write_csv(tmp_path / "ok.csv", rows))
     assert names == ["neg", "pos"] and labels.tolist() == [int(r["label"] == "pos") for r in rows]
+
+
+def test_parquet_is_cached_batch_by_batch_and_a_bad_row_is_named(tmp_path):
+    pq = pytest.importorskip("pyarrow.parquet")
+    import pyarrow as pa
+
+    rows = corpus(40, 2)
+    pq.write_table(pa.table({"text": [r["text"] for r in rows], "label": [r["label"] for r in rows]}),
+                   tmp_path / "d.parquet", row_group_size=6)
+    tokenizer = Tokenizer.train((r["text"] for r in rows), TokenizerConfig(min_frequency=1))
+    cache = TokenCache(build_cache(tmp_path / "c", records(tmp_path / "d.parquet")(), tokenizer, ["neg", "pos"],
+                                   chunk_texts=16))
+    assert [cache.sequences[i].tolist() for i in range(40)] == tokenizer.encode([r["text"] for r in rows])
+    texts = [r["text"] for r in rows]
+    texts[33] = "  "
+    pq.write_table(pa.table({"text": texts, "label": [r["label"] for r in rows]}), tmp_path / "bad.parquet",
+                   row_group_size=6)
+    with pytest.raises(DataError, match=r"bad.parquet, row 34: empty text in column 'text'"):
+        file_labels(tmp_path / "bad.parquet")
+
+
+def test_a_named_dataset_trains_from_the_cache_as_in_memory(tmp_path):
+    def run(name, cached):
+        settings = RunSettings(
+            data=DataSettings(dataset="demo", max_train_examples=300, max_test_examples=100, token_cache=cached,
+                              token_cache_dir=str(tmp_path / "cache")),
+            tokenizer=TokenizerConfig(min_frequency=1, max_len=16), model="boe",
+            train=TrainConfig(epochs=1, batch_size=32, patience=0, checkpoint_seconds=0, seed=2),
+            output=str(tmp_path / name), device="cpu", report=False)
+        return train_run(settings, progress=False)
+
+    in_memory, cached = run("memory", False), run("cached", True)
+    assert cached.history[0]["train_loss"] == in_memory.history[0]["train_loss"]
+    assert cached.metrics["accuracy"] == in_memory.metrics["accuracy"]
+    assert cached.metrics["examples"] == in_memory.metrics["examples"]
+    config = json.loads((tmp_path / "cached" / "config.json").read_text())
+    assert config["data"] == {"train_examples": 270, "validation_examples": 30, "test_examples": 100}
 
 
 def test_a_failed_build_leaves_no_cache_behind(tmp_path):

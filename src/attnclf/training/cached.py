@@ -10,7 +10,9 @@ loaders as usual (they fit in memory) and cached the same way, which saves
 the encoding on later runs.
 
 With the same seed, the splits, tokenizer and token ids equal ``load_data``'s
-and ``Tokenizer.encode``'s, so a cached run trains to the same model.
+and ``Tokenizer.encode``'s, so a cached run trains to the same model. A cache
+holds a whole file or split: ``max_train_examples`` and ``max_test_examples``
+pick rows from it by index, so samples of any size share one cache.
 """
 
 from __future__ import annotations
