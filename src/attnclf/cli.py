@@ -90,7 +90,8 @@ def _budget(args: argparse.Namespace) -> dict:
                         test_file=args.test_file, text_column=args.text_column, label_column=args.label_column,
                         val_fraction=args.val_fraction, max_train_examples=args.max_train_examples,
                         max_test_examples=args.max_test_examples, multi_label=args.multi_label,
-                        label_delimiter=args.label_delimiter or DEFAULT_LABEL_DELIMITER)
+                        label_delimiter=args.label_delimiter or DEFAULT_LABEL_DELIMITER, token_cache=args.token_cache,
+                        token_cache_dir=args.token_cache_dir)
     return {"data": data, "train": train, "tokenizer": tokenizer, "cleaning": cleaning, "device": args.device}
 
 
@@ -149,6 +150,10 @@ def _add_budget_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--val-fraction", type=float, default=0.1, help="validation share carved from train")
     p.add_argument("--max-train-examples", type=int, help="train on a stratified sample of this size")
     p.add_argument("--max-test-examples", type=int, help="test on a stratified sample of this size")
+    p.add_argument("--token-cache", action="store_true",
+                   help="tokenise once into a memory-mapped cache and train from it (files are streamed)")
+    p.add_argument("--token-cache-dir", help="where token caches live (default: $ATTNCLF_CACHE_DIR, "
+                   "then ~/.cache/attnclf/tokens)")
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"])
 
 

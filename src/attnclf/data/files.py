@@ -3,7 +3,8 @@
 The format comes from the extension: ``.csv``, ``.tsv`` (a header row names the
 columns; standard CSV quoting), ``.jsonl`` / ``.json`` / ``.ndjson`` (one JSON
 object per line), ``.parquet`` (needs pyarrow). Rows are streamed, so only the
-two columns used are ever held in memory.
+two columns used are ever held in memory; ``iter_records`` hands them on one at
+a time, for corpora larger than memory (``text/cache.py``).
 
 Labels may be strings or integers. Training data defines the label names:
 its distinct values, sorted (numerically when all are integers), as strings.
@@ -17,8 +18,11 @@ from __future__ import annotations
 
 import csv
 import json
+from array import array
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
+
+import numpy as np
 
 from ..errors import DataError
 from .base import Splits, TextDataset
@@ -140,32 +144,30 @@ def _sorted_names(values: set[str]) -> list[str]:
         return sorted(values)
 
 
-def load_file(
+def iter_records(
     path: str | Path,
     text_column: str = "text",
     label_column: str = "label",
     *,
     label_names: list[str] | None = None,
-    split: str = "train",
     multi_label: bool = False,
     label_delimiter: str = DEFAULT_LABEL_DELIMITER,
-) -> TextDataset:
-    """Read one file of labelled texts.
+) -> Iterator[tuple[str, str, Any]]:
+    """Stream a file's checked records as ``(where, text, label)``, one row at a time.
 
-    Without ``label_names`` the file defines them, and must hold two classes
-    at least (one label, for ``multi_label``); with them (a test file), every
-    label must be one of them. ``multi_label`` reads a label set per text.
+    Only the current row (Parquet: the current 8,192-row batch) is in memory.
+    The text must be non-empty and the label present (and, given
+    ``label_names``, one of them); a bad record stops the stream with a
+    one-line ``DataError`` naming the file, line or row, column and value.
+    With ``multi_label`` the label is a tuple of names (possibly empty).
 
-    >>> ds = load_file("reviews.csv", "review", "stars")  # doctest: +SKIP
-    >>> ds.label_names, ds.texts[0]  # doctest: +SKIP
-    (['1', '2', '3', '4', '5'], 'Great value, would buy again.')
+    >>> next(iter_records("train.jsonl"))  # doctest: +SKIP
+    ('line 1', 'A fine film.', 'pos')
     """
     path = Path(path)
     if not path.is_file():
         raise DataError(f"{path}: {'is a folder, not a file' if path.is_dir() else 'no such file'}")
     allowed = None if label_names is None else set(label_names)
-    texts: list[str] = []
-    raw_labels: list = []  # a name per text, or a tuple of names when multi_label
     for where, text, label in _rows(path, text_column, label_column):
         if not isinstance(text, str):
             if text is not None:
@@ -189,27 +191,92 @@ def load_file(
                     f"{path}, {where}: label {name!r} in column {label_column!r} is not one of the "
                     f"training labels {label_names}"
                 )
-        texts.append(text)
-        raw_labels.append(names if multi_label else names[0])
-    if not texts:
+        yield where, text, names if multi_label else names[0]
+
+
+def file_labels(
+    path: str | Path,
+    text_column: str = "text",
+    label_column: str = "label",
+    *,
+    label_names: list[str] | None = None,
+) -> tuple[np.ndarray, list[str]]:
+    """Every row's label index and the label names, read in one streamed pass (texts are checked, not kept).
+
+    Without ``label_names`` the file defines them (its distinct labels, sorted) and
+    must hold two classes at least.
+
+    >>> labels, names = file_labels("train.csv", "review", "stars")  # doctest: +SKIP
+    >>> names, labels[:3]  # doctest: +SKIP
+    (['1', '2', '3', '4', '5'], array([4, 0, 2], dtype=int32))
+    """
+    return _labels(path, label_column, label_names,
+                   (name for _, _, name in iter_records(path, text_column, label_column, label_names=label_names)))
+
+
+def _labels(path: str | Path, label_column: str, label_names: list[str] | None,
+            names: Iterable[str]) -> tuple[np.ndarray, list[str]]:
+    """Label indices for ``names``: first-seen codes while reading, re-indexed to the sorted names at the end."""
+    seen: dict[str, int] = {name: i for i, name in enumerate(label_names or [])}
+    codes = array("i", (seen.setdefault(name, len(seen)) for name in names))
+    if not codes:
         raise DataError(f"{path}: empty file, no data rows")
-    if label_names is None and multi_label:
-        label_names = _sorted_names({name for names in raw_labels for name in names})
-        if not label_names:
-            raise DataError(f"{path}: no text has a label in column {label_column!r}; "
-                            f"a multi-label classifier needs one label at least")
-    elif label_names is None:
-        label_names = _sorted_names(set(raw_labels))
+    if label_names is None:
+        label_names = _sorted_names(set(seen))
         if len(label_names) < 2:
             raise DataError(
                 f"{path}: only one class ({label_names[0]!r}) in column {label_column!r}; "
                 f"a classifier needs two at least"
             )
+    recode = np.array([label_names.index(name) for name in seen], dtype=np.int32)
+    return recode[np.frombuffer(codes, dtype=np.int32)], list(label_names)
+
+
+def _label_sets(path: str | Path, label_column: str, label_names: list[str] | None,
+                sets: list[tuple[str, ...]]) -> tuple[list[tuple[int, ...]], list[str]]:
+    """Index tuples for multi-label ``sets``; without ``label_names`` the names seen, sorted."""
+    if not sets:
+        raise DataError(f"{path}: empty file, no data rows")
+    if label_names is None:
+        label_names = _sorted_names({name for names in sets for name in names})
+        if not label_names:
+            raise DataError(f"{path}: no text has a label in column {label_column!r}; "
+                            f"a multi-label classifier needs one label at least")
     index = {name: i for i, name in enumerate(label_names)}
+    return [tuple(sorted(index[name] for name in names)) for names in sets], list(label_names)
+
+
+def load_file(
+    path: str | Path,
+    text_column: str = "text",
+    label_column: str = "label",
+    *,
+    label_names: list[str] | None = None,
+    split: str = "train",
+    multi_label: bool = False,
+    label_delimiter: str = DEFAULT_LABEL_DELIMITER,
+) -> TextDataset:
+    """Read one file of labelled texts into memory (``iter_records`` streams it instead).
+
+    Without ``label_names`` the file defines them, and must hold two classes
+    at least (one label, for ``multi_label``); with them (a test file), every
+    label must be one of them. ``multi_label`` reads a label set per text.
+
+    >>> ds = load_file("reviews.csv", "review", "stars")  # doctest: +SKIP
+    >>> ds.label_names, ds.texts[0]  # doctest: +SKIP
+    (['1', '2', '3', '4', '5'], 'Great value, would buy again.')
+    """
+    texts: list[str] = []
+    raw_labels: list = []  # a name per text, or a tuple of names when multi_label
+    for _, text, label in iter_records(path, text_column, label_column, label_names=label_names,
+                                       multi_label=multi_label, label_delimiter=label_delimiter):
+        texts.append(text)
+        raw_labels.append(label)
     if multi_label:
-        label_sets = [tuple(sorted(index[name] for name in names)) for names in raw_labels]
-        return TextDataset(texts, label_sets, list(label_names), split, path.name, multi_label=True)
-    return TextDataset(texts, [index[label] for label in raw_labels], list(label_names), split, path.name)
+        label_sets, label_names = _label_sets(path, label_column, label_names, raw_labels)
+        return TextDataset(texts, label_sets, label_names, split, Path(path).name, multi_label=True)
+    labels, label_names = _labels(path, label_column, label_names, raw_labels)
+    return TextDataset(texts, labels.tolist(), label_names, split, Path(path).name)
 
 
 def load_files(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Sequence
+
 import numpy as np
 from sklearn.model_selection import StratifiedGroupKFold, StratifiedShuffleSplit
 
@@ -23,17 +25,32 @@ def train_validation_split(
     >>> len(fit), len(val)
     (2400, 800)
     """
+    labels = None if train.multi_label else train.labels
+    fit_idx, val_idx = split_indices(labels, train.groups, fraction, seed, size=len(train))
+    return train.subset(fit_idx.tolist(), "train"), train.subset(val_idx.tolist(), "validation")
+
+
+def split_indices(labels: Sequence[int] | None, groups: Sequence[str] | None = None, fraction: float = 0.1,
+                  seed: int = 0, *, size: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted positions of the (train, validation) parts, from the labels (and groups) alone.
+
+    ``train_validation_split`` on the indices, for data whose texts are not in memory.
+    ``labels=None`` (multi-label data) shuffles ``size`` positions without stratifying.
+
+    >>> fit, val = split_indices([0, 1] * 10, fraction=0.2, seed=0)
+    >>> len(fit), len(val), sorted(set(fit) | set(val)) == list(range(20))
+    (16, 4, True)
+    """
     if not 0 < fraction < 1:
         raise ValueError(f"validation fraction must be in (0, 1), got {fraction}")
-    labels = None if train.multi_label else np.asarray(train.labels)
     if labels is None:
-        fit_idx, val_idx = _shuffle_split(len(train), fraction, seed)
-    elif train.groups is not None:
+        fit_idx, val_idx = _shuffle_split(size, fraction, seed)
+    elif groups is not None:
         # One fold of k is the smaller side: the validation part when fraction <= 1/2, the kept part
         # otherwise (a --max-train-examples sample is fraction ~0.9, which 2 folds would make 0.5).
         small = min(fraction, 1 - fraction)
         folds = StratifiedGroupKFold(n_splits=max(2, round(1 / small)), shuffle=True, random_state=seed)
-        rest_idx, fold_idx = next(folds.split(np.zeros(len(labels)), labels, groups=train.groups))
+        rest_idx, fold_idx = next(folds.split(np.zeros(len(labels)), labels, groups=groups))
         fit_idx, val_idx = (rest_idx, fold_idx) if fraction <= 0.5 else (fold_idx, rest_idx)
     else:
         _, counts = np.unique(labels, return_counts=True)
@@ -44,7 +61,7 @@ def train_validation_split(
             fit_idx, val_idx = next(splitter.split(np.zeros(len(labels)), labels))
         else:
             fit_idx, val_idx = _shuffle_split(len(labels), fraction, seed)
-    return train.subset(sorted(fit_idx.tolist()), "train"), train.subset(sorted(val_idx.tolist()), "validation")
+    return np.sort(fit_idx), np.sort(val_idx)
 
 
 def _shuffle_split(n: int, fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:

@@ -67,7 +67,9 @@ class BucketBatches:
     ):
         self.sequences = sequences
         self.labels = np.asarray(labels if labels is not None else [0] * len(sequences), dtype=np.int64)
-        self.lengths = np.fromiter((len(s) for s in sequences), dtype=np.int64, count=len(sequences))
+        lengths = getattr(sequences, "lengths", None)  # memory-mapped sequences know theirs without reading
+        self.lengths = np.asarray(lengths, dtype=np.int64) if lengths is not None else np.fromiter(
+            (len(s) for s in sequences), dtype=np.int64, count=len(sequences))
         self.batch_size = batch_size
         self.shuffle = shuffle
         self.seed = seed

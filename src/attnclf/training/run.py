@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
@@ -24,6 +25,7 @@ from ..recipes import recipe_for
 from ..rundir import (FORMAT_VERSION, THRESHOLDS_FILE, atomic_write_bytes, atomic_write_json, prepare_output_dir,
                       read_json)
 from ..text.batching import BucketBatches
+from ..text.cache import CachedDataset
 from ..text.cleaning import CleaningConfig
 from ..text.tokenizer import Tokenizer, TokenizerConfig
 from ..text.windows import WindowConfig, text_batches
@@ -46,6 +48,8 @@ class DataSettings:
     max_test_examples: int | None = None  # a stratified sample, the same for every seed
     multi_label: bool = False  # a set of labels per text (see data.multilabel)
     label_delimiter: str = DEFAULT_LABEL_DELIMITER  # separates a CSV/TSV cell's labels when multi_label
+    token_cache: bool = False  # train from memory-mapped token caches (text/cache.py), built once, reused
+    token_cache_dir: str | None = None  # default: $ATTNCLF_CACHE_DIR, else ~/.cache/attnclf/tokens
 
     def describe(self) -> str:
         return self.dataset or Path(self.train_file or "?").name
@@ -123,14 +127,19 @@ def settings_for(data: DataSettings, model: str, *, model_config: dict | None = 
     )
 
 
+def dataset_splits(settings: DataSettings, seed: int) -> Splits:
+    """The named dataset's own splits, downloaded first if the settings allow it."""
+    if settings.download:
+        from ..data.download import ensure_available
+
+        ensure_available(settings.dataset, candidate_dirs(settings.data_dir), download=True)
+    return load_splits(settings.dataset, settings.data_dir, seed)
+
+
 def load_data(settings: DataSettings, seed: int) -> Splits:
     """The splits a run trains, validates and tests on (validation carved from train if needed)."""
     if settings.dataset:
-        if settings.download:
-            from ..data.download import ensure_available
-
-            ensure_available(settings.dataset, candidate_dirs(settings.data_dir), download=True)
-        splits = load_splits(settings.dataset, settings.data_dir, seed)
+        splits = dataset_splits(settings, seed)
     elif settings.train_file:
         from ..data.files import load_files
 
@@ -162,9 +171,16 @@ def load_data(settings: DataSettings, seed: int) -> Splits:
 
 def _batches(tokenizer: Tokenizer, data: TextDataset, batch_size: int, shuffle: bool, seed: int,
              balanced: bool = False, windows: WindowConfig | None = None) -> BucketBatches:
+    if isinstance(data, CachedDataset):  # encoded once, cut to max_len, when the cache was built
+        return BucketBatches(data.sequences, data.labels, batch_size=batch_size, shuffle=shuffle, seed=seed,
+                             balanced=balanced)
     labels = multi_hot(data.labels, data.num_classes) if data.multi_label else data.labels
     return text_batches(tokenizer, data.texts, labels, windows=windows, batch_size=batch_size, shuffle=shuffle,
                         seed=seed, balanced=balanced)
+
+
+def _stderr(message: str) -> None:
+    print(message, file=sys.stderr)
 
 
 def _save_tokenizer(tokenizer: Tokenizer, path: Path) -> None:
@@ -212,11 +228,20 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
     if resume and not (run_dir / "checkpoint" / "state.json").exists():
         raise RunDirError(f"{run_dir}: nothing to resume (no checkpoint/state.json)")
     distributed, device = init_distributed(settings.device)
-    splits = load_data(settings.data, seed)
+    if settings.data.token_cache:
+        from .cached import load_cached_data
+
+        if settings.data.multi_label or settings.windows:
+            raise AttnclfError("--token-cache does not combine with --multi-label or --windows yet: the cache holds "
+                               "one label and one max_len-token sequence per text")
+
+        splits, trained = load_cached_data(settings, seed, log=_stderr if progress else lambda message: None)
+    else:
+        splits, trained = load_data(settings.data, seed), None
     label_names = splits.train.label_names
 
     if not resume and distributed.is_main:
-        _save_tokenizer(Tokenizer.train(splits.train.texts, settings.tokenizer), run_dir / "tokenizer.json")
+        _save_tokenizer(trained or Tokenizer.train(splits.train.texts, settings.tokenizer), run_dir / "tokenizer.json")
     distributed.barrier()  # every rank reads the tokenizer rank 0 trained
     tokenizer = Tokenizer.load(run_dir / "tokenizer.json", settings.tokenizer)
 

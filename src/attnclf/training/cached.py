@@ -1,0 +1,148 @@
+"""A run's data from token caches: ``load_data`` for corpora larger than memory (``DataSettings.token_cache``).
+
+User files are streamed three times at most, and never held in memory: once
+for the labels (to carve the validation split by index, seeded and
+stratified as ``load_data`` carves it), once to train the tokenizer on the
+training part, once to encode every row into a ``TokenCache``. A later run
+with the same data, tokenizer settings and split finds the tokenizer and the
+cache and reads nothing but the labels. Named datasets are loaded by their
+loaders as usual (they fit in memory) and cached the same way, which saves
+the encoding on later runs.
+
+With the same seed, the splits, tokenizer and token ids equal ``load_data``'s
+and ``Tokenizer.encode``'s, so a cached run trains to the same model. A cache
+holds a whole file or split: ``max_train_examples`` and ``max_test_examples``
+pick rows from it by index, so samples of any size share one cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable
+
+import numpy as np
+
+from ..data.base import Splits, TextDataset
+from ..data.splits import split_indices
+from ..errors import AttnclfError, DataError
+from ..rundir import atomic_write_bytes
+from ..text.cache import CachedDataset, TokenCache, cache_key, cache_root, file_identity
+from ..text.tokenizer import Tokenizer, TokenizerConfig
+from .run import DataSettings, RunSettings, align_labels, dataset_splits
+
+
+@dataclass
+class _Source:
+    """One split's records, streamed on demand, and what names them in a cache key."""
+
+    identity: dict
+    records: Callable[[], Iterable[tuple[str, int]]]  # (text, label index) pairs
+    label_names: list[str]
+    name: str
+    groups: list[str] | None = None
+
+
+def load_cached_data(settings: RunSettings, seed: int,
+                     log: Callable[[str], None] = print) -> tuple[Splits, Tokenizer]:
+    """The run's splits as memory-mapped ``CachedDataset``s, and the tokenizer that encoded them.
+
+    >>> # splits, tokenizer = load_cached_data(RunSettings(DataSettings(train_file="big.jsonl", token_cache=True)), 0)
+    >>> # splits.train.sequences[0]  # token ids, read from disk
+    """
+    data = settings.data
+    if data.dataset:
+        sources, train_labels = _dataset_sources(data, seed)
+    elif data.train_file:
+        sources, train_labels = _file_sources(data)
+    else:
+        raise AttnclfError("give a dataset (--dataset NAME) or a training file (--train-file PATH)")
+    train_source = sources["train"]
+    groups = None if train_source.groups is None else np.asarray(train_source.groups)
+
+    # The same index arithmetic as load_data's train_validation_split calls, on labels alone.
+    keep = np.arange(len(train_labels))
+    if data.max_train_examples and len(keep) > data.max_train_examples:
+        keep = split_indices(train_labels, groups, 1 - data.max_train_examples / len(keep), seed)[0]
+    if len(set(train_labels[keep].tolist())) < 2:
+        raise DataError(f"{data.describe()}: training data has only one class "
+                        f"({train_source.label_names[train_labels[keep][0]]!r}); a classifier needs at least two")
+    if "validation" in sources:
+        fit, val = keep, None
+    else:
+        fit, val = (keep[part] for part in split_indices(
+            train_labels[keep], None if groups is None else groups[keep], data.val_fraction, seed))
+
+    tokenizer = _tokenizer(train_source, fit, settings.tokenizer, data.token_cache_dir, log)
+    caches = {split: TokenCache.open_or_build(source.records, tokenizer, train_source.label_names,
+                                              source.identity, data.token_cache_dir, log).dataset(
+                                                  split, source.name, source.groups)
+              for split, source in sources.items()}
+    train = caches["train"]
+    validation = caches["validation"] if val is None else train.subset(val, "validation")
+    test = caches.get("test")
+    if data.max_test_examples and test is not None and len(test) > data.max_test_examples:
+        # As load_data: seed 0 and no groups, so every run of an experiment is tested on the same texts.
+        test = test.subset(split_indices(test.labels, None, data.max_test_examples / len(test), 0)[1])
+    return Splits(train=train.subset(fit, "train"), validation=validation, test=test), tokenizer
+
+
+def _tokenizer(source: _Source, fit: np.ndarray, config: TokenizerConfig, root: str | None,
+               log: Callable[[str], None]) -> Tokenizer:
+    """The tokenizer trained on the ``fit`` rows, streamed; kept beside the caches so a rerun skips training it."""
+    key = cache_key({"data": source.identity, "settings": config.to_dict(),
+                     "fit_rows": hashlib.sha256(np.ascontiguousarray(fit, dtype=np.int64).tobytes()).hexdigest()})
+    path = cache_root(root) / "tokenizers" / f"{key}.json"
+    if path.is_file():
+        log(f"reusing tokenizer {path}")
+        return Tokenizer.load(path, config)
+    log(f"training the tokenizer on {len(fit)} streamed texts")
+    wanted = np.zeros(int(fit.max()) + 1, dtype=bool)
+    wanted[fit] = True
+    texts = (text for row, (text, _) in enumerate(source.records()) if row < len(wanted) and wanted[row])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(path, Tokenizer.train(texts, config).backend.to_str(pretty=True).encode())
+    # Read back, so this run and every rerun hash the very same tokenizer JSON into the cache key.
+    return Tokenizer.load(path, config)
+
+
+def _file_sources(data: DataSettings) -> tuple[dict[str, _Source], np.ndarray]:
+    from ..data.files import file_labels, iter_records
+
+    labels, label_names = file_labels(data.train_file, data.text_column, data.label_column)
+
+    def source(path: str) -> _Source:
+        index = {name: i for i, name in enumerate(label_names)}
+
+        def records():
+            for _, text, name in iter_records(path, data.text_column, data.label_column, label_names=label_names):
+                yield text, index[name]
+
+        identity = file_identity(path) | {"text_column": data.text_column, "label_column": data.label_column}
+        return _Source(identity, records, label_names, name=Path(path).name)
+
+    sources = {"train": source(data.train_file)}
+    if data.test_file:
+        sources["test"] = source(data.test_file)
+    return sources, labels
+
+
+def _dataset_sources(data: DataSettings, seed: int) -> tuple[dict[str, _Source], np.ndarray]:
+    splits = dataset_splits(data, seed)
+    label_names = splits.train.label_names
+
+    def source(split: str, dataset: TextDataset) -> _Source:
+        dataset = align_labels(dataset, label_names)
+        # Loaders read archives whose timestamps say little; the content itself names the data.
+        digest = hashlib.sha256()
+        for text, label in zip(dataset.texts, dataset.labels):
+            digest.update(f"{label}\t{text}\0".encode("utf-8"))
+        return _Source({"dataset": data.dataset, "split": split, "sha256": digest.hexdigest()},
+                       lambda: zip(dataset.texts, dataset.labels), label_names, data.dataset, dataset.groups)
+
+    sources = {"train": source("train", splits.train)}
+    for split in ("validation", "test"):
+        if getattr(splits, split) is not None:
+            sources[split] = source(split, getattr(splits, split))
+    return sources, np.asarray(splits.train.labels)

@@ -1,0 +1,241 @@
+"""The memory-mapped token cache, streamed user files, and training from the cache."""
+
+import csv
+import json
+import os
+import random
+
+import numpy as np
+import pytest
+
+from attnclf.cli import main
+from attnclf.data.files import file_labels, iter_records
+from attnclf.errors import DataError
+from attnclf.text.cache import TokenCache, build_cache, file_identity
+from attnclf.text.tokenizer import Tokenizer, TokenizerConfig
+from attnclf.training.run import DataSettings, RunSettings, train_run
+from attnclf.training.trainer import TrainConfig
+
+POSITIVE, NEGATIVE = ["good", "great", "fine", "superb"], ["bad", "awful", "dull", "poor"]
+FILLER = ["the", "film", "plot", "was", "and", "it", "movie", "cast"]
+
+
+def corpus(n: int, seed: int) -> list[dict]:
+    rng = random.Random(seed)
+    rows = []
+    for _ in range(n):
+        label = rng.randint(0, 1)
+        words = [rng.choice(FILLER) for _ in range(rng.randint(2, 14))] + [rng.choice(POSITIVE if label else NEGATIVE)]
+        if rng.random() < 0.3:  # a rare word: a tokenizer trained on other rows than load_data's would differ
+            words.append(f"rare{rng.randint(0, 10**6)}")
+        rng.shuffle(words)
+        rows.append({"text": " ".join(words) + ("<br />Ünïcode!" if rng.random() < 0.1 else ""),
+                     "label": "pos" if label else "neg"})
+    return rows
+
+
+def write_jsonl(path, rows):
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def write_csv(path, rows):
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(["text", "label"])
+        writer.writerows([r["text"], r["label"]] for r in rows)
+    return path
+
+
+@pytest.fixture
+def files(tmp_path):
+    return write_jsonl(tmp_path / "train.jsonl", corpus(300, 0)), write_csv(tmp_path / "test.csv", corpus(80, 1))
+
+
+def records(path, label_names=("neg", "pos")):
+    index = {name: i for i, name in enumerate(label_names)}
+    return lambda: ((text, index[label]) for _, text, label in iter_records(path, label_names=list(label_names)))
+
+
+def test_cached_sequences_equal_the_tokenizer_encodings_across_chunks(files, tmp_path):
+    train, test = files
+    texts = [r["text"] for r in corpus(80, 1)]
+    tokenizer = Tokenizer.train(texts, TokenizerConfig(min_frequency=1, max_len=8))  # max_len 8 truncates some
+    directory = build_cache(tmp_path / "c", records(test)(), tokenizer, ["neg", "pos"], chunk_texts=7)
+    cache = TokenCache(directory)
+    assert len(cache) == 80 and cache.meta["texts"] == 80
+    expected = tokenizer.encode(texts)
+    assert any(len(ids) == 8 for ids in expected) and any(len(ids) < 8 for ids in expected)
+    assert [cache.sequences[i].tolist() for i in range(80)] == expected
+    assert cache.sequences.lengths.tolist() == [len(ids) for ids in expected]
+    assert [cache.texts[i] for i in range(80)] == texts  # UTF-8 round trip, for examples and reports
+    assert cache.labels.tolist() == [int(r["label"] == "pos") for r in corpus(80, 1)]
+    part = cache.dataset("test").subset([5, 2])
+    assert [s.tolist() for s in part.sequences] == [expected[5], expected[2]] and part.texts[1] == texts[2]
+    (directory / "offsets.npy").unlink()
+    with pytest.raises(DataError, match="damaged token cache"):
+        TokenCache(directory)
+
+
+def test_second_open_reuses_the_cache_and_settings_or_data_change_the_key(files, tmp_path):
+    train, _ = files
+    tokenizer = Tokenizer.train((r["text"] for r in corpus(300, 0)), TokenizerConfig(min_frequency=1))
+    calls, messages = [], []
+
+    def counted():
+        calls.append(1)
+        return records(train)()
+
+    def open_cache(tok=tokenizer, identity=None):
+        return TokenCache.open_or_build(counted, tok, ["neg", "pos"], identity or file_identity(train),
+                                        tmp_path / "root", messages.append)
+
+    first = open_cache()
+    stamp = (first.directory / "ids.bin").stat().st_mtime_ns
+    second = open_cache()
+    assert second.directory == first.directory and len(calls) == 1
+    assert (first.directory / "ids.bin").stat().st_mtime_ns == stamp
+    assert messages[0].startswith("building token cache") and messages[1] == f"reusing token cache {first.directory}"
+
+    shorter = Tokenizer(tokenizer.backend, TokenizerConfig(min_frequency=1, max_len=4))
+    assert open_cache(shorter).directory != first.directory and len(calls) == 2
+    os.utime(train, ns=(stamp, stamp + 10**9))  # the file changed: new data, new key
+    assert open_cache(identity=file_identity(train)).directory != first.directory and len(calls) == 3
+    assert not list((tmp_path / "root").glob(".*.tmp")), "temporary build directories left behind"
+
+
+def test_tokenizer_trains_from_a_stream_like_from_a_list():
+    texts = [r["text"] for r in corpus(200, 3)]
+    config = TokenizerConfig(min_frequency=2)
+    streamed = Tokenizer.train((t for t in texts), config)
+    assert streamed.backend.get_vocab() == Tokenizer.train(texts, config).backend.get_vocab()
+
+
+def test_records_stream_and_a_bad_row_is_named(tmp_path):
+    rows = corpus(20, 0)
+    path = tmp_path / "bad.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows[:3]) + '{"text": "no label here"}\n', encoding="utf-8")
+    stream = iter_records(path)
+    assert [next(stream)[0] for _ in range(3)] == ["line 1", "line 2", "line 3"]  # read before the bad line
+    with pytest.raises(DataError, match=r"bad.jsonl, line 4: no label column 'label'"):
+        next(stream)
+
+    bad_csv = write_csv(tmp_path / "bad.csv", rows[:2] + [{"text": "fine text", "label": "maybe"}])
+    with pytest.raises(DataError, match=r"bad.csv, line 4: label 'maybe' in column 'label' is not one of"):
+        file_labels(bad_csv, label_names=["neg", "pos"])
+    labels, names = file_labels(write_csv(tmp_path / "ok.csv", rows))
+    assert names == ["neg", "pos"] and labels.tolist() == [int(r["label"] == "pos") for r in rows]
+
+
+def test_parquet_is_cached_batch_by_batch_and_a_bad_row_is_named(tmp_path):
+    pq = pytest.importorskip("pyarrow.parquet")
+    import pyarrow as pa
+
+    rows = corpus(40, 2)
+    pq.write_table(pa.table({"text": [r["text"] for r in rows], "label": [r["label"] for r in rows]}),
+                   tmp_path / "d.parquet", row_group_size=6)
+    tokenizer = Tokenizer.train((r["text"] for r in rows), TokenizerConfig(min_frequency=1))
+    cache = TokenCache(build_cache(tmp_path / "c", records(tmp_path / "d.parquet")(), tokenizer, ["neg", "pos"],
+                                   chunk_texts=16))
+    assert [cache.sequences[i].tolist() for i in range(40)] == tokenizer.encode([r["text"] for r in rows])
+    texts = [r["text"] for r in rows]
+    texts[33] = "  "
+    pq.write_table(pa.table({"text": texts, "label": [r["label"] for r in rows]}), tmp_path / "bad.parquet",
+                   row_group_size=6)
+    with pytest.raises(DataError, match=r"bad.parquet, row 34: empty text in column 'text'"):
+        file_labels(tmp_path / "bad.parquet")
+
+
+def test_a_named_dataset_trains_from_the_cache_as_in_memory(tmp_path):
+    def run(name, cached):
+        settings = RunSettings(
+            data=DataSettings(dataset="demo", max_train_examples=300, max_test_examples=100, token_cache=cached,
+                              token_cache_dir=str(tmp_path / "cache")),
+            tokenizer=TokenizerConfig(min_frequency=1, max_len=16), model="boe",
+            train=TrainConfig(epochs=1, batch_size=32, patience=0, checkpoint_seconds=0, seed=2),
+            output=str(tmp_path / name), device="cpu", report=False)
+        return train_run(settings, progress=False)
+
+    in_memory, cached = run("memory", False), run("cached", True)
+    assert cached.history[0]["train_loss"] == in_memory.history[0]["train_loss"]
+    assert cached.metrics["accuracy"] == in_memory.metrics["accuracy"]
+    assert cached.metrics["examples"] == in_memory.metrics["examples"]
+    config = json.loads((tmp_path / "cached" / "config.json").read_text())
+    assert config["data"] == {"train_examples": 270, "validation_examples": 30, "test_examples": 100}
+
+
+def test_a_failed_build_leaves_no_cache_behind(tmp_path):
+    path = tmp_path / "bad.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in corpus(30, 0)) + '{"text": "", "label": "pos"}\n')
+    tokenizer = Tokenizer.train(["good film", "bad film"], TokenizerConfig(min_frequency=1))
+    with pytest.raises(DataError, match="line 31: empty text in column 'text'"):
+        build_cache(tmp_path / "root" / "key", records(path)(), tokenizer, ["neg", "pos"], chunk_texts=8)
+    assert list((tmp_path / "root").iterdir()) == []
+
+
+def settings(train, test, output, cached: bool, cache_dir) -> RunSettings:
+    return RunSettings(
+        data=DataSettings(train_file=str(train), test_file=str(test), token_cache=cached,
+                          token_cache_dir=str(cache_dir), max_train_examples=250),
+        tokenizer=TokenizerConfig(min_frequency=1, max_len=16),
+        model="self-attn",
+        model_config={"d_model": 16, "layers": 1, "heads": 2},
+        train=TrainConfig(epochs=2, batch_size=32, patience=0, checkpoint_seconds=0, seed=5),
+        output=str(output),
+        device="cpu",
+        report=False,
+    )
+
+
+def test_training_from_the_cache_matches_training_in_memory(files, tmp_path):
+    train, test = files
+    in_memory = train_run(settings(train, test, tmp_path / "memory", False, tmp_path / "cache"), progress=False)
+    cached = train_run(settings(train, test, tmp_path / "cached", True, tmp_path / "cache"), progress=False)
+    assert (tmp_path / "cached" / "tokenizer.json").read_text() == (tmp_path / "memory" / "tokenizer.json").read_text()
+    assert [h["train_loss"] for h in cached.history] == [h["train_loss"] for h in in_memory.history]
+    for key in ("accuracy", "macro_f1", "examples"):
+        assert cached.metrics[key] == in_memory.metrics[key], key
+    assert len(list((tmp_path / "cache").glob("*/meta.json"))) == 2  # train and test caches
+    config = json.loads((tmp_path / "cached" / "config.json").read_text())
+    assert config["data"] == {"train_examples": 225, "validation_examples": 25, "test_examples": 80}
+
+
+def test_cli_token_cache_reuses_and_reports_a_bad_row(files, tmp_path, capsys):
+    train, test = files
+    argv = ["train", "--train-file", str(train), "--token-cache", "--token-cache-dir", str(tmp_path / "c"),
+            "--model", "boe", "--epochs", "1", "--min-frequency", "1", "--no-report", "--threads", "1"]
+    assert main(argv + ["--output", str(tmp_path / "a")]) == 0
+    capsys.readouterr()
+    assert main(argv + ["--output", str(tmp_path / "b")]) == 0
+    err = capsys.readouterr().err
+    assert "reusing tokenizer" in err and "reusing token cache" in err and "building" not in err
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(train.read_text() + '{"text": "ok", "label": null}\n')
+    assert main(["train", "--train-file", str(bad), "--token-cache", "--token-cache-dir", str(tmp_path / "c"),
+                 "--quiet", "--output", str(tmp_path / "bad")]) == 2
+    message = capsys.readouterr().err.strip()
+    assert message == f"attnclf: error: {bad}, line 301: missing label in column 'label'"
+
+
+@pytest.mark.parametrize("flag", ["--multi-label", "--windows"])
+def test_token_cache_refuses_what_it_cannot_hold(files, tmp_path, capsys, flag):
+    train, _ = files
+    assert main(["train", "--train-file", str(train), "--token-cache", "--token-cache-dir", str(tmp_path / "c"),
+                 flag, "--quiet", "--output", str(tmp_path / "run")]) == 2
+    message = capsys.readouterr().err.strip()
+    assert message.startswith("attnclf: error: --token-cache does not combine with --multi-label or --windows")
+    assert "\n" not in message
+
+
+def test_mapped_sequences_feed_bucket_batches_without_reading_lengths(tmp_path, files):
+    from attnclf.text.batching import BucketBatches
+
+    _, test = files
+    tokenizer = Tokenizer.train((r["text"] for r in corpus(80, 1)), TokenizerConfig(min_frequency=1))
+    cache = TokenCache(build_cache(tmp_path / "c", records(test)(), tokenizer, ["neg", "pos"]))
+    batches = BucketBatches(cache.sequences, cache.labels, batch_size=16, shuffle=True, seed=0)
+    in_memory = BucketBatches(tokenizer.encode([r["text"] for r in corpus(80, 1)]), cache.labels.tolist(),
+                              batch_size=16, shuffle=True, seed=0)
+    for a, b in zip(batches, in_memory):
+        assert np.array_equal(a.input_ids, b.input_ids) and np.array_equal(a.labels, b.labels)
