@@ -3,6 +3,7 @@
     python bench/long_documents.py                                   # imdb, then 20newsgroups
     python bench/long_documents.py --datasets imdb --out bench/results/long_documents-imdb.json \
         --max-train-examples 5000 --max-test-examples 5000              # a budget a busy machine affords
+    python bench/long_documents.py --datasets imdb --epochs 3 -- --max-len 400   # any `attnclf train` flag after --
 
 For each dataset, ``self-attn`` is trained twice with the dataset's recipe
 (same max_len, seed and data) under a reduced epoch budget (``--epochs``,
@@ -35,7 +36,7 @@ def _accuracy(probabilities: np.ndarray, labels: np.ndarray) -> float:
 
 
 def run_dataset(dataset: str, epochs: int, threads: int, runs_dir: Path, budget: list[str]) -> dict:
-    result: dict = {"epochs": epochs, "budget_flags": budget}
+    result: dict = {"epochs": epochs, "flags": budget}
     longest = None
     for variant, flags in VARIANTS.items():
         settings = cli_settings(dataset, str(runs_dir / f"{dataset}-{variant}"), "--epochs", str(epochs), *budget,
@@ -80,9 +81,10 @@ def main() -> None:
     p.add_argument("--runs-dir", default="runs/bench-long-documents")
     p.add_argument("--max-train-examples", type=int, help="train on a stratified sample (both variants the same)")
     p.add_argument("--max-test-examples", type=int, help="test on a stratified sample (both variants the same)")
+    p.add_argument("flags", nargs="*", help="extra `attnclf train` flags for both variants, after --")
     args = p.parse_args()
     budget = [f"--{name.replace('_', '-')}={getattr(args, name)}" for name in ("max_train_examples", "max_test_examples")
-              if getattr(args, name)]
+              if getattr(args, name)] + args.flags
     results = {dataset: run_dataset(dataset, args.epochs or EPOCHS[dataset], args.threads, Path(args.runs_dir), budget)
                for dataset in args.datasets}
     write_result("long_documents", {"model": "self-attn", "datasets": results}, args.out)

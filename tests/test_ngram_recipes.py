@@ -85,3 +85,32 @@ def test_real_corpus_recipes_build_their_model(dataset):
     for field, value in settings.model_config.items():
         assert getattr(model.config, field) == value, field
     assert settings.train.epochs >= 1 and settings.tokenizer.max_len >= 64
+
+
+def test_token_dropout_hides_tokens_in_training_only():
+    torch.manual_seed(0)
+    model = tiny(token_dropout=0.5)
+    ids = torch.randint(1, 50, (8, 20))
+    ids[:, 15:] = 0  # padding stays hidden whatever is drawn
+    plain = tiny()
+    plain.load_state_dict(model.state_dict())
+    assert torch.equal(model(ids).logits, plain(ids).logits)  # eval mode: the switch does nothing
+    model.train()
+    model.config.dropout = 0.0
+    for module in model.modules():
+        if isinstance(module, torch.nn.Dropout):
+            module.p = 0.0
+    weights = model(ids).pooling_weights
+    hidden = (weights[:, :15] == 0).float().mean().item()
+    assert 0.3 < hidden < 0.7  # about half the real tokens get no pooling weight
+    assert (weights[:, 15:] == 0).all() and (weights.sum(dim=1) > 0.99).all()
+
+
+def test_token_dropout_keeps_one_token_and_checks_its_rate():
+    from attnclf.models.classifiers import drop_tokens
+
+    mask = torch.tensor([[True, True, True, False], [False, False, False, False]])
+    kept = drop_tokens(mask, 0.999999)
+    assert kept[0].sum() == 1 and not kept[1].any()  # an empty text stays empty
+    with pytest.raises(AttnclfError, match="token_dropout"):
+        tiny(token_dropout=1.0)
