@@ -9,7 +9,11 @@ def __getattr__(name: str):
         from . import classifier
 
         return getattr(classifier, name)
+    if name == "Ensemble":
+        from . import ensemble
+
+        return ensemble.Ensemble
     raise AttributeError(f"module 'attnclf' has no attribute {name!r}")
 
 
-__all__ = ["Classifier", "LabelSetPrediction", "Prediction", "__version__"]
+__all__ = ["Classifier", "Ensemble", "LabelSetPrediction", "Prediction", "__version__"]

@@ -219,7 +219,12 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from .evaluation.metrics import compute_metrics
     from .evaluation.multilabel import multilabel_metrics
 
-    clf = Classifier.load(args.run_dir, device=args.device)
+    if len(args.run_dirs) > 1:
+        from .ensemble import Ensemble
+
+        clf = Ensemble.load(args.run_dirs, device=args.device)
+    else:
+        clf = Classifier.load(args.run_dirs[0], device=args.device)
     data = _test_data(args, clf)
     if clf.multi_label:
         metrics = multilabel_metrics(multi_hot(data.labels, len(clf.label_names)), clf.predict_proba(data.texts),
@@ -554,7 +559,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-report", action="store_true", help="skip report.html and plots/ at the end")
 
     p = sub.add_parser("evaluate", help="score a trained model on a labelled test set (default: the run's own)")
-    p.add_argument("run_dir")
+    p.add_argument("run_dirs", nargs="+", metavar="run_dir",
+                   help="a run directory; several score their ensemble (averaged probabilities)")
     _add_data_args(p, test_only=True)
     p.add_argument("--json", action="store_true", help="print all metrics as JSON")
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"])

@@ -1,0 +1,53 @@
+"""Ensembles: runs of one task averaging their probabilities, from Python and `attnclf evaluate`."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from attnclf.classifier import Classifier
+from attnclf.cli import main
+from attnclf.ensemble import Ensemble
+from attnclf.errors import AttnclfError
+
+TEXTS = ["the plot was not good", "boring start but a brilliant ending", "a fine film", "dull"]
+
+
+@pytest.fixture(scope="module")
+def second_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("runs") / "demo-boe"
+    assert main(["train", "--dataset", "demo", "--model", "boe", "--epochs", "2", "--max-train-examples", "600",
+                 "--threads", "1", "--output", str(out), "--quiet", "--no-report"]) == 0
+    return out
+
+
+def test_ensemble_averages_its_members(demo_run, second_run):
+    first, second = Classifier.load(demo_run, device="cpu"), Classifier.load(second_run, device="cpu")
+    ensemble = Ensemble([first, second])
+    expected = (first.predict_proba(TEXTS) + second.predict_proba(TEXTS)) / 2
+    assert np.allclose(ensemble.predict_proba(TEXTS), expected, atol=1e-6)
+    assert not np.allclose(first.predict_proba(TEXTS), second.predict_proba(TEXTS))  # the mean is not a copy
+    assert ensemble.predict(TEXTS) == [ensemble.label_names[i] for i in expected.argmax(axis=1)]
+
+
+def test_ensemble_refuses_runs_with_other_labels(demo_run):
+    member = Classifier.load(demo_run, device="cpu")
+    other = Classifier(member.model, member.tokenizer, list(reversed(member.label_names)), member.device)
+    with pytest.raises(AttnclfError, match="must share their labels"):
+        Ensemble([member, other], ["a", "b"])
+
+
+def test_evaluate_scores_several_runs_as_one(demo_run, second_run, capsys):
+    scores = {}
+    for name, runs in {"first": [demo_run], "second": [second_run], "both": [demo_run, second_run]}.items():
+        assert main(["evaluate", *map(str, runs), "--json", "--device", "cpu"]) == 0
+        scores[name] = json.loads(capsys.readouterr().out)
+    from attnclf.report.html import run_test_data
+
+    ensemble = Ensemble.load([demo_run, second_run], device="cpu")
+    test = run_test_data(ensemble.config, ensemble.label_names)
+    predicted = ensemble.predict_proba(test.texts).argmax(axis=1)
+    assert scores["both"]["accuracy"] == pytest.approx(float((predicted == np.asarray(test.labels)).mean()))
+    assert scores["both"]["roc_auc"] not in (scores["first"]["roc_auc"], scores["second"]["roc_auc"])
