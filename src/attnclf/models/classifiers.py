@@ -333,6 +333,7 @@ class SelfAttentionConfig(ModelConfig):
     pooling_score: str = "scaled_dot"
     ngram_buckets: int = 0  # > 0: add a hashed-bigram embedding to each token (see bigram_buckets)
     token_dropout: float = 0.0  # training only: hide each token from attention and pooling (see drop_tokens)
+    embedding_norm: bool = False  # LayerNorm over token + position embeddings, as BERT has
 
 
 def drop_tokens(mask: torch.Tensor, rate: float) -> torch.Tensor:
@@ -398,6 +399,8 @@ class SelfAttentionClassifier(TokenClassifier):
             nn.Embedding(config.ngram_buckets, config.d_model, padding_idx=0) if config.ngram_buckets else None
         )
         self.positions = positional_encoding(config.positional, config.max_len, config.d_model)
+        # BERT normalises token + position embeddings before its encoder; an ablation switch here.
+        self.embedding_norm = nn.LayerNorm(config.d_model) if config.embedding_norm else nn.Identity()
         self.dropout = nn.Dropout(config.dropout)
         self.encoder = TransformerEncoder(
             config.d_model, config.heads, config.layers, config.ff_dim, config.dropout,
@@ -425,7 +428,7 @@ class SelfAttentionClassifier(TokenClassifier):
         x, mask = self.embed(input_ids, attention_mask, token_embeddings)
         if self.training and self.config.token_dropout > 0:
             mask = drop_tokens(mask, self.config.token_dropout)
-        x = self.dropout(self.positions(x))
+        x = self.dropout(self.embedding_norm(self.positions(x)))
         x, maps = self.encoder(x, mask, output_attentions)
         if self.pool is None:
             pooled, weights = masked_pool(x, mask, self.config.pooling), None
