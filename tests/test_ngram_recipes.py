@@ -114,3 +114,14 @@ def test_token_dropout_keeps_one_token_and_checks_its_rate():
     assert kept[0].sum() == 1 and not kept[1].any()  # an empty text stays empty
     with pytest.raises(AttnclfError, match="token_dropout"):
         tiny(token_dropout=1.0)
+
+
+def test_embedding_norm_makes_the_model_blind_to_the_embeddings_scale():
+    torch.manual_seed(0)
+    ids = torch.randint(1, 50, (3, 12))
+    for norm, blind in ((True, True), (False, False)):
+        model = tiny(embedding_norm=norm, ngram_buckets=0, positional="none")
+        before = model(ids).logits
+        with torch.no_grad():
+            model.token_embedding.weight.mul_(10)
+        assert torch.allclose(model(ids).logits, before, atol=1e-4) == blind
