@@ -51,3 +51,29 @@ def test_evaluate_scores_several_runs_as_one(demo_run, second_run, capsys):
     predicted = ensemble.predict_proba(test.texts).argmax(axis=1)
     assert scores["both"]["accuracy"] == pytest.approx(float((predicted == np.asarray(test.labels)).mean()))
     assert scores["both"]["roc_auc"] not in (scores["first"]["roc_auc"], scores["second"]["roc_auc"])
+
+
+def test_ensemble_refuses_runs_trained_on_other_data(demo_run):
+    member = Classifier.load(demo_run, device="cpu")
+    config = json.loads(json.dumps(member.config))
+    config["settings"]["data"]["max_train_examples"] = 300
+    other = Classifier(member.model, member.tokenizer, member.label_names, member.device, config)
+    with pytest.raises(AttnclfError, match="must share their data"):
+        Ensemble([member, other], ["a", "b"])
+
+
+def test_evaluating_an_ensemble_needs_held_out_data(tmp_path, capsys):
+    from attnclf.data.generated import synthetic
+
+    data = synthetic().train
+    train = tmp_path / "train.jsonl"
+    train.write_text("".join(json.dumps({"text": t, "label": data.label_names[y]}) + "\n"
+                             for t, y in list(zip(data.texts, data.labels))[:300]))
+    runs = []
+    for seed in (0, 1):  # each seed holds out a different validation split
+        runs.append(str(tmp_path / f"seed{seed}"))
+        assert main(["train", "--train-file", str(train), "--model", "boe", "--epochs", "1", "--seed", str(seed),
+                     "--threads", "1", "--output", runs[-1], "--quiet", "--no-report"]) == 0
+    assert main(["evaluate", *runs, "--device", "cpu"]) == 2
+    assert "has no test split" in capsys.readouterr().err
+    assert main(["evaluate", *runs, "--test-file", str(train), "--device", "cpu", "--json"]) == 0

@@ -241,7 +241,8 @@ def test_evaluate_and_predict_commands(topic_run, topic_files, capsys):
 
 
 def test_serve_export_and_explain_refuse_a_multi_label_run(topic_run, capsys):
-    for argv in (["export", str(topic_run)], ["explain", str(topic_run), "a goal", "--device", "cpu"]):
+    for argv in (["export", str(topic_run)], ["explain", str(topic_run), "a goal", "--device", "cpu"],
+                 ["faithfulness", str(topic_run), "--examples", "3", "--device", "cpu"]):
         assert main(argv) == 2
         err = capsys.readouterr().err
         assert "single-label runs only" in err and len(err.strip().splitlines()) == 1
@@ -262,3 +263,18 @@ def test_multi_label_flag_must_match_the_data(tmp_path, capsys):
     assert "--class-weight balanced" in capsys.readouterr().err
     assert main(["train", "--dataset", "demo", "--label-delimiter", ";", "--output", str(tmp_path / "d")]) == 2
     assert "add --multi-label" in capsys.readouterr().err
+
+
+def test_a_single_label_run_in_a_multi_label_runs_folder_drops_its_thresholds(topic_files, tmp_path, capsys):
+    train, test = topic_files
+    out = tmp_path / "reused"
+    assert main(["train", "--train-file", str(train), "--label-column", "topics", "--multi-label", "--epochs", "1",
+                 "--set", "d_model=16", "--set", "layers=1", "--threads", "1", "--output", str(out), "--quiet",
+                 "--no-report"]) == 0
+    assert (out / "thresholds.json").is_file()
+    assert main(["train", "--dataset", "demo", "--epochs", "1", "--max-train-examples", "200", "--set", "d_model=16",
+                 "--set", "layers=1", "--threads", "1", "--output", str(out), "--quiet", "--no-report"]) == 0
+    assert not (out / "thresholds.json").exists()
+    capsys.readouterr()
+    assert main(["predict", str(out), "a fine film", "--device", "cpu"]) == 0
+    assert '"label"' in capsys.readouterr().out

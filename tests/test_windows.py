@@ -181,6 +181,15 @@ def test_a_windowed_run_loads_predicts_and_resumes_with_its_windows(end_runs):
         clf.explain(["w1 good"])
     assert "Not explained" in (run_dir / "report.html").read_text()
 
+    from fastapi.testclient import TestClient
+
+    from attnclf.serve.app import create_app
+
+    with TestClient(create_app(clf)) as client:  # the service describes a windowed model: no explanation methods
+        described = client.get("/model")
+        assert described.status_code == 200
+    assert main(["faithfulness", str(run_dir), "--examples", "2", "--device", "cpu"]) == 2
+
 
 def test_cli_window_flags(tmp_path, capsys):
     from attnclf.cli import build_parser, build_settings

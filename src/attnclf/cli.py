@@ -225,7 +225,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         clf = Ensemble.load(args.run_dirs, device=args.device)
     else:
         clf = Classifier.load(args.run_dirs[0], device=args.device)
-    data = _test_data(args, clf)
+    data = _test_data(args, clf, test_only=len(args.run_dirs) > 1)
     if clf.multi_label:
         metrics = multilabel_metrics(multi_hot(data.labels, len(clf.label_names)), clf.predict_proba(data.texts),
                                      clf.label_names, clf.thresholds)
@@ -377,13 +377,15 @@ def _method_list(spec: str, available: list[str]) -> list[str]:
     return methods
 
 
-def _test_data(args: argparse.Namespace, clf):
-    """--test-file, else --dataset's test split, else the run's own test data; labels in the run's order."""
+def _test_data(args: argparse.Namespace, clf, test_only: bool = False):
+    """--test-file, else --dataset's test split, else the run's own test data; labels in the run's order.
+
+    ``test_only``: never fall back to the run's validation split (an ensemble's members each held out
+    a different one)."""
     from .training.run import align_labels
 
     if args.test_file:
         from .data.files import load_file
-
         from .data.multilabel import DEFAULT_LABEL_DELIMITER
 
         delimiter = args.label_delimiter or clf.config["settings"]["data"].get("label_delimiter",
@@ -405,7 +407,7 @@ def _test_data(args: argparse.Namespace, clf):
         return align_labels(data, clf.label_names)
     from .report.html import run_test_data
 
-    return run_test_data(clf.config, clf.label_names)
+    return run_test_data(clf.config, clf.label_names, test_only)
 
 
 @command("faithfulness")
@@ -414,14 +416,18 @@ def cmd_faithfulness(args: argparse.Namespace) -> int:
     from .explain.faithfulness import measure_faithfulness, summary_table
     from .explain.methods import available_methods
     from .report.html import FAITHFULNESS_FILE
-    from .rundir import atomic_write_json
+    from .rundir import atomic_write_json, refuse_multi_label
 
     if args.examples < 1:
         raise AttnclfError(f"--examples must be at least 1, got {args.examples}")
     results = []
     for run_dir in args.run_dirs:
         clf = Classifier.load(run_dir, device=args.device)
+        refuse_multi_label(clf.config, "attnclf faithfulness")
         available = available_methods(clf.model)
+        if not available:
+            raise AttnclfError(f"{run_dir} reads long texts as windows (--windows); its explanations, and so "
+                               f"their faithfulness, are not supported yet")
         methods = _method_list(args.methods, available) if args.methods else available
         options = {"steps": args.steps} if args.steps else {}
         result = measure_faithfulness(clf, _test_data(args, clf), methods=methods, examples=args.examples,

@@ -22,19 +22,22 @@ from .errors import AttnclfError
 
 
 class Ensemble:
-    """Members that share one label set (same names, same order); single-label runs only."""
+    """Members trained on the same data with one label set (same names, same order); single-label runs only."""
 
     def __init__(self, members: Sequence[Classifier], names: Sequence[str] | None = None):
         if not members:
             raise AttnclfError("an ensemble needs at least one run")
         names = list(names or [f"member {i}" for i in range(len(members))])
         first = members[0]
-        for member, name in zip(members, names):
+        for member, name in zip(members, names, strict=True):
             if member.multi_label:
                 raise AttnclfError(f"{name} is a multi-label run; ensembles average single-label runs only")
             if member.label_names != first.label_names:
                 raise AttnclfError(f"{name} has labels {member.label_names}, but {names[0]} has {first.label_names}; "
                                    f"an ensemble's runs must share their labels")
+            if _data(member) != _data(first):
+                raise AttnclfError(f"{name} was trained on other data than {names[0]} ({_data(member)} vs "
+                                   f"{_data(first)}); an ensemble's runs must share their data")
         self.members = list(members)
         self.label_names = first.label_names
         self.config = first.config  # where the test data came from, for `attnclf evaluate`
@@ -50,5 +53,12 @@ class Ensemble:
         return np.mean([member.predict_proba(texts) for member in self.members], axis=0)
 
     def predict(self, texts: Sequence[str]) -> list[str]:
-        """The most probable label of each text under the averaged probabilities."""
+        """The most probable label of each text under the averaged probabilities (names, not Predictions)."""
         return [self.label_names[i] for i in self.predict_proba(texts).argmax(axis=1)]
+
+
+def _data(member: Classifier) -> dict:
+    """What a member was trained on; the folder it was read from may differ between machines."""
+    data = dict(member.config.get("settings", {}).get("data", {}))
+    data.pop("data_dir", None)
+    return data

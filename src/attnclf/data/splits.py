@@ -7,6 +7,7 @@ from typing import Sequence
 import numpy as np
 from sklearn.model_selection import StratifiedGroupKFold, StratifiedShuffleSplit
 
+from ..errors import AttnclfError
 from .base import TextDataset
 
 
@@ -42,7 +43,7 @@ def split_indices(labels: Sequence[int] | None, groups: Sequence[str] | None = N
     (16, 4, True)
     """
     if not 0 < fraction < 1:
-        raise ValueError(f"validation fraction must be in (0, 1), got {fraction}")
+        raise AttnclfError(f"validation fraction must be in (0, 1), got {fraction}")
     if labels is None:
         fit_idx, val_idx = _shuffle_split(size, fraction, seed)
     elif groups is not None:

@@ -130,10 +130,16 @@ def attribute(model: torch.nn.Module, sequences: Sequence[Sequence[int]], target
 def available_methods(model: torch.nn.Module) -> list[str]:
     """The methods ``model`` supports: ``attention`` needs attention pooling, ``rollout`` self-attention.
 
+    A windowed model (``--windows``) supports none yet.
+
     >>> from attnclf.models import build_model
     >>> available_methods(build_model("boe", vocab_size=20))
     ['grad-input', 'integrated-gradients', 'occlusion']
     """
+    from ..models.windows import window_config
+
+    if window_config(model) is not None:  # the methods attribute one token sequence; it reads several
+        return []
     ids = torch.tensor([[PAD_ID + 2]], device=next(model.parameters()).device)
     model.eval()
     with torch.inference_mode():

@@ -113,12 +113,15 @@ def write_report(run_dir: str | Path, *, classifier=None, test: TextDataset | No
     return path
 
 
-def run_test_data(config: dict, label_names: list[str]) -> TextDataset:
-    """The run's own test split (its validation split when the data has no test split)."""
+def run_test_data(config: dict, label_names: list[str], test_only: bool = False) -> TextDataset:
+    """The run's own test split (its validation split when the data has no test split, unless ``test_only``)."""
     from ..training.run import DataSettings, align_labels, load_data
 
     settings = config["settings"]
     splits = load_data(DataSettings(**settings["data"]), settings["train"]["seed"])
+    if test_only and splits.test is None:
+        raise AttnclfError(f"{DataSettings(**settings['data']).describe()} has no test split, and the runs' "
+                           f"validation splits differ by seed; give held-out data with --test-file or --dataset")
     return align_labels(splits.test if splits.test is not None else splits.validation, label_names)
 
 

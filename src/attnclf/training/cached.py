@@ -28,7 +28,7 @@ from ..data.base import Splits, TextDataset
 from ..data.splits import split_indices
 from ..errors import AttnclfError, DataError
 from ..rundir import atomic_write_bytes
-from ..text.cache import CachedDataset, TokenCache, cache_key, cache_root, file_identity
+from ..text.cache import TokenCache, cache_key, cache_root, file_identity
 from ..text.tokenizer import Tokenizer, TokenizerConfig
 from .run import DataSettings, RunSettings, align_labels, dataset_splits
 
@@ -52,6 +52,10 @@ def load_cached_data(settings: RunSettings, seed: int,
     >>> # splits.train.sequences[0]  # token ids, read from disk
     """
     data = settings.data
+    try:  # fail before reading any data
+        cache_root(data.token_cache_dir).mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise AttnclfError(f"token cache folder {cache_root(data.token_cache_dir)}: {exc.strerror}") from None
     if data.dataset:
         sources, train_labels = _dataset_sources(data, seed)
     elif data.train_file:
@@ -110,6 +114,9 @@ def _tokenizer(source: _Source, fit: np.ndarray, config: TokenizerConfig, root: 
 def _file_sources(data: DataSettings) -> tuple[dict[str, _Source], np.ndarray]:
     from ..data.files import file_labels, iter_records
 
+    for path in (data.train_file, data.test_file):
+        if path and not Path(path).is_file():
+            raise DataError(f"{path}: {'is a folder, not a file' if Path(path).is_dir() else 'no such file'}")
     labels, label_names = file_labels(data.train_file, data.text_column, data.label_column)
 
     def source(path: str) -> _Source:

@@ -133,7 +133,11 @@ def dataset_splits(settings: DataSettings, seed: int) -> Splits:
         from ..data.download import ensure_available
 
         ensure_available(settings.dataset, candidate_dirs(settings.data_dir), download=True)
-    return load_splits(settings.dataset, settings.data_dir, seed)
+    splits = load_splits(settings.dataset, settings.data_dir, seed)
+    if splits.train.multi_label != settings.multi_label:
+        raise DataError(f"{settings.dataset} is {'a multi' if splits.train.multi_label else 'a single'}-label "
+                        f"dataset; {'add' if splits.train.multi_label else 'drop'} --multi-label")
+    return splits
 
 
 def load_data(settings: DataSettings, seed: int) -> Splits:
@@ -149,9 +153,6 @@ def load_data(settings: DataSettings, seed: int) -> Splits:
     else:
         raise AttnclfError("give a dataset (--dataset NAME) or a training file (--train-file PATH)")
     train = splits.train
-    if train.multi_label != settings.multi_label:
-        raise DataError(f"{settings.describe()} is {'a multi' if train.multi_label else 'a single'}-label "
-                        f"dataset; {'add' if train.multi_label else 'drop'} --multi-label")
     if settings.max_train_examples and len(train) > settings.max_train_examples:
         train, _ = train_validation_split(train, 1 - settings.max_train_examples / len(train), seed)
     if not train.multi_label and len(set(train.labels)) < 2:
@@ -223,17 +224,21 @@ def train_run(settings: RunSettings, resume: bool = False, progress: bool = True
 
 def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult:
     started = time.perf_counter()
+    # Settings that cannot work fail before anything is written.
+    if settings.data.token_cache and (settings.data.multi_label or settings.windows):
+        raise AttnclfError("--token-cache does not combine with --multi-label or --windows yet: the cache holds "
+                           "one label and one max_len-token sequence per text")
+    if settings.windows:
+        settings.windows.stride_for(settings.tokenizer.max_len)
     run_dir = prepare_output_dir(settings.output)
     seed = settings.train.seed
     if resume and not (run_dir / "checkpoint" / "state.json").exists():
         raise RunDirError(f"{run_dir}: nothing to resume (no checkpoint/state.json)")
+    if not resume:  # an earlier multi-label run's thresholds in this folder would describe another model
+        (run_dir / THRESHOLDS_FILE).unlink(missing_ok=True)
     distributed, device = init_distributed(settings.device)
     if settings.data.token_cache:
         from .cached import load_cached_data
-
-        if settings.data.multi_label or settings.windows:
-            raise AttnclfError("--token-cache does not combine with --multi-label or --windows yet: the cache holds "
-                               "one label and one max_len-token sequence per text")
 
         splits, trained = load_cached_data(settings, seed, log=_stderr if progress else lambda message: None)
     else:
