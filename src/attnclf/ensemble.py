@@ -58,7 +58,15 @@ class Ensemble:
 
 
 def _data(member: Classifier) -> dict:
-    """What a member was trained on; the folder it was read from may differ between machines."""
-    data = dict(member.config.get("settings", {}).get("data", {}))
-    data.pop("data_dir", None)
+    """What a member was trained on, with defaults filled in (older runs lack newer fields).
+
+    Where the data was read from, and through which cache, may differ between runs of the same data.
+    """
+    from dataclasses import asdict
+
+    from .training.run import DataSettings
+
+    data = asdict(DataSettings(**member.config.get("settings", {}).get("data", {})))
+    for where in ("data_dir", "token_cache", "token_cache_dir"):
+        data.pop(where)
     return data
