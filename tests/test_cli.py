@@ -218,3 +218,15 @@ def test_the_installed_command_reports_errors_without_a_traceback(tmp_path):
                             capture_output=True, text=True)
     assert result.returncode == 2
     assert "Traceback" not in result.stderr and "does not exist" in result.stderr
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--max-train-examples", "0"], "--max-train-examples must be at least 1, got 0"),
+    (["--val-fraction", "0"], "validation fraction must be in (0, 1), got 0.0"),
+    (["--multi-label", "--label-delimiter", ""], "--label-delimiter must be at least one character"),
+])
+def test_bad_budget_flags_are_one_line_errors(flags, message, tmp_path, capsys):
+    assert main(["train", "--dataset", "demo", "--epochs", "1", *flags, "--output", str(tmp_path / "x"),
+                 "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1

@@ -80,6 +80,11 @@ def _budget(args: argparse.Namespace) -> dict:
 
     if args.label_delimiter is not None and not args.multi_label:
         raise AttnclfError("--label-delimiter applies to multi-label data; add --multi-label")
+    if args.label_delimiter == "":
+        raise AttnclfError("--label-delimiter must be at least one character")
+    for flag in ("max_train_examples", "max_test_examples"):
+        if getattr(args, flag) is not None and getattr(args, flag) < 1:
+            raise AttnclfError(f"--{flag.replace('_', '-')} must be at least 1, got {getattr(args, flag)}")
     train = {name: getattr(args, flag) for flag, name in _TRAIN_FLAGS if getattr(args, flag) is not None}
     if args.bf16:
         train["bf16"] = True
@@ -90,7 +95,8 @@ def _budget(args: argparse.Namespace) -> dict:
                         test_file=args.test_file, text_column=args.text_column, label_column=args.label_column,
                         val_fraction=args.val_fraction, max_train_examples=args.max_train_examples,
                         max_test_examples=args.max_test_examples, multi_label=args.multi_label,
-                        label_delimiter=args.label_delimiter or DEFAULT_LABEL_DELIMITER, token_cache=args.token_cache,
+                        label_delimiter=DEFAULT_LABEL_DELIMITER if args.label_delimiter is None else args.label_delimiter,
+                        token_cache=args.token_cache,
                         token_cache_dir=args.token_cache_dir)
     return {"data": data, "train": train, "tokenizer": tokenizer, "cleaning": cleaning, "device": args.device}
 

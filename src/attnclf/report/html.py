@@ -63,6 +63,9 @@ def write_report(run_dir: str | Path, *, classifier=None, test: TextDataset | No
     windowed = window_config(classifier.model) is not None  # explanation methods read one token sequence
     supported = [] if windowed else available_methods(classifier.model)
     method = method or ("attention" if "attention" in supported else "integrated-gradients")
+    if faithfulness and (windowed or classifier.multi_label):
+        raise AttnclfError("--faithfulness measures single-label runs without --windows only, for now: the "
+                           "explanation methods it tests attribute one class of one token sequence")
     if not windowed and method not in supported:
         raise AttnclfError(f"method {method!r} does not apply to this model; it supports {', '.join(supported)}")
 
@@ -81,7 +84,7 @@ def write_report(run_dir: str | Path, *, classifier=None, test: TextDataset | No
             first = explanations[0]
             figures["self_attention"] = plots.head_maps_figure(first.self_attentions, first.tokens)
 
-        result = _faithfulness(run_dir, classifier, test, faithfulness, faithfulness_examples)
+        result = None if windowed else _faithfulness(run_dir, classifier, test, faithfulness, faithfulness_examples)
         if result is not None:
             figures["deletion"] = plots.deletion_figure(
                 {name: r.drops for name, r in result.methods.items()}, result.random_drops)
@@ -100,7 +103,7 @@ def write_report(run_dir: str | Path, *, classifier=None, test: TextDataset | No
         details = [_test_section(images, metrics, classifier.label_names, test),
                    _WINDOWED_EXAMPLES if windowed else _examples_section(explanations, examples, method),
                    _heads_section(images, explanations),
-                   _faithfulness_section(images, result)]
+                   _WINDOWED_FAITHFULNESS if windowed else _faithfulness_section(images, result)]
     body = "\n".join([
         _overview(run_dir, config, metrics),
         _training_section(images),
@@ -210,6 +213,8 @@ def _multilabel_test_section(metrics: dict, test: TextDataset) -> str:
               "measurements show one class per text; they are not drawn for a multi-label run.</p></section>")
 
 
+_WINDOWED_FAITHFULNESS = ("<section><h2>Faithfulness</h2><p>Not measured: the explanation methods whose "
+                          "faithfulness it tests do not read windowed runs yet.</p></section>")
 _WINDOWED_EXAMPLES = ("<section><h2>Examples</h2><p>Not explained: this model reads long texts as windows "
                       "(<code>--windows</code>), and the explanation methods attribute one token sequence.</p>"
                       "</section>")
