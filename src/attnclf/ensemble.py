@@ -2,8 +2,8 @@
 
 The cheapest accuracy a from-scratch model can buy: a few seeds of one recipe
 disagree on the texts none of them is sure about, and their mean probability
-is better calibrated and more often right than any one of them
-(BENCHMARKS.md, IMDB).
+is more often right than any one of them (BENCHMARKS.md: +0.9 points on IMDB,
++3.7 on 20 Newsgroups for three seeds).
 
 >>> # from attnclf.ensemble import Ensemble
 >>> # ensemble = Ensemble.load(["runs/imdb-seed0", "runs/imdb-seed1", "runs/imdb-seed2"])
@@ -35,9 +35,11 @@ class Ensemble:
             if member.label_names != first.label_names:
                 raise AttnclfError(f"{name} has labels {member.label_names}, but {names[0]} has {first.label_names}; "
                                    f"an ensemble's runs must share their labels")
-            if _data(member) != _data(first):
-                raise AttnclfError(f"{name} was trained on other data than {names[0]} ({_data(member)} vs "
-                                   f"{_data(first)}); an ensemble's runs must share their data")
+            differ = [key for key, value in _data(member).items() if _data(first)[key] != value]
+            if differ:
+                raise AttnclfError(f"{name} was trained on other data than {names[0]} ({differ[0]}: "
+                                   f"{_data(member)[differ[0]]!r} vs {_data(first)[differ[0]]!r}); "
+                                   f"an ensemble's runs must share their data")
         self.members = list(members)
         self.label_names = first.label_names
         self.config = first.config  # where the test data came from, for `attnclf evaluate`
