@@ -234,6 +234,9 @@ def test_evaluate_and_predict_commands(topic_run, topic_files, capsys):
     evaluated = json.loads(capsys.readouterr().out)
     saved = json.loads((topic_run / "metrics.json").read_text())
     assert evaluated["micro_f1"] == pytest.approx(saved["micro_f1"], abs=1e-6)
+    # Without --label-column the test file is read with the run's own columns.
+    assert main(["evaluate", str(topic_run), "--test-file", str(topic_files[1]), "--json", "--device", "cpu"]) == 0
+    assert json.loads(capsys.readouterr().out)["micro_f1"] == pytest.approx(saved["micro_f1"], abs=1e-6)
     assert main(["predict", str(topic_run), "a goal by the athlete", "--device", "cpu"]) == 0
     record = json.loads(capsys.readouterr().out)
     assert record["labels"] == ["sports"] and set(record["probabilities"]) == {

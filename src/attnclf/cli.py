@@ -55,8 +55,12 @@ def _add_data_args(p: argparse.ArgumentParser, *, test_only: bool = False) -> No
     if not test_only:
         p.add_argument("--train-file", help="your own CSV / TSV / JSONL / Parquet training file")
     p.add_argument("--test-file", help="a held-out file in the same format")
-    p.add_argument("--text-column", default="text", help="column holding the text (default: text)")
-    p.add_argument("--label-column", default="label", help="column holding the label (default: label)")
+    if test_only:  # a run's test file is laid out like its training file, unless told otherwise
+        p.add_argument("--text-column", help="column holding the text (default: the run's)")
+        p.add_argument("--label-column", help="column holding the label (default: the run's)")
+    else:
+        p.add_argument("--text-column", default="text", help="column holding the text (default: text)")
+        p.add_argument("--label-column", default="label", help="column holding the label (default: label)")
     if not test_only:
         p.add_argument("--multi-label", action="store_true",
                        help="a set of labels per text: a JSON list, or a CSV/TSV cell split on --label-delimiter")
@@ -394,9 +398,11 @@ def _test_data(args: argparse.Namespace, clf, test_only: bool = False):
         from .data.files import load_file
         from .data.multilabel import DEFAULT_LABEL_DELIMITER
 
-        delimiter = args.label_delimiter or clf.config["settings"]["data"].get("label_delimiter",
-                                                                               DEFAULT_LABEL_DELIMITER)
-        return load_file(args.test_file, args.text_column, args.label_column, label_names=clf.label_names,
+        saved = clf.config["settings"]["data"]
+        delimiter = args.label_delimiter or saved.get("label_delimiter", DEFAULT_LABEL_DELIMITER)
+        text_column = args.text_column or saved.get("text_column", "text")
+        label_column = args.label_column or saved.get("label_column", "label")
+        return load_file(args.test_file, text_column, label_column, label_names=clf.label_names,
                          split="test", multi_label=clf.multi_label, label_delimiter=delimiter)
     if args.dataset:
         from .data.registry import load_splits
