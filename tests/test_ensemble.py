@@ -44,7 +44,7 @@ def test_evaluate_scores_several_runs_as_one(demo_run, second_run, capsys):
     for name, runs in {"first": [demo_run], "second": [second_run], "both": [demo_run, second_run]}.items():
         assert main(["evaluate", *map(str, runs), "--json", "--device", "cpu"]) == 0
         scores[name] = json.loads(capsys.readouterr().out)
-    from attnclf.report.html import run_test_data
+    from attnclf.training.run import run_test_data
 
     ensemble = Ensemble.load([demo_run, second_run], device="cpu")
     test = run_test_data(ensemble.config, ensemble.label_names)

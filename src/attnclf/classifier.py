@@ -67,7 +67,8 @@ class Classifier:
         labels = read_json(run_dir / "labels.json")
         if not isinstance(labels, list) or len(labels) != model.config.num_classes:
             raise RunDirError(f"{run_dir / 'labels.json'}: expected {model.config.num_classes} label names")
-        return cls(model, tokenizer, labels, resolve_device(device), config, thresholds=_thresholds(run_dir, labels) if is_multi_label(config) else None)
+        return cls(model, tokenizer, labels, resolve_device(device), config,
+                   thresholds=_thresholds(run_dir, labels) if is_multi_label(config) else None)
 
     @torch.inference_mode()
     def _run(self, texts: Sequence[str]) -> tuple[np.ndarray, list[list[int]], list[np.ndarray | None]]:

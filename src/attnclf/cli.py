@@ -99,8 +99,7 @@ def _budget(args: argparse.Namespace) -> dict:
                         test_file=args.test_file, text_column=args.text_column, label_column=args.label_column,
                         val_fraction=args.val_fraction, max_train_examples=args.max_train_examples,
                         max_test_examples=args.max_test_examples, multi_label=args.multi_label,
-                        label_delimiter=DEFAULT_LABEL_DELIMITER if args.label_delimiter is None else args.label_delimiter,
-                        token_cache=args.token_cache,
+                        label_delimiter=args.label_delimiter or DEFAULT_LABEL_DELIMITER, token_cache=args.token_cache,
                         token_cache_dir=args.token_cache_dir)
     return {"data": data, "train": train, "tokenizer": tokenizer, "cleaning": cleaning, "device": args.device}
 
@@ -417,7 +416,7 @@ def _test_data(args: argparse.Namespace, clf, test_only: bool = False):
         if data is None:
             raise AttnclfError(f"{args.dataset} has no test split")
         return align_labels(data, clf.label_names)
-    from .report.html import run_test_data
+    from .training.run import run_test_data
 
     return run_test_data(clf.config, clf.label_names, test_only)
 

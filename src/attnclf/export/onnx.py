@@ -112,7 +112,7 @@ def check_data(run_dir: str | Path, file: str | Path | None = None, *, text_colu
     """
     from ..data.files import load_file
     from ..rundir import read_json
-    from ..training.run import DataSettings, align_labels, load_data
+    from ..training.run import run_test_data
 
     config = read_json(Path(run_dir) / "config.json")
     refuse_multi_label(config, "ONNX export")
@@ -120,8 +120,7 @@ def check_data(run_dir: str | Path, file: str | Path | None = None, *, text_colu
     if file is not None:
         data = load_file(file, text_column, label_column, label_names=label_names, split="check")
     else:
-        splits = load_data(DataSettings(**config["settings"]["data"]), config["settings"]["train"]["seed"])
-        data = align_labels(splits.test if splits.test is not None else splits.validation, label_names)
+        data = run_test_data(config, label_names)
     if len(data) > limit:
         data = data.subset(sorted(np.random.default_rng(seed).choice(len(data), limit, replace=False).tolist()))
     return data

@@ -59,6 +59,8 @@ def write_report(run_dir: str | Path, *, classifier=None, test: TextDataset | No
     if classifier is None:
         classifier = Classifier.load(run_dir, device=device)
     if test is None:
+        from ..training.run import run_test_data
+
         test = run_test_data(config, classifier.label_names)
     windowed = window_config(classifier.model) is not None  # explanation methods read one token sequence
     supported = [] if windowed else available_methods(classifier.model)
@@ -114,18 +116,6 @@ def write_report(run_dir: str | Path, *, classifier=None, test: TextDataset | No
     path = run_dir / "report.html"
     atomic_write_bytes(path, page(f"attnclf report: {run_dir.name}", body).encode("utf-8"))
     return path
-
-
-def run_test_data(config: dict, label_names: list[str], test_only: bool = False) -> TextDataset:
-    """The run's own test split (its validation split when the data has no test split, unless ``test_only``)."""
-    from ..training.run import DataSettings, align_labels, load_data
-
-    settings = config["settings"]
-    splits = load_data(DataSettings(**settings["data"]), settings["train"]["seed"])
-    if test_only and splits.test is None:
-        raise AttnclfError(f"{DataSettings(**settings['data']).describe()} has no test split, and the runs' "
-                           f"validation splits differ by seed; give held-out data with --test-file or --dataset")
-    return align_labels(splits.test if splits.test is not None else splits.validation, label_names)
 
 
 def _faithfulness(run_dir: Path, classifier, test: TextDataset, measure: bool,

@@ -30,7 +30,7 @@ from ..errors import AttnclfError, DataError
 from ..rundir import atomic_write_bytes
 from ..text.cache import TokenCache, cache_key, cache_root, file_identity
 from ..text.tokenizer import Tokenizer, TokenizerConfig
-from .run import DataSettings, RunSettings, align_labels, dataset_splits
+from .run import DataSettings, RunSettings, align_labels, dataset_splits, sample_test
 
 
 @dataclass
@@ -85,10 +85,7 @@ def load_cached_data(settings: RunSettings, seed: int,
               for split, source in sources.items()}
     train = caches["train"]
     validation = caches["validation"] if val is None else train.subset(val, "validation")
-    test = caches.get("test")
-    if data.max_test_examples and test is not None and len(test) > data.max_test_examples:
-        # As load_data: seed 0 and no groups, so every run of an experiment is tested on the same texts.
-        test = test.subset(split_indices(test.labels, None, data.max_test_examples / len(test), 0)[1])
+    test = sample_test(caches.get("test"), data.max_test_examples)
     return Splits(train=train.subset(fit, "train"), validation=validation, test=test), tokenizer
 
 

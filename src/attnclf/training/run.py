@@ -14,7 +14,7 @@ from .. import __version__
 from ..data.base import Splits, TextDataset
 from ..data.multilabel import DEFAULT_LABEL_DELIMITER, multi_hot
 from ..data.registry import candidate_dirs, load_splits
-from ..data.splits import train_validation_split
+from ..data.splits import split_indices, train_validation_split
 from ..errors import AttnclfError, DataError, RunDirError
 from ..evaluation.metrics import compute_metrics, pick_examples
 from ..evaluation.multilabel import multilabel_metrics, tune_thresholds
@@ -161,13 +161,36 @@ def load_data(settings: DataSettings, seed: int) -> Splits:
     validation = splits.validation
     if validation is None:
         train, validation = train_validation_split(train, settings.val_fraction, seed)
-    test = splits.test
-    if settings.max_test_examples and test is not None and len(test) > settings.max_test_examples:
-        # Seed 0, not the run's seed: every run of an experiment is tested on the same texts.
-        # Ungrouped: a sample of the test set has no validation to keep apart, and its size is exact.
-        _, sample = train_validation_split(replace(test, groups=None), settings.max_test_examples / len(test), 0)
-        test = replace(sample, split="test")
-    return Splits(train=train, validation=validation, test=test, extra=splits.extra)
+    return Splits(train=train, validation=validation, test=sample_test(splits.test, settings.max_test_examples),
+                  extra=splits.extra)
+
+
+def sample_test(test: TextDataset | None, max_examples: int | None) -> TextDataset | None:
+    """At most ``max_examples`` texts of ``test``, a stratified sample that every run of an experiment shares.
+
+    Seed 0, not the run's seed, so every seed is tested on the same texts; ungrouped, because a
+    sample of the test set has no validation to keep apart, and its size is exact.
+    """
+    if not max_examples or test is None or len(test) <= max_examples:
+        return test
+    labels = None if test.multi_label else test.labels
+    _, sample = split_indices(labels, None, max_examples / len(test), 0, size=len(test))
+    return test.subset(sample.tolist(), "test")
+
+
+def run_test_data(config: dict, label_names: list[str], test_only: bool = False) -> TextDataset:
+    """A run's own test split, labels in the run's order (its validation split when the data has no
+    test split, unless ``test_only``).
+
+    >>> # test = run_test_data(read_json(Path("runs/demo") / "config.json"), ["negative", "positive"])
+    """
+    settings = config["settings"]
+    data = DataSettings(**settings["data"])
+    splits = load_data(data, settings["train"]["seed"])
+    if test_only and splits.test is None:
+        raise AttnclfError(f"{data.describe()} has no test split, and the runs' validation splits differ by "
+                           f"seed; give held-out data with --test-file or --dataset")
+    return align_labels(splits.test if splits.test is not None else splits.validation, label_names)
 
 
 def _batches(tokenizer: Tokenizer, data: TextDataset, batch_size: int, shuffle: bool, seed: int,
