@@ -29,3 +29,26 @@ def demo_run(tmp_path_factory) -> Path:
     assert main(["train", "--dataset", "demo", "--epochs", "2", "--max-train-examples", "600",
                  "--set", "d_model=32", "--set", "layers=1", "--output", str(out), "--quiet"]) == 0
     return out
+
+
+@pytest.fixture
+def resume_after_interruption(monkeypatch):
+    """``run(settings, epoch)``: train until interrupted as ``epoch`` starts, then resume the run to its end."""
+    from attnclf.training.run import resume_settings, train_run
+    from attnclf.training.trainer import Trainer
+
+    def run(settings, epoch: int):
+        original = Trainer._train_epoch
+
+        def interrupted(self, batches, optimizer, schedule, loss_fn, current):
+            if current == epoch:
+                raise KeyboardInterrupt
+            return original(self, batches, optimizer, schedule, loss_fn, current)
+
+        with monkeypatch.context() as patch:
+            patch.setattr(Trainer, "_train_epoch", interrupted)
+            with pytest.raises(KeyboardInterrupt):
+                train_run(settings, progress=False)
+        return train_run(resume_settings(settings.output), resume=True, progress=False)
+
+    return run

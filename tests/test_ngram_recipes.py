@@ -8,7 +8,7 @@ import torch
 from attnclf.cli import build_parser, build_settings
 from attnclf.errors import AttnclfError
 from attnclf.models import build_model
-from attnclf.models.classifiers import bigram_buckets
+from attnclf.models.ngrams import bigram_buckets
 
 REAL_CORPUS_RECIPES = ["imdb", "sst2", "sst2-sentences", "20newsgroups"]
 

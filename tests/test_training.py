@@ -9,8 +9,8 @@ from safetensors.torch import load_file
 from attnclf.classifier import Classifier
 from attnclf.errors import RunDirError
 from attnclf.text.tokenizer import TokenizerConfig
-from attnclf.training.run import DataSettings, RunSettings, resume_settings, train_run
-from attnclf.training.trainer import TrainConfig, Trainer
+from attnclf.training.run import DataSettings, RunSettings, train_run
+from attnclf.training.trainer import TrainConfig
 
 
 def tiny_settings(output, epochs=2, **train) -> RunSettings:
@@ -52,22 +52,9 @@ def test_same_seed_same_weights_and_different_seed_different_weights(tmp_path):
     assert any((a[k] != c[k]).any() for k in a)
 
 
-def test_resume_after_interruption_reaches_the_uninterrupted_result(tmp_path, monkeypatch):
+def test_resume_after_interruption_reaches_the_uninterrupted_result(tmp_path, resume_after_interruption):
     straight = train_run(tiny_settings(tmp_path / "straight", epochs=3), progress=False)
-
-    original = Trainer._train_epoch
-
-    def interrupted_in_epoch_2(self, batches, optimizer, schedule, loss_fn, epoch):
-        if epoch == 2:
-            raise KeyboardInterrupt
-        return original(self, batches, optimizer, schedule, loss_fn, epoch)
-
-    monkeypatch.setattr(Trainer, "_train_epoch", interrupted_in_epoch_2)
-    with pytest.raises(KeyboardInterrupt):
-        train_run(tiny_settings(tmp_path / "resumed", epochs=3), progress=False)
-    monkeypatch.setattr(Trainer, "_train_epoch", original)
-
-    resumed = train_run(resume_settings(tmp_path / "resumed"), resume=True, progress=False)
+    resumed = resume_after_interruption(tiny_settings(tmp_path / "resumed", epochs=3), epoch=2)
     assert [h["epoch"] for h in resumed.history] == [1, 2, 3]
     assert resumed.history[-1]["train_loss"] == pytest.approx(straight.history[-1]["train_loss"], rel=1e-6)
     a, b = weights(straight.run_dir), weights(resumed.run_dir)

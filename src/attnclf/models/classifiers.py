@@ -32,6 +32,7 @@ from attnclf.models.attention import (
     masked_pool,
 )
 from attnclf.models.base import Classifier, ModelConfig, Summary
+from attnclf.models.ngrams import NaiveBayesNgrams, bigram_buckets
 from attnclf.models.positional import positional_encoding
 
 
@@ -334,6 +335,8 @@ class SelfAttentionConfig(ModelConfig):
     ngram_buckets: int = 0  # > 0: add a hashed-bigram embedding to each token (see bigram_buckets)
     token_dropout: float = 0.0  # training only: hide each token from attention and pooling (see drop_tokens)
     embedding_norm: bool = False  # LayerNorm over token + position embeddings, as BERT has
+    nb_ngram_buckets: int = 0  # > 0: add an NB-weighted linear model over words + hashed bigrams (ngrams.py)
+    nb_ngram_dropout: float = 0.0  # training only: the share of texts whose n-gram logits are hidden
 
 
 def drop_tokens(mask: torch.Tensor, rate: float) -> torch.Tensor:
@@ -355,22 +358,6 @@ def drop_tokens(mask: torch.Tensor, rate: float) -> torch.Tensor:
     return kept
 
 
-def bigram_buckets(input_ids: torch.Tensor, buckets: int, pad_id: int = 0) -> torch.Tensor:
-    """Hash each (token, next token) pair into 1..buckets-1; 0 (a zero embedding) when either is padding.
-
-    Word order inside the pair counts; the last real token pairs with padding,
-    so its bucket is 0 however much padding follows and padding never changes
-    a prediction.
-
-    >>> ids = torch.tensor([[5, 6, 7, 0]])
-    >>> b = bigram_buckets(ids, 1000); (b[0, :2] > 0).tolist(), b[0, 2:].tolist()
-    ([True, True], [0, 0])
-    """
-    following = torch.cat([input_ids[:, 1:], torch.full_like(input_ids[:, :1], pad_id)], dim=1)
-    hashed = 1 + (input_ids * 1_000_003 + following) % (buckets - 1)
-    return torch.where((input_ids == pad_id) | (following == pad_id), torch.zeros_like(hashed), hashed)
-
-
 class SelfAttentionClassifier(TokenClassifier):
     """``self-attn``: the flagship, seed 000's SelfAttentionClassifier.
 
@@ -385,6 +372,14 @@ class SelfAttentionClassifier(TokenClassifier):
     embedding gains the embedding of its hashed (token, next token) pair, part
     of ``embed_tokens`` so explanations see it too. On IMDB-sized corpora it
     lets the encoder start from phrases ("not good") instead of words.
+
+    ``nb_ngram_buckets > 0`` adds the logits of ``NaiveBayesNgrams``, NBSVM as a
+    layer, to the head's; the training run calls ``fit_ngram_prior`` with the
+    training set before the first step. Each token's n-gram evidence rides at the
+    end of its embedding (``embed_tokens`` is d_model + num_classes wide), so
+    gradient attributions and occlusion see both branches; attention weights
+    describe the attention branch only. The summary is the pooled vector followed
+    by the n-gram logits.
     """
 
     def __init__(self, config: SelfAttentionConfig) -> None:
@@ -395,6 +390,10 @@ class SelfAttentionClassifier(TokenClassifier):
             raise AttnclfError(f"ngram_buckets must be 0 (off) or at least 2, got {config.ngram_buckets}")
         if not 0 <= config.token_dropout < 1:
             raise AttnclfError(f"token_dropout must be in [0, 1), got {config.token_dropout}")
+        if config.nb_ngram_buckets == 1 or config.nb_ngram_buckets < 0:
+            raise AttnclfError(f"nb_ngram_buckets must be 0 (off) or at least 2, got {config.nb_ngram_buckets}")
+        if not 0 <= config.nb_ngram_dropout < 1:
+            raise AttnclfError(f"nb_ngram_dropout must be in [0, 1), got {config.nb_ngram_dropout}")
         self.bigram_embedding = (
             nn.Embedding(config.ngram_buckets, config.d_model, padding_idx=0) if config.ngram_buckets else None
         )
@@ -415,11 +414,24 @@ class SelfAttentionClassifier(TokenClassifier):
             nn.LayerNorm(config.d_model), nn.Dropout(config.dropout), nn.Linear(config.d_model, config.num_classes)
         )
         self.apply(init_weights)
+        self.ngram_logits = (
+            NaiveBayesNgrams(config.vocab_size, config.nb_ngram_buckets, config.num_classes, config.pad_id)
+            if config.nb_ngram_buckets else None
+        )
+        if self.ngram_logits is not None:
+            self.summary_dim += config.num_classes
+
+    def fit_ngram_prior(self, batches) -> None:
+        """Count the training set's ``(input_ids, labels)`` batches for the n-gram branch (no-op without one)."""
+        if self.ngram_logits is not None:
+            self.ngram_logits.fit(batches)
 
     def embed_tokens(self, input_ids: torch.Tensor) -> torch.Tensor:
         x = self.token_embedding(input_ids)
         if self.bigram_embedding is not None:
             x = x + self.bigram_embedding(bigram_buckets(input_ids, self.config.ngram_buckets, self.config.pad_id))
+        if self.ngram_logits is not None:
+            x = torch.cat([x, self.ngram_logits.token_evidence(input_ids)], dim=-1)
         return x
 
     def summarize(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None, *,
@@ -428,16 +440,28 @@ class SelfAttentionClassifier(TokenClassifier):
         x, mask = self.embed(input_ids, attention_mask, token_embeddings)
         if self.training and self.config.token_dropout > 0:
             mask = drop_tokens(mask, self.config.token_dropout)
+        if self.ngram_logits is not None:
+            x, ngram_evidence = x.split([self.config.d_model, self.config.num_classes], dim=-1)
         x = self.dropout(self.embedding_norm(self.positions(x)))
         x, maps = self.encoder(x, mask, output_attentions)
         if self.pool is None:
             pooled, weights = masked_pool(x, mask, self.config.pooling), None
         else:
             pooled, weights = self.pool(x, mask, weights=pooling_override)
+        if self.ngram_logits is not None:
+            ngram_logits = self.ngram_logits.logits(ngram_evidence, mask)
+            if self.training and self.config.nb_ngram_dropout > 0:
+                # The n-gram branch fits the training set within an epoch; texts it sits out
+                # are the attention branch's to classify alone, so that branch keeps learning.
+                kept = torch.rand(len(ngram_logits), 1, device=ngram_logits.device) >= self.config.nb_ngram_dropout
+                ngram_logits = ngram_logits * kept
+            pooled = torch.cat([pooled, ngram_logits], dim=-1)
         return Summary(pooled, pooling_weights=weights, self_attentions=maps)
 
     def classify(self, summary: torch.Tensor) -> torch.Tensor:
-        return self.head(summary)
+        if self.ngram_logits is None:
+            return self.head(summary)
+        return self.head(summary[:, :self.config.d_model]) + summary[:, self.config.d_model:]
 
 
 # ---------------------------------------------------------------------------- mha

@@ -1,0 +1,132 @@
+"""The naive-Bayes-weighted n-gram branch of self-attn (NBSVM as a layer) and its place in a run."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from attnclf.classifier import Classifier
+from attnclf.errors import AttnclfError
+from attnclf.models import build_model
+from attnclf.models.ngrams import NaiveBayesNgrams
+from attnclf.text.tokenizer import TokenizerConfig
+from attnclf.training.run import DataSettings, RunSettings, train_run
+from attnclf.training.trainer import TrainConfig
+
+
+def test_each_distinct_word_and_bigram_counts_once_and_padding_never():
+    layer = NaiveBayesNgrams(vocab_size=10, buckets=50, num_classes=2)
+    ids = torch.tensor([[5, 6, 5, 6, 0, 0]])  # words 5, 6; bigrams (5,6) twice and (6,5)
+    feature_ids, counted = layer.features(ids)
+    assert sorted(feature_ids[counted].tolist())[:2] == [5, 6]
+    assert len(feature_ids[counted].unique()) == int(counted.sum()) == 4
+    assert counted[0, :2].all() and not counted[0, 2:6].any()  # the repeated words count at their first copy
+    unpadded = torch.tensor([[5, 6, 5, 6]])
+    feature_ids_unpadded, counted_unpadded = layer.features(unpadded)
+    assert sorted(feature_ids_unpadded[counted_unpadded].tolist()) == sorted(feature_ids[counted].tolist())
+
+
+def test_token_evidence_adds_up_to_the_logits_and_splits_each_bigram_between_its_tokens():
+    layer = NaiveBayesNgrams(vocab_size=10, buckets=50, num_classes=2)
+    with torch.no_grad():
+        layer.log_count_ratio.normal_()
+        layer.weight.normal_()
+    ids = torch.tensor([[5, 6, 7, 0]])
+    evidence = layer.token_evidence(ids)
+    torch.testing.assert_close(evidence.sum(dim=1) + layer.bias, layer(ids))
+    assert evidence[0, 3].abs().sum() == 0  # padding carries nothing
+    scaled = layer.weight * layer.log_count_ratio
+    five_six, six_seven = layer.features(ids)[0][0, 4:6]  # the bigram features follow the 4 word features
+    torch.testing.assert_close(evidence[0, 0], scaled[5] + 0.5 * scaled[five_six])
+    torch.testing.assert_close(evidence[0, 1], scaled[6] + 0.5 * scaled[five_six] + 0.5 * scaled[six_seven])
+
+
+def test_fit_gives_a_class_its_own_words_and_the_other_class_the_opposite_ratio():
+    layer = NaiveBayesNgrams(vocab_size=10, buckets=50, num_classes=2)
+    ids = torch.tensor([[3, 4, 0], [3, 4, 0], [5, 4, 0], [5, 4, 4]])
+    layer.fit([(ids, torch.tensor([1, 1, 0, 0]))])
+    ratio = layer.log_count_ratio
+    assert ratio[3, 1] > 0 > ratio[3, 0]  # word 3 only in class 1 texts
+    assert ratio[5, 0] > 0 > ratio[5, 1]
+    torch.testing.assert_close(ratio[:, 0], -ratio[:, 1])  # two classes: one-vs-rest is symmetric
+    assert abs(ratio[4, 1]) < ratio[3, 1]  # in every text: evidence for neither
+
+
+def test_multi_label_rows_are_counted_per_label():
+    layer = NaiveBayesNgrams(vocab_size=10, buckets=50, num_classes=3)
+    ids = torch.tensor([[3, 0], [5, 0]])
+    layer.fit([(ids, torch.tensor([[1.0, 1.0, 0.0], [0.0, 1.0, 1.0]]))])
+    ratio = layer.log_count_ratio
+    assert ratio[3, 0] > 0 and ratio[3, 2] < 0 and ratio[5, 2] > 0 and ratio[5, 0] < 0
+
+
+def tiny(**overrides):
+    config = dict(vocab_size=50, d_model=16, heads=2, ff_dim=32, layers=1, max_len=32, nb_ngram_buckets=101)
+    return build_model("self-attn", **(config | overrides)).eval()
+
+
+def test_the_branch_adds_its_logits_and_padding_still_changes_nothing():
+    model = tiny()
+    ids = torch.tensor([[5, 6, 7, 8]])
+    with torch.no_grad():
+        model.ngram_logits.log_count_ratio.normal_()
+        model.ngram_logits.weight.normal_()
+        without_branch = model.head(model.summarize(ids).vector[:, :16])
+        logits = model(ids).logits
+        padded = torch.tensor([[5, 6, 7, 8, 0, 0]])
+        torch.testing.assert_close(model(padded, padded != 0).logits, logits)
+    torch.testing.assert_close(logits - without_branch, model.ngram_logits(ids))
+    assert not torch.allclose(logits, without_branch)
+
+
+@pytest.mark.parametrize("buckets", [1, -2])
+def test_bad_bucket_counts_are_one_line_errors(buckets):
+    with pytest.raises(AttnclfError, match="nb_ngram_buckets"):
+        tiny(nb_ngram_buckets=buckets)
+
+
+def settings(output, epochs=2) -> RunSettings:
+    return RunSettings(
+        data=DataSettings(dataset="demo", max_train_examples=300),
+        tokenizer=TokenizerConfig(min_frequency=1, max_len=32),
+        model_config={"d_model": 16, "layers": 1, "heads": 2, "nb_ngram_buckets": 4096},
+        train=TrainConfig(epochs=epochs, batch_size=32, patience=0, checkpoint_seconds=0),
+        output=str(output),
+        device="cpu",
+    )
+
+
+def test_a_run_counts_the_training_set_saves_the_ratios_and_predicts_the_same_after_loading(tmp_path):
+    result = train_run(settings(tmp_path / "run"), progress=False)
+    saved = load_file(str(result.run_dir / "model.safetensors"))
+    assert saved["ngram_logits.log_count_ratio"].abs().sum() > 0
+    texts = ["a wonderful film", "a dull and boring film", ""]
+    loaded = Classifier.load(result.run_dir, device="cpu")
+    torch.testing.assert_close(loaded.model.ngram_logits.log_count_ratio, saved["ngram_logits.log_count_ratio"])
+    assert (loaded.predict_proba(texts) == Classifier.load(result.run_dir, device="cpu").predict_proba(texts)).all()
+
+
+def test_a_resumed_run_keeps_its_counts_and_reaches_the_uninterrupted_result(tmp_path, resume_after_interruption):
+    straight = train_run(settings(tmp_path / "straight", epochs=2), progress=False)
+    resumed = resume_after_interruption(settings(tmp_path / "resumed", epochs=2), epoch=2)
+    a = load_file(str(straight.run_dir / "model.safetensors"))
+    b = load_file(str(resumed.run_dir / "model.safetensors"))
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_windowed_and_multi_label_runs_count_their_training_set(tmp_path):
+    from dataclasses import replace
+
+    from attnclf.text.windows import WindowConfig
+
+    windowed = replace(settings(tmp_path / "windowed", epochs=1), windows=WindowConfig(max_windows=3))
+    windowed.tokenizer = TokenizerConfig(min_frequency=1, max_len=8)  # demo reviews span several windows
+    result = train_run(windowed, progress=False)
+    assert load_file(str(result.run_dir / "model.safetensors"))["base.ngram_logits.log_count_ratio"].abs().sum() > 0
+
+    topics = replace(settings(tmp_path / "topics", epochs=1),
+                     data=DataSettings(dataset="topics", max_train_examples=300, multi_label=True))
+    result = train_run(topics, progress=False)
+    ratio = load_file(str(result.run_dir / "model.safetensors"))["ngram_logits.log_count_ratio"]
+    assert ratio.shape[1] > 2 and ratio.abs().sum() > 0
