@@ -15,7 +15,6 @@ import re
 import time
 
 import numpy as np
-from scipy import sparse
 from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
 from sklearn.svm import LinearSVC

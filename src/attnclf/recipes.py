@@ -31,11 +31,12 @@ RECIPES: dict[str, dict] = {
         # the verdict of the rest: 88.6% on the movie-grouped validation against 87.6% at 400 tokens.
         "tokenizer": {"kind": "word", "vocab_size": 30000, "min_frequency": 2, "max_len": 800,
                       "truncation": "head_tail"},
-        # Best of three variants on validation at 400 tokens; the bigram table is worth 1 point of
-        # validation accuracy there.
+        # The naive-Bayes n-gram branch (NBSVM as a layer, 2M hashed bigrams + words) lifts validation
+        # from 88.6% to 91.0%; with it the bigram embedding table adds nothing (90.9%) and costs 16.8M
+        # parameters. The joint model peaks after one epoch, so training stops when an epoch loses.
         "model_config": {"d_model": 64, "heads": 4, "layers": 1, "ff_dim": 256, "dropout": 0.2,
-                         "ngram_buckets": 262144},
-        "train": {"epochs": 3, "batch_size": 64, "lr": 2e-3, "patience": 0, "monitor": "accuracy"},
+                         "ngram_buckets": 0, "nb_ngram_buckets": 2097152},
+        "train": {"epochs": 3, "batch_size": 64, "lr": 2e-3, "patience": 1, "monitor": "accuracy"},
     },
     "sst2": {
         # A first guess, not tuned (no CPU was left for a search): 80.3% on GLUE dev, see BENCHMARKS.md.

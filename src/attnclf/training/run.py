@@ -290,7 +290,7 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
     train_batches = _batches(tokenizer, splits.train, settings.train.batch_size * distributed.world_size, True, seed,
                              balanced=settings.train.sampler == "balanced", windows=settings.windows)
     if not resume:  # a resumed run's counts come back with its weights
-        _fit_ngram_prior(model, train_batches)
+        fit_ngram_prior(model, train_batches)
     trainer = Trainer(model, settings.train, run_dir, device, label_names, progress=progress, distributed=distributed,
                       multi_label=settings.data.multi_label)
     history = trainer.fit(
@@ -318,7 +318,7 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
     return RunResult(run_dir, metrics, history, time.perf_counter() - started)
 
 
-def _fit_ngram_prior(model, batches: BucketBatches) -> None:
+def fit_ngram_prior(model, batches: BucketBatches) -> None:
     """Let a model with a naive-Bayes n-gram branch count the training set (each window as a text)."""
     base = getattr(model, "base", model)
     if getattr(base, "ngram_logits", None) is None:
