@@ -130,3 +130,19 @@ def test_windowed_and_multi_label_runs_count_their_training_set(tmp_path):
     result = train_run(topics, progress=False)
     ratio = load_file(str(result.run_dir / "model.safetensors"))["ngram_logits.log_count_ratio"]
     assert ratio.shape[1] > 2 and ratio.abs().sum() > 0
+
+
+def test_the_branch_exports_to_onnx_with_the_same_logits():
+    import onnxruntime
+
+    from attnclf.export.onnx import onnx_graph
+
+    model = tiny()
+    with torch.no_grad():
+        model.ngram_logits.log_count_ratio.normal_()
+        model.ngram_logits.weight.normal_()
+    session = onnxruntime.InferenceSession(onnx_graph(model))
+    ids = torch.tensor([[5, 6, 5, 7, 8, 6, 5, 0, 0], [9, 9, 9, 3, 0, 0, 0, 0, 0]])  # repeats and padding
+    logits = session.run(None, {"input_ids": ids.numpy(), "attention_mask": (ids != 0).numpy()})[0]
+    with torch.no_grad():
+        torch.testing.assert_close(torch.from_numpy(logits), model(ids, ids != 0).logits, atol=1e-5, rtol=1e-5)
