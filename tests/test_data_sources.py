@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import json
 import tarfile
 import zipfile
 from pathlib import Path

@@ -77,3 +77,32 @@ def test_evaluating_an_ensemble_needs_held_out_data(tmp_path, capsys):
     assert main(["evaluate", *runs, "--device", "cpu"]) == 2
     assert "has no test split" in capsys.readouterr().err
     assert main(["evaluate", *runs, "--test-file", str(train), "--device", "cpu", "--json"]) == 0
+
+
+def test_train_seeds_builds_an_ensemble_folder_that_evaluate_and_load_read(tmp_path, capsys):
+    out = tmp_path / "ens"
+    flags = ["train", "--dataset", "demo", "--max-train-examples", "300", "--epochs", "1", "--set", "d_model=16",
+             "--set", "layers=1", "--output", str(out), "--quiet", "--no-report", "--seeds", "3", "4"]
+    assert main(flags) == 0
+    assert "ensemble of 2 runs" in capsys.readouterr().out
+    saved = json.loads((out / "ensemble.json").read_text())
+    assert saved["members"] == ["seed-3", "seed-4"]
+    assert [json.loads((out / m / "config.json").read_text())["settings"]["train"]["seed"] for m in saved["members"]] \
+        == [3, 4]
+    ensemble = Ensemble.load([out], device="cpu")
+    assert len(ensemble.members) == 2
+    assert main(["evaluate", str(out), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["accuracy"] == pytest.approx(saved["metrics"]["accuracy"])
+
+    # Rerunning keeps finished members: their weights are not written again.
+    written = (out / "seed-3" / "model.safetensors").stat().st_mtime_ns
+    (out / "ensemble.json").unlink()
+    assert main(flags + ["--resume"]) == 0
+    assert (out / "seed-3" / "model.safetensors").stat().st_mtime_ns == written
+    assert json.loads((out / "ensemble.json").read_text())["metrics"]["accuracy"] == saved["metrics"]["accuracy"]
+
+
+@pytest.mark.parametrize("seeds, message", [(["1"], "at least two"), (["1", "1"], "at least two")])
+def test_train_seeds_needs_two_different_seeds(seeds, message, tmp_path, capsys):
+    assert main(["train", "--dataset", "demo", "--output", str(tmp_path / "e"), "--seeds", *seeds]) != 0
+    assert message in capsys.readouterr().err

@@ -203,6 +203,18 @@ def _print_metrics(metrics: dict) -> None:
 def cmd_train(args: argparse.Namespace) -> int:
     from .training.run import resume_settings, train_run
 
+    if args.seeds:
+        from .ensemble import ENSEMBLE_FILE, train_ensemble
+
+        if args.seed is not None:
+            raise AttnclfError("give --seed or --seeds, not both")
+        settings = build_settings(args)
+        settings.threads, settings.report = args.threads, not args.no_report
+        metrics = train_ensemble(settings, args.seeds, resume=args.resume, progress=not args.quiet)
+        if metrics:  # torchrun's other ranks leave the testing to rank 0
+            _print_metrics(metrics)
+            print(f"ensemble of {len(args.seeds)} runs: {Path(settings.output) / ENSEMBLE_FILE}")
+        return 0
     if args.resume:
         if not args.output:
             raise AttnclfError("--resume needs --output RUN_DIR, the run to continue")
@@ -228,13 +240,14 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from .evaluation.metrics import compute_metrics
     from .evaluation.multilabel import multilabel_metrics
 
-    if len(args.run_dirs) > 1:
-        from .ensemble import Ensemble
+    from .ensemble import Ensemble, is_ensemble_dir
 
+    several = len(args.run_dirs) > 1 or is_ensemble_dir(args.run_dirs[0])
+    if several:
         clf = Ensemble.load(args.run_dirs, device=args.device)
     else:
         clf = Classifier.load(args.run_dirs[0], device=args.device)
-    data = _test_data(args, clf, test_only=len(args.run_dirs) > 1)
+    data = _test_data(args, clf, test_only=several)
     if clf.multi_label:
         metrics = multilabel_metrics(multi_hot(data.labels, len(clf.label_names)), clf.predict_proba(data.texts),
                                      clf.label_names, clf.thresholds)
@@ -574,10 +587,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("train", help="train a model and test it", description="Train, validate and test one model.")
     _add_train_args(p)
     p.add_argument("--no-report", action="store_true", help="skip report.html and plots/ at the end")
+    p.add_argument("--seeds", type=int, nargs="+", metavar="SEED",
+                   help="train one run per seed into OUTPUT/seed-SEED and test their averaged probabilities "
+                        "(an ensemble; OUTPUT/ensemble.json); with --resume, finished members are kept")
 
     p = sub.add_parser("evaluate", help="score a trained model on a labelled test set (default: the run's own)")
     p.add_argument("run_dirs", nargs="+", metavar="run_dir",
-                   help="a run directory; several score their ensemble (averaged probabilities)")
+                   help="a run directory; several, or a folder of `train --seeds`, score their ensemble "
+                        "(averaged probabilities)")
     _add_data_args(p, test_only=True)
     p.add_argument("--json", action="store_true", help="print all metrics as JSON")
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"])
