@@ -31,7 +31,6 @@ from attnclf.evaluation.predict import predict_probabilities
 from attnclf.models import MODELS, build_model
 from attnclf.text.batching import BucketBatches
 from attnclf.text.tokenizer import PAD_ID, Tokenizer
-from attnclf.training.run import fit_ngram_prior
 from attnclf.training.trainer import Trainer
 
 from common import cli_settings, parser, peak_rss_mb, splits, write_result
@@ -69,7 +68,6 @@ def train_attnclf(settings, vocab_size, num_classes, label_names, train_batches,
                         max_len=settings.tokenizer.max_len, **model_config)
     with tempfile.TemporaryDirectory() as run_dir:
         wall, cpu = time.perf_counter(), time.process_time()
-        fit_ngram_prior(model, train_batches)  # counting the training set is part of training
         Trainer(model, settings.train, Path(run_dir), torch.device("cpu"), label_names, progress=False).fit(
             train_batches, val_batches)
         return model, time.perf_counter() - wall, time.process_time() - cpu

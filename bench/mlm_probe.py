@@ -4,7 +4,7 @@
     python bench/mlm_probe.py --minutes 0 --lr 1e-3 --name mlm_probe-none-lr1e-3     # the control
 
 A probe, not a feature: the tokenizer is trained on the training reviews plus
-the unlabelled ones; for ``--minutes`` of CPU time the recipe's network
+the unlabelled ones; for ``--minutes`` of wall time the recipe's network
 (without its n-gram branch or bigram table) learns to restore 15% of tokens
 (80% replaced by <unk>, 10% by a random word, 10% kept), scored by a softmax
 over the true words plus 2,048 sampled ones through the tied token

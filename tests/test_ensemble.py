@@ -94,15 +94,25 @@ def test_train_seeds_builds_an_ensemble_folder_that_evaluate_and_load_read(tmp_p
     assert main(["evaluate", str(out), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["accuracy"] == pytest.approx(saved["metrics"]["accuracy"])
 
-    # Rerunning keeps finished members: their weights are not written again.
+    # --resume keeps finished members (their weights are not written again); a plain rerun retrains them.
     written = (out / "seed-3" / "model.safetensors").stat().st_mtime_ns
     (out / "ensemble.json").unlink()
     assert main(flags + ["--resume"]) == 0
     assert (out / "seed-3" / "model.safetensors").stat().st_mtime_ns == written
     assert json.loads((out / "ensemble.json").read_text())["metrics"]["accuracy"] == saved["metrics"]["accuracy"]
+    assert main(flags) == 0
+    assert (out / "seed-3" / "model.safetensors").stat().st_mtime_ns != written
 
 
-@pytest.mark.parametrize("seeds, message", [(["1"], "at least two"), (["1", "1"], "at least two")])
-def test_train_seeds_needs_two_different_seeds(seeds, message, tmp_path, capsys):
-    assert main(["train", "--dataset", "demo", "--output", str(tmp_path / "e"), "--seeds", *seeds]) != 0
+@pytest.mark.parametrize("data, seeds, message", [
+    (["--dataset", "demo"], ["1"], "at least two"),
+    (["--dataset", "demo"], ["1", "1"], "at least two"),
+    (["--train-file", "{csv}"], ["1", "2"], "give --test-file"),
+])
+def test_train_seeds_errors_come_before_any_training(data, seeds, message, tmp_path, capsys):
+    csv = tmp_path / "train.csv"
+    csv.write_text("text,label\ngood,pos\nbad,neg\n")
+    data = [arg.format(csv=csv) for arg in data]
+    assert main(["train", *data, "--output", str(tmp_path / "e"), "--seeds", *seeds]) != 0
     assert message in capsys.readouterr().err
+    assert not (tmp_path / "e" / "seed-1").exists()

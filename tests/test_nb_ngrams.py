@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 from safetensors.torch import load_file
@@ -97,14 +99,51 @@ def settings(output, epochs=2) -> RunSettings:
     )
 
 
-def test_a_run_counts_the_training_set_saves_the_ratios_and_predicts_the_same_after_loading(tmp_path):
+def test_a_run_counts_the_training_set_and_the_saved_model_scores_as_the_trained_one(tmp_path, capsys):
+    from attnclf.cli import main
+
     result = train_run(settings(tmp_path / "run"), progress=False)
     saved = load_file(str(result.run_dir / "model.safetensors"))
     assert saved["ngram_logits.log_count_ratio"].abs().sum() > 0
-    texts = ["a wonderful film", "a dull and boring film", ""]
     loaded = Classifier.load(result.run_dir, device="cpu")
     torch.testing.assert_close(loaded.model.ngram_logits.log_count_ratio, saved["ngram_logits.log_count_ratio"])
-    assert (loaded.predict_proba(texts) == Classifier.load(result.run_dir, device="cpu").predict_proba(texts)).all()
+    # The trained model scored the test split in memory; the loaded one must score it the same.
+    assert main(["evaluate", str(result.run_dir), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["accuracy"] == result.metrics["accuracy"]
+
+
+def test_the_count_reads_each_text_once_even_under_the_balanced_sampler():
+    from attnclf.text.batching import BucketBatches
+    from attnclf.training.trainer import count_ngram_prior
+
+    sequences, labels = [[5 + i % 7, 20 + i % 3] for i in range(40)], [0] * 36 + [1] * 4
+    counted = []
+    for balanced in (False, True):
+        model = tiny()
+        count_ngram_prior(model, BucketBatches(sequences, labels, batch_size=8, shuffle=True, seed=1,
+                                               balanced=balanced))
+        counted.append(model.ngram_logits.log_count_ratio.clone())
+    assert counted[0].abs().sum() > 0
+    torch.testing.assert_close(counted[1], counted[0])
+
+
+def test_a_token_the_mask_hides_counts_as_padding():
+    model = tiny()
+    with torch.no_grad():
+        model.ngram_logits.log_count_ratio.normal_()
+        model.ngram_logits.weight.normal_()
+        ids = torch.tensor([[5, 6, 5, 7, 8]])
+        hidden = torch.tensor([[False, True, True, True, True]])
+        torch.testing.assert_close(model(ids, hidden).logits, model(torch.tensor([[0, 6, 5, 7, 8]]), hidden).logits)
+
+
+def test_the_scikit_learn_estimator_counts_too():
+    from attnclf.sklearn import AttentionTextClassifier
+
+    texts = ["a good film", "a great film", "a dull film", "a bad film"] * 10
+    estimator = AttentionTextClassifier(epochs=1, d_model=16, heads=2, layers=1, min_frequency=1,
+                                        model_config={"nb_ngram_buckets": 64}).fit(texts, [1, 1, 0, 0] * 10)
+    assert estimator.classifier_.model.ngram_logits.log_count_ratio.abs().sum() > 0
 
 
 def test_a_resumed_run_keeps_its_counts_and_reaches_the_uninterrupted_result(tmp_path, resume_after_interruption):

@@ -81,37 +81,43 @@ def member_dirs(path: str | Path) -> list[Path]:
 def train_ensemble(settings, seeds: Sequence[int], resume: bool = False, progress: bool = True) -> dict:
     """Train ``settings`` once per seed into ``OUTPUT/seed-S``, then test the members' averaged probabilities.
 
-    Writes ``OUTPUT/ensemble.json`` (member folders, test metrics) and returns the metrics. A member
-    with test metrics is complete and kept; with ``resume`` an unfinished member continues from its
-    checkpoint, so an interrupted ensemble loses at most a checkpoint interval of work. Under
-    ``torchrun`` every rank trains every member and only rank 0 tests (others get ``{}``).
+    Writes ``OUTPUT/ensemble.json`` (member folders, test metrics) and returns the metrics. With
+    ``resume`` a member that has its test metrics is kept and an unfinished one continues from its
+    checkpoint, so an interrupted ensemble loses at most a checkpoint interval of work; without it
+    every member is trained afresh. Under ``torchrun`` every rank trains every member and only rank 0
+    tests (the others get ``{}``).
 
     >>> # from attnclf.training.run import RunSettings, DataSettings
     >>> # train_ensemble(RunSettings(DataSettings(dataset="imdb"), output="runs/imdb-3"), [0, 1, 2])["accuracy"]
     """
+    import sys
     from dataclasses import replace
 
     from .evaluation.metrics import compute_metrics
+    from .training.distributed import from_environment
     from .training.run import resume_settings, run_test_data, train_run
 
     if len(seeds) < 2 or len(set(seeds)) != len(seeds):
         raise AttnclfError(f"--seeds needs at least two different seeds, got {' '.join(map(str, seeds))}")
     if settings.data.multi_label:
         raise AttnclfError("--seeds trains single-label ensembles; multi-label runs cannot be averaged yet")
+    if not settings.data.dataset and not settings.data.test_file:
+        # Each member holds out its own validation split, so only a test split can score their average.
+        raise AttnclfError("--seeds needs held-out data to test the ensemble on: give --test-file")
     output = prepare_output_dir(settings.output)
-    members, main_rank = [output / f"seed-{seed}" for seed in seeds], True
+    members = [output / f"seed-{seed}" for seed in seeds]
     for seed, member in zip(seeds, members):
-        if (member / "metrics.json").is_file():
-            continue
-        if resume and (member / "checkpoint" / "state.json").is_file():
-            continued = resume_settings(member, device=settings.device, threads=settings.threads)
+        if resume and (member / "metrics.json").is_file():
+            print(f"{member}: finished, kept", file=sys.stderr)
+        elif resume and (member / "checkpoint" / "state.json").is_file():
+            continued = resume_settings(member, epochs=settings.train.epochs, device=settings.device,
+                                        threads=settings.threads)
             continued.report = settings.report
-            result = train_run(continued, resume=True, progress=progress)
+            train_run(continued, resume=True, progress=progress)
         else:
-            result = train_run(replace(settings, output=str(member), train=replace(settings.train, seed=seed)),
-                               progress=progress)
-        main_rank = main_rank and bool(result.metrics)
-    if not main_rank:
+            train_run(replace(settings, output=str(member), train=replace(settings.train, seed=seed)),
+                      progress=progress)
+    if not from_environment().is_main:
         return {}
     ensemble = Ensemble.load(members, device=settings.device)
     test = run_test_data(ensemble.config, ensemble.label_names, test_only=True)

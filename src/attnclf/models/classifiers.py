@@ -333,7 +333,7 @@ class SelfAttentionConfig(ModelConfig):
     pooling: str = "attention"  # attention | mean | first | max
     pooling_score: str = "scaled_dot"
     ngram_buckets: int = 0  # > 0: add a hashed-bigram embedding to each token (see bigram_buckets)
-    token_dropout: float = 0.0  # training only: hide each token from attention and pooling (see drop_tokens)
+    token_dropout: float = 0.0  # training only: hide tokens from attention, pooling, n-gram sums (drop_tokens)
     embedding_norm: bool = False  # LayerNorm over token + position embeddings, as BERT has
     nb_ngram_buckets: int = 0  # > 0: add an NB-weighted linear model over words + hashed bigrams (ngrams.py)
     nb_ngram_dropout: float = 0.0  # training only: the share of texts whose n-gram logits are hidden
@@ -437,6 +437,9 @@ class SelfAttentionClassifier(TokenClassifier):
     def summarize(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None, *,
                   token_embeddings: torch.Tensor | None = None, pooling_override: torch.Tensor | None = None,
                   output_attentions: bool = False) -> Summary:
+        if attention_mask is not None and token_embeddings is None:
+            # A token the mask hides is padding to the bigram table and the n-gram branch too.
+            input_ids = input_ids.masked_fill(~attention_mask.bool(), self.config.pad_id)
         x, mask = self.embed(input_ids, attention_mask, token_embeddings)
         if self.training and self.config.token_dropout > 0:
             mask = drop_tokens(mask, self.config.token_dropout)

@@ -46,7 +46,8 @@ class NaiveBayesNgrams(nn.Module):
 
     Feature ``f`` is a word id (``0 < f < vocab_size``) or ``vocab_size + bucket``
     of a bigram. Until ``fit`` has counted a training set the ratios are zero and
-    so are the logits. The ratios are a buffer: they are saved with the weights.
+    so is every token's evidence (the bias still learns). The ratios are a buffer:
+    they are saved with the weights.
 
     The logits are a sum over tokens of ``token_evidence``: a word's weight at its
     first occurrence, plus half of each bigram it starts or ends (at the bigram's

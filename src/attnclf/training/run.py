@@ -287,14 +287,11 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
                      "test_examples": len(splits.test) if splits.test else 0},
         })
 
-    train_batches = _batches(tokenizer, splits.train, settings.train.batch_size * distributed.world_size, True, seed,
-                             balanced=settings.train.sampler == "balanced", windows=settings.windows)
-    if not resume:  # a resumed run's counts come back with its weights
-        fit_ngram_prior(model, train_batches)
     trainer = Trainer(model, settings.train, run_dir, device, label_names, progress=progress, distributed=distributed,
                       multi_label=settings.data.multi_label)
     history = trainer.fit(
-        train_batches,
+        _batches(tokenizer, splits.train, settings.train.batch_size * distributed.world_size, True, seed,
+                 balanced=settings.train.sampler == "balanced", windows=settings.windows),
         _batches(tokenizer, splits.validation, settings.eval_batch_size, False, seed, windows=settings.windows),
         resume=resume,
     )
@@ -316,17 +313,6 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
             run_dir / "config.json"), batch_size=settings.eval_batch_size, thresholds=thresholds), test=test,
                      test_probabilities=test_probabilities)
     return RunResult(run_dir, metrics, history, time.perf_counter() - started)
-
-
-def fit_ngram_prior(model, batches: BucketBatches) -> None:
-    """Let a model with a naive-Bayes n-gram branch count the training set (each window as a text)."""
-    base = getattr(model, "base", model)
-    if getattr(base, "ngram_logits", None) is None:
-        return
-    batches.set_epoch(0)
-    base.fit_ngram_prior(
-        (b.input_ids.flatten(0, -2), b.labels.repeat_interleave(b.input_ids.shape[1], dim=0)
-         if b.input_ids.dim() == 3 else b.labels) for b in batches)
 
 
 def _tune_thresholds(model, tokenizer: Tokenizer, validation: TextDataset, device, batch_size: int,

@@ -14,6 +14,7 @@ and broadcasts when to checkpoint and when to stop.
 
 from __future__ import annotations
 
+import copy
 import gc
 import math
 import time
@@ -159,10 +160,14 @@ class Trainer:
             )
         state = {"epoch": 0, "best": None, "stale_epochs": 0, "history": [], "world_size": distributed.world_size}
         if resume and (self.checkpoint_dir / "state.json").exists():
-            state = self._load_checkpoint(optimizer, schedule)
+            state = self._load_checkpoint(optimizer, schedule)  # n-gram counts come back with the weights
+        else:
+            count_ngram_prior(self.model, train)
         if distributed.enabled:
+            # Buffers (n-gram counts, sinusoidal positions) are equal on every rank: nothing to broadcast.
             self.training_model = DistributedDataParallel(self.model, device_ids=[self.device.index] if
-                                                          self.device.type == "cuda" else None)
+                                                          self.device.type == "cuda" else None,
+                                                          broadcast_buffers=False)
         if distributed.is_main:
             self.checkpoint_dir.mkdir(exist_ok=True)
         best_weights = None  # kept in memory; written with each checkpoint
@@ -304,3 +309,18 @@ class Trainer:
         rank = self.distributed.rank
         torch.set_rng_state(tensors["rng.torch" if rank == 0 else f"rng.torch.{rank}"])
         return saved
+
+
+def count_ngram_prior(model: nn.Module, train: BucketBatches) -> None:
+    """Let a model with a naive-Bayes n-gram branch count the training set once, each text (or window) once.
+
+    The count reads the examples in order, without the balanced sampler's repeats and omissions.
+    """
+    base = getattr(model, "base", model)  # a windowed model's own network
+    if getattr(base, "ngram_logits", None) is None:
+        return
+    in_order = copy.copy(train)
+    in_order.shuffle, in_order.balanced = False, False
+    base.fit_ngram_prior(
+        (b.input_ids.flatten(0, -2), b.labels.repeat_interleave(b.input_ids.shape[1], dim=0)
+         if b.input_ids.dim() == 3 else b.labels) for b in in_order)
