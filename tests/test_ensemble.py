@@ -29,7 +29,9 @@ def test_ensemble_averages_its_members(demo_run, second_run):
     expected = (first.predict_proba(TEXTS) + second.predict_proba(TEXTS)) / 2
     assert np.allclose(ensemble.predict_proba(TEXTS), expected, atol=1e-6)
     assert not np.allclose(first.predict_proba(TEXTS), second.predict_proba(TEXTS))  # the mean is not a copy
-    assert ensemble.predict(TEXTS) == [ensemble.label_names[i] for i in expected.argmax(axis=1)]
+    predictions = ensemble.predict(TEXTS)
+    assert [p.label for p in predictions] == [ensemble.label_names[i] for i in expected.argmax(axis=1)]
+    assert [p.confidence for p in predictions] == pytest.approx(expected.max(axis=1).tolist())
 
 
 def test_ensemble_refuses_runs_with_other_labels(demo_run):
@@ -93,6 +95,12 @@ def test_train_seeds_builds_an_ensemble_folder_that_evaluate_and_load_read(tmp_p
     assert len(ensemble.members) == 2
     assert main(["evaluate", str(out), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["accuracy"] == pytest.approx(saved["metrics"]["accuracy"])
+    assert main(["predict", str(out), "a wonderful film"]) == 0
+    predicted = json.loads(capsys.readouterr().out)
+    assert predicted["probabilities"] == pytest.approx(dict(zip(ensemble.label_names,
+                                                                ensemble.predict_proba(["a wonderful film"])[0])))
+    assert main(["predict", str(out), "a wonderful film", "--attention"]) != 0
+    assert "is an ensemble" in capsys.readouterr().err
 
     # --resume keeps finished members (their weights are not written again); a plain rerun retrains them.
     written = (out / "seed-3" / "model.safetensors").stat().st_mtime_ns

@@ -24,6 +24,7 @@ import numpy as np
 
 from .classifier import Classifier
 from .errors import AttnclfError
+from .prediction import Prediction
 from .rundir import atomic_write_json, prepare_output_dir, read_json
 
 ENSEMBLE_FILE = "ensemble.json"  # in the folder `attnclf train --seeds` writes: members and test metrics
@@ -63,9 +64,13 @@ class Ensemble:
         """(texts, classes): the members' probabilities, averaged."""
         return np.mean([member.predict_proba(texts) for member in self.members], axis=0)
 
-    def predict(self, texts: Sequence[str]) -> list[str]:
-        """The most probable label of each text under the averaged probabilities (names, not Predictions)."""
-        return [self.label_names[i] for i in self.predict_proba(texts).argmax(axis=1)]
+    def predict(self, texts: Sequence[str]) -> list[Prediction]:
+        """Each text's label, confidence and probabilities under the averaged probabilities.
+
+        No tokens or attention: every member tokenises and attends its own way, and an average of
+        attention weights would describe no model.
+        """
+        return [Prediction.from_scores(row, self.label_names, [], None) for row in self.predict_proba(texts)]
 
 
 def is_ensemble_dir(path: str | Path) -> bool:
