@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 import torch
 from safetensors.torch import load_file
@@ -185,3 +186,14 @@ def test_the_branch_exports_to_onnx_with_the_same_logits():
     logits = session.run(None, {"input_ids": ids.numpy(), "attention_mask": (ids != 0).numpy()})[0]
     with torch.no_grad():
         torch.testing.assert_close(torch.from_numpy(logits), model(ids, ids != 0).logits, atol=1e-5, rtol=1e-5)
+
+
+def test_explanations_split_the_log_odds_between_the_branches(tmp_path, demo_run):
+    run = train_run(settings(tmp_path / "run"), progress=False).run_dir
+    (explanation,) = Classifier.load(run, device="cpu").explain(["a wonderful film, not dull"], method="attention")
+    assert set(explanation.branch_margins) == {"attention", "n-gram"}
+    p = explanation.probability
+    assert sum(explanation.branch_margins.values()) == pytest.approx(float(np.log(p / (1 - p))), abs=1e-4)
+    assert explanation.to_dict()["branch_margins"] == explanation.branch_margins
+    (single,) = Classifier.load(demo_run, device="cpu").explain(["a wonderful film"], method="attention")
+    assert single.branch_margins is None and "branch_margins" not in single.to_dict()

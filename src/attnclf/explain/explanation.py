@@ -11,8 +11,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
+import torch
 
 from ..errors import AttnclfError
+from ..text.batching import BucketBatches
 from .methods import METHODS, attribute, self_attention_maps
 
 if TYPE_CHECKING:
@@ -28,7 +30,10 @@ class Explanation:
     also report ``completeness_error``, ``|sum(scores) - log_odds_change| /
     |log_odds_change|``, and the path ``steps`` it took. ``self_attentions``,
     when asked for, hold every layer's and head's map as (layers, heads, n, n),
-    rows = queries.
+    rows = queries. ``branch_margins``, for models with more than one branch (``self-attn``
+    with its n-gram branch), say how much each branch pushed the target class: its logit of the
+    target minus the mean of its other logits. The branches' margins add up to the model's (for
+    two classes: to the log-odds), so they show whether attention or the n-grams decided.
     """
 
     text: str
@@ -43,6 +48,7 @@ class Explanation:
     log_odds_change: float | None = None
     steps: int | None = None
     self_attentions: np.ndarray | None = None
+    branch_margins: dict[str, float] | None = None
 
     @property
     def description(self) -> str:
@@ -71,6 +77,8 @@ class Explanation:
                        "steps": self.steps}
         if self.self_attentions is not None:
             record["self_attentions"] = np.round(self.self_attentions, 5).tolist()
+        if self.branch_margins is not None:
+            record["branch_margins"] = self.branch_margins
         return record
 
 
@@ -100,6 +108,7 @@ def explain(classifier: "Classifier", texts: Sequence[str], method: str = "atten
                        batch_size=classifier.batch_size, **options)
     maps = (self_attention_maps(classifier.model, ids, device=classifier.device, batch_size=classifier.batch_size)
             if self_attentions else [None] * len(texts))
+    margins = _branch_margins(classifier.model, ids, targets, classifier.device, classifier.batch_size)
     names = classifier.label_names
     explanations = []
     for i, text in enumerate(texts):
@@ -116,8 +125,26 @@ def explain(classifier: "Classifier", texts: Sequence[str], method: str = "atten
             log_odds_change=None if result.log_odds_change is None else float(result.log_odds_change[i]),
             steps=None if result.steps is None else int(result.steps[i]),
             self_attentions=maps[i],
+            branch_margins=margins[i],
         ))
     return explanations
+
+
+def _branch_margins(model, sequences: list[list[int]], targets: np.ndarray, device,
+                    batch_size: int) -> list[dict[str, float] | None]:
+    """Per text, each branch's logit of its target minus the mean of its other logits (None: one branch)."""
+    if getattr(model, "ngram_logits", None) is None:
+        return [None] * len(sequences)
+    margins: list[dict[str, float] | None] = [None] * len(sequences)
+    with torch.inference_mode():
+        for batch in BucketBatches(sequences, batch_size=batch_size, shuffle=False):
+            batch = batch.to(device)
+            parts = model.branch_logits(model.summarize(batch.input_ids, batch.attention_mask).vector)
+            for row, i in enumerate(batch.indices):
+                target = int(targets[i])
+                margins[i] = {name: float(z[row, target] - (z[row].sum() - z[row, target]) / (z.shape[1] - 1))
+                              for name, z in parts.items()}
+    return margins
 
 
 def _class_index(target: str | int, label_names: list[str]) -> int:

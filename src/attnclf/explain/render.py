@@ -62,6 +62,8 @@ def _headline(e: Explanation) -> str:
     if e.completeness_error is not None:
         line += (f"  completeness error {e.completeness_error:.2%} of a log-odds change of {e.log_odds_change:+.3f}"
                  f" ({e.steps} steps)")
+    if e.branch_margins is not None:
+        line += "  branches: " + ", ".join(f"{name} {margin:+.2f}" for name, margin in e.branch_margins.items())
     return line
 
 

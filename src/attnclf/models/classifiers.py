@@ -464,7 +464,13 @@ class SelfAttentionClassifier(TokenClassifier):
     def classify(self, summary: torch.Tensor) -> torch.Tensor:
         if self.ngram_logits is None:
             return self.head(summary)
-        return self.head(summary[:, :self.config.d_model]) + summary[:, self.config.d_model:]
+        return sum(self.branch_logits(summary).values())
+
+    def branch_logits(self, summary: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Each branch's share of the logits (they add up to ``classify``'s): ``attention`` and ``n-gram``."""
+        if self.ngram_logits is None:
+            return {"attention": self.head(summary)}
+        return {"attention": self.head(summary[:, :self.config.d_model]), "n-gram": summary[:, self.config.d_model:]}
 
 
 # ---------------------------------------------------------------------------- mha
