@@ -124,3 +124,23 @@ def test_train_seeds_errors_come_before_any_training(data, seeds, message, tmp_p
     assert main(["train", *data, "--output", str(tmp_path / "e"), "--seeds", *seeds]) != 0
     assert message in capsys.readouterr().err
     assert not (tmp_path / "e" / "seed-1").exists()
+
+
+def test_a_seeds_folder_is_served_and_refuses_explanations(tmp_path):
+    from fastapi.testclient import TestClient
+
+    from attnclf.ensemble import load_run
+    from attnclf.serve.app import create_app
+
+    out = tmp_path / "ens"
+    assert main(["train", "--dataset", "demo", "--max-train-examples", "200", "--epochs", "1", "--set", "d_model=16",
+                 "--set", "layers=1", "--output", str(out), "--quiet", "--no-report", "--seeds", "0", "1"]) == 0
+    ensemble = load_run(out, device="cpu")
+    with TestClient(create_app(ensemble)) as client:
+        info = client.get("/model").json()
+        assert info["ensemble_members"] == 2 and info["explain_methods"] == []
+        answer = client.post("/predict", json={"texts": ["a wonderful film"]}).json()["predictions"][0]
+        assert answer["probabilities"] == pytest.approx(
+            dict(zip(ensemble.label_names, ensemble.predict_proba(["a wonderful film"])[0])))
+        refused = client.post("/explain", json={"texts": ["a wonderful film"], "method": "attention"})
+        assert refused.status_code == 400 and "explain one member" in refused.json()["detail"]

@@ -271,17 +271,14 @@ def cmd_predict(args: argparse.Namespace) -> int:
             raise AttnclfError("--backend onnx runs on the CPU; drop --device")
         clf = OnnxClassifier.load(args.run_dir, int8=args.int8)
     else:
-        from .classifier import Classifier
-
-        from .ensemble import Ensemble, is_ensemble_dir
+        from .ensemble import is_ensemble_dir, load_run
 
         if args.int8:
             raise AttnclfError("--int8 needs --backend onnx")
         if is_ensemble_dir(args.run_dir) and args.attention:
             raise AttnclfError(f"{args.run_dir} is an ensemble: its members attend each their own way; "
                                f"ask one member (--attention with {args.run_dir}/seed-S)")
-        clf = Ensemble.load([args.run_dir], device=args.device) if is_ensemble_dir(args.run_dir) else \
-            Classifier.load(args.run_dir, device=args.device)
+        clf = load_run(args.run_dir, device=args.device)
     for prediction in clf.predict(texts):
         record = prediction.to_dict()
         if not args.attention:

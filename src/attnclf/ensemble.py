@@ -64,6 +64,11 @@ class Ensemble:
         """(texts, classes): the members' probabilities, averaged."""
         return np.mean([member.predict_proba(texts) for member in self.members], axis=0)
 
+    def explain(self, texts: Sequence[str], **options):
+        """Refused in one line: members tokenise and attend each their own way, so explain one of them."""
+        raise AttnclfError("an ensemble is not explained as one model: its members tokenise and attend each "
+                           "their own way; explain one member (a seed-S run directory)")
+
     def predict(self, texts: Sequence[str]) -> list[Prediction]:
         """Each text's label, confidence and probabilities under the averaged probabilities.
 
@@ -71,6 +76,11 @@ class Ensemble:
         attention weights would describe no model.
         """
         return [Prediction.from_scores(row, self.label_names, [], None) for row in self.predict_proba(texts)]
+
+
+def load_run(path: str | Path, device: str = "auto") -> "Classifier | Ensemble":
+    """A run directory as a ``Classifier``, or a ``train --seeds`` folder as an ``Ensemble``."""
+    return Ensemble.load([path], device=device) if is_ensemble_dir(path) else Classifier.load(path, device=device)
 
 
 def is_ensemble_dir(path: str | Path) -> bool:

@@ -222,7 +222,7 @@ def _field(error: dict) -> str:
 
 
 def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
-    """The API around ``classifier`` (an ``attnclf.Classifier``).
+    """The API around ``classifier`` (an ``attnclf.Classifier``, or an ``Ensemble``, which /explain refuses).
 
     >>> # TestClient(create_app(Classifier.load("runs/demo"))).post("/predict", json={"text": "great"}).json()
     """
@@ -285,17 +285,20 @@ def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
         """What is being served."""
         from ..explain import available_methods
 
-        config = classifier.config
+        config = classifier.config  # an ensemble's: its first member's
+        ensemble = hasattr(classifier, "members")
+        members = classifier.members if ensemble else [classifier]
         return {
             "labels": classifier.label_names,
             "model": {"name": config["model"]["name"], "parameters": config["model"]["parameters"],
                       "config": config["model"]["config"]},
+            "ensemble_members": len(members),
             "tokenizer": {"kind": config["settings"]["tokenizer"]["kind"],
                           "max_len": config["settings"]["tokenizer"]["max_len"],
-                          "vocab_size": classifier.tokenizer.vocab_size},
+                          "vocab_size": members[0].tokenizer.vocab_size},
             "version": __version__,
             "trained_with": config.get("versions", {}),
-            "explain_methods": available_methods(classifier.model),
+            "explain_methods": [] if ensemble else available_methods(classifier.model),
             "limits": asdict(limits),
         }
 
@@ -304,14 +307,14 @@ def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
 
 def serve(run_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, limits: ServeLimits = ServeLimits(),
           device: str = "auto", threads: int | None = None) -> None:
-    """Load ``run_dir`` and serve it until interrupted (what ``attnclf serve`` runs).
+    """Load ``run_dir`` (or a ``train --seeds`` folder) and serve it until interrupted (``attnclf serve``).
 
     ``threads`` sets PyTorch's intra-op threads (default: PyTorch's choice,
     one per core); BENCHMARKS.md has the load test at 1 and 2 threads.
     """
     import uvicorn
 
-    from ..classifier import Classifier
+    from ..ensemble import load_run
 
     if threads is not None:
         import torch
@@ -319,7 +322,7 @@ def serve(run_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, limits
         if threads < 1:
             raise AttnclfError(f"--threads must be at least 1, got {threads}")
         torch.set_num_threads(threads)
-    app = create_app(Classifier.load(run_dir, device=device), limits)
+    app = create_app(load_run(run_dir, device=device), limits)
     if host not in ("127.0.0.1", "localhost", "::1"):
         print(f"warning: binding {host} makes the model reachable from other machines", flush=True)
     print(f"serving {run_dir} on http://{host}:{port} (API docs at /docs); Ctrl-C stops", flush=True)
