@@ -1,8 +1,8 @@
 """How a `self-attn` run with the n-gram branch decides: each branch alone, and which one wins.
 
-    python bench/branches.py runs/bench-imdb --dataset imdb --threads 1
+    python bench/branches.py runs/bench-imdb --threads 1
 
-For the run's validation split (its own seed's) and the dataset's test split:
+For the run's own validation split (its data settings and seed) and its test split:
 accuracy of the whole model, of the attention branch's logits alone and of the
 n-gram branch's alone (argmax of one branch's share, see
 ``SelfAttentionClassifier.branch_logits``), the median absolute margin each
@@ -16,9 +16,11 @@ import numpy as np
 import torch
 
 from attnclf.classifier import Classifier
+from attnclf.models.windows import window_config
 from attnclf.text.windows import text_batches
+from attnclf.training.run import DataSettings, load_data
 
-from common import parser, splits, write_result
+from common import data_dir, parser, write_result
 
 
 def branch_logits(clf: Classifier, texts: list[str]) -> dict[str, np.ndarray]:
@@ -62,18 +64,22 @@ def describe(parts: dict[str, np.ndarray], labels: np.ndarray) -> dict:
 def main() -> None:
     p = parser(__doc__)
     p.add_argument("run_dir")
-    p.add_argument("--dataset", default="imdb")
     p.add_argument("--threads", type=int, default=1)
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     clf = Classifier.load(args.run_dir, device="cpu")
+    if window_config(clf.model) is not None:
+        raise SystemExit(f"{args.run_dir} reads windows (--windows); this analysis reads truncated texts only")
     if getattr(clf.model, "ngram_logits", None) is None:
         raise SystemExit(f"{args.run_dir}: the model has no n-gram branch (nb_ngram_buckets)")
     seed = clf.config["settings"]["train"]["seed"]
-    data = splits(args.dataset, args.data_dir, seed)
-    result = {"run": args.run_dir, "dataset": args.dataset, "seed": seed}
+    saved = clf.config["settings"]["data"]
+    data = load_data(DataSettings(**{**saved, "data_dir": data_dir(args.data_dir or saved.get("data_dir"))}), seed)
+    result = {"run": args.run_dir, "dataset": saved.get("dataset") or saved.get("train_file"), "seed": seed}
     for split in ("validation", "test"):
         part = getattr(data, split)
+        if part is None:
+            continue
         labels = np.array([clf.label_names.index(part.label_names[y]) for y in part.labels])
         result[split] = describe(branch_logits(clf, list(part.texts)), labels)
     write_result("branches", result, args.out)

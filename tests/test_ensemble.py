@@ -143,4 +143,16 @@ def test_a_seeds_folder_is_served_and_refuses_explanations(tmp_path):
         assert answer["probabilities"] == pytest.approx(
             dict(zip(ensemble.label_names, ensemble.predict_proba(["a wonderful film"])[0])))
         refused = client.post("/explain", json={"texts": ["a wonderful film"], "method": "attention"})
-        assert refused.status_code == 400 and "explain one member" in refused.json()["detail"]
+        assert refused.status_code == 400 and "use one member" in refused.json()["detail"]
+    with pytest.raises(AttnclfError, match="use one member"):
+        ensemble.explain(["a wonderful film"], "attention")
+
+
+@pytest.mark.parametrize("command", [["explain", "{out}", "good"], ["export", "{out}"], ["report", "{out}"],
+                                     ["predict", "{out}", "good", "--backend", "onnx"]])
+def test_one_model_commands_refuse_a_seeds_folder_in_one_line(command, tmp_path, capsys):
+    out = tmp_path / "ens"
+    out.mkdir()
+    (out / "ensemble.json").write_text('{"members": []}')
+    assert main([arg.format(out=out) for arg in command]) != 0
+    assert "use one member" in capsys.readouterr().err

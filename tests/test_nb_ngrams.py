@@ -190,10 +190,31 @@ def test_the_branch_exports_to_onnx_with_the_same_logits():
 
 def test_explanations_split_the_log_odds_between_the_branches(tmp_path, demo_run):
     run = train_run(settings(tmp_path / "run"), progress=False).run_dir
-    (explanation,) = Classifier.load(run, device="cpu").explain(["a wonderful film, not dull"], method="attention")
-    assert set(explanation.branch_margins) == {"attention", "n-gram"}
+    clf = Classifier.load(run, device="cpu")
+    (explanation,) = clf.explain(["a wonderful film, not dull"], method="attention")
     p = explanation.probability
     assert sum(explanation.branch_margins.values()) == pytest.approx(float(np.log(p / (1 - p))), abs=1e-4)
+    ids = torch.tensor(clf.tokenizer.encode(["a wonderful film, not dull"]))
+    with torch.no_grad():
+        ngram = clf.model.ngram_logits(ids)[0]
+    target = clf.label_names.index(explanation.target)
+    assert explanation.branch_margins["n-gram"] == pytest.approx(float(ngram[target] - ngram[1 - target]), abs=1e-5)
     assert explanation.to_dict()["branch_margins"] == explanation.branch_margins
     (single,) = Classifier.load(demo_run, device="cpu").explain(["a wonderful film"], method="attention")
     assert single.branch_margins is None and "branch_margins" not in single.to_dict()
+
+
+def test_with_three_classes_a_branch_margin_is_its_target_logit_minus_the_mean_of_the_others():
+    from attnclf.explain.explanation import _branch_margins
+
+    model = tiny(num_classes=3)
+    with torch.no_grad():
+        model.ngram_logits.log_count_ratio.normal_()
+        model.ngram_logits.weight.normal_()
+        ids = torch.tensor([[5, 6, 7, 8]])
+        parts = model.branch_logits(model.summarize(ids).vector)
+    (margins,) = _branch_margins(model, [[5, 6, 7, 8]], np.array([2]), "cpu", 8)
+    for name, logits in parts.items():
+        z = logits[0]
+        assert margins[name] == pytest.approx(float(z[2] - (z[0] + z[1]) / 2), abs=1e-5)
+    torch.testing.assert_close(sum(parts.values()), model(ids).logits)

@@ -267,6 +267,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     if args.backend == "onnx":
         from .export.runtime import OnnxClassifier
 
+        _refuse_ensemble(args.run_dir)
         if args.device not in ("auto", "cpu"):
             raise AttnclfError("--backend onnx runs on the CPU; drop --device")
         clf = OnnxClassifier.load(args.run_dir, int8=args.int8)
@@ -285,6 +286,14 @@ def cmd_predict(args: argparse.Namespace) -> int:
             record.pop("tokens"), record.pop("attention")
         print(json.dumps(record, ensure_ascii=False))
     return 0
+
+
+def _refuse_ensemble(run_dir: str) -> None:
+    """One line instead of a missing-file error when a `train --seeds` folder reaches a one-model command."""
+    from .ensemble import NOT_EXPLAINED, is_ensemble_dir
+
+    if is_ensemble_dir(run_dir):
+        raise AttnclfError(f"{run_dir}: {NOT_EXPLAINED}")
 
 
 def _input_texts(args: argparse.Namespace) -> list[str]:
@@ -358,6 +367,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     from .explain import render
     from .explain.methods import available_methods
 
+    _refuse_ensemble(args.run_dir)
     texts = _input_texts(args)
     clf = Classifier.load(args.run_dir, device=args.device)
     methods = _method_list(args.method, available_methods(clf.model))
@@ -449,6 +459,7 @@ def cmd_faithfulness(args: argparse.Namespace) -> int:
         raise AttnclfError(f"--examples must be at least 1, got {args.examples}")
     results = []
     for run_dir in args.run_dirs:
+        _refuse_ensemble(run_dir)
         clf = Classifier.load(run_dir, device=args.device)
         refuse_multi_label(clf.config, "attnclf faithfulness")
         available = available_methods(clf.model)
@@ -477,6 +488,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     if args.examples < 1:
         raise AttnclfError(f"--examples must be at least 1, got {args.examples}")
+    _refuse_ensemble(args.run_dir)
     path = write_report(args.run_dir, method=args.method, faithfulness=args.faithfulness,
                         faithfulness_examples=args.examples, device=args.device)
     print(f"report: {path}")
@@ -562,6 +574,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     from .export.onnx import check_data, export_onnx
 
+    _refuse_ensemble(args.run_dir)
     check = check_data(args.run_dir, args.check_file, text_column=args.text_column, label_column=args.label_column,
                        limit=args.check_examples)
     result = export_onnx(args.run_dir, args.output, check=check, quantize=args.quantize)

@@ -28,6 +28,8 @@ from .prediction import Prediction
 from .rundir import atomic_write_json, prepare_output_dir, read_json
 
 ENSEMBLE_FILE = "ensemble.json"  # in the folder `attnclf train --seeds` writes: members and test metrics
+NOT_EXPLAINED = ("an ensemble is not explained or exported as one model: its members tokenise and attend each "
+                 "their own way; use one member (a seed-S run directory)")
 
 
 class Ensemble:
@@ -64,10 +66,9 @@ class Ensemble:
         """(texts, classes): the members' probabilities, averaged."""
         return np.mean([member.predict_proba(texts) for member in self.members], axis=0)
 
-    def explain(self, texts: Sequence[str], **options):
+    def explain(self, texts: Sequence[str], method: str = "attention", **options):
         """Refused in one line: members tokenise and attend each their own way, so explain one of them."""
-        raise AttnclfError("an ensemble is not explained as one model: its members tokenise and attend each "
-                           "their own way; explain one member (a seed-S run directory)")
+        raise AttnclfError(NOT_EXPLAINED)
 
     def predict(self, texts: Sequence[str]) -> list[Prediction]:
         """Each text's label, confidence and probabilities under the averaged probabilities.

@@ -290,7 +290,9 @@ def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
         members = classifier.members if ensemble else [classifier]
         return {
             "labels": classifier.label_names,
-            "model": {"name": config["model"]["name"], "parameters": config["model"]["parameters"],
+            # An ensemble's members share a recipe; its parameters are all of theirs.
+            "model": {"name": config["model"]["name"],
+                      "parameters": sum(m.config["model"]["parameters"] for m in members),
                       "config": config["model"]["config"]},
             "ensemble_members": len(members),
             "tokenizer": {"kind": config["settings"]["tokenizer"]["kind"],
