@@ -235,19 +235,14 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 @command("evaluate")
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from .classifier import Classifier
     from .data.multilabel import multi_hot
+    from .ensemble import Ensemble, load_run
     from .evaluation.metrics import compute_metrics
     from .evaluation.multilabel import multilabel_metrics
 
-    from .ensemble import Ensemble, is_ensemble_dir
-
-    several = len(args.run_dirs) > 1 or is_ensemble_dir(args.run_dirs[0])
-    if several:
-        clf = Ensemble.load(args.run_dirs, device=args.device)
-    else:
-        clf = Classifier.load(args.run_dirs[0], device=args.device)
-    data = _test_data(args, clf, test_only=several)
+    clf = Ensemble.load(args.run_dirs, device=args.device) if len(args.run_dirs) > 1 else \
+        load_run(args.run_dirs[0], device=args.device)
+    data = _test_data(args, clf, test_only=isinstance(clf, Ensemble))
     if clf.multi_label:
         metrics = multilabel_metrics(multi_hot(data.labels, len(clf.label_names)), clf.predict_proba(data.texts),
                                      clf.label_names, clf.thresholds)

@@ -39,17 +39,18 @@ class Ensemble:
         if not members:
             raise AttnclfError("an ensemble needs at least one run")
         names = list(names or [f"member {i}" for i in range(len(members))])
-        first = members[0]
+        first, reference = members[0], _data(members[0])
         for member, name in zip(members, names, strict=True):
             if member.multi_label:
                 raise AttnclfError(f"{name} is a multi-label run; ensembles average single-label runs only")
             if member.label_names != first.label_names:
                 raise AttnclfError(f"{name} has labels {member.label_names}, but {names[0]} has {first.label_names}; "
                                    f"an ensemble's runs must share their labels")
-            differ = [key for key, value in _data(member).items() if _data(first)[key] != value]
+            data = _data(member)
+            differ = [key for key, value in data.items() if reference[key] != value]
             if differ:
                 raise AttnclfError(f"{name} was trained on other data than {names[0]} ({differ[0]}: "
-                                   f"{_data(member)[differ[0]]!r} vs {_data(first)[differ[0]]!r}); "
+                                   f"{data[differ[0]]!r} vs {reference[differ[0]]!r}); "
                                    f"an ensemble's runs must share their data")
         self.members = list(members)
         self.label_names = first.label_names

@@ -374,8 +374,8 @@ class SelfAttentionClassifier(TokenClassifier):
     lets the encoder start from phrases ("not good") instead of words.
 
     ``nb_ngram_buckets > 0`` adds the logits of ``NaiveBayesNgrams``, NBSVM as a
-    layer, to the head's; the training run calls ``fit_ngram_prior`` with the
-    training set before the first step. Each token's n-gram evidence rides at the
+    layer, to the head's; ``Trainer.fit`` counts the training set for it before
+    the first step. Each token's n-gram evidence rides at the
     end of its embedding (``embed_tokens`` is d_model + num_classes wide), so
     gradient attributions and occlusion see both branches; attention weights
     describe the attention branch only. The summary is the pooled vector followed
@@ -421,11 +421,6 @@ class SelfAttentionClassifier(TokenClassifier):
         if self.ngram_logits is not None:
             self.summary_dim += config.num_classes
 
-    def fit_ngram_prior(self, batches) -> None:
-        """Count the training set's ``(input_ids, labels)`` batches for the n-gram branch (no-op without one)."""
-        if self.ngram_logits is not None:
-            self.ngram_logits.fit(batches)
-
     def embed_tokens(self, input_ids: torch.Tensor) -> torch.Tensor:
         x = self.token_embedding(input_ids)
         if self.bigram_embedding is not None:
@@ -462,8 +457,6 @@ class SelfAttentionClassifier(TokenClassifier):
         return Summary(pooled, pooling_weights=weights, self_attentions=maps)
 
     def classify(self, summary: torch.Tensor) -> torch.Tensor:
-        if self.ngram_logits is None:
-            return self.head(summary)
         return sum(self.branch_logits(summary).values())
 
     def branch_logits(self, summary: torch.Tensor) -> dict[str, torch.Tensor]:

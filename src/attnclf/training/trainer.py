@@ -316,11 +316,11 @@ def count_ngram_prior(model: nn.Module, train: BucketBatches) -> None:
 
     The count reads the examples in order, without the balanced sampler's repeats and omissions.
     """
-    base = getattr(model, "base", model)  # a windowed model's own network
-    if getattr(base, "ngram_logits", None) is None:
+    branch = getattr(getattr(model, "base", model), "ngram_logits", None)  # a windowed model's own network's
+    if branch is None:
         return
     in_order = copy.copy(train)
     in_order.shuffle, in_order.balanced = False, False
-    base.fit_ngram_prior(
+    branch.fit(
         (b.input_ids.flatten(0, -2), b.labels.repeat_interleave(b.input_ids.shape[1], dim=0)
          if b.input_ids.dim() == 3 else b.labels) for b in in_order)
