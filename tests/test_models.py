@@ -328,6 +328,51 @@ def test_multi_head_self_attention_matches_torch():
     torch.testing.assert_close(weights.transpose(1, 2)[mask], expected_weights.transpose(1, 2)[mask])
 
 
+def test_block_local_attention_stays_inside_its_blocks():
+    torch.manual_seed(0)
+    attention = MultiHeadSelfAttention(16, heads=4, window=4).eval()
+    x = torch.randn(3, 10, 16)  # blocks 0-3, 4-7 and 8-9 (+ 2 padding)
+    mask = torch.arange(10) < torch.tensor([10, 7, 3])[:, None]  # row 2: its last two blocks are padding alone
+    with torch.no_grad():
+        fast, _ = attention(x, mask)
+        explicit, weights = attention(x, mask, need_weights=True)
+        changed = x.clone()
+        changed[:, 4:8] = torch.randn(3, 4, 16)
+        after, _ = attention(changed, mask)
+    torch.testing.assert_close(fast[mask], explicit[mask], atol=1e-6, rtol=1e-5)
+    block = torch.arange(10) // 4
+    across_blocks = block[:, None] != block[None, :]
+    assert weights[:, :, across_blocks].abs().max() == 0
+    real_rows = weights.sum(-1).masked_select(mask[:, None, :])
+    torch.testing.assert_close(real_rows, torch.ones_like(real_rows))
+    outside = (block != 1)[None, :] & mask
+    torch.testing.assert_close(after[outside], fast[outside])  # another block's tokens are never seen
+    assert not torch.allclose(after[:, 4:7][mask[:, 4:7]], fast[:, 4:7][mask[:, 4:7]])
+    assert torch.isfinite(fast).all()
+
+
+def test_a_window_longer_than_the_text_is_full_attention():
+    windowed = tiny("self-attn", attention_window=8)
+    full = tiny("self-attn")
+    full.load_state_dict(windowed.state_dict())
+    ids, mask = batch()  # 7 tokens at most
+    with torch.no_grad():
+        torch.testing.assert_close(windowed(ids, mask).logits, full(ids, mask).logits)
+        longer, longer_mask = batch(lengths=(20, 9, 3))
+        assert not torch.allclose(windowed(longer, longer_mask).logits, full(longer, longer_mask).logits)
+
+
+@pytest.mark.parametrize("extra", [1, 6, 13])
+def test_windowed_self_attn_ignores_padding_and_matches_its_maps(extra):
+    model = tiny("self-attn", attention_window=3, nb_ngram_buckets=31)
+    ids, mask = batch(lengths=(7, 1, 4))
+    with torch.no_grad():
+        logits = model(ids, mask).logits
+        torch.testing.assert_close(model(*pad_right(ids, mask, extra)).logits, logits)
+        explicit = model(ids, mask, output_attentions=True)
+    torch.testing.assert_close(explicit.logits, logits, atol=1e-5, rtol=1e-5)
+
+
 def test_heads_must_divide_the_model_dimension():
     with pytest.raises(AttnclfError, match="heads=3"):
         build_model("self-attn", d_model=16, heads=3)
@@ -421,6 +466,7 @@ def test_unknown_field_is_named_with_the_valid_ones():
         ("bilstm-attn", "pooling_score", "nope", "unknown attention score 'nope'"),
         ("transformer-mean", "positional", "rotary", "unknown positional encoding 'rotary'"),
         ("transformer-mean", "activation", "tanh", "unknown activation 'tanh'"),
+        ("self-attn", "attention_window", -1, "attention window must be 0"),
     ],
 )
 def test_bad_config_values(name, field, value, message):

@@ -35,6 +35,7 @@ from .. import __version__
 from ..classifier import Classifier
 from ..data.base import TextDataset
 from ..errors import AttnclfError
+from ..models.attention import MultiHeadSelfAttention
 from ..models.windows import window_config
 from ..rundir import atomic_write_bytes, atomic_write_json, prepare_output_dir, refuse_multi_label
 from ..text.tokenizer import PAD_ID, UNK_ID
@@ -72,8 +73,10 @@ def onnx_graph(model: nn.Module) -> bytes:
     if any(isinstance(module, nn.LSTM) for module in model.modules()):
         raise AttnclfError(f"{type(model).__name__} runs an LSTM over each text's real tokens only (packed), which "
                            "ONNX cannot express; export a model without an LSTM, or predict with --backend torch")
-    # The second row is padded, so the traced graph holds the masking path.
-    input_ids = torch.full((2, 3), UNK_ID, dtype=torch.long)
+    # The second row is padded, so the traced graph holds the masking path; longer than any attention
+    # window, so it holds block-local attention too (which also gives exact results on shorter texts).
+    windows = [module.window for module in model.modules() if isinstance(module, MultiHeadSelfAttention)]
+    input_ids = torch.full((2, max([3] + [window + 1 for window in windows])), UNK_ID, dtype=torch.long)
     input_ids[1, 1:] = PAD_ID
     wrapper = _LogitsAndPooling(model).eval()
     with torch.no_grad():

@@ -86,12 +86,15 @@ class MultiHeadSelfAttention(nn.Module):
     (torch.Size([1, 3, 8]), torch.Size([1, 2, 3, 3]), 0.0)
     """
 
-    def __init__(self, dim: int, heads: int, dropout: float = 0.0) -> None:
+    def __init__(self, dim: int, heads: int, dropout: float = 0.0, window: int = 0) -> None:
         super().__init__()
         if dim % heads:
             raise AttnclfError(f"model dimension {dim} is not divisible by heads={heads}")
+        if window < 0:
+            raise AttnclfError(f"attention window must be 0 (full) or positive, got {window}")
         self.heads = heads
         self.dropout = dropout
+        self.window = window
         self.qkv = nn.Linear(dim, 3 * dim)  # one matmul for q, k, v (same layout as nn.MultiheadAttention)
         self.proj = nn.Linear(dim, dim)
 
@@ -99,8 +102,14 @@ class MultiHeadSelfAttention(nn.Module):
         self, x: torch.Tensor, mask: torch.Tensor, need_weights: bool = False
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         batch, seq, dim = x.shape
+        local = bool(self.window) and seq > self.window
+        if local and not need_weights:
+            return self._block_local(x, mask), None
         q, k, v = self.qkv(x).view(batch, seq, 3, self.heads, dim // self.heads).permute(2, 0, 3, 1, 4)
         keys = mask[:, None, None, :]  # (B, 1, 1, T): which keys every query may see
+        if local:  # the same blocks as _block_local, as a mask, so the (seq, seq) maps can be returned
+            block = torch.arange(seq, device=x.device) // self.window
+            keys = keys & (block[:, None] == block[None, :])
         dropout = self.dropout if self.training else 0.0
         if need_weights:
             scores = (q @ k.transpose(-2, -1)) / math.sqrt(q.size(-1))
@@ -110,6 +119,19 @@ class MultiHeadSelfAttention(nn.Module):
             weights = None
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=keys, dropout_p=dropout)
         return self.proj(y.transpose(1, 2).reshape(batch, seq, dim)), weights
+
+    def _block_local(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """Attention within blocks of ``window`` tokens, each folded into a sequence of its own.
+
+        A block of padding alone has no key to attend to; SDPA gives it zeros, and it is cut off after.
+        """
+        batch, seq, dim = x.shape
+        pad = -seq % self.window
+        folded = (batch * (seq + pad) // self.window, self.window, 3, self.heads, dim // self.heads)
+        q, k, v = F.pad(self.qkv(x), (0, 0, 0, pad)).view(folded).permute(2, 0, 3, 1, 4)
+        keys = F.pad(mask, (0, pad)).view(folded[0], 1, 1, self.window)
+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=keys, dropout_p=self.dropout if self.training else 0.0)
+        return self.proj(y.transpose(1, 2).reshape(batch, seq + pad, dim)[:, :seq])
 
 
 class EncoderBlock(nn.Module):
@@ -137,6 +159,7 @@ class EncoderBlock(nn.Module):
         activation: str = "gelu",
         norm_first: bool = True,
         attention_dropout: float = 0.0,
+        attention_window: int = 0,
     ) -> None:
         super().__init__()
         activations = {"gelu": nn.GELU, "relu": nn.ReLU}
@@ -144,7 +167,7 @@ class EncoderBlock(nn.Module):
             raise AttnclfError(f"unknown activation {activation!r}; choose one of gelu, relu")
         self.norm_first = norm_first
         self.attn_norm = nn.LayerNorm(dim)
-        self.attn = MultiHeadSelfAttention(dim, heads, attention_dropout)
+        self.attn = MultiHeadSelfAttention(dim, heads, attention_dropout, attention_window)
         self.ff_norm = nn.LayerNorm(dim)
         # No dropout inside the feed-forward (as nanoGPT): on the 4x-wide hidden
         # layer it costs more CPU time than the rest of the block's dropouts.
@@ -187,10 +210,11 @@ class TransformerEncoder(nn.Module):
         activation: str = "gelu",
         norm_first: bool = True,
         attention_dropout: float = 0.0,
+        attention_window: int = 0,
     ) -> None:
         super().__init__()
         self.blocks = nn.ModuleList(
-            EncoderBlock(dim, heads, ff_dim, dropout, activation, norm_first, attention_dropout)
+            EncoderBlock(dim, heads, ff_dim, dropout, activation, norm_first, attention_dropout, attention_window)
             for _ in range(layers)
         )
         # Pre-norm leaves the residual stream unnormalised; post-norm already

@@ -329,6 +329,7 @@ class SelfAttentionConfig(ModelConfig):
     ff_dim: int = 512
     dropout: float = 0.1
     attention_dropout: float = 0.0  # the seed's layer used 0.1; nonzero roughly doubles CPU step time
+    attention_window: int = 0  # > 0: tokens attend within blocks of this many (MultiHeadSelfAttention)
     positional: str = "learned"  # the seed's code (its prose says sinusoidal)
     pooling: str = "attention"  # attention | mean | first | max
     pooling_score: str = "scaled_dot"
@@ -404,6 +405,7 @@ class SelfAttentionClassifier(TokenClassifier):
         self.encoder = TransformerEncoder(
             config.d_model, config.heads, config.layers, config.ff_dim, config.dropout,
             activation="gelu", norm_first=True, attention_dropout=config.attention_dropout,
+            attention_window=config.attention_window,
         )
         self.pool = (
             AttentionPooling(config.d_model, config.pooling_score, max_len=config.max_len)
