@@ -11,7 +11,8 @@ and max length, trained from scratch with `transformers.Trainer`
 (length-grouped sampling, no checkpoints or evaluation during training, so its
 time is its training loop alone; attnclf's time includes its per-epoch
 validation on --val-examples texts and checkpoint writes). Prediction runs
-both models over the same length-sorted batches. Runs alternate
+both models over the same length-sorted batches, in float32 and again under
+bfloat16 autocast (attnclf's `--bf16`; the same autocast for BERT). Runs alternate
 (attnclf, BERT, attnclf, BERT, ...) so machine noise hits both alike; the
 JSON keeps every time and the ratio of each pair, in wall seconds and in
 CPU seconds of this process (with --threads 1 the CPU figures do not depend
@@ -112,6 +113,14 @@ def predict_bert(model, batches: BucketBatches) -> np.ndarray:
     return probs
 
 
+def in_bf16(predict):
+    """``predict`` under the bfloat16 autocast that ``attnclf predict --bf16`` uses."""
+    def run(model):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            return predict(model)
+    return run
+
+
 def _timed(fn, *args):
     """(result, wall seconds, CPU seconds); with one thread CPU seconds ignore other jobs on the machine."""
     wall, cpu = time.perf_counter(), time.process_time()
@@ -160,22 +169,25 @@ def main() -> None:
     predictors = {"attnclf": lambda m: predict_probabilities(m, test_batches, torch.device("cpu")),
                   "attnclf_no_ngrams": lambda m: predict_probabilities(m, test_batches, torch.device("cpu")),
                   "bert": lambda m: predict_bert(m, test_batches)}
-    times = {name: {"train": [], "predict": [], "train_cpu": [], "predict_cpu": []} for name in systems}
-    accuracy, parameters = {}, {}
+    kinds = ("train", "predict", "predict_bf16", "train_cpu", "predict_cpu", "predict_bf16_cpu")
+    times = {name: {kind: [] for kind in kinds} for name in systems}
+    accuracy, accuracy_bf16, parameters = {}, {}, {}
     for repeat in range(-args.warmup, args.repeats):  # negative repeats are warm-up, not counted
         for name, train_fn in systems.items():  # alternating, so drift hits every system alike
             model, seconds, cpu = train_fn()
             probs, predict_seconds, predict_cpu = _timed(predictors[name], model)
+            probs_bf16, bf16_seconds, bf16_cpu = _timed(in_bf16(predictors[name]), model)
             if repeat < 0:
                 continue
-            times[name]["train"].append(round(seconds, 2))
-            times[name]["predict"].append(round(predict_seconds, 3))
-            times[name]["train_cpu"].append(round(cpu, 2))
-            times[name]["predict_cpu"].append(round(predict_cpu, 3))
+            for kind, value in (("train", seconds), ("predict", predict_seconds), ("predict_bf16", bf16_seconds),
+                                ("train_cpu", cpu), ("predict_cpu", predict_cpu), ("predict_bf16_cpu", bf16_cpu)):
+                times[name][kind].append(round(value, 3))
             accuracy[name] = float((probs.argmax(1) == np.asarray(test.labels)).mean())
+            accuracy_bf16[name] = float((probs_bf16.argmax(1) == np.asarray(test.labels)).mean())
             parameters[name] = sum(p.numel() for p in model.parameters())
             print(f"repeat {repeat}: {name:18s} train {seconds:7.1f}s ({cpu:.1f} CPU s) predict "
-                  f"{predict_seconds:6.2f}s ({predict_cpu:.2f} CPU s) accuracy {accuracy[name]:.4f}", flush=True)
+                  f"{predict_seconds:6.2f}s ({predict_cpu:.2f} CPU s; bf16 {bf16_cpu:.2f}) accuracy "
+                  f"{accuracy[name]:.4f} (bf16 {accuracy_bf16[name]:.4f})", flush=True)
 
     def ratios(kind: str, name: str) -> list[float]:  # BERT time / attnclf time, pair by pair
         return [round(b / a, 3) for a, b in zip(times[name][kind], times["bert"][kind])]
@@ -185,14 +197,15 @@ def main() -> None:
         train_median = float(np.median(times[name]["train"]))
         predict_median = float(np.median(times[name]["predict"]))
         summary[name] = {
-            "parameters": parameters[name], "test_accuracy": accuracy[name], "times": times[name],
+            "parameters": parameters[name], "test_accuracy": accuracy[name],
+            "test_accuracy_bf16": accuracy_bf16[name], "times": times[name],
             "train_seconds_median": train_median, "predict_seconds_median": predict_median,
             "train_tokens_per_second": round(tokens["train"] * args.epochs / train_median),
             "predict_tokens_per_second": round(tokens["test"] / predict_median),
             "predict_texts_per_second": round(len(test) / predict_median, 1),
         }
         if name != "bert":
-            for kind in ("train", "predict", "train_cpu", "predict_cpu"):
+            for kind in kinds:
                 summary[name][f"{kind}_speedup_vs_bert_median"] = float(np.median(ratios(kind, name)))
                 summary[name][f"{kind}_speedup_vs_bert_pairs"] = ratios(kind, name)
     import transformers

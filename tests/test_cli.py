@@ -75,6 +75,27 @@ def test_predict_attention_is_per_token(demo_run, capsys):
     assert len(record["attention"]) == 5 and sum(record["attention"]) == pytest.approx(1, abs=1e-5)
 
 
+def test_bf16_inference_runs_under_autocast_and_stays_close_to_float32(demo_run, capsys):
+    import numpy as np
+
+    from attnclf import Classifier
+
+    texts = ["the plot was not good", "a wonderful and moving film", "dull", "fine acting, weak story"] * 5
+    exact = Classifier.load(demo_run, device="cpu").predict_proba(texts)
+    fast = Classifier.load(demo_run, device="cpu", bf16=True).predict_proba(texts)
+    assert not np.array_equal(fast, exact)  # bfloat16 really ran
+    assert np.abs(fast - exact).max() < 0.02
+    assert main(["predict", str(demo_run), *texts[:2], "--bf16"]) == 0
+    labels = [json.loads(line)["label"] for line in capsys.readouterr().out.splitlines()]
+    assert main(["predict", str(demo_run), *texts[:2]]) == 0
+    assert labels == [json.loads(line)["label"] for line in capsys.readouterr().out.splitlines()]
+    accuracy = {}
+    for precision in ([], ["--bf16"]):
+        assert main(["evaluate", str(demo_run), "--dataset", "demo", "--json", *precision]) == 0
+        accuracy[bool(precision)] = json.loads(capsys.readouterr().out)["accuracy"]
+    assert accuracy[True] == pytest.approx(accuracy[False], abs=0.02)
+
+
 def test_evaluate_on_a_test_file(csv_run, csv_files, capsys):
     assert main(["evaluate", str(csv_run), "--test-file", str(csv_files[1]), "--json"]) == 0
     metrics = json.loads(capsys.readouterr().out)

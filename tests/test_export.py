@@ -103,6 +103,23 @@ def test_export_that_disagrees_with_pytorch_fails_and_leaves_no_manifest(demo_ru
         OnnxClassifier.load(tmp_path / "bad")
 
 
+def test_block_local_attention_exports_for_every_length():
+    """The graph is traced on a text longer than the window, and that path is exact for shorter texts too."""
+    import onnxruntime
+
+    torch.manual_seed(0)
+    model = build_model("self-attn", vocab_size=50, d_model=16, heads=2, ff_dim=32, layers=2, max_len=64,
+                        num_classes=3, attention_window=4).eval()
+    session = onnxruntime.InferenceSession(onnx_export.onnx_graph(model))
+    for seq in (2, 4, 5, 9, 40):
+        ids = torch.randint(1, 50, (3, seq))
+        ids[1, seq // 2:] = 0
+        with torch.no_grad():
+            expected = model(ids, ids != 0).logits.numpy()
+        got = session.run(["logits"], {"input_ids": ids.numpy(), "attention_mask": (ids != 0).numpy()})[0]
+        np.testing.assert_allclose(got, expected, atol=1e-5)
+
+
 def test_models_with_an_lstm_are_refused_with_a_reason():
     with pytest.raises(AttnclfError, match="LSTM.*--backend torch"):
         onnx_export.onnx_graph(build_model("bilstm-attn", vocab_size=20).eval())
@@ -111,6 +128,7 @@ def test_models_with_an_lstm_are_refused_with_a_reason():
 @pytest.mark.parametrize("args, message", [
     (["predict", "{run}", "good", "--backend", "onnx"], "no ONNX export"),
     (["predict", "{run}", "good", "--int8"], "--int8 needs --backend onnx"),
+    (["predict", "{run}", "good", "--backend", "onnx", "--bf16"], "--bf16 is for --backend torch"),
     (["predict", "{missing}", "good", "--backend", "onnx"], "does not exist"),
     (["export", "{run}", "--check-file", "{missing}"], "no such file"),
 ])

@@ -31,22 +31,27 @@ class Classifier:
     A multi-label run (``multi_label``, from its config) predicts a label set
     per text: each label whose sigmoid probability reaches its threshold in
     ``thresholds`` (from thresholds.json; 0.5 each until tuned).
+
+    ``bf16=True`` predicts under bfloat16 autocast: on a CPU with AVX-512 BF16
+    or AMX the matrix products run several times faster (BENCHMARKS.md), and
+    probabilities move by about 1e-3. Explanations always run in float32.
     """
 
     def __init__(self, model: torch.nn.Module, tokenizer: Tokenizer, label_names: list[str],
                  device: torch.device, config: dict | None = None, batch_size: int = 64,
-                 thresholds: np.ndarray | None = None):
+                 thresholds: np.ndarray | None = None, bf16: bool = False):
         self.model = model.to(device).eval()
         self.tokenizer = tokenizer
         self.label_names = label_names
         self.device = device
         self.config = config or {}
         self.batch_size = batch_size
+        self.bf16 = bf16
         self.multi_label = is_multi_label(self.config)
         self.thresholds = np.full(len(label_names), DEFAULT_THRESHOLD) if thresholds is None else thresholds
 
     @classmethod
-    def load(cls, run_dir: str | Path, device: str = "auto") -> "Classifier":
+    def load(cls, run_dir: str | Path, device: str = "auto", bf16: bool = False) -> "Classifier":
         """Load a run directory written by ``attnclf train``.
 
         >>> # Classifier.load("runs/demo", device="cpu")
@@ -68,7 +73,7 @@ class Classifier:
         if not isinstance(labels, list) or len(labels) != model.config.num_classes:
             raise RunDirError(f"{run_dir / 'labels.json'}: expected {model.config.num_classes} label names")
         return cls(model, tokenizer, labels, resolve_device(device), config,
-                   thresholds=_thresholds(run_dir, labels) if is_multi_label(config) else None)
+                   thresholds=_thresholds(run_dir, labels) if is_multi_label(config) else None, bf16=bf16)
 
     @torch.inference_mode()
     def _run(self, texts: Sequence[str]) -> tuple[np.ndarray, list[list[int]], list[np.ndarray | None]]:
@@ -79,7 +84,8 @@ class Classifier:
         attention: list[np.ndarray | None] = [None] * len(ids)
         for batch in batches:
             batch = batch.to(self.device)
-            out = self.model(batch.input_ids, batch.attention_mask)
+            with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16):
+                out = self.model(batch.input_ids, batch.attention_mask)
             probabilities[batch.indices] = output_probabilities(out.logits, self.multi_label).cpu().numpy()
             if out.pooling_weights is not None:
                 weights = out.pooling_weights.float().cpu().numpy()

@@ -58,10 +58,11 @@ class Ensemble:
         self.multi_label = False
 
     @classmethod
-    def load(cls, run_dirs: Sequence[str | Path], device: str = "auto") -> "Ensemble":
+    def load(cls, run_dirs: Sequence[str | Path], device: str = "auto", bf16: bool = False) -> "Ensemble":
         """Load every run directory (see ``Classifier.load``), or the members of one ``train --seeds`` folder."""
         run_dirs = member_dirs(run_dirs[0]) if len(run_dirs) == 1 and is_ensemble_dir(run_dirs[0]) else run_dirs
-        return cls([Classifier.load(run_dir, device=device) for run_dir in run_dirs], [str(d) for d in run_dirs])
+        return cls([Classifier.load(run_dir, device=device, bf16=bf16) for run_dir in run_dirs],
+                   [str(d) for d in run_dirs])
 
     def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
         """(texts, classes): the members' probabilities, averaged."""
@@ -80,9 +81,11 @@ class Ensemble:
         return [Prediction.from_scores(row, self.label_names, [], None) for row in self.predict_proba(texts)]
 
 
-def load_run(path: str | Path, device: str = "auto") -> "Classifier | Ensemble":
+def load_run(path: str | Path, device: str = "auto", bf16: bool = False) -> "Classifier | Ensemble":
     """A run directory as a ``Classifier``, or a ``train --seeds`` folder as an ``Ensemble``."""
-    return Ensemble.load([path], device=device) if is_ensemble_dir(path) else Classifier.load(path, device=device)
+    if is_ensemble_dir(path):
+        return Ensemble.load([path], device=device, bf16=bf16)
+    return Classifier.load(path, device=device, bf16=bf16)
 
 
 def is_ensemble_dir(path: str | Path) -> bool:

@@ -308,11 +308,12 @@ def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
 
 
 def serve(run_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, limits: ServeLimits = ServeLimits(),
-          device: str = "auto", threads: int | None = None) -> None:
+          device: str = "auto", threads: int | None = None, bf16: bool = False) -> None:
     """Load ``run_dir`` (or a ``train --seeds`` folder) and serve it until interrupted (``attnclf serve``).
 
     ``threads`` sets PyTorch's intra-op threads (default: PyTorch's choice,
     one per core); BENCHMARKS.md has the load test at 1 and 2 threads.
+    ``bf16``: /predict under bfloat16 autocast (see ``Classifier``).
     """
     import uvicorn
 
@@ -324,7 +325,7 @@ def serve(run_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, limits
         if threads < 1:
             raise AttnclfError(f"--threads must be at least 1, got {threads}")
         torch.set_num_threads(threads)
-    app = create_app(load_run(run_dir, device=device), limits)
+    app = create_app(load_run(run_dir, device=device, bf16=bf16), limits)
     if host not in ("127.0.0.1", "localhost", "::1"):
         print(f"warning: binding {host} makes the model reachable from other machines", flush=True)
     print(f"serving {run_dir} on http://{host}:{port} (API docs at /docs); Ctrl-C stops", flush=True)
