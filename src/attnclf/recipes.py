@@ -34,8 +34,10 @@ RECIPES: dict[str, dict] = {
         # The naive-Bayes n-gram branch (NBSVM as a layer, 2M hashed bigrams + words) lifts validation
         # from 88.6% to 91.0%; with it the bigram embedding table adds nothing (90.9%) and costs 16.8M
         # parameters. The joint model peaks after one epoch, so training stops when an epoch loses.
+        # Block-local attention (windows of 64 tokens) ties full attention on validation over seeds
+        # 0-2 (91.29% against 91.27%) and trains 1.35x faster: 800 tokens cost 12x less attention.
         "model_config": {"d_model": 64, "heads": 4, "layers": 1, "ff_dim": 256, "dropout": 0.2,
-                         "ngram_buckets": 0, "nb_ngram_buckets": 2097152},
+                         "ngram_buckets": 0, "nb_ngram_buckets": 2097152, "attention_window": 64},
         "train": {"epochs": 3, "batch_size": 64, "lr": 2e-3, "patience": 1, "monitor": "accuracy"},
     },
     "sst2": {
