@@ -113,6 +113,13 @@ def build_settings(args: argparse.Namespace):
         budget["train"]["seed"] = args.seed
     settings = settings_for(model=args.model, model_config=_parse_overrides(args.set), output=args.output, **budget)
     settings.windows = _windows(args)
+    if args.embeddings_std is not None and not args.embeddings:
+        raise AttnclfError("--embeddings-std needs --embeddings FILE")
+    if args.embeddings_std is not None and not args.embeddings_std > 0:
+        raise AttnclfError(f"--embeddings-std must be positive, got {args.embeddings_std}")
+    settings.embeddings = args.embeddings
+    if args.embeddings_std is not None:
+        settings.embeddings_std = args.embeddings_std
     return settings
 
 
@@ -172,6 +179,11 @@ def _add_train_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="model config field, e.g. --set heads=8")
     p.add_argument("--output", "-o", help="run directory (default: runs/<model>-<dataset>)")
     p.add_argument("--seed", type=int)
+    p.add_argument("--embeddings", metavar="FILE",
+                   help="start the token embedding from these word vectors (word2vec/fastText .vec or GloVe text, "
+                        "e.g. from `attnclf vectors`); their dimension must be the model's width")
+    p.add_argument("--embeddings-std", type=float,
+                   help="standard deviation the vectors are scaled to (default: 0.5)")
     p.add_argument("--windows", action="store_true",
                    help="read long texts whole, as overlapping windows of --max-len tokens pooled across windows")
     p.add_argument("--window-stride", type=int, help="with --windows: tokens between window starts "
@@ -567,6 +579,23 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+@command("vectors")
+def cmd_vectors(args: argparse.Namespace) -> int:
+    from .data.registry import unlabelled_corpus
+    from .text.vectors import count_vectors
+
+    if not args.dataset and not args.file:
+        raise AttnclfError("no text to count: give --dataset NAME and/or --file PATH")
+    texts = unlabelled_corpus(args.dataset, args.data_dir) if args.dataset else []
+    for path in args.file or []:
+        texts += _read_lines(Path(path))
+    vectors = count_vectors(texts, dim=args.dim, window=args.window, min_count=args.min_count,
+                            vocab_size=args.vocab_size)
+    vectors.save(args.output)
+    print(f"{len(vectors.words):,} words x {vectors.dim} dimensions from {len(texts):,} texts: {args.output}")
+    return 0
+
+
 @command("export")
 def cmd_export(args: argparse.Namespace) -> int:
     from .export.onnx import check_data, export_onnx
@@ -717,6 +746,21 @@ def build_parser() -> argparse.ArgumentParser:
                                                "steadier on a machine busy with other jobs)")
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"])
     p.add_argument("--bf16", action="store_true", help=INFERENCE_BF16_HELP)
+
+    p = sub.add_parser("vectors", help="word vectors from unlabelled text (PPMI + SVD), for `train --embeddings`",
+                       description="Count which words occur near which in unlabelled text and factorise the "
+                                   "counts (positive PMI, truncated SVD) into one vector per word, split as the "
+                                   "word tokenizer splits. A dataset gives its training texts (never its test "
+                                   "texts) and any unlabelled ones it ships (IMDB: 50,000 reviews).")
+    p.add_argument("--dataset", help="a dataset name (see `attnclf datasets`)")
+    p.add_argument("--data-dir", help="folder holding dataset files (default: $ATTNCLF_DATA_DIR, then ~/.cache/attnclf)")
+    p.add_argument("--file", action="append", help="a UTF-8 file with one text per line (repeatable)")
+    p.add_argument("--output", "-o", required=True, help="vectors file to write (word2vec text format)")
+    p.add_argument("--dim", type=int, default=64, help="dimensions: the width of the model that will use them "
+                                                        "(default: 64)")
+    p.add_argument("--window", type=int, default=5, help="words either side that count as context (default: 5)")
+    p.add_argument("--min-count", type=int, default=5, help="words seen fewer times get no vector (default: 5)")
+    p.add_argument("--vocab-size", type=int, default=50000, help="at most this many words (default: 50000)")
 
     p = sub.add_parser("export", help="export a trained model for inference without PyTorch (ONNX)",
                        description="Write RUN_DIR's model as ONNX with its tokenizer and labels, and check that "

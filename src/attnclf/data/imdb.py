@@ -131,4 +131,5 @@ SOURCE = Source(
     load=load,
     locate=locate,
     num_classes=2,
+    unlabelled=load_unsup,
 )

@@ -35,6 +35,8 @@ class Source:
     to search (see ``candidate_dirs``). ``locate(data_dirs)`` returns the path
     the data would be read from, or None when it is not available locally.
     Generated sources set ``generated=True`` and ignore ``data_dirs``.
+    ``unlabelled(data_dirs)``, where a corpus ships texts without labels (IMDB's
+    50,000), returns them: ``attnclf vectors`` counts them with the training texts.
     """
 
     name: str
@@ -43,6 +45,7 @@ class Source:
     locate: Callable[[list[Path]], Path | None] = lambda dirs: None
     generated: bool = False
     num_classes: int | None = None
+    unlabelled: Callable[[list[Path]], list[str]] | None = None
 
 
 def user_cache_dir() -> Path:
@@ -93,3 +96,17 @@ def load_splits(name: str, data_dir: str | Path | None = None, seed: int = 0) ->
     """
     source = get_source(name)
     return source.load(candidate_dirs(data_dir), seed)
+
+
+def unlabelled_corpus(name: str, data_dir: str | Path | None = None) -> list[str]:
+    """Every text a dataset offers for unsupervised learning: its training split (without the labels) and
+    any texts it ships unlabelled; never its test split.
+
+    >>> len(unlabelled_corpus("synthetic"))
+    3200
+    """
+    source = get_source(name)
+    dirs = candidate_dirs(data_dir)
+    texts = list(source.load(dirs, 0).train.texts)
+    return texts + (source.unlabelled(dirs) if source.unlabelled else [])
+

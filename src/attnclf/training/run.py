@@ -28,6 +28,7 @@ from ..text.batching import BucketBatches
 from ..text.cache import CachedDataset
 from ..text.cleaning import CleaningConfig
 from ..text.tokenizer import Tokenizer, TokenizerConfig
+from ..text.vectors import WordVectors
 from ..text.windows import WindowConfig, text_batches
 from .device import torch_threads
 from .distributed import init_distributed
@@ -68,6 +69,8 @@ class RunSettings:
     threads: int | None = None  # PyTorch intra-op threads; None: one per core
     eval_batch_size: int = 128
     report: bool = True  # write report.html and plots/ when training ends
+    embeddings: str | None = None  # word vectors (word2vec text) the token embedding starts from
+    embeddings_std: float = 0.5  # their entries' standard deviation once copied in (WordVectors.initialise)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -253,6 +256,7 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
                            "one label and one max_len-token sequence per text")
     if settings.windows:
         settings.windows.stride_for(settings.tokenizer.max_len)
+    vectors = WordVectors.load(settings.embeddings) if settings.embeddings and not resume else None
     run_dir = prepare_output_dir(settings.output)
     seed = settings.train.seed
     if resume and not (run_dir / "checkpoint" / "state.json").exists():
@@ -274,8 +278,13 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
     tokenizer = Tokenizer.load(run_dir / "tokenizer.json", settings.tokenizer)
 
     torch.manual_seed(seed)
-    model = windowed(build_model(settings.model, vocab_size=tokenizer.vocab_size, num_classes=len(label_names),
-                                 max_len=settings.tokenizer.max_len, **settings.model_config), settings.windows)
+    model = build_model(settings.model, vocab_size=tokenizer.vocab_size, num_classes=len(label_names),
+                        max_len=settings.tokenizer.max_len, **settings.model_config)
+    if vectors is not None:
+        found = vectors.initialise(model.token_embedding, tokenizer, settings.embeddings_std)
+        if progress and distributed.is_main:
+            _stderr(f"embeddings: {found:,} of {tokenizer.vocab_size - 2:,} words start from {settings.embeddings}")
+    model = windowed(model, settings.windows)
     if distributed.is_main:
         atomic_write_json(run_dir / "labels.json", label_names)
         atomic_write_json(run_dir / "config.json", {
@@ -367,4 +376,6 @@ def resume_settings(run_dir: str | Path, epochs: int | None = None, device: str 
         device=device or saved["device"],
         threads=threads,
         eval_batch_size=saved["eval_batch_size"],
+        embeddings=saved.get("embeddings"),  # the checkpoint holds what they started; kept for the record
+        embeddings_std=saved.get("embeddings_std", RunSettings.embeddings_std),
     )

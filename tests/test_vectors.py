@@ -1,0 +1,124 @@
+"""Word vectors: counting them, their file format and its errors, and starting a model from them."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from attnclf.cli import main
+from attnclf.errors import DataError
+from attnclf.text.tokenizer import Tokenizer, TokenizerConfig
+from attnclf.text.vectors import WordVectors, count_vectors
+
+# Two word families that share contexts only within the family.
+GOOD = ["wonderful", "superb", "brilliant"]
+BAD = ["awful", "dreadful", "terrible"]
+
+
+def corpus(repeats: int = 40) -> list[str]:
+    rng = np.random.default_rng(0)
+    texts = []
+    for _ in range(repeats):
+        for family, context in ((GOOD, "loved it truly"), (BAD, "hated it sadly")):
+            texts.append(f"{context} {rng.choice(family)} {context}")
+    return texts
+
+
+def cosine(vectors: WordVectors, a: str, b: str) -> float:
+    u, v = vectors.vectors[vectors.index[a]], vectors.vectors[vectors.index[b]]
+    return float(u @ v / np.linalg.norm(u) / np.linalg.norm(v))
+
+
+def test_words_sharing_contexts_get_close_vectors():
+    vectors = count_vectors(corpus(), dim=4, min_count=1)
+    assert vectors.vectors.shape == (len(vectors.words), 4) and "<pad>" not in vectors.index
+    within = min(cosine(vectors, "wonderful", "superb"), cosine(vectors, "awful", "dreadful"))
+    across = max(cosine(vectors, "wonderful", "awful"), cosine(vectors, "superb", "terrible"))
+    assert within > 0.9 and within > across + 0.5
+
+
+def test_counting_is_deterministic_and_keeps_texts_apart():
+    first, second = count_vectors(corpus(), dim=3, min_count=1), count_vectors(corpus(), dim=3, min_count=1)
+    np.testing.assert_array_equal(first.vectors, second.vectors)
+    # "x" and "y" never share a text: had the stream run on, each would be the other's neighbour.
+    apart = count_vectors(corpus() + ["x"] * 30 + ["y"] * 30, dim=3, min_count=1)
+    np.testing.assert_allclose(apart.vectors[apart.index["x"]], 0, atol=1e-6)  # no context, no direction
+
+
+def test_save_then_load_round_trips_and_glove_text_loads(tmp_path):
+    vectors = count_vectors(corpus(), dim=3, min_count=1)
+    path = tmp_path / "v.vec"
+    vectors.save(path)
+    assert path.read_text(encoding="utf-8").splitlines()[0] == f"{len(vectors.words)} 3"
+    loaded = WordVectors.load(path)
+    assert loaded.words == vectors.words
+    np.testing.assert_allclose(loaded.vectors, vectors.vectors, rtol=1e-5, atol=1e-6)
+    glove = tmp_path / "glove.txt"
+    glove.write_text("good 0.1 0.2\nbad -0.1 -0.2\n", encoding="utf-8")
+    assert WordVectors.load(glove).index == {"good": 0, "bad": 1}
+
+
+@pytest.mark.parametrize("content, message", [
+    ("2 2\ngood 0.1 0.2\nbad 0.3\n", "line 3: expected a word and 2 numbers, got 2 fields"),
+    ("good 0.1 0.2\nbad 0.3 zero\n", "line 2, column 3: 'zero' is not a finite number"),
+    ("good 0.1 nan\n", "line 1, column 3: 'nan' is not a finite number"),
+    ("", "no word vectors"),
+])
+def test_malformed_files_are_named_by_line_and_column(tmp_path, content, message):
+    path = tmp_path / "bad.vec"
+    path.write_text(content, encoding="utf-8")
+    with pytest.raises(DataError, match=message):
+        WordVectors.load(path)
+
+
+def test_initialise_copies_known_words_scaled_and_leaves_the_rest():
+    tokenizer = Tokenizer.train(["good bad unseen"], TokenizerConfig(min_frequency=1))
+    vectors = WordVectors(["good", "bad", "other"], np.array([[1, 2], [3, 4], [5, 6]], dtype=np.float32))
+    embedding = torch.nn.Embedding(tokenizer.vocab_size, 2, padding_idx=0)
+    before = embedding.weight.detach().clone()
+    assert vectors.initialise(embedding, tokenizer, std=0.5) == 2
+    scale = 0.5 / vectors.vectors.std()
+    vocab = tokenizer.backend.get_vocab()
+    torch.testing.assert_close(embedding.weight[vocab["good"]], torch.tensor([1.0, 2.0]) * scale)
+    torch.testing.assert_close(embedding.weight[vocab["bad"]], torch.tensor([3.0, 4.0]) * scale)
+    for untouched in (0, 1, vocab["unseen"]):  # padding, <unk>, a word without a vector
+        torch.testing.assert_close(embedding.weight[untouched], before[untouched])
+    with pytest.raises(DataError, match="3 dimensions but the model embeds tokens in 2"):
+        WordVectors(["good"], np.ones((1, 3), dtype=np.float32)).initialise(embedding, tokenizer, 0.5)
+
+
+def test_vectors_then_train_from_them(tmp_path, capsys):
+    texts = tmp_path / "corpus.txt"
+    texts.write_text("\n".join(corpus()) + "\n", encoding="utf-8")
+    vectors = tmp_path / "v.vec"
+    assert main(["vectors", "--dataset", "demo", "--file", str(texts), "--dim", "16", "-o", str(vectors)]) == 0
+    from attnclf.data.registry import load_splits
+
+    texts_counted = len(load_splits("demo").train) + len(corpus())  # the demo's training texts and the file's
+    assert f"words x 16 dimensions from {texts_counted:,} texts" in capsys.readouterr().out
+    run = tmp_path / "run"
+    assert main(["train", "--dataset", "demo", "--epochs", "1", "--max-train-examples", "200", "--set", "d_model=16",
+                 "--set", "layers=1", "--embeddings", str(vectors), "--embeddings-std", "0.3", "--output", str(run),
+                 "--no-report"]) == 0
+    assert "words start from" in capsys.readouterr().err
+    settings = json.loads((run / "config.json").read_text())["settings"]
+    assert settings["embeddings"] == str(vectors) and settings["embeddings_std"] == 0.3
+
+
+@pytest.mark.parametrize("args, message", [
+    (["vectors", "-o", "{tmp}/v.vec"], "give --dataset NAME and/or --file PATH"),
+    (["train", "--dataset", "demo", "--embeddings-std", "0.3"], "--embeddings-std needs --embeddings FILE"),
+    (["train", "--dataset", "demo", "--embeddings", "{tmp}/missing.vec"], "no such file of word vectors"),
+    (["train", "--dataset", "demo", "--embeddings", "{tmp}/bad.vec", "--set", "d_model=16"],
+     "line 1, column 2: 'x' is not a finite number"),
+])
+def test_command_errors_are_one_line_and_write_no_run(tmp_path, capsys, args, message):
+    (tmp_path / "bad.vec").write_text("good x\n", encoding="utf-8")
+    output = tmp_path / "run"
+    assert main([a.format(tmp=tmp_path) for a in args] + (["--output", str(output)] if args[0] == "train" else [])) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+    assert not output.exists()
