@@ -28,18 +28,27 @@ def cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def measure_inference(run_dir: Path, texts: list[str], repeats: int = 3) -> dict:
-    """Median texts/s and tokens/s of ``Classifier.predict_proba`` (tokenising included)."""
-    clf = Classifier.load(run_dir, device="cpu")
+def measure_inference(run_dir: Path, texts: list[str], repeats: int = 3, bf16: bool = False) -> dict:
+    """Median texts/s and tokens/s of ``Classifier.predict_proba`` (tokenising included), and its labels."""
+    clf = Classifier.load(run_dir, device="cpu", bf16=bf16)
     tokens = sum(len(ids) for ids in clf.tokenizer.encode(texts))
     seconds = []
     for _ in range(repeats):
         started = time.perf_counter()
-        clf.predict_proba(texts)
+        labels = clf.predict_proba(texts).argmax(1)
         seconds.append(time.perf_counter() - started)
     median = float(np.median(seconds))
     return {"texts": len(texts), "tokens": tokens, "seconds_median": round(median, 3),
-            "texts_per_second": round(len(texts) / median, 1), "tokens_per_second": round(tokens / median)}
+            "texts_per_second": round(len(texts) / median, 1), "tokens_per_second": round(tokens / median),
+            "labels": labels}
+
+
+def inference_speeds(run_dir: Path, texts: list[str]) -> dict:
+    """float32 and bf16-autocast inference (``attnclf predict --bf16``), and how many labels bf16 changes."""
+    exact, fast = measure_inference(run_dir, texts), measure_inference(run_dir, texts, bf16=True)
+    fast["labels_changed"] = int((fast.pop("labels") != exact.pop("labels")).sum())
+    fast["speedup"] = round(exact["seconds_median"] / fast["seconds_median"], 3)
+    return {**exact, "bf16": fast}
 
 
 _REPORT_PEAK = (
@@ -117,6 +126,6 @@ def main(dataset: str, doc: str, extra_tests: dict[str, TextDataset] | None = No
             "seconds_to_90_validation": reached_90,
             "peak_rss_mb": round(train_peak),
         },
-        "inference": measure_inference(result.run_dir, data.test.texts),
+        "inference": inference_speeds(result.run_dir, data.test.texts),
         "inference_process": inference_process_memory(result.run_dir, dataset),
     }, args.out)

@@ -94,10 +94,12 @@ def test_vectors_then_train_from_them(tmp_path, capsys):
     texts = tmp_path / "corpus.txt"
     texts.write_text("\n".join(corpus()) + "\n", encoding="utf-8")
     vectors = tmp_path / "v.vec"
-    assert main(["vectors", "--dataset", "demo", "--file", str(texts), "--dim", "16", "-o", str(vectors)]) == 0
+    assert main(["vectors", "--dataset", "demo", "--dataset", "synthetic", "--file", str(texts), "--dim", "16",
+                 "-o", str(vectors)]) == 0
     from attnclf.data.registry import load_splits
 
-    texts_counted = len(load_splits("demo").train) + len(corpus())  # the demo's training texts and the file's
+    # Both datasets' training texts and the file's
+    texts_counted = len(load_splits("demo").train) + len(load_splits("synthetic").train) + len(corpus())
     assert f"words x 16 dimensions from {texts_counted:,} texts" in capsys.readouterr().out
     run = tmp_path / "run"
     assert main(["train", "--dataset", "demo", "--epochs", "1", "--max-train-examples", "200", "--set", "d_model=16",

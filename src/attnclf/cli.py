@@ -586,7 +586,9 @@ def cmd_vectors(args: argparse.Namespace) -> int:
 
     if not args.dataset and not args.file:
         raise AttnclfError("no text to count: give --dataset NAME and/or --file PATH")
-    texts = unlabelled_corpus(args.dataset, args.data_dir) if args.dataset else []
+    texts = []
+    for name in args.dataset or []:
+        texts += unlabelled_corpus(name, args.data_dir)
     for path in args.file or []:
         texts += _read_lines(Path(path))
     vectors = count_vectors(texts, dim=args.dim, window=args.window, min_count=args.min_count,
@@ -752,7 +754,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "counts (positive PMI, truncated SVD) into one vector per word, split as the "
                                    "word tokenizer splits. A dataset gives its training texts (never its test "
                                    "texts) and any unlabelled ones it ships (IMDB: 50,000 reviews).")
-    p.add_argument("--dataset", help="a dataset name (see `attnclf datasets`)")
+    p.add_argument("--dataset", action="append", help="a dataset name (see `attnclf datasets`; repeatable)")
     p.add_argument("--data-dir", help="folder holding dataset files (default: $ATTNCLF_DATA_DIR, then ~/.cache/attnclf)")
     p.add_argument("--file", action="append", help="a UTF-8 file with one text per line (repeatable)")
     p.add_argument("--output", "-o", required=True, help="vectors file to write (word2vec text format)")
