@@ -65,6 +65,7 @@ def test_save_then_load_round_trips_and_glove_text_loads(tmp_path):
     ("2 2\ngood 0.1 0.2\nbad 0.3\n", "line 3: expected a word and 2 numbers, got 2 fields"),
     ("good 0.1 0.2\nbad 0.3 zero\n", "line 2, column 3: 'zero' is not a finite number"),
     ("good 0.1 nan\n", "line 1, column 3: 'nan' is not a finite number"),
+    ("good 0.1 0.2\nbad 1e39 0.1\n", "line 2, column 2: '1e39' is not a finite number"),
     ("", "no word vectors"),
 ])
 def test_malformed_files_are_named_by_line_and_column(tmp_path, content, message):

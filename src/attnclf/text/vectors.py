@@ -108,17 +108,27 @@ class WordVectors:
         return len(rows)
 
 
-def _numbers(fields: Sequence[str], path: Path, line: int) -> list[float]:
-    values = []
+def _numbers(fields: Sequence[str], path: Path, line: int) -> np.ndarray:
+    """The line's vector; the first field that is not a finite number is named by its column."""
+    with np.errstate(over="ignore"):  # an overflow becomes inf, reported below as not finite
+        return _parse(fields, path, line)
+
+
+def _parse(fields: Sequence[str], path: Path, line: int) -> np.ndarray:
+    try:
+        values = np.asarray(fields, dtype=np.float32)  # fast path: GloVe files hold millions of numbers
+        if np.isfinite(values).all():
+            return values
+    except ValueError:
+        pass
     for column, text in enumerate(fields, start=2):
         try:
-            value = float(text)
+            value = float(np.float32(text))  # float32, as stored: 1e39 overflows to inf
         except ValueError:
             value = math.nan
         if not math.isfinite(value):
             raise DataError(f"{path}, line {line}, column {column}: {text!r} is not a finite number")
-        values.append(value)
-    return values
+    raise AssertionError("unreachable: some field failed the fast path")
 
 
 def count_vectors(texts: Sequence[str], dim: int = 64, window: int = 5, min_count: int = 5,
