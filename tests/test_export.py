@@ -120,6 +120,12 @@ def test_block_local_attention_exports_for_every_length():
         np.testing.assert_allclose(got, expected, atol=1e-5)
 
 
+def test_a_window_as_long_as_the_model_exports_as_full_attention():
+    model = build_model("self-attn", vocab_size=50, d_model=16, heads=2, ff_dim=32, layers=1, max_len=16,
+                        attention_window=16).eval()
+    assert len(onnx_export.onnx_graph(model)) > 0  # no tracing past max_len
+
+
 def test_models_with_an_lstm_are_refused_with_a_reason():
     with pytest.raises(AttnclfError, match="LSTM.*--backend torch"):
         onnx_export.onnx_graph(build_model("bilstm-attn", vocab_size=20).eval())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -67,6 +68,7 @@ def test_save_then_load_round_trips_and_glove_text_loads(tmp_path):
     ("good 0.1 nan\n", "line 1, column 3: 'nan' is not a finite number"),
     ("good 0.1 0.2\nbad 1e39 0.1\n", "line 2, column 2: '1e39' is not a finite number"),
     ("", "no word vectors"),
+    ("good\nbad\n", "line 1: a word without numbers"),
 ])
 def test_malformed_files_are_named_by_line_and_column(tmp_path, content, message):
     path = tmp_path / "bad.vec"
@@ -95,6 +97,7 @@ def test_vectors_then_train_from_them(tmp_path, capsys):
     texts = tmp_path / "corpus.txt"
     texts.write_text("\n".join(corpus()) + "\n", encoding="utf-8")
     vectors = tmp_path / "v.vec"
+    vectors = tmp_path / "new" / "folder" / "v.vec"  # made for it
     assert main(["vectors", "--dataset", "demo", "--dataset", "synthetic", "--file", str(texts), "--dim", "16",
                  "-o", str(vectors)]) == 0
     from attnclf.data.registry import load_splits
@@ -106,7 +109,8 @@ def test_vectors_then_train_from_them(tmp_path, capsys):
     assert main(["train", "--dataset", "demo", "--epochs", "1", "--max-train-examples", "200", "--set", "d_model=16",
                  "--set", "layers=1", "--embeddings", str(vectors), "--embeddings-std", "0.3", "--output", str(run),
                  "--no-report"]) == 0
-    assert "words start from" in capsys.readouterr().err
+    found = re.search(r"embeddings: ([\d,]+) of ([\d,]+) words start from", capsys.readouterr().err)
+    assert found and 0 < int(found[1].replace(",", "")) <= int(found[2].replace(",", ""))
     settings = json.loads((run / "config.json").read_text())["settings"]
     assert settings["embeddings"] == str(vectors) and settings["embeddings_std"] == 0.3
 
@@ -114,12 +118,16 @@ def test_vectors_then_train_from_them(tmp_path, capsys):
 @pytest.mark.parametrize("args, message", [
     (["vectors", "-o", "{tmp}/v.vec"], "give --dataset NAME and/or --file PATH"),
     (["train", "--dataset", "demo", "--embeddings-std", "0.3"], "--embeddings-std needs --embeddings FILE"),
+    (["train", "--resume", "--embeddings", "{tmp}/three.vec"], "a resumed run continues from its checkpoint"),
     (["train", "--dataset", "demo", "--embeddings", "{tmp}/missing.vec"], "no such file of word vectors"),
     (["train", "--dataset", "demo", "--embeddings", "{tmp}/bad.vec", "--set", "d_model=16"],
      "line 1, column 2: 'x' is not a finite number"),
+    (["train", "--dataset", "demo", "--embeddings", "{tmp}/three.vec", "--set", "d_model=16"],
+     "the word vectors have 3 dimensions but the model embeds tokens in 16"),
 ])
 def test_command_errors_are_one_line_and_write_no_run(tmp_path, capsys, args, message):
     (tmp_path / "bad.vec").write_text("good x\n", encoding="utf-8")
+    (tmp_path / "three.vec").write_text("good 1 2 3\n", encoding="utf-8")
     output = tmp_path / "run"
     assert main([a.format(tmp=tmp_path) for a in args] + (["--output", str(output)] if args[0] == "train" else [])) == 2
     err = capsys.readouterr().err

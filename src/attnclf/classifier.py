@@ -34,7 +34,8 @@ class Classifier:
 
     ``bf16=True`` predicts under bfloat16 autocast: on a CPU with AVX-512 BF16
     or AMX the matrix products run several times faster (BENCHMARKS.md), and
-    probabilities move by about 1e-3. Explanations always run in float32.
+    probabilities move by about 1e-3. Attributions (``explain``) are computed in
+    float32; the class and probabilities they report come from ``predict_proba``.
     """
 
     def __init__(self, model: torch.nn.Module, tokenizer: Tokenizer, label_names: list[str],

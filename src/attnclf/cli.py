@@ -230,6 +230,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     if args.resume:
         if not args.output:
             raise AttnclfError("--resume needs --output RUN_DIR, the run to continue")
+        if args.embeddings or args.embeddings_std is not None:
+            raise AttnclfError("--embeddings sets how a new run starts; a resumed run continues from its checkpoint")
         settings = resume_settings(args.output, epochs=args.epochs, device=args.device, threads=args.threads)
     else:
         settings = build_settings(args)
@@ -586,9 +588,14 @@ def cmd_vectors(args: argparse.Namespace) -> int:
 
     if not args.dataset and not args.file:
         raise AttnclfError("no text to count: give --dataset NAME and/or --file PATH")
+    output = Path(args.output)
+    try:  # before a minute of counting, not after
+        output.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise AttnclfError(f"{output.parent}: cannot create the output folder ({exc.strerror})") from None
     texts = []
     for name in args.dataset or []:
-        texts += unlabelled_corpus(name, args.data_dir)
+        texts += unlabelled_corpus(name, args.data_dir, download=args.download)
     for path in args.file or []:
         texts += _read_lines(Path(path))
     vectors = count_vectors(texts, dim=args.dim, window=args.window, min_count=args.min_count,
@@ -756,6 +763,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "texts) and any unlabelled ones it ships (IMDB: 50,000 reviews).")
     p.add_argument("--dataset", action="append", help="a dataset name (see `attnclf datasets`; repeatable)")
     p.add_argument("--data-dir", help="folder holding dataset files (default: $ATTNCLF_DATA_DIR, then ~/.cache/attnclf)")
+    p.add_argument("--download", action="store_true", help="download a missing public dataset (checksum-verified)")
     p.add_argument("--file", action="append", help="a UTF-8 file with one text per line (repeatable)")
     p.add_argument("--output", "-o", required=True, help="vectors file to write (word2vec text format)")
     p.add_argument("--dim", type=int, default=64, help="dimensions: the width of the model that will use them "

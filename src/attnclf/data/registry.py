@@ -98,15 +98,18 @@ def load_splits(name: str, data_dir: str | Path | None = None, seed: int = 0) ->
     return source.load(candidate_dirs(data_dir), seed)
 
 
-def unlabelled_corpus(name: str, data_dir: str | Path | None = None) -> list[str]:
+def unlabelled_corpus(name: str, data_dir: str | Path | None = None, download: bool = False) -> list[str]:
     """Every text a dataset offers for unsupervised learning: its training split (without the labels) and
-    any texts it ships unlabelled; never its test split.
+    any texts it ships unlabelled; never its test split. ``download``: fetch a missing public dataset first.
 
     >>> len(unlabelled_corpus("synthetic"))
     3200
     """
     source = get_source(name)
     dirs = candidate_dirs(data_dir)
+    if download:
+        from .download import ensure_available
+
+        ensure_available(name, dirs, download=True)
     texts = list(source.load(dirs, 0).train.texts)
     return texts + (source.unlabelled(dirs) if source.unlabelled else [])
-

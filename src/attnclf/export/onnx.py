@@ -75,7 +75,9 @@ def onnx_graph(model: nn.Module) -> bytes:
                            "ONNX cannot express; export a model without an LSTM, or predict with --backend torch")
     # The second row is padded, so the traced graph holds the masking path; longer than any attention
     # window, so it holds block-local attention too (which also gives exact results on shorter texts).
-    windows = [module.window for module in model.modules() if isinstance(module, MultiHeadSelfAttention)]
+    # A window of max_len or more never applies: such a model attends in full.
+    windows = [module.window for module in model.modules() if isinstance(module, MultiHeadSelfAttention)
+               and 0 < module.window < model.config.max_len]
     input_ids = torch.full((2, max([3] + [window + 1 for window in windows])), UNK_ID, dtype=torch.long)
     input_ids[1, 1:] = PAD_ID
     wrapper = _LogitsAndPooling(model).eval()

@@ -80,6 +80,13 @@ class MultiHeadSelfAttention(nn.Module):
     to 1. Real positions get the same outputs either way; padding positions may
     differ, and nothing downstream reads them.
 
+    ``window > 0`` makes it block-local: the sequence is cut into consecutive
+    blocks of ``window`` tokens and each token attends within its own block
+    (Longformer's local attention without the overlap), at a cost that grows as
+    ``seq * window`` instead of ``seq ** 2``: at 800 tokens and a window of 64,
+    a twelfth of the attention work. A sequence no longer than the window is
+    attended in full.
+
     >>> attn = MultiHeadSelfAttention(8, heads=2)
     >>> y, w = attn(torch.randn(1, 3, 8), torch.tensor([[True, True, False]]), need_weights=True)
     >>> y.shape, w.shape, w[0, :, :, 2].abs().sum().item()

@@ -49,6 +49,11 @@ class ModelConfig:
     def to_dict(self) -> dict:
         return asdict(self)
 
+    @property
+    def embedding_dim(self) -> int:
+        """Width of the token embedding: ``d_model`` for the Transformer models, else ``embed_dim``."""
+        return getattr(self, "d_model", None) or getattr(self, "embed_dim")
+
 
 class Classifier(nn.Module):
     """Base class: ``forward(input_ids, attention_mask, ...) -> ModelOutput``.

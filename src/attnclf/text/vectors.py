@@ -6,8 +6,8 @@ positive PMI with the context distribution smoothed (counts ** 0.75); a
 truncated SVD, ``U * sqrt(S)``. On one CPU core it turns IMDB's 75,000
 training and unlabelled reviews into 64-dimensional vectors in under two
 minutes, where masked-token pretraining needs hours, and starting SST-2's
-model from them lifts validation by about 2.5 points (BENCHMARKS.md). The
-words are split exactly as the ``word`` tokenizer splits them.
+model from them lifts validation by about 2.3 points (BENCHMARKS.md). The
+words are split as the ``word`` tokenizer splits them with its default cleaning.
 
 The file format is word2vec's text format (a ``count dim`` header line, then
 ``word v1 ... vdim`` per line), which gensim, fastText (``.vec``) and GloVe
@@ -75,6 +75,9 @@ class WordVectors:
                     if fields == [""]:
                         continue
                     dim = dim or len(fields) - 1
+                    if dim < 1:
+                        raise DataError(f"{path}, line {number}: a word without numbers; word vectors are "
+                                        "'word v1 v2 ...' separated by single spaces")
                     if len(fields) != dim + 1:
                         raise DataError(f"{path}, line {number}: expected a word and {dim} numbers, "
                                         f"got {len(fields)} fields")
@@ -86,21 +89,25 @@ class WordVectors:
             raise DataError(f"{path}: no word vectors in it")
         return cls(words, np.asarray(rows, dtype=np.float32))
 
+    def check_width(self, width: int) -> None:
+        """A one-line error unless these vectors fit a token embedding ``width`` wide."""
+        if width != self.dim:
+            raise DataError(f"the word vectors have {self.dim} dimensions but the model embeds tokens in {width}; "
+                            f"build vectors with --dim {width} or set the model's width to {self.dim}")
+
     def initialise(self, embedding: nn.Embedding, tokenizer: Tokenizer, std: float) -> int:
         """Set the embedding row of every vocabulary word that has a vector; return how many were set.
 
         The vectors are rescaled so their entries have standard deviation ``std``
         (the model's own rows start at 0.02; pretrained rows need to stand out
         from the positional encoding to be of use). Padding, ``<unk>`` and words
-        without a vector keep their initialisation.
+        without a vector (or with a zero one) keep their initialisation.
         """
-        if embedding.embedding_dim != self.dim:
-            raise DataError(f"the word vectors have {self.dim} dimensions but the model embeds tokens in "
-                            f"{embedding.embedding_dim}; build vectors with --dim {embedding.embedding_dim} "
-                            f"or set the model's width to {self.dim}")
+        self.check_width(embedding.embedding_dim)
         scaled = torch.from_numpy(self.vectors * (std / max(float(self.vectors.std()), 1e-12)))
+        informative = self.vectors.any(axis=1)  # a word with no positive PMI has a zero vector: keep the init
         rows = [(token_id, self.index[word]) for word, token_id in tokenizer.backend.get_vocab().items()
-                if token_id not in (PAD_ID, UNK_ID) and word in self.index]
+                if token_id not in (PAD_ID, UNK_ID) and word in self.index and informative[self.index[word]]]
         if rows:
             targets, sources = zip(*rows)
             with torch.no_grad():
@@ -133,9 +140,10 @@ def _parse(fields: Sequence[str], path: Path, line: int) -> np.ndarray:
 
 def count_vectors(texts: Sequence[str], dim: int = 64, window: int = 5, min_count: int = 5,
                   vocab_size: int = 50000, seed: int = 0) -> WordVectors:
-    """PPMI + SVD vectors of the ``vocab_size`` most frequent words seen at least ``min_count`` times.
+    """PPMI + SVD vectors of the most frequent words (at most ``vocab_size`` - 2) seen at least ``min_count`` times.
 
-    Co-occurrences never cross from one text into the next.
+    Co-occurrences never cross from one text into the next. Words are lowercased and split as the
+    default ``word`` tokenizer does; a run trained with other cleaning matches fewer of them.
     """
     import scipy.sparse as sparse
     from sklearn.utils.extmath import randomized_svd

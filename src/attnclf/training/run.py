@@ -256,7 +256,10 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
                            "one label and one max_len-token sequence per text")
     if settings.windows:
         settings.windows.stride_for(settings.tokenizer.max_len)
-    vectors = WordVectors.load(settings.embeddings) if settings.embeddings and not resume else None
+    vectors = None
+    if settings.embeddings and not resume:
+        vectors = WordVectors.load(settings.embeddings)
+        vectors.check_width(MODELS[settings.model].config_class(**settings.model_config).embedding_dim)
     run_dir = prepare_output_dir(settings.output)
     seed = settings.train.seed
     if resume and not (run_dir / "checkpoint" / "state.json").exists():
