@@ -35,6 +35,7 @@ def main() -> None:
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--vectors-from", nargs="+", default=["imdb", "sst2-sentences"], help="datasets counted")
     p.add_argument("--dim", type=int, default=64)
+    p.add_argument("--embeddings-std", type=float, default=4.0, help="train --embeddings-std (default: train's)")
     p.add_argument("--run-dir", default="runs/bench-sst2-vectors")
     p.add_argument("--threads", type=int, help="torch threads (default: torch's choice)")
     p.add_argument("--name", default="sst2_vectors")
@@ -59,7 +60,8 @@ def main() -> None:
         member = run_dir / f"seed-{seed}"
         started, cpu = time.perf_counter(), time.process_time()
         flags = ["train", "--dataset", "sst2-sentences", "--data-dir", data_dir(args.data_dir), "--seed", str(seed),
-                 "--embeddings", str(vectors_path), "--output", str(member), "--no-report", "--quiet"]
+                 "--embeddings", str(vectors_path), "--embeddings-std", str(args.embeddings_std),
+                 "--output", str(member), "--no-report", "--quiet"]
         if args.threads:
             flags += ["--threads", str(args.threads)]
         if attnclf(flags) != 0:
@@ -77,7 +79,7 @@ def main() -> None:
     ensemble = Ensemble.load([run_dir / f"seed-{seed}" for seed in args.seeds], device="cpu")
     accuracy = float((ensemble.predict_proba(test.texts).argmax(1) == np.asarray(test.labels)).mean())
     write_result(args.name, {
-        "pretraining": pretraining, "members": members,
+        "pretraining": pretraining, "embeddings_std": args.embeddings_std, "members": members,
         "member_test_accuracy_mean": float(np.mean([m["test_accuracy"] for m in members.values()])),
         "ensemble_test_accuracy": accuracy, "test_sentences": len(test), "peak_rss_mb": round(peak_rss_mb()),
     }, args.out)

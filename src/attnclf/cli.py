@@ -183,7 +183,7 @@ def _add_train_args(p: argparse.ArgumentParser) -> None:
                    help="start the token embedding from these word vectors (word2vec/fastText .vec or GloVe text, "
                         "e.g. from `attnclf vectors`); their dimension must be the model's width")
     p.add_argument("--embeddings-std", type=float,
-                   help="standard deviation the vectors are scaled to (default: 0.5)")
+                   help="standard deviation the vectors are scaled to (default: 4, chosen on SST-2 validation)")
     p.add_argument("--windows", action="store_true",
                    help="read long texts whole, as overlapping windows of --max-len tokens pooled across windows")
     p.add_argument("--window-stride", type=int, help="with --windows: tokens between window starts "

@@ -6,7 +6,7 @@ positive PMI with the context distribution smoothed (counts ** 0.75); a
 truncated SVD, ``U * sqrt(S)``. On one CPU core it turns IMDB's 75,000
 training and unlabelled reviews into 64-dimensional vectors in under two
 minutes, where masked-token pretraining needs hours, and starting SST-2's
-model from them lifts validation by about 2.3 points (BENCHMARKS.md). The
+model from them lifts validation by 4 points (BENCHMARKS.md). The
 words are split as the ``word`` tokenizer splits them with its default cleaning.
 
 The file format is word2vec's text format (a ``count dim`` header line, then
@@ -99,9 +99,10 @@ class WordVectors:
         """Set the embedding row of every vocabulary word that has a vector; return how many were set.
 
         The vectors are rescaled so their entries have standard deviation ``std``
-        (the model's own rows start at 0.02; pretrained rows need to stand out
-        from the positional encoding to be of use). Padding, ``<unk>`` and words
-        without a vector (or with a zero one) keep their initialisation.
+        (the model's own rows start at 0.02). Large rows stand out from the
+        positional encoding and move little under Adam's fixed-size steps, so
+        the vectors stay nearly frozen. Padding, ``<unk>`` and words without a
+        vector (or with a zero one) keep their initialisation.
         """
         self.check_width(embedding.embedding_dim)
         scaled = torch.from_numpy(self.vectors * (std / max(float(self.vectors.std()), 1e-12)))

@@ -70,7 +70,10 @@ class RunSettings:
     eval_batch_size: int = 128
     report: bool = True  # write report.html and plots/ when training ends
     embeddings: str | None = None  # word vectors (word2vec text) the token embedding starts from
-    embeddings_std: float = 0.5  # their entries' standard deviation once copied in (WordVectors.initialise)
+    # Their entries' standard deviation once copied in (WordVectors.initialise). Rows this large barely
+    # move under Adam's steps, so the vectors stay close to frozen: on SST-2 sentences validation rose
+    # from 83.3% (0.5) through 84.1% (1), 84.4% (2) to 85.0% (4), and 84.9% at 8 (3 seeds each).
+    embeddings_std: float = 4.0
 
     def to_dict(self) -> dict:
         return asdict(self)
