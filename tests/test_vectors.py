@@ -118,6 +118,7 @@ def test_vectors_then_train_from_them(tmp_path, capsys):
 @pytest.mark.parametrize("args, message", [
     (["vectors", "-o", "{tmp}/v.vec"], "give --dataset NAME and/or --file PATH"),
     (["train", "--dataset", "demo", "--embeddings-std", "0.3"], "--embeddings-std needs --embeddings FILE"),
+    (["train", "--dataset", "demo", "--embeddings", "count", "--token-cache"], "does not combine with --token-cache"),
     (["train", "--resume", "--embeddings", "{tmp}/three.vec"], "a resumed run continues from its checkpoint"),
     (["train", "--dataset", "demo", "--embeddings", "{tmp}/missing.vec"], "no such file of word vectors"),
     (["train", "--dataset", "demo", "--embeddings", "{tmp}/bad.vec", "--set", "d_model=16"],
@@ -133,3 +134,24 @@ def test_command_errors_are_one_line_and_write_no_run(tmp_path, capsys, args, me
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
     assert not output.exists()
+
+
+def test_count_embeddings_counts_the_training_texts_and_a_recipe_can_ask_for_it(tmp_path, capsys, monkeypatch):
+    from attnclf import recipes
+    from attnclf.cli import build_parser, build_settings
+
+    run = tmp_path / "run"
+    assert main(["train", "--dataset", "demo", "--epochs", "1", "--max-train-examples", "300", "--set", "d_model=16",
+                 "--set", "layers=1", "--embeddings", "count", "--output", str(run), "--no-report"]) == 0
+    counted = re.search(r"embeddings: counted ([\d,]+) word vectors from ([\d,]+) texts", capsys.readouterr().err)
+    settings = json.loads((run / "config.json").read_text())
+    train_texts = settings["data"]["train_examples"]  # the training part; validation texts are not counted
+    assert counted and int(counted[2].replace(",", "")) == train_texts and int(counted[1].replace(",", "")) > 0
+    assert settings["settings"]["embeddings"] == "count"
+    assert settings["counted_embeddings"]["texts"] == train_texts and settings["counted_embeddings"]["seconds"] >= 0
+
+    monkeypatch.setitem(recipes.RECIPES, "demo", {**recipes.RECIPES.get("demo", {}), "embeddings": "count"})
+    parse = build_parser().parse_args
+    assert build_settings(parse(["train", "--dataset", "demo"])).embeddings == "count"
+    assert build_settings(parse(["train", "--dataset", "demo", "--embeddings", "none"])).embeddings is None
+

@@ -113,11 +113,12 @@ def build_settings(args: argparse.Namespace):
         budget["train"]["seed"] = args.seed
     settings = settings_for(model=args.model, model_config=_parse_overrides(args.set), output=args.output, **budget)
     settings.windows = _windows(args)
-    if args.embeddings_std is not None and not args.embeddings:
-        raise AttnclfError("--embeddings-std needs --embeddings FILE")
+    if args.embeddings:  # else the recipe's
+        settings.embeddings = None if args.embeddings == "none" else args.embeddings
+    if args.embeddings_std is not None and not settings.embeddings:
+        raise AttnclfError("--embeddings-std needs --embeddings FILE (or count)")
     if args.embeddings_std is not None and not args.embeddings_std > 0:
         raise AttnclfError(f"--embeddings-std must be positive, got {args.embeddings_std}")
-    settings.embeddings = args.embeddings
     if args.embeddings_std is not None:
         settings.embeddings_std = args.embeddings_std
     return settings
@@ -181,7 +182,9 @@ def _add_train_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int)
     p.add_argument("--embeddings", metavar="FILE",
                    help="start the token embedding from these word vectors (word2vec/fastText .vec or GloVe text, "
-                        "e.g. from `attnclf vectors`); their dimension must be the model's width")
+                        "e.g. from `attnclf vectors`; their dimension must be the model's width); `count`: count "
+                        "them first from the training texts and the dataset's unlabelled ones (the imdb recipe "
+                        "does); `none`: not even the recipe's")
     p.add_argument("--embeddings-std", type=float,
                    help="standard deviation the vectors are scaled to (default: 4, chosen on SST-2 validation)")
     p.add_argument("--windows", action="store_true",

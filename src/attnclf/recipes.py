@@ -39,6 +39,9 @@ RECIPES: dict[str, dict] = {
         "model_config": {"d_model": 64, "heads": 4, "layers": 1, "ff_dim": 256, "dropout": 0.2,
                          "ngram_buckets": 0, "nb_ngram_buckets": 2097152, "attention_window": 64},
         "train": {"epochs": 3, "batch_size": 64, "lr": 2e-3, "patience": 1, "monitor": "accuracy"},
+        # Word vectors counted first (PPMI + SVD) on the training reviews and the 50,000 unlabelled ones,
+        # about a minute: best validation over seeds 0-2 91.53% against 91.29% without.
+        "embeddings": "count",
     },
     "sst2": {
         # A first guess, not tuned (no CPU was left for a search): 80.3% on GLUE dev, see BENCHMARKS.md.

@@ -111,5 +111,14 @@ def unlabelled_corpus(name: str, data_dir: str | Path | None = None, download: b
         from .download import ensure_available
 
         ensure_available(name, dirs, download=True)
-    texts = list(source.load(dirs, 0).train.texts)
-    return texts + (source.unlabelled(dirs) if source.unlabelled else [])
+    return list(source.load(dirs, 0).train.texts) + unlabelled_texts(name, data_dir)
+
+
+def unlabelled_texts(name: str, data_dir: str | Path | None = None) -> list[str]:
+    """The texts a dataset ships without labels (IMDB's 50,000 reviews); none for most.
+
+    >>> unlabelled_texts("synthetic")
+    []
+    """
+    source = get_source(name)
+    return source.unlabelled(candidate_dirs(data_dir)) if source.unlabelled else []

@@ -13,7 +13,7 @@ import torch
 from .. import __version__
 from ..data.base import Splits, TextDataset
 from ..data.multilabel import DEFAULT_LABEL_DELIMITER, multi_hot
-from ..data.registry import candidate_dirs, load_splits
+from ..data.registry import candidate_dirs, load_splits, unlabelled_texts
 from ..data.splits import split_indices, train_validation_split
 from ..errors import AttnclfError, DataError, RunDirError
 from ..evaluation.metrics import compute_metrics, pick_examples
@@ -28,7 +28,7 @@ from ..text.batching import BucketBatches
 from ..text.cache import CachedDataset
 from ..text.cleaning import CleaningConfig
 from ..text.tokenizer import Tokenizer, TokenizerConfig
-from ..text.vectors import WordVectors
+from ..text.vectors import WordVectors, count_vectors
 from ..text.windows import WindowConfig, text_batches
 from .device import torch_threads
 from .distributed import init_distributed
@@ -56,6 +56,9 @@ class DataSettings:
         return self.dataset or Path(self.train_file or "?").name
 
 
+COUNT_EMBEDDINGS = "count"
+
+
 @dataclass
 class RunSettings:
     data: DataSettings = field(default_factory=DataSettings)
@@ -69,7 +72,9 @@ class RunSettings:
     threads: int | None = None  # PyTorch intra-op threads; None: one per core
     eval_batch_size: int = 128
     report: bool = True  # write report.html and plots/ when training ends
-    embeddings: str | None = None  # word vectors (word2vec text) the token embedding starts from
+    # Word vectors (word2vec text) the token embedding starts from; "count": PPMI vectors counted first
+    # from the training texts and the dataset's unlabelled ones (text/vectors.py).
+    embeddings: str | None = None
     # Their entries' standard deviation once copied in (WordVectors.initialise). Rows this large barely
     # move under Adam's steps, so the vectors stay close to frozen: on SST-2 sentences validation rose
     # from 83.3% (0.5) through 84.1% (1), 84.4% (2) to 85.0% (4), and 84.9% at 8 (3 seeds each).
@@ -130,6 +135,7 @@ def settings_for(data: DataSettings, model: str, *, model_config: dict | None = 
         train=TrainConfig(**merged_train),
         output=output or f"runs/{model}-{data.describe()}",
         device=device,
+        embeddings=recipe.get("embeddings"),
     )
 
 
@@ -209,6 +215,19 @@ def _batches(tokenizer: Tokenizer, data: TextDataset, batch_size: int, shuffle: 
                         seed=seed, balanced=balanced)
 
 
+def _count_embeddings(settings: RunSettings, train: TextDataset, dim: int, log) -> tuple[WordVectors, dict]:
+    """PPMI vectors of the training texts (not the validation ones) and the dataset's unlabelled texts,
+    and what counting them took (for config.json)."""
+    started = time.perf_counter()
+    texts = list(train.texts) + (unlabelled_texts(settings.data.dataset, settings.data.data_dir)
+                                 if settings.data.dataset else [])
+    vectors = count_vectors(texts, dim=dim)
+    record = {"texts": len(texts), "words": len(vectors.words), "seconds": round(time.perf_counter() - started, 1)}
+    log(f"embeddings: counted {record['words']:,} word vectors from {record['texts']:,} texts in "
+        f"{record['seconds']:.0f} s")
+    return vectors, record
+
+
 def _stderr(message: str) -> None:
     print(message, file=sys.stderr)
 
@@ -259,10 +278,14 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
                            "one label and one max_len-token sequence per text")
     if settings.windows:
         settings.windows.stride_for(settings.tokenizer.max_len)
-    vectors = None
-    if settings.embeddings and not resume:
+    counting = settings.embeddings == COUNT_EMBEDDINGS and not resume
+    if counting and settings.data.token_cache:
+        raise AttnclfError("--embeddings count reads every training text at once; it does not combine with "
+                           "--token-cache (count them with `attnclf vectors` and pass the file)")
+    vectors, width = None, MODELS[settings.model].config_class(**settings.model_config).embedding_dim
+    if settings.embeddings and not counting and not resume:
         vectors = WordVectors.load(settings.embeddings)
-        vectors.check_width(MODELS[settings.model].config_class(**settings.model_config).embedding_dim)
+        vectors.check_width(width)
     run_dir = prepare_output_dir(settings.output)
     seed = settings.train.seed
     if resume and not (run_dir / "checkpoint" / "state.json").exists():
@@ -277,6 +300,10 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
     else:
         splits, trained = load_data(settings.data, seed), None
     label_names = splits.train.label_names
+    counted = None
+    if counting:
+        vectors, counted = _count_embeddings(settings, splits.train, width,
+                                             _stderr if progress else lambda message: None)
 
     if not resume and distributed.is_main:
         _save_tokenizer(trained or Tokenizer.train(splits.train.texts, settings.tokenizer), run_dir / "tokenizer.json")
@@ -298,6 +325,7 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
             "versions": {"attnclf": __version__, "torch": torch.__version__},
             "settings": settings.to_dict(),
             "model": {"name": settings.model, "config": model.config.to_dict(), "parameters": model.num_parameters()},
+            **({"counted_embeddings": counted} if counted else {}),
             "data": {"train_examples": len(splits.train), "validation_examples": len(splits.validation),
                      "test_examples": len(splits.test) if splits.test else 0},
         })
