@@ -4,6 +4,10 @@
     python bench/hf_peer.py                                   # IMDB subset, ratios of medians
     python bench/hf_peer.py --train-examples 5000 --epochs 2 --repeats 1 --name hf_peer-accuracy
 
+attnclf's side is the recipe's network trained from a random initialisation:
+word vectors a recipe counts first (``"embeddings": "count"``) are not built
+here; they change where training starts, not what a step costs.
+
 Both models see the same token ids (attnclf's tokenizer), the same examples
 and epochs, batch size, learning rate, weight decay, warm-up and linear decay;
 the BERT has attnclf's layers, width, heads, feed-forward width, vocabulary
