@@ -42,6 +42,7 @@ def run_dataset(dataset: str, epochs: int, threads: int, runs_dir: Path, budget:
         settings = cli_settings(dataset, str(runs_dir / f"{dataset}-{variant}"), "--epochs", str(epochs), *budget,
                                 *flags)
         settings.threads, settings.report = threads, False
+        settings.embeddings = None  # reading strategies from the same random start, as the recorded results were
         cpu_started = resource.getrusage(resource.RUSAGE_SELF).ru_utime
         wall_started = time.perf_counter()
         run = train_run(settings, progress=False)

@@ -118,7 +118,7 @@ def test_vectors_then_train_from_them(tmp_path, capsys):
 @pytest.mark.parametrize("args, message", [
     (["vectors", "-o", "{tmp}/v.vec"], "give --dataset NAME and/or --file PATH"),
     (["train", "--dataset", "demo", "--embeddings-std", "0.3"], "--embeddings-std needs --embeddings FILE"),
-    (["train", "--dataset", "demo", "--embeddings", "count", "--token-cache"], "does not combine with --token-cache"),
+    (["train", "--dataset", "demo", "--embeddings", "count", "--token-cache"], "do not combine with --token-cache"),
     (["train", "--resume", "--embeddings", "{tmp}/three.vec"], "a resumed run continues from its checkpoint"),
     (["train", "--dataset", "demo", "--embeddings", "{tmp}/missing.vec"], "no such file of word vectors"),
     (["train", "--dataset", "demo", "--embeddings", "{tmp}/bad.vec", "--set", "d_model=16"],
@@ -150,8 +150,32 @@ def test_count_embeddings_counts_the_training_texts_and_a_recipe_can_ask_for_it(
     assert settings["settings"]["embeddings"] == "count"
     assert settings["counted_embeddings"]["texts"] == train_texts and settings["counted_embeddings"]["seconds"] >= 0
 
+    assert main(["train", "--resume", "--output", str(run), "--epochs", "2", "--quiet", "--no-report"]) == 0
+    resumed = json.loads((run / "config.json").read_text())
+    assert resumed["counted_embeddings"] == settings["counted_embeddings"]  # the record survives a resume
+
     monkeypatch.setitem(recipes.RECIPES, "demo", {**recipes.RECIPES.get("demo", {}), "embeddings": "count"})
     parse = build_parser().parse_args
     assert build_settings(parse(["train", "--dataset", "demo"])).embeddings == "count"
     assert build_settings(parse(["train", "--dataset", "demo", "--embeddings", "none"])).embeddings is None
+    assert main(["train", "--dataset", "demo", "--token-cache", "--output", str(tmp_path / "cached")]) == 2
+    assert "the dataset's recipe may set" in capsys.readouterr().err  # the recipe's count, named as such
 
+
+def test_experiment_cells_train_from_scratch_and_ignore_the_scale_of_unused_vectors(tmp_path):
+    from dataclasses import replace
+
+    from attnclf.experiments.cells import Setup, Variant, check_same_settings, variant_settings
+    from attnclf.rundir import atomic_write_json
+    from attnclf.training.run import DataSettings
+
+    cell = variant_settings(Setup(DataSettings(dataset="imdb")), Variant("self-attn", "self-attn"), 0, tmp_path)
+    assert cell.embeddings is None  # the imdb recipe counts vectors; a comparison cell does not
+    run = tmp_path / "cell"
+    run.mkdir()
+    older = replace(cell, embeddings_std=0.5)  # a cell saved when the unused default was 0.5
+    atomic_write_json(run / "config.json", {"settings": older.to_dict()})
+    check_same_settings(run, cell)  # no refusal: neither side uses vectors
+    atomic_write_json(run / "config.json", {"settings": replace(older, embeddings="v.vec").to_dict()})
+    with pytest.raises(Exception, match="other embeddings settings"):
+        check_same_settings(run, cell)

@@ -184,7 +184,7 @@ def _add_train_args(p: argparse.ArgumentParser) -> None:
                    help="start the token embedding from these word vectors (word2vec/fastText .vec or GloVe text, "
                         "e.g. from `attnclf vectors`; their dimension must be the model's width); `count`: count "
                         "them first from the training texts and the dataset's unlabelled ones (the imdb recipe "
-                        "does); `none`: not even the recipe's")
+                        "does); `none`: not even the recipe's (a file named count or none: ./count)")
     p.add_argument("--embeddings-std", type=float,
                    help="standard deviation the vectors are scaled to (default: 4, chosen on SST-2 validation)")
     p.add_argument("--windows", action="store_true",
@@ -218,6 +218,8 @@ def _print_metrics(metrics: dict) -> None:
 def cmd_train(args: argparse.Namespace) -> int:
     from .training.run import resume_settings, train_run
 
+    if args.resume and (args.embeddings or args.embeddings_std is not None):
+        raise AttnclfError("--embeddings sets how a new run starts; a resumed run continues from its checkpoint")
     if args.seeds:
         from .ensemble import ENSEMBLE_FILE, train_ensemble
 
@@ -233,8 +235,6 @@ def cmd_train(args: argparse.Namespace) -> int:
     if args.resume:
         if not args.output:
             raise AttnclfError("--resume needs --output RUN_DIR, the run to continue")
-        if args.embeddings or args.embeddings_std is not None:
-            raise AttnclfError("--embeddings sets how a new run starts; a resumed run continues from its checkpoint")
         settings = resume_settings(args.output, epochs=args.epochs, device=args.device, threads=args.threads)
     else:
         settings = build_settings(args)

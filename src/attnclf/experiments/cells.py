@@ -159,8 +159,10 @@ def check_same_settings(run_dir: Path, settings: RunSettings) -> None:
     except TypeError:  # the cell has a field this attnclf no longer knows
         saved = {}
     wanted = settings.to_dict()
-    # Where and how fast a cell runs, and whether it writes a report, do not change what it learns.
-    for section in sorted((saved.keys() | wanted.keys()) - {"output", "device", "threads", "report"}):
+    ignored = {"output", "device", "threads", "report"}  # where and how fast a cell runs change nothing it learns
+    if not saved.get("embeddings") and not wanted.get("embeddings"):
+        ignored.add("embeddings_std")  # the scale of vectors neither run used (its default changed once)
+    for section in sorted((saved.keys() | wanted.keys()) - ignored):
         if saved.get(section) != wanted.get(section):
             raise RunDirError(f"{run_dir} was trained with other {section} settings than this experiment's; "
                               f"delete it or give another --output")

@@ -31,6 +31,7 @@ from torch import nn
 
 from ..errors import DataError
 from ..rundir import atomic_write_bytes
+from .cleaning import CleaningConfig
 from .tokenizer import PAD_ID, UNK_ID, Tokenizer, TokenizerConfig
 
 
@@ -140,11 +141,11 @@ def _parse(fields: Sequence[str], path: Path, line: int) -> np.ndarray:
 
 
 def count_vectors(texts: Sequence[str], dim: int = 64, window: int = 5, min_count: int = 5,
-                  vocab_size: int = 50000, seed: int = 0) -> WordVectors:
+                  vocab_size: int = 50000, seed: int = 0, cleaning: CleaningConfig | None = None) -> WordVectors:
     """PPMI + SVD vectors of the most frequent words (at most ``vocab_size`` - 2) seen at least ``min_count`` times.
 
-    Co-occurrences never cross from one text into the next. Words are lowercased and split as the
-    default ``word`` tokenizer does; a run trained with other cleaning matches fewer of them.
+    Co-occurrences never cross from one text into the next. Words are cleaned (``cleaning``; default:
+    lowercased) and split as the ``word`` tokenizer does; a run cleaned otherwise matches fewer of them.
     """
     import scipy.sparse as sparse
     from sklearn.utils.extmath import randomized_svd
@@ -152,7 +153,7 @@ def count_vectors(texts: Sequence[str], dim: int = 64, window: int = 5, min_coun
     if dim < 1 or window < 1:
         raise DataError(f"--dim and --window must be at least 1, got {dim} and {window}")
     tokenizer = Tokenizer.train(texts, TokenizerConfig(kind="word", vocab_size=vocab_size, min_frequency=min_count,
-                                                       max_len=10 ** 9))
+                                                       max_len=10 ** 9, cleaning=cleaning or CleaningConfig()))
     size = tokenizer.vocab_size
     if size - 2 <= dim:
         raise DataError(f"{size - 2} distinct words seen at least {min_count} times: too few for {dim} dimensions")

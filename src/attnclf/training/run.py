@@ -221,7 +221,7 @@ def _count_embeddings(settings: RunSettings, train: TextDataset, dim: int, log) 
     started = time.perf_counter()
     texts = list(train.texts) + (unlabelled_texts(settings.data.dataset, settings.data.data_dir)
                                  if settings.data.dataset else [])
-    vectors = count_vectors(texts, dim=dim)
+    vectors = count_vectors(texts, dim=dim, cleaning=settings.tokenizer.cleaning)
     record = {"texts": len(texts), "words": len(vectors.words), "seconds": round(time.perf_counter() - started, 1)}
     log(f"embeddings: counted {record['words']:,} word vectors from {record['texts']:,} texts in "
         f"{record['seconds']:.0f} s")
@@ -280,8 +280,9 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
         settings.windows.stride_for(settings.tokenizer.max_len)
     counting = settings.embeddings == COUNT_EMBEDDINGS and not resume
     if counting and settings.data.token_cache:
-        raise AttnclfError("--embeddings count reads every training text at once; it does not combine with "
-                           "--token-cache (count them with `attnclf vectors` and pass the file)")
+        raise AttnclfError("word vectors counted in the run (--embeddings count, which the dataset's recipe may "
+                           "set) read every training text at once and do not combine with --token-cache; add "
+                           "--embeddings none, or count them with `attnclf vectors` and pass the file")
     vectors, width = None, MODELS[settings.model].config_class(**settings.model_config).embedding_dim
     if settings.embeddings and not counting and not resume:
         vectors = WordVectors.load(settings.embeddings)
@@ -300,8 +301,8 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
     else:
         splits, trained = load_data(settings.data, seed), None
     label_names = splits.train.label_names
-    counted = None
-    if counting:
+    counted = read_json(run_dir / "config.json").get("counted_embeddings") if resume else None
+    if counting and distributed.is_main:  # DDP starts every rank from rank 0's parameters
         vectors, counted = _count_embeddings(settings, splits.train, width,
                                              _stderr if progress else lambda message: None)
 
@@ -316,7 +317,8 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
     if vectors is not None:
         found = vectors.initialise(model.token_embedding, tokenizer, settings.embeddings_std)
         if progress and distributed.is_main:
-            _stderr(f"embeddings: {found:,} of {tokenizer.vocab_size - 2:,} words start from {settings.embeddings}")
+            source = "vectors counted in this run" if counting else settings.embeddings
+            _stderr(f"embeddings: {found:,} of {tokenizer.vocab_size - 2:,} words start from {source}")
     model = windowed(model, settings.windows)
     if distributed.is_main:
         atomic_write_json(run_dir / "labels.json", label_names)
