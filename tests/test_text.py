@@ -86,3 +86,18 @@ def test_batches_mask_marks_real_tokens_and_labels_follow_indices():
     assert batch.attention_mask.sum(1).tolist() == [1, 2, 3]
     assert batch.labels.tolist() == [1, 2, 0]
     assert (batch.input_ids[~batch.attention_mask] == PAD_ID).all()
+
+
+def test_evaluation_batches_stay_within_a_token_budget_and_cover_every_text_once():
+    rng = np.random.default_rng(0)
+    sequences = [[1] * int(n) for n in rng.integers(1, 120, size=300)] + [[1] * 500]  # one over the budget
+    batches = BucketBatches(sequences, batch_size=32, shuffle=False, max_tokens=400)
+    seen = []
+    for batch in batches:
+        count, width = batch.input_ids.shape
+        assert count <= 32 and (count * width <= 400 or count == 1)
+        seen += batch.indices.tolist()
+    assert sorted(seen) == list(range(len(sequences))) and len(batches) == len(list(batches))
+    assert len(batches) > len(BucketBatches(sequences, batch_size=32, shuffle=False))  # long texts: smaller batches
+    shuffled = BucketBatches(sequences, batch_size=32, shuffle=True, max_tokens=400)  # training ignores it
+    assert len(shuffled) == -(-len(sequences) // 32) == len(list(shuffled))

@@ -20,6 +20,7 @@ from .models import model_from_config
 from .models.windows import window_config, windowed
 from .prediction import LabelSetPrediction, Prediction, check_texts
 from .rundir import THRESHOLDS_FILE, check_run_dir, is_multi_label, load_weights, read_json
+from .text.batching import EVAL_MAX_TOKENS
 from .text.tokenizer import Tokenizer, TokenizerConfig
 from .text.windows import WindowConfig, text_batches
 from .training.device import resolve_device
@@ -79,7 +80,7 @@ class Classifier:
     @torch.inference_mode()
     def _run(self, texts: Sequence[str]) -> tuple[np.ndarray, list[list[int]], list[np.ndarray | None]]:
         batches = text_batches(self.tokenizer, check_texts(texts), windows=window_config(self.model),
-                               batch_size=self.batch_size)
+                               batch_size=self.batch_size, max_tokens=EVAL_MAX_TOKENS)
         ids = batches.sequences
         probabilities = np.zeros((len(ids), len(self.label_names)), dtype=np.float32)
         attention: list[np.ndarray | None] = [None] * len(ids)

@@ -127,7 +127,7 @@ class WindowBatches(BucketBatches):
 
 def text_batches(tokenizer: Tokenizer, texts: Sequence[str], labels: Sequence[int] | None = None, *,
                  windows: WindowConfig | None = None, batch_size: int = 32, shuffle: bool = False, seed: int = 0,
-                 balanced: bool = False) -> BucketBatches:
+                 balanced: bool = False, max_tokens: int | None = None) -> BucketBatches:
     """Texts encoded and batched as a model reads them: truncated to ``max_len``, or as windows.
 
     >>> from attnclf.text import TokenizerConfig
@@ -135,7 +135,8 @@ def text_batches(tokenizer: Tokenizer, texts: Sequence[str], labels: Sequence[in
     >>> next(iter(text_batches(tok, ["a b c d e f"], windows=WindowConfig(stride=2)))).input_ids.shape
     torch.Size([1, 2, 4])
     """
-    options = {"batch_size": batch_size, "shuffle": shuffle, "seed": seed, "balanced": balanced}
+    options = {"batch_size": batch_size, "shuffle": shuffle, "seed": seed, "balanced": balanced,
+               "max_tokens": max_tokens}
     if windows is None:
         return BucketBatches(tokenizer.encode(texts), labels, **options)
     window_len = tokenizer.config.max_len

@@ -24,7 +24,7 @@ from ..models.windows import window_config, windowed
 from ..recipes import recipe_for
 from ..rundir import (FORMAT_VERSION, THRESHOLDS_FILE, atomic_write_bytes, atomic_write_json, prepare_output_dir,
                       read_json)
-from ..text.batching import BucketBatches
+from ..text.batching import EVAL_MAX_TOKENS, BucketBatches
 from ..text.cache import CachedDataset
 from ..text.cleaning import CleaningConfig
 from ..text.tokenizer import Tokenizer, TokenizerConfig
@@ -207,12 +207,13 @@ def run_test_data(config: dict, label_names: list[str], test_only: bool = False)
 
 def _batches(tokenizer: Tokenizer, data: TextDataset, batch_size: int, shuffle: bool, seed: int,
              balanced: bool = False, windows: WindowConfig | None = None) -> BucketBatches:
+    max_tokens = None if shuffle else EVAL_MAX_TOKENS  # evaluation batches: bounded in padded tokens too
     if isinstance(data, CachedDataset):  # encoded once, cut to max_len, when the cache was built
         return BucketBatches(data.sequences, data.labels, batch_size=batch_size, shuffle=shuffle, seed=seed,
-                             balanced=balanced)
+                             balanced=balanced, max_tokens=max_tokens)
     labels = multi_hot(data.labels, data.num_classes) if data.multi_label else data.labels
     return text_batches(tokenizer, data.texts, labels, windows=windows, batch_size=batch_size, shuffle=shuffle,
-                        seed=seed, balanced=balanced)
+                        seed=seed, balanced=balanced, max_tokens=max_tokens)
 
 
 def _count_embeddings(settings: RunSettings, train: TextDataset, dim: int, log) -> tuple[WordVectors, dict]:
