@@ -59,6 +59,18 @@ def test_sst2_sentences_counts_and_dev_matches_glue_dev():
     assert stsa_dev == sorted(zip(glue_dev.texts, glue_dev.labels))
 
 
+def test_sst2_phrases_learn_from_glue_train_and_hold_out_stsa_dev_and_test():
+    splits = sst2.load_phrases(_dirs(sst2.locate_phrases))
+    assert _per_class(splits.train) == {"negative": 29_780, "positive": 37_569}
+    assert _per_class(splits.validation) == {"negative": 428, "positive": 444}
+    assert _per_class(splits.test) == {"negative": 912, "positive": 909}
+    # The phrases come from SST's train sentences: no dev sentence is among them, and one test
+    # sentence only, a phrase that also occurs inside a training sentence.
+    learned = set(splits.train.texts)
+    assert not learned & set(splits.validation.texts)
+    assert learned & set(splits.test.texts) == {"what 's next ?"}
+
+
 def test_ag_news_test_split_and_missing_train_error():
     dirs = _dirs(ag_news.locate)
     test = ag_news.load_test(dirs)

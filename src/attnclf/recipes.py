@@ -62,6 +62,13 @@ RECIPES: dict[str, dict] = {
                          "ngram_buckets": 0, "positional": "sinusoidal", "nb_ngram_buckets": 1048576},
         "train": {"epochs": 10, "batch_size": 32, "lr": 1e-3, "patience": 3, "monitor": "accuracy"},
     },
+    "sst2-phrases": {
+        # A first guess: sst2-sentences' model, with GLUE's phrase-level epochs (ten times the examples).
+        "tokenizer": {"kind": "word", "vocab_size": 20000, "min_frequency": 1, "max_len": 64},
+        "model_config": {"d_model": 64, "heads": 4, "layers": 2, "ff_dim": 256, "dropout": 0.3,
+                         "ngram_buckets": 0, "positional": "sinusoidal", "nb_ngram_buckets": 1048576},
+        "train": {"epochs": 4, "batch_size": 64, "lr": 1e-3, "patience": 2, "monitor": "accuracy"},
+    },
     "20newsgroups": {
         # A first guess, not tuned: 82.6% test, see BENCHMARKS.md. Posts are long and their headers
         # (Subject, Organization) are telling: keep 512 tokens, head + tail.

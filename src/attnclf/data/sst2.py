@@ -135,6 +135,22 @@ def load_sentences(data_dirs: list[Path], seed: int = 0) -> Splits:
     )
 
 
+def locate_phrases(data_dirs: list[Path]) -> Path | None:
+    """Where GLUE's train.tsv is, when the stsa.binary files are there too."""
+    return locate_glue(data_dirs) if locate_sentences(data_dirs) else None
+
+
+def load_phrases(data_dirs: list[Path], seed: int = 0) -> Splits:
+    """GLUE train's phrases and sentences to learn from, scored on stsa.binary's dev (validation) and test.
+
+    Every GLUE train phrase comes from a sentence of SST's train split: none is a dev sentence, and
+    one test sentence ("what 's next ?") also occurs as a phrase inside a training sentence. The 872
+    dev sentences choose, the 1,821 test sentences judge, as for sst2-sentences.
+    """
+    glue, sentences = load_glue(data_dirs), load_sentences(data_dirs)
+    return Splits(train=glue.train, validation=sentences.validation, test=sentences.test)
+
+
 SOURCES = [
     Source(
         name="sst2",
@@ -148,6 +164,13 @@ SOURCES = [
         description="SST-2 sentences (stsa.binary): 6,920 train / 872 validation / 1,821 test",
         load=load_sentences,
         locate=locate_sentences,
+        num_classes=2,
+    ),
+    Source(
+        name="sst2-phrases",
+        description="SST-2: GLUE's 67,349 train phrases + sentences / stsa.binary's 872 validation / 1,821 test",
+        load=load_phrases,
+        locate=locate_phrases,
         num_classes=2,
     ),
 ]
