@@ -548,6 +548,16 @@ def build_model(name: str, **config_fields) -> Classifier:
     attnclf.errors.AttnclfError: model 'boe' has no config field 'd_model'; valid fields: vocab_size, \
 num_classes, pad_id, max_len, embed_dim, dropout
     """
+    config = config_for(name, **config_fields)  # an unknown name is a one-line error before MODELS[name]
+    return MODELS[name].model_class(config)
+
+
+def config_for(name: str, **config_fields) -> ModelConfig:
+    """Model ``name``'s config with these fields set; an unknown model or field is a one-line error.
+
+    >>> config_for("self-attn", d_model=32).embedding_dim
+    32
+    """
     if name not in MODELS:
         raise AttnclfError(f"unknown model {name!r}; choose one of {', '.join(MODELS)}")
     spec = MODELS[name]
@@ -557,7 +567,7 @@ num_classes, pad_id, max_len, embed_dim, dropout
         raise AttnclfError(
             f"model {name!r} has no config field {unknown[0]!r}; valid fields: {', '.join(valid)}"
         )
-    return spec.model_class(spec.config_class(**config_fields))
+    return spec.config_class(**config_fields)
 
 
 def model_from_config(name: str, config_dict: dict) -> Classifier:

@@ -19,7 +19,7 @@ from ..errors import AttnclfError, DataError, RunDirError
 from ..evaluation.metrics import compute_metrics, pick_examples
 from ..evaluation.multilabel import multilabel_metrics, tune_thresholds
 from ..evaluation.predict import predict_probabilities
-from ..models import MODELS, build_model
+from ..models import MODELS, build_model, config_for
 from ..models.windows import window_config, windowed
 from ..recipes import recipe_for
 from ..rundir import (FORMAT_VERSION, THRESHOLDS_FILE, atomic_write_bytes, atomic_write_json, prepare_output_dir,
@@ -284,7 +284,9 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
         raise AttnclfError("word vectors counted in the run (--embeddings count, which the dataset's recipe may "
                            "set) read every training text at once and do not combine with --token-cache; add "
                            "--embeddings none, or count them with `attnclf vectors` and pass the file")
-    vectors, width = None, MODELS[settings.model].config_class(**settings.model_config).embedding_dim
+    vectors = None
+    if settings.embeddings and not resume:
+        width = config_for(settings.model, **settings.model_config).embedding_dim
     if settings.embeddings and not counting and not resume:
         vectors = WordVectors.load(settings.embeddings)
         vectors.check_width(width)
