@@ -1,16 +1,15 @@
 """SST-2 sentences (stsa.binary) from PPMI word vectors: count them, train seeds from them, score their ensemble.
 
     python bench/sst2_vectors.py --threads 1                  # seeds 0 1 2, vectors from imdb + sst2-sentences
-    python bench/sst2_vectors.py --seeds 0 --vectors-from sst2-sentences --name sst2_vectors-own
+    python bench/sst2_vectors.py --seeds 0 1 --vectors-from sst2-sentences --name sst2_vectors-own
 
 The pretraining is ``attnclf vectors --dataset imdb --dataset sst2-sentences``:
 positive PMI + SVD over IMDB's 75,000 training and unlabelled reviews and SST's
 6,920 training sentences, no labels, nothing from the dev or test sentences;
 its cost is reported on its own. Then ``attnclf train --dataset sst2-sentences
---embeddings VECTORS --seed S`` per seed, and the members' averaged
-probabilities on the 1,821 test sentences (``attnclf train --seeds`` does the
-same in one command). Validation (stsa dev, 872 sentences) chose the recipe;
-test is read once here.
+--embeddings VECTORS --seeds 0 1 2``: one run per seed, and the members'
+averaged probabilities on the 1,821 test sentences. Validation (stsa dev, 872
+sentences) chose the recipe; test is read once here.
 """
 
 from __future__ import annotations
@@ -24,10 +23,10 @@ import torch
 
 from attnclf.cli import main as attnclf
 from attnclf.data.registry import unlabelled_corpus
-from attnclf.ensemble import Ensemble
+from attnclf.ensemble import ENSEMBLE_FILE
 from attnclf.text.vectors import count_vectors
 
-from common import data_dir, parser, peak_rss_mb, splits, write_result
+from common import data_dir, parser, peak_rss_mb, write_result
 
 
 def main() -> None:
@@ -55,35 +54,32 @@ def main() -> None:
                    "cpu_seconds": round(time.process_time() - cpu, 1)}
     print(f"vectors: {pretraining}", flush=True)
 
+    started, cpu = time.perf_counter(), time.process_time()
+    flags = ["train", "--dataset", "sst2-sentences", "--data-dir", data_dir(args.data_dir), "--seeds",
+             *map(str, args.seeds), "--embeddings", str(vectors_path), "--embeddings-std", str(args.embeddings_std),
+             "--output", str(run_dir), "--no-report", "--quiet"]  # one run per seed, then their ensemble
+    if attnclf(flags + (["--threads", str(args.threads)] if args.threads else [])) != 0:
+        raise SystemExit("training failed")
+    training = {"wall_seconds": round(time.perf_counter() - started, 1),
+                "cpu_seconds": round(time.process_time() - cpu, 1)}
     members = {}
     for seed in args.seeds:
         member = run_dir / f"seed-{seed}"
-        started, cpu = time.perf_counter(), time.process_time()
-        flags = ["train", "--dataset", "sst2-sentences", "--data-dir", data_dir(args.data_dir), "--seed", str(seed),
-                 "--embeddings", str(vectors_path), "--embeddings-std", str(args.embeddings_std),
-                 "--output", str(member), "--no-report", "--quiet"]
-        if args.threads:
-            flags += ["--threads", str(args.threads)]
-        if attnclf(flags) != 0:
-            raise SystemExit(f"training seed {seed} failed")
         history = [json.loads(line) for line in (member / "history.jsonl").read_text().splitlines()]
         metrics = json.loads((member / "metrics.json").read_text())
         members[seed] = {"best_validation_accuracy": max(h["val_accuracy"] for h in history),
                          "test_accuracy": metrics["accuracy"], "epochs": len(history),
-                         "train_seconds": metrics["train_seconds"],
-                         "wall_seconds": round(time.perf_counter() - started, 1),
-                         "cpu_seconds": round(time.process_time() - cpu, 1)}
+                         "train_seconds": metrics["train_seconds"]}
         print(f"seed {seed}: {members[seed]}", flush=True)
-
-    test = splits("sst2-sentences", args.data_dir).test
-    ensemble = Ensemble.load([run_dir / f"seed-{seed}" for seed in args.seeds], device="cpu")
-    accuracy = float((ensemble.predict_proba(test.texts).argmax(1) == np.asarray(test.labels)).mean())
+    ensemble = json.loads((run_dir / ENSEMBLE_FILE).read_text())["metrics"]
     write_result(args.name, {
-        "pretraining": pretraining, "embeddings_std": args.embeddings_std, "members": members,
+        "pretraining": pretraining, "embeddings_std": args.embeddings_std, "training": training, "members": members,
         "member_test_accuracy_mean": float(np.mean([m["test_accuracy"] for m in members.values()])),
-        "ensemble_test_accuracy": accuracy, "test_sentences": len(test), "peak_rss_mb": round(peak_rss_mb()),
+        "ensemble_test_accuracy": ensemble["accuracy"], "test_sentences": ensemble["num_examples"],
+        "peak_rss_mb": round(peak_rss_mb()),
     }, args.out)
-    print(f"ensemble of {len(args.seeds)}: {accuracy:.4f} on {len(test)} test sentences", flush=True)
+    print(f"ensemble of {len(args.seeds)}: {ensemble['accuracy']:.4f} on {ensemble['num_examples']} test sentences",
+          flush=True)
 
 
 if __name__ == "__main__":

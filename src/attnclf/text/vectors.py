@@ -118,26 +118,23 @@ class WordVectors:
 
 
 def _numbers(fields: Sequence[str], path: Path, line: int) -> np.ndarray:
-    """The line's vector; the first field that is not a finite number is named by its column."""
-    with np.errstate(over="ignore"):  # an overflow becomes inf, reported below as not finite
-        return _parse(fields, path, line)
-
-
-def _parse(fields: Sequence[str], path: Path, line: int) -> np.ndarray:
-    try:
-        values = np.asarray(fields, dtype=np.float32)  # fast path: GloVe files hold millions of numbers
-        if np.isfinite(values).all():
-            return values
-    except ValueError:
-        pass
-    for column, text in enumerate(fields, start=2):
+    """The line's vector; the first field that is not a finite float32 is named by its column."""
+    with np.errstate(over="ignore"):  # an overflow becomes inf, reported as not finite
         try:
-            value = float(np.float32(text))  # float32, as stored: 1e39 overflows to inf
+            values = np.asarray(fields, dtype=np.float32)  # one parse: GloVe files hold millions of numbers
         except ValueError:
-            value = math.nan
-        if not math.isfinite(value):
-            raise DataError(f"{path}, line {line}, column {column}: {text!r} is not a finite number")
-    raise AssertionError("unreachable: some field failed the fast path")
+            values = np.array([_float32_or_nan(text) for text in fields])
+    if np.isfinite(values).all():
+        return values
+    column = int(np.flatnonzero(~np.isfinite(values))[0])
+    raise DataError(f"{path}, line {line}, column {column + 2}: {fields[column]!r} is not a finite number")
+
+
+def _float32_or_nan(text: str) -> float:
+    try:
+        return float(np.float32(text))
+    except ValueError:
+        return math.nan
 
 
 def count_vectors(texts: Sequence[str], dim: int = 64, window: int = 5, min_count: int = 5,
