@@ -131,14 +131,16 @@ class MultiHeadSelfAttention(nn.Module):
         """Attention within blocks of ``window`` tokens, each folded into a sequence of its own.
 
         A block of padding alone has no key to attend to; SDPA gives it zeros, and it is cut off after.
+        The input is padded to whole blocks, not q, k and v (3x the bytes), and the output is cut after
+        the projection, which then reads contiguous rows.
         """
         batch, seq, dim = x.shape
         pad = -seq % self.window
         folded = (batch * (seq + pad) // self.window, self.window, 3, self.heads, dim // self.heads)
-        q, k, v = F.pad(self.qkv(x), (0, 0, 0, pad)).view(folded).permute(2, 0, 3, 1, 4)
+        q, k, v = self.qkv(F.pad(x, (0, 0, 0, pad))).view(folded).permute(2, 0, 3, 1, 4)
         keys = F.pad(mask, (0, pad)).view(folded[0], 1, 1, self.window)
         y = F.scaled_dot_product_attention(q, k, v, attn_mask=keys, dropout_p=self.dropout if self.training else 0.0)
-        return self.proj(y.transpose(1, 2).reshape(batch, seq + pad, dim)[:, :seq])
+        return self.proj(y.transpose(1, 2).reshape(batch, seq + pad, dim))[:, :seq]
 
 
 class EncoderBlock(nn.Module):
