@@ -118,7 +118,8 @@ def test_sst2_glue_validates_on_held_out_sentences_and_tests_on_dev(tmp_path):
     held_out_films = {text.split()[1] for text in splits.validation.texts}
     assert len(splits.train) == 36 and not held_out_films & {text.split()[1] for text in splits.train.texts}
     assert (splits.test.texts, splits.test.split) == (["fine"], "test")
-    assert sst2.load_glue([tmp_path], seed=1).validation.texts != splits.validation.texts
+    # Every run seed validates on the same sentences, so an ensemble of seeds can be validated too.
+    assert sst2.load_glue([tmp_path], seed=1).validation.texts == splits.validation.texts
 
 
 def test_sst2_phrase_shared_by_sentences_stays_with_the_longest():

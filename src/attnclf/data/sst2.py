@@ -100,7 +100,8 @@ def load_glue(data_dirs: list[Path], seed: int = 0) -> Splits:
     location = locate_glue(data_dirs)
     if location is None:
         raise not_found("sst2", data_dirs, REMOTES["sst2"][0].path)
-    train, validation = hold_out_sentences(_glue_split(location, "train.tsv", "train"), VALIDATION_FRACTION, seed)
+    # The same sentences for every run seed, as an official dev split would be: seeds' ensembles validate on it.
+    train, validation = hold_out_sentences(_glue_split(location, "train.tsv", "train"), VALIDATION_FRACTION, seed=0)
     return Splits(train=train, validation=validation, test=_glue_split(location, "dev.tsv", "test"))
 
 
