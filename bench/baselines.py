@@ -124,9 +124,10 @@ def run_dataset(name: str, data_dir: str | None) -> dict:
 def main() -> None:
     p = parser(__doc__.splitlines()[0])
     p.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=DATASETS)
+    p.add_argument("--name", default="baselines", help="result name (bench/results/NAME.json)")
     args = p.parse_args()
     results = {name: run_dataset(name, args.data_dir) for name in args.datasets}
-    write_result("baselines", {"datasets": results, "peak_rss_mb": round(peak_rss_mb())}, args.out)
+    write_result(args.name, {"datasets": results, "peak_rss_mb": round(peak_rss_mb())}, args.out)
 
 
 if __name__ == "__main__":

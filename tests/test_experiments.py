@@ -13,7 +13,8 @@ from attnclf.errors import AttnclfError
 from attnclf.experiments import Setup
 from attnclf.experiments.budget import DEFAULT_CAPS, QUICK, with_caps, with_quick
 from attnclf.experiments.tables import markdown_table, summarize
-from attnclf.training.run import DataSettings, load_data, settings_for
+from attnclf.training.cached import load_cached_data
+from attnclf.training.run import DataSettings, RunSettings, load_data, settings_for
 
 # A tiny budget: small models, one epoch on 200 synthetic texts.
 TINY = ["--dataset", "synthetic", "--epochs", "1", "--max-train-examples", "200", "--threads", "1",
@@ -168,6 +169,18 @@ def test_max_test_examples_samples_the_same_test_texts_for_every_seed():
     assert len(first.test) == 100 and first.test.split == "test"
     assert first.test.texts == second.test.texts
     assert first.train.texts != second.train.texts or first.validation.texts != second.validation.texts
+
+
+def test_split_seed_gives_runs_of_any_seed_the_same_validation_texts(tmp_path):
+    shared = DataSettings(dataset="synthetic", split_seed=7)
+    assert load_data(shared, seed=0).validation.texts == load_data(shared, seed=1).validation.texts
+    assert load_data(shared, seed=0).validation.texts == load_data(DataSettings(dataset="synthetic"), 7).validation.texts
+    assert load_data(shared, seed=0).validation.texts != load_data(DataSettings(dataset="synthetic"), 0).validation.texts
+    cached = DataSettings(dataset="synthetic", split_seed=7, token_cache=True, token_cache_dir=str(tmp_path))
+    splits, tokenizer = load_cached_data(RunSettings(data=cached), seed=0)
+    validation = splits.validation
+    assert [validation.sequences[i].tolist() for i in range(len(validation))] == tokenizer.encode(
+        load_data(shared, seed=0).validation.texts)
 
 
 def test_grouped_split_keeps_the_requested_side_small_for_large_fractions():

@@ -97,7 +97,7 @@ def _budget(args: argparse.Namespace) -> dict:
                               remove_stopwords=args.remove_stopwords, lemmatize=args.lemmatize)
     data = DataSettings(dataset=args.dataset, data_dir=args.data_dir, download=args.download, train_file=args.train_file,
                         test_file=args.test_file, text_column=args.text_column, label_column=args.label_column,
-                        val_fraction=args.val_fraction, max_train_examples=args.max_train_examples,
+                        val_fraction=args.val_fraction, split_seed=args.split_seed, max_train_examples=args.max_train_examples,
                         max_test_examples=args.max_test_examples, multi_label=args.multi_label,
                         label_delimiter=args.label_delimiter or DEFAULT_LABEL_DELIMITER, token_cache=args.token_cache,
                         token_cache_dir=args.token_cache_dir)
@@ -165,6 +165,9 @@ def _add_budget_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--remove-stopwords", action="store_true")
     p.add_argument("--lemmatize", action="store_true")
     p.add_argument("--val-fraction", type=float, default=0.1, help="validation share carved from train")
+    p.add_argument("--split-seed", type=int,
+                   help="seed of the validation split (default: the run's): runs sharing it can be ensembled "
+                        "and validated together")
     p.add_argument("--max-train-examples", type=int, help="train on a stratified sample of this size")
     p.add_argument("--max-test-examples", type=int, help="test on a stratified sample of this size")
     p.add_argument("--token-cache", action="store_true",

@@ -52,6 +52,7 @@ def load_cached_data(settings: RunSettings, seed: int,
     >>> # splits.train.sequences[0]  # token ids, read from disk
     """
     data = settings.data
+    seed = data.data_seed(seed)
     try:  # fail before reading any data
         cache_root(data.token_cache_dir).mkdir(parents=True, exist_ok=True)
     except OSError as exc:

@@ -45,6 +45,9 @@ class DataSettings:
     text_column: str = "text"
     label_column: str = "label"
     val_fraction: float = 0.1
+    # Seeds the validation split and any --max-train-examples sample; None: the run's seed. Runs that share
+    # it validate on the same texts, so their ensemble can be validated (and chosen) there too.
+    split_seed: int | None = None
     max_train_examples: int | None = None  # a stratified sample, for quick runs
     max_test_examples: int | None = None  # a stratified sample, the same for every seed
     multi_label: bool = False  # a set of labels per text (see data.multilabel)
@@ -54,6 +57,10 @@ class DataSettings:
 
     def describe(self) -> str:
         return self.dataset or Path(self.train_file or "?").name
+
+    def data_seed(self, run_seed: int) -> int:
+        """The seed that chooses which texts train and which validate."""
+        return run_seed if self.split_seed is None else self.split_seed
 
 
 COUNT_EMBEDDINGS = "count"
@@ -154,6 +161,7 @@ def dataset_splits(settings: DataSettings, seed: int) -> Splits:
 
 def load_data(settings: DataSettings, seed: int) -> Splits:
     """The splits a run trains, validates and tests on (validation carved from train if needed)."""
+    seed = settings.data_seed(seed)
     if settings.dataset:
         splits = dataset_splits(settings, seed)
     elif settings.train_file:
