@@ -17,8 +17,6 @@ recipe; test is read once here.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -27,10 +25,10 @@ import torch
 
 from attnclf.cli import main as attnclf
 from attnclf.data.registry import unlabelled_corpus
-from attnclf.ensemble import ENSEMBLE_FILE
+from attnclf.ensemble import ENSEMBLE_FILE, Ensemble
 from attnclf.text.vectors import count_vectors
 
-from common import data_dir, parser, peak_rss_mb, write_result
+from common import data_dir, parser, peak_rss_mb, splits, write_result
 
 
 def main() -> None:
@@ -82,10 +80,9 @@ def main() -> None:
     ensemble = json.loads((run_dir / ENSEMBLE_FILE).read_text())["metrics"]
     extra = {}
     if glue:  # the same models on SST's test sentences, which GLUE keeps unlabelled
-        scored = subprocess.run([sys.executable, "-m", "attnclf", "evaluate", str(run_dir), "--dataset",
-                                 "sst2-sentences", "--data-dir", data_dir(args.data_dir), "--json"],
-                                capture_output=True, text=True, check=True)
-        extra["stsa_binary_ensemble_test_accuracy"] = json.loads(scored.stdout)["accuracy"]
+        test = splits("sst2-sentences", args.data_dir).test
+        probabilities = Ensemble.load([run_dir]).predict_proba(test.texts)
+        extra["stsa_binary_ensemble_test_accuracy"] = float((probabilities.argmax(1) == np.array(test.labels)).mean())
         print(f"ensemble on stsa.binary test: {extra['stsa_binary_ensemble_test_accuracy']:.4f}", flush=True)
     write_result(args.name, {
         "pretraining": pretraining, "embeddings_std": args.embeddings_std, "training": training, "members": members,

@@ -245,9 +245,27 @@ def test_the_installed_command_reports_errors_without_a_traceback(tmp_path):
     (["--max-train-examples", "0"], "--max-train-examples must be at least 1, got 0"),
     (["--val-fraction", "0"], "validation fraction must be in (0, 1), got 0.0"),
     (["--multi-label", "--label-delimiter", ""], "--label-delimiter must be at least one character"),
+    (["--seed", "-1"], "--seed must be 0 or more, got -1"),
+    (["--split-seed", "-2"], "--split-seed must be 0 or more, got -2"),
 ])
 def test_bad_budget_flags_are_one_line_errors(flags, message, tmp_path, capsys):
     assert main(["train", "--dataset", "demo", "--epochs", "1", *flags, "--output", str(tmp_path / "x"),
                  "--quiet"]) == 2
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1
+
+
+def test_split_seed_reaches_the_run_settings_and_runs_that_share_it_ensemble(tmp_path):
+    from attnclf.cli import build_parser, build_settings
+    from attnclf.ensemble import Ensemble
+
+    args = build_parser().parse_args(["train", "--dataset", "demo", "--split-seed", "3"])
+    assert build_settings(args).data.split_seed == 3
+    for seed, split_seed in ((0, None), (1, 4)):
+        assert main(["train", "--dataset", "demo", "--model", "boe", "--epochs", "1", "--seed", str(seed),
+                     *(["--split-seed", str(split_seed)] if split_seed is not None else []),
+                     "--output", str(tmp_path / f"s{seed}"), "--quiet", "--no-report"]) == 0
+    saved = json.loads((tmp_path / "s1" / "config.json").read_text())["settings"]["data"]
+    assert saved["split_seed"] == 4
+    # The split seed picks which texts validate, like the run seed: members may differ in it.
+    assert len(Ensemble.load([tmp_path / "s0", tmp_path / "s1"]).members) == 2

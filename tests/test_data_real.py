@@ -57,7 +57,7 @@ def test_sst2_glue_train_holds_no_dev_sentence_and_one_test_sentence():
     learned = set(sst2.load_glue(_dirs(sst2.locate_glue)).train.texts)
     sentences = sst2.load_sentences(_dirs(sst2.locate_sentences))
     assert not learned & set(sentences.validation.texts)
-    assert learned & set(sentences.test.texts) <= {"what 's next ?"}
+    assert learned & set(sentences.test.texts) == {"what 's next ?"}
 
 
 def test_sst2_sentences_counts_and_dev_matches_glue_dev():

@@ -132,6 +132,16 @@ def test_sst2_phrase_shared_by_sentences_stays_with_the_longest():
         assert (validation.texts, train.texts) == (["the film works ."], ["the film", "the film fails badly ."])
 
 
+def test_sst2_a_sentence_written_twice_or_spaced_oddly_stays_on_one_side():
+    rows = TextDataset(["the film  works .", "the film works .", "works .", "a dull one .", "dull", "fine .", "fine"],
+                       [1, 1, 1, 0, 0, 1, 1], ["negative", "positive"])
+    for seed in range(4):
+        train, validation = sst2.hold_out_sentences(rows, 0.5, seed=seed)
+        spaced = {" ".join(text.split()) for text in train.texts}
+        assert validation.texts and not spaced & {" ".join(text.split()) for text in validation.texts}
+        assert set(validation.texts) <= {"the film  works .", "a dull one .", "fine ."}
+
+
 def test_sst2_glue_zip_as_downloaded(tmp_path):
     with zipfile.ZipFile(tmp_path / "SST-2.zip", "w") as zf:
         zf.writestr("SST-2/train.tsv", GLUE_TRAIN)

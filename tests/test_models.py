@@ -351,6 +351,24 @@ def test_block_local_attention_stays_inside_its_blocks():
     assert torch.isfinite(fast).all()
 
 
+def test_block_local_attention_trains_as_its_explicit_masked_form():
+    # The fast path pads to whole blocks and cuts after the projection; the explicit path masks across blocks
+    # at full length. Gradients of the input and the weights must agree for the real tokens.
+    torch.manual_seed(0)
+    attention = MultiHeadSelfAttention(16, heads=4, window=4).train()
+    x = torch.randn(2, 10, 16)
+    mask = torch.arange(10) < torch.tensor([10, 6])[:, None]
+    grads = []
+    for need_weights in (False, True):
+        inputs = x.clone().requires_grad_()
+        attention.zero_grad()
+        y, _ = attention(inputs, mask, need_weights=need_weights)
+        y[mask].square().sum().backward()
+        grads.append([inputs.grad] + [param.grad.clone() for param in attention.parameters()])
+    for fast, explicit in zip(*grads, strict=True):
+        torch.testing.assert_close(fast, explicit, atol=1e-5, rtol=1e-4)
+
+
 def test_a_window_longer_than_the_text_is_full_attention():
     windowed = tiny("self-attn", attention_window=8)
     full = tiny("self-attn")

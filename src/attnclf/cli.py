@@ -89,6 +89,9 @@ def _budget(args: argparse.Namespace) -> dict:
     for flag in ("max_train_examples", "max_test_examples"):
         if getattr(args, flag) is not None and getattr(args, flag) < 1:
             raise AttnclfError(f"--{flag.replace('_', '-')} must be at least 1, got {getattr(args, flag)}")
+    for flag in ("seed", "split_seed"):  # numpy's and torch's generators take no negative seed
+        if getattr(args, flag, None) is not None and getattr(args, flag) < 0:
+            raise AttnclfError(f"--{flag.replace('_', '-')} must be 0 or more, got {getattr(args, flag)}")
     train = {name: getattr(args, flag) for flag, name in _TRAIN_FLAGS if getattr(args, flag) is not None}
     if args.bf16:
         train["bf16"] = True
@@ -166,8 +169,8 @@ def _add_budget_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--lemmatize", action="store_true")
     p.add_argument("--val-fraction", type=float, default=0.1, help="validation share carved from train")
     p.add_argument("--split-seed", type=int,
-                   help="seed of the validation split (default: the run's): runs sharing it can be ensembled "
-                        "and validated together")
+                   help="seed of the validation split carved from train, and of a --max-train-examples sample "
+                        "(default: the run's): runs sharing it hold out the same texts")
     p.add_argument("--max-train-examples", type=int, help="train on a stratified sample of this size")
     p.add_argument("--max-test-examples", type=int, help="test on a stratified sample of this size")
     p.add_argument("--token-cache", action="store_true",

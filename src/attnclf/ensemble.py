@@ -151,13 +151,14 @@ def train_ensemble(settings, seeds: Sequence[int], resume: bool = False, progres
 def _data(member: Classifier) -> dict:
     """What a member was trained on, with defaults filled in (older runs lack newer fields).
 
-    Where the data was read from, and through which cache, may differ between runs of the same data.
+    Where the data was read from, and through which cache, may differ between runs of the same data; so may
+    the seed of the validation split, as the run seed may.
     """
     from dataclasses import asdict
 
     from .training.run import DataSettings
 
     data = asdict(DataSettings(**member.config.get("settings", {}).get("data", {})))
-    for where in ("data_dir", "token_cache", "token_cache_dir"):
+    for where in ("data_dir", "token_cache", "token_cache_dir", "split_seed"):
         data.pop(where)
     return data

@@ -95,7 +95,7 @@ def load_glue(data_dirs: list[Path], seed: int = 0) -> Splits:
 
     >>> splits = load_glue([Path("/work/shared/datasets")])  # doctest: +SKIP
     >>> len(splits.train), len(splits.validation), len(splits.test)  # doctest: +SKIP
-    (60635, 689, 872)
+    (60818, 689, 872)
     """
     location = locate_glue(data_dirs)
     if location is None:
@@ -112,10 +112,10 @@ VALIDATION_FRACTION = 0.1
 
 
 def hold_out_sentences(phrases: TextDataset, fraction: float, seed: int) -> tuple[TextDataset, TextDataset]:
-    """(train, validation): ``fraction`` of the sentences, none of whose phrases stay in train.
+    """(train, validation): ``fraction`` of the sentences, and none of the phrases assigned to them in train.
 
     A sentence is a row that is no other row's run of words; each row belongs to the longest sentence it
-    is a run of (a phrase common to many sentences, "the film", stays with one of them).
+    is a run of (a phrase common to many sentences, "the film", stays with one of them, maybe a training one).
 
     >>> rows = TextDataset(["a good film", "good film", "a bad one", "bad", "a fine one", "fine", "so dull",
     ...                     "dull"], [1, 1, 0, 0, 1, 1, 0, 0], ["negative", "positive"])
@@ -136,11 +136,12 @@ def _sentence_of(texts: list[str]) -> list[int]:
     """For each row, the row of the longest text it is a run of words of (itself, for a sentence)."""
     rows_of: dict[str, list[int]] = {}
     for i, text in enumerate(texts):
-        rows_of.setdefault(text, []).append(i)
+        rows_of.setdefault(" ".join(text.split()), []).append(i)
     sentence_of = [-1] * len(texts)
     for i in sorted(range(len(texts)), key=lambda i: -len(texts[i])):
         if sentence_of[i] >= 0:
             continue
+        sentence_of[i] = i
         words = texts[i].split()
         for start in range(len(words)):
             for end in range(start + 1, len(words) + 1):
