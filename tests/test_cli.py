@@ -255,17 +255,29 @@ def test_bad_budget_flags_are_one_line_errors(flags, message, tmp_path, capsys):
     assert message in err and len(err.splitlines()) == 1
 
 
-def test_split_seed_reaches_the_run_settings_and_runs_that_share_it_ensemble(tmp_path):
+def test_split_seed_reaches_the_run_settings_and_runs_that_share_it_validate_as_an_ensemble(tmp_path, capsys):
     from attnclf.cli import build_parser, build_settings
     from attnclf.ensemble import Ensemble
+    from attnclf.training.run import DataSettings, load_data
 
     args = build_parser().parse_args(["train", "--dataset", "demo", "--split-seed", "3"])
     assert build_settings(args).data.split_seed == 3
-    for seed, split_seed in ((0, None), (1, 4)):
+    for seed, split_seed in ((0, None), (1, 4), (2, 4)):
         assert main(["train", "--dataset", "demo", "--model", "boe", "--epochs", "1", "--seed", str(seed),
                      *(["--split-seed", str(split_seed)] if split_seed is not None else []),
                      "--output", str(tmp_path / f"s{seed}"), "--quiet", "--no-report"]) == 0
     saved = json.loads((tmp_path / "s1" / "config.json").read_text())["settings"]["data"]
     assert saved["split_seed"] == 4
-    # The split seed picks which texts validate, like the run seed: members may differ in it.
+    # The split seed picks which texts validate, like the run seed: members may differ in it...
     assert len(Ensemble.load([tmp_path / "s0", tmp_path / "s1"]).members) == 2
+    capsys.readouterr()
+    # ...but only runs that held out the same texts can be validated together.
+    assert main(["evaluate", str(tmp_path / "s1"), str(tmp_path / "s2"), "--split", "validation", "--json"]) == 0
+    scored = json.loads(capsys.readouterr().out)
+    assert scored["split"] == "validation"
+    assert scored["num_examples"] == len(load_data(DataSettings(dataset="demo"), 4).validation)
+    assert main(["evaluate", str(tmp_path / "s0"), str(tmp_path / "s1"), "--split", "validation"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "held out different validation texts" in err and "--split-seed" in err and len(err.splitlines()) == 1
+    assert main(["evaluate", str(tmp_path / "s1"), "--split", "validation", "--dataset", "demo"]) == 2
+    assert "drop --dataset" in capsys.readouterr().err

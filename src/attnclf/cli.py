@@ -265,12 +265,21 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
     clf = Ensemble.load(args.run_dirs, device=args.device, bf16=args.bf16) if len(args.run_dirs) > 1 else \
         load_run(args.run_dirs[0], device=args.device, bf16=args.bf16)
-    data = _test_data(args, clf, test_only=isinstance(clf, Ensemble))
+    if args.split == "validation":
+        from .training.run import run_validation_data
+
+        if args.dataset or args.test_file:
+            raise AttnclfError("--split validation scores the texts the runs held out; drop --dataset/--test-file")
+        members = clf.members if isinstance(clf, Ensemble) else [clf]
+        data = run_validation_data([member.config for member in members], clf.label_names)
+    else:
+        data = _test_data(args, clf, test_only=isinstance(clf, Ensemble))
     if clf.multi_label:
         metrics = multilabel_metrics(multi_hot(data.labels, len(clf.label_names)), clf.predict_proba(data.texts),
                                      clf.label_names, clf.thresholds)
     else:
         metrics = compute_metrics(data.labels, clf.predict_proba(data.texts), clf.label_names)
+    metrics["split"] = data.split  # "validation" too when a run without test data falls back to it
     if args.json:
         print(json.dumps({k: v for k, v in metrics.items() if k != "classification_report"}, indent=2))
     else:
@@ -660,6 +669,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a run directory; several, or a folder of `train --seeds`, score their ensemble "
                         "(averaged probabilities)")
     _add_data_args(p, test_only=True)
+    p.add_argument("--split", choices=["test", "validation"], default="test",
+                   help="validation: the texts the runs held out (an ensemble's runs must share --split-seed)")
     p.add_argument("--json", action="store_true", help="print all metrics as JSON")
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"])
     p.add_argument("--bf16", action="store_true", help=INFERENCE_BF16_HELP)

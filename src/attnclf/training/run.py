@@ -213,6 +213,28 @@ def run_test_data(config: dict, label_names: list[str], test_only: bool = False)
     return align_labels(splits.test if splits.test is not None else splits.validation, label_names)
 
 
+def run_validation_data(configs: list[dict], label_names: list[str]) -> TextDataset:
+    """The texts the runs held out to validate on, labels in the runs' order: one set for all of them.
+
+    Runs of different seeds hold out different texts unless they shared ``--split-seed`` (or the dataset
+    has its own validation split); their ensemble can only be validated on texts none of them trained on.
+
+    >>> # val = run_validation_data([read_json(Path(d) / "config.json") for d in runs], ["neg", "pos"])
+    """
+    def data_and_seed(config: dict) -> tuple[DataSettings, int]:
+        data = DataSettings(**config["settings"]["data"])
+        return data, data.data_seed(config["settings"]["train"]["seed"])
+
+    first_data, first_seed = data_and_seed(configs[0])
+    validation = load_data(first_data, first_seed).validation
+    for config in configs[1:]:
+        data, seed = data_and_seed(config)
+        if seed != first_seed and load_data(data, seed).validation.texts != validation.texts:
+            raise AttnclfError(f"the runs held out different validation texts (split seeds {first_seed} and "
+                               f"{seed}); train them with one --split-seed to validate their ensemble")
+    return align_labels(validation, label_names)
+
+
 def _batches(tokenizer: Tokenizer, data: TextDataset, batch_size: int, shuffle: bool, seed: int,
              balanced: bool = False, windows: WindowConfig | None = None) -> BucketBatches:
     max_tokens = None if shuffle else EVAL_MAX_TOKENS  # evaluation batches: bounded in padded tokens too
