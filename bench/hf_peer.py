@@ -16,7 +16,8 @@ and max length, trained from scratch with `transformers.Trainer`
 time is its training loop alone; attnclf's time includes its per-epoch
 validation on --val-examples texts and checkpoint writes). Prediction runs
 both models over the same length-sorted batches, in float32 and again under
-bfloat16 autocast (attnclf's `--bf16`; the same autocast for BERT). Runs alternate
+bfloat16 autocast (attnclf's `--bf16`; the same autocast for BERT), each timed
+as the median of 3 calls after an untimed one. Runs alternate
 (attnclf, BERT, attnclf, BERT, ...) so machine noise hits both alike; the
 JSON keeps every time and the ratio of each pair, in wall seconds and in
 CPU seconds of this process (with --threads 1 the CPU figures do not depend
@@ -125,11 +126,22 @@ def in_bf16(predict):
     return run
 
 
+PREDICTION_CALLS = 3
+
+
 def _timed(fn, *args):
     """(result, wall seconds, CPU seconds); with one thread CPU seconds ignore other jobs on the machine."""
     wall, cpu = time.perf_counter(), time.process_time()
     out = fn(*args)
     return out, time.perf_counter() - wall, time.process_time() - cpu
+
+
+def _timed_prediction(fn, model, calls: int = PREDICTION_CALLS):
+    """``_timed`` for prediction: one untimed call first (the first call of a model pays for allocations and
+    kernel set-up), then the medians of ``calls`` timed ones; a single call swung by 10% between runs."""
+    fn(model)
+    runs = [_timed(fn, model) for _ in range(calls)]
+    return runs[0][0], float(np.median([r[1] for r in runs])), float(np.median([r[2] for r in runs]))
 
 
 def main() -> None:
@@ -179,8 +191,8 @@ def main() -> None:
     for repeat in range(-args.warmup, args.repeats):  # negative repeats are warm-up, not counted
         for name, train_fn in systems.items():  # alternating, so drift hits every system alike
             model, seconds, cpu = train_fn()
-            probs, predict_seconds, predict_cpu = _timed(predictors[name], model)
-            probs_bf16, bf16_seconds, bf16_cpu = _timed(in_bf16(predictors[name]), model)
+            probs, predict_seconds, predict_cpu = _timed_prediction(predictors[name], model)
+            probs_bf16, bf16_seconds, bf16_cpu = _timed_prediction(in_bf16(predictors[name]), model)
             if repeat < 0:
                 continue
             for kind, value in (("train", seconds), ("predict", predict_seconds), ("predict_bf16", bf16_seconds),
