@@ -138,7 +138,7 @@ def _timed(fn, *args):
 
 def _timed_prediction(fn, model, calls: int = PREDICTION_CALLS):
     """``_timed`` for prediction: one untimed call first (the first call of a model pays for allocations and
-    kernel set-up), then the medians of ``calls`` timed ones; a single call swung by 10% between runs."""
+    kernel set-up), then the medians of ``calls`` timed ones; a single call drifted by up to 18% between runs."""
     fn(model)
     runs = [_timed(fn, model) for _ in range(calls)]
     return runs[0][0], float(np.median([r[1] for r in runs])), float(np.median([r[2] for r in runs]))
@@ -228,7 +228,8 @@ def main() -> None:
 
     write_result(args.name, {
         "dataset": args.dataset, "train_examples": len(train), "test_examples": len(test),
-        "epochs": args.epochs, "repeats": args.repeats, "tokens": tokens, "vocab_size": vocab,
+        "epochs": args.epochs, "repeats": args.repeats, "prediction_calls": PREDICTION_CALLS, "tokens": tokens,
+        "vocab_size": vocab,
         "settings": settings.to_dict(), "transformers": transformers.__version__,
         "systems": summary, "peak_rss_mb": round(peak_rss_mb()),
     }, args.out)

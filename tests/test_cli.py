@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from attnclf.cli import main
@@ -274,10 +275,29 @@ def test_split_seed_reaches_the_run_settings_and_runs_that_share_it_validate_as_
     # ...but only runs that held out the same texts can be validated together.
     assert main(["evaluate", str(tmp_path / "s1"), str(tmp_path / "s2"), "--split", "validation", "--json"]) == 0
     scored = json.loads(capsys.readouterr().out)
-    assert scored["split"] == "validation"
-    assert scored["num_examples"] == len(load_data(DataSettings(dataset="demo"), 4).validation)
+    held_out = load_data(DataSettings(dataset="demo", split_seed=4), seed=1).validation
+    expected = Ensemble.load([tmp_path / "s1", tmp_path / "s2"]).predict_proba(held_out.texts).argmax(1)
+    assert scored["split"] == "validation" and scored["num_examples"] == len(held_out)
+    assert scored["accuracy"] == pytest.approx((expected == np.array(held_out.labels)).mean())
+    history = [json.loads(line) for line in (tmp_path / "s1" / "history.jsonl").read_text().splitlines()]
+    assert main(["evaluate", str(tmp_path / "s1"), "--split", "validation", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["accuracy"] == pytest.approx(history[-1]["val_accuracy"])
     assert main(["evaluate", str(tmp_path / "s0"), str(tmp_path / "s1"), "--split", "validation"]) == 2
     err = capsys.readouterr().err.strip()
     assert "held out different validation texts" in err and "--split-seed" in err and len(err.splitlines()) == 1
     assert main(["evaluate", str(tmp_path / "s1"), "--split", "validation", "--dataset", "demo"]) == 2
     assert "drop --dataset" in capsys.readouterr().err
+    # A run whose held-out texts the data no longer gives is refused: they could be texts it trained on.
+    config = json.loads((tmp_path / "s1" / "config.json").read_text())
+    config["data"]["validation_sha256"] = "0" * 64
+    (tmp_path / "s1" / "config.json").write_text(json.dumps(config))
+    assert main(["evaluate", str(tmp_path / "s1"), "--split", "validation"]) == 2
+    assert "no longer gives the validation texts" in capsys.readouterr().err
+
+
+def test_a_multi_label_run_is_not_scored_on_the_texts_that_tuned_its_thresholds(tmp_path, capsys):
+    assert main(["train", "--dataset", "topics", "--multi-label", "--model", "boe", "--epochs", "1",
+                 "--output", str(tmp_path / "ml"), "--quiet", "--no-report"]) == 0
+    capsys.readouterr()
+    assert main(["evaluate", str(tmp_path / "ml"), "--split", "validation"]) == 2
+    assert "tuned its thresholds on its validation texts" in capsys.readouterr().err

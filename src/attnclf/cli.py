@@ -270,6 +270,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
         if args.dataset or args.test_file:
             raise AttnclfError("--split validation scores the texts the runs held out; drop --dataset/--test-file")
+        if clf.multi_label:
+            raise AttnclfError("a multi-label run tuned its thresholds on its validation texts, which would "
+                               "flatter it there; score it on test data")
         members = clf.members if isinstance(clf, Ensemble) else [clf]
         data = run_validation_data([member.config for member in members], clf.label_names)
     else:
@@ -670,7 +673,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "(averaged probabilities)")
     _add_data_args(p, test_only=True)
     p.add_argument("--split", choices=["test", "validation"], default="test",
-                   help="validation: the texts the runs held out (an ensemble's runs must share --split-seed)")
+                   help="validation: the texts the runs held out (an ensemble's runs must have held out the same: "
+                        "a shared --split-seed, or the dataset's own validation split)")
     p.add_argument("--json", action="store_true", help="print all metrics as JSON")
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"])
     p.add_argument("--bf16", action="store_true", help=INFERENCE_BF16_HELP)

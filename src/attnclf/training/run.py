@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import sys
 import time
 from dataclasses import asdict, dataclass, field, fields, replace
@@ -208,9 +209,24 @@ def run_test_data(config: dict, label_names: list[str], test_only: bool = False)
     data = DataSettings(**settings["data"])
     splits = load_data(data, settings["train"]["seed"])
     if test_only and splits.test is None:
-        raise AttnclfError(f"{data.describe()} has no test split, and the runs' validation splits differ by "
-                           f"seed; give held-out data with --test-file or --dataset")
-    return align_labels(splits.test if splits.test is not None else splits.validation, label_names)
+        raise AttnclfError(f"{data.describe()} has no test split; give held-out data with --test-file or --dataset, "
+                           f"or score the texts the runs held out with --split validation (runs sharing --split-seed)")
+    if splits.test is None:
+        _check_held_out([config], splits.validation, data)
+        return align_labels(splits.validation, label_names)
+    return align_labels(splits.test, label_names)
+
+
+def texts_fingerprint(data: TextDataset) -> str:
+    """sha256 of the labelled texts, in order: whether a split is still the one a run held out.
+
+    >>> texts_fingerprint(TextDataset(["good"], [1], ["neg", "pos"]))[:12]
+    '7e854b0e3ff1'
+    """
+    digest = hashlib.sha256()
+    for text, label in zip(data.texts, data.labels):
+        digest.update(f"{label}\t{text}\n".encode())
+    return digest.hexdigest()
 
 
 def run_validation_data(configs: list[dict], label_names: list[str]) -> TextDataset:
@@ -232,7 +248,18 @@ def run_validation_data(configs: list[dict], label_names: list[str]) -> TextData
         if seed != first_seed and load_data(data, seed).validation.texts != validation.texts:
             raise AttnclfError(f"the runs held out different validation texts (split seeds {first_seed} and "
                                f"{seed}); train them with one --split-seed to validate their ensemble")
+    _check_held_out(configs, validation, first_data)
     return align_labels(validation, label_names)
+
+
+def _check_held_out(configs: list[dict], validation: TextDataset, data: DataSettings) -> None:
+    """Refuse texts that are not the ones the runs held out: they may be texts the runs learned."""
+    fingerprint = texts_fingerprint(validation)
+    for config in configs:  # runs from before the fingerprint was recorded cannot be checked
+        held_out = config.get("data", {}).get("validation_sha256")
+        if held_out is not None and held_out != fingerprint:
+            raise AttnclfError(f"{data.describe()} no longer gives the validation texts a run held out "
+                               f"(the data or its split changed since it was trained): they may be texts it learned")
 
 
 def _batches(tokenizer: Tokenizer, data: TextDataset, batch_size: int, shuffle: bool, seed: int,
@@ -362,7 +389,9 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
             "model": {"name": settings.model, "config": model.config.to_dict(), "parameters": model.num_parameters()},
             **({"counted_embeddings": counted} if counted else {}),
             "data": {"train_examples": len(splits.train), "validation_examples": len(splits.validation),
-                     "test_examples": len(splits.test) if splits.test else 0},
+                     "test_examples": len(splits.test) if splits.test else 0,
+                     **({"validation_sha256": texts_fingerprint(splits.validation)}
+                        if isinstance(splits.validation.texts, list) else {})},
         })
 
     trainer = Trainer(model, settings.train, run_dir, device, label_names, progress=progress, distributed=distributed,
