@@ -100,8 +100,9 @@ def _budget(args: argparse.Namespace) -> dict:
                               remove_stopwords=args.remove_stopwords, lemmatize=args.lemmatize)
     data = DataSettings(dataset=args.dataset, data_dir=args.data_dir, download=args.download, train_file=args.train_file,
                         test_file=args.test_file, text_column=args.text_column, label_column=args.label_column,
-                        val_fraction=args.val_fraction, split_seed=args.split_seed, max_train_examples=args.max_train_examples,
-                        max_test_examples=args.max_test_examples, multi_label=args.multi_label,
+                        val_fraction=args.val_fraction, split_seed=args.split_seed,
+                        max_train_examples=args.max_train_examples, max_test_examples=args.max_test_examples,
+                        multi_label=args.multi_label,
                         label_delimiter=args.label_delimiter or DEFAULT_LABEL_DELIMITER, token_cache=args.token_cache,
                         token_cache_dir=args.token_cache_dir)
     return {"data": data, "train": train, "tokenizer": tokenizer, "cleaning": cleaning, "device": args.device}
@@ -118,11 +119,11 @@ def build_settings(args: argparse.Namespace):
     settings.windows = _windows(args)
     if args.embeddings:  # else the recipe's
         settings.embeddings = None if args.embeddings == "none" else args.embeddings
-    if args.embeddings_std is not None and not settings.embeddings:
-        raise AttnclfError("--embeddings-std needs --embeddings FILE (or count)")
-    if args.embeddings_std is not None and not args.embeddings_std > 0:
-        raise AttnclfError(f"--embeddings-std must be positive, got {args.embeddings_std}")
     if args.embeddings_std is not None:
+        if not settings.embeddings:
+            raise AttnclfError("--embeddings-std needs --embeddings FILE (or count)")
+        if not args.embeddings_std > 0:
+            raise AttnclfError(f"--embeddings-std must be positive, got {args.embeddings_std}")
         settings.embeddings_std = args.embeddings_std
     return settings
 

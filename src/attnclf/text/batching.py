@@ -12,7 +12,7 @@ from .tokenizer import PAD_ID
 
 # Padded tokens per length-sorted evaluation batch, at most. At 16,384 tokens the feed-forward activations
 # (x 256 floats) stay under glibc's 32 MB mmap threshold, so each batch reuses freed heap instead of
-# faulting in fresh pages: IMDB's 800-token reviews predict about a quarter faster (BENCHMARKS.md).
+# faulting in fresh pages: IMDB's 800-token reviews predict about 11% faster (BENCHMARKS.md).
 EVAL_MAX_TOKENS = 16384
 
 
@@ -140,4 +140,3 @@ def within_token_budget(order: np.ndarray, lengths: np.ndarray, batch_size: int,
         batches.append(order[start:end])
         start = end
     return batches
-

@@ -212,7 +212,9 @@ def run_test_data(config: dict, label_names: list[str], test_only: bool = False)
         raise AttnclfError(f"{data.describe()} has no test split; give held-out data with --test-file or --dataset, "
                            f"or score the texts the runs held out with --split validation (runs sharing --split-seed)")
     if splits.test is None:
-        _check_held_out([config], splits.validation, data)
+        held_out = config.get("data", {}).get("validation_sha256")
+        if held_out is not None and held_out != texts_fingerprint(splits.validation):
+            raise AttnclfError(_CHANGED_SPLIT.format(data.describe()))
         return align_labels(splits.validation, label_names)
     return align_labels(splits.test, label_names)
 
@@ -243,24 +245,23 @@ def run_validation_data(configs: list[dict], label_names: list[str]) -> TextData
 
     first_data, first_seed = data_and_seed(configs[0])
     validation = load_data(first_data, first_seed).validation
-    for config in configs[1:]:
+    fingerprint = texts_fingerprint(validation)
+    for config in configs:
         data, seed = data_and_seed(config)
-        if seed != first_seed and load_data(data, seed).validation.texts != validation.texts:
-            raise AttnclfError(f"the runs held out different validation texts (split seeds {first_seed} and "
-                               f"{seed}); train them with one --split-seed to validate their ensemble")
-    _check_held_out(configs, validation, first_data)
+        # A run records what it held out; only older runs, or token-cache ones, need their split rebuilt.
+        held_out = config.get("data", {}).get("validation_sha256")
+        if held_out is None and seed != first_seed:
+            held_out = texts_fingerprint(load_data(data, seed).validation)
+        if held_out is not None and held_out != fingerprint:
+            if seed != first_seed:
+                raise AttnclfError(f"the runs held out different validation texts (split seeds {first_seed} and "
+                                   f"{seed}); train them with one --split-seed to validate their ensemble")
+            raise AttnclfError(_CHANGED_SPLIT.format(data.describe()))
     return align_labels(validation, label_names)
 
 
-def _check_held_out(configs: list[dict], validation: TextDataset, data: DataSettings) -> None:
-    """Refuse texts that are not the ones the runs held out: they may be texts the runs learned."""
-    fingerprint = texts_fingerprint(validation)
-    for config in configs:  # runs from before the fingerprint was recorded cannot be checked
-        held_out = config.get("data", {}).get("validation_sha256")
-        if held_out is not None and held_out != fingerprint:
-            raise AttnclfError(f"{data.describe()} no longer gives the validation texts a run held out "
-                               f"(the data or its split changed since it was trained): they may be texts it learned")
-
+_CHANGED_SPLIT = ("{} no longer gives the validation texts a run held out (the data or its split changed since it "
+                  "was trained): they may be texts it learned")
 
 def _batches(tokenizer: Tokenizer, data: TextDataset, batch_size: int, shuffle: bool, seed: int,
              balanced: bool = False, windows: WindowConfig | None = None) -> BucketBatches:
@@ -344,9 +345,9 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
     vectors = None
     if settings.embeddings and not resume:
         width = config_for(settings.model, **settings.model_config).embedding_dim
-    if settings.embeddings and not counting and not resume:
-        vectors = WordVectors.load(settings.embeddings)
-        vectors.check_width(width)
+        if not counting:
+            vectors = WordVectors.load(settings.embeddings)
+            vectors.check_width(width)
     run_dir = prepare_output_dir(settings.output)
     seed = settings.train.seed
     if resume and not (run_dir / "checkpoint" / "state.json").exists():
