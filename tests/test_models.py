@@ -10,9 +10,11 @@ import torch
 
 from attnclf.errors import AttnclfError
 from attnclf.models import MODELS, build_model, model_from_config
+from attnclf.models import attention as attention_module
 from attnclf.models.attention import (
     SCORES,
     AttentionPooling,
+    EncoderBlock,
     MultiHeadSelfAttention,
     masked_mean,
     masked_pool,
@@ -389,6 +391,30 @@ def test_windowed_self_attn_ignores_padding_and_matches_its_maps(extra):
         torch.testing.assert_close(model(*pad_right(ids, mask, extra)).logits, logits)
         explicit = model(ids, mask, output_attentions=True)
     torch.testing.assert_close(explicit.logits, logits, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("name, options", [("self-attn", {"attention_window": 4, "nb_ngram_buckets": 31}),
+                                           ("self-attn", {}), ("transformer-mean", {"norm_first": False})])
+def test_inference_in_chunks_matches_whole_batches(monkeypatch, name, options):
+    # Chunks of 8 tokens split the batch's blocks and feed-forward rows mid-text, and 19 tokens pad to whole
+    # windows; a chunk that misaligned rows, masks or blocks would change the logits.
+    model = tiny(name, **options)
+    ids, mask = batch(lengths=(19, 9, 3))
+    monkeypatch.setattr(attention_module, "INFERENCE_CHUNK_TOKENS", 8)
+    calls = []
+    for module in model.modules():
+        if isinstance(module, (EncoderBlock, MultiHeadSelfAttention)):
+            (module.ff if isinstance(module, EncoderBlock) else module.qkv).register_forward_hook(
+                lambda module, inputs, output: calls.append(type(module).__name__))
+    whole = model(ids, mask).logits.detach()  # gradients recorded: whole batches, as training needs
+    assert calls.count("Sequential") == len(model.encoder.blocks)
+    calls.clear()
+    with torch.inference_mode():
+        chunked = model(ids, mask).logits
+    torch.testing.assert_close(chunked, whole, atol=1e-6, rtol=1e-5)
+    assert calls.count("Sequential") > len(model.encoder.blocks)  # the feed-forward ran in chunks
+    if options.get("attention_window"):
+        assert calls.count("Linear") > len(model.encoder.blocks)  # and so did the blocks
 
 
 def test_heads_must_divide_the_model_dimension():
