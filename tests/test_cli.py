@@ -248,12 +248,14 @@ def test_the_installed_command_reports_errors_without_a_traceback(tmp_path):
     (["--multi-label", "--label-delimiter", ""], "--label-delimiter must be at least one character"),
     (["--seed", "-1"], "--seed must be 0 or more, got -1"),
     (["--split-seed", "-2"], "--split-seed must be 0 or more, got -2"),
+    (["--ema-decay", "1"], "ema_decay must be at least 0 and below 1, got 1.0"),
 ])
 def test_bad_budget_flags_are_one_line_errors(flags, message, tmp_path, capsys):
     assert main(["train", "--dataset", "demo", "--epochs", "1", *flags, "--output", str(tmp_path / "x"),
                  "--quiet"]) == 2
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "x").exists()  # stopped before writing anything
 
 
 def test_split_seed_reaches_the_run_settings_and_runs_that_share_it_validate_as_an_ensemble(tmp_path, capsys):

@@ -7,7 +7,7 @@ import torch
 from safetensors.torch import load_file
 
 from attnclf.classifier import Classifier
-from attnclf.errors import RunDirError
+from attnclf.errors import AttnclfError, RunDirError
 from attnclf.text.tokenizer import TokenizerConfig
 from attnclf.training.run import DataSettings, RunSettings, train_run
 from attnclf.training.trainer import TrainConfig
@@ -59,6 +59,51 @@ def test_resume_after_interruption_reaches_the_uninterrupted_result(tmp_path, re
     assert resumed.history[-1]["train_loss"] == pytest.approx(straight.history[-1]["train_loss"], rel=1e-6)
     a, b = weights(straight.run_dir), weights(resumed.run_dir)
     assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_weight_averaging_is_what_validation_scores_and_the_run_keeps_and_resumes(tmp_path,
+                                                                                 resume_after_interruption):
+    def settings(name, **train):  # with an n-gram branch, whose counts the average must carry
+        run = tiny_settings(tmp_path / name, epochs=3, **train)
+        run.model_config = {**run.model_config, "nb_ngram_buckets": 64}
+        return run
+
+    plain = train_run(settings("plain"), progress=False)
+    averaged = train_run(settings("ema", ema_decay=0.9), progress=False)
+
+    def last_checkpoint(run, prefix):
+        return {k: v for k, v in load_file(str(run.run_dir / "checkpoint" / "last.safetensors")).items()
+                if k.startswith(prefix)}
+
+    # The average does not steer training: the raw weights follow the plain run's path exactly...
+    raw, plain_raw = last_checkpoint(averaged, "model."), last_checkpoint(plain, "model.")
+    assert all(torch.equal(raw[k], plain_raw[k]) for k in raw)
+    assert [h["train_loss"] for h in averaged.history] == [h["train_loss"] for h in plain.history]
+    # ...but validation scores the lagging average, and the run keeps it.
+    assert all(a["val_loss"] != b["val_loss"] for a, b in zip(averaged.history, plain.history))
+    kept, plain_kept = weights(averaged.run_dir), weights(plain.run_dir)
+    assert all(not torch.equal(kept[k], plain_kept[k]) for k in kept if k.endswith("weight") and "norm" not in k)
+    # An interrupted run resumes the average where it was: the same average, update count and counts at the end.
+    resumed = resume_after_interruption(settings("resumed", ema_decay=0.9), epoch=3)
+    average, resumed_average = last_checkpoint(averaged, "averaged."), last_checkpoint(resumed, "averaged.")
+    assert "averaged.n_averaged" in average and any("ngram" in k for k in average)
+    assert average.keys() == resumed_average.keys()
+    assert all(torch.equal(average[k], resumed_average[k]) for k in average)
+    assert all(torch.equal(kept[k], v) for k, v in weights(resumed.run_dir).items())
+
+
+def test_weight_averaging_warms_up_its_decay():
+    from attnclf.training.trainer import _ema_update
+
+    for decay, updates, kept in ((0.999, 1, 2 / 11), (0.999, 10**6, 0.999), (0.5, 1000, 0.5)):
+        averaged = [torch.zeros(3)]
+        _ema_update(decay)(averaged, [torch.ones(3)], torch.tensor(updates))
+        torch.testing.assert_close(averaged[0], torch.full((3,), 1 - kept))  # it keeps `kept` of the old average
+
+
+def test_weight_averaging_decay_must_be_below_one():
+    with pytest.raises(AttnclfError, match="ema_decay must be at least 0 and below 1, got 1.0"):
+        TrainConfig(ema_decay=1.0)
 
 
 def test_resume_without_a_checkpoint_is_a_clear_error(tmp_path):

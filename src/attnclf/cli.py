@@ -71,7 +71,8 @@ def _add_data_args(p: argparse.ArgumentParser, *, test_only: bool = False) -> No
 _TRAIN_FLAGS = (("epochs", "epochs"), ("batch_size", "batch_size"), ("lr", "lr"), ("optimizer", "optimizer"),
                 ("schedule", "schedule"), ("warmup_ratio", "warmup_ratio"), ("label_smoothing", "label_smoothing"),
                 ("class_weight", "class_weights"), ("patience", "patience"), ("monitor", "monitor"),
-                ("weight_decay", "weight_decay"), ("sampler", "sampler"))  # flag -> TrainConfig field
+                ("weight_decay", "weight_decay"), ("sampler", "sampler"),
+                ("ema_decay", "ema_decay"))  # flag -> TrainConfig field
 _TOKENIZER_FLAGS = (("tokenizer", "kind"), ("vocab_size", "vocab_size"), ("min_frequency", "min_frequency"),
                     ("max_len", "max_len"), ("truncation", "truncation"))  # flag -> TokenizerConfig field
 
@@ -152,6 +153,8 @@ def _add_budget_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--schedule", choices=["linear", "cosine", "constant"], help="decay after warm-up")
     p.add_argument("--warmup-ratio", type=float, help="fraction of steps spent warming up")
     p.add_argument("--label-smoothing", type=float)
+    p.add_argument("--ema-decay", type=float, help="validate and keep a moving average of the weights with this "
+                                                  "decay per step (e.g. 0.999; default 0: off)")
     p.add_argument("--class-weight", choices=["none", "balanced"])
     p.add_argument("--sampler", choices=["shuffle", "balanced"],
                    help="balanced: draw every class equally often (minority texts repeat)")

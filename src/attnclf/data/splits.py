@@ -31,6 +31,15 @@ def train_validation_split(
     return train.subset(fit_idx.tolist(), "train"), train.subset(val_idx.tolist(), "validation")
 
 
+def check_fraction(fraction: float) -> None:
+    """A validation fraction must leave texts on both sides.
+
+    >>> check_fraction(0.1)
+    """
+    if not 0 < fraction < 1:
+        raise AttnclfError(f"validation fraction must be in (0, 1), got {fraction}")
+
+
 def split_indices(labels: Sequence[int] | None, groups: Sequence[str] | None = None, fraction: float = 0.1,
                   seed: int = 0, *, size: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Sorted positions of the (train, validation) parts, from the labels (and groups) alone.
@@ -42,8 +51,7 @@ def split_indices(labels: Sequence[int] | None, groups: Sequence[str] | None = N
     >>> len(fit), len(val), sorted(set(fit) | set(val)) == list(range(20))
     (16, 4, True)
     """
-    if not 0 < fraction < 1:
-        raise AttnclfError(f"validation fraction must be in (0, 1), got {fraction}")
+    check_fraction(fraction)
     if labels is None:
         fit_idx, val_idx = _shuffle_split(size, fraction, seed)
     elif groups is not None:

@@ -15,7 +15,7 @@ from .. import __version__
 from ..data.base import Splits, TextDataset
 from ..data.multilabel import DEFAULT_LABEL_DELIMITER, multi_hot
 from ..data.registry import candidate_dirs, load_splits, unlabelled_texts
-from ..data.splits import split_indices, train_validation_split
+from ..data.splits import check_fraction, split_indices, train_validation_split
 from ..errors import AttnclfError, DataError, RunDirError
 from ..evaluation.metrics import compute_metrics, pick_examples
 from ..evaluation.multilabel import multilabel_metrics, tune_thresholds
@@ -55,6 +55,9 @@ class DataSettings:
     label_delimiter: str = DEFAULT_LABEL_DELIMITER  # separates a CSV/TSV cell's labels when multi_label
     token_cache: bool = False  # train from memory-mapped token caches (text/cache.py), built once, reused
     token_cache_dir: str | None = None  # default: $ATTNCLF_CACHE_DIR, else ~/.cache/attnclf/tokens
+
+    def __post_init__(self) -> None:  # here, so a bad value stops a run before it writes anything
+        check_fraction(self.val_fraction)
 
     def describe(self) -> str:
         return self.dataset or Path(self.train_file or "?").name
