@@ -89,6 +89,7 @@ def test_train_seeds_builds_an_ensemble_folder_that_evaluate_and_load_read(tmp_p
     assert "ensemble of 2 runs" in capsys.readouterr().out
     saved = json.loads((out / "ensemble.json").read_text())
     assert saved["members"] == ["seed-3", "seed-4"]
+    assert "validation_metrics" not in saved  # each seed held out its own texts
     assert [json.loads((out / m / "config.json").read_text())["settings"]["train"]["seed"] for m in saved["members"]] \
         == [3, 4]
     ensemble = Ensemble.load([out], device="cpu")
@@ -110,6 +111,20 @@ def test_train_seeds_builds_an_ensemble_folder_that_evaluate_and_load_read(tmp_p
     assert json.loads((out / "ensemble.json").read_text())["metrics"]["accuracy"] == saved["metrics"]["accuracy"]
     assert main(flags) == 0
     assert (out / "seed-3" / "model.safetensors").stat().st_mtime_ns != written
+
+
+def test_train_seeds_with_one_split_seed_validates_the_ensemble(tmp_path, capsys):
+    out = tmp_path / "ens"
+    assert main(["train", "--dataset", "demo", "--max-train-examples", "300", "--epochs", "1", "--set", "d_model=16",
+                 "--set", "layers=1", "--output", str(out), "--quiet", "--no-report", "--seeds", "3", "4",
+                 "--split-seed", "7"]) == 0
+    printed = capsys.readouterr().out
+    validation = json.loads((out / "ensemble.json").read_text())["validation_metrics"]
+    assert f"validation (held out by every member): accuracy {validation['accuracy']:.4f}" in printed
+    assert main(["evaluate", str(out), "--split", "validation", "--json"]) == 0
+    scored = json.loads(capsys.readouterr().out)
+    assert scored["accuracy"] == pytest.approx(validation["accuracy"])
+    assert scored["num_examples"] == validation["num_examples"]
 
 
 @pytest.mark.parametrize("data, seeds, message", [

@@ -232,6 +232,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         raise AttnclfError("--embeddings sets how a new run starts; a resumed run continues from its checkpoint")
     if args.seeds:
         from .ensemble import ENSEMBLE_FILE, train_ensemble
+        from .rundir import read_json
 
         if args.seed is not None:
             raise AttnclfError("give --seed or --seeds, not both")
@@ -240,6 +241,10 @@ def cmd_train(args: argparse.Namespace) -> int:
         metrics = train_ensemble(settings, args.seeds, resume=args.resume, progress=not args.quiet)
         if metrics:  # torchrun's other ranks leave the testing to rank 0
             _print_metrics(metrics)
+            validation = read_json(Path(settings.output) / ENSEMBLE_FILE).get("validation_metrics")
+            if validation:
+                print(f"validation (held out by every member): accuracy {validation['accuracy']:.4f}  "
+                      f"macro-F1 {validation['macro_f1']:.4f}")
             print(f"ensemble of {len(args.seeds)} runs: {Path(settings.output) / ENSEMBLE_FILE}")
         return 0
     if args.resume:

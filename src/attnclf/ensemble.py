@@ -101,7 +101,9 @@ def member_dirs(path: str | Path) -> list[Path]:
 def train_ensemble(settings, seeds: Sequence[int], resume: bool = False, progress: bool = True) -> dict:
     """Train ``settings`` once per seed into ``OUTPUT/seed-S``, then test the members' averaged probabilities.
 
-    Writes ``OUTPUT/ensemble.json`` (member folders, test metrics) and returns the metrics. With
+    Writes ``OUTPUT/ensemble.json`` (member folders, test metrics) and returns the metrics. When the members
+    held out the same validation texts (``--split-seed``, or a dataset's own validation split), it also
+    holds the ensemble's validation metrics, to compare ensembles without reading test. With
     ``resume`` a member that has its test metrics is kept and an unfinished one continues from its
     checkpoint, so an interrupted ensemble loses at most a checkpoint interval of work; without it
     every member is trained afresh. Under ``torchrun`` every rank trains every member and only rank 0
@@ -115,7 +117,7 @@ def train_ensemble(settings, seeds: Sequence[int], resume: bool = False, progres
 
     from .evaluation.metrics import compute_metrics
     from .training.distributed import from_environment
-    from .training.run import resume_settings, run_test_data, train_run
+    from .training.run import resume_settings, run_test_data, run_validation_data, train_run
 
     if len(seeds) < 2 or len(set(seeds)) != len(seeds):
         raise AttnclfError(f"--seeds needs at least two different seeds, got {' '.join(map(str, seeds))}")
@@ -143,8 +145,13 @@ def train_ensemble(settings, seeds: Sequence[int], resume: bool = False, progres
     test = run_test_data(ensemble.config, ensemble.label_names, test_only=True)
     metrics = compute_metrics(test.labels, ensemble.predict_proba(test.texts), ensemble.label_names)
     metrics["split"] = test.split
-    atomic_write_json(output / ENSEMBLE_FILE, {"members": [member.name for member in members], "seeds": list(seeds),
-                                               "metrics": metrics})
+    saved = {"members": [member.name for member in members], "seeds": list(seeds), "metrics": metrics}
+    held_out = {member.config.get("data", {}).get("validation_sha256") for member in ensemble.members}
+    if len(held_out) == 1 and None not in held_out:
+        validation = run_validation_data([member.config for member in ensemble.members], ensemble.label_names)
+        saved["validation_metrics"] = compute_metrics(validation.labels, ensemble.predict_proba(validation.texts),
+                                                      ensemble.label_names, report=False)
+    atomic_write_json(output / ENSEMBLE_FILE, saved)
     return metrics
 
 
