@@ -92,13 +92,17 @@ def test_weight_averaging_is_what_validation_scores_and_the_run_keeps_and_resume
     assert all(torch.equal(kept[k], v) for k, v in weights(resumed.run_dir).items())
 
 
-def test_weight_averaging_warms_up_its_decay():
+def test_weight_averaging_is_bias_corrected():
+    # Steps' weights 1, 2, 3, ...: at first their plain mean, later the nominal exponential average.
     from attnclf.training.trainer import _ema_update
 
-    for decay, updates, kept in ((0.999, 1, 2 / 11), (0.999, 10**6, 0.999), (0.5, 1000, 0.5)):
-        averaged = [torch.zeros(3)]
-        _ema_update(decay)(averaged, [torch.ones(3)], torch.tensor(updates))
-        torch.testing.assert_close(averaged[0], torch.full((3,), 1 - kept))  # it keeps `kept` of the old average
+    for decay in (0.5, 0.999):
+        averaged, expected, total = [torch.ones(1)], 1.0, 1.0
+        for step in range(2, 41):
+            _ema_update(decay)(averaged, [torch.full((1,), float(step))], torch.tensor(step - 1))
+            expected, total = decay * expected + step, decay * total + 1  # sum of decay^age * value, of decay^age
+        torch.testing.assert_close(averaged[0], torch.tensor([expected / total]))
+    assert expected / total == pytest.approx(20.5, abs=0.25)  # 0.999 over 40 steps: nearly their mean
 
 
 def test_weight_averaging_decay_must_be_below_one():

@@ -50,7 +50,7 @@ class TrainConfig:
     grad_clip: float = 1.0  # 0 disables
     label_smoothing: float = 0.0
     # > 0: validate, keep and save an exponential moving average of the weights, updated every step with
-    # this decay (warmed up: see _ema_update); 0.999 averages over about the last thousand steps.
+    # this decay (bias-corrected: see _ema_update); 0.999 averages over about the last thousand steps.
     ema_decay: float = 0.0
     class_weights: str = "none"  # none | balanced
     sampler: str = "shuffle"  # shuffle | balanced (every class equally likely at each draw)
@@ -69,12 +69,13 @@ class TrainConfig:
 
 
 def _ema_update(decay: float):
-    """AveragedModel's update with a warmed-up decay, min(decay, (1 + n) / (10 + n)) after n updates (as
-    TensorFlow's ExponentialMovingAverage): a fixed 0.999 would still hold 70% of the first step's weights
-    after 350 steps, an epoch of IMDB."""
+    """AveragedModel's update for a bias-corrected exponential average (as Adam's moment estimates): after
+    t steps each step's weights count (1 - decay) decay^age / (1 - decay^t). Early on that is a plain mean of
+    the steps so far; after about 1 / (1 - decay) steps, the nominal moving average. Uncorrected, a copy of
+    the first step's weights would keep decay^t of the average: 70% after an epoch of IMDB at 0.999."""
     def update(averaged: list[torch.Tensor], current: list[torch.Tensor], updates: torch.Tensor) -> None:
-        n = int(updates)
-        get_ema_multi_avg_fn(min(decay, (1 + n) / (10 + n)))(averaged, current, updates)
+        steps = int(updates) + 1  # this one included; the first was a copy
+        get_ema_multi_avg_fn(1 - (1 - decay) / (1 - decay ** steps))(averaged, current, updates)
     return update
 
 
