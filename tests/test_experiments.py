@@ -76,6 +76,22 @@ def test_compare_refuses_a_directory_trained_with_another_budget(compared, capsy
     assert err.count("\n") == 1 and "other train settings" in err and "Traceback" not in err
 
 
+def test_compare_refuses_a_cell_trained_on_a_split_the_data_no_longer_gives(compared, capsys):
+    config_file = compared / "runs" / "boe-seed0" / "config.json"
+    saved = config_file.read_text()
+    config = json.loads(saved)
+    assert len(config["data"]["validation_sha256"]) == 64
+    config["data"]["validation_sha256"] = "0" * 64  # as if the dataset's split had changed since
+    config_file.write_text(json.dumps(config))
+    try:
+        assert main(["compare", *TINY, "--set", "embed_dim=16", "--models", "boe,self-attn", "--seeds", "1",
+                     "--output", str(compared)]) == 2
+    finally:
+        config_file.write_text(saved)
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "another split of synthetic" in err and "boe-seed0" in err
+
+
 def test_ablate_toy_order_reports_loss_per_set_and_variant(tmp_path):
     out = tmp_path / "toy"
     assert main(["ablate", "--dataset", "toy-order", "--seeds", "1", "--epochs", "3", "--threads", "1",

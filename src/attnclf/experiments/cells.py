@@ -4,7 +4,8 @@ An experiment is a list of variants trained under one shared ``Setup``, once
 per seed. Every cell is an ordinary run directory under ``<output>/runs/``, so
 a rerun skips finished cells (``metrics.json`` exists), resumes interrupted
 ones (``checkpoint/`` exists), and refuses a directory trained with other
-settings rather than mixing two budgets in one table.
+settings, or on a split that has changed since, rather than mixing two budgets
+or two datasets in one table.
 
 >>> setup = Setup(DataSettings(dataset="synthetic"), train={"epochs": 1}, seeds=(0,))
 >>> # records = run_variants(setup, [Variant("boe", "boe")], "experiments/demo")
@@ -24,7 +25,8 @@ from ..models import MODELS, build_model
 from ..rundir import atomic_write_json, read_json, read_jsonl
 from ..text.cleaning import CleaningConfig
 from ..training.device import torch_threads
-from ..training.run import DataSettings, RunSettings, load_data, resume_settings, settings_for, train_run
+from ..training.run import (DataSettings, RunSettings, load_data, resume_settings, settings_for, texts_fingerprint,
+                            train_run)
 
 Log = Callable[[str], None]
 
@@ -123,6 +125,7 @@ def run_cell(settings: RunSettings, texts: list[str]) -> dict:
     cpu = None  # unknown when an earlier call trained (part of) the cell
     if (run_dir / "metrics.json").exists():
         check_same_settings(run_dir, settings)
+        check_same_split(run_dir, settings)
     else:
         resume = (run_dir / "checkpoint" / "state.json").exists()
         if resume:
@@ -166,6 +169,15 @@ def check_same_settings(run_dir: Path, settings: RunSettings) -> None:
         if saved.get(section) != wanted.get(section):
             raise RunDirError(f"{run_dir} was trained with other {section} settings than this experiment's; "
                               f"delete it or give another --output")
+
+
+def check_same_split(run_dir: Path, settings: RunSettings) -> None:
+    """Refuse a finished cell whose recorded validation texts the data no longer gives (a dataset's split
+    changed since, or its file was edited): its scores would describe other data. Older cells record none."""
+    held_out = read_json(run_dir / "config.json").get("data", {}).get("validation_sha256")
+    if held_out and held_out != texts_fingerprint(load_data(settings.data, settings.train.seed).validation):
+        raise RunDirError(f"{run_dir} was trained on another split of {settings.data.describe()} than it gives now; "
+                          f"delete it or give another --output")
 
 
 def measure_throughput(run_dir: Path, texts: list[str], device: str = "auto") -> float:
