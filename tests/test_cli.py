@@ -69,6 +69,19 @@ def test_predict_from_arguments_file_and_stdin(csv_run, tmp_path, capsys, monkey
     assert len(capsys.readouterr().out.splitlines()) == 2
 
 
+def test_evaluate_and_predict_run_under_their_threads(csv_run, csv_files, capsys, monkeypatch):
+    import torch
+
+    calls = []
+    set_threads = torch.set_num_threads
+    monkeypatch.setattr(torch, "set_num_threads", lambda n: calls.append(n) or set_threads(n))
+    before = torch.get_num_threads()
+    assert main(["predict", str(csv_run), "a fine film", "--threads", "1"]) == 0
+    assert main(["evaluate", str(csv_run), "--test-file", str(csv_files[1]), "--threads", "1", "--json"]) == 0
+    assert calls == [1, before, 1, before]  # set for the command, then put back
+    assert "got 0" in run_error(["predict", str(csv_run), "a fine film", "--threads", "0"], capsys)
+
+
 def test_predict_attention_is_per_token(demo_run, capsys):
     assert main(["predict", str(demo_run), "the plot was not good", "--attention"]) == 0
     record = json.loads(capsys.readouterr().out)

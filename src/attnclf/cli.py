@@ -18,9 +18,16 @@ from .errors import AttnclfError
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {}
 
 
-def command(name: str):
+def command(name: str, threads: bool = False):
+    """Register ``handler`` as the command ``name``; with ``threads`` it runs under its ``--threads``."""
     def register(handler: Callable[[argparse.Namespace], int]):
-        COMMANDS[name] = handler
+        def under_threads(args: argparse.Namespace) -> int:
+            from .training.device import torch_threads
+
+            with torch_threads(args.threads):
+                return handler(args)
+
+        COMMANDS[name] = under_threads if threads else handler
         return handler
 
     return register
@@ -265,7 +272,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
-@command("evaluate")
+@command("evaluate", threads=True)
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from .data.multilabel import multi_hot
     from .ensemble import Ensemble, load_run
@@ -300,7 +307,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
-@command("predict")
+@command("predict", threads=True)
 def cmd_predict(args: argparse.Namespace) -> int:
     texts = _input_texts(args)
     if args.backend == "onnx":
@@ -660,6 +667,8 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 INFERENCE_BF16_HELP = ("predict under bfloat16 autocast: faster on CPUs with AVX-512 BF16 or AMX, probabilities "
                        "within about 1e-3 of float32")
+INFERENCE_THREADS_HELP = (
+    "PyTorch threads for the model (default: one per core; 1 is steadier on a machine busy with other jobs)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -687,6 +696,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print all metrics as JSON")
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"])
     p.add_argument("--bf16", action="store_true", help=INFERENCE_BF16_HELP)
+    p.add_argument("--threads", type=int, help=INFERENCE_THREADS_HELP)
 
     p = sub.add_parser("predict", help="label texts (arguments, --file, or stdin); JSON lines out")
     p.add_argument("run_dir")
@@ -698,6 +708,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="onnx: the export of `attnclf export RUN_DIR` (onnxruntime, no PyTorch)")
     p.add_argument("--int8", action="store_true", help="with --backend onnx: the int8-quantised graph")
     p.add_argument("--bf16", action="store_true", help=INFERENCE_BF16_HELP)
+    p.add_argument("--threads", type=int, help=INFERENCE_THREADS_HELP + " (--backend torch)")
 
     p = sub.add_parser("datasets", help="list datasets and whether they are available locally")
     p.add_argument("--data-dir")
@@ -784,8 +795,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-text-chars", type=int, help="characters per text (default: 20000)")
     p.add_argument("--max-body-bytes", type=int, help="bytes per request body (default: 1000000)")
     p.add_argument("--max-connections", type=int, help="concurrent connections before 503s (default: 64)")
-    p.add_argument("--threads", type=int, help="PyTorch threads for the model (default: one per core; 1 is "
-                                               "steadier on a machine busy with other jobs)")
+    p.add_argument("--threads", type=int, help=INFERENCE_THREADS_HELP)
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"])
     p.add_argument("--bf16", action="store_true", help=INFERENCE_BF16_HELP)
 
