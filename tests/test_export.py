@@ -65,6 +65,12 @@ def test_runtime_needs_no_torch(exported):
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() in json.loads((exported / "labels.json").read_text())
+    command = ("import sys; sys.modules['torch'] = None\n"
+               "from attnclf.cli import main\n"
+               f"sys.exit(main(['predict', {str(exported)!r}, 'not good at all', '--backend', 'onnx']))")
+    done = subprocess.run([sys.executable, "-c", command], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["label"] in json.loads((exported / "labels.json").read_text())
 
 
 def test_predict_command_with_the_onnx_backend(exported, demo_run, capsys):
@@ -135,6 +141,7 @@ def test_models_with_an_lstm_are_refused_with_a_reason():
     (["predict", "{run}", "good", "--backend", "onnx"], "no ONNX export"),
     (["predict", "{run}", "good", "--int8"], "--int8 needs --backend onnx"),
     (["predict", "{run}", "good", "--backend", "onnx", "--bf16"], "--bf16 is for --backend torch"),
+    (["predict", "{run}", "good", "--backend", "onnx", "--threads", "1"], "--threads sets PyTorch's threads"),
     (["predict", "{missing}", "good", "--backend", "onnx"], "does not exist"),
     (["export", "{run}", "--check-file", "{missing}"], "no such file"),
 ])

@@ -110,6 +110,18 @@ def test_weight_averaging_decay_must_be_below_one():
         TrainConfig(ema_decay=1.0)
 
 
+def test_resume_refuses_a_split_that_changed_since(tmp_path):
+    from attnclf.training.run import resume_settings
+
+    run = train_run(tiny_settings(tmp_path / "run", epochs=1), progress=False)
+    config_file = run.run_dir / "config.json"
+    config = json.loads(config_file.read_text())
+    config["data"]["validation_sha256"] = "0" * 64  # as if the data had changed since
+    config_file.write_text(json.dumps(config))
+    with pytest.raises(RunDirError, match="no longer gives the validation texts this run held out"):
+        train_run(resume_settings(run.run_dir, epochs=2), resume=True, progress=False)
+
+
 def test_resume_without_a_checkpoint_is_a_clear_error(tmp_path):
     with pytest.raises(RunDirError, match="nothing to resume"):
         train_run(tiny_settings(tmp_path / "empty"), resume=True, progress=False)

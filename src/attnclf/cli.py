@@ -22,6 +22,8 @@ def command(name: str, threads: bool = False):
     """Register ``handler`` as the command ``name``; with ``threads`` it runs under its ``--threads``."""
     def register(handler: Callable[[argparse.Namespace], int]):
         def under_threads(args: argparse.Namespace) -> int:
+            if args.threads is None:  # no PyTorch import: `predict --backend onnx` runs without it
+                return handler(args)
             from .training.device import torch_threads
 
             with torch_threads(args.threads):
@@ -87,6 +89,7 @@ _TOKENIZER_FLAGS = (("tokenizer", "kind"), ("vocab_size", "vocab_size"), ("min_f
 def _budget(args: argparse.Namespace) -> dict:
     """``settings_for`` keyword arguments from the data, tokenizer and training flags."""
     from .data.multilabel import DEFAULT_LABEL_DELIMITER
+    from .data.splits import check_fraction
     from .text.cleaning import CleaningConfig
     from .training.run import DataSettings
 
@@ -97,6 +100,7 @@ def _budget(args: argparse.Namespace) -> dict:
     for flag in ("max_train_examples", "max_test_examples"):
         if getattr(args, flag) is not None and getattr(args, flag) < 1:
             raise AttnclfError(f"--{flag.replace('_', '-')} must be at least 1, got {getattr(args, flag)}")
+    check_fraction(args.val_fraction)  # before anything is written (saved runs are not re-checked)
     for flag in ("seed", "split_seed"):  # numpy's and torch's generators take no negative seed
         if getattr(args, flag, None) is not None and getattr(args, flag) < 0:
             raise AttnclfError(f"--{flag.replace('_', '-')} must be 0 or more, got {getattr(args, flag)}")
@@ -318,6 +322,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
             raise AttnclfError("--backend onnx runs on the CPU; drop --device")
         if args.bf16:
             raise AttnclfError("--bf16 is for --backend torch; the ONNX graph runs in float32 (or --int8)")
+        if args.threads is not None:
+            raise AttnclfError("--threads sets PyTorch's threads, for --backend torch; onnxruntime picks its own")
         clf = OnnxClassifier.load(args.run_dir, int8=args.int8)
     else:
         from .ensemble import is_ensemble_dir, load_run

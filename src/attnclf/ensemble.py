@@ -18,14 +18,16 @@ takes that folder or the members' own.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
-from .classifier import Classifier
 from .errors import AttnclfError
 from .prediction import Prediction
 from .rundir import atomic_write_json, prepare_output_dir, read_json
+
+if TYPE_CHECKING:  # loaded where used: `predict --backend onnx` asks is_ensemble_dir without PyTorch
+    from .classifier import Classifier
 
 ENSEMBLE_FILE = "ensemble.json"  # in the folder `attnclf train --seeds` writes: members and test metrics
 NOT_EXPLAINED = ("an ensemble is not explained or exported as one model: its members tokenise and attend each "
@@ -60,6 +62,8 @@ class Ensemble:
     @classmethod
     def load(cls, run_dirs: Sequence[str | Path], device: str = "auto", bf16: bool = False) -> "Ensemble":
         """Load every run directory (see ``Classifier.load``), or the members of one ``train --seeds`` folder."""
+        from .classifier import Classifier
+
         run_dirs = member_dirs(run_dirs[0]) if len(run_dirs) == 1 and is_ensemble_dir(run_dirs[0]) else run_dirs
         return cls([Classifier.load(run_dir, device=device, bf16=bf16) for run_dir in run_dirs],
                    [str(d) for d in run_dirs])
@@ -83,6 +87,8 @@ class Ensemble:
 
 def load_run(path: str | Path, device: str = "auto", bf16: bool = False) -> "Classifier | Ensemble":
     """A run directory as a ``Classifier``, or a ``train --seeds`` folder as an ``Ensemble``."""
+    from .classifier import Classifier
+
     if is_ensemble_dir(path):
         return Ensemble.load([path], device=device, bf16=bf16)
     return Classifier.load(path, device=device, bf16=bf16)
@@ -116,6 +122,7 @@ def train_ensemble(settings, seeds: Sequence[int], resume: bool = False, progres
     from dataclasses import replace
 
     from .evaluation.metrics import compute_metrics
+    from .training.device import torch_threads
     from .training.distributed import from_environment
     from .training.run import resume_settings, run_test_data, run_validation_data, train_run
 
@@ -142,15 +149,17 @@ def train_ensemble(settings, seeds: Sequence[int], resume: bool = False, progres
     if not from_environment().is_main:
         return {}
     ensemble = Ensemble.load(members, device=settings.device)
-    test = run_test_data(ensemble.config, ensemble.label_names, test_only=True)
-    metrics = compute_metrics(test.labels, ensemble.predict_proba(test.texts), ensemble.label_names)
-    metrics["split"] = test.split
-    saved = {"members": [member.name for member in members], "seeds": list(seeds), "metrics": metrics}
-    held_out = {member.config.get("data", {}).get("validation_sha256") for member in ensemble.members}
-    if len(held_out) == 1 and None not in held_out:
-        validation = run_validation_data([member.config for member in ensemble.members], ensemble.label_names)
-        saved["validation_metrics"] = compute_metrics(validation.labels, ensemble.predict_proba(validation.texts),
-                                                      ensemble.label_names, report=False)
+    with torch_threads(settings.threads):
+        test = run_test_data(ensemble.config, ensemble.label_names, test_only=True)
+        metrics = compute_metrics(test.labels, ensemble.predict_proba(test.texts), ensemble.label_names)
+        metrics["split"] = test.split
+        saved = {"members": [member.name for member in members], "seeds": list(seeds), "metrics": metrics}
+        # Members that recorded one set of validation texts (token-cache runs record none).
+        held_out = {member.config.get("data", {}).get("validation_sha256") for member in ensemble.members}
+        if len(held_out) == 1 and None not in held_out:
+            validation = run_validation_data([member.config for member in ensemble.members], ensemble.label_names)
+            saved["validation_metrics"] = compute_metrics(
+                validation.labels, ensemble.predict_proba(validation.texts), ensemble.label_names, report=False)
     atomic_write_json(output / ENSEMBLE_FILE, saved)
     return metrics
 

@@ -21,12 +21,12 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
-
-import torch
-from safetensors.torch import load_file, save_file
+from typing import TYPE_CHECKING, Any
 
 from .errors import AttnclfError, RunDirError
+
+if TYPE_CHECKING:
+    import torch
 
 FORMAT_VERSION = 1
 REQUIRED_FILES = ("config.json", "model.safetensors", "tokenizer.json", "labels.json")
@@ -50,6 +50,8 @@ def atomic_write_json(path: Path, obj: Any) -> None:
 
 
 def atomic_save_tensors(path: Path, tensors: dict[str, torch.Tensor], metadata: dict[str, str] | None = None) -> None:
+    from safetensors.torch import save_file
+
     path = Path(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
@@ -99,6 +101,8 @@ def check_run_dir(path: str | Path) -> Path:
 
 
 def load_weights(path: Path) -> dict[str, torch.Tensor]:
+    from safetensors.torch import load_file
+
     try:
         return load_file(str(path))
     except Exception as exc:  # safetensors raises its own error types for corrupt headers

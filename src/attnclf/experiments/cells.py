@@ -14,9 +14,11 @@ or two datasets in one table.
 
 from __future__ import annotations
 
+import functools
+import json
 import re
 import time
-from dataclasses import dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Callable
 
@@ -175,9 +177,16 @@ def check_same_split(run_dir: Path, settings: RunSettings) -> None:
     """Refuse a finished cell whose recorded validation texts the data no longer gives (a dataset's split
     changed since, or its file was edited): its scores would describe other data. Older cells record none."""
     held_out = read_json(run_dir / "config.json").get("data", {}).get("validation_sha256")
-    if held_out and held_out != texts_fingerprint(load_data(settings.data, settings.train.seed).validation):
+    data = json.dumps(asdict(settings.data), sort_keys=True)
+    if held_out and held_out != _validation_fingerprint(data, settings.data.data_seed(settings.train.seed)):
         raise RunDirError(f"{run_dir} was trained on another split of {settings.data.describe()} than it gives now; "
                           f"delete it or give another --output")
+
+
+@functools.lru_cache(maxsize=4)
+def _validation_fingerprint(data: str, seed: int) -> str:
+    """``texts_fingerprint`` of a split's validation texts, loaded once per experiment, not once per cell."""
+    return texts_fingerprint(load_data(DataSettings(**json.loads(data)), seed).validation)
 
 
 def measure_throughput(run_dir: Path, texts: list[str], device: str = "auto") -> float:

@@ -159,7 +159,7 @@ class MultiHeadSelfAttention(nn.Module):
         """
         batch, seq, dim = x.shape
         pad = -seq % self.window
-        blocks = F.pad(x, (0, 0, 0, pad)).view(-1, self.window, dim)
+        blocks = F.pad(x, (0, 0, 0, pad)).reshape(-1, self.window, dim)
         keys = F.pad(mask, (0, pad)).view(-1, 1, 1, self.window)
         y = in_chunks(self._attend_blocks, (blocks, keys), max(1, INFERENCE_CHUNK_TOKENS // self.window))
         return y.view(batch, seq + pad, dim)[:, :seq]

@@ -15,7 +15,7 @@ from .. import __version__
 from ..data.base import Splits, TextDataset
 from ..data.multilabel import DEFAULT_LABEL_DELIMITER, multi_hot
 from ..data.registry import candidate_dirs, load_splits, unlabelled_texts
-from ..data.splits import check_fraction, split_indices, train_validation_split
+from ..data.splits import split_indices, train_validation_split
 from ..errors import AttnclfError, DataError, RunDirError
 from ..evaluation.metrics import compute_metrics, pick_examples
 from ..evaluation.multilabel import multilabel_metrics, tune_thresholds
@@ -55,9 +55,6 @@ class DataSettings:
     label_delimiter: str = DEFAULT_LABEL_DELIMITER  # separates a CSV/TSV cell's labels when multi_label
     token_cache: bool = False  # train from memory-mapped token caches (text/cache.py), built once, reused
     token_cache_dir: str | None = None  # default: $ATTNCLF_CACHE_DIR, else ~/.cache/attnclf/tokens
-
-    def __post_init__(self) -> None:  # here, so a bad value stops a run before it writes anything
-        check_fraction(self.val_fraction)
 
     def describe(self) -> str:
         return self.dataset or Path(self.train_file or "?").name
@@ -365,7 +362,12 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
     else:
         splits, trained = load_data(settings.data, seed), None
     label_names = splits.train.label_names
-    counted = read_json(run_dir / "config.json").get("counted_embeddings") if resume else None
+    fingerprint = texts_fingerprint(splits.validation) if isinstance(splits.validation.texts, list) else None
+    saved = read_json(run_dir / "config.json") if resume else {}
+    if saved.get("data", {}).get("validation_sha256") not in (None, fingerprint):
+        raise RunDirError(f"{run_dir}: {settings.data.describe()} no longer gives the validation texts this run "
+                          f"held out (the data or its split changed since); it cannot resume on other data")
+    counted = saved.get("counted_embeddings")
     if counting and distributed.is_main:  # DDP starts every rank from rank 0's parameters
         vectors, counted = _count_embeddings(settings, splits.train, width,
                                              _stderr if progress else lambda message: None)
@@ -394,8 +396,7 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
             **({"counted_embeddings": counted} if counted else {}),
             "data": {"train_examples": len(splits.train), "validation_examples": len(splits.validation),
                      "test_examples": len(splits.test) if splits.test else 0,
-                     **({"validation_sha256": texts_fingerprint(splits.validation)}
-                        if isinstance(splits.validation.texts, list) else {})},
+                     **({"validation_sha256": fingerprint} if fingerprint else {})},
         })
 
     trainer = Trainer(model, settings.train, run_dir, device, label_names, progress=progress, distributed=distributed,
