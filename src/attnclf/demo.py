@@ -34,7 +34,7 @@ def run_demo(output: str = "runs/demo", device: str = "auto", threads: int | Non
         print(f"      attention: {_top(prediction.top_tokens(3))}")
         print(f"      occlusion: {_top(occluded.top_tokens(3))}")
     print(f"\nrun directory: {result.run_dir}")
-    print(f"next: attnclf explain {result.run_dir} \"not bad at all\" --method integrated-gradients")
+    print(f"next: attnclf explain {result.run_dir} \"the acting was not bad\" --method integrated-gradients")
 
 
 def _top(pairs: list[tuple[str, float]]) -> str:
