@@ -60,9 +60,10 @@ def test_predict_from_arguments_file_and_stdin(csv_run, tmp_path, capsys, monkey
     assert set(lines[0]["probabilities"]) == {"neg", "pos"} and "attention" not in lines[0]
 
     texts = tmp_path / "texts.txt"
-    texts.write_text("great acting\nweak acting\n", encoding="utf-8")
+    texts.write_text("great acting\n\nweak acting\n", encoding="utf-8")
     assert main(["predict", str(csv_run), "--file", str(texts)]) == 0
-    assert [json.loads(x)["label"] for x in capsys.readouterr().out.splitlines()] == ["pos", "neg"]
+    records = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert [(r["text"], r["label"]) for r in records] == [("great acting", "pos"), ("weak acting", "neg")]
 
     monkeypatch.setattr(sys, "stdin", open(texts, encoding="utf-8"))
     assert main(["predict", str(csv_run)]) == 0
@@ -167,6 +168,11 @@ def test_only_one_class(tmp_path, capsys):
     path = write_csv(tmp_path / "one.csv", [(t, "pos") for t in POSITIVE])
     err = run_error(["train", "--train-file", str(path), "--output", str(tmp_path / "o")], capsys)
     assert "one class" in err
+    assert not (tmp_path / "o").exists()  # a run that never started leaves no folder behind
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("kept")
+    run_error(["train", "--train-file", str(path), "--output", str(tmp_path / "mine")], capsys)
+    assert (tmp_path / "mine" / "notes.txt").read_text() == "kept"  # a folder it did not create stays
 
 
 def test_empty_text_names_the_line(tmp_path, capsys):
@@ -246,6 +252,25 @@ def test_unknown_dataset_and_model(tmp_path, capsys):
 def test_bad_model_field(tmp_path, capsys):
     err = run_error(["train", "--dataset", "demo", "--set", "colour=blue", "--output", str(tmp_path / "o")], capsys)
     assert "colour" in err
+
+
+def test_an_interrupted_train_says_whether_it_can_resume(tmp_path, capsys, monkeypatch):
+    from attnclf.training.trainer import Trainer
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Trainer, "_train_epoch", interrupted)
+    out = tmp_path / "run"
+    argv = ["train", "--dataset", "demo", "--max-train-examples", "200", "--epochs", "1", "--output", str(out),
+            "--quiet", "--no-report"]
+    assert main(argv) == 130
+    err = capsys.readouterr().err
+    assert "before its first checkpoint" in err and "--resume" not in err
+    (out / "checkpoint").mkdir(exist_ok=True)
+    (out / "checkpoint" / "state.json").write_text("{}")  # as a checkpoint written before the interruption
+    assert main(argv) == 130
+    assert f"`attnclf train --resume --output {out}` continues" in capsys.readouterr().err
 
 
 def test_the_installed_command_reports_errors_without_a_traceback(tmp_path):

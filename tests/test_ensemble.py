@@ -94,6 +94,7 @@ def test_train_seeds_builds_an_ensemble_folder_that_evaluate_and_load_read(tmp_p
         == [3, 4]
     ensemble = Ensemble.load([out], device="cpu")
     assert len(ensemble.members) == 2
+    assert len(Ensemble.load(str(out), device="cpu").members) == 2  # one folder given as a string
     assert main(["evaluate", str(out), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["accuracy"] == pytest.approx(saved["metrics"]["accuracy"])
     assert main(["predict", str(out), "a wonderful film"]) == 0

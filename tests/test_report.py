@@ -61,6 +61,16 @@ def test_no_report_flag(tmp_path):
     assert not (out / "plots").exists()
 
 
+def test_a_run_without_test_data_reports_its_validation_set_as_such(tmp_path):
+    data = tmp_path / "train.csv"
+    data.write_text("text,label\n" + "".join(f"good film {i},pos\nbad film {i},neg\n" for i in range(40)))
+    out = tmp_path / "run"
+    assert main(["train", "--train-file", str(data), "--model", "boe", "--epochs", "1", "--min-frequency", "1",
+                 "--output", str(out), "--quiet"]) == 0
+    page = (out / "report.html").read_text(encoding="utf-8")
+    assert "<h2>Validation set (8 texts)</h2>" in page and "Test set" not in page
+
+
 def test_report_with_faithfulness(measured_run):
     page = (measured_run / "report.html").read_text(encoding="utf-8")
     assert "Examples, explained by integrated-gradients" in page

@@ -122,6 +122,25 @@ def test_resume_refuses_a_split_that_changed_since(tmp_path):
         train_run(resume_settings(run.run_dir, epochs=2), resume=True, progress=False)
 
 
+def test_a_fresh_run_in_an_old_folder_drops_what_was_derived_from_the_old_weights(tmp_path):
+    run_dir = train_run(tiny_settings(tmp_path / "run", epochs=1), progress=False).run_dir
+    (run_dir / "onnx").mkdir()
+    (run_dir / "onnx" / "export.json").write_text("{}")  # as `attnclf export` leaves it
+    train_run(tiny_settings(tmp_path / "run", epochs=1, seed=1), progress=False)
+    assert not (run_dir / "onnx").exists()
+
+
+def test_run_files_get_the_permissions_of_any_file_the_user_creates(tmp_path):
+    import os
+    import stat
+
+    umask = os.umask(0)
+    os.umask(umask)
+    run_dir = train_run(tiny_settings(tmp_path / "run", epochs=1), progress=False).run_dir
+    for name in ("config.json", "model.safetensors", "metrics.json"):
+        assert stat.S_IMODE((run_dir / name).stat().st_mode) == 0o666 & ~umask, name
+
+
 def test_resume_without_a_checkpoint_is_a_clear_error(tmp_path):
     with pytest.raises(RunDirError, match="nothing to resume"):
         train_run(tiny_settings(tmp_path / "empty"), resume=True, progress=False)

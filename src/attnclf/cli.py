@@ -251,12 +251,12 @@ def cmd_train(args: argparse.Namespace) -> int:
         settings.threads, settings.report = args.threads, not args.no_report
         metrics = train_ensemble(settings, args.seeds, resume=args.resume, progress=not args.quiet)
         if metrics:  # torchrun's other ranks leave the testing to rank 0
+            print(f"ensemble of {len(args.seeds)} runs ({Path(settings.output) / ENSEMBLE_FILE}), averaged:")
             _print_metrics(metrics)
             validation = read_json(Path(settings.output) / ENSEMBLE_FILE).get("validation_metrics")
             if validation:
                 print(f"validation (held out by every member): accuracy {validation['accuracy']:.4f}  "
                       f"macro-F1 {validation['macro_f1']:.4f}")
-            print(f"ensemble of {len(args.seeds)} runs: {Path(settings.output) / ENSEMBLE_FILE}")
         return 0
     if args.resume:
         if not args.output:
@@ -334,8 +334,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
             raise AttnclfError(f"{args.run_dir} is an ensemble: its members attend each their own way; "
                                f"ask one member (--attention with {args.run_dir}/seed-S)")
         clf = load_run(args.run_dir, device=args.device, bf16=args.bf16)
-    for prediction in clf.predict(texts):
-        record = prediction.to_dict()
+    for text, prediction in zip(texts, clf.predict(texts)):
+        record = {"text": text, **prediction.to_dict()}  # blank input lines are skipped: say which text this is
         if not args.attention:
             record.pop("tokens"), record.pop("attention")
         print(json.dumps(record, ensure_ascii=False))
@@ -857,9 +857,20 @@ def main(argv: list[str] | None = None) -> int:
         print(f"attnclf: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("attnclf: interrupted; `attnclf train --resume --output RUN_DIR` continues a training run",
-              file=sys.stderr)
+        print(f"attnclf: interrupted{_resume_hint(args)}", file=sys.stderr)
         return 130
+
+
+def _resume_hint(args: argparse.Namespace) -> str:
+    """How to continue an interrupted `train`, if it got as far as a checkpoint."""
+    output = Path(getattr(args, "output", None) or ".") if args.command == "train" else None
+    if output is None:
+        return ""
+    if args.seeds and any(output.glob("seed-*/checkpoint/state.json")):
+        return "; the same command with --resume keeps the finished seeds and continues the interrupted one"
+    if (output / "checkpoint" / "state.json").is_file():
+        return f"; `attnclf train --resume --output {output}` continues from its last checkpoint"
+    return "; it stopped before its first checkpoint (written at most once a minute, and at the end): train it again"
 
 
 if __name__ == "__main__":

@@ -64,6 +64,8 @@ class Ensemble:
         """Load every run directory (see ``Classifier.load``), or the members of one ``train --seeds`` folder."""
         from .classifier import Classifier
 
+        if isinstance(run_dirs, (str, Path)):  # one folder, not the characters of its name
+            run_dirs = [run_dirs]
         run_dirs = member_dirs(run_dirs[0]) if len(run_dirs) == 1 and is_ensemble_dir(run_dirs[0]) else run_dirs
         return cls([Classifier.load(run_dir, device=device, bf16=bf16) for run_dir in run_dirs],
                    [str(d) for d in run_dirs])
@@ -136,6 +138,8 @@ def train_ensemble(settings, seeds: Sequence[int], resume: bool = False, progres
     output = prepare_output_dir(settings.output)
     members = [output / f"seed-{seed}" for seed in seeds]
     for seed, member in zip(seeds, members):
+        if progress:
+            print(f"seed {seed}: {member}", file=sys.stderr)
         if resume and (member / "metrics.json").is_file():
             print(f"{member}: finished, kept", file=sys.stderr)
         elif resume and (member / "checkpoint" / "state.json").is_file():

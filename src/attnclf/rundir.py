@@ -33,13 +33,31 @@ REQUIRED_FILES = ("config.json", "model.safetensors", "tokenizer.json", "labels.
 THRESHOLDS_FILE = "thresholds.json"
 
 
+# The process's umask, read once: mkstemp makes owner-only files, and a finished file should get the
+# permissions any other file the user creates would (reports and exports are meant to be shared).
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
+
+def temporary_beside(path: Path, suffix: str = ".tmp") -> tuple[int, str]:
+    """``mkstemp`` in ``path``'s folder: a temporary file to write, then ``publish`` as ``path``."""
+    return tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=suffix)
+
+
+def publish(tmp: str | Path, path: Path) -> None:
+    """Atomically move a finished temporary file onto ``path``, with the permissions a new file would get
+    (writers such as safetensors may have recreated it)."""
+    os.chmod(tmp, 0o666 & ~_UMASK)
+    os.replace(tmp, path)
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = temporary_beside(path)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
-        os.replace(tmp, path)
+        publish(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
@@ -53,11 +71,11 @@ def atomic_save_tensors(path: Path, tensors: dict[str, torch.Tensor], metadata: 
     from safetensors.torch import save_file
 
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = temporary_beside(path)
     os.close(fd)
     try:
         save_file({k: v.detach().contiguous().cpu() for k, v in tensors.items()}, tmp, metadata=metadata)
-        os.replace(tmp, path)
+        publish(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

@@ -22,7 +22,6 @@ from __future__ import annotations
 import io
 import logging
 import os
-import tempfile
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,7 +36,8 @@ from ..data.base import TextDataset
 from ..errors import AttnclfError
 from ..models.attention import MultiHeadSelfAttention
 from ..models.windows import window_config
-from ..rundir import atomic_write_bytes, atomic_write_json, prepare_output_dir, refuse_multi_label
+from ..rundir import (atomic_write_bytes, atomic_write_json, prepare_output_dir, publish, refuse_multi_label,
+                      temporary_beside)
 from ..text.tokenizer import PAD_ID, UNK_ID
 from .runtime import EXPORT_FORMAT_VERSION, OnnxClassifier
 
@@ -192,14 +192,14 @@ def _quantize(directory: Path, fp32: OnnxClassifier, reference: np.ndarray, chec
     """Write model.int8.onnx (int8 weights, activations quantised on the fly) and measure what it changes."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".model.int8.", suffix=".onnx")
+    fd, tmp = temporary_beside(directory / "model.int8.onnx", suffix=".onnx")
     os.close(fd)
     # The quantiser advises shape pre-processing through the root logger; that step fails on dynamic axes.
     logging.disable(logging.WARNING)
     try:
         quantize_dynamic(directory / "model.onnx", tmp, weight_type=QuantType.QInt8)
         probabilities = OnnxClassifier(_session(Path(tmp)), fp32.tokenizer, fp32.label_names).predict_proba(check.texts)
-        os.replace(tmp, directory / "model.int8.onnx")
+        publish(tmp, directory / "model.int8.onnx")
     finally:
         logging.disable(logging.NOTSET)
         Path(tmp).unlink(missing_ok=True)

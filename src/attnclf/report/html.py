@@ -167,6 +167,11 @@ def _training_section(images: dict[str, bytes]) -> str:
             + "</section>")
 
 
+def _split_title(metrics: dict) -> str:
+    """What the metrics were measured on: a run without test data is scored on its validation split."""
+    return "Validation set" if metrics.get("split") == "validation" else "Test set"
+
+
 def _test_section(images: dict[str, bytes], metrics: dict, label_names: list[str], test: TextDataset) -> str:
     rows = [(name, f"{c['precision']:.4f}", f"{c['recall']:.4f}", f"{c['f1']:.4f}", str(c["support"]))
             for name, c in metrics["per_class"].items()]
@@ -175,7 +180,7 @@ def _test_section(images: dict[str, bytes], metrics: dict, label_names: list[str
                      f"{metrics[f'{average}_recall']:.4f}", f"{metrics[f'{average}_f1']:.4f}",
                      str(metrics["num_examples"])))
     roc_note = "" if len(label_names) == 2 else " (one-vs-rest per class)"
-    return (f"<section><h2>Test set ({len(test)} texts)</h2>"
+    return (f"<section><h2>{_split_title(metrics)} ({len(test)} texts)</h2>"
             + _table(["class", "precision", "recall", "F1", "support"], rows)
             + _image(images, "confusion_matrix", "confusion matrix") + f"<h3>ROC curve{roc_note}</h3>"
             + _image(images, "roc", "ROC curve") + "</section>")
@@ -194,7 +199,7 @@ def _multilabel_test_section(metrics: dict, test: TextDataset) -> str:
                ("Hamming loss (share of wrong text-label decisions)", f"{metrics['hamming_loss']:.4f}")]
     summary += [(f"{key.replace('_', '-')} at threshold 0.5", f"{value:.4f}")
                 for key, value in metrics.get("at_0.5", {}).items()]
-    return (f"<section><h2>Test set ({len(test)} texts, multi-label)</h2>"
+    return (f"<section><h2>{_split_title(metrics)} ({len(test)} texts, multi-label)</h2>"
             '<p class="note">A label is predicted when its probability reaches its threshold, tuned on the '
             "validation split to maximise that label's F1 (thresholds.json).</p>"
             + _table(["label", "threshold", "precision", "recall", "F1", "ROC AUC", "support"], rows)

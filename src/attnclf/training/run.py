@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import shutil
 import sys
 import time
 from dataclasses import asdict, dataclass, field, fields, replace
@@ -348,19 +349,27 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
         if not counting:
             vectors = WordVectors.load(settings.embeddings)
             vectors.check_width(width)
+    created = not Path(settings.output).exists()
     run_dir = prepare_output_dir(settings.output)
     seed = settings.train.seed
     if resume and not (run_dir / "checkpoint" / "state.json").exists():
         raise RunDirError(f"{run_dir}: nothing to resume (no checkpoint/state.json)")
-    if not resume:  # an earlier multi-label run's thresholds in this folder would describe another model
+    if not resume:  # an earlier run's thresholds or ONNX export in this folder would describe another model
         (run_dir / THRESHOLDS_FILE).unlink(missing_ok=True)
+        if (run_dir / "onnx" / "export.json").is_file():
+            shutil.rmtree(run_dir / "onnx")
     distributed, device = init_distributed(settings.device)
-    if settings.data.token_cache:
-        from .cached import load_cached_data
+    try:
+        if settings.data.token_cache:
+            from .cached import load_cached_data
 
-        splits, trained = load_cached_data(settings, seed, log=_stderr if progress else lambda message: None)
-    else:
-        splits, trained = load_data(settings.data, seed), None
+            splits, trained = load_cached_data(settings, seed, log=_stderr if progress else lambda message: None)
+        else:
+            splits, trained = load_data(settings.data, seed), None
+    except AttnclfError:
+        if created:  # bad data: a run that never started leaves no folder behind
+            shutil.rmtree(run_dir, ignore_errors=True)
+        raise
     label_names = splits.train.label_names
     fingerprint = texts_fingerprint(splits.validation) if isinstance(splits.validation.texts, list) else None
     saved = read_json(run_dir / "config.json") if resume else {}
