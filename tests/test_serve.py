@@ -55,6 +55,17 @@ def local(demo_run):
     return Classifier.load(demo_run, device="cpu")
 
 
+def test_a_port_in_use_is_a_one_line_error(demo_run, capsys):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        assert main(["serve", str(demo_run), "--port", str(port), "--device", "cpu"]) == 2
+    captured = capsys.readouterr()
+    assert f"cannot listen on 127.0.0.1:{port}" in captured.err and captured.err.count("\n") == 1
+    assert "serving" not in captured.out
+
+
 def test_health_model_and_docs(server, local):
     assert server.get("/health").json()["status"] == "ok"
     info = server.get("/model").json()

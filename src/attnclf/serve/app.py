@@ -22,6 +22,7 @@ batched together for the next one (``Batcher``).
 from __future__ import annotations
 
 import asyncio
+import socket
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
@@ -326,8 +327,17 @@ def serve(run_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, limits
             raise AttnclfError(f"--threads must be at least 1, got {threads}")
         torch.set_num_threads(threads)
     app = create_app(load_run(run_dir, device=device, bf16=bf16), limits)
+    # Bound here, not by uvicorn: a port in use is then one line of error, before "serving" is announced.
+    listener = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listener.bind((host, port))
+    except OSError as exc:
+        listener.close()
+        raise AttnclfError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     if host not in ("127.0.0.1", "localhost", "::1"):
         print(f"warning: binding {host} makes the model reachable from other machines", flush=True)
     print(f"serving {run_dir} on http://{host}:{port} (API docs at /docs); Ctrl-C stops", flush=True)
-    uvicorn.run(app, host=host, port=port, limit_concurrency=limits.max_connections, access_log=False,
-                log_level="warning", timeout_graceful_shutdown=5)
+    config = uvicorn.Config(app, limit_concurrency=limits.max_connections, access_log=False, log_level="warning",
+                            timeout_graceful_shutdown=5)
+    uvicorn.Server(config).run(sockets=[listener])
