@@ -79,7 +79,8 @@ def test_evaluate_and_predict_run_under_their_threads(csv_run, csv_files, capsys
     before = torch.get_num_threads()
     assert main(["predict", str(csv_run), "a fine film", "--threads", "1"]) == 0
     assert main(["evaluate", str(csv_run), "--test-file", str(csv_files[1]), "--threads", "1", "--json"]) == 0
-    assert calls == [1, before, 1, before]  # set for the command, then put back
+    assert main(["explain", str(csv_run), "a fine film", "--method", "occlusion", "--threads", "1"]) == 0
+    assert calls == [1, before] * 3  # set for the command, then put back
     assert "got 0" in run_error(["predict", str(csv_run), "a fine film", "--threads", "0"], capsys)
 
 

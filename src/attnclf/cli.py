@@ -413,7 +413,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
-@command("explain")
+@command("explain", threads=True)
 def cmd_explain(args: argparse.Namespace) -> int:
     import os
 
@@ -501,7 +501,7 @@ def _test_data(args: argparse.Namespace, clf, test_only: bool = False):
     return run_test_data(clf.config, clf.label_names, test_only)
 
 
-@command("faithfulness")
+@command("faithfulness", threads=True)
 def cmd_faithfulness(args: argparse.Namespace) -> int:
     from .classifier import Classifier
     from .explain.faithfulness import measure_faithfulness, summary_table
@@ -536,7 +536,7 @@ def cmd_faithfulness(args: argparse.Namespace) -> int:
     return 0
 
 
-@command("report")
+@command("report", threads=True)
 def cmd_report(args: argparse.Namespace) -> int:
     from .report import write_report
 
@@ -648,7 +648,7 @@ def cmd_vectors(args: argparse.Namespace) -> int:
     return 0
 
 
-@command("export")
+@command("export", threads=True)
 def cmd_export(args: argparse.Namespace) -> int:
     from .export.onnx import check_data, export_onnx
 
@@ -747,6 +747,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--color", choices=["auto", "always", "never"], default="auto",
                    help="terminal colours (auto: when stdout is a terminal and NO_COLOR is unset)")
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"])
+    p.add_argument("--threads", type=int, help=INFERENCE_THREADS_HELP)
 
     p = sub.add_parser("faithfulness", help="measure how faithful each explanation method is",
                        description="Deletion test against random deletion, rank agreement between methods, and "
@@ -761,6 +762,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="sample and random-deletion seed")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"])
+    p.add_argument("--threads", type=int, help=INFERENCE_THREADS_HELP)
 
     p = sub.add_parser("report", help="write report.html (plots embedded) and plots/*.png for a run")
     p.add_argument("run_dir")
@@ -768,6 +770,7 @@ def build_parser() -> argparse.ArgumentParser:
                                     "by attention, else integrated-gradients)")
     p.add_argument("--faithfulness", action="store_true", help="measure faithfulness too (slower)")
     p.add_argument("--examples", type=int, default=200, help="test texts for --faithfulness (default: 200)")
+    p.add_argument("--threads", type=int, help=INFERENCE_THREADS_HELP)
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"])
 
     p = sub.add_parser("compare", help="train several models under one budget over seeds; table + plot",
@@ -834,6 +837,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--text-column", default="text", help="with --check-file (default: text)")
     p.add_argument("--label-column", default="label", help="with --check-file (default: label)")
     p.add_argument("--check-examples", type=int, default=1000, help="texts checked at most (default: 1000)")
+    p.add_argument("--threads", type=int, help=INFERENCE_THREADS_HELP)
     return parser
 
 

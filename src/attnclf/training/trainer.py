@@ -267,7 +267,8 @@ class Trainer:
         distributed = self.distributed
         totals = torch.zeros(3, device=self.device)  # summed loss, correct, seen
         global_batches = batches.batch_indices()
-        bar = tqdm(global_batches, desc=f"epoch {epoch}", disable=not self.progress, leave=False)
+        # None: no bar when stderr is not a terminal (a log would fill with carriage returns)
+        bar = tqdm(global_batches, desc=f"epoch {epoch}", disable=None if self.progress else True, leave=False)
         for step, idx in enumerate(bar):
             part = distributed.shard(idx)
             # A rank left without examples (a last batch smaller than the world) still joins the
