@@ -95,6 +95,7 @@ def test_same_seed_gives_the_same_model(data):
     (["w1", 5], ["a", "b"], r"X\[1\] is int"),
     (np.array([["w1"], ["w2"]]), ["a", "b"], "one-dimensional"),
     (["w1", "w2"], ["a", "a"], "only one class"),
+    ([], [], "no texts to fit on"),
     (["w1", "w2"], ["a"], "one label per text"),
 ])
 def test_bad_input_is_a_clear_value_error(X, y, message):

@@ -86,6 +86,8 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
         if y.ndim != 1 or len(y) != len(texts):
             raise ValueError(f"y must hold one label per text: {len(texts)} texts, y of shape {y.shape}")
         classes, y_index = np.unique(y, return_inverse=True)
+        if len(classes) == 0:
+            raise ValueError("no texts to fit on")
         if len(classes) < 2:
             raise ValueError(f"y has only one class ({classes[0]!r}); a classifier needs two at least")
         if not 0 <= self.validation_fraction < 1:
