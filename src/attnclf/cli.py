@@ -22,8 +22,8 @@ def command(name: str, threads: bool = False):
     """Register ``handler`` as the command ``name``; with ``threads`` it runs under its ``--threads``."""
     def register(handler: Callable[[argparse.Namespace], int]):
         def under_threads(args: argparse.Namespace) -> int:
-            if args.threads is None:  # no PyTorch import: `predict --backend onnx` runs without it
-                return handler(args)
+            if args.threads is None or getattr(args, "backend", "torch") != "torch":
+                return handler(args)  # no PyTorch import: `predict --backend onnx` runs without it
             from .training.device import torch_threads
 
             with torch_threads(args.threads):
@@ -322,9 +322,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
             raise AttnclfError("--backend onnx runs on the CPU; drop --device")
         if args.bf16:
             raise AttnclfError("--bf16 is for --backend torch; the ONNX graph runs in float32 (or --int8)")
-        if args.threads is not None:
-            raise AttnclfError("--threads sets PyTorch's threads, for --backend torch; onnxruntime picks its own")
-        clf = OnnxClassifier.load(args.run_dir, int8=args.int8)
+        clf = OnnxClassifier.load(args.run_dir, int8=args.int8, threads=args.threads)
     else:
         from .ensemble import is_ensemble_dir, load_run
 
@@ -714,7 +712,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="onnx: the export of `attnclf export RUN_DIR` (onnxruntime, no PyTorch)")
     p.add_argument("--int8", action="store_true", help="with --backend onnx: the int8-quantised graph")
     p.add_argument("--bf16", action="store_true", help=INFERENCE_BF16_HELP)
-    p.add_argument("--threads", type=int, help=INFERENCE_THREADS_HELP + " (--backend torch)")
+    p.add_argument("--threads", type=int, help="threads for the model, PyTorch's or onnxruntime's (default: one per "
+                                               "core; 1 is steadier on a machine busy with other jobs)")
 
     p = sub.add_parser("datasets", help="list datasets and whether they are available locally")
     p.add_argument("--data-dir")

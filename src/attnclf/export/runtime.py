@@ -26,7 +26,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..errors import RunDirError
+from ..errors import AttnclfError, RunDirError
 from ..prediction import Prediction, check_texts
 from ..text.tokenizer import PAD_ID, Tokenizer, TokenizerConfig
 
@@ -90,6 +90,8 @@ class OnnxClassifier:
         """
         import onnxruntime
 
+        if threads is not None and threads < 1:
+            raise AttnclfError(f"--threads must be at least 1, got {threads}")
         directory = find_export(path)
         config = _read_json(directory / "export.json")
         if config.get("format_version") != EXPORT_FORMAT_VERSION:
