@@ -258,20 +258,26 @@ def test_bad_model_field(tmp_path, capsys):
 def test_an_interrupted_train_says_whether_it_can_resume(tmp_path, capsys, monkeypatch):
     from attnclf.training.trainer import Trainer
 
-    def interrupted(*args, **kwargs):
+    def interrupted(self, *args, **kwargs):
         raise KeyboardInterrupt
 
+    def interrupted_after_a_checkpoint(self, *args, **kwargs):
+        (self.checkpoint_dir / "state.json").write_text("{}")  # as if this run had checkpointed an epoch
+        raise KeyboardInterrupt
+
+    monkeypatch.chdir(tmp_path)  # no --output: the run goes to runs/self-attn-demo here
+    argv = ["train", "--dataset", "demo", "--max-train-examples", "200", "--epochs", "1", "--quiet", "--no-report"]
+    stale = tmp_path / "runs" / "self-attn-demo" / "checkpoint"
+    stale.mkdir(parents=True)
+    (stale / "state.json").write_text("{}")  # an earlier run's: a fresh run must not offer to resume it
     monkeypatch.setattr(Trainer, "_train_epoch", interrupted)
-    out = tmp_path / "run"
-    argv = ["train", "--dataset", "demo", "--max-train-examples", "200", "--epochs", "1", "--output", str(out),
-            "--quiet", "--no-report"]
     assert main(argv) == 130
     err = capsys.readouterr().err
     assert "before its first checkpoint" in err and "--resume" not in err
-    (out / "checkpoint").mkdir(exist_ok=True)
-    (out / "checkpoint" / "state.json").write_text("{}")  # as a checkpoint written before the interruption
+    assert not (stale / "state.json").exists()
+    monkeypatch.setattr(Trainer, "_train_epoch", interrupted_after_a_checkpoint)
     assert main(argv) == 130
-    assert f"`attnclf train --resume --output {out}` continues" in capsys.readouterr().err
+    assert "`attnclf train --resume --output runs/self-attn-demo` continues" in capsys.readouterr().err
 
 
 def test_the_installed_command_reports_errors_without_a_traceback(tmp_path):

@@ -55,7 +55,13 @@ def local(demo_run):
     return Classifier.load(demo_run, device="cpu")
 
 
-def test_a_port_in_use_is_a_one_line_error(demo_run, capsys):
+def test_a_port_in_use_is_a_one_line_error(demo_run, capsys, monkeypatch):
+    import uvicorn
+
+    def never(*args, **kwargs):  # a regression must fail here, not serve forever
+        raise AssertionError("uvicorn was started on a port in use")
+
+    monkeypatch.setattr(uvicorn, "run", never)
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()

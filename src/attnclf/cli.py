@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from dataclasses import fields
 from pathlib import Path
@@ -265,6 +266,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     else:
         settings = build_settings(args)
         settings.threads = args.threads
+        args.output = settings.output  # resolved (runs/MODEL-DATA by default): where an interrupted run resumes
     settings.report = not args.no_report
     result = train_run(settings, resume=args.resume, progress=not args.quiet)
     if not result.metrics:  # a torchrun rank other than 0; rank 0 reports
@@ -865,14 +867,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _resume_hint(args: argparse.Namespace) -> str:
-    """How to continue an interrupted `train`, if it got as far as a checkpoint."""
-    output = Path(getattr(args, "output", None) or ".") if args.command == "train" else None
-    if output is None:
+    """How to continue an interrupted single `train` run, if it got as far as a checkpoint of its own (a fresh
+    run removes the folder's earlier checkpoint once its data has loaded)."""
+    if args.command != "train" or args.seeds or not args.output:
         return ""
-    if args.seeds and any(output.glob("seed-*/checkpoint/state.json")):
-        return "; the same command with --resume keeps the finished seeds and continues the interrupted one"
-    if (output / "checkpoint" / "state.json").is_file():
-        return f"; `attnclf train --resume --output {output}` continues from its last checkpoint"
+    if (Path(args.output) / "checkpoint" / "state.json").is_file():
+        return f"; `attnclf train --resume --output {shlex.quote(args.output)}` continues from its last checkpoint"
     return "; it stopped before its first checkpoint (written at most once a minute, and at the end): train it again"
 
 

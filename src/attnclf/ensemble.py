@@ -138,7 +138,7 @@ def train_ensemble(settings, seeds: Sequence[int], resume: bool = False, progres
     output = prepare_output_dir(settings.output)
     members = [output / f"seed-{seed}" for seed in seeds]
     for seed, member in zip(seeds, members):
-        if progress:
+        if progress and from_environment().is_main:
             print(f"seed {seed}: {member}", file=sys.stderr)
         if resume and (member / "metrics.json").is_file():
             print(f"{member}: finished, kept", file=sys.stderr)

@@ -33,12 +33,6 @@ REQUIRED_FILES = ("config.json", "model.safetensors", "tokenizer.json", "labels.
 THRESHOLDS_FILE = "thresholds.json"
 
 
-# The process's umask, read once: mkstemp makes owner-only files, and a finished file should get the
-# permissions any other file the user creates would (reports and exports are meant to be shared).
-_UMASK = os.umask(0)
-os.umask(_UMASK)
-
-
 def temporary_beside(path: Path, suffix: str = ".tmp") -> tuple[int, str]:
     """``mkstemp`` in ``path``'s folder: a temporary file to write, then ``publish`` as ``path``."""
     return tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=suffix)
@@ -46,9 +40,25 @@ def temporary_beside(path: Path, suffix: str = ".tmp") -> tuple[int, str]:
 
 def publish(tmp: str | Path, path: Path) -> None:
     """Atomically move a finished temporary file onto ``path``, with the permissions a new file would get
-    (writers such as safetensors may have recreated it)."""
-    os.chmod(tmp, 0o666 & ~_UMASK)
+    (``mkstemp`` makes it owner-only; reports and exports are meant to be shared)."""
+    try:
+        os.chmod(tmp, 0o666 & ~_umask())
+    except OSError:  # a filesystem without modes: keep what it gave
+        pass
     os.replace(tmp, path)
+
+
+def _umask() -> int:
+    """The process's umask, read without changing it where Linux allows (another thread may be creating files)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except OSError:
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:

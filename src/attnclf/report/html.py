@@ -199,9 +199,11 @@ def _multilabel_test_section(metrics: dict, test: TextDataset) -> str:
                ("Hamming loss (share of wrong text-label decisions)", f"{metrics['hamming_loss']:.4f}")]
     summary += [(f"{key.replace('_', '-')} at threshold 0.5", f"{value:.4f}")
                 for key, value in metrics.get("at_0.5", {}).items()]
+    tuned_here = (" These scores are on that same split, so they flatter the model."
+                  if metrics.get("split") == "validation" else "")
     return (f"<section><h2>{_split_title(metrics)} ({len(test)} texts, multi-label)</h2>"
             '<p class="note">A label is predicted when its probability reaches its threshold, tuned on the '
-            "validation split to maximise that label's F1 (thresholds.json).</p>"
+            f"validation split to maximise that label's F1 (thresholds.json).{tuned_here}</p>"
             + _table(["label", "threshold", "precision", "recall", "F1", "ROC AUC", "support"], rows)
             + _table(None, summary)
             + '<p class="note">The confusion matrix, the ROC curve, the explained examples and the faithfulness '

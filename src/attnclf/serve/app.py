@@ -22,6 +22,7 @@ batched together for the next one (``Batcher``).
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
@@ -327,17 +328,27 @@ def serve(run_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, limits
             raise AttnclfError(f"--threads must be at least 1, got {threads}")
         torch.set_num_threads(threads)
     app = create_app(load_run(run_dir, device=device, bf16=bf16), limits)
-    # Bound here, not by uvicorn: a port in use is then one line of error, before "serving" is announced.
-    listener = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        listener.bind((host, port))
-    except OSError as exc:
-        listener.close()
-        raise AttnclfError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    _check_port_free(host, port)
     if host not in ("127.0.0.1", "localhost", "::1"):
         print(f"warning: binding {host} makes the model reachable from other machines", flush=True)
     print(f"serving {run_dir} on http://{host}:{port} (API docs at /docs); Ctrl-C stops", flush=True)
-    config = uvicorn.Config(app, limit_concurrency=limits.max_connections, access_log=False, log_level="warning",
-                            timeout_graceful_shutdown=5)
-    uvicorn.Server(config).run(sockets=[listener])
+    uvicorn.run(app, host=host, port=port, limit_concurrency=limits.max_connections, access_log=False,
+                log_level="warning", timeout_graceful_shutdown=5)
+
+
+def _check_port_free(host: str, port: int) -> None:
+    """A one-line error, before "serving" is announced, if ``host:port`` cannot be listened on (uvicorn would
+    log the failure and exit 3). Every address the host resolves to is tried as uvicorn will bind it, then
+    released; a port taken in the instant between is left to uvicorn's own message."""
+    try:
+        addresses = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        for family, kind, proto, _, address in addresses:
+            with socket.socket(family, kind, proto) as probe:
+                if os.name == "posix":  # as asyncio binds: a port in TIME_WAIT is free
+                    probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                if family == socket.AF_INET6:
+                    probe.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+                probe.bind(address)
+                probe.listen()
+    except OSError as exc:
+        raise AttnclfError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None

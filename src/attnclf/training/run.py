@@ -354,10 +354,6 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
     seed = settings.train.seed
     if resume and not (run_dir / "checkpoint" / "state.json").exists():
         raise RunDirError(f"{run_dir}: nothing to resume (no checkpoint/state.json)")
-    if not resume:  # an earlier run's thresholds or ONNX export in this folder would describe another model
-        (run_dir / THRESHOLDS_FILE).unlink(missing_ok=True)
-        if (run_dir / "onnx" / "export.json").is_file():
-            shutil.rmtree(run_dir / "onnx")
     distributed, device = init_distributed(settings.device)
     try:
         if settings.data.token_cache:
@@ -370,6 +366,13 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
         if created:  # bad data: a run that never started leaves no folder behind
             shutil.rmtree(run_dir, ignore_errors=True)
         raise
+    if not resume and distributed.is_main:
+        # The data loaded: this run replaces the folder's earlier one. Its thresholds, ONNX export and checkpoint
+        # would describe another model (and a checkpoint would invite --resume onto this run's tokenizer).
+        (run_dir / THRESHOLDS_FILE).unlink(missing_ok=True)
+        if (run_dir / "onnx" / "export.json").is_file():
+            shutil.rmtree(run_dir / "onnx", ignore_errors=True)
+        shutil.rmtree(run_dir / "checkpoint", ignore_errors=True)
     label_names = splits.train.label_names
     fingerprint = texts_fingerprint(splits.validation) if isinstance(splits.validation.texts, list) else None
     saved = read_json(run_dir / "config.json") if resume else {}
