@@ -74,8 +74,8 @@ def _add_data_args(p: argparse.ArgumentParser, *, test_only: bool = False) -> No
     if not test_only:
         p.add_argument("--multi-label", action="store_true",
                        help="a set of labels per text: a JSON list, or a CSV/TSV cell split on --label-delimiter")
-    p.add_argument("--label-delimiter", help="separates a multi-label CSV/TSV cell's labels (default: |; "
-                                             "evaluate: the run's)")
+    p.add_argument("--label-delimiter", help="separates a multi-label CSV/TSV cell's labels (default: "
+                                             + ("the run's)" if test_only else "|)"))
 
 
 _TRAIN_FLAGS = (("epochs", "epochs"), ("batch_size", "batch_size"), ("lr", "lr"), ("optimizer", "optimizer"),
