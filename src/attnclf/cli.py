@@ -23,8 +23,8 @@ def command(name: str, threads: bool = False):
     """Register ``handler`` as the command ``name``; with ``threads`` it runs under its ``--threads``."""
     def register(handler: Callable[[argparse.Namespace], int]):
         def under_threads(args: argparse.Namespace) -> int:
-            if args.threads is None or getattr(args, "backend", "torch") != "torch":
-                return handler(args)  # no PyTorch import: `predict --backend onnx` runs without it
+            if args.threads is None:
+                return handler(args)
             from .training.device import torch_threads
 
             with torch_threads(args.threads):
@@ -313,8 +313,17 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
-@command("predict", threads=True)
+@command("predict")
 def cmd_predict(args: argparse.Namespace) -> int:
+    if args.backend == "onnx" or args.threads is None:  # onnxruntime takes --threads itself, without PyTorch
+        return _predict(args)
+    from .training.device import torch_threads
+
+    with torch_threads(args.threads):
+        return _predict(args)
+
+
+def _predict(args: argparse.Namespace) -> int:
     texts = _input_texts(args)
     if args.backend == "onnx":
         from .export.runtime import OnnxClassifier

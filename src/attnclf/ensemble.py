@@ -126,7 +126,7 @@ def train_ensemble(settings, seeds: Sequence[int], resume: bool = False, progres
     from .evaluation.metrics import compute_metrics
     from .training.device import torch_threads
     from .training.distributed import from_environment
-    from .training.run import resume_settings, run_test_data, run_validation_data, train_run
+    from .training.run import held_out_fingerprint, resume_settings, run_test_data, run_validation_data, train_run
 
     if len(seeds) < 2 or len(set(seeds)) != len(seeds):
         raise AttnclfError(f"--seeds needs at least two different seeds, got {' '.join(map(str, seeds))}")
@@ -159,7 +159,7 @@ def train_ensemble(settings, seeds: Sequence[int], resume: bool = False, progres
         metrics["split"] = test.split
         saved = {"members": [member.name for member in members], "seeds": list(seeds), "metrics": metrics}
         # Members that recorded one set of validation texts (token-cache runs record none).
-        held_out = {member.config.get("data", {}).get("validation_sha256") for member in ensemble.members}
+        held_out = {held_out_fingerprint(member.config) for member in ensemble.members}
         if len(held_out) == 1 and None not in held_out:
             validation = run_validation_data([member.config for member in ensemble.members], ensemble.label_names)
             saved["validation_metrics"] = compute_metrics(

@@ -90,7 +90,7 @@ def _glue_split(location: Path, name: str, split: str) -> TextDataset:
     return TextDataset(texts, labels, list(LABEL_NAMES), split, "sst2")
 
 
-def load_glue(data_dirs: list[Path], seed: int = 0) -> Splits:
+def load_glue(data_dirs: list[Path], seed: int = 0) -> Splits:  # seed: the registry's; the split is fixed
     """GLUE SST-2: train.tsv's phrases to learn from, a tenth of its sentences to validate on, dev.tsv as test.
 
     >>> splits = load_glue([Path("/work/shared/datasets")])  # doctest: +SKIP

@@ -27,8 +27,8 @@ from ..models import MODELS, build_model
 from ..rundir import atomic_write_json, read_json, read_jsonl
 from ..text.cleaning import CleaningConfig
 from ..training.device import torch_threads
-from ..training.run import (DataSettings, RunSettings, load_data, resume_settings, settings_for, texts_fingerprint,
-                            train_run)
+from ..training.run import (DataSettings, RunSettings, held_out_fingerprint, load_data, resume_settings, settings_for,
+                            texts_fingerprint, train_run)
 
 Log = Callable[[str], None]
 
@@ -176,7 +176,7 @@ def check_same_settings(run_dir: Path, settings: RunSettings) -> None:
 def check_same_split(run_dir: Path, settings: RunSettings) -> None:
     """Refuse a finished cell whose recorded validation texts the data no longer gives (a dataset's split
     changed since, or its file was edited): its scores would describe other data. Older cells record none."""
-    held_out = read_json(run_dir / "config.json").get("data", {}).get("validation_sha256")
+    held_out = held_out_fingerprint(read_json(run_dir / "config.json"))
     data = json.dumps(asdict(settings.data), sort_keys=True)
     if held_out and held_out != _validation_fingerprint(data, settings.data.data_seed(settings.train.seed)):
         raise RunDirError(f"{run_dir} was trained on another split of {settings.data.describe()} than it gives now; "

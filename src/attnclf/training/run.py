@@ -213,7 +213,7 @@ def run_test_data(config: dict, label_names: list[str], test_only: bool = False)
         raise AttnclfError(f"{data.describe()} has no test split; give held-out data with --test-file or --dataset, "
                            f"or score the texts the runs held out with --split validation (runs sharing --split-seed)")
     if splits.test is None:
-        held_out = config.get("data", {}).get("validation_sha256")
+        held_out = held_out_fingerprint(config)
         if held_out is not None and held_out != texts_fingerprint(splits.validation):
             raise AttnclfError(_CHANGED_SPLIT.format(data.describe()))
         return align_labels(splits.validation, label_names)
@@ -230,6 +230,12 @@ def texts_fingerprint(data: TextDataset) -> str:
     for text, label in zip(data.texts, data.labels):
         digest.update(f"{label}\t{text}\n".encode())
     return digest.hexdigest()
+
+
+def held_out_fingerprint(config: dict) -> str | None:
+    """The ``texts_fingerprint`` of the validation texts a run held out, from its config.json (older runs, and
+    token-cache runs, record none)."""
+    return config.get("data", {}).get("validation_sha256")
 
 
 def run_validation_data(configs: list[dict], label_names: list[str]) -> TextDataset:
@@ -250,7 +256,7 @@ def run_validation_data(configs: list[dict], label_names: list[str]) -> TextData
     for config in configs:
         data, seed = data_and_seed(config)
         # A run records what it held out; only older runs, or token-cache ones, need their split rebuilt.
-        held_out = config.get("data", {}).get("validation_sha256")
+        held_out = held_out_fingerprint(config)
         if held_out is None and seed != first_seed:
             held_out = texts_fingerprint(load_data(data, seed).validation)
         if held_out is not None and held_out != fingerprint:
@@ -376,7 +382,7 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
     label_names = splits.train.label_names
     fingerprint = texts_fingerprint(splits.validation) if isinstance(splits.validation.texts, list) else None
     saved = read_json(run_dir / "config.json") if resume else {}
-    if saved.get("data", {}).get("validation_sha256") not in (None, fingerprint):
+    if held_out_fingerprint(saved) not in (None, fingerprint):
         raise RunDirError(f"{run_dir}: {settings.data.describe()} no longer gives the validation texts this run "
                           f"held out (the data or its split changed since); it cannot resume on other data")
     counted = saved.get("counted_embeddings")
