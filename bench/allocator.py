@@ -1,0 +1,82 @@
+"""glibc's allocator thresholds: attnclf training and prediction with and without large blocks kept.
+
+    python bench/allocator.py --threads 1
+
+Runs itself as a child process ``--rounds`` times each way, alternated: with the environment as it is, and with
+``GLIBC_TUNABLES=glibc.malloc.mmap_threshold=1073741824:glibc.malloc.trim_threshold=1073741824`` (glibc then
+keeps freed blocks up to 1 GB for reuse instead of returning them to the system). Each child trains the IMDB
+recipe's network on hf_peer's 1,000 reviews for one epoch and predicts its 1,000 test reviews: median CPU s of 3
+after a warm-up, and the child's peak resident memory. About two minutes of one thread.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+
+import numpy as np
+import torch
+
+from common import cli_settings, parser, splits, write_result
+
+TUNABLES = "glibc.malloc.mmap_threshold=1073741824:glibc.malloc.trim_threshold=1073741824"
+
+
+def child(args) -> dict:
+    from attnclf.evaluation.predict import predict_probabilities
+    from attnclf.text.batching import BucketBatches
+    from attnclf.text.tokenizer import Tokenizer
+    from hf_peer import _sample, train_attnclf
+
+    settings = cli_settings("imdb", "unused", "--epochs", "1")
+    data = splits("imdb", args.data_dir, settings.train.seed)
+    train, val, test = _sample(data.train, 1000, 1), _sample(data.validation, 200, 2), _sample(data.test, 1000, 3)
+    tokenizer = Tokenizer.train(train.texts, settings.tokenizer)
+    train_batches, val_batches, test_batches = (
+        BucketBatches(tokenizer.encode(d.texts), d.labels, size, shuffle, settings.train.seed)
+        for d, size, shuffle in ((train, settings.train.batch_size, True), (val, 128, False), (test, 128, False)))
+
+    def round_() -> tuple[float, float]:
+        model, _, cpu = train_attnclf(settings, tokenizer.vocab_size, 2, train.label_names, train_batches,
+                                      val_batches, settings.model_config)
+        started = time.process_time()
+        predict_probabilities(model, test_batches, torch.device("cpu"))
+        return cpu, time.process_time() - started
+
+    round_()  # warm-up
+    rounds = [round_() for _ in range(3)]
+    return {"train_cpu_seconds": float(np.median([r[0] for r in rounds])),
+            "predict_cpu_seconds": float(np.median([r[1] for r in rounds])),
+            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024}
+
+
+def main() -> None:
+    p = parser(__doc__.splitlines()[0])
+    p.add_argument("--rounds", type=int, default=2, help="child processes each way, alternated")
+    p.add_argument("--threads", type=int, help="torch threads (default: torch's choice)")
+    p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)  # one measured process
+    args = p.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    if args.child:
+        print(json.dumps(child(args)))
+        return
+    runs = {"default": [], "large blocks kept": []}
+    for _ in range(args.rounds):
+        for name in runs:
+            env = dict(os.environ, **({"GLIBC_TUNABLES": TUNABLES} if name != "default" else {}))
+            command = [sys.executable, __file__, "--child", *(["--threads", str(args.threads)] if args.threads else []),
+                       *(["--data-dir", args.data_dir] if args.data_dir else [])]
+            done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
+            runs[name].append(json.loads(done.stdout.strip().splitlines()[-1]))
+            print(name, runs[name][-1], flush=True)
+    write_result("allocator", {"tunables": TUNABLES, "runs": runs}, args.out)
+
+
+if __name__ == "__main__":
+    main()
