@@ -232,6 +232,7 @@ def _check_newsgroups(splits) -> None:
     assert splits.train.texts == ["From: M\u00f6ller\n\nGod?", "From: a\n\nOrbit.", "From: b\n\nMoon."]
     assert splits.train.labels == [0, 1, 1]
     assert splits.test.texts == ["From: d\n\nNo.", "From: c\r\n\r\nMars."]
+    assert splits.train.order == [5, 60, 100]  # the article ids, which grow with time
 
 
 def test_newsgroups_archive_decodes_latin1_and_sorts(tmp_path):
@@ -411,3 +412,21 @@ def test_bad_user_files_are_one_line_errors(tmp_path, name, content, columns, me
     with pytest.raises(DataError, match=message) as err:
         load_file(tmp_path / name, *columns)
     assert "\n" not in str(err.value)
+
+
+def test_newsgroups_hold_out_latest_validates_on_each_groups_newest_posts(tmp_path):
+    from attnclf.training.cached import load_cached_data
+    from attnclf.training.run import DataSettings, RunSettings, load_data
+
+    posts = {f"20news-bydate-train/{group}/{post_id}": f"From: x\n\n{group} post {post_id}".encode()
+             for group in ("alt.atheism", "sci.space") for post_id in (3, 30, 7, 70, 5, 50, 9, 90, 1, 10)}
+    _tar_gz(tmp_path / newsgroups.ARCHIVE, {**posts, "20news-bydate-test/sci.space/99": b"Mars."})
+    latest = DataSettings(dataset="20newsgroups", data_dir=str(tmp_path), hold_out="latest", val_fraction=0.2)
+    validation = load_data(latest, seed=0).validation
+    newest = [f"From: x\n\n{group} post {post_id}" for group in ("alt.atheism", "sci.space") for post_id in (70, 90)]
+    assert sorted(validation.texts) == newest
+    assert load_data(latest, seed=5).validation.texts == validation.texts  # no seed in it
+    cached = DataSettings(**{**latest.__dict__, "token_cache": True, "token_cache_dir": str(tmp_path / "cache")})
+    splits, tokenizer = load_cached_data(RunSettings(data=cached), seed=3)
+    assert [splits.validation.sequences[i].tolist() for i in range(len(validation))] == tokenizer.encode(
+        validation.texts)

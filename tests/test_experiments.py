@@ -9,7 +9,7 @@ import pytest
 from attnclf.cli import main
 from attnclf.data.base import TextDataset
 from attnclf.data.splits import train_validation_split
-from attnclf.errors import AttnclfError
+from attnclf.errors import AttnclfError, DataError
 from attnclf.experiments import Setup
 from attnclf.experiments.budget import DEFAULT_CAPS, QUICK, with_caps, with_quick
 from attnclf.experiments.tables import markdown_table, summarize
@@ -206,3 +206,22 @@ def test_grouped_split_keeps_the_requested_side_small_for_large_fractions():
     kept, rest = train_validation_split(data, 0.9, seed=0)
     assert 30 <= len(kept) <= 50 and len(kept) + len(rest) == 400
     assert not {data.groups[i] for i in range(400) if data.texts[i] in set(kept.texts)} & set(rest.groups)
+
+
+def test_latest_hold_out_takes_the_newest_texts_of_each_class_and_needs_an_order():
+    data = TextDataset([f"t{i}" for i in range(9)], [0, 0, 0, 0, 1, 1, 1, 1, 1], ["a", "b"],
+                       order=[40, 10, 30, 20, 5, 9, 1, 7, 3])
+    fit, validation = train_validation_split(data, 0.4, seed=0, hold_out="latest")
+    assert validation.texts == ["t0", "t2", "t5", "t7"] and validation.order == [40, 30, 9, 7]
+    assert fit.order == [10, 20, 5, 1, 3]
+    assert train_validation_split(data, 0.4, seed=9, hold_out="latest")[1].texts == validation.texts
+    unordered = TextDataset(["x", "y", "z", "w"], [0, 1, 0, 1], ["a", "b"], name="mine.csv")
+    with pytest.raises(DataError, match="mine.csv records no order of its texts"):
+        train_validation_split(unordered, 0.5, hold_out="latest")
+
+
+def test_hold_out_latest_on_unordered_data_is_a_one_line_error(tmp_path, capsys):
+    assert main(["train", "--dataset", "synthetic", "--hold-out", "latest", "--epochs", "1",
+                 "--output", str(tmp_path / "x"), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "records no order of its texts" in err and "--hold-out random" in err and len(err.splitlines()) == 1

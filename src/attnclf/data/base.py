@@ -12,7 +12,9 @@ class TextDataset:
 
     ``labels[i]`` is an index into ``label_names``. ``groups`` optionally names
     the group each text belongs to (IMDB: the movie) so a validation split can
-    keep a group on one side. When ``multi_label`` is set, ``labels[i]`` is
+    keep a group on one side. ``order`` optionally says when each text was
+    written, as a sortable number (20 Newsgroups: its article id), so a
+    validation split can hold out the latest texts. When ``multi_label`` is set, ``labels[i]`` is
     instead a sorted tuple of indices (the text's label set, possibly empty);
     ``attnclf.data.multilabel.multi_hot`` turns those into a 0/1 matrix.
 
@@ -28,12 +30,15 @@ class TextDataset:
     name: str = ""
     groups: list[str] | None = None
     multi_label: bool = False
+    order: list[int] | None = None
 
     def __post_init__(self) -> None:
         if len(self.texts) != len(self.labels):
             raise ValueError(f"{len(self.texts)} texts but {len(self.labels)} labels")
         if self.groups is not None and len(self.groups) != len(self.texts):
             raise ValueError(f"{len(self.texts)} texts but {len(self.groups)} groups")
+        if self.order is not None and len(self.order) != len(self.texts):
+            raise ValueError(f"{len(self.texts)} texts but {len(self.order)} order keys")
 
     def __len__(self) -> int:
         return len(self.texts)
@@ -52,6 +57,7 @@ class TextDataset:
             name=self.name,
             groups=None if self.groups is None else [self.groups[i] for i in indices],
             multi_label=self.multi_label,
+            order=None if self.order is None else [self.order[i] for i in indices],
         )
 
 

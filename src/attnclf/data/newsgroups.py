@@ -3,7 +3,11 @@
 Read from ``20news-bydate.tar.gz`` (streamed, nothing extracted) or from a
 folder holding the extracted ``20news-bydate-{train,test}/<group>/<id>``.
 A text is the raw post, headers included, decoded as Latin-1 (the files are
-bytes, not all UTF-8). Posts come sorted by group, then numeric id.
+bytes, not all UTF-8). Posts come sorted by group, then numeric id; a
+dataset's ``order`` is that id. Article ids grow with time on a news server:
+in 19 of the 20 groups, 67-100% of test posts have ids above the 90th
+percentile of the group's training ids, so ``--hold-out latest`` holds out
+posts from the end of the training period, as the test split comes after it.
 """
 
 from __future__ import annotations
@@ -90,7 +94,8 @@ def load(data_dirs: list[Path], seed: int = 0) -> Splits:
             raise DataError(f"20newsgroups: {path}: test groups {unknown} do not appear in train")
         texts = [text for _, _, text in rows]
         labels = [index[group] for group, _, _ in rows]
-        return TextDataset(texts, labels, list(names), name, "20newsgroups")
+        order = [post_id for _, post_id, _ in rows]
+        return TextDataset(texts, labels, list(names), name, "20newsgroups", order=order)
 
     return Splits(train=split("train"), test=split("test"))
 

@@ -1,4 +1,4 @@
-"""Validation splits carved from train: stratified, seeded, grouped when groups exist."""
+"""Validation splits carved from train: stratified, seeded, grouped when groups exist, or the latest texts."""
 
 from __future__ import annotations
 
@@ -7,28 +7,47 @@ from typing import Sequence
 import numpy as np
 from sklearn.model_selection import StratifiedGroupKFold, StratifiedShuffleSplit
 
-from ..errors import AttnclfError
+from ..errors import AttnclfError, DataError
 from .base import TextDataset
 
 
 def train_validation_split(
-    train: TextDataset, fraction: float = 0.1, seed: int = 0
+    train: TextDataset, fraction: float = 0.1, seed: int = 0, hold_out: str = "random"
 ) -> tuple[TextDataset, TextDataset]:
     """Split ``train`` into (train, validation), keeping class proportions.
 
     When ``train.groups`` is set (IMDB: the movie), a group never straddles the
     split, so validation measures generalisation to unseen groups as test does.
     Multi-label data is split by a seeded shuffle, not stratified: label sets
-    are too many and too rare to stratify on.
+    are too many and too rare to stratify on. ``hold_out="latest"`` instead
+    holds out the latest texts of each class by ``train.order``, the same for
+    every seed: for data whose test split was written later than its training
+    split (20 Newsgroups), a random split hides that shift.
 
     >>> from attnclf.data.generated import synthetic
     >>> fit, val = train_validation_split(synthetic().train, 0.25, seed=0)
     >>> len(fit), len(val)
     (2400, 800)
     """
+    check_hold_out(hold_out, train.name or "the training data", train.order)
     labels = None if train.multi_label else train.labels
-    fit_idx, val_idx = split_indices(labels, train.groups, fraction, seed, size=len(train))
+    order = train.order if hold_out == "latest" else None
+    fit_idx, val_idx = split_indices(labels, train.groups, fraction, seed, size=len(train), order=order)
     return train.subset(fit_idx.tolist(), "train"), train.subset(val_idx.tolist(), "validation")
+
+
+def check_hold_out(hold_out: str, name: str, order: Sequence[int] | None, own_validation: bool = False) -> None:
+    """Refuse a hold-out that ``name``'s data cannot give.
+
+    >>> check_hold_out("latest", "20newsgroups", order=[3, 1, 2])
+    """
+    if hold_out not in ("random", "latest"):
+        raise AttnclfError(f"hold-out must be random or latest, got {hold_out!r}")
+    if own_validation and hold_out != "random":
+        raise DataError(f"{name} has its own validation split; drop --hold-out {hold_out}")
+    if hold_out == "latest" and order is None:
+        raise DataError(f"{name} records no order of its texts, so it has no latest ones to hold out; "
+                        f"use --hold-out random")
 
 
 def check_fraction(fraction: float) -> None:
@@ -41,18 +60,23 @@ def check_fraction(fraction: float) -> None:
 
 
 def split_indices(labels: Sequence[int] | None, groups: Sequence[str] | None = None, fraction: float = 0.1,
-                  seed: int = 0, *, size: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+                  seed: int = 0, *, size: int | None = None,
+                  order: Sequence[int] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Sorted positions of the (train, validation) parts, from the labels (and groups) alone.
 
     ``train_validation_split`` on the indices, for data whose texts are not in memory.
     ``labels=None`` (multi-label data) shuffles ``size`` positions without stratifying.
+    With ``order``, validation is the latest ``fraction`` of each class (of all texts when
+    ``labels=None``), ties broken by position; the seed and the groups are unused.
 
     >>> fit, val = split_indices([0, 1] * 10, fraction=0.2, seed=0)
     >>> len(fit), len(val), sorted(set(fit) | set(val)) == list(range(20))
     (16, 4, True)
     """
     check_fraction(fraction)
-    if labels is None:
+    if order is not None:
+        fit_idx, val_idx = _latest_split(labels, order, fraction)
+    elif labels is None:
         fit_idx, val_idx = _shuffle_split(size, fraction, seed)
     elif groups is not None:
         # One fold of k is the smaller side: the validation part when fraction <= 1/2, the kept part
@@ -77,3 +101,17 @@ def _shuffle_split(n: int, fraction: float, seed: int) -> tuple[np.ndarray, np.n
     order = np.random.default_rng(seed).permutation(n)
     n_val = max(1, round(fraction * n))
     return order[n_val:], order[:n_val]
+
+
+def _latest_split(labels: Sequence[int] | None, order: Sequence[int], fraction: float) -> tuple[np.ndarray, np.ndarray]:
+    classes = np.zeros(len(order), dtype=np.int64) if labels is None else np.asarray(labels)
+    # Sorting by (class, order, position) lines each class's texts up oldest first.
+    ranked = np.lexsort((np.arange(len(order)), np.asarray(order), classes))
+    held = np.zeros(len(order), dtype=bool)
+    start = 0
+    for count in np.unique(classes, return_counts=True)[1]:
+        # A class with one text keeps it for training; any other holds out at least one.
+        n_val = 0 if count < 2 else min(count - 1, max(1, round(fraction * count)))
+        held[ranked[start + count - n_val:start + count]] = True
+        start += count
+    return np.flatnonzero(~held), np.flatnonzero(held)

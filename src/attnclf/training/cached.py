@@ -25,7 +25,7 @@ from typing import Callable, Iterable
 import numpy as np
 
 from ..data.base import Splits, TextDataset
-from ..data.splits import split_indices
+from ..data.splits import check_hold_out, split_indices
 from ..errors import AttnclfError, DataError
 from ..rundir import atomic_write_bytes
 from ..text.cache import TokenCache, cache_key, cache_root, file_identity
@@ -42,6 +42,7 @@ class _Source:
     label_names: list[str]
     name: str
     groups: list[str] | None = None
+    order: list[int] | None = None
 
 
 def load_cached_data(settings: RunSettings, seed: int,
@@ -73,11 +74,13 @@ def load_cached_data(settings: RunSettings, seed: int,
     if len(set(train_labels[keep].tolist())) < 2:
         raise DataError(f"{data.describe()}: training data has only one class "
                         f"({train_source.label_names[train_labels[keep][0]]!r}); a classifier needs at least two")
+    check_hold_out(data.hold_out, data.describe(), train_source.order, own_validation="validation" in sources)
     if "validation" in sources:
         fit, val = keep, None
     else:
+        order = np.asarray(train_source.order)[keep] if data.hold_out == "latest" else None
         fit, val = (keep[part] for part in split_indices(
-            train_labels[keep], None if groups is None else groups[keep], data.val_fraction, seed))
+            train_labels[keep], None if groups is None else groups[keep], data.val_fraction, seed, order=order))
 
     tokenizer = _tokenizer(train_source, fit, settings.tokenizer, data.token_cache_dir, log)
     caches = {split: TokenCache.open_or_build(source.records, tokenizer, train_source.label_names,
@@ -144,7 +147,8 @@ def _dataset_sources(data: DataSettings, seed: int) -> tuple[dict[str, _Source],
         for text, label in zip(dataset.texts, dataset.labels):
             digest.update(f"{label}\t{text}\0".encode("utf-8"))
         return _Source({"dataset": data.dataset, "split": split, "sha256": digest.hexdigest()},
-                       lambda: zip(dataset.texts, dataset.labels), label_names, data.dataset, dataset.groups)
+                       lambda: zip(dataset.texts, dataset.labels), label_names, data.dataset, dataset.groups,
+                       dataset.order)
 
     sources = {"train": source("train", splits.train)}
     for split in ("validation", "test"):

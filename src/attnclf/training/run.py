@@ -16,7 +16,7 @@ from .. import __version__
 from ..data.base import Splits, TextDataset
 from ..data.multilabel import DEFAULT_LABEL_DELIMITER, multi_hot
 from ..data.registry import candidate_dirs, load_splits, unlabelled_texts
-from ..data.splits import split_indices, train_validation_split
+from ..data.splits import check_hold_out, split_indices, train_validation_split
 from ..errors import AttnclfError, DataError, RunDirError
 from ..evaluation.metrics import compute_metrics, pick_examples
 from ..evaluation.multilabel import multilabel_metrics, tune_thresholds
@@ -50,6 +50,9 @@ class DataSettings:
     # Seeds the validation split and any --max-train-examples sample; None: the run's seed. Runs that share
     # it validate on the same texts, so their ensemble can be validated (and chosen) there too.
     split_seed: int | None = None
+    # "random" (stratified, seeded, grouped when the data has groups) or "latest": the latest texts of each class
+    # by the order the data records, for data whose test split was written later than its training split.
+    hold_out: str = "random"
     max_train_examples: int | None = None  # a stratified sample, for quick runs
     max_test_examples: int | None = None  # a stratified sample, the same for every seed
     multi_label: bool = False  # a set of labels per text (see data.multilabel)
@@ -180,9 +183,10 @@ def load_data(settings: DataSettings, seed: int) -> Splits:
     if not train.multi_label and len(set(train.labels)) < 2:
         raise DataError(f"{settings.describe()}: training data has only one class "
                         f"({train.label_names[train.labels[0]]!r}); a classifier needs at least two")
+    check_hold_out(settings.hold_out, settings.describe(), train.order, own_validation=splits.validation is not None)
     validation = splits.validation
     if validation is None:
-        train, validation = train_validation_split(train, settings.val_fraction, seed)
+        train, validation = train_validation_split(train, settings.val_fraction, seed, settings.hold_out)
     return Splits(train=train, validation=validation, test=sample_test(splits.test, settings.max_test_examples),
                   extra=splits.extra)
 
