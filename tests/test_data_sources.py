@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import os
 import tarfile
 import zipfile
 from pathlib import Path
@@ -258,11 +259,18 @@ def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def _current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def test_fetch_verifies_and_places_the_file(tmp_path):
     (tmp_path / "src.bin").write_bytes(b"payload")
     dest = tmp_path / "cache" / "x" / "file.bin"
     assert download.fetch((tmp_path / "src.bin").as_uri(), dest, _sha(b"payload")) == dest
     assert dest.read_bytes() == b"payload"
+    assert dest.stat().st_mode & 0o777 == 0o666 & ~_current_umask()  # a new file's mode, not mkstemp's 0600
     # Already there and verified: the (now missing) source is not read again.
     (tmp_path / "src.bin").unlink()
     assert download.fetch((tmp_path / "src.bin").as_uri(), dest, _sha(b"payload")) == dest

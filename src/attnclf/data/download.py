@@ -10,12 +10,12 @@ from __future__ import annotations
 import hashlib
 import inspect
 import os
-import tempfile
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import DataError
+from ..rundir import publish, temporary_beside
 from .registry import get_source, user_cache_dir
 
 
@@ -67,7 +67,7 @@ def fetch(url: str, dest: str | Path, sha256: str) -> Path:
     if dest.is_file() and sha256_of(dest) == sha256:
         return dest
     dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
+    fd, tmp = temporary_beside(dest, suffix=".part")
     try:
         digest = hashlib.sha256()
         with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=60) as response:
@@ -78,7 +78,7 @@ def fetch(url: str, dest: str | Path, sha256: str) -> Path:
             raise DataError(
                 f"{url}: sha256 is {digest.hexdigest()}, expected {sha256}; the download was discarded"
             )
-        os.replace(tmp, dest)
+        publish(tmp, dest)
     except OSError as exc:  # urllib's URLError and socket timeouts are OSErrors too
         raise DataError(f"could not download {url} to {dest}: {getattr(exc, 'reason', exc)}") from None
     finally:
