@@ -170,6 +170,8 @@ def test_only_one_class(tmp_path, capsys):
     err = run_error(["train", "--train-file", str(path), "--output", str(tmp_path / "o")], capsys)
     assert "one class" in err
     assert not (tmp_path / "o").exists()  # a run that never started leaves no folder behind
+    run_error(["train", "--train-file", str(path), "--output", str(tmp_path / "new" / "deeper" / "o")], capsys)
+    assert not (tmp_path / "new").exists()  # nor the parents it made
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "notes.txt").write_text("kept")
     run_error(["train", "--train-file", str(path), "--output", str(tmp_path / "mine")], capsys)

@@ -340,6 +340,16 @@ def train_run(settings: RunSettings, resume: bool = False, progress: bool = True
         return _train_run(settings, resume, progress)
 
 
+def _first_missing_folder(path: Path) -> Path | None:
+    """The outermost folder of ``path`` that does not exist yet (None when ``path`` exists)."""
+    missing = None
+    for folder in (path.absolute(), *path.absolute().parents):
+        if folder.exists():
+            return missing
+        missing = folder
+    return missing
+
+
 def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult:
     started = time.perf_counter()
     # Settings that cannot work fail before anything is written.
@@ -359,7 +369,7 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
         if not counting:
             vectors = WordVectors.load(settings.embeddings)
             vectors.check_width(width)
-    created = not Path(settings.output).exists()
+    created = _first_missing_folder(Path(settings.output))
     run_dir = prepare_output_dir(settings.output)
     seed = settings.train.seed
     if resume and not (run_dir / "checkpoint" / "state.json").exists():
@@ -373,8 +383,8 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
         else:
             splits, trained = load_data(settings.data, seed), None
     except AttnclfError:
-        if created:  # bad data: a run that never started leaves no folder behind
-            shutil.rmtree(run_dir, ignore_errors=True)
+        if created:  # bad data: a run that never started leaves no folder behind, nor the parents it made
+            shutil.rmtree(created, ignore_errors=True)
         raise
     if not resume and distributed.is_main:
         # The data loaded: this run replaces the folder's earlier one. Its thresholds, ONNX export and checkpoint
