@@ -172,6 +172,9 @@ def test_only_one_class(tmp_path, capsys):
     assert not (tmp_path / "o").exists()  # a run that never started leaves no folder behind
     run_error(["train", "--train-file", str(path), "--output", str(tmp_path / "new" / "deeper" / "o")], capsys)
     assert not (tmp_path / "new").exists()  # nor the parents it made
+    run_error(["train", "--train-file", str(path), "--test-file", str(path), "--seeds", "0", "1", "--output",
+               str(tmp_path / "new" / "seeds"), "--quiet"], capsys)
+    assert not (tmp_path / "new").exists()  # nor does an ensemble whose first member failed
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "notes.txt").write_text("kept")
     run_error(["train", "--train-file", str(path), "--output", str(tmp_path / "mine")], capsys)

@@ -7,7 +7,7 @@ import torch
 from safetensors.torch import load_file
 
 from attnclf.classifier import Classifier
-from attnclf.errors import AttnclfError, RunDirError
+from attnclf.errors import AttnclfError, DataError, RunDirError
 from attnclf.text.tokenizer import TokenizerConfig
 from attnclf.training.run import DataSettings, RunSettings, train_run
 from attnclf.training.trainer import TrainConfig
@@ -170,3 +170,17 @@ def test_class_weights_and_label_smoothing_train(tmp_path):
     result = train_run(tiny_settings(tmp_path / "run", epochs=1, class_weights="balanced", label_smoothing=0.1,
                                      optimizer="adam", schedule="cosine"), progress=False)
     assert result.history[0]["train_loss"] > 0
+
+
+def test_a_failed_run_keeps_what_another_run_wrote_into_a_parent_it_created(tmp_path, monkeypatch):
+    from attnclf.training import run as run_module
+
+    def data_that_fails_after_another_run_wrote(settings, seed):
+        (tmp_path / "new" / "other").mkdir()
+        (tmp_path / "new" / "other" / "metrics.json").write_text("{}")
+        raise DataError("bad data")
+
+    monkeypatch.setattr(run_module, "load_data", data_that_fails_after_another_run_wrote)
+    with pytest.raises(DataError):
+        run_module.train_run(RunSettings(DataSettings(dataset="demo"), output=str(tmp_path / "new" / "mine")))
+    assert not (tmp_path / "new" / "mine").exists() and (tmp_path / "new" / "other" / "metrics.json").is_file()

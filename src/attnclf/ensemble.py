@@ -24,7 +24,7 @@ import numpy as np
 
 from .errors import AttnclfError
 from .prediction import Prediction
-from .rundir import atomic_write_json, prepare_output_dir, read_json
+from .rundir import atomic_write_json, first_missing_folder, prepare_output_dir, read_json, remove_empty_folders
 
 if TYPE_CHECKING:  # loaded where used: `predict --backend onnx` asks is_ensemble_dir without PyTorch
     from .classifier import Classifier
@@ -135,6 +135,7 @@ def train_ensemble(settings, seeds: Sequence[int], resume: bool = False, progres
     if not settings.data.dataset and not settings.data.test_file:
         # Each member holds out its own validation split, so only a test split can score their average.
         raise AttnclfError("--seeds needs held-out data to test the ensemble on: give --test-file")
+    created = first_missing_folder(settings.output)
     output = prepare_output_dir(settings.output)
     members = [output / f"seed-{seed}" for seed in seeds]
     for seed, member in zip(seeds, members):
@@ -148,8 +149,12 @@ def train_ensemble(settings, seeds: Sequence[int], resume: bool = False, progres
             continued.report = settings.report
             train_run(continued, resume=True, progress=progress)
         else:
-            train_run(replace(settings, output=str(member), train=replace(settings.train, seed=seed)),
-                      progress=progress)
+            try:
+                train_run(replace(settings, output=str(member), train=replace(settings.train, seed=seed)),
+                          progress=progress)
+            except AttnclfError:
+                remove_empty_folders(output, created)  # a member that failed on its data left its folder empty
+                raise
     if not from_environment().is_main:
         return {}
     ensemble = Ensemble.load(members, device=settings.device)
@@ -172,13 +177,13 @@ def _data(member: Classifier) -> dict:
     """What a member was trained on, with defaults filled in (older runs lack newer fields).
 
     Where the data was read from, and through which cache, may differ between runs of the same data; so may
-    the seed of the validation split, as the run seed may.
+    which texts validated (the split's seed, as the run seed may, and the hold-out).
     """
     from dataclasses import asdict
 
     from .training.run import DataSettings
 
     data = asdict(DataSettings(**member.config.get("settings", {}).get("data", {})))
-    for where in ("data_dir", "token_cache", "token_cache_dir", "split_seed"):
+    for where in ("data_dir", "token_cache", "token_cache_dir", "split_seed", "hold_out"):
         data.pop(where)
     return data

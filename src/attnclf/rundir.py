@@ -103,6 +103,34 @@ def prepare_output_dir(path: str | Path) -> Path:
     return path
 
 
+def first_missing_folder(path: str | Path) -> Path | None:
+    """The outermost folder of ``path`` that does not exist yet (None when ``path`` exists): what
+    ``prepare_output_dir`` will create, so that a run failing before it starts can remove it again.
+
+    >>> first_missing_folder("/")
+    """
+    missing = None
+    for folder in (Path(path).absolute(), *Path(path).absolute().parents):
+        if folder.exists():
+            return missing
+        missing = folder
+    return missing
+
+
+def remove_empty_folders(path: Path, outermost: Path | None) -> None:
+    """Remove ``path`` and its parents up to ``outermost`` (from ``first_missing_folder``), innermost first,
+    while they are empty: another run may have written into one since."""
+    if outermost is None:
+        return
+    for folder in (Path(path).absolute(), *Path(path).absolute().parents):
+        if not folder.is_relative_to(outermost):
+            return
+        try:
+            folder.rmdir()
+        except OSError:  # not empty, or gone
+            return
+
+
 def read_json(path: Path) -> Any:
     try:
         return json.loads(Path(path).read_text(encoding="utf-8"))

@@ -22,7 +22,8 @@ def train_validation_split(
     are too many and too rare to stratify on. ``hold_out="latest"`` instead
     holds out the latest texts of each class by ``train.order``, the same for
     every seed: for data whose test split was written later than its training
-    split (20 Newsgroups), a random split hides that shift.
+    split (20 Newsgroups), a random split hides that shift. (A ``--max-train-examples``
+    sample is drawn first, by the split seed: give runs one ``--split-seed`` to share it.)
 
     >>> from attnclf.data.generated import synthetic
     >>> fit, val = train_validation_split(synthetic().train, 0.25, seed=0)
@@ -110,8 +111,10 @@ def _latest_split(labels: Sequence[int] | None, order: Sequence[int], fraction: 
     held = np.zeros(len(order), dtype=bool)
     start = 0
     for count in np.unique(classes, return_counts=True)[1]:
-        # A class with one text keeps it for training; any other holds out at least one.
-        n_val = 0 if count < 2 else min(count - 1, max(1, round(fraction * count)))
+        n_val = min(count - 1, round(fraction * count))  # a class always keeps a text to train on
         held[ranked[start + count - n_val:start + count]] = True
         start += count
+    if not held.any():
+        raise DataError(f"too few texts per class to hold out the latest {fraction:.0%} of each "
+                        f"({len(order)} texts in all); train on more, or use --hold-out random")
     return np.flatnonzero(~held), np.flatnonzero(held)

@@ -24,8 +24,8 @@ from ..evaluation.predict import predict_probabilities
 from ..models import MODELS, build_model, config_for
 from ..models.windows import window_config, windowed
 from ..recipes import recipe_for
-from ..rundir import (FORMAT_VERSION, THRESHOLDS_FILE, atomic_write_bytes, atomic_write_json, prepare_output_dir,
-                      read_json)
+from ..rundir import (FORMAT_VERSION, THRESHOLDS_FILE, atomic_write_bytes, atomic_write_json, first_missing_folder,
+                      prepare_output_dir, read_json, remove_empty_folders)
 from ..text.batching import EVAL_MAX_TOKENS, BucketBatches
 from ..text.cache import CachedDataset
 from ..text.cleaning import CleaningConfig
@@ -340,16 +340,6 @@ def train_run(settings: RunSettings, resume: bool = False, progress: bool = True
         return _train_run(settings, resume, progress)
 
 
-def _first_missing_folder(path: Path) -> Path | None:
-    """The outermost folder of ``path`` that does not exist yet (None when ``path`` exists)."""
-    missing = None
-    for folder in (path.absolute(), *path.absolute().parents):
-        if folder.exists():
-            return missing
-        missing = folder
-    return missing
-
-
 def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult:
     started = time.perf_counter()
     # Settings that cannot work fail before anything is written.
@@ -369,7 +359,7 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
         if not counting:
             vectors = WordVectors.load(settings.embeddings)
             vectors.check_width(width)
-    created = _first_missing_folder(Path(settings.output))
+    created = first_missing_folder(settings.output)
     run_dir = prepare_output_dir(settings.output)
     seed = settings.train.seed
     if resume and not (run_dir / "checkpoint" / "state.json").exists():
@@ -383,8 +373,9 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
         else:
             splits, trained = load_data(settings.data, seed), None
     except AttnclfError:
-        if created:  # bad data: a run that never started leaves no folder behind, nor the parents it made
-            shutil.rmtree(created, ignore_errors=True)
+        if created:  # bad data: a run that never started leaves no folder behind, nor the empty parents it made
+            shutil.rmtree(run_dir, ignore_errors=True)
+            remove_empty_folders(run_dir.parent, created)
         raise
     if not resume and distributed.is_main:
         # The data loaded: this run replaces the folder's earlier one. Its thresholds, ONNX export and checkpoint
