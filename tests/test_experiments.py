@@ -228,3 +228,17 @@ def test_hold_out_latest_on_unordered_data_is_a_one_line_error(tmp_path, capsys)
                  "--output", str(tmp_path / "x"), "--quiet"]) == 2
     err = capsys.readouterr().err.strip()
     assert "records no order of its texts" in err and "--hold-out random" in err and len(err.splitlines()) == 1
+
+
+def test_reference_result_cached_by_an_older_version_is_reused(tmp_path):
+    from attnclf.experiments.reference import tfidf_reference
+
+    setup = Setup(data=DataSettings(dataset="synthetic", max_train_examples=200), throughput_texts=10)
+    record = tfidf_reference(setup, 0, tmp_path)
+    saved = json.loads((tmp_path / "result.json").read_text())
+    del saved["key"]["data"]["hold_out"]  # written before the setting existed
+    saved["record"] = {**record, "accuracy": -1.0}  # a refit would not give this
+    (tmp_path / "result.json").write_text(json.dumps(saved))
+    assert tfidf_reference(setup, 0, tmp_path)["accuracy"] == -1.0
+    assert tfidf_reference(Setup(data=DataSettings(dataset="synthetic", max_train_examples=300), throughput_texts=10),
+                           0, tmp_path)["accuracy"] != -1.0  # other data: refitted

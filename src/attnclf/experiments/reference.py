@@ -20,11 +20,19 @@ import numpy as np
 from ..errors import AttnclfError
 from ..evaluation.metrics import compute_metrics
 from ..rundir import atomic_write_json, prepare_output_dir, read_json
-from ..training.run import align_labels, load_data
+from ..training.run import DataSettings, align_labels, load_data
 from .cells import Setup
 
 LABEL = "tfidf-lr"
 C_GRID = (0.25, 1.0, 4.0, 16.0)
+
+
+def _with_defaults(key: dict | None) -> dict | None:
+    """A saved key with the data settings an older version did not have filled in with their defaults."""
+    try:
+        return {**key, "data": asdict(DataSettings(**key["data"]))}
+    except (TypeError, KeyError):  # no key, or one from a newer version
+        return key
 
 
 def tfidf_reference(setup: Setup, seed: int, run_dir: Path) -> dict:
@@ -37,7 +45,7 @@ def tfidf_reference(setup: Setup, seed: int, run_dir: Path) -> dict:
     cache = run_dir / "result.json"
     if cache.exists():
         saved = read_json(cache)
-        if saved.get("key") == key:
+        if _with_defaults(saved.get("key")) == key:
             return saved["record"]
     splits = load_data(setup.data, seed)
     train, validation = splits.train, align_labels(splits.validation, splits.train.label_names)
