@@ -21,7 +21,6 @@ from pathlib import Path
 import torch
 
 from attnclf.data.base import Splits
-from attnclf.recipes import default_hold_out
 from attnclf.rundir import atomic_write_json
 from attnclf.training.run import DataSettings, load_data
 
@@ -39,8 +38,7 @@ def data_dir(given: str | None = None) -> str | None:
 
 def splits(dataset: str, data_dir_: str | None = None, seed: int = 0) -> Splits:
     """train / validation / test exactly as ``attnclf train --dataset NAME --seed SEED`` gets them."""
-    settings = DataSettings(dataset=dataset, data_dir=data_dir(data_dir_), hold_out=default_hold_out(dataset))
-    return load_data(settings, seed)
+    return load_data(DataSettings(dataset=dataset, data_dir=data_dir(data_dir_)), seed)
 
 
 def parser(description: str) -> argparse.ArgumentParser:

@@ -308,20 +308,6 @@ def test_bad_budget_flags_are_one_line_errors(flags, message, tmp_path, capsys):
     assert not (tmp_path / "x").exists()  # stopped before writing anything
 
 
-def test_hold_out_defaults_to_the_recipes_and_a_flag_overrides_it(monkeypatch):
-    from attnclf import recipes
-    from attnclf.cli import build_parser, build_settings
-
-    def hold_out(*argv):
-        return build_settings(build_parser().parse_args(["train", *argv])).data.hold_out
-
-    monkeypatch.setitem(recipes.RECIPES, "demo", {**recipes.RECIPES["demo"], "hold_out": "latest"})
-    assert hold_out("--dataset", "demo") == "latest"
-    assert hold_out("--dataset", "demo", "--hold-out", "random") == "random"
-    assert hold_out("--dataset", "synthetic") == "random"
-    assert hold_out("--dataset", "20newsgroups") == "latest"
-
-
 def test_split_seed_reaches_the_run_settings_and_runs_that_share_it_validate_as_an_ensemble(tmp_path, capsys):
     from attnclf.cli import build_parser, build_settings
     from attnclf.ensemble import Ensemble

@@ -91,7 +91,6 @@ def _budget(args: argparse.Namespace) -> dict:
     """``settings_for`` keyword arguments from the data, tokenizer and training flags."""
     from .data.multilabel import DEFAULT_LABEL_DELIMITER
     from .data.splits import check_fraction
-    from .recipes import default_hold_out
     from .text.cleaning import CleaningConfig
     from .training.run import DataSettings
 
@@ -114,8 +113,7 @@ def _budget(args: argparse.Namespace) -> dict:
                               remove_stopwords=args.remove_stopwords, lemmatize=args.lemmatize)
     data = DataSettings(dataset=args.dataset, data_dir=args.data_dir, download=args.download, train_file=args.train_file,
                         test_file=args.test_file, text_column=args.text_column, label_column=args.label_column,
-                        val_fraction=args.val_fraction, split_seed=args.split_seed,
-                        hold_out=args.hold_out or default_hold_out(args.dataset),
+                        val_fraction=args.val_fraction, split_seed=args.split_seed, hold_out=args.hold_out,
                         max_train_examples=args.max_train_examples, max_test_examples=args.max_test_examples,
                         multi_label=args.multi_label,
                         label_delimiter=args.label_delimiter or DEFAULT_LABEL_DELIMITER, token_cache=args.token_cache,
@@ -189,10 +187,9 @@ def _add_budget_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--split-seed", type=int,
                    help="seed of the validation split carved from train, and of a --max-train-examples sample "
                         "(default: the run's): runs sharing it hold out the same texts")
-    p.add_argument("--hold-out", choices=("random", "latest"),
-                   help="which training texts validate: a random stratified share, or the latest of each class, "
-                        "for data whose test texts were written later (default: the dataset recipe's, latest for "
-                        "20newsgroups, whose posts record when; else random)")
+    p.add_argument("--hold-out", choices=("random", "latest"), default="random",
+                   help="which training texts validate: a random stratified share (default), or the latest of "
+                        "each class, for data whose test texts were written later (20newsgroups records when)")
     p.add_argument("--max-train-examples", type=int, help="train on a stratified sample of this size")
     p.add_argument("--max-test-examples", type=int, help="test on a stratified sample of this size")
     p.add_argument("--token-cache", action="store_true",

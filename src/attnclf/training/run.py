@@ -51,8 +51,7 @@ class DataSettings:
     # it validate on the same texts, so their ensemble can be validated (and chosen) there too.
     split_seed: int | None = None
     # "random" (stratified, seeded, grouped when the data has groups) or "latest": the latest texts of each class
-    # by the order the data records, for data whose test split was written later than its training split. The CLI
-    # takes a recipe's "hold_out" as its default; here the default stays random, as saved runs from before it assume.
+    # by the order the data records, for data whose test split was written later than its training split.
     hold_out: str = "random"
     max_train_examples: int | None = None  # a stratified sample, for quick runs
     max_test_examples: int | None = None  # a stratified sample, the same for every seed
