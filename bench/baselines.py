@@ -2,6 +2,7 @@
 
     python bench/baselines.py                      # imdb sst2 sst2-sentences 20newsgroups
     python bench/baselines.py --datasets imdb
+    python bench/baselines.py --datasets 20newsgroups --hold-out latest   # validate on each group's newest posts
 
 Each model's regularisation C is chosen on the validation split (the one
 ``attnclf train`` uses: IMDB's grouped by movie), the chosen model is the one
@@ -82,8 +83,8 @@ def _models(num_classes: int):
     ]
 
 
-def run_dataset(name: str, data_dir: str | None) -> dict:
-    data = splits(name, data_dir)
+def run_dataset(name: str, data_dir: str | None, hold_out: str = "random") -> dict:
+    data = splits(name, data_dir, hold_out=hold_out)
     y_train, y_val, y_test = (np.asarray(d.labels) for d in (data.train, data.validation, data.test))
     result = {"train_examples": len(y_train), "validation_examples": len(y_val), "test_examples": len(y_test),
               "models": {}}
@@ -125,8 +126,10 @@ def main() -> None:
     p = parser(__doc__.splitlines()[0])
     p.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=DATASETS)
     p.add_argument("--name", default="baselines", help="result name (bench/results/NAME.json)")
+    p.add_argument("--hold-out", choices=("random", "latest"), default="random",
+                   help="which training texts validate, as `attnclf train --hold-out`")
     args = p.parse_args()
-    results = {name: run_dataset(name, args.data_dir) for name in args.datasets}
+    results = {name: run_dataset(name, args.data_dir, args.hold_out) for name in args.datasets}
     write_result(args.name, {"datasets": results, "peak_rss_mb": round(peak_rss_mb())}, args.out)
 
 

@@ -36,9 +36,9 @@ def data_dir(given: str | None = None) -> str | None:
     return str(_SHARED_DATA) if _SHARED_DATA.is_dir() else None
 
 
-def splits(dataset: str, data_dir_: str | None = None, seed: int = 0) -> Splits:
-    """train / validation / test exactly as ``attnclf train --dataset NAME --seed SEED`` gets them."""
-    return load_data(DataSettings(dataset=dataset, data_dir=data_dir(data_dir_)), seed)
+def splits(dataset: str, data_dir_: str | None = None, seed: int = 0, hold_out: str = "random") -> Splits:
+    """train / validation / test exactly as ``attnclf train --dataset NAME --seed SEED --hold-out H`` gets them."""
+    return load_data(DataSettings(dataset=dataset, data_dir=data_dir(data_dir_), hold_out=hold_out), seed)
 
 
 def parser(description: str) -> argparse.ArgumentParser:
