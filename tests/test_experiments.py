@@ -242,3 +242,14 @@ def test_reference_result_cached_by_an_older_version_is_reused(tmp_path):
     assert tfidf_reference(setup, 0, tmp_path)["accuracy"] == -1.0
     assert tfidf_reference(Setup(data=DataSettings(dataset="synthetic", max_train_examples=300), throughput_texts=10),
                            0, tmp_path)["accuracy"] != -1.0  # other data: refitted
+
+
+def test_hold_out_latest_on_a_file_validates_on_each_classs_last_rows(tmp_path):
+    path = tmp_path / "by_date.csv"
+    path.write_text("text,label\n" + "".join(f"text {i},{'neg' if i % 3 == 0 else 'pos'}\n" for i in range(30)))
+    settings = DataSettings(train_file=str(path), hold_out="latest")
+    validation = load_data(settings, seed=0).validation
+    assert validation.texts == ["text 27", "text 28", "text 29"]  # neg's last row of 10, pos's last 2 of 20
+    cached = DataSettings(**{**settings.__dict__, "token_cache": True, "token_cache_dir": str(tmp_path / "cache")})
+    splits, tokenizer = load_cached_data(RunSettings(data=cached), seed=4)
+    assert [splits.validation.sequences[i].tolist() for i in range(3)] == tokenizer.encode(validation.texts)

@@ -189,7 +189,8 @@ def _add_budget_args(p: argparse.ArgumentParser) -> None:
                         "(default: the run's): runs sharing it hold out the same texts")
     p.add_argument("--hold-out", choices=("random", "latest"), default="random",
                    help="which training texts validate: a random stratified share (default), or the latest of "
-                        "each class, for data whose test texts were written later (20newsgroups records when)")
+                        "each class, for data whose test texts were written later: by article id for 20newsgroups, "
+                        "by row order for your files (sort them by date)")
     p.add_argument("--max-train-examples", type=int, help="train on a stratified sample of this size")
     p.add_argument("--max-test-examples", type=int, help="test on a stratified sample of this size")
     p.add_argument("--token-cache", action="store_true",

@@ -261,6 +261,8 @@ def load_file(
     Without ``label_names`` the file defines them, and must hold two classes
     at least (one label, for ``multi_label``); with them (a test file), every
     label must be one of them. ``multi_label`` reads a label set per text.
+    A text's ``order`` is its row's position, so ``--hold-out latest`` holds out
+    each class's last rows (of a file sorted by date, its newest).
 
     >>> ds = load_file("reviews.csv", "review", "stars")  # doctest: +SKIP
     >>> ds.label_names, ds.texts[0]  # doctest: +SKIP
@@ -274,9 +276,10 @@ def load_file(
         raw_labels.append(label)
     if multi_label:
         label_sets, label_names = _label_sets(path, label_column, label_names, raw_labels)
-        return TextDataset(texts, label_sets, label_names, split, Path(path).name, multi_label=True)
+        return TextDataset(texts, label_sets, label_names, split, Path(path).name, multi_label=True,
+                           order=list(range(len(texts))))
     labels, label_names = _labels(path, label_column, label_names, raw_labels)
-    return TextDataset(texts, labels.tolist(), label_names, split, Path(path).name)
+    return TextDataset(texts, labels.tolist(), label_names, split, Path(path).name, order=list(range(len(texts))))
 
 
 def load_files(

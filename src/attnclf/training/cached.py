@@ -131,6 +131,7 @@ def _file_sources(data: DataSettings) -> tuple[dict[str, _Source], np.ndarray]:
         return _Source(identity, records, label_names, name=Path(path).name)
 
     sources = {"train": source(data.train_file)}
+    sources["train"].order = list(range(len(labels)))  # row positions, as load_file records them
     if data.test_file:
         sources["test"] = source(data.test_file)
     return sources, labels
