@@ -172,3 +172,23 @@ def test_one_model_commands_refuse_a_seeds_folder_in_one_line(command, tmp_path,
     (out / "ensemble.json").write_text('{"members": []}')
     assert main([arg.format(out=out) for arg in command]) != 0
     assert "use one member" in capsys.readouterr().err
+
+
+def test_runs_that_held_out_different_texts_are_not_validated_together(tmp_path, capsys):
+    from attnclf.rundir import read_json
+    from attnclf.training.run import run_validation_data
+
+    csv = tmp_path / "train.csv"
+    csv.write_text("text,label\n" + "".join(f"{'good' if i % 2 else 'bad'} film {i},{'pos' if i % 2 else 'neg'}\n"
+                                            for i in range(40)))
+    for name, hold_out in (("a", "random"), ("b", "latest")):
+        # Token-cache runs record no fingerprint of their validation texts: only the settings can tell them apart.
+        assert main(["train", "--train-file", str(csv), "--test-file", str(csv), "--model", "boe", "--epochs", "1",
+                     "--hold-out", hold_out, "--split-seed", "0", "--token-cache", "--token-cache-dir",
+                     str(tmp_path / "cache"), "--output", str(tmp_path / name), "--quiet", "--no-report"]) == 0
+    capsys.readouterr()
+    assert main(["evaluate", str(tmp_path / "a"), str(tmp_path / "b"), "--split", "validation"]) == 2
+    assert "hold_out" in capsys.readouterr().err
+    configs = [read_json(tmp_path / name / "config.json") for name in ("a", "b")]
+    with pytest.raises(AttnclfError, match="--hold-out random and latest"):
+        run_validation_data(configs, ["neg", "pos"])

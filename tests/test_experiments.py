@@ -215,6 +215,8 @@ def test_latest_hold_out_takes_the_newest_texts_of_each_class_and_needs_an_order
     assert validation.texts == ["t0", "t2", "t5", "t7"] and validation.order == [40, 30, 9, 7]
     assert fit.order == [10, 20, 5, 1, 3]
     assert train_validation_split(data, 0.4, seed=9, hold_out="latest")[1].texts == validation.texts
+    halves = TextDataset([f"t{i}" for i in range(50)], [i % 2 for i in range(50)], ["a", "b"], order=list(range(50)))
+    assert len(train_validation_split(halves, 0.1, hold_out="latest")[1]) == 6  # 2.5 per class rounds up
     sparse = TextDataset(["x", "y", "z", "w"], [0, 1, 0, 1], ["a", "b"], order=[1, 2, 3, 4])
     with pytest.raises(DataError, match="too few texts per class to hold out the latest 10% of each"):
         train_validation_split(sparse, 0.1, hold_out="latest")  # a random split would hold out one text

@@ -189,8 +189,8 @@ def _add_budget_args(p: argparse.ArgumentParser) -> None:
                         "(default: the run's): runs sharing it hold out the same texts")
     p.add_argument("--hold-out", choices=("random", "latest"), default="random",
                    help="which training texts validate: a random stratified share (default), or the latest of "
-                        "each class, for data whose test texts were written later: by article id for 20newsgroups, "
-                        "by row order for your files (sort them by date)")
+                        "each class (multi-label: of all texts), for data whose test texts were written later: by "
+                        "article id for 20newsgroups, by row order for your files (sort them by date)")
     p.add_argument("--max-train-examples", type=int, help="train on a stratified sample of this size")
     p.add_argument("--max-test-examples", type=int, help="test on a stratified sample of this size")
     p.add_argument("--token-cache", action="store_true",
@@ -711,7 +711,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_data_args(p, test_only=True)
     p.add_argument("--split", choices=["test", "validation"], default="test",
                    help="validation: the texts the runs held out (an ensemble's runs must have held out the same: "
-                        "a shared --split-seed, or the dataset's own validation split)")
+                        "a shared --split-seed, --hold-out latest, or the dataset's own validation split)")
     p.add_argument("--json", action="store_true", help="print all metrics as JSON")
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"])
     p.add_argument("--bf16", action="store_true", help=INFERENCE_BF16_HELP)

@@ -110,8 +110,8 @@ def train_ensemble(settings, seeds: Sequence[int], resume: bool = False, progres
     """Train ``settings`` once per seed into ``OUTPUT/seed-S``, then test the members' averaged probabilities.
 
     Writes ``OUTPUT/ensemble.json`` (member folders, test metrics) and returns the metrics. When the members
-    held out the same validation texts (``--split-seed``, or a dataset's own validation split), it also
-    holds the ensemble's validation metrics, to compare ensembles without reading test. With
+    held out the same validation texts (``--split-seed``, ``--hold-out latest``, or a dataset's own validation
+    split), it also holds the ensemble's validation metrics, to compare ensembles without reading test. With
     ``resume`` a member that has its test metrics is kept and an unfinished one continues from its
     checkpoint, so an interrupted ensemble loses at most a checkpoint interval of work; without it
     every member is trained afresh. Under ``torchrun`` every rank trains every member and only rank 0
@@ -177,13 +177,13 @@ def _data(member: Classifier) -> dict:
     """What a member was trained on, with defaults filled in (older runs lack newer fields).
 
     Where the data was read from, and through which cache, may differ between runs of the same data; so may
-    which texts validated (the split's seed, as the run seed may, and the hold-out).
+    the seed of the validation split, as the run seed may.
     """
     from dataclasses import asdict
 
     from .training.run import DataSettings
 
     data = asdict(DataSettings(**member.config.get("settings", {}).get("data", {})))
-    for where in ("data_dir", "token_cache", "token_cache_dir", "split_seed", "hold_out"):
+    for where in ("data_dir", "token_cache", "token_cache_dir", "split_seed"):
         data.pop(where)
     return data

@@ -245,8 +245,9 @@ def held_out_fingerprint(config: dict) -> str | None:
 def run_validation_data(configs: list[dict], label_names: list[str]) -> TextDataset:
     """The texts the runs held out to validate on, labels in the runs' order: one set for all of them.
 
-    Runs of different seeds hold out different texts unless they shared ``--split-seed`` (or the dataset
-    has its own validation split); their ensemble can only be validated on texts none of them trained on.
+    Runs of different seeds hold out different texts unless they shared ``--split-seed``, held out the latest
+    texts (``--hold-out latest``), or the dataset has its own validation split; their ensemble can only be
+    validated on texts none of them trained on.
 
     >>> # val = run_validation_data([read_json(Path(d) / "config.json") for d in runs], ["neg", "pos"])
     """
@@ -259,6 +260,9 @@ def run_validation_data(configs: list[dict], label_names: list[str]) -> TextData
     fingerprint = texts_fingerprint(validation)
     for config in configs:
         data, seed = data_and_seed(config)
+        if data.hold_out != first_data.hold_out:
+            raise AttnclfError(f"the runs held out different validation texts (--hold-out {first_data.hold_out} "
+                               f"and {data.hold_out}); an ensemble validates on texts all its runs held out")
         # A run records what it held out; only older runs, or token-cache ones, need their split rebuilt.
         held_out = held_out_fingerprint(config)
         if held_out is None and seed != first_seed:
