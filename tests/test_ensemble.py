@@ -182,7 +182,6 @@ def test_runs_that_held_out_different_texts_are_not_validated_together(tmp_path,
     csv.write_text("text,label\n" + "".join(f"{'good' if i % 2 else 'bad'} film {i},{'pos' if i % 2 else 'neg'}\n"
                                             for i in range(40)))
     for name, hold_out in (("a", "random"), ("b", "latest")):
-        # Token-cache runs record no fingerprint of their validation texts: only the settings can tell them apart.
         assert main(["train", "--train-file", str(csv), "--test-file", str(csv), "--model", "boe", "--epochs", "1",
                      "--hold-out", hold_out, "--split-seed", "0", "--token-cache", "--token-cache-dir",
                      str(tmp_path / "cache"), "--output", str(tmp_path / name), "--quiet", "--no-report"]) == 0

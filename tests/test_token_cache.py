@@ -161,7 +161,9 @@ def test_a_named_dataset_trains_from_the_cache_as_in_memory(tmp_path):
     assert cached.metrics["accuracy"] == in_memory.metrics["accuracy"]
     assert cached.metrics["examples"] == in_memory.metrics["examples"]
     config = json.loads((tmp_path / "cached" / "config.json").read_text())
-    assert config["data"] == {"train_examples": 270, "validation_examples": 30, "test_examples": 100}
+    assert config["data"]["validation_examples"] == 30 and config["data"]["train_examples"] == 270
+    # The same counts and the same fingerprint of the held-out texts, so later commands can check them.
+    assert config["data"] == json.loads((tmp_path / "memory" / "config.json").read_text())["data"]
 
 
 def test_a_failed_build_leaves_no_cache_behind(tmp_path):
@@ -197,7 +199,8 @@ def test_training_from_the_cache_matches_training_in_memory(files, tmp_path):
         assert cached.metrics[key] == in_memory.metrics[key], key
     assert len(list((tmp_path / "cache").glob("*/meta.json"))) == 2  # train and test caches
     config = json.loads((tmp_path / "cached" / "config.json").read_text())
-    assert config["data"] == {"train_examples": 225, "validation_examples": 25, "test_examples": 80}
+    assert config["data"]["validation_examples"] == 25 and config["data"]["test_examples"] == 80
+    assert config["data"] == json.loads((tmp_path / "memory" / "config.json").read_text())["data"]
 
 
 def test_cli_token_cache_reuses_and_reports_a_bad_row(files, tmp_path, capsys):
@@ -239,3 +242,20 @@ def test_mapped_sequences_feed_bucket_batches_without_reading_lengths(tmp_path, 
                               batch_size=16, shuffle=True, seed=0)
     for a, b in zip(batches, in_memory):
         assert np.array_equal(a.input_ids, b.input_ids) and np.array_equal(a.labels, b.labels)
+
+
+def test_a_token_cache_run_refuses_validation_texts_that_changed(tmp_path, capsys):
+    from attnclf.cli import main
+
+    rows = [f"{'good' if i % 2 else 'bad'} day {i},{'pos' if i % 2 else 'neg'}\n" for i in range(40)]
+    path = tmp_path / "by_date.csv"
+    path.write_text("text,label\n" + "".join(rows))
+    run = tmp_path / "run"
+    assert main(["train", "--train-file", str(path), "--hold-out", "latest", "--token-cache", "--token-cache-dir",
+                 str(tmp_path / "cache"), "--model", "boe", "--epochs", "1", "--min-frequency", "1", "--output",
+                 str(run), "--quiet", "--no-report"]) == 0
+    assert main(["evaluate", str(run), "--split", "validation"]) == 0
+    path.write_text("text,label\n" + "".join(reversed(rows)))  # re-sorted: the latest rows are now ones it learned
+    capsys.readouterr()
+    assert main(["evaluate", str(run), "--split", "validation"]) == 2
+    assert "no longer gives the validation texts a run held out" in capsys.readouterr().err

@@ -163,7 +163,7 @@ def train_ensemble(settings, seeds: Sequence[int], resume: bool = False, progres
         metrics = compute_metrics(test.labels, ensemble.predict_proba(test.texts), ensemble.label_names)
         metrics["split"] = test.split
         saved = {"members": [member.name for member in members], "seeds": list(seeds), "metrics": metrics}
-        # Members that recorded one set of validation texts (token-cache runs record none).
+        # Members that recorded one set of validation texts (older runs record none).
         held_out = {held_out_fingerprint(member.config) for member in ensemble.members}
         if len(held_out) == 1 and None not in held_out:
             validation = run_validation_data([member.config for member in ensemble.members], ensemble.label_names)

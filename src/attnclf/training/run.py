@@ -237,8 +237,8 @@ def texts_fingerprint(data: TextDataset) -> str:
 
 
 def held_out_fingerprint(config: dict) -> str | None:
-    """The ``texts_fingerprint`` of the validation texts a run held out, from its config.json (older runs, and
-    token-cache runs, record none)."""
+    """The ``texts_fingerprint`` of the validation texts a run held out, from its config.json (runs trained before
+    it was recorded, and token-cache runs before 2026-11-23, have none)."""
     return config.get("data", {}).get("validation_sha256")
 
 
@@ -389,7 +389,8 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
             shutil.rmtree(run_dir / "onnx", ignore_errors=True)
         shutil.rmtree(run_dir / "checkpoint", ignore_errors=True)
     label_names = splits.train.label_names
-    fingerprint = texts_fingerprint(splits.validation) if isinstance(splits.validation.texts, list) else None
+    # One pass over the held-out texts (from disk for a token cache): later commands check they are unchanged.
+    fingerprint = texts_fingerprint(splits.validation)
     saved = read_json(run_dir / "config.json") if resume else {}
     if held_out_fingerprint(saved) not in (None, fingerprint):
         raise RunDirError(f"{run_dir}: {settings.data.describe()} no longer gives the validation texts this run "
