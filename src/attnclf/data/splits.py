@@ -20,11 +20,14 @@ def train_validation_split(
     When ``train.groups`` is set (IMDB: the movie), a group never straddles the
     split, so validation measures generalisation to unseen groups as test does.
     Multi-label data is split by a seeded shuffle, not stratified: label sets
-    are too many and too rare to stratify on. ``hold_out="latest"`` instead
-    holds out the latest texts of each class (multi-label: of all texts) by ``train.order``, the same for
-    every seed: for data whose test split was written later than its training
-    split (20 Newsgroups), a random split hides that shift. (A ``--max-train-examples``
-    sample is drawn first, by the split seed: give runs one ``--split-seed`` to share it.)
+    are too many and too rare to stratify on.
+
+    ``hold_out="latest"`` instead holds out the latest texts of each class
+    (multi-label: of all texts) by ``train.order``, the same for every seed:
+    for data whose test split was written later than its training split
+    (20 Newsgroups), a random split hides that shift. (A ``--max-train-examples``
+    sample is drawn first, by the split seed: give runs one ``--split-seed``
+    to share it.)
 
     >>> from attnclf.data.generated import synthetic
     >>> fit, val = train_validation_split(synthetic().train, 0.25, seed=0)
