@@ -220,7 +220,9 @@ def _add_train_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-windows", type=int, help="with --windows: windows per text at most (default: 8)")
     p.add_argument("--window-pooling", choices=["attention", "mean", "max"],
                    help="with --windows: how the windows' summaries combine (default: attention)")
-    p.add_argument("--resume", action="store_true", help="continue the interrupted run in --output")
+    p.add_argument("--resume", action="store_true",
+                   help="continue the interrupted run in --output with its own settings: only --epochs, --device "
+                        "and --threads may change, other data, model and training flags are ignored")
     p.add_argument("--threads", type=int, help="PyTorch threads (default: one per core; 1 is often faster "
                    "for small models or on a busy machine)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
