@@ -13,10 +13,11 @@ class TextDataset:
     ``labels[i]`` is an index into ``label_names``. ``groups`` optionally names
     the group each text belongs to (IMDB: the movie) so a validation split can
     keep a group on one side. ``order`` optionally says when each text was
-    written, as a sortable number (20 Newsgroups: its article id), so a
-    validation split can hold out the latest texts. When ``multi_label`` is set, ``labels[i]`` is
-    instead a sorted tuple of indices (the text's label set, possibly empty);
-    ``attnclf.data.multilabel.multi_hot`` turns those into a 0/1 matrix.
+    written, as a sortable number (20 Newsgroups: its article id; a file: its
+    row), so a validation split can hold out the latest texts. When
+    ``multi_label`` is set, ``labels[i]`` is instead a sorted tuple of indices
+    (the text's label set, possibly empty); ``attnclf.data.multilabel.multi_hot``
+    turns those into a 0/1 matrix.
 
     >>> ds = TextDataset(["good", "bad"], [1, 0], ["neg", "pos"], split="train")
     >>> len(ds), ds.label_names[ds.labels[0]]

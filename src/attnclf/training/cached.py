@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -42,7 +42,7 @@ class _Source:
     label_names: list[str]
     name: str
     groups: list[str] | None = None
-    order: list[int] | None = None
+    order: Sequence[int] | None = None
 
 
 def load_cached_data(settings: RunSettings, seed: int,
@@ -120,7 +120,7 @@ def _file_sources(data: DataSettings) -> tuple[dict[str, _Source], np.ndarray]:
             raise DataError(f"{path}: {'is a folder, not a file' if Path(path).is_dir() else 'no such file'}")
     labels, label_names = file_labels(data.train_file, data.text_column, data.label_column)
 
-    def source(path: str) -> _Source:
+    def source(path: str, order: np.ndarray | None = None) -> _Source:
         index = {name: i for i, name in enumerate(label_names)}
 
         def records():
@@ -128,10 +128,10 @@ def _file_sources(data: DataSettings) -> tuple[dict[str, _Source], np.ndarray]:
                 yield text, index[name]
 
         identity = file_identity(path) | {"text_column": data.text_column, "label_column": data.label_column}
-        return _Source(identity, records, label_names, name=Path(path).name)
+        return _Source(identity, records, label_names, name=Path(path).name, order=order)
 
-    sources = {"train": source(data.train_file)}
-    sources["train"].order = list(range(len(labels)))  # row positions, as load_file records them
+    # A row's order is its position, as load_file records it (an array: the file may not fit in memory).
+    sources = {"train": source(data.train_file, order=np.arange(len(labels)))}
     if data.test_file:
         sources["test"] = source(data.test_file)
     return sources, labels

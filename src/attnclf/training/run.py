@@ -183,10 +183,11 @@ def load_data(settings: DataSettings, seed: int) -> Splits:
     if not train.multi_label and len(set(train.labels)) < 2:
         raise DataError(f"{settings.describe()}: training data has only one class "
                         f"({train.label_names[train.labels[0]]!r}); a classifier needs at least two")
-    check_hold_out(settings.hold_out, settings.describe(), train.order, own_validation=splits.validation is not None)
     validation = splits.validation
     if validation is None:
         train, validation = train_validation_split(train, settings.val_fraction, seed, settings.hold_out)
+    else:
+        check_hold_out(settings.hold_out, settings.describe(), train.order, own_validation=True)
     return Splits(train=train, validation=validation, test=sample_test(splits.test, settings.max_test_examples),
                   extra=splits.extra)
 
@@ -424,7 +425,7 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
             **({"counted_embeddings": counted} if counted else {}),
             "data": {"train_examples": len(splits.train), "validation_examples": len(splits.validation),
                      "test_examples": len(splits.test) if splits.test else 0,
-                     **({"validation_sha256": fingerprint} if fingerprint else {})},
+                     "validation_sha256": fingerprint},
         })
 
     trainer = Trainer(model, settings.train, run_dir, device, label_names, progress=progress, distributed=distributed,
