@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from attnclf.data import ag_news, download, imdb, newsgroups, sst2
-from attnclf.data.base import TextDataset
+from attnclf.data.base import WITHHELD, TextDataset
 from attnclf.data.files import load_file, load_files
 from attnclf.errors import DataError
 
@@ -119,6 +119,8 @@ def test_sst2_glue_validates_on_held_out_sentences_and_tests_on_dev(tmp_path):
     held_out_films = {text.split()[1] for text in splits.validation.texts}
     assert len(splits.train) == 36 and not held_out_films & {text.split()[1] for text in splits.train.texts}
     assert (splits.test.texts, splits.test.split) == (["fine"], "test")
+    # The held-out sentences' phrases are withheld, for a refit (which has no validation) to learn from.
+    assert sorted(splits.extra[WITHHELD].texts) == sorted(f"film {film} is" for film in held_out_films)
     # Every run seed validates on the same sentences, so an ensemble of seeds can be validated too.
     assert sst2.load_glue([tmp_path], seed=1).validation.texts == splits.validation.texts
 
@@ -126,7 +128,7 @@ def test_sst2_glue_validates_on_held_out_sentences_and_tests_on_dev(tmp_path):
 def test_sst2_phrase_shared_by_sentences_stays_with_the_longest():
     rows = TextDataset(["the film works .", "the film", "the film fails badly .", "works ."], [1, 1, 0, 1],
                        ["negative", "positive"])
-    train, validation = sst2.hold_out_sentences(rows, 0.5, seed=0)
+    train, validation, _ = sst2.hold_out_sentences(rows, 0.5, seed=0)
     if validation.texts == ["the film fails badly ."]:
         assert train.texts == ["the film works .", "works ."]
     else:
@@ -137,7 +139,7 @@ def test_sst2_a_sentence_written_twice_or_spaced_oddly_stays_on_one_side():
     rows = TextDataset(["the film  works .", "the film works .", "works .", "a dull one .", "dull", "fine .", "fine"],
                        [1, 1, 1, 0, 0, 1, 1], ["negative", "positive"])
     for seed in range(4):
-        train, validation = sst2.hold_out_sentences(rows, 0.5, seed=seed)
+        train, validation, _ = sst2.hold_out_sentences(rows, 0.5, seed=seed)
         spaced = {" ".join(text.split()) for text in train.texts}
         assert validation.texts and not spaced & {" ".join(text.split()) for text in validation.texts}
         assert set(validation.texts) <= {"the film  works .", "a dull one .", "fine ."}

@@ -284,6 +284,36 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
+@command("refit")
+def cmd_refit(args: argparse.Namespace) -> int:
+    from .ensemble import is_ensemble_dir, member_dirs
+    from .training.run import refit_settings, train_run
+
+    run_dirs = [member for run in args.run_dirs for member in (member_dirs(run) if is_ensemble_dir(run) else [run])]
+    output = args.output
+    if output and len(run_dirs) > 1:
+        raise AttnclfError("--output names one refit; several runs are each refitted into RUN-refit")
+    refits = []
+    for run_dir in run_dirs:
+        settings = refit_settings(run_dir, output=output, device=args.device, threads=args.threads)
+        refits.append(settings.output)
+        settings.report = not args.no_report
+        args.output = settings.output  # where an interrupted refit resumes (see _resume_hint)
+        refit = settings.refit_of
+        print(f"{run_dir}: refit on its validation texts too, for its best {refit['epochs']} epoch(s) "
+              f"(validation {refit['monitor']} {refit['value']:.4f}) -> {settings.output}", file=sys.stderr)
+        result = train_run(settings, progress=not args.quiet)
+        if not result.metrics:  # a torchrun rank other than 0; rank 0 reports
+            continue
+        if result.metrics["split"] is None:
+            print(result.metrics["note"])
+        else:
+            _print_metrics(result.metrics)
+    if len(run_dirs) > 1:
+        print(f"score the refits together: attnclf evaluate {' '.join(map(shlex.quote, refits))}")
+    return 0
+
+
 @command("evaluate", threads=True)
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from .data.multilabel import multi_hot
@@ -706,6 +736,18 @@ def build_parser() -> argparse.ArgumentParser:
                    help="train one run per seed into OUTPUT/seed-SEED and test their averaged probabilities "
                         "(an ensemble; OUTPUT/ensemble.json); with --resume, finished members are kept")
 
+    p = sub.add_parser("refit", help="retrain a validated run on its validation texts too, for its best epochs",
+                       description="Retrain finished runs with their own settings on all their labelled texts, the "
+                                   "ones they validated on included, for the epochs after which each validated best; "
+                                   "then test. The refit cannot be validated: its run is the validated estimate.")
+    p.add_argument("run_dirs", nargs="+", metavar="run_dir",
+                   help="a finished run directory; several, or a folder of `train --seeds`, refit each member")
+    p.add_argument("--output", "-o", help="the refit's run directory (one run only; default: RUN-refit)")
+    p.add_argument("--device", choices=["auto", "cpu", "cuda", "mps"], help="default: the run's")
+    p.add_argument("--threads", type=int, help="PyTorch threads (default: one per core)")
+    p.add_argument("--no-report", action="store_true", help="skip report.html and plots/ at the end")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+
     p = sub.add_parser("evaluate", help="score a trained model on a labelled test set (default: the run's own)")
     p.add_argument("run_dirs", nargs="+", metavar="run_dir",
                    help="a run directory; several, or a folder of `train --seeds`, score their ensemble "
@@ -884,7 +926,7 @@ def main(argv: list[str] | None = None) -> int:
 def _resume_hint(args: argparse.Namespace) -> str:
     """How to continue an interrupted single `train` run, if it got as far as a checkpoint of its own (a fresh
     run removes the folder's earlier checkpoint once its data has loaded)."""
-    if args.command != "train" or args.seeds or not args.output:
+    if args.command not in ("train", "refit") or getattr(args, "seeds", None) or not args.output:
         return ""
     if (Path(args.output) / "checkpoint" / "state.json").is_file():
         return f"; `attnclf train --resume --output {shlex.quote(args.output)}` continues from its last checkpoint"

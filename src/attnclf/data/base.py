@@ -61,6 +61,27 @@ class TextDataset:
             order=None if self.order is None else [self.order[i] for i in indices],
         )
 
+    @classmethod
+    def join(cls, parts: Sequence["TextDataset"], split: str) -> "TextDataset":
+        """The parts' texts one after another, as one split (groups and order kept where every part has them).
+
+        >>> a, b = TextDataset(["good"], [1], ["neg", "pos"]), TextDataset(["bad"], [0], ["neg", "pos"])
+        >>> TextDataset.join([a, b], "train").texts
+        ['good', 'bad']
+        """
+        first = parts[0]
+        if any(part.label_names != first.label_names for part in parts):
+            raise ValueError("joined parts must share their label names")
+
+        def every(attribute: str) -> list | None:
+            values = [getattr(part, attribute) for part in parts]
+            return None if any(v is None for v in values) else [x for v in values for x in v]
+
+        return TextDataset(texts=[t for part in parts for t in part.texts],
+                           labels=[y for part in parts for y in part.labels],
+                           label_names=list(first.label_names), split=split, name=first.name,
+                           groups=every("groups"), multi_label=first.multi_label, order=every("order"))
+
 
 @dataclass
 class Splits:
@@ -69,4 +90,9 @@ class Splits:
     train: TextDataset
     test: TextDataset | None = None
     validation: TextDataset | None = None
-    extra: dict[str, TextDataset] = field(default_factory=dict)  # e.g. IMDB "unsup"
+    extra: dict[str, TextDataset] = field(default_factory=dict)  # e.g. IMDB "unsup", or WITHHELD
+
+
+# Splits.extra's key for training texts a source keeps out of training only so that its validation split stays
+# unseen (GLUE SST-2: the phrases cut from its held-out sentences). A refit, which has no validation, trains on them.
+WITHHELD = "withheld"

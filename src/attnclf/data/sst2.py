@@ -14,7 +14,7 @@ import zipfile
 from pathlib import Path
 
 from ..errors import DataError
-from .base import Splits, TextDataset
+from .base import WITHHELD, Splits, TextDataset
 from .download import Remote, not_found
 from .registry import Source
 from .splits import split_indices
@@ -101,8 +101,10 @@ def load_glue(data_dirs: list[Path], seed: int = 0) -> Splits:  # seed: the regi
     if location is None:
         raise not_found("sst2", data_dirs, REMOTES["sst2"][0].path)
     # The same sentences for every run seed, as an official dev split would be: seeds' ensembles validate on it.
-    train, validation = hold_out_sentences(_glue_split(location, "train.tsv", "train"), VALIDATION_FRACTION, seed=0)
-    return Splits(train=train, validation=validation, test=_glue_split(location, "dev.tsv", "test"))
+    train, validation, withheld = hold_out_sentences(_glue_split(location, "train.tsv", "train"), VALIDATION_FRACTION,
+                                                     seed=0)
+    return Splits(train=train, validation=validation, test=_glue_split(location, "dev.tsv", "test"),
+                  extra={WITHHELD: withheld})
 
 
 # GLUE's train rows are the labelled nodes of parse trees: a random tenth of them validates on phrases whose
@@ -111,25 +113,30 @@ def load_glue(data_dirs: list[Path], seed: int = 0) -> Splits:  # seed: the regi
 VALIDATION_FRACTION = 0.1
 
 
-def hold_out_sentences(phrases: TextDataset, fraction: float, seed: int) -> tuple[TextDataset, TextDataset]:
-    """(train, validation): ``fraction`` of the sentences, and none of the phrases assigned to them in train.
+def hold_out_sentences(phrases: TextDataset, fraction: float,
+                       seed: int) -> tuple[TextDataset, TextDataset, TextDataset]:
+    """(train, validation, withheld): ``fraction`` of the sentences validate, and the phrases assigned to them
+    are withheld from train.
 
     A sentence is a row that is no other row's run of words; each row belongs to the longest sentence it
     is a run of (a phrase common to many sentences, "the film", stays with one of them, maybe a training one).
 
     >>> rows = TextDataset(["a good film", "good film", "a bad one", "bad", "a fine one", "fine", "so dull",
     ...                     "dull"], [1, 1, 0, 0, 1, 1, 0, 0], ["negative", "positive"])
-    >>> train, validation = hold_out_sentences(rows, 0.5, seed=0)
+    >>> train, validation, withheld = hold_out_sentences(rows, 0.5, seed=0)
     >>> len(train) + 2 * len(validation) == len(rows), set(validation.texts) <= {"a good film", "a bad one",
     ...                                                                           "a fine one", "so dull"}
     (True, True)
+    >>> len(withheld) == len(validation)  # each held-out sentence here has one phrase
+    True
     """
     sentence_of = _sentence_of(phrases.texts)
     sentences = sorted(set(sentence_of))
     _, held = split_indices([phrases.labels[i] for i in sentences], None, fraction, seed)
     held_out = {sentences[i] for i in held}
     kept = [i for i, sentence in enumerate(sentence_of) if sentence not in held_out]
-    return phrases.subset(kept, "train"), phrases.subset(sorted(held_out), "validation")
+    withheld = [i for i, sentence in enumerate(sentence_of) if sentence in held_out and i not in held_out]
+    return phrases.subset(kept, "train"), phrases.subset(sorted(held_out), "validation"), phrases.subset(withheld)
 
 
 def _sentence_of(texts: list[str]) -> list[int]:

@@ -149,6 +149,8 @@ def _overview(run_dir: Path, config: dict, metrics: dict) -> str:
             ("dataset", f"{dataset} (multi-label)" if multi else dataset),
             ("examples (train / validation / test)", f"{data.get('train_examples', '?')} / "
              f"{data.get('validation_examples', '?')} / {data.get('test_examples', '?')}"),
+            *([("refit of", f"{refit['run']}: its {refit['epochs']} epoch(s), on its validation texts too")]
+              if (refit := settings.get("refit_of")) else []),
             *([("micro-F1", f"{metrics['micro_f1']:.4f}")] if multi else []),
             (f"{metrics.get('split', 'test')} {'subset ' if multi else ''}accuracy", f"{metrics['accuracy']:.4f}"),
             ("macro-F1", f"{metrics['macro_f1']:.4f}"),
@@ -162,7 +164,7 @@ def _training_section(images: dict[str, bytes]) -> str:
     if "training" not in images:
         return "<section><h2>Training</h2><p>No history.jsonl: no epochs were recorded.</p></section>"
     return ("<section><h2>Training</h2>" + _image(images, "training", "loss and accuracy per epoch")
-            + "<h3>Validation metrics per epoch</h3>"
+            + ("<h3>Validation metrics per epoch</h3>" if "metric_history" in images else "")
             + _image(images, "metric_history", "validation precision, recall, AUC and counts per epoch")
             + "</section>")
 

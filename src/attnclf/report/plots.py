@@ -42,12 +42,13 @@ def png_bytes(fig: Figure) -> bytes:
 
 
 def training_curves(history: Sequence[dict]) -> Figure:
-    """Loss and accuracy per epoch, training and validation."""
+    """Loss and accuracy per epoch, training and validation (training alone for a refit, which validates on none)."""
     epochs = [h["epoch"] for h in history]
     fig = _figure(9, 3.4)
     for ax, metric in zip(fig.subplots(1, 2), ("loss", "accuracy")):
         ax.plot(epochs, [h[f"train_{metric}"] for h in history], "o-", label="training")
-        ax.plot(epochs, [h[f"val_{metric}"] for h in history], "s-", label="validation")
+        if f"val_{metric}" in history[0]:
+            ax.plot(epochs, [h[f"val_{metric}"] for h in history], "s-", label="validation")
         ax.set(xlabel="epoch", ylabel=metric, title=metric)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.grid(alpha=0.3)

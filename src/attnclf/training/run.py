@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from .. import __version__
-from ..data.base import Splits, TextDataset
+from ..data.base import WITHHELD, Splits, TextDataset
 from ..data.multilabel import DEFAULT_LABEL_DELIMITER, multi_hot
 from ..data.registry import candidate_dirs, load_splits, unlabelled_texts
 from ..data.splits import check_hold_out, split_indices, train_validation_split
@@ -24,8 +24,9 @@ from ..evaluation.predict import predict_probabilities
 from ..models import MODELS, build_model, config_for
 from ..models.windows import window_config, windowed
 from ..recipes import recipe_for
-from ..rundir import (FORMAT_VERSION, THRESHOLDS_FILE, atomic_write_bytes, atomic_write_json, first_missing_folder,
-                      prepare_output_dir, read_json, remove_empty_folders)
+from ..rundir import (FORMAT_VERSION, THRESHOLDS_FILE, atomic_write_bytes, atomic_write_json, check_run_dir,
+                      first_missing_folder,
+                      prepare_output_dir, read_json, read_jsonl, remove_empty_folders)
 from ..text.batching import EVAL_MAX_TOKENS, BucketBatches
 from ..text.cache import CachedDataset
 from ..text.cleaning import CleaningConfig
@@ -34,7 +35,7 @@ from ..text.vectors import WordVectors, count_vectors
 from ..text.windows import WindowConfig, text_batches
 from .device import torch_threads
 from .distributed import init_distributed
-from .trainer import TrainConfig, Trainer
+from .trainer import TrainConfig, Trainer, best_epoch
 
 
 @dataclass
@@ -59,6 +60,9 @@ class DataSettings:
     label_delimiter: str = DEFAULT_LABEL_DELIMITER  # separates a CSV/TSV cell's labels when multi_label
     token_cache: bool = False  # train from memory-mapped token caches (text/cache.py), built once, reused
     token_cache_dir: str | None = None  # default: $ATTNCLF_CACHE_DIR, else ~/.cache/attnclf/tokens
+    # Train on every labelled training text, the validation ones included, and validate on none: a refit of a
+    # validated run (``refit_settings``), whose epochs were chosen where this run can no longer look.
+    refit: bool = False
 
     def describe(self) -> str:
         return self.dataset or Path(self.train_file or "?").name
@@ -91,6 +95,8 @@ class RunSettings:
     # move under Adam's steps, so the vectors stay close to frozen: on SST-2 sentences validation rose
     # from 83.3% (0.5) through 84.1% (1), 84.4% (2) to 85.0% (4), and 84.9% at 8 (3 seeds each).
     embeddings_std: float = 4.0
+    # A refit's record of the validated run it retrains: {"run", "epochs", "monitor", "value", "validation_sha256"}.
+    refit_of: dict | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -184,7 +190,10 @@ def load_data(settings: DataSettings, seed: int) -> Splits:
         raise DataError(f"{settings.describe()}: training data has only one class "
                         f"({train.label_names[train.labels[0]]!r}); a classifier needs at least two")
     validation = splits.validation
-    if validation is None:
+    if settings.refit:  # every text validation would have held out, and those withheld for its sake
+        parts = [train] + [part for part in (validation, splits.extra.get(WITHHELD)) if part is not None]
+        train, validation = TextDataset.join(parts, "train"), None
+    elif validation is None:
         train, validation = train_validation_split(train, settings.val_fraction, seed, settings.hold_out)
     else:
         check_hold_out(settings.hold_out, settings.describe(), train.order, own_validation=True)
@@ -214,6 +223,9 @@ def run_test_data(config: dict, label_names: list[str], test_only: bool = False)
     settings = config["settings"]
     data = DataSettings(**settings["data"])
     splits = load_data(data, settings["train"]["seed"])
+    if data.refit and splits.test is None:
+        raise AttnclfError(f"{data.describe()} has no test split, and a refit trained on every text it has; give "
+                           f"held-out data with --test-file or --dataset")
     if test_only and splits.test is None:
         raise AttnclfError(f"{data.describe()} has no test split; give held-out data with --test-file or --dataset, "
                            f"or score the texts the runs held out with --split validation (runs sharing --split-seed)")
@@ -254,6 +266,9 @@ def run_validation_data(configs: list[dict], label_names: list[str]) -> TextData
     """
     def data_and_seed(config: dict) -> tuple[DataSettings, int]:
         data = DataSettings(**config["settings"]["data"])
+        if data.refit:
+            raise AttnclfError(f"{config['settings']['output']} is a refit: it trained on its validation texts; "
+                               f"validate the run it refits ({config['settings']['refit_of']['run']})")
         return data, data.data_seed(config["settings"]["train"]["seed"])
 
     first_data, first_seed = data_and_seed(configs[0])
@@ -348,6 +363,8 @@ def train_run(settings: RunSettings, resume: bool = False, progress: bool = True
 def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult:
     started = time.perf_counter()
     # Settings that cannot work fail before anything is written.
+    if settings.data.token_cache and settings.data.refit:
+        raise AttnclfError("a refit does not combine with --token-cache yet: the cache keeps validation apart")
     if settings.data.token_cache and (settings.data.multi_label or settings.windows):
         raise AttnclfError("--token-cache does not combine with --multi-label or --windows yet: the cache holds "
                            "one label and one max_len-token sequence per text")
@@ -391,7 +408,7 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
         shutil.rmtree(run_dir / "checkpoint", ignore_errors=True)
     label_names = splits.train.label_names
     # One pass over the held-out texts (from disk for a token cache): later commands check they are unchanged.
-    fingerprint = texts_fingerprint(splits.validation)
+    fingerprint = None if splits.validation is None else texts_fingerprint(splits.validation)
     saved = read_json(run_dir / "config.json") if resume else {}
     if held_out_fingerprint(saved) not in (None, fingerprint):
         raise RunDirError(f"{run_dir}: {settings.data.describe()} no longer gives the validation texts this run "
@@ -423,9 +440,10 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
             "settings": settings.to_dict(),
             "model": {"name": settings.model, "config": model.config.to_dict(), "parameters": model.num_parameters()},
             **({"counted_embeddings": counted} if counted else {}),
-            "data": {"train_examples": len(splits.train), "validation_examples": len(splits.validation),
+            "data": {"train_examples": len(splits.train),
+                     "validation_examples": 0 if splits.validation is None else len(splits.validation),
                      "test_examples": len(splits.test) if splits.test else 0,
-                     "validation_sha256": fingerprint},
+                     **({"validation_sha256": fingerprint} if fingerprint else {})},
         })
 
     trainer = Trainer(model, settings.train, run_dir, device, label_names, progress=progress, distributed=distributed,
@@ -433,14 +451,23 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
     history = trainer.fit(
         _batches(tokenizer, splits.train, settings.train.batch_size * distributed.world_size, True, seed,
                  balanced=settings.train.sampler == "balanced", windows=settings.windows),
+        None if splits.validation is None else
         _batches(tokenizer, splits.validation, settings.eval_batch_size, False, seed, windows=settings.windows),
         resume=resume,
     )
     if not distributed.is_main:  # rank 0 tests and reports
         return RunResult(run_dir, {}, history, time.perf_counter() - started)
     thresholds = None
-    if settings.data.multi_label:
+    if settings.data.multi_label and splits.validation is None:
+        thresholds = _refit_thresholds(settings.refit_of["run"], run_dir, label_names)
+    elif settings.data.multi_label:
         thresholds = _tune_thresholds(model, tokenizer, splits.validation, device, settings.eval_batch_size, run_dir)
+    if splits.test is None and splits.validation is None:  # a refit of data without a test split: nothing held out
+        metrics = {"split": None, "train_seconds": round(sum(h["seconds"] for h in history), 3),
+                   "parameters": model.num_parameters(),
+                   "note": f"trained on every labelled text; {settings.refit_of['run']} estimates its accuracy"}
+        atomic_write_json(run_dir / "metrics.json", metrics)
+        return RunResult(run_dir, metrics, history, time.perf_counter() - started)
     test = align_labels(splits.test if splits.test is not None else splits.validation, label_names)
     metrics, test_probabilities = evaluate_split(model, tokenizer, test, device, settings.eval_batch_size, thresholds)
     metrics["train_seconds"] = round(sum(h["seconds"] for h in history), 3)
@@ -471,6 +498,17 @@ def _tune_thresholds(model, tokenizer: Tokenizer, validation: TextDataset, devic
                 "that label's F1 on the validation split (0.5 where validation has no positive)",
     })
     return thresholds
+
+
+def _refit_thresholds(validated_run: str, run_dir: Path, label_names: list[str]) -> np.ndarray:
+    """The validated run's per-label thresholds, copied as this refit's (it has no validation texts to tune on)."""
+    try:
+        saved = read_json(Path(validated_run) / THRESHOLDS_FILE)
+    except RunDirError as exc:
+        raise AttnclfError(f"a multi-label refit takes its thresholds from the run it refits: {exc}") from None
+    atomic_write_json(run_dir / THRESHOLDS_FILE, saved | {"note": f"copied from {validated_run}, which tuned them on "
+                                                                   f"its validation split; this refit trained on it"})
+    return np.array([saved["thresholds"][name] for name in label_names])
 
 
 def align_labels(data: TextDataset, label_names: list[str]) -> TextDataset:
@@ -510,4 +548,40 @@ def resume_settings(run_dir: str | Path, epochs: int | None = None, device: str 
         eval_batch_size=saved["eval_batch_size"],
         embeddings=saved.get("embeddings"),  # the checkpoint holds what they started; kept for the record
         embeddings_std=saved.get("embeddings_std", RunSettings.embeddings_std),
+        refit_of=saved.get("refit_of"),
     )
+
+
+def refit_settings(run_dir: str | Path, output: str | None = None, device: str | None = None,
+                   threads: int | None = None) -> RunSettings:
+    """Settings that retrain a finished run on all its labelled texts, validation ones included, for the number
+    of epochs after which it validated best (on the learning-rate schedule it followed), then test it as the run
+    was tested.
+
+    A validation split buys its epoch count and early stopping at the price of a tenth of the data; the
+    refit pays it back once they are chosen (as scikit-learn's ``GridSearchCV(refit=True)`` does). Its
+    accuracy cannot be validated: the run it refits is the validated one.
+
+    >>> # result = train_run(refit_settings("runs/self-attn-imdb"))   # into runs/self-attn-imdb-refit
+    """
+    run_dir = check_run_dir(run_dir)
+    config = read_json(run_dir / "config.json")
+    saved = config["settings"]
+    if saved["data"].get("refit"):
+        raise AttnclfError(f"{run_dir} is a refit already; refit the run it refits ({saved['refit_of']['run']})")
+    if saved["data"].get("token_cache"):
+        raise AttnclfError(f"{run_dir} trained from a token cache; a refit does not combine with --token-cache yet")
+    if not (run_dir / "metrics.json").is_file():
+        raise RunDirError(f"{run_dir} has not finished training (no metrics.json); finish it with "
+                          f"`attnclf train --resume --output {run_dir}`, then refit it")
+    settings = resume_settings(run_dir, device=device, threads=threads)
+    monitor = settings.train.monitor
+    best = best_epoch(read_jsonl(run_dir / "history.jsonl"), monitor)
+    epoch, value = best["epoch"], best[f"val_{monitor}"]
+    settings.data.refit = True
+    settings.train.schedule_epochs = settings.train.schedule_epochs or settings.train.epochs
+    settings.train.epochs, settings.train.patience = epoch, 0
+    settings.output = output or f"{run_dir}-refit"
+    settings.refit_of = {"run": str(run_dir), "epochs": epoch, "monitor": monitor, "value": value,
+                         "validation_sha256": held_out_fingerprint(config)}
+    return settings

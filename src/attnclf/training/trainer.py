@@ -6,7 +6,9 @@ weights so far in ``model.safetensors`` (by the monitored validation metric; wit
 ``ema_decay``, the best of the weights' moving average, which is what validates),
 ``history.jsonl``, and the full training state in ``checkpoint/``, so
 ``resume=True`` continues an interrupted run from its last checkpointed epoch
-with the same result it would have reached uninterrupted.
+with the same result it would have reached uninterrupted. Without validation
+batches (a refit, whose epochs were chosen by the run it refits) every epoch
+runs and the last one's weights are kept.
 
 Under ``torchrun`` (see ``distributed``) every rank trains on its part of each
 global batch through DistributedDataParallel; rank 0 validates, prints and writes,
@@ -55,6 +57,9 @@ class TrainConfig:
     class_weights: str = "none"  # none | balanced
     sampler: str = "shuffle"  # shuffle | balanced (every class equally likely at each draw)
     patience: int = 3  # epochs without improvement before stopping; 0 never stops early
+    # The learning-rate schedule's length in epochs, if not `epochs`: a refit stops after the epoch its validated
+    # run kept, on the schedule that run followed (stopping early there had cut it short too).
+    schedule_epochs: int | None = None
     monitor: str = "macro_f1"  # validation accuracy | macro_f1 | loss (multi-label runs' default) | micro_f1
     bf16: bool = False  # bfloat16 autocast (CPU with AVX-512 bf16, or CUDA)
     checkpoint_seconds: float = 60.0  # at most one checkpoint per this many seconds, and one at the end
@@ -132,6 +137,24 @@ def _better(metric: str, value: float, best: float | None) -> bool:
     return value < best if metric == "loss" else value > best
 
 
+def best_epoch(history: list[dict], monitor: str) -> dict:
+    """The history line of the epoch whose weights a run kept: the first with the best ``val_<monitor>``.
+
+    >>> best_epoch([{"epoch": 1, "val_loss": 0.5}, {"epoch": 2, "val_loss": 0.4}, {"epoch": 3, "val_loss": 0.4}],
+    ...            "loss")["epoch"]
+    2
+    """
+    best = None
+    for record in history:
+        if f"val_{monitor}" not in record:
+            raise AttnclfError(f"epoch {record['epoch']} recorded no validation {monitor}, so no epoch was chosen")
+        if best is None or _better(monitor, record[f"val_{monitor}"], best[f"val_{monitor}"]):
+            best = record
+    if best is None:
+        raise AttnclfError("the run recorded no epochs")
+    return best
+
+
 class Trainer:
     """Fits one model on bucketed batches, writing progress into ``run_dir``.
 
@@ -165,11 +188,11 @@ class Trainer:
         self.training_model = self.model  # under torchrun, fit wraps it in DistributedDataParallel
         self.averaged: AveragedModel | None = None  # the weights' moving average, with ema_decay (rank 0)
 
-    def fit(self, train: BucketBatches, validation: BucketBatches, resume: bool = False) -> list[dict]:
+    def fit(self, train: BucketBatches, validation: BucketBatches | None, resume: bool = False) -> list[dict]:
         config, distributed = self.config, self.distributed
         torch.manual_seed(config.seed + distributed.rank)  # ranks draw different dropout masks
         optimizer = _make_optimizer(self.model, config)
-        schedule = _make_schedule(optimizer, config, total_steps=config.epochs * len(train))
+        schedule = _make_schedule(optimizer, config, total_steps=(config.schedule_epochs or config.epochs) * len(train))
         # Summed, then divided by the global batch's size in _train_epoch: ranks' parts may differ in size.
         if self.multi_label:
             loss_fn = multilabel.multilabel_loss(train.labels, config.class_weights).to(self.device)
@@ -204,18 +227,20 @@ class Trainer:
             train.set_epoch(epoch)
             train_loss, train_acc = self._train_epoch(train, optimizer, schedule, loss_fn, epoch)
             record = {"epoch": epoch, "train_loss": train_loss, "train_accuracy": train_acc,
-                      **(self._validate(validation) if distributed.is_main else {}),
+                      **(self._validate(validation) if distributed.is_main and validation is not None else {}),
                       "lr": schedule.get_last_lr()[0], "seconds": round(time.perf_counter() - started, 3)}
             state["history"].append(record)
             state["epoch"] = epoch
             stopping, saving = False, False
             if distributed.is_main:
-                monitored = record[f"val_{config.monitor}"]
-                if _better(config.monitor, monitored, state["best"]):
-                    state["best"], state["stale_epochs"] = monitored, 0
+                improved = validation is None  # a refit has nothing to choose by: the last epoch is the model
+                if not improved:
+                    monitored = record[f"val_{config.monitor}"]
+                    improved = _better(config.monitor, monitored, state["best"])
+                    state["best"], state["stale_epochs"] = ((monitored, 0) if improved
+                                                            else (state["best"], state["stale_epochs"] + 1))
+                if improved:
                     best_weights = {k: v.detach().clone() for k, v in self._evaluated().state_dict().items()}
-                else:
-                    state["stale_epochs"] += 1
                 stopping = epoch == config.epochs or bool(config.patience and state["stale_epochs"] >= config.patience)
                 # Checkpoints cost a write of the whole model; tiny epochs (toy sets) must not pay it every time.
                 saving = stopping or time.perf_counter() - last_saved >= config.checkpoint_seconds
@@ -225,11 +250,10 @@ class Trainer:
                 self._save_checkpoint(optimizer, schedule, state, best_weights)
                 best_weights, last_saved = None, time.perf_counter()
             if self.progress and (epoch % print_every == 0 or stopping):
-                tqdm.write(
-                    f"epoch {epoch}: train loss {train_loss:.4f} acc {train_acc:.4f} | "
-                    f"val loss {record['val_loss']:.4f} acc {record['val_accuracy']:.4f} "
-                    f"macro-F1 {record['val_macro_f1']:.4f} | {record['seconds']:.1f}s"
-                )
+                validated = (f" | val loss {record['val_loss']:.4f} acc {record['val_accuracy']:.4f} "
+                             f"macro-F1 {record['val_macro_f1']:.4f}" if validation is not None else "")
+                tqdm.write(f"epoch {epoch}: train loss {train_loss:.4f} acc {train_acc:.4f}{validated} | "
+                           f"{record['seconds']:.1f}s")
             if stopping:
                 break
         # The run ends holding its best weights, not its last (on rank 0, which goes on to test them).
