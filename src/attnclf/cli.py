@@ -293,10 +293,9 @@ def cmd_refit(args: argparse.Namespace) -> int:
     output = args.output
     if output and len(run_dirs) > 1:
         raise AttnclfError("--output names one refit; several runs are each refitted into RUN-refit")
-    refits = []
-    for run_dir in run_dirs:
-        settings = refit_settings(run_dir, output=output, device=args.device, threads=args.threads)
-        refits.append(settings.output)
+    # Every run's settings first: a run that cannot be refitted stops the command before any training.
+    planned = [refit_settings(run_dir, output=output, device=args.device, threads=args.threads) for run_dir in run_dirs]
+    for run_dir, settings in zip(run_dirs, planned):
         settings.report = not args.no_report
         args.output = settings.output  # where an interrupted refit resumes (see _resume_hint)
         refit = settings.refit_of
@@ -310,7 +309,7 @@ def cmd_refit(args: argparse.Namespace) -> int:
         else:
             _print_metrics(result.metrics)
     if len(run_dirs) > 1:
-        print(f"score the refits together: attnclf evaluate {' '.join(map(shlex.quote, refits))}")
+        print(f"score the refits together: attnclf evaluate {' '.join(shlex.quote(s.output) for s in planned)}")
     return 0
 
 

@@ -95,7 +95,8 @@ class RunSettings:
     # move under Adam's steps, so the vectors stay close to frozen: on SST-2 sentences validation rose
     # from 83.3% (0.5) through 84.1% (1), 84.4% (2) to 85.0% (4), and 84.9% at 8 (3 seeds each).
     embeddings_std: float = 4.0
-    # A refit's record of the validated run it retrains: {"run", "epochs", "monitor", "value", "validation_sha256"}.
+    # A refit's record of the validated run it retrains: {"run", "epochs", "monitor", "value", "validation_sha256"},
+    # and a multi-label run's "thresholds" (by label), which the refit predicts at.
     refit_of: dict | None = None
 
     def to_dict(self) -> dict:
@@ -191,7 +192,11 @@ def load_data(settings: DataSettings, seed: int) -> Splits:
                         f"({train.label_names[train.labels[0]]!r}); a classifier needs at least two")
     validation = splits.validation
     if settings.refit:  # every text validation would have held out, and those withheld for its sake
-        parts = [train] + [part for part in (validation, splits.extra.get(WITHHELD)) if part is not None]
+        parts = [train]
+        if validation is not None and (validation.texts, validation.labels) != (train.texts, train.labels):
+            parts.append(validation)  # (the course's toy sets validate on their training set: nothing to add)
+        if splits.extra.get(WITHHELD) is not None and not settings.max_train_examples:
+            parts.append(splits.extra[WITHHELD])  # (a sample's refit learns the sample and its validation only)
         train, validation = TextDataset.join(parts, "train"), None
     elif validation is None:
         train, validation = train_validation_split(train, settings.val_fraction, seed, settings.hold_out)
@@ -224,8 +229,8 @@ def run_test_data(config: dict, label_names: list[str], test_only: bool = False)
     data = DataSettings(**settings["data"])
     splits = load_data(data, settings["train"]["seed"])
     if data.refit and splits.test is None:
-        raise AttnclfError(f"{data.describe()} has no test split, and a refit trained on every text it has; give "
-                           f"held-out data with --test-file or --dataset")
+        raise AttnclfError(f"{data.describe()} has no test split, and this refit trained on every text it has: "
+                           f"score it on other labelled texts (e.g. attnclf evaluate RUN --test-file FILE)")
     if test_only and splits.test is None:
         raise AttnclfError(f"{data.describe()} has no test split; give held-out data with --test-file or --dataset, "
                            f"or score the texts the runs held out with --split validation (runs sharing --split-seed)")
@@ -459,7 +464,7 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
         return RunResult(run_dir, {}, history, time.perf_counter() - started)
     thresholds = None
     if settings.data.multi_label and splits.validation is None:
-        thresholds = _refit_thresholds(settings.refit_of["run"], run_dir, label_names)
+        thresholds = _refit_thresholds(settings.refit_of, run_dir, label_names)
     elif settings.data.multi_label:
         thresholds = _tune_thresholds(model, tokenizer, splits.validation, device, settings.eval_batch_size, run_dir)
     if splits.test is None and splits.validation is None:  # a refit of data without a test split: nothing held out
@@ -500,15 +505,13 @@ def _tune_thresholds(model, tokenizer: Tokenizer, validation: TextDataset, devic
     return thresholds
 
 
-def _refit_thresholds(validated_run: str, run_dir: Path, label_names: list[str]) -> np.ndarray:
-    """The validated run's per-label thresholds, copied as this refit's (it has no validation texts to tune on)."""
-    try:
-        saved = read_json(Path(validated_run) / THRESHOLDS_FILE)
-    except RunDirError as exc:
-        raise AttnclfError(f"a multi-label refit takes its thresholds from the run it refits: {exc}") from None
-    atomic_write_json(run_dir / THRESHOLDS_FILE, saved | {"note": f"copied from {validated_run}, which tuned them on "
-                                                                   f"its validation split; this refit trained on it"})
-    return np.array([saved["thresholds"][name] for name in label_names])
+def _refit_thresholds(refit_of: dict, run_dir: Path, label_names: list[str]) -> np.ndarray:
+    """The validated run's per-label thresholds, saved as this refit's (it has no validation texts to tune on)."""
+    atomic_write_json(run_dir / THRESHOLDS_FILE, {
+        "thresholds": refit_of["thresholds"],
+        "note": f"those of {refit_of['run']}, which tuned them on its validation split; this refit trained on it",
+    })
+    return np.array([refit_of["thresholds"][name] for name in label_names])
 
 
 def align_labels(data: TextDataset, label_names: list[str]) -> TextDataset:
@@ -533,6 +536,9 @@ def resume_settings(run_dir: str | Path, epochs: int | None = None, device: str 
     """The interrupted run's own settings; only the epoch budget, the device and the threads may change."""
     saved = read_json(Path(run_dir) / "config.json")["settings"]
     train = TrainConfig(**saved["train"])
+    if epochs is not None and saved["data"].get("refit") and epochs != train.epochs:
+        raise AttnclfError(f"{run_dir} is a refit for the {train.epochs} epoch(s) its run chose; it resumes without "
+                           f"--epochs")
     if epochs is not None:
         train.epochs = epochs
     return RunSettings(
@@ -575,13 +581,24 @@ def refit_settings(run_dir: str | Path, output: str | None = None, device: str |
         raise RunDirError(f"{run_dir} has not finished training (no metrics.json); finish it with "
                           f"`attnclf train --resume --output {run_dir}`, then refit it")
     settings = resume_settings(run_dir, device=device, threads=threads)
+    settings.output = output or f"{run_dir}-refit"
+    if Path(settings.output).resolve() == run_dir.resolve():
+        raise AttnclfError(f"a refit of {run_dir} goes into another folder than the run it refits")
+    if settings.embeddings not in (None, COUNT_EMBEDDINGS) and not Path(settings.embeddings).is_file():
+        raise AttnclfError(f"{run_dir} started from the word vectors {settings.embeddings}, which are gone (or "
+                           f"relative to another folder); a refit starts from the same ones")
+    # The texts it held out must still be there to learn: a changed file or split would refit on other data.
+    held_out = held_out_fingerprint(config)
+    if held_out is not None and held_out != texts_fingerprint(load_data(settings.data,
+                                                                        settings.train.seed).validation):
+        raise AttnclfError(_CHANGED_SPLIT.format(settings.data.describe()))
     monitor = settings.train.monitor
     best = best_epoch(read_jsonl(run_dir / "history.jsonl"), monitor)
-    epoch, value = best["epoch"], best[f"val_{monitor}"]
     settings.data.refit = True
     settings.train.schedule_epochs = settings.train.schedule_epochs or settings.train.epochs
-    settings.train.epochs, settings.train.patience = epoch, 0
-    settings.output = output or f"{run_dir}-refit"
-    settings.refit_of = {"run": str(run_dir), "epochs": epoch, "monitor": monitor, "value": value,
-                         "validation_sha256": held_out_fingerprint(config)}
+    settings.train.epochs, settings.train.patience = best["epoch"], 0
+    settings.refit_of = {"run": str(run_dir), "epochs": best["epoch"], "monitor": monitor,
+                         "value": best[f"val_{monitor}"], "validation_sha256": held_out}
+    if settings.data.multi_label:
+        settings.refit_of["thresholds"] = read_json(run_dir / THRESHOLDS_FILE)["thresholds"]
     return settings
