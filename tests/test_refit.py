@@ -120,7 +120,9 @@ def test_a_refit_is_not_validated_refitted_again_or_made_from_an_unfinished_run(
         refit_settings(unfinished)
     # A refit and the run it refits were trained on different texts: not one ensemble.
     assert main(["evaluate", str(validated), str(refit.run_dir), "--device", "cpu"]) == 2
-    assert "trained on other data" in capsys.readouterr().err
+    assert capsys.readouterr().err.strip() == (
+        f"attnclf: error: {refit.run_dir} is a refit (trained on its validation texts too) and {validated} is not; "
+        f"an ensemble's runs must share their training texts: refit them all or none")
 
 
 def test_the_refit_command_refits_each_member_of_a_seeds_folder(tmp_path, capsys):
@@ -153,11 +155,12 @@ def test_a_refit_of_data_without_a_test_split_trains_on_everything_and_says_so(t
                  "--output", str(run), "--quiet", "--no-report", "--device", "cpu"]) == 0
     capsys.readouterr()
     assert main(["refit", str(run), "--quiet", "--device", "cpu"]) == 0
-    assert capsys.readouterr().out.strip() == f"trained on every labelled text; {run} estimates its accuracy"
+    assert capsys.readouterr().out.strip().splitlines() == [
+        f"trained on every labelled text; {run} estimates its accuracy", f"run directory: {run}-refit"]
     config = json.loads((tmp_path / "run-refit" / "config.json").read_text())
     assert config["data"]["train_examples"] == 120 and not (tmp_path / "run-refit" / "report.html").exists()
     assert main(["evaluate", str(tmp_path / "run-refit"), "--device", "cpu"]) == 2
-    assert "this refit trained on every text it has: score it on other labelled texts" in capsys.readouterr().err
+    assert "this refit trained on every text it has: only other labelled texts can score it" in capsys.readouterr().err
 
 
 def test_a_multi_label_refit_predicts_at_the_thresholds_its_run_tuned(tmp_path):
@@ -213,5 +216,71 @@ def test_refits_that_cannot_work_stop_before_training(validated, tmp_path):
     config["settings"]["embeddings"] = None
     config["data"]["validation_sha256"] = "0" * 64  # as if the data had changed since
     (moved / "config.json").write_text(json.dumps(config))
-    with pytest.raises(AttnclfError, match="no longer gives the validation texts a run held out"):
+    with pytest.raises(AttnclfError, match="no longer gives the texts .* trained and validated on"):
         refit_settings(moved)
+    config["data"].pop("validation_sha256")
+    config["data"]["train_sha256"] = "0" * 64  # the training texts edited, the validation ones kept
+    (moved / "config.json").write_text(json.dumps(config))
+    with pytest.raises(AttnclfError, match="a refit would learn other data"):
+        refit_settings(moved)
+    (moved / "history.jsonl").write_text('{"epoch": 1, "val_macro')  # cut short
+    config["data"].pop("train_sha256")
+    (moved / "config.json").write_text(json.dumps(config))
+    with pytest.raises(RunDirError, match="history.jsonl, line 1: not valid JSON"):
+        refit_settings(moved)
+
+
+def test_a_refit_writes_over_nothing_but_an_earlier_refit_of_its_run(validated, refit, tmp_path, capsys):
+    other = tmp_path / "other"
+    shutil.copytree(validated, other)
+    with pytest.raises(AttnclfError, match="holds another run"):
+        refit_settings(validated, output=str(other))
+    (tmp_path / "ens").mkdir()
+    (tmp_path / "ens" / "ensemble.json").write_text('{"members": ["seed-0"]}')
+    with pytest.raises(AttnclfError, match="holds an ensemble"):
+        refit_settings(validated, output=str(tmp_path / "ens"))
+    assert refit_settings(validated, output=str(refit.run_dir)).output == str(refit.run_dir)
+    assert main(["refit", str(validated), str(validated)]) == 2
+    assert capsys.readouterr().err.strip() == f"attnclf: error: {validated} is given twice"
+    (tmp_path / "ens" / "ensemble.json").write_text("{}")
+    assert main(["refit", str(tmp_path / "ens")]) == 2
+    assert "ensemble.json: expected" in capsys.readouterr().err
+    assert main(["refit", str(tmp_path / "ens" / "ensemble.json")]) == 2
+    assert "is a file, not a folder" in capsys.readouterr().err
+
+
+def test_a_run_interrupted_in_an_old_folder_leaves_nothing_a_refit_could_take_for_it(validated, tmp_path,
+                                                                                    monkeypatch):
+    from attnclf.training.trainer import Trainer
+
+    folder = tmp_path / "reused"
+    shutil.copytree(validated, folder)
+    settings = tiny_settings(folder, epochs=3, seed=5)
+
+    def interrupted(*args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Trainer, "_train_epoch", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        train_run(settings, progress=False)
+    assert not any((folder / name).exists() for name in ("model.safetensors", "history.jsonl", "metrics.json"))
+    with pytest.raises(RunDirError, match="incomplete: missing model.safetensors"):
+        refit_settings(folder)
+
+
+def test_an_interrupted_refit_says_how_to_go_on_and_which_runs_remain(validated, tmp_path, capsys, monkeypatch):
+    from attnclf.training.trainer import Trainer
+
+    second = tmp_path / "second"
+    shutil.copytree(validated, second)
+
+    def interrupted(*args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Trainer, "_train_epoch", interrupted)
+    assert main(["refit", str(validated), str(second), "--output", str(tmp_path / "x")]) == 2  # one --output, two runs
+    capsys.readouterr()
+    assert main(["refit", str(second), str(validated), "--quiet", "--no-report", "--device", "cpu"]) == 130
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        "attnclf: interrupted; it stopped before its first checkpoint (written at most once a minute, and at the "
+        f"end): refit it again, then `attnclf refit {validated}`")

@@ -290,14 +290,19 @@ def cmd_refit(args: argparse.Namespace) -> int:
     from .training.run import refit_settings, train_run
 
     run_dirs = [member for run in args.run_dirs for member in (member_dirs(run) if is_ensemble_dir(run) else [run])]
+    twice = next((run for i, run in enumerate(run_dirs) if Path(run).resolve() in
+                  {Path(r).resolve() for r in run_dirs[:i]}), None)
+    if twice:
+        raise AttnclfError(f"{twice} is given twice")
     output = args.output
     if output and len(run_dirs) > 1:
         raise AttnclfError("--output names one refit; several runs are each refitted into RUN-refit")
     # Every run's settings first: a run that cannot be refitted stops the command before any training.
     planned = [refit_settings(run_dir, output=output, device=args.device, threads=args.threads) for run_dir in run_dirs]
-    for run_dir, settings in zip(run_dirs, planned):
+    for number, (run_dir, settings) in enumerate(zip(run_dirs, planned)):
         settings.report = not args.no_report
         args.output = settings.output  # where an interrupted refit resumes (see _resume_hint)
+        args.left = [str(run) for run in run_dirs[number + 1:]]
         refit = settings.refit_of
         print(f"{run_dir}: refit on its validation texts too, for its best {refit['epochs']} epoch(s) "
               f"(validation {refit['monitor']} {refit['value']:.4f}) -> {settings.output}", file=sys.stderr)
@@ -308,6 +313,7 @@ def cmd_refit(args: argparse.Namespace) -> int:
             print(result.metrics["note"])
         else:
             _print_metrics(result.metrics)
+        print(f"run directory: {result.run_dir}")
     if len(run_dirs) > 1:
         print(f"score the refits together: attnclf evaluate {' '.join(shlex.quote(s.output) for s in planned)}")
     return 0
@@ -736,11 +742,15 @@ def build_parser() -> argparse.ArgumentParser:
                         "(an ensemble; OUTPUT/ensemble.json); with --resume, finished members are kept")
 
     p = sub.add_parser("refit", help="retrain a validated run on its validation texts too, for its best epochs",
-                       description="Retrain finished runs with their own settings on all their labelled texts, the "
-                                   "ones they validated on included, for the epochs after which each validated best; "
-                                   "then test. The refit cannot be validated: its run is the validated estimate.")
+                       description="Retrain finished runs with their own settings and seed on their training texts and "
+                                   "the ones they validated on, for N epochs, N the count after which each validated "
+                                   "best (on the learning-rate schedule it followed); then test. A refit cannot be "
+                                   "validated: its run is the validated estimate. It is not averaged with runs that "
+                                   "are not refits. An interrupted refit resumes with `attnclf train --resume --output "
+                                   "REFIT`. Without a test split it scores nothing; export it with --check-file.")
     p.add_argument("run_dirs", nargs="+", metavar="run_dir",
-                   help="a finished run directory; several, or a folder of `train --seeds`, refit each member")
+                   help="a finished run directory; several, or a folder of `train --seeds` (into its seed-S-refit "
+                        "folders), refit each member")
     p.add_argument("--output", "-o", help="the refit's run directory (one run only; default: RUN-refit)")
     p.add_argument("--device", choices=["auto", "cpu", "cuda", "mps"], help="default: the run's")
     p.add_argument("--threads", type=int, help="PyTorch threads (default: one per core)")
@@ -923,13 +933,16 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _resume_hint(args: argparse.Namespace) -> str:
-    """How to continue an interrupted single `train` run, if it got as far as a checkpoint of its own (a fresh
-    run removes the folder's earlier checkpoint once its data has loaded)."""
+    """How to continue an interrupted single `train` run or a refit, if it got as far as a checkpoint of its own
+    (a fresh run removes the folder's earlier checkpoint once its data has loaded), and which refits remain."""
     if args.command not in ("train", "refit") or getattr(args, "seeds", None) or not args.output:
         return ""
+    then = f", then `attnclf refit {' '.join(map(shlex.quote, args.left))}`" if getattr(args, "left", None) else ""
     if (Path(args.output) / "checkpoint" / "state.json").is_file():
-        return f"; `attnclf train --resume --output {shlex.quote(args.output)}` continues from its last checkpoint"
-    return "; it stopped before its first checkpoint (written at most once a minute, and at the end): train it again"
+        return (f"; `attnclf train --resume --output {shlex.quote(args.output)}` continues from its last "
+                f"checkpoint{then}")
+    again = "refit it again" if args.command == "refit" else "train it again"
+    return f"; it stopped before its first checkpoint (written at most once a minute, and at the end): {again}{then}"
 
 
 if __name__ == "__main__":

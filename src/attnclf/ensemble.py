@@ -49,6 +49,10 @@ class Ensemble:
                 raise AttnclfError(f"{name} has labels {member.label_names}, but {names[0]} has {first.label_names}; "
                                    f"an ensemble's runs must share their labels")
             data = _data(member)
+            if data["refit"] != reference["refit"]:
+                refit, other = (name, names[0]) if data["refit"] else (names[0], name)
+                raise AttnclfError(f"{refit} is a refit (trained on its validation texts too) and {other} is not; "
+                                   f"an ensemble's runs must share their training texts: refit them all or none")
             differ = [key for key, value in data.items() if reference[key] != value]
             if differ:
                 raise AttnclfError(f"{name} was trained on other data than {names[0]} ({differ[0]}: "
@@ -103,7 +107,12 @@ def is_ensemble_dir(path: str | Path) -> bool:
 
 def member_dirs(path: str | Path) -> list[Path]:
     """The member run directories of a ``train --seeds`` folder."""
-    return [Path(path) / name for name in read_json(Path(path) / ENSEMBLE_FILE)["members"]]
+    members = read_json(Path(path) / ENSEMBLE_FILE)
+    if not isinstance(members, dict) or not isinstance(members.get("members"), list) or not members["members"] \
+            or not all(isinstance(name, str) for name in members["members"]):
+        raise AttnclfError(f"{Path(path) / ENSEMBLE_FILE}: expected {{\"members\": [\"seed-0\", ...]}}, the folders of "
+                           f"the ensemble's runs")
+    return [Path(path) / name for name in members["members"]]
 
 
 def train_ensemble(settings, seeds: Sequence[int], resume: bool = False, progress: bool = True) -> dict:
@@ -186,4 +195,7 @@ def _data(member: Classifier) -> dict:
     data = asdict(DataSettings(**member.config.get("settings", {}).get("data", {})))
     for where in ("data_dir", "token_cache", "token_cache_dir", "split_seed"):
         data.pop(where)
+    if data["refit"]:  # trained on every training text, whichever ones its run had held out
+        for held_out in ("val_fraction", "hold_out"):
+            data.pop(held_out)
     return data

@@ -144,7 +144,7 @@ def check_run_dir(path: str | Path) -> Path:
     """Fail with one clear line unless ``path`` holds a complete run of a format we read."""
     path = Path(path)
     if not path.is_dir():
-        raise RunDirError(f"run directory {path} does not exist")
+        raise RunDirError(f"run directory {path} {'is a file, not a folder' if path.exists() else 'does not exist'}")
     missing = [name for name in REQUIRED_FILES if not (path / name).is_file()]
     if missing:
         raise RunDirError(f"run directory {path} is incomplete: missing {', '.join(missing)}")
@@ -172,7 +172,13 @@ def write_jsonl(path: Path, records: list[dict]) -> None:
 def read_jsonl(path: Path) -> list[dict]:
     if not Path(path).exists():
         return []
-    return [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
+    records = []
+    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        try:
+            records.extend([json.loads(line)] if line.strip() else [])
+        except json.JSONDecodeError as exc:
+            raise RunDirError(f"{path}, line {number}: not valid JSON ({exc})") from None
+    return records
 
 
 def is_multi_label(config: dict) -> bool:

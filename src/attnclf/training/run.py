@@ -229,8 +229,8 @@ def run_test_data(config: dict, label_names: list[str], test_only: bool = False)
     data = DataSettings(**settings["data"])
     splits = load_data(data, settings["train"]["seed"])
     if data.refit and splits.test is None:
-        raise AttnclfError(f"{data.describe()} has no test split, and this refit trained on every text it has: "
-                           f"score it on other labelled texts (e.g. attnclf evaluate RUN --test-file FILE)")
+        raise AttnclfError(f"{data.describe()} has no test split, and this refit trained on every text it has: only "
+                           f"other labelled texts can score it (attnclf evaluate RUN --test-file FILE)")
     if test_only and splits.test is None:
         raise AttnclfError(f"{data.describe()} has no test split; give held-out data with --test-file or --dataset, "
                            f"or score the texts the runs held out with --split validation (runs sharing --split-seed)")
@@ -405,15 +405,19 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
             remove_empty_folders(run_dir.parent, created)
         raise
     if not resume and distributed.is_main:
-        # The data loaded: this run replaces the folder's earlier one. Its thresholds, ONNX export and checkpoint
-        # would describe another model (and a checkpoint would invite --resume onto this run's tokenizer).
-        (run_dir / THRESHOLDS_FILE).unlink(missing_ok=True)
+        # The data loaded: this run replaces the folder's earlier one. Its weights, history, metrics, thresholds, ONNX
+        # export and checkpoint would describe another model (a checkpoint would invite --resume onto this run's
+        # tokenizer, a history `attnclf refit` onto its settings), and this run writes its own as it goes.
+        for stale in ("model.safetensors", "history.jsonl", "metrics.json", THRESHOLDS_FILE):
+            (run_dir / stale).unlink(missing_ok=True)
         if (run_dir / "onnx" / "export.json").is_file():
             shutil.rmtree(run_dir / "onnx", ignore_errors=True)
         shutil.rmtree(run_dir / "checkpoint", ignore_errors=True)
     label_names = splits.train.label_names
     # One pass over the held-out texts (from disk for a token cache): later commands check they are unchanged.
     fingerprint = None if splits.validation is None else texts_fingerprint(splits.validation)
+    # A refit checks the training texts too; they are not read again from a token cache, which refits refuse.
+    trained_on = None if settings.data.token_cache else texts_fingerprint(splits.train)
     saved = read_json(run_dir / "config.json") if resume else {}
     if held_out_fingerprint(saved) not in (None, fingerprint):
         raise RunDirError(f"{run_dir}: {settings.data.describe()} no longer gives the validation texts this run "
@@ -448,7 +452,8 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
             "data": {"train_examples": len(splits.train),
                      "validation_examples": 0 if splits.validation is None else len(splits.validation),
                      "test_examples": len(splits.test) if splits.test else 0,
-                     **({"validation_sha256": fingerprint} if fingerprint else {})},
+                     **({"validation_sha256": fingerprint} if fingerprint else {}),
+                     **({"train_sha256": trained_on} if trained_on else {})},
         })
 
     trainer = Trainer(model, settings.train, run_dir, device, label_names, progress=progress, distributed=distributed,
@@ -512,6 +517,18 @@ def _refit_thresholds(refit_of: dict, run_dir: Path, label_names: list[str]) -> 
         "note": f"those of {refit_of['run']}, which tuned them on its validation split; this refit trained on it",
     })
     return np.array([refit_of["thresholds"][name] for name in label_names])
+
+
+def _check_refit_output(run_dir: Path, output: Path) -> None:
+    """Refuse to write a refit over its own run, another run, or an ensemble: only over an earlier refit of it."""
+    if output.resolve() == run_dir.resolve():
+        raise AttnclfError(f"a refit of {run_dir} goes into another folder than the run it refits")
+    if (output / "ensemble.json").is_file():
+        raise AttnclfError(f"{output} holds an ensemble (`train --seeds`); give the refit another --output")
+    if (output / "config.json").is_file():
+        earlier = read_json(output / "config.json").get("settings", {}).get("refit_of")
+        if not earlier or Path(earlier["run"]).resolve() != run_dir.resolve():
+            raise AttnclfError(f"{output} holds another run; give the refit another --output (or remove it)")
 
 
 def align_labels(data: TextDataset, label_names: list[str]) -> TextDataset:
@@ -582,17 +599,21 @@ def refit_settings(run_dir: str | Path, output: str | None = None, device: str |
                           f"`attnclf train --resume --output {run_dir}`, then refit it")
     settings = resume_settings(run_dir, device=device, threads=threads)
     settings.output = output or f"{run_dir}-refit"
-    if Path(settings.output).resolve() == run_dir.resolve():
-        raise AttnclfError(f"a refit of {run_dir} goes into another folder than the run it refits")
+    _check_refit_output(run_dir, Path(settings.output))
     if settings.embeddings not in (None, COUNT_EMBEDDINGS) and not Path(settings.embeddings).is_file():
         raise AttnclfError(f"{run_dir} started from the word vectors {settings.embeddings}, which are gone (or "
                            f"relative to another folder); a refit starts from the same ones")
-    # The texts it held out must still be there to learn: a changed file or split would refit on other data.
-    held_out = held_out_fingerprint(config)
-    if held_out is not None and held_out != texts_fingerprint(load_data(settings.data,
-                                                                        settings.train.seed).validation):
-        raise AttnclfError(_CHANGED_SPLIT.format(settings.data.describe()))
+    # Its texts must still be there to learn: a changed file or split would refit on other data.
+    held_out, trained_on = held_out_fingerprint(config), config.get("data", {}).get("train_sha256")
+    if held_out is not None or trained_on is not None:
+        splits = load_data(settings.data, settings.train.seed)
+        if held_out not in (None, texts_fingerprint(splits.validation)) or \
+                trained_on not in (None, texts_fingerprint(splits.train)):
+            raise AttnclfError(f"{settings.data.describe()} no longer gives the texts {run_dir} trained and validated "
+                               f"on (the data or its split changed since): a refit would learn other data")
     monitor = settings.train.monitor
+    if not (run_dir / "history.jsonl").is_file():
+        raise RunDirError(f"{run_dir} has no history.jsonl, so no epoch count to refit for")
     best = best_epoch(read_jsonl(run_dir / "history.jsonl"), monitor)
     settings.data.refit = True
     settings.train.schedule_epochs = settings.train.schedule_epochs or settings.train.epochs
