@@ -5,7 +5,7 @@ POST /predict   {"texts": [...]} or {"text": "..."}   -> {"predictions": [{label
 POST /explain   {"texts"|"text", "method", "target"}   -> {"explanations": [{tokens, scores, method, ...}]}
 GET  /health    liveness, plus requests served and batches run
 GET  /model     labels, model and tokenizer summary, versions, explanation methods, limits
-GET  /docs      OpenAPI documentation (schema at /openapi.json)
+GET  /docs      the endpoints, their request schemas and a curl line each (schema at /openapi.json)
 ```
 
 What it accepts is bounded (``ServeLimits``): body bytes, texts per request,
@@ -34,7 +34,7 @@ from typing import Callable
 import numpy as np
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import HTMLResponse, JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .. import __version__
@@ -241,7 +241,9 @@ def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
         worker.cancel()
         executor.shutdown(wait=True)
 
-    app = FastAPI(title="attnclf", version=__version__, lifespan=lifespan,
+    # FastAPI's own /docs and /redoc pages load their scripts from a CDN: a browser opening them reaches the
+    # internet (or shows nothing offline). /docs is served from this process instead.
+    app = FastAPI(title="attnclf", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None,
                   description="Attention-based text classifier. Attention weights show where the pooling layer "
                               "looked, not why the model decided; /explain offers methods tested for faithfulness.")
     app.add_middleware(BodyLimit, max_bytes=limits.max_body_bytes)
@@ -282,6 +284,10 @@ def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
         batcher = state["batcher"]
         return {"status": "ok", "requests": batcher.requests, "batches": batcher.batches}
 
+    @app.get("/docs", response_class=HTMLResponse, include_in_schema=False)
+    async def docs(request: Request):
+        return docs_page(app.openapi(), str(request.base_url).rstrip("/"))
+
     @app.get("/model")
     async def model():
         """What is being served."""
@@ -302,11 +308,55 @@ def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
                           "vocab_size": members[0].tokenizer.vocab_size},
             "version": __version__,
             "trained_with": config.get("versions", {}),
+            # A refit trained on its validation texts too; the run it refits holds the validated estimate.
+            "refit_of": config["settings"].get("refit_of"),
             "explain_methods": [] if ensemble else available_methods(classifier.model),
             "limits": asdict(limits),
         }
 
     return app
+
+
+def docs_page(openapi: dict, base_url: str) -> str:
+    """The API's endpoints as one self-contained HTML page: what each does, the fields it takes, a curl line.
+
+    >>> page = docs_page({"info": {"title": "t", "version": "1"}, "paths": {"/health": {"get": {"summary": "Up"}}}},
+    ...                  "http://127.0.0.1:8000")
+    >>> "curl http://127.0.0.1:8000/health" in page
+    True
+    """
+    import html
+    import json
+
+    def kind(field: dict) -> str:
+        options = field.get("anyOf", [field])
+        return " or ".join(f"{o.get('type', '?')}" + (f" of {o['items'].get('type', '?')}" if "items" in o else "")
+                           for o in options if o.get("type") != "null")
+
+    schemas = openapi.get("components", {}).get("schemas", {})
+    sections = []
+    for path, operations in openapi.get("paths", {}).items():
+        for method, operation in operations.items():
+            body = operation.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema", {})
+            schema = schemas.get(body.get("$ref", "").rsplit("/", 1)[-1], body)
+            rows = "".join(f"<tr><td><code>{html.escape(name)}</code></td><td>{html.escape(kind(field))}</td>"
+                           f"<td>{html.escape(field.get('description', ''))}</td></tr>"
+                           for name, field in schema.get("properties", {}).items())
+            example = json.dumps((schema.get("examples") or [{"text": "a fine film"}])[0])
+            curl = f"curl {base_url}{path}" if method == "get" else (
+                f"curl -X {method.upper()} {base_url}{path} -H 'Content-Type: application/json' -d '{example}'")
+            sections.append(
+                f"<h2><code>{method.upper()} {html.escape(path)}</code></h2>"
+                f"<p>{html.escape(operation.get('description') or operation.get('summary', ''))}</p>"
+                + (f"<table><tr><th>field</th><th>type</th><th>meaning</th></tr>{rows}</table>" if rows else "")
+                + f"<pre>{html.escape(curl)}</pre>")
+    info = openapi.get("info", {})
+    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(info.get('title', ''))} API</title>"
+            "<style>body{font-family:sans-serif;max-width:60em;margin:2em auto}pre{background:#f4f4f4;padding:.6em;"
+            "overflow:auto}td,th{text-align:left;padding:.2em .8em .2em 0;vertical-align:top}</style></head><body>"
+            f"<h1>{html.escape(info.get('title', ''))} {html.escape(info.get('version', ''))}</h1>"
+            f"<p>{html.escape(info.get('description', ''))}</p>"
+            f"<p>The full schema: <a href='/openapi.json'>/openapi.json</a>.</p>{''.join(sections)}</body></html>")
 
 
 def serve(run_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, limits: ServeLimits = ServeLimits(),
