@@ -353,3 +353,15 @@ def test_a_multi_label_run_is_not_scored_on_the_texts_that_tuned_its_thresholds(
     capsys.readouterr()
     assert main(["evaluate", str(tmp_path / "ml"), "--split", "validation"]) == 2
     assert "tuned its thresholds on its validation texts" in capsys.readouterr().err
+
+
+def test_resume_refuses_flags_it_would_ignore(tmp_path, capsys):
+    assert main(["train", "--resume", "--output", str(tmp_path / "run"), "--lr", "0.1"]) == 2
+    assert capsys.readouterr().err.strip() == ("attnclf: error: --resume continues the run with its own settings; "
+                                               "drop --lr (only --epochs, --device and --threads may change)")
+    assert main(["train", "--resume", "--output", str(tmp_path / "run"), "--set", "heads=2"]) == 2
+    assert "drop --set" in capsys.readouterr().err
+    # The flags it does take pass this check and reach the run (here: there is none).
+    assert main(["train", "--resume", "--output", str(tmp_path / "run"), "--epochs", "3", "--threads", "1",
+                 "--quiet", "--device", "cpu"]) == 2
+    assert capsys.readouterr().err.strip() == f"attnclf: error: {tmp_path / 'run' / 'config.json'}: missing"

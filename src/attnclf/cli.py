@@ -222,7 +222,7 @@ def _add_train_args(p: argparse.ArgumentParser) -> None:
                    help="with --windows: how the windows' summaries combine (default: attention)")
     p.add_argument("--resume", action="store_true",
                    help="continue the interrupted run in --output with its own settings: only --epochs, --device "
-                        "and --threads may change, other data, model and training flags are ignored")
+                        "and --threads may change, any other flag is refused")
     p.add_argument("--threads", type=int, help="PyTorch threads (default: one per core; 1 is often faster "
                    "for small models or on a busy machine)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
@@ -268,6 +268,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     if args.resume:
         if not args.output:
             raise AttnclfError("--resume needs --output RUN_DIR, the run to continue")
+        _refuse_ignored_flags(args)
         settings = resume_settings(args.output, epochs=args.epochs, device=args.device, threads=args.threads)
     else:
         settings = build_settings(args)
@@ -282,6 +283,19 @@ def cmd_train(args: argparse.Namespace) -> int:
     if settings.report:
         print(f"report: {result.run_dir / 'report.html'}")
     return 0
+
+
+# What `train --resume` may be given: the run's own settings decide everything else.
+_RESUME_FLAGS = {"command", "resume", "output", "epochs", "device", "threads", "quiet", "no_report", "seeds"}
+
+
+def _refuse_ignored_flags(args: argparse.Namespace) -> None:
+    """A flag `--resume` would ignore is an error, not a silent no-op (the run continues with its own settings)."""
+    defaults = vars(build_parser().parse_args(["train"]))
+    given = [key for key, value in vars(args).items() if key not in _RESUME_FLAGS and value != defaults.get(key)]
+    if given:
+        raise AttnclfError(f"--resume continues the run with its own settings; drop --{given[0].replace('_', '-')} "
+                           f"(only --epochs, --device and --threads may change)")
 
 
 @command("refit")
