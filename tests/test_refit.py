@@ -133,13 +133,17 @@ def test_the_refit_command_refits_each_member_of_a_seeds_folder(tmp_path, capsys
     capsys.readouterr()
     assert main(["refit", str(ensemble), "--quiet", "--no-report", "--device", "cpu"]) == 0
     out = capsys.readouterr().out
-    refits = [ensemble / "seed-0-refit", ensemble / "seed-1-refit"]
-    assert all((r / "metrics.json").is_file() for r in refits)
-    assert f"attnclf evaluate {refits[0]} {refits[1]}" in out
-    assert main(["evaluate", *map(str, refits), "--device", "cpu", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["accuracy"] > 0.9  # the validated ensemble's, within noise
-    assert main(["refit", str(ensemble), "--output", str(tmp_path / "one")]) == 2
-    assert "--output names one refit" in capsys.readouterr().err
+    # The refits make an ensemble folder beside the original, which every command reads as one model.
+    refitted = tmp_path / "ens-refit"
+    assert all((refitted / f"seed-{seed}" / "metrics.json").is_file() for seed in (0, 1))
+    saved = json.loads((refitted / "ensemble.json").read_text())
+    assert saved["members"] == ["seed-0", "seed-1"] and saved["seeds"] == [0, 1]
+    assert "validation_metrics" not in saved and saved["metrics"]["accuracy"] > 0.9  # the validated one's, or near
+    assert f"ensemble of 2 refits ({refitted / 'ensemble.json'}), averaged:" in out
+    assert main(["evaluate", str(refitted), "--device", "cpu", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["accuracy"] == pytest.approx(saved["metrics"]["accuracy"])
+    assert main(["refit", str(ensemble), str(ensemble / "seed-0")]) == 2
+    assert "give one `train --seeds` folder, or run directories" in capsys.readouterr().err
 
 
 def test_a_refit_of_data_without_a_test_split_trains_on_everything_and_says_so(tmp_path, capsys):
@@ -226,7 +230,7 @@ def test_refits_that_cannot_work_stop_before_training(validated, tmp_path):
     (moved / "history.jsonl").write_text('{"epoch": 1, "val_macro')  # cut short
     config["data"].pop("train_sha256")
     (moved / "config.json").write_text(json.dumps(config))
-    with pytest.raises(RunDirError, match="history.jsonl, line 1: not valid JSON"):
+    with pytest.raises(RunDirError, match="history.jsonl, line 1, column 14: not valid JSON"):
         refit_settings(moved)
 
 
@@ -282,5 +286,19 @@ def test_an_interrupted_refit_says_how_to_go_on_and_which_runs_remain(validated,
     capsys.readouterr()
     assert main(["refit", str(second), str(validated), "--quiet", "--no-report", "--device", "cpu"]) == 130
     assert capsys.readouterr().err.strip().splitlines()[-1] == (
-        "attnclf: interrupted; it stopped before its first checkpoint (written at most once a minute, and at the "
-        f"end): refit it again, then `attnclf refit {validated}`")
+        f"attnclf: interrupted; `attnclf refit {second} {validated} --quiet --no-report --device cpu --resume` keeps "
+        f"finished refits and continues the others")
+
+
+def test_refit_resume_keeps_finished_refits_and_continues_the_others(validated, refit, tmp_path, capsys,
+                                                                      resume_after_interruption):
+    second = tmp_path / "second"
+    shutil.copytree(validated, second)
+    written = (refit.run_dir / "model.safetensors").stat().st_mtime_ns
+    assert main(["refit", str(validated), str(second), "--resume", "--quiet", "--no-report", "--device", "cpu"]) == 0
+    err = capsys.readouterr().err
+    assert f"{refit.run_dir}: finished, kept" in err and f"{second}: refit on its validation texts too" in err
+    assert (refit.run_dir / "model.safetensors").stat().st_mtime_ns == written
+    kept = load_file(str(refit.run_dir / "model.safetensors"))
+    again = load_file(str(tmp_path / "second-refit" / "model.safetensors"))
+    assert all(torch.equal(kept[k], again[k]) for k in kept)  # the same run, refitted twice: the same model

@@ -81,7 +81,7 @@ def test_health_model_and_docs(server, local):
     assert "attention" in info["explain_methods"] and info["version"]
     paths = server.get("/openapi.json").json()["paths"]
     assert {"/predict", "/explain", "/health", "/model"} <= set(paths)
-    assert info["refit_of"] is None  # the demo run is a validated run, not a refit
+    assert info["refit"] is None  # the demo run is a validated run, not a refit
     # The docs page is this process's own: it lists the endpoints and loads nothing from elsewhere.
     docs = server.get("/docs")
     assert docs.headers["content-type"].startswith("text/html")

@@ -122,6 +122,28 @@ def test_resume_refuses_a_split_that_changed_since(tmp_path):
         train_run(resume_settings(run.run_dir, epochs=2), resume=True, progress=False)
 
 
+def test_resume_refuses_training_texts_that_changed_since(tmp_path):
+    from attnclf.training.run import resume_settings
+
+    run = train_run(tiny_settings(tmp_path / "run", epochs=1), progress=False)
+    config_file = run.run_dir / "config.json"
+    config = json.loads(config_file.read_text())
+    config["data"]["train_sha256"] = "0" * 64  # as if training rows had been edited, the validation ones kept
+    config_file.write_text(json.dumps(config))
+    with pytest.raises(RunDirError, match="no longer gives the texts this run trained on"):
+        train_run(resume_settings(run.run_dir, epochs=2), resume=True, progress=False)
+
+
+def test_settings_that_cannot_build_a_model_touch_no_earlier_run_in_the_folder(tmp_path):
+    run_dir = train_run(tiny_settings(tmp_path / "run", epochs=1), progress=False).run_dir
+    before = {path.name: path.read_bytes() for path in run_dir.iterdir() if path.is_file()}
+    broken = tiny_settings(tmp_path / "run", epochs=1)
+    broken.model_config = {**broken.model_config, "heads": 3}  # 16 is not divisible by 3
+    with pytest.raises(AttnclfError, match="not divisible by heads=3"):
+        train_run(broken, progress=False)
+    assert {path.name: path.read_bytes() for path in run_dir.iterdir() if path.is_file()} == before
+
+
 def test_a_fresh_run_in_an_old_folder_drops_what_was_derived_from_the_old_weights(tmp_path):
     run_dir = train_run(tiny_settings(tmp_path / "run", epochs=1), progress=False).run_dir
     (run_dir / "onnx").mkdir()

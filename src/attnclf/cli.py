@@ -222,7 +222,8 @@ def _add_train_args(p: argparse.ArgumentParser) -> None:
                    help="with --windows: how the windows' summaries combine (default: attention)")
     p.add_argument("--resume", action="store_true",
                    help="continue the interrupted run in --output with its own settings: only --epochs, --device "
-                        "and --threads may change, any other flag is refused")
+                        "and --threads may change, any other flag is refused (with --seeds: finished members are "
+                        "kept, unfinished ones continue, new ones train with the flags given)")
     p.add_argument("--threads", type=int, help="PyTorch threads (default: one per core; 1 is often faster "
                    "for small models or on a busy machine)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
@@ -286,41 +287,65 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 # What `train --resume` may be given: the run's own settings decide everything else.
-_RESUME_FLAGS = {"command", "resume", "output", "epochs", "device", "threads", "quiet", "no_report", "seeds"}
+_RESUME_FLAGS = {"resume", "output", "epochs", "device", "threads", "quiet", "no_report"}
 
 
 def _refuse_ignored_flags(args: argparse.Namespace) -> None:
-    """A flag `--resume` would ignore is an error, not a silent no-op (the run continues with its own settings)."""
-    defaults = vars(build_parser().parse_args(["train"]))
-    given = [key for key, value in vars(args).items() if key not in _RESUME_FLAGS and value != defaults.get(key)]
-    if given:
-        raise AttnclfError(f"--resume continues the run with its own settings; drop --{given[0].replace('_', '-')} "
+    """A flag `--resume` would ignore is an error, not a silent no-op (the run continues with its own settings);
+    so is one typed with its default value, which may not be the run's."""
+    options = _subparser("train")._option_string_actions
+    typed = [options[token.split("=")[0]].dest for token in args.argv if token.split("=")[0] in options]
+    ignored = next((dest for dest in typed if dest not in _RESUME_FLAGS), None)
+    if ignored:
+        raise AttnclfError(f"--resume continues the run with its own settings; drop --{ignored.replace('_', '-')} "
                            f"(only --epochs, --device and --threads may change)")
+
+
+def _subparser(name: str) -> argparse.ArgumentParser:
+    """The parser of one command, for what only it knows (its option strings)."""
+    subparsers = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return subparsers.choices[name]
 
 
 @command("refit")
 def cmd_refit(args: argparse.Namespace) -> int:
-    from .ensemble import is_ensemble_dir, member_dirs
-    from .training.run import refit_settings, train_run
+    from .ensemble import ENSEMBLE_FILE, is_ensemble_dir, member_dirs, write_ensemble_file
+    from .rundir import read_json
+    from .training.run import refit_settings, resume_settings, train_run
 
-    run_dirs = [member for run in args.run_dirs for member in (member_dirs(run) if is_ensemble_dir(run) else [run])]
-    twice = next((run for i, run in enumerate(run_dirs) if Path(run).resolve() in
-                  {Path(r).resolve() for r in run_dirs[:i]}), None)
+    folder = Path(args.run_dirs[0]) if is_ensemble_dir(args.run_dirs[0]) else None
+    if folder and len(args.run_dirs) > 1 or any(is_ensemble_dir(run) for run in args.run_dirs[1:]):
+        raise AttnclfError("give one `train --seeds` folder, or run directories")
+    if folder:  # its members' refits make an ensemble folder of their own, beside it
+        run_dirs, ensemble = member_dirs(folder), Path(args.output or f"{folder}-refit")
+        outputs = [str(ensemble / run.name) for run in run_dirs]
+    else:
+        run_dirs, ensemble = [Path(run) for run in args.run_dirs], None
+        if args.output and len(run_dirs) > 1:
+            raise AttnclfError("--output names one refit; several runs are each refitted into RUN-refit")
+        outputs = [args.output] * len(run_dirs)
+    twice = next((run for i, run in enumerate(run_dirs) if run.resolve() in {r.resolve() for r in run_dirs[:i]}), None)
     if twice:
         raise AttnclfError(f"{twice} is given twice")
-    output = args.output
-    if output and len(run_dirs) > 1:
-        raise AttnclfError("--output names one refit; several runs are each refitted into RUN-refit")
     # Every run's settings first: a run that cannot be refitted stops the command before any training.
-    planned = [refit_settings(run_dir, output=output, device=args.device, threads=args.threads) for run_dir in run_dirs]
-    for number, (run_dir, settings) in enumerate(zip(run_dirs, planned)):
+    planned = [refit_settings(run_dir, output=output, device=args.device, threads=args.threads)
+               for run_dir, output in zip(run_dirs, outputs)]
+    args.refitting = True  # from here on an interrupt has something to resume (see _resume_hint)
+    for run_dir, settings in zip(run_dirs, planned):
         settings.report = not args.no_report
-        args.output = settings.output  # where an interrupted refit resumes (see _resume_hint)
-        args.left = [str(run) for run in run_dirs[number + 1:]]
-        refit = settings.refit_of
-        print(f"{run_dir}: refit on its validation texts too, for its best {refit['epochs']} epoch(s) "
-              f"(validation {refit['monitor']} {refit['value']:.4f}) -> {settings.output}", file=sys.stderr)
-        result = train_run(settings, progress=not args.quiet)
+        refit, output = settings.refit_of, Path(settings.output)
+        if args.resume and (output / "metrics.json").is_file():
+            print(f"{output}: finished, kept", file=sys.stderr)
+            continue
+        if args.resume and (output / "checkpoint" / "state.json").is_file():
+            print(f"{output}: continuing from its last checkpoint", file=sys.stderr)
+            settings = resume_settings(output, device=args.device, threads=args.threads)
+            settings.report = not args.no_report
+            result = train_run(settings, resume=True, progress=not args.quiet)
+        else:
+            print(f"{run_dir}: refit on its validation texts too, for its best {refit['epochs']} epoch(s) "
+                  f"(validation {refit['monitor']} {refit['value']:.4f}) -> {output}", file=sys.stderr)
+            result = train_run(settings, progress=not args.quiet)
         if not result.metrics:  # a torchrun rank other than 0; rank 0 reports
             continue
         if result.metrics["split"] is None:
@@ -328,7 +353,16 @@ def cmd_refit(args: argparse.Namespace) -> int:
         else:
             _print_metrics(result.metrics)
         print(f"run directory: {result.run_dir}")
-    if len(run_dirs) > 1:
+    if ensemble:  # a `--seeds` folder always has a test split: `train --seeds` refuses data without one
+        from .training.distributed import from_environment
+
+        if from_environment().is_main:
+            metrics = write_ensemble_file(ensemble, [Path(s.output) for s in planned],
+                                          read_json(folder / ENSEMBLE_FILE).get("seeds", []), device=planned[0].device,
+                                          threads=args.threads)
+            print(f"ensemble of {len(planned)} refits ({ensemble / ENSEMBLE_FILE}), averaged:")
+            _print_metrics(metrics)
+    elif len(run_dirs) > 1:
         print(f"score the refits together: attnclf evaluate {' '.join(shlex.quote(s.output) for s in planned)}")
     return 0
 
@@ -760,16 +794,19 @@ def build_parser() -> argparse.ArgumentParser:
                                    "the ones they validated on, for N epochs, N the count after which each validated "
                                    "best (on the learning-rate schedule it followed); then test. A refit cannot be "
                                    "validated: its run is the validated estimate. It is not averaged with runs that "
-                                   "are not refits. An interrupted refit resumes with `attnclf train --resume --output "
-                                   "REFIT`. Without a test split it scores nothing; export it with --check-file.")
+                                   "are not refits. An interrupted refit continues with the same command and "
+                                   "--resume. Without a test split it scores nothing; export it with --check-file.")
     p.add_argument("run_dirs", nargs="+", metavar="run_dir",
-                   help="a finished run directory; several, or a folder of `train --seeds` (into its seed-S-refit "
-                        "folders), refit each member")
-    p.add_argument("--output", "-o", help="the refit's run directory (one run only; default: RUN-refit)")
+                   help="a finished run directory; several, each into RUN-refit; or a folder of `train --seeds`, "
+                        "whose refitted members make an ensemble folder of their own (FOLDER-refit)")
+    p.add_argument("--output", "-o", help="the refit's run directory, or a --seeds folder's refit folder "
+                                                 "(default: RUN-refit, FOLDER-refit)")
     p.add_argument("--device", choices=["auto", "cpu", "cuda", "mps"], help="default: the run's")
     p.add_argument("--threads", type=int, help="PyTorch threads (default: one per core)")
     p.add_argument("--no-report", action="store_true", help="skip report.html and plots/ at the end")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument("--resume", action="store_true",
+                   help="keep the refits already finished and continue interrupted ones from their checkpoints")
 
     p = sub.add_parser("evaluate", help="score a trained model on a labelled test set (default: the run's own)")
     p.add_argument("run_dirs", nargs="+", metavar="run_dir",
@@ -936,6 +973,7 @@ def _add_experiment_args(p: argparse.ArgumentParser, default_output: str) -> Non
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)[1:]  # the command's own arguments, as typed
     try:
         return COMMANDS[args.command](args)
     except AttnclfError as exc:
@@ -947,16 +985,16 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _resume_hint(args: argparse.Namespace) -> str:
-    """How to continue an interrupted single `train` run or a refit, if it got as far as a checkpoint of its own
-    (a fresh run removes the folder's earlier checkpoint once its data has loaded), and which refits remain."""
-    if args.command not in ("train", "refit") or getattr(args, "seeds", None) or not args.output:
+    """How to continue an interrupted single `train` run, if it got as far as a checkpoint of its own (a fresh
+    run removes the folder's earlier checkpoint once its data has loaded), or an interrupted `refit`."""
+    if args.command == "refit" and getattr(args, "refitting", False):
+        again = ["attnclf", "refit", *args.argv, *([] if args.resume else ["--resume"])]
+        return f"; `{' '.join(map(shlex.quote, again))}` keeps finished refits and continues the others"
+    if args.command != "train" or args.seeds or not args.output:
         return ""
-    then = f", then `attnclf refit {' '.join(map(shlex.quote, args.left))}`" if getattr(args, "left", None) else ""
     if (Path(args.output) / "checkpoint" / "state.json").is_file():
-        return (f"; `attnclf train --resume --output {shlex.quote(args.output)}` continues from its last "
-                f"checkpoint{then}")
-    again = "refit it again" if args.command == "refit" else "train it again"
-    return f"; it stopped before its first checkpoint (written at most once a minute, and at the end): {again}{then}"
+        return f"; `attnclf train --resume --output {shlex.quote(args.output)}` continues from its last checkpoint"
+    return "; it stopped before its first checkpoint (written at most once a minute, and at the end): train it again"
 
 
 if __name__ == "__main__":

@@ -132,10 +132,8 @@ def train_ensemble(settings, seeds: Sequence[int], resume: bool = False, progres
     import sys
     from dataclasses import replace
 
-    from .evaluation.metrics import compute_metrics
-    from .training.device import torch_threads
     from .training.distributed import from_environment
-    from .training.run import held_out_fingerprint, resume_settings, run_test_data, run_validation_data, train_run
+    from .training.run import resume_settings, train_run
 
     if len(seeds) < 2 or len(set(seeds)) != len(seeds):
         raise AttnclfError(f"--seeds needs at least two different seeds, got {' '.join(map(str, seeds))}")
@@ -166,13 +164,29 @@ def train_ensemble(settings, seeds: Sequence[int], resume: bool = False, progres
                 raise
     if not from_environment().is_main:
         return {}
-    ensemble = Ensemble.load(members, device=settings.device)
-    with torch_threads(settings.threads):
+    return write_ensemble_file(output, members, seeds, device=settings.device, threads=settings.threads)
+
+
+def write_ensemble_file(output: Path, members: Sequence[Path], seeds: Sequence[int], device: str = "auto",
+                        threads: int | None = None) -> dict:
+    """Test the members' averaged probabilities and write ``output/ensemble.json``; returns the test metrics.
+
+    The validation metrics are saved too when every member recorded the same validation texts.
+
+    >>> # write_ensemble_file(Path("runs/imdb-3"), [Path("runs/imdb-3/seed-0"), Path("runs/imdb-3/seed-1")], [0, 1])
+    """
+    from .evaluation.metrics import compute_metrics
+    from .training.device import torch_threads
+    from .training.run import held_out_fingerprint, run_test_data, run_validation_data
+
+    ensemble = Ensemble.load(members, device=device)
+    with torch_threads(threads):
         test = run_test_data(ensemble.config, ensemble.label_names, test_only=True)
         metrics = compute_metrics(test.labels, ensemble.predict_proba(test.texts), ensemble.label_names)
         metrics["split"] = test.split
-        saved = {"members": [member.name for member in members], "seeds": list(seeds), "metrics": metrics}
-        # Members that recorded one set of validation texts (older runs record none).
+        saved = {"members": [str(Path(member).relative_to(output)) for member in members], "seeds": list(seeds),
+                 "metrics": metrics}
+        # Members that recorded one set of validation texts (older runs, and refits, record none).
         held_out = {held_out_fingerprint(member.config) for member in ensemble.members}
         if len(held_out) == 1 and None not in held_out:
             validation = run_validation_data([member.config for member in ensemble.members], ensemble.label_names)

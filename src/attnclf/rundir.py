@@ -177,7 +177,7 @@ def read_jsonl(path: Path) -> list[dict]:
         try:
             records.extend([json.loads(line)] if line.strip() else [])
         except json.JSONDecodeError as exc:
-            raise RunDirError(f"{path}, line {number}: not valid JSON ({exc})") from None
+            raise RunDirError(f"{path}, line {number}, column {exc.colno}: not valid JSON ({exc.msg})") from None
     return records
 
 

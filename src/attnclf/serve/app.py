@@ -308,8 +308,9 @@ def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
                           "vocab_size": members[0].tokenizer.vocab_size},
             "version": __version__,
             "trained_with": config.get("versions", {}),
-            # A refit trained on its validation texts too; the run it refits holds the validated estimate.
-            "refit_of": config["settings"].get("refit_of"),
+            # A refit trained on its validation texts too, for the epochs its run chose (not where it lives).
+            "refit": {key: refit[key] for key in ("epochs", "monitor", "value")}
+            if (refit := config["settings"].get("refit_of")) else None,
             "explain_methods": [] if ensemble else available_methods(classifier.model),
             "limits": asdict(limits),
         }
@@ -327,6 +328,7 @@ def docs_page(openapi: dict, base_url: str) -> str:
     """
     import html
     import json
+    import shlex
 
     def kind(field: dict) -> str:
         options = field.get("anyOf", [field])
@@ -343,8 +345,9 @@ def docs_page(openapi: dict, base_url: str) -> str:
                            f"<td>{html.escape(field.get('description', ''))}</td></tr>"
                            for name, field in schema.get("properties", {}).items())
             example = json.dumps((schema.get("examples") or [{"text": "a fine film"}])[0])
-            curl = f"curl {base_url}{path}" if method == "get" else (
-                f"curl -X {method.upper()} {base_url}{path} -H 'Content-Type: application/json' -d '{example}'")
+            url = shlex.quote(base_url + path)
+            curl = f"curl {url}" if method == "get" else (
+                f"curl -X {method.upper()} {url} -H 'Content-Type: application/json' -d {shlex.quote(example)}")
             sections.append(
                 f"<h2><code>{method.upper()} {html.escape(path)}</code></h2>"
                 f"<p>{html.escape(operation.get('description') or operation.get('summary', ''))}</p>"
@@ -356,7 +359,8 @@ def docs_page(openapi: dict, base_url: str) -> str:
             "overflow:auto}td,th{text-align:left;padding:.2em .8em .2em 0;vertical-align:top}</style></head><body>"
             f"<h1>{html.escape(info.get('title', ''))} {html.escape(info.get('version', ''))}</h1>"
             f"<p>{html.escape(info.get('description', ''))}</p>"
-            f"<p>The full schema: <a href='/openapi.json'>/openapi.json</a>.</p>{''.join(sections)}</body></html>")
+            f"<p>The full schema: <a href='{html.escape(base_url, quote=True)}/openapi.json'>/openapi.json</a>.</p>"
+            f"{''.join(sections)}</body></html>")
 
 
 def serve(run_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, limits: ServeLimits = ServeLimits(),

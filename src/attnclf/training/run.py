@@ -375,6 +375,9 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
                            "one label and one max_len-token sequence per text")
     if settings.windows:
         settings.windows.stride_for(settings.tokenizer.max_len)
+    with torch.device("meta"):  # a model the settings cannot build (heads that do not divide the width) fails here
+        build_model(settings.model, vocab_size=8, num_classes=2, max_len=settings.tokenizer.max_len,
+                    **settings.model_config)
     counting = settings.embeddings == COUNT_EMBEDDINGS and not resume
     if counting and settings.data.token_cache:
         raise AttnclfError("word vectors counted in the run (--embeddings count, which the dataset's recipe may "
@@ -408,11 +411,13 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
         # The data loaded: this run replaces the folder's earlier one. Its weights, history, metrics, thresholds, ONNX
         # export and checkpoint would describe another model (a checkpoint would invite --resume onto this run's
         # tokenizer, a history `attnclf refit` onto its settings), and this run writes its own as it goes.
-        for stale in ("model.safetensors", "history.jsonl", "metrics.json", THRESHOLDS_FILE):
+        for stale in ("model.safetensors", "history.jsonl", "metrics.json", THRESHOLDS_FILE, "report.html",
+                      "faithfulness.json"):
             (run_dir / stale).unlink(missing_ok=True)
         if (run_dir / "onnx" / "export.json").is_file():
             shutil.rmtree(run_dir / "onnx", ignore_errors=True)
-        shutil.rmtree(run_dir / "checkpoint", ignore_errors=True)
+        for derived in ("checkpoint", "plots"):
+            shutil.rmtree(run_dir / derived, ignore_errors=True)
     label_names = splits.train.label_names
     # One pass over the held-out texts (from disk for a token cache): later commands check they are unchanged.
     fingerprint = None if splits.validation is None else texts_fingerprint(splits.validation)
@@ -422,6 +427,9 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
     if held_out_fingerprint(saved) not in (None, fingerprint):
         raise RunDirError(f"{run_dir}: {settings.data.describe()} no longer gives the validation texts this run "
                           f"held out (the data or its split changed since); it cannot resume on other data")
+    if saved.get("data", {}).get("train_sha256") not in (None, trained_on):
+        raise RunDirError(f"{run_dir}: {settings.data.describe()} no longer gives the texts this run trained on "
+                          f"(the data changed since); it cannot resume on other data")
     counted = saved.get("counted_embeddings")
     if counting and distributed.is_main:  # DDP starts every rank from rank 0's parameters
         vectors, counted = _count_embeddings(settings, splits.train, width,
@@ -597,6 +605,13 @@ def refit_settings(run_dir: str | Path, output: str | None = None, device: str |
     if not (run_dir / "metrics.json").is_file():
         raise RunDirError(f"{run_dir} has not finished training (no metrics.json); finish it with "
                           f"`attnclf train --resume --output {run_dir}`, then refit it")
+    if not (run_dir / "history.jsonl").is_file():
+        raise RunDirError(f"{run_dir} has no history.jsonl, so no epoch count to refit for")
+    history = read_jsonl(run_dir / "history.jsonl")
+    try:
+        best = best_epoch(history, saved["train"]["monitor"])
+    except AttnclfError as exc:
+        raise AttnclfError(f"{run_dir}: {exc}") from None
     settings = resume_settings(run_dir, device=device, threads=threads)
     settings.output = output or f"{run_dir}-refit"
     _check_refit_output(run_dir, Path(settings.output))
@@ -612,13 +627,10 @@ def refit_settings(run_dir: str | Path, output: str | None = None, device: str |
             raise AttnclfError(f"{settings.data.describe()} no longer gives the texts {run_dir} trained and validated "
                                f"on (the data or its split changed since): a refit would learn other data")
     monitor = settings.train.monitor
-    if not (run_dir / "history.jsonl").is_file():
-        raise RunDirError(f"{run_dir} has no history.jsonl, so no epoch count to refit for")
-    best = best_epoch(read_jsonl(run_dir / "history.jsonl"), monitor)
     settings.data.refit = True
     settings.train.schedule_epochs = settings.train.schedule_epochs or settings.train.epochs
     settings.train.epochs, settings.train.patience = best["epoch"], 0
-    settings.refit_of = {"run": str(run_dir), "epochs": best["epoch"], "monitor": monitor,
+    settings.refit_of = {"run": str(run_dir.resolve()), "epochs": best["epoch"], "monitor": monitor,
                          "value": best[f"val_{monitor}"], "validation_sha256": held_out}
     if settings.data.multi_label:
         settings.refit_of["thresholds"] = read_json(run_dir / THRESHOLDS_FILE)["thresholds"]
