@@ -28,7 +28,8 @@ def main() -> None:
     p = parser(__doc__.splitlines()[0])
     p.add_argument("runs", nargs="+", help="validated run directories (an ensemble's members)")
     p.add_argument("--name", required=True, help="result file bench/results/NAME.json")
-    p.add_argument("--output", default="runs/bench-refit", help="refits go to OUTPUT/<run's folder name>")
+    p.add_argument("--output", default="runs/bench-refit",
+                   help="refits go to OUTPUT/<the run's parent folder name>-<its folder name>")
     p.add_argument("--extra-test", action="append", default=[], metavar="DATASET",
                    help="also score both ensembles on this dataset's test split (e.g. sst2-sentences); repeatable")
     p.add_argument("--threads", type=int, default=1)
@@ -54,18 +55,19 @@ def main() -> None:
         tests[dataset] = align_labels(test, runs.label_names)
     scores = {}
     for name, test in tests.items():
-        scores[name] = {label: compute_metrics(test.labels, ensemble.predict_proba(test.texts), ensemble.label_names,
-                                               report=False)["accuracy"]
-                        for label, ensemble in (("runs", runs), ("refits", refitted))} | {"examples": len(test)}
+        scores[name] = {"examples": len(test)}
+        for label, ensemble in (("runs", runs), ("refits", refitted)):
+            probabilities = ensemble.predict_proba(test.texts)
+            scores[name][label] = compute_metrics(test.labels, probabilities, ensemble.label_names,
+                                                  report=False)["accuracy"]
     members = []
     for run, refit in zip(args.runs, refits):
-        config = read_json(refit / "config.json")
+        config, metrics = read_json(refit / "config.json"), read_json(refit / "metrics.json")
         members.append({"run": run, "refit": str(refit), "epochs": config["settings"]["train"]["epochs"],
                         "schedule_epochs": config["settings"]["train"]["schedule_epochs"],
                         "train_examples": config["data"]["train_examples"],
                         "run_test_accuracy": read_json(Path(run) / "metrics.json")["accuracy"],
-                        "refit_test_accuracy": read_json(refit / "metrics.json")["accuracy"],
-                        "refit_train_seconds": read_json(refit / "metrics.json")["train_seconds"]})
+                        "refit_test_accuracy": metrics["accuracy"], "refit_train_seconds": metrics["train_seconds"]})
     # Wall seconds of this invocation's `attnclf refit` calls: about 0 for refits it found finished.
     write_result(args.name, {"ensemble_accuracy": scores, "members": members, "refit_wall_seconds": seconds},
                  args.out)

@@ -364,6 +364,8 @@ def test_resume_refuses_flags_it_would_ignore(tmp_path, capsys):
     # A flag typed with its default value may not be the run's value: refused too.
     assert main(["train", "--resume", "--output", str(tmp_path / "run"), "--val-fraction=0.1"]) == 2
     assert "drop --val-fraction" in capsys.readouterr().err
+    assert main(["train", "--resume", "--output", str(tmp_path / "run"), "--batch", "64"]) == 2  # argparse's prefix
+    assert "drop --batch-size" in capsys.readouterr().err
     # The flags it does take pass this check and reach the run (here: there is none).
     assert main(["train", "--resume", "--output", str(tmp_path / "run"), "--epochs", "3", "--threads", "1",
                  "--quiet", "--device", "cpu"]) == 2

@@ -144,6 +144,11 @@ def test_the_refit_command_refits_each_member_of_a_seeds_folder(tmp_path, capsys
     assert json.loads(capsys.readouterr().out)["accuracy"] == pytest.approx(saved["metrics"]["accuracy"])
     assert main(["refit", str(ensemble), str(ensemble / "seed-0")]) == 2
     assert "give one `train --seeds` folder, or run directories" in capsys.readouterr().err
+    for taken in (ensemble, ensemble / "seed-0"):  # the folder itself, or a run: never written over
+        assert main(["refit", str(ensemble), "--output", str(taken)]) == 2
+        assert "holds a run or the ensemble itself" in capsys.readouterr().err
+    assert main(["refit", str(ensemble), "--resume", "--quiet", "--device", "cpu"]) == 0
+    assert capsys.readouterr().err.count("finished, kept") == 2
 
 
 def test_a_refit_of_data_without_a_test_split_trains_on_everything_and_says_so(tmp_path, capsys):

@@ -293,9 +293,10 @@ _RESUME_FLAGS = {"resume", "output", "epochs", "device", "threads", "quiet", "no
 def _refuse_ignored_flags(args: argparse.Namespace) -> None:
     """A flag `--resume` would ignore is an error, not a silent no-op (the run continues with its own settings);
     so is one typed with its default value, which may not be the run's."""
-    options = _subparser("train")._option_string_actions
-    typed = [options[token.split("=")[0]].dest for token in args.argv if token.split("=")[0] in options]
-    ignored = next((dest for dest in typed if dest not in _RESUME_FLAGS), None)
+    train = _subparser("train")
+    for action in train._actions:  # parsed again with no defaults: what is left was typed (abbreviations too)
+        action.default = argparse.SUPPRESS
+    ignored = next((dest for dest in vars(train.parse_args(args.argv)) if dest not in _RESUME_FLAGS), None)
     if ignored:
         raise AttnclfError(f"--resume continues the run with its own settings; drop --{ignored.replace('_', '-')} "
                            f"(only --epochs, --device and --threads may change)")
@@ -309,43 +310,14 @@ def _subparser(name: str) -> argparse.ArgumentParser:
 
 @command("refit")
 def cmd_refit(args: argparse.Namespace) -> int:
-    from .ensemble import ENSEMBLE_FILE, is_ensemble_dir, member_dirs, write_ensemble_file
-    from .rundir import read_json
-    from .training.run import refit_settings, resume_settings, train_run
+    from .rundir import ENSEMBLE_FILE
+    from .training.run import refit_runs
 
-    folder = Path(args.run_dirs[0]) if is_ensemble_dir(args.run_dirs[0]) else None
-    if folder and len(args.run_dirs) > 1 or any(is_ensemble_dir(run) for run in args.run_dirs[1:]):
-        raise AttnclfError("give one `train --seeds` folder, or run directories")
-    if folder:  # its members' refits make an ensemble folder of their own, beside it
-        run_dirs, ensemble = member_dirs(folder), Path(args.output or f"{folder}-refit")
-        outputs = [str(ensemble / run.name) for run in run_dirs]
-    else:
-        run_dirs, ensemble = [Path(run) for run in args.run_dirs], None
-        if args.output and len(run_dirs) > 1:
-            raise AttnclfError("--output names one refit; several runs are each refitted into RUN-refit")
-        outputs = [args.output] * len(run_dirs)
-    twice = next((run for i, run in enumerate(run_dirs) if run.resolve() in {r.resolve() for r in run_dirs[:i]}), None)
-    if twice:
-        raise AttnclfError(f"{twice} is given twice")
-    # Every run's settings first: a run that cannot be refitted stops the command before any training.
-    planned = [refit_settings(run_dir, output=output, device=args.device, threads=args.threads)
-               for run_dir, output in zip(run_dirs, outputs)]
-    args.refitting = True  # from here on an interrupt has something to resume (see _resume_hint)
-    for run_dir, settings in zip(run_dirs, planned):
-        settings.report = not args.no_report
-        refit, output = settings.refit_of, Path(settings.output)
-        if args.resume and (output / "metrics.json").is_file():
-            print(f"{output}: finished, kept", file=sys.stderr)
-            continue
-        if args.resume and (output / "checkpoint" / "state.json").is_file():
-            print(f"{output}: continuing from its last checkpoint", file=sys.stderr)
-            settings = resume_settings(output, device=args.device, threads=args.threads)
-            settings.report = not args.no_report
-            result = train_run(settings, resume=True, progress=not args.quiet)
-        else:
-            print(f"{run_dir}: refit on its validation texts too, for its best {refit['epochs']} epoch(s) "
-                  f"(validation {refit['monitor']} {refit['value']:.4f}) -> {output}", file=sys.stderr)
-            result = train_run(settings, progress=not args.quiet)
+    again = ["attnclf", "refit", *args.argv, *([] if args.resume else ["--resume"])]
+    args.resume_hint = f"; `{' '.join(map(shlex.quote, again))}` keeps finished refits and continues the others"
+    results, ensemble_metrics = refit_runs(args.run_dirs, args.output, resume=args.resume, device=args.device,
+                                           threads=args.threads, report=not args.no_report, progress=not args.quiet)
+    for result in results:
         if not result.metrics:  # a torchrun rank other than 0; rank 0 reports
             continue
         if result.metrics["split"] is None:
@@ -353,17 +325,11 @@ def cmd_refit(args: argparse.Namespace) -> int:
         else:
             _print_metrics(result.metrics)
         print(f"run directory: {result.run_dir}")
-    if ensemble:  # a `--seeds` folder always has a test split: `train --seeds` refuses data without one
-        from .training.distributed import from_environment
-
-        if from_environment().is_main:
-            metrics = write_ensemble_file(ensemble, [Path(s.output) for s in planned],
-                                          read_json(folder / ENSEMBLE_FILE).get("seeds", []), device=planned[0].device,
-                                          threads=args.threads)
-            print(f"ensemble of {len(planned)} refits ({ensemble / ENSEMBLE_FILE}), averaged:")
-            _print_metrics(metrics)
-    elif len(run_dirs) > 1:
-        print(f"score the refits together: attnclf evaluate {' '.join(shlex.quote(s.output) for s in planned)}")
+    if ensemble_metrics:
+        print(f"ensemble of {len(results)} refits ({results[0].run_dir.parent / ENSEMBLE_FILE}), averaged:")
+        _print_metrics(ensemble_metrics)
+    elif len(results) > 1:
+        print(f"score the refits together: attnclf evaluate {' '.join(shlex.quote(str(r.run_dir)) for r in results)}")
     return 0
 
 
@@ -986,10 +952,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def _resume_hint(args: argparse.Namespace) -> str:
     """How to continue an interrupted single `train` run, if it got as far as a checkpoint of its own (a fresh
-    run removes the folder's earlier checkpoint once its data has loaded), or an interrupted `refit`."""
-    if args.command == "refit" and getattr(args, "refitting", False):
-        again = ["attnclf", "refit", *args.argv, *([] if args.resume else ["--resume"])]
-        return f"; `{' '.join(map(shlex.quote, again))}` keeps finished refits and continues the others"
+    run removes the folder's earlier checkpoint once its data has loaded), or what the command says itself."""
+    if hasattr(args, "resume_hint"):
+        return args.resume_hint
     if args.command != "train" or args.seeds or not args.output:
         return ""
     if (Path(args.output) / "checkpoint" / "state.json").is_file():

@@ -24,12 +24,12 @@ import numpy as np
 
 from .errors import AttnclfError
 from .prediction import Prediction
-from .rundir import atomic_write_json, first_missing_folder, prepare_output_dir, read_json, remove_empty_folders
+from .rundir import (ENSEMBLE_FILE, atomic_write_json, first_missing_folder, prepare_output_dir, read_json,
+                     remove_empty_folders)
 
 if TYPE_CHECKING:  # loaded where used: `predict --backend onnx` asks is_ensemble_dir without PyTorch
     from .classifier import Classifier
 
-ENSEMBLE_FILE = "ensemble.json"  # in the folder `attnclf train --seeds` writes: members and test metrics
 NOT_EXPLAINED = ("an ensemble is not explained or exported as one model: its members tokenise and attend each "
                  "their own way; use one member (a seed-S run directory)")
 
@@ -133,7 +133,7 @@ def train_ensemble(settings, seeds: Sequence[int], resume: bool = False, progres
     from dataclasses import replace
 
     from .training.distributed import from_environment
-    from .training.run import resume_settings, train_run
+    from .training.run import train_or_continue
 
     if len(seeds) < 2 or len(set(seeds)) != len(seeds):
         raise AttnclfError(f"--seeds needs at least two different seeds, got {' '.join(map(str, seeds))}")
@@ -148,20 +148,12 @@ def train_ensemble(settings, seeds: Sequence[int], resume: bool = False, progres
     for seed, member in zip(seeds, members):
         if progress and from_environment().is_main:
             print(f"seed {seed}: {member}", file=sys.stderr)
-        if resume and (member / "metrics.json").is_file():
-            print(f"{member}: finished, kept", file=sys.stderr)
-        elif resume and (member / "checkpoint" / "state.json").is_file():
-            continued = resume_settings(member, epochs=settings.train.epochs, device=settings.device,
-                                        threads=settings.threads)
-            continued.report = settings.report
-            train_run(continued, resume=True, progress=progress)
-        else:
-            try:
-                train_run(replace(settings, output=str(member), train=replace(settings.train, seed=seed)),
-                          progress=progress)
-            except AttnclfError:
-                remove_empty_folders(output, created)  # a member that failed on its data left its folder empty
-                raise
+        try:
+            train_or_continue(replace(settings, output=str(member), train=replace(settings.train, seed=seed)),
+                              resume, progress)
+        except AttnclfError:
+            remove_empty_folders(output, created)  # a member that failed on its data left its folder empty
+            raise
     if not from_environment().is_main:
         return {}
     return write_ensemble_file(output, members, seeds, device=settings.device, threads=settings.threads)

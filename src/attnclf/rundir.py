@@ -131,6 +131,9 @@ def remove_empty_folders(path: Path, outermost: Path | None) -> None:
             return
 
 
+ENSEMBLE_FILE = "ensemble.json"  # in the folder `attnclf train --seeds` writes: members and test metrics
+
+
 def read_json(path: Path) -> Any:
     try:
         return json.loads(Path(path).read_text(encoding="utf-8"))

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Sequence
 
+from ..errors import DataError
+
 
 @dataclass
 class TextDataset:
@@ -71,7 +73,7 @@ class TextDataset:
         """
         first = parts[0]
         if any(part.label_names != first.label_names for part in parts):
-            raise ValueError("joined parts must share their label names")
+            raise DataError(f"{first.name}: the parts joined into {split} have different label names")
 
         def every(attribute: str) -> list | None:
             values = [getattr(part, attribute) for part in parts]

@@ -22,7 +22,10 @@ batched together for the next one (``Batcher``).
 from __future__ import annotations
 
 import asyncio
+import html
+import json
 import os
+import shlex
 import socket
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
@@ -326,13 +329,9 @@ def docs_page(openapi: dict, base_url: str) -> str:
     >>> "curl http://127.0.0.1:8000/health" in page
     True
     """
-    import html
-    import json
-    import shlex
-
     def kind(field: dict) -> str:
         options = field.get("anyOf", [field])
-        return " or ".join(f"{o.get('type', '?')}" + (f" of {o['items'].get('type', '?')}" if "items" in o else "")
+        return " or ".join(o.get("type", "?") + (f" of {o['items'].get('type', '?')}" if "items" in o else "")
                            for o in options if o.get("type") != "null")
 
     schemas = openapi.get("components", {}).get("schemas", {})

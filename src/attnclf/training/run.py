@@ -24,9 +24,9 @@ from ..evaluation.predict import predict_probabilities
 from ..models import MODELS, build_model, config_for
 from ..models.windows import window_config, windowed
 from ..recipes import recipe_for
-from ..rundir import (FORMAT_VERSION, THRESHOLDS_FILE, atomic_write_bytes, atomic_write_json, check_run_dir,
-                      first_missing_folder,
-                      prepare_output_dir, read_json, read_jsonl, remove_empty_folders)
+from ..rundir import (ENSEMBLE_FILE, FORMAT_VERSION, THRESHOLDS_FILE, atomic_write_bytes, atomic_write_json,
+                      check_run_dir, first_missing_folder, prepare_output_dir, read_json, read_jsonl,
+                      remove_empty_folders)
 from ..text.batching import EVAL_MAX_TOKENS, BucketBatches
 from ..text.cache import CachedDataset
 from ..text.cleaning import CleaningConfig
@@ -296,6 +296,7 @@ def run_validation_data(configs: list[dict], label_names: list[str]) -> TextData
     return align_labels(validation, label_names)
 
 
+_NO_CACHED_REFIT = "{} trained from a token cache, which keeps validation apart: it cannot be refitted yet"
 _CHANGED_SPLIT = ("{} no longer gives the validation texts a run held out (the data or its split changed since it "
                   "was trained): they may be texts it learned")
 
@@ -369,7 +370,7 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
     started = time.perf_counter()
     # Settings that cannot work fail before anything is written.
     if settings.data.token_cache and settings.data.refit:
-        raise AttnclfError("a refit does not combine with --token-cache yet: the cache keeps validation apart")
+        raise AttnclfError(_NO_CACHED_REFIT.format("the run"))
     if settings.data.token_cache and (settings.data.multi_label or settings.windows):
         raise AttnclfError("--token-cache does not combine with --multi-label or --windows yet: the cache holds "
                            "one label and one max_len-token sequence per text")
@@ -480,16 +481,15 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
         thresholds = _refit_thresholds(settings.refit_of, run_dir, label_names)
     elif settings.data.multi_label:
         thresholds = _tune_thresholds(model, tokenizer, splits.validation, device, settings.eval_batch_size, run_dir)
+    trained = {"train_seconds": round(sum(h["seconds"] for h in history), 3), "parameters": model.num_parameters()}
     if splits.test is None and splits.validation is None:  # a refit of data without a test split: nothing held out
-        metrics = {"split": None, "train_seconds": round(sum(h["seconds"] for h in history), 3),
-                   "parameters": model.num_parameters(),
+        metrics = {"split": None, **trained,
                    "note": f"trained on every labelled text; {settings.refit_of['run']} estimates its accuracy"}
         atomic_write_json(run_dir / "metrics.json", metrics)
         return RunResult(run_dir, metrics, history, time.perf_counter() - started)
     test = align_labels(splits.test if splits.test is not None else splits.validation, label_names)
     metrics, test_probabilities = evaluate_split(model, tokenizer, test, device, settings.eval_batch_size, thresholds)
-    metrics["train_seconds"] = round(sum(h["seconds"] for h in history), 3)
-    metrics["parameters"] = model.num_parameters()
+    metrics |= trained
     atomic_write_json(run_dir / "metrics.json", metrics)
     if settings.report:
         from ..classifier import Classifier
@@ -527,11 +527,78 @@ def _refit_thresholds(refit_of: dict, run_dir: Path, label_names: list[str]) -> 
     return np.array([refit_of["thresholds"][name] for name in label_names])
 
 
+def train_or_continue(settings: RunSettings, resume: bool, progress: bool = True) -> RunResult:
+    """``settings``' run trained afresh; with ``resume``, kept if it finished and continued from its checkpoint if not
+    (``train --seeds --resume``, ``refit --resume``)."""
+    output = Path(settings.output)
+    if resume and (output / "metrics.json").is_file():
+        print(f"{output}: finished, kept", file=sys.stderr)
+        return RunResult(output, read_json(output / "metrics.json"), read_jsonl(output / "history.jsonl"), 0.0)
+    if resume and (output / "checkpoint" / "state.json").is_file():
+        continued = resume_settings(output, epochs=settings.train.epochs, device=settings.device,
+                                    threads=settings.threads)
+        continued.report = settings.report
+        return train_run(continued, resume=True, progress=progress)
+    return train_run(settings, progress=progress)
+
+
+def refit_runs(run_dirs: list[str | Path], output: str | None = None, *, resume: bool = False,
+               device: str | None = None, threads: int | None = None, report: bool = True,
+               progress: bool = True) -> tuple[list[RunResult], dict | None]:
+    """Refit runs (``refit_settings``), each into RUN-refit (one run: ``output``), or the members of one
+    ``train --seeds`` folder into FOLDER-refit (or ``output``), which becomes an ensemble folder of its own.
+
+    Every run is checked before any is trained. Returns each refit's result and, for a ``--seeds`` folder,
+    the refits' ensemble test metrics (also in its ensemble.json). ``resume`` keeps finished refits and
+    continues interrupted ones.
+
+    >>> # results, _ = refit_runs(["runs/a", "runs/b"])           # into runs/a-refit, runs/b-refit
+    >>> # _, metrics = refit_runs(["runs/imdb-3"])                # a --seeds folder, into runs/imdb-3-refit
+    """
+    from ..ensemble import is_ensemble_dir, member_dirs, write_ensemble_file
+    from .distributed import from_environment
+
+    folder = Path(run_dirs[0]) if is_ensemble_dir(run_dirs[0]) else None
+    if (folder and len(run_dirs) > 1) or any(is_ensemble_dir(run) for run in run_dirs[1:]):
+        raise AttnclfError("give one `train --seeds` folder, or run directories")
+    if folder:  # its members' refits make an ensemble folder of their own, beside it
+        runs, refit_folder = member_dirs(folder), Path(output or f"{folder}-refit")
+        if refit_folder.resolve() == folder.resolve() or (refit_folder / "config.json").is_file():
+            raise AttnclfError(f"{refit_folder} holds a run or the ensemble itself; give the refits another --output")
+        if (refit_folder / ENSEMBLE_FILE).is_file():  # an earlier refit of this folder, or another ensemble
+            for member in member_dirs(refit_folder):
+                _check_refit_output(folder / member.name, member)
+        outputs = [str(refit_folder / run.name) for run in runs]
+    else:
+        runs, refit_folder = [Path(run) for run in run_dirs], None
+        if output and len(runs) > 1:
+            raise AttnclfError("--output names one refit; several runs are each refitted into RUN-refit")
+        outputs = [output] * len(runs)
+    seen = set()
+    for run in runs:
+        if run.resolve() in seen:
+            raise AttnclfError(f"{run} is given twice")
+        seen.add(run.resolve())
+    planned = [refit_settings(run, output=out, device=device, threads=threads) for run, out in zip(runs, outputs)]
+    results = []
+    for run, settings in zip(runs, planned):
+        settings.report = report
+        print(f"{run}: refit on its validation texts too, for its best {settings.refit_of['epochs']} epoch(s) "
+              f"(validation {settings.refit_of['monitor']} {settings.refit_of['value']:.4f}) -> {settings.output}",
+              file=sys.stderr)
+        results.append(train_or_continue(settings, resume, progress))
+    if refit_folder is None or not from_environment().is_main:
+        return results, None
+    seeds = read_json(folder / ENSEMBLE_FILE).get("seeds", [])
+    return results, write_ensemble_file(refit_folder, [Path(s.output) for s in planned], seeds,
+                                        device=planned[0].device, threads=threads)
+
+
 def _check_refit_output(run_dir: Path, output: Path) -> None:
     """Refuse to write a refit over its own run, another run, or an ensemble: only over an earlier refit of it."""
     if output.resolve() == run_dir.resolve():
         raise AttnclfError(f"a refit of {run_dir} goes into another folder than the run it refits")
-    if (output / "ensemble.json").is_file():
+    if (output / ENSEMBLE_FILE).is_file():
         raise AttnclfError(f"{output} holds an ensemble (`train --seeds`); give the refit another --output")
     if (output / "config.json").is_file():
         earlier = read_json(output / "config.json").get("settings", {}).get("refit_of")
@@ -601,7 +668,7 @@ def refit_settings(run_dir: str | Path, output: str | None = None, device: str |
     if saved["data"].get("refit"):
         raise AttnclfError(f"{run_dir} is a refit already; refit the run it refits ({saved['refit_of']['run']})")
     if saved["data"].get("token_cache"):
-        raise AttnclfError(f"{run_dir} trained from a token cache; a refit does not combine with --token-cache yet")
+        raise AttnclfError(_NO_CACHED_REFIT.format(run_dir))
     if not (run_dir / "metrics.json").is_file():
         raise RunDirError(f"{run_dir} has not finished training (no metrics.json); finish it with "
                           f"`attnclf train --resume --output {run_dir}`, then refit it")
@@ -618,7 +685,8 @@ def refit_settings(run_dir: str | Path, output: str | None = None, device: str |
     if settings.embeddings not in (None, COUNT_EMBEDDINGS) and not Path(settings.embeddings).is_file():
         raise AttnclfError(f"{run_dir} started from the word vectors {settings.embeddings}, which are gone (or "
                            f"relative to another folder); a refit starts from the same ones")
-    # Its texts must still be there to learn: a changed file or split would refit on other data.
+    # Its texts must still be there to learn: a changed file or split would refit on other data. (Loaded as the run
+    # loaded them: `refit` is not set yet, which would join validation into train.)
     held_out, trained_on = held_out_fingerprint(config), config.get("data", {}).get("train_sha256")
     if held_out is not None or trained_on is not None:
         splits = load_data(settings.data, settings.train.seed)

@@ -233,12 +233,15 @@ class Trainer:
             state["epoch"] = epoch
             stopping, saving = False, False
             if distributed.is_main:
-                improved = validation is None  # a refit has nothing to choose by: the last epoch is the model
-                if not improved:
+                if validation is None:  # a refit has nothing to choose by: the last epoch is the model
+                    improved = True
+                else:
                     monitored = record[f"val_{config.monitor}"]
                     improved = _better(config.monitor, monitored, state["best"])
-                    state["best"], state["stale_epochs"] = ((monitored, 0) if improved
-                                                            else (state["best"], state["stale_epochs"] + 1))
+                    if improved:
+                        state["best"], state["stale_epochs"] = monitored, 0
+                    else:
+                        state["stale_epochs"] += 1
                 if improved:
                     best_weights = {k: v.detach().clone() for k, v in self._evaluated().state_dict().items()}
                 stopping = epoch == config.epochs or bool(config.patience and state["stale_epochs"] >= config.patience)
