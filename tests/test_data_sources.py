@@ -206,6 +206,22 @@ def test_ag_news_without_train_csv_is_located_but_explains_what_is_missing(tmp_p
     assert len(ag_news.load_test([tmp_path])) == 2
 
 
+def test_datasets_listing_says_when_a_local_copy_lacks_splits(tmp_path, monkeypatch, capsys):
+    from attnclf.cli import main
+
+    monkeypatch.delenv("ATTNCLF_DATA_DIR", raising=False)
+    monkeypatch.setenv("ATTNCLF_CACHE", str(tmp_path / "cache"))
+    _write_tree(tmp_path / "ag_news", {"test.csv": AG_TEST.encode(), "classes.txt": AG_CLASSES})
+    assert main(["datasets", "--data-dir", str(tmp_path)]) == 0
+    rows = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()[1:]}
+    assert f"local, some splits only: {tmp_path / 'ag_news'}" in rows["ag_news"]
+    assert "not found locally" in rows["imdb"]
+    _write_tree(tmp_path / "ag_news", {"train.csv": AG_TRAIN.encode()})
+    assert main(["datasets", "--data-dir", str(tmp_path)]) == 0
+    rows = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()[1:]}
+    assert f"local: {tmp_path / 'ag_news'}" in rows["ag_news"]
+
+
 def test_ag_news_prefers_a_folder_with_train_csv(tmp_path):
     _write_tree(tmp_path / "a" / "ag_news", {"test.csv": AG_TEST.encode(), "classes.txt": AG_CLASSES})
     _write_tree(tmp_path / "b" / "ag_news_csv", {"train.csv": AG_TRAIN.encode()})

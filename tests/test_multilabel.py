@@ -17,6 +17,7 @@ from attnclf.data.multilabel import multi_hot
 from attnclf.data.splits import train_validation_split
 from attnclf.errors import AttnclfError, DataError
 from attnclf.evaluation.multilabel import multilabel_metrics, predicted_sets, tune_thresholds
+from attnclf.rundir import THRESHOLDS_FILE
 
 
 def _jsonl(path: Path, rows: list[dict]) -> Path:
@@ -256,9 +257,24 @@ def test_serve_export_and_explain_refuse_a_multi_label_run(topic_run, capsys):
         create_app(Classifier.load(topic_run, device="cpu"))
 
 
+def test_a_multi_label_dataset_trains_multi_label_without_the_flag(tmp_path):
+    out = tmp_path / "topics"
+    assert main(["train", "--dataset", "topics", "--epochs", "1", "--max-train-examples", "300", "--set", "d_model=16",
+                 "--set", "layers=1", "--threads", "1", "--output", str(out), "--quiet", "--no-report"]) == 0
+    assert json.loads((out / "config.json").read_text())["settings"]["data"]["multi_label"] is True
+    assert (out / THRESHOLDS_FILE).exists()
+
+
+@pytest.mark.parametrize("command", [["compare", "--models", "boe"], ["ablate", "--sweep", "dropout=0.1,0.2"]])
+def test_compare_and_ablate_refuse_multi_label_data_in_one_line(command, tmp_path, capsys):
+    assert main([*command, "--dataset", "topics", "--seeds", "1", "--epochs", "1",
+                 "--output", str(tmp_path / "x")]) == 2
+    err = capsys.readouterr().err
+    assert "single-label data only" in err and "topics is multi-label" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "x").exists()
+
+
 def test_multi_label_flag_must_match_the_data(tmp_path, capsys):
-    assert main(["train", "--dataset", "topics", "--epochs", "1", "--output", str(tmp_path / "a"), "--quiet"]) == 2
-    assert "multi-label dataset; add --multi-label" in capsys.readouterr().err
     assert main(["train", "--dataset", "demo", "--multi-label", "--output", str(tmp_path / "b"), "--quiet"]) == 2
     assert "single-label dataset; drop --multi-label" in capsys.readouterr().err
     assert main(["train", "--dataset", "topics", "--multi-label", "--sampler", "balanced",

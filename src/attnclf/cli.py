@@ -444,14 +444,20 @@ def cmd_datasets(args: argparse.Namespace) -> int:
     from .data.registry import candidate_dirs, sources
 
     dirs = candidate_dirs(args.data_dir)
-    print(f"{'name':<16} {'status':<32} description")
+    rows = []
     for name, source in sources().items():
+        where = None if source.generated else source.locate(dirs)
         if source.generated:
             status = "generated"
+        elif where is None:
+            status = "not found locally"
         else:
-            where = source.locate(dirs)
-            status = f"local: {where}" if where else "not found locally"
-        print(f"{name:<16} {status:<32} {source.description}")
+            status = f"local: {where}" if source.is_complete(where) else f"local, some splits only: {where}"
+        rows.append((name, status, source.description))
+    width = max(len(status) for _, status, _ in rows)
+    print(f"{'name':<16} {'status':<{width}}  description")
+    for name, status, description in rows:
+        print(f"{name:<16} {status:<{width}}  {description}")
     return 0
 
 
@@ -616,9 +622,6 @@ def cmd_report(args: argparse.Namespace) -> int:
 def _experiment_setup(args: argparse.Namespace):
     from .experiments import Setup
 
-    if args.multi_label:
-        raise AttnclfError("compare and ablate support single-label data only for now; train multi-label runs "
-                           "one at a time with `attnclf train --multi-label`")
     if args.seeds < 1:
         raise AttnclfError(f"--seeds must be at least 1, got {args.seeds}")
     if args.threads is not None and args.threads < 1:

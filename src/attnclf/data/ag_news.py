@@ -140,4 +140,5 @@ SOURCE = Source(
     load=load,
     locate=locate,
     num_classes=4,
+    is_complete=is_complete,
 )

@@ -90,9 +90,9 @@ def fetch(url: str, dest: str | Path, sha256: str) -> Path:
 def ensure_available(name: str, data_dirs: list[Path], download: bool = False) -> Path:
     """Where source ``name`` reads its files from, downloading them first if allowed.
 
-    Files found in ``data_dirs`` win. Only when they are missing (or, for a
-    source whose module defines ``is_complete``, incomplete) and ``download``
-    is true are the module's ``REMOTES[name]`` fetched into the user cache.
+    Files found in ``data_dirs`` win. Only when they are missing (or, by the
+    source's ``is_complete``, incomplete) and ``download`` is true are the
+    module's ``REMOTES[name]`` fetched into the user cache.
 
     >>> from attnclf.data.registry import candidate_dirs
     >>> ensure_available("imdb", candidate_dirs("/work/shared/datasets"))  # doctest: +SKIP
@@ -102,9 +102,8 @@ def ensure_available(name: str, data_dirs: list[Path], download: bool = False) -
     # Remote files are declared next to the loader that reads them.
     module = inspect.getmodule(source.load)
     remotes: tuple[Remote, ...] = getattr(module, "REMOTES", {}).get(name, ())
-    is_complete = getattr(module, "is_complete", lambda path: True)
     found = source.locate(data_dirs)
-    if found is not None and (not download or is_complete(found)):
+    if found is not None and (not download or source.is_complete(found)):
         return found
     if not download:
         raise not_found(name, data_dirs, remotes[0].path if remotes else name)

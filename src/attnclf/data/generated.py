@@ -175,7 +175,7 @@ SOURCES = [
     Source("demo", "generated short reviews; negation and contrast decide the label",
            lambda dirs, seed: demo(), generated=True, num_classes=2),
     Source("topics", "generated multi-label snippets: the set of five topics a text is about",
-           lambda dirs, seed: topics(), generated=True, num_classes=len(TOPIC_WORDS)),
+           lambda dirs, seed: topics(), generated=True, num_classes=len(TOPIC_WORDS), multi_label=True),
     Source("synthetic", "the case study's token-id set: label by vocabulary half, 3,200/800",
            lambda dirs, seed: synthetic(), generated=True, num_classes=2),
     *[

@@ -37,6 +37,9 @@ class Source:
     Generated sources set ``generated=True`` and ignore ``data_dirs``.
     ``unlabelled(data_dirs)``, where a corpus ships texts without labels (IMDB's
     50,000), returns them: ``attnclf vectors`` counts them with the training texts.
+    ``multi_label``: each text has a set of labels; runs on it train multi-label without being told.
+    ``is_complete(path)``, for a located copy that may hold only some splits (the shared AG News has only its
+    test split), tells whether it is whole; a download then fetches the rest.
     """
 
     name: str
@@ -46,6 +49,8 @@ class Source:
     generated: bool = False
     num_classes: int | None = None
     unlabelled: Callable[[list[Path]], list[str]] | None = None
+    multi_label: bool = False
+    is_complete: Callable[[Path], bool] = lambda path: True
 
 
 def user_cache_dir() -> Path:

@@ -52,6 +52,12 @@ class Setup:
     threads: int | None = None  # torch threads; on a busy shared CPU 1 is fastest for small models
     throughput_texts: int = 1000  # test texts timed for inference speed
 
+    def __post_init__(self):
+        if self.data.multi_label:  # its cells would score label sets with single-label metrics
+            raise AttnclfError(f"compare and ablate support single-label data only for now, and "
+                               f"{self.data.describe()} is multi-label; train multi-label runs one at a time "
+                               f"with `attnclf train`")
+
 
 @dataclass
 class Variant:

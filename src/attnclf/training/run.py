@@ -15,7 +15,7 @@ import torch
 from .. import __version__
 from ..data.base import WITHHELD, Splits, TextDataset
 from ..data.multilabel import DEFAULT_LABEL_DELIMITER, multi_hot
-from ..data.registry import candidate_dirs, load_splits, unlabelled_texts
+from ..data.registry import candidate_dirs, load_splits, sources, unlabelled_texts
 from ..data.splits import check_hold_out, split_indices, train_validation_split
 from ..errors import AttnclfError, DataError, RunDirError
 from ..evaluation.metrics import compute_metrics, pick_examples
@@ -56,13 +56,18 @@ class DataSettings:
     hold_out: str = "random"
     max_train_examples: int | None = None  # a stratified sample, for quick runs
     max_test_examples: int | None = None  # a stratified sample, the same for every seed
-    multi_label: bool = False  # a set of labels per text (see data.multilabel)
+    multi_label: bool = False  # a set of labels per text (see data.multilabel); implied by a multi-label dataset
     label_delimiter: str = DEFAULT_LABEL_DELIMITER  # separates a CSV/TSV cell's labels when multi_label
     token_cache: bool = False  # train from memory-mapped token caches (text/cache.py), built once, reused
     token_cache_dir: str | None = None  # default: $ATTNCLF_CACHE_DIR, else ~/.cache/attnclf/tokens
     # Train on every labelled training text, the validation ones included, and validate on none: a refit of a
     # validated run (``refit_settings``), whose epochs were chosen where this run can no longer look.
     refit: bool = False
+
+    def __post_init__(self):
+        source = sources().get(self.dataset) if self.dataset else None
+        if source is not None and source.multi_label:
+            self.multi_label = True  # nothing else could train on it; files need the flag: their cells could be either
 
     def describe(self) -> str:
         return self.dataset or Path(self.train_file or "?").name
