@@ -66,6 +66,37 @@ def test_a_refit_stops_where_its_run_did_on_the_schedule_its_run_followed(valida
     assert refit.history[-1]["lr"] > 0.3 * TrainConfig().lr
 
 
+def test_history_records_the_schedule_each_epoch_followed(tmp_path):
+    run = train_run(tiny_settings(tmp_path / "run", epochs=2), progress=False)
+    resumed = train_run(resume_settings(run.run_dir, epochs=3), resume=True, progress=False)
+    assert [h["schedule_epochs"] for h in resumed.history] == [2, 2, 3]
+
+
+def test_a_refit_follows_the_schedule_its_kept_epochs_followed(validated, tmp_path):
+    moved = tmp_path / "moved"
+    shutil.copytree(validated, moved)
+    config = json.loads((moved / "config.json").read_text())
+    config["settings"]["train"]["epochs"] = 6  # resumed with --epochs 6 after epoch 2, the best
+    (moved / "config.json").write_text(json.dumps(config))
+    history = read_jsonl(moved / "history.jsonl")  # best: epoch 2 of 4
+
+    def write(schedules):
+        for record, schedule in zip(history, schedules):
+            record.pop("schedule_epochs", None)
+            if schedule is not None:
+                record["schedule_epochs"] = schedule
+        (moved / "history.jsonl").write_text("".join(json.dumps(h) + "\n" for h in history))
+
+    write([4, 4, 6, 6])
+    assert refit_settings(moved).train.schedule_epochs == 4
+    write([4, 6, 6, 6])
+    with pytest.raises(AttnclfError, match="resumed with other --epochs before epoch 2, the one it kept, so its "
+                                           "learning rate followed schedules of 4 and 6 epochs"):
+        refit_settings(moved)
+    write([None] * 4)  # a run from before history recorded it: its final schedule
+    assert refit_settings(moved).train.schedule_epochs == 6
+
+
 def test_the_same_refit_twice_gives_the_same_weights(validated, refit, tmp_path):
     again = train_run(refit_settings(validated, output=str(tmp_path / "again")), progress=False)
     first, second = (load_file(str(r.run_dir / "model.safetensors")) for r in (refit, again))

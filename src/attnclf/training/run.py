@@ -699,9 +699,17 @@ def refit_settings(run_dir: str | Path, output: str | None = None, device: str |
                 trained_on not in (None, texts_fingerprint(splits.train)):
             raise AttnclfError(f"{settings.data.describe()} no longer gives the texts {run_dir} trained and validated "
                                f"on (the data or its split changed since): a refit would learn other data")
+    # The schedule each epoch followed: `train --resume --epochs N` stretches it from then on. Runs from before
+    # history recorded it are taken to have followed their final one, the settings' epochs.
+    final = settings.train.schedule_epochs or settings.train.epochs
+    schedules = {record.get("schedule_epochs", final) for record in history if record["epoch"] <= best["epoch"]}
+    if len(schedules) > 1:
+        raise AttnclfError(f"{run_dir} was resumed with other --epochs before epoch {best['epoch']}, the one it kept, "
+                           f"so its learning rate followed schedules of {' and '.join(map(str, sorted(schedules)))} "
+                           f"epochs; a refit follows one: train it again with --epochs N from the start to refit it")
     monitor = settings.train.monitor
     settings.data.refit = True
-    settings.train.schedule_epochs = settings.train.schedule_epochs or settings.train.epochs
+    settings.train.schedule_epochs = schedules.pop()
     settings.train.epochs, settings.train.patience = best["epoch"], 0
     settings.refit_of = {"run": str(run_dir.resolve()), "epochs": best["epoch"], "monitor": monitor,
                          "value": best[f"val_{monitor}"], "validation_sha256": held_out}

@@ -228,7 +228,8 @@ class Trainer:
             train_loss, train_acc = self._train_epoch(train, optimizer, schedule, loss_fn, epoch)
             record = {"epoch": epoch, "train_loss": train_loss, "train_accuracy": train_acc,
                       **(self._validate(validation) if distributed.is_main and validation is not None else {}),
-                      "lr": schedule.get_last_lr()[0], "seconds": round(time.perf_counter() - started, 3)}
+                      "lr": schedule.get_last_lr()[0], "schedule_epochs": config.schedule_epochs or config.epochs,
+                      "seconds": round(time.perf_counter() - started, 3)}
             state["history"].append(record)
             state["epoch"] = epoch
             stopping, saving = False, False
