@@ -115,6 +115,21 @@ def test_vectors_then_train_from_them(tmp_path, capsys):
     assert settings["embeddings"] == str(vectors) and settings["embeddings_std"] == 0.3
 
 
+def test_vectors_default_to_the_width_the_default_model_trains_at(tmp_path, capsys, monkeypatch):
+    from attnclf.recipes import RECIPES
+
+    texts = tmp_path / "corpus.txt"  # 200 words, enough for 128 dimensions
+    texts.write_text("".join(" ".join(f"w{(7 * i + j) % 200}" for j in range(8)) + "\n" for i in range(400)))
+    assert main(["vectors", "--file", str(texts), "--min-count", "1", "-o", str(tmp_path / "v.vec")]) == 0
+    assert "x 128 dimensions" in capsys.readouterr().out  # self-attn's width
+    monkeypatch.setitem(RECIPES["demo"]["model_config"], "d_model", 16)  # demo's 46 words are too few for 64
+    assert main(["vectors", "--dataset", "demo", "--min-count", "1", "-o", str(tmp_path / "demo.vec")]) == 0
+    assert "x 16 dimensions" in capsys.readouterr().out
+    # So the default model of that dataset takes them as they are.
+    assert main(["train", "--dataset", "demo", "--epochs", "1", "--max-train-examples", "200", "--embeddings",
+                 str(tmp_path / "demo.vec"), "--threads", "1", "--output", str(tmp_path / "run"), "--no-report"]) == 0
+
+
 @pytest.mark.parametrize("args, message", [
     (["vectors", "-o", "{tmp}/v.vec"], "give --dataset NAME and/or --file PATH"),
     (["train", "--dataset", "demo", "--embeddings-std", "0.3"], "--embeddings-std needs --embeddings FILE"),

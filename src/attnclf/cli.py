@@ -694,6 +694,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 @command("vectors")
 def cmd_vectors(args: argparse.Namespace) -> int:
     from .data.registry import unlabelled_corpus
+    from .recipes import embedding_width
     from .text.vectors import count_vectors
 
     if not args.dataset and not args.file:
@@ -708,7 +709,8 @@ def cmd_vectors(args: argparse.Namespace) -> int:
         texts += unlabelled_corpus(name, args.data_dir, download=args.download)
     for path in args.file or []:
         texts += _read_lines(Path(path))
-    vectors = count_vectors(texts, dim=args.dim, window=args.window, min_count=args.min_count,
+    dim = args.dim if args.dim is not None else embedding_width(args.dataset[0] if args.dataset else None)
+    vectors = count_vectors(texts, dim=dim, window=args.window, min_count=args.min_count,
                             vocab_size=args.vocab_size)
     vectors.save(args.output)
     print(f"{len(vectors.words):,} words x {vectors.dim} dimensions from {len(texts):,} texts: {args.output}")
@@ -905,8 +907,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--download", action="store_true", help="download a missing public dataset (checksum-verified)")
     p.add_argument("--file", action="append", help="a UTF-8 file with one text per line (repeatable)")
     p.add_argument("--output", "-o", required=True, help="vectors file to write (word2vec text format)")
-    p.add_argument("--dim", type=int, default=64, help="dimensions: the width of the model that will use them "
-                                                        "(default: 64)")
+    p.add_argument("--dim", type=int, help="dimensions: the width of the model that will use them (default: the "
+                                          "default model's for the first --dataset, 64 for imdb and sst2; "
+                                          "128 for --file alone)")
     p.add_argument("--window", type=int, default=5, help="words either side that count as context (default: 5)")
     p.add_argument("--min-count", type=int, default=5, help="words seen fewer times get no vector (default: 5)")
     p.add_argument("--vocab-size", type=int, default=50000, help="at most this many words (default: 50000)")

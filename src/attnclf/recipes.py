@@ -89,3 +89,15 @@ def recipe_for(dataset: str | None) -> dict:
     20
     """
     return RECIPES.get(dataset or "", {})
+
+
+def embedding_width(dataset: str | None) -> int:
+    """How wide the default model (``self-attn``) embeds tokens when trained on ``dataset`` without flags:
+    the dimensions word vectors for it need (``attnclf vectors``' default).
+
+    >>> embedding_width("imdb"), embedding_width(None)
+    (64, 128)
+    """
+    from .models.classifiers import SelfAttentionConfig
+
+    return recipe_for(dataset).get("model_config", {}).get("d_model", SelfAttentionConfig.d_model)
