@@ -154,6 +154,40 @@ def test_every_command_has_help():
 # ------------------------------------------------------------------ bad input
 
 
+def test_a_validation_file_validates_instead_of_a_share_of_the_training_file(csv_files, tmp_path, capsys):
+    train, test = csv_files
+    dev = write_csv(tmp_path / "dev.csv", [(t, "pos") for t in POSITIVE[:4]] + [(t, "neg") for t in NEGATIVE[:3]])
+    out = tmp_path / "run"
+    assert main(["train", "--train-file", str(train), "--validation-file", str(dev), "--test-file", str(test),
+                 "--model", "boe", "--epochs", "2", "--min-frequency", "1", "--output", str(out), "--quiet",
+                 "--no-report", "--threads", "1"]) == 0
+    data = json.loads((out / "config.json").read_text())["data"]
+    assert (data["train_examples"], data["validation_examples"], data["test_examples"]) == (120, 7, 12)
+    capsys.readouterr()
+    assert main(["evaluate", str(out), "--split", "validation", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["num_examples"] == 7
+    # A refit learns the file's texts too.
+    assert main(["refit", str(out), "--quiet", "--no-report", "--threads", "1"]) == 0
+    assert json.loads((tmp_path / "run-refit" / "config.json").read_text())["data"]["train_examples"] == 127
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--dataset", "demo", "--test-file", "{train}"], "--dataset demo brings its own splits; --test-file is for your "
+                                                      "own data"),
+    (["--dataset", "demo", "--train-file", "{train}"], "--dataset demo brings its own splits; --train-file"),
+    (["--validation-file", "{train}"], "--validation-file validates a --train-file run"),
+    (["--train-file", "{train}", "--validation-file", "{odd}"], "odd.csv, line 2: label 'meh' in column 'label' is not one of the training labels"),
+    (["--train-file", "{train}", "--validation-file", "{train}", "--hold-out", "latest"],
+     "has its own validation split; drop --hold-out latest"),
+])
+def test_data_flags_that_do_not_go_together_are_refused_in_one_line(csv_files, tmp_path, capsys, argv, message):
+    odd = write_csv(tmp_path / "odd.csv", [("so so", "meh")])
+    argv = [a.format(train=csv_files[0], odd=odd) for a in argv]
+    err = run_error(["train", *argv, "--output", str(tmp_path / "o"), "--quiet"], capsys)
+    assert message in err
+    assert not (tmp_path / "o").exists()
+
+
 def test_missing_training_file(tmp_path, capsys):
     err = run_error(["train", "--train-file", str(tmp_path / "nope.csv"), "--output", str(tmp_path / "o")], capsys)
     assert "nope.csv" in err

@@ -207,6 +207,19 @@ def test_training_from_the_cache_matches_training_in_memory(files, tmp_path):
     assert in_memory_data.pop("train_sha256") and config["data"] == in_memory_data
 
 
+def test_a_validation_file_is_cached_and_validates_as_in_memory(files, tmp_path):
+    train, test = files
+    dev = write_jsonl(tmp_path / "dev.jsonl", corpus(40, 2))
+    results = {}
+    for cached in (False, True):
+        run_settings = settings(train, test, tmp_path / f"run-{cached}", cached, tmp_path / "cache")
+        run_settings.data.validation_file = str(dev)
+        results[cached] = train_run(run_settings, progress=False)
+    assert [h["val_loss"] for h in results[True].history] == [h["val_loss"] for h in results[False].history]
+    data = json.loads((tmp_path / "run-True" / "config.json").read_text())["data"]
+    assert (data["train_examples"], data["validation_examples"]) == (250, 40)  # the sample, and the whole file
+
+
 def test_cli_token_cache_reuses_and_reports_a_bad_row(files, tmp_path, capsys):
     train, test = files
     argv = ["train", "--train-file", str(train), "--token-cache", "--token-cache-dir", str(tmp_path / "c"),

@@ -64,6 +64,8 @@ def _add_data_args(p: argparse.ArgumentParser, *, test_only: bool = False) -> No
     p.add_argument("--download", action="store_true", help="download a missing public dataset (checksum-verified)")
     if not test_only:
         p.add_argument("--train-file", help="your own CSV / TSV / JSONL / Parquet training file")
+        p.add_argument("--validation-file", help="a file in the same format to validate on (choosing the epoch to "
+                                                 "keep) instead of a --val-fraction share of the training file")
     p.add_argument("--test-file", help="a held-out file in the same format")
     if test_only:  # a run's test file is laid out like its training file, unless told otherwise
         p.add_argument("--text-column", help="column holding the text (default: the run's)")
@@ -112,7 +114,8 @@ def _budget(args: argparse.Namespace) -> dict:
     cleaning = CleaningConfig(lowercase=not args.no_lowercase, strip_punctuation=args.strip_punctuation,
                               remove_stopwords=args.remove_stopwords, lemmatize=args.lemmatize)
     data = DataSettings(dataset=args.dataset, data_dir=args.data_dir, download=args.download, train_file=args.train_file,
-                        test_file=args.test_file, text_column=args.text_column, label_column=args.label_column,
+                        test_file=args.test_file, validation_file=args.validation_file,
+                        text_column=args.text_column, label_column=args.label_column,
                         val_fraction=args.val_fraction, split_seed=args.split_seed, hold_out=args.hold_out,
                         max_train_examples=args.max_train_examples, max_test_examples=args.max_test_examples,
                         multi_label=args.multi_label,

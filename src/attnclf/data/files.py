@@ -289,16 +289,19 @@ def load_files(
     label_column: str = "label",
     multi_label: bool = False,
     label_delimiter: str = DEFAULT_LABEL_DELIMITER,
+    validation_path: str | Path | None = None,
 ) -> Splits:
-    """Training (and optionally test) data from the user's files; test uses train's labels.
+    """Training (and optionally validation and test) data from the user's files; the others use train's labels.
 
-    >>> splits = load_files("train.jsonl", "test.jsonl", text_column="body")  # doctest: +SKIP
-    >>> splits.test.label_names == splits.train.label_names  # doctest: +SKIP
+    >>> splits = load_files("train.jsonl", "test.jsonl", text_column="body", validation_path="dev.jsonl")  # doctest: +SKIP
+    >>> splits.test.label_names == splits.validation.label_names == splits.train.label_names  # doctest: +SKIP
     True
     """
     labels = {"multi_label": multi_label, "label_delimiter": label_delimiter}
     train = load_file(train_path, text_column, label_column, **labels)
-    test = None
-    if test_path is not None:
-        test = load_file(test_path, text_column, label_column, label_names=train.label_names, split="test", **labels)
-    return Splits(train=train, test=test)
+    held_out = {}
+    for split, path in (("validation", validation_path), ("test", test_path)):
+        if path is not None:
+            held_out[split] = load_file(path, text_column, label_column, label_names=train.label_names, split=split,
+                                        **labels)
+    return Splits(train=train, **held_out)

@@ -115,7 +115,7 @@ def _tokenizer(source: _Source, fit: np.ndarray, config: TokenizerConfig, root: 
 def _file_sources(data: DataSettings) -> tuple[dict[str, _Source], np.ndarray]:
     from ..data.files import file_labels, iter_records
 
-    for path in (data.train_file, data.test_file):
+    for path in (data.train_file, data.validation_file, data.test_file):
         if path and not Path(path).is_file():
             raise DataError(f"{path}: {'is a folder, not a file' if Path(path).is_dir() else 'no such file'}")
     labels, label_names = file_labels(data.train_file, data.text_column, data.label_column)
@@ -132,6 +132,8 @@ def _file_sources(data: DataSettings) -> tuple[dict[str, _Source], np.ndarray]:
 
     # A row's order is its position, as load_file records it (an array: the file may not fit in memory).
     sources = {"train": source(data.train_file, order=np.arange(len(labels)))}
+    if data.validation_file:
+        sources["validation"] = source(data.validation_file)
     if data.test_file:
         sources["test"] = source(data.test_file)
     return sources, labels

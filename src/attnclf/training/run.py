@@ -45,6 +45,7 @@ class DataSettings:
     download: bool = False  # fetch a missing public dataset (users only; tests never download)
     train_file: str | None = None
     test_file: str | None = None
+    validation_file: str | None = None  # validate on this file's texts, instead of a share carved from train_file
     text_column: str = "text"
     label_column: str = "label"
     val_fraction: float = 0.1
@@ -65,6 +66,13 @@ class DataSettings:
     refit: bool = False
 
     def __post_init__(self):
+        files = [flag for flag, path in (("--train-file", self.train_file), ("--validation-file", self.validation_file),
+                                         ("--test-file", self.test_file)) if path]
+        if self.dataset and files:  # a named dataset brings its own splits: a file beside it would go unread
+            raise AttnclfError(f"--dataset {self.dataset} brings its own splits; {files[0]} is for your own data "
+                               f"(--train-file with optional --validation-file and --test-file): give one or the other")
+        if self.validation_file and not self.train_file:
+            raise AttnclfError("--validation-file validates a --train-file run; give the training file too")
         source = sources().get(self.dataset) if self.dataset else None
         if source is not None and source.multi_label:
             self.multi_label = True  # nothing else could train on it; files need the flag: their cells could be either
@@ -186,7 +194,8 @@ def load_data(settings: DataSettings, seed: int) -> Splits:
 
         splits = load_files(settings.train_file, settings.test_file,
                             text_column=settings.text_column, label_column=settings.label_column,
-                            multi_label=settings.multi_label, label_delimiter=settings.label_delimiter)
+                            multi_label=settings.multi_label, label_delimiter=settings.label_delimiter,
+                            validation_path=settings.validation_file)
     else:
         raise AttnclfError("give a dataset (--dataset NAME) or a training file (--train-file PATH)")
     train = splits.train
