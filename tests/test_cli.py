@@ -65,9 +65,15 @@ def test_predict_from_arguments_file_and_stdin(csv_run, tmp_path, capsys, monkey
     records = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
     assert [(r["text"], r["label"]) for r in records] == [("great acting", "pos"), ("weak acting", "neg")]
 
+    texts.write_bytes(b"great acting\r\n\r\nweak acting\r\n")  # CRLF, as from a Windows pipe
     monkeypatch.setattr(sys, "stdin", open(texts, encoding="utf-8"))
     assert main(["predict", str(csv_run)]) == 0
-    assert len(capsys.readouterr().out.splitlines()) == 2
+    records = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert [r["text"] for r in records] == ["great acting", "weak acting"]
+
+    texts.write_bytes(b"ok\n\xff\xfe bad\n")
+    monkeypatch.setattr(sys, "stdin", open(texts, encoding="utf-8"))
+    assert run_error(["predict", str(csv_run)], capsys) == "attnclf: error: stdin: line 2: not UTF-8 (byte 0xff)"
 
 
 def test_evaluate_and_predict_run_under_their_threads(csv_run, csv_files, capsys, monkeypatch):

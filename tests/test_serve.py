@@ -184,8 +184,43 @@ def test_batcher_runs_requests_that_queue_together_as_one_batch():
     assert (batcher.requests, batcher.batches) == (3, 2)
 
 
+def test_batcher_answers_the_other_requests_when_one_breaks_the_batch():
+    calls = []
+
+    def predict_proba(texts):
+        calls.append(list(texts))
+        if "bad" in texts:
+            raise ValueError("cannot read 'bad'")
+        return np.array([[len(t), 0.0] for t in texts])
+
+    async def scenario():
+        batcher = Batcher(predict_proba, ThreadPoolExecutor(1), max_texts=8)
+        worker = asyncio.create_task(batcher.run())
+        results = await asyncio.gather(*(batcher.submit(texts) for texts in (["a"], ["bad"], ["ccc"])),
+                                       return_exceptions=True)
+        later = await batcher.submit(["dd", "e"])  # batching resumes once the failed batch is answered
+        worker.cancel()
+        return results, later
+
+    results, later = asyncio.run(scenario())
+    assert results[0][:, 0].tolist() == [1] and results[2][:, 0].tolist() == [3]
+    assert isinstance(results[1], ValueError)
+    assert calls == [["a", "bad", "ccc"], ["a"], ["bad"], ["ccc"], ["dd", "e"]]
+    assert later[:, 0].tolist() == [2, 1]
+
+
+def test_a_text_the_model_cannot_read_is_refused_alone(server):
+    # JSON may carry half a surrogate pair, which no UTF-8 tokenizer takes.
+    response = server.post("/predict", content=b'{"texts": ["fine", "broken \\ud800"]}',
+                           headers={"content-type": "application/json"})
+    assert response.status_code == 422
+    assert "text 1 is not valid Unicode: a lone surrogate (U+D800)" in response.json()["detail"]
+    assert server.post("/predict", json={"texts": ["fine"]}).status_code == 200
+
+
 @pytest.mark.parametrize("flags, message", [
     ([], "run directory {run} does not exist"),
+    (["--port", "99999"], "--port must be 0-65535, got 99999"),
     (["--max-batch", "0"], "--max-batch must be a positive integer, got 0"),
     (["--threads", "0"], "--threads must be at least 1, got 0"),
 ])

@@ -423,7 +423,7 @@ def _input_texts(args: argparse.Namespace) -> list[str]:
     if args.file:
         texts += _read_lines(Path(args.file))
     if not texts and not sys.stdin.isatty():
-        texts = [line.rstrip("\n") for line in sys.stdin if line.strip()]
+        texts = _lines(sys.stdin.buffer.read(), "stdin")
     if not texts:
         raise AttnclfError("no texts: give them as arguments, with --file PATH, or on stdin")
     return texts
@@ -434,12 +434,17 @@ def _read_lines(path: Path) -> list[str]:
         raw = path.read_bytes()
     except OSError as exc:
         raise AttnclfError(f"{path}: {exc.strerror}") from None
+    return _lines(raw, str(path))
+
+
+def _lines(raw: bytes, source: str) -> list[str]:
+    """The non-blank lines of UTF-8 ``raw`` (LF or CRLF), each a text."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
-        raise AttnclfError(f"{path}: line {line}: not UTF-8 (byte 0x{raw[exc.start]:02x})") from None
-    return [line for line in text.splitlines() if line.strip()]
+        raise AttnclfError(f"{source}: line {line}: not UTF-8 (byte 0x{raw[exc.start]:02x})") from None
+    return [line.removesuffix("\r") for line in text.split("\n") if line.strip()]
 
 
 @command("datasets")

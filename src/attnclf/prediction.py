@@ -11,10 +11,13 @@ from .errors import AttnclfError
 
 
 def check_texts(texts: Sequence[str]) -> list[str]:
-    """``texts`` as a list, or one line saying which item is not a string.
+    """``texts`` as a list, or one line saying which item is not a string, or not one UTF-8 can encode.
 
     >>> check_texts(("good", "bad"))
     ['good', 'bad']
+    >>> check_texts(["good", "half a pair " + chr(0xD800)])
+    Traceback (most recent call last):
+    attnclf.errors.AttnclfError: text 1 is not valid Unicode: a lone surrogate (U+D800) at character 12
     """
     if isinstance(texts, str):
         raise AttnclfError("pass a list of texts, not a single string")
@@ -22,6 +25,11 @@ def check_texts(texts: Sequence[str]) -> list[str]:
     for i, text in enumerate(texts):
         if not isinstance(text, str):
             raise AttnclfError(f"text {i} is {type(text).__name__}, not a string")
+        try:  # the tokenizer takes only what UTF-8 can carry; half a surrogate pair (JSON's "\ud800") is not
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise AttnclfError(f"text {i} is not valid Unicode: a lone surrogate (U+{ord(text[exc.start]):04X}) at "
+                               f"character {exc.start}") from None
     return texts
 
 

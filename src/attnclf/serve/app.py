@@ -42,6 +42,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .. import __version__
 from ..errors import AttnclfError
+from ..prediction import check_texts
 from ..rundir import refuse_multi_label
 
 SERVER_BATCH_TEXTS = 256  # texts run together at most, across requests
@@ -86,7 +87,10 @@ class _Texts(BaseModel):
         for i, text in enumerate(texts):
             if len(text) > max_chars:
                 raise HTTPException(413, f"text {i} has {len(text)} characters; the limit is {max_chars}")
-        return texts
+        try:  # here, not in the batch it would join: a text the model cannot read must not fail other requests
+            return check_texts(texts)
+        except AttnclfError as exc:
+            raise HTTPException(422, str(exc)) from None
 
 
 class PredictRequest(_Texts):
@@ -128,6 +132,7 @@ class Batcher:
         self.batches = 0
         self._pending: deque[tuple[list[str], asyncio.Future]] = deque()
         self._wakeup = asyncio.Event()
+        self._solo = 0  # the next this-many batches take one request each (after a batch failed)
 
     async def submit(self, texts: list[str]) -> np.ndarray:
         """Probabilities for ``texts``, computed in whichever batch they land in."""
@@ -149,10 +154,14 @@ class Batcher:
                 texts = [text for job_texts, _ in jobs for text in job_texts]
                 try:
                     probabilities = await loop.run_in_executor(self.executor, self.predict_proba, texts)
-                except Exception as exc:  # hand the failure to the requests; the worker lives on
-                    for _, future in jobs:
-                        if not future.done():
-                            future.set_exception(exc)
+                except Exception as exc:  # the worker lives on; only the request that failed fails
+                    if len(jobs) == 1:
+                        if not jobs[0][1].done():
+                            jobs[0][1].set_exception(exc)
+                    else:  # one request's texts broke the batch: run each alone, so the others still get answers
+                        self._pending.extendleft(reversed([(job_texts, future) for job_texts, future in jobs
+                                                           if not future.done()]))
+                        self._solo = len(jobs)
                     continue
                 self.batches += 1
                 self.requests += len(jobs)
@@ -164,11 +173,13 @@ class Batcher:
 
     def _next_batch(self) -> list[tuple[list[str], asyncio.Future]]:
         jobs, size = [], 0
-        while self._pending and (not jobs or size + len(self._pending[0][0]) <= self.max_texts):
+        while self._pending and (not jobs or not self._solo and size + len(self._pending[0][0]) <= self.max_texts):
             texts, future = self._pending.popleft()
             if not future.cancelled():
                 jobs.append((texts, future))
                 size += len(texts)
+        if jobs and self._solo:
+            self._solo -= 1
         return jobs
 
 
@@ -374,6 +385,8 @@ def serve(run_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, limits
 
     from ..ensemble import load_run
 
+    if not 0 <= port <= 65535:
+        raise AttnclfError(f"--port must be 0-65535, got {port}")
     if threads is not None:
         import torch
 
