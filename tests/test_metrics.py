@@ -31,6 +31,18 @@ def test_multiclass_auc_is_one_vs_rest_and_handles_absent_classes():
     assert compute_metrics([0, 0], probs[:2], ["a", "b", "c"])["roc_auc"] is None
 
 
+def test_averages_skip_a_class_the_scored_texts_lack_unless_it_was_predicted():
+    probs = np.array([[.8, .1, .1], [.1, .8, .1], [.7, .2, .1], [.2, .7, .1]])
+    perfect = compute_metrics([0, 1, 0, 1], probs, ["a", "b", "c"])  # "c" neither occurs nor is predicted
+    assert perfect["accuracy"] == 1.0 and perfect["macro_f1"] == 1.0 and perfect["weighted_f1"] == 1.0
+    assert perfect["per_class"]["c"] == {"precision": 0.0, "recall": 0.0, "f1": 0.0, "support": 0}
+    wrong = np.array([[.8, .1, .1], [.1, .1, .8], [.7, .2, .1], [.2, .7, .1]])  # "c" predicted once, never true
+    y, pred = [0, 1, 0, 1], wrong.argmax(1)
+    m = compute_metrics(y, wrong, ["a", "b", "c"])
+    for average in ("macro", "weighted"):
+        assert m[f"{average}_f1"] == pytest.approx(f1_score(y, pred, average=average))
+
+
 def test_examples_are_the_most_confident_of_each_kind():
     probs = np.array([[.9, .1], [.6, .4], [.2, .8], [.45, .55]])
     ex = pick_examples(["a", "b", "c", "d"], [0, 0, 0, 1], probs, ["n", "p"], k=3)

@@ -34,9 +34,12 @@ def compute_metrics(
         y_true, y_pred, labels=classes, zero_division=0
     )
     metrics: dict = {"accuracy": float(accuracy_score(y_true, y_pred)), "num_examples": int(len(y_true))}
+    # Averaged over the classes that occur or are predicted, as scikit-learn does by default: a class the scored
+    # texts lack, and that nothing was taken for, has no F1 to average (counted as 0 it would cap a perfect macro-F1).
+    seen = np.union1d(y_true, y_pred)
     for average in ("macro", "weighted"):
         p, r, f, _ = precision_recall_fscore_support(
-            y_true, y_pred, labels=classes, average=average, zero_division=0
+            y_true, y_pred, labels=seen, average=average, zero_division=0
         )
         metrics |= {f"{average}_precision": float(p), f"{average}_recall": float(r), f"{average}_f1": float(f)}
     metrics["roc_auc"] = _roc_auc(y_true, probabilities, classes)
