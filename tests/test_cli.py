@@ -194,6 +194,63 @@ def test_data_flags_that_do_not_go_together_are_refused_in_one_line(csv_files, t
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.parametrize("flags, message", [
+    (["--batch-size", "0"], "batch_size must be at least 1, got 0"),
+    (["--lr", "-1"], "lr must be at least 0, got -1.0"),
+    (["--epochs", "0"], "epochs must be at least 1, got 0"),
+    (["--max-len", "0"], "tokenizer max_len must be at least 1, got 0"),
+    (["--set", "d_model=abc"], "model field d_model takes int values like 128, got 'abc'"),
+    (["--set", "dropout=1.5"], "model field dropout must be below 1, got 1.5"),
+    (["--warmup-ratio", "1"], "warmup_ratio must be at least 0 and below 1, got 1.0"),
+])
+def test_settings_out_of_range_are_refused_before_anything_is_written(csv_files, tmp_path, capsys, flags, message):
+    err = run_error(["train", "--train-file", str(csv_files[0]), *flags, "--output", str(tmp_path / "o")], capsys)
+    assert message in err
+    assert not (tmp_path / "o").exists()
+
+
+def test_texts_with_no_word_to_learn_are_refused_before_training(tmp_path, capsys):
+    path = write_csv(tmp_path / "two.csv", [("alpha beta", "pos"), ("gamma delta", "neg")])
+    err = run_error(["train", "--train-file", str(path), "--output", str(tmp_path / "o")], capsys)
+    assert "no word seen at least 2 time(s)" in err and "--min-frequency" in err
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_list_label_without_multi_label_and_one_column_for_both_are_refused(tmp_path, capsys):
+    path = tmp_path / "lists.jsonl"
+    path.write_text('{"text": "good film", "label": ["a", "b"]}\n{"text": "bad film", "label": "c"}\n')
+    err = run_error(["train", "--train-file", str(path), "--output", str(tmp_path / "o")], capsys)
+    assert f"{path}, line 1: label ['a', 'b'] in column 'label' is a list" in err and "add --multi-label" in err
+    err = run_error(["train", "--train-file", str(path), "--label-column", "text", "--output", str(tmp_path / "o")],
+                    capsys)
+    assert "the text and the labels cannot both come from column 'text'" in err
+
+
+def test_explain_writes_into_new_folders_and_refuses_a_folder_or_zero_steps(csv_run, tmp_path, capsys):
+    out = tmp_path / "new" / "deeper" / "why.html"
+    assert main(["explain", str(csv_run), "a dull story", "--method", "occlusion", "--format", "html",
+                 "--output", str(out)]) == 0
+    assert "<html" in out.read_text()
+    err = run_error(["explain", str(csv_run), "a dull story", "--method", "occlusion", "--output", str(tmp_path)],
+                    capsys)
+    assert f"{tmp_path} is a folder; give --output a file name" in err
+    err = run_error(["explain", str(csv_run), "a dull story", "--method", "integrated-gradients", "--steps", "0"],
+                    capsys)
+    assert "--steps must be at least 1, got 0" in err
+
+
+def test_predict_into_a_pipe_closed_early_ends_quietly(csv_run, tmp_path):
+    texts = tmp_path / "many.txt"
+    texts.write_text("".join(f"a wonderful film number {i}\n" for i in range(5000)))
+    process = subprocess.Popen([sys.executable, "-m", "attnclf", "predict", str(csv_run), "--file", str(texts),
+                                "--threads", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    first = process.stdout.readline()  # like `| head -1`: read one line, then hang up
+    process.stdout.close()
+    _, err = process.communicate(timeout=120)
+    assert json.loads(first)["label"] == "pos"
+    assert process.returncode == 0 and err == b""
+
+
 def test_missing_training_file(tmp_path, capsys):
     err = run_error(["train", "--train-file", str(tmp_path / "nope.csv"), "--output", str(tmp_path / "o")], capsys)
     assert "nope.csv" in err

@@ -9,6 +9,7 @@ import tarfile
 import zipfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from attnclf.data import ag_news, download, imdb, newsgroups, sst2
@@ -204,6 +205,18 @@ def test_ag_news_without_train_csv_is_located_but_explains_what_is_missing(tmp_p
     assert str(tmp_path / "ag_news" / "train.csv") in message
     assert "--download" in message and "CharCnn_Keras" in message
     assert len(ag_news.load_test([tmp_path])) == 2
+
+
+def test_a_class_with_one_text_trains_on_it_and_the_others_stay_stratified():
+    from attnclf.data.splits import split_indices
+
+    labels = np.array([0] * 271 + [1] * 22 + [2] * 7 + [3])
+    fit, validation = split_indices(labels, fraction=0.1, seed=0)
+    assert np.bincount(labels[validation], minlength=4).tolist() == [27, 2, 1, 0]
+    assert 300 in fit and len(fit) + len(validation) == 301
+    # A sample smaller than the number of classes cannot be stratified: it is drawn plainly instead.
+    kept, rest = split_indices([0, 1, 2] * 5, fraction=1 - 2 / 15, seed=0)
+    assert len(kept) == 2 and len(rest) == 13
 
 
 def test_datasets_listing_says_when_a_local_copy_lacks_splits(tmp_path, monkeypatch, capsys):

@@ -152,6 +152,18 @@ def test_command_errors_are_one_line(args, message, demo_run, tmp_path, capsys):
     assert message in err and err.count("\n") == 1
 
 
+def test_a_check_file_is_read_with_the_columns_the_run_trained_from(tmp_path):
+    rows = "".join(f'"{text}",{label}\n' for text, label in [("a good film", "pos"), ("a bad film", "neg")] * 20)
+    data = tmp_path / "reviews.csv"
+    data.write_text("review,sentiment\n" + rows)
+    run = tmp_path / "run"
+    assert main(["train", "--train-file", str(data), "--text-column", "review", "--label-column", "sentiment",
+                 "--model", "boe", "--epochs", "1", "--min-frequency", "1", "--output", str(run), "--quiet",
+                 "--no-report", "--threads", "1"]) == 0
+    check = onnx_export.check_data(run, data)
+    assert len(check) == 40 and check.texts[0] == "a good film"
+
+
 def test_a_corrupt_graph_is_reported_not_raised(exported, tmp_path):
     broken = tmp_path / "broken"
     broken.mkdir()

@@ -510,7 +510,9 @@ def test_unknown_field_is_named_with_the_valid_ones():
         ("bilstm-attn", "pooling_score", "nope", "unknown attention score 'nope'"),
         ("transformer-mean", "positional", "rotary", "unknown positional encoding 'rotary'"),
         ("transformer-mean", "activation", "tanh", "unknown activation 'tanh'"),
-        ("self-attn", "attention_window", -1, "attention window must be 0"),
+        ("self-attn", "attention_window", -1, "model field attention_window must be at least 0, got -1"),
+        ("self-attn", "d_model", "wide", "model field d_model takes int values like 128, got .wide."),
+        ("boe", "dropout", 1.0, "model field dropout must be below 1, got 1.0"),
     ],
 )
 def test_bad_config_values(name, field, value, message):

@@ -97,7 +97,14 @@ def test_same_seed_gives_the_same_model(data):
     (["w1", "w2"], ["a", "a"], "only one class"),
     ([], [], "no texts to fit on"),
     (["w1", "w2"], ["a"], "one label per text"),
+    (["w1", "w2", "w3"], ["a", None, "b"], r"y\[1\] is None: every text needs a label"),
+    (["w1", "w2", "w3"], [1.0, float("nan"), 2.0], r"y\[1\] is nan"),
 ])
 def test_bad_input_is_a_clear_value_error(X, y, message):
     with pytest.raises(ValueError, match=message):
         AttentionTextClassifier("boe", epochs=1).fit(X, y)
+
+
+def test_a_bad_setting_is_a_value_error(data):
+    with pytest.raises(ValueError, match="epochs must be at least 1, got 0"):
+        AttentionTextClassifier("boe", epochs=0).fit(data[0], data[1])

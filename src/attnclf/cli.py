@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import sys
 from dataclasses import fields
@@ -417,6 +418,11 @@ def _refuse_ensemble(run_dir: str) -> None:
         raise AttnclfError(f"{run_dir}: {NOT_EXPLAINED}")
 
 
+def _check_steps(steps: int | None) -> None:
+    if steps is not None and steps < 1:
+        raise AttnclfError(f"--steps must be at least 1, got {steps}")
+
+
 def _input_texts(args: argparse.Namespace) -> list[str]:
     """Texts from the arguments and --file, else from stdin when it is not a terminal."""
     texts = list(args.texts)
@@ -503,10 +509,12 @@ def cmd_explain(args: argparse.Namespace) -> int:
     texts = _input_texts(args)
     clf = Classifier.load(args.run_dir, device=args.device)
     methods = _method_list(args.method, available_methods(clf.model))
+    _check_steps(args.steps)
     if args.steps is not None and "integrated-gradients" not in methods:
         raise AttnclfError("--steps applies to integrated-gradients only")
     by_method = [clf.explain(texts, method, target=args.target, self_attentions=args.heads and i == 0,
-                             **({"steps": args.steps} if args.steps and method == "integrated-gradients" else {}))
+                             **({"steps": args.steps} if args.steps is not None and method == "integrated-gradients"
+                                else {}))
                  for i, method in enumerate(methods)]
     explanations = [per_method[t] for t in range(len(texts)) for per_method in by_method]  # grouped by text
     if args.format == "json":
@@ -518,9 +526,9 @@ def cmd_explain(args: argparse.Namespace) -> int:
                                            and "NO_COLOR" not in os.environ)
         out = render.render_terminal(explanations, color=color)
     if args.output:
-        from .rundir import atomic_write_bytes
+        from .rundir import write_output_file
 
-        atomic_write_bytes(Path(args.output), (out + "\n").encode("utf-8"))
+        write_output_file(args.output, (out + "\n").encode("utf-8"))
         print(f"wrote {args.output}")
     else:
         print(out)
@@ -599,7 +607,8 @@ def cmd_faithfulness(args: argparse.Namespace) -> int:
             raise AttnclfError(f"{run_dir} reads long texts as windows (--windows); its explanations, and so "
                                f"their faithfulness, are not supported yet")
         methods = _method_list(args.methods, available) if args.methods else available
-        options = {"steps": args.steps} if args.steps else {}
+        _check_steps(args.steps)
+        options = {"steps": args.steps} if args.steps is not None else {}
         result = measure_faithfulness(clf, _test_data(args, clf), methods=methods, examples=args.examples,
                                       seed=args.seed, **options)
         atomic_write_json(Path(run_dir) / FAITHFULNESS_FILE, result.to_dict())
@@ -932,8 +941,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also write an int8 graph (dynamic quantisation), its accuracy change measured")
     p.add_argument("--check-file", help="labelled CSV/TSV/JSONL/Parquet file to check parity on "
                                         "(default: the run's own test split)")
-    p.add_argument("--text-column", default="text", help="with --check-file (default: text)")
-    p.add_argument("--label-column", default="label", help="with --check-file (default: label)")
+    p.add_argument("--text-column", help="with --check-file (default: the run's)")
+    p.add_argument("--label-column", help="with --check-file (default: the run's)")
     p.add_argument("--check-examples", type=int, default=1000, help="texts checked at most (default: 1000)")
     p.add_argument("--threads", type=int, help=INFERENCE_THREADS_HELP)
     return parser
@@ -962,6 +971,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"attnclf: interrupted{_resume_hint(args)}", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `attnclf predict ... | head`: the reader has all it wanted
+        # Python flushes stdout once more at exit, into the same closed pipe; point it at /dev/null instead.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 def _resume_hint(args: argparse.Namespace) -> str:

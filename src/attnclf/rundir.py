@@ -103,6 +103,17 @@ def prepare_output_dir(path: str | Path) -> Path:
     return path
 
 
+def write_output_file(path: str | Path, data: bytes) -> Path:
+    """Write a file the user named (``--output``), atomically, making its folder if needed; a folder given
+    instead, or one that cannot be written, is a one-line error."""
+    path = Path(path)
+    if path.is_dir():
+        raise AttnclfError(f"{path} is a folder; give --output a file name")
+    prepare_output_dir(path.parent)
+    atomic_write_bytes(path, data)
+    return path
+
+
 def first_missing_folder(path: str | Path) -> Path | None:
     """The outermost folder of ``path`` that does not exist yet (None when ``path`` exists): what
     ``prepare_output_dir`` will create, so that a run failing before it starts can remove it again.

@@ -23,6 +23,7 @@ from sklearn.utils.validation import check_is_fitted
 from .classifier import Classifier
 from .data.base import TextDataset
 from .data.splits import train_validation_split
+from .errors import AttnclfError
 from .models import MODELS, build_model
 from .text.batching import BucketBatches
 from .text.tokenizer import Tokenizer, TokenizerConfig
@@ -81,10 +82,18 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
 
     def fit(self, X, y) -> "AttentionTextClassifier":
         """Train a fresh model on texts ``X`` with labels ``y``; returns self."""
-        texts = _texts(X)
+        try:
+            return self._fit(_texts(X), y)
+        except AttnclfError as exc:  # a bad setting or text: scikit-learn's callers expect a ValueError
+            raise ValueError(str(exc)) from None
+
+    def _fit(self, texts: list[str], y) -> "AttentionTextClassifier":
         y = np.asarray(y)
         if y.ndim != 1 or len(y) != len(texts):
             raise ValueError(f"y must hold one label per text: {len(texts)} texts, y of shape {y.shape}")
+        for i, label in enumerate(y.tolist()):
+            if label is None or isinstance(label, float) and np.isnan(label):
+                raise ValueError(f"y[{i}] is {label!r}: every text needs a label")
         classes, y_index = np.unique(y, return_inverse=True)
         if len(classes) == 0:
             raise ValueError("no texts to fit on")

@@ -167,6 +167,8 @@ def iter_records(
     path = Path(path)
     if not path.is_file():
         raise DataError(f"{path}: {'is a folder, not a file' if path.is_dir() else 'no such file'}")
+    if text_column == label_column:
+        raise DataError(f"{path}: the text and the labels cannot both come from column {text_column!r}")
     allowed = None if label_names is None else set(label_names)
     for where, text, label in _rows(path, text_column, label_column):
         if not isinstance(text, str):
@@ -181,6 +183,9 @@ def iter_records(
             except ValueError as exc:
                 raise DataError(f"{path}, {where}: {exc} in column {label_column!r}") from None
         else:
+            if isinstance(label, (list, tuple, dict)):
+                raise DataError(f"{path}, {where}: label {label!r} in column {label_column!r} is a "
+                                f"{type(label).__name__}, not one label; for a set of labels per text add --multi-label")
             # Stray spaces around a label would otherwise make a class of their own.
             names = ("" if label is None else str(label).strip(),)
             if not names[0]:

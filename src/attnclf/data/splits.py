@@ -91,12 +91,16 @@ def split_indices(labels: Sequence[int] | None, groups: Sequence[str] | None = N
         rest_idx, fold_idx = next(folds.split(np.zeros(len(labels)), labels, groups=groups))
         fit_idx, val_idx = (rest_idx, fold_idx) if fraction <= 0.5 else (fold_idx, rest_idx)
     else:
-        _, counts = np.unique(labels, return_counts=True)
-        # Stratification needs two members per class; tiny sets fall back to a plain shuffle.
-        stratify = counts.min() >= 2 and round(fraction * len(labels)) >= len(counts)
-        splitter = StratifiedShuffleSplit(n_splits=1, test_size=fraction, random_state=seed)
-        if stratify:
-            fit_idx, val_idx = next(splitter.split(np.zeros(len(labels)), labels))
+        labels = np.asarray(labels)
+        values, counts = np.unique(labels, return_counts=True)
+        # Stratification needs two texts per class: a class with one trains on it, and the others stay stratified.
+        alone = np.isin(labels, values[counts < 2])
+        paired, classes = np.flatnonzero(~alone), int((counts >= 2).sum())
+        held = round(fraction * len(paired))
+        if classes and min(held, len(paired) - held) >= classes:  # (else tiny sets fall back to a plain shuffle)
+            splitter = StratifiedShuffleSplit(n_splits=1, test_size=fraction, random_state=seed)
+            fit, val = next(splitter.split(np.zeros(len(paired)), labels[paired]))
+            fit_idx, val_idx = np.concatenate([paired[fit], np.flatnonzero(alone)]), paired[val]
         else:
             fit_idx, val_idx = _shuffle_split(len(labels), fraction, seed)
     return np.sort(fit_idx), np.sort(val_idx)

@@ -107,11 +107,12 @@ def _difference(reference: np.ndarray, probabilities: np.ndarray) -> dict:
             "prediction_agreement": float((reference.argmax(axis=1) == probabilities.argmax(axis=1)).mean())}
 
 
-def check_data(run_dir: str | Path, file: str | Path | None = None, *, text_column: str = "text",
-               label_column: str = "label", limit: int = 1000, seed: int = 0) -> TextDataset:
+def check_data(run_dir: str | Path, file: str | Path | None = None, *, text_column: str | None = None,
+               label_column: str | None = None, limit: int = 1000, seed: int = 0) -> TextDataset:
     """Labelled texts to measure an export on: ``file``, else the run's own test split (validation if none).
 
-    At most ``limit`` texts, a seeded sample; labels are indexed as the run's ``labels.json``.
+    At most ``limit`` texts, a seeded sample; labels are indexed as the run's ``labels.json``. ``file``'s
+    columns default to those the run trained from.
 
     >>> # check_data("runs/demo", limit=500).texts[:2]
     """
@@ -123,7 +124,9 @@ def check_data(run_dir: str | Path, file: str | Path | None = None, *, text_colu
     refuse_multi_label(config, "ONNX export")
     label_names = read_json(Path(run_dir) / "labels.json")
     if file is not None:
-        data = load_file(file, text_column, label_column, label_names=label_names, split="check")
+        saved = config["settings"]["data"]
+        data = load_file(file, text_column or saved.get("text_column", "text"),
+                         label_column or saved.get("label_column", "label"), label_names=label_names, split="check")
     else:
         data = run_test_data(config, label_names)
     if len(data) > limit:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 
 import torch
 from torch import nn
+
+from ..errors import AttnclfError
 
 
 @dataclass
@@ -45,6 +47,22 @@ class ModelConfig:
     num_classes: int = 2
     pad_id: int = 0
     max_len: int = 512
+
+    def __post_init__(self) -> None:
+        """Each field holds its default's type (``--set`` parses values from text) and a size is at least 1."""
+        for f in fields(self):
+            value, default = getattr(self, f.name), f.default
+            if isinstance(default, float) and isinstance(value, int) and not isinstance(value, bool):
+                value = float(value)  # --set dropout=0 parses as an int
+                setattr(self, f.name, value)
+            if type(value) is not type(default):
+                raise AttnclfError(f"model field {f.name} takes {type(default).__name__} values like {default!r}, "
+                                   f"got {value!r}")
+            sized = f.name in ("vocab_size", "num_classes", "max_len", "d_model", "heads") or f.name.endswith("_dim")
+            if sized and value < 1 or isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
+                raise AttnclfError(f"model field {f.name} must be at least {1 if sized else 0}, got {value!r}")
+            if "dropout" in f.name and not value < 1:
+                raise AttnclfError(f"model field {f.name} must be below 1, got {value!r}")
 
     def to_dict(self) -> dict:
         return asdict(self)

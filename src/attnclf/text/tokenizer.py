@@ -15,7 +15,7 @@ from typing import Iterable, Sequence
 from tokenizers import Tokenizer as HFTokenizer
 from tokenizers import decoders, models, pre_tokenizers, trainers
 
-from ..errors import RunDirError
+from ..errors import AttnclfError, DataError, RunDirError
 from .cleaning import CleaningConfig, clean
 
 PAD, UNK = "<pad>", "<unk>"
@@ -31,6 +31,14 @@ class TokenizerConfig:
     max_len: int = 256
     truncation: str = "head_tail"  # head | tail | head_tail
     cleaning: CleaningConfig = field(default_factory=CleaningConfig)
+
+    def __post_init__(self) -> None:
+        for name, allowed in (("kind", ("word", "bpe")), ("truncation", TRUNCATIONS)):
+            if getattr(self, name) not in allowed:
+                raise AttnclfError(f"tokenizer {name} must be one of {', '.join(allowed)}, got {getattr(self, name)!r}")
+        for name, low in (("vocab_size", 3), ("min_frequency", 1), ("max_len", 1)):  # 3: <pad>, <unk> and a word
+            if getattr(self, name) < low:
+                raise AttnclfError(f"tokenizer {name} must be at least {low}, got {getattr(self, name)}")
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -72,8 +80,6 @@ class Tokenizer:
 
     @classmethod
     def train(cls, texts: Iterable[str], config: TokenizerConfig = TokenizerConfig()) -> "Tokenizer":
-        if config.truncation not in TRUNCATIONS:
-            raise ValueError(f"truncation must be one of {TRUNCATIONS}, got {config.truncation!r}")
         specials = [PAD, UNK]
         if config.kind == "word":
             backend = HFTokenizer(models.WordLevel(unk_token=UNK))
@@ -87,10 +93,11 @@ class Tokenizer:
                 special_tokens=specials, continuing_subword_prefix="##", show_progress=False,
             )
             backend.decoder = decoders.WordPiece(prefix="##")
-        else:
-            raise ValueError(f"tokenizer kind must be 'word' or 'bpe', got {config.kind!r}")
         backend.pre_tokenizer = pre_tokenizers.Whitespace()
         backend.train_from_iterator((clean(t, config.cleaning) for t in texts), trainer=trainer)
+        if backend.get_vocab_size() <= len(specials):  # every text would read as <unk>
+            raise DataError(f"the training texts hold no word seen at least {config.min_frequency} time(s), so the "
+                            f"tokenizer learned nothing; lower --min-frequency or give more texts")
         return cls(backend, config)
 
     @property

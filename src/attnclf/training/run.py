@@ -417,6 +417,8 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
             splits, trained = load_cached_data(settings, seed, log=_stderr if progress else lambda message: None)
         else:
             splits, trained = load_data(settings.data, seed), None
+        if trained is None and not resume and distributed.is_main:  # texts it cannot learn from fail here too
+            trained = Tokenizer.train(splits.train.texts, settings.tokenizer)
     except AttnclfError:
         if created:  # bad data: a run that never started leaves no folder behind, nor the empty parents it made
             shutil.rmtree(run_dir, ignore_errors=True)
@@ -451,7 +453,7 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
                                              _stderr if progress else lambda message: None)
 
     if not resume and distributed.is_main:
-        _save_tokenizer(trained or Tokenizer.train(splits.train.texts, settings.tokenizer), run_dir / "tokenizer.json")
+        _save_tokenizer(trained, run_dir / "tokenizer.json")
     distributed.barrier()  # every rank reads the tokenizer rank 0 trained
     tokenizer = Tokenizer.load(run_dir / "tokenizer.json", settings.tokenizer)
 

@@ -66,8 +66,21 @@ class TrainConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:  # here, so a bad value stops a run before it writes anything
-        if not 0.0 <= self.ema_decay < 1.0:
-            raise AttnclfError(f"ema_decay must be at least 0 and below 1, got {self.ema_decay}")
+        for name, low, high in (("epochs", 1, None), ("batch_size", 1, None), ("lr", 0, None),
+                                ("weight_decay", 0, None), ("warmup_ratio", 0, 1), ("grad_clip", 0, None),
+                                ("label_smoothing", 0, 1), ("ema_decay", 0, 1), ("patience", 0, None),
+                                ("checkpoint_seconds", 0, None), ("seed", 0, None)):
+            value = getattr(self, name)
+            if value < low or high is not None and value >= high:
+                bounds = f"at least {low}" + (f" and below {high}" if high else "")
+                raise AttnclfError(f"{name} must be {bounds}, got {value}")
+        if self.schedule_epochs is not None and self.schedule_epochs < self.epochs:
+            raise AttnclfError(f"schedule_epochs ({self.schedule_epochs}) cannot be fewer than epochs ({self.epochs})")
+        for name, allowed in (("optimizer", ("adamw", "adam")), ("schedule", ("linear", "cosine", "constant")),
+                              ("class_weights", ("none", "balanced")), ("sampler", ("shuffle", "balanced")),
+                              ("monitor", ("accuracy", "macro_f1", "micro_f1", "loss"))):
+            if getattr(self, name) not in allowed:
+                raise AttnclfError(f"{name} must be one of {', '.join(allowed)}, got {getattr(self, name)!r}")
 
     def to_dict(self) -> dict:
         return asdict(self)
