@@ -76,6 +76,24 @@ def test_predict_from_arguments_file_and_stdin(csv_run, tmp_path, capsys, monkey
     assert run_error(["predict", str(csv_run)], capsys) == "attnclf: error: stdin: line 2: not UTF-8 (byte 0xff)"
 
 
+def test_predict_and_explain_read_the_text_column_of_a_data_file(csv_run, tmp_path, capsys):
+    rows = tmp_path / "to_score.jsonl"  # no label column: these are to be labelled
+    rows.write_text('{"id": 1, "text": "a wonderful story"}\n{"id": 2, "text": "line one\\nline two"}\n'
+                    '{"id": 3, "text": "a dull story"}\n')
+    assert main(["predict", str(csv_run), "--file", str(rows)]) == 0  # the run's own text column
+    records = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert [r["text"] for r in records] == ["a wonderful story", "line one\nline two", "a dull story"]
+    assert records[0]["label"] == "pos" and records[2]["label"] == "neg"
+    renamed = write_csv(tmp_path / "to_score.csv", [("a wonderful story", 1)], header="review,id")
+    assert main(["predict", str(csv_run), "--file", str(renamed), "--text-column", "review"]) == 0
+    assert json.loads(capsys.readouterr().out)["text"] == "a wonderful story"
+    err = run_error(["predict", str(csv_run), "--file", str(renamed)], capsys)
+    assert err == f"attnclf: error: {renamed}: no text column 'text'; the columns are: 'review', 'id'"
+    assert main(["explain", str(csv_run), "--file", str(renamed), "--text-column", "review", "--method", "occlusion",
+                 "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["tokens"] == ["a", "wonderful", "story"]
+
+
 def test_evaluate_and_predict_run_under_their_threads(csv_run, csv_files, capsys, monkeypatch):
     import torch
 

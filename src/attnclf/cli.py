@@ -384,6 +384,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
 def _predict(args: argparse.Namespace) -> int:
     texts = _input_texts(args)
+    if not texts:  # a data file with no rows
+        return 0
     if args.backend == "onnx":
         from .export.runtime import OnnxClassifier
 
@@ -402,12 +404,17 @@ def _predict(args: argparse.Namespace) -> int:
             raise AttnclfError(f"{args.run_dir} is an ensemble: its members attend each their own way; "
                                f"ask one member (--attention with {args.run_dir}/seed-S)")
         clf = load_run(args.run_dir, device=args.device, bf16=args.bf16)
-    for text, prediction in zip(texts, clf.predict(texts)):
-        record = {"text": text, **prediction.to_dict()}  # blank input lines are skipped: say which text this is
-        if not args.attention:
-            record.pop("tokens"), record.pop("attention")
-        print(json.dumps(record, ensure_ascii=False))
+    for start in range(0, len(texts), PREDICT_CHUNK):  # answers flow out while a long file is still being read
+        chunk = texts[start:start + PREDICT_CHUNK]
+        for text, prediction in zip(chunk, clf.predict(chunk)):
+            record = {"text": text, **prediction.to_dict()}  # blank input lines are skipped: say which text this is
+            if not args.attention:
+                record.pop("tokens"), record.pop("attention")
+            print(json.dumps(record, ensure_ascii=False))
     return 0
+
+
+PREDICT_CHUNK = 4096
 
 
 def _refuse_ensemble(run_dir: str) -> None:
@@ -416,6 +423,16 @@ def _refuse_ensemble(run_dir: str) -> None:
 
     if is_ensemble_dir(run_dir):
         raise AttnclfError(f"{run_dir}: {NOT_EXPLAINED}")
+
+
+def _run_text_column(run_dir: str) -> str:
+    """The column a run (or the first member of a `--seeds` folder) read its texts from; "text" if unknown."""
+    for config in (Path(run_dir) / "config.json", Path(run_dir) / "seed-0" / "config.json"):
+        try:
+            return json.loads(config.read_text(encoding="utf-8"))["settings"]["data"]["text_column"]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    return "text"
 
 
 def _check_steps(steps: int | None) -> None:
@@ -427,6 +444,11 @@ def _input_texts(args: argparse.Namespace) -> list[str]:
     """Texts from the arguments and --file, else from stdin when it is not a terminal."""
     texts = list(args.texts)
     if args.file:
+        from .data.files import DATA_SUFFIXES, iter_texts
+
+        if Path(args.file).suffix.lower() in DATA_SUFFIXES:
+            column = args.text_column or _run_text_column(args.run_dir)
+            return texts + [text for _, text in iter_texts(args.file, column)]
         texts += _read_lines(Path(args.file))
     if not texts and not sys.stdin.isatty():
         texts = _lines(sys.stdin.buffer.read(), "stdin")
@@ -812,7 +834,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("predict", help="label texts (arguments, --file, or stdin); JSON lines out")
     p.add_argument("run_dir")
     p.add_argument("texts", nargs="*")
-    p.add_argument("--file", help="a UTF-8 file with one text per line")
+    p.add_argument("--file", help="a UTF-8 file with one text per line, or a CSV / TSV / JSONL / Parquet file whose "
+                                  "--text-column holds them")
+    p.add_argument("--text-column", help="with a data --file (default: the column the run trained from)")
     p.add_argument("--attention", action="store_true", help="include tokens and pooling attention")
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"])
     p.add_argument("--backend", choices=["torch", "onnx"], default="torch",
@@ -840,7 +864,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("explain", help="per-token explanations of predictions (terminal, JSON or HTML)")
     p.add_argument("run_dir")
     p.add_argument("texts", nargs="*")
-    p.add_argument("--file", help="a UTF-8 file with one text per line")
+    p.add_argument("--file", help="a UTF-8 file with one text per line, or a CSV / TSV / JSONL / Parquet file whose "
+                                  "--text-column holds them")
+    p.add_argument("--text-column", help="with a data --file (default: the column the run trained from)")
     p.add_argument("--method", default="attention",
                    help="attention, rollout, grad-input, integrated-gradients, occlusion; several comma-separated, "
                         "or all (default: attention)")

@@ -28,8 +28,9 @@ from ..errors import DataError
 from .base import Splits, TextDataset
 from .multilabel import DEFAULT_LABEL_DELIMITER, parse_label_set
 
-# (where, text value, label value), where = "line 7" or "row 7"
+# (where, text value, label value), where = "line 7" or "row 7"; the label is None when no label column is read
 Row = tuple[str, Any, Any]
+DATA_SUFFIXES = (".csv", ".tsv", ".jsonl", ".json", ".ndjson", ".parquet")
 
 
 def _utf8_lines(path: Path) -> Iterator[str]:
@@ -53,7 +54,7 @@ def _missing_column(path: Path, column: str, columns: list[str], role: str) -> D
     return DataError(f"{path}: no {role} column {column!r}; the columns are: {', '.join(map(repr, columns))}")
 
 
-def _csv_rows(path: Path, delimiter: str, text_column: str, label_column: str) -> Iterator[Row]:
+def _csv_rows(path: Path, delimiter: str, text_column: str, label_column: str | None) -> Iterator[Row]:
     kind, separator = ("TSV", "a tab") if delimiter == "\t" else ("CSV", "a comma")
     # Texts longer than csv's default 128 KiB field limit are legitimate documents.
     csv.field_size_limit(max(csv.field_size_limit(), 1 << 30))
@@ -63,10 +64,11 @@ def _csv_rows(path: Path, delimiter: str, text_column: str, label_column: str) -
         header = next(reader, None)
         if not header:
             raise DataError(f"{path}: empty file")
-        for column, role in ((text_column, "text"), (label_column, "label")):
+        for column, role in _wanted(text_column, label_column):
             if column not in header:
                 raise _missing_column(path, column, header, role)
-        text_at, label_at = header.index(text_column), header.index(label_column)
+        text_at = header.index(text_column)
+        label_at = None if label_column is None else header.index(label_column)
         start = reader.line_num + 1
         for row in reader:
             if row:  # csv yields [] for a blank line
@@ -75,13 +77,13 @@ def _csv_rows(path: Path, delimiter: str, text_column: str, label_column: str) -
                         f"{path}, line {start}: {len(row)} fields but the header has {len(header)}; "
                         f"quote fields that contain {separator} or a quote"
                     )
-                yield f"line {start}", row[text_at], row[label_at]
+                yield f"line {start}", row[text_at], None if label_at is None else row[label_at]
             start = reader.line_num + 1
     except csv.Error as exc:
         raise DataError(f"{path}, line {start}: malformed {kind}: {exc}") from None
 
 
-def _jsonl_rows(path: Path, text_column: str, label_column: str) -> Iterator[Row]:
+def _jsonl_rows(path: Path, text_column: str, label_column: str | None) -> Iterator[Row]:
     for number, line in enumerate(_utf8_lines(path), 1):
         if not line.strip():
             continue
@@ -96,16 +98,16 @@ def _jsonl_rows(path: Path, text_column: str, label_column: str) -> Iterator[Row
             if number == 1 and line.lstrip().startswith("["):
                 problem += "; this is a JSON array, write one object per line (JSON lines)"
             raise DataError(f"{path}, line {number}: {problem}")
-        for column, role in ((text_column, "text"), (label_column, "label")):
+        for column, role in _wanted(text_column, label_column):
             if column not in record:
                 raise DataError(
                     f"{path}, line {number}: no {role} column {column!r}; "
                     f"this line has: {', '.join(map(repr, record))}"
                 )
-        yield f"line {number}", record[text_column], record[label_column]
+        yield f"line {number}", record[text_column], record.get(label_column)
 
 
-def _parquet_rows(path: Path, text_column: str, label_column: str) -> Iterator[Row]:
+def _parquet_rows(path: Path, text_column: str, label_column: str | None) -> Iterator[Row]:
     try:
         import pyarrow.parquet as pq
     except ImportError:
@@ -115,17 +117,24 @@ def _parquet_rows(path: Path, text_column: str, label_column: str) -> Iterator[R
     except Exception as exc:  # pyarrow raises its own ArrowInvalid for a non-Parquet file
         raise DataError(f"{path}: not a readable Parquet file: {exc}") from None
     columns = parquet.schema_arrow.names
-    for column, role in ((text_column, "text"), (label_column, "label")):
+    for column, role in _wanted(text_column, label_column):
         if column not in columns:
             raise _missing_column(path, column, columns, role)
     number = 0
-    for batch in parquet.iter_batches(batch_size=8192, columns=[text_column, label_column]):
-        for text, label in zip(batch.column(text_column).to_pylist(), batch.column(label_column).to_pylist()):
+    wanted = [column for column, _ in _wanted(text_column, label_column)]
+    for batch in parquet.iter_batches(batch_size=8192, columns=wanted):
+        labels = batch.column(label_column).to_pylist() if label_column is not None else [None] * batch.num_rows
+        for text, label in zip(batch.column(text_column).to_pylist(), labels):
             number += 1
             yield f"row {number}", text, label
 
 
-def _rows(path: Path, text_column: str, label_column: str) -> Iterator[Row]:
+def _wanted(text_column: str, label_column: str | None) -> list[tuple[str, str]]:
+    """The columns a reader needs, with their roles for error messages."""
+    return [(text_column, "text")] + ([] if label_column is None else [(label_column, "label")])
+
+
+def _rows(path: Path, text_column: str, label_column: str | None) -> Iterator[Row]:
     suffix = path.suffix.lower()
     if suffix in (".csv", ".tsv"):
         return _csv_rows(path, "\t" if suffix == ".tsv" else ",", text_column, label_column)
@@ -142,6 +151,24 @@ def _sorted_names(values: set[str]) -> list[str]:
         return sorted(values, key=int)
     except ValueError:
         return sorted(values)
+
+
+def iter_texts(path: str | Path, text_column: str = "text") -> Iterator[tuple[str, str]]:
+    """Stream the texts of a CSV / TSV / JSONL / Parquet file's ``text_column`` as ``(where, text)``, for
+    prediction: no label column is read, and an empty text is kept (a model still labels it).
+
+    >>> next(iter_texts("to_score.csv", text_column="review"))  # doctest: +SKIP
+    ('line 2', 'A fine film.')
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"{path}: {'is a folder, not a file' if path.is_dir() else 'no such file'}")
+    for where, text, _ in _rows(path, text_column, None):
+        if text is None:
+            text = ""
+        if not isinstance(text, str):
+            raise DataError(f"{path}, {where}: text column {text_column!r} holds {text!r}, not text")
+        yield where, text
 
 
 def iter_records(
