@@ -404,7 +404,7 @@ def _predict(args: argparse.Namespace) -> int:
             raise AttnclfError(f"{args.run_dir} is an ensemble: its members attend each their own way; "
                                f"ask one member (--attention with {args.run_dir}/seed-S)")
         clf = load_run(args.run_dir, device=args.device, bf16=args.bf16)
-    for start in range(0, len(texts), PREDICT_CHUNK):  # answers flow out while a long file is still being read
+    for start in range(0, len(texts), PREDICT_CHUNK):  # answers flow out chunk by chunk, not all at the end
         chunk = texts[start:start + PREDICT_CHUNK]
         for text, prediction in zip(chunk, clf.predict(chunk)):
             record = {"text": text, **prediction.to_dict()}  # blank input lines are skipped: say which text this is
