@@ -269,6 +269,15 @@ def test_predict_into_a_pipe_closed_early_ends_quietly(csv_run, tmp_path):
     assert process.returncode == 0 and err == b""
 
 
+def test_training_into_a_folder_with_a_model_says_it_replaces_it(csv_files, tmp_path, capsys):
+    argv = ["train", "--train-file", str(csv_files[0]), "--model", "boe", "--epochs", "1", "--min-frequency", "1",
+            "--output", str(tmp_path / "run"), "--no-report", "--threads", "1"]
+    assert main(argv) == 0
+    assert "replaces it" not in capsys.readouterr().err
+    assert main(argv) == 0
+    assert f"{tmp_path / 'run'} held a trained model; this run replaces it" in capsys.readouterr().err
+
+
 def test_missing_training_file(tmp_path, capsys):
     err = run_error(["train", "--train-file", str(tmp_path / "nope.csv"), "--output", str(tmp_path / "o")], capsys)
     assert "nope.csv" in err

@@ -428,6 +428,8 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
         # The data loaded: this run replaces the folder's earlier one. Its weights, history, metrics, thresholds, ONNX
         # export and checkpoint would describe another model (a checkpoint would invite --resume onto this run's
         # tokenizer, a history `attnclf refit` onto its settings), and this run writes its own as it goes.
+        if progress and (run_dir / "model.safetensors").is_file():
+            _stderr(f"{run_dir} held a trained model; this run replaces it")
         for stale in ("model.safetensors", "history.jsonl", "metrics.json", THRESHOLDS_FILE, "report.html",
                       "faithfulness.json"):
             (run_dir / stale).unlink(missing_ok=True)
