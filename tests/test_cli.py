@@ -278,6 +278,42 @@ def test_training_into_a_folder_with_a_model_says_it_replaces_it(csv_files, tmp_
     assert f"{tmp_path / 'run'} held a trained model; this run replaces it" in capsys.readouterr().err
 
 
+def test_options_may_come_between_the_run_and_its_texts_and_blank_texts_are_skipped(csv_run, capsys):
+    assert main(["predict", str(csv_run), "--attention", "a wonderful story", " ", "--threads", "1",
+                 "a dull story"]) == 0
+    records = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert [r["text"] for r in records] == ["a wonderful story", "a dull story"] and "attention" in records[0]
+    with pytest.raises(SystemExit) as stop:  # argparse's own exit, as for any flag it does not know
+        main(["predict", str(csv_run), "a story", "--no-such-flag"])
+    assert stop.value.code == 2 and "unrecognized arguments: --no-such-flag" in capsys.readouterr().err
+
+
+def test_models_without_pooling_attention_or_layers_explain_by_default(csv_files, tmp_path, capsys):
+    train, test = csv_files
+    flat = tmp_path / "flat"  # self-attention with no self-attention layers: pooling only
+    assert main(["train", "--train-file", str(train), "--test-file", str(test), "--set", "layers=0", "--set",
+                 "d_model=16", "--epochs", "1", "--min-frequency", "1", "--output", str(flat), "--quiet",
+                 "--threads", "1"]) == 0
+    assert (flat / "report.html").is_file()
+    err = run_error(["explain", str(flat), "a dull story", "--heads"], capsys)
+    assert "this model has no self-attention layers" in err
+    boe = tmp_path / "boe"
+    assert main(["train", "--train-file", str(train), "--model", "boe", "--epochs", "1", "--min-frequency", "1",
+                 "--output", str(boe), "--quiet", "--no-report", "--threads", "1"]) == 0
+    capsys.readouterr()
+    assert main(["explain", str(boe), "a dull story", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["method"] == "integrated-gradients"
+
+
+def test_none_is_a_positional_encoding_and_pad_id_is_not_settable(csv_files, tmp_path, capsys):
+    argv = ["train", "--train-file", str(csv_files[0]), "--model", "pos-mean", "--epochs", "1", "--min-frequency",
+            "1", "--output", str(tmp_path / "run"), "--quiet", "--no-report", "--threads", "1"]
+    assert main([*argv, "--set", "positional=none"]) == 0
+    config = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert config["model"]["config"]["positional"] == "none"
+    assert "no settable field 'pad_id'" in run_error([*argv, "--set", "pad_id=5"], capsys)
+
+
 def test_missing_training_file(tmp_path, capsys):
     err = run_error(["train", "--train-file", str(tmp_path / "nope.csv"), "--output", str(tmp_path / "o")], capsys)
     assert "nope.csv" in err

@@ -122,6 +122,24 @@ def test_ablate_sweeps_any_field_and_trains_the_base_once(tmp_path, capsys):
     assert "### heads" in capsys.readouterr().out
 
 
+def test_ablate_sweeps_the_default_axes_the_model_has(tmp_path, monkeypatch):
+    import sys
+
+    from attnclf.training.run import DataSettings
+
+    module = sys.modules["attnclf.experiments.ablate"]
+    swept = []
+
+    def record(setup, variants, output, log):  # stop before training: the variants are what is tested
+        swept.extend(variant.label.split("=")[0] for variant in variants)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(module, "run_variants", record)
+    with pytest.raises(KeyboardInterrupt):
+        module.ablate(Setup(DataSettings(dataset="demo"), seeds=(0,)), tmp_path / "out", model="bilstm-attn")
+    assert sorted(set(swept)) == ["layers", "pooling_score"]  # bilstm-attn has no positions, pooling or heads
+
+
 @pytest.mark.parametrize("args, message", [
     (["ablate", "--dataset", "synthetic", "--sweep", "heads"], "--sweep expects FIELD=VALUE1,VALUE2"),
     (["ablate", "--dataset", "synthetic", "--axes", "width"], "unknown axis 'width'"),

@@ -43,7 +43,7 @@ def _parse_value(text: str):
             return cast(text)
         except ValueError:
             pass
-    return {"true": True, "false": False, "none": None}.get(text.lower(), text)
+    return {"true": True, "false": False}.get(text.lower(), text)
 
 
 def _parse_overrides(pairs: list[str]) -> dict:
@@ -441,8 +441,8 @@ def _check_steps(steps: int | None) -> None:
 
 
 def _input_texts(args: argparse.Namespace) -> list[str]:
-    """Texts from the arguments and --file, else from stdin when it is not a terminal."""
-    texts = list(args.texts)
+    """Texts from the arguments and --file, else from stdin when it is not a terminal (blank ones skipped)."""
+    texts = [text for text in args.texts if text.strip()]
     if args.file:
         from .data.files import DATA_SUFFIXES, iter_texts
 
@@ -525,12 +525,15 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
     from .classifier import Classifier
     from .explain import render
-    from .explain.methods import available_methods
+    from .explain.methods import available_methods, default_method
 
     _refuse_ensemble(args.run_dir)
     texts = _input_texts(args)
     clf = Classifier.load(args.run_dir, device=args.device)
-    methods = _method_list(args.method, available_methods(clf.model))
+    available = available_methods(clf.model)
+    if args.heads and "rollout" not in available:
+        raise AttnclfError("--heads shows every layer's self-attention, and this model has no self-attention layers")
+    methods = _method_list(args.method or default_method(available), available)
     _check_steps(args.steps)
     if args.steps is not None and "integrated-gradients" not in methods:
         raise AttnclfError("--steps applies to integrated-gradients only")
@@ -703,8 +706,8 @@ def cmd_ablate(args: argparse.Namespace) -> int:
                                "to other datasets (sweep toy-reversal, toy-relative or toy-both instead)")
         result = toy_order(setup, output, log=log)
     else:
-        axes = {}
-        for name in _comma_list(args.axes or ("" if args.sweep else ",".join(AXES))):
+        axes = None if not (args.axes or args.sweep) else {}  # None: the default axes the model has
+        for name in _comma_list(args.axes or ""):
             if name not in AXES:
                 raise AttnclfError(f"unknown axis {name!r}; known: {', '.join(AXES)} (or --sweep FIELD=V1,V2)")
             axes[name] = AXES[name]
@@ -867,9 +870,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--file", help="a UTF-8 file with one text per line, or a CSV / TSV / JSONL / Parquet file whose "
                                   "--text-column holds them")
     p.add_argument("--text-column", help="with a data --file (default: the column the run trained from)")
-    p.add_argument("--method", default="attention",
+    p.add_argument("--method",
                    help="attention, rollout, grad-input, integrated-gradients, occlusion; several comma-separated, "
-                        "or all (default: attention)")
+                        "or all (default: attention where the model pools by attention, else integrated-gradients)")
     p.add_argument("--target", help="class to explain (default: the predicted one)")
     p.add_argument("--steps", type=int, help="integrated gradients' path steps (default: auto, 16 doubling to 512 until within 1%% "
                                                  "completeness)")
@@ -987,7 +990,13 @@ def _add_experiment_args(p: argparse.ArgumentParser, default_output: str) -> Non
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        if getattr(args, "texts", None) is not None and not any(extra.startswith("-") for extra in extras):
+            args.texts += extras  # `predict RUN --attention "text"`: argparse stops collecting texts at an option
+        else:
+            parser.error(f"unrecognized arguments: {' '.join(extras)}")
     args.argv = list(sys.argv[1:] if argv is None else argv)[1:]  # the command's own arguments, as typed
     try:
         return COMMANDS[args.command](args)

@@ -19,10 +19,12 @@ with two heads, compared by training loss (``toy-order.md``,
 
 from __future__ import annotations
 
+from dataclasses import fields as dataclass_fields
 from dataclasses import replace
 from pathlib import Path
 
 from ..errors import AttnclfError
+from ..models import MODELS
 from ..rundir import atomic_write_bytes, prepare_output_dir
 from .budget import with_caps, with_quick
 from .cells import Log, Setup, Variant, run_variants, variant_settings
@@ -57,9 +59,14 @@ def ablate(setup: Setup, output: str | Path, model: str = "self-attn", axes: dic
     """Train ``model`` once per value of each axis (one axis at a time) and seed; write a table and plot per axis.
 
     The budget is resolved as in ``compare``: explicit values, then ``QUICK``
-    if ``quick``, else the recipe within ``DEFAULT_CAPS``.
+    if ``quick``, else the recipe within ``DEFAULT_CAPS``. Without ``axes``, the default ones ``model`` has.
     """
-    axes = axes or AXES
+    if axes is None:
+        fields = {f.name for f in dataclass_fields(MODELS[model].config_class)} if model in MODELS else set(AXES)
+        axes = {axis: values for axis, values in AXES.items() if axis in fields}
+        if not axes:
+            raise AttnclfError(f"model {model!r} has none of the default axes ({', '.join(AXES)}); "
+                               f"name what to sweep with --sweep FIELD=V1,V2")
     empty = [axis for axis, values in axes.items() if not values]
     if empty:
         raise AttnclfError(f"axis {empty[0]!r} has no values to sweep")

@@ -41,6 +41,16 @@ if TYPE_CHECKING:
 DELETION_KS: tuple = (1, 3, 5, "10%")
 
 
+def _number(value: float, sign: str = "") -> str:
+    """Four decimals, or two significant digits below 0.0005: a near-chance model's drops are that small, and
+    "+0.0000 ± 0.0000 beats random" would hide what the verdict rests on.
+
+    >>> _number(0.01234), _number(3.2e-6, "+"), _number(0.0)
+    ('0.0123', '+3.2e-06', '0.0000')
+    """
+    return f"{value:{sign}.4f}" if value == 0 or abs(value) >= 5e-4 or math.isnan(value) else f"{value:{sign}.1e}"
+
+
 @dataclass
 class MethodFaithfulness:
     """One method's deletion test: mean probability drop per k, AOPC, and the comparison with random."""
@@ -87,11 +97,11 @@ class FaithfulnessResult:
     def rows(self) -> tuple[list[str], list[tuple[str, ...]]]:
         """The deletion-test table: a header and one row per method (most faithful first), then random."""
         header = ["method", *(f"drop k={k}" for k in self.ks), "AOPC", "vs random", "verdict"]
-        rows = [(name, *(f"{r.drops[k]:.4f}" for k in self.ks), f"{r.aopc:.4f}",
-                 f"{r.advantage:+.4f} ± {r.advantage_se:.4f}", r.verdict)
+        rows = [(name, *(_number(r.drops[k]) for k in self.ks), _number(r.aopc),
+                 f"{_number(r.advantage, '+')} ± {_number(r.advantage_se)}", r.verdict)
                 for name, r in sorted(self.methods.items(), key=lambda item: -item[1].aopc)]
-        rows.append((f"random ({self.random_draws} draws)", *(f"{self.random_drops[k]:.4f}" for k in self.ks),
-                     f"{self.random_aopc:.4f}", "", ""))
+        rows.append((f"random ({self.random_draws} draws)", *(_number(self.random_drops[k]) for k in self.ks),
+                     _number(self.random_aopc), "", ""))
         return header, rows
 
     def table(self) -> str:

@@ -144,8 +144,19 @@ def available_methods(model: torch.nn.Module) -> list[str]:
     model.eval()
     with torch.inference_mode():
         out = model(ids, ids != PAD_ID, output_attentions=True)
-    lacking = {"attention": out.pooling_weights is None, "rollout": out.self_attentions is None}
+    # (A self-attn model with layers=0 returns an empty list: no self-attention to roll out.)
+    lacking = {"attention": out.pooling_weights is None, "rollout": not out.self_attentions}
     return [name for name in METHODS if not lacking.get(name, False)]
+
+
+def default_method(available: list[str]) -> str:
+    """What to show when no method is asked for: the pooling attention if the model has it, else integrated
+    gradients, which every model supports.
+
+    >>> default_method(["grad-input", "integrated-gradients", "occlusion"])
+    'integrated-gradients'
+    """
+    return "attention" if "attention" in available else "integrated-gradients"
 
 
 def self_attention_maps(model: torch.nn.Module, sequences: Sequence[Sequence[int]], *,

@@ -24,7 +24,7 @@ from ..errors import AttnclfError, RunDirError
 from ..evaluation.metrics import pick_examples
 from ..explain.explanation import explain
 from ..explain.faithfulness import FaithfulnessResult, measure_faithfulness
-from ..explain.methods import METHODS, available_methods
+from ..explain.methods import METHODS, available_methods, default_method
 from ..explain.render import legend_html, page, png_img, tokens_html
 from ..models.windows import window_config
 from ..rundir import atomic_write_bytes, atomic_write_json, check_run_dir, read_json, read_jsonl
@@ -64,7 +64,7 @@ def write_report(run_dir: str | Path, *, classifier=None, test: TextDataset | No
         test = run_test_data(config, classifier.label_names)
     windowed = window_config(classifier.model) is not None  # explanation methods read one token sequence
     supported = [] if windowed else available_methods(classifier.model)
-    method = method or ("attention" if "attention" in supported else "integrated-gradients")
+    method = method or default_method(supported)
     if faithfulness and (windowed or classifier.multi_label):
         raise AttnclfError("--faithfulness measures single-label runs without --windows only, for now: the "
                            "explanation methods it tests attribute one class of one token sequence")

@@ -132,7 +132,7 @@ def settings_for(data: DataSettings, model: str, *, model_config: dict | None = 
     ``model_config``, ``train`` and ``tokenizer`` override fields of the model's
     config, ``TrainConfig`` and ``TokenizerConfig``; an unknown field is an
     error, and so are the model fields the run sets itself (vocab_size,
-    num_classes, max_len: set --max-len through the tokenizer).
+    num_classes, max_len: set --max-len through the tokenizer; pad_id: the tokenizer's).
 
     >>> s = settings_for(DataSettings(dataset="synthetic"), "boe", train={"epochs": 2})
     >>> s.train.epochs, s.train.batch_size, s.tokenizer.max_len
@@ -152,7 +152,7 @@ def settings_for(data: DataSettings, model: str, *, model_config: dict | None = 
         merged_train.setdefault("monitor", "loss")
     merged_tokenizer = recipe.get("tokenizer", {}) | (tokenizer or {})
     for what, overrides, valid in (
-        (f"model {model!r}", merged_model, model_fields - {"vocab_size", "num_classes", "max_len"}),
+        (f"model {model!r}", merged_model, model_fields - {"vocab_size", "num_classes", "max_len", "pad_id"}),
         ("TrainConfig", merged_train, {f.name for f in fields(TrainConfig)}),
         ("TokenizerConfig", merged_tokenizer, {f.name for f in fields(TokenizerConfig)} - {"cleaning"}),
     ):
