@@ -76,6 +76,21 @@ def test_predict_from_arguments_file_and_stdin(csv_run, tmp_path, capsys, monkey
     assert run_error(["predict", str(csv_run)], capsys) == "attnclf: error: stdin: line 2: not UTF-8 (byte 0xff)"
 
 
+def test_an_ensemble_folder_reads_a_data_file_by_its_members_text_column(tmp_path, capsys):
+    data = write_csv(tmp_path / "reviews.csv", [(t, "pos") for t in POSITIVE * 5] + [(t, "neg") for t in NEGATIVE * 5],
+                     header="review,sentiment")
+    folder = tmp_path / "seeds"  # members seed-1 and seed-2: no seed-0 to read the column from
+    assert main(["train", "--train-file", str(data), "--test-file", str(data), "--text-column", "review",
+                 "--label-column", "sentiment", "--model", "boe", "--epochs", "1", "--min-frequency", "1",
+                 "--seeds", "1", "2", "--output",
+                 str(folder), "--quiet", "--no-report", "--threads", "1"]) == 0
+    capsys.readouterr()
+    assert main(["predict", str(folder), "--file", str(data)]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 60
+    assert "--text-column picks the column" in run_error(["predict", str(folder), "x", "--text-column", "review"],
+                                                         capsys)
+
+
 def test_predict_and_explain_read_the_text_column_of_a_data_file(csv_run, tmp_path, capsys):
     rows = tmp_path / "to_score.jsonl"  # no label column: these are to be labelled
     rows.write_text('{"id": 1, "text": "a wonderful story"}\n{"id": 2, "text": "line one\\nline two"}\n'
@@ -203,6 +218,8 @@ def test_a_validation_file_validates_instead_of_a_share_of_the_training_file(csv
     (["--train-file", "{train}", "--validation-file", "{odd}"], "odd.csv, line 2: label 'meh' in column 'label' is not one of the training labels"),
     (["--train-file", "{train}", "--validation-file", "{train}", "--hold-out", "latest"],
      "has its own validation split; drop --hold-out latest"),
+    (["--train-file", "{train}", "--validation-file", "{train}", "--val-fraction", "0.2"],
+     "--val-fraction carves validation from the training file; --validation-file replaces it"),
 ])
 def test_data_flags_that_do_not_go_together_are_refused_in_one_line(csv_files, tmp_path, capsys, argv, message):
     odd = write_csv(tmp_path / "odd.csv", [("so so", "meh")])
@@ -254,7 +271,7 @@ def test_explain_writes_into_new_folders_and_refuses_a_folder_or_zero_steps(csv_
     assert f"{tmp_path} is a folder; give --output a file name" in err
     err = run_error(["explain", str(csv_run), "a dull story", "--method", "integrated-gradients", "--steps", "0"],
                     capsys)
-    assert "--steps must be at least 1, got 0" in err
+    assert "integrated gradients needs steps >= 1 or 'auto', got 0" in err
 
 
 def test_predict_into_a_pipe_closed_early_ends_quietly(csv_run, tmp_path):
@@ -266,7 +283,7 @@ def test_predict_into_a_pipe_closed_early_ends_quietly(csv_run, tmp_path):
     process.stdout.close()
     _, err = process.communicate(timeout=120)
     assert json.loads(first)["label"] == "pos"
-    assert process.returncode == 0 and err == b""
+    assert process.returncode == 141 and err == b""
 
 
 def test_training_into_a_folder_with_a_model_says_it_replaces_it(csv_files, tmp_path, capsys):
@@ -283,6 +300,8 @@ def test_options_may_come_between_the_run_and_its_texts_and_blank_texts_are_skip
                  "a dull story"]) == 0
     records = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
     assert [r["text"] for r in records] == ["a wonderful story", "a dull story"] and "attention" in records[0]
+    # Only blank texts given: an error, not a read of stdin (which belongs to whatever runs this in a loop).
+    assert "every text given is blank" in run_error(["predict", str(csv_run), ""], capsys)
     with pytest.raises(SystemExit) as stop:  # argparse's own exit, as for any flag it does not know
         main(["predict", str(csv_run), "a story", "--no-such-flag"])
     assert stop.value.code == 2 and "unrecognized arguments: --no-such-flag" in capsys.readouterr().err

@@ -217,6 +217,9 @@ def test_a_class_with_one_text_trains_on_it_and_the_others_stay_stratified():
     # A sample smaller than the number of classes cannot be stratified: it is drawn plainly instead.
     kept, rest = split_indices([0, 1, 2] * 5, fraction=1 - 2 / 15, seed=0)
     assert len(kept) == 2 and len(rest) == 13
+    for classes, n, m in ((3, 9, 3), (20, 60, 20)):  # where scikit-learn's rounding left the kept side too small
+        kept, _ = split_indices([i % classes for i in range(n)], fraction=1 - m / n, seed=0)
+        assert len(kept) >= m - 1
 
 
 def test_datasets_listing_says_when_a_local_copy_lacks_splits(tmp_path, monkeypatch, capsys):

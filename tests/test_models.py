@@ -513,8 +513,18 @@ def test_unknown_field_is_named_with_the_valid_ones():
         ("self-attn", "attention_window", -1, "model field attention_window must be at least 0, got -1"),
         ("self-attn", "d_model", "wide", "model field d_model takes int values like 128, got .wide."),
         ("boe", "dropout", 1.0, "model field dropout must be below 1, got 1.0"),
+        ("lstm-mean", "layers", 0, "model field layers must be at least 1, got 0"),
+        ("bilstm-attn", "layers", 0, "model field layers must be at least 1, got 0"),
     ],
 )
 def test_bad_config_values(name, field, value, message):
     with pytest.raises(AttnclfError, match=message):
         build_model(name, **{field: value})
+
+
+def test_config_values_parsed_from_text_take_their_field_type():
+    from attnclf.models import config_for
+
+    config = config_for("self-attn", dropout=0, embedding_norm=1, layers=0)  # --set dropout=0 parses as an int
+    assert (config.dropout, config.embedding_norm, config.layers) == (0.0, True, 0)
+    assert type(config.dropout) is float and type(config.embedding_norm) is bool

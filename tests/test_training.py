@@ -110,6 +110,21 @@ def test_weight_averaging_decay_must_be_below_one():
         TrainConfig(ema_decay=1.0)
 
 
+def test_resume_checks_its_new_epoch_budget_and_old_runs_with_an_unread_file_still_load(tmp_path):
+    from attnclf.training.run import resume_settings, run_test_data
+
+    run = train_run(tiny_settings(tmp_path / "run", epochs=1), progress=False)
+    with pytest.raises(AttnclfError, match="epochs must be at least 1, got 0"):
+        resume_settings(run.run_dir, epochs=0)
+    # Runs trained before --dataset refused files beside it recorded the file it ignored; they still load.
+    config_file = run.run_dir / "config.json"
+    config = json.loads(config_file.read_text())
+    config["settings"]["data"]["test_file"] = str(tmp_path / "ignored.csv")
+    config_file.write_text(json.dumps(config))
+    assert resume_settings(run.run_dir).data.dataset == "demo"
+    assert len(run_test_data(config, json.loads((run.run_dir / "labels.json").read_text()))) > 0
+
+
 def test_resume_refuses_a_split_that_changed_since(tmp_path):
     from attnclf.training.run import resume_settings
 

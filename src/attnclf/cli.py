@@ -104,7 +104,10 @@ def _budget(args: argparse.Namespace) -> dict:
     for flag in ("max_train_examples", "max_test_examples"):
         if getattr(args, flag) is not None and getattr(args, flag) < 1:
             raise AttnclfError(f"--{flag.replace('_', '-')} must be at least 1, got {getattr(args, flag)}")
-    check_fraction(args.val_fraction)  # before anything is written (saved runs are not re-checked)
+    if args.val_fraction is not None and getattr(args, "validation_file", None):
+        raise AttnclfError("--val-fraction carves validation from the training file; --validation-file replaces it")
+    val_fraction = DataSettings.val_fraction if args.val_fraction is None else args.val_fraction
+    check_fraction(val_fraction)  # before anything is written (saved runs are not re-checked)
     for flag in ("seed", "split_seed"):  # numpy's and torch's generators take no negative seed
         if getattr(args, flag, None) is not None and getattr(args, flag) < 0:
             raise AttnclfError(f"--{flag.replace('_', '-')} must be 0 or more, got {getattr(args, flag)}")
@@ -117,7 +120,7 @@ def _budget(args: argparse.Namespace) -> dict:
     data = DataSettings(dataset=args.dataset, data_dir=args.data_dir, download=args.download, train_file=args.train_file,
                         test_file=args.test_file, validation_file=args.validation_file,
                         text_column=args.text_column, label_column=args.label_column,
-                        val_fraction=args.val_fraction, split_seed=args.split_seed, hold_out=args.hold_out,
+                        val_fraction=val_fraction, split_seed=args.split_seed, hold_out=args.hold_out,
                         max_train_examples=args.max_train_examples, max_test_examples=args.max_test_examples,
                         multi_label=args.multi_label,
                         label_delimiter=args.label_delimiter or DEFAULT_LABEL_DELIMITER, token_cache=args.token_cache,
@@ -187,7 +190,7 @@ def _add_budget_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--strip-punctuation", action="store_true")
     p.add_argument("--remove-stopwords", action="store_true")
     p.add_argument("--lemmatize", action="store_true")
-    p.add_argument("--val-fraction", type=float, default=0.1, help="validation share carved from train")
+    p.add_argument("--val-fraction", type=float, help="validation share carved from train (default: 0.1)")
     p.add_argument("--split-seed", type=int,
                    help="seed of the validation split carved from train, and of a --max-train-examples sample "
                         "(default: the run's): runs sharing it hold out the same texts")
@@ -383,9 +386,6 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
 
 def _predict(args: argparse.Namespace) -> int:
-    texts = _input_texts(args)
-    if not texts:  # a data file with no rows
-        return 0
     if args.backend == "onnx":
         from .export.runtime import OnnxClassifier
 
@@ -404,6 +404,7 @@ def _predict(args: argparse.Namespace) -> int:
             raise AttnclfError(f"{args.run_dir} is an ensemble: its members attend each their own way; "
                                f"ask one member (--attention with {args.run_dir}/seed-S)")
         clf = load_run(args.run_dir, device=args.device, bf16=args.bf16)
+    texts = _input_texts(args, clf.config)
     for start in range(0, len(texts), PREDICT_CHUNK):  # answers flow out chunk by chunk, not all at the end
         chunk = texts[start:start + PREDICT_CHUNK]
         for text, prediction in zip(chunk, clf.predict(chunk)):
@@ -425,32 +426,27 @@ def _refuse_ensemble(run_dir: str) -> None:
         raise AttnclfError(f"{run_dir}: {NOT_EXPLAINED}")
 
 
-def _run_text_column(run_dir: str) -> str:
-    """The column a run (or the first member of a `--seeds` folder) read its texts from; "text" if unknown."""
-    for config in (Path(run_dir) / "config.json", Path(run_dir) / "seed-0" / "config.json"):
-        try:
-            return json.loads(config.read_text(encoding="utf-8"))["settings"]["data"]["text_column"]
-        except (OSError, ValueError, KeyError, TypeError):
-            continue
-    return "text"
+def _input_texts(args: argparse.Namespace, config: dict) -> list[str]:
+    """Texts from the arguments and --file, else from stdin when it is not a terminal (blank lines skipped).
 
+    ``config``: the loaded model's, whose text column a data --file is read from unless --text-column names one."""
+    from .data.files import DATA_SUFFIXES, iter_texts
+    from .prediction import trained_text_column
 
-def _check_steps(steps: int | None) -> None:
-    if steps is not None and steps < 1:
-        raise AttnclfError(f"--steps must be at least 1, got {steps}")
-
-
-def _input_texts(args: argparse.Namespace) -> list[str]:
-    """Texts from the arguments and --file, else from stdin when it is not a terminal (blank ones skipped)."""
+    data_file = args.file and Path(args.file).suffix.lower() in DATA_SUFFIXES
+    if args.text_column and not data_file:
+        raise AttnclfError("--text-column picks the column of a CSV / TSV / JSONL / Parquet --file")
+    if args.texts and not any(text.strip() for text in args.texts):
+        raise AttnclfError("every text given is blank")
     texts = [text for text in args.texts if text.strip()]
-    if args.file:
-        from .data.files import DATA_SUFFIXES, iter_texts
-
-        if Path(args.file).suffix.lower() in DATA_SUFFIXES:
-            column = args.text_column or _run_text_column(args.run_dir)
-            return texts + [text for _, text in iter_texts(args.file, column)]
+    if data_file:
+        rows = [text for _, text in iter_texts(args.file, args.text_column or trained_text_column(config))]
+        if not rows:
+            raise AttnclfError(f"{args.file}: no rows to label")
+        texts += rows
+    elif args.file:
         texts += _read_lines(Path(args.file))
-    if not texts and not sys.stdin.isatty():
+    if not texts and not args.texts and not args.file and not sys.stdin.isatty():
         texts = _lines(sys.stdin.buffer.read(), "stdin")
     if not texts:
         raise AttnclfError("no texts: give them as arguments, with --file PATH, or on stdin")
@@ -528,13 +524,10 @@ def cmd_explain(args: argparse.Namespace) -> int:
     from .explain.methods import available_methods, default_method
 
     _refuse_ensemble(args.run_dir)
-    texts = _input_texts(args)
     clf = Classifier.load(args.run_dir, device=args.device)
+    texts = _input_texts(args, clf.config)
     available = available_methods(clf.model)
-    if args.heads and "rollout" not in available:
-        raise AttnclfError("--heads shows every layer's self-attention, and this model has no self-attention layers")
     methods = _method_list(args.method or default_method(available), available)
-    _check_steps(args.steps)
     if args.steps is not None and "integrated-gradients" not in methods:
         raise AttnclfError("--steps applies to integrated-gradients only")
     by_method = [clf.explain(texts, method, target=args.target, self_attentions=args.heads and i == 0,
@@ -632,7 +625,6 @@ def cmd_faithfulness(args: argparse.Namespace) -> int:
             raise AttnclfError(f"{run_dir} reads long texts as windows (--windows); its explanations, and so "
                                f"their faithfulness, are not supported yet")
         methods = _method_list(args.methods, available) if args.methods else available
-        _check_steps(args.steps)
         options = {"steps": args.steps} if args.steps is not None else {}
         result = measure_faithfulness(clf, _test_data(args, clf), methods=methods, examples=args.examples,
                                       seed=args.seed, **options)
@@ -707,6 +699,8 @@ def cmd_ablate(args: argparse.Namespace) -> int:
         result = toy_order(setup, output, log=log)
     else:
         axes = None if not (args.axes or args.sweep) else {}  # None: the default axes the model has
+        if args.axes is not None and not _comma_list(args.axes):
+            raise AttnclfError(f"--axes names no axis; known: {', '.join(AXES)}")
         for name in _comma_list(args.axes or ""):
             if name not in AXES:
                 raise AttnclfError(f"unknown axis {name!r}; known: {', '.join(AXES)} (or --sweep FIELD=V1,V2)")
@@ -953,9 +947,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--download", action="store_true", help="download a missing public dataset (checksum-verified)")
     p.add_argument("--file", action="append", help="a UTF-8 file with one text per line (repeatable)")
     p.add_argument("--output", "-o", required=True, help="vectors file to write (word2vec text format)")
-    p.add_argument("--dim", type=int, help="dimensions: the width of the model that will use them (default: the "
-                                          "default model's for the first --dataset, 64 for imdb and sst2; "
-                                          "128 for --file alone)")
+    p.add_argument("--dim", type=int, help="dimensions: the width of the model that will use them (default: that "
+                                          "of the first --dataset's recipe, 64 for every real corpus; 128, "
+                                          "self-attn's, for --file alone)")
     p.add_argument("--window", type=int, default=5, help="words either side that count as context (default: 5)")
     p.add_argument("--min-count", type=int, default=5, help="words seen fewer times get no vector (default: 5)")
     p.add_argument("--vocab-size", type=int, default=50000, help="at most this many words (default: 50000)")
@@ -1006,10 +1000,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"attnclf: interrupted{_resume_hint(args)}", file=sys.stderr)
         return 130
-    except BrokenPipeError:  # `attnclf predict ... | head`: the reader has all it wanted
+    except BrokenPipeError:  # `attnclf predict ... | head`: the reader hung up; no traceback, and the status a
+        # shell gives a command its pipe's SIGPIPE stopped (128 + 13), since whatever was writing did not finish.
         # Python flushes stdout once more at exit, into the same closed pipe; point it at /dev/null instead.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
+        return 141
 
 
 def _resume_hint(args: argparse.Namespace) -> str:

@@ -33,6 +33,15 @@ def check_texts(texts: Sequence[str]) -> list[str]:
     return texts
 
 
+def trained_text_column(config: dict) -> str:
+    """The column a model read its texts from: a run's (or an ensemble's) config.json, or an ONNX export.json.
+
+    >>> trained_text_column({"settings": {"data": {"text_column": "review"}}}), trained_text_column({})
+    ('review', 'text')
+    """
+    return config.get("text_column") or config.get("settings", {}).get("data", {}).get("text_column") or "text"
+
+
 @dataclass
 class Prediction:
     """One text's prediction.

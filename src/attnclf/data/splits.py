@@ -96,7 +96,7 @@ def split_indices(labels: Sequence[int] | None, groups: Sequence[str] | None = N
         # Stratification needs two texts per class: a class with one trains on it, and the others stay stratified.
         alone = np.isin(labels, values[counts < 2])
         paired, classes = np.flatnonzero(~alone), int((counts >= 2).sum())
-        held = round(fraction * len(paired))
+        held = math.ceil(fraction * len(paired))  # as StratifiedShuffleSplit counts its test side
         if classes and min(held, len(paired) - held) >= classes:  # (else tiny sets fall back to a plain shuffle)
             splitter = StratifiedShuffleSplit(n_splits=1, test_size=fraction, random_state=seed)
             fit, val = next(splitter.split(np.zeros(len(paired)), labels[paired]))

@@ -53,6 +53,7 @@ class Setup:
     throughput_texts: int = 1000  # test texts timed for inference speed
 
     def __post_init__(self):
+        self.data.check_sources()
         if self.data.multi_label:  # its cells would score label sets with single-label metrics
             raise AttnclfError(f"compare and ablate support single-label data only for now, and "
                                f"{self.data.describe()} is multi-label; train multi-label runs one at a time "

@@ -15,7 +15,7 @@ import torch
 
 from ..errors import AttnclfError
 from ..text.batching import BucketBatches
-from .methods import METHODS, attribute, self_attention_maps
+from .methods import METHODS, attribute, available_methods, self_attention_maps
 
 if TYPE_CHECKING:
     from ..classifier import Classifier
@@ -99,6 +99,8 @@ def explain(classifier: "Classifier", texts: Sequence[str], method: str = "atten
     if getattr(classifier, "multi_label", False):
         raise AttnclfError("explanations and faithfulness support single-label runs only for now: every method "
                            "explains one class of a softmax, and a multi-label run has a sigmoid per label")
+    if self_attentions and "rollout" not in available_methods(classifier.model):
+        raise AttnclfError("self-attention maps (--heads): this model has no self-attention layers to show")
     texts = list(texts)
     ids = classifier.tokenizer.encode(texts)
     probabilities = classifier.predict_proba(texts)

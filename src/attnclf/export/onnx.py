@@ -36,6 +36,7 @@ from ..data.base import TextDataset
 from ..errors import AttnclfError
 from ..models.attention import MultiHeadSelfAttention
 from ..models.windows import window_config
+from ..prediction import trained_text_column
 from ..rundir import (atomic_write_bytes, atomic_write_json, prepare_output_dir, publish, refuse_multi_label,
                       temporary_beside)
 from ..text.tokenizer import PAD_ID, UNK_ID
@@ -173,6 +174,7 @@ def export_onnx(run_dir: str | Path, output: str | Path | None = None, *, check:
         "opset": OPSET,
         "model": {"name": clf.config["model"]["name"], "parameters": clf.config["model"]["parameters"]},
         "tokenizer": clf.config["settings"]["tokenizer"],
+        "text_column": trained_text_column(clf.config),  # what `predict --file data.csv` reads by default
         "outputs": ["logits"] + (["pooling_weights"] if fp32.has_pooling_weights else []),
         "parity": parity,
     }

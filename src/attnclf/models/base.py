@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
+from typing import ClassVar
 
 import torch
 from torch import nn
@@ -47,6 +48,8 @@ class ModelConfig:
     num_classes: int = 2
     pad_id: int = 0
     max_len: int = 512
+    # Fewest stacked layers the model runs with: 0 leaves a Transformer its embeddings and pooling; an LSTM needs 1.
+    min_layers: ClassVar[int] = 0
 
     def __post_init__(self) -> None:
         """Each field holds its default's type (``--set`` parses values from text) and a size is at least 1."""
@@ -54,13 +57,16 @@ class ModelConfig:
             value, default = getattr(self, f.name), f.default
             if isinstance(default, float) and isinstance(value, int) and not isinstance(value, bool):
                 value = float(value)  # --set dropout=0 parses as an int
-                setattr(self, f.name, value)
+            elif isinstance(default, bool) and type(value) is int and value in (0, 1):
+                value = bool(value)  # --set embedding_norm=1 did too, and runs saved it so
+            setattr(self, f.name, value)
             if type(value) is not type(default):
                 raise AttnclfError(f"model field {f.name} takes {type(default).__name__} values like {default!r}, "
                                    f"got {value!r}")
             sized = f.name in ("vocab_size", "num_classes", "max_len", "d_model", "heads") or f.name.endswith("_dim")
-            if sized and value < 1 or isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
-                raise AttnclfError(f"model field {f.name} must be at least {1 if sized else 0}, got {value!r}")
+            least = 1 if sized else self.min_layers if f.name == "layers" else 0
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and value < least:
+                raise AttnclfError(f"model field {f.name} must be at least {least}, got {value!r}")
             if "dropout" in f.name and not value < 1:
                 raise AttnclfError(f"model field {f.name} must be below 1, got {value!r}")
 

@@ -17,6 +17,7 @@ returns per-layer self-attention maps of models that have self-attention.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from typing import ClassVar
 
 import torch
 from torch import nn
@@ -190,6 +191,7 @@ class LSTMMeanConfig(ModelConfig):
     hidden_dim: int = 128
     layers: int = 1
     dropout: float = 0.1
+    min_layers: ClassVar[int] = 1
 
 
 class LSTMMean(TokenClassifier):
@@ -232,6 +234,7 @@ class BiLSTMAttentionConfig(ModelConfig):
     pooling_score: str = "additive"
     dense_dim: int = 64
     dropout: float = 0.1
+    min_layers: ClassVar[int] = 1
 
 
 class BiLSTMAttention(TokenClassifier):
@@ -387,14 +390,11 @@ class SelfAttentionClassifier(TokenClassifier):
         super().__init__(config, config.d_model)
         if config.pooling not in POOLINGS:
             raise AttnclfError(f"unknown pooling {config.pooling!r}; choose one of {', '.join(POOLINGS)}")
-        if config.ngram_buckets == 1 or config.ngram_buckets < 0:
+        # (Negative sizes and dropout rates of 1 or more are refused by SelfAttentionConfig itself.)
+        if config.ngram_buckets == 1:
             raise AttnclfError(f"ngram_buckets must be 0 (off) or at least 2, got {config.ngram_buckets}")
-        if not 0 <= config.token_dropout < 1:
-            raise AttnclfError(f"token_dropout must be in [0, 1), got {config.token_dropout}")
-        if config.nb_ngram_buckets == 1 or config.nb_ngram_buckets < 0:
+        if config.nb_ngram_buckets == 1:
             raise AttnclfError(f"nb_ngram_buckets must be 0 (off) or at least 2, got {config.nb_ngram_buckets}")
-        if not 0 <= config.nb_ngram_dropout < 1:
-            raise AttnclfError(f"nb_ngram_dropout must be in [0, 1), got {config.nb_ngram_dropout}")
         self.bigram_embedding = (
             nn.Embedding(config.ngram_buckets, config.d_model, padding_idx=0) if config.ngram_buckets else None
         )

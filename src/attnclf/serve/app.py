@@ -159,9 +159,9 @@ class Batcher:
                         if not jobs[0][1].done():
                             jobs[0][1].set_exception(exc)
                     else:  # one request's texts broke the batch: run each alone, so the others still get answers
-                        self._pending.extendleft(reversed([(job_texts, future) for job_texts, future in jobs
-                                                           if not future.done()]))
-                        self._solo = len(jobs)
+                        waiting = [(job_texts, future) for job_texts, future in jobs if not future.done()]
+                        self._pending.extendleft(reversed(waiting))
+                        self._solo = len(waiting)
                     continue
                 self.batches += 1
                 self.requests += len(jobs)

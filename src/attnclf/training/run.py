@@ -66,16 +66,20 @@ class DataSettings:
     refit: bool = False
 
     def __post_init__(self):
+        source = sources().get(self.dataset) if self.dataset else None
+        if source is not None and source.multi_label:
+            self.multi_label = True  # nothing else could train on it; files need the flag: their cells could be either
+
+    def check_sources(self) -> None:
+        """Refuse files beside a named dataset, which brings its own splits (new runs only: runs trained before
+        this check may record a file that went unread)."""
         files = [flag for flag, path in (("--train-file", self.train_file), ("--validation-file", self.validation_file),
                                          ("--test-file", self.test_file)) if path]
-        if self.dataset and files:  # a named dataset brings its own splits: a file beside it would go unread
+        if self.dataset and files:
             raise AttnclfError(f"--dataset {self.dataset} brings its own splits; {files[0]} is for your own data "
                                f"(--train-file with optional --validation-file and --test-file): give one or the other")
         if self.validation_file and not self.train_file:
             raise AttnclfError("--validation-file validates a --train-file run; give the training file too")
-        source = sources().get(self.dataset) if self.dataset else None
-        if source is not None and source.multi_label:
-            self.multi_label = True  # nothing else could train on it; files need the flag: their cells could be either
 
     def describe(self) -> str:
         return self.dataset or Path(self.train_file or "?").name
@@ -140,6 +144,7 @@ def settings_for(data: DataSettings, model: str, *, model_config: dict | None = 
     """
     if model not in MODELS:
         raise AttnclfError(f"unknown model {model!r}; known: {', '.join(MODELS)}")
+    data.check_sources()
     recipe = recipe_for(data.dataset)
     model_fields = {f.name for f in fields(MODELS[model].config_class)}
     # A recipe tunes several models at once; each takes the fields it has.
@@ -178,9 +183,8 @@ def dataset_splits(settings: DataSettings, seed: int) -> Splits:
 
         ensure_available(settings.dataset, candidate_dirs(settings.data_dir), download=True)
     splits = load_splits(settings.dataset, settings.data_dir, seed)
-    if splits.train.multi_label != settings.multi_label:
-        raise DataError(f"{settings.dataset} is {'a multi' if splits.train.multi_label else 'a single'}-label "
-                        f"dataset; {'add' if splits.train.multi_label else 'drop'} --multi-label")
+    if settings.multi_label and not splits.train.multi_label:  # (a multi-label source implies the flag)
+        raise DataError(f"{settings.dataset} is a single-label dataset; drop --multi-label")
     return splits
 
 
@@ -650,7 +654,7 @@ def resume_settings(run_dir: str | Path, epochs: int | None = None, device: str 
         raise AttnclfError(f"{run_dir} is a refit for the {train.epochs} epoch(s) its run chose; it resumes without "
                            f"--epochs")
     if epochs is not None:
-        train.epochs = epochs
+        train = TrainConfig(**{**saved["train"], "epochs": epochs})  # checked like a new setting
     return RunSettings(
         data=DataSettings(**saved["data"]),
         tokenizer=TokenizerConfig.from_dict(saved["tokenizer"]),

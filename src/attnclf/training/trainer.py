@@ -107,9 +107,7 @@ def _make_optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.Optimi
     fused = all(p.device.type in ("cpu", "cuda") for p in decay + no_decay)
     if config.optimizer == "adamw":
         return torch.optim.AdamW(groups, lr=config.lr, fused=fused)
-    if config.optimizer == "adam":
-        return torch.optim.Adam([{"params": decay + no_decay}], lr=config.lr, fused=fused)
-    raise AttnclfError(f"optimizer must be adamw or adam, got {config.optimizer!r}")
+    return torch.optim.Adam([{"params": decay + no_decay}], lr=config.lr, fused=fused)  # TrainConfig allows these two
 
 
 def _make_schedule(optimizer: torch.optim.Optimizer, config: TrainConfig, total_steps: int):
@@ -123,10 +121,8 @@ def _make_schedule(optimizer: torch.optim.Optimizer, config: TrainConfig, total_
             return max(0.0, 1.0 - progress)
         if config.schedule == "cosine":
             return 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress)))
-        return 1.0
+        return 1.0  # constant (TrainConfig allows no other)
 
-    if config.schedule not in ("linear", "cosine", "constant"):
-        raise AttnclfError(f"schedule must be linear, cosine or constant, got {config.schedule!r}")
     return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
 
 
