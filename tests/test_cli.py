@@ -104,6 +104,11 @@ def test_predict_and_explain_read_the_text_column_of_a_data_file(csv_run, tmp_pa
     assert json.loads(capsys.readouterr().out)["text"] == "a wonderful story"
     err = run_error(["predict", str(csv_run), "--file", str(renamed)], capsys)
     assert err == f"attnclf: error: {renamed}: no text column 'text'; the columns are: 'review', 'id'"
+    assert main(["predict", str(csv_run), "", "--file", str(renamed), "--text-column", "review"]) == 0  # "" skipped
+    assert len(capsys.readouterr().out.splitlines()) == 1
+    empty = write_csv(tmp_path / "empty.csv", [], header="review,id")  # a day with nothing to score
+    assert main(["predict", str(csv_run), "--file", str(empty), "--text-column", "review"]) == 0
+    assert capsys.readouterr().out == ""
     assert main(["explain", str(csv_run), "--file", str(renamed), "--text-column", "review", "--method", "occlusion",
                  "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["tokens"] == ["a", "wonderful", "story"]
@@ -261,6 +266,13 @@ def test_a_list_label_without_multi_label_and_one_column_for_both_are_refused(tm
     assert "the text and the labels cannot both come from column 'text'" in err
 
 
+def test_faithfulness_refuses_steps_before_measuring(csv_run, capsys):
+    err = run_error(["faithfulness", str(csv_run), "--methods", "grad-input", "--steps", "0"], capsys)
+    assert "steps applies to none of the methods measured (grad-input)" in err
+    err = run_error(["faithfulness", str(csv_run), "--steps", "0"], capsys)
+    assert "integrated gradients needs steps >= 1 or 'auto', got 0" in err
+
+
 def test_explain_writes_into_new_folders_and_refuses_a_folder_or_zero_steps(csv_run, tmp_path, capsys):
     out = tmp_path / "new" / "deeper" / "why.html"
     assert main(["explain", str(csv_run), "a dull story", "--method", "occlusion", "--format", "html",
@@ -302,6 +314,8 @@ def test_options_may_come_between_the_run_and_its_texts_and_blank_texts_are_skip
     assert [r["text"] for r in records] == ["a wonderful story", "a dull story"] and "attention" in records[0]
     # Only blank texts given: an error, not a read of stdin (which belongs to whatever runs this in a loop).
     assert "every text given is blank" in run_error(["predict", str(csv_run), ""], capsys)
+    assert main(["predict", str(csv_run), "--attention", "-5 stars, awful"]) == 0  # a text, not an option
+    assert json.loads(capsys.readouterr().out)["text"] == "-5 stars, awful"
     with pytest.raises(SystemExit) as stop:  # argparse's own exit, as for any flag it does not know
         main(["predict", str(csv_run), "a story", "--no-such-flag"])
     assert stop.value.code == 2 and "unrecognized arguments: --no-such-flag" in capsys.readouterr().err

@@ -162,6 +162,13 @@ def test_a_check_file_is_read_with_the_columns_the_run_trained_from(tmp_path):
                  "--no-report", "--threads", "1"]) == 0
     check = onnx_export.check_data(run, data)
     assert len(check) == 40 and check.texts[0] == "a good film"
+    # The export records the column, so `predict --backend onnx --file` reads it; older exports ask their run.
+    assert main(["export", str(run), "--check-file", str(data), "--threads", "1"]) == 0
+    manifest = json.loads((run / "onnx" / "export.json").read_text())
+    assert manifest["text_column"] == "review"
+    manifest.pop("text_column")
+    (run / "onnx" / "export.json").write_text(json.dumps(manifest))
+    assert OnnxClassifier.load(run).config["text_column"] == "review"
 
 
 def test_a_corrupt_graph_is_reported_not_raised(exported, tmp_path):

@@ -123,6 +123,11 @@ def test_resume_checks_its_new_epoch_budget_and_old_runs_with_an_unread_file_sti
     config_file.write_text(json.dumps(config))
     assert resume_settings(run.run_dir).data.dataset == "demo"
     assert len(run_test_data(config, json.loads((run.run_dir / "labels.json").read_text()))) > 0
+    # A new run with such settings is refused, from Python too, not trained on the dataset's own test split.
+    stray = tiny_settings(tmp_path / "stray", epochs=1)
+    stray.data.test_file = str(tmp_path / "mine.csv")
+    with pytest.raises(AttnclfError, match="--dataset demo brings its own splits; --test-file"):
+        train_run(stray, progress=False)
 
 
 def test_resume_refuses_a_split_that_changed_since(tmp_path):

@@ -436,14 +436,12 @@ def _input_texts(args: argparse.Namespace, config: dict) -> list[str]:
     data_file = args.file and Path(args.file).suffix.lower() in DATA_SUFFIXES
     if args.text_column and not data_file:
         raise AttnclfError("--text-column picks the column of a CSV / TSV / JSONL / Parquet --file")
-    if args.texts and not any(text.strip() for text in args.texts):
+    if args.texts and not args.file and not any(text.strip() for text in args.texts):
         raise AttnclfError("every text given is blank")
     texts = [text for text in args.texts if text.strip()]
-    if data_file:
-        rows = [text for _, text in iter_texts(args.file, args.text_column or trained_text_column(config))]
-        if not rows:
-            raise AttnclfError(f"{args.file}: no rows to label")
-        texts += rows
+    if data_file:  # (a file with no rows gives no texts, and predict no output: a day with nothing to score)
+        texts += [text for _, text in iter_texts(args.file, args.text_column or trained_text_column(config))]
+        return texts
     elif args.file:
         texts += _read_lines(Path(args.file))
     if not texts and not args.texts and not args.file and not sys.stdin.isatty():
@@ -526,6 +524,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
     _refuse_ensemble(args.run_dir)
     clf = Classifier.load(args.run_dir, device=args.device)
     texts = _input_texts(args, clf.config)
+    if not texts:
+        raise AttnclfError(f"{args.file}: no rows to explain")
     available = available_methods(clf.model)
     methods = _method_list(args.method or default_method(available), available)
     if args.steps is not None and "integrated-gradients" not in methods:
@@ -983,11 +983,16 @@ def _add_experiment_args(p: argparse.ArgumentParser, default_output: str) -> Non
     p.add_argument("--quiet", action="store_true", help="no line per finished cell")
 
 
+def _looks_like_option(arg: str) -> bool:
+    """``--flag`` or ``-x``, not a text such as "-5 stars" (as argparse tells them apart)."""
+    return len(arg) > 1 and arg[0] == "-" and (arg[1] == "-" or arg[1].isalpha())
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args, extras = parser.parse_known_args(argv)
     if extras:
-        if getattr(args, "texts", None) is not None and not any(extra.startswith("-") for extra in extras):
+        if getattr(args, "texts", None) is not None and not any(_looks_like_option(extra) for extra in extras):
             args.texts += extras  # `predict RUN --attention "text"`: argparse stops collecting texts at an option
         else:
             parser.error(f"unrecognized arguments: {' '.join(extras)}")

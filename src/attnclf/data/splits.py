@@ -96,8 +96,10 @@ def split_indices(labels: Sequence[int] | None, groups: Sequence[str] | None = N
         # Stratification needs two texts per class: a class with one trains on it, and the others stay stratified.
         alone = np.isin(labels, values[counts < 2])
         paired, classes = np.flatnonzero(~alone), int((counts >= 2).sum())
-        held = math.ceil(fraction * len(paired))  # as StratifiedShuffleSplit counts its test side
-        if classes and min(held, len(paired) - held) >= classes:  # (else tiny sets fall back to a plain shuffle)
+        # Both sides need a text of every class: the held side as this check always counted it (a change would move
+        # the splits of runs already trained), the kept side as StratifiedShuffleSplit counts it (ceil).
+        fits = round(fraction * len(paired)) >= classes and len(paired) - math.ceil(fraction * len(paired)) >= classes
+        if classes and fits:  # (else tiny sets fall back to a plain shuffle)
             splitter = StratifiedShuffleSplit(n_splits=1, test_size=fraction, random_state=seed)
             fit, val = next(splitter.split(np.zeros(len(paired)), labels[paired]))
             fit_idx, val_idx = np.concatenate([paired[fit], np.flatnonzero(alone)]), paired[val]

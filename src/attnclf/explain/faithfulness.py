@@ -155,6 +155,12 @@ def measure_faithfulness(classifier: "Classifier", data: TextDataset, *, methods
     for name in methods:
         if name not in METHODS:
             raise AttnclfError(f"unknown explanation method {name!r}; choose from {', '.join(METHODS)}")
+    unused = [key for key in options if not any(key in METHODS[name].options for name in methods)]
+    if unused:
+        raise AttnclfError(f"{unused[0]} applies to none of the methods measured ({', '.join(methods)})")
+    steps = options.get("steps", "auto")
+    if steps != "auto" and not (isinstance(steps, int) and not isinstance(steps, bool) and steps >= 1):
+        raise AttnclfError(f"integrated gradients needs steps >= 1 or 'auto', got {steps!r}")  # before minutes of work
     if len(data) == 0:
         raise AttnclfError(f"{data.name or data.split}: no texts to measure on")
     rng = np.random.default_rng(seed)

@@ -109,6 +109,12 @@ class OnnxClassifier:
             raise RunDirError(f"{graph}: not a loadable ONNX graph ({str(exc).splitlines()[0]})") from None
         tokenizer = Tokenizer.load(directory / "tokenizer.json", TokenizerConfig.from_dict(config["tokenizer"]))
         labels = _read_json(directory / "labels.json")
+        if "text_column" not in config:  # exports from before it was recorded: the run they came from says
+            try:
+                source = json.loads((Path(config["source"]) / "config.json").read_text(encoding="utf-8"))
+                config["text_column"] = source["settings"]["data"]["text_column"]
+            except (OSError, ValueError, KeyError, TypeError):
+                pass
         return cls(session, tokenizer, labels, config)
 
     def _run(self, texts: Sequence[str]) -> tuple[np.ndarray, list[list[int]], list[np.ndarray | None]]:

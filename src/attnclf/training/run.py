@@ -387,6 +387,8 @@ def train_run(settings: RunSettings, resume: bool = False, progress: bool = True
 def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult:
     started = time.perf_counter()
     # Settings that cannot work fail before anything is written.
+    if not resume and settings.refit_of is None:
+        settings.data.check_sources()
     if settings.data.token_cache and settings.data.refit:
         raise AttnclfError(_NO_CACHED_REFIT.format("the run"))
     if settings.data.token_cache and (settings.data.multi_label or settings.windows):
