@@ -440,9 +440,8 @@ def _input_texts(args: argparse.Namespace, config: dict) -> list[str]:
         raise AttnclfError("every text given is blank")
     texts = [text for text in args.texts if text.strip()]
     if data_file:  # (a file with no rows gives no texts, and predict no output: a day with nothing to score)
-        texts += [text for _, text in iter_texts(args.file, args.text_column or trained_text_column(config))]
-        return texts
-    elif args.file:
+        return texts + [text for _, text in iter_texts(args.file, args.text_column or trained_text_column(config))]
+    if args.file:
         texts += _read_lines(Path(args.file))
     if not texts and not args.texts and not args.file and not sys.stdin.isatty():
         texts = _lines(sys.stdin.buffer.read(), "stdin")

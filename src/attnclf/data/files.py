@@ -134,7 +134,16 @@ def _wanted(text_column: str, label_column: str | None) -> list[tuple[str, str]]
     return [(text_column, "text")] + ([] if label_column is None else [(label_column, "label")])
 
 
+def check_file(path: str | Path) -> Path:
+    """``path``, or a one-line error if it is a folder or missing (before a reader opens it)."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"{path}: {'is a folder, not a file' if path.is_dir() else 'no such file'}")
+    return path
+
+
 def _rows(path: Path, text_column: str, label_column: str | None) -> Iterator[Row]:
+    check_file(path)
     suffix = path.suffix.lower()
     if suffix in (".csv", ".tsv"):
         return _csv_rows(path, "\t" if suffix == ".tsv" else ",", text_column, label_column)
@@ -161,8 +170,6 @@ def iter_texts(path: str | Path, text_column: str = "text") -> Iterator[tuple[st
     ('line 2', 'A fine film.')
     """
     path = Path(path)
-    if not path.is_file():
-        raise DataError(f"{path}: {'is a folder, not a file' if path.is_dir() else 'no such file'}")
     for where, text, _ in _rows(path, text_column, None):
         if text is None:
             text = ""
@@ -192,8 +199,6 @@ def iter_records(
     ('line 1', 'A fine film.', 'pos')
     """
     path = Path(path)
-    if not path.is_file():
-        raise DataError(f"{path}: {'is a folder, not a file' if path.is_dir() else 'no such file'}")
     if text_column == label_column:
         raise DataError(f"{path}: the text and the labels cannot both come from column {text_column!r}")
     allowed = None if label_names is None else set(label_names)

@@ -113,11 +113,11 @@ def _tokenizer(source: _Source, fit: np.ndarray, config: TokenizerConfig, root: 
 
 
 def _file_sources(data: DataSettings) -> tuple[dict[str, _Source], np.ndarray]:
-    from ..data.files import file_labels, iter_records
+    from ..data.files import check_file, file_labels, iter_records
 
     for path in (data.train_file, data.validation_file, data.test_file):
-        if path and not Path(path).is_file():
-            raise DataError(f"{path}: {'is a folder, not a file' if Path(path).is_dir() else 'no such file'}")
+        if path:
+            check_file(path)
     labels, label_names = file_labels(data.train_file, data.text_column, data.label_column)
 
     def source(path: str, order: np.ndarray | None = None) -> _Source:
