@@ -162,6 +162,21 @@ def test_evaluate_on_a_test_file(csv_run, csv_files, capsys):
     assert metrics["num_examples"] == 12 and "binary" in metrics
 
 
+def test_a_run_trained_on_relative_paths_evaluates_and_refits_from_another_folder(csv_files, tmp_path, capsys,
+                                                                                   monkeypatch):
+    train, test = csv_files
+    monkeypatch.chdir(train.parent)
+    assert main(["train", "--train-file", train.name, "--test-file", test.name, "--model", "boe", "--epochs", "2",
+                 "--min-frequency", "1", "--output", str(tmp_path / "run"), "--quiet", "--no-report",
+                 "--threads", "1"]) == 0
+    assert json.loads((tmp_path / "run" / "config.json").read_text())["settings"]["data"]["train_file"] == str(train)
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    assert main(["evaluate", "run", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["num_examples"] == 12
+    assert main(["refit", "run", "--quiet", "--no-report", "--threads", "1"]) == 0
+
+
 def test_evaluate_on_a_named_dataset(demo_run, capsys):
     assert main(["evaluate", str(demo_run), "--dataset", "demo"]) == 0
     out = capsys.readouterr().out
@@ -213,6 +228,13 @@ def test_a_validation_file_validates_instead_of_a_share_of_the_training_file(csv
     # A refit learns the file's texts too.
     assert main(["refit", str(out), "--quiet", "--no-report", "--threads", "1"]) == 0
     assert json.loads((tmp_path / "run-refit" / "config.json").read_text())["data"]["train_examples"] == 127
+    # An edited validation file is named as the data that changed (not the training file).
+    capsys.readouterr()
+    write_csv(dev, [(t, "pos") for t in POSITIVE[:4]] + [(t, "neg") for t in NEGATIVE[:2]])
+    assert run_error(["evaluate", str(out), "--split", "validation"], capsys).startswith(
+        "attnclf: error: dev.csv no longer gives the validation texts a run held out")
+    assert run_error(["refit", str(out), "--output", str(tmp_path / "again")], capsys).startswith(
+        f"attnclf: error: dev.csv no longer gives the texts {out} trained and validated on")
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -446,6 +446,9 @@ def test_load_files_test_uses_training_labels(tmp_path):
         ("k.jsonl", '{"text": "a", "label": 1}\n{"body": "b", "label": 0}\n', ("text", "label"), r"k.jsonl, line 2: no text column 'text'; this line has: 'body', 'label'"),
         ("m.jsonl", '{"text": "a", "label": 1}\n{"text": "b", "label": null}\n', ("text", "label"), r"m.jsonl, line 2: missing label"),
         ("x.xlsx", "whatever", ("text", "label"), r"x.xlsx: unknown file type '.xlsx'"),
+        # JSON may carry half a surrogate pair, which no UTF-8 tokenizer (nor the run's fingerprint) takes.
+        ("s.jsonl", '{"text": "a", "label": 1}\n{"text": "b \\ud800", "label": 0}\n', ("text", "label"),
+         r"s.jsonl, line 2: the text in column 'text' is not valid Unicode: a lone surrogate \(U\+D800\) at character 2"),
     ],
 )
 def test_bad_user_files_are_one_line_errors(tmp_path, name, content, columns, message):

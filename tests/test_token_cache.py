@@ -238,6 +238,18 @@ def test_cli_token_cache_reuses_and_reports_a_bad_row(files, tmp_path, capsys):
     assert message == f"attnclf: error: {bad}, line 301: missing label in column 'label'"
 
 
+@pytest.mark.parametrize("flag", ["--validation-file", "--test-file"])
+def test_a_held_out_file_without_rows_is_named_and_no_run_is_left(files, tmp_path, capsys, flag):
+    train, _ = files
+    empty = tmp_path / "empty.csv"
+    empty.write_text("text,label\n")
+    assert main(["train", "--train-file", str(train), flag, str(empty), "--token-cache", "--token-cache-dir",
+                 str(tmp_path / "c"), "--model", "boe", "--epochs", "1", "--min-frequency", "1", "--quiet",
+                 "--threads", "1", "--output", str(tmp_path / "run")]) == 2
+    assert capsys.readouterr().err.strip() == f"attnclf: error: {empty}: empty file, no data rows"
+    assert not (tmp_path / "run").exists()
+
+
 @pytest.mark.parametrize("flag", ["--multi-label", "--windows"])
 def test_token_cache_refuses_what_it_cannot_hold(files, tmp_path, capsys, flag):
     train, _ = files

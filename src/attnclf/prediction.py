@@ -8,6 +8,7 @@ from typing import Sequence
 import numpy as np
 
 from .errors import AttnclfError
+from .text.cleaning import unicode_problem
 
 
 def check_texts(texts: Sequence[str]) -> list[str]:
@@ -25,11 +26,8 @@ def check_texts(texts: Sequence[str]) -> list[str]:
     for i, text in enumerate(texts):
         if not isinstance(text, str):
             raise AttnclfError(f"text {i} is {type(text).__name__}, not a string")
-        try:  # the tokenizer takes only what UTF-8 can carry; half a surrogate pair (JSON's "\ud800") is not
-            text.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            raise AttnclfError(f"text {i} is not valid Unicode: a lone surrogate (U+{ord(text[exc.start]):04X}) at "
-                               f"character {exc.start}") from None
+        if problem := unicode_problem(text):
+            raise AttnclfError(f"text {i} is {problem}")
     return texts
 
 

@@ -25,6 +25,7 @@ from typing import Any, Iterable, Iterator
 import numpy as np
 
 from ..errors import DataError
+from ..text.cleaning import unicode_problem
 from .base import Splits, TextDataset
 from .multilabel import DEFAULT_LABEL_DELIMITER, parse_label_set
 
@@ -162,6 +163,14 @@ def _sorted_names(values: set[str]) -> list[str]:
         return sorted(values)
 
 
+def _checked_text(path: Path, where: str, text: Any, text_column: str) -> str:
+    if not isinstance(text, str):
+        raise DataError(f"{path}, {where}: text column {text_column!r} holds {text!r}, not text")
+    if problem := unicode_problem(text):
+        raise DataError(f"{path}, {where}: the text in column {text_column!r} is {problem}")
+    return text
+
+
 def iter_texts(path: str | Path, text_column: str = "text") -> Iterator[tuple[str, str]]:
     """Stream the texts of a CSV / TSV / JSONL / Parquet file's ``text_column`` as ``(where, text)``, for
     prediction: no label column is read, and an empty text is kept (a model still labels it).
@@ -173,9 +182,7 @@ def iter_texts(path: str | Path, text_column: str = "text") -> Iterator[tuple[st
     for where, text, _ in _rows(path, text_column, None):
         if text is None:
             text = ""
-        if not isinstance(text, str):
-            raise DataError(f"{path}, {where}: text column {text_column!r} holds {text!r}, not text")
-        yield where, text
+        yield where, _checked_text(path, where, text, text_column)
 
 
 def iter_records(
@@ -203,10 +210,7 @@ def iter_records(
         raise DataError(f"{path}: the text and the labels cannot both come from column {text_column!r}")
     allowed = None if label_names is None else set(label_names)
     for where, text, label in _rows(path, text_column, label_column):
-        if not isinstance(text, str):
-            if text is not None:
-                raise DataError(f"{path}, {where}: text column {text_column!r} holds {text!r}, not text")
-            text = ""
+        text = _checked_text(path, where, "" if text is None else text, text_column)
         if not text.strip():
             raise DataError(f"{path}, {where}: empty text in column {text_column!r}")
         if multi_label:

@@ -186,8 +186,8 @@ def check_same_split(run_dir: Path, settings: RunSettings) -> None:
     held_out = held_out_fingerprint(read_json(run_dir / "config.json"))
     data = json.dumps(asdict(settings.data), sort_keys=True)
     if held_out and held_out != _validation_fingerprint(data, settings.data.data_seed(settings.train.seed)):
-        raise RunDirError(f"{run_dir} was trained on another split of {settings.data.describe()} than it gives now; "
-                          f"delete it or give another --output")
+        raise RunDirError(f"{run_dir} was trained on another split of {settings.data.describe_held_out()} than it "
+                          f"gives now; delete it or give another --output")
 
 
 @functools.lru_cache(maxsize=4)

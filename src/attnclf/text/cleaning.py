@@ -15,6 +15,20 @@ _HTML_BREAK = re.compile(r"<br\s*/?>", re.IGNORECASE)
 _PUNCTUATION = re.compile(r"[^\w\s]", re.UNICODE)
 
 
+def unicode_problem(text: str) -> str | None:
+    """Why UTF-8 (and so the tokenizer) cannot carry ``text``, or None: half a surrogate pair, as JSON's
+    ``"\\ud800"`` decodes to, is the only such string.
+
+    >>> unicode_problem("fine"), unicode_problem("half a pair " + chr(0xD800))
+    (None, 'not valid Unicode: a lone surrogate (U+D800) at character 12')
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return f"not valid Unicode: a lone surrogate (U+{ord(text[exc.start]):04X}) at character {exc.start}"
+    return None
+
+
 @dataclass(frozen=True)
 class CleaningConfig:
     lowercase: bool = True

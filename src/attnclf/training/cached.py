@@ -43,6 +43,7 @@ class _Source:
     name: str
     groups: list[str] | None = None
     order: Sequence[int] | None = None
+    where: str = ""  # the file, as the user named it, for errors
 
 
 def load_cached_data(settings: RunSettings, seed: int,
@@ -83,10 +84,13 @@ def load_cached_data(settings: RunSettings, seed: int,
             train_labels[keep], None if groups is None else groups[keep], data.val_fraction, seed, order=order))
 
     tokenizer = _tokenizer(train_source, fit, settings.tokenizer, data.token_cache_dir, log)
-    caches = {split: TokenCache.open_or_build(source.records, tokenizer, train_source.label_names,
-                                              source.identity, data.token_cache_dir, log).dataset(
-                                                  split, source.name, source.groups)
-              for split, source in sources.items()}
+    caches = {}
+    for split, source in sources.items():
+        cache = TokenCache.open_or_build(source.records, tokenizer, train_source.label_names, source.identity,
+                                         data.token_cache_dir, log)
+        if not len(cache):  # (a training file without rows was refused when its labels were read)
+            raise DataError(f"{source.where or source.name}: empty file, no data rows")
+        caches[split] = cache.dataset(split, source.name, source.groups)
     train = caches["train"]
     validation = caches["validation"] if val is None else train.subset(val, "validation")
     test = sample_test(caches.get("test"), data.max_test_examples)
@@ -128,7 +132,7 @@ def _file_sources(data: DataSettings) -> tuple[dict[str, _Source], np.ndarray]:
                 yield text, index[name]
 
         identity = file_identity(path) | {"text_column": data.text_column, "label_column": data.label_column}
-        return _Source(identity, records, label_names, name=Path(path).name, order=order)
+        return _Source(identity, records, label_names, name=Path(path).name, order=order, where=str(path))
 
     # A row's order is its position, as load_file records it (an array: the file may not fit in memory).
     sources = {"train": source(data.train_file, order=np.arange(len(labels)))}

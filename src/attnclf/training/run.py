@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import sys
 import time
@@ -81,8 +82,19 @@ class DataSettings:
         if self.validation_file and not self.train_file:
             raise AttnclfError("--validation-file validates a --train-file run; give the training file too")
 
+    def anchor_paths(self) -> None:
+        """Make the data's paths absolute, as config.json records them: evaluate, refit and resume may run from
+        another folder than the one ``train`` ran in."""
+        for name in ("data_dir", "train_file", "validation_file", "test_file", "token_cache_dir"):
+            if getattr(self, name):
+                setattr(self, name, os.path.abspath(os.path.expanduser(getattr(self, name))))
+
     def describe(self) -> str:
         return self.dataset or Path(self.train_file or "?").name
+
+    def describe_held_out(self) -> str:
+        """Where the validation texts come from: the validation file, else the data they were carved from."""
+        return Path(self.validation_file).name if self.validation_file else self.describe()
 
     def data_seed(self, run_seed: int) -> int:
         """The seed that chooses which texts train and which validate."""
@@ -255,7 +267,7 @@ def run_test_data(config: dict, label_names: list[str], test_only: bool = False)
     if splits.test is None:
         held_out = held_out_fingerprint(config)
         if held_out is not None and held_out != texts_fingerprint(splits.validation):
-            raise AttnclfError(_CHANGED_SPLIT.format(data.describe()))
+            raise AttnclfError(_CHANGED_SPLIT.format(data.describe_held_out()))
         return align_labels(splits.validation, label_names)
     return align_labels(splits.test, label_names)
 
@@ -310,7 +322,7 @@ def run_validation_data(configs: list[dict], label_names: list[str]) -> TextData
             if seed != first_seed:
                 raise AttnclfError(f"the runs held out different validation texts (split seeds {first_seed} and "
                                    f"{seed}); train them with one --split-seed to validate their ensemble")
-            raise AttnclfError(_CHANGED_SPLIT.format(data.describe()))
+            raise AttnclfError(_CHANGED_SPLIT.format(data.describe_held_out()))
     return align_labels(validation, label_names)
 
 
@@ -389,6 +401,10 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
     # Settings that cannot work fail before anything is written.
     if not resume and settings.refit_of is None:
         settings.data.check_sources()
+    if not resume:
+        settings.data.anchor_paths()
+        if settings.embeddings not in (None, COUNT_EMBEDDINGS):
+            settings.embeddings = os.path.abspath(os.path.expanduser(settings.embeddings))
     if settings.data.token_cache and settings.data.refit:
         raise AttnclfError(_NO_CACHED_REFIT.format("the run"))
     if settings.data.token_cache and (settings.data.multi_label or settings.windows):
@@ -450,8 +466,8 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
     trained_on = None if settings.data.token_cache else texts_fingerprint(splits.train)
     saved = read_json(run_dir / "config.json") if resume else {}
     if held_out_fingerprint(saved) not in (None, fingerprint):
-        raise RunDirError(f"{run_dir}: {settings.data.describe()} no longer gives the validation texts this run "
-                          f"held out (the data or its split changed since); it cannot resume on other data")
+        raise RunDirError(f"{run_dir}: {settings.data.describe_held_out()} no longer gives the validation texts this "
+                          f"run held out (the data or its split changed since); it cannot resume on other data")
     if saved.get("data", {}).get("train_sha256") not in (None, trained_on):
         raise RunDirError(f"{run_dir}: {settings.data.describe()} no longer gives the texts this run trained on "
                           f"(the data changed since); it cannot resume on other data")
@@ -714,10 +730,11 @@ def refit_settings(run_dir: str | Path, output: str | None = None, device: str |
     held_out, trained_on = held_out_fingerprint(config), config.get("data", {}).get("train_sha256")
     if held_out is not None or trained_on is not None:
         splits = load_data(settings.data, settings.train.seed)
-        if held_out not in (None, texts_fingerprint(splits.validation)) or \
-                trained_on not in (None, texts_fingerprint(splits.train)):
-            raise AttnclfError(f"{settings.data.describe()} no longer gives the texts {run_dir} trained and validated "
-                               f"on (the data or its split changed since): a refit would learn other data")
+        changed = (settings.data.describe_held_out() if held_out not in (None, texts_fingerprint(splits.validation))
+                   else settings.data.describe() if trained_on not in (None, texts_fingerprint(splits.train)) else None)
+        if changed:
+            raise AttnclfError(f"{changed} no longer gives the texts {run_dir} trained and validated on (the data or "
+                               f"its split changed since): a refit would learn other data")
     # The schedule each epoch followed: `train --resume --epochs N` stretches it from then on. Runs from before
     # history recorded it are taken to have followed their final one, the settings' epochs.
     final = settings.train.schedule_epochs or settings.train.epochs
