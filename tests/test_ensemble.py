@@ -110,6 +110,13 @@ def test_train_seeds_builds_an_ensemble_folder_that_evaluate_and_load_read(tmp_p
     assert main(flags + ["--resume"]) == 0
     assert (out / "seed-3" / "model.safetensors").stat().st_mtime_ns == written
     assert json.loads((out / "ensemble.json").read_text())["metrics"]["accuracy"] == saved["metrics"]["accuracy"]
+    # A member --resume adds trains as the others did: other settings are refused before anything trains.
+    capsys.readouterr()
+    assert main(flags + ["--resume", "--seeds", "3", "4", "5", "--lr", "0.01"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"attnclf: error: {out / 'seed-3'} trained with train.lr = 0.002, this command gives 0.01: --resume adds "
+        f"and continues members as the others trained; give their flags, or train a new --output")
+    assert not (out / "seed-5").exists()
     assert main(flags) == 0
     assert (out / "seed-3" / "model.safetensors").stat().st_mtime_ns != written
 

@@ -230,7 +230,7 @@ def _add_train_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--resume", action="store_true",
                    help="continue the interrupted run in --output with its own settings: only --epochs, --device "
                         "and --threads may change, any other flag is refused (with --seeds: finished members are "
-                        "kept, unfinished ones continue, new ones train with the flags given)")
+                        "kept, unfinished ones continue, new seeds train as the others did; give the same flags)")
     p.add_argument("--threads", type=int, help="PyTorch threads (default: one per core; 1 is often faster "
                    "for small models or on a busy machine)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")

@@ -142,6 +142,8 @@ def train_ensemble(settings, seeds: Sequence[int], resume: bool = False, progres
     if not settings.data.dataset and not settings.data.test_file:
         # Each member holds out its own validation split, so only a test split can score their average.
         raise AttnclfError("--seeds needs held-out data to test the ensemble on: give --test-file")
+    if resume:
+        _check_members_agree(settings, Path(settings.output))
     created = first_missing_folder(settings.output)
     output = prepare_output_dir(settings.output)
     members = [output / f"seed-{seed}" for seed in seeds]
@@ -157,6 +159,40 @@ def train_ensemble(settings, seeds: Sequence[int], resume: bool = False, progres
     if not from_environment().is_main:
         return {}
     return write_ensemble_file(output, members, seeds, device=settings.device, threads=settings.threads)
+
+
+# What may differ between members, or between a resumed ensemble's command and its members.
+_PER_MEMBER = {"output", "device", "threads", "report", "train.seed", "train.epochs", "train.schedule_epochs"}
+
+
+def _check_members_agree(settings, output: Path) -> None:
+    """Refuse to resume an ensemble with settings other than its members': members it adds would train otherwise.
+
+    >>> # _check_members_agree(build_settings(args), Path("runs/imdb-3"))   # raises if seed-0 trained another way
+    """
+    import os
+
+    from .training.run import COUNT_EMBEDDINGS, resume_settings
+
+    def flat(run_settings) -> dict:
+        run_settings.data.anchor_paths()  # (older members recorded their paths as typed)
+        if run_settings.embeddings not in (None, COUNT_EMBEDDINGS):
+            run_settings.embeddings = os.path.abspath(run_settings.embeddings)
+        flattened = {}
+        for key, value in run_settings.to_dict().items():
+            for name, inner in (value.items() if key in ("data", "tokenizer", "train") else [(None, value)]):
+                flattened[key if name is None else f"{key}.{name}"] = inner
+        return {key: value for key, value in flattened.items() if key not in _PER_MEMBER}
+
+    ours = None
+    for member in sorted(output.glob("seed-*/config.json")):
+        ours = ours or flat(settings)
+        theirs = flat(resume_settings(member.parent))
+        differing = next((key for key in ours if ours[key] != theirs.get(key)), None)
+        if differing is not None:
+            raise AttnclfError(f"{member.parent} trained with {differing} = {theirs.get(differing)!r}, this command "
+                               f"gives {ours[differing]!r}: --resume adds and continues members as the others "
+                               f"trained; give their flags, or train a new --output")
 
 
 def write_ensemble_file(output: Path, members: Sequence[Path], seeds: Sequence[int], device: str = "auto",
