@@ -115,6 +115,20 @@ def test_vectors_then_train_from_them(tmp_path, capsys):
     assert settings["embeddings"] == str(vectors) and settings["embeddings_std"] == 0.3
 
 
+def test_vectors_read_a_data_files_text_column_not_its_lines(tmp_path, capsys):
+    rows = [{"id": i, "review": text, "stars": 5} for i, text in enumerate(corpus())]
+    data = tmp_path / "reviews.jsonl"
+    data.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    vectors = tmp_path / "v.vec"
+    assert main(["vectors", "--file", str(data), "--text-column", "review", "--dim", "8", "--min-count", "1",
+                 "-o", str(vectors)]) == 0
+    assert f"from {len(rows):,} texts" in capsys.readouterr().out
+    words = {line.split(" ", 1)[0] for line in vectors.read_text(encoding="utf-8").splitlines()[1:]}
+    assert "loved" in words and not words & {"id", "review", "stars"}  # the texts, not the JSON around them
+    assert main(["vectors", "--file", str(data), "-o", str(vectors)]) == 2  # the default column, "text", is absent
+    assert "no text column 'text'" in capsys.readouterr().err
+
+
 def test_vectors_default_to_the_width_the_default_model_trains_at(tmp_path, capsys, monkeypatch):
     from attnclf.recipes import RECIPES
 

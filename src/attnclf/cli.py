@@ -430,10 +430,10 @@ def _input_texts(args: argparse.Namespace, config: dict) -> list[str]:
     """Texts from the arguments and --file, else from stdin when it is not a terminal (blank lines skipped).
 
     ``config``: the loaded model's, whose text column a data --file is read from unless --text-column names one."""
-    from .data.files import DATA_SUFFIXES, iter_texts
+    from .data.files import iter_texts
     from .prediction import trained_text_column
 
-    data_file = args.file and Path(args.file).suffix.lower() in DATA_SUFFIXES
+    data_file = args.file and _is_data_file(args.file)
     if args.text_column and not data_file:
         raise AttnclfError("--text-column picks the column of a CSV / TSV / JSONL / Parquet --file")
     if args.texts and not args.file and not any(text.strip() for text in args.texts):
@@ -448,6 +448,13 @@ def _input_texts(args: argparse.Namespace, config: dict) -> list[str]:
     if not texts:
         raise AttnclfError("no texts: give them as arguments, with --file PATH, or on stdin")
     return texts
+
+
+def _is_data_file(path: str) -> bool:
+    """A CSV / TSV / JSONL / Parquet file (its text column is read), not plain text (a text per line)."""
+    from .data.files import DATA_SUFFIXES
+
+    return Path(path).suffix.lower() in DATA_SUFFIXES
 
 
 def _read_lines(path: Path) -> list[str]:
@@ -732,8 +739,12 @@ def cmd_vectors(args: argparse.Namespace) -> int:
     from .recipes import embedding_width
     from .text.vectors import count_vectors
 
+    from .data.files import iter_texts
+
     if not args.dataset and not args.file:
         raise AttnclfError("no text to count: give --dataset NAME and/or --file PATH")
+    if args.text_column and not any(_is_data_file(path) for path in args.file or []):
+        raise AttnclfError("--text-column picks the column of a CSV / TSV / JSONL / Parquet --file")
     output = Path(args.output)
     try:  # before a minute of counting, not after
         output.parent.mkdir(parents=True, exist_ok=True)
@@ -743,7 +754,8 @@ def cmd_vectors(args: argparse.Namespace) -> int:
     for name in args.dataset or []:
         texts += unlabelled_corpus(name, args.data_dir, download=args.download)
     for path in args.file or []:
-        texts += _read_lines(Path(path))
+        texts += ([text for _, text in iter_texts(path, args.text_column or "text")] if _is_data_file(path)
+                  else _read_lines(Path(path)))
     dim = args.dim if args.dim is not None else embedding_width(args.dataset[0] if args.dataset else None)
     vectors = count_vectors(texts, dim=dim, window=args.window, min_count=args.min_count,
                             vocab_size=args.vocab_size)
@@ -944,7 +956,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dataset", action="append", help="a dataset name (see `attnclf datasets`; repeatable)")
     p.add_argument("--data-dir", help="folder holding dataset files (default: $ATTNCLF_DATA_DIR, then ~/.cache/attnclf)")
     p.add_argument("--download", action="store_true", help="download a missing public dataset (checksum-verified)")
-    p.add_argument("--file", action="append", help="a UTF-8 file with one text per line (repeatable)")
+    p.add_argument("--file", action="append", help="a CSV / TSV / JSONL / Parquet file (its text column is read), or "
+                   "plain UTF-8 text, one text per line (repeatable)")
+    p.add_argument("--text-column", help="the column a data --file's texts are in (default: text)")
     p.add_argument("--output", "-o", required=True, help="vectors file to write (word2vec text format)")
     p.add_argument("--dim", type=int, help="dimensions: the width of the model that will use them (default: that "
                                           "of the first --dataset's recipe, 64 for every real corpus; 128, "
