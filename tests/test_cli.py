@@ -109,6 +109,9 @@ def test_predict_and_explain_read_the_text_column_of_a_data_file(csv_run, tmp_pa
     empty = write_csv(tmp_path / "empty.csv", [], header="review,id")  # a day with nothing to score
     assert main(["predict", str(csv_run), "--file", str(empty), "--text-column", "review"]) == 0
     assert capsys.readouterr().out == ""
+    empty.write_bytes(b"")  # an export of nothing may not even write the header
+    assert main(["predict", str(csv_run), "--file", str(empty)]) == 0
+    assert capsys.readouterr().out == ""
     assert main(["explain", str(csv_run), "--file", str(renamed), "--text-column", "review", "--method", "occlusion",
                  "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["tokens"] == ["a", "wonderful", "story"]

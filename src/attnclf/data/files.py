@@ -173,12 +173,15 @@ def _checked_text(path: Path, where: str, text: Any, text_column: str) -> str:
 
 def iter_texts(path: str | Path, text_column: str = "text") -> Iterator[tuple[str, str]]:
     """Stream the texts of a CSV / TSV / JSONL / Parquet file's ``text_column`` as ``(where, text)``, for
-    prediction: no label column is read, and an empty text is kept (a model still labels it).
+    prediction: no label column is read, an empty text is kept (a model still labels it), and a file without
+    rows, or without a byte (Parquet excepted), gives none.
 
     >>> next(iter_texts("to_score.csv", text_column="review"))  # doctest: +SKIP
     ('line 2', 'A fine film.')
     """
-    path = Path(path)
+    path = check_file(path)
+    if path.stat().st_size == 0 and path.suffix.lower() != ".parquet":
+        return  # nothing to score, as with a header and no rows (an empty Parquet file is a broken one)
     for where, text, _ in _rows(path, text_column, None):
         if text is None:
             text = ""
