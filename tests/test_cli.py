@@ -240,6 +240,19 @@ def test_a_validation_file_validates_instead_of_a_share_of_the_training_file(csv
         f"attnclf: error: dev.csv no longer gives the texts {out} trained and validated on")
 
 
+def test_a_new_class_in_the_training_file_is_named_as_the_change_not_the_validation_file(tmp_path, capsys):
+    train = write_csv(tmp_path / "train.csv", [(t, "pos") for t in POSITIVE * 3] + [(t, "neg") for t in NEGATIVE * 3])
+    dev = write_csv(tmp_path / "dev.csv", [(POSITIVE[0], "pos"), (NEGATIVE[0], "neg")])
+    out = tmp_path / "run"
+    assert main(["train", "--train-file", str(train), "--validation-file", str(dev), "--model", "boe", "--epochs",
+                 "1", "--min-frequency", "1", "--output", str(out), "--quiet", "--no-report", "--threads", "1"]) == 0
+    with open(train, "a") as f:
+        f.write('"so so",meh\n')  # a class sorted first renumbers the others, in dev.csv's fingerprint too
+    assert run_error(["evaluate", str(out), "--split", "validation"], capsys).startswith(
+        "attnclf: error: train.csv no longer gives the validation texts")
+    assert run_error(["refit", str(out)], capsys).startswith("attnclf: error: train.csv no longer gives the texts")
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--dataset", "demo", "--test-file", "{train}"], "--dataset demo brings its own splits; --test-file is for your "
                                                       "own data"),

@@ -449,6 +449,8 @@ def test_load_files_test_uses_training_labels(tmp_path):
         # JSON may carry half a surrogate pair, which no UTF-8 tokenizer (nor the run's fingerprint) takes.
         ("s.jsonl", '{"text": "a", "label": 1}\n{"text": "b \\ud800", "label": 0}\n', ("text", "label"),
          r"s.jsonl, line 2: the text in column 'text' is not valid Unicode: a lone surrogate \(U\+D800\) at character 2"),
+        ("sl.jsonl", '{"text": "a", "label": 1}\n{"text": "b", "label": "x\\udfff"}\n', ("text", "label"),
+         r"sl.jsonl, line 2: the label in column 'label' is not valid Unicode: a lone surrogate \(U\+DFFF\) at character 1"),
     ],
 )
 def test_bad_user_files_are_one_line_errors(tmp_path, name, content, columns, message):

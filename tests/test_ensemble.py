@@ -198,3 +198,26 @@ def test_runs_that_held_out_different_texts_are_not_validated_together(tmp_path,
     configs = [read_json(tmp_path / name / "config.json") for name in ("a", "b")]
     with pytest.raises(AttnclfError, match="--hold-out random and latest"):
         run_validation_data(configs, ["neg", "pos"])
+
+
+def test_resume_adds_a_member_beside_older_ones_with_their_vectors(tmp_path, monkeypatch, capsys):
+    rows = "".join(f"a good film {i},pos\na bad film {i},neg\n" for i in range(20))
+    (tmp_path / "train.csv").write_text("text,label\n" + rows)
+    monkeypatch.chdir(tmp_path)
+    assert main(["vectors", "--file", "train.csv", "--dim", "8", "--min-count", "1", "-o", "v.vec"]) == 0
+    flags = ["train", "--train-file", "train.csv", "--test-file", "train.csv", "--model", "boe", "--set",
+             "embed_dim=8", "--epochs", "1", "--min-frequency", "1", "--threads", "1", "--quiet", "--no-report",
+             "--output", "ens"]
+    assert main(flags + ["--seeds", "0", "1", "--embeddings", "v.vec"]) == 0
+    # seed-0 as attnclf recorded runs before 2026-11-23: its paths as typed.
+    config_file = tmp_path / "ens" / "seed-0" / "config.json"
+    config = json.loads(config_file.read_text())
+    config["settings"]["data"].update(train_file="train.csv", test_file="train.csv")
+    config_file.write_text(json.dumps(config))
+    capsys.readouterr()
+    # --resume cannot take --embeddings: the new member starts from the vectors the others started from.
+    assert main(flags + ["--seeds", "0", "1", "2", "--resume"]) == 0
+    assert json.loads((tmp_path / "ens" / "ensemble.json").read_text())["members"] == ["seed-0", "seed-1", "seed-2"]
+    settings = json.loads((tmp_path / "ens" / "seed-2" / "config.json").read_text())["settings"]
+    assert settings["embeddings"] == str(tmp_path / "v.vec") and settings["data"]["train_file"] == str(
+        tmp_path / "train.csv")

@@ -274,3 +274,17 @@ def test_hold_out_latest_on_a_file_validates_on_each_classs_last_rows(tmp_path):
     cached = DataSettings(**{**settings.__dict__, "token_cache": True, "token_cache_dir": str(tmp_path / "cache")})
     splits, tokenizer = load_cached_data(RunSettings(data=cached), seed=4)
     assert [splits.validation.sequences[i].tolist() for i in range(3)] == tokenizer.encode(validation.texts)
+
+
+def test_compare_on_relative_paths_reuses_its_cells_on_a_rerun(tmp_path, monkeypatch, capsys):
+    # Runs record absolute paths; the experiment's own settings keep them as typed, and both must still match.
+    (tmp_path / "train.csv").write_text("text,label\n" + "".join(f"good {i},pos\nbad {i},neg\n" for i in range(30)))
+    monkeypatch.chdir(tmp_path)
+    argv = ["compare", "--train-file", "train.csv", "--test-file", "train.csv", "--models", "boe,lstm-mean",
+            "--no-reference", "--epochs", "1", "--min-frequency", "1", "--threads", "1", "--quiet", "--output", "exp"]
+    assert main(argv + ["--seeds", "1"]) == 0
+    metrics = tmp_path / "exp" / "runs" / "lstm-mean-seed0" / "metrics.json"
+    before = metrics.stat().st_mtime_ns
+    assert main(argv + ["--seeds", "2"]) == 0  # a second seed trains, and the first seed's cells are kept
+    assert metrics.stat().st_mtime_ns == before
+    assert (tmp_path / "exp" / "runs" / "boe-seed1" / "metrics.json").is_file()

@@ -143,7 +143,7 @@ def train_ensemble(settings, seeds: Sequence[int], resume: bool = False, progres
         # Each member holds out its own validation split, so only a test split can score their average.
         raise AttnclfError("--seeds needs held-out data to test the ensemble on: give --test-file")
     if resume:
-        _check_members_agree(settings, Path(settings.output))
+        settings = _as_members_trained(settings, Path(settings.output))
     created = first_missing_folder(settings.output)
     output = prepare_output_dir(settings.output)
     members = [output / f"seed-{seed}" for seed in seeds]
@@ -161,38 +161,40 @@ def train_ensemble(settings, seeds: Sequence[int], resume: bool = False, progres
     return write_ensemble_file(output, members, seeds, device=settings.device, threads=settings.threads)
 
 
-# What may differ between members, or between a resumed ensemble's command and its members.
-_PER_MEMBER = {"output", "device", "threads", "report", "train.seed", "train.epochs", "train.schedule_epochs"}
+# What may differ between members, or between a resumed ensemble's command and its members. (The word vectors
+# cannot be given with --resume: new members start from the ones the others started from.)
+_PER_MEMBER = {"output", "device", "threads", "report", "train.seed", "train.epochs", "train.schedule_epochs",
+               "embeddings", "embeddings_std"}
 
 
-def _check_members_agree(settings, output: Path) -> None:
-    """Refuse to resume an ensemble with settings other than its members': members it adds would train otherwise.
+def _as_members_trained(settings, output: Path):
+    """``settings`` for the members a resumed ensemble adds or continues: refused if they differ from the finished
+    members' (those it adds would train otherwise), with the members' word vectors.
 
-    >>> # _check_members_agree(build_settings(args), Path("runs/imdb-3"))   # raises if seed-0 trained another way
+    >>> # settings = _as_members_trained(build_settings(args), Path("runs/imdb-3"))
     """
-    import os
+    from dataclasses import replace
 
-    from .training.run import COUNT_EMBEDDINGS, resume_settings
+    from .training.run import resume_settings
 
     def flat(run_settings) -> dict:
-        run_settings.data.anchor_paths()  # (older members recorded their paths as typed)
-        if run_settings.embeddings not in (None, COUNT_EMBEDDINGS):
-            run_settings.embeddings = os.path.abspath(run_settings.embeddings)
         flattened = {}
-        for key, value in run_settings.to_dict().items():
+        for key, value in run_settings.anchored().to_dict().items():  # (paths compare however they were typed)
             for name, inner in (value.items() if key in ("data", "tokenizer", "train") else [(None, value)]):
                 flattened[key if name is None else f"{key}.{name}"] = inner
         return {key: value for key, value in flattened.items() if key not in _PER_MEMBER}
 
-    ours = None
+    ours = flat(settings)
     for member in sorted(output.glob("seed-*/config.json")):
-        ours = ours or flat(settings)
-        theirs = flat(resume_settings(member.parent))
+        trained = resume_settings(member.parent)
+        theirs = flat(trained)
         differing = next((key for key in ours if ours[key] != theirs.get(key)), None)
         if differing is not None:
             raise AttnclfError(f"{member.parent} trained with {differing} = {theirs.get(differing)!r}, this command "
                                f"gives {ours[differing]!r}: --resume adds and continues members as the others "
                                f"trained; give their flags, or train a new --output")
+        settings = replace(settings, embeddings=trained.embeddings, embeddings_std=trained.embeddings_std)
+    return settings
 
 
 def write_ensemble_file(output: Path, members: Sequence[Path], seeds: Sequence[int], device: str = "auto",
@@ -234,7 +236,7 @@ def _data(member: Classifier) -> dict:
 
     from .training.run import DataSettings
 
-    data = asdict(DataSettings(**member.config.get("settings", {}).get("data", {})))
+    data = asdict(DataSettings(**member.config.get("settings", {}).get("data", {})).anchored())
     for where in ("data_dir", "token_cache", "token_cache_dir", "split_seed"):
         data.pop(where)
     if data["refit"]:  # trained on every training text, whichever ones its run had held out

@@ -230,6 +230,8 @@ def iter_records(
             if not names[0]:
                 raise DataError(f"{path}, {where}: missing label in column {label_column!r}")
         for name in names:
+            if problem := unicode_problem(name):
+                raise DataError(f"{path}, {where}: the label in column {label_column!r} is {problem}")
             if allowed is not None and name not in allowed:
                 raise DataError(
                     f"{path}, {where}: label {name!r} in column {label_column!r} is not one of the "

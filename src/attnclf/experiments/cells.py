@@ -167,10 +167,10 @@ def check_same_settings(run_dir: Path, settings: RunSettings) -> None:
     to attnclf since the cell ran counts as its default, not as a difference.
     """
     try:
-        saved = resume_settings(run_dir).to_dict()
+        saved = resume_settings(run_dir).anchored().to_dict()  # (runs record absolute paths; older cells, as typed)
     except TypeError:  # the cell has a field this attnclf no longer knows
         saved = {}
-    wanted = settings.to_dict()
+    wanted = settings.anchored().to_dict()
     ignored = {"output", "device", "threads", "report"}  # where and how fast a cell runs change nothing it learns
     if not saved.get("embeddings") and not wanted.get("embeddings"):
         ignored.add("embeddings_std")  # the scale of vectors neither run used (its default changed once)
@@ -186,8 +186,8 @@ def check_same_split(run_dir: Path, settings: RunSettings) -> None:
     held_out = held_out_fingerprint(read_json(run_dir / "config.json"))
     data = json.dumps(asdict(settings.data), sort_keys=True)
     if held_out and held_out != _validation_fingerprint(data, settings.data.data_seed(settings.train.seed)):
-        raise RunDirError(f"{run_dir} was trained on another split of {settings.data.describe_held_out()} than it "
-                          f"gives now; delete it or give another --output")
+        raise RunDirError(f"{run_dir} was trained on another split of {settings.data.describe()} than it gives now; "
+                          f"delete it or give another --output")
 
 
 @functools.lru_cache(maxsize=4)

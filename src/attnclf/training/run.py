@@ -82,19 +82,25 @@ class DataSettings:
         if self.validation_file and not self.train_file:
             raise AttnclfError("--validation-file validates a --train-file run; give the training file too")
 
-    def anchor_paths(self) -> None:
-        """Make the data's paths absolute, as config.json records them: evaluate, refit and resume may run from
-        another folder than the one ``train`` ran in."""
-        for name in ("data_dir", "train_file", "validation_file", "test_file", "token_cache_dir"):
-            if getattr(self, name):
-                setattr(self, name, os.path.abspath(os.path.expanduser(getattr(self, name))))
+    def anchored(self) -> DataSettings:
+        """These settings with absolute paths, as config.json records them: evaluate, refit and resume may run
+        from another folder than the one ``train`` ran in (and runs are compared so, wherever they were typed).
+
+        >>> DataSettings(train_file="/data/train.csv").anchored().train_file
+        '/data/train.csv'
+        """
+        return replace(self, **{name: _absolute(getattr(self, name)) for name in
+                                ("data_dir", "train_file", "validation_file", "test_file", "token_cache_dir")})
 
     def describe(self) -> str:
         return self.dataset or Path(self.train_file or "?").name
 
-    def describe_held_out(self) -> str:
-        """Where the validation texts come from: the validation file, else the data they were carved from."""
-        return Path(self.validation_file).name if self.validation_file else self.describe()
+    def describe_held_out(self, trained_labels: list[str], labels: list[str]) -> str:
+        """What to name when validation texts changed: the training data when its classes did (``labels`` now
+        against the run's ``trained_labels``: they number every label), else where the validation texts come from.
+        """
+        return Path(self.validation_file).name if self.validation_file and labels == trained_labels else \
+            self.describe()
 
     def data_seed(self, run_seed: int) -> int:
         """The seed that chooses which texts train and which validate."""
@@ -130,6 +136,15 @@ class RunSettings:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    def anchored(self) -> RunSettings:
+        """These settings with absolute data and word-vector paths (``DataSettings.anchored``)."""
+        embeddings = self.embeddings if self.embeddings == COUNT_EMBEDDINGS else _absolute(self.embeddings)
+        return replace(self, data=self.data.anchored(), embeddings=embeddings)
+
+
+def _absolute(path: str | None) -> str | None:
+    return os.path.abspath(os.path.expanduser(path)) if path else path
 
 
 @dataclass
@@ -267,7 +282,7 @@ def run_test_data(config: dict, label_names: list[str], test_only: bool = False)
     if splits.test is None:
         held_out = held_out_fingerprint(config)
         if held_out is not None and held_out != texts_fingerprint(splits.validation):
-            raise AttnclfError(_CHANGED_SPLIT.format(data.describe_held_out()))
+            raise AttnclfError(_CHANGED_SPLIT.format(data.describe_held_out(label_names, splits.train.label_names)))
         return align_labels(splits.validation, label_names)
     return align_labels(splits.test, label_names)
 
@@ -307,7 +322,8 @@ def run_validation_data(configs: list[dict], label_names: list[str]) -> TextData
         return data, data.data_seed(config["settings"]["train"]["seed"])
 
     first_data, first_seed = data_and_seed(configs[0])
-    validation = load_data(first_data, first_seed).validation
+    first_splits = load_data(first_data, first_seed)
+    validation = first_splits.validation
     fingerprint = texts_fingerprint(validation)
     for config in configs:
         data, seed = data_and_seed(config)
@@ -322,7 +338,8 @@ def run_validation_data(configs: list[dict], label_names: list[str]) -> TextData
             if seed != first_seed:
                 raise AttnclfError(f"the runs held out different validation texts (split seeds {first_seed} and "
                                    f"{seed}); train them with one --split-seed to validate their ensemble")
-            raise AttnclfError(_CHANGED_SPLIT.format(data.describe_held_out()))
+            raise AttnclfError(_CHANGED_SPLIT.format(data.describe_held_out(label_names,
+                                                                            first_splits.train.label_names)))
     return align_labels(validation, label_names)
 
 
@@ -401,10 +418,6 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
     # Settings that cannot work fail before anything is written.
     if not resume and settings.refit_of is None:
         settings.data.check_sources()
-    if not resume:
-        settings.data.anchor_paths()
-        if settings.embeddings not in (None, COUNT_EMBEDDINGS):
-            settings.embeddings = os.path.abspath(os.path.expanduser(settings.embeddings))
     if settings.data.token_cache and settings.data.refit:
         raise AttnclfError(_NO_CACHED_REFIT.format("the run"))
     if settings.data.token_cache and (settings.data.multi_label or settings.windows):
@@ -465,12 +478,13 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
     # A refit checks the training texts too; they are not read again from a token cache, which refits refuse.
     trained_on = None if settings.data.token_cache else texts_fingerprint(splits.train)
     saved = read_json(run_dir / "config.json") if resume else {}
-    if held_out_fingerprint(saved) not in (None, fingerprint):
-        raise RunDirError(f"{run_dir}: {settings.data.describe_held_out()} no longer gives the validation texts this "
-                          f"run held out (the data or its split changed since); it cannot resume on other data")
     if saved.get("data", {}).get("train_sha256") not in (None, trained_on):
         raise RunDirError(f"{run_dir}: {settings.data.describe()} no longer gives the texts this run trained on "
                           f"(the data changed since); it cannot resume on other data")
+    if held_out_fingerprint(saved) not in (None, fingerprint):
+        changed = settings.data.describe_held_out(read_json(run_dir / "labels.json"), label_names)
+        raise RunDirError(f"{run_dir}: {changed} no longer gives the validation texts this run held out (the data or "
+                          f"its split changed since); it cannot resume on other data")
     counted = saved.get("counted_embeddings")
     if counting and distributed.is_main:  # DDP starts every rank from rank 0's parameters
         vectors, counted = _count_embeddings(settings, splits.train, width,
@@ -495,7 +509,7 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
         atomic_write_json(run_dir / "config.json", {
             "format_version": FORMAT_VERSION,
             "versions": {"attnclf": __version__, "torch": torch.__version__},
-            "settings": settings.to_dict(),
+            "settings": settings.anchored().to_dict(),
             "model": {"name": settings.model, "config": model.config.to_dict(), "parameters": model.num_parameters()},
             **({"counted_embeddings": counted} if counted else {}),
             "data": {"train_examples": len(splits.train),
@@ -730,8 +744,9 @@ def refit_settings(run_dir: str | Path, output: str | None = None, device: str |
     held_out, trained_on = held_out_fingerprint(config), config.get("data", {}).get("train_sha256")
     if held_out is not None or trained_on is not None:
         splits = load_data(settings.data, settings.train.seed)
-        changed = (settings.data.describe_held_out() if held_out not in (None, texts_fingerprint(splits.validation))
-                   else settings.data.describe() if trained_on not in (None, texts_fingerprint(splits.train)) else None)
+        changed = (settings.data.describe() if trained_on not in (None, texts_fingerprint(splits.train)) else
+                   settings.data.describe_held_out(read_json(run_dir / "labels.json"), splits.train.label_names)
+                   if held_out not in (None, texts_fingerprint(splits.validation)) else None)
         if changed:
             raise AttnclfError(f"{changed} no longer gives the texts {run_dir} trained and validated on (the data or "
                                f"its split changed since): a refit would learn other data")
