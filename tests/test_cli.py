@@ -65,11 +65,11 @@ def test_predict_from_arguments_file_and_stdin(csv_run, tmp_path, capsys, monkey
     records = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
     assert [(r["text"], r["label"]) for r in records] == [("great acting", "pos"), ("weak acting", "neg")]
 
-    texts.write_bytes(b"great acting\r\n\r\nweak acting\r\n")  # CRLF, as from a Windows pipe
+    texts.write_bytes(b"\xef\xbb\xbfgreat acting\r\n\r\nweak acting\r\n")  # CRLF and a BOM, as from Notepad
     monkeypatch.setattr(sys, "stdin", open(texts, encoding="utf-8"))
     assert main(["predict", str(csv_run)]) == 0
     records = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
-    assert [r["text"] for r in records] == ["great acting", "weak acting"]
+    assert [r["text"] for r in records] == ["great acting", "weak acting"]  # the BOM is not part of the text
 
     texts.write_bytes(b"ok\n\xff\xfe bad\n")
     monkeypatch.setattr(sys, "stdin", open(texts, encoding="utf-8"))
@@ -334,6 +334,22 @@ def test_predict_into_a_pipe_closed_early_ends_quietly(csv_run, tmp_path):
     _, err = process.communicate(timeout=120)
     assert json.loads(first)["label"] == "pos"
     assert process.returncode == 141 and err == b""
+
+
+def test_a_file_that_cannot_be_written_is_one_line_naming_it(csv_run, tmp_path, capsys, monkeypatch):
+    import errno
+
+    from attnclf import report
+
+    # As a folder made read-only (or a disk filled) while the command ran: no traceback.
+    def read_only(*args, **kwargs):
+        raise OSError(errno.EROFS, "Read-only file system", str(csv_run / "plots" / ".training.png.tmp"))
+
+    monkeypatch.setattr(report, "write_report", read_only)
+    assert run_error(["report", str(csv_run)], capsys) == (
+        f"attnclf: error: {csv_run / 'plots' / '.training.png.tmp'}: Read-only file system")
+    assert run_error(["vectors", "--file", str(tmp_path), "-o", str(tmp_path)], capsys) == (
+        f"attnclf: error: {tmp_path} is a folder; give --output a file name")
 
 
 def test_training_into_a_folder_with_a_model_says_it_replaces_it(csv_files, tmp_path, capsys):

@@ -166,7 +166,7 @@ def test_windows_read_the_end_that_head_truncation_cuts_off(end_runs):
     assert end_runs["windows"].metrics["accuracy"] >= 0.95
 
 
-def test_a_windowed_run_loads_predicts_and_resumes_with_its_windows(end_runs):
+def test_a_windowed_run_loads_predicts_and_resumes_with_its_windows(end_runs, capsys):
     run_dir = end_runs["windows"].run_dir
     config = json.loads((run_dir / "config.json").read_text())
     assert config["settings"]["windows"] == {"stride": 64, "max_windows": 10, "pooling": "max"}
@@ -189,7 +189,11 @@ def test_a_windowed_run_loads_predicts_and_resumes_with_its_windows(end_runs):
     with TestClient(create_app(clf)) as client:  # the service describes a windowed model: no explanation methods
         described = client.get("/model")
         assert described.status_code == 200
-    assert main(["faithfulness", str(run_dir), "--examples", "2", "--device", "cpu"]) == 2
+    for command in (["faithfulness", str(run_dir), "--examples", "2"], ["explain", str(run_dir), "w1 good"],
+                    ["explain", str(run_dir), "w1 good", "--method", "attention"]):
+        assert main(command + ["--device", "cpu"]) == 2
+        assert capsys.readouterr().err.strip() == (f"attnclf: error: {run_dir} reads long texts as windows (--windows); "
+                                                   f"its explanations, and so their faithfulness, are not supported yet")
 
 
 def test_cli_window_flags(tmp_path, capsys):

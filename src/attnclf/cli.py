@@ -472,6 +472,7 @@ def _lines(raw: bytes, source: str) -> list[str]:
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         raise AttnclfError(f"{source}: line {line}: not UTF-8 (byte 0x{raw[exc.start]:02x})") from None
+    text = text.removeprefix("\ufeff")  # a byte-order mark (Notepad's "UTF-8 with BOM") is not part of the text
     return [line.removesuffix("\r") for line in text.split("\n") if line.strip()]
 
 
@@ -525,14 +526,14 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
     from .classifier import Classifier
     from .explain import render
-    from .explain.methods import available_methods, default_method
+    from .explain.methods import default_method
 
     _refuse_ensemble(args.run_dir)
     clf = Classifier.load(args.run_dir, device=args.device)
     texts = _input_texts(args, clf.config)
     if not texts:
         raise AttnclfError(f"{args.file}: no rows to explain")
-    available = available_methods(clf.model)
+    available = _explanation_methods(args.run_dir, clf.model)
     methods = _method_list(args.method or default_method(available), available)
     if args.steps is not None and "integrated-gradients" not in methods:
         raise AttnclfError("--steps applies to integrated-gradients only")
@@ -557,6 +558,17 @@ def cmd_explain(args: argparse.Namespace) -> int:
     else:
         print(out)
     return 0
+
+
+def _explanation_methods(run_dir: str, model) -> list[str]:
+    """The explanation methods ``model`` supports; none is a one-line error (a windowed model has none yet)."""
+    from .explain.methods import available_methods
+
+    available = available_methods(model)
+    if not available:
+        raise AttnclfError(f"{run_dir} reads long texts as windows (--windows); its explanations, and so "
+                           f"their faithfulness, are not supported yet")
+    return available
 
 
 def _method_list(spec: str, available: list[str]) -> list[str]:
@@ -615,21 +627,18 @@ def _test_data(args: argparse.Namespace, clf, test_only: bool = False):
 def cmd_faithfulness(args: argparse.Namespace) -> int:
     from .classifier import Classifier
     from .explain.faithfulness import measure_faithfulness, summary_table
-    from .explain.methods import available_methods
     from .report.html import FAITHFULNESS_FILE
-    from .rundir import atomic_write_json, refuse_multi_label
+    from .rundir import atomic_write_json, prepare_output_dir, refuse_multi_label
 
     if args.examples < 1:
         raise AttnclfError(f"--examples must be at least 1, got {args.examples}")
     results = []
     for run_dir in args.run_dirs:
         _refuse_ensemble(run_dir)
+        prepare_output_dir(run_dir)  # the measurements are saved there: a read-only run fails before, not after
         clf = Classifier.load(run_dir, device=args.device)
         refuse_multi_label(clf.config, "attnclf faithfulness")
-        available = available_methods(clf.model)
-        if not available:
-            raise AttnclfError(f"{run_dir} reads long texts as windows (--windows); its explanations, and so "
-                               f"their faithfulness, are not supported yet")
+        available = _explanation_methods(run_dir, clf.model)
         methods = _method_list(args.methods, available) if args.methods else available
         options = {"steps": args.steps} if args.steps is not None else {}
         result = measure_faithfulness(clf, _test_data(args, clf), methods=methods, examples=args.examples,
@@ -649,10 +658,12 @@ def cmd_faithfulness(args: argparse.Namespace) -> int:
 @command("report", threads=True)
 def cmd_report(args: argparse.Namespace) -> int:
     from .report import write_report
+    from .rundir import prepare_output_dir
 
     if args.examples < 1:
         raise AttnclfError(f"--examples must be at least 1, got {args.examples}")
     _refuse_ensemble(args.run_dir)
+    prepare_output_dir(args.run_dir)
     path = write_report(args.run_dir, method=args.method, faithfulness=args.faithfulness,
                         faithfulness_examples=args.examples, device=args.device)
     print(f"report: {path}")
@@ -737,6 +748,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def cmd_vectors(args: argparse.Namespace) -> int:
     from .data.registry import unlabelled_corpus
     from .recipes import embedding_width
+    from .rundir import prepare_output_dir
     from .text.vectors import count_vectors
 
     from .data.files import iter_texts
@@ -746,10 +758,9 @@ def cmd_vectors(args: argparse.Namespace) -> int:
     if args.text_column and not any(_is_data_file(path) for path in args.file or []):
         raise AttnclfError("--text-column picks the column of a CSV / TSV / JSONL / Parquet --file")
     output = Path(args.output)
-    try:  # before a minute of counting, not after
-        output.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise AttnclfError(f"{output.parent}: cannot create the output folder ({exc.strerror})") from None
+    if output.is_dir():  # before a minute of counting, not after
+        raise AttnclfError(f"{output} is a folder; give --output a file name")
+    prepare_output_dir(output.parent)
     texts = []
     for name in args.dataset or []:
         texts += unlabelled_corpus(name, args.data_dir, download=args.download)
@@ -1023,6 +1034,10 @@ def main(argv: list[str] | None = None) -> int:
         # Python flushes stdout once more at exit, into the same closed pipe; point it at /dev/null instead.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
+    except OSError as exc:  # a disk that fills, a folder made read-only mid-run: the file and the reason, one line
+        where = exc.filename2 or exc.filename
+        print(f"attnclf: error: {where + ': ' if where else ''}{exc.strerror or exc}", file=sys.stderr)
+        return 2
 
 
 def _resume_hint(args: argparse.Namespace) -> str:
