@@ -179,6 +179,17 @@ def test_a_run_trained_on_relative_paths_evaluates_and_refits_from_another_folde
     assert json.loads(capsys.readouterr().out)["num_examples"] == 12
     assert main(["refit", "run", "--quiet", "--no-report", "--threads", "1"]) == 0
 
+    # Scoring on the test file needs that file alone: the training file may be cleaned up, or huge.
+    moved = tmp_path / "train-elsewhere.csv"
+    moved.write_bytes(train.read_bytes())
+    train.unlink()
+    capsys.readouterr()
+    try:
+        assert main(["evaluate", "run", "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)["num_examples"] == 12
+    finally:
+        train.write_bytes(moved.read_bytes())
+
 
 def test_evaluate_on_a_named_dataset(demo_run, capsys):
     assert main(["evaluate", str(demo_run), "--dataset", "demo"]) == 0

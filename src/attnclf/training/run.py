@@ -272,6 +272,12 @@ def run_test_data(config: dict, label_names: list[str], test_only: bool = False)
     """
     settings = config["settings"]
     data = DataSettings(**settings["data"])
+    if data.test_file and not data.dataset:  # the file alone: the training file may be large, or gone since
+        from ..data.files import load_file
+
+        return sample_test(load_file(data.test_file, data.text_column, data.label_column, label_names=label_names,
+                                     split="test", multi_label=data.multi_label,
+                                     label_delimiter=data.label_delimiter), data.max_test_examples)
     splits = load_data(data, settings["train"]["seed"])
     if data.refit and splits.test is None:
         raise AttnclfError(f"{data.describe()} has no test split, and this refit trained on every text it has: only "
