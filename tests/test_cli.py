@@ -363,13 +363,29 @@ def test_a_file_that_cannot_be_written_is_one_line_naming_it(csv_run, tmp_path, 
         f"attnclf: error: {tmp_path} is a folder; give --output a file name")
 
 
-def test_training_into_a_folder_with_a_model_says_it_replaces_it(csv_files, tmp_path, capsys):
-    argv = ["train", "--train-file", str(csv_files[0]), "--model", "boe", "--epochs", "1", "--min-frequency", "1",
-            "--output", str(tmp_path / "run"), "--no-report", "--threads", "1"]
-    assert main(argv) == 0
+def test_training_into_a_folder_with_a_model_needs_overwrite_and_one_kind_of_run(csv_files, tmp_path, capsys):
+    argv = ["train", "--train-file", str(csv_files[0]), "--test-file", str(csv_files[1]), "--model", "boe",
+            "--epochs", "1", "--min-frequency", "1", "--no-report", "--threads", "1", "--output"]
+    run = tmp_path / "run"
+    assert main(argv + [str(run)]) == 0
     assert "replaces it" not in capsys.readouterr().err
-    assert main(argv) == 0
-    assert f"{tmp_path / 'run'} held a trained model; this run replaces it" in capsys.readouterr().err
+    weights = (run / "model.safetensors").read_bytes()
+    # A repeated command must not delete the finished run (an interrupted retrain would leave neither).
+    assert run_error(argv + [str(run)], capsys) == (
+        f"attnclf: error: {run} holds a trained model; add --overwrite to replace it, or give another --output")
+    assert (run / "model.safetensors").read_bytes() == weights
+    assert main(argv + [str(run), "--overwrite"]) == 0
+    assert f"{run} held a trained model; this run replaces it" in capsys.readouterr().err
+    # A single run and --seeds members in one folder would load as different models: refused either way.
+    assert run_error(argv + [str(run), "--seeds", "0", "1"], capsys) == (
+        f"attnclf: error: {run} holds a single run; train --seeds into another --output")
+    assert main(argv + [str(tmp_path / "ens"), "--seeds", "0", "1", "--quiet"]) == 0
+    capsys.readouterr()
+    assert run_error(argv + [str(tmp_path / "ens"), "--overwrite"], capsys) == (
+        f"attnclf: error: {tmp_path / 'ens'} holds a `train --seeds` ensemble; train a single run into another --output")
+    assert run_error(argv + [str(tmp_path / "ens"), "--seeds", "0", "1"], capsys).endswith(
+        "holds trained members (--resume keeps them and adds new seeds); add --overwrite to replace them, or give "
+        "another --output")
 
 
 def test_options_may_come_between_the_run_and_its_texts_and_blank_texts_are_skipped(csv_run, capsys):

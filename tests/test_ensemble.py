@@ -104,7 +104,7 @@ def test_train_seeds_builds_an_ensemble_folder_that_evaluate_and_load_read(tmp_p
     assert main(["predict", str(out), "a wonderful film", "--attention"]) != 0
     assert "is an ensemble" in capsys.readouterr().err
 
-    # --resume keeps finished members (their weights are not written again); a plain rerun retrains them.
+    # --resume keeps finished members (their weights are not written again); --overwrite retrains them.
     written = (out / "seed-3" / "model.safetensors").stat().st_mtime_ns
     (out / "ensemble.json").unlink()
     assert main(flags + ["--resume"]) == 0
@@ -117,7 +117,7 @@ def test_train_seeds_builds_an_ensemble_folder_that_evaluate_and_load_read(tmp_p
         f"attnclf: error: {out / 'seed-3'} trained with train.lr = 0.002, this command gives 0.01: --resume adds "
         f"and continues members as the others trained; give their flags, or train a new --output")
     assert not (out / "seed-5").exists()
-    assert main(flags) == 0
+    assert main(flags + ["--overwrite"]) == 0
     assert (out / "seed-3" / "model.safetensors").stat().st_mtime_ns != written
 
 

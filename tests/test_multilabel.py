@@ -292,7 +292,8 @@ def test_a_single_label_run_in_a_multi_label_runs_folder_drops_its_thresholds(to
                  "--no-report"]) == 0
     assert (out / "thresholds.json").is_file()
     assert main(["train", "--dataset", "demo", "--epochs", "1", "--max-train-examples", "200", "--set", "d_model=16",
-                 "--set", "layers=1", "--threads", "1", "--output", str(out), "--quiet", "--no-report"]) == 0
+                 "--set", "layers=1", "--threads", "1", "--output", str(out), "--quiet", "--no-report",
+                 "--overwrite"]) == 0
     assert not (out / "thresholds.json").exists()
     capsys.readouterr()
     assert main(["predict", str(out), "a fine film", "--device", "cpu"]) == 0

@@ -227,6 +227,9 @@ def _add_train_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-windows", type=int, help="with --windows: windows per text at most (default: 8)")
     p.add_argument("--window-pooling", choices=["attention", "mean", "max"],
                    help="with --windows: how the windows' summaries combine (default: attention)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace the trained model (or --seeds members) already in --output; without it such a "
+                        "folder is refused, so a repeated command cannot delete a finished run")
     p.add_argument("--resume", action="store_true",
                    help="continue the interrupted run in --output with its own settings: only --epochs, --device "
                         "and --threads may change, any other flag is refused (with --seeds: finished members are "
@@ -264,6 +267,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             raise AttnclfError("give --seed or --seeds, not both")
         settings = build_settings(args)
         settings.threads, settings.report = args.threads, not args.no_report
+        _check_output(Path(settings.output), ensemble=True, replace=args.overwrite or args.resume)
         metrics = train_ensemble(settings, args.seeds, resume=args.resume, progress=not args.quiet)
         if metrics:  # torchrun's other ranks leave the testing to rank 0
             print(f"ensemble of {len(args.seeds)} runs ({Path(settings.output) / ENSEMBLE_FILE}), averaged:")
@@ -282,6 +286,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         settings = build_settings(args)
         settings.threads = args.threads
         args.output = settings.output  # resolved (runs/MODEL-DATA by default): where an interrupted run resumes
+        _check_output(Path(settings.output), ensemble=False, replace=args.overwrite)
     settings.report = not args.no_report
     result = train_run(settings, resume=args.resume, progress=not args.quiet)
     if not result.metrics:  # a torchrun rank other than 0; rank 0 reports
@@ -291,6 +296,24 @@ def cmd_train(args: argparse.Namespace) -> int:
     if settings.report:
         print(f"report: {result.run_dir / 'report.html'}")
     return 0
+
+
+def _check_output(output: Path, ensemble: bool, replace: bool) -> None:
+    """Refuse an output folder that holds the other kind of run (a single run's files beside `--seeds` members
+    would load as one model in Python and as the ensemble on the command line), or a trained model unless
+    ``replace``: a repeated command must not delete a finished run before its own is trained."""
+    from .rundir import ENSEMBLE_FILE
+
+    members = (output / ENSEMBLE_FILE).is_file() or any(output.glob("seed-*/config.json"))
+    if ensemble and (output / "config.json").is_file():
+        raise AttnclfError(f"{output} holds a single run; train --seeds into another --output")
+    if not ensemble and members:
+        raise AttnclfError(f"{output} holds a `train --seeds` ensemble; train a single run into another --output")
+    trained = any(output.glob("seed-*/model.safetensors")) if ensemble else (output / "model.safetensors").is_file()
+    if trained and not replace:
+        what = "trained members (--resume keeps them and adds new seeds)" if ensemble else "a trained model"
+        raise AttnclfError(f"{output} holds {what}; add --overwrite to replace {'them' if ensemble else 'it'}, or "
+                           f"give another --output")
 
 
 # What `train --resume` may be given: the run's own settings decide everything else.
@@ -635,8 +658,8 @@ def cmd_faithfulness(args: argparse.Namespace) -> int:
     results = []
     for run_dir in args.run_dirs:
         _refuse_ensemble(run_dir)
-        prepare_output_dir(run_dir)  # the measurements are saved there: a read-only run fails before, not after
         clf = Classifier.load(run_dir, device=args.device)
+        prepare_output_dir(run_dir)  # the measurements are saved there: a read-only run fails before, not after
         refuse_multi_label(clf.config, "attnclf faithfulness")
         available = _explanation_methods(run_dir, clf.model)
         methods = _method_list(args.methods, available) if args.methods else available
@@ -658,12 +681,12 @@ def cmd_faithfulness(args: argparse.Namespace) -> int:
 @command("report", threads=True)
 def cmd_report(args: argparse.Namespace) -> int:
     from .report import write_report
-    from .rundir import prepare_output_dir
+    from .rundir import check_run_dir, prepare_output_dir
 
     if args.examples < 1:
         raise AttnclfError(f"--examples must be at least 1, got {args.examples}")
     _refuse_ensemble(args.run_dir)
-    prepare_output_dir(args.run_dir)
+    prepare_output_dir(check_run_dir(args.run_dir))  # the report is written there: a read-only run fails first
     path = write_report(args.run_dir, method=args.method, faithfulness=args.faithfulness,
                         faithfulness_examples=args.examples, device=args.device)
     print(f"report: {path}")
