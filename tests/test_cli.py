@@ -251,6 +251,37 @@ def test_a_validation_file_validates_instead_of_a_share_of_the_training_file(csv
         f"attnclf: error: dev.csv no longer gives the texts {out} trained and validated on")
 
 
+def test_training_names_its_classes_and_warns_of_names_differing_only_in_case(tmp_path, capsys):
+    rows = [(t, "pos") for t in POSITIVE * 3] + [(t, " Pos") for t in POSITIVE[:2]] + [(t, "neg") for t in NEGATIVE * 3]
+    train = write_csv(tmp_path / "train.csv", rows)
+    assert main(["train", "--train-file", str(train), "--validation-file", str(train), "--model", "boe", "--epochs",
+                 "1", "--min-frequency", "1", "--output", str(tmp_path / "run"), "--no-report", "--threads", "1"]) == 0
+    err = capsys.readouterr().err
+    assert "training texts per class: Pos 2, neg 18, pos 18" in err  # (the reader strips the space)
+    assert "warning: classes 'Pos' and 'pos' differ only in case or spaces" in err
+
+
+def test_an_ensemble_folder_is_not_one_model_and_a_run_is_not_two(csv_run, tmp_path, capsys, monkeypatch):
+    from attnclf import ensemble
+    from attnclf.classifier import Classifier
+    from attnclf.errors import AttnclfError
+
+    (tmp_path / "ensemble.json").write_text('{"members": ["seed-0"]}')
+    with pytest.raises(AttnclfError, match="holds a `train --seeds` ensemble: load it with attnclf.Ensemble.load"):
+        Classifier.load(tmp_path)
+    assert run_error(["evaluate", str(csv_run), str(csv_run.parent / ".." / csv_run.parent.name / csv_run.name)],
+                     capsys).endswith("is given twice; an ensemble's runs are different runs")
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ensemble, "train_ensemble", interrupted)
+    argv = ["train", "--dataset", "demo", "--seeds", "0", "1", "--output", str(tmp_path / "ens")]
+    assert main(argv) == 130
+    assert capsys.readouterr().err.strip() == (f"attnclf: interrupted; `attnclf train {' '.join(argv[1:])} --resume` "
+                                               f"keeps the finished members and continues the others")
+
+
 def test_a_new_class_in_the_training_file_is_named_as_the_change_not_the_validation_file(tmp_path, capsys):
     train = write_csv(tmp_path / "train.csv", [(t, "pos") for t in POSITIVE * 3] + [(t, "neg") for t in NEGATIVE * 3])
     dev = write_csv(tmp_path / "dev.csv", [(POSITIVE[0], "pos"), (NEGATIVE[0], "neg")])
@@ -274,12 +305,14 @@ def test_a_new_class_in_the_training_file_is_named_as_the_change_not_the_validat
      "has its own validation split; drop --hold-out latest"),
     (["--train-file", "{train}", "--validation-file", "{train}", "--val-fraction", "0.2"],
      "--val-fraction carves validation from the training file; --validation-file replaces it"),
+    (["--dataset", "sst2", "--data-dir", "{tmp}/no-such-folder"], "--data-dir {tmp}/no-such-folder: no such folder"),
+    (["--dataset", "demo", "--seeds", "0", "0", "1"], "--seeds needs at least two seeds, each once; got 0 0 1"),
 ])
 def test_data_flags_that_do_not_go_together_are_refused_in_one_line(csv_files, tmp_path, capsys, argv, message):
     odd = write_csv(tmp_path / "odd.csv", [("so so", "meh")])
-    argv = [a.format(train=csv_files[0], odd=odd) for a in argv]
+    argv = [a.format(train=csv_files[0], odd=odd, tmp=tmp_path) for a in argv]
     err = run_error(["train", *argv, "--output", str(tmp_path / "o"), "--quiet"], capsys)
-    assert message in err
+    assert message.format(tmp=tmp_path) in err
     assert not (tmp_path / "o").exists()
 
 

@@ -19,7 +19,7 @@ from .evaluation.predict import output_probabilities
 from .models import model_from_config
 from .models.windows import window_config, windowed
 from .prediction import LabelSetPrediction, Prediction, check_texts
-from .rundir import THRESHOLDS_FILE, check_run_dir, is_multi_label, load_weights, read_json
+from .rundir import ENSEMBLE_FILE, THRESHOLDS_FILE, check_run_dir, is_multi_label, load_weights, read_json
 from .text.batching import EVAL_MAX_TOKENS
 from .text.tokenizer import Tokenizer, TokenizerConfig
 from .text.windows import WindowConfig, text_batches
@@ -58,6 +58,9 @@ class Classifier:
 
         >>> # Classifier.load("runs/demo", device="cpu")
         """
+        if (Path(run_dir) / ENSEMBLE_FILE).is_file():
+            raise AttnclfError(f"{run_dir} holds a `train --seeds` ensemble: load it with attnclf.Ensemble.load, or "
+                               f"one member, {Path(run_dir) / 'seed-S'}, with Classifier.load")
         run_dir = check_run_dir(run_dir)
         config = read_json(run_dir / "config.json")
         model_info = config["model"]

@@ -1068,8 +1068,11 @@ def _resume_hint(args: argparse.Namespace) -> str:
     run removes the folder's earlier checkpoint once its data has loaded), or what the command says itself."""
     if hasattr(args, "resume_hint"):
         return args.resume_hint
-    if args.command != "train" or args.seeds or not args.output:
+    if args.command != "train" or not args.output:
         return ""
+    if args.seeds:
+        again = ["attnclf", "train", *args.argv, *([] if args.resume else ["--resume"])]
+        return f"; `{' '.join(map(shlex.quote, again))}` keeps the finished members and continues the others"
     if (Path(args.output) / "checkpoint" / "state.json").is_file():
         return f"; `attnclf train --resume --output {shlex.quote(args.output)}` continues from its last checkpoint"
     return "; it stopped before its first checkpoint (written at most once a minute, and at the end): train it again"

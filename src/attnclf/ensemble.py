@@ -71,6 +71,11 @@ class Ensemble:
         if isinstance(run_dirs, (str, Path)):  # one folder, not the characters of its name
             run_dirs = [run_dirs]
         run_dirs = member_dirs(run_dirs[0]) if len(run_dirs) == 1 and is_ensemble_dir(run_dirs[0]) else run_dirs
+        seen: set[Path] = set()
+        for run_dir in run_dirs:  # the same run twice would count its vote twice
+            if Path(run_dir).resolve() in seen:
+                raise AttnclfError(f"{run_dir} is given twice; an ensemble's runs are different runs")
+            seen.add(Path(run_dir).resolve())
         return cls([Classifier.load(run_dir, device=device, bf16=bf16) for run_dir in run_dirs],
                    [str(d) for d in run_dirs])
 
@@ -136,7 +141,7 @@ def train_ensemble(settings, seeds: Sequence[int], resume: bool = False, progres
     from .training.run import train_or_continue
 
     if len(seeds) < 2 or len(set(seeds)) != len(seeds):
-        raise AttnclfError(f"--seeds needs at least two different seeds, got {' '.join(map(str, seeds))}")
+        raise AttnclfError(f"--seeds needs at least two seeds, each once; got {' '.join(map(str, seeds))}")
     if settings.data.multi_label:
         raise AttnclfError("--seeds trains single-label ensembles; multi-label runs cannot be averaged yet")
     if not settings.data.dataset and not settings.data.test_file:

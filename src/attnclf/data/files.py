@@ -81,7 +81,8 @@ def _csv_rows(path: Path, delimiter: str, text_column: str, label_column: str | 
                 yield f"line {start}", row[text_at], None if label_at is None else row[label_at]
             start = reader.line_num + 1
     except csv.Error as exc:
-        raise DataError(f"{path}, line {start}: malformed {kind}: {exc}") from None
+        raise DataError(f"{path}, line {start}: malformed {kind}: {exc}; a field that starts with a quote is read as "
+                        f"quoted: quote the whole field and double the quotes inside it") from None
 
 
 def _jsonl_rows(path: Path, text_column: str, label_column: str | None) -> Iterator[Row]:

@@ -81,6 +81,8 @@ class DataSettings:
                                f"(--train-file with optional --validation-file and --test-file): give one or the other")
         if self.validation_file and not self.train_file:
             raise AttnclfError("--validation-file validates a --train-file run; give the training file too")
+        if self.data_dir and not Path(self.data_dir).expanduser().is_dir():  # (else the default places are searched)
+            raise AttnclfError(f"--data-dir {self.data_dir}: no such folder")
 
     def anchored(self) -> DataSettings:
         """These settings with absolute paths, as config.json records them: evaluate, refit and resume may run
@@ -377,6 +379,23 @@ def _count_embeddings(settings: RunSettings, train: TextDataset, dim: int, log) 
     return vectors, record
 
 
+def _describe_classes(train: TextDataset) -> list[str]:
+    """The training classes with their counts, and a warning for names that differ only in case or spaces
+    ("Positive" beside "positive" is a class of its own: the file probably meant one)."""
+    names = train.label_names
+    if train.multi_label:
+        counts = np.bincount([i for labels in train.labels for i in labels], minlength=len(names))
+    else:
+        counts = np.bincount(np.asarray(train.labels, dtype=np.int64), minlength=len(names))
+    lines = [f"training texts per class: {', '.join(f'{name} {count:,}' for name, count in zip(names, counts))}"]
+    by_form: dict[str, list[str]] = {}
+    for name in names:
+        by_form.setdefault(" ".join(name.casefold().split()), []).append(name)
+    lines += [f"warning: classes {' and '.join(map(repr, same))} differ only in case or spaces; make them one "
+              f"label in the data if they mean one class" for same in by_form.values() if len(same) > 1]
+    return lines
+
+
 def _stderr(message: str) -> None:
     print(message, file=sys.stderr)
 
@@ -479,6 +498,9 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
         for derived in ("checkpoint", "plots"):
             shutil.rmtree(run_dir / derived, ignore_errors=True)
     label_names = splits.train.label_names
+    if progress and distributed.is_main and not resume:
+        for line in _describe_classes(splits.train):
+            _stderr(line)
     # One pass over the held-out texts (from disk for a token cache): later commands check they are unchanged.
     fingerprint = None if splits.validation is None else texts_fingerprint(splits.validation)
     # A refit checks the training texts too; they are not read again from a token cache, which refits refuse.
