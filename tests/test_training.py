@@ -226,3 +226,19 @@ def test_a_failed_run_keeps_what_another_run_wrote_into_a_parent_it_created(tmp_
     with pytest.raises(DataError):
         run_module.train_run(RunSettings(DataSettings(dataset="demo"), output=str(tmp_path / "new" / "mine")))
     assert not (tmp_path / "new" / "mine").exists() and (tmp_path / "new" / "other" / "metrics.json").is_file()
+
+
+def test_weights_that_cannot_be_written_leave_no_partial_file_and_say_where(tmp_path, monkeypatch):
+    import safetensors.torch
+    from safetensors import SafetensorError
+
+    from attnclf.rundir import atomic_save_tensors
+
+    def disk_full(tensors, filename, metadata=None):
+        open(filename, "wb").write(b"half")
+        raise SafetensorError("Error while serializing: IoError(Os { code: 28, kind: StorageFull })")
+
+    monkeypatch.setattr(safetensors.torch, "save_file", disk_full)
+    with pytest.raises(OSError, match="model.safetensors: cannot write the weights .*StorageFull"):
+        atomic_save_tensors(tmp_path / "model.safetensors", {"w": torch.zeros(2)})
+    assert list(tmp_path.iterdir()) == []

@@ -78,13 +78,17 @@ def atomic_write_json(path: Path, obj: Any) -> None:
 
 
 def atomic_save_tensors(path: Path, tensors: dict[str, torch.Tensor], metadata: dict[str, str] | None = None) -> None:
+    from safetensors import SafetensorError
     from safetensors.torch import save_file
 
     path = Path(path)
     fd, tmp = temporary_beside(path)
     os.close(fd)
     try:
-        save_file({k: v.detach().contiguous().cpu() for k, v in tensors.items()}, tmp, metadata=metadata)
+        try:
+            save_file({k: v.detach().contiguous().cpu() for k, v in tensors.items()}, tmp, metadata=metadata)
+        except SafetensorError as exc:  # safetensors reports a full disk in its own words: an OSError for the CLI
+            raise OSError(f"{path}: cannot write the weights ({exc})") from None
         publish(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
