@@ -409,6 +409,9 @@ def test_training_into_a_folder_with_a_model_needs_overwrite_and_one_kind_of_run
     assert (run / "model.safetensors").read_bytes() == weights
     assert main(argv + [str(run), "--overwrite"]) == 0
     assert f"{run} held a trained model; this run replaces it" in capsys.readouterr().err
+    (run / "metrics.json").unlink()  # as if interrupted after an epoch: weights, no test metrics yet
+    assert run_error(argv + [str(run)], capsys) == (f"attnclf: error: {run} holds an unfinished run (--resume "
+                                                    f"continues it); add --overwrite to replace it, or give another --output")
     # A single run and --seeds members in one folder would load as different models: refused either way.
     assert run_error(argv + [str(run), "--seeds", "0", "1"], capsys) == (
         f"attnclf: error: {run} holds a single run; train --seeds into another --output")

@@ -311,7 +311,8 @@ def _check_output(output: Path, ensemble: bool, replace: bool) -> None:
         raise AttnclfError(f"{output} holds a `train --seeds` ensemble; train a single run into another --output")
     trained = any(output.glob("seed-*/model.safetensors")) if ensemble else (output / "model.safetensors").is_file()
     if trained and not replace:
-        what = "trained members (--resume keeps them and adds new seeds)" if ensemble else "a trained model"
+        what = ("trained members (--resume keeps them and adds new seeds)" if ensemble else "a trained model" if
+                (output / "metrics.json").is_file() else "an unfinished run (--resume continues it)")
         raise AttnclfError(f"{output} holds {what}; add --overwrite to replace {'them' if ensemble else 'it'}, or "
                            f"give another --output")
 
