@@ -277,9 +277,18 @@ def test_an_ensemble_folder_is_not_one_model_and_a_run_is_not_two(csv_run, tmp_p
 
     monkeypatch.setattr(ensemble, "train_ensemble", interrupted)
     argv = ["train", "--dataset", "demo", "--seeds", "0", "1", "--output", str(tmp_path / "ens")]
-    assert main(argv) == 130
+    # The hint repeats the command without the vectors, which --resume refuses (the members keep theirs).
+    assert main(argv + ["--embeddings-std=2", "--embeddings", "v.vec"]) == 130
     assert capsys.readouterr().err.strip() == (f"attnclf: interrupted; `attnclf train {' '.join(argv[1:])} --resume` "
                                                f"keeps the finished members and continues the others")
+    monkeypatch.chdir(tmp_path)  # the default folder, runs/boe-demo, is where it resumes too
+    assert main(["train", "--dataset", "demo", "--model", "boe", "--seeds", "0", "1"]) == 130
+    assert capsys.readouterr().err.strip().endswith("--resume` keeps the finished members and continues the others")
+    assert run_error(["evaluate", str(tmp_path), str(csv_run)], capsys) == (
+        f"attnclf: error: {tmp_path} is a `train --seeds` ensemble folder, which is scored alone; to combine runs with "
+        f"its members, give {tmp_path / 'seed-S'} for each")
+    assert run_error(["evaluate", str(csv_run), "--dataset", "demo", "--data-dir", str(tmp_path / "nowhere")],
+                     capsys) == f"attnclf: error: --data-dir {tmp_path / 'nowhere'}: no such folder"
 
 
 def test_a_new_class_in_the_training_file_is_named_as_the_change_not_the_validation_file(tmp_path, capsys):

@@ -267,6 +267,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             raise AttnclfError("give --seed or --seeds, not both")
         settings = build_settings(args)
         settings.threads, settings.report = args.threads, not args.no_report
+        args.output = settings.output  # resolved (runs/MODEL-DATA by default): where an interrupted ensemble resumes
         _check_output(Path(settings.output), ensemble=True, replace=args.overwrite or args.resume)
         metrics = train_ensemble(settings, args.seeds, resume=args.resume, progress=not args.quiet)
         if metrics:  # torchrun's other ranks leave the testing to rank 0
@@ -1046,6 +1047,9 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"unrecognized arguments: {' '.join(extras)}")
     args.argv = list(sys.argv[1:] if argv is None else argv)[1:]  # the command's own arguments, as typed
     try:
+        data_dir = getattr(args, "data_dir", None)
+        if data_dir and not Path(data_dir).expanduser().is_dir():  # else the default places would be searched
+            raise AttnclfError(f"--data-dir {data_dir}: no such folder")
         return COMMANDS[args.command](args)
     except AttnclfError as exc:
         print(f"attnclf: error: {exc}", file=sys.stderr)
@@ -1064,6 +1068,24 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
+def _without_options(argv: list[str], options: set[str]) -> list[str]:
+    """``argv`` without ``options`` and their values (``--option value`` or ``--option=value``).
+
+    >>> _without_options(["--seeds", "0", "1", "--embeddings", "v.vec", "--embeddings-std=2"],
+    ...                  {"--embeddings", "--embeddings-std"})
+    ['--seeds', '0', '1']
+    """
+    kept, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in options:
+            skip = True
+        elif arg.split("=", 1)[0] not in options:
+            kept.append(arg)
+    return kept
+
+
 def _resume_hint(args: argparse.Namespace) -> str:
     """How to continue an interrupted single `train` run, if it got as far as a checkpoint of its own (a fresh
     run removes the folder's earlier checkpoint once its data has loaded), or what the command says itself."""
@@ -1071,8 +1093,9 @@ def _resume_hint(args: argparse.Namespace) -> str:
         return args.resume_hint
     if args.command != "train" or not args.output:
         return ""
-    if args.seeds:
-        again = ["attnclf", "train", *args.argv, *([] if args.resume else ["--resume"])]
+    if args.seeds:  # the same command, less the vectors (the members keep theirs, and --resume refuses them)
+        again = ["attnclf", "train", *_without_options(args.argv, {"--embeddings", "--embeddings-std"}),
+                 *([] if args.resume else ["--resume"])]
         return f"; `{' '.join(map(shlex.quote, again))}` keeps the finished members and continues the others"
     if (Path(args.output) / "checkpoint" / "state.json").is_file():
         return f"; `attnclf train --resume --output {shlex.quote(args.output)}` continues from its last checkpoint"

@@ -71,6 +71,10 @@ class Ensemble:
         if isinstance(run_dirs, (str, Path)):  # one folder, not the characters of its name
             run_dirs = [run_dirs]
         run_dirs = member_dirs(run_dirs[0]) if len(run_dirs) == 1 and is_ensemble_dir(run_dirs[0]) else run_dirs
+        folder = next((run_dir for run_dir in run_dirs if is_ensemble_dir(run_dir)), None)
+        if folder is not None:  # (its members are runs of their own: name them instead)
+            raise AttnclfError(f"{folder} is a `train --seeds` ensemble folder, which is scored alone; to combine "
+                               f"runs with its members, give {Path(folder) / 'seed-S'} for each")
         seen: set[Path] = set()
         for run_dir in run_dirs:  # the same run twice would count its vote twice
             if Path(run_dir).resolve() in seen:
