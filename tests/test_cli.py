@@ -259,6 +259,12 @@ def test_training_names_its_classes_and_warns_of_names_differing_only_in_case(tm
     err = capsys.readouterr().err
     assert "training texts per class: Pos 2, neg 18, pos 18" in err  # (the reader strips the space)
     assert "warning: classes 'Pos' and 'pos' differ only in case or spaces" in err
+    assert "some classes are numbers" not in err
+    mixed = write_csv(tmp_path / "mixed.csv", rows[:10] + [(t, "0") for t in NEGATIVE * 3])
+    assert main(["train", "--train-file", str(mixed), "--validation-file", str(mixed), "--model", "boe", "--epochs",
+                 "1", "--min-frequency", "1", "--output", str(tmp_path / "mixed"), "--no-report", "--threads",
+                 "1"]) == 0
+    assert "warning: some classes are numbers ('0') and some are names ('pos')" in capsys.readouterr().err
 
 
 def test_an_ensemble_folder_is_not_one_model_and_a_run_is_not_two(csv_run, tmp_path, capsys, monkeypatch):

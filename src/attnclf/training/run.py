@@ -393,7 +393,20 @@ def _describe_classes(train: TextDataset) -> list[str]:
         by_form.setdefault(" ".join(name.casefold().split()), []).append(name)
     lines += [f"warning: classes {' and '.join(map(repr, same))} differ only in case or spaces; make them one "
               f"label in the data if they mean one class" for same in by_form.values() if len(same) > 1]
+    numbers = [name for name in names if _is_number(name)]
+    words = [name for name in names if name not in numbers]
+    if numbers and words:  # JSON's 1 beside "positive": two codings of the labels, mixed
+        lines.append(f"warning: some classes are numbers ({', '.join(map(repr, numbers[:3]))}) and some are names "
+                     f"({', '.join(map(repr, words[:3]))}); give every text one coding if they mean the same classes")
     return lines
+
+
+def _is_number(name: str) -> bool:
+    try:
+        float(name)
+    except ValueError:
+        return False
+    return True
 
 
 def _stderr(message: str) -> None:
