@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from attnclf.cli import main
-from attnclf.errors import AttnclfError, DataError
+from attnclf.errors import DataError
 from attnclf.text.tokenizer import Tokenizer, TokenizerConfig
 from attnclf.text.vectors import WordVectors, count_vectors
 
@@ -208,57 +208,3 @@ def test_experiment_cells_train_from_scratch_and_ignore_the_scale_of_unused_vect
     atomic_write_json(run / "config.json", {"settings": replace(older, embeddings="v.vec").to_dict()})
     with pytest.raises(Exception, match="other embeddings settings"):
         check_same_settings(run, cell)
-
-
-def test_with_words_adds_only_words_a_text_can_tokenize_to_and_keeps_the_ids():
-    tokenizer = Tokenizer.train(["a good film"], TokenizerConfig(min_frequency=1))
-    before = tokenizer.backend.get_vocab()
-    extended, added = tokenizer.with_words(["superb", "good", "Superb", "don't", "well-made", "awful"])
-    vocab = extended.backend.get_vocab()
-    assert added == 2 and set(vocab) - set(before) == {"superb", "awful"}  # not the cased, nor the split ones
-    assert all(vocab[word] == token_id for word, token_id in before.items())
-    assert extended.encode(["a superb film"]) != tokenizer.encode(["a superb film"])
-    assert extended.encode(["a good film, well-made"]) == tokenizer.encode(["a good film, well-made"])
-    with pytest.raises(AttnclfError, match="only the word tokenizer"):
-        Tokenizer.train(["a good film"] * 5, TokenizerConfig(kind="bpe", vocab_size=40, min_frequency=1)
-                        ).with_words(["superb"])
-
-
-def test_embeddings_vocabulary_lets_words_unseen_in_training_read_as_their_vectors(tmp_path, capsys):
-    from attnclf import Classifier
-
-    train = tmp_path / "train.csv"
-    train.write_text("text,label\n" + "good film,pos\nbad film,neg\n" * 40, encoding="utf-8")
-    vectors = tmp_path / "v.vec"  # superb sits by good, awful by bad; neither is in the training texts
-    vectors.write_text("4 4\ngood 1 0 0 0\nsuperb 0.9 0.1 0 0\nbad -1 0 0 0\nawful -0.9 -0.1 0 0\n", encoding="utf-8")
-    runs = {}
-    for name, extra in (("plain", []), ("extended", ["--embeddings-vocabulary"])):
-        runs[name] = tmp_path / name
-        assert main(["train", "--train-file", str(train), "--test-file", str(train), "--model", "boe", "--set",
-                     "embed_dim=4", "--epochs", "20", "--lr", "0.05", "--min-frequency", "1", "--embeddings",
-                     str(vectors), "--embeddings-std", "1", "--seed", "0", "--threads", "1",
-                     "--no-report", "--output", str(runs[name]), *extra]) == 0
-    assert "2 words of the vectors that the training texts lack join the vocabulary" in capsys.readouterr().err
-    assert json.loads((runs["extended"] / "config.json").read_text())["settings"]["embeddings_vocabulary"] is True
-
-    def positive(run) -> list[float]:
-        return [p.probabilities["pos"] for p in Classifier.load(run).predict(["superb film", "awful film"])]
-
-    superb, awful = positive(runs["extended"])
-    assert superb > 0.5 > awful
-    assert positive(runs["plain"])[0] == positive(runs["plain"])[1]  # both read "<unk> film"
-
-
-@pytest.mark.parametrize("args, message", [
-    (["--embeddings-vocabulary"], "give them with --embeddings"),
-    (["--embeddings", "{tmp}/v.vec", "--embeddings-vocabulary", "--tokenizer", "bpe"], "the bpe tokenizer cannot"),
-    (["--embeddings", "{tmp}/v.vec", "--embeddings-vocabulary", "--token-cache"], "does not combine with --token"),
-])
-def test_embeddings_vocabulary_errors_are_one_line_and_write_no_run(tmp_path, capsys, args, message):
-    (tmp_path / "v.vec").write_text("good " + " ".join(["1"] * 16) + "\n", encoding="utf-8")
-    output = tmp_path / "run"
-    assert main(["train", "--dataset", "demo", "--set", "d_model=16", "--output", str(output),
-                 *[a.format(tmp=tmp_path) for a in args]]) == 2
-    err = capsys.readouterr().err
-    assert message in err and err.count("\n") == 1
-    assert not output.exists()

@@ -145,8 +145,6 @@ def build_settings(args: argparse.Namespace):
         if not args.embeddings_std > 0:
             raise AttnclfError(f"--embeddings-std must be positive, got {args.embeddings_std}")
         settings.embeddings_std = args.embeddings_std
-    if args.embeddings_vocabulary:
-        settings.embeddings_vocabulary = True  # train_run refuses it without vectors, before anything is written
     return settings
 
 
@@ -222,9 +220,6 @@ def _add_train_args(p: argparse.ArgumentParser) -> None:
                         "does); `none`: not even the recipe's (a file named count or none: ./count)")
     p.add_argument("--embeddings-std", type=float,
                    help="standard deviation the vectors are scaled to (default: 4, chosen on SST-2 validation)")
-    p.add_argument("--embeddings-vocabulary", action="store_true",
-                   help="the vectors' words join the vocabulary too, so words the training texts lack read as "
-                        "their vector instead of as <unk> (word tokenizer)")
     p.add_argument("--windows", action="store_true",
                    help="read long texts whole, as overlapping windows of --max-len tokens pooled across windows")
     p.add_argument("--window-stride", type=int, help="with --windows: tokens between window starts "
@@ -262,7 +257,7 @@ def _print_metrics(metrics: dict) -> None:
 def cmd_train(args: argparse.Namespace) -> int:
     from .training.run import resume_settings, train_run
 
-    if args.resume and (args.embeddings or args.embeddings_std is not None or args.embeddings_vocabulary):
+    if args.resume and (args.embeddings or args.embeddings_std is not None):
         raise AttnclfError("--embeddings sets how a new run starts; a resumed run continues from its checkpoint")
     if args.seeds:
         from .ensemble import ENSEMBLE_FILE, train_ensemble
@@ -1073,19 +1068,17 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
-def _without_options(argv: list[str], options: set[str], flags: set[str] = frozenset()) -> list[str]:
-    """``argv`` without ``options`` and their values (``--option value`` or ``--option=value``), and ``flags``.
+def _without_options(argv: list[str], options: set[str]) -> list[str]:
+    """``argv`` without ``options`` and their values (``--option value`` or ``--option=value``).
 
-    >>> _without_options(["--seeds", "0", "1", "--embeddings", "v.vec", "--embeddings-vocabulary", "--threads=1"],
-    ...                  {"--embeddings", "--threads"}, {"--embeddings-vocabulary"})
+    >>> _without_options(["--seeds", "0", "1", "--embeddings", "v.vec", "--embeddings-std=2"],
+    ...                  {"--embeddings", "--embeddings-std"})
     ['--seeds', '0', '1']
     """
     kept, skip = [], False
     for arg in argv:
         if skip:
             skip = False
-        elif arg in flags:
-            continue
         elif arg in options:
             skip = True
         elif arg.split("=", 1)[0] not in options:
@@ -1101,8 +1094,7 @@ def _resume_hint(args: argparse.Namespace) -> str:
     if args.command != "train" or not args.output:
         return ""
     if args.seeds:  # the same command, less the vectors (the members keep theirs, and --resume refuses them)
-        again = ["attnclf", "train", *_without_options(args.argv, {"--embeddings", "--embeddings-std"},
-                                                    {"--embeddings-vocabulary"}),
+        again = ["attnclf", "train", *_without_options(args.argv, {"--embeddings", "--embeddings-std"}),
                  *([] if args.resume else ["--resume"])]
         return f"; `{' '.join(map(shlex.quote, again))}` keeps the finished members and continues the others"
     if (Path(args.output) / "checkpoint" / "state.json").is_file():

@@ -173,7 +173,7 @@ def train_ensemble(settings, seeds: Sequence[int], resume: bool = False, progres
 # What may differ between members, or between a resumed ensemble's command and its members. (The word vectors
 # cannot be given with --resume: new members start from the ones the others started from.)
 _PER_MEMBER = {"output", "device", "threads", "report", "train.seed", "train.epochs", "train.schedule_epochs",
-               "embeddings", "embeddings_std", "embeddings_vocabulary"}
+               "embeddings", "embeddings_std"}
 
 
 def _as_members_trained(settings, output: Path):
@@ -202,8 +202,7 @@ def _as_members_trained(settings, output: Path):
             raise AttnclfError(f"{member.parent} trained with {differing} = {theirs.get(differing)!r}, this command "
                                f"gives {ours[differing]!r}: --resume adds and continues members as the others "
                                f"trained; give their flags, or train a new --output")
-        settings = replace(settings, embeddings=trained.embeddings, embeddings_std=trained.embeddings_std,
-                           embeddings_vocabulary=trained.embeddings_vocabulary)
+        settings = replace(settings, embeddings=trained.embeddings, embeddings_std=trained.embeddings_std)
     return settings
 
 

@@ -89,7 +89,6 @@ def variant_settings(setup: Setup, variant: Variant, seed: int, runs_dir: Path) 
     base.output = str(runs_dir / re.sub(r"[^\w.=+-]", "_", name))
     base.report = False  # an HTML report per cell would cost more than a small cell's training
     base.embeddings = None  # the comparisons train every model from scratch, whatever a recipe starts from
-    base.embeddings_vocabulary = False
     return base
 
 

@@ -100,32 +100,6 @@ class Tokenizer:
                             f"tokenizer learned nothing; lower --min-frequency or give more texts")
         return cls(backend, config)
 
-    def with_words(self, words: Iterable[str]) -> tuple["Tokenizer", int]:
-        """This word tokenizer with ``words`` it lacks added at the end of its vocabulary, and how many were added.
-
-        The existing ids do not change. Only words a text can tokenize to join: ones
-        cleaning leaves as they are and the pre-tokenizer keeps whole (GloVe's
-        "don't" would never be produced: "don", "'", "t" are).
-
-        >>> tok = Tokenizer.train(["a good film"], TokenizerConfig(min_frequency=1))
-        >>> tok, added = tok.with_words(["superb", "good", "Superb", "don't"])
-        >>> added, tok.encode(["a superb film"])[0][1] == tok.vocab_size - 1
-        (1, True)
-        """
-        if self.config.kind != "word":
-            raise AttnclfError("only the word tokenizer can take whole words into its vocabulary; this one is "
-                               f"{self.config.kind!r}")
-        vocab = self.backend.get_vocab()
-        size = len(vocab)
-        for word in words:
-            if word in vocab or clean(word, self.config.cleaning) != word:
-                continue
-            if [piece for piece, _ in self.backend.pre_tokenizer.pre_tokenize_str(word)] == [word]:
-                vocab[word] = len(vocab)
-        backend = HFTokenizer(models.WordLevel(vocab, unk_token=UNK))
-        backend.pre_tokenizer = pre_tokenizers.Whitespace()
-        return Tokenizer(backend, self.config), len(vocab) - size
-
     @property
     def vocab_size(self) -> int:
         return self.backend.get_vocab_size()

@@ -132,9 +132,6 @@ class RunSettings:
     # move under Adam's steps, so the vectors stay close to frozen: on SST-2 sentences validation rose
     # from 83.3% (0.5) through 84.1% (1), 84.4% (2) to 85.0% (4), and 84.9% at 8 (3 seeds each).
     embeddings_std: float = 4.0
-    # Their words join the vocabulary too, so a word the training texts lack still reads as its vector,
-    # which the near-frozen rows keep, instead of as <unk> (half of SST-2's test sentences hold such a word).
-    embeddings_vocabulary: bool = False
     # A refit's record of the validated run it retrains: {"run", "epochs", "monitor", "value", "validation_sha256"},
     # and a multi-label run's "thresholds" (by label), which the refit predicts at.
     refit_of: dict | None = None
@@ -466,15 +463,6 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
                            "one label and one max_len-token sequence per text")
     if settings.windows:
         settings.windows.stride_for(settings.tokenizer.max_len)
-    if settings.embeddings_vocabulary and not resume:
-        if not settings.embeddings:
-            raise AttnclfError("--embeddings-vocabulary adds the words of word vectors: give them with --embeddings")
-        if settings.tokenizer.kind != "word":
-            raise AttnclfError(f"--embeddings-vocabulary adds whole words, which the {settings.tokenizer.kind} "
-                               f"tokenizer cannot take; use --tokenizer word")
-        if settings.data.token_cache:
-            raise AttnclfError("--embeddings-vocabulary does not combine with --token-cache: the cache holds ids "
-                               "from the vocabulary the words would change")
     with torch.device("meta"):  # a model the settings cannot build (heads that do not divide the width) fails here
         build_model(settings.model, vocab_size=8, num_classes=2, max_len=settings.tokenizer.max_len,
                     **settings.model_config)
@@ -544,10 +532,6 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
                                              _stderr if progress else lambda message: None)
 
     if not resume and distributed.is_main:
-        if settings.embeddings_vocabulary:
-            trained, added = trained.with_words(vectors.words)
-            if progress:
-                _stderr(f"embeddings: {added:,} words of the vectors that the training texts lack join the vocabulary")
         _save_tokenizer(trained, run_dir / "tokenizer.json")
     distributed.barrier()  # every rank reads the tokenizer rank 0 trained
     tokenizer = Tokenizer.load(run_dir / "tokenizer.json", settings.tokenizer)
@@ -757,7 +741,6 @@ def resume_settings(run_dir: str | Path, epochs: int | None = None, device: str 
         eval_batch_size=saved["eval_batch_size"],
         embeddings=saved.get("embeddings"),  # the checkpoint holds what they started; kept for the record
         embeddings_std=saved.get("embeddings_std", RunSettings.embeddings_std),
-        embeddings_vocabulary=saved.get("embeddings_vocabulary", False),
         refit_of=saved.get("refit_of"),
     )
 
