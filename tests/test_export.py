@@ -96,17 +96,21 @@ def test_a_run_directory_finds_its_default_export(demo_run, tmp_path):
         OnnxClassifier.load(run, int8=True)
 
 
-def test_export_that_disagrees_with_pytorch_fails_and_leaves_no_manifest(demo_run, tmp_path, monkeypatch):
+def test_export_that_disagrees_with_pytorch_fails_and_changes_nothing(demo_run, tmp_path, monkeypatch):
     other = Classifier.load(demo_run, device="cpu").model
     torch.manual_seed(123)
     other.apply(lambda m: m.reset_parameters() if hasattr(m, "reset_parameters") else None)  # other weights
     real_graph = onnx_export.onnx_graph
+    check = onnx_export.check_data(demo_run, limit=50)
+    onnx_export.export_onnx(demo_run, tmp_path / "earlier", check=check)
+    before = {f.name: f.read_bytes() for f in (tmp_path / "earlier").iterdir()}
     monkeypatch.setattr(onnx_export, "onnx_graph", lambda model: real_graph(other))
-    with pytest.raises(AttnclfError, match="does not match PyTorch"):
-        onnx_export.export_onnx(demo_run, tmp_path / "bad", check=onnx_export.check_data(demo_run, limit=50))
-    assert not (tmp_path / "bad" / "export.json").exists()
-    with pytest.raises(AttnclfError, match="no ONNX export"):
-        OnnxClassifier.load(tmp_path / "bad")
+    for folder in ("new", "earlier"):
+        with pytest.raises(AttnclfError, match="does not match PyTorch"):
+            onnx_export.export_onnx(demo_run, tmp_path / folder, check=check)
+    assert not (tmp_path / "new").exists()  # nor an empty folder
+    assert {f.name: f.read_bytes() for f in (tmp_path / "earlier").iterdir()} == before  # no staging left either
+    assert OnnxClassifier.load(tmp_path / "earlier").predict(["not good"])[0].label in check.label_names
 
 
 def test_block_local_attention_exports_for_every_length():
@@ -144,12 +148,24 @@ def test_models_with_an_lstm_are_refused_with_a_reason():
     (["predict", "{missing}", "good", "--backend", "onnx"], "does not exist"),
     (["predict", "{run}", "good", "--backend", "onnx", "--threads", "0"], "--threads must be at least 1, got 0"),
     (["export", "{run}", "--check-file", "{missing}"], "no such file"),
+    (["export", "{run}", "--check-examples", "0"], "--check-examples must be at least 1, got 0"),
+    (["export", "{run}", "--check-examples", "-3"], "--check-examples must be at least 1, got -3"),
+    (["export", "{run}", "--text-column", "review"], "name the columns of --check-file; give it too"),
 ])
 def test_command_errors_are_one_line(args, message, demo_run, tmp_path, capsys):
     args = [a.format(run=demo_run, missing=tmp_path / "missing") for a in args]
-    assert main(args) == 2
+    assert main(args + (["--output", str(tmp_path / "onnx")] if args[0] == "export" else [])) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
+    assert not (tmp_path / "onnx").exists()
+
+
+def test_a_refused_model_leaves_no_export_folder(tmp_path, capsys):
+    run = tmp_path / "run"
+    assert main(["train", "--dataset", "demo", "--model", "lstm-mean", "--epochs", "1", "--max-train-examples",
+                 "200", "--output", str(run), "--quiet", "--no-report", "--threads", "1"]) == 0
+    assert main(["export", str(run)]) == 2
+    assert "ONNX cannot express" in capsys.readouterr().err and not (run / "onnx").exists()
 
 
 def test_a_check_file_is_read_with_the_columns_the_run_trained_from(tmp_path):

@@ -12,8 +12,8 @@ equivalent that leaves padding out.
 
 Parity is measured on held-out labelled texts (the run's test split, or a file
 of the user's): every prediction must match PyTorch's and every probability
-must lie within ``PARITY_TOLERANCE``, or the export fails and writes no
-``export.json``. The optional int8 graph (onnxruntime dynamic quantisation)
+must lie within ``PARITY_TOLERANCE``, or the export fails and changes
+nothing (an earlier export keeps working). The optional int8 graph (onnxruntime dynamic quantisation)
 is measured on the same texts, its accuracy change recorded, never assumed.
 """
 
@@ -22,6 +22,8 @@ from __future__ import annotations
 import io
 import logging
 import os
+import shutil
+import tempfile
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,8 +39,8 @@ from ..errors import AttnclfError
 from ..models.attention import MultiHeadSelfAttention
 from ..models.windows import window_config
 from ..prediction import trained_text_column
-from ..rundir import (atomic_write_bytes, atomic_write_json, prepare_output_dir, publish, refuse_multi_label,
-                      temporary_beside)
+from ..rundir import (atomic_write_bytes, atomic_write_json, first_missing_folder, prepare_output_dir, publish,
+                      refuse_multi_label, remove_empty_folders, temporary_beside)
 from ..text.tokenizer import PAD_ID, UNK_ID
 from .runtime import EXPORT_FORMAT_VERSION, OnnxClassifier
 
@@ -121,6 +123,10 @@ def check_data(run_dir: str | Path, file: str | Path | None = None, *, text_colu
     from ..rundir import read_json
     from ..training.run import run_test_data
 
+    if limit < 1:
+        raise AttnclfError(f"--check-examples must be at least 1, got {limit}: parity is measured on texts")
+    if file is None and (text_column or label_column):
+        raise AttnclfError("--text-column and --label-column name the columns of --check-file; give it too")
     config = read_json(Path(run_dir) / "config.json")
     refuse_multi_label(config, "ONNX export")
     label_names = read_json(Path(run_dir) / "labels.json")
@@ -150,37 +156,50 @@ def export_onnx(run_dir: str | Path, output: str | Path | None = None, *, check:
     if window_config(clf.model) is not None:
         raise AttnclfError(f"{run_dir} reads long texts as windows (--windows); ONNX export of windowed runs is "
                            f"not supported: the runtime feeds one truncated sequence per text")
-    directory = prepare_output_dir(Path(run_dir) / "onnx" if output is None else output)
-    # An earlier export's files would describe other weights; the manifest comes back only once parity holds.
-    for stale in ("export.json", "model.int8.onnx"):
-        (directory / stale).unlink(missing_ok=True)
-    atomic_write_bytes(directory / "model.onnx", onnx_graph(clf.model))
-    for name in ("tokenizer.json", "labels.json"):
-        atomic_write_bytes(directory / name, (Path(run_dir) / name).read_bytes())
-
-    reference = clf.predict_proba(check.texts)
-    fp32 = OnnxClassifier(_session(directory / "model.onnx"), clf.tokenizer, clf.label_names)
-    probabilities = fp32.predict_proba(check.texts)
-    parity = _difference(reference, probabilities) | {
-        "texts": len(check), "tolerance": PARITY_TOLERANCE,
-        "torch_accuracy": _accuracy(reference, check.labels), "onnx_accuracy": _accuracy(probabilities, check.labels)}
-    if parity["prediction_agreement"] < 1 or parity["max_abs_diff"] > PARITY_TOLERANCE:
-        raise AttnclfError(f"ONNX export of {run_dir} does not match PyTorch: {parity['prediction_agreement']:.2%} of "
-                           f"predictions agree, probabilities differ by up to {parity['max_abs_diff']:.2e}")
-    manifest = {
-        "format_version": EXPORT_FORMAT_VERSION,
-        "source": str(Path(run_dir).resolve()),
-        "versions": {"attnclf": __version__, "torch": torch.__version__, "onnxruntime": onnxruntime.__version__},
-        "opset": OPSET,
-        "model": {"name": clf.config["model"]["name"], "parameters": clf.config["model"]["parameters"]},
-        "tokenizer": clf.config["settings"]["tokenizer"],
-        "text_column": trained_text_column(clf.config),  # what `predict --file data.csv` reads by default
-        "outputs": ["logits"] + (["pooling_weights"] if fp32.has_pooling_weights else []),
-        "parity": parity,
-    }
-    if quantize:
-        manifest["int8"] = _quantize(directory, fp32, reference, check)
-    atomic_write_json(directory / "export.json", manifest)
+    graph = onnx_graph(clf.model)  # (refuses an LSTM before any folder exists)
+    directory = Path(run_dir) / "onnx" if output is None else Path(output)
+    created = first_missing_folder(directory)
+    prepare_output_dir(directory)
+    # Built and measured aside, published only once parity holds: a failed export leaves an earlier one working.
+    staging = Path(tempfile.mkdtemp(prefix=".export-", dir=directory))
+    try:
+        atomic_write_bytes(staging / "model.onnx", graph)
+        for name in ("tokenizer.json", "labels.json"):
+            atomic_write_bytes(staging / name, (Path(run_dir) / name).read_bytes())
+        reference = clf.predict_proba(check.texts)
+        fp32 = OnnxClassifier(_session(staging / "model.onnx"), clf.tokenizer, clf.label_names)
+        probabilities = fp32.predict_proba(check.texts)
+        parity = _difference(reference, probabilities) | {
+            "texts": len(check), "tolerance": PARITY_TOLERANCE,
+            "torch_accuracy": _accuracy(reference, check.labels),
+            "onnx_accuracy": _accuracy(probabilities, check.labels)}
+        if parity["prediction_agreement"] < 1 or parity["max_abs_diff"] > PARITY_TOLERANCE:
+            raise AttnclfError(f"ONNX export of {run_dir} does not match PyTorch: {parity['prediction_agreement']:.2%} "
+                               f"of predictions agree, probabilities differ by up to {parity['max_abs_diff']:.2e}")
+        manifest = {
+            "format_version": EXPORT_FORMAT_VERSION,
+            "source": str(Path(run_dir).resolve()),
+            "versions": {"attnclf": __version__, "torch": torch.__version__, "onnxruntime": onnxruntime.__version__},
+            "opset": OPSET,
+            "model": {"name": clf.config["model"]["name"], "parameters": clf.config["model"]["parameters"]},
+            "tokenizer": clf.config["settings"]["tokenizer"],
+            "text_column": trained_text_column(clf.config),  # what `predict --file data.csv` reads by default
+            "outputs": ["logits"] + (["pooling_weights"] if fp32.has_pooling_weights else []),
+            "parity": parity,
+        }
+        if quantize:
+            manifest["int8"] = _quantize(staging, fp32, reference, check)
+        # The manifest goes first and comes back last: files without it are no export, never a mismatched one.
+        (directory / "export.json").unlink(missing_ok=True)
+        (directory / "model.int8.onnx").unlink(missing_ok=True)
+        for built in staging.iterdir():
+            os.replace(built, directory / built.name)
+        atomic_write_json(directory / "export.json", manifest)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        remove_empty_folders(directory, created)
+        raise
+    staging.rmdir()
     return OnnxExport(directory, manifest)
 
 
