@@ -695,3 +695,28 @@ def test_resume_refuses_flags_it_would_ignore(tmp_path, capsys):
     assert main(["train", "--resume", "--output", str(tmp_path / "run"), "--epochs", "3", "--threads", "1",
                  "--quiet", "--device", "cpu"]) == 2
     assert capsys.readouterr().err.strip() == f"attnclf: error: {tmp_path / 'run' / 'config.json'}: missing"
+
+
+def test_a_run_remembers_the_folder_its_dataset_was_found_in(tmp_path, monkeypatch, capsys):
+    data = tmp_path / "data"
+    for split, count in (("train", 30), ("test", 10)):
+        for label, words in (("pos", POSITIVE), ("neg", NEGATIVE)):
+            folder = data / "aclImdb" / split / label
+            folder.mkdir(parents=True)
+            for i in range(count):
+                (folder / f"{i}_{7 if label == 'pos' else 2}.txt").write_text(words[i % len(words)])
+            movies = [f"http://www.imdb.com/title/tt{split == 'test'}{label == 'pos'}{i:05d}/usercomments"
+                      for i in range(count)]
+            (data / "aclImdb" / split / f"urls_{label}.txt").write_text("\n".join(movies))
+    monkeypatch.setenv("ATTNCLF_DATA_DIR", str(data))
+    run = tmp_path / "run"
+    assert main(["train", "--dataset", "imdb", "--model", "boe", "--embeddings", "none", "--epochs", "1",
+                 "--max-len", "16", "--threads", "1", "--no-report", "--quiet", "--output", str(run)]) == 0
+    assert json.loads((run / "config.json").read_text())["settings"]["data"]["data_dir"] == str(data)
+
+    monkeypatch.delenv("ATTNCLF_DATA_DIR")  # a new shell, an empty cache: found where training found it
+    monkeypatch.setenv("ATTNCLF_CACHE", str(tmp_path / "cache"))
+    assert main(["evaluate", str(run)]) == 0
+    data.rename(tmp_path / "moved")
+    assert "set ATTNCLF_DATA_DIR (or --data-dir) to the folder holding" in run_error(["evaluate", str(run)], capsys)
+    assert main(["evaluate", str(run), "--data-dir", str(tmp_path / "moved")]) == 0  # the run's own test split

@@ -88,7 +88,8 @@ def test_imdb_missing_names_every_folder_and_the_way_out(tmp_path):
         imdb.load([tmp_path / "a", tmp_path / "b"])
     message = str(err.value)
     assert message.startswith(f"imdb: not found in {tmp_path / 'a'}, {tmp_path / 'b'};")
-    assert "--data-dir DIR (folder holding imdb/aclImdb_v1.tar.gz) or --download" in message
+    assert "set ATTNCLF_DATA_DIR (or --data-dir) to the folder holding imdb/aclImdb_v1.tar.gz, or use --download" \
+        in message
 
 
 def test_imdb_review_without_url_line_is_an_error(tmp_path):
@@ -327,7 +328,7 @@ def test_fetch_network_failure_is_a_data_error(tmp_path):
 
 def test_ensure_available_without_download_explains(tmp_path, monkeypatch):
     monkeypatch.setenv("ATTNCLF_CACHE", str(tmp_path / "cache"))
-    expected = r"imdb: not found in .*--data-dir DIR \(folder holding imdb/aclImdb_v1.tar.gz\) or --download"
+    expected = r"imdb: not found in .*ATTNCLF_DATA_DIR \(or --data-dir\) to the folder holding imdb/aclImdb_v1.tar.gz"
     with pytest.raises(DataError, match=expected):
         download.ensure_available("imdb", [tmp_path / "data"], download=False)
 

@@ -645,7 +645,7 @@ def _test_data(args: argparse.Namespace, clf, test_only: bool = False):
         return align_labels(data, clf.label_names)
     from .training.run import run_test_data
 
-    return run_test_data(clf.config, clf.label_names, test_only)
+    return run_test_data(clf.config, clf.label_names, test_only, data_dir=args.data_dir)
 
 
 @command("faithfulness", threads=True)

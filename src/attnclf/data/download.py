@@ -35,13 +35,14 @@ class Remote:
 def not_found(name: str, data_dirs: list[Path], holding: str) -> DataError:
     """The error a source raises when none of ``data_dirs`` holds its files.
 
+    Every command honours $ATTNCLF_DATA_DIR; only some take --data-dir and --download.
+
     >>> print(not_found("imdb", [Path("/a")], "imdb/aclImdb_v1.tar.gz"))
-    imdb: not found in /a; pass --data-dir DIR (folder holding imdb/aclImdb_v1.tar.gz) or --download
+    imdb: not found in /a; set ATTNCLF_DATA_DIR (or --data-dir) to the folder holding imdb/aclImdb_v1.tar.gz, or use --download
     """
     where = ", ".join(str(d) for d in data_dirs) or "no folder"
-    return DataError(
-        f"{name}: not found in {where}; pass --data-dir DIR (folder holding {holding}) or --download"
-    )
+    return DataError(f"{name}: not found in {where}; set ATTNCLF_DATA_DIR (or --data-dir) to the folder holding "
+                     f"{holding}, or use --download")
 
 
 def sha256_of(path: Path) -> str:

@@ -103,6 +103,19 @@ def load_splits(name: str, data_dir: str | Path | None = None, seed: int = 0) ->
     return source.load(candidate_dirs(data_dir), seed)
 
 
+def folder_holding(name: str, data_dir: str | Path | None = None) -> Path | None:
+    """The first folder searched (``candidate_dirs``) that holds ``name``'s files; None for a generated
+    source, or one not found.
+
+    >>> folder_holding("synthetic") is None
+    True
+    """
+    source = sources().get(name)
+    if source is None or source.generated:
+        return None
+    return next((folder for folder in candidate_dirs(data_dir) if source.locate([folder]) is not None), None)
+
+
 def unlabelled_corpus(name: str, data_dir: str | Path | None = None, download: bool = False) -> list[str]:
     """Every text a dataset offers for unsupervised learning: its training split (without the labels) and
     any texts it ships unlabelled; never its test split. ``download``: fetch a missing public dataset first.

@@ -16,7 +16,7 @@ import torch
 from .. import __version__
 from ..data.base import WITHHELD, Splits, TextDataset
 from ..data.multilabel import DEFAULT_LABEL_DELIMITER, multi_hot
-from ..data.registry import candidate_dirs, load_splits, sources, unlabelled_texts
+from ..data.registry import candidate_dirs, folder_holding, load_splits, sources, unlabelled_texts
 from ..data.splits import check_hold_out, split_indices, train_validation_split
 from ..errors import AttnclfError, DataError, RunDirError
 from ..evaluation.metrics import compute_metrics, pick_examples
@@ -91,8 +91,12 @@ class DataSettings:
         >>> DataSettings(train_file="/data/train.csv").anchored().train_file
         '/data/train.csv'
         """
-        return replace(self, **{name: _absolute(getattr(self, name)) for name in
-                                ("data_dir", "train_file", "validation_file", "test_file", "token_cache_dir")})
+        anchored = replace(self, **{name: _absolute(getattr(self, name)) for name in
+                                    ("data_dir", "train_file", "validation_file", "test_file", "token_cache_dir")})
+        if self.dataset and not self.data_dir:  # found through $ATTNCLF_DATA_DIR or the cache: a shell without
+            found = folder_holding(self.dataset)  # them (report, export, refit) still finds it
+            anchored.data_dir = None if found is None else str(found.absolute())
+        return anchored
 
     def describe(self) -> str:
         return self.dataset or Path(self.train_file or "?").name
@@ -266,14 +270,15 @@ def sample_test(test: TextDataset | None, max_examples: int | None) -> TextDatas
     return test.subset(sample.tolist(), "test")
 
 
-def run_test_data(config: dict, label_names: list[str], test_only: bool = False) -> TextDataset:
+def run_test_data(config: dict, label_names: list[str], test_only: bool = False,
+                  data_dir: str | None = None) -> TextDataset:
     """A run's own test split, labels in the run's order (its validation split when the data has no
-    test split, unless ``test_only``).
+    test split, unless ``test_only``); ``data_dir``: look for its dataset there first.
 
     >>> # test = run_test_data(read_json(Path("runs/demo") / "config.json"), ["negative", "positive"])
     """
     settings = config["settings"]
-    data = DataSettings(**settings["data"])
+    data = DataSettings(**settings["data"] | ({"data_dir": data_dir} if data_dir else {}))
     if data.test_file and not data.dataset:  # the file alone: the training file may be large, or gone since
         from ..data.files import load_file
 
