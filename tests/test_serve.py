@@ -136,10 +136,45 @@ def test_an_oversized_chunked_body_is_cut_off(server):
     (b'{"texts": []}', 422, "texts is empty"),
     (b'{"text": "a", "texts": ["b"]}', 422, "either 'texts'"),
     (b'{"txt": "typo"}', 422, "txt: Extra inputs are not permitted"),
+    (b'{"text": "\xff"}', 400, "not valid JSON"),  # not UTF-8
+    (b'{"text": ' + b"[" * 1500 + b"]" * 1500 + b"}", 400, "not valid JSON"),  # nested past the parser's depth
 ])
 def test_malformed_requests_get_one_line_answers(server, body, status, message):
     response = server.post("/predict", content=body, headers={"content-type": "application/json"})
     assert response.status_code == status and message in response.json()["detail"]
+
+
+@pytest.mark.parametrize("options", [{"data": {"text": "good"}}, {"content": b'{"text": "good"}',
+                                                                  "headers": {"content-type": "text/plain"}}])
+def test_a_body_that_is_not_sent_as_json_gets_415_naming_the_content_type(server, options):
+    response = server.post("/predict", **options)
+    media = options.get("headers", {}).get("content-type", "application/x-www-form-urlencoded")
+    assert response.status_code == 415 and response.json()["detail"].endswith(f"application/json, not {media}")
+    assert server.post("/predict", content=b'{"text": "good"}',
+                       headers={"content-type": "application/json; charset=utf-8"}).status_code == 200
+
+
+def test_port_0_serves_on_the_port_it_announces_and_one_connection_is_served(demo_run):
+    process = subprocess.Popen([sys.executable, "-m", "attnclf", "serve", str(demo_run), "--port", "0", "--device",
+                                "cpu", "--max-connections", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+    try:
+        announced = process.stdout.readline()  # printed once the port is known, before the model serves
+        url = announced.split(" on ", 1)[1].split(" ", 1)[0]
+        assert not url.endswith(":0"), announced
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                response = httpx.get(f"{url}/health", timeout=1)
+                break
+            except httpx.TransportError:
+                assert process.poll() is None and time.monotonic() < deadline, process.stderr.read()
+                time.sleep(0.2)
+        assert response.status_code == 200  # --max-connections 1 serves one at a time, not none
+        assert httpx.post(f"{url}/predict", json={"text": "good"}, timeout=30).status_code == 200
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
 
 
 def test_bad_explain_method_is_a_400_and_the_server_lives_on(server):

@@ -979,7 +979,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-explain-batch", type=int, help="texts per /explain request (default: 8)")
     p.add_argument("--max-text-chars", type=int, help="characters per text (default: 20000)")
     p.add_argument("--max-body-bytes", type=int, help="bytes per request body (default: 1000000)")
-    p.add_argument("--max-connections", type=int, help="concurrent connections before 503s (default: 64)")
+    p.add_argument("--max-connections", type=int, help="connections served at once; more are answered 503 (default: 64)")
     p.add_argument("--threads", type=int, help=INFERENCE_THREADS_HELP)
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"])
     p.add_argument("--bf16", action="store_true", help=INFERENCE_BF16_HELP)

@@ -36,9 +36,11 @@ from typing import Callable
 
 import numpy as np
 from fastapi import FastAPI, HTTPException, Request
+from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .. import __version__
 from ..errors import AttnclfError
@@ -229,6 +231,23 @@ class BodyLimit:
             scope, receive, send)
 
 
+class JsonOnly:
+    """ASGI middleware: a request body sent as anything but JSON (curl -d sends a form) is answered 415,
+    naming the Content-Type to send, instead of a validation error about a body that looks right."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http" and scope["method"] == "POST":
+            declared = dict(scope["headers"]).get(b"content-type", b"").decode("latin-1")
+            media = declared.split(";", 1)[0].strip().lower()
+            if media and media != "application/json" and not media.endswith("+json"):
+                return await JSONResponse({"detail": f"send the body as JSON with Content-Type: application/json, "
+                                                     f"not {media}"}, 415)(scope, receive, send)
+        await self.app(scope, receive, send)
+
+
 # ---------------------------------------------------------------- the app
 
 
@@ -260,6 +279,7 @@ def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
     app = FastAPI(title="attnclf", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None,
                   description="Attention-based text classifier. Attention weights show where the pooling layer "
                               "looked, not why the model decided; /explain offers methods tested for faithfulness.")
+    app.add_middleware(JsonOnly)
     app.add_middleware(BodyLimit, max_bytes=limits.max_body_bytes)
 
     @app.exception_handler(RequestValidationError)
@@ -268,6 +288,12 @@ def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
         if any(e["type"] == "json_invalid" for e in errors):
             return JSONResponse({"detail": "request body is not valid JSON"}, 400)
         return JSONResponse({"detail": "; ".join(f"{_field(e)}: {e['msg']}" for e in errors[:3])}, 422)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(request: Request, exc: StarletteHTTPException):
+        if exc.status_code == 400 and exc.detail == "There was an error parsing the body":  # not UTF-8, too deep
+            return JSONResponse({"detail": "request body is not valid JSON"}, 400)
+        return await http_exception_handler(request, exc)
 
     @app.exception_handler(AttnclfError)
     async def _user_error(request: Request, exc: AttnclfError):
@@ -394,27 +420,31 @@ def serve(run_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, limits
             raise AttnclfError(f"--threads must be at least 1, got {threads}")
         torch.set_num_threads(threads)
     app = create_app(load_run(run_dir, device=device, bf16=bf16), limits)
-    _check_port_free(host, port)
+    port = _listenable_port(host, port)
     if host not in ("127.0.0.1", "localhost", "::1"):
         print(f"warning: binding {host} makes the model reachable from other machines", flush=True)
     print(f"serving {run_dir} on http://{host}:{port} (API docs at /docs); Ctrl-C stops", flush=True)
-    uvicorn.run(app, host=host, port=port, limit_concurrency=limits.max_connections, access_log=False,
+    # uvicorn counts the connection asking among those open: at its limit N, only N - 1 would be served.
+    uvicorn.run(app, host=host, port=port, limit_concurrency=limits.max_connections + 1, access_log=False,
                 log_level="warning", timeout_graceful_shutdown=5)
 
 
-def _check_port_free(host: str, port: int) -> None:
-    """A one-line error, before "serving" is announced, if ``host:port`` cannot be listened on (uvicorn would
-    log the failure and exit 3). Every address the host resolves to is tried as uvicorn will bind it, then
-    released; a port taken in the instant between is left to uvicorn's own message."""
+def _listenable_port(host: str, port: int) -> int:
+    """``port``, or for 0 a free one the system picks, after proving ``host`` can listen on it: a one-line error,
+    before "serving" is announced, where uvicorn would log the failure and exit 3. Every address the host
+    resolves to is tried as uvicorn will bind it, then released; a port taken in the instant between is left
+    to uvicorn's own message."""
     try:
-        addresses = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
-        for family, kind, proto, _, address in addresses:
+        for family, kind, proto, _, address in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
+                                                                  flags=socket.AI_PASSIVE):
             with socket.socket(family, kind, proto) as probe:
                 if os.name == "posix":  # as asyncio binds: a port in TIME_WAIT is free
                     probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
                 if family == socket.AF_INET6:
                     probe.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
-                probe.bind(address)
+                probe.bind((address[0], port, *address[2:]))  # a port picked for one address, for them all
                 probe.listen()
+                port = probe.getsockname()[1]
     except OSError as exc:
         raise AttnclfError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    return port
