@@ -101,3 +101,22 @@ def test_evaluation_batches_stay_within_a_token_budget_and_cover_every_text_once
     assert len(batches) > len(BucketBatches(sequences, batch_size=32, shuffle=False))  # long texts: smaller batches
     shuffled = BucketBatches(sequences, batch_size=32, shuffle=True, max_tokens=400)  # training ignores it
     assert len(shuffled) == -(-len(sequences) // 32) == len(list(shuffled))
+
+
+@pytest.mark.parametrize("module, config, message", [
+    ("sklearn.feature_extraction.text", CleaningConfig(remove_stopwords=True), "pip install scikit-learn"),
+    ("simplemma", CleaningConfig(lemmatize=True), "pip install simplemma"),
+])
+def test_cleaning_without_its_optional_library_says_what_to_install(module, config, message, monkeypatch):
+    """An ONNX export runs without scikit-learn and simplemma, unless its run cleaned texts with them."""
+    import sys
+
+    from attnclf.errors import AttnclfError
+    from attnclf.text import cleaning
+
+    cleaning._stop_words.cache_clear()
+    monkeypatch.setitem(sys.modules, module, None)  # import fails as if it were not installed
+    with pytest.raises(AttnclfError, match=message):
+        clean("the films were good", config)
+    cleaning._stop_words.cache_clear()
+    assert clean("the films were good") == "the films were good"  # the default cleaning needs neither

@@ -11,6 +11,8 @@ import re
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 
+from ..errors import AttnclfError
+
 _HTML_BREAK = re.compile(r"<br\s*/?>", re.IGNORECASE)
 _PUNCTUATION = re.compile(r"[^\w\s]", re.UNICODE)
 
@@ -42,7 +44,11 @@ class CleaningConfig:
 
 @lru_cache(maxsize=1)
 def _stop_words() -> frozenset[str]:
-    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+    try:
+        from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+    except ImportError:  # an ONNX export can run without it, unless its run removed stop-words
+        raise AttnclfError("this model removes stop-words (--remove-stopwords) with scikit-learn's list: "
+                           "pip install scikit-learn") from None
 
     # Negations carry sentiment; dropping them would erase "not good".
     return frozenset(ENGLISH_STOP_WORDS - {"not", "no", "nor", "never", "but"})
@@ -62,7 +68,10 @@ def clean(text: str, config: CleaningConfig = CleaningConfig()) -> str:
     if config.remove_stopwords or config.lemmatize:
         words = text.split()
         if config.lemmatize:
-            import simplemma
+            try:
+                import simplemma
+            except ImportError:
+                raise AttnclfError("this model lemmatises (--lemmatize) with simplemma: pip install simplemma") from None
 
             words = [simplemma.lemmatize(w, lang="en") for w in words]
         if config.remove_stopwords:
