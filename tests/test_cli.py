@@ -75,6 +75,12 @@ def test_predict_from_arguments_file_and_stdin(csv_run, tmp_path, capsys, monkey
     monkeypatch.setattr(sys, "stdin", open(texts, encoding="utf-8"))
     assert run_error(["predict", str(csv_run)], capsys) == "attnclf: error: stdin: line 2: not UTF-8 (byte 0xff)"
 
+    texts.write_bytes(b"")  # `grep never log | attnclf predict RUN`: nothing to score, no output
+    monkeypatch.setattr(sys, "stdin", open(texts, encoding="utf-8"))
+    assert main(["predict", str(csv_run)]) == 0 and capsys.readouterr().out == ""
+    monkeypatch.setattr(sys.stdin, "isatty", lambda: True)  # nothing given at a terminal: say how to give texts
+    assert "no texts: give them as arguments" in run_error(["predict", str(csv_run)], capsys)
+
 
 def test_an_ensemble_folder_reads_a_data_file_by_its_members_text_column(tmp_path, capsys):
     data = write_csv(tmp_path / "reviews.csv", [(t, "pos") for t in POSITIVE * 5] + [(t, "neg") for t in NEGATIVE * 5],
@@ -112,6 +118,10 @@ def test_predict_and_explain_read_the_text_column_of_a_data_file(csv_run, tmp_pa
     empty.write_bytes(b"")  # an export of nothing may not even write the header
     assert main(["predict", str(csv_run), "--file", str(empty)]) == 0
     assert capsys.readouterr().out == ""
+    for plain in (tmp_path / "empty.txt", tmp_path / "blank.txt"):  # texts a line each: the same
+        plain.write_text("" if plain.name == "empty.txt" else "\n  \n")
+        assert main(["predict", str(csv_run), "--file", str(plain)]) == 0
+        assert capsys.readouterr().out == ""
     assert main(["explain", str(csv_run), "--file", str(renamed), "--text-column", "review", "--method", "occlusion",
                  "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["tokens"] == ["a", "wonderful", "story"]

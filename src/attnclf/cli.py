@@ -464,12 +464,13 @@ def _input_texts(args: argparse.Namespace, config: dict) -> list[str]:
     if args.texts and not args.file and not any(text.strip() for text in args.texts):
         raise AttnclfError("every text given is blank")
     texts = [text for text in args.texts if text.strip()]
-    if data_file:  # (a file with no rows gives no texts, and predict no output: a day with nothing to score)
+    # A file or a pipe with nothing in it gives no texts, and predict no output: a day with nothing to score.
+    if data_file:
         return texts + [text for _, text in iter_texts(args.file, args.text_column or trained_text_column(config))]
     if args.file:
-        texts += _read_lines(Path(args.file))
-    if not texts and not args.texts and not args.file and not sys.stdin.isatty():
-        texts = _lines(sys.stdin.buffer.read(), "stdin")
+        return texts + _read_lines(Path(args.file))
+    if not texts and not sys.stdin.isatty():
+        return _lines(sys.stdin.buffer.read(), "stdin")
     if not texts:
         raise AttnclfError("no texts: give them as arguments, with --file PATH, or on stdin")
     return texts
