@@ -99,6 +99,8 @@ def test_same_seed_gives_the_same_model(data):
     (["w1", "w2"], ["a"], "one label per text"),
     (["w1", "w2", "w3"], ["a", None, "b"], r"y\[1\] is None: every text needs a label"),
     (["w1", "w2", "w3"], [1.0, float("nan"), 2.0], r"y\[1\] is nan"),
+    (["w1", "w2", "w3"], [1, "pos", 1], r"y mixes strings and numbers \('pos' and 1\)"),
+    (["w1", "w2"], np.array(["neg", 0.5], dtype=object), r"y mixes strings and numbers \('neg' and 0.5\)"),
 ])
 def test_bad_input_is_a_clear_value_error(X, y, message):
     with pytest.raises(ValueError, match=message):

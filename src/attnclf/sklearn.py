@@ -88,6 +88,11 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError(str(exc)) from None
 
     def _fit(self, texts: list[str], y) -> "AttentionTextClassifier":
+        values = y.tolist() if isinstance(y, np.ndarray) else list(y)
+        text = next((v for v in values if isinstance(v, str)), None)
+        number = next((v for v in values if isinstance(v, (int, float, np.number)) and not isinstance(v, bool)), None)
+        if text is not None and number is not None:  # numpy would turn 1 into "1" and classes_ would not be y's
+            raise ValueError(f"y mixes strings and numbers ({text!r} and {number!r}); give every label as one type")
         y = np.asarray(y)
         if y.ndim != 1 or len(y) != len(texts):
             raise ValueError(f"y must hold one label per text: {len(texts)} texts, y of shape {y.shape}")
