@@ -78,6 +78,8 @@ def test_predict_from_arguments_file_and_stdin(csv_run, tmp_path, capsys, monkey
     texts.write_bytes(b"")  # `grep never log | attnclf predict RUN`: nothing to score, no output
     monkeypatch.setattr(sys, "stdin", open(texts, encoding="utf-8"))
     assert main(["predict", str(csv_run)]) == 0 and capsys.readouterr().out == ""
+    monkeypatch.setattr(sys, "stdin", open(texts, encoding="utf-8"))  # an explanation is asked for: say so
+    assert run_error(["explain", str(csv_run)], capsys) == "attnclf: error: stdin: no texts to explain"
     monkeypatch.setattr(sys.stdin, "isatty", lambda: True)  # nothing given at a terminal: say how to give texts
     assert "no texts: give them as arguments" in run_error(["predict", str(csv_run)], capsys)
 
@@ -707,8 +709,8 @@ def test_resume_refuses_flags_it_would_ignore(tmp_path, capsys):
     assert capsys.readouterr().err.strip() == f"attnclf: error: {tmp_path / 'run' / 'config.json'}: missing"
 
 
-def test_a_run_remembers_the_folder_its_dataset_was_found_in(tmp_path, monkeypatch, capsys):
-    data = tmp_path / "data"
+def write_imdb_tree(data) -> None:
+    """A tiny aclImdb/ folder: 30 training and 10 test reviews per class, each of its own movie."""
     for split, count in (("train", 30), ("test", 10)):
         for label, words in (("pos", POSITIVE), ("neg", NEGATIVE)):
             folder = data / "aclImdb" / split / label
@@ -718,11 +720,20 @@ def test_a_run_remembers_the_folder_its_dataset_was_found_in(tmp_path, monkeypat
             movies = [f"http://www.imdb.com/title/tt{split == 'test'}{label == 'pos'}{i:05d}/usercomments"
                       for i in range(count)]
             (data / "aclImdb" / split / f"urls_{label}.txt").write_text("\n".join(movies))
+
+
+TINY_IMDB = ["--dataset", "imdb", "--model", "boe", "--embeddings", "none", "--epochs", "1", "--max-len", "16",
+             "--threads", "1", "--no-report", "--quiet"]
+
+
+def test_a_run_remembers_the_folder_its_dataset_was_found_in(tmp_path, monkeypatch, capsys):
+    data = tmp_path / "data"
+    write_imdb_tree(data)
     monkeypatch.setenv("ATTNCLF_DATA_DIR", str(data))
     run = tmp_path / "run"
-    assert main(["train", "--dataset", "imdb", "--model", "boe", "--embeddings", "none", "--epochs", "1",
-                 "--max-len", "16", "--threads", "1", "--no-report", "--quiet", "--output", str(run)]) == 0
-    assert json.loads((run / "config.json").read_text())["settings"]["data"]["data_dir"] == str(data)
+    assert main(["train", *TINY_IMDB, "--output", str(run)]) == 0
+    recorded = json.loads((run / "config.json").read_text())["settings"]["data"]
+    assert recorded["found_in"] == str(data) and recorded["data_dir"] is None  # what was given stays as given
 
     monkeypatch.delenv("ATTNCLF_DATA_DIR")  # a new shell, an empty cache: found where training found it
     monkeypatch.setenv("ATTNCLF_CACHE", str(tmp_path / "cache"))
@@ -730,3 +741,34 @@ def test_a_run_remembers_the_folder_its_dataset_was_found_in(tmp_path, monkeypat
     data.rename(tmp_path / "moved")
     assert "set ATTNCLF_DATA_DIR (or --data-dir) to the folder holding" in run_error(["evaluate", str(run)], capsys)
     assert main(["evaluate", str(run), "--data-dir", str(tmp_path / "moved")]) == 0  # the run's own test split
+    assert main(["evaluate", str(run), "--split", "validation", "--data-dir", str(tmp_path / "moved")]) == 0
+    monkeypatch.setenv("ATTNCLF_DATA_DIR", str(tmp_path / "moved"))  # searched before the folder recorded
+    assert main(["evaluate", str(run)]) == 0
+
+
+def test_a_copy_of_the_data_elsewhere_is_the_same_data_to_a_resumed_ensemble(tmp_path, monkeypatch, capsys):
+    for folder in ("data", "copy"):
+        write_imdb_tree(tmp_path / folder)
+    monkeypatch.setenv("ATTNCLF_DATA_DIR", str(tmp_path / "data"))
+    runs = tmp_path / "runs"
+    assert main(["train", *TINY_IMDB, "--seeds", "0", "1", "--output", str(runs)]) == 0
+    monkeypatch.setenv("ATTNCLF_DATA_DIR", str(tmp_path / "copy"))
+    resumed = [arg for arg in TINY_IMDB if arg not in ("--embeddings", "none")]  # (the members keep theirs)
+    assert main(["train", *resumed, "--seeds", "0", "1", "2", "--resume", "--output", str(runs)]) == 0
+    assert json.loads((runs / "seed-2" / "config.json").read_text())["settings"]["data"]["found_in"] == \
+        str(tmp_path / "copy")
+
+
+def test_an_experiment_cell_trained_on_a_copy_elsewhere_is_still_its_cell(tmp_path, monkeypatch):
+    from attnclf.experiments.cells import check_same_settings
+    from attnclf.training.run import resume_settings
+
+    for folder in ("data", "copy"):
+        write_imdb_tree(tmp_path / folder)
+    monkeypatch.setenv("ATTNCLF_DATA_DIR", str(tmp_path / "data"))
+    cell = tmp_path / "cell"
+    assert main(["train", *TINY_IMDB, "--output", str(cell)]) == 0
+    wanted = resume_settings(cell)
+    wanted.data.data_dir = wanted.data.found_in = None  # as a new command without --data-dir builds them
+    monkeypatch.setenv("ATTNCLF_DATA_DIR", str(tmp_path / "copy"))
+    check_same_settings(cell, wanted)  # no "trained with other data settings"

@@ -383,7 +383,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             raise AttnclfError("a multi-label run tuned its thresholds on its validation texts, which would "
                                "flatter it there; score it on test data")
         members = clf.members if isinstance(clf, Ensemble) else [clf]
-        data = run_validation_data([member.config for member in members], clf.label_names)
+        data = run_validation_data([member.config for member in members], clf.label_names, data_dir=args.data_dir)
     else:
         data = _test_data(args, clf, test_only=isinstance(clf, Ensemble))
     if clf.multi_label:
@@ -558,7 +558,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     clf = Classifier.load(args.run_dir, device=args.device)
     texts = _input_texts(args, clf.config)
     if not texts:
-        raise AttnclfError(f"{args.file}: no rows to explain")
+        raise AttnclfError(f"{args.file or 'stdin'}: no texts to explain")
     available = _explanation_methods(args.run_dir, clf.model)
     methods = _method_list(args.method or default_method(available), available)
     if args.steps is not None and "integrated-gradients" not in methods:

@@ -173,7 +173,7 @@ def train_ensemble(settings, seeds: Sequence[int], resume: bool = False, progres
 # What may differ between members, or between a resumed ensemble's command and its members. (The word vectors
 # cannot be given with --resume: new members start from the ones the others started from.)
 _PER_MEMBER = {"output", "device", "threads", "report", "train.seed", "train.epochs", "train.schedule_epochs",
-               "embeddings", "embeddings_std"}
+               "embeddings", "embeddings_std", "data.found_in"}
 
 
 def _as_members_trained(settings, output: Path):
@@ -246,7 +246,7 @@ def _data(member: Classifier) -> dict:
     from .training.run import DataSettings
 
     data = asdict(DataSettings(**member.config.get("settings", {}).get("data", {})).anchored())
-    for where in ("data_dir", "token_cache", "token_cache_dir", "split_seed"):
+    for where in ("data_dir", "found_in", "token_cache", "token_cache_dir", "split_seed"):
         data.pop(where)
     if data["refit"]:  # trained on every training text, whichever ones its run had held out
         for held_out in ("val_fraction", "hold_out"):

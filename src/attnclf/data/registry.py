@@ -57,14 +57,16 @@ def user_cache_dir() -> Path:
     return Path(os.environ.get("ATTNCLF_CACHE", Path.home() / ".cache" / "attnclf"))
 
 
-def candidate_dirs(data_dir: str | Path | None = None) -> list[Path]:
-    """Folders searched for dataset files, most specific first."""
+def candidate_dirs(data_dir: str | Path | None = None, found_in: str | Path | None = None) -> list[Path]:
+    """Folders searched for dataset files, most specific first; ``found_in``, where a run found its data, last."""
     dirs: list[Path] = []
     if data_dir:
         dirs.append(Path(data_dir))
     if os.environ.get("ATTNCLF_DATA_DIR"):
         dirs.append(Path(os.environ["ATTNCLF_DATA_DIR"]))
     dirs.append(user_cache_dir())
+    if found_in and Path(found_in) not in dirs:
+        dirs.append(Path(found_in))
     return dirs
 
 
@@ -92,7 +94,8 @@ def get_source(name: str) -> Source:
     return known[name]
 
 
-def load_splits(name: str, data_dir: str | Path | None = None, seed: int = 0) -> Splits:
+def load_splits(name: str, data_dir: str | Path | None = None, seed: int = 0,
+                found_in: str | Path | None = None) -> Splits:
     """Load a dataset by name.
 
     >>> splits = load_splits("synthetic")
@@ -100,12 +103,12 @@ def load_splits(name: str, data_dir: str | Path | None = None, seed: int = 0) ->
     (3200, 800)
     """
     source = get_source(name)
-    return source.load(candidate_dirs(data_dir), seed)
+    return source.load(candidate_dirs(data_dir, found_in), seed)
 
 
-def folder_holding(name: str, data_dir: str | Path | None = None) -> Path | None:
-    """The first folder searched (``candidate_dirs``) that holds ``name``'s files; None for a generated
-    source, or one not found.
+def folder_holding(name: str, data_dir: str | Path | None = None, found_in: str | Path | None = None) -> Path | None:
+    """The folder searched (``candidate_dirs``) that ``name`` is read from; None for a generated source, or
+    one not found. (Not the first folder holding some of its files: a source may prefer a later, complete copy.)
 
     >>> folder_holding("synthetic") is None
     True
@@ -113,7 +116,11 @@ def folder_holding(name: str, data_dir: str | Path | None = None) -> Path | None
     source = sources().get(name)
     if source is None or source.generated:
         return None
-    return next((folder for folder in candidate_dirs(data_dir) if source.locate([folder]) is not None), None)
+    folders = candidate_dirs(data_dir, found_in)
+    located = source.locate(folders)
+    if located is None:
+        return None
+    return next((folder for folder in folders if located.absolute().is_relative_to(folder.absolute())), None)
 
 
 def unlabelled_corpus(name: str, data_dir: str | Path | None = None, download: bool = False) -> list[str]:

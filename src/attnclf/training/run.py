@@ -65,6 +65,10 @@ class DataSettings:
     # Train on every labelled training text, the validation ones included, and validate on none: a refit of a
     # validated run (``refit_settings``), whose epochs were chosen where this run can no longer look.
     refit: bool = False
+    # Where the named dataset was found when the run trained (through $ATTNCLF_DATA_DIR, the cache or data_dir),
+    # searched after them: report, export and refit find it from a shell without them. A record, not a setting:
+    # comparisons of runs leave it out.
+    found_in: str | None = None
 
     def __post_init__(self):
         source = sources().get(self.dataset) if self.dataset else None
@@ -93,9 +97,9 @@ class DataSettings:
         """
         anchored = replace(self, **{name: _absolute(getattr(self, name)) for name in
                                     ("data_dir", "train_file", "validation_file", "test_file", "token_cache_dir")})
-        if self.dataset and not self.data_dir:  # found through $ATTNCLF_DATA_DIR or the cache: a shell without
-            found = folder_holding(self.dataset)  # them (report, export, refit) still finds it
-            anchored.data_dir = None if found is None else str(found.absolute())
+        found = folder_holding(self.dataset, self.data_dir, self.found_in) if self.dataset else None
+        if found is not None:
+            anchored.found_in = str(found.absolute())
         return anchored
 
     def describe(self) -> str:
@@ -214,8 +218,8 @@ def dataset_splits(settings: DataSettings, seed: int) -> Splits:
     if settings.download:
         from ..data.download import ensure_available
 
-        ensure_available(settings.dataset, candidate_dirs(settings.data_dir), download=True)
-    splits = load_splits(settings.dataset, settings.data_dir, seed)
+        ensure_available(settings.dataset, candidate_dirs(settings.data_dir, settings.found_in), download=True)
+    splits = load_splits(settings.dataset, settings.data_dir, seed, found_in=settings.found_in)
     if settings.multi_label and not splits.train.multi_label:  # (a multi-label source implies the flag)
         raise DataError(f"{settings.dataset} is a single-label dataset; drop --multi-label")
     return splits
@@ -318,8 +322,9 @@ def held_out_fingerprint(config: dict) -> str | None:
     return config.get("data", {}).get("validation_sha256")
 
 
-def run_validation_data(configs: list[dict], label_names: list[str]) -> TextDataset:
-    """The texts the runs held out to validate on, labels in the runs' order: one set for all of them.
+def run_validation_data(configs: list[dict], label_names: list[str], data_dir: str | None = None) -> TextDataset:
+    """The texts the runs held out to validate on, labels in the runs' order: one set for all of them
+    (``data_dir``: look for their dataset there first).
 
     Runs of different seeds hold out different texts unless they shared ``--split-seed``, held out the latest
     texts (``--hold-out latest``), or the dataset has its own validation split; their ensemble can only be
@@ -328,7 +333,7 @@ def run_validation_data(configs: list[dict], label_names: list[str]) -> TextData
     >>> # val = run_validation_data([read_json(Path(d) / "config.json") for d in runs], ["neg", "pos"])
     """
     def data_and_seed(config: dict) -> tuple[DataSettings, int]:
-        data = DataSettings(**config["settings"]["data"])
+        data = DataSettings(**config["settings"]["data"] | ({"data_dir": data_dir} if data_dir else {}))
         if data.refit:
             raise AttnclfError(f"{config['settings']['output']} is a refit: it trained on its validation texts; "
                                f"validate the run it refits ({config['settings']['refit_of']['run']})")
