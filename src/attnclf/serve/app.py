@@ -231,20 +231,25 @@ class BodyLimit:
             scope, receive, send)
 
 
-class JsonOnly:
-    """ASGI middleware: a request body sent as anything but JSON (curl -d sends a form) is answered 415,
-    naming the Content-Type to send, instead of a validation error about a body that looks right."""
+class JsonBodies:
+    """ASGI middleware for the routes that take a JSON body: one sent as anything else (curl -d sends a form)
+    is answered 415, naming the Content-Type to send, instead of a validation error about a body that looks
+    right; one sent without a Content-Type is read as JSON."""
 
-    def __init__(self, app):
+    def __init__(self, app, paths: set[str]):
         self.app = app
+        self.paths = paths
 
     async def __call__(self, scope, receive, send):
-        if scope["type"] == "http" and scope["method"] == "POST":
-            declared = dict(scope["headers"]).get(b"content-type", b"").decode("latin-1")
-            media = declared.split(";", 1)[0].strip().lower()
-            if media and media != "application/json" and not media.endswith("+json"):
-                return await JSONResponse({"detail": f"send the body as JSON with Content-Type: application/json, "
-                                                     f"not {media}"}, 415)(scope, receive, send)
+        if scope["type"] == "http" and scope["method"] == "POST" and scope["path"] in self.paths:
+            declared = dict(scope["headers"]).get(b"content-type")
+            if declared is None:
+                scope = dict(scope, headers=[*scope["headers"], (b"content-type", b"application/json")])
+            else:
+                media = declared.decode("latin-1").split(";", 1)[0].strip().lower()
+                if media != "application/json" and not media.endswith("+json"):
+                    return await JSONResponse({"detail": f"send the body as JSON with Content-Type: "
+                                                         f"application/json, not {media}"}, 415)(scope, receive, send)
         await self.app(scope, receive, send)
 
 
@@ -279,7 +284,7 @@ def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
     app = FastAPI(title="attnclf", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None,
                   description="Attention-based text classifier. Attention weights show where the pooling layer "
                               "looked, not why the model decided; /explain offers methods tested for faithfulness.")
-    app.add_middleware(JsonOnly)
+    app.add_middleware(JsonBodies, paths={"/predict", "/explain"})
     app.add_middleware(BodyLimit, max_bytes=limits.max_body_bytes)
 
     @app.exception_handler(RequestValidationError)
