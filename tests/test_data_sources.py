@@ -245,6 +245,20 @@ def test_ag_news_prefers_a_folder_with_train_csv(tmp_path):
     assert ag_news.locate([tmp_path / "a", tmp_path / "b"]) == tmp_path / "b" / "ag_news_csv"
 
 
+def test_the_folder_a_run_records_is_the_one_its_data_is_read_from(tmp_path, monkeypatch):
+    from attnclf.data.registry import folder_holding
+
+    _write_tree(tmp_path / "shared" / "ag_news", {"test.csv": AG_TEST.encode(), "classes.txt": AG_CLASSES})
+    _write_tree(tmp_path / "cache" / "ag_news_csv", {"train.csv": AG_TRAIN.encode()})
+    monkeypatch.setenv("ATTNCLF_DATA_DIR", str(tmp_path / "shared"))  # searched first, but holds the test split only
+    monkeypatch.setenv("ATTNCLF_CACHE", str(tmp_path / "cache"))
+    assert folder_holding("ag_news") == tmp_path / "cache"
+    assert folder_holding("ag_news", found_in=tmp_path / "elsewhere") == tmp_path / "cache"
+    monkeypatch.setenv("ATTNCLF_CACHE", str(tmp_path / "empty"))
+    assert folder_holding("ag_news") == tmp_path / "shared"
+    assert folder_holding("synthetic") is None
+
+
 def test_ag_news_bad_class_names_line(tmp_path):
     _write_tree(tmp_path / "ag_news", {"test.csv": b'"1","a","b"\n"9","c","d"\n', "classes.txt": AG_CLASSES})
     with pytest.raises(DataError, match=r"test.csv, line 2: expected"):
