@@ -62,6 +62,24 @@ def tune_thresholds(y_true: np.ndarray, probabilities: np.ndarray) -> tuple[np.n
     return thresholds, best_f1
 
 
+def _per_text_scores(y_true: np.ndarray, y_pred: np.ndarray) -> dict:
+    """Precision, recall and F1 of each text's label set, averaged over texts. An empty set predicted for a text
+    without labels is right: 1 for all three (scikit-learn's ``average="samples"`` can only score it 0 or 1
+    together with the other undefined cases, such as precision when nothing was predicted for a labelled text).
+
+    >>> scores = _per_text_scores(np.array([[0, 0], [1, 0], [1, 1]]), np.array([[0, 0], [0, 0], [1, 0]]))
+    >>> {name: round(value, 3) for name, value in scores.items()}  # texts: (1, 1, 1), (0, 0, 0), (1, 0.5, 0.667)
+    {'precision': 0.667, 'recall': 0.5, 'f1': 0.556}
+    """
+    hits = (y_true & y_pred).sum(axis=1).astype(float)
+    true, predicted = y_true.sum(axis=1), y_pred.sum(axis=1)
+    both_empty = (true == 0) & (predicted == 0)
+    precision = np.where(predicted > 0, hits / np.maximum(predicted, 1), both_empty)
+    recall = np.where(true > 0, hits / np.maximum(true, 1), both_empty)
+    f1 = np.where(both_empty, 1.0, 2 * hits / np.maximum(true + predicted, 1))
+    return {"precision": float(precision.mean()), "recall": float(recall.mean()), "f1": float(f1.mean())}
+
+
 def multilabel_metrics(y_true: np.ndarray, probabilities: np.ndarray, label_names: Sequence[str],
                        thresholds: Sequence[float] | None = None, report: bool = True) -> dict:
     """Multi-label test metrics as a JSON-ready dict, label sets cut at ``thresholds`` (default 0.5 each).
@@ -84,9 +102,10 @@ def multilabel_metrics(y_true: np.ndarray, probabilities: np.ndarray, label_name
     subset_accuracy = float(accuracy_score(y_true, y_pred))
     metrics: dict = {"multi_label": True, "accuracy": subset_accuracy, "subset_accuracy": subset_accuracy,
                      "hamming_loss": float(hamming_loss(y_true, y_pred)), "num_examples": int(len(y_true))}
-    for average in ("micro", "macro", "weighted", "samples"):
+    for average in ("micro", "macro", "weighted"):
         p, r, f, _ = precision_recall_fscore_support(y_true, y_pred, average=average, zero_division=0)
         metrics |= {f"{average}_precision": float(p), f"{average}_recall": float(r), f"{average}_f1": float(f)}
+    metrics |= {f"samples_{name}": value for name, value in _per_text_scores(y_true, y_pred).items()}
     per_label_auc = [_auc(y_true[:, i], probabilities[:, i]) for i in range(len(label_names))]
     defined = [a for a in per_label_auc if a is not None]
     metrics["roc_auc"] = float(np.mean(defined)) if defined else None
