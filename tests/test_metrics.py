@@ -36,6 +36,8 @@ def test_averages_skip_a_class_the_scored_texts_lack_unless_it_was_predicted():
     perfect = compute_metrics([0, 1, 0, 1], probs, ["a", "b", "c"])  # "c" neither occurs nor is predicted
     assert perfect["accuracy"] == 1.0 and perfect["macro_f1"] == 1.0 and perfect["weighted_f1"] == 1.0
     assert perfect["per_class"]["c"] == {"precision": 0.0, "recall": 0.0, "f1": 0.0, "support": 0}
+    macro_row = next(line for line in perfect["classification_report"].splitlines() if "macro avg" in line)
+    assert macro_row.split()[-2] == "1.0000"  # the table's macro F1 is the one printed beside it
     wrong = np.array([[.8, .1, .1], [.1, .1, .8], [.7, .2, .1], [.2, .7, .1]])  # "c" predicted once, never true
     y, pred = [0, 1, 0, 1], wrong.argmax(1)
     m = compute_metrics(y, wrong, ["a", "b", "c"])

@@ -54,8 +54,9 @@ def compute_metrics(
         (tn, fp), (fn, tp) = matrix.tolist()
         metrics["binary"] = {"tp": tp, "fp": fp, "tn": tn, "fn": fn}
     if report:
+        # The same classes as the averages above, so the table's macro row is the macro-F1 printed beside it.
         metrics["classification_report"] = classification_report(
-            y_true, y_pred, labels=classes, target_names=list(label_names), zero_division=0, digits=4
+            y_true, y_pred, labels=seen, target_names=[label_names[i] for i in seen], zero_division=0, digits=4
         )
     return metrics
 
