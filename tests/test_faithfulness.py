@@ -15,6 +15,7 @@ from attnclf.classifier import Classifier
 from attnclf.cli import main
 from attnclf.data.base import TextDataset
 from attnclf.explain.faithfulness import (
+    MIN_ADVANTAGE,
     FaithfulnessResult,
     _tokens_to_remove,
     measure_faithfulness,
@@ -75,6 +76,18 @@ def test_a_method_no_better_than_random_is_called_so():
     result = measure_faithfulness(clf, key_texts(), methods=["occlusion"], examples=12, random_draws=3)
     assert result.methods["occlusion"].verdict == "does not beat random"
     assert result.methods["occlusion"].aopc == pytest.approx(0.0, abs=1e-7)
+
+
+def test_a_consistent_but_negligible_advantage_is_no_verdict():
+    # The key token moves p(pos) by 5e-4 only, in every text: two standard errors are cleared, a probability
+    # point is not (a model at chance would otherwise "beat random" on drops this size).
+    clf = key_classifier()
+    with torch.no_grad():
+        clf.model.token_embedding.weight.mul_(1e-3)
+    result = measure_faithfulness(clf, key_texts(), methods=["occlusion"], examples=24, random_draws=5)
+    occlusion = result.methods["occlusion"]
+    assert 0 < occlusion.advantage - 2 * occlusion.advantage_se and occlusion.advantage < MIN_ADVANTAGE
+    assert occlusion.verdict == "does not beat random"
 
 
 def test_tokens_to_remove():

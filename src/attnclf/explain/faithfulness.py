@@ -4,8 +4,10 @@
   10% of the text, at least one) and take the drop in the predicted class's
   probability; the same for k random tokens. A method's AOPC is its mean drop
   over the k values. It *beats random* when its per-text AOPC exceeds random's
-  by more than two standard errors (paired over texts), is *worse than
-  random* when it falls short by as much, and *does not beat random* otherwise.
+  by more than two standard errors (paired over texts) and by at least
+  ``MIN_ADVANTAGE`` (a probability point: a model at chance moves by 1e-4
+  and would beat random on noise-sized drops), is *worse than random* when it
+  falls short by as much, and *does not beat random* otherwise.
   Removal shortens the text (see ``methods``); k never exceeds the text.
 - Agreement: Spearman rank correlation of two methods' token scores, averaged
   over texts with at least three tokens (texts where either method gives every
@@ -39,6 +41,7 @@ if TYPE_CHECKING:
     from ..classifier import Classifier
 
 DELETION_KS: tuple = (1, 3, 5, "10%")
+MIN_ADVANTAGE = 0.01  # AOPC above (or below) random's by less than this is no verdict either way
 
 
 def _number(value: float, sign: str = "") -> str:
@@ -204,8 +207,8 @@ def measure_faithfulness(classifier: "Classifier", data: TextDataset, *, methods
         advantage = drop.mean(1) - random_aopc
         se = float(advantage.std(ddof=1) / math.sqrt(len(advantage))) if len(advantage) > 1 else float("nan")
         mean = float(advantage.mean())
-        verdict = ("beats random" if mean - 2 * se > 0 else "worse than random" if mean + 2 * se < 0
-                   else "does not beat random")
+        verdict = ("beats random" if mean - 2 * se > 0 and mean >= MIN_ADVANTAGE else
+                   "worse than random" if mean + 2 * se < 0 and mean <= -MIN_ADVANTAGE else "does not beat random")
         per_method[name] = MethodFaithfulness(
             drops=dict(zip(ks, map(float, drop.mean(0)))), aopc=float(drop.mean()), advantage=mean,
             advantage_se=se, verdict=verdict,

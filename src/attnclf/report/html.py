@@ -23,7 +23,7 @@ from ..data.base import TextDataset
 from ..errors import AttnclfError, RunDirError
 from ..evaluation.metrics import pick_examples
 from ..explain.explanation import explain
-from ..explain.faithfulness import FaithfulnessResult, measure_faithfulness
+from ..explain.faithfulness import MIN_ADVANTAGE, FaithfulnessResult, measure_faithfulness
 from ..explain.methods import METHODS, available_methods, default_method
 from ..explain.render import legend_html, page, png_img, tokens_html
 from ..models.windows import window_config
@@ -252,7 +252,7 @@ def _faithfulness_section(images: dict[str, bytes], result: FaithfulnessResult |
             f'<p class="note">Deletion test on {result.examples} texts of {html.escape(result.dataset)}: mean drop '
             "in the predicted class's probability when the k highest-scoring tokens are removed, against k random "
             "tokens. AOPC is the mean over k; a method beats random when its AOPC exceeds random's by more than two "
-            "standard errors.</p>"
+            f"standard errors and by at least {MIN_ADVANTAGE}.</p>"
             + _table(*result.rows())
             + "".join(f"<p>{html.escape(note)}</p>" for note in result.notes())
             + _image(images, "deletion", "deletion test")
