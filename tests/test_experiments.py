@@ -50,7 +50,8 @@ def test_compare_writes_table_csv_plot_and_one_run_per_cell(compared):
         assert (compared / "runs" / name / "metrics.json").is_file()
     table = (compared / "comparison.md").read_text()
     assert "| self-attn |" in table and " ± " in table
-    assert "Budget of every neural cell" in table and "up to 1 epochs" in table
+    assert "Budget of every neural cell: 180 training / 20 validation / 800 test texts (seed 0)" in table
+    assert "up to 1 epochs" in table  # (one dataset: no list of sets)
     assert (compared / "comparison.png").read_bytes()[:4] == b"\x89PNG"
 
 
@@ -102,6 +103,8 @@ def test_ablate_toy_order_reports_loss_per_set_and_variant(tmp_path):
     assert all(0 < float(c["final_train_loss"]) < 5 for c in cells)
     text = (out / "toy-order.md").read_text()
     assert text.count("### toy-") == 3 and "| self-attention, no positions | mha |" in text
+    assert ("4 training / 4 validation / 4 test texts on toy-reversal, toy-relative; "
+            "8 training / 8 validation / 8 test texts on toy-both (seed 0)") in text  # each set's own size
     assert (out / "toy-order.png").read_bytes()[:4] == b"\x89PNG"
 
 

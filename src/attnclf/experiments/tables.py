@@ -109,14 +109,23 @@ def describe_budget(setup, records: list[dict]) -> str:
     if not neural:
         return f"seeds {', '.join(map(str, setup.seeds))}."
     config = read_json(Path(neural[0]["run_dir"]) / "config.json")
-    data, settings = config["data"], config["settings"]
+    settings = config["settings"]
+    sizes: dict[tuple, list[str]] = {}  # the toy-order experiment's sets differ in size
+    for record in neural:
+        cell = read_json(Path(record["run_dir"]) / "config.json")
+        counts = tuple(cell["data"][f"{part}_examples"] for part in ("train", "validation", "test"))
+        names = sizes.setdefault(counts, [])
+        if cell["settings"]["data"]["dataset"] not in names:
+            names.append(cell["settings"]["data"]["dataset"])
+    texts = "; ".join(f"{train:,} training / {validation:,} validation / {test:,} test texts"
+                      + (f" on {', '.join(map(str, names))}" if len(sizes) > 1 else "")
+                      for (train, validation, test), names in sizes.items())
     train, tokenizer = settings["train"], settings["tokenizer"]
     shared = recipe_for(setup.data.dataset).get("model_config", {}) | setup.model_config
     model = ", ".join(f"{k}={v}" for k, v in shared.items())
     stop = f"early stopping after {train['patience']} stale epochs" if train["patience"] else "no early stopping"
     return (
-        f"Budget of every neural cell: {data['train_examples']:,} training / {data['validation_examples']:,} "
-        f"validation / {data['test_examples']:,} test texts (seed {neural[0]['seed']}); up to {train['epochs']} epochs, "
+        f"Budget of every neural cell: {texts} (seed {neural[0]['seed']}); up to {train['epochs']} epochs, "
         f"{stop} on validation {train['monitor']}; batch {train['batch_size']}, {train['optimizer']} "
         f"lr {train['lr']:g} ({train['schedule']} schedule); {tokenizer['kind']} tokenizer, at most "
         f"{tokenizer['max_len']} tokens per text, vocabulary at most {tokenizer['vocab_size']:,}. "
