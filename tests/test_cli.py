@@ -772,3 +772,17 @@ def test_an_experiment_cell_trained_on_a_copy_elsewhere_is_still_its_cell(tmp_pa
     wanted.data.data_dir = wanted.data.found_in = None  # as a new command without --data-dir builds them
     monkeypatch.setenv("ATTNCLF_DATA_DIR", str(tmp_path / "copy"))
     check_same_settings(cell, wanted)  # no "trained with other data settings"
+
+
+def test_demo_shows_attention_as_weights_beside_the_uniform_weight(tmp_path, capsys, monkeypatch):
+    import re
+
+    from attnclf import recipes
+
+    monkeypatch.setitem(recipes.RECIPES, "demo", {**recipes.RECIPES["demo"],
+                                                  "train": {**recipes.RECIPES["demo"]["train"], "epochs": 1}})
+    assert main(["demo", "--output", str(tmp_path / "demo"), "--quiet"]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if "attention:" in line][1:]  # after the key
+    assert len(lines) >= 3
+    for line in lines:  # weights are not signed effects, and near-uniform ones must read as such
+        assert re.fullmatch(r"\s+attention: (\S+ 0\.\d{3}, ){2}\S+ 0\.\d{3}  \(uniform would be 0\.\d{3}\)", line), line

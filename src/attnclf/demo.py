@@ -31,11 +31,13 @@ def run_demo(output: str = "runs/demo", device: str = "auto", threads: int | Non
     print("  occlusion: lower the predicted class's probability most when left out (a measured effect)")
     for text, prediction, occluded in zip(EXAMPLES, clf.predict(EXAMPLES), occlusion):
         print(f"  {prediction.label:<8} {prediction.confidence:.2f}  {text!r}")
-        print(f"      attention: {_top(prediction.top_tokens(3))}")
+        weights = ", ".join(f"{token} {weight:.3f}" for token, weight in prediction.top_tokens(3))
+        print(f"      attention: {weights}  (uniform would be {1 / len(prediction.tokens):.3f})")
         print(f"      occlusion: {_top(occluded.top_tokens(3))}")
     print(f"\nrun directory: {result.run_dir}")
     print(f"next: attnclf explain {result.run_dir} \"the acting was not bad\" --method integrated-gradients")
 
 
 def _top(pairs: list[tuple[str, float]]) -> str:
+    """Signed effects: occlusion's drop in the predicted class's probability."""
     return ", ".join(f"{token} {score:+.2f}" for token, score in pairs)
