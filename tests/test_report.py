@@ -38,6 +38,7 @@ def images(page: str) -> list[bytes]:
 
 def test_train_writes_the_report(demo_run):
     page = (demo_run / "report.html").read_text(encoding="utf-8")
+    assert "branches:" not in page  # one branch: its token map is the whole story
     embedded = images(page)
     written = sorted(p.name for p in (demo_run / "plots").glob("*.png"))
     assert written == ["confusion_matrix.png", "metric_history.png", "roc.png", "self_attention.png", "training.png"]
@@ -51,6 +52,16 @@ def test_train_writes_the_report(demo_run):
     assert "where the pooling layer looked" in page
     assert "Not measured for these weights" in page  # faithfulness is on request only
     assert not re.search(r'(src|href)="(?!data:)', page)  # nothing outside the file
+
+
+def test_examples_of_a_two_branch_model_say_what_each_branch_contributed(tmp_path):
+    run = tmp_path / "run"
+    assert main(["train", "--dataset", "demo", "--epochs", "1", "--max-train-examples", "300", "--set",
+                 "nb_ngram_buckets=4096", "--set", "d_model=16", "--set", "layers=1", "--threads", "1", "--quiet",
+                 "--output", str(run)]) == 0
+    page = (run / "report.html").read_text(encoding="utf-8")
+    examples = page[page.index("<h2>Examples, explained by"):]
+    assert re.search(r"\(\d\.\d{3}\); branches: attention [+-]\d+\.\d\d, n-gram [+-]\d+\.\d\d</p>", examples)
 
 
 def test_no_report_flag(tmp_path):

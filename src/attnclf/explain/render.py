@@ -63,8 +63,15 @@ def _headline(e: Explanation) -> str:
         line += (f"  completeness error {e.completeness_error:.2%} of a log-odds change of {e.log_odds_change:+.3f}"
                  f" ({e.steps} steps)")
     if e.branch_margins is not None:
-        line += "  branches: " + ", ".join(f"{name} {margin:+.2f}" for name, margin in e.branch_margins.items())
+        line += f"  {branches(e)}"
     return line
+
+
+def branches(e: Explanation) -> str:
+    """How far each branch pushed the explained class (logit minus the mean of the others); "" for one branch."""
+    if e.branch_margins is None:
+        return ""
+    return "branches: " + ", ".join(f"{name} {margin:+.2f}" for name, margin in e.branch_margins.items())
 
 
 def render_terminal(explanations: Sequence[Explanation], color: bool = True, top: int = 5) -> str:

@@ -25,7 +25,7 @@ from ..evaluation.metrics import pick_examples
 from ..explain.explanation import explain
 from ..explain.faithfulness import MIN_ADVANTAGE, FaithfulnessResult, measure_faithfulness
 from ..explain.methods import METHODS, available_methods, default_method
-from ..explain.render import legend_html, page, png_img, tokens_html
+from ..explain.render import branches, legend_html, page, png_img, tokens_html
 from ..models.windows import window_config
 from ..rundir import atomic_write_bytes, atomic_write_json, check_run_dir, read_json, read_jsonl
 from . import plots
@@ -229,8 +229,11 @@ def _examples_section(explanations: list, examples: dict, method: str) -> str:
         if not examples[kind]:
             parts.append(f"<p>No {kind} predictions on the test set.</p>")
         for ex in examples[kind]:
+            explanation = next(explained)
+            split = branches(explanation)  # a token map shows one branch's view; the n-gram branch may decide
             parts.append(f"<p>true <b>{html.escape(ex['true'])}</b>, predicted <b>{html.escape(ex['predicted'])}"
-                         f"</b> ({ex['confidence']:.3f})</p>" + tokens_html(next(explained)))
+                         f"</b> ({ex['confidence']:.3f}){'; ' + html.escape(split) if split else ''}</p>"
+                         + tokens_html(explanation))
     return "\n".join(parts) + "</section>"
 
 
