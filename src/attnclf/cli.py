@@ -374,6 +374,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
     clf = Ensemble.load(args.run_dirs, device=args.device, bf16=args.bf16) if len(args.run_dirs) > 1 else \
         load_run(args.run_dirs[0], device=args.device, bf16=args.bf16)
+    for run_dir in map(Path, args.run_dirs):  # an interrupted run holds its best weights so far: say so
+        if (run_dir / "model.safetensors").is_file() and not (run_dir / "metrics.json").is_file():
+            print(f"warning: {run_dir} has not finished training; these are its best weights so far "
+                  f"(`attnclf train --resume --output {shlex.quote(str(run_dir))}` continues it)", file=sys.stderr)
     if args.split == "validation":
         from .training.run import run_validation_data
 
