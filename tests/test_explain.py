@@ -288,6 +288,17 @@ def test_explain_command_every_method_as_json(demo_run, capsys):
     assert all(r["completeness_error"] < 0.05 for r in ig)
 
 
+def test_an_explanation_says_how_many_tokens_were_cut_before_the_model_read_them(demo_run, capsys):
+    max_len = json.loads((demo_run / "config.json").read_text())["settings"]["tokenizer"]["max_len"]
+    long_text = " ".join(["the plot was dull"] * (max_len // 4 + 5))  # 20 words past max_len
+    assert main(["explain", str(demo_run), long_text, "the acting was not wonderful", "--format", "json"]) == 0
+    long, short = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert len(long["tokens"]) == max_len and long["tokens_cut"] == 20
+    assert "tokens_cut" not in short
+    assert main(["explain", str(demo_run), long_text, "--color", "never"]) == 0
+    assert f"(20 more tokens were cut before the model read the text: it reads {max_len})" in capsys.readouterr().out
+
+
 def test_explain_command_writes_html_and_prints_colour(demo_run, tmp_path, capsys):
     out = tmp_path / "explain.html"
     assert main(["explain", str(demo_run), "not bad", "--method", "occlusion,attention", "--format", "html",

@@ -7,6 +7,8 @@
 
 from __future__ import annotations
 
+import sys
+
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
@@ -49,6 +51,7 @@ class Explanation:
     steps: int | None = None
     self_attentions: np.ndarray | None = None
     branch_margins: dict[str, float] | None = None
+    tokens_cut: int = 0  # tokens of the text beyond the model's max_len, cut before it read them (not in ``tokens``)
 
     @property
     def description(self) -> str:
@@ -79,6 +82,8 @@ class Explanation:
             record["self_attentions"] = np.round(self.self_attentions, 5).tolist()
         if self.branch_margins is not None:
             record["branch_margins"] = self.branch_margins
+        if self.tokens_cut:
+            record["tokens_cut"] = self.tokens_cut
         return record
 
 
@@ -103,6 +108,7 @@ def explain(classifier: "Classifier", texts: Sequence[str], method: str = "atten
         raise AttnclfError("self-attention maps (--heads): this model has no self-attention layers to show")
     texts = list(texts)
     ids = classifier.tokenizer.encode(texts)
+    lengths = [len(whole) for whole in classifier.tokenizer.encode(texts, max_len=sys.maxsize)]
     probabilities = classifier.predict_proba(texts)
     predicted = probabilities.argmax(axis=1)
     targets = predicted if target is None else np.full(len(texts), _class_index(target, classifier.label_names))
@@ -128,6 +134,7 @@ def explain(classifier: "Classifier", texts: Sequence[str], method: str = "atten
             steps=None if result.steps is None else int(result.steps[i]),
             self_attentions=maps[i],
             branch_margins=margins[i],
+            tokens_cut=lengths[i] - len(ids[i]),
         ))
     return explanations
 

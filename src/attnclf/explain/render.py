@@ -64,6 +64,8 @@ def _headline(e: Explanation) -> str:
                  f" ({e.steps} steps)")
     if e.branch_margins is not None:
         line += f"  {branches(e)}"
+    if e.tokens_cut:
+        line += f"  ({e.tokens_cut} more tokens were cut before the model read the text: it reads {len(e.tokens)})"
     return line
 
 
