@@ -63,10 +63,14 @@ def test_compare_rerun_reuses_finished_cells(compared, capsys):
     config = json.loads(config_file.read_text())
     del config["settings"]["train"]["checkpoint_seconds"]
     config_file.write_text(json.dumps(config))
-    assert main(["compare", *TINY, "--set", "embed_dim=16", "--models", "boe,self-attn", "--seeds", "2",
+    loud = [arg for arg in TINY if arg != "--quiet"]
+    assert main(["compare", *loud, "--set", "embed_dim=16", "--models", "boe,self-attn", "--seeds", "2",
                  "--output", str(compared)]) == 0
     assert metrics.stat().st_mtime_ns == before
-    assert "| tfidf-lr |" in capsys.readouterr().out
+    captured = capsys.readouterr()
+    assert "| tfidf-lr |" in captured.out
+    cell_lines = [line for line in (captured.out + captured.err).splitlines() if line.startswith("[")]
+    assert len(cell_lines) == 4 and all(line.endswith("s training (finished earlier, reused)") for line in cell_lines)
 
 
 def test_compare_refuses_a_directory_trained_with_another_budget(compared, capsys):

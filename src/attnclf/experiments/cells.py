@@ -110,7 +110,8 @@ def run_variants(setup: Setup, variants: list[Variant], output: str | Path, log:
     A record holds the variant's label, model, seed and run directory, test
     accuracy and macro-F1, parameters, epochs run, training seconds (wall and
     this process's CPU; CPU is None for a cell finished by an earlier call),
-    inference texts per second, and the training loss per epoch.
+    inference texts per second, the training loss per epoch, and whether the
+    cell was finished by an earlier call (``reused``).
     """
     check_variants(setup, variants)
     runs_dir = Path(output) / "runs"
@@ -123,7 +124,8 @@ def run_variants(setup: Setup, variants: list[Variant], output: str | Path, log:
             record = {"label": variant.label, "model": variant.model, "seed": seed} | run_cell(settings, texts)
             records.append(record)
             log(f"[{number}/{len(cells)}] {variant.label} seed {seed}: accuracy {record['accuracy']:.4f}, "
-                f"macro-F1 {record['macro_f1']:.4f}, {record['train_seconds']:.0f} s training")
+                f"macro-F1 {record['macro_f1']:.4f}, {record['train_seconds']:.0f} s training"
+                + (" (finished earlier, reused)" if record["reused"] else ""))
     return records
 
 
@@ -132,7 +134,8 @@ def run_cell(settings: RunSettings, texts: list[str]) -> dict:
     run_dir = Path(settings.output)
     cost_file = run_dir / "experiment.json"
     cpu = None  # unknown when an earlier call trained (part of) the cell
-    if (run_dir / "metrics.json").exists():
+    reused = (run_dir / "metrics.json").exists()
+    if reused:
         check_same_settings(run_dir, settings)
         check_same_split(run_dir, settings)
     else:
@@ -157,6 +160,7 @@ def run_cell(settings: RunSettings, texts: list[str]) -> dict:
         "train_seconds": metrics["train_seconds"],
         **read_json(cost_file),
         "train_loss": [h["train_loss"] for h in history],
+        "reused": reused,
     }
 
 
