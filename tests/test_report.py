@@ -125,6 +125,18 @@ def test_multiclass_roc_draws_one_curve_per_class():
     assert [label.split(" (")[0] for label in labels] == ["a vs rest", "b vs rest", "c vs rest", "chance"]
 
 
+def test_the_deletion_legend_stays_off_the_bars():
+    methods = ["attention", "rollout", "grad-input", "integrated-gradients", "occlusion"]
+    ks = ["1", "3", "5", "10%"]
+    fig = plots.deletion_figure({m: {k: 0.6 for k in ks} for m in methods}, {k: 0.6 for k in ks})  # tall bars
+    plots.png_bytes(fig)  # lays the figure out
+    renderer = fig.canvas.get_renderer()
+    ax = fig.axes[0]
+    legend, plot_area = ax.get_legend().get_window_extent(renderer), ax.get_window_extent(renderer)
+    assert legend.x0 >= plot_area.x1  # beside the axes: no bar hidden under it
+    assert legend.x1 <= fig.get_window_extent(renderer).x1  # and inside the picture
+
+
 # ---------------------------------------------------------------- in a real browser
 
 

@@ -164,7 +164,7 @@ def deletion_figure(drops: dict[str, dict[str, float]], random_drops: dict[str, 
     ks = list(random_drops)
     series = {**drops, "random": random_drops}
     width = 0.8 / len(series)
-    fig = _figure(7.5, 3.8)
+    fig = _figure(9, 3.8)
     ax = fig.subplots()
     for i, (name, values) in enumerate(series.items()):
         offsets = np.arange(len(ks)) + (i - (len(series) - 1) / 2) * width
@@ -173,5 +173,5 @@ def deletion_figure(drops: dict[str, dict[str, float]], random_drops: dict[str, 
     ax.set_xticks(np.arange(len(ks)), [f"k = {k}" for k in ks])
     ax.set(ylabel="mean drop in p(predicted class)", title="deletion test: top-k tokens removed")
     ax.grid(alpha=0.3, axis="y")
-    ax.legend(fontsize="small", ncols=2)
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))  # beside the bars, never over them
     return fig
