@@ -757,6 +757,12 @@ def test_a_copy_of_the_data_elsewhere_is_the_same_data_to_a_resumed_ensemble(tmp
     assert main(["train", *resumed, "--seeds", "0", "1", "2", "--resume", "--output", str(runs)]) == 0
     assert json.loads((runs / "seed-2" / "config.json").read_text())["settings"]["data"]["found_in"] == \
         str(tmp_path / "copy")
+    monkeypatch.delenv("ATTNCLF_DATA_DIR")  # a shell without it: a new member looks where the others found the data
+    monkeypatch.setenv("ATTNCLF_CACHE", str(tmp_path / "cache"))
+    assert main(["train", *resumed, "--seeds", "0", "1", "2", "3", "--resume", "--output", str(runs)]) == 0
+    # and a copy named with --data-dir is the same data too (the members' texts are checked, not their folder)
+    assert main(["train", *resumed, "--seeds", "0", "1", "2", "3", "4", "--resume", "--data-dir",
+                 str(tmp_path / "data"), "--output", str(runs)]) == 0
 
 
 def test_an_experiment_cell_trained_on_a_copy_elsewhere_is_still_its_cell(tmp_path, monkeypatch):
@@ -799,3 +805,16 @@ def test_evaluate_says_when_a_run_has_not_finished_training(csv_run, csv_files, 
     assert f"warning: {interrupted} has not finished training; these are its best weights so far" in err
     assert main(["evaluate", str(csv_run), "--test-file", str(csv_files[1])]) == 0
     assert "warning" not in capsys.readouterr().err
+
+
+def test_a_refit_counts_its_vectors_where_its_run_found_the_data(tmp_path, monkeypatch):
+    data = tmp_path / "data"
+    write_imdb_tree(data)
+    monkeypatch.setenv("ATTNCLF_DATA_DIR", str(data))
+    run = tmp_path / "run"
+    counted = [arg for arg in TINY_IMDB if arg not in ("--embeddings", "none")] + ["--set", "embed_dim=8"]
+    assert main(["train", *counted, "--epochs", "2", "--output", str(run)]) == 0  # the recipe counts vectors
+    assert json.loads((run / "config.json").read_text())["settings"]["embeddings"] == "count"
+    monkeypatch.delenv("ATTNCLF_DATA_DIR")  # a new shell, an empty cache
+    monkeypatch.setenv("ATTNCLF_CACHE", str(tmp_path / "cache"))
+    assert main(["refit", str(run), "--threads", "1"]) == 0

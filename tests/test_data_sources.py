@@ -259,6 +259,16 @@ def test_the_folder_a_run_records_is_the_one_its_data_is_read_from(tmp_path, mon
     assert folder_holding("synthetic") is None
 
 
+def test_the_folder_recorded_holds_the_data_when_searched_folders_nest(tmp_path, monkeypatch):
+    from attnclf.data.registry import folder_holding
+
+    _write_tree(tmp_path / "cache", IMDB_FILES)  # the cache inside the data folder searched before it
+    monkeypatch.setenv("ATTNCLF_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("ATTNCLF_CACHE", str(tmp_path / "cache"))
+    assert folder_holding("imdb") == tmp_path / "cache"
+    assert imdb.locate([folder_holding("imdb")]) is not None
+
+
 def test_ag_news_bad_class_names_line(tmp_path):
     _write_tree(tmp_path / "ag_news", {"test.csv": b'"1","a","b"\n"9","c","d"\n', "classes.txt": AG_CLASSES})
     with pytest.raises(DataError, match=r"test.csv, line 2: expected"):

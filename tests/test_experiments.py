@@ -295,3 +295,22 @@ def test_compare_on_relative_paths_reuses_its_cells_on_a_rerun(tmp_path, monkeyp
     assert main(argv + ["--seeds", "2"]) == 0  # a second seed trains, and the first seed's cells are kept
     assert metrics.stat().st_mtime_ns == before
     assert (tmp_path / "exp" / "runs" / "boe-seed1" / "metrics.json").is_file()
+
+
+def test_the_budget_line_gives_the_first_seeds_sizes_when_a_grouped_split_varies_by_seed(tmp_path):
+    from attnclf.experiments.tables import describe_budget
+    from attnclf.rundir import atomic_write_json
+
+    train = {"patience": 1, "epochs": 3, "monitor": "accuracy", "batch_size": 64, "optimizer": "adamw", "lr": 2e-3,
+             "schedule": "linear"}
+    records = []
+    for seed, (n_train, n_validation) in enumerate([(540, 60), (539, 61)]):  # movies of several reviews each
+        run = tmp_path / f"seed{seed}"
+        run.mkdir()
+        atomic_write_json(run / "config.json", {
+            "data": {"train_examples": n_train, "validation_examples": n_validation, "test_examples": 20},
+            "settings": {"data": {"dataset": "imdb"}, "train": train,
+                         "tokenizer": {"kind": "word", "max_len": 800, "vocab_size": 30000}}})
+        records.append({"run_dir": str(run), "seed": seed, "epochs": 3})
+    line = describe_budget(Setup(DataSettings(dataset="imdb"), seeds=[0, 1]), records)
+    assert "Budget of every neural cell: 540 training / 60 validation / 20 test texts (seed 0)" in line

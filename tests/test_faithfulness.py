@@ -90,6 +90,13 @@ def test_a_consistent_but_negligible_advantage_is_no_verdict():
     assert occlusion.verdict == "does not beat random"
 
 
+def test_a_saved_result_is_judged_by_todays_rule():
+    result = measure_faithfulness(key_classifier(), key_texts(), methods=["occlusion"], examples=12, random_draws=3)
+    saved = result.to_dict()
+    saved["methods"]["occlusion"] |= {"advantage": 1e-4, "advantage_se": 1e-5, "verdict": "beats random"}
+    assert FaithfulnessResult.from_dict(saved).methods["occlusion"].verdict == "does not beat random"
+
+
 def test_tokens_to_remove():
     assert [_tokens_to_remove(k, 7) for k in (1, 3, 5, "10%")] == [1, 3, 5, 1]
     assert [_tokens_to_remove(k, 2) for k in (1, 3, 5, "10%")] == [1, 2, 2, 1]

@@ -304,3 +304,12 @@ def test_a_single_label_run_in_a_multi_label_runs_folder_drops_its_thresholds(to
     capsys.readouterr()
     assert main(["predict", str(out), "a fine film", "--device", "cpu"]) == 0
     assert '"label"' in capsys.readouterr().out
+
+
+def test_per_text_scores_take_label_sets_as_ints_bools_or_floats():
+    y = np.array([[0, 0], [1, 0], [1, 1]])
+    p = np.array([[0.1, 0.2], [0.3, 0.1], [0.9, 0.2]])
+    expected = multilabel_metrics(y, p, ["a", "b"])["samples_f1"]
+    assert expected == pytest.approx((1 + 0 + 2 / 3) / 3)
+    for kind in (bool, float):
+        assert multilabel_metrics(y.astype(kind), p, ["a", "b"])["samples_f1"] == pytest.approx(expected)

@@ -153,6 +153,7 @@ def test_a_body_that_is_not_sent_as_json_gets_415_naming_the_content_type(server
     assert server.post("/predict", content=b'{"text": "good"}',
                        headers={"content-type": "application/json; charset=utf-8"}).status_code == 200
     assert server.post("/predict", content=b'{"text": "good"}').status_code == 200  # no Content-Type: read as JSON
+    assert server.post("/predict", content=b'{"text": "good"}', headers={"content-type": ""}).status_code == 200
     assert server.post("/health", **options).status_code == 405  # routes without a body answer as they did
     assert server.post("/nowhere", **options).status_code == 404
 

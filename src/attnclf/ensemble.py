@@ -173,7 +173,7 @@ def train_ensemble(settings, seeds: Sequence[int], resume: bool = False, progres
 # What may differ between members, or between a resumed ensemble's command and its members. (The word vectors
 # cannot be given with --resume: new members start from the ones the others started from.)
 _PER_MEMBER = {"output", "device", "threads", "report", "train.seed", "train.epochs", "train.schedule_epochs",
-               "embeddings", "embeddings_std", "data.found_in"}
+               "embeddings", "embeddings_std", "data.data_dir", "data.found_in"}
 
 
 def _as_members_trained(settings, output: Path):
@@ -202,7 +202,11 @@ def _as_members_trained(settings, output: Path):
             raise AttnclfError(f"{member.parent} trained with {differing} = {theirs.get(differing)!r}, this command "
                                f"gives {ours[differing]!r}: --resume adds and continues members as the others "
                                f"trained; give their flags, or train a new --output")
-        settings = replace(settings, embeddings=trained.embeddings, embeddings_std=trained.embeddings_std)
+        # Where the data lies may differ (a copy elsewhere: the members check their texts' fingerprints), and a
+        # new member looks where the others found it too.
+        data = replace(settings.data, data_dir=settings.data.data_dir or trained.data.data_dir,
+                       found_in=trained.data.found_in)
+        settings = replace(settings, data=data, embeddings=trained.embeddings, embeddings_std=trained.embeddings_std)
     return settings
 
 

@@ -120,7 +120,7 @@ def folder_holding(name: str, data_dir: str | Path | None = None, found_in: str 
     located = source.locate(folders)
     if located is None:
         return None
-    return next((folder for folder in folders if located.absolute().is_relative_to(folder.absolute())), None)
+    return next((folder for folder in folders if source.locate([folder]) == located), None)
 
 
 def unlabelled_corpus(name: str, data_dir: str | Path | None = None, download: bool = False) -> list[str]:
@@ -139,11 +139,11 @@ def unlabelled_corpus(name: str, data_dir: str | Path | None = None, download: b
     return list(source.load(dirs, 0).train.texts) + unlabelled_texts(name, data_dir)
 
 
-def unlabelled_texts(name: str, data_dir: str | Path | None = None) -> list[str]:
+def unlabelled_texts(name: str, data_dir: str | Path | None = None, found_in: str | Path | None = None) -> list[str]:
     """The texts a dataset ships without labels (IMDB's 50,000 reviews); none for most.
 
     >>> unlabelled_texts("synthetic")
     []
     """
     source = get_source(name)
-    return source.unlabelled(candidate_dirs(data_dir)) if source.unlabelled else []
+    return source.unlabelled(candidate_dirs(data_dir, found_in)) if source.unlabelled else []

@@ -71,6 +71,7 @@ def _per_text_scores(y_true: np.ndarray, y_pred: np.ndarray) -> dict:
     >>> {name: round(value, 3) for name, value in scores.items()}  # texts: (1, 1, 1), (0, 0, 0), (1, 0.5, 0.667)
     {'precision': 0.667, 'recall': 0.5, 'f1': 0.556}
     """
+    y_true, y_pred = np.asarray(y_true).astype(bool), np.asarray(y_pred).astype(bool)  # (0/1 floats too)
     hits = (y_true & y_pred).sum(axis=1).astype(float)
     true, predicted = y_true.sum(axis=1), y_pred.sum(axis=1)
     both_empty = (true == 0) & (predicted == 0)

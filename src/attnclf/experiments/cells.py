@@ -175,8 +175,9 @@ def check_same_settings(run_dir: Path, settings: RunSettings) -> None:
     except TypeError:  # the cell has a field this attnclf no longer knows
         saved = {}
     wanted = settings.anchored().to_dict()
-    for recorded in (saved, wanted):  # where the data was found is a record: a copy elsewhere is the same data
-        recorded.get("data", {}).pop("found_in", None)
+    for recorded in (saved, wanted):  # where the data lies: a copy elsewhere is the same data (check_same_split
+        for where in ("data_dir", "found_in"):  # compares the texts held out)
+            recorded.get("data", {}).pop(where, None)
     ignored = {"output", "device", "threads", "report"}  # where and how fast a cell runs change nothing it learns
     if not saved.get("embeddings") and not wanted.get("embeddings"):
         ignored.add("embeddings_std")  # the scale of vectors neither run used (its default changed once)

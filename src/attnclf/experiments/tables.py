@@ -111,7 +111,7 @@ def describe_budget(setup, records: list[dict]) -> str:
     config = read_json(Path(neural[0]["run_dir"]) / "config.json")
     settings = config["settings"]
     sizes: dict[tuple, list[str]] = {}  # the toy-order experiment's sets differ in size
-    for record in neural:
+    for record in (r for r in neural if r["seed"] == neural[0]["seed"]):  # grouped splits vary with the seed
         cell = read_json(Path(record["run_dir"]) / "config.json")
         counts = tuple(cell["data"][f"{part}_examples"] for part in ("train", "validation", "test"))
         names = sizes.setdefault(counts, [])

@@ -138,8 +138,24 @@ class FaithfulnessResult:
     @classmethod
     def from_dict(cls, data: dict) -> "FaithfulnessResult":
         data = dict(data)
-        data["methods"] = {name: MethodFaithfulness(**r) for name, r in data["methods"].items()}
+        # The verdict is judged again: a result saved under an earlier rule is read under today's.
+        data["methods"] = {name: MethodFaithfulness(**r | {"verdict": verdict(r["advantage"], r["advantage_se"])})
+                           for name, r in data["methods"].items()}
         return cls(**data)
+
+
+def verdict(advantage: float, se: float) -> str:
+    """A method against random deletion: its mean AOPC advantage must clear two standard errors and
+    ``MIN_ADVANTAGE`` (a NaN standard error, from one text, clears nothing).
+
+    >>> verdict(0.2, 0.01), verdict(0.0005, 0.0001), verdict(-0.05, 0.01)
+    ('beats random', 'does not beat random', 'worse than random')
+    """
+    if advantage - 2 * se > 0 and advantage >= MIN_ADVANTAGE:
+        return "beats random"
+    if advantage + 2 * se < 0 and advantage <= -MIN_ADVANTAGE:
+        return "worse than random"
+    return "does not beat random"
 
 
 def measure_faithfulness(classifier: "Classifier", data: TextDataset, *, methods: Sequence[str] | None = None,
@@ -207,11 +223,9 @@ def measure_faithfulness(classifier: "Classifier", data: TextDataset, *, methods
         advantage = drop.mean(1) - random_aopc
         se = float(advantage.std(ddof=1) / math.sqrt(len(advantage))) if len(advantage) > 1 else float("nan")
         mean = float(advantage.mean())
-        verdict = ("beats random" if mean - 2 * se > 0 and mean >= MIN_ADVANTAGE else
-                   "worse than random" if mean + 2 * se < 0 and mean <= -MIN_ADVANTAGE else "does not beat random")
         per_method[name] = MethodFaithfulness(
             drops=dict(zip(ks, map(float, drop.mean(0)))), aopc=float(drop.mean()), advantage=mean,
-            advantage_se=se, verdict=verdict,
+            advantage_se=se, verdict=verdict(mean, se),
         )
     return FaithfulnessResult(
         model=classifier.config.get("model", {}).get("name", type(model).__name__),

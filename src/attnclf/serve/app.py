@@ -234,7 +234,7 @@ class BodyLimit:
 class JsonBodies:
     """ASGI middleware for the routes that take a JSON body: one sent as anything else (curl -d sends a form)
     is answered 415, naming the Content-Type to send, instead of a validation error about a body that looks
-    right; one sent without a Content-Type is read as JSON."""
+    right. One sent without a Content-Type (or an empty one) is read as JSON."""
 
     def __init__(self, app, paths: set[str]):
         self.app = app
@@ -242,14 +242,14 @@ class JsonBodies:
 
     async def __call__(self, scope, receive, send):
         if scope["type"] == "http" and scope["method"] == "POST" and scope["path"] in self.paths:
-            declared = dict(scope["headers"]).get(b"content-type")
-            if declared is None:
-                scope = dict(scope, headers=[*scope["headers"], (b"content-type", b"application/json")])
-            else:
-                media = declared.decode("latin-1").split(";", 1)[0].strip().lower()
-                if media != "application/json" and not media.endswith("+json"):
-                    return await JSONResponse({"detail": f"send the body as JSON with Content-Type: "
-                                                         f"application/json, not {media}"}, 415)(scope, receive, send)
+            headers = [(name, value) for name, value in scope["headers"] if name != b"content-type"]
+            declared = dict(scope["headers"]).get(b"content-type", b"")
+            media = declared.decode("latin-1").split(";", 1)[0].strip().lower()
+            if not media:  # none, or empty: FastAPI would answer 422 about the body itself
+                scope = dict(scope, headers=[*headers, (b"content-type", b"application/json")])
+            elif media != "application/json" and not media.endswith("+json"):
+                return await JSONResponse({"detail": f"send the body as JSON with Content-Type: application/json, "
+                                                     f"not {media}"}, 415)(scope, receive, send)
         await self.app(scope, receive, send)
 
 

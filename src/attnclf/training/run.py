@@ -380,8 +380,8 @@ def _count_embeddings(settings: RunSettings, train: TextDataset, dim: int, log) 
     """PPMI vectors of the training texts (not the validation ones) and the dataset's unlabelled texts,
     and what counting them took (for config.json)."""
     started = time.perf_counter()
-    texts = list(train.texts) + (unlabelled_texts(settings.data.dataset, settings.data.data_dir)
-                                 if settings.data.dataset else [])
+    texts = list(train.texts) + (unlabelled_texts(settings.data.dataset, settings.data.data_dir,
+                                                  settings.data.found_in) if settings.data.dataset else [])
     vectors = count_vectors(texts, dim=dim, cleaning=settings.tokenizer.cleaning)
     record = {"texts": len(texts), "words": len(vectors.words), "seconds": round(time.perf_counter() - started, 1)}
     log(f"embeddings: counted {record['words']:,} word vectors from {record['texts']:,} texts in "
