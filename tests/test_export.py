@@ -195,3 +195,19 @@ def test_a_corrupt_graph_is_reported_not_raised(exported, tmp_path):
     (broken / "model.onnx").write_bytes(b"not a graph")
     with pytest.raises(AttnclfError, match="not a loadable ONNX graph"):
         OnnxClassifier.load(broken)
+
+
+def test_a_staging_folder_left_by_a_killed_export_is_removed_by_the_next(demo_run, tmp_path):
+    import os
+
+    out = tmp_path / "onnx"
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    abandoned = out / f".export-{int(dead.stdout)}-abc123"  # a process that has exited
+    alive = out / f".export-{os.getpid()}-def456"  # this one: an export still running
+    for folder in (abandoned, alive):
+        folder.mkdir(parents=True)
+        (folder / "model.onnx").write_bytes(b"partial")
+    onnx_export.export_onnx(demo_run, out, check=onnx_export.check_data(demo_run, limit=20))
+    assert not abandoned.exists() and alive.exists()
+    assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) == [
+        "export.json", "labels.json", "model.onnx", "tokenizer.json"]

@@ -161,7 +161,8 @@ def export_onnx(run_dir: str | Path, output: str | Path | None = None, *, check:
     created = first_missing_folder(directory)
     prepare_output_dir(directory)
     # Built and measured aside, published only once parity holds: a failed export leaves an earlier one working.
-    staging = Path(tempfile.mkdtemp(prefix=".export-", dir=directory))
+    _remove_abandoned_staging(directory)
+    staging = Path(tempfile.mkdtemp(prefix=f".export-{os.getpid()}-", dir=directory))
     try:
         atomic_write_bytes(staging / "model.onnx", graph)
         for name in ("tokenizer.json", "labels.json"):
@@ -201,6 +202,20 @@ def export_onnx(run_dir: str | Path, output: str | Path | None = None, *, check:
         raise
     staging.rmdir()
     return OnnxExport(directory, manifest)
+
+
+def _remove_abandoned_staging(directory: Path) -> None:
+    """Remove staging folders of exports whose process is gone (killed mid-way): each holds a full-size graph."""
+    for folder in directory.glob(".export-*-*"):
+        pid = folder.name.split("-")[1]
+        if not pid.isdigit():
+            continue
+        try:
+            os.kill(int(pid), 0)  # signal 0: does the process exist?
+        except ProcessLookupError:
+            shutil.rmtree(folder, ignore_errors=True)
+        except PermissionError:  # alive, another user's
+            pass
 
 
 def _session(path: Path):
