@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -277,6 +278,43 @@ def test_training_names_its_classes_and_warns_of_names_differing_only_in_case(tm
                  "1", "--min-frequency", "1", "--output", str(tmp_path / "mixed"), "--no-report", "--threads",
                  "1"]) == 0
     assert "warning: some classes are numbers ('0') and some are names ('pos')" in capsys.readouterr().err
+
+
+def test_training_warns_of_texts_on_both_sides_of_a_split_even_when_quiet(tmp_path, capsys):
+    rows = [(f"{t} number {i}", "pos") for i, t in enumerate(POSITIVE * 5)] + \
+        [(f"{t} number {i}", "neg") for i, t in enumerate(NEGATIVE * 5)]
+    test = write_csv(tmp_path / "test.csv", rows[:4] + rows[-4:])
+    train = write_csv(tmp_path / "train.csv", rows * 2)  # every text twice, and the test texts among them
+    common = ["--model", "boe", "--epochs", "1", "--min-frequency", "1", "--no-report", "--threads", "1", "--quiet"]
+    assert main(["train", "--train-file", str(train), "--test-file", str(test), *common,
+                 "--output", str(tmp_path / "run")]) == 0
+    err = capsys.readouterr().err
+    shared = re.search(r"warning: (\d+) of the (\d+) validation texts also occur among the training texts", err)
+    assert shared and int(shared[1]) > 0
+    assert "warning: 8 of the 8 test texts also occur among the training or validation texts" in err
+    assert "training texts per class" not in err  # --quiet keeps the counts to itself, not the warnings
+    clean = write_csv(tmp_path / "clean.csv", rows)
+    other = write_csv(tmp_path / "other.csv", [(t + " again", y) for t, y in rows[:8]])
+    assert main(["train", "--train-file", str(clean), "--test-file", str(other), *common,
+                 "--output", str(tmp_path / "clean")]) == 0
+    assert "warning" not in capsys.readouterr().err
+
+
+def test_labels_that_are_one_number_get_one_order_and_a_warning(tmp_path, capsys):
+    rows = [(t, label) for t in POSITIVE for label in ("1", "+1")] + [(t, "-1") for t in NEGATIVE * 2]
+    train = write_csv(tmp_path / "train.csv", rows)
+    assert main(["train", "--train-file", str(train), "--model", "boe", "--epochs", "1", "--min-frequency", "1",
+                 "--no-report", "--threads", "1", "--output", str(tmp_path / "run")]) == 0
+    assert "warning: classes '+1' and '1' are one number written differently" in capsys.readouterr().err
+    assert json.loads((tmp_path / "run" / "labels.json").read_text()) == ["-1", "+1", "1"]
+
+
+def test_an_unfinished_seeds_folder_says_so_and_how_to_finish_it(tmp_path, capsys):
+    folder = tmp_path / "ens"
+    (folder / "seed-0").mkdir(parents=True)
+    (folder / "seed-0" / "config.json").write_text("{}")
+    err = run_error(["evaluate", str(folder)], capsys)
+    assert "is a `train --seeds` folder whose training has not finished" in err and "--resume" in err
 
 
 def test_an_ensemble_folder_is_not_one_model_and_a_run_is_not_two(csv_run, tmp_path, capsys, monkeypatch):

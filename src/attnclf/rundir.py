@@ -164,6 +164,9 @@ def check_run_dir(path: str | Path) -> Path:
     if not path.is_dir():
         raise RunDirError(f"run directory {path} {'is a file, not a folder' if path.exists() else 'does not exist'}")
     missing = [name for name in REQUIRED_FILES if not (path / name).is_file()]
+    if missing and not (path / "config.json").exists() and any(path.glob("seed-*/config.json")):
+        raise RunDirError(f"{path} is a `train --seeds` folder whose training has not finished (no {ENSEMBLE_FILE}); "
+                          f"`attnclf train --resume` with the same flags and --output {path} finishes it")
     if missing:
         raise RunDirError(f"run directory {path} is incomplete: missing {', '.join(missing)}")
     version = read_json(path / "config.json").get("format_version")

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 from array import array
 from pathlib import Path
 from typing import Any, Iterable, Iterator
@@ -68,6 +69,9 @@ def _csv_rows(path: Path, delimiter: str, text_column: str, label_column: str | 
         for column, role in _wanted(text_column, label_column):
             if column not in header:
                 raise _missing_column(path, column, header, role)
+            if header.count(column) > 1:  # which of them holds the texts (or labels) is anyone's guess
+                raise DataError(f"{path}, line 1: the header names the {role} column {column!r} "
+                                f"{header.count(column)} times; rename all but one")
         text_at = header.index(text_column)
         label_at = None if label_column is None else header.index(label_column)
         start = reader.line_num + 1
@@ -89,13 +93,15 @@ def _jsonl_rows(path: Path, text_column: str, label_column: str | None) -> Itera
     for number, line in enumerate(_utf8_lines(path), 1):
         if not line.strip():
             continue
+        line = line.rstrip("\r\n")
         try:
             record = json.loads(line)
             problem = ""
             if not isinstance(record, dict):
                 problem = f"expected a JSON object, got {type(record).__name__}"
-        except json.JSONDecodeError as exc:
-            problem = f"malformed JSON: {exc.msg} at column {exc.colno}"
+        except json.JSONDecodeError as exc:  # (its line and column count within this one line)
+            where = "the end of the line" if exc.pos >= len(line) else f"column {exc.pos + 1}"
+            problem = f"malformed JSON: {exc.msg} at {where}"
         if problem:
             if number == 1 and line.lstrip().startswith("["):
                 problem += "; this is a JSON array, write one object per line (JSON lines)"
@@ -158,8 +164,14 @@ def _rows(path: Path, text_column: str, label_column: str | None) -> Iterator[Ro
 
 
 def _sorted_names(values: set[str]) -> list[str]:
+    """Numbers by value (spellings of one value, "1" and "+1", by spelling), anything else alphabetically:
+    the same order on every run, whatever order the set iterates in.
+
+    >>> _sorted_names({"10", "+1", "2", "1"}), _sorted_names({"pos", "neg"})
+    (['+1', '1', '2', '10'], ['neg', 'pos'])
+    """
     try:
-        return sorted(values, key=int)
+        return sorted(values, key=lambda name: (int(name), name))
     except ValueError:
         return sorted(values)
 
@@ -226,8 +238,10 @@ def iter_records(
             if isinstance(label, (list, tuple, dict)):
                 raise DataError(f"{path}, {where}: label {label!r} in column {label_column!r} is a "
                                 f"{type(label).__name__}, not one label; for a set of labels per text add --multi-label")
-            # Stray spaces around a label would otherwise make a class of their own.
-            names = ("" if label is None else str(label).strip(),)
+            # Stray spaces around a label would otherwise make a class of their own; NaN (JSON's NaN, a Parquet
+            # float column's gap) is a missing value, not a class called "nan".
+            missing = label is None or isinstance(label, float) and math.isnan(label)
+            names = ("" if missing else str(label).strip(),)
             if not names[0]:
                 raise DataError(f"{path}, {where}: missing label in column {label_column!r}")
         for name in names:

@@ -404,10 +404,35 @@ def _describe_classes(train: TextDataset) -> list[str]:
     lines += [f"warning: classes {' and '.join(map(repr, same))} differ only in case or spaces; make them one "
               f"label in the data if they mean one class" for same in by_form.values() if len(same) > 1]
     numbers = [name for name in names if _is_number(name)]
+    by_value: dict[float, list[str]] = {}
+    for name in numbers:
+        by_value.setdefault(float(name), []).append(name)
+    lines += [f"warning: classes {' and '.join(map(repr, same))} are one number written differently; make them one "
+              f"label in the data if they mean one class" for same in by_value.values() if len(same) > 1]
     words = [name for name in names if name not in numbers]
     if numbers and words:  # JSON's 1 beside "positive": two codings of the labels, mixed
         lines.append(f"warning: some classes are numbers ({', '.join(map(repr, numbers[:3]))}) and some are names "
                      f"({', '.join(map(repr, words[:3]))}); give every text one coding if they mean the same classes")
+    return lines
+
+
+def _shared_texts(splits: Splits) -> list[str]:
+    """Warnings for texts on both sides of a line the scores rely on: duplicates in a file, split between training
+    and validation, or test texts inside the training file. Either flatters the scores; nothing else would say so."""
+    lines, seen = [], set(splits.train.texts)
+    validation = splits.validation
+    if validation is not None and (validation.texts, validation.labels) != (splits.train.texts, splits.train.labels):
+        shared = sum(text in seen for text in validation.texts)
+        if shared:
+            lines.append(f"warning: {shared:,} of the {len(validation):,} validation texts also occur among the "
+                         f"training texts (duplicates in the data?): validation scores, early stopping and refit's "
+                         f"epoch count will flatter the model")
+        seen |= set(validation.texts)
+    if splits.test is not None:
+        shared = sum(text in seen for text in splits.test.texts)
+        if shared:
+            lines.append(f"warning: {shared:,} of the {len(splits.test):,} test texts also occur among the training "
+                         f"or validation texts: the test score will flatter the model")
     return lines
 
 
@@ -521,9 +546,13 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
         for derived in ("checkpoint", "plots"):
             shutil.rmtree(run_dir / derived, ignore_errors=True)
     label_names = splits.train.label_names
-    if progress and distributed.is_main and not resume:
-        for line in _describe_classes(splits.train):
-            _stderr(line)
+    if distributed.is_main and not resume:
+        described = _describe_classes(splits.train)
+        if settings.data.train_file and not settings.data.token_cache:  # (a cache's texts stay on disk)
+            described += _shared_texts(splits)
+        for line in described:
+            if progress or line.startswith("warning:"):  # --quiet hides progress, not what is wrong with the data
+                _stderr(line)
     # One pass over the held-out texts (from disk for a token cache): later commands check they are unchanged.
     fingerprint = None if splits.validation is None else texts_fingerprint(splits.validation)
     # A refit checks the training texts too; they are not read again from a token cache, which refits refuse.
