@@ -353,6 +353,7 @@ def test_a_new_class_in_the_training_file_is_named_as_the_change_not_the_validat
     out = tmp_path / "run"
     assert main(["train", "--train-file", str(train), "--validation-file", str(dev), "--model", "boe", "--epochs",
                  "1", "--min-frequency", "1", "--output", str(out), "--quiet", "--no-report", "--threads", "1"]) == 0
+    assert "warning: 2 of the 2 validation texts also occur among the training texts" in capsys.readouterr().err
     with open(train, "a") as f:
         f.write('"so so",meh\n')  # a class sorted first renumbers the others, in dev.csv's fingerprint too
     assert run_error(["evaluate", str(out), "--split", "validation"], capsys).startswith(
@@ -510,6 +511,7 @@ def test_models_without_pooling_attention_or_layers_explain_by_default(csv_files
                  "d_model=16", "--epochs", "1", "--min-frequency", "1", "--output", str(flat), "--quiet",
                  "--threads", "1"]) == 0
     assert (flat / "report.html").is_file()
+    capsys.readouterr()  # (the file's repeated texts are warned about)
     err = run_error(["explain", str(flat), "a dull story", "--heads"], capsys)
     assert "this model has no self-attention layers" in err
     boe = tmp_path / "boe"
@@ -524,6 +526,7 @@ def test_none_is_a_positional_encoding_and_pad_id_is_not_settable(csv_files, tmp
     argv = ["train", "--train-file", str(csv_files[0]), "--model", "pos-mean", "--epochs", "1", "--min-frequency",
             "1", "--output", str(tmp_path / "run"), "--quiet", "--no-report", "--threads", "1"]
     assert main([*argv, "--set", "positional=none"]) == 0
+    capsys.readouterr()  # (the file's repeated texts are warned about)
     config = json.loads((tmp_path / "run" / "config.json").read_text())
     assert config["model"]["config"]["positional"] == "none"
     assert "no settable field 'pad_id'" in run_error([*argv, "--set", "pad_id=5"], capsys)
