@@ -410,6 +410,13 @@ def test_csv_with_quoted_comma_and_escaped_quote(tmp_path):
     assert (ds.split, ds.name) == ("train", "train.csv")
 
 
+def test_a_line_of_spaces_is_a_blank_line_but_a_row_of_one_text_is_read(tmp_path):
+    path = _write(tmp_path / "train.csv", "text,label\ngood,pos\n   \nbad,neg\n  \n")
+    assert load_file(path, "text", "label").texts == ["good", "bad"]
+    with pytest.raises(DataError, match=r"line 3: 1 fields but the header has 2"):
+        load_file(_write(tmp_path / "short.csv", "text,label\ngood,pos\nbad\n"), "text", "label")
+
+
 def test_tsv_integer_labels_sort_numerically(tmp_path):
     path = _write(tmp_path / "data.tsv", "label\ttext\n10\tten\n2\ttwo\n10\tanother ten\n")
     ds = load_file(path, "text", "label")
@@ -473,6 +480,8 @@ def test_load_files_test_uses_training_labels(tmp_path):
         ("n.jsonl", '{"text": "a", "label": 1}\n{"text": "b", "label": NaN}\n', ("text", "label"), r"n.jsonl, line 2: missing label"),
         ("b.jsonl", '{"text": "a", "label": 1}\n{"text": "b", "label": 0\n', ("text", "label"),
          r"b.jsonl, line 2: malformed JSON: Expecting ',' delimiter at the end of the line$"),
+        ("cr.csv", "text,label\rok,1\rbad,0\r", ("text", "label"),
+         r"cr.csv, line \d+: malformed CSV: a line ends with a lone carriage return \(CR\); save the file with LF"),
         ("d.csv", "text,label,text\nok,1,other\n", ("text", "label"),
          r"d.csv, line 1: the header names the text column 'text' 2 times; rename all but one"),
         ("x.xlsx", "whatever", ("text", "label"), r"x.xlsx: unknown file type '.xlsx'"),

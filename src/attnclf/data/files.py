@@ -76,7 +76,7 @@ def _csv_rows(path: Path, delimiter: str, text_column: str, label_column: str | 
         label_at = None if label_column is None else header.index(label_column)
         start = reader.line_num + 1
         for row in reader:
-            if row:  # csv yields [] for a blank line
+            if row and not (len(row) == 1 < len(header) and not row[0].strip()):  # [] or ["  "]: a blank line
                 if len(row) != len(header):
                     raise DataError(
                         f"{path}, line {start}: {len(row)} fields but the header has {len(header)}; "
@@ -85,6 +85,9 @@ def _csv_rows(path: Path, delimiter: str, text_column: str, label_column: str | 
                 yield f"line {start}", row[text_at], None if label_at is None else row[label_at]
             start = reader.line_num + 1
     except csv.Error as exc:
+        if "new-line character seen in unquoted field" in str(exc):  # Python's own hint names no fix a user has
+            raise DataError(f"{path}, line {start}: malformed {kind}: a line ends with a lone carriage return (CR); "
+                            f"save the file with LF or CRLF line endings") from None
         raise DataError(f"{path}, line {start}: malformed {kind}: {exc}; a field that starts with a quote is read as "
                         f"quoted: quote the whole field and double the quotes inside it") from None
 
