@@ -8,7 +8,6 @@
 from __future__ import annotations
 
 import sys
-
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
@@ -17,6 +16,7 @@ import torch
 
 from ..errors import AttnclfError
 from ..text.batching import BucketBatches
+from ..text.tokenizer import truncate
 from .methods import METHODS, attribute, available_methods, self_attention_maps
 
 if TYPE_CHECKING:
@@ -107,8 +107,9 @@ def explain(classifier: "Classifier", texts: Sequence[str], method: str = "atten
     if self_attentions and "rollout" not in available_methods(classifier.model):
         raise AttnclfError("self-attention maps (--heads): this model has no self-attention layers to show")
     texts = list(texts)
-    ids = classifier.tokenizer.encode(texts)
-    lengths = [len(whole) for whole in classifier.tokenizer.encode(texts, max_len=sys.maxsize)]
+    config = classifier.tokenizer.config
+    whole = classifier.tokenizer.encode(texts, max_len=sys.maxsize)  # once, to count what truncation cuts
+    ids = [truncate(sequence, config.max_len, config.truncation) for sequence in whole]
     probabilities = classifier.predict_proba(texts)
     predicted = probabilities.argmax(axis=1)
     targets = predicted if target is None else np.full(len(texts), _class_index(target, classifier.label_names))
@@ -134,7 +135,7 @@ def explain(classifier: "Classifier", texts: Sequence[str], method: str = "atten
             steps=None if result.steps is None else int(result.steps[i]),
             self_attentions=maps[i],
             branch_margins=margins[i],
-            tokens_cut=lengths[i] - len(ids[i]),
+            tokens_cut=len(whole[i]) - len(ids[i]),
         ))
     return explanations
 

@@ -242,10 +242,10 @@ class JsonBodies:
 
     async def __call__(self, scope, receive, send):
         if scope["type"] == "http" and scope["method"] == "POST" and scope["path"] in self.paths:
-            headers = [(name, value) for name, value in scope["headers"] if name != b"content-type"]
             declared = dict(scope["headers"]).get(b"content-type", b"")
             media = declared.decode("latin-1").split(";", 1)[0].strip().lower()
             if not media:  # none, or empty: FastAPI would answer 422 about the body itself
+                headers = [(name, value) for name, value in scope["headers"] if name != b"content-type"]
                 scope = dict(scope, headers=[*headers, (b"content-type", b"application/json")])
             elif media != "application/json" and not media.endswith("+json"):
                 return await JSONResponse({"detail": f"send the body as JSON with Content-Type: application/json, "

@@ -95,12 +95,14 @@ class DataSettings:
         >>> DataSettings(train_file="/data/train.csv").anchored().train_file
         '/data/train.csv'
         """
-        anchored = replace(self, **{name: _absolute(getattr(self, name)) for name in
-                                    ("data_dir", "train_file", "validation_file", "test_file", "token_cache_dir")})
+        return replace(self, **{name: _absolute(getattr(self, name)) for name in
+                                ("data_dir", "train_file", "validation_file", "test_file", "token_cache_dir")})
+
+    def located(self) -> DataSettings:
+        """These settings recording the folder their named dataset is read from now (``found_in``), as
+        config.json keeps them; comparisons of runs leave it out, so only the run's record looks it up."""
         found = folder_holding(self.dataset, self.data_dir, self.found_in) if self.dataset else None
-        if found is not None:
-            anchored.found_in = str(found.absolute())
-        return anchored
+        return self if found is None else replace(self, found_in=str(found.absolute()))
 
     def describe(self) -> str:
         return self.dataset or Path(self.train_file or "?").name
@@ -274,6 +276,11 @@ def sample_test(test: TextDataset | None, max_examples: int | None) -> TextDatas
     return test.subset(sample.tolist(), "test")
 
 
+def _saved_data(config: dict, data_dir: str | None) -> DataSettings:
+    """A run's data settings, looking for its dataset in ``data_dir`` first when one is given."""
+    return DataSettings(**config["settings"]["data"] | ({"data_dir": data_dir} if data_dir else {}))
+
+
 def run_test_data(config: dict, label_names: list[str], test_only: bool = False,
                   data_dir: str | None = None) -> TextDataset:
     """A run's own test split, labels in the run's order (its validation split when the data has no
@@ -282,7 +289,7 @@ def run_test_data(config: dict, label_names: list[str], test_only: bool = False,
     >>> # test = run_test_data(read_json(Path("runs/demo") / "config.json"), ["negative", "positive"])
     """
     settings = config["settings"]
-    data = DataSettings(**settings["data"] | ({"data_dir": data_dir} if data_dir else {}))
+    data = _saved_data(config, data_dir)
     if data.test_file and not data.dataset:  # the file alone: the training file may be large, or gone since
         from ..data.files import load_file
 
@@ -333,7 +340,7 @@ def run_validation_data(configs: list[dict], label_names: list[str], data_dir: s
     >>> # val = run_validation_data([read_json(Path(d) / "config.json") for d in runs], ["neg", "pos"])
     """
     def data_and_seed(config: dict) -> tuple[DataSettings, int]:
-        data = DataSettings(**config["settings"]["data"] | ({"data_dir": data_dir} if data_dir else {}))
+        data = _saved_data(config, data_dir)
         if data.refit:
             raise AttnclfError(f"{config['settings']['output']} is a refit: it trained on its validation texts; "
                                f"validate the run it refits ({config['settings']['refit_of']['run']})")
@@ -585,11 +592,12 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
             _stderr(f"embeddings: {found:,} of {tokenizer.vocab_size - 2:,} words start from {source}")
     model = windowed(model, settings.windows)
     if distributed.is_main:
+        recorded = settings.anchored()
         atomic_write_json(run_dir / "labels.json", label_names)
         atomic_write_json(run_dir / "config.json", {
             "format_version": FORMAT_VERSION,
             "versions": {"attnclf": __version__, "torch": torch.__version__},
-            "settings": settings.anchored().to_dict(),
+            "settings": replace(recorded, data=recorded.data.located()).to_dict(),
             "model": {"name": settings.model, "config": model.config.to_dict(), "parameters": model.num_parameters()},
             **({"counted_embeddings": counted} if counted else {}),
             "data": {"train_examples": len(splits.train),
