@@ -733,21 +733,55 @@ def test_a_multi_label_run_is_not_scored_on_the_texts_that_tuned_its_thresholds(
     assert "tuned its thresholds on its validation texts" in capsys.readouterr().err
 
 
-def test_resume_refuses_flags_it_would_ignore(tmp_path, capsys):
-    assert main(["train", "--resume", "--output", str(tmp_path / "run"), "--lr", "0.1"]) == 2
-    assert capsys.readouterr().err.strip() == ("attnclf: error: --resume continues the run with its own settings; "
-                                               "drop --lr (only --epochs, --device and --threads may change)")
-    assert main(["train", "--resume", "--output", str(tmp_path / "run"), "--set", "heads=2"]) == 2
-    assert "drop --set" in capsys.readouterr().err
-    # A flag typed with its default value may not be the run's value: refused too.
-    assert main(["train", "--resume", "--output", str(tmp_path / "run"), "--val-fraction=0.1"]) == 2
-    assert "drop --val-fraction" in capsys.readouterr().err
-    assert main(["train", "--resume", "--output", str(tmp_path / "run"), "--batch", "64"]) == 2  # argparse's prefix
-    assert "drop --batch-size" in capsys.readouterr().err
-    # The flags it does take pass this check and reach the run (here: there is none).
-    assert main(["train", "--resume", "--output", str(tmp_path / "run"), "--epochs", "3", "--threads", "1",
-                 "--quiet", "--device", "cpu"]) == 2
-    assert capsys.readouterr().err.strip() == f"attnclf: error: {tmp_path / 'run' / 'config.json'}: missing"
+def test_resume_takes_the_command_that_started_the_run_and_refuses_other_settings(tmp_path, capsys, monkeypatch):
+    from dataclasses import replace
+
+    from attnclf.training.trainer import Trainer
+
+    original, init = Trainer._train_epoch, Trainer.__init__
+
+    def interrupted_in_epoch_2(self, batches, optimizer, schedule, loss_fn, current):
+        if current == 2:
+            raise KeyboardInterrupt
+        return original(self, batches, optimizer, schedule, loss_fn, current)
+
+    def checkpointing_every_epoch(self, model, config, *args, **kwargs):
+        init(self, model, replace(config, checkpoint_seconds=0), *args, **kwargs)
+
+    monkeypatch.setattr(Trainer, "__init__", checkpointing_every_epoch)
+
+    run = tmp_path / "run"
+    argv = ["train", "--dataset", "demo", "--max-train-examples", "200", "--epochs", "2", "--batch-size", "16",
+            "--output", str(run), "--quiet", "--no-report"]
+    with monkeypatch.context() as patch:
+        patch.setattr(Trainer, "_train_epoch", interrupted_in_epoch_2)
+        assert main(argv) == 130
+    capsys.readouterr()
+
+    def refused(*flags: str) -> str:
+        assert main(flags) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and not (run / "metrics.json").exists()
+        return err
+
+    # Flags that would train another model are named with both values, not silently ignored...
+    assert refused(*argv, "--lr", "0.1", "--resume") == (
+        f"attnclf: error: {run} trained with train.lr = 0.002, this command gives 0.1: --resume continues the run "
+        f"with its own settings; give the command that started it, or only --output (and --epochs, --device or "
+        f"--threads to change them)")
+    assert "model_config.heads = 4, this command gives 2" in refused(*argv, "--set", "heads=2", "--resume")
+    # ...and so are too few: a flag typed alone (abbreviated, even) says the run's other settings are the defaults.
+    assert "data.dataset = 'demo', this command gives None" in refused("train", "--resume", "--output", str(run),
+                                                                      "--batch", "64")
+    assert "give one" in refused(*argv, "--resume", "--overwrite")
+    # The run's own command with --resume added continues it, as does --output alone.
+    assert main([*argv, "--resume", "--threads", "1"]) == 0
+    assert json.loads((run / "metrics.json").read_text())["accuracy"] > 0.5
+    with monkeypatch.context() as patch:
+        patch.setattr(Trainer, "_train_epoch", interrupted_in_epoch_2)
+        assert main([*argv, "--overwrite"]) == 130
+    assert main(["train", "--resume", "--output", str(run), "--epochs", "2", "--quiet", "--no-report"]) == 0
+    assert (run / "metrics.json").is_file()
 
 
 def write_imdb_tree(data) -> None:

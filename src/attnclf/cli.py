@@ -259,6 +259,8 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     if args.resume and (args.embeddings or args.embeddings_std is not None):
         raise AttnclfError("--embeddings sets how a new run starts; a resumed run continues from its checkpoint")
+    if args.resume and args.overwrite:
+        raise AttnclfError("--resume continues the run in --output and --overwrite replaces it: give one")
     if args.seeds:
         from .ensemble import ENSEMBLE_FILE, train_ensemble
         from .rundir import read_json
@@ -281,8 +283,11 @@ def cmd_train(args: argparse.Namespace) -> int:
     if args.resume:
         if not args.output:
             raise AttnclfError("--resume needs --output RUN_DIR, the run to continue")
-        _refuse_ignored_flags(args)
         settings = resume_settings(args.output, epochs=args.epochs, device=args.device, threads=args.threads)
+        if _typed_settings(args):  # the command that started the run, --resume added: it must describe the run
+            _refuse_other_settings(build_settings(args), settings)
+        if args.data_dir:  # the dataset moved (the run checks it is the same data)
+            settings.data.data_dir = args.data_dir
     else:
         settings = build_settings(args)
         settings.threads = args.threads
@@ -318,20 +323,28 @@ def _check_output(output: Path, ensemble: bool, replace: bool) -> None:
                            f"give another --output")
 
 
-# What `train --resume` may be given: the run's own settings decide everything else.
+# What `train --resume` may be given besides the run's own settings, and what they may change.
 _RESUME_FLAGS = {"resume", "output", "epochs", "device", "threads", "quiet", "no_report"}
 
 
-def _refuse_ignored_flags(args: argparse.Namespace) -> None:
-    """A flag `--resume` would ignore is an error, not a silent no-op (the run continues with its own settings);
-    so is one typed with its default value, which may not be the run's."""
+def _typed_settings(args: argparse.Namespace) -> bool:
+    """Whether the command gives settings flags (abbreviated ones too) besides those --resume may change."""
     train = _subparser("train")
-    for action in train._actions:  # parsed again with no defaults: what is left was typed (abbreviations too)
+    for action in train._actions:  # parsed again with no defaults: what is left was typed
         action.default = argparse.SUPPRESS
-    ignored = next((dest for dest in vars(train.parse_args(args.argv)) if dest not in _RESUME_FLAGS), None)
-    if ignored:
-        raise AttnclfError(f"--resume continues the run with its own settings; drop --{ignored.replace('_', '-')} "
-                           f"(only --epochs, --device and --threads may change)")
+    return any(dest not in _RESUME_FLAGS for dest in vars(train.parse_args(args.argv)))
+
+
+def _refuse_other_settings(typed, trained) -> None:
+    """A resumed run continues with its own settings, so flags that would train another model are an error, not a
+    silent no-op: the run's own command with --resume added passes, other flags (or too few) do not."""
+    differing = trained.first_difference(typed, ignore={"train.epochs", "train.schedule_epochs", "embeddings",
+                                                        "embeddings_std"})
+    if differing is not None:
+        key, theirs, ours = differing
+        raise AttnclfError(f"{trained.output} trained with {key} = {theirs!r}, this command gives {ours!r}: --resume "
+                           f"continues the run with its own settings; give the command that started it, or only "
+                           f"--output (and --epochs, --device or --threads to change them)")
 
 
 def _subparser(name: str) -> argparse.ArgumentParser:

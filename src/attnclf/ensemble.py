@@ -170,10 +170,10 @@ def train_ensemble(settings, seeds: Sequence[int], resume: bool = False, progres
     return write_ensemble_file(output, members, seeds, device=settings.device, threads=settings.threads)
 
 
-# What may differ between members, or between a resumed ensemble's command and its members. (The word vectors
-# cannot be given with --resume: new members start from the ones the others started from.)
-_PER_MEMBER = {"output", "device", "threads", "report", "train.seed", "train.epochs", "train.schedule_epochs",
-               "embeddings", "embeddings_std", "data.data_dir", "data.found_in"}
+# What may differ between members, or between a resumed ensemble's command and its members, besides how and where
+# they train. (The word vectors cannot be given with --resume: new members start from the ones the others started
+# from.)
+_PER_MEMBER = {"train.seed", "train.epochs", "train.schedule_epochs", "embeddings", "embeddings_std"}
 
 
 def _as_members_trained(settings, output: Path):
@@ -186,22 +186,14 @@ def _as_members_trained(settings, output: Path):
 
     from .training.run import resume_settings
 
-    def flat(run_settings) -> dict:
-        flattened = {}
-        for key, value in run_settings.anchored().to_dict().items():  # (paths compare however they were typed)
-            for name, inner in (value.items() if key in ("data", "tokenizer", "train") else [(None, value)]):
-                flattened[key if name is None else f"{key}.{name}"] = inner
-        return {key: value for key, value in flattened.items() if key not in _PER_MEMBER}
-
-    ours = flat(settings)
     for member in sorted(output.glob("seed-*/config.json")):
         trained = resume_settings(member.parent)
-        theirs = flat(trained)
-        differing = next((key for key in ours if ours[key] != theirs.get(key)), None)
+        differing = trained.first_difference(settings, ignore=_PER_MEMBER)
         if differing is not None:
-            raise AttnclfError(f"{member.parent} trained with {differing} = {theirs.get(differing)!r}, this command "
-                               f"gives {ours[differing]!r}: --resume adds and continues members as the others "
-                               f"trained; give their flags, or train a new --output")
+            key, theirs, ours = differing
+            raise AttnclfError(f"{member.parent} trained with {key} = {theirs!r}, this command gives {ours!r}: "
+                               f"--resume adds and continues members as the others trained; give their flags, or "
+                               f"train a new --output")
         # Where the data lies may differ (a copy elsewhere: the members check their texts' fingerprints), and a
         # new member looks where the others found it too.
         data = replace(settings.data, data_dir=settings.data.data_dir or trained.data.data_dir,

@@ -7,8 +7,10 @@ import os
 import shutil
 import sys
 import time
+from collections.abc import Collection
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -153,6 +155,29 @@ class RunSettings:
         """These settings with absolute data and word-vector paths (``DataSettings.anchored``)."""
         embeddings = self.embeddings if self.embeddings == COUNT_EMBEDDINGS else _absolute(self.embeddings)
         return replace(self, data=self.data.anchored(), embeddings=embeddings)
+
+    def first_difference(self, other: RunSettings, ignore: Collection[str] = ()) -> tuple[str, Any, Any] | None:
+        """The first setting, named "section.field", in which ``other`` differs from these, with its value here and
+        there; None if they agree. Paths compare absolute, where the data lies is left out (a copy elsewhere is the
+        same data: runs check their texts' fingerprints), and so is how and where a run trains (its output, device,
+        threads, report, checkpoint interval) and whatever ``ignore`` names.
+
+        >>> RunSettings(train=TrainConfig(lr=0.1)).first_difference(RunSettings())
+        ('train.lr', 0.1, 0.001)
+        """
+        ours, theirs = self._flat(), other._flat()
+        ignored = {"output", "device", "threads", "report", "train.checkpoint_seconds", "data.data_dir",
+                   "data.found_in", *ignore}
+        keys = [*ours, *(key for key in theirs if key not in ours)]
+        return next(((key, ours.get(key), theirs.get(key)) for key in keys
+                     if key not in ignored and ours.get(key) != theirs.get(key)), None)
+
+    def _flat(self) -> dict:
+        flat = {}
+        for key, value in self.anchored().to_dict().items():
+            for name, inner in (value.items() if isinstance(value, dict) else [(None, value)]):
+                flat[key if name is None else f"{key}.{name}"] = inner
+        return flat
 
 
 def _absolute(path: str | None) -> str | None:
