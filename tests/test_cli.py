@@ -733,7 +733,8 @@ def test_a_multi_label_run_is_not_scored_on_the_texts_that_tuned_its_thresholds(
     assert "tuned its thresholds on its validation texts" in capsys.readouterr().err
 
 
-def test_resume_takes_the_command_that_started_the_run_and_refuses_other_settings(tmp_path, capsys, monkeypatch):
+def interrupt_in_epoch_2(patch) -> None:
+    """Make training checkpoint after every epoch and stop as epoch 2 starts, as Ctrl-C would."""
     from dataclasses import replace
 
     from attnclf.training.trainer import Trainer
@@ -748,13 +749,16 @@ def test_resume_takes_the_command_that_started_the_run_and_refuses_other_setting
     def checkpointing_every_epoch(self, model, config, *args, **kwargs):
         init(self, model, replace(config, checkpoint_seconds=0), *args, **kwargs)
 
-    monkeypatch.setattr(Trainer, "__init__", checkpointing_every_epoch)
+    patch.setattr(Trainer, "_train_epoch", interrupted_in_epoch_2)
+    patch.setattr(Trainer, "__init__", checkpointing_every_epoch)
 
+
+def test_resume_takes_the_command_that_started_the_run_and_refuses_other_settings(tmp_path, capsys, monkeypatch):
     run = tmp_path / "run"
     argv = ["train", "--dataset", "demo", "--max-train-examples", "200", "--epochs", "2", "--batch-size", "16",
             "--output", str(run), "--quiet", "--no-report"]
     with monkeypatch.context() as patch:
-        patch.setattr(Trainer, "_train_epoch", interrupted_in_epoch_2)
+        interrupt_in_epoch_2(patch)
         assert main(argv) == 130
     capsys.readouterr()
 
@@ -778,7 +782,7 @@ def test_resume_takes_the_command_that_started_the_run_and_refuses_other_setting
     assert main([*argv, "--resume", "--threads", "1"]) == 0
     assert json.loads((run / "metrics.json").read_text())["accuracy"] > 0.5
     with monkeypatch.context() as patch:
-        patch.setattr(Trainer, "_train_epoch", interrupted_in_epoch_2)
+        interrupt_in_epoch_2(patch)
         assert main([*argv, "--overwrite"]) == 130
     assert main(["train", "--resume", "--output", str(run), "--epochs", "2", "--quiet", "--no-report"]) == 0
     assert (run / "metrics.json").is_file()
@@ -819,6 +823,21 @@ def test_a_run_remembers_the_folder_its_dataset_was_found_in(tmp_path, monkeypat
     assert main(["evaluate", str(run), "--split", "validation", "--data-dir", str(tmp_path / "moved")]) == 0
     monkeypatch.setenv("ATTNCLF_DATA_DIR", str(tmp_path / "moved"))  # searched before the folder recorded
     assert main(["evaluate", str(run)]) == 0
+
+
+def test_a_run_interrupted_before_its_dataset_moved_resumes_with_data_dir(tmp_path, monkeypatch, capsys):
+    write_imdb_tree(tmp_path / "data")
+    run = tmp_path / "run"
+    with monkeypatch.context() as patch:
+        interrupt_in_epoch_2(patch)
+        assert main(["train", *TINY_IMDB, "--epochs", "2", "--data-dir", str(tmp_path / "data"),
+                     "--output", str(run)]) == 130
+    capsys.readouterr()
+    (tmp_path / "data").rename(tmp_path / "moved")
+    monkeypatch.setenv("ATTNCLF_CACHE", str(tmp_path / "cache"))
+    assert "set ATTNCLF_DATA_DIR (or --data-dir)" in run_error(["train", "--resume", "--output", str(run)], capsys)
+    assert main(["train", "--resume", "--output", str(run), "--data-dir", str(tmp_path / "moved"), "--quiet"]) == 0
+    assert json.loads((run / "metrics.json").read_text())["num_examples"] == 20
 
 
 def test_a_copy_of_the_data_elsewhere_is_the_same_data_to_a_resumed_ensemble(tmp_path, monkeypatch, capsys):

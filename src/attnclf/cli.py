@@ -323,8 +323,8 @@ def _check_output(output: Path, ensemble: bool, replace: bool) -> None:
                            f"give another --output")
 
 
-# What `train --resume` may be given besides the run's own settings, and what they may change.
-_RESUME_FLAGS = {"resume", "output", "epochs", "device", "threads", "quiet", "no_report"}
+# What `train --resume` may be given besides the run's own settings: what may change, and where its dataset lies now.
+_RESUME_FLAGS = {"resume", "output", "epochs", "device", "threads", "quiet", "no_report", "data_dir"}
 
 
 def _typed_settings(args: argparse.Namespace) -> bool:
