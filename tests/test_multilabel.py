@@ -54,6 +54,27 @@ def test_csv_cells_split_on_the_delimiter_and_an_empty_cell_is_no_label(tmp_path
     assert ds.label_names == ["x", "y|z"] and ds.labels == [(0, 1), (1,)]
 
 
+def test_training_warns_when_label_sets_look_split_on_the_wrong_character(tmp_path, capsys):
+    rows = [("stocks fell", "business,reuters"), ("a late goal", "sports,reuters"), ("rates rose", "business"),
+            ("a new law", "politics;business"), ("a vote", "politics")]
+    train = _csv(tmp_path / "train.csv", [(f"{text} {i}", labels) for i in range(4) for text, labels in rows])
+    assert main(["train", "--train-file", str(train), "--multi-label", "--model", "boe", "--epochs", "1",
+                 "--output", str(tmp_path / "run"), "--quiet", "--no-report"]) == 0
+    warnings = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
+    # ',' joins two classes that share a piece; ';' joins one whose pieces are classes; '|' split the sets.
+    assert warnings == [
+        "warning: 2 classes hold ',' ('business,reuters', 'sports,reuters'); if it separates the labels in the "
+        "data, give --label-delimiter ','",
+        "warning: 1 class holds ';' ('politics;business'); if it separates the labels in the data, give "
+        "--label-delimiter ';'"]
+    # A class that merely holds the character is not flagged.
+    rows = [("a", "rock/pop"), ("b", "jazz"), ("c", "rock/pop | jazz")]
+    genres = _csv(tmp_path / "genres.csv", [(f"{text} {i}", labels) for i in range(4) for text, labels in rows])
+    assert main(["train", "--train-file", str(genres), "--multi-label", "--model",
+                 "boe", "--epochs", "1", "--output", str(tmp_path / "genres"), "--quiet", "--no-report"]) == 0
+    assert "warning:" not in capsys.readouterr().err
+
+
 def test_parquet_list_column(tmp_path):
     pa = pytest.importorskip("pyarrow")
     import pyarrow.parquet as pq

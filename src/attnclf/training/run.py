@@ -7,6 +7,7 @@ import os
 import shutil
 import sys
 import time
+from collections import Counter
 from collections.abc import Collection
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
@@ -445,6 +446,23 @@ def _describe_classes(train: TextDataset) -> list[str]:
     if numbers and words:  # JSON's 1 beside "positive": two codings of the labels, mixed
         lines.append(f"warning: some classes are numbers ({', '.join(map(repr, numbers[:3]))}) and some are names "
                      f"({', '.join(map(repr, words[:3]))}); give every text one coding if they mean the same classes")
+    if train.multi_label:
+        lines += _delimiter_warnings(names)
+    return lines
+
+
+def _delimiter_warnings(names: list[str]) -> list[str]:
+    """Label sets split on another character than the file's read as classes of their own ("Business,reuters"). A
+    character inside classes whose pieces are classes too, or recur across classes, probably separates labels."""
+    lines = []
+    for char in ",;|/":
+        joined = [name for name in names if char in name]
+        pieces = Counter(piece.strip() for name in joined for piece in set(name.split(char)))
+        if any(piece in names or count > 1 for piece, count in pieces.items() if piece):
+            lines.append(f"warning: {len(joined)} {'class holds' if len(joined) == 1 else 'classes hold'} {char!r} "
+                         f"({', '.join(map(repr, joined[:3]))}"
+                         f"{', ...' if len(joined) > 3 else ''}); if it separates the labels in the data, give "
+                         f"--label-delimiter {char!r}")
     return lines
 
 
