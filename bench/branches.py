@@ -18,7 +18,8 @@ import torch
 from attnclf.classifier import Classifier
 from attnclf.models.windows import window_config
 from attnclf.text.windows import text_batches
-from attnclf.training.run import DataSettings, load_data
+from attnclf.training.run_data import load_data
+from attnclf.training.settings import DataSettings
 
 from common import data_dir, parser, write_result
 

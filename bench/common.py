@@ -1,6 +1,6 @@
 """What every benchmark script shares: the data location, the splits, timing, memory, results.
 
-Every script loads its splits through ``attnclf.training.run.load_data``, the
+Every script loads its splits through ``attnclf.training.run_data.load_data``, the
 function ``attnclf train`` uses, so baselines and attnclf see the same train,
 validation and test examples (IMDB's validation grouped by movie).
 """
@@ -22,7 +22,8 @@ import torch
 
 from attnclf.data.base import Splits
 from attnclf.rundir import atomic_write_json
-from attnclf.training.run import DataSettings, load_data
+from attnclf.training.run_data import load_data
+from attnclf.training.settings import DataSettings
 
 BENCH_DIR = Path(__file__).resolve().parent
 RESULTS_DIR = BENCH_DIR / "results"

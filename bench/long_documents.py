@@ -23,7 +23,8 @@ from pathlib import Path
 import numpy as np
 
 from attnclf.classifier import Classifier
-from attnclf.training.run import align_labels, load_data, train_run
+from attnclf.training.run import train_run
+from attnclf.training.run_data import align_labels, load_data
 from attnclf.training.device import torch_threads
 from common import cli_settings, parser, write_result
 

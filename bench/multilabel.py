@@ -22,7 +22,9 @@ from sklearn.multiclass import OneVsRestClassifier
 
 from attnclf.data.multilabel import multi_hot
 from attnclf.evaluation.multilabel import multilabel_metrics, tune_thresholds
-from attnclf.training.run import DataSettings, load_data, train_run
+from attnclf.training.run import train_run
+from attnclf.training.run_data import load_data
+from attnclf.training.settings import DataSettings
 
 from common import cli_settings, parse_seeds_and_threads, parser, peak_rss_mb, write_result
 

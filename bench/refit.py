@@ -19,7 +19,8 @@ from attnclf.cli import main as attnclf
 from attnclf.ensemble import Ensemble
 from attnclf.evaluation.metrics import compute_metrics
 from attnclf.rundir import read_json
-from attnclf.training.run import DataSettings, align_labels, load_data, run_test_data
+from attnclf.training.run_data import align_labels, load_data, run_test_data
+from attnclf.training.settings import DataSettings
 
 from common import data_dir, parser, write_result
 

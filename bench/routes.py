@@ -15,7 +15,7 @@ import numpy as np
 
 from attnclf.ensemble import Ensemble
 from attnclf.evaluation.metrics import compute_metrics
-from attnclf.training.run import align_labels
+from attnclf.training.run_data import align_labels
 
 from common import parser, splits, write_result
 

@@ -31,8 +31,9 @@ from attnclf.data.imdb import load_unsup
 from attnclf.ensemble import Ensemble
 from attnclf.rundir import atomic_write_bytes
 from attnclf.rundir import read_json
-from attnclf.training.run import (DataSettings, align_labels, held_out_fingerprint, resume_settings,
-                                  texts_fingerprint, train_run)
+from attnclf.training.run import train_run
+from attnclf.training.run_data import align_labels, held_out_fingerprint, texts_fingerprint
+from attnclf.training.settings import DataSettings, resume_settings
 from attnclf.training.trainer import best_epoch
 
 from common import data_dir, parser, splits, write_result

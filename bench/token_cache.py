@@ -98,7 +98,7 @@ def phase_imdb(work: Path) -> dict:
 
     from attnclf.text.cache import TokenCache
     from attnclf.text.tokenizer import Tokenizer
-    from attnclf.training.run import dataset_splits
+    from attnclf.training.run_data import dataset_splits
 
     settings = cli_settings("imdb", str(work / "unused-run"))
     root = work / "cache-imdb"
@@ -163,7 +163,7 @@ def phase_generate(work: Path, n: int, seed: int = 0) -> dict:
 
 def phase_build(work: Path, n: int) -> dict:
     from attnclf.training.cached import load_cached_data
-    from attnclf.training.run import DataSettings, RunSettings
+    from attnclf.training.settings import DataSettings, RunSettings
 
     root = work / f"cache-{n}"
     settings = RunSettings(DataSettings(train_file=str(work / f"corpus-{n}.jsonl"), token_cache=True,
@@ -196,7 +196,7 @@ def phase_train(work: Path, n: int, steps: int) -> dict:
     from attnclf.models import build_model
     from attnclf.text.batching import BucketBatches
     from attnclf.training.cached import load_cached_data
-    from attnclf.training.run import DataSettings, RunSettings
+    from attnclf.training.settings import DataSettings, RunSettings
 
     torch.set_num_threads(1)
     settings = RunSettings(DataSettings(train_file=str(work / f"corpus-{n}.jsonl"), token_cache=True,
@@ -237,7 +237,8 @@ def phase_train(work: Path, n: int, steps: int) -> dict:
 
 def phase_in_memory(work: Path, n: int) -> dict:
     """For comparison, what ``attnclf train --train-file`` without ``--token-cache`` holds: texts and id lists."""
-    from attnclf.training.run import DataSettings, RunSettings, load_data
+    from attnclf.training.run_data import load_data
+    from attnclf.training.settings import DataSettings, RunSettings
     from attnclf.text.tokenizer import Tokenizer
 
     settings = RunSettings(DataSettings(train_file=str(work / f"corpus-{n}.jsonl")))

@@ -34,7 +34,8 @@ def demo_run(tmp_path_factory) -> Path:
 @pytest.fixture
 def resume_after_interruption(monkeypatch):
     """``run(settings, epoch)``: train until interrupted as ``epoch`` starts, then resume the run to its end."""
-    from attnclf.training.run import resume_settings, train_run
+    from attnclf.training.run import train_run
+    from attnclf.training.settings import resume_settings
     from attnclf.training.trainer import Trainer
 
     def run(settings, epoch: int):

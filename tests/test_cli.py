@@ -689,7 +689,8 @@ def test_bad_budget_flags_are_one_line_errors(flags, message, tmp_path, capsys):
 def test_split_seed_reaches_the_run_settings_and_runs_that_share_it_validate_as_an_ensemble(tmp_path, capsys):
     from attnclf.cli import build_parser, build_settings
     from attnclf.ensemble import Ensemble
-    from attnclf.training.run import DataSettings, load_data
+    from attnclf.training.run_data import load_data
+    from attnclf.training.settings import DataSettings
 
     args = build_parser().parse_args(["train", "--dataset", "demo", "--split-seed", "3"])
     assert build_settings(args).data.split_seed == 3
@@ -861,7 +862,7 @@ def test_a_copy_of_the_data_elsewhere_is_the_same_data_to_a_resumed_ensemble(tmp
 
 def test_an_experiment_cell_trained_on_a_copy_elsewhere_is_still_its_cell(tmp_path, monkeypatch):
     from attnclf.experiments.cells import check_same_settings
-    from attnclf.training.run import resume_settings
+    from attnclf.training.settings import resume_settings
 
     for folder in ("data", "copy"):
         write_imdb_tree(tmp_path / folder)

@@ -502,7 +502,8 @@ def test_bad_user_files_are_one_line_errors(tmp_path, name, content, columns, me
 
 def test_newsgroups_hold_out_latest_validates_on_each_groups_newest_posts(tmp_path):
     from attnclf.training.cached import load_cached_data
-    from attnclf.training.run import DataSettings, RunSettings, load_data
+    from attnclf.training.run_data import load_data
+    from attnclf.training.settings import DataSettings, RunSettings
 
     posts = {f"20news-bydate-train/{group}/{post_id}": f"From: x\n\n{group} post {post_id}".encode()
              for group in ("alt.atheism", "sci.space") for post_id in (3, 30, 7, 70, 5, 50, 9, 90, 1, 10)}

@@ -13,7 +13,8 @@ from safetensors.torch import load_file
 from attnclf.cli import main
 from attnclf.errors import AttnclfError
 from attnclf.training.distributed import Distributed
-from attnclf.training.run import resume_settings, train_run
+from attnclf.training.run import train_run
+from attnclf.training.settings import resume_settings
 
 # Tiny, dropout-free (ranks draw different masks than one process would), constant learning rate
 # (so extending a finished run by --resume --epochs 3 is well defined), a learning rate high

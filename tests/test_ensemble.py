@@ -46,7 +46,7 @@ def test_evaluate_scores_several_runs_as_one(demo_run, second_run, capsys):
     for name, runs in {"first": [demo_run], "second": [second_run], "both": [demo_run, second_run]}.items():
         assert main(["evaluate", *map(str, runs), "--json", "--device", "cpu"]) == 0
         scores[name] = json.loads(capsys.readouterr().out)
-    from attnclf.training.run import run_test_data
+    from attnclf.training.run_data import run_test_data
 
     ensemble = Ensemble.load([demo_run, second_run], device="cpu")
     test = run_test_data(ensemble.config, ensemble.label_names)
@@ -183,7 +183,7 @@ def test_one_model_commands_refuse_a_seeds_folder_in_one_line(command, tmp_path,
 
 def test_runs_that_held_out_different_texts_are_not_validated_together(tmp_path, capsys):
     from attnclf.rundir import read_json
-    from attnclf.training.run import run_validation_data
+    from attnclf.training.run_data import run_validation_data
 
     csv = tmp_path / "train.csv"
     csv.write_text("text,label\n" + "".join(f"{'good' if i % 2 else 'bad'} film {i},{'pos' if i % 2 else 'neg'}\n"

@@ -14,7 +14,8 @@ from attnclf.experiments import Setup
 from attnclf.experiments.budget import DEFAULT_CAPS, QUICK, with_caps, with_quick
 from attnclf.experiments.tables import markdown_table, summarize
 from attnclf.training.cached import load_cached_data
-from attnclf.training.run import DataSettings, RunSettings, load_data, settings_for
+from attnclf.training.run_data import load_data
+from attnclf.training.settings import DataSettings, RunSettings, settings_for
 
 # A tiny budget: small models, one epoch on 200 synthetic texts.
 TINY = ["--dataset", "synthetic", "--epochs", "1", "--max-train-examples", "200", "--threads", "1",
@@ -132,7 +133,7 @@ def test_ablate_sweeps_any_field_and_trains_the_base_once(tmp_path, capsys):
 def test_ablate_sweeps_the_default_axes_the_model_has(tmp_path, monkeypatch):
     import sys
 
-    from attnclf.training.run import DataSettings
+    from attnclf.training.settings import DataSettings
 
     module = sys.modules["attnclf.experiments.ablate"]
     swept = []

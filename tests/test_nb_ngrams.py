@@ -14,7 +14,8 @@ from attnclf.errors import AttnclfError
 from attnclf.models import build_model
 from attnclf.models.ngrams import NaiveBayesNgrams
 from attnclf.text.tokenizer import TokenizerConfig
-from attnclf.training.run import DataSettings, RunSettings, train_run
+from attnclf.training.run import train_run
+from attnclf.training.settings import DataSettings, RunSettings
 from attnclf.training.trainer import TrainConfig
 
 

@@ -11,7 +11,10 @@ from safetensors.torch import load_file
 from attnclf.cli import main
 from attnclf.data.base import WITHHELD
 from attnclf.errors import AttnclfError, RunDirError
-from attnclf.training.run import DataSettings, load_data, refit_settings, resume_settings, train_run
+from attnclf.training.refit import refit_settings
+from attnclf.training.run import train_run
+from attnclf.training.run_data import load_data
+from attnclf.training.settings import DataSettings, resume_settings
 from attnclf.training.trainer import TrainConfig, best_epoch
 
 from test_training import tiny_settings

@@ -7,7 +7,8 @@ import numpy as np
 
 from attnclf.text.batching import BucketBatches
 from attnclf.text.tokenizer import TokenizerConfig
-from attnclf.training.run import DataSettings, RunSettings, train_run
+from attnclf.training.run import train_run
+from attnclf.training.settings import DataSettings, RunSettings
 from attnclf.training.trainer import TrainConfig
 
 

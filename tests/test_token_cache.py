@@ -13,7 +13,8 @@ from attnclf.data.files import file_labels, iter_records
 from attnclf.errors import DataError
 from attnclf.text.cache import TokenCache, build_cache, file_identity
 from attnclf.text.tokenizer import Tokenizer, TokenizerConfig
-from attnclf.training.run import DataSettings, RunSettings, train_run
+from attnclf.training.run import train_run
+from attnclf.training.settings import DataSettings, RunSettings
 from attnclf.training.trainer import TrainConfig
 
 POSITIVE, NEGATIVE = ["good", "great", "fine", "superb"], ["bad", "awful", "dull", "poor"]

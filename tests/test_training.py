@@ -9,7 +9,8 @@ from safetensors.torch import load_file
 from attnclf.classifier import Classifier
 from attnclf.errors import AttnclfError, DataError, RunDirError
 from attnclf.text.tokenizer import TokenizerConfig
-from attnclf.training.run import DataSettings, RunSettings, train_run
+from attnclf.training.run import train_run
+from attnclf.training.settings import DataSettings, RunSettings
 from attnclf.training.trainer import TrainConfig
 
 
@@ -111,7 +112,8 @@ def test_weight_averaging_decay_must_be_below_one():
 
 
 def test_resume_checks_its_new_epoch_budget_and_old_runs_with_an_unread_file_still_load(tmp_path):
-    from attnclf.training.run import resume_settings, run_test_data
+    from attnclf.training.run_data import run_test_data
+    from attnclf.training.settings import resume_settings
 
     run = train_run(tiny_settings(tmp_path / "run", epochs=1), progress=False)
     with pytest.raises(AttnclfError, match="epochs must be at least 1, got 0"):
@@ -131,7 +133,7 @@ def test_resume_checks_its_new_epoch_budget_and_old_runs_with_an_unread_file_sti
 
 
 def test_resume_refuses_a_split_that_changed_since(tmp_path):
-    from attnclf.training.run import resume_settings
+    from attnclf.training.settings import resume_settings
 
     run = train_run(tiny_settings(tmp_path / "run", epochs=1), progress=False)
     config_file = run.run_dir / "config.json"
@@ -143,7 +145,7 @@ def test_resume_refuses_a_split_that_changed_since(tmp_path):
 
 
 def test_resume_refuses_training_texts_that_changed_since(tmp_path):
-    from attnclf.training.run import resume_settings
+    from attnclf.training.settings import resume_settings
 
     run = train_run(tiny_settings(tmp_path / "run", epochs=1), progress=False)
     config_file = run.run_dir / "config.json"

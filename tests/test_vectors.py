@@ -196,7 +196,7 @@ def test_experiment_cells_train_from_scratch_and_ignore_the_scale_of_unused_vect
 
     from attnclf.experiments.cells import Setup, Variant, check_same_settings, variant_settings
     from attnclf.rundir import atomic_write_json
-    from attnclf.training.run import DataSettings
+    from attnclf.training.settings import DataSettings
 
     cell = variant_settings(Setup(DataSettings(dataset="imdb")), Variant("self-attn", "self-attn"), 0, tmp_path)
     assert cell.embeddings is None  # the imdb recipe counts vectors; a comparison cell does not

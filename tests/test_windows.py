@@ -17,7 +17,8 @@ from attnclf.models import MODELS, build_model
 from attnclf.models.windows import WindowedClassifier
 from attnclf.text.tokenizer import Tokenizer, TokenizerConfig
 from attnclf.text.windows import WindowConfig, collate_windows, split_windows, text_batches, window_starts
-from attnclf.training.run import DataSettings, RunSettings, resume_settings, train_run
+from attnclf.training.run import train_run
+from attnclf.training.settings import DataSettings, RunSettings, resume_settings
 from attnclf.training.trainer import TrainConfig
 
 # ---------------------------------------------------------------- arithmetic

@@ -95,7 +95,7 @@ def _budget(args: argparse.Namespace) -> dict:
     from .data.multilabel import DEFAULT_LABEL_DELIMITER
     from .data.splits import check_fraction
     from .text.cleaning import CleaningConfig
-    from .training.run import DataSettings
+    from .training.settings import DataSettings
 
     if args.label_delimiter is not None and not args.multi_label:
         raise AttnclfError("--label-delimiter applies to multi-label data; add --multi-label")
@@ -130,7 +130,7 @@ def _budget(args: argparse.Namespace) -> dict:
 
 def build_settings(args: argparse.Namespace):
     """RunSettings from general defaults, then the dataset's recipe, then explicit flags."""
-    from .training.run import settings_for
+    from .training.settings import settings_for
 
     budget = _budget(args)
     if args.seed is not None:
@@ -255,7 +255,8 @@ def _print_metrics(metrics: dict) -> None:
 
 @command("train")
 def cmd_train(args: argparse.Namespace) -> int:
-    from .training.run import resume_settings, train_run
+    from .training.run import train_run
+    from .training.settings import resume_settings
 
     if args.resume and (args.embeddings or args.embeddings_std is not None):
         raise AttnclfError("--embeddings sets how a new run starts; a resumed run continues from its checkpoint")
@@ -356,7 +357,7 @@ def _subparser(name: str) -> argparse.ArgumentParser:
 @command("refit")
 def cmd_refit(args: argparse.Namespace) -> int:
     from .rundir import ENSEMBLE_FILE
-    from .training.run import refit_runs
+    from .training.refit import refit_runs
 
     again = ["attnclf", "refit", *args.argv, *([] if args.resume else ["--resume"])]
     args.resume_hint = f"; `{' '.join(map(shlex.quote, again))}` keeps finished refits and continues the others"
@@ -392,7 +393,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             print(f"warning: {run_dir} has not finished training; these are its best weights so far "
                   f"(`attnclf train --resume --output {shlex.quote(str(run_dir))}` continues it)", file=sys.stderr)
     if args.split == "validation":
-        from .training.run import run_validation_data
+        from .training.run_data import run_validation_data
 
         if args.dataset or args.test_file:
             raise AttnclfError("--split validation scores the texts the runs held out; drop --dataset/--test-file")
@@ -636,7 +637,7 @@ def _test_data(args: argparse.Namespace, clf, test_only: bool = False):
 
     ``test_only``: never fall back to the run's validation split (an ensemble's members each held out
     a different one)."""
-    from .training.run import align_labels
+    from .training.run_data import align_labels
 
     if args.test_file:
         from .data.files import load_file
@@ -661,7 +662,7 @@ def _test_data(args: argparse.Namespace, clf, test_only: bool = False):
         if data is None:
             raise AttnclfError(f"{args.dataset} has no test split")
         return align_labels(data, clf.label_names)
-    from .training.run import run_test_data
+    from .training.run_data import run_test_data
 
     return run_test_data(clf.config, clf.label_names, test_only, data_dir=args.data_dir)
 

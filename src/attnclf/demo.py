@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from .classifier import Classifier
-from .training.run import DataSettings, settings_for, train_run
+from .training.run import train_run
+from .training.settings import DataSettings, settings_for
 
 EXAMPLES = [
     "the acting was wonderful",

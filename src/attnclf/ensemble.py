@@ -135,7 +135,7 @@ def train_ensemble(settings, seeds: Sequence[int], resume: bool = False, progres
     every member is trained afresh. Under ``torchrun`` every rank trains every member and only rank 0
     tests (the others get ``{}``).
 
-    >>> # from attnclf.training.run import RunSettings, DataSettings
+    >>> # from attnclf.training.settings import RunSettings, DataSettings
     >>> # train_ensemble(RunSettings(DataSettings(dataset="imdb"), output="runs/imdb-3"), [0, 1, 2])["accuracy"]
     """
     import sys
@@ -184,7 +184,7 @@ def _as_members_trained(settings, output: Path):
     """
     from dataclasses import replace
 
-    from .training.run import resume_settings
+    from .training.settings import resume_settings
 
     for member in sorted(output.glob("seed-*/config.json")):
         trained = resume_settings(member.parent)
@@ -212,7 +212,7 @@ def write_ensemble_file(output: Path, members: Sequence[Path], seeds: Sequence[i
     """
     from .evaluation.metrics import compute_metrics
     from .training.device import torch_threads
-    from .training.run import held_out_fingerprint, run_test_data, run_validation_data
+    from .training.run_data import held_out_fingerprint, run_test_data, run_validation_data
 
     ensemble = Ensemble.load(members, device=device)
     with torch_threads(threads):
@@ -239,7 +239,7 @@ def _data(member: Classifier) -> dict:
     """
     from dataclasses import asdict
 
-    from .training.run import DataSettings
+    from .training.settings import DataSettings
 
     data = asdict(DataSettings(**member.config.get("settings", {}).get("data", {})).anchored())
     for where in ("data_dir", "found_in", "token_cache", "token_cache_dir", "split_seed"):

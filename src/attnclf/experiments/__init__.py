@@ -4,7 +4,7 @@ Every cell (a model config x a seed) is an ordinary run directory, so an
 interrupted experiment continues where it stopped when run again, and every
 number in a table can be traced to the run that produced it.
 
->>> from attnclf.training.run import DataSettings
+>>> from attnclf.training.settings import DataSettings
 >>> setup = Setup(DataSettings(dataset="synthetic"), seeds=(0, 1, 2), threads=1)
 >>> # print(compare(setup, "experiments/compare-synthetic").markdown)
 >>> # print(ablate(setup, "experiments/ablate-synthetic", axes={"heads": [1, 2, 4]}).markdown)

@@ -12,7 +12,7 @@ pooling, positions, self-attention, self-attention without positions, and
 with two heads, compared by training loss (``toy-order.md``,
 ``toy-order.png``).
 
->>> from attnclf.training.run import DataSettings
+>>> from attnclf.training.settings import DataSettings
 >>> setup = Setup(DataSettings(dataset="sst2-sentences"))
 >>> # print(ablate(setup, "experiments/ablate-sst2", axes={"heads": [1, 2, 4, 8]}).markdown)
 """

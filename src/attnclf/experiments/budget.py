@@ -8,7 +8,7 @@ smaller values stand (SST-2 keeps its 64 tokens, every sentence of
 replaces the recipe's values outright: a sanity run in minutes, not a result.
 Explicit flags beat both.
 
->>> from attnclf.training.run import DataSettings
+>>> from attnclf.training.settings import DataSettings
 >>> imdb = Setup(DataSettings(dataset="imdb"), train={"epochs": 5})
 >>> quick = with_quick(imdb)
 >>> quick.train["epochs"], quick.data.max_train_examples, quick.tokenizer["max_len"]

@@ -27,8 +27,9 @@ from ..models import MODELS, build_model
 from ..rundir import atomic_write_json, read_json, read_jsonl
 from ..text.cleaning import CleaningConfig
 from ..training.device import torch_threads
-from ..training.run import (DataSettings, RunSettings, held_out_fingerprint, load_data, resume_settings, settings_for,
-                            texts_fingerprint, train_run)
+from ..training.run import train_run
+from ..training.run_data import held_out_fingerprint, load_data, texts_fingerprint
+from ..training.settings import DataSettings, RunSettings, resume_settings, settings_for
 
 Log = Callable[[str], None]
 

@@ -5,7 +5,7 @@ it was measured under), ``comparison.csv`` (the same numbers, unrounded),
 ``cells.csv`` (every model x seed), ``comparison.png``, and ``runs/`` (one
 run directory per cell, reusable with ``Classifier.load``).
 
->>> from attnclf.training.run import DataSettings
+>>> from attnclf.training.settings import DataSettings
 >>> setup = Setup(DataSettings(dataset="synthetic"), seeds=(0, 1))
 >>> # result = compare(setup, "experiments/compare-synthetic", models=("boe", "self-attn"))
 >>> # print(result.markdown)

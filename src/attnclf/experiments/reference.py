@@ -20,7 +20,8 @@ import numpy as np
 from ..errors import AttnclfError
 from ..evaluation.metrics import compute_metrics
 from ..rundir import atomic_write_json, prepare_output_dir, read_json
-from ..training.run import DataSettings, align_labels, load_data
+from ..training.run_data import align_labels, load_data
+from ..training.settings import DataSettings
 from .cells import Setup
 
 LABEL = "tfidf-lr"

@@ -121,7 +121,7 @@ def check_data(run_dir: str | Path, file: str | Path | None = None, *, text_colu
     """
     from ..data.files import load_file
     from ..rundir import read_json
-    from ..training.run import run_test_data
+    from ..training.run_data import run_test_data
 
     if limit < 1:
         raise AttnclfError(f"--check-examples must be at least 1, got {limit}: parity is measured on texts")

@@ -59,7 +59,7 @@ def write_report(run_dir: str | Path, *, classifier=None, test: TextDataset | No
     if classifier is None:
         classifier = Classifier.load(run_dir, device=device)
     if test is None:
-        from ..training.run import run_test_data
+        from ..training.run_data import run_test_data
 
         test = run_test_data(config, classifier.label_names)
     windowed = window_config(classifier.model) is not None  # explanation methods read one token sequence

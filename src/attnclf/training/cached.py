@@ -30,7 +30,8 @@ from ..errors import AttnclfError, DataError
 from ..rundir import atomic_write_bytes
 from ..text.cache import TokenCache, cache_key, cache_root, file_identity
 from ..text.tokenizer import Tokenizer, TokenizerConfig
-from .run import DataSettings, RunSettings, align_labels, dataset_splits, sample_test
+from .run_data import align_labels, dataset_splits, sample_test
+from .settings import DataSettings, RunSettings
 
 
 @dataclass

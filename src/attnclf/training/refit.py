@@ -1,0 +1,143 @@
+"""Refitting a validated run on its validation texts too, for the epochs it chose (``attnclf refit``)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+
+from ..errors import AttnclfError, RunDirError
+from ..rundir import ENSEMBLE_FILE, THRESHOLDS_FILE, check_run_dir, read_json, read_jsonl
+from .run import NO_CACHED_REFIT, RunResult, train_or_continue
+from .run_data import held_out_fingerprint, load_data, texts_fingerprint
+from .settings import COUNT_EMBEDDINGS, RunSettings, resume_settings
+from .trainer import best_epoch
+
+
+def refit_runs(run_dirs: list[str | Path], output: str | None = None, *, resume: bool = False,
+               device: str | None = None, threads: int | None = None, report: bool = True,
+               progress: bool = True) -> tuple[list[RunResult], dict | None]:
+    """Refit runs (``refit_settings``), each into RUN-refit (one run: ``output``), or the members of one
+    ``train --seeds`` folder into FOLDER-refit (or ``output``), which becomes an ensemble folder of its own.
+
+    Every run is checked before any is trained. Returns each refit's result and, for a ``--seeds`` folder,
+    the refits' ensemble test metrics (also in its ensemble.json). ``resume`` keeps finished refits and
+    continues interrupted ones.
+
+    >>> # results, _ = refit_runs(["runs/a", "runs/b"])           # into runs/a-refit, runs/b-refit
+    >>> # _, metrics = refit_runs(["runs/imdb-3"])                # a --seeds folder, into runs/imdb-3-refit
+    """
+    from ..ensemble import is_ensemble_dir, member_dirs, write_ensemble_file
+    from .distributed import from_environment
+
+    folder = Path(run_dirs[0]) if is_ensemble_dir(run_dirs[0]) else None
+    if (folder and len(run_dirs) > 1) or any(is_ensemble_dir(run) for run in run_dirs[1:]):
+        raise AttnclfError("give one `train --seeds` folder, or run directories")
+    if folder:  # its members' refits make an ensemble folder of their own, beside it
+        runs, refit_folder = member_dirs(folder), Path(output or f"{folder}-refit")
+        if refit_folder.resolve() == folder.resolve() or (refit_folder / "config.json").is_file():
+            raise AttnclfError(f"{refit_folder} holds a run or the ensemble itself; give the refits another --output")
+        if (refit_folder / ENSEMBLE_FILE).is_file():  # an earlier refit of this folder, or another ensemble
+            for member in member_dirs(refit_folder):
+                _check_refit_output(folder / member.name, member)
+        outputs = [str(refit_folder / run.name) for run in runs]
+    else:
+        runs, refit_folder = [Path(run) for run in run_dirs], None
+        if output and len(runs) > 1:
+            raise AttnclfError("--output names one refit; several runs are each refitted into RUN-refit")
+        outputs = [output] * len(runs)
+    seen = set()
+    for run in runs:
+        if run.resolve() in seen:
+            raise AttnclfError(f"{run} is given twice")
+        seen.add(run.resolve())
+    planned = [refit_settings(run, output=out, device=device, threads=threads) for run, out in zip(runs, outputs)]
+    results = []
+    for run, settings in zip(runs, planned):
+        settings.report = report
+        print(f"{run}: refit on its validation texts too, for its best {settings.refit_of['epochs']} epoch(s) "
+              f"(validation {settings.refit_of['monitor']} {settings.refit_of['value']:.4f}) -> {settings.output}",
+              file=sys.stderr)
+        results.append(train_or_continue(settings, resume, progress))
+    if refit_folder is None or not from_environment().is_main:
+        return results, None
+    seeds = read_json(folder / ENSEMBLE_FILE).get("seeds", [])
+    return results, write_ensemble_file(refit_folder, [Path(s.output) for s in planned], seeds,
+                                        device=planned[0].device, threads=threads)
+
+
+def _check_refit_output(run_dir: Path, output: Path) -> None:
+    """Refuse to write a refit over its own run, another run, or an ensemble: only over an earlier refit of it."""
+    if output.resolve() == run_dir.resolve():
+        raise AttnclfError(f"a refit of {run_dir} goes into another folder than the run it refits")
+    if (output / ENSEMBLE_FILE).is_file():
+        raise AttnclfError(f"{output} holds an ensemble (`train --seeds`); give the refit another --output")
+    if (output / "config.json").is_file():
+        earlier = read_json(output / "config.json").get("settings", {}).get("refit_of")
+        if not earlier or Path(earlier["run"]).resolve() != run_dir.resolve():
+            raise AttnclfError(f"{output} holds another run; give the refit another --output (or remove it)")
+
+
+def refit_settings(run_dir: str | Path, output: str | None = None, device: str | None = None,
+                   threads: int | None = None) -> RunSettings:
+    """Settings that retrain a finished run on all its labelled texts, validation ones included, for the number
+    of epochs after which it validated best (on the learning-rate schedule it followed), then test it as the run
+    was tested.
+
+    A validation split buys its epoch count and early stopping at the price of a tenth of the data; the
+    refit pays it back once they are chosen (as scikit-learn's ``GridSearchCV(refit=True)`` does). Its
+    accuracy cannot be validated: the run it refits is the validated one.
+
+    >>> # result = train_run(refit_settings("runs/self-attn-imdb"))   # into runs/self-attn-imdb-refit
+    """
+    run_dir = check_run_dir(run_dir)
+    config = read_json(run_dir / "config.json")
+    saved = config["settings"]
+    if saved["data"].get("refit"):
+        raise AttnclfError(f"{run_dir} is a refit already; refit the run it refits ({saved['refit_of']['run']})")
+    if saved["data"].get("token_cache"):
+        raise AttnclfError(NO_CACHED_REFIT.format(run_dir))
+    if not (run_dir / "metrics.json").is_file():
+        raise RunDirError(f"{run_dir} has not finished training (no metrics.json); finish it with "
+                          f"`attnclf train --resume --output {run_dir}`, then refit it")
+    if not (run_dir / "history.jsonl").is_file():
+        raise RunDirError(f"{run_dir} has no history.jsonl, so no epoch count to refit for")
+    history = read_jsonl(run_dir / "history.jsonl")
+    try:
+        best = best_epoch(history, saved["train"]["monitor"])
+    except AttnclfError as exc:
+        raise AttnclfError(f"{run_dir}: {exc}") from None
+    settings = resume_settings(run_dir, device=device, threads=threads)
+    settings.output = output or f"{run_dir}-refit"
+    _check_refit_output(run_dir, Path(settings.output))
+    if settings.embeddings not in (None, COUNT_EMBEDDINGS) and not Path(settings.embeddings).is_file():
+        raise AttnclfError(f"{run_dir} started from the word vectors {settings.embeddings}, which are gone (or "
+                           f"relative to another folder); a refit starts from the same ones")
+    # Its texts must still be there to learn: a changed file or split would refit on other data. (Loaded as the run
+    # loaded them: `refit` is not set yet, which would join validation into train.)
+    held_out, trained_on = held_out_fingerprint(config), config.get("data", {}).get("train_sha256")
+    if held_out is not None or trained_on is not None:
+        splits = load_data(settings.data, settings.train.seed)
+        changed = (settings.data.describe() if trained_on not in (None, texts_fingerprint(splits.train)) else
+                   settings.data.describe_held_out(read_json(run_dir / "labels.json"), splits.train.label_names)
+                   if held_out not in (None, texts_fingerprint(splits.validation)) else None)
+        if changed:
+            raise AttnclfError(f"{changed} no longer gives the texts {run_dir} trained and validated on (the data or "
+                               f"its split changed since): a refit would learn other data")
+    # The schedule each epoch followed: `train --resume --epochs N` stretches it from then on. Runs from before
+    # history recorded it are taken to have followed their final one, the settings' epochs.
+    final = settings.train.schedule_epochs or settings.train.epochs
+    schedules = {record.get("schedule_epochs", final) for record in history if record["epoch"] <= best["epoch"]}
+    if len(schedules) > 1:
+        raise AttnclfError(f"{run_dir} was resumed with other --epochs before epoch {best['epoch']}, the one it kept, "
+                           f"so its learning rate followed schedules of {' and '.join(map(str, sorted(schedules)))} "
+                           f"epochs; a refit follows one: train it again with --epochs N from the start to refit it")
+    monitor = settings.train.monitor
+    settings.data.refit = True
+    settings.train.schedule_epochs = schedules.pop()
+    settings.train.epochs, settings.train.patience = best["epoch"], 0
+    settings.refit_of = {"run": str(run_dir.resolve()), "epochs": best["epoch"], "monitor": monitor,
+                         "value": best[f"val_{monitor}"], "validation_sha256": held_out}
+    if settings.data.multi_label:
+        settings.refit_of["thresholds"] = read_json(run_dir / THRESHOLDS_FILE)["thresholds"]
+    return settings

@@ -1,0 +1,263 @@
+"""The texts a run trains, validates and tests on: its splits, their fingerprints in config.json, and warnings
+about the labels and texts that nothing else would show.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from dataclasses import replace
+
+import numpy as np
+
+from ..data.base import WITHHELD, Splits, TextDataset
+from ..data.registry import candidate_dirs, load_splits
+from ..data.splits import check_hold_out, split_indices, train_validation_split
+from ..errors import AttnclfError, DataError
+from .settings import DataSettings
+
+
+def dataset_splits(settings: DataSettings, seed: int) -> Splits:
+    """The named dataset's own splits, downloaded first if the settings allow it."""
+    if settings.download:
+        from ..data.download import ensure_available
+
+        ensure_available(settings.dataset, candidate_dirs(settings.data_dir, settings.found_in), download=True)
+    splits = load_splits(settings.dataset, settings.data_dir, seed, found_in=settings.found_in)
+    if settings.multi_label and not splits.train.multi_label:  # (a multi-label source implies the flag)
+        raise DataError(f"{settings.dataset} is a single-label dataset; drop --multi-label")
+    return splits
+
+
+def load_data(settings: DataSettings, seed: int) -> Splits:
+    """The splits a run trains, validates and tests on (validation carved from train if needed)."""
+    seed = settings.data_seed(seed)
+    if settings.dataset:
+        splits = dataset_splits(settings, seed)
+    elif settings.train_file:
+        from ..data.files import load_files
+
+        splits = load_files(settings.train_file, settings.test_file,
+                            text_column=settings.text_column, label_column=settings.label_column,
+                            multi_label=settings.multi_label, label_delimiter=settings.label_delimiter,
+                            validation_path=settings.validation_file)
+    else:
+        raise AttnclfError("give a dataset (--dataset NAME) or a training file (--train-file PATH)")
+    train = splits.train
+    if settings.max_train_examples and len(train) > settings.max_train_examples:
+        train, _ = train_validation_split(train, 1 - settings.max_train_examples / len(train), seed)
+    if not train.multi_label and len(set(train.labels)) < 2:
+        raise DataError(f"{settings.describe()}: training data has only one class "
+                        f"({train.label_names[train.labels[0]]!r}); a classifier needs at least two")
+    validation = splits.validation
+    if settings.refit:  # every text validation would have held out, and those withheld for its sake
+        parts = [train]
+        if validation is not None and (validation.texts, validation.labels) != (train.texts, train.labels):
+            parts.append(validation)  # (the course's toy sets validate on their training set: nothing to add)
+        if splits.extra.get(WITHHELD) is not None and not settings.max_train_examples:
+            parts.append(splits.extra[WITHHELD])  # (a sample's refit learns the sample and its validation only)
+        train, validation = TextDataset.join(parts, "train"), None
+    elif validation is None:
+        train, validation = train_validation_split(train, settings.val_fraction, seed, settings.hold_out)
+    else:
+        check_hold_out(settings.hold_out, settings.describe(), train.order, own_validation=True)
+    return Splits(train=train, validation=validation, test=sample_test(splits.test, settings.max_test_examples),
+                  extra=splits.extra)
+
+
+def sample_test(test: TextDataset | None, max_examples: int | None) -> TextDataset | None:
+    """At most ``max_examples`` texts of ``test``, a stratified sample that every run of an experiment shares.
+
+    Seed 0, not the run's seed, so every seed is tested on the same texts; ungrouped, because a
+    sample of the test set has no validation to keep apart, and its size is exact.
+    """
+    if not max_examples or test is None or len(test) <= max_examples:
+        return test
+    labels = None if test.multi_label else test.labels
+    _, sample = split_indices(labels, None, max_examples / len(test), 0, size=len(test))
+    return test.subset(sample.tolist(), "test")
+
+
+def _saved_data(config: dict, data_dir: str | None) -> DataSettings:
+    """A run's data settings, looking for its dataset in ``data_dir`` first when one is given."""
+    return DataSettings(**config["settings"]["data"] | ({"data_dir": data_dir} if data_dir else {}))
+
+
+def run_test_data(config: dict, label_names: list[str], test_only: bool = False,
+                  data_dir: str | None = None) -> TextDataset:
+    """A run's own test split, labels in the run's order (its validation split when the data has no
+    test split, unless ``test_only``); ``data_dir``: look for its dataset there first.
+
+    >>> # test = run_test_data(read_json(Path("runs/demo") / "config.json"), ["negative", "positive"])
+    """
+    settings = config["settings"]
+    data = _saved_data(config, data_dir)
+    if data.test_file and not data.dataset:  # the file alone: the training file may be large, or gone since
+        from ..data.files import load_file
+
+        return sample_test(load_file(data.test_file, data.text_column, data.label_column, label_names=label_names,
+                                     split="test", multi_label=data.multi_label,
+                                     label_delimiter=data.label_delimiter), data.max_test_examples)
+    splits = load_data(data, settings["train"]["seed"])
+    if data.refit and splits.test is None:
+        raise AttnclfError(f"{data.describe()} has no test split, and this refit trained on every text it has: only "
+                           f"other labelled texts can score it (attnclf evaluate RUN --test-file FILE)")
+    if test_only and splits.test is None:
+        raise AttnclfError(f"{data.describe()} has no test split; give held-out data with --test-file or --dataset, "
+                           f"or score the texts the runs held out with --split validation (runs sharing --split-seed)")
+    if splits.test is None:
+        held_out = held_out_fingerprint(config)
+        if held_out is not None and held_out != texts_fingerprint(splits.validation):
+            raise AttnclfError(_CHANGED_SPLIT.format(data.describe_held_out(label_names, splits.train.label_names)))
+        return align_labels(splits.validation, label_names)
+    return align_labels(splits.test, label_names)
+
+
+def texts_fingerprint(data: TextDataset) -> str:
+    """sha256 of the labelled texts, in order: whether a split is still the one a run held out.
+
+    >>> texts_fingerprint(TextDataset(["good"], [1], ["neg", "pos"]))[:12]
+    '7e854b0e3ff1'
+    """
+    digest = hashlib.sha256()
+    for text, label in zip(data.texts, data.labels):
+        digest.update(f"{label}\t{text}\n".encode())
+    return digest.hexdigest()
+
+
+def held_out_fingerprint(config: dict) -> str | None:
+    """The ``texts_fingerprint`` of the validation texts a run held out, from its config.json (runs trained before
+    it was recorded, and token-cache runs before 2026-11-23, have none)."""
+    return config.get("data", {}).get("validation_sha256")
+
+
+def run_validation_data(configs: list[dict], label_names: list[str], data_dir: str | None = None) -> TextDataset:
+    """The texts the runs held out to validate on, labels in the runs' order: one set for all of them
+    (``data_dir``: look for their dataset there first).
+
+    Runs of different seeds hold out different texts unless they shared ``--split-seed``, held out the latest
+    texts (``--hold-out latest``), or the dataset has its own validation split; their ensemble can only be
+    validated on texts none of them trained on.
+
+    >>> # val = run_validation_data([read_json(Path(d) / "config.json") for d in runs], ["neg", "pos"])
+    """
+    def data_and_seed(config: dict) -> tuple[DataSettings, int]:
+        data = _saved_data(config, data_dir)
+        if data.refit:
+            raise AttnclfError(f"{config['settings']['output']} is a refit: it trained on its validation texts; "
+                               f"validate the run it refits ({config['settings']['refit_of']['run']})")
+        return data, data.data_seed(config["settings"]["train"]["seed"])
+
+    first_data, first_seed = data_and_seed(configs[0])
+    first_splits = load_data(first_data, first_seed)
+    validation = first_splits.validation
+    fingerprint = texts_fingerprint(validation)
+    for config in configs:
+        data, seed = data_and_seed(config)
+        if data.hold_out != first_data.hold_out:
+            raise AttnclfError(f"the runs held out different validation texts (--hold-out {first_data.hold_out} "
+                               f"and {data.hold_out}); an ensemble validates on texts all its runs held out")
+        # A run records what it held out; only older runs, or token-cache ones, need their split rebuilt.
+        held_out = held_out_fingerprint(config)
+        if held_out is None and seed != first_seed:
+            held_out = texts_fingerprint(load_data(data, seed).validation)
+        if held_out is not None and held_out != fingerprint:
+            if seed != first_seed:
+                raise AttnclfError(f"the runs held out different validation texts (split seeds {first_seed} and "
+                                   f"{seed}); train them with one --split-seed to validate their ensemble")
+            raise AttnclfError(_CHANGED_SPLIT.format(data.describe_held_out(label_names,
+                                                                            first_splits.train.label_names)))
+    return align_labels(validation, label_names)
+
+
+_CHANGED_SPLIT = ("{} no longer gives the validation texts a run held out (the data or its split changed since it "
+                  "was trained): they may be texts it learned")
+
+
+def describe_classes(train: TextDataset) -> list[str]:
+    """The training classes with their counts, and a warning for names that differ only in case or spaces
+    ("Positive" beside "positive" is a class of its own: the file probably meant one)."""
+    names = train.label_names
+    if train.multi_label:
+        counts = np.bincount([i for labels in train.labels for i in labels], minlength=len(names))
+    else:
+        counts = np.bincount(np.asarray(train.labels, dtype=np.int64), minlength=len(names))
+    lines = [f"training texts per class: {', '.join(f'{name} {count:,}' for name, count in zip(names, counts))}"]
+    by_form: dict[str, list[str]] = {}
+    for name in names:
+        by_form.setdefault(" ".join(name.casefold().split()), []).append(name)
+    lines += [f"warning: classes {' and '.join(map(repr, same))} differ only in case or spaces; make them one "
+              f"label in the data if they mean one class" for same in by_form.values() if len(same) > 1]
+    numbers = [name for name in names if _is_number(name)]
+    by_value: dict[float, list[str]] = {}
+    for name in numbers:
+        by_value.setdefault(float(name), []).append(name)
+    lines += [f"warning: classes {' and '.join(map(repr, same))} are one number written differently; make them one "
+              f"label in the data if they mean one class" for same in by_value.values() if len(same) > 1]
+    words = [name for name in names if name not in numbers]
+    if numbers and words:  # JSON's 1 beside "positive": two codings of the labels, mixed
+        lines.append(f"warning: some classes are numbers ({', '.join(map(repr, numbers[:3]))}) and some are names "
+                     f"({', '.join(map(repr, words[:3]))}); give every text one coding if they mean the same classes")
+    if train.multi_label:
+        lines += _delimiter_warnings(names)
+    return lines
+
+
+def _delimiter_warnings(names: list[str]) -> list[str]:
+    """Label sets split on another character than the file's read as classes of their own ("Business,reuters"). A
+    character inside classes whose pieces are classes too, or recur across classes, probably separates labels."""
+    lines = []
+    for char in ",;|/":
+        joined = [name for name in names if char in name]
+        pieces = Counter(piece.strip() for name in joined for piece in set(name.split(char)))
+        if any(piece in names or count > 1 for piece, count in pieces.items() if piece):
+            lines.append(f"warning: {len(joined)} {'class holds' if len(joined) == 1 else 'classes hold'} {char!r} "
+                         f"({', '.join(map(repr, joined[:3]))}"
+                         f"{', ...' if len(joined) > 3 else ''}); if it separates the labels in the data, give "
+                         f"--label-delimiter {char!r}")
+    return lines
+
+
+def shared_text_warnings(splits: Splits) -> list[str]:
+    """Warnings for texts on both sides of a line the scores rely on: duplicates in a file, split between training
+    and validation, or test texts inside the training file. Either flatters the scores; nothing else would say so."""
+    lines, seen = [], set(splits.train.texts)
+    validation = splits.validation
+    if validation is not None and (validation.texts, validation.labels) != (splits.train.texts, splits.train.labels):
+        shared = sum(text in seen for text in validation.texts)
+        if shared:
+            lines.append(f"warning: {shared:,} of the {len(validation):,} validation texts also occur among the "
+                         f"training texts (duplicates in the data?): validation scores, early stopping and refit's "
+                         f"epoch count will flatter the model")
+        seen |= set(validation.texts)
+    if splits.test is not None:
+        shared = sum(text in seen for text in splits.test.texts)
+        if shared:
+            lines.append(f"warning: {shared:,} of the {len(splits.test):,} test texts also occur among the training "
+                         f"or validation texts: the test score will flatter the model")
+    return lines
+
+
+def _is_number(name: str) -> bool:
+    try:
+        float(name)
+    except ValueError:
+        return False
+    return True
+
+
+def align_labels(data: TextDataset, label_names: list[str]) -> TextDataset:
+    """``data`` with labels re-indexed to the training label order."""
+    if data.label_names == label_names:
+        return data
+    index = {name: i for i, name in enumerate(label_names)}
+    used = {y for labels in data.labels for y in labels} if data.multi_label else set(data.labels)
+    unknown = sorted({data.label_names[y] for y in used} - index.keys())
+    if unknown:
+        raise DataError(f"{data.name or data.split}: label(s) {', '.join(map(repr, unknown))} "
+                        f"never seen in training (known: {', '.join(label_names)})")
+    if data.multi_label:
+        labels = [tuple(sorted(index[data.label_names[y]] for y in ys)) for ys in data.labels]
+    else:
+        labels = [index[data.label_names[y]] for y in data.labels]
+    return replace(data, labels=labels, label_names=list(label_names))

@@ -1,0 +1,243 @@
+"""What a run is: its data, tokenizer, model, training and output settings, as config.json records them.
+
+``settings_for`` builds them from defaults, the dataset's recipe and overrides; ``resume_settings`` reads them back
+from a run directory.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Collection
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+
+from ..data.multilabel import DEFAULT_LABEL_DELIMITER
+from ..data.registry import folder_holding, sources
+from ..errors import AttnclfError
+from ..models import MODELS
+from ..recipes import recipe_for
+from ..rundir import read_json
+from ..text.cleaning import CleaningConfig
+from ..text.tokenizer import TokenizerConfig
+from ..text.windows import WindowConfig
+from .trainer import TrainConfig
+
+
+@dataclass
+class DataSettings:
+    dataset: str | None = None  # a registered source, or None for user files
+    data_dir: str | None = None
+    download: bool = False  # fetch a missing public dataset (users only; tests never download)
+    train_file: str | None = None
+    test_file: str | None = None
+    validation_file: str | None = None  # validate on this file's texts, instead of a share carved from train_file
+    text_column: str = "text"
+    label_column: str = "label"
+    val_fraction: float = 0.1
+    # Seeds the validation split and any --max-train-examples sample; None: the run's seed. Runs that share
+    # it validate on the same texts, so their ensemble can be validated (and chosen) there too.
+    split_seed: int | None = None
+    # "random" (stratified, seeded, grouped when the data has groups) or "latest": the latest texts of each class
+    # by the order the data records, for data whose test split was written later than its training split.
+    hold_out: str = "random"
+    max_train_examples: int | None = None  # a stratified sample, for quick runs
+    max_test_examples: int | None = None  # a stratified sample, the same for every seed
+    multi_label: bool = False  # a set of labels per text (see data.multilabel); implied by a multi-label dataset
+    label_delimiter: str = DEFAULT_LABEL_DELIMITER  # separates a CSV/TSV cell's labels when multi_label
+    token_cache: bool = False  # train from memory-mapped token caches (text/cache.py), built once, reused
+    token_cache_dir: str | None = None  # default: $ATTNCLF_CACHE_DIR, else ~/.cache/attnclf/tokens
+    # Train on every labelled training text, the validation ones included, and validate on none: a refit of a
+    # validated run (``refit_settings``), whose epochs were chosen where this run can no longer look.
+    refit: bool = False
+    # Where the named dataset was found when the run trained (through $ATTNCLF_DATA_DIR, the cache or data_dir),
+    # searched after them: report, export and refit find it from a shell without them. A record, not a setting:
+    # comparisons of runs leave it out.
+    found_in: str | None = None
+
+    def __post_init__(self):
+        source = sources().get(self.dataset) if self.dataset else None
+        if source is not None and source.multi_label:
+            self.multi_label = True  # nothing else could train on it; files need the flag: their cells could be either
+
+    def check_sources(self) -> None:
+        """Refuse files beside a named dataset, which brings its own splits (new runs only: runs trained before
+        this check may record a file that went unread)."""
+        files = [flag for flag, path in (("--train-file", self.train_file), ("--validation-file", self.validation_file),
+                                         ("--test-file", self.test_file)) if path]
+        if self.dataset and files:
+            raise AttnclfError(f"--dataset {self.dataset} brings its own splits; {files[0]} is for your own data "
+                               f"(--train-file with optional --validation-file and --test-file): give one or the other")
+        if self.validation_file and not self.train_file:
+            raise AttnclfError("--validation-file validates a --train-file run; give the training file too")
+        if self.data_dir and not Path(self.data_dir).expanduser().is_dir():  # (else the default places are searched)
+            raise AttnclfError(f"--data-dir {self.data_dir}: no such folder")
+
+    def anchored(self) -> DataSettings:
+        """These settings with absolute paths, as config.json records them: evaluate, refit and resume may run
+        from another folder than the one ``train`` ran in (and runs are compared so, wherever they were typed).
+
+        >>> DataSettings(train_file="/data/train.csv").anchored().train_file
+        '/data/train.csv'
+        """
+        return replace(self, **{name: _absolute(getattr(self, name)) for name in
+                                ("data_dir", "train_file", "validation_file", "test_file", "token_cache_dir")})
+
+    def located(self) -> DataSettings:
+        """These settings recording the folder their named dataset is read from now (``found_in``), as
+        config.json keeps them; comparisons of runs leave it out, so only the run's record looks it up."""
+        found = folder_holding(self.dataset, self.data_dir, self.found_in) if self.dataset else None
+        return self if found is None else replace(self, found_in=str(found.absolute()))
+
+    def describe(self) -> str:
+        return self.dataset or Path(self.train_file or "?").name
+
+    def describe_held_out(self, trained_labels: list[str], labels: list[str]) -> str:
+        """What to name when validation texts changed: the training data when its classes did (``labels`` now
+        against the run's ``trained_labels``: they number every label), else where the validation texts come from.
+        """
+        return Path(self.validation_file).name if self.validation_file and labels == trained_labels else \
+            self.describe()
+
+    def data_seed(self, run_seed: int) -> int:
+        """The seed that chooses which texts train and which validate."""
+        return run_seed if self.split_seed is None else self.split_seed
+
+
+COUNT_EMBEDDINGS = "count"
+
+
+@dataclass
+class RunSettings:
+    data: DataSettings = field(default_factory=DataSettings)
+    tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
+    windows: WindowConfig | None = None  # read long texts as overlapping windows of max_len tokens
+    model: str = "self-attn"
+    model_config: dict = field(default_factory=dict)  # overrides of the model's config defaults
+    train: TrainConfig = field(default_factory=TrainConfig)
+    output: str = "runs/latest"
+    device: str = "auto"
+    threads: int | None = None  # PyTorch intra-op threads; None: one per core
+    eval_batch_size: int = 128
+    report: bool = True  # write report.html and plots/ when training ends
+    # Word vectors (word2vec text) the token embedding starts from; "count": PPMI vectors counted first
+    # from the training texts and the dataset's unlabelled ones (text/vectors.py).
+    embeddings: str | None = None
+    # Their entries' standard deviation once copied in (WordVectors.initialise). Rows this large barely
+    # move under Adam's steps, so the vectors stay close to frozen: on SST-2 sentences validation rose
+    # from 83.3% (0.5) through 84.1% (1), 84.4% (2) to 85.0% (4), and 84.9% at 8 (3 seeds each).
+    embeddings_std: float = 4.0
+    # A refit's record of the validated run it retrains: {"run", "epochs", "monitor", "value", "validation_sha256"},
+    # and a multi-label run's "thresholds" (by label), which the refit predicts at.
+    refit_of: dict | None = None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def anchored(self) -> RunSettings:
+        """These settings with absolute data and word-vector paths (``DataSettings.anchored``)."""
+        embeddings = self.embeddings if self.embeddings == COUNT_EMBEDDINGS else _absolute(self.embeddings)
+        return replace(self, data=self.data.anchored(), embeddings=embeddings)
+
+    def first_difference(self, other: RunSettings, ignore: Collection[str] = ()) -> tuple[str, Any, Any] | None:
+        """The first setting, named "section.field", in which ``other`` differs from these, with its value here and
+        there; None if they agree. Paths compare absolute, where the data lies is left out (a copy elsewhere is the
+        same data: runs check their texts' fingerprints), and so is how and where a run trains (its output, device,
+        threads, report, checkpoint interval) and whatever ``ignore`` names.
+
+        >>> RunSettings(train=TrainConfig(lr=0.1)).first_difference(RunSettings())
+        ('train.lr', 0.1, 0.001)
+        """
+        ours, theirs = self._flat(), other._flat()
+        ignored = {"output", "device", "threads", "report", "train.checkpoint_seconds", "data.data_dir",
+                   "data.found_in", *ignore}
+        keys = [*ours, *(key for key in theirs if key not in ours)]
+        return next(((key, ours.get(key), theirs.get(key)) for key in keys
+                     if key not in ignored and ours.get(key) != theirs.get(key)), None)
+
+    def _flat(self) -> dict:
+        flat = {}
+        for key, value in self.anchored().to_dict().items():
+            for name, inner in (value.items() if isinstance(value, dict) else [(None, value)]):
+                flat[key if name is None else f"{key}.{name}"] = inner
+        return flat
+
+
+def _absolute(path: str | None) -> str | None:
+    return os.path.abspath(os.path.expanduser(path)) if path else path
+
+
+def settings_for(data: DataSettings, model: str, *, model_config: dict | None = None, train: dict | None = None,
+                 tokenizer: dict | None = None, cleaning: CleaningConfig | None = None, output: str | None = None,
+                 device: str = "auto") -> RunSettings:
+    """RunSettings from general defaults, then the dataset's recipe, then the given overrides.
+
+    ``model_config``, ``train`` and ``tokenizer`` override fields of the model's
+    config, ``TrainConfig`` and ``TokenizerConfig``; an unknown field is an
+    error, and so are the model fields the run sets itself (vocab_size,
+    num_classes, max_len: set --max-len through the tokenizer; pad_id: the tokenizer's).
+
+    >>> s = settings_for(DataSettings(dataset="synthetic"), "boe", train={"epochs": 2})
+    >>> s.train.epochs, s.train.batch_size, s.tokenizer.max_len
+    (2, 64, 32)
+    """
+    if model not in MODELS:
+        raise AttnclfError(f"unknown model {model!r}; known: {', '.join(MODELS)}")
+    data.check_sources()
+    recipe = recipe_for(data.dataset)
+    model_fields = {f.name for f in fields(MODELS[model].config_class)}
+    # A recipe tunes several models at once; each takes the fields it has.
+    merged_model = {k: v for k, v in recipe.get("model_config", {}).items() if k in model_fields}
+    merged_model |= model_config or {}
+    merged_train = recipe.get("train", {}) | (train or {})
+    if data.multi_label:
+        # Not F1 at 0.5: it stays 0 while a label's probabilities are all below 0.5 (early on, for any label on
+        # fewer than half the texts), which ends slow learners after `patience` epochs (boe on topics: epoch 4).
+        merged_train.setdefault("monitor", "loss")
+    merged_tokenizer = recipe.get("tokenizer", {}) | (tokenizer or {})
+    for what, overrides, valid in (
+        (f"model {model!r}", merged_model, model_fields - {"vocab_size", "num_classes", "max_len", "pad_id"}),
+        ("TrainConfig", merged_train, {f.name for f in fields(TrainConfig)}),
+        ("TokenizerConfig", merged_tokenizer, {f.name for f in fields(TokenizerConfig)} - {"cleaning"}),
+    ):
+        unknown = sorted(overrides.keys() - valid)
+        if unknown:
+            raise AttnclfError(f"{what} has no settable field {unknown[0]!r}; valid: {', '.join(sorted(valid))}")
+    return RunSettings(
+        data=data,
+        tokenizer=TokenizerConfig(**merged_tokenizer, cleaning=cleaning or CleaningConfig()),
+        model=model,
+        model_config=merged_model,
+        train=TrainConfig(**merged_train),
+        output=output or f"runs/{model}-{data.describe()}",
+        device=device,
+        embeddings=recipe.get("embeddings"),
+    )
+
+
+def resume_settings(run_dir: str | Path, epochs: int | None = None, device: str | None = None,
+                    threads: int | None = None) -> RunSettings:
+    """The interrupted run's own settings; only the epoch budget, the device and the threads may change."""
+    saved = read_json(Path(run_dir) / "config.json")["settings"]
+    train = TrainConfig(**saved["train"])
+    if epochs is not None and saved["data"].get("refit") and epochs != train.epochs:
+        raise AttnclfError(f"{run_dir} is a refit for the {train.epochs} epoch(s) its run chose; it resumes without "
+                           f"--epochs")
+    if epochs is not None:
+        train = TrainConfig(**{**saved["train"], "epochs": epochs})  # checked like a new setting
+    return RunSettings(
+        data=DataSettings(**saved["data"]),
+        tokenizer=TokenizerConfig.from_dict(saved["tokenizer"]),
+        windows=WindowConfig(**saved["windows"]) if saved.get("windows") else None,
+        model=saved["model"],
+        model_config=saved["model_config"],
+        train=train,
+        output=str(run_dir),
+        device=device or saved["device"],
+        threads=threads,
+        eval_batch_size=saved["eval_batch_size"],
+        embeddings=saved.get("embeddings"),  # the checkpoint holds what they started; kept for the record
+        embeddings_std=saved.get("embeddings_std", RunSettings.embeddings_std),
+        refit_of=saved.get("refit_of"),
+    )
