@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from .. import __version__
-from ..data.base import TextDataset
+from ..data.base import Splits, TextDataset
 from ..data.multilabel import multi_hot
 from ..data.registry import unlabelled_texts
 from ..errors import AttnclfError, RunDirError
@@ -115,24 +115,8 @@ def train_run(settings: RunSettings, resume: bool = False, progress: bool = True
 
 def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult:
     started = time.perf_counter()
-    # Settings that cannot work fail before anything is written.
-    if not resume and settings.refit_of is None:
-        settings.data.check_sources()
-    if settings.data.token_cache and settings.data.refit:
-        raise AttnclfError(NO_CACHED_REFIT.format("the run"))
-    if settings.data.token_cache and (settings.data.multi_label or settings.windows):
-        raise AttnclfError("--token-cache does not combine with --multi-label or --windows yet: the cache holds "
-                           "one label and one max_len-token sequence per text")
-    if settings.windows:
-        settings.windows.stride_for(settings.tokenizer.max_len)
-    with torch.device("meta"):  # a model the settings cannot build (heads that do not divide the width) fails here
-        build_model(settings.model, vocab_size=8, num_classes=2, max_len=settings.tokenizer.max_len,
-                    **settings.model_config)
+    _refuse_unworkable(settings, resume)
     counting = settings.embeddings == COUNT_EMBEDDINGS and not resume
-    if counting and settings.data.token_cache:
-        raise AttnclfError("word vectors counted in the run (--embeddings count, which the dataset's recipe may "
-                           "set) read every training text at once and do not combine with --token-cache; add "
-                           "--embeddings none, or count them with `attnclf vectors` and pass the file")
     vectors = None
     if settings.embeddings and not resume:
         width = config_for(settings.model, **settings.model_config).embedding_dim
@@ -160,38 +144,17 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
             remove_empty_folders(run_dir.parent, created)
         raise
     if not resume and distributed.is_main:
-        # The data loaded: this run replaces the folder's earlier one. Its weights, history, metrics, thresholds, ONNX
-        # export and checkpoint would describe another model (a checkpoint would invite --resume onto this run's
-        # tokenizer, a history `attnclf refit` onto its settings), and this run writes its own as it goes.
-        if progress and (run_dir / "model.safetensors").is_file():
-            _stderr(f"{run_dir} held a trained model; this run replaces it")
-        for stale in ("model.safetensors", "history.jsonl", "metrics.json", THRESHOLDS_FILE, "report.html",
-                      "faithfulness.json"):
-            (run_dir / stale).unlink(missing_ok=True)
-        if (run_dir / "onnx" / "export.json").is_file():
-            shutil.rmtree(run_dir / "onnx", ignore_errors=True)
-        for derived in ("checkpoint", "plots"):
-            shutil.rmtree(run_dir / derived, ignore_errors=True)
+        _remove_earlier_model(run_dir, progress)
     label_names = splits.train.label_names
     if distributed.is_main and not resume:
-        described = describe_classes(splits.train)
-        if settings.data.train_file and not settings.data.token_cache:  # (a cache's texts stay on disk)
-            described += shared_text_warnings(splits)
-        for line in described:
-            if progress or line.startswith("warning:"):  # --quiet hides progress, not what is wrong with the data
-                _stderr(line)
+        _describe_data(settings, splits, progress)
     # One pass over the held-out texts (from disk for a token cache): later commands check they are unchanged.
     fingerprint = None if splits.validation is None else texts_fingerprint(splits.validation)
     # A refit checks the training texts too; they are not read again from a token cache, which refits refuse.
     trained_on = None if settings.data.token_cache else texts_fingerprint(splits.train)
     saved = read_json(run_dir / "config.json") if resume else {}
-    if saved.get("data", {}).get("train_sha256") not in (None, trained_on):
-        raise RunDirError(f"{run_dir}: {settings.data.describe()} no longer gives the texts this run trained on "
-                          f"(the data changed since); it cannot resume on other data")
-    if held_out_fingerprint(saved) not in (None, fingerprint):
-        changed = settings.data.describe_held_out(read_json(run_dir / "labels.json"), label_names)
-        raise RunDirError(f"{run_dir}: {changed} no longer gives the validation texts this run held out (the data or "
-                          f"its split changed since); it cannot resume on other data")
+    if resume:
+        _check_same_texts(run_dir, saved, settings, label_names, trained_on, fingerprint)
     counted = saved.get("counted_embeddings")
     if counting and distributed.is_main:  # DDP starts every rank from rank 0's parameters
         vectors, counted = _count_embeddings(settings, splits.train, width,
@@ -212,20 +175,9 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
             _stderr(f"embeddings: {found:,} of {tokenizer.vocab_size - 2:,} words start from {source}")
     model = windowed(model, settings.windows)
     if distributed.is_main:
-        recorded = settings.anchored()
         atomic_write_json(run_dir / "labels.json", label_names)
-        atomic_write_json(run_dir / "config.json", {
-            "format_version": FORMAT_VERSION,
-            "versions": {"attnclf": __version__, "torch": torch.__version__},
-            "settings": replace(recorded, data=recorded.data.located()).to_dict(),
-            "model": {"name": settings.model, "config": model.config.to_dict(), "parameters": model.num_parameters()},
-            **({"counted_embeddings": counted} if counted else {}),
-            "data": {"train_examples": len(splits.train),
-                     "validation_examples": 0 if splits.validation is None else len(splits.validation),
-                     "test_examples": len(splits.test) if splits.test else 0,
-                     **({"validation_sha256": fingerprint} if fingerprint else {}),
-                     **({"train_sha256": trained_on} if trained_on else {})},
-        })
+        atomic_write_json(run_dir / "config.json", _config_record(settings, model, splits, counted, trained_on,
+                                                                  fingerprint))
 
     trainer = Trainer(model, settings.train, run_dir, device, label_names, progress=progress, distributed=distributed,
                       multi_label=settings.data.multi_label)
@@ -261,6 +213,83 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
             run_dir / "config.json"), batch_size=settings.eval_batch_size, thresholds=thresholds), test=test,
                      test_probabilities=test_probabilities)
     return RunResult(run_dir, metrics, history, time.perf_counter() - started)
+
+
+def _refuse_unworkable(settings: RunSettings, resume: bool) -> None:
+    """Settings that cannot work fail before anything is written."""
+    if not resume and settings.refit_of is None:
+        settings.data.check_sources()
+    if settings.data.token_cache and settings.data.refit:
+        raise AttnclfError(NO_CACHED_REFIT.format("the run"))
+    if settings.data.token_cache and (settings.data.multi_label or settings.windows):
+        raise AttnclfError("--token-cache does not combine with --multi-label or --windows yet: the cache holds "
+                           "one label and one max_len-token sequence per text")
+    if settings.windows:
+        settings.windows.stride_for(settings.tokenizer.max_len)
+    with torch.device("meta"):  # a model the settings cannot build (heads that do not divide the width) fails here
+        build_model(settings.model, vocab_size=8, num_classes=2, max_len=settings.tokenizer.max_len,
+                    **settings.model_config)
+    if settings.embeddings == COUNT_EMBEDDINGS and not resume and settings.data.token_cache:
+        raise AttnclfError("word vectors counted in the run (--embeddings count, which the dataset's recipe may "
+                           "set) read every training text at once and do not combine with --token-cache; add "
+                           "--embeddings none, or count them with `attnclf vectors` and pass the file")
+
+
+def _describe_data(settings: RunSettings, splits: Splits, progress: bool) -> None:
+    """The classes and their counts, and warnings about the labels and texts; --quiet hides progress, not what is
+    wrong with the data."""
+    described = describe_classes(splits.train)
+    if settings.data.train_file and not settings.data.token_cache:  # (a cache's texts stay on disk)
+        described += shared_text_warnings(splits)
+    for line in described:
+        if progress or line.startswith("warning:"):
+            _stderr(line)
+
+
+def _remove_earlier_model(run_dir: Path, progress: bool) -> None:
+    """The data loaded: this run replaces the folder's earlier one. Its weights, history, metrics, thresholds, ONNX
+    export and checkpoint would describe another model (a checkpoint would invite --resume onto this run's
+    tokenizer, a history `attnclf refit` onto its settings), and this run writes its own as it goes."""
+    if progress and (run_dir / "model.safetensors").is_file():
+        _stderr(f"{run_dir} held a trained model; this run replaces it")
+    for stale in ("model.safetensors", "history.jsonl", "metrics.json", THRESHOLDS_FILE, "report.html",
+                  "faithfulness.json"):
+        (run_dir / stale).unlink(missing_ok=True)
+    if (run_dir / "onnx" / "export.json").is_file():
+        shutil.rmtree(run_dir / "onnx", ignore_errors=True)
+    for derived in ("checkpoint", "plots"):
+        shutil.rmtree(run_dir / derived, ignore_errors=True)
+
+
+def _check_same_texts(run_dir: Path, saved: dict, settings: RunSettings, label_names: list[str],
+                      trained_on: str | None, fingerprint: str | None) -> None:
+    """A resumed run must see the texts it trained and validated on, as config.json recorded them."""
+    if saved.get("data", {}).get("train_sha256") not in (None, trained_on):
+        raise RunDirError(f"{run_dir}: {settings.data.describe()} no longer gives the texts this run trained on "
+                          f"(the data changed since); it cannot resume on other data")
+    if held_out_fingerprint(saved) not in (None, fingerprint):
+        changed = settings.data.describe_held_out(read_json(run_dir / "labels.json"), label_names)
+        raise RunDirError(f"{run_dir}: {changed} no longer gives the validation texts this run held out (the data or "
+                          f"its split changed since); it cannot resume on other data")
+
+
+def _config_record(settings: RunSettings, model, splits, counted: dict | None, trained_on: str | None,
+                   fingerprint: str | None) -> dict:
+    """config.json: the settings (absolute paths, where the dataset was found), the model, and the data's sizes and
+    fingerprints."""
+    recorded = settings.anchored()
+    return {
+        "format_version": FORMAT_VERSION,
+        "versions": {"attnclf": __version__, "torch": torch.__version__},
+        "settings": replace(recorded, data=recorded.data.located()).to_dict(),
+        "model": {"name": settings.model, "config": model.config.to_dict(), "parameters": model.num_parameters()},
+        **({"counted_embeddings": counted} if counted else {}),
+        "data": {"train_examples": len(splits.train),
+                 "validation_examples": 0 if splits.validation is None else len(splits.validation),
+                 "test_examples": len(splits.test) if splits.test else 0,
+                 **({"validation_sha256": fingerprint} if fingerprint else {}),
+                 **({"train_sha256": trained_on} if trained_on else {})},
+    }
 
 
 def _tune_thresholds(model, tokenizer: Tokenizer, validation: TextDataset, device, batch_size: int,
