@@ -96,6 +96,24 @@ def test_a_run_directory_finds_its_default_export(demo_run, tmp_path):
         OnnxClassifier.load(run, int8=True)
 
 
+def test_an_export_inside_a_run_that_trained_on_since_is_refused(demo_run, tmp_path, capsys):
+    run = tmp_path / "run"
+    run.mkdir()
+    for name in ("config.json", "model.safetensors", "tokenizer.json", "labels.json"):
+        (run / name).write_bytes((demo_run / name).read_bytes())
+    onnx_export.export_onnx(run, check=onnx_export.check_data(run, limit=20))
+    elsewhere = tmp_path / "shipped"
+    onnx_export.export_onnx(run, elsewhere, check=onnx_export.check_data(run, limit=20))
+    weights = bytearray((run / "model.safetensors").read_bytes())
+    weights[-1] ^= 1  # as `train --resume` would leave them: other weights, same file
+    (run / "model.safetensors").write_bytes(bytes(weights))
+    with pytest.raises(AttnclfError, match="exported from earlier weights of .*; export it again"):
+        OnnxClassifier.load(run)
+    assert main(["predict", str(run), "good", "--backend", "onnx"]) == 2
+    assert "export it again" in capsys.readouterr().err
+    assert OnnxClassifier.load(elsewhere).predict_proba(["good"]).shape == (1, 2)  # a copy stands alone
+
+
 def test_export_that_disagrees_with_pytorch_fails_and_changes_nothing(demo_run, tmp_path, monkeypatch):
     other = Classifier.load(demo_run, device="cpu").model
     torch.manual_seed(123)

@@ -42,7 +42,7 @@ from ..prediction import trained_text_column
 from ..rundir import (atomic_write_bytes, atomic_write_json, first_missing_folder, prepare_output_dir, publish,
                       refuse_multi_label, remove_empty_folders, temporary_beside)
 from ..text.tokenizer import PAD_ID, UNK_ID
-from .runtime import EXPORT_FORMAT_VERSION, OnnxClassifier
+from .runtime import EXPORT_FORMAT_VERSION, OnnxClassifier, weights_fingerprint
 
 OPSET = 17
 PARITY_TOLERANCE = 1e-4
@@ -180,6 +180,7 @@ def export_onnx(run_dir: str | Path, output: str | Path | None = None, *, check:
         manifest = {
             "format_version": EXPORT_FORMAT_VERSION,
             "source": str(Path(run_dir).resolve()),
+            "weights_sha256": weights_fingerprint(Path(run_dir)),  # loading it from the run checks they are current
             "versions": {"attnclf": __version__, "torch": torch.__version__, "onnxruntime": onnxruntime.__version__},
             "opset": OPSET,
             "model": {"name": clf.config["model"]["name"], "parameters": clf.config["model"]["parameters"]},

@@ -10,7 +10,9 @@ model.onnx        inputs input_ids (int64) and attention_mask (bool), both [batc
 model.int8.onnx   the same graph with int8 dynamic quantisation (only with --quantize)
 tokenizer.json    the run's tokenizer (Hugging Face tokenizers format)
 labels.json       label names in class-index order
-export.json       what was exported from where, the tokenizer settings, and the measured parity
+export.json       what was exported from where (and a sha256 of those weights), the tokenizer settings, and the
+                  measured parity; loaded from inside its run, an export of weights the run has since replaced
+                  (`train --resume`) is refused
 ```
 
 >>> # from attnclf.export import OnnxClassifier
@@ -20,6 +22,7 @@ export.json       what was exported from where, the tokenizer settings, and the 
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Sequence
@@ -46,6 +49,27 @@ def find_export(path: str | Path) -> Path:
     if not path.is_dir():
         raise RunDirError(f"{path} does not exist")
     raise RunDirError(f"no ONNX export in {path}: run `attnclf export {path} --format onnx` first")
+
+
+def weights_fingerprint(run_dir: Path) -> str:
+    """sha256 of a run's model.safetensors: whether an export still holds the run's weights."""
+    digest = hashlib.sha256()
+    with open(run_dir / "model.safetensors", "rb") as weights:
+        for block in iter(lambda: weights.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _check_current(directory: Path, config: dict) -> None:
+    """Refuse an export inside a run directory whose weights changed since (`train --resume` trained on): it would
+    answer for the earlier model. An export copied elsewhere stands alone and is not checked."""
+    run_dir = directory.parent
+    if "weights_sha256" not in config or not (run_dir / "model.safetensors").is_file() or \
+            Path(config.get("source", "")).resolve() != run_dir.resolve():
+        return
+    if weights_fingerprint(run_dir) != config["weights_sha256"]:
+        raise RunDirError(f"{directory} was exported from earlier weights of {run_dir} (it trained on since); "
+                          f"export it again: `attnclf export {run_dir} --format onnx`")
 
 
 def _read_json(path: Path):
@@ -97,6 +121,7 @@ class OnnxClassifier:
         if config.get("format_version") != EXPORT_FORMAT_VERSION:
             raise RunDirError(f"{directory / 'export.json'} has format_version {config.get('format_version')!r}; "
                               f"this attnclf reads {EXPORT_FORMAT_VERSION}")
+        _check_current(directory, config)
         graph = directory / ("model.int8.onnx" if int8 else "model.onnx")
         if not graph.is_file():
             raise RunDirError(f"{graph} missing: export again with --quantize for an int8 graph")
