@@ -504,6 +504,22 @@ def test_options_may_come_between_the_run_and_its_texts_and_blank_texts_are_skip
     assert stop.value.code == 2 and "unrecognized arguments: --no-such-flag" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("argv, message", [
+    (["train", "--dataset", "demo", "--lr", "abc"],
+     "attnclf train: error: argument --lr: invalid float value: 'abc'; see `attnclf train --help`"),
+    (["train", "--modle", "boe"],
+     "attnclf train: error: unrecognized arguments: --modle boe (did you mean --model?); see `attnclf train --help`"),
+    (["evaluate", "runs/x", "--split=valid"], "argument --split: invalid choice: 'valid'"),
+    (["predict", "runs/x", "--no-such-flag"], "unrecognized arguments: --no-such-flag; see `attnclf predict --help`"),
+    (["trian"], "attnclf: error: argument COMMAND: invalid choice: 'trian'"),
+])
+def test_a_mistyped_flag_is_one_line_naming_the_command_not_the_usage_text(argv, message, capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    err = capsys.readouterr().err.strip()
+    assert stop.value.code == 2 and message in err and len(err.splitlines()) == 1
+
+
 def test_models_without_pooling_attention_or_layers_explain_by_default(csv_files, tmp_path, capsys):
     train, test = csv_files
     flat = tmp_path / "flat"  # self-attention with no self-attention layers: pooling only

@@ -848,8 +848,26 @@ INFERENCE_THREADS_HELP = (
     "PyTorch threads for the model (default: one per core; 1 is steadier on a machine busy with other jobs)")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors: the problem, a close match for a mistyped option, and where help is, in
+    place of the whole usage text (subcommands' parsers are of this class too)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message}{self._suggestion(message)}; see `{self.prog} --help`\n")
+
+    def _suggestion(self, message: str) -> str:
+        if not message.startswith("unrecognized arguments: "):
+            return ""
+        import difflib
+
+        typed = message.removeprefix("unrecognized arguments: ").split()[0].split("=")[0]
+        known = [option for action in self._actions for option in action.option_strings]
+        close = difflib.get_close_matches(typed, known, n=1, cutoff=0.7)
+        return f" (did you mean {close[0]}?)" if close else ""
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="attnclf", description="Train, evaluate, compare, explain and serve attention-based text classifiers.",
         epilog="Start with `attnclf demo`; every command has --help.")
     parser.add_argument("--version", action="version", version=f"attnclf {__version__}")
@@ -1062,8 +1080,8 @@ def main(argv: list[str] | None = None) -> int:
     if extras:
         if getattr(args, "texts", None) is not None and not any(_looks_like_option(extra) for extra in extras):
             args.texts += extras  # `predict RUN --attention "text"`: argparse stops collecting texts at an option
-        else:
-            parser.error(f"unrecognized arguments: {' '.join(extras)}")
+        else:  # named by the command's own parser, which knows its options
+            _subparser(args.command).error(f"unrecognized arguments: {' '.join(extras)}")
     args.argv = list(sys.argv[1:] if argv is None else argv)[1:]  # the command's own arguments, as typed
     try:
         data_dir = getattr(args, "data_dir", None)

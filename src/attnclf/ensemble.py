@@ -145,7 +145,8 @@ def train_ensemble(settings, seeds: Sequence[int], resume: bool = False, progres
     from .training.run import train_or_continue
 
     if len(seeds) < 2 or len(set(seeds)) != len(seeds):
-        raise AttnclfError(f"--seeds needs at least two seeds, each once; got {' '.join(map(str, seeds))}")
+        raise AttnclfError(f"--seeds needs at least two seeds, each once; got {' '.join(map(str, seeds))} (it takes "
+                           f"the seeds themselves: --seeds 0 1 2 trains three runs)")
     if settings.data.multi_label:
         raise AttnclfError("--seeds trains single-label ensembles; multi-label runs cannot be averaged yet")
     if not settings.data.dataset and not settings.data.test_file:
