@@ -155,7 +155,10 @@ def test_ablate_sweeps_the_default_axes_the_model_has(tmp_path, monkeypatch):
     (["ablate", "--dataset", "synthetic", "--sweep", "width=1,2"], "no settable field 'width'"),
     (["ablate", "--dataset", "synthetic", "--set", "d_model=16", "--sweep", "heads=3"], "not divisible"),
     (["ablate", "--dataset", "toy-order", "--sweep", "heads=1,2"], "toy-order runs the course's fixed"),
+    (["ablate", "--dataset", "toy-order", "--model", "boe"], "whose models are fixed; --model"),
     (["compare", "--dataset", "synthetic", "--models", "boe,gpt"], "unknown model 'gpt'"),
+    (["compare", "--dataset", "synthetic", "--models", "boe, boe"], "--models names boe twice"),
+    (["compare", "--dataset", "synthetic", "--models", ","], "--models names no model"),
     (["compare", "--dataset", "synthetic", "--models", "boe", "--set", "heads=2"], "no model of this experiment has a config field 'heads'"),
     (["compare", "--dataset", "synthetic", "--seeds", "0"], "--seeds must be at least 1"),
 ])

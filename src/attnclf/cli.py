@@ -754,9 +754,10 @@ def cmd_ablate(args: argparse.Namespace) -> int:
     output = args.output or f"experiments/ablate-{setup.data.describe()}"
     log = _progress_log(args)
     if args.dataset == "toy-order":
-        if args.quick or args.sweep or args.axes:
-            raise AttnclfError("toy-order runs the course's fixed experiment; --quick, --axes and --sweep apply "
-                               "to other datasets (sweep toy-reversal, toy-relative or toy-both instead)")
+        if args.quick or args.sweep or args.axes or args.model:
+            raise AttnclfError("toy-order runs the course's fixed experiment, whose models are fixed; --model, "
+                               "--quick, --axes and --sweep apply to other datasets (sweep toy-reversal, "
+                               "toy-relative or toy-both instead)")
         result = toy_order(setup, output, log=log)
     else:
         axes = None if not (args.axes or args.sweep) else {}  # None: the default axes the model has
@@ -771,7 +772,7 @@ def cmd_ablate(args: argparse.Namespace) -> int:
             if not sep or not key or not _comma_list(values):
                 raise AttnclfError(f"--sweep expects FIELD=VALUE1,VALUE2,..., got {sweep!r}")
             axes[key.replace("-", "_")] = [_parse_value(v) for v in _comma_list(values)]
-        result = ablate(setup, output, model=args.model, axes=axes, quick=args.quick, log=log)
+        result = ablate(setup, output, model=args.model or "self-attn", axes=axes, quick=args.quick, log=log)
     print(result.markdown)
     print(f"written to {output}: {', '.join(f.name for f in result.files)}")
     return 0
@@ -1001,7 +1002,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "training loss. Any other dataset sweeps --model's config one axis at a time: "
                                    "by default positional, pooling, heads, layers and pooling_score.")
     _add_experiment_args(p, "ablate-<dataset>")
-    p.add_argument("--model", default="self-attn", help="the model whose config is swept (default: self-attn)")
+    p.add_argument("--model", help="the model whose config is swept (default: self-attn)")
     p.add_argument("--axes", help="comma-separated built-in axes: positional,pooling,heads,layers,pooling_score")
     p.add_argument("--sweep", action="append", metavar="FIELD=V1,V2",
                    help="sweep any config field, e.g. --sweep heads=1,2,4 (repeatable; replaces the default axes)")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..errors import AttnclfError
 from ..rundir import atomic_write_bytes, prepare_output_dir
 from .budget import with_caps, with_quick
 from .cells import Log, Setup, Variant, run_variants
@@ -34,6 +35,11 @@ def compare(setup: Setup, output: str | Path, models: tuple[str, ...] = DEFAULT_
     The budget is ``setup``'s explicit values, then ``QUICK`` if ``quick``,
     else the dataset's recipe within ``DEFAULT_CAPS`` (see ``budget``).
     """
+    if not models:
+        raise AttnclfError("--models names no model; e.g. --models boe,self-attn")
+    repeated = next((model for i, model in enumerate(models) if model in models[:i]), None)
+    if repeated:  # its cells would count twice, as if they were seeds of their own
+        raise AttnclfError(f"--models names {repeated} twice; each model is compared once (--seeds gives repeats)")
     setup = with_quick(setup) if quick else with_caps(setup)
     output = prepare_output_dir(output)
 
