@@ -773,7 +773,7 @@ def interrupt_in_epoch_2(patch) -> None:
 def test_resume_takes_the_command_that_started_the_run_and_refuses_other_settings(tmp_path, capsys, monkeypatch):
     run = tmp_path / "run"
     argv = ["train", "--dataset", "demo", "--max-train-examples", "200", "--epochs", "2", "--batch-size", "16",
-            "--output", str(run), "--quiet", "--no-report"]
+            "--threads", "1", "--output", str(run), "--quiet", "--no-report"]
     with monkeypatch.context() as patch:
         interrupt_in_epoch_2(patch)
         assert main(argv) == 130
@@ -795,14 +795,20 @@ def test_resume_takes_the_command_that_started_the_run_and_refuses_other_setting
     assert "data.dataset = 'demo', this command gives None" in refused("train", "--resume", "--output", str(run),
                                                                       "--batch", "64")
     assert "give one" in refused(*argv, "--resume", "--overwrite")
+    assert "no run to resume (no config.json there)" in refused("train", "--resume", "--output", str(tmp_path / "x"))
+    (tmp_path / "ens" / "seed-0").mkdir(parents=True)
+    (tmp_path / "ens" / "seed-0" / "config.json").write_text("{}")
+    assert "holds the members of `train --seeds`" in refused("train", "--resume", "--output", str(tmp_path / "ens"))
     # The run's own command with --resume added continues it, as does --output alone.
-    assert main([*argv, "--resume", "--threads", "1"]) == 0
+    assert main([*argv, "--resume"]) == 0
     assert json.loads((run / "metrics.json").read_text())["accuracy"] > 0.5
     with monkeypatch.context() as patch:
         interrupt_in_epoch_2(patch)
         assert main([*argv, "--overwrite"]) == 130
-    assert main(["train", "--resume", "--output", str(run), "--epochs", "2", "--quiet", "--no-report"]) == 0
-    assert (run / "metrics.json").is_file()
+    assert main(["train", "--resume", "--output", str(run), "--epochs", "2", "--quiet"]) == 0
+    # It went on with the run's threads (the same arithmetic as without the interruption), and without a report.
+    assert json.loads((run / "config.json").read_text())["settings"]["threads"] == 1
+    assert (run / "metrics.json").is_file() and not (run / "report.html").exists()
 
 
 def write_imdb_tree(data) -> None:

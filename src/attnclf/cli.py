@@ -284,8 +284,15 @@ def cmd_train(args: argparse.Namespace) -> int:
     if args.resume:
         if not args.output:
             raise AttnclfError("--resume needs --output RUN_DIR, the run to continue")
-        settings = resume_settings(args.output, epochs=args.epochs, device=args.device, threads=args.threads)
-        if _typed_settings(args):  # the command that started the run, --resume added: it must describe the run
+        output = Path(args.output)
+        if not (output / "config.json").is_file():
+            if any(output.glob("seed-*/config.json")):
+                raise AttnclfError(f"{output} holds the members of `train --seeds`: resume them with the command "
+                                   f"that trained them, --resume added")
+            raise AttnclfError(f"{output}: no run to resume (no config.json there)")
+        device = args.device if "device" in _typed(args) else None  # else the device the run trained on
+        settings = resume_settings(output, epochs=args.epochs, device=device, threads=args.threads)
+        if _typed(args) - _RESUME_FLAGS:  # the command that started the run, --resume added: it must describe it
             _refuse_other_settings(build_settings(args), settings)
         if args.data_dir:  # the dataset moved (the run checks it is the same data)
             settings.data.data_dir = args.data_dir
@@ -294,7 +301,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         settings.threads = args.threads
         args.output = settings.output  # resolved (runs/MODEL-DATA by default): where an interrupted run resumes
         _check_output(Path(settings.output), ensemble=False, replace=args.overwrite)
-    settings.report = not args.no_report
+    settings.report = settings.report and not args.no_report  # (a resumed run reports as it was asked to)
     result = train_run(settings, resume=args.resume, progress=not args.quiet)
     if not result.metrics:  # a torchrun rank other than 0; rank 0 reports
         return 0
@@ -328,12 +335,12 @@ def _check_output(output: Path, ensemble: bool, replace: bool) -> None:
 _RESUME_FLAGS = {"resume", "output", "epochs", "device", "threads", "quiet", "no_report", "data_dir"}
 
 
-def _typed_settings(args: argparse.Namespace) -> bool:
-    """Whether the command gives settings flags (abbreviated ones too) besides those --resume may change."""
+def _typed(args: argparse.Namespace) -> set[str]:
+    """The `train` options the command typed (abbreviated ones too), by their names in ``args``."""
     train = _subparser("train")
     for action in train._actions:  # parsed again with no defaults: what is left was typed
         action.default = argparse.SUPPRESS
-    return any(dest not in _RESUME_FLAGS for dest in vars(train.parse_args(args.argv)))
+    return set(vars(train.parse_known_args(args.argv)[0]))
 
 
 def _refuse_other_settings(typed, trained) -> None:

@@ -218,7 +218,9 @@ def settings_for(data: DataSettings, model: str, *, model_config: dict | None = 
 
 def resume_settings(run_dir: str | Path, epochs: int | None = None, device: str | None = None,
                     threads: int | None = None) -> RunSettings:
-    """The interrupted run's own settings; only the epoch budget, the device and the threads may change."""
+    """The interrupted run's own settings; only the epoch budget, the device and the threads may change (threads
+    as the run trained unless given: the same threads give the same arithmetic, so the result an uninterrupted run
+    would have reached)."""
     saved = read_json(Path(run_dir) / "config.json")["settings"]
     train = TrainConfig(**saved["train"])
     if epochs is not None and saved["data"].get("refit") and epochs != train.epochs:
@@ -235,8 +237,9 @@ def resume_settings(run_dir: str | Path, epochs: int | None = None, device: str 
         train=train,
         output=str(run_dir),
         device=device or saved["device"],
-        threads=threads,
+        threads=threads if threads is not None else saved.get("threads"),
         eval_batch_size=saved["eval_batch_size"],
+        report=saved.get("report", True),
         embeddings=saved.get("embeddings"),  # the checkpoint holds what they started; kept for the record
         embeddings_std=saved.get("embeddings_std", RunSettings.embeddings_std),
         refit_of=saved.get("refit_of"),
