@@ -654,6 +654,31 @@ def test_bad_model_field(tmp_path, capsys):
     assert "colour" in err
 
 
+def test_sigterm_stops_a_run_as_ctrl_c_does_and_says_how_to_resume(tmp_path, capsys, monkeypatch):
+    import signal
+
+    run = tmp_path / "run"
+    argv = ["train", "--dataset", "demo", "--max-train-examples", "200", "--epochs", "2", "--output", str(run),
+            "--quiet", "--no-report"]
+    with monkeypatch.context() as patch:
+        interrupt_in_epoch_2(patch)
+        from attnclf.training.trainer import Trainer
+
+        checkpointed = Trainer._train_epoch
+
+        def terminated_in_epoch_2(self, batches, optimizer, schedule, loss_fn, current):
+            if current == 2:
+                os.kill(os.getpid(), signal.SIGTERM)  # as a scheduler or `docker stop` sends it
+            return checkpointed(self, batches, optimizer, schedule, loss_fn, current)
+
+        patch.setattr(Trainer, "_train_epoch", terminated_in_epoch_2)
+        before = signal.getsignal(signal.SIGTERM)
+        assert main(argv) == 143
+        assert signal.getsignal(signal.SIGTERM) is before  # the caller's handler is back
+    assert f"attnclf: terminated; `attnclf train --resume --output {run}` continues" in capsys.readouterr().err
+    assert main(["train", "--resume", "--output", str(run), "--quiet"]) == 0
+
+
 def test_an_interrupted_train_says_whether_it_can_resume(tmp_path, capsys, monkeypatch):
     from attnclf.training.trainer import Trainer
 

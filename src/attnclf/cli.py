@@ -1082,7 +1082,28 @@ def _looks_like_option(arg: str) -> bool:
     return len(arg) > 1 and arg[0] == "-" and (arg[1] == "-" or arg[1].isalpha())
 
 
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM (a scheduler, `docker stop`, `kill`), stopped as Ctrl-C stops: checkpoints stay resumable."""
+
+
+def _terminate(signum, frame):
+    raise _Terminated
+
+
 def main(argv: list[str] | None = None) -> int:
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():  # (signals reach the main thread only)
+        return _main(argv)
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        return _main(argv)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     args, extras = parser.parse_known_args(argv)
     if extras:
@@ -1099,9 +1120,10 @@ def main(argv: list[str] | None = None) -> int:
     except AttnclfError as exc:
         print(f"attnclf: error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print(f"attnclf: interrupted{_resume_hint(args)}", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as stop:
+        terminated = isinstance(stop, _Terminated)
+        print(f"attnclf: {'terminated' if terminated else 'interrupted'}{_resume_hint(args)}", file=sys.stderr)
+        return 143 if terminated else 130  # what a shell reports for a process the signal stopped
     except BrokenPipeError:  # `attnclf predict ... | head`: the reader hung up; no traceback, and the status a
         # shell gives a command its pipe's SIGPIPE stopped (128 + 13), since whatever was writing did not finish.
         # Python flushes stdout once more at exit, into the same closed pipe; point it at /dev/null instead.
