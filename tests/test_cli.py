@@ -280,6 +280,17 @@ def test_training_names_its_classes_and_warns_of_names_differing_only_in_case(tm
     assert "warning: some classes are numbers ('0') and some are names ('pos')" in capsys.readouterr().err
 
 
+def test_classes_left_without_a_training_text_by_the_split_are_a_warning_even_when_quiet(tmp_path, capsys):
+    rare = write_csv(tmp_path / "rare.csv", [(f"text number {i}", f"class{i}") for i in range(50)])
+    assert main(["train", "--train-file", str(rare), "--model", "boe", "--epochs", "1", "--output",
+                 str(tmp_path / "run"), "--no-report", "--quiet", "--threads", "1"]) == 0
+    held_out = json.loads((tmp_path / "run" / "config.json").read_text())["data"]["validation_examples"]
+    assert held_out == 5
+    warning = [line for line in capsys.readouterr().err.splitlines() if "no training text" in line]
+    assert warning and warning[0].startswith("warning: 5 of 50 classes have no training text, their only texts "
+                                             "being held out ('class")
+
+
 def test_training_warns_of_texts_on_both_sides_of_a_split_even_when_quiet(tmp_path, capsys):
     rows = [(f"{t} number {i}", "pos") for i, t in enumerate(POSITIVE * 5)] + \
         [(f"{t} number {i}", "neg") for i, t in enumerate(NEGATIVE * 5)]

@@ -183,6 +183,11 @@ def describe_classes(train: TextDataset) -> list[str]:
     else:
         counts = np.bincount(np.asarray(train.labels, dtype=np.int64), minlength=len(names))
     lines = [f"training texts per class: {', '.join(f'{name} {count:,}' for name, count in zip(names, counts))}"]
+    untrained = [name for name, count in zip(names, counts) if count == 0]
+    if untrained:  # their only texts were held out to validate (or sampled away): never predicted, always wrong
+        lines.append(f"warning: {len(untrained)} of {len(names)} classes have no training text, their only texts "
+                     f"being held out ({', '.join(map(repr, untrained[:3]))}{', ...' if len(untrained) > 3 else ''}); "
+                     f"give them more texts, or merge rare classes")
     by_form: dict[str, list[str]] = {}
     for name in names:
         by_form.setdefault(" ".join(name.casefold().split()), []).append(name)
