@@ -485,6 +485,9 @@ def test_load_files_test_uses_training_labels(tmp_path):
         ("d.csv", "text,label,text\nok,1,other\n", ("text", "label"),
          r"d.csv, line 1: the header names the text column 'text' 2 times; rename all but one"),
         ("x.xlsx", "whatever", ("text", "label"), r"x.xlsx: unknown file type '.xlsx'"),
+        ("semi.csv", "\ufefftext;label\nok;1\n", ("text", "label"), r"semi.csv: no text column 'text'; the columns are: "
+         r"'text;label' \(the header looks separated by ';': a .csv file is read as comma-separated"),
+        ("comma.tsv", "text,label\nok,1\n", ("text", "label"), r"comma.tsv: .* \(the header looks separated by ','"),
         # JSON may carry half a surrogate pair, which no UTF-8 tokenizer (nor the run's fingerprint) takes.
         ("s.jsonl", '{"text": "a", "label": 1}\n{"text": "b \\ud800", "label": 0}\n', ("text", "label"),
          r"s.jsonl, line 2: the text in column 'text' is not valid Unicode: a lone surrogate \(U\+D800\) at character 2"),

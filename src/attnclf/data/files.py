@@ -53,7 +53,14 @@ def _utf8_lines(path: Path) -> Iterator[str]:
 
 
 def _missing_column(path: Path, column: str, columns: list[str], role: str) -> DataError:
-    return DataError(f"{path}: no {role} column {column!r}; the columns are: {', '.join(map(repr, columns))}")
+    hint = ""
+    if len(columns) == 1 and path.suffix.lower() in (".csv", ".tsv"):
+        # Excel in many locales saves "CSV" separated by semicolons; a .tsv may hold commas, a .csv tabs.
+        other = next((char for char in (";", "\t", ",", "|") if char in columns[0]), None)
+        if other:
+            hint = (f" (the header looks separated by {'a tab' if other == chr(9) else repr(other)}: a .csv file is read "
+                    f"as comma-separated, a .tsv as tab-separated; save it as one of those, or rename it)")
+    return DataError(f"{path}: no {role} column {column!r}; the columns are: {', '.join(map(repr, columns))}{hint}")
 
 
 def _csv_rows(path: Path, delimiter: str, text_column: str, label_column: str | None) -> Iterator[Row]:
