@@ -28,7 +28,7 @@ from ..text.cache import CachedDataset
 from ..text.tokenizer import Tokenizer
 from ..text.vectors import WordVectors, count_vectors
 from ..text.windows import WindowConfig, text_batches
-from .device import torch_threads
+from .device import resolve_device, torch_threads
 from .distributed import init_distributed
 from .run_data import (align_labels, describe_classes, held_out_fingerprint, load_data, shared_text_warnings,
                        texts_fingerprint)
@@ -217,6 +217,7 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
 
 def _refuse_unworkable(settings: RunSettings, resume: bool) -> None:
     """Settings that cannot work fail before anything is written."""
+    resolve_device(settings.device)  # (--device cuda on a machine without one)
     if not resume and settings.refit_of is None:
         settings.data.check_sources()
     if settings.data.token_cache and settings.data.refit:
