@@ -118,6 +118,10 @@ def test_resume_checks_its_new_epoch_budget_and_old_runs_with_an_unread_file_sti
     run = train_run(tiny_settings(tmp_path / "run", epochs=1), progress=False)
     with pytest.raises(AttnclfError, match="epochs must be at least 1, got 0"):
         resume_settings(run.run_dir, epochs=0)
+    two = train_run(tiny_settings(tmp_path / "two", epochs=2), progress=False)
+    with pytest.raises(AttnclfError, match="has trained 2 epochs already; --epochs 1 is fewer"):
+        resume_settings(two.run_dir, epochs=1)
+    assert resume_settings(two.run_dir, epochs=3).train.epochs == 3
     # Runs trained before --dataset refused files beside it recorded the file it ignored; they still load.
     config_file = run.run_dir / "config.json"
     config = json.loads(config_file.read_text())

@@ -228,6 +228,11 @@ def resume_settings(run_dir: str | Path, epochs: int | None = None, device: str 
                            f"--epochs")
     if epochs is not None:
         train = TrainConfig(**{**saved["train"], "epochs": epochs})  # checked like a new setting
+        state = Path(run_dir) / "checkpoint" / "state.json"
+        done = read_json(state).get("epoch", 0) if state.is_file() else 0
+        if epochs < done:  # it would stop at once, recording a budget its history contradicts
+            raise AttnclfError(f"{run_dir} has trained {done} epochs already; --epochs {epochs} is fewer (give more "
+                               f"to train on, or none to finish as planned)")
     return RunSettings(
         data=DataSettings(**saved["data"]),
         tokenizer=TokenizerConfig.from_dict(saved["tokenizer"]),
