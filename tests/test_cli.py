@@ -950,16 +950,19 @@ def test_demo_shows_attention_as_weights_beside_the_uniform_weight(tmp_path, cap
         assert re.fullmatch(r"\s+attention: (\S+ 0\.\d{3}, ){2}\S+ 0\.\d{3}  \(uniform would be 0\.\d{3}\)", line), line
 
 
-def test_evaluate_says_when_a_run_has_not_finished_training(csv_run, csv_files, tmp_path, capsys):
+def test_commands_that_use_a_run_say_when_it_has_not_finished_training(csv_run, csv_files, tmp_path, capsys):
     import shutil
 
     interrupted = tmp_path / "interrupted"
     shutil.copytree(csv_run, interrupted)
     (interrupted / "metrics.json").unlink()  # as an interrupted run leaves it: weights, no test metrics
-    assert main(["evaluate", str(interrupted), "--test-file", str(csv_files[1])]) == 0
-    err = capsys.readouterr().err
-    assert f"warning: {interrupted} has not finished training; these are its best weights so far" in err
+    warning = f"warning: {interrupted} has not finished training; these are its best weights so far"
+    for command in (["evaluate", str(interrupted), "--test-file", str(csv_files[1])],
+                    ["predict", str(interrupted), "a fine story"], ["explain", str(interrupted), "a fine story"]):
+        assert main(command) == 0
+        assert warning in capsys.readouterr().err, command
     assert main(["evaluate", str(csv_run), "--test-file", str(csv_files[1])]) == 0
+    assert main(["predict", str(csv_run), "a fine story"]) == 0
     assert "warning" not in capsys.readouterr().err
 
 

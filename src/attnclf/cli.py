@@ -395,10 +395,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
     clf = Ensemble.load(args.run_dirs, device=args.device, bf16=args.bf16) if len(args.run_dirs) > 1 else \
         load_run(args.run_dirs[0], device=args.device, bf16=args.bf16)
-    for run_dir in map(Path, args.run_dirs):  # an interrupted run holds its best weights so far: say so
-        if (run_dir / "model.safetensors").is_file() and not (run_dir / "metrics.json").is_file():
-            print(f"warning: {run_dir} has not finished training; these are its best weights so far "
-                  f"(`attnclf train --resume --output {shlex.quote(str(run_dir))}` continues it)", file=sys.stderr)
+    for run_dir in args.run_dirs:
+        _warn_if_unfinished(run_dir)
     if args.split == "validation":
         from .training.run_data import run_validation_data
 
@@ -423,6 +421,14 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         print(metrics["classification_report"])
         _print_metrics(metrics)
     return 0
+
+
+def _warn_if_unfinished(run_dir: str | Path) -> None:
+    """An interrupted run loads (its best weights so far) and is worth using, but not unknowingly."""
+    run_dir = Path(run_dir)
+    if (run_dir / "model.safetensors").is_file() and not (run_dir / "metrics.json").is_file():
+        print(f"warning: {run_dir} has not finished training; these are its best weights so far "
+              f"(`attnclf train --resume --output {shlex.quote(str(run_dir))}` continues it)", file=sys.stderr)
 
 
 @command("predict")
@@ -454,6 +460,7 @@ def _predict(args: argparse.Namespace) -> int:
             raise AttnclfError(f"{args.run_dir} is an ensemble: its members attend each their own way; "
                                f"ask one member (--attention with {args.run_dir}/seed-S)")
         clf = load_run(args.run_dir, device=args.device, bf16=args.bf16)
+        _warn_if_unfinished(args.run_dir)
     texts = _input_texts(args, clf.config)
     for start in range(0, len(texts), PREDICT_CHUNK):  # answers flow out chunk by chunk, not all at the end
         chunk = texts[start:start + PREDICT_CHUNK]
@@ -581,6 +588,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
     _refuse_ensemble(args.run_dir)
     clf = Classifier.load(args.run_dir, device=args.device)
+    _warn_if_unfinished(args.run_dir)
     texts = _input_texts(args, clf.config)
     if not texts:
         raise AttnclfError(f"{args.file or 'stdin'}: no texts to explain")
@@ -687,6 +695,7 @@ def cmd_faithfulness(args: argparse.Namespace) -> int:
     for run_dir in args.run_dirs:
         _refuse_ensemble(run_dir)
         clf = Classifier.load(run_dir, device=args.device)
+        _warn_if_unfinished(run_dir)
         prepare_output_dir(run_dir)  # the measurements are saved there: a read-only run fails before, not after
         refuse_multi_label(clf.config, "attnclf faithfulness")
         available = _explanation_methods(run_dir, clf.model)
@@ -791,6 +800,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     limits = {name: getattr(args, name) for name in ("max_batch", "max_explain_batch", "max_text_chars",
                                                      "max_body_bytes", "max_connections")}
+    _warn_if_unfinished(args.run_dir)
     serve(args.run_dir, host=args.host, port=args.port, device=args.device, threads=args.threads, bf16=args.bf16,
           limits=ServeLimits(**{k: v for k, v in limits.items() if v is not None}))
     return 0
@@ -832,6 +842,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     from .export.onnx import check_data, export_onnx
 
     _refuse_ensemble(args.run_dir)
+    _warn_if_unfinished(args.run_dir)
     check = check_data(args.run_dir, args.check_file, text_column=args.text_column, label_column=args.label_column,
                        limit=args.check_examples)
     result = export_onnx(args.run_dir, args.output, check=check, quantize=args.quantize)
