@@ -948,6 +948,15 @@ def test_demo_shows_attention_as_weights_beside_the_uniform_weight(tmp_path, cap
     assert len(lines) >= 3
     for line in lines:  # weights are not signed effects, and near-uniform ones must read as such
         assert re.fullmatch(r"\s+attention: (\S+ 0\.\d{3}, ){2}\S+ 0\.\d{3}  \(uniform would be 0\.\d{3}\)", line), line
+    # Run again it replaces its own earlier demo; another run in the folder is not its to replace.
+    assert main(["demo", "--output", str(tmp_path / "demo"), "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["train", "--dataset", "demo", "--model", "boe", "--epochs", "1", "--output", str(tmp_path / "boe"),
+                 "--quiet", "--no-report"]) == 0
+    weights = (tmp_path / "boe" / "model.safetensors").read_bytes()
+    assert run_error(["demo", "--output", str(tmp_path / "boe")], capsys).endswith(
+        "holds another run (its model differs from the demo's); give the demo another --output")
+    assert (tmp_path / "boe" / "model.safetensors").read_bytes() == weights
 
 
 def test_commands_that_use_a_run_say_when_it_has_not_finished_training(csv_run, csv_files, tmp_path, capsys):

@@ -323,7 +323,16 @@ def test_an_interrupted_refit_says_how_to_go_on_and_which_runs_remain(validated,
     monkeypatch.setattr(Trainer, "_train_epoch", interrupted)
     assert main(["refit", str(validated), str(second), "--output", str(tmp_path / "x")]) == 2  # one --output, two runs
     capsys.readouterr()
-    assert main(["refit", str(second), str(validated), "--quiet", "--no-report", "--device", "cpu"]) == 130
+    # validated's refit has finished (the module's): a repeated command does not train it again unasked...
+    assert main(["refit", str(second), str(validated), "--quiet", "--no-report", "--device", "cpu"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"attnclf: error: {validated}-refit holds a finished refit; --resume keeps it (and continues the others), "
+        f"--overwrite trains it again")
+    assert main(["refit", str(validated), "--resume", "--overwrite"]) == 2
+    assert "give one" in capsys.readouterr().err
+    # ...and the hint after an interruption keeps what is finished, whatever the command asked.
+    assert main(["refit", str(second), str(validated), "--quiet", "--no-report", "--device", "cpu",
+                 "--overwrite"]) == 130
     assert capsys.readouterr().err.strip().splitlines()[-1] == (
         f"attnclf: interrupted; `attnclf refit {second} {validated} --quiet --no-report --device cpu --resume` keeps "
         f"finished refits and continues the others")

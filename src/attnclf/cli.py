@@ -366,10 +366,14 @@ def cmd_refit(args: argparse.Namespace) -> int:
     from .rundir import ENSEMBLE_FILE
     from .training.refit import refit_runs
 
-    again = ["attnclf", "refit", *args.argv, *([] if args.resume else ["--resume"])]
+    again = ["attnclf", "refit", *(arg for arg in args.argv if arg != "--overwrite"),
+             *([] if args.resume else ["--resume"])]
     args.resume_hint = f"; `{' '.join(map(shlex.quote, again))}` keeps finished refits and continues the others"
-    results, ensemble_metrics = refit_runs(args.run_dirs, args.output, resume=args.resume, device=args.device,
-                                           threads=args.threads, report=not args.no_report, progress=not args.quiet)
+    if args.resume and args.overwrite:
+        raise AttnclfError("--resume keeps finished refits and --overwrite trains them again: give one")
+    results, ensemble_metrics = refit_runs(args.run_dirs, args.output, resume=args.resume, overwrite=args.overwrite,
+                                           device=args.device, threads=args.threads, report=not args.no_report,
+                                           progress=not args.quiet)
     for result in results:
         if not result.metrics:  # a torchrun rank other than 0; rank 0 reports
             continue
@@ -915,6 +919,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=int, help="PyTorch threads (default: one per core)")
     p.add_argument("--no-report", action="store_true", help="skip report.html and plots/ at the end")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument("--overwrite", action="store_true", help="train again a refit that has finished")
     p.add_argument("--resume", action="store_true",
                    help="keep the refits already finished and continue interrupted ones from their checkpoints")
 

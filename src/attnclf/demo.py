@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from .classifier import Classifier
+from .errors import AttnclfError
 from .training.run import train_run
-from .training.settings import DataSettings, settings_for
+from .training.settings import DataSettings, resume_settings, settings_for
 
 EXAMPLES = [
     "the acting was wonderful",
@@ -19,6 +22,7 @@ def run_demo(output: str = "runs/demo", device: str = "auto", threads: int | Non
     """Train ``self-attn`` on ``demo`` (well under two minutes on 2 CPU cores) and print what it learned."""
     settings = settings_for(DataSettings(dataset="demo"), "self-attn", output=output, device=device)
     settings.threads = threads
+    _refuse_another_run(Path(output), settings)
     print("Training a self-attention classifier on generated reviews where negation and contrast decide.")
     result = train_run(settings, progress=progress)
     m = result.metrics
@@ -42,3 +46,16 @@ def run_demo(output: str = "runs/demo", device: str = "auto", threads: int | Non
 def _top(pairs: list[tuple[str, float]]) -> str:
     """Signed effects: occlusion's drop in the predicted class's probability."""
     return ", ".join(f"{token} {score:+.2f}" for token, score in pairs)
+
+
+def _refuse_another_run(output: Path, settings) -> None:
+    """The demo replaces an earlier demo in ``output`` (run again, it trains the same), never another run."""
+    if not (output / "config.json").is_file():
+        return
+    try:
+        differing = resume_settings(output).first_difference(settings)
+    except (AttnclfError, KeyError, TypeError, ValueError):  # a run folder this attnclf cannot read
+        differing = ("settings",)
+    if differing is not None:
+        raise AttnclfError(f"{output} holds another run (its {differing[0]} differs from the demo's); give the demo "
+                           f"another --output")

@@ -15,14 +15,14 @@ from .trainer import best_epoch
 
 
 def refit_runs(run_dirs: list[str | Path], output: str | None = None, *, resume: bool = False,
-               device: str | None = None, threads: int | None = None, report: bool = True,
+               overwrite: bool = False, device: str | None = None, threads: int | None = None, report: bool = True,
                progress: bool = True) -> tuple[list[RunResult], dict | None]:
     """Refit runs (``refit_settings``), each into RUN-refit (one run: ``output``), or the members of one
     ``train --seeds`` folder into FOLDER-refit (or ``output``), which becomes an ensemble folder of its own.
 
     Every run is checked before any is trained. Returns each refit's result and, for a ``--seeds`` folder,
     the refits' ensemble test metrics (also in its ensemble.json). ``resume`` keeps finished refits and
-    continues interrupted ones.
+    continues interrupted ones; a finished refit is otherwise refused unless ``overwrite``.
 
     >>> # results, _ = refit_runs(["runs/a", "runs/b"])           # into runs/a-refit, runs/b-refit
     >>> # _, metrics = refit_runs(["runs/imdb-3"])                # a --seeds folder, into runs/imdb-3-refit
@@ -52,6 +52,10 @@ def refit_runs(run_dirs: list[str | Path], output: str | None = None, *, resume:
             raise AttnclfError(f"{run} is given twice")
         seen.add(run.resolve())
     planned = [refit_settings(run, output=out, device=device, threads=threads) for run, out in zip(runs, outputs)]
+    finished = next((s.output for s in planned if (Path(s.output) / "metrics.json").is_file()), None)
+    if finished and not (resume or overwrite):  # as `train` refuses: a repeated command deletes no finished work
+        raise AttnclfError(f"{finished} holds a finished refit; --resume keeps it (and continues the others), "
+                           f"--overwrite trains it again")
     results = []
     for run, settings in zip(runs, planned):
         settings.report = report
