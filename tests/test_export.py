@@ -169,9 +169,14 @@ def test_models_with_an_lstm_are_refused_with_a_reason():
     (["export", "{run}", "--check-examples", "0"], "--check-examples must be at least 1, got 0"),
     (["export", "{run}", "--check-examples", "-3"], "--check-examples must be at least 1, got -3"),
     (["export", "{run}", "--text-column", "review"], "name the columns of --check-file; give it too"),
+    (["export", "{missing}"], "run directory {missing} does not exist"),
+    (["export", "{reference}"], "holds a reference baseline's scores (result.json) from `attnclf compare`, not a"),
 ])
 def test_command_errors_are_one_line(args, message, demo_run, tmp_path, capsys):
-    args = [a.format(run=demo_run, missing=tmp_path / "missing") for a in args]
+    (tmp_path / "reference").mkdir()
+    (tmp_path / "reference" / "result.json").write_text("{}")  # a compare cell of the TF-IDF reference
+    args = [a.format(run=demo_run, missing=tmp_path / "missing", reference=tmp_path / "reference") for a in args]
+    message = message.format(missing=tmp_path / "missing")
     assert main(args + (["--output", str(tmp_path / "onnx")] if args[0] == "export" else [])) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1

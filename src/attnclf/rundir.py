@@ -167,6 +167,9 @@ def check_run_dir(path: str | Path) -> Path:
     if missing and not (path / "config.json").exists() and any(path.glob("seed-*/config.json")):
         raise RunDirError(f"{path} is a `train --seeds` folder whose training has not finished (no {ENSEMBLE_FILE}); "
                           f"`attnclf train --resume` with the same flags and --output {path} finishes it")
+    if missing and (path / "result.json").is_file() and not (path / "config.json").exists():
+        raise RunDirError(f"{path} holds a reference baseline's scores (result.json) from `attnclf compare`, not a "
+                          f"trained model")
     if missing:
         raise RunDirError(f"run directory {path} is incomplete: missing {', '.join(missing)}")
     version = read_json(path / "config.json").get("format_version")
