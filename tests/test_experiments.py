@@ -156,6 +156,8 @@ def test_ablate_sweeps_the_default_axes_the_model_has(tmp_path, monkeypatch):
     (["ablate", "--dataset", "synthetic", "--set", "d_model=16", "--sweep", "heads=3"], "not divisible"),
     (["ablate", "--dataset", "toy-order", "--sweep", "heads=1,2"], "toy-order runs the course's fixed"),
     (["ablate", "--dataset", "toy-order", "--model", "boe"], "whose models are fixed; --model"),
+    (["ablate", "--dataset", "toy-ordr"], "unknown dataset 'toy-ordr'; known: demo, "),
+    (["ablate", "--dataset", "toy-ordr"], ", and for ablate toy-order (the course's order experiment)"),
     (["compare", "--dataset", "synthetic", "--models", "boe,gpt"], "unknown model 'gpt'"),
     (["compare", "--dataset", "synthetic", "--models", "boe, boe"], "--models names boe twice"),
     (["compare", "--dataset", "synthetic", "--models", ","], "--models names no model"),

@@ -557,6 +557,8 @@ def cmd_datasets(args: argparse.Namespace) -> int:
     print(f"{'name':<16} {'status':<{width}}  description")
     for name, status, description in rows:
         print(f"{name:<16} {status:<{width}}  {description}")
+    print(f"\n{TOY_ORDER} is not a dataset but `attnclf ablate --dataset {TOY_ORDER}`: the course's order experiment "
+          f"on the three toy sets")
     return 0
 
 
@@ -766,14 +768,22 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+TOY_ORDER = "toy-order"  # what `ablate --dataset` takes besides the datasets: the course's fixed experiment
+
+
 @command("ablate")
 def cmd_ablate(args: argparse.Namespace) -> int:
     from .experiments import AXES, ablate, toy_order
 
+    from .data.registry import sources
+
+    if args.dataset and args.dataset != TOY_ORDER and args.dataset not in sources():
+        raise AttnclfError(f"unknown dataset {args.dataset!r}; known: {', '.join(sources())}, and for ablate "
+                           f"{TOY_ORDER} (the course's order experiment)")
     setup = _experiment_setup(args)
     output = args.output or f"experiments/ablate-{setup.data.describe()}"
     log = _progress_log(args)
-    if args.dataset == "toy-order":
+    if args.dataset == TOY_ORDER:
         if args.quick or args.sweep or args.axes or args.model:
             raise AttnclfError("toy-order runs the course's fixed experiment, whose models are fixed; --model, "
                                "--quick, --axes and --sweep apply to other datasets (sweep toy-reversal, "
