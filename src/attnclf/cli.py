@@ -567,6 +567,8 @@ def cmd_models(args: argparse.Namespace) -> int:
     from .models import MODELS, build_model
 
     overrides = _parse_overrides(args.set)
+    print(f"parameters at a {args.vocab_size:,}-word vocabulary, {args.num_classes} classes and each model's default "
+          f"config (a run's count follows its vocabulary and recipe; see --vocab-size, --set)")
     print(f"{'name':<18} {'parameters':>11}  description")
     for name, spec in MODELS.items():
         model_fields = {f.name for f in fields(spec.config_class)}

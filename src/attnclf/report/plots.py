@@ -75,6 +75,7 @@ def metric_history(history: Sequence[dict]) -> Figure | None:
         ax.grid(alpha=0.3)
     for ax in axes[len(present):]:
         ax.set_visible(False)
+    fig.suptitle("validation metrics per epoch", fontsize="medium")
     return fig
 
 

@@ -264,7 +264,8 @@ def _field(error: dict) -> str:
 def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
     """The API around ``classifier`` (an ``attnclf.Classifier``, or an ``Ensemble``, which /explain refuses).
 
-    >>> # TestClient(create_app(Classifier.load("runs/demo"))).post("/predict", json={"text": "great"}).json()
+    >>> # with TestClient(create_app(Classifier.load("runs/demo"))) as client:   # (starts the batcher)
+    >>> #     client.post("/predict", json={"text": "great"}).json()
     """
     refuse_multi_label(classifier.config, "attnclf serve")
     executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="attnclf-model")  # one model call at a time
