@@ -845,7 +845,9 @@ def test_resume_takes_the_command_that_started_the_run_and_refuses_other_setting
     with monkeypatch.context() as patch:
         interrupt_in_epoch_2(patch)
         assert main([*argv, "--overwrite"]) == 130
-    assert main(["train", "--resume", "--output", str(run), "--epochs", "2", "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["train", "--resume", "--output", str(run), "--epochs", "3"]) == 0
+    assert f"{run}: planned 2 epochs, now 3; the learning-rate schedule stretches" in capsys.readouterr().err
     # It went on with the run's threads (the same arithmetic as without the interruption), and without a report.
     assert json.loads((run / "config.json").read_text())["settings"]["threads"] == 1
     assert (run / "metrics.json").is_file() and not (run / "report.html").exists()

@@ -291,7 +291,11 @@ def cmd_train(args: argparse.Namespace) -> int:
                                    f"that trained them, --resume added")
             raise AttnclfError(f"{output}: no run to resume (no config.json there)")
         device = args.device if "device" in _typed(args) else None  # else the device the run trained on
+        planned = resume_settings(output).train.epochs
         settings = resume_settings(output, epochs=args.epochs, device=device, threads=args.threads)
+        if settings.train.epochs != planned and not args.quiet:
+            print(f"{output}: planned {planned} epochs, now {settings.train.epochs}; the learning-rate schedule "
+                  f"stretches to the new length from here on", file=sys.stderr)
         if _typed(args) - _RESUME_FLAGS:  # the command that started the run, --resume added: it must describe it
             _refuse_other_settings(build_settings(args), settings)
         if args.data_dir:  # the dataset moved (the run checks it is the same data)
