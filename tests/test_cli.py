@@ -215,7 +215,7 @@ def test_datasets_lists_generated_and_local_sources(shared_data_dir, capsys):
     assert main(["datasets", "--data-dir", str(shared_data_dir)]) == 0
     out = capsys.readouterr().out
     rows = {line.split()[0]: line for line in out.splitlines()[1:]}
-    assert "generated" in rows["demo"] and "local" in rows["imdb"]
+    assert "generated" in rows["demo"] and "local" in rows["imdb"] and "ablate only" in rows["toy-order"]
 
 
 def test_models_lists_every_model_with_parameter_counts(capsys):

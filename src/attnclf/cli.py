@@ -557,12 +557,12 @@ def cmd_datasets(args: argparse.Namespace) -> int:
         else:
             status = f"local: {where}" if source.is_complete(where) else f"local, some splits only: {where}"
         rows.append((name, status, source.description))
+    rows.append((TOY_ORDER, "ablate only", "the course's order experiment on the three toy sets: "
+                                           f"`attnclf ablate --dataset {TOY_ORDER}`"))
     width = max(len(status) for _, status, _ in rows)
     print(f"{'name':<16} {'status':<{width}}  description")
     for name, status, description in rows:
         print(f"{name:<16} {status:<{width}}  {description}")
-    print(f"\n{TOY_ORDER} is not a dataset but `attnclf ablate --dataset {TOY_ORDER}`: the course's order experiment "
-          f"on the three toy sets")
     return 0
 
 
