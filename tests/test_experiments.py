@@ -320,3 +320,14 @@ def test_the_budget_line_gives_the_first_seeds_sizes_when_a_grouped_split_varies
         records.append({"run_dir": str(run), "seed": seed, "epochs": 3})
     line = describe_budget(Setup(DataSettings(dataset="imdb"), seeds=[0, 1]), records)
     assert "Budget of every neural cell: 540 training / 60 validation / 20 test texts (seed 0)" in line
+
+
+def test_error_bars_of_a_score_stay_within_zero_and_one():
+    from attnclf.experiments.plots import score_plot
+    from attnclf.experiments.tables import summarize
+
+    cells = [{"label": "lstm", "model": "lstm-mean", "seed": s, "accuracy": a} for s, a in [(0, 1.0), (1, 0.88)]]
+    axes = score_plot(summarize(cells), cells, "accuracy", "two seeds").axes[0]
+    ends = [x for collection in axes.collections if hasattr(collection, "get_segments")
+            for segment in collection.get_segments() for x, _ in segment]
+    assert ends and max(ends) == 1.0 and min(ends) < 0.88  # mean 0.94 ± 0.085, cut at 1

@@ -39,6 +39,16 @@ def save_figure(figure: Figure, path: Path) -> None:
     atomic_write_bytes(path, buffer.getvalue())
 
 
+def _spread(mean: float, std: float | None) -> list[list[float]]:
+    """The error bar of a score in [0, 1]: mean ± std, cut at the ends of the range (1.09 is no accuracy).
+
+    >>> [[round(end, 3) for end in side] for side in _spread(0.99, 0.05)]
+    [[0.05], [0.01]]
+    """
+    std = std or 0.0
+    return [[min(std, mean)], [min(std, 1.0 - mean)]]
+
+
 def score_plot(rows: list[dict], records: list[dict], metric: str, title: str) -> Figure:
     """Mean ± std of ``metric`` per variant (black), every seed as a grey dot."""
     figure = _figure(6.4, 0.45 * len(rows) + 1.4)
@@ -47,8 +57,8 @@ def score_plot(rows: list[dict], records: list[dict], metric: str, title: str) -
     for y, row in zip(positions, rows):
         seeds = [r[metric] for r in records if r["label"] == row["label"]]
         ax.scatter(seeds, [y] * len(seeds), color="0.65", s=14, zorder=2)
-        ax.errorbar(row[f"{metric}_mean"], y, xerr=row[f"{metric}_std"] or 0, fmt="o", color="black",
-                    capsize=4, zorder=3)
+        ax.errorbar(row[f"{metric}_mean"], y, xerr=_spread(row[f"{metric}_mean"], row[f"{metric}_std"]), fmt="o",
+                    color="black", capsize=4, zorder=3)
     ax.set_yticks(positions, [row["label"] for row in rows])
     ax.set_xlabel(f"{METRIC_NAMES.get(metric, metric)} (mean ± std over seeds; grey: each seed)")
     ax.set_title(title)
@@ -64,8 +74,9 @@ def compare_plot(rows: list[dict], records: list[dict], title: str) -> Figure:
     for y, row in zip(positions, rows):
         seeds = [r["accuracy"] for r in records if r["label"] == row["label"]]
         left.scatter(seeds, [y] * len(seeds), color="0.65", s=14, zorder=2)
-        left.errorbar(row["accuracy_mean"], y, xerr=row["accuracy_std"] or 0, fmt="o", color="black", capsize=4)
-        right.errorbar(row["train_seconds_mean"], row["accuracy_mean"], yerr=row["accuracy_std"] or 0, fmt="o",
+        spread = _spread(row["accuracy_mean"], row["accuracy_std"])
+        left.errorbar(row["accuracy_mean"], y, xerr=spread, fmt="o", color="black", capsize=4)
+        right.errorbar(row["train_seconds_mean"], row["accuracy_mean"], yerr=spread, fmt="o",
                        capsize=4, label=row["label"])
     left.set_yticks(positions, [row["label"] for row in rows])
     left.set_xlabel("test accuracy (mean ± std; grey: each seed)")
