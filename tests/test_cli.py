@@ -290,7 +290,8 @@ def test_classes_left_without_a_training_text_by_the_split_are_a_warning_even_wh
     assert held_out == 5
     warning = [line for line in capsys.readouterr().err.splitlines() if "no training text" in line]
     assert warning and warning[0].startswith("warning: 5 of 50 classes have no training text, their only texts "
-                                             "being held out ('class")
+                                             "held out to validate or left out of a --max-train-examples sample "
+                                             "('class")
 
 
 def test_training_warns_of_texts_on_both_sides_of_a_split_even_when_quiet(tmp_path, capsys):
@@ -346,10 +347,11 @@ def test_an_ensemble_folder_is_not_one_model_and_a_run_is_not_two(csv_run, tmp_p
 
     monkeypatch.setattr(ensemble, "train_ensemble", interrupted)
     argv = ["train", "--dataset", "demo", "--seeds", "0", "1", "--output", str(tmp_path / "ens")]
-    # The hint repeats the command without the vectors, which --resume refuses (the members keep theirs).
-    assert main(argv + ["--embeddings-std=2", "--embeddings", "v.vec"]) == 130
-    assert capsys.readouterr().err.strip() == (f"attnclf: interrupted; `attnclf train {' '.join(argv[1:])} --resume` "
-                                               f"keeps the finished members and continues the others")
+    # The hint repeats the command without --overwrite (abbreviated too), which --resume refuses.
+    assert main(argv + ["--embeddings-std=2", "--embeddings", "v.vec", "--overw"]) == 130
+    assert capsys.readouterr().err.strip() == (
+        f"attnclf: interrupted; `attnclf train {' '.join(argv[1:])} --embeddings-std=2 --embeddings v.vec --resume` "
+        f"keeps the finished members and continues the others")
     monkeypatch.chdir(tmp_path)  # the default folder, runs/boe-demo, is where it resumes too
     assert main(["train", "--dataset", "demo", "--model", "boe", "--seeds", "0", "1"]) == 130
     assert capsys.readouterr().err.strip().endswith("--resume` keeps the finished members and continues the others")
@@ -826,7 +828,7 @@ def test_resume_takes_the_command_that_started_the_run_and_refuses_other_setting
         return err
 
     # Flags that would train another model are named with both values, not silently ignored...
-    assert refused(*argv, "--lr", "0.1", "--resume") == (
+    assert refused(*argv, "--lr", "0.1", "--epochs", "3", "--resume") == (
         f"attnclf: error: {run} trained with train.lr = 0.002, this command gives 0.1: --resume continues the run "
         f"with its own settings; give the command that started it, or only --output (and --epochs, --device or "
         f"--threads to change them)")
@@ -835,19 +837,28 @@ def test_resume_takes_the_command_that_started_the_run_and_refuses_other_setting
     assert "data.dataset = 'demo', this command gives None" in refused("train", "--resume", "--output", str(run),
                                                                       "--batch", "64")
     assert "give one" in refused(*argv, "--resume", "--overwrite")
+    assert refused(*argv, "--embeddings", "count", "--resume").endswith(
+        "started from word vectors none, this command gives count: a resumed run continues from its checkpoint; "
+        "drop --embeddings or give its own")
     assert "no run to resume (no config.json there)" in refused("train", "--resume", "--output", str(tmp_path / "x"))
     (tmp_path / "ens" / "seed-0").mkdir(parents=True)
     (tmp_path / "ens" / "seed-0" / "config.json").write_text("{}")
     assert "holds the members of `train --seeds`" in refused("train", "--resume", "--output", str(tmp_path / "ens"))
     # The run's own command with --resume added continues it, as does --output alone.
-    assert main([*argv, "--resume"]) == 0
+    assert main([*argv, "--embeddings", "none", "--resume"]) == 0  # its own vectors (none) pass
     assert json.loads((run / "metrics.json").read_text())["accuracy"] > 0.5
     with monkeypatch.context() as patch:
         interrupt_in_epoch_2(patch)
         assert main([*argv, "--overwrite"]) == 130
     capsys.readouterr()
+    if not torch.cuda.is_available():  # a run trained on a GPU, resumed on this machine: the fix is named
+        config = json.loads((run / "config.json").read_text())
+        (run / "config.json").write_text(json.dumps(config | {"settings": config["settings"] | {"device": "cuda"}}))
+        assert refused("train", "--resume", "--output", str(run)).endswith(
+            f"{run} trained on cuda, which this machine lacks; add --device cpu (or auto) to continue it here")
+        (run / "config.json").write_text(json.dumps(config))
     assert main(["train", "--resume", "--output", str(run), "--epochs", "3"]) == 0
-    assert f"{run}: planned 2 epochs, now 3; the learning-rate schedule stretches" in capsys.readouterr().err
+    assert f"{run}: planned 2 epochs, now 3; the learning-rate schedule follows" in capsys.readouterr().err
     # It went on with the run's threads (the same arithmetic as without the interruption), and without a report.
     assert json.loads((run / "config.json").read_text())["settings"]["threads"] == 1
     assert (run / "metrics.json").is_file() and not (run / "report.html").exists()
@@ -960,6 +971,9 @@ def test_demo_shows_attention_as_weights_beside_the_uniform_weight(tmp_path, cap
     assert run_error(["demo", "--output", str(tmp_path / "boe")], capsys).endswith(
         "holds another run (boe on demo); give the demo another --output")
     assert (tmp_path / "boe" / "model.safetensors").read_bytes() == weights
+    (tmp_path / "ens" / "seed-0").mkdir(parents=True)
+    (tmp_path / "ens" / "seed-0" / "config.json").write_text("{}")
+    assert "holds the runs of `train --seeds`" in run_error(["demo", "--output", str(tmp_path / "ens")], capsys)
 
 
 def test_commands_that_use_a_run_say_when_it_has_not_finished_training(csv_run, csv_files, tmp_path, capsys):

@@ -1,6 +1,7 @@
 """ONNX export: parity with PyTorch on a trained tiny model, the torch-free runtime, and its errors."""
 
 import json
+import shutil
 import subprocess
 import sys
 
@@ -112,6 +113,10 @@ def test_an_export_inside_a_run_that_trained_on_since_is_refused(demo_run, tmp_p
     assert main(["predict", str(run), "good", "--backend", "onnx"]) == 2
     assert "export it again" in capsys.readouterr().err
     assert OnnxClassifier.load(elsewhere).predict_proba(["good"]).shape == (1, 2)  # a copy stands alone
+    # A copy of the run with its export, trained on, is checked as the run itself is.
+    shutil.copytree(run, tmp_path / "copy")
+    with pytest.raises(AttnclfError, match="exported from earlier weights"):
+        OnnxClassifier.load(tmp_path / "copy")
 
 
 def test_export_that_disagrees_with_pytorch_fails_and_changes_nothing(demo_run, tmp_path, monkeypatch):

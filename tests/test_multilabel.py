@@ -67,6 +67,12 @@ def test_training_warns_when_label_sets_look_split_on_the_wrong_character(tmp_pa
         "data, give --label-delimiter ','",
         "warning: 1 class holds ';' ('politics;business'); if it separates the labels in the data, give "
         "--label-delimiter ';'"]
+    # In JSON lines labels come as lists: "a/b" is a name, and --label-delimiter would change nothing.
+    listed = _jsonl(tmp_path / "tree.jsonl", [{"text": f"t {i}", "label": [f"science/{topic}"]}
+                                              for i, topic in enumerate(["physics", "biology"] * 4)])
+    assert main(["train", "--train-file", str(listed), "--multi-label", "--model", "boe", "--epochs", "1",
+                 "--output", str(tmp_path / "tree"), "--quiet", "--no-report"]) == 0
+    assert "warning:" not in capsys.readouterr().err
     # A class that merely holds the character is not flagged.
     rows = [("a", "rock/pop"), ("b", "jazz"), ("c", "rock/pop | jazz")]
     genres = _csv(tmp_path / "genres.csv", [(f"{text} {i}", labels) for i in range(4) for text, labels in rows])

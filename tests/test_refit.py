@@ -311,7 +311,8 @@ def test_a_run_interrupted_in_an_old_folder_leaves_nothing_a_refit_could_take_fo
         refit_settings(folder)
 
 
-def test_an_interrupted_refit_says_how_to_go_on_and_which_runs_remain(validated, tmp_path, capsys, monkeypatch):
+def test_an_interrupted_refit_says_how_to_go_on_and_which_runs_remain(validated, refit, tmp_path, capsys,
+                                                                      monkeypatch):
     from attnclf.training.trainer import Trainer
 
     second = tmp_path / "second"
@@ -336,6 +337,11 @@ def test_an_interrupted_refit_says_how_to_go_on_and_which_runs_remain(validated,
     assert capsys.readouterr().err.strip().splitlines()[-1] == (
         f"attnclf: interrupted; `attnclf refit {second} {validated} --quiet --no-report --device cpu --resume` keeps "
         f"finished refits and continues the others")
+    # An interrupted refit is work too (its checkpoint, here made by hand: this one stopped before its first).
+    (tmp_path / "second-refit" / "checkpoint").mkdir(parents=True, exist_ok=True)
+    (tmp_path / "second-refit" / "checkpoint" / "state.json").write_text("{}")
+    assert main(["refit", str(second)]) == 2
+    assert f"{second}-refit holds an unfinished refit; --resume continues it" in capsys.readouterr().err
 
 
 def test_refit_resume_keeps_finished_refits_and_continues_the_others(validated, refit, tmp_path, capsys,

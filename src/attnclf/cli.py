@@ -231,9 +231,10 @@ def _add_train_args(p: argparse.ArgumentParser) -> None:
                    help="replace the trained model (or --seeds members) already in --output; without it such a "
                         "folder is refused, so a repeated command cannot delete a finished run")
     p.add_argument("--resume", action="store_true",
-                   help="continue the interrupted run in --output with its own settings: only --epochs, --device "
-                        "and --threads may change, any other flag is refused (with --seeds: finished members are "
-                        "kept, unfinished ones continue, new seeds train as the others did; give the same flags)")
+                   help="continue the interrupted run in --output with its own settings: give the command that "
+                        "started it, or only --output; --epochs, --device and --threads may change, --data-dir says "
+                        "where its data lies now, flags that describe another run are refused (with --seeds: "
+                        "finished members are kept, unfinished ones continue, new seeds train as the others did)")
     p.add_argument("--threads", type=int, help="PyTorch threads (default: one per core; 1 is often faster "
                    "for small models or on a busy machine)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
@@ -258,8 +259,6 @@ def cmd_train(args: argparse.Namespace) -> int:
     from .training.run import train_run
     from .training.settings import resume_settings
 
-    if args.resume and (args.embeddings or args.embeddings_std is not None):
-        raise AttnclfError("--embeddings sets how a new run starts; a resumed run continues from its checkpoint")
     if args.resume and args.overwrite:
         raise AttnclfError("--resume continues the run in --output and --overwrite replaces it: give one")
     if args.seeds:
@@ -272,6 +271,9 @@ def cmd_train(args: argparse.Namespace) -> int:
         settings.threads, settings.report = args.threads, not args.no_report
         args.output = settings.output  # resolved (runs/MODEL-DATA by default): where an interrupted ensemble resumes
         _check_output(Path(settings.output), ensemble=True, replace=args.overwrite or args.resume)
+        members = sorted(Path(settings.output).glob("seed-*/config.json"))
+        if args.resume and members:
+            _refuse_other_vectors(args, settings, resume_settings(members[0].parent))
         metrics = train_ensemble(settings, args.seeds, resume=args.resume, progress=not args.quiet)
         if metrics:  # torchrun's other ranks leave the testing to rank 0
             print(f"ensemble of {len(args.seeds)} runs ({Path(settings.output) / ENSEMBLE_FILE}), averaged:")
@@ -290,14 +292,18 @@ def cmd_train(args: argparse.Namespace) -> int:
                 raise AttnclfError(f"{output} holds the members of `train --seeds`: resume them with the command "
                                    f"that trained them, --resume added")
             raise AttnclfError(f"{output}: no run to resume (no config.json there)")
-        device = args.device if "device" in _typed(args) else None  # else the device the run trained on
+        typed = _typed(args)
         planned = resume_settings(output).train.epochs
-        settings = resume_settings(output, epochs=args.epochs, device=device, threads=args.threads)
+        settings = resume_settings(output, epochs=args.epochs, device=args.device if "device" in typed else None,
+                                   threads=args.threads)
+        if typed - _RESUME_FLAGS:  # the command that started the run, --resume added: it must describe it
+            _refuse_other_settings(build_settings(args), settings)
+            _refuse_other_vectors(args, build_settings(args), settings)
+        if "device" not in typed:
+            _check_run_device(settings)
         if settings.train.epochs != planned and not args.quiet:
             print(f"{output}: planned {planned} epochs, now {settings.train.epochs}; the learning-rate schedule "
-                  f"stretches to the new length from here on", file=sys.stderr)
-        if _typed(args) - _RESUME_FLAGS:  # the command that started the run, --resume added: it must describe it
-            _refuse_other_settings(build_settings(args), settings)
+                  f"follows the new length from here on", file=sys.stderr)
         if args.data_dir:  # the dataset moved (the run checks it is the same data)
             settings.data.data_dir = args.data_dir
     else:
@@ -359,6 +365,31 @@ def _refuse_other_settings(typed, trained) -> None:
                            f"--output (and --epochs, --device or --threads to change them)")
 
 
+def _refuse_other_vectors(args: argparse.Namespace, typed, trained) -> None:
+    """--embeddings with --resume: the vectors the run started from pass (the checkpoint holds what they became),
+    others are an error."""
+    if not args.embeddings and args.embeddings_std is None:
+        return
+    typed, trained = typed.anchored(), trained.anchored()
+    if (typed.embeddings, typed.embeddings and typed.embeddings_std) != \
+            (trained.embeddings, trained.embeddings and trained.embeddings_std):
+        raise AttnclfError(f"{trained.output} started from word vectors {trained.embeddings or 'none'}"
+                           f"{f' (std {trained.embeddings_std:g})' if trained.embeddings else ''}, this command gives "
+                           f"{typed.embeddings or 'none'}: a resumed run continues from its checkpoint; drop "
+                           f"--embeddings or give its own")
+
+
+def _check_run_device(settings) -> None:
+    """The device a resumed run trained on, which this machine may lack: say how to continue here."""
+    from .training.device import resolve_device
+
+    try:
+        resolve_device(settings.device)
+    except AttnclfError:
+        raise AttnclfError(f"{settings.output} trained on {settings.device}, which this machine lacks; add --device "
+                           f"cpu (or auto) to continue it here") from None
+
+
 def _subparser(name: str) -> argparse.ArgumentParser:
     """The parser of one command, for what only it knows (its option strings)."""
     subparsers = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
@@ -370,8 +401,7 @@ def cmd_refit(args: argparse.Namespace) -> int:
     from .rundir import ENSEMBLE_FILE
     from .training.refit import refit_runs
 
-    again = ["attnclf", "refit", *(arg for arg in args.argv if arg != "--overwrite"),
-             *([] if args.resume else ["--resume"])]
+    again = ["attnclf", "refit", *_without_flag(args.argv, "--overwrite"), *([] if args.resume else ["--resume"])]
     args.resume_hint = f"; `{' '.join(map(shlex.quote, again))}` keeps finished refits and continues the others"
     if args.resume and args.overwrite:
         raise AttnclfError("--resume keeps finished refits and --overwrite trains them again: give one")
@@ -459,6 +489,7 @@ def _predict(args: argparse.Namespace) -> int:
         if args.bf16:
             raise AttnclfError("--bf16 is for --backend torch; the ONNX graph runs in float32 (or --int8)")
         clf = OnnxClassifier.load(args.run_dir, int8=args.int8, threads=args.threads)
+        _warn_if_unfinished(args.run_dir)  # (an export of a run's best weights so far)
     else:
         from .ensemble import is_ensemble_dir, load_run
 
@@ -572,7 +603,7 @@ def cmd_models(args: argparse.Namespace) -> int:
 
     overrides = _parse_overrides(args.set)
     print(f"parameters at a {args.vocab_size:,}-word vocabulary, {args.num_classes} classes and each model's default "
-          f"config (a run's count follows its vocabulary and recipe; see --vocab-size, --set)")
+          f"config{' with --set' if overrides else ''} (a run's count follows its vocabulary and recipe)")
     print(f"{'name':<18} {'parameters':>11}  description")
     for name, spec in MODELS.items():
         model_fields = {f.name for f in fields(spec.config_class)}
@@ -1167,22 +1198,13 @@ def _main(argv: list[str] | None) -> int:
         return 2
 
 
-def _without_options(argv: list[str], options: set[str]) -> list[str]:
-    """``argv`` without ``options`` and their values (``--option value`` or ``--option=value``).
+def _without_flag(argv: list[str], flag: str) -> list[str]:
+    """``argv`` without the value-less ``flag``, abbreviated too (as argparse reads ``--overw``).
 
-    >>> _without_options(["--seeds", "0", "1", "--embeddings", "v.vec", "--embeddings-std=2"],
-    ...                  {"--embeddings", "--embeddings-std"})
-    ['--seeds', '0', '1']
+    >>> _without_flag(["--seeds", "0", "1", "--overw", "--output", "o"], "--overwrite")
+    ['--seeds', '0', '1', '--output', 'o']
     """
-    kept, skip = [], False
-    for arg in argv:
-        if skip:
-            skip = False
-        elif arg in options:
-            skip = True
-        elif arg.split("=", 1)[0] not in options:
-            kept.append(arg)
-    return kept
+    return [arg for arg in argv if not (len(arg) > 3 and flag.startswith(arg))]
 
 
 def _resume_hint(args: argparse.Namespace) -> str:
@@ -1192,9 +1214,8 @@ def _resume_hint(args: argparse.Namespace) -> str:
         return args.resume_hint
     if args.command != "train" or not args.output:
         return ""
-    if args.seeds:  # the same command, less the vectors (the members keep theirs, and --resume refuses them)
-        again = ["attnclf", "train", *_without_options(args.argv, {"--embeddings", "--embeddings-std"}),
-                 *([] if args.resume else ["--resume"])]
+    if args.seeds:  # the same command, less --overwrite (which --resume refuses: the members are kept)
+        again = ["attnclf", "train", *_without_flag(args.argv, "--overwrite"), *([] if args.resume else ["--resume"])]
         return f"; `{' '.join(map(shlex.quote, again))}` keeps the finished members and continues the others"
     if (Path(args.output) / "checkpoint" / "state.json").is_file():
         return f"; `attnclf train --resume --output {shlex.quote(args.output)}` continues from its last checkpoint"

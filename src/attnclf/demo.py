@@ -52,6 +52,8 @@ def _top(pairs: list[tuple[str, float]]) -> str:
 def _refuse_another_run(output: Path, settings) -> None:
     """The demo replaces an earlier demo in ``output`` (one of an older recipe too), never another run."""
     if not (output / "config.json").is_file():
+        if any(output.glob("seed-*/config.json")):
+            raise AttnclfError(f"{output} holds the runs of `train --seeds`; give the demo another --output")
         return
     try:
         saved = read_json(output / "config.json")["settings"]

@@ -61,11 +61,10 @@ def weights_fingerprint(run_dir: Path) -> str:
 
 
 def _check_current(directory: Path, config: dict) -> None:
-    """Refuse an export inside a run directory whose weights changed since (`train --resume` trained on): it would
-    answer for the earlier model. An export copied elsewhere stands alone and is not checked."""
+    """Refuse an export in a run directory's onnx/ whose weights changed since (`train --resume` trained on, in the
+    run or a copy of it): it would answer for the earlier model. An export elsewhere stands alone, unchecked."""
     run_dir = directory.parent
-    if "weights_sha256" not in config or not (run_dir / "model.safetensors").is_file() or \
-            Path(config.get("source", "")).resolve() != run_dir.resolve():
+    if "weights_sha256" not in config or directory.name != "onnx" or not (run_dir / "model.safetensors").is_file():
         return
     if weights_fingerprint(run_dir) != config["weights_sha256"]:
         raise RunDirError(f"{directory} was exported from earlier weights of {run_dir} (it trained on since); "

@@ -52,10 +52,13 @@ def refit_runs(run_dirs: list[str | Path], output: str | None = None, *, resume:
             raise AttnclfError(f"{run} is given twice")
         seen.add(run.resolve())
     planned = [refit_settings(run, output=out, device=device, threads=threads) for run, out in zip(runs, outputs)]
-    finished = next((s.output for s in planned if (Path(s.output) / "metrics.json").is_file()), None)
-    if finished and not (resume or overwrite):  # as `train` refuses: a repeated command deletes no finished work
-        raise AttnclfError(f"{finished} holds a finished refit; --resume keeps it (and continues the others), "
-                           f"--overwrite trains it again")
+    # As `train` refuses: a repeated command deletes no work, finished or checkpointed.
+    for earlier in [] if resume or overwrite else [Path(settings.output) for settings in planned]:
+        if (earlier / "metrics.json").is_file():
+            raise AttnclfError(f"{earlier} holds a finished refit; --resume keeps it (and continues the others), "
+                               f"--overwrite trains it again")
+        if (earlier / "checkpoint" / "state.json").is_file():
+            raise AttnclfError(f"{earlier} holds an unfinished refit; --resume continues it, --overwrite starts again")
     results = []
     for run, settings in zip(runs, planned):
         settings.report = report

@@ -239,7 +239,8 @@ def _refuse_unworkable(settings: RunSettings, resume: bool) -> None:
 def _describe_data(settings: RunSettings, splits: Splits, progress: bool) -> None:
     """The classes and their counts, and warnings about the labels and texts; --quiet hides progress, not what is
     wrong with the data."""
-    described = describe_classes(splits.train)
+    delimited = bool(settings.data.train_file) and Path(settings.data.train_file).suffix.lower() in (".csv", ".tsv")
+    described = describe_classes(splits.train, label_sets_split=delimited)
     if settings.data.train_file and not settings.data.token_cache:  # (a cache's texts stay on disk)
         described += shared_text_warnings(splits)
     for line in described:

@@ -174,9 +174,10 @@ _CHANGED_SPLIT = ("{} no longer gives the validation texts a run held out (the d
                   "was trained): they may be texts it learned")
 
 
-def describe_classes(train: TextDataset) -> list[str]:
+def describe_classes(train: TextDataset, label_sets_split: bool = False) -> list[str]:
     """The training classes with their counts, and a warning for names that differ only in case or spaces
-    ("Positive" beside "positive" is a class of its own: the file probably meant one)."""
+    ("Positive" beside "positive" is a class of its own: the file probably meant one). ``label_sets_split``: a
+    CSV/TSV file's label sets were split on --label-delimiter, so other separators inside classes are suspect."""
     names = train.label_names
     if train.multi_label:
         counts = np.bincount([i for labels in train.labels for i in labels], minlength=len(names))
@@ -186,8 +187,9 @@ def describe_classes(train: TextDataset) -> list[str]:
     untrained = [name for name, count in zip(names, counts) if count == 0]
     if untrained:  # their only texts were held out to validate (or sampled away): never predicted, always wrong
         lines.append(f"warning: {len(untrained)} of {len(names)} classes have no training text, their only texts "
-                     f"being held out ({', '.join(map(repr, untrained[:3]))}{', ...' if len(untrained) > 3 else ''}); "
-                     f"give them more texts, or merge rare classes")
+                     f"held out to validate or left out of a --max-train-examples sample "
+                     f"({', '.join(map(repr, untrained[:3]))}{', ...' if len(untrained) > 3 else ''}); give them "
+                     f"more texts, or merge rare classes")
     by_form: dict[str, list[str]] = {}
     for name in names:
         by_form.setdefault(" ".join(name.casefold().split()), []).append(name)
@@ -203,7 +205,7 @@ def describe_classes(train: TextDataset) -> list[str]:
     if numbers and words:  # JSON's 1 beside "positive": two codings of the labels, mixed
         lines.append(f"warning: some classes are numbers ({', '.join(map(repr, numbers[:3]))}) and some are names "
                      f"({', '.join(map(repr, words[:3]))}); give every text one coding if they mean the same classes")
-    if train.multi_label:
+    if train.multi_label and label_sets_split:
         lines += _delimiter_warnings(names)
     return lines
 
