@@ -28,6 +28,17 @@ def test_multiclass_auc_is_one_vs_rest_and_handles_absent_classes():
     assert "binary" not in m
     partial = compute_metrics([0, 1, 0], probs[:3], ["a", "b", "c"])
     assert partial["roc_auc"] is not None
+    # A class absent from the scored texts: each present class's probabilities are ranked as they are, not
+    # renormalised over the present classes (which reorders them: here it turned 0.5 into 0.0).
+    absent = np.array([[.60, .35, .05], [.02, .30, .68]])
+    expected = np.mean([roc_auc_score([0, 1], absent[:, 1]), roc_auc_score([1, 0], absent[:, 0])])
+    assert compute_metrics([1, 0], absent, ["a", "b", "c"])["roc_auc"] == pytest.approx(expected) == 0.5
+    rng = np.random.default_rng(0)
+    for _ in range(50):  # every class present: scikit-learn's one-vs-rest macro AUC
+        y, p = rng.integers(0, 4, 40), rng.dirichlet(np.ones(4), 40)
+        if len(set(y)) == 4:
+            assert compute_metrics(y, p, list("abcd"))["roc_auc"] == pytest.approx(
+                roc_auc_score(y, p, multi_class="ovr", average="macro"))
     assert compute_metrics([0, 0], probs[:2], ["a", "b", "c"])["roc_auc"] is None
 
 
