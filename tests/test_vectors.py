@@ -148,7 +148,7 @@ def test_vectors_default_to_the_width_the_default_model_trains_at(tmp_path, caps
     (["vectors", "-o", "{tmp}/v.vec"], "give --dataset NAME and/or --file PATH"),
     (["train", "--dataset", "demo", "--embeddings-std", "0.3"], "--embeddings-std needs --embeddings FILE"),
     (["train", "--dataset", "demo", "--embeddings", "count", "--token-cache"], "do not combine with --token-cache"),
-    (["train", "--resume", "--embeddings", "{tmp}/three.vec"], "a resumed run continues from its checkpoint"),
+    (["train", "--resume", "--embeddings", "{tmp}/three.vec"], "no run to resume (no config.json there)"),
     (["train", "--dataset", "demo", "--embeddings", "{tmp}/missing.vec"], "no such file of word vectors"),
     (["train", "--dataset", "demo", "--embeddings", "{tmp}/bad.vec", "--set", "d_model=16"],
      "line 1, column 2: 'x' is not a finite number"),
