@@ -196,9 +196,12 @@ def test_log_odds_is_the_softmax_logit():
     assert log_odds(logits, torch.tensor([2])).item() == pytest.approx(math.log(p / (1 - p)), abs=1e-5)
 
 
-def test_removal_shortens_and_an_emptied_text_is_padding():
+def test_removal_shortens_and_an_emptied_text_is_the_empty_text_the_tokenizer_gives():
+    from attnclf.text.tokenizer import Tokenizer, TokenizerConfig
+
     assert remove_positions([5, 6, 7, 8], [1, 3]) == [5, 7]
-    assert remove_positions([5], [0]) == [0]
+    tokenizer = Tokenizer.train(["a fine film", "a dull film"], TokenizerConfig(min_frequency=1))
+    assert remove_positions([5], [0]) == tokenizer.encode([""])[0]  # what the model answers for ""
 
 
 def test_self_attention_maps_per_layer_and_head():

@@ -51,6 +51,8 @@ def test_methods_that_name_the_deciding_token_beat_random():
         assert r.drops == pytest.approx({"1": drop, "3": drop, "5": drop, "10%": drop}, abs=1e-5)
     # Random deletion only removes "great" sometimes, more often the more it removes.
     assert 0 < result.random_drops["1"] < result.random_drops["3"] < result.random_drops["5"] < drop
+    # On these 6-10 token texts 10% is one token, as k = 1: AOPC counts that deletion once, not twice.
+    assert result.random_aopc == pytest.approx(np.mean([result.random_drops[k] for k in ("1", "3", "5")]))
     assert result.completeness_error["max"] < 1e-5
     assert result.most_faithful in ("attention", "grad-input", "integrated-gradients", "occlusion")
     assert "Beat random deletion: attention, grad-input, integrated-gradients, occlusion. Did not: none." \

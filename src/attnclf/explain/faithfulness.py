@@ -3,7 +3,9 @@
 - Deletion test: remove the k tokens a method scores highest (k = 1, 3, 5 and
   10% of the text, at least one) and take the drop in the predicted class's
   probability; the same for k random tokens. A method's AOPC is its mean drop
-  over the k values. It *beats random* when its per-text AOPC exceeds random's
+  over the distinct token counts those k give a text (on a 7-token text 10% is
+  one token, already counted at k = 1: counting it twice would give k = 1, the
+  very quantity occlusion ranks tokens by, double weight). It *beats random* when its per-text AOPC exceeds random's
   by more than two standard errors (paired over texts) and by at least
   ``MIN_ADVANTAGE`` (a probability point: a model at chance moves by 1e-4
   and would beat random on noise-sized drops), is *worse than random* when it
@@ -12,9 +14,11 @@
 - Agreement: Spearman rank correlation of two methods' token scores, averaged
   over texts with at least three tokens (texts where either method gives every
   token the same score have no ranking and are left out).
-- Uniform-attention check (Wiegreffe & Pinter 2019): accuracy when the learned
-  pooling weights are replaced by uniform weights over the real tokens. If it
-  barely moves, the weights were not what the model relied on.
+- Uniform-attention check: accuracy when the learned pooling weights are
+  replaced by uniform weights over the real tokens, at test time only. If it
+  barely moves, the weights were not what the model relied on. (Wiegreffe &
+  Pinter 2019 retrain with frozen uniform weights, a stronger test: a drop here
+  shows this model uses its weights, not that attention was necessary.)
 
 >>> # result = measure_faithfulness(Classifier.load("runs/demo"), load_splits("demo").test, examples=200)
 >>> # print(result.table())
@@ -127,9 +131,9 @@ class FaithfulnessResult:
                          f"max {e['max']:.2%}; {e['within_5_percent']:.0%} of texts within 5%.")
         if self.uniform_attention:
             u = self.uniform_attention
-            notes.append(f"Uniform-attention check (Wiegreffe & Pinter 2019): accuracy {u['accuracy']:.4f} with the "
-                         f"learned pooling weights, {u['uniform_accuracy']:.4f} with uniform weights over the real "
-                         f"tokens; {u['changed']:.1%} of predictions change.")
+            notes.append(f"Uniform-attention check (swapped in at test time, not retrained): accuracy "
+                         f"{u['accuracy']:.4f} with the learned pooling weights, {u['uniform_accuracy']:.4f} with "
+                         f"uniform weights over the real tokens; {u['changed']:.1%} of predictions change.")
         return notes
 
     def to_dict(self) -> dict:
@@ -201,6 +205,13 @@ def measure_faithfulness(classifier: "Classifier", data: TextDataset, *, methods
             completeness = {"mean": float(error.mean()), "median": float(np.median(error)),
                             "max": float(error.max()), "within_5_percent": float((error <= 0.05).mean())}
 
+    # Per text, which of the k values remove a token count no earlier k removed: AOPC averages over those.
+    counts = np.array([[_tokens_to_remove(k, len(s)) for k in DELETION_KS] for s in sequences])
+    distinct = np.array([[count not in row[:j] for j, count in enumerate(row)] for row in counts.tolist()])
+
+    def aopc(drop: np.ndarray) -> np.ndarray:
+        return (drop * distinct).sum(1) / distinct.sum(1)
+
     def drops(rankings: list[list[np.ndarray]]) -> np.ndarray:
         """(texts, ks) mean probability drop; rankings[i] = candidate orders (best first) for text i."""
         variants, owners = [], []
@@ -215,16 +226,16 @@ def measure_faithfulness(classifier: "Classifier", data: TextDataset, *, methods
 
     random_orders = [[rng.permutation(len(s)) for _ in range(random_draws)] for s in sequences]
     random_drop = drops(random_orders)
-    random_aopc = random_drop.mean(1)
+    random_aopc = aopc(random_drop)
     ks = [str(k) for k in DELETION_KS]
     per_method = {}
     for name, method_scores in scores.items():
         drop = drops([[np.argsort(-s, kind="stable")] for s in method_scores])
-        advantage = drop.mean(1) - random_aopc
+        advantage = aopc(drop) - random_aopc
         se = float(advantage.std(ddof=1) / math.sqrt(len(advantage))) if len(advantage) > 1 else float("nan")
         mean = float(advantage.mean())
         per_method[name] = MethodFaithfulness(
-            drops=dict(zip(ks, map(float, drop.mean(0)))), aopc=float(drop.mean()), advantage=mean,
+            drops=dict(zip(ks, map(float, drop.mean(0)))), aopc=float(aopc(drop).mean()), advantage=mean,
             advantage_se=se, verdict=verdict(mean, se),
         )
     return FaithfulnessResult(
@@ -245,13 +256,13 @@ def measure_faithfulness(classifier: "Classifier", data: TextDataset, *, methods
 
 
 def _tokens_to_remove(k: int | str, n: int) -> int:
-    """k tokens, or a percentage of the text (at least one), never more than the text has.
+    """k tokens, or a percentage of the text rounded half up (at least one), never more than the text has.
 
-    >>> _tokens_to_remove(3, 2), _tokens_to_remove("10%", 25), _tokens_to_remove("10%", 4)
-    (2, 2, 1)
+    >>> _tokens_to_remove(3, 2), _tokens_to_remove("10%", 25), _tokens_to_remove("10%", 15), _tokens_to_remove("10%", 4)
+    (2, 3, 2, 1)
     """
     if isinstance(k, str):
-        return min(n, max(1, round(float(k.rstrip("%")) / 100 * n)))
+        return min(n, max(1, math.floor(float(k.rstrip("%")) / 100 * n + 0.5)))
     return min(n, k)
 
 

@@ -14,12 +14,13 @@ margin), where a raw logit can rise with every class's logit and mean nothing.
 Integrated gradients' scores add up to ``f(text) - f(baseline)`` in the limit of
 many steps; ``Attribution.completeness_error`` says how far from that they are,
 and ``steps="auto"`` (the default) doubles the steps, per text, until that error
-is at most 1% (or 512 steps are reached).
+is at most 1% (or 512 steps are reached). That bound is on the sum: single tokens' scores
+may still move by a few percent of the largest one at the step count where the sum converged.
 
 Removing a token means shortening the text. That differs from masking the
 token out in models with positions: masking keeps the later tokens at their old
 positions, removal moves them up one, as if the word had never been written.
-A text with every token removed is scored as the empty text (a row of padding).
+A text with every token removed is scored as the empty text, as the tokenizer encodes it (one ``<unk>``).
 
 >>> from attnclf.models import build_model
 >>> model = build_model("self-attn", vocab_size=20, d_model=16, layers=1)
@@ -39,7 +40,7 @@ import torch
 from ..errors import AttnclfError
 from ..evaluation.predict import predict_probabilities
 from ..text.batching import BucketBatches
-from ..text.tokenizer import PAD_ID
+from ..text.tokenizer import PAD_ID, UNK_ID
 
 
 @dataclass(frozen=True)
@@ -323,14 +324,15 @@ def _path_integral(model, ids, mask, target, embeddings, baseline, steps: int) -
 
 
 def remove_positions(sequence: Sequence[int], positions) -> list[int]:
-    """``sequence`` without the tokens at ``positions``; the empty text is one ``<pad>`` (no real token).
+    """``sequence`` without the tokens at ``positions``; nothing left is the empty text as ``Tokenizer.encode``
+    gives it (one ``<unk>``), so the model scores what it would answer for "".
 
     >>> remove_positions([5, 6, 7], [0, 2]), remove_positions([5], [0])
-    ([6], [0])
+    ([6], [1])
     """
     drop = set(int(p) for p in positions)
     kept = [token for position, token in enumerate(sequence) if position not in drop]
-    return kept or [PAD_ID]
+    return kept or [UNK_ID]
 
 
 def class_probability(model: torch.nn.Module, sequences: Sequence[Sequence[int]], targets: np.ndarray,

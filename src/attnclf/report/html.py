@@ -254,7 +254,8 @@ def _faithfulness_section(images: dict[str, bytes], result: FaithfulnessResult |
     return ("<section><h2>Faithfulness</h2>"
             f'<p class="note">Deletion test on {result.examples} texts of {html.escape(result.dataset)}: mean drop '
             "in the predicted class's probability when the k highest-scoring tokens are removed, against k random "
-            "tokens. AOPC is the mean over k; a method beats random when its AOPC exceeds random's by more than two "
+            "tokens. AOPC is the mean over the distinct token counts the k give a text (on a short text 10% is one "
+            "token, counted once); a method beats random when its AOPC exceeds random's by more than two "
             f"standard errors and by at least {MIN_ADVANTAGE}.</p>"
             + _table(*result.rows())
             + "".join(f"<p>{html.escape(note)}</p>" for note in result.notes())
