@@ -217,11 +217,18 @@ def test_self_attention_maps_per_layer_and_head():
 # ---------------------------------------------------------------- errors
 
 
+def test_without_a_method_the_api_explains_by_one_the_model_has():
+    clf = Classifier(tiny("boe"), tokenizer(), ["a", "b", "c"], torch.device("cpu"))
+    assert clf.explain(["great film"])[0].method == "integrated-gradients"  # boe has no attention to show
+    assert key_classifier().explain(["great film"])[0].method == "attention"
+
+
 def test_methods_a_model_lacks_fail_with_one_clear_line():
     boe = tiny("boe")
-    with pytest.raises(AttnclfError, match="does not pool by attention"):
+    with pytest.raises(AttnclfError, match="^this model has no attention pooling for attention to show; it supports "
+                                           "grad-input, integrated-gradients, occlusion$"):
         attribute(boe, SEQUENCES, TARGETS, "attention")
-    with pytest.raises(AttnclfError, match="self-attention"):
+    with pytest.raises(AttnclfError, match="no self-attention layers for rollout to show"):
         attribute(boe, SEQUENCES, TARGETS, "rollout")
     with pytest.raises(AttnclfError, match="self-attention"):
         self_attention_maps(boe, SEQUENCES)

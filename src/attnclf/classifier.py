@@ -121,11 +121,12 @@ class Classifier:
                     for p, t, a in zip(probabilities, tokens, attention)]
         return [Prediction.from_scores(p, self.label_names, t, a) for p, t, a in zip(probabilities, tokens, attention)]
 
-    def explain(self, texts: Sequence[str], method: str = "attention", **options) -> list:
+    def explain(self, texts: Sequence[str], method: str | None = None, **options) -> list:
         """Per-token scores of each prediction by ``method``: one ``attnclf.explain.Explanation`` per text.
 
         Methods: attention (where the pooling layer looked), rollout, grad-input,
-        integrated-gradients (option ``steps``), occlusion; ``target=`` picks the
+        integrated-gradients (option ``steps``), occlusion; by default attention if the
+        model pools by attention, else integrated gradients. ``target=`` picks the
         class to explain, ``self_attentions=True`` adds every head's map.
 
         >>> # clf.explain(["not bad at all"], method="occlusion")[0].top_tokens(2)

@@ -17,7 +17,7 @@ import torch
 from ..errors import AttnclfError
 from ..text.batching import BucketBatches
 from ..text.tokenizer import truncate
-from .methods import METHODS, attribute, available_methods, self_attention_maps
+from .methods import METHODS, attribute, available_methods, default_method, self_attention_maps
 
 if TYPE_CHECKING:
     from ..classifier import Classifier
@@ -87,9 +87,10 @@ class Explanation:
         return record
 
 
-def explain(classifier: "Classifier", texts: Sequence[str], method: str = "attention", *,
+def explain(classifier: "Classifier", texts: Sequence[str], method: str | None = None, *,
             target: str | int | None = None, self_attentions: bool = False, **options) -> list[Explanation]:
-    """Explain ``classifier``'s prediction on every text by ``method`` (a key of ``METHODS``).
+    """Explain ``classifier``'s prediction on every text by ``method`` (a key of ``METHODS``; default:
+    ``default_method`` of those the model supports).
 
     ``target`` picks the class to explain (a label name or index; default: each
     text's predicted class). ``self_attentions=True`` adds every layer's and
@@ -107,6 +108,7 @@ def explain(classifier: "Classifier", texts: Sequence[str], method: str = "atten
     if self_attentions and "rollout" not in available_methods(classifier.model):
         raise AttnclfError("self-attention maps (--heads): this model has no self-attention layers to show")
     texts = list(texts)
+    method = method or default_method(available_methods(classifier.model))
     config = classifier.tokenizer.config
     whole = classifier.tokenizer.encode(texts, max_len=sys.maxsize)  # once, to count what truncation cuts
     ids = [truncate(sequence, config.max_len, config.truncation) for sequence in whole]

@@ -101,6 +101,9 @@ def attribute(model: torch.nn.Module, sequences: Sequence[Sequence[int]], target
     """
     if method not in METHODS:
         raise AttnclfError(f"unknown explanation method {method!r}; choose one of {', '.join(METHODS)}")
+    if method in ("attention", "rollout") and method not in (available := available_methods(model)):
+        what = "attention pooling" if method == "attention" else "self-attention layers"
+        raise AttnclfError(f"this model has no {what} for {method} to show; it supports {', '.join(available)}")
     unknown = set(options) - set(METHODS[method].options)
     if unknown:
         raise AttnclfError(f"method {method!r} takes no option {sorted(unknown)[0]!r}"
@@ -201,10 +204,7 @@ def log_odds(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
 
 def _attention(model, ids, mask, target) -> tuple[torch.Tensor, dict]:
     with torch.inference_mode():
-        weights = model(ids, mask).pooling_weights
-    if weights is None:
-        raise AttnclfError("this model does not pool by attention, so it has no attention weights to show; "
-                           "use rollout, grad-input, integrated-gradients or occlusion")
+        weights = model(ids, mask).pooling_weights  # (attribute checked the model has them)
     return weights, {}
 
 
@@ -240,10 +240,7 @@ def rollout(maps: Sequence[torch.Tensor], readout: torch.Tensor) -> torch.Tensor
 
 def _rollout(model, ids, mask, target) -> tuple[torch.Tensor, dict]:
     with torch.inference_mode():
-        out = model(ids, mask, output_attentions=True)
-    if out.self_attentions is None:
-        raise AttnclfError("rollout needs self-attention layers (self-attn, transformer-mean, mha); "
-                           "this model has none")
+        out = model(ids, mask, output_attentions=True)  # (attribute checked the model has self-attention)
     readout = out.pooling_weights
     if readout is None:  # models that pool without attention
         real = mask.float()

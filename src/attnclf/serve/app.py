@@ -100,7 +100,9 @@ class PredictRequest(_Texts):
 
 
 class ExplainRequest(_Texts):
-    method: str = Field("attention", description="attention, rollout, grad-input, integrated-gradients, occlusion")
+    method: str | None = Field(None, description="attention, rollout, grad-input, integrated-gradients or occlusion "
+                                                  "(default: attention if the model pools by attention, else "
+                                                  "integrated-gradients; `attnclf faithfulness` measures which to trust)")
     target: str | None = Field(None, description="class to explain (default: the predicted one)")
 
 
@@ -284,7 +286,8 @@ def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
     # internet (or shows nothing offline). /docs is served from this process instead.
     app = FastAPI(title="attnclf", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None,
                   description="Attention-based text classifier. Attention weights show where the pooling layer "
-                              "looked, not why the model decided; /explain offers methods tested for faithfulness.")
+                              "looked, not why the model decided; /explain also offers gradient and occlusion attributions, "
+                              "whose faithfulness `attnclf faithfulness` measures.")
     app.add_middleware(JsonBodies, paths={"/predict", "/explain"})
     app.add_middleware(BodyLimit, max_bytes=limits.max_body_bytes)
 
