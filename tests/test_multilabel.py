@@ -151,6 +151,15 @@ def test_metrics_match_scikit_learn(seed):
     assert m["at_0.5"]["micro_f1"] == pytest.approx(skm.f1_score(y, (p >= 0.5).astype(int), average="micro"))
 
 
+def test_a_label_neither_true_nor_predicted_is_left_out_of_the_macro_average():
+    y, p = np.array([[1, 0], [1, 0], [0, 0]]), np.array([[.9, .1], [.8, .2], [.1, .1]])
+    m = multilabel_metrics(y, p, ["a", "b"])  # perfect on a; b never occurs and is never predicted
+    assert m["macro_f1"] == m["macro_precision"] == m["macro_recall"] == 1.0  # as single-label macro-F1 skips it
+    assert m["per_class"]["b"]["support"] == 0 and "b" not in m["classification_report"]
+    y[2, 1] = 1  # b occurs and is missed: it counts again
+    assert multilabel_metrics(y, p, ["a", "b"])["macro_f1"] == pytest.approx(0.5)
+
+
 def test_roc_auc_skips_a_label_without_positives():
     y, p = _random_case(2)
     y[:, 1] = 0

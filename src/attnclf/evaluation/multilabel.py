@@ -88,7 +88,9 @@ def multilabel_metrics(y_true: np.ndarray, probabilities: np.ndarray, label_name
     ``accuracy`` is subset accuracy (the whole set right; also under
     ``subset_accuracy``); ``hamming_loss`` the share of wrong (text, label)
     cells; precision, recall and F1 micro (over all cells), macro (mean over
-    labels), weighted (by support) and samples (mean over texts); ``roc_auc``
+    labels that occur in the truth or the predictions: a label neither has nor
+    predicts is no evidence either way, as in ``compute_metrics``), weighted (by
+    support) and samples (mean over texts); ``roc_auc``
     the mean of the per-label AUCs that are defined (a label needs positive and
     negative test texts), ``micro_roc_auc`` over all cells; ``per_class`` per
     label with its threshold; with tuned thresholds, micro/macro F1 at 0.5 too.
@@ -103,8 +105,9 @@ def multilabel_metrics(y_true: np.ndarray, probabilities: np.ndarray, label_name
     subset_accuracy = float(accuracy_score(y_true, y_pred))
     metrics: dict = {"multi_label": True, "accuracy": subset_accuracy, "subset_accuracy": subset_accuracy,
                      "hamming_loss": float(hamming_loss(y_true, y_pred)), "num_examples": int(len(y_true))}
+    seen = _seen(y_true, y_pred)
     for average in ("micro", "macro", "weighted"):
-        p, r, f, _ = precision_recall_fscore_support(y_true, y_pred, average=average, zero_division=0)
+        p, r, f, _ = precision_recall_fscore_support(y_true, y_pred, average=average, labels=seen, zero_division=0)
         metrics |= {f"{average}_precision": float(p), f"{average}_recall": float(r), f"{average}_f1": float(f)}
     metrics |= {f"samples_{name}": value for name, value in _per_text_scores(y_true, y_pred).items()}
     per_label_auc = [_auc(y_true[:, i], probabilities[:, i]) for i in range(len(label_names))]
@@ -120,11 +123,18 @@ def multilabel_metrics(y_true: np.ndarray, probabilities: np.ndarray, label_name
     if not np.allclose(thresholds, DEFAULT_THRESHOLD):
         at_half = predicted_sets(probabilities)
         metrics["at_0.5"] = {f"{average}_f1": float(precision_recall_fscore_support(
-            y_true, at_half, average=average, zero_division=0)[2]) for average in ("micro", "macro")}
+            y_true, at_half, average=average, labels=_seen(y_true, at_half), zero_division=0)[2])
+            for average in ("micro", "macro")}
     if report:
         metrics["classification_report"] = classification_report(
-            y_true, y_pred, target_names=list(label_names), zero_division=0, digits=4)
+            y_true, y_pred, labels=seen, target_names=[label_names[i] for i in seen], zero_division=0, digits=4)
     return metrics
+
+
+def _seen(y_true: np.ndarray, y_pred: np.ndarray) -> list[int]:
+    """The labels a test text has or a prediction names (all of them if none does)."""
+    seen = np.flatnonzero(np.asarray(y_true).any(0) | np.asarray(y_pred).any(0)).tolist()
+    return seen or list(range(np.asarray(y_true).shape[1]))
 
 
 def _auc(y_true: np.ndarray, scores: np.ndarray) -> float | None:
