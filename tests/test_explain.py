@@ -298,15 +298,31 @@ def test_explain_command_every_method_as_json(demo_run, capsys):
     assert all(r["completeness_error"] < 0.05 for r in ig)
 
 
-def test_an_explanation_says_how_many_tokens_were_cut_before_the_model_read_them(demo_run, capsys):
-    max_len = json.loads((demo_run / "config.json").read_text())["settings"]["tokenizer"]["max_len"]
+def test_an_explanation_says_how_many_tokens_were_cut_before_the_model_read_them_and_where(demo_run, tmp_path,
+                                                                                         capsys):
+    from attnclf.classifier import Classifier
+
+    tokenizer = json.loads((demo_run / "config.json").read_text())["settings"]["tokenizer"]
+    max_len = tokenizer["max_len"]
     long_text = " ".join(["the plot was dull"] * (max_len // 4 + 5))  # 20 words past max_len
     assert main(["explain", str(demo_run), long_text, "the acting was not wonderful", "--format", "json"]) == 0
     long, short = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert len(long["tokens"]) == max_len and long["tokens_cut"] == 20
-    assert "tokens_cut" not in short
+    assert long["cut_at"] == {"head": max_len, "tail": 0, "head_tail": max_len // 4}[tokenizer["truncation"]]
+    assert "tokens_cut" not in short and "cut_at" not in short
     assert main(["explain", str(demo_run), long_text, "--color", "never"]) == 0
-    assert f"(20 more tokens were cut before the model read the text: it reads {max_len})" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert f"(20 more tokens were cut before the model read the text: it reads {max_len})" in out
+    shown = out.splitlines()[1].split()
+    at = long["cut_at"]
+    assert shown.index("[...") == at and shown[at:at + 4] == ["[...", "20", "cut", "...]"]
+    # Read head and tail, the two parts never stood side by side: the mark says so.
+    clf = Classifier.load(demo_run)
+    clf.tokenizer.config.truncation = "head_tail"
+    explanation = clf.explain([long_text], method="occlusion")[0]
+    assert explanation.cut_at == max_len // 4
+    assert main(["explain", str(demo_run), long_text, "--format", "html", "--output", str(tmp_path / "e.html")]) == 0
+    assert "20 tokens cut" in (tmp_path / "e.html").read_text()
 
 
 def test_explain_command_writes_html_and_prints_colour(demo_run, tmp_path, capsys):

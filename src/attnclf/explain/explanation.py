@@ -16,7 +16,7 @@ import torch
 
 from ..errors import AttnclfError
 from ..text.batching import BucketBatches
-from ..text.tokenizer import truncate
+from ..text.tokenizer import cut_position, truncate
 from .methods import METHODS, attribute, available_methods, default_method, self_attention_maps
 
 if TYPE_CHECKING:
@@ -52,6 +52,7 @@ class Explanation:
     self_attentions: np.ndarray | None = None
     branch_margins: dict[str, float] | None = None
     tokens_cut: int = 0  # tokens of the text beyond the model's max_len, cut before it read them (not in ``tokens``)
+    cut_at: int | None = None  # where in ``tokens`` they stood (head + tail truncation: between the two parts)
 
     @property
     def description(self) -> str:
@@ -83,7 +84,7 @@ class Explanation:
         if self.branch_margins is not None:
             record["branch_margins"] = self.branch_margins
         if self.tokens_cut:
-            record["tokens_cut"] = self.tokens_cut
+            record |= {"tokens_cut": self.tokens_cut, "cut_at": self.cut_at}
         return record
 
 
@@ -138,6 +139,7 @@ def explain(classifier: "Classifier", texts: Sequence[str], method: str | None =
             self_attentions=maps[i],
             branch_margins=margins[i],
             tokens_cut=len(whole[i]) - len(ids[i]),
+            cut_at=cut_position(len(whole[i]), config.max_len, config.truncation),
         ))
     return explanations
 

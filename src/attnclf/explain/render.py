@@ -28,6 +28,7 @@ TOKEN_CSS = """
 .tokens { line-height: 2.1; font-size: 1.05em; }
 .tok { padding: 0.15em 0.25em; margin: 0 0.05em; border-radius: 0.25em; color: #111; }
 .legend { color: #555; font-size: 0.9em; }
+.cut { color: #777; font-style: italic; padding: 0 0.3em; }
 """
 
 
@@ -82,10 +83,11 @@ def render_terminal(explanations: Sequence[Explanation], color: bool = True, top
     for e in explanations:
         scale = _scale(e)
         if color:
-            tokens = " ".join("\x1b[48;2;{};{};{}m\x1b[38;2;17;17;17m{}\x1b[0m".format(
-                *token_colour(s, scale, e.signed), token) for token, s in zip(e.tokens, e.scores))
+            shown = ["\x1b[48;2;{};{};{}m\x1b[38;2;17;17;17m{}\x1b[0m".format(*token_colour(s, scale, e.signed), token)
+                     for token, s in zip(e.tokens, e.scores)]
         else:
-            tokens = " ".join(e.tokens)
+            shown = list(e.tokens)
+        tokens = " ".join(_with_cut(e, shown, f"[... {e.tokens_cut} cut ...]"))
         ranked = ", ".join(f"{token} {score:+.3f}" if e.signed else f"{token} {score:.3f}"
                            for token, score in e.top_tokens(top))
         lines = [_headline(e), f"  {tokens}", f"  top: {ranked}  ({_scale_note(e)})"]
@@ -123,6 +125,12 @@ def render_json(explanations: Sequence[Explanation]) -> str:
     return "\n".join(json.dumps(e.to_dict(), ensure_ascii=False) for e in explanations)
 
 
+def _with_cut(e: Explanation, shown: list[str], mark: str) -> list[str]:
+    """``shown`` (one item per token) with ``mark`` where truncation cut tokens out: the parts either side of it were
+    never next to each other in the text."""
+    return shown if e.cut_at is None or not e.tokens_cut else shown[:e.cut_at] + [mark] + shown[e.cut_at:]
+
+
 def tokens_html(e: Explanation) -> str:
     """The text's tokens as coloured spans; hovering a token shows its score."""
     scale = _scale(e)
@@ -131,6 +139,8 @@ def tokens_html(e: Explanation) -> str:
         r, g, b = token_colour(score, scale, e.signed)
         spans.append(f'<span class="tok" style="background: rgb({r}, {g}, {b})" title="{score:+.4f}">'
                      f"{html.escape(token)}</span>")
+    spans = _with_cut(e, spans, f'<span class="cut" title="cut before the model read the text">'
+                                f'[&hellip; {e.tokens_cut} tokens cut &hellip;]</span>')
     return f'<div class="tokens">{" ".join(spans)}</div><div class="legend">{html.escape(_scale_note(e))}</div>'
 
 

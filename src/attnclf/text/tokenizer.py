@@ -66,6 +66,18 @@ def truncate(ids: list[int], max_len: int, how: str) -> list[int]:
     return ids[:head] + ids[len(ids) - (max_len - head):]
 
 
+def cut_position(length: int, max_len: int, how: str) -> int | None:
+    """Where ``truncate`` cut a text of ``length`` ids: the index in what it kept before which the cut ids stood
+    (None: nothing was cut).
+
+    >>> cut_position(10, 4, "head_tail"), cut_position(10, 4, "head"), cut_position(10, 4, "tail"), cut_position(3, 4, "head")
+    (1, 4, 0, None)
+    """
+    if length <= max_len:
+        return None
+    return {"head": max_len, "tail": 0}.get(how, max_len // 4)
+
+
 class Tokenizer:
     """Text to ids and back, with the cleaning and truncation the model was trained with.
 
