@@ -902,6 +902,7 @@ def test_a_run_remembers_the_folder_its_dataset_was_found_in(tmp_path, monkeypat
 
 
 def test_a_run_interrupted_before_its_dataset_moved_resumes_with_data_dir(tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv("ATTNCLF_DATA_DIR", raising=False)  # (CI points it at the real IMDB)
     write_imdb_tree(tmp_path / "data")
     run = tmp_path / "run"
     with monkeypatch.context() as patch:
