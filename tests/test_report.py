@@ -102,6 +102,18 @@ def test_faithfulness_of_older_weights_is_not_shown(measured_run, tmp_path):
     assert not (run / "plots" / "deletion.png").exists()  # no plot left over from the earlier report
 
 
+def test_faithfulness_measured_by_an_earlier_deletion_test_is_not_shown(measured_run, tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(measured_run, run)
+    saved = json.loads((run / "faithfulness.json").read_text())
+    assert saved["aopc_definition"] == 2
+    del saved["aopc_definition"]  # as files written before 2026-11-25 are: AOPC then counted k = 1 twice
+    (run / "faithfulness.json").write_text(json.dumps(saved))
+    os.utime(run / "faithfulness.json", (time.time() + 10, time.time() + 10))  # newer than the weights
+    assert main(["report", str(run)]) == 0
+    assert "Not measured for these weights" in (run / "report.html").read_text(encoding="utf-8")
+
+
 def test_report_errors_are_one_line(demo_run, tmp_path, capsys):
     run = tmp_path / "run"
     shutil.copytree(demo_run, run)

@@ -45,6 +45,9 @@ if TYPE_CHECKING:
     from ..classifier import Classifier
 
 DELETION_KS: tuple = (1, 3, 5, "10%")
+# 2 (2026-11-25): AOPC over each text's distinct token counts, an emptied text scored as "". Saved results of another
+# definition are not shown beside today's (their numbers mean something else).
+AOPC_DEFINITION = 2
 MIN_ADVANTAGE = 0.01  # AOPC above (or below) random's by less than this is no verdict either way
 
 
@@ -84,6 +87,7 @@ class FaithfulnessResult:
     seconds: float
     seed: int = 0
     ks: list[str] = field(default_factory=lambda: [str(k) for k in DELETION_KS])
+    aopc_definition: int = AOPC_DEFINITION
 
     @property
     def most_faithful(self) -> str:

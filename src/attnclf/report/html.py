@@ -23,7 +23,7 @@ from ..data.base import TextDataset
 from ..errors import AttnclfError, RunDirError
 from ..evaluation.metrics import pick_examples
 from ..explain.explanation import explain
-from ..explain.faithfulness import MIN_ADVANTAGE, FaithfulnessResult, measure_faithfulness
+from ..explain.faithfulness import AOPC_DEFINITION, MIN_ADVANTAGE, FaithfulnessResult, measure_faithfulness
 from ..explain.methods import METHODS, available_methods, default_method
 from ..explain.render import branches, legend_html, page, png_img, tokens_html
 from ..models.windows import window_config
@@ -127,8 +127,11 @@ def _faithfulness(run_dir: Path, classifier, test: TextDataset, measure: bool,
         return result
     # A measurement of older weights would describe another model.
     if saved.is_file() and saved.stat().st_mtime >= (run_dir / "model.safetensors").stat().st_mtime:
+        data = read_json(saved)
+        if data.get("aopc_definition", 1) != AOPC_DEFINITION:  # measured by an earlier deletion test: not comparable
+            return None
         try:
-            return FaithfulnessResult.from_dict(read_json(saved))
+            return FaithfulnessResult.from_dict(data)
         except (KeyError, TypeError) as exc:
             raise RunDirError(f"{saved}: not a faithfulness result this attnclf reads ({exc!r}); "
                               "measure again with `attnclf faithfulness`") from None
