@@ -970,7 +970,7 @@ def test_demo_shows_attention_as_weights_beside_the_uniform_weight(tmp_path, cap
                  "--quiet", "--no-report"]) == 0
     weights = (tmp_path / "boe" / "model.safetensors").read_bytes()
     assert run_error(["demo", "--output", str(tmp_path / "boe")], capsys).endswith(
-        "holds another run (boe on demo); give the demo another --output")
+        "holds another run (its model differs from the demo's); give the demo another --output, or delete the folder")
     assert (tmp_path / "boe" / "model.safetensors").read_bytes() == weights
     (tmp_path / "ens" / "seed-0").mkdir(parents=True)
     (tmp_path / "ens" / "seed-0" / "config.json").write_text("{}")

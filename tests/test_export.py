@@ -97,7 +97,7 @@ def test_a_run_directory_finds_its_default_export(demo_run, tmp_path):
         OnnxClassifier.load(run, int8=True)
 
 
-def test_an_export_inside_a_run_that_trained_on_since_is_refused(demo_run, tmp_path, capsys):
+def test_an_export_inside_a_run_that_trained_on_since_is_refused(demo_run, tmp_path, capsys, monkeypatch):
     run = tmp_path / "run"
     run.mkdir()
     for name in ("config.json", "model.safetensors", "tokenizer.json", "labels.json"):
@@ -112,6 +112,10 @@ def test_an_export_inside_a_run_that_trained_on_since_is_refused(demo_run, tmp_p
         OnnxClassifier.load(run)
     assert main(["predict", str(run), "good", "--backend", "onnx"]) == 2
     assert "export it again" in capsys.readouterr().err
+    with monkeypatch.context() as patch:  # named from inside the export folder
+        patch.chdir(run / "onnx")
+        with pytest.raises(AttnclfError, match="exported from earlier weights"):
+            OnnxClassifier.load(".")
     assert OnnxClassifier.load(elsewhere).predict_proba(["good"]).shape == (1, 2)  # a copy stands alone
     # A copy of the run with its export, trained on, is checked as the run itself is.
     shutil.copytree(run, tmp_path / "copy")

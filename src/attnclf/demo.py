@@ -6,9 +6,8 @@ from pathlib import Path
 
 from .classifier import Classifier
 from .errors import AttnclfError
-from .rundir import read_json
 from .training.run import train_run
-from .training.settings import DataSettings, settings_for
+from .training.settings import DataSettings, resume_settings, settings_for
 
 EXAMPLES = [
     "the acting was wonderful",
@@ -50,16 +49,16 @@ def _top(pairs: list[tuple[str, float]]) -> str:
 
 
 def _refuse_another_run(output: Path, settings) -> None:
-    """The demo replaces an earlier demo in ``output`` (one of an older recipe too), never another run."""
+    """The demo replaces an earlier demo in ``output`` (run again, it trains the same), never another run, not even
+    one of self-attn on demo trained otherwise: the folder may hold a user's own."""
     if not (output / "config.json").is_file():
         if any(output.glob("seed-*/config.json")):
             raise AttnclfError(f"{output} holds the runs of `train --seeds`; give the demo another --output")
         return
     try:
-        saved = read_json(output / "config.json")["settings"]
-        trained = (saved["model"], saved["data"]["dataset"])
-    except (AttnclfError, KeyError, TypeError):  # a run folder this attnclf cannot read
-        trained = None
-    if trained != (settings.model, settings.data.dataset):
-        what = f"{trained[0]} on {trained[1] or 'files'}" if trained else "unreadable settings"
-        raise AttnclfError(f"{output} holds another run ({what}); give the demo another --output")
+        differing = resume_settings(output).first_difference(settings)
+    except (AttnclfError, KeyError, TypeError, ValueError):  # a run folder this attnclf cannot read
+        differing = ("settings",)
+    if differing is not None:
+        raise AttnclfError(f"{output} holds another run (its {differing[0]} differs from the demo's); give the demo "
+                           f"another --output, or delete the folder")

@@ -172,8 +172,8 @@ def train_ensemble(settings, seeds: Sequence[int], resume: bool = False, progres
 
 
 # What may differ between members, or between a resumed ensemble's command and its members, besides how and where
-# they train. (The word vectors cannot be given with --resume: new members start from the ones the others started
-# from.)
+# they train. (New members start from the word vectors the others started from; a resumed command that names other
+# vectors is refused before this, by the CLI.)
 _PER_MEMBER = {"train.seed", "train.epochs", "train.schedule_epochs", "embeddings", "embeddings_std"}
 
 

@@ -63,6 +63,7 @@ def weights_fingerprint(run_dir: Path) -> str:
 def _check_current(directory: Path, config: dict) -> None:
     """Refuse an export in a run directory's onnx/ whose weights changed since (`train --resume` trained on, in the
     run or a copy of it): it would answer for the earlier model. An export elsewhere stands alone, unchecked."""
+    directory = directory.resolve()  # (`predict . --backend onnx` from inside the export)
     run_dir = directory.parent
     if "weights_sha256" not in config or directory.name != "onnx" or not (run_dir / "model.safetensors").is_file():
         return
