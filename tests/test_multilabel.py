@@ -67,7 +67,13 @@ def test_training_warns_when_label_sets_look_split_on_the_wrong_character(tmp_pa
         "data, give --label-delimiter ','",
         "warning: 1 class holds ';' ('politics;business'); if it separates the labels in the data, give "
         "--label-delimiter ';'"]
-    # In JSON lines labels come as lists: "a/b" is a name, and --label-delimiter would change nothing.
+    # In JSON lines a label set given as one string is split on --label-delimiter too: the same warning...
+    joined = _jsonl(tmp_path / "joined.jsonl", [{"text": f"{text} {i}", "label": labels} for i in range(4)
+                                                for text, labels in rows])
+    assert main(["train", "--train-file", str(joined), "--multi-label", "--model", "boe", "--epochs", "1",
+                 "--output", str(tmp_path / "joined"), "--quiet", "--no-report"]) == 0
+    assert "warning: 2 classes hold ',' ('business,reuters', 'sports,reuters')" in capsys.readouterr().err
+    # ...but given as lists, "a/b" is a name (a hierarchy), and --label-delimiter would change nothing.
     listed = _jsonl(tmp_path / "tree.jsonl", [{"text": f"t {i}", "label": [f"science/{topic}"]}
                                               for i, topic in enumerate(["physics", "biology"] * 4)])
     assert main(["train", "--train-file", str(listed), "--multi-label", "--model", "boe", "--epochs", "1",

@@ -239,13 +239,21 @@ def _refuse_unworkable(settings: RunSettings, resume: bool) -> None:
 def _describe_data(settings: RunSettings, splits: Splits, progress: bool) -> None:
     """The classes and their counts, and warnings about the labels and texts; --quiet hides progress, not what is
     wrong with the data."""
-    delimited = bool(settings.data.train_file) and Path(settings.data.train_file).suffix.lower() in (".csv", ".tsv")
-    described = describe_classes(splits.train, label_sets_split=delimited)
+    described = describe_classes(splits.train, _suspect_separators(settings.data.train_file))
     if settings.data.train_file and not settings.data.token_cache:  # (a cache's texts stay on disk)
         described += shared_text_warnings(splits)
     for line in described:
         if progress or line.startswith("warning:"):
             _stderr(line)
+
+
+def _suspect_separators(train_file: str | None) -> str:
+    """Characters that, inside multi-label class names, may be a label delimiter the file used: CSV/TSV cells are
+    split on --label-delimiter; JSON lines and Parquet labels too when given as one string, but as lists they are
+    names, where "/" often spells a hierarchy ("science/physics")."""
+    if not train_file:
+        return ""
+    return ",;|/" if Path(train_file).suffix.lower() in (".csv", ".tsv") else ",;|"
 
 
 def _remove_earlier_model(run_dir: Path, progress: bool) -> None:

@@ -174,10 +174,11 @@ _CHANGED_SPLIT = ("{} no longer gives the validation texts a run held out (the d
                   "was trained): they may be texts it learned")
 
 
-def describe_classes(train: TextDataset, label_sets_split: bool = False) -> list[str]:
+def describe_classes(train: TextDataset, suspect_separators: str = "") -> list[str]:
     """The training classes with their counts, and a warning for names that differ only in case or spaces
-    ("Positive" beside "positive" is a class of its own: the file probably meant one). ``label_sets_split``: a
-    CSV/TSV file's label sets were split on --label-delimiter, so other separators inside classes are suspect."""
+    ("Positive" beside "positive" is a class of its own: the file probably meant one). ``suspect_separators``: for
+    multi-label data read from a file, the characters that, inside class names, may be a label delimiter the file
+    used other than --label-delimiter (see ``_delimiter_warnings``)."""
     names = train.label_names
     if train.multi_label:
         counts = np.bincount([i for labels in train.labels for i in labels], minlength=len(names))
@@ -205,16 +206,17 @@ def describe_classes(train: TextDataset, label_sets_split: bool = False) -> list
     if numbers and words:  # JSON's 1 beside "positive": two codings of the labels, mixed
         lines.append(f"warning: some classes are numbers ({', '.join(map(repr, numbers[:3]))}) and some are names "
                      f"({', '.join(map(repr, words[:3]))}); give every text one coding if they mean the same classes")
-    if train.multi_label and label_sets_split:
-        lines += _delimiter_warnings(names)
+    if train.multi_label:
+        lines += _delimiter_warnings(names, suspect_separators)
     return lines
 
 
-def _delimiter_warnings(names: list[str]) -> list[str]:
-    """Label sets split on another character than the file's read as classes of their own ("Business,reuters"). A
-    character inside classes whose pieces are classes too, or recur across classes, probably separates labels."""
+def _delimiter_warnings(names: list[str], separators: str) -> list[str]:
+    """Label sets split on another character than the file's read as classes of their own ("Business,reuters"). One
+    of ``separators`` inside classes whose pieces are classes too, or recur across classes, probably separates
+    labels."""
     lines = []
-    for char in ",;|/":
+    for char in separators:
         joined = [name for name in names if char in name]
         pieces = Counter(piece.strip() for name in joined for piece in set(name.split(char)))
         if any(piece in names or count > 1 for piece, count in pieces.items() if piece):
