@@ -207,8 +207,11 @@ def test_a_run_trained_on_relative_paths_evaluates_and_refits_from_another_folde
 
 def test_evaluate_on_a_named_dataset(demo_run, capsys):
     assert main(["evaluate", str(demo_run), "--dataset", "demo"]) == 0
-    out = capsys.readouterr().out
-    assert "accuracy" in out and "macro-F1" in out
+    captured = capsys.readouterr()
+    assert "accuracy" in captured.out and "macro-F1" in captured.out and "note:" not in captured.err
+    # Another dataset with the same label names scores (transfer), and says so.
+    assert main(["evaluate", str(demo_run), "--dataset", "synthetic"]) == 0
+    assert "note: the model trained on demo; scoring it on synthetic's test split" in capsys.readouterr().err
 
 
 def test_datasets_lists_generated_and_local_sources(shared_data_dir, capsys):

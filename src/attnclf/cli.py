@@ -719,6 +719,10 @@ def _test_data(args: argparse.Namespace, clf, test_only: bool = False):
         data = splits.test or splits.validation
         if data is None:
             raise AttnclfError(f"{args.dataset} has no test split")
+        trained_on = clf.config["settings"]["data"].get("dataset")
+        if trained_on != args.dataset:  # legitimate (transfer), but not what a typo should look like
+            print(f"note: the model trained on {trained_on or 'files'}; scoring it on {args.dataset}'s "
+                  f"{data.split} split", file=sys.stderr)
         return align_labels(data, clf.label_names)
     from .training.run_data import run_test_data
 
