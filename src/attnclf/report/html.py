@@ -250,7 +250,7 @@ def _heads_section(images: dict[str, bytes], explanations: list) -> str:
 
 def _faithfulness_section(images: dict[str, bytes], result: FaithfulnessResult | None) -> str:
     if result is None:
-        return ("<section><h2>Faithfulness</h2><p>Not measured for these weights. "
+        return ("<section><h2>Faithfulness</h2><p>Not measured for these weights (by this attnclf's deletion test). "
                 "<code>attnclf report RUN_DIR --faithfulness</code> or <code>attnclf faithfulness RUN_DIR</code> "
                 "measures it.</p></section>")
     agreement = [(pair, f"{rho:+.3f}") for pair, rho in result.agreement.items()]
