@@ -202,6 +202,33 @@ def test_concurrent_requests_all_get_their_own_answers(server, local):
     assert 0 < after["batches"] - before["batches"] <= len(texts)
 
 
+def test_predictions_are_not_held_up_by_a_slow_explanation(local):
+    import threading
+
+    from fastapi.testclient import TestClient
+
+    from attnclf.serve.app import create_app
+
+    release = threading.Event()
+
+    class SlowToExplain:
+        def __getattr__(self, name):
+            return getattr(local, name)
+
+        def explain(self, texts, **options):
+            release.wait(20)  # an occlusion of long texts, say
+            return local.explain(texts, **options)
+
+    with TestClient(create_app(SlowToExplain())) as client, ThreadPoolExecutor(1) as pool:
+        pending = pool.submit(client.post, "/explain", json={"text": "good"})
+        time.sleep(0.3)  # the explanation is being worked on
+        started = time.monotonic()
+        assert client.post("/predict", json={"text": "good"}).status_code == 200
+        assert time.monotonic() - started < 10 and not pending.done()
+        release.set()
+        assert pending.result().status_code == 200
+
+
 def test_batcher_runs_requests_that_queue_together_as_one_batch():
     calls = []
 

@@ -270,7 +270,10 @@ def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
     >>> #     client.post("/predict", json={"text": "great"}).json()
     """
     refuse_multi_label(classifier.config, "attnclf serve")
-    executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="attnclf-model")  # one model call at a time
+    # Predictions and explanations each make one model call at a time, on threads of their own: a queue of slow
+    # explanations (occlusion of long texts takes seconds) must not hold up predictions.
+    executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="attnclf-predict")
+    explainer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="attnclf-explain")
     state: dict = {}
 
     @asynccontextmanager
@@ -281,13 +284,14 @@ def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
         yield
         worker.cancel()
         executor.shutdown(wait=True)
+        explainer.shutdown(wait=True)
 
     # FastAPI's own /docs and /redoc pages load their scripts from a CDN: a browser opening them reaches the
     # internet (or shows nothing offline). /docs is served from this process instead.
     app = FastAPI(title="attnclf", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None,
                   description="Attention-based text classifier. Attention weights show where the pooling layer "
-                              "looked, not why the model decided; /explain also offers gradient and occlusion attributions, "
-                              "whose faithfulness `attnclf faithfulness` measures.")
+                              "looked, not why the model decided; /explain also offers gradient and occlusion "
+                              "attributions, whose faithfulness `attnclf faithfulness` measures.")
     app.add_middleware(JsonBodies, paths={"/predict", "/explain"})
     app.add_middleware(BodyLimit, max_bytes=limits.max_body_bytes)
 
@@ -324,7 +328,7 @@ def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
         """Per-token scores by ``method``, with what a score means; see GET /model for the methods available."""
         texts = request.checked(limits.max_explain_batch, limits.max_text_chars)
         explanations = await asyncio.get_running_loop().run_in_executor(
-            executor, lambda: classifier.explain(texts, method=request.method, target=request.target))
+            explainer, lambda: classifier.explain(texts, method=request.method, target=request.target))
         return {"explanations": [e.to_dict() for e in explanations]}
 
     @app.get("/health")
