@@ -205,6 +205,18 @@ def test_a_run_trained_on_relative_paths_evaluates_and_refits_from_another_folde
         train.write_bytes(moved.read_bytes())
 
 
+@pytest.mark.parametrize("texts, shown", [(None, "NoneType"), ({"good": 1}, "dict"), ({"good"}, "set"), (5, "int"),
+                                          ("good", "a single string")])
+def test_the_python_api_refuses_what_is_not_a_list_of_texts_with_a_value_error(demo_run, texts, shown):
+    from attnclf.classifier import Classifier
+
+    clf = Classifier.load(demo_run, device="cpu")
+    for call in (clf.predict, clf.predict_proba, clf.explain):
+        with pytest.raises(ValueError, match=f"pass a list of texts, not {shown}"):  # (AttnclfError is one)
+            call(texts)
+    assert type(clf.explain(np.array(["good"]))[0].text) is str  # numpy's strings come back as plain ones
+
+
 def test_evaluate_on_a_named_dataset(demo_run, capsys):
     assert main(["evaluate", str(demo_run), "--dataset", "demo"]) == 0
     captured = capsys.readouterr()

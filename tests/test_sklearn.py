@@ -101,10 +101,24 @@ def test_same_seed_gives_the_same_model(data):
     (["w1", "w2", "w3"], [1.0, float("nan"), 2.0], r"y\[1\] is nan"),
     (["w1", "w2", "w3"], [1, "pos", 1], r"y mixes strings and numbers \('pos' and 1\)"),
     (["w1", "w2"], np.array(["neg", 0.5], dtype=object), r"y mixes strings and numbers \('neg' and 0.5\)"),
+    (["w1", "w2"], [True, "neg"], r"y mixes strings and booleans \('neg' and True\)"),
+    (["w1", "w2"], [["a", "b"], ["a"]], r"y holds a set of labels per text \(\['a', 'b'\]\); this estimator is single"),
+    (None, ["a"], "X must be a sequence of texts, not NoneType"),
+    ({"w1": "a"}, ["a"], "X must be a sequence of texts, not dict"),
 ])
 def test_bad_input_is_a_clear_value_error(X, y, message):
     with pytest.raises(ValueError, match=message):
         AttentionTextClassifier("boe", epochs=1).fit(X, y)
+
+
+def test_fit_leaves_the_callers_random_stream_alone(data):
+    import torch
+
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+    AttentionTextClassifier("boe", d_model=16, epochs=1).fit(data[0][:60], data[1][:60])
+    assert torch.equal(torch.rand(3), expected)
 
 
 def test_a_bad_setting_is_a_value_error(data):

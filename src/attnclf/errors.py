@@ -6,8 +6,9 @@ name the problem precisely: the file, the line or row, the column, the value.
 """
 
 
-class AttnclfError(Exception):
-    """A problem with the user's input, data, or environment (not a bug)."""
+class AttnclfError(ValueError):
+    """A problem with the user's input, data, or environment (not a bug). A ``ValueError``, so code that catches bad
+    input the Python way (scikit-learn's checks among it) catches it too."""
 
 
 class DataError(AttnclfError):

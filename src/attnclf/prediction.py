@@ -22,13 +22,16 @@ def check_texts(texts: Sequence[str]) -> list[str]:
     """
     if isinstance(texts, str):
         raise AttnclfError("pass a list of texts, not a single string")
+    if texts is None or isinstance(texts, (dict, set, frozenset)) or not hasattr(texts, "__iter__"):
+        # (a dict would give its keys, a set an order of its own: answers that match no input)
+        raise AttnclfError(f"pass a list of texts, not {type(texts).__name__}")
     texts = list(texts)
     for i, text in enumerate(texts):
         if not isinstance(text, str):
             raise AttnclfError(f"text {i} is {type(text).__name__}, not a string")
         if problem := unicode_problem(text):
             raise AttnclfError(f"text {i} is {problem}")
-    return texts
+    return [str(text) for text in texts]  # (numpy's str_ items become plain strings)
 
 
 def trained_text_column(config: dict) -> str:

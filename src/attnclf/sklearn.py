@@ -89,10 +89,20 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
 
     def _fit(self, texts: list[str], y) -> "AttentionTextClassifier":
         values = y.tolist() if isinstance(y, np.ndarray) else list(y)
-        text = next((v for v in values if isinstance(v, str)), None)
-        number = next((v for v in values if isinstance(v, (int, float, np.number)) and not isinstance(v, bool)), None)
-        if text is not None and number is not None:  # numpy would turn 1 into "1" and classes_ would not be y's
-            raise ValueError(f"y mixes strings and numbers ({text!r} and {number!r}); give every label as one type")
+        label_set = next((v for v in values if isinstance(v, (list, tuple, set, frozenset, np.ndarray))), None)
+        if label_set is not None:
+            raise ValueError(f"y holds a set of labels per text ({label_set!r}); this estimator is single-label "
+                             f"(`attnclf train --multi-label` trains label sets)")
+        # numpy would turn 1 into "1" (True into "True") and classes_ would not be y's
+        kinds: dict[str, object] = {}  # the first label of each type, strings first
+        for v in values:
+            if v is not None and not (isinstance(v, float) and np.isnan(v)):
+                kinds.setdefault("strings" if isinstance(v, str) else
+                                 "booleans" if isinstance(v, (bool, np.bool_)) else "numbers", v)
+        if len(kinds) > 1:
+            mixed = sorted(kinds, key=["strings", "numbers", "booleans"].index)
+            raise ValueError(f"y mixes {' and '.join(mixed)} ({' and '.join(repr(kinds[k]) for k in mixed)}); give "
+                             f"every label as one type")
         y = np.asarray(y)
         if y.ndim != 1 or len(y) != len(texts):
             raise ValueError(f"y must hold one label per text: {len(texts)} texts, y of shape {y.shape}")
@@ -114,13 +124,14 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
         device = resolve_device(self.device)
         tokenizer = Tokenizer.train(train.texts, TokenizerConfig(
             kind=self.tokenizer, vocab_size=self.vocab_size, min_frequency=self.min_frequency, max_len=self.max_len))
-        torch.manual_seed(self.seed)
-        model = build_model(self.model, vocab_size=tokenizer.vocab_size, num_classes=len(label_names),
-                            max_len=self.max_len, **self._model_fields())
         config = TrainConfig(epochs=self.epochs, batch_size=self.batch_size, lr=self.lr,
                              weight_decay=self.weight_decay, patience=self.patience, seed=self.seed)
-        # The Trainer keeps its best weights and checkpoints on disk; the estimator keeps them in memory.
-        with tempfile.TemporaryDirectory(prefix="attnclf-fit-") as tmp:
+        # The Trainer keeps its best weights and checkpoints on disk; the estimator keeps them in memory. Seeding
+        # happens on a fork of the generator: the caller's own random stream goes on as if fit had not run.
+        with torch.random.fork_rng(devices=[]), tempfile.TemporaryDirectory(prefix="attnclf-fit-") as tmp:
+            torch.manual_seed(self.seed)
+            model = build_model(self.model, vocab_size=tokenizer.vocab_size, num_classes=len(label_names),
+                                max_len=self.max_len, **self._model_fields())
             history = Trainer(model, config, Path(tmp), device, label_names, progress=self.verbose).fit(
                 BucketBatches(tokenizer.encode(train.texts), train.labels, self.batch_size, shuffle=True,
                               seed=self.seed),
@@ -159,6 +170,8 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
 def _texts(X) -> list[str]:
     if isinstance(X, str):
         raise ValueError("X must be a sequence of texts, not one string")
+    if X is None or isinstance(X, (dict, set, frozenset)) or not hasattr(X, "__iter__"):
+        raise ValueError(f"X must be a sequence of texts, not {type(X).__name__}")
     if getattr(X, "ndim", 1) != 1:
         raise ValueError(f"X must be one-dimensional, one text per row; got shape {X.shape}")
     texts = list(X)
