@@ -223,8 +223,10 @@ def _refuse_unworkable(settings: RunSettings, resume: bool) -> None:
     if settings.data.token_cache and settings.data.refit:
         raise AttnclfError(NO_CACHED_REFIT.format("the run"))
     if settings.data.token_cache and (settings.data.multi_label or settings.windows):
-        raise AttnclfError("--token-cache does not combine with --multi-label or --windows yet: the cache holds "
-                           "one label and one max_len-token sequence per text")
+        what = ("--windows" if settings.windows else "--multi-label" if settings.data.train_file else
+                f"{settings.data.dataset}, a multi-label dataset")
+        raise AttnclfError(f"--token-cache does not combine with {what} yet: the cache holds one label and one "
+                           f"max_len-token sequence per text")
     if settings.windows:
         settings.windows.stride_for(settings.tokenizer.max_len)
     with torch.device("meta"):  # a model the settings cannot build (heads that do not divide the width) fails here
