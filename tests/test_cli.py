@@ -520,11 +520,12 @@ def test_training_into_a_folder_with_a_model_needs_overwrite_and_one_kind_of_run
         "another --output")
 
 
-def test_options_may_come_between_the_run_and_its_texts_and_blank_texts_are_skipped(csv_run, capsys):
+def test_options_may_come_between_the_run_and_its_texts_and_each_text_gets_its_answer(csv_run, capsys):
     assert main(["predict", str(csv_run), "--attention", "a wonderful story", " ", "--threads", "1",
                  "a dull story"]) == 0
     records = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
-    assert [r["text"] for r in records] == ["a wonderful story", "a dull story"] and "attention" in records[0]
+    # A blank text among others is answered too (as a file's empty row is): one line per text given, in order.
+    assert [r["text"] for r in records] == ["a wonderful story", " ", "a dull story"] and "attention" in records[0]
     # Only blank texts given: an error, not a read of stdin (which belongs to whatever runs this in a loop).
     assert "every text given is blank" in run_error(["predict", str(csv_run), ""], capsys)
     assert main(["predict", str(csv_run), "--attention", "-5 stars, awful"]) == 0  # a text, not an option

@@ -523,7 +523,8 @@ def _refuse_ensemble(run_dir: str) -> None:
 
 
 def _input_texts(args: argparse.Namespace, config: dict) -> list[str]:
-    """Texts from the arguments and --file, else from stdin when it is not a terminal (blank lines skipped).
+    """Texts from the arguments and --file, else from stdin when it is not a terminal (blank lines skipped; a blank
+    argument among others is a text, as a data file's empty row is: one answer per argument).
 
     ``config``: the loaded model's, whose text column a data --file is read from unless --text-column names one."""
     from .data.files import iter_texts
@@ -534,7 +535,7 @@ def _input_texts(args: argparse.Namespace, config: dict) -> list[str]:
         raise AttnclfError("--text-column picks the column of a CSV / TSV / JSONL / Parquet --file")
     if args.texts and not args.file and not any(text.strip() for text in args.texts):
         raise AttnclfError("every text given is blank")
-    texts = [text for text in args.texts if text.strip()]
+    texts = list(args.texts)
     # A file or a pipe with nothing in it gives no texts, and predict no output: a day with nothing to score.
     if data_file:
         return texts + [text for _, text in iter_texts(args.file, args.text_column or trained_text_column(config))]
