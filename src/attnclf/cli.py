@@ -535,7 +535,8 @@ def _input_texts(args: argparse.Namespace, config: dict) -> list[str]:
         raise AttnclfError("--text-column picks the column of a CSV / TSV / JSONL / Parquet --file")
     if args.texts and not args.file and not any(text.strip() for text in args.texts):
         raise AttnclfError("every text given is blank")
-    texts = list(args.texts)
+    # Blank arguments alone (`predict RUN "$EMPTY" --file f`) give no texts; among others they are texts.
+    texts = list(args.texts) if any(text.strip() for text in args.texts) else []
     # A file or a pipe with nothing in it gives no texts, and predict no output: a day with nothing to score.
     if data_file:
         return texts + [text for _, text in iter_texts(args.file, args.text_column or trained_text_column(config))]
