@@ -78,7 +78,8 @@ def test_health_model_and_docs(server, local):
     assert info["labels"] == local.label_names
     assert info["model"]["name"] == "self-attn" and info["model"]["config"]["d_model"] == 32
     assert info["limits"]["max_batch"] == 4 and info["limits"]["max_body_bytes"] == 4000
-    assert "attention" in info["explain_methods"] and info["version"]
+    assert "attention" in info["explain_methods"] and info["explain_default"] == "attention" and info["version"]
+    assert info["windows"] is None and info["tokenizer"]["truncation"] in ("head", "tail", "head_tail")
     paths = server.get("/openapi.json").json()["paths"]
     assert {"/predict", "/explain", "/health", "/model"} <= set(paths)
     assert info["refit"] is None  # the demo run is a validated run, not a refit

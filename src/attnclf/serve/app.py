@@ -345,10 +345,12 @@ def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
     async def model():
         """What is being served."""
         from ..explain import available_methods
+        from ..explain.methods import default_method
 
         config = classifier.config  # an ensemble's: its first member's
         ensemble = hasattr(classifier, "members")
         members = classifier.members if ensemble else [classifier]
+        methods = [] if ensemble else available_methods(classifier.model)
         return {
             "labels": classifier.label_names,
             # An ensemble's members share a recipe; its parameters are all of theirs.
@@ -358,13 +360,16 @@ def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
             "ensemble_members": len(members),
             "tokenizer": {"kind": config["settings"]["tokenizer"]["kind"],
                           "max_len": config["settings"]["tokenizer"]["max_len"],
-                          "vocab_size": members[0].tokenizer.vocab_size},
+                          "vocab_size": members[0].tokenizer.vocab_size,
+                          "truncation": config["settings"]["tokenizer"].get("truncation")},
+            "windows": config["settings"].get("windows"),  # long texts read as overlapping windows, or None
             "version": __version__,
             "trained_with": config.get("versions", {}),
             # A refit trained on its validation texts too, for the epochs its run chose (not where it lives).
             "refit": {key: refit[key] for key in ("epochs", "monitor", "value")}
             if (refit := config["settings"].get("refit_of")) else None,
-            "explain_methods": [] if ensemble else available_methods(classifier.model),
+            "explain_methods": methods,
+            "explain_default": default_method(methods) if methods else None,
             "limits": asdict(limits),
         }
 
