@@ -297,8 +297,9 @@ def cmd_train(args: argparse.Namespace) -> int:
         settings = resume_settings(output, epochs=args.epochs, device=args.device if "device" in typed else None,
                                    threads=args.threads)
         if typed - _RESUME_FLAGS:  # the command that started the run, --resume added: it must describe it
-            _refuse_other_settings(build_settings(args), settings)
-            _refuse_other_vectors(args, build_settings(args), settings)
+            described = build_settings(args)
+            _refuse_other_settings(described, settings)
+            _refuse_other_vectors(args, described, settings)
         if "device" not in typed:
             _check_run_device(settings)
         if settings.train.epochs != planned and not args.quiet:
@@ -816,13 +817,14 @@ TOY_ORDER = "toy-order"  # what `ablate --dataset` takes besides the datasets: t
 
 @command("ablate")
 def cmd_ablate(args: argparse.Namespace) -> int:
+    from .data.registry import get_source
     from .experiments import AXES, ablate, toy_order
 
-    from .data.registry import sources
-
-    if args.dataset and args.dataset != TOY_ORDER and args.dataset not in sources():
-        raise AttnclfError(f"unknown dataset {args.dataset!r}; known: {', '.join(sources())}, and for ablate "
-                           f"{TOY_ORDER} (the course's order experiment)")
+    if args.dataset and args.dataset != TOY_ORDER:
+        try:
+            get_source(args.dataset)
+        except AttnclfError as exc:  # the registry's list, and the experiment only ablate knows
+            raise AttnclfError(f"{exc}, and for ablate {TOY_ORDER} (the course's order experiment)") from None
     setup = _experiment_setup(args)
     output = args.output or f"experiments/ablate-{setup.data.describe()}"
     log = _progress_log(args)

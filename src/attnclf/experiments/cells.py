@@ -172,20 +172,15 @@ def check_same_settings(run_dir: Path, settings: RunSettings) -> None:
     to attnclf since the cell ran counts as its default, not as a difference.
     """
     try:
-        saved = resume_settings(run_dir).anchored().to_dict()  # (runs record absolute paths; older cells, as typed)
+        saved = resume_settings(run_dir)
     except TypeError:  # the cell has a field this attnclf no longer knows
-        saved = {}
-    wanted = settings.anchored().to_dict()
-    for recorded in (saved, wanted):  # where the data lies: a copy elsewhere is the same data (check_same_split
-        for where in ("data_dir", "found_in"):  # compares the texts held out)
-            recorded.get("data", {}).pop(where, None)
-    ignored = {"output", "device", "threads", "report"}  # where and how fast a cell runs change nothing it learns
-    if not saved.get("embeddings") and not wanted.get("embeddings"):
-        ignored.add("embeddings_std")  # the scale of vectors neither run used (its default changed once)
-    for section in sorted((saved.keys() | wanted.keys()) - ignored):
-        if saved.get(section) != wanted.get(section):
-            raise RunDirError(f"{run_dir} was trained with other {section} settings than this experiment's; "
-                              f"delete it or give another --output")
+        differing = ("data",)
+    else:  # (where the data lies is left out: check_same_split compares the texts held out)
+        unused = () if saved.embeddings or settings.embeddings else ("embeddings_std",)  # (its default changed once)
+        differing = saved.first_difference(settings, ignore=unused)
+    if differing is not None:
+        raise RunDirError(f"{run_dir} was trained with other {differing[0].split('.')[0]} settings than this "
+                          f"experiment's; delete it or give another --output")
 
 
 def check_same_split(run_dir: Path, settings: RunSettings) -> None:

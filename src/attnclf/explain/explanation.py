@@ -106,10 +106,11 @@ def explain(classifier: "Classifier", texts: Sequence[str], method: str | None =
     if getattr(classifier, "multi_label", False):
         raise AttnclfError("explanations and faithfulness support single-label runs only for now: every method "
                            "explains one class of a softmax, and a multi-label run has a sigmoid per label")
-    if self_attentions and "rollout" not in available_methods(classifier.model):
+    available = available_methods(classifier.model)
+    if self_attentions and "rollout" not in available:
         raise AttnclfError("self-attention maps (--heads): this model has no self-attention layers to show")
     texts = list(texts)
-    method = method or default_method(available_methods(classifier.model))
+    method = method or default_method(available)
     config = classifier.tokenizer.config
     whole = classifier.tokenizer.encode(texts, max_len=sys.maxsize)  # once, to count what truncation cuts
     ids = [truncate(sequence, config.max_len, config.truncation) for sequence in whole]

@@ -58,12 +58,13 @@ def truncate(ids: list[int], max_len: int, how: str) -> list[int]:
     """
     if len(ids) <= max_len:
         return ids
-    if how == "head":
-        return ids[:max_len]
-    if how == "tail":
-        return ids[-max_len:]
-    head = max_len // 4
+    head = _kept_head(max_len, how)
     return ids[:head] + ids[len(ids) - (max_len - head):]
+
+
+def _kept_head(max_len: int, how: str) -> int:
+    """How many of the ``max_len`` ids ``truncate`` keeps from the start of a longer text; the rest end it."""
+    return {"head": max_len, "tail": 0}.get(how, max_len // 4)
 
 
 def cut_position(length: int, max_len: int, how: str) -> int | None:
@@ -73,9 +74,7 @@ def cut_position(length: int, max_len: int, how: str) -> int | None:
     >>> cut_position(10, 4, "head_tail"), cut_position(10, 4, "head"), cut_position(10, 4, "tail"), cut_position(3, 4, "head")
     (1, 4, 0, None)
     """
-    if length <= max_len:
-        return None
-    return {"head": max_len, "tail": 0}.get(how, max_len // 4)
+    return None if length <= max_len else _kept_head(max_len, how)
 
 
 class Tokenizer:

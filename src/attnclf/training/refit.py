@@ -52,13 +52,14 @@ def refit_runs(run_dirs: list[str | Path], output: str | None = None, *, resume:
             raise AttnclfError(f"{run} is given twice")
         seen.add(run.resolve())
     planned = [refit_settings(run, output=out, device=device, threads=threads) for run, out in zip(runs, outputs)]
-    # As `train` refuses: a repeated command deletes no work, finished or checkpointed.
-    for earlier in [] if resume or overwrite else [Path(settings.output) for settings in planned]:
-        if (earlier / "metrics.json").is_file():
-            raise AttnclfError(f"{earlier} holds a finished refit; --resume keeps it (and continues the others), "
-                               f"--overwrite trains it again")
-        if (earlier / "checkpoint" / "state.json").is_file():
-            raise AttnclfError(f"{earlier} holds an unfinished refit; --resume continues it, --overwrite starts again")
+    if not (resume or overwrite):  # as `train` refuses: a repeated command deletes no work, finished or checkpointed
+        for earlier in (Path(settings.output) for settings in planned):
+            if (earlier / "metrics.json").is_file():
+                raise AttnclfError(f"{earlier} holds a finished refit; --resume keeps it (and continues the others), "
+                                   f"--overwrite trains it again")
+            if (earlier / "checkpoint" / "state.json").is_file():
+                raise AttnclfError(f"{earlier} holds an unfinished refit; --resume continues it, --overwrite starts "
+                                   f"again")
     results = []
     for run, settings in zip(runs, planned):
         settings.report = report
