@@ -1,6 +1,6 @@
 """Multi-label training on the generated `topics` set: attnclf models against TF-IDF + one-vs-rest LR.
 
-    python bench/multilabel.py --threads 1          # about 5 minutes on a shared core
+    python bench/multilabel.py --threads 1          # about 40 s of one thread (36 s wall at load 1.5)
 
 Trains what ``attnclf train --dataset topics --multi-label --model MODEL --seed SEED``
 trains, and a TF-IDF (1-2 grams) + one logistic regression per label on the same

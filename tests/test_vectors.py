@@ -144,6 +144,18 @@ def test_vectors_default_to_the_width_the_default_model_trains_at(tmp_path, caps
                  str(tmp_path / "demo.vec"), "--threads", "1", "--output", str(tmp_path / "run"), "--no-report"]) == 0
 
 
+def test_the_help_of_dim_names_every_dataset_whose_default_width_is_not_self_attns():
+    from attnclf.cli import _subparser
+    from attnclf.data.registry import sources
+    from attnclf.models.classifiers import SelfAttentionConfig
+    from attnclf.recipes import embedding_width
+
+    dim = next(action for action in _subparser("vectors")._actions if "--dim" in action.option_strings)
+    narrower = {name for name in sources() if embedding_width(name) != SelfAttentionConfig.d_model}
+    assert {embedding_width(name) for name in narrower} == {64}
+    assert narrower == {name for name in sources() if re.search(rf"\b{re.escape(name)}\b(?!-)", dim.help)}
+
+
 @pytest.mark.parametrize("args, message", [
     (["vectors", "-o", "{tmp}/v.vec"], "give --dataset NAME and/or --file PATH"),
     (["train", "--dataset", "demo", "--embeddings-std", "0.3"], "--embeddings-std needs --embeddings FILE"),

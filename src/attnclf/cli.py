@@ -971,7 +971,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", "-o", help="the refit's run directory, or a --seeds folder's refit folder "
                                                  "(default: RUN-refit, FOLDER-refit)")
     p.add_argument("--device", choices=["auto", "cpu", "cuda", "mps"], help="default: the run's")
-    p.add_argument("--threads", type=int, help="PyTorch threads (default: one per core)")
+    p.add_argument("--threads", type=int, help="PyTorch threads (default: the run's)")
     p.add_argument("--no-report", action="store_true", help="skip report.html and plots/ at the end")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.add_argument("--overwrite", action="store_true", help="train again a refit that has finished")
@@ -1113,8 +1113,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--text-column", help="the column a data --file's texts are in (default: text)")
     p.add_argument("--output", "-o", required=True, help="vectors file to write (word2vec text format)")
     p.add_argument("--dim", type=int, help="dimensions: the width of the model that will use them (default: that "
-                                          "of the first --dataset's recipe, 64 for every real corpus; 128, "
-                                          "self-attn's, for --file alone)")
+                                          "of the first --dataset's default model: 64 for demo, imdb, sst2, "
+                                          "sst2-sentences and 20newsgroups; otherwise, and for --file alone, "
+                                          "128, self-attn's)")
     p.add_argument("--window", type=int, default=5, help="words either side that count as context (default: 5)")
     p.add_argument("--min-count", type=int, default=5, help="words seen fewer times get no vector (default: 5)")
     p.add_argument("--vocab-size", type=int, default=50000, help="at most this many words (default: 50000)")

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import copy
 import gc
+import inspect
 import math
 import time
 from dataclasses import asdict, dataclass
@@ -38,6 +39,11 @@ from ..rundir import atomic_save_tensors, atomic_write_json, load_weights, read_
 from ..text.batching import BucketBatches
 from . import multilabel
 from .distributed import Distributed
+
+# torch 2.13 renamed DDP's broadcast_buffers (and deprecated the old name); older releases know only that one.
+_NO_BUFFER_SYNC = ({"forward_sync_buffers": False}
+                   if "forward_sync_buffers" in inspect.signature(DistributedDataParallel).parameters
+                   else {"broadcast_buffers": False})
 
 
 @dataclass
@@ -221,10 +227,9 @@ class Trainer:
         if resuming:
             state = self._load_checkpoint(optimizer, schedule)  # n-gram counts come back with the weights
         if distributed.enabled:
-            # Buffers (n-gram counts, sinusoidal positions) are equal on every rank: nothing to broadcast.
+            # Buffers (n-gram counts, sinusoidal positions) are equal on every rank: nothing to sync each step.
             self.training_model = DistributedDataParallel(self.model, device_ids=[self.device.index] if
-                                                          self.device.type == "cuda" else None,
-                                                          broadcast_buffers=False)
+                                                          self.device.type == "cuda" else None, **_NO_BUFFER_SYNC)
         if distributed.is_main:
             self.checkpoint_dir.mkdir(exist_ok=True)
         best_weights = None  # kept in memory; written with each checkpoint
