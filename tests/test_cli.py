@@ -420,6 +420,15 @@ def test_data_flags_that_do_not_go_together_are_refused_in_one_line(csv_files, t
     (["--set", "d_model=abc"], "model field d_model takes int values like 128, got 'abc'"),
     (["--set", "dropout=1.5"], "model field dropout must be below 1, got 1.5"),
     (["--warmup-ratio", "1"], "warmup_ratio must be at least 0 and below 1, got 1.0"),
+    # NaN compares false with every bound: each check must refuse it, not let it through to torch or config.json.
+    (["--lr", "nan"], "lr must be at least 0, got nan"),
+    (["--weight-decay", "inf"], "weight_decay must be at least 0, got inf"),
+    (["--label-smoothing", "nan"], "label_smoothing must be at least 0 and below 1, got nan"),
+    (["--warmup-ratio", "nan"], "warmup_ratio must be at least 0 and below 1, got nan"),
+    (["--set", "d_model=nan"], "model field d_model takes int values"),
+    (["--set", "attention_window=nan"], "model field attention_window takes int values"),
+    (["--set", "token_dropout=nan"], "model field token_dropout must be at least 0, got nan"),
+    (["--embeddings", "count", "--embeddings-std", "inf"], "--embeddings-std must be positive, got inf"),
 ])
 def test_settings_out_of_range_are_refused_before_anything_is_written(csv_files, tmp_path, capsys, flags, message):
     err = run_error(["train", "--train-file", str(csv_files[0]), *flags, "--output", str(tmp_path / "o")], capsys)
@@ -474,6 +483,22 @@ def test_predict_into_a_pipe_closed_early_ends_quietly(csv_run, tmp_path):
     _, err = process.communicate(timeout=120)
     assert json.loads(first)["label"] == "pos"
     assert process.returncode == 141 and err == b""
+
+
+def test_running_out_of_memory_is_one_line_saying_what_to_lower(csv_run, tmp_path, capsys, monkeypatch):
+    from attnclf.training import run
+
+    # numpy's MemoryError: integrated gradients along a path of 100 million steps (71 PiB).
+    assert run_error(["explain", str(csv_run), "good", "--method", "integrated-gradients", "--steps", "100000000"],
+                     capsys).startswith("attnclf: error: out of memory; lower what the command sizes by (--max-len")
+
+    def too_large(*args, **kwargs):  # torch's CPU allocator, as --max-len 100000000 makes it fail
+        raise RuntimeError("[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can't allocate memory: "
+                           "you tried to allocate 51200000000 bytes. Error code 12 (Cannot allocate memory)")
+
+    monkeypatch.setattr(run, "build_model", too_large)
+    assert run_error(["train", "--dataset", "demo", "--epochs", "1", "--output", str(tmp_path / "r"), "--quiet",
+                      "--no-report"], capsys).startswith("attnclf: error: out of memory (asked for 51.2 GB); lower")
 
 
 def test_a_file_that_cannot_be_written_is_one_line_naming_it(csv_run, tmp_path, capsys, monkeypatch):
@@ -656,6 +681,42 @@ def test_corrupt_weights(csv_run, tmp_path, capsys):
     (corrupt / "model.safetensors").write_bytes(b"not safetensors")
     err = run_error(["predict", str(corrupt), "text"], capsys)
     assert "model.safetensors" in err
+
+
+def _copy_run(run, to):
+    to.mkdir()
+    for path in run.iterdir():
+        if path.is_file():
+            (to / path.name).write_bytes(path.read_bytes())
+    return to
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda config: [], "config.json: expected a JSON object, got list"),
+    (lambda config: {k: v for k, v in config.items() if k != "model"}, "config.json: model.name is missing or not a "
+                                                                        "JSON string (was the file edited?)"),
+    (lambda config: {**config, "model": "self-attn"}, "config.json: model.name is missing"),
+    (lambda config: {**config, "settings": {**config["settings"], "tokenizer": None}},
+     "config.json: settings.tokenizer is missing or not a JSON object"),
+])
+def test_a_config_json_of_the_wrong_shape_is_one_line_for_every_command(csv_run, tmp_path, capsys, damage, message):
+    edited = _copy_run(csv_run, tmp_path / "edited")
+    (edited / "config.json").write_text(json.dumps(damage(json.loads((csv_run / "config.json").read_text()))))
+    for argv in (["predict", str(edited), "text"], ["evaluate", str(edited)], ["report", str(edited)]):
+        assert message in run_error(argv, capsys)
+
+
+def test_weights_of_another_shape_name_the_first_tensor_that_differs(csv_run, tmp_path, capsys):
+    from safetensors.torch import load_file, save_file
+
+    other = _copy_run(csv_run, tmp_path / "other")
+    weights = load_file(str(other / "model.safetensors"))
+    name = next(iter(weights))
+    shape = tuple(weights[name].shape)
+    save_file({**weights, name: torch.zeros(shape[0] + 1, *shape[1:])}, str(other / "model.safetensors"))
+    err = run_error(["predict", str(other), "text"], capsys)
+    assert err.endswith(f"does not match config.json: {name} is ({', '.join(map(str, (shape[0] + 1, *shape[1:])))}) "
+                        f"in the file, ({', '.join(map(str, shape))}) in the model")
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root can write anywhere; permission bits cannot be tested as root")

@@ -446,6 +446,15 @@ def test_parquet_streams_string_and_integer_labels(tmp_path):
     pq.write_table(pa.table({"text": ["x", None], "label": [1, 2]}), tmp_path / "n.parquet")
     with pytest.raises(DataError, match=r"n.parquet, row 2: empty text in column 'text'"):
         load_file(tmp_path / "n.parquet")
+    twice = pa.Table.from_arrays([pa.array(["x", "y"]), pa.array(["z", "w"]), pa.array([1, 2])],
+                                 names=["text", "text", "label"])
+    pq.write_table(twice, tmp_path / "twice.parquet")
+    with pytest.raises(DataError, match=r"twice.parquet: the schema names the text column 'text' 2 times"):
+        load_file(tmp_path / "twice.parquet")
+    (tmp_path / "broken.parquet").write_bytes(b"PAR1" + bytes(64) + b"PAR1")
+    with pytest.raises(DataError, match=r"broken.parquet: not a readable Parquet file: ") as err:
+        load_file(tmp_path / "broken.parquet")
+    assert "\n" not in str(err.value)
 
 
 def test_load_files_test_uses_training_labels(tmp_path):
@@ -477,6 +486,12 @@ def test_load_files_test_uses_training_labels(tmp_path):
         ("p.json", '[\n  {"text": "a", "label": 1}\n]\n', ("text", "label"), r"p.json, line 1: malformed JSON: .*; this is a JSON array"),
         ("k.jsonl", '{"text": "a", "label": 1}\n{"body": "b", "label": 0}\n', ("text", "label"), r"k.jsonl, line 2: no text column 'text'; this line has: 'body', 'label'"),
         ("m.jsonl", '{"text": "a", "label": 1}\n{"text": "b", "label": null}\n', ("text", "label"), r"m.jsonl, line 2: missing label"),
+        ("v.jsonl", '{}\n', ("text", "label"), r"v.jsonl, line 1: no text column 'text'; this line has no columns$"),
+        # Valid JSON that Python's decoder refuses: nesting past its recursion limit, integers past 4,300 digits.
+        ("deep.jsonl", '{"text": "a", "label": 1}\n{"text": ' + "[" * 100_000 + "]" * 100_000 + ', "label": 0}\n',
+         ("text", "label"), r"deep.jsonl, line 2: JSON this reader cannot hold: maximum recursion depth"),
+        ("huge.jsonl", '{"text": "a", "label": 1}\n{"text": "b", "label": 1' + "0" * 5000 + '}\n', ("text", "label"),
+         r"huge.jsonl, line 2: JSON this reader cannot hold: Exceeds the limit \(4300 digits\)"),
         ("n.jsonl", '{"text": "a", "label": 1}\n{"text": "b", "label": NaN}\n', ("text", "label"), r"n.jsonl, line 2: missing label"),
         ("b.jsonl", '{"text": "a", "label": 1}\n{"text": "b", "label": 0\n', ("text", "label"),
          r"b.jsonl, line 2: malformed JSON: Expecting ',' delimiter at the end of the line$"),

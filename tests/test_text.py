@@ -1,6 +1,7 @@
 import numpy as np
 import pytest
 
+from attnclf.errors import DataError
 from attnclf.text import BucketBatches, CleaningConfig, Tokenizer, TokenizerConfig, clean, truncate
 from attnclf.text.tokenizer import PAD_ID, UNK_ID
 
@@ -120,3 +121,11 @@ def test_cleaning_without_its_optional_library_says_what_to_install(module, conf
         clean("the films were good", config)
     cleaning._stop_words.cache_clear()
     assert clean("the films were good") == "the films were good"  # the default cleaning needs neither
+
+
+def test_a_tokenizer_that_learns_nothing_says_how_many_texts_it_read():
+    # --val-fraction 0.99 of a small file leaves one text to train on: the count tells the user why.
+    with pytest.raises(DataError, match="the one training text holds no word seen at least 2 time"):
+        Tokenizer.train(["a b c"], TokenizerConfig(min_frequency=2))
+    with pytest.raises(DataError, match="the 2 training texts hold no word seen at least 2 time"):
+        Tokenizer.train(iter(["a b", "c d"]), TokenizerConfig(min_frequency=2))

@@ -144,6 +144,13 @@ def test_vectors_default_to_the_width_the_default_model_trains_at(tmp_path, caps
                  str(tmp_path / "demo.vec"), "--threads", "1", "--output", str(tmp_path / "run"), "--no-report"]) == 0
 
 
+def test_too_few_words_for_vectors_names_the_flag_vectors_takes(tmp_path, capsys):
+    (tmp_path / "few.txt").write_text("a good film\na bad film\n")
+    assert main(["vectors", "--file", str(tmp_path / "few.txt"), "--min-count", "9", "-o", str(tmp_path / "v.vec")]) == 2
+    assert capsys.readouterr().err == ("attnclf: error: no word occurs at least 9 times in the 2 texts; lower "
+                                       "--min-count or give more text\n")
+
+
 def test_the_help_of_dim_names_every_dataset_whose_default_width_is_not_self_attns():
     from attnclf.cli import _subparser
     from attnclf.data.registry import sources

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Sequence
 
@@ -70,9 +71,8 @@ class Classifier:
         try:
             model.load_state_dict(load_weights(run_dir / "model.safetensors"))
         except RuntimeError as exc:
-            raise RunDirError(
-                f"{run_dir / 'model.safetensors'} does not match config.json: {str(exc).splitlines()[0]}"
-            ) from None
+            raise RunDirError(f"{run_dir / 'model.safetensors'} does not match config.json: "
+                              f"{_first_mismatch(str(exc))}") from None
         tokenizer = Tokenizer.load(run_dir / "tokenizer.json", TokenizerConfig.from_dict(config["settings"]["tokenizer"]))
         labels = read_json(run_dir / "labels.json")
         if not isinstance(labels, list) or len(labels) != model.config.num_classes:
@@ -137,6 +137,21 @@ class Classifier:
             raise AttnclfError("explanations of windowed runs (trained with --windows) are not supported yet: "
                                "the methods attribute one token sequence, a windowed model reads several")
         return explain(self, check_texts(texts), method, **options)
+
+
+def _first_mismatch(message: str) -> str:
+    """The first problem of torch's load_state_dict error (a line per tensor) in a few words, and how many follow.
+
+    >>> _first_mismatch("Error(s) in loading state_dict for M:\\n\\tsize mismatch for w: copying a param with shape "
+    ...                 "torch.Size([30, 32]) from checkpoint, the shape in current model is torch.Size([30, 128]).")
+    'w is (30, 32) in the file, (30, 128) in the model'
+    """
+    problems = [line.strip() for line in message.splitlines()[1:] if line.strip()] or [message.strip()]
+    sizes = re.match(r"size mismatch for (\S+): copying a param with shape torch\.Size\(\[(.*?)\]\) from checkpoint, "
+                     r"the shape in current model is torch\.Size\(\[(.*?)\]\)", problems[0])
+    first = (f"{sizes[1]} is ({sizes[2]}) in the file, ({sizes[3]}) in the model" if sizes
+             else problems[0].rstrip(".")[:300])
+    return first + (f"; and {len(problems) - 1} more" if len(problems) > 1 else "")
 
 
 def _thresholds(run_dir: Path, label_names: list[str]) -> np.ndarray | None:

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
+import re
 import shlex
 import sys
 from dataclasses import fields
@@ -142,7 +144,7 @@ def build_settings(args: argparse.Namespace):
     if args.embeddings_std is not None:
         if not settings.embeddings:
             raise AttnclfError("--embeddings-std needs --embeddings FILE (or count)")
-        if not args.embeddings_std > 0:
+        if not 0 < args.embeddings_std < math.inf:
             raise AttnclfError(f"--embeddings-std must be positive, got {args.embeddings_std}")
         settings.embeddings_std = args.embeddings_std
     return settings
@@ -1205,6 +1207,19 @@ def _main(argv: list[str] | None) -> int:
         where = exc.filename2 or exc.filename
         print(f"attnclf: error: {where + ': ' if where else ''}{exc.strerror or exc}", file=sys.stderr)
         return 2
+    except (MemoryError, RuntimeError) as exc:  # numpy's, torch's CPU allocator's and CUDA's out-of-memory errors
+        if not _out_of_memory(exc):
+            raise
+        asked = re.search(r"allocate (\d+) bytes", str(exc))
+        print(f"attnclf: error: out of memory{f' (asked for {int(asked[1]) / 1e9:,.1f} GB)' if asked else ''}; lower "
+              f"what the command sizes by (--max-len, --batch-size, the model's size, --steps)", file=sys.stderr)
+        return 2
+
+
+def _out_of_memory(exc: BaseException) -> bool:
+    """A failed allocation: MemoryError (numpy), or torch's RuntimeError from its CPU or CUDA allocator."""
+    return (isinstance(exc, MemoryError) or type(exc).__name__ == "OutOfMemoryError"
+            or "can't allocate memory" in str(exc) or "out of memory" in str(exc))
 
 
 def _without_flag(argv: list[str], flag: str) -> list[str]:

@@ -172,12 +172,25 @@ def check_run_dir(path: str | Path) -> Path:
                           f"trained model")
     if missing:
         raise RunDirError(f"run directory {path} is incomplete: missing {', '.join(missing)}")
-    version = read_json(path / "config.json").get("format_version")
+    config = read_json(path / "config.json")
+    if not isinstance(config, dict):
+        raise RunDirError(f"{path / 'config.json'}: expected a JSON object, got {type(config).__name__}")
+    version = config.get("format_version")
     if version != FORMAT_VERSION:
         raise RunDirError(
             f"run directory {path} has format_version {version!r}; this attnclf reads {FORMAT_VERSION}"
         )
+    for section, key, kind in _CONFIG_SHAPE:
+        value = config.get(section)
+        if not isinstance(value, dict) or not isinstance(value.get(key), kind):
+            raise RunDirError(f"{path / 'config.json'}: {section}.{key} is missing or not a JSON "
+                              f"{'string' if kind is str else 'object'} (was the file edited?)")
     return path
+
+
+# What the readers of a run's config.json rely on, beyond its format version.
+_CONFIG_SHAPE = (("model", "name", str), ("model", "config", dict), ("settings", "tokenizer", dict),
+                 ("settings", "data", dict), ("settings", "train", dict))
 
 
 def load_weights(path: Path) -> dict[str, torch.Tensor]:

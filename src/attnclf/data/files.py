@@ -112,16 +112,16 @@ def _jsonl_rows(path: Path, text_column: str, label_column: str | None) -> Itera
         except json.JSONDecodeError as exc:  # (its line and column count within this one line)
             where = "the end of the line" if exc.pos >= len(line) else f"column {exc.pos + 1}"
             problem = f"malformed JSON: {exc.msg} at {where}"
+        except (ValueError, RecursionError) as exc:  # valid JSON beyond Python's limits: a 5,000-digit number,
+            problem = f"JSON this reader cannot hold: {exc}"  # arrays nested thousands deep
         if problem:
             if number == 1 and line.lstrip().startswith("["):
                 problem += "; this is a JSON array, write one object per line (JSON lines)"
             raise DataError(f"{path}, line {number}: {problem}")
         for column, role in _wanted(text_column, label_column):
             if column not in record:
-                raise DataError(
-                    f"{path}, line {number}: no {role} column {column!r}; "
-                    f"this line has: {', '.join(map(repr, record))}"
-                )
+                raise DataError(f"{path}, line {number}: no {role} column {column!r}; this line has"
+                                f"{': ' + ', '.join(map(repr, record)) if record else ' no columns'}")
         yield f"line {number}", record[text_column], record.get(label_column)
 
 
@@ -133,11 +133,14 @@ def _parquet_rows(path: Path, text_column: str, label_column: str | None) -> Ite
     try:
         parquet = pq.ParquetFile(path)
     except Exception as exc:  # pyarrow raises its own ArrowInvalid for a non-Parquet file
-        raise DataError(f"{path}: not a readable Parquet file: {exc}") from None
+        raise DataError(f"{path}: not a readable Parquet file: {' '.join(str(exc).split())}") from None
     columns = parquet.schema_arrow.names
     for column, role in _wanted(text_column, label_column):
         if column not in columns:
             raise _missing_column(path, column, columns, role)
+        if columns.count(column) > 1:
+            raise DataError(f"{path}: the schema names the {role} column {column!r} {columns.count(column)} times; "
+                            f"rename all but one")
     number = 0
     wanted = [column for column, _ in _wanted(text_column, label_column)]
     for batch in parquet.iter_batches(batch_size=8192, columns=wanted):

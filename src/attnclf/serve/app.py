@@ -305,7 +305,8 @@ def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, exc: StarletteHTTPException):
         if exc.status_code == 400 and exc.detail == "There was an error parsing the body":  # not UTF-8, too deep
-            return JSONResponse({"detail": "request body is not valid JSON"}, 400)
+            return JSONResponse({"detail": "request body is not JSON the server can read (malformed, not UTF-8, or "
+                                           "nested too deep)"}, 400)
         return await http_exception_handler(request, exc)
 
     @app.exception_handler(AttnclfError)

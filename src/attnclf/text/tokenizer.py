@@ -105,10 +105,19 @@ class Tokenizer:
             )
             backend.decoder = decoders.WordPiece(prefix="##")
         backend.pre_tokenizer = pre_tokenizers.Whitespace()
-        backend.train_from_iterator((clean(t, config.cleaning) for t in texts), trainer=trainer)
+        count = 0
+
+        def cleaned():
+            nonlocal count
+            for text in texts:
+                count += 1
+                yield clean(text, config.cleaning)
+
+        backend.train_from_iterator(cleaned(), trainer=trainer)
         if backend.get_vocab_size() <= len(specials):  # every text would read as <unk>
-            raise DataError(f"the training texts hold no word seen at least {config.min_frequency} time(s), so the "
-                            f"tokenizer learned nothing; lower --min-frequency or give more texts")
+            texts_hold = "the one training text holds" if count == 1 else f"the {count:,} training texts hold"
+            raise DataError(f"{texts_hold} no word seen at least {config.min_frequency} time(s), so the tokenizer "
+                            f"learned nothing; lower --min-frequency or give more texts")
         return cls(backend, config)
 
     @property

@@ -77,7 +77,7 @@ class TrainConfig:
                                 ("label_smoothing", 0, 1), ("ema_decay", 0, 1), ("patience", 0, None),
                                 ("checkpoint_seconds", 0, None), ("seed", 0, None)):
             value = getattr(self, name)
-            if value < low or high is not None and value >= high:
+            if not math.isfinite(value) or value < low or high is not None and value >= high:  # (NaN compares false)
                 bounds = f"at least {low}" + (f" and below {high}" if high else "")
                 raise AttnclfError(f"{name} must be {bounds}, got {value}")
         if self.schedule_epochs is not None and self.schedule_epochs < self.epochs:
