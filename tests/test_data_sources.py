@@ -455,6 +455,15 @@ def test_parquet_streams_string_and_integer_labels(tmp_path):
     with pytest.raises(DataError, match=r"broken.parquet: not a readable Parquet file: ") as err:
         load_file(tmp_path / "broken.parquet")
     assert "\n" not in str(err.value)
+    # A sound footer over a damaged data page: the failure comes while reading rows.
+    pq.write_table(pa.table({"text": [f"text number {i} " * 5 for i in range(2000)], "label": [i % 2 for i in
+                                                                                                  range(2000)]}),
+                   tmp_path / "pages.parquet", compression="snappy")
+    damaged = bytearray((tmp_path / "pages.parquet").read_bytes())
+    damaged[60:400] = b"\xff" * 340
+    (tmp_path / "pages.parquet").write_bytes(bytes(damaged))
+    with pytest.raises(DataError, match=r"pages.parquet, after row 0: unreadable Parquet data: "):
+        load_file(tmp_path / "pages.parquet")
 
 
 def test_load_files_test_uses_training_labels(tmp_path):
@@ -489,9 +498,10 @@ def test_load_files_test_uses_training_labels(tmp_path):
         ("v.jsonl", '{}\n', ("text", "label"), r"v.jsonl, line 1: no text column 'text'; this line has no columns$"),
         # Valid JSON that Python's decoder refuses: nesting past its recursion limit, integers past 4,300 digits.
         ("deep.jsonl", '{"text": "a", "label": 1}\n{"text": ' + "[" * 100_000 + "]" * 100_000 + ', "label": 0}\n',
-         ("text", "label"), r"deep.jsonl, line 2: JSON this reader cannot hold: maximum recursion depth"),
+         ("text", "label"), r"deep.jsonl, line 2: values nested too deep to read"),
         ("huge.jsonl", '{"text": "a", "label": 1}\n{"text": "b", "label": 1' + "0" * 5000 + '}\n', ("text", "label"),
-         r"huge.jsonl, line 2: JSON this reader cannot hold: Exceeds the limit \(4300 digits\)"),
+         r"huge.jsonl, line 2: a number too long to read \(Exceeds the limit \(4300 digits\) for integer string "
+         r"conversion\); write it as a string$"),
         ("n.jsonl", '{"text": "a", "label": 1}\n{"text": "b", "label": NaN}\n', ("text", "label"), r"n.jsonl, line 2: missing label"),
         ("b.jsonl", '{"text": "a", "label": 1}\n{"text": "b", "label": 0\n', ("text", "label"),
          r"b.jsonl, line 2: malformed JSON: Expecting ',' delimiter at the end of the line$"),

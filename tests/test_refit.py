@@ -205,7 +205,7 @@ def test_a_refit_of_data_without_a_test_split_trains_on_everything_and_says_so(t
     assert main(["evaluate", str(tmp_path / "run-refit"), "--device", "cpu"]) == 2
     assert "this refit trained on every text it has: only other labelled texts can score it" in capsys.readouterr().err
     assert main(["export", str(tmp_path / "run-refit")]) == 2
-    assert "(export: --check-file)" in capsys.readouterr().err  # the flag export itself takes
+    assert "or to export with --check-file" in capsys.readouterr().err  # the flag export itself takes
     assert main(["export", str(tmp_path / "run-refit"), "--check-file", str(path)]) == 0
 
 

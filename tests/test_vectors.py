@@ -147,8 +147,13 @@ def test_vectors_default_to_the_width_the_default_model_trains_at(tmp_path, caps
 def test_too_few_words_for_vectors_names_the_flag_vectors_takes(tmp_path, capsys):
     (tmp_path / "few.txt").write_text("a good film\na bad film\n")
     assert main(["vectors", "--file", str(tmp_path / "few.txt"), "--min-count", "9", "-o", str(tmp_path / "v.vec")]) == 2
-    assert capsys.readouterr().err == ("attnclf: error: no word occurs at least 9 times in the 2 texts; lower "
-                                       "--min-count or give more text\n")
+    assert capsys.readouterr().err == ("attnclf: error: no word occurs at least 9 times in the 2 texts: nothing to "
+                                       "count vectors for\n")
+    # Counted inside a run, the message names the run's own way out: train has no --min-count.
+    (tmp_path / "few.csv").write_text("text,label\n" + "a good film,pos\na bad film,neg\n" * 3)
+    assert main(["train", "--train-file", str(tmp_path / "few.csv"), "--min-frequency", "1", "--embeddings", "count",
+                 "--output", str(tmp_path / "run"), "--quiet", "--no-report"]) == 2
+    assert capsys.readouterr().err.splitlines()[-1].startswith("attnclf: error: --embeddings count: ")
 
 
 def test_the_help_of_dim_names_every_dataset_whose_default_width_is_not_self_attns():
@@ -214,7 +219,7 @@ def test_experiment_cells_train_from_scratch_and_ignore_the_scale_of_unused_vect
     from dataclasses import replace
 
     from attnclf.experiments.cells import Setup, Variant, check_same_settings, variant_settings
-    from attnclf.rundir import atomic_write_json
+    from attnclf.rundir import FORMAT_VERSION, atomic_write_json
     from attnclf.training.settings import DataSettings
 
     cell = variant_settings(Setup(DataSettings(dataset="imdb")), Variant("self-attn", "self-attn"), 0, tmp_path)
@@ -222,8 +227,9 @@ def test_experiment_cells_train_from_scratch_and_ignore_the_scale_of_unused_vect
     run = tmp_path / "cell"
     run.mkdir()
     older = replace(cell, embeddings_std=0.5)  # a cell saved when the unused default was 0.5
-    atomic_write_json(run / "config.json", {"settings": older.to_dict()})
+    saved = {"format_version": FORMAT_VERSION, "model": {"name": "self-attn", "config": {}}}
+    atomic_write_json(run / "config.json", {**saved, "settings": older.to_dict()})
     check_same_settings(run, cell)  # no refusal: neither side uses vectors
-    atomic_write_json(run / "config.json", {"settings": replace(older, embeddings="v.vec").to_dict()})
+    atomic_write_json(run / "config.json", {**saved, "settings": replace(older, embeddings="v.vec").to_dict()})
     with pytest.raises(Exception, match="other embeddings settings"):
         check_same_settings(run, cell)

@@ -20,7 +20,8 @@ from .evaluation.predict import output_probabilities
 from .models import model_from_config
 from .models.windows import window_config, windowed
 from .prediction import LabelSetPrediction, Prediction, check_texts
-from .rundir import ENSEMBLE_FILE, THRESHOLDS_FILE, check_run_dir, is_multi_label, load_weights, read_json
+from .rundir import (ENSEMBLE_FILE, THRESHOLDS_FILE, check_run_dir, is_multi_label, load_weights, read_config,
+                     read_json)
 from .text.batching import EVAL_MAX_TOKENS
 from .text.tokenizer import Tokenizer, TokenizerConfig
 from .text.windows import WindowConfig, text_batches
@@ -63,7 +64,7 @@ class Classifier:
             raise AttnclfError(f"{run_dir} holds a `train --seeds` ensemble: load it with attnclf.Ensemble.load, or "
                                f"one member, {Path(run_dir) / 'seed-S'}, with Classifier.load")
         run_dir = check_run_dir(run_dir)
-        config = read_json(run_dir / "config.json")
+        config = read_config(run_dir)
         model_info = config["model"]
         windows = config["settings"].get("windows")
         model = windowed(model_from_config(model_info["name"], model_info["config"]),
@@ -140,18 +141,30 @@ class Classifier:
 
 
 def _first_mismatch(message: str) -> str:
-    """The first problem of torch's load_state_dict error (a line per tensor) in a few words, and how many follow.
+    """torch's load_state_dict error (a line per kind of problem) as its first differing tensor, and how many follow.
 
     >>> _first_mismatch("Error(s) in loading state_dict for M:\\n\\tsize mismatch for w: copying a param with shape "
     ...                 "torch.Size([30, 32]) from checkpoint, the shape in current model is torch.Size([30, 128]).")
     'w is (30, 32) in the file, (30, 128) in the model'
+    >>> _first_mismatch('Error(s) in loading state_dict for M:\\n\\tMissing key(s) in state_dict: "a", "b". ')
+    'the file lacks a; and 1 more tensor'
     """
-    problems = [line.strip() for line in message.splitlines()[1:] if line.strip()] or [message.strip()]
-    sizes = re.match(r"size mismatch for (\S+): copying a param with shape torch\.Size\(\[(.*?)\]\) from checkpoint, "
-                     r"the shape in current model is torch\.Size\(\[(.*?)\]\)", problems[0])
-    first = (f"{sizes[1]} is ({sizes[2]}) in the file, ({sizes[3]}) in the model" if sizes
-             else problems[0].rstrip(".")[:300])
-    return first + (f"; and {len(problems) - 1} more" if len(problems) > 1 else "")
+    tensors = []
+    for line in (line.strip() for line in message.splitlines()[1:]):
+        sizes = re.match(r"size mismatch for (\S+): copying a param with shape torch\.Size\(\[(.*?)\]\) from "
+                         r"checkpoint, the shape in current model is torch\.Size\(\[(.*?)\]\)", line)
+        keys = re.match(r"(Missing|Unexpected) key\(s\) in state_dict: (.*)", line)
+        if sizes:
+            tensors.append(f"{sizes[1]} is ({sizes[2]}) in the file, ({sizes[3]}) in the model")
+        elif keys:
+            tensors += [f"the file lacks {name}" if keys[1] == "Missing" else f"the file has {name}, which the model "
+                        f"lacks" for name in re.findall(r'"([^"]+)"', keys[2])]
+        elif line:
+            tensors.append(line.rstrip(". "))
+    if not tensors:
+        return message.strip()[:300]
+    more = len(tensors) - 1
+    return tensors[0] + (f"; and {more} more tensor{'s' if more > 1 else ''}" if more else "")
 
 
 def _thresholds(run_dir: Path, label_names: list[str]) -> np.ndarray | None:

@@ -230,8 +230,9 @@ def _add_train_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--window-pooling", choices=["attention", "mean", "max"],
                    help="with --windows: how the windows' summaries combine (default: attention)")
     p.add_argument("--overwrite", action="store_true",
-                   help="replace the trained model (or --seeds members) already in --output; without it such a "
-                        "folder is refused, so a repeated command cannot delete a finished run")
+                   help="replace the trained model (or --seeds members) already in --output, deleted once this "
+                        "run's data has loaded (an interrupted replacement resumes, the earlier model is gone); "
+                        "without it such a folder is refused, so a repeated command cannot delete a finished run")
     p.add_argument("--resume", action="store_true",
                    help="continue the interrupted run in --output with its own settings: give the command that "
                         "started it, or only --output; --epochs, --device and --threads may change, --data-dir says "
@@ -1208,18 +1209,20 @@ def _main(argv: list[str] | None) -> int:
         print(f"attnclf: error: {where + ': ' if where else ''}{exc.strerror or exc}", file=sys.stderr)
         return 2
     except (MemoryError, RuntimeError) as exc:  # numpy's, torch's CPU allocator's and CUDA's out-of-memory errors
-        if not _out_of_memory(exc):
+        if not (isinstance(exc, MemoryError) or "can't allocate memory" in str(exc) or "out of memory" in str(exc)):
             raise
         asked = re.search(r"allocate (\d+) bytes", str(exc))
-        print(f"attnclf: error: out of memory{f' (asked for {int(asked[1]) / 1e9:,.1f} GB)' if asked else ''}; lower "
-              f"what the command sizes by (--max-len, --batch-size, the model's size, --steps)", file=sys.stderr)
+        print(f"attnclf: error: out of memory{f' (asked for {int(asked[1]) / 1e9:,.1f} GB)' if asked else ''}; "
+              f"{_what_to_lower(args.command)}", file=sys.stderr)
         return 2
 
 
-def _out_of_memory(exc: BaseException) -> bool:
-    """A failed allocation: MemoryError (numpy), or torch's RuntimeError from its CPU or CUDA allocator."""
-    return (isinstance(exc, MemoryError) or type(exc).__name__ == "OutOfMemoryError"
-            or "can't allocate memory" in str(exc) or "out of memory" in str(exc))
+def _what_to_lower(command: str) -> str:
+    """The options of ``command`` that size what it holds in memory, as advice."""
+    options = _subparser(command)._option_string_actions
+    sizes = [flag for flag in ("--max-len", "--batch-size", "--steps", "--examples") if flag in options]
+    sizes += ["the model's size (--set)"] if "--set" in options else []
+    return f"lower {', '.join(sizes)}" if sizes else "give fewer or shorter texts at a time"
 
 
 def _without_flag(argv: list[str], flag: str) -> list[str]:

@@ -172,20 +172,29 @@ def check_run_dir(path: str | Path) -> Path:
                           f"trained model")
     if missing:
         raise RunDirError(f"run directory {path} is incomplete: missing {', '.join(missing)}")
-    config = read_json(path / "config.json")
+    read_config(path)
+    return path
+
+
+def read_config(run_dir: str | Path) -> dict:
+    """A run's config.json, refused in one line unless it is of this format and holds what its readers rely on.
+
+    >>> # read_config("runs/demo")["model"]["name"]   # -> 'self-attn'
+    """
+    path = Path(run_dir) / "config.json"
+    config = read_json(path)
     if not isinstance(config, dict):
-        raise RunDirError(f"{path / 'config.json'}: expected a JSON object, got {type(config).__name__}")
+        raise RunDirError(f"{path}: expected a JSON object, got {type(config).__name__}")
     version = config.get("format_version")
     if version != FORMAT_VERSION:
-        raise RunDirError(
-            f"run directory {path} has format_version {version!r}; this attnclf reads {FORMAT_VERSION}"
-        )
+        raise RunDirError(f"run directory {path.parent} has format_version {version!r}; this attnclf reads "
+                          f"{FORMAT_VERSION}")
     for section, key, kind in _CONFIG_SHAPE:
         value = config.get(section)
         if not isinstance(value, dict) or not isinstance(value.get(key), kind):
-            raise RunDirError(f"{path / 'config.json'}: {section}.{key} is missing or not a JSON "
-                              f"{'string' if kind is str else 'object'} (was the file edited?)")
-    return path
+            raise RunDirError(f"{path}: {section}.{key} is missing or not a JSON {'string' if kind is str else 'object'} "
+                              f"(was the file edited?)")
+    return config
 
 
 # What the readers of a run's config.json rely on, beyond its format version.

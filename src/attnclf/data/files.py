@@ -112,8 +112,10 @@ def _jsonl_rows(path: Path, text_column: str, label_column: str | None) -> Itera
         except json.JSONDecodeError as exc:  # (its line and column count within this one line)
             where = "the end of the line" if exc.pos >= len(line) else f"column {exc.pos + 1}"
             problem = f"malformed JSON: {exc.msg} at {where}"
-        except (ValueError, RecursionError) as exc:  # valid JSON beyond Python's limits: a 5,000-digit number,
-            problem = f"JSON this reader cannot hold: {exc}"  # arrays nested thousands deep
+        except RecursionError:  # valid JSON beyond what Python's decoder reads
+            problem = "values nested too deep to read (thousands of arrays or objects)"
+        except ValueError as exc:  # (Python's own advice, set_int_max_str_digits, is not the user's to take)
+            problem = f"a number too long to read ({str(exc).split(':')[0]}); write it as a string"
         if problem:
             if number == 1 and line.lstrip().startswith("["):
                 problem += "; this is a JSON array, write one object per line (JSON lines)"
@@ -143,7 +145,15 @@ def _parquet_rows(path: Path, text_column: str, label_column: str | None) -> Ite
                             f"rename all but one")
     number = 0
     wanted = [column for column, _ in _wanted(text_column, label_column)]
-    for batch in parquet.iter_batches(batch_size=8192, columns=wanted):
+    batches = parquet.iter_batches(batch_size=8192, columns=wanted)
+    while True:
+        try:
+            batch = next(batches, None)
+        except Exception as exc:  # corrupt data pages surface while reading, past the footer
+            raise DataError(f"{path}, after row {number}: unreadable Parquet data: {' '.join(str(exc).split())}") \
+                from None
+        if batch is None:
+            return
         labels = batch.column(label_column).to_pylist() if label_column is not None else [None] * batch.num_rows
         for text, label in zip(batch.column(text_column).to_pylist(), labels):
             number += 1

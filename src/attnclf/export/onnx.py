@@ -120,14 +120,14 @@ def check_data(run_dir: str | Path, file: str | Path | None = None, *, text_colu
     >>> # check_data("runs/demo", limit=500).texts[:2]
     """
     from ..data.files import load_file
-    from ..rundir import check_run_dir, read_json
+    from ..rundir import check_run_dir, read_config, read_json
     from ..training.run_data import run_test_data
 
     if limit < 1:
         raise AttnclfError(f"--check-examples must be at least 1, got {limit}: parity is measured on texts")
     if file is None and (text_column or label_column):
         raise AttnclfError("--text-column and --label-column name the columns of --check-file; give it too")
-    config = read_json(check_run_dir(run_dir) / "config.json")
+    config = read_config(check_run_dir(run_dir))
     refuse_multi_label(config, "ONNX export")
     label_names = read_json(Path(run_dir) / "labels.json")
     if file is not None:

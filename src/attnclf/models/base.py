@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass, fields
 from typing import ClassVar
 
@@ -66,8 +65,7 @@ class ModelConfig:
                                    f"got {value!r}")
             sized = f.name in ("vocab_size", "num_classes", "max_len", "d_model", "heads") or f.name.endswith("_dim")
             least = 1 if sized else self.min_layers if f.name == "layers" else 0
-            if isinstance(value, (int, float)) and not isinstance(value, bool) and not (math.isfinite(value)
-                                                                                       and value >= least):
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and value < least:
                 raise AttnclfError(f"model field {f.name} must be at least {least}, got {value!r}")
             if "dropout" in f.name and not value < 1:
                 raise AttnclfError(f"model field {f.name} must be below 1, got {value!r}")

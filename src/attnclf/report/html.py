@@ -27,7 +27,7 @@ from ..explain.faithfulness import AOPC_DEFINITION, MIN_ADVANTAGE, FaithfulnessR
 from ..explain.methods import METHODS, available_methods, default_method
 from ..explain.render import branches, legend_html, page, png_img, tokens_html
 from ..models.windows import window_config
-from ..rundir import atomic_write_bytes, atomic_write_json, check_run_dir, read_json, read_jsonl
+from ..rundir import atomic_write_bytes, atomic_write_json, check_run_dir, read_config, read_json, read_jsonl
 from . import plots
 
 FAITHFULNESS_FILE = "faithfulness.json"
@@ -53,7 +53,7 @@ def write_report(run_dir: str | Path, *, classifier=None, test: TextDataset | No
     run_dir = check_run_dir(run_dir)
     if not (run_dir / "metrics.json").is_file():
         raise RunDirError(f"run directory {run_dir} has no metrics.json: training has not finished")
-    config = read_json(run_dir / "config.json")
+    config = read_config(run_dir)
     metrics = read_json(run_dir / "metrics.json")
     history = read_jsonl(run_dir / "history.jsonl")
     if classifier is None:

@@ -152,9 +152,9 @@ def count_vectors(texts: Sequence[str], dim: int = 64, window: int = 5, min_coun
     try:
         tokenizer = Tokenizer.train(texts, TokenizerConfig(kind="word", vocab_size=vocab_size, min_frequency=min_count,
                                                            max_len=10 ** 9, cleaning=cleaning or CleaningConfig()))
-    except DataError:  # (in this command's words: it has --min-count)
-        raise DataError(f"no word occurs at least {min_count} times in the {len(texts):,} texts; lower --min-count "
-                        f"or give more text") from None
+    except DataError:  # (the tokenizer's message names its own flag, --min-frequency)
+        raise DataError(f"no word occurs at least {min_count} times in the {len(texts):,} texts: nothing to count "
+                        f"vectors for") from None
     size = tokenizer.vocab_size
     if size - 2 <= dim:
         raise DataError(f"{size - 2} distinct words seen at least {min_count} times: too few for {dim} dimensions")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 
 from ..errors import AttnclfError, RunDirError
-from ..rundir import ENSEMBLE_FILE, THRESHOLDS_FILE, check_run_dir, read_json, read_jsonl
+from ..rundir import ENSEMBLE_FILE, THRESHOLDS_FILE, check_run_dir, read_config, read_json, read_jsonl
 from .run import NO_CACHED_REFIT, RunResult, train_or_continue
 from .run_data import held_out_fingerprint, load_data, texts_fingerprint
 from .settings import COUNT_EMBEDDINGS, RunSettings, resume_settings
@@ -81,7 +81,7 @@ def _check_refit_output(run_dir: Path, output: Path) -> None:
     if (output / ENSEMBLE_FILE).is_file():
         raise AttnclfError(f"{output} holds an ensemble (`train --seeds`); give the refit another --output")
     if (output / "config.json").is_file():
-        earlier = read_json(output / "config.json").get("settings", {}).get("refit_of")
+        earlier = read_config(output).get("settings", {}).get("refit_of")
         if not earlier or Path(earlier["run"]).resolve() != run_dir.resolve():
             raise AttnclfError(f"{output} holds another run; give the refit another --output (or remove it)")
 
@@ -99,7 +99,7 @@ def refit_settings(run_dir: str | Path, output: str | None = None, device: str |
     >>> # result = train_run(refit_settings("runs/self-attn-imdb"))   # into runs/self-attn-imdb-refit
     """
     run_dir = check_run_dir(run_dir)
-    config = read_json(run_dir / "config.json")
+    config = read_config(run_dir)
     saved = config["settings"]
     if saved["data"].get("refit"):
         raise AttnclfError(f"{run_dir} is a refit already; refit the run it refits ({saved['refit_of']['run']})")

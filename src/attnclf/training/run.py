@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 import time
@@ -15,14 +16,14 @@ from .. import __version__
 from ..data.base import Splits, TextDataset
 from ..data.multilabel import multi_hot
 from ..data.registry import unlabelled_texts
-from ..errors import AttnclfError, RunDirError
+from ..errors import AttnclfError, DataError, RunDirError
 from ..evaluation.metrics import compute_metrics, pick_examples
 from ..evaluation.multilabel import multilabel_metrics, tune_thresholds
 from ..evaluation.predict import predict_probabilities
 from ..models import build_model, config_for
 from ..models.windows import window_config, windowed
 from ..rundir import (FORMAT_VERSION, THRESHOLDS_FILE, atomic_write_bytes, atomic_write_json, first_missing_folder,
-                      prepare_output_dir, read_json, read_jsonl, remove_empty_folders)
+                      prepare_output_dir, read_config, read_json, read_jsonl, remove_empty_folders)
 from ..text.batching import EVAL_MAX_TOKENS, BucketBatches
 from ..text.cache import CachedDataset
 from ..text.tokenizer import Tokenizer
@@ -64,7 +65,11 @@ def _count_embeddings(settings: RunSettings, train: TextDataset, dim: int, log) 
     started = time.perf_counter()
     texts = list(train.texts) + (unlabelled_texts(settings.data.dataset, settings.data.data_dir,
                                                   settings.data.found_in) if settings.data.dataset else [])
-    vectors = count_vectors(texts, dim=dim, cleaning=settings.tokenizer.cleaning)
+    try:
+        vectors = count_vectors(texts, dim=dim, cleaning=settings.tokenizer.cleaning)
+    except DataError as exc:
+        raise DataError(f"--embeddings count: {exc}; train without them (--embeddings none) or from a vectors "
+                        f"file") from None
     record = {"texts": len(texts), "words": len(vectors.words), "seconds": round(time.perf_counter() - started, 1)}
     log(f"embeddings: counted {record['words']:,} word vectors from {record['texts']:,} texts in "
         f"{record['seconds']:.0f} s")
@@ -152,7 +157,7 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
     fingerprint = None if splits.validation is None else texts_fingerprint(splits.validation)
     # A refit checks the training texts too; they are not read again from a token cache, which refits refuse.
     trained_on = None if settings.data.token_cache else texts_fingerprint(splits.train)
-    saved = read_json(run_dir / "config.json") if resume else {}
+    saved = read_config(run_dir) if resume else {}
     if resume:
         _check_same_texts(run_dir, saved, settings, label_names, trained_on, fingerprint)
     counted = saved.get("counted_embeddings")
@@ -230,12 +235,27 @@ def _refuse_unworkable(settings: RunSettings, resume: bool) -> None:
     if settings.windows:
         settings.windows.stride_for(settings.tokenizer.max_len)
     with torch.device("meta"):  # a model the settings cannot build (heads that do not divide the width) fails here
-        build_model(settings.model, vocab_size=8, num_classes=2, max_len=settings.tokenizer.max_len,
-                    **settings.model_config)
+        model = build_model(settings.model, vocab_size=settings.tokenizer.vocab_size, num_classes=2,
+                            max_len=settings.tokenizer.max_len, **settings.model_config)
+    _refuse_oversized(model)
     if settings.embeddings == COUNT_EMBEDDINGS and not resume and settings.data.token_cache:
         raise AttnclfError("word vectors counted in the run (--embeddings count, which the dataset's recipe may "
                            "set) read every training text at once and do not combine with --token-cache; add "
                            "--embeddings none, or count them with `attnclf vectors` and pass the file")
+
+
+def _refuse_oversized(model: torch.nn.Module) -> None:
+    """A model whose weights, gradients and two AdamW moments exceed the machine's memory (--max-len 100000000 asks
+    for a 51 GB position table) fails here, before minutes of loading data and a half-written run folder."""
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):  # (not a POSIX system: nothing to compare with)
+        return
+    needed = 4 * sum(p.numel() * p.element_size() for p in model.parameters()) + \
+        sum(b.numel() * b.element_size() for b in model.buffers())
+    if needed > memory:
+        raise AttnclfError(f"this model needs at least {needed / 1e9:,.1f} GB for its weights, gradients and optimiser "
+                           f"state, more than this machine's {memory / 1e9:,.1f} GB; lower --max-len or the model's size")
 
 
 def _describe_data(settings: RunSettings, splits: Splits, progress: bool) -> None:

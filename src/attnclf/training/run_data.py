@@ -101,7 +101,7 @@ def run_test_data(config: dict, label_names: list[str], test_only: bool = False,
     splits = load_data(data, settings["train"]["seed"])
     if data.refit and splits.test is None:
         raise AttnclfError(f"{data.describe()} has no test split, and this refit trained on every text it has: only "
-                           f"other labelled texts can score it: give them with --test-file (export: --check-file)")
+                           f"other labelled texts can score it: give them with --test-file, or to export with --check-file")
     if test_only and splits.test is None:
         raise AttnclfError(f"{data.describe()} has no test split; give held-out data with --test-file or --dataset, "
                            f"or score the texts the runs held out with --split validation (runs sharing --split-seed)")

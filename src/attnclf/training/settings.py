@@ -18,7 +18,7 @@ from ..data.registry import folder_holding, sources
 from ..errors import AttnclfError
 from ..models import MODELS
 from ..recipes import recipe_for
-from ..rundir import read_json
+from ..rundir import read_config, read_json
 from ..text.cleaning import CleaningConfig
 from ..text.tokenizer import TokenizerConfig
 from ..text.windows import WindowConfig
@@ -221,7 +221,7 @@ def resume_settings(run_dir: str | Path, epochs: int | None = None, device: str 
     """The interrupted run's own settings; only the epoch budget, the device and the threads may change (threads
     as the run trained unless given: the same threads give the same arithmetic, so the result an uninterrupted run
     would have reached)."""
-    saved = read_json(Path(run_dir) / "config.json")["settings"]
+    saved = read_config(run_dir)["settings"]
     train = TrainConfig(**saved["train"])
     if epochs is not None and saved["data"].get("refit") and epochs != train.epochs:
         raise AttnclfError(f"{run_dir} is a refit for the {train.epochs} epoch(s) its run chose; it resumes without "

@@ -77,8 +77,11 @@ class TrainConfig:
                                 ("label_smoothing", 0, 1), ("ema_decay", 0, 1), ("patience", 0, None),
                                 ("checkpoint_seconds", 0, None), ("seed", 0, None)):
             value = getattr(self, name)
-            if not math.isfinite(value) or value < low or high is not None and value >= high:  # (NaN compares false)
-                bounds = f"at least {low}" + (f" and below {high}" if high else "")
+            # Infinity means something for checkpoint_seconds (only at the end) and grad_clip (no clipping), not here.
+            finite = name in ("lr", "weight_decay")
+            if math.isnan(value) or value < low or high is not None and value >= high or finite and math.isinf(value):
+                bounds = ("a finite number, " if finite else "") + f"at least {low}" + (f" and below {high}" if high
+                                                                                       else "")
                 raise AttnclfError(f"{name} must be {bounds}, got {value}")
         if self.schedule_epochs is not None and self.schedule_epochs < self.epochs:
             raise AttnclfError(f"schedule_epochs ({self.schedule_epochs}) cannot be fewer than epochs ({self.epochs})")
