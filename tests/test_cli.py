@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from attnclf.cli import main
+from attnclf.errors import AttnclfError
 
 POSITIVE = ["a wonderful film", "great acting and a great story", "brilliant and moving", "i loved it",
             "fun clever and charming", "the best film this year"]
@@ -162,6 +163,8 @@ def test_bf16_inference_runs_under_autocast_and_stays_close_to_float32(demo_run,
     fast = Classifier.load(demo_run, device="cpu", bf16=True).predict_proba(texts)
     assert not np.array_equal(fast, exact)  # bfloat16 really ran
     assert np.abs(fast - exact).max() < 0.02
+    with pytest.raises(AttnclfError, match="bf16 must be True or False, got 'no'"):  # not at the first prediction
+        Classifier.load(demo_run, device="cpu", bf16="no")
     assert main(["predict", str(demo_run), *texts[:2], "--bf16"]) == 0
     labels = [json.loads(line)["label"] for line in capsys.readouterr().out.splitlines()]
     assert main(["predict", str(demo_run), *texts[:2]]) == 0

@@ -221,3 +221,26 @@ def test_resume_adds_a_member_beside_older_ones_with_their_vectors(tmp_path, mon
     settings = json.loads((tmp_path / "ens" / "seed-2" / "config.json").read_text())["settings"]
     assert settings["embeddings"] == str(tmp_path / "v.vec") and settings["data"]["train_file"] == str(
         tmp_path / "train.csv")
+
+
+@pytest.mark.parametrize("run_dirs, message", [
+    (None, "give a list of run folders, not NoneType"),
+    ([], "give at least one run folder"),
+    (5, "give a list of run folders, not int"),
+])
+def test_ensembles_and_refits_name_what_is_wrong_with_their_list_of_runs(run_dirs, message):
+    from attnclf.training.refit import refit_runs
+
+    with pytest.raises(AttnclfError, match=message):
+        Ensemble.load(run_dirs)
+    with pytest.raises(AttnclfError, match=message):
+        refit_runs(run_dirs)
+
+
+def test_one_folder_given_alone_is_one_run_not_the_characters_of_its_name(demo_run, tmp_path):
+    from attnclf.training.refit import refit_runs
+
+    assert len(Ensemble.load(str(demo_run)).members) == 1
+    assert len(Ensemble.load(iter([demo_run])).members) == 1  # (a generator has no len())
+    with pytest.raises(AttnclfError, match="does not exist"):  # not "/ is given twice"
+        refit_runs(str(tmp_path / "no-such-run"))

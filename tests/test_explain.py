@@ -246,6 +246,12 @@ def test_bad_arguments_fail_with_one_clear_line():
         clf.explain(["great"], method="occlusion", target="maybe")
     with pytest.raises(AttnclfError, match="list of texts"):
         clf.explain("great", method="occlusion")
+    with pytest.raises(AttnclfError, match="pass a list of texts, not bytes"):
+        clf.explain(b"great", method="occlusion")
+    with pytest.raises(AttnclfError, match="unknown target class True"):  # not class 1
+        clf.explain(["great"], method="occlusion", target=True)
+    with pytest.raises(AttnclfError, match="self_attentions must be True or False, got 'yes'"):
+        clf.explain(["great"], method="occlusion", self_attentions="yes")
 
 
 # ---------------------------------------------------------------- rendering

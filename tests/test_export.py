@@ -95,6 +95,14 @@ def test_a_run_directory_finds_its_default_export(demo_run, tmp_path):
     assert OnnxClassifier.load(run).predict_proba(["good"]).shape == (1, 2)
     with pytest.raises(AttnclfError, match="--quantize"):
         OnnxClassifier.load(run, int8=True)
+    # The graph file itself names its export; an ensemble folder is not one (its members export alone).
+    assert OnnxClassifier.load(run / "onnx" / "model.onnx").predict_proba(["good"]).shape == (1, 2)
+    (tmp_path / "ensemble").mkdir()
+    (tmp_path / "ensemble" / "ensemble.json").write_text("{}")
+    with pytest.raises(AttnclfError, match="is an ensemble; export and load each member's run"):
+        OnnxClassifier.load(tmp_path / "ensemble")
+    with pytest.raises(AttnclfError, match="config.json is not an ONNX export"):
+        OnnxClassifier.load(run / "config.json")
 
 
 def test_an_export_inside_a_run_that_trained_on_since_is_refused(demo_run, tmp_path, capsys, monkeypatch):

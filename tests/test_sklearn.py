@@ -91,20 +91,24 @@ def test_same_seed_gives_the_same_model(data):
 
 
 @pytest.mark.parametrize("X, y, message", [
-    ("one string", ["a"], "not one string"),
+    ("one string", ["a"], "pass a list of texts as X, not a single string"),
+    (b"bytes", ["a"], "pass a list of texts as X, not bytes; decode it first"),
+    (["w1", "half a pair \udc80"], ["a", "b"], r"X\[1\] is not valid Unicode: a lone surrogate \(U\+DC80\)"),
     (["w1", 5], ["a", "b"], r"X\[1\] is int"),
     (np.array([["w1"], ["w2"]]), ["a", "b"], "one-dimensional"),
     (["w1", "w2"], ["a", "a"], "only one class"),
     ([], [], "no texts to fit on"),
     (["w1", "w2"], ["a"], "one label per text"),
+    (["w1", "w2"], np.array([["a"], ["b"]]), r"y must be one-dimensional, one label per text; got shape \(2, 1\): "
+                                             r"pass y.ravel\(\)"),
     (["w1", "w2", "w3"], ["a", None, "b"], r"y\[1\] is None: every text needs a label"),
     (["w1", "w2", "w3"], [1.0, float("nan"), 2.0], r"y\[1\] is nan"),
     (["w1", "w2", "w3"], [1, "pos", 1], r"y mixes strings and numbers \('pos' and 1\)"),
     (["w1", "w2"], np.array(["neg", 0.5], dtype=object), r"y mixes strings and numbers \('neg' and 0.5\)"),
     (["w1", "w2"], [True, "neg"], r"y mixes strings and booleans \('neg' and True\)"),
     (["w1", "w2"], [["a", "b"], ["a"]], r"y holds a set of labels per text \(\['a', 'b'\]\); this estimator is single"),
-    (None, ["a"], "X must be a sequence of texts, not NoneType"),
-    ({"w1": "a"}, ["a"], "X must be a sequence of texts, not dict"),
+    (None, ["a"], "pass a list of texts as X, not NoneType"),
+    ({"w1": "a"}, ["a"], "pass a list of texts as X, not dict"),
 ])
 def test_bad_input_is_a_clear_value_error(X, y, message):
     with pytest.raises(ValueError, match=message):
@@ -124,3 +128,22 @@ def test_fit_leaves_the_callers_random_stream_alone(data):
 def test_a_bad_setting_is_a_value_error(data):
     with pytest.raises(ValueError, match="epochs must be at least 1, got 0"):
         AttentionTextClassifier("boe", epochs=0).fit(data[0], data[1])
+
+
+def test_fit_raises_attnclf_errors_checked_before_any_work_and_says_when_training_diverges(data):
+    from attnclf.errors import AttnclfError
+
+    with pytest.raises(AttnclfError, match="seed must be at least 0 and below 4294967296, got 1099511627776"):
+        AttentionTextClassifier("boe", epochs=1, seed=2 ** 40).fit(data[0], data[1])  # (numpy's limit, not its error)
+    with pytest.raises(AttnclfError, match="training diverged in epoch 1: the loss became nan at learning rate 1e"):
+        AttentionTextClassifier(d_model=16, epochs=2, lr=1e6).fit(data[0][:120], data[1][:120])
+
+
+def test_model_config_cannot_set_what_fit_derives_from_the_data(data):
+    with pytest.raises(ValueError, match="model_config sets vocab_size, which fit derives from the texts and labels"):
+        AttentionTextClassifier("boe", epochs=1, model_config={"vocab_size": 5}).fit(data[0], data[1])
+
+
+def test_labels_given_as_a_generator_are_read_once(data):
+    fitted = AttentionTextClassifier("boe", d_model=16, epochs=1).fit(data[0][:60], (label for label in data[1][:60]))
+    assert list(fitted.classes_) == sorted(set(data[1][:60]))

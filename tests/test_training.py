@@ -1,6 +1,7 @@
 """The trainer and whole runs: determinism, checkpoints, resume, early stopping, the run directory."""
 
 import json
+from dataclasses import replace
 
 import pytest
 import torch
@@ -248,3 +249,41 @@ def test_weights_that_cannot_be_written_leave_no_partial_file_and_say_where(tmp_
     with pytest.raises(OSError, match="model.safetensors: cannot write the weights .*StorageFull"):
         atomic_save_tensors(tmp_path / "model.safetensors", {"w": torch.zeros(2)})
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda s: replace(s, model_config={**s.model_config, "vocab_size": 5}),
+     "model_config sets vocab_size, which the run derives from its tokenizer and labels"),
+    (lambda s: replace(s, data=replace(s.data, max_train_examples=0)), "max_train_examples must be a whole number, "
+                                                                       "at least 1; got 0"),
+    (lambda s: replace(s, data=replace(s.data, split_seed=-1)), "split_seed must be a whole number below 4294967296"),
+    (lambda s: replace(s, eval_batch_size=0), "eval_batch_size must be a whole number, at least 1; got 0"),
+    (lambda s: replace(s, embeddings="count", embeddings_std=float("nan")), "embeddings_std must be positive and "
+                                                                              "finite, got nan"),
+    (lambda s: replace(s, threads=1.5), "--threads must be a whole number, got 1.5"),
+])
+def test_settings_built_in_python_are_checked_before_anything_is_written(tmp_path, change, message):
+    # The command line checks these as it reads its flags; train_run meets RunSettings built by hand.
+    with pytest.raises(AttnclfError, match=message):
+        train_run(change(tiny_settings(tmp_path / "run")), progress=False)
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("fields, message", [
+    ({"epochs": 1.5}, "epochs must be a whole number, got 1.5"),
+    ({"batch_size": "32"}, "batch_size must be a whole number, got '32'"),
+    ({"seed": 2 ** 32}, "seed must be at least 0 and below 4294967296"),
+    ({"checkpoint_seconds": float("inf"), "grad_clip": float("inf")}, None),  # only at the end; no clipping
+])
+def test_train_config_takes_whole_numbers_and_infinity_only_where_it_means_something(fields, message):
+    if message is None:
+        TrainConfig(**fields)
+    else:
+        with pytest.raises(AttnclfError, match=message):
+            TrainConfig(**fields)
+
+
+def test_a_diverging_run_stops_with_one_line_naming_the_epoch_and_learning_rate(tmp_path):
+    settings = tiny_settings(tmp_path / "run", epochs=3, lr=1e7)
+    with pytest.raises(AttnclfError, match=r"training diverged in epoch \d: the loss became nan at learning rate 1e"):
+        train_run(settings, progress=False)

@@ -233,3 +233,22 @@ def test_experiment_cells_train_from_scratch_and_ignore_the_scale_of_unused_vect
     atomic_write_json(run / "config.json", {**saved, "settings": replace(older, embeddings="v.vec").to_dict()})
     with pytest.raises(Exception, match="other embeddings settings"):
         check_same_settings(run, cell)
+
+
+def test_count_vectors_and_word_vectors_refuse_what_they_cannot_count_or_store(tmp_path):
+    from attnclf.errors import AttnclfError
+
+    with pytest.raises(AttnclfError, match="pass a list of texts, not a single string"):
+        count_vectors("a good film " * 50, dim=2, min_count=1)  # (would count its characters)
+    words = count_vectors((text for text in ["a good film", "a bad film"] * 20), dim=2, min_count=1).words
+    assert sorted(words) == ["a", "bad", "film", "good"]  # a generator is read once, whole
+    with pytest.raises(DataError, match="--dim and --window must be whole numbers, at least 1, got 8.5 and 5"):
+        count_vectors(["a good film"] * 20, dim=8.5)
+    with pytest.raises(DataError, match=r"one row per word: 2 words, vectors of shape \(3, 4\)"):
+        WordVectors(["a", "b"], np.zeros((3, 4), dtype=np.float32))
+    # What load would refuse is refused when saving, not after.
+    with pytest.raises(DataError, match="word 'a b' is empty or holds white space"):
+        WordVectors(["a b"], np.zeros((1, 2), dtype=np.float32)).save(tmp_path / "v.vec")
+    with pytest.raises(DataError, match="the vector of 'a' holds a number that is not finite"):
+        WordVectors(["a"], np.full((1, 2), np.nan, dtype=np.float32)).save(tmp_path / "v.vec")
+    assert not (tmp_path / "v.vec").exists()

@@ -60,6 +60,8 @@ class Classifier:
 
         >>> # Classifier.load("runs/demo", device="cpu")
         """
+        if not isinstance(bf16, bool):  # (torch would refuse it only at the first prediction)
+            raise AttnclfError(f"bf16 must be True or False, got {bf16!r}")
         if (Path(run_dir) / ENSEMBLE_FILE).is_file():
             raise AttnclfError(f"{run_dir} holds a `train --seeds` ensemble: load it with attnclf.Ensemble.load, or "
                                f"one member, {Path(run_dir) / 'seed-S'}, with Classifier.load")

@@ -25,7 +25,7 @@ import numpy as np
 from .errors import AttnclfError
 from .prediction import Prediction
 from .rundir import (ENSEMBLE_FILE, atomic_write_json, first_missing_folder, prepare_output_dir, read_json,
-                     remove_empty_folders)
+                     remove_empty_folders, run_dir_list)
 
 if TYPE_CHECKING:  # loaded where used: `predict --backend onnx` asks is_ensemble_dir without PyTorch
     from .classifier import Classifier
@@ -68,8 +68,7 @@ class Ensemble:
         """Load every run directory (see ``Classifier.load``), or the members of one ``train --seeds`` folder."""
         from .classifier import Classifier
 
-        if isinstance(run_dirs, (str, Path)):  # one folder, not the characters of its name
-            run_dirs = [run_dirs]
+        run_dirs = run_dir_list(run_dirs)
         run_dirs = member_dirs(run_dirs[0]) if len(run_dirs) == 1 and is_ensemble_dir(run_dirs[0]) else run_dirs
         folder = next((run_dir for run_dir in run_dirs if is_ensemble_dir(run_dir)), None)
         if folder is not None:  # (its members are runs of their own: name them instead)

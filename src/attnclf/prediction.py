@@ -11,8 +11,9 @@ from .errors import AttnclfError
 from .text.cleaning import unicode_problem
 
 
-def check_texts(texts: Sequence[str]) -> list[str]:
-    """``texts`` as a list, or one line saying which item is not a string, or not one UTF-8 can encode.
+def check_texts(texts: Sequence[str], name: str | None = None) -> list[str]:
+    """``texts`` as a list, or one line saying which item is not a string, or not one UTF-8 can encode; ``name``:
+    what the caller calls them (scikit-learn's ``X``: "X[1] is int").
 
     >>> check_texts(("good", "bad"))
     ['good', 'bad']
@@ -20,17 +21,21 @@ def check_texts(texts: Sequence[str]) -> list[str]:
     Traceback (most recent call last):
     attnclf.errors.AttnclfError: text 1 is not valid Unicode: a lone surrogate (U+D800) at character 12
     """
+    expected = f"pass a list of texts{f' as {name}' if name else ''}"
     if isinstance(texts, str):
-        raise AttnclfError("pass a list of texts, not a single string")
+        raise AttnclfError(f"{expected}, not a single string")
+    if isinstance(texts, (bytes, bytearray)):  # (whose items are ints)
+        raise AttnclfError(f"{expected}, not {type(texts).__name__}; decode it first")
     if texts is None or isinstance(texts, (dict, set, frozenset)) or not hasattr(texts, "__iter__"):
         # (a dict would give its keys, a set an order of its own: answers that match no input)
-        raise AttnclfError(f"pass a list of texts, not {type(texts).__name__}")
+        raise AttnclfError(f"{expected}, not {type(texts).__name__}")
     texts = list(texts)
     for i, text in enumerate(texts):
+        item = f"{name}[{i}]" if name else f"text {i}"
         if not isinstance(text, str):
-            raise AttnclfError(f"text {i} is {type(text).__name__}, not a string")
+            raise AttnclfError(f"{item} is {type(text).__name__}, not a string")
         if problem := unicode_problem(text):
-            raise AttnclfError(f"text {i} is {problem}")
+            raise AttnclfError(f"{item} is {problem}")
     return [str(text) for text in texts]  # (numpy's str_ items become plain strings)
 
 

@@ -176,6 +176,22 @@ def check_run_dir(path: str | Path) -> Path:
     return path
 
 
+def run_dir_list(run_dirs) -> list:
+    """``run_dirs`` as a list: one folder given alone is one run, not the characters of its name; none is an error.
+
+    >>> run_dir_list("runs/a"), run_dir_list(("runs/a", "runs/b"))
+    (['runs/a'], ['runs/a', 'runs/b'])
+    """
+    if isinstance(run_dirs, (str, Path)):
+        return [run_dirs]
+    if run_dirs is None or not hasattr(run_dirs, "__iter__"):
+        raise AttnclfError(f"give a list of run folders, not {type(run_dirs).__name__}")
+    run_dirs = list(run_dirs)
+    if not run_dirs:
+        raise AttnclfError("give at least one run folder")
+    return run_dirs
+
+
 def read_config(run_dir: str | Path) -> dict:
     """A run's config.json, refused in one line unless it is of this format and holds what its readers rely on.
 

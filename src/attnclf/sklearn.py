@@ -23,11 +23,12 @@ from sklearn.utils.validation import check_is_fitted
 from .classifier import Classifier
 from .data.base import TextDataset
 from .data.splits import train_validation_split
-from .errors import AttnclfError
 from .models import MODELS, build_model
+from .prediction import check_texts
 from .text.batching import BucketBatches
 from .text.tokenizer import Tokenizer, TokenizerConfig
 from .training.device import resolve_device
+from .training.settings import DERIVED_MODEL_FIELDS
 from .training.trainer import TrainConfig, Trainer
 
 # Plain constructor arguments that map onto model config fields; a model takes those it has.
@@ -82,13 +83,12 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
 
     def fit(self, X, y) -> "AttentionTextClassifier":
         """Train a fresh model on texts ``X`` with labels ``y``; returns self."""
-        try:
-            return self._fit(_texts(X), y)
-        except AttnclfError as exc:  # a bad setting or text: scikit-learn's callers expect a ValueError
-            raise ValueError(str(exc)) from None
+        return self._fit(_texts(X), y)  # (a bad setting or text is an AttnclfError, a ValueError as callers expect)
 
     def _fit(self, texts: list[str], y) -> "AttentionTextClassifier":
-        values = y.tolist() if isinstance(y, np.ndarray) else list(y)
+        if getattr(y, "ndim", 1) == 2 and y.shape[1] == 1:  # (a column, not label sets of one)
+            raise ValueError(f"y must be one-dimensional, one label per text; got shape {y.shape}: pass y.ravel()")
+        values = y.tolist() if isinstance(y, np.ndarray) else list(y)  # (a generator is read here, once)
         label_set = next((v for v in values if isinstance(v, (list, tuple, set, frozenset, np.ndarray))), None)
         if label_set is not None:
             raise ValueError(f"y holds a set of labels per text ({label_set!r}); this estimator is single-label "
@@ -103,7 +103,7 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
             mixed = sorted(kinds, key=["strings", "numbers", "booleans"].index)
             raise ValueError(f"y mixes {' and '.join(mixed)} ({' and '.join(repr(kinds[k]) for k in mixed)}); give "
                              f"every label as one type")
-        y = np.asarray(y)
+        y = np.asarray(values)
         if y.ndim != 1 or len(y) != len(texts):
             raise ValueError(f"y must hold one label per text: {len(texts)} texts, y of shape {y.shape}")
         for i, label in enumerate(y.tolist()):
@@ -116,6 +116,8 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError(f"y has only one class ({classes[0]!r}); a classifier needs two at least")
         if not 0 <= self.validation_fraction < 1:
             raise ValueError(f"validation_fraction must be in [0, 1), got {self.validation_fraction}")
+        config = TrainConfig(epochs=self.epochs, batch_size=self.batch_size, lr=self.lr,
+                             weight_decay=self.weight_decay, patience=self.patience, seed=self.seed)  # checked first
         label_names = [str(c) for c in classes]
         data = TextDataset(texts, y_index.tolist(), label_names)
         train, validation = (data, data) if self.validation_fraction == 0 else \
@@ -124,8 +126,6 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
         device = resolve_device(self.device)
         tokenizer = Tokenizer.train(train.texts, TokenizerConfig(
             kind=self.tokenizer, vocab_size=self.vocab_size, min_frequency=self.min_frequency, max_len=self.max_len))
-        config = TrainConfig(epochs=self.epochs, batch_size=self.batch_size, lr=self.lr,
-                             weight_decay=self.weight_decay, patience=self.patience, seed=self.seed)
         # The Trainer keeps its best weights and checkpoints on disk; the estimator keeps them in memory. Seeding
         # happens on a fork of the generator: the caller's own random stream goes on as if fit had not run.
         with torch.random.fork_rng(devices=[]), tempfile.TemporaryDirectory(prefix="attnclf-fit-") as tmp:
@@ -160,6 +160,10 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
     def _model_fields(self) -> dict:
         if self.model not in MODELS:
             raise ValueError(f"unknown model {self.model!r}; choose one of {', '.join(MODELS)}")
+        derived = sorted(set(self.model_config or {}) & set(DERIVED_MODEL_FIELDS))
+        if derived:
+            raise ValueError(f"model_config sets {derived[0]}, which fit derives from the texts and labels "
+                             f"(max_len: the estimator's own max_len)")
         known = {f.name for f in fields(MODELS[self.model].config_class)}
         chosen = {name: getattr(self, name) for name in _SHARED_FIELDS if getattr(self, name) is not None}
         if self.d_model is not None:
@@ -168,14 +172,6 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
 
 
 def _texts(X) -> list[str]:
-    if isinstance(X, str):
-        raise ValueError("X must be a sequence of texts, not one string")
-    if X is None or isinstance(X, (dict, set, frozenset)) or not hasattr(X, "__iter__"):
-        raise ValueError(f"X must be a sequence of texts, not {type(X).__name__}")
     if getattr(X, "ndim", 1) != 1:
         raise ValueError(f"X must be one-dimensional, one text per row; got shape {X.shape}")
-    texts = list(X)
-    for i, text in enumerate(texts):
-        if not isinstance(text, str):
-            raise ValueError(f"X[{i}] is {type(text).__name__}, not a string")
-    return texts
+    return check_texts(X, name="X")

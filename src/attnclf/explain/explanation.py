@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from ..errors import AttnclfError
+from ..prediction import check_texts
 from ..text.batching import BucketBatches
 from ..text.tokenizer import cut_position, truncate
 from .methods import METHODS, attribute, available_methods, default_method, self_attention_maps
@@ -101,15 +102,15 @@ def explain(classifier: "Classifier", texts: Sequence[str], method: str | None =
 
     >>> # clf.explain(["not bad at all"], method="integrated-gradients", steps=64)[0].completeness_error
     """
-    if isinstance(texts, str):
-        raise AttnclfError("pass a list of texts, not a single string")
+    texts = check_texts(texts)
+    if not isinstance(self_attentions, bool):
+        raise AttnclfError(f"self_attentions must be True or False, got {self_attentions!r}")
     if getattr(classifier, "multi_label", False):
         raise AttnclfError("explanations and faithfulness support single-label runs only for now: every method "
                            "explains one class of a softmax, and a multi-label run has a sigmoid per label")
     available = available_methods(classifier.model)
     if self_attentions and "rollout" not in available:
         raise AttnclfError("self-attention maps (--heads): this model has no self-attention layers to show")
-    texts = list(texts)
     method = method or default_method(available)
     config = classifier.tokenizer.config
     whole = classifier.tokenizer.encode(texts, max_len=sys.maxsize)  # once, to count what truncation cuts
@@ -165,6 +166,6 @@ def _branch_margins(model, sequences: list[list[int]], targets: np.ndarray, devi
 def _class_index(target: str | int, label_names: list[str]) -> int:
     if isinstance(target, str) and target in label_names:
         return label_names.index(target)
-    if isinstance(target, (int, np.integer)) and 0 <= target < len(label_names):
+    if isinstance(target, (int, np.integer)) and not isinstance(target, bool) and 0 <= target < len(label_names):
         return int(target)
     raise AttnclfError(f"unknown target class {target!r}; the classes are {', '.join(label_names)}")

@@ -40,6 +40,8 @@ EXPORT_FILES = ("model.onnx", "tokenizer.json", "labels.json", "export.json")
 def find_export(path: str | Path) -> Path:
     """The export directory at ``path``, or in its ``onnx/`` folder (a run directory that was exported)."""
     path = Path(path)
+    if path.is_file() and path.name in EXPORT_FILES:  # one of the export's files: its folder
+        path = path.parent
     for candidate in (path, path / "onnx"):
         if (candidate / "export.json").is_file():
             missing = [name for name in EXPORT_FILES if not (candidate / name).is_file()]
@@ -47,7 +49,9 @@ def find_export(path: str | Path) -> Path:
                 raise RunDirError(f"ONNX export {candidate} is incomplete: missing {', '.join(missing)}")
             return candidate
     if not path.is_dir():
-        raise RunDirError(f"{path} does not exist")
+        raise RunDirError(f"{path} {'is not an ONNX export' if path.exists() else 'does not exist'}")
+    if (path / "ensemble.json").is_file():  # (rundir.ENSEMBLE_FILE; export refuses ensembles, members export alone)
+        raise RunDirError(f"{path} is an ensemble; export and load each member's run (seed-S) alone")
     raise RunDirError(f"no ONNX export in {path}: run `attnclf export {path} --format onnx` first")
 
 
@@ -114,6 +118,8 @@ class OnnxClassifier:
         """
         import onnxruntime
 
+        if threads is not None and type(threads) is not int:  # (onnxruntime's own error is a pybind TypeError)
+            raise AttnclfError(f"--threads must be a whole number, got {threads!r}")
         if threads is not None and threads < 1:
             raise AttnclfError(f"--threads must be at least 1, got {threads}")
         directory = find_export(path)

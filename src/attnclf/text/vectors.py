@@ -30,6 +30,7 @@ import torch
 from torch import nn
 
 from ..errors import DataError
+from ..prediction import check_texts
 from ..rundir import atomic_write_bytes
 from .cleaning import CleaningConfig
 from .tokenizer import PAD_ID, UNK_ID, Tokenizer, TokenizerConfig
@@ -44,6 +45,9 @@ class WordVectors:
     index: dict[str, int] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
+        if np.ndim(self.vectors) != 2 or len(self.vectors) != len(self.words):
+            raise DataError(f"word vectors need one row per word: {len(self.words)} words, vectors of shape "
+                            f"{np.shape(self.vectors)}")
         self.index = {word: i for i, word in enumerate(self.words)}
 
     @property
@@ -51,7 +55,14 @@ class WordVectors:
         return self.vectors.shape[1]
 
     def save(self, path: str | Path) -> None:
-        """Write word2vec text format, atomically."""
+        """Write word2vec text format, atomically; what ``load`` would refuse is refused here instead."""
+        spaced = next((word for word in self.words if not word or len(word.split()) != 1 or word != word.strip()),
+                      None)
+        if spaced is not None:  # (the format separates a word from its numbers by a space)
+            raise DataError(f"word {spaced!r} is empty or holds white space, which word2vec text cannot store")
+        if not np.isfinite(self.vectors).all():
+            row = int(np.argwhere(~np.isfinite(self.vectors))[0][0])
+            raise DataError(f"the vector of {self.words[row]!r} holds a number that is not finite")
         lines = [f"{len(self.words)} {self.dim}"]
         lines += [word + " " + " ".join(f"{v:.6g}" for v in row) for word, row in zip(self.words, self.vectors)]
         atomic_write_bytes(Path(path), ("\n".join(lines) + "\n").encode("utf-8"))
@@ -147,8 +158,9 @@ def count_vectors(texts: Sequence[str], dim: int = 64, window: int = 5, min_coun
     import scipy.sparse as sparse
     from sklearn.utils.extmath import randomized_svd
 
-    if dim < 1 or window < 1:
-        raise DataError(f"--dim and --window must be at least 1, got {dim} and {window}")
+    texts = check_texts(texts)  # (a single string would count its characters, a generator be used up)
+    if not all(type(n) is int and n >= 1 for n in (dim, window)):
+        raise DataError(f"--dim and --window must be whole numbers, at least 1, got {dim!r} and {window!r}")
     try:
         tokenizer = Tokenizer.train(texts, TokenizerConfig(kind="word", vocab_size=vocab_size, min_frequency=min_count,
                                                            max_len=10 ** 9, cleaning=cleaning or CleaningConfig()))

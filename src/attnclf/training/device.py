@@ -44,6 +44,8 @@ def torch_threads(threads: int | None) -> Iterator[None]:
     ...     torch.get_num_threads()
     1
     """
+    if threads is not None and type(threads) is not int:  # (torch's own error names set_num_threads)
+        raise AttnclfError(f"--threads must be a whole number, got {threads!r}")
     if threads is not None and threads < 1:
         raise AttnclfError(f"--threads must be at least 1, got {threads}")
     previous = torch.get_num_threads()

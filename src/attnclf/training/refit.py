@@ -7,7 +7,7 @@ from pathlib import Path
 
 
 from ..errors import AttnclfError, RunDirError
-from ..rundir import ENSEMBLE_FILE, THRESHOLDS_FILE, check_run_dir, read_config, read_json, read_jsonl
+from ..rundir import ENSEMBLE_FILE, THRESHOLDS_FILE, check_run_dir, read_config, read_json, read_jsonl, run_dir_list
 from .run import NO_CACHED_REFIT, RunResult, train_or_continue
 from .run_data import held_out_fingerprint, load_data, texts_fingerprint
 from .settings import COUNT_EMBEDDINGS, RunSettings, resume_settings
@@ -30,6 +30,7 @@ def refit_runs(run_dirs: list[str | Path], output: str | None = None, *, resume:
     from ..ensemble import is_ensemble_dir, member_dirs, write_ensemble_file
     from .distributed import from_environment
 
+    run_dirs = run_dir_list(run_dirs)
     folder = Path(run_dirs[0]) if is_ensemble_dir(run_dirs[0]) else None
     if (folder and len(run_dirs) > 1) or any(is_ensemble_dir(run) for run in run_dirs[1:]):
         raise AttnclfError("give one `train --seeds` folder, or run directories")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import sys
@@ -33,7 +34,7 @@ from .device import resolve_device, torch_threads
 from .distributed import init_distributed
 from .run_data import (align_labels, describe_classes, held_out_fingerprint, load_data, shared_text_warnings,
                        texts_fingerprint)
-from .settings import COUNT_EMBEDDINGS, RunSettings, resume_settings
+from .settings import COUNT_EMBEDDINGS, DERIVED_MODEL_FIELDS, RunSettings, resume_settings
 from .trainer import Trainer
 
 
@@ -221,8 +222,23 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
 
 
 def _refuse_unworkable(settings: RunSettings, resume: bool) -> None:
-    """Settings that cannot work fail before anything is written."""
+    """Settings that cannot work fail before anything is written (the CLI checks most of them as it reads its
+    flags; RunSettings built in Python meet them here)."""
     resolve_device(settings.device)  # (--device cuda on a machine without one)
+    derived = sorted(set(settings.model_config) & set(DERIVED_MODEL_FIELDS))
+    if derived:
+        raise AttnclfError(f"model_config sets {derived[0]}, which the run derives from its tokenizer and labels "
+                           f"(max_len: TokenizerConfig.max_len, --max-len)")
+    data = settings.data
+    for name, value, low, high in (("max_train_examples", data.max_train_examples, 1, math.inf),
+                                   ("max_test_examples", data.max_test_examples, 1, math.inf),
+                                   ("split_seed", data.split_seed, 0, 2 ** 32), ("eval_batch_size",
+                                                                                settings.eval_batch_size, 1, math.inf)):
+        if value is not None and not (isinstance(value, int) and low <= value < high):
+            raise AttnclfError(f"{name} must be a whole number{f' below {high}' if high < math.inf else ''}, at "
+                               f"least {low}; got {value!r}")
+    if settings.embeddings and not 0 < settings.embeddings_std < math.inf:
+        raise AttnclfError(f"embeddings_std must be positive and finite, got {settings.embeddings_std}")
     if not resume and settings.refit_of is None:
         settings.data.check_sources()
     if settings.data.token_cache and settings.data.refit:

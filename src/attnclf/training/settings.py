@@ -168,6 +168,10 @@ def _absolute(path: str | None) -> str | None:
     return os.path.abspath(os.path.expanduser(path)) if path else path
 
 
+# Model config fields a run sets itself: from the tokenizer (vocab_size, pad_id, max_len) and the labels.
+DERIVED_MODEL_FIELDS = ("vocab_size", "num_classes", "max_len", "pad_id")
+
+
 def settings_for(data: DataSettings, model: str, *, model_config: dict | None = None, train: dict | None = None,
                  tokenizer: dict | None = None, cleaning: CleaningConfig | None = None, output: str | None = None,
                  device: str = "auto") -> RunSettings:
@@ -197,7 +201,7 @@ def settings_for(data: DataSettings, model: str, *, model_config: dict | None = 
         merged_train.setdefault("monitor", "loss")
     merged_tokenizer = recipe.get("tokenizer", {}) | (tokenizer or {})
     for what, overrides, valid in (
-        (f"model {model!r}", merged_model, model_fields - {"vocab_size", "num_classes", "max_len", "pad_id"}),
+        (f"model {model!r}", merged_model, model_fields - set(DERIVED_MODEL_FIELDS)),
         ("TrainConfig", merged_train, {f.name for f in fields(TrainConfig)}),
         ("TokenizerConfig", merged_tokenizer, {f.name for f in fields(TokenizerConfig)} - {"cleaning"}),
     ):

@@ -72,10 +72,13 @@ class TrainConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:  # here, so a bad value stops a run before it writes anything
+        for name in ("epochs", "batch_size", "patience", "seed"):
+            if type(getattr(self, name)) is not int:  # (1.5 epochs would fail in range(), "2" in a comparison)
+                raise AttnclfError(f"{name} must be a whole number, got {getattr(self, name)!r}")
         for name, low, high in (("epochs", 1, None), ("batch_size", 1, None), ("lr", 0, None),
                                 ("weight_decay", 0, None), ("warmup_ratio", 0, 1), ("grad_clip", 0, None),
                                 ("label_smoothing", 0, 1), ("ema_decay", 0, 1), ("patience", 0, None),
-                                ("checkpoint_seconds", 0, None), ("seed", 0, None)):
+                                ("checkpoint_seconds", 0, None), ("seed", 0, 2 ** 32)):  # (numpy's seeds)
             value = getattr(self, name)
             # Infinity means something for checkpoint_seconds (only at the end) and grad_clip (no clipping), not here.
             finite = name in ("lr", "weight_decay")
@@ -243,6 +246,9 @@ class Trainer:
             started = time.perf_counter()
             train.set_epoch(epoch)
             train_loss, train_acc = self._train_epoch(train, optimizer, schedule, loss_fn, epoch)
+            if not math.isfinite(train_loss):  # (every rank sees the same summed loss, so all stop together)
+                raise AttnclfError(f"training diverged in epoch {epoch}: the loss became {train_loss} at learning "
+                                   f"rate {config.lr:g}; lower the learning rate (--lr); the epochs before are kept as checkpointed")
             record = {"epoch": epoch, "train_loss": train_loss, "train_accuracy": train_acc,
                       **(self._validate(validation) if distributed.is_main and validation is not None else {}),
                       "lr": schedule.get_last_lr()[0], "schedule_epochs": config.schedule_epochs or config.epochs,
