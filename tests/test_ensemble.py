@@ -227,6 +227,9 @@ def test_resume_adds_a_member_beside_older_ones_with_their_vectors(tmp_path, mon
     (None, "give a list of run folders, not NoneType"),
     ([], "give at least one run folder"),
     (5, "give a list of run folders, not int"),
+    ({"runs/a": 1}, "give a list of run folders, not dict"),
+    ({"runs/a", "runs/b"}, "give a list of run folders, not set"),
+    (b"runs/a", "give a list of run folders, not bytes"),
 ])
 def test_ensembles_and_refits_name_what_is_wrong_with_their_list_of_runs(run_dirs, message):
     from attnclf.training.refit import refit_runs

@@ -95,14 +95,17 @@ def test_a_run_directory_finds_its_default_export(demo_run, tmp_path):
     assert OnnxClassifier.load(run).predict_proba(["good"]).shape == (1, 2)
     with pytest.raises(AttnclfError, match="--quantize"):
         OnnxClassifier.load(run, int8=True)
-    # The graph file itself names its export; an ensemble folder is not one (its members export alone).
+    # A graph file names its export; an ensemble folder is not one (its members export alone).
     assert OnnxClassifier.load(run / "onnx" / "model.onnx").predict_proba(["good"]).shape == (1, 2)
+    with pytest.raises(AttnclfError, match="model.onnx is the float32 graph; give model.int8.onnx"):
+        OnnxClassifier.load(run / "onnx" / "model.onnx", int8=True)
     (tmp_path / "ensemble").mkdir()
     (tmp_path / "ensemble" / "ensemble.json").write_text("{}")
-    with pytest.raises(AttnclfError, match="is an ensemble; export and load each member's run"):
+    with pytest.raises(AttnclfError, match="is not explained or exported as one model"):
         OnnxClassifier.load(tmp_path / "ensemble")
-    with pytest.raises(AttnclfError, match="config.json is not an ONNX export"):
-        OnnxClassifier.load(run / "config.json")
+    for other in (run / "config.json", run / "onnx" / "labels.json"):  # files, but not graphs
+        with pytest.raises(AttnclfError, match="is not an ONNX export"):
+            OnnxClassifier.load(other)
 
 
 def test_an_export_inside_a_run_that_trained_on_since_is_refused(demo_run, tmp_path, capsys, monkeypatch):
@@ -251,3 +254,9 @@ def test_a_staging_folder_left_by_a_killed_export_is_removed_by_the_next(demo_ru
     assert not abandoned.exists() and alive.exists()
     assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) == [
         "export.json", "labels.json", "model.onnx", "tokenizer.json"]
+
+
+def test_a_path_to_the_int8_graph_loads_the_int8_graph(exported):
+    named = OnnxClassifier.load(exported / "model.int8.onnx").predict_proba(TEXTS[:7])
+    np.testing.assert_array_equal(named, OnnxClassifier.load(exported, int8=True).predict_proba(TEXTS[:7]))
+    assert not np.array_equal(named, OnnxClassifier.load(exported).predict_proba(TEXTS[:7]))  # (not the float32 one)

@@ -253,11 +253,12 @@ def test_weights_that_cannot_be_written_leave_no_partial_file_and_say_where(tmp_
 
 @pytest.mark.parametrize("change, message", [
     (lambda s: replace(s, model_config={**s.model_config, "vocab_size": 5}),
-     "model_config sets vocab_size, which the run derives from its tokenizer and labels"),
-    (lambda s: replace(s, data=replace(s.data, max_train_examples=0)), "max_train_examples must be a whole number, "
-                                                                       "at least 1; got 0"),
-    (lambda s: replace(s, data=replace(s.data, split_seed=-1)), "split_seed must be a whole number below 4294967296"),
-    (lambda s: replace(s, eval_batch_size=0), "eval_batch_size must be a whole number, at least 1; got 0"),
+     r"model_config sets vocab_size, which a run takes from the trained tokenizer \(TokenizerConfig.vocab_size"),
+    (lambda s: replace(s, data=replace(s.data, max_train_examples=0)), "max_train_examples must be at least 1, got 0"),
+    (lambda s: replace(s, data=replace(s.data, max_test_examples=True)), "max_test_examples must be a whole number, "
+                                                                         "got True"),
+    (lambda s: replace(s, data=replace(s.data, split_seed=-1)), "split_seed must be at least 0 and below 4294967296"),
+    (lambda s: replace(s, eval_batch_size=0), "eval_batch_size must be at least 1, got 0"),
     (lambda s: replace(s, embeddings="count", embeddings_std=float("nan")), "embeddings_std must be positive and "
                                                                               "finite, got nan"),
     (lambda s: replace(s, threads=1.5), "--threads must be a whole number, got 1.5"),
@@ -274,6 +275,7 @@ def test_settings_built_in_python_are_checked_before_anything_is_written(tmp_pat
     ({"batch_size": "32"}, "batch_size must be a whole number, got '32'"),
     ({"seed": 2 ** 32}, "seed must be at least 0 and below 4294967296"),
     ({"checkpoint_seconds": float("inf"), "grad_clip": float("inf")}, None),  # only at the end; no clipping
+    ({"epochs": True}, "epochs must be a whole number, got True"),
 ])
 def test_train_config_takes_whole_numbers_and_infinity_only_where_it_means_something(fields, message):
     if message is None:
@@ -283,7 +285,18 @@ def test_train_config_takes_whole_numbers_and_infinity_only_where_it_means_somet
             TrainConfig(**fields)
 
 
-def test_a_diverging_run_stops_with_one_line_naming_the_epoch_and_learning_rate(tmp_path):
+@pytest.mark.parametrize("batch_size", [32, 1024])  # many steps an epoch; one, whose broken weights no loss saw
+def test_a_diverging_run_stops_with_one_line_naming_the_epoch_and_learning_rate(tmp_path, batch_size):
     settings = tiny_settings(tmp_path / "run", epochs=3, lr=1e7)
-    with pytest.raises(AttnclfError, match=r"training diverged in epoch \d: the loss became nan at learning rate 1e"):
+    settings.train = replace(settings.train, batch_size=batch_size)
+    with pytest.raises(AttnclfError, match=r"training diverged in epoch \d: the loss, the weights or the "
+                                           r"outputs became infinite or NaN at learning rate 1e\+07"):
         train_run(settings, progress=False)
+
+
+def test_numpy_integers_are_whole_numbers_and_become_plain_ints():
+    import numpy as np
+
+    config = TrainConfig(epochs=np.int64(2), batch_size=np.int32(8), seed=np.int64(3))  # np.arange grids give these
+    assert (config.epochs, config.batch_size, config.seed) == (2, 8, 3)
+    assert {type(config.epochs), type(config.batch_size), type(config.seed)} == {int}  # (JSON takes them)

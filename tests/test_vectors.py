@@ -247,8 +247,12 @@ def test_count_vectors_and_word_vectors_refuse_what_they_cannot_count_or_store(t
     with pytest.raises(DataError, match=r"one row per word: 2 words, vectors of shape \(3, 4\)"):
         WordVectors(["a", "b"], np.zeros((3, 4), dtype=np.float32))
     # What load would refuse is refused when saving, not after.
-    with pytest.raises(DataError, match="word 'a b' is empty or holds white space"):
+    with pytest.raises(DataError, match="word 'a b' is empty or holds a space or line break"):
         WordVectors(["a b"], np.zeros((1, 2), dtype=np.float32)).save(tmp_path / "v.vec")
-    with pytest.raises(DataError, match="the vector of 'a' holds a number that is not finite"):
-        WordVectors(["a"], np.full((1, 2), np.nan, dtype=np.float32)).save(tmp_path / "v.vec")
+    with pytest.raises(DataError, match="the vector of 'a' holds a number that is not finite in float32"):
+        WordVectors(["a"], np.full((1, 2), 1e39)).save(tmp_path / "v.vec")  # (finite in float64)
+    with pytest.raises(DataError, match="no vectors to write: 0 words"):
+        WordVectors([], np.zeros((0, 2), dtype=np.float32)).save(tmp_path / "v.vec")
     assert not (tmp_path / "v.vec").exists()
+    WordVectors(["a\xa0b"], np.ones((1, 2), dtype=np.float32)).save(tmp_path / "v.vec")  # what load reads, saves
+    assert WordVectors.load(tmp_path / "v.vec").words == ["a\xa0b"]

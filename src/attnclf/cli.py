@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Callable
 
 from . import __version__
+from .checks import check_threads
 from .errors import AttnclfError
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {}
@@ -788,8 +789,7 @@ def _experiment_setup(args: argparse.Namespace):
 
     if args.seeds < 1:
         raise AttnclfError(f"--seeds must be at least 1, got {args.seeds}")
-    if args.threads is not None and args.threads < 1:
-        raise AttnclfError(f"--threads must be at least 1, got {args.threads}")
+    check_threads(args.threads)
     return Setup(**_budget(args), model_config=_parse_overrides(args.set), seeds=tuple(range(args.seeds)),
                  threads=args.threads)
 

@@ -28,7 +28,7 @@ from .prediction import check_texts
 from .text.batching import BucketBatches
 from .text.tokenizer import Tokenizer, TokenizerConfig
 from .training.device import resolve_device
-from .training.settings import DERIVED_MODEL_FIELDS
+from .training.settings import refuse_derived_fields
 from .training.trainer import TrainConfig, Trainer
 
 # Plain constructor arguments that map onto model config fields; a model takes those it has.
@@ -87,7 +87,8 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
 
     def _fit(self, texts: list[str], y) -> "AttentionTextClassifier":
         if getattr(y, "ndim", 1) == 2 and y.shape[1] == 1:  # (a column, not label sets of one)
-            raise ValueError(f"y must be one-dimensional, one label per text; got shape {y.shape}: pass y.ravel()")
+            raise ValueError(f"y must be one-dimensional, one label per text; got shape {y.shape}: pass y.ravel() "
+                             f"(a DataFrame: y.iloc[:, 0])")
         values = y.tolist() if isinstance(y, np.ndarray) else list(y)  # (a generator is read here, once)
         label_set = next((v for v in values if isinstance(v, (list, tuple, set, frozenset, np.ndarray))), None)
         if label_set is not None:
@@ -118,6 +119,7 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError(f"validation_fraction must be in [0, 1), got {self.validation_fraction}")
         config = TrainConfig(epochs=self.epochs, batch_size=self.batch_size, lr=self.lr,
                              weight_decay=self.weight_decay, patience=self.patience, seed=self.seed)  # checked first
+        model_fields = self._model_fields()  # (so are these, before the split and the tokenizer)
         label_names = [str(c) for c in classes]
         data = TextDataset(texts, y_index.tolist(), label_names)
         train, validation = (data, data) if self.validation_fraction == 0 else \
@@ -131,7 +133,7 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
         with torch.random.fork_rng(devices=[]), tempfile.TemporaryDirectory(prefix="attnclf-fit-") as tmp:
             torch.manual_seed(self.seed)
             model = build_model(self.model, vocab_size=tokenizer.vocab_size, num_classes=len(label_names),
-                                max_len=self.max_len, **self._model_fields())
+                                max_len=self.max_len, **model_fields)
             history = Trainer(model, config, Path(tmp), device, label_names, progress=self.verbose).fit(
                 BucketBatches(tokenizer.encode(train.texts), train.labels, self.batch_size, shuffle=True,
                               seed=self.seed),
@@ -160,10 +162,7 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
     def _model_fields(self) -> dict:
         if self.model not in MODELS:
             raise ValueError(f"unknown model {self.model!r}; choose one of {', '.join(MODELS)}")
-        derived = sorted(set(self.model_config or {}) & set(DERIVED_MODEL_FIELDS))
-        if derived:
-            raise ValueError(f"model_config sets {derived[0]}, which fit derives from the texts and labels "
-                             f"(max_len: the estimator's own max_len)")
+        refuse_derived_fields(self.model_config or {})
         known = {f.name for f in fields(MODELS[self.model].config_class)}
         chosen = {name: getattr(self, name) for name in _SHARED_FIELDS if getattr(self, name) is not None}
         if self.d_model is not None:

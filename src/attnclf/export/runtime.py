@@ -29,19 +29,22 @@ from typing import Sequence
 
 import numpy as np
 
+from ..checks import check_threads
+from ..ensemble import NOT_EXPLAINED, is_ensemble_dir
 from ..errors import AttnclfError, RunDirError
 from ..prediction import Prediction, check_texts
 from ..text.tokenizer import PAD_ID, Tokenizer, TokenizerConfig
 
 EXPORT_FORMAT_VERSION = 1
 EXPORT_FILES = ("model.onnx", "tokenizer.json", "labels.json", "export.json")
+GRAPHS = ("model.onnx", "model.int8.onnx")  # float32 and, after --quantize, int8
 
 
 def find_export(path: str | Path) -> Path:
     """The export directory at ``path``, or in its ``onnx/`` folder (a run directory that was exported)."""
     path = Path(path)
-    if path.is_file() and path.name in EXPORT_FILES:  # one of the export's files: its folder
-        path = path.parent
+    if path.is_file() and path.name in GRAPHS and (path.parent / "export.json").is_file():  # a graph: its export
+        return find_export(path.parent)
     for candidate in (path, path / "onnx"):
         if (candidate / "export.json").is_file():
             missing = [name for name in EXPORT_FILES if not (candidate / name).is_file()]
@@ -50,8 +53,8 @@ def find_export(path: str | Path) -> Path:
             return candidate
     if not path.is_dir():
         raise RunDirError(f"{path} {'is not an ONNX export' if path.exists() else 'does not exist'}")
-    if (path / "ensemble.json").is_file():  # (rundir.ENSEMBLE_FILE; export refuses ensembles, members export alone)
-        raise RunDirError(f"{path} is an ensemble; export and load each member's run (seed-S) alone")
+    if is_ensemble_dir(path):
+        raise RunDirError(f"{path}: {NOT_EXPLAINED}")
     raise RunDirError(f"no ONNX export in {path}: run `attnclf export {path} --format onnx` first")
 
 
@@ -111,17 +114,18 @@ class OnnxClassifier:
 
     @classmethod
     def load(cls, path: str | Path, *, int8: bool = False, threads: int | None = None) -> "OnnxClassifier":
-        """Load an export directory, or the ``onnx/`` export inside a run directory.
+        """Load an export directory, the ``onnx/`` export inside a run directory, or one of an export's graphs.
 
-        ``int8`` picks the quantised graph; ``threads`` caps onnxruntime's
-        intra-op threads (default: onnxruntime's choice, one per core).
+        ``int8`` picks the quantised graph (a path to ``model.int8.onnx`` picks it too); ``threads`` caps
+        onnxruntime's intra-op threads (default: onnxruntime's choice, one per core).
         """
         import onnxruntime
 
-        if threads is not None and type(threads) is not int:  # (onnxruntime's own error is a pybind TypeError)
-            raise AttnclfError(f"--threads must be a whole number, got {threads!r}")
-        if threads is not None and threads < 1:
-            raise AttnclfError(f"--threads must be at least 1, got {threads}")
+        threads = check_threads(threads)
+        named = Path(path).name if Path(path).is_file() else None
+        if named == "model.onnx" and int8:
+            raise AttnclfError(f"{path} is the float32 graph; give model.int8.onnx, or the folder, with int8")
+        int8 = int8 or named == "model.int8.onnx"  # the graph named is the graph loaded
         directory = find_export(path)
         config = _read_json(directory / "export.json")
         if config.get("format_version") != EXPORT_FORMAT_VERSION:

@@ -43,6 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .. import __version__
+from ..checks import check_threads
 from ..errors import AttnclfError
 from ..prediction import check_texts
 from ..rundir import refuse_multi_label
@@ -432,11 +433,10 @@ def serve(run_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, limits
 
     if not 0 <= port <= 65535:
         raise AttnclfError(f"--port must be 0-65535, got {port}")
+    threads = check_threads(threads)
     if threads is not None:
         import torch
 
-        if threads < 1:
-            raise AttnclfError(f"--threads must be at least 1, got {threads}")
         torch.set_num_threads(threads)
     app = create_app(load_run(run_dir, device=device, bf16=bf16), limits)
     port = _listenable_port(host, port)

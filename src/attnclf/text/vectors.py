@@ -29,6 +29,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from ..checks import whole_number
 from ..errors import DataError
 from ..prediction import check_texts
 from ..rundir import atomic_write_bytes
@@ -55,14 +56,19 @@ class WordVectors:
         return self.vectors.shape[1]
 
     def save(self, path: str | Path) -> None:
-        """Write word2vec text format, atomically; what ``load`` would refuse is refused here instead."""
-        spaced = next((word for word in self.words if not word or len(word.split()) != 1 or word != word.strip()),
-                      None)
-        if spaced is not None:  # (the format separates a word from its numbers by a space)
-            raise DataError(f"word {spaced!r} is empty or holds white space, which word2vec text cannot store")
-        if not np.isfinite(self.vectors).all():
-            row = int(np.argwhere(~np.isfinite(self.vectors))[0][0])
-            raise DataError(f"the vector of {self.words[row]!r} holds a number that is not finite")
+        """Write word2vec text format, atomically; vectors ``load`` could not read back are refused instead."""
+        if not self.words or self.dim < 1:
+            raise DataError(f"no vectors to write: {len(self.words)} words of {self.dim} dimensions")
+        # The format ends a word at a space and a line at a newline; load reads the numbers as float32.
+        unwritable = next((word for word in self.words if not word or any(c in word for c in " \n\r")), None)
+        if unwritable is not None:
+            raise DataError(f"word {unwritable!r} is empty or holds a space or line break, which word2vec text "
+                            f"cannot store")
+        with np.errstate(over="ignore"):  # (what overflows float32 is the finding, below)
+            numbers = np.asarray(self.vectors, dtype=np.float32)
+        if not np.isfinite(numbers).all():
+            row = int(np.argwhere(~np.isfinite(numbers))[0][0])
+            raise DataError(f"the vector of {self.words[row]!r} holds a number that is not finite in float32")
         lines = [f"{len(self.words)} {self.dim}"]
         lines += [word + " " + " ".join(f"{v:.6g}" for v in row) for word, row in zip(self.words, self.vectors)]
         atomic_write_bytes(Path(path), ("\n".join(lines) + "\n").encode("utf-8"))
@@ -159,8 +165,9 @@ def count_vectors(texts: Sequence[str], dim: int = 64, window: int = 5, min_coun
     from sklearn.utils.extmath import randomized_svd
 
     texts = check_texts(texts)  # (a single string would count its characters, a generator be used up)
-    if not all(type(n) is int and n >= 1 for n in (dim, window)):
+    if not all(whole_number(n) is not None and n >= 1 for n in (dim, window)):
         raise DataError(f"--dim and --window must be whole numbers, at least 1, got {dim!r} and {window!r}")
+    dim, window = int(dim), int(window)
     try:
         tokenizer = Tokenizer.train(texts, TokenizerConfig(kind="word", vocab_size=vocab_size, min_frequency=min_count,
                                                            max_len=10 ** 9, cleaning=cleaning or CleaningConfig()))

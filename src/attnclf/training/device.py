@@ -7,6 +7,7 @@ from typing import Iterator
 
 import torch
 
+from ..checks import check_threads
 from ..errors import AttnclfError
 
 DEVICES = ("auto", "cpu", "cuda", "mps")
@@ -44,10 +45,7 @@ def torch_threads(threads: int | None) -> Iterator[None]:
     ...     torch.get_num_threads()
     1
     """
-    if threads is not None and type(threads) is not int:  # (torch's own error names set_num_threads)
-        raise AttnclfError(f"--threads must be a whole number, got {threads!r}")
-    if threads is not None and threads < 1:
-        raise AttnclfError(f"--threads must be at least 1, got {threads}")
+    threads = check_threads(threads)
     previous = torch.get_num_threads()
     if threads:
         torch.set_num_threads(threads)

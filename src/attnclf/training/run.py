@@ -17,6 +17,7 @@ from .. import __version__
 from ..data.base import Splits, TextDataset
 from ..data.multilabel import multi_hot
 from ..data.registry import unlabelled_texts
+from ..checks import whole_number
 from ..errors import AttnclfError, DataError, RunDirError
 from ..evaluation.metrics import compute_metrics, pick_examples
 from ..evaluation.multilabel import multilabel_metrics, tune_thresholds
@@ -34,7 +35,7 @@ from .device import resolve_device, torch_threads
 from .distributed import init_distributed
 from .run_data import (align_labels, describe_classes, held_out_fingerprint, load_data, shared_text_warnings,
                        texts_fingerprint)
-from .settings import COUNT_EMBEDDINGS, DERIVED_MODEL_FIELDS, RunSettings, resume_settings
+from .settings import COUNT_EMBEDDINGS, RunSettings, refuse_derived_fields, resume_settings
 from .trainer import Trainer
 
 
@@ -225,18 +226,16 @@ def _refuse_unworkable(settings: RunSettings, resume: bool) -> None:
     """Settings that cannot work fail before anything is written (the CLI checks most of them as it reads its
     flags; RunSettings built in Python meet them here)."""
     resolve_device(settings.device)  # (--device cuda on a machine without one)
-    derived = sorted(set(settings.model_config) & set(DERIVED_MODEL_FIELDS))
-    if derived:
-        raise AttnclfError(f"model_config sets {derived[0]}, which the run derives from its tokenizer and labels "
-                           f"(max_len: TokenizerConfig.max_len, --max-len)")
+    refuse_derived_fields(settings.model_config)
     data = settings.data
-    for name, value, low, high in (("max_train_examples", data.max_train_examples, 1, math.inf),
-                                   ("max_test_examples", data.max_test_examples, 1, math.inf),
-                                   ("split_seed", data.split_seed, 0, 2 ** 32), ("eval_batch_size",
-                                                                                settings.eval_batch_size, 1, math.inf)):
-        if value is not None and not (isinstance(value, int) and low <= value < high):
-            raise AttnclfError(f"{name} must be a whole number{f' below {high}' if high < math.inf else ''}, at "
-                               f"least {low}; got {value!r}")
+    for name, value, low, high in (("max_train_examples", data.max_train_examples, 1, None),
+                                   ("max_test_examples", data.max_test_examples, 1, None),
+                                   ("split_seed", data.split_seed, 0, 2 ** 32),  # (numpy's seeds, as TrainConfig's)
+                                   ("eval_batch_size", settings.eval_batch_size, 1, None)):
+        if value is not None and whole_number(value) is None:
+            raise AttnclfError(f"{name} must be a whole number, got {value!r}")
+        if value is not None and not (low <= value and (high is None or value < high)):
+            raise AttnclfError(f"{name} must be at least {low}{f' and below {high}' if high else ''}, got {value}")
     if settings.embeddings and not 0 < settings.embeddings_std < math.inf:
         raise AttnclfError(f"embeddings_std must be positive and finite, got {settings.embeddings_std}")
     if not resume and settings.refit_of is None:

@@ -168,8 +168,20 @@ def _absolute(path: str | None) -> str | None:
     return os.path.abspath(os.path.expanduser(path)) if path else path
 
 
-# Model config fields a run sets itself: from the tokenizer (vocab_size, pad_id, max_len) and the labels.
-DERIVED_MODEL_FIELDS = ("vocab_size", "num_classes", "max_len", "pad_id")
+# Model config fields a run sets itself, and where they come from.
+DERIVED_MODEL_FIELDS = {"vocab_size": "the trained tokenizer (TokenizerConfig.vocab_size caps it, --vocab-size)",
+                        "num_classes": "the labels", "max_len": "TokenizerConfig.max_len (--max-len)",
+                        "pad_id": "the tokenizer"}
+
+
+def refuse_derived_fields(model_config: dict) -> None:
+    """One line if ``model_config`` sets a field the run derives (build_model would get it twice).
+
+    >>> refuse_derived_fields({"d_model": 64})
+    """
+    derived = sorted(set(model_config) & set(DERIVED_MODEL_FIELDS))
+    if derived:
+        raise AttnclfError(f"model_config sets {derived[0]}, which a run takes from {DERIVED_MODEL_FIELDS[derived[0]]}")
 
 
 def settings_for(data: DataSettings, model: str, *, model_config: dict | None = None, train: dict | None = None,

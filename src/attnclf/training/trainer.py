@@ -32,6 +32,7 @@ from torch.nn.parallel import DistributedDataParallel
 from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 from tqdm.auto import tqdm
 
+from ..checks import whole_number
 from ..errors import AttnclfError
 from ..evaluation.metrics import compute_metrics
 from ..evaluation.predict import log_loss, predict_probabilities
@@ -73,8 +74,10 @@ class TrainConfig:
 
     def __post_init__(self) -> None:  # here, so a bad value stops a run before it writes anything
         for name in ("epochs", "batch_size", "patience", "seed"):
-            if type(getattr(self, name)) is not int:  # (1.5 epochs would fail in range(), "2" in a comparison)
+            count = whole_number(getattr(self, name))
+            if count is None:  # (1.5 epochs would fail in range(), "2" in a comparison)
                 raise AttnclfError(f"{name} must be a whole number, got {getattr(self, name)!r}")
+            setattr(self, name, count)  # (numpy's integers would not go into config.json)
         for name, low, high in (("epochs", 1, None), ("batch_size", 1, None), ("lr", 0, None),
                                 ("weight_decay", 0, None), ("warmup_ratio", 0, 1), ("grad_clip", 0, None),
                                 ("label_smoothing", 0, 1), ("ema_decay", 0, 1), ("patience", 0, None),
@@ -246,11 +249,13 @@ class Trainer:
             started = time.perf_counter()
             train.set_epoch(epoch)
             train_loss, train_acc = self._train_epoch(train, optimizer, schedule, loss_fn, epoch)
-            if not math.isfinite(train_loss):  # (every rank sees the same summed loss, so all stop together)
-                raise AttnclfError(f"training diverged in epoch {epoch}: the loss became {train_loss} at learning "
-                                   f"rate {config.lr:g}; lower the learning rate (--lr); the epochs before are kept as checkpointed")
+            # The loss is taken before each step, so weights the epoch's last step broke show only in the weights,
+            # or, when they are huge but finite, in the outputs validation sees. (Every rank sees the same summed
+            # loss and the same weights: all stop together.)
+            if not math.isfinite(train_loss) or not all(p.isfinite().all() for p in self.model.parameters()):
+                raise self._diverged(epoch)
             record = {"epoch": epoch, "train_loss": train_loss, "train_accuracy": train_acc,
-                      **(self._validate(validation) if distributed.is_main and validation is not None else {}),
+                      **(self._validate(validation, epoch) if distributed.is_main and validation is not None else {}),
                       "lr": schedule.get_last_lr()[0], "schedule_epochs": config.schedule_epochs or config.epochs,
                       "seconds": round(time.perf_counter() - started, 3)}
             state["history"].append(record)
@@ -297,8 +302,15 @@ class Trainer:
         """What validation scores and the run keeps: the weights' moving average if there is one."""
         return self.model if self.averaged is None else self.averaged.module
 
-    def _validate(self, validation: BucketBatches) -> dict:
+    def _diverged(self, epoch: int) -> AttnclfError:
+        return AttnclfError(f"training diverged in epoch {epoch}: the loss, the weights or the outputs became infinite "
+                            f"or NaN at learning rate {self.config.lr:g}; train again with a lower one (--lr; lr= in "
+                            f"Python)")
+
+    def _validate(self, validation: BucketBatches, epoch: int) -> dict:
         probabilities = predict_probabilities(self._evaluated(), validation, self.device, self.multi_label)
+        if not np.isfinite(probabilities).all():
+            raise self._diverged(epoch)
         if self.multi_label:
             return multilabel.validation_record(validation.labels, probabilities, self.label_names)
         metrics = compute_metrics(validation.labels, probabilities, self.label_names, report=False)

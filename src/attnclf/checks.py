@@ -1,0 +1,34 @@
+"""Checks of values callers pass to the library, shared by its entry points. It imports nothing heavy: the ONNX
+runtime, which runs without torch, uses them too."""
+
+from __future__ import annotations
+
+import numbers
+
+from .errors import AttnclfError
+
+
+def whole_number(value) -> int | None:
+    """``value`` as an ``int`` if it is an integer of any type (numpy's too, as ``np.arange`` grids give), else
+    None. A bool is not a number here: ``epochs=True`` is a mistake, not 1.
+
+    >>> import numpy as np
+    >>> whole_number(np.int64(3)), whole_number(2.0), whole_number(True), whole_number("2")
+    (3, None, None, None)
+    """
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return int(value)
+    return None
+
+
+def check_threads(threads) -> int | None:
+    """``threads`` (None: the runtime's own choice) as an ``int`` of at least 1, or one line saying what is wrong
+    (torch's and onnxruntime's own errors name their internals)."""
+    if threads is None:
+        return None
+    count = whole_number(threads)
+    if count is None:
+        raise AttnclfError(f"--threads must be a whole number, got {threads!r}")
+    if count < 1:
+        raise AttnclfError(f"--threads must be at least 1, got {count}")
+    return count
