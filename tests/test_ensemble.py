@@ -230,6 +230,7 @@ def test_resume_adds_a_member_beside_older_ones_with_their_vectors(tmp_path, mon
     ({"runs/a": 1}, "give a list of run folders, not dict"),
     ({"runs/a", "runs/b"}, "give a list of run folders, not set"),
     (b"runs/a", "give a list of run folders, not bytes"),
+    (bytearray(b"runs/a"), "give a list of run folders, not bytearray"),
 ])
 def test_ensembles_and_refits_name_what_is_wrong_with_their_list_of_runs(run_dirs, message):
     from attnclf.training.refit import refit_runs

@@ -104,7 +104,7 @@ def test_a_run_directory_finds_its_default_export(demo_run, tmp_path):
     with pytest.raises(AttnclfError, match="is not explained or exported as one model"):
         OnnxClassifier.load(tmp_path / "ensemble")
     for other in (run / "config.json", run / "onnx" / "labels.json"):  # files, but not graphs
-        with pytest.raises(AttnclfError, match="is not an ONNX export"):
+        with pytest.raises(AttnclfError, match="is not an ONNX export; give its folder"):
             OnnxClassifier.load(other)
 
 

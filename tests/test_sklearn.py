@@ -140,8 +140,8 @@ def test_fit_raises_attnclf_errors_checked_before_any_work_and_says_when_trainin
 
 
 def test_model_config_cannot_set_what_fit_derives_from_the_data(data):
-    with pytest.raises(ValueError, match="model_config sets vocab_size, which a run takes from the trained tokenizer"):
-        AttentionTextClassifier("boe", epochs=1, model_config={"vocab_size": 5}).fit(data[0], data[1])
+    with pytest.raises(ValueError, match=r"model_config sets max_len, which comes from the estimator's max_len="):
+        AttentionTextClassifier("boe", epochs=1, model_config={"max_len": 64}).fit(data[0], data[1])
 
 
 def test_labels_given_as_a_generator_are_read_once(data):

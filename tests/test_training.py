@@ -3,6 +3,7 @@
 import json
 from dataclasses import replace
 
+import numpy as np
 import pytest
 import torch
 from safetensors.torch import load_file
@@ -253,7 +254,7 @@ def test_weights_that_cannot_be_written_leave_no_partial_file_and_say_where(tmp_
 
 @pytest.mark.parametrize("change, message", [
     (lambda s: replace(s, model_config={**s.model_config, "vocab_size": 5}),
-     r"model_config sets vocab_size, which a run takes from the trained tokenizer \(TokenizerConfig.vocab_size"),
+     r"model_config sets vocab_size, which comes from the trained tokenizer \(TokenizerConfig.vocab_size"),
     (lambda s: replace(s, data=replace(s.data, max_train_examples=0)), "max_train_examples must be at least 1, got 0"),
     (lambda s: replace(s, data=replace(s.data, max_test_examples=True)), "max_test_examples must be a whole number, "
                                                                          "got True"),
@@ -262,6 +263,8 @@ def test_weights_that_cannot_be_written_leave_no_partial_file_and_say_where(tmp_
     (lambda s: replace(s, embeddings="count", embeddings_std=float("nan")), "embeddings_std must be positive and "
                                                                               "finite, got nan"),
     (lambda s: replace(s, threads=1.5), "--threads must be a whole number, got 1.5"),
+    (lambda s: replace(s, data=replace(s.data, split_seed=np.int64(2 ** 32))), "split_seed must be at least 0 and "
+                                                                               "below 4294967296, got 4294967296"),
 ])
 def test_settings_built_in_python_are_checked_before_anything_is_written(tmp_path, change, message):
     # The command line checks these as it reads its flags; train_run meets RunSettings built by hand.
@@ -295,8 +298,31 @@ def test_a_diverging_run_stops_with_one_line_naming_the_epoch_and_learning_rate(
 
 
 def test_numpy_integers_are_whole_numbers_and_become_plain_ints():
-    import numpy as np
-
     config = TrainConfig(epochs=np.int64(2), batch_size=np.int32(8), seed=np.int64(3))  # np.arange grids give these
     assert (config.epochs, config.batch_size, config.seed) == (2, 8, 3)
     assert {type(config.epochs), type(config.batch_size), type(config.seed)} == {int}  # (JSON takes them)
+
+
+def test_numpy_integers_in_run_settings_become_plain_ints_in_config_json(tmp_path):
+    settings = tiny_settings(tmp_path / "run", epochs=1)
+    settings = replace(settings, data=replace(settings.data, max_train_examples=np.int64(200), split_seed=np.int64(3)),
+                       eval_batch_size=np.int64(64), threads=np.int64(1))
+    run_dir = train_run(settings, progress=False).run_dir
+    saved = json.loads((run_dir / "config.json").read_text())["settings"]
+    assert (saved["data"]["max_train_examples"], saved["data"]["split_seed"], saved["eval_batch_size"],
+            saved["threads"]) == (200, 3, 64, 1)
+
+
+def test_a_run_without_validation_stops_when_one_step_breaks_its_weights(tmp_path):
+    from attnclf.models import build_model
+    from attnclf.text.batching import BucketBatches
+    from attnclf.training.trainer import Trainer
+
+    # One step an epoch at a learning rate past float32's range: the step's loss was taken before it and is finite,
+    # and with no validation (a refit) only the weights show what it did.
+    ids, labels = [[2 + i % 5, 3 + i % 3] for i in range(64)], [i % 2 for i in range(64)]
+    model = build_model("boe", vocab_size=10, num_classes=2, embed_dim=8)
+    trainer = Trainer(model, TrainConfig(epochs=2, batch_size=64, lr=1e39), tmp_path, torch.device("cpu"), ["a", "b"],
+                      progress=False)
+    with pytest.raises(AttnclfError, match="training diverged in epoch 1: "):
+        trainer.fit(BucketBatches(ids, labels, 64, shuffle=True, seed=0), None)

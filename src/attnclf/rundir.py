@@ -184,7 +184,8 @@ def run_dir_list(run_dirs) -> list:
     """
     if isinstance(run_dirs, (str, os.PathLike)):
         return [run_dirs]
-    if run_dirs is None or isinstance(run_dirs, (bytes, dict, set, frozenset)) or not hasattr(run_dirs, "__iter__"):
+    if run_dirs is None or isinstance(run_dirs, (bytes, bytearray, dict, set, frozenset)) or \
+            not hasattr(run_dirs, "__iter__"):
         # (a dict would give its keys, a set an order of its own)
         raise AttnclfError(f"give a list of run folders, not {type(run_dirs).__name__}")
     run_dirs = list(run_dirs)

@@ -162,12 +162,17 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
     def _model_fields(self) -> dict:
         if self.model not in MODELS:
             raise ValueError(f"unknown model {self.model!r}; choose one of {', '.join(MODELS)}")
-        refuse_derived_fields(self.model_config or {})
+        refuse_derived_fields(self.model_config or {}, _DERIVED_FROM)
         known = {f.name for f in fields(MODELS[self.model].config_class)}
         chosen = {name: getattr(self, name) for name in _SHARED_FIELDS if getattr(self, name) is not None}
         if self.d_model is not None:
             chosen |= {name: self.d_model for name in _WIDTH_FIELDS}
         return {k: v for k, v in chosen.items() if k in known} | dict(self.model_config or {})
+
+
+# Where fit takes the model fields a run derives (settings.DERIVED_MODEL_FIELDS), in the estimator's own terms.
+_DERIVED_FROM = {"vocab_size": "the texts (the estimator's vocab_size= caps it)", "num_classes": "the labels",
+                 "max_len": "the estimator's max_len=", "pad_id": "the tokenizer"}
 
 
 def _texts(X) -> list[str]:

@@ -52,7 +52,7 @@ def find_export(path: str | Path) -> Path:
                 raise RunDirError(f"ONNX export {candidate} is incomplete: missing {', '.join(missing)}")
             return candidate
     if not path.is_dir():
-        raise RunDirError(f"{path} {'is not an ONNX export' if path.exists() else 'does not exist'}")
+        raise RunDirError(f"{path} is not an ONNX export; give its folder" if path.exists() else f"{path} does not exist")
     if is_ensemble_dir(path):
         raise RunDirError(f"{path}: {NOT_EXPLAINED}")
     raise RunDirError(f"no ONNX export in {path}: run `attnclf export {path} --format onnx` first")

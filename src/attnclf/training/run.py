@@ -17,7 +17,7 @@ from .. import __version__
 from ..data.base import Splits, TextDataset
 from ..data.multilabel import multi_hot
 from ..data.registry import unlabelled_texts
-from ..checks import whole_number
+from ..checks import check_threads, whole_number
 from ..errors import AttnclfError, DataError, RunDirError
 from ..evaluation.metrics import compute_metrics, pick_examples
 from ..evaluation.multilabel import multilabel_metrics, tune_thresholds
@@ -227,15 +227,20 @@ def _refuse_unworkable(settings: RunSettings, resume: bool) -> None:
     flags; RunSettings built in Python meet them here)."""
     resolve_device(settings.device)  # (--device cuda on a machine without one)
     refuse_derived_fields(settings.model_config)
-    data = settings.data
-    for name, value, low, high in (("max_train_examples", data.max_train_examples, 1, None),
-                                   ("max_test_examples", data.max_test_examples, 1, None),
-                                   ("split_seed", data.split_seed, 0, 2 ** 32),  # (numpy's seeds, as TrainConfig's)
-                                   ("eval_batch_size", settings.eval_batch_size, 1, None)):
-        if value is not None and whole_number(value) is None:
+    for owner, name, low, high in ((settings.data, "max_train_examples", 1, None),
+                                   (settings.data, "max_test_examples", 1, None),
+                                   (settings.data, "split_seed", 0, 2 ** 32),  # (numpy's seeds, as TrainConfig's)
+                                   (settings, "eval_batch_size", 1, None)):
+        value = getattr(owner, name)
+        if value is None:
+            continue
+        count = whole_number(value)
+        if count is None:
             raise AttnclfError(f"{name} must be a whole number, got {value!r}")
-        if value is not None and not (low <= value and (high is None or value < high)):
-            raise AttnclfError(f"{name} must be at least {low}{f' and below {high}' if high else ''}, got {value}")
+        if not (low <= count and (high is None or count < high)):
+            raise AttnclfError(f"{name} must be at least {low}{f' and below {high}' if high else ''}, got {count}")
+        setattr(owner, name, count)  # (numpy's integers would not go into config.json)
+    settings.threads = check_threads(settings.threads)
     if settings.embeddings and not 0 < settings.embeddings_std < math.inf:
         raise AttnclfError(f"embeddings_std must be positive and finite, got {settings.embeddings_std}")
     if not resume and settings.refit_of is None:

@@ -174,14 +174,15 @@ DERIVED_MODEL_FIELDS = {"vocab_size": "the trained tokenizer (TokenizerConfig.vo
                         "pad_id": "the tokenizer"}
 
 
-def refuse_derived_fields(model_config: dict) -> None:
-    """One line if ``model_config`` sets a field the run derives (build_model would get it twice).
+def refuse_derived_fields(model_config: dict, sources: dict[str, str] = DERIVED_MODEL_FIELDS) -> None:
+    """One line if ``model_config`` sets a field the run derives (build_model would get it twice), naming its source
+    in the caller's terms (``sources``: field -> where it comes from).
 
     >>> refuse_derived_fields({"d_model": 64})
     """
-    derived = sorted(set(model_config) & set(DERIVED_MODEL_FIELDS))
+    derived = sorted(set(model_config) & set(sources))
     if derived:
-        raise AttnclfError(f"model_config sets {derived[0]}, which a run takes from {DERIVED_MODEL_FIELDS[derived[0]]}")
+        raise AttnclfError(f"model_config sets {derived[0]}, which comes from {sources[derived[0]]}")
 
 
 def settings_for(data: DataSettings, model: str, *, model_config: dict | None = None, train: dict | None = None,
