@@ -326,3 +326,17 @@ def test_a_run_without_validation_stops_when_one_step_breaks_its_weights(tmp_pat
                       progress=False)
     with pytest.raises(AttnclfError, match="training diverged in epoch 1: "):
         trainer.fit(BucketBatches(ids, labels, 64, shuffle=True, seed=0), None)
+
+
+def test_scoring_a_model_with_broken_weights_is_one_line(tmp_path):
+    from attnclf.data.base import TextDataset
+    from attnclf.training.run import evaluate_split
+
+    run_dir = train_run(tiny_settings(tmp_path / "run", epochs=1), progress=False).run_dir
+    classifier = Classifier.load(run_dir, device="cpu")
+    with torch.no_grad():  # huge but finite weights, as a refit (no validation to notice) could end with
+        for parameter in classifier.model.parameters():
+            parameter.fill_(1e30)
+    test = TextDataset(["a good film", "a dull film"], [0, 1], classifier.label_names, split="test")
+    with pytest.raises(AttnclfError, match="the model's outputs on the test texts are not finite numbers"):
+        evaluate_split(classifier.model, classifier.tokenizer, test, torch.device("cpu"))

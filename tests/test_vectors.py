@@ -251,6 +251,8 @@ def test_count_vectors_and_word_vectors_refuse_what_they_cannot_count_or_store(t
         WordVectors(["a b"], np.zeros((1, 2), dtype=np.float32)).save(tmp_path / "v.vec")
     with pytest.raises(DataError, match="the vector of 'a' holds a number that is not finite in float32"):
         WordVectors(["a"], np.full((1, 2), 1e39)).save(tmp_path / "v.vec")  # (finite in float64)
+    with pytest.raises(DataError, match="word '\\\\ud800' is not valid Unicode: a lone surrogate"):
+        WordVectors(["\ud800"], np.ones((1, 2), dtype=np.float32)).save(tmp_path / "v.vec")
     with pytest.raises(DataError, match="no vectors to write: 0 words"):
         WordVectors([], np.zeros((0, 2), dtype=np.float32)).save(tmp_path / "v.vec")
     assert not (tmp_path / "v.vec").exists()

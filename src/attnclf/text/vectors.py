@@ -33,7 +33,7 @@ from ..checks import whole_number
 from ..errors import DataError
 from ..prediction import check_texts
 from ..rundir import atomic_write_bytes
-from .cleaning import CleaningConfig
+from .cleaning import CleaningConfig, unicode_problem
 from .tokenizer import PAD_ID, UNK_ID, Tokenizer, TokenizerConfig
 
 
@@ -64,6 +64,9 @@ class WordVectors:
         if unwritable is not None:
             raise DataError(f"word {unwritable!r} is empty or holds a space or line break, which word2vec text "
                             f"cannot store")
+        for word in self.words:  # (UTF-8 cannot encode half a surrogate pair)
+            if problem := unicode_problem(word):
+                raise DataError(f"word {word!r} is {problem}")
         with np.errstate(over="ignore"):  # (what overflows float32 is the finding, below)
             numbers = np.asarray(self.vectors, dtype=np.float32)
         if not np.isfinite(numbers).all():

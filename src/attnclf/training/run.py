@@ -97,6 +97,9 @@ def evaluate_split(model, tokenizer: Tokenizer, data: TextDataset, device, batch
     """
     batches = _batches(tokenizer, data, batch_size, False, 0, windows=window_config(model))
     probabilities = predict_probabilities(model, batches, device, data.multi_label)
+    if not np.isfinite(probabilities).all():  # (scikit-learn's metrics would stop on them with a traceback)
+        raise AttnclfError(f"the model's outputs on the {data.split or 'held-out'} texts are not finite numbers: its "
+                           f"weights are broken (by a training that diverged?); train it again with a lower --lr")
     if data.multi_label:
         metrics = multilabel_metrics(multi_hot(data.labels, data.num_classes), probabilities, data.label_names,
                                      thresholds)
