@@ -145,19 +145,14 @@ def _parquet_rows(path: Path, text_column: str, label_column: str | None) -> Ite
                             f"rename all but one")
     number = 0
     wanted = [column for column, _ in _wanted(text_column, label_column)]
-    batches = parquet.iter_batches(batch_size=8192, columns=wanted)
-    while True:
-        try:
-            batch = next(batches, None)
-        except Exception as exc:  # corrupt data pages surface while reading, past the footer
-            raise DataError(f"{path}, after row {number}: unreadable Parquet data: {' '.join(str(exc).split())}") \
-                from None
-        if batch is None:
-            return
-        labels = batch.column(label_column).to_pylist() if label_column is not None else [None] * batch.num_rows
-        for text, label in zip(batch.column(text_column).to_pylist(), labels):
-            number += 1
-            yield f"row {number}", text, label
+    try:  # (the reader's own errors only: a consumer's exceptions do not enter a generator at its yield)
+        for batch in parquet.iter_batches(batch_size=8192, columns=wanted):
+            labels = batch.column(label_column).to_pylist() if label_column is not None else [None] * batch.num_rows
+            for text, label in zip(batch.column(text_column).to_pylist(), labels):
+                number += 1
+                yield f"row {number}", text, label
+    except Exception as exc:  # corrupt data pages surface while reading, past the footer
+        raise DataError(f"{path}, after row {number}: unreadable Parquet data: {' '.join(str(exc).split())}") from None
 
 
 def _wanted(text_column: str, label_column: str | None) -> list[tuple[str, str]]:

@@ -59,15 +59,13 @@ class WordVectors:
         """Write word2vec text format, atomically; vectors ``load`` could not read back are refused instead."""
         if not self.words or self.dim < 1:
             raise DataError(f"no vectors to write: {len(self.words)} words of {self.dim} dimensions")
-        # The format ends a word at a space and a line at a newline; load reads the numbers as float32.
-        unwritable = next((word for word in self.words if not word or any(c in word for c in " \n\r")), None)
-        if unwritable is not None:
-            raise DataError(f"word {unwritable!r} is empty or holds a space or line break, which word2vec text "
-                            f"cannot store")
-        for word in self.words:  # (UTF-8 cannot encode half a surrogate pair)
+        for word in self.words:  # the format ends a word at a space, a line at a line break; UTF-8 takes no half pairs
+            if not word or any(c in word for c in " \n\r"):
+                raise DataError(f"word {word!r} is empty or holds a space or line break, which word2vec text cannot "
+                                f"store")
             if problem := unicode_problem(word):
                 raise DataError(f"word {word!r} is {problem}")
-        with np.errstate(over="ignore"):  # (what overflows float32 is the finding, below)
+        with np.errstate(over="ignore"):  # load reads float32; what overflows it is the finding, below
             numbers = np.asarray(self.vectors, dtype=np.float32)
         if not np.isfinite(numbers).all():
             row = int(np.argwhere(~np.isfinite(numbers))[0][0])
@@ -168,9 +166,10 @@ def count_vectors(texts: Sequence[str], dim: int = 64, window: int = 5, min_coun
     from sklearn.utils.extmath import randomized_svd
 
     texts = check_texts(texts)  # (a single string would count its characters, a generator be used up)
-    if not all(whole_number(n) is not None and n >= 1 for n in (dim, window)):
+    sizes = whole_number(dim), whole_number(window)
+    if None in sizes or min(sizes) < 1:
         raise DataError(f"--dim and --window must be whole numbers, at least 1, got {dim!r} and {window!r}")
-    dim, window = int(dim), int(window)
+    dim, window = sizes
     try:
         tokenizer = Tokenizer.train(texts, TokenizerConfig(kind="word", vocab_size=vocab_size, min_frequency=min_count,
                                                            max_len=10 ** 9, cleaning=cleaning or CleaningConfig()))
