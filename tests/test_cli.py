@@ -557,6 +557,36 @@ def test_training_into_a_folder_with_a_model_needs_overwrite_and_one_kind_of_run
         "another --output")
 
 
+def test_an_interrupted_overwrite_keeps_the_model_it_replaces_until_the_new_one_finishes(tmp_path, capsys,
+                                                                                           monkeypatch):
+    run = tmp_path / "run"
+    argv = ["train", "--dataset", "demo", "--max-train-examples", "200", "--epochs", "2", "--batch-size", "16",
+            "--threads", "1", "--output", str(run), "--no-report"]
+    assert main(argv + ["--quiet"]) == 0
+    finished = {name: (run / name).read_bytes() for name in ("model.safetensors", "config.json", "metrics.json")}
+    with monkeypatch.context() as patch:
+        interrupt_in_epoch_2(patch)
+        assert main(argv + ["--overwrite", "--seed", "1"]) == 130
+    earlier = run / "earlier-model"
+    err = capsys.readouterr().err
+    assert f"{run} held a trained model; this run replaces it (kept in {earlier} until this run finishes)" in err
+    assert err.strip().endswith(f"continues from its last checkpoint; the model it replaces is kept in {earlier}")
+    # The earlier model is whole where the message says, and still a run of its own; the folder holds the new one.
+    assert {name: (earlier / name).read_bytes() for name in finished} == finished
+    assert main(["evaluate", str(earlier)]) == 0
+    assert json.loads((run / "config.json").read_text())["settings"]["train"]["seed"] == 1
+    assert not (run / "metrics.json").exists()
+    capsys.readouterr()
+    # Interrupted again, the kept model stays the finished one, not the unfinished replacement.
+    with monkeypatch.context() as patch:
+        interrupt_in_epoch_2(patch)
+        assert main(argv + ["--overwrite", "--seed", "2", "--quiet"]) == 130
+    assert (earlier / "model.safetensors").read_bytes() == finished["model.safetensors"]
+    # Once the replacement finishes, the earlier model goes.
+    assert main(["train", "--resume", "--output", str(run), "--quiet"]) == 0
+    assert (run / "metrics.json").is_file() and not earlier.exists()
+
+
 def test_options_may_come_between_the_run_and_its_texts_and_each_text_gets_its_answer(csv_run, capsys):
     assert main(["predict", str(csv_run), "--attention", "a wonderful story", " ", "--threads", "1",
                  "a dull story"]) == 0

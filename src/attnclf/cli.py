@@ -231,9 +231,10 @@ def _add_train_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--window-pooling", choices=["attention", "mean", "max"],
                    help="with --windows: how the windows' summaries combine (default: attention)")
     p.add_argument("--overwrite", action="store_true",
-                   help="replace the trained model (or --seeds members) already in --output, deleted once this "
-                        "run's data has loaded (an interrupted replacement resumes, the earlier model is gone); "
-                        "without it such a folder is refused, so a repeated command cannot delete a finished run")
+                   help="replace the trained model (or --seeds members) already in --output: once this run's data "
+                        "has loaded the earlier model moves to OUTPUT/earlier-model, deleted when this run finishes "
+                        "(an interrupted replacement resumes, and keeps it); without --overwrite such a folder is "
+                        "refused, so a repeated command cannot delete a finished run")
     p.add_argument("--resume", action="store_true",
                    help="continue the interrupted run in --output with its own settings: give the command that "
                         "started it, or only --output; --epochs, --device and --threads may change, --data-dir says "
@@ -1244,9 +1245,15 @@ def _resume_hint(args: argparse.Namespace) -> str:
     if args.seeds:  # the same command, less --overwrite (which --resume refuses: the members are kept)
         again = ["attnclf", "train", *_without_flag(args.argv, "--overwrite"), *([] if args.resume else ["--resume"])]
         return f"; `{' '.join(map(shlex.quote, again))}` keeps the finished members and continues the others"
+    from .rundir import EARLIER_MODEL
+
+    earlier = Path(args.output) / EARLIER_MODEL
+    kept = f"; the model it replaces is kept in {earlier}" if earlier.is_dir() else ""
     if (Path(args.output) / "checkpoint" / "state.json").is_file():
-        return f"; `attnclf train --resume --output {shlex.quote(args.output)}` continues from its last checkpoint"
-    return "; it stopped before its first checkpoint (written at most once a minute, and at the end): train it again"
+        return (f"; `attnclf train --resume --output {shlex.quote(args.output)}` continues from its last "
+                f"checkpoint{kept}")
+    return (f"; it stopped before its first checkpoint (written at most once a minute, and at the end): train it "
+            f"again{kept}")
 
 
 if __name__ == "__main__":

@@ -9,6 +9,8 @@ history.jsonl      one line per epoch
 metrics.json       final test metrics
 thresholds.json    multi-label runs: each label's decision threshold, tuned on validation
 checkpoint/        last epoch's full training state, for --resume
+earlier-model/     while `train --overwrite` retrains the folder: the finished model it replaces, deleted
+                   when the new one finishes (an interrupted replacement keeps it)
 ```
 
 Every file is written atomically (temporary file, then ``os.replace``), so an
@@ -31,6 +33,7 @@ if TYPE_CHECKING:
 FORMAT_VERSION = 1
 REQUIRED_FILES = ("config.json", "model.safetensors", "tokenizer.json", "labels.json")
 THRESHOLDS_FILE = "thresholds.json"
+EARLIER_MODEL = "earlier-model"
 
 
 def temporary_beside(path: Path, suffix: str = ".tmp") -> tuple[int, str]:

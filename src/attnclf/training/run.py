@@ -24,8 +24,9 @@ from ..evaluation.multilabel import multilabel_metrics, tune_thresholds
 from ..evaluation.predict import predict_probabilities
 from ..models import build_model, config_for
 from ..models.windows import window_config, windowed
-from ..rundir import (FORMAT_VERSION, THRESHOLDS_FILE, atomic_write_bytes, atomic_write_json, first_missing_folder,
-                      prepare_output_dir, read_config, read_json, read_jsonl, remove_empty_folders)
+from ..rundir import (EARLIER_MODEL, FORMAT_VERSION, THRESHOLDS_FILE, atomic_write_bytes, atomic_write_json,
+                      first_missing_folder, prepare_output_dir, read_config, read_json, read_jsonl,
+                      remove_empty_folders)
 from ..text.batching import EVAL_MAX_TOKENS, BucketBatches
 from ..text.cache import CachedDataset
 from ..text.tokenizer import Tokenizer
@@ -154,7 +155,7 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
             remove_empty_folders(run_dir.parent, created)
         raise
     if not resume and distributed.is_main:
-        _remove_earlier_model(run_dir, progress)
+        _set_aside_earlier_model(run_dir, progress)
     label_names = splits.train.label_names
     if distributed.is_main and not resume:
         _describe_data(settings, splits, progress)
@@ -209,12 +210,12 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
     if splits.test is None and splits.validation is None:  # a refit of data without a test split: nothing held out
         metrics = {"split": None, **trained,
                    "note": f"trained on every labelled text; {settings.refit_of['run']} estimates its accuracy"}
-        atomic_write_json(run_dir / "metrics.json", metrics)
+        _finished(run_dir, metrics)
         return RunResult(run_dir, metrics, history, time.perf_counter() - started)
     test = align_labels(splits.test if splits.test is not None else splits.validation, label_names)
     metrics, test_probabilities = evaluate_split(model, tokenizer, test, device, settings.eval_batch_size, thresholds)
     metrics |= trained
-    atomic_write_json(run_dir / "metrics.json", metrics)
+    _finished(run_dir, metrics)
     if settings.report:
         from ..classifier import Classifier
         from ..report import write_report
@@ -301,19 +302,39 @@ def _suspect_separators(train_file: str | None) -> str:
     return ",;|/" if Path(train_file).suffix.lower() in (".csv", ".tsv") else ",;|"
 
 
-def _remove_earlier_model(run_dir: Path, progress: bool) -> None:
-    """The data loaded: this run replaces the folder's earlier one. Its weights, history, metrics, thresholds, ONNX
-    export and checkpoint would describe another model (a checkpoint would invite --resume onto this run's
-    tokenizer, a history `attnclf refit` onto its settings), and this run writes its own as it goes."""
-    if progress and (run_dir / "model.safetensors").is_file():
-        _stderr(f"{run_dir} held a trained model; this run replaces it")
-    for stale in ("model.safetensors", "history.jsonl", "metrics.json", THRESHOLDS_FILE, "report.html",
-                  "faithfulness.json"):
-        (run_dir / stale).unlink(missing_ok=True)
-    if (run_dir / "onnx" / "export.json").is_file():
-        shutil.rmtree(run_dir / "onnx", ignore_errors=True)
-    for derived in ("checkpoint", "plots"):
-        shutil.rmtree(run_dir / derived, ignore_errors=True)
+# What a run writes into its folder, and so what it replaces of an earlier run there.
+_RUN_FILES = ("model.safetensors", "history.jsonl", "metrics.json", THRESHOLDS_FILE, "report.html", "faithfulness.json",
+              "config.json", "labels.json", "tokenizer.json")
+
+
+def _set_aside_earlier_model(run_dir: Path, progress: bool) -> None:
+    """The data loaded: this run replaces the folder's earlier one. A finished earlier model moves into
+    ``earlier-model/`` until this run finishes, so an interrupted or failed replacement loses no trained model; an
+    unfinished one (its weights, history, checkpoint) is deleted, as it would describe another model (a checkpoint
+    would invite --resume onto this run's tokenizer, a history `attnclf refit` onto its settings)."""
+    earlier = run_dir / EARLIER_MODEL
+    exported = (run_dir / "onnx" / "export.json").is_file()  # (an onnx/ folder of the user's own is not ours)
+    ours = [*_RUN_FILES, "plots", *(["onnx"] if exported else [])]
+    if (run_dir / "metrics.json").is_file() and (run_dir / "model.safetensors").is_file():
+        shutil.rmtree(earlier, ignore_errors=True)  # (a finished model is newer than any kept before it)
+        earlier.mkdir()
+        for name in ours:
+            if (run_dir / name).exists():
+                os.replace(run_dir / name, earlier / name)
+        if progress:
+            _stderr(f"{run_dir} held a trained model; this run replaces it (kept in {earlier} until this run "
+                    f"finishes)")
+    for name in ours + ["checkpoint"]:
+        if (run_dir / name).is_dir():
+            shutil.rmtree(run_dir / name, ignore_errors=True)
+        else:
+            (run_dir / name).unlink(missing_ok=True)
+
+
+def _finished(run_dir: Path, metrics: dict) -> None:
+    """Write the run's final metrics; the model it replaced, if any, is no longer needed."""
+    atomic_write_json(run_dir / "metrics.json", metrics)
+    shutil.rmtree(run_dir / EARLIER_MODEL, ignore_errors=True)
 
 
 def _check_same_texts(run_dir: Path, saved: dict, settings: RunSettings, label_names: list[str],
