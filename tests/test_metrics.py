@@ -1,8 +1,9 @@
 import numpy as np
 import pytest
-from sklearn.metrics import f1_score, roc_auc_score
+from sklearn.metrics import f1_score, log_loss, roc_auc_score
 
 from attnclf.evaluation import compute_metrics, pick_examples
+from attnclf.evaluation.metrics import expected_calibration_error, reliability
 
 
 def test_binary_metrics_match_scikit_learn_and_count_outcomes():
@@ -62,3 +63,38 @@ def test_examples_are_the_most_confident_of_each_kind():
     assert [e["text"] for e in ex["correct"]] == ["a", "b", "d"]
     assert [e["text"] for e in ex["incorrect"]] == ["c"]
     assert ex["incorrect"][0]["confidence"] == pytest.approx(0.8)
+
+
+def test_calibration_error_is_zero_when_confidence_is_accuracy_and_grows_with_overconfidence():
+    rng = np.random.default_rng(0)
+    confidence = rng.uniform(0.5, 1.0, 200_000)
+    right = rng.uniform(size=confidence.size) < confidence  # right exactly as often as it claims
+    y_true = np.where(right, 0, 1)
+    calibrated = np.stack([confidence, 1 - confidence], axis=1)
+    assert expected_calibration_error(y_true, calibrated) < 0.005
+    # The same predictions claimed with more confidence: the gap is the added confidence, bin by bin.
+    sharpened = np.stack([np.sqrt(confidence), 1 - np.sqrt(confidence)], axis=1)
+    assert expected_calibration_error(y_true, sharpened) == pytest.approx(np.mean(np.sqrt(confidence) - confidence),
+                                                                          abs=0.005)
+    cells = reliability(y_true, calibrated, bins=5)
+    assert [cell["upper"] for cell in cells] == [0.6, 0.8, 1.0]  # confidences of 0.5 and more: three of five bins
+    assert sum(cell["count"] for cell in cells) == confidence.size
+    for cell in cells:
+        assert cell["upper"] - 0.2 < cell["confidence"] <= cell["upper"]
+        assert cell["accuracy"] == pytest.approx(cell["confidence"], abs=0.01)
+
+
+def test_metrics_report_log_loss_and_calibration_with_every_class_counted():
+    y_true = [0, 1, 2, 2]
+    probabilities = np.array([[.7, .2, .1], [.1, .8, .1], [.2, .2, .6], [.5, .3, .2]])
+    metrics = compute_metrics(y_true, probabilities, ["a", "b", "c"])
+    assert metrics["log_loss"] == pytest.approx(log_loss(y_true, probabilities))
+    # Top-label confidences .7, .8, .6 (right) and .5 (wrong), each in its own bin of 15.
+    assert metrics["ece"] == pytest.approx((0.3 + 0.2 + 0.4 + 0.5) / 4)
+    # The true class's probability alone counts, whichever classes the scored texts hold; a certain right answer
+    # costs nothing and a certain wrong one a finite (clipped) amount.
+    two = compute_metrics([0, 0], np.array([[.6, .3, .1], [.9, .05, .05]]), ["a", "b", "c"])
+    assert two["log_loss"] == pytest.approx(-np.mean(np.log([.6, .9])))
+    assert compute_metrics([0, 1], np.array([[1., 0.], [0., 1.]]), ["a", "b"])["log_loss"] == 0.0
+    assert compute_metrics([0, 1], np.array([[0., 1.], [0., 1.]]), ["a", "b"])["log_loss"] == pytest.approx(
+        -np.log(1e-12) / 2)

@@ -120,7 +120,7 @@ def test_an_interrupted_refit_resumes_as_a_refit(validated, refit, tmp_path, res
 def test_best_epoch_names_the_weights_the_trainer_kept(tmp_path):
     # Weight averaging, the loss monitored, and early stopping: the kept weights score the chosen epoch's loss.
     from attnclf.classifier import Classifier
-    from attnclf.evaluation.predict import log_loss
+    from attnclf.evaluation.metrics import log_loss
 
     settings = tiny_settings(tmp_path / "run", epochs=6, ema_decay=0.8, monitor="loss", lr=3e-3)
     settings.train.patience = 1

@@ -41,11 +41,14 @@ def test_train_writes_the_report(demo_run):
     assert "branches:" not in page  # one branch: its token map is the whole story
     embedded = images(page)
     written = sorted(p.name for p in (demo_run / "plots").glob("*.png"))
-    assert written == ["confusion_matrix.png", "metric_history.png", "roc.png", "self_attention.png", "training.png"]
+    assert written == ["confusion_matrix.png", "metric_history.png", "reliability.png", "roc.png", "self_attention.png",
+                       "training.png"]
     assert len(embedded) == page.count("<img ") == len(written)  # every image embedded, none linked
     assert all(png.startswith(PNG) for png in embedded)
     assert sorted(embedded) == sorted((demo_run / "plots" / name).read_bytes() for name in written)
-    for heading in ("Training", "Validation metrics per epoch", "Test set (1000 texts)", "ROC curve",
+    metrics = json.loads((demo_run / "metrics.json").read_text())
+    assert f"Log loss {metrics['log_loss']:.4f}; expected calibration error {metrics['ece']:.4f}" in page
+    for heading in ("Training", "Validation metrics per epoch", "Test set (1000 texts)", "ROC curve", "Calibration",
                     "Examples, explained by attention", "Most confident correct predictions",
                     "Most confident incorrect predictions", "Self-attention per layer and head"):
         assert heading in page
@@ -237,7 +240,7 @@ def test_report_renders_in_chromium(measured_run):
                 or (e.get("method") == "Log.entryAdded" and e["params"]["entry"]["level"] == "error")]
     assert problems == []
     assert state["title"] == "attnclf report: run"
-    assert len(state["images"]) == 6  # training, metric history, confusion, ROC, heads, deletion
+    assert len(state["images"]) == 7  # training, metric history, confusion, ROC, reliability, heads, deletion
     broken = [alt for alt, complete, natural, shown in state["images"] if not (complete and natural > 0 and shown > 0)]
     assert broken == []
     assert state["tables"] >= 4 and state["height"] > 2000

@@ -20,7 +20,8 @@ def compute_metrics(
     """Everything a practitioner reads off a test set, as a JSON-ready dict.
 
     Accuracy; precision/recall/F1 per class, macro and weighted; ROC AUC (binary,
-    or one-vs-rest macro); TP/FP/TN/FN when binary (class 1 is positive); the
+    or one-vs-rest macro); how far the probabilities can be taken at their word (log loss, and the expected
+    calibration error of the top label's confidence); TP/FP/TN/FN when binary (class 1 is positive); the
     confusion matrix (rows true, columns predicted) and, unless ``report=False``, a text report.
 
     >>> m = compute_metrics([0, 1, 1], np.array([[.9, .1], [.2, .8], [.6, .4]]), ["neg", "pos"])
@@ -43,6 +44,8 @@ def compute_metrics(
         )
         metrics |= {f"{average}_precision": float(p), f"{average}_recall": float(r), f"{average}_f1": float(f)}
     metrics["roc_auc"] = _roc_auc(y_true, probabilities, classes)
+    metrics["log_loss"] = log_loss(y_true, probabilities)
+    metrics["ece"] = expected_calibration_error(y_true, probabilities)
     metrics["per_class"] = {
         name: {"precision": float(precision[i]), "recall": float(recall[i]), "f1": float(f1[i]),
                "support": int(support[i])}
@@ -61,6 +64,16 @@ def compute_metrics(
     return metrics
 
 
+def log_loss(labels: Sequence[int], probabilities: np.ndarray) -> float:
+    """Mean cross-entropy of the true class (what training minimises; a run's ``val_loss``).
+
+    >>> round(log_loss([0, 1], np.array([[.9, .1], [.5, .5]])), 4)
+    0.3993
+    """
+    picked = probabilities[np.arange(len(labels)), np.asarray(labels)]
+    return float(-np.log(np.clip(picked, 1e-12, None)).mean()) + 0.0  # + 0.0: -0.0 (every p = 1) reads as 0.0
+
+
 def _roc_auc(y_true: np.ndarray, probabilities: np.ndarray, classes: list[int]) -> float | None:
     """Binary: the AUC of class 1's probability. More classes: the macro one-vs-rest AUC over the classes that occur,
     each class's own probabilities ranked as they are (scikit-learn's ``multi_class="ovr"`` when all occur)."""
@@ -70,6 +83,36 @@ def _roc_auc(y_true: np.ndarray, probabilities: np.ndarray, classes: list[int]) 
     if len(classes) == 2:
         return float(roc_auc_score(y_true, probabilities[:, 1]))
     return float(np.mean([roc_auc_score(y_true == c, probabilities[:, c]) for c in present]))
+
+
+def reliability(y_true: Sequence[int], probabilities: np.ndarray, bins: int = 15) -> list[dict]:
+    """The top label's confidence against its accuracy, in ``bins`` equal-width confidence bins (the reliability
+    diagram of Guo et al., 2017): each non-empty bin's upper edge, count, mean confidence and accuracy.
+
+    >>> [(cell["upper"], cell["count"], round(cell["confidence"], 3)) for cell in
+    ...  reliability([0, 1, 1], np.array([[.9, .1], [.2, .8], [.6, .4]]), bins=4)]
+    [(0.75, 1, 0.6), (1.0, 2, 0.85)]
+    """
+    y_true = np.asarray(y_true)
+    confidence = probabilities.max(axis=1)
+    correct = probabilities.argmax(axis=1) == y_true
+    # Right-closed bins, (0, 1/bins], ..., ((bins-1)/bins, 1]: a confidence of exactly 1 falls in the last.
+    index = np.clip(np.ceil(confidence * bins).astype(int) - 1, 0, bins - 1)
+    return [{"upper": (b + 1) / bins, "count": int(np.sum(index == b)),
+             "confidence": float(confidence[index == b].mean()), "accuracy": float(correct[index == b].mean())}
+            for b in range(bins) if np.any(index == b)]
+
+
+def expected_calibration_error(y_true: Sequence[int], probabilities: np.ndarray, bins: int = 15) -> float:
+    """How far, on average over texts, the top label's confidence is from how often such predictions are right
+    (0: confidences are accuracies; an overconfident model that says 0.99 and is right 90% of the time: 0.09).
+
+    >>> round(expected_calibration_error([0, 1, 1, 1], np.array([[.9, .1], [.1, .9], [.1, .9], [.9, .1]])), 3)
+    0.15
+    """
+    cells = reliability(y_true, probabilities, bins)
+    total = sum(cell["count"] for cell in cells)
+    return float(sum(cell["count"] / total * abs(cell["accuracy"] - cell["confidence"]) for cell in cells))
 
 
 def pick_examples(

@@ -31,7 +31,8 @@ from ..rundir import atomic_write_bytes, atomic_write_json, check_run_dir, read_
 from . import plots
 
 FAITHFULNESS_FILE = "faithfulness.json"
-PLOTS = ("training", "metric_history", "confusion_matrix", "roc", "self_attention", "deletion")  # plots/<name>.png
+PLOTS = ("training", "metric_history", "confusion_matrix", "roc", "reliability", "self_attention",
+         "deletion")  # plots/<name>.png
 
 
 def write_report(run_dir: str | Path, *, classifier=None, test: TextDataset | None = None,
@@ -77,7 +78,8 @@ def write_report(run_dir: str | Path, *, classifier=None, test: TextDataset | No
     if not classifier.multi_label:  # the rest shows one class per text
         figures |= {"confusion_matrix": plots.confusion_matrix_figure(metrics["confusion_matrix"],
                                                                       classifier.label_names),
-                    "roc": plots.roc_figure(test.labels, probabilities, classifier.label_names)}
+                    "roc": plots.roc_figure(test.labels, probabilities, classifier.label_names),
+                    "reliability": plots.reliability_figure(test.labels, probabilities)}
         examples = pick_examples(test.texts, test.labels, probabilities, classifier.label_names)
         texts = [ex["text"] for kind in ("correct", "incorrect") for ex in examples[kind]]
         has_heads = "rollout" in supported
@@ -188,7 +190,16 @@ def _test_section(images: dict[str, bytes], metrics: dict, label_names: list[str
     return (f"<section><h2>{_split_title(metrics)} ({len(test)} texts)</h2>"
             + _table(["class", "precision", "recall", "F1", "support"], rows)
             + _image(images, "confusion_matrix", "confusion matrix") + f"<h3>ROC curve{roc_note}</h3>"
-            + _image(images, "roc", "ROC curve") + "</section>")
+            + _image(images, "roc", "ROC curve") + _calibration(images, metrics) + "</section>")
+
+
+def _calibration(images: dict[str, bytes], metrics: dict) -> str:
+    if "ece" not in metrics:  # metrics.json from before calibration was measured (the figure is drawn anyway)
+        return "<h3>Calibration</h3>" + _image(images, "reliability", "reliability diagram")
+    return (f"<h3>Calibration</h3><p>Log loss {metrics['log_loss']:.4f}; expected calibration error "
+            f"{metrics['ece']:.4f} (the mean gap between the top label's confidence and how often it is right: "
+            f"0 when a confidence of 0.9 is right 9 times in 10).</p>"
+            + _image(images, "reliability", "reliability diagram"))
 
 
 def _multilabel_test_section(metrics: dict, test: TextDataset) -> str:

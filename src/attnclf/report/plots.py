@@ -120,6 +120,30 @@ def roc_figure(y_true: Sequence[int], probabilities: np.ndarray, label_names: Se
     return fig
 
 
+def reliability_figure(y_true: Sequence[int], probabilities: np.ndarray, bins: int = 15) -> Figure:
+    """The reliability diagram: in each confidence bin, how often the top label was right, against the diagonal
+    a calibrated model would follow; below it, how many texts each bin holds (most sit near 1)."""
+    from ..evaluation.metrics import expected_calibration_error, reliability
+
+    cells = reliability(y_true, probabilities, bins)
+    fig = _figure(5.5, 6)
+    top, bottom = fig.subplots(2, 1, sharex=True, height_ratios=(3, 1))
+    centres = [cell["upper"] - 0.5 / bins for cell in cells]
+    top.bar(centres, [cell["accuracy"] for cell in cells], width=1 / bins, edgecolor="black", lw=0.5,
+            label="accuracy in the bin")
+    top.plot([cell["confidence"] for cell in cells], [cell["accuracy"] for cell in cells], "o", color="C1", ms=4,
+             label="at its mean confidence")
+    top.plot([0, 1], [0, 1], "--", color="grey", lw=1, label="calibrated")
+    ece = expected_calibration_error(y_true, probabilities, bins)
+    lowest = np.floor(bins / probabilities.shape[1]) / bins  # the top label of K classes has 1/K at least
+    top.set(ylabel="accuracy", xlim=(lowest, 1), ylim=(0, 1.01), title=f"Reliability (expected calibration error {ece:.3f})")
+    top.legend(loc="upper left", fontsize="small")
+    top.grid(alpha=0.3)
+    bottom.bar(centres, [cell["count"] for cell in cells], width=1 / bins, color="grey")
+    bottom.set(xlabel="confidence of the predicted label", ylabel="texts", yscale="log")
+    return fig
+
+
 def token_scores_figure(tokens: Sequence[str], scores: Sequence[float], title: str) -> Figure:
     """One bar per token (the case study's attention bar chart), for any method's scores."""
     scores = np.asarray(scores, dtype=float)

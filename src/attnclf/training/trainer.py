@@ -35,7 +35,7 @@ from tqdm.auto import tqdm
 from ..checks import whole_number
 from ..errors import AttnclfError
 from ..evaluation.metrics import compute_metrics
-from ..evaluation.predict import log_loss, predict_probabilities
+from ..evaluation.predict import predict_probabilities
 from ..rundir import atomic_save_tensors, atomic_write_json, load_weights, read_json, write_jsonl
 from ..text.batching import BucketBatches
 from . import multilabel
@@ -315,7 +315,7 @@ class Trainer:
             return multilabel.validation_record(validation.labels, probabilities, self.label_names)
         metrics = compute_metrics(validation.labels, probabilities, self.label_names, report=False)
         return {
-            "val_loss": log_loss(validation.labels, probabilities),
+            "val_loss": metrics["log_loss"],
             "val_accuracy": metrics["accuracy"],
             "val_macro_f1": metrics["macro_f1"],
             "val_macro_precision": metrics["macro_precision"],
