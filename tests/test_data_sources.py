@@ -430,6 +430,18 @@ def test_jsonl_integer_and_string_labels(tmp_path):
     path = _write(tmp_path / "e.json", '{"body": "a", "y": "spam"}\n{"body": "b", "y": "ham"}\n')
     ds = load_file(path, "body", "y")
     assert (ds.label_names, ds.labels) == (["ham", "spam"], [1, 0])
+    # true/false labels are a class each; beside other labels they are a mistake in the file, named where it is.
+    path = _write(tmp_path / "b.jsonl", '{"text": "a", "label": true}\n{"text": "b", "label": false}\n')
+    assert load_file(path).label_names == ["False", "True"]
+    path = _write(tmp_path / "m.jsonl", '{"text": "a", "label": "pos"}\n{"text": "b", "label": "neg"}\n'
+                                        '{"text": "c", "label": true}\n')
+    with pytest.raises(DataError, match=r'm.jsonl, line 3: label true in column \'label\' mixes true/false with other '
+                                        r'labels \(line 1: "pos"\); write every label the same way'):
+        load_file(path)
+    path = _write(tmp_path / "n.jsonl", '{"text": "a", "label": false}\n{"text": "b", "label": 1}\n')
+    with pytest.raises(DataError, match=r"n.jsonl, line 2: label 1 in column 'label' mixes true/false with other "
+                                        r"labels \(line 1: false\)"):
+        load_file(path)
 
 
 def test_parquet_streams_string_and_integer_labels(tmp_path):

@@ -241,6 +241,7 @@ def iter_records(
     if text_column == label_column:
         raise DataError(f"{path}: the text and the labels cannot both come from column {text_column!r}")
     allowed = None if label_names is None else set(label_names)
+    first = None  # (where, label) of the first label: JSON's true/false beside other labels is a mistake, not a class
     for where, text, label in _rows(path, text_column, label_column):
         text = _checked_text(path, where, "" if text is None else text, text_column)
         if not text.strip():
@@ -254,6 +255,11 @@ def iter_records(
             if isinstance(label, (list, tuple, dict)):
                 raise DataError(f"{path}, {where}: label {label!r} in column {label_column!r} is a "
                                 f"{type(label).__name__}, not one label; for a set of labels per text add --multi-label")
+            first = first or (where, label)
+            if isinstance(label, bool) != isinstance(first[1], bool):
+                shown, earlier = (json.dumps(value, default=str) for value in (label, first[1]))
+                raise DataError(f"{path}, {where}: label {shown} in column {label_column!r} mixes true/false with "
+                                f"other labels ({first[0]}: {earlier}); write every label the same way")
             # Stray spaces around a label would otherwise make a class of their own; NaN (JSON's NaN, a Parquet
             # float column's gap) is a missing value, not a class called "nan".
             missing = label is None or isinstance(label, float) and math.isnan(label)
