@@ -136,7 +136,8 @@ def reliability_figure(y_true: Sequence[int], probabilities: np.ndarray, bins: i
     top.plot([0, 1], [0, 1], "--", color="grey", lw=1, label="calibrated")
     ece = expected_calibration_error(y_true, probabilities, bins)
     lowest = np.floor(bins / probabilities.shape[1]) / bins  # the top label of K classes has 1/K at least
-    top.set(ylabel="accuracy", xlim=(lowest, 1), ylim=(0, 1.01), title=f"Reliability (expected calibration error {ece:.3f})")
+    top.set(ylabel="accuracy", xlim=(lowest, 1), ylim=(0, 1.01),
+            title=f"Reliability (expected calibration error {ece:.3f})")
     top.legend(loc="upper left", fontsize="small")
     top.grid(alpha=0.3)
     bottom.bar(centres, [cell["count"] for cell in cells], width=1 / bins, color="grey")
