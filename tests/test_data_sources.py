@@ -438,6 +438,10 @@ def test_jsonl_integer_and_string_labels(tmp_path):
     with pytest.raises(DataError, match=r'm.jsonl, line 3: label true in column \'label\' mixes true/false with other '
                                         r'labels \(line 1: "pos"\); write every label the same way'):
         load_file(path)
+    # A gap in a true/false column is a missing label, as in any other column.
+    path = _write(tmp_path / "g.jsonl", '{"text": "a", "label": true}\n{"text": "b", "label": null}\n')
+    with pytest.raises(DataError, match=r"g.jsonl, line 2: missing label in column 'label'"):
+        load_file(path)
     path = _write(tmp_path / "n.jsonl", '{"text": "a", "label": false}\n{"text": "b", "label": 1}\n')
     with pytest.raises(DataError, match=r"n.jsonl, line 2: label 1 in column 'label' mixes true/false with other "
                                         r"labels \(line 1: false\)"):

@@ -255,14 +255,15 @@ def iter_records(
             if isinstance(label, (list, tuple, dict)):
                 raise DataError(f"{path}, {where}: label {label!r} in column {label_column!r} is a "
                                 f"{type(label).__name__}, not one label; for a set of labels per text add --multi-label")
-            first = first or (where, label)
-            if isinstance(label, bool) != isinstance(first[1], bool):
-                shown, earlier = (json.dumps(value, default=str) for value in (label, first[1]))
-                raise DataError(f"{path}, {where}: label {shown} in column {label_column!r} mixes true/false with "
-                                f"other labels ({first[0]}: {earlier}); write every label the same way")
             # Stray spaces around a label would otherwise make a class of their own; NaN (JSON's NaN, a Parquet
             # float column's gap) is a missing value, not a class called "nan".
             missing = label is None or isinstance(label, float) and math.isnan(label)
+            if not missing:  # (a gap in a true/false column is a missing label, not a mix)
+                first = first or (where, label)
+                if isinstance(label, bool) != isinstance(first[1], bool):
+                    shown, earlier = (json.dumps(value, default=str) for value in (label, first[1]))
+                    raise DataError(f"{path}, {where}: label {shown} in column {label_column!r} mixes true/false "
+                                    f"with other labels ({first[0]}: {earlier}); write every label the same way")
             names = ("" if missing else str(label).strip(),)
             if not names[0]:
                 raise DataError(f"{path}, {where}: missing label in column {label_column!r}")
