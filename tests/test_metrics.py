@@ -98,3 +98,12 @@ def test_metrics_report_log_loss_and_calibration_with_every_class_counted():
     assert compute_metrics([0, 1], np.array([[1., 0.], [0., 1.]]), ["a", "b"])["log_loss"] == 0.0
     assert compute_metrics([0, 1], np.array([[0., 1.], [0., 1.]]), ["a", "b"])["log_loss"] == pytest.approx(
         -np.log(1e-12) / 2)
+
+
+def test_the_reliability_counts_start_below_one_text_so_no_bin_looks_empty():
+    from attnclf.report.plots import reliability_figure
+
+    confidence = np.array([0.55] * 682 + [0.62] * 318)
+    figure = reliability_figure(np.zeros(confidence.size, dtype=int), np.stack([confidence, 1 - confidence], axis=1))
+    low, high = figure.axes[1].get_ylim()
+    assert low < 1 and high > 682

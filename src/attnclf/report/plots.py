@@ -141,7 +141,8 @@ def reliability_figure(y_true: Sequence[int], probabilities: np.ndarray, bins: i
     top.legend(loc="upper left", fontsize="small")
     top.grid(alpha=0.3)
     bottom.bar(centres, [cell["count"] for cell in cells], width=1 / bins, color="grey")
-    bottom.set(xlabel="confidence of the predicted label", ylabel="texts", yscale="log")
+    # From below one text: autoscaled, a log axis starts near the smallest count, whose bar then looks empty.
+    bottom.set(xlabel="confidence of the predicted label", ylabel="texts", yscale="log", ylim=(0.5, None))
     return fig
 
 
