@@ -261,7 +261,7 @@ def iter_records(
             if not missing:  # (a gap in a true/false column is a missing label, not a mix)
                 first = first or (where, label)
                 if isinstance(label, bool) != isinstance(first[1], bool):
-                    shown, earlier = (json.dumps(value, default=str) for value in (label, first[1]))
+                    shown, earlier = (json.dumps(value, default=str, ensure_ascii=False) for value in (label, first[1]))
                     raise DataError(f"{path}, {where}: label {shown} in column {label_column!r} mixes true/false "
                                     f"with other labels ({first[0]}: {earlier}); write every label the same way")
             names = ("" if missing else str(label).strip(),)
