@@ -564,10 +564,23 @@ def test_an_interrupted_overwrite_keeps_the_model_it_replaces_until_the_new_one_
             "--threads", "1", "--output", str(run), "--no-report"]
     assert main(argv + ["--quiet"]) == 0
     finished = {name: (run / name).read_bytes() for name in ("model.safetensors", "config.json", "metrics.json")}
+    # Stopped half-way through setting the model aside, the next replacement first puts it back together.
+    replace = os.replace
+
+    def stopped_after_one_move(source, destination):
+        if "earlier-model.partial" in str(destination) and any((run / "earlier-model.partial").iterdir()):
+            raise KeyboardInterrupt
+        replace(source, destination)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "replace", stopped_after_one_move)
+        assert main(argv + ["--overwrite", "--seed", "1", "--quiet"]) == 130
+    assert (run / "earlier-model.partial").is_dir() and not (run / "earlier-model").exists()
     with monkeypatch.context() as patch:
         interrupt_in_epoch_2(patch)
         assert main(argv + ["--overwrite", "--seed", "1"]) == 130
     earlier = run / "earlier-model"
+    assert not (run / "earlier-model.partial").exists()
     err = capsys.readouterr().err
     assert f"{run} held a trained model; this run replaces it (kept in {earlier} until this run finishes)" in err
     assert err.strip().endswith(f"continues from its last checkpoint; the model it replaces is kept in {earlier}")
@@ -577,6 +590,9 @@ def test_an_interrupted_overwrite_keeps_the_model_it_replaces_until_the_new_one_
     assert json.loads((run / "config.json").read_text())["settings"]["train"]["seed"] == 1
     assert not (run / "metrics.json").exists()
     capsys.readouterr()
+    # A replacement that fails says where the model it replaces is, as an interrupted one does.
+    assert run_error(argv + ["--overwrite", "--lr", "1e30", "--quiet"], capsys).endswith(
+        f"train again with a lower one (--lr; lr= in Python); the model it replaces is kept in {earlier}")
     # Interrupted again, the kept model stays the finished one, not the unfinished replacement.
     with monkeypatch.context() as patch:
         interrupt_in_epoch_2(patch)

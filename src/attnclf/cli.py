@@ -1194,7 +1194,8 @@ def _main(argv: list[str] | None) -> int:
             raise AttnclfError(f"--data-dir {data_dir}: no such folder")
         return COMMANDS[args.command](args)
     except AttnclfError as exc:
-        print(f"attnclf: error: {exc}", file=sys.stderr)
+        replacing = getattr(args, "overwrite", False)  # (a failed replacement: where is the model it replaced?)
+        print(f"attnclf: error: {exc}{_kept_model(args) if replacing else ''}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as stop:
         terminated = isinstance(stop, _Terminated)
@@ -1235,6 +1236,16 @@ def _without_flag(argv: list[str], flag: str) -> list[str]:
     return [arg for arg in argv if not (len(arg) > 3 and flag.startswith(arg))]
 
 
+def _kept_model(args: argparse.Namespace) -> str:
+    """Where a single `train` run that stopped or failed keeps the finished model it was replacing, if it does."""
+    from .rundir import EARLIER_MODEL
+
+    if args.command != "train" or args.seeds or not args.output:
+        return ""
+    earlier = Path(args.output) / EARLIER_MODEL
+    return f"; the model it replaces is kept in {earlier}" if earlier.is_dir() else ""
+
+
 def _resume_hint(args: argparse.Namespace) -> str:
     """How to continue an interrupted single `train` run, if it got as far as a checkpoint of its own (a fresh
     run removes the folder's earlier checkpoint once its data has loaded), or what the command says itself."""
@@ -1245,10 +1256,7 @@ def _resume_hint(args: argparse.Namespace) -> str:
     if args.seeds:  # the same command, less --overwrite (which --resume refuses: the members are kept)
         again = ["attnclf", "train", *_without_flag(args.argv, "--overwrite"), *([] if args.resume else ["--resume"])]
         return f"; `{' '.join(map(shlex.quote, again))}` keeps the finished members and continues the others"
-    from .rundir import EARLIER_MODEL
-
-    earlier = Path(args.output) / EARLIER_MODEL
-    kept = f"; the model it replaces is kept in {earlier}" if earlier.is_dir() else ""
+    kept = _kept_model(args)
     if (Path(args.output) / "checkpoint" / "state.json").is_file():
         return (f"; `attnclf train --resume --output {shlex.quote(args.output)}` continues from its last "
                 f"checkpoint{kept}")

@@ -312,15 +312,20 @@ def _set_aside_earlier_model(run_dir: Path, progress: bool) -> None:
     ``earlier-model/`` until this run finishes, so an interrupted or failed replacement loses no trained model; an
     unfinished one (its weights, history, checkpoint) is deleted, as it would describe another model (a checkpoint
     would invite --resume onto this run's tokenizer, a history `attnclf refit` onto its settings)."""
-    earlier = run_dir / EARLIER_MODEL
+    earlier, staging = run_dir / EARLIER_MODEL, run_dir / f"{EARLIER_MODEL}.partial"
+    if staging.is_dir():  # a set-aside interrupted half-way: its files go back first, to move again as one
+        for moved in staging.iterdir():
+            os.replace(moved, run_dir / moved.name)
+        staging.rmdir()
     exported = (run_dir / "onnx" / "export.json").is_file()  # (an onnx/ folder of the user's own is not ours)
     ours = [*_RUN_FILES, "plots", *(["onnx"] if exported else [])]
     if (run_dir / "metrics.json").is_file() and (run_dir / "model.safetensors").is_file():
-        shutil.rmtree(earlier, ignore_errors=True)  # (a finished model is newer than any kept before it)
-        earlier.mkdir()
+        staging.mkdir()
         for name in ours:
             if (run_dir / name).exists():
-                os.replace(run_dir / name, earlier / name)
+                os.replace(run_dir / name, staging / name)
+        shutil.rmtree(earlier, ignore_errors=True)  # (a finished model is newer than any kept before it)
+        os.replace(staging, earlier)  # whole, or not at all
         if progress:
             _stderr(f"{run_dir} held a trained model; this run replaces it (kept in {earlier} until this run "
                     f"finishes)")
