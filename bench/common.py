@@ -18,10 +18,12 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
+import numpy
 import torch
 
 from attnclf.data.base import Splits
 from attnclf.rundir import atomic_write_json
+from attnclf.training.device import blas_libraries
 from attnclf.training.run_data import load_data
 from attnclf.training.settings import DataSettings
 
@@ -78,6 +80,8 @@ def machine() -> dict:
         "cores": os.cpu_count(),
         "torch_threads": torch.get_num_threads(),
         "torch": torch.__version__,
+        "numpy": numpy.__version__,
+        "blas": blas_libraries(),
         "python": platform.python_version(),
         "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
     }

@@ -55,6 +55,28 @@ def test_same_seed_same_weights_and_different_seed_different_weights(tmp_path):
     assert any((a[k] != c[k]).any() for k in a)
 
 
+def test_a_runs_threads_bound_numpys_blas_too_and_its_config_names_the_blas(tmp_path, monkeypatch):
+    """The counted vectors' SVD runs in numpy's and scipy's BLAS: its thread count orders its sums, as torch's does."""
+    from threadpoolctl import threadpool_info
+
+    import attnclf.training.run as run
+
+    def blas_threads():
+        return [lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"]
+
+    before, seen = blas_threads(), []
+    count = run._count_embeddings
+    monkeypatch.setattr(run, "_count_embeddings", lambda *args: (seen.append(blas_threads()), count(*args))[1])
+    settings = replace(tiny_settings(tmp_path / "run", epochs=1), embeddings="count", threads=1)
+    settings.model_config = {**settings.model_config, "d_model": 8}
+    train_run(settings, progress=False)
+    assert before and seen == [[1] * len(before)]
+    assert blas_threads() == before  # restored afterwards
+    versions = json.loads((tmp_path / "run" / "config.json").read_text())["versions"]
+    assert versions["numpy"] == np.__version__
+    assert versions["blas"] and all(isinstance(name, str) and name for name in versions["blas"])
+
+
 def test_resume_after_interruption_reaches_the_uninterrupted_result(tmp_path, resume_after_interruption):
     straight = train_run(tiny_settings(tmp_path / "straight", epochs=3), progress=False)
     resumed = resume_after_interruption(tiny_settings(tmp_path / "resumed", epochs=3), epoch=2)

@@ -6,6 +6,7 @@ from contextlib import contextmanager
 from typing import Iterator
 
 import torch
+from threadpoolctl import threadpool_info, threadpool_limits
 
 from ..checks import check_threads
 from ..errors import AttnclfError
@@ -38,6 +39,8 @@ def resolve_device(name: str = "auto") -> torch.device:
 def torch_threads(threads: int | None) -> Iterator[None]:
     """Run with ``threads`` intra-op threads (None: leave PyTorch's choice, one per core), then restore it.
 
+    numpy's and scipy's BLAS (the word vectors' SVD) get the same limit: a product split over another number of
+    threads adds its sums in another order, so the same ``--threads`` gives the same weights.
     Small models gain nothing from a second thread but synchronisation, and on a
     busy shared CPU every op then waits for the slower core: 1 is often fastest.
 
@@ -50,6 +53,17 @@ def torch_threads(threads: int | None) -> Iterator[None]:
     if threads:
         torch.set_num_threads(threads)
     try:
-        yield
+        with threadpool_limits(limits=threads, user_api="blas"):  # (None: no limit)
+            yield
     finally:
         torch.set_num_threads(previous)
+
+
+def blas_libraries() -> list[str]:
+    """The BLAS libraries numpy and scipy loaded: which one, its version and the CPU kernel it chose. Beside the
+    thread count, they decide the order of the vectors' sums, so a run records them.
+
+    >>> # blas_libraries()  # ['openblas 0.3.31 SkylakeX', ...]
+    """
+    return sorted({f"{lib['internal_api']} {lib['version']} {lib.get('architecture') or ''}".strip()
+                   for lib in threadpool_info() if lib["user_api"] == "blas"})

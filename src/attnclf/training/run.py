@@ -32,7 +32,7 @@ from ..text.cache import CachedDataset
 from ..text.tokenizer import Tokenizer
 from ..text.vectors import WordVectors, count_vectors
 from ..text.windows import WindowConfig, text_batches
-from .device import resolve_device, torch_threads
+from .device import blas_libraries, resolve_device, torch_threads
 from .distributed import init_distributed
 from .run_data import (align_labels, describe_classes, held_out_fingerprint, load_data, shared_text_warnings,
                        texts_fingerprint)
@@ -361,7 +361,8 @@ def _config_record(settings: RunSettings, model, splits, counted: dict | None, t
     recorded = settings.anchored()
     return {
         "format_version": FORMAT_VERSION,
-        "versions": {"attnclf": __version__, "torch": torch.__version__},
+        "versions": {"attnclf": __version__, "torch": torch.__version__, "numpy": np.__version__,
+                     "blas": blas_libraries()},
         "settings": replace(recorded, data=recorded.data.located()).to_dict(),
         "model": {"name": settings.model, "config": model.config.to_dict(), "parameters": model.num_parameters()},
         **({"counted_embeddings": counted} if counted else {}),
