@@ -603,6 +603,45 @@ def test_an_interrupted_overwrite_keeps_the_model_it_replaces_until_the_new_one_
     assert (run / "metrics.json").is_file() and not earlier.exists()
 
 
+def test_a_model_an_interrupted_or_failed_overwrite_set_aside_is_not_deleted_by_a_train_without_overwrite(
+        tmp_path, capsys, monkeypatch):
+    """The folder's own weights are gone (set aside, or never written by the stopped replacement): the model kept in
+    earlier-model/ (or earlier-model.partial/) still needs --overwrite, or the run that finishes deletes it."""
+    from attnclf.training.trainer import Trainer
+
+    run = tmp_path / "run"
+    argv = ["train", "--dataset", "demo", "--max-train-examples", "200", "--epochs", "1", "--batch-size", "16",
+            "--threads", "1", "--output", str(run), "--no-report", "--quiet"]
+    assert main(argv) == 0
+    weights = (run / "model.safetensors").read_bytes()
+    with monkeypatch.context() as patch:  # stopped in its first epoch: no weights of its own yet
+        patch.setattr(Trainer, "_train_epoch", lambda *args: (_ for _ in ()).throw(KeyboardInterrupt))
+        assert main(argv + ["--overwrite"]) == 130
+    assert not (run / "model.safetensors").exists() and (run / "earlier-model" / "model.safetensors").is_file()
+    capsys.readouterr()
+    assert run_error(argv, capsys).endswith("holds a trained model an interrupted --overwrite set aside; add "
+                                            "--overwrite to replace it, or give another --output")
+    assert (run / "earlier-model" / "model.safetensors").read_bytes() == weights
+    # Setting it aside failed half-way (a subfolder that cannot move): the error says where it is.
+    assert main(argv + ["--overwrite"]) == 0
+    weights = (run / "model.safetensors").read_bytes()
+    (run / "plots").mkdir()
+    replace = os.replace
+
+    def refused(source, destination):
+        if os.path.basename(source) == "plots":
+            raise PermissionError(13, "Permission denied", str(source))
+        replace(source, destination)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "replace", refused)
+        assert run_error(argv + ["--overwrite"], capsys).endswith(
+            f"Permission denied; the model it replaces is kept in {run / 'earlier-model.partial'}")
+    assert (run / "earlier-model.partial" / "model.safetensors").read_bytes() == weights
+    assert run_error(argv, capsys).endswith("holds a trained model an interrupted --overwrite set aside; add "
+                                            "--overwrite to replace it, or give another --output")
+
+
 def test_options_may_come_between_the_run_and_its_texts_and_each_text_gets_its_answer(csv_run, capsys):
     assert main(["predict", str(csv_run), "--attention", "a wonderful story", " ", "--threads", "1",
                  "a dull story"]) == 0

@@ -332,17 +332,22 @@ def _check_output(output: Path, ensemble: bool, replace: bool) -> None:
     """Refuse an output folder that holds the other kind of run (a single run's files beside `--seeds` members
     would load as one model in Python and as the ensemble on the command line), or a trained model unless
     ``replace``: a repeated command must not delete a finished run before its own is trained."""
-    from .rundir import ENSEMBLE_FILE
+    from .rundir import EARLIER_MODEL, ENSEMBLE_FILE
 
     members = (output / ENSEMBLE_FILE).is_file() or any(output.glob("seed-*/config.json"))
     if ensemble and (output / "config.json").is_file():
         raise AttnclfError(f"{output} holds a single run; train --seeds into another --output")
     if not ensemble and members:
         raise AttnclfError(f"{output} holds a `train --seeds` ensemble; train a single run into another --output")
-    trained = any(output.glob("seed-*/model.safetensors")) if ensemble else (output / "model.safetensors").is_file()
+    runs = sorted(output.glob("seed-*")) if ensemble else [output]
+    trained = any((run / where / "model.safetensors").is_file() for run in runs
+                  for where in (".", EARLIER_MODEL, f"{EARLIER_MODEL}.partial"))
+    # (a model an interrupted or failed --overwrite set aside is a trained model too: a run without --overwrite
+    # would delete it when it finishes)
     if trained and not replace:
         what = ("trained members (--resume keeps them and adds new seeds)" if ensemble else "a trained model" if
-                (output / "metrics.json").is_file() else "an unfinished run (--resume continues it)")
+                (output / "metrics.json").is_file() else "an unfinished run (--resume continues it)" if
+                (output / "model.safetensors").is_file() else "a trained model an interrupted --overwrite set aside")
         raise AttnclfError(f"{output} holds {what}; add --overwrite to replace {'them' if ensemble else 'it'}, or "
                            f"give another --output")
 
@@ -1208,7 +1213,9 @@ def _main(argv: list[str] | None) -> int:
         return 141
     except OSError as exc:  # a disk that fills, a folder made read-only mid-run: the file and the reason, one line
         where = exc.filename2 or exc.filename
-        print(f"attnclf: error: {where + ': ' if where else ''}{exc.strerror or exc}", file=sys.stderr)
+        replacing = getattr(args, "overwrite", False)  # (a disk that filled during a replacement)
+        print(f"attnclf: error: {where + ': ' if where else ''}{exc.strerror or exc}"
+              f"{_kept_model(args) if replacing else ''}", file=sys.stderr)
         return 2
     except (MemoryError, RuntimeError) as exc:  # numpy's, torch's CPU allocator's and CUDA's out-of-memory errors
         if not (isinstance(exc, MemoryError) or "can't allocate memory" in str(exc) or "out of memory" in str(exc)):
@@ -1242,8 +1249,10 @@ def _kept_model(args: argparse.Namespace) -> str:
 
     if args.command != "train" or args.seeds or not args.output:
         return ""
-    earlier = Path(args.output) / EARLIER_MODEL
-    return f"; the model it replaces is kept in {earlier}" if earlier.is_dir() else ""
+    for earlier in (Path(args.output) / EARLIER_MODEL, Path(args.output) / f"{EARLIER_MODEL}.partial"):
+        if earlier.is_dir():  # (.partial: setting it aside failed half-way; the next train puts it back)
+            return f"; the model it replaces is kept in {earlier}"
+    return ""
 
 
 def _resume_hint(args: argparse.Namespace) -> str:
