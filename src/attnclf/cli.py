@@ -1249,8 +1249,9 @@ def _kept_model(args: argparse.Namespace) -> str:
 
     if args.command != "train" or args.seeds or not args.output:
         return ""
-    for earlier in (Path(args.output) / EARLIER_MODEL, Path(args.output) / f"{EARLIER_MODEL}.partial"):
-        if earlier.is_dir():  # (.partial: setting it aside failed half-way; the next train puts it back)
+    # (.partial first: setting the model aside failed before earlier-model/, older, was replaced by it)
+    for earlier in (Path(args.output) / f"{EARLIER_MODEL}.partial", Path(args.output) / EARLIER_MODEL):
+        if earlier.is_dir():
             return f"; the model it replaces is kept in {earlier}"
     return ""
 
