@@ -129,6 +129,25 @@ def test_vectors_read_a_data_files_text_column_not_its_lines(tmp_path, capsys):
     assert "no text column 'text'" in capsys.readouterr().err
 
 
+def test_vectors_threads_bound_the_blas_the_counting_runs_in(tmp_path, capsys, monkeypatch):
+    from threadpoolctl import threadpool_info
+
+    import attnclf.text.vectors as vectors_module
+
+    count, seen = vectors_module.count_vectors, []
+
+    def counted(*args, **kwargs):
+        seen.append({lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"})
+        return count(*args, **kwargs)
+
+    monkeypatch.setattr(vectors_module, "count_vectors", counted)
+    texts = tmp_path / "corpus.txt"
+    texts.write_text("\n".join(corpus()) + "\n", encoding="utf-8")
+    assert main(["vectors", "--file", str(texts), "--dim", "8", "--min-count", "1", "--threads", "1",
+                 "-o", str(tmp_path / "v.vec")]) == 0
+    assert seen == [{1}]
+
+
 def test_vectors_default_to_the_width_the_default_model_trains_at(tmp_path, capsys, monkeypatch):
     from attnclf.recipes import RECIPES
 

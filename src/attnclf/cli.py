@@ -874,7 +874,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-@command("vectors")
+@command("vectors", threads=True)
 def cmd_vectors(args: argparse.Namespace) -> int:
     from .data.registry import unlabelled_corpus
     from .recipes import embedding_width
@@ -1128,6 +1128,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--window", type=int, default=5, help="words either side that count as context (default: 5)")
     p.add_argument("--min-count", type=int, default=5, help="words seen fewer times get no vector (default: 5)")
     p.add_argument("--vocab-size", type=int, default=50000, help="at most this many words (default: 50000)")
+    p.add_argument("--threads", type=int, help="threads of the SVD's BLAS (default: one per core); the same "
+                   "--threads, texts and options give the same vectors")
 
     p = sub.add_parser("export", help="export a trained model for inference without PyTorch (ONNX)",
                        description="Write RUN_DIR's model as ONNX with its tokenizer and labels, and check that "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from contextlib import contextmanager
 from typing import Iterator
 
@@ -52,6 +53,8 @@ def torch_threads(threads: int | None) -> Iterator[None]:
     previous = torch.get_num_threads()
     if threads:
         torch.set_num_threads(threads)
+        # threadpoolctl bounds the libraries loaded so far: scipy's own BLAS (the SVD's QR) must be among them.
+        importlib.import_module("scipy.linalg")
     try:
         with threadpool_limits(limits=threads, user_api="blas"):  # (None: no limit)
             yield
