@@ -223,7 +223,11 @@ def test_the_python_api_refuses_what_is_not_a_list_of_texts_with_a_value_error(d
 def test_evaluate_on_a_named_dataset(demo_run, capsys):
     assert main(["evaluate", str(demo_run), "--dataset", "demo"]) == 0
     captured = capsys.readouterr()
-    assert "accuracy" in captured.out and "macro-F1" in captured.out and "note:" not in captured.err
+    assert "note:" not in captured.err
+    assert main(["evaluate", str(demo_run), "--dataset", "demo", "--json"]) == 0
+    m = json.loads(capsys.readouterr().out)
+    assert (f"test: accuracy {m['accuracy']:.4f}  macro-F1 {m['macro_f1']:.4f}  ROC AUC {m['roc_auc']:.4f}  "
+            f"calibration error {m['ece']:.4f}") in captured.out.splitlines()
     # Another dataset with the same label names scores (transfer), and says so.
     assert main(["evaluate", str(demo_run), "--dataset", "synthetic"]) == 0
     assert "note: the model trained on demo; scoring it on synthetic's test split" in capsys.readouterr().err
