@@ -5,6 +5,7 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -377,6 +378,14 @@ def test_an_ensemble_folder_is_not_one_model_and_a_run_is_not_two(csv_run, tmp_p
     monkeypatch.chdir(tmp_path)  # the default folder, runs/boe-demo, is where it resumes too
     assert main(["train", "--dataset", "demo", "--model", "boe", "--seeds", "0", "1"]) == 130
     assert capsys.readouterr().err.strip().endswith("--resume` keeps the finished members and continues the others")
+    # Members an interrupted --overwrite was replacing say where their finished models are.
+    for seed in (0, 1):
+        (tmp_path / "runs" / "boe-demo" / f"seed-{seed}" / "earlier-model").mkdir(parents=True)
+    assert main(["train", "--dataset", "demo", "--model", "boe", "--seeds", "0", "1", "--overwrite"]) == 130
+    members = Path("runs") / "boe-demo"  # (as the command resolved it: relative to the current folder)
+    assert capsys.readouterr().err.strip().endswith(
+        f"continues the others; the models they replace are kept in {members / 'seed-0' / 'earlier-model'}, "
+        f"{members / 'seed-1' / 'earlier-model'}")
     assert run_error(["evaluate", str(tmp_path), str(csv_run)], capsys) == (
         f"attnclf: error: {tmp_path} is a `train --seeds` ensemble folder, which is scored alone; to combine runs with "
         f"its members, give {tmp_path / 'seed-S'} for each")

@@ -1246,16 +1246,20 @@ def _without_flag(argv: list[str], flag: str) -> list[str]:
 
 
 def _kept_model(args: argparse.Namespace) -> str:
-    """Where a single `train` run that stopped or failed keeps the finished model it was replacing, if it does."""
+    """Where a `train` that stopped or failed keeps the finished models it was replacing (its own, or its
+    --seeds members'), if it does."""
     from .rundir import EARLIER_MODEL
 
-    if args.command != "train" or args.seeds or not args.output:
+    if args.command != "train" or not args.output:
         return ""
-    # (.partial first: setting the model aside failed before earlier-model/, older, was replaced by it)
-    for earlier in (Path(args.output) / f"{EARLIER_MODEL}.partial", Path(args.output) / EARLIER_MODEL):
-        if earlier.is_dir():
-            return f"; the model it replaces is kept in {earlier}"
-    return ""
+    kept = []
+    for run in sorted(Path(args.output).glob("seed-*")) if args.seeds else [Path(args.output)]:
+        # (.partial first: setting the model aside failed before earlier-model/, older, was replaced by it)
+        kept += [earlier for earlier in (run / f"{EARLIER_MODEL}.partial", run / EARLIER_MODEL) if earlier.is_dir()][:1]
+    if not kept:
+        return ""
+    return (f"; the model it replaces is kept in {kept[0]}" if len(kept) == 1 else
+            f"; the models they replace are kept in {', '.join(map(str, kept))}")
 
 
 def _resume_hint(args: argparse.Namespace) -> str:
@@ -1267,7 +1271,8 @@ def _resume_hint(args: argparse.Namespace) -> str:
         return ""
     if args.seeds:  # the same command, less --overwrite (which --resume refuses: the members are kept)
         again = ["attnclf", "train", *_without_flag(args.argv, "--overwrite"), *([] if args.resume else ["--resume"])]
-        return f"; `{' '.join(map(shlex.quote, again))}` keeps the finished members and continues the others"
+        return (f"; `{' '.join(map(shlex.quote, again))}` keeps the finished members and continues the "
+                f"others{_kept_model(args)}")
     kept = _kept_model(args)
     if (Path(args.output) / "checkpoint" / "state.json").is_file():
         return (f"; `attnclf train --resume --output {shlex.quote(args.output)}` continues from its last "
