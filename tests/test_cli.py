@@ -1,5 +1,6 @@
 """End-to-end through the `attnclf` command, and every bad-input case the user can hit."""
 
+import io
 import json
 import os
 import re
@@ -69,20 +70,23 @@ def test_predict_from_arguments_file_and_stdin(csv_run, tmp_path, capsys, monkey
     records = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
     assert [(r["text"], r["label"]) for r in records] == [("great acting", "pos"), ("weak acting", "neg")]
 
+    def stdin_holding(path):  # (in memory: nothing left open)
+        return io.TextIOWrapper(io.BytesIO(path.read_bytes()), encoding="utf-8")
+
     texts.write_bytes(b"\xef\xbb\xbfgreat acting\r\n\r\nweak acting\r\n")  # CRLF and a BOM, as from Notepad
-    monkeypatch.setattr(sys, "stdin", open(texts, encoding="utf-8"))
+    monkeypatch.setattr(sys, "stdin", stdin_holding(texts))
     assert main(["predict", str(csv_run)]) == 0
     records = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
     assert [r["text"] for r in records] == ["great acting", "weak acting"]  # the BOM is not part of the text
 
     texts.write_bytes(b"ok\n\xff\xfe bad\n")
-    monkeypatch.setattr(sys, "stdin", open(texts, encoding="utf-8"))
+    monkeypatch.setattr(sys, "stdin", stdin_holding(texts))
     assert run_error(["predict", str(csv_run)], capsys) == "attnclf: error: stdin: line 2: not UTF-8 (byte 0xff)"
 
     texts.write_bytes(b"")  # `grep never log | attnclf predict RUN`: nothing to score, no output
-    monkeypatch.setattr(sys, "stdin", open(texts, encoding="utf-8"))
+    monkeypatch.setattr(sys, "stdin", stdin_holding(texts))
     assert main(["predict", str(csv_run)]) == 0 and capsys.readouterr().out == ""
-    monkeypatch.setattr(sys, "stdin", open(texts, encoding="utf-8"))  # an explanation is asked for: say so
+    monkeypatch.setattr(sys, "stdin", stdin_holding(texts))  # an explanation is asked for: say so
     assert run_error(["explain", str(csv_run)], capsys) == "attnclf: error: stdin: no texts to explain"
     monkeypatch.setattr(sys.stdin, "isatty", lambda: True)  # nothing given at a terminal: say how to give texts
     assert "no texts: give them as arguments" in run_error(["predict", str(csv_run)], capsys)

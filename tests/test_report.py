@@ -211,6 +211,9 @@ class DevTools:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
+        for pipe in (self.process.stdout, self.process.stderr):
+            if pipe is not None:
+                pipe.close()
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (Debian: apt-get install chromium)")

@@ -48,6 +48,8 @@ def server(demo_run):
     finally:
         process.terminate()
         process.wait(timeout=30)
+        process.stdout.close()
+        process.stderr.close()
 
 
 @pytest.fixture(scope="module")
@@ -180,6 +182,8 @@ def test_port_0_serves_on_the_port_it_announces_and_one_connection_is_served(dem
     finally:
         process.terminate()
         process.wait(timeout=30)
+        process.stdout.close()
+        process.stderr.close()
 
 
 def test_bad_explain_method_is_a_400_and_the_server_lives_on(server):

@@ -2,6 +2,7 @@
 
 import json
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -265,7 +266,7 @@ def test_weights_that_cannot_be_written_leave_no_partial_file_and_say_where(tmp_
     from attnclf.rundir import atomic_save_tensors
 
     def disk_full(tensors, filename, metadata=None):
-        open(filename, "wb").write(b"half")
+        Path(filename).write_bytes(b"half")
         raise SafetensorError("Error while serializing: IoError(Os { code: 28, kind: StorageFull })")
 
     monkeypatch.setattr(safetensors.torch, "save_file", disk_full)
