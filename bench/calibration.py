@@ -5,36 +5,22 @@
 For each run, on its own validation split and its test split: accuracy, log loss and expected
 calibration error (15 bins, top label; ``attnclf.evaluation.metrics``). Then one temperature T is
 fitted on validation (Guo et al., 2017: the T that minimises validation log loss of softmax(logits / T),
-found from the probabilities as log p / T, which differs from logits / T by a constant per text) and
-applied to test. T leaves every argmax, so accuracy, unchanged. Analysis of trained models: nothing
-in the runs changes, and attnclf does not apply temperatures (yet).
+the same fit as `attnclf calibrate`) and applied to test. T leaves every argmax, so accuracy,
+unchanged. Analysis of trained models: nothing in the runs changes (`attnclf calibrate RUN` applies a
+temperature to a run).
 """
 
 from __future__ import annotations
 
 import numpy as np
 import torch
-from scipy.optimize import minimize_scalar
 
 from attnclf.classifier import Classifier
+from attnclf.evaluation.calibration import fit_temperature, tempered
 from attnclf.evaluation.metrics import expected_calibration_error, log_loss
 from attnclf.training.run_data import run_test_data, run_validation_data
 
 from common import data_dir, parser, write_result
-
-
-def tempered(probabilities: np.ndarray, temperature: float) -> np.ndarray:
-    scaled = np.log(np.clip(probabilities.astype(np.float64), 1e-12, None)) / temperature
-    scaled -= scaled.max(axis=1, keepdims=True)
-    exp = np.exp(scaled)
-    return exp / exp.sum(axis=1, keepdims=True)
-
-
-def fit_temperature(labels: np.ndarray, probabilities: np.ndarray) -> float:
-    """The temperature in [0.05, 20] with the lowest log loss on these texts."""
-    found = minimize_scalar(lambda log_t: log_loss(labels, tempered(probabilities, float(np.exp(log_t)))),
-                            bounds=(np.log(0.05), np.log(20.0)), method="bounded", options={"xatol": 1e-4})
-    return float(np.exp(found.x))
 
 
 def scores(labels: np.ndarray, probabilities: np.ndarray) -> dict:
@@ -55,14 +41,14 @@ def main() -> None:
         where = data_dir(args.data_dir or saved.get("data_dir"))
         splits = {"validation": run_validation_data([clf.config], clf.label_names, where),
                   "test": run_test_data(clf.config, clf.label_names, test_only=True, data_dir=where)}
-        probabilities = {name: clf.predict_proba(list(part.texts)) for name, part in splits.items()}
+        logits = {name: clf.logits(list(part.texts)) for name, part in splits.items()}
         labels = {name: np.asarray(part.labels) for name, part in splits.items()}
-        temperature = fit_temperature(labels["validation"], probabilities["validation"])
+        temperature = fit_temperature(labels["validation"], logits["validation"])
         result = {"run": run_dir, "dataset": saved.get("dataset") or saved.get("train_file"),
                   "temperature": temperature}
         for name in splits:
-            result[name] = {"as trained": scores(labels[name], probabilities[name]),
-                            "temperature-scaled": scores(labels[name], tempered(probabilities[name], temperature))}
+            result[name] = {"as trained": scores(labels[name], tempered(logits[name], 1.0)),
+                            "temperature-scaled": scores(labels[name], tempered(logits[name], temperature))}
         print(f"{run_dir}: T = {temperature:.3f}; test ECE {result['test']['as trained']['ece']:.4f} -> "
               f"{result['test']['temperature-scaled']['ece']:.4f}, log loss "
               f"{result['test']['as trained']['log_loss']:.4f} -> {result['test']['temperature-scaled']['log_loss']:.4f}")

@@ -20,8 +20,8 @@ from .evaluation.predict import output_probabilities
 from .models import model_from_config
 from .models.windows import window_config, windowed
 from .prediction import LabelSetPrediction, Prediction, check_texts
-from .rundir import (ENSEMBLE_FILE, THRESHOLDS_FILE, check_run_dir, is_multi_label, load_weights, read_config,
-                     read_json)
+from .rundir import (ENSEMBLE_FILE, TEMPERATURE_FILE, THRESHOLDS_FILE, check_run_dir, is_multi_label, load_weights,
+                     read_config, read_json)
 from .text.batching import EVAL_MAX_TOKENS
 from .text.tokenizer import Tokenizer, TokenizerConfig
 from .text.windows import WindowConfig, text_batches
@@ -39,11 +39,15 @@ class Classifier:
     or AMX the matrix products run several times faster (BENCHMARKS.md), and
     probabilities move by about 1e-3. Attributions (``explain``) are computed in
     float32; the class and probabilities they report come from ``predict_proba``.
+
+    A run that ``attnclf calibrate`` calibrated has a ``temperature`` (from temperature.json; 1 until then): its
+    probabilities are softmax(logits / temperature), which changes no prediction, only how sure each one is.
+    Attributions explain the model's own logits.
     """
 
     def __init__(self, model: torch.nn.Module, tokenizer: Tokenizer, label_names: list[str],
                  device: torch.device, config: dict | None = None, batch_size: int = 64,
-                 thresholds: np.ndarray | None = None, bf16: bool = False):
+                 thresholds: np.ndarray | None = None, bf16: bool = False, temperature: float = 1.0):
         self.model = model.to(device).eval()
         self.tokenizer = tokenizer
         self.label_names = label_names
@@ -53,6 +57,7 @@ class Classifier:
         self.bf16 = bf16
         self.multi_label = is_multi_label(self.config)
         self.thresholds = np.full(len(label_names), DEFAULT_THRESHOLD) if thresholds is None else thresholds
+        self.temperature = temperature
 
     @classmethod
     def load(cls, run_dir: str | Path, device: str = "auto", bf16: bool = False) -> "Classifier":
@@ -81,10 +86,13 @@ class Classifier:
         if not isinstance(labels, list) or len(labels) != model.config.num_classes:
             raise RunDirError(f"{run_dir / 'labels.json'}: expected {model.config.num_classes} label names")
         return cls(model, tokenizer, labels, resolve_device(device), config,
-                   thresholds=_thresholds(run_dir, labels) if is_multi_label(config) else None, bf16=bf16)
+                   thresholds=_thresholds(run_dir, labels) if is_multi_label(config) else None, bf16=bf16,
+                   temperature=_temperature(run_dir))
 
     @torch.inference_mode()
-    def _run(self, texts: Sequence[str]) -> tuple[np.ndarray, list[list[int]], list[np.ndarray | None]]:
+    def _run(self, texts: Sequence[str], logits: bool = False
+             ) -> tuple[np.ndarray, list[list[int]], list[np.ndarray | None]]:
+        """Probabilities (or, with ``logits``, the model's logits), token ids and pooling weights per text."""
         batches = text_batches(self.tokenizer, check_texts(texts), windows=window_config(self.model),
                                batch_size=self.batch_size, max_tokens=EVAL_MAX_TOKENS)
         ids = batches.sequences
@@ -94,7 +102,9 @@ class Classifier:
             batch = batch.to(self.device)
             with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16):
                 out = self.model(batch.input_ids, batch.attention_mask)
-            probabilities[batch.indices] = output_probabilities(out.logits, self.multi_label).cpu().numpy()
+            scores = out.logits.float() if logits else output_probabilities(
+                out.logits if self.temperature == 1.0 else out.logits.float() / self.temperature, self.multi_label)
+            probabilities[batch.indices] = scores.cpu().numpy()
             if out.pooling_weights is not None:
                 weights = out.pooling_weights.float().cpu().numpy()
                 for row, i in enumerate(batch.indices):
@@ -107,6 +117,13 @@ class Classifier:
         Multi-label runs: each label's own (sigmoid) probability; rows need not sum to 1.
         """
         return self._run(texts)[0]
+
+    def logits(self, texts: Sequence[str]) -> np.ndarray:
+        """The model's logits, one row per text: before the temperature and the softmax (or sigmoids).
+
+        >>> # clf.logits(["great film"])  # array([[-2.1,  2.3]], dtype=float32)
+        """
+        return self._run(texts, logits=True)[0]
 
     def predict(self, texts: Sequence[str]) -> list[Prediction] | list[LabelSetPrediction]:
         """Label, confidence, probabilities, tokens and pooling attention per text.
@@ -167,6 +184,18 @@ def _first_mismatch(message: str) -> str:
         return message.strip()[:300]
     more = len(tensors) - 1
     return tensors[0] + (f"; and {more} more tensor{'s' if more > 1 else ''}" if more else "")
+
+
+def _temperature(run_dir: Path) -> float:
+    """The temperature `attnclf calibrate` fitted (temperature.json), or 1: the model's own probabilities."""
+    path = run_dir / TEMPERATURE_FILE
+    if not path.is_file():
+        return 1.0
+    saved = read_json(path)
+    temperature = saved.get("temperature") if isinstance(saved, dict) else None
+    if not isinstance(temperature, (int, float)) or isinstance(temperature, bool) or not 0 < temperature < float("inf"):
+        raise RunDirError(f"{path}: temperature must be a positive number, got {temperature!r}")
+    return float(temperature)
 
 
 def _thresholds(run_dir: Path, label_names: list[str]) -> np.ndarray | None:

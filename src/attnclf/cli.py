@@ -472,6 +472,22 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+@command("calibrate", threads=True)
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from .evaluation.calibration import calibrate_run
+    from .rundir import TEMPERATURE_FILE
+
+    _warn_if_unfinished(args.run_dir)
+    record = calibrate_run(args.run_dir, data_dir=args.data_dir, device=args.device)
+    loss, ece = record["validation"]["log_loss"], record["validation"]["ece"]
+    print(f"temperature {record['temperature']:.3f} ({'less' if record['temperature'] > 1 else 'more'} sure than "
+          f"trained), fitted on {record['fitted_on']['texts']:,} validation texts: log loss {loss[0]:.4f} -> "
+          f"{loss[1]:.4f}, calibration error {ece[0]:.4f} -> {ece[1]:.4f}")
+    print(f"written: {Path(args.run_dir) / TEMPERATURE_FILE} (predict, evaluate, serve and export apply it; delete it "
+          f"to undo)")
+    return 0
+
+
 def _warn_if_unfinished(run_dir: str | Path) -> None:
     """An interrupted run loads (its best weights so far) and is worth using, but not unknowingly."""
     run_dir = Path(run_dir)
@@ -998,6 +1014,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print all metrics as JSON")
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"])
     p.add_argument("--bf16", action="store_true", help=INFERENCE_BF16_HELP)
+    p.add_argument("--threads", type=int, help=INFERENCE_THREADS_HELP)
+
+    p = sub.add_parser("calibrate", help="fit a run's temperature on its validation texts, so its probabilities "
+                                         "mean what they say",
+                       description="Fit one temperature T on the validation texts RUN_DIR held out: the T whose "
+                                   "softmax(logits / T) has the lowest log loss there (Guo et al., 2017). It is "
+                                   "written to RUN_DIR/temperature.json, which predict, evaluate, serve, ensembles and "
+                                   "the ONNX export apply from then on. No prediction changes, only how sure each "
+                                   "is; a new training run in the folder removes it.")
+    p.add_argument("run_dir")
+    p.add_argument("--data-dir", help="folder holding the run's dataset (default: where it trained from)")
+    p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"])
     p.add_argument("--threads", type=int, help=INFERENCE_THREADS_HELP)
 
     p = sub.add_parser("predict", help="label texts (arguments, --file, or stdin); JSON lines out")

@@ -8,6 +8,7 @@ labels.json        label names in class-index order
 history.jsonl      one line per epoch
 metrics.json       final test metrics
 thresholds.json    multi-label runs: each label's decision threshold, tuned on validation
+temperature.json   after `attnclf calibrate`: the temperature its probabilities are scaled by, fitted on validation
 checkpoint/        last epoch's full training state, for --resume
 earlier-model/     while `train --overwrite` retrains the folder: the finished model it replaces, deleted
                    when the new one finishes (an interrupted replacement keeps it)
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
 FORMAT_VERSION = 1
 REQUIRED_FILES = ("config.json", "model.safetensors", "tokenizer.json", "labels.json")
 THRESHOLDS_FILE = "thresholds.json"
+TEMPERATURE_FILE = "temperature.json"
 EARLIER_MODEL = "earlier-model"
 
 

@@ -168,7 +168,8 @@ def export_onnx(run_dir: str | Path, output: str | Path | None = None, *, check:
         for name in ("tokenizer.json", "labels.json"):
             atomic_write_bytes(staging / name, (Path(run_dir) / name).read_bytes())
         reference = clf.predict_proba(check.texts)
-        fp32 = OnnxClassifier(_session(staging / "model.onnx"), clf.tokenizer, clf.label_names)
+        fp32 = OnnxClassifier(_session(staging / "model.onnx"), clf.tokenizer, clf.label_names,
+                              {"temperature": clf.temperature})
         probabilities = fp32.predict_proba(check.texts)
         parity = _difference(reference, probabilities) | {
             "texts": len(check), "tolerance": PARITY_TOLERANCE,
@@ -187,6 +188,7 @@ def export_onnx(run_dir: str | Path, output: str | Path | None = None, *, check:
             "tokenizer": clf.config["settings"]["tokenizer"],
             "text_column": trained_text_column(clf.config),  # what `predict --file data.csv` reads by default
             "outputs": ["logits"] + (["pooling_weights"] if fp32.has_pooling_weights else []),
+            "temperature": clf.temperature,  # (attnclf calibrate's; probabilities are softmax(logits / temperature))
             "parity": parity,
         }
         if quantize:
@@ -238,7 +240,8 @@ def _quantize(directory: Path, fp32: OnnxClassifier, reference: np.ndarray, chec
     logging.disable(logging.WARNING)
     try:
         quantize_dynamic(directory / "model.onnx", tmp, weight_type=QuantType.QInt8)
-        probabilities = OnnxClassifier(_session(Path(tmp)), fp32.tokenizer, fp32.label_names).predict_proba(check.texts)
+        probabilities = OnnxClassifier(_session(Path(tmp)), fp32.tokenizer, fp32.label_names,
+                                       fp32.config).predict_proba(check.texts)
         publish(tmp, directory / "model.int8.onnx")
     finally:
         logging.disable(logging.NOTSET)

@@ -77,6 +77,12 @@ def _check_current(directory: Path, config: dict) -> None:
     if weights_fingerprint(run_dir) != config["weights_sha256"]:
         raise RunDirError(f"{directory} was exported from earlier weights of {run_dir} (it trained on since); "
                           f"export it again: `attnclf export {run_dir} --format onnx`")
+    calibrated = run_dir / "temperature.json"  # (rundir.TEMPERATURE_FILE; importing rundir imports torch)
+    temperature = _read_json(calibrated).get("temperature") if calibrated.is_file() else 1.0
+    if temperature != config.get("temperature", 1.0):
+        raise RunDirError(f"{directory} was exported with temperature {config.get('temperature', 1.0):g} and "
+                          f"{run_dir} now has {temperature:g} (`attnclf calibrate` since): its probabilities would not "
+                          f"be the run's; export it again: `attnclf export {run_dir} --format onnx`")
 
 
 def _read_json(path: Path):
@@ -164,7 +170,7 @@ class OnnxClassifier:
             for row, i in enumerate(rows):
                 input_ids[row, : len(ids[i])] = ids[i]
             outputs = self.session.run(None, {"input_ids": input_ids, "attention_mask": input_ids != PAD_ID})
-            probabilities[rows] = softmax(outputs[0])
+            probabilities[rows] = softmax(outputs[0] / self.config.get("temperature", 1.0))
             if self.has_pooling_weights:
                 for row, i in enumerate(rows):
                     attention[i] = outputs[1][row, : len(ids[i])]

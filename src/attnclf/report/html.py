@@ -21,7 +21,7 @@ import numpy as np
 
 from ..data.base import TextDataset
 from ..errors import AttnclfError, RunDirError
-from ..evaluation.metrics import pick_examples
+from ..evaluation.metrics import expected_calibration_error, log_loss, pick_examples
 from ..explain.explanation import explain
 from ..explain.faithfulness import AOPC_DEFINITION, MIN_ADVANTAGE, FaithfulnessResult, measure_faithfulness
 from ..explain.methods import METHODS, available_methods, default_method
@@ -104,7 +104,8 @@ def write_report(run_dir: str | Path, *, classifier=None, test: TextDataset | No
     if classifier.multi_label:
         details = [_multilabel_test_section(metrics, test)]
     else:
-        details = [_test_section(images, metrics, classifier.label_names, test),
+        details = [_test_section(images, metrics, classifier.label_names, test)
+                   + _calibration(images, test.labels, probabilities, classifier.temperature),
                    _WINDOWED_EXAMPLES if windowed else _examples_section(explanations, examples, method),
                    _heads_section(images, explanations),
                    _WINDOWED_FAITHFULNESS if windowed else _faithfulness_section(images, result)]
@@ -190,16 +191,18 @@ def _test_section(images: dict[str, bytes], metrics: dict, label_names: list[str
     return (f"<section><h2>{_split_title(metrics)} ({len(test)} texts)</h2>"
             + _table(["class", "precision", "recall", "F1", "support"], rows)
             + _image(images, "confusion_matrix", "confusion matrix") + f"<h3>ROC curve{roc_note}</h3>"
-            + _image(images, "roc", "ROC curve") + _calibration(images, metrics) + "</section>")
+            + _image(images, "roc", "ROC curve") + "</section>")
 
 
-def _calibration(images: dict[str, bytes], metrics: dict) -> str:
-    if "ece" not in metrics:  # metrics.json from before calibration was measured (the figure is drawn anyway)
-        return "<h3>Calibration</h3>" + _image(images, "reliability", "reliability diagram")
-    return (f"<h3>Calibration</h3><p>Log loss {metrics['log_loss']:.4f}; expected calibration error "
-            f"{metrics['ece']:.4f} (the mean gap between the top label's confidence and how often it is right: "
-            f"0 when a confidence of 0.9 is right 9 times in 10).</p>"
-            + _image(images, "reliability", "reliability diagram"))
+def _calibration(images: dict[str, bytes], labels, probabilities: np.ndarray, temperature: float) -> str:
+    """The probabilities the model gives now (after `attnclf calibrate`'s temperature, if any): metrics.json holds
+    the ones it gave when it finished training."""
+    scaled = ("" if temperature == 1.0 else
+              f" These are its probabilities at temperature {temperature:.3f}, fitted by <code>attnclf calibrate</code>.")
+    return (f"<section><h2>Calibration</h2><p>Log loss {log_loss(labels, probabilities):.4f}; expected calibration "
+            f"error {expected_calibration_error(labels, probabilities):.4f} (the mean gap between the top label's "
+            f"confidence and how often it is right: 0 when a confidence of 0.9 is right 9 times in 10).{scaled}</p>"
+            + _image(images, "reliability", "reliability diagram") + "</section>")
 
 
 def _multilabel_test_section(metrics: dict, test: TextDataset) -> str:

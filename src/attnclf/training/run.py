@@ -24,9 +24,9 @@ from ..evaluation.multilabel import multilabel_metrics, tune_thresholds
 from ..evaluation.predict import predict_probabilities
 from ..models import build_model, config_for
 from ..models.windows import window_config, windowed
-from ..rundir import (EARLIER_MODEL, FORMAT_VERSION, THRESHOLDS_FILE, atomic_write_bytes, atomic_write_json,
-                      first_missing_folder, prepare_output_dir, read_config, read_json, read_jsonl,
-                      remove_empty_folders)
+from ..rundir import (EARLIER_MODEL, FORMAT_VERSION, TEMPERATURE_FILE, THRESHOLDS_FILE, atomic_write_bytes,
+                      atomic_write_json, first_missing_folder, prepare_output_dir, read_config, read_json,
+                      read_jsonl, remove_empty_folders)
 from ..text.batching import EVAL_MAX_TOKENS, BucketBatches
 from ..text.cache import CachedDataset
 from ..text.tokenizer import Tokenizer
@@ -156,6 +156,8 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
         raise
     if not resume and distributed.is_main:
         _set_aside_earlier_model(run_dir, progress)
+    elif distributed.is_main:  # training on changes the weights a temperature was fitted to
+        (run_dir / TEMPERATURE_FILE).unlink(missing_ok=True)
     label_names = splits.train.label_names
     if distributed.is_main and not resume:
         _describe_data(settings, splits, progress)
@@ -303,8 +305,8 @@ def _suspect_separators(train_file: str | None) -> str:
 
 
 # What a run writes into its folder, and so what it replaces of an earlier run there.
-_RUN_FILES = ("model.safetensors", "history.jsonl", "metrics.json", THRESHOLDS_FILE, "report.html", "faithfulness.json",
-              "config.json", "labels.json", "tokenizer.json")
+_RUN_FILES = ("model.safetensors", "history.jsonl", "metrics.json", THRESHOLDS_FILE, TEMPERATURE_FILE, "report.html",
+              "faithfulness.json", "config.json", "labels.json", "tokenizer.json")
 
 
 def _set_aside_earlier_model(run_dir: Path, progress: bool) -> None:

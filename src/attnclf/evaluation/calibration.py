@@ -1,0 +1,81 @@
+"""Temperature scaling (Guo et al., 2017): one number, fitted on a run's validation texts, that makes its
+probabilities mean what they say.
+
+softmax(logits / T) with T > 1 is less sure of every prediction, T < 1 more; no prediction changes. T is the
+value with the lowest validation log loss. ``attnclf calibrate RUN`` fits it and writes ``temperature.json``,
+which ``Classifier`` (and so predict, evaluate, serve, ensembles and the ONNX export) applies from then on.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+from scipy.optimize import minimize_scalar
+
+from ..errors import AttnclfError
+from .metrics import expected_calibration_error, log_loss
+
+# Beyond these a model is either near-uniform or certain of everything: a fit there says the data is odd.
+LOWEST, HIGHEST = 0.05, 20.0
+
+
+def tempered(logits: np.ndarray, temperature: float) -> np.ndarray:
+    """softmax(logits / temperature), row by row, in float64.
+
+    >>> tempered(np.array([[0.0, 2.0]]), 2.0).round(3).tolist()
+    [[0.269, 0.731]]
+    """
+    scaled = logits.astype(np.float64) / temperature
+    scaled -= scaled.max(axis=1, keepdims=True)
+    exp = np.exp(scaled)
+    return exp / exp.sum(axis=1, keepdims=True)
+
+
+def fit_temperature(labels, logits: np.ndarray) -> float:
+    """The temperature in [0.05, 20] whose probabilities have the lowest log loss on these texts.
+
+    >>> rng = np.random.default_rng(0)
+    >>> logits = rng.normal(size=(20_000, 2)) * 3
+    >>> labels = (rng.uniform(size=20_000) < tempered(logits, 2.0)[:, 1]).astype(int)  # as sure as logits / 2
+    >>> round(fit_temperature(labels, logits), 1)
+    2.0
+    """
+    labels = np.asarray(labels)
+    found = minimize_scalar(lambda log_t: log_loss(labels, tempered(logits, math.exp(log_t))),
+                            bounds=(math.log(LOWEST), math.log(HIGHEST)), method="bounded", options={"xatol": 1e-4})
+    return math.exp(found.x)
+
+
+def calibrate_run(run_dir: str | Path, data_dir: str | None = None, device: str = "auto") -> dict:
+    """Fit ``run_dir``'s temperature on the validation texts it held out and write ``temperature.json``; returns
+    what was written (the temperature, and the validation log loss and calibration error before and after).
+
+    >>> # calibrate_run("runs/20newsgroups")["temperature"]  # 1.79: the model was too sure of itself
+    """
+    from ..classifier import Classifier
+    from ..rundir import TEMPERATURE_FILE, atomic_write_json, is_multi_label, read_config
+    from ..training.run_data import held_out_fingerprint, run_validation_data
+
+    config = read_config(run_dir)
+    if is_multi_label(config):
+        raise AttnclfError(f"{run_dir} is multi-label: its labels are thresholded one by one (thresholds.json), "
+                           f"not calibrated by one temperature")
+    if config["settings"]["data"].get("refit"):
+        raise AttnclfError(f"{run_dir} is a refit: it trained on its validation texts, so none are left to calibrate "
+                           f"on")
+    clf = Classifier.load(run_dir, device=device)
+    validation = run_validation_data([config], clf.label_names, data_dir)
+    logits = clf.logits(validation.texts)
+    temperature = fit_temperature(validation.labels, logits)
+    before, after = tempered(logits, 1.0), tempered(logits, temperature)
+    record = {
+        "temperature": temperature,
+        "fitted_on": {"split": "validation", "texts": len(validation), "sha256": held_out_fingerprint(config)},
+        "validation": {"log_loss": [log_loss(validation.labels, before), log_loss(validation.labels, after)],
+                       "ece": [expected_calibration_error(validation.labels, before),
+                               expected_calibration_error(validation.labels, after)]},
+    }
+    atomic_write_json(Path(run_dir) / TEMPERATURE_FILE, record)
+    return record

@@ -1,0 +1,128 @@
+"""Temperature scaling: `attnclf calibrate`, and every way a run's probabilities leave it."""
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from attnclf.classifier import Classifier
+from attnclf.cli import main
+from attnclf.ensemble import Ensemble
+from attnclf.errors import RunDirError
+from attnclf.evaluation.calibration import fit_temperature, tempered
+from attnclf.evaluation.metrics import log_loss
+
+TEXTS = ["the acting was not good", "the plot was dull but the ending was brilliant", "a fine film", "not bad at all"]
+
+
+def calibrate(run, capsys) -> float:
+    assert main(["calibrate", str(run), "--threads", "1"]) == 0
+    out = capsys.readouterr().out
+    saved = json.loads((run / "temperature.json").read_text())
+    assert out.startswith(f"temperature {saved['temperature']:.3f} (") and "validation texts: log loss" in out
+    return saved["temperature"]
+
+
+@pytest.fixture
+def calibrated(demo_run, tmp_path, capsys):
+    run = tmp_path / "run"
+    shutil.copytree(demo_run, run)
+    return run, calibrate(run, capsys)
+
+
+def test_the_fit_finds_the_temperature_the_labels_were_drawn_at_and_lowers_the_log_loss():
+    rng = np.random.default_rng(1)
+    logits = rng.normal(size=(30_000, 3)) * 4
+    for true in (0.5, 3.0):
+        draws = tempered(logits, true)
+        labels = np.array([rng.choice(3, p=p) for p in draws])
+        found = fit_temperature(labels, logits)
+        assert found == pytest.approx(true, rel=0.05)
+        assert log_loss(labels, tempered(logits, found)) <= log_loss(labels, tempered(logits, 1.0))
+
+
+def test_calibrate_fits_on_the_validation_texts_and_every_prediction_is_the_same(demo_run, calibrated, capsys):
+    run, temperature = calibrated
+    saved = json.loads((run / "temperature.json").read_text())
+    config = json.loads((run / "config.json").read_text())
+    assert saved["fitted_on"] == {"split": "validation", "texts": config["data"]["validation_examples"],
+                                  "sha256": config["data"]["validation_sha256"]}
+    before, after = saved["validation"]["log_loss"]
+    assert after <= before
+    plain, scaled = Classifier.load(demo_run, device="cpu"), Classifier.load(run, device="cpu")
+    assert (plain.temperature, scaled.temperature) == (1.0, temperature) and temperature != 1.0
+    logits = scaled.logits(TEXTS)
+    np.testing.assert_allclose(scaled.predict_proba(TEXTS), tempered(logits, temperature), atol=1e-6)
+    np.testing.assert_allclose(plain.predict_proba(TEXTS), tempered(logits, 1.0), atol=1e-6)
+    assert (scaled.predict_proba(TEXTS).argmax(1) == plain.predict_proba(TEXTS).argmax(1)).all()
+    # evaluate scores what the run now gives: the same accuracy, other probabilities.
+    scores = {}
+    for name, folder in (("plain", demo_run), ("scaled", run)):
+        assert main(["evaluate", str(folder), "--json"]) == 0
+        scores[name] = json.loads(capsys.readouterr().out)
+    assert scores["plain"]["accuracy"] == scores["scaled"]["accuracy"]
+    assert scores["plain"]["log_loss"] != scores["scaled"]["log_loss"]
+    # An ensemble averages what its members give.
+    ensemble = Ensemble.load([demo_run, run], device="cpu")
+    np.testing.assert_allclose(ensemble.predict_proba(TEXTS),
+                               (plain.predict_proba(TEXTS) + scaled.predict_proba(TEXTS)) / 2, atol=1e-6)
+    # The report shows the calibrated probabilities, and says so.
+    assert main(["report", str(run)]) == 0
+    assert f"at temperature {temperature:.3f}, fitted by <code>attnclf calibrate</code>" in (
+        run / "report.html").read_text(encoding="utf-8")
+
+
+def test_the_onnx_export_carries_the_temperature_and_refuses_to_answer_once_it_changed(calibrated, capsys):
+    pytest.importorskip("onnxruntime")
+    from attnclf.export import OnnxClassifier
+
+    run, temperature = calibrated
+    assert main(["export", str(run), "--format", "onnx"]) == 0
+    exported = OnnxClassifier.load(run / "onnx")
+    assert json.loads((run / "onnx" / "export.json").read_text())["temperature"] == temperature
+    np.testing.assert_allclose(exported.predict_proba(TEXTS), Classifier.load(run, device="cpu").predict_proba(TEXTS),
+                               atol=1e-5)
+    (run / "temperature.json").unlink()  # undone: the export would answer with the calibrated probabilities
+    with pytest.raises(RunDirError, match=rf"was exported with temperature {temperature:g} and .* now has 1 "):
+        OnnxClassifier.load(run / "onnx")
+
+
+def test_training_on_or_again_drops_the_temperature_the_earlier_weights_had(calibrated, capsys, monkeypatch):
+    from test_cli import interrupt_in_epoch_2
+
+    run, _ = calibrated
+    argv = ["train", "--dataset", "demo", "--epochs", "2", "--max-train-examples", "200", "--set", "d_model=16",
+            "--set", "layers=1", "--threads", "1", "--output", str(run), "--quiet", "--no-report"]
+    with monkeypatch.context() as patch:
+        interrupt_in_epoch_2(patch)
+        assert main(argv + ["--overwrite"]) == 130
+    assert not (run / "temperature.json").exists()  # set aside with the model it belongs to
+    assert (run / "earlier-model" / "temperature.json").is_file()
+    calibrated_again = json.dumps({"temperature": 2.0})
+    (run / "temperature.json").write_text(calibrated_again)  # as if the unfinished run had been calibrated
+    assert main(["train", "--resume", "--output", str(run), "--quiet"]) == 0
+    assert not (run / "temperature.json").exists() and Classifier.load(run, device="cpu").temperature == 1.0
+
+
+def test_calibrate_refuses_what_it_cannot_calibrate_in_one_line(demo_run, tmp_path, capsys):
+    def refused(run) -> str:
+        assert main(["calibrate", str(run)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and not (run / "temperature.json").exists()
+        return err
+
+    refit = tmp_path / "refit"
+    assert main(["refit", str(demo_run), "--output", str(refit), "--quiet", "--no-report", "--threads", "1"]) == 0
+    capsys.readouterr()
+    assert refused(refit).endswith("is a refit: it trained on its validation texts, so none are left to calibrate on")
+    topics = tmp_path / "topics"
+    assert main(["train", "--dataset", "topics", "--epochs", "1", "--max-train-examples", "200", "--set", "d_model=16",
+                 "--threads", "1", "--output", str(topics), "--quiet", "--no-report"]) == 0
+    assert "is multi-label: its labels are thresholded one by one" in refused(topics)
+    broken = tmp_path / "broken"
+    shutil.copytree(demo_run, broken)
+    for content in ('{"temperature": -1}', '{"temperature": "2"}', "[1]"):
+        (broken / "temperature.json").write_text(content)
+        with pytest.raises(RunDirError, match="temperature must be a positive number"):
+            Classifier.load(broken, device="cpu")
