@@ -126,3 +126,18 @@ def test_calibrate_refuses_what_it_cannot_calibrate_in_one_line(demo_run, tmp_pa
         (broken / "temperature.json").write_text(content)
         with pytest.raises(RunDirError, match="temperature must be a positive number"):
             Classifier.load(broken, device="cpu")
+
+
+def test_a_temperature_at_the_lower_bound_is_refused(demo_run, tmp_path, capsys, monkeypatch):
+    from attnclf.evaluation import calibration
+
+    # Validation texts the model gets all right drive the fit to the lower bound: every probability 0 or 1.
+    logits = np.array([[1.0, -1.0], [-1.0, 1.0]] * 20)
+    assert log_loss([0, 1] * 20, tempered(logits, fit_temperature([0, 1] * 20, logits))) < 1e-12
+    run = tmp_path / "run"
+    shutil.copytree(demo_run, run)
+    monkeypatch.setattr(calibration, "fit_temperature", lambda labels, logits: calibration.LOWEST * 1.0001)
+    assert main(["calibrate", str(run), "--threads", "1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "no temperature fits: the model is right on" in err
+    assert not (run / "temperature.json").exists()

@@ -69,6 +69,11 @@ def calibrate_run(run_dir: str | Path, data_dir: str | None = None, device: str 
     validation = run_validation_data([config], clf.label_names, data_dir)
     logits = clf.logits(validation.texts)
     temperature = fit_temperature(validation.labels, logits)
+    right = int((logits.argmax(axis=1) == np.asarray(validation.labels)).sum())
+    if right == len(validation) or temperature < LOWEST * 1.01:  # no minimum inside: the loss only falls as T -> 0
+        raise AttnclfError(f"{run_dir}: no temperature fits: the model is right on {right} of {len(validation)} "
+                           f"validation texts, so their log loss falls as T -> 0 and every probability would become 0 "
+                           f"or 1, a certainty the test texts would not bear out; nothing written")
     before, after = tempered(logits, 1.0), tempered(logits, temperature)
     record = {
         "temperature": temperature,
