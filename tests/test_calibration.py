@@ -1,6 +1,7 @@
 """Temperature scaling: `attnclf calibrate`, and every way a run's probabilities leave it."""
 
 import json
+import random
 import shutil
 
 import numpy as np
@@ -10,7 +11,7 @@ from attnclf.classifier import Classifier
 from attnclf.cli import main
 from attnclf.ensemble import Ensemble
 from attnclf.errors import RunDirError
-from attnclf.evaluation.calibration import fit_temperature, tempered
+from attnclf.evaluation.calibration import HIGHEST, LOWEST, fit_temperature, tempered
 from attnclf.evaluation.metrics import log_loss
 
 TEXTS = ["the acting was not good", "the plot was dull but the ending was brilliant", "a fine film", "not bad at all"]
@@ -24,11 +25,40 @@ def calibrate(run, capsys) -> float:
     return saved["temperature"]
 
 
+def train_on_words(root, flipped: float):
+    """A bag-of-embeddings run on texts whose words decide the label, ``flipped`` of the labels then flipped."""
+    rng = random.Random(0)
+    good, bad = "good great fine lovely superb brilliant".split(), "bad dull awful poor weak boring".split()
+    other = {"pos": "neg", "neg": "pos"}
+    root.mkdir(parents=True, exist_ok=True)
+    for name, count in (("train", 800), ("test", 200)):
+        rows = ["text,label"]
+        for _ in range(count):
+            label = rng.choice(["pos", "neg"])
+            words = rng.sample(good if label == "pos" else bad, 2) + ["the", "film", "plot", "was"]
+            rng.shuffle(words)
+            rows.append(f"{' '.join(words)},{other[label] if rng.random() < flipped else label}")
+        (root / f"{name}.csv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    run = root / "run"
+    assert main(["train", "--train-file", str(root / "train.csv"), "--test-file", str(root / "test.csv"), "--model",
+                 "boe", "--epochs", "10", "--lr", "0.01", "--min-frequency", "1", "--threads", "1", "--output",
+                 str(run), "--quiet", "--no-report"]) == 0
+    return run
+
+
+@pytest.fixture(scope="module")
+def noisy_run(tmp_path_factory):
+    """Right on most validation texts, not all: its temperature has a minimum inside the bounds."""
+    return train_on_words(tmp_path_factory.mktemp("noisy"), flipped=0.15)
+
+
 @pytest.fixture
-def calibrated(demo_run, tmp_path, capsys):
+def calibrated(noisy_run, tmp_path, capsys):
     run = tmp_path / "run"
-    shutil.copytree(demo_run, run)
-    return run, calibrate(run, capsys)
+    shutil.copytree(noisy_run, run)
+    temperature = calibrate(run, capsys)
+    assert LOWEST * 1.1 < temperature < HIGHEST * 0.9  # a minimum inside the bounds
+    return run, temperature
 
 
 def test_the_fit_finds_the_temperature_the_labels_were_drawn_at_and_lowers_the_log_loss():
@@ -42,7 +72,7 @@ def test_the_fit_finds_the_temperature_the_labels_were_drawn_at_and_lowers_the_l
         assert log_loss(labels, tempered(logits, found)) <= log_loss(labels, tempered(logits, 1.0))
 
 
-def test_calibrate_fits_on_the_validation_texts_and_every_prediction_is_the_same(demo_run, calibrated, capsys):
+def test_calibrate_fits_on_the_validation_texts_and_every_prediction_is_the_same(noisy_run, calibrated, capsys):
     run, temperature = calibrated
     saved = json.loads((run / "temperature.json").read_text())
     config = json.loads((run / "config.json").read_text())
@@ -50,7 +80,7 @@ def test_calibrate_fits_on_the_validation_texts_and_every_prediction_is_the_same
                                   "sha256": config["data"]["validation_sha256"]}
     before, after = saved["validation"]["log_loss"]
     assert after <= before
-    plain, scaled = Classifier.load(demo_run, device="cpu"), Classifier.load(run, device="cpu")
+    plain, scaled = Classifier.load(noisy_run, device="cpu"), Classifier.load(run, device="cpu")
     assert (plain.temperature, scaled.temperature) == (1.0, temperature) and temperature != 1.0
     logits = scaled.logits(TEXTS)
     np.testing.assert_allclose(scaled.predict_proba(TEXTS), tempered(logits, temperature), atol=1e-6)
@@ -58,19 +88,48 @@ def test_calibrate_fits_on_the_validation_texts_and_every_prediction_is_the_same
     assert (scaled.predict_proba(TEXTS).argmax(1) == plain.predict_proba(TEXTS).argmax(1)).all()
     # evaluate scores what the run now gives: the same accuracy, other probabilities.
     scores = {}
-    for name, folder in (("plain", demo_run), ("scaled", run)):
+    for name, folder in (("plain", noisy_run), ("scaled", run)):
         assert main(["evaluate", str(folder), "--json"]) == 0
         scores[name] = json.loads(capsys.readouterr().out)
     assert scores["plain"]["accuracy"] == scores["scaled"]["accuracy"]
     assert scores["plain"]["log_loss"] != scores["scaled"]["log_loss"]
     # An ensemble averages what its members give.
-    ensemble = Ensemble.load([demo_run, run], device="cpu")
+    ensemble = Ensemble.load([noisy_run, run], device="cpu")
     np.testing.assert_allclose(ensemble.predict_proba(TEXTS),
                                (plain.predict_proba(TEXTS) + scaled.predict_proba(TEXTS)) / 2, atol=1e-6)
     # The report shows the calibrated probabilities, and says so.
     assert main(["report", str(run)]) == 0
     assert f"at temperature {temperature:.3f}, fitted by <code>attnclf calibrate</code>" in (
         run / "report.html").read_text(encoding="utf-8")
+
+
+def test_occlusion_measures_drops_in_the_probabilities_the_run_reports(calibrated):
+    run, _ = calibrated
+    clf = Classifier.load(run, device="cpu")
+    text = "the film was great"
+    explanation = clf.explain([text], method="occlusion")[0]
+    target = clf.label_names.index(explanation.target)
+    assert explanation.probability == pytest.approx(float(clf.predict_proba([text])[0, target]), abs=1e-6)
+    without = [" ".join(w for j, w in enumerate(text.split()) if j != i) for i in range(4)]
+    drops = clf.predict_proba([text])[0, target] - clf.predict_proba(without)[:, target]
+    np.testing.assert_allclose(explanation.scores, drops, atol=1e-5)
+
+
+def test_an_ensemble_is_calibrated_member_by_member_and_a_refit_says_it_is_not(noisy_run, calibrated, tmp_path,
+                                                                               capsys):
+    run, _ = calibrated
+    folder = tmp_path / "ens"
+    for seed in (0, 1):
+        shutil.copytree(run, folder / f"seed-{seed}")
+    assert main(["calibrate", str(folder)]) == 2
+    assert capsys.readouterr().err.strip().endswith(
+        f"holds a `train --seeds` ensemble: calibrate each member, {folder / 'seed-S'}; the ensemble then averages "
+        f"their calibrated probabilities")
+    assert main(["refit", str(run), "--output", str(tmp_path / "refit"), "--quiet", "--no-report", "--threads",
+                 "1"]) == 0
+    assert (f"note: {run} is calibrated (temperature.json); its refit is not, and has no validation texts left to "
+            f"calibrate on") in capsys.readouterr().err
+    assert Classifier.load(tmp_path / "refit", device="cpu").temperature == 1.0
 
 
 def test_the_onnx_export_carries_the_temperature_and_refuses_to_answer_once_it_changed(calibrated, capsys):
@@ -128,16 +187,23 @@ def test_calibrate_refuses_what_it_cannot_calibrate_in_one_line(demo_run, tmp_pa
             Classifier.load(broken, device="cpu")
 
 
-def test_a_temperature_at_the_lower_bound_is_refused(demo_run, tmp_path, capsys, monkeypatch):
+def test_no_temperature_is_written_when_the_fit_runs_to_its_lower_bound(noisy_run, tmp_path, capsys, monkeypatch):
     from attnclf.evaluation import calibration
 
-    # Validation texts the model gets all right drive the fit to the lower bound: every probability 0 or 1.
+    def refused(run) -> str:
+        assert main(["calibrate", str(run), "--threads", "1"]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and not (run / "temperature.json").exists()
+        return err
+
+    # Validation texts the model gets all right: the log loss only falls as T -> 0, to probabilities of 0 and 1.
     logits = np.array([[1.0, -1.0], [-1.0, 1.0]] * 20)
     assert log_loss([0, 1] * 20, tempered(logits, fit_temperature([0, 1] * 20, logits))) < 1e-12
+    clean = train_on_words(tmp_path / "clean", flipped=0.0)
+    capsys.readouterr()
+    assert "no temperature fits: the model is right on all 80 validation texts" in refused(clean)
+    # Errors, but logits so flat that the fit asks for less than the lowest bound.
     run = tmp_path / "run"
-    shutil.copytree(demo_run, run)
+    shutil.copytree(noisy_run, run)
     monkeypatch.setattr(calibration, "fit_temperature", lambda labels, logits: calibration.LOWEST * 1.0001)
-    assert main(["calibrate", str(run), "--threads", "1"]) == 2
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "no temperature fits: the model is right on" in err
-    assert not (run / "temperature.json").exists()
+    assert "no temperature fits: its validation texts ask for one below 0.05" in refused(run)

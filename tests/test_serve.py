@@ -85,6 +85,7 @@ def test_health_model_and_docs(server, local):
     paths = server.get("/openapi.json").json()["paths"]
     assert {"/predict", "/explain", "/health", "/model"} <= set(paths)
     assert info["refit"] is None  # the demo run is a validated run, not a refit
+    assert info["temperatures"] == [1.0]  # not calibrated
     # The docs page is this process's own: it lists the endpoints and loads nothing from elsewhere.
     docs = server.get("/docs")
     assert docs.headers["content-type"].startswith("text/html")

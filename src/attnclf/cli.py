@@ -483,8 +483,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     print(f"temperature {record['temperature']:.3f} ({'less' if record['temperature'] > 1 else 'more'} sure than "
           f"trained), fitted on {record['fitted_on']['texts']:,} validation texts: log loss {loss[0]:.4f} -> "
           f"{loss[1]:.4f}, calibration error {ece[0]:.4f} -> {ece[1]:.4f}")
-    print(f"written: {Path(args.run_dir) / TEMPERATURE_FILE} (predict, evaluate, serve and export apply it; delete it "
-          f"to undo)")
+    print(f"written: {Path(args.run_dir) / TEMPERATURE_FILE} (predict, evaluate, serve, explain and export apply it; "
+          f"delete it to undo)")
     return 0
 
 
@@ -1020,9 +1020,10 @@ def build_parser() -> argparse.ArgumentParser:
                                          "mean what they say",
                        description="Fit one temperature T on the validation texts RUN_DIR held out: the T whose "
                                    "softmax(logits / T) has the lowest log loss there (Guo et al., 2017). It is "
-                                   "written to RUN_DIR/temperature.json, which predict, evaluate, serve, ensembles and "
-                                   "the ONNX export apply from then on. No prediction changes, only how sure each "
-                                   "is; a new training run in the folder removes it.")
+                                   "written to RUN_DIR/temperature.json, which predict, evaluate, serve, explanations "
+                                   "and the ONNX export apply from then on (an ensemble averages its members' "
+                                   "calibrated probabilities: calibrate each). No prediction changes, only how sure "
+                                   "each is; a new training run in the folder removes it.")
     p.add_argument("run_dir")
     p.add_argument("--data-dir", help="folder holding the run's dataset (default: where it trained from)")
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"])

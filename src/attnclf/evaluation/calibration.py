@@ -55,9 +55,12 @@ def calibrate_run(run_dir: str | Path, data_dir: str | None = None, device: str 
     >>> # calibrate_run("runs/20newsgroups")["temperature"]  # 1.79: the model was too sure of itself
     """
     from ..classifier import Classifier
-    from ..rundir import TEMPERATURE_FILE, atomic_write_json, is_multi_label, read_config
+    from ..rundir import ENSEMBLE_FILE, TEMPERATURE_FILE, atomic_write_json, is_multi_label, read_config
     from ..training.run_data import held_out_fingerprint, run_validation_data
 
+    if (Path(run_dir) / ENSEMBLE_FILE).is_file() or any(Path(run_dir).glob("seed-*/config.json")):
+        raise AttnclfError(f"{run_dir} holds a `train --seeds` ensemble: calibrate each member, "
+                           f"{Path(run_dir) / 'seed-S'}; the ensemble then averages their calibrated probabilities")
     config = read_config(run_dir)
     if is_multi_label(config):
         raise AttnclfError(f"{run_dir} is multi-label: its labels are thresholded one by one (thresholds.json), "
@@ -70,10 +73,13 @@ def calibrate_run(run_dir: str | Path, data_dir: str | None = None, device: str 
     logits = clf.logits(validation.texts)
     temperature = fit_temperature(validation.labels, logits)
     right = int((logits.argmax(axis=1) == np.asarray(validation.labels)).sum())
-    if right == len(validation) or temperature < LOWEST * 1.01:  # no minimum inside: the loss only falls as T -> 0
-        raise AttnclfError(f"{run_dir}: no temperature fits: the model is right on {right} of {len(validation)} "
-                           f"validation texts, so their log loss falls as T -> 0 and every probability would become 0 "
-                           f"or 1, a certainty the test texts would not bear out; nothing written")
+    if right == len(validation):  # no minimum: the log loss only falls as T -> 0
+        raise AttnclfError(f"{run_dir}: no temperature fits: the model is right on all {right} validation texts, so "
+                           f"their log loss falls as T -> 0 and every probability would become 0 or 1, a certainty "
+                           f"the test texts would not bear out; nothing written")
+    if temperature < LOWEST * 1.01:
+        raise AttnclfError(f"{run_dir}: no temperature fits: its validation texts ask for one below {LOWEST} (its "
+                           f"logits are nearly flat), where every probability would become 0 or 1; nothing written")
     before, after = tempered(logits, 1.0), tempered(logits, temperature)
     record = {
         "temperature": temperature,

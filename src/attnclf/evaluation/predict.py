@@ -10,10 +10,11 @@ from ..text.batching import BucketBatches
 
 @torch.inference_mode()
 def predict_probabilities(model: torch.nn.Module, batches: BucketBatches, device: torch.device,
-                          multi_label: bool = False) -> np.ndarray:
+                          multi_label: bool = False, temperature: float = 1.0) -> np.ndarray:
     """Softmax probabilities, one row per example, in the order the examples were given.
 
-    ``multi_label``: a sigmoid per label instead, each label's own probability.
+    ``multi_label``: a sigmoid per label instead, each label's own probability. ``temperature``: softmax(logits / T),
+    a calibrated run's probabilities (``attnclf calibrate``).
 
     Batches may come length-sorted; ``Batch.indices`` puts every row back in place.
     """
@@ -23,6 +24,8 @@ def predict_probabilities(model: torch.nn.Module, batches: BucketBatches, device
     for batch in batches:
         batch = batch.to(device)
         logits = model(batch.input_ids, batch.attention_mask).logits
+        if temperature != 1.0:
+            logits = logits.float() / temperature
         probabilities[batch.indices] = output_probabilities(logits, multi_label).cpu().numpy()
     return probabilities
 

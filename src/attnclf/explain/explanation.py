@@ -119,7 +119,7 @@ def explain(classifier: "Classifier", texts: Sequence[str], method: str | None =
     predicted = probabilities.argmax(axis=1)
     targets = predicted if target is None else np.full(len(texts), _class_index(target, classifier.label_names))
     result = attribute(classifier.model, ids, targets, method, device=classifier.device,
-                       batch_size=classifier.batch_size, **options)
+                       batch_size=classifier.batch_size, temperature=classifier.temperature, **options)
     maps = (self_attention_maps(classifier.model, ids, device=classifier.device, batch_size=classifier.batch_size)
             if self_attentions else [None] * len(texts))
     margins = _branch_margins(classifier.model, ids, targets, classifier.device, classifier.batch_size)

@@ -196,13 +196,14 @@ def measure_faithfulness(classifier: "Classifier", data: TextDataset, *, methods
     labels = np.asarray([data.labels[i] for i in sample])
     sequences = classifier.tokenizer.encode(texts)
     predicted = classifier.predict_proba(texts).argmax(axis=1)
-    full = class_probability(model, sequences, predicted, device, classifier.batch_size)
+    temperature = classifier.temperature  # (the probabilities its predictions report)
+    full = class_probability(model, sequences, predicted, device, classifier.batch_size, temperature)
 
     scores, completeness = {}, None
     for name in methods:
         method_options = {k: v for k, v in options.items() if k in METHODS[name].options}
         result = attribute(model, sequences, predicted, name, device=device, batch_size=classifier.batch_size,
-                           **method_options)
+                           temperature=temperature, **method_options)
         scores[name] = result.scores
         if result.completeness_error is not None:
             error = result.completeness_error
@@ -224,7 +225,8 @@ def measure_faithfulness(classifier: "Classifier", data: TextDataset, *, methods
                 for order in orders:
                     variants.append(remove_positions(sequences[i], order[: _tokens_to_remove(k, len(order))]))
                     owners.append(i)
-        probability = class_probability(model, variants, predicted[owners], device, classifier.batch_size)
+        probability = class_probability(model, variants, predicted[owners], device, classifier.batch_size,
+                                        temperature)
         per_order = len(rankings[0])
         return (full[:, None] - probability.reshape(len(rankings), len(DELETION_KS), per_order).mean(-1))
 

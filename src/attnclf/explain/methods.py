@@ -95,8 +95,12 @@ class Attribution:
 
 
 def attribute(model: torch.nn.Module, sequences: Sequence[Sequence[int]], targets: np.ndarray, method: str, *,
-              device: torch.device | str = "cpu", batch_size: int = 32, **options) -> Attribution:
+              device: torch.device | str = "cpu", batch_size: int = 32, temperature: float = 1.0,
+              **options) -> Attribution:
     """Score every token of every id sequence for class ``targets[i]`` by ``method`` (a key of ``METHODS``).
+
+    ``temperature``: a calibrated run's (``Classifier.temperature``), so that occlusion's probabilities are the ones
+    its predictions report; the gradient methods attribute the logits, which it only scales.
 
     >>> from attnclf.models import build_model
     >>> model = build_model("self-attn", vocab_size=20, d_model=16, layers=1)
@@ -118,7 +122,7 @@ def attribute(model: torch.nn.Module, sequences: Sequence[Sequence[int]], target
     model.eval()
     targets = np.asarray(targets, dtype=np.int64)
     if method == "occlusion":
-        return Attribution(_occlusion(model, sequences, targets, device, batch_size))
+        return Attribution(_occlusion(model, sequences, targets, device, batch_size, temperature))
 
     per_batch: Callable = {"attention": _attention, "rollout": _rollout, "grad-input": _grad_input,
                            "integrated-gradients": _integrated_gradients}[method]
@@ -338,21 +342,21 @@ def remove_positions(sequence: Sequence[int], positions) -> list[int]:
 
 
 def class_probability(model: torch.nn.Module, sequences: Sequence[Sequence[int]], targets: np.ndarray,
-                      device: torch.device, batch_size: int = 128) -> np.ndarray:
-    """p(``targets[i]`` | ``sequences[i]``) for every i, batched by length."""
+                      device: torch.device, batch_size: int = 128, temperature: float = 1.0) -> np.ndarray:
+    """p(``targets[i]`` | ``sequences[i]``) for every i, batched by length (at ``temperature``)."""
     probabilities = predict_probabilities(model, BucketBatches(sequences, batch_size=batch_size, shuffle=False),
-                                          device)
+                                          device, temperature=temperature)
     return probabilities[np.arange(len(sequences)), targets]
 
 
-def _occlusion(model, sequences, targets, device, batch_size) -> list[np.ndarray]:
-    full = class_probability(model, sequences, targets, device, batch_size)
+def _occlusion(model, sequences, targets, device, batch_size, temperature) -> list[np.ndarray]:
+    full = class_probability(model, sequences, targets, device, batch_size, temperature)
     scores = []
     # A text of n tokens has n variants; chunks of texts bound the variants held at once.
     for chunk in _chunks([len(s) for s in sequences], OCCLUSION_VARIANTS_PER_CHUNK):
         variants = [remove_positions(sequences[i], [t]) for i in chunk for t in range(len(sequences[i]))]
         owners = [i for i in chunk for _ in sequences[i]]
-        occluded = class_probability(model, variants, targets[owners], device, batch_size)
+        occluded = class_probability(model, variants, targets[owners], device, batch_size, temperature)
         start = 0
         for i in chunk:
             scores.append(full[i] - occluded[start:start + len(sequences[i])])

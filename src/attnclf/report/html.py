@@ -27,7 +27,8 @@ from ..explain.faithfulness import AOPC_DEFINITION, MIN_ADVANTAGE, FaithfulnessR
 from ..explain.methods import METHODS, available_methods, default_method
 from ..explain.render import branches, legend_html, page, png_img, tokens_html
 from ..models.windows import window_config
-from ..rundir import atomic_write_bytes, atomic_write_json, check_run_dir, read_config, read_json, read_jsonl
+from ..rundir import (TEMPERATURE_FILE, atomic_write_bytes, atomic_write_json, check_run_dir, read_config,
+                      read_json, read_jsonl)
 from . import plots
 
 FAITHFULNESS_FILE = "faithfulness.json"
@@ -128,8 +129,9 @@ def _faithfulness(run_dir: Path, classifier, test: TextDataset, measure: bool,
         result = measure_faithfulness(classifier, test, examples=examples)
         atomic_write_json(saved, result.to_dict())
         return result
-    # A measurement of older weights would describe another model.
-    if saved.is_file() and saved.stat().st_mtime >= (run_dir / "model.safetensors").stat().st_mtime:
+    # A measurement of older weights, or of the probabilities before `attnclf calibrate`, describes another model.
+    measured = [path for path in (run_dir / "model.safetensors", run_dir / TEMPERATURE_FILE) if path.is_file()]
+    if saved.is_file() and saved.stat().st_mtime >= max(path.stat().st_mtime for path in measured):
         data = read_json(saved)
         if data.get("aopc_definition", 1) != AOPC_DEFINITION:  # measured by an earlier deletion test: not comparable
             return None
@@ -198,7 +200,8 @@ def _calibration(images: dict[str, bytes], labels, probabilities: np.ndarray, te
     """The probabilities the model gives now (after `attnclf calibrate`'s temperature, if any): metrics.json holds
     the ones it gave when it finished training."""
     scaled = ("" if temperature == 1.0 else
-              f" These are its probabilities at temperature {temperature:.3f}, fitted by <code>attnclf calibrate</code>.")
+              f" These are its probabilities at temperature {temperature:.3f}, fitted by "
+              f"<code>attnclf calibrate</code>.")
     return (f"<section><h2>Calibration</h2><p>Log loss {log_loss(labels, probabilities):.4f}; expected calibration "
             f"error {expected_calibration_error(labels, probabilities):.4f} (the mean gap between the top label's "
             f"confidence and how often it is right: 0 when a confidence of 0.9 is right 9 times in 10).{scaled}</p>"

@@ -370,6 +370,8 @@ def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
             # A refit trained on its validation texts too, for the epochs its run chose (not where it lives).
             "refit": {key: refit[key] for key in ("epochs", "monitor", "value")}
             if (refit := config["settings"].get("refit_of")) else None,
+            # `attnclf calibrate`'s temperature, each member's (1: the probabilities as trained).
+            "temperatures": [member.temperature for member in members],
             "explain_methods": methods,
             "explain_default": default_method(methods) if methods else None,
             "limits": asdict(limits),

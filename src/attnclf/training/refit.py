@@ -7,7 +7,8 @@ from pathlib import Path
 
 
 from ..errors import AttnclfError, RunDirError
-from ..rundir import ENSEMBLE_FILE, THRESHOLDS_FILE, check_run_dir, read_config, read_json, read_jsonl, run_dir_list
+from ..rundir import (ENSEMBLE_FILE, TEMPERATURE_FILE, THRESHOLDS_FILE, check_run_dir, read_config, read_json,
+                      read_jsonl, run_dir_list)
 from .run import NO_CACHED_REFIT, RunResult, train_or_continue
 from .run_data import held_out_fingerprint, load_data, texts_fingerprint
 from .settings import COUNT_EMBEDDINGS, RunSettings, resume_settings
@@ -67,6 +68,9 @@ def refit_runs(run_dirs: list[str | Path], output: str | None = None, *, resume:
         print(f"{run}: refit on its validation texts too, for its best {settings.refit_of['epochs']} epoch(s) "
               f"(validation {settings.refit_of['monitor']} {settings.refit_of['value']:.4f}) -> {settings.output}",
               file=sys.stderr)
+        if (run / TEMPERATURE_FILE).is_file():  # (fitted to the run's weights, on the texts its refit learns)
+            print(f"note: {run} is calibrated (temperature.json); its refit is not, and has no validation texts left "
+                  f"to calibrate on", file=sys.stderr)
         results.append(train_or_continue(settings, resume, progress))
     if refit_folder is None or not from_environment().is_main:
         return results, None
