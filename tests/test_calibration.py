@@ -207,3 +207,35 @@ def test_no_temperature_is_written_when_the_fit_runs_to_its_lower_bound(noisy_ru
     shutil.copytree(noisy_run, run)
     monkeypatch.setattr(calibration, "fit_temperature", lambda labels, logits: calibration.LOWEST * 1.0001)
     assert "no temperature fits: its validation texts ask for one below 0.05" in refused(run)
+
+
+def test_gradient_attributions_add_up_to_the_log_odds_of_the_probability_the_run_reports(calibrated):
+    run, _ = calibrated
+    (run / "temperature.json").write_text(json.dumps({"temperature": 3.0}))  # far from 1, so units differ clearly
+    clf = Classifier.load(run, device="cpu")
+    text = "the film was great but dull"
+    explanation = clf.explain([text], method="integrated-gradients", steps=64)[0]
+    target = clf.label_names.index(explanation.target)
+    plain = Classifier.load(run, device="cpu")
+    plain.temperature = 1.0
+    untempered = plain.explain([text], method="integrated-gradients", steps=64)[0]
+    # Two classes: the log-odds of softmax(z / 3) are a third of the model's, and so are the attributions.
+    assert explanation.log_odds_change == pytest.approx(untempered.log_odds_change / 3, rel=1e-4)
+    np.testing.assert_allclose(explanation.scores, np.array(untempered.scores) / 3, rtol=1e-3, atol=1e-6)
+    p = clf.predict_proba([text])[0, target]
+    z = clf.logits([text])[0]
+    assert np.log(p / (1 - p)) == pytest.approx((z[target] - z[1 - target]) / 3, rel=1e-4)
+    grad_input = clf.explain([text], method="grad-input")[0].scores
+    np.testing.assert_allclose(grad_input, np.array(plain.explain([text], method="grad-input")[0].scores) / 3,
+                               rtol=1e-3, atol=1e-6)
+
+
+def test_a_faithfulness_result_measured_at_another_temperature_is_not_reused(calibrated, capsys):
+    run, temperature = calibrated
+    assert main(["faithfulness", str(run), "--examples", "20", "--methods", "occlusion", "--threads", "1"]) == 0
+    assert json.loads((run / "faithfulness.json").read_text())["temperature"] == temperature
+    assert main(["report", str(run), "--threads", "1"]) == 0
+    assert "Not measured for these weights" not in (run / "report.html").read_text(encoding="utf-8")
+    (run / "temperature.json").unlink()  # undone: the drops were of the calibrated probabilities
+    assert main(["report", str(run), "--threads", "1"]) == 0
+    assert "Not measured for these weights" in (run / "report.html").read_text(encoding="utf-8")

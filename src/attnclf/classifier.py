@@ -42,7 +42,7 @@ class Classifier:
 
     A run that ``attnclf calibrate`` calibrated has a ``temperature`` (from temperature.json; 1 until then): its
     probabilities are softmax(logits / temperature), which changes no prediction, only how sure each one is.
-    Attributions explain the model's own logits.
+    Attributions explain those probabilities (occlusion) and their log-odds (the gradient methods).
     """
 
     def __init__(self, model: torch.nn.Module, tokenizer: Tokenizer, label_names: list[str],

@@ -88,6 +88,7 @@ class FaithfulnessResult:
     seed: int = 0
     ks: list[str] = field(default_factory=lambda: [str(k) for k in DELETION_KS])
     aopc_definition: int = AOPC_DEFINITION
+    temperature: float = 1.0  # the run's (`attnclf calibrate`) when measured: the probabilities deletions drop
 
     @property
     def most_faithful(self) -> str:
@@ -258,6 +259,7 @@ def measure_faithfulness(classifier: "Classifier", data: TextDataset, *, methods
         completeness_error=completeness,
         seconds=round(time.perf_counter() - started, 2),
         seed=seed,
+        temperature=temperature,
     )
 
 

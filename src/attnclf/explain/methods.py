@@ -11,6 +11,7 @@
 The gradient methods explain the class's log-odds ``f = z_c - logsumexp(z_other) =
 log p / (1 - p)``: it is what the softmax reads (for two classes, the logit
 margin), where a raw logit can rise with every class's logit and mean nothing.
+A calibrated run's ``z`` are its logits over its temperature, so ``p`` is the probability it reports.
 Integrated gradients' scores add up to ``f(text) - f(baseline)`` in the limit of
 many steps; ``Attribution.completeness_error`` says how far from that they are,
 and ``steps="auto"`` (the default) doubles the steps, per text, until that error
@@ -99,8 +100,8 @@ def attribute(model: torch.nn.Module, sequences: Sequence[Sequence[int]], target
               **options) -> Attribution:
     """Score every token of every id sequence for class ``targets[i]`` by ``method`` (a key of ``METHODS``).
 
-    ``temperature``: a calibrated run's (``Classifier.temperature``), so that occlusion's probabilities are the ones
-    its predictions report; the gradient methods attribute the logits, which it only scales.
+    ``temperature``: a calibrated run's (``Classifier.temperature``), so that occlusion's probabilities, and the
+    log-odds the gradient methods attribute (those of softmax(logits / T)), are the ones its predictions report.
 
     >>> from attnclf.models import build_model
     >>> model = build_model("self-attn", vocab_size=20, d_model=16, layers=1)
@@ -131,7 +132,9 @@ def attribute(model: torch.nn.Module, sequences: Sequence[Sequence[int]], target
     for batch in BucketBatches(sequences, batch_size=batch_size, shuffle=False):
         batch = batch.to(device)
         target = torch.as_tensor(targets[batch.indices], device=device)
-        batch_scores, batch_extras = per_batch(model, batch.input_ids, batch.attention_mask, target, **options)
+        tempered = {"temperature": temperature} if method in ("grad-input", "integrated-gradients") else {}
+        batch_scores, batch_extras = per_batch(model, batch.input_ids, batch.attention_mask, target, **options,
+                                               **tempered)
         batch_scores = batch_scores.detach().float().cpu().numpy()
         for row, i in enumerate(batch.indices):
             scores[i] = batch_scores[row, : len(sequences[i])]  # batches are right-padded
@@ -260,22 +263,23 @@ def _rollout(model, ids, mask, target) -> tuple[torch.Tensor, dict]:
     return rollout(out.self_attentions, readout.float()) * mask, {}
 
 
-def _gradient(model, ids, mask, target, embeddings) -> torch.Tensor:
-    """d(class log-odds)/d(token embeddings), (batch, seq, dim)."""
+def _gradient(model, ids, mask, target, embeddings, temperature: float = 1.0) -> torch.Tensor:
+    """d(class log-odds of softmax(logits / temperature))/d(token embeddings), (batch, seq, dim)."""
     embeddings = embeddings.detach().requires_grad_(True)
     # cuDNN's RNN backward refuses eval mode; the native kernels accept it (CPU is unaffected).
     with torch.enable_grad(), torch.backends.cudnn.flags(enabled=False):
-        f = log_odds(model(ids, mask, token_embeddings=embeddings).logits.float(), target)
+        f = log_odds(model(ids, mask, token_embeddings=embeddings).logits.float() / temperature, target)
         (gradient,) = torch.autograd.grad(f.sum(), embeddings)  # rows are independent in eval mode
     return gradient
 
 
-def _grad_input(model, ids, mask, target) -> tuple[torch.Tensor, dict]:
+def _grad_input(model, ids, mask, target, temperature: float = 1.0) -> tuple[torch.Tensor, dict]:
     embeddings = model.embed_tokens(ids).detach()
-    return (_gradient(model, ids, mask, target, embeddings) * embeddings).sum(-1) * mask, {}
+    return (_gradient(model, ids, mask, target, embeddings, temperature) * embeddings).sum(-1) * mask, {}
 
 
-def _integrated_gradients(model, ids, mask, target, steps: int | str) -> tuple[torch.Tensor, dict]:
+def _integrated_gradients(model, ids, mask, target, steps: int | str,
+                          temperature: float = 1.0) -> tuple[torch.Tensor, dict]:
     if steps == "auto":
         schedule = IG_AUTO_STEPS
     elif isinstance(steps, int) and not isinstance(steps, bool) and steps >= 1:
@@ -287,8 +291,8 @@ def _integrated_gradients(model, ids, mask, target, steps: int | str) -> tuple[t
     # baseline is a text of the same length saying nothing.
     baseline = model.embed_tokens(torch.full_like(ids, PAD_ID)).detach()
     with torch.inference_mode():
-        change = (log_odds(model(ids, mask, token_embeddings=embeddings).logits.float(), target)
-                  - log_odds(model(ids, mask, token_embeddings=baseline).logits.float(), target))
+        change = (log_odds(model(ids, mask, token_embeddings=embeddings).logits.float() / temperature, target)
+                  - log_odds(model(ids, mask, token_embeddings=baseline).logits.float() / temperature, target))
     scores = torch.zeros(ids.shape, device=ids.device)
     error = torch.full_like(change, float("inf"))
     used = torch.zeros_like(change)
@@ -297,7 +301,8 @@ def _integrated_gradients(model, ids, mask, target, steps: int | str) -> tuple[t
     # path), which no small fixed step count integrates; "auto" doubles the steps for the rows
     # still off by more than IG_TOLERANCE, so easy texts stay cheap.
     for n in schedule:
-        row_scores = _path_integral(model, ids[rows], mask[rows], target[rows], embeddings[rows], baseline[rows], n)
+        row_scores = _path_integral(model, ids[rows], mask[rows], target[rows], embeddings[rows], baseline[rows], n,
+                                    temperature)
         scores[rows], used[rows] = row_scores, n
         error[rows] = (row_scores.sum(1) - change[rows]).abs() / change[rows].abs().clamp(min=1e-6)
         rows = rows[error[rows] > IG_TOLERANCE]
@@ -306,7 +311,8 @@ def _integrated_gradients(model, ids, mask, target, steps: int | str) -> tuple[t
     return scores, {"completeness_error": error, "log_odds_change": change, "steps": used}
 
 
-def _path_integral(model, ids, mask, target, embeddings, baseline, steps: int) -> torch.Tensor:
+def _path_integral(model, ids, mask, target, embeddings, baseline, steps: int,
+                   temperature: float = 1.0) -> torch.Tensor:
     """``(x - b) . integral of df/dx`` along the straight path from ``b`` to ``x``, summed per token."""
     # Gauss-Legendre nodes on [0, 1]: exact for polynomial paths of degree < 2*steps, so far
     # fewer steps reach a small completeness error on smooth paths than a Riemann sum would.
@@ -321,7 +327,7 @@ def _path_integral(model, ids, mask, target, embeddings, baseline, steps: int) -
         alpha, weight = alphas[start:start + per_pass, None, None, None], weights[start:start + per_pass]
         points = (baseline + alpha * (embeddings - baseline)).reshape(-1, seq, dim)  # (points x rows) rows
         k = len(weight)
-        gradient = _gradient(model, ids.repeat(k, 1), mask.repeat(k, 1), target.repeat(k), points)
+        gradient = _gradient(model, ids.repeat(k, 1), mask.repeat(k, 1), target.repeat(k), points, temperature)
         path_gradient += torch.einsum("k,krsd->rsd", weight, gradient.view(k, rows, seq, dim))
     return ((embeddings - baseline) * path_gradient).sum(-1) * mask
 

@@ -135,6 +135,8 @@ def _faithfulness(run_dir: Path, classifier, test: TextDataset, measure: bool,
         data = read_json(saved)
         if data.get("aopc_definition", 1) != AOPC_DEFINITION:  # measured by an earlier deletion test: not comparable
             return None
+        if data.get("temperature", 1.0) != classifier.temperature:  # calibrated, or undone (deleted), since
+            return None
         try:
             return FaithfulnessResult.from_dict(data)
         except (KeyError, TypeError) as exc:
