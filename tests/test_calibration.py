@@ -207,6 +207,11 @@ def test_no_temperature_is_written_when_the_fit_runs_to_its_lower_bound(noisy_ru
     shutil.copytree(noisy_run, run)
     monkeypatch.setattr(calibration, "fit_temperature", lambda labels, logits: calibration.LOWEST * 1.0001)
     assert "no temperature fits: its validation texts ask for one below 0.05" in refused(run)
+    monkeypatch.setattr(calibration, "fit_temperature", lambda labels, logits: calibration.HIGHEST * 0.9999)
+    assert "no temperature fits: its validation texts ask for one above 20" in refused(run)
+    # As the fit does where the logits carry no sign of the labels.
+    rng = np.random.default_rng(0)
+    assert fit_temperature(rng.integers(0, 2, 200), rng.normal(size=(200, 2)) * 3) > HIGHEST * 0.99
 
 
 def test_gradient_attributions_add_up_to_the_log_odds_of_the_probability_the_run_reports(calibrated):

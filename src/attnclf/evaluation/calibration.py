@@ -80,6 +80,10 @@ def calibrate_run(run_dir: str | Path, data_dir: str | None = None, device: str 
     if temperature < LOWEST * 1.01:
         raise AttnclfError(f"{run_dir}: no temperature fits: its validation texts ask for one below {LOWEST} (its "
                            f"logits are nearly flat), where every probability would become 0 or 1; nothing written")
+    if temperature > HIGHEST * 0.99:
+        raise AttnclfError(f"{run_dir}: no temperature fits: its validation texts ask for one above {HIGHEST} (its "
+                           f"logits say little about their labels), where every probability would become uniform; "
+                           f"nothing written")
     before, after = tempered(logits, 1.0), tempered(logits, temperature)
     record = {
         "temperature": temperature,
