@@ -442,6 +442,16 @@ def test_jsonl_integer_and_string_labels(tmp_path):
     path = _write(tmp_path / "g.jsonl", '{"text": "a", "label": true}\n{"text": "b", "label": null}\n')
     with pytest.raises(DataError, match=r"g.jsonl, line 2: missing label in column 'label'"):
         load_file(path)
+    # 1 and 1.0 are one value written two ways: two classes would split it.
+    path = _write(tmp_path / "f.jsonl", '{"text": "a", "label": 1}\n{"text": "b", "label": 0}\n'
+                                        '{"text": "c", "label": 1.0}\n')
+    with pytest.raises(DataError, match=r"f.jsonl, line 3: label 1.0 in column 'label' mixes whole and decimal "
+                                        r"numbers, which would make 1 and 1.0 two classes \(line 1: 1\); write"):
+        load_file(path)
+    path = _write(tmp_path / "g.jsonl", '{"text": "a", "label": 0.5}\n{"text": "b", "label": 1.5}\n')
+    assert load_file(path).label_names == ["0.5", "1.5"]  # decimal numbers alone are fine
+    path = _write(tmp_path / "s.jsonl", '{"text": "a", "label": 1}\n{"text": "b", "label": "0"}\n')
+    assert load_file(path).label_names == ["0", "1"]  # a number and a string of digits name one class
     path = _write(tmp_path / "n.jsonl", '{"text": "a", "label": false}\n{"text": "b", "label": 1}\n')
     with pytest.raises(DataError, match=r"n.jsonl, line 2: label 1 in column 'label' mixes true/false with other "
                                         r"labels \(line 1: false\)"):

@@ -19,6 +19,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import numbers
 from array import array
 from pathlib import Path
 from typing import Any, Iterable, Iterator
@@ -202,6 +203,19 @@ def _checked_text(path: Path, where: str, text: Any, text_column: str) -> str:
     return text
 
 
+def _typed_kind(label: Any) -> str | None:
+    """How a typed label (JSON, Parquet) is written, where two ways of writing would make two classes of one value.
+
+    >>> [_typed_kind(value) for value in (True, 1, 1.0, "1")]
+    ['true/false', 'whole', 'decimal', None]
+    """
+    if isinstance(label, (bool, np.bool_)):
+        return "true/false"
+    if isinstance(label, numbers.Integral):
+        return "whole"
+    return "decimal" if isinstance(label, numbers.Real) else None
+
+
 def iter_texts(path: str | Path, text_column: str = "text") -> Iterator[tuple[str, str]]:
     """Stream the texts of a CSV / TSV / JSONL / Parquet file's ``text_column`` as ``(where, text)``, for
     prediction: no label column is read, an empty text is kept (a model still labels it), and a file without
@@ -260,10 +274,13 @@ def iter_records(
             missing = label is None or isinstance(label, float) and math.isnan(label)
             if not missing:  # (a gap in a true/false column is a missing label, not a mix)
                 first = first or (where, label)
-                if isinstance(label, bool) != isinstance(first[1], bool):
+                kind, first_kind = _typed_kind(label), _typed_kind(first[1])
+                if kind != first_kind and ("true/false" in (kind, first_kind) or kind and first_kind):
                     shown, earlier = (json.dumps(value, default=str, ensure_ascii=False) for value in (label, first[1]))
-                    raise DataError(f"{path}, {where}: label {shown} in column {label_column!r} mixes true/false "
-                                    f"with other labels ({first[0]}: {earlier}); write every label the same way")
+                    mix = ("true/false with other labels" if "true/false" in (kind, first_kind) else
+                           "whole and decimal numbers, which would make 1 and 1.0 two classes")
+                    raise DataError(f"{path}, {where}: label {shown} in column {label_column!r} mixes {mix} "
+                                    f"({first[0]}: {earlier}); write every label the same way")
             names = ("" if missing else str(label).strip(),)
             if not names[0]:
                 raise DataError(f"{path}, {where}: missing label in column {label_column!r}")
