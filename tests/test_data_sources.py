@@ -430,32 +430,29 @@ def test_jsonl_integer_and_string_labels(tmp_path):
     path = _write(tmp_path / "e.json", '{"body": "a", "y": "spam"}\n{"body": "b", "y": "ham"}\n')
     ds = load_file(path, "body", "y")
     assert (ds.label_names, ds.labels) == (["ham", "spam"], [1, 0])
-    # true/false labels are a class each; beside other labels they are a mistake in the file, named where it is.
-    path = _write(tmp_path / "b.jsonl", '{"text": "a", "label": true}\n{"text": "b", "label": false}\n')
-    assert load_file(path).label_names == ["False", "True"]
-    path = _write(tmp_path / "m.jsonl", '{"text": "a", "label": "pos"}\n{"text": "b", "label": "neg"}\n'
-                                        '{"text": "c", "label": true}\n')
-    with pytest.raises(DataError, match=r'm.jsonl, line 3: label true in column \'label\' mixes true/false with other '
-                                        r'labels \(line 1: "pos"\); write every label the same way'):
-        load_file(path)
-    # A gap in a true/false column is a missing label, as in any other column.
-    path = _write(tmp_path / "g.jsonl", '{"text": "a", "label": true}\n{"text": "b", "label": null}\n')
-    with pytest.raises(DataError, match=r"g.jsonl, line 2: missing label in column 'label'"):
-        load_file(path)
-    # 1 and 1.0 are one value written two ways: two classes would split it.
-    path = _write(tmp_path / "f.jsonl", '{"text": "a", "label": 1}\n{"text": "b", "label": 0}\n'
-                                        '{"text": "c", "label": 1.0}\n')
-    with pytest.raises(DataError, match=r"f.jsonl, line 3: label 1.0 in column 'label' mixes whole and decimal "
-                                        r"numbers, which would make 1 and 1.0 two classes \(line 1: 1\); write"):
-        load_file(path)
-    path = _write(tmp_path / "g.jsonl", '{"text": "a", "label": 0.5}\n{"text": "b", "label": 1.5}\n')
-    assert load_file(path).label_names == ["0.5", "1.5"]  # decimal numbers alone are fine
-    path = _write(tmp_path / "s.jsonl", '{"text": "a", "label": 1}\n{"text": "b", "label": "0"}\n')
-    assert load_file(path).label_names == ["0", "1"]  # a number and a string of digits name one class
-    path = _write(tmp_path / "n.jsonl", '{"text": "a", "label": false}\n{"text": "b", "label": 1}\n')
-    with pytest.raises(DataError, match=r"n.jsonl, line 2: label 1 in column 'label' mixes true/false with other "
-                                        r"labels \(line 1: false\)"):
-        load_file(path)
+
+
+@pytest.mark.parametrize("labels, outcome", [
+    ('true, false', ["False", "True"]),  # true/false labels are a class each
+    ('0.5, 1.5', ["0.5", "1.5"]),  # decimal numbers alone are fine
+    ('1, "0"', ["0", "1"]),  # a number and a string of its digits name one class
+    # Beside other labels true/false is a mistake in the file, named where it is...
+    ('"pos", "neg", true', r'line 3: label true in column \'label\' mixes true/false with other labels '
+                           r'\(line 1: "pos"\); write every label the same way'),
+    ('false, 1', r"line 2: label 1 in column 'label' mixes true/false with other labels \(line 1: false\)"),
+    # ...and so are 1 and 1.0, one value written two ways, which two classes would split.
+    ('1, 0, 1.0', r"line 3: label 1.0 in column 'label' mixes whole and decimal numbers, which would make 1 and 1.0 "
+                  r"two classes \(line 1: 1\)"),
+    ('true, null', r"line 2: missing label in column 'label'"),  # a gap is a missing label, as in any column
+])
+def test_typed_json_labels_make_one_class_per_value(tmp_path, labels, outcome):
+    rows = "".join(f'{{"text": "text {i}", "label": {label}}}\n' for i, label in enumerate(labels.split(", ")))
+    path = _write(tmp_path / "d.jsonl", rows)
+    if isinstance(outcome, list):
+        assert load_file(path).label_names == outcome
+    else:
+        with pytest.raises(DataError, match=r"d.jsonl, " + outcome):
+            load_file(path)
 
 
 def test_parquet_streams_string_and_integer_labels(tmp_path):
