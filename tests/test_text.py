@@ -45,6 +45,48 @@ def test_tokenizer_applies_max_len():
     assert tok.tokens(["the film was not good"])[0] == ["was", "not", "good"]
 
 
+@pytest.mark.parametrize("kind", ["word", "bpe"])
+@pytest.mark.parametrize("how", ["head", "tail", "head_tail"])
+def test_a_long_text_read_by_its_ends_gives_the_ids_of_the_whole(kind, how, monkeypatch):
+    import random
+
+    rng = random.Random(kind + how)
+    words = ["good", "bad", "the", "film", "<br />", "<BR/>", "Great!", "naïve", "ΣΟΦΙΑ", "don't", "x" * 300, "...",
+             "end.", "\n", "\t"]
+
+    def text(n):
+        return " ".join(rng.choice(words) for _ in range(n))
+
+    tok = Tokenizer.train([text(50) for _ in range(200)], TokenizerConfig(kind=kind, min_frequency=1, max_len=20,
+                                                                             truncation=how, vocab_size=400))
+    texts = [text(n) for n in (5, 80, 400, 3000) for _ in range(15)]
+    whole = [truncate(e.ids or [UNK_ID], 20, how)
+             for e in tok.backend.encode_batch([clean(t) for t in texts], add_special_tokens=False)]
+    assert tok.encode(texts) == whole
+    # A huge text is tokenised by its two ends only, a few thousand characters, not its megabytes.
+    huge = text(400_000)
+    expected = truncate(tok.backend.encode(clean(huge), add_special_tokens=False).ids, 20, how)
+    read = []
+    monkeypatch.setattr(tok, "backend", _Spy(tok.backend, read))
+    assert tok.encode([huge])[0] == expected
+    assert 0 < max(read) < 10_000 < len(huge)
+
+
+class _Spy:
+    """A tokenizers backend that records how many characters it was asked to encode."""
+
+    def __init__(self, backend, read: list):
+        self.backend, self.read = backend, read
+
+    def encode(self, piece, **options):
+        self.read.append(len(piece))
+        return self.backend.encode(piece, **options)
+
+    def encode_batch(self, pieces, **options):
+        self.read.extend(map(len, pieces))
+        return self.backend.encode_batch(pieces, **options)
+
+
 def test_save_load_round_trip(tmp_path):
     config = TokenizerConfig(min_frequency=1)
     tok = Tokenizer.train(CORPUS, config)
