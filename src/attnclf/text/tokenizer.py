@@ -161,12 +161,16 @@ class Tokenizer:
         ``_MARGIN`` of the cut dropped; an end that then holds too few tokens is read four times longer.
         """
         head_needed = _kept_head(max_len, self.config.truncation)
+        tail_needed = max_len - head_needed
         span = _CHARS_PER_TOKEN * max_len
         while 2 * (span + _MARGIN) < len(text):
-            head = self._trusted(text[:_last_space(text, span + _MARGIN)], at_start=True)[:head_needed]
-            tail = self._trusted(text[_first_space(text, len(text) - span - _MARGIN):], at_start=False)
-            tail = tail[len(tail) - (max_len - head_needed):]
-            if len(head) == head_needed and len(head) + len(tail) == max_len:
+            head, tail = [], []
+            if head_needed:
+                head = self._trusted(text[:_last_space(text, span + _MARGIN)], at_start=True)[:head_needed]
+            if tail_needed:
+                start = _first_space(text, len(text) - span - _MARGIN)
+                tail = self._trusted(text[start:], at_start=False)[-tail_needed:]
+            if len(head) == head_needed and len(tail) == tail_needed:
                 return head + tail
             span *= 4
         return None
