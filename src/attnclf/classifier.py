@@ -102,8 +102,8 @@ class Classifier:
             batch = batch.to(self.device)
             with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16):
                 out = self.model(batch.input_ids, batch.attention_mask)
-            scores = out.logits.float() if logits else output_probabilities(
-                out.logits if self.temperature == 1.0 else out.logits.float() / self.temperature, self.multi_label)
+            scores = out.logits.float() if logits else output_probabilities(out.logits, self.multi_label,
+                                                                            self.temperature)
             probabilities[batch.indices] = scores.cpu().numpy()
             if out.pooling_weights is not None:
                 weights = out.pooling_weights.float().cpu().numpy()

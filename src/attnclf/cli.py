@@ -332,7 +332,7 @@ def _check_output(output: Path, ensemble: bool, replace: bool) -> None:
     """Refuse an output folder that holds the other kind of run (a single run's files beside `--seeds` members
     would load as one model in Python and as the ensemble on the command line), or a trained model unless
     ``replace``: a repeated command must not delete a finished run before its own is trained."""
-    from .rundir import EARLIER_MODEL, ENSEMBLE_FILE
+    from .rundir import EARLIER_MODEL, EARLIER_MODEL_STAGING, ENSEMBLE_FILE
 
     members = (output / ENSEMBLE_FILE).is_file() or any(output.glob("seed-*/config.json"))
     if ensemble and (output / "config.json").is_file():
@@ -341,7 +341,7 @@ def _check_output(output: Path, ensemble: bool, replace: bool) -> None:
         raise AttnclfError(f"{output} holds a `train --seeds` ensemble; train a single run into another --output")
     runs = sorted(output.glob("seed-*")) if ensemble else [output]
     trained = any((run / where / "model.safetensors").is_file() for run in runs
-                  for where in (".", EARLIER_MODEL, f"{EARLIER_MODEL}.partial"))
+                  for where in (".", EARLIER_MODEL, EARLIER_MODEL_STAGING))
     # (a model an interrupted or failed --overwrite set aside is a trained model too: a run without --overwrite
     # would delete it when it finishes)
     if trained and not replace:
@@ -1277,14 +1277,14 @@ def _without_flag(argv: list[str], flag: str) -> list[str]:
 def _kept_model(args: argparse.Namespace) -> str:
     """Where a `train` that stopped or failed keeps the finished models it was replacing (its own, or its
     --seeds members'), if it does."""
-    from .rundir import EARLIER_MODEL
+    from .rundir import EARLIER_MODEL, EARLIER_MODEL_STAGING
 
     if args.command != "train" or not args.output:
         return ""
     kept = []
     for run in sorted(Path(args.output).glob("seed-*")) if args.seeds else [Path(args.output)]:
         # (.partial first: setting the model aside failed before earlier-model/, older, was replaced by it)
-        kept += [earlier for earlier in (run / f"{EARLIER_MODEL}.partial", run / EARLIER_MODEL) if earlier.is_dir()][:1]
+        kept += [earlier for earlier in (run / EARLIER_MODEL_STAGING, run / EARLIER_MODEL) if earlier.is_dir()][:1]
     if not kept:
         return ""
     return (f"; the model it replaces is kept in {kept[0]}" if len(kept) == 1 else

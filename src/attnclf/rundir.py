@@ -36,6 +36,7 @@ REQUIRED_FILES = ("config.json", "model.safetensors", "tokenizer.json", "labels.
 THRESHOLDS_FILE = "thresholds.json"
 TEMPERATURE_FILE = "temperature.json"
 EARLIER_MODEL = "earlier-model"
+EARLIER_MODEL_STAGING = f"{EARLIER_MODEL}.partial"  # a set-aside in progress, renamed to EARLIER_MODEL once whole
 
 
 def temporary_beside(path: Path, suffix: str = ".tmp") -> tuple[int, str]:

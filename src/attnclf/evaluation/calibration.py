@@ -71,12 +71,12 @@ def calibrate_run(run_dir: str | Path, data_dir: str | None = None, device: str 
     clf = Classifier.load(run_dir, device=device)
     validation = run_validation_data([config], clf.label_names, data_dir)
     logits = clf.logits(validation.texts)
-    temperature = fit_temperature(validation.labels, logits)
     right = int((logits.argmax(axis=1) == np.asarray(validation.labels)).sum())
     if right == len(validation):  # no minimum: the log loss only falls as T -> 0
         raise AttnclfError(f"{run_dir}: no temperature fits: the model is right on all {right} validation texts, so "
                            f"their log loss falls as T -> 0 and every probability would become 0 or 1, a certainty "
                            f"the test texts would not bear out; nothing written")
+    temperature = fit_temperature(validation.labels, logits)
     if temperature < LOWEST * 1.01:
         raise AttnclfError(f"{run_dir}: no temperature fits: its validation texts ask for one below {LOWEST} (its "
                            f"logits are nearly flat), where every probability would become 0 or 1; nothing written")

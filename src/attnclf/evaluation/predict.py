@@ -24,13 +24,13 @@ def predict_probabilities(model: torch.nn.Module, batches: BucketBatches, device
     for batch in batches:
         batch = batch.to(device)
         logits = model(batch.input_ids, batch.attention_mask).logits
-        if temperature != 1.0:
-            logits = logits.float() / temperature
-        probabilities[batch.indices] = output_probabilities(logits, multi_label).cpu().numpy()
+        probabilities[batch.indices] = output_probabilities(logits, multi_label, temperature).cpu().numpy()
     return probabilities
 
 
-def output_probabilities(logits: torch.Tensor, multi_label: bool) -> torch.Tensor:
-    """Probabilities from logits: softmax over classes, or a sigmoid per label when ``multi_label``."""
-    return torch.sigmoid(logits.float()) if multi_label else torch.softmax(logits.float(), dim=-1)
+def output_probabilities(logits: torch.Tensor, multi_label: bool, temperature: float = 1.0) -> torch.Tensor:
+    """Probabilities from logits over ``temperature``: softmax over classes, or a sigmoid per label when
+    ``multi_label``."""
+    scaled = logits.float() / temperature
+    return torch.sigmoid(scaled) if multi_label else torch.softmax(scaled, dim=-1)
 

@@ -129,10 +129,10 @@ def attribute(model: torch.nn.Module, sequences: Sequence[Sequence[int]], target
                            "integrated-gradients": _integrated_gradients}[method]
     scores: list[np.ndarray] = [np.zeros(0)] * len(sequences)
     extras: dict[str, np.ndarray] = {}
+    tempered = {"temperature": temperature} if method in ("grad-input", "integrated-gradients") else {}
     for batch in BucketBatches(sequences, batch_size=batch_size, shuffle=False):
         batch = batch.to(device)
         target = torch.as_tensor(targets[batch.indices], device=device)
-        tempered = {"temperature": temperature} if method in ("grad-input", "integrated-gradients") else {}
         batch_scores, batch_extras = per_batch(model, batch.input_ids, batch.attention_mask, target, **options,
                                                **tempered)
         batch_scores = batch_scores.detach().float().cpu().numpy()
@@ -203,12 +203,14 @@ def self_attention_maps(model: torch.nn.Module, sequences: Sequence[Sequence[int
 # scores, zero at padding, plus any per-row extras.
 
 
-def log_odds(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-    """``log p / (1 - p)`` of class ``target[i]`` in row i: ``z_c - logsumexp(z_other)``.
+def log_odds(logits: torch.Tensor, target: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
+    """``log p / (1 - p)`` of class ``target[i]`` in row i: ``z_c - logsumexp(z_other)``, z the logits over
+    ``temperature`` (in float32).
 
     >>> log_odds(torch.tensor([[0.0, 2.0]]), torch.tensor([1]))
     tensor([2.])
     """
+    logits = logits.float() / temperature
     chosen = logits.gather(1, target[:, None]).squeeze(1)
     others = logits.scatter(1, target[:, None], float("-inf"))
     return chosen - torch.logsumexp(others, dim=1)
@@ -268,7 +270,7 @@ def _gradient(model, ids, mask, target, embeddings, temperature: float = 1.0) ->
     embeddings = embeddings.detach().requires_grad_(True)
     # cuDNN's RNN backward refuses eval mode; the native kernels accept it (CPU is unaffected).
     with torch.enable_grad(), torch.backends.cudnn.flags(enabled=False):
-        f = log_odds(model(ids, mask, token_embeddings=embeddings).logits.float() / temperature, target)
+        f = log_odds(model(ids, mask, token_embeddings=embeddings).logits, target, temperature)
         (gradient,) = torch.autograd.grad(f.sum(), embeddings)  # rows are independent in eval mode
     return gradient
 
@@ -291,8 +293,8 @@ def _integrated_gradients(model, ids, mask, target, steps: int | str,
     # baseline is a text of the same length saying nothing.
     baseline = model.embed_tokens(torch.full_like(ids, PAD_ID)).detach()
     with torch.inference_mode():
-        change = (log_odds(model(ids, mask, token_embeddings=embeddings).logits.float() / temperature, target)
-                  - log_odds(model(ids, mask, token_embeddings=baseline).logits.float() / temperature, target))
+        change = (log_odds(model(ids, mask, token_embeddings=embeddings).logits, target, temperature)
+                  - log_odds(model(ids, mask, token_embeddings=baseline).logits, target, temperature))
     scores = torch.zeros(ids.shape, device=ids.device)
     error = torch.full_like(change, float("inf"))
     used = torch.zeros_like(change)

@@ -27,8 +27,7 @@ from ..explain.faithfulness import AOPC_DEFINITION, MIN_ADVANTAGE, FaithfulnessR
 from ..explain.methods import METHODS, available_methods, default_method
 from ..explain.render import branches, legend_html, page, png_img, tokens_html
 from ..models.windows import window_config
-from ..rundir import (TEMPERATURE_FILE, atomic_write_bytes, atomic_write_json, check_run_dir, read_config,
-                      read_json, read_jsonl)
+from ..rundir import atomic_write_bytes, atomic_write_json, check_run_dir, read_config, read_json, read_jsonl
 from . import plots
 
 FAITHFULNESS_FILE = "faithfulness.json"
@@ -129,9 +128,8 @@ def _faithfulness(run_dir: Path, classifier, test: TextDataset, measure: bool,
         result = measure_faithfulness(classifier, test, examples=examples)
         atomic_write_json(saved, result.to_dict())
         return result
-    # A measurement of older weights, or of the probabilities before `attnclf calibrate`, describes another model.
-    measured = [path for path in (run_dir / "model.safetensors", run_dir / TEMPERATURE_FILE) if path.is_file()]
-    if saved.is_file() and saved.stat().st_mtime >= max(path.stat().st_mtime for path in measured):
+    # A measurement of older weights describes another model (and one at another temperature, checked below).
+    if saved.is_file() and saved.stat().st_mtime >= (run_dir / "model.safetensors").stat().st_mtime:
         data = read_json(saved)
         if data.get("aopc_definition", 1) != AOPC_DEFINITION:  # measured by an earlier deletion test: not comparable
             return None

@@ -24,9 +24,9 @@ from ..evaluation.multilabel import multilabel_metrics, tune_thresholds
 from ..evaluation.predict import predict_probabilities
 from ..models import build_model, config_for
 from ..models.windows import window_config, windowed
-from ..rundir import (EARLIER_MODEL, FORMAT_VERSION, TEMPERATURE_FILE, THRESHOLDS_FILE, atomic_write_bytes,
-                      atomic_write_json, first_missing_folder, prepare_output_dir, read_config, read_json,
-                      read_jsonl, remove_empty_folders)
+from ..rundir import (EARLIER_MODEL, EARLIER_MODEL_STAGING, FORMAT_VERSION, TEMPERATURE_FILE, THRESHOLDS_FILE,
+                      atomic_write_bytes, atomic_write_json, first_missing_folder, prepare_output_dir, read_config,
+                      read_json, read_jsonl, remove_empty_folders)
 from ..text.batching import EVAL_MAX_TOKENS, BucketBatches
 from ..text.cache import CachedDataset
 from ..text.tokenizer import Tokenizer
@@ -314,7 +314,7 @@ def _set_aside_earlier_model(run_dir: Path, progress: bool) -> None:
     ``earlier-model/`` until this run finishes, so an interrupted or failed replacement loses no trained model; an
     unfinished one (its weights, history, checkpoint) is deleted, as it would describe another model (a checkpoint
     would invite --resume onto this run's tokenizer, a history `attnclf refit` onto its settings)."""
-    earlier, staging = run_dir / EARLIER_MODEL, run_dir / f"{EARLIER_MODEL}.partial"
+    earlier, staging = run_dir / EARLIER_MODEL, run_dir / EARLIER_MODEL_STAGING
     if staging.is_dir():  # a set-aside interrupted half-way: its files go back first, to move again as one
         for moved in staging.iterdir():
             os.replace(moved, run_dir / moved.name)
