@@ -117,3 +117,17 @@ def cli_settings(dataset: str, output: str, *flags: str):
     if settings.data.data_dir is None:
         settings.data.data_dir = data_dir()
     return settings
+
+
+def seed_members(folder: Path, seeds) -> dict:
+    """Each ``folder/seed-S`` run's best validation accuracy, test accuracy, epochs and training time, printed too."""
+    members = {}
+    for seed in seeds:
+        member = Path(folder) / f"seed-{seed}"
+        history = [json.loads(line) for line in (member / "history.jsonl").read_text().splitlines()]
+        metrics = json.loads((member / "metrics.json").read_text())
+        members[seed] = {"best_validation_accuracy": max(h["val_accuracy"] for h in history),
+                         "test_accuracy": metrics["accuracy"], "epochs": len(history),
+                         "train_seconds": metrics["train_seconds"]}
+        print(f"seed {seed}: {members[seed]}", flush=True)
+    return members

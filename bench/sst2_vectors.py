@@ -28,7 +28,7 @@ from attnclf.data.registry import unlabelled_corpus
 from attnclf.ensemble import ENSEMBLE_FILE, Ensemble
 from attnclf.text.vectors import count_vectors
 
-from common import data_dir, parser, peak_rss_mb, splits, write_result
+from common import data_dir, parser, peak_rss_mb, seed_members, splits, write_result
 
 
 def main() -> None:
@@ -68,15 +68,7 @@ def main() -> None:
         raise SystemExit("training failed")
     training = {"wall_seconds": round(time.perf_counter() - started, 1),
                 "cpu_seconds": round(time.process_time() - cpu, 1)}
-    members = {}
-    for seed in args.seeds:
-        member = run_dir / f"seed-{seed}"
-        history = [json.loads(line) for line in (member / "history.jsonl").read_text().splitlines()]
-        metrics = json.loads((member / "metrics.json").read_text())
-        members[seed] = {"best_validation_accuracy": max(h["val_accuracy"] for h in history),
-                         "test_accuracy": metrics["accuracy"], "epochs": len(history),
-                         "train_seconds": metrics["train_seconds"]}
-        print(f"seed {seed}: {members[seed]}", flush=True)
+    members = seed_members(run_dir, args.seeds)
     ensemble = json.loads((run_dir / ENSEMBLE_FILE).read_text())["metrics"]
     extra = {}
     if glue:  # the same models on SST's test sentences, which GLUE keeps unlabelled

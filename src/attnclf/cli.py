@@ -148,6 +148,10 @@ def build_settings(args: argparse.Namespace):
         if not 0 < args.embeddings_std < math.inf:
             raise AttnclfError(f"--embeddings-std must be positive, got {args.embeddings_std}")
         settings.embeddings_std = args.embeddings_std
+    if args.init_from:
+        if args.embeddings and args.embeddings != "none":
+            raise AttnclfError("--init-from brings the token embedding its encoder was pretrained with; drop --embeddings")
+        settings.embeddings, settings.init_from = None, args.init_from
     return settings
 
 
@@ -210,6 +214,16 @@ def _add_budget_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"])
 
 
+def _add_text_source_args(p: argparse.ArgumentParser) -> None:
+    """Where `vectors` and `pretrain` read unlabelled text from."""
+    p.add_argument("--dataset", action="append", help="a dataset name (see `attnclf datasets`; repeatable)")
+    p.add_argument("--data-dir", help="folder holding dataset files (default: $ATTNCLF_DATA_DIR, then ~/.cache/attnclf)")
+    p.add_argument("--download", action="store_true", help="download a missing public dataset (checksum-verified)")
+    p.add_argument("--file", action="append", help="a CSV / TSV / JSONL / Parquet file (its text column is read), or "
+                   "plain UTF-8 text, one text per line (repeatable)")
+    p.add_argument("--text-column", help="the column a data --file's texts are in (default: text)")
+
+
 def _add_train_args(p: argparse.ArgumentParser) -> None:
     _add_budget_args(p)
     p.add_argument("--model", default="self-attn", help="model name (see `attnclf models`; default: self-attn)")
@@ -223,6 +237,9 @@ def _add_train_args(p: argparse.ArgumentParser) -> None:
                         "does); `none`: not even the recipe's (a file named count or none: ./count)")
     p.add_argument("--embeddings-std", type=float,
                    help="standard deviation the vectors are scaled to (default: 4, chosen on SST-2 validation)")
+    p.add_argument("--init-from", metavar="FOLDER",
+                   help="start a self-attn model's encoder and token embedding from `attnclf pretrain`'s FOLDER "
+                        "(the model's width, heads, layers, feed-forward and positions must be the pretraining's)")
     p.add_argument("--windows", action="store_true",
                    help="read long texts whole, as overlapping windows of --max-len tokens pooled across windows")
     p.add_argument("--window-stride", type=int, help="with --windows: tokens between window starts "
@@ -368,7 +385,7 @@ def _refuse_other_settings(typed, trained) -> None:
     """A resumed run continues with its own settings, so flags that would train another model are an error, not a
     silent no-op: the run's own command with --resume added passes, other flags (or too few) do not."""
     differing = trained.first_difference(typed, ignore={"train.epochs", "train.schedule_epochs", "embeddings",
-                                                        "embeddings_std"})
+                                                        "embeddings_std", "init_from"})
     if differing is not None:
         key, theirs, ours = differing
         raise AttnclfError(f"{trained.output} trained with {key} = {theirs!r}, this command gives {ours!r}: --resume "
@@ -377,11 +394,15 @@ def _refuse_other_settings(typed, trained) -> None:
 
 
 def _refuse_other_vectors(args: argparse.Namespace, typed, trained) -> None:
-    """--embeddings with --resume: the vectors the run started from pass (the checkpoint holds what they became),
-    others are an error."""
+    """--embeddings or --init-from with --resume: what the run started from passes (the checkpoint holds what it
+    became), anything else is an error."""
+    typed, trained = typed.anchored(), trained.anchored()
+    if args.init_from and typed.init_from != trained.init_from:
+        raise AttnclfError(f"{trained.output} started from {trained.init_from or 'no pretrained encoder'}, this "
+                           f"command gives --init-from {typed.init_from}: a resumed run continues from its checkpoint; "
+                           f"drop --init-from or give its own")
     if not args.embeddings and args.embeddings_std is None:
         return
-    typed, trained = typed.anchored(), trained.anchored()
     if (typed.embeddings, typed.embeddings and typed.embeddings_std) != \
             (trained.embeddings, trained.embeddings and trained.embeddings_std):
         raise AttnclfError(f"{trained.output} started from word vectors {trained.embeddings or 'none'}"
@@ -892,33 +913,60 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 @command("vectors", threads=True)
 def cmd_vectors(args: argparse.Namespace) -> int:
-    from .data.registry import unlabelled_corpus
     from .recipes import embedding_width
     from .rundir import prepare_output_dir
     from .text.vectors import count_vectors
 
-    from .data.files import iter_texts
-
-    if not args.dataset and not args.file:
-        raise AttnclfError("no text to count: give --dataset NAME and/or --file PATH")
-    if args.text_column and not any(_is_data_file(path) for path in args.file or []):
-        raise AttnclfError("--text-column picks the column of a CSV / TSV / JSONL / Parquet --file")
     output = Path(args.output)
     if output.is_dir():  # before a minute of counting, not after
         raise AttnclfError(f"{output} is a folder; give --output a file name")
     prepare_output_dir(output.parent)
-    texts = []
-    for name in args.dataset or []:
-        texts += unlabelled_corpus(name, args.data_dir, download=args.download)
-    for path in args.file or []:
-        texts += ([text for _, text in iter_texts(path, args.text_column or "text")] if _is_data_file(path)
-                  else _read_lines(Path(path)))
+    texts = _unlabelled_texts(args, "count")
     dim = args.dim if args.dim is not None else embedding_width(args.dataset[0] if args.dataset else None)
     vectors = count_vectors(texts, dim=dim, window=args.window, min_count=args.min_count,
                             vocab_size=args.vocab_size)
     vectors.save(args.output)
     print(f"{len(vectors.words):,} words x {vectors.dim} dimensions from {len(texts):,} texts: {args.output}")
     return 0
+
+
+@command("pretrain", threads=True)
+def cmd_pretrain(args: argparse.Namespace) -> int:
+    from .recipes import recipe_for
+    from .training.pretrain import PretrainSettings, pretrain_encoder
+
+    recipe = recipe_for(args.recipe or (args.dataset[0] if args.dataset else None))
+    if args.embeddings_std is not None and not args.embeddings:
+        raise AttnclfError("--embeddings-std needs --embeddings FILE")
+    settings = PretrainSettings(
+        model_config=recipe.get("model_config", {}) | _parse_overrides(args.set),
+        max_len=args.max_len or recipe.get("tokenizer", {}).get("max_len", PretrainSettings.max_len),
+        embeddings=args.embeddings, **{name: getattr(args, name) for name in (
+            "embeddings_std", "epochs", "batch_size", "lr", "seed", "vocab_size", "min_frequency")
+            if getattr(args, name) is not None})
+    record = pretrain_encoder(_unlabelled_texts(args, "pretrain on"), settings, args.output,
+                              log=lambda message: print(message, file=sys.stderr, flush=True), progress=True)
+    print(f"pretrained on {record['tokens']:,} tokens, final loss {record['epochs'][-1]['loss']}: {args.output} "
+          f"(`attnclf train --init-from {args.output}`)")
+    return 0
+
+
+def _unlabelled_texts(args: argparse.Namespace, purpose: str) -> list[str]:
+    """The texts of --dataset (training and unlabelled ones, never test) and --file."""
+    from .data.files import iter_texts
+    from .data.registry import unlabelled_corpus
+
+    if not args.dataset and not args.file:
+        raise AttnclfError(f"no text to {purpose}: give --dataset NAME and/or --file PATH")
+    if args.text_column and not any(_is_data_file(path) for path in args.file or []):
+        raise AttnclfError("--text-column picks the column of a CSV / TSV / JSONL / Parquet --file")
+    texts = []
+    for name in args.dataset or []:
+        texts += unlabelled_corpus(name, args.data_dir, download=args.download)
+    for path in args.file or []:
+        texts += ([text for _, text in iter_texts(path, args.text_column or "text")] if _is_data_file(path)
+                  else _read_lines(Path(path)))
+    return texts
 
 
 @command("export", threads=True)
@@ -1143,12 +1191,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "counts (positive PMI, truncated SVD) into one vector per word, split as the "
                                    "word tokenizer splits. A dataset gives its training texts (never its test "
                                    "texts) and any unlabelled ones it ships (IMDB: 50,000 reviews).")
-    p.add_argument("--dataset", action="append", help="a dataset name (see `attnclf datasets`; repeatable)")
-    p.add_argument("--data-dir", help="folder holding dataset files (default: $ATTNCLF_DATA_DIR, then ~/.cache/attnclf)")
-    p.add_argument("--download", action="store_true", help="download a missing public dataset (checksum-verified)")
-    p.add_argument("--file", action="append", help="a CSV / TSV / JSONL / Parquet file (its text column is read), or "
-                   "plain UTF-8 text, one text per line (repeatable)")
-    p.add_argument("--text-column", help="the column a data --file's texts are in (default: text)")
+    _add_text_source_args(p)
     p.add_argument("--output", "-o", required=True, help="vectors file to write (word2vec text format)")
     p.add_argument("--dim", type=int, help="dimensions: the width of the model that will use them (default: that "
                                           "of the first --dataset's default model: 64 for demo, imdb, sst2, "
@@ -1159,6 +1202,31 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--vocab-size", type=int, default=50000, help="at most this many words (default: 50000)")
     p.add_argument("--threads", type=int, help="threads of the SVD's BLAS (default: one per core); the same "
                    "--threads, texts and options give the same vectors")
+
+    p = sub.add_parser("pretrain", help="masked-token pretraining of a self-attn encoder, for `train --init-from`",
+                       description="Teach the self-attn encoder to restore hidden words of unlabelled text (15%% "
+                                   "of tokens, as BERT), texts cut into pieces of --max-len tokens. The model is "
+                                   "the --recipe dataset's (with --set), so `attnclf train --dataset D "
+                                   "--init-from OUTPUT` can start from it. A dataset gives its training texts "
+                                   "(never its test texts) and any unlabelled ones it ships. Each finished epoch "
+                                   "is saved; the same command again continues an interrupted one.")
+    _add_text_source_args(p)
+    p.add_argument("--output", "-o", required=True, help="folder to write (encoder.safetensors, tokenizer.json, "
+                                                          "pretrain.json)")
+    p.add_argument("--recipe", help="dataset whose default self-attn model and max length to pretrain (default: "
+                                    "the first --dataset)")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE", help="model config field, e.g. --set layers=4")
+    p.add_argument("--max-len", type=int, help="tokens per piece of text (default: the recipe's, else 64)")
+    p.add_argument("--embeddings", metavar="FILE", help="word vectors (e.g. from `attnclf vectors`) that the token "
+                                                        "embedding starts from and keeps")
+    p.add_argument("--embeddings-std", type=float, help="standard deviation the vectors are scaled to (default: 4)")
+    p.add_argument("--epochs", type=int, help="passes over the texts (default: 1)")
+    p.add_argument("--batch-size", type=int, help="pieces per step (default: 64)")
+    p.add_argument("--lr", type=float, help="peak learning rate of AdamW (default: 1e-3)")
+    p.add_argument("--vocab-size", type=int, help="at most this many words (default: 50000)")
+    p.add_argument("--min-frequency", type=int, help="words seen fewer times read as <unk> (default: 5)")
+    p.add_argument("--seed", type=int, help="default: 0")
+    p.add_argument("--threads", type=int, help="PyTorch threads (default: one per core)")
 
     p = sub.add_parser("export", help="export a trained model for inference without PyTorch (ONNX)",
                        description="Write RUN_DIR's model as ONNX with its tokenizer and labels, and check that "

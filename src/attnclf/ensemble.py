@@ -171,9 +171,9 @@ def train_ensemble(settings, seeds: Sequence[int], resume: bool = False, progres
 
 
 # What may differ between members, or between a resumed ensemble's command and its members, besides how and where
-# they train. (New members start from the word vectors the others started from; a resumed command that names other
-# vectors is refused before this, by the CLI.)
-_PER_MEMBER = {"train.seed", "train.epochs", "train.schedule_epochs", "embeddings", "embeddings_std"}
+# they train. (New members start from the word vectors or pretrained encoder the others started from; a resumed
+# command that names others is refused before this, by the CLI.)
+_PER_MEMBER = {"train.seed", "train.epochs", "train.schedule_epochs", "embeddings", "embeddings_std", "init_from"}
 
 
 def _as_members_trained(settings, output: Path):
@@ -198,7 +198,8 @@ def _as_members_trained(settings, output: Path):
         # new member looks where the others found it too.
         data = replace(settings.data, data_dir=settings.data.data_dir or trained.data.data_dir,
                        found_in=trained.data.found_in)
-        settings = replace(settings, data=data, embeddings=trained.embeddings, embeddings_std=trained.embeddings_std)
+        settings = replace(settings, data=data, embeddings=trained.embeddings, embeddings_std=trained.embeddings_std,
+                           init_from=trained.init_from)
     return settings
 
 

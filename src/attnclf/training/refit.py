@@ -126,6 +126,9 @@ def refit_settings(run_dir: str | Path, output: str | None = None, device: str |
     if settings.embeddings not in (None, COUNT_EMBEDDINGS) and not Path(settings.embeddings).is_file():
         raise AttnclfError(f"{run_dir} started from the word vectors {settings.embeddings}, which are gone (or "
                            f"relative to another folder); a refit starts from the same ones")
+    if settings.init_from and not (Path(settings.init_from) / "pretrain.json").is_file():
+        raise AttnclfError(f"{run_dir} started from the pretrained encoder {settings.init_from}, which is gone; a refit "
+                           f"starts from the same one")
     # Its texts must still be there to learn: a changed file or split would refit on other data. (Loaded as the run
     # loaded them: `refit` is not set yet, which would join validation into train.)
     held_out, trained_on = held_out_fingerprint(config), config.get("data", {}).get("train_sha256")

@@ -34,6 +34,7 @@ from ..text.vectors import WordVectors, count_vectors
 from ..text.windows import WindowConfig, text_batches
 from .device import blas_libraries, resolve_device, torch_threads
 from .distributed import init_distributed
+from .pretrain import check_compatible as check_pretrained, describe as describe_pretrained, load_pretrained
 from .run_data import (align_labels, describe_classes, held_out_fingerprint, load_data, shared_text_warnings,
                        texts_fingerprint)
 from .settings import COUNT_EMBEDDINGS, RunSettings, refuse_derived_fields, resume_settings
@@ -186,6 +187,11 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
         if progress and distributed.is_main:
             source = "vectors counted in this run" if counting else settings.embeddings
             _stderr(f"embeddings: {found:,} of {tokenizer.vocab_size - 2:,} words start from {source}")
+    if settings.init_from and not resume:  # (a resumed run's checkpoint holds what they became)
+        found = load_pretrained(model, tokenizer, settings.init_from)
+        if progress and distributed.is_main:
+            _stderr(f"init-from: encoder from {settings.init_from} ({describe_pretrained(settings.init_from)}); "
+                    f"{found:,} of {tokenizer.vocab_size - 2:,} words start from its embedding")
     model = windowed(model, settings.windows)
     if distributed.is_main:
         atomic_write_json(run_dir / "labels.json", label_names)
@@ -247,6 +253,12 @@ def _refuse_unworkable(settings: RunSettings, resume: bool) -> None:
             raise AttnclfError(f"{name} must be at least {low}{f' and below {high}' if high else ''}, got {count}")
         setattr(owner, name, count)  # (numpy's integers would not go into config.json)
     settings.threads = check_threads(settings.threads)
+    if settings.init_from and not resume:
+        if settings.embeddings:
+            raise AttnclfError("--init-from brings the token embedding its encoder was pretrained with; drop "
+                               "--embeddings")
+        check_pretrained(settings.model, config_for(settings.model, max_len=settings.tokenizer.max_len,
+                                                    **settings.model_config), settings.init_from)
     if settings.embeddings and not 0 < settings.embeddings_std < math.inf:
         raise AttnclfError(f"embeddings_std must be positive and finite, got {settings.embeddings_std}")
     if not resume and settings.refit_of is None:

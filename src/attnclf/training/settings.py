@@ -128,6 +128,8 @@ class RunSettings:
     # move under Adam's steps, so the vectors stay close to frozen: on SST-2 sentences validation rose
     # from 83.3% (0.5) through 84.1% (1), 84.4% (2) to 85.0% (4), and 84.9% at 8 (3 seeds each).
     embeddings_std: float = 4.0
+    # A folder of `attnclf pretrain`: the self-attn encoder and token embedding start from it (training/pretrain.py).
+    init_from: str | None = None
     # A refit's record of the validated run it retrains: {"run", "epochs", "monitor", "value", "validation_sha256"},
     # and a multi-label run's "thresholds" (by label), which the refit predicts at.
     refit_of: dict | None = None
@@ -138,7 +140,7 @@ class RunSettings:
     def anchored(self) -> RunSettings:
         """These settings with absolute data and word-vector paths (``DataSettings.anchored``)."""
         embeddings = self.embeddings if self.embeddings == COUNT_EMBEDDINGS else _absolute(self.embeddings)
-        return replace(self, data=self.data.anchored(), embeddings=embeddings)
+        return replace(self, data=self.data.anchored(), embeddings=embeddings, init_from=_absolute(self.init_from))
 
     def first_difference(self, other: RunSettings, ignore: Collection[str] = ()) -> tuple[str, Any, Any] | None:
         """The first setting, named "section.field", in which ``other`` differs from these, with its value here and
@@ -264,5 +266,6 @@ def resume_settings(run_dir: str | Path, epochs: int | None = None, device: str 
         report=saved.get("report", True),
         embeddings=saved.get("embeddings"),  # the checkpoint holds what they started; kept for the record
         embeddings_std=saved.get("embeddings_std", RunSettings.embeddings_std),
+        init_from=saved.get("init_from"),
         refit_of=saved.get("refit_of"),
     )

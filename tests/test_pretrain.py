@@ -1,0 +1,157 @@
+"""Masked-token pretraining (`attnclf pretrain`) and starting a run from it (`train --init-from`)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from attnclf.cli import main
+from attnclf.errors import AttnclfError, RunDirError
+from attnclf.models import build_model
+from attnclf.text.tokenizer import PAD_ID, UNK_ID, Tokenizer, TokenizerConfig
+from attnclf.training.pretrain import PretrainSettings, load_pretrained, mask_tokens, pretrain_encoder
+
+SMALL = {"d_model": 16, "heads": 2, "layers": 1, "ff_dim": 32, "dropout": 0.1, "positional": "learned"}
+SMALL_FLAGS = [arg for key, value in SMALL.items() for arg in ("--set", f"{key}={value}")]
+
+
+def cyclic_corpus(count: int = 400, seed: int = 0) -> list[str]:
+    """Runs of 8 words from a fixed cycle of 24: every hidden word is given away by its neighbours."""
+    cycle = [f"w{i}" for i in range(24)]
+    starts = np.random.default_rng(seed).integers(0, len(cycle), count)
+    return [" ".join(cycle[(start + k) % len(cycle)] for k in range(8)) for start in starts]
+
+
+def quiet(message: str) -> None:
+    pass
+
+
+def test_masking_hides_only_real_tokens_at_least_one_per_text_mostly_as_unk():
+    generator = torch.Generator().manual_seed(0)
+    ids = torch.randint(2, 50, (400, 12))
+    ids[:, 9:] = PAD_ID
+    ids[0, 1:] = PAD_ID  # a one-word text still teaches something
+    corrupted, chosen = mask_tokens(ids, ids != PAD_ID, 0.15, 50, generator)
+    assert not chosen[ids == PAD_ID].any()
+    assert chosen.any(dim=1).all() and bool(chosen[0, 0])
+    assert torch.equal(corrupted[~chosen], ids[~chosen])
+    assert 0.13 < chosen.sum() / (ids != PAD_ID).sum() < 0.2
+    share_unk = float((corrupted[chosen] == UNK_ID).float().mean())
+    assert 0.7 < share_unk < 0.9  # BERT's 80%; the rest random words or kept
+
+
+def test_pretraining_learns_to_restore_hidden_words(tmp_path):
+    settings = PretrainSettings(model_config=SMALL, max_len=16, min_frequency=1, epochs=4, batch_size=32, lr=1e-2,
+                                sampled_words=64)
+    record = pretrain_encoder(cyclic_corpus(2000), settings, tmp_path / "p", log=quiet)
+    losses = [epoch["loss"] for epoch in record["epochs"]]
+    assert len(losses) == 4 and losses[0] < np.log(24) and losses[-1] < 0.6 * losses[0]  # (uniform guessing: ln 24)
+    assert {path.name for path in (tmp_path / "p").iterdir()} >= {"encoder.safetensors", "tokenizer.json",
+                                                                   "pretrain.json"}
+    saved = json.loads((tmp_path / "p" / "pretrain.json").read_text())
+    assert saved["model_config"]["d_model"] == 16 and saved["pieces"] == 2000 and saved["tokens"] == 16000
+
+
+def test_a_rerun_continues_where_an_interrupted_one_stopped_and_ends_where_one_run_would(tmp_path):
+    texts = cyclic_corpus(200)
+    settings = PretrainSettings(model_config=SMALL, max_len=16, min_frequency=1, epochs=2, batch_size=32,
+                                sampled_words=32)
+    pretrain_encoder(texts, settings, tmp_path / "whole", log=quiet)
+    def interrupt_after_the_first_epoch(message: str) -> None:
+        if message.startswith("pretrain: epoch 1/2"):
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        pretrain_encoder(texts, settings, tmp_path / "stopped", log=interrupt_after_the_first_epoch)
+    said = []
+    record = pretrain_encoder(texts, settings, tmp_path / "stopped", log=said.append)
+    assert "pretrain: resuming after epoch 1" in said and len(record["epochs"]) == 2
+    whole, resumed = (load_file(str(tmp_path / name / "encoder.safetensors")) for name in ("whole", "stopped"))
+    assert whole.keys() == resumed.keys()
+    assert all(torch.equal(whole[name], resumed[name]) for name in whole)
+    with pytest.raises(RunDirError, match="holds a pretraining of other texts or settings"):
+        pretrain_encoder(texts, PretrainSettings(**{**vars(settings), "lr": 1e-4}), tmp_path / "whole", log=quiet)
+
+
+def test_init_from_copies_the_encoder_and_embedding_rows_of_shared_words(tmp_path):
+    pretrain_encoder(cyclic_corpus(), PretrainSettings(model_config=SMALL, max_len=16, min_frequency=1, epochs=1,
+                                                       sampled_words=32), tmp_path / "p", log=quiet)
+    pretrained = load_file(str(tmp_path / "p" / "encoder.safetensors"))
+    theirs = Tokenizer.load(tmp_path / "p" / "tokenizer.json", TokenizerConfig(kind="word")).backend.get_vocab()
+    tokenizer = Tokenizer.train(["w3 w4 unseen words here"] * 3, TokenizerConfig(kind="word", min_frequency=1))
+    ours = tokenizer.backend.get_vocab()
+    torch.manual_seed(0)
+    model = build_model("self-attn", vocab_size=tokenizer.vocab_size, num_classes=2, max_len=8,
+                        nb_ngram_buckets=64, **SMALL)
+    before = model.token_embedding.weight.detach().clone()
+    assert load_pretrained(model, tokenizer, tmp_path / "p") == 2  # w3 and w4
+    state = model.state_dict()
+    for name, tensor in pretrained.items():
+        if name.startswith("encoder."):
+            assert torch.equal(state[name], tensor), name
+    table = pretrained["token_embedding.weight"]
+    for word in ("w3", "w4"):
+        assert torch.equal(model.token_embedding.weight[ours[word]], table[theirs[word]])
+    for word in ("unseen", "words"):
+        assert torch.equal(model.token_embedding.weight[ours[word]], before[ours[word]])
+    wider = build_model("self-attn", vocab_size=tokenizer.vocab_size, num_classes=2, max_len=8,
+                        **{**SMALL, "d_model": 32})
+    with pytest.raises(AttnclfError, match="d_model=16, but this model has d_model=32; train with --set d_model=16"):
+        load_pretrained(wider, tokenizer, tmp_path / "p")
+    longer = build_model("self-attn", vocab_size=tokenizer.vocab_size, num_classes=2, max_len=32, **SMALL)
+    with pytest.raises(AttnclfError, match="positions for 16 tokens, but this model reads 32; train with --max-len 16"):
+        load_pretrained(longer, tokenizer, tmp_path / "p")
+
+
+def test_pretrain_then_train_from_it_on_the_command_line(tmp_path, capsys):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(cyclic_corpus()) + "\n", encoding="utf-8")
+    pretrained = tmp_path / "pretrained"
+    assert main(["pretrain", "--dataset", "demo", "--file", str(corpus), "--output", str(pretrained), "--max-len",
+                 "32", "--min-frequency", "1", "--epochs", "1", "--threads", "1", *SMALL_FLAGS]) == 0
+    captured = capsys.readouterr()
+    assert f"`attnclf train --init-from {pretrained}`" in captured.out
+    assert "4,400 texts" in captured.err  # demo's 4,000 training texts and the file's 400 lines
+    run = tmp_path / "run"
+    command = ["train", "--dataset", "demo", "--epochs", "1", "--max-len", "32", "--max-train-examples", "200",
+               "--output", str(run), "--no-report", "--threads", "1", *SMALL_FLAGS]
+    assert main(command + ["--init-from", str(pretrained)]) == 0
+    assert "init-from: encoder from" in capsys.readouterr().err
+    settings = json.loads((run / "config.json").read_text())["settings"]
+    assert settings["init_from"] == str(pretrained) and settings["embeddings"] is None
+    assert main(command + ["--resume", "--init-from", str(tmp_path)]) == 2
+    assert "drop --init-from or give its own" in capsys.readouterr().err
+    assert main(command + ["--resume", "--init-from", str(pretrained)]) == 0  # its own: continues its checkpoint
+    assert "init-from: encoder from" not in capsys.readouterr().err
+    assert main(["refit", str(run), "--threads", "1"]) == 0  # retrains from the same start
+    assert "init-from: encoder from" in capsys.readouterr().err
+    assert json.loads((tmp_path / "run-refit" / "config.json").read_text())["settings"]["init_from"] == str(pretrained)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--embeddings", "{tmp}/v.vec"], "--init-from brings the token embedding its encoder was pretrained with"),
+    (["--model", "bilstm-attn"], "--init-from starts self-attn models only"),
+    (["--set", "d_model=32"], "pretrained an encoder with d_model=16, but this model has d_model=32"),
+    (["--set", "positional=learned", "--max-len", "65"], "learned positions for 64 tokens, but this model reads 65"),
+])
+def test_init_from_errors_are_one_line_and_write_no_run(tmp_path, capsys, args, message):
+    pretrain_encoder(cyclic_corpus(50), PretrainSettings(model_config=SMALL, max_len=64, min_frequency=1,
+                                                         sampled_words=16), tmp_path / "p", log=quiet)
+    output = tmp_path / "run"
+    flags = [] if "--model" in args else [arg for key, value in SMALL.items() if f"{key}=" not in " ".join(args)
+                                          for arg in ("--set", f"{key}={value}")]
+    assert main(["train", "--dataset", "demo", "--init-from", str(tmp_path / "p"), "--output", str(output),
+                 *flags, *[a.format(tmp=tmp_path) for a in args]]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+    assert not output.exists()
+
+
+def test_init_from_a_folder_that_is_no_pretraining_is_one_line(tmp_path, capsys):
+    assert main(["train", "--dataset", "demo", "--init-from", str(tmp_path), "--output", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert "not a pretrained encoder" in err and err.count("\n") == 1
