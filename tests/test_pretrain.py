@@ -10,9 +10,10 @@ import torch
 from safetensors.torch import load_file
 
 from attnclf.cli import main
-from attnclf.errors import AttnclfError, RunDirError
+from attnclf.errors import AttnclfError, DataError, RunDirError
 from attnclf.models import build_model
 from attnclf.text.tokenizer import PAD_ID, UNK_ID, Tokenizer, TokenizerConfig
+from attnclf.text.vectors import WordVectors
 from attnclf.training.pretrain import PretrainSettings, load_pretrained, mask_tokens, pretrain_encoder
 
 SMALL = {"d_model": 16, "heads": 2, "layers": 1, "ff_dim": 32, "dropout": 0.1, "positional": "learned"}
@@ -42,6 +43,11 @@ def test_masking_hides_only_real_tokens_at_least_one_per_text_mostly_as_unk():
     assert 0.13 < chosen.sum() / (ids != PAD_ID).sum() < 0.2
     share_unk = float((corrupted[chosen] == UNK_ID).float().mean())
     assert 0.7 < share_unk < 0.9  # BERT's 80%; the rest random words or kept
+    kept = float((corrupted[chosen] == ids[chosen]).float().mean())
+    assert 0.05 < kept < 0.15
+    assert (corrupted[chosen] >= 2).float().mean() > 0.05  # random words are words, never <pad> or <unk>
+    random_words = corrupted[chosen & (corrupted != UNK_ID) & (corrupted != ids)]
+    assert len(random_words) and bool((random_words > UNK_ID).all())
 
 
 def test_pretraining_learns_to_restore_hidden_words(tmp_path):
@@ -69,12 +75,22 @@ def test_a_rerun_continues_where_an_interrupted_one_stopped_and_ends_where_one_r
         pretrain_encoder(texts, settings, tmp_path / "stopped", log=interrupt_after_the_first_epoch)
     said = []
     record = pretrain_encoder(texts, settings, tmp_path / "stopped", log=said.append)
-    assert "pretrain: resuming after epoch 1" in said and len(record["epochs"]) == 2
+    assert "pretrain: resuming after epoch 1 of 2" in said and len(record["epochs"]) == 2
     whole, resumed = (load_file(str(tmp_path / name / "encoder.safetensors")) for name in ("whole", "stopped"))
     assert whole.keys() == resumed.keys()
     assert all(torch.equal(whole[name], resumed[name]) for name in whole)
-    with pytest.raises(RunDirError, match="holds a pretraining of other texts or settings"):
+    said.clear()
+    pretrain_encoder(texts, settings, tmp_path / "whole", log=said.append)
+    assert any("has pretrained all 2 epochs already; nothing to do" in line for line in said)
+    with pytest.raises(RunDirError, match=r"holds a pretraining of other settings \(lr: 0.001 there, 0.0001 here\)"):
         pretrain_encoder(texts, PretrainSettings(**{**vars(settings), "lr": 1e-4}), tmp_path / "whole", log=quiet)
+    with pytest.raises(RunDirError, match="holds a pretraining of other texts"):  # however alike they are in size
+        pretrain_encoder([text.replace("w", "v") for text in texts], settings, tmp_path / "whole", log=quiet)
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "tokenizer.json").write_text("{}")
+    with pytest.raises(RunDirError, match="holds other files and no pretraining; choose an empty or new --output"):
+        pretrain_encoder(texts, settings, tmp_path / "run", log=quiet)
+    assert (tmp_path / "run" / "tokenizer.json").read_text() == "{}"
 
 
 def test_init_from_copies_the_encoder_and_embedding_rows_of_shared_words(tmp_path):
@@ -90,36 +106,63 @@ def test_init_from_copies_the_encoder_and_embedding_rows_of_shared_words(tmp_pat
     before = model.token_embedding.weight.detach().clone()
     assert load_pretrained(model, tokenizer, tmp_path / "p") == 2  # w3 and w4
     state = model.state_dict()
-    for name, tensor in pretrained.items():
-        if name.startswith("encoder."):
-            assert torch.equal(state[name], tensor), name
+    copied = [name for name in pretrained if name.startswith(("encoder.", "positions."))]
+    assert any(name.startswith("positions.") for name in copied)  # learned positions, their first 8 rows
+    for name in copied:
+        assert torch.equal(state[name], pretrained[name][: state[name].shape[0]]), name
     table = pretrained["token_embedding.weight"]
     for word in ("w3", "w4"):
         assert torch.equal(model.token_embedding.weight[ours[word]], table[theirs[word]])
     for word in ("unseen", "words"):
         assert torch.equal(model.token_embedding.weight[ours[word]], before[ours[word]])
-    wider = build_model("self-attn", vocab_size=tokenizer.vocab_size, num_classes=2, max_len=8,
-                        **{**SMALL, "d_model": 32})
-    with pytest.raises(AttnclfError, match="d_model=16, but this model has d_model=32; train with --set d_model=16"):
-        load_pretrained(wider, tokenizer, tmp_path / "p")
+    for field, value in (("d_model", 32), ("heads", 4), ("layers", 2), ("ff_dim", 64), ("positional", "sinusoidal"),
+                         ("embedding_norm", True), ("attention_window", 4)):
+        other = build_model("self-attn", vocab_size=tokenizer.vocab_size, num_classes=2, max_len=8,
+                            **{**SMALL, field: value})
+        with pytest.raises(AttnclfError, match=f"{field}={SMALL.get(field, 0 if field == 'attention_window' else False)!r}, "
+                                               f"but this model has {field}={value!r}; train with --set {field}="):
+            load_pretrained(other, tokenizer, tmp_path / "p")
+    bpe = Tokenizer.train(["w3 w4 unseen words here"] * 3, TokenizerConfig(kind="bpe", min_frequency=1))
+    with pytest.raises(AttnclfError, match="read text with the word tokenizer and cleaning the default, this run with "
+                                           "the bpe tokenizer"):
+        load_pretrained(model, bpe, tmp_path / "p")
     longer = build_model("self-attn", vocab_size=tokenizer.vocab_size, num_classes=2, max_len=32, **SMALL)
     with pytest.raises(AttnclfError, match="positions for 16 tokens, but this model reads 32; train with --max-len 16"):
         load_pretrained(longer, tokenizer, tmp_path / "p")
 
 
-def test_pretrain_then_train_from_it_on_the_command_line(tmp_path, capsys):
+def test_word_vectors_seed_the_embedding_and_stay_fixed(tmp_path):
+    words = [f"w{i}" for i in range(24)]
+    vectors = WordVectors(words, np.random.default_rng(0).normal(size=(24, 16)).astype(np.float32))
+    vectors.save(tmp_path / "v.vec")
+    settings = PretrainSettings(model_config=SMALL, max_len=16, min_frequency=1, embeddings=str(tmp_path / "v.vec"),
+                                embeddings_std=2.0, sampled_words=16)
+    pretrain_encoder(cyclic_corpus(), settings, tmp_path / "p", log=quiet)
+    table = load_file(str(tmp_path / "p" / "encoder.safetensors"))["token_embedding.weight"]
+    vocab = Tokenizer.load(tmp_path / "p" / "tokenizer.json", TokenizerConfig(kind="word")).backend.get_vocab()
+    scaled = vectors.vectors * (2.0 / vectors.vectors.std())
+    for word in ("w0", "w7", "w23"):
+        torch.testing.assert_close(table[vocab[word]], torch.from_numpy(scaled[vectors.index[word]]))
+    with pytest.raises(DataError, match="the word vectors have 16 dimensions but the model embeds tokens in 32"):
+        pretrain_encoder(cyclic_corpus(), PretrainSettings(**{**vars(settings), "model_config": {**SMALL, "d_model": 32}}),
+                         tmp_path / "wider", log=quiet)
+    assert not (tmp_path / "wider").exists()  # refused before the folder was made
+
+
+def test_pretrain_then_train_from_it_on_the_command_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # a relative --init-from is recorded absolute
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("\n".join(cyclic_corpus()) + "\n", encoding="utf-8")
     pretrained = tmp_path / "pretrained"
-    assert main(["pretrain", "--dataset", "demo", "--file", str(corpus), "--output", str(pretrained), "--max-len",
+    assert main(["pretrain", "--dataset", "demo", "--file", str(corpus), "--output", "pretrained", "--max-len",
                  "32", "--min-frequency", "1", "--epochs", "1", "--threads", "1", *SMALL_FLAGS]) == 0
     captured = capsys.readouterr()
-    assert f"`attnclf train --init-from {pretrained}`" in captured.out
+    assert "`attnclf train --init-from pretrained`" in captured.out
     assert "4,400 texts" in captured.err  # demo's 4,000 training texts and the file's 400 lines
     run = tmp_path / "run"
     command = ["train", "--dataset", "demo", "--epochs", "1", "--max-len", "32", "--max-train-examples", "200",
                "--output", str(run), "--no-report", "--threads", "1", *SMALL_FLAGS]
-    assert main(command + ["--init-from", str(pretrained)]) == 0
+    assert main(command + ["--init-from", "pretrained"]) == 0
     assert "init-from: encoder from" in capsys.readouterr().err
     settings = json.loads((run / "config.json").read_text())["settings"]
     assert settings["init_from"] == str(pretrained) and settings["embeddings"] is None
@@ -130,6 +173,12 @@ def test_pretrain_then_train_from_it_on_the_command_line(tmp_path, capsys):
     assert main(["refit", str(run), "--threads", "1"]) == 0  # retrains from the same start
     assert "init-from: encoder from" in capsys.readouterr().err
     assert json.loads((tmp_path / "run-refit" / "config.json").read_text())["settings"]["init_from"] == str(pretrained)
+    assert main(["pretrain", "--dataset", "demo", "--file", str(corpus), "--output", "pretrained", "--max-len",
+                 "32", "--min-frequency", "1", "--epochs", "2", "--threads", "1", *SMALL_FLAGS]) == 2
+    assert "holds a pretraining of other settings (epochs: 1 there, 2 here)" in capsys.readouterr().err
+    (pretrained / "encoder.safetensors").write_bytes((pretrained / "encoder.safetensors").read_bytes()[:-4] + b"    ")
+    assert main(["refit", str(run), "--output", str(tmp_path / "again")]) == 2
+    assert "which has changed since (pretrained further, or replaced)" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("args, message", [
@@ -146,6 +195,25 @@ def test_init_from_errors_are_one_line_and_write_no_run(tmp_path, capsys, args, 
                                           for arg in ("--set", f"{key}={value}")]
     assert main(["train", "--dataset", "demo", "--init-from", str(tmp_path / "p"), "--output", str(output),
                  *flags, *[a.format(tmp=tmp_path) for a in args]]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+    assert not output.exists()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--lr", "nan"], "lr must be positive and finite, got nan"),
+    (["--seed", "-1"], "seed must be a whole number, at least 0, got -1"),
+    (["--embeddings", "{tmp}/v.vec", "--embeddings-std", "0"], "embeddings_std must be positive and finite, got 0.0"),
+    (["--embeddings-std", "2"], "--embeddings-std needs --embeddings FILE"),
+    (["--set", "heads=3"], "heads"),
+    (["--recipe", "sst2-sentencez"], "--recipe 'sst2-sentencez': no dataset has a recipe by that name"),
+    (["--embeddings", "{tmp}/missing.vec"], "no such file of word vectors"),
+])
+def test_pretrain_errors_are_one_line_and_leave_no_folder(tmp_path, capsys, args, message):
+    (tmp_path / "v.vec").write_text("w1 1 2\n", encoding="utf-8")
+    output = tmp_path / "out"
+    assert main(["pretrain", "--dataset", "demo", "--output", str(output),
+                 *[a.format(tmp=tmp_path) for a in args]]) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
     assert not output.exists()

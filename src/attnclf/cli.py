@@ -148,10 +148,9 @@ def build_settings(args: argparse.Namespace):
         if not 0 < args.embeddings_std < math.inf:
             raise AttnclfError(f"--embeddings-std must be positive, got {args.embeddings_std}")
         settings.embeddings_std = args.embeddings_std
-    if args.init_from:
-        if args.embeddings and args.embeddings != "none":
-            raise AttnclfError("--init-from brings the token embedding its encoder was pretrained with; drop --embeddings")
-        settings.embeddings, settings.init_from = None, args.init_from
+    if args.init_from:  # it brings its own token embedding, not the recipe's vectors (given ones are refused)
+        settings.init_from = args.init_from
+        settings.embeddings = args.embeddings if args.embeddings and args.embeddings != "none" else None
     return settings
 
 
@@ -932,9 +931,12 @@ def cmd_vectors(args: argparse.Namespace) -> int:
 
 @command("pretrain", threads=True)
 def cmd_pretrain(args: argparse.Namespace) -> int:
-    from .recipes import recipe_for
+    from .recipes import RECIPES, recipe_for
     from .training.pretrain import PretrainSettings, pretrain_encoder
 
+    if args.recipe is not None and not recipe_for(args.recipe):
+        raise AttnclfError(f"--recipe {args.recipe!r}: no dataset has a recipe by that name; choose one of "
+                           f"{', '.join(sorted(RECIPES))}")
     recipe = recipe_for(args.recipe or (args.dataset[0] if args.dataset else None))
     if args.embeddings_std is not None and not args.embeddings:
         raise AttnclfError("--embeddings-std needs --embeddings FILE")

@@ -184,10 +184,13 @@ def _as_members_trained(settings, output: Path):
     """
     from dataclasses import replace
 
+    from .rundir import read_config
+    from .training.pretrain import check_unchanged
     from .training.settings import resume_settings
 
     for member in sorted(output.glob("seed-*/config.json")):
         trained = resume_settings(member.parent)
+        check_unchanged(read_config(member.parent), str(member.parent))  # a new member starts where it started
         differing = trained.first_difference(settings, ignore=_PER_MEMBER)
         if differing is not None:
             key, theirs, ours = differing

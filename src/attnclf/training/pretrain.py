@@ -22,33 +22,42 @@ head and n-gram branch are the classifier's own and start fresh.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
+import os
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
 import torch
-from safetensors.torch import load_file, save_file
 from torch import nn
 from tqdm.auto import tqdm
 
+from ..checks import whole_number
 from ..errors import AttnclfError, RunDirError
-from ..models import build_model
+from ..models import build_model, config_for
 from ..models.classifiers import SelfAttentionClassifier
-from ..rundir import atomic_write_bytes, atomic_write_json, prepare_output_dir, read_json
+from ..prediction import check_texts
+from ..rundir import (atomic_save_tensors, atomic_write_json, first_missing_folder, load_weights, prepare_output_dir,
+                      publish, read_json, remove_empty_folders, temporary_beside)
 from ..text.batching import BucketBatches
+from ..text.cleaning import CleaningConfig
 from ..text.tokenizer import PAD_ID, UNK_ID, Tokenizer, TokenizerConfig
 from ..text.vectors import WordVectors
 
 ENCODER_FILE = "encoder.safetensors"
 PRETRAIN_FILE = "pretrain.json"
+TOKENIZER_FILE = "tokenizer.json"
+CHECKPOINT_FILE = "checkpoint.safetensors"  # the whole state, for resuming; not needed by --init-from
+# Pretraining splits words as the word tokenizer does with its default cleaning; a run must read text the same way.
+TOKENIZER = TokenizerConfig(kind="word", vocab_size=50000, min_frequency=5, max_len=10 ** 9)
 # The parts of SelfAttentionClassifier that pretraining trains; the rest is the classifier's own.
 PRETRAINED_PREFIXES = ("token_embedding.", "positions.", "embedding_norm.", "encoder.")
 # The fields that decide those parts' shapes and meaning: a model that differs in any cannot start from them.
-SHAPE_FIELDS = ("d_model", "heads", "layers", "ff_dim", "positional", "embedding_norm")
+ENCODER_FIELDS = ("d_model", "heads", "layers", "ff_dim", "positional", "embedding_norm", "attention_window")
 
 
 @dataclass
@@ -57,8 +66,8 @@ class PretrainSettings:
 
     model_config: dict = field(default_factory=dict)
     max_len: int = 64  # tokens per piece of text, and the classifier's max_len for learned positions
-    vocab_size: int = 50000
-    min_frequency: int = 5  # as `attnclf vectors`, so vectors counted on the same texts cover the vocabulary
+    vocab_size: int = TOKENIZER.vocab_size
+    min_frequency: int = TOKENIZER.min_frequency  # as `attnclf vectors`: vectors from the same texts cover the words
     embeddings: str | None = None  # word vectors that seed (and fix) the token embedding
     embeddings_std: float = 4.0
     epochs: int = 1
@@ -121,35 +130,45 @@ def pretrain_encoder(texts: Sequence[str], settings: PretrainSettings, output: s
                      log: Callable[[str], None] = print, progress: bool = False) -> dict:
     """Pretrain a ``self-attn`` encoder on ``texts`` into the folder ``output``; return what ``pretrain.json`` records.
 
-    Deterministic on the CPU for the same texts, settings and thread count. Each finished epoch is
-    written (atomically), so the folder always holds a usable encoder; a rerun with the same settings
-    skips finished epochs. ``progress`` shows a bar per epoch on a terminal.
+    Deterministic on the CPU for the same texts, settings and thread count. After each epoch the whole
+    state goes into one file, ``checkpoint.safetensors`` (written atomically), and the encoder is published
+    from it; the same call again after an interruption continues from there and ends where one
+    uninterrupted call would have. ``progress`` shows a bar per epoch on a terminal.
     """
-    if settings.epochs < 1 or settings.batch_size < 1 or settings.max_len < 2:
-        raise AttnclfError(f"epochs and batch_size must be at least 1 and max_len at least 2, got "
-                           f"{settings.epochs}, {settings.batch_size} and {settings.max_len}")
-    if not 0 < settings.mask_rate < 1:
-        raise AttnclfError(f"mask_rate must be between 0 and 1, got {settings.mask_rate}")
+    texts = check_texts(texts)
+    _check_settings(settings)
+    vectors = WordVectors.load(settings.embeddings) if settings.embeddings else None
+    if vectors is not None:  # before the minutes of tokenising, not after
+        vectors.check_width(config_for("self-attn", **settings.model_config).d_model)
+    output = Path(output)
+    created = first_missing_folder(output)
     output = prepare_output_dir(output)
+    tokenizer_config = replace(TOKENIZER, vocab_size=settings.vocab_size, min_frequency=settings.min_frequency)
+    record = {"settings": asdict(settings), "texts": len(texts), "texts_sha256": _fingerprint(texts),
+              "tokenizer": tokenizer_config.to_dict(), "epochs": []}
+    try:
+        saved = _earlier_state(output, record)
+    except AttnclfError:
+        remove_empty_folders(output, created)
+        raise
     started = time.perf_counter()
-    tokenizer = Tokenizer.train(texts, TokenizerConfig(kind="word", vocab_size=settings.vocab_size,
-                                                       min_frequency=settings.min_frequency, max_len=10 ** 9))
+    tokenizer = Tokenizer.train(texts, tokenizer_config)
     pieces = cut_pieces(tokenizer.encode(texts), settings.max_len)
     if not pieces:
-        raise AttnclfError(f"no text of the {len(texts):,} holds two known words: nothing to pretrain on")
+        remove_empty_folders(output, created)
+        raise AttnclfError(f"no text of the {len(texts):,} holds two words: nothing to pretrain on")
     tokens = sum(len(piece) for piece in pieces)
+    record |= {"pieces": len(pieces), "tokens": tokens, "words": tokenizer.vocab_size}
     log(f"pretrain: {len(texts):,} texts, {len(pieces):,} pieces of at most {settings.max_len} tokens, "
         f"{tokens:,} tokens, {tokenizer.vocab_size:,} words ({time.perf_counter() - started:.0f} s)")
 
     torch.manual_seed(settings.seed)
-    model_config = {**settings.model_config, "ngram_buckets": 0, "nb_ngram_buckets": 0}
     model = build_model("self-attn", vocab_size=tokenizer.vocab_size, num_classes=2, max_len=settings.max_len,
-                        **model_config)
-    width = model.config.d_model
-    head = MaskedWordHead(width, tokenizer.vocab_size)
-    if settings.embeddings:
-        found = WordVectors.load(settings.embeddings).initialise(model.token_embedding, tokenizer,
-                                                                 settings.embeddings_std)
+                        **_encoder_config(settings))
+    record["model_config"] = asdict(model.config)
+    head = MaskedWordHead(model.config.d_model, tokenizer.vocab_size)
+    if vectors is not None:
+        found = vectors.initialise(model.token_embedding, tokenizer, settings.embeddings_std)
         model.token_embedding.weight.requires_grad_(False)
         log(f"pretrain: {found:,} of {tokenizer.vocab_size - 2:,} words start from {settings.embeddings} (fixed)")
     trained = [p for name, p in model.named_parameters()
@@ -164,17 +183,22 @@ def pretrain_encoder(texts: Sequence[str], settings: PretrainSettings, output: s
     counts[[PAD_ID, UNK_ID]] = 0
     sampling = torch.from_numpy(counts.astype(np.float64) ** 0.75)
     generator = torch.Generator().manual_seed(settings.seed)
+    if saved is not None:
+        record = _restore(output, saved, model, head, optimizer, schedule, generator)
+        if len(record["epochs"]) == settings.epochs:
+            log(f"pretrain: {output} has pretrained all {settings.epochs} epochs already; nothing to do")
+        else:
+            log(f"pretrain: resuming after epoch {len(record['epochs'])} of {settings.epochs}")
+    _publish(output, record, model, tokenizer)  # (after an interruption between the checkpoint and these files)
 
-    record = {"settings": asdict(settings), "model_config": asdict(model.config), "texts": len(texts),
-              "pieces": len(pieces), "tokens": tokens, "words": tokenizer.vocab_size, "epochs": []}
-    first_epoch = _resume(output, record, model, head, optimizer, schedule, generator, log)
     model.train()
-    for epoch in range(first_epoch, settings.epochs):
+    for epoch in range(len(record["epochs"]), settings.epochs):
         batches.set_epoch(epoch)
         epoch_started, losses = time.perf_counter(), []
         for batch in tqdm(batches, desc=f"pretrain epoch {epoch + 1}", disable=None if progress else True,
                           leave=False):
             ids, mask = batch.input_ids, batch.attention_mask
+            # <unk> is a word like the others here: a hidden rare word is to be recognised as rare.
             corrupted, chosen = mask_tokens(ids, mask, settings.mask_rate, tokenizer.vocab_size, generator)
             x, mask = model.embed(corrupted, mask, None)
             states, _ = model.encoder(model.dropout(model.embedding_norm(model.positions(x))), mask)
@@ -192,89 +216,162 @@ def pretrain_encoder(texts: Sequence[str], settings: PretrainSettings, output: s
         seconds = time.perf_counter() - epoch_started
         record["epochs"].append({"epoch": epoch + 1, "loss": round(float(np.mean(losses)), 4),
                                  "seconds": round(seconds, 1), "tokens_per_second": round(tokens / seconds)})
-        _save(output, record, model, head, optimizer, schedule, generator, tokenizer)
+        _save_checkpoint(output, record, model, head, optimizer, schedule, generator)
+        _publish(output, record, model, tokenizer)
         log(f"pretrain: epoch {epoch + 1}/{settings.epochs} loss {np.mean(losses):.4f} ({seconds:.0f} s, "
             f"{tokens / seconds:,.0f} tokens/s; saved)")
     return record
 
 
-def _state_path(output: Path) -> Path:
-    return output / "checkpoint.pt"
+def _check_settings(settings: PretrainSettings) -> None:
+    """A one-line error for settings that cannot work, before anything is read or written."""
+    for name, low in (("epochs", 1), ("batch_size", 1), ("max_len", 2), ("sampled_words", 1), ("vocab_size", 3),
+                      ("min_frequency", 1), ("seed", 0)):
+        value = whole_number(getattr(settings, name))
+        if value is None or value < low or (name == "seed" and value >= 2 ** 32):
+            raise AttnclfError(f"{name} must be a whole number, at least {low}, got {getattr(settings, name)!r}")
+    for name in ("lr", "embeddings_std"):
+        if not 0 < getattr(settings, name) < math.inf:
+            raise AttnclfError(f"{name} must be positive and finite, got {getattr(settings, name)!r}")
+    for name in ("mask_rate", "warmup_ratio"):
+        if not 0 < getattr(settings, name) < 1:
+            raise AttnclfError(f"{name} must be between 0 and 1, got {getattr(settings, name)!r}")
+    # (an impossible model, say heads that do not divide d_model, fails here in its own words)
+    build_model("self-attn", vocab_size=3, num_classes=2, max_len=settings.max_len, **_encoder_config(settings))
 
 
-def _save(output: Path, record: dict, model, head, optimizer, schedule, generator, tokenizer: Tokenizer) -> None:
-    encoder = {name: tensor.detach().contiguous() for name, tensor in model.state_dict().items()
+def _encoder_config(settings: PretrainSettings) -> dict:
+    return {**settings.model_config, "ngram_buckets": 0, "nb_ngram_buckets": 0}  # a classifier's, not an encoder's
+
+
+def _fingerprint(texts: Sequence[str]) -> str:
+    digest = hashlib.sha256()
+    for text in texts:
+        digest.update(text.encode("utf-8", "surrogatepass") + b"\n")
+    return digest.hexdigest()
+
+
+def _earlier_state(output: Path, record: dict) -> dict | None:
+    """The checkpoint's state if ``output`` holds an earlier call's pretraining of the same texts and settings,
+    None if it is empty; refused otherwise."""
+    checkpoint = output / CHECKPOINT_FILE
+    if not checkpoint.is_file():
+        if any(not path.name.startswith(".") for path in output.iterdir()):
+            raise RunDirError(f"{output} holds other files and no pretraining; choose an empty or new --output")
+        return None
+    saved = json.loads(_checkpoint_metadata(checkpoint)["state"])
+    then = saved["record"]
+    for key, what in (("texts_sha256", "other texts"), ("settings", "other settings"),
+                      ("tokenizer", "another tokenizer")):
+        if then.get(key) != record[key]:
+            differ = next((name for name in record[key] if then[key].get(name) != record[key][name]), None) \
+                if isinstance(record[key], dict) else None
+            raise RunDirError(f"{output} holds a pretraining of {what}"
+                              f"{f' ({differ}: {then[key].get(differ)!r} there, {record[key][differ]!r} here)' if differ else ''}"
+                              f"; rerun its own command to continue it, or choose another --output")
+    return saved
+
+
+def _checkpoint_metadata(path: Path) -> dict:
+    from safetensors import safe_open
+
+    try:
+        with safe_open(str(path), framework="pt") as handle:
+            return handle.metadata() or {}
+    except Exception as exc:  # safetensors raises its own error types for a damaged file
+        raise RunDirError(f"{path}: not a valid safetensors file ({exc}); choose another --output") from None
+
+
+def _save_checkpoint(output: Path, record: dict, model, head, optimizer, schedule, generator) -> None:
+    """Everything a resumed call needs, in one file written atomically: it is the only thing resuming trusts."""
+    tensors = {f"model.{name}": tensor for name, tensor in model.state_dict().items()
                if name.startswith(PRETRAINED_PREFIXES)}
-    tmp = output / f".{ENCODER_FILE}.tmp"
-    save_file(encoder, str(tmp))
-    atomic_write_bytes(output / ENCODER_FILE, tmp.read_bytes())
-    tmp.unlink()
-    tokenizer_tmp = output / ".tokenizer.json.tmp"
-    tokenizer.save(tokenizer_tmp)
-    atomic_write_bytes(output / "tokenizer.json", tokenizer_tmp.read_bytes())
-    tokenizer_tmp.unlink()
-    # The optimiser's state resumes an interrupted pretraining; it is plain tensors, read with weights_only.
-    state = {"head": head.state_dict(), "optimizer": optimizer.state_dict(), "schedule": schedule.state_dict(),
-             "generator": generator.get_state(), "dropout_rng": torch.get_rng_state(),
-             "epochs_done": len(record["epochs"])}
-    tmp = output / ".checkpoint.pt.tmp"
-    torch.save(state, tmp)
-    tmp.replace(_state_path(output))
+    tensors |= {f"head.{name}": tensor for name, tensor in head.state_dict().items()}
+    state = optimizer.state_dict()
+    for index, values in state["state"].items():
+        for key, value in values.items():
+            tensors[f"optimizer.{index}.{key}"] = torch.as_tensor(value)
+    tensors["rng.torch"] = torch.get_rng_state()  # dropout: a resumed call draws the masks it would have drawn
+    tensors["rng.generator"] = generator.get_state()  # masking and sampled words
+    metadata = {"state": json.dumps({"record": record, "optimizer_param_groups": state["param_groups"],
+                                     "schedule": schedule.state_dict()})}
+    atomic_save_tensors(output / CHECKPOINT_FILE, tensors, metadata)
+
+
+def _restore(output: Path, saved: dict, model, head, optimizer, schedule, generator) -> dict:
+    tensors = load_weights(output / CHECKPOINT_FILE)
+    model.load_state_dict({k[6:]: v for k, v in tensors.items() if k.startswith("model.")}, strict=False)
+    head.load_state_dict({k[5:]: v for k, v in tensors.items() if k.startswith("head.")})
+    state: dict = {"state": {}, "param_groups": saved["optimizer_param_groups"]}
+    for key, value in tensors.items():
+        if key.startswith("optimizer."):
+            _, index, name = key.split(".", 2)
+            state["state"].setdefault(int(index), {})[name] = value
+    optimizer.load_state_dict(state)
+    schedule.load_state_dict(saved["schedule"])
+    torch.set_rng_state(tensors["rng.torch"])
+    generator.set_state(tensors["rng.generator"])
+    return saved["record"]
+
+
+def _publish(output: Path, record: dict, model, tokenizer: Tokenizer) -> None:
+    """What ``--init-from`` reads, from the checkpoint's state; pretrain.json last, as it marks the folder."""
+    fd, tmp = temporary_beside(output / TOKENIZER_FILE)
+    os.close(fd)
+    try:
+        tokenizer.save(tmp)
+        publish(tmp, output / TOKENIZER_FILE)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+    atomic_save_tensors(output / ENCODER_FILE, {name: tensor for name, tensor in model.state_dict().items()
+                                                if name.startswith(PRETRAINED_PREFIXES)})
     atomic_write_json(output / PRETRAIN_FILE, record)
 
 
-def _resume(output: Path, record: dict, model, head, optimizer, schedule, generator, log) -> int:
-    """The first epoch still to train: 0, or after the epochs a same-settings earlier call finished."""
-    if not (output / PRETRAIN_FILE).exists():
-        return 0
-    earlier = read_json(output / PRETRAIN_FILE)
-    same = {key: earlier.get(key) for key in ("model_config", "texts", "pieces", "tokens", "words")}
-    settings_then = {k: v for k, v in earlier.get("settings", {}).items() if k != "epochs"}
-    settings_now = {k: v for k, v in record["settings"].items() if k != "epochs"}
-    if same != {key: record[key] for key in same} or settings_then != settings_now:
-        raise RunDirError(f"{output} holds a pretraining of other texts or settings; choose another --output")
-    state = torch.load(_state_path(output), weights_only=True)
-    encoder = load_file(str(output / ENCODER_FILE))
-    model.load_state_dict(encoder, strict=False)
-    head.load_state_dict(state["head"])
-    optimizer.load_state_dict(state["optimizer"])
-    schedule.load_state_dict(state["schedule"])
-    generator.set_state(state["generator"])
-    torch.set_rng_state(state["dropout_rng"])  # so a resumed pretraining ends where an uninterrupted one would
-    record["epochs"] = earlier["epochs"][: state["epochs_done"]]
-    log(f"pretrain: resuming after epoch {state['epochs_done']}")
-    return state["epochs_done"]
-
-
-def check_compatible(model_name: str, config, folder: str | Path) -> None:
-    """A one-line error unless ``folder`` is a pretraining a ``model_name`` model with ``config`` can start from."""
+def check_compatible(model_name: str, config, folder: str | Path,
+                     tokenizer: TokenizerConfig | None = None) -> None:
+    """A one-line error unless ``folder`` is a pretraining that a ``model_name`` model with ``config``, reading
+    text as ``tokenizer`` says, can start from."""
     folder = Path(folder)
-    if not (folder / PRETRAIN_FILE).is_file() or not (folder / ENCODER_FILE).is_file():
-        raise RunDirError(f"{folder}: not a pretrained encoder (no {PRETRAIN_FILE} or {ENCODER_FILE}; "
-                          f"write one with `attnclf pretrain`)")
+    if not all((folder / name).is_file() for name in (PRETRAIN_FILE, ENCODER_FILE, TOKENIZER_FILE)):
+        raise RunDirError(f"{folder}: not a pretrained encoder (no {PRETRAIN_FILE}, {ENCODER_FILE} or "
+                          f"{TOKENIZER_FILE}; write one with `attnclf pretrain`)")
     if model_name != "self-attn":
         raise AttnclfError(f"--init-from starts self-attn models only (it pretrained one), not {model_name}")
-    pretrained = read_json(folder / PRETRAIN_FILE)["model_config"]
-    differ = [name for name in SHAPE_FIELDS if pretrained.get(name) != getattr(config, name)]
+    pretrained = read_json(folder / PRETRAIN_FILE)
+    encoder = pretrained["model_config"]
+    differ = [name for name in ENCODER_FIELDS if encoder.get(name) != getattr(config, name)]
     if differ:
         name = differ[0]
-        raise AttnclfError(f"{folder} pretrained an encoder with {name}={pretrained.get(name)!r}, but this model has "
-                           f"{name}={getattr(config, name)!r}; train with --set {name}={pretrained.get(name)}")
-    if config.positional == "learned" and pretrained["max_len"] < config.max_len:
-        raise AttnclfError(f"{folder} learned positions for {pretrained['max_len']} tokens, but this model reads "
-                           f"{config.max_len}; train with --max-len {pretrained['max_len']} (or fewer)")
+        raise AttnclfError(f"{folder} pretrained an encoder with {name}={encoder.get(name)!r}, but this model has "
+                           f"{name}={getattr(config, name)!r}; train with --set {name}={encoder.get(name)}")
+    if config.positional == "learned" and encoder["max_len"] < config.max_len:
+        raise AttnclfError(f"{folder} learned positions for {encoder['max_len']} tokens, but this model reads "
+                           f"{config.max_len}; train with --max-len {encoder['max_len']} (or fewer)")
+    if tokenizer is not None:
+        theirs = TokenizerConfig.from_dict(pretrained.get("tokenizer", TOKENIZER.to_dict()))
+        if tokenizer.kind != theirs.kind or tokenizer.cleaning != theirs.cleaning:
+            raise AttnclfError(f"{folder} read text with the {theirs.kind} tokenizer and cleaning "
+                               f"{_cleaning_flags(theirs.cleaning)}, this run with the {tokenizer.kind} tokenizer and "
+                               f"{_cleaning_flags(tokenizer.cleaning)}: its embedding would meet other words")
+
+
+def _cleaning_flags(cleaning: CleaningConfig) -> str:
+    changed = [name for name, value in asdict(cleaning).items() if value != getattr(CleaningConfig(), name)]
+    return ", ".join(f"{name}={getattr(cleaning, name)}" for name in changed) or "the default"
 
 
 def load_pretrained(model, tokenizer: Tokenizer, folder: str | Path) -> int:
     """Start ``model`` (a ``self-attn`` classifier) from a pretrained encoder; return how many words it knew.
 
-    The model's shape (width, heads, layers, feed-forward, positions) must be the pretraining's.
+    The model's shape (width, heads, layers, feed-forward, positions, attention window) and its tokenizer's
+    kind and cleaning must be the pretraining's.
     """
     folder = Path(folder)
     check_compatible("self-attn" if isinstance(model, SelfAttentionClassifier) else type(model).__name__,
-                     model.config, folder)
-    weights = load_file(str(folder / ENCODER_FILE))
-    pretrained_vocab = Tokenizer.load(folder / "tokenizer.json", TokenizerConfig(kind="word")).backend.get_vocab()
+                     model.config, folder, tokenizer.config)
+    weights = load_weights(folder / ENCODER_FILE)
+    pretrained_vocab = Tokenizer.load(folder / TOKENIZER_FILE, TOKENIZER).backend.get_vocab()
     table = weights.pop("token_embedding.weight")
     own = model.state_dict()
     with torch.no_grad():
@@ -292,7 +389,26 @@ def load_pretrained(model, tokenizer: Tokenizer, folder: str | Path) -> int:
 
 def describe(folder: str | Path) -> str:
     """One line on a pretrained encoder, for logs."""
-    record = json.loads((Path(folder) / PRETRAIN_FILE).read_text())
-    losses = [e["loss"] for e in record["epochs"]]
-    return (f"{record['tokens']:,} tokens x {len(losses)} epochs, final loss "
-            f"{losses[-1] if losses else math.nan}")
+    record = read_json(Path(folder) / PRETRAIN_FILE)
+    losses = [epoch["loss"] for epoch in record["epochs"]]
+    return f"{record['tokens']:,} tokens x {len(losses)} epochs, final loss {losses[-1] if losses else math.nan}"
+
+
+def encoder_fingerprint(folder: str | Path) -> str:
+    """sha256 of the pretrained weights: whether a folder still holds the encoder a run started from."""
+    return hashlib.sha256((Path(folder) / ENCODER_FILE).read_bytes()).hexdigest()
+
+
+def check_unchanged(run_config: dict, what: str) -> None:
+    """A one-line error if the pretrained encoder a run (its config.json) started from has changed since."""
+    settings = run_config.get("settings", {})
+    recorded = run_config.get("pretrained_sha256")
+    if not settings.get("init_from"):
+        return
+    folder = Path(settings["init_from"])
+    if not (folder / ENCODER_FILE).is_file():
+        raise AttnclfError(f"{what} started from the pretrained encoder {folder}, which is gone; it must start from "
+                           f"the same one")
+    if recorded is not None and encoder_fingerprint(folder) != recorded:
+        raise AttnclfError(f"{what} started from the pretrained encoder in {folder}, which has changed since (pretrained "
+                           f"further, or replaced); it must start from the same one")

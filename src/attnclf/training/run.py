@@ -34,7 +34,8 @@ from ..text.vectors import WordVectors, count_vectors
 from ..text.windows import WindowConfig, text_batches
 from .device import blas_libraries, resolve_device, torch_threads
 from .distributed import init_distributed
-from .pretrain import check_compatible as check_pretrained, describe as describe_pretrained, load_pretrained
+from .pretrain import (check_compatible as check_pretrained, describe as describe_pretrained, encoder_fingerprint,
+                       load_pretrained)
 from .run_data import (align_labels, describe_classes, held_out_fingerprint, load_data, shared_text_warnings,
                        texts_fingerprint)
 from .settings import COUNT_EMBEDDINGS, RunSettings, refuse_derived_fields, resume_settings
@@ -187,7 +188,9 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
         if progress and distributed.is_main:
             source = "vectors counted in this run" if counting else settings.embeddings
             _stderr(f"embeddings: {found:,} of {tokenizer.vocab_size - 2:,} words start from {source}")
+    pretrained = saved.get("pretrained_sha256")
     if settings.init_from and not resume:  # (a resumed run's checkpoint holds what they became)
+        pretrained = encoder_fingerprint(settings.init_from)
         found = load_pretrained(model, tokenizer, settings.init_from)
         if progress and distributed.is_main:
             _stderr(f"init-from: encoder from {settings.init_from} ({describe_pretrained(settings.init_from)}); "
@@ -196,7 +199,7 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
     if distributed.is_main:
         atomic_write_json(run_dir / "labels.json", label_names)
         atomic_write_json(run_dir / "config.json", _config_record(settings, model, splits, counted, trained_on,
-                                                                  fingerprint))
+                                                                  fingerprint, pretrained))
 
     trainer = Trainer(model, settings.train, run_dir, device, label_names, progress=progress, distributed=distributed,
                       multi_label=settings.data.multi_label)
@@ -258,7 +261,7 @@ def _refuse_unworkable(settings: RunSettings, resume: bool) -> None:
             raise AttnclfError("--init-from brings the token embedding its encoder was pretrained with; drop "
                                "--embeddings")
         check_pretrained(settings.model, config_for(settings.model, max_len=settings.tokenizer.max_len,
-                                                    **settings.model_config), settings.init_from)
+                                                    **settings.model_config), settings.init_from, settings.tokenizer)
     if settings.embeddings and not 0 < settings.embeddings_std < math.inf:
         raise AttnclfError(f"embeddings_std must be positive and finite, got {settings.embeddings_std}")
     if not resume and settings.refit_of is None:
@@ -369,7 +372,7 @@ def _check_same_texts(run_dir: Path, saved: dict, settings: RunSettings, label_n
 
 
 def _config_record(settings: RunSettings, model, splits, counted: dict | None, trained_on: str | None,
-                   fingerprint: str | None) -> dict:
+                   fingerprint: str | None, pretrained: str | None) -> dict:
     """config.json: the settings (absolute paths, where the dataset was found), the model, and the data's sizes and
     fingerprints."""
     recorded = settings.anchored()
@@ -380,6 +383,7 @@ def _config_record(settings: RunSettings, model, splits, counted: dict | None, t
         "settings": replace(recorded, data=recorded.data.located()).to_dict(),
         "model": {"name": settings.model, "config": model.config.to_dict(), "parameters": model.num_parameters()},
         **({"counted_embeddings": counted} if counted else {}),
+        **({"pretrained_sha256": pretrained} if pretrained else {}),
         "data": {"train_examples": len(splits.train),
                  "validation_examples": 0 if splits.validation is None else len(splits.validation),
                  "test_examples": len(splits.test) if splits.test else 0,
