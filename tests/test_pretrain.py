@@ -14,7 +14,8 @@ from attnclf.errors import AttnclfError, DataError, RunDirError
 from attnclf.models import build_model
 from attnclf.text.tokenizer import PAD_ID, UNK_ID, Tokenizer, TokenizerConfig
 from attnclf.text.vectors import WordVectors
-from attnclf.training.pretrain import PretrainSettings, load_pretrained, mask_tokens, pretrain_encoder
+from attnclf.training.pretrain import (PretrainSettings, cut_pieces, encode_pieces, load_pretrained, mask_tokens,
+                                       pretrain_encoder)
 
 SMALL = {"d_model": 16, "heads": 2, "layers": 1, "ff_dim": 32, "dropout": 0.1, "positional": "learned"}
 SMALL_FLAGS = [arg for key, value in SMALL.items() for arg in ("--set", f"{key}={value}")]
@@ -48,6 +49,14 @@ def test_masking_hides_only_real_tokens_at_least_one_per_text_mostly_as_unk():
     assert (corrupted[chosen] >= 2).float().mean() > 0.05  # random words are words, never <pad> or <unk>
     random_words = corrupted[chosen & (corrupted != UNK_ID) & (corrupted != ids)]
     assert len(random_words) and bool((random_words > UNK_ID).all())
+
+
+def test_pieces_are_the_same_however_many_texts_are_tokenised_at_once():
+    texts = cyclic_corpus(50) + ["w1 " * 40, "w2", "", "w3 w4 w5"]
+    tokenizer = Tokenizer.train(texts, TokenizerConfig(kind="word", min_frequency=1, max_len=10 ** 9))
+    whole = cut_pieces(tokenizer.encode(texts), 16)
+    for chunk in (1, 7, 2048):
+        assert [piece.tolist() for piece in encode_pieces(tokenizer, texts, 16, chunk)] == whole
 
 
 def test_pretraining_learns_to_restore_hidden_words(tmp_path):
