@@ -232,3 +232,19 @@ def test_init_from_a_folder_that_is_no_pretraining_is_one_line(tmp_path, capsys)
     assert main(["train", "--dataset", "demo", "--init-from", str(tmp_path), "--output", str(tmp_path / "run")]) == 2
     err = capsys.readouterr().err
     assert "not a pretrained encoder" in err and err.count("\n") == 1
+
+
+def test_the_recipe_named_is_the_model_pretrained_so_its_runs_can_start_from_it(tmp_path, capsys):
+    from attnclf.models import config_for
+    from attnclf.recipes import recipe_for
+    from attnclf.training.pretrain import check_compatible
+
+    folder = tmp_path / "p"
+    assert main(["pretrain", "--dataset", "demo", "--recipe", "sst2-sentences", "--min-frequency", "1",
+                 "--output", str(folder), "--threads", "1"]) == 0
+    recipe = recipe_for("sst2-sentences")
+    run_config = config_for("self-attn", max_len=recipe["tokenizer"]["max_len"], **recipe["model_config"])
+    check_compatible("self-attn", run_config, folder, TokenizerConfig(kind="word"))  # what train --dataset builds
+    demo = recipe_for("demo")
+    with pytest.raises(AttnclfError, match="ff_dim=256, but this model has ff_dim=512"):  # demo's model is another
+        check_compatible("self-attn", config_for("self-attn", max_len=64, **demo["model_config"]), folder)
