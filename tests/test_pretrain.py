@@ -88,6 +88,12 @@ def test_a_rerun_continues_where_an_interrupted_one_stopped_and_ends_where_one_r
     whole, resumed = (load_file(str(tmp_path / name / "encoder.safetensors")) for name in ("whole", "stopped"))
     assert whole.keys() == resumed.keys()
     assert all(torch.equal(whole[name], resumed[name]) for name in whole)
+    def interrupt_in_the_first_epoch(message: str) -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):  # before any epoch was saved: the same call starts afresh
+        pretrain_encoder(texts, settings, tmp_path / "early", log=interrupt_in_the_first_epoch)
+    assert len(pretrain_encoder(texts, settings, tmp_path / "early", log=quiet)["epochs"]) == 2
     said.clear()
     pretrain_encoder(texts, settings, tmp_path / "whole", log=said.append)
     assert any("has pretrained all 2 epochs already; nothing to do" in line for line in said)
@@ -95,6 +101,14 @@ def test_a_rerun_continues_where_an_interrupted_one_stopped_and_ends_where_one_r
         pretrain_encoder(texts, PretrainSettings(**{**vars(settings), "lr": 1e-4}), tmp_path / "whole", log=quiet)
     with pytest.raises(RunDirError, match="holds a pretraining of other texts"):  # however alike they are in size
         pretrain_encoder([text.replace("w", "v") for text in texts], settings, tmp_path / "whole", log=quiet)
+    with pytest.raises(RunDirError, match="holds a pretraining of other texts"):  # or in their bytes
+        pretrain_encoder([f"{a}\n{b}" for a, b in zip(texts[::2], texts[1::2])], settings, tmp_path / "whole",
+                         log=quiet)
+    from safetensors.torch import save_file
+
+    save_file({"x": torch.zeros(1)}, str(tmp_path / "whole" / "checkpoint.safetensors"))
+    with pytest.raises(RunDirError, match="not a checkpoint of `attnclf pretrain`"):
+        pretrain_encoder(texts, settings, tmp_path / "whole", log=quiet)
     (tmp_path / "run").mkdir()
     (tmp_path / "run" / "tokenizer.json").write_text("{}")
     with pytest.raises(RunDirError, match="holds other files and no pretraining; choose an empty or new --output"):
@@ -195,6 +209,8 @@ def test_pretrain_then_train_from_it_on_the_command_line(tmp_path, capsys, monke
     (["--model", "bilstm-attn"], "--init-from starts self-attn models only"),
     (["--set", "d_model=32"], "pretrained an encoder with d_model=16, but this model has d_model=32"),
     (["--set", "positional=learned", "--max-len", "65"], "learned positions for 64 tokens, but this model reads 65"),
+    (["--tokenizer", "bpe"], "read text with the word tokenizer and cleaning the default, this run with the bpe"),
+    (["--no-lowercase"], "this run with the word tokenizer and lowercase=False"),
 ])
 def test_init_from_errors_are_one_line_and_write_no_run(tmp_path, capsys, args, message):
     pretrain_encoder(cyclic_corpus(50), PretrainSettings(model_config=SMALL, max_len=64, min_frequency=1,
@@ -217,12 +233,17 @@ def test_init_from_errors_are_one_line_and_write_no_run(tmp_path, capsys, args, 
     (["--set", "heads=3"], "heads"),
     (["--recipe", "sst2-sentencez"], "--recipe 'sst2-sentencez': no dataset has a recipe by that name"),
     (["--embeddings", "{tmp}/missing.vec"], "no such file of word vectors"),
+    (["--file", "{tmp}/empty.txt"], "no text to pretrain on"),
+    (["--file", "{tmp}/words.txt", "--min-frequency", "1"], "holds two words: nothing to pretrain on"),
+    (["--dataset", "demo", "--min-frequency", "100000"], "no word seen at least 100000 time"),
 ])
 def test_pretrain_errors_are_one_line_and_leave_no_folder(tmp_path, capsys, args, message):
     (tmp_path / "v.vec").write_text("w1 1 2\n", encoding="utf-8")
+    (tmp_path / "empty.txt").write_text("", encoding="utf-8")
+    (tmp_path / "words.txt").write_text("one\nword\neach\n", encoding="utf-8")
     output = tmp_path / "out"
-    assert main(["pretrain", "--dataset", "demo", "--output", str(output),
-                 *[a.format(tmp=tmp_path) for a in args]]) == 2
+    source = [] if "--file" in args or "--dataset" in args else ["--dataset", "demo"]
+    assert main(["pretrain", *source, "--output", str(output), *[a.format(tmp=tmp_path) for a in args]]) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
     assert not output.exists()
@@ -248,3 +269,21 @@ def test_the_recipe_named_is_the_model_pretrained_so_its_runs_can_start_from_it(
     demo = recipe_for("demo")
     with pytest.raises(AttnclfError, match="ff_dim=256, but this model has ff_dim=512"):  # demo's model is another
         check_compatible("self-attn", config_for("self-attn", max_len=64, **demo["model_config"]), folder)
+
+
+def test_a_new_seed_refuses_a_changed_pretraining_and_finished_seeds_do_not_need_it(tmp_path, capsys):
+    pretrain_encoder(cyclic_corpus(50), PretrainSettings(model_config=SMALL, max_len=64, min_frequency=1,
+                                                         sampled_words=16), tmp_path / "p", log=quiet)
+    command = ["train", "--dataset", "demo", "--init-from", str(tmp_path / "p"), "--epochs", "1",
+               "--max-train-examples", "100", "--output", str(tmp_path / "ens"), "--no-report", "--threads", "1",
+               *SMALL_FLAGS]
+    assert main(command + ["--seeds", "0", "1"]) == 0
+    pretrain_encoder(cyclic_corpus(60), PretrainSettings(model_config=SMALL, max_len=64, min_frequency=1,
+                                                         sampled_words=16), tmp_path / "p2", log=quiet)
+    for name in ("encoder.safetensors", "pretrain.json", "tokenizer.json"):  # the folder now holds another encoder
+        (tmp_path / "p" / name).write_bytes((tmp_path / "p2" / name).read_bytes())
+    capsys.readouterr()
+    assert main(command + ["--seeds", "0", "1", "2", "--resume"]) == 2
+    assert "which has changed since (pretrained further, or replaced)" in capsys.readouterr().err
+    assert not (tmp_path / "ens" / "seed-2").exists()
+    assert main(command + ["--seeds", "0", "1", "--resume"]) == 0

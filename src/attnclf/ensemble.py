@@ -152,7 +152,8 @@ def train_ensemble(settings, seeds: Sequence[int], resume: bool = False, progres
         # Each member holds out its own validation split, so only a test split can score their average.
         raise AttnclfError("--seeds needs held-out data to test the ensemble on: give --test-file")
     if resume:
-        settings = _as_members_trained(settings, Path(settings.output))
+        settings = _as_members_trained(settings, Path(settings.output),
+                                       adds=any(not (Path(settings.output) / f"seed-{seed}").is_dir() for seed in seeds))
     created = first_missing_folder(settings.output)
     output = prepare_output_dir(settings.output)
     members = [output / f"seed-{seed}" for seed in seeds]
@@ -176,7 +177,7 @@ def train_ensemble(settings, seeds: Sequence[int], resume: bool = False, progres
 _PER_MEMBER = {"train.seed", "train.epochs", "train.schedule_epochs", "embeddings", "embeddings_std", "init_from"}
 
 
-def _as_members_trained(settings, output: Path):
+def _as_members_trained(settings, output: Path, adds: bool = True):
     """``settings`` for the members a resumed ensemble adds or continues: refused if they differ from the finished
     members' (those it adds would train otherwise), with the members' word vectors.
 
@@ -190,7 +191,8 @@ def _as_members_trained(settings, output: Path):
 
     for member in sorted(output.glob("seed-*/config.json")):
         trained = resume_settings(member.parent)
-        check_unchanged(read_config(member.parent), str(member.parent))  # a new member starts where it started
+        if adds:  # a new member starts where the others started (continuing ones resume their checkpoints)
+            check_unchanged(read_config(member.parent), str(member.parent))
         differing = trained.first_difference(settings, ignore=_PER_MEMBER)
         if differing is not None:
             key, theirs, ours = differing

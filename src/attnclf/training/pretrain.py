@@ -153,6 +153,8 @@ def pretrain_encoder(texts: Sequence[str], settings: PretrainSettings, output: s
     uninterrupted call would have. ``progress`` shows a bar per epoch on a terminal.
     """
     texts = check_texts(texts)
+    if not texts:
+        raise AttnclfError("no text to pretrain on")
     _check_settings(settings)
     vectors = WordVectors.load(settings.embeddings) if settings.embeddings else None
     if vectors is not None:  # before the minutes of tokenising, not after
@@ -164,15 +166,19 @@ def pretrain_encoder(texts: Sequence[str], settings: PretrainSettings, output: s
     record = {"settings": asdict(settings), "texts": len(texts), "texts_sha256": _fingerprint(texts),
               "tokenizer": tokenizer_config.to_dict(), "epochs": []}
     try:
-        saved = _earlier_state(output, record)
-    except AttnclfError:
+        return _pretrain(texts, settings, output, record, vectors, log, progress)
+    except AttnclfError:  # (refused before anything was written: a folder made for it goes again)
         remove_empty_folders(output, created)
         raise
+
+
+def _pretrain(texts: Sequence[str], settings: PretrainSettings, output: Path, record: dict,
+              vectors: WordVectors | None, log: Callable[[str], None], progress: bool) -> dict:
+    saved = _earlier_state(output, record)
     started = time.perf_counter()
-    tokenizer = Tokenizer.train(texts, tokenizer_config)
+    tokenizer = Tokenizer.train(texts, TokenizerConfig.from_dict(record["tokenizer"]))
     pieces = encode_pieces(tokenizer, texts, settings.max_len)
     if not pieces:
-        remove_empty_folders(output, created)
         raise AttnclfError(f"no text of the {len(texts):,} holds two words: nothing to pretrain on")
     tokens = sum(len(piece) for piece in pieces)
     record |= {"pieces": len(pieces), "tokens": tokens, "words": tokenizer.vocab_size}
@@ -202,11 +208,11 @@ def pretrain_encoder(texts: Sequence[str], settings: PretrainSettings, output: s
     generator = torch.Generator().manual_seed(settings.seed)
     if saved is not None:
         record = _restore(output, saved, model, head, optimizer, schedule, generator)
+        _publish(output, record, model, tokenizer)  # (an interruption may have come between the checkpoint and these)
         if len(record["epochs"]) == settings.epochs:
             log(f"pretrain: {output} has pretrained all {settings.epochs} epochs already; nothing to do")
         else:
             log(f"pretrain: resuming after epoch {len(record['epochs'])} of {settings.epochs}")
-    _publish(output, record, model, tokenizer)  # (after an interruption between the checkpoint and these files)
 
     model.train()
     for epoch in range(len(record["epochs"]), settings.epochs):
@@ -264,7 +270,8 @@ def _encoder_config(settings: PretrainSettings) -> dict:
 def _fingerprint(texts: Sequence[str]) -> str:
     digest = hashlib.sha256()
     for text in texts:
-        digest.update(text.encode("utf-8", "surrogatepass") + b"\n")
+        data = text.encode("utf-8", "surrogatepass")
+        digest.update(len(data).to_bytes(8, "little") + data)  # (so that ["a\nb"] is not ["a", "b"])
     return digest.hexdigest()
 
 
@@ -276,8 +283,12 @@ def _earlier_state(output: Path, record: dict) -> dict | None:
         if any(not path.name.startswith(".") for path in output.iterdir()):
             raise RunDirError(f"{output} holds other files and no pretraining; choose an empty or new --output")
         return None
-    saved = json.loads(_checkpoint_metadata(checkpoint)["state"])
-    then = saved["record"]
+    try:
+        saved = json.loads(_checkpoint_metadata(checkpoint)["state"])
+        then = saved["record"]
+        then["epochs"], saved["schedule"], saved["optimizer_param_groups"]  # (what resuming reads)
+    except (KeyError, TypeError, ValueError):
+        raise RunDirError(f"{checkpoint}: not a checkpoint of `attnclf pretrain`; choose another --output") from None
     for key, what in (("texts_sha256", "other texts"), ("settings", "other settings"),
                       ("tokenizer", "another tokenizer")):
         if then.get(key) != record[key]:
@@ -317,6 +328,14 @@ def _save_checkpoint(output: Path, record: dict, model, head, optimizer, schedul
 
 def _restore(output: Path, saved: dict, model, head, optimizer, schedule, generator) -> dict:
     tensors = load_weights(output / CHECKPOINT_FILE)
+    expected = {f"model.{name}" for name in model.state_dict() if name.startswith(PRETRAINED_PREFIXES)}
+    expected |= {f"head.{name}" for name in head.state_dict()} | {"rng.torch", "rng.generator"}
+    trained = sum(len(group["params"]) for group in optimizer.param_groups)
+    expected |= {f"optimizer.{index}.{name}" for index in range(trained) for name in ("step", "exp_avg", "exp_avg_sq")}
+    if set(tensors) != expected:
+        missing = sorted(expected - set(tensors)) or sorted(set(tensors) - expected)
+        raise RunDirError(f"{output / CHECKPOINT_FILE} does not hold this pretraining's state ({missing[0]} "
+                          f"{'missing' if expected - set(tensors) else 'unexpected'}); choose another --output")
     model.load_state_dict({k[6:]: v for k, v in tensors.items() if k.startswith("model.")}, strict=False)
     head.load_state_dict({k[5:]: v for k, v in tensors.items() if k.startswith("head.")})
     state: dict = {"state": {}, "param_groups": saved["optimizer_param_groups"]}
@@ -356,6 +375,8 @@ def check_compatible(model_name: str, config, folder: str | Path,
     if model_name != "self-attn":
         raise AttnclfError(f"--init-from starts self-attn models only (it pretrained one), not {model_name}")
     pretrained = read_json(folder / PRETRAIN_FILE)
+    if not pretrained.get("epochs"):
+        raise RunDirError(f"{folder} has not finished an epoch of pretraining yet")
     encoder = pretrained["model_config"]
     differ = [name for name in ENCODER_FIELDS if encoder.get(name) != getattr(config, name)]
     if differ:
@@ -408,7 +429,9 @@ def describe(folder: str | Path) -> str:
     """One line on a pretrained encoder, for logs."""
     record = read_json(Path(folder) / PRETRAIN_FILE)
     losses = [epoch["loss"] for epoch in record["epochs"]]
-    return f"{record['tokens']:,} tokens x {len(losses)} epochs, final loss {losses[-1] if losses else math.nan}"
+    planned = record["settings"]["epochs"]
+    return (f"{record['tokens']:,} tokens x {len(losses)}{f' of {planned} planned' if len(losses) < planned else ''} "
+            f"epochs, final loss {losses[-1] if losses else math.nan}")
 
 
 def encoder_fingerprint(folder: str | Path) -> str:
