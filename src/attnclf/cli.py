@@ -1206,7 +1206,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "--threads, texts and options give the same vectors")
 
     p = sub.add_parser("pretrain", help="masked-token pretraining of a self-attn encoder, for `train --init-from`",
-                       description="Teach the self-attn encoder to restore hidden words of unlabelled text (15%% "
+                       description="Teach the self-attn encoder to restore hidden words of unlabelled text (15% "
                                    "of tokens, as BERT), texts cut into pieces of --max-len tokens. The model is "
                                    "the --recipe dataset's (with --set), so `attnclf train --dataset D "
                                    "--init-from OUTPUT` can start from it. A dataset gives its training texts "
@@ -1214,7 +1214,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "is saved; the same command again continues an interrupted one.")
     _add_text_source_args(p)
     p.add_argument("--output", "-o", required=True, help="folder to write (encoder.safetensors, tokenizer.json, "
-                                                          "pretrain.json)")
+                                                          "pretrain.json; checkpoint.safetensors to resume from)")
     p.add_argument("--recipe", help="dataset whose default self-attn model and max length to pretrain (default: "
                                     "the first --dataset)")
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="model config field, e.g. --set layers=4")
