@@ -238,7 +238,8 @@ def _add_train_args(p: argparse.ArgumentParser) -> None:
                    help="standard deviation the vectors are scaled to (default: 4, chosen on SST-2 validation)")
     p.add_argument("--init-from", metavar="FOLDER",
                    help="start a self-attn model's encoder and token embedding from `attnclf pretrain`'s FOLDER "
-                        "(the model's width, heads, layers, feed-forward and positions must be the pretraining's)")
+                        "(its width, heads, layers, feed-forward, positions, attention window, tokenizer and "
+                        "cleaning must be the pretraining's)")
     p.add_argument("--windows", action="store_true",
                    help="read long texts whole, as overlapping windows of --max-len tokens pooled across windows")
     p.add_argument("--window-stride", type=int, help="with --windows: tokens between window starts "
