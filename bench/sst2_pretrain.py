@@ -16,7 +16,6 @@ The result holds each seed's best dev accuracy, the ensemble's dev and test accu
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import numpy as np
@@ -24,14 +23,12 @@ import numpy as np
 from attnclf.cli import main as attnclf
 from attnclf.ensemble import ENSEMBLE_FILE
 
-from common import data_dir, parser, peak_rss_mb, seed_members, write_result
+from common import data_dir, parser, peak_rss_mb, seed_members, timer, write_result
 
 
-def timed(flags: list[str]) -> dict:
-    started = time.perf_counter()
+def run(flags: list[str]) -> None:
     if attnclf(flags) != 0:
         raise SystemExit(f"failed: attnclf {' '.join(flags)}")
-    return {"wall_seconds": round(time.perf_counter() - started, 1)}
 
 
 def main() -> None:
@@ -51,16 +48,20 @@ def main() -> None:
     sources = ["--dataset", "imdb", "--dataset", "sst2-sentences", *data]
 
     vectors = run_dir / "vectors.vec"
-    costs = {"vectors": timed(["vectors", *sources, "--dim", "64", "--output", str(vectors), *threads])}
+    costs = {}  # wall seconds of each step
+    with timer(costs, "vectors"):
+        run(["vectors", *sources, "--dim", "64", "--output", str(vectors), *threads])
     pretrained = run_dir / "pretrained"
-    costs["pretrain"] = timed(["pretrain", *sources, "--recipe", "sst2-sentences", "--embeddings", str(vectors),
-                               "--epochs", str(args.pretrain_epochs), "--batch-size", str(args.pretrain_batch_size),
-                               "--lr", str(args.pretrain_lr), "--output", str(pretrained), *threads])
+    with timer(costs, "pretrain"):
+        run(["pretrain", *sources, "--recipe", "sst2-sentences", "--embeddings", str(vectors), "--epochs",
+             str(args.pretrain_epochs), "--batch-size", str(args.pretrain_batch_size), "--lr", str(args.pretrain_lr),
+             "--output", str(pretrained), *threads])
     pretraining = json.loads((pretrained / "pretrain.json").read_text())
     fine_tuned = run_dir / (f"seeds-lr{args.lr:g}" if args.lr else "seeds")
-    costs["train"] = timed(["train", "--dataset", "sst2-sentences", *data, "--init-from", str(pretrained),
-                            "--seeds", *map(str, args.seeds), "--output", str(fine_tuned), "--no-report", "--quiet",
-                            *threads, *(["--lr", str(args.lr)] if args.lr else [])])
+    with timer(costs, "train"):
+        run(["train", "--dataset", "sst2-sentences", *data, "--init-from", str(pretrained), "--seeds",
+             *map(str, args.seeds), "--output", str(fine_tuned), "--no-report", "--quiet", *threads,
+             *(["--lr", str(args.lr)] if args.lr else [])])
     members = seed_members(fine_tuned, args.seeds)
     ensemble = json.loads((fine_tuned / ENSEMBLE_FILE).read_text())
     result = {

@@ -8,6 +8,7 @@ verdict at both ends.
 
 from __future__ import annotations
 
+import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -188,7 +189,17 @@ class Tokenizer:
         return [[self.backend.id_to_token(i) for i in ids] for ids in self.encode(texts)]
 
     def save(self, path: str | Path) -> None:
-        self.backend.save(str(path))
+        """Write ``path`` atomically: a reader sees the old file or the whole new one."""
+        from ..rundir import publish, temporary_beside
+
+        path = Path(path)
+        fd, tmp = temporary_beside(path)
+        os.close(fd)
+        try:
+            self.backend.save(tmp)
+            publish(tmp, path)
+        finally:
+            Path(tmp).unlink(missing_ok=True)
 
     @classmethod
     def load(cls, path: str | Path, config: TokenizerConfig) -> "Tokenizer":

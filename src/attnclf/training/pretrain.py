@@ -28,7 +28,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -45,11 +44,12 @@ from ..models import build_model, config_for
 from ..models.classifiers import SelfAttentionClassifier
 from ..prediction import check_texts
 from ..rundir import (atomic_save_tensors, atomic_write_json, first_missing_folder, load_weights, prepare_output_dir,
-                      publish, read_json, remove_empty_folders, temporary_beside)
+                      read_json, remove_empty_folders)
 from ..text.batching import BucketBatches
 from ..text.cleaning import CleaningConfig
 from ..text.tokenizer import PAD_ID, UNK_ID, Tokenizer, TokenizerConfig
 from ..text.vectors import WordVectors
+from .trainer import optimizer_tensors, restore_optimizer
 
 ENCODER_FILE = "encoder.safetensors"
 PRETRAIN_FILE = "pretrain.json"
@@ -200,9 +200,11 @@ def _pretrain(texts: Sequence[str], settings: PretrainSettings, output: Path, re
     batches = BucketBatches(pieces, None, batch_size=settings.batch_size, shuffle=True, seed=settings.seed)
     total_steps = settings.epochs * len(batches)
     warmup = max(1, int(settings.warmup_ratio * total_steps))
+    # Linear warmup and decay as trainer._make_schedule, written as the recorded encoder was trained: that one
+    # computes the decay as 1 - progress, which rounds differently and would change the benchmark's bytes.
     schedule = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda step: min((step + 1) / warmup, max(0.0, (total_steps - step) / max(1, total_steps - warmup))))
-    counts = np.bincount(np.concatenate([np.asarray(p) for p in pieces]), minlength=tokenizer.vocab_size)
+    counts = np.bincount(np.concatenate(pieces), minlength=tokenizer.vocab_size)
     counts[[PAD_ID, UNK_ID]] = 0
     sampling = torch.from_numpy(counts.astype(np.float64) ** 0.75)
     generator = torch.Generator().manual_seed(settings.seed)
@@ -315,13 +317,11 @@ def _save_checkpoint(output: Path, record: dict, model, head, optimizer, schedul
     tensors = {f"model.{name}": tensor for name, tensor in model.state_dict().items()
                if name.startswith(PRETRAINED_PREFIXES)}
     tensors |= {f"head.{name}": tensor for name, tensor in head.state_dict().items()}
-    state = optimizer.state_dict()
-    for index, values in state["state"].items():
-        for key, value in values.items():
-            tensors[f"optimizer.{index}.{key}"] = torch.as_tensor(value)
+    optimizer_state, param_groups = optimizer_tensors(optimizer)
+    tensors |= optimizer_state
     tensors["rng.torch"] = torch.get_rng_state()  # dropout: a resumed call draws the masks it would have drawn
     tensors["rng.generator"] = generator.get_state()  # masking and sampled words
-    metadata = {"state": json.dumps({"record": record, "optimizer_param_groups": state["param_groups"],
+    metadata = {"state": json.dumps({"record": record, "optimizer_param_groups": param_groups,
                                      "schedule": schedule.state_dict()})}
     atomic_save_tensors(output / CHECKPOINT_FILE, tensors, metadata)
 
@@ -338,12 +338,7 @@ def _restore(output: Path, saved: dict, model, head, optimizer, schedule, genera
                           f"{'missing' if expected - set(tensors) else 'unexpected'}); choose another --output")
     model.load_state_dict({k[6:]: v for k, v in tensors.items() if k.startswith("model.")}, strict=False)
     head.load_state_dict({k[5:]: v for k, v in tensors.items() if k.startswith("head.")})
-    state: dict = {"state": {}, "param_groups": saved["optimizer_param_groups"]}
-    for key, value in tensors.items():
-        if key.startswith("optimizer."):
-            _, index, name = key.split(".", 2)
-            state["state"].setdefault(int(index), {})[name] = value
-    optimizer.load_state_dict(state)
+    restore_optimizer(optimizer, tensors, saved["optimizer_param_groups"])
     schedule.load_state_dict(saved["schedule"])
     torch.set_rng_state(tensors["rng.torch"])
     generator.set_state(tensors["rng.generator"])
@@ -352,13 +347,7 @@ def _restore(output: Path, saved: dict, model, head, optimizer, schedule, genera
 
 def _publish(output: Path, record: dict, model, tokenizer: Tokenizer) -> None:
     """What ``--init-from`` reads, from the checkpoint's state; pretrain.json last, as it marks the folder."""
-    fd, tmp = temporary_beside(output / TOKENIZER_FILE)
-    os.close(fd)
-    try:
-        tokenizer.save(tmp)
-        publish(tmp, output / TOKENIZER_FILE)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
+    tokenizer.save(output / TOKENIZER_FILE)
     atomic_save_tensors(output / ENCODER_FILE, {name: tensor for name, tensor in model.state_dict().items()
                                                 if name.startswith(PRETRAINED_PREFIXES)})
     atomic_write_json(output / PRETRAIN_FILE, record)

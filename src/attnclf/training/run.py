@@ -25,7 +25,7 @@ from ..evaluation.predict import predict_probabilities
 from ..models import build_model, config_for
 from ..models.windows import window_config, windowed
 from ..rundir import (EARLIER_MODEL, EARLIER_MODEL_STAGING, FORMAT_VERSION, TEMPERATURE_FILE, THRESHOLDS_FILE,
-                      atomic_write_bytes, atomic_write_json, first_missing_folder, prepare_output_dir, read_config,
+                      atomic_write_json, first_missing_folder, prepare_output_dir, read_config,
                       read_json, read_jsonl, remove_empty_folders)
 from ..text.batching import EVAL_MAX_TOKENS, BucketBatches
 from ..text.cache import CachedDataset
@@ -83,13 +83,6 @@ def _count_embeddings(settings: RunSettings, train: TextDataset, dim: int, log) 
 
 def _stderr(message: str) -> None:
     print(message, file=sys.stderr)
-
-
-def _save_tokenizer(tokenizer: Tokenizer, path: Path) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tokenizer.save(tmp)
-    atomic_write_bytes(path, tmp.read_bytes())
-    tmp.unlink()
 
 
 def evaluate_split(model, tokenizer: Tokenizer, data: TextDataset, device, batch_size: int = 128,
@@ -176,7 +169,7 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
                                              _stderr if progress else lambda message: None)
 
     if not resume and distributed.is_main:
-        _save_tokenizer(trained, run_dir / "tokenizer.json")
+        trained.save(run_dir / "tokenizer.json")
     distributed.barrier()  # every rank reads the tokenizer rank 0 trained
     tokenizer = Tokenizer.load(run_dir / "tokenizer.json", settings.tokenizer)
 

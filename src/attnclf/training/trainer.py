@@ -375,17 +375,15 @@ class Trainer:
         tensors = {f"model.{k}": v for k, v in self.model.state_dict().items()}
         if self.averaged is not None:
             tensors.update({f"averaged.{k}": v for k, v in self.averaged.state_dict().items()})
-        opt_state = optimizer.state_dict()
-        for index, values in opt_state["state"].items():
-            for key, value in values.items():
-                tensors[f"optimizer.{index}.{key}"] = torch.as_tensor(value)
+        optimizer_state, param_groups = optimizer_tensors(optimizer)
+        tensors.update(optimizer_state)
         # Every rank's generator, so a resumed run draws the dropout masks it would have drawn.
         for rank, rng in enumerate(rngs):
             tensors["rng.torch" if rank == 0 else f"rng.torch.{rank}"] = rng
         atomic_save_tensors(self.checkpoint_dir / "last.safetensors", tensors)
         atomic_write_json(self.checkpoint_dir / "state.json", {
             **state,
-            "optimizer_param_groups": opt_state["param_groups"],
+            "optimizer_param_groups": param_groups,
             "schedule": schedule.state_dict(),
         })
 
@@ -398,16 +396,31 @@ class Trainer:
         self.model.load_state_dict({k[6:]: v for k, v in tensors.items() if k.startswith("model.")})
         if self.averaged is not None:
             self.averaged.load_state_dict({k[9:]: v for k, v in tensors.items() if k.startswith("averaged.")})
-        opt_state: dict = {"state": {}, "param_groups": saved.pop("optimizer_param_groups")}
-        for key, value in tensors.items():
-            if key.startswith("optimizer."):
-                _, index, name = key.split(".", 2)
-                opt_state["state"].setdefault(int(index), {})[name] = value  # load_state_dict moves it
-        optimizer.load_state_dict(opt_state)
+        restore_optimizer(optimizer, tensors, saved.pop("optimizer_param_groups"))
         schedule.load_state_dict(saved.pop("schedule"))
         rank = self.distributed.rank
         torch.set_rng_state(tensors["rng.torch" if rank == 0 else f"rng.torch.{rank}"])
         return saved
+
+
+def optimizer_tensors(optimizer: torch.optim.Optimizer) -> tuple[dict[str, torch.Tensor], list[dict]]:
+    """An optimiser's state as safetensors can store it: its tensors by name (``optimizer.INDEX.NAME``), and its
+    parameter groups, which are plain numbers for JSON. ``restore_optimizer`` reads them back."""
+    state = optimizer.state_dict()
+    tensors = {f"optimizer.{index}.{key}": torch.as_tensor(value)
+               for index, values in state["state"].items() for key, value in values.items()}
+    return tensors, state["param_groups"]
+
+
+def restore_optimizer(optimizer: torch.optim.Optimizer, tensors: dict[str, torch.Tensor],
+                      param_groups: list[dict]) -> None:
+    """Load what ``optimizer_tensors`` saved (``tensors`` may hold other names too)."""
+    state: dict = {"state": {}, "param_groups": param_groups}
+    for key, value in tensors.items():
+        if key.startswith("optimizer."):
+            _, index, name = key.split(".", 2)
+            state["state"].setdefault(int(index), {})[name] = value  # load_state_dict moves it
+    optimizer.load_state_dict(state)
 
 
 def count_ngram_prior(model: nn.Module, train: BucketBatches) -> None:
