@@ -118,7 +118,7 @@ def cut_pieces(sequences: Sequence[Sequence[int]], max_len: int, min_tokens: int
 def encode_pieces(tokenizer: Tokenizer, texts: Sequence[str], max_len: int, chunk: int = 2048) -> list[np.ndarray]:
     """``cut_pieces`` of the texts' ids, as int32 arrays, tokenising ``chunk`` texts at a time.
 
-    Tokenising IMDB's 81,920 texts at once peaked at 3.4 GB; a chunk at a time, and arrays instead of lists of
+    Tokenising IMDB's 81,920 texts at once peaked at 3.6 GB; a chunk at a time, and arrays instead of lists of
     Python ints, keep the pieces' 20.9M ids in a fraction of that (BENCHMARKS.md).
 
     >>> tokenizer = Tokenizer.train(["a b c d e"], replace(TOKENIZER, min_frequency=1))
