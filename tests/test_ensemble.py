@@ -119,6 +119,10 @@ def test_train_seeds_builds_an_ensemble_folder_that_evaluate_and_load_read(tmp_p
     assert not (out / "seed-5").exists()
     assert main(flags + ["--overwrite"]) == 0
     assert (out / "seed-3" / "model.safetensors").stat().st_mtime_ns != written
+    # An ensemble that replaces another keeps none of its members: a later --resume would count them as its own.
+    assert main(flags + ["--overwrite", "--seeds", "4", "5"]) == 0
+    assert sorted(member.name for member in out.iterdir() if member.is_dir()) == ["seed-4", "seed-5"]
+    assert main(flags + ["--resume", "--seeds", "4", "5"]) == 0
 
 
 def test_train_seeds_with_one_split_seed_validates_the_ensemble(tmp_path, capsys):

@@ -17,6 +17,7 @@ takes that folder or the members' own.
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
@@ -131,8 +132,8 @@ def train_ensemble(settings, seeds: Sequence[int], resume: bool = False, progres
     split), it also holds the ensemble's validation metrics, to compare ensembles without reading test. With
     ``resume`` a member that has its test metrics is kept and an unfinished one continues from its
     checkpoint, so an interrupted ensemble loses at most a checkpoint interval of work; without it
-    every member is trained afresh. Under ``torchrun`` every rank trains every member and only rank 0
-    tests (the others get ``{}``).
+    every member is trained afresh, and once they are tested the folder's other ``seed-*`` members go.
+    Under ``torchrun`` every rank trains every member and only rank 0 tests (the others get ``{}``).
 
     >>> # from attnclf.training.settings import RunSettings, DataSettings
     >>> # train_ensemble(RunSettings(DataSettings(dataset="imdb"), output="runs/imdb-3"), [0, 1, 2])["accuracy"]
@@ -168,7 +169,11 @@ def train_ensemble(settings, seeds: Sequence[int], resume: bool = False, progres
             raise
     if not from_environment().is_main:
         return {}
-    return write_ensemble_file(output, members, seeds, device=settings.device, threads=settings.threads)
+    metrics = write_ensemble_file(output, members, seeds, device=settings.device, threads=settings.threads)
+    if not resume:  # the folder now holds this ensemble: members of the one it replaced would join a later --resume
+        for stale in sorted(set(output.glob("seed-*")) - set(members)):
+            shutil.rmtree(stale)
+    return metrics
 
 
 # What may differ between members, or between a resumed ensemble's command and its members, besides how and where
