@@ -95,7 +95,17 @@ def test_a_rerun_continues_where_an_interrupted_one_stopped_and_ends_where_one_r
         pretrain_encoder(texts, settings, tmp_path / "early", log=interrupt_in_the_first_epoch)
     assert len(pretrain_encoder(texts, settings, tmp_path / "early", log=quiet)["epochs"]) == 2
     said.clear()
+    written = (tmp_path / "whole" / "encoder.safetensors").stat().st_mtime_ns
     pretrain_encoder(texts, settings, tmp_path / "whole", log=said.append)
+    # A finished pretraining is not tokenised, trained or written again...
+    assert said == [f"pretrain: {tmp_path / 'whole'} has pretrained all 2 epochs already; nothing to do"]
+    assert (tmp_path / "whole" / "encoder.safetensors").stat().st_mtime_ns == written
+    # ...unless what it published is incomplete: then it is published again from the checkpoint.
+    published = json.loads((tmp_path / "whole" / "pretrain.json").read_text())
+    (tmp_path / "whole" / "pretrain.json").write_text("{")
+    said.clear()
+    assert pretrain_encoder(texts, settings, tmp_path / "whole", log=said.append) == published
+    assert json.loads((tmp_path / "whole" / "pretrain.json").read_text()) == published
     assert any("has pretrained all 2 epochs already; nothing to do" in line for line in said)
     with pytest.raises(RunDirError, match=r"holds a pretraining of other settings \(lr: 0.001 there, 0.0001 here\)"):
         pretrain_encoder(texts, PretrainSettings(**{**vars(settings), "lr": 1e-4}), tmp_path / "whole", log=quiet)

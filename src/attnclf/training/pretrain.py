@@ -175,6 +175,9 @@ def pretrain_encoder(texts: Sequence[str], settings: PretrainSettings, output: s
 def _pretrain(texts: Sequence[str], settings: PretrainSettings, output: Path, record: dict,
               vectors: WordVectors | None, log: Callable[[str], None], progress: bool) -> dict:
     saved = _earlier_state(output, record)
+    if saved is not None and _published_whole(output, saved["record"], settings.epochs):
+        log(f"pretrain: {output} has pretrained all {settings.epochs} epochs already; nothing to do")
+        return saved["record"]
     started = time.perf_counter()
     tokenizer = Tokenizer.train(texts, TokenizerConfig.from_dict(record["tokenizer"]))
     pieces = encode_pieces(tokenizer, texts, settings.max_len)
@@ -343,6 +346,17 @@ def _restore(output: Path, saved: dict, model, head, optimizer, schedule, genera
     torch.set_rng_state(tensors["rng.torch"])
     generator.set_state(tensors["rng.generator"])
     return saved["record"]
+
+
+def _published_whole(output: Path, record: dict, epochs: int) -> bool:
+    """Whether the checkpoint's ``record`` is of all ``epochs`` and was published whole (pretrain.json, written
+    last, holds it): then a rerun has nothing to tokenise, train or write."""
+    if len(record["epochs"]) != epochs or not all((output / name).is_file() for name in (ENCODER_FILE, TOKENIZER_FILE)):
+        return False
+    try:
+        return read_json(output / PRETRAIN_FILE) == record
+    except RunDirError:  # missing or damaged: published again from the checkpoint
+        return False
 
 
 def _publish(output: Path, record: dict, model, tokenizer: Tokenizer) -> None:
