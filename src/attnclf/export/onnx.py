@@ -39,8 +39,8 @@ from ..errors import AttnclfError
 from ..models.attention import MultiHeadSelfAttention
 from ..models.windows import window_config
 from ..prediction import trained_text_column
-from ..rundir import (atomic_write_bytes, atomic_write_json, first_missing_folder, prepare_output_dir, publish,
-                      refuse_multi_label, remove_empty_folders, temporary_beside)
+from ..rundir import (ENSEMBLE_FILE, atomic_write_bytes, atomic_write_json, first_missing_folder, prepare_output_dir,
+                      publish, refuse_multi_label, remove_empty_folders, temporary_beside)
 from ..text.tokenizer import PAD_ID, UNK_ID
 from .runtime import EXPORT_FORMAT_VERSION, OnnxClassifier, weights_fingerprint
 
@@ -158,6 +158,10 @@ def export_onnx(run_dir: str | Path, output: str | Path | None = None, *, check:
                            f"not supported: the runtime feeds one truncated sequence per text")
     graph = onnx_graph(clf.model)  # (refuses an LSTM before any folder exists)
     directory = Path(run_dir) / "onnx" if output is None else Path(output)
+    if any((directory / name).exists() for name in ("config.json", "model.safetensors", ENSEMBLE_FILE)):
+        # (the export's tokenizer.json and labels.json would replace the run's own, which its model needs)
+        raise AttnclfError(f"{directory} holds a trained run; export into another --output (default: "
+                           f"{Path(run_dir) / 'onnx'})")
     created = first_missing_folder(directory)
     prepare_output_dir(directory)
     # Built and measured aside, published only once parity holds: a failed export leaves an earlier one working.
