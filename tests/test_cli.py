@@ -834,6 +834,40 @@ def test_weights_of_another_shape_name_the_first_tensor_that_differs(csv_run, tm
                         f"in the file, ({', '.join(map(str, shape))}) in the model")
 
 
+def test_a_run_whose_files_do_not_belong_together_is_refused_in_one_line(csv_run, tmp_path, capsys):
+    """Files a model cannot use right load no more: NaN weights, another run's tokenizer, labels that are not
+    distinct names, window settings of another shape."""
+    from safetensors.torch import load_file, save_file
+
+    from attnclf import Classifier
+    from attnclf.text.tokenizer import Tokenizer, TokenizerConfig
+
+    nan = _copy_run(csv_run, tmp_path / "nan")
+    weights = load_file(str(nan / "model.safetensors"))
+    name = sorted(weights)[-1]
+    save_file({**weights, name: torch.full_like(weights[name], float("nan"))}, str(nan / "model.safetensors"))
+    assert run_error(["predict", str(nan), "text"], capsys).endswith(f"{name} holds NaN or infinite values")
+
+    other = _copy_run(csv_run, tmp_path / "other-tokenizer")
+    Tokenizer.train(["a b c d"] * 2, TokenizerConfig(vocab_size=100)).save(other / "tokenizer.json")
+    words = Classifier.load(csv_run, device="cpu").model.config.vocab_size
+    assert run_error(["predict", str(other), "text"], capsys).endswith(
+        f"words and the model {words:,}: not this run's tokenizer")
+
+    labels = json.loads((csv_run / "labels.json").read_text())
+    for damaged in ([labels[0]] * len(labels), list(range(len(labels)))):
+        edited = _copy_run(csv_run, tmp_path / f"labels-{damaged[0]}")
+        (edited / "labels.json").write_text(json.dumps(damaged))
+        assert run_error(["predict", str(edited), "text"], capsys).endswith(
+            f"labels.json: expected {len(labels)} distinct label names")
+
+    windows = _copy_run(csv_run, tmp_path / "windows")
+    config = json.loads((csv_run / "config.json").read_text())
+    config["settings"]["windows"] = {"colour": "blue"}
+    (windows / "config.json").write_text(json.dumps(config))
+    assert "config.json: settings.windows is not a window setting" in run_error(["predict", str(windows), "x"], capsys)
+
+
 @pytest.mark.skipif(os.geteuid() == 0, reason="root can write anywhere; permission bits cannot be tested as root")
 def test_unwritable_output_directory(csv_files, tmp_path, capsys):
     locked = tmp_path / "locked"

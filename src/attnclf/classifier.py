@@ -73,18 +73,24 @@ class Classifier:
         run_dir = check_run_dir(run_dir)
         config = read_config(run_dir)
         model_info = config["model"]
-        windows = config["settings"].get("windows")
-        model = windowed(model_from_config(model_info["name"], model_info["config"]),
-                         WindowConfig(**windows) if windows else None)
+        model = windowed(model_from_config(model_info["name"], model_info["config"]), _windows(run_dir, config))
+        weights = load_weights(run_dir / "model.safetensors")
         try:
-            model.load_state_dict(load_weights(run_dir / "model.safetensors"))
+            model.load_state_dict(weights)
         except RuntimeError as exc:
             raise RunDirError(f"{run_dir / 'model.safetensors'} does not match config.json: "
                               f"{_first_mismatch(str(exc))}") from None
+        broken = next((name for name, tensor in weights.items() if not tensor.isfinite().all()), None)
+        if broken is not None:  # (it would predict NaN for every text)
+            raise RunDirError(f"{run_dir / 'model.safetensors'}: {broken} holds NaN or infinite values")
         tokenizer = Tokenizer.load(run_dir / "tokenizer.json", TokenizerConfig.from_dict(config["settings"]["tokenizer"]))
+        if tokenizer.vocab_size != model.config.vocab_size:  # another run's: its ids would index other words
+            raise RunDirError(f"{run_dir / 'tokenizer.json'} has {tokenizer.vocab_size:,} words and the model "
+                              f"{model.config.vocab_size:,}: not this run's tokenizer")
         labels = read_json(run_dir / "labels.json")
-        if not isinstance(labels, list) or len(labels) != model.config.num_classes:
-            raise RunDirError(f"{run_dir / 'labels.json'}: expected {model.config.num_classes} label names")
+        if (not isinstance(labels, list) or len(labels) != model.config.num_classes
+                or not all(isinstance(label, str) for label in labels) or len(set(labels)) != len(labels)):
+            raise RunDirError(f"{run_dir / 'labels.json'}: expected {model.config.num_classes} distinct label names")
         return cls(model, tokenizer, labels, resolve_device(device), config,
                    thresholds=_thresholds(run_dir, labels) if is_multi_label(config) else None, bf16=bf16,
                    temperature=_temperature(run_dir))
@@ -157,6 +163,17 @@ class Classifier:
             raise AttnclfError("explanations of windowed runs (trained with --windows) are not supported yet: "
                                "the methods attribute one token sequence, a windowed model reads several")
         return explain(self, check_texts(texts), method, **options)
+
+
+def _windows(run_dir: Path, config: dict) -> WindowConfig | None:
+    """The run's ``--windows`` settings, or None; a one-line error for a config.json edited out of shape."""
+    saved = config["settings"].get("windows")
+    if not saved:
+        return None
+    try:
+        return WindowConfig(**saved)
+    except (TypeError, AttnclfError) as exc:
+        raise RunDirError(f"{run_dir / 'config.json'}: settings.windows is not a window setting ({exc})") from None
 
 
 def _first_mismatch(message: str) -> str:
