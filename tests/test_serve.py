@@ -235,6 +235,22 @@ def test_predictions_are_not_held_up_by_a_slow_explanation(local):
         assert pending.result().status_code == 200
 
 
+def test_one_app_serves_each_time_it_starts_and_says_when_it_has_not(local):
+    from fastapi.testclient import TestClient
+
+    from attnclf.serve.app import create_app
+
+    app = create_app(local)
+    unstarted = TestClient(app)  # (no `with`: the app's startup never ran)
+    assert unstarted.post("/predict", json={"text": "good"}).status_code == 503
+    assert "the app has not started" in unstarted.get("/health").json()["detail"]
+    for _ in range(2):  # a shutdown ends the threads it started; the next start makes its own
+        with TestClient(app) as client:
+            assert client.post("/predict", json={"text": "good"}).status_code == 200
+            assert client.post("/explain", json={"text": "good"}).status_code == 200
+            assert client.head("/health").status_code == 200
+
+
 def test_batcher_runs_requests_that_queue_together_as_one_batch():
     calls = []
 

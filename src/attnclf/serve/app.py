@@ -271,21 +271,28 @@ def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
     >>> #     client.post("/predict", json={"text": "great"}).json()
     """
     refuse_multi_label(classifier.config, "attnclf serve")
-    # Predictions and explanations each make one model call at a time, on threads of their own: a queue of slow
-    # explanations (occlusion of long texts takes seconds) must not hold up predictions.
-    executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="attnclf-predict")
-    explainer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="attnclf-explain")
     state: dict = {}
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
-        batcher = Batcher(classifier.predict_proba, executor)
-        worker = asyncio.create_task(batcher.run())
-        state["batcher"] = batcher
+        # Predictions and explanations each make one model call at a time, on threads of their own: a queue of slow
+        # explanations (occlusion of long texts takes seconds) must not hold up predictions. Made per start, as
+        # a shutdown ends them: the same app may be started again (a test client per test, say).
+        executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="attnclf-predict")
+        state["explainer"] = ThreadPoolExecutor(max_workers=1, thread_name_prefix="attnclf-explain")
+        state["batcher"] = Batcher(classifier.predict_proba, executor)
+        worker = asyncio.create_task(state["batcher"].run())
         yield
         worker.cancel()
         executor.shutdown(wait=True)
-        explainer.shutdown(wait=True)
+        state.pop("explainer").shutdown(wait=True)
+        state.pop("batcher")
+
+    def started(what: str):
+        if what not in state:
+            raise HTTPException(503, "the app has not started: serve it (`attnclf serve`, uvicorn) or, in Python, "
+                                     "use it inside `with TestClient(app)`")
+        return state[what]
 
     # FastAPI's own /docs and /redoc pages load their scripts from a CDN: a browser opening them reaches the
     # internet (or shows nothing offline). /docs is served from this process instead.
@@ -317,7 +324,7 @@ def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
     @app.post("/predict", response_model=PredictResponse)
     async def predict(request: PredictRequest):
         """Label and class probabilities for each text (one text, or a batch)."""
-        probabilities = await state["batcher"].submit(request.checked(limits.max_batch, limits.max_text_chars))
+        probabilities = await started("batcher").submit(request.checked(limits.max_batch, limits.max_text_chars))
         names = classifier.label_names
         return {"predictions": [
             {"label": names[int(row.argmax())], "confidence": float(row.max()),
@@ -330,13 +337,13 @@ def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
         """Per-token scores by ``method``, with what a score means; see GET /model for the methods available."""
         texts = request.checked(limits.max_explain_batch, limits.max_text_chars)
         explanations = await asyncio.get_running_loop().run_in_executor(
-            explainer, lambda: classifier.explain(texts, method=request.method, target=request.target))
+            started("explainer"), lambda: classifier.explain(texts, method=request.method, target=request.target))
         return {"explanations": [e.to_dict() for e in explanations]}
 
-    @app.get("/health")
+    @app.api_route("/health", methods=["GET", "HEAD"])  # (HEAD: what some health checkers send)
     async def health():
         """Liveness, with the requests served by /predict and the batches they ran in."""
-        batcher = state["batcher"]
+        batcher = started("batcher")
         return {"status": "ok", "requests": batcher.requests, "batches": batcher.batches}
 
     @app.get("/docs", response_class=HTMLResponse, include_in_schema=False)
