@@ -478,7 +478,7 @@ def test_faithfulness_refuses_steps_before_measuring(csv_run, capsys):
     err = run_error(["faithfulness", str(csv_run), "--methods", "grad-input", "--steps", "0"], capsys)
     assert "steps applies to none of the methods measured (grad-input)" in err
     err = run_error(["faithfulness", str(csv_run), "--steps", "0"], capsys)
-    assert "integrated gradients needs steps >= 1 or 'auto', got 0" in err
+    assert "integrated gradients needs steps from 1 to 1024 or 'auto', got 0" in err
 
 
 def test_explain_writes_into_new_folders_and_refuses_a_folder_or_zero_steps(csv_run, tmp_path, capsys):
@@ -491,7 +491,7 @@ def test_explain_writes_into_new_folders_and_refuses_a_folder_or_zero_steps(csv_
     assert f"{tmp_path} is a folder; give --output a file name" in err
     err = run_error(["explain", str(csv_run), "a dull story", "--method", "integrated-gradients", "--steps", "0"],
                     capsys)
-    assert "integrated gradients needs steps >= 1 or 'auto', got 0" in err
+    assert "integrated gradients needs steps from 1 to 1024 or 'auto', got 0" in err
 
 
 def test_predict_into_a_pipe_closed_early_ends_quietly(csv_run, tmp_path):

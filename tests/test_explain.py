@@ -240,8 +240,12 @@ def test_bad_arguments_fail_with_one_clear_line():
         clf.explain(["great"], method="saliency")
     with pytest.raises(AttnclfError, match="takes no option 'steps'"):
         clf.explain(["great"], method="occlusion", steps=10)
-    with pytest.raises(AttnclfError, match="steps >= 1"):
-        clf.explain(["great"], method="integrated-gradients", steps=0)
+    for steps in (0, 100_000, 8.0, "8"):  # (100,000 Gauss-Legendre nodes would take numpy 75 GB to find)
+        with pytest.raises(AttnclfError, match=f"steps from 1 to 1024 or 'auto', got {steps!r}"):
+            clf.explain(["great"], method="integrated-gradients", steps=steps)
+    assert clf.explain(["great"], method="integrated-gradients", steps=np.int64(8))[0].steps == 8
+    with pytest.raises(AttnclfError, match=r"unknown explanation method \['attention'\]"):
+        clf.explain(["great"], method=["attention"])
     with pytest.raises(AttnclfError, match="unknown target class 'maybe'"):
         clf.explain(["great"], method="occlusion", target="maybe")
     with pytest.raises(AttnclfError, match="list of texts"):

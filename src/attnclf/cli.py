@@ -996,6 +996,8 @@ def cmd_export(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------- parser
 
 
+STEPS_HELP = ("integrated gradients' path steps, 1 to 1024 (default: auto, 16 doubling to 512 until within 1%% "
+              "completeness)")
 INFERENCE_BF16_HELP = ("predict under bfloat16 autocast: faster on CPUs with AVX-512 BF16 or AMX, probabilities "
                        "within about 1e-3 of float32")
 INFERENCE_THREADS_HELP = (
@@ -1120,8 +1122,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="attention, rollout, grad-input, integrated-gradients, occlusion; several comma-separated, "
                         "or all (default: attention where the model pools by attention, else integrated-gradients)")
     p.add_argument("--target", help="class to explain (default: the predicted one)")
-    p.add_argument("--steps", type=int, help="integrated gradients' path steps (default: auto, 16 doubling to 512 until within 1%% "
-                                                 "completeness)")
+    p.add_argument("--steps", type=int, help=STEPS_HELP)
     p.add_argument("--heads", action="store_true", help="also every layer's and head's self-attention")
     p.add_argument("--format", choices=["terminal", "json", "html"], default="terminal")
     p.add_argument("--output", help="write to this file instead of stdout")
@@ -1138,8 +1139,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_data_args(p, test_only=True)
     p.add_argument("--examples", type=int, default=200, help="test texts sampled (default: 200)")
     p.add_argument("--methods", help="comma-separated methods (default: all the model supports)")
-    p.add_argument("--steps", type=int, help="integrated gradients' path steps (default: auto, 16 doubling to 512 until within 1%% "
-                                                 "completeness)")
+    p.add_argument("--steps", type=int, help=STEPS_HELP)
     p.add_argument("--seed", type=int, default=0, help="sample and random-deletion seed")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"])

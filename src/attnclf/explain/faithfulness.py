@@ -39,7 +39,7 @@ from scipy.stats import rankdata
 from ..data.base import TextDataset
 from ..errors import AttnclfError
 from ..text.batching import BucketBatches
-from .methods import METHODS, attribute, available_methods, class_probability, remove_positions
+from .methods import METHODS, attribute, available_methods, check_steps, class_probability, remove_positions
 
 if TYPE_CHECKING:
     from ..classifier import Classifier
@@ -181,14 +181,12 @@ def measure_faithfulness(classifier: "Classifier", data: TextDataset, *, methods
     model, device = classifier.model, classifier.device
     methods = list(methods or available_methods(model))
     for name in methods:
-        if name not in METHODS:
+        if not isinstance(name, str) or name not in METHODS:
             raise AttnclfError(f"unknown explanation method {name!r}; choose from {', '.join(METHODS)}")
     unused = [key for key in options if not any(key in METHODS[name].options for name in methods)]
     if unused:
         raise AttnclfError(f"{unused[0]} applies to none of the methods measured ({', '.join(methods)})")
-    steps = options.get("steps", "auto")
-    if steps != "auto" and not (isinstance(steps, int) and not isinstance(steps, bool) and steps >= 1):
-        raise AttnclfError(f"integrated gradients needs steps >= 1 or 'auto', got {steps!r}")  # before minutes of work
+    check_steps(options.get("steps", "auto"))  # before minutes of work
     if len(data) == 0:
         raise AttnclfError(f"{data.name or data.split}: no texts to measure on")
     rng = np.random.default_rng(seed)

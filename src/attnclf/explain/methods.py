@@ -37,6 +37,8 @@ between its two tokens. The IMDB and SST-2 recipes use the branch, 20 Newsgroups
 
 from __future__ import annotations
 
+import functools
+import numbers
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
@@ -76,6 +78,7 @@ METHODS: dict[str, Method] = {
 
 IG_AUTO_STEPS = (16, 32, 64, 128, 256, 512)  # steps="auto" tries these in turn per text ...
 IG_TOLERANCE = 0.01  # ... until its completeness error is at most this
+IG_MAX_STEPS = 1024  # a fixed step count's bound: its Gauss-Legendre nodes take seconds to find (10^5: 75 GB)
 IG_TOKENS_PER_PASS = 16384  # path points are stacked into forward passes of about this many tokens
 OCCLUSION_VARIANTS_PER_CHUNK = 4096
 
@@ -109,7 +112,7 @@ def attribute(model: torch.nn.Module, sequences: Sequence[Sequence[int]], target
     >>> [len(s) for s in result.scores], bool(result.completeness_error.max() < 0.05)
     ([3, 1], True)
     """
-    if method not in METHODS:
+    if not isinstance(method, str) or method not in METHODS:
         raise AttnclfError(f"unknown explanation method {method!r}; choose one of {', '.join(METHODS)}")
     if method in ("attention", "rollout") and method not in (available := available_methods(model)):
         what = "attention pooling" if method == "attention" else "self-attention layers"
@@ -280,14 +283,22 @@ def _grad_input(model, ids, mask, target, temperature: float = 1.0) -> tuple[tor
     return (_gradient(model, ids, mask, target, embeddings, temperature) * embeddings).sum(-1) * mask, {}
 
 
+def check_steps(steps: int | str) -> int | str:
+    """``steps`` if integrated gradients can take it ("auto", or a whole number up to ``IG_MAX_STEPS``).
+
+    >>> check_steps(0)
+    Traceback (most recent call last):
+    attnclf.errors.AttnclfError: integrated gradients needs steps from 1 to 1024 or 'auto', got 0
+    """
+    if (isinstance(steps, str) and steps == "auto") or (
+            isinstance(steps, numbers.Integral) and not isinstance(steps, bool) and 1 <= steps <= IG_MAX_STEPS):
+        return steps
+    raise AttnclfError(f"integrated gradients needs steps from 1 to {IG_MAX_STEPS} or 'auto', got {steps!r}")
+
+
 def _integrated_gradients(model, ids, mask, target, steps: int | str,
                           temperature: float = 1.0) -> tuple[torch.Tensor, dict]:
-    if steps == "auto":
-        schedule = IG_AUTO_STEPS
-    elif isinstance(steps, int) and not isinstance(steps, bool) and steps >= 1:
-        schedule = (steps,)
-    else:
-        raise AttnclfError(f"integrated gradients needs steps >= 1 or 'auto', got {steps!r}")
+    schedule = IG_AUTO_STEPS if check_steps(steps) == "auto" else (int(steps),)
     embeddings = model.embed_tokens(ids).detach()
     # <pad> at every real position (its embedding row is zero); the mask stays, so the
     # baseline is a text of the same length saying nothing.
@@ -313,12 +324,18 @@ def _integrated_gradients(model, ids, mask, target, steps: int | str,
     return scores, {"completeness_error": error, "log_odds_change": change, "steps": used}
 
 
+@functools.lru_cache(maxsize=None)
+def _gauss_legendre(steps: int) -> tuple[np.ndarray, np.ndarray]:
+    """numpy's nodes and weights, found once per process: 512 of them take about a second."""
+    return np.polynomial.legendre.leggauss(steps)
+
+
 def _path_integral(model, ids, mask, target, embeddings, baseline, steps: int,
                    temperature: float = 1.0) -> torch.Tensor:
     """``(x - b) . integral of df/dx`` along the straight path from ``b`` to ``x``, summed per token."""
     # Gauss-Legendre nodes on [0, 1]: exact for polynomial paths of degree < 2*steps, so far
     # fewer steps reach a small completeness error on smooth paths than a Riemann sum would.
-    nodes, weights = np.polynomial.legendre.leggauss(steps)
+    nodes, weights = _gauss_legendre(steps)
     alphas = torch.tensor((nodes + 1) / 2, dtype=embeddings.dtype, device=embeddings.device)
     weights = torch.tensor(weights / 2, dtype=embeddings.dtype, device=embeddings.device)
     rows, seq, dim = embeddings.shape
