@@ -1059,9 +1059,14 @@ def test_resume_takes_the_command_that_started_the_run_and_refuses_other_setting
         f"with its own settings; give the command that started it, or only --output (and --epochs, --device or "
         f"--threads to change them)")
     assert "model_config.heads = 4, this command gives 2" in refused(*argv, "--set", "heads=2", "--resume")
-    # ...and so are too few: a flag typed alone (abbreviated, even) says the run's other settings are the defaults.
-    assert "data.dataset = 'demo', this command gives None" in refused("train", "--resume", "--output", str(run),
-                                                                      "--batch", "64")
+    # ...and so are too few: a flag typed alone (abbreviated, even; the run's own value too) asks for the whole command.
+    for size in ("64", "16"):
+        assert refused("train", "--resume", "--output", str(run), "--batch", size) == (
+            f"attnclf: error: --resume with --batch-size takes the whole command that started {run}, its --dataset or "
+            f"--train-file too, --resume added; or give only --output (and --epochs, --device or --threads to change "
+            f"them)")
+    assert "data.max_train_examples = 200, this command gives None" in refused(
+        "train", "--dataset", "demo", "--resume", "--output", str(run))
     assert "give one" in refused(*argv, "--resume", "--overwrite")
     assert refused(*argv, "--embeddings", "count", "--resume").endswith(
         "started from word vectors none, this command gives count: a resumed run continues from its checkpoint; "

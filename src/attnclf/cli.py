@@ -319,6 +319,11 @@ def cmd_train(args: argparse.Namespace) -> int:
         settings = resume_settings(output, epochs=args.epochs, device=args.device if "device" in typed else None,
                                    threads=args.threads)
         if typed - _RESUME_FLAGS:  # the command that started the run, --resume added: it must describe it
+            if not typed & {"dataset", "train_file"}:  # (else the first difference named is the data, never typed)
+                flags = " ".join(f"--{name.replace('_', '-')}" for name in sorted(typed - _RESUME_FLAGS))
+                raise AttnclfError(f"--resume with {flags} takes the whole command that started {output}, its "
+                                   f"--dataset or --train-file too, --resume added; or give only --output (and "
+                                   f"--epochs, --device or --threads to change them)")
             described = build_settings(args)
             _refuse_other_settings(described, settings)
             _refuse_other_vectors(args, described, settings)
