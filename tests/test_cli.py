@@ -468,7 +468,7 @@ def test_a_list_label_without_multi_label_and_one_column_for_both_are_refused(tm
     path = tmp_path / "lists.jsonl"
     path.write_text('{"text": "good film", "label": ["a", "b"]}\n{"text": "bad film", "label": "c"}\n')
     err = run_error(["train", "--train-file", str(path), "--output", str(tmp_path / "o")], capsys)
-    assert f"{path}, line 1: label ['a', 'b'] in column 'label' is a list" in err and "add --multi-label" in err
+    assert f"{path}, line 1: label ['a', 'b'] in column 'label' is a list" in err and "trained with --multi-label" in err
     err = run_error(["train", "--train-file", str(path), "--label-column", "text", "--output", str(tmp_path / "o")],
                     capsys)
     assert "the text and the labels cannot both come from column 'text'" in err

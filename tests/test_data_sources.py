@@ -509,6 +509,7 @@ def test_load_files_test_uses_training_labels(tmp_path):
         ("c.csv", "review,stars\nok,1\n", ("text", "stars"), r"c.csv: no text column 'text'; the columns are: 'review', 'stars'"),
         ("t.tsv", "text\tlabel\nok\t1\n   \t0\n", ("text", "label"), r"t.tsv, line 3: empty text in column 'text'"),
         ("l.csv", "text,label\nok,1\nfine,\n", ("text", "label"), r"l.csv, line 3: missing label in column 'label'"),
+        ("n.csv", "text,label\nok,pos\nfine, NaN\n", ("text", "label"), r"n.csv, line 3: missing label \('NaN'\) in column 'label'"),
         ("o.csv", "text,label\nok,1\nfine,1\n", ("text", "label"), r"o.csv: only one class \('1'\) in column 'label'"),
         ("f.csv", "text,label\nok, 1\nnot, quoted, 0\n", ("text", "label"), r"f.csv, line 3: 3 fields but the header has 2"),
         ("q.csv", 'text,label\n"ok" then,1\n', ("text", "label"), r"q.csv, line 2: malformed CSV: .*; a field that starts with a quote is read as quoted"),

@@ -104,12 +104,12 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
             mixed = sorted(kinds, key=["strings", "numbers", "booleans"].index)
             raise ValueError(f"y mixes {' and '.join(mixed)} ({' and '.join(repr(kinds[k]) for k in mixed)}); give "
                              f"every label as one type")
+        for i, label in enumerate(values):  # (before numpy turns a NaN among strings into the string "nan")
+            if label is None or isinstance(label, float) and np.isnan(label):
+                raise ValueError(f"y[{i}] is {label!r}: every text needs a label")
         y = np.asarray(values)
         if y.ndim != 1 or len(y) != len(texts):
             raise ValueError(f"y must hold one label per text: {len(texts)} texts, y of shape {y.shape}")
-        for i, label in enumerate(y.tolist()):
-            if label is None or isinstance(label, float) and np.isnan(label):
-                raise ValueError(f"y[{i}] is {label!r}: every text needs a label")
         classes, y_index = np.unique(y, return_inverse=True)
         if len(classes) == 0:
             raise ValueError("no texts to fit on")

@@ -268,10 +268,13 @@ def iter_records(
         else:
             if isinstance(label, (list, tuple, dict)):
                 raise DataError(f"{path}, {where}: label {label!r} in column {label_column!r} is a "
-                                f"{type(label).__name__}, not one label; for a set of labels per text add --multi-label")
+                                f"{type(label).__name__}, not one label (a set of labels per text needs a run trained "
+                                f"with --multi-label)")
             # Stray spaces around a label would otherwise make a class of their own; NaN (JSON's NaN, a Parquet
-            # float column's gap) is a missing value, not a class called "nan".
-            missing = label is None or isinstance(label, float) and math.isnan(label)
+            # float column's gap, the "NaN" pandas writes for one with na_rep or astype(str)) is a missing value,
+            # not a class called "nan".
+            missing = (label is None or isinstance(label, float) and math.isnan(label)
+                       or isinstance(label, str) and label.strip().lower() == "nan")
             if not missing:  # (a gap in a true/false column is a missing label, not a mix)
                 first = first or (where, label)
                 kind, first_kind = _typed_kind(label), _typed_kind(first[1])
@@ -283,7 +286,8 @@ def iter_records(
                                     f"({first[0]}: {earlier}); write every label the same way")
             names = ("" if missing else str(label).strip(),)
             if not names[0]:
-                raise DataError(f"{path}, {where}: missing label in column {label_column!r}")
+                shown = f" ({label.strip()!r})" if isinstance(label, str) and label.strip() else ""
+                raise DataError(f"{path}, {where}: missing label{shown} in column {label_column!r}")
         for name in names:
             if problem := unicode_problem(name):
                 raise DataError(f"{path}, {where}: the label in column {label_column!r} is {problem}")
