@@ -450,6 +450,9 @@ def test_data_flags_that_do_not_go_together_are_refused_in_one_line(csv_files, t
     (["--embeddings", "count", "--embeddings-std", "inf"], "--embeddings-std must be positive, got inf"),
     # A billion positions of learned embeddings: about 2 TB to train, refused before the data loads.
     (["--max-len", "1000000000"], "GB for its weights, gradients and optimiser state, more than this machine's"),
+    (["--max-len", "1000000000"], "GB; lower --max-len"),  # ...naming what makes it large
+    (["--vocab-size", "1000000000"], "GB; lower --vocab-size"),
+    (["--set", "d_model=100000", "--set", "ff_dim=100000"], "GB; lower the model's size (--set)"),
 ])
 def test_settings_out_of_range_are_refused_before_anything_is_written(csv_files, tmp_path, capsys, flags, message):
     err = run_error(["train", "--train-file", str(csv_files[0]), *flags, "--output", str(tmp_path / "o")], capsys)

@@ -288,8 +288,14 @@ def _refuse_oversized(model: torch.nn.Module) -> None:
     needed = 4 * sum(p.numel() * p.element_size() for p in model.parameters()) + \
         sum(b.numel() * b.element_size() for b in model.buffers())
     if needed > memory:
+        # Name what makes it large: the rows of a table sized by the vocabulary or by max_len, else the widths.
+        largest = max(list(model.parameters()) + list(model.buffers()), key=lambda tensor: tensor.numel())
+        config = model.config
+        lower = ("--vocab-size" if largest.ndim and largest.shape[0] == config.vocab_size else
+                 "--max-len" if largest.ndim and largest.shape[0] == getattr(config, "max_len", None) else
+                 "the model's size (--set)")
         raise AttnclfError(f"this model needs at least {needed / 1e9:,.1f} GB for its weights, gradients and optimiser "
-                           f"state, more than this machine's {memory / 1e9:,.1f} GB; lower --max-len or the model's size")
+                           f"state, more than this machine's {memory / 1e9:,.1f} GB; lower {lower}")
 
 
 def _describe_data(settings: RunSettings, splits: Splits, progress: bool) -> None:
