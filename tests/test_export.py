@@ -252,6 +252,12 @@ def test_a_corrupt_graph_is_reported_not_raised(exported, tmp_path):
     (broken / "model.onnx").write_bytes(b"not a graph")
     with pytest.raises(AttnclfError, match="not a loadable ONNX graph"):
         OnnxClassifier.load(broken)
+    (broken / "model.onnx").write_bytes((exported / "model.onnx").read_bytes())
+    labels = json.loads((exported / "labels.json").read_text())
+    for damaged in (labels + ["third"], [labels[0]] * len(labels)):  # a shape mismatch inside numpy, or one lost
+        (broken / "labels.json").write_text(json.dumps(damaged))
+        with pytest.raises(AttnclfError, match=f"labels.json: expected {len(labels)} distinct label names"):
+            OnnxClassifier.load(broken)
 
 
 def test_a_staging_folder_left_by_a_killed_export_is_removed_by_the_next(demo_run, tmp_path):

@@ -20,8 +20,8 @@ from .evaluation.predict import output_probabilities
 from .models import model_from_config
 from .models.windows import window_config, windowed
 from .prediction import LabelSetPrediction, Prediction, check_texts
-from .rundir import (ENSEMBLE_FILE, TEMPERATURE_FILE, THRESHOLDS_FILE, check_run_dir, is_multi_label, load_weights,
-                     read_config, read_json)
+from .rundir import (ENSEMBLE_FILE, TEMPERATURE_FILE, THRESHOLDS_FILE, check_label_names, check_run_dir,
+                     is_multi_label, load_weights, read_config, read_json)
 from .text.batching import EVAL_MAX_TOKENS
 from .text.tokenizer import Tokenizer, TokenizerConfig
 from .text.windows import WindowConfig, text_batches
@@ -87,10 +87,7 @@ class Classifier:
         if tokenizer.vocab_size != model.config.vocab_size:  # another run's: its ids would index other words
             raise RunDirError(f"{run_dir / 'tokenizer.json'} has {tokenizer.vocab_size:,} words and the model "
                               f"{model.config.vocab_size:,}: not this run's tokenizer")
-        labels = read_json(run_dir / "labels.json")
-        if (not isinstance(labels, list) or len(labels) != model.config.num_classes
-                or not all(isinstance(label, str) for label in labels) or len(set(labels)) != len(labels)):
-            raise RunDirError(f"{run_dir / 'labels.json'}: expected {model.config.num_classes} distinct label names")
+        labels = check_label_names(read_json(run_dir / "labels.json"), model.config.num_classes, run_dir / "labels.json")
         return cls(model, tokenizer, labels, resolve_device(device), config,
                    thresholds=_thresholds(run_dir, labels) if is_multi_label(config) else None, bf16=bf16,
                    temperature=_temperature(run_dir))

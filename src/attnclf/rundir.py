@@ -251,6 +251,18 @@ def read_jsonl(path: Path) -> list[dict]:
     return records
 
 
+def check_label_names(labels: Any, classes: int, path: Path) -> list[str]:
+    """``labels`` (read from ``path``) if they are ``classes`` distinct names; a one-line error otherwise.
+
+    >>> check_label_names(["neg", "pos"], 2, Path("labels.json"))
+    ['neg', 'pos']
+    """
+    if (not isinstance(labels, list) or len(labels) != classes or not all(isinstance(label, str) for label in labels)
+            or len(set(labels)) != len(labels)):
+        raise RunDirError(f"{path}: expected {classes} distinct label names")
+    return labels
+
+
 def is_multi_label(config: dict) -> bool:
     """Whether the run whose config.json this is predicts a label set per text."""
     return bool(config.get("settings", {}).get("data", {}).get("multi_label", False))

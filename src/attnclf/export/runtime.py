@@ -33,6 +33,7 @@ from ..checks import check_threads
 from ..ensemble import NOT_EXPLAINED, is_ensemble_dir
 from ..errors import AttnclfError, RunDirError
 from ..prediction import Prediction, check_texts
+from ..rundir import check_label_names, read_json
 from ..text.tokenizer import PAD_ID, Tokenizer, TokenizerConfig
 
 EXPORT_FORMAT_VERSION = 1
@@ -78,19 +79,11 @@ def _check_current(directory: Path, config: dict) -> None:
         raise RunDirError(f"{directory} was exported from earlier weights of {run_dir} (it trained on since); "
                           f"export it again: `attnclf export {run_dir} --format onnx`")
     calibrated = run_dir / "temperature.json"  # (rundir.TEMPERATURE_FILE; importing rundir imports torch)
-    temperature = _read_json(calibrated).get("temperature") if calibrated.is_file() else 1.0
+    temperature = read_json(calibrated).get("temperature") if calibrated.is_file() else 1.0
     if temperature != config.get("temperature", 1.0):
         raise RunDirError(f"{directory} was exported with temperature {config.get('temperature', 1.0):g} and "
                           f"{run_dir} now has {temperature:g} (`attnclf calibrate` since): its probabilities would not "
                           f"be the run's; export it again: `attnclf export {run_dir} --format onnx`")
-
-
-def _read_json(path: Path):
-    # attnclf.rundir.read_json would do, but importing rundir imports torch.
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise RunDirError(f"{path}: not valid JSON ({exc})") from None
 
 
 def softmax(logits: np.ndarray) -> np.ndarray:
@@ -133,7 +126,7 @@ class OnnxClassifier:
             raise AttnclfError(f"{path} is the float32 graph; give model.int8.onnx, or the folder, with int8")
         int8 = int8 or named == "model.int8.onnx"  # the graph named is the graph loaded
         directory = find_export(path)
-        config = _read_json(directory / "export.json")
+        config = read_json(directory / "export.json")
         if config.get("format_version") != EXPORT_FORMAT_VERSION:
             raise RunDirError(f"{directory / 'export.json'} has format_version {config.get('format_version')!r}; "
                               f"this attnclf reads {EXPORT_FORMAT_VERSION}")
@@ -149,7 +142,8 @@ class OnnxClassifier:
         except Exception as exc:  # onnxruntime raises its own exception types for corrupt graphs
             raise RunDirError(f"{graph}: not a loadable ONNX graph ({str(exc).splitlines()[0]})") from None
         tokenizer = Tokenizer.load(directory / "tokenizer.json", TokenizerConfig.from_dict(config["tokenizer"]))
-        labels = _read_json(directory / "labels.json")
+        classes = session.get_outputs()[0].shape[-1]  # (the logits' width is fixed in the graph)
+        labels = check_label_names(read_json(directory / "labels.json"), classes, directory / "labels.json")
         if "text_column" not in config:  # exports from before it was recorded: the run they came from says
             try:
                 source = json.loads((Path(config["source"]) / "config.json").read_text(encoding="utf-8"))
