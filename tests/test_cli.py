@@ -510,10 +510,14 @@ def test_predict_into_a_pipe_closed_early_ends_quietly(csv_run, tmp_path):
 
 
 def test_running_out_of_memory_is_one_line_saying_what_to_lower(csv_run, tmp_path, capsys, monkeypatch):
+    from attnclf.explain import explanation
     from attnclf.training import run
 
-    # numpy's MemoryError: integrated gradients along a path of 100 million steps (71 PiB).
-    assert run_error(["explain", str(csv_run), "good", "--method", "integrated-gradients", "--steps", "100000000"],
+    def no_memory(*args, **kwargs):  # numpy's MemoryError, as an explanation of a huge batch of texts may raise
+        raise MemoryError("Unable to allocate 74.5 GiB for an array with shape (100000, 100000) and data type float64")
+
+    monkeypatch.setattr(explanation, "attribute", no_memory)
+    assert run_error(["explain", str(csv_run), "good", "--method", "integrated-gradients", "--steps", "64"],
                      capsys) == "attnclf: error: out of memory; lower --steps"
 
     def too_large(*args, **kwargs):  # torch's CPU allocator, as --max-len 100000000 makes it fail
