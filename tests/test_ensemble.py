@@ -123,6 +123,11 @@ def test_train_seeds_builds_an_ensemble_folder_that_evaluate_and_load_read(tmp_p
     assert main(flags + ["--overwrite", "--seeds", "4", "5"]) == 0
     assert sorted(member.name for member in out.iterdir() if member.is_dir()) == ["seed-4", "seed-5"]
     assert main(flags + ["--resume", "--seeds", "4", "5"]) == 0
+    # A member's refit lands beside the members (seed-4-refit) and is none of them: members are seed-<number>.
+    assert main(["refit", str(out / "seed-4"), "--threads", "1", "--quiet"]) == 0
+    assert main(flags + ["--resume", "--seeds", "4", "5", "6"]) == 0
+    assert json.loads((out / "ensemble.json").read_text())["members"] == ["seed-4", "seed-5", "seed-6"]
+    assert (out / "seed-4-refit" / "model.safetensors").is_file()
 
 
 def test_train_seeds_with_one_split_seed_validates_the_ensemble(tmp_path, capsys):

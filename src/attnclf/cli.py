@@ -19,6 +19,7 @@ from typing import Callable
 from . import __version__
 from .checks import check_threads
 from .errors import AttnclfError
+from .rundir import member_folders
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {}
 
@@ -293,9 +294,9 @@ def cmd_train(args: argparse.Namespace) -> int:
         settings.threads, settings.report = args.threads, not args.no_report
         args.output = settings.output  # resolved (runs/MODEL-DATA by default): where an interrupted ensemble resumes
         _check_output(Path(settings.output), ensemble=True, replace=args.overwrite or args.resume)
-        members = sorted(Path(settings.output).glob("seed-*/config.json"))
+        members = member_folders(settings.output, trained=True)
         if args.resume and members:
-            _refuse_other_vectors(args, settings, resume_settings(members[0].parent))
+            _refuse_other_vectors(args, settings, resume_settings(members[0]))
         metrics = train_ensemble(settings, args.seeds, resume=args.resume, progress=not args.quiet)
         if metrics:  # torchrun's other ranks leave the testing to rank 0
             print(f"ensemble of {len(args.seeds)} runs ({Path(settings.output) / ENSEMBLE_FILE}), averaged:")
@@ -310,7 +311,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             raise AttnclfError("--resume needs --output RUN_DIR, the run to continue")
         output = Path(args.output)
         if not (output / "config.json").is_file():
-            if any(output.glob("seed-*/config.json")):
+            if member_folders(output, trained=True):
                 raise AttnclfError(f"{output} holds the members of `train --seeds`: resume them with the command "
                                    f"that trained them, --resume added")
             raise AttnclfError(f"{output}: no run to resume (no config.json there)")
@@ -356,12 +357,12 @@ def _check_output(output: Path, ensemble: bool, replace: bool) -> None:
     ``replace``: a repeated command must not delete a finished run before its own is trained."""
     from .rundir import EARLIER_MODEL, EARLIER_MODEL_STAGING, ENSEMBLE_FILE
 
-    members = (output / ENSEMBLE_FILE).is_file() or any(output.glob("seed-*/config.json"))
+    members = (output / ENSEMBLE_FILE).is_file() or bool(member_folders(output, trained=True))
     if ensemble and (output / "config.json").is_file():
         raise AttnclfError(f"{output} holds a single run; train --seeds into another --output")
     if not ensemble and members:
         raise AttnclfError(f"{output} holds a `train --seeds` ensemble; train a single run into another --output")
-    runs = sorted(output.glob("seed-*")) if ensemble else [output]
+    runs = member_folders(output) if ensemble else [output]
     trained = any((run / where / "model.safetensors").is_file() for run in runs
                   for where in (".", EARLIER_MODEL, EARLIER_MODEL_STAGING))
     # (a model an interrupted or failed --overwrite set aside is a trained model too: a run without --overwrite
@@ -1358,7 +1359,7 @@ def _kept_model(args: argparse.Namespace) -> str:
     if args.command != "train" or not args.output:
         return ""
     kept = []
-    for run in sorted(Path(args.output).glob("seed-*")) if args.seeds else [Path(args.output)]:
+    for run in member_folders(args.output) if args.seeds else [Path(args.output)]:
         # (.partial first: setting the model aside failed before earlier-model/, older, was replaced by it)
         kept += [earlier for earlier in (run / EARLIER_MODEL_STAGING, run / EARLIER_MODEL) if earlier.is_dir()][:1]
     if not kept:

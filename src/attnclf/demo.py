@@ -6,6 +6,7 @@ from pathlib import Path
 
 from .classifier import Classifier
 from .errors import AttnclfError
+from .rundir import member_folders
 from .training.run import train_run
 from .training.settings import DataSettings, resume_settings, settings_for
 
@@ -52,7 +53,7 @@ def _refuse_another_run(output: Path, settings) -> None:
     """The demo replaces an earlier demo in ``output`` (run again, it trains the same), never another run, not even
     one of self-attn on demo trained otherwise: the folder may hold a user's own."""
     if not (output / "config.json").is_file():
-        if any(output.glob("seed-*/config.json")):
+        if member_folders(output, trained=True):
             raise AttnclfError(f"{output} holds the runs of `train --seeds`; give the demo another --output")
         return
     try:

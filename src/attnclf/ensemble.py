@@ -25,8 +25,8 @@ import numpy as np
 
 from .errors import AttnclfError
 from .prediction import Prediction
-from .rundir import (ENSEMBLE_FILE, atomic_write_json, first_missing_folder, prepare_output_dir, read_json,
-                     remove_empty_folders, run_dir_list)
+from .rundir import (ENSEMBLE_FILE, atomic_write_json, first_missing_folder, member_folders, prepare_output_dir,
+                     read_json, remove_empty_folders, run_dir_list)
 
 if TYPE_CHECKING:  # loaded where used: `predict --backend onnx` asks is_ensemble_dir without PyTorch
     from .classifier import Classifier
@@ -171,7 +171,7 @@ def train_ensemble(settings, seeds: Sequence[int], resume: bool = False, progres
         return {}
     metrics = write_ensemble_file(output, members, seeds, device=settings.device, threads=settings.threads)
     if not resume:  # the folder now holds this ensemble: members of the one it replaced would join a later --resume
-        for stale in sorted(set(output.glob("seed-*")) - set(members)):
+        for stale in sorted(set(member_folders(output)) - set(members)):
             shutil.rmtree(stale)
     return metrics
 
@@ -194,14 +194,14 @@ def _as_members_trained(settings, output: Path, adds: bool = True):
     from .training.pretrain import check_unchanged
     from .training.settings import resume_settings
 
-    for member in sorted(output.glob("seed-*/config.json")):
-        trained = resume_settings(member.parent)
+    for member in member_folders(output, trained=True):
+        trained = resume_settings(member)
         if adds:  # a new member starts where the others started (continuing ones resume their checkpoints)
-            check_unchanged(read_config(member.parent), str(member.parent))
+            check_unchanged(read_config(member), str(member))
         differing = trained.first_difference(settings, ignore=_PER_MEMBER)
         if differing is not None:
             key, theirs, ours = differing
-            raise AttnclfError(f"{member.parent} trained with {key} = {theirs!r}, this command gives {ours!r}: "
+            raise AttnclfError(f"{member} trained with {key} = {theirs!r}, this command gives {ours!r}: "
                                f"--resume adds and continues members as the others trained; give their flags, or "
                                f"train a new --output")
         # Where the data lies may differ (a copy elsewhere: the members check their texts' fingerprints), and a

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -170,7 +171,7 @@ def check_run_dir(path: str | Path) -> Path:
     if not path.is_dir():
         raise RunDirError(f"run directory {path} {'is a file, not a folder' if path.exists() else 'does not exist'}")
     missing = [name for name in REQUIRED_FILES if not (path / name).is_file()]
-    if missing and not (path / "config.json").exists() and any(path.glob("seed-*/config.json")):
+    if missing and not (path / "config.json").exists() and member_folders(path, trained=True):
         raise RunDirError(f"{path} is a `train --seeds` folder whose training has not finished (no {ENSEMBLE_FILE}); "
                           f"`attnclf train --resume` with the same flags and --output {path} finishes it")
     if missing and (path / "result.json").is_file() and not (path / "config.json").exists():
@@ -249,6 +250,18 @@ def read_jsonl(path: Path) -> list[dict]:
         except json.JSONDecodeError as exc:
             raise RunDirError(f"{path}, line {number}, column {exc.colno}: not valid JSON ({exc.msg})") from None
     return records
+
+
+def member_folders(folder: str | Path, trained: bool = False) -> list[Path]:
+    """The ``seed-S`` member folders of a `train --seeds` folder, by seed (with ``trained``: those holding a
+    config.json). Only ``seed-`` and a whole number: a refit beside them (``seed-0-refit``) is not a member.
+
+    >>> member_folders("no/such/folder")
+    []
+    """
+    members = [path for path in Path(folder).glob("seed-*") if re.fullmatch(r"seed-\d+", path.name) and path.is_dir()]
+    return sorted((path for path in members if not trained or (path / "config.json").is_file()),
+                  key=lambda path: int(path.name[5:]))
 
 
 def check_label_names(labels: Any, classes: int, path: Path) -> list[str]:
