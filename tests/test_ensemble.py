@@ -130,6 +130,18 @@ def test_train_seeds_builds_an_ensemble_folder_that_evaluate_and_load_read(tmp_p
     assert (out / "seed-4-refit" / "model.safetensors").is_file()
 
 
+def test_members_a_resume_adds_train_for_the_epochs_the_others_planned(tmp_path):
+    """Not the recipe's default: without --epochs a resumed ensemble's new members train as the others did."""
+    out = tmp_path / "ens"
+    flags = ["train", "--dataset", "demo", "--max-train-examples", "200", "--set", "d_model=16", "--set", "layers=1",
+             "--output", str(out), "--quiet", "--no-report", "--threads", "1"]
+    assert main(flags + ["--epochs", "1", "--seeds", "0", "1"]) == 0
+    assert main(flags + ["--resume", "--seeds", "0", "1", "2"]) == 0
+    planned = [json.loads((out / f"seed-{seed}" / "config.json").read_text())["settings"]["train"]["epochs"]
+               for seed in (0, 1, 2)]
+    assert planned == [1, 1, 1]
+
+
 def test_train_seeds_with_one_split_seed_validates_the_ensemble(tmp_path, capsys):
     out = tmp_path / "ens"
     assert main(["train", "--dataset", "demo", "--max-train-examples", "300", "--epochs", "1", "--set", "d_model=16",

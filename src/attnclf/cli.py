@@ -12,7 +12,7 @@ import os
 import re
 import shlex
 import sys
-from dataclasses import fields
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Callable
 
@@ -296,7 +296,10 @@ def cmd_train(args: argparse.Namespace) -> int:
         _check_output(Path(settings.output), ensemble=True, replace=args.overwrite or args.resume)
         members = member_folders(settings.output, trained=True)
         if args.resume and members:
-            _refuse_other_vectors(args, settings, resume_settings(members[0]))
+            trained = resume_settings(members[0])
+            _refuse_other_vectors(args, settings, trained)
+            if "epochs" not in _typed(args):  # (not the recipe's default: members added or continued train as planned)
+                settings.train = replace(settings.train, epochs=trained.train.epochs)
         metrics = train_ensemble(settings, args.seeds, resume=args.resume, progress=not args.quiet)
         if metrics:  # torchrun's other ranks leave the testing to rank 0
             print(f"ensemble of {len(args.seeds)} runs ({Path(settings.output) / ENSEMBLE_FILE}), averaged:")
