@@ -162,6 +162,10 @@ def test_training_on_or_again_drops_the_temperature_the_earlier_weights_had(cali
     (run / "temperature.json").write_text(calibrated_again)  # as if the unfinished run had been calibrated
     assert main(["train", "--resume", "--output", str(run), "--quiet"]) == 0
     assert not (run / "temperature.json").exists() and Classifier.load(run, device="cpu").temperature == 1.0
+    # A resume with no epoch left to train changes no weight, so it keeps what was fitted to them.
+    (run / "temperature.json").write_text(calibrated_again)
+    assert main(["train", "--resume", "--output", str(run), "--quiet"]) == 0
+    assert Classifier.load(run, device="cpu").temperature == 2.0
 
 
 def test_calibrate_refuses_what_it_cannot_calibrate_in_one_line(demo_run, tmp_path, capsys):

@@ -142,6 +142,32 @@ def test_members_a_resume_adds_train_for_the_epochs_the_others_planned(tmp_path)
     assert planned == [1, 1, 1]
 
 
+def test_an_ensemble_being_replaced_is_no_ensemble_to_load_until_every_member_is(tmp_path, capsys, monkeypatch):
+    """Stopped after its first new member, an --overwrite would otherwise serve the new member averaged with the
+    old ensemble's other, or an unfinished replacement of it."""
+    from attnclf.training import run
+
+    out = tmp_path / "ens"
+    flags = ["train", "--dataset", "demo", "--max-train-examples", "200", "--epochs", "1", "--set", "d_model=16",
+             "--set", "layers=1", "--output", str(out), "--quiet", "--no-report", "--threads", "1", "--seeds", "0", "1"]
+    assert main(flags) == 0
+    train_or_continue = run.train_or_continue
+
+    def stopped_at_the_second_member(settings, *args, **kwargs):
+        if settings.output.endswith("seed-1"):
+            raise KeyboardInterrupt
+        return train_or_continue(settings, *args, **kwargs)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(run, "train_or_continue", stopped_at_the_second_member)
+        assert main(flags + ["--overwrite", "--lr", "0.01"]) == 130
+    capsys.readouterr()
+    assert main(["predict", str(out), "a fine film"]) == 2
+    assert "whose training has not finished" in capsys.readouterr().err
+    assert main(flags + ["--lr", "0.01", "--resume"]) == 0
+    assert main(["predict", str(out), "a fine film"]) == 0
+
+
 def test_train_seeds_with_one_split_seed_validates_the_ensemble(tmp_path, capsys):
     out = tmp_path / "ens"
     assert main(["train", "--dataset", "demo", "--max-train-examples", "300", "--epochs", "1", "--set", "d_model=16",

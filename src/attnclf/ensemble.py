@@ -142,7 +142,7 @@ def train_ensemble(settings, seeds: Sequence[int], resume: bool = False, progres
     from dataclasses import replace
 
     from .training.distributed import from_environment
-    from .training.run import train_or_continue
+    from .training.run import set_aside_earlier_model, train_or_continue
 
     if len(seeds) < 2 or len(set(seeds)) != len(seeds):
         raise AttnclfError(f"--seeds needs at least two seeds, each once; got {' '.join(map(str, seeds))} (it takes "
@@ -158,6 +158,13 @@ def train_ensemble(settings, seeds: Sequence[int], resume: bool = False, progres
     created = first_missing_folder(settings.output)
     output = prepare_output_dir(settings.output)
     members = [output / f"seed-{seed}" for seed in seeds]
+    if not resume and from_environment().is_main:
+        # Until every member is replaced the folder is no ensemble to load (it would mix old and new members), and
+        # none of the old ones is finished: a --resume after an interruption trains them, keeping the new ones.
+        (output / ENSEMBLE_FILE).unlink(missing_ok=True)
+        for member in members:
+            if member.is_dir():
+                set_aside_earlier_model(member, progress)
     for seed, member in zip(seeds, members):
         if progress and from_environment().is_main:
             print(f"seed {seed}: {member}", file=sys.stderr)

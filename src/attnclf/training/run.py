@@ -150,9 +150,9 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
             remove_empty_folders(run_dir.parent, created)
         raise
     if not resume and distributed.is_main:
-        _set_aside_earlier_model(run_dir, progress)
-    elif distributed.is_main:  # training on changes the weights a temperature was fitted to
-        (run_dir / TEMPERATURE_FILE).unlink(missing_ok=True)
+        set_aside_earlier_model(run_dir, progress)
+    elif distributed.is_main and _epochs_done(run_dir) < settings.train.epochs:
+        (run_dir / TEMPERATURE_FILE).unlink(missing_ok=True)  # training on changes the weights it was fitted to
     label_names = splits.train.label_names
     if distributed.is_main and not resume:
         _describe_data(settings, splits, progress)
@@ -323,11 +323,17 @@ _RUN_FILES = ("model.safetensors", "history.jsonl", "metrics.json", THRESHOLDS_F
               "faithfulness.json", "config.json", "labels.json", "tokenizer.json")
 
 
-def _set_aside_earlier_model(run_dir: Path, progress: bool) -> None:
-    """The data loaded: this run replaces the folder's earlier one. A finished earlier model moves into
-    ``earlier-model/`` until this run finishes, so an interrupted or failed replacement loses no trained model; an
-    unfinished one (its weights, history, checkpoint) is deleted, as it would describe another model (a checkpoint
-    would invite --resume onto this run's tokenizer, a history `attnclf refit` onto its settings)."""
+def _epochs_done(run_dir: Path) -> int:
+    state = run_dir / "checkpoint" / "state.json"
+    return read_json(state).get("epoch", 0) if state.is_file() else 0
+
+
+def set_aside_earlier_model(run_dir: Path, progress: bool) -> None:
+    """The data loaded (for `train --seeds`: before its first member trains), this run replaces the folder's earlier
+    one. A finished earlier model moves into ``earlier-model/`` until this run finishes, so an interrupted or failed
+    replacement loses no trained model; an unfinished one (its weights, history, checkpoint) is deleted, as it would
+    describe another model (a checkpoint would invite --resume onto this run's tokenizer, a history `attnclf refit`
+    onto its settings)."""
     earlier, staging = run_dir / EARLIER_MODEL, run_dir / EARLIER_MODEL_STAGING
     if staging.is_dir():  # a set-aside interrupted half-way: its files go back first, to move again as one
         for moved in staging.iterdir():
