@@ -627,6 +627,21 @@ def test_an_interrupted_overwrite_keeps_the_model_it_replaces_until_the_new_one_
     assert (run / "metrics.json").is_file() and not earlier.exists()
 
 
+def test_a_run_stopped_during_its_first_checkpoint_is_trained_again_by_its_own_command(tmp_path, capsys):
+    """Its weights without checkpoint/state.json (written last) resume nothing: the messages say to train it again,
+    and the same command does, without --overwrite."""
+    run = tmp_path / "run"
+    argv = ["train", "--dataset", "demo", "--max-train-examples", "200", "--epochs", "1", "--set", "d_model=16",
+            "--set", "layers=1", "--threads", "1", "--output", str(run), "--quiet", "--no-report"]
+    assert main(argv) == 0
+    (run / "metrics.json").unlink()
+    (run / "checkpoint" / "state.json").unlink()  # (a disk that filled, or Ctrl-C, as the first one was written)
+    capsys.readouterr()
+    assert main(["predict", str(run), "a fine film"]) == 0
+    assert "it stopped during its first checkpoint: train it again" in capsys.readouterr().err
+    assert main(argv) == 0 and (run / "metrics.json").is_file()
+
+
 def test_a_model_an_interrupted_or_failed_overwrite_set_aside_is_not_deleted_by_a_train_without_overwrite(
         tmp_path, capsys, monkeypatch):
     """The folder's own weights are gone (set aside, or never written by the stopped replacement): the model kept in

@@ -366,14 +366,16 @@ def _check_output(output: Path, ensemble: bool, replace: bool) -> None:
     if not ensemble and members:
         raise AttnclfError(f"{output} holds a `train --seeds` ensemble; train a single run into another --output")
     runs = member_folders(output) if ensemble else [output]
+    # A model an interrupted or failed --overwrite set aside is a trained model too (a run without --overwrite
+    # would delete it when it finishes); weights from a first checkpoint cut short are not, as nothing resumes them.
     trained = any((run / where / "model.safetensors").is_file() for run in runs
-                  for where in (".", EARLIER_MODEL, EARLIER_MODEL_STAGING))
-    # (a model an interrupted or failed --overwrite set aside is a trained model too: a run without --overwrite
-    # would delete it when it finishes)
+                  for where in (EARLIER_MODEL, EARLIER_MODEL_STAGING)) or any(
+        (run / "model.safetensors").is_file() and ((run / "metrics.json").is_file() or _resumable(run)) for run in runs)
     if trained and not replace:
         what = ("trained members (--resume keeps them and adds new seeds)" if ensemble else "a trained model" if
                 (output / "metrics.json").is_file() else "an unfinished run (--resume continues it)" if
-                (output / "model.safetensors").is_file() else "a trained model an interrupted --overwrite set aside")
+                (output / "model.safetensors").is_file() and _resumable(output) else
+                "a trained model an interrupted --overwrite set aside")
         raise AttnclfError(f"{output} holds {what}; add --overwrite to replace {'them' if ensemble else 'it'}, or "
                            f"give another --output")
 
@@ -522,8 +524,15 @@ def _warn_if_unfinished(run_dir: str | Path) -> None:
     """An interrupted run loads (its best weights so far) and is worth using, but not unknowingly."""
     run_dir = Path(run_dir)
     if (run_dir / "model.safetensors").is_file() and not (run_dir / "metrics.json").is_file():
-        print(f"warning: {run_dir} has not finished training; these are its best weights so far "
-              f"(`attnclf train --resume --output {shlex.quote(str(run_dir))}` continues it)", file=sys.stderr)
+        how = (f"`attnclf train --resume --output {shlex.quote(str(run_dir))}` continues it" if _resumable(run_dir)
+               else "it stopped during its first checkpoint: train it again")
+        print(f"warning: {run_dir} has not finished training; these are its best weights so far ({how})",
+              file=sys.stderr)
+
+
+def _resumable(run_dir: Path) -> bool:
+    """Whether an unfinished run got as far as a whole checkpoint (its state.json is written last)."""
+    return (run_dir / "checkpoint" / "state.json").is_file()
 
 
 @command("predict")
@@ -1383,7 +1392,7 @@ def _resume_hint(args: argparse.Namespace) -> str:
         return (f"; `{' '.join(map(shlex.quote, again))}` keeps the finished members and continues the "
                 f"others{_kept_model(args)}")
     kept = _kept_model(args)
-    if (Path(args.output) / "checkpoint" / "state.json").is_file():
+    if _resumable(Path(args.output)):
         return (f"; `attnclf train --resume --output {shlex.quote(args.output)}` continues from its last "
                 f"checkpoint{kept}")
     return (f"; it stopped before its first checkpoint (written at most once a minute, and at the end): train it "
