@@ -130,6 +130,13 @@ def test_an_ensemble_is_calibrated_member_by_member_and_a_refit_says_it_is_not(n
     assert (f"note: {run} is calibrated (temperature.json); its refit is not, and has no validation texts left to "
             f"calibrate on") in capsys.readouterr().err
     assert Classifier.load(tmp_path / "refit", device="cpu").temperature == 1.0
+    refits = tmp_path / "ens-refit"  # (as `attnclf refit` of an ensemble folder writes it)
+    for seed in (0, 1):
+        shutil.copytree(tmp_path / "refit", refits / f"seed-{seed}")
+    assert main(["calibrate", str(refits)]) == 2
+    assert capsys.readouterr().err.strip().endswith(
+        f"{refits} holds the refits of an ensemble's members: they trained on their validation texts, so none are "
+        f"left to calibrate on")
 
 
 def test_the_onnx_export_carries_the_temperature_and_refuses_to_answer_once_it_changed(calibrated, capsys):

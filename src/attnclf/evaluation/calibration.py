@@ -59,7 +59,11 @@ def calibrate_run(run_dir: str | Path, data_dir: str | None = None, device: str 
                           read_config)
     from ..training.run_data import held_out_fingerprint, run_validation_data
 
-    if (Path(run_dir) / ENSEMBLE_FILE).is_file() or member_folders(run_dir, trained=True):
+    members = member_folders(run_dir, trained=True)
+    if members and read_config(members[0])["settings"]["data"].get("refit"):
+        raise AttnclfError(f"{run_dir} holds the refits of an ensemble's members: they trained on their validation "
+                           f"texts, so none are left to calibrate on")
+    if (Path(run_dir) / ENSEMBLE_FILE).is_file() or members:
         raise AttnclfError(f"{run_dir} holds a `train --seeds` ensemble: calibrate each member, "
                            f"{Path(run_dir) / 'seed-S'}; the ensemble then averages their calibrated probabilities")
     config = read_config(run_dir)
