@@ -259,6 +259,13 @@ def test_refits_that_cannot_work_stop_before_training(validated, tmp_path):
     (moved / "config.json").write_text(json.dumps(config))
     with pytest.raises(AttnclfError, match="gone.vec, which are gone"):
         refit_settings(moved)
+    changed = tmp_path / "changed.vec"  # vectors still there but no longer the ones the run recorded
+    changed.write_text("good 0.1 0.2\n")
+    config["settings"]["embeddings"], config["embeddings_sha256"] = str(changed), "0" * 64
+    (moved / "config.json").write_text(json.dumps(config))
+    with pytest.raises(AttnclfError, match="changed.vec, which have changed since; it must start from the same ones"):
+        refit_settings(moved)
+    config.pop("embeddings_sha256")
     config["settings"]["embeddings"] = None
     config["data"]["validation_sha256"] = "0" * 64  # as if the data had changed since
     (moved / "config.json").write_text(json.dumps(config))

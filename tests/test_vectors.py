@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 
@@ -111,8 +112,15 @@ def test_vectors_then_train_from_them(tmp_path, capsys):
                  "--no-report"]) == 0
     found = re.search(r"embeddings: ([\d,]+) of ([\d,]+) words start from", capsys.readouterr().err)
     assert found and 0 < int(found[1].replace(",", "")) <= int(found[2].replace(",", ""))
-    settings = json.loads((run / "config.json").read_text())["settings"]
-    assert settings["embeddings"] == str(vectors) and settings["embeddings_std"] == 0.3
+    config = json.loads((run / "config.json").read_text())
+    assert config["settings"]["embeddings"] == str(vectors) and config["settings"]["embeddings_std"] == 0.3
+    assert config["embeddings_sha256"] == hashlib.sha256(vectors.read_bytes()).hexdigest()
+    # Vectors counted again into the same file are other vectors: a refit must start where the run started.
+    assert main(["vectors", "--dataset", "demo", "--dim", "16", "-o", str(vectors)]) == 0
+    capsys.readouterr()
+    assert main(["refit", str(run)]) == 2
+    assert capsys.readouterr().err.strip().endswith(f"started from the word vectors {vectors}, which have changed "
+                                                    f"since; it must start from the same ones")
 
 
 def test_vectors_read_a_data_files_text_column_not_its_lines(tmp_path, capsys):

@@ -198,13 +198,13 @@ def _as_members_trained(settings, output: Path, adds: bool = True):
     from dataclasses import replace
 
     from .rundir import read_config
-    from .training.pretrain import check_unchanged
+    from .training.run import check_starts_unchanged
     from .training.settings import resume_settings
 
     for member in member_folders(output, trained=True):
         trained = resume_settings(member)
         if adds:  # a new member starts where the others started (continuing ones resume their checkpoints)
-            check_unchanged(read_config(member), str(member))
+            check_starts_unchanged(read_config(member), str(member))
         differing = trained.first_difference(settings, ignore=_PER_MEMBER)
         if differing is not None:
             key, theirs, ours = differing

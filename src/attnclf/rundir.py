@@ -20,6 +20,7 @@ interrupted run never leaves a half-written file behind.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -250,6 +251,19 @@ def read_jsonl(path: Path) -> list[dict]:
         except json.JSONDecodeError as exc:
             raise RunDirError(f"{path}, line {number}, column {exc.colno}: not valid JSON ({exc.msg})") from None
     return records
+
+
+def file_sha256(path: str | Path) -> str:
+    """The sha256 of a file's bytes, read a megabyte at a time: whether a file is still the one a run recorded.
+
+    >>> len(file_sha256(__file__))
+    64
+    """
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def member_folders(folder: str | Path, trained: bool = False) -> list[Path]:

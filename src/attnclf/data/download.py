@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import DataError
-from ..rundir import publish, temporary_beside
+from ..rundir import file_sha256, publish, temporary_beside
 from .registry import get_source, user_cache_dir
 
 
@@ -45,14 +45,6 @@ def not_found(name: str, data_dirs: list[Path], holding: str) -> DataError:
                      f"{holding}, or use --download")
 
 
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def fetch(url: str, dest: str | Path, sha256: str) -> Path:
     """Download ``url`` to ``dest`` and check its sha256; a verified ``dest`` is kept as is.
 
@@ -65,7 +57,7 @@ def fetch(url: str, dest: str | Path, sha256: str) -> Path:
     >>> # -> PosixPath('/home/me/.cache/attnclf/imdb/aclImdb_v1.tar.gz')
     """
     dest = Path(dest)
-    if dest.is_file() and sha256_of(dest) == sha256:
+    if dest.is_file() and file_sha256(dest) == sha256:
         return dest
     dest.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = temporary_beside(dest, suffix=".part")

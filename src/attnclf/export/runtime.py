@@ -22,7 +22,6 @@ export.json       what was exported from where (and a sha256 of those weights), 
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 from typing import Sequence
@@ -33,7 +32,7 @@ from ..checks import check_threads
 from ..ensemble import NOT_EXPLAINED, is_ensemble_dir
 from ..errors import AttnclfError, RunDirError
 from ..prediction import Prediction, check_texts
-from ..rundir import check_label_names, read_json
+from ..rundir import check_label_names, file_sha256, read_json
 from ..text.tokenizer import PAD_ID, Tokenizer, TokenizerConfig
 
 EXPORT_FORMAT_VERSION = 1
@@ -61,11 +60,7 @@ def find_export(path: str | Path) -> Path:
 
 def weights_fingerprint(run_dir: Path) -> str:
     """sha256 of a run's model.safetensors: whether an export still holds the run's weights."""
-    digest = hashlib.sha256()
-    with open(run_dir / "model.safetensors", "rb") as weights:
-        for block in iter(lambda: weights.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    return file_sha256(run_dir / "model.safetensors")
 
 
 def _check_current(directory: Path, config: dict) -> None:

@@ -43,8 +43,8 @@ from ..errors import AttnclfError, RunDirError
 from ..models import build_model, config_for
 from ..models.classifiers import SelfAttentionClassifier
 from ..prediction import check_texts
-from ..rundir import (atomic_save_tensors, atomic_write_json, first_missing_folder, load_weights, prepare_output_dir,
-                      read_json, remove_empty_folders)
+from ..rundir import (atomic_save_tensors, atomic_write_json, file_sha256, first_missing_folder, load_weights,
+                      prepare_output_dir, read_json, remove_empty_folders)
 from ..text.batching import BucketBatches
 from ..text.cleaning import CleaningConfig
 from ..text.tokenizer import PAD_ID, UNK_ID, Tokenizer, TokenizerConfig
@@ -439,7 +439,7 @@ def describe(folder: str | Path) -> str:
 
 def encoder_fingerprint(folder: str | Path) -> str:
     """sha256 of the pretrained weights: whether a folder still holds the encoder a run started from."""
-    return hashlib.sha256((Path(folder) / ENCODER_FILE).read_bytes()).hexdigest()
+    return file_sha256(Path(folder) / ENCODER_FILE)
 
 
 def check_unchanged(run_config: dict, what: str) -> None:

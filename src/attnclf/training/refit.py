@@ -9,8 +9,7 @@ from pathlib import Path
 from ..errors import AttnclfError, RunDirError
 from ..rundir import (ENSEMBLE_FILE, TEMPERATURE_FILE, THRESHOLDS_FILE, check_run_dir, read_config, read_json,
                       read_jsonl, run_dir_list)
-from .pretrain import check_unchanged as check_pretrained_unchanged
-from .run import NO_CACHED_REFIT, RunResult, train_or_continue
+from .run import NO_CACHED_REFIT, RunResult, check_starts_unchanged, train_or_continue
 from .run_data import held_out_fingerprint, load_data, texts_fingerprint
 from .settings import COUNT_EMBEDDINGS, RunSettings, resume_settings
 from .trainer import best_epoch
@@ -127,7 +126,7 @@ def refit_settings(run_dir: str | Path, output: str | None = None, device: str |
     if settings.embeddings not in (None, COUNT_EMBEDDINGS) and not Path(settings.embeddings).is_file():
         raise AttnclfError(f"{run_dir} started from the word vectors {settings.embeddings}, which are gone (or "
                            f"relative to another folder); a refit starts from the same ones")
-    check_pretrained_unchanged(config, str(run_dir))  # a refit starts where its run started
+    check_starts_unchanged(config, str(run_dir))  # a refit starts where its run started
     # Its texts must still be there to learn: a changed file or split would refit on other data. (Loaded as the run
     # loaded them: `refit` is not set yet, which would join validation into train.)
     held_out, trained_on = held_out_fingerprint(config), config.get("data", {}).get("train_sha256")

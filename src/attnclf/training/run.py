@@ -25,7 +25,7 @@ from ..evaluation.predict import predict_probabilities
 from ..models import build_model, config_for
 from ..models.windows import window_config, windowed
 from ..rundir import (EARLIER_MODEL, EARLIER_MODEL_STAGING, FORMAT_VERSION, TEMPERATURE_FILE, THRESHOLDS_FILE,
-                      atomic_write_json, first_missing_folder, prepare_output_dir, read_config,
+                      atomic_write_json, file_sha256, first_missing_folder, prepare_output_dir, read_config,
                       read_json, read_jsonl, remove_empty_folders)
 from ..text.batching import EVAL_MAX_TOKENS, BucketBatches
 from ..text.cache import CachedDataset
@@ -34,8 +34,8 @@ from ..text.vectors import WordVectors, count_vectors
 from ..text.windows import WindowConfig, text_batches
 from .device import blas_libraries, resolve_device, torch_threads
 from .distributed import init_distributed
-from .pretrain import (check_compatible as check_pretrained, describe as describe_pretrained, encoder_fingerprint,
-                       load_pretrained)
+from .pretrain import (check_compatible as check_pretrained, check_unchanged as check_pretrained_unchanged,
+                       describe as describe_pretrained, encoder_fingerprint, load_pretrained)
 from .run_data import (align_labels, describe_classes, held_out_fingerprint, load_data, shared_text_warnings,
                        texts_fingerprint)
 from .settings import COUNT_EMBEDDINGS, RunSettings, refuse_derived_fields, resume_settings
@@ -123,12 +123,13 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
     started = time.perf_counter()
     _refuse_unworkable(settings, resume)
     counting = settings.embeddings == COUNT_EMBEDDINGS and not resume
-    vectors = None
+    vectors = vectors_sha256 = None
     if settings.embeddings and not resume:
         width = config_for(settings.model, **settings.model_config).embedding_dim
         if not counting:
             vectors = WordVectors.load(settings.embeddings)
             vectors.check_width(width)
+            vectors_sha256 = file_sha256(settings.embeddings)
     created = first_missing_folder(settings.output)
     run_dir = prepare_output_dir(settings.output)
     seed = settings.train.seed
@@ -181,9 +182,13 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
         if progress and distributed.is_main:
             source = "vectors counted in this run" if counting else settings.embeddings
             _stderr(f"embeddings: {found:,} of {tokenizer.vocab_size - 2:,} words start from {source}")
-    pretrained = saved.get("pretrained_sha256")
-    if settings.init_from and not resume:  # (a resumed run's checkpoint holds what they became)
-        pretrained = encoder_fingerprint(settings.init_from)
+    # What the weights started from, so that a refit or a member added later can check it is unchanged (a resumed
+    # run's checkpoint holds what they became).
+    starts = {key: saved[key] for key in ("embeddings_sha256", "pretrained_sha256") if key in saved}
+    if vectors_sha256:
+        starts["embeddings_sha256"] = vectors_sha256
+    if settings.init_from and not resume:
+        starts["pretrained_sha256"] = encoder_fingerprint(settings.init_from)
         found = load_pretrained(model, tokenizer, settings.init_from)
         if progress and distributed.is_main:
             _stderr(f"init-from: encoder from {settings.init_from} ({describe_pretrained(settings.init_from)}); "
@@ -192,7 +197,7 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
     if distributed.is_main:
         atomic_write_json(run_dir / "labels.json", label_names)
         atomic_write_json(run_dir / "config.json", _config_record(settings, model, splits, counted, trained_on,
-                                                                  fingerprint, pretrained))
+                                                                  fingerprint, starts))
 
     trainer = Trainer(model, settings.train, run_dir, device, label_names, progress=progress, distributed=distributed,
                       multi_label=settings.data.multi_label)
@@ -377,7 +382,7 @@ def _check_same_texts(run_dir: Path, saved: dict, settings: RunSettings, label_n
 
 
 def _config_record(settings: RunSettings, model, splits, counted: dict | None, trained_on: str | None,
-                   fingerprint: str | None, pretrained: str | None) -> dict:
+                   fingerprint: str | None, starts: dict) -> dict:
     """config.json: the settings (absolute paths, where the dataset was found), the model, and the data's sizes and
     fingerprints."""
     recorded = settings.anchored()
@@ -388,7 +393,7 @@ def _config_record(settings: RunSettings, model, splits, counted: dict | None, t
         "settings": replace(recorded, data=recorded.data.located()).to_dict(),
         "model": {"name": settings.model, "config": model.config.to_dict(), "parameters": model.num_parameters()},
         **({"counted_embeddings": counted} if counted else {}),
-        **({"pretrained_sha256": pretrained} if pretrained else {}),
+        **starts,
         "data": {"train_examples": len(splits.train),
                  "validation_examples": 0 if splits.validation is None else len(splits.validation),
                  "test_examples": len(splits.test) if splits.test else 0,
@@ -421,6 +426,16 @@ def _refit_thresholds(refit_of: dict, run_dir: Path, label_names: list[str]) -> 
         "note": f"those of {refit_of['run']}, which tuned them on its validation split; this refit trained on it",
     })
     return np.array([refit_of["thresholds"][name] for name in label_names])
+
+
+def check_starts_unchanged(run_config: dict, what: str) -> None:
+    """A one-line error if what a run (its config.json) started from, its word vectors file or pretrained encoder,
+    has changed since: a refit, or a member added to its ensemble, must start where it started."""
+    check_pretrained_unchanged(run_config, what)
+    recorded, vectors = run_config.get("embeddings_sha256"), run_config.get("settings", {}).get("embeddings")
+    if recorded and Path(vectors).is_file() and file_sha256(vectors) != recorded:
+        raise AttnclfError(f"{what} started from the word vectors {vectors}, which have changed since; it must start "
+                           f"from the same ones")
 
 
 def train_or_continue(settings: RunSettings, resume: bool, progress: bool = True) -> RunResult:
