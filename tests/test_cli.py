@@ -627,6 +627,32 @@ def test_an_interrupted_overwrite_keeps_the_model_it_replaces_until_the_new_one_
     assert (run / "metrics.json").is_file() and not earlier.exists()
 
 
+def test_a_run_whose_files_moved_resumes_from_where_they_are_now_if_they_hold_its_texts(csv_files, tmp_path,
+                                                                                         capsys, monkeypatch):
+    import shutil
+
+    first, moved = tmp_path / "first", tmp_path / "moved"
+    first.mkdir()
+    for path in csv_files:
+        shutil.copy(path, first / path.name)
+    run = tmp_path / "run"
+    flags = ["--model", "boe", "--epochs", "2", "--min-frequency", "1", "--threads", "1", "--output", str(run),
+             "--quiet", "--no-report"]
+    with monkeypatch.context() as patch:
+        interrupt_in_epoch_2(patch)
+        assert main(["train", "--train-file", str(first / "train.csv"), "--test-file", str(first / "test.csv"),
+                     *flags]) == 130
+    first.rename(moved)
+    capsys.readouterr()
+    assert "no such file" in run_error(["train", "--resume", "--output", str(run)], capsys)
+    other = write_csv(tmp_path / "other.csv", [("a film", "pos"), ("a bore", "neg")] * 20)
+    assert "no longer gives the texts this run trained on" in run_error(
+        ["train", "--train-file", str(other), "--test-file", str(moved / "test.csv"), *flags, "--resume"], capsys)
+    assert main(["train", "--train-file", str(moved / "train.csv"), "--test-file", str(moved / "test.csv"), *flags,
+                 "--resume"]) == 0
+    assert json.loads((run / "config.json").read_text())["settings"]["data"]["train_file"] == str(moved / "train.csv")
+
+
 def test_a_run_stopped_during_its_first_checkpoint_is_trained_again_by_its_own_command(tmp_path, capsys):
     """Its weights without checkpoint/state.json (written last) resume nothing: the messages say to train it again,
     and the same command does, without --overwrite."""

@@ -255,9 +255,10 @@ def _add_train_args(p: argparse.ArgumentParser) -> None:
                         "refused, so a repeated command cannot delete a finished run")
     p.add_argument("--resume", action="store_true",
                    help="continue the interrupted run in --output with its own settings: give the command that "
-                        "started it, or only --output; --epochs, --device and --threads may change, --data-dir says "
-                        "where its data lies now, flags that describe another run are refused (with --seeds: "
-                        "finished members are kept, unfinished ones continue, new seeds train as the others did)")
+                        "started it, or only --output; --epochs, --device and --threads may change, --data-dir and "
+                        "--train-file/--validation-file/--test-file say where its data lies now (checked against the "
+                        "texts it recorded), flags that describe another run are refused (with --seeds: finished "
+                        "members are kept, unfinished ones continue, new seeds train as the others did)")
     p.add_argument("--threads", type=int, help="PyTorch threads (default: one per core; 1 is often faster "
                    "for small models or on a busy machine)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
@@ -329,8 +330,13 @@ def cmd_train(args: argparse.Namespace) -> int:
                                    f"--dataset or --train-file too, --resume added; or give only --output (and "
                                    f"--epochs, --device or --threads to change them)")
             described = build_settings(args)
-            _refuse_other_settings(described, settings)
+            # Files that moved: the run checks they still give the texts it recorded (a token cache is keyed by
+            # where its file lies, so its runs resume from the file where it was).
+            moved = set() if settings.data.token_cache else typed & {"train_file", "validation_file", "test_file"}
+            _refuse_other_settings(described, settings, moved)
             _refuse_other_vectors(args, described, settings)
+            for name in moved:
+                setattr(settings.data, name, getattr(described.data, name))
         if "device" not in typed:
             _check_run_device(settings)
         if settings.train.epochs != planned and not args.quiet:
@@ -392,11 +398,12 @@ def _typed(args: argparse.Namespace) -> set[str]:
     return set(vars(train.parse_known_args(args.argv)[0]))
 
 
-def _refuse_other_settings(typed, trained) -> None:
+def _refuse_other_settings(typed, trained, moved: set[str] = frozenset()) -> None:
     """A resumed run continues with its own settings, so flags that would train another model are an error, not a
-    silent no-op: the run's own command with --resume added passes, other flags (or too few) do not."""
+    silent no-op: the run's own command with --resume added passes, other flags (or too few) do not; ``moved`` names
+    the data files whose new place it may give."""
     differing = trained.first_difference(typed, ignore={"train.epochs", "train.schedule_epochs", "embeddings",
-                                                        "embeddings_std", "init_from"})
+                                                        "embeddings_std", "init_from", *(f"data.{m}" for m in moved)})
     if differing is not None:
         key, theirs, ours = differing
         raise AttnclfError(f"{trained.output} trained with {key} = {theirs!r}, this command gives {ours!r}: --resume "
