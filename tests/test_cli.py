@@ -930,6 +930,8 @@ def test_output_path_that_is_a_file(csv_files, tmp_path, capsys):
     blocker.write_text("x")
     err = run_error(["train", "--train-file", str(csv_files[0]), "--output", str(blocker / "run")], capsys)
     assert "not writable" in err
+    assert run_error(["train", "--train-file", str(csv_files[0]), "--output", str(blocker)], capsys).endswith(
+        f"output directory {blocker} is a file; give a folder")
     assert blocker.read_text() == "x"
 
 

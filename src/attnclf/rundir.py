@@ -106,6 +106,8 @@ def atomic_save_tensors(path: Path, tensors: dict[str, torch.Tensor], metadata: 
 def prepare_output_dir(path: str | Path) -> Path:
     """Create ``path`` if needed and prove it is writable, before any work is done."""
     path = Path(path)
+    if path.is_file():  # (mkdir would say "File exists", as if the folder were the problem)
+        raise AttnclfError(f"output directory {path} is a file; give a folder")
     try:
         path.mkdir(parents=True, exist_ok=True)
         probe = tempfile.NamedTemporaryFile(dir=path, prefix=".write-test.", delete=True)
