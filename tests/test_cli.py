@@ -453,6 +453,7 @@ def test_data_flags_that_do_not_go_together_are_refused_in_one_line(csv_files, t
     (["--max-len", "1000000000"], "GB; lower --max-len"),  # ...naming what makes it large
     (["--vocab-size", "1000000000"], "GB; lower --vocab-size"),
     (["--set", "d_model=100000", "--set", "ff_dim=100000"], "GB; lower the model's size (--set)"),
+    (["--model", "boe", "--set", "embed_dim=100000000"], "GB; lower the model's size (--set)"),  # wide, few words
 ])
 def test_settings_out_of_range_are_refused_before_anything_is_written(csv_files, tmp_path, capsys, flags, message):
     err = run_error(["train", "--train-file", str(csv_files[0]), *flags, "--output", str(tmp_path / "o")], capsys)
@@ -648,6 +649,10 @@ def test_a_run_whose_files_moved_resumes_from_where_they_are_now_if_they_hold_it
     other = write_csv(tmp_path / "other.csv", [("a film", "pos"), ("a bore", "neg")] * 20)
     assert "no longer gives the texts this run trained on" in run_error(
         ["train", "--train-file", str(other), "--test-file", str(moved / "test.csv"), *flags, "--resume"], capsys)
+    other_test = write_csv(tmp_path / "other-test.csv", [("a film", "pos"), ("a bore", "neg")])
+    assert "no longer gives the test texts this run recorded" in run_error(
+        ["train", "--train-file", str(moved / "train.csv"), "--test-file", str(other_test), *flags, "--resume"],
+        capsys)
     assert main(["train", "--train-file", str(moved / "train.csv"), "--test-file", str(moved / "test.csv"), *flags,
                  "--resume"]) == 0
     assert json.loads((run / "config.json").read_text())["settings"]["data"]["train_file"] == str(moved / "train.csv")

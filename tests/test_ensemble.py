@@ -151,6 +151,11 @@ def test_an_ensemble_being_replaced_is_no_ensemble_to_load_until_every_member_is
     flags = ["train", "--dataset", "demo", "--max-train-examples", "200", "--epochs", "1", "--set", "d_model=16",
              "--set", "layers=1", "--output", str(out), "--quiet", "--no-report", "--threads", "1", "--seeds", "0", "1"]
     assert main(flags) == 0
+    # A replacement that fails on its data (a tokenizer with nothing to learn) leaves the ensemble it replaces whole.
+    before = (out / "ensemble.json").read_bytes()
+    assert main(flags + ["--overwrite", "--min-frequency", "100000"]) == 2
+    assert (out / "ensemble.json").read_bytes() == before and not list(out.glob("seed-*/earlier-model"))
+    assert main(["predict", str(out), "a fine film"]) == 0
     train_or_continue = run.train_or_continue
 
     def stopped_at_the_second_member(settings, *args, **kwargs):
@@ -166,6 +171,13 @@ def test_an_ensemble_being_replaced_is_no_ensemble_to_load_until_every_member_is
     assert "whose training has not finished" in capsys.readouterr().err
     assert main(flags + ["--lr", "0.01", "--resume"]) == 0
     assert main(["predict", str(out), "a fine film"]) == 0
+    # Replaced by fewer members and stopped, it resumes too: the member it drops was set aside with the others.
+    assert main(flags[:-3] + ["--seeds", "0", "1", "2", "--lr", "0.01", "--overwrite"]) == 0
+    with monkeypatch.context() as patch:
+        patch.setattr(run, "train_or_continue", stopped_at_the_second_member)
+        assert main(flags + ["--overwrite"]) == 130
+    assert main(flags + ["--resume"]) == 0
+    assert sorted(member.name for member in out.iterdir() if member.is_dir()) == ["seed-0", "seed-1"]
 
 
 def test_train_seeds_with_one_split_seed_validates_the_ensemble(tmp_path, capsys):

@@ -205,15 +205,16 @@ def test_command_errors_are_one_line(args, message, demo_run, tmp_path, capsys):
 
 def test_an_export_into_a_run_folder_is_refused_and_leaves_the_run_whole(demo_run, tmp_path, capsys):
     """Its tokenizer.json and labels.json would replace the run's own, which the run's model needs."""
-    other = tmp_path / "other"
-    other.mkdir()
-    (other / "config.json").write_text("{}")
-    (other / "tokenizer.json").write_text("the other run's")
-    for into in (demo_run, other):
+    other, pretrained = tmp_path / "other", tmp_path / "pretrained"
+    for folder, marker in ((other, "config.json"), (pretrained, "pretrain.json")):
+        folder.mkdir()
+        (folder / marker).write_text("{}")
+        (folder / "tokenizer.json").write_text("its own")
+    for into in (demo_run, other, pretrained):
         before = (into / "tokenizer.json").read_bytes()
         assert main(["export", str(demo_run), "--output", str(into)]) == 2
-        assert capsys.readouterr().err.strip() == (f"attnclf: error: {into} holds a trained run; export into another "
-                                                   f"--output (default: {demo_run / 'onnx'})")
+        assert capsys.readouterr().err.strip() == (f"attnclf: error: {into} holds a trained run or pretraining; "
+                                                   f"export into another --output (default: {demo_run / 'onnx'})")
         assert (into / "tokenizer.json").read_bytes() == before and not (into / "export.json").exists()
 
 

@@ -104,6 +104,7 @@ def test_same_seed_gives_the_same_model(data):
     (["w1", "w2", "w3"], ["a", None, "b"], r"y\[1\] is None: every text needs a label"),
     (["w1", "w2", "w3"], [1.0, float("nan"), 2.0], r"y\[1\] is nan"),
     (["w1", "w2", "w3"], np.array([np.nan, "pos", "neg"], dtype=object), r"y\[0\] is nan"),  # pandas' gap
+    (["w1", "w2", "w3"], [np.float32(1), np.float32("nan"), np.float32(0)], r"y\[1\] is np.float32\(nan\)|y\[1\] is nan"),
     (["w1", "w2", "w3"], [1, "pos", 1], r"y mixes strings and numbers \('pos' and 1\)"),
     (["w1", "w2"], np.array(["neg", 0.5], dtype=object), r"y mixes strings and numbers \('neg' and 0.5\)"),
     (["w1", "w2"], [True, "neg"], r"y mixes strings and booleans \('neg' and True\)"),

@@ -19,7 +19,7 @@ from typing import Callable
 from . import __version__
 from .checks import check_threads
 from .errors import AttnclfError
-from .rundir import member_folders
+from .rundir import member_folders, read_config
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {}
 
@@ -251,8 +251,9 @@ def _add_train_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--overwrite", action="store_true",
                    help="replace the trained model (or --seeds members) already in --output: once this run's data "
                         "has loaded the earlier model moves to OUTPUT/earlier-model, deleted when this run finishes "
-                        "(an interrupted replacement resumes, and keeps it); without --overwrite such a folder is "
-                        "refused, so a repeated command cannot delete a finished run")
+                        "(an interrupted replacement resumes, and keeps it; with --seeds every member's moves before "
+                        "the first member trains, and back if that one stops before it starts); without --overwrite "
+                        "such a folder is refused, so a repeated command cannot delete a finished run")
     p.add_argument("--resume", action="store_true",
                    help="continue the interrupted run in --output with its own settings: give the command that "
                         "started it, or only --output; --epochs, --device and --threads may change, --data-dir and "
@@ -319,8 +320,8 @@ def cmd_train(args: argparse.Namespace) -> int:
                 raise AttnclfError(f"{output} holds the members of `train --seeds`: resume them with the command "
                                    f"that trained them, --resume added")
             raise AttnclfError(f"{output}: no run to resume (no config.json there)")
-        typed = _typed(args)
-        planned = resume_settings(output).train.epochs
+        typed, recorded = _typed(args), read_config(output)
+        planned = recorded["settings"]["train"]["epochs"]
         settings = resume_settings(output, epochs=args.epochs, device=args.device if "device" in typed else None,
                                    threads=args.threads)
         if typed - _RESUME_FLAGS:  # the command that started the run, --resume added: it must describe it
@@ -332,7 +333,9 @@ def cmd_train(args: argparse.Namespace) -> int:
             described = build_settings(args)
             # Files that moved: the run checks they still give the texts it recorded (a token cache is keyed by
             # where its file lies, so its runs resume from the file where it was).
-            moved = set() if settings.data.token_cache else typed & {"train_file", "validation_file", "test_file"}
+            moved = set() if settings.data.token_cache else {
+                name for name in typed & {"train_file", "validation_file", "test_file"}
+                if getattr(settings.data, name) and (name != "test_file" or "test_sha256" in recorded.get("data", {}))}
             _refuse_other_settings(described, settings, moved)
             _refuse_other_vectors(args, described, settings)
             for name in moved:

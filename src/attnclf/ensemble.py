@@ -25,8 +25,8 @@ import numpy as np
 
 from .errors import AttnclfError
 from .prediction import Prediction
-from .rundir import (ENSEMBLE_FILE, atomic_write_json, first_missing_folder, member_folders, prepare_output_dir,
-                     read_json, remove_empty_folders, run_dir_list)
+from .rundir import (ENSEMBLE_FILE, atomic_write_bytes, atomic_write_json, first_missing_folder, member_folders,
+                     prepare_output_dir, read_json, remove_empty_folders, run_dir_list)
 
 if TYPE_CHECKING:  # loaded where used: `predict --backend onnx` asks is_ensemble_dir without PyTorch
     from .classifier import Classifier
@@ -142,7 +142,7 @@ def train_ensemble(settings, seeds: Sequence[int], resume: bool = False, progres
     from dataclasses import replace
 
     from .training.distributed import from_environment
-    from .training.run import set_aside_earlier_model, train_or_continue
+    from .training.run import train_or_continue
 
     if len(seeds) < 2 or len(set(seeds)) != len(seeds):
         raise AttnclfError(f"--seeds needs at least two seeds, each once; got {' '.join(map(str, seeds))} (it takes "
@@ -158,29 +158,51 @@ def train_ensemble(settings, seeds: Sequence[int], resume: bool = False, progres
     created = first_missing_folder(settings.output)
     output = prepare_output_dir(settings.output)
     members = [output / f"seed-{seed}" for seed in seeds]
-    if not resume and from_environment().is_main:
-        # Until every member is replaced the folder is no ensemble to load (it would mix old and new members), and
-        # none of the old ones is finished: a --resume after an interruption trains them, keeping the new ones.
-        (output / ENSEMBLE_FILE).unlink(missing_ok=True)
-        for member in members:
-            if member.is_dir():
-                set_aside_earlier_model(member, progress)
+    replaced = _set_aside(output, progress) if not resume and from_environment().is_main else None
     for seed, member in zip(seeds, members):
         if progress and from_environment().is_main:
             print(f"seed {seed}: {member}", file=sys.stderr)
         try:
             train_or_continue(replace(settings, output=str(member), train=replace(settings.train, seed=seed)),
                               resume, progress)
-        except AttnclfError:
-            remove_empty_folders(output, created)  # a member that failed on its data left its folder empty
+        except BaseException as stopped:
+            if replaced is not None and not any((member / "config.json").is_file() for member in members):
+                _put_back(output, replaced)  # nothing of the new ensemble was written: its data failed, say
+            if isinstance(stopped, AttnclfError):
+                remove_empty_folders(output, created)  # a member that failed on its data left its folder empty
             raise
     if not from_environment().is_main:
         return {}
     metrics = write_ensemble_file(output, members, seeds, device=settings.device, threads=settings.threads)
-    if not resume:  # the folder now holds this ensemble: members of the one it replaced would join a later --resume
-        for stale in sorted(set(member_folders(output)) - set(members)):
-            shutil.rmtree(stale)
+    for other in sorted(set(member_folders(output)) - set(members)):
+        if not resume or not (other / "config.json").is_file():  # (the replaced ensemble's, set aside)
+            shutil.rmtree(other)
     return metrics
+
+
+def _set_aside(output: Path, progress: bool) -> bytes | None:
+    """Before a new ensemble's first member trains, the folder's earlier one stops being an ensemble: its
+    ensemble.json goes (loading would mix old and new members) and every member's model moves into its
+    earlier-model/, so none counts as finished (a --resume after an interruption trains them all, keeping the new
+    ones) and none is lost. Returns the ensemble.json it removed, for ``_put_back``."""
+    from .training.run import set_aside_earlier_model
+
+    path = output / ENSEMBLE_FILE
+    saved = path.read_bytes() if path.is_file() else None
+    path.unlink(missing_ok=True)
+    for member in member_folders(output):
+        set_aside_earlier_model(member, progress)
+    return saved
+
+
+def _put_back(output: Path, saved: bytes | None) -> None:
+    """Undo ``_set_aside`` when the new ensemble stopped before any of its members was written."""
+    from .training.run import restore_earlier_model
+
+    for member in member_folders(output):
+        restore_earlier_model(member)
+    if saved is not None:
+        atomic_write_bytes(output / ENSEMBLE_FILE, saved)
 
 
 # What may differ between members, or between a resumed ensemble's command and its members, besides how and where
@@ -201,10 +223,15 @@ def _as_members_trained(settings, output: Path, adds: bool = True):
     from .training.run import check_starts_unchanged
     from .training.settings import resume_settings
 
+    checked = set()  # (what members started from, checked once: hashing a large vectors file takes a while)
     for member in member_folders(output, trained=True):
         trained = resume_settings(member)
-        if adds:  # a new member starts where the others started (continuing ones resume their checkpoints)
-            check_starts_unchanged(read_config(member), str(member))
+        config = read_config(member)
+        start = (trained.embeddings, config.get("embeddings_sha256"), trained.init_from,
+                 config.get("pretrained_sha256"))
+        if adds and start not in checked:  # a new member starts where the others started (others resume checkpoints)
+            check_starts_unchanged(config, str(member))
+            checked.add(start)
         differing = trained.first_difference(settings, ignore=_PER_MEMBER)
         if differing is not None:
             key, theirs, ours = differing

@@ -105,7 +105,7 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError(f"y mixes {' and '.join(mixed)} ({' and '.join(repr(kinds[k]) for k in mixed)}); give "
                              f"every label as one type")
         for i, label in enumerate(values):  # (before numpy turns a NaN among strings into the string "nan")
-            if label is None or isinstance(label, float) and np.isnan(label):
+            if label is None or isinstance(label, (float, np.floating)) and np.isnan(label):
                 raise ValueError(f"y[{i}] is {label!r}: every text needs a label")
         y = np.asarray(values)
         if y.ndim != 1 or len(y) != len(texts):

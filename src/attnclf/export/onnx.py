@@ -42,6 +42,7 @@ from ..prediction import trained_text_column
 from ..rundir import (ENSEMBLE_FILE, atomic_write_bytes, atomic_write_json, first_missing_folder, prepare_output_dir,
                       publish, refuse_multi_label, remove_empty_folders, temporary_beside)
 from ..text.tokenizer import PAD_ID, UNK_ID
+from ..training.pretrain import PRETRAIN_FILE
 from .runtime import EXPORT_FORMAT_VERSION, OnnxClassifier, weights_fingerprint
 
 OPSET = 17
@@ -158,9 +159,10 @@ def export_onnx(run_dir: str | Path, output: str | Path | None = None, *, check:
                            f"not supported: the runtime feeds one truncated sequence per text")
     graph = onnx_graph(clf.model)  # (refuses an LSTM before any folder exists)
     directory = Path(run_dir) / "onnx" if output is None else Path(output)
-    if any((directory / name).exists() for name in ("config.json", "model.safetensors", ENSEMBLE_FILE)):
+    if any((directory / name).exists() for name in ("config.json", "model.safetensors", ENSEMBLE_FILE,
+                                                     PRETRAIN_FILE)):
         # (the export's tokenizer.json and labels.json would replace the run's own, which its model needs)
-        raise AttnclfError(f"{directory} holds a trained run; export into another --output (default: "
+        raise AttnclfError(f"{directory} holds a trained run or pretraining; export into another --output (default: "
                            f"{Path(run_dir) / 'onnx'})")
     created = first_missing_folder(directory)
     prepare_output_dir(directory)

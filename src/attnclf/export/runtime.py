@@ -32,7 +32,7 @@ from ..checks import check_threads
 from ..ensemble import NOT_EXPLAINED, is_ensemble_dir
 from ..errors import AttnclfError, RunDirError
 from ..prediction import Prediction, check_texts
-from ..rundir import check_label_names, file_sha256, read_json
+from ..rundir import TEMPERATURE_FILE, check_label_names, file_sha256, read_json
 from ..text.tokenizer import PAD_ID, Tokenizer, TokenizerConfig
 
 EXPORT_FORMAT_VERSION = 1
@@ -73,7 +73,7 @@ def _check_current(directory: Path, config: dict) -> None:
     if weights_fingerprint(run_dir) != config["weights_sha256"]:
         raise RunDirError(f"{directory} was exported from earlier weights of {run_dir} (it trained on since); "
                           f"export it again: `attnclf export {run_dir} --format onnx`")
-    calibrated = run_dir / "temperature.json"  # (rundir.TEMPERATURE_FILE; importing rundir imports torch)
+    calibrated = run_dir / TEMPERATURE_FILE
     temperature = read_json(calibrated).get("temperature") if calibrated.is_file() else 1.0
     if temperature != config.get("temperature", 1.0):
         raise RunDirError(f"{directory} was exported with temperature {config.get('temperature', 1.0):g} and "

@@ -161,9 +161,11 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
     fingerprint = None if splits.validation is None else texts_fingerprint(splits.validation)
     # A refit checks the training texts too; they are not read again from a token cache, which refits refuse.
     trained_on = None if settings.data.token_cache else texts_fingerprint(splits.train)
+    # And the test texts, so that a resume given a moved test file can check it is the same one.
+    tested_on = None if settings.data.token_cache or splits.test is None else texts_fingerprint(splits.test)
     saved = read_config(run_dir) if resume else {}
     if resume:
-        _check_same_texts(run_dir, saved, settings, label_names, trained_on, fingerprint)
+        _check_same_texts(run_dir, saved, settings, label_names, trained_on, fingerprint, tested_on)
     counted = saved.get("counted_embeddings")
     if counting and distributed.is_main:  # DDP starts every rank from rank 0's parameters
         vectors, counted = _count_embeddings(settings, splits.train, width,
@@ -197,7 +199,7 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
     if distributed.is_main:
         atomic_write_json(run_dir / "labels.json", label_names)
         atomic_write_json(run_dir / "config.json", _config_record(settings, model, splits, counted, trained_on,
-                                                                  fingerprint, starts))
+                                                                  fingerprint, starts, tested_on))
 
     trainer = Trainer(model, settings.train, run_dir, device, label_names, progress=progress, distributed=distributed,
                       multi_label=settings.data.multi_label)
@@ -293,12 +295,12 @@ def _refuse_oversized(model: torch.nn.Module) -> None:
     needed = 4 * sum(p.numel() * p.element_size() for p in model.parameters()) + \
         sum(b.numel() * b.element_size() for b in model.buffers())
     if needed > memory:
-        # Name what makes it large: the rows of a table sized by the vocabulary or by max_len, else the widths.
+        # Name what makes it large: a table with a row per word or position, when it has more rows than columns;
+        # else the widths.
         largest = max(list(model.parameters()) + list(model.buffers()), key=lambda tensor: tensor.numel())
-        config = model.config
-        lower = ("--vocab-size" if largest.ndim and largest.shape[0] == config.vocab_size else
-                 "--max-len" if largest.ndim and largest.shape[0] == getattr(config, "max_len", None) else
-                 "the model's size (--set)")
+        rows = largest.shape[0] if largest.ndim == 2 and largest.shape[0] > largest.shape[1] else None
+        lower = ("--vocab-size" if rows == model.config.vocab_size else
+                 "--max-len" if rows == getattr(model.config, "max_len", None) else "the model's size (--set)")
         raise AttnclfError(f"this model needs at least {needed / 1e9:,.1f} GB for its weights, gradients and optimiser "
                            f"state, more than this machine's {memory / 1e9:,.1f} GB; lower {lower}")
 
@@ -363,6 +365,15 @@ def set_aside_earlier_model(run_dir: Path, progress: bool) -> None:
             (run_dir / name).unlink(missing_ok=True)
 
 
+def restore_earlier_model(run_dir: Path) -> None:
+    """Undo ``set_aside_earlier_model`` for a run that never started (it wrote no config.json)."""
+    earlier = run_dir / EARLIER_MODEL
+    if earlier.is_dir() and not (run_dir / "config.json").exists():
+        for moved in earlier.iterdir():
+            os.replace(moved, run_dir / moved.name)
+        earlier.rmdir()
+
+
 def _finished(run_dir: Path, metrics: dict) -> None:
     """Write the run's final metrics; the model it replaced, if any, is no longer needed."""
     atomic_write_json(run_dir / "metrics.json", metrics)
@@ -370,8 +381,11 @@ def _finished(run_dir: Path, metrics: dict) -> None:
 
 
 def _check_same_texts(run_dir: Path, saved: dict, settings: RunSettings, label_names: list[str],
-                      trained_on: str | None, fingerprint: str | None) -> None:
-    """A resumed run must see the texts it trained and validated on, as config.json recorded them."""
+                      trained_on: str | None, fingerprint: str | None, tested_on: str | None) -> None:
+    """A resumed run must see the texts it trained, validated and tests on, as config.json recorded them."""
+    if saved.get("data", {}).get("test_sha256") not in (None, tested_on):
+        raise RunDirError(f"{run_dir}: {settings.data.test_file or 'its test split'} no longer gives the test texts "
+                          f"this run recorded; it cannot resume on other data")
     if saved.get("data", {}).get("train_sha256") not in (None, trained_on):
         raise RunDirError(f"{run_dir}: {settings.data.describe()} no longer gives the texts this run trained on "
                           f"(the data changed since); it cannot resume on other data")
@@ -382,7 +396,7 @@ def _check_same_texts(run_dir: Path, saved: dict, settings: RunSettings, label_n
 
 
 def _config_record(settings: RunSettings, model, splits, counted: dict | None, trained_on: str | None,
-                   fingerprint: str | None, starts: dict) -> dict:
+                   fingerprint: str | None, starts: dict, tested_on: str | None) -> dict:
     """config.json: the settings (absolute paths, where the dataset was found), the model, and the data's sizes and
     fingerprints."""
     recorded = settings.anchored()
@@ -398,7 +412,8 @@ def _config_record(settings: RunSettings, model, splits, counted: dict | None, t
                  "validation_examples": 0 if splits.validation is None else len(splits.validation),
                  "test_examples": len(splits.test) if splits.test else 0,
                  **({"validation_sha256": fingerprint} if fingerprint else {}),
-                 **({"train_sha256": trained_on} if trained_on else {})},
+                 **({"train_sha256": trained_on} if trained_on else {}),
+                 **({"test_sha256": tested_on} if tested_on else {})},
     }
 
 
