@@ -164,9 +164,10 @@ def test_a_named_dataset_trains_from_the_cache_as_in_memory(tmp_path):
     config = json.loads((tmp_path / "cached" / "config.json").read_text())
     assert config["data"]["validation_examples"] == 30 and config["data"]["train_examples"] == 270
     # The same counts and the same fingerprint of the held-out texts, so later commands can check them.
-    # The in-memory run also fingerprints its training texts, which only `attnclf refit` reads (it refuses caches).
+    # The in-memory run also fingerprints its training texts, which only `attnclf refit` reads (it refuses caches),
+    # and its test texts, which a resume given a moved --test-file checks (a cached run keeps its files' places).
     in_memory_data = json.loads((tmp_path / "memory" / "config.json").read_text())["data"]
-    assert in_memory_data.pop("train_sha256") and config["data"] == in_memory_data
+    assert in_memory_data.pop("train_sha256") and in_memory_data.pop("test_sha256") and config["data"] == in_memory_data
 
 
 def test_a_failed_build_leaves_no_cache_behind(tmp_path):
@@ -203,9 +204,10 @@ def test_training_from_the_cache_matches_training_in_memory(files, tmp_path):
     assert len(list((tmp_path / "cache").glob("*/meta.json"))) == 2  # train and test caches
     config = json.loads((tmp_path / "cached" / "config.json").read_text())
     assert config["data"]["validation_examples"] == 25 and config["data"]["test_examples"] == 80
-    # The in-memory run also fingerprints its training texts, which only `attnclf refit` reads (it refuses caches).
+    # The in-memory run also fingerprints its training texts, which only `attnclf refit` reads (it refuses caches),
+    # and its test texts, which a resume given a moved --test-file checks (a cached run keeps its files' places).
     in_memory_data = json.loads((tmp_path / "memory" / "config.json").read_text())["data"]
-    assert in_memory_data.pop("train_sha256") and config["data"] == in_memory_data
+    assert in_memory_data.pop("train_sha256") and in_memory_data.pop("test_sha256") and config["data"] == in_memory_data
 
 
 def test_a_validation_file_is_cached_and_validates_as_in_memory(files, tmp_path):
