@@ -158,7 +158,8 @@ def train_ensemble(settings, seeds: Sequence[int], resume: bool = False, progres
     created = first_missing_folder(settings.output)
     output = prepare_output_dir(settings.output)
     members = [output / f"seed-{seed}" for seed in seeds]
-    replaced = _set_aside(output, progress) if not resume and from_environment().is_main else None
+    replacing = not resume and from_environment().is_main
+    replaced = _set_aside(output, progress) if replacing else None
     for seed, member in zip(seeds, members):
         if progress and from_environment().is_main:
             print(f"seed {seed}: {member}", file=sys.stderr)
@@ -166,7 +167,7 @@ def train_ensemble(settings, seeds: Sequence[int], resume: bool = False, progres
             train_or_continue(replace(settings, output=str(member), train=replace(settings.train, seed=seed)),
                               resume, progress)
         except BaseException as stopped:
-            if replaced is not None and not any((member / "config.json").is_file() for member in members):
+            if replacing and not any((new / "config.json").is_file() for new in members):
                 _put_back(output, replaced)  # nothing of the new ensemble was written: its data failed, say
             if isinstance(stopped, AttnclfError):
                 remove_empty_folders(output, created)  # a member that failed on its data left its folder empty
