@@ -38,7 +38,7 @@ from .pretrain import (check_compatible as check_pretrained, check_unchanged as 
                        describe as describe_pretrained, encoder_fingerprint, load_pretrained)
 from .run_data import (align_labels, describe_classes, held_out_fingerprint, load_data, shared_text_warnings,
                        texts_fingerprint)
-from .settings import COUNT_EMBEDDINGS, RunSettings, refuse_derived_fields, resume_settings
+from .settings import COUNT_EMBEDDINGS, RunSettings, epochs_done, refuse_derived_fields, resume_settings
 from .trainer import Trainer
 
 
@@ -152,7 +152,7 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
         raise
     if not resume and distributed.is_main:
         set_aside_earlier_model(run_dir, progress)
-    elif distributed.is_main and _epochs_done(run_dir) < settings.train.epochs:
+    elif distributed.is_main and epochs_done(run_dir) < settings.train.epochs:
         (run_dir / TEMPERATURE_FILE).unlink(missing_ok=True)  # training on changes the weights it was fitted to
     label_names = splits.train.label_names
     if distributed.is_main and not resume:
@@ -328,11 +328,6 @@ def _suspect_separators(train_file: str | None) -> str:
 # What a run writes into its folder, and so what it replaces of an earlier run there.
 _RUN_FILES = ("model.safetensors", "history.jsonl", "metrics.json", THRESHOLDS_FILE, TEMPERATURE_FILE, "report.html",
               "faithfulness.json", "config.json", "labels.json", "tokenizer.json")
-
-
-def _epochs_done(run_dir: Path) -> int:
-    state = run_dir / "checkpoint" / "state.json"
-    return read_json(state).get("epoch", 0) if state.is_file() else 0
 
 
 def set_aside_earlier_model(run_dir: Path, progress: bool) -> None:

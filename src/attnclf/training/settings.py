@@ -235,6 +235,12 @@ def settings_for(data: DataSettings, model: str, *, model_config: dict | None = 
     )
 
 
+def epochs_done(run_dir: str | Path) -> int:
+    """The epochs an interrupted run's last checkpoint holds (0 without one)."""
+    state = Path(run_dir) / "checkpoint" / "state.json"
+    return read_json(state).get("epoch", 0) if state.is_file() else 0
+
+
 def resume_settings(run_dir: str | Path, epochs: int | None = None, device: str | None = None,
                     threads: int | None = None) -> RunSettings:
     """The interrupted run's own settings; only the epoch budget, the device and the threads may change (threads
@@ -247,8 +253,7 @@ def resume_settings(run_dir: str | Path, epochs: int | None = None, device: str 
                            f"--epochs")
     if epochs is not None:
         train = TrainConfig(**{**saved["train"], "epochs": epochs})  # checked like a new setting
-        state = Path(run_dir) / "checkpoint" / "state.json"
-        done = read_json(state).get("epoch", 0) if state.is_file() else 0
+        done = epochs_done(run_dir)
         if epochs < done:  # it would stop at once, recording a budget its history contradicts
             raise AttnclfError(f"{run_dir} has trained {done} epochs already; --epochs {epochs} is fewer (give more "
                                f"to train on, or none to finish as planned)")
