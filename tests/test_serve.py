@@ -5,6 +5,7 @@ import socket
 import subprocess
 import sys
 import time
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
@@ -249,6 +250,9 @@ def test_one_app_serves_each_time_it_starts_and_says_when_it_has_not(local):
             assert client.post("/predict", json={"text": "good"}).status_code == 200
             assert client.post("/explain", json={"text": "good"}).status_code == 200
             assert client.head("/health").status_code == 200
+    with warnings.catch_warnings():  # FastAPI warned of a duplicate operation id when HEAD shared GET's route
+        warnings.simplefilter("error")
+        assert list(create_app(local).openapi()["paths"]["/health"]) == ["get"]
 
 
 def test_batcher_runs_requests_that_queue_together_as_one_batch():
