@@ -1240,13 +1240,19 @@ def test_an_experiment_cell_trained_on_a_copy_elsewhere_is_still_its_cell(tmp_pa
 def test_demo_shows_attention_as_weights_beside_the_uniform_weight(tmp_path, capsys, monkeypatch):
     import re
 
-    from attnclf import recipes
+    from attnclf import demo, recipes
 
     monkeypatch.setitem(recipes.RECIPES, "demo", {**recipes.RECIPES["demo"],
                                                   "train": {**recipes.RECIPES["demo"]["train"], "epochs": 1}})
+    # One text under both labels: whatever the model says, one of the two is a mistake, and it must show.
+    monkeypatch.setattr(demo, "EXAMPLES", [("the acting was wonderful", "positive"),
+                                           ("the acting was wonderful", "negative"), ("the plot was not good", "negative")])
     assert main(["demo", "--output", str(tmp_path / "demo"), "--quiet"]) == 0
-    lines = [line for line in capsys.readouterr().out.splitlines() if "attention:" in line][1:]  # after the key
-    assert len(lines) >= 3
+    out = capsys.readouterr().out
+    marked = [line for line in out.splitlines() if "WRONG: the rules say" in line]
+    assert 1 <= len(marked) <= 2 and f"\n{len(marked)} of 3 wrong, at " in out
+    lines = [line for line in out.splitlines() if "attention:" in line][1:]  # after the key
+    assert len(lines) == 3
     for line in lines:  # weights are not signed effects, and near-uniform ones must read as such
         assert re.fullmatch(r"\s+attention: (\S+ 0\.\d{3}, ){2}\S+ 0\.\d{3}  \(uniform would be 0\.\d{3}\)", line), line
     # Run again it replaces its own earlier demo; another run in the folder is not its to replace.

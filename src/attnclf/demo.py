@@ -10,12 +10,12 @@ from .rundir import member_folders
 from .training.run import train_run
 from .training.settings import DataSettings, resume_settings, settings_for
 
-EXAMPLES = [
-    "the acting was wonderful",
-    "the acting was not wonderful",
-    "the plot was boring but the ending was brilliant",
-    "the plot was brilliant but the ending was boring",
-    "honestly the soundtrack was not bad",
+EXAMPLES = [  # (text, the label the generator's rules give it: negation flips a word, the clause after "but" decides)
+    ("the acting was wonderful", "positive"),
+    ("the acting was not wonderful", "negative"),
+    ("the plot was boring but the ending was brilliant", "positive"),
+    ("the plot was brilliant but the ending was boring", "negative"),
+    ("honestly the soundtrack was not bad", "positive"),
 ]
 
 
@@ -31,15 +31,23 @@ def run_demo(output: str = "runs/demo", device: str = "auto", threads: int | Non
           f"  ({m['parameters']:,} parameters, trained in {m['train_seconds']:.0f}s)")
 
     clf = Classifier.load(result.run_dir, device=device)
-    occlusion = clf.explain(EXAMPLES, method="occlusion")
+    texts = [text for text, _ in EXAMPLES]
+    occlusion = clf.explain(texts, method="occlusion")
     print("\nPredictions, with the three tokens that")
     print("  attention: the pooling layer weighted most (where it looked, not proof of why it decided)")
     print("  occlusion: lower the predicted class's probability most when left out (a measured effect)")
-    for text, prediction, occluded in zip(EXAMPLES, clf.predict(EXAMPLES), occlusion):
-        print(f"  {prediction.label:<8} {prediction.confidence:.2f}  {text!r}")
+    wrong = 0
+    for (text, expected), prediction, occluded in zip(EXAMPLES, clf.predict(texts), occlusion):
+        mistake = prediction.label != expected
+        wrong += mistake
+        print(f"  {prediction.label:<8} {prediction.confidence:.2f}  {text!r}"
+              f"{f'  WRONG: the rules say {expected}' if mistake else ''}")
         weights = ", ".join(f"{token} {weight:.3f}" for token, weight in prediction.top_tokens(3))
         print(f"      attention: {weights}  (uniform would be {1 / len(prediction.tokens):.3f})")
         print(f"      occlusion: {_top(occluded.top_tokens(3))}")
+    if wrong:  # shown, not hidden: high test accuracy and high confidence do not make every answer right
+        print(f"\n{wrong} of {len(EXAMPLES)} wrong, at {m['accuracy']:.1%} test accuracy: the tokens above show "
+              f"what the model went by")
     print(f"\nrun directory: {result.run_dir}")
     print(f"next: attnclf explain {result.run_dir} \"the acting was not bad\" --method integrated-gradients")
 
