@@ -45,7 +45,8 @@ def splits(dataset: str, data_dir_: str | None = None, seed: int = 0, hold_out: 
 
 
 def parser(description: str) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description=description)
+    # (as written: a docstring's usage lines must not run into its paragraphs)
+    p = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--data-dir", help="datasets folder (default: $ATTNCLF_DATA_DIR, then ../shared/datasets)")
     p.add_argument("--out", help="result JSON (default: bench/results/<script>.json)")
     return p
