@@ -95,7 +95,13 @@ def test_same_seed_gives_the_same_model(data):
     (b"bytes", ["a"], "pass a list of texts as X, not bytes; decode it first"),
     (["w1", "half a pair \udc80"], ["a", "b"], r"X\[1\] is not valid Unicode: a lone surrogate \(U\+DC80\)"),
     (["w1", 5], ["a", "b"], r"X\[1\] is int"),
-    (np.array([["w1"], ["w2"]]), ["a", "b"], "one-dimensional"),
+    (np.array([["w1", "x"], ["w2", "y"]]), ["a", "b"], r"one-dimensional or one column; got shape \(2, 2\)"),
+    (["w1", "w2"], None, "requires y to be passed, but the target y is None"),
+    (["w1", "w2"], "ab", "y must be a sequence of labels, one per text, not str"),  # (not the classes 'a', 'b')
+    (["w1", "w2"], {"a": 1, "b": 2}, "one per text, not dict"),
+    (["w1", "w2"], {"a", "b"}, "one per text, not set"),
+    (["w1", "w2"], 3, "one per text, not int"),
+    (["w1", "w2", "w3"], [0.1, 0.7, 0.35], "Unknown label type: continuous"),  # (not three classes)
     (["w1", "w2"], ["a", "a"], "only one class"),
     ([], [], "no texts to fit on"),
     (["w1", "w2"], ["a"], "one label per text"),
@@ -130,6 +136,48 @@ def test_fit_leaves_the_callers_random_stream_alone(data):
 def test_a_bad_setting_is_a_value_error(data):
     with pytest.raises(ValueError, match="epochs must be at least 1, got 0"):
         AttentionTextClassifier("boe", epochs=0).fit(data[0], data[1])
+    with pytest.raises(ValueError, match="lr must be a number, got '0.01'"):
+        AttentionTextClassifier("boe", lr="0.01").fit(data[0], data[1])
+    with pytest.raises(ValueError, match="model_config must be a dict of model fields, got 'x'"):
+        AttentionTextClassifier("boe", model_config="x").fit(data[0], data[1])
+
+
+def test_numpy_numbers_from_a_grid_are_settings_like_any_other(data):
+    # np.array / np.linspace grids hand out numpy scalars; float32 lr reached config.json and failed after an epoch
+    clf = AttentionTextClassifier(d_model=np.int64(16), heads=np.int64(2), layers=np.int32(1), ff_dim=np.int64(32),
+                                  dropout=np.float64(0.1), lr=np.float32(1e-2), epochs=np.int64(1), max_len=np.int64(32))
+    clf.fit(data[0][:80], data[1][:80])
+    config = clf.classifier_.model.config
+    assert (type(config.d_model), type(config.dropout), config.d_model, config.max_len) == (int, float, 16, 32)
+
+
+def test_labels_keep_the_dtype_they_came_in_and_one_column_of_texts_is_texts(data):
+    train_x, train_y, test_x, _ = data
+    y = np.array([1 if label == "positive" else 0 for label in train_y[:80]], dtype=np.uint8)
+    column = np.array(train_x[:80], dtype=object)[:, None]  # as a ColumnTransformer passes one text column
+    clf = AttentionTextClassifier("boe", d_model=16, epochs=1).fit(column, y)
+    assert clf.classes_.dtype == np.uint8 and clf.predict(test_x[:5]).dtype == np.uint8
+    np.testing.assert_array_equal(clf.predict_proba(np.array(test_x[:5], dtype=object)[:, None]),
+                                  clf.predict_proba(test_x[:5]))
+
+
+def test_pandas_missing_values_in_y_are_missing_labels(data, monkeypatch):
+    import sys
+    import types
+
+    class Missing:  # as pandas.NA: no truth value, equal to nothing
+        def __bool__(self):
+            raise TypeError("boolean value of NA is ambiguous")
+
+        def __repr__(self):
+            return "<NA>"
+
+    pandas = types.SimpleNamespace(NA=Missing(), NaT=object())  # (pandas itself is not a dependency)
+    monkeypatch.setitem(sys.modules, "pandas", pandas)
+    with pytest.raises(ValueError, match=r"y\[2\] is <NA>: every text needs a label"):
+        AttentionTextClassifier("boe", epochs=1).fit(data[0][:3], ["pos", "neg", pandas.NA])
+    with pytest.raises(ValueError, match=r"y\[0\] is <NA>: every text needs a label"):
+        AttentionTextClassifier("boe", epochs=1).fit(data[0][:3], np.array([pandas.NA, 1, 0], dtype=object))
 
 
 def test_fit_raises_attnclf_errors_checked_before_any_work_and_says_when_training_diverges(data):

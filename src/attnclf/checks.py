@@ -21,6 +21,19 @@ def whole_number(value) -> int | None:
     return None
 
 
+def real_number(value) -> float | None:
+    """``value`` as a ``float`` if it is a real number of any type (numpy's too, as ``np.linspace`` grids give),
+    else None; not a bool, nor a string.
+
+    >>> import numpy as np
+    >>> real_number(np.float32(0.5)), real_number(2), real_number(True), real_number("0.1")
+    (0.5, 2.0, None, None)
+    """
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        return float(value)
+    return None
+
+
 def check_threads(threads) -> int | None:
     """``threads`` (None: the runtime's own choice) as an ``int`` of at least 1, or one line saying what is wrong
     (torch's and onnxruntime's own errors name their internals)."""

@@ -11,6 +11,7 @@ Texts in, the original label values out, so it drops into ``Pipeline``,
 
 from __future__ import annotations
 
+import sys
 import tempfile
 from dataclasses import fields
 from pathlib import Path
@@ -18,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import torch
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted
 
 from .classifier import Classifier
@@ -86,10 +88,16 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
         return self._fit(_texts(X), y)  # (a bad setting or text is an AttnclfError, a ValueError as callers expect)
 
     def _fit(self, texts: list[str], y) -> "AttentionTextClassifier":
+        if y is None:
+            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
+        if isinstance(y, (str, bytes, dict, set, frozenset)) or not hasattr(y, "__iter__"):
+            raise ValueError(f"y must be a sequence of labels, one per text, not {type(y).__name__}")
         if getattr(y, "ndim", 1) == 2 and y.shape[1] == 1:  # (a column, not label sets of one)
             raise ValueError(f"y must be one-dimensional, one label per text; got shape {y.shape}: pass y.ravel() "
                              f"(a DataFrame: y.iloc[:, 0])")
-        values = y.tolist() if isinstance(y, np.ndarray) else list(y)  # (a generator is read here, once)
+        # As an array of y's own dtype where it has one (uint8 labels come back as uint8, as scikit-learn's do)
+        given = y.to_numpy() if hasattr(y, "to_numpy") else y if isinstance(y, np.ndarray) else None
+        values = given.tolist() if given is not None else list(y)  # (a generator is read here, once)
         label_set = next((v for v in values if isinstance(v, (list, tuple, set, frozenset, np.ndarray))), None)
         if label_set is not None:
             raise ValueError(f"y holds a set of labels per text ({label_set!r}); this estimator is single-label "
@@ -97,7 +105,7 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
         # numpy would turn 1 into "1" (True into "True") and classes_ would not be y's
         kinds: dict[str, object] = {}  # the first label of each type, strings first
         for v in values:
-            if v is not None and not (isinstance(v, float) and np.isnan(v)):
+            if not _missing(v):
                 kinds.setdefault("strings" if isinstance(v, str) else
                                  "booleans" if isinstance(v, (bool, np.bool_)) else "numbers", v)
         if len(kinds) > 1:
@@ -105,11 +113,14 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError(f"y mixes {' and '.join(mixed)} ({' and '.join(repr(kinds[k]) for k in mixed)}); give "
                              f"every label as one type")
         for i, label in enumerate(values):  # (before numpy turns a NaN among strings into the string "nan")
-            if label is None or isinstance(label, (float, np.floating)) and np.isnan(label):
+            if _missing(label):
                 raise ValueError(f"y[{i}] is {label!r}: every text needs a label")
-        y = np.asarray(values)
+        y = given if given is not None and given.dtype != object else np.asarray(values)
         if y.ndim != 1 or len(y) != len(texts):
             raise ValueError(f"y must hold one label per text: {len(texts)} texts, y of shape {y.shape}")
+        if type_of_target(y) == "continuous":  # (as scikit-learn's classifiers: 300 values are not 300 classes)
+            raise ValueError("Unknown label type: continuous; y must hold class labels, not real numbers "
+                             "(a regression target)")
         classes, y_index = np.unique(y, return_inverse=True)
         if len(classes) == 0:
             raise ValueError("no texts to fit on")
@@ -162,6 +173,8 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
     def _model_fields(self) -> dict:
         if self.model not in MODELS:
             raise ValueError(f"unknown model {self.model!r}; choose one of {', '.join(MODELS)}")
+        if self.model_config is not None and not isinstance(self.model_config, dict):
+            raise ValueError(f"model_config must be a dict of model fields, got {self.model_config!r}")
         refuse_derived_fields(self.model_config or {}, _DERIVED_FROM)
         known = {f.name for f in fields(MODELS[self.model].config_class)}
         chosen = {name: getattr(self, name) for name in _SHARED_FIELDS if getattr(self, name) is not None}
@@ -176,6 +189,15 @@ _DERIVED_FROM = {"vocab_size": "the texts (the estimator's vocab_size= caps it)"
 
 
 def _texts(X) -> list[str]:
+    if getattr(X, "ndim", 1) == 2 and X.shape[1] == 1:  # one column, as a ColumnTransformer passes one through
+        X = X.iloc[:, 0] if hasattr(X, "iloc") else X[:, 0]
     if getattr(X, "ndim", 1) != 1:
-        raise ValueError(f"X must be one-dimensional, one text per row; got shape {X.shape}")
+        raise ValueError(f"X must be one text per row, one-dimensional or one column; got shape {X.shape}")
     return check_texts(X, name="X")
+
+
+def _missing(label) -> bool:
+    """None, a NaN of any float type, or pandas' NA or NaT (which pandas' nullable columns hold)."""
+    pandas = sys.modules.get("pandas")  # (a pandas value means pandas is loaded: no import needed)
+    return (label is None or isinstance(label, (float, np.floating)) and np.isnan(label)
+            or pandas is not None and (label is pandas.NA or label is pandas.NaT))

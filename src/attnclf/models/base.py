@@ -8,6 +8,7 @@ from typing import ClassVar
 import torch
 from torch import nn
 
+from ..checks import real_number, whole_number
 from ..errors import AttnclfError
 
 
@@ -55,8 +56,10 @@ class ModelConfig:
         """Each field holds its default's type (``--set`` parses values from text) and a size is at least 1."""
         for f in fields(self):
             value, default = getattr(self, f.name), f.default
-            if isinstance(default, float) and isinstance(value, int) and not isinstance(value, bool):
-                value = float(value)  # --set dropout=0 parses as an int
+            if isinstance(default, float) and real_number(value) is not None:
+                value = real_number(value)  # --set dropout=0 parses as an int; grids give numpy's numbers
+            elif type(default) is int and whole_number(value) is not None:
+                value = whole_number(value)  # (numpy's integers would not go into config.json)
             elif isinstance(default, bool) and type(value) is int and value in (0, 1):
                 value = bool(value)  # --set embedding_norm=1 did too, and runs saved it so
             setattr(self, f.name, value)

@@ -32,7 +32,7 @@ from torch.nn.parallel import DistributedDataParallel
 from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 from tqdm.auto import tqdm
 
-from ..checks import whole_number
+from ..checks import real_number, whole_number
 from ..errors import AttnclfError
 from ..evaluation.metrics import compute_metrics
 from ..evaluation.predict import predict_probabilities
@@ -78,6 +78,12 @@ class TrainConfig:
             if count is None:  # (1.5 epochs would fail in range(), "2" in a comparison)
                 raise AttnclfError(f"{name} must be a whole number, got {getattr(self, name)!r}")
             setattr(self, name, count)  # (numpy's integers would not go into config.json)
+        for name in ("lr", "weight_decay", "warmup_ratio", "grad_clip", "label_smoothing", "ema_decay",
+                     "checkpoint_seconds"):
+            number = real_number(getattr(self, name))
+            if number is None:  # ("0.01" would fail in a comparison, np.float32 in config.json after an epoch)
+                raise AttnclfError(f"{name} must be a number, got {getattr(self, name)!r}")
+            setattr(self, name, number)
         for name, low, high in (("epochs", 1, None), ("batch_size", 1, None), ("lr", 0, None),
                                 ("weight_decay", 0, None), ("warmup_ratio", 0, 1), ("grad_clip", 0, None),
                                 ("label_smoothing", 0, 1), ("ema_decay", 0, 1), ("patience", 0, None),
