@@ -180,9 +180,10 @@ def count_vectors(texts: Sequence[str], dim: int = 64, window: int = 5, min_coun
     if size - 2 <= dim:
         raise DataError(f"{size - 2} distinct words seen at least {min_count} times: too few for {dim} dimensions")
     # All texts as one stream of ids; a pair counts when both ids are words of the same text.
-    encoded = tokenizer.encode(texts)
-    stream = np.concatenate([np.asarray(ids, dtype=np.int64) for ids in encoded])
-    text_of = np.repeat(np.arange(len(encoded)), [len(ids) for ids in encoded])
+    encoded = list(tokenizer.encode_arrays(texts))
+    stream = np.concatenate(encoded)
+    text_of = np.repeat(np.arange(len(encoded), dtype=np.int32), [len(ids) for ids in encoded])
+    del encoded
     counts = sparse.csr_matrix((size, size), dtype=np.float64)
     for distance in range(1, window + 1):
         left, right = stream[:-distance], stream[distance:]

@@ -31,7 +31,7 @@ import math
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import numpy as np
 import torch
@@ -105,28 +105,25 @@ def mask_tokens(ids: torch.Tensor, mask: torch.Tensor, rate: float, vocab_size: 
     return corrupted, chosen
 
 
-def cut_pieces(sequences: Sequence[Sequence[int]], max_len: int, min_tokens: int = 2) -> list[list[int]]:
-    """Each sequence cut into consecutive pieces of ``max_len`` ids; pieces shorter than ``min_tokens`` are dropped.
+def cut_pieces(sequences: Iterable[Sequence[int]], max_len: int, min_tokens: int = 2) -> list[Sequence[int]]:
+    """Each sequence cut into consecutive pieces of ``max_len`` ids (slices: lists of lists, arrays of arrays);
+    pieces shorter than ``min_tokens`` are dropped.
 
     >>> cut_pieces([[1, 2, 3, 4, 5], [6]], 2)
     [[1, 2], [3, 4]]
     """
-    return [list(seq[start:start + max_len]) for seq in sequences for start in range(0, len(seq), max_len)
+    return [seq[start:start + max_len] for seq in sequences for start in range(0, len(seq), max_len)
             if len(seq[start:start + max_len]) >= min_tokens]
 
 
 def encode_pieces(tokenizer: Tokenizer, texts: Sequence[str], max_len: int, chunk: int = 2048) -> list[np.ndarray]:
-    """``cut_pieces`` of the texts' ids, as int32 arrays, tokenising ``chunk`` texts at a time.
-
-    Tokenising IMDB's 81,920 texts at once peaked at 3.6 GB; a chunk at a time, and arrays instead of lists of
-    Python ints, keep the pieces' 20.9M ids in a fraction of that (BENCHMARKS.md).
+    """``cut_pieces`` of the texts' ids, as int32 arrays, tokenising ``chunk`` texts at a time (``encode_arrays``).
 
     >>> tokenizer = Tokenizer.train(["a b c d e"], replace(TOKENIZER, min_frequency=1))
     >>> [piece.tolist() for piece in encode_pieces(tokenizer, ["a b c d e"], 2)]
     [[2, 3], [4, 5]]
     """
-    return [np.asarray(piece, dtype=np.int32) for start in range(0, len(texts), chunk)
-            for piece in cut_pieces(tokenizer.encode(texts[start:start + chunk]), max_len)]
+    return cut_pieces(tokenizer.encode_arrays(texts, chunk=chunk), max_len)
 
 
 class MaskedWordHead(nn.Module):
