@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import platform
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -14,6 +18,7 @@ from attnclf.errors import AttnclfError, DataError, RunDirError
 from attnclf.models import build_model
 from attnclf.text.tokenizer import PAD_ID, UNK_ID, Tokenizer, TokenizerConfig
 from attnclf.text.vectors import WordVectors
+from attnclf.training import device
 from attnclf.training.pretrain import (PretrainSettings, cut_pieces, encode_pieces, load_pretrained, mask_tokens,
                                        pretrain_encoder)
 
@@ -184,6 +189,8 @@ def test_word_vectors_seed_the_embedding_and_stay_fixed(tmp_path):
 
 def test_pretrain_then_train_from_it_on_the_command_line(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)  # a relative --init-from is recorded absolute
+    fixed = []
+    monkeypatch.setattr(device, "fix_mmap_threshold", lambda: fixed.append(True))
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("\n".join(cyclic_corpus()) + "\n", encoding="utf-8")
     pretrained = tmp_path / "pretrained"
@@ -192,6 +199,7 @@ def test_pretrain_then_train_from_it_on_the_command_line(tmp_path, capsys, monke
     captured = capsys.readouterr()
     assert "`attnclf train --init-from pretrained`" in captured.out
     assert "4,400 texts" in captured.err  # demo's 4,000 training texts and the file's 400 lines
+    assert fixed == [True]  # the command keeps its heap from growing epoch by epoch
     run = tmp_path / "run"
     command = ["train", "--dataset", "demo", "--epochs", "1", "--max-len", "32", "--max-train-examples", "200",
                "--output", str(run), "--no-report", "--threads", "1", *SMALL_FLAGS]
@@ -297,3 +305,42 @@ def test_a_new_seed_refuses_a_changed_pretraining_and_finished_seeds_do_not_need
     assert "which has changed since (pretrained further, or replaced)" in capsys.readouterr().err
     assert not (tmp_path / "ens" / "seed-2").exists()
     assert main(command + ["--seeds", "0", "1", "--resume"]) == 0
+
+
+GLIBC_BLOCK_SCRIPT = """
+import ctypes
+from attnclf.training.device import fix_mmap_threshold
+
+libc = ctypes.CDLL(None)
+libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
+libc.free.argtypes = [ctypes.c_void_p]
+class Info(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
+                                                     "fsmblks", "uordblks", "fordblks", "keepcost")]
+libc.mallinfo2.restype = Info
+libc.free(libc.malloc(20 << 20))  # freeing a mapped 20 MB block raises glibc's dynamic threshold past 5 MB
+fixed = fix_mmap_threshold()
+mapped = libc.mallinfo2().hblks
+block = libc.malloc(5 << 20)
+print(fixed, libc.mallinfo2().hblks - mapped)
+libc.free(block)
+"""
+
+
+@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="the threshold is glibc's")
+@pytest.mark.parametrize("tunables, expected", [(None, "True 1"), ("glibc.malloc.mmap_threshold=65536", "False 1")])
+def test_a_fixed_mmap_threshold_maps_blocks_of_5_mb_that_glibc_would_take_from_the_heap(tunables, expected):
+    # With the environment's own threshold (65 KB here) the function leaves it alone: the block is mapped anyway.
+    env = {key: value for key, value in os.environ.items() if key != "GLIBC_TUNABLES"}
+    env |= {"GLIBC_TUNABLES": tunables} if tunables else {}
+    done = subprocess.run([sys.executable, "-c", GLIBC_BLOCK_SCRIPT], env=env, capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.strip() == expected
+
+
+@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="the threshold is glibc's")
+def test_without_the_fix_glibc_takes_a_5_mb_block_from_the_heap():  # (so the test above can fail)
+    script = GLIBC_BLOCK_SCRIPT.replace("fixed = fix_mmap_threshold()", "fixed = None")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
+                          env={key: value for key, value in os.environ.items() if key != "GLIBC_TUNABLES"})
+    assert done.stdout.strip() == "None 0"
