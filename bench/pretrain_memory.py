@@ -6,7 +6,7 @@ Runs itself as a child process ``--rounds`` times each way, alternated: the IMDB
 the first ``--texts`` of IMDB's training and unlabelled reviews (800-token pieces, batch 128, as the IMDB probe in
 BENCHMARKS.md), one child as glibc leaves the process and one after ``fix_mmap_threshold()``, what `attnclf
 pretrain` calls. Each child reports, after every epoch, its resident memory and its peak so far, the epoch's CPU
-seconds and loss, and the sha256 of the encoder it wrote. About 3 minutes of one thread per child at the defaults.
+seconds (the first epoch's include tokenising) and loss, and the sha256 of the encoder it wrote. About 3 minutes of one thread per child at the defaults.
 """
 
 from __future__ import annotations
@@ -36,8 +36,8 @@ def child(args) -> dict:
     from attnclf.recipes import recipe_for
     from attnclf.training.pretrain import ENCODER_FILE, PretrainSettings, pretrain_encoder
 
-    if args.fixed:
-        from attnclf.training.device import fix_mmap_threshold
+    from attnclf.training.device import fix_mmap_threshold
+
     fixed = fix_mmap_threshold() if args.fixed else False
     texts = list(unlabelled_corpus("imdb", data_dir(args.data_dir)))[: args.texts]
     recipe = recipe_for("imdb")
@@ -55,6 +55,7 @@ def child(args) -> dict:
     with tempfile.TemporaryDirectory() as output:
         record = pretrain_encoder(texts, settings, output, log=log)
         encoder = hashlib.sha256((Path(output) / ENCODER_FILE).read_bytes()).hexdigest()
+    assert len(epochs) == len(record["epochs"]), "the log's wording changed: no epoch was measured"
     for epoch, done in zip(epochs, record["epochs"]):
         epoch["loss"] = done["loss"]
     return {"threshold_fixed": fixed, "pieces": record["pieces"], "epochs": epochs, "encoder_sha256": encoder}

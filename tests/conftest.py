@@ -11,6 +11,15 @@ REPO = Path(__file__).resolve().parents[1]
 torch.set_num_threads(1)
 
 
+@pytest.fixture(autouse=True)
+def _glibc_left_alone(monkeypatch):
+    """`attnclf pretrain` fixes glibc's mmap threshold for its whole process; run in pytest's, it would change how
+    every later test allocates. Tests that check the setting run it in a subprocess, or patch this again."""
+    from attnclf.training import device
+
+    monkeypatch.setattr(device, "fix_mmap_threshold", lambda *args: False)
+
+
 @pytest.fixture(scope="session")
 def shared_data_dir() -> Path:
     """The real corpora (ATTNCLF_DATA_DIR, else ../shared/datasets); tests using it skip when absent."""

@@ -101,6 +101,7 @@ def test_same_seed_gives_the_same_model(data):
     (["w1", "w2"], {"a": 1, "b": 2}, "one per text, not dict"),
     (["w1", "w2"], {"a", "b"}, "one per text, not set"),
     (["w1", "w2"], 3, "one per text, not int"),
+    (["w1", "w2"], np.array(3), "one per text, not ndarray"),
     (["w1", "w2", "w3"], [0.1, 0.7, 0.35], "Unknown label type: continuous"),  # (not three classes)
     (["w1", "w2"], ["a", "a"], "only one class"),
     ([], [], "no texts to fit on"),
@@ -149,6 +150,7 @@ def test_numpy_numbers_from_a_grid_are_settings_like_any_other(data):
     clf.fit(data[0][:80], data[1][:80])
     config = clf.classifier_.model.config
     assert (type(config.d_model), type(config.dropout), config.d_model, config.max_len) == (int, float, 16, 32)
+    assert type(clf.classifier_.tokenizer.config.max_len) is int  # (a config that reaches JSON one day)
 
 
 def test_labels_keep_the_dtype_they_came_in_and_one_column_of_texts_is_texts(data):
@@ -159,6 +161,15 @@ def test_labels_keep_the_dtype_they_came_in_and_one_column_of_texts_is_texts(dat
     assert clf.classes_.dtype == np.uint8 and clf.predict(test_x[:5]).dtype == np.uint8
     np.testing.assert_array_equal(clf.predict_proba(np.array(test_x[:5], dtype=object)[:, None]),
                                   clf.predict_proba(test_x[:5]))
+
+
+@pytest.mark.parametrize("labels", [np.array(["neg", "pos"], dtype=object), np.array([b"neg", b"pos"]),
+                                    np.array([False, True])])
+def test_labels_of_every_kind_come_back_as_given(data, labels):
+    y = labels[[1 if label == "positive" else 0 for label in data[1][:60]]]
+    clf = AttentionTextClassifier("boe", d_model=16, epochs=1).fit(data[0][:60], y)
+    assert clf.classes_.dtype == labels.dtype and clf.classes_.tolist() == labels.tolist()
+    assert clf.predict(data[2][:5]).dtype == labels.dtype
 
 
 def test_pandas_missing_values_in_y_are_missing_labels(data, monkeypatch):

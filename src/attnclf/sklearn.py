@@ -90,13 +90,18 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
     def _fit(self, texts: list[str], y) -> "AttentionTextClassifier":
         if y is None:
             raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
-        if isinstance(y, (str, bytes, dict, set, frozenset)) or not hasattr(y, "__iter__"):
+        scalar = not hasattr(y, "__iter__") or getattr(y, "ndim", 1) == 0  # (np.array(3) has __iter__, and fails it)
+        if scalar or isinstance(y, (str, bytes, dict, set, frozenset)):
             raise ValueError(f"y must be a sequence of labels, one per text, not {type(y).__name__}")
         if getattr(y, "ndim", 1) == 2 and y.shape[1] == 1:  # (a column, not label sets of one)
             raise ValueError(f"y must be one-dimensional, one label per text; got shape {y.shape}: pass y.ravel() "
                              f"(a DataFrame: y.iloc[:, 0])")
-        # As an array of y's own dtype where it has one (uint8 labels come back as uint8, as scikit-learn's do)
-        given = y.to_numpy() if hasattr(y, "to_numpy") else y if isinstance(y, np.ndarray) else None
+        # Labels come back in y's own dtype where it has one (uint8 as uint8, object as object), as scikit-learn's do
+        given = None
+        if hasattr(y, "to_numpy"):  # pandas
+            given = y.to_numpy()
+        elif isinstance(y, np.ndarray):
+            given = y
         values = given.tolist() if given is not None else list(y)  # (a generator is read here, once)
         label_set = next((v for v in values if isinstance(v, (list, tuple, set, frozenset, np.ndarray))), None)
         if label_set is not None:
@@ -115,10 +120,11 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
         for i, label in enumerate(values):  # (before numpy turns a NaN among strings into the string "nan")
             if _missing(label):
                 raise ValueError(f"y[{i}] is {label!r}: every text needs a label")
-        y = given if given is not None and given.dtype != object else np.asarray(values)
+        y = given if given is not None else np.asarray(values)
         if y.ndim != 1 or len(y) != len(texts):
             raise ValueError(f"y must hold one label per text: {len(texts)} texts, y of shape {y.shape}")
-        if type_of_target(y) == "continuous":  # (as scikit-learn's classifiers: 300 values are not 300 classes)
+        # (as scikit-learn's classifiers: 300 real values are not 300 classes; only floats can be, bytes cannot be asked)
+        if y.dtype.kind == "f" and type_of_target(y) == "continuous":
             raise ValueError("Unknown label type: continuous; y must hold class labels, not real numbers "
                              "(a regression target)")
         classes, y_index = np.unique(y, return_inverse=True)

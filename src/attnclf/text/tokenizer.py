@@ -17,6 +17,7 @@ import numpy as np
 from tokenizers import Tokenizer as HFTokenizer
 from tokenizers import decoders, models, pre_tokenizers, trainers
 
+from ..checks import whole_number
 from ..errors import AttnclfError, DataError, RunDirError
 from .cleaning import CleaningConfig, clean
 
@@ -44,8 +45,12 @@ class TokenizerConfig:
             if getattr(self, name) not in allowed:
                 raise AttnclfError(f"tokenizer {name} must be one of {', '.join(allowed)}, got {getattr(self, name)!r}")
         for name, low in (("vocab_size", 3), ("min_frequency", 1), ("max_len", 1)):  # 3: <pad>, <unk> and a word
-            if getattr(self, name) < low:
-                raise AttnclfError(f"tokenizer {name} must be at least {low}, got {getattr(self, name)}")
+            count = whole_number(getattr(self, name))
+            if count is None:  # (numpy's integers, from a parameter grid, are counts too; 2.5 is not)
+                raise AttnclfError(f"tokenizer {name} must be a whole number, got {getattr(self, name)!r}")
+            if count < low:
+                raise AttnclfError(f"tokenizer {name} must be at least {low}, got {count}")
+            setattr(self, name, count)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -159,7 +164,7 @@ class Tokenizer:
     def encode_arrays(self, texts: Sequence[str], max_len: int | None = None, chunk: int = 2048) -> Iterator[np.ndarray]:
         """``encode``'s ids as int32 arrays, tokenising ``chunk`` texts at a time, for corpora: one call over all of
         IMDB's 81,920 training and unlabelled reviews held 3.6 GB of the tokenizer's objects and Python ints, a
-        chunk at a time into arrays 0.65 GB (BENCHMARKS.md, `attnclf pretrain`).
+        chunk at a time into arrays 0.65 GB (cut into pretraining's pieces; BENCHMARKS.md, `attnclf pretrain`).
 
         >>> tokenizer = Tokenizer.train(["a b c"], TokenizerConfig(min_frequency=1))
         >>> [ids.tolist() for ids in tokenizer.encode_arrays(["a b", "c"])]

@@ -112,8 +112,8 @@ def cut_pieces(sequences: Iterable[Sequence[int]], max_len: int, min_tokens: int
     >>> cut_pieces([[1, 2, 3, 4, 5], [6]], 2)
     [[1, 2], [3, 4]]
     """
-    return [seq[start:start + max_len] for seq in sequences for start in range(0, len(seq), max_len)
-            if len(seq[start:start + max_len]) >= min_tokens]
+    return [piece for seq in sequences for start in range(0, len(seq), max_len)
+            if len(piece := seq[start:start + max_len]) >= min_tokens]
 
 
 def encode_pieces(tokenizer: Tokenizer, texts: Sequence[str], max_len: int, chunk: int = 2048) -> list[np.ndarray]:
