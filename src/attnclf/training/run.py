@@ -394,6 +394,19 @@ def _config_record(settings: RunSettings, model, splits, counted: dict | None, t
                    fingerprint: str | None, starts: dict, tested_on: str | None) -> dict:
     """config.json: the settings (absolute paths, where the dataset was found), the model, and the data's sizes and
     fingerprints."""
+    return config_record(settings, model, {
+        "train_examples": len(splits.train),
+        "validation_examples": 0 if splits.validation is None else len(splits.validation),
+        "test_examples": len(splits.test) if splits.test else 0,
+        **({"validation_sha256": fingerprint} if fingerprint else {}),
+        **({"train_sha256": trained_on} if trained_on else {}),
+        **({"test_sha256": tested_on} if tested_on else {})}, {
+        **({"counted_embeddings": counted} if counted else {}), **starts})
+
+
+def config_record(settings: RunSettings, model, data: dict, extra: dict | None = None) -> dict:
+    """A run's config.json from its settings, its model, the record of its ``data`` and any ``extra`` entries: what
+    `attnclf train` writes, and AttentionTextClassifier.save."""
     recorded = settings.anchored()
     return {
         "format_version": FORMAT_VERSION,
@@ -401,14 +414,8 @@ def _config_record(settings: RunSettings, model, splits, counted: dict | None, t
                      "blas": blas_libraries()},
         "settings": replace(recorded, data=recorded.data.located()).to_dict(),
         "model": {"name": settings.model, "config": model.config.to_dict(), "parameters": model.num_parameters()},
-        **({"counted_embeddings": counted} if counted else {}),
-        **starts,
-        "data": {"train_examples": len(splits.train),
-                 "validation_examples": 0 if splits.validation is None else len(splits.validation),
-                 "test_examples": len(splits.test) if splits.test else 0,
-                 **({"validation_sha256": fingerprint} if fingerprint else {}),
-                 **({"train_sha256": trained_on} if trained_on else {}),
-                 **({"test_sha256": tested_on} if tested_on else {})},
+        **(extra or {}),
+        "data": data,
     }
 
 
