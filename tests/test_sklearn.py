@@ -208,3 +208,175 @@ def test_model_config_cannot_set_what_fit_derives_from_the_data(data):
 def test_labels_given_as_a_generator_are_read_once(data):
     fitted = AttentionTextClassifier("boe", d_model=16, epochs=1).fit(data[0][:60], (label for label in data[1][:60]))
     assert list(fitted.classes_) == sorted(set(data[1][:60]))
+
+
+# ---------------------------------------------------------------- save / load: a run directory, never pickle
+
+SMALL = dict(d_model=16, epochs=1, batch_size=16, lr=1e-2)
+
+
+@pytest.fixture(scope="module")
+def saved(data, tmp_path_factory):
+    """An estimator fitted on integer labels (uint8: a dtype of their own) and the folder it saved."""
+    train_x, train_y, _, _ = data
+    y = np.array([7 if label == "positive" else 3 for label in train_y[:120]], dtype=np.uint8)
+    clf = AttentionTextClassifier("boe", **SMALL).fit(train_x[:120], y)
+    return clf, clf.save(tmp_path_factory.mktemp("saved") / "estimator")
+
+
+def test_a_saved_estimator_is_a_run_that_predicts_what_the_estimator_predicts(data, saved, capsys):
+    import json
+
+    from attnclf import Classifier
+    from attnclf.cli import main
+
+    clf, path = saved
+    test_x = data[2][:40]
+    np.testing.assert_array_equal(Classifier.load(path, device="cpu").predict_proba(test_x), clf.predict_proba(test_x))
+    config = json.loads((path / "config.json").read_text())
+    assert config["trained_by"] == "attnclf.sklearn.AttentionTextClassifier"
+    assert config["estimator"]["params"] == clf.get_params() and config["settings"]["model"] == "boe"
+    assert config["settings"]["train"]["lr"] == 1e-2 and config["model"]["config"]["embed_dim"] == 16
+    capsys.readouterr()
+    assert main(["predict", str(path), test_x[0], "--device", "cpu"]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    assert answer["label"] == str(clf.predict(test_x[:1])[0])
+    np.testing.assert_allclose([answer["probabilities"][name] for name in ("3", "7")], clf.predict_proba(test_x[:1])[0],
+                               atol=1e-6)
+    assert main(["explain", str(path), test_x[0]]) == 0
+
+
+def test_load_gives_back_the_fitted_estimator(data, saved):
+    clf, path = saved
+    again = AttentionTextClassifier.load(path)
+    assert again.get_params() == clf.get_params() and again.history_ == clf.history_
+    assert again.classes_.dtype == np.uint8 and again.classes_.tolist() == [3, 7]
+    predicted = again.predict(data[2][:40])
+    assert predicted.dtype == np.uint8
+    np.testing.assert_array_equal(predicted, clf.predict(data[2][:40]))
+    np.testing.assert_array_equal(again.predict_proba(data[2][:40]), clf.predict_proba(data[2][:40]))
+
+
+def test_string_labels_and_self_attention_round_trip_and_serve(data, tmp_path):
+    from fastapi.testclient import TestClient
+
+    from attnclf.ensemble import load_run
+    from attnclf.serve.app import create_app
+
+    train_x, train_y, test_x, _ = data
+    clf = AttentionTextClassifier(heads=2, layers=1, **SMALL).fit(train_x[:120], train_y[:120])
+    path = clf.save(tmp_path / "strings")
+    again = AttentionTextClassifier.load(path)
+    assert again.classes_.dtype == clf.classes_.dtype and again.classes_.tolist() == ["negative", "positive"]
+    np.testing.assert_array_equal(again.predict(test_x[:40]), clf.predict(test_x[:40]))
+    with TestClient(create_app(load_run(path, device="cpu"))) as client:  # what `attnclf serve` serves
+        answer = client.post("/predict", json={"text": test_x[0]}).json()["predictions"][0]
+    np.testing.assert_allclose([answer["probabilities"][name] for name in clf.classes_], clf.predict_proba(test_x[:1])[0],
+                               atol=1e-6)
+
+
+@pytest.mark.parametrize("labels", [np.array(["neg", "pos"], dtype=object), np.array([False, True]),
+                                    np.array([-1.0, 2.0], dtype=np.float32), np.array([0, 2 ** 63], dtype=np.uint64)])
+def test_labels_of_every_savable_kind_come_back_as_given(data, tmp_path, labels):
+    y = labels[[1 if label == "positive" else 0 for label in data[1][:60]]]
+    clf = AttentionTextClassifier("boe", d_model=16, epochs=1).fit(data[0][:60], y)
+    again = AttentionTextClassifier.load(clf.save(tmp_path / "run"))
+    assert again.classes_.dtype == labels.dtype and again.classes_.tolist() == labels.tolist()
+    assert [type(c) for c in again.classes_.tolist()] == [type(c) for c in labels.tolist()]
+
+
+@pytest.mark.parametrize("labels, message", [
+    (np.array([b"neg", b"pos"]), r"\|S3 labels would not read back"),
+    (np.array(["2024-01-01", "2024-06-01"], dtype="datetime64[D]"), r"datetime64\[D\] labels would not read back"),
+    (np.array([0.5, 2], dtype=object), r"the label 0.5 \(object labels\) would not read back"),
+])
+def test_labels_json_cannot_hold_exactly_are_refused_with_a_pointer_to_pickle(data, tmp_path, labels, message):
+    y = labels[[1 if label == "positive" else 0 for label in data[1][:60]]]
+    clf = AttentionTextClassifier("boe", d_model=16, epochs=1).fit(data[0][:60], y)
+    with pytest.raises(ValueError, match=message + ".*keep this estimator with pickle or joblib instead"):
+        clf.save(tmp_path / "run")
+    assert not (tmp_path / "run").exists()
+
+
+def test_save_refuses_an_unfitted_estimator_a_file_and_a_folder_that_is_not_empty(saved, tmp_path):
+    from attnclf.errors import AttnclfError
+
+    clf, path = saved
+    with pytest.raises(NotFittedError):
+        AttentionTextClassifier().save(tmp_path / "unfitted")
+    assert not (tmp_path / "unfitted").exists()
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(AttnclfError, match="is a file; save into a folder"):
+        clf.save(tmp_path / "file")
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "notes.txt").write_text("mine")
+    with pytest.raises(AttnclfError, match="holds other files; pass overwrite=True to replace it"):
+        clf.save(tmp_path / "notes")
+    assert (tmp_path / "notes" / "notes.txt").read_text() == "mine"
+    with pytest.raises(AttnclfError, match="holds a fitted estimator; pass overwrite=True"):
+        clf.save(path)
+    (tmp_path / "empty").mkdir()
+    clf.save(tmp_path / "empty")  # an empty folder is no one's
+    assert AttentionTextClassifier.load(tmp_path / "empty").classes_.tolist() == [3, 7]
+    clf.save(tmp_path / "notes", overwrite=True)  # replaced as a whole
+    assert sorted(p.name for p in (tmp_path / "notes").iterdir()) == sorted(p.name for p in path.iterdir())
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty", "file", "notes"]  # no temporary folder left
+
+
+def test_save_will_not_replace_a_trained_run_without_overwrite_nor_load_one(saved, tmp_path):
+    import json
+    import shutil
+
+    from attnclf.errors import AttnclfError
+
+    trained = shutil.copytree(saved[1], tmp_path / "trained")  # as `attnclf train` writes it: no "trained_by"
+    config = json.loads((trained / "config.json").read_text())
+    del config["trained_by"], config["estimator"]
+    (trained / "config.json").write_text(json.dumps(config))
+    with pytest.raises(AttnclfError, match="holds a run trained by `attnclf train`; pass overwrite=True"):
+        saved[0].save(trained)
+    with pytest.raises(AttnclfError, match="not saved by AttentionTextClassifier.save: load it with attnclf.Classifier"):
+        AttentionTextClassifier.load(trained)
+    (tmp_path / "seeds" / "seed-0").mkdir(parents=True)
+    (tmp_path / "seeds" / "seed-0" / "config.json").write_text("{}")
+    with pytest.raises(AttnclfError, match="holds a `train --seeds` ensemble; pass overwrite=True"):
+        saved[0].save(tmp_path / "seeds")
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["evaluate"], r"has no recorded test texts; score it with `attnclf evaluate \S+ --test-file FILE`"),
+    (["evaluate", "--split", "validation"], "has no recorded validation texts to calibrate on or to score"),
+    (["calibrate"], "has no recorded validation texts to calibrate on"),
+    (["refit"], "has no recorded training data to resume or refit on; fit the estimator again"),
+    (["report"], "has no recorded test texts"),
+    (["export"], r"has no recorded test texts; .*\(export it with --check-file FILE\)"),
+    (["train", "--resume", "--output"], "has no recorded training data to resume or refit on"),
+])
+def test_commands_that_need_the_runs_own_data_refuse_a_saved_estimator_in_one_line(saved, capsys, argv, message):
+    from attnclf.cli import main
+
+    path = saved[1]
+    before = sorted(p.name for p in path.iterdir())
+    capsys.readouterr()
+    assert main([*argv, str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "saved by the scikit-learn estimator (AttentionTextClassifier.save)" in err
+    assert err.startswith(f"attnclf: error: {path} was saved") and __import__("re").search(message, err)
+    assert sorted(p.name for p in path.iterdir()) == before  # nothing written beside it
+
+
+def test_evaluate_scores_a_saved_estimator_on_a_test_file(data, saved, tmp_path, capsys):
+    import csv
+    import json
+
+    from attnclf.cli import main
+
+    clf, path = saved
+    test_x, test_y = data[2][:40], data[3][:40]
+    with open(tmp_path / "test.csv", "w", newline="") as handle:
+        csv.writer(handle).writerows([("text", "label"), *((t, 7 if y == "positive" else 3) for t, y in
+                                                           zip(test_x, test_y))])
+    capsys.readouterr()
+    assert main(["evaluate", str(path), "--test-file", str(tmp_path / "test.csv"), "--json"]) == 0
+    expected = clf.score(test_x, np.array([7 if y == "positive" else 3 for y in test_y], dtype=np.uint8))
+    assert json.loads(capsys.readouterr().out)["accuracy"] == pytest.approx(expected)

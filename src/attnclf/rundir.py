@@ -14,6 +14,10 @@ earlier-model/     while `train --overwrite` retrains the folder: the finished m
                    when the new one finishes (an interrupted replacement keeps it)
 ```
 
+``AttentionTextClassifier.save`` writes the four files a model needs, history.jsonl and metrics.json (without
+test metrics: it records no texts); its config.json adds "trained_by" (``ESTIMATOR``) and the estimator's
+parameters and classes.
+
 Every file is written atomically (temporary file, then ``os.replace``), so an
 interrupted run never leaves a half-written file behind.
 """
@@ -24,6 +28,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -39,6 +44,8 @@ THRESHOLDS_FILE = "thresholds.json"
 TEMPERATURE_FILE = "temperature.json"
 EARLIER_MODEL = "earlier-model"
 EARLIER_MODEL_STAGING = f"{EARLIER_MODEL}.partial"  # a set-aside in progress, renamed to EARLIER_MODEL once whole
+# config.json's "trained_by" in a folder AttentionTextClassifier.save wrote (train's runs have none)
+ESTIMATOR = "attnclf.sklearn.AttentionTextClassifier"
 
 
 def temporary_beside(path: Path, suffix: str = ".tmp") -> tuple[int, str]:
@@ -67,6 +74,28 @@ def _umask() -> int:
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
+
+
+def publish_folder(tmp: str | Path, path: Path, replace: bool = False) -> None:
+    """Atomically move a finished temporary folder (``mkdtemp`` beside ``path``) onto ``path``, which must be missing
+    or empty unless ``replace``: then whatever ``path`` held is moved aside, and deleted once the new folder is in."""
+    try:
+        os.chmod(tmp, 0o777 & ~_umask())
+    except OSError:
+        pass
+    aside = None
+    if replace and Path(path).exists():
+        aside = Path(tempfile.mkdtemp(dir=Path(path).parent, prefix=f".{Path(path).name}.", suffix=".replaced"))
+        os.replace(path, aside / "old")
+    try:
+        os.replace(tmp, path)
+    except BaseException:
+        if aside is not None:
+            os.replace(aside / "old", path)
+            aside.rmdir()
+        raise
+    if aside is not None:
+        shutil.rmtree(aside, ignore_errors=True)
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
@@ -295,6 +324,15 @@ def check_label_names(labels: Any, classes: int, path: Path) -> list[str]:
 def is_multi_label(config: dict) -> bool:
     """Whether the run whose config.json this is predicts a label set per text."""
     return bool(config.get("settings", {}).get("data", {}).get("multi_label", False))
+
+
+def refuse_estimator_run(config: dict, lacks: str, run_dir: str | Path | None = None) -> None:
+    """One line saying the run is a fitted ``AttentionTextClassifier`` that ``save`` wrote, if it is one: it records no
+    data, so it has no ``lacks`` (``run_dir`` names it; default: where it was saved)."""
+    if config.get("trained_by") == ESTIMATOR:
+        where = run_dir if run_dir is not None else config.get("settings", {}).get("output")
+        raise RunDirError(f"{where} was saved by the scikit-learn estimator (AttentionTextClassifier.save): it has no "
+                          f"recorded {lacks}")
 
 
 def refuse_multi_label(config: dict, what: str) -> None:

@@ -7,10 +7,20 @@ Texts in, the original label values out, so it drops into ``Pipeline``,
 >>> clf = AttentionTextClassifier(epochs=3, d_model=32, layers=1)
 >>> # cross_val_score(clf, texts, labels, cv=3)
 >>> # clf.fit(texts, labels).predict(["not good, not good at all"])
+
+A fitted estimator saves as a run directory (safetensors weights and JSON, never pickle), which
+``attnclf.Classifier.load`` and ``attnclf predict`` / ``explain`` / ``serve`` / ``export`` read, and
+``AttentionTextClassifier.load`` makes the fitted estimator again, labels and parameters included:
+
+>>> # clf.save("runs/estimator")
+>>> # AttentionTextClassifier.load("runs/estimator").predict(["not good, not good at all"])
 """
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
 import sys
 import tempfile
 from dataclasses import fields
@@ -25,6 +35,7 @@ from sklearn.utils.validation import check_is_fitted
 from .classifier import Classifier
 from .data.base import TextDataset
 from .data.splits import train_validation_split
+from .errors import AttnclfError, RunDirError
 from .models import MODELS, build_model
 from .prediction import check_texts
 from .text.batching import BucketBatches
@@ -134,8 +145,7 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError(f"y has only one class ({classes[0]!r}); a classifier needs two at least")
         if not 0 <= self.validation_fraction < 1:
             raise ValueError(f"validation_fraction must be in [0, 1), got {self.validation_fraction}")
-        config = TrainConfig(epochs=self.epochs, batch_size=self.batch_size, lr=self.lr,
-                             weight_decay=self.weight_decay, patience=self.patience, seed=self.seed)  # checked first
+        config = self._train_config()  # checked first
         model_fields = self._model_fields()  # (so are these, before the split and the tokenizer)
         label_names = [str(c) for c in classes]
         data = TextDataset(texts, y_index.tolist(), label_names)
@@ -158,6 +168,7 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
             )
         self.classes_, self.history_ = classes, history
         self.classifier_ = Classifier(model, tokenizer, label_names, device)
+        self._fitted_on = {"train_examples": len(train), "validation_examples": len(validation)}  # (for save)
         return self
 
     def predict_proba(self, X) -> np.ndarray:
@@ -169,6 +180,101 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
         """The most probable label per text, as one of ``classes_``."""
         probabilities = self.predict_proba(X)
         return self.classes_[probabilities.argmax(axis=1)]
+
+    def save(self, path: str | Path, overwrite: bool = False) -> Path:
+        """Write the fitted estimator as a run directory (safetensors weights and JSON, never pickle) into ``path``,
+        which ``attnclf.Classifier.load``, ``attnclf predict``, ``explain``, ``serve`` and ``export`` read, and
+        ``AttentionTextClassifier.load`` makes an estimator of again. Returns ``path``.
+
+        The folder appears whole or not at all. One that is not empty (another run, say) is refused unless
+        ``overwrite``, which replaces it and everything in it. Its config.json records the estimator's
+        parameters and ``classes_``, which must be strings, whole numbers or booleans (JSON's values).
+        It records no texts: commands that need the run's own data (`attnclf calibrate`, `refit`, `report`,
+        `evaluate` without --test-file, `train --resume`) refuse it.
+
+        >>> # AttentionTextClassifier("boe").fit(texts, labels).save("runs/estimator")
+        """
+        from .rundir import (ESTIMATOR, atomic_save_tensors, atomic_write_json, prepare_output_dir, publish_folder,
+                             write_jsonl)
+        from .training.run import config_record
+        from .training.settings import DataSettings, RunSettings
+
+        check_is_fitted(self, "classifier_")
+        classes = _json_labels(self.classes_)
+        params = _json_params(self.get_params())
+        target = Path(os.path.abspath(path))  # ("." has no name to put a temporary folder beside)
+        _check_save_target(Path(path), target, overwrite)
+        prepare_output_dir(target.parent)
+        model = self.classifier_.model
+        settings = RunSettings(
+            data=DataSettings(val_fraction=params["validation_fraction"]), tokenizer=self.classifier_.tokenizer.config,
+            model=params["model"], model_config=_json_params(self._model_fields()), train=self._train_config(),
+            output=str(path), device=params["device"], report=False)
+        record = config_record(settings, model, {**getattr(self, "_fitted_on", {}), "test_examples": 0}, {
+            "trained_by": ESTIMATOR,
+            "estimator": {"params": params, "classes": classes, "classes_dtype": self.classes_.dtype.str}})
+        tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"))
+        try:
+            atomic_write_json(tmp / "config.json", record)
+            atomic_write_json(tmp / "labels.json", self.classifier_.label_names)
+            self.classifier_.tokenizer.save(tmp / "tokenizer.json")
+            atomic_save_tensors(tmp / "model.safetensors", model.state_dict())
+            write_jsonl(tmp / "history.jsonl", self.history_)
+            atomic_write_json(tmp / "metrics.json", {
+                "split": None, "train_seconds": round(sum(h["seconds"] for h in self.history_), 3),
+                "parameters": model.num_parameters(),
+                "note": "fitted by the scikit-learn estimator, which recorded no test texts; score it with "
+                        "`attnclf evaluate RUN --test-file FILE`"})
+            publish_folder(tmp, target, replace=overwrite)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        return Path(path)
+
+    @classmethod
+    def load(cls, path: str | Path, device: str | None = None) -> "AttentionTextClassifier":
+        """The fitted estimator ``save`` wrote into ``path``: its parameters, ``classes_`` (their values and dtype),
+        ``classifier_`` and ``history_``. ``device`` overrides the one it was fitted with.
+
+        >>> # AttentionTextClassifier.load("runs/estimator").predict(["not good at all"])
+        """
+        from .rundir import ESTIMATOR, check_run_dir, read_config, read_jsonl
+
+        config = read_config(check_run_dir(path))
+        if config.get("trained_by") != ESTIMATOR:
+            raise RunDirError(f"{path} was trained by `attnclf train`, not saved by AttentionTextClassifier.save: load "
+                              f"it with attnclf.Classifier.load")
+        saved = config.get("estimator")
+        if not (isinstance(saved, dict) and isinstance(saved.get("params"), dict) and
+                isinstance(saved.get("classes"), list) and isinstance(saved.get("classes_dtype"), str)):
+            raise RunDirError(f"{Path(path) / 'config.json'}: estimator is not a record of params, classes and "
+                              f"classes_dtype (was the file edited?)")
+        params = saved["params"]
+        unknown = sorted(set(params) - set(cls().get_params()))
+        if unknown:
+            raise RunDirError(f"{Path(path) / 'config.json'}: estimator.params has {unknown[0]!r}, which this "
+                              f"AttentionTextClassifier does not take")
+        try:
+            classes = np.array(saved["classes"], dtype=np.dtype(saved["classes_dtype"]))
+        except (TypeError, ValueError) as exc:
+            raise RunDirError(f"{Path(path) / 'config.json'}: estimator.classes are not labels ({exc})") from None
+        if classes.ndim != 1:
+            raise RunDirError(f"{Path(path) / 'config.json'}: estimator.classes is not a list of labels")
+        estimator = cls(**params)
+        if device is not None:
+            estimator.device = device
+        classifier = Classifier.load(path, device=estimator.device)
+        if [str(c) for c in classes] != classifier.label_names:
+            raise RunDirError(f"{Path(path) / 'config.json'}: estimator.classes do not match labels.json")
+        estimator.classes_, estimator.classifier_ = classes, classifier
+        estimator.history_ = read_jsonl(Path(path) / "history.jsonl")
+        estimator._fitted_on = {key: config["data"][key] for key in ("train_examples", "validation_examples")
+                                if key in config.get("data", {})}
+        return estimator
+
+    def _train_config(self) -> TrainConfig:
+        return TrainConfig(epochs=self.epochs, batch_size=self.batch_size, lr=self.lr, weight_decay=self.weight_decay,
+                           patience=self.patience, seed=self.seed)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -200,6 +306,65 @@ def _texts(X) -> list[str]:
     if getattr(X, "ndim", 1) != 1:
         raise ValueError(f"X must be one text per row, one-dimensional or one column; got shape {X.shape}")
     return check_texts(X, name="X")
+
+
+def _check_save_target(given: Path, target: Path, overwrite: bool) -> None:
+    """Refuse to save over a file, or without ``overwrite`` over a folder that holds anything (another run)."""
+    from .rundir import ENSEMBLE_FILE, ESTIMATOR, member_folders, read_json
+
+    if target.is_file():
+        raise AttnclfError(f"{given} is a file; save into a folder")
+    if overwrite or not target.is_dir() or not any(target.iterdir()):
+        return
+    if (target / "config.json").is_file():
+        saved = read_json(target / "config.json")
+        what = ("a fitted estimator" if isinstance(saved, dict) and saved.get("trained_by") == ESTIMATOR else
+                "a run trained by `attnclf train`")
+    elif (target / ENSEMBLE_FILE).is_file() or member_folders(target):
+        what = "a `train --seeds` ensemble"
+    else:
+        what = "other files"
+    raise AttnclfError(f"{given} holds {what}; pass overwrite=True to replace it, or save into another folder")
+
+
+def _json_labels(classes: np.ndarray) -> list:
+    """``classes`` as JSON values that read back as the same labels (strings, whole numbers, booleans); others are
+    a one-line error."""
+    if classes.dtype.kind not in "biufUO":  # (bytes; datetime64 labels would list as integers)
+        raise AttnclfError(f"cannot save classes_ as JSON: {classes.dtype} labels would not read back as themselves "
+                           f"(strings, whole numbers and booleans do); keep this estimator with pickle or joblib "
+                           f"instead")
+    values = classes.tolist()
+    for value in values:
+        plain = value.item() if isinstance(value, np.generic) else value
+        exact = isinstance(plain, (bool, int)) or isinstance(plain, float) and plain.is_integer() or \
+            isinstance(plain, str) and _encodable(plain)
+        if not exact:
+            raise AttnclfError(f"cannot save classes_ as JSON: the label {value!r} ({classes.dtype} labels) would not "
+                               f"read back as itself (strings, whole numbers and booleans do); keep this estimator "
+                               f"with pickle or joblib instead")
+    return [value.item() if isinstance(value, np.generic) else value for value in values]
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # (a lone surrogate)
+        return False
+    return True
+
+
+def _json_params(params: dict) -> dict:
+    """``params`` with numpy numbers as Python ones (parameter grids hand them out), as JSON holds them; a value
+    JSON cannot hold is a one-line error."""
+    plain = {name: _json_params(value) if isinstance(value, dict) else
+             value.item() if isinstance(value, np.generic) else value for name, value in params.items()}
+    try:
+        json.dumps(plain, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise AttnclfError(f"cannot save the estimator's parameters as JSON ({exc}); keep it with pickle or joblib "
+                           f"instead") from None
+    return plain
 
 
 def _missing(label) -> bool:

@@ -14,6 +14,7 @@ from ..data.base import WITHHELD, Splits, TextDataset
 from ..data.registry import candidate_dirs, load_splits
 from ..data.splits import check_hold_out, split_indices, train_validation_split
 from ..errors import AttnclfError, DataError
+from ..rundir import refuse_estimator_run
 from .settings import DataSettings
 
 
@@ -78,8 +79,10 @@ def sample_test(test: TextDataset | None, max_examples: int | None) -> TextDatas
     return test.subset(sample.tolist(), "test")
 
 
-def _saved_data(config: dict, data_dir: str | None) -> DataSettings:
-    """A run's data settings, looking for its dataset in ``data_dir`` first when one is given."""
+def _saved_data(config: dict, data_dir: str | None, lacks: str) -> DataSettings:
+    """A run's data settings, looking for its dataset in ``data_dir`` first when one is given; a folder the
+    scikit-learn estimator saved has none, and so no ``lacks``."""
+    refuse_estimator_run(config, lacks)
     return DataSettings(**config["settings"]["data"] | ({"data_dir": data_dir} if data_dir else {}))
 
 
@@ -91,7 +94,8 @@ def run_test_data(config: dict, label_names: list[str], test_only: bool = False,
     >>> # test = run_test_data(read_json(Path("runs/demo") / "config.json"), ["negative", "positive"])
     """
     settings = config["settings"]
-    data = _saved_data(config, data_dir)
+    data = _saved_data(config, data_dir, f"test texts; score it with `attnclf evaluate {settings['output']} --test-file "
+                                         f"FILE` (export it with --check-file FILE)")
     if data.test_file and not data.dataset:  # the file alone: the training file may be large, or gone since
         from ..data.files import load_file
 
@@ -142,7 +146,7 @@ def run_validation_data(configs: list[dict], label_names: list[str], data_dir: s
     >>> # val = run_validation_data([read_json(Path(d) / "config.json") for d in runs], ["neg", "pos"])
     """
     def data_and_seed(config: dict) -> tuple[DataSettings, int]:
-        data = _saved_data(config, data_dir)
+        data = _saved_data(config, data_dir, "validation texts to calibrate on or to score (--split validation)")
         if data.refit:
             raise AttnclfError(f"{config['settings']['output']} is a refit: it trained on its validation texts; "
                                f"validate the run it refits ({config['settings']['refit_of']['run']})")

@@ -18,7 +18,7 @@ from ..data.registry import folder_holding, sources
 from ..errors import AttnclfError
 from ..models import MODELS
 from ..recipes import recipe_for
-from ..rundir import read_config, read_json
+from ..rundir import read_config, read_json, refuse_estimator_run
 from ..text.cleaning import CleaningConfig
 from ..text.tokenizer import TokenizerConfig
 from ..text.windows import WindowConfig
@@ -246,7 +246,9 @@ def resume_settings(run_dir: str | Path, epochs: int | None = None, device: str 
     """The interrupted run's own settings; only the epoch budget, the device and the threads may change (threads
     as the run trained unless given: the same threads give the same arithmetic, so the result an uninterrupted run
     would have reached)."""
-    saved = read_config(run_dir)["settings"]
+    config = read_config(run_dir)
+    refuse_estimator_run(config, "training data to resume or refit on; fit the estimator again", run_dir)
+    saved = config["settings"]
     train = TrainConfig(**saved["train"])
     if epochs is not None and saved["data"].get("refit") and epochs != train.epochs:
         raise AttnclfError(f"{run_dir} is a refit for the {train.epochs} epoch(s) its run chose; it resumes without "
