@@ -1,5 +1,7 @@
 """The scikit-learn estimator: fits, predicts original labels, clones, and composes with sklearn's tools."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from sklearn.base import clone
@@ -310,17 +312,53 @@ def test_save_refuses_an_unfitted_estimator_a_file_and_a_folder_that_is_not_empt
         clf.save(tmp_path / "file")
     (tmp_path / "notes").mkdir()
     (tmp_path / "notes" / "notes.txt").write_text("mine")
-    with pytest.raises(AttnclfError, match="holds other files; pass overwrite=True to replace it"):
-        clf.save(tmp_path / "notes")
+    for overwrite in (False, True):  # a user's own files are never the estimator's to replace
+        with pytest.raises(AttnclfError, match=r"holds other files; save into another folder \(overwrite replaces"):
+            clf.save(tmp_path / "notes", overwrite=overwrite)
     assert (tmp_path / "notes" / "notes.txt").read_text() == "mine"
     with pytest.raises(AttnclfError, match="holds a fitted estimator; pass overwrite=True"):
         clf.save(path)
     (tmp_path / "empty").mkdir()
     clf.save(tmp_path / "empty")  # an empty folder is no one's
     assert AttentionTextClassifier.load(tmp_path / "empty").classes_.tolist() == [3, 7]
-    clf.save(tmp_path / "notes", overwrite=True)  # replaced as a whole
-    assert sorted(p.name for p in (tmp_path / "notes").iterdir()) == sorted(p.name for p in path.iterdir())
+    clf.save(tmp_path / "empty", overwrite=True)  # an earlier save is replaced as a whole
+    assert sorted(p.name for p in (tmp_path / "empty").iterdir()) == sorted(p.name for p in path.iterdir())
     assert sorted(p.name for p in tmp_path.iterdir()) == ["empty", "file", "notes"]  # no temporary folder left
+    (tmp_path / "link").symlink_to(tmp_path / "empty")
+    with pytest.raises(AttnclfError, match="is a symbolic link; save into a folder of its own"):
+        clf.save(tmp_path / "link", overwrite=True)
+
+
+def test_save_never_replaces_the_current_folder_and_finds_what_an_interrupted_save_set_aside(
+        saved, tmp_path, monkeypatch):
+    from attnclf import rundir
+    from attnclf.errors import AttnclfError
+
+    clf, _ = saved
+    (tmp_path / "work").mkdir()
+    monkeypatch.chdir(tmp_path / "work")
+    for target in (".", "..", str(tmp_path / "work")):  # renamed over, the process would stand in a deleted folder
+        with pytest.raises(AttnclfError, match="is the current folder or holds it"):
+            clf.save(target, overwrite=True)
+    clf.save("model")
+    real_replace = rundir.os.replace
+
+    def stop_after_setting_aside(source, destination):  # a crash between the two renames of publish_folder
+        if str(source).endswith(".tmp"):
+            raise KeyboardInterrupt
+        real_replace(source, destination)
+
+    monkeypatch.setattr(rundir.os, "replace", stop_after_setting_aside)
+    with pytest.raises(KeyboardInterrupt):
+        clf.save("model", overwrite=True)
+    monkeypatch.setattr(rundir.os, "replace", real_replace)
+    assert AttentionTextClassifier.load("model").classes_.tolist() == [3, 7]  # put back: the old save survives
+    aside = Path(".model.x1y2.replaced")  # as a kill between the renames leaves it: set aside, the new one not in
+    aside.mkdir()
+    Path("model").rename(aside / "old")
+    with pytest.raises(AttnclfError, match=r"left the earlier model in \S*/\.model\.x1y2\.replaced/old; move it back"):
+        clf.save("model")
+    assert (aside / "old" / "model.safetensors").is_file()
 
 
 def test_save_will_not_replace_a_trained_run_without_overwrite_nor_load_one(saved, tmp_path):
@@ -333,35 +371,41 @@ def test_save_will_not_replace_a_trained_run_without_overwrite_nor_load_one(save
     config = json.loads((trained / "config.json").read_text())
     del config["trained_by"], config["estimator"]
     (trained / "config.json").write_text(json.dumps(config))
-    with pytest.raises(AttnclfError, match="holds a run trained by `attnclf train`; pass overwrite=True"):
-        saved[0].save(trained)
+    for overwrite in (False, True):
+        with pytest.raises(AttnclfError, match="holds a run trained by `attnclf train`; save into another folder"):
+            saved[0].save(trained, overwrite=overwrite)
     with pytest.raises(AttnclfError, match="not saved by AttentionTextClassifier.save: load it with attnclf.Classifier"):
         AttentionTextClassifier.load(trained)
     (tmp_path / "seeds" / "seed-0").mkdir(parents=True)
     (tmp_path / "seeds" / "seed-0" / "config.json").write_text("{}")
-    with pytest.raises(AttnclfError, match="holds a `train --seeds` ensemble; pass overwrite=True"):
+    with pytest.raises(AttnclfError, match="holds a `train --seeds` ensemble; save into another folder"):
         saved[0].save(tmp_path / "seeds")
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["evaluate"], r"has no recorded test texts; score it with `attnclf evaluate \S+ --test-file FILE`"),
+    (["evaluate"], r"has no recorded test texts; give it a test file \(--test-file FILE; export: --check-file FILE\)"),
     (["evaluate", "--split", "validation"], "has no recorded validation texts to calibrate on or to score"),
     (["calibrate"], "has no recorded validation texts to calibrate on"),
     (["refit"], "has no recorded training data to resume or refit on; fit the estimator again"),
     (["report"], "has no recorded test texts"),
-    (["export"], r"has no recorded test texts; .*\(export it with --check-file FILE\)"),
+    (["export"], r"has no recorded test texts; give it a test file"),
     (["train", "--resume", "--output"], "has no recorded training data to resume or refit on"),
 ])
-def test_commands_that_need_the_runs_own_data_refuse_a_saved_estimator_in_one_line(saved, capsys, argv, message):
+def test_commands_that_need_the_runs_own_data_refuse_a_saved_estimator_in_one_line(saved, capsys, tmp_path, argv,
+                                                                                       message):
+    import re
+    import shutil
+
     from attnclf.cli import main
 
-    path = saved[1]
+    path = shutil.copytree(saved[1], tmp_path / "moved")  # (a message must not name the folder it was saved in)
     before = sorted(p.name for p in path.iterdir())
     capsys.readouterr()
     assert main([*argv, str(path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "saved by the scikit-learn estimator (AttentionTextClassifier.save)" in err
-    assert err.startswith(f"attnclf: error: {path} was saved") and __import__("re").search(message, err)
+    assert re.match(rf"attnclf: error: ({re.escape(str(path))}|this run) was saved", err) and re.search(message, err)
+    assert str(saved[1]) not in err
     assert sorted(p.name for p in path.iterdir()) == before  # nothing written beside it
 
 
@@ -380,3 +424,21 @@ def test_evaluate_scores_a_saved_estimator_on_a_test_file(data, saved, tmp_path,
     assert main(["evaluate", str(path), "--test-file", str(tmp_path / "test.csv"), "--json"]) == 0
     expected = clf.score(test_x, np.array([7 if y == "positive" else 3 for y in test_y], dtype=np.uint8))
     assert json.loads(capsys.readouterr().out)["accuracy"] == pytest.approx(expected)
+
+
+def test_load_reads_only_the_label_dtypes_save_writes(saved, tmp_path):
+    import json
+    import shutil
+
+    from attnclf.errors import RunDirError
+
+    folder = shutil.copytree(saved[1], tmp_path / "edited")
+    config = json.loads((folder / "config.json").read_text())
+    for dtype, fine in (("<U50000000", True), ("V8", False), ("<M8[s]", False), ("<i16", False)):
+        config["estimator"]["classes_dtype"] = dtype
+        (folder / "config.json").write_text(json.dumps(config))
+        if fine:  # as wide as its longest label, not 200 MB per label
+            assert AttentionTextClassifier.load(folder).classes_.dtype.itemsize <= 8
+        else:
+            with pytest.raises(RunDirError, match="estimator.classes are not labels"):
+                AttentionTextClassifier.load(folder)

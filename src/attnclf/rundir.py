@@ -328,11 +328,11 @@ def is_multi_label(config: dict) -> bool:
 
 def refuse_estimator_run(config: dict, lacks: str, run_dir: str | Path | None = None) -> None:
     """One line saying the run is a fitted ``AttentionTextClassifier`` that ``save`` wrote, if it is one: it records no
-    data, so it has no ``lacks`` (``run_dir`` names it; default: where it was saved)."""
+    data, so it has no ``lacks``. ``run_dir`` names it; without it, "this run" (not the folder it was saved in, which
+    may have moved since)."""
     if config.get("trained_by") == ESTIMATOR:
-        where = run_dir if run_dir is not None else config.get("settings", {}).get("output")
-        raise RunDirError(f"{where} was saved by the scikit-learn estimator (AttentionTextClassifier.save): it has no "
-                          f"recorded {lacks}")
+        raise RunDirError(f"{run_dir if run_dir is not None else 'this run'} was saved by the scikit-learn estimator "
+                          f"(AttentionTextClassifier.save): it has no recorded {lacks}")
 
 
 def refuse_multi_label(config: dict, what: str) -> None:

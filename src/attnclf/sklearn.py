@@ -168,7 +168,8 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
             )
         self.classes_, self.history_ = classes, history
         self.classifier_ = Classifier(model, tokenizer, label_names, device)
-        self._fitted_on = {"train_examples": len(train), "validation_examples": len(validation)}  # (for save)
+        self._fitted_on = {"train_examples": len(train),  # (for save; validation_fraction 0 validated on train)
+                           "validation_examples": 0 if validation is data else len(validation)}
         return self
 
     def predict_proba(self, X) -> np.ndarray:
@@ -186,8 +187,8 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
         which ``attnclf.Classifier.load``, ``attnclf predict``, ``explain``, ``serve`` and ``export`` read, and
         ``AttentionTextClassifier.load`` makes an estimator of again. Returns ``path``.
 
-        The folder appears whole or not at all. One that is not empty (another run, say) is refused unless
-        ``overwrite``, which replaces it and everything in it. Its config.json records the estimator's
+        The folder appears whole or not at all. ``overwrite`` replaces an earlier save there; any other folder that
+        is not empty (a trained run, a user's files), the current folder and a link are refused. Its config.json records the estimator's
         parameters and ``classes_``, which must be strings, whole numbers or booleans (JSON's values).
         It records no texts: commands that need the run's own data (`attnclf calibrate`, `refit`, `report`,
         `evaluate` without --test-file, `train --resume`) refuse it.
@@ -255,7 +256,11 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
             raise RunDirError(f"{Path(path) / 'config.json'}: estimator.params has {unknown[0]!r}, which this "
                               f"AttentionTextClassifier does not take")
         try:
-            classes = np.array(saved["classes"], dtype=np.dtype(saved["classes_dtype"]))
+            dtype = np.dtype(saved["classes_dtype"])
+            if dtype.kind not in "biufOU" or dtype.kind in "biuf" and dtype.itemsize > 8:  # (save writes no other)
+                raise ValueError(f"{dtype} is not a dtype save writes")
+            # A string dtype as wide as its longest label: an edited "<U50000000" would make every prediction huge.
+            classes = np.array(saved["classes"], dtype=None if dtype.kind == "U" else dtype)
         except (TypeError, ValueError) as exc:
             raise RunDirError(f"{Path(path) / 'config.json'}: estimator.classes are not labels ({exc})") from None
         if classes.ndim != 1:
@@ -268,8 +273,8 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
             raise RunDirError(f"{Path(path) / 'config.json'}: estimator.classes do not match labels.json")
         estimator.classes_, estimator.classifier_ = classes, classifier
         estimator.history_ = read_jsonl(Path(path) / "history.jsonl")
-        estimator._fitted_on = {key: config["data"][key] for key in ("train_examples", "validation_examples")
-                                if key in config.get("data", {})}
+        data = config.get("data") if isinstance(config.get("data"), dict) else {}
+        estimator._fitted_on = {key: data[key] for key in ("train_examples", "validation_examples") if key in data}
         return estimator
 
     def _train_config(self) -> TrainConfig:
@@ -309,22 +314,34 @@ def _texts(X) -> list[str]:
 
 
 def _check_save_target(given: Path, target: Path, overwrite: bool) -> None:
-    """Refuse to save over a file, or without ``overwrite`` over a folder that holds anything (another run)."""
+    """Refuse, in one line, to save where it could cost anything: over a file or a link, into the current folder
+    or one that holds it, over a folder an interrupted save left set aside, and over a folder that holds anything
+    but an earlier save (``overwrite`` replaces that, and only that)."""
     from .rundir import ENSEMBLE_FILE, ESTIMATOR, member_folders, read_json
 
+    if given.is_symlink():
+        raise AttnclfError(f"{given} is a symbolic link; save into a folder of its own")
     if target.is_file():
         raise AttnclfError(f"{given} is a file; save into a folder")
-    if overwrite or not target.is_dir() or not any(target.iterdir()):
+    here = Path.cwd().resolve()
+    if target.resolve() == here or target.resolve() in here.parents:  # (replacing it would pull the floor away)
+        raise AttnclfError(f"{given} is the current folder or holds it; save into a folder of its own")
+    for aside in target.parent.glob(f".{target.name}.*.replaced"):  # publish_folder's, when a save stopped midway
+        if (aside / "old").exists():
+            raise AttnclfError(f"an interrupted save left the earlier {given} in {aside / 'old'}; move it back (or "
+                               f"delete it), then save again")
+    if not target.is_dir() or not any(target.iterdir()):
         return
-    if (target / "config.json").is_file():
-        saved = read_json(target / "config.json")
-        what = ("a fitted estimator" if isinstance(saved, dict) and saved.get("trained_by") == ESTIMATOR else
-                "a run trained by `attnclf train`")
-    elif (target / ENSEMBLE_FILE).is_file() or member_folders(target):
-        what = "a `train --seeds` ensemble"
-    else:
-        what = "other files"
-    raise AttnclfError(f"{given} holds {what}; pass overwrite=True to replace it, or save into another folder")
+    saved = read_json(target / "config.json") if (target / "config.json").is_file() else None
+    if isinstance(saved, dict) and saved.get("trained_by") == ESTIMATOR:
+        if not overwrite:
+            raise AttnclfError(f"{given} holds a fitted estimator; pass overwrite=True to replace it, or save into "
+                               f"another folder")
+        return
+    what = ("a run trained by `attnclf train`" if saved is not None else
+            "a `train --seeds` ensemble" if (target / ENSEMBLE_FILE).is_file() or member_folders(target) else
+            "other files")
+    raise AttnclfError(f"{given} holds {what}; save into another folder (overwrite replaces only an earlier save)")
 
 
 def _json_labels(classes: np.ndarray) -> list:

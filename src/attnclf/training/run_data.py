@@ -94,8 +94,7 @@ def run_test_data(config: dict, label_names: list[str], test_only: bool = False,
     >>> # test = run_test_data(read_json(Path("runs/demo") / "config.json"), ["negative", "positive"])
     """
     settings = config["settings"]
-    data = _saved_data(config, data_dir, f"test texts; score it with `attnclf evaluate {settings['output']} --test-file "
-                                         f"FILE` (export it with --check-file FILE)")
+    data = _saved_data(config, data_dir, "test texts; give it a test file (--test-file FILE; export: --check-file FILE)")
     if data.test_file and not data.dataset:  # the file alone: the training file may be large, or gone since
         from ..data.files import load_file
 
