@@ -13,16 +13,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import resource
-import subprocess
-import sys
 import time
 
 import numpy as np
 import torch
 
-from common import cli_settings, parser, splits, write_result
+from common import alternate_children, cli_settings, parser, splits, write_result
 
 TUNABLES = "glibc.malloc.mmap_threshold=1073741824:glibc.malloc.trim_threshold=1073741824"
 
@@ -66,15 +63,8 @@ def main() -> None:
     if args.child:
         print(json.dumps(child(args)))
         return
-    runs = {"default": [], "large blocks kept": []}
-    for _ in range(args.rounds):
-        for name in runs:
-            env = dict(os.environ, **({"GLIBC_TUNABLES": TUNABLES} if name != "default" else {}))
-            command = [sys.executable, __file__, "--child", *(["--threads", str(args.threads)] if args.threads else []),
-                       *(["--data-dir", args.data_dir] if args.data_dir else [])]
-            done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
-            runs[name].append(json.loads(done.stdout.strip().splitlines()[-1]))
-            print(name, runs[name][-1], flush=True)
+    runs = alternate_children(__file__, args, {"default": ([], {}),
+                                               "large blocks kept": ([], {"GLIBC_TUNABLES": TUNABLES})})
     write_result("allocator", {"tunables": TUNABLES, "runs": runs}, args.out)
 
 

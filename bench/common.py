@@ -13,6 +13,7 @@ import json
 import os
 import platform
 import resource
+import subprocess
 import sys
 import time
 from contextlib import contextmanager
@@ -86,6 +87,23 @@ def machine() -> dict:
         "python": platform.python_version(),
         "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
     }
+
+
+def alternate_children(script: str, args: argparse.Namespace,
+                       variants: dict[str, tuple[list[str], dict[str, str]]]) -> dict[str, list[dict]]:
+    """Run ``script --child`` once per variant in each of ``args.rounds`` rounds, alternated so that a shared
+    machine's load falls on every variant alike; each child prints its result as one JSON object, last. ``variants``
+    maps a name to the child's extra arguments and environment; ``--threads`` and ``--data-dir`` pass through."""
+    runs: dict[str, list[dict]] = {name: [] for name in variants}
+    for _ in range(args.rounds):
+        for name, (extra, env) in variants.items():
+            command = [sys.executable, script, "--child", *extra,
+                       *(["--threads", str(args.threads)] if args.threads else []),
+                       *(["--data-dir", args.data_dir] if args.data_dir else [])]
+            done = subprocess.run(command, env=dict(os.environ, **env), capture_output=True, text=True, check=True)
+            runs[name].append(json.loads(done.stdout.strip().splitlines()[-1]))
+            print(name, runs[name][-1], flush=True)
+    return runs
 
 
 def write_result(name: str, result: dict, out: str | None = None) -> Path:

@@ -12,17 +12,14 @@ seconds (the first epoch's include tokenising) and loss, and the sha256 of the e
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import torch
 
-from common import data_dir, parser, write_result
+from common import alternate_children, data_dir, parser, write_result
 
 
 def _memory_mb() -> tuple[int, int]:
@@ -34,6 +31,7 @@ def _memory_mb() -> tuple[int, int]:
 def child(args) -> dict:
     from attnclf.data.registry import unlabelled_corpus
     from attnclf.recipes import recipe_for
+    from attnclf.rundir import file_sha256
     from attnclf.training.pretrain import ENCODER_FILE, PretrainSettings, pretrain_encoder
 
     from attnclf.training.device import fix_mmap_threshold
@@ -54,7 +52,7 @@ def child(args) -> dict:
 
     with tempfile.TemporaryDirectory() as output:
         record = pretrain_encoder(texts, settings, output, log=log)
-        encoder = hashlib.sha256((Path(output) / ENCODER_FILE).read_bytes()).hexdigest()
+        encoder = file_sha256(Path(output) / ENCODER_FILE)
     assert len(epochs) == len(record["epochs"]), "the log's wording changed: no epoch was measured"
     for epoch, done in zip(epochs, record["epochs"]):
         epoch["loss"] = done["loss"]
@@ -75,16 +73,8 @@ def main() -> None:
     if args.child:
         print(json.dumps(child(args)))
         return
-    runs = {"dynamic": [], "fixed at 4 MB": []}
-    for _ in range(args.rounds):
-        for name in runs:
-            command = [sys.executable, __file__, "--child", "--texts", str(args.texts), "--epochs", str(args.epochs),
-                       *(["--fixed"] if name != "dynamic" else []),
-                       *(["--threads", str(args.threads)] if args.threads else []),
-                       *(["--data-dir", args.data_dir] if args.data_dir else [])]
-            done = subprocess.run(command, capture_output=True, text=True, check=True)
-            runs[name].append(json.loads(done.stdout.strip().splitlines()[-1]))
-            print(name, runs[name][-1], flush=True)
+    sizes = ["--texts", str(args.texts), "--epochs", str(args.epochs)]
+    runs = alternate_children(__file__, args, {"dynamic": (sizes, {}), "fixed at 4 MB": ([*sizes, "--fixed"], {})})
     write_result("pretrain_memory", {"texts": args.texts, "epochs": args.epochs, "runs": runs}, args.out)
 
 

@@ -56,11 +56,17 @@ def temporary_beside(path: Path, suffix: str = ".tmp") -> tuple[int, str]:
 def publish(tmp: str | Path, path: Path) -> None:
     """Atomically move a finished temporary file onto ``path``, with the permissions a new file would get
     (``mkstemp`` makes it owner-only; reports and exports are meant to be shared)."""
+    _as_new(tmp, 0o666)
+    os.replace(tmp, path)
+
+
+def _as_new(tmp: str | Path, mode: int) -> None:
+    """Give a temporary file or folder (owner-only, as ``mkstemp`` and ``mkdtemp`` make them) the permissions a new
+    one would get."""
     try:
-        os.chmod(tmp, 0o666 & ~_umask())
+        os.chmod(tmp, mode & ~_umask())
     except OSError:  # a filesystem without modes: keep what it gave
         pass
-    os.replace(tmp, path)
 
 
 def _umask() -> int:
@@ -79,10 +85,7 @@ def _umask() -> int:
 def publish_folder(tmp: str | Path, path: Path, replace: bool = False) -> None:
     """Atomically move a finished temporary folder (``mkdtemp`` beside ``path``) onto ``path``, which must be missing
     or empty unless ``replace``: then whatever ``path`` held is moved aside, and deleted once the new folder is in."""
-    try:
-        os.chmod(tmp, 0o777 & ~_umask())
-    except OSError:
-        pass
+    _as_new(tmp, 0o777)
     aside = None
     if replace and Path(path).exists():
         aside = Path(tempfile.mkdtemp(dir=Path(path).parent, prefix=f".{Path(path).name}.", suffix=".replaced"))

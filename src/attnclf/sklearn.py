@@ -39,6 +39,7 @@ from .errors import AttnclfError, RunDirError
 from .models import MODELS, build_model
 from .prediction import check_texts
 from .text.batching import BucketBatches
+from .text.cleaning import unicode_problem
 from .text.tokenizer import Tokenizer, TokenizerConfig
 from .training.device import resolve_device
 from .training.settings import refuse_derived_fields
@@ -188,8 +189,8 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
         ``AttentionTextClassifier.load`` makes an estimator of again. Returns ``path``.
 
         The folder appears whole or not at all. ``overwrite`` replaces an earlier save there; any other folder that
-        is not empty (a trained run, a user's files), the current folder and a link are refused. Its config.json records the estimator's
-        parameters and ``classes_``, which must be strings, whole numbers or booleans (JSON's values).
+        is not empty (a trained run, a user's files), the current folder and a link are refused. Its config.json
+        records the estimator's parameters and ``classes_``, which must be strings, whole numbers or booleans.
         It records no texts: commands that need the run's own data (`attnclf calibrate`, `refit`, `report`,
         `evaluate` without --test-file, `train --resume`) refuse it.
 
@@ -351,24 +352,15 @@ def _json_labels(classes: np.ndarray) -> list:
         raise AttnclfError(f"cannot save classes_ as JSON: {classes.dtype} labels would not read back as themselves "
                            f"(strings, whole numbers and booleans do); keep this estimator with pickle or joblib "
                            f"instead")
-    values = classes.tolist()
+    values = [value.item() if isinstance(value, np.generic) else value for value in classes.tolist()]
     for value in values:
-        plain = value.item() if isinstance(value, np.generic) else value
-        exact = isinstance(plain, (bool, int)) or isinstance(plain, float) and plain.is_integer() or \
-            isinstance(plain, str) and _encodable(plain)
+        exact = isinstance(value, (bool, int)) or isinstance(value, float) and value.is_integer() or \
+            isinstance(value, str) and unicode_problem(value) is None
         if not exact:
             raise AttnclfError(f"cannot save classes_ as JSON: the label {value!r} ({classes.dtype} labels) would not "
                                f"read back as itself (strings, whole numbers and booleans do); keep this estimator "
                                f"with pickle or joblib instead")
-    return [value.item() if isinstance(value, np.generic) else value for value in values]
-
-
-def _encodable(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:  # (a lone surrogate)
-        return False
-    return True
+    return values
 
 
 def _json_params(params: dict) -> dict:

@@ -161,7 +161,8 @@ class Tokenizer:
             ids[i] = truncate(encoding.ids or [UNK_ID], max_len, self.config.truncation)
         return ids
 
-    def encode_arrays(self, texts: Sequence[str], max_len: int | None = None, chunk: int = 2048) -> Iterator[np.ndarray]:
+    def encode_arrays(self, texts: Sequence[str], max_len: int | None = None,
+                      chunk: int = 2048) -> Iterator[np.ndarray]:
         """``encode``'s ids as int32 arrays, tokenising ``chunk`` texts at a time, for corpora: one call over all of
         IMDB's 81,920 training and unlabelled reviews held 3.6 GB of the tokenizer's objects and Python ints, a
         chunk at a time into arrays 0.65 GB (cut into pretraining's pieces; BENCHMARKS.md, `attnclf pretrain`).
