@@ -1014,7 +1014,7 @@ def test_the_installed_command_reports_errors_without_a_traceback(tmp_path):
     (["--seed", "-1"], "--seed must be 0 or more, got -1"),
     (["--split-seed", "-2"], "--split-seed must be 0 or more, got -2"),
     (["--ema-decay", "1"], "ema_decay must be at least 0 and below 1, got 1.0"),
-    pytest.param(["--device", "cuda"], "--device cuda asked for, but no CUDA device is available",
+    pytest.param(["--device", "cuda"], "device cuda asked for, but no CUDA device is available",
                  marks=pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")),
 ])
 def test_bad_budget_flags_are_one_line_errors(flags, message, tmp_path, capsys):

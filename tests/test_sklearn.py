@@ -143,6 +143,9 @@ def test_a_bad_setting_is_a_value_error(data):
         AttentionTextClassifier("boe", lr="0.01").fit(data[0], data[1])
     with pytest.raises(ValueError, match="model_config must be a dict of model fields, got 'x'"):
         AttentionTextClassifier("boe", model_config="x").fit(data[0], data[1])
+    # The message names the parameter as Python spells it, not a command-line flag.
+    with pytest.raises(ValueError, match="^device must be one of .*, got 'gpu'$"):
+        AttentionTextClassifier("boe", device="gpu").fit(data[0], data[1])
 
 
 def test_numpy_numbers_from_a_grid_are_settings_like_any_other(data):

@@ -285,7 +285,7 @@ def test_weights_that_cannot_be_written_leave_no_partial_file_and_say_where(tmp_
     (lambda s: replace(s, eval_batch_size=0), "eval_batch_size must be at least 1, got 0"),
     (lambda s: replace(s, embeddings="count", embeddings_std=float("nan")), "embeddings_std must be positive and "
                                                                               "finite, got nan"),
-    (lambda s: replace(s, threads=1.5), "--threads must be a whole number, got 1.5"),
+    (lambda s: replace(s, threads=1.5), "threads must be a whole number, got 1.5"),
     (lambda s: replace(s, data=replace(s.data, split_seed=np.int64(2 ** 32))), "split_seed must be at least 0 and "
                                                                                "below 4294967296, got 4294967296"),
 ])

@@ -41,7 +41,7 @@ def check_threads(threads) -> int | None:
         return None
     count = whole_number(threads)
     if count is None:
-        raise AttnclfError(f"--threads must be a whole number, got {threads!r}")
+        raise AttnclfError(f"threads must be a whole number, got {threads!r}")
     if count < 1:
-        raise AttnclfError(f"--threads must be at least 1, got {count}")
+        raise AttnclfError(f"threads must be at least 1, got {count}")
     return count

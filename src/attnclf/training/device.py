@@ -28,7 +28,7 @@ def resolve_device(name: str = "auto") -> torch.device:
     device(type='cpu')
     """
     if name not in DEVICES:
-        raise AttnclfError(f"--device must be one of {', '.join(DEVICES)}, got {name!r}")
+        raise AttnclfError(f"device must be one of {', '.join(DEVICES)}, got {name!r}")
     if name == "auto":
         if torch.cuda.is_available():
             return torch.device("cuda")
@@ -36,9 +36,9 @@ def resolve_device(name: str = "auto") -> torch.device:
             return torch.device("mps")
         return torch.device("cpu")
     if name == "cuda" and not torch.cuda.is_available():
-        raise AttnclfError("--device cuda asked for, but no CUDA device is available")
+        raise AttnclfError("device cuda asked for, but no CUDA device is available")
     if name == "mps" and not torch.backends.mps.is_available():
-        raise AttnclfError("--device mps asked for, but MPS is not available")
+        raise AttnclfError("device mps asked for, but MPS is not available")
     return torch.device(name)
 
 
