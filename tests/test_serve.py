@@ -313,7 +313,7 @@ def test_a_text_the_model_cannot_read_is_refused_alone(server):
 @pytest.mark.parametrize("flags, message", [
     ([], "run directory {run} does not exist"),
     (["--port", "99999"], "--port must be 0-65535, got 99999"),
-    (["--max-batch", "0"], "--max-batch must be a positive integer, got 0"),
+    (["--max-batch", "0"], "max_batch must be a positive integer, got 0"),
     (["--threads", "0"], "threads must be at least 1, got 0"),
 ])
 def test_serve_refuses_bad_arguments_in_one_line(flags, message, tmp_path, capsys):

@@ -62,7 +62,7 @@ class ServeLimits:
     def __post_init__(self):
         for name, value in asdict(self).items():
             if not isinstance(value, int) or value < 1:
-                raise AttnclfError(f"--{name.replace('_', '-')} must be a positive integer, got {value!r}")
+                raise AttnclfError(f"{name} must be a positive integer, got {value!r}")
 
 
 # ---------------------------------------------------------------- request and response bodies
