@@ -137,6 +137,59 @@ def test_predict_and_explain_read_the_text_column_of_a_data_file(csv_run, tmp_pa
     assert json.loads(capsys.readouterr().out)["tokens"] == ["a", "wonderful", "story"]
 
 
+def write_titled_csv(path, rows, header="title,body,sentiment"):
+    """Reviews split as a title and a body (the words that tell the class); an empty title for every third."""
+    path.write_text(header + "\n" + "".join(f'"{"" if i % 3 == 0 else f"review {i}"}","{t}",{y}\n'
+                                            for i, (t, y) in enumerate(rows)), encoding="utf-8")
+    return path
+
+
+def test_a_run_on_several_text_columns_records_them_and_reads_them_back(csv_run, tmp_path, capsys):
+    train = write_titled_csv(tmp_path / "train.csv", [(t, "pos") for t in POSITIVE * 10] +
+                             [(t, "neg") for t in NEGATIVE * 10])
+    run = tmp_path / "run"
+    assert main(["train", "--train-file", str(train), "--test-file", str(train), "--text-column", "title",
+                 "--text-column", "body", "--label-column", "sentiment", "--model", "boe", "--epochs", "15", "--lr",
+                 "0.01", "--min-frequency", "1", "--output", str(run), "--quiet", "--no-report", "--threads", "1"]) == 0
+    capsys.readouterr()
+    assert json.loads((run / "config.json").read_text())["settings"]["data"]["text_column"] == ["title", "body"]
+    assert json.loads((csv_run / "config.json").read_text())["settings"]["data"]["text_column"] == "text"  # as ever
+
+    rows = tmp_path / "to_score.jsonl"  # the run's columns are read by default, a missing title as empty
+    rows.write_text('{"title": "Loved it", "body": "a wonderful film"}\n{"title": null, "body": "a boring film"}\n')
+    assert main(["predict", str(run), "--file", str(rows)]) == 0
+    records = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert [(r["text"], r["label"]) for r in records] == [("Loved it\na wonderful film", "pos"),
+                                                          ("\na boring film", "neg")]
+    assert main(["predict", str(run), "--file", str(rows), "--text-column", "body"]) == 0  # or the columns named
+    assert [json.loads(x)["text"] for x in capsys.readouterr().out.splitlines()] == ["a wonderful film",
+                                                                                     "a boring film"]
+    assert main(["explain", str(run), "--file", str(rows), "--method", "occlusion", "--format", "json"]) == 0
+    assert "Loved" in capsys.readouterr().out
+
+    assert main(["evaluate", str(run), "--test-file", str(train), "--json"]) == 0
+    metrics = json.loads(capsys.readouterr().out)
+    assert metrics["num_examples"] == 120 and metrics["accuracy"] >= 0.9
+    bodies = write_csv(tmp_path / "bodies.csv", [("a wonderful story", "pos")], header="body,sentiment")
+    assert run_error(["evaluate", str(run), "--test-file", str(bodies)], capsys) == (
+        f"attnclf: error: {bodies}: no text column 'title'; the columns are: 'body', 'sentiment'")
+    assert main(["evaluate", str(run), "--test-file", str(bodies), "--text-column", "body", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["num_examples"] == 1
+
+
+@pytest.mark.parametrize("columns, message", [
+    (["body", "body"], "text column 'body' is named 2 times; name each once"),
+    (["title", "sentiment"], "the text and the labels cannot both come from column 'sentiment'"),
+])
+def test_text_columns_named_twice_or_holding_the_labels_are_refused(tmp_path, capsys, columns, message):
+    train = write_titled_csv(tmp_path / "train.csv", [("good", "pos"), ("bad", "neg")] * 5)
+    flags = [flag for column in columns for flag in ("--text-column", column)]
+    err = run_error(["train", "--train-file", str(train), *flags, "--label-column", "sentiment", "--model", "boe",
+                     "--output", str(tmp_path / "run"), "--quiet"], capsys)
+    assert err.endswith(message)
+    assert not (tmp_path / "run" / "model.safetensors").exists()
+
+
 def test_evaluate_and_predict_run_under_their_threads(csv_run, csv_files, capsys, monkeypatch):
     import torch
 
@@ -1091,6 +1144,25 @@ def interrupt_in_epoch_2(patch) -> None:
 
     patch.setattr(Trainer, "_train_epoch", interrupted_in_epoch_2)
     patch.setattr(Trainer, "__init__", checkpointing_every_epoch)
+
+
+def test_resume_refuses_other_text_columns_and_continues_with_the_same(tmp_path, capsys, monkeypatch):
+    train = write_titled_csv(tmp_path / "train.csv", [(t, "pos") for t in POSITIVE * 5] +
+                             [(t, "neg") for t in NEGATIVE * 5])
+    run = tmp_path / "run"
+    argv = ["train", "--train-file", str(train), "--label-column", "sentiment", "--model", "boe", "--epochs", "2",
+            "--min-frequency", "1", "--threads", "1", "--output", str(run), "--quiet", "--no-report"]
+    columns = ["--text-column", "title", "--text-column", "body"]
+    with monkeypatch.context() as patch:
+        interrupt_in_epoch_2(patch)
+        assert main(argv + columns) == 130
+    capsys.readouterr()
+    for other, shown in ((["--text-column", "body"], "'body'"),
+                         (["--text-column", "body", "--text-column", "title"], "['body', 'title']")):
+        assert run_error(argv + other + ["--resume"], capsys).startswith(
+            f"attnclf: error: {run} trained with data.text_column = ['title', 'body'], this command gives {shown}: "
+            f"--resume continues the run with its own settings")
+    assert main(argv + columns + ["--resume"]) == 0 and (run / "metrics.json").is_file()
 
 
 def test_resume_takes_the_command_that_started_the_run_and_refuses_other_settings(tmp_path, capsys, monkeypatch):

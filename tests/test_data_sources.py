@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 import os
 import tarfile
 import zipfile
@@ -14,7 +15,7 @@ import pytest
 
 from attnclf.data import ag_news, download, imdb, newsgroups, sst2
 from attnclf.data.base import WITHHELD, TextDataset
-from attnclf.data.files import load_file, load_files
+from attnclf.data.files import iter_texts, load_file, load_files
 from attnclf.errors import DataError
 
 
@@ -489,6 +490,44 @@ def test_parquet_streams_string_and_integer_labels(tmp_path):
         load_file(tmp_path / "pages.parquet")
 
 
+MULTI_COLUMN_ROWS = [("Rain due", "Showers all day.", "weather"), (None, "Sun until noon.", "weather"),
+                     ("Cup final", "", "sport"), ("Late goal", "A header in the last minute.", "sport")]
+MULTI_COLUMN_TEXTS = ["Rain due\nShowers all day.", "\nSun until noon.", "Cup final\n",
+                      "Late goal\nA header in the last minute."]
+
+
+def _multi_column_file(path: Path) -> Path:
+    """MULTI_COLUMN_ROWS in ``path``'s format, an id column first; a missing title is an empty CSV/TSV cell."""
+    rows = [(str(i), *row) for i, row in enumerate(MULTI_COLUMN_ROWS)]
+    if path.suffix == ".jsonl":
+        return _write(path, "".join(json.dumps(dict(zip(("id", "title", "body", "topic"), row))) + "\n"
+                                    for row in rows))
+    separator = "\t" if path.suffix == ".tsv" else ","
+    return _write(path, "".join(separator.join(cell or "" for cell in row) + "\n"
+                                for row in [("id", "title", "body", "topic"), *rows]))
+
+
+@pytest.mark.parametrize("name", ["news.csv", "news.tsv", "news.jsonl"])
+def test_several_text_columns_join_into_one_text_per_row_in_their_order(tmp_path, name):
+    path = _multi_column_file(tmp_path / name)
+    ds = load_file(path, ["title", "body"], "topic")
+    assert ds.texts == MULTI_COLUMN_TEXTS and ds.label_names == ["sport", "weather"]
+    assert [text for _, text in iter_texts(path, ("title", "body"))] == MULTI_COLUMN_TEXTS
+    assert load_file(path, ["body", "title"], "topic").texts[0] == "Showers all day.\nRain due"
+    assert load_file(path, ["id"], "topic").texts == load_file(path, "id", "topic").texts == ["0", "1", "2", "3"]
+
+
+def test_several_text_columns_of_a_parquet_file(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    columns = dict(zip(("title", "body", "topic"), map(list, zip(*MULTI_COLUMN_ROWS))))
+    pq.write_table(pa.table(columns), tmp_path / "news.parquet", row_group_size=2)
+    assert load_file(tmp_path / "news.parquet", ["title", "body"], "topic").texts == MULTI_COLUMN_TEXTS
+    pq.write_table(pa.table({"title": ["a"], "body": [3], "topic": ["x"]}), tmp_path / "bad.parquet")
+    with pytest.raises(DataError, match=r"bad.parquet, row 1: text column 'body' holds 3, not text"):
+        list(iter_texts(tmp_path / "bad.parquet", ["title", "body"]))
+
+
 def test_load_files_test_uses_training_labels(tmp_path):
     train = _write(tmp_path / "train.csv", "text,label\na,x\nb,y\n")
     test = _write(tmp_path / "test.csv", "text,label\nc,y\n")
@@ -542,6 +581,24 @@ def test_load_files_test_uses_training_labels(tmp_path):
          r"s.jsonl, line 2: the text in column 'text' is not valid Unicode: a lone surrogate \(U\+D800\) at character 2"),
         ("sl.jsonl", '{"text": "a", "label": 1}\n{"text": "b", "label": "x\\udfff"}\n', ("text", "label"),
          r"sl.jsonl, line 2: the label in column 'label' is not valid Unicode: a lone surrogate \(U\+DFFF\) at character 1"),
+        # Several text columns: each is looked for and checked, and an empty one alone is no empty text.
+        ("mc.csv", "title,label\nok,1\n", (["title", "body"], "label"),
+         r"mc.csv: no text column 'body'; the columns are: 'title', 'label'$"),
+        ("mj.jsonl", '{"title": "a", "body": "b", "label": 1}\n{"title": "c", "label": 0}\n',
+         (["title", "body"], "label"),
+         r"mj.jsonl, line 2: no text column 'body'; this line has: 'title', 'label'$"),
+        ("mt.jsonl", '{"title": "a", "body": "b", "label": 1}\n{"title": "c", "body": 3, "label": 0}\n',
+         (["title", "body"], "label"), r"mt.jsonl, line 2: text column 'body' holds 3, not text$"),
+        ("me.csv", "title,body,label\nok,,1\n,fine,0\n , ,1\n", (["title", "body"], "label"),
+         r"me.csv, line 4: empty text in columns 'title', 'body'$"),
+        ("ml.csv", "title,label\nok,1\n", (["title", "label"], "label"),
+         r"ml.csv: the text and the labels cannot both come from column 'label'$"),
+        ("md.csv", "title,body,label,body\nok,a,1,b\n", (["title", "body"], "label"),
+         r"md.csv, line 1: the header names the text column 'body' 2 times; rename all but one$"),
+        ("n0.csv", "text,label\nok,1\n", ([], "label"), r"^no text column given: name one at least$"),
+        ("n1.csv", "text,label\nok,1\n", (["text", 1], "label"), r"^text column 1 is not a column name$"),
+        ("n2.csv", "text,label\nok,1\n", (["text", "text"], "label"),
+         r"^text column 'text' is named 2 times; name each once$"),
     ],
 )
 def test_bad_user_files_are_one_line_errors(tmp_path, name, content, columns, message):

@@ -245,6 +245,27 @@ def test_a_check_file_is_read_with_the_columns_the_run_trained_from(tmp_path):
     assert OnnxClassifier.load(run).config["text_column"] == "review"
 
 
+def test_an_export_of_a_run_on_several_text_columns_records_and_reads_them(tmp_path, capsys):
+    rows = "".join(f'"{title}","{body}",{label}\n' for title, body, label in
+                   [("Review", "a good film", "pos"), ("", "a bad film", "neg")] * 20)
+    data = tmp_path / "reviews.csv"
+    data.write_text("title,body,sentiment\n" + rows)
+    run = tmp_path / "run"
+    assert main(["train", "--train-file", str(data), "--text-column", "title", "--text-column", "body",
+                 "--label-column", "sentiment", "--model", "boe", "--epochs", "1", "--min-frequency", "1", "--output",
+                 str(run), "--quiet", "--no-report", "--threads", "1"]) == 0
+    assert onnx_export.check_data(run, data).texts[:2] == ["Review\na good film", "\na bad film"]
+    assert onnx_export.check_data(run, data, text_column=["body"]).texts[0] == "a good film"
+    assert main(["export", str(run), "--check-file", str(data), "--text-column", "body", "--text-column", "title",
+                 "--threads", "1"]) == 0
+    assert json.loads((run / "onnx" / "export.json").read_text())["text_column"] == ["title", "body"]
+    capsys.readouterr()
+    to_score = tmp_path / "to_score.jsonl"
+    to_score.write_text('{"title": "Review", "body": "a good film"}\n')
+    assert main(["predict", str(run), "--file", str(to_score), "--backend", "onnx", "--threads", "1"]) == 0
+    assert json.loads(capsys.readouterr().out)["text"] == "Review\na good film"
+
+
 def test_a_corrupt_graph_is_reported_not_raised(exported, tmp_path):
     broken = tmp_path / "broken"
     broken.mkdir()

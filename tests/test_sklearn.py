@@ -97,7 +97,9 @@ def test_same_seed_gives_the_same_model(data):
     (b"bytes", ["a"], "pass a list of texts as X, not bytes; decode it first"),
     (["w1", "half a pair \udc80"], ["a", "b"], r"X\[1\] is not valid Unicode: a lone surrogate \(U\+DC80\)"),
     (["w1", 5], ["a", "b"], r"X\[1\] is int"),
-    (np.array([["w1", "x"], ["w2", "y"]]), ["a", "b"], r"one-dimensional or one column; got shape \(2, 2\)"),
+    (np.array([[["w1"]], [["w2"]]]), ["a", "b"], r"one-dimensional or text columns; got shape \(2, 1, 1\)"),
+    (np.array([["w1", "x"], ["w2", 3]], dtype=object), ["a", "b"], r"X\[1, 1\] is int, not a string"),
+    (np.array([[1.5, 2.5], [3.5, 4.5]]), ["a", "b"], r"X\[0, 0\] is float, not a string"),
     (["w1", "w2"], None, "requires y to be passed, but the target y is None"),
     (["w1", "w2"], "ab", "y must be a sequence of labels, one per text, not str"),  # (not the classes 'a', 'b')
     (["w1", "w2"], {"a": 1, "b": 2}, "one per text, not dict"),
@@ -166,6 +168,34 @@ def test_labels_keep_the_dtype_they_came_in_and_one_column_of_texts_is_texts(dat
     assert clf.classes_.dtype == np.uint8 and clf.predict(test_x[:5]).dtype == np.uint8
     np.testing.assert_array_equal(clf.predict_proba(np.array(test_x[:5], dtype=object)[:, None]),
                                   clf.predict_proba(test_x[:5]))
+
+
+def _title_and_body(texts: list[str]) -> np.ndarray:
+    """Each text as two columns: its first word (None for every fifth, a missing title) and the rest."""
+    return np.array([[None if i % 5 == 0 else text.split(" ", 1)[0], text.split(" ", 1)[1]]
+                     for i, text in enumerate(texts)], dtype=object)
+
+
+def test_several_text_columns_are_one_text_per_row_joined_by_a_newline(data):
+    train_x, train_y, test_x, test_y = data
+    columns, test_columns = _title_and_body(train_x), _title_and_body(test_x[:40])
+    joined = ["\n".join(cell or "" for cell in row) for row in columns]
+    test_joined = ["\n".join(cell or "" for cell in row) for row in test_columns]
+    clf = AttentionTextClassifier(**TINY).fit(columns, train_y)
+    same = AttentionTextClassifier(**TINY).fit(joined, train_y)  # fit joins them as predict does
+    np.testing.assert_array_equal(clf.predict_proba(test_columns), same.predict_proba(test_joined))
+    np.testing.assert_array_equal(clf.predict(test_columns), same.predict(test_joined))
+    assert clf.score(test_columns, test_y[:40]) == same.score(test_joined, test_y[:40]) > 0.8
+
+
+def test_a_dataframe_of_text_columns_is_read_in_column_order(data):
+    pandas = pytest.importorskip("pandas")
+    train_x, train_y, test_x, _ = data
+    frame = pandas.DataFrame(_title_and_body(train_x[:80]), columns=["title", "body"])
+    clf = AttentionTextClassifier(**TINY).fit(frame, train_y[:80])  # (self-attention: the order of words counts)
+    test = pandas.DataFrame(_title_and_body(test_x[:5]), columns=["title", "body"])
+    joined = ["\n".join(cell or "" for cell in row) for row in test.itertuples(index=False)]
+    np.testing.assert_array_equal(clf.predict_proba(test), clf.predict_proba(joined))
 
 
 @pytest.mark.parametrize("labels", [np.array(["neg", "pos"], dtype=object), np.array([b"neg", b"pos"]),

@@ -124,7 +124,7 @@ def test_vectors_then_train_from_them(tmp_path, capsys):
 
 
 def test_vectors_read_a_data_files_text_column_not_its_lines(tmp_path, capsys):
-    rows = [{"id": i, "review": text, "stars": 5} for i, text in enumerate(corpus())]
+    rows = [{"id": i, "title": "headline", "review": text, "stars": 5} for i, text in enumerate(corpus())]
     data = tmp_path / "reviews.jsonl"
     data.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
     vectors = tmp_path / "v.vec"
@@ -135,6 +135,10 @@ def test_vectors_read_a_data_files_text_column_not_its_lines(tmp_path, capsys):
     assert "loved" in words and not words & {"id", "review", "stars"}  # the texts, not the JSON around them
     assert main(["vectors", "--file", str(data), "-o", str(vectors)]) == 2  # the default column, "text", is absent
     assert "no text column 'text'" in capsys.readouterr().err
+    assert main(["vectors", "--file", str(data), "--text-column", "title", "--text-column", "review", "--dim", "8",
+                 "--min-count", "1", "-o", str(vectors)]) == 0  # several columns: each row's, joined
+    words = {line.split(" ", 1)[0] for line in vectors.read_text(encoding="utf-8").splitlines()[1:]}
+    assert {"headline", "loved"} <= words
 
 
 def test_vectors_threads_bound_the_blas_the_counting_runs_in(tmp_path, capsys, monkeypatch):

@@ -63,6 +63,13 @@ def _parse_overrides(pairs: list[str]) -> dict:
 # ---------------------------------------------------------------- settings
 
 
+def _add_text_column_arg(p: argparse.ArgumentParser, help: str) -> None:
+    """--text-column, repeatable: a title and a body, say, read as one text (data/files.py joins them)."""
+    p.add_argument("--text-column", action="append", metavar="COLUMN",
+                   help=f"{help}; repeat it to join several columns into one text, in order, a newline between "
+                        f"them (--text-column title --text-column body)")
+
+
 def _add_data_args(p: argparse.ArgumentParser, *, test_only: bool = False) -> None:
     p.add_argument("--dataset", help="a dataset name (see `attnclf datasets`)")
     p.add_argument("--data-dir", help="folder holding dataset files (default: $ATTNCLF_DATA_DIR, then ~/.cache/attnclf)")
@@ -73,10 +80,10 @@ def _add_data_args(p: argparse.ArgumentParser, *, test_only: bool = False) -> No
                                                  "keep) instead of a --val-fraction share of the training file")
     p.add_argument("--test-file", help="a held-out file in the same format")
     if test_only:  # a run's test file is laid out like its training file, unless told otherwise
-        p.add_argument("--text-column", help="column holding the text (default: the run's)")
+        _add_text_column_arg(p, "column holding the text (default: the run's)")
         p.add_argument("--label-column", help="column holding the label (default: the run's)")
     else:
-        p.add_argument("--text-column", default="text", help="column holding the text (default: text)")
+        _add_text_column_arg(p, "column holding the text (default: text)")
         p.add_argument("--label-column", default="label", help="column holding the label (default: label)")
     if not test_only:
         p.add_argument("--multi-label", action="store_true",
@@ -123,7 +130,7 @@ def _budget(args: argparse.Namespace) -> dict:
                               remove_stopwords=args.remove_stopwords, lemmatize=args.lemmatize)
     data = DataSettings(dataset=args.dataset, data_dir=args.data_dir, download=args.download, train_file=args.train_file,
                         test_file=args.test_file, validation_file=args.validation_file,
-                        text_column=args.text_column, label_column=args.label_column,
+                        text_column=args.text_column or "text", label_column=args.label_column,
                         val_fraction=val_fraction, split_seed=args.split_seed, hold_out=args.hold_out,
                         max_train_examples=args.max_train_examples, max_test_examples=args.max_test_examples,
                         multi_label=args.multi_label,
@@ -221,7 +228,7 @@ def _add_text_source_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--download", action="store_true", help="download a missing public dataset (checksum-verified)")
     p.add_argument("--file", action="append", help="a CSV / TSV / JSONL / Parquet file (its text column is read), or "
                    "plain UTF-8 text, one text per line (repeatable)")
-    p.add_argument("--text-column", help="the column a data --file's texts are in (default: text)")
+    _add_text_column_arg(p, "the column a data --file's texts are in (default: text)")
 
 
 def _add_train_args(p: argparse.ArgumentParser) -> None:
@@ -1119,7 +1126,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("texts", nargs="*")
     p.add_argument("--file", help="a UTF-8 file with one text per line, or a CSV / TSV / JSONL / Parquet file whose "
                                   "--text-column holds them")
-    p.add_argument("--text-column", help="with a data --file (default: the column the run trained from)")
+    _add_text_column_arg(p, "with a data --file (default: the column the run trained from)")
     p.add_argument("--attention", action="store_true", help="include tokens and pooling attention")
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"])
     p.add_argument("--backend", choices=["torch", "onnx"], default="torch",
@@ -1149,7 +1156,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("texts", nargs="*")
     p.add_argument("--file", help="a UTF-8 file with one text per line, or a CSV / TSV / JSONL / Parquet file whose "
                                   "--text-column holds them")
-    p.add_argument("--text-column", help="with a data --file (default: the column the run trained from)")
+    _add_text_column_arg(p, "with a data --file (default: the column the run trained from)")
     p.add_argument("--method",
                    help="attention, rollout, grad-input, integrated-gradients, occlusion; several comma-separated, "
                         "or all (default: attention where the model pools by attention, else integrated-gradients)")
@@ -1273,7 +1280,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also write an int8 graph (dynamic quantisation), its accuracy change measured")
     p.add_argument("--check-file", help="labelled CSV/TSV/JSONL/Parquet file to check parity on "
                                         "(default: the run's own test split)")
-    p.add_argument("--text-column", help="with --check-file (default: the run's)")
+    _add_text_column_arg(p, "with --check-file (default: the run's)")
     p.add_argument("--label-column", help="with --check-file (default: the run's)")
     p.add_argument("--check-examples", type=int, default=1000, help="texts checked at most (default: 1000)")
     p.add_argument("--threads", type=int, help=INFERENCE_THREADS_HELP)

@@ -39,11 +39,14 @@ def check_texts(texts: Sequence[str], name: str | None = None) -> list[str]:
     return [str(text) for text in texts]  # (numpy's str_ items become plain strings)
 
 
-def trained_text_column(config: dict) -> str:
-    """The column a model read its texts from: a run's (or an ensemble's) config.json, or an ONNX export.json.
+def trained_text_column(config: dict) -> str | list[str]:
+    """The column a model read its texts from (a list: the columns joined into each text): a run's (or an
+    ensemble's) config.json, or an ONNX export.json.
 
     >>> trained_text_column({"settings": {"data": {"text_column": "review"}}}), trained_text_column({})
     ('review', 'text')
+    >>> trained_text_column({"text_column": ["title", "body"]})
+    ['title', 'body']
     """
     return config.get("text_column") or config.get("settings", {}).get("data", {}).get("text_column") or "text"
 

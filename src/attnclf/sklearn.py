@@ -1,7 +1,9 @@
 """A scikit-learn estimator: attnclf's models behind ``fit`` / ``predict`` / ``predict_proba``.
 
 Texts in, the original label values out, so it drops into ``Pipeline``,
-``cross_val_score`` and ``GridSearchCV``:
+``cross_val_score`` and ``GridSearchCV``. Texts in several columns (a 2-D array
+or a DataFrame of a title and a body) are one text per row, its columns joined
+with a newline, as ``attnclf train --text-column title --text-column body`` joins a file's:
 
 >>> from sklearn.model_selection import cross_val_score
 >>> clf = AttentionTextClassifier(epochs=3, d_model=32, layers=1)
@@ -34,6 +36,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .classifier import Classifier
 from .data.base import TextDataset
+from .data.files import TEXT_JOINER
 from .data.splits import train_validation_split
 from .errors import AttnclfError, RunDirError
 from .models import MODELS, build_model
@@ -309,9 +312,25 @@ _DERIVED_FROM = {"vocab_size": "the texts (the estimator's vocab_size= caps it)"
 def _texts(X) -> list[str]:
     if getattr(X, "ndim", 1) == 2 and X.shape[1] == 1:  # one column, as a ColumnTransformer passes one through
         X = X.iloc[:, 0] if hasattr(X, "iloc") else X[:, 0]
+    if getattr(X, "ndim", 1) == 2 and X.shape[1] > 1:
+        return _joined_columns(X)
     if getattr(X, "ndim", 1) != 1:
-        raise ValueError(f"X must be one text per row, one-dimensional or one column; got shape {X.shape}")
+        raise ValueError(f"X must be one text per row, one-dimensional or text columns; got shape {X.shape}")
     return check_texts(X, name="X")
+
+
+def _joined_columns(X) -> list[str]:
+    """Each row's text columns joined with a newline, in column order; a missing cell (None, NaN: a title left
+    out) adds an empty string, as a data file's does, and any other non-text cell is refused.
+
+    >>> _joined_columns(np.array([["Rain due", "Showers all day."], [None, "Sun."]], dtype=object))
+    ['Rain due\\nShowers all day.', '\\nSun.']
+    """
+    rows = X.to_numpy(dtype=object) if hasattr(X, "to_numpy") else np.asarray(X, dtype=object)
+    for (i, j), cell in np.ndenumerate(rows):
+        if not isinstance(cell, str) and not _missing(cell):
+            raise AttnclfError(f"X[{i}, {j}] is {type(cell).__name__}, not a string")
+    return check_texts([TEXT_JOINER.join("" if _missing(cell) else cell for cell in row) for row in rows], name="X")
 
 
 def _check_save_target(given: Path, target: Path, overwrite: bool) -> None:

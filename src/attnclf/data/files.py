@@ -3,8 +3,12 @@
 The format comes from the extension: ``.csv``, ``.tsv`` (a header row names the
 columns; standard CSV quoting), ``.jsonl`` / ``.json`` / ``.ndjson`` (one JSON
 object per line), ``.parquet`` (needs pyarrow). Rows are streamed, so only the
-two columns used are ever held in memory; ``iter_records`` hands them on one at
+columns used are ever held in memory; ``iter_records`` hands them on one at
 a time, for corpora larger than memory (``text/cache.py``).
+
+The text may come from several columns (a title and a body): ``text_column``
+is then a list, and a row's text is their values in that order, joined with a
+newline; a missing value (a title left out) adds an empty string.
 
 Labels may be strings or integers. Training data defines the label names:
 its distinct values, sorted (numerically when all are integers), as strings.
@@ -22,7 +26,7 @@ import math
 import numbers
 from array import array
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -31,9 +35,41 @@ from ..text.cleaning import unicode_problem
 from .base import Splits, TextDataset
 from .multilabel import DEFAULT_LABEL_DELIMITER, parse_label_set
 
-# (where, text value, label value), where = "line 7" or "row 7"; the label is None when no label column is read
-Row = tuple[str, Any, Any]
+# (where, text values (one per text column), label value), where = "line 7" or "row 7"; the label is None when no
+# label column is read
+Row = tuple[str, tuple, Any]
 DATA_SUFFIXES = (".csv", ".tsv", ".jsonl", ".json", ".ndjson", ".parquet")
+# One text column's name, or several whose values are joined into one text per row
+TextColumns = str | Sequence[str]
+TEXT_JOINER = "\n"  # between a row's text columns: the title ends where the body starts, as a line does
+
+
+def text_column_names(text_column: TextColumns) -> tuple[str, ...]:
+    """The text columns ``text_column`` names, in order, or a one-line ``DataError`` for an empty list, a
+    non-string entry or a repeated column.
+
+    >>> text_column_names("review"), text_column_names(["title", "body"])
+    (('review',), ('title', 'body'))
+    """
+    columns = (text_column,) if isinstance(text_column, str) else tuple(text_column)
+    if not columns:
+        raise DataError("no text column given: name one at least")
+    for column in columns:
+        if not isinstance(column, str):
+            raise DataError(f"text column {column!r} is not a column name")
+        if columns.count(column) > 1:
+            raise DataError(f"text column {column!r} is named {columns.count(column)} times; name each once")
+    return columns
+
+
+def recorded_text_column(text_column: TextColumns) -> str | list[str]:
+    """``text_column`` as config.json records it: one column as its name (as runs always have), several as a list.
+
+    >>> recorded_text_column(["review"]), recorded_text_column(("title", "body"))
+    ('review', ['title', 'body'])
+    """
+    columns = text_column_names(text_column)
+    return columns[0] if len(columns) == 1 else list(columns)
 
 
 def _utf8_lines(path: Path) -> Iterator[str]:
@@ -64,7 +100,7 @@ def _missing_column(path: Path, column: str, columns: list[str], role: str) -> D
     return DataError(f"{path}: no {role} column {column!r}; the columns are: {', '.join(map(repr, columns))}{hint}")
 
 
-def _csv_rows(path: Path, delimiter: str, text_column: str, label_column: str | None) -> Iterator[Row]:
+def _csv_rows(path: Path, delimiter: str, text_columns: tuple[str, ...], label_column: str | None) -> Iterator[Row]:
     kind, separator = ("TSV", "a tab") if delimiter == "\t" else ("CSV", "a comma")
     # Texts longer than csv's default 128 KiB field limit are legitimate documents.
     csv.field_size_limit(max(csv.field_size_limit(), 1 << 30))
@@ -74,13 +110,13 @@ def _csv_rows(path: Path, delimiter: str, text_column: str, label_column: str | 
         header = next(reader, None)
         if not header:
             raise DataError(f"{path}: empty file")
-        for column, role in _wanted(text_column, label_column):
+        for column, role in _wanted(text_columns, label_column):
             if column not in header:
                 raise _missing_column(path, column, header, role)
             if header.count(column) > 1:  # which of them holds the texts (or labels) is anyone's guess
                 raise DataError(f"{path}, line 1: the header names the {role} column {column!r} "
                                 f"{header.count(column)} times; rename all but one")
-        text_at = header.index(text_column)
+        text_at = [header.index(column) for column in text_columns]
         label_at = None if label_column is None else header.index(label_column)
         start = reader.line_num + 1
         for row in reader:
@@ -90,7 +126,7 @@ def _csv_rows(path: Path, delimiter: str, text_column: str, label_column: str | 
                         f"{path}, line {start}: {len(row)} fields but the header has {len(header)}; "
                         f"quote fields that contain {separator} or a quote"
                     )
-                yield f"line {start}", row[text_at], None if label_at is None else row[label_at]
+                yield f"line {start}", tuple(row[at] for at in text_at), None if label_at is None else row[label_at]
             start = reader.line_num + 1
     except csv.Error as exc:
         if "new-line character seen in unquoted field" in str(exc):  # Python's own hint names no fix a user has
@@ -100,7 +136,7 @@ def _csv_rows(path: Path, delimiter: str, text_column: str, label_column: str | 
                         f"quoted: quote the whole field and double the quotes inside it") from None
 
 
-def _jsonl_rows(path: Path, text_column: str, label_column: str | None) -> Iterator[Row]:
+def _jsonl_rows(path: Path, text_columns: tuple[str, ...], label_column: str | None) -> Iterator[Row]:
     for number, line in enumerate(_utf8_lines(path), 1):
         if not line.strip():
             continue
@@ -121,14 +157,14 @@ def _jsonl_rows(path: Path, text_column: str, label_column: str | None) -> Itera
             if number == 1 and line.lstrip().startswith("["):
                 problem += "; this is a JSON array, write one object per line (JSON lines)"
             raise DataError(f"{path}, line {number}: {problem}")
-        for column, role in _wanted(text_column, label_column):
+        for column, role in _wanted(text_columns, label_column):
             if column not in record:
                 raise DataError(f"{path}, line {number}: no {role} column {column!r}; this line has"
                                 f"{': ' + ', '.join(map(repr, record)) if record else ' no columns'}")
-        yield f"line {number}", record[text_column], record.get(label_column)
+        yield f"line {number}", tuple(record[column] for column in text_columns), record.get(label_column)
 
 
-def _parquet_rows(path: Path, text_column: str, label_column: str | None) -> Iterator[Row]:
+def _parquet_rows(path: Path, text_columns: tuple[str, ...], label_column: str | None) -> Iterator[Row]:
     try:
         import pyarrow.parquet as pq
     except ImportError:
@@ -138,27 +174,28 @@ def _parquet_rows(path: Path, text_column: str, label_column: str | None) -> Ite
     except Exception as exc:  # pyarrow raises its own ArrowInvalid for a non-Parquet file
         raise DataError(f"{path}: not a readable Parquet file: {' '.join(str(exc).split())}") from None
     columns = parquet.schema_arrow.names
-    for column, role in _wanted(text_column, label_column):
+    for column, role in _wanted(text_columns, label_column):
         if column not in columns:
             raise _missing_column(path, column, columns, role)
         if columns.count(column) > 1:
             raise DataError(f"{path}: the schema names the {role} column {column!r} {columns.count(column)} times; "
                             f"rename all but one")
     number = 0
-    wanted = [column for column, _ in _wanted(text_column, label_column)]
+    wanted = [column for column, _ in _wanted(text_columns, label_column)]
     try:  # (the reader's own errors only: a consumer's exceptions do not enter a generator at its yield)
         for batch in parquet.iter_batches(batch_size=8192, columns=wanted):
             labels = batch.column(label_column).to_pylist() if label_column is not None else [None] * batch.num_rows
-            for text, label in zip(batch.column(text_column).to_pylist(), labels):
+            texts = zip(*(batch.column(column).to_pylist() for column in text_columns))
+            for values, label in zip(texts, labels):
                 number += 1
-                yield f"row {number}", text, label
+                yield f"row {number}", values, label
     except Exception as exc:  # corrupt data pages surface while reading, past the footer
         raise DataError(f"{path}, after row {number}: unreadable Parquet data: {' '.join(str(exc).split())}") from None
 
 
-def _wanted(text_column: str, label_column: str | None) -> list[tuple[str, str]]:
+def _wanted(text_columns: tuple[str, ...], label_column: str | None) -> list[tuple[str, str]]:
     """The columns a reader needs, with their roles for error messages."""
-    return [(text_column, "text")] + ([] if label_column is None else [(label_column, "label")])
+    return [(column, "text") for column in text_columns] + ([] if label_column is None else [(label_column, "label")])
 
 
 def check_file(path: str | Path) -> Path:
@@ -169,15 +206,15 @@ def check_file(path: str | Path) -> Path:
     return path
 
 
-def _rows(path: Path, text_column: str, label_column: str | None) -> Iterator[Row]:
+def _rows(path: Path, text_columns: tuple[str, ...], label_column: str | None) -> Iterator[Row]:
     check_file(path)
     suffix = path.suffix.lower()
     if suffix in (".csv", ".tsv"):
-        return _csv_rows(path, "\t" if suffix == ".tsv" else ",", text_column, label_column)
+        return _csv_rows(path, "\t" if suffix == ".tsv" else ",", text_columns, label_column)
     if suffix in (".jsonl", ".json", ".ndjson"):
-        return _jsonl_rows(path, text_column, label_column)
+        return _jsonl_rows(path, text_columns, label_column)
     if suffix == ".parquet":
-        return _parquet_rows(path, text_column, label_column)
+        return _parquet_rows(path, text_columns, label_column)
     kind = repr(suffix) if suffix else "(no extension)"
     raise DataError(f"{path}: unknown file type {kind}; use .csv, .tsv, .jsonl or .parquet")
 
@@ -195,12 +232,19 @@ def _sorted_names(values: set[str]) -> list[str]:
         return sorted(values)
 
 
-def _checked_text(path: Path, where: str, text: Any, text_column: str) -> str:
-    if not isinstance(text, str):
-        raise DataError(f"{path}, {where}: text column {text_column!r} holds {text!r}, not text")
-    if problem := unicode_problem(text):
-        raise DataError(f"{path}, {where}: the text in column {text_column!r} is {problem}")
-    return text
+def _checked_text(path: Path, where: str, values: tuple, text_columns: tuple[str, ...]) -> str:
+    """A row's text: its text columns' values joined, a missing value (None) as an empty string."""
+    for value, column in zip(values, text_columns):
+        if value is not None and not isinstance(value, str):
+            raise DataError(f"{path}, {where}: text column {column!r} holds {value!r}, not text")
+        if problem := unicode_problem(value or ""):
+            raise DataError(f"{path}, {where}: the text in column {column!r} is {problem}")
+    return TEXT_JOINER.join(value or "" for value in values)
+
+
+def _named(text_columns: tuple[str, ...]) -> str:
+    """``column 'text'``, or ``columns 'title', 'body'``, for messages."""
+    return f"column{'s' * (len(text_columns) > 1)} {', '.join(map(repr, text_columns))}"
 
 
 def _typed_kind(label: Any) -> str | None:
@@ -216,25 +260,25 @@ def _typed_kind(label: Any) -> str | None:
     return "decimal" if isinstance(label, numbers.Real) else None
 
 
-def iter_texts(path: str | Path, text_column: str = "text") -> Iterator[tuple[str, str]]:
-    """Stream the texts of a CSV / TSV / JSONL / Parquet file's ``text_column`` as ``(where, text)``, for
-    prediction: no label column is read, an empty text is kept (a model still labels it), and a file without
-    rows, or without a byte (Parquet excepted), gives none.
+def iter_texts(path: str | Path, text_column: TextColumns = "text") -> Iterator[tuple[str, str]]:
+    """Stream the texts of a CSV / TSV / JSONL / Parquet file's ``text_column`` (or columns, joined) as
+    ``(where, text)``, for prediction: no label column is read, an empty text is kept (a model still labels it),
+    and a file without rows, or without a byte (Parquet excepted), gives none.
 
     >>> # next(iter_texts("to_score.csv", text_column="review"))  # ('line 2', 'A fine film.')
+    >>> # next(iter_texts("news.csv", ["title", "body"]))  # ('line 2', 'Rain due\\nShowers all day.')
     """
+    columns = text_column_names(text_column)
     path = check_file(path)
     if path.stat().st_size == 0 and path.suffix.lower() != ".parquet":
         return  # nothing to score, as with a header and no rows (an empty Parquet file is a broken one)
-    for where, text, _ in _rows(path, text_column, None):
-        if text is None:
-            text = ""
-        yield where, _checked_text(path, where, text, text_column)
+    for where, values, _ in _rows(path, columns, None):
+        yield where, _checked_text(path, where, values, columns)
 
 
 def iter_records(
     path: str | Path,
-    text_column: str = "text",
+    text_column: TextColumns = "text",
     label_column: str = "label",
     *,
     label_names: list[str] | None = None,
@@ -248,18 +292,19 @@ def iter_records(
     ``label_names``, one of them); a bad record stops the stream with a
     one-line ``DataError`` naming the file, line or row, column and value.
     With ``multi_label`` the label is a tuple of names (possibly empty).
+    Several text columns give one text, their values joined with a newline.
 
     >>> # next(iter_records("train.jsonl"))  # ('line 1', 'A fine film.', 'pos')
     """
-    path = Path(path)
-    if text_column == label_column:
-        raise DataError(f"{path}: the text and the labels cannot both come from column {text_column!r}")
+    path, columns = Path(path), text_column_names(text_column)
+    if label_column in columns:
+        raise DataError(f"{path}: the text and the labels cannot both come from column {label_column!r}")
     allowed = None if label_names is None else set(label_names)
     first = None  # (where, label) of the first label: JSON's true/false beside other labels is a mistake, not a class
-    for where, text, label in _rows(path, text_column, label_column):
-        text = _checked_text(path, where, "" if text is None else text, text_column)
+    for where, values, label in _rows(path, columns, label_column):
+        text = _checked_text(path, where, values, columns)
         if not text.strip():
-            raise DataError(f"{path}, {where}: empty text in column {text_column!r}")
+            raise DataError(f"{path}, {where}: empty text in {_named(columns)}")
         if multi_label:
             try:
                 names = parse_label_set(label, label_delimiter)
@@ -301,7 +346,7 @@ def iter_records(
 
 def file_labels(
     path: str | Path,
-    text_column: str = "text",
+    text_column: TextColumns = "text",
     label_column: str = "label",
     *,
     label_names: list[str] | None = None,
@@ -352,7 +397,7 @@ def _label_sets(path: str | Path, label_column: str, label_names: list[str] | No
 
 def load_file(
     path: str | Path,
-    text_column: str = "text",
+    text_column: TextColumns = "text",
     label_column: str = "label",
     *,
     label_names: list[str] | None = None,
@@ -388,7 +433,7 @@ def load_file(
 def load_files(
     train_path: str | Path,
     test_path: str | Path | None = None,
-    text_column: str = "text",
+    text_column: TextColumns = "text",
     label_column: str = "label",
     multi_label: bool = False,
     label_delimiter: str = DEFAULT_LABEL_DELIMITER,

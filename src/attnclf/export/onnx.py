@@ -111,7 +111,7 @@ def _difference(reference: np.ndarray, probabilities: np.ndarray) -> dict:
             "prediction_agreement": float((reference.argmax(axis=1) == probabilities.argmax(axis=1)).mean())}
 
 
-def check_data(run_dir: str | Path, file: str | Path | None = None, *, text_column: str | None = None,
+def check_data(run_dir: str | Path, file: str | Path | None = None, *, text_column: str | list[str] | None = None,
                label_column: str | None = None, limit: int = 1000, seed: int = 0) -> TextDataset:
     """Labelled texts to measure an export on: ``file``, else the run's own test split (validation if none).
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 
+from ..data.files import recorded_text_column
 from ..data.multilabel import DEFAULT_LABEL_DELIMITER
 from ..data.registry import folder_holding, sources
 from ..errors import AttnclfError
@@ -33,7 +34,8 @@ class DataSettings:
     train_file: str | None = None
     test_file: str | None = None
     validation_file: str | None = None  # validate on this file's texts, instead of a share carved from train_file
-    text_column: str = "text"
+    # A column's name, or a list of several whose values join into one text per row (data/files.py)
+    text_column: str | list[str] = "text"
     label_column: str = "label"
     val_fraction: float = 0.1
     # Seeds the validation split and any --max-train-examples sample; None: the run's seed. Runs that share
@@ -57,6 +59,8 @@ class DataSettings:
     found_in: str | None = None
 
     def __post_init__(self):
+        # One column recorded as a string, as runs always have (a list of one too); several as a list
+        self.text_column = recorded_text_column(self.text_column)
         source = sources().get(self.dataset) if self.dataset else None
         if source is not None and source.multi_label:
             self.multi_label = True  # nothing else could train on it; files need the flag: their cells could be either
