@@ -599,6 +599,10 @@ def test_load_files_test_uses_training_labels(tmp_path):
         ("n1.csv", "text,label\nok,1\n", (["text", 1], "label"), r"^text column 1 is not a column name$"),
         ("n2.csv", "text,label\nok,1\n", (["text", "text"], "label"),
          r"^text column 'text' is named 2 times; name each once$"),
+        ("n3.csv", "text,label\nok,1\n", (None, "label"),
+         r"^text_column must be a column name or a list of them, not NoneType$"),
+        ("n4.csv", "text,label\nok,1\n", (b"text", "label"),
+         r"^text_column must be a column name or a list of them, not bytes$"),
     ],
 )
 def test_bad_user_files_are_one_line_errors(tmp_path, name, content, columns, message):

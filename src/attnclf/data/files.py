@@ -45,12 +45,14 @@ TEXT_JOINER = "\n"  # between a row's text columns: the title ends where the bod
 
 
 def text_column_names(text_column: TextColumns) -> tuple[str, ...]:
-    """The text columns ``text_column`` names, in order, or a one-line ``DataError`` for an empty list, a
-    non-string entry or a repeated column.
+    """The text columns ``text_column`` names, in order, or a one-line ``DataError`` for anything but a name or a
+    list (or tuple) of names, an empty list, a non-string entry or a repeated column.
 
     >>> text_column_names("review"), text_column_names(["title", "body"])
     (('review',), ('title', 'body'))
     """
+    if not isinstance(text_column, (str, list, tuple)):  # (None, a number; bytes or a dict would iterate as junk)
+        raise DataError(f"text_column must be a column name or a list of them, not {type(text_column).__name__}")
     columns = (text_column,) if isinstance(text_column, str) else tuple(text_column)
     if not columns:
         raise DataError("no text column given: name one at least")
