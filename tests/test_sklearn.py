@@ -100,6 +100,8 @@ def test_same_seed_gives_the_same_model(data):
     (np.array([[["w1"]], [["w2"]]]), ["a", "b"], r"one-dimensional or text columns; got shape \(2, 1, 1\)"),
     (np.array([["w1", "x"], ["w2", 3]], dtype=object), ["a", "b"], r"X\[1, 1\] is int, not a string"),
     (np.array([[1.5, 2.5], [3.5, 4.5]]), ["a", "b"], r"X\[0, 0\] is float, not a string"),
+    (np.array([["w1", "x"], ["w2", "y \udc80"]], dtype=object), ["a", "b"],
+     r"X\[1, 1\] is not valid Unicode: a lone surrogate \(U\+DC80\) at character 2"),
     (["w1", "w2"], None, "requires y to be passed, but the target y is None"),
     (["w1", "w2"], "ab", "y must be a sequence of labels, one per text, not str"),  # (not the classes 'a', 'b')
     (["w1", "w2"], {"a": 1, "b": 2}, "one per text, not dict"),

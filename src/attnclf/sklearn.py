@@ -330,6 +330,8 @@ def _joined_columns(X) -> list[str]:
     for (i, j), cell in np.ndenumerate(rows):
         if not isinstance(cell, str) and not _missing(cell):
             raise AttnclfError(f"X[{i}, {j}] is {type(cell).__name__}, not a string")
+        if isinstance(cell, str) and (problem := unicode_problem(cell)):  # (its cell and place, not the joined row's)
+            raise AttnclfError(f"X[{i}, {j}] is {problem}")
     return check_texts([TEXT_JOINER.join("" if _missing(cell) else cell for cell in row) for row in rows], name="X")
 
 
