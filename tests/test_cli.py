@@ -100,7 +100,8 @@ def test_an_ensemble_folder_reads_a_data_file_by_its_members_text_column(tmp_pat
                  "--label-column", "sentiment", "--model", "boe", "--epochs", "1", "--min-frequency", "1",
                  "--seeds", "1", "2", "--output",
                  str(folder), "--quiet", "--no-report", "--threads", "1"]) == 0
-    capsys.readouterr()
+    capsys.readouterr()  # --text-column given once is recorded as a string, as before it could be repeated
+    assert json.loads((folder / "seed-1" / "config.json").read_text())["settings"]["data"]["text_column"] == "review"
     assert main(["predict", str(folder), "--file", str(data)]) == 0
     assert len(capsys.readouterr().out.splitlines()) == 60
     assert "--text-column picks the column" in run_error(["predict", str(folder), "x", "--text-column", "review"],
