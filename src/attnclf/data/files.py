@@ -8,7 +8,8 @@ a time, for corpora larger than memory (``text/cache.py``).
 
 The text may come from several columns (a title and a body): ``text_column``
 is then a list, and a row's text is their values in that order, joined with a
-newline; a missing value (a title left out) adds an empty string.
+newline; an empty or null value (a title left out) adds an empty string, but a
+JSON line without one of the columns is an error, as with a single column.
 
 Labels may be strings or integers. Training data defines the label names:
 its distinct values, sorted (numerically when all are integers), as strings.
