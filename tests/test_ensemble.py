@@ -130,12 +130,18 @@ def test_train_seeds_builds_an_ensemble_folder_that_evaluate_and_load_read(tmp_p
     assert (out / "seed-4-refit" / "model.safetensors").is_file()
 
 
-def test_members_a_resume_adds_train_for_the_epochs_the_others_planned(tmp_path):
+def test_members_a_resume_adds_train_for_the_epochs_the_others_planned(tmp_path, capsys):
     """Not the recipe's default: without --epochs a resumed ensemble's new members train as the others did."""
     out = tmp_path / "ens"
     flags = ["train", "--dataset", "demo", "--max-train-examples", "200", "--set", "d_model=16", "--set", "layers=1",
              "--output", str(out), "--quiet", "--no-report", "--threads", "1"]
     assert main(flags + ["--epochs", "1", "--seeds", "0", "1"]) == 0
+    # Only --output, as a single run resumes: the members' data is not in the command, and the error says so
+    # (it had said "--seeds needs held-out data ...: give --test-file", which the members had).
+    assert main(["train", "--output", str(out), "--resume", "--seeds", "0", "1", "2", "--quiet"]) == 2
+    assert capsys.readouterr().err.strip() == (f"attnclf: error: --resume --seeds takes the whole command that trained "
+                                               f"the members in {out}, its --dataset or --train-file too, --resume added")
+    assert not (out / "seed-2").exists()
     assert main(flags + ["--resume", "--seeds", "0", "1", "2"]) == 0
     planned = [json.loads((out / f"seed-{seed}" / "config.json").read_text())["settings"]["train"]["epochs"]
                for seed in (0, 1, 2)]

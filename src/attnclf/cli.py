@@ -299,6 +299,10 @@ def cmd_train(args: argparse.Namespace) -> int:
 
         if args.seed is not None:
             raise AttnclfError("give --seed or --seeds, not both")
+        if args.resume and not _typed(args) & {"dataset", "train_file"}:  # (else: "--seeds needs held-out data")
+            raise AttnclfError(f"--resume --seeds takes the whole command that trained the members in "
+                               f"{args.output or 'the default --output'}, its --dataset or --train-file too, "
+                               f"--resume added")
         settings = build_settings(args)
         settings.threads, settings.report = args.threads, not args.no_report
         args.output = settings.output  # resolved (runs/MODEL-DATA by default): where an interrupted ensemble resumes
