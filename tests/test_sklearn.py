@@ -190,14 +190,37 @@ def test_several_text_columns_are_one_text_per_row_joined_by_a_newline(data):
     assert clf.score(test_columns, test_y[:40]) == same.score(test_joined, test_y[:40]) > 0.8
 
 
-def test_a_dataframe_of_text_columns_is_read_in_column_order(data):
+def test_a_dataframe_of_text_columns_is_read_in_column_order(data, tmp_path):
     pandas = pytest.importorskip("pandas")
     train_x, train_y, test_x, _ = data
     frame = pandas.DataFrame(_title_and_body(train_x[:80]), columns=["title", "body"])
     clf = AttentionTextClassifier(**TINY).fit(frame, train_y[:80])  # (self-attention: the order of words counts)
     test = pandas.DataFrame(_title_and_body(test_x[:5]), columns=["title", "body"])
-    joined = ["\n".join(cell or "" for cell in row) for row in test.itertuples(index=False)]
+    # (pandas holds the missing titles as NaN)
+    joined = ["\n".join(cell if isinstance(cell, str) else "" for cell in row) for row in test.itertuples(index=False)]
     np.testing.assert_array_equal(clf.predict_proba(test), clf.predict_proba(joined))
+    assert (clf.n_text_columns_, clf.text_column_names_) == (2, ["title", "body"])
+    # The same columns in another order, or others, would be other texts: refused, not joined silently.
+    with pytest.raises(ValueError, match=r"^X's text columns are \['body', 'title'\], but this estimator was fitted "
+                                         r"on \['title', 'body'\], in that order$"):
+        clf.predict(test[["body", "title"]])
+    with pytest.raises(ValueError, match="^X has 3 text columns, but this estimator was fitted on 2 text columns$"):
+        clf.predict(test.assign(extra=test["body"]))
+    # Saved and loaded, it checks the same.
+    loaded = AttentionTextClassifier.load(clf.save(tmp_path / "saved"))
+    assert (loaded.n_text_columns_, loaded.text_column_names_) == (2, ["title", "body"])
+    with pytest.raises(ValueError, match="fitted on \\['title', 'body'\\]"):
+        loaded.predict_proba(test[["body", "title"]])
+    np.testing.assert_array_equal(loaded.predict_proba(test), clf.predict_proba(test))
+
+
+def test_several_columns_at_predict_need_as_many_at_fit(data):
+    train_x, train_y, test_x, _ = data
+    clf = AttentionTextClassifier("boe", d_model=16, epochs=1).fit(train_x[:60], train_y[:60])
+    assert (clf.n_text_columns_, clf.text_column_names_) == (1, None)
+    with pytest.raises(ValueError, match="^X has 2 text columns, but this estimator was fitted on one text per row$"):
+        clf.predict(_title_and_body(test_x[:5]))
+    clf.predict(np.array(test_x[:5], dtype=object)[:, None])  # one column is one text per row
 
 
 @pytest.mark.parametrize("labels", [np.array(["neg", "pos"], dtype=object), np.array([b"neg", b"pos"]),

@@ -64,7 +64,9 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
     epoch (``patience`` > 0 also stops early); 0 validates on the training texts.
     ``classes_`` holds the label values as given (strings, ints, ...), sorted.
     After ``fit``, ``classifier_`` is an ``attnclf.Classifier`` (tokens,
-    attention) and ``history_`` the per-epoch training record.
+    attention) and ``history_`` the per-epoch training record;
+    ``n_text_columns_`` and ``text_column_names_`` (a DataFrame's, else None)
+    say which text columns X had, which a two-dimensional X must have again.
 
     >>> clf = AttentionTextClassifier(model="boe", epochs=2, d_model=16)
     >>> clf.get_params()["d_model"]
@@ -100,7 +102,9 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
 
     def fit(self, X, y) -> "AttentionTextClassifier":
         """Train a fresh model on texts ``X`` with labels ``y``; returns self."""
-        return self._fit(_texts(X), y)  # (a bad setting or text is an AttnclfError, a ValueError as callers expect)
+        self._fit(_texts(X), y)  # (a bad setting or text is an AttnclfError, a ValueError as callers expect)
+        self.n_text_columns_, self.text_column_names_ = _columns(X)
+        return self
 
     def _fit(self, texts: list[str], y) -> "AttentionTextClassifier":
         if y is None:
@@ -179,7 +183,22 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
     def predict_proba(self, X) -> np.ndarray:
         """Class probabilities, one row per text, columns in ``classes_`` order."""
         check_is_fitted(self, "classifier_")
+        self._check_columns(X)
         return self.classifier_.predict_proba(_texts(X))
+
+    def _check_columns(self, X) -> None:
+        """Refuse text columns other than fit's: joined in another order or number, they would be other texts,
+        silently. One text per row (already joined, or one column) is always read as it is."""
+        count, names = _columns(X)
+        fitted, fitted_names = getattr(self, "n_text_columns_", 1), getattr(self, "text_column_names_", None)
+        if count == 1:
+            return
+        if count != fitted:
+            raise ValueError(f"X has {count} text columns, but this estimator was fitted on "
+                             f"{'one text per row' if fitted == 1 else f'{fitted} text columns'}")
+        if names is not None and fitted_names is not None and names != fitted_names:
+            raise ValueError(f"X's text columns are {names}, but this estimator was fitted on {fitted_names}, in "
+                             f"that order")
 
     def predict(self, X) -> np.ndarray:
         """The most probable label per text, as one of ``classes_``."""
@@ -217,7 +236,9 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
             output=str(path), device=params["device"], report=False)
         record = config_record(settings, model, {**getattr(self, "_fitted_on", {}), "test_examples": 0}, {
             "trained_by": ESTIMATOR,
-            "estimator": {"params": params, "classes": classes, "classes_dtype": self.classes_.dtype.str}})
+            "estimator": {"params": params, "classes": classes, "classes_dtype": self.classes_.dtype.str,
+                          "text_columns": {"count": getattr(self, "n_text_columns_", 1),
+                                           "names": getattr(self, "text_column_names_", None)}}})
         tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"))
         try:
             atomic_write_json(tmp / "config.json", record)
@@ -275,7 +296,14 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
         classifier = Classifier.load(path, device=estimator.device)
         if [str(c) for c in classes] != classifier.label_names:
             raise RunDirError(f"{Path(path) / 'config.json'}: estimator.classes do not match labels.json")
+        columns = saved.get("text_columns", {"count": 1, "names": None})  # (saves before several columns: one)
+        count, names = (columns.get("count"), columns.get("names")) if isinstance(columns, dict) else (None, None)
+        if not (type(count) is int and count >= 1 and (names is None or isinstance(names, list) and
+                                                       len(names) == count and all(isinstance(n, str) for n in names))):
+            raise RunDirError(f"{Path(path) / 'config.json'}: estimator.text_columns is not a count of columns and "
+                              f"their names (was the file edited?)")
         estimator.classes_, estimator.classifier_ = classes, classifier
+        estimator.n_text_columns_, estimator.text_column_names_ = count, names
         estimator.history_ = read_jsonl(Path(path) / "history.jsonl")
         data = config.get("data") if isinstance(config.get("data"), dict) else {}
         estimator._fitted_on = {key: data[key] for key in ("train_examples", "validation_examples") if key in data}
@@ -307,6 +335,17 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
 # Where fit takes the model fields a run derives (settings.DERIVED_MODEL_FIELDS), in the estimator's own terms.
 _DERIVED_FROM = {"vocab_size": "the texts (the estimator's vocab_size= caps it)", "num_classes": "the labels",
                  "max_len": "the estimator's max_len=", "pad_id": "the tokenizer"}
+
+
+def _columns(X) -> tuple[int, list[str] | None]:
+    """How many text columns ``X`` holds (1: one text per row) and, for a DataFrame of several, their names.
+
+    >>> _columns(["a text"]), _columns(np.array([["a title", "a body"]]))
+    ((1, None), (2, None))
+    """
+    if getattr(X, "ndim", 1) != 2 or X.shape[1] == 1:
+        return 1, None
+    return X.shape[1], [str(name) for name in X.columns] if hasattr(X, "columns") else None
 
 
 def _texts(X) -> list[str]:
