@@ -147,6 +147,8 @@ def test_a_bad_setting_is_a_value_error(data):
         AttentionTextClassifier("boe", lr="0.01").fit(data[0], data[1])
     with pytest.raises(ValueError, match="model_config must be a dict of model fields, got 'x'"):
         AttentionTextClassifier("boe", model_config="x").fit(data[0], data[1])
+    with pytest.raises(ValueError, match="class_weight must be None or 'balanced', got 'auto'"):
+        AttentionTextClassifier("boe", class_weight="auto").fit(data[0], data[1])
     # The message names the parameter as Python spells it, not a command-line flag.
     with pytest.raises(ValueError, match="^device must be one of .*, got 'gpu'$"):
         AttentionTextClassifier("boe", device="gpu").fit(data[0], data[1])
@@ -500,3 +502,21 @@ def test_load_reads_only_the_label_dtypes_save_writes(saved, tmp_path):
         else:
             with pytest.raises(RunDirError, match="estimator.classes are not labels"):
                 AttentionTextClassifier.load(folder)
+
+
+def test_balanced_class_weights_raise_a_rare_class_s_probabilities(data, tmp_path):
+    import json
+
+    train_x, train_y, test_x, _ = data
+    rare = [i for i, label in enumerate(train_y) if label == "negative"][:12]
+    common = [i for i, label in enumerate(train_y) if label == "positive"][:120]
+    x, y = [train_x[i] for i in rare + common], [train_y[i] for i in rare + common]
+    settings = dict(d_model=16, epochs=5, batch_size=16, lr=3e-2, validation_fraction=0)
+    plain = AttentionTextClassifier("boe", **settings).fit(x, y)
+    balanced = AttentionTextClassifier("boe", class_weight="balanced", **settings).fit(x, y)
+    negative = list(plain.classes_).index("negative")
+    # Each rare text's loss counts ten times a common one's: the model leans toward the rare class.
+    assert balanced.predict_proba(test_x)[:, negative].mean() > plain.predict_proba(test_x)[:, negative].mean() + 0.05
+    saved = json.loads((balanced.save(tmp_path / "saved") / "config.json").read_text())
+    assert saved["settings"]["train"]["class_weights"] == "balanced"
+    assert AttentionTextClassifier.load(tmp_path / "saved").class_weight == "balanced"

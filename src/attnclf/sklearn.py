@@ -62,6 +62,8 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
     ``model_config`` sets any other config field and wins over them all.
     ``validation_fraction`` of the training texts is held out to pick the best
     epoch (``patience`` > 0 also stops early); 0 validates on the training texts.
+    ``class_weight="balanced"`` weighs each text's loss inversely to its class's
+    share of the training texts, as scikit-learn's classifiers do.
     ``classes_`` holds the label values as given (strings, ints, ...), sorted.
     After ``fit``, ``classifier_`` is an ``attnclf.Classifier`` (tokens,
     attention) and ``history_`` the per-epoch training record;
@@ -78,7 +80,7 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
                  max_len: int = 256, d_model: int | None = None, heads: int | None = None,
                  layers: int | None = None, ff_dim: int | None = None, dropout: float | None = None,
                  model_config: dict | None = None, validation_fraction: float = 0.1, patience: int = 0,
-                 seed: int = 0, device: str = "cpu", verbose: bool = False):
+                 class_weight: str | None = None, seed: int = 0, device: str = "cpu", verbose: bool = False):
         self.model = model
         self.epochs = epochs
         self.batch_size = batch_size
@@ -96,6 +98,7 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
         self.model_config = model_config
         self.validation_fraction = validation_fraction
         self.patience = patience
+        self.class_weight = class_weight
         self.seed = seed
         self.device = device
         self.verbose = verbose
@@ -310,8 +313,10 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
         return estimator
 
     def _train_config(self) -> TrainConfig:
+        if self.class_weight not in (None, "balanced"):  # (scikit-learn's classifiers also take a dict; not yet)
+            raise ValueError(f"class_weight must be None or 'balanced', got {self.class_weight!r}")
         return TrainConfig(epochs=self.epochs, batch_size=self.batch_size, lr=self.lr, weight_decay=self.weight_decay,
-                           patience=self.patience, seed=self.seed)
+                           patience=self.patience, class_weights=self.class_weight or "none", seed=self.seed)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
