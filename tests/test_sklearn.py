@@ -225,6 +225,35 @@ def test_several_columns_at_predict_need_as_many_at_fit(data):
     clf.predict(np.array(test_x[:5], dtype=object)[:, None])  # one column is one text per row
 
 
+def test_an_estimator_saved_or_pickled_before_the_columns_were_recorded_takes_them_unchecked(data, tmp_path):
+    import json
+    import pickle
+
+    from attnclf.errors import RunDirError
+
+    train_x, train_y, test_x, _ = data
+    clf = AttentionTextClassifier("boe", d_model=16, epochs=1).fit(_title_and_body(train_x[:60]), train_y[:60])
+    test = _title_and_body(test_x[:5])
+    folder = clf.save(tmp_path / "saved")
+    config = json.loads((folder / "config.json").read_text())
+    del config["estimator"]["text_columns"]  # as saves before 386714c: fitted on two columns, it had not said so
+    (folder / "config.json").write_text(json.dumps(config))
+    old = AttentionTextClassifier.load(folder)
+    assert (old.n_text_columns_, old.text_column_names_) == (None, None)
+    # (it had said "X has 2 text columns, but this estimator was fitted on one text per row")
+    np.testing.assert_array_equal(old.predict_proba(test), clf.predict_proba(test))
+    assert AttentionTextClassifier.load(old.save(tmp_path / "again")).predict_proba(test).shape == (5, 2)
+    del clf.n_text_columns_, clf.text_column_names_  # as an estimator pickled before 386714c unpickles
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(clf)).predict_proba(test), old.predict_proba(test))
+    for edited in (None, {}, {"count": 0, "names": None}, {"count": True, "names": None},
+                   {"count": 2, "names": ["title"]}, {"count": 2, "names": ["title", 1]}):
+        config["estimator"]["text_columns"] = edited
+        (folder / "config.json").write_text(json.dumps(config))
+        with pytest.raises(RunDirError, match=r"estimator.text_columns is not a count of columns and their names "
+                                              r"\(was the file edited\?\)$"):
+            AttentionTextClassifier.load(folder)
+
+
 @pytest.mark.parametrize("labels", [np.array(["neg", "pos"], dtype=object), np.array([b"neg", b"pos"]),
                                     np.array([False, True])])
 def test_labels_of_every_kind_come_back_as_given(data, labels):

@@ -68,7 +68,8 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
     After ``fit``, ``classifier_`` is an ``attnclf.Classifier`` (tokens,
     attention) and ``history_`` the per-epoch training record;
     ``n_text_columns_`` and ``text_column_names_`` (a DataFrame's, else None)
-    say which text columns X had, which a two-dimensional X must have again.
+    say which text columns X had, which a two-dimensional X must have again
+    (both None, and not checked, for an estimator saved or pickled before they were recorded).
 
     >>> clf = AttentionTextClassifier(model="boe", epochs=2, d_model=16)
     >>> clf.get_params()["d_model"]
@@ -193,8 +194,8 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
         """Refuse text columns other than fit's: joined in another order or number, they would be other texts,
         silently. One text per row (already joined, or one column) is always read as it is."""
         count, names = _columns(X)
-        fitted, fitted_names = getattr(self, "n_text_columns_", 1), getattr(self, "text_column_names_", None)
-        if count == 1:
+        fitted, fitted_names = getattr(self, "n_text_columns_", None), getattr(self, "text_column_names_", None)
+        if count == 1 or fitted is None:  # (None: fitted before the columns were recorded, on as many as it took)
             return
         if count != fitted:
             raise ValueError(f"X has {count} text columns, but this estimator was fitted on "
@@ -240,7 +241,7 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
         record = config_record(settings, model, {**getattr(self, "_fitted_on", {}), "test_examples": 0}, {
             "trained_by": ESTIMATOR,
             "estimator": {"params": params, "classes": classes, "classes_dtype": self.classes_.dtype.str,
-                          "text_columns": {"count": getattr(self, "n_text_columns_", 1),
+                          "text_columns": {"count": getattr(self, "n_text_columns_", None),
                                            "names": getattr(self, "text_column_names_", None)}}})
         tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"))
         try:
@@ -299,10 +300,12 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
         classifier = Classifier.load(path, device=estimator.device)
         if [str(c) for c in classes] != classifier.label_names:
             raise RunDirError(f"{Path(path) / 'config.json'}: estimator.classes do not match labels.json")
-        columns = saved.get("text_columns", {"count": 1, "names": None})  # (saves before several columns: one)
+        unknown = {"count": None, "names": None}  # (saved before the columns were recorded: not checked, as then)
+        columns = saved.get("text_columns", unknown)
         count, names = (columns.get("count"), columns.get("names")) if isinstance(columns, dict) else (None, None)
-        if not (type(count) is int and count >= 1 and (names is None or isinstance(names, list) and
-                                                       len(names) == count and all(isinstance(n, str) for n in names))):
+        if not (columns == unknown or type(count) is int and count >= 1 and (
+                names is None or isinstance(names, list) and len(names) == count and
+                all(isinstance(n, str) for n in names))):
             raise RunDirError(f"{Path(path) / 'config.json'}: estimator.text_columns is not a count of columns and "
                               f"their names (was the file edited?)")
         estimator.classes_, estimator.classifier_ = classes, classifier
