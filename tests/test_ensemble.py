@@ -204,6 +204,7 @@ def test_train_seeds_with_one_split_seed_validates_the_ensemble(tmp_path, capsys
     (["--dataset", "demo"], ["1"], "at least two"),
     (["--dataset", "demo"], ["1", "1"], "at least two"),
     (["--train-file", "{csv}"], ["1", "2"], "give --test-file"),
+    ([], ["1", "2"], "give a dataset (--dataset NAME) or a training file (--train-file PATH)"),
 ])
 def test_train_seeds_errors_come_before_any_training(data, seeds, message, tmp_path, capsys):
     csv = tmp_path / "train.csv"
