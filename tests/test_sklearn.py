@@ -192,7 +192,7 @@ def test_several_text_columns_are_one_text_per_row_joined_by_a_newline(data):
     assert clf.score(test_columns, test_y[:40]) == same.score(test_joined, test_y[:40]) > 0.8
 
 
-def test_a_dataframe_of_text_columns_is_read_in_column_order(data, tmp_path):
+def test_a_dataframe_of_text_columns_is_read_in_column_order(data, tmp_path, capsys):
     pandas = pytest.importorskip("pandas")
     train_x, train_y, test_x, _ = data
     frame = pandas.DataFrame(_title_and_body(train_x[:80]), columns=["title", "body"])
@@ -214,6 +214,14 @@ def test_a_dataframe_of_text_columns_is_read_in_column_order(data, tmp_path):
     with pytest.raises(ValueError, match="fitted on \\['title', 'body'\\]"):
         loaded.predict_proba(test[["body", "title"]])
     np.testing.assert_array_equal(loaded.predict_proba(test), clf.predict_proba(test))
+    # The command line reads the same columns from a file of them.
+    import json
+
+    from attnclf.cli import main
+    test.to_csv(tmp_path / "test.csv", index=False)
+    assert main(["predict", str(tmp_path / "saved"), "--file", str(tmp_path / "test.csv")]) == 0
+    labels = [json.loads(line)["label"] for line in capsys.readouterr().out.splitlines()]
+    assert labels == clf.predict(test).tolist()
 
 
 def test_several_columns_at_predict_need_as_many_at_fit(data):

@@ -235,7 +235,10 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
         prepare_output_dir(target.parent)
         model = self.classifier_.model
         settings = RunSettings(
-            data=DataSettings(val_fraction=params["validation_fraction"]), tokenizer=self.classifier_.tokenizer.config,
+            # A DataFrame's text columns are what `attnclf predict --file` reads from a file, as a trained run's are.
+            data=DataSettings(val_fraction=params["validation_fraction"],
+                              text_column=getattr(self, "text_column_names_", None) or "text"),
+            tokenizer=self.classifier_.tokenizer.config,
             model=params["model"], model_config=_json_params(self._model_fields()), train=self._train_config(),
             output=str(path), device=params["device"], report=False)
         record = config_record(settings, model, {**getattr(self, "_fitted_on", {}), "test_examples": 0}, {
