@@ -11,15 +11,13 @@ after a warm-up, and the child's peak resident memory. About two minutes of one 
 
 from __future__ import annotations
 
-import argparse
-import json
 import resource
 import time
 
 import numpy as np
 import torch
 
-from common import alternate_children, cli_settings, parser, splits, write_result
+from common import alternate_children, cli_settings, parent_args, parser, splits, write_result
 
 TUNABLES = "glibc.malloc.mmap_threshold=1073741824:glibc.malloc.trim_threshold=1073741824"
 
@@ -54,14 +52,8 @@ def child(args) -> dict:
 
 def main() -> None:
     p = parser(__doc__.splitlines()[0])
-    p.add_argument("--rounds", type=int, default=2, help="child processes each way, alternated")
-    p.add_argument("--threads", type=int, help="torch threads (default: torch's choice)")
-    p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)  # one measured process
-    args = p.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    if args.child:
-        print(json.dumps(child(args)))
+    args = parent_args(p, child, rounds=2)
+    if args is None:
         return
     runs = alternate_children(__file__, args, {"default": ([], {}),
                                                "large blocks kept": ([], {"GLIBC_TUNABLES": TUNABLES})})

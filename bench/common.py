@@ -89,6 +89,22 @@ def machine() -> dict:
     }
 
 
+def parent_args(p: argparse.ArgumentParser, child, rounds: int) -> argparse.Namespace | None:
+    """Add ``--rounds`` (default ``rounds``), ``--threads`` and the hidden ``--child`` to ``p`` and parse: in a child
+    process, run ``child(args)`` and print its result as the JSON ``alternate_children`` reads, and return None;
+    in the parent, return the arguments."""
+    p.add_argument("--rounds", type=int, default=rounds, help="child processes each way, alternated")
+    p.add_argument("--threads", type=int, help="torch threads (default: torch's choice)")
+    p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)  # one measured process
+    args = p.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    if not args.child:
+        return args
+    print(json.dumps(child(args)))
+    return None
+
+
 def alternate_children(script: str, args: argparse.Namespace,
                        variants: dict[str, tuple[list[str], dict[str, str]]]) -> dict[str, list[dict]]:
     """Run ``script --child`` once per variant in each of ``args.rounds`` rounds, alternated so that a shared

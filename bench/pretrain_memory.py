@@ -12,14 +12,12 @@ seconds (the first epoch's include tokenising) and loss, and the sha256 of the e
 from __future__ import annotations
 
 import argparse
-import json
 import tempfile
 import time
 from pathlib import Path
 
-import torch
 
-from common import alternate_children, data_dir, parser, write_result
+from common import alternate_children, data_dir, parent_args, parser, write_result
 
 
 def _memory_mb() -> tuple[int, int]:
@@ -63,15 +61,9 @@ def main() -> None:
     p = parser(__doc__.splitlines()[0])
     p.add_argument("--texts", type=int, default=8000, help="IMDB texts to pretrain on")
     p.add_argument("--epochs", type=int, default=4)
-    p.add_argument("--rounds", type=int, default=1, help="child processes each way, alternated")
-    p.add_argument("--threads", type=int, help="torch threads (default: torch's choice)")
-    p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)  # one measured process
     p.add_argument("--fixed", action="store_true", help=argparse.SUPPRESS)
-    args = p.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    if args.child:
-        print(json.dumps(child(args)))
+    args = parent_args(p, child, rounds=1)
+    if args is None:
         return
     sizes = ["--texts", str(args.texts), "--epochs", str(args.epochs)]
     runs = alternate_children(__file__, args, {"dynamic": (sizes, {}), "fixed at 4 MB": ([*sizes, "--fixed"], {})})

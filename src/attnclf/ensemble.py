@@ -149,8 +149,7 @@ def train_ensemble(settings, seeds: Sequence[int], resume: bool = False, progres
                            f"the seeds themselves: --seeds 0 1 2 trains three runs)")
     if settings.data.multi_label:
         raise AttnclfError("--seeds trains single-label ensembles; multi-label runs cannot be averaged yet")
-    if not settings.data.dataset and not settings.data.train_file:  # (before the advice below, which assumes one)
-        raise AttnclfError("give a dataset (--dataset NAME) or a training file (--train-file PATH)")
+    settings.data.require_source()  # (before the advice below, which assumes one)
     if not settings.data.dataset and not settings.data.test_file:
         # Each member holds out its own validation split, so only a test split can score their average.
         raise AttnclfError("--seeds needs held-out data to test the ensemble on: give --test-file")

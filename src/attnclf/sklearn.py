@@ -303,10 +303,10 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
         classifier = Classifier.load(path, device=estimator.device)
         if [str(c) for c in classes] != classifier.label_names:
             raise RunDirError(f"{Path(path) / 'config.json'}: estimator.classes do not match labels.json")
-        unknown = {"count": None, "names": None}  # (saved before the columns were recorded: not checked, as then)
-        columns = saved.get("text_columns", unknown)
+        unrecorded = {"count": None, "names": None}  # (saved before the columns were recorded: not checked, as then)
+        columns = saved.get("text_columns", unrecorded)
         count, names = (columns.get("count"), columns.get("names")) if isinstance(columns, dict) else (None, None)
-        if not (columns == unknown or type(count) is int and count >= 1 and (
+        if not (columns == unrecorded or type(count) is int and count >= 1 and (
                 names is None or isinstance(names, list) and len(names) == count and
                 all(isinstance(n, str) for n in names))):
             raise RunDirError(f"{Path(path) / 'config.json'}: estimator.text_columns is not a count of columns and "

@@ -60,12 +60,11 @@ def load_cached_data(settings: RunSettings, seed: int,
         cache_root(data.token_cache_dir).mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise AttnclfError(f"token cache folder {cache_root(data.token_cache_dir)}: {exc.strerror}") from None
+    data.require_source()
     if data.dataset:
         sources, train_labels = _dataset_sources(data, seed)
-    elif data.train_file:
-        sources, train_labels = _file_sources(data)
     else:
-        raise AttnclfError("give a dataset (--dataset NAME) or a training file (--train-file PATH)")
+        sources, train_labels = _file_sources(data)
     train_source = sources["train"]
     groups = None if train_source.groups is None else np.asarray(train_source.groups)
 

@@ -32,18 +32,17 @@ def dataset_splits(settings: DataSettings, seed: int) -> Splits:
 
 def load_data(settings: DataSettings, seed: int) -> Splits:
     """The splits a run trains, validates and tests on (validation carved from train if needed)."""
+    settings.require_source()
     seed = settings.data_seed(seed)
     if settings.dataset:
         splits = dataset_splits(settings, seed)
-    elif settings.train_file:
+    else:
         from ..data.files import load_files
 
         splits = load_files(settings.train_file, settings.test_file,
                             text_column=settings.text_column, label_column=settings.label_column,
                             multi_label=settings.multi_label, label_delimiter=settings.label_delimiter,
                             validation_path=settings.validation_file)
-    else:
-        raise AttnclfError("give a dataset (--dataset NAME) or a training file (--train-file PATH)")
     train = splits.train
     if settings.max_train_examples and len(train) > settings.max_train_examples:
         train, _ = train_validation_split(train, 1 - settings.max_train_examples / len(train), seed)

@@ -65,6 +65,11 @@ class DataSettings:
         if source is not None and source.multi_label:
             self.multi_label = True  # nothing else could train on it; files need the flag: their cells could be either
 
+    def require_source(self) -> None:
+        """Refuse settings that name neither a dataset nor a training file: nothing to train on."""
+        if not self.dataset and not self.train_file:
+            raise AttnclfError("give a dataset (--dataset NAME) or a training file (--train-file PATH)")
+
     def check_sources(self) -> None:
         """Refuse files beside a named dataset, which brings its own splits (new runs only: runs trained before
         this check may record a file that went unread)."""
