@@ -363,3 +363,69 @@ def test_scoring_a_model_with_broken_weights_is_one_line(tmp_path):
     test = TextDataset(["a good film", "a dull film"], [0, 1], classifier.label_names, split="test")
     with pytest.raises(AttnclfError, match="the model's outputs on the test texts are not finite numbers"):
         evaluate_split(classifier.model, classifier.tokenizer, test, torch.device("cpu"))
+
+
+@pytest.mark.parametrize("multi_label", [False, True])
+def test_the_logged_loss_is_the_weighted_mean_with_each_weight_on_its_own_example(tmp_path, multi_label):
+    from attnclf.models import build_model
+    from attnclf.text.batching import BucketBatches
+    from attnclf.training.trainer import Trainer
+
+    rng = np.random.default_rng(0)
+    ids = [rng.integers(2, 10, size=rng.integers(1, 6)).tolist() for _ in range(40)]  # lengths vary: bucketed
+    labels = rng.integers(0, 2, size=(40, 3)) if multi_label else rng.integers(0, 3, size=40)
+    weights = rng.uniform(0, 3, size=40)
+    model = build_model("boe", vocab_size=10, num_classes=3, embed_dim=8, dropout=0.0)
+    with torch.no_grad():  # (weights far from their start, so texts' losses differ: a weight on the wrong text shows)
+        for parameter in model.parameters():
+            parameter.copy_(torch.randn(parameter.shape, generator=torch.Generator().manual_seed(1)))
+    # lr 0: the model never moves, so each text's loss is the same in whichever shuffled batch it lands
+    config = TrainConfig(epochs=1, batch_size=4, lr=0, class_weights="none" if multi_label else {"c": 2.5})
+    history = Trainer(model, config, tmp_path, torch.device("cpu"), ["a", "b", "c"], progress=False,
+                      multi_label=multi_label).fit(BucketBatches(ids, labels, 4, seed=0, weights=weights), None)
+    in_order = BucketBatches(ids, labels, 40, shuffle=False)
+    batch = next(iter(in_order))
+    with torch.no_grad():
+        logits = model(batch.input_ids, batch.attention_mask).logits
+    if multi_label:
+        losses = torch.nn.functional.binary_cross_entropy_with_logits(
+            logits, batch.labels.float(), reduction="none").mean(dim=1)
+        effective = weights[batch.indices]
+    else:
+        losses = torch.nn.functional.cross_entropy(logits, batch.labels, reduction="none")
+        effective = weights[batch.indices] * np.where(labels[batch.indices] == 2, 2.5, 1.0)
+    expected = (effective * losses.numpy()).sum() / effective.sum()
+    assert history[0]["train_loss"] == pytest.approx(expected, rel=1e-5)
+    assert history[0]["train_loss"] != pytest.approx(losses.mean().item(), rel=1e-2)  # (the weights did count)
+
+
+def test_weights_the_trainer_cannot_use_are_one_line_errors(tmp_path):
+    from attnclf.models import build_model
+    from attnclf.text.batching import BucketBatches
+    from attnclf.training import multilabel
+    from attnclf.training.trainer import Trainer
+
+    assert TrainConfig(class_weights={"a": np.float32(2)}).class_weights == {"a": 2.0}  # (a float config.json takes)
+    for weights, message in [
+        ({"a": -1}, r"class_weights\['a'\] must be a finite number of at least 0, got -1"),
+        ({"a": float("inf")}, r"class_weights\['a'\] must be a finite number of at least 0, got inf"),
+        ({1: 2.0}, "class_weights are keyed by label name, a string; got 1"),
+        ("auto", "class_weights must be none, balanced or a dict of label weights, got 'auto'"),
+    ]:
+        with pytest.raises(AttnclfError, match=message):
+            TrainConfig(class_weights=weights)
+    with pytest.raises(AttnclfError, match=r"class weights by label \(a dict\) weigh single-label runs' classes"):
+        multilabel.check_config(TrainConfig(class_weights={"a": 2.0}))
+    with pytest.raises(ValueError, match=r"weights must hold one number per example: 2 examples, weights of shape "
+                                         r"\(3,\)"):
+        BucketBatches([[2], [3]], [0, 1], weights=[1, 2, 3])
+
+    def fit(config, weights=None):
+        model = build_model("boe", vocab_size=10, num_classes=2, embed_dim=8)
+        Trainer(model, config, tmp_path, torch.device("cpu"), ["a", "b"], progress=False).fit(
+            BucketBatches([[2], [3], [4]], [0, 1, 1], 2, weights=weights), None)
+
+    with pytest.raises(AttnclfError, match="class_weights names 'z', which is not one of the labels"):
+        fit(TrainConfig(epochs=1, class_weights={"z": 2.0}))
+    with pytest.raises(AttnclfError, match=r"every training example weighs 0 \(its class's weight times its own\)"):
+        fit(TrainConfig(epochs=1, class_weights={"a": 0.0}), weights=[1.0, 0.0, 0.0])

@@ -3,6 +3,7 @@ runtime, which runs without torch, uses them too."""
 
 from __future__ import annotations
 
+import math
 import numbers
 
 from .errors import AttnclfError
@@ -32,6 +33,24 @@ def real_number(value) -> float | None:
     if isinstance(value, numbers.Real) and not isinstance(value, bool):
         return float(value)
     return None
+
+
+def weight(value, name: str) -> float:
+    """``value`` as a ``float`` weight on a loss: a finite real number of at least 0 (0 leaves out what it weighs).
+    Anything else is one line naming ``name``, the place the caller gave it (``class_weight['spam']``,
+    ``sample_weight[3]``).
+
+    >>> import numpy as np
+    >>> weight(np.int64(2), "class_weight['spam']")
+    2.0
+    >>> weight(-1, "sample_weight[3]")
+    Traceback (most recent call last):
+    attnclf.errors.AttnclfError: sample_weight[3] must be a finite number of at least 0, got -1
+    """
+    number = real_number(value)
+    if number is None or not math.isfinite(number) or number < 0:
+        raise AttnclfError(f"{name} must be a finite number of at least 0, got {value!r}")
+    return number
 
 
 def check_threads(threads) -> int | None:

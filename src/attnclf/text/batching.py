@@ -58,9 +58,16 @@ class BucketBatches:
     ``max_tokens`` (unshuffled batches only) also caps a batch's padded size,
     examples x longest length: long texts come in smaller batches.
 
+    ``weights`` (training; None: every example weighs 1) holds each example's
+    weight on the loss. Batches hold positions, so a batch's weights are
+    ``weights[batch.indices]``, wherever shuffling and bucketing put its examples.
+
     >>> batches = BucketBatches([[1]] * 5, [0] * 5, batch_size=2, shuffle=False)
     >>> [len(b.labels) for b in batches]
     [2, 2, 1]
+    >>> weighted = BucketBatches([[1], [2], [3]], [0, 1, 0], batch_size=1, weights=[10, 20, 30])
+    >>> [(b.input_ids[0, 0].item(), weighted.weights[b.indices].item()) for b in weighted]  # shuffled, still paired
+    [(2, 20.0), (1, 10.0), (3, 30.0)]
     """
 
     def __init__(
@@ -73,9 +80,15 @@ class BucketBatches:
         pool_factor: int = 50,
         balanced: bool = False,
         max_tokens: int | None = None,
+        weights: Sequence[float] | None = None,
     ):
         self.sequences = sequences
         self.labels = np.asarray(labels if labels is not None else [0] * len(sequences), dtype=np.int64)
+        # float32, as the losses they multiply (callers check their values: the estimator's sample_weight)
+        self.weights = None if weights is None else np.asarray(weights, dtype=np.float32)
+        if self.weights is not None and self.weights.shape != (len(sequences),):
+            raise ValueError(f"weights must hold one number per example: {len(sequences)} examples, weights of shape "
+                             f"{self.weights.shape}")
         lengths = getattr(sequences, "lengths", None)  # memory-mapped sequences know theirs without reading
         self.lengths = np.asarray(lengths, dtype=np.int64) if lengths is not None else np.fromiter(
             (len(s) for s in sequences), dtype=np.int64, count=len(sequences))

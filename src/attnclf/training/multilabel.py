@@ -28,15 +28,18 @@ def check_config(config: "TrainConfig") -> None:
     if config.sampler == "balanced":
         raise AttnclfError("--sampler balanced draws by class and a multi-label text has several; "
                            "use --class-weight balanced (a positive weight per label) instead")
+    if isinstance(config.class_weights, dict):
+        raise AttnclfError("class weights by label (a dict) weigh single-label runs' classes; a multi-label run takes "
+                           "none or balanced (a positive weight per label)")
     if config.monitor not in ("accuracy", "micro_f1", "macro_f1", "loss"):
         raise AttnclfError(f"monitor must be accuracy, micro_f1, macro_f1 or loss, got {config.monitor!r}")
 
 
 class LabelMeanBCE(nn.BCEWithLogitsLoss):
-    """Binary cross-entropy summed over texts and averaged over labels.
+    """Binary cross-entropy per (text, label) cell, divided by the labels: a text's cells sum to its labels' mean.
 
-    The trainer divides a batch's loss by its texts, so the loss it reports is
-    the mean over (text, label) cells, as the validation loss is.
+    The trainer sums a batch's cells and divides by its texts, so the loss it
+    reports is the mean over (text, label) cells, as the validation loss is.
     """
 
     def forward(self, logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
@@ -55,7 +58,7 @@ def multilabel_loss(targets: np.ndarray, class_weights: str) -> LabelMeanBCE:
     if class_weights == "balanced":
         positives = targets.sum(axis=0).astype(np.float64)
         pos_weight = torch.tensor((len(targets) - positives) / np.maximum(positives, 1), dtype=torch.float32)
-    return LabelMeanBCE(pos_weight=pos_weight, reduction="sum")
+    return LabelMeanBCE(pos_weight=pos_weight, reduction="none")  # (the trainer weighs and sums the cells)
 
 
 def exact_matches(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:

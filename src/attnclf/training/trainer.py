@@ -32,7 +32,7 @@ from torch.nn.parallel import DistributedDataParallel
 from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 from tqdm.auto import tqdm
 
-from ..checks import real_number, whole_number
+from ..checks import real_number, weight, whole_number
 from ..errors import AttnclfError
 from ..evaluation.metrics import compute_metrics
 from ..evaluation.predict import predict_probabilities
@@ -61,7 +61,9 @@ class TrainConfig:
     # > 0: validate, keep and save an exponential moving average of the weights, updated every step with
     # this decay (bias-corrected: see _ema_update); 0.999 averages over about the last thousand steps.
     ema_decay: float = 0.0
-    class_weights: str = "none"  # none | balanced
+    # none | balanced (texts / (classes x the class's texts), as scikit-learn's) | {label name: weight}, a label
+    # the dict leaves out weighing 1. Per-example weights (BucketBatches.weights) multiply them: see _WeightedLoss.
+    class_weights: str | dict[str, float] = "none"
     sampler: str = "shuffle"  # shuffle | balanced (every class equally likely at each draw)
     patience: int = 3  # epochs without improvement before stopping; 0 never stops early
     # The learning-rate schedule's length in epochs, if not `epochs`: a refit stops after the epoch its validated
@@ -95,10 +97,20 @@ class TrainConfig:
                 bounds = ("a finite number, " if finite else "") + f"at least {low}" + (f" and below {high}" if high
                                                                                        else "")
                 raise AttnclfError(f"{name} must be {bounds}, got {value}")
+        if isinstance(self.class_weights, dict):
+            for name in self.class_weights:
+                if not isinstance(name, str):
+                    raise AttnclfError(f"class_weights are keyed by label name, a string; got {name!r}")
+            # (plain floats: numpy's would not go into config.json)
+            self.class_weights = {name: weight(value, f"class_weights[{name!r}]")
+                                  for name, value in self.class_weights.items()}
+        elif self.class_weights not in ("none", "balanced"):
+            raise AttnclfError(f"class_weights must be none, balanced or a dict of label weights, got "
+                               f"{self.class_weights!r}")
         if self.schedule_epochs is not None and self.schedule_epochs < self.epochs:
             raise AttnclfError(f"schedule_epochs ({self.schedule_epochs}) cannot be fewer than epochs ({self.epochs})")
         for name, allowed in (("optimizer", ("adamw", "adam")), ("schedule", ("linear", "cosine", "constant")),
-                              ("class_weights", ("none", "balanced")), ("sampler", ("shuffle", "balanced")),
+                              ("sampler", ("shuffle", "balanced")),
                               ("monitor", ("accuracy", "macro_f1", "micro_f1", "loss"))):
             if getattr(self, name) not in allowed:
                 raise AttnclfError(f"{name} must be one of {', '.join(allowed)}, got {getattr(self, name)!r}")
@@ -147,18 +159,78 @@ def _make_schedule(optimizer: torch.optim.Optimizer, config: TrainConfig, total_
     return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
 
 
-def _class_weights(labels: np.ndarray, num_classes: int, how: str) -> torch.Tensor | None:
+def _class_weights(labels: np.ndarray, label_names: list[str], how: str | dict,
+                   example_weights: np.ndarray | None = None) -> torch.Tensor | None:
+    """Each class's weight on the loss (None: ``how="none"``). ``"balanced"``: texts / (classes x the class's
+    texts), each text counted by its example weight when there are any, as scikit-learn's ``compute_class_weight``
+    counts ``sample_weight`` (a text of weight 2 counts as two copies); a dict: its weight per label name, 1 for
+    a label it leaves out.
+
+    >>> _class_weights(np.array([0, 0, 0, 1]), ["a", "b"], "balanced").tolist()
+    [0.6666666865348816, 2.0]
+    >>> _class_weights(np.array([0, 0, 1]), ["a", "b"], "balanced", np.array([1.0, 1.0, 2.0])).tolist()
+    [1.0, 1.0]
+    >>> _class_weights(np.array([0, 1]), ["a", "b"], {"b": 3.0}).tolist()
+    [1.0, 3.0]
+    """
+    if isinstance(how, dict):
+        unknown = [name for name in how if name not in label_names]
+        if unknown:
+            raise AttnclfError(f"class_weights names {unknown[0]!r}, which is not one of the labels")
+        return torch.tensor([how.get(name, 1.0) for name in label_names], dtype=torch.float32)
     if how == "none":
         return None
     if how != "balanced":
-        raise AttnclfError(f"class weights must be none or balanced, got {how!r}")
-    counts = np.bincount(labels, minlength=num_classes).astype(np.float64)
-    return torch.tensor(len(labels) / (num_classes * np.maximum(counts, 1)), dtype=torch.float32)
+        raise AttnclfError(f"class weights must be none, balanced or a dict of label weights, got {how!r}")
+    counts = np.bincount(labels, weights=example_weights, minlength=len(label_names)).astype(np.float64)
+    total = len(labels) if example_weights is None else example_weights.astype(np.float64).sum()
+    # (a class without texts divides by 1: its weight never meets a loss)
+    return torch.tensor(total / (len(label_names) * np.where(counts > 0, counts, 1)), dtype=torch.float32)
 
 
-def _batch_weight(class_weights: torch.Tensor | None, labels: np.ndarray) -> float:
-    """What a mean loss over ``labels`` divides by: their count, or their summed class weights."""
-    return float(len(labels)) if class_weights is None else float(class_weights.cpu()[labels].sum())
+class _WeightedLoss:
+    """The one place the training loss is weighted: each example's loss times its class's weight (inside the
+    criterion, as PyTorch's weighted cross-entropy applies it, label smoothing included) and times its own
+    (``train.weights``). A step minimises the global batch's weighted mean, sum(w * loss) / sum(w), as
+    scikit-learn's ``MLPClassifier`` does with ``sample_weight``, and the epoch's reported loss is that mean over
+    its examples. Weights of 1 train the very weights no weights do: 1 x a loss has that loss's gradient, to the bit.
+
+    >>> # loss = _WeightedLoss(train_batches, ["neg", "pos"], TrainConfig(class_weights="balanced"), False)
+    >>> # loss.summed(logits, batch.labels, batch.indices) / loss.weight(batch.indices)
+    """
+
+    def __init__(self, train: BucketBatches, label_names: list[str], config: TrainConfig, multi_label: bool):
+        self.labels, self.example_weights = train.labels, train.weights
+        if multi_label:  # (its class weights are per-label positive weights, inside the criterion: see multilabel)
+            self.criterion, self.class_weights = multilabel.multilabel_loss(train.labels, config.class_weights), None
+        else:
+            self.class_weights = _class_weights(train.labels, label_names, config.class_weights, train.weights)
+            self.criterion = nn.CrossEntropyLoss(weight=self.class_weights, label_smoothing=config.label_smoothing,
+                                                 reduction="none")
+        if not self.weight(np.arange(len(train.labels))):
+            raise AttnclfError("every training example weighs 0 (its class's weight times its own): nothing to "
+                               "learn from")
+
+    def to(self, device: torch.device) -> "_WeightedLoss":
+        self.criterion.to(device)
+        return self
+
+    def summed(self, logits: torch.Tensor, targets: torch.Tensor, idx: np.ndarray) -> torch.Tensor:
+        """sum(w * loss) over the examples at ``idx``, whose ``logits`` and ``targets`` these are."""
+        losses = self.criterion(logits, targets)
+        if self.example_weights is None:
+            return losses.sum()
+        per_example = losses.reshape(len(losses), -1).sum(dim=1)  # (multi-label: a text's cells, its labels' mean)
+        return (per_example * torch.from_numpy(self.example_weights[idx]).to(per_example.device)).sum()
+
+    def weight(self, idx: np.ndarray) -> float:
+        """sum(w) over the examples at ``idx``: their count when nothing is weighted."""
+        if self.class_weights is None and self.example_weights is None:
+            return float(len(idx))
+        weights = torch.ones(len(idx)) if self.class_weights is None else self.class_weights[self.labels[idx]]
+        if self.example_weights is not None:
+            weights = weights * torch.from_numpy(self.example_weights[idx])
+        return float(weights.sum())
 
 
 def _better(metric: str, value: float, best: float | None) -> bool:
@@ -223,15 +295,8 @@ class Trainer:
         torch.manual_seed(config.seed + distributed.rank)  # ranks draw different dropout masks
         optimizer = _make_optimizer(self.model, config)
         schedule = _make_schedule(optimizer, config, total_steps=(config.schedule_epochs or config.epochs) * len(train))
-        # Summed, then divided by the global batch's size in _train_epoch: ranks' parts may differ in size.
-        if self.multi_label:
-            loss_fn = multilabel.multilabel_loss(train.labels, config.class_weights).to(self.device)
-        else:
-            weights = _class_weights(train.labels, len(self.label_names), config.class_weights)
-            loss_fn = nn.CrossEntropyLoss(
-                weight=None if weights is None else weights.to(self.device), label_smoothing=config.label_smoothing,
-                reduction="sum",
-            )
+        # Summed, then divided by the global batch's weight in _train_epoch: ranks' parts may differ in size.
+        loss_fn = _WeightedLoss(train, self.label_names, config, self.multi_label).to(self.device)
         state = {"epoch": 0, "best": None, "stale_epochs": 0, "history": [], "world_size": distributed.world_size}
         resuming = resume and (self.checkpoint_dir / "state.json").exists()
         if not resuming:
@@ -331,10 +396,10 @@ class Trainer:
         }
 
     def _train_epoch(self, batches, optimizer, schedule, loss_fn, epoch) -> tuple[float, float]:
-        """One pass over the global batches; loss and accuracy over all ranks' examples."""
+        """One pass over the global batches; the weighted mean loss and the accuracy over all ranks' examples."""
         self.model.train()
         distributed = self.distributed
-        totals = torch.zeros(3, device=self.device)  # summed loss, correct, seen
+        totals = torch.zeros(4, device=self.device)  # summed weighted loss, correct, seen, summed weight
         global_batches = batches.batch_indices()
         # None: no bar when stderr is not a terminal (a log would fill with carriage returns)
         bar = tqdm(global_batches, desc=f"epoch {epoch}", disable=None if self.progress else True, leave=False)
@@ -345,10 +410,13 @@ class Trainer:
             batch = batches.batch(part if len(part) else idx[:1]).to(self.device)
             with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.config.bf16):
                 logits = self.training_model(batch.input_ids, batch.attention_mask).logits
-            summed = loss_fn(logits.float(), batch.labels.float() if self.multi_label else batch.labels)
+            summed = loss_fn.summed(logits.float(), batch.labels.float() if self.multi_label else batch.labels,
+                                    batch.indices)
             # DDP averages gradients over ranks; scaling by world / (global batch weight) makes that
             # average the gradient of the global batch's mean loss, as one process would compute it.
-            scale = distributed.world_size / _batch_weight(loss_fn.weight, batches.labels[idx]) if len(part) else 0.0
+            # (A batch whose examples all weigh 0 teaches nothing.)
+            batch_weight = loss_fn.weight(idx)
+            scale = distributed.world_size / batch_weight if len(part) and batch_weight else 0.0
             optimizer.zero_grad(set_to_none=True)
             (summed * scale).backward()
             if self.config.grad_clip:
@@ -362,11 +430,12 @@ class Trainer:
                 totals[1] += (multilabel.exact_matches(logits, batch.labels) if self.multi_label
                               else (logits.argmax(-1) == batch.labels).sum())
                 totals[2] += len(part)
+                totals[3] += loss_fn.weight(part)
             if self.progress and step % 20 == 0:  # .item() syncs; do it rarely
-                loss, correct, seen = totals.tolist()
-                bar.set_postfix(loss=f"{loss / seen:.4f}", acc=f"{correct / seen:.4f}")
-        loss, correct, seen = distributed.sum(totals).tolist()
-        return loss / seen, correct / seen
+                loss, correct, seen, weighed = totals.tolist()
+                bar.set_postfix(loss=f"{loss / weighed:.4f}", acc=f"{correct / seen:.4f}")
+        loss, correct, seen, weighed = distributed.sum(totals).tolist()
+        return loss / weighed, correct / seen
 
     def _save_checkpoint(self, optimizer, schedule, state: dict, best_weights: dict | None) -> None:
         """Best weights (if they changed), history, then the full state to resume from: in that order,
