@@ -4,11 +4,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.model_selection import GridSearchCV, cross_val_score
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import FunctionTransformer
+from sklearn.utils.validation import has_fit_parameter
 
 from attnclf.data.generated import synthetic
 from attnclf.sklearn import AttentionTextClassifier
@@ -131,8 +133,6 @@ def test_bad_input_is_a_clear_value_error(X, y, message):
 
 
 def test_fit_leaves_the_callers_random_stream_alone(data):
-    import torch
-
     torch.manual_seed(123)
     expected = torch.rand(3)
     torch.manual_seed(123)
@@ -147,7 +147,8 @@ def test_a_bad_setting_is_a_value_error(data):
         AttentionTextClassifier("boe", lr="0.01").fit(data[0], data[1])
     with pytest.raises(ValueError, match="model_config must be a dict of model fields, got 'x'"):
         AttentionTextClassifier("boe", model_config="x").fit(data[0], data[1])
-    with pytest.raises(ValueError, match="class_weight must be None or 'balanced', got 'auto'"):
+    with pytest.raises(ValueError, match=r"class_weight must be None, 'balanced' or a dict \{label: weight\}, got "
+                                         r"'auto'"):
         AttentionTextClassifier("boe", class_weight="auto").fit(data[0], data[1])
     # The message names the parameter as Python spells it, not a command-line flag.
     with pytest.raises(ValueError, match="^device must be one of .*, got 'gpu'$"):
@@ -557,3 +558,119 @@ def test_balanced_class_weights_raise_a_rare_class_s_probabilities(data, tmp_pat
     saved = json.loads((balanced.save(tmp_path / "saved") / "config.json").read_text())
     assert saved["settings"]["train"]["class_weights"] == "balanced"
     assert AttentionTextClassifier.load(tmp_path / "saved").class_weight == "balanced"
+
+
+# ---------------------------------------------------------------- class_weight as a dict, and sample_weight
+
+
+def _state(clf) -> dict:
+    return clf.classifier_.model.state_dict()
+
+
+def _same_weights(a, b) -> bool:
+    first, second = _state(a), _state(b)
+    return first.keys() == second.keys() and all(torch.equal(first[k], second[k]) for k in first)
+
+
+@pytest.mark.parametrize("class_weight", [None, "balanced"])
+def test_unit_sample_weights_train_the_very_weights_no_weights_do(data, class_weight):
+    train_x, train_y, _, _ = data
+    make = lambda: AttentionTextClassifier(class_weight=class_weight, **TINY)  # noqa: E731 (self-attn: dropout too)
+    plain = make().fit(train_x[:150], train_y[:150])
+    # (through a Pipeline, as scikit-learn users route it)
+    piped = Pipeline([("clf", make())]).fit(train_x[:150], train_y[:150], clf__sample_weight=np.ones(150))
+    assert has_fit_parameter(plain, "sample_weight")
+    assert _same_weights(plain, piped.named_steps["clf"])
+    untimed = lambda clf: [{k: v for k, v in h.items() if k != "seconds"} for h in clf.history_]  # noqa: E731
+    assert untimed(plain) == untimed(piped.named_steps["clf"])
+
+
+def test_a_text_of_weight_zero_is_as_if_it_had_not_been_given(data):
+    train_x, train_y, test_x, _ = data
+    weights = np.tile([1.0, 0.0, 1.0], 50)  # a third of the texts weigh 0
+    kept = [i for i in range(150) if weights[i]]
+    weighted = AttentionTextClassifier(**TINY).fit(train_x[:150], train_y[:150], sample_weight=weights)
+    without = AttentionTextClassifier(**TINY).fit([train_x[i] for i in kept], [train_y[i] for i in kept])
+    assert _same_weights(weighted, without)
+    assert weighted.classifier_.tokenizer.vocab_size == without.classifier_.tokenizer.vocab_size
+    np.testing.assert_array_equal(weighted.predict_proba(test_x[:40]), without.predict_proba(test_x[:40]))
+
+
+def test_class_weight_by_label_is_sample_weight_on_that_class_s_texts_and_leans_toward_it(data):
+    train_x, train_y, test_x, _ = data
+    x, y = train_x[:150], np.array([7 if label == "negative" else 3 for label in train_y[:150]])  # integer labels
+    settings = dict(d_model=16, epochs=3, batch_size=16, lr=3e-2, validation_fraction=0)
+    plain = AttentionTextClassifier("boe", **settings).fit(x, y)
+    by_class = AttentionTextClassifier("boe", class_weight={np.int64(7): 20}, **settings).fit(x, y)  # (a grid's key)
+    by_text = AttentionTextClassifier("boe", **settings).fit(x, y, sample_weight=np.where(y == 7, 20.0, 1.0))
+    # The product of the two weights is the one weight each text's loss is multiplied by, wherever it comes from.
+    assert _same_weights(by_class, by_text)
+    seven = list(plain.classes_).index(7)
+    assert by_class.predict_proba(test_x)[:, seven].mean() > plain.predict_proba(test_x)[:, seven].mean() + 0.05
+    # A weighted mean: the loss an epoch reports is the mean of 20 parts class 7, 1 part class 3.
+    assert by_class.history_[0]["train_loss"] != pytest.approx(plain.history_[0]["train_loss"], rel=1e-3)
+
+
+@pytest.mark.parametrize("y, class_weight", [
+    (np.array([3, 7] * 60, dtype=np.uint8), {7: 2.5, 3: 0.5}),
+    (["spam", "ham"] * 60, {"spam": 2.5}),
+    ([True, False] * 60, {True: 3}),
+])
+def test_class_weight_by_label_round_trips_through_save_and_load_keys_and_all(data, tmp_path, y, class_weight):
+    import json
+
+    clf = AttentionTextClassifier("boe", class_weight=class_weight, **SMALL).fit(data[0][:120], y)
+    path = clf.save(tmp_path / "saved")
+    again = AttentionTextClassifier.load(path)
+    assert again.class_weight == class_weight
+    assert [type(k) for k in again.class_weight] == [type(k) for k in class_weight]  # (7 is not "7")
+    assert again.get_params() == clf.get_params()
+    # The run's own record weighs label names, as labels.json names them.
+    train = json.loads((path / "config.json").read_text())["settings"]["train"]
+    assert train["class_weights"] == {str(k): float(v) for k, v in class_weight.items()}
+    np.testing.assert_array_equal(again.predict_proba(data[2][:20]), clf.predict_proba(data[2][:20]))
+
+
+def test_an_edited_class_weight_in_a_saved_estimator_is_refused(saved, tmp_path):
+    import json
+    import shutil
+
+    from attnclf.errors import RunDirError
+
+    folder = shutil.copytree(saved[1], tmp_path / "edited")
+    config = json.loads((folder / "config.json").read_text())
+    config["estimator"]["params"]["class_weight"] = [[[7], 2.0]]
+    (folder / "config.json").write_text(json.dumps(config))
+    with pytest.raises(RunDirError, match=r"estimator.params.class_weight is not None, 'balanced' or a list of "
+                                          r"\[label, weight\] pairs"):
+        AttentionTextClassifier.load(folder)
+
+
+@pytest.mark.parametrize("sample_weight, class_weight, message", [
+    ([1, 1], None, r"sample_weight must hold one weight per text: 3 texts, sample_weight of shape \(2,\)"),
+    (np.ones((3, 1)), None, r"3 texts, sample_weight of shape \(3, 1\)"),
+    ([1, float("nan"), 1], None, r"^sample_weight\[1\] must be a finite number of at least 0, got nan$"),
+    (np.array([1, 1, np.inf]), None, r"sample_weight\[2\] must be a finite number of at least 0, got inf"),
+    (np.array([1, -2, 1]), None, r"sample_weight\[1\] must be a finite number of at least 0, got -2$"),
+    ([1, "2", 1], None, r"sample_weight\[1\] must be a finite number of at least 0, got '2'"),
+    ([1, None, 1], None, r"sample_weight\[1\] must be a finite number of at least 0, got None"),
+    ([1, True, 1], None, r"sample_weight\[1\] must be a finite number of at least 0, got True"),
+    ([0, 0.0, 0], None, "sample_weight is 0 for every text: nothing to fit on"),
+    ({"a": 1}, None, "sample_weight must be a sequence of numbers, one per text, not dict"),
+    ("111", None, "sample_weight must be a sequence of numbers, one per text, not str"),
+    (None, {"c": 2}, r"class_weight has 'c', which is not a class of y \(its classes: 'a', 'b'\)"),
+    (None, {"a": -1}, r"class_weight\['a'\] must be a finite number of at least 0, got -1"),
+    (None, ["a", 2], r"class_weight must be None, 'balanced' or a dict \{label: weight\}, got \['a', 2\]"),
+    (None, {"a": 0, "b": 0}, "class_weight times sample_weight is 0 for every text: nothing to fit on"),
+    ([0, 1, 0], {"b": 0}, "class_weight times sample_weight is 0 for every text"),
+])
+def test_bad_weights_are_one_line_value_errors_naming_the_weight(sample_weight, class_weight, message):
+    clf = AttentionTextClassifier("boe", epochs=1, class_weight=class_weight)
+    with pytest.raises(ValueError, match=message):
+        clf.fit(["w1", "w2", "w3"], ["a", "b", "a"], sample_weight=sample_weight)
+
+
+def test_class_weight_keys_are_label_values_as_y_gives_them(data):
+    x, y = data[0][:60], [1, 2] * 30
+    with pytest.raises(ValueError, match=r"class_weight has '1', which is not a class of y \(its classes: 1, 2\)"):
+        AttentionTextClassifier("boe", epochs=1, class_weight={"1": 2}).fit(x, y)

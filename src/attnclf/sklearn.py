@@ -34,10 +34,11 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted
 
+from .checks import real_number, weight
 from .classifier import Classifier
 from .data.base import TextDataset
 from .data.files import TEXT_JOINER
-from .data.splits import train_validation_split
+from .data.splits import split_indices
 from .errors import AttnclfError, RunDirError
 from .models import MODELS, build_model
 from .prediction import check_texts
@@ -63,7 +64,10 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
     ``validation_fraction`` of the training texts is held out to pick the best
     epoch (``patience`` > 0 also stops early); 0 validates on the training texts.
     ``class_weight="balanced"`` weighs each text's loss inversely to its class's
-    share of the training texts, as scikit-learn's classifiers do.
+    share of the training texts, as scikit-learn's classifiers do; a dict
+    ``{label: weight}``, keyed by labels as y gives them, weighs those classes
+    (a class it leaves out weighs 1, a key that is no class is an error).
+    ``fit``'s ``sample_weight`` multiplies each text's weight, as there.
     ``classes_`` holds the label values as given (strings, ints, ...), sorted.
     After ``fit``, ``classifier_`` is an ``attnclf.Classifier`` (tokens,
     attention) and ``history_`` the per-epoch training record;
@@ -81,7 +85,7 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
                  max_len: int = 256, d_model: int | None = None, heads: int | None = None,
                  layers: int | None = None, ff_dim: int | None = None, dropout: float | None = None,
                  model_config: dict | None = None, validation_fraction: float = 0.1, patience: int = 0,
-                 class_weight: str | None = None, seed: int = 0, device: str = "cpu", verbose: bool = False):
+                 class_weight: str | dict | None = None, seed: int = 0, device: str = "cpu", verbose: bool = False):
         self.model = model
         self.epochs = epochs
         self.batch_size = batch_size
@@ -104,13 +108,26 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
         self.device = device
         self.verbose = verbose
 
-    def fit(self, X, y) -> "AttentionTextClassifier":
-        """Train a fresh model on texts ``X`` with labels ``y``; returns self."""
-        self._fit(_texts(X), y)  # (a bad setting or text is an AttnclfError, a ValueError as callers expect)
+    def fit(self, X, y, sample_weight=None) -> "AttentionTextClassifier":
+        """Train a fresh model on texts ``X`` with labels ``y``; returns self.
+
+        ``sample_weight`` (one finite number of at least 0 per text, or one number for all) multiplies each text's
+        loss, on top of its class's weight (``class_weight``): each step minimises its batch's weighted mean loss,
+        as scikit-learn's ``MLPClassifier`` does, and ``history_``'s ``train_loss`` is that mean over the epoch.
+        A text of weight 0 is left out, from the vocabulary and the validation split too, so it changes nothing,
+        as if it had not been given. Validation is unweighted: its loss, accuracy and macro-F1, which choose the
+        epoch kept, count every held-out text once (MLPClassifier weighs its early-stopping score; here the
+        validation figures stay the ones every attnclf run records). The n-gram branch's naive-Bayes counts
+        (``model_config={"nb_ngram_buckets": ...}``) count each kept text once. In a ``Pipeline``, pass
+        ``clf__sample_weight=w``.
+
+        >>> # AttentionTextClassifier(epochs=3).fit(texts, labels, sample_weight=[1.0, 0.5, 2.0, ...])
+        """
+        self._fit(_texts(X), y, sample_weight)  # (a bad setting or text is an AttnclfError, a ValueError as expected)
         self.n_text_columns_, self.text_column_names_ = _columns(X)
         return self
 
-    def _fit(self, texts: list[str], y) -> "AttentionTextClassifier":
+    def _fit(self, texts: list[str], y, sample_weight=None) -> "AttentionTextClassifier":
         if y is None:
             raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
         scalar = not hasattr(y, "__iter__") or getattr(y, "ndim", 1) == 0  # (np.array(3) has __iter__, and fails it)
@@ -155,14 +172,27 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError("no texts to fit on")
         if len(classes) < 2:
             raise ValueError(f"y has only one class ({classes[0]!r}); a classifier needs two at least")
+        weights = _sample_weights(sample_weight, len(texts))
         if not 0 <= self.validation_fraction < 1:
             raise ValueError(f"validation_fraction must be in [0, 1), got {self.validation_fraction}")
-        config = self._train_config()  # checked first
+        config = self._train_config(classes)  # checked first
         model_fields = self._model_fields()  # (so are these, before the split and the tokenizer)
         label_names = [str(c) for c in classes]
+        # Weight 0 means absent, as in scikit-learn: such texts are dropped before anything reads them.
+        by_name = config.class_weights if isinstance(config.class_weights, dict) else {}
+        kept = np.ones(len(texts), dtype=bool) if weights is None else weights > 0
+        kept &= ~np.isin(y_index, [label_names.index(name) for name, w in by_name.items() if w == 0])
+        if not kept.any():
+            raise ValueError("class_weight times sample_weight is 0 for every text: nothing to fit on")
+        if not kept.all():
+            texts, y_index = [t for t, keep in zip(texts, kept) if keep], y_index[kept]
+            weights = None if weights is None else weights[kept]
         data = TextDataset(texts, y_index.tolist(), label_names)
-        train, validation = (data, data) if self.validation_fraction == 0 else \
-            train_validation_split(data, self.validation_fraction, self.seed)
+        fit_idx = np.arange(len(data))
+        train, validation = data, data
+        if self.validation_fraction > 0:
+            fit_idx, val_idx = split_indices(data.labels, fraction=self.validation_fraction, seed=self.seed)
+            train, validation = data.subset(fit_idx.tolist(), "train"), data.subset(val_idx.tolist(), "validation")
 
         device = resolve_device(self.device)
         tokenizer = Tokenizer.train(train.texts, TokenizerConfig(
@@ -175,7 +205,7 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
                                 max_len=self.max_len, **model_fields)
             history = Trainer(model, config, Path(tmp), device, label_names, progress=self.verbose).fit(
                 BucketBatches(tokenizer.encode(train.texts), train.labels, self.batch_size, shuffle=True,
-                              seed=self.seed),
+                              seed=self.seed, weights=None if weights is None else weights[fit_idx]),
                 BucketBatches(tokenizer.encode(validation.texts), validation.labels, 128, shuffle=False),
             )
         self.classes_, self.history_ = classes, history
@@ -216,7 +246,8 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
 
         The folder appears whole or not at all. ``overwrite`` replaces an earlier save there; any other folder that
         is not empty (a trained run, a user's files), the current folder and a link are refused. Its config.json
-        records the estimator's parameters and ``classes_``, which must be strings, whole numbers or booleans.
+        records the estimator's parameters (a ``class_weight`` dict as [label, weight] pairs, which keep the labels'
+        types) and ``classes_``, which must be strings, whole numbers or booleans.
         It records no texts: commands that need the run's own data (`attnclf calibrate`, `refit`, `report`,
         `evaluate` without --test-file, `train --resume`) refuse it.
 
@@ -229,7 +260,7 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
 
         check_is_fitted(self, "classifier_")
         classes = _json_labels(self.classes_)
-        params = _json_params(self.get_params())
+        params = _json_params(self.get_params() | {"class_weight": _class_weight_json(self.class_weight)})
         target = Path(os.path.abspath(path))  # ("." has no name to put a temporary folder beside)
         _check_save_target(Path(path), target, overwrite)
         prepare_output_dir(target.parent)
@@ -239,7 +270,8 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
             data=DataSettings(val_fraction=params["validation_fraction"],
                               text_column=getattr(self, "text_column_names_", None) or "text"),
             tokenizer=self.classifier_.tokenizer.config,
-            model=params["model"], model_config=_json_params(self._model_fields()), train=self._train_config(),
+            model=params["model"], model_config=_json_params(self._model_fields()),
+            train=self._train_config(self.classes_),
             output=str(path), device=params["device"], report=False)
         record = config_record(settings, model, {**getattr(self, "_fitted_on", {}), "test_examples": 0}, {
             "trained_by": ESTIMATOR,
@@ -297,6 +329,11 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
             raise RunDirError(f"{Path(path) / 'config.json'}: estimator.classes are not labels ({exc})") from None
         if classes.ndim != 1:
             raise RunDirError(f"{Path(path) / 'config.json'}: estimator.classes is not a list of labels")
+        try:  # (a dict of class weights is saved as [label, weight] pairs, which keep the labels' types)
+            params["class_weight"] = _class_weight_from_json(params.get("class_weight"))
+        except (TypeError, ValueError):
+            raise RunDirError(f"{Path(path) / 'config.json'}: estimator.params.class_weight is not None, 'balanced' "
+                              f"or a list of [label, weight] pairs (was the file edited?)") from None
         estimator = cls(**params)
         if device is not None:
             estimator.device = device
@@ -318,11 +355,11 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
         estimator._fitted_on = {key: data[key] for key in ("train_examples", "validation_examples") if key in data}
         return estimator
 
-    def _train_config(self) -> TrainConfig:
-        if self.class_weight not in (None, "balanced"):  # (scikit-learn's classifiers also take a dict; not yet)
-            raise ValueError(f"class_weight must be None or 'balanced', got {self.class_weight!r}")
+    def _train_config(self, classes: np.ndarray) -> TrainConfig:
+        """The Trainer's settings, for labels ``classes`` (which a dict of class weights is keyed by)."""
         return TrainConfig(epochs=self.epochs, batch_size=self.batch_size, lr=self.lr, weight_decay=self.weight_decay,
-                           patience=self.patience, class_weights=self.class_weight or "none", seed=self.seed)
+                           patience=self.patience, class_weights=_class_weights_by_name(self.class_weight, classes),
+                           seed=self.seed)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -383,6 +420,95 @@ def _joined_columns(X) -> list[str]:
         if isinstance(cell, str) and (problem := unicode_problem(cell)):  # (its cell and place, not the joined row's)
             raise AttnclfError(f"X[{i}, {j}] is {problem}")
     return check_texts([TEXT_JOINER.join("" if _missing(cell) else cell for cell in row) for row in rows], name="X")
+
+
+def _sample_weights(sample_weight, count: int) -> np.ndarray | None:
+    """``sample_weight`` as float64: one finite number of at least 0 per text of ``count``, not all 0 (one number:
+    every text weighs it, as scikit-learn reads it); None stays None. Anything else is a one-line error naming the
+    first weight that is wrong.
+
+    >>> _sample_weights([1, 0.5, 0], 3).tolist()
+    [1.0, 0.5, 0.0]
+    >>> _sample_weights([1, -2], 2)
+    Traceback (most recent call last):
+    attnclf.errors.AttnclfError: sample_weight[1] must be a finite number of at least 0, got -2
+    """
+    if sample_weight is None:
+        return None
+    if real_number(sample_weight) is not None:
+        sample_weight = [sample_weight] * count
+    if isinstance(sample_weight, (str, bytes, dict, set, frozenset)) or not hasattr(sample_weight, "__len__"):
+        raise AttnclfError(f"sample_weight must be a sequence of numbers, one per text, not "
+                           f"{type(sample_weight).__name__}")
+    # (a list as objects: numpy would read [1, True] as integers, and the True must be refused, as epochs=True is)
+    values = np.asarray(sample_weight, dtype=object) if isinstance(sample_weight, (list, tuple)) else \
+        np.asarray(sample_weight.to_numpy() if hasattr(sample_weight, "to_numpy") else sample_weight)
+    if values.shape != (count,):
+        raise AttnclfError(f"sample_weight must hold one weight per text: {count} texts, sample_weight of shape "
+                           f"{values.shape}")
+    if values.dtype.kind not in "iuf":  # (a list, objects, booleans: each one looked at, so the first bad is named)
+        for i, value in enumerate(values.tolist()):
+            weight(value, f"sample_weight[{i}]")
+        values = values.astype(np.float64)
+    bad = np.flatnonzero(~np.isfinite(values) | (values < 0))
+    if len(bad):
+        weight(values[bad[0]].item(), f"sample_weight[{bad[0]}]")
+    if not values.any():
+        raise AttnclfError("sample_weight is 0 for every text: nothing to fit on")
+    return values.astype(np.float64)
+
+
+def _class_weights_by_name(class_weight, classes: np.ndarray) -> str | dict[str, float]:
+    """``class_weight`` as ``TrainConfig.class_weights`` takes it: "none", "balanced", or a dict keyed by label name
+    from one keyed by the label values y gives, matched as scikit-learn matches them (``3`` is the class 3, ``"3"``
+    is not); a key that is no class, or a weight that is not a finite number of at least 0, is a one-line error.
+
+    >>> _class_weights_by_name({"spam": 3, "ham": 0.5}, np.array(["ham", "spam"]))
+    {'spam': 3.0, 'ham': 0.5}
+    >>> _class_weights_by_name({np.int64(7): 2}, np.array([3, 7]))
+    {'7': 2.0}
+    """
+    if class_weight is None:
+        return "none"
+    if isinstance(class_weight, str) and class_weight == "balanced":
+        return class_weight
+    if not isinstance(class_weight, dict):
+        raise AttnclfError(f"class_weight must be None, 'balanced' or a dict {{label: weight}}, got {class_weight!r}")
+    index = {label: i for i, label in enumerate(classes.tolist())}
+    by_name = {}
+    for label, value in class_weight.items():
+        label = label.item() if isinstance(label, np.generic) else label
+        if label not in index:
+            shown = ", ".join(repr(c) for c in classes.tolist()[:10]) + (", ..." if len(classes) > 10 else "")
+            raise AttnclfError(f"class_weight has {label!r}, which is not a class of y (its classes: {shown})")
+        by_name[str(classes[index[label]])] = weight(value, f"class_weight[{label!r}]")
+    return by_name
+
+
+def _class_weight_json(class_weight):
+    """``class_weight`` as JSON keeps it: a dict as a list of [label, weight] pairs, since JSON's keys are strings
+    and the class 3 would come back as "3"; anything else as it is.
+
+    >>> _class_weight_json({np.int64(3): 2.5, "b": 1})
+    [[3, 2.5], ['b', 1]]
+    """
+    if not isinstance(class_weight, dict):
+        return class_weight
+    return [[value.item() if isinstance(value, np.generic) else value for value in pair]
+            for pair in class_weight.items()]
+
+
+def _class_weight_from_json(saved):
+    """The ``class_weight`` ``_class_weight_json`` wrote; a TypeError or ValueError if it is not one it writes.
+
+    >>> _class_weight_from_json([[3, 2.5], ["b", 1]])
+    {3: 2.5, 'b': 1}
+    """
+    if not isinstance(saved, list):
+        return saved
+    if not all(isinstance(pair, list) and len(pair) == 2 for pair in saved):
+        raise ValueError("not a list of pairs")
+    return {label: value for label, value in saved}  # (a list as a label is a TypeError: unhashable)
 
 
 def _check_save_target(given: Path, target: Path, overwrite: bool) -> None:
