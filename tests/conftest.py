@@ -20,6 +20,34 @@ def _glibc_left_alone(monkeypatch):
     monkeypatch.setattr(device, "fix_mmap_threshold", lambda *args: False)
 
 
+@pytest.fixture
+def characters_tokenised(monkeypatch):
+    """``watch(tokenizer)`` returns a list that from then on holds the length of every piece of text the tokenizer's
+    backend is asked to encode: how the tests see that a huge text is read by its ends, not whole."""
+
+    class Spy:
+        def __init__(self, backend, read: list):
+            self.backend, self.read = backend, read
+
+        def encode(self, piece, **options):
+            self.read.append(len(piece))
+            return self.backend.encode(piece, **options)
+
+        def encode_batch(self, pieces, **options):
+            self.read.extend(map(len, pieces))
+            return self.backend.encode_batch(pieces, **options)
+
+        def __getattr__(self, name):  # id_to_token and the rest, as they were
+            return getattr(self.backend, name)
+
+    def watch(tokenizer) -> list[int]:
+        read: list[int] = []
+        monkeypatch.setattr(tokenizer, "backend", Spy(tokenizer.backend, read))
+        return read
+
+    return watch
+
+
 @pytest.fixture(scope="session")
 def shared_data_dir() -> Path:
     """The real corpora (ATTNCLF_DATA_DIR, else ../shared/datasets); tests using it skip when absent."""

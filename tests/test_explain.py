@@ -335,6 +335,30 @@ def test_an_explanation_says_how_many_tokens_were_cut_before_the_model_read_them
     assert "20 tokens cut" in (tmp_path / "e.html").read_text()
 
 
+@pytest.mark.parametrize("method", ["attention", "integrated-gradients", "occlusion"])
+def test_a_huge_text_is_explained_as_a_short_one_with_the_same_ends_and_only_its_ends_are_tokenised(
+        demo_run, method, characters_tokenised):
+    clf = Classifier.load(demo_run, device="cpu")
+    max_len = clf.tokenizer.config.max_len
+    head = "the acting was not good " * (max_len // 20 + 1)  # 5 tokens each: more than head + tail keep of either
+    tail = " but the ending was brilliant" * (max_len // 5 + 1)
+    short = head + "the plot was dull " * 5 + tail  # read whole, its cut counted
+    huge = head + "the plot was dull " * 300_000 + tail  # 5.4 MB, read by its ends
+    (expected,) = clf.explain([short], method=method)
+    read = characters_tokenised(clf.tokenizer)
+    (explained,) = clf.explain([huge], method=method)
+    assert 0 < max(read) < 100_000 < len(huge)
+    assert expected.tokens_cut > 0 and explained.tokens_cut is None and explained.cut_at == expected.cut_at
+    assert explained.tokens == expected.tokens and explained.scores == expected.scores
+    assert (explained.probabilities, explained.completeness_error) == (expected.probabilities,
+                                                                       expected.completeness_error)
+    record = explained.to_dict()
+    assert record["tokens_cut"] is None and record["cut_at"] == expected.cut_at
+    shown = render_terminal([explained], color=False)
+    assert f"more tokens were cut before the model read the text: it reads {max_len}, from the ends of " in shown
+    assert "[... tokens cut ...]" in shown and "[&hellip; more tokens cut &hellip;]" in render_html([explained])
+
+
 def test_explain_command_writes_html_and_prints_colour(demo_run, tmp_path, capsys):
     out = tmp_path / "explain.html"
     assert main(["explain", str(demo_run), "not bad", "--method", "occlusion,attention", "--format", "html",

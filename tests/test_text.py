@@ -47,7 +47,7 @@ def test_tokenizer_applies_max_len():
 
 @pytest.mark.parametrize("kind", ["word", "bpe"])
 @pytest.mark.parametrize("how", ["head", "tail", "head_tail"])
-def test_a_long_text_read_by_its_ends_gives_the_ids_of_the_whole(kind, how, monkeypatch):
+def test_a_long_text_read_by_its_ends_gives_the_ids_of_the_whole(kind, how, characters_tokenised):
     import random
 
     rng = random.Random(kind + how)
@@ -60,31 +60,33 @@ def test_a_long_text_read_by_its_ends_gives_the_ids_of_the_whole(kind, how, monk
     tok = Tokenizer.train([text(50) for _ in range(200)], TokenizerConfig(kind=kind, min_frequency=1, max_len=20,
                                                                              truncation=how, vocab_size=400))
     texts = [text(n) for n in (5, 80, 400, 3000) for _ in range(15)]
-    whole = [truncate(e.ids or [UNK_ID], 20, how)
-             for e in tok.backend.encode_batch([clean(t) for t in texts], add_special_tokens=False)]
+    encodings = tok.backend.encode_batch([clean(t) for t in texts], add_special_tokens=False)
+    whole = [truncate(e.ids or [UNK_ID], 20, how) for e in encodings]
     assert tok.encode(texts) == whole
+    # Each says how many tokens it lost, or, read by its ends, that it lost some (counting them means reading it all).
+    cuts = [cut for _, cut in tok.encode_counting_cuts(texts)]
+    assert [cut for cut in cuts if cut is not None] == [max(len(e.ids) - 20, 0) for e, cut in zip(encodings, cuts)
+                                                        if cut is not None]
+    assert all(len(e.ids) > 20 for e, cut in zip(encodings, cuts) if cut is None) and cuts.count(None) > 10
     # A huge text is tokenised by its two ends only, a few thousand characters, not its megabytes.
     huge = text(400_000)
     expected = truncate(tok.backend.encode(clean(huge), add_special_tokens=False).ids, 20, how)
-    read = []
-    monkeypatch.setattr(tok, "backend", _Spy(tok.backend, read))
-    assert tok.encode([huge])[0] == expected
+    read = characters_tokenised(tok)
+    assert tok.encode_counting_cuts([huge]) == [(expected, None)]
     assert 0 < max(read) < 10_000 < len(huge)
 
 
-class _Spy:
-    """A tokenizers backend that records how many characters it was asked to encode."""
+@pytest.mark.parametrize("how", ["head", "tail", "head_tail"])
+def test_a_long_text_is_said_to_have_lost_tokens_only_when_it_did(how):
+    words = "good bad film plot acting dull great fine"
+    tok = Tokenizer.train([words], TokenizerConfig(min_frequency=1, max_len=8, truncation=how))
+    ids = tok.encode([words])[0]
+    spaced = words.replace(" ", " <br />" * 2_000 + " ")  # 98,000 characters and 8 tokens: nothing to cut
+    longer = words + " film"  # one token too many, read whole: counted
+    huge = (words + " ") * 5_000  # read by its ends: some cut, not counted
+    assert tok.encode_counting_cuts([spaced, longer, huge]) == [(ids, 0), (truncate(ids + ids[2:3], 8, how), 1),
+                                                                (truncate(ids * 2, 8, how), None)]
 
-    def __init__(self, backend, read: list):
-        self.backend, self.read = backend, read
-
-    def encode(self, piece, **options):
-        self.read.append(len(piece))
-        return self.backend.encode(piece, **options)
-
-    def encode_batch(self, pieces, **options):
-        self.read.extend(map(len, pieces))
-        return self.backend.encode_batch(pieces, **options)
 
 
 def test_save_load_round_trip(tmp_path):

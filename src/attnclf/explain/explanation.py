@@ -7,7 +7,6 @@
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
@@ -17,7 +16,7 @@ import torch
 from ..errors import AttnclfError
 from ..prediction import check_texts
 from ..text.batching import BucketBatches
-from ..text.tokenizer import cut_position, truncate
+from ..text.tokenizer import cut_position
 from .methods import METHODS, attribute, available_methods, default_method, self_attention_maps
 
 if TYPE_CHECKING:
@@ -52,8 +51,10 @@ class Explanation:
     steps: int | None = None
     self_attentions: np.ndarray | None = None
     branch_margins: dict[str, float] | None = None
-    tokens_cut: int = 0  # tokens of the text beyond the model's max_len, cut before it read them (not in ``tokens``)
-    cut_at: int | None = None  # where in ``tokens`` they stood (head + tail truncation: between the two parts)
+    # Tokens of the text beyond the model's max_len, cut before it read them (not in ``tokens``); None: some, not
+    # counted, as a text far longer than the model reads is tokenised by its ends only (``Tokenizer._ends``).
+    tokens_cut: int | None = 0
+    cut_at: int | None = None  # where in ``tokens`` they stood (head + tail: between the two parts); None: no cut
 
     @property
     def description(self) -> str:
@@ -84,7 +85,7 @@ class Explanation:
             record["self_attentions"] = np.round(self.self_attentions, 5).tolist()
         if self.branch_margins is not None:
             record["branch_margins"] = self.branch_margins
-        if self.tokens_cut:
+        if self.cut_at is not None:
             record |= {"tokens_cut": self.tokens_cut, "cut_at": self.cut_at}
         return record
 
@@ -113,8 +114,8 @@ def explain(classifier: "Classifier", texts: Sequence[str], method: str | None =
         raise AttnclfError("self-attention maps (--heads): this model has no self-attention layers to show")
     method = method or default_method(available)
     config = classifier.tokenizer.config
-    whole = classifier.tokenizer.encode(texts, max_len=sys.maxsize)  # once, to count what truncation cuts
-    ids = [truncate(sequence, config.max_len, config.truncation) for sequence in whole]
+    encoded = classifier.tokenizer.encode_counting_cuts(texts)
+    ids = [sequence for sequence, _ in encoded]
     probabilities = classifier.predict_proba(texts)
     predicted = probabilities.argmax(axis=1)
     targets = predicted if target is None else np.full(len(texts), _class_index(target, classifier.label_names))
@@ -140,8 +141,8 @@ def explain(classifier: "Classifier", texts: Sequence[str], method: str | None =
             steps=None if result.steps is None else int(result.steps[i]),
             self_attentions=maps[i],
             branch_margins=margins[i],
-            tokens_cut=len(whole[i]) - len(ids[i]),
-            cut_at=cut_position(len(whole[i]), config.max_len, config.truncation),
+            tokens_cut=encoded[i][1],
+            cut_at=cut_position(encoded[i][1], config.max_len, config.truncation),
         ))
     return explanations
 

@@ -65,7 +65,10 @@ def _headline(e: Explanation) -> str:
                  f" ({e.steps} steps)")
     if e.branch_margins is not None:
         line += f"  {branches(e)}"
-    if e.tokens_cut:
+    if e.cut_at is not None and e.tokens_cut is None:
+        line += (f"  (more tokens were cut before the model read the text: it reads {len(e.tokens)}, from the ends of "
+                 f"{len(e.text):,} characters, and the rest were not tokenised to count them)")
+    elif e.cut_at is not None:
         line += f"  ({e.tokens_cut} more tokens were cut before the model read the text: it reads {len(e.tokens)})"
     return line
 
@@ -87,7 +90,7 @@ def render_terminal(explanations: Sequence[Explanation], color: bool = True, top
                      for token, s in zip(e.tokens, e.scores)]
         else:
             shown = list(e.tokens)
-        tokens = " ".join(_with_cut(e, shown, f"[... {e.tokens_cut} cut ...]"))
+        tokens = " ".join(_with_cut(e, shown, f"[... {e.tokens_cut or 'tokens'} cut ...]"))
         ranked = ", ".join(f"{token} {score:+.3f}" if e.signed else f"{token} {score:.3f}"
                            for token, score in e.top_tokens(top))
         lines = [_headline(e), f"  {tokens}", f"  top: {ranked}  ({_scale_note(e)})"]
@@ -128,7 +131,7 @@ def render_json(explanations: Sequence[Explanation]) -> str:
 def _with_cut(e: Explanation, shown: list[str], mark: str) -> list[str]:
     """``shown`` (one item per token) with ``mark`` where truncation cut tokens out: the parts either side of it were
     never next to each other in the text."""
-    return shown if e.cut_at is None or not e.tokens_cut else shown[:e.cut_at] + [mark] + shown[e.cut_at:]
+    return shown if e.cut_at is None else shown[:e.cut_at] + [mark] + shown[e.cut_at:]
 
 
 def tokens_html(e: Explanation) -> str:
@@ -140,7 +143,7 @@ def tokens_html(e: Explanation) -> str:
         spans.append(f'<span class="tok" style="background: rgb({r}, {g}, {b})" title="{score:+.4f}">'
                      f"{html.escape(token)}</span>")
     spans = _with_cut(e, spans, f'<span class="cut" title="cut before the model read the text">'
-                                f'[&hellip; {e.tokens_cut} tokens cut &hellip;]</span>')
+                                f'[&hellip; {e.tokens_cut or "more"} tokens cut &hellip;]</span>')
     return f'<div class="tokens">{" ".join(spans)}</div><div class="legend">{html.escape(_scale_note(e))}</div>'
 
 

@@ -90,14 +90,14 @@ def _first_space(text: str, after: int) -> int:
     return min(found, default=len(text))
 
 
-def cut_position(length: int, max_len: int, how: str) -> int | None:
-    """Where ``truncate`` cut a text of ``length`` ids: the index in what it kept before which the cut ids stood
-    (None: nothing was cut).
+def cut_position(tokens_cut: int | None, max_len: int, how: str) -> int | None:
+    """Where ``truncate`` cut a text that lost ``tokens_cut`` ids (None: some, uncounted): the index among the
+    ``max_len`` ids it kept before which the cut ids stood (None: nothing was cut).
 
-    >>> cut_position(10, 4, "head_tail"), cut_position(10, 4, "head"), cut_position(10, 4, "tail"), cut_position(3, 4, "head")
+    >>> cut_position(6, 4, "head_tail"), cut_position(6, 4, "head"), cut_position(None, 4, "tail"), cut_position(0, 4, "head")
     (1, 4, 0, None)
     """
-    return None if length <= max_len else _kept_head(max_len, how)
+    return None if tokens_cut == 0 else _kept_head(max_len, how)
 
 
 class Tokenizer:
@@ -152,14 +152,29 @@ class Tokenizer:
 
         Windowed models read more than ``config.max_len`` tokens (see ``windows``).
         """
+        return [ids for ids, _ in self.encode_counting_cuts(texts, max_len)]
+
+    def encode_counting_cuts(self, texts: Sequence[str],
+                             max_len: int | None = None) -> list[tuple[list[int], int | None]]:
+        """``encode``'s ids per text, each with how many tokens truncation cut: 0 for none, None for some, uncounted.
+
+        None is a text read by its ends (``_ends``): counting what lies between them would mean tokenising it whole,
+        which reading its ends avoids (explaining a 64 MB text took 46 s and 8 GB that way; BENCHMARKS.md).
+
+        >>> tokenizer = Tokenizer.train(["a b c"], TokenizerConfig(min_frequency=1, max_len=2, truncation="head"))
+        >>> tokenizer.encode_counting_cuts(["a b c", "c", "a " * 10_000])
+        [([2, 3], 1), ([4], 0), ([2, 2], None)]
+        """
         max_len = max_len or self.config.max_len
         ids: list[list[int] | None] = [self._ends(text, max_len) for text in texts]
+        cuts: list[int | None] = [None] * len(texts)
         whole = [i for i, found in enumerate(ids) if found is None]
         encodings = self.backend.encode_batch([clean(texts[i], self.config.cleaning) for i in whole],
                                               add_special_tokens=False)
         for i, encoding in zip(whole, encodings):
             ids[i] = truncate(encoding.ids or [UNK_ID], max_len, self.config.truncation)
-        return ids
+            cuts[i] = max(len(encoding.ids) - max_len, 0)
+        return list(zip(ids, cuts))
 
     def encode_arrays(self, texts: Sequence[str], max_len: int | None = None,
                       chunk: int = 2048) -> Iterator[np.ndarray]:
@@ -179,7 +194,9 @@ class Tokenizer:
         """The ids ``truncate`` keeps of a long text, tokenising only its ends; None for a text to read whole.
 
         Each end is cut at a whitespace (no word straddles it) and cleaned and tokenised alone, its tokens within
-        ``_MARGIN`` of the cut dropped; an end that then holds too few tokens is read four times longer.
+        ``_MARGIN`` of the cut dropped; ends that then hold too few tokens are read four times longer. Too few is
+        also exactly ``max_len`` in all: more trusted tokens than that prove, from the ends alone, that truncation
+        cut some, which ``encode_counting_cuts`` reports without counting them.
         """
         head_needed = _kept_head(max_len, self.config.truncation)
         tail_needed = max_len - head_needed
@@ -187,12 +204,12 @@ class Tokenizer:
         while 2 * (span + _MARGIN) < len(text):
             head, tail = [], []
             if head_needed:
-                head = self._trusted(text[:_last_space(text, span + _MARGIN)], at_start=True)[:head_needed]
+                head = self._trusted(text[:_last_space(text, span + _MARGIN)], at_start=True)
             if tail_needed:
                 start = _first_space(text, len(text) - span - _MARGIN)
-                tail = self._trusted(text[start:], at_start=False)[-tail_needed:]
-            if len(head) == head_needed and len(tail) == tail_needed:
-                return head + tail
+                tail = self._trusted(text[start:], at_start=False)
+            if len(head) >= head_needed and len(tail) >= tail_needed and len(head) + len(tail) > max_len:
+                return head[:head_needed] + tail[len(tail) - tail_needed:]
             span *= 4
         return None
 
