@@ -1,6 +1,7 @@
 """The HTTP service: `attnclf serve` on a free localhost port, exercised by a real HTTP client."""
 
 import asyncio
+import json
 import socket
 import subprocess
 import sys
@@ -234,6 +235,67 @@ def test_predictions_are_not_held_up_by_a_slow_explanation(local):
         assert time.monotonic() - started < 10 and not pending.done()
         release.set()
         assert pending.result().status_code == 200
+
+
+def test_past_the_limit_a_request_gets_a_json_503_with_retry_after_at_once_and_health_still_answers(local):
+    import threading
+    from concurrent.futures import as_completed
+
+    import uvicorn
+
+    from attnclf.serve.app import ServeLimits, _uvicorn_options, create_app
+
+    limit, extra = 3, 4
+    arrived, release = threading.Event(), threading.Event()
+
+    class Held:
+        """Holds the first batch in the model until released: requests that come meanwhile stay in flight."""
+
+        def __getattr__(self, name):
+            return getattr(local, name)
+
+        def predict_proba(self, texts):
+            arrived.set()
+            release.wait(30)
+            return local.predict_proba(texts)
+
+    server = uvicorn.Server(uvicorn.Config(create_app(Held(), ServeLimits(max_connections=limit)),
+                                           **_uvicorn_options(ServeLimits(max_connections=limit))))
+    with socket.socket() as listener, ThreadPoolExecutor(limit + extra) as pool:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(64)  # clients may connect now: the server accepts them once it has started
+        thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]})
+        thread.start()
+        try:
+            with httpx.Client(base_url=f"http://127.0.0.1:{listener.getsockname()[1]}", timeout=30) as client:
+                first = pool.submit(client.post, "/predict", json={"text": "good"})
+                assert arrived.wait(60), "the first request never reached the model"
+                others = [pool.submit(client.post, "/predict", json={"text": f"not good {i}"})
+                          for i in range(limit - 1 + extra)]
+                # limit - 1 of them join the first in flight and wait with it; the rest are answered at once.
+                refused = [future.result() for _, future in zip(range(extra), as_completed(others, timeout=30))]
+                for response in refused:
+                    assert response.status_code == 503 and response.headers["retry-after"] == "1"
+                    assert response.json() == {"detail": f"the server is busy: {limit} requests in flight, the "
+                                                         f"most it serves at once; retry after 1 s"}
+                assert sum(not future.done() for future in others) == limit - 1 and not first.done()
+                assert client.get("/health").status_code == 200 and client.head("/health").status_code == 200
+                release.set()
+                served = [first.result()] + [future.result() for future in others if future.result() not in refused]
+                assert [response.status_code for response in served] == [200] * limit
+                texts = [response.request.read().decode() for response in served]
+                for text, response in zip(texts, served):  # each got its own text's answer
+                    expected = local.predict_proba([json.loads(text)["text"]])[0]
+                    got = response.json()["predictions"][0]["probabilities"]
+                    np.testing.assert_allclose([got[name] for name in local.label_names], expected, atol=1e-6)
+                # Every slot is given back, by a request refused for its body as by one served.
+                for _ in range(limit + 1):
+                    assert client.post("/predict", json={"texts": []}).status_code == 422
+                assert client.post("/predict", json={"text": "good"}).status_code == 200
+        finally:
+            release.set()
+            server.should_exit = True
+            thread.join(30)
 
 
 def test_one_app_serves_each_time_it_starts_and_says_when_it_has_not(local):

@@ -1219,7 +1219,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("serve", help="serve a trained model over HTTP: /predict, /explain, /health, /model",
                        description="FastAPI + uvicorn; API docs at /docs. Binds 127.0.0.1 (this machine only) "
-                                   "unless --host says otherwise. Requests over a limit get a 413 naming it.")
+                                   "unless --host says otherwise. Requests over a limit get a 413 naming it; "
+                                   "one past --max-connections in flight, a 503 with Retry-After.")
     p.add_argument("run_dir")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
     p.add_argument("--port", type=int, default=8000, help="default: 8000")
@@ -1227,7 +1228,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-explain-batch", type=int, help="texts per /explain request (default: 8)")
     p.add_argument("--max-text-chars", type=int, help="characters per text (default: 20000)")
     p.add_argument("--max-body-bytes", type=int, help="bytes per request body (default: 1000000)")
-    p.add_argument("--max-connections", type=int, help="connections served at once; more are answered 503 (default: 64)")
+    p.add_argument("--max-connections", type=int, help="requests served at once (/health aside); more are answered "
+                                                        "503 at once, with Retry-After (default: 64)")
     p.add_argument("--threads", type=int, help=INFERENCE_THREADS_HELP)
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"])
     p.add_argument("--bf16", action="store_true", help=INFERENCE_BF16_HELP)

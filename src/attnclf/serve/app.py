@@ -3,14 +3,15 @@
 ```
 POST /predict   {"texts": [...]} or {"text": "..."}   -> {"predictions": [{label, confidence, probabilities}]}
 POST /explain   {"texts"|"text", "method", "target"}   -> {"explanations": [{tokens, scores, method, ...}]}
-GET  /health    liveness, plus requests served and batches run
+GET  /health    liveness, plus requests served and batches run; answered however many requests are in flight
 GET  /model     labels, model and tokenizer summary, versions, explanation methods, limits
 GET  /docs      the endpoints, their request schemas and a curl line each (schema at /openapi.json)
 ```
 
 What it accepts is bounded (``ServeLimits``): body bytes, texts per request,
-characters per text, connections in flight. A request over a limit gets a
-413 naming the limit; malformed JSON a 400; a body of the wrong shape a 422;
+characters per text, requests in flight. A request over a limit gets a
+413 naming the limit; one past the requests in flight a 503 at once, with
+Retry-After; malformed JSON a 400; a body of the wrong shape a 422;
 each with a one-line ``detail``. Requests that arrive while a batch runs are
 batched together for the next one (``Batcher``).
 
@@ -49,6 +50,7 @@ from ..prediction import check_texts
 from ..rundir import refuse_multi_label
 
 SERVER_BATCH_TEXTS = 256  # texts run together at most, across requests
+RETRY_AFTER_SECONDS = 1  # a 503 for too many requests in flight says this: /predict's batches take milliseconds
 
 
 @dataclass(frozen=True)
@@ -57,7 +59,7 @@ class ServeLimits:
     max_explain_batch: int = 8  # texts per /explain request: explanations cost up to dozens of passes each
     max_text_chars: int = 20_000  # characters per text (tokens beyond max_len are cut anyway)
     max_body_bytes: int = 1_000_000  # bytes per request body
-    max_connections: int = 64  # concurrent connections; more are answered 503 by uvicorn
+    max_connections: int = 64  # requests in flight (/health aside); more are answered 503 at once (``InFlightLimit``)
 
     def __post_init__(self):
         for name, value in asdict(self).items():
@@ -234,6 +236,37 @@ class BodyLimit:
             scope, receive, send)
 
 
+class InFlightLimit:
+    """ASGI middleware: at most ``limit`` requests in the app at once; one more is answered at once, a 503 in the
+    app's JSON error format with Retry-After, rather than queued behind the others. ``exempt`` paths (liveness) are
+    always let through: a health check failing under load would have a busy server restarted.
+
+    It counts requests, not connections: an idle keep-alive connection holds no slot.
+
+    >>> # app.add_middleware(InFlightLimit, limit=64, exempt={"/health"})   # as create_app does
+    """
+
+    def __init__(self, app, limit: int, exempt: set[str]):
+        self.app = app
+        self.limit = limit
+        self.exempt = exempt
+        self.in_flight = 0  # (one event loop: no lock needed)
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or scope["path"] in self.exempt:
+            return await self.app(scope, receive, send)
+        if self.in_flight >= self.limit:
+            busy = JSONResponse({"detail": f"the server is busy: {self.limit} requests in flight, the most it serves "
+                                           f"at once; retry after {RETRY_AFTER_SECONDS} s"},
+                                503, headers={"Retry-After": str(RETRY_AFTER_SECONDS)})
+            return await busy(scope, receive, send)
+        self.in_flight += 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.in_flight -= 1
+
+
 class JsonBodies:
     """ASGI middleware for the routes that take a JSON body: one sent as anything else (curl -d sends a form)
     is answered 415, naming the Content-Type to send, instead of a validation error about a body that looks
@@ -302,6 +335,8 @@ def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
                               "attributions, whose faithfulness `attnclf faithfulness` measures.")
     app.add_middleware(JsonBodies, paths={"/predict", "/explain"})
     app.add_middleware(BodyLimit, max_bytes=limits.max_body_bytes)
+    # Outermost (added last): a request holds its slot while its body is still arriving, too.
+    app.add_middleware(InFlightLimit, limit=limits.max_connections, exempt={"/health"})
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError):
@@ -455,9 +490,22 @@ def serve(run_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, limits
     if host not in ("127.0.0.1", "localhost", "::1"):
         print(f"warning: binding {host} makes the model reachable from other machines", flush=True)
     print(f"serving {run_dir} on http://{host}:{port} (API docs at /docs); Ctrl-C stops", flush=True)
-    # uvicorn counts the connection asking among those open: at its limit N, only N - 1 would be served.
-    uvicorn.run(app, host=host, port=port, limit_concurrency=limits.max_connections + 1, access_log=False,
-                log_level="warning", timeout_graceful_shutdown=5)
+    uvicorn.run(app, host=host, port=port, **_uvicorn_options(limits))
+
+
+def _uvicorn_options(limits: ServeLimits) -> dict:
+    """What ``serve`` passes ``uvicorn.run`` besides the app, host and port (the tests serve with the same).
+
+    >>> _uvicorn_options(ServeLimits(max_connections=2))["limit_concurrency"]
+    8
+    """
+    # The app bounds requests in flight itself (InFlightLimit), answering in JSON. uvicorn's own limit stays as a
+    # backstop against a flood of connections: it counts every open connection, idle keep-alive ones too, and
+    # past it answers a plain-text 503 before the app sees the request. Set at four times the app's, it leaves room
+    # for the clients the app is telling to retry and for /health, and still bounds the sockets a flood holds open
+    # (256 by default, within the usual 1,024 file descriptors).
+    return {"limit_concurrency": 4 * limits.max_connections, "access_log": False, "log_level": "warning",
+            "timeout_graceful_shutdown": 5}
 
 
 def _listenable_port(host: str, port: int) -> int:
