@@ -164,8 +164,9 @@ def test_a_named_dataset_trains_from_the_cache_as_in_memory(tmp_path):
     config = json.loads((tmp_path / "cached" / "config.json").read_text())
     assert config["data"]["validation_examples"] == 30 and config["data"]["train_examples"] == 270
     # The same counts and the same fingerprint of the held-out texts, so later commands can check them.
-    # The in-memory run also fingerprints its training texts, which only `attnclf refit` reads (it refuses caches),
-    # and its test texts, which a resume given a moved --test-file checks (a cached run keeps its files' places).
+    # The in-memory run also fingerprints its training texts, which its refit checks (a cached run's refit checks the
+    # rows it validated on: reading every training text again is what a cache saves), and its test texts, which a
+    # resume given a moved --test-file checks (a cached run keeps its files' places).
     in_memory_data = json.loads((tmp_path / "memory" / "config.json").read_text())["data"]
     assert in_memory_data.pop("train_sha256") and in_memory_data.pop("test_sha256") and config["data"] == in_memory_data
 
@@ -204,8 +205,9 @@ def test_training_from_the_cache_matches_training_in_memory(files, tmp_path):
     assert len(list((tmp_path / "cache").glob("*/meta.json"))) == 2  # train and test caches
     config = json.loads((tmp_path / "cached" / "config.json").read_text())
     assert config["data"]["validation_examples"] == 25 and config["data"]["test_examples"] == 80
-    # The in-memory run also fingerprints its training texts, which only `attnclf refit` reads (it refuses caches),
-    # and its test texts, which a resume given a moved --test-file checks (a cached run keeps its files' places).
+    # The in-memory run also fingerprints its training texts, which its refit checks (a cached run's refit checks the
+    # rows it validated on: reading every training text again is what a cache saves), and its test texts, which a
+    # resume given a moved --test-file checks (a cached run keeps its files' places).
     in_memory_data = json.loads((tmp_path / "memory" / "config.json").read_text())["data"]
     assert in_memory_data.pop("train_sha256") and in_memory_data.pop("test_sha256") and config["data"] == in_memory_data
 
@@ -293,3 +295,99 @@ def test_a_token_cache_run_refuses_validation_texts_that_changed(tmp_path, capsy
     capsys.readouterr()
     assert main(["evaluate", str(run), "--split", "validation"]) == 2
     assert "no longer gives the validation texts a run held out" in capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def refitted(tmp_path_factory):
+    """Runs trained in memory and from the cache, with and without a validation file, and their refits."""
+    from attnclf.training.refit import refit_settings
+
+    tmp = tmp_path_factory.mktemp("refits")
+    train, test = write_jsonl(tmp / "train.jsonl", corpus(300, 0)), write_csv(tmp / "test.csv", corpus(80, 1))
+    dev = write_jsonl(tmp / "dev.jsonl", corpus(40, 2))
+    runs = {}
+    for validation_file in (None, dev):
+        for cached in (False, True):
+            name = f"{'dev' if validation_file else 'carved'}-{'cached' if cached else 'memory'}"
+            run_settings = settings(train, test, tmp / name, cached, tmp / "cache")
+            run_settings.data.validation_file = validation_file and str(validation_file)
+            run = train_run(run_settings, progress=False)
+            runs[name] = run, train_run(refit_settings(run.run_dir), progress=False)
+    return runs
+
+
+@pytest.mark.parametrize("validation", ["carved", "dev"])
+def test_a_cached_refit_learns_the_validation_texts_as_an_in_memory_refit_does(refitted, validation):
+    from safetensors.torch import load_file
+
+    (run, refit), (_, in_memory) = refitted[f"{validation}-cached"], refitted[f"{validation}-memory"]
+    recorded, refit_record = (json.loads((r.run_dir / "config.json").read_text()) for r in (run, refit))
+    assert refit_record["settings"]["data"]["token_cache"] and refit_record["settings"]["data"]["refit"]
+    assert refit_record["data"]["train_examples"] == (
+        recorded["data"]["train_examples"] + recorded["data"]["validation_examples"]) == (290 if validation == "dev"
+                                                                                         else 250)
+    assert refit_record["data"]["validation_examples"] == 0 and refit.metrics["split"] == "test"
+    # Its tokenizer learned the validation texts too, and it trained the model the in-memory refit trained...
+    assert (refit.run_dir / "tokenizer.json").read_text() == (in_memory.run_dir / "tokenizer.json").read_text()
+    assert (refit.run_dir / "tokenizer.json").read_text() != (run.run_dir / "tokenizer.json").read_text()
+    assert [h["train_loss"] for h in refit.history] == [h["train_loss"] for h in in_memory.history]
+    weights, in_memory_weights, run_weights = (load_file(str(r.run_dir / "model.safetensors"))
+                                               for r in (refit, in_memory, run))
+    assert all(np.array_equal(weights[k], in_memory_weights[k]) for k in weights)
+    # ...not the one its run trained on the training texts alone, for as many epochs (its vocabulary aside).
+    assert refit.history[-1]["epoch"] == recorded["settings"]["train"]["epochs"] == 2
+    assert not all(np.array_equal(weights[k], run_weights[k]) for k in weights if k != "token_embedding.weight")
+
+
+def test_a_cached_refit_is_reproducible_and_resumes(refitted, tmp_path, resume_after_interruption):
+    from attnclf.training.refit import refit_settings
+
+    run, refit = refitted["carved-cached"]
+    again = train_run(refit_settings(run.run_dir, output=str(tmp_path / "again")), progress=False)
+    resumed = resume_after_interruption(refit_settings(run.run_dir, output=str(tmp_path / "resumed")), epoch=2)
+    assert [h["epoch"] for h in resumed.history] == [1, 2]
+    for other in (again, resumed):
+        assert (other.run_dir / "model.safetensors").read_bytes() == (refit.run_dir / "model.safetensors").read_bytes()
+
+
+def test_a_cached_refit_rebuilds_deleted_caches_and_refuses_changed_texts(files, tmp_path, capsys):
+    import shutil
+
+    train, test = files
+    run = tmp_path / "run"
+    argv = ["--token-cache-dir", str(tmp_path / "cache"), "--model", "boe", "--epochs", "1", "--min-frequency", "1",
+            "--threads", "1", "--no-report"]
+    assert main(["train", "--train-file", str(train), "--test-file", str(test), "--token-cache", *argv[:2],
+                 *argv[2:], "--quiet", "--output", str(run)]) == 0
+    shutil.rmtree(tmp_path / "cache")  # a refit needs none of its run's caches: it makes its own
+    capsys.readouterr()
+    assert main(["refit", str(run), "--threads", "1", "--no-report"]) == 0
+    err = capsys.readouterr().err
+    assert "training the tokenizer on 300 streamed texts" in err and "building token cache" in err
+    assert json.loads((tmp_path / "run-refit" / "config.json").read_text())["data"]["train_examples"] == 300
+    rows = corpus(300, 0)
+    write_jsonl(train, rows[1:] + rows[:1])  # the same texts, one moved: the rows the run held out are others now
+    assert main(["refit", str(run), "--overwrite", "--quiet"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"attnclf: error: {train.name} no longer gives the texts {run} trained and validated on (the data or its "
+        f"split changed since): a refit would learn other data")
+
+
+@pytest.mark.parametrize("sample", [None, 10])
+def test_a_cached_refit_of_a_dataset_learns_what_load_data_joins(tmp_path, sample):
+    # GLUE SST-2 has a validation split of its own and phrases withheld for its sake; a toy set validates on its
+    # training set. A refit learns each text once, and the withheld phrases unless the run trained on a sample.
+    from attnclf.training.cached import load_cached_data
+    from attnclf.training.run_data import load_data
+    from test_data_sources import GLUE_DEV, GLUE_TRAIN
+
+    (tmp_path / "sst2" / "SST-2").mkdir(parents=True)
+    (tmp_path / "sst2" / "SST-2" / "train.tsv").write_text(GLUE_TRAIN)
+    (tmp_path / "sst2" / "SST-2" / "dev.tsv").write_text(GLUE_DEV)
+    for data in (DataSettings(dataset="sst2", data_dir=str(tmp_path), max_train_examples=sample),
+                 DataSettings(dataset="toy-reversal")):
+        data.refit, data.token_cache, data.token_cache_dir = True, True, str(tmp_path / "cache")
+        splits, _ = load_cached_data(RunSettings(data, TokenizerConfig(min_frequency=1)), 0, log=lambda message: None)
+        in_memory = load_data(data, 0)
+        assert list(splits.train.texts) == in_memory.train.texts and splits.validation is None
+        assert splits.train.labels.tolist() == in_memory.train.labels

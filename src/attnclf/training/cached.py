@@ -13,24 +13,33 @@ With the same seed, the splits, tokenizer and token ids equal ``load_data``'s
 and ``Tokenizer.encode``'s, so a cached run trains to the same model. A cache
 holds a whole file or split: ``max_train_examples`` and ``max_test_examples``
 pick rows from it by index, so samples of any size share one cache.
+
+A refit (``DataSettings.refit``) learns the rows the run trained and validated
+on, in ``load_data``'s order: a validation split carved from the training file
+is rows of its cache already; one of its own (``--validation-file``, a
+dataset's) is cached after the training rows, as one cache. Its tokenizer is
+trained on all of them, as an in-memory refit's is, so it builds caches of its
+own and never needs the run's. Before training it checks that the rows the run
+held out still give the texts the run recorded (``validation_sha256``).
 """
 
 from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
-from ..data.base import Splits, TextDataset
+from ..data.base import WITHHELD, Splits, TextDataset
 from ..data.splits import check_hold_out, split_indices
 from ..errors import AttnclfError, DataError
 from ..rundir import atomic_write_bytes
-from ..text.cache import TokenCache, cache_key, cache_root, file_identity
+from ..text.cache import CachedDataset, TokenCache, cache_key, cache_root, file_identity
 from ..text.tokenizer import Tokenizer, TokenizerConfig
-from .run_data import align_labels, dataset_splits, sample_test
+from .run_data import align_labels, dataset_splits, refit_additions, sample_test, texts_fingerprint
 from .settings import DataSettings, RunSettings
 
 
@@ -45,6 +54,7 @@ class _Source:
     groups: list[str] | None = None
     order: Sequence[int] | None = None
     where: str = ""  # the file, as the user named it, for errors
+    refit_learns: bool = True  # (a toy set's validation split is its training set again: a refit learns it once)
 
 
 def load_cached_data(settings: RunSettings, seed: int,
@@ -82,6 +92,9 @@ def load_cached_data(settings: RunSettings, seed: int,
         order = np.asarray(train_source.order)[keep] if data.hold_out == "latest" else None
         fit, val = (keep[part] for part in split_indices(
             train_labels[keep], None if groups is None else groups[keep], data.val_fraction, seed, order=order))
+    if data.refit:
+        fit, val = _refit_rows(sources, len(train_labels), keep, val)
+        train_source = sources["train"]
 
     tokenizer = _tokenizer(train_source, fit, settings.tokenizer, data.token_cache_dir, log)
     caches = {}
@@ -94,7 +107,43 @@ def load_cached_data(settings: RunSettings, seed: int,
     train = caches["train"]
     validation = caches["validation"] if val is None else train.subset(val, "validation")
     test = sample_test(caches.get("test"), data.max_test_examples)
+    if data.refit:
+        _check_held_out(validation, settings)
+        validation = None
     return Splits(train=train.subset(fit, "train"), validation=validation, test=test), tokenizer
+
+
+def _refit_rows(sources: dict[str, _Source], rows: int, keep: np.ndarray,
+                val: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """The rows a refit learns, and those its run validated on, of ``sources["train"]``, which becomes the training
+    source (``rows`` rows, ``keep`` those its run's sample took) followed by its own validation split, if it had one,
+    and any texts withheld for that split's sake (``refit_additions``)."""
+    parts = [sources.pop(name) for name in ("validation", WITHHELD) if name in sources]
+    learned, held_out, start = [keep], val, rows  # (a carved validation split is among the kept rows)
+    for part in parts:
+        part_rows = np.arange(start, start + sum(1 for _ in part.records()))
+        start += len(part_rows)
+        if held_out is None:  # (the run's own validation split comes first)
+            held_out = part_rows
+        if part.refit_learns:
+            learned.append(part_rows)
+    if parts:
+        first = sources["train"]
+        sources["train"] = _Source({"joined": [part.identity for part in (first, *parts)]},
+                                   lambda: chain(first.records(), *(part.records() for part in parts)),
+                                   first.label_names, first.name, where=first.where)
+    return np.concatenate(learned), held_out
+
+
+def _check_held_out(held_out: CachedDataset, settings: RunSettings) -> None:
+    """Refuse a refit whose run's validation rows no longer give the texts its run recorded (``validation_sha256``):
+    the data or its split changed since it trained."""
+    run, data = settings.refit_of or {}, settings.data
+    if run.get("validation_sha256") and texts_fingerprint(held_out) != run["validation_sha256"]:
+        named = [data.describe(), *([Path(data.validation_file).name] if data.validation_file else [])]
+        raise DataError(f"{' and '.join(named)} no longer give{'' if len(named) > 1 else 's'} the texts "
+                        f"{run['run']} trained and validated on (the data or its split changed since): a refit would "
+                        f"learn other data")
 
 
 def _tokenizer(source: _Source, fit: np.ndarray, config: TokenizerConfig, root: str | None,
@@ -161,4 +210,10 @@ def _dataset_sources(data: DataSettings, seed: int) -> tuple[dict[str, _Source],
     for split in ("validation", "test"):
         if getattr(splits, split) is not None:
             sources[split] = source(split, getattr(splits, split))
+    if data.refit:
+        learned = refit_additions(splits, splits.train, data)
+        if "validation" in sources:
+            sources["validation"].refit_learns = "validation" in learned
+        if WITHHELD in learned:
+            sources[WITHHELD] = source(WITHHELD, splits.extra[WITHHELD])
     return sources, np.asarray(splits.train.labels)

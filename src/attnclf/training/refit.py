@@ -9,7 +9,8 @@ from pathlib import Path
 from ..errors import AttnclfError, RunDirError
 from ..rundir import (ENSEMBLE_FILE, TEMPERATURE_FILE, THRESHOLDS_FILE, check_run_dir, read_config, read_json,
                       read_jsonl, run_dir_list)
-from .run import NO_CACHED_REFIT, RunResult, check_starts_unchanged, train_or_continue
+from .cached import load_cached_data
+from .run import RunResult, check_starts_unchanged, train_or_continue
 from .run_data import held_out_fingerprint, load_data, texts_fingerprint
 from .settings import COUNT_EMBEDDINGS, RunSettings, resume_settings
 from .trainer import best_epoch
@@ -62,6 +63,10 @@ def refit_runs(run_dirs: list[str | Path], output: str | None = None, *, resume:
             if (earlier / "checkpoint" / "state.json").is_file():
                 raise AttnclfError(f"{earlier} holds an unfinished refit; --resume continues it, --overwrite starts "
                                    f"again")
+    log = (lambda message: print(message, file=sys.stderr)) if progress else (lambda message: None)
+    for settings in planned:  # a token cache's texts are checked as its refit streams them into caches (reused later)
+        if settings.data.token_cache and not (resume and (Path(settings.output) / "metrics.json").is_file()):
+            load_cached_data(settings, settings.train.seed, log=log)
     results = []
     for run, settings in zip(runs, planned):
         settings.report = report
@@ -101,6 +106,9 @@ def refit_settings(run_dir: str | Path, output: str | None = None, device: str |
     refit pays it back once they are chosen (as scikit-learn's ``GridSearchCV(refit=True)`` does). Its
     accuracy cannot be validated: the run it refits is the validated one.
 
+    A ``--token-cache`` run's texts are checked as its refit loads them (``load_cached_data``): the data is not read
+    here.
+
     >>> # result = train_run(refit_settings("runs/self-attn-imdb"))   # into runs/self-attn-imdb-refit
     """
     run_dir = check_run_dir(run_dir)
@@ -108,8 +116,6 @@ def refit_settings(run_dir: str | Path, output: str | None = None, device: str |
     saved = config["settings"]
     if saved["data"].get("refit"):
         raise AttnclfError(f"{run_dir} is a refit already; refit the run it refits ({saved['refit_of']['run']})")
-    if saved["data"].get("token_cache"):
-        raise AttnclfError(NO_CACHED_REFIT.format(run_dir))
     if not (run_dir / "metrics.json").is_file():
         raise RunDirError(f"{run_dir} has not finished training (no metrics.json); finish it with "
                           f"`attnclf train --resume --output {run_dir}`, then refit it")
@@ -130,7 +136,7 @@ def refit_settings(run_dir: str | Path, output: str | None = None, device: str |
     # Its texts must still be there to learn: a changed file or split would refit on other data. (Loaded as the run
     # loaded them: `refit` is not set yet, which would join validation into train.)
     held_out, trained_on = held_out_fingerprint(config), config.get("data", {}).get("train_sha256")
-    if held_out is not None or trained_on is not None:
+    if (held_out is not None or trained_on is not None) and not settings.data.token_cache:
         splits = load_data(settings.data, settings.train.seed)
         changed = (settings.data.describe() if trained_on not in (None, texts_fingerprint(splits.train)) else
                    settings.data.describe_held_out(read_json(run_dir / "labels.json"), splits.train.label_names)

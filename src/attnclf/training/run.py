@@ -42,9 +42,6 @@ from .settings import COUNT_EMBEDDINGS, RunSettings, epochs_done, refuse_derived
 from .trainer import Trainer
 
 
-NO_CACHED_REFIT = "{} trained from a token cache, which keeps validation apart: it cannot be refitted yet"
-
-
 @dataclass
 class RunResult:
     run_dir: Path
@@ -159,7 +156,8 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
         _describe_data(settings, splits, progress)
     # One pass over the held-out texts (from disk for a token cache): later commands check they are unchanged.
     fingerprint = None if splits.validation is None else texts_fingerprint(splits.validation)
-    # A refit checks the training texts too; they are not read again from a token cache, which refits refuse.
+    # A refit checks the training texts too; a token cache's are not read again (its refit checks the rows its run
+    # validated on, as it loads them).
     trained_on = None if settings.data.token_cache else texts_fingerprint(splits.train)
     # And the test texts, so that a resume given a moved test file can check it is the same one.
     tested_on = None if settings.data.token_cache or splits.test is None else texts_fingerprint(splits.test)
@@ -266,8 +264,6 @@ def _refuse_unworkable(settings: RunSettings, resume: bool) -> None:
         raise AttnclfError(f"embeddings_std must be positive and finite, got {settings.embeddings_std}")
     if not resume and settings.refit_of is None:
         settings.data.check_sources()
-    if settings.data.token_cache and settings.data.refit:
-        raise AttnclfError(NO_CACHED_REFIT.format("the run"))
     if settings.data.token_cache and (settings.data.multi_label or settings.windows):
         what = ("--windows" if settings.windows else "--multi-label" if settings.data.train_file else
                 f"{settings.data.dataset}, a multi-label dataset")

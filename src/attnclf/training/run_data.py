@@ -50,19 +50,33 @@ def load_data(settings: DataSettings, seed: int) -> Splits:
         raise DataError(f"{settings.describe()}: training data has only one class "
                         f"({train.label_names[train.labels[0]]!r}); a classifier needs at least two")
     validation = splits.validation
-    if settings.refit:  # every text validation would have held out, and those withheld for its sake
-        parts = [train]
-        if validation is not None and (validation.texts, validation.labels) != (train.texts, train.labels):
-            parts.append(validation)  # (the course's toy sets validate on their training set: nothing to add)
-        if splits.extra.get(WITHHELD) is not None and not settings.max_train_examples:
-            parts.append(splits.extra[WITHHELD])  # (a sample's refit learns the sample and its validation only)
-        train, validation = TextDataset.join(parts, "train"), None
+    if settings.refit:
+        parts = [splits.validation if part == "validation" else splits.extra[part]
+                 for part in refit_additions(splits, train, settings)]
+        train, validation = TextDataset.join([train, *parts], "train"), None
     elif validation is None:
         train, validation = train_validation_split(train, settings.val_fraction, seed, settings.hold_out)
     else:
         check_hold_out(settings.hold_out, settings.describe(), train.order, own_validation=True)
     return Splits(train=train, validation=validation, test=sample_test(splits.test, settings.max_test_examples),
                   extra=splits.extra)
+
+
+def refit_additions(splits: Splits, train: TextDataset, settings: DataSettings) -> list[str]:
+    """The parts of ``splits`` a refit learns after ``train``, the run's training texts, in order: every text
+    validation would have held out, and those withheld for its sake (``load_data``, and the token cache's refit).
+
+    >>> train, dev = TextDataset(["good"], [1], ["neg", "pos"]), TextDataset(["bad"], [0], ["neg", "pos"])
+    >>> [refit_additions(Splits(train, validation=v), train, DataSettings()) for v in (dev, train)]
+    [['validation'], []]
+    """
+    parts = []
+    validation = splits.validation
+    if validation is not None and (validation.texts, validation.labels) != (train.texts, train.labels):
+        parts.append("validation")  # (the course's toy sets validate on their training set: nothing to add)
+    if splits.extra.get(WITHHELD) is not None and not settings.max_train_examples:
+        parts.append(WITHHELD)  # (a sample's refit learns the sample and its validation only)
+    return parts
 
 
 def sample_test(test: TextDataset | None, max_examples: int | None) -> TextDataset | None:
