@@ -391,3 +391,39 @@ def test_a_cached_refit_of_a_dataset_learns_what_load_data_joins(tmp_path, sampl
         in_memory = load_data(data, 0)
         assert list(splits.train.texts) == in_memory.train.texts and splits.validation is None
         assert splits.train.labels.tolist() == in_memory.train.labels
+
+
+def test_a_cached_refit_or_run_does_not_resume_on_training_texts_that_changed(files, tmp_path, monkeypatch):
+    # Neither fingerprints its training texts (reading them all again is what the cache saves); the tokenizer trained
+    # on them, which its caches' ids come from, tells.
+    from attnclf.errors import RunDirError
+    from attnclf.training.refit import refit_settings
+    from attnclf.training.settings import resume_settings
+    from attnclf.training.trainer import Trainer
+
+    train, test = files
+    dev = write_jsonl(tmp_path / "dev.jsonl", corpus(40, 2))
+
+    def with_dev(output):
+        run_settings = settings(train, test, output, True, tmp_path / "cache")
+        run_settings.data.validation_file = str(dev)
+        return run_settings
+
+    run = train_run(with_dev(tmp_path / "run"), progress=False)
+    original = Trainer._train_epoch
+
+    def interrupted(self, batches, optimizer, schedule, loss_fn, current):
+        if current == 2:
+            raise KeyboardInterrupt
+        return original(self, batches, optimizer, schedule, loss_fn, current)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(Trainer, "_train_epoch", interrupted)
+        for unfinished in (with_dev(tmp_path / "again"), refit_settings(run.run_dir)):
+            with pytest.raises(KeyboardInterrupt):
+                train_run(unfinished, progress=False)
+    write_jsonl(train, [row | {"text": row["text"] + " zebra"} for row in corpus(300, 0)])  # not dev.jsonl's texts
+    for unfinished in (tmp_path / "again", tmp_path / "run-refit"):
+        with pytest.raises(RunDirError, match=f"^{unfinished}: train.jsonl no longer gives the texts this run trained "
+                                              f"on .the data changed since.; it cannot resume on other data$"):
+            train_run(resume_settings(unfinished), resume=True, progress=False)
