@@ -100,7 +100,13 @@ def test_second_open_reuses_the_cache_and_settings_or_data_change_the_key(files,
 
     shorter = Tokenizer(tokenizer.backend, TokenizerConfig(min_frequency=1, max_len=4))
     assert open_cache(shorter).directory != first.directory and len(calls) == 2
-    os.utime(train, ns=(stamp, stamp + 10**9))  # the file changed: new data, new key
+    os.utime(train, ns=(stamp, stamp + 10**9))  # touched: the same data, the same cache
+    assert open_cache(identity=file_identity(train)).directory == first.directory and len(calls) == 2
+    # Rewritten at the same size and modification time (as within one tick of a coarse clock): new data, new key.
+    before = train.stat()
+    write_jsonl(train, [row | {"label": {"pos": "neg", "neg": "pos"}[row["label"]]} for row in corpus(300, 0)])
+    os.utime(train, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert (train.stat().st_size, train.stat().st_mtime_ns) == (before.st_size, before.st_mtime_ns)
     assert open_cache(identity=file_identity(train)).directory != first.directory and len(calls) == 3
     assert not list((tmp_path / "root").glob(".*.tmp")), "temporary build directories left behind"
 
@@ -165,7 +171,7 @@ def test_a_named_dataset_trains_from_the_cache_as_in_memory(tmp_path):
     assert config["data"]["validation_examples"] == 30 and config["data"]["train_examples"] == 270
     # The same counts and the same fingerprint of the held-out texts, so later commands can check them.
     # The in-memory run also fingerprints its training texts, which its refit checks (a cached run's refit checks the
-    # rows it validated on: reading every training text again is what a cache saves), and its test texts, which a
+    # rows it validated on: fingerprinting every training text would decode them all again), and its test texts, which a
     # resume given a moved --test-file checks (a cached run keeps its files' places).
     in_memory_data = json.loads((tmp_path / "memory" / "config.json").read_text())["data"]
     assert in_memory_data.pop("train_sha256") and in_memory_data.pop("test_sha256") and config["data"] == in_memory_data
@@ -206,7 +212,7 @@ def test_training_from_the_cache_matches_training_in_memory(files, tmp_path):
     config = json.loads((tmp_path / "cached" / "config.json").read_text())
     assert config["data"]["validation_examples"] == 25 and config["data"]["test_examples"] == 80
     # The in-memory run also fingerprints its training texts, which its refit checks (a cached run's refit checks the
-    # rows it validated on: reading every training text again is what a cache saves), and its test texts, which a
+    # rows it validated on: fingerprinting every training text would decode them all again), and its test texts, which a
     # resume given a moved --test-file checks (a cached run keeps its files' places).
     in_memory_data = json.loads((tmp_path / "memory" / "config.json").read_text())["data"]
     assert in_memory_data.pop("train_sha256") and in_memory_data.pop("test_sha256") and config["data"] == in_memory_data
@@ -394,7 +400,7 @@ def test_a_cached_refit_of_a_dataset_learns_what_load_data_joins(tmp_path, sampl
 
 
 def test_a_cached_refit_or_run_does_not_resume_on_training_texts_that_changed(files, tmp_path, monkeypatch):
-    # Neither fingerprints its training texts (reading them all again is what the cache saves); the tokenizer trained
+    # Neither fingerprints its training texts (that would decode every one of them again); the tokenizer trained
     # on them, which its caches' ids come from, tells.
     from attnclf.errors import RunDirError
     from attnclf.training.refit import refit_settings

@@ -15,10 +15,10 @@ A cache directory holds one corpus encoded by one tokenizer:
 It is built chunk by chunk from a stream of ``(text, label)`` records, so
 the corpus is never in memory, into a temporary directory renamed into place
 when complete: a cache directory that exists is whole. Its ``key`` hashes the
-data's identity (a file's path, size and modification time, or a dataset's
-name and files), the tokenizer's own JSON and its cleaning and truncation
-settings, and the label names; any change gives a new key, and a run with an
-unchanged key reuses the directory.
+data's content (a file's size and sha256, ``file_identity``, or a dataset's
+name, split and the sha256 of its texts and labels), the tokenizer's own JSON
+and its cleaning and truncation settings, and the label names; any change
+gives a new key, and a run with an unchanged key reuses the directory.
 
 The root is ``$ATTNCLF_CACHE_DIR``, else ``tokens/`` in the user cache
 (``$ATTNCLF_CACHE`` or ``~/.cache/attnclf``).
@@ -41,7 +41,7 @@ import numpy as np
 
 from ..data.base import TextDataset
 from ..errors import DataError
-from ..rundir import atomic_write_json
+from ..rundir import atomic_write_json, file_sha256
 from .tokenizer import Tokenizer
 
 CACHE_FORMAT = 1
@@ -60,14 +60,17 @@ def cache_root(root: str | Path | None = None) -> Path:
 
 
 def file_identity(path: str | Path) -> dict:
-    """A file's identity for a cache key: resolved path, size and modification time (a changed file is new data).
+    """A file's identity for a cache key: its size and the sha256 of its bytes.
 
-    >>> file_identity(__file__)["path"].endswith("cache.py")
+    Its content, not its path and modification time: a file rewritten at the same size within one tick of a coarse
+    clock (a second on some file systems) would otherwise reuse the cache of what it held before, and a copied, moved
+    or touched one be encoded again. Hashing streams the file at about 1 s of CPU a GB, under a tenth of what the
+    pass over its labels takes on every run (BENCHMARKS.md, "Token cache key").
+
+    >>> file_identity(__file__)["sha256"] == file_sha256(__file__)
     True
     """
-    path = Path(path).resolve()
-    stat = path.stat()
-    return {"path": str(path), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+    return {"size": Path(path).stat().st_size, "sha256": file_sha256(path)}
 
 
 def cache_key(parts: dict) -> str:

@@ -174,8 +174,8 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
     distributed.barrier()  # every rank reads the tokenizer rank 0 trained
     tokenizer = Tokenizer.load(run_dir / "tokenizer.json", settings.tokenizer)
     if resume and settings.data.token_cache and trained.backend.to_str() != tokenizer.backend.to_str():
-        # Its caches hold the ids of a tokenizer trained on the files as they are now. (A cached run's training texts
-        # are not fingerprinted, reading them all again being what the cache saves; its tokenizer learned them.)
+        # Its caches hold the ids of a tokenizer trained on the files as they are now. (A cached run records no
+        # fingerprint of its training texts, which would decode every one of them again; its tokenizer learned them.)
         raise RunDirError(f"{run_dir}: {settings.data.describe()} no longer gives the texts this run trained on (the "
                           f"data changed since); it cannot resume on other data")
 
