@@ -298,6 +298,37 @@ def test_past_the_limit_a_request_gets_a_json_503_with_retry_after_at_once_and_h
             thread.join(30)
 
 
+def test_uvicorn_refuses_only_past_four_times_as_many_open_connections_as_the_app_serves(local):
+    import threading
+
+    import uvicorn
+
+    from attnclf.serve.app import ServeLimits, _uvicorn_options, create_app
+
+    limits = ServeLimits(max_connections=1)
+    server = uvicorn.Server(uvicorn.Config(create_app(local, limits), **_uvicorn_options(limits)))
+    opened = []
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(16)
+        thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]})
+        thread.start()
+        try:
+            statuses = []
+            for _ in range(5):  # each kept open, idle after its answer, as a keep-alive client leaves it
+                connection = socket.create_connection(listener.getsockname(), timeout=30)
+                opened.append(connection)
+                connection.sendall(b"GET /health HTTP/1.1\r\nHost: test\r\n\r\n")
+                statuses.append(connection.recv(4096).split(b"\r\n", 1)[0])
+            # README: past four times as many open connections (idle ones too) as --max-connections, uvicorn refuses.
+            assert statuses == [b"HTTP/1.1 200 OK"] * 4 + [b"HTTP/1.1 503 Service Unavailable"]
+        finally:
+            for connection in opened:
+                connection.close()
+            server.should_exit = True
+            thread.join(30)
+
+
 def test_one_app_serves_each_time_it_starts_and_says_when_it_has_not(local):
     from fastapi.testclient import TestClient
 

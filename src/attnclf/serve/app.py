@@ -497,14 +497,15 @@ def _uvicorn_options(limits: ServeLimits) -> dict:
     """What ``serve`` passes ``uvicorn.run`` besides the app, host and port (the tests serve with the same).
 
     >>> _uvicorn_options(ServeLimits(max_connections=2))["limit_concurrency"]
-    8
+    9
     """
     # The app bounds requests in flight itself (InFlightLimit), answering in JSON. uvicorn's own limit stays as a
     # backstop against a flood of connections: it counts every open connection, idle keep-alive ones too, and
     # past it answers a plain-text 503 before the app sees the request. Set at four times the app's, it leaves room
     # for the clients the app is telling to retry and for /health, and still bounds the sockets a flood holds open
-    # (256 by default, within the usual 1,024 file descriptors).
-    return {"limit_concurrency": 4 * limits.max_connections, "access_log": False, "log_level": "warning",
+    # (256 by default, within the usual 1,024 file descriptors). uvicorn counts the connection asking among those
+    # open: at its limit N it serves N - 1, hence the + 1.
+    return {"limit_concurrency": 4 * limits.max_connections + 1, "access_log": False, "log_level": "warning",
             "timeout_graceful_shutdown": 5}
 
 
