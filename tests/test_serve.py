@@ -412,3 +412,21 @@ def test_a_text_the_model_cannot_read_is_refused_alone(server):
 def test_serve_refuses_bad_arguments_in_one_line(flags, message, tmp_path, capsys):
     assert main(["serve", str(tmp_path / "nope"), *flags]) == 2
     assert capsys.readouterr().err == f"attnclf: error: {message.format(run=tmp_path / 'nope')}\n"
+
+
+def test_the_middlewares_match_routes_under_a_root_path(local):
+    """Behind a proxy (``uvicorn --root-path /api``) ASGI's path carries the prefix: /health must stay exempt from
+    the in-flight limit and /predict must still ask for JSON."""
+    from fastapi.testclient import TestClient
+
+    from fastapi.responses import PlainTextResponse
+
+    from attnclf.serve.app import InFlightLimit, create_app
+
+    # (a limit of 0 turns away every request that is not exempt; no `with`: a response has no lifespan to start)
+    client = TestClient(InFlightLimit(PlainTextResponse("ok"), limit=0, exempt={"/health"}), root_path="/api")
+    assert client.get("/health").status_code == 200
+    assert client.get("/model").status_code == 503
+    with TestClient(create_app(local), root_path="/api") as client:
+        assert client.post("/predict", data={"text": "good"}).status_code == 415
+        assert client.post("/predict", json={"text": "good"}).status_code == 200
