@@ -429,3 +429,28 @@ def test_weights_the_trainer_cannot_use_are_one_line_errors(tmp_path):
         fit(TrainConfig(epochs=1, class_weights={"z": 2.0}))
     with pytest.raises(AttnclfError, match=r"every training example weighs 0 \(its class's weight times its own\)"):
         fit(TrainConfig(epochs=1, class_weights={"a": 0.0}), weights=[1.0, 0.0, 0.0])
+
+
+@pytest.mark.parametrize("sampler", ["shuffle", "balanced"])
+def test_batches_and_epochs_that_weigh_nothing_train_on_with_the_progress_bar_on(tmp_path, sampler):
+    from attnclf.models import build_model
+    from attnclf.text.batching import BucketBatches
+    from attnclf.training.trainer import Trainer
+
+    ids, labels = [[2 + i % 8] for i in range(20)], [i % 2 for i in range(20)]
+    balanced = sampler == "balanced"
+    probe = BucketBatches(ids, labels, 2, seed=0, balanced=balanced)
+    probe.set_epoch(1)
+    drawn = probe.batch_indices()
+    # One text weighs 1, all others 0: shuffled, the first batch (which the bar shows) weighs nothing; drawn by the
+    # balanced sampler, which draws by class and not by weight, the first epoch never meets that text at all.
+    unseen = sorted(set(range(20)) - set(np.concatenate(drawn).tolist())) if balanced else \
+        sorted(set(range(20)) - set(drawn[0].tolist()))
+    weights = np.zeros(20)
+    weights[unseen[0]] = 1.0
+    history = Trainer(build_model("boe", vocab_size=12, num_classes=2, embed_dim=8), TrainConfig(
+        epochs=2, batch_size=2, sampler=sampler), tmp_path, torch.device("cpu"), ["a", "b"], progress=True).fit(
+        BucketBatches(ids, labels, 2, seed=0, balanced=balanced, weights=weights), None)
+    assert [h["epoch"] for h in history] == [1, 2]
+    if balanced:  # (an epoch of texts that weigh nothing learned nothing: its weighted mean loss counts as 0)
+        assert history[0]["train_loss"] == 0.0

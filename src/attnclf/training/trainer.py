@@ -233,6 +233,16 @@ class _WeightedLoss:
         return float(weights.sum())
 
 
+def _weighted_mean(summed: float, weight: float) -> float:
+    """sum(w * loss) / sum(w); 0 for examples that weigh nothing (their steps learned nothing: a batch of them,
+    the balanced sampler's epoch that drew only them, which it draws by class and not by weight).
+
+    >>> _weighted_mean(3.0, 2.0), _weighted_mean(0.0, 0.0)
+    (1.5, 0.0)
+    """
+    return summed / weight if weight else 0.0
+
+
 def _better(metric: str, value: float, best: float | None) -> bool:
     if best is None:
         return True
@@ -433,9 +443,9 @@ class Trainer:
                 totals[3] += loss_fn.weight(part)
             if self.progress and step % 20 == 0:  # .item() syncs; do it rarely
                 loss, correct, seen, weighed = totals.tolist()
-                bar.set_postfix(loss=f"{loss / weighed:.4f}", acc=f"{correct / seen:.4f}")
+                bar.set_postfix(loss=f"{_weighted_mean(loss, weighed):.4f}", acc=f"{correct / seen:.4f}")
         loss, correct, seen, weighed = distributed.sum(totals).tolist()
-        return loss / weighed, correct / seen
+        return _weighted_mean(loss, weighed), correct / seen
 
     def _save_checkpoint(self, optimizer, schedule, state: dict, best_weights: dict | None) -> None:
         """Best weights (if they changed), history, then the full state to resume from: in that order,
