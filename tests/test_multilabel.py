@@ -215,6 +215,18 @@ def test_loss_is_the_mean_over_cells_once_divided_by_texts_and_balanced_weights_
     assert balanced.pos_weight.tolist() == pytest.approx([3.0, 4.0, 1 / 3])  # negatives / positives, 0 counted as 1
 
 
+def test_balanced_positive_weights_count_each_text_by_its_example_weight():
+    from attnclf.text.batching import BucketBatches
+    from attnclf.training.trainer import TrainConfig, _WeightedLoss
+
+    targets = np.array([[1, 0, 0], [0, 0, 1], [0, 0, 1], [0, 0, 1], [1, 1, 0]])
+    config, names = TrainConfig(class_weights="balanced"), ["a", "b", "c"]
+    weighted = _WeightedLoss(BucketBatches([[2]] * 5, targets, weights=[1, 2, 1, 1, 0]), names, config, True)
+    # As single-label runs' balanced weights: a text of weight 2 counts as two copies, one of weight 0 as none.
+    copies = _WeightedLoss(BucketBatches([[2]] * 5, targets[[0, 1, 1, 2, 3]]), names, config, True)
+    assert weighted.criterion.pos_weight.tolist() == copies.criterion.pos_weight.tolist() == [4.0, 5.0, 0.25]
+
+
 # --- a run end to end ---------------------------------------------------------
 
 @pytest.fixture(scope="module")

@@ -46,8 +46,11 @@ class LabelMeanBCE(nn.BCEWithLogitsLoss):
         return super().forward(logits, targets) / logits.shape[-1]
 
 
-def multilabel_loss(targets: np.ndarray, class_weights: str) -> LabelMeanBCE:
-    """The loss; ``class_weights="balanced"`` weighs each label's positives by its negatives/positives ratio.
+def multilabel_loss(targets: np.ndarray, class_weights: str,
+                    example_weights: np.ndarray | None = None) -> LabelMeanBCE:
+    """The loss; ``class_weights="balanced"`` weighs each label's positives by its negatives/positives ratio, each
+    text counted by its example weight when there are any (a text of weight 2 counts as two copies, as single-label
+    runs' balanced weights count it).
 
     >>> multilabel_loss(np.array([[1, 0], [0, 0], [0, 1], [0, 1]]), "balanced").pos_weight.tolist()
     [3.0, 1.0]
@@ -56,8 +59,13 @@ def multilabel_loss(targets: np.ndarray, class_weights: str) -> LabelMeanBCE:
         raise AttnclfError(f"class weights must be none or balanced, got {class_weights!r}")
     pos_weight = None
     if class_weights == "balanced":
-        positives = targets.sum(axis=0).astype(np.float64)
-        pos_weight = torch.tensor((len(targets) - positives) / np.maximum(positives, 1), dtype=torch.float32)
+        if example_weights is None:
+            texts, positives = len(targets), targets.sum(axis=0).astype(np.float64)
+        else:
+            counted = example_weights.astype(np.float64)
+            texts, positives = counted.sum(), (targets * counted[:, None]).sum(axis=0)
+        # (a label without positives divides by 1: its weight never meets a positive)
+        pos_weight = torch.tensor((texts - positives) / np.where(positives > 0, positives, 1), dtype=torch.float32)
     return LabelMeanBCE(pos_weight=pos_weight, reduction="none")  # (the trainer weighs and sums the cells)
 
 

@@ -202,7 +202,8 @@ class _WeightedLoss:
     def __init__(self, train: BucketBatches, label_names: list[str], config: TrainConfig, multi_label: bool):
         self.labels, self.example_weights = train.labels, train.weights
         if multi_label:  # (its class weights are per-label positive weights, inside the criterion: see multilabel)
-            self.criterion, self.class_weights = multilabel.multilabel_loss(train.labels, config.class_weights), None
+            self.criterion = multilabel.multilabel_loss(train.labels, config.class_weights, train.weights)
+            self.class_weights = None
         else:
             self.class_weights = _class_weights(train.labels, label_names, config.class_weights, train.weights)
             self.criterion = nn.CrossEntropyLoss(weight=self.class_weights, label_smoothing=config.label_smoothing,
