@@ -585,6 +585,20 @@ def test_unit_sample_weights_train_the_very_weights_no_weights_do(data, class_we
     assert untimed(plain) == untimed(piped.named_steps["clf"])
 
 
+def test_each_step_divides_by_its_batch_s_summed_weight_so_scaling_every_weight_changes_nothing(data):
+    # sum(w * loss) / sum(w) is the same mean for w and 2w (to the bit: scaling by a power of 2 is exact); a step
+    # that divided by the batch's count instead would take steps twice as large, and Adam's epsilon and the
+    # gradient clipping would show it in the weights.
+    train_x, train_y, _, _ = data
+    x, y = train_x[:150], train_y[:150]
+    settings = dict(d_model=16, epochs=2, batch_size=16, lr=3e-2, validation_fraction=0)
+    plain = AttentionTextClassifier("boe", **settings).fit(x, y)
+    for scale in (2.0, 0.25):
+        scaled = AttentionTextClassifier("boe", **settings).fit(x, y, sample_weight=np.full(150, scale))
+        assert _same_weights(plain, scaled)
+    doubled = AttentionTextClassifier("boe", class_weight={label: 2 for label in set(y)}, **settings).fit(x, y)
+    assert _same_weights(plain, doubled)
+
 def test_a_text_of_weight_zero_is_as_if_it_had_not_been_given(data):
     train_x, train_y, test_x, _ = data
     weights = np.tile([1.0, 0.0, 1.0], 50)  # a third of the texts weigh 0
