@@ -172,6 +172,20 @@ def test_bad_experiment_input_is_one_line_before_any_training(tmp_path, capsys, 
     assert not (out / "runs").exists()
 
 
+@pytest.mark.parametrize("command", [["compare", "--models", "boe"], ["ablate", "--model", "boe", "--sweep",
+                                                                      "embed_dim=8,16"]])
+def test_an_experiment_on_a_training_file_without_a_test_file_is_refused(tmp_path, capsys, command):
+    # Its cells would be scored on each seed's own validation texts, which chose their epochs, under "test accuracy"
+    train = tmp_path / "train.csv"
+    train.write_text("text,label\n" + "".join(f"good {i},pos\nbad {i},neg\n" for i in range(30)))
+    out = tmp_path / "x"
+    assert main([*command, "--train-file", str(train), "--epochs", "1", "--seeds", "1", "--threads", "1",
+                 "--quiet", "--output", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "has no test texts" in err and "--test-file" in err and err.count("\n") == 1
+    assert not (out / "runs").exists()
+
+
 def test_summary_spread_is_sample_std_and_absent_for_one_seed():
     records = [{"label": "a", "model": "boe", "accuracy": acc, "macro_f1": acc, "train_loss": [1.0, loss]}
                for acc, loss in [(0.8, 0.5), (0.9, 0.3)]]

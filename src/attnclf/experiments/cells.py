@@ -55,6 +55,10 @@ class Setup:
 
     def __post_init__(self):
         self.data.check_sources()
+        if self.data.train_file and not self.data.test_file:  # (every named dataset has a test split)
+            raise AttnclfError(f"{self.data.describe()} has no test texts: compare and ablate score every cell on "
+                               f"the same held-out texts, and each seed's validation texts chose its epochs; give "
+                               f"--test-file")
         if self.data.multi_label:  # its cells would score label sets with single-label metrics
             raise AttnclfError(f"compare and ablate support single-label data only for now, and "
                                f"{self.data.describe()} is multi-label; train multi-label runs one at a time "
