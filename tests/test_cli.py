@@ -241,6 +241,15 @@ def test_evaluate_on_a_test_file(csv_run, csv_files, capsys):
     assert metrics["num_examples"] == 12 and "binary" in metrics
 
 
+@pytest.mark.parametrize("flags", [["--text-column", "review"], ["--label-column", "stars"],
+                                   ["--label-delimiter", ","], ["--split", "validation", "--text-column", "review"]])
+def test_evaluate_refuses_column_flags_without_a_test_file_they_would_describe(csv_run, capsys, flags):
+    # Without --test-file the run's own data is scored, read as it trained: the flags would be ignored silently
+    assert main(["evaluate", str(csv_run), *flags]) == 2
+    err = capsys.readouterr().err
+    assert f"{flags[-2]} describes a --test-file's columns" in err and err.count("\n") == 1
+
+
 def test_a_run_trained_on_relative_paths_evaluates_and_refits_from_another_folder(csv_files, tmp_path, capsys,
                                                                                    monkeypatch):
     train, test = csv_files

@@ -495,6 +495,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from .evaluation.metrics import compute_metrics
     from .evaluation.multilabel import multilabel_metrics
 
+    _refuse_columns_without_test_file(args)
     clf = Ensemble.load(args.run_dirs, device=args.device, bf16=args.bf16) if len(args.run_dirs) > 1 else \
         load_run(args.run_dirs[0], device=args.device, bf16=args.bf16)
     for run_dir in args.run_dirs:
@@ -779,6 +780,16 @@ def _method_list(spec: str, available: list[str]) -> list[str]:
     return methods
 
 
+def _refuse_columns_without_test_file(args: argparse.Namespace) -> None:
+    """--text-column, --label-column and --label-delimiter say how to read a --test-file; the run's own data and a
+    named dataset are read as they trained, so without one the flags would be ignored silently."""
+    given = [flag for flag, value in (("--text-column", args.text_column), ("--label-column", args.label_column),
+                                      ("--label-delimiter", args.label_delimiter)) if value is not None]
+    if given and not args.test_file:
+        raise AttnclfError(f"{given[0]} describes a --test-file's columns; without one, the run's own data (or "
+                           f"--dataset's) is read as it trained: give --test-file, or drop {given[0]}")
+
+
 def _test_data(args: argparse.Namespace, clf, test_only: bool = False):
     """--test-file, else --dataset's test split, else the run's own test data; labels in the run's order.
 
@@ -827,6 +838,7 @@ def cmd_faithfulness(args: argparse.Namespace) -> int:
 
     if args.examples < 1:
         raise AttnclfError(f"--examples must be at least 1, got {args.examples}")
+    _refuse_columns_without_test_file(args)
     results = []
     for run_dir in args.run_dirs:
         _refuse_ensemble(run_dir)
