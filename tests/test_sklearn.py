@@ -485,7 +485,8 @@ def test_save_will_not_replace_a_trained_run_without_overwrite_nor_load_one(save
     (["evaluate", "--split", "validation"], "has no recorded validation texts to calibrate on or to score"),
     (["calibrate"], "has no recorded validation texts to calibrate on"),
     (["refit"], "has no recorded training data to resume or refit on; fit the estimator again"),
-    (["report"], "has no recorded test texts"),
+    (["report"], r"has no recorded test texts to report on \(report takes no test file; `attnclf evaluate "
+                 r"RUN_DIR --test-file FILE` scores it\)$"),
     (["export"], r"has no recorded test texts; give it a test file"),
     (["train", "--resume", "--output"], "has no recorded training data to resume or refit on"),
 ])

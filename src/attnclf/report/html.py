@@ -27,7 +27,8 @@ from ..explain.faithfulness import AOPC_DEFINITION, MIN_ADVANTAGE, FaithfulnessR
 from ..explain.methods import METHODS, available_methods, default_method
 from ..explain.render import branches, legend_html, page, png_img, tokens_html
 from ..models.windows import window_config
-from ..rundir import atomic_write_bytes, atomic_write_json, check_run_dir, read_config, read_json, read_jsonl
+from ..rundir import (atomic_write_bytes, atomic_write_json, check_run_dir, read_config, read_json, read_jsonl,
+                      refuse_estimator_run)
 from . import plots
 
 FAITHFULNESS_FILE = "faithfulness.json"
@@ -62,6 +63,9 @@ def write_report(run_dir: str | Path, *, classifier=None, test: TextDataset | No
     if test is None:
         from ..training.run_data import run_test_data
 
+        # (run_test_data's own refusal points to --test-file, which report does not take)
+        refuse_estimator_run(config, "test texts to report on (report takes no test file; `attnclf evaluate RUN_DIR "
+                                     "--test-file FILE` scores it)")
         test = run_test_data(config, classifier.label_names)
     windowed = window_config(classifier.model) is not None  # explanation methods read one token sequence
     supported = [] if windowed else available_methods(classifier.model)
