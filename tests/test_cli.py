@@ -250,6 +250,13 @@ def test_evaluate_refuses_column_flags_without_a_test_file_they_would_describe(c
     assert f"{flags[-2]} describes a --test-file's columns" in err and err.count("\n") == 1
 
 
+def test_evaluate_refuses_a_label_delimiter_for_a_single_label_run(csv_run, csv_files, capsys):
+    # train refuses it without --multi-label; a single-label run's test labels are never split
+    assert main(["evaluate", str(csv_run), "--test-file", str(csv_files[1]), "--label-delimiter", ","]) == 2
+    err = capsys.readouterr().err
+    assert "--label-delimiter applies to multi-label runs" in err and err.count("\n") == 1
+
+
 def test_a_run_trained_on_relative_paths_evaluates_and_refits_from_another_folder(csv_files, tmp_path, capsys,
                                                                                    monkeypatch):
     train, test = csv_files

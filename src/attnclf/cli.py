@@ -801,6 +801,9 @@ def _test_data(args: argparse.Namespace, clf, test_only: bool = False):
         from .data.files import load_file
         from .data.multilabel import DEFAULT_LABEL_DELIMITER
 
+        if args.label_delimiter is not None and not clf.multi_label:  # (train refuses it without --multi-label)
+            raise AttnclfError("--label-delimiter applies to multi-label runs, and this one is single-label: its "
+                               "test labels are read whole; drop --label-delimiter")
         saved = clf.config["settings"]["data"]
         delimiter = args.label_delimiter or saved.get("label_delimiter", DEFAULT_LABEL_DELIMITER)
         text_column = args.text_column or saved.get("text_column", "text")
