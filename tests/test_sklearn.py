@@ -689,3 +689,78 @@ def test_class_weight_keys_are_label_values_as_y_gives_them(data):
     x, y = data[0][:60], [1, 2] * 30
     with pytest.raises(ValueError, match=r"class_weight has '1', which is not a class of y \(its classes: 1, 2\)"):
         AttentionTextClassifier("boe", epochs=1, class_weight={"1": 2}).fit(x, y)
+
+
+# ---------------------------------------------------------------- threads
+
+
+@pytest.fixture
+def global_threads():
+    """Set PyTorch's process-wide thread count for one test, and put back the one the suite runs with."""
+    before = torch.get_num_threads()
+    yield torch.set_num_threads
+    torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize("threads, message", [
+    (0, "threads must be at least 1, got 0"),
+    ("2", "threads must be a whole number, got '2'"),
+    (True, "threads must be a whole number, got True"),
+    (1.0, "threads must be a whole number, got 1.0"),
+])
+def test_a_bad_thread_count_is_a_one_line_value_error_at_fit_and_predict(data, saved, threads, message):
+    with pytest.raises(ValueError, match=f"^{message}$"):
+        AttentionTextClassifier("boe", threads=threads, **SMALL).fit(data[0][:60], data[1][:60])
+    clf = clone(saved[0]).set_params(threads=threads)
+    clf.classes_, clf.classifier_ = saved[0].classes_, saved[0].classifier_  # (fitted, then set_params)
+    with pytest.raises(ValueError, match=f"^{message}$"):
+        clf.predict(data[2][:5])
+
+
+def test_threads_apply_while_fit_and_predict_run_and_the_global_count_is_put_back(data, monkeypatch, global_threads):
+    import attnclf.sklearn as module
+
+    seen = []
+
+    class Watched(module.Trainer):
+        def fit(self, *args, **kwargs):
+            seen.append(("fit", torch.get_num_threads()))
+            return super().fit(*args, **kwargs)
+
+    monkeypatch.setattr(module, "Trainer", Watched)
+    global_threads(2)
+    clf = AttentionTextClassifier("boe", threads=1, **SMALL).fit(data[0][:60], data[1][:60])
+    assert torch.get_num_threads() == 2
+    real = clf.classifier_.predict_proba
+    monkeypatch.setattr(clf.classifier_, "predict_proba",
+                        lambda texts: seen.append(("predict", torch.get_num_threads())) or real(texts))
+    clf.predict(data[2][:5])
+    assert torch.get_num_threads() == 2
+    assert seen == [("fit", 1), ("predict", 1)]
+    with pytest.raises(ValueError, match="y has only one class"):  # (put back when fit fails, too)
+        AttentionTextClassifier("boe", threads=1).fit(data[0][:2], ["a", "a"])
+    assert torch.get_num_threads() == 2
+    seen.clear()
+    AttentionTextClassifier("boe", **SMALL).fit(data[0][:60], data[1][:60])  # None: the process's own setting
+    assert seen == [("fit", 2)]
+
+
+def test_threads_1_under_a_global_count_of_2_trains_what_a_global_count_of_1_does(data, global_threads):
+    # Wide enough that 2 threads split its products (and give other weights, on the machines this was written on)
+    settings = dict(d_model=64, heads=2, layers=1, ff_dim=256, epochs=2, batch_size=64, lr=1e-2)
+    x, y = data[0][:150], data[1][:150]
+    global_threads(1)
+    one = AttentionTextClassifier(**settings).fit(x, y)
+    global_threads(2)
+    told = AttentionTextClassifier(threads=1, **settings).fit(x, y)
+    assert _same_weights(one, told)
+    np.testing.assert_array_equal(told.predict_proba(data[2][:40]), one.predict_proba(data[2][:40]))
+
+
+def test_threads_round_trip_through_save_and_load(data, tmp_path):
+    import json
+
+    clf = AttentionTextClassifier("boe", threads=np.int64(1), **SMALL).fit(data[0][:60], data[1][:60])
+    config = json.loads((clf.save(tmp_path / "saved") / "config.json").read_text())
+    assert config["estimator"]["params"]["threads"] == 1 and config["settings"]["threads"] == 1
+    assert AttentionTextClassifier.load(tmp_path / "saved").threads == 1

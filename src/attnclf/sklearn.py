@@ -25,6 +25,7 @@ import os
 import shutil
 import sys
 import tempfile
+from contextlib import nullcontext
 from dataclasses import fields
 from pathlib import Path
 
@@ -34,7 +35,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted
 
-from .checks import real_number, weight
+from .checks import check_threads, real_number, weight
 from .classifier import Classifier
 from .data.base import TextDataset
 from .data.files import TEXT_JOINER
@@ -45,7 +46,7 @@ from .prediction import check_texts
 from .text.batching import BucketBatches
 from .text.cleaning import unicode_problem
 from .text.tokenizer import Tokenizer, TokenizerConfig
-from .training.device import resolve_device
+from .training.device import resolve_device, torch_threads
 from .training.settings import refuse_derived_fields
 from .training.trainer import TrainConfig, Trainer
 
@@ -69,6 +70,9 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
     (a class it leaves out weighs 1, a key that is no class is an error).
     ``fit``'s ``sample_weight`` multiplies each text's weight, as there.
     ``classes_`` holds the label values as given (strings, ints, ...), sorted.
+    ``threads`` is PyTorch's thread count (and numpy's BLAS's) while ``fit``, ``predict`` and ``predict_proba`` run,
+    set back afterwards, as ``attnclf train --threads`` does; None leaves the process's setting as it is. The same
+    seed, data and threads give the same weights on the CPU: another thread count adds sums in another order.
     After ``fit``, ``classifier_`` is an ``attnclf.Classifier`` (tokens,
     attention) and ``history_`` the per-epoch training record;
     ``n_text_columns_`` and ``text_column_names_`` (a DataFrame's, else None)
@@ -85,7 +89,8 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
                  max_len: int = 256, d_model: int | None = None, heads: int | None = None,
                  layers: int | None = None, ff_dim: int | None = None, dropout: float | None = None,
                  model_config: dict | None = None, validation_fraction: float = 0.1, patience: int = 0,
-                 class_weight: str | dict | None = None, seed: int = 0, device: str = "cpu", verbose: bool = False):
+                 class_weight: str | dict | None = None, seed: int = 0, device: str = "cpu",
+                 threads: int | None = None, verbose: bool = False):
         self.model = model
         self.epochs = epochs
         self.batch_size = batch_size
@@ -106,6 +111,7 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
         self.class_weight = class_weight
         self.seed = seed
         self.device = device
+        self.threads = threads
         self.verbose = verbose
 
     def fit(self, X, y, sample_weight=None) -> "AttentionTextClassifier":
@@ -123,7 +129,8 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
 
         >>> # AttentionTextClassifier(epochs=3).fit(texts, labels, sample_weight=[1.0, 0.5, 2.0, ...])
         """
-        self._fit(_texts(X), y, sample_weight)  # (a bad setting or text is an AttnclfError, a ValueError as expected)
+        with _under_threads(self.threads):  # (a bad setting or text is an AttnclfError, a ValueError as expected)
+            self._fit(_texts(X), y, sample_weight)
         self.n_text_columns_, self.text_column_names_ = _columns(X)
         return self
 
@@ -218,7 +225,8 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
         """Class probabilities, one row per text, columns in ``classes_`` order."""
         check_is_fitted(self, "classifier_")
         self._check_columns(X)
-        return self.classifier_.predict_proba(_texts(X))
+        with _under_threads(self.threads):
+            return self.classifier_.predict_proba(_texts(X))
 
     def _check_columns(self, X) -> None:
         """Refuse text columns other than fit's: joined in another order or number, they would be other texts,
@@ -272,7 +280,7 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
             tokenizer=self.classifier_.tokenizer.config,
             model=params["model"], model_config=_json_params(self._model_fields()),
             train=self._train_config(self.classes_),
-            output=str(path), device=params["device"], report=False)
+            output=str(path), device=params["device"], threads=check_threads(params["threads"]), report=False)
         record = config_record(settings, model, {**getattr(self, "_fitted_on", {}), "test_examples": 0}, {
             "trained_by": ESTIMATOR,
             "estimator": {"params": params, "classes": classes, "classes_dtype": self.classes_.dtype.str,
@@ -383,6 +391,17 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
 # Where fit takes the model fields a run derives (settings.DERIVED_MODEL_FIELDS), in the estimator's own terms.
 _DERIVED_FROM = {"vocab_size": "the texts (the estimator's vocab_size= caps it)", "num_classes": "the labels",
                  "max_len": "the estimator's max_len=", "pad_id": "the tokenizer"}
+
+
+def _under_threads(threads):
+    """``torch_threads(threads)`` (a bad count is a one-line ValueError), or nothing at all for None: the caller's
+    own setting stands, and predict_proba in a loop does not ask threadpoolctl about the BLAS libraries each time.
+
+    >>> with _under_threads(1):
+    ...     torch.get_num_threads()
+    1
+    """
+    return nullcontext() if threads is None else torch_threads(threads)
 
 
 def _columns(X) -> tuple[int, list[str] | None]:
