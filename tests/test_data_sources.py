@@ -436,7 +436,7 @@ def test_jsonl_integer_and_string_labels(tmp_path):
 @pytest.mark.parametrize("labels, outcome", [
     ('true, false', ["False", "True"]),  # true/false labels are a class each
     ('0.5, 1.5', ["0.5", "1.5"]),  # decimal numbers alone are fine
-    ('1, "0"', ["0", "1"]),  # a number and a string of its digits name one class
+    ('1, 0, 1, 0', ["0", "1"]),  # whole numbers alone (0/1, as many datasets have) are fine
     # Beside other labels true/false is a mistake in the file, named where it is...
     ('"pos", "neg", true', r'line 3: label true in column \'label\' mixes true/false with other labels '
                            r'\(line 1: "pos"\); write every label the same way'),
@@ -444,7 +444,14 @@ def test_jsonl_integer_and_string_labels(tmp_path):
     # ...and so are 1 and 1.0, one value written two ways, which two classes would split.
     ('1, 0, 1.0', r"line 3: label 1.0 in column 'label' mixes whole and decimal numbers, which would make 1 and 1.0 "
                   r"two classes \(line 1: 1\)"),
+    # A number among strings is a slip, not a class called "1.5"; beside a string of digits it would make 1.0 and
+    # "1" two classes. Either way round, the first label is named.
+    ('"pos", "neg", 1.5', r'line 3: label 1.5 in column \'label\' mixes numbers and strings \(line 1: "pos"\); write '
+                          r'every label the same way'),
+    ('1, "0"', r'line 2: label "0" in column \'label\' mixes numbers and strings \(line 1: 1\)'),
+    ('"1", 1.0', r"line 2: label 1.0 in column 'label' mixes numbers and strings \(line 1: \"1\"\)"),
     ('true, null', r"line 2: missing label in column 'label'"),  # a gap is a missing label, as in any column
+    ('"pos", null, 1', r"line 2: missing label in column 'label'"),  # (a missing label is that, not a mix)
 ])
 def test_typed_json_labels_make_one_class_per_value(tmp_path, labels, outcome):
     rows = "".join(f'{{"text": "text {i}", "label": {label}}}\n' for i, label in enumerate(labels.split(", ")))
@@ -464,6 +471,9 @@ def test_parquet_streams_string_and_integer_labels(tmp_path):
     ds = load_file(tmp_path / "d.parquet")
     assert (ds.texts, ds.label_names, ds.labels) == (["x", "y", "z"], ["1", "3"], [1, 0, 1])
     assert load_file(tmp_path / "d.parquet", "text", "topic").label_names == ["a", "b"]
+    # A column has one type: a number among strings, which a JSON line can hold, cannot be written to one at all.
+    with pytest.raises(pa.ArrowException):  # (ArrowTypeError: "Expected bytes, got a 'float' object")
+        pa.table({"text": ["x", "y"], "label": ["pos", 1.5]})
     expected = r"d.parquet: no label column 'stars'; the columns are: 'text', 'label', 'topic'"
     with pytest.raises(DataError, match=expected):
         load_file(tmp_path / "d.parquet", "text", "stars")
@@ -579,7 +589,7 @@ def test_load_files_test_uses_training_labels(tmp_path):
         # JSON may carry half a surrogate pair, which no UTF-8 tokenizer (nor the run's fingerprint) takes.
         ("s.jsonl", '{"text": "a", "label": 1}\n{"text": "b \\ud800", "label": 0}\n', ("text", "label"),
          r"s.jsonl, line 2: the text in column 'text' is not valid Unicode: a lone surrogate \(U\+D800\) at character 2"),
-        ("sl.jsonl", '{"text": "a", "label": 1}\n{"text": "b", "label": "x\\udfff"}\n', ("text", "label"),
+        ("sl.jsonl", '{"text": "a", "label": "y"}\n{"text": "b", "label": "x\\udfff"}\n', ("text", "label"),
          r"sl.jsonl, line 2: the label in column 'label' is not valid Unicode: a lone surrogate \(U\+DFFF\) at character 1"),
         # Several text columns: each is looked for and checked, and an empty one alone is no empty text.
         ("mc.csv", "title,label\nok,1\n", (["title", "body"], "label"),

@@ -251,7 +251,8 @@ def _named(text_columns: tuple[str, ...]) -> str:
 
 
 def _typed_kind(label: Any) -> str | None:
-    """How a typed label (JSON, Parquet) is written, where two ways of writing would make two classes of one value.
+    """How a typed label (JSON, Parquet) is written, where two ways of writing would make two classes of one value
+    (a string, or a CSV's every label, is None).
 
     >>> [_typed_kind(value) for value in (True, 1, 1.0, "1")]
     ['true/false', 'whole', 'decimal', None]
@@ -303,7 +304,9 @@ def iter_records(
     if label_column in columns:
         raise DataError(f"{path}: the text and the labels cannot both come from column {label_column!r}")
     allowed = None if label_names is None else set(label_names)
-    first = None  # (where, label) of the first label: JSON's true/false beside other labels is a mistake, not a class
+    # (where, label) of the first label: a JSON label written another way than it (true/false, a number or a string)
+    # is a mistake in the file, not a class of its own
+    first = None
     for where, values, label in _rows(path, columns, label_column):
         text = _checked_text(path, where, values, columns)
         if not text.strip():
@@ -326,10 +329,14 @@ def iter_records(
             if not missing:  # (a gap in a true/false column is a missing label, not a mix)
                 first = first or (where, label)
                 kind, first_kind = _typed_kind(label), _typed_kind(first[1])
-                if kind != first_kind and ("true/false" in (kind, first_kind) or kind and first_kind):
+                # A number among strings ("pos", "neg", 1.5) is a slip (a cell typed as a number, a column shifted),
+                # and one beside strings of digits would make 1.0 and "1" two classes: as the estimator's y, every
+                # label is one type. (Parquet's columns have one type, so only JSON lines can mix them.)
+                if kind != first_kind:
                     shown, earlier = (json.dumps(value, default=str, ensure_ascii=False) for value in (label, first[1]))
                     mix = ("true/false with other labels" if "true/false" in (kind, first_kind) else
-                           "whole and decimal numbers, which would make 1 and 1.0 two classes")
+                           "whole and decimal numbers, which would make 1 and 1.0 two classes" if kind and first_kind
+                           else "numbers and strings")
                     raise DataError(f"{path}, {where}: label {shown} in column {label_column!r} mixes {mix} "
                                     f"({first[0]}: {earlier}); write every label the same way")
             names = ("" if missing else str(label).strip(),)
