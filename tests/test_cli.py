@@ -391,6 +391,30 @@ def test_classes_left_without_a_training_text_by_the_split_are_a_warning_even_wh
                                              "('class")
 
 
+def test_a_class_of_one_training_text_is_a_warning_naming_it_even_when_quiet_and_still_trains(tmp_path, capsys):
+    rows = [(f"{t} number {i}", y) for i in range(3) for t, y in [(p, "pos") for p in POSITIVE] +
+            [(n, "neg") for n in NEGATIVE]] + [("a film about tax law", "legal"), ("a film about tides", "ocean")]
+    train = write_csv(tmp_path / "train.csv", rows)
+    common = ["--model", "boe", "--epochs", "1", "--min-frequency", "1", "--no-report", "--threads", "1", "--quiet"]
+    assert main(["train", "--train-file", str(train), *common, "--output", str(tmp_path / "run")]) == 0
+    assert json.loads((tmp_path / "run" / "labels.json").read_text()) == ["legal", "neg", "ocean", "pos"]
+    warnings = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
+    # The split keeps a class's only text for training: validation never holds it, and says so.
+    assert warnings == ["warning: 2 of 4 classes have a single training text ('legal', 'ocean'): a model learns "
+                        "little from one example; they have no validation text either (a class needs 2 texts for a "
+                        "split to hold one out), so no validation score tells how they do; give them more texts, or "
+                        "merge rare classes"]
+    # A validation file that holds one of them scores it: only the other is said to have no validation text.
+    dev = write_csv(tmp_path / "dev.csv",
+                    [(t + " again", y) for t, y in rows[:4]] + [("a film about a court", "legal")])
+    assert main(["train", "--train-file", str(train), "--validation-file", str(dev), *common,
+                 "--output", str(tmp_path / "dev-run")]) == 0
+    warnings = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 1 and warnings[0].startswith(
+        "warning: 2 of 4 classes have a single training text ('legal', 'ocean'): a model learns little from one "
+        "example; 1 of them ('ocean') has no validation text either")
+
+
 def test_training_warns_of_texts_on_both_sides_of_a_split_even_when_quiet(tmp_path, capsys):
     rows = [(f"{t} number {i}", "pos") for i, t in enumerate(POSITIVE * 5)] + \
         [(f"{t} number {i}", "neg") for i, t in enumerate(NEGATIVE * 5)]

@@ -309,7 +309,7 @@ def _refuse_oversized(model: torch.nn.Module) -> None:
 def _describe_data(settings: RunSettings, splits: Splits, progress: bool) -> None:
     """The classes and their counts, and warnings about the labels and texts; --quiet hides progress, not what is
     wrong with the data."""
-    described = describe_classes(splits.train, _suspect_separators(settings.data.train_file))
+    described = describe_classes(splits.train, _suspect_separators(settings.data.train_file), splits.validation)
     if settings.data.train_file and not settings.data.token_cache:  # (a cache's texts stay on disk)
         described += shared_text_warnings(splits)
     for line in described:

@@ -190,9 +190,11 @@ _CHANGED_SPLIT = ("{} no longer gives the validation texts a run held out (the d
                   "was trained): they may be texts it learned")
 
 
-def describe_classes(train: TextDataset, suspect_separators: str = "") -> list[str]:
+def describe_classes(train: TextDataset, suspect_separators: str = "",
+                     validation: TextDataset | None = None) -> list[str]:
     """The training classes with their counts, and a warning for names that differ only in case or spaces
-    ("Positive" beside "positive" is a class of its own: the file probably meant one). ``suspect_separators``: for
+    ("Positive" beside "positive" is a class of its own: the file probably meant one), and for classes of fewer than
+    2 training texts (``validation``, the run's, says which of those it cannot score). ``suspect_separators``: for
     multi-label data read from a file, the characters that, inside class names, may be a label delimiter the file
     used other than --label-delimiter (see ``_delimiter_warnings``)."""
     names = train.label_names
@@ -204,9 +206,13 @@ def describe_classes(train: TextDataset, suspect_separators: str = "") -> list[s
     untrained = [name for name, count in zip(names, counts) if count == 0]
     if untrained:  # their only texts were held out to validate (or sampled away): never predicted, always wrong
         lines.append(f"warning: {len(untrained)} of {len(names)} classes have no training text, their only texts "
-                     f"held out to validate or left out of a --max-train-examples sample "
-                     f"({', '.join(map(repr, untrained[:3]))}{', ...' if len(untrained) > 3 else ''}); give them "
-                     f"more texts, or merge rare classes")
+                     f"held out to validate or left out of a --max-train-examples sample ({_first_few(untrained)}); "
+                     f"give them more texts, or merge rare classes")
+    single = [name for name, count in zip(names, counts) if count == 1]
+    if single:  # next to nothing to learn from, and often nothing to validate on: no refusal, a run still trains
+        lines.append(f"warning: {len(single)} of {len(names)} classes have a single training text "
+                     f"({_first_few(single)}): a model learns little from one example"
+                     f"{_unvalidated(single, validation)}; give them more texts, or merge rare classes")
     by_form: dict[str, list[str]] = {}
     for name in names:
         by_form.setdefault(" ".join(name.casefold().split()), []).append(name)
@@ -225,6 +231,39 @@ def describe_classes(train: TextDataset, suspect_separators: str = "") -> list[s
     if train.multi_label:
         lines += _delimiter_warnings(names, suspect_separators)
     return lines
+
+
+def _unvalidated(names: list[str], validation: TextDataset | None) -> str:
+    """The clause a warning about ``names`` adds for those of them no validation text holds, or "". The split keeps
+    a class's only text for training (it cannot be on both sides), so a validation split carved from the file never
+    holds a class of one text: validation, which chooses the epoch, then says nothing of how it does.
+
+    >>> _unvalidated(["a", "b", "c"], TextDataset(["a text"], [0], ["a", "b", "c"])).split(" either")[0]
+    "; 2 of them ('b', 'c') have no validation text"
+    >>> _unvalidated(["c"], TextDataset(["a text"], [0], ["a", "b", "c"])).split(" (")[0]
+    '; it has no validation text either'
+    """
+    if validation is None:  # (a refit: no validation at all)
+        return ""
+    labels = [i for held in validation.labels for i in held] if validation.multi_label else validation.labels
+    held = {validation.label_names[i] for i in set(np.asarray(labels, dtype=np.int64).tolist())}
+    unseen = [name for name in names if name not in held]
+    if not unseen:
+        return ""
+    one = len(unseen) == 1
+    which = ("it has" if one else "they have") if len(unseen) == len(names) else \
+        f"{len(unseen)} of them ({_first_few(unseen)}) {'has' if one else 'have'}"
+    return (f"; {which} no validation text either (a class needs 2 texts for a split to hold one out), so no "
+            f"validation score tells how {'it does' if one else 'they do'}")
+
+
+def _first_few(names: list[str]) -> str:
+    """The first three of ``names``, quoted, for a warning that would otherwise list hundreds.
+
+    >>> _first_few(["a", "b"]), _first_few(["a", "b", "c", "d"])
+    ("'a', 'b'", "'a', 'b', 'c', ...")
+    """
+    return f"{', '.join(map(repr, names[:3]))}{', ...' if len(names) > 3 else ''}"
 
 
 def _delimiter_warnings(names: list[str], separators: str) -> list[str]:
