@@ -225,7 +225,8 @@ def describe_classes(train: TextDataset, suspect_separators: str = "",
     lines += [f"warning: classes {' and '.join(map(repr, same))} are one number written differently; make them one "
               f"label in the data if they mean one class" for same in by_value.values() if len(same) > 1]
     words = [name for name in names if name not in numbers]
-    if numbers and words:  # JSON's 1 beside "positive": two codings of the labels, mixed
+    # "1" beside "positive": two codings of the labels, mixed (as strings: a JSON number among strings is refused)
+    if numbers and words:
         lines.append(f"warning: some classes are numbers ({', '.join(map(repr, numbers[:3]))}) and some are names "
                      f"({', '.join(map(repr, words[:3]))}); give every text one coding if they mean the same classes")
     if train.multi_label:
