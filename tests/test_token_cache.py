@@ -382,7 +382,8 @@ def test_a_cached_refit_rebuilds_deleted_caches_and_refuses_changed_texts(files,
 @pytest.mark.parametrize("sample", [None, 10])
 def test_a_cached_refit_of_a_dataset_learns_what_load_data_joins(tmp_path, sample):
     # GLUE SST-2 has a validation split of its own and phrases withheld for its sake; a toy set validates on its
-    # training set. A refit learns each text once, and the withheld phrases unless the run trained on a sample.
+    # training set. A refit learns each text once, and the withheld phrases unless the run trained on a sample. (A
+    # toy set's sample is not its validation split: load_data joins the two.)
     from attnclf.training.cached import load_cached_data
     from attnclf.training.run_data import load_data
     from test_data_sources import GLUE_DEV, GLUE_TRAIN
@@ -391,7 +392,7 @@ def test_a_cached_refit_of_a_dataset_learns_what_load_data_joins(tmp_path, sampl
     (tmp_path / "sst2" / "SST-2" / "train.tsv").write_text(GLUE_TRAIN)
     (tmp_path / "sst2" / "SST-2" / "dev.tsv").write_text(GLUE_DEV)
     for data in (DataSettings(dataset="sst2", data_dir=str(tmp_path), max_train_examples=sample),
-                 DataSettings(dataset="toy-reversal")):
+                 DataSettings(dataset="toy-both", max_train_examples=sample and 5)):
         data.refit, data.token_cache, data.token_cache_dir = True, True, str(tmp_path / "cache")
         splits, _ = load_cached_data(RunSettings(data, TokenizerConfig(min_frequency=1)), 0, log=lambda message: None)
         in_memory = load_data(data, 0)
