@@ -111,6 +111,21 @@ def test_second_open_reuses_the_cache_and_settings_or_data_change_the_key(files,
     assert not list((tmp_path / "root").glob(".*.tmp")), "temporary build directories left behind"
 
 
+def test_a_copy_read_in_another_format_is_not_given_the_first_ones_cache(tmp_path):
+    # Keyed by content, a file and its copy share caches; but a .tsv copy of a .csv file is read otherwise (these bytes
+    # hold a text and a label either way: TSV takes "w<i> ..." from the first cell, CSV "v<i> ..." after the comma).
+    from attnclf.training.cached import load_cached_data
+
+    lines = ["text\tlabel\tx,text,label"] + [f"w{i} good\t{y}\tz,v{i} good,{y}" for i, y in
+                                              enumerate(["pos", "neg"] * 10)]
+    (tmp_path / "rows.csv").write_text("\n".join(lines) + "\n")
+    (tmp_path / "rows.tsv").write_text("\n".join(lines) + "\n")
+    for name in ("rows.csv", "rows.tsv"):
+        data = DataSettings(train_file=str(tmp_path / name), token_cache=True, token_cache_dir=str(tmp_path / "c"))
+        splits, _ = load_cached_data(RunSettings(data, TokenizerConfig(min_frequency=1)), 0, log=lambda message: None)
+        assert {text.split()[0][0] for text in splits.train.texts} == {"v" if name == "rows.csv" else "w"}
+
+
 def test_tokenizer_trains_from_a_stream_like_from_a_list():
     texts = [r["text"] for r in corpus(200, 3)]
     config = TokenizerConfig(min_frequency=2)

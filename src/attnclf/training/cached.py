@@ -180,7 +180,9 @@ def _file_sources(data: DataSettings) -> tuple[dict[str, _Source], np.ndarray]:
             for _, text, name in iter_records(path, data.text_column, data.label_column, label_names=label_names):
                 yield text, index[name]
 
-        identity = file_identity(path) | {"text_column": data.text_column, "label_column": data.label_column}
+        # What is read from the bytes too: their extension says how (a .tsv copy of a .csv file holds other rows).
+        identity = file_identity(path) | {"format": Path(path).suffix.lower(), "text_column": data.text_column,
+                                          "label_column": data.label_column}
         return _Source(identity, records, label_names, name=Path(path).name, order=order, where=str(path))
 
     # A row's order is its position, as load_file records it (an array: the file may not fit in memory).
