@@ -189,7 +189,8 @@ def test_a_named_dataset_trains_from_the_cache_as_in_memory(tmp_path):
     # rows it validated on: fingerprinting every training text would decode them all again), and its test texts, which a
     # resume given a moved --test-file checks (a cached run keeps its files' places).
     in_memory_data = json.loads((tmp_path / "memory" / "config.json").read_text())["data"]
-    assert in_memory_data.pop("train_sha256") and in_memory_data.pop("test_sha256") and config["data"] == in_memory_data
+    assert in_memory_data.pop("train_sha256") and in_memory_data.pop("test_sha256") and config["data"].pop(
+        "tokenizer_key") and config["data"] == in_memory_data  # (the data its tokenizer learned, for a resume)
 
 
 def test_a_failed_build_leaves_no_cache_behind(tmp_path):
@@ -230,7 +231,8 @@ def test_training_from_the_cache_matches_training_in_memory(files, tmp_path):
     # rows it validated on: fingerprinting every training text would decode them all again), and its test texts, which a
     # resume given a moved --test-file checks (a cached run keeps its files' places).
     in_memory_data = json.loads((tmp_path / "memory" / "config.json").read_text())["data"]
-    assert in_memory_data.pop("train_sha256") and in_memory_data.pop("test_sha256") and config["data"] == in_memory_data
+    assert in_memory_data.pop("train_sha256") and in_memory_data.pop("test_sha256") and config["data"].pop(
+        "tokenizer_key") and config["data"] == in_memory_data  # (the data its tokenizer learned, for a resume)
 
 
 def test_a_validation_file_is_cached_and_validates_as_in_memory(files, tmp_path):
@@ -415,13 +417,30 @@ def test_a_cached_refit_of_a_dataset_learns_what_load_data_joins(tmp_path, sampl
         assert splits.train.labels.tolist() == in_memory.train.labels
 
 
+def interrupt_in_epoch_2(monkeypatch, *unfinished: RunSettings) -> None:
+    """Train each run until interrupted as its second epoch starts (its checkpoint holds the first)."""
+    from attnclf.training.trainer import Trainer
+
+    original = Trainer._train_epoch
+
+    def interrupted(self, batches, optimizer, schedule, loss_fn, current):
+        if current == 2:
+            raise KeyboardInterrupt
+        return original(self, batches, optimizer, schedule, loss_fn, current)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(Trainer, "_train_epoch", interrupted)
+        for run_settings in unfinished:
+            with pytest.raises(KeyboardInterrupt):
+                train_run(run_settings, progress=False)
+
+
 def test_a_cached_refit_or_run_does_not_resume_on_training_texts_that_changed(files, tmp_path, monkeypatch):
     # Neither fingerprints its training texts (that would decode every one of them again); the tokenizer trained
     # on them, which its caches' ids come from, tells.
     from attnclf.errors import RunDirError
     from attnclf.training.refit import refit_settings
     from attnclf.training.settings import resume_settings
-    from attnclf.training.trainer import Trainer
 
     train, test = files
     dev = write_jsonl(tmp_path / "dev.jsonl", corpus(40, 2))
@@ -432,20 +451,40 @@ def test_a_cached_refit_or_run_does_not_resume_on_training_texts_that_changed(fi
         return run_settings
 
     run = train_run(with_dev(tmp_path / "run"), progress=False)
-    original = Trainer._train_epoch
-
-    def interrupted(self, batches, optimizer, schedule, loss_fn, current):
-        if current == 2:
-            raise KeyboardInterrupt
-        return original(self, batches, optimizer, schedule, loss_fn, current)
-
-    with monkeypatch.context() as patch:
-        patch.setattr(Trainer, "_train_epoch", interrupted)
-        for unfinished in (with_dev(tmp_path / "again"), refit_settings(run.run_dir)):
-            with pytest.raises(KeyboardInterrupt):
-                train_run(unfinished, progress=False)
+    interrupt_in_epoch_2(monkeypatch, with_dev(tmp_path / "again"), refit_settings(run.run_dir))
     write_jsonl(train, [row | {"text": row["text"] + " zebra"} for row in corpus(300, 0)])  # not dev.jsonl's texts
     for unfinished in (tmp_path / "again", tmp_path / "run-refit"):
         with pytest.raises(RunDirError, match=f"^{unfinished}: train.jsonl no longer gives the texts this run trained "
                                               f"on .the data changed since.; it cannot resume on other data$"):
             train_run(resume_settings(unfinished), resume=True, progress=False)
+
+
+def test_a_cached_run_or_refit_resumes_with_its_own_tokenizer_and_trains_none(files, tmp_path, monkeypatch):
+    # A BPE tokenizer trained again on the same texts can differ (its trainer is not deterministic): a resume whose
+    # caches were deleted must encode with its run's tokenizer, not train one and refuse as if the data had changed.
+    import shutil
+
+    from attnclf.training.refit import refit_runs, refit_settings
+    from attnclf.training.settings import resume_settings
+
+    train, test = files
+
+    def bpe(output):
+        run_settings = settings(train, test, output, True, tmp_path / "cache")
+        run_settings.tokenizer = TokenizerConfig(kind="bpe", vocab_size=120, min_frequency=1, max_len=16)
+        run_settings.train.epochs, run_settings.train.monitor = 3, "loss"  # (its refit trains 3 epochs too)
+        return run_settings
+
+    run = train_run(bpe(tmp_path / "run"), progress=False)
+    refit = train_run(refit_settings(run.run_dir, output=str(tmp_path / "refit")), progress=False)
+    interrupt_in_epoch_2(monkeypatch, bpe(tmp_path / "again"), refit_settings(run.run_dir))
+    shutil.rmtree(tmp_path / "cache")
+    trained = []
+    train_tokenizer = Tokenizer.train
+    monkeypatch.setattr(Tokenizer, "train", lambda texts, config: trained.append(1) or train_tokenizer(texts, config))
+    again = train_run(resume_settings(tmp_path / "again"), resume=True, progress=False)
+    (resumed,), _ = refit_runs([run.run_dir], resume=True, report=False, progress=False)
+    assert not trained
+    for finished, uninterrupted in ((again, run), (resumed, refit)):
+        assert (finished.run_dir / "model.safetensors").read_bytes() == (
+            uninterrupted.run_dir / "model.safetensors").read_bytes()

@@ -57,9 +57,14 @@ class _Source:
     refit_learns: bool = True  # (a toy set's validation split is its training set again: a refit learns it once)
 
 
-def load_cached_data(settings: RunSettings, seed: int,
-                     log: Callable[[str], None] = print) -> tuple[Splits, Tokenizer]:
-    """The run's splits as memory-mapped ``CachedDataset``s, and the tokenizer that encoded them.
+def load_cached_data(settings: RunSettings, seed: int, log: Callable[[str], None] = print,
+                     resume_with: tuple[Tokenizer, str | None] | None = None) -> tuple[Splits, Tokenizer]:
+    """The run's splits as memory-mapped ``CachedDataset``s, and the tokenizer that encoded them (its
+    ``data_key`` names the data it learned; config.json records it).
+
+    ``resume_with``: a resumed run's own tokenizer and its recorded ``data_key`` (``run_tokenizer``). While the data
+    still gives that key, it encodes the caches and none is trained: training one again costs a pass over the data
+    when the caches are gone, and can give another (BPE's trainer is not deterministic).
 
     >>> # splits, tokenizer = load_cached_data(RunSettings(DataSettings(train_file="big.jsonl", token_cache=True)), 0)
     >>> # splits.train.sequences[0]  # token ids, read from disk
@@ -96,7 +101,7 @@ def load_cached_data(settings: RunSettings, seed: int,
         fit, val = _refit_rows(sources, len(train_labels), keep, val)
         train_source = sources["train"]
 
-    tokenizer = _tokenizer(train_source, fit, settings.tokenizer, data.token_cache_dir, log)
+    tokenizer = _tokenizer(train_source, fit, settings.tokenizer, data.token_cache_dir, log, resume_with)
     caches = {}
     for split, source in sources.items():
         cache = TokenCache.open_or_build(source.records, tokenizer, train_source.label_names, source.identity,
@@ -146,23 +151,39 @@ def _check_held_out(held_out: CachedDataset, settings: RunSettings) -> None:
                         f"learn other data")
 
 
+def run_tokenizer(run_dir: str | Path, config: TokenizerConfig) -> tuple[Tokenizer, str | None]:
+    """A cached run's own tokenizer and the ``data_key`` of the data it learned (None for runs from before
+    config.json recorded it), for ``load_cached_data`` to resume the run with."""
+    from ..rundir import read_config
+
+    return (Tokenizer.load(Path(run_dir) / "tokenizer.json", config),
+            read_config(run_dir).get("data", {}).get("tokenizer_key"))
+
+
 def _tokenizer(source: _Source, fit: np.ndarray, config: TokenizerConfig, root: str | None,
-               log: Callable[[str], None]) -> Tokenizer:
-    """The tokenizer trained on the ``fit`` rows, streamed; kept beside the caches so a rerun skips training it."""
+               log: Callable[[str], None], resume_with: tuple[Tokenizer, str | None] | None = None) -> Tokenizer:
+    """The tokenizer trained on the ``fit`` rows, streamed; kept beside the caches so a rerun skips training it (a
+    resume on the same data takes its run's, ``resume_with``). Its ``data_key`` names the data and settings."""
     key = cache_key({"data": source.identity, "settings": config.to_dict(),
                      "fit_rows": hashlib.sha256(np.ascontiguousarray(fit, dtype=np.int64).tobytes()).hexdigest()})
     path = cache_root(root) / "tokenizers" / f"{key}.json"
-    if path.is_file():
+    if resume_with is not None and resume_with[1] == key:
+        log("resuming with the run's tokenizer (the data it learned is unchanged)")
+        tokenizer = resume_with[0]
+    elif path.is_file():
         log(f"reusing tokenizer {path}")
-        return Tokenizer.load(path, config)
-    log(f"training the tokenizer on {len(fit)} streamed texts")
-    wanted = np.zeros(int(fit.max()) + 1, dtype=bool)
-    wanted[fit] = True
-    texts = (text for row, (text, _) in enumerate(source.records()) if row < len(wanted) and wanted[row])
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(path, Tokenizer.train(texts, config).backend.to_str(pretty=True).encode())
-    # Read back, so this run and every rerun hash the very same tokenizer JSON into the cache key.
-    return Tokenizer.load(path, config)
+        tokenizer = Tokenizer.load(path, config)
+    else:
+        log(f"training the tokenizer on {len(fit)} streamed texts")
+        wanted = np.zeros(int(fit.max()) + 1, dtype=bool)
+        wanted[fit] = True
+        texts = (text for row, (text, _) in enumerate(source.records()) if row < len(wanted) and wanted[row])
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(path, Tokenizer.train(texts, config).backend.to_str(pretty=True).encode())
+        # Read back, so this run and every rerun hash the very same tokenizer JSON into the cache key.
+        tokenizer = Tokenizer.load(path, config)
+    tokenizer.data_key = key
+    return tokenizer
 
 
 def _file_sources(data: DataSettings) -> tuple[dict[str, _Source], np.ndarray]:

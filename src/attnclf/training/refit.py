@@ -9,7 +9,7 @@ from pathlib import Path
 from ..errors import AttnclfError, RunDirError
 from ..rundir import (ENSEMBLE_FILE, TEMPERATURE_FILE, THRESHOLDS_FILE, check_run_dir, read_config, read_json,
                       read_jsonl, run_dir_list)
-from .cached import load_cached_data
+from .cached import load_cached_data, run_tokenizer
 from .run import RunResult, check_starts_unchanged, train_or_continue
 from .run_data import held_out_fingerprint, load_data, texts_fingerprint
 from .settings import COUNT_EMBEDDINGS, RunSettings, resume_settings
@@ -66,7 +66,9 @@ def refit_runs(run_dirs: list[str | Path], output: str | None = None, *, resume:
     log = (lambda message: print(message, file=sys.stderr)) if progress else (lambda message: None)
     for settings in planned:  # a token cache's texts are checked as its refit streams them into caches (reused later)
         if settings.data.token_cache and not (resume and (Path(settings.output) / "metrics.json").is_file()):
-            load_cached_data(settings, settings.train.seed, log=log)
+            unfinished = resume and (Path(settings.output) / "checkpoint" / "state.json").is_file()
+            load_cached_data(settings, settings.train.seed, log=log,  # (an unfinished one's caches: its tokenizer's)
+                             resume_with=run_tokenizer(settings.output, settings.tokenizer) if unfinished else None)
     results = []
     for run, settings in zip(runs, planned):
         settings.report = report

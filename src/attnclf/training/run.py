@@ -135,9 +135,11 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
     distributed, device = init_distributed(settings.device)
     try:
         if settings.data.token_cache:
-            from .cached import load_cached_data
+            from .cached import load_cached_data, run_tokenizer
 
-            splits, trained = load_cached_data(settings, seed, log=_stderr if progress else lambda message: None)
+            splits, trained = load_cached_data(settings, seed, log=_stderr if progress else lambda message: None,
+                                               resume_with=run_tokenizer(run_dir, settings.tokenizer) if resume else
+                                               None)
         else:
             splits, trained = load_data(settings.data, seed), None
         if trained is None and not resume and distributed.is_main:  # texts it cannot learn from fail here too
@@ -174,7 +176,8 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
     distributed.barrier()  # every rank reads the tokenizer rank 0 trained
     tokenizer = Tokenizer.load(run_dir / "tokenizer.json", settings.tokenizer)
     if resume and settings.data.token_cache and trained.backend.to_str() != tokenizer.backend.to_str():
-        # Its caches hold the ids of a tokenizer trained on the files as they are now. (A cached run records no
+        # Its caches hold the ids of a tokenizer trained on the files as they are now: they changed since (on the
+        # data config.json's tokenizer_key names, its own tokenizer encoded them). (A cached run records no
         # fingerprint of its training texts, which would decode every one of them again; its tokenizer learned them.)
         raise RunDirError(f"{run_dir}: {settings.data.describe()} no longer gives the texts this run trained on (the "
                           f"data changed since); it cannot resume on other data")
@@ -202,7 +205,8 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
     if distributed.is_main:
         atomic_write_json(run_dir / "labels.json", label_names)
         atomic_write_json(run_dir / "config.json", _config_record(settings, model, splits, counted, trained_on,
-                                                                  fingerprint, starts, tested_on))
+                                                                  fingerprint, starts, tested_on,
+                                                                  getattr(trained, "data_key", None)))
 
     trainer = Trainer(model, settings.train, run_dir, device, label_names, progress=progress, distributed=distributed,
                       multi_label=settings.data.multi_label)
@@ -392,16 +396,17 @@ def _check_same_texts(run_dir: Path, saved: dict, settings: RunSettings, label_n
 
 
 def _config_record(settings: RunSettings, model, splits, counted: dict | None, trained_on: str | None,
-                   fingerprint: str | None, starts: dict, tested_on: str | None) -> dict:
+                   fingerprint: str | None, starts: dict, tested_on: str | None, tokenizer_key: str | None) -> dict:
     """config.json: the settings (absolute paths, where the dataset was found), the model, and the data's sizes and
-    fingerprints."""
+    fingerprints (a token-cache run's ``tokenizer_key``: the data its tokenizer learned, which a resume compares)."""
     return config_record(settings, model, {
         "train_examples": len(splits.train),
         "validation_examples": 0 if splits.validation is None else len(splits.validation),
         "test_examples": len(splits.test) if splits.test else 0,
         **({"validation_sha256": fingerprint} if fingerprint else {}),
         **({"train_sha256": trained_on} if trained_on else {}),
-        **({"test_sha256": tested_on} if tested_on else {})}, {
+        **({"test_sha256": tested_on} if tested_on else {}),
+        **({"tokenizer_key": tokenizer_key} if tokenizer_key else {})}, {
         **({"counted_embeddings": counted} if counted else {}), **starts})
 
 
