@@ -435,9 +435,11 @@ def interrupt_in_epoch_2(monkeypatch, *unfinished: RunSettings) -> None:
                 train_run(run_settings, progress=False)
 
 
-def test_a_cached_refit_or_run_does_not_resume_on_training_texts_that_changed(files, tmp_path, monkeypatch):
-    # Neither fingerprints its training texts (that would decode every one of them again); the tokenizer trained
-    # on them, which its caches' ids come from, tells.
+@pytest.mark.parametrize("change", ["texts", "a label"])
+def test_a_cached_refit_or_run_does_not_resume_on_training_texts_that_changed(files, tmp_path, monkeypatch, change):
+    # Neither fingerprints its training texts (that would decode every one of them again); the key of the data its
+    # tokenizer learned (config.json's tokenizer_key) tells, before a tokenizer is trained or a cache built: a label
+    # corrected in the training file changes no tokenizer, and no validation text here (dev.jsonl validates).
     from attnclf.errors import RunDirError
     from attnclf.training.refit import refit_settings
     from attnclf.training.settings import resume_settings
@@ -448,15 +450,24 @@ def test_a_cached_refit_or_run_does_not_resume_on_training_texts_that_changed(fi
     def with_dev(output):
         run_settings = settings(train, test, output, True, tmp_path / "cache")
         run_settings.data.validation_file = str(dev)
+        run_settings.data.max_train_examples = None  # (a label changes the rows a sample draws)
         return run_settings
 
     run = train_run(with_dev(tmp_path / "run"), progress=False)
     interrupt_in_epoch_2(monkeypatch, with_dev(tmp_path / "again"), refit_settings(run.run_dir))
-    write_jsonl(train, [row | {"text": row["text"] + " zebra"} for row in corpus(300, 0)])  # not dev.jsonl's texts
+    rows = [row | {"text": row["text"] + " zebra"} for row in corpus(300, 0)]  # not dev.jsonl's texts
+    if change == "a label":
+        rows = corpus(300, 0)
+        rows[0]["label"] = {"pos": "neg", "neg": "pos"}[rows[0]["label"]]
+    write_jsonl(train, rows)
+    built, trained = sorted((tmp_path / "cache").rglob("*")), []
+    train_tokenizer = Tokenizer.train
+    monkeypatch.setattr(Tokenizer, "train", lambda texts, config: trained.append(1) or train_tokenizer(texts, config))
     for unfinished in (tmp_path / "again", tmp_path / "run-refit"):
         with pytest.raises(RunDirError, match=f"^{unfinished}: train.jsonl no longer gives the texts this run trained "
                                               f"on .the data changed since.; it cannot resume on other data$"):
             train_run(resume_settings(unfinished), resume=True, progress=False)
+    assert not trained and sorted((tmp_path / "cache").rglob("*")) == built
 
 
 def test_a_cached_run_or_refit_resumes_with_its_own_tokenizer_and_trains_none(files, tmp_path, monkeypatch):

@@ -35,7 +35,7 @@ import numpy as np
 
 from ..data.base import WITHHELD, Splits, TextDataset
 from ..data.splits import check_hold_out, split_indices, train_validation_split
-from ..errors import AttnclfError, DataError
+from ..errors import AttnclfError, DataError, RunDirError
 from ..rundir import atomic_write_bytes
 from ..text.cache import CachedDataset, TokenCache, cache_key, cache_root, file_identity
 from ..text.tokenizer import Tokenizer, TokenizerConfig
@@ -101,6 +101,11 @@ def load_cached_data(settings: RunSettings, seed: int, log: Callable[[str], None
         fit, val = _refit_rows(sources, len(train_labels), keep, val)
         train_source = sources["train"]
 
+    if resume_with is not None and resume_with[1] not in (None, _tokenizer_key(train_source, fit, settings.tokenizer)):
+        # Refused before a tokenizer is trained or a cache built on it: the bytes its tokenizer learned changed (a
+        # label too: the cached run fingerprints no training texts, which would decode every one of them again).
+        raise RunDirError(f"{settings.output}: {data.describe()} no longer gives the texts this run trained on (the "
+                          f"data changed since); it cannot resume on other data")
     tokenizer = _tokenizer(train_source, fit, settings.tokenizer, data.token_cache_dir, log, resume_with)
     caches = {}
     for split, source in sources.items():
@@ -164,8 +169,7 @@ def _tokenizer(source: _Source, fit: np.ndarray, config: TokenizerConfig, root: 
                log: Callable[[str], None], resume_with: tuple[Tokenizer, str | None] | None = None) -> Tokenizer:
     """The tokenizer trained on the ``fit`` rows, streamed; kept beside the caches so a rerun skips training it (a
     resume on the same data takes its run's, ``resume_with``). Its ``data_key`` names the data and settings."""
-    key = cache_key({"data": source.identity, "settings": config.to_dict(),
-                     "fit_rows": hashlib.sha256(np.ascontiguousarray(fit, dtype=np.int64).tobytes()).hexdigest()})
+    key = _tokenizer_key(source, fit, config)
     path = cache_root(root) / "tokenizers" / f"{key}.json"
     if resume_with is not None and resume_with[1] == key:
         log("resuming with the run's tokenizer (the data it learned is unchanged)")
@@ -184,6 +188,12 @@ def _tokenizer(source: _Source, fit: np.ndarray, config: TokenizerConfig, root: 
         tokenizer = Tokenizer.load(path, config)
     tokenizer.data_key = key
     return tokenizer
+
+
+def _tokenizer_key(source: _Source, fit: np.ndarray, config: TokenizerConfig) -> str:
+    """What names the tokenizer trained on ``source``'s ``fit`` rows: the data, its rows, the settings."""
+    return cache_key({"data": source.identity, "settings": config.to_dict(),
+                      "fit_rows": hashlib.sha256(np.ascontiguousarray(fit, dtype=np.int64).tobytes()).hexdigest()})
 
 
 def _file_sources(data: DataSettings) -> tuple[dict[str, _Source], np.ndarray]:

@@ -176,9 +176,9 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
     distributed.barrier()  # every rank reads the tokenizer rank 0 trained
     tokenizer = Tokenizer.load(run_dir / "tokenizer.json", settings.tokenizer)
     if resume and settings.data.token_cache and trained.backend.to_str() != tokenizer.backend.to_str():
-        # Its caches hold the ids of a tokenizer trained on the files as they are now: they changed since (on the
-        # data config.json's tokenizer_key names, its own tokenizer encoded them). (A cached run records no
-        # fingerprint of its training texts, which would decode every one of them again; its tokenizer learned them.)
+        # Its caches hold the ids of a tokenizer trained on the files as they are now: they changed since. (Only a run
+        # from before config.json recorded tokenizer_key gets here: load_cached_data refuses a newer one whose data
+        # changed, and encodes with its own tokenizer otherwise.)
         raise RunDirError(f"{run_dir}: {settings.data.describe()} no longer gives the texts this run trained on (the "
                           f"data changed since); it cannot resume on other data")
 
