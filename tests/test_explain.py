@@ -281,6 +281,21 @@ def test_colours_say_for_and_against():
     assert token_colour(0.0, 0.0, signed=False) == (255, 255, 255)
 
 
+def test_bpe_pieces_read_as_words_and_hashed_pieces_wherever_an_explanation_is_shown():
+    # BPE stores "\u2581great" for a word's first piece: explanations show "great", and a later piece after "##", as
+    # BPE runs from before showed theirs.
+    tok = Tokenizer.train(["the film was great", "the greatest film", "a film"] * 2,
+                          TokenizerConfig(kind="bpe", vocab_size=40, min_frequency=1))
+    model = KeyTokenModel(tok.vocab_size, tok.backend.token_to_id("\u2581great"))
+    clf = Classifier(model, tok, ["neg", "pos"], torch.device("cpu"))
+    e = clf.explain(["great films"], method="grad-input")[0]
+    assert e.tokens == clf.predict(["great films"])[0].tokens == ["great", "film", "##s"]
+    assert e.top_tokens(1) == [("great", pytest.approx(2.0))]
+    assert json.loads(render_json([e]))["tokens"] == e.tokens
+    assert "  great film ##s" in render_terminal([e], color=False)
+    assert ">##s</span>" in render_html([e]) and "\u2581" not in render_html([e]) + render_terminal([e]) + render_json([e])
+
+
 def test_json_lines_round_trip():
     records = [json.loads(line) for line in render_json([explanation(), explanation()]).splitlines()]
     assert len(records) == 2 and records[0]["tokens"] == ["not", "<b>bad</b>"]

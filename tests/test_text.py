@@ -1,3 +1,7 @@
+import json
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -32,6 +36,61 @@ def test_bpe_splits_unseen_words_into_known_pieces():
     tok = Tokenizer.train(["the film was good and goodness"] * 20, TokenizerConfig(kind="bpe", vocab_size=60, min_frequency=1))
     tokens = tok.tokens(["goods"])[0]
     assert "<unk>" not in tokens and len(tokens) >= 2
+
+
+def test_bpe_trains_the_same_tokenizer_in_every_process(tmp_path):
+    # tokenizers' BpeTrainer numbered "##" pieces in the order of a hash map seeded per process, and broke ties between
+    # merges by those numbers: three processes trained three tokenizers from these texts.
+    rng = np.random.default_rng(0)
+    words = ["".join(rng.choice(list("abcdefghijklmnopqrstuvwxyz"), size=rng.integers(2, 9))) for _ in range(400)]
+    texts = tmp_path / "texts.json"
+    texts.write_text(json.dumps([" ".join(rng.choice(words, size=30)) for _ in range(600)]))
+    code = ("import json, sys\n"
+            "from attnclf.text.tokenizer import Tokenizer, TokenizerConfig\n"
+            "config = TokenizerConfig(kind='bpe', vocab_size=600, min_frequency=2)\n"
+            "sys.stdout.write(Tokenizer.train(json.loads(open(sys.argv[1]).read()), config).backend.to_str())")
+    processes = [subprocess.Popen([sys.executable, "-c", code, str(texts)], stdout=subprocess.PIPE) for _ in range(3)]
+    trained = [process.communicate(timeout=60)[0] for process in processes]
+    assert all(process.returncode == 0 for process in processes)
+    assert trained[0] and trained[1] == trained[0] and trained[2] == trained[0]
+
+
+def old_bpe(texts: list[str]) -> Tokenizer:
+    """A BPE tokenizer as runs saved before WORD_START trained them: "##" before a word's later pieces."""
+    from tokenizers import Tokenizer as HFTokenizer
+    from tokenizers import decoders, models, pre_tokenizers, trainers
+
+    backend = HFTokenizer(models.BPE(unk_token="<unk>", continuing_subword_prefix="##"))
+    backend.decoder = decoders.WordPiece(prefix="##")
+    backend.pre_tokenizer = pre_tokenizers.Whitespace()
+    backend.train_from_iterator([clean(text) for text in texts], trainer=trainers.BpeTrainer(
+        vocab_size=60, min_frequency=1, special_tokens=["<pad>", "<unk>"], continuing_subword_prefix="##",
+        show_progress=False))
+    return Tokenizer(backend, TokenizerConfig(kind="bpe"))
+
+
+def test_bpe_pieces_show_a_words_first_piece_bare_and_the_others_after_hashes(tmp_path):
+    texts = ["the film was good, goodness", "a bad film"] * 10
+    tok = Tokenizer.train(texts, TokenizerConfig(kind="bpe", vocab_size=60, min_frequency=1))
+    ids = tok.encode(["Goodness, the films!"])[0]
+    assert [tok.backend.id_to_token(i) for i in ids] == ["\u2581goodness", "\u2581,", "\u2581the", "\u2581film", "s",
+                                                         "\u2581", "<unk>"]
+    assert tok.token_strings(ids) == tok.tokens(["Goodness, the films!"])[0] == [
+        "goodness", ",", "the", "film", "##s", "\u2581", "<unk>"]  # ("!" was never seen: no "▁!" nor "!")
+    vocabulary = tok.vocabulary()
+    assert len(vocabulary) == tok.vocab_size and vocabulary["film"] == tok.backend.token_to_id("\u2581film")
+    assert vocabulary["<pad>"] == PAD_ID and vocabulary["<unk>"] == UNK_ID
+    # A run's tokenizer from before: loaded from its file, it encodes as it did and shows its pieces as stored.
+    old = old_bpe(texts)
+    old.save(tmp_path / "tokenizer.json")
+    again = Tokenizer.load(tmp_path / "tokenizer.json", TokenizerConfig(kind="bpe"))
+    assert not again.marks_word_starts and again.encode(["Goodness, the films!"]) == old.encode(["Goodness, the films!"])
+    stored = [again.backend.id_to_token(i) for i in again.encode(["the films"])[0]]
+    assert again.token_strings(again.encode(["the films"])[0]) == stored == ["the", "film", "##s"]
+    assert again.vocabulary() == again.backend.get_vocab()
+    # Words are words in either: the word tokenizer's tokens are its vocabulary's strings.
+    words = Tokenizer.train(texts, TokenizerConfig(min_frequency=1))
+    assert words.tokens(["the films"]) == [["the", "<unk>"]] and words.vocabulary() == words.backend.get_vocab()
 
 
 @pytest.mark.parametrize("how,expected", [("head", [0, 1, 2, 3]), ("tail", [6, 7, 8, 9]), ("head_tail", [0, 7, 8, 9])])

@@ -471,8 +471,9 @@ def test_a_cached_refit_or_run_does_not_resume_on_training_texts_that_changed(fi
 
 
 def test_a_cached_run_or_refit_resumes_with_its_own_tokenizer_and_trains_none(files, tmp_path, monkeypatch):
-    # A BPE tokenizer trained again on the same texts can differ (its trainer is not deterministic): a resume whose
-    # caches were deleted must encode with its run's tokenizer, not train one and refuse as if the data had changed.
+    # Training a tokenizer again is a pass over the corpus, and a BPE run from before BPE marked word starts has one no
+    # process trains again: a resume whose caches were deleted must encode with its run's tokenizer, not train one and
+    # refuse as if the data had changed.
     import shutil
 
     from attnclf.training.refit import refit_runs, refit_settings

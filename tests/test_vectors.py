@@ -94,6 +94,23 @@ def test_initialise_copies_known_words_scaled_and_leaves_the_rest():
         WordVectors(["good"], np.ones((1, 3), dtype=np.float32)).initialise(embedding, tokenizer, 0.5)
 
 
+def test_a_bpe_words_first_piece_finds_the_words_vector_and_a_later_piece_none():
+    # BPE stores a word's first piece as "\u2581good" and a later one bare ("ness" of "goodness"): matched as stored,
+    # no word found its vector, and pieces inside words took the vectors of words that happen to be spelt alike.
+    tokenizer = Tokenizer.train(["good", "ness", "goodness"], TokenizerConfig(kind="bpe", min_frequency=1))
+    stored = tokenizer.backend.get_vocab()
+    assert {"\u2581good", "\u2581ness", "ness", "od"} <= set(stored)
+    vectors = WordVectors(["good", "ness", "od"], np.array([[1, 2], [3, 4], [5, 6]], dtype=np.float32))
+    embedding = torch.nn.Embedding(tokenizer.vocab_size, 2, padding_idx=0)
+    before = embedding.weight.detach().clone()
+    assert vectors.initialise(embedding, tokenizer, std=0.5) == 2
+    scale = 0.5 / vectors.vectors.std()
+    torch.testing.assert_close(embedding.weight[stored["\u2581good"]], torch.tensor([1.0, 2.0]) * scale)
+    torch.testing.assert_close(embedding.weight[stored["\u2581ness"]], torch.tensor([3.0, 4.0]) * scale)
+    for piece in ("ness", "od"):  # inside a word
+        torch.testing.assert_close(embedding.weight[stored[piece]], before[stored[piece]])
+
+
 def test_vectors_then_train_from_them(tmp_path, capsys):
     texts = tmp_path / "corpus.txt"
     texts.write_text("\n".join(corpus()) + "\n", encoding="utf-8")

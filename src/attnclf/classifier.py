@@ -138,7 +138,7 @@ class Classifier:
         >>> # [p.labels for p in topics_clf.predict(["the coach praised the album"])]  # [['sports', 'music']]
         """
         probabilities, ids, attention = self._run(texts)
-        tokens = [[self.tokenizer.backend.id_to_token(i) for i in row] for row in ids]
+        tokens = [self.tokenizer.token_strings(row) for row in ids]
         if self.multi_label:
             return [LabelSetPrediction.from_scores(p, self.thresholds, self.label_names, t, a)
                     for p, t, a in zip(probabilities, tokens, attention)]

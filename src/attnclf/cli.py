@@ -195,7 +195,8 @@ def _add_budget_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--monitor", choices=["accuracy", "macro_f1", "micro_f1", "loss"],
                    help="validation metric to select on (micro_f1: multi-label runs; their default is loss)")
     p.add_argument("--bf16", action="store_true", help="bfloat16 autocast")
-    p.add_argument("--tokenizer", choices=["word", "bpe"])
+    p.add_argument("--tokenizer", choices=["word", "bpe"],
+                   help="word: whole words; bpe: words in pieces, which explanations show as 'good ##ness'")
     p.add_argument("--vocab-size", type=int)
     p.add_argument("--min-frequency", type=int)
     p.add_argument("--max-len", type=int, help="tokens kept per text")

@@ -129,7 +129,7 @@ def explain(classifier: "Classifier", texts: Sequence[str], method: str | None =
     for i, text in enumerate(texts):
         explanations.append(Explanation(
             text=text,
-            tokens=[classifier.tokenizer.backend.id_to_token(t) for t in ids[i]],
+            tokens=classifier.tokenizer.token_strings(ids[i]),
             scores=[float(s) for s in result.scores[i]],
             method=method,
             label=names[predicted[i]],

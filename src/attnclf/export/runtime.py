@@ -172,5 +172,5 @@ class OnnxClassifier:
     def predict(self, texts: Sequence[str]) -> list[Prediction]:
         """Label, confidence, probabilities, tokens and pooling attention per text."""
         probabilities, ids, attention = self._run(texts)
-        tokens = [[self.tokenizer.backend.id_to_token(i) for i in row] for row in ids]
+        tokens = [self.tokenizer.token_strings(row) for row in ids]
         return [Prediction.from_scores(p, self.label_names, t, a) for p, t, a in zip(probabilities, tokens, attention)]

@@ -4,6 +4,12 @@ Both reserve id 0 for ``<pad>`` and id 1 for ``<unk>``. Cleaning happens
 before tokenisation (see ``cleaning``); truncation happens after, here, because
 ``tokenizers`` only keeps the head or the tail and long reviews keep their
 verdict at both ends.
+
+BPE marks the first piece of each word with ``▁`` (``WORD_START``), as
+SentencePiece does, and trains the same tokenizer from the same texts in every
+process. Runs saved before marked the other pieces with ``##`` instead; they
+load and encode as they did. Both kinds show their pieces the same way
+(``Tokenizer.token_strings``): a word's first piece bare, the others after ``##``.
 """
 
 from __future__ import annotations
@@ -23,6 +29,13 @@ from .cleaning import CleaningConfig, clean
 
 PAD, UNK = "<pad>", "<unk>"
 PAD_ID, UNK_ID = 0, 1
+# BPE marks where a word starts, not where it goes on ("##", WordPiece's mark, which BPE runs used before): tokenizers'
+# BpeTrainer numbers the "##" pieces in the order of a hash map seeded afresh by each process and breaks ties between
+# equally frequent merges by those numbers, so the same texts trained another tokenizer in every process
+# (huggingface/tokenizers#1794). With no mark of its own to add, every piece it starts from is a character of the
+# alphabet (WORD_START one of them), which it numbers in sorted order: its ids and merges are the same in any process.
+WORD_START = "\u2581"  # "▁", SentencePiece's
+CONTINUING = "##"  # how a piece after a word's first is shown, and was stored by BPE runs from before WORD_START
 TRUNCATIONS = ("head", "tail", "head_tail")
 # A text longer than this many characters per kept token is read by its two ends, for the tokens truncation keeps:
 # read whole, a 20 MB text took 8 s and 2.8 GB to keep 800 tokens.
@@ -90,6 +103,18 @@ def _first_space(text: str, after: int) -> int:
     return min(found, default=len(text))
 
 
+def shown_piece(token: str) -> str:
+    """How a ``WORD_START``-marked BPE piece is shown: a word's first piece bare, a later one after ``##`` (as BPE runs
+    from before stored them, and WordPiece shows them); ``<pad>``, ``<unk>`` and a lone mark as they are.
+
+    >>> [shown_piece(token) for token in ["\u2581terr", "ible", "\u2581.", "<unk>", "\u2581"]]
+    ['terr', '##ible', '.', '<unk>', '▁']
+    """
+    if token in (PAD, UNK, WORD_START):  # (a lone mark: a word whose first character has no merge with it)
+        return token
+    return token[len(WORD_START):] if token.startswith(WORD_START) else CONTINUING + token
+
+
 def cut_position(tokens_cut: int | None, max_len: int, how: str) -> int | None:
     """Where ``truncate`` cut a text that lost ``tokens_cut`` ids (None: some, uncounted): the index among the
     ``max_len`` ids it kept before which the cut ids stood (None: nothing was cut).
@@ -111,6 +136,8 @@ class Tokenizer:
     def __init__(self, backend: HFTokenizer, config: TokenizerConfig):
         self.backend = backend
         self.config = config
+        # Known by its decoder: a BPE tokenizer.json from before WORD_START stores "##" pieces (and a WordPiece decoder).
+        self.marks_word_starts = isinstance(backend.decoder, decoders.Metaspace)
 
     @classmethod
     def train(cls, texts: Iterable[str], config: TokenizerConfig = TokenizerConfig()) -> "Tokenizer":
@@ -120,14 +147,21 @@ class Tokenizer:
             trainer = trainers.WordLevelTrainer(
                 vocab_size=config.vocab_size, min_frequency=config.min_frequency, special_tokens=specials
             )
+            backend.pre_tokenizer = pre_tokenizers.Whitespace()
         elif config.kind == "bpe":
-            backend = HFTokenizer(models.BPE(unk_token=UNK, continuing_subword_prefix="##"))
+            # No continuing_subword_prefix nor end_of_word_suffix: either makes the trainer's pieces depend on the
+            # process (WORD_START).
+            backend = HFTokenizer(models.BPE(unk_token=UNK))
             trainer = trainers.BpeTrainer(
                 vocab_size=config.vocab_size, min_frequency=config.min_frequency,
-                special_tokens=specials, continuing_subword_prefix="##", show_progress=False,
+                special_tokens=specials, show_progress=False,
             )
-            backend.decoder = decoders.WordPiece(prefix="##")
-        backend.pre_tokenizer = pre_tokenizers.Whitespace()
+            # Words split as the word tokenizer splits them (the words of word vectors), each then starting with
+            # WORD_START ("don't": "▁don", "▁'", "▁t"); offsets stay the word's, for _trusted.
+            backend.pre_tokenizer = pre_tokenizers.Sequence([
+                pre_tokenizers.Whitespace(),
+                pre_tokenizers.Metaspace(replacement=WORD_START, prepend_scheme="always", split=True)])
+            backend.decoder = decoders.Metaspace(replacement=WORD_START, prepend_scheme="always", split=True)
         count = 0
 
         def cleaned():
@@ -222,8 +256,32 @@ class Tokenizer:
         return [i for i, (start, _) in zip(encoding.ids, encoding.offsets) if start >= _MARGIN]
 
     def tokens(self, texts: Sequence[str]) -> list[list[str]]:
-        """The token strings the model sees, aligned with ``encode``."""
-        return [[self.backend.id_to_token(i) for i in ids] for ids in self.encode(texts)]
+        """The tokens the model sees, aligned with ``encode``, as ``token_strings`` shows them."""
+        return [self.token_strings(ids) for ids in self.encode(texts)]
+
+    def token_strings(self, ids: Iterable[int]) -> list[str]:
+        """The tokens of ``ids`` as explanations and predictions show them. A BPE tokenizer's: a word's first piece
+        bare, the others after ``##``, whichever way it stores them (``shown_piece``), so that its pieces read as
+        those of BPE runs from before ``WORD_START`` and no word carries a mark.
+
+        >>> tok = Tokenizer.train(["not watchable", "unable", "unwatched"], TokenizerConfig(kind="bpe", min_frequency=1))
+        >>> ids = tok.encode(["unwatchable"])[0]
+        >>> tok.token_strings(ids), [tok.backend.id_to_token(i) for i in ids]
+        (['unwatch', '##able'], ['\u2581unwatch', 'able'])
+        """
+        stored = [self.backend.id_to_token(i) for i in ids]
+        return [shown_piece(token) for token in stored] if self.marks_word_starts else stored
+
+    def vocabulary(self) -> dict[str, int]:
+        """Each token's id by the string ``token_strings`` shows, to match the vocabulary with words from elsewhere
+        (word vectors): a BPE word's first piece is the word, a later piece no word, however the tokenizer marks them.
+
+        >>> tok = Tokenizer.train(["good film"] * 2, TokenizerConfig(kind="bpe", vocab_size=30, min_frequency=1))
+        >>> tok.vocabulary()["good"] == tok.backend.token_to_id("\u2581good")
+        True
+        """
+        stored = self.backend.get_vocab()
+        return {shown_piece(token): i for token, i in stored.items()} if self.marks_word_starts else stored
 
     def save(self, path: str | Path) -> None:
         """Write ``path`` atomically: a reader sees the old file or the whole new one."""

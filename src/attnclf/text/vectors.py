@@ -117,6 +117,9 @@ class WordVectors:
     def initialise(self, embedding: nn.Embedding, tokenizer: Tokenizer, std: float) -> int:
         """Set the embedding row of every vocabulary word that has a vector; return how many were set.
 
+        Words are matched as ``Tokenizer.vocabulary`` shows them: a BPE word's first piece finds that word's vector
+        ("good" of "good ##ness"), a later piece none.
+
         The vectors are rescaled so their entries have standard deviation ``std``
         (the model's own rows start at 0.02). Large rows stand out from the
         positional encoding and move little under Adam's fixed-size steps, so
@@ -126,7 +129,7 @@ class WordVectors:
         self.check_width(embedding.embedding_dim)
         scaled = torch.from_numpy(self.vectors * (std / max(float(self.vectors.std()), 1e-12)))
         informative = self.vectors.any(axis=1)  # a word with no positive PMI has a zero vector: keep the init
-        rows = [(token_id, self.index[word]) for word, token_id in tokenizer.backend.get_vocab().items()
+        rows = [(token_id, self.index[word]) for word, token_id in tokenizer.vocabulary().items()
                 if token_id not in (PAD_ID, UNK_ID) and word in self.index and informative[self.index[word]]]
         if rows:
             targets, sources = zip(*rows)

@@ -64,7 +64,8 @@ def load_cached_data(settings: RunSettings, seed: int, log: Callable[[str], None
 
     ``resume_with``: a resumed run's own tokenizer and its recorded ``data_key`` (``run_tokenizer``). While the data
     still gives that key, it encodes the caches and none is trained: training one again costs a pass over the data
-    when the caches are gone, and can give another (BPE's trainer is not deterministic).
+    when the caches are gone, and gives another to a BPE run from before BPE marked word starts (``WORD_START``),
+    whose tokenizer no process can train again.
 
     >>> # splits, tokenizer = load_cached_data(RunSettings(DataSettings(train_file="big.jsonl", token_cache=True)), 0)
     >>> # splits.train.sequences[0]  # token ids, read from disk
