@@ -93,6 +93,27 @@ def test_bpe_pieces_show_a_words_first_piece_bare_and_the_others_after_hashes(tm
     assert words.tokens(["the films"]) == [["the", "<unk>"]] and words.vocabulary() == words.backend.get_vocab()
 
 
+def test_bpe_vocabulary_gives_a_shown_form_to_the_words_first_piece_whatever_order_the_vocabulary_is_listed_in():
+    # "\u2581###" (the word "###") and "#" (a later piece, shown "###" after "##") show alike, as do "\u2581####" and
+    # "##". tokenizers lists its vocabulary in the order of a hash map seeded per process, and the last one listed kept
+    # the form: the word "###" found the id of a piece inside a word in some processes, so --embeddings gave its vector
+    # to another row, and the same seed and data other weights.
+    class Listed:  # the tokenizer, its vocabulary listed in the given order
+        def __init__(self, backend, reverse):
+            self.backend, self.reverse, self.decoder = backend, reverse, backend.decoder
+
+        def get_vocab(self):
+            return dict(sorted(self.backend.get_vocab().items(), key=lambda item: item[1], reverse=self.reverse))
+
+    tok = Tokenizer.train(["a ### b", "####", "# ## x"] * 3, TokenizerConfig(kind="bpe", vocab_size=100, min_frequency=1))
+    stored = tok.backend.get_vocab()
+    assert {"\u2581###", "\u2581####", "#", "##"} <= set(stored)
+    for reverse in (False, True):
+        vocabulary = Tokenizer(Listed(tok.backend, reverse), tok.config).vocabulary()
+        assert vocabulary["###"] == stored["\u2581###"] and vocabulary["####"] == stored["\u2581####"]
+        assert vocabulary["x"] == stored["\u2581x"] and vocabulary["<unk>"] == UNK_ID
+
+
 @pytest.mark.parametrize("how,expected", [("head", [0, 1, 2, 3]), ("tail", [6, 7, 8, 9]), ("head_tail", [0, 7, 8, 9])])
 def test_truncation_keeps_the_right_end(how, expected):
     assert truncate(list(range(10)), 4, how) == expected

@@ -281,7 +281,12 @@ class Tokenizer:
         True
         """
         stored = self.backend.get_vocab()
-        return {shown_piece(token): i for token, i in stored.items()} if self.marks_word_starts else stored
+        if not self.marks_word_starts:
+            return stored
+        # A later piece can show as a word's first piece does ("#" after "##" and the word "\u2581###" both show "###"):
+        # the word's keeps the form, not whichever get_vocab (a hash map's order, per process) happens to list last.
+        later = {shown_piece(token): i for token, i in stored.items() if not token.startswith(WORD_START)}
+        return later | {shown_piece(token): i for token, i in stored.items() if token.startswith(WORD_START)}
 
     def save(self, path: str | Path) -> None:
         """Write ``path`` atomically: a reader sees the old file or the whole new one."""
