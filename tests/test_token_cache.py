@@ -500,3 +500,37 @@ def test_a_cached_run_or_refit_resumes_with_its_own_tokenizer_and_trains_none(fi
     for finished, uninterrupted in ((again, run), (resumed, refit)):
         assert (finished.run_dir / "model.safetensors").read_bytes() == (
             uninterrupted.run_dir / "model.safetensors").read_bytes()
+
+
+def test_evaluate_scores_a_cached_run_on_its_held_out_rows_without_reading_the_training_file_whole(
+        files, tmp_path, monkeypatch, capsys):
+    # Without --test-file, evaluate scores a run on the texts it held out (a refit has none: refused). A cached run's
+    # training file may not fit in memory: its held-out rows are streamed from it, the training texts never held.
+    import attnclf.data.files
+    from attnclf.training.run_data import load_data
+
+    train, _ = files
+    run = tmp_path / "run"
+    assert main(["train", "--train-file", str(train), "--token-cache", "--token-cache-dir", str(tmp_path / "cache"),
+                 "--model", "boe", "--epochs", "1", "--min-frequency", "1", "--threads", "1", "--quiet",
+                 "--no-report", "--output", str(run)]) == 0
+    assert main(["refit", str(run), "--threads", "1", "--quiet", "--no-report"]) == 0
+    recorded = json.loads((run / "metrics.json").read_text())
+    seed = json.loads((run / "config.json").read_text())["settings"]["train"]["seed"]
+    in_memory = load_data(DataSettings(train_file=str(train)), seed).validation
+    capsys.readouterr()
+
+    def whole(*args, **kwargs):
+        raise AssertionError("the whole training file was read into memory")
+
+    monkeypatch.setattr(attnclf.data.files, "load_files", whole)
+    assert main(["evaluate", str(run), "--json", "--threads", "1"]) == 0
+    scored = json.loads(capsys.readouterr().out)
+    assert scored["split"] == "validation" and scored["num_examples"] == len(in_memory) == 30
+    assert scored["accuracy"] == recorded["accuracy"] and scored["log_loss"] == pytest.approx(recorded["log_loss"])
+    assert main(["evaluate", str(run), "--split", "validation", "--json", "--threads", "1"]) == 0
+    assert json.loads(capsys.readouterr().out)["accuracy"] == recorded["accuracy"]
+    assert main(["evaluate", f"{run}-refit", "--threads", "1"]) == 2
+    message = capsys.readouterr().err.strip()
+    assert message.startswith(f"attnclf: error: {train.name} has no test split, and this refit trained on every text")
+    assert "\n" not in message

@@ -82,22 +82,7 @@ def load_cached_data(settings: RunSettings, seed: int, log: Callable[[str], None
     else:
         sources, train_labels = _file_sources(data)
     train_source = sources["train"]
-    groups = None if train_source.groups is None else np.asarray(train_source.groups)
-
-    # The same index arithmetic as load_data's train_validation_split calls, on labels alone.
-    keep = np.arange(len(train_labels))
-    if data.max_train_examples and len(keep) > data.max_train_examples:
-        keep = split_indices(train_labels, groups, 1 - data.max_train_examples / len(keep), seed)[0]
-    if len(set(train_labels[keep].tolist())) < 2:
-        raise DataError(f"{data.describe()}: training data has only one class "
-                        f"({train_source.label_names[train_labels[keep][0]]!r}); a classifier needs at least two")
-    check_hold_out(data.hold_out, data.describe(), train_source.order, own_validation="validation" in sources)
-    if "validation" in sources:
-        fit, val = keep, None
-    else:
-        order = np.asarray(train_source.order)[keep] if data.hold_out == "latest" else None
-        fit, val = (keep[part] for part in split_indices(
-            train_labels[keep], None if groups is None else groups[keep], data.val_fraction, seed, order=order))
+    keep, fit, val = _split_rows(data, sources, train_labels, seed)
     if data.refit:
         fit, val = _refit_rows(sources, len(train_labels), keep, val)
         train_source = sources["train"]
@@ -122,6 +107,53 @@ def load_cached_data(settings: RunSettings, seed: int, log: Callable[[str], None
         _check_held_out(validation, settings)
         validation = None
     return Splits(train=train.subset(fit, "train"), validation=validation, test=test), tokenizer
+
+
+def _split_rows(data: DataSettings, sources: dict[str, "_Source"], train_labels: np.ndarray,
+                seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """The training source's rows the run samples (``keep``), trains on (``fit``) and validates on (``val``, None when
+    it validates on a source of its own): the same index arithmetic as load_data's train_validation_split calls, on
+    labels alone."""
+    train_source = sources["train"]
+    groups = None if train_source.groups is None else np.asarray(train_source.groups)
+    keep = np.arange(len(train_labels))
+    if data.max_train_examples and len(keep) > data.max_train_examples:
+        keep = split_indices(train_labels, groups, 1 - data.max_train_examples / len(keep), seed)[0]
+    if len(set(train_labels[keep].tolist())) < 2:
+        raise DataError(f"{data.describe()}: training data has only one class "
+                        f"({train_source.label_names[train_labels[keep][0]]!r}); a classifier needs at least two")
+    check_hold_out(data.hold_out, data.describe(), train_source.order, own_validation="validation" in sources)
+    if "validation" in sources:
+        return keep, keep, None
+    order = np.asarray(train_source.order)[keep] if data.hold_out == "latest" else None
+    fit, val = (keep[part] for part in split_indices(
+        train_labels[keep], None if groups is None else groups[keep], data.val_fraction, seed, order=order))
+    return keep, fit, val
+
+
+def held_out_texts(data: DataSettings, seed: int) -> TextDataset:
+    """The texts a cached run of files held out to validate on, as ``load_data``'s validation split (texts, labels
+    and order), streamed: a pass over the training file's labels carves the split, as the run carved it, and a
+    second keeps its rows; the training texts, which may not fit in memory, are never held (evaluate, calibrate).
+
+    >>> # validation = held_out_texts(DataSettings(train_file="big.jsonl", token_cache=True), seed=0)
+    """
+    seed = data.data_seed(seed)
+    sources, train_labels = _file_sources(data, keyed=False)
+    _, _, val = _split_rows(data, sources, train_labels, seed)
+    source = sources["validation"] if val is None else sources["train"]
+    if val is None:
+        records = list(source.records())
+    else:
+        wanted, last = dict.fromkeys(val.tolist()), int(val.max())
+        for row, record in enumerate(source.records()):
+            if row in wanted:
+                wanted[row] = record
+            if row == last:
+                break
+        records = list(wanted.values())  # in the split's order, as CachedDataset.subset(val) gives them
+    return TextDataset([text for text, _ in records], [label for _, label in records], list(source.label_names),
+                       "validation", source.name)
 
 
 def _refit_rows(sources: dict[str, _Source], rows: int, keep: np.ndarray,
@@ -197,7 +229,8 @@ def _tokenizer_key(source: _Source, fit: np.ndarray, config: TokenizerConfig) ->
                       "fit_rows": hashlib.sha256(np.ascontiguousarray(fit, dtype=np.int64).tobytes()).hexdigest()})
 
 
-def _file_sources(data: DataSettings) -> tuple[dict[str, _Source], np.ndarray]:
+def _file_sources(data: DataSettings, keyed: bool = True) -> tuple[dict[str, _Source], np.ndarray]:
+    """The files' sources and the training file's labels (``keyed``: their identities hashed, for cache keys)."""
     from ..data.files import check_file, file_labels, iter_records
 
     for path in (data.train_file, data.validation_file, data.test_file):
@@ -213,7 +246,7 @@ def _file_sources(data: DataSettings) -> tuple[dict[str, _Source], np.ndarray]:
                 yield text, index[name]
 
         # What is read from the bytes too: their extension says how (a .tsv copy of a .csv file holds other rows).
-        identity = file_identity(path) | {"format": Path(path).suffix.lower(), "text_column": data.text_column,
+        identity = (file_identity(path) if keyed else {}) | {"format": Path(path).suffix.lower(), "text_column": data.text_column,
                                           "label_column": data.label_column}
         return _Source(identity, records, label_names, name=Path(path).name, order=order, where=str(path))
 

@@ -114,19 +114,32 @@ def run_test_data(config: dict, label_names: list[str], test_only: bool = False,
         return sample_test(load_file(data.test_file, data.text_column, data.label_column, label_names=label_names,
                                      split="test", multi_label=data.multi_label,
                                      label_delimiter=data.label_delimiter), data.max_test_examples)
-    splits = load_data(data, settings["train"]["seed"])
-    if data.refit and splits.test is None:
+    # Files without a test file have no test split: refused, or validated on, before the training file is read whole.
+    splits = load_data(data, settings["train"]["seed"]) if data.dataset else None
+    test = splits and splits.test
+    if data.refit and test is None:
         raise AttnclfError(f"{data.describe()} has no test split, and this refit trained on every text it has: only "
                            f"other labelled texts can score it: give them with --test-file, or to export with --check-file")
-    if test_only and splits.test is None:
+    if test_only and test is None:
         raise AttnclfError(f"{data.describe()} has no test split; give held-out data with --test-file or --dataset, "
                            f"or score the texts the runs held out with --split validation (runs sharing --split-seed)")
-    if splits.test is None:
+    if test is None:
+        validation = splits.validation if splits else held_out_split(data, settings["train"]["seed"])
         held_out = held_out_fingerprint(config)
-        if held_out is not None and held_out != texts_fingerprint(splits.validation):
-            raise AttnclfError(_CHANGED_SPLIT.format(data.describe_held_out(label_names, splits.train.label_names)))
-        return align_labels(splits.validation, label_names)
-    return align_labels(splits.test, label_names)
+        if held_out is not None and held_out != texts_fingerprint(validation):
+            raise AttnclfError(_CHANGED_SPLIT.format(data.describe_held_out(label_names, validation.label_names)))
+        return align_labels(validation, label_names)
+    return align_labels(test, label_names)
+
+
+def held_out_split(data: DataSettings, seed: int) -> TextDataset:
+    """The texts a run held out to validate on (``load_data``'s validation split); a token-cache run's of files
+    streamed from them, without reading its training texts into memory (``held_out_texts``)."""
+    if data.token_cache and not data.dataset:
+        from .cached import held_out_texts
+
+        return held_out_texts(data, seed)
+    return load_data(data, seed).validation
 
 
 def texts_fingerprint(data: TextDataset) -> str:
@@ -165,8 +178,7 @@ def run_validation_data(configs: list[dict], label_names: list[str], data_dir: s
         return data, data.data_seed(config["settings"]["train"]["seed"])
 
     first_data, first_seed = data_and_seed(configs[0])
-    first_splits = load_data(first_data, first_seed)
-    validation = first_splits.validation
+    validation = held_out_split(first_data, first_seed)
     fingerprint = texts_fingerprint(validation)
     for config in configs:
         data, seed = data_and_seed(config)
@@ -176,13 +188,12 @@ def run_validation_data(configs: list[dict], label_names: list[str], data_dir: s
         # A run records what it held out; only older runs, or token-cache ones, need their split rebuilt.
         held_out = held_out_fingerprint(config)
         if held_out is None and seed != first_seed:
-            held_out = texts_fingerprint(load_data(data, seed).validation)
+            held_out = texts_fingerprint(held_out_split(data, seed))
         if held_out is not None and held_out != fingerprint:
             if seed != first_seed:
                 raise AttnclfError(f"the runs held out different validation texts (split seeds {first_seed} and "
                                    f"{seed}); train them with one --split-seed to validate their ensemble")
-            raise AttnclfError(_CHANGED_SPLIT.format(data.describe_held_out(label_names,
-                                                                            first_splits.train.label_names)))
+            raise AttnclfError(_CHANGED_SPLIT.format(data.describe_held_out(label_names, validation.label_names)))
     return align_labels(validation, label_names)
 
 
