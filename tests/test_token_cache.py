@@ -187,10 +187,10 @@ def test_a_named_dataset_trains_from_the_cache_as_in_memory(tmp_path):
     # The same counts and the same fingerprint of the held-out texts, so later commands can check them.
     # The in-memory run also fingerprints its training texts, which its refit checks (a cached run's refit checks the
     # rows it validated on: fingerprinting every training text would decode them all again), and its test texts, which a
-    # resume given a moved --test-file checks (a cached run keeps its files' places).
+    # resume checks (a cached run records the keys of the data its tokenizer learned and of its test file instead).
     in_memory_data = json.loads((tmp_path / "memory" / "config.json").read_text())["data"]
     assert in_memory_data.pop("train_sha256") and in_memory_data.pop("test_sha256") and config["data"].pop(
-        "tokenizer_key") and config["data"] == in_memory_data  # (the data its tokenizer learned, for a resume)
+        "tokenizer_key") and config["data"].pop("test_key") and config["data"] == in_memory_data
 
 
 def test_a_failed_build_leaves_no_cache_behind(tmp_path):
@@ -229,10 +229,10 @@ def test_training_from_the_cache_matches_training_in_memory(files, tmp_path):
     assert config["data"]["validation_examples"] == 25 and config["data"]["test_examples"] == 80
     # The in-memory run also fingerprints its training texts, which its refit checks (a cached run's refit checks the
     # rows it validated on: fingerprinting every training text would decode them all again), and its test texts, which a
-    # resume given a moved --test-file checks (a cached run keeps its files' places).
+    # resume checks (a cached run records the keys of the data its tokenizer learned and of its test file instead).
     in_memory_data = json.loads((tmp_path / "memory" / "config.json").read_text())["data"]
     assert in_memory_data.pop("train_sha256") and in_memory_data.pop("test_sha256") and config["data"].pop(
-        "tokenizer_key") and config["data"] == in_memory_data  # (the data its tokenizer learned, for a resume)
+        "tokenizer_key") and config["data"].pop("test_key") and config["data"] == in_memory_data
 
 
 def test_a_validation_file_is_cached_and_validates_as_in_memory(files, tmp_path):
@@ -534,3 +534,25 @@ def test_evaluate_scores_a_cached_run_on_its_held_out_rows_without_reading_the_t
     message = capsys.readouterr().err.strip()
     assert message.startswith(f"attnclf: error: {train.name} has no test split, and this refit trained on every text")
     assert "\n" not in message
+
+
+def test_a_cached_run_or_refit_does_not_resume_on_a_test_file_that_changed(files, tmp_path, monkeypatch):
+    # An in-memory run records its test texts' fingerprint and a resume compares it; a cached one records the key of
+    # the test file's content (its sha256, hashed for the cache key anyway) and compares it before building anything.
+    from attnclf.errors import RunDirError
+    from attnclf.training.refit import refit_settings
+    from attnclf.training.settings import resume_settings
+
+    train, test = files
+    run = train_run(settings(train, test, tmp_path / "run", True, tmp_path / "cache"), progress=False)
+    interrupt_in_epoch_2(monkeypatch, settings(train, test, tmp_path / "again", True, tmp_path / "cache"),
+                         settings(train, test, tmp_path / "memory", False, tmp_path / "cache"),
+                         refit_settings(run.run_dir))
+    assert json.loads((tmp_path / "again" / "config.json").read_text())["data"]["test_key"]
+    write_csv(test, corpus(80, 3))
+    built = sorted((tmp_path / "cache").rglob("*"))
+    for unfinished in (tmp_path / "memory", tmp_path / "again", tmp_path / "run-refit"):
+        with pytest.raises(RunDirError, match=f"^{unfinished}: {test} no longer gives the test texts this run "
+                                              f"recorded; it cannot resume on other data$"):
+            train_run(resume_settings(unfinished), resume=True, progress=False)
+    assert sorted((tmp_path / "cache").rglob("*")) == built

@@ -133,10 +133,12 @@ class CachedDataset(TextDataset):
     """A ``TextDataset`` whose texts and token ids stay on disk; ``sequences[i]`` are ``texts[i]``'s ids.
 
     ``labels`` is an in-memory int array (4 bytes a text). ``subset`` returns
-    another view, so carving a validation split copies no text.
+    another view, so carving a validation split copies no text. ``key``: the ``cache_key`` of the data it was cached
+    from (a file's ``file_identity`` and how it is read, or a dataset's split), which its parts keep.
     """
 
     sequences: MappedSequences | None = None
+    key: str | None = None
 
     def subset(self, indices: Sequence[int], split: str | None = None) -> "CachedDataset":
         indices = np.asarray(indices, dtype=np.int64)
@@ -148,6 +150,7 @@ class CachedDataset(TextDataset):
             name=self.name,
             groups=None if self.groups is None else [self.groups[i] for i in indices],
             sequences=self.sequences.subset(indices),
+            key=self.key,
         )
 
 
@@ -178,8 +181,9 @@ class TokenCache:
 
     def dataset(self, split: str, name: str = "", groups: list[str] | None = None) -> CachedDataset:
         """The whole cache as a dataset of ``split``; carve parts of it with ``subset``."""
+        data = self.meta.get("key_parts", {}).get("data")
         return CachedDataset(self.texts, self.labels, list(self.label_names), split, name, groups,
-                             sequences=self.sequences)
+                             sequences=self.sequences, key=None if data is None else cache_key(data))
 
     @classmethod
     def open_or_build(cls, records: Callable[[], Iterable[tuple[str, int]]], tokenizer: Tokenizer,

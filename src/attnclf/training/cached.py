@@ -58,14 +58,15 @@ class _Source:
 
 
 def load_cached_data(settings: RunSettings, seed: int, log: Callable[[str], None] = print,
-                     resume_with: tuple[Tokenizer, str | None] | None = None) -> tuple[Splits, Tokenizer]:
+                     resume_with: tuple[Tokenizer, dict] | None = None) -> tuple[Splits, Tokenizer]:
     """The run's splits as memory-mapped ``CachedDataset``s, and the tokenizer that encoded them (its
     ``data_key`` names the data it learned; config.json records it).
 
-    ``resume_with``: a resumed run's own tokenizer and its recorded ``data_key`` (``run_tokenizer``). While the data
-    still gives that key, it encodes the caches and none is trained: training one again costs a pass over the data
-    when the caches are gone, and gives another to a BPE run from before BPE marked word starts (``WORD_START``),
-    whose tokenizer no process can train again.
+    ``resume_with``: a resumed run's own tokenizer and the record of its data in config.json (``run_tokenizer``).
+    While the data still gives its ``tokenizer_key``, it encodes the caches and none is trained: training one again
+    costs a pass over the data when the caches are gone, and gives another to a BPE run from before BPE marked word
+    starts (``WORD_START``), whose tokenizer no process can train again. Training or test data that no longer gives
+    the recorded ``tokenizer_key`` or ``test_key`` is refused before anything is built.
 
     >>> # splits, tokenizer = load_cached_data(RunSettings(DataSettings(train_file="big.jsonl", token_cache=True)), 0)
     >>> # splits.train.sequences[0]  # token ids, read from disk
@@ -87,11 +88,16 @@ def load_cached_data(settings: RunSettings, seed: int, log: Callable[[str], None
         fit, val = _refit_rows(sources, len(train_labels), keep, val)
         train_source = sources["train"]
 
-    if resume_with is not None and resume_with[1] not in (None, _tokenizer_key(train_source, fit, settings.tokenizer)):
+    recorded = {} if resume_with is None else resume_with[1]
+    if recorded.get("tokenizer_key") not in (None, _tokenizer_key(train_source, fit, settings.tokenizer)):
         # Refused before a tokenizer is trained or a cache built on it: the bytes its tokenizer learned changed (a
         # label too: the cached run fingerprints no training texts, which would decode every one of them again).
         raise RunDirError(f"{settings.output}: {data.describe()} no longer gives the texts this run trained on (the "
                           f"data changed since); it cannot resume on other data")
+    if recorded.get("test_key") not in (None, "test" in sources and cache_key(sources["test"].identity)):
+        # As an in-memory run's test_sha256: by the test data's content, hashed for its cache key anyway.
+        raise RunDirError(f"{settings.output}: {data.test_file or 'its test split'} no longer gives the test texts "
+                          f"this run recorded; it cannot resume on other data")
     tokenizer = _tokenizer(train_source, fit, settings.tokenizer, data.token_cache_dir, log, resume_with)
     caches = {}
     for split, source in sources.items():
@@ -189,22 +195,22 @@ def _check_held_out(held_out: CachedDataset, settings: RunSettings) -> None:
                         f"learn other data")
 
 
-def run_tokenizer(run_dir: str | Path, config: TokenizerConfig) -> tuple[Tokenizer, str | None]:
-    """A cached run's own tokenizer and the ``data_key`` of the data it learned (None for runs from before
-    config.json recorded it), for ``load_cached_data`` to resume the run with."""
+def run_tokenizer(run_dir: str | Path, config: TokenizerConfig) -> tuple[Tokenizer, dict]:
+    """A cached run's own tokenizer and config.json's record of its data: the ``tokenizer_key`` of the data its
+    tokenizer learned and the ``test_key`` of its test data (each absent from runs from before it was recorded), for
+    ``load_cached_data`` to resume the run with."""
     from ..rundir import read_config
 
-    return (Tokenizer.load(Path(run_dir) / "tokenizer.json", config),
-            read_config(run_dir).get("data", {}).get("tokenizer_key"))
+    return Tokenizer.load(Path(run_dir) / "tokenizer.json", config), read_config(run_dir).get("data", {})
 
 
 def _tokenizer(source: _Source, fit: np.ndarray, config: TokenizerConfig, root: str | None,
-               log: Callable[[str], None], resume_with: tuple[Tokenizer, str | None] | None = None) -> Tokenizer:
+               log: Callable[[str], None], resume_with: tuple[Tokenizer, dict] | None = None) -> Tokenizer:
     """The tokenizer trained on the ``fit`` rows, streamed; kept beside the caches so a rerun skips training it (a
     resume on the same data takes its run's, ``resume_with``). Its ``data_key`` names the data and settings."""
     key = _tokenizer_key(source, fit, config)
     path = cache_root(root) / "tokenizers" / f"{key}.json"
-    if resume_with is not None and resume_with[1] == key:
+    if resume_with is not None and resume_with[1].get("tokenizer_key") == key:
         log("resuming with the run's tokenizer (the data it learned is unchanged)")
         tokenizer = resume_with[0]
     elif path.is_file():

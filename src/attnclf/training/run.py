@@ -161,8 +161,10 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
     # A refit checks the training texts too; a token cache's are not read again (its refit checks the rows its run
     # validated on, as it loads them).
     trained_on = None if settings.data.token_cache else texts_fingerprint(splits.train)
-    # And the test texts, so that a resume given a moved test file can check it is the same one.
+    # And the test texts, so that a resume given a moved test file can check it is the same one (a token cache's: the
+    # key of its content, which load_cached_data compares as a resume starts).
     tested_on = None if settings.data.token_cache or splits.test is None else texts_fingerprint(splits.test)
+    test_key = getattr(splits.test, "key", None) if settings.data.token_cache else None
     saved = read_config(run_dir) if resume else {}
     if resume:
         _check_same_texts(run_dir, saved, settings, label_names, trained_on, fingerprint, tested_on)
@@ -206,7 +208,7 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
         atomic_write_json(run_dir / "labels.json", label_names)
         atomic_write_json(run_dir / "config.json", _config_record(settings, model, splits, counted, trained_on,
                                                                   fingerprint, starts, tested_on,
-                                                                  getattr(trained, "data_key", None)))
+                                                                  getattr(trained, "data_key", None), test_key))
 
     trainer = Trainer(model, settings.train, run_dir, device, label_names, progress=progress, distributed=distributed,
                       multi_label=settings.data.multi_label)
@@ -396,9 +398,11 @@ def _check_same_texts(run_dir: Path, saved: dict, settings: RunSettings, label_n
 
 
 def _config_record(settings: RunSettings, model, splits, counted: dict | None, trained_on: str | None,
-                   fingerprint: str | None, starts: dict, tested_on: str | None, tokenizer_key: str | None) -> dict:
+                   fingerprint: str | None, starts: dict, tested_on: str | None, tokenizer_key: str | None,
+                   test_key: str | None = None) -> dict:
     """config.json: the settings (absolute paths, where the dataset was found), the model, and the data's sizes and
-    fingerprints (a token-cache run's ``tokenizer_key``: the data its tokenizer learned, which a resume compares)."""
+    fingerprints (a token-cache run's ``tokenizer_key`` and ``test_key``: the data its tokenizer learned, and its test
+    data, which a resume compares)."""
     return config_record(settings, model, {
         "train_examples": len(splits.train),
         "validation_examples": 0 if splits.validation is None else len(splits.validation),
@@ -406,7 +410,8 @@ def _config_record(settings: RunSettings, model, splits, counted: dict | None, t
         **({"validation_sha256": fingerprint} if fingerprint else {}),
         **({"train_sha256": trained_on} if trained_on else {}),
         **({"test_sha256": tested_on} if tested_on else {}),
-        **({"tokenizer_key": tokenizer_key} if tokenizer_key else {})}, {
+        **({"tokenizer_key": tokenizer_key} if tokenizer_key else {}),
+        **({"test_key": test_key} if test_key else {})}, {
         **({"counted_embeddings": counted} if counted else {}), **starts})
 
 
