@@ -556,3 +556,31 @@ def test_a_cached_run_or_refit_does_not_resume_on_a_test_file_that_changed(files
                                               f"recorded; it cannot resume on other data$"):
             train_run(resume_settings(unfinished), resume=True, progress=False)
     assert sorted((tmp_path / "cache").rglob("*")) == built
+
+
+def test_a_cached_refit_reads_its_files_once_and_checks_every_run_before_training_one(files, tmp_path, monkeypatch,
+                                                                                     capsys):
+    # Every refit's data is checked before any trains; the first to train trains on what its check loaded: a single
+    # run's refit streams its files' labels (and hashes them) once, not in the check and again to train.
+    import shutil
+
+    import attnclf.data.files
+
+    train, test = files
+    other = shutil.copy(train, tmp_path / "other.jsonl")
+    argv = ["--test-file", str(test), "--token-cache", "--token-cache-dir", str(tmp_path / "cache"), "--model", "boe",
+            "--epochs", "1", "--min-frequency", "1", "--threads", "1", "--quiet", "--no-report"]
+    for name, path in (("a", train), ("b", other)):
+        assert main(["train", "--train-file", str(path), *argv, "--output", str(tmp_path / name)]) == 0
+    read = []
+    file_labels = attnclf.data.files.file_labels
+    monkeypatch.setattr(attnclf.data.files, "file_labels", lambda path, *a, **k: read.append(path) or
+                        file_labels(path, *a, **k))
+    assert main(["refit", str(tmp_path / "a"), "--threads", "1", "--quiet", "--no-report"]) == 0
+    assert read == [str(train)]
+    refitted = sorted((tmp_path / "a-refit").iterdir())
+    write_jsonl(other, corpus(300, 0)[1:] + corpus(300, 0)[:1])  # b's held-out rows are others now
+    capsys.readouterr()
+    assert main(["refit", str(tmp_path / "a"), str(tmp_path / "b"), "--overwrite", "--quiet", "--no-report"]) == 2
+    assert "other.jsonl no longer gives the texts" in capsys.readouterr().err
+    assert sorted((tmp_path / "a-refit").iterdir()) == refitted  # refused before a's refit was trained again

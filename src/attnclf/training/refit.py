@@ -64,11 +64,17 @@ def refit_runs(run_dirs: list[str | Path], output: str | None = None, *, resume:
                 raise AttnclfError(f"{earlier} holds an unfinished refit; --resume continues it, --overwrite starts "
                                    f"again")
     log = (lambda message: print(message, file=sys.stderr)) if progress else (lambda message: None)
-    for settings in planned:  # a token cache's texts are checked as its refit streams them into caches (reused later)
-        if settings.data.token_cache and not (resume and (Path(settings.output) / "metrics.json").is_file()):
-            unfinished = resume and (Path(settings.output) / "checkpoint" / "state.json").is_file()
-            load_cached_data(settings, settings.train.seed, log=log,  # (an unfinished one's caches: its tokenizer's)
-                             resume_with=run_tokenizer(settings.output, settings.tokenizer) if unfinished else None)
+    # A token cache's texts are checked as its refit streams them into caches (reused later). The refit trained first
+    # is checked last and trains on what its check loaded, which reads its files once; the others read theirs again
+    # as they train (holding every run's labels and row indices until then would multiply the memory the cache bounds).
+    to_train = [settings for settings in planned if settings.data.token_cache and
+                not (resume and (Path(settings.output) / "metrics.json").is_file())]
+    loaded = {}
+    for settings in to_train[1:] + to_train[:1]:
+        unfinished = resume and (Path(settings.output) / "checkpoint" / "state.json").is_file()
+        loaded = {settings.output: load_cached_data(  # (an unfinished one's caches: its tokenizer's)
+            settings, settings.train.seed, log=log,
+            resume_with=run_tokenizer(settings.output, settings.tokenizer) if unfinished else None)}
     results = []
     for run, settings in zip(runs, planned):
         settings.report = report
@@ -78,7 +84,7 @@ def refit_runs(run_dirs: list[str | Path], output: str | None = None, *, resume:
         if (run / TEMPERATURE_FILE).is_file():  # (fitted to the run's weights, on the texts its refit learns)
             print(f"note: {run} is calibrated (temperature.json); its refit is not, and has no validation texts left "
                   f"to calibrate on", file=sys.stderr)
-        results.append(train_or_continue(settings, resume, progress))
+        results.append(train_or_continue(settings, resume, progress, loaded.pop(settings.output, None)))
     if refit_folder is None or not from_environment().is_main:
         return results, None
     seeds = read_json(folder / ENSEMBLE_FILE).get("seeds", [])

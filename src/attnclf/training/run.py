@@ -103,20 +103,23 @@ def evaluate_split(model, tokenizer: Tokenizer, data: TextDataset, device, batch
     return metrics, probabilities
 
 
-def train_run(settings: RunSettings, resume: bool = False, progress: bool = True) -> RunResult:
+def train_run(settings: RunSettings, resume: bool = False, progress: bool = True,
+              loaded: tuple[Splits, Tokenizer] | None = None) -> RunResult:
     """Train, validate and test one model; everything lands in ``settings.output``.
 
     Under ``torchrun`` every process calls it and trains its share (see
-    ``distributed``); rank 0 writes the run directory and alone returns test metrics.
+    ``distributed``); rank 0 writes the run directory and alone returns test metrics. ``loaded``: what
+    ``load_cached_data`` returned for these settings (a refit's check loads it first), so as not to load it again.
 
     >>> # result = train_run(RunSettings(DataSettings(dataset="demo"), output="runs/demo"))
     >>> # result.metrics["accuracy"]
     """
     with torch_threads(settings.threads):
-        return _train_run(settings, resume, progress)
+        return _train_run(settings, resume, progress, loaded)
 
 
-def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult:
+def _train_run(settings: RunSettings, resume: bool, progress: bool,
+               loaded: tuple[Splits, Tokenizer] | None = None) -> RunResult:
     started = time.perf_counter()
     _refuse_unworkable(settings, resume)
     counting = settings.embeddings == COUNT_EMBEDDINGS and not resume
@@ -134,7 +137,9 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool) -> RunResult
         raise RunDirError(f"{run_dir}: nothing to resume (no checkpoint/state.json)")
     distributed, device = init_distributed(settings.device)
     try:
-        if settings.data.token_cache:
+        if settings.data.token_cache and loaded is not None:
+            splits, trained = loaded
+        elif settings.data.token_cache:
             from .cached import load_cached_data, run_tokenizer
 
             splits, trained = load_cached_data(settings, seed, log=_stderr if progress else lambda message: None,
@@ -466,9 +471,10 @@ def check_starts_unchanged(run_config: dict, what: str) -> None:
                            f"from the same ones")
 
 
-def train_or_continue(settings: RunSettings, resume: bool, progress: bool = True) -> RunResult:
+def train_or_continue(settings: RunSettings, resume: bool, progress: bool = True,
+                      loaded: tuple[Splits, Tokenizer] | None = None) -> RunResult:
     """``settings``' run trained afresh; with ``resume``, kept if it finished and continued from its checkpoint if not
-    (``train --seeds --resume``, ``refit --resume``)."""
+    (``train --seeds --resume``, ``refit --resume``). ``loaded``: as for ``train_run``."""
     output = Path(settings.output)
     if resume and (output / "metrics.json").is_file():
         print(f"{output}: finished, kept", file=sys.stderr)
@@ -477,5 +483,5 @@ def train_or_continue(settings: RunSettings, resume: bool, progress: bool = True
         continued = resume_settings(output, epochs=settings.train.epochs, device=settings.device,
                                     threads=settings.threads)
         continued.report = settings.report
-        return train_run(continued, resume=True, progress=progress)
-    return train_run(settings, progress=progress)
+        return train_run(continued, resume=True, progress=progress, loaded=loaded)
+    return train_run(settings, progress=progress, loaded=loaded)
