@@ -343,8 +343,8 @@ def cmd_train(args: argparse.Namespace) -> int:
                                    f"--dataset or --train-file too, --resume added; or give only --output (and "
                                    f"--epochs, --device or --threads to change them)")
             described = build_settings(args)
-            # Files that moved: the run checks they still give the texts it recorded (a token cache is keyed by
-            # where its file lies, so its runs resume from the file where it was).
+            # Files that moved: the run checks they still give the texts it recorded (a token-cache run resumes from
+            # its files where they were: it records no fingerprint of its texts to check a moved file against).
             moved = set() if settings.data.token_cache else {
                 name for name in typed & {"train_file", "validation_file", "test_file"}
                 if getattr(settings.data, name) and (name != "test_file" or "test_sha256" in recorded.get("data", {}))}
