@@ -515,6 +515,12 @@ def test_a_new_class_in_the_training_file_is_named_as_the_change_not_the_validat
      "has its own validation split; drop --hold-out latest"),
     (["--train-file", "{train}", "--validation-file", "{train}", "--val-fraction", "0.2"],
      "--val-fraction carves validation from the training file; --validation-file replaces it"),
+    (["--train-file", "{train}", "--validation-file", "{train}", "--split-seed", "3"],
+     "--split-seed seeds the validation split carved from the training file (and a --max-train-examples sample); "
+     "with --validation-file every run validates on that file: drop --split-seed"),
+    # (with a sample to draw, it seeds that)
+    (["--train-file", "{train}", "--validation-file", "{odd}", "--split-seed", "3", "--max-train-examples", "4"],
+     "odd.csv, line 2: label 'meh'"),
     (["--dataset", "sst2", "--data-dir", "{tmp}/no-such-folder"], "--data-dir {tmp}/no-such-folder: no such folder"),
     (["--dataset", "demo", "--seeds", "0", "0", "1"], "--seeds needs at least two seeds, each once; got 0 0 1"),
 ])

@@ -117,6 +117,10 @@ def _budget(args: argparse.Namespace) -> dict:
             raise AttnclfError(f"--{flag.replace('_', '-')} must be at least 1, got {getattr(args, flag)}")
     if args.val_fraction is not None and getattr(args, "validation_file", None):
         raise AttnclfError("--val-fraction carves validation from the training file; --validation-file replaces it")
+    if args.split_seed is not None and getattr(args, "validation_file", None) and args.max_train_examples is None:
+        raise AttnclfError("--split-seed seeds the validation split carved from the training file (and a "
+                           "--max-train-examples sample); with --validation-file every run validates on that file: "
+                           "drop --split-seed")
     val_fraction = DataSettings.val_fraction if args.val_fraction is None else args.val_fraction
     check_fraction(val_fraction)  # before anything is written (saved runs are not re-checked)
     for flag in ("seed", "split_seed"):  # numpy's and torch's generators take no negative seed
