@@ -415,6 +415,22 @@ def test_a_class_of_one_training_text_is_a_warning_naming_it_even_when_quiet_and
         "example; 1 of them ('ocean') has no validation text either")
 
 
+def test_a_run_recorded_with_split_seed_and_a_validation_file_resumes_with_the_command_that_started_it(csv_files,
+                                                                                                     tmp_path, capsys):
+    # Runs trained before --split-seed was refused beside --validation-file recorded it: their command, --resume
+    # added, continues them (without it, the recorded split seed is another setting).
+    run = tmp_path / "run"
+    argv = ["train", "--train-file", str(csv_files[0]), "--validation-file", str(csv_files[1]), "--model", "boe",
+            "--min-frequency", "1", "--no-report", "--threads", "1", "--quiet", "--output", str(run)]
+    assert main([*argv, "--epochs", "1"]) == 0
+    config = json.loads((run / "config.json").read_text())
+    config["settings"]["data"]["split_seed"] = 3
+    (run / "config.json").write_text(json.dumps(config))
+    capsys.readouterr()
+    assert main([*argv, "--split-seed", "3", "--epochs", "2", "--resume"]) == 0, capsys.readouterr().err
+    assert len((run / "history.jsonl").read_text().splitlines()) == 2
+
+
 def test_training_warns_of_texts_on_both_sides_of_a_split_even_when_quiet(tmp_path, capsys):
     rows = [(f"{t} number {i}", "pos") for i, t in enumerate(POSITIVE * 5)] + \
         [(f"{t} number {i}", "neg") for i, t in enumerate(NEGATIVE * 5)]

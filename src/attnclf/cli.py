@@ -117,7 +117,9 @@ def _budget(args: argparse.Namespace) -> dict:
             raise AttnclfError(f"--{flag.replace('_', '-')} must be at least 1, got {getattr(args, flag)}")
     if args.val_fraction is not None and getattr(args, "validation_file", None):
         raise AttnclfError("--val-fraction carves validation from the training file; --validation-file replaces it")
-    if args.split_seed is not None and getattr(args, "validation_file", None) and args.max_train_examples is None:
+    # (not for --resume: a run trained before this refusal recorded its --split-seed, and its command continues it)
+    if args.split_seed is not None and getattr(args, "validation_file", None) and args.max_train_examples is None \
+            and not getattr(args, "resume", False):
         raise AttnclfError("--split-seed seeds the validation split carved from the training file (and a "
                            "--max-train-examples sample); with --validation-file every run validates on that file: "
                            "drop --split-seed")
