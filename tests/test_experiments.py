@@ -345,3 +345,20 @@ def test_error_bars_of_a_score_stay_within_zero_and_one():
     ends = [x for collection in axes.collections if hasattr(collection, "get_segments")
             for segment in collection.get_segments() for x, _ in segment]
     assert ends and max(ends) == 1.0 and min(ends) < 0.88  # mean 0.94 ± 0.085, cut at 1
+
+
+def test_compare_takes_split_seed_beside_a_validation_file_as_the_seed_of_its_capped_sample(tmp_path, monkeypatch):
+    # compare caps the training texts (--quick: 1,500): --split-seed chooses that sample, --validation-file or not.
+    (tmp_path / "train.csv").write_text("text,label\n" + "".join(f"good {i},pos\nbad {i},neg\n" for i in range(800)))
+    (tmp_path / "dev.csv").write_text("text,label\nfine film,pos\nawful film,neg\n")
+    monkeypatch.chdir(tmp_path)
+    argv = ["compare", "--train-file", "train.csv", "--validation-file", "dev.csv", "--test-file", "dev.csv",
+            "--models", "boe", "--no-reference", "--quick", "--epochs", "1", "--min-frequency", "1", "--threads", "1",
+            "--quiet"]
+    trained_on = []
+    for seed in ("3", "4"):
+        assert main([*argv, "--split-seed", seed, "--output", f"exp{seed}"]) == 0
+        config = json.loads((tmp_path / f"exp{seed}" / "runs" / "boe-seed0" / "config.json").read_text())
+        assert (config["settings"]["data"]["split_seed"], config["data"]["train_examples"]) == (int(seed), 1500)
+        trained_on.append(config["data"]["train_sha256"])
+    assert trained_on[0] != trained_on[1]

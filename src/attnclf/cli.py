@@ -117,12 +117,6 @@ def _budget(args: argparse.Namespace) -> dict:
             raise AttnclfError(f"--{flag.replace('_', '-')} must be at least 1, got {getattr(args, flag)}")
     if args.val_fraction is not None and getattr(args, "validation_file", None):
         raise AttnclfError("--val-fraction carves validation from the training file; --validation-file replaces it")
-    # (not for --resume: a run trained before this refusal recorded its --split-seed, and its command continues it)
-    if args.split_seed is not None and getattr(args, "validation_file", None) and args.max_train_examples is None \
-            and not getattr(args, "resume", False):
-        raise AttnclfError("--split-seed seeds the validation split carved from the training file (and a "
-                           "--max-train-examples sample); with --validation-file every run validates on that file: "
-                           "drop --split-seed")
     val_fraction = DataSettings.val_fraction if args.val_fraction is None else args.val_fraction
     check_fraction(val_fraction)  # before anything is written (saved runs are not re-checked)
     for flag in ("seed", "split_seed"):  # numpy's and torch's generators take no negative seed
@@ -153,6 +147,13 @@ def build_settings(args: argparse.Namespace):
     if args.seed is not None:
         budget["train"]["seed"] = args.seed
     settings = settings_for(model=args.model, model_config=_parse_overrides(args.set), output=args.output, **budget)
+    # Here, not in _budget: compare and ablate cap the training texts (DEFAULT_CAPS, --quick), a sample it seeds.
+    # (Nor for --resume: a run trained before this refusal recorded its --split-seed, and its command continues it.)
+    data = settings.data
+    if data.split_seed is not None and data.validation_file and not data.max_train_examples and not args.resume:
+        raise AttnclfError("--split-seed seeds the validation split carved from the training file (and a "
+                           "--max-train-examples sample); with --validation-file every run validates on that file: "
+                           "drop --split-seed")
     settings.windows = _windows(args)
     if args.embeddings:  # else the recipe's
         settings.embeddings = None if args.embeddings == "none" else args.embeddings
