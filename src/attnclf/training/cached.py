@@ -89,7 +89,8 @@ def load_cached_data(settings: RunSettings, seed: int, log: Callable[[str], None
         train_source = sources["train"]
 
     recorded = {} if resume_with is None else resume_with[1]
-    if recorded.get("tokenizer_key") not in (None, _tokenizer_key(train_source, fit, settings.tokenizer)):
+    tokenizer_key = _tokenizer_key(train_source, fit, settings.tokenizer)
+    if recorded.get("tokenizer_key") not in (None, tokenizer_key):
         # Refused before a tokenizer is trained or a cache built on it: the bytes its tokenizer learned changed (a
         # label too: the cached run fingerprints no training texts, which would decode every one of them again).
         raise RunDirError(f"{settings.output}: {data.describe()} no longer gives the texts this run trained on (the "
@@ -98,7 +99,8 @@ def load_cached_data(settings: RunSettings, seed: int, log: Callable[[str], None
         # As an in-memory run's test_sha256: by the test data's content, hashed for its cache key anyway.
         raise RunDirError(f"{settings.output}: {data.test_file or 'its test split'} no longer gives the test texts "
                           f"this run recorded; it cannot resume on other data")
-    tokenizer = _tokenizer(train_source, fit, settings.tokenizer, data.token_cache_dir, log, resume_with)
+    tokenizer = _tokenizer(train_source, fit, settings.tokenizer, tokenizer_key, data.token_cache_dir, log,
+                           resume_with)
     caches = {}
     for split, source in sources.items():
         cache = TokenCache.open_or_build(source.records, tokenizer, train_source.label_names, source.identity,
@@ -204,11 +206,11 @@ def run_tokenizer(run_dir: str | Path, config: TokenizerConfig) -> tuple[Tokeniz
     return Tokenizer.load(Path(run_dir) / "tokenizer.json", config), read_config(run_dir).get("data", {})
 
 
-def _tokenizer(source: _Source, fit: np.ndarray, config: TokenizerConfig, root: str | None,
+def _tokenizer(source: _Source, fit: np.ndarray, config: TokenizerConfig, key: str, root: str | None,
                log: Callable[[str], None], resume_with: tuple[Tokenizer, dict] | None = None) -> Tokenizer:
     """The tokenizer trained on the ``fit`` rows, streamed; kept beside the caches so a rerun skips training it (a
-    resume on the same data takes its run's, ``resume_with``). Its ``data_key`` names the data and settings."""
-    key = _tokenizer_key(source, fit, config)
+    resume on the same data takes its run's, ``resume_with``). ``key`` (``_tokenizer_key``), its ``data_key``,
+    names the data and settings."""
     path = cache_root(root) / "tokenizers" / f"{key}.json"
     if resume_with is not None and resume_with[1].get("tokenizer_key") == key:
         log("resuming with the run's tokenizer (the data it learned is unchanged)")
@@ -252,8 +254,8 @@ def _file_sources(data: DataSettings, keyed: bool = True) -> tuple[dict[str, _So
                 yield text, index[name]
 
         # What is read from the bytes too: their extension says how (a .tsv copy of a .csv file holds other rows).
-        identity = (file_identity(path) if keyed else {}) | {"format": Path(path).suffix.lower(), "text_column": data.text_column,
-                                          "label_column": data.label_column}
+        identity = (file_identity(path) if keyed else {}) | {
+            "format": Path(path).suffix.lower(), "text_column": data.text_column, "label_column": data.label_column}
         return _Source(identity, records, label_names, name=Path(path).name, order=order, where=str(path))
 
     # A row's order is its position, as load_file records it (an array: the file may not fit in memory).
