@@ -177,6 +177,19 @@ def test_save_load_round_trip(tmp_path):
     assert again.encode(CORPUS) == tok.encode(CORPUS)
 
 
+@pytest.mark.parametrize("kind", ["word", "bpe"])
+def test_a_texts_literal_special_tokens_are_words_as_training_read_them(kind, tmp_path):
+    # A "<pad>" in a review was encoded as the padding id, so the model never saw it (masked), and "<unk>" as the
+    # unknown id, though training had learned both as "<", "pad", ">".
+    config = TokenizerConfig(kind=kind, min_frequency=1)
+    tok = Tokenizer.train(["write <pad> and <unk> here", "a good film"] * 3, config)
+    tok.save(tmp_path / "tokenizer.json")
+    for loaded in (tok, Tokenizer.load(tmp_path / "tokenizer.json", config)):
+        ids = loaded.encode(["write <pad> and <unk> here"])[0]
+        assert PAD_ID not in ids and UNK_ID not in ids
+        assert "pad" in loaded.tokens(["<pad>"])[0]
+
+
 def test_cleaning_options():
     assert clean("Good<br />FILM") == "good film"
     assert clean("Good, film!", CleaningConfig(lowercase=False, strip_punctuation=True)) == "Good film"

@@ -135,6 +135,10 @@ class Tokenizer:
 
     def __init__(self, backend: HFTokenizer, config: TokenizerConfig):
         self.backend = backend
+        # A text's literal "<pad>" or "<unk>" is words like any other: training reads them so, and tokenizers would
+        # otherwise encode them as the special ids (a "<pad>" in a review masked from the model). Not saved in
+        # tokenizer.json, so set on every load.
+        self.backend.encode_special_tokens = True
         self.config = config
         # Known by its decoder: a BPE tokenizer.json from before WORD_START stores "##" pieces (and a WordPiece decoder).
         self.marks_word_starts = isinstance(backend.decoder, decoders.Metaspace)
