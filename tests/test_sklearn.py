@@ -234,6 +234,23 @@ def test_several_columns_at_predict_need_as_many_at_fit(data):
     clf.predict(np.array(test_x[:5], dtype=object)[:, None])  # one column is one text per row
 
 
+def test_a_vectorizer_s_sparse_matrix_is_refused_in_one_line_at_fit_and_predict(data, saved):
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    train_x, train_y, test_x, _ = data
+    message = r"^X is a sparse csr_matrix, a vectorizer's output\? This estimator tokenizes texts itself: pass the " \
+              r"texts, not their features$"
+    # (numpy made one object of the matrix: "not enough values to unpack", from deep in the column joining)
+    with pytest.raises(ValueError, match=message):
+        Pipeline([("tfidf", TfidfVectorizer()), ("clf", AttentionTextClassifier("boe", epochs=1))]).fit(
+            train_x[:40], train_y[:40])
+    features = TfidfVectorizer().fit_transform(test_x[:5])
+    with pytest.raises(ValueError, match=message):  # (was "X has 61 text columns, but ... one text per row")
+        saved[0].predict(features)
+    with pytest.raises(ValueError, match=message):  # (was "got shape (5, 1)", as if it were text columns)
+        saved[0].predict_proba(features[:, :1])
+
+
 def test_an_estimator_saved_or_pickled_before_the_columns_were_recorded_takes_them_unchecked(data, tmp_path):
     import json
     import pickle

@@ -129,9 +129,10 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
 
         >>> # AttentionTextClassifier(epochs=3).fit(texts, labels, sample_weight=[1.0, 0.5, 2.0, ...])
         """
+        columns = _columns(X)  # (first: a sparse X is refused before anything reads it)
         with _under_threads(self.threads):  # (a bad setting or text is an AttnclfError, a ValueError as expected)
             self._fit(_texts(X), y, sample_weight)
-        self.n_text_columns_, self.text_column_names_ = _columns(X)
+        self.n_text_columns_, self.text_column_names_ = columns
         return self
 
     def _fit(self, texts: list[str], y, sample_weight=None) -> "AttentionTextClassifier":
@@ -410,6 +411,10 @@ def _columns(X) -> tuple[int, list[str] | None]:
     >>> _columns(["a text"]), _columns(np.array([["a title", "a body"]]))
     ((1, None), (2, None))
     """
+    sparse = sys.modules.get("scipy.sparse")  # (a sparse X means scipy is loaded: no import needed)
+    if sparse is not None and sparse.issparse(X):  # (numpy would make one object of it, and fail far from here)
+        raise AttnclfError(f"X is a sparse {type(X).__name__}, a vectorizer's output? This estimator tokenizes "
+                           f"texts itself: pass the texts, not their features")
     if getattr(X, "ndim", 1) != 2 or X.shape[1] == 1:
         return 1, None
     return X.shape[1], [str(name) for name in X.columns] if hasattr(X, "columns") else None
