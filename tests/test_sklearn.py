@@ -140,6 +140,13 @@ def test_fit_leaves_the_callers_random_stream_alone(data):
     assert torch.equal(torch.rand(3), expected)
 
 
+def test_a_fitted_estimator_keeps_no_gradients(data):
+    # The last training step's gradients doubled the memory of every weight classifier_ holds, for its whole life.
+    clf = AttentionTextClassifier(d_model=16, heads=2, layers=1, epochs=1).fit(data[0][:60], data[1][:60])
+    parameters = dict(clf.classifier_.model.named_parameters())
+    assert parameters and [name for name, p in parameters.items() if p.grad is not None] == []
+
+
 def test_a_bad_setting_is_a_value_error(data):
     with pytest.raises(ValueError, match="epochs must be at least 1, got 0"):
         AttentionTextClassifier("boe", epochs=0).fit(data[0], data[1])

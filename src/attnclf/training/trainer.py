@@ -373,6 +373,9 @@ class Trainer:
         # The run ends holding its best weights, not its last (on rank 0, which goes on to test them).
         if distributed.is_main:
             self.model.load_state_dict(load_weights(self.run_dir / "model.safetensors"))
+        # The last step's gradients are a second copy of every weight, which a model kept to predict (the estimator's
+        # classifier_) would otherwise carry for as long as it lives.
+        self.model.zero_grad(set_to_none=True)
         if distributed.enabled:
             # DistributedDataParallel sits in a reference cycle: left to the interpreter's last collection it
             # is torn down after the process group, which can abort the process (seen once as a SIGABRT).
