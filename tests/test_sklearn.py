@@ -111,7 +111,9 @@ def test_same_seed_gives_the_same_model(data):
     (["w1", "w2"], 3, "one per text, not int"),
     (["w1", "w2"], np.array(3), "one per text, not ndarray"),
     (["w1", "w2", "w3"], [0.1, 0.7, 0.35], "Unknown label type: continuous"),  # (not three classes)
-    (["w1", "w2"], ["a", "a"], "only one class"),
+    (["w1", "w2"], ["a", "a"], r"^y has only one class \('a'\); a classifier needs two at least$"),
+    (["w1", "w2"], ["a", "b"], r"the one training text holds no word seen at least 2 time\(s\), so the tokenizer "
+                               r"learned nothing; lower --min-frequency \(min_frequency= in Python\) or give more"),
     ([], [], "no texts to fit on"),
     (["w1", "w2"], ["a"], "one label per text"),
     (["w1", "w2"], np.array([["a"], ["b"]]), r"y must be one-dimensional, one label per text; got shape \(2, 1\): "

@@ -179,7 +179,7 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
         if len(classes) == 0:
             raise ValueError("no texts to fit on")
         if len(classes) < 2:
-            raise ValueError(f"y has only one class ({classes[0]!r}); a classifier needs two at least")
+            raise ValueError(f"y has only one class ({classes.tolist()[0]!r}); a classifier needs two at least")
         weights = _sample_weights(sample_weight, len(texts))
         if not 0 <= self.validation_fraction < 1:
             raise ValueError(f"validation_fraction must be in [0, 1), got {self.validation_fraction}")

@@ -178,7 +178,7 @@ class Tokenizer:
         if backend.get_vocab_size() <= len(specials):  # every text would read as <unk>
             texts_hold = "the one training text holds" if count == 1 else f"the {count:,} training texts hold"
             raise DataError(f"{texts_hold} no word seen at least {config.min_frequency} time(s), so the tokenizer "
-                            f"learned nothing; lower --min-frequency or give more texts")
+                            f"learned nothing; lower --min-frequency (min_frequency= in Python) or give more texts")
         return cls(backend, config)
 
     @property
