@@ -1,5 +1,6 @@
 """The scikit-learn estimator: fits, predicts original labels, clones, and composes with sklearn's tools."""
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -154,6 +155,10 @@ def test_a_bad_setting_is_a_value_error(data):
         AttentionTextClassifier("boe", epochs=0).fit(data[0], data[1])
     with pytest.raises(ValueError, match="lr must be a number, got '0.01'"):
         AttentionTextClassifier("boe", lr="0.01").fit(data[0], data[1])
+    for fraction in ("0.1", None, 1, -0.1, float("nan")):  # (a string and None were a TypeError about '<=')
+        with pytest.raises(ValueError, match=rf"^validation_fraction must be a number in \[0, 1\), got "
+                                             rf"{re.escape(repr(fraction))}$"):
+            AttentionTextClassifier("boe", validation_fraction=fraction).fit(data[0], data[1])
     with pytest.raises(ValueError, match="model_config must be a dict of model fields, got 'x'"):
         AttentionTextClassifier("boe", model_config="x").fit(data[0], data[1])
     with pytest.raises(ValueError, match=r"class_weight must be None, 'balanced' or a dict \{label: weight\}, got "

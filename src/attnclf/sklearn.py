@@ -181,8 +181,9 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
         if len(classes) < 2:
             raise ValueError(f"y has only one class ({classes.tolist()[0]!r}); a classifier needs two at least")
         weights = _sample_weights(sample_weight, len(texts))
-        if not 0 <= self.validation_fraction < 1:
-            raise ValueError(f"validation_fraction must be in [0, 1), got {self.validation_fraction}")
+        fraction = real_number(self.validation_fraction)  # (a string or None failed on the comparison's TypeError)
+        if fraction is None or not 0 <= fraction < 1:
+            raise ValueError(f"validation_fraction must be a number in [0, 1), got {self.validation_fraction!r}")
         config = self._train_config(classes)  # checked first
         model_fields = self._model_fields()  # (so are these, before the split and the tokenizer)
         label_names = [str(c) for c in classes]
@@ -198,8 +199,8 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
         data = TextDataset(texts, y_index.tolist(), label_names)
         fit_idx = np.arange(len(data))
         train, validation = data, data
-        if self.validation_fraction > 0:
-            fit_idx, val_idx = split_indices(data.labels, fraction=self.validation_fraction, seed=self.seed)
+        if fraction > 0:
+            fit_idx, val_idx = split_indices(data.labels, fraction=fraction, seed=self.seed)
             train, validation = data.subset(fit_idx.tolist(), "train"), data.subset(val_idx.tolist(), "validation")
 
         device = resolve_device(self.device)
