@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import fields
 
 import numpy as np
@@ -254,6 +255,10 @@ def test_bad_arguments_fail_with_one_clear_line():
         clf.explain(b"great", method="occlusion")
     with pytest.raises(AttnclfError, match="unknown target class True"):  # not class 1
         clf.explain(["great"], method="occlusion", target=True)
+    names = ", ".join(repr(name) for name in clf.label_names)
+    with pytest.raises(AttnclfError, match=re.escape(f"unknown target class 7; give a label name ({names}) or an "
+                                                     f"index from 0 to {len(clf.label_names) - 1}")):
+        clf.explain(["great"], method="occlusion", target=7)  # (an int is an index, never a name)
     with pytest.raises(AttnclfError, match="self_attentions must be True or False, got 'yes'"):
         clf.explain(["great"], method="occlusion", self_attentions="yes")
 

@@ -169,4 +169,7 @@ def _class_index(target: str | int, label_names: list[str]) -> int:
         return label_names.index(target)
     if isinstance(target, (int, np.integer)) and not isinstance(target, bool) and 0 <= target < len(label_names):
         return int(target)
-    raise AttnclfError(f"unknown target class {target!r}; the classes are {', '.join(label_names)}")
+    # (an int is an index: the estimator's class 7 of [3, 7] is "7", and "the classes are 3, 7" alone baffled)
+    shown = ", ".join(repr(name) for name in label_names[:10]) + (", ..." if len(label_names) > 10 else "")
+    raise AttnclfError(f"unknown target class {target!r}; give a label name ({shown}) or an index from 0 to "
+                       f"{len(label_names) - 1}")
