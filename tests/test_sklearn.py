@@ -223,6 +223,15 @@ def test_a_dataframe_of_text_columns_is_read_in_column_order(data, tmp_path, cap
         clf.predict(test[["body", "title"]])
     with pytest.raises(ValueError, match="^X has 3 text columns, but this estimator was fitted on 2 text columns$"):
         clf.predict(test.assign(extra=test["body"]))
+    # One of them alone, as a column or a Series, is not the text fit read either (it was taken silently).
+    for body in (test[["body"]], test["body"]):
+        with pytest.raises(ValueError, match=r"^X is the text column 'body' alone, but this estimator was fitted on "
+                                             r"\['title', 'body'\]: pass them all, or each row's texts joined by a "
+                                             r"newline$"):
+            clf.predict(body)
+    # Texts joined already, in a column or Series of another name (or none), are read as they are.
+    np.testing.assert_array_equal(clf.predict_proba(pandas.DataFrame({"text": joined})), clf.predict_proba(joined))
+    np.testing.assert_array_equal(clf.predict_proba(pandas.Series(joined, name="text")), clf.predict_proba(joined))
     # Saved and loaded, it checks the same.
     loaded = AttentionTextClassifier.load(clf.save(tmp_path / "saved"))
     assert (loaded.n_text_columns_, loaded.text_column_names_) == (2, ["title", "body"])
