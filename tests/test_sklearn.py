@@ -257,6 +257,21 @@ def test_several_columns_at_predict_need_as_many_at_fit(data):
     clf.predict(np.array(test_x[:5], dtype=object)[:, None])  # one column is one text per row
 
 
+def test_pyarrow_columns_are_texts_labels_and_weights_like_any_other(data):
+    pyarrow = pytest.importorskip("pyarrow")  # (the [parquet] extra)
+    train_x, train_y, test_x, _ = data
+    y = [label == "positive" for label in train_y[:60]]  # (booleans: pyarrow's to_numpy refused them as strings)
+    expected = AttentionTextClassifier("boe", d_model=16, epochs=1).fit(train_x[:60], y, sample_weight=[2.0] * 60)
+    for column in (pyarrow.array, lambda values: pyarrow.chunked_array([values[:30], values[30:]])):
+        # Texts were "X[0] is StringScalar, not a string"; labels an ArrowInvalid about zero-copy conversions.
+        clf = AttentionTextClassifier("boe", d_model=16, epochs=1).fit(
+            column(train_x[:60]), column(y), sample_weight=column([2.0] * 60))
+        assert clf.classes_.tolist() == [False, True] and clf.classes_.dtype == bool
+        np.testing.assert_array_equal(clf.predict_proba(column(test_x[:5])), expected.predict_proba(test_x[:5]))
+    with pytest.raises(ValueError, match=r"^y\[1\] is None: every text needs a label$"):
+        AttentionTextClassifier("boe").fit(pyarrow.array(["w1", "w2", "w3"]), pyarrow.array(["a", None, "b"]))
+
+
 def test_a_vectorizer_s_sparse_matrix_is_refused_in_one_line_at_fit_and_predict(data, saved):
     from sklearn.feature_extraction.text import TfidfVectorizer
 
