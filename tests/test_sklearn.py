@@ -268,6 +268,8 @@ def test_pyarrow_columns_are_texts_labels_and_weights_like_any_other(data):
             column(train_x[:60]), column(y), sample_weight=column([2.0] * 60))
         assert clf.classes_.tolist() == [False, True] and clf.classes_.dtype == bool
         np.testing.assert_array_equal(clf.predict_proba(column(test_x[:5])), expected.predict_proba(test_x[:5]))
+        assert [p.label for p in clf.classifier_.predict(column(test_x[:5]))] == \
+            [p.label for p in clf.classifier_.predict(test_x[:5])]  # (attnclf.Classifier too)
     with pytest.raises(ValueError, match=r"^y\[1\] is None: every text needs a label$"):
         AttentionTextClassifier("boe").fit(pyarrow.array(["w1", "w2", "w3"]), pyarrow.array(["a", None, "b"]))
 

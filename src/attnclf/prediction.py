@@ -11,6 +11,20 @@ from .errors import AttnclfError
 from .text.cleaning import unicode_problem
 
 
+def shaped(values):
+    """``values`` as a numpy array if it is an array-like that numpy reads but that has no shape of its own: pyarrow's
+    arrays (a Parquet column), whose items are arrow scalars, not ``str`` or ``int``, and whose ``to_numpy`` refuses
+    to copy strings or booleans; anything else (pandas, numpy, lists) as it is.
+
+    >>> class Column:  # as pyarrow's arrays: numpy reads it, and it has no shape
+    ...     def __array__(self, dtype=None, copy=None):
+    ...         return np.array(["a", "b"], dtype=object)
+    >>> shaped(Column()), shaped(["a", "b"])
+    (array(['a', 'b'], dtype=object), ['a', 'b'])
+    """
+    return np.asarray(values) if hasattr(values, "__array__") and not hasattr(values, "shape") else values
+
+
 def check_texts(texts: Sequence[str], name: str | None = None) -> list[str]:
     """``texts`` as a list, or one line saying which item is not a string, or not one UTF-8 can encode; ``name``:
     what the caller calls them (scikit-learn's ``X``: "X[1] is int").
@@ -21,6 +35,7 @@ def check_texts(texts: Sequence[str], name: str | None = None) -> list[str]:
     Traceback (most recent call last):
     attnclf.errors.AttnclfError: text 1 is not valid Unicode: a lone surrogate (U+D800) at character 12
     """
+    texts = shaped(texts)  # (pyarrow's strings would be StringScalars)
     expected = f"pass a list of texts{f' as {name}' if name else ''}"
     if isinstance(texts, str):
         raise AttnclfError(f"{expected}, not a single string")

@@ -42,7 +42,7 @@ from .data.files import TEXT_JOINER
 from .data.splits import split_indices
 from .errors import AttnclfError, RunDirError
 from .models import MODELS, build_model
-from .prediction import check_texts
+from .prediction import check_texts, shaped
 from .text.batching import BucketBatches
 from .text.cleaning import unicode_problem
 from .text.tokenizer import Tokenizer, TokenizerConfig
@@ -138,7 +138,7 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
     def _fit(self, texts: list[str], y, sample_weight=None) -> "AttentionTextClassifier":
         if y is None:
             raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
-        y = _shaped(y)
+        y = shaped(y)
         scalar = not hasattr(y, "__iter__") or getattr(y, "ndim", 1) == 0  # (np.array(3) has __iter__, and fails it)
         if scalar or isinstance(y, (str, bytes, dict, set, frozenset)):
             raise ValueError(f"y must be a sequence of labels, one per text, not {type(y).__name__}")
@@ -428,22 +428,7 @@ def _columns(X) -> tuple[int, list[str] | None]:
     return X.shape[1], [str(name) for name in X.columns] if hasattr(X, "columns") else None
 
 
-def _shaped(values):
-    """``values`` as a numpy array if it is an array-like that numpy reads but that has no shape of its own: pyarrow's
-    arrays (a Parquet column), whose items are arrow scalars, not ``str`` or ``int``, and whose ``to_numpy`` refuses
-    to copy strings or booleans; anything else (pandas, numpy, lists) as it is.
-
-    >>> class Column:  # as pyarrow's arrays: numpy reads it, and it has no shape
-    ...     def __array__(self, dtype=None, copy=None):
-    ...         return np.array(["a", "b"], dtype=object)
-    >>> _shaped(Column()), _shaped(["a", "b"])
-    (array(['a', 'b'], dtype=object), ['a', 'b'])
-    """
-    return np.asarray(values) if hasattr(values, "__array__") and not hasattr(values, "shape") else values
-
-
 def _texts(X) -> list[str]:
-    X = _shaped(X)
     if getattr(X, "ndim", 1) == 2 and X.shape[1] == 1:  # one column, as a ColumnTransformer passes one through
         X = X.iloc[:, 0] if hasattr(X, "iloc") else X[:, 0]
     if getattr(X, "ndim", 1) == 2 and X.shape[1] > 1:
@@ -482,7 +467,7 @@ def _sample_weights(sample_weight, count: int) -> np.ndarray | None:
     """
     if sample_weight is None:
         return None
-    sample_weight = _shaped(sample_weight)
+    sample_weight = shaped(sample_weight)
     if real_number(sample_weight) is not None:
         sample_weight = [sample_weight] * count
     if isinstance(sample_weight, (str, bytes, dict, set, frozenset)) or not hasattr(sample_weight, "__len__"):
