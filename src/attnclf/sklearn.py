@@ -234,12 +234,16 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
     def _check_columns(self, X) -> None:
         """Refuse text columns other than fit's: joined in another order or number, they would be other texts,
         silently. One text per row (already joined, or one column) is read as it is, unless it is one of the several
-        columns fit named (``df["body"]``, ``df[["body"]]``): the others left out, it is not the text fit read."""
+        columns fit named (``df["body"]``, ``df[["body"]]``) and cannot be them joined: a text holds fewer newlines
+        than joining puts in. (Joined texts may carry a column's name: pandas' ``str.cat`` names them after the
+        first; a column whose every cell holds enough newlines is taken, as it cannot be told from them.)"""
         count, names = _columns(X)
         fitted, fitted_names = getattr(self, "n_text_columns_", None), getattr(self, "text_column_names_", None)
         if count == 1 and fitted_names is not None and len(fitted_names) > 1:
-            alone = X.columns[0] if getattr(X, "ndim", 1) == 2 and hasattr(X, "columns") else getattr(X, "name", None)
-            if alone is not None and str(alone) in fitted_names:
+            column = X.iloc[:, 0] if getattr(X, "ndim", 1) == 2 and hasattr(X, "iloc") else X
+            alone = getattr(column, "name", None)
+            if alone is not None and str(alone) in fitted_names and any(
+                    isinstance(text, str) and text.count(TEXT_JOINER) < len(fitted_names) - 1 for text in column):
                 raise ValueError(f"X is the text column {str(alone)!r} alone, but this estimator was fitted on "
                                  f"{fitted_names}: pass them all, or each row's texts joined by a newline")
         if count == 1 or fitted is None:  # (None: fitted before the columns were recorded, on as many as it took)
