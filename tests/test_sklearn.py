@@ -274,6 +274,11 @@ def test_pyarrow_columns_are_texts_labels_and_weights_like_any_other(data):
             [p.label for p in clf.classifier_.predict(test_x[:5])]  # (attnclf.Classifier too)
     with pytest.raises(ValueError, match=r"^y\[1\] is None: every text needs a label$"):
         AttentionTextClassifier("boe").fit(pyarrow.array(["w1", "w2", "w3"]), pyarrow.array(["a", None, "b"]))
+    # A weight left out (null) or given as a boolean is named as a list's is (both were an ArrowInvalid from to_numpy).
+    for weights, bad in (([1.0, None, 2.0], r"\[1\] .* got nan"), ([True, False, True], r"\[0\] .* got True")):
+        with pytest.raises(ValueError, match=rf"^sample_weight{bad}$"):
+            AttentionTextClassifier("boe").fit(["w1", "w2", "w3"], ["a", "b", "a"],
+                                               sample_weight=pyarrow.array(weights))
 
 
 def test_a_vectorizer_s_sparse_matrix_is_refused_in_one_line_at_fit_and_predict(data, saved):
