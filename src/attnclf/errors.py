@@ -6,6 +6,16 @@ name the problem precisely: the file, the line or row, the column, the value.
 """
 
 
+def first_few(values, most: int = 3) -> str:
+    """The first ``most`` of ``values``, quoted, for a message that would otherwise list hundreds.
+
+    >>> first_few(["a", "b"]), first_few(["a", "b", "c", "d"]), first_few([3, 7], most=1)
+    ("'a', 'b'", "'a', 'b', 'c', ...", '3, ...')
+    """
+    values = list(values)
+    return f"{', '.join(map(repr, values[:most]))}{', ...' if len(values) > most else ''}"
+
+
 class AttnclfError(ValueError):
     """A problem with the user's input, data, or environment (not a bug). A ``ValueError``, so code that catches bad
     input the Python way (scikit-learn's checks among it) catches it too."""

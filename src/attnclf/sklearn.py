@@ -40,7 +40,7 @@ from .classifier import Classifier
 from .data.base import TextDataset
 from .data.files import TEXT_JOINER
 from .data.splits import split_indices
-from .errors import AttnclfError, RunDirError
+from .errors import AttnclfError, RunDirError, first_few
 from .models import MODELS, build_model
 from .prediction import check_texts, shaped
 from .text.batching import BucketBatches
@@ -516,8 +516,8 @@ def _class_weights_by_name(class_weight, classes: np.ndarray) -> str | dict[str,
     for label, value in class_weight.items():
         label = label.item() if isinstance(label, np.generic) else label
         if label not in index:
-            shown = ", ".join(repr(c) for c in classes.tolist()[:10]) + (", ..." if len(classes) > 10 else "")
-            raise AttnclfError(f"class_weight has {label!r}, which is not a class of y (its classes: {shown})")
+            raise AttnclfError(f"class_weight has {label!r}, which is not a class of y (its classes: "
+                               f"{first_few(classes.tolist(), most=10)})")
         by_name[str(classes[index[label]])] = weight(value, f"class_weight[{label!r}]")
     return by_name
 

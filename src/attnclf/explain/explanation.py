@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 import torch
 
-from ..errors import AttnclfError
+from ..errors import AttnclfError, first_few
 from ..prediction import check_texts
 from ..text.batching import BucketBatches
 from ..text.tokenizer import cut_position
@@ -170,6 +170,5 @@ def _class_index(target: str | int, label_names: list[str]) -> int:
     if isinstance(target, (int, np.integer)) and not isinstance(target, bool) and 0 <= target < len(label_names):
         return int(target)
     # (an int is an index: the estimator's class 7 of [3, 7] is "7", and "the classes are 3, 7" alone baffled)
-    shown = ", ".join(repr(name) for name in label_names[:10]) + (", ..." if len(label_names) > 10 else "")
-    raise AttnclfError(f"unknown target class {target!r}; give a label name ({shown}) or an index from 0 to "
-                       f"{len(label_names) - 1}")
+    raise AttnclfError(f"unknown target class {target!r}; give a label name ({first_few(label_names, most=10)}) or "
+                       f"an index from 0 to {len(label_names) - 1}")

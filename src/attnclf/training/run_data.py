@@ -13,7 +13,7 @@ import numpy as np
 from ..data.base import WITHHELD, Splits, TextDataset
 from ..data.registry import candidate_dirs, load_splits
 from ..data.splits import check_hold_out, split_indices, train_validation_split
-from ..errors import AttnclfError, DataError
+from ..errors import AttnclfError, DataError, first_few
 from ..rundir import refuse_estimator_run
 from .settings import DataSettings
 
@@ -217,12 +217,12 @@ def describe_classes(train: TextDataset, suspect_separators: str = "",
     untrained = [name for name, count in zip(names, counts) if count == 0]
     if untrained:  # their only texts were held out to validate (or sampled away): never predicted, always wrong
         lines.append(f"warning: {len(untrained)} of {len(names)} classes have no training text, their only texts "
-                     f"held out to validate or left out of a --max-train-examples sample ({_first_few(untrained)}); "
+                     f"held out to validate or left out of a --max-train-examples sample ({first_few(untrained)}); "
                      f"give them more texts, or merge rare classes")
     single = [name for name, count in zip(names, counts) if count == 1]
     if single:  # next to nothing to learn from, and often nothing to validate on: no refusal, a run still trains
         lines.append(f"warning: {len(single)} of {len(names)} classes have a single training text "
-                     f"({_first_few(single)}): a model learns little from one example"
+                     f"({first_few(single)}): a model learns little from one example"
                      f"{_unvalidated(single, validation)}; give them more texts, or merge rare classes")
     by_form: dict[str, list[str]] = {}
     for name in names:
@@ -264,18 +264,9 @@ def _unvalidated(names: list[str], validation: TextDataset | None) -> str:
         return ""
     one = len(unseen) == 1
     which = ("it has" if one else "they have") if len(unseen) == len(names) else \
-        f"{len(unseen)} of them ({_first_few(unseen)}) {'has' if one else 'have'}"
+        f"{len(unseen)} of them ({first_few(unseen)}) {'has' if one else 'have'}"
     return (f"; {which} no validation text either (a class needs 2 texts for a split to hold one out), so no "
             f"validation score tells how {'it does' if one else 'they do'}")
-
-
-def _first_few(names: list[str]) -> str:
-    """The first three of ``names``, quoted, for a warning that would otherwise list hundreds.
-
-    >>> _first_few(["a", "b"]), _first_few(["a", "b", "c", "d"])
-    ("'a', 'b'", "'a', 'b', 'c', ...")
-    """
-    return f"{', '.join(map(repr, names[:3]))}{', ...' if len(names) > 3 else ''}"
 
 
 def _delimiter_warnings(names: list[str], separators: str) -> list[str]:
