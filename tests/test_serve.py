@@ -430,3 +430,36 @@ def test_the_middlewares_match_routes_under_a_root_path(local):
     with TestClient(create_app(local), root_path="/api") as client:
         assert client.post("/predict", data={"text": "good"}).status_code == 415
         assert client.post("/predict", json={"text": "good"}).status_code == 200
+
+
+def test_every_error_answer_is_the_one_openapi_json_documents(local):
+    """A client generated from /openapi.json parses each error by the schema documented for its status: FastAPI's
+    default 422 promised a list of validation errors where the app sends one line, and 400, 413 and 415 went
+    undocumented."""
+    from fastapi.testclient import TestClient
+
+    from attnclf.serve.app import ServeLimits, create_app
+
+    with TestClient(create_app(local, ServeLimits(max_batch=2, max_body_bytes=2000))) as client:
+        openapi = client.get("/openapi.json").json()
+        answers = [
+            ("/predict", client.post("/predict", content=b'{"texts": [', headers={"content-type": "application/json"})),
+            ("/predict", client.post("/predict", json={"texts": ["a", "b", "c"]})),
+            ("/predict", client.post("/predict", json={"text": "x " * 1000})),
+            ("/predict", client.post("/predict", data={"text": "good"})),
+            ("/predict", client.post("/predict", json={"texts": [1]})),
+            ("/predict", client.post("/predict", json={"texts": []})),
+            ("/explain", client.post("/explain", json={"text": "good", "method": "nonsense"})),
+            ("/explain", client.post("/explain", json={"text": "good", "steps": 3})),
+        ]
+    for path, response in answers:
+        status = str(response.status_code)
+        assert status in {"400", "413", "415", "422"}, (path, status)
+        documented = openapi["paths"][path]["post"]["responses"].get(status)
+        assert documented is not None, f"{path} answers {status}, which /openapi.json does not list"
+        ref = documented["content"]["application/json"]["schema"]["$ref"]
+        schema = openapi["components"]["schemas"][ref.rsplit("/", 1)[-1]]
+        assert schema["properties"]["detail"]["type"] == "string" and list(response.json()) == ["detail"]
+        assert isinstance(response.json()["detail"], str)
+    assert "503" in openapi["paths"]["/predict"]["post"]["responses"]
+    assert "HTTPValidationError" not in openapi["components"]["schemas"]  # described nothing the app sends

@@ -119,6 +119,30 @@ class PredictResponse(BaseModel):
     predictions: list[PredictionOut]
 
 
+class ErrorOut(BaseModel):
+    detail: str = Field(description="what was wrong, in one line")
+
+
+def _error_responses(statuses: dict[int, str]) -> dict:
+    """FastAPI ``responses=`` for the error answers a route gives, each ``{"detail": "..."}``. Declaring 422
+    replaces FastAPI's own schema for it, a list of validation errors, which this app never sends (``_invalid``).
+
+    >>> _error_responses({413: "over a limit"})[413]["description"]
+    'over a limit'
+    """
+    return {status: {"model": ErrorOut, "description": text} for status, text in statuses.items()}
+
+
+_BUSY = "too many requests in flight: retry after the Retry-After header's seconds"
+_BODY_ERRORS = {  # (the errors of a route that reads a JSON body)
+    400: "the body is not JSON the server can read",
+    413: "over a limit (body bytes, texts, characters per text)",
+    415: "the body was not sent as application/json",
+    422: "a body of the wrong shape, or no text",
+    503: _BUSY,
+}
+
+
 # ---------------------------------------------------------------- batching
 
 
@@ -367,7 +391,7 @@ def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
     async def _user_error(request: Request, exc: AttnclfError):
         return JSONResponse({"detail": str(exc)}, 400)
 
-    @app.post("/predict", response_model=PredictResponse)
+    @app.post("/predict", response_model=PredictResponse, responses=_error_responses(_BODY_ERRORS))
     async def predict(request: PredictRequest):
         """Label and class probabilities for each text (one text, or a batch)."""
         probabilities = await started("batcher").submit(request.checked(limits.max_batch, limits.max_text_chars))
@@ -378,7 +402,8 @@ def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
             for row in probabilities
         ]}
 
-    @app.post("/explain")
+    @app.post("/explain", responses=_error_responses(_BODY_ERRORS | {
+        400: f"{_BODY_ERRORS[400]}, or an unknown method or target, or one this model cannot give (see GET /model)"}))
     async def explain(request: ExplainRequest):
         """Per-token scores by ``method``, with what a score means; see GET /model for the methods available."""
         texts = request.checked(limits.max_explain_batch, limits.max_text_chars)
@@ -399,7 +424,7 @@ def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
     async def docs(request: Request):
         return docs_page(app.openapi(), str(request.base_url).rstrip("/"))
 
-    @app.get("/model")
+    @app.get("/model", responses=_error_responses({503: _BUSY}))
     async def model():
         """What is being served."""
         from ..explain import available_methods
