@@ -247,6 +247,9 @@ def test_bad_arguments_fail_with_one_clear_line():
     assert clf.explain(["great"], method="integrated-gradients", steps=np.int64(8))[0].steps == 8
     with pytest.raises(AttnclfError, match=r"unknown explanation method \['attention'\]"):
         clf.explain(["great"], method=["attention"])
+    # An empty method is a mistake (a blank form field, `"method": ""` sent to the service), not the default.
+    with pytest.raises(AttnclfError, match="unknown explanation method ''"):
+        clf.explain(["great"], method="")
     with pytest.raises(AttnclfError, match="unknown target class 'maybe'"):
         clf.explain(["great"], method="occlusion", target="maybe")
     with pytest.raises(AttnclfError, match="list of texts"):

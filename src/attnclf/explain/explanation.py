@@ -112,7 +112,7 @@ def explain(classifier: "Classifier", texts: Sequence[str], method: str | None =
     available = available_methods(classifier.model)
     if self_attentions and "rollout" not in available:
         raise AttnclfError("self-attention maps (--heads): this model has no self-attention layers to show")
-    method = method or default_method(available)
+    method = default_method(available) if method is None else method  # ("" is no method, not the default)
     config = classifier.tokenizer.config
     encoded = classifier.tokenizer.encode_counting_cuts(texts)
     ids = [sequence for sequence, _ in encoded]
