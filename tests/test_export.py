@@ -302,3 +302,13 @@ def test_a_path_to_the_int8_graph_loads_the_int8_graph(exported):
     named = OnnxClassifier.load(exported / "model.int8.onnx").predict_proba(TEXTS[:7])
     np.testing.assert_array_equal(named, OnnxClassifier.load(exported, int8=True).predict_proba(TEXTS[:7]))
     assert not np.array_equal(named, OnnxClassifier.load(exported).predict_proba(TEXTS[:7]))  # (not the float32 one)
+
+
+@pytest.mark.parametrize("command", [["predict", "good"], ["serve"], ["export"], ["explain", "good"]])
+def test_an_export_given_where_a_run_belongs_is_named_as_one(exported, command, capsys):
+    # (it lacks config.json and model.safetensors: "incomplete run directory" sent users to look for them)
+    assert main([command[0], str(exported), *command[1:]]) == 2
+    assert capsys.readouterr().err == (f"attnclf: error: {exported} is an ONNX export, not a run directory: predict "
+                                       f"from it with `attnclf predict {exported} --backend onnx` (or "
+                                       f"OnnxClassifier.load); give the other commands the run it came from\n")
+

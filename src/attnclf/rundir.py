@@ -212,6 +212,9 @@ def check_run_dir(path: str | Path) -> Path:
     if missing and (path / "result.json").is_file() and not (path / "config.json").exists():
         raise RunDirError(f"{path} holds a reference baseline's scores (result.json) from `attnclf compare`, not a "
                           f"trained model")
+    if missing and (path / "export.json").is_file() and not (path / "config.json").exists():
+        raise RunDirError(f"{path} is an ONNX export, not a run directory: predict from it with `attnclf predict {path} "
+                          f"--backend onnx` (or OnnxClassifier.load); give the other commands the run it came from")
     if missing:
         raise RunDirError(f"run directory {path} is incomplete: missing {', '.join(missing)}")
     read_config(path)
