@@ -463,3 +463,47 @@ def test_every_error_answer_is_the_one_openapi_json_documents(local):
         assert isinstance(response.json()["detail"], str)
     assert "503" in openapi["paths"]["/predict"]["post"]["responses"]
     assert "HTTPValidationError" not in openapi["components"]["schemas"]  # described nothing the app sends
+
+
+def test_a_body_that_stalls_is_answered_408_and_gives_its_place_back(local):
+    """Clients that send headers and part of a body, then nothing, held every place among --max-connections for
+    as long as they kept their connections open: the server answered everyone else 503, indefinitely."""
+    import threading
+
+    import uvicorn
+
+    from attnclf.serve.app import ServeLimits, _uvicorn_options, create_app
+
+    limits = ServeLimits(max_connections=2, max_body_seconds=1)
+    server = uvicorn.Server(uvicorn.Config(create_app(local, limits), **_uvicorn_options(limits)))
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(16)
+        port = listener.getsockname()[1]
+        thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]})
+        thread.start()
+        stalled = []
+        try:
+            with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
+                assert client.post("/predict", json={"text": "good"}).status_code == 200  # (started)
+                for _ in range(limits.max_connections):
+                    stalled.append(socket.create_connection(("127.0.0.1", port), timeout=30))
+                    stalled[-1].sendall(b"POST /predict HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                                        b"Content-Length: 100\r\n\r\n{\"te")
+                time.sleep(0.3)
+                assert client.post("/predict", json={"text": "good"}).status_code == 503  # they hold the places
+                for connection in stalled:
+                    answer = b""
+                    while chunk := connection.recv(4096):  # the server answers, then closes
+                        answer += chunk
+                    head, _, body = answer.partition(b"\r\n\r\n")
+                    assert head.startswith(b"HTTP/1.1 408 ")
+                    assert json.loads(body) == {"detail": "request body not received within 1 s (4 bytes came); "
+                                                          "the limit is 1 s"}
+                assert client.post("/predict", json={"text": "good"}).status_code == 200
+                assert client.get("/model").json()["limits"]["max_body_seconds"] == 1
+        finally:
+            for connection in stalled:
+                connection.close()
+            server.should_exit = True
+            thread.join(30)

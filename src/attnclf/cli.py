@@ -966,7 +966,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from .serve import ServeLimits, serve
 
     limits = {name: getattr(args, name) for name in ("max_batch", "max_explain_batch", "max_text_chars",
-                                                     "max_body_bytes", "max_connections")}
+                                                     "max_body_bytes", "max_body_seconds", "max_connections")}
     _warn_if_unfinished(args.run_dir)
     serve(args.run_dir, host=args.host, port=args.port, device=args.device, threads=args.threads, bf16=args.bf16,
           limits=ServeLimits(**{k: v for k, v in limits.items() if v is not None}))
@@ -1251,6 +1251,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-explain-batch", type=int, help="texts per /explain request (default: 8)")
     p.add_argument("--max-text-chars", type=int, help="characters per text (default: 20000)")
     p.add_argument("--max-body-bytes", type=int, help="bytes per request body (default: 1000000)")
+    p.add_argument("--max-body-seconds", type=int, help="seconds a request body may take to arrive; a slower one "
+                                                         "is answered 408, freeing its place (default: 10)")
     p.add_argument("--max-connections", type=int, help="requests served at once (/health aside); more are answered "
                                                         "503 at once, with Retry-After (default: 64)")
     p.add_argument("--threads", type=int, help=INFERENCE_THREADS_HELP)

@@ -8,10 +8,10 @@ GET  /model     labels, model and tokenizer summary, versions, explanation metho
 GET  /docs      the endpoints, their request schemas and a curl line each (schema at /openapi.json)
 ```
 
-What it accepts is bounded (``ServeLimits``): body bytes, texts per request,
-characters per text, requests in flight. A request over a limit gets a
+What it accepts is bounded (``ServeLimits``): body bytes and the seconds the body
+may take, texts per request, characters per text, requests in flight. A request over a limit gets a
 413 naming the limit; one past the requests in flight a 503 at once, with
-Retry-After; malformed JSON a 400; a body of the wrong shape a 422;
+Retry-After; a body that has not arrived in time a 408; malformed JSON a 400; a body of the wrong shape a 422;
 each with a one-line ``detail``. Requests that arrive while a batch runs are
 batched together for the next one (``Batcher``).
 
@@ -60,6 +60,9 @@ class ServeLimits:
     max_text_chars: int = 20_000  # characters per text (tokens beyond max_len are cut anyway)
     max_body_bytes: int = 1_000_000  # bytes per request body
     max_connections: int = 64  # requests in flight (/health aside); more are answered 503 at once (``InFlightLimit``)
+    # Seconds a request's body may take to arrive, then 408 (``BodyLimit``): a client that stalls mid-body would
+    # otherwise hold its slot among max_connections for as long as it keeps the connection open.
+    max_body_seconds: int = 10
 
     def __post_init__(self):
         for name, value in asdict(self).items():
@@ -136,6 +139,7 @@ def _error_responses(statuses: dict[int, str]) -> dict:
 _BUSY = "too many requests in flight: retry after the Retry-After header's seconds"
 _BODY_ERRORS = {  # (the errors of a route that reads a JSON body)
     400: "the body is not JSON the server can read",
+    408: "the body did not arrive within the limit's seconds",
     413: "over a limit (body bytes, texts, characters per text)",
     415: "the body was not sent as application/json",
     422: "a body of the wrong shape, or no text",
@@ -218,15 +222,18 @@ class Batcher:
 
 
 class BodyLimit:
-    """ASGI middleware: reads at most ``max_bytes`` of a request body, else answers 413.
+    """ASGI middleware: reads at most ``max_bytes`` of a request body, else answers 413, within ``max_seconds``,
+    else answers 408 (and the request leaves ``InFlightLimit``'s count).
 
     A declared Content-Length over the limit is refused before reading; a
-    chunked body is counted as it arrives.
+    chunked body is counted as it arrives. The seconds bound the whole body, not
+    each wait: a client trickling a byte at a time is cut off as one sending nothing is.
     """
 
-    def __init__(self, app, max_bytes: int):
+    def __init__(self, app, max_bytes: int, max_seconds: float):
         self.app = app
         self.max_bytes = max_bytes
+        self.max_seconds = max_seconds
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
@@ -234,9 +241,17 @@ class BodyLimit:
         declared = dict(scope["headers"]).get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
             return await self._too_large(int(declared), scope, receive, send)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.max_seconds
         body, more = b"", True
         while more:
-            message = await receive()
+            try:
+                message = await asyncio.wait_for(receive(), max(deadline - loop.time(), 0))
+            except TimeoutError:
+                late = JSONResponse({"detail": f"request body not received within {self.max_seconds:g} s ({len(body)} "
+                                               f"bytes came); the limit is {self.max_seconds:g} s"}, 408,
+                                    headers={"Connection": "close"})
+                return await late(scope, receive, send)
             if message["type"] == "http.disconnect":
                 return
             body += message.get("body", b"")
@@ -369,7 +384,7 @@ def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
                               "looked, not why the model decided; /explain also offers gradient and occlusion "
                               "attributions, whose faithfulness `attnclf faithfulness` measures.")
     app.add_middleware(JsonBodies, paths={"/predict", "/explain"})
-    app.add_middleware(BodyLimit, max_bytes=limits.max_body_bytes)
+    app.add_middleware(BodyLimit, max_bytes=limits.max_body_bytes, max_seconds=limits.max_body_seconds)
     # Outermost (added last): a request holds its slot while its body is still arriving, too.
     app.add_middleware(InFlightLimit, limit=limits.max_connections, exempt={"/health"})
 
