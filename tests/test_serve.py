@@ -556,3 +556,26 @@ def test_a_stalled_body_is_answered_408_over_http_and_its_connection_closed(loca
         finally:
             server.should_exit = True
             thread.join(30)
+
+
+def test_a_body_in_hand_when_the_deadline_passes_is_read_not_refused(local):
+    """--max-body-seconds judges the client: a body whose every part had arrived was refused 408 when the server
+    itself came to it late (its event loop held up past the deadline, say by a busy CPU), the remaining seconds
+    having run out while the rest of the body lay waiting to be read."""
+    from attnclf.serve.app import ServeLimits, create_app
+
+    app = create_app(local, ServeLimits(max_body_seconds=1))
+    parts = [b'{"text": ', b'"good"}']
+
+    async def receive():
+        part = parts.pop(0)
+        if parts:
+            time.sleep(1.2)  # the server busy (its event loop blocked) while the rest arrives
+        return {"type": "http.request", "body": part, "more_body": bool(parts)}
+
+    async def scenario():
+        async with app.router.lifespan_context(app):  # (starts the batcher, as a server does)
+            return await _answer(app, "POST", "/predict", receive)
+
+    status, answer = asyncio.run(scenario())
+    assert status == 200 and answer["predictions"][0]["label"] in local.label_names

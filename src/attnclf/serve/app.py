@@ -241,23 +241,33 @@ class BodyLimit:
         declared = dict(scope["headers"]).get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
             return await self._too_large(int(declared), scope, receive, send)
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.max_seconds
         body, more = b"", True
-        while more:
-            try:
-                message = await asyncio.wait_for(receive(), max(deadline - loop.time(), 0))
-            except TimeoutError:
-                late = JSONResponse({"detail": f"request body not received within {self.max_seconds:g} s ({len(body)} "
-                                               f"bytes came); the limit is {self.max_seconds:g} s"}, 408,
-                                    headers={"Connection": "close"})
-                return await late(scope, receive, send)
-            if message["type"] == "http.disconnect":
+
+        async def read() -> bool:
+            """Reads the body, or up to the first part past ``max_bytes``; False if the client left first."""
+            nonlocal body, more
+            while more:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    return False
+                body += message.get("body", b"")
+                more = message.get("more_body", False)
+                if len(body) > self.max_bytes:
+                    break
+            return True
+
+        # One timer for the whole read, which is cut only while waiting for the client: parts that have arrived
+        # when the time is up are still read (the server having come to them late is not the client's fault).
+        try:
+            if not await asyncio.wait_for(read(), self.max_seconds):
                 return
-            body += message.get("body", b"")
-            more = message.get("more_body", False)
-            if len(body) > self.max_bytes:
-                return await self._too_large(len(body), scope, receive, send, at_least=more)
+        except asyncio.TimeoutError:  # (not the builtin TimeoutError before Python 3.11)
+            late = JSONResponse({"detail": f"request body not received within {self.max_seconds:g} s ({len(body)} "
+                                           f"bytes came); the limit is {self.max_seconds:g} s"}, 408,
+                                headers={"Connection": "close"})
+            return await late(scope, receive, send)
+        if len(body) > self.max_bytes:
+            return await self._too_large(len(body), scope, receive, send, at_least=more)
         replayed = False
 
         async def replay():
