@@ -241,18 +241,19 @@ class BodyLimit:
         declared = dict(scope["headers"]).get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
             return await self._too_large(int(declared), scope, receive, send)
-        body, more = b"", True
+        parts, size, more = [], 0, True  # (joined once: adding each part to the body so far copied it all again)
 
         async def read() -> bool:
             """Reads the body, or up to the first part past ``max_bytes``; False if the client left first."""
-            nonlocal body, more
+            nonlocal size, more
             while more:
                 message = await receive()
                 if message["type"] == "http.disconnect":
                     return False
-                body += message.get("body", b"")
+                parts.append(message.get("body", b""))
+                size += len(parts[-1])
                 more = message.get("more_body", False)
-                if len(body) > self.max_bytes:
+                if size > self.max_bytes:
                     break
             return True
 
@@ -262,13 +263,13 @@ class BodyLimit:
             if not await asyncio.wait_for(read(), self.max_seconds):
                 return
         except asyncio.TimeoutError:  # (not the builtin TimeoutError before Python 3.11)
-            late = JSONResponse({"detail": f"request body not received within {self.max_seconds:g} s ({len(body)} "
+            late = JSONResponse({"detail": f"request body not received within {self.max_seconds:g} s ({size} "
                                            f"bytes came); the limit is {self.max_seconds:g} s"}, 408,
                                 headers={"Connection": "close"})
             return await late(scope, receive, send)
-        if len(body) > self.max_bytes:
-            return await self._too_large(len(body), scope, receive, send, at_least=more)
-        replayed = False
+        if size > self.max_bytes:
+            return await self._too_large(size, scope, receive, send, at_least=more)
+        body, replayed = b"".join(parts), False
 
         async def replay():
             nonlocal replayed
