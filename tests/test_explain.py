@@ -396,5 +396,7 @@ def test_explain_command_bad_input_is_one_line(demo_run, capsys):
     assert main(["explain", str(demo_run), "x", "--method", "saliency"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("attnclf: error: unknown method 'saliency'") and err.count("\n") == 1
+    assert main(["explain", str(demo_run), "x", "--method", ""]) == 2  # (an unset $METHOD, say: not the default)
+    assert capsys.readouterr().err == "attnclf: error: --method is empty\n"
     assert main(["explain", str(demo_run), "x", "--method", "occlusion", "--steps", "8"]) == 2
     assert "--steps applies to integrated-gradients only" in capsys.readouterr().err

@@ -124,9 +124,11 @@ def test_report_errors_are_one_line(demo_run, tmp_path, capsys):
     assert main(["report", str(run)]) == 2
     assert main(["report", str(demo_run), "--method", "saliency"]) == 2
     assert main(["report", str(tmp_path / "missing")]) == 2
+    assert main(["report", str(demo_run), "--method", ""]) == 2  # (an unset $METHOD, say: not the default)
     err = capsys.readouterr().err.splitlines()
-    assert len(err) == 3 and all(line.startswith("attnclf: error: ") for line in err)
+    assert len(err) == 4 and all(line.startswith("attnclf: error: ") for line in err)
     assert "no metrics.json" in err[0] and "'saliency'" in err[1] and "does not exist" in err[2]
+    assert "method '' does not apply" in err[3]
 
 
 def test_multiclass_roc_draws_one_curve_per_class():

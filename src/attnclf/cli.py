@@ -734,7 +734,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     if not texts:
         raise AttnclfError(f"{args.file or 'stdin'}: no texts to explain")
     available = _explanation_methods(args.run_dir, clf.model)
-    methods = _method_list(args.method or default_method(available), available)
+    methods = _method_list(default_method(available) if args.method is None else args.method, available)
     if args.steps is not None and "integrated-gradients" not in methods:
         raise AttnclfError("--steps applies to integrated-gradients only")
     by_method = [clf.explain(texts, method, target=args.target, self_attentions=args.heads and i == 0,

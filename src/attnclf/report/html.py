@@ -69,7 +69,7 @@ def write_report(run_dir: str | Path, *, classifier=None, test: TextDataset | No
         test = run_test_data(config, classifier.label_names)
     windowed = window_config(classifier.model) is not None  # explanation methods read one token sequence
     supported = [] if windowed else available_methods(classifier.model)
-    method = method or default_method(supported)
+    method = default_method(supported) if method is None else method  # ("" is no method, not the default)
     if faithfulness and (windowed or classifier.multi_label):
         raise AttnclfError("--faithfulness measures single-label runs without --windows only, for now: the "
                            "explanation methods it tests attribute one class of one token sequence")
