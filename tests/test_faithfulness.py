@@ -180,3 +180,5 @@ def test_faithfulness_command(demo_run, tmp_path, capsys):
     assert main(["faithfulness", str(run), "--examples", "0"]) == 2
     assert main(["faithfulness", str(run), "--methods", "saliency"]) == 2
     assert capsys.readouterr().err.count("\n") == 2
+    assert main(["faithfulness", str(run), "--methods", "", "--examples", "8"]) == 2  # (not every method, slowly)
+    assert capsys.readouterr().err == "attnclf: error: --methods is empty\n"

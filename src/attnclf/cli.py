@@ -771,8 +771,8 @@ def _explanation_methods(run_dir: str, model) -> list[str]:
     return available
 
 
-def _method_list(spec: str, available: list[str]) -> list[str]:
-    """``all`` or comma-separated method names, each one the model supports."""
+def _method_list(spec: str, available: list[str], flag: str = "--method") -> list[str]:
+    """``all`` or comma-separated method names, each one the model supports (``flag``: the option they came in)."""
     from .explain.methods import METHODS
 
     if spec == "all":
@@ -784,7 +784,7 @@ def _method_list(spec: str, available: list[str]) -> list[str]:
         if method not in available:
             raise AttnclfError(f"method {method!r} does not apply to this model; it supports {', '.join(available)}")
     if not methods:
-        raise AttnclfError("--method is empty")
+        raise AttnclfError(f"{flag} is empty")
     return methods
 
 
@@ -858,7 +858,7 @@ def cmd_faithfulness(args: argparse.Namespace) -> int:
         prepare_output_dir(run_dir)  # the measurements are saved there: a read-only run fails before, not after
         refuse_multi_label(clf.config, "attnclf faithfulness")
         available = _explanation_methods(run_dir, clf.model)
-        methods = _method_list(args.methods, available) if args.methods else available
+        methods = available if args.methods is None else _method_list(args.methods, available, "--methods")
         options = {"steps": args.steps} if args.steps is not None else {}
         result = measure_faithfulness(clf, _test_data(args, clf), methods=methods, examples=args.examples,
                                       seed=args.seed, **options)
