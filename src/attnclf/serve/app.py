@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import html
+import ipaddress
 import json
 import os
 import shlex
@@ -549,11 +550,26 @@ def serve(run_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, limits
         torch.set_num_threads(threads)
     app = create_app(load_run(run_dir, device=device, bf16=bf16), limits)
     port = _listenable_port(host, port)
-    if host not in ("127.0.0.1", "localhost", "::1"):
+    if not _loopback(host):
         print(f"warning: binding {host} makes the model reachable from other machines", flush=True)
     print(f"serving {run_dir} on http://{host}:{port} (API docs at /docs); Ctrl-C stops", flush=True)
     uvicorn.run(app, host=host, port=port, **_uvicorn_options(limits))
 
+
+
+def _loopback(host: str) -> bool:
+    """Whether binding ``host`` keeps the service on this machine: any loopback address (all of 127.0.0.0/8), or
+    ``localhost``; another name may resolve anywhere, so it counts as reachable.
+
+    >>> [_loopback(host) for host in ("127.0.0.2", "::1", "localhost", "0.0.0.0", "192.168.1.5", "example.org")]
+    [True, True, True, False, False, False]
+    """
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 def _uvicorn_options(limits: ServeLimits) -> dict:
     """What ``serve`` passes ``uvicorn.run`` besides the app, host and port (the tests serve with the same).
