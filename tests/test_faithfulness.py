@@ -14,6 +14,7 @@ from torch import nn
 from attnclf.classifier import Classifier
 from attnclf.cli import main
 from attnclf.data.base import TextDataset
+from attnclf.errors import AttnclfError
 from attnclf.explain.faithfulness import (
     MIN_ADVANTAGE,
     FaithfulnessResult,
@@ -97,6 +98,11 @@ def test_a_saved_result_is_judged_by_todays_rule():
     saved = result.to_dict()
     saved["methods"]["occlusion"] |= {"advantage": 1e-4, "advantage_se": 1e-5, "verdict": "beats random"}
     assert FaithfulnessResult.from_dict(saved).methods["occlusion"].verdict == "does not beat random"
+
+
+def test_an_empty_list_of_methods_is_refused_not_read_as_all():
+    with pytest.raises(AttnclfError, match="methods is empty"):
+        measure_faithfulness(key_classifier(), key_texts(), methods=[], examples=4, random_draws=1)
 
 
 def test_tokens_to_remove():

@@ -179,7 +179,9 @@ def measure_faithfulness(classifier: "Classifier", data: TextDataset, *, methods
     """
     started = time.perf_counter()
     model, device = classifier.model, classifier.device
-    methods = list(methods or available_methods(model))
+    methods = available_methods(model) if methods is None else list(methods)
+    if not methods:  # (not every method, the slowest measurement, as `methods or ...` made of an unset list)
+        raise AttnclfError("methods is empty; give at least one, or None for all the model supports")
     for name in methods:
         if not isinstance(name, str) or name not in METHODS:
             raise AttnclfError(f"unknown explanation method {name!r}; choose from {', '.join(METHODS)}")
