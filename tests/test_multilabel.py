@@ -107,6 +107,18 @@ def test_a_bad_label_set_names_file_line_column_and_value(tmp_path, bad, shown):
     assert str(path) in message and "line 2" in message and "'tags'" in message and shown in message
 
 
+@pytest.mark.parametrize("cell", ["NaN", " nan "])
+def test_a_nan_label_cell_is_a_missing_label_set_not_a_class(tmp_path, cell):
+    # pandas writes a missing value as "NaN" (na_rep, astype(str)): as in a single-label file, a gap in the data
+    path = _csv(tmp_path / "tags.csv", [("fine", "a|b"), ("broken", cell)])
+    with pytest.raises(DataError, match=rf"tags.csv, line 3: missing label set \({cell!r}\) .* in column 'label'$"):
+        load_file(path, multi_label=True)
+    rows = [{"text": "fine", "label": ["a"]}, {"text": "broken", "label": float("nan")}]
+    path = _jsonl(tmp_path / "tags.jsonl", rows)
+    with pytest.raises(DataError, match=r"tags.jsonl, line 2: missing label set \(nan\)"):
+        load_file(path, multi_label=True)
+
+
 def test_a_test_file_label_outside_training_is_refused(tmp_path):
     path = _jsonl(tmp_path / "test.jsonl", [{"text": "t", "label": ["x", "new"]}])
     with pytest.raises(DataError, match=r"line 1: label 'new'.*training labels"):

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import csv
 import json
-import math
 import numbers
 from array import array
 from pathlib import Path
@@ -34,7 +33,7 @@ import numpy as np
 from ..errors import DataError
 from ..text.cleaning import unicode_problem
 from .base import Splits, TextDataset
-from .multilabel import DEFAULT_LABEL_DELIMITER, parse_label_set
+from .multilabel import DEFAULT_LABEL_DELIMITER, is_missing_label, parse_label_set
 
 # (where, text values (one per text column), label value), where = "line 7" or "row 7"; the label is None when no
 # label column is read
@@ -321,11 +320,8 @@ def iter_records(
                 raise DataError(f"{path}, {where}: label {label!r} in column {label_column!r} is a "
                                 f"{type(label).__name__}, not one label (a set of labels per text needs a run trained "
                                 f"with --multi-label)")
-            # Stray spaces around a label would otherwise make a class of their own; NaN (JSON's NaN, a Parquet
-            # float column's gap, the "NaN" pandas writes for one with na_rep or astype(str)) is a missing value,
-            # not a class called "nan".
-            missing = (label is None or isinstance(label, float) and math.isnan(label)
-                       or isinstance(label, str) and label.strip().lower() == "nan")
+            # Stray spaces around a label would otherwise make a class of their own.
+            missing = is_missing_label(label)
             if not missing:  # (a gap in a true/false column is a missing label, not a mix)
                 first = first or (where, label)
                 kind, first_kind = _typed_kind(label), _typed_kind(first[1])

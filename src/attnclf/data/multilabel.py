@@ -9,11 +9,23 @@ occurs in label names and needs no quoting in CSV.
 
 from __future__ import annotations
 
+import math
 from typing import Any, Sequence
 
 import numpy as np
 
 DEFAULT_LABEL_DELIMITER = "|"
+
+
+def is_missing_label(value: Any) -> bool:
+    """Whether a label field holds no value: null, or a NaN (JSON's NaN, a Parquet float column's gap, the "NaN"
+    pandas writes for one with na_rep or astype(str)), which is a gap in the data, not a class called "nan".
+
+    >>> [is_missing_label(value) for value in (None, float("nan"), " NaN", "nano", 0)]
+    [True, True, True, False, False]
+    """
+    return (value is None or isinstance(value, float) and math.isnan(value)
+            or isinstance(value, str) and value.strip().lower() == "nan")
 
 
 def parse_label_set(value: Any, delimiter: str = DEFAULT_LABEL_DELIMITER) -> tuple[str, ...]:
@@ -26,8 +38,9 @@ def parse_label_set(value: Any, delimiter: str = DEFAULT_LABEL_DELIMITER) -> tup
     >>> parse_label_set(["b", "a", "b"]), parse_label_set(""), parse_label_set([])
     (('b', 'a'), (), ())
     """
-    if value is None:
-        raise ValueError("missing label set (write [] in JSON, or an empty cell, for a text with no labels)")
+    if is_missing_label(value):  # (an empty cell is an empty set; a NaN is not a label called "NaN")
+        shown = "" if value is None else f" ({value!r})"
+        raise ValueError(f"missing label set{shown} (write [] in JSON, or an empty cell, for a text with no labels)")
     if isinstance(value, str):
         if not value.strip():
             return ()
