@@ -640,3 +640,21 @@ def test_newsgroups_hold_out_latest_validates_on_each_groups_newest_posts(tmp_pa
     splits, tokenizer = load_cached_data(RunSettings(data=cached), seed=3)
     assert [splits.validation.sequences[i].tolist() for i in range(len(validation))] == tokenizer.encode(
         validation.texts)
+
+
+@pytest.mark.parametrize("token_cache", [False, True])
+def test_the_held_out_texts_of_a_run_of_files_need_not_its_test_file(tmp_path, token_cache):
+    # calibrate and `evaluate --split validation` read the texts a run held out from its training file; a test file
+    # moved or deleted since (or no longer matching the labels) is nothing to them
+    from attnclf.training.run_data import held_out_split
+    from attnclf.training.settings import DataSettings
+
+    texts = [f"text {i} {'good' if i % 2 else 'bad'}" for i in range(40)]
+    train = _write(tmp_path / "train.csv", "text,label\n" + "".join(f"{text},{text[-3:]}\n" for text in texts))
+    test = _write(tmp_path / "test.csv", "text,label\nfine,pos\npoor,neg\n")
+    data = DataSettings(train_file=str(train), test_file=str(test), token_cache=token_cache)
+    held_out = held_out_split(data, seed=0)
+    assert 0 < len(held_out) < 40 and set(held_out.texts) <= set(texts)
+    test.unlink()
+    again = held_out_split(data, seed=0)
+    assert (again.texts, again.labels) == (held_out.texts, held_out.labels)

@@ -135,6 +135,9 @@ def run_test_data(config: dict, label_names: list[str], test_only: bool = False,
 def held_out_split(data: DataSettings, seed: int) -> TextDataset:
     """The texts a run held out to validate on (``load_data``'s validation split); a token-cache run's of files
     streamed from them, without reading its training texts into memory (``held_out_texts``)."""
+    # Carved from the training file (or read from its validation file): a test file, perhaps moved or deleted since
+    # the run trained, has no part in it.
+    data = replace(data, test_file=None)
     if data.token_cache and not data.dataset:
         from .cached import held_out_texts
 
