@@ -658,3 +658,19 @@ def test_the_held_out_texts_of_a_run_of_files_need_not_its_test_file(tmp_path, t
     test.unlink()
     again = held_out_split(data, seed=0)
     assert (again.texts, again.labels) == (held_out.texts, held_out.labels)
+
+
+def test_texts_the_model_reads_as_one_are_warned_of_as_shared_across_splits():
+    # A CRLF file's quoted line break, a stray space, another case: the same text to a lowercasing model
+    from attnclf.data.base import Splits
+    from attnclf.training.run_data import shared_text_warnings
+
+    names = ["neg", "pos"]
+    train = TextDataset(["a good film", "Dull plot", "fine"], [1, 0, 1], names)
+    validation = TextDataset(["a good\r\nfilm ", "poor"], [1, 0], names)
+    test = TextDataset(["dull  PLOT", "new"], [0, 1], names)
+    warnings = shared_text_warnings(Splits(train=train, validation=validation, test=test))
+    assert [line.split(" also")[0] for line in warnings] == ["warning: 1 of the 2 validation texts",
+                                                             "warning: 1 of the 2 test texts"]
+    # A run that keeps case (--no-lowercase) reads "Dull plot" and "dull  PLOT" as two texts
+    assert len(shared_text_warnings(Splits(train=train, validation=validation, test=test), lowercase=False)) == 1

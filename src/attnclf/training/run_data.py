@@ -288,20 +288,31 @@ def _delimiter_warnings(names: list[str], separators: str) -> list[str]:
     return lines
 
 
-def shared_text_warnings(splits: Splits) -> list[str]:
+def shared_text_warnings(splits: Splits, lowercase: bool = True) -> list[str]:
     """Warnings for texts on both sides of a line the scores rely on: duplicates in a file, split between training
-    and validation, or test texts inside the training file. Either flatters the scores; nothing else would say so."""
-    lines, seen = [], set(splits.train.texts)
+    and validation, or test texts inside the training file. Either flatters the scores; nothing else would say so.
+
+    Texts that differ only in spacing or line endings (a CRLF file's quoted line breaks, a trailing space), or in
+    case when the run lowercases (``lowercase``), are one text to the model, and count as duplicates.
+
+    >>> train, test = TextDataset(["A film\\r\\nso good "], [0], ["pos"]), TextDataset(["a film so good"], [0], ["pos"])
+    >>> shared_text_warnings(Splits(train=train, test=test))[0][:48]
+    'warning: 1 of the 1 test texts also occur among '
+    """
+    def as_read(texts: list[str]) -> list[str]:
+        return [" ".join((text.lower() if lowercase else text).split()) for text in texts]
+
+    lines, seen = [], set(as_read(splits.train.texts))
     validation = splits.validation
     if validation is not None and (validation.texts, validation.labels) != (splits.train.texts, splits.train.labels):
-        shared = sum(text in seen for text in validation.texts)
+        shared = sum(text in seen for text in as_read(validation.texts))
         if shared:
             lines.append(f"warning: {shared:,} of the {len(validation):,} validation texts also occur among the "
                          f"training texts (duplicates in the data?): validation scores, early stopping and refit's "
                          f"epoch count will flatter the model")
-        seen |= set(validation.texts)
+        seen |= set(as_read(validation.texts))
     if splits.test is not None:
-        shared = sum(text in seen for text in splits.test.texts)
+        shared = sum(text in seen for text in as_read(splits.test.texts))
         if shared:
             lines.append(f"warning: {shared:,} of the {len(splits.test):,} test texts also occur among the training "
                          f"or validation texts: the test score will flatter the model")
