@@ -661,16 +661,24 @@ def test_the_held_out_texts_of_a_run_of_files_need_not_its_test_file(tmp_path, t
 
 
 def test_texts_the_model_reads_as_one_are_warned_of_as_shared_across_splits():
-    # A CRLF file's quoted line break, a stray space, another case: the same text to a lowercasing model
+    # A CRLF file's quoted line break, a stray space, an HTML line break, another case: the same text to a lowercasing
+    # model, which cleans every text before it reads it
     from attnclf.data.base import Splits
+    from attnclf.text.cleaning import CleaningConfig
     from attnclf.training.run_data import shared_text_warnings
 
     names = ["neg", "pos"]
-    train = TextDataset(["a good film", "Dull plot", "fine"], [1, 0, 1], names)
+    train = TextDataset(["a good film", "Dull plot", "fine", "so bad!"], [1, 0, 1, 0], names)
     validation = TextDataset(["a good\r\nfilm ", "poor"], [1, 0], names)
-    test = TextDataset(["dull  PLOT", "new"], [0, 1], names)
+    test = TextDataset(["dull<br />PLOT", "new", "so bad."], [0, 1, 0], names)
     warnings = shared_text_warnings(Splits(train=train, validation=validation, test=test))
     assert [line.split(" also")[0] for line in warnings] == ["warning: 1 of the 2 validation texts",
-                                                             "warning: 1 of the 2 test texts"]
-    # A run that keeps case (--no-lowercase) reads "Dull plot" and "dull  PLOT" as two texts
-    assert len(shared_text_warnings(Splits(train=train, validation=validation, test=test), lowercase=False)) == 1
+                                                             "warning: 1 of the 3 test texts"]
+    # A run that keeps case (--no-lowercase) reads "Dull plot" and "dull PLOT" as two texts; one that strips
+    # punctuation reads "so bad!" and "so bad." as one
+    keeps_case = shared_text_warnings(Splits(train=train, validation=validation, test=test),
+                                      CleaningConfig(lowercase=False))
+    assert [line.split(" also")[0] for line in keeps_case] == ["warning: 1 of the 2 validation texts"]
+    strips = shared_text_warnings(Splits(train=train, validation=validation, test=test),
+                                  CleaningConfig(strip_punctuation=True))
+    assert [line.split(" also")[0] for line in strips][1] == "warning: 2 of the 3 test texts"

@@ -322,7 +322,7 @@ def _describe_data(settings: RunSettings, splits: Splits, progress: bool) -> Non
     wrong with the data."""
     described = describe_classes(splits.train, _suspect_separators(settings.data.train_file), splits.validation)
     if settings.data.train_file and not settings.data.token_cache:  # (a cache's texts stay on disk)
-        described += shared_text_warnings(splits, settings.tokenizer.cleaning.lowercase)
+        described += shared_text_warnings(splits, settings.tokenizer.cleaning)
     for line in described:
         if progress or line.startswith("warning:"):
             _stderr(line)
