@@ -320,7 +320,6 @@ def iter_records(
                 raise DataError(f"{path}, {where}: label {label!r} in column {label_column!r} is a "
                                 f"{type(label).__name__}, not one label (a set of labels per text needs a run trained "
                                 f"with --multi-label)")
-            # Stray spaces around a label would otherwise make a class of their own.
             missing = is_missing_label(label)
             if not missing:  # (a gap in a true/false column is a missing label, not a mix)
                 first = first or (where, label)
@@ -335,7 +334,7 @@ def iter_records(
                            else "numbers and strings")
                     raise DataError(f"{path}, {where}: label {shown} in column {label_column!r} mixes {mix} "
                                     f"({first[0]}: {earlier}); write every label the same way")
-            names = ("" if missing else str(label).strip(),)
+            names = ("" if missing else str(label).strip(),)  # (stray spaces would make a class of their own)
             if not names[0]:
                 shown = f" ({label.strip()!r})" if isinstance(label, str) and label.strip() else ""
                 raise DataError(f"{path}, {where}: missing label{shown} in column {label_column!r}")
