@@ -205,6 +205,19 @@ def test_explanations_split_the_log_odds_between_the_branches(tmp_path, demo_run
     assert single.branch_margins is None and "branch_margins" not in single.to_dict()
 
 
+def test_a_calibrated_runs_branch_margins_add_up_to_the_log_odds_it_reports(tmp_path):
+    # attnclf calibrate's temperature divides the logits: margins of the raw logits were T times the log-odds shown.
+    run = train_run(settings(tmp_path / "run"), progress=False).run_dir
+    text = "a wonderful film, not dull"
+    (raw,) = Classifier.load(run, device="cpu").explain([text], method="attention")
+    (run / "temperature.json").write_text(json.dumps({"temperature": 0.4}))
+    (explanation,) = Classifier.load(run, device="cpu").explain([text], method="attention")
+    p = explanation.probability
+    assert sum(explanation.branch_margins.values()) == pytest.approx(float(np.log(p / (1 - p))), abs=1e-4)
+    for name, margin in raw.branch_margins.items():
+        assert explanation.branch_margins[name] == pytest.approx(margin / 0.4, rel=1e-5)
+
+
 def test_with_three_classes_a_branch_margin_is_its_target_logit_minus_the_mean_of_the_others():
     from attnclf.explain.explanation import _branch_margins
 

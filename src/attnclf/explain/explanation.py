@@ -34,8 +34,9 @@ class Explanation:
     when asked for, hold every layer's and head's map as (layers, heads, n, n),
     rows = queries. ``branch_margins``, for models with more than one branch (``self-attn``
     with its n-gram branch), say how much each branch pushed the target class: its logit of the
-    target minus the mean of its other logits. The branches' margins add up to the model's (for
-    two classes: to the log-odds), so they show whether attention or the n-grams decided.
+    target minus the mean of its other logits (a calibrated run's over its temperature). The branches'
+    margins add up to the model's (for two classes: to the log-odds of ``probability``), so they show
+    whether attention or the n-grams decided.
     """
 
     text: str
@@ -123,7 +124,8 @@ def explain(classifier: "Classifier", texts: Sequence[str], method: str | None =
                        batch_size=classifier.batch_size, temperature=classifier.temperature, **options)
     maps = (self_attention_maps(classifier.model, ids, device=classifier.device, batch_size=classifier.batch_size)
             if self_attentions else [None] * len(texts))
-    margins = _branch_margins(classifier.model, ids, targets, classifier.device, classifier.batch_size)
+    margins = _branch_margins(classifier.model, ids, targets, classifier.device, classifier.batch_size,
+                              classifier.temperature)
     names = classifier.label_names
     explanations = []
     for i, text in enumerate(texts):
@@ -148,8 +150,9 @@ def explain(classifier: "Classifier", texts: Sequence[str], method: str | None =
 
 
 def _branch_margins(model, sequences: list[list[int]], targets: np.ndarray, device,
-                    batch_size: int) -> list[dict[str, float] | None]:
-    """Per text, each branch's logit of its target minus the mean of its other logits (None: one branch)."""
+                    batch_size: int, temperature: float = 1.0) -> list[dict[str, float] | None]:
+    """Per text, each branch's logit of its target minus the mean of its other logits, over ``temperature`` (None: one
+    branch): a calibrated run's probabilities are softmax(logits / T), so its margins add up to their log-odds."""
     if getattr(model, "ngram_logits", None) is None:
         return [None] * len(sequences)
     margins: list[dict[str, float] | None] = [None] * len(sequences)
@@ -160,7 +163,7 @@ def _branch_margins(model, sequences: list[list[int]], targets: np.ndarray, devi
             for row, i in enumerate(batch.indices):
                 target = int(targets[i])
                 margins[i] = {name: float(z[row, target] - (z[row].sum() - z[row, target]) / (z.shape[1] - 1))
-                              for name, z in parts.items()}
+                              / temperature for name, z in parts.items()}
     return margins
 
 
