@@ -61,6 +61,17 @@ def test_a_refit_trains_on_the_validation_texts_too_for_the_best_epochs(validate
     assert all(torch.equal(v, last[f"model.{k}"]) for k, v in kept.items())
 
 
+def test_reports_say_a_run_kept_its_best_validated_epoch_and_a_refit_its_last(validated, refit, tmp_path):
+    from attnclf.report import write_report
+
+    for run, kept in ((validated, "epoch 2 of 4: the best validation macro-f1 (0.9000)"),
+                      (refit.run_dir, "epoch 2 of 2, the last (a refit validates on nothing)")):
+        copy = tmp_path / run.name
+        shutil.copytree(run, copy)
+        page = write_report(copy, device="cpu").read_text(encoding="utf-8")
+        assert f"<tr><td>weights kept</td><td>{kept}</td></tr>" in page
+
+
 def test_a_refit_stops_where_its_run_did_on_the_schedule_its_run_followed(validated, refit):
     # The validated run's learning rate after epoch 2 of 4 was about half its peak; a refit that decayed to zero
     # over its own two epochs would train another model than the one validation chose.

@@ -67,6 +67,24 @@ def test_examples_of_a_two_branch_model_say_what_each_branch_contributed(tmp_pat
     assert re.search(r"\(\d\.\d{3}\); branches: attention [+-]\d+\.\d\d, n-gram [+-]\d+\.\d\d</p>", examples)
 
 
+def test_the_report_says_which_epoch_the_scored_weights_are_of(demo_run, tmp_path):
+    # The curves run to the last epoch, the test scores are of the best validated one: a reader must see which.
+    run = tmp_path / "run"
+    shutil.copytree(demo_run, run)
+    history = [json.loads(line) for line in (run / "history.jsonl").read_text().splitlines()]
+    assert len(history) == 2 and json.loads((run / "config.json").read_text())["settings"]["train"]["monitor"] == \
+        "macro_f1"
+    history[0]["val_macro_f1"], history[1]["val_macro_f1"] = 0.875, 0.75  # as if epoch 2 had validated worse
+    (run / "history.jsonl").write_text("".join(json.dumps(h) + "\n" for h in history))
+    assert main(["report", str(run)]) == 0
+    page = (run / "report.html").read_text(encoding="utf-8")
+    assert "<tr><td>weights kept</td><td>epoch 1 of 2: the best validation macro-f1 (0.8750)</td></tr>" in page
+    figure = plots.training_curves(history, kept=1)
+    for ax in figure.axes:
+        assert "kept (epoch 1)" in [text.get_text() for text in ax.get_legend().get_texts()]
+        assert [line.get_xdata()[0] for line in ax.get_lines() if line.get_linestyle() == "--"] == [1]
+
+
 def test_no_report_flag(tmp_path):
     out = tmp_path / "run"
     assert main(["train", "--dataset", "toy-reversal", "--model", "boe", "--epochs", "1", "--output", str(out),

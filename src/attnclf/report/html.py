@@ -29,6 +29,7 @@ from ..explain.render import branches, legend_html, page, png_img, tokens_html
 from ..models.windows import window_config
 from ..rundir import (atomic_write_bytes, atomic_write_json, check_run_dir, read_config, read_json, read_jsonl,
                       refuse_estimator_run)
+from ..training.trainer import best_epoch
 from . import plots
 
 FAITHFULNESS_FILE = "faithfulness.json"
@@ -77,7 +78,8 @@ def write_report(run_dir: str | Path, *, classifier=None, test: TextDataset | No
         raise AttnclfError(f"method {method!r} does not apply to this model; it supports {', '.join(supported)}")
 
     probabilities = classifier.predict_proba(test.texts) if test_probabilities is None else test_probabilities
-    figures = {"training": plots.training_curves(history) if history else None,
+    kept = _kept_epoch(config, history)
+    figures = {"training": plots.training_curves(history, kept and kept["epoch"]) if history else None,
                "metric_history": plots.metric_history(history)}
     if not classifier.multi_label:  # the rest shows one class per text
         figures |= {"confusion_matrix": plots.confusion_matrix_figure(metrics["confusion_matrix"],
@@ -114,7 +116,7 @@ def write_report(run_dir: str | Path, *, classifier=None, test: TextDataset | No
                    _heads_section(images, explanations),
                    _WINDOWED_FAITHFULNESS if windowed else _faithfulness_section(images, result)]
     body = "\n".join([
-        _overview(run_dir, config, metrics),
+        _overview(run_dir, config, metrics, kept, len(history)),
         _training_section(images),
         *details,
         f'<p class="note">Written by attnclf {html.escape(config.get("versions", {}).get("attnclf", "?"))} '
@@ -151,7 +153,20 @@ def _image(images: dict[str, bytes], name: str, alt: str) -> str:
     return png_img(images[name], alt) if name in images else ""
 
 
-def _overview(run_dir: Path, config: dict, metrics: dict) -> str:
+def _kept_epoch(config: dict, history: list[dict]) -> dict | None:
+    """The history line of the epoch whose weights model.safetensors holds, which the test scores are of: the first
+    with the best validation metric (a refit, which validates on nothing, keeps its last); None if none can be told."""
+    if not history:
+        return None
+    if config["settings"].get("refit_of"):
+        return history[-1]
+    try:
+        return best_epoch(history, config["settings"]["train"]["monitor"])
+    except (AttnclfError, KeyError):
+        return None
+
+
+def _overview(run_dir: Path, config: dict, metrics: dict, kept: dict | None, epochs: int) -> str:
     model, data = config["model"], config.get("data", {})
     settings = config["settings"]
     dataset = settings["data"].get("dataset") or Path(settings["data"].get("train_file") or "?").name
@@ -163,6 +178,7 @@ def _overview(run_dir: Path, config: dict, metrics: dict) -> str:
              f"{data.get('validation_examples', '?')} / {data.get('test_examples', '?')}"),
             *([("refit of", f"{refit['run']}: its {refit['epochs']} epoch(s), on its validation texts too")]
               if (refit := settings.get("refit_of")) else []),
+            *([("weights kept", _kept_note(config, kept, epochs))] if kept else []),
             *([("micro-F1", f"{metrics['micro_f1']:.4f}")] if multi else []),
             (f"{metrics.get('split', 'test')} {'subset ' if multi else ''}accuracy", f"{metrics['accuracy']:.4f}"),
             ("macro-F1", f"{metrics['macro_f1']:.4f}"),
@@ -170,6 +186,15 @@ def _overview(run_dir: Path, config: dict, metrics: dict) -> str:
             ("training time", f"{metrics.get('train_seconds', float('nan')):.1f} s"),
             ("run directory", str(run_dir))]
     return "<section><h2>Run</h2>" + _table(None, rows) + "</section>"
+
+
+def _kept_note(config: dict, kept: dict, epochs: int) -> str:
+    """Which epoch's weights the scores below are of: the training curves go on past it."""
+    if config["settings"].get("refit_of"):
+        return f"epoch {kept['epoch']} of {epochs}, the last (a refit validates on nothing)"
+    monitor = config["settings"]["train"]["monitor"]
+    return (f"epoch {kept['epoch']} of {epochs}: the best validation {monitor.replace('_', '-')} "
+            f"({kept[f'val_{monitor}']:.4f})")
 
 
 def _training_section(images: dict[str, bytes]) -> str:

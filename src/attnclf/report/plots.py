@@ -41,14 +41,17 @@ def png_bytes(fig: Figure) -> bytes:
     return buffer.getvalue()
 
 
-def training_curves(history: Sequence[dict]) -> Figure:
-    """Loss and accuracy per epoch, training and validation (training alone for a refit, which validates on none)."""
+def training_curves(history: Sequence[dict], kept: int | None = None) -> Figure:
+    """Loss and accuracy per epoch, training and validation (training alone for a refit, which validates on none);
+    a dashed line at epoch ``kept``, whose weights the run kept."""
     epochs = [h["epoch"] for h in history]
     fig = _figure(9, 3.4)
     for ax, metric in zip(fig.subplots(1, 2), ("loss", "accuracy")):
         ax.plot(epochs, [h[f"train_{metric}"] for h in history], "o-", label="training")
         if f"val_{metric}" in history[0]:
             ax.plot(epochs, [h[f"val_{metric}"] for h in history], "s-", label="validation")
+        if kept is not None:
+            ax.axvline(kept, color="grey", linestyle="--", lw=1, label=f"kept (epoch {kept})")
         ax.set(xlabel="epoch", ylabel=metric, title=metric)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.grid(alpha=0.3)
