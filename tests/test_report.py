@@ -103,6 +103,25 @@ def test_a_run_without_test_data_reports_its_validation_set_as_such(tmp_path):
     assert "<h2>Validation set (8 texts)</h2>" in page and "Test set" not in page
 
 
+def test_a_report_refuses_a_test_file_changed_since_the_run_was_scored(tmp_path, capsys):
+    # Its per-class table and confusion matrix come from metrics.json, its curves and examples from the file read now.
+    train, test = tmp_path / "train.csv", tmp_path / "test.csv"
+    train.write_text("text,label\n" + "".join(f"good film {i},pos\nbad film {i},neg\n" for i in range(40)))
+    test.write_text("text,label\n" + "".join(f"good show {i},pos\nbad show {i},neg\n" for i in range(10)))
+    out = tmp_path / "run"
+    assert main(["train", "--train-file", str(train), "--test-file", str(test), "--model", "boe", "--epochs", "1",
+                 "--min-frequency", "1", "--output", str(out), "--quiet", "--no-report"]) == 0
+    assert main(["report", str(out)]) == 0  # the same file: reported
+    assert "<h2>Test set (20 texts)</h2>" in (out / "report.html").read_text(encoding="utf-8")
+    report = (out / "report.html").read_bytes()
+    test.write_text("text,label\n" + "".join(f"good show {i},pos\nbad show {i},neg\n" for i in range(7)))
+    capsys.readouterr()
+    assert main(["report", str(out)]) == 2
+    (err,) = capsys.readouterr().err.splitlines()
+    assert err.startswith(f"attnclf: error: {out}: test.csv no longer gives the test texts metrics.json scored")
+    assert (out / "report.html").read_bytes() == report  # the earlier report stands
+
+
 def test_report_with_faithfulness(measured_run):
     page = (measured_run / "report.html").read_text(encoding="utf-8")
     assert "Examples, explained by integrated-gradients" in page

@@ -68,6 +68,7 @@ def write_report(run_dir: str | Path, *, classifier=None, test: TextDataset | No
         refuse_estimator_run(config, "test texts to report on (report takes no test file; `attnclf evaluate RUN_DIR "
                                      "--test-file FILE` scores it)")
         test = run_test_data(config, classifier.label_names)
+        _refuse_changed_test(run_dir, config, metrics, test)
     windowed = window_config(classifier.model) is not None  # explanation methods read one token sequence
     supported = [] if windowed else available_methods(classifier.model)
     method = default_method(supported) if method is None else method  # ("" is no method, not the default)
@@ -125,6 +126,21 @@ def write_report(run_dir: str | Path, *, classifier=None, test: TextDataset | No
     path = run_dir / "report.html"
     atomic_write_bytes(path, page(f"attnclf report: {run_dir.name}", body).encode("utf-8"))
     return path
+
+
+def _refuse_changed_test(run_dir: Path, config: dict, metrics: dict, test: TextDataset) -> None:
+    """The report shows metrics.json's per-class table and confusion matrix beside curves, calibration and examples
+    drawn from the test texts read now: if those changed since the run was scored, the page would mix two data sets.
+    (The validation split, which a run without test data is scored on, ``run_test_data`` checks itself.)"""
+    from ..training.run_data import texts_fingerprint
+
+    recorded = config.get("data", {}).get("test_sha256")
+    if metrics.get("split", "test") == "test" and recorded is not None and texts_fingerprint(test) != recorded:
+        data = config["settings"]["data"]
+        where = Path(data["test_file"]).name if data.get("test_file") else data.get("dataset") or "the test split"
+        raise RunDirError(f"{run_dir}: {where} no longer gives the test texts metrics.json scored (the data changed "
+                          f"since the run was trained), so a report would mix the two; `attnclf evaluate {run_dir} "
+                          f"--test-file FILE` scores the run on other texts")
 
 
 def _faithfulness(run_dir: Path, classifier, test: TextDataset, measure: bool,
