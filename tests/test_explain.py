@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import io
 import json
 import math
 import re
@@ -18,11 +20,12 @@ from attnclf.errors import AttnclfError
 from attnclf.explain import METHODS, attribute, available_methods, self_attention_maps
 from attnclf.explain.explanation import Explanation
 from attnclf.explain.methods import log_odds, remove_positions, rollout
-from attnclf.explain.render import render_html, render_json, render_terminal, token_colour
+from attnclf.explain.render import AGAINST, FOR, UNSIGNED, render_html, render_json, render_terminal, token_colour
 from attnclf.models import MODELS, build_model
 from attnclf.models.attention import masked_softmax
 from attnclf.models.base import Classifier as BaseModel
 from attnclf.models.base import ModelConfig, ModelOutput
+from attnclf.report import plots
 from attnclf.text.tokenizer import Tokenizer, TokenizerConfig
 
 @pytest.fixture(autouse=True, scope="module")
@@ -315,6 +318,22 @@ def test_html_escapes_tokens_and_embeds_its_images():
     assert "<b>bad</b>" not in page and "&lt;b&gt;bad&lt;/b&gt;" in page
     assert page.count('<img src="data:image/png;base64,') == 1  # the bar chart, embedded
     assert "http" not in page.split("<body>")[1]  # nothing fetched from anywhere
+
+
+def test_the_html_bar_chart_colours_bars_as_the_token_spans_above_it():
+    # A signed method's chart was orange, the attention colour, whenever one text's scores were all positive.
+    from matplotlib.image import imread
+
+    def bar_colours(e: Explanation) -> set[tuple]:
+        (png,) = re.findall(r'<img src="data:image/png;base64,([^"]+)"', render_html([e]))
+        pixels = (imread(io.BytesIO(base64.b64decode(png)))[..., :3] * 255).round().astype(int).reshape(-1, 3)
+        return {colour for colour in (FOR, AGAINST, UNSIGNED) if (pixels == colour).all(axis=1).sum() > 50}
+
+    assert bar_colours(explanation(scores=(0.6, 0.2))) == {FOR}
+    assert bar_colours(explanation(scores=(0.6, -0.2))) == {FOR, AGAINST}
+    assert bar_colours(explanation(scores=(0.6, 0.4), method="attention")) == {UNSIGNED}
+    figure = plots.token_scores_figure(["a", "b", "y", "z"], [0.1, 0.2, 0.3, 0.4], "attention", signed=False, cut_at=2)
+    assert [line.get_xdata()[0] for line in figure.axes[0].get_lines() if line.get_linestyle() == ":"] == [1.5]
 
 
 # ---------------------------------------------------------------- the command

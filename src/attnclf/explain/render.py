@@ -170,7 +170,8 @@ def render_html(explanations: Sequence[Explanation], title: str = "attnclf expla
     for e in explanations:
         parts = [f"<h2>{html.escape(e.text[:120])}{'…' if len(e.text) > 120 else ''}</h2>",
                  f"<p>{html.escape(_headline(e))}</p>", tokens_html(e), legend_html(e.signed),
-                 png_img(png_bytes(token_scores_figure(e.tokens, e.scores, f"{e.method}: {e.target}")),
+                 png_img(png_bytes(token_scores_figure(e.tokens, e.scores, f"{e.method}: {e.target}", e.signed,
+                                                     e.cut_at)),
                          f"{e.method} scores per token")]
         if e.self_attentions is not None:
             parts.append(png_img(png_bytes(head_maps_figure(e.self_attentions, e.tokens)),

@@ -149,16 +149,29 @@ def reliability_figure(y_true: Sequence[int], probabilities: np.ndarray, bins: i
     return fig
 
 
-def token_scores_figure(tokens: Sequence[str], scores: Sequence[float], title: str) -> Figure:
-    """One bar per token (the case study's attention bar chart), for any method's scores."""
+def token_scores_figure(tokens: Sequence[str], scores: Sequence[float], title: str, signed: bool,
+                        cut_at: int | None = None) -> Figure:
+    """One bar per token (the case study's attention bar chart), for any method's scores, coloured as the token
+    spans beside it are: a ``signed`` method's evidence for the class green and against it red, whatever the
+    signs of one text's scores happen to be; weights orange. ``cut_at``: where truncation cut tokens out.
+
+    >>> fig = token_scores_figure(["not", "bad"], [0.3, 0.1], "grad-input: positive", signed=True)
+    >>> [tuple(round(c, 3) for c in bar.get_facecolor()[:3]) for bar in fig.axes[0].patches][0]
+    (0.18, 0.627, 0.263)
+    """
+    from ..explain.render import AGAINST, FOR, UNSIGNED
+
     scores = np.asarray(scores, dtype=float)
     fig = _figure(min(16.0, 2.0 + 0.38 * len(tokens)), 3.2)
     ax = fig.subplots()
-    colours = np.where(scores >= 0, "tab:green", "tab:red") if (scores < 0).any() else "tab:orange"
-    ax.bar(np.arange(len(tokens)), scores, color=colours)
+    rgb = [(FOR if score >= 0 else AGAINST) if signed else UNSIGNED for score in scores]
+    ax.bar(np.arange(len(tokens)), scores, color=[tuple(c / 255 for c in colour) for colour in rgb])
     ax.set_xticks(np.arange(len(tokens)), tokens, rotation=60 if len(tokens) > 8 else 0,
                   ha="right" if len(tokens) > 8 else "center", fontsize="small")
     ax.axhline(0, color="black", lw=0.6)
+    if cut_at is not None:  # the bars either side of it were never next to each other in the text
+        ax.axvline(cut_at - 0.5, color="grey", linestyle=":", lw=1.2, label="tokens cut here")
+        ax.legend(loc="best", fontsize="small")
     ax.set(title=title)
     ax.grid(alpha=0.3, axis="y")
     return fig
