@@ -3,6 +3,7 @@
 import csv
 import json
 import math
+from pathlib import Path
 
 import pytest
 
@@ -106,8 +107,13 @@ def test_ablate_toy_order_reports_loss_per_set_and_variant(tmp_path):
     assert len(cells) == 3 * 5
     assert {c["label"].split(": ")[0] for c in cells} == {"toy-reversal", "toy-relative", "toy-both"}
     assert all(0 < float(c["final_train_loss"]) < 5 for c in cells)
+    for cell in cells:  # the loss and the accuracy shown beside it are of the same (last) epoch's weights
+        last = json.loads((Path(cell["run_dir"]) / "history.jsonl").read_text().splitlines()[-1])
+        assert (float(cell["final_train_loss"]), float(cell["final_train_accuracy"])) == \
+            (last["train_loss"], last["train_accuracy"])
     text = (out / "toy-order.md").read_text()
     assert text.count("### toy-") == 3 and "| self-attention, no positions | mha |" in text
+    assert "| final training loss | final training accuracy | seeds |" in text
     assert ("4 training / 4 validation / 4 test texts on toy-reversal, toy-relative; "
             "8 training / 8 validation / 8 test texts on toy-both (seed 0)") in text  # each set's own size
     assert (out / "toy-order.png").read_bytes()[:4] == b"\x89PNG"

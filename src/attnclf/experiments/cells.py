@@ -165,6 +165,8 @@ def run_cell(settings: RunSettings, texts: list[str]) -> dict:
         "train_seconds": metrics["train_seconds"],
         **read_json(cost_file),
         "train_loss": [h["train_loss"] for h in history],
+        # The last epoch's, beside its training loss: metrics.json's accuracy is of the kept (best validated) weights
+        "final_train_accuracy": history[-1].get("train_accuracy") if history else None,
         "reused": reused,
     }
 
