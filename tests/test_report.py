@@ -103,15 +103,19 @@ def test_a_run_without_test_data_reports_its_validation_set_as_such(tmp_path):
     assert "<h2>Validation set (8 texts)</h2>" in page and "Test set" not in page
 
 
-def test_a_report_refuses_a_test_file_changed_since_the_run_was_scored(tmp_path, capsys):
+@pytest.mark.parametrize("cache", [[], ["--token-cache"]], ids=["in-memory", "token-cache"])
+def test_a_report_refuses_a_test_file_changed_since_the_run_was_scored(tmp_path, capsys, cache):
     # Its per-class table and confusion matrix come from metrics.json, its curves and examples from the file read now.
+    # (A token-cache run records no test_sha256, but the test_key of its test file's content.)
     train, test = tmp_path / "train.csv", tmp_path / "test.csv"
     train.write_text("text,label\n" + "".join(f"good film {i},pos\nbad film {i},neg\n" for i in range(40)))
     test.write_text("text,label\n" + "".join(f"good show {i},pos\nbad show {i},neg\n" for i in range(10)))
     out = tmp_path / "run"
     assert main(["train", "--train-file", str(train), "--test-file", str(test), "--model", "boe", "--epochs", "1",
-                 "--min-frequency", "1", "--output", str(out), "--quiet", "--no-report"]) == 0
-    assert main(["report", str(out)]) == 0  # the same file: reported
+                 "--min-frequency", "1", "--output", str(out), "--quiet", "--no-report", *cache,
+                 *(["--token-cache-dir", str(tmp_path / "cache")] if cache else [])]) == 0
+    test.write_bytes(test.read_bytes())  # written again, the same bytes
+    assert main(["report", str(out)]) == 0  # the same texts: reported
     assert "<h2>Test set (20 texts)</h2>" in (out / "report.html").read_text(encoding="utf-8")
     report = (out / "report.html").read_bytes()
     test.write_text("text,label\n" + "".join(f"good show {i},pos\nbad show {i},neg\n" for i in range(7)))

@@ -131,12 +131,23 @@ def write_report(run_dir: str | Path, *, classifier=None, test: TextDataset | No
 def _refuse_changed_test(run_dir: Path, config: dict, metrics: dict, test: TextDataset) -> None:
     """The report shows metrics.json's per-class table and confusion matrix beside curves, calibration and examples
     drawn from the test texts read now: if those changed since the run was scored, the page would mix two data sets.
-    (The validation split, which a run without test data is scored on, ``run_test_data`` checks itself.)"""
+    (The validation split, which a run without test data is scored on, ``run_test_data`` checks itself; a token-cache
+    run records the key of its test data's content instead of the texts' fingerprint.)"""
+    from ..training.cached import current_test_key
     from ..training.run_data import texts_fingerprint
+    from ..training.settings import DataSettings
 
-    recorded = config.get("data", {}).get("test_sha256")
-    if metrics.get("split", "test") == "test" and recorded is not None and texts_fingerprint(test) != recorded:
-        data = config["settings"]["data"]
+    recorded, settings = config.get("data", {}), config["settings"]
+    if metrics.get("split", "test") != "test":
+        return
+    if recorded.get("test_sha256") is not None:
+        changed = texts_fingerprint(test) != recorded["test_sha256"]
+    elif recorded.get("test_key") is not None:
+        changed = current_test_key(DataSettings(**settings["data"]), settings["train"]["seed"]) != recorded["test_key"]
+    else:  # (runs from before either was recorded)
+        changed = False
+    if changed:
+        data = settings["data"]
         where = Path(data["test_file"]).name if data.get("test_file") else data.get("dataset") or "the test split"
         raise RunDirError(f"{run_dir}: {where} no longer gives the test texts metrics.json scored (the data changed "
                           f"since the run was trained), so a report would mix the two; `attnclf evaluate {run_dir} "

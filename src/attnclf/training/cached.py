@@ -253,10 +253,8 @@ def _file_sources(data: DataSettings, keyed: bool = True) -> tuple[dict[str, _So
             for _, text, name in iter_records(path, data.text_column, data.label_column, label_names=label_names):
                 yield text, index[name]
 
-        # What is read from the bytes too: their extension says how (a .tsv copy of a .csv file holds other rows).
-        identity = (file_identity(path) if keyed else {}) | {
-            "format": Path(path).suffix.lower(), "text_column": data.text_column, "label_column": data.label_column}
-        return _Source(identity, records, label_names, name=Path(path).name, order=order, where=str(path))
+        return _Source(_file_source_identity(data, path, keyed), records, label_names, name=Path(path).name,
+                       order=order, where=str(path))
 
     # A row's order is its position, as load_file records it (an array: the file may not fit in memory).
     sources = {"train": source(data.train_file, order=np.arange(len(labels)))}
@@ -265,6 +263,25 @@ def _file_sources(data: DataSettings, keyed: bool = True) -> tuple[dict[str, _So
     if data.test_file:
         sources["test"] = source(data.test_file)
     return sources, labels
+
+
+def _file_source_identity(data: DataSettings, path: str, keyed: bool = True) -> dict:
+    """What names a file's split in a cache key (``keyed``: its bytes' identity too): what is read from the bytes as
+    well, their extension saying how (a .tsv copy of a .csv file holds other rows)."""
+    return (file_identity(path) if keyed else {}) | {
+        "format": Path(path).suffix.lower(), "text_column": data.text_column, "label_column": data.label_column}
+
+
+def current_test_key(data: DataSettings, seed: int) -> str | None:
+    """The ``test_key`` of a token-cache run's test data as its file or dataset gives it now (None: it has no test
+    split): config.json records the one it was scored on, which a token-cache run has instead of a test_sha256.
+
+    >>> # current_test_key(DataSettings(train_file="big.jsonl", test_file="test.jsonl", token_cache=True), seed=0)
+    """
+    if data.dataset:  # (the dataset's splits are loaded, as load_cached_data loads them, to hash the test split)
+        source = _dataset_sources(data, data.data_seed(seed))[0].get("test")
+        return None if source is None else cache_key(source.identity)
+    return cache_key(_file_source_identity(data, data.test_file)) if data.test_file else None
 
 
 def _dataset_sources(data: DataSettings, seed: int) -> tuple[dict[str, _Source], np.ndarray]:
