@@ -74,7 +74,8 @@ def _headline(e: Explanation) -> str:
 
 
 def branches(e: Explanation) -> str:
-    """How far each branch pushed the explained class (logit minus the mean of the others); "" for one branch."""
+    """How far each branch pushed the explained class (its logit minus the mean of the others, over the run's
+    temperature); "" for one branch."""
     if e.branch_margins is None:
         return ""
     return "branches: " + ", ".join(f"{name} {margin:+.2f}" for name, margin in e.branch_margins.items())
