@@ -1,15 +1,17 @@
-"""The commands the documentation shows parse as the CLI stands: a renamed or removed flag breaks this test,
-not a newcomer's first try."""
+"""The documentation stays true of the code: the commands it shows parse as the CLI stands, its Python examples
+run, its run directory lists what a run writes, and its figures are BENCHMARKS.md's. A renamed or removed flag, a
+moved function or a new file breaks these tests, not a newcomer's first try."""
 
 from __future__ import annotations
 
 import re
 import shlex
+import shutil
 from pathlib import Path
 
 import pytest
 
-from attnclf.cli import build_parser
+from attnclf.cli import build_parser, main
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCUMENTS = ["README.md", "docs/experiments.md"]
@@ -58,3 +60,70 @@ def test_a_documented_command_parses(where, text, capsys):
         build_parser().parse_args(arguments(text))
     except SystemExit:
         pytest.fail(f"{where}: `attnclf {text}` does not parse: {capsys.readouterr().err.strip().splitlines()[-1]}")
+
+
+def code_blocks(path: Path, language: str) -> list[tuple[int, str]]:
+    """(line number of its first line, text) of each fenced block of ``language`` in the file."""
+    blocks, current, start, wanted = [], None, 0, False
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if line.startswith("```"):
+            if current is None:
+                current, start, wanted = [], number + 1, line[3:].strip() == language
+            else:
+                if wanted:
+                    blocks.append((start, "\n".join(current)))
+                current = None
+        elif current is not None:
+            current.append(line)
+    return blocks
+
+
+def test_readme_lines_fit_in_120_characters():
+    long = [number for number, line in enumerate((ROOT / "README.md").read_text(encoding="utf-8").splitlines(), 1)
+            if len(line) > 120]
+    assert not long, f"README.md lines over 120 characters: {long}"
+
+
+def test_the_readme_python_examples_run(demo_run, tmp_path, monkeypatch, capsys):
+    """Each Python block of the README, as pasted, beside a trained runs/demo (exported, as its comment says)."""
+    from attnclf.training.device import torch_threads
+
+    shutil.copytree(demo_run, tmp_path / "runs" / "demo")
+    monkeypatch.chdir(tmp_path)
+    assert main(["export", "runs/demo", "--format", "onnx", "--check-examples", "50", "--threads", "1"]) == 0
+    blocks = code_blocks(ROOT / "README.md", "python")
+    assert len(blocks) >= 2 and "Classifier.load" in blocks[0][1]  # the extraction still finds them
+    capsys.readouterr()
+    for line, block in blocks:
+        # What a block leaves to the reader: `texts` and `labels` to fit on.
+        namespace = {"texts": ["a good film", "a great film", "a dull film", "a bad film"] * 5,
+                     "labels": ["pos", "pos", "neg", "neg"] * 5}
+        with torch_threads(1):
+            try:  # (padded, so that a traceback names the README's own line)
+                exec(compile("\n" * (line - 1) + block, str(ROOT / "README.md"), "exec"), namespace)
+            except Exception as exc:
+                pytest.fail(f"README.md:{line}: the Python example fails: {type(exc).__name__}: {exc}")
+        if "est" in namespace:
+            assert list(namespace["est"].classes_) == ["neg", "pos"]
+    assert capsys.readouterr().out.strip() in ("negative", "positive")  # the first block's print
+
+
+def test_the_run_directory_listing_names_every_file_a_run_writes(demo_run):
+    """A new file in a run directory is documented in the README's listing; a file listed as always written is."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    listing = readme[readme.index("## The run directory"):].split("```")[1]
+    documented = set(re.findall(r"^  ([\w.-]+/?)", listing, flags=re.M))
+    written = {path.name + ("/" if path.is_dir() else "") for path in demo_run.iterdir()}
+    assert written <= documented, f"not in the README's run directory: {sorted(written - documented)}"
+    always = {"config.json", "model.safetensors", "tokenizer.json", "labels.json", "history.jsonl", "metrics.json"}
+    assert always <= documented and always <= written
+
+
+def test_the_readme_quotes_benchmark_figures_that_benchmarks_holds():
+    """A figure given to the hundredth of a percent (91.62%) is one BENCHMARKS.md records, not a stale or mistyped
+    one."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    benchmarks = (ROOT / "BENCHMARKS.md").read_text(encoding="utf-8")
+    figures = set(re.findall(r"\b\d+\.\d\d%", readme))
+    assert len(figures) >= 5  # the pattern still finds them
+    assert not {figure for figure in figures if figure not in benchmarks}
