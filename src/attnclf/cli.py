@@ -1011,7 +1011,7 @@ def cmd_pretrain(args: argparse.Namespace) -> int:
             "embeddings_std", "epochs", "batch_size", "lr", "seed", "vocab_size", "min_frequency")
             if getattr(args, name) is not None})
     texts = _unlabelled_texts(args, "pretrain on")
-    # Else its heap grows epoch by epoch (8,000 reviews: 3.2 to 4.7 GB over 4 epochs; fixed at 4 MB, 2.2 GB in each).
+    # Else its heap grows epoch by epoch (8,000 reviews: 3.2 to 4.7 GB over 4 epochs; fixed at 4 MB, 2.1-2.2 GB).
     fix_mmap_threshold()
     record = pretrain_encoder(texts, settings, args.output,
                               log=lambda message: print(message, file=sys.stderr, flush=True), progress=True)
@@ -1144,7 +1144,8 @@ def build_parser() -> argparse.ArgumentParser:
                                    "calibrated probabilities: calibrate each). No prediction changes, only how sure "
                                    "each is; a new training run in the folder removes it.")
     p.add_argument("run_dir")
-    p.add_argument("--data-dir", help="folder holding the run's dataset (default: where it trained from)")
+    p.add_argument("--data-dir", help="folder holding the run's dataset (default: $ATTNCLF_DATA_DIR, then "
+                                       "~/.cache/attnclf, then where it was found when the run trained)")
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"])
     p.add_argument("--threads", type=int, help=INFERENCE_THREADS_HELP)
 

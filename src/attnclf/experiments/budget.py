@@ -14,7 +14,7 @@ Explicit flags beat both.
 >>> quick.train["epochs"], quick.data.max_train_examples, quick.tokenizer["max_len"]
 (5, 1500, 128)
 >>> capped = with_caps(imdb)
->>> capped.data.max_train_examples, capped.tokenizer["max_len"]  # the IMDB recipe asks for 400 tokens
+>>> capped.data.max_train_examples, capped.tokenizer["max_len"]  # the IMDB recipe asks for 800 tokens
 (7000, 256)
 """
 
