@@ -275,8 +275,9 @@ def _add_train_args(p: argparse.ArgumentParser) -> None:
                         "--train-file/--validation-file/--test-file say where its data lies now (checked against the "
                         "texts it recorded), flags that describe another run are refused (with --seeds: finished "
                         "members are kept, unfinished ones continue, new seeds train as the others did)")
-    p.add_argument("--threads", type=int, help="PyTorch threads (default: one per core; 1 is often faster "
-                   "for small models or on a busy machine)")
+    p.add_argument("--threads", type=int, help="PyTorch's and numpy's BLAS threads (default: one per core; 1 is "
+                   "often faster for small models or on a busy machine); the same seed, data and --threads give "
+                   "the same weights on the CPU")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
 
 
