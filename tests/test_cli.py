@@ -6,6 +6,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -1090,6 +1091,37 @@ def test_sigterm_stops_a_run_as_ctrl_c_does_and_says_how_to_resume(tmp_path, cap
     assert f"attnclf: terminated; `attnclf train --resume --output {run}` continues" in capsys.readouterr().err
     assert main(["train", "--resume", "--output", str(run), "--quiet"]) == 0
 
+
+
+def test_sigterm_at_start_up_is_a_termination_not_a_traceback(capsys, monkeypatch):
+    """A signal in a C extension's first import leaves it half-initialised; the error the import then raises (scipy's
+    ImportError, numpy's AttributeError) is the termination's, not a bug to show as a traceback."""
+    import signal
+
+    from attnclf import cli
+
+    def imports_when_terminated(args):
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)  # (the handler runs at once, between bytecodes)
+        except KeyboardInterrupt:
+            pass  # (swallowed inside the import machinery)
+        raise AttributeError("partially initialized module 'numpy' has no attribute '_core'")
+
+    monkeypatch.setitem(cli.COMMANDS, "datasets", imports_when_terminated)
+    assert main(["datasets"]) == 143
+    assert capsys.readouterr().err == "attnclf: terminated\n"
+    monkeypatch.setitem(cli.COMMANDS, "datasets", lambda args: {}["a bug"])  # no signal: a bug shows as one
+    with pytest.raises(KeyError):
+        main(["datasets"])
+
+    def parser_built_when_terminated():  # (building the parser reads gettext's catalogues: a second at start-up)
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(5)
+
+    monkeypatch.setattr(cli, "build_parser", parser_built_when_terminated)
+    assert main(["datasets"]) == 143
+    assert capsys.readouterr().err == "attnclf: terminated\n"
 
 def test_an_interrupted_train_says_whether_it_can_resume(tmp_path, capsys, monkeypatch):
     from attnclf.training.trainer import Trainer

@@ -12,6 +12,7 @@ import os
 import re
 import shlex
 import sys
+import threading
 from dataclasses import fields, replace
 from pathlib import Path
 from typing import Callable
@@ -1341,14 +1342,18 @@ class _Terminated(KeyboardInterrupt):
     """SIGTERM (a scheduler, `docker stop`, `kill`), stopped as Ctrl-C stops: checkpoints stay resumable."""
 
 
+_terminating = threading.Event()
+
+
 def _terminate(signum, frame):
+    _terminating.set()
     raise _Terminated
 
 
 def main(argv: list[str] | None = None) -> int:
     import signal
-    import threading
 
+    _terminating.clear()
     if threading.current_thread() is not threading.main_thread():  # (signals reach the main thread only)
         return _main(argv)
     previous = signal.signal(signal.SIGTERM, _terminate)
@@ -1358,7 +1363,7 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(signal.SIGTERM, previous)
 
 
-def _main(argv: list[str] | None) -> int:
+def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser = build_parser()
     args, extras = parser.parse_known_args(argv)
     if extras:
@@ -1367,7 +1372,13 @@ def _main(argv: list[str] | None) -> int:
         else:  # named by the command's own parser, which knows its options
             _subparser(args.command).error(f"unrecognized arguments: {' '.join(extras)}")
     args.argv = list(sys.argv[1:] if argv is None else argv)[1:]  # the command's own arguments, as typed
+    return args
+
+
+def _main(argv: list[str] | None) -> int:
+    args = None  # (until parsed: a Ctrl-C while the parser is built stops a command that has not started)
     try:
+        args = _parse(argv)
         data_dir = getattr(args, "data_dir", None)
         if data_dir and not Path(data_dir).expanduser().is_dir():  # else the default places would be searched
             raise AttnclfError(f"--data-dir {data_dir}: no such folder")
@@ -1398,6 +1409,13 @@ def _main(argv: list[str] | None) -> int:
         print(f"attnclf: error: out of memory{f' (asked for {int(asked[1]) / 1e9:,.1f} GB)' if asked else ''}; "
               f"{_what_to_lower(args.command)}", file=sys.stderr)
         return 2
+    except Exception:
+        # SIGTERM while a library still imports (the first second of a run) can surface as another error from its
+        # half-initialised modules (scipy's "initialization failed", numpy's AttributeError): still a termination.
+        if not _terminating.is_set():
+            raise
+        print(f"attnclf: terminated{_resume_hint(args)}", file=sys.stderr)
+        return 143
 
 
 def _what_to_lower(command: str) -> str:
@@ -1439,7 +1457,7 @@ def _resume_hint(args: argparse.Namespace) -> str:
     run removes the folder's earlier checkpoint once its data has loaded), or what the command says itself."""
     if hasattr(args, "resume_hint"):
         return args.resume_hint
-    if args.command != "train" or not args.output:
+    if args is None or args.command != "train" or not args.output:
         return ""
     if args.seeds:  # the same command, less --overwrite (which --resume refuses: the members are kept)
         again = ["attnclf", "train", *_without_flag(args.argv, "--overwrite"), *([] if args.resume else ["--resume"])]
