@@ -313,6 +313,20 @@ def test_newsgroups_test_group_unknown_to_train(tmp_path):
         newsgroups.load([tmp_path])
 
 
+
+@pytest.mark.parametrize("missing", ["train", "test"])
+def test_newsgroups_without_a_split_names_it_instead_of_loading_it_empty(tmp_path, missing):
+    # A copy without its test posts (the train folder extracted alone) used to load with an empty test split:
+    # training ran, then scoring it crashed.
+    kept = {name: data for name, data in NG_FILES.items() if not name.startswith(f"20news-bydate-{missing}/")}
+    archive = _tar_gz(tmp_path / newsgroups.ARCHIVE, kept)
+    with pytest.raises(DataError, match=f"no posts under 20news-bydate-{missing}/ in {archive}"):
+        newsgroups.load([tmp_path])
+    if missing == "test":
+        _write_tree(tmp_path / "extracted", kept)
+        with pytest.raises(DataError, match="no posts under 20news-bydate-test/"):
+            newsgroups.load([tmp_path / "extracted"])
+
 # --- download ---------------------------------------------------------------
 
 def _sha(data: bytes) -> str:

@@ -82,9 +82,12 @@ def load(data_dirs: list[Path], seed: int = 0) -> Splits:
     for split, group, post_id, data in _posts(path):
         # Latin-1 maps every byte to a character, so no post can fail to decode.
         posts[split].append((group, post_id, data.decode("latin-1")))
+    # A copy without one split (the train folder extracted alone) would train, then fail to score an empty test set.
+    for split_name in ("train", "test"):
+        if not posts[split_name]:
+            raise DataError(f"20newsgroups: no posts under 20news-bydate-{split_name}/ in {path}; is it complete and "
+                            f"undamaged? (it holds {len(posts['train']):,} train and {len(posts['test']):,} test posts)")
     names = sorted({group for group, _, _ in posts["train"]})
-    if not names:
-        raise DataError(f"20newsgroups: no posts under 20news-bydate-train/ in {path}")
     index = {name: i for i, name in enumerate(names)}
 
     def split(name: str) -> TextDataset:
