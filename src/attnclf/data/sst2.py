@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..errors import DataError
 from .base import WITHHELD, Splits, TextDataset
-from .download import Remote, not_found
+from .download import Remote, first_complete, missing_files, not_found
 from .registry import Source
 from .splits import split_indices
 
@@ -44,22 +44,45 @@ REMOTES = {
 _STSA_ESCAPES = {"-lrb-": "(", "-rrb-": ")", "\\/": "/", "\\*": "*"}
 
 
+# The files each form reads: a folder with only some of them is a partial copy (GLUE's test.tsv has no labels, unused).
+GLUE_FILES = ("train.tsv", "dev.tsv")
+STSA_FILES = tuple(f"stsa.binary.{split}" for split in ("train", "dev", "test"))
+
+
+def _missing(location: Path, files: tuple[str, ...]) -> list[str]:
+    return [] if location.suffix == ".zip" else [name for name in files if not (location / name).is_file()]
+
+
 def locate_glue(data_dirs: list[Path]) -> Path | None:
-    """The ``SST-2/`` folder or ``SST-2.zip`` to read, first match wins."""
-    for d in data_dirs:
-        for path in (d / "sst2" / "SST-2", d / "SST-2", d / "sst2" / "SST-2.zip", d / "SST-2.zip"):
-            if (path / "train.tsv").is_file() or path.suffix == ".zip" and path.is_file():
-                return path
-    return None
+    """The ``SST-2/`` folder or ``SST-2.zip`` to read: the first whole copy, else the first with ``train.tsv``."""
+    candidates = [path for d in data_dirs
+                  for path in (d / "sst2" / "SST-2", d / "SST-2", d / "sst2" / "SST-2.zip", d / "SST-2.zip")]
+    return first_complete(candidates, lambda path: (path / "train.tsv").is_file() or
+                          path.suffix == ".zip" and path.is_file(), is_complete_glue)
+
+
+def is_complete_glue(location: Path) -> bool:
+    """Whether a located GLUE copy holds every file the loader reads (a zip is taken as whole)."""
+    return not _missing(location, GLUE_FILES)
 
 
 def locate_sentences(data_dirs: list[Path]) -> Path | None:
-    """The folder holding ``stsa.binary.train``, first match wins."""
-    for d in data_dirs:
-        for path in (d / "sst2" / "stsa_binary", d / "stsa_binary"):
-            if (path / "stsa.binary.train").is_file():
-                return path
-    return None
+    """The folder holding ``stsa.binary.*``: the first with all three, else the first with ``stsa.binary.train``."""
+    candidates = [path for d in data_dirs for path in (d / "sst2" / "stsa_binary", d / "stsa_binary")]
+    return first_complete(candidates, lambda path: (path / "stsa.binary.train").is_file(), is_complete_sentences)
+
+
+def is_complete_sentences(folder: Path) -> bool:
+    """Whether a located stsa.binary folder holds its three splits."""
+    return not _missing(folder, STSA_FILES)
+
+
+def _refuse_partial(name: str, location: Path, files: tuple[str, ...]) -> None:
+    """Name the files a partial copy lacks, and the ways to get them, before reading any."""
+    missing = _missing(location, files)
+    if missing:
+        present = [file for file in files if file not in missing]
+        raise missing_files(name, location, missing, REMOTES[name], holds=f"only {', '.join(present)}")
 
 
 def _lines(location: Path, name: str) -> list[str]:
@@ -99,6 +122,7 @@ def load_glue(data_dirs: list[Path], seed: int = 0) -> Splits:  # seed: the regi
     location = locate_glue(data_dirs)
     if location is None:
         raise not_found("sst2", data_dirs, REMOTES["sst2"][0].path)
+    _refuse_partial("sst2", location, GLUE_FILES)
     # The same sentences for every run seed, as an official dev split would be: seeds' ensembles validate on it.
     train, validation, withheld = hold_out_sentences(_glue_split(location, "train.tsv", "train"), VALIDATION_FRACTION,
                                                      seed=0)
@@ -180,6 +204,7 @@ def load_sentences(data_dirs: list[Path], seed: int = 0) -> Splits:
     folder = locate_sentences(data_dirs)
     if folder is None:
         raise not_found("sst2-sentences", data_dirs, REMOTES["sst2-sentences"][0].path)
+    _refuse_partial("sst2-sentences", folder, STSA_FILES)
     return Splits(
         train=_stsa_split(folder, "train", "train"),
         validation=_stsa_split(folder, "dev", "validation"),
@@ -194,6 +219,7 @@ SOURCES = [
         load=load_glue,
         locate=locate_glue,
         num_classes=2,
+        is_complete=is_complete_glue,
     ),
     Source(
         name="sst2-sentences",
@@ -201,5 +227,6 @@ SOURCES = [
         load=load_sentences,
         locate=locate_sentences,
         num_classes=2,
+        is_complete=is_complete_sentences,
     ),
 ]
