@@ -417,6 +417,20 @@ def test_ensure_available_without_download_explains(tmp_path, monkeypatch):
         download.ensure_available("imdb", [tmp_path / "data"], download=False)
 
 
+
+def test_a_failed_download_says_how_to_use_a_copy_fetched_another_way(tmp_path, monkeypatch):
+    # Offline, the error named the URL and a socket error only, not that a copy put in place (or a --data-dir) works.
+    remote = download.Remote((tmp_path / "unreachable" / imdb.ARCHIVE).as_uri(), f"imdb/{imdb.ARCHIVE}", "0" * 64)
+    monkeypatch.setattr(imdb, "REMOTES", {"imdb": (remote,)})
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("ATTNCLF_CACHE", str(cache))
+    with pytest.raises(DataError) as err:
+        download.ensure_available("imdb", [tmp_path / "data", cache], download=True)
+    message = str(err.value)
+    assert message.startswith(f"imdb: could not download {remote.url} to {cache / 'imdb' / imdb.ARCHIVE}: ")
+    assert message.endswith("set ATTNCLF_DATA_DIR (or --data-dir) to the folder holding imdb/aclImdb_v1.tar.gz")
+    assert "\n" not in message and not list((cache / "imdb").iterdir())  # no partial file either
+
 def test_ensure_available_downloads_into_the_cache_when_allowed(tmp_path, monkeypatch):
     archive = _tar_gz(tmp_path / "remote" / imdb.ARCHIVE, IMDB_FILES)
     remote = download.Remote(archive.as_uri(), f"imdb/{imdb.ARCHIVE}", _sha(archive.read_bytes()))

@@ -136,7 +136,11 @@ def ensure_available(name: str, data_dirs: list[Path], download: bool = False) -
         raise DataError(f"{name}: no public download is known; put its files in a --data-dir folder")
     cache = user_cache_dir()
     for remote in remotes:
-        fetch(remote.url, cache / remote.path, remote.sha256)
+        try:
+            fetch(remote.url, cache / remote.path, remote.sha256)
+        except DataError as exc:  # offline, or a mirror that changed: the other way to the same file
+            raise DataError(f"{name}: {exc}; to use a copy fetched another way, put it there, or set "
+                            f"ATTNCLF_DATA_DIR (or --data-dir) to the folder holding {remote.path}") from None
     found = source.locate([cache])
     if found is None:
         raise DataError(f"{name}: downloaded into {cache}, but the files are not where the loader looks")
