@@ -309,6 +309,35 @@ def test_evaluate_on_a_named_dataset(demo_run, capsys):
     assert "note: the model trained on demo; scoring it on synthetic's test split" in capsys.readouterr().err
 
 
+
+def test_evaluate_on_ag_news_test_split_alone_warns_of_texts_the_run_learned(tmp_path, capsys):
+    # A copy of AG News with only test.csv (as the shared one) could not score a run: `evaluate --dataset ag_news`
+    # loaded the training split too, and stopped on train.csv missing. And a run trained on some of those texts (as
+    # BENCHMARKS.md's files cut from test.csv) was scored on them without a word.
+    from attnclf.data import ag_news
+
+    topics = {1: "world war peace", 2: "match goal team", 3: "stock market profit", 4: "chip software space"}
+    rows = "".join(f'"{k}","{words.split()[i % 3]} news {i}","{words} item {i}"\n'
+                   for i in range(10) for k, words in topics.items())
+    data = tmp_path / "data"
+    (data / "ag_news").mkdir(parents=True)
+    (data / "ag_news" / "test.csv").write_text(rows)
+    (data / "ag_news" / "classes.txt").write_text("World\nSports\nBusiness\nSci/Tech\n")
+    test = ag_news.load_test([data])
+    learned = write_csv(tmp_path / "learned.csv", [(test.texts[i], test.label_names[test.labels[i]]) for i in range(24)])
+    run = tmp_path / "run"
+    assert main(["train", "--train-file", str(learned), "--model", "boe", "--epochs", "2", "--min-frequency", "1",
+                 "--output", str(run), "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["evaluate", str(run), "--dataset", "ag_news", "--data-dir", str(data), "--json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["num_examples"] == 40
+    assert "note: the model trained on files; scoring it on ag_news's test split" in captured.err
+    assert "warning: 24 of the 40 test texts also occur among the training or validation texts" in captured.err
+    learned.unlink()  # the run's own data gone: scored all the same, and said to be unchecked
+    assert main(["evaluate", str(run), "--dataset", "ag_news", "--data-dir", str(data)]) == 0
+    assert "note: not checked whether the run trained on any of these texts: " in capsys.readouterr().err
+
 def test_datasets_lists_generated_and_local_sources(shared_data_dir, capsys):
     assert main(["datasets", "--data-dir", str(shared_data_dir)]) == 0
     out = capsys.readouterr().out

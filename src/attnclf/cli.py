@@ -821,22 +821,28 @@ def _test_data(args: argparse.Namespace, clf, test_only: bool = False):
         return load_file(args.test_file, text_column, label_column, label_names=clf.label_names,
                          split="test", multi_label=clf.multi_label, label_delimiter=delimiter)
     if args.dataset:
-        from .data.registry import load_splits
+        from .data.registry import load_test_split
 
         if args.download:
             from .data.download import ensure_available
             from .data.registry import candidate_dirs
 
             ensure_available(args.dataset, candidate_dirs(args.data_dir), download=True)
-        splits = load_splits(args.dataset, args.data_dir)
-        data = splits.test or splits.validation
-        if data is None:
-            raise AttnclfError(f"{args.dataset} has no test split")
+        data = load_test_split(args.dataset, args.data_dir)
         trained_on = clf.config["settings"]["data"].get("dataset")
-        if trained_on != args.dataset:  # legitimate (transfer), but not what a typo should look like
-            print(f"note: the model trained on {trained_on or 'files'}; scoring it on {args.dataset}'s "
-                  f"{data.split} split", file=sys.stderr)
-        return align_labels(data, clf.label_names)
+        if trained_on == args.dataset:
+            return align_labels(data, clf.label_names)
+        # Legitimate (transfer), but not what a typo should look like; and another dataset may hold the run's texts.
+        from .ensemble import Ensemble
+        from .training.run_data import learned_text_warnings
+
+        print(f"note: the model trained on {trained_on or 'files'}; scoring it on {args.dataset}'s {data.split} split",
+              file=sys.stderr)
+        data = align_labels(data, clf.label_names)
+        members = clf.members if isinstance(clf, Ensemble) else [clf]
+        for line in learned_text_warnings([member.config for member in members], data):
+            print(line, file=sys.stderr)
+        return data
     from .training.run_data import run_test_data
 
     return run_test_data(clf.config, clf.label_names, test_only, data_dir=args.data_dir)

@@ -135,4 +135,5 @@ SOURCE = Source(
     locate=locate,
     num_classes=4,
     is_complete=is_complete,
+    load_test=load_test,
 )

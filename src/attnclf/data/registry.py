@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..errors import DataError
-from .base import Splits
+from .base import Splits, TextDataset
 
 # Modules that define a SOURCE; order is the order `attnclf datasets` lists them.
 _SOURCE_MODULES = [
@@ -39,7 +39,8 @@ class Source:
     50,000), returns them: ``attnclf vectors`` counts them with the training texts.
     ``multi_label``: each text has a set of labels; runs on it train multi-label without being told.
     ``is_complete(path)``, for a located copy that may hold only some splits (the shared AG News has only its
-    test split), tells whether it is whole; a download then fetches the rest.
+    test split), tells whether it is whole; a download then fetches the rest. ``load_test(data_dirs)``, for such a
+    source, reads the test split alone (what `evaluate --dataset` needs), from a copy with or without the rest.
     """
 
     name: str
@@ -51,6 +52,7 @@ class Source:
     unlabelled: Callable[[list[Path]], list[str]] | None = None
     multi_label: bool = False
     is_complete: Callable[[Path], bool] = lambda path: True
+    load_test: Callable[[list[Path]], TextDataset] | None = None
 
 
 def user_cache_dir() -> Path:
@@ -104,6 +106,24 @@ def load_splits(name: str, data_dir: str | Path | None = None, seed: int = 0,
     """
     source = get_source(name)
     return source.load(candidate_dirs(data_dir, found_in), seed)
+
+
+def load_test_split(name: str, data_dir: str | Path | None = None) -> TextDataset:
+    """The split a model is scored on with ``--dataset name``: its test split, else its official validation split,
+    read without the training split where the source can (the shared AG News has only its test split).
+
+    >>> len(load_test_split("synthetic"))
+    800
+    """
+    source = get_source(name)
+    dirs = candidate_dirs(data_dir)
+    if source.load_test is not None:
+        return source.load_test(dirs)
+    splits = source.load(dirs, 0)
+    data = splits.test or splits.validation
+    if data is None:
+        raise DataError(f"{name} has no test split")
+    return data
 
 
 def folder_holding(name: str, data_dir: str | Path | None = None, found_in: str | Path | None = None) -> Path | None:

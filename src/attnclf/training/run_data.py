@@ -324,6 +324,34 @@ def shared_text_warnings(splits: Splits, cleaning: CleaningConfig = CleaningConf
     return lines
 
 
+def learned_text_warnings(configs: list[dict], test: TextDataset) -> list[str]:
+    """``shared_text_warnings`` for runs scored on texts other than their own test split (`evaluate --dataset` of
+    another dataset): how many of those texts each run trained or validated on. Another dataset may hold them, as SST-2's
+    two forms share their dev sentences (GLUE's test is the sentences' validation). Runs whose texts are not to be held
+    in memory (a token cache, a saved estimator, which records none) are left unchecked.
+
+    >>> # learned_text_warnings([read_json(Path("runs/sst2-sentences") / "config.json")], load_test_split("sst2"))
+    >>> # -> ['warning: 872 of the 872 test texts also occur among the training or validation texts: ...']
+    """
+    seen: dict[tuple, TextDataset] = {}
+    for config in configs:
+        data = config.get("settings", {}).get("data")
+        if config.get("trained_by") or not data or data.get("token_cache"):
+            continue
+        settings, seed = DataSettings(**data), config["settings"]["train"]["seed"]
+        key = (repr(sorted(data.items())), settings.data_seed(seed))
+        if key in seen:  # (seeds of one --split-seed learned the same texts)
+            continue
+        try:
+            splits = load_data(settings, seed)
+        except AttnclfError as exc:  # the run's own data gone: the score stands, unchecked
+            return [f"note: not checked whether the run trained on any of these texts: {exc}"]
+        seen[key] = TextDataset.join([part for part in (splits.train, splits.validation) if part is not None], "train")
+    if not seen:
+        return []
+    return shared_text_warnings(Splits(train=TextDataset.join(list(seen.values()), "train"), test=test))
+
+
 def _is_number(name: str) -> bool:
     try:
         float(name)
