@@ -310,6 +310,19 @@ def test_evaluate_on_a_named_dataset(demo_run, capsys):
 
 
 
+
+def test_a_run_labelled_neg_pos_scores_on_a_dataset_labelled_negative_positive(csv_run, capsys):
+    # IMDB's classes are neg/pos, SST-2's negative/positive: an IMDB run scored on SST-2 was refused, "label(s)
+    # 'negative', 'positive' never seen in training". csv_run's labels are neg/pos, demo's negative/positive.
+    from attnclf.data.registry import load_splits
+
+    assert main(["evaluate", str(csv_run), "--dataset", "demo", "--json"]) == 0
+    metrics = json.loads(capsys.readouterr().out)
+    test = load_splits("demo").test
+    assert metrics["num_examples"] == len(test)
+    # Class 0 of the data is the run's class 0 ("negative" is "neg"), so the confusion matrix rows count its texts.
+    assert [sum(row) for row in metrics["confusion_matrix"]] == [test.labels.count(0), test.labels.count(1)]
+
 def test_evaluate_on_ag_news_test_split_alone_warns_of_texts_the_run_learned(tmp_path, capsys):
     # A copy of AG News with only test.csv (as the shared one) could not score a run: `evaluate --dataset ag_news`
     # loaded the training split too, and stopped on train.csv missing. And a run trained on some of those texts (as

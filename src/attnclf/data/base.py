@@ -98,3 +98,8 @@ class Splits:
 # Splits.extra's key for training texts a source keeps out of training only so that its validation split stays
 # unseen (GLUE SST-2: the phrases cut from its held-out sentences). A refit, which has no validation, trains on them.
 WITHHELD = "withheld"
+
+
+# The built-in sentiment sets name one pair of classes two ways (IMDB's folders neg/pos, SST-2's negative/positive):
+# a run of one scored on the other (`evaluate --dataset`) reads them as the same classes.
+LABEL_SYNONYMS = {"neg": "negative", "negative": "neg", "pos": "positive", "positive": "pos"}

@@ -10,7 +10,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..data.base import WITHHELD, Splits, TextDataset
+from ..data.base import LABEL_SYNONYMS, WITHHELD, Splits, TextDataset
 from ..data.registry import candidate_dirs, load_splits
 from ..data.splits import check_hold_out, split_indices, train_validation_split
 from ..errors import AttnclfError, DataError, first_few
@@ -361,10 +361,16 @@ def _is_number(name: str) -> bool:
 
 
 def align_labels(data: TextDataset, label_names: list[str]) -> TextDataset:
-    """``data`` with labels re-indexed to the training label order."""
+    """``data`` with labels re-indexed to the training label order; a name the run lacks but knows by another
+    name (``LABEL_SYNONYMS``: IMDB's ``pos`` is SST-2's ``positive``) is read as that one.
+
+    >>> align_labels(TextDataset(["fine", "awful"], [1, 0], ["negative", "positive"]), ["neg", "pos"]).labels
+    [1, 0]
+    """
     if data.label_names == label_names:
         return data
     index = {name: i for i, name in enumerate(label_names)}
+    index |= {name: index[known] for name, known in LABEL_SYNONYMS.items() if known in index and name not in index}
     used = {y for labels in data.labels for y in labels} if data.multi_label else set(data.labels)
     unknown = sorted({data.label_names[y] for y in used} - index.keys())
     if unknown:
