@@ -17,6 +17,7 @@ from attnclf.data import ag_news, download, imdb, newsgroups, sst2
 from attnclf.data.base import WITHHELD, TextDataset
 from attnclf.data.files import iter_texts, load_file, load_files
 from attnclf.errors import DataError
+from attnclf.text.vectors import WordVectors
 
 
 def _tar_gz(path: Path, files: dict[str, bytes]) -> Path:
@@ -92,6 +93,31 @@ def test_imdb_missing_names_every_folder_and_the_way_out(tmp_path):
     assert "set ATTNCLF_DATA_DIR (or --data-dir) to the folder holding imdb/aclImdb_v1.tar.gz, or use --download" \
         in message
 
+
+
+def test_unlabelled_imdb_reviews_that_copy_a_test_review_are_left_out_of_vectors_and_pretraining(tmp_path, monkeypatch):
+    # The real unsup folder holds copies of 269 test reviews: `vectors`, `pretrain` and the IMDB recipe's counted
+    # vectors read them, though each says it never reads test texts.
+    from attnclf.data.registry import unlabelled_corpus
+    from attnclf.training import run
+    from attnclf.training.settings import DataSettings, RunSettings
+
+    monkeypatch.delenv("ATTNCLF_DATA_DIR", raising=False)
+    monkeypatch.setenv("ATTNCLF_CACHE", str(tmp_path / "cache"))
+    _tar_gz(tmp_path / "imdb" / imdb.ARCHIVE, {**IMDB_FILES, "aclImdb/train/unsup/2_0.txt": b"test pos",
+                                               "aclImdb/train/unsup/3_0.txt": b"neg one"})
+    texts = unlabelled_corpus("imdb", tmp_path)
+    assert "test pos" not in texts and texts.count("neg one") == 2  # a copy of a training text is training text
+    assert len(texts) == 5 + 3
+    counted = []
+    monkeypatch.setattr(run, "count_vectors", lambda texts, **kwargs: counted.extend(texts) or
+                        WordVectors(["x"], np.zeros((1, 2), dtype=np.float32)))
+    splits = imdb.load([tmp_path])
+    fit, validation = splits.train.subset([0, 2, 3, 4], "train"), splits.train.subset([1], "validation")
+    settings = RunSettings(data=DataSettings(dataset="imdb", data_dir=str(tmp_path)))
+    held = type(splits)(train=fit, validation=validation, test=splits.test)
+    run._count_embeddings(settings, held, 2, lambda message: None)
+    assert sorted(counted) == sorted(fit.texts + ["unsup zero", "unsup one"])  # no copy of "neg one" nor "test pos"
 
 def test_imdb_review_without_url_line_is_an_error(tmp_path):
     files = dict(IMDB_FILES)

@@ -156,14 +156,21 @@ def unlabelled_corpus(name: str, data_dir: str | Path | None = None, download: b
         from .download import ensure_available
 
         ensure_available(name, dirs, download=True)
-    return list(source.load(dirs, 0).train.texts) + unlabelled_texts(name, data_dir)
+    splits = source.load(dirs, 0)
+    held_out = {text for part in (splits.validation, splits.test) if part is not None for text in part.texts}
+    return list(splits.train.texts) + unlabelled_texts(name, data_dir, excluding=held_out)
 
 
-def unlabelled_texts(name: str, data_dir: str | Path | None = None, found_in: str | Path | None = None) -> list[str]:
-    """The texts a dataset ships without labels (IMDB's 50,000 reviews); none for most.
+def unlabelled_texts(name: str, data_dir: str | Path | None = None, found_in: str | Path | None = None,
+                     excluding: set[str] | frozenset[str] = frozenset()) -> list[str]:
+    """The texts a dataset ships without labels (IMDB's 50,000 reviews), less those in ``excluding``; none for most.
+
+    IMDB's unlabelled reviews hold 270 copies of 269 of its test reviews: ``excluding`` the test texts keeps word vectors
+    and pretraining from reading them.
 
     >>> unlabelled_texts("synthetic")
     []
     """
     source = get_source(name)
-    return source.unlabelled(candidate_dirs(data_dir, found_in)) if source.unlabelled else []
+    texts = source.unlabelled(candidate_dirs(data_dir, found_in)) if source.unlabelled else []
+    return [text for text in texts if text not in excluding]

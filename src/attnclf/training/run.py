@@ -61,12 +61,14 @@ def _batches(tokenizer: Tokenizer, data: TextDataset, batch_size: int, shuffle: 
                         seed=seed, balanced=balanced, max_tokens=max_tokens)
 
 
-def _count_embeddings(settings: RunSettings, train: TextDataset, dim: int, log) -> tuple[WordVectors, dict]:
-    """PPMI vectors of the training texts (not the validation ones) and the dataset's unlabelled texts,
-    and what counting them took (for config.json)."""
+def _count_embeddings(settings: RunSettings, splits: Splits, dim: int, log) -> tuple[WordVectors, dict]:
+    """PPMI vectors of the training texts (not the validation ones) and the dataset's unlabelled texts, less any
+    copy of a validation or test text among those, and what counting them took (for config.json)."""
     started = time.perf_counter()
-    texts = list(train.texts) + (unlabelled_texts(settings.data.dataset, settings.data.data_dir,
-                                                  settings.data.found_in) if settings.data.dataset else [])
+    held_out = {text for part in (splits.validation, splits.test) if part is not None for text in part.texts}
+    texts = list(splits.train.texts) + (unlabelled_texts(settings.data.dataset, settings.data.data_dir,
+                                                         settings.data.found_in, excluding=held_out)
+                                        if settings.data.dataset else [])
     try:
         vectors = count_vectors(texts, dim=dim, cleaning=settings.tokenizer.cleaning)
     except DataError as exc:
@@ -175,7 +177,7 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool,
         _check_same_texts(run_dir, saved, settings, label_names, trained_on, fingerprint, tested_on)
     counted = saved.get("counted_embeddings")
     if counting and distributed.is_main:  # DDP starts every rank from rank 0's parameters
-        vectors, counted = _count_embeddings(settings, splits.train, width,
+        vectors, counted = _count_embeddings(settings, splits, width,
                                              _stderr if progress else lambda message: None)
 
     if not resume and distributed.is_main:
