@@ -311,6 +311,20 @@ def test_datasets_listing_says_when_a_local_copy_lacks_splits(tmp_path, monkeypa
     assert f"local: {tmp_path / 'ag_news'}" in rows["ag_news"]
 
 
+
+def test_datasets_listing_names_the_folders_it_searched(tmp_path, monkeypatch, capsys):
+    # A misspelt ATTNCLF_DATA_DIR listed every corpus as "not found locally", and nothing said where it had looked.
+    from attnclf.cli import main
+
+    monkeypatch.setenv("ATTNCLF_DATA_DIR", str(tmp_path / "datsets"))
+    monkeypatch.setenv("ATTNCLF_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "given").mkdir()
+    assert main(["datasets", "--data-dir", str(tmp_path / "given")]) == 0
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert last == (f"searched, in order: {tmp_path / 'given'}, {tmp_path / 'datsets'} (no such folder), "
+                    f"{tmp_path / 'cache'} (no such folder)")
+
+
 def test_ag_news_prefers_a_folder_with_train_csv(tmp_path):
     _write_tree(tmp_path / "a" / "ag_news", {"test.csv": AG_TEST.encode(), "classes.txt": AG_CLASSES})
     _write_tree(tmp_path / "b" / "ag_news_csv", {"train.csv": AG_TRAIN.encode()})

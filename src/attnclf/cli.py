@@ -694,6 +694,8 @@ def cmd_datasets(args: argparse.Namespace) -> int:
     print(f"{'name':<16} {'status':<{width}}  description")
     for name, status, description in rows:
         print(f"{name:<16} {status:<{width}}  {description}")
+    # Else a misspelt ATTNCLF_DATA_DIR reads as "not found locally", with nothing to say where that was.
+    print(f"searched, in order: {', '.join(str(d) if d.is_dir() else f'{d} (no such folder)' for d in dirs)}")
     return 0
 
 
