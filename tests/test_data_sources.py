@@ -119,6 +119,20 @@ def test_unlabelled_imdb_reviews_that_copy_a_test_review_are_left_out_of_vectors
     run._count_embeddings(settings, held, 2, lambda message: None)
     assert sorted(counted) == sorted(fit.texts + ["unsup zero", "unsup one"])  # no copy of "neg one" nor "test pos"
 
+
+def test_a_cut_short_imdb_archive_or_a_folder_without_test_says_how_to_replace_it(tmp_path):
+    archive = _tar_gz(tmp_path / "whole" / imdb.ARCHIVE, IMDB_FILES)
+    (tmp_path / "cut" / "imdb").mkdir(parents=True)
+    (tmp_path / "cut" / "imdb" / imdb.ARCHIVE).write_bytes(archive.read_bytes()[:-40])
+    url = imdb.REMOTES["imdb"][0].url
+    with pytest.raises(DataError, match=rf"imdb: cannot read {tmp_path / 'cut' / 'imdb' / imdb.ARCHIVE}: .*; fetch it "
+                                        rf"again from {url}, or move it away and use --download, or set --data-dir"):
+        imdb.load([tmp_path / "cut"])
+    _write_tree(tmp_path / "folder", {name: data for name, data in IMDB_FILES.items() if "/test/" not in name})
+    with pytest.raises(DataError, match=r"imdb: cannot read .*aclImdb: it has no aclImdb/test/neg/ reviews .*"
+                                        r"--data-dir to a folder holding a whole imdb/aclImdb_v1.tar.gz"):
+        imdb.load([tmp_path / "folder"])
+
 def test_imdb_review_without_url_line_is_an_error(tmp_path):
     files = dict(IMDB_FILES)
     files["aclImdb/train/neg/7_1.txt"] = b"neg seven"
@@ -405,7 +419,7 @@ def test_newsgroups_without_a_split_names_it_instead_of_loading_it_empty(tmp_pat
     # training ran, then scoring it crashed.
     kept = {name: data for name, data in NG_FILES.items() if not name.startswith(f"20news-bydate-{missing}/")}
     archive = _tar_gz(tmp_path / newsgroups.ARCHIVE, kept)
-    with pytest.raises(DataError, match=f"no posts under 20news-bydate-{missing}/ in {archive}"):
+    with pytest.raises(DataError, match=f"cannot read {archive}: no posts under 20news-bydate-{missing}/ .*--download"):
         newsgroups.load([tmp_path])
     if missing == "test":
         _write_tree(tmp_path / "extracted", kept)

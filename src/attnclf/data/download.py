@@ -65,6 +65,17 @@ def missing_files(name: str, folder: Path, missing: list[str], remotes: tuple[Re
                      f"{user_cache_dir() / Path(remotes[0].path).parts[0]}, or put {', '.join(where)} in {folder}")
 
 
+def damaged(name: str, path: Path, problem: str, remote: Remote) -> DataError:
+    """The error a source raises when the copy it found cannot be read whole (an archive cut short, a folder missing a
+    split): the problem, then how to replace it. (``--download`` fetches only where no copy is found.)
+
+    >>> print(damaged("x", Path("/d/x.tar.gz"), "not a gzip file", Remote("https://h/x.tar.gz", "x/x.tar.gz", "00")))
+    x: cannot read /d/x.tar.gz: not a gzip file; fetch it again from https://h/x.tar.gz, or move it away and use --download, or set --data-dir to a folder holding a whole x/x.tar.gz
+    """
+    return DataError(f"{name}: cannot read {path}: {problem}; fetch it again from {remote.url}, or move it away and use "
+                     f"--download, or set --data-dir to a folder holding a whole {remote.path}")
+
+
 def first_complete(candidates: list[Path], usable: Callable[[Path], bool],
                    complete: Callable[[Path], bool]) -> Path | None:
     """The first of ``candidates`` that is ``complete``, else the first ``usable`` one (a copy with some files,

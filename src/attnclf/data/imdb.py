@@ -20,7 +20,7 @@ from typing import Iterator
 
 from ..errors import DataError
 from .base import Splits, TextDataset
-from .download import Remote, not_found
+from .download import Remote, damaged, not_found
 from .registry import Source
 
 ARCHIVE = "aclImdb_v1.tar.gz"
@@ -66,7 +66,7 @@ def _files(path: Path, pattern: re.Pattern[str]) -> Iterator[tuple[str, bytes]]:
                 if member.isfile() and pattern.fullmatch(name):
                     yield name, tar.extractfile(member).read()
     except (tarfile.TarError, EOFError, OSError) as exc:
-        raise DataError(f"imdb: cannot read {path}: {exc}") from None
+        raise damaged("imdb", path, str(exc), REMOTES["imdb"][0]) from None
 
 
 def _movie(url_line: str) -> str:
@@ -96,8 +96,8 @@ def load(data_dirs: list[Path], seed: int = 0) -> Splits:
         texts, labels, groups = [], [], []
         for index, label in enumerate(LABEL_NAMES):
             if (name, label) not in reviews or (name, label) not in urls:
-                raise DataError(f"imdb: {path} has no aclImdb/{name}/{label}/ reviews or no urls_{label}.txt; "
-                                "is it complete and undamaged?")
+                raise damaged("imdb", path, f"it has no aclImdb/{name}/{label}/ reviews or no urls_{label}.txt",
+                              REMOTES["imdb"][0])
             movies = urls[name, label]
             for review_id, text in sorted(reviews[name, label]):
                 if review_id >= len(movies):

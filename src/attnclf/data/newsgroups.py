@@ -20,7 +20,7 @@ from typing import Iterator
 
 from ..errors import DataError
 from .base import Splits, TextDataset
-from .download import Remote, not_found
+from .download import Remote, damaged, not_found
 from .registry import Source
 
 ARCHIVE = "20news-bydate.tar.gz"
@@ -66,7 +66,7 @@ def _posts(path: Path) -> Iterator[tuple[str, str, int, bytes]]:
                 if match and member.isfile():
                     yield match.group(1), match.group(2), int(match.group(3)), tar.extractfile(member).read()
     except (tarfile.TarError, EOFError, OSError) as exc:
-        raise DataError(f"20newsgroups: cannot read {path}: {exc}") from None
+        raise damaged("20newsgroups", path, str(exc), REMOTES["20newsgroups"][0]) from None
 
 
 def load(data_dirs: list[Path], seed: int = 0) -> Splits:
@@ -85,8 +85,8 @@ def load(data_dirs: list[Path], seed: int = 0) -> Splits:
     # A copy without one split (the train folder extracted alone) would train, then fail to score an empty test set.
     for split_name in ("train", "test"):
         if not posts[split_name]:
-            raise DataError(f"20newsgroups: no posts under 20news-bydate-{split_name}/ in {path}; is it complete and "
-                            f"undamaged? (it holds {len(posts['train']):,} train and {len(posts['test']):,} test posts)")
+            raise damaged("20newsgroups", path, f"no posts under 20news-bydate-{split_name}/ (it holds "
+                          f"{len(posts['train']):,} train and {len(posts['test']):,} test posts)", REMOTES["20newsgroups"][0])
     names = sorted({group for group, _, _ in posts["train"]})
     index = {name: i for i, name in enumerate(names)}
 
