@@ -309,6 +309,26 @@ def test_a_class_with_one_text_trains_on_it_and_the_others_stay_stratified():
         assert len(kept) >= m - 1
 
 
+def test_a_grouped_split_holds_out_the_fraction_asked_for_not_one_fold_of_the_nearest_count():
+    # IMDB's split by movie held out one fold of round(1 / fraction): --val-fraction 0.4 held out half, and
+    # --max-train-examples 10000 of its 25,000 reviews trained on 12,500 (7,000: on 6,248).
+    from sklearn.model_selection import StratifiedGroupKFold
+
+    from attnclf.data.splits import split_indices
+
+    groups = np.array([f"movie{i // 5}" for i in range(2000)])  # 400 movies of 5 reviews
+    labels = np.random.default_rng(0).integers(0, 2, 2000)
+    for fraction in (0.4, 1 - 700 / 2000, 0.15):
+        fit, validation = split_indices(labels, groups, fraction, seed=0)
+        assert abs(len(validation) - fraction * 2000) < 5 and len(fit) + len(validation) == 2000
+        assert not set(groups[fit]) & set(groups[validation])
+        for label in (0, 1):  # stratified: each class held out in the same proportion
+            assert abs((labels[validation] == label).sum() - fraction * (labels == label).sum()) <= 1
+    # Where one fold is the fraction (the default tenth), the split is the one runs were trained on before.
+    _, fold = next(StratifiedGroupKFold(n_splits=10, shuffle=True, random_state=3).split(labels, labels, groups))
+    assert split_indices(labels, groups, 0.1, seed=3)[1].tolist() == sorted(fold.tolist())
+
+
 def test_datasets_listing_says_when_a_local_copy_lacks_splits(tmp_path, monkeypatch, capsys):
     from attnclf.cli import main
 
