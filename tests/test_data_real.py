@@ -89,3 +89,14 @@ def test_20newsgroups_counts():
     assert _per_class(splits.test)["alt.atheism"] == 319
     # 44 train posts hold bytes above 0x7F; Latin-1 keeps them (20newsgroups/MANIFEST.md).
     assert sum(any(ord(ch) > 127 for ch in text) for text in splits.train.texts) == 44
+
+
+def test_imdb_unlabelled_corpus_holds_no_test_review():
+    # 270 of the 50,000 unsup files copy one of 269 test reviews; word vectors and pretraining leave them out.
+    from attnclf.data.registry import unlabelled_corpus
+
+    dirs = _dirs(imdb.locate)
+    texts = unlabelled_corpus("imdb", dirs[0])
+    assert len(texts) == 25_000 + 50_000 - 270
+    # (The training reviews themselves share 123 texts with test, as in the original data: they are labelled training.)
+    assert not set(texts[25_000:]) & set(imdb.load(dirs).test.texts)
