@@ -323,6 +323,22 @@ def test_a_run_labelled_neg_pos_scores_on_a_dataset_labelled_negative_positive(c
     # Class 0 of the data is the run's class 0 ("negative" is "neg"), so the confusion matrix rows count its texts.
     assert [sum(row) for row in metrics["confusion_matrix"]] == [test.labels.count(0), test.labels.count(1)]
 
+def test_label_synonyms_never_merge_two_classes_the_data_keeps_apart():
+    # LABEL_SYNONYMS applied in every align_labels: texts labelled 'neg' and 'negative' (two classes of a user's data)
+    # were both scored as a neg/pos run's 'neg', and names differing only so passed unnoticed outside a transfer.
+    from attnclf.data.base import TextDataset
+    from attnclf.errors import DataError
+    from attnclf.training.run_data import align_labels
+
+    both = TextDataset(["bad", "meh", "good"], [0, 1, 2], ["neg", "negative", "pos"])
+    with pytest.raises(DataError, match=r"label\(s\) 'negative' never seen in training \(known: neg, pos\)"):
+        align_labels(both, ["neg", "pos"], synonyms=True)
+    other_names = TextDataset(["awful", "fine"], [0, 1], ["negative", "positive"])
+    with pytest.raises(DataError, match="'negative', 'positive' never seen in training"):
+        align_labels(other_names, ["neg", "pos"])  # a run's own splits: only `evaluate --dataset` reads synonyms
+    assert align_labels(other_names, ["neg", "pos"], synonyms=True).labels == [0, 1]
+
+
 def test_evaluate_on_ag_news_test_split_alone_warns_of_texts_the_run_learned(tmp_path, capsys):
     # A copy of AG News with only test.csv (as the shared one) could not score a run: `evaluate --dataset ag_news`
     # loaded the training split too, and stopped on train.csv missing. And a run trained on some of those texts (as

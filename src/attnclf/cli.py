@@ -840,7 +840,7 @@ def _test_data(args: argparse.Namespace, clf, test_only: bool = False):
 
         print(f"note: the model trained on {trained_on or 'files'}; scoring it on {args.dataset}'s {data.split} split",
               file=sys.stderr)
-        data = align_labels(data, clf.label_names)
+        data = align_labels(data, clf.label_names, synonyms=True)
         members = clf.members if isinstance(clf, Ensemble) else [clf]
         for line in learned_text_warnings([member.config for member in members], data):
             print(line, file=sys.stderr)

@@ -101,5 +101,6 @@ WITHHELD = "withheld"
 
 
 # The built-in sentiment sets name one pair of classes two ways (IMDB's folders neg/pos, SST-2's negative/positive):
-# a run of one scored on the other (`evaluate --dataset`) reads them as the same classes.
+# a run of one scored on the other (`evaluate --dataset`) reads them as the same classes. Nowhere else: a file of the
+# user's may keep 'neg' and 'negative' apart, and a run's own test and validation texts share its names.
 LABEL_SYNONYMS = {"neg": "negative", "negative": "neg", "pos": "positive", "positive": "pos"}

@@ -360,17 +360,21 @@ def _is_number(name: str) -> bool:
     return True
 
 
-def align_labels(data: TextDataset, label_names: list[str]) -> TextDataset:
-    """``data`` with labels re-indexed to the training label order; a name the run lacks but knows by another
-    name (``LABEL_SYNONYMS``: IMDB's ``pos`` is SST-2's ``positive``) is read as that one.
+def align_labels(data: TextDataset, label_names: list[str], synonyms: bool = False) -> TextDataset:
+    """``data`` with labels re-indexed to the training label order. With ``synonyms`` (a run scored on a built-in
+    dataset it did not train on), a name the run lacks but knows by another name (``LABEL_SYNONYMS``: IMDB's ``pos``
+    is SST-2's ``positive``) is read as that one, unless ``data`` has that other name too: two of its classes would
+    merge into one.
 
-    >>> align_labels(TextDataset(["fine", "awful"], [1, 0], ["negative", "positive"]), ["neg", "pos"]).labels
+    >>> align_labels(TextDataset(["fine", "awful"], [1, 0], ["negative", "positive"]), ["neg", "pos"], True).labels
     [1, 0]
     """
     if data.label_names == label_names:
         return data
     index = {name: i for i, name in enumerate(label_names)}
-    index |= {name: index[known] for name, known in LABEL_SYNONYMS.items() if known in index and name not in index}
+    if synonyms:
+        index |= {name: index[known] for name, known in LABEL_SYNONYMS.items()
+                  if known in index and name not in index and known not in data.label_names}
     used = {y for labels in data.labels for y in labels} if data.multi_label else set(data.labels)
     unknown = sorted({data.label_names[y] for y in used} - index.keys())
     if unknown:
