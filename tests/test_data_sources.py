@@ -109,6 +109,8 @@ def test_unlabelled_imdb_reviews_that_copy_a_test_review_are_left_out_of_vectors
     texts = unlabelled_corpus("imdb", tmp_path)
     assert "test pos" not in texts and texts.count("neg one") == 2  # a copy of a training text is training text
     assert len(texts) == 5 + 3
+    # The source itself drops them: bench scripts (self-training's pool, the MLM probe) read imdb.load_unsup directly.
+    assert imdb.load_unsup([tmp_path]) == ["unsup zero", "unsup one", "neg one"]
     counted = []
     monkeypatch.setattr(run, "count_vectors", lambda texts, **kwargs: counted.extend(texts) or
                         WordVectors(["x"], np.zeros((1, 2), dtype=np.float32)))

@@ -39,6 +39,7 @@ _REVIEW = re.compile(r"aclImdb/(train|test)/(pos|neg)/(\d+)_\d+\.txt")
 _URLS = re.compile(r"aclImdb/(train|test)/urls_(pos|neg)\.txt")
 _LABELLED = re.compile(f"{_REVIEW.pattern}|{_URLS.pattern}")
 _UNSUP = re.compile(r"aclImdb/train/unsup/(\d+)_\d+\.txt")
+_UNSUP_OR_TEST = re.compile(f"{_UNSUP.pattern}|aclImdb/test/(?:pos|neg)/\\d+_\\d+\\.txt")
 _MOVIE = re.compile(r"/title/(tt\d+)")
 
 
@@ -111,16 +112,22 @@ def load(data_dirs: list[Path], seed: int = 0) -> Splits:
 
 
 def load_unsup(data_dirs: list[Path]) -> list[str]:
-    """The 50,000 unlabelled reviews of ``aclImdb/train/unsup``, in id order.
+    """The unlabelled reviews of ``aclImdb/train/unsup``, in id order, less the 270 of its 50,000 that copy a test
+    review: whatever reads them (word vectors, pretraining, the bench scripts' pools) never reads a test text.
 
     >>> # texts = load_unsup([Path("/work/shared/datasets")])
-    >>> # len(texts)  # 50000
+    >>> # len(texts)  # 49730
     """
     path = locate(data_dirs)
     if path is None:
         raise not_found("imdb", data_dirs, REMOTES["imdb"][0].path)
-    reviews = sorted((int(_UNSUP.fullmatch(name).group(1)), data) for name, data in _files(path, _UNSUP))
-    return [data.decode("utf-8") for _, data in reviews]
+    reviews, test = [], set()
+    for name, data in _files(path, _UNSUP_OR_TEST):  # (one pass: the archive is read through either way)
+        if match := _UNSUP.fullmatch(name):
+            reviews.append((int(match.group(1)), data))
+        else:
+            test.add(data)
+    return [data.decode("utf-8") for _, data in sorted(reviews) if data not in test]
 
 
 SOURCE = Source(

@@ -36,7 +36,7 @@ class Source:
     the data would be read from, or None when it is not available locally.
     Generated sources set ``generated=True`` and ignore ``data_dirs``.
     ``unlabelled(data_dirs)``, where a corpus ships texts without labels (IMDB's
-    50,000), returns them: ``attnclf vectors`` counts them with the training texts.
+    50,000), returns them less any copy of a test text: ``attnclf vectors`` counts them with the training texts.
     ``multi_label``: each text has a set of labels; runs on it train multi-label without being told.
     ``is_complete(path)``, for a located copy that may hold only some splits (the shared AG News has only its
     test split), tells whether it is whole; a download then fetches the rest. ``load_test(data_dirs)``, for such a
@@ -156,17 +156,13 @@ def unlabelled_corpus(name: str, data_dir: str | Path | None = None, download: b
         from .download import ensure_available
 
         ensure_available(name, dirs, download=True)
-    splits = source.load(dirs, 0)
-    held_out = {text for part in (splits.validation, splits.test) if part is not None for text in part.texts}
-    return list(splits.train.texts) + unlabelled_texts(name, data_dir, excluding=held_out)
+    return list(source.load(dirs, 0).train.texts) + unlabelled_texts(name, data_dir)
 
 
 def unlabelled_texts(name: str, data_dir: str | Path | None = None, found_in: str | Path | None = None,
                      excluding: set[str] | frozenset[str] = frozenset()) -> list[str]:
-    """The texts a dataset ships without labels (IMDB's 50,000 reviews), less those in ``excluding``; none for most.
-
-    IMDB's unlabelled reviews hold 270 copies of 269 of its test reviews: ``excluding`` the test texts keeps word vectors
-    and pretraining from reading them.
+    """The texts a dataset ships without labels (IMDB's 49,730: its 50,000 less those that copy a test review), less
+    those in ``excluding`` (a run's validation texts, which only the run knows); none for most.
 
     >>> unlabelled_texts("synthetic")
     []
