@@ -379,3 +379,19 @@ def test_per_text_scores_take_label_sets_as_ints_bools_or_floats():
     assert expected == pytest.approx((1 + 0 + 2 / 3) / 3)
     for kind in (bool, float):
         assert multilabel_metrics(y.astype(kind), p, ["a", "b"])["samples_f1"] == pytest.approx(expected)
+
+
+def test_evaluate_refuses_a_multi_label_run_without_test_data_as_it_refuses_its_validation_split(topic_files, tmp_path,
+                                                                                               capsys):
+    # Without test data, evaluate falls back to the texts the run held out: the very texts its thresholds were tuned
+    # on, whose scores `--split validation` refuses as flattered. It gave them silently instead.
+    out = tmp_path / "no-test"
+    assert main(["train", "--train-file", str(topic_files[0]), "--label-column", "topics", "--multi-label",
+                 "--epochs", "1", "--max-train-examples", "300", "--set", "d_model=16", "--set", "layers=1",
+                 "--threads", "1", "--output", str(out), "--quiet", "--no-report"]) == 0
+    capsys.readouterr()
+    for argv in (["evaluate", str(out)], ["evaluate", str(out), "--split", "validation"]):
+        assert main([*argv, "--device", "cpu"]) == 2
+        err = capsys.readouterr().err
+        assert "tuned its thresholds on its validation texts" in err and len(err.strip().splitlines()) == 1
+    assert main(["evaluate", str(out), "--test-file", str(topic_files[1]), "--device", "cpu"]) == 0

@@ -515,13 +515,13 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
         if args.dataset or args.test_file:
             raise AttnclfError("--split validation scores the texts the runs held out; drop --dataset/--test-file")
-        if clf.multi_label:
-            raise AttnclfError("a multi-label run tuned its thresholds on its validation texts, which would "
-                               "flatter it there; score it on test data")
+        _refuse_tuned_validation(clf)
         members = clf.members if isinstance(clf, Ensemble) else [clf]
         data = run_validation_data([member.config for member in members], clf.label_names, data_dir=args.data_dir)
     else:
         data = _test_data(args, clf, test_only=isinstance(clf, Ensemble))
+        if data.split == "validation" and not (args.test_file or args.dataset):  # a run without test data: its own
+            _refuse_tuned_validation(clf)
     if clf.multi_label:
         metrics = multilabel_metrics(multi_hot(data.labels, len(clf.label_names)), clf.predict_proba(data.texts),
                                      clf.label_names, clf.thresholds)
@@ -534,6 +534,13 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         print(metrics["classification_report"])
         _print_metrics(metrics)
     return 0
+
+
+def _refuse_tuned_validation(clf) -> None:
+    """A multi-label run's scores on its validation texts are flattered: its thresholds were tuned to fit them."""
+    if clf.multi_label:
+        raise AttnclfError("a multi-label run tuned its thresholds on its validation texts, which would "
+                           "flatter it there; score it on test data (--test-file or --dataset)")
 
 
 @command("calibrate", threads=True)
