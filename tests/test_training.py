@@ -227,6 +227,33 @@ def test_early_stopping_keeps_the_best_epoch(tmp_path):
     assert len(result.history) == 2
 
 
+def test_a_run_stopped_early_then_interrupted_while_testing_resumes_to_its_test_not_to_more_epochs(tmp_path,
+                                                                                                monkeypatch):
+    import attnclf.training.run as run
+    from attnclf.training.settings import resume_settings
+
+    def settings(name):  # lr 0: epoch 2 does not improve on epoch 1, so patience 1 stops there
+        stopping = tiny_settings(tmp_path / name, epochs=6)
+        stopping.train = replace(stopping.train, lr=0.0, patience=1, monitor="loss")
+        return stopping
+
+    straight = train_run(settings("straight"), progress=False)
+    assert [h["epoch"] for h in straight.history] == [1, 2]
+
+    def interrupted(*args, **kwargs):  # Ctrl-C during the test pass, after the last checkpoint
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patch:
+        patch.setattr(run, "evaluate_split", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            train_run(settings("resumed"), progress=False)
+    resumed = train_run(resume_settings(tmp_path / "resumed"), resume=True, progress=False)
+    assert [h["epoch"] for h in resumed.history] == [1, 2]  # it had stopped: no third epoch
+    assert len((tmp_path / "resumed" / "history.jsonl").read_text().splitlines()) == 2
+    assert {k: v for k, v in resumed.metrics.items() if k != "train_seconds"} == \
+        {k: v for k, v in straight.metrics.items() if k != "train_seconds"}
+
+
 def test_saved_model_predicts_exactly_as_the_trained_one(tmp_path):
     result = train_run(tiny_settings(tmp_path / "run"), progress=False)
     texts = ["the plot was not good", "the acting was brilliant but the ending was dull", ""]

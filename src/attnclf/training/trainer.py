@@ -326,8 +326,10 @@ class Trainer:
         best_weights = None  # kept in memory; written with each checkpoint
         last_saved = time.perf_counter()
         print_every = max(1, config.epochs // 20)
+        # A run that stopped early checkpointed as it stopped: interrupted after that (testing), it trains no more.
+        stopped_early = bool(config.patience and state["stale_epochs"] >= config.patience)
 
-        for epoch in range(state["epoch"] + 1, config.epochs + 1):
+        for epoch in range(config.epochs + 1 if stopped_early else state["epoch"] + 1, config.epochs + 1):
             started = time.perf_counter()
             train.set_epoch(epoch)
             train_loss, train_acc = self._train_epoch(train, optimizer, schedule, loss_fn, epoch)
