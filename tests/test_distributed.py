@@ -15,6 +15,7 @@ from attnclf.errors import AttnclfError
 from attnclf.training.distributed import Distributed
 from attnclf.training.run import train_run
 from attnclf.training.settings import resume_settings
+from attnclf.training.trainer import checkpoint_tensors
 
 # Tiny, dropout-free (ranks draw different masks than one process would), constant learning rate
 # (so extending a finished run by --resume --epochs 3 is well defined), a learning rate high
@@ -36,7 +37,7 @@ def torchrun(*args: str) -> subprocess.CompletedProcess:
 
 def final_weights(run_dir) -> dict[str, torch.Tensor]:
     """The weights after the last epoch (model.safetensors holds the best epoch's)."""
-    tensors = load_file(str(run_dir / "checkpoint" / "last.safetensors"))
+    tensors = load_file(str(checkpoint_tensors(run_dir)))
     return {k: v for k, v in tensors.items() if k.startswith("model.")}
 
 

@@ -15,7 +15,7 @@ from attnclf.training.refit import refit_settings
 from attnclf.training.run import train_run
 from attnclf.training.run_data import load_data
 from attnclf.training.settings import DataSettings, resume_settings
-from attnclf.training.trainer import TrainConfig, best_epoch
+from attnclf.training.trainer import TrainConfig, best_epoch, checkpoint_tensors
 
 from test_training import tiny_settings
 
@@ -57,7 +57,7 @@ def test_a_refit_trains_on_the_validation_texts_too_for_the_best_epochs(validate
     assert refit.metrics["split"] == "test" and 0 <= refit.metrics["accuracy"] <= 1
     # It keeps its last weights.
     kept = load_file(str(refit.run_dir / "model.safetensors"))
-    last = load_file(str(refit.run_dir / "checkpoint" / "last.safetensors"))
+    last = load_file(str(checkpoint_tensors(refit.run_dir)))
     assert all(torch.equal(v, last[f"model.{k}"]) for k, v in kept.items())
 
 

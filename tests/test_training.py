@@ -14,7 +14,7 @@ from attnclf.errors import AttnclfError, DataError, RunDirError
 from attnclf.text.tokenizer import TokenizerConfig
 from attnclf.training.run import train_run
 from attnclf.training.settings import DataSettings, RunSettings
-from attnclf.training.trainer import TrainConfig
+from attnclf.training.trainer import TrainConfig, checkpoint_tensors
 
 
 def tiny_settings(output, epochs=2, **train) -> RunSettings:
@@ -98,7 +98,7 @@ def test_weight_averaging_is_what_validation_scores_and_the_run_keeps_and_resume
     averaged = train_run(settings("ema", ema_decay=0.9), progress=False)
 
     def last_checkpoint(run, prefix):
-        return {k: v for k, v in load_file(str(run.run_dir / "checkpoint" / "last.safetensors")).items()
+        return {k: v for k, v in load_file(str(checkpoint_tensors(run.run_dir))).items()
                 if k.startswith(prefix)}
 
     # The average does not steer training: the raw weights follow the plain run's path exactly...
@@ -252,6 +252,33 @@ def test_a_run_stopped_early_then_interrupted_while_testing_resumes_to_its_test_
     assert len((tmp_path / "resumed" / "history.jsonl").read_text().splitlines()) == 2
     assert {k: v for k, v in resumed.metrics.items() if k != "train_seconds"} == \
         {k: v for k, v in straight.metrics.items() if k != "train_seconds"}
+
+
+def test_a_run_interrupted_while_its_checkpoint_is_written_resumes_to_the_uninterrupted_result(tmp_path,
+                                                                                               monkeypatch):
+    import attnclf.training.trainer as trainer
+    from attnclf.training.settings import resume_settings
+
+    straight = train_run(tiny_settings(tmp_path / "straight", epochs=3), progress=False)
+    write_json, written = trainer.atomic_write_json, []
+
+    def interrupted_before_its_state(path, obj):  # Ctrl-C between epoch 2's tensors and its state.json
+        if Path(path).name == "state.json":
+            written.append(obj["epoch"])
+            if obj["epoch"] == 2:
+                raise KeyboardInterrupt
+        write_json(path, obj)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(trainer, "atomic_write_json", interrupted_before_its_state)
+        with pytest.raises(KeyboardInterrupt):
+            train_run(tiny_settings(tmp_path / "resumed", epochs=3), progress=False)
+    assert written == [1, 2]
+    resumed = train_run(resume_settings(tmp_path / "resumed"), resume=True, progress=False)
+    assert [h["train_loss"] for h in resumed.history] == [h["train_loss"] for h in straight.history]
+    a, b = weights(straight.run_dir), weights(resumed.run_dir)
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    assert len(list((tmp_path / "resumed" / "checkpoint").glob("*.safetensors"))) == 1  # no stale tensors kept
 
 
 def test_saved_model_predicts_exactly_as_the_trained_one(tmp_path):

@@ -455,8 +455,10 @@ class Trainer:
 
     def _save_checkpoint(self, optimizer, schedule, state: dict, best_weights: dict | None) -> None:
         """Best weights (if they changed), history, then the full state to resume from: in that order,
-        so a crash between writes resumes from an older state that is still consistent. Every rank
-        calls it (to hand over its dropout generator); rank 0 writes."""
+        so a crash between writes resumes from an older state that is still consistent (the epochs after it
+        train again to the same weights). The state is two files: its tensors, under a name of their own
+        epoch, then state.json, which names them and commits the checkpoint; the tensors it named before
+        are deleted only then. Every rank calls it (to hand over its dropout generator); rank 0 writes."""
         rngs = self.distributed.gather(torch.get_rng_state())
         if not self.distributed.is_main:
             return
@@ -471,19 +473,25 @@ class Trainer:
         # Every rank's generator, so a resumed run draws the dropout masks it would have drawn.
         for rank, rng in enumerate(rngs):
             tensors["rng.torch" if rank == 0 else f"rng.torch.{rank}"] = rng
-        atomic_save_tensors(self.checkpoint_dir / "last.safetensors", tensors)
+        name = f"epoch-{state['epoch']}.safetensors"
+        atomic_save_tensors(self.checkpoint_dir / name, tensors)
         atomic_write_json(self.checkpoint_dir / "state.json", {
             **state,
+            "tensors": name,
             "optimizer_param_groups": param_groups,
             "schedule": schedule.state_dict(),
         })
+        for stale in self.checkpoint_dir.glob("*.safetensors"):  # (an earlier checkpoint's, or an uncommitted one's)
+            if stale.name != name:
+                stale.unlink(missing_ok=True)
 
     def _load_checkpoint(self, optimizer, schedule) -> dict:
         saved = read_json(self.checkpoint_dir / "state.json")
         if saved.setdefault("world_size", 1) != self.distributed.world_size:
             raise AttnclfError(f"{self.run_dir} was trained by {saved['world_size']} process(es); resume it with "
                                f"as many (torchrun --nproc-per-node), so its global batch stays the same")
-        tensors = load_weights(self.checkpoint_dir / "last.safetensors")
+        tensors = load_weights(checkpoint_tensors(self.run_dir, saved))
+        saved.pop("tensors", None)
         self.model.load_state_dict({k[6:]: v for k, v in tensors.items() if k.startswith("model.")})
         if self.averaged is not None:
             self.averaged.load_state_dict({k[9:]: v for k, v in tensors.items() if k.startswith("averaged.")})
@@ -492,6 +500,19 @@ class Trainer:
         rank = self.distributed.rank
         torch.set_rng_state(tensors["rng.torch" if rank == 0 else f"rng.torch.{rank}"])
         return saved
+
+
+def checkpoint_tensors(run_dir: str | Path, state: dict | None = None) -> Path:
+    """The file of the tensors (weights, optimiser moments, generators) a run's last checkpoint holds, as its
+    state.json (``state``, read when not given) names it; ``last.safetensors`` in checkpoints from before it did.
+
+    >>> checkpoint_tensors("runs/demo", {"tensors": "epoch-3.safetensors"}).name
+    'epoch-3.safetensors'
+    """
+    checkpoint = Path(run_dir) / "checkpoint"
+    if state is None:
+        state = read_json(checkpoint / "state.json")
+    return checkpoint / state.get("tensors", "last.safetensors")
 
 
 def optimizer_tensors(optimizer: torch.optim.Optimizer) -> tuple[dict[str, torch.Tensor], list[dict]]:
