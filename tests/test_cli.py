@@ -1150,7 +1150,6 @@ def test_sigterm_stops_a_run_as_ctrl_c_does_and_says_how_to_resume(tmp_path, cap
     assert main(["train", "--resume", "--output", str(run), "--quiet"]) == 0
 
 
-
 def test_sigterm_at_start_up_is_a_termination_not_a_traceback(capsys, monkeypatch):
     """A signal in a C extension's first import leaves it half-initialised; the error the import then raises (scipy's
     ImportError, numpy's AttributeError) is the termination's, not a bug to show as a traceback."""
@@ -1180,6 +1179,32 @@ def test_sigterm_at_start_up_is_a_termination_not_a_traceback(capsys, monkeypatc
     monkeypatch.setattr(cli, "build_parser", parser_built_when_terminated)
     assert main(["datasets"]) == 143
     assert capsys.readouterr().err == "attnclf: terminated\n"
+
+
+@pytest.mark.parametrize("command", ["pretrain", "compare", "ablate"])
+def test_an_interrupted_pretrain_or_experiment_says_the_same_command_again_continues_it(command, tmp_path, capsys,
+                                                                                      monkeypatch):
+    import shlex
+
+    import attnclf.experiments
+    import attnclf.training.pretrain
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(attnclf.training.pretrain, "pretrain_encoder", interrupted)
+    monkeypatch.setattr(attnclf.experiments, command if command != "pretrain" else "compare", interrupted)
+    texts = tmp_path / "my texts.txt"
+    texts.write_text("the plot was not good\nthe acting was brilliant\n")
+    argv = [command, *(["--file", str(texts)] if command == "pretrain" else ["--dataset", "demo", "--quick"]),
+            "--output", str(tmp_path / "out")]
+    assert main(argv) == 130
+    said = capsys.readouterr().err.strip()
+    again = shlex.join(["attnclf", *argv])  # (quoted: the file's name has a space)
+    assert said == f"attnclf: interrupted; the same command again, `{again}`, " + (
+        "continues from its last finished epoch" if command == "pretrain" else
+        "keeps the finished cells and continues the others")
+
 
 def test_an_interrupted_train_says_whether_it_can_resume(tmp_path, capsys, monkeypatch):
     from attnclf.training.trainer import Trainer

@@ -1467,12 +1467,23 @@ def _kept_model(args: argparse.Namespace) -> str:
             f"; the models they replace are kept in {', '.join(map(str, kept))}")
 
 
+# Commands that an interruption leaves resumable by running them again, and what the second run keeps.
+_RERUN_CONTINUES = {"pretrain": "continues from its last finished epoch",
+                    "compare": "keeps the finished cells and continues the others",
+                    "ablate": "keeps the finished cells and continues the others"}
+
+
 def _resume_hint(args: argparse.Namespace) -> str:
     """How to continue an interrupted single `train` run, if it got as far as a checkpoint of its own (a fresh
     run removes the folder's earlier checkpoint once its data has loaded), or what the command says itself."""
     if hasattr(args, "resume_hint"):
         return args.resume_hint
-    if args is None or args.command != "train" or not args.output:
+    if args is None:  # (stopped while its arguments were parsed)
+        return ""
+    if args.command in _RERUN_CONTINUES:
+        return f"; the same command again, `{shlex.join(['attnclf', args.command, *args.argv])}`, " \
+               f"{_RERUN_CONTINUES[args.command]}"
+    if args.command != "train" or not args.output:
         return ""
     if args.seeds:  # the same command, less --overwrite (which --resume refuses: the members are kept)
         again = ["attnclf", "train", *_without_flag(args.argv, "--overwrite"), *([] if args.resume else ["--resume"])]
