@@ -6,6 +6,7 @@ import math
 from pathlib import Path
 
 import pytest
+import torch
 
 from attnclf.cli import main
 from attnclf.data.base import TextDataset
@@ -169,13 +170,18 @@ def test_ablate_sweeps_the_default_axes_the_model_has(tmp_path, monkeypatch):
     (["compare", "--dataset", "synthetic", "--models", ","], "--models names no model"),
     (["compare", "--dataset", "synthetic", "--models", "boe", "--set", "heads=2"], "no model of this experiment has a config field 'heads'"),
     (["compare", "--dataset", "synthetic", "--seeds", "0"], "--seeds must be at least 1"),
+    (["compare", "--dataset", "synthetic", "--lr", "-1"], "lr must be a finite number, at least 0, got -1.0"),
+    (["ablate", "--dataset", "synthetic", "--lr", "-1"], "lr must be a finite number, at least 0, got -1.0"),
+    (["ablate", "--dataset", "toy-order", "--lr", "-1"], "lr must be a finite number, at least 0, got -1.0"),
+    (["compare", "--dataset", "synthetic", "--device", "cuda"] if not torch.cuda.is_available() else
+     ["compare", "--dataset", "synthetic", "--device", "mps"], "asked for, but"),
 ])
 def test_bad_experiment_input_is_one_line_before_any_training(tmp_path, capsys, args, message):
-    out = tmp_path / "x"
+    out = tmp_path / "new" / "x"
     assert main([*args, "--output", str(out)]) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
-    assert not (out / "runs").exists()
+    assert not (tmp_path / "new").exists()  # no folder left behind, nor the parents it would have made
 
 
 @pytest.mark.parametrize("command", [["compare", "--models", "boe"], ["ablate", "--model", "boe", "--sweep",

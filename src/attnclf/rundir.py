@@ -30,8 +30,9 @@ import os
 import re
 import shutil
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterator
 
 from .errors import AttnclfError, RunDirError
 
@@ -147,6 +148,24 @@ def prepare_output_dir(path: str | Path) -> Path:
     except OSError as exc:
         raise AttnclfError(f"output directory {path} is not writable: {exc.strerror or exc}") from None
     return path
+
+
+@contextmanager
+def output_folder(path: str | Path) -> Iterator[Path]:
+    """``prepare_output_dir(path)`` for a command that fills the folder as it goes: should the command fail or be
+    stopped before it writes anything there (bad settings that only its first step finds), the folder goes again,
+    with the parents it made; one that held anything before, or does now, stays.
+
+    >>> # with output_folder("experiments/compare-demo") as output:
+    >>> #     records = run_variants(setup, variants, output)
+    """
+    created = first_missing_folder(path)
+    folder = prepare_output_dir(path)
+    try:
+        yield folder
+    except BaseException:
+        remove_empty_folders(folder, created)
+        raise
 
 
 def write_output_file(path: str | Path, data: bytes) -> Path:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from ..errors import AttnclfError
 from ..models import MODELS
-from ..rundir import atomic_write_bytes, prepare_output_dir
+from ..rundir import atomic_write_bytes, output_folder
 from .budget import with_caps, with_quick
 from .cells import Log, Setup, Variant, run_variants, variant_settings
 from .plots import loss_panels, save_figure, score_plot
@@ -73,18 +73,18 @@ def ablate(setup: Setup, output: str | Path, model: str = "self-attn", axes: dic
     if empty:
         raise AttnclfError(f"axis {empty[0]!r} has no values to sweep")
     setup = with_quick(setup) if quick else with_caps(setup)
-    output = prepare_output_dir(output)
-    runs_dir = output / "runs"
-    base_dir = variant_settings(setup, Variant("base", model), setup.seeds[0], runs_dir).output
+    with output_folder(output) as output:
+        runs_dir = output / "runs"
+        base_dir = variant_settings(setup, Variant("base", model), setup.seeds[0], runs_dir).output
 
-    variants = {}
-    for axis, values in axes.items():
-        for value in values:
-            label = f"{axis}={value}"
-            variant = Variant(label, model, {axis: value})
-            is_base = variant_settings(setup, variant, setup.seeds[0], runs_dir).output == base_dir
-            variants[axis, value] = replace(variant, label=label + " (base)") if is_base else variant
-    records = run_variants(setup, list(variants.values()), output, log)
+        variants = {}
+        for axis, values in axes.items():
+            for value in values:
+                label = f"{axis}={value}"
+                variant = Variant(label, model, {axis: value})
+                is_base = variant_settings(setup, variant, setup.seeds[0], runs_dir).output == base_dir
+                variants[axis, value] = replace(variant, label=label + " (base)") if is_base else variant
+        records = run_variants(setup, list(variants.values()), output, log)
 
     sections = [f"## ablate {model} on {setup.data.describe()}\n\n{describe_budget(setup, records)}\n"]
     files = [output / "ablation.md", output / "cells.csv"]
@@ -111,15 +111,16 @@ def toy_order(setup: Setup, output: str | Path, log: Log = lambda line: None) ->
     The toy sets' test split is their training set, and the story is the training loss: the table gives the last
     epoch's training loss and accuracy, of the same weights (the runs keep another epoch's, the best validated).
     """
-    output = prepare_output_dir(output)
     records, sections, panels = [], [], {}
-    for dataset in TOY_SETS:
-        toy_setup = replace(setup, data=replace(setup.data, dataset=dataset))
-        cells = run_variants(toy_setup, TOY_VARIANTS, output / dataset, log)
-        rows = summarize(cells)
-        sections.append(f"### {dataset}\n\n{markdown_table(rows, TOY_COLUMNS)}")
-        panels[dataset] = {v.label: [c["train_loss"] for c in cells if c["label"] == v.label] for v in TOY_VARIANTS}
-        records += [c | {"label": f"{dataset}: {c['label']}"} for c in cells]
+    with output_folder(output) as output:
+        for dataset in TOY_SETS:
+            toy_setup = replace(setup, data=replace(setup.data, dataset=dataset))
+            cells = run_variants(toy_setup, TOY_VARIANTS, output / dataset, log)
+            rows = summarize(cells)
+            sections.append(f"### {dataset}\n\n{markdown_table(rows, TOY_COLUMNS)}")
+            panels[dataset] = {v.label: [c["train_loss"] for c in cells if c["label"] == v.label]
+                               for v in TOY_VARIANTS}
+            records += [c | {"label": f"{dataset}: {c['label']}"} for c in cells]
     budget = describe_budget(toy_setup, records)  # the three sets share one recipe
     markdown = "## ablate toy-order\n\n" + budget + "\n\n" + "\n".join(sections)
     atomic_write_bytes(output / "toy-order.md", markdown.encode())

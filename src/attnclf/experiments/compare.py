@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import AttnclfError
-from ..rundir import atomic_write_bytes, prepare_output_dir
+from ..rundir import atomic_write_bytes, output_folder
 from .budget import with_caps, with_quick
 from .cells import Log, Setup, Variant, run_variants
 from .plots import compare_plot, save_figure
@@ -41,9 +41,8 @@ def compare(setup: Setup, output: str | Path, models: tuple[str, ...] = DEFAULT_
     if repeated:  # its cells would count twice, as if they were seeds of their own
         raise AttnclfError(f"--models names {repeated} twice; each model is compared once (--seeds gives repeats)")
     setup = with_quick(setup) if quick else with_caps(setup)
-    output = prepare_output_dir(output)
-
-    records = run_variants(setup, [Variant(m, m) for m in models], output, log)
+    with output_folder(output) as output:
+        records = run_variants(setup, [Variant(m, m) for m in models], output, log)
     if reference:
         for seed in setup.seeds:
             record = tfidf_reference(setup, seed, output / "runs" / f"{LABEL}-seed{seed}")
