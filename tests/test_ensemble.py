@@ -314,3 +314,27 @@ def test_one_folder_given_alone_is_one_run_not_the_characters_of_its_name(demo_r
     assert len(Ensemble.load(iter([demo_run])).members) == 1  # (a generator has no len())
     with pytest.raises(AttnclfError, match="does not exist"):  # not "/ is given twice"
         refit_runs(str(tmp_path / "no-such-run"))
+
+
+def test_a_member_interrupted_while_writing_its_report_gets_it_when_the_ensemble_resumes(tmp_path, monkeypatch):
+    """Its metrics.json is written before its report: `--resume` keeps it as finished, and must not leave it the one
+    member without the report.html every other member has."""
+    import attnclf.report
+
+    out = tmp_path / "ens"
+    flags = ["train", "--dataset", "demo", "--max-train-examples", "200", "--epochs", "1", "--set", "d_model=16",
+             "--set", "layers=1", "--output", str(out), "--quiet", "--threads", "1", "--seeds", "0", "1"]
+
+    def interrupted(*args, **kwargs):  # Ctrl-C as seed 0's report is written
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patch:
+        patch.setattr(attnclf.report, "write_report", interrupted)
+        assert main(flags) == 130
+    assert (out / "seed-0" / "metrics.json").is_file() and not (out / "seed-0" / "report.html").exists()
+    assert main(flags + ["--resume"]) == 0
+    assert (out / "seed-0" / "report.html").is_file() and (out / "seed-1" / "report.html").is_file()
+    # Asked for no report, a resume writes none.
+    (out / "seed-0" / "report.html").unlink()
+    assert main(flags + ["--resume", "--no-report"]) == 0
+    assert not (out / "seed-0" / "report.html").exists()

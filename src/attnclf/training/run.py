@@ -480,7 +480,14 @@ def train_or_continue(settings: RunSettings, resume: bool, progress: bool = True
     output = Path(settings.output)
     if resume and (output / "metrics.json").is_file():
         print(f"{output}: finished, kept", file=sys.stderr)
-        return RunResult(output, read_json(output / "metrics.json"), read_jsonl(output / "history.jsonl"), 0.0)
+        finished = read_json(output / "metrics.json")
+        if settings.report and finished.get("split") is not None and not (output / "report.html").is_file():
+            # (stopped while writing it: metrics.json comes first, and marks the run finished)
+            from ..report import write_report
+
+            with torch_threads(settings.threads):
+                write_report(output, device=settings.device)
+        return RunResult(output, finished, read_jsonl(output / "history.jsonl"), 0.0)
     if resume and (output / "checkpoint" / "state.json").is_file():
         continued = resume_settings(output, epochs=settings.train.epochs, device=settings.device,
                                     threads=settings.threads)
