@@ -245,7 +245,8 @@ def _add_train_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", default="self-attn", help="model name (see `attnclf models`; default: self-attn)")
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="model config field, e.g. --set heads=8")
     p.add_argument("--output", "-o", help="run directory (default: runs/<model>-<dataset>)")
-    p.add_argument("--seed", type=int)
+    p.add_argument("--seed", type=int, help="seeds the initial weights, dropout, shuffling and (unless --split-seed) "
+                   "the validation split and a --max-train-examples sample (default: 0)")
     p.add_argument("--embeddings", metavar="FILE",
                    help="start the token embedding from these word vectors (word2vec/fastText .vec or GloVe text, "
                         "e.g. from `attnclf vectors`; their dimension must be the model's width); `count`: count "
