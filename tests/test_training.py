@@ -1,6 +1,7 @@
 """The trainer and whole runs: determinism, checkpoints, resume, early stopping, the run directory."""
 
 import json
+import os
 from dataclasses import replace
 from pathlib import Path
 
@@ -279,6 +280,31 @@ def test_a_run_interrupted_while_its_checkpoint_is_written_resumes_to_the_uninte
     a, b = weights(straight.run_dir), weights(resumed.run_dir)
     assert all(torch.equal(a[k], b[k]) for k in a)
     assert len(list((tmp_path / "resumed" / "checkpoint").glob("*.safetensors"))) == 1  # no stale tensors kept
+
+
+def test_a_resumed_run_deletes_the_tensor_files_its_checkpoint_does_not_name(tmp_path, monkeypatch):
+    """Interrupted after its last state.json but before the tensors it replaced were deleted, a run resumes to its
+    test and writes no checkpoint again: the earlier tensors (and a write kill -9 cut short) must go as it resumes."""
+    import attnclf.training.trainer as trainer
+    from attnclf.rundir import temporary_beside
+    from attnclf.training.settings import resume_settings
+
+    write_json = trainer.atomic_write_json
+
+    def interrupted_after_its_state(path, obj):  # Ctrl-C once epoch 2's state.json commits it
+        write_json(path, obj)
+        if Path(path).name == "state.json" and obj["epoch"] == 2:
+            raise KeyboardInterrupt
+
+    with monkeypatch.context() as patch:
+        patch.setattr(trainer, "atomic_write_json", interrupted_after_its_state)
+        with pytest.raises(KeyboardInterrupt):
+            train_run(tiny_settings(tmp_path / "run", epochs=2), progress=False)
+    checkpoint = tmp_path / "run" / "checkpoint"
+    os.close(temporary_beside(checkpoint / "epoch-3.safetensors")[0])  # as a write killed half-way leaves it
+    assert len(list(checkpoint.iterdir())) == 4  # state.json, epoch 1's and 2's tensors, the cut-short write
+    train_run(resume_settings(tmp_path / "run"), resume=True, progress=False)
+    assert sorted(p.name for p in checkpoint.iterdir()) == ["epoch-2.safetensors", "state.json"]
 
 
 def test_saved_model_predicts_exactly_as_the_trained_one(tmp_path):

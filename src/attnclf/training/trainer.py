@@ -481,17 +481,18 @@ class Trainer:
             "optimizer_param_groups": param_groups,
             "schedule": schedule.state_dict(),
         })
-        for stale in self.checkpoint_dir.glob("*.safetensors"):  # (an earlier checkpoint's, or an uncommitted one's)
-            if stale.name != name:
-                stale.unlink(missing_ok=True)
+        self._remove_stale_tensors(name)
 
     def _load_checkpoint(self, optimizer, schedule) -> dict:
         saved = read_json(self.checkpoint_dir / "state.json")
         if saved.setdefault("world_size", 1) != self.distributed.world_size:
             raise AttnclfError(f"{self.run_dir} was trained by {saved['world_size']} process(es); resume it with "
                                f"as many (torchrun --nproc-per-node), so its global batch stays the same")
-        tensors = load_weights(checkpoint_tensors(self.run_dir, saved))
+        committed = checkpoint_tensors(self.run_dir, saved)
+        tensors = load_weights(committed)
         saved.pop("tensors", None)
+        if self.distributed.is_main:  # what a crash left beside it, which the run may not write over again
+            self._remove_stale_tensors(committed.name)
         self.model.load_state_dict({k[6:]: v for k, v in tensors.items() if k.startswith("model.")})
         if self.averaged is not None:
             self.averaged.load_state_dict({k[9:]: v for k, v in tensors.items() if k.startswith("averaged.")})
@@ -500,6 +501,14 @@ class Trainer:
         rank = self.distributed.rank
         torch.set_rng_state(tensors["rng.torch" if rank == 0 else f"rng.torch.{rank}"])
         return saved
+
+    def _remove_stale_tensors(self, committed: str) -> None:
+        """Delete the checkpoint's tensor files but the ``committed`` one state.json names, each the size of the
+        whole state: an earlier checkpoint's (interrupted before this deleted it, a run can finish without writing
+        another), an uncommitted one's, or the temporary file of a write cut short (kill -9)."""
+        for path in self.checkpoint_dir.iterdir():
+            if path.name != committed and (path.suffix == ".safetensors" or path.name.endswith(".tmp")):
+                path.unlink(missing_ok=True)
 
 
 def checkpoint_tensors(run_dir: str | Path, state: dict | None = None) -> Path:
