@@ -338,3 +338,26 @@ def test_a_member_interrupted_while_writing_its_report_gets_it_when_the_ensemble
     (out / "seed-0" / "report.html").unlink()
     assert main(flags + ["--resume", "--no-report"]) == 0
     assert not (out / "seed-0" / "report.html").exists()
+
+
+def test_a_resume_writes_no_report_for_members_trained_without_one(tmp_path, monkeypatch):
+    """--no-report is part of what the members were asked to do: a resume that leaves it off (adding a seed, say) must
+    not predict finished members' test texts again, nor continued ones', for reports nobody asked for."""
+    from attnclf.training.trainer import Trainer
+
+    out = tmp_path / "ens"
+    flags = ["train", "--dataset", "demo", "--max-train-examples", "200", "--epochs", "2", "--set", "d_model=16",
+             "--set", "layers=1", "--output", str(out), "--quiet", "--threads", "1",
+             "--seeds", "0", "1"]
+    save = Trainer._save_checkpoint
+
+    def interrupted_in_seed_1(self, *args):  # Ctrl-C after seed 1 checkpoints (before its test)
+        save(self, *args)
+        if self.run_dir.name == "seed-1":
+            raise KeyboardInterrupt
+
+    with monkeypatch.context() as patch:
+        patch.setattr(Trainer, "_save_checkpoint", interrupted_in_seed_1)
+        assert main(flags + ["--no-report"]) == 130
+    assert main(flags + ["2", "--resume"]) == 0
+    assert [(out / f"seed-{seed}" / "report.html").exists() for seed in (0, 1, 2)] == [False, False, True]

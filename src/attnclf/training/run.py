@@ -33,7 +33,7 @@ from ..text.tokenizer import Tokenizer
 from ..text.vectors import WordVectors, count_vectors
 from ..text.windows import WindowConfig, text_batches
 from .device import blas_libraries, resolve_device, torch_threads
-from .distributed import init_distributed
+from .distributed import from_environment, init_distributed
 from .pretrain import (check_compatible as check_pretrained, check_unchanged as check_pretrained_unchanged,
                        describe as describe_pretrained, encoder_fingerprint, load_pretrained)
 from .run_data import (align_labels, describe_classes, held_out_fingerprint, load_data, shared_text_warnings,
@@ -481,8 +481,11 @@ def train_or_continue(settings: RunSettings, resume: bool, progress: bool = True
     if resume and (output / "metrics.json").is_file():
         print(f"{output}: finished, kept", file=sys.stderr)
         finished = read_json(output / "metrics.json")
-        if settings.report and finished.get("split") is not None and not (output / "report.html").is_file():
-            # (stopped while writing it: metrics.json comes first, and marks the run finished)
+        # A run trained with --no-report has none to finish; one stopped as it wrote it does (metrics.json comes
+        # first, and marks the run finished). Rank 0 writes it, as it writes the run's other files.
+        asked = settings.report and read_config(output)["settings"].get("report", True)
+        if asked and finished.get("split") is not None and not (output / "report.html").is_file() and \
+                from_environment().is_main:
             from ..report import write_report
 
             with torch_threads(settings.threads):
@@ -491,6 +494,6 @@ def train_or_continue(settings: RunSettings, resume: bool, progress: bool = True
     if resume and (output / "checkpoint" / "state.json").is_file():
         continued = resume_settings(output, epochs=settings.train.epochs, device=settings.device,
                                     threads=settings.threads)
-        continued.report = settings.report
+        continued.report = continued.report and settings.report  # (as `train --resume` reports)
         return train_run(continued, resume=True, progress=progress, loaded=loaded)
     return train_run(settings, progress=progress, loaded=loaded)
