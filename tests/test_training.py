@@ -255,6 +255,20 @@ def test_a_run_stopped_early_then_interrupted_while_testing_resumes_to_its_test_
         {k: v for k, v in straight.metrics.items() if k != "train_seconds"}
 
 
+def test_a_run_that_stopped_early_is_not_resumed_with_another_epoch_budget(tmp_path):
+    """Its patience ran out, so a longer --epochs trains nothing (as a run started with it stops at the same epoch):
+    said, rather than recorded as a budget the run never used, its calibration deleted as if its weights changed."""
+    from attnclf.training.settings import resume_settings
+
+    stopping = tiny_settings(tmp_path / "run", epochs=6)
+    stopping.train = replace(stopping.train, lr=0.0, patience=1, monitor="loss")  # stops at epoch 2
+    train_run(stopping, progress=False)
+    with pytest.raises(AttnclfError, match=r"run stopped early, at epoch 2: its validation loss had not improved for "
+                                           r"1 epochs \(--patience\), so another --epochs would train nothing"):
+        resume_settings(tmp_path / "run", epochs=10)
+    assert resume_settings(tmp_path / "run", epochs=6).train.epochs == 6  # its own budget (train --seeds --resume)
+
+
 def test_a_run_interrupted_while_its_checkpoint_is_written_resumes_to_the_uninterrupted_result(tmp_path,
                                                                                                monkeypatch):
     import attnclf.training.trainer as trainer

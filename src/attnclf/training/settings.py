@@ -23,7 +23,7 @@ from ..rundir import read_config, read_json, refuse_estimator_run
 from ..text.cleaning import CleaningConfig
 from ..text.tokenizer import TokenizerConfig
 from ..text.windows import WindowConfig
-from .trainer import TrainConfig
+from .trainer import TrainConfig, stopped_early
 
 
 @dataclass
@@ -244,10 +244,15 @@ def settings_for(data: DataSettings, model: str, *, model_config: dict | None = 
     )
 
 
+def checkpoint_state(run_dir: str | Path) -> dict:
+    """What a run's last checkpoint recorded (its epoch, history, stale epochs...); empty without one."""
+    state = Path(run_dir) / "checkpoint" / "state.json"
+    return read_json(state) if state.is_file() else {}
+
+
 def epochs_done(run_dir: str | Path) -> int:
     """The epochs an interrupted run's last checkpoint holds (0 without one)."""
-    state = Path(run_dir) / "checkpoint" / "state.json"
-    return read_json(state).get("epoch", 0) if state.is_file() else 0
+    return checkpoint_state(run_dir).get("epoch", 0)
 
 
 def resume_settings(run_dir: str | Path, epochs: int | None = None, device: str | None = None,
@@ -264,7 +269,12 @@ def resume_settings(run_dir: str | Path, epochs: int | None = None, device: str 
                            f"--epochs")
     if epochs is not None:
         train = TrainConfig(**{**saved["train"], "epochs": epochs})  # checked like a new setting
-        done = epochs_done(run_dir)
+        state = checkpoint_state(run_dir)
+        done = state.get("epoch", 0)
+        if epochs != saved["train"]["epochs"] and stopped_early(state, train.patience):
+            raise AttnclfError(f"{run_dir} stopped early, at epoch {done}: its validation {train.monitor} had not "
+                               f"improved for {train.patience} epochs (--patience), so another --epochs would train "
+                               f"nothing; resume it without --epochs, or train it again with a larger --patience")
         if epochs < done:  # it would stop at once, recording a budget its history contradicts
             raise AttnclfError(f"{run_dir} has trained {done} epochs already; --epochs {epochs} is fewer (give more "
                                f"to train on, or none to finish as planned)")

@@ -327,9 +327,9 @@ class Trainer:
         last_saved = time.perf_counter()
         print_every = max(1, config.epochs // 20)
         # A run that stopped early checkpointed as it stopped: interrupted after that (testing), it trains no more.
-        stopped_early = bool(config.patience and state["stale_epochs"] >= config.patience)
+        first = config.epochs + 1 if stopped_early(state, config.patience) else state["epoch"] + 1
 
-        for epoch in range(config.epochs + 1 if stopped_early else state["epoch"] + 1, config.epochs + 1):
+        for epoch in range(first, config.epochs + 1):
             started = time.perf_counter()
             train.set_epoch(epoch)
             train_loss, train_acc = self._train_epoch(train, optimizer, schedule, loss_fn, epoch)
@@ -357,7 +357,7 @@ class Trainer:
                         state["stale_epochs"] += 1
                 if improved:
                     best_weights = {k: v.detach().clone() for k, v in self._evaluated().state_dict().items()}
-                stopping = epoch == config.epochs or bool(config.patience and state["stale_epochs"] >= config.patience)
+                stopping = epoch == config.epochs or stopped_early(state, config.patience)
                 # Checkpoints cost a write of the whole model; tiny epochs (toy sets) must not pay it every time.
                 saving = stopping or time.perf_counter() - last_saved >= config.checkpoint_seconds
             decision = distributed.from_main(torch.tensor([stopping, saving], dtype=torch.long, device=self.device))
@@ -509,6 +509,16 @@ class Trainer:
         for path in self.checkpoint_dir.iterdir():
             if path.name != committed and (path.suffix == ".safetensors" or path.name.endswith(".tmp")):
                 path.unlink(missing_ok=True)
+
+
+def stopped_early(state: dict, patience: int) -> bool:
+    """Whether a run's checkpointed ``state`` had gone ``patience`` epochs without a better validation score: early
+    stopping ended it there, whatever its epoch budget (a run without validation never stops early).
+
+    >>> stopped_early({"stale_epochs": 3}, patience=3), stopped_early({"stale_epochs": 3}, patience=0)
+    (True, False)
+    """
+    return bool(patience and state.get("stale_epochs", 0) >= patience)
 
 
 def checkpoint_tensors(run_dir: str | Path, state: dict | None = None) -> Path:
