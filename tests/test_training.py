@@ -296,6 +296,33 @@ def test_a_run_interrupted_while_its_checkpoint_is_written_resumes_to_the_uninte
     assert len(list((tmp_path / "resumed" / "checkpoint").glob("*.safetensors"))) == 1  # no stale tensors kept
 
 
+def test_a_checkpoint_in_the_earlier_format_resumes_to_the_uninterrupted_result(tmp_path, monkeypatch):
+    """Checkpoints written before state.json named its tensors kept them in last.safetensors: they still resume."""
+    import attnclf.training.trainer as trainer
+    from attnclf.training.settings import resume_settings
+
+    straight = train_run(tiny_settings(tmp_path / "straight", epochs=3), progress=False)
+    save = trainer.Trainer._save_checkpoint
+
+    def interrupted_after_epoch_1(self, optimizer, schedule, state, best_weights):
+        save(self, optimizer, schedule, state, best_weights)
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patch:
+        patch.setattr(trainer.Trainer, "_save_checkpoint", interrupted_after_epoch_1)
+        with pytest.raises(KeyboardInterrupt):
+            train_run(tiny_settings(tmp_path / "resumed", epochs=3), progress=False)
+    checkpoint = tmp_path / "resumed" / "checkpoint"
+    state = json.loads((checkpoint / "state.json").read_text())
+    (checkpoint / state.pop("tensors")).rename(checkpoint / "last.safetensors")
+    (checkpoint / "state.json").write_text(json.dumps(state))
+    resumed = train_run(resume_settings(tmp_path / "resumed"), resume=True, progress=False)
+    assert [h["train_loss"] for h in resumed.history] == [h["train_loss"] for h in straight.history]
+    a, b = weights(straight.run_dir), weights(resumed.run_dir)
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    assert sorted(p.name for p in checkpoint.iterdir()) == ["epoch-3.safetensors", "state.json"]
+
+
 def test_a_resumed_run_deletes_the_tensor_files_its_checkpoint_does_not_name(tmp_path, monkeypatch):
     """Interrupted after its last state.json but before the tensors it replaced were deleted, a run resumes to its
     test and writes no checkpoint again: the earlier tensors (and a write kill -9 cut short) must go as it resumes."""
