@@ -971,6 +971,9 @@ def test_only_one_class(tmp_path, capsys):
     (tmp_path / "mine" / "notes.txt").write_text("kept")
     run_error(["train", "--train-file", str(path), "--output", str(tmp_path / "mine")], capsys)
     assert (tmp_path / "mine" / "notes.txt").read_text() == "kept"  # a folder it did not create stays
+    # ...even reached through a folder that did not exist: new/.. is tmp_path, so new/../mine is the same folder
+    run_error(["train", "--train-file", str(path), "--output", str(tmp_path / "new" / ".." / "mine")], capsys)
+    assert (tmp_path / "mine" / "notes.txt").read_text() == "kept"
 
 
 def test_empty_text_names_the_line(tmp_path, capsys):

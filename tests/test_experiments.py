@@ -184,6 +184,12 @@ def test_bad_experiment_input_is_one_line_before_any_training(tmp_path, capsys, 
     assert not (tmp_path / "new").exists()  # no folder left behind, nor the parents it would have made
 
 
+def test_failed_experiment_settings_keep_an_empty_folder_the_user_made(tmp_path, capsys):
+    (tmp_path / "mine").mkdir()  # reached through new/.., a folder that did not exist
+    assert main(["compare", "--dataset", "synthetic", "--lr", "-1", "--output", str(tmp_path / "new" / ".." / "mine")]) == 2
+    assert (tmp_path / "mine").is_dir()
+
+
 @pytest.mark.parametrize("command", [["compare", "--models", "boe"], ["ablate", "--model", "boe", "--sweep",
                                                                       "embed_dim=8,16"]])
 def test_an_experiment_on_a_training_file_without_a_test_file_is_refused(tmp_path, capsys, command):

@@ -186,11 +186,17 @@ def first_missing_folder(path: str | Path) -> Path | None:
     >>> first_missing_folder("/")
     """
     missing = None
-    for folder in (Path(path).absolute(), *Path(path).absolute().parents):
+    for folder in (_real(path), *_real(path).parents):
         if folder.exists():
             return missing
         missing = folder
     return missing
+
+
+def _real(path: str | Path) -> Path:
+    """The folder ``path`` names, as the system reaches it: ``new/../mine`` is ``mine``, which a folder counted by
+    its names' parents (``new`` missing) would take for a new one, and delete as such."""
+    return Path(os.path.realpath(path))
 
 
 def remove_empty_folders(path: Path, outermost: Path | None) -> None:
@@ -198,7 +204,7 @@ def remove_empty_folders(path: Path, outermost: Path | None) -> None:
     while they are empty: another run may have written into one since."""
     if outermost is None:
         return
-    for folder in (Path(path).absolute(), *Path(path).absolute().parents):
+    for folder in (_real(path), *_real(path).parents):
         if not folder.is_relative_to(outermost):
             return
         try:
