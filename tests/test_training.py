@@ -396,6 +396,23 @@ def test_weights_that_cannot_be_written_leave_no_partial_file_and_say_where(tmp_
     assert list(tmp_path.iterdir()) == []
 
 
+def test_weights_reach_the_disk_before_their_name_does(tmp_path, monkeypatch):
+    # A checkpoint's state.json names its tensor file once it is in place, and the older file is then deleted:
+    # after a power cut the named file must hold its bytes, which only an fsync before the rename promises.
+    import os
+
+    from attnclf.rundir import atomic_save_tensors
+
+    happened = []
+    fsync, replace_file = os.fsync, os.replace
+    monkeypatch.setattr(os, "fsync", lambda fd: happened.append(("fsync", os.path.getsize(f"/proc/self/fd/{fd}")))
+                        or fsync(fd))
+    monkeypatch.setattr(os, "replace", lambda a, b: happened.append(("replace", Path(b).name)) or replace_file(a, b))
+    atomic_save_tensors(tmp_path / "epoch-1.safetensors", {"w": torch.zeros(2)})
+    size = (tmp_path / "epoch-1.safetensors").stat().st_size
+    assert happened == [("fsync", size), ("replace", "epoch-1.safetensors")]
+
+
 @pytest.mark.parametrize("change, message", [
     (lambda s: replace(s, model_config={**s.model_config, "vocab_size": 5}),
      r"model_config sets vocab_size, which comes from the trained tokenizer \(TokenizerConfig.vocab_size"),

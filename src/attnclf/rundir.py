@@ -130,6 +130,13 @@ def atomic_save_tensors(path: Path, tensors: dict[str, torch.Tensor], metadata: 
             save_file({k: v.detach().contiguous().cpu() for k, v in tensors.items()}, tmp, metadata=metadata)
         except SafetensorError as exc:  # safetensors reports a full disk in its own words: an OSError for the CLI
             raise OSError(f"{path}: cannot write the weights ({exc})") from None
+        # On the disk before under its name: a checkpoint's state.json, written next, names this file and the old
+        # tensors are deleted, so after a power cut it must not name one whose bytes never landed.
+        written = os.open(tmp, os.O_RDONLY)
+        try:
+            os.fsync(written)
+        finally:
+            os.close(written)
         publish(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
