@@ -78,6 +78,29 @@ def test_cached_sequences_equal_the_tokenizer_encodings_across_chunks(files, tmp
         TokenCache(directory)
 
 
+def test_a_cache_that_stored_literal_special_tokens_as_their_ids_is_not_reused(tmp_path, monkeypatch):
+    # Format 1 was built when the tokenizer encoded a text's "<pad>" as the padding id; the tokenizer's JSON, which
+    # the key holds, is unchanged, so reused it would train on ids that predict and evaluate no longer give.
+    from tokenizers import Tokenizer as HFTokenizer
+
+    from attnclf.text import cache as cache_module
+
+    tokenizer = Tokenizer.train(["a good <pad> film", "a bad film"] * 3, TokenizerConfig(min_frequency=1))
+    old = Tokenizer(HFTokenizer.from_str(tokenizer.backend.to_str()), tokenizer.config)
+    old.backend.encode_special_tokens = False  # (as it encoded before)
+
+    def text():
+        return iter([("a good <pad> film", 1)])
+
+    monkeypatch.setattr(cache_module, "CACHE_FORMAT", 1)
+    stale = TokenCache.open_or_build(text, old, ["neg", "pos"], {"path": "x"}, tmp_path, lambda message: None)
+    assert 0 in stale.sequences[0].tolist()
+    monkeypatch.undo()
+    cache = TokenCache.open_or_build(text, tokenizer, ["neg", "pos"], {"path": "x"}, tmp_path, lambda message: None)
+    assert cache.sequences[0].tolist() == tokenizer.encode(["a good <pad> film"])[0]
+    assert 0 not in cache.sequences[0].tolist()
+
+
 def test_second_open_reuses_the_cache_and_settings_or_data_change_the_key(files, tmp_path):
     train, _ = files
     tokenizer = Tokenizer.train((r["text"] for r in corpus(300, 0)), TokenizerConfig(min_frequency=1))

@@ -44,7 +44,10 @@ from ..errors import DataError
 from ..rundir import atomic_write_json, file_sha256
 from .tokenizer import Tokenizer
 
-CACHE_FORMAT = 1
+# A new format is a new key, so no cache built the old way is reused. 2: a text's literal "<pad>" or "<unk>" is
+# stored as its words, not the special ids (format 1), as the tokenizer now encodes it; its JSON, in the key, is the
+# same either way.
+CACHE_FORMAT = 2
 CHUNK_TEXTS = 10_000  # texts encoded per call: large enough for encode_batch, small enough to forget
 
 
