@@ -1160,15 +1160,21 @@ def test_sigterm_at_start_up_is_a_termination_not_a_traceback(capsys, monkeypatc
 
     from attnclf import cli
 
-    def imports_when_terminated(args):
+    def imports_when_terminated(args, error=AttributeError("partially initialized module 'numpy' has no attribute "
+                                                             "'_core'")):
         try:
             os.kill(os.getpid(), signal.SIGTERM)
             time.sleep(5)  # (the handler runs at once, between bytecodes)
         except KeyboardInterrupt:
             pass  # (swallowed inside the import machinery)
-        raise AttributeError("partially initialized module 'numpy' has no attribute '_core'")
+        raise error
 
     monkeypatch.setitem(cli.COMMANDS, "datasets", imports_when_terminated)
+    assert main(["datasets"]) == 143
+    assert capsys.readouterr().err == "attnclf: terminated\n"
+    # torch's, imported again after an interrupted import: a RuntimeError, which is also how it runs out of memory
+    monkeypatch.setitem(cli.COMMANDS, "datasets", lambda args: imports_when_terminated(args, RuntimeError(
+        "function '_has_torch_function' already has a docstring")))
     assert main(["datasets"]) == 143
     assert capsys.readouterr().err == "attnclf: terminated\n"
     monkeypatch.setitem(cli.COMMANDS, "datasets", lambda args: {}["a bug"])  # no signal: a bug shows as one

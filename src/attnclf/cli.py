@@ -1418,20 +1418,29 @@ def _main(argv: list[str] | None) -> int:
         print(f"attnclf: error: {where + ': ' if where else ''}{exc.strerror or exc}"
               f"{_kept_model(args) if replacing else ''}", file=sys.stderr)
         return 2
-    except (MemoryError, RuntimeError) as exc:  # numpy's, torch's CPU allocator's and CUDA's out-of-memory errors
-        if not (isinstance(exc, MemoryError) or "can't allocate memory" in str(exc) or "out of memory" in str(exc)):
-            raise
-        asked = re.search(r"allocate (\d+) bytes", str(exc))
-        print(f"attnclf: error: out of memory{f' (asked for {int(asked[1]) / 1e9:,.1f} GB)' if asked else ''}; "
-              f"{_what_to_lower(args.command)}", file=sys.stderr)
-        return 2
-    except Exception:
+    except Exception as exc:
+        if _out_of_memory(exc):
+            asked = re.search(r"allocate (\d+) bytes", str(exc))
+            print(f"attnclf: error: out of memory{f' (asked for {int(asked[1]) / 1e9:,.1f} GB)' if asked else ''}; "
+                  f"{_what_to_lower(args.command)}", file=sys.stderr)
+            return 2
         # SIGTERM while a library still imports (the first second of a run) can surface as another error from its
-        # half-initialised modules (scipy's "initialization failed", numpy's AttributeError): still a termination.
+        # half-initialised modules (scipy's "initialization failed", numpy's AttributeError, torch's RuntimeError):
+        # still a termination. (In the out-of-memory handler's clause: a RuntimeError it re-raised skipped this one.)
         if not _terminating.is_set():
             raise
         print(f"attnclf: terminated{_resume_hint(args)}", file=sys.stderr)
         return 143
+
+
+def _out_of_memory(exc: Exception) -> bool:
+    """Whether ``exc`` is numpy's, torch's CPU allocator's or CUDA's out-of-memory error.
+
+    >>> _out_of_memory(RuntimeError("CUDA out of memory")), _out_of_memory(RuntimeError("a docstring"))
+    (True, False)
+    """
+    return isinstance(exc, MemoryError) or (isinstance(exc, RuntimeError) and (
+        "can't allocate memory" in str(exc) or "out of memory" in str(exc)))
 
 
 def _what_to_lower(command: str) -> str:
