@@ -556,7 +556,6 @@ def serve(run_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, limits
     uvicorn.run(app, host=host, port=port, **_uvicorn_options(limits))
 
 
-
 def _loopback(host: str) -> bool:
     """Whether binding ``host`` keeps the service on this machine: any loopback address (all of 127.0.0.0/8), or
     ``localhost``; another name may resolve anywhere, so it counts as reachable.
@@ -570,6 +569,7 @@ def _loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
 
 def _uvicorn_options(limits: ServeLimits) -> dict:
     """What ``serve`` passes ``uvicorn.run`` besides the app, host and port (the tests serve with the same).
