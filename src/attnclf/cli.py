@@ -1483,7 +1483,7 @@ _RERUN_CONTINUES = {"pretrain": "continues from its last finished epoch",
                     "ablate": "keeps the finished cells and continues the others"}
 
 
-def _resume_hint(args: argparse.Namespace) -> str:
+def _resume_hint(args: argparse.Namespace | None) -> str:
     """How to continue an interrupted single `train` run, if it got as far as a checkpoint of its own (a fresh
     run removes the folder's earlier checkpoint once its data has loaded), or what the command says itself."""
     if hasattr(args, "resume_hint"):

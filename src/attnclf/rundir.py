@@ -132,7 +132,7 @@ def atomic_save_tensors(path: Path, tensors: dict[str, torch.Tensor], metadata: 
             raise OSError(f"{path}: cannot write the weights ({exc})") from None
         # On the disk before under its name: a checkpoint's state.json, written next, names this file and the old
         # tensors are deleted, so after a power cut it must not name one whose bytes never landed.
-        written = os.open(tmp, os.O_RDONLY)
+        written = os.open(tmp, os.O_RDWR)  # (Windows refuses to fsync a read-only descriptor)
         try:
             os.fsync(written)
         finally:
