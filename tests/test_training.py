@@ -396,21 +396,27 @@ def test_weights_that_cannot_be_written_leave_no_partial_file_and_say_where(tmp_
     assert list(tmp_path.iterdir()) == []
 
 
-def test_weights_reach_the_disk_before_their_name_does(tmp_path, monkeypatch):
+@pytest.mark.parametrize("write", ["tensors", "json"])
+def test_a_files_bytes_reach_the_disk_before_its_name_does(write, tmp_path, monkeypatch):
     # A checkpoint's state.json names its tensor file once it is in place, and the older file is then deleted:
-    # after a power cut the named file must hold its bytes, which only an fsync before the rename promises.
+    # after a power cut the named file, and state.json itself, must hold their bytes, which only an fsync before
+    # the rename promises.
     import os
 
-    from attnclf.rundir import atomic_save_tensors
+    from attnclf.rundir import atomic_save_tensors, atomic_write_json
 
     happened = []
     fsync, replace_file = os.fsync, os.replace
     synced = lambda fd: (os.fstat(fd).st_ino, os.fstat(fd).st_size)  # noqa: E731 (the file, whole; no /proc needed)
     monkeypatch.setattr(os, "fsync", lambda fd: happened.append(("fsync", synced(fd))) or fsync(fd))
     monkeypatch.setattr(os, "replace", lambda a, b: happened.append(("replace", Path(b).name)) or replace_file(a, b))
-    atomic_save_tensors(tmp_path / "epoch-1.safetensors", {"w": torch.zeros(2)})
-    named = (tmp_path / "epoch-1.safetensors").stat()
-    assert happened == [("fsync", (named.st_ino, named.st_size)), ("replace", "epoch-1.safetensors")]
+    name = {"tensors": "epoch-1.safetensors", "json": "state.json"}[write]
+    if write == "tensors":
+        atomic_save_tensors(tmp_path / name, {"w": torch.zeros(2)})
+    else:
+        atomic_write_json(tmp_path / name, {"epoch": 1, "tensors": "epoch-1.safetensors"})
+    named = (tmp_path / name).stat()
+    assert happened == [("fsync", (named.st_ino, named.st_size)), ("replace", name)]
 
 
 @pytest.mark.parametrize("change, message", [

@@ -56,7 +56,17 @@ def temporary_beside(path: Path, suffix: str = ".tmp") -> tuple[int, str]:
 
 def publish(tmp: str | Path, path: Path) -> None:
     """Atomically move a finished temporary file onto ``path``, with the permissions a new file would get
-    (``mkstemp`` makes it owner-only; reports and exports are meant to be shared)."""
+    (``mkstemp`` makes it owner-only; reports and exports are meant to be shared).
+
+    Its bytes reach the disk before its name does: a checkpoint's state.json names its new tensor file and the older
+    one is then deleted, so after a power cut neither may be a name without its bytes (ext4 flushes a file renamed
+    over another, but not one under a new name; XFS neither).
+    """
+    written = os.open(tmp, os.O_RDWR)  # (Windows refuses to fsync a read-only descriptor)
+    try:
+        os.fsync(written)
+    finally:
+        os.close(written)
     _as_new(tmp, 0o666)
     os.replace(tmp, path)
 
@@ -130,13 +140,6 @@ def atomic_save_tensors(path: Path, tensors: dict[str, torch.Tensor], metadata: 
             save_file({k: v.detach().contiguous().cpu() for k, v in tensors.items()}, tmp, metadata=metadata)
         except SafetensorError as exc:  # safetensors reports a full disk in its own words: an OSError for the CLI
             raise OSError(f"{path}: cannot write the weights ({exc})") from None
-        # On the disk before under its name: a checkpoint's state.json, written next, names this file and the old
-        # tensors are deleted, so after a power cut it must not name one whose bytes never landed.
-        written = os.open(tmp, os.O_RDWR)  # (Windows refuses to fsync a read-only descriptor)
-        try:
-            os.fsync(written)
-        finally:
-            os.close(written)
         publish(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
