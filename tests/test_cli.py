@@ -1153,17 +1153,17 @@ def test_sigterm_stops_a_run_as_ctrl_c_does_and_says_how_to_resume(tmp_path, cap
     assert main(["train", "--resume", "--output", str(run), "--quiet"]) == 0
 
 
-def test_sigterm_at_start_up_is_a_termination_not_a_traceback(capsys, monkeypatch):
+def test_a_signal_at_start_up_stops_the_command_without_a_traceback(capsys, monkeypatch):
     """A signal in a C extension's first import leaves it half-initialised; the error the import then raises (scipy's
-    ImportError, numpy's AttributeError) is the termination's, not a bug to show as a traceback."""
+    ImportError, numpy's AttributeError) is the signal's, not a bug to show as a traceback."""
     import signal
 
     from attnclf import cli
 
     def imports_when_terminated(args, error=AttributeError("partially initialized module 'numpy' has no attribute "
-                                                             "'_core'")):
+                                                             "'_core'"), sent=signal.SIGTERM):
         try:
-            os.kill(os.getpid(), signal.SIGTERM)
+            os.kill(os.getpid(), sent)
             time.sleep(5)  # (the handler runs at once, between bytecodes)
         except KeyboardInterrupt:
             pass  # (swallowed inside the import machinery)
@@ -1177,6 +1177,12 @@ def test_sigterm_at_start_up_is_a_termination_not_a_traceback(capsys, monkeypatc
         "function '_has_torch_function' already has a docstring")))
     assert main(["datasets"]) == 143
     assert capsys.readouterr().err == "attnclf: terminated\n"
+    # Ctrl-C, the same way (Python's own handler raised KeyboardInterrupt, but nothing remembered it)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # (what main replaces, and puts back)
+    monkeypatch.setitem(cli.COMMANDS, "datasets", lambda args: imports_when_terminated(args, sent=signal.SIGINT))
+    assert main(["datasets"]) == 130
+    assert capsys.readouterr().err == "attnclf: interrupted\n"
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     monkeypatch.setitem(cli.COMMANDS, "datasets", lambda args: {}["a bug"])  # no signal: a bug shows as one
     with pytest.raises(KeyError):
         main(["datasets"])

@@ -1358,25 +1358,43 @@ class _Terminated(KeyboardInterrupt):
     """SIGTERM (a scheduler, `docker stop`, `kill`), stopped as Ctrl-C stops: checkpoints stay resumable."""
 
 
-_terminating = threading.Event()
+_signalled: list[KeyboardInterrupt] = []  # the stop a signal raised during this main(), if one did
 
 
 def _terminate(signum, frame):
-    _terminating.set()
-    raise _Terminated
+    _signalled.append(_Terminated())
+    raise _signalled[-1]
+
+
+def _interrupt(signum, frame):
+    _signalled.append(KeyboardInterrupt())
+    raise _signalled[-1]
 
 
 def main(argv: list[str] | None = None) -> int:
     import signal
 
-    _terminating.clear()
+    _signalled.clear()
     if threading.current_thread() is not threading.main_thread():  # (signals reach the main thread only)
         return _main(argv)
     previous = signal.signal(signal.SIGTERM, _terminate)
+    # Ctrl-C raises as Python's own handler does, and is remembered; a caller's own handler is left alone.
+    previous_int = signal.getsignal(signal.SIGINT)
+    if previous_int is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _interrupt)
     try:
         return _main(argv)
     finally:
         signal.signal(signal.SIGTERM, previous)
+        if previous_int is signal.default_int_handler:
+            signal.signal(signal.SIGINT, previous_int)
+
+
+def _stopped(stop: KeyboardInterrupt, args: argparse.Namespace | None) -> int:
+    """Say that a signal stopped the command, and how to continue it; the status a shell gives such a process."""
+    terminated = isinstance(stop, _Terminated)
+    print(f"attnclf: {'terminated' if terminated else 'interrupted'}{_resume_hint(args)}", file=sys.stderr)
+    return 143 if terminated else 130
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
@@ -1404,9 +1422,7 @@ def _main(argv: list[str] | None) -> int:
         print(f"attnclf: error: {exc}{_kept_model(args) if replacing else ''}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as stop:
-        terminated = isinstance(stop, _Terminated)
-        print(f"attnclf: {'terminated' if terminated else 'interrupted'}{_resume_hint(args)}", file=sys.stderr)
-        return 143 if terminated else 130  # what a shell reports for a process the signal stopped
+        return _stopped(stop, args)
     except BrokenPipeError:  # `attnclf predict ... | head`: the reader hung up; no traceback, and the status a
         # shell gives a command its pipe's SIGPIPE stopped (128 + 13), since whatever was writing did not finish.
         # Python flushes stdout once more at exit, into the same closed pipe; point it at /dev/null instead.
@@ -1424,13 +1440,12 @@ def _main(argv: list[str] | None) -> int:
             print(f"attnclf: error: out of memory{f' (asked for {int(asked[1]) / 1e9:,.1f} GB)' if asked else ''}; "
                   f"{_what_to_lower(args.command)}", file=sys.stderr)
             return 2
-        # SIGTERM while a library still imports (the first second of a run) can surface as another error from its
+        # A signal while a library still imports (the first second of a run) can surface as another error from its
         # half-initialised modules (scipy's "initialization failed", numpy's AttributeError, torch's RuntimeError):
-        # still a termination. (In the out-of-memory handler's clause: a RuntimeError it re-raised skipped this one.)
-        if not _terminating.is_set():
+        # still the stop. (In the out-of-memory handler's clause: a RuntimeError it re-raised skipped this one.)
+        if not _signalled:
             raise
-        print(f"attnclf: terminated{_resume_hint(args)}", file=sys.stderr)
-        return 143
+        return _stopped(_signalled[-1], args)
 
 
 def _out_of_memory(exc: Exception) -> bool:
