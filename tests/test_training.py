@@ -419,6 +419,31 @@ def test_a_files_bytes_reach_the_disk_before_its_name_does(write, tmp_path, monk
     assert happened == [("fsync", (named.st_ino, named.st_size)), ("replace", name)]
 
 
+@pytest.mark.parametrize("refusal, kept", [("EOPNOTSUPP", True), ("EINVAL", True), ("EIO", False), ("ENOSPC", False)])
+def test_a_filesystem_without_fsync_still_gets_the_file_and_a_failed_sync_names_it(refusal, kept, tmp_path,
+                                                                                   monkeypatch):
+    # An SMB share or a FUSE mount may have no fsync at all: the write still lands (atomically, by the rename).
+    # A sync that failed lost the bytes: the file's error, naming it, as every other write error does.
+    import errno
+
+    from attnclf.rundir import atomic_write_json
+
+    code = getattr(errno, refusal)
+
+    def fsync(fd):
+        raise OSError(code, os.strerror(code))
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    if kept:
+        atomic_write_json(tmp_path / "state.json", {"epoch": 1})
+        assert json.loads((tmp_path / "state.json").read_text()) == {"epoch": 1}
+    else:
+        with pytest.raises(OSError) as raised:
+            atomic_write_json(tmp_path / "state.json", {"epoch": 1})
+        assert (raised.value.errno, raised.value.filename) == (code, str(tmp_path / "state.json"))
+    assert [p.name for p in tmp_path.iterdir()] == (["state.json"] if kept else [])
+
+
 @pytest.mark.parametrize("change, message", [
     (lambda s: replace(s, model_config={**s.model_config, "vocab_size": 5}),
      r"model_config sets vocab_size, which comes from the trained tokenizer \(TokenizerConfig.vocab_size"),

@@ -24,6 +24,7 @@ interrupted run never leaves a half-written file behind.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -54,6 +55,9 @@ def temporary_beside(path: Path, suffix: str = ".tmp") -> tuple[int, str]:
     return tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=suffix)
 
 
+_CANNOT_SYNC = {errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP}  # what fsync says where the filesystem has none
+
+
 def publish(tmp: str | Path, path: Path) -> None:
     """Atomically move a finished temporary file onto ``path``, with the permissions a new file would get
     (``mkstemp`` makes it owner-only; reports and exports are meant to be shared).
@@ -65,6 +69,12 @@ def publish(tmp: str | Path, path: Path) -> None:
     written = os.open(tmp, os.O_RDWR)  # (Windows refuses to fsync a read-only descriptor)
     try:
         os.fsync(written)
+    except OSError as exc:
+        # A filesystem that cannot sync at all (an SMB share, some FUSE and network mounts) says so: the rename is
+        # still atomic there, and refusing every write would be worse. A sync that failed (EIO, a full disk) is the
+        # file's error, named (fsync's own names none).
+        if exc.errno not in _CANNOT_SYNC:
+            raise OSError(exc.errno, exc.strerror, str(path)) from None
     finally:
         os.close(written)
     _as_new(tmp, 0o666)
