@@ -1187,6 +1187,17 @@ def test_a_signal_at_start_up_stops_the_command_without_a_traceback(capsys, monk
     with pytest.raises(KeyError):
         main(["datasets"])
 
+    def interrupts_a_main_inside_then_fails(args):  # a stop a main() inside reported is not this one's
+        monkeypatch.setitem(cli.COMMANDS, "datasets", lambda args: imports_when_terminated(args, sent=signal.SIGINT))
+        assert main(["datasets"]) == 130
+        {}["a bug"]
+
+    monkeypatch.setitem(cli.COMMANDS, "report", interrupts_a_main_inside_then_fails)
+    with pytest.raises(KeyError):
+        main(["report", "run"])
+    assert capsys.readouterr().err == "attnclf: interrupted\n"  # (the inner one's, said once)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
     def parser_built_when_terminated():  # (building the parser reads gettext's catalogues: a second at start-up)
         os.kill(os.getpid(), signal.SIGTERM)
         time.sleep(5)

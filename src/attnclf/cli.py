@@ -1372,9 +1372,19 @@ def _interrupt(signum, frame):
 
 
 def main(argv: list[str] | None = None) -> int:
+    # A main() this one runs inside (a command or a script calling main) keeps its own record: a stop this one
+    # reported is not the outer's, whose later bug would otherwise show as "interrupted".
+    outer = _signalled[:]
+    _signalled.clear()
+    try:
+        return _main_with_handlers(argv)
+    finally:
+        _signalled[:] = outer
+
+
+def _main_with_handlers(argv: list[str] | None) -> int:
     import signal
 
-    _signalled.clear()
     if threading.current_thread() is not threading.main_thread():  # (signals reach the main thread only)
         return _main(argv)
     previous = signal.signal(signal.SIGTERM, _terminate)
