@@ -310,12 +310,13 @@ def shared_text_warnings(splits: Splits, cleaning: CleaningConfig = CleaningConf
     lines, seen = [], set(as_read(splits.train.texts))
     validation = splits.validation
     if validation is not None and (validation.texts, validation.labels) != (splits.train.texts, splits.train.labels):
-        shared = sum(text in seen for text in as_read(validation.texts))
+        validation_read = as_read(validation.texts)
+        shared = sum(text in seen for text in validation_read)
         if shared:
             lines.append(f"warning: {shared:,} of the {len(validation):,} validation texts also occur among the "
                          f"training texts (duplicates in the data?): validation scores, early stopping and refit's "
                          f"epoch count will flatter the model")
-        seen |= set(as_read(validation.texts))
+        seen |= set(validation_read)
     if splits.test is not None:
         shared = sum(text in seen for text in as_read(splits.test.texts))
         if shared:
