@@ -397,10 +397,11 @@ def test_weights_that_cannot_be_written_leave_no_partial_file_and_say_where(tmp_
 
 
 @pytest.mark.parametrize("write", ["tensors", "json"])
-def test_a_files_bytes_reach_the_disk_before_its_name_does(write, tmp_path, monkeypatch):
+def test_a_files_bytes_reach_the_disk_before_its_name_does_and_its_name_before_the_writer_goes_on(write, tmp_path,
+                                                                                                  monkeypatch):
     # A checkpoint's state.json names its tensor file once it is in place, and the older file is then deleted:
     # after a power cut the named file, and state.json itself, must hold their bytes, which only an fsync before
-    # the rename promises.
+    # the rename promises; and the new state.json must be the one found, which only the folder's fsync promises.
     import os
 
     from attnclf.rundir import atomic_save_tensors, atomic_write_json
@@ -416,7 +417,9 @@ def test_a_files_bytes_reach_the_disk_before_its_name_does(write, tmp_path, monk
     else:
         atomic_write_json(tmp_path / name, {"epoch": 1, "tensors": "epoch-1.safetensors"})
     named = (tmp_path / name).stat()
-    assert happened == [("fsync", (named.st_ino, named.st_size)), ("replace", name)]
+    folder = tmp_path.stat()
+    assert happened == [("fsync", (named.st_ino, named.st_size)), ("replace", name),
+                        ("fsync", (folder.st_ino, folder.st_size))]
 
 
 @pytest.mark.parametrize("refusal, kept", [("EOPNOTSUPP", True), ("EINVAL", True), ("EIO", False), ("ENOSPC", False)])

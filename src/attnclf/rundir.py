@@ -62,11 +62,21 @@ def publish(tmp: str | Path, path: Path) -> None:
     """Atomically move a finished temporary file onto ``path``, with the permissions a new file would get
     (``mkstemp`` makes it owner-only; reports and exports are meant to be shared).
 
-    Its bytes reach the disk before its name does: a checkpoint's state.json names its new tensor file and the older
-    one is then deleted, so after a power cut neither may be a name without its bytes (ext4 flushes a file renamed
-    over another, but not one under a new name; XFS neither).
+    Its bytes reach the disk before its name does, and its name before the caller goes on: a checkpoint's state.json
+    names its new tensor file and the older one is then deleted, so after a power cut neither may be a name without
+    its bytes (ext4 flushes a file renamed over another, but not one under a new name; XFS neither), nor may the old
+    state.json come back naming a file already deleted (the folder's own entries reach the disk by its fsync).
     """
-    written = os.open(tmp, os.O_RDWR)  # (Windows refuses to fsync a read-only descriptor)
+    _sync(tmp, os.O_RDWR, path)  # (Windows refuses to fsync a read-only descriptor)
+    _as_new(tmp, 0o666)
+    os.replace(tmp, path)
+    if os.name != "nt":  # (Windows opens no folder as a file; NTFS journals the rename itself)
+        _sync(Path(path).parent, os.O_RDONLY, path)
+
+
+def _sync(target: str | Path, flags: int, path: Path) -> None:
+    """fsync ``target`` (the file written for ``path``, or its folder)."""
+    written = os.open(target, flags)
     try:
         os.fsync(written)
     except OSError as exc:
@@ -77,8 +87,6 @@ def publish(tmp: str | Path, path: Path) -> None:
             raise OSError(exc.errno, exc.strerror, str(path)) from None
     finally:
         os.close(written)
-    _as_new(tmp, 0o666)
-    os.replace(tmp, path)
 
 
 def _as_new(tmp: str | Path, mode: int) -> None:
