@@ -476,13 +476,38 @@ def test_fetch_checksum_mismatch_keeps_nothing(tmp_path):
     dest = tmp_path / "cache" / "file.bin"
     with pytest.raises(DataError, match=f"sha256 is {_sha(b'tampered')}, expected {'0' * 64}"):
         download.fetch((tmp_path / "src.bin").as_uri(), dest, "0" * 64)
-    assert list(dest.parent.iterdir()) == []
+    assert not dest.parent.exists()  # nor the folder made for it: an empty cache folder looks like a copy
 
 
 def test_fetch_network_failure_is_a_data_error(tmp_path):
     url = (tmp_path / "absent.bin").as_uri()
     with pytest.raises(DataError, match=f"could not download {url}"):
         download.fetch(url, tmp_path / "cache" / "file.bin", "0" * 64)
+    assert not (tmp_path / "cache").exists()
+
+
+def test_a_failed_fetch_removes_only_the_folders_it_made(tmp_path):
+    # Folders that were there before stay, even empty ones, and so does whatever the user keeps in them.
+    cache = tmp_path / "cache"
+    _write_tree(cache, {"keep.txt": b"user data"})
+    (cache / "was_empty").mkdir()
+    unreachable = (tmp_path / "absent.bin").as_uri()
+    for dest in (cache / "new" / "deeper" / "file.bin", cache / "was_empty" / "file.bin"):
+        with pytest.raises(DataError, match="could not download"):
+            download.fetch(unreachable, dest, "0" * 64)
+    assert sorted(path.relative_to(cache).as_posix() for path in cache.rglob("*")) == ["keep.txt", "was_empty"]
+    assert (cache / "keep.txt").read_bytes() == b"user data"
+
+
+def test_an_interrupted_fetch_removes_its_part_file_and_new_folders(tmp_path, monkeypatch):
+    class Interrupted(io.BytesIO):
+        def read(self, size=-1):
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(download.urllib.request, "urlopen", lambda url, timeout: Interrupted())
+    (tmp_path / "cache").mkdir()
+    with pytest.raises(KeyboardInterrupt):
+        download.fetch("https://example.invalid/file.bin", tmp_path / "cache" / "x" / "file.bin", "0" * 64)
     assert list((tmp_path / "cache").iterdir()) == []
 
 
@@ -505,7 +530,33 @@ def test_a_failed_download_says_how_to_use_a_copy_fetched_another_way(tmp_path, 
     message = str(err.value)
     assert message.startswith(f"imdb: could not download {remote.url} to {cache / 'imdb' / imdb.ARCHIVE}: ")
     assert message.endswith("set ATTNCLF_DATA_DIR (or --data-dir) to the folder holding imdb/aclImdb_v1.tar.gz")
-    assert "\n" not in message and not list((cache / "imdb").iterdir())  # no partial file either
+    assert "\n" not in message and not cache.exists()  # no partial file, nor the folders made for it
+
+
+def test_a_failed_download_leaves_no_empty_cache_folder_but_keeps_the_files_fetched(tmp_path, monkeypatch, capsys):
+    # Offline, `train --download` left ~/.cache/attnclf/imdb/ behind, empty; `datasets` then listed the cache folder
+    # as there. A download that fails after its first file keeps that file (a later --download completes the copy).
+    from attnclf.cli import main
+
+    monkeypatch.delenv("ATTNCLF_DATA_DIR", raising=False)
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("ATTNCLF_CACHE", str(cache))
+    unreachable = download.Remote((tmp_path / "unreachable" / imdb.ARCHIVE).as_uri(), f"imdb/{imdb.ARCHIVE}", "0" * 64)
+    monkeypatch.setattr(imdb, "REMOTES", {"imdb": (unreachable,)})
+    assert main(["train", "--dataset", "imdb", "--download", "--output", str(tmp_path / "run")]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith(f"attnclf: error: imdb: could not download {unreachable.url}") and error.count("\n") == 1
+    assert not cache.exists()
+    assert main(["datasets"]) == 0
+    assert f"{cache} (no such folder)" in capsys.readouterr().out
+
+    _write_tree(tmp_path / "remote", {"train.csv": AG_TRAIN.encode()})
+    remotes = tuple(download.Remote((tmp_path / "remote" / name).as_uri(), f"ag_news/{name}", sha)
+                    for name, sha in [("train.csv", _sha(AG_TRAIN.encode())), ("test.csv", "0" * 64)])
+    monkeypatch.setattr(ag_news, "REMOTES", {"ag_news": remotes})
+    with pytest.raises(DataError, match="could not download .*test.csv"):
+        download.ensure_available("ag_news", [cache], download=True)
+    assert [path.name for path in (cache / "ag_news").iterdir()] == ["train.csv"]
 
 def test_ensure_available_downloads_into_the_cache_when_allowed(tmp_path, monkeypatch):
     archive = _tar_gz(tmp_path / "remote" / imdb.ARCHIVE, IMDB_FILES)

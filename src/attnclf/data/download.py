@@ -7,8 +7,10 @@ files in the user cache, which ``candidate_dirs`` always searches.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import inspect
+import itertools
 import os
 import urllib.request
 from dataclasses import dataclass
@@ -92,7 +94,8 @@ def fetch(url: str, dest: str | Path, sha256: str) -> Path:
     """Download ``url`` to ``dest`` and check its sha256; a verified ``dest`` is kept as is.
 
     The file appears at ``dest`` only once complete and verified, so an
-    interrupted or corrupt download never looks like data.
+    interrupted or corrupt download never looks like data; nor do the folders
+    made for it, removed again when the download fails.
 
     >>> # fetch("https://ai.stanford.edu/~amaas/data/sentiment/aclImdb_v1.tar.gz",
     >>> #       user_cache_dir() / "imdb" / "aclImdb_v1.tar.gz",
@@ -102,9 +105,25 @@ def fetch(url: str, dest: str | Path, sha256: str) -> Path:
     dest = Path(dest)
     if dest.is_file() and file_sha256(dest) == sha256:
         return dest
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = temporary_beside(dest, suffix=".part")
+    new_folders = list(itertools.takewhile(lambda folder: not folder.exists(), (dest.parent, *dest.parent.parents)))
     try:
+        _download(url, dest, sha256)
+    except BaseException:  # a Ctrl-C too
+        # An empty cache folder would pass for a copy of the dataset. rmdir removes only an empty folder, so a file
+        # another process put there meanwhile stays, and so does every folder that was there before.
+        for folder in new_folders:  # deepest first
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        raise
+    return dest
+
+
+def _download(url: str, dest: Path, sha256: str) -> None:
+    """``fetch``'s download into ``dest``, verified, through a temporary file removed whatever happens."""
+    tmp = None
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = temporary_beside(dest, suffix=".part")
         digest = hashlib.sha256()
         with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=60) as response:
             while chunk := response.read(1 << 20):
@@ -118,9 +137,8 @@ def fetch(url: str, dest: str | Path, sha256: str) -> Path:
     except OSError as exc:  # urllib's URLError and socket timeouts are OSErrors too
         raise DataError(f"could not download {url} to {dest}: {getattr(exc, 'reason', exc)}") from None
     finally:
-        if os.path.exists(tmp):
+        if tmp is not None and os.path.exists(tmp):
             os.unlink(tmp)
-    return dest
 
 
 def ensure_available(name: str, data_dirs: list[Path], download: bool = False) -> Path:
