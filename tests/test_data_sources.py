@@ -261,6 +261,23 @@ def test_download_completes_a_partial_stsa_folder(tmp_path, monkeypatch):
     assert download.ensure_available("sst2-sentences", dirs, download=True) == cache / "sst2" / "stsa_binary"
     assert sst2.load_sentences(dirs).validation.texts == ["ok"]
 
+def test_download_into_a_partial_cache_folder_fetches_only_its_missing_or_empty_files(tmp_path, monkeypatch):
+    # It fetched every file whose checksum differed from the original's, replacing the user's copies (the shared
+    # datasets' rebuilt files never match); a file with no bytes is no copy, and is fetched.
+    cache = tmp_path / "cache"
+    folder = cache / "sst2" / "stsa_binary"
+    _write_tree(folder, {"stsa.binary.train": b"1 a copy of train made elsewhere\n", "stsa.binary.dev": b""})
+    _write_tree(tmp_path / "remote", STSA_FILES)
+    remotes = tuple(download.Remote((tmp_path / "remote" / name).as_uri(), f"sst2/stsa_binary/{name}", _sha(data))
+                    for name, data in STSA_FILES.items())
+    monkeypatch.setattr(sst2, "REMOTES", {**sst2.REMOTES, "sst2-sentences": remotes})
+    monkeypatch.setenv("ATTNCLF_CACHE", str(cache))
+    (tmp_path / "remote" / "stsa.binary.train").unlink()  # so fetching it again would fail
+    assert download.ensure_available("sst2-sentences", [cache], download=True) == folder
+    assert sst2.load_sentences([cache]).train.texts == ["a copy of train made elsewhere"]
+    assert [(folder / name).read_bytes() for name in ("stsa.binary.dev", "stsa.binary.test")] == \
+        [STSA_FILES["stsa.binary.dev"], STSA_FILES["stsa.binary.test"]]
+
 # --- AG News ----------------------------------------------------------------
 
 AG_TEST = (

@@ -78,6 +78,16 @@ def damaged(name: str, path: Path, problem: str, remote: Remote) -> DataError:
                      f"--download, or set --data-dir to a folder holding a whole {remote.path}")
 
 
+def present(path: Path) -> bool:
+    """Whether ``path`` is a file with something in it: an empty one (a copy cut short before its first byte) counts
+    as missing.
+
+    >>> present(Path("/nowhere/train.csv"))
+    False
+    """
+    return path.is_file() and path.stat().st_size > 0
+
+
 def first_complete(candidates: list[Path], usable: Callable[[Path], bool],
                    complete: Callable[[Path], bool]) -> Path | None:
     """The first of ``candidates`` that is ``complete``, else the first ``usable`` one (a copy with some files,
@@ -145,8 +155,9 @@ def ensure_available(name: str, data_dirs: list[Path], download: bool = False) -
     """Where source ``name`` reads its files from, downloading them first if allowed.
 
     Files found in ``data_dirs`` win. Only when they are missing (or, by the
-    source's ``is_complete``, incomplete) and ``download`` is true are the
-    module's ``REMOTES[name]`` fetched into the user cache.
+    source's ``is_complete``, incomplete) and ``download`` is true are those of
+    the module's ``REMOTES[name]`` the user cache lacks (or holds empty) fetched
+    into it; the files it holds are kept.
 
     >>> from attnclf.data.registry import candidate_dirs
     >>> # ensure_available("imdb", candidate_dirs("/work/shared/datasets"))
@@ -165,6 +176,11 @@ def ensure_available(name: str, data_dirs: list[Path], download: bool = False) -
         raise DataError(f"{name}: no public download is known; put its files in a --data-dir folder")
     cache = user_cache_dir()
     for remote in remotes:
+        # A file already there is the user's copy, trusted unchecked: a copy made another way can hold the same
+        # data as the original in other bytes (the shared IMDB and 20 Newsgroups are rebuilt archives, whose
+        # sha256s differ), so a checksum cannot tell it from a damaged one, and fetching it again would replace it.
+        if present(cache / remote.path):
+            continue
         try:
             fetch(remote.url, cache / remote.path, remote.sha256)
         except DataError as exc:  # offline, or a mirror that changed: the other way to the same file
