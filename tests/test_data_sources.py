@@ -36,6 +36,14 @@ def _write_tree(root: Path, files: dict[str, bytes]) -> None:
         (root / name).write_bytes(data)
 
 
+def _datasets_listing(capsys, *args: str) -> dict[str, str]:
+    """`attnclf datasets`' rows, by dataset name."""
+    from attnclf.cli import main
+
+    assert main(["datasets", *args]) == 0
+    return {line.split()[0]: line for line in capsys.readouterr().out.splitlines()[1:]}
+
+
 # --- IMDB -------------------------------------------------------------------
 
 def _url(movie: str) -> str:
@@ -224,15 +232,12 @@ STSA_FILES = {"stsa.binary.train": b"1 good\n0 dull\n", "stsa.binary.dev": b"1 o
 def test_sst2_copies_without_their_dev_or_test_files_say_which_and_how_to_get_them(tmp_path, monkeypatch, capsys):
     # A folder with only the training file used to list as "local" and fail on the first missing file with a bare
     # "[Errno 2] No such file", naming neither --download nor where the file comes from.
-    from attnclf.cli import main
-
     monkeypatch.delenv("ATTNCLF_DATA_DIR", raising=False)
     monkeypatch.setenv("ATTNCLF_CACHE", str(tmp_path / "cache"))
     data = tmp_path / "data"
     _write_tree(data / "sst2" / "SST-2", {"train.tsv": GLUE_TRAIN.encode()})
     _write_tree(data / "sst2" / "stsa_binary", {"stsa.binary.train": STSA_FILES["stsa.binary.train"]})
-    assert main(["datasets", "--data-dir", str(data)]) == 0
-    rows = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()[1:]}
+    rows = _datasets_listing(capsys, "--data-dir", str(data))
     assert f"local, some splits only: {data / 'sst2' / 'SST-2'}" in rows["sst2"]
     assert f"local, some splits only: {data / 'sst2' / 'stsa_binary'}" in rows["sst2-sentences"]
     with pytest.raises(DataError, match=rf"sst2: {data / 'sst2' / 'SST-2' / 'dev.tsv'} is missing .*--download"
@@ -261,6 +266,7 @@ def test_download_completes_a_partial_stsa_folder(tmp_path, monkeypatch):
     assert download.ensure_available("sst2-sentences", dirs, download=True) == cache / "sst2" / "stsa_binary"
     assert sst2.load_sentences(dirs).validation.texts == ["ok"]
 
+
 def test_download_into_a_partial_cache_folder_fetches_only_its_missing_or_empty_files(tmp_path, monkeypatch):
     # It fetched every file whose checksum differed from the original's, replacing the user's copies (the shared
     # datasets' rebuilt files never match); a file with no bytes is no copy, and is fetched.
@@ -277,6 +283,28 @@ def test_download_into_a_partial_cache_folder_fetches_only_its_missing_or_empty_
     assert sst2.load_sentences([cache]).train.texts == ["a copy of train made elsewhere"]
     assert [(folder / name).read_bytes() for name in ("stsa.binary.dev", "stsa.binary.test")] == \
         [STSA_FILES["stsa.binary.dev"], STSA_FILES["stsa.binary.test"]]
+
+
+def test_a_copy_with_an_empty_file_is_partial_and_download_fetches_that_file(tmp_path, monkeypatch, capsys):
+    # An stsa folder with an empty test file counted as whole: --download fetched nothing, and loading failed on
+    # "line 1: expected '0|1 sentence', got ''", naming neither the empty file nor --download.
+    monkeypatch.delenv("ATTNCLF_DATA_DIR", raising=False)
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("ATTNCLF_CACHE", str(cache))
+    folder = cache / "sst2" / "stsa_binary"
+    _write_tree(folder, {**STSA_FILES, "stsa.binary.test": b""})
+    rows = _datasets_listing(capsys)
+    assert f"local, some splits only: {folder}" in rows["sst2-sentences"]
+    with pytest.raises(DataError, match=rf"sst2-sentences: {folder / 'stsa.binary.test'} \(empty\) is missing "
+                                        r"\(that folder has only stsa.binary.train, stsa.binary.dev\); pass --download"):
+        sst2.load_sentences([cache])
+    _write_tree(tmp_path / "remote", STSA_FILES)
+    remotes = tuple(download.Remote((tmp_path / "remote" / name).as_uri(), f"sst2/stsa_binary/{name}", _sha(data))
+                    for name, data in STSA_FILES.items())
+    monkeypatch.setattr(sst2, "REMOTES", {**sst2.REMOTES, "sst2-sentences": remotes})
+    assert download.ensure_available("sst2-sentences", [cache], download=True) == folder
+    assert sst2.load_sentences([cache]).test.texts == ["meh"]
+
 
 # --- AG News ----------------------------------------------------------------
 
@@ -349,18 +377,14 @@ def test_a_grouped_split_holds_out_the_fraction_asked_for_not_one_fold_of_the_ne
 
 
 def test_datasets_listing_says_when_a_local_copy_lacks_splits(tmp_path, monkeypatch, capsys):
-    from attnclf.cli import main
-
     monkeypatch.delenv("ATTNCLF_DATA_DIR", raising=False)
     monkeypatch.setenv("ATTNCLF_CACHE", str(tmp_path / "cache"))
     _write_tree(tmp_path / "ag_news", {"test.csv": AG_TEST.encode(), "classes.txt": AG_CLASSES})
-    assert main(["datasets", "--data-dir", str(tmp_path)]) == 0
-    rows = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()[1:]}
+    rows = _datasets_listing(capsys, "--data-dir", str(tmp_path))
     assert f"local, some splits only: {tmp_path / 'ag_news'}" in rows["ag_news"]
     assert "not found locally" in rows["imdb"]
     _write_tree(tmp_path / "ag_news", {"train.csv": AG_TRAIN.encode()})
-    assert main(["datasets", "--data-dir", str(tmp_path)]) == 0
-    rows = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()[1:]}
+    rows = _datasets_listing(capsys, "--data-dir", str(tmp_path))
     assert f"local: {tmp_path / 'ag_news'}" in rows["ag_news"]
 
 
@@ -382,6 +406,32 @@ def test_ag_news_prefers_a_folder_with_train_csv(tmp_path):
     _write_tree(tmp_path / "a" / "ag_news", {"test.csv": AG_TEST.encode(), "classes.txt": AG_CLASSES})
     _write_tree(tmp_path / "b" / "ag_news_csv", {"train.csv": AG_TRAIN.encode()})
     assert ag_news.locate([tmp_path / "a", tmp_path / "b"]) == tmp_path / "b" / "ag_news_csv"
+
+
+def test_download_completes_an_ag_news_copy_that_has_its_train_csv_but_not_the_rest(tmp_path, monkeypatch, capsys):
+    # A download cut short after train.csv left a copy that counted as whole: `datasets` listed it as local,
+    # --download fetched nothing, and training failed on the missing classes.txt. A whole copy searched later was
+    # passed over for it.
+    monkeypatch.delenv("ATTNCLF_DATA_DIR", raising=False)
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("ATTNCLF_CACHE", str(cache))
+    _write_tree(cache / "ag_news", {"train.csv": AG_TRAIN.encode()})
+    _write_tree(tmp_path / "later" / "ag_news", {"train.csv": AG_TRAIN.encode(), "test.csv": AG_TEST.encode(),
+                                                 "classes.txt": AG_CLASSES})
+    assert ag_news.locate([cache, tmp_path / "later"]) == tmp_path / "later" / "ag_news"
+    rows = _datasets_listing(capsys)
+    assert f"local, some splits only: {cache / 'ag_news'}" in rows["ag_news"]
+    with pytest.raises(DataError, match=r"ag_news: .*test.csv, .*classes.txt are missing \(that folder has only "
+                                        r"train.csv\); pass --download"):
+        ag_news.load([cache])
+    remote_files = {"train.csv": b"", "test.csv": AG_TEST.encode(), "classes.txt": AG_CLASSES}  # (train: kept)
+    _write_tree(tmp_path / "remote", remote_files)
+    remotes = tuple(download.Remote((tmp_path / "remote" / name).as_uri(), f"ag_news/{name}", _sha(data))
+                    for name, data in remote_files.items())
+    monkeypatch.setattr(ag_news, "REMOTES", {"ag_news": remotes})
+    assert download.ensure_available("ag_news", [cache], download=True) == cache / "ag_news"
+    splits = ag_news.load([cache])
+    assert (len(splits.train), len(splits.test)) == (2, 2)
 
 
 def test_the_folder_a_run_records_is_the_one_its_data_is_read_from(tmp_path, monkeypatch):

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ..errors import DataError
 from .base import Splits, TextDataset
-from .download import Remote, missing_files, not_found
+from .download import Remote, first_complete, lacking, not_found, present, refuse_partial
 from .registry import Source
 
 _MIRROR = "https://raw.githubusercontent.com/mhjabreel/CharCnn_Keras/555590db4219b1243abb1918effd6a7425a2d75f"
@@ -35,6 +35,9 @@ REMOTES = {
         ]
     )
 }
+
+# What a whole copy holds; the shared datasets' has all but train.csv.
+FILES = tuple(Path(remote.path).name for remote in REMOTES["ag_news"])
 
 _BARE_ENTITY = re.compile(r" ?(#\d+|quot|amp|lt|gt|hellip);")
 _LINE_BREAK = re.compile(r"\\+(?!\$)")
@@ -56,18 +59,16 @@ def _folders(data_dirs: list[Path]) -> list[Path]:
 
 
 def locate(data_dirs: list[Path]) -> Path | None:
-    """The first folder with ``train.csv``, else the first with ``test.csv`` alone."""
+    """The first whole folder, else the first with ``train.csv``, else the first with ``test.csv``."""
     folders = _folders(data_dirs)
-    for wanted in ("train.csv", "test.csv"):
-        for folder in folders:
-            if (folder / wanted).is_file():
-                return folder
-    return None
+    holding = [folder for wanted in ("train.csv", "test.csv") for folder in folders if present(folder / wanted)]
+    return first_complete(holding, lambda folder: True, is_complete)
 
 
 def is_complete(folder: Path) -> bool:
-    """Whether ``folder`` holds the training split, which the shared datasets lack."""
-    return (folder / "train.csv").is_file()
+    """Whether ``folder`` holds all three files (with something in each): the shared datasets lack train.csv, and a
+    download cut short may have fetched train.csv alone."""
+    return not lacking(folder, FILES)
 
 
 def _names(folder: Path) -> list[str]:
@@ -108,8 +109,7 @@ def load(data_dirs: list[Path], seed: int = 0) -> Splits:
     folder = locate(data_dirs)
     if folder is None:
         raise not_found("ag_news", data_dirs, REMOTES["ag_news"][0].path)
-    if not is_complete(folder):
-        raise missing_files("ag_news", folder, ["train.csv"], REMOTES["ag_news"], holds="only the test split")
+    refuse_partial("ag_news", folder, FILES, REMOTES["ag_news"])
     names = _names(folder)
     return Splits(
         train=_read(folder / "train.csv", names, "train"),

@@ -15,7 +15,7 @@ import os
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable
 
 from ..errors import DataError
 from ..rundir import file_sha256, publish, temporary_beside
@@ -51,7 +51,8 @@ def not_found(name: str, data_dirs: list[Path], holding: str) -> DataError:
 def missing_files(name: str, folder: Path, missing: list[str], remotes: tuple[Remote, ...], holds: str) -> DataError:
     """The error a source raises when the copy it found lacks some of its files (``holds``: what that copy has).
 
-    Each missing file is named with where it comes from: its own download, else the archive that holds it.
+    Each missing file is named with where it comes from: its own download, else the archive that holds it; one
+    there but empty (see ``present``) is said to be.
 
     >>> error = missing_files("x", Path("/d/x"), ["b.txt"], (Remote("https://h/b.txt", "x/b.txt", "ab" * 32),),
     ...                       holds="only a.txt")
@@ -61,10 +62,31 @@ def missing_files(name: str, folder: Path, missing: list[str], remotes: tuple[Re
     own = {Path(remote.path).name: remote for remote in remotes}
     where = [f"{file} from {own[file].url} (sha256 {own[file].sha256})" if file in own else
              f"{file} (inside {remotes[0].url})" for file in missing]
-    missing_paths = ", ".join(str(folder / file) for file in missing)
+    missing_paths = ", ".join(f"{folder / file}{' (empty)' if (folder / file).is_file() else ''}" for file in missing)
     return DataError(f"{name}: {missing_paths} {'is' if len(missing) == 1 else 'are'} missing (that folder has "
                      f"{holds}); pass --download to fetch the dataset into "
                      f"{user_cache_dir() / Path(remotes[0].path).parts[0]}, or put {', '.join(where)} in {folder}")
+
+
+def lacking(folder: Path, files: Iterable[str]) -> list[str]:
+    """Those of ``files`` that ``folder`` lacks, an empty one counting as missing (``present``).
+
+    >>> lacking(Path("/nowhere"), ["train.csv"])
+    ['train.csv']
+    """
+    return [file for file in files if not present(folder / file)]
+
+
+def refuse_partial(name: str, folder: Path, files: tuple[str, ...], remotes: tuple[Remote, ...]) -> None:
+    """Raise ``missing_files`` naming those of ``files`` that ``folder`` lacks, if any: before any of it is read,
+    a partial copy says what it lacks and how to get it.
+
+    >>> refuse_partial("x", Path("/nowhere"), (), ())  # nothing to lack
+    """
+    missing = lacking(folder, files)
+    if missing:
+        held = [file for file in files if file not in missing]
+        raise missing_files(name, folder, missing, remotes, holds=f"only {', '.join(held)}" if held else "none of them")
 
 
 def damaged(name: str, path: Path, problem: str, remote: Remote) -> DataError:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..errors import DataError
 from .base import WITHHELD, Splits, TextDataset
-from .download import Remote, first_complete, missing_files, not_found
+from .download import Remote, first_complete, lacking, not_found, present, refuse_partial
 from .registry import Source
 from .splits import split_indices
 
@@ -44,20 +44,21 @@ REMOTES = {
 _STSA_ESCAPES = {"-lrb-": "(", "-rrb-": ")", "\\/": "/", "\\*": "*"}
 
 
-# The files each form reads: a folder with only some of them is a partial copy (GLUE's test.tsv has no labels, unused).
+# The files each form reads: a folder with only some of them (an empty one counting as missing) is a partial copy
+# (GLUE's test.tsv has no labels, unused).
 GLUE_FILES = ("train.tsv", "dev.tsv")
 STSA_FILES = tuple(f"stsa.binary.{split}" for split in ("train", "dev", "test"))
 
 
 def _missing(location: Path, files: tuple[str, ...]) -> list[str]:
-    return [] if location.suffix == ".zip" else [name for name in files if not (location / name).is_file()]
+    return [] if location.suffix == ".zip" else lacking(location, files)
 
 
 def locate_glue(data_dirs: list[Path]) -> Path | None:
     """The ``SST-2/`` folder or ``SST-2.zip`` to read: the first whole copy, else the first with ``train.tsv``."""
     candidates = [path for d in data_dirs
                   for path in (d / "sst2" / "SST-2", d / "SST-2", d / "sst2" / "SST-2.zip", d / "SST-2.zip")]
-    return first_complete(candidates, lambda path: (path / "train.tsv").is_file() or
+    return first_complete(candidates, lambda path: present(path / "train.tsv") or
                           path.suffix == ".zip" and path.is_file(), is_complete_glue)
 
 
@@ -69,7 +70,7 @@ def is_complete_glue(location: Path) -> bool:
 def locate_sentences(data_dirs: list[Path]) -> Path | None:
     """The folder holding ``stsa.binary.*``: the first with all three, else the first with ``stsa.binary.train``."""
     candidates = [path for d in data_dirs for path in (d / "sst2" / "stsa_binary", d / "stsa_binary")]
-    return first_complete(candidates, lambda path: (path / "stsa.binary.train").is_file(), is_complete_sentences)
+    return first_complete(candidates, lambda path: present(path / "stsa.binary.train"), is_complete_sentences)
 
 
 def is_complete_sentences(folder: Path) -> bool:
@@ -78,11 +79,9 @@ def is_complete_sentences(folder: Path) -> bool:
 
 
 def _refuse_partial(name: str, location: Path, files: tuple[str, ...]) -> None:
-    """Name the files a partial copy lacks, and the ways to get them, before reading any."""
-    missing = _missing(location, files)
-    if missing:
-        present = [file for file in files if file not in missing]
-        raise missing_files(name, location, missing, REMOTES[name], holds=f"only {', '.join(present)}")
+    """Name the files a partial copy lacks, and the ways to get them, before reading any (a zip is taken as whole)."""
+    if location.suffix != ".zip":
+        refuse_partial(name, location, files, REMOTES[name])
 
 
 def _lines(location: Path, name: str) -> list[str]:
