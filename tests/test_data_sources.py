@@ -566,6 +566,15 @@ def test_a_failed_fetch_removes_only_the_folders_it_made(tmp_path):
     assert (cache / "keep.txt").read_bytes() == b"user data"
 
 
+def test_a_failed_fetch_keeps_a_folder_it_named_through_a_new_one(tmp_path):
+    # new/../mine names mine, there before; counted by its names (new missing, so new/../mine "missing" too) it was
+    # taken for a folder the fetch made, and removed with the new ones.
+    (tmp_path / "mine").mkdir()
+    with pytest.raises(DataError, match="could not download"):
+        download.fetch((tmp_path / "absent.bin").as_uri(), tmp_path / "new" / ".." / "mine" / "file.bin", "0" * 64)
+    assert (tmp_path / "mine").is_dir()
+
+
 def test_an_interrupted_fetch_removes_its_part_file_and_new_folders(tmp_path, monkeypatch):
     class Interrupted(io.BytesIO):
         def read(self, size=-1):

@@ -7,10 +7,8 @@ files in the user cache, which ``candidate_dirs`` always searches.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import inspect
-import itertools
 import os
 import urllib.request
 from dataclasses import dataclass
@@ -18,7 +16,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from ..errors import DataError
-from ..rundir import file_sha256, publish, temporary_beside
+from ..rundir import file_sha256, first_missing_folder, publish, remove_empty_folders, temporary_beside
 from .registry import get_source, user_cache_dir
 
 
@@ -137,15 +135,13 @@ def fetch(url: str, dest: str | Path, sha256: str) -> Path:
     dest = Path(dest)
     if dest.is_file() and file_sha256(dest) == sha256:
         return dest
-    new_folders = list(itertools.takewhile(lambda folder: not folder.exists(), (dest.parent, *dest.parent.parents)))
+    created = first_missing_folder(dest.parent)
     try:
         _download(url, dest, sha256)
     except BaseException:  # a Ctrl-C too
-        # An empty cache folder would pass for a copy of the dataset. rmdir removes only an empty folder, so a file
-        # another process put there meanwhile stays, and so does every folder that was there before.
-        for folder in new_folders:  # deepest first
-            with contextlib.suppress(OSError):
-                folder.rmdir()
+        # An empty cache folder would pass for a copy of the dataset; only empty ones go, so a file another process
+        # put there meanwhile stays, and so does every folder that was there before.
+        remove_empty_folders(dest.parent, created)
         raise
     return dest
 
