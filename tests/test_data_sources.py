@@ -670,6 +670,33 @@ def test_ensure_available_completes_a_partial_ag_news_when_allowed(tmp_path, mon
     assert len(ag_news.load(dirs).train) == 2
 
 
+def test_an_empty_archive_counts_as_missing_and_download_replaces_it(tmp_path, monkeypatch, capsys):
+    # An archive with no bytes (what a fetch by hand that failed can leave) counted as a whole copy: it hid a whole
+    # copy in a folder searched later, `datasets` listed it as local, --download fetched nothing, and loading
+    # failed on it. An empty file of AG News or stsa.binary already counted as missing.
+    monkeypatch.delenv("ATTNCLF_DATA_DIR", raising=False)
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("ATTNCLF_CACHE", str(cache))
+    given = tmp_path / "given"
+    _write_tree(given, {f"imdb/{imdb.ARCHIVE}": b"", f"20newsgroups/{newsgroups.ARCHIVE}": b"", "sst2/SST-2.zip": b""})
+    _tar_gz(cache / "imdb" / imdb.ARCHIVE, IMDB_FILES)
+    _tar_gz(cache / "20newsgroups" / newsgroups.ARCHIVE, NG_FILES)
+    _write_tree(cache / "sst2" / "SST-2", {"train.tsv": GLUE_TRAIN.encode(), "dev.tsv": GLUE_DEV.encode()})
+    rows = _datasets_listing(capsys, "--data-dir", str(given))
+    for name in ("imdb", "20newsgroups", "sst2"):
+        assert f"local: {cache}" in rows[name]
+    _check_imdb(imdb.load([given, cache]))
+    _check_newsgroups(newsgroups.load([given, cache]))
+    assert sst2.load_glue([given, cache]).test.texts == ["fine"]
+
+    archive = _tar_gz(tmp_path / "remote" / imdb.ARCHIVE, IMDB_FILES)
+    monkeypatch.setattr(imdb, "REMOTES", {"imdb": (download.Remote(archive.as_uri(), f"imdb/{imdb.ARCHIVE}",
+                                                                   _sha(archive.read_bytes())),)})
+    monkeypatch.setenv("ATTNCLF_CACHE", str(given))  # its empty archive in the cache
+    assert download.ensure_available("imdb", [given], download=True) == given / "imdb" / imdb.ARCHIVE
+    _check_imdb(imdb.load([given]))
+
+
 # --- user files -------------------------------------------------------------
 
 def _write(path: Path, text: str | bytes) -> Path:

@@ -20,7 +20,7 @@ from typing import Iterator
 
 from ..errors import DataError
 from .base import Splits, TextDataset
-from .download import Remote, damaged, not_found
+from .download import Remote, damaged, not_found, present
 from .registry import Source
 
 ARCHIVE = "aclImdb_v1.tar.gz"
@@ -44,10 +44,10 @@ _MOVIE = re.compile(r"/title/(tt\d+)")
 
 
 def locate(data_dirs: list[Path]) -> Path | None:
-    """The archive or ``aclImdb/`` folder to read, first match wins."""
+    """The archive or ``aclImdb/`` folder to read, first match wins (an empty archive counts as missing)."""
     for d in data_dirs:
         for path in (d / "imdb" / ARCHIVE, d / "imdb" / "aclImdb", d / ARCHIVE, d / "aclImdb"):
-            if path.exists():
+            if present(path) or path.is_dir():
                 return path
     return None
 

@@ -20,7 +20,7 @@ from typing import Iterator
 
 from ..errors import DataError
 from .base import Splits, TextDataset
-from .download import Remote, damaged, not_found
+from .download import Remote, damaged, not_found, present
 from .registry import Source
 
 ARCHIVE = "20news-bydate.tar.gz"
@@ -41,10 +41,11 @@ _POST = re.compile(r"20news-bydate-(train|test)/([^/]+)/(\d+)")
 
 
 def locate(data_dirs: list[Path]) -> Path | None:
-    """The archive, or the folder holding the extracted splits; first match wins."""
+    """The archive, or the folder holding the extracted splits; first match wins (an empty archive counts as
+    missing)."""
     for d in data_dirs:
         for folder in (d / "20newsgroups", d):
-            if (folder / ARCHIVE).is_file():
+            if present(folder / ARCHIVE):
                 return folder / ARCHIVE
             if (folder / "20news-bydate-train").is_dir():
                 return folder

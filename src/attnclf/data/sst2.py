@@ -59,7 +59,7 @@ def locate_glue(data_dirs: list[Path]) -> Path | None:
     candidates = [path for d in data_dirs
                   for path in (d / "sst2" / "SST-2", d / "SST-2", d / "sst2" / "SST-2.zip", d / "SST-2.zip")]
     return first_complete(candidates, lambda path: present(path / "train.tsv") or
-                          path.suffix == ".zip" and path.is_file(), is_complete_glue)
+                          path.suffix == ".zip" and present(path), is_complete_glue)
 
 
 def is_complete_glue(location: Path) -> bool:
