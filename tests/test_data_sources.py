@@ -408,6 +408,19 @@ def test_ag_news_prefers_a_folder_with_train_csv(tmp_path):
     assert ag_news.locate([tmp_path / "a", tmp_path / "b"]) == tmp_path / "b" / "ag_news_csv"
 
 
+def test_ag_news_test_split_alone_is_read_from_a_folder_that_holds_it(tmp_path):
+    # `evaluate --dataset ag_news` read test.csv from the folder training would read, the first with train.csv: a
+    # cache copy cut short after train.csv hid the shared copy's test split ("classes.txt is missing"). An empty
+    # classes.txt read as no classes at all: "expected class 1-0" on the first row.
+    _write_tree(tmp_path / "cache" / "ag_news", {"train.csv": AG_TRAIN.encode()})
+    _write_tree(tmp_path / "shared" / "ag_news", {"test.csv": AG_TEST.encode(), "classes.txt": AG_CLASSES})
+    assert ag_news.load_test([tmp_path / "shared", tmp_path / "cache"]).labels == [2, 3]
+    (tmp_path / "shared" / "ag_news" / "classes.txt").write_bytes(b"")
+    with pytest.raises(DataError, match=rf"ag_news: {tmp_path / 'shared' / 'ag_news' / 'classes.txt'} \(empty\) is "
+                                        r"missing \(that folder has only test.csv\); pass --download"):
+        ag_news.load_test([tmp_path / "shared"])
+
+
 def test_download_completes_an_ag_news_copy_that_has_its_train_csv_but_not_the_rest(tmp_path, monkeypatch, capsys):
     # A download cut short after train.csv left a copy that counted as whole: `datasets` listed it as local,
     # --download fetched nothing, and training failed on the missing classes.txt. A whole copy searched later was

@@ -38,6 +38,8 @@ REMOTES = {
 
 # What a whole copy holds; the shared datasets' has all but train.csv.
 FILES = tuple(Path(remote.path).name for remote in REMOTES["ag_news"])
+# What the test split alone needs (`evaluate --dataset`).
+TEST_FILES = ("test.csv", "classes.txt")
 
 _BARE_ENTITY = re.compile(r" ?(#\d+|quot|amp|lt|gt|hellip);")
 _LINE_BREAK = re.compile(r"\\+(?!\$)")
@@ -72,15 +74,11 @@ def is_complete(folder: Path) -> bool:
 
 
 def _names(folder: Path) -> list[str]:
-    classes = folder / "classes.txt"
-    if not classes.is_file():
-        raise DataError(f"ag_news: {classes} is missing; it names the classes, one per line")
-    return [line.strip() for line in classes.read_text(encoding="utf-8").splitlines() if line.strip()]
+    classes = (folder / "classes.txt").read_text(encoding="utf-8")
+    return [line.strip() for line in classes.splitlines() if line.strip()]
 
 
 def _read(path: Path, names: list[str], split: str) -> TextDataset:
-    if not path.is_file():
-        raise DataError(f"ag_news: {path} is missing")
     classes = [str(k) for k in range(1, len(names) + 1)]
     texts, labels = [], []
     with open(path, newline="", encoding="utf-8") as f:
@@ -118,13 +116,17 @@ def load(data_dirs: list[Path], seed: int = 0) -> Splits:
 
 
 def load_test(data_dirs: list[Path]) -> TextDataset:
-    """Only the test split, for folders without ``train.csv`` (such as the shared datasets).
+    """Only the test split, for folders without ``train.csv`` (such as the shared datasets): read from the first
+    folder holding ``test.csv`` and ``classes.txt``, else from the first with ``test.csv``, which says what it lacks
+    (not from ``locate``'s, which may hold ``train.csv`` alone).
 
     >>> # len(load_test([Path("/work/shared/datasets")]))  # 7600
     """
-    folder = locate(data_dirs)
+    holding = [folder for folder in _folders(data_dirs) if present(folder / "test.csv")]
+    folder = first_complete(holding, lambda folder: True, lambda folder: not lacking(folder, TEST_FILES))
     if folder is None:
         raise not_found("ag_news", data_dirs, REMOTES["ag_news"][1].path)
+    refuse_partial("ag_news", folder, TEST_FILES, REMOTES["ag_news"])
     return _read(folder / "test.csv", _names(folder), "test")
 
 
