@@ -269,6 +269,30 @@ def test_bad_arguments_fail_with_one_clear_line():
         clf.explain(["great"], method="occlusion", self_attentions="yes")
 
 
+def test_attribute_refuses_targets_that_are_not_one_class_index_per_text():
+    # attribute sees no label names, so its targets are indices: -1 made occlusion explain the last class unasked,
+    # and 2 of two classes was numpy's or torch's IndexError; a name or a target short of the texts, likewise.
+    model = build_model("self-attn", vocab_size=20, d_model=16, layers=1)
+    for method in ("occlusion", "grad-input"):
+        for bad in (2, -1):
+            with pytest.raises(AttnclfError, match=re.escape(f"target {bad} is not a class index of this 2-class "
+                                                             "model (0 to 1)")):
+                attribute(model, [[5, 6, 7], [8]], np.array([0, bad]), method)
+    with pytest.raises(AttnclfError, match=re.escape("targets must be class indices (whole numbers), got 'pos'; "
+                                                     "Classifier.explain takes class names")):
+        attribute(model, [[5, 6, 7]], np.array(["pos"]), "occlusion")
+    with pytest.raises(AttnclfError, match=re.escape("1 target for 2 texts; give one class index per text")):
+        attribute(model, [[5, 6, 7], [8]], np.array([1]), "occlusion")
+    assert [len(s) for s in attribute(model, [[5, 6, 7], [8]], [1, np.int32(0)], "occlusion").scores] == [3, 1]
+
+
+def test_a_target_is_a_class_name_or_an_index_alike():
+    clf = key_classifier()
+    by_name = clf.explain(["the great film"], method="grad-input", target="neg")[0]
+    by_index = clf.explain(["the great film"], method="grad-input", target=clf.label_names.index("neg"))[0]
+    assert by_name.target == by_index.target == "neg" and by_name.scores == by_index.scores
+
+
 # ---------------------------------------------------------------- rendering
 
 

@@ -150,9 +150,12 @@ class Classifier:
         Methods: attention (where the pooling layer looked), rollout, grad-input,
         integrated-gradients (option ``steps``), occlusion; by default attention if the
         model pools by attention, else integrated gradients. ``target=`` picks the
-        class to explain, ``self_attentions=True`` adds every head's map.
+        class to explain (default: the predicted one), by name as ``attnclf explain --target`` takes it, or by
+        index into ``label_names`` (an int is always an index); an unknown name or an index out of range is
+        refused in one line. ``self_attentions=True`` adds every head's map.
 
         >>> # clf.explain(["not bad at all"], method="occlusion")[0].top_tokens(2)
+        >>> # clf.explain(["not bad at all"], target="neg")[0].target  # 'neg'; target=0 too, if label_names[0] is it
         """
         from .explain import explain
 

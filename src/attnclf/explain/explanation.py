@@ -96,13 +96,15 @@ def explain(classifier: "Classifier", texts: Sequence[str], method: str | None =
     """Explain ``classifier``'s prediction on every text by ``method`` (a key of ``METHODS``; default:
     ``default_method`` of those the model supports).
 
-    ``target`` picks the class to explain (a label name or index; default: each
-    text's predicted class). ``self_attentions=True`` adds every layer's and
-    head's attention map. Other options go to the method (integrated gradients:
-    ``steps``, a number or "auto", the default: double from 16 up to 512 until
-    the completeness error is at most 1%).
+    ``target`` picks the class to explain (default: each text's predicted class): a label name (a str, as
+    ``attnclf explain --target`` takes it) or an index into ``label_names`` (an int is always an index, even
+    where the names are digits); an unknown name or an index out of range is refused in one line.
+    ``self_attentions=True`` adds every layer's and head's attention map. Other options go to the method
+    (integrated gradients: ``steps``, a number or "auto", the default: double from 16 up to 512 until the
+    completeness error is at most 1%).
 
     >>> # clf.explain(["not bad at all"], method="integrated-gradients", steps=64)[0].completeness_error
+    >>> # explain(clf, ["not bad at all"], target="neg")[0].target  # 'neg', as target=clf.label_names.index("neg")
     """
     texts = check_texts(texts)
     if not isinstance(self_attentions, bool):

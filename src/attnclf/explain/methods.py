@@ -45,7 +45,7 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
-from ..errors import AttnclfError
+from ..errors import AttnclfError, first_few
 from ..evaluation.predict import predict_probabilities
 from ..text.batching import BucketBatches
 from ..text.tokenizer import PAD_ID, UNK_ID
@@ -103,6 +103,9 @@ def attribute(model: torch.nn.Module, sequences: Sequence[Sequence[int]], target
               **options) -> Attribution:
     """Score every token of every id sequence for class ``targets[i]`` by ``method`` (a key of ``METHODS``).
 
+    ``targets`` are class indices, one per sequence (the model knows no label names: ``explain`` and
+    ``Classifier.explain`` take a name too); one outside the model's classes is refused, never wrapped around.
+
     ``temperature``: a calibrated run's (``Classifier.temperature``), so that occlusion's probabilities, and the
     log-odds the gradient methods attribute (those of softmax(logits / T)), are the ones its predictions report.
 
@@ -124,7 +127,7 @@ def attribute(model: torch.nn.Module, sequences: Sequence[Sequence[int]], target
     options = {**METHODS[method].options, **options}
     device = torch.device(device)
     model.eval()
-    targets = np.asarray(targets, dtype=np.int64)
+    targets = _class_indices(targets, len(sequences), model.config.num_classes)
     if method == "occlusion":
         return Attribution(_occlusion(model, sequences, targets, device, batch_size, temperature))
 
@@ -144,6 +147,23 @@ def attribute(model: torch.nn.Module, sequences: Sequence[Sequence[int]], target
         for key, values in batch_extras.items():
             extras.setdefault(key, np.zeros(len(sequences)))[batch.indices] = values.detach().float().cpu().numpy()
     return Attribution(scores, **extras)
+
+
+def _class_indices(targets, texts: int, classes: int) -> np.ndarray:
+    """``targets`` as int64 class indices, one per text, or a one-line error: a name, a miscount, or an index out of
+    range (numpy would wrap -1 round to the last class, and torch would fail deep in a gather)."""
+    given = np.asarray(targets)
+    if given.size and (given.ndim != 1 or given.dtype.kind not in "iu"):
+        raise AttnclfError(f"targets must be class indices (whole numbers), got {first_few(given.ravel().tolist())}; "
+                           f"Classifier.explain takes class names")
+    if len(given) != texts:
+        raise AttnclfError(f"{len(given)} target{'s' if len(given) != 1 else ''} for {texts} text"
+                           f"{'s' if texts != 1 else ''}; give one class index per text")
+    outside = given[(given < 0) | (given >= classes)]
+    if outside.size:
+        raise AttnclfError(f"target {outside[0]} is not a class index of this {classes}-class model "
+                           f"(0 to {classes - 1})")
+    return given.astype(np.int64)
 
 
 def available_methods(model: torch.nn.Module) -> list[str]:
