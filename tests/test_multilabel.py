@@ -119,6 +119,21 @@ def test_a_nan_label_cell_is_a_missing_label_set_not_a_class(tmp_path, cell):
         load_file(path, multi_label=True)
 
 
+
+@pytest.mark.parametrize("cell, member", [("x|NaN", "'NaN'"), ("x| nan |y", "' nan '"), ("x||y", "an empty label name")])
+def test_a_nan_or_empty_member_of_a_label_set_is_refused_not_made_a_class(tmp_path, cell, member):
+    # A whole NaN cell is a missing set (above); a NaN among names is the same gap (a pandas join of a set with a
+    # missing value), not a class called "NaN" that a model would learn and predict.
+    path = _csv(tmp_path / "tags.csv", [("fine", "x|y"), ("broken", cell)])
+    with pytest.raises(DataError) as err:
+        load_file(path, multi_label=True)
+    message = str(err.value)
+    assert "\n" not in message and f"{path}, line 3: label set {cell!r} holds " in message and member in message
+    path = _jsonl(tmp_path / "tags.jsonl", [{"text": "fine", "label": ["x"]}, {"text": "broken", "label": ["x", "NaN"]}])
+    with pytest.raises(DataError, match=r"tags.jsonl, line 2: label set \['x', 'NaN'\] holds 'NaN', a missing value"):
+        load_file(path, multi_label=True)
+
+
 def test_a_test_file_label_outside_training_is_refused(tmp_path):
     path = _jsonl(tmp_path / "test.jsonl", [{"text": "t", "label": ["x", "new"]}])
     with pytest.raises(DataError, match=r"line 1: label 'new'.*training labels"):

@@ -31,7 +31,8 @@ def is_missing_label(value: Any) -> bool:
 def parse_label_set(value: Any, delimiter: str = DEFAULT_LABEL_DELIMITER) -> tuple[str, ...]:
     """The label names in one label field, duplicates dropped, in the order given.
 
-    Raises ``ValueError`` with the problem (the caller adds file, line and column).
+    Raises ``ValueError`` with the problem (the caller adds file, line and column): a missing field, or a member
+    that is empty or missing (``x||y``, ``x|NaN``), which is a gap in the data, never a label.
 
     >>> parse_label_set("sports | politics")
     ('sports', 'politics')
@@ -54,6 +55,8 @@ def parse_label_set(value: Any, delimiter: str = DEFAULT_LABEL_DELIMITER) -> tup
                          f"or labels separated by {delimiter!r}")
     names: dict[str, None] = {}  # ordered and unique
     for item in items:
+        if is_missing_label(item):  # (a pandas join of a set with a gap: as a whole NaN cell, no class "NaN")
+            raise ValueError(f"label set {value!r} holds {item!r}, a missing value, not a label name")
         if isinstance(item, bool) or not isinstance(item, (str, int)):
             raise ValueError(f"label set {value!r} holds {item!r}, not a label name")
         name = str(item).strip()
