@@ -55,7 +55,8 @@ def test_methods_that_name_the_deciding_token_beat_random():
     # On these 6-10 token texts 10% is one token, as k = 1: AOPC counts that deletion once, not twice.
     assert result.random_aopc == pytest.approx(np.mean([result.random_drops[k] for k in ("1", "3", "5")]))
     assert result.completeness_error["max"] < 1e-5
-    assert result.most_faithful in ("attention", "grad-input", "integrated-gradients", "occlusion")
+    # All four remove "great" first: their AOPCs are equal to the bit, a tie, not a win for whichever came first.
+    assert result.most_faithful_methods == ["attention", "grad-input", "integrated-gradients", "occlusion"]
     assert "Beat random deletion: attention, grad-input, integrated-gradients, occlusion. Did not: none." \
         in result.summary()
 
@@ -69,6 +70,18 @@ def test_attention_on_a_token_that_does_not_matter_is_worse_than_random():
     assert result.methods["occlusion"].verdict == "beats random"
     assert result.most_faithful == "occlusion"
     assert "Did not: attention." in result.summary()
+
+
+def test_methods_that_tie_exactly_are_named_as_a_tie_not_one_winner():
+    result = measure_faithfulness(key_classifier(attend_to="film"), key_texts(), examples=24, random_draws=5,
+                                  methods=["attention", "grad-input", "occlusion"])
+    tied = result.methods["grad-input"].aopc
+    assert result.methods["occlusion"].aopc == tied > result.methods["attention"].aopc  # (both remove "great")
+    assert result.most_faithful_methods == ["grad-input", "occlusion"]
+    assert result.most_faithful == "grad-input and occlusion, tied"
+    assert f"most faithful by deletion: grad-input and occlusion, tied at AOPC {tied:.4f}." in result.summary()
+    assert f"| grad-input and occlusion, tied ({tied:.3f}) |" in summary_table([result])
+    assert result.summary() in result.table()  # (what `attnclf faithfulness` and the report print)
 
 
 def test_a_method_no_better_than_random_is_called_so():

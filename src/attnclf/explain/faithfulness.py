@@ -91,19 +91,37 @@ class FaithfulnessResult:
     temperature: float = 1.0  # the run's (`attnclf calibrate`) when measured: the probabilities deletions drop
 
     @property
+    def most_faithful_methods(self) -> list[str]:
+        """Every method with the highest AOPC, in the order measured: more than one when they tie exactly, as
+        methods that put the same tokens first do (on a model that reads one word, all of them).
+
+        >>> # measure_faithfulness(clf, data, methods=["grad-input", "occlusion"]).most_faithful_methods
+        """
+        best = max(r.aopc for r in self.methods.values())
+        return [name for name, r in self.methods.items() if r.aopc == best]
+
+    @property
     def most_faithful(self) -> str:
-        """The method whose deletions drop the prediction most (highest AOPC)."""
-        return max(self.methods, key=lambda m: self.methods[m].aopc)
+        """The method whose deletions drop the prediction most (highest AOPC), or, when several tie exactly, all of
+        them: "grad-input and occlusion, tied" (never the first of them alone).
+
+        >>> # measure_faithfulness(clf, data).most_faithful  # 'occlusion'
+        """
+        best = self.most_faithful_methods
+        return best[0] if len(best) == 1 else f"{', '.join(best[:-1])} and {best[-1]}, tied"
 
     def beating_random(self) -> list[str]:
         return [m for m, r in self.methods.items() if r.verdict == "beats random"]
 
     def summary(self) -> str:
-        """One plain sentence: which methods beat random deletion and which did not."""
+        """One plain sentence: the most faithful method (a tie named as one), which methods beat random deletion
+        and which did not."""
         beat = self.beating_random()
         rest = [m for m in self.methods if m not in beat]
+        best = self.most_faithful_methods
+        tie = f" at AOPC {_number(self.methods[best[0]].aopc)}" if len(best) > 1 else ""
         return (f"{self.model} on {self.dataset} ({self.examples} texts): most faithful by deletion: "
-                f"{self.most_faithful}. Beat random deletion: {', '.join(beat) or 'none'}. "
+                f"{self.most_faithful}{tie}. Beat random deletion: {', '.join(beat) or 'none'}. "
                 f"Did not: {', '.join(rest) or 'none'}.")
 
     def rows(self) -> tuple[list[str], list[tuple[str, ...]]]:
@@ -311,7 +329,8 @@ def uniform_attention_check(classifier: "Classifier", sequences: Sequence[Sequen
 
 
 def summary_table(results: Sequence[FaithfulnessResult]) -> str:
-    """Per model and dataset: the most faithful method, who beat random deletion, and the uniform check.
+    """Per model and dataset: the most faithful method (or the methods tied for it), who beat random deletion, and the
+    uniform check.
 
     >>> # print(summary_table([measure_faithfulness(clf, data) for clf, data in runs]))
     """
@@ -321,7 +340,7 @@ def summary_table(results: Sequence[FaithfulnessResult]) -> str:
         u = r.uniform_attention
         uniform = f"{u['accuracy']:.3f} -> {u['uniform_accuracy']:.3f}" if u else "n/a (no attention pooling)"
         rest = [m for m in r.methods if m not in r.beating_random()]
-        lines.append(f"| {r.model} | {r.dataset} | {r.examples} | {r.most_faithful} "
-                     f"({r.methods[r.most_faithful].aopc:.3f}) | {', '.join(r.beating_random()) or 'none'} | "
-                     f"{', '.join(rest) or 'none'} | {uniform} |")
+        best = r.methods[r.most_faithful_methods[0]].aopc
+        lines.append(f"| {r.model} | {r.dataset} | {r.examples} | {r.most_faithful} ({best:.3f}) | "
+                     f"{', '.join(r.beating_random()) or 'none'} | {', '.join(rest) or 'none'} | {uniform} |")
     return "\n".join(lines)
