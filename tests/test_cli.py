@@ -625,8 +625,9 @@ def test_data_flags_that_do_not_go_together_are_refused_in_one_line(csv_files, t
     (["--embeddings", "count", "--embeddings-std", "inf"], "--embeddings-std must be positive, got inf"),
     # A billion positions of learned embeddings: about 2 TB to train, refused before the data loads.
     (["--max-len", "1000000000"], "GB for its weights, gradients and optimiser state, more than this machine's"),
-    (["--max-len", "1000000000"], "GB; lower --max-len"),  # ...naming what makes it large
-    (["--vocab-size", "1000000000"], "GB; lower --vocab-size"),
+    (["--max-len", "1000000000"], "model 'self-attn' with max_len 1,000,000,000 needs at least"),  # ...what makes it
+    (["--max-len", "1000000000"], "GB; lower max_len (--max-len)"),                                # large, its remedy
+    (["--vocab-size", "1000000000"], "GB; lower vocab_size (--vocab-size)"),
     (["--set", "d_model=100000", "--set", "ff_dim=100000"], "GB; lower the model's size (--set)"),
     (["--model", "boe", "--set", "embed_dim=100000000"], "GB; lower the model's size (--set)"),  # wide, few words
 ])

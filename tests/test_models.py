@@ -422,6 +422,36 @@ def test_heads_must_divide_the_model_dimension():
         build_model("self-attn", d_model=16, heads=3)
 
 
+HUGE = 10 ** 15  # positions: 512 PB of learned position table at d_model 128, beyond any machine and address space
+
+
+@pytest.mark.parametrize("name, options", [("self-attn", {"positional": "learned"}),
+                                           ("self-attn", {"positional": "sinusoidal"}),
+                                           ("bilstm-attn", {"pooling_score": "location"})])  # a score per position
+def test_a_max_len_whose_tables_cannot_fit_in_memory_is_refused_before_allocating(name, options):
+    # It was torch's allocator failing mid-construction: "DefaultCPUAllocator: can't allocate memory: you tried to
+    # allocate 51200000000 bytes" for --max-len 100000000, a RuntimeError with no word of max_len.
+    with pytest.raises(AttnclfError, match=rf"^model '{name}' with max_len {HUGE:,} needs at least [\d,.]+ GB for its "
+                                           r"weights, more than this machine's [\d,.]+ GB; lower max_len \(--max-len\)$"):
+        build_model(name, vocab_size=VOCAB, max_len=HUGE, **options)
+
+
+def test_an_allocation_that_fails_anyway_names_max_len_too(monkeypatch):
+    from attnclf.models import memory
+
+    monkeypatch.setattr(memory, "machine_memory", lambda: 10 ** 21)  # it claims the memory (a ulimit says otherwise)
+    with pytest.raises(AttnclfError, match=rf"^model 'self-attn' with max_len {HUGE:,} needs at least 512,000,000\.\d "
+                                           r"GB for its weights, and not that much is free; lower max_len"):
+        build_model("self-attn", vocab_size=VOCAB, max_len=HUGE, positional="learned", d_model=128, heads=2)
+
+
+def test_long_documents_and_a_position_free_huge_max_len_still_build():
+    # Users read 800-4096 tokens; a max_len with no table behind it (no positions, no location score) costs nothing.
+    assert build_model("self-attn", vocab_size=VOCAB, max_len=4096, d_model=16, heads=2).config.max_len == 4096
+    assert build_model("self-attn", vocab_size=VOCAB, max_len=HUGE, positional="none", d_model=16,
+                       heads=2).num_parameters() < 10 ** 6
+
+
 def test_transformer_mean_pre_norm_switch():
     ids, mask = batch()
     for norm_first in (False, True):

@@ -268,6 +268,22 @@ def test_pretrain_errors_are_one_line_and_leave_no_folder(tmp_path, capsys, args
     assert not output.exists()
 
 
+def test_a_max_len_too_large_to_train_is_refused_before_the_texts_are_read(tmp_path, capsys, monkeypatch):
+    from attnclf.models import memory
+
+    # 500,000 learned positions at d_model 128: 256 MB of weights fit this pretend 400 MB machine, training's four
+    # copies (weights, gradients, two AdamW moments) do not; `train` refused so already, pretrain ran out mid-epoch.
+    monkeypatch.setattr(memory, "machine_memory", lambda: 400 * 10 ** 6)
+    output = tmp_path / "out"
+    assert main(["pretrain", "--dataset", "demo", "--max-len", "500000", "--set", "d_model=128", "--set",
+                 "positional=learned", "--epochs", "1", "--output", str(output)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("attnclf: error: model 'self-attn' with max_len 500,000 needs at least ") and \
+        err.endswith(" GB for its weights, gradients and optimiser state, more than this machine's 0.4 GB; lower "
+                     "max_len (--max-len)\n")
+    assert not output.exists()
+
+
 def test_init_from_a_folder_that_is_no_pretraining_is_one_line(tmp_path, capsys):
     assert main(["train", "--dataset", "demo", "--init-from", str(tmp_path), "--output", str(tmp_path / "run")]) == 2
     err = capsys.readouterr().err

@@ -19,7 +19,7 @@ from typing import Callable
 
 from . import __version__
 from .checks import check_threads
-from .errors import AttnclfError
+from .errors import AttnclfError, is_out_of_memory
 from .rundir import member_folders, read_config
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {}
@@ -1445,7 +1445,7 @@ def _main(argv: list[str] | None) -> int:
               f"{_kept_model(args) if replacing else ''}", file=sys.stderr)
         return 2
     except Exception as exc:
-        if _out_of_memory(exc):
+        if is_out_of_memory(exc):
             asked = re.search(r"allocate (\d+) bytes", str(exc))
             print(f"attnclf: error: out of memory{f' (asked for {int(asked[1]) / 1e9:,.1f} GB)' if asked else ''}; "
                   f"{_what_to_lower(args.command)}", file=sys.stderr)
@@ -1456,16 +1456,6 @@ def _main(argv: list[str] | None) -> int:
         if not _signalled:
             raise
         return _stopped(_signalled[-1], args)
-
-
-def _out_of_memory(exc: Exception) -> bool:
-    """Whether ``exc`` is numpy's, torch's CPU allocator's or CUDA's out-of-memory error.
-
-    >>> _out_of_memory(RuntimeError("CUDA out of memory")), _out_of_memory(RuntimeError("a docstring"))
-    (True, False)
-    """
-    return isinstance(exc, MemoryError) or (isinstance(exc, RuntimeError) and (
-        "can't allocate memory" in str(exc) or "out of memory" in str(exc)))
 
 
 def _what_to_lower(command: str) -> str:

@@ -16,6 +16,16 @@ def first_few(values, most: int = 3) -> str:
     return f"{', '.join(map(repr, values[:most]))}{', ...' if len(values) > most else ''}"
 
 
+def is_out_of_memory(exc: BaseException) -> bool:
+    """Whether ``exc`` is numpy's, torch's CPU allocator's or CUDA's out-of-memory error.
+
+    >>> is_out_of_memory(RuntimeError("CUDA out of memory")), is_out_of_memory(RuntimeError("a docstring"))
+    (True, False)
+    """
+    return isinstance(exc, MemoryError) or (isinstance(exc, RuntimeError) and (
+        "can't allocate memory" in str(exc) or "out of memory" in str(exc)))
+
+
 class AttnclfError(ValueError):
     """A problem with the user's input, data, or environment (not a bug). A ``ValueError``, so code that catches bad
     input the Python way (scikit-learn's checks among it) catches it too."""

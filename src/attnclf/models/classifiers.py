@@ -23,7 +23,7 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from attnclf.errors import AttnclfError
+from attnclf.errors import AttnclfError, is_out_of_memory
 from attnclf.models.attention import (
     POOLINGS,
     AttentionPooling,
@@ -33,6 +33,7 @@ from attnclf.models.attention import (
     masked_pool,
 )
 from attnclf.models.base import Classifier, ModelConfig, Summary
+from attnclf.models.memory import model_bytes, refuse_oversized, too_large
 from attnclf.models.ngrams import NaiveBayesNgrams, bigram_buckets
 from attnclf.models.positional import positional_encoding
 
@@ -540,6 +541,9 @@ MODELS: dict[str, ModelSpec] = {
 def build_model(name: str, **config_fields) -> Classifier:
     """Build model ``name`` (a key of ``MODELS``); unspecified config fields keep their defaults.
 
+    A model whose tensors cannot fit in this machine's memory (``max_len=100_000_000`` with learned positions: a
+    51 GB table) is refused in one line naming what to lower, before any of it is allocated.
+
     >>> build_model("boe", vocab_size=50, embed_dim=8).num_parameters()
     418
     >>> build_model("boe", d_model=8)
@@ -549,7 +553,18 @@ def build_model(name: str, **config_fields) -> Classifier:
 num_classes, pad_id, max_len, embed_dim, dropout
     """
     config = config_for(name, **config_fields)  # an unknown name is a one-line error before MODELS[name]
-    return MODELS[name].model_class(config)
+    model_class = MODELS[name].model_class
+    if torch.empty(0).is_meta:  # the caller's `with torch.device("meta")`: an outline, nothing to allocate
+        return model_class(config)
+    with torch.device("meta"):  # its size first: a huge max_len is our one line, not torch's allocator's
+        outline = model_class(config)
+    refuse_oversized(name, outline)
+    try:
+        return model_class(config)
+    except (RuntimeError, MemoryError) as exc:  # the machine has the memory, but a limit or other programs hold it
+        if not is_out_of_memory(exc):
+            raise
+        raise too_large(name, outline, model_bytes(outline), "its weights", "and not that much is free") from None
 
 
 def config_for(name: str, **config_fields) -> ModelConfig:

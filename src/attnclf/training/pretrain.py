@@ -42,6 +42,7 @@ from ..checks import whole_number
 from ..errors import AttnclfError, RunDirError
 from ..models import build_model, config_for
 from ..models.classifiers import SelfAttentionClassifier
+from ..models.memory import refuse_oversized
 from ..prediction import check_texts
 from ..rundir import (atomic_save_tensors, atomic_write_json, file_sha256, first_missing_folder, load_weights,
                       prepare_output_dir, read_json, remove_empty_folders)
@@ -261,8 +262,12 @@ def _check_settings(settings: PretrainSettings) -> None:
     for name in ("mask_rate", "warmup_ratio"):
         if not 0 < getattr(settings, name) < 1:
             raise AttnclfError(f"{name} must be between 0 and 1, got {getattr(settings, name)!r}")
-    # (an impossible model, say heads that do not divide d_model, fails here in its own words)
-    build_model("self-attn", vocab_size=3, num_classes=2, max_len=settings.max_len, **_encoder_config(settings))
+    # An impossible model (heads that do not divide d_model) fails here in its own words, and one too large to train
+    # (--max-len 100000000) before the texts are read, as `train` refuses it.
+    with torch.device("meta"):
+        outline = build_model("self-attn", vocab_size=settings.vocab_size, num_classes=2, max_len=settings.max_len,
+                              **_encoder_config(settings))
+    refuse_oversized("self-attn", outline, training=True)
 
 
 def _encoder_config(settings: PretrainSettings) -> dict:

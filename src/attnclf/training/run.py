@@ -23,6 +23,7 @@ from ..evaluation.metrics import compute_metrics, pick_examples
 from ..evaluation.multilabel import multilabel_metrics, tune_thresholds
 from ..evaluation.predict import predict_probabilities
 from ..models import build_model, config_for
+from ..models.memory import refuse_oversized
 from ..models.windows import window_config, windowed
 from ..rundir import (EARLIER_MODEL, EARLIER_MODEL_STAGING, FORMAT_VERSION, TEMPERATURE_FILE, THRESHOLDS_FILE,
                       atomic_write_json, file_sha256, first_missing_folder, prepare_output_dir, read_config,
@@ -292,31 +293,13 @@ def _refuse_unworkable(settings: RunSettings, resume: bool) -> None:
     with torch.device("meta"):  # a model the settings cannot build (heads that do not divide the width) fails here
         model = build_model(settings.model, vocab_size=settings.tokenizer.vocab_size, num_classes=2,
                             max_len=settings.tokenizer.max_len, **settings.model_config)
-    _refuse_oversized(model)
+    # (--max-len 100000000 asks for a 51 GB position table: refused here, before minutes of loading data and a
+    # half-written run folder)
+    refuse_oversized(settings.model, model, training=True)
     if settings.embeddings == COUNT_EMBEDDINGS and not resume and settings.data.token_cache:
         raise AttnclfError("word vectors counted in the run (--embeddings count, which the dataset's recipe may "
                            "set) read every training text at once and do not combine with --token-cache; add "
                            "--embeddings none, or count them with `attnclf vectors` and pass the file")
-
-
-def _refuse_oversized(model: torch.nn.Module) -> None:
-    """A model whose weights, gradients and two AdamW moments exceed the machine's memory (--max-len 100000000 asks
-    for a 51 GB position table) fails here, before minutes of loading data and a half-written run folder."""
-    try:
-        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (AttributeError, ValueError, OSError):  # (not a POSIX system: nothing to compare with)
-        return
-    needed = 4 * sum(p.numel() * p.element_size() for p in model.parameters()) + \
-        sum(b.numel() * b.element_size() for b in model.buffers())
-    if needed > memory:
-        # Name what makes it large: a table with a row per word or position, when it has more rows than columns;
-        # else the widths.
-        largest = max(list(model.parameters()) + list(model.buffers()), key=lambda tensor: tensor.numel())
-        rows = largest.shape[0] if largest.ndim == 2 and largest.shape[0] > largest.shape[1] else None
-        lower = ("--vocab-size" if rows == model.config.vocab_size else
-                 "--max-len" if rows == getattr(model.config, "max_len", None) else "the model's size (--set)")
-        raise AttnclfError(f"this model needs at least {needed / 1e9:,.1f} GB for its weights, gradients and optimiser "
-                           f"state, more than this machine's {memory / 1e9:,.1f} GB; lower {lower}")
 
 
 def _describe_data(settings: RunSettings, splits: Splits, progress: bool) -> None:

@@ -1,0 +1,70 @@
+"""A model's size, known before a byte of it is allocated: a ``max_len`` or vocabulary too large for the machine is a
+one-line error naming it, not torch's allocator failing deep inside the construction (or the machine swapping).
+
+A model built under ``torch.device("meta")`` has every tensor's shape and none of its memory, so its size is exact.
+The bound is the machine's physical memory, never a fixed cap: a 4,096-position table at d_model 128 is 2 MB.
+
+>>> from attnclf.models import build_model
+>>> with torch.device("meta"):
+...     outline = build_model("self-attn", vocab_size=20, max_len=100_000_000, positional="learned")
+>>> f"{model_bytes(outline) / 1e9:.1f} GB", largest_table(outline)
+('51.2 GB', ('max_len', 100000000, 'max_len (--max-len)'))
+"""
+
+from __future__ import annotations
+
+import os
+
+import torch
+
+from ..errors import AttnclfError
+
+
+def machine_memory() -> int | None:
+    """This machine's physical memory in bytes, or None where the system does not say (not POSIX)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def model_bytes(model: torch.nn.Module, copies: int = 1) -> int:
+    """Bytes of ``copies`` of the model's parameters (training holds four: weights, gradients, two AdamW moments)
+    plus its buffers (one copy: nothing trains them)."""
+    return (copies * sum(p.numel() * p.element_size() for p in model.parameters())
+            + sum(b.numel() * b.element_size() for b in model.buffers()))
+
+
+def largest_table(model: torch.nn.Module) -> tuple[str, int, str] | None:
+    """What makes the model large, as (config field, its value, what to lower), when its largest tensor is a table
+    with a row per word or per position (more rows than columns); None: its widths do."""
+    largest = max([*model.parameters(), *model.buffers()], key=lambda tensor: tensor.numel())
+    if largest.ndim != 2 or largest.shape[0] <= largest.shape[1]:
+        return None
+    for field, flag in (("vocab_size", "--vocab-size"), ("max_len", "--max-len")):
+        if largest.shape[0] == getattr(model.config, field, None):
+            return field, largest.shape[0], f"{field} ({flag})"
+    return None
+
+
+def too_large(name: str, model: torch.nn.Module, needed: int, purpose: str, shortfall: str) -> AttnclfError:
+    """The one-line error for model ``name`` (``model``, its outline) needing ``needed`` bytes for ``purpose``."""
+    table = largest_table(model)
+    cause, lower = (f" with {table[0]} {table[1]:,}", table[2]) if table else ("", "the model's size (--set)")
+    return AttnclfError(f"model {name!r}{cause} needs at least {needed / 1e9:,.1f} GB for {purpose}, {shortfall}; "
+                        f"lower {lower}")
+
+
+def refuse_oversized(name: str, model: torch.nn.Module, *, training: bool = False) -> None:
+    """Refuse model ``name`` (best its meta-device outline: nothing allocated yet) when its weights and buffers
+    exceed this machine's memory, or, ``training`` it, four copies of its weights (with gradients and AdamW's two
+    moments) and its buffers do.
+
+    >>> from attnclf.models import build_model
+    >>> with torch.device("meta"):
+    ...     refuse_oversized("boe", build_model("boe", vocab_size=20))  # a few kB: nothing to say
+    """
+    copies, purpose = (4, "its weights, gradients and optimiser state") if training else (1, "its weights")
+    memory, needed = machine_memory(), model_bytes(model, copies)
+    if memory is not None and needed > memory:
+        raise too_large(name, model, needed, purpose, f"more than this machine's {memory / 1e9:,.1f} GB")
