@@ -674,6 +674,15 @@ def test_explain_writes_into_new_folders_and_refuses_a_folder_or_zero_steps(csv_
     assert "integrated gradients needs steps from 1 to 1024 or 'auto', got 0" in err
 
 
+def test_explain_target_is_a_class_name_and_its_error_offers_names_only(csv_run, capsys):
+    # --target takes a name; an index in its error ("or an index from 0 to 1") sent the user to --target 0 again.
+    assert main(["explain", str(csv_run), "a dull story", "--method", "occlusion", "--target", "pos",
+                 "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["target"] == "pos"
+    err = run_error(["explain", str(csv_run), "a dull story", "--method", "occlusion", "--target", "0"], capsys)
+    assert err == "attnclf: error: unknown target class '0'; the classes are 'neg', 'pos'"
+
+
 def test_predict_into_a_pipe_closed_early_ends_quietly(csv_run, tmp_path):
     texts = tmp_path / "many.txt"
     texts.write_text("".join(f"a wonderful film number {i}\n" for i in range(5000)))
