@@ -286,6 +286,15 @@ def test_attribute_refuses_targets_that_are_not_one_class_index_per_text():
     assert [len(s) for s in attribute(model, [[5, 6, 7], [8]], [1, np.int32(0)], "occlusion").scores] == [3, 1]
 
 
+def test_attribute_refuses_a_target_that_is_not_one_per_text_as_such():
+    # 1 is a whole number: "targets must be class indices (whole numbers), got 1" pointed at the wrong mistake.
+    model = build_model("self-attn", vocab_size=20, d_model=16, layers=1)
+    for bad, shown in ((1, "1"), ([[0], [1]], "a 2-dimensional array")):
+        with pytest.raises(AttnclfError, match=re.escape(f"targets must be one class index per text (a sequence of 2), "
+                                                         f"got {shown}")):
+            attribute(model, [[5, 6, 7], [8]], bad, "occlusion")
+
+
 def test_a_target_is_a_class_name_or_an_index_alike():
     clf = key_classifier()
     by_name = clf.explain(["the great film"], method="grad-input", target="neg")[0]

@@ -153,7 +153,10 @@ def _class_indices(targets, texts: int, classes: int) -> np.ndarray:
     """``targets`` as int64 class indices, one per text, or a one-line error: a name, a miscount, or an index out of
     range (numpy would wrap -1 round to the last class, and torch would fail deep in a gather)."""
     given = np.asarray(targets)
-    if given.size and (given.ndim != 1 or given.dtype.kind not in "iu"):
+    if given.ndim != 1:
+        raise AttnclfError(f"targets must be one class index per text (a sequence of {texts}), got "
+                           f"{repr(given.item()) if given.ndim == 0 else f'a {given.ndim}-dimensional array'}")
+    if given.size and given.dtype.kind not in "iu":
         raise AttnclfError(f"targets must be class indices (whole numbers), got {first_few(given.ravel().tolist())}; "
                            f"Classifier.explain takes class names")
     if len(given) != texts:
