@@ -18,6 +18,7 @@ from attnclf.errors import AttnclfError
 from attnclf.explain.faithfulness import (
     MIN_ADVANTAGE,
     FaithfulnessResult,
+    MethodFaithfulness,
     _tokens_to_remove,
     measure_faithfulness,
     rank_agreement,
@@ -82,6 +83,25 @@ def test_methods_that_tie_exactly_are_named_as_a_tie_not_one_winner():
     assert f"most faithful by deletion: grad-input and occlusion, tied at AOPC {tied:.4f}." in result.summary()
     assert f"| grad-input and occlusion, tied ({tied:.3f}) |" in summary_table([result])
     assert result.summary() in result.table()  # (what `attnclf faithfulness` and the report print)
+
+
+def _result_with_aopcs(**aopcs: float) -> FaithfulnessResult:
+    methods = {name.replace("_", "-"): MethodFaithfulness({"1": aopc, "3": aopc, "5": aopc, "10%": aopc}, aopc, 0.3,
+                                                          0.01, "beats random") for name, aopc in aopcs.items()}
+    return FaithfulnessResult("self-attn", "demo", 200, methods, {"1": 0.1, "3": 0.1, "5": 0.1, "10%": 0.1}, 0.1, 10,
+                              {}, None, None, 1.0)
+
+
+def test_aopcs_that_read_the_same_in_the_table_are_a_tie_not_a_winner_by_a_hidden_digit():
+    # 0.41231 and 0.41234 both show as 0.4123: "most faithful: occlusion" beside two equal numbers was a winner by a
+    # digit nobody sees (and by less than any sample of texts could tell apart).
+    result = _result_with_aopcs(grad_input=0.41231, occlusion=0.41234, attention=0.2)
+    assert [row[5] for row in result.rows()[1][:2]] == ["0.4123", "0.4123"]
+    assert result.most_faithful == "grad-input and occlusion, tied"
+    assert "most faithful by deletion: grad-input and occlusion, tied at AOPC 0.4123." in result.summary()
+    assert "| grad-input and occlusion, tied (0.412) |" in summary_table([result])
+    # A difference the table shows is a winner.
+    assert _result_with_aopcs(grad_input=0.41231, occlusion=0.41261).most_faithful == "occlusion"
 
 
 def test_a_method_no_better_than_random_is_called_so():
