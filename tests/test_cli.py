@@ -627,13 +627,37 @@ def test_data_flags_that_do_not_go_together_are_refused_in_one_line(csv_files, t
     (["--max-len", "1000000000"], "GB for its weights, gradients and optimiser state, more than this machine's"),
     (["--max-len", "1000000000"], "model 'self-attn' with max_len 1,000,000,000 needs at least"),  # ...what makes it
     (["--max-len", "1000000000"], "GB; lower max_len (--max-len)"),                                # large, its remedy
-    (["--vocab-size", "1000000000"], "GB; lower vocab_size (--vocab-size)"),
     (["--set", "d_model=100000", "--set", "ff_dim=100000"], "GB; lower the model's size (--set)"),
-    (["--model", "boe", "--set", "embed_dim=100000000"], "GB; lower the model's size (--set)"),  # wide, few words
+    (["--model", "boe", "--set", "embed_dim=10000000000"], "GB; lower the model's size (--set)"),  # wide, few words
 ])
 def test_settings_out_of_range_are_refused_before_anything_is_written(csv_files, tmp_path, capsys, flags, message):
     err = run_error(["train", "--train-file", str(csv_files[0]), *flags, "--output", str(tmp_path / "o")], capsys)
     assert message in err
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_vocabulary_cap_beyond_the_memory_trains_when_the_words_fit(csv_files, tmp_path):
+    # --vocab-size caps the vocabulary (10**9: keep every word); these texts hold a few dozen. Sized by the cap, the
+    # model needed 2 TB and was refused; the one trained needs kilobytes.
+    output = tmp_path / "o"
+    assert main(["train", "--train-file", str(csv_files[0]), "--vocab-size", "1000000000", "--model", "boe",
+                 "--epochs", "1", "--output", str(output), "--quiet"]) == 0
+    assert json.loads((output / "config.json").read_text())["model"]["config"]["vocab_size"] < 100
+
+
+def test_a_vocabulary_too_large_to_train_is_refused_once_counted_and_leaves_no_folder(tmp_path, capsys,
+                                                                                        monkeypatch):
+    from attnclf.models import memory
+
+    # 200,000 distinct words, 180,000 in the nine tenths left after validation: at width 128, 92 MB of embedding and
+    # four times that to train, on a pretend 200 MB machine.
+    monkeypatch.setattr(memory, "machine_memory", lambda: 200 * 10 ** 6)
+    path = write_csv(tmp_path / "words.csv", [(" ".join(f"w{i}x{j}" for j in range(1000)), ("pos", "neg")[i % 2])
+                                              for i in range(200)])
+    err = run_error(["train", "--train-file", str(path), "--vocab-size", "1000000", "--min-frequency", "1",
+                     "--model", "boe", "--output", str(tmp_path / "o")], capsys)
+    assert err == ("attnclf: error: model 'boe' with vocab_size 180,002 needs at least 0.4 GB for its weights, "
+                   "gradients and optimiser state, more than this machine's 0.2 GB; lower vocab_size (--vocab-size)")
     assert not (tmp_path / "o").exists()
 
 

@@ -284,6 +284,29 @@ def test_a_max_len_too_large_to_train_is_refused_before_the_texts_are_read(tmp_p
     assert not output.exists()
 
 
+def test_a_vocabulary_cap_beyond_the_memory_pretrains_when_the_words_fit(tmp_path):
+    # --vocab-size caps the vocabulary (10**9: keep every word); the tokenizer finds 26 here. Sizing the model by
+    # the cap, 4 TB, refused a pretraining that takes kilobytes.
+    record = pretrain_encoder(cyclic_corpus(40), PretrainSettings(model_config=SMALL, max_len=8, vocab_size=10 ** 9),
+                              tmp_path / "enc", log=quiet)
+    assert record["words"] == 26
+
+
+def test_a_vocabulary_too_large_to_pretrain_is_refused_once_the_tokenizer_has_counted_it(tmp_path, monkeypatch):
+    from attnclf.models import memory
+
+    # 200,000 words at width 128: 102 MB of embedding, four times that to train, on a pretend 200 MB machine (the
+    # flags alone, sized with the fewest words a tokenizer has, fit).
+    monkeypatch.setattr(memory, "machine_memory", lambda: 200 * 10 ** 6)
+    texts = [" ".join(f"w{i}x{j}" for j in range(1000)) for i in range(200)]
+    output = tmp_path / "enc"
+    with pytest.raises(AttnclfError, match=r"^model 'self-attn' with vocab_size 200,002 needs at least 0\.4 GB for its "
+                                           r"weights, gradients and optimiser state, more than this machine's 0\.2 GB; "
+                                           r"lower vocab_size \(--vocab-size\)$"):
+        pretrain_encoder(texts, PretrainSettings(max_len=8, vocab_size=10 ** 6, min_frequency=1), output, log=quiet)
+    assert not output.exists()
+
+
 def test_init_from_a_folder_that_is_no_pretraining_is_one_line(tmp_path, capsys):
     assert main(["train", "--dataset", "demo", "--init-from", str(tmp_path), "--output", str(tmp_path / "run")]) == 2
     err = capsys.readouterr().err

@@ -19,6 +19,8 @@ import torch
 
 from ..errors import AttnclfError
 
+SMALLEST_VOCABULARY = 3  # <pad>, <unk> and a word (TokenizerConfig's least vocab_size)
+
 
 def machine_memory() -> int | None:
     """This machine's physical memory in bytes, or None where the system does not say (not POSIX)."""
@@ -68,3 +70,21 @@ def refuse_oversized(name: str, model: torch.nn.Module, *, training: bool = Fals
     memory, needed = machine_memory(), model_bytes(model, copies)
     if memory is not None and needed > memory:
         raise too_large(name, model, needed, purpose, f"more than this machine's {memory / 1e9:,.1f} GB")
+
+
+def refuse_untrainable(name: str, **config_fields) -> None:
+    """Refuse training model ``name`` (``build_model``'s fields) where four copies of its weights and its buffers
+    exceed this machine's memory; an impossible one (heads that do not divide d_model) fails in its own words. It is
+    sized on the meta device: nothing is allocated.
+
+    ``vocab_size`` only caps the vocabulary a tokenizer learns (10**9: every word), so the check before the texts
+    are read passes the fewest words a tokenizer has, ``SMALLEST_VOCABULARY``, and the one after passes what it
+    learned: a cap is never refused for what the texts do not hold.
+
+    >>> refuse_untrainable("self-attn", vocab_size=SMALLEST_VOCABULARY, max_len=512)  # a few MB: nothing to say
+    """
+    from .classifiers import build_model  # (it refuses untrainable sizes with this module's help)
+
+    with torch.device("meta"):
+        outline = build_model(name, **config_fields)
+    refuse_oversized(name, outline, training=True)

@@ -42,7 +42,7 @@ from ..checks import whole_number
 from ..errors import AttnclfError, RunDirError
 from ..models import build_model, config_for
 from ..models.classifiers import SelfAttentionClassifier
-from ..models.memory import refuse_oversized
+from ..models.memory import SMALLEST_VOCABULARY, refuse_untrainable
 from ..prediction import check_texts
 from ..rundir import (atomic_save_tensors, atomic_write_json, file_sha256, first_missing_folder, load_weights,
                       prepare_output_dir, read_json, remove_empty_folders)
@@ -178,6 +178,9 @@ def _pretrain(texts: Sequence[str], settings: PretrainSettings, output: Path, re
         return saved["record"]
     started = time.perf_counter()
     tokenizer = Tokenizer.train(texts, TokenizerConfig.from_dict(record["tokenizer"]))
+    # (the encoder alone, counted as trained: with its output words, as wide as its vocabulary, pretraining holds more)
+    refuse_untrainable("self-attn", vocab_size=tokenizer.vocab_size, num_classes=2, max_len=settings.max_len,
+                       **_encoder_config(settings))
     pieces = encode_pieces(tokenizer, texts, settings.max_len)
     if not pieces:
         raise AttnclfError(f"no text of the {len(texts):,} holds two words: nothing to pretrain on")
@@ -263,11 +266,10 @@ def _check_settings(settings: PretrainSettings) -> None:
         if not 0 < getattr(settings, name) < 1:
             raise AttnclfError(f"{name} must be between 0 and 1, got {getattr(settings, name)!r}")
     # An impossible model (heads that do not divide d_model) fails here in its own words, and one too large to train
-    # (--max-len 100000000) before the texts are read, as `train` refuses it.
-    with torch.device("meta"):
-        outline = build_model("self-attn", vocab_size=settings.vocab_size, num_classes=2, max_len=settings.max_len,
-                              **_encoder_config(settings))
-    refuse_oversized("self-attn", outline, training=True)
+    # whatever the texts (--max-len 100000000) before they are read, as `train` refuses it; its vocabulary is sized
+    # once the tokenizer has learned it.
+    refuse_untrainable("self-attn", vocab_size=SMALLEST_VOCABULARY, num_classes=2, max_len=settings.max_len,
+                       **_encoder_config(settings))
 
 
 def _encoder_config(settings: PretrainSettings) -> dict:

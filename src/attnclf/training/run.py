@@ -23,7 +23,7 @@ from ..evaluation.metrics import compute_metrics, pick_examples
 from ..evaluation.multilabel import multilabel_metrics, tune_thresholds
 from ..evaluation.predict import predict_probabilities
 from ..models import build_model, config_for
-from ..models.memory import refuse_oversized
+from ..models.memory import SMALLEST_VOCABULARY, refuse_untrainable
 from ..models.windows import window_config, windowed
 from ..rundir import (EARLIER_MODEL, EARLIER_MODEL_STAGING, FORMAT_VERSION, TEMPERATURE_FILE, THRESHOLDS_FILE,
                       atomic_write_json, file_sha256, first_missing_folder, prepare_output_dir, read_config,
@@ -152,6 +152,10 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool,
             splits, trained = load_data(settings.data, seed), None
         if trained is None and not resume and distributed.is_main:  # texts it cannot learn from fail here too
             trained = Tokenizer.train(splits.train.texts, settings.tokenizer)
+        if trained is not None and not resume:  # (the words the texts hold, not --vocab-size's cap on them)
+            refuse_untrainable(settings.model, vocab_size=trained.vocab_size,
+                               num_classes=len(splits.train.label_names), max_len=settings.tokenizer.max_len,
+                               **settings.model_config)
     except AttnclfError:
         if created:  # bad data: a run that never started leaves no folder behind, nor the empty parents it made
             shutil.rmtree(run_dir, ignore_errors=True)
@@ -290,12 +294,11 @@ def _refuse_unworkable(settings: RunSettings, resume: bool) -> None:
                            f"max_len-token sequence per text")
     if settings.windows:
         settings.windows.stride_for(settings.tokenizer.max_len)
-    with torch.device("meta"):  # a model the settings cannot build (heads that do not divide the width) fails here
-        model = build_model(settings.model, vocab_size=settings.tokenizer.vocab_size, num_classes=2,
-                            max_len=settings.tokenizer.max_len, **settings.model_config)
-    # (--max-len 100000000 asks for a 51 GB position table: refused here, before minutes of loading data and a
-    # half-written run folder)
-    refuse_oversized(settings.model, model, training=True)
+    # A model the settings cannot build (heads that do not divide the width), or one too large to train whatever
+    # the texts (--max-len 100000000 asks for a 51 GB position table), fails here, before minutes of loading data
+    # and a half-written run folder. Its vocabulary is sized once the tokenizer has learned it.
+    refuse_untrainable(settings.model, vocab_size=SMALLEST_VOCABULARY, num_classes=2,
+                       max_len=settings.tokenizer.max_len, **settings.model_config)
     if settings.embeddings == COUNT_EMBEDDINGS and not resume and settings.data.token_cache:
         raise AttnclfError("word vectors counted in the run (--embeddings count, which the dataset's recipe may "
                            "set) read every training text at once and do not combine with --token-cache; add "
