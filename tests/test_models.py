@@ -445,6 +445,50 @@ def test_an_allocation_that_fails_anyway_names_max_len_too(monkeypatch):
         build_model("self-attn", vocab_size=VOCAB, max_len=HUGE, positional="learned", d_model=128, heads=2)
 
 
+def _cgroups(monkeypatch, tmp_path, membership: str, limits: dict[str, str]) -> None:
+    """A pretend /proc/self/cgroup (``membership``) and /sys/fs/cgroup (``limits``: file -> content)."""
+    from attnclf.models import memory
+
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    (tmp_path / "cgroup").write_text(membership)
+    for name, content in limits.items():
+        (tmp_path / "sys" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "sys" / name).write_text(content + "\n")
+    monkeypatch.setattr(memory, "PROC_CGROUP", tmp_path / "cgroup")
+    monkeypatch.setattr(memory, "CGROUP_ROOT", tmp_path / "sys")
+
+
+def test_a_containers_memory_limit_is_the_bound_not_the_hosts_memory(monkeypatch, tmp_path):
+    from attnclf.models.memory import machine_memory
+
+    # A container limited to 1 GB on this host: a 5 GB position table was built (or trained on) until the kernel's
+    # OOM killer ended the process without a word. cgroup v2, the container's own cgroup mounted as the root:
+    _cgroups(monkeypatch, tmp_path, "0::/\n", {"memory.max": "1000000000"})
+    assert machine_memory() == 10 ** 9
+    with pytest.raises(AttnclfError, match=r"needs at least 5\.1 GB for its weights, more than this machine's 1\.0 GB; "
+                                           r"lower max_len \(--max-len\)$"):
+        build_model("self-attn", vocab_size=VOCAB, max_len=10 ** 7, positional="learned", d_model=128, heads=2)
+
+
+def test_cgroup_limits_bind_from_every_level_and_none_is_no_bound(monkeypatch, tmp_path):
+    from attnclf.models.memory import machine_memory
+
+    physical = machine_memory()
+    _cgroups(monkeypatch, tmp_path / "v2", "0::/\n", {"memory.max": "max"})  # unlimited
+    assert machine_memory() == physical
+    # cgroup v1 seen from the host: the process's cgroup and a parent, the lower binds; a v1 "unlimited" is 2**63.
+    _cgroups(monkeypatch, tmp_path / "v1", "5:cpu:/x\n4:memory:/docker/abc\n",
+             {"memory/memory.limit_in_bytes": "9223372036854771712",
+              "memory/docker/memory.limit_in_bytes": "2000000000",
+              "memory/docker/abc/memory.limit_in_bytes": "3000000000"})
+    assert machine_memory() == 2 * 10 ** 9
+    # ...and from inside the container, whose /proc/self/cgroup names a host path not mounted there.
+    _cgroups(monkeypatch, tmp_path / "inside", "4:memory:/docker/abc\n", {"memory/memory.limit_in_bytes": "3000000000"})
+    assert machine_memory() == 3 * 10 ** 9
+    _cgroups(monkeypatch, tmp_path / "none", "", {})  # (no cgroups: macOS has no /proc, Windows neither)
+    assert machine_memory() == physical
+
+
 def test_long_documents_and_a_position_free_huge_max_len_still_build():
     # Users read 800-4096 tokens; a max_len with no table behind it (no positions, no location score) costs nothing.
     assert build_model("self-attn", vocab_size=VOCAB, max_len=4096, d_model=16, heads=2).config.max_len == 4096

@@ -2,7 +2,8 @@
 one-line error naming it, not torch's allocator failing deep inside the construction (or the machine swapping).
 
 A model built under ``torch.device("meta")`` has every tensor's shape and none of its memory, so its size is exact.
-The bound is the machine's physical memory, never a fixed cap: a 4,096-position table at d_model 128 is 2 MB.
+The bound is the machine's physical memory (or its container's limit, when lower), never a fixed cap: a
+4,096-position table at d_model 128 is 2 MB.
 
 >>> from attnclf.models import build_model
 >>> with torch.device("meta"):
@@ -14,20 +15,64 @@ The bound is the machine's physical memory, never a fixed cap: a 4,096-position 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import torch
 
 from ..errors import AttnclfError
 
 SMALLEST_VOCABULARY = 3  # <pad>, <unk> and a word (TokenizerConfig's least vocab_size)
+PROC_CGROUP = Path("/proc/self/cgroup")  # which cgroups this process is in
+CGROUP_ROOT = Path("/sys/fs/cgroup")  # where their limits are mounted
 
 
 def machine_memory() -> int | None:
-    """This machine's physical memory in bytes, or None where the system does not say (not POSIX)."""
+    """The memory this process may use, in bytes: the machine's physical memory, or its container's (cgroup's) limit
+    where that is lower (past it the kernel kills the process without a word); None where the system says neither
+    (Windows).
+
+    >>> machine_memory() > 0
+    True
+    """
     try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (AttributeError, ValueError, OSError):
+        physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):  # (not POSIX)
+        physical = None
+    bounds = [bound for bound in (physical, cgroup_memory_limit()) if bound]
+    return min(bounds) if bounds else None
+
+
+def cgroup_memory_limit() -> int | None:
+    """The lowest memory limit of this process's cgroup and of those above it (cgroup v2's ``memory.max``, v1's
+    ``memory.limit_in_bytes``), or None: no limit, or no cgroups (not Linux).
+
+    Each level from the process's cgroup up to the mount's root is read where it exists: a limit above binds too, and
+    inside a container the path names the host's hierarchy while the mount's root is the container's own cgroup.
+    """
+    try:
+        memberships = PROC_CGROUP.read_text().splitlines()
+    except OSError:
         return None
+    limits = []
+    for membership in memberships:
+        if membership.count(":") < 2:  # (not "id:controllers:path")
+            continue
+        _, controllers, path = membership.split(":", 2)
+        if not controllers:
+            mount, name = CGROUP_ROOT, "memory.max"
+        elif "memory" in controllers.split(","):
+            mount, name = CGROUP_ROOT / "memory", "memory.limit_in_bytes"
+        else:
+            continue
+        parts = [part for part in path.split("/") if part]
+        for depth in range(len(parts), -1, -1):
+            try:
+                limit = (mount.joinpath(*parts[:depth]) / name).read_text().strip()
+            except OSError:
+                continue
+            if limit.isdigit():  # ("max": none)
+                limits.append(int(limit))
+    return min(limits) if limits else None
 
 
 def model_bytes(model: torch.nn.Module, copies: int = 1) -> int:
