@@ -489,6 +489,25 @@ def test_cgroup_limits_bind_from_every_level_and_none_is_no_bound(monkeypatch, t
     assert machine_memory() == physical
 
 
+def test_the_physical_memory_is_read_by_the_names_macos_knows_too(monkeypatch):
+    import os
+
+    from attnclf.models.memory import machine_memory
+
+    # macOS's Python (conda's among them) has SC_PAGESIZE, POSIX's name, and no SC_PAGE_SIZE: asked for that, the
+    # check found no memory and refused nothing there.
+    sysconf = os.sysconf
+
+    def macos_sysconf(name):
+        if name == "SC_PAGE_SIZE":
+            raise ValueError("unrecognized configuration name")
+        return sysconf(name)
+
+    monkeypatch.setattr(os, "sysconf", macos_sysconf)
+    monkeypatch.setattr("attnclf.models.memory.cgroup_memory_limit", lambda: None)
+    assert machine_memory() == sysconf("SC_PAGESIZE") * sysconf("SC_PHYS_PAGES")
+
+
 def test_long_documents_and_a_position_free_huge_max_len_still_build():
     # Users read 800-4096 tokens; a max_len with no table behind it (no positions, no location score) costs nothing.
     assert build_model("self-attn", vocab_size=VOCAB, max_len=4096, d_model=16, heads=2).config.max_len == 4096

@@ -35,7 +35,8 @@ def machine_memory() -> int | None:
     True
     """
     try:
-        physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        # (SC_PAGESIZE, POSIX's name: macOS's Python knows no SC_PAGE_SIZE)
+        physical = os.sysconf("SC_PAGESIZE") * os.sysconf("SC_PHYS_PAGES")
     except (AttributeError, ValueError, OSError):  # (not POSIX)
         physical = None
     bounds = [bound for bound in (physical, cgroup_memory_limit()) if bound]
