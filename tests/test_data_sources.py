@@ -998,3 +998,84 @@ def test_texts_the_model_reads_as_one_are_warned_of_as_shared_across_splits():
     strips = shared_text_warnings(Splits(train=train, validation=validation, test=test),
                                   CleaningConfig(strip_punctuation=True))
     assert [line.split(" also")[0] for line in strips][1] == "warning: 2 of the 3 test texts"
+
+
+def _learned_file(path: Path) -> tuple[Path, TextDataset]:
+    """A training file of 40 texts, and test texts of which 5 are among them and 2 are not."""
+    texts = [f"review {i} {'good' if i % 2 else 'bad'}" for i in range(40)]
+    train = _write(path, "text,label\n" + "".join(f"{text},{text[-4:].strip()}\n" for text in texts))
+    test = TextDataset(texts[:5] + ["unseen good", "unseen bad"], [0, 1, 0, 1, 0, 1, 0], ["bad", "good"])
+    return train, test
+
+
+def _run_config(output: Path, seed: int = 0, **data) -> dict:
+    """config.json's record of a run trained on ``data`` with ``seed``, as far as learned_text_warnings reads it."""
+    from dataclasses import asdict
+
+    from attnclf.training.settings import DataSettings
+
+    return {"settings": {"data": asdict(DataSettings(**data).anchored()), "train": {"seed": seed},
+                         "output": str(output)}}
+
+
+LEARNED = "warning: 5 of the 7 test texts also occur among the training or validation texts"
+
+
+def test_learned_text_warnings_check_every_run_whose_data_is_there_and_name_the_others(tmp_path):
+    # The first run whose own data was gone stopped the check with one note: the runs after it went unchecked, and
+    # the texts they learned were scored without a word
+    from attnclf.training.run_data import learned_text_warnings
+
+    train, test = _learned_file(tmp_path / "train.csv")
+    gone = tmp_path / "gone.csv"
+    warnings = learned_text_warnings([_run_config(tmp_path / "runs" / "a", train_file=str(gone)),
+                                      _run_config(tmp_path / "runs" / "b", train_file=str(train)),
+                                      _run_config(tmp_path / "runs" / "c", train_file=str(gone))], test)
+    assert [line.split(":")[0] for line in warnings] == ["warning", "note", "note"]
+    assert warnings[0].startswith(LEARNED)
+    for line, run in zip(warnings[1:], ("a", "c")):
+        assert line.startswith(f"note: not checked whether {tmp_path / 'runs' / run} trained on any of these texts: ")
+        assert str(gone) in line
+
+
+def test_learned_text_warnings_need_only_the_texts_a_run_learned(tmp_path):
+    # A run's own test file, moved or deleted since, left the run unchecked though every text it trained and
+    # validated on was there (and the file was read for nothing when it was there)
+    from attnclf.training.run_data import learned_text_warnings
+
+    train, test = _learned_file(tmp_path / "train.csv")
+    config = _run_config(tmp_path / "run", train_file=str(train), test_file=str(tmp_path / "moved.csv"))
+    assert [line.split(":")[0] for line in learned_text_warnings([config], test)] == ["warning"]
+
+
+def test_learned_text_warnings_read_the_data_once_per_split(tmp_path, monkeypatch):
+    # Runs of one split (one --split-seed, or a --split-seed equal to another run's seed) learned the same texts:
+    # each read them whole again, a second or more for an IMDB-size file
+    import attnclf.training.run_data as run_data
+
+    train, test = _learned_file(tmp_path / "train.csv")
+    read, load_data = [], run_data.load_data
+    monkeypatch.setattr(run_data, "load_data",
+                        lambda settings, seed: read.append(settings.data_seed(seed)) or load_data(settings, seed))
+    configs = [_run_config(tmp_path / "seed-0", seed=0, train_file=str(train)),
+               _run_config(tmp_path / "seed-1", seed=1, split_seed=0, train_file=str(train)),
+               _run_config(tmp_path / "seed-2", seed=2, split_seed=0, train_file=str(train)),
+               _run_config(tmp_path / "seed-3", seed=3, train_file=str(train))]
+    assert run_data.learned_text_warnings(configs, test)[0].startswith(LEARNED)
+    assert read == [0, 3]
+
+
+def test_learned_text_warnings_never_download_a_run_s_dataset(tmp_path, monkeypatch):
+    # A run trained with --download whose dataset is gone from this machine: checking what it learned fetched the
+    # whole dataset again (IMDB, 84 MB), unasked, to print a warning
+    from attnclf.data import download as downloads
+    from attnclf.training.run_data import learned_text_warnings
+
+    fetched = []
+    monkeypatch.setattr(downloads, "ensure_available", lambda *args, **kwargs: fetched.append(args))
+    monkeypatch.setenv("ATTNCLF_DATA_DIR", str(tmp_path / "empty"))
+    monkeypatch.setenv("ATTNCLF_CACHE", str(tmp_path / "cache"))
+    config = _run_config(tmp_path / "run", dataset="imdb", data_dir=str(tmp_path / "empty"), download=True)
+    warnings = learned_text_warnings([config], TextDataset(["a fine film"], [1], ["neg", "pos"]))
+    assert fetched == []
+    assert [line.split(" trained on")[0] for line in warnings] == [f"note: not checked whether {tmp_path / 'run'}"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import replace
 
 import numpy as np
@@ -303,14 +304,10 @@ def shared_text_warnings(splits: Splits, cleaning: CleaningConfig = CleaningConf
     'warning: 1 of the 1 test texts also occur among '
     """
     cleaning = replace(cleaning, remove_stopwords=False, lemmatize=False)
-
-    def as_read(texts: list[str]) -> list[str]:
-        return [clean(text, cleaning) for text in texts]
-
-    lines, seen = [], set(as_read(splits.train.texts))
+    lines, seen = [], set(_as_read(splits.train.texts, cleaning))
     validation = splits.validation
     if validation is not None and (validation.texts, validation.labels) != (splits.train.texts, splits.train.labels):
-        validation_read = as_read(validation.texts)
+        validation_read = _as_read(validation.texts, cleaning)
         shared = sum(text in seen for text in validation_read)
         if shared:
             lines.append(f"warning: {shared:,} of the {len(validation):,} validation texts also occur among the "
@@ -318,39 +315,63 @@ def shared_text_warnings(splits: Splits, cleaning: CleaningConfig = CleaningConf
                          f"epoch count will flatter the model")
         seen |= set(validation_read)
     if splits.test is not None:
-        shared = sum(text in seen for text in as_read(splits.test.texts))
-        if shared:
-            lines.append(f"warning: {shared:,} of the {len(splits.test):,} test texts also occur among the training "
-                         f"or validation texts: the test score will flatter the model")
+        lines += _learned_test_warnings(seen, splits.test, cleaning)
     return lines
 
 
+def _as_read(texts: Iterable[str], cleaning: CleaningConfig) -> list[str]:
+    return [clean(text, cleaning) for text in texts]
+
+
+def _learned_test_warnings(seen: set[str], test: TextDataset, cleaning: CleaningConfig) -> list[str]:
+    """The warning for ``test`` texts among ``seen``, the training and validation texts as ``cleaning`` read them."""
+    shared = sum(text in seen for text in _as_read(test.texts, cleaning))
+    if not shared:
+        return []
+    return [f"warning: {shared:,} of the {len(test):,} test texts also occur among the training or validation "
+            f"texts: the test score will flatter the model"]
+
+
 def learned_text_warnings(configs: list[dict], test: TextDataset) -> list[str]:
-    """``shared_text_warnings`` for runs scored on texts other than their own test split (`evaluate --dataset` of
-    another dataset): how many of those texts each run trained or validated on. Another dataset may hold them, as SST-2's
-    two forms share their dev sentences (GLUE's test is the sentences' validation). Runs whose texts are not to be held
-    in memory (a token cache, a saved estimator, which records none) are left unchecked.
+    """``shared_text_warnings`` for runs scored on texts other than their own test split (`evaluate --test-file`, or
+    `evaluate --dataset` of another dataset): how many of those texts the runs trained or validated on. Another
+    dataset may hold them, as SST-2's two forms share their dev sentences (GLUE's test is the sentences' validation).
+
+    Every run whose data is still there is checked, and each run whose data is not is named in a note. Runs whose
+    texts are not to be held in memory (a token cache, a saved estimator, which records none) are left unchecked.
+    Texts are compared as the default cleaning reads them (the runs of an ensemble may each clean their own way).
 
     >>> # learned_text_warnings([read_json(Path("runs/sst2-sentences") / "config.json")], load_test_split("sst2"))
     >>> # -> ['warning: 872 of the 872 test texts also occur among the training or validation texts: ...']
     """
-    seen: dict[tuple, TextDataset] = {}
+    read: set[str] = set()  # the settings that chose each split read
+    learned: dict[str, None] = {}  # the texts those splits trained and validated on, each once
+    unchecked = []
     for config in configs:
         data = config.get("settings", {}).get("data")
         if config.get("trained_by") or not data or data.get("token_cache"):
             continue
         settings, seed = DataSettings(**data), config["settings"]["train"]["seed"]
-        key = (repr(sorted(data.items())), settings.data_seed(seed))
-        if key in seen:  # (seeds of one --split-seed learned the same texts)
+        # Runs of one split learned the same texts, whether --split-seed or their own seed chose it; their test file
+        # (perhaps moved since) holds none of them; and a warning is not worth a dataset's download
+        chosen_by = replace(settings, split_seed=settings.data_seed(seed), test_file=None, max_test_examples=None,
+                            download=False)
+        if repr(chosen_by) in read:
             continue
         try:
-            splits = load_data(settings, seed)
+            splits = load_data(chosen_by, seed)
         except AttnclfError as exc:  # the run's own data gone: the score stands, unchecked
-            return [f"note: not checked whether the run trained on any of these texts: {exc}"]
-        seen[key] = TextDataset.join([part for part in (splits.train, splits.validation) if part is not None], "train")
-    if not seen:
-        return []
-    return shared_text_warnings(Splits(train=TextDataset.join(list(seen.values()), "train"), test=test))
+            unchecked.append(f"note: not checked whether {config['settings']['output']} trained on any of these "
+                             f"texts: {exc}")
+            continue
+        read.add(repr(chosen_by))
+        learned.update(dict.fromkeys(text for part in (splits.train, splits.validation) if part is not None
+                                     for text in part.texts))
+    if not read:
+        return unchecked
+    # Each text cleaned once, however many splits learned it: the cleaning is what costs (BENCHMARKS.md)
+    cleaning = CleaningConfig()
+    return _learned_test_warnings(set(_as_read(learned, cleaning)), test, cleaning) + unchecked
 
 
 def _is_number(name: str) -> bool:
