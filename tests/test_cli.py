@@ -203,6 +203,7 @@ def test_evaluate_and_predict_run_under_their_threads(csv_run, csv_files, capsys
     assert main(["evaluate", str(csv_run), "--test-file", str(csv_files[1]), "--threads", "1", "--json"]) == 0
     assert main(["explain", str(csv_run), "a fine film", "--method", "occlusion", "--threads", "1"]) == 0
     assert calls == [1, before] * 3  # set for the command, then put back
+    capsys.readouterr()  # (evaluate warned: csv_run's test file holds texts it trained on)
     assert "got 0" in run_error(["predict", str(csv_run), "a fine film", "--threads", "0"], capsys)
 
 
@@ -367,6 +368,21 @@ def test_evaluate_on_ag_news_test_split_alone_warns_of_texts_the_run_learned(tmp
     assert main(["evaluate", str(run), "--dataset", "ag_news", "--data-dir", str(data)]) == 0
     assert f"note: not checked whether {run} trained on any of these texts: {learned}: no such file" in \
         capsys.readouterr().err.splitlines()
+
+
+def test_evaluate_on_a_test_file_warns_of_texts_the_run_learned(csv_run, tmp_path, capsys):
+    # `evaluate --dataset` counted another dataset's texts against those the run trained and validated on;
+    # `evaluate --test-file` did not, and a file holding some of them flattered the score without a word
+    more = write_csv(tmp_path / "more.csv", [(POSITIVE[0], "pos"), (NEGATIVE[0].upper(), "neg"), (POSITIVE[1], "pos"),
+                                             ("a new film i adored", "pos"), ("a new film i loathed", "neg")])
+    assert main(["evaluate", str(csv_run), "--test-file", str(more), "--json"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err == ["warning: 3 of the 5 test texts also occur among the training or validation texts: the test "
+                   "score will flatter the model"]
+    unseen = write_csv(tmp_path / "unseen.csv", [("a new film i adored", "pos"), ("a new film i loathed", "neg")])
+    assert main(["evaluate", str(csv_run), "--test-file", str(unseen), "--json"]) == 0
+    assert capsys.readouterr().err == ""
+
 
 def test_datasets_lists_generated_and_local_sources(shared_data_dir, capsys):
     assert main(["datasets", "--data-dir", str(shared_data_dir)]) == 0
@@ -1593,7 +1609,7 @@ def test_commands_that_use_a_run_say_when_it_has_not_finished_training(csv_run, 
         assert warning in capsys.readouterr().err, command
     assert main(["evaluate", str(csv_run), "--test-file", str(csv_files[1])]) == 0
     assert main(["predict", str(csv_run), "a fine story"]) == 0
-    assert "warning" not in capsys.readouterr().err
+    assert "has not finished training" not in capsys.readouterr().err
 
 
 def test_a_refit_counts_its_vectors_where_its_run_found_the_data(tmp_path, monkeypatch):

@@ -361,3 +361,34 @@ def test_a_resume_writes_no_report_for_members_trained_without_one(tmp_path, mon
         assert main(flags + ["--no-report"]) == 130
     assert main(flags + ["2", "--resume"]) == 0
     assert [(out / f"seed-{seed}" / "report.html").exists() for seed in (0, 1, 2)] == [False, False, True]
+
+
+def test_evaluate_on_a_test_file_warns_of_texts_any_member_learned(tmp_path, capsys):
+    # `evaluate --test-file` checked no member: texts some member trained or validated on flattered the ensemble's
+    # score without a word. Each seed here learned its own sample of the file; the test texts are ones only the
+    # second member learned.
+    from attnclf.training.run_data import load_data
+    from attnclf.training.settings import DataSettings
+
+    rows = [(f"film number {i} was {'good' if i % 2 else 'bad'}", "pos" if i % 2 else "neg") for i in range(120)]
+    train, held = tmp_path / "train.jsonl", tmp_path / "held.jsonl"
+    for path, part in ((train, rows[:100]), (held, rows[100:])):
+        path.write_text("".join(json.dumps({"text": t, "label": y}) + "\n" for t, y in part))
+    out = tmp_path / "ens"
+    assert main(["train", "--train-file", str(train), "--test-file", str(held), "--max-train-examples", "40",
+                 "--model", "boe", "--epochs", "1", "--threads", "1", "--output", str(out), "--quiet", "--no-report",
+                 "--seeds", "0", "1"]) == 0
+    capsys.readouterr()
+    learned = [load_data(DataSettings(train_file=str(train), max_train_examples=40), seed) for seed in (0, 1)]
+    first = set(learned[0].train.texts + learned[0].validation.texts)
+    only_second = [t for t in learned[1].train.texts + learned[1].validation.texts if t not in first]
+    assert only_second
+    test = tmp_path / "test.jsonl"
+    test_rows = rows[100:] + [(t, y) for t, y in rows if t in only_second]
+    test.write_text("".join(json.dumps({"text": t, "label": y}) + "\n" for t, y in test_rows))
+    assert main(["evaluate", str(out), "--test-file", str(test), "--json"]) == 0
+    assert capsys.readouterr().err.splitlines() == [
+        f"warning: {len(only_second)} of the {len(test_rows)} test texts also occur among the training or "
+        f"validation texts: the test score will flatter the model"]
+    assert main(["evaluate", str(out / "seed-0"), "--test-file", str(test), "--json"]) == 0
+    assert capsys.readouterr().err == ""

@@ -828,8 +828,10 @@ def _test_data(args: argparse.Namespace, clf, test_only: bool = False):
         delimiter = args.label_delimiter or saved.get("label_delimiter", DEFAULT_LABEL_DELIMITER)
         text_column = args.text_column or saved.get("text_column", "text")
         label_column = args.label_column or saved.get("label_column", "label")
-        return load_file(args.test_file, text_column, label_column, label_names=clf.label_names,
+        data = load_file(args.test_file, text_column, label_column, label_names=clf.label_names,
                          split="test", multi_label=clf.multi_label, label_delimiter=delimiter)
+        _warn_of_learned_texts(clf, data)
+        return data
     if args.dataset:
         from .data.registry import load_test_split
 
@@ -843,19 +845,25 @@ def _test_data(args: argparse.Namespace, clf, test_only: bool = False):
         if trained_on == args.dataset:
             return align_labels(data, clf.label_names)
         # Legitimate (transfer), but not what a typo should look like; and another dataset may hold the run's texts.
-        from .ensemble import Ensemble
-        from .training.run_data import learned_text_warnings
-
         print(f"note: the model trained on {trained_on or 'files'}; scoring it on {args.dataset}'s {data.split} split",
               file=sys.stderr)
         data = align_labels(data, clf.label_names, synonyms=True)
-        members = clf.members if isinstance(clf, Ensemble) else [clf]
-        for line in learned_text_warnings([member.config for member in members], data):
-            print(line, file=sys.stderr)
+        _warn_of_learned_texts(clf, data)
         return data
     from .training.run_data import run_test_data
 
     return run_test_data(clf.config, clf.label_names, test_only, data_dir=args.data_dir)
+
+
+def _warn_of_learned_texts(clf, test) -> None:
+    """Say on stderr how many ``test`` texts the run, or any run of the ensemble, trained or validated on: they
+    flatter its score (``learned_text_warnings``)."""
+    from .ensemble import Ensemble
+    from .training.run_data import learned_text_warnings
+
+    members = clf.members if isinstance(clf, Ensemble) else [clf]
+    for line in learned_text_warnings([member.config for member in members], test):
+        print(line, file=sys.stderr)
 
 
 @command("faithfulness", threads=True)
