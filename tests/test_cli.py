@@ -384,6 +384,29 @@ def test_evaluate_on_a_test_file_warns_of_texts_the_run_learned(csv_run, tmp_pat
     assert capsys.readouterr().err == ""
 
 
+@pytest.mark.parametrize("record", ["a data setting this attnclf lacks", "no seed"])
+def test_evaluate_on_a_test_file_scores_a_run_whose_data_record_it_cannot_read(csv_run, tmp_path, capsys, record):
+    # The check of learned texts is a warning: a record it could not read (a setting from a newer attnclf, a hand-
+    # edited file) stopped `evaluate --test-file`, which never reads the run's data, with a traceback
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(csv_run, run)
+    config = json.loads((run / "config.json").read_text())
+    if record == "no seed":
+        del config["settings"]["train"]["seed"]
+    else:
+        config["settings"]["data"]["sample_weights"] = "weight"
+    (run / "config.json").write_text(json.dumps(config))
+    unseen = write_csv(tmp_path / "unseen.csv", [("a new film i adored", "pos"), ("a new film i loathed", "neg")])
+    assert main(["evaluate", str(run), "--test-file", str(unseen), "--json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["num_examples"] == 2
+    reason = "'seed'" if record == "no seed" else "'sample_weights'"
+    assert [line.startswith(f"note: not checked whether {csv_run} trained on any of these texts: ") and reason in line
+            for line in captured.err.splitlines()] == [True]
+
+
 def test_datasets_lists_generated_and_local_sources(shared_data_dir, capsys):
     assert main(["datasets", "--data-dir", str(shared_data_dir)]) == 0
     out = capsys.readouterr().out

@@ -351,18 +351,19 @@ def learned_text_warnings(configs: list[dict], test: TextDataset) -> list[str]:
         data = config.get("settings", {}).get("data")
         if config.get("trained_by") or not data or data.get("token_cache"):
             continue
-        settings, seed = DataSettings(**data), config["settings"]["train"]["seed"]
-        # Runs of one split learned the same texts, whether --split-seed or their own seed chose it; their test file
-        # (perhaps moved since) holds none of them; and a warning is not worth a dataset's download
-        chosen_by = replace(settings, split_seed=settings.data_seed(seed), test_file=None, max_test_examples=None,
-                            download=False)
-        if repr(chosen_by) in read:
-            continue
         try:
+            settings, seed = DataSettings(**data), config["settings"]["train"]["seed"]
+            # Runs of one split learned the same texts, whether --split-seed or their own seed chose it; their test
+            # file (perhaps moved since) holds none of them; and a warning is not worth a dataset's download
+            chosen_by = replace(settings, split_seed=settings.data_seed(seed), test_file=None, max_test_examples=None,
+                                download=False)
+            if repr(chosen_by) in read:
+                continue
             splits = load_data(chosen_by, seed)
-        except AttnclfError as exc:  # the run's own data gone: the score stands, unchecked
-            unchecked.append(f"note: not checked whether {config['settings']['output']} trained on any of these "
-                             f"texts: {exc}")
+        except Exception as exc:  # (the run's data gone, a record from a newer attnclf): a warning never stops a score
+            why = exc if isinstance(exc, AttnclfError) else f"{type(exc).__name__}: {exc}"
+            unchecked.append(f"note: not checked whether {config['settings'].get('output', 'a run')} trained on any "
+                             f"of these texts: {why}")
             continue
         read.add(repr(chosen_by))
         learned.update(dict.fromkeys(text for part in (splits.train, splits.validation) if part is not None
