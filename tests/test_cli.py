@@ -407,6 +407,29 @@ def test_evaluate_on_a_test_file_scores_a_run_whose_data_record_it_cannot_read(c
             for line in captured.err.splitlines()] == [True]
 
 
+def test_evaluate_on_a_test_file_looks_for_the_run_s_dataset_in_data_dir(tmp_path, monkeypatch, capsys):
+    # `evaluate --data-dir` finds a run's dataset where it has moved, for its test split; the check of a test file's
+    # texts against those the run learned looked only where the run trained, and named the run unchecked
+    monkeypatch.delenv("ATTNCLF_DATA_DIR", raising=False)
+    monkeypatch.setenv("ATTNCLF_CACHE", str(tmp_path / "cache"))
+    learned = [f"{'a fine' if i % 2 else 'a dull'} film number {i}" for i in range(40)]
+    stsa = tmp_path / "data" / "sst2" / "stsa_binary"
+    stsa.mkdir(parents=True)
+    for split, texts in (("train", learned[:30]), ("dev", learned[30:]), ("test", ["a fine end", "a dull end"])):
+        (stsa / f"stsa.binary.{split}").write_text("".join(f"{int('fine' in t)} {t}\n" for t in texts))
+    run = tmp_path / "run"
+    assert main(["train", "--dataset", "sst2-sentences", "--data-dir", str(tmp_path / "data"), "--model", "boe",
+                 "--epochs", "1", "--min-frequency", "1", "--output", str(run), "--quiet", "--no-report"]) == 0
+    (tmp_path / "data").rename(tmp_path / "moved")
+    capsys.readouterr()
+    test = write_csv(tmp_path / "test.csv", [(learned[1], "positive"), (learned[32], "negative"),
+                                             ("a new film i adored", "positive")])
+    assert main(["evaluate", str(run), "--test-file", str(test), "--data-dir", str(tmp_path / "moved"), "--json"]) == 0
+    assert capsys.readouterr().err.splitlines() == [
+        "warning: 2 of the 3 test texts also occur among the training or validation texts: the test score will "
+        "flatter the model"]
+
+
 def test_datasets_lists_generated_and_local_sources(shared_data_dir, capsys):
     assert main(["datasets", "--data-dir", str(shared_data_dir)]) == 0
     out = capsys.readouterr().out

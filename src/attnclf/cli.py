@@ -830,7 +830,7 @@ def _test_data(args: argparse.Namespace, clf, test_only: bool = False):
         label_column = args.label_column or saved.get("label_column", "label")
         data = load_file(args.test_file, text_column, label_column, label_names=clf.label_names,
                          split="test", multi_label=clf.multi_label, label_delimiter=delimiter)
-        _warn_of_learned_texts(clf, data)
+        _warn_of_learned_texts(clf, data, args.data_dir)
         return data
     if args.dataset:
         from .data.registry import load_test_split
@@ -848,21 +848,21 @@ def _test_data(args: argparse.Namespace, clf, test_only: bool = False):
         print(f"note: the model trained on {trained_on or 'files'}; scoring it on {args.dataset}'s {data.split} split",
               file=sys.stderr)
         data = align_labels(data, clf.label_names, synonyms=True)
-        _warn_of_learned_texts(clf, data)
+        _warn_of_learned_texts(clf, data, args.data_dir)
         return data
     from .training.run_data import run_test_data
 
     return run_test_data(clf.config, clf.label_names, test_only, data_dir=args.data_dir)
 
 
-def _warn_of_learned_texts(clf, test) -> None:
+def _warn_of_learned_texts(clf, test, data_dir: str | None) -> None:
     """Say on stderr how many ``test`` texts the run, or any run of the ensemble, trained or validated on: they
-    flatter its score (``learned_text_warnings``)."""
+    flatter its score (``learned_text_warnings``; ``data_dir``: look for the runs' dataset there first)."""
     from .ensemble import Ensemble
     from .training.run_data import learned_text_warnings
 
     members = clf.members if isinstance(clf, Ensemble) else [clf]
-    for line in learned_text_warnings([member.config for member in members], test):
+    for line in learned_text_warnings([member.config for member in members], test, data_dir):
         print(line, file=sys.stderr)
 
 

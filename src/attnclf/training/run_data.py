@@ -332,10 +332,11 @@ def _learned_test_warnings(seen: set[str], test: TextDataset, cleaning: Cleaning
             f"texts: the test score will flatter the model"]
 
 
-def learned_text_warnings(configs: list[dict], test: TextDataset) -> list[str]:
+def learned_text_warnings(configs: list[dict], test: TextDataset, data_dir: str | None = None) -> list[str]:
     """``shared_text_warnings`` for runs scored on texts other than their own test split (`evaluate --test-file`, or
     `evaluate --dataset` of another dataset): how many of those texts the runs trained or validated on. Another
     dataset may hold them, as SST-2's two forms share their dev sentences (GLUE's test is the sentences' validation).
+    ``data_dir``: look for the runs' dataset there first.
 
     Every run whose data is still there is checked, and each run whose data is not is named in a note. Runs whose
     texts are not to be held in memory (a token cache, a saved estimator, which records none) are left unchecked.
@@ -352,7 +353,7 @@ def learned_text_warnings(configs: list[dict], test: TextDataset) -> list[str]:
         if config.get("trained_by") or not data or data.get("token_cache"):
             continue
         try:
-            settings, seed = DataSettings(**data), config["settings"]["train"]["seed"]
+            settings, seed = _saved_data(config, data_dir, "texts"), config["settings"]["train"]["seed"]
             # Runs of one split learned the same texts, whether --split-seed or their own seed chose it; their test
             # file (perhaps moved since) holds none of them; and a warning is not worth a dataset's download
             chosen_by = replace(settings, split_seed=settings.data_seed(seed), test_file=None, max_test_examples=None,
