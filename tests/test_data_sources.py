@@ -1008,14 +1008,15 @@ def _learned_file(path: Path) -> tuple[Path, TextDataset]:
     return train, test
 
 
-def _run_config(output: Path, seed: int = 0, **data) -> dict:
-    """config.json's record of a run trained on ``data`` with ``seed``, as far as learned_text_warnings reads it."""
+def _run_config(output: Path, seed: int = 0, cleaning: dict | None = None, **data) -> dict:
+    """config.json's record of a run trained on ``data`` with ``seed`` (and ``cleaning``, CleaningConfig's fields
+    the run changed), as far as learned_text_warnings reads it."""
     from dataclasses import asdict
 
     from attnclf.training.settings import DataSettings
 
     return {"settings": {"data": asdict(DataSettings(**data).anchored()), "train": {"seed": seed},
-                         "output": str(output)}}
+                         "tokenizer": {"kind": "word", "cleaning": cleaning or {}}, "output": str(output)}}
 
 
 LEARNED = "warning: 5 of the 7 test texts also occur among the training or validation texts"
@@ -1079,3 +1080,28 @@ def test_learned_text_warnings_never_download_a_run_s_dataset(tmp_path, monkeypa
     warnings = learned_text_warnings([config], TextDataset(["a fine film"], [1], ["neg", "pos"]))
     assert fetched == []
     assert [line.split(" trained on")[0] for line in warnings] == [f"note: not checked whether {tmp_path / 'run'}"]
+
+
+def test_learned_text_warnings_read_the_texts_as_each_run_cleans_them(tmp_path):
+    # Texts were compared as the default cleaning reads them, lower-cased: a --no-lowercase run, for which "GOOD"
+    # and "good" are two texts, was said to have learned test texts it never read, and a --strip-punctuation run's
+    # test texts that differ from its own only in punctuation, which it reads as the same, went uncounted
+    from attnclf.training.run_data import learned_text_warnings
+
+    texts = [f"review {i} {'good' if i % 2 else 'bad'}" for i in range(40)]
+    files = [_write(tmp_path / f"{part}.csv", "text,label\n" + "".join(f"{t},{t.split()[-1]}\n" for t in learned))
+             for part, learned in (("cased", texts[:20]), ("lower", texts[20:]))]
+    cased = _run_config(tmp_path / "cased", train_file=str(files[0]), cleaning={"lowercase": False})
+    lower = _run_config(tmp_path / "lower", train_file=str(files[1]))
+    test = TextDataset([texts[0].upper(), texts[1].upper(), texts[2], texts[20].upper(), texts[21].upper()],
+                       [0, 1, 0, 0, 1], ["bad", "good"])
+
+    def shared(configs: list[dict], data: TextDataset = test) -> str:
+        return " ".join(" ".join(learned_text_warnings(configs, data)).split()[1:5])
+
+    assert shared([cased]) == "1 of the 5"  # (texts[2] alone: it reads case)
+    assert shared([lower]) == "2 of the 5"
+    assert shared([cased, lower]) == "3 of the 5"  # an ensemble's runs each read the test texts their own way
+    punctuated = TextDataset([f"{texts[0]}!", f"{texts[1]}, surely"], [0, 1], ["bad", "good"])
+    strips = _run_config(tmp_path / "strips", train_file=str(files[0]), cleaning={"strip_punctuation": True})
+    assert shared([strips], punctuated) == "1 of the 2"

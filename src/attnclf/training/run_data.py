@@ -17,6 +17,7 @@ from ..data.splits import check_hold_out, split_indices, train_validation_split
 from ..errors import AttnclfError, DataError, first_few
 from ..rundir import refuse_estimator_run
 from ..text.cleaning import CleaningConfig, clean
+from ..text.tokenizer import TokenizerConfig
 from .settings import DataSettings
 
 
@@ -303,7 +304,7 @@ def shared_text_warnings(splits: Splits, cleaning: CleaningConfig = CleaningConf
     >>> shared_text_warnings(Splits(train=train, test=test))[0][:48]
     'warning: 1 of the 1 test texts also occur among '
     """
-    cleaning = replace(cleaning, remove_stopwords=False, lemmatize=False)
+    cleaning = _compared(cleaning)
     lines, seen = [], set(_as_read(splits.train.texts, cleaning))
     validation = splits.validation
     if validation is not None and (validation.texts, validation.labels) != (splits.train.texts, splits.train.labels):
@@ -315,17 +316,27 @@ def shared_text_warnings(splits: Splits, cleaning: CleaningConfig = CleaningConf
                          f"epoch count will flatter the model")
         seen |= set(validation_read)
     if splits.test is not None:
-        lines += _learned_test_warnings(seen, splits.test, cleaning)
+        lines += _learned_test_warnings({cleaning: seen}, splits.test)
     return lines
+
+
+def _compared(cleaning: CleaningConfig) -> CleaningConfig:
+    """How texts are compared for a run that cleans as ``cleaning`` says: without its stop-word removal and
+    lemmatisation (``shared_text_warnings``)."""
+    return replace(cleaning, remove_stopwords=False, lemmatize=False)
 
 
 def _as_read(texts: Iterable[str], cleaning: CleaningConfig) -> list[str]:
     return [clean(text, cleaning) for text in texts]
 
 
-def _learned_test_warnings(seen: set[str], test: TextDataset, cleaning: CleaningConfig) -> list[str]:
-    """The warning for ``test`` texts among ``seen``, the training and validation texts as ``cleaning`` read them."""
-    shared = sum(text in seen for text in _as_read(test.texts, cleaning))
+def _learned_test_warnings(seen: dict[CleaningConfig, set[str]], test: TextDataset) -> list[str]:
+    """The warning for ``test`` texts among ``seen``: by cleaning, the training and validation texts of the runs that
+    clean so, as it reads them. A test text counts once, however many of those runs read it as one they learned."""
+    learned = [False] * len(test)
+    for cleaning, texts in seen.items():
+        learned = [before or text in texts for before, text in zip(learned, _as_read(test.texts, cleaning))]
+    shared = sum(learned)
     if not shared:
         return []
     return [f"warning: {shared:,} of the {len(test):,} test texts also occur among the training or validation "
@@ -340,13 +351,13 @@ def learned_text_warnings(configs: list[dict], test: TextDataset, data_dir: str 
 
     Every run whose data is still there is checked, and each run whose data is not is named in a note. Runs whose
     texts are not to be held in memory (a token cache, a saved estimator, which records none) are left unchecked.
-    Texts are compared as the default cleaning reads them (the runs of an ensemble may each clean their own way).
+    Texts are compared as each run reads them (its cleaning: a --no-lowercase run's "GOOD" is not "good").
 
     >>> # learned_text_warnings([read_json(Path("runs/sst2-sentences") / "config.json")], load_test_split("sst2"))
     >>> # -> ['warning: 872 of the 872 test texts also occur among the training or validation texts: ...']
     """
-    read: set[str] = set()  # the settings that chose each split read
-    learned: dict[str, None] = {}  # the texts those splits trained and validated on, each once
+    read: dict[str, list[str]] = {}  # by the settings that chose each split read: the texts it trained, validated on
+    learned: dict[CleaningConfig, dict[str, None]] = {}  # by how runs read texts: the texts those runs learned, once
     unchecked = []
     for config in configs:
         data = config.get("settings", {}).get("data")
@@ -354,26 +365,26 @@ def learned_text_warnings(configs: list[dict], test: TextDataset, data_dir: str 
             continue
         try:
             settings, seed = _saved_data(config, data_dir, "texts"), config["settings"]["train"]["seed"]
+            cleaning = _compared(TokenizerConfig.from_dict(config["settings"].get("tokenizer", {})).cleaning)
             # Runs of one split learned the same texts, whether --split-seed or their own seed chose it; their test
             # file (perhaps moved since) holds none of them; and a warning is not worth a dataset's download
             chosen_by = replace(settings, split_seed=settings.data_seed(seed), test_file=None, max_test_examples=None,
                                 download=False)
-            if repr(chosen_by) in read:
-                continue
-            splits = load_data(chosen_by, seed)
+            split = repr(chosen_by)
+            if split not in read:
+                splits = load_data(chosen_by, seed)
+                read[split] = [text for part in (splits.train, splits.validation) if part is not None
+                               for text in part.texts]
         except Exception as exc:  # (the run's data gone, a record from a newer attnclf): a warning never stops a score
             why = exc if isinstance(exc, AttnclfError) else f"{type(exc).__name__}: {exc}"
             unchecked.append(f"note: not checked whether {config['settings'].get('output', 'a run')} trained on any "
                              f"of these texts: {why}")
             continue
-        read.add(repr(chosen_by))
-        learned.update(dict.fromkeys(text for part in (splits.train, splits.validation) if part is not None
-                                     for text in part.texts))
-    if not read:
-        return unchecked
-    # Each text cleaned once, however many splits learned it: the cleaning is what costs (BENCHMARKS.md)
-    cleaning = CleaningConfig()
-    return _learned_test_warnings(set(_as_read(learned, cleaning)), test, cleaning) + unchecked
+        learned.setdefault(cleaning, {}).update(dict.fromkeys(read[split]))
+    # Each text cleaned once for each way the runs read it, however many splits learned it: the cleaning is what
+    # costs (BENCHMARKS.md)
+    seen = {cleaning: set(_as_read(texts, cleaning)) for cleaning, texts in learned.items()}
+    return _learned_test_warnings(seen, test) + unchecked
 
 
 def _is_number(name: str) -> bool:
