@@ -31,8 +31,9 @@ _SOURCE_MODULES = [
 class Source:
     """A named dataset.
 
-    ``load(data_dirs, seed)`` returns the splits; ``data_dirs`` are the folders
-    to search (see ``candidate_dirs``). ``locate(data_dirs)`` returns the path
+    ``load(data_dirs, seed)`` returns the splits, the same for every seed (a run's seed carves its validation
+    split from train later, in ``load_data``; ``learned_text_warnings`` reads one copy for all seeds); ``data_dirs``
+    are the folders to search (see ``candidate_dirs``). ``locate(data_dirs)`` returns the path
     the data would be read from, or None when it is not available locally.
     Generated sources set ``generated=True`` and ignore ``data_dirs``.
     ``unlabelled(data_dirs)``, where a corpus ships texts without labels (IMDB's

@@ -366,9 +366,11 @@ def learned_text_warnings(configs: list[dict], test: TextDataset, data_dir: str 
         try:
             settings, seed = _saved_data(config, data_dir, "texts"), config["settings"]["train"]["seed"]
             cleaning = _compared(TokenizerConfig.from_dict(config["settings"].get("tokenizer", {})).cleaning)
-            # Runs of one split learned the same texts, whether --split-seed or their own seed chose it; their test
-            # file (perhaps moved since) holds none of them; and a warning is not worth a dataset's download
-            chosen_by = replace(settings, split_seed=settings.data_seed(seed), test_file=None, max_test_examples=None,
+            # Runs of one training set learned the same texts: every seed's validation is carved from it (a source's
+            # own splits take no seed), so only a --max-train-examples sample is the seed's. Their test file (perhaps
+            # moved since) holds none of them; and a warning is not worth a dataset's download.
+            split_seed = settings.data_seed(seed) if settings.max_train_examples else 0
+            chosen_by = replace(settings, split_seed=split_seed, test_file=None, max_test_examples=None,
                                 download=False)
             split = repr(chosen_by)
             if split not in read:
