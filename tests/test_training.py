@@ -447,6 +447,44 @@ def test_a_filesystem_without_fsync_still_gets_the_file_and_a_failed_sync_names_
     assert [p.name for p in tmp_path.iterdir()] == (["state.json"] if kept else [])
 
 
+@pytest.mark.parametrize("step, refusal, kept", [("open", "EACCES", True), ("open", "EPERM", True),
+                                                  ("fsync", "EBADF", True), ("fsync", "EINVAL", True),
+                                                  ("fsync", "EIO", False)])
+def test_a_folder_that_cannot_be_synced_still_gets_the_file_and_a_failed_sync_names_it(step, refusal, kept, tmp_path,
+                                                                                       monkeypatch):
+    # The folder's fsync comes after the rename, so the file is in place by then. A folder that may be written into
+    # but not opened (mode -wx), or a system that refuses to fsync a folder's read-only descriptor, cannot give the
+    # rename that extra promise, as a filesystem without fsync cannot: the write stands. A sync that failed (EIO)
+    # is the file's error, named, so that a checkpoint does not go on to delete the tensors its old state.json named.
+    import errno
+
+    from attnclf.rundir import atomic_write_json
+
+    code = getattr(errno, refusal)
+    folder = os.stat(tmp_path).st_ino
+    real_open, real_fsync = os.open, os.fsync
+
+    def refuse(fd):
+        raise OSError(code, os.strerror(code))
+
+    def opened(target, flags, *args, **kwargs):
+        if step == "open" and Path(target) == tmp_path:
+            refuse(None)
+        return real_open(target, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", opened)
+    monkeypatch.setattr(os, "fsync", lambda fd: refuse(fd) if step == "fsync" and os.fstat(fd).st_ino == folder
+                        else real_fsync(fd))
+    if kept:
+        atomic_write_json(tmp_path / "state.json", {"epoch": 2})
+    else:
+        with pytest.raises(OSError) as raised:
+            atomic_write_json(tmp_path / "state.json", {"epoch": 2})
+        assert (raised.value.errno, raised.value.filename) == (code, str(tmp_path / "state.json"))
+    assert json.loads((tmp_path / "state.json").read_text()) == {"epoch": 2}  # (in place either way: renamed first)
+    assert [p.name for p in tmp_path.iterdir()] == ["state.json"]
+
+
 @pytest.mark.parametrize("change, message", [
     (lambda s: replace(s, model_config={**s.model_config, "vocab_size": 5}),
      r"model_config sets vocab_size, which comes from the trained tokenizer \(TokenizerConfig.vocab_size"),

@@ -56,6 +56,9 @@ def temporary_beside(path: Path, suffix: str = ".tmp") -> tuple[int, str]:
 
 
 _CANNOT_SYNC = {errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP}  # what fsync says where the filesystem has none
+# and what a folder adds: one the user may write into but not open (mode -wx), a system that will not fsync a
+# read-only descriptor. Its file is in place by then, as on a filesystem without fsync: no reason to call it failed.
+_FOLDER_CANNOT_SYNC = _CANNOT_SYNC | {errno.EACCES, errno.EPERM, errno.EBADF}
 
 
 def publish(tmp: str | Path, path: Path) -> None:
@@ -70,12 +73,23 @@ def publish(tmp: str | Path, path: Path) -> None:
     _sync(tmp, os.O_RDWR, path)  # (Windows refuses to fsync a read-only descriptor)
     _as_new(tmp, 0o666)
     os.replace(tmp, path)
-    if os.name != "nt":  # (Windows opens no folder as a file; NTFS journals the rename itself)
-        _sync(Path(path).parent, os.O_RDONLY, path)
+    _sync_folder(path)
 
 
-def _sync(target: str | Path, flags: int, path: Path) -> None:
-    """fsync ``target`` (the file written for ``path``, or its folder)."""
+def _sync_folder(path: Path) -> None:
+    """fsync the folder ``path`` was just renamed into, before the caller goes on (to delete what the old entry named).
+    A sync that failed raises, naming ``path``, though the file is in place: the caller must not go on."""
+    if os.name == "nt":  # (Windows opens no folder as a file; NTFS journals the rename itself)
+        return
+    try:
+        _sync(Path(path).parent, os.O_RDONLY, path, _FOLDER_CANNOT_SYNC)
+    except OSError as exc:  # (opening the folder)
+        if exc.errno not in _FOLDER_CANNOT_SYNC:
+            raise
+
+
+def _sync(target: str | Path, flags: int, path: Path, cannot: set[int] = _CANNOT_SYNC) -> None:
+    """fsync ``target`` (the file written for ``path``, or its folder), unless fsync says it ``cannot`` (errno)."""
     written = os.open(target, flags)
     try:
         os.fsync(written)
@@ -83,7 +97,7 @@ def _sync(target: str | Path, flags: int, path: Path) -> None:
         # A filesystem that cannot sync at all (an SMB share, some FUSE and network mounts) says so: the rename is
         # still atomic there, and refusing every write would be worse. A sync that failed (EIO, a full disk) is the
         # file's error, named (fsync's own names none).
-        if exc.errno not in _CANNOT_SYNC:
+        if exc.errno not in cannot:
             raise OSError(exc.errno, exc.strerror, str(path)) from None
     finally:
         os.close(written)
