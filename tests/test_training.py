@@ -485,6 +485,34 @@ def test_a_folder_that_cannot_be_synced_still_gets_the_file_and_a_failed_sync_na
     assert [p.name for p in tmp_path.iterdir()] == ["state.json"]
 
 
+@pytest.mark.parametrize("replacing", [False, True])
+def test_a_published_folder_is_named_on_disk_before_the_one_it_replaces_is_deleted(replacing, tmp_path, monkeypatch):
+    # AttentionTextClassifier.save publishes a whole folder over an earlier model, which is then deleted: its new name
+    # must reach the disk first (the parent folder's fsync), or a power cut may leave neither model.
+    import shutil
+
+    from attnclf.rundir import publish_folder
+
+    target, new = tmp_path / "model", tmp_path / ".model.new"
+    new.mkdir()
+    (new / "config.json").write_text("{}")
+    if replacing:
+        target.mkdir()
+        (target / "config.json").write_text('{"old": true}')
+    happened = []
+    fsync, replace_file, rmtree = os.fsync, os.replace, shutil.rmtree
+    monkeypatch.setattr(os, "fsync", lambda fd: happened.append(("fsync", os.fstat(fd).st_ino)) or fsync(fd))
+    monkeypatch.setattr(os, "replace", lambda a, b: happened.append(("replace", Path(b).name)) or replace_file(a, b))
+    monkeypatch.setattr(shutil, "rmtree", lambda p, **kw: happened.append(("rmtree", Path(p).suffix)) or rmtree(p,
+                                                                                                           **kw))
+    publish_folder(new, target, replace=replacing)
+    parent = ("fsync", tmp_path.stat().st_ino)
+    assert happened == ([("replace", "old"), ("replace", "model"), parent, ("rmtree", ".replaced")] if replacing
+                        else [("replace", "model"), parent])
+    assert json.loads((target / "config.json").read_text()) == {}
+    assert [p.name for p in tmp_path.iterdir()] == ["model"]
+
+
 @pytest.mark.parametrize("change, message", [
     (lambda s: replace(s, model_config={**s.model_config, "vocab_size": 5}),
      r"model_config sets vocab_size, which comes from the trained tokenizer \(TokenizerConfig.vocab_size"),

@@ -127,7 +127,8 @@ def _umask() -> int:
 
 def publish_folder(tmp: str | Path, path: Path, replace: bool = False) -> None:
     """Atomically move a finished temporary folder (``mkdtemp`` beside ``path``) onto ``path``, which must be missing
-    or empty unless ``replace``: then whatever ``path`` held is moved aside, and deleted once the new folder is in."""
+    or empty unless ``replace``: then whatever ``path`` held is moved aside, and deleted once the new folder is in,
+    its name on the disk (the parent folder's fsync, as ``publish`` does): a power cut then leaves one of the two."""
     _as_new(tmp, 0o777)
     aside = None
     if replace and Path(path).exists():
@@ -140,6 +141,7 @@ def publish_folder(tmp: str | Path, path: Path, replace: bool = False) -> None:
             os.replace(aside / "old", path)
             aside.rmdir()
         raise
+    _sync_folder(path)  # (its files' bytes and names reached the disk as each was published inside it)
     if aside is not None:
         shutil.rmtree(aside, ignore_errors=True)
 
