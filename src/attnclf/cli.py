@@ -633,52 +633,23 @@ def _input_texts(args: argparse.Namespace, config: dict) -> list[str]:
     argument among others is a text, as a data file's empty row is: one answer per argument).
 
     ``config``: the loaded model's, whose text column a data --file is read from unless --text-column names one."""
-    from .data.files import iter_texts
+    from .data.files import is_data_file, read_texts, text_lines
     from .prediction import trained_text_column
 
-    data_file = args.file and _is_data_file(args.file)
-    if args.text_column and not data_file:
+    if args.text_column and not (args.file and is_data_file(args.file)):
         raise AttnclfError("--text-column picks the column of a CSV / TSV / JSONL / Parquet --file")
     if args.texts and not args.file and not any(text.strip() for text in args.texts):
         raise AttnclfError("every text given is blank")
     # Blank arguments alone (`predict RUN "$EMPTY" --file f`) give no texts; among others they are texts.
     texts = list(args.texts) if any(text.strip() for text in args.texts) else []
     # A file or a pipe with nothing in it gives no texts, and predict no output: a day with nothing to score.
-    if data_file:
-        return texts + [text for _, text in iter_texts(args.file, args.text_column or trained_text_column(config))]
     if args.file:
-        return texts + _read_lines(Path(args.file))
+        return texts + read_texts(args.file, args.text_column or trained_text_column(config))
     if not texts and not sys.stdin.isatty():
-        return _lines(sys.stdin.buffer.read(), "stdin")
+        return text_lines(sys.stdin.buffer.read(), "stdin")
     if not texts:
         raise AttnclfError("no texts: give them as arguments, with --file PATH, or on stdin")
     return texts
-
-
-def _is_data_file(path: str) -> bool:
-    """A CSV / TSV / JSONL / Parquet file (its text column is read), not plain text (a text per line)."""
-    from .data.files import DATA_SUFFIXES
-
-    return Path(path).suffix.lower() in DATA_SUFFIXES
-
-
-def _read_lines(path: Path) -> list[str]:
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise AttnclfError(f"{path}: {exc.strerror}") from None
-    return _lines(raw, str(path))
-
-
-def _lines(raw: bytes, source: str) -> list[str]:
-    """The non-blank lines of UTF-8 ``raw`` (LF or CRLF), each a text."""
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        raise AttnclfError(f"{source}: line {line}: not UTF-8 (byte 0x{raw[exc.start]:02x})") from None
-    text = text.removeprefix("\ufeff")  # a byte-order mark (Notepad's "UTF-8 with BOM") is not part of the text
-    return [line.removesuffix("\r") for line in text.split("\n") if line.strip()]
 
 
 @command("datasets")
@@ -1048,19 +1019,18 @@ def cmd_pretrain(args: argparse.Namespace) -> int:
 
 def _unlabelled_texts(args: argparse.Namespace, purpose: str) -> list[str]:
     """The texts of --dataset (training and unlabelled ones, never test) and --file."""
-    from .data.files import iter_texts
+    from .data.files import is_data_file, read_texts
     from .data.registry import unlabelled_corpus
 
     if not args.dataset and not args.file:
         raise AttnclfError(f"no text to {purpose}: give --dataset NAME and/or --file PATH")
-    if args.text_column and not any(_is_data_file(path) for path in args.file or []):
+    if args.text_column and not any(is_data_file(path) for path in args.file or []):
         raise AttnclfError("--text-column picks the column of a CSV / TSV / JSONL / Parquet --file")
     texts = []
     for name in args.dataset or []:
         texts += unlabelled_corpus(name, args.data_dir, download=args.download)
     for path in args.file or []:
-        texts += ([text for _, text in iter_texts(path, args.text_column or "text")] if _is_data_file(path)
-                  else _read_lines(Path(path)))
+        texts += read_texts(path, args.text_column or "text")
     return texts
 
 

@@ -17,6 +17,9 @@ With ``multi_label=True`` each label field holds a set of labels (a JSON list,
 or names split on ``label_delimiter`` in CSV/TSV; see ``data.multilabel``).
 Every problem is a one-line ``DataError`` naming the file, the line (CSV, TSV,
 JSON lines; the header is line 1) or row (Parquet, from 1), and the column.
+
+Texts without labels, to predict on or learn from (``read_texts``), come from
+a data file's text column, or from plain UTF-8 text, one text per line.
 """
 
 from __future__ import annotations
@@ -277,6 +280,50 @@ def iter_texts(path: str | Path, text_column: TextColumns = "text") -> Iterator[
         return  # nothing to score, as with a header and no rows (an empty Parquet file is a broken one)
     for where, values, _ in _rows(path, columns, None):
         yield where, _checked_text(path, where, values, columns)
+
+
+def is_data_file(path: str | Path) -> bool:
+    """Whether ``path`` names a CSV / TSV / JSONL / Parquet file (its text column is read), not plain text (a text
+    per line), by its extension.
+
+    >>> is_data_file("reviews.CSV"), is_data_file("reviews.txt")
+    (True, False)
+    """
+    return Path(path).suffix.lower() in DATA_SUFFIXES
+
+
+def text_lines(raw: bytes, source: str) -> list[str]:
+    """The non-blank lines of UTF-8 ``raw`` (LF or CRLF), each a text; ``source`` names where they came from (a
+    file, "stdin") in the error a byte that is not UTF-8 gets.
+
+    >>> text_lines(b"\\xef\\xbb\\xbfgood\\r\\n\\r\\nbad\\n", "stdin")  # a BOM, CRLF, a blank line
+    ['good', 'bad']
+    """
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise DataError(f"{source}: line {line}: not UTF-8 (byte 0x{raw[exc.start]:02x})") from None
+    text = text.removeprefix("\ufeff")  # a byte-order mark (Notepad's "UTF-8 with BOM") is not part of the text
+    return [line.removesuffix("\r") for line in text.split("\n") if line.strip()]
+
+
+def read_texts(path: str | Path, text_column: TextColumns = "text") -> list[str]:
+    """Every text of ``path``, to predict on or learn from without labels: a data file's ``text_column`` (or
+    columns, joined; an empty text kept, as ``iter_texts`` keeps it), else plain UTF-8 text, one text per non-blank
+    line (``text_lines``).
+
+    >>> # read_texts("to_score.csv", text_column="review")  # ['A fine film.', ...]
+    >>> # read_texts("notes.txt")  # a text per line: ['great acting', 'weak acting']
+    """
+    if is_data_file(path):
+        return [text for _, text in iter_texts(path, text_column)]
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise DataError(f"{path}: {exc.strerror}") from None
+    return text_lines(raw, str(path))
 
 
 def iter_records(
