@@ -520,7 +520,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         members = clf.members if isinstance(clf, Ensemble) else [clf]
         data = run_validation_data([member.config for member in members], clf.label_names, data_dir=args.data_dir)
     else:
-        data = _test_data(args, clf, test_only=isinstance(clf, Ensemble))
+        data = _test_data(args, clf)
         if data.split == "validation" and not (args.test_file or args.dataset):  # a run without test data: its own
             _refuse_tuned_validation(clf)
     if clf.multi_label:
@@ -781,60 +781,13 @@ def _refuse_columns_without_test_file(args: argparse.Namespace) -> None:
                            f"--dataset's) is read as it trained: give --test-file, or drop {given[0]}")
 
 
-def _test_data(args: argparse.Namespace, clf, test_only: bool = False):
-    """--test-file, else --dataset's test split, else the run's own test data; labels in the run's order.
+def _test_data(args: argparse.Namespace, clf):
+    """The data --test-file, --dataset (or neither: the run's own) name, to score ``clf`` on; notes on stderr."""
+    from .training.run_data import scoring_data
 
-    ``test_only``: never fall back to the run's validation split (an ensemble's members each held out
-    a different one)."""
-    from .training.run_data import align_labels
-
-    if args.test_file:
-        from .data.files import load_file
-        from .data.multilabel import DEFAULT_LABEL_DELIMITER
-
-        if args.label_delimiter is not None and not clf.multi_label:  # (train refuses it without --multi-label)
-            raise AttnclfError("--label-delimiter applies to multi-label runs, and this one is single-label: its "
-                               "test labels are read whole; drop --label-delimiter")
-        saved = clf.config["settings"]["data"]
-        delimiter = args.label_delimiter or saved.get("label_delimiter", DEFAULT_LABEL_DELIMITER)
-        text_column = args.text_column or saved.get("text_column", "text")
-        label_column = args.label_column or saved.get("label_column", "label")
-        data = load_file(args.test_file, text_column, label_column, label_names=clf.label_names,
-                         split="test", multi_label=clf.multi_label, label_delimiter=delimiter)
-        _warn_of_learned_texts(clf, data, args.data_dir)
-        return data
-    if args.dataset:
-        from .data.registry import load_test_split
-
-        if args.download:
-            from .data.download import ensure_available
-            from .data.registry import candidate_dirs
-
-            ensure_available(args.dataset, candidate_dirs(args.data_dir), download=True)
-        data = load_test_split(args.dataset, args.data_dir)
-        trained_on = clf.config["settings"]["data"].get("dataset")
-        if trained_on == args.dataset:
-            return align_labels(data, clf.label_names)
-        # Legitimate (transfer), but not what a typo should look like; and another dataset may hold the run's texts.
-        print(f"note: the model trained on {trained_on or 'files'}; scoring it on {args.dataset}'s {data.split} split",
-              file=sys.stderr)
-        data = align_labels(data, clf.label_names, synonyms=True)
-        _warn_of_learned_texts(clf, data, args.data_dir)
-        return data
-    from .training.run_data import run_test_data
-
-    return run_test_data(clf.config, clf.label_names, test_only, data_dir=args.data_dir)
-
-
-def _warn_of_learned_texts(clf, test, data_dir: str | None) -> None:
-    """Say on stderr how many ``test`` texts the run, or any run of the ensemble, trained or validated on: they
-    flatter its score (``learned_text_warnings``; ``data_dir``: look for the runs' dataset there first)."""
-    from .ensemble import Ensemble
-    from .training.run_data import learned_text_warnings
-
-    members = clf.members if isinstance(clf, Ensemble) else [clf]
-    for line in learned_text_warnings([member.config for member in members], test, data_dir):
-        print(line, file=sys.stderr)
+    return scoring_data(clf, args.test_file, args.dataset, text_column=args.text_column, label_column=args.label_column,
+                        label_delimiter=args.label_delimiter, download=args.download, data_dir=args.data_dir,
+                        log=lambda line: print(line, file=sys.stderr))
 
 
 @command("faithfulness", threads=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 
 import numpy as np
@@ -387,6 +387,58 @@ def learned_text_warnings(configs: list[dict], test: TextDataset, data_dir: str 
     # costs (BENCHMARKS.md)
     seen = {cleaning: set(_as_read(texts, cleaning)) for cleaning, texts in learned.items()}
     return _learned_test_warnings(seen, test) + unchecked
+
+
+def scoring_data(classifier, test_file: str | None = None, dataset: str | None = None, *,
+                 text_column: str | list[str] | None = None, label_column: str | None = None,
+                 label_delimiter: str | None = None, download: bool = False, data_dir: str | None = None,
+                 log: Callable[[str], None] = print) -> TextDataset:
+    """The labelled texts to score ``classifier`` (a ``Classifier``, or an ``Ensemble`` of runs) on, labels in its
+    order: ``test_file``, read by the run's own columns unless told otherwise; else ``dataset``'s test split
+    (``download``: fetch it first if it is missing); else the run's own test data, or its validation split when its
+    data has no test split (never an ensemble's: its members each held out different texts). ``data_dir``: look for
+    the datasets there first.
+
+    Texts other than the run's own may be texts it learned: ``log`` gets ``learned_text_warnings`` about them, and a
+    note when ``dataset`` is not the one the run trained on (labels it knows by another name are read as its own).
+
+    >>> # scoring_data(Classifier.load("runs/demo"), test_file="held_out.csv").split  # 'test'
+    """
+    from ..ensemble import Ensemble
+
+    if test_file:
+        from ..data.files import load_file
+        from ..data.multilabel import DEFAULT_LABEL_DELIMITER
+
+        if label_delimiter is not None and not classifier.multi_label:  # (train refuses it without --multi-label)
+            raise AttnclfError("--label-delimiter applies to multi-label runs, and this one is single-label: its "
+                               "test labels are read whole; drop --label-delimiter")
+        saved = classifier.config["settings"]["data"]
+        data = load_file(test_file, text_column or saved.get("text_column", "text"),
+                         label_column or saved.get("label_column", "label"), label_names=classifier.label_names,
+                         split="test", multi_label=classifier.multi_label,
+                         label_delimiter=label_delimiter or saved.get("label_delimiter", DEFAULT_LABEL_DELIMITER))
+    elif dataset:
+        from ..data.registry import load_test_split
+
+        if download:
+            from ..data.download import ensure_available
+
+            ensure_available(dataset, candidate_dirs(data_dir), download=True)
+        data = load_test_split(dataset, data_dir)
+        trained_on = classifier.config["settings"]["data"].get("dataset")
+        if trained_on == dataset:
+            return align_labels(data, classifier.label_names)
+        # Legitimate (transfer), but not what a typo should look like; and another dataset may hold the run's texts.
+        log(f"note: the model trained on {trained_on or 'files'}; scoring it on {dataset}'s {data.split} split")
+        data = align_labels(data, classifier.label_names, synonyms=True)
+    else:
+        return run_test_data(classifier.config, classifier.label_names, test_only=isinstance(classifier, Ensemble),
+                             data_dir=data_dir)
+    members = classifier.members if isinstance(classifier, Ensemble) else [classifier]
+    for line in learned_text_warnings([member.config for member in members], data, data_dir):
+        log(line)
+    return data
 
 
 def _is_number(name: str) -> bool:
