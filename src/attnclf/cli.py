@@ -20,7 +20,7 @@ from typing import Callable
 from . import __version__
 from .checks import check_threads
 from .errors import AttnclfError, is_out_of_memory
-from .rundir import member_folders, read_config
+from .rundir import check_output_folder, is_resumable, kept_earlier_models, member_folders, read_config
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {}
 
@@ -317,7 +317,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         settings = build_settings(args)
         settings.threads, settings.report = args.threads, not args.no_report
         args.output = settings.output  # resolved (runs/MODEL-DATA by default): where an interrupted ensemble resumes
-        _check_output(Path(settings.output), ensemble=True, replace=args.overwrite or args.resume)
+        check_output_folder(settings.output, ensemble=True, replace=args.overwrite or args.resume)
         members = member_folders(settings.output, trained=True)
         if args.resume and members:
             trained = resume_settings(members[0])
@@ -373,7 +373,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         settings = build_settings(args)
         settings.threads = args.threads
         args.output = settings.output  # resolved (runs/MODEL-DATA by default): where an interrupted run resumes
-        _check_output(Path(settings.output), ensemble=False, replace=args.overwrite)
+        check_output_folder(settings.output, ensemble=False, replace=args.overwrite)
     settings.report = settings.report and not args.no_report  # (a resumed run reports as it was asked to)
     result = train_run(settings, resume=args.resume, progress=not args.quiet)
     if not result.metrics:  # a torchrun rank other than 0; rank 0 reports
@@ -383,32 +383,6 @@ def cmd_train(args: argparse.Namespace) -> int:
     if settings.report:
         print(f"report: {result.run_dir / 'report.html'}")
     return 0
-
-
-def _check_output(output: Path, ensemble: bool, replace: bool) -> None:
-    """Refuse an output folder that holds the other kind of run (a single run's files beside `--seeds` members
-    would load as one model in Python and as the ensemble on the command line), or a trained model unless
-    ``replace``: a repeated command must not delete a finished run before its own is trained."""
-    from .rundir import EARLIER_MODEL, EARLIER_MODEL_STAGING, ENSEMBLE_FILE
-
-    members = (output / ENSEMBLE_FILE).is_file() or bool(member_folders(output, trained=True))
-    if ensemble and (output / "config.json").is_file():
-        raise AttnclfError(f"{output} holds a single run; train --seeds into another --output")
-    if not ensemble and members:
-        raise AttnclfError(f"{output} holds a `train --seeds` ensemble; train a single run into another --output")
-    runs = member_folders(output) if ensemble else [output]
-    # A model an interrupted or failed --overwrite set aside is a trained model too (a run without --overwrite
-    # would delete it when it finishes); weights from a first checkpoint cut short are not, as nothing resumes them.
-    trained = any((run / where / "model.safetensors").is_file() for run in runs
-                  for where in (EARLIER_MODEL, EARLIER_MODEL_STAGING)) or any(
-        (run / "model.safetensors").is_file() and ((run / "metrics.json").is_file() or _resumable(run)) for run in runs)
-    if trained and not replace:
-        what = ("trained members (--resume keeps them and adds new seeds)" if ensemble else "a trained model" if
-                (output / "metrics.json").is_file() else "an unfinished run (--resume continues it)" if
-                (output / "model.safetensors").is_file() and _resumable(output) else
-                "a trained model an interrupted --overwrite set aside")
-        raise AttnclfError(f"{output} holds {what}; add --overwrite to replace {'them' if ensemble else 'it'}, or "
-                           f"give another --output")
 
 
 # What `train --resume` may be given besides the run's own settings: what may change, and where its dataset lies now.
@@ -564,15 +538,10 @@ def _warn_if_unfinished(run_dir: str | Path) -> None:
     """An interrupted run loads (its best weights so far) and is worth using, but not unknowingly."""
     run_dir = Path(run_dir)
     if (run_dir / "model.safetensors").is_file() and not (run_dir / "metrics.json").is_file():
-        how = (f"`attnclf train --resume --output {shlex.quote(str(run_dir))}` continues it" if _resumable(run_dir)
+        how = (f"`attnclf train --resume --output {shlex.quote(str(run_dir))}` continues it" if is_resumable(run_dir)
                else "it stopped during its first checkpoint: train it again")
         print(f"warning: {run_dir} has not finished training; these are its best weights so far ({how})",
               file=sys.stderr)
-
-
-def _resumable(run_dir: Path) -> bool:
-    """Whether an unfinished run got as far as a whole checkpoint (its state.json is written last)."""
-    return (run_dir / "checkpoint" / "state.json").is_file()
 
 
 @command("predict")
@@ -1409,14 +1378,9 @@ def _without_flag(argv: list[str], flag: str) -> list[str]:
 def _kept_model(args: argparse.Namespace) -> str:
     """Where a `train` that stopped or failed keeps the finished models it was replacing (its own, or its
     --seeds members'), if it does."""
-    from .rundir import EARLIER_MODEL, EARLIER_MODEL_STAGING
-
     if args.command != "train" or not args.output:
         return ""
-    kept = []
-    for run in member_folders(args.output) if args.seeds else [Path(args.output)]:
-        # (.partial first: setting the model aside failed before earlier-model/, older, was replaced by it)
-        kept += [earlier for earlier in (run / EARLIER_MODEL_STAGING, run / EARLIER_MODEL) if earlier.is_dir()][:1]
+    kept = kept_earlier_models(args.output, ensemble=bool(args.seeds))
     if not kept:
         return ""
     return (f"; the model it replaces is kept in {kept[0]}" if len(kept) == 1 else
@@ -1446,7 +1410,7 @@ def _resume_hint(args: argparse.Namespace | None) -> str:
         return (f"; `{' '.join(map(shlex.quote, again))}` keeps the finished members and continues the "
                 f"others{_kept_model(args)}")
     kept = _kept_model(args)
-    if _resumable(Path(args.output)):
+    if is_resumable(args.output):
         return (f"; `attnclf train --resume --output {shlex.quote(args.output)}` continues from its last "
                 f"checkpoint{kept}")
     return (f"; it stopped before its first checkpoint (written at most once a minute, and at the end): train it "

@@ -384,6 +384,60 @@ def member_folders(folder: str | Path, trained: bool = False) -> list[Path]:
                   key=lambda path: int(path.name[5:]))
 
 
+def is_resumable(run_dir: str | Path) -> bool:
+    """Whether an unfinished run got as far as a whole checkpoint (its checkpoint/state.json is written last), which
+    `train --resume` continues.
+
+    >>> is_resumable("no/such/run")
+    False
+    """
+    return (Path(run_dir) / "checkpoint" / "state.json").is_file()
+
+
+def kept_earlier_models(output: str | Path, ensemble: bool) -> list[Path]:
+    """The finished models that a `train --overwrite` into ``output`` (with ``ensemble``: a `train --seeds` folder,
+    one per member) set aside and keeps, as an interrupted or failed replacement leaves them: ``earlier-model/``, or
+    ``earlier-model.partial/`` where setting it aside was cut short.
+
+    >>> kept_earlier_models("no/such/run", ensemble=False)
+    []
+    """
+    kept = []
+    for run in member_folders(output) if ensemble else [Path(output)]:
+        # (.partial first: setting the model aside failed before earlier-model/, older, was replaced by it)
+        kept += [earlier for earlier in (run / EARLIER_MODEL_STAGING, run / EARLIER_MODEL) if earlier.is_dir()][:1]
+    return kept
+
+
+def check_output_folder(output: str | Path, ensemble: bool, replace: bool) -> None:
+    """Refuse an output folder that holds the other kind of run (a single run's files beside `train --seeds` members
+    (``ensemble``) would load as one model in Python and as the ensemble on the command line), or a trained model
+    unless ``replace``: a repeated command must not delete a finished run before its own is trained.
+
+    >>> check_output_folder("no/such/run", ensemble=False, replace=False)  # nothing there: nothing to lose
+    """
+    output = Path(output)
+    members = (output / ENSEMBLE_FILE).is_file() or bool(member_folders(output, trained=True))
+    if ensemble and (output / "config.json").is_file():
+        raise AttnclfError(f"{output} holds a single run; train --seeds into another --output")
+    if not ensemble and members:
+        raise AttnclfError(f"{output} holds a `train --seeds` ensemble; train a single run into another --output")
+    runs = member_folders(output) if ensemble else [output]
+    # A model an interrupted or failed --overwrite set aside is a trained model too (a run without --overwrite
+    # would delete it when it finishes); weights from a first checkpoint cut short are not, as nothing resumes them.
+    trained = any((run / where / "model.safetensors").is_file() for run in runs
+                  for where in (EARLIER_MODEL, EARLIER_MODEL_STAGING)) or any(
+        (run / "model.safetensors").is_file() and ((run / "metrics.json").is_file() or is_resumable(run))
+        for run in runs)
+    if trained and not replace:
+        what = ("trained members (--resume keeps them and adds new seeds)" if ensemble else "a trained model" if
+                (output / "metrics.json").is_file() else "an unfinished run (--resume continues it)" if
+                (output / "model.safetensors").is_file() and is_resumable(output) else
+                "a trained model an interrupted --overwrite set aside")
+        raise AttnclfError(f"{output} holds {what}; add --overwrite to replace {'them' if ensemble else 'it'}, or "
+                           f"give another --output")
+
+
 def check_label_names(labels: Any, classes: int, path: Path) -> list[str]:
     """``labels`` (read from ``path``) if they are ``classes`` distinct names; a one-line error otherwise.
 
