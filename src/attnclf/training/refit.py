@@ -7,8 +7,8 @@ from pathlib import Path
 
 
 from ..errors import AttnclfError, RunDirError
-from ..rundir import (ENSEMBLE_FILE, TEMPERATURE_FILE, THRESHOLDS_FILE, check_run_dir, read_config, read_json,
-                      read_jsonl, run_dir_list)
+from ..rundir import (ENSEMBLE_FILE, TEMPERATURE_FILE, THRESHOLDS_FILE, check_run_dir, is_resumable, read_config,
+                      read_json, read_jsonl, run_dir_list)
 from .cached import load_cached_data, run_tokenizer
 from .run import RunResult, check_starts_unchanged, train_or_continue
 from .run_data import held_out_fingerprint, load_data, texts_fingerprint
@@ -60,7 +60,7 @@ def refit_runs(run_dirs: list[str | Path], output: str | None = None, *, resume:
             if (earlier / "metrics.json").is_file():
                 raise AttnclfError(f"{earlier} holds a finished refit; --resume keeps it (and continues the others), "
                                    f"--overwrite trains it again")
-            if (earlier / "checkpoint" / "state.json").is_file():
+            if is_resumable(earlier):
                 raise AttnclfError(f"{earlier} holds an unfinished refit; --resume continues it, --overwrite starts "
                                    f"again")
     log = (lambda message: print(message, file=sys.stderr)) if progress else (lambda message: None)
@@ -71,7 +71,7 @@ def refit_runs(run_dirs: list[str | Path], output: str | None = None, *, resume:
                 not (resume and (Path(settings.output) / "metrics.json").is_file())]
     loaded = {}
     for settings in to_train[1:] + to_train[:1]:
-        unfinished = resume and (Path(settings.output) / "checkpoint" / "state.json").is_file()
+        unfinished = resume and is_resumable(settings.output)
         loaded = {settings.output: load_cached_data(  # (an unfinished one's caches: its tokenizer's)
             settings, settings.train.seed, log=log,
             resume_with=run_tokenizer(settings.output, settings.tokenizer) if unfinished else None)}

@@ -26,8 +26,8 @@ from ..models import build_model, config_for
 from ..models.memory import SMALLEST_VOCABULARY, refuse_untrainable
 from ..models.windows import window_config, windowed
 from ..rundir import (EARLIER_MODEL, EARLIER_MODEL_STAGING, FORMAT_VERSION, TEMPERATURE_FILE, THRESHOLDS_FILE,
-                      atomic_write_json, file_sha256, first_missing_folder, prepare_output_dir, read_config,
-                      read_json, read_jsonl, remove_empty_folders)
+                      atomic_write_json, file_sha256, first_missing_folder, is_resumable, prepare_output_dir,
+                      read_config, read_json, read_jsonl, remove_empty_folders)
 from ..text.batching import EVAL_MAX_TOKENS, BucketBatches
 from ..text.cache import CachedDataset
 from ..text.tokenizer import Tokenizer
@@ -477,7 +477,7 @@ def train_or_continue(settings: RunSettings, resume: bool, progress: bool = True
             with torch_threads(settings.threads):
                 write_report(output, device=settings.device)
         return RunResult(output, finished, read_jsonl(output / "history.jsonl"), 0.0)
-    if resume and (output / "checkpoint" / "state.json").is_file():
+    if resume and is_resumable(output):
         continued = resume_settings(output, epochs=settings.train.epochs, device=settings.device,
                                     threads=settings.threads)
         continued.report = continued.report and settings.report  # (as `train --resume` reports)
