@@ -475,10 +475,8 @@ def cmd_refit(args: argparse.Namespace) -> int:
 
 @command("evaluate", threads=True)
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from .data.multilabel import multi_hot
     from .ensemble import Ensemble, load_run
-    from .evaluation.metrics import compute_metrics
-    from .evaluation.multilabel import multilabel_metrics
+    from .evaluation.metrics import evaluate
 
     _refuse_columns_without_test_file(args)
     clf = Ensemble.load(args.run_dirs, device=args.device, bf16=args.bf16) if len(args.run_dirs) > 1 else \
@@ -497,12 +495,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         data = _test_data(args, clf)
         if data.split == "validation" and not (args.test_file or args.dataset):  # a run without test data: its own
             _refuse_tuned_validation(clf)
-    if clf.multi_label:
-        metrics = multilabel_metrics(multi_hot(data.labels, len(clf.label_names)), clf.predict_proba(data.texts),
-                                     clf.label_names, clf.thresholds)
-    else:
-        metrics = compute_metrics(data.labels, clf.predict_proba(data.texts), clf.label_names)
-    metrics["split"] = data.split  # "validation" too when a run without test data falls back to it
+    metrics = evaluate(clf, data)  # split "validation" too when a run without test data falls back to it
     if args.json:
         print(json.dumps({k: v for k, v in metrics.items() if k != "classification_report"}, indent=2))
     else:

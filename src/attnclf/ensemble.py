@@ -257,15 +257,14 @@ def write_ensemble_file(output: Path, members: Sequence[Path], seeds: Sequence[i
 
     >>> # write_ensemble_file(Path("runs/imdb-3"), [Path("runs/imdb-3/seed-0"), Path("runs/imdb-3/seed-1")], [0, 1])
     """
-    from .evaluation.metrics import compute_metrics
+    from .evaluation.metrics import compute_metrics, evaluate
     from .training.device import torch_threads
     from .training.run_data import held_out_fingerprint, run_test_data, run_validation_data
 
     ensemble = Ensemble.load(members, device=device)
     with torch_threads(threads):
         test = run_test_data(ensemble.config, ensemble.label_names, test_only=True)
-        metrics = compute_metrics(test.labels, ensemble.predict_proba(test.texts), ensemble.label_names)
-        metrics["split"] = test.split
+        metrics = evaluate(ensemble, test)
         saved = {"members": [str(Path(member).relative_to(output)) for member in members], "seeds": list(seeds),
                  "metrics": metrics}
         # Members that recorded one set of validation texts (older runs, and refits, record none).

@@ -1,5 +1,5 @@
 """Metrics and example picking."""
 
-from .metrics import compute_metrics, pick_examples
+from .metrics import compute_metrics, evaluate, pick_examples
 
-__all__ = ["compute_metrics", "pick_examples"]
+__all__ = ["compute_metrics", "evaluate", "pick_examples"]

@@ -64,6 +64,26 @@ def compute_metrics(
     return metrics
 
 
+def evaluate(classifier, data) -> dict:
+    """``classifier``'s metrics on the labelled ``data`` (a ``TextDataset``, labels in the classifier's order, as
+    ``training.run_data.scoring_data`` reads them), as `attnclf evaluate` reports them: ``compute_metrics`` of its
+    probabilities, or a multi-label run's ``multilabel_metrics`` at its thresholds; ``split`` names ``data``'s split.
+
+    >>> # evaluate(Classifier.load("runs/demo"), load_test_split("demo"))["accuracy"]
+    """
+    probabilities = classifier.predict_proba(data.texts)
+    if classifier.multi_label:
+        from ..data.multilabel import multi_hot
+        from .multilabel import multilabel_metrics
+
+        metrics = multilabel_metrics(multi_hot(data.labels, len(classifier.label_names)), probabilities,
+                                     classifier.label_names, classifier.thresholds)
+    else:
+        metrics = compute_metrics(data.labels, probabilities, classifier.label_names)
+    metrics["split"] = data.split
+    return metrics
+
+
 def log_loss(labels: Sequence[int], probabilities: np.ndarray) -> float:
     """Mean cross-entropy of the true class (what training minimises; a run's ``val_loss``).
 
