@@ -107,3 +107,26 @@ def test_the_reliability_counts_start_below_one_text_so_no_bin_looks_empty():
     figure = reliability_figure(np.zeros(confidence.size, dtype=int), np.stack([confidence, 1 - confidence], axis=1))
     low, high = figure.axes[1].get_ylim()
     assert low < 1 and high > 682
+
+
+class _ByWord:
+    """A classifier as `evaluate` sees one: "bad" in a text means neg, else pos."""
+
+    label_names, multi_label = ["neg", "pos"], False
+
+    def predict_proba(self, texts):
+        return np.array([[0.9, 0.1] if "bad" in text else [0.2, 0.8] for text in texts])
+
+
+def test_evaluate_reads_the_data_labels_by_name_not_by_position():
+    from attnclf.data.base import TextDataset
+    from attnclf.errors import DataError
+    from attnclf.evaluation import evaluate
+
+    texts = ["bad", "good", "good"]
+    ours = evaluate(_ByWord(), TextDataset(texts, [0, 1, 1], ["neg", "pos"], split="test"))
+    # The same truth, its labels numbered the other way round (a file or dataset whose label order is not the run's)
+    theirs = evaluate(_ByWord(), TextDataset(texts, [1, 0, 0], ["pos", "neg"], split="test"))
+    assert ours["accuracy"] == theirs["accuracy"] == 1.0 and theirs["split"] == "test"
+    with pytest.raises(DataError, match="'meh'.*never seen in training"):
+        evaluate(_ByWord(), TextDataset(texts, [0, 1, 2], ["neg", "pos", "meh"], split="test"))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 from sklearn.metrics import (
@@ -12,6 +12,9 @@ from sklearn.metrics import (
     precision_recall_fscore_support,
     roc_auc_score,
 )
+
+if TYPE_CHECKING:
+    from ..data.base import TextDataset
 
 
 def compute_metrics(
@@ -64,13 +67,19 @@ def compute_metrics(
     return metrics
 
 
-def evaluate(classifier, data) -> dict:
-    """``classifier``'s metrics on the labelled ``data`` (a ``TextDataset``, labels in the classifier's order, as
-    ``training.run_data.scoring_data`` reads them), as `attnclf evaluate` reports them: ``compute_metrics`` of its
-    probabilities, or a multi-label run's ``multilabel_metrics`` at its thresholds; ``split`` names ``data``'s split.
+def evaluate(classifier, data: TextDataset) -> dict:
+    """``classifier``'s (a ``Classifier``'s or ``Ensemble``'s) metrics on the labelled ``data``, as `attnclf evaluate`
+    reports them: ``compute_metrics`` of its probabilities, or a multi-label run's ``multilabel_metrics`` at its
+    thresholds; ``split`` names ``data``'s split. ``data``'s labels are read by name (another order is re-numbered
+    to the classifier's; a label it never learned is a ``DataError``), as ``training.run_data.scoring_data`` reads
+    the data `attnclf evaluate` scores on.
 
-    >>> # evaluate(Classifier.load("runs/demo"), load_test_split("demo"))["accuracy"]
+    >>> # evaluate(clf := Classifier.load("runs/demo"), scoring_data(clf, test_file="held_out.csv"))["accuracy"]
     """
+    from ..training.run_data import align_labels
+
+    # Scored by position, labels numbered in another order would give a wrong score, silently.
+    data = align_labels(data, list(classifier.label_names))
     probabilities = classifier.predict_proba(data.texts)
     if classifier.multi_label:
         from ..data.multilabel import multi_hot
