@@ -24,7 +24,7 @@ from typing import Callable
 
 from ..errors import AttnclfError, RunDirError
 from ..models import MODELS, build_model
-from ..rundir import atomic_write_json, read_json, read_jsonl
+from ..rundir import atomic_write_json, is_resumable, read_json, read_jsonl
 from ..text.cleaning import CleaningConfig
 from ..training.device import torch_threads
 from ..training.run import train_run
@@ -144,7 +144,7 @@ def run_cell(settings: RunSettings, texts: list[str]) -> dict:
         check_same_settings(run_dir, settings)
         check_same_split(run_dir, settings)
     else:
-        resume = (run_dir / "checkpoint" / "state.json").exists()
+        resume = is_resumable(run_dir)
         if resume:
             check_same_settings(run_dir, settings)
         started = time.process_time()

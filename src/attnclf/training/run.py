@@ -136,7 +136,7 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool,
     created = first_missing_folder(settings.output)
     run_dir = prepare_output_dir(settings.output)
     seed = settings.train.seed
-    if resume and not (run_dir / "checkpoint" / "state.json").exists():
+    if resume and not is_resumable(run_dir):
         raise RunDirError(f"{run_dir}: nothing to resume (no checkpoint/state.json)")
     distributed, device = init_distributed(settings.device)
     try:
