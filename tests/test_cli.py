@@ -1250,7 +1250,18 @@ def test_sigterm_stops_a_run_as_ctrl_c_does_and_says_how_to_resume(tmp_path, cap
     assert main(["train", "--resume", "--output", str(run), "--quiet"]) == 0
 
 
-def test_a_signal_at_start_up_stops_the_command_without_a_traceback(capsys, monkeypatch):
+@pytest.fixture
+def python_ctrl_c():
+    """Python's own Ctrl-C handler for the test: a shell's background job (`pytest &`) starts with SIGINT ignored,
+    which main rightly leaves alone."""
+    import signal
+
+    inherited = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, inherited)
+
+
+def test_a_signal_at_start_up_stops_the_command_without_a_traceback(capsys, monkeypatch, python_ctrl_c):
     """A signal in a C extension's first import leaves it half-initialised; the error the import then raises (scipy's
     ImportError, numpy's AttributeError) is the signal's, not a bug to show as a traceback."""
     import signal
