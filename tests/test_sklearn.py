@@ -169,6 +169,17 @@ def test_a_bad_setting_is_a_value_error(data):
         AttentionTextClassifier("boe", device="gpu").fit(data[0], data[1])
 
 
+def test_the_default_device_is_chosen_as_the_command_line_chooses_it(data, monkeypatch):
+    """CUDA (or MPS) when present, else the CPU: a GPU user's estimator should not train on the CPU unasked."""
+    from attnclf import sklearn as estimator_module
+
+    asked = []
+    monkeypatch.setattr(estimator_module, "resolve_device",
+                        lambda name: asked.append(name) or torch.device("cpu"))
+    AttentionTextClassifier("boe", epochs=1, d_model=8).fit(data[0], data[1])
+    assert asked == ["auto"]
+
+
 def test_numpy_numbers_from_a_grid_are_settings_like_any_other(data):
     # np.array / np.linspace grids hand out numpy scalars; float32 lr reached config.json and failed after an epoch
     clf = AttentionTextClassifier(d_model=np.int64(16), heads=np.int64(2), layers=np.int32(1), ff_dim=np.int64(32),

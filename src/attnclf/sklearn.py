@@ -70,6 +70,8 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
     (a class it leaves out weighs 1, a key that is no class is an error).
     ``fit``'s ``sample_weight`` multiplies each text's weight, as there.
     ``classes_`` holds the label values as given (strings, ints, ...), sorted.
+    ``device`` ("auto": CUDA, then MPS, then the CPU, as ``attnclf train`` picks) is where ``fit`` trains and the
+    fitted model predicts.
     ``threads`` is PyTorch's thread count (and numpy's BLAS's) while ``fit``, ``predict`` and ``predict_proba`` run,
     set back afterwards, as ``attnclf train --threads`` does; None leaves the process's setting as it is. The same
     seed, data and threads give the same weights on the CPU: another thread count adds sums in another order.
@@ -89,7 +91,7 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
                  max_len: int = 256, d_model: int | None = None, heads: int | None = None,
                  layers: int | None = None, ff_dim: int | None = None, dropout: float | None = None,
                  model_config: dict | None = None, validation_fraction: float = 0.1, patience: int = 0,
-                 class_weight: str | dict | None = None, seed: int = 0, device: str = "cpu",
+                 class_weight: str | dict | None = None, seed: int = 0, device: str = "auto",
                  threads: int | None = None, verbose: bool = False):
         self.model = model
         self.epochs = epochs
