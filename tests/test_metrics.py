@@ -130,3 +130,30 @@ def test_evaluate_reads_the_data_labels_by_name_not_by_position():
     assert ours["accuracy"] == theirs["accuracy"] == 1.0 and theirs["split"] == "test"
     with pytest.raises(DataError, match="'meh'.*never seen in training"):
         evaluate(_ByWord(), TextDataset(texts, [0, 1, 2], ["neg", "pos", "meh"], split="test"))
+
+
+class _BySet(_ByWord):
+    """A multi-label classifier as `evaluate` sees one: each label's probability on its own."""
+
+    multi_label, thresholds = True, np.array([0.5, 0.5])
+
+
+@pytest.mark.parametrize("classifier, data, message", [
+    (_ByWord(), dict(labels=[(0,), (0, 1)], multi_label=True),
+     r"^test: a set of labels per text \(multi-label data\), and the classifier is single-label"),
+    (_BySet(), dict(labels=[0, 1]),
+     r"^test: one label per text \(single-label data\), and the classifier is multi-label"),
+    # The flag says one thing and the labels another: label sets read as single-label data, or the reverse.
+    (_ByWord(), dict(labels=[(0,), (1,)]), r"^test: label 0 is \(0,\), not an index into label_names; give "
+                                           r"TextDataset multi_label=True for label sets"),
+    (_BySet(), dict(labels=[(0,), 1], multi_label=True), r"^test: label 1 is 1, one label, in multi_label data"),
+])
+def test_evaluate_refuses_data_of_the_other_kind_in_one_line(classifier, data, message):
+    # numpy and scikit-learn failed deep inside on these (tuples as class numbers, ints as label sets)
+    from attnclf.data.base import TextDataset
+    from attnclf.errors import DataError
+    from attnclf.evaluation import evaluate
+
+    with pytest.raises(DataError, match=message) as refused:
+        evaluate(classifier, TextDataset(["bad", "good"], label_names=["neg", "pos"], split="test", **data))
+    assert "\n" not in str(refused.value)

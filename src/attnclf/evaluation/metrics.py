@@ -13,6 +13,8 @@ from sklearn.metrics import (
     roc_auc_score,
 )
 
+from ..errors import DataError
+
 if TYPE_CHECKING:
     from ..data.base import TextDataset
 
@@ -78,6 +80,7 @@ def evaluate(classifier, data: TextDataset) -> dict:
     """
     from ..training.run_data import align_labels
 
+    _refuse_other_kind(classifier, data)
     # Scored by position, labels numbered in another order would give a wrong score, silently.
     data = align_labels(data, list(classifier.label_names))
     probabilities = classifier.predict_proba(data.texts)
@@ -91,6 +94,27 @@ def evaluate(classifier, data: TextDataset) -> dict:
         metrics = compute_metrics(data.labels, probabilities, classifier.label_names)
     metrics["split"] = data.split
     return metrics
+
+
+def _refuse_other_kind(classifier, data: TextDataset) -> None:
+    """Refuse label sets for a single-label classifier, single labels for a multi-label one, and labels of the other
+    kind than ``data.multi_label`` says: numpy and scikit-learn would fail on them deep inside, or score them wrong."""
+    where = data.name or data.split
+    for i, label in enumerate(data.labels):
+        single = isinstance(label, (int, np.integer))
+        if data.multi_label and single:
+            raise DataError(f"{where}: label {i} is {label!r}, one label, in multi_label data; give each text a tuple "
+                            f"of label indices (empty for none)")
+        if not data.multi_label and not single:
+            sets = "; give TextDataset multi_label=True for label sets" if isinstance(label, (tuple, list)) else ""
+            raise DataError(f"{where}: label {i} is {label!r}, not an index into label_names{sets}")
+    if data.multi_label and not classifier.multi_label:
+        raise DataError(f"{where}: a set of labels per text (multi-label data), and the classifier is single-label: "
+                        f"score it on one label per text, as scoring_data(classifier, ...) reads its data")
+    if classifier.multi_label and not data.multi_label:
+        raise DataError(f"{where}: one label per text (single-label data), and the classifier is multi-label: score "
+                        f"it on label sets (TextDataset(..., multi_label=True), a tuple of label indices per text), "
+                        f"as scoring_data(classifier, ...) reads its data")
 
 
 def log_loss(labels: Sequence[int], probabilities: np.ndarray) -> float:
