@@ -685,7 +685,7 @@ def test_data_flags_that_do_not_go_together_are_refused_in_one_line(csv_files, t
     (["--label-smoothing", "nan"], "label_smoothing must be at least 0 and below 1, got nan"),
     (["--warmup-ratio", "nan"], "warmup_ratio must be at least 0 and below 1, got nan"),
     (["--set", "token_dropout=nan"], "model field token_dropout must be below 1, got nan"),
-    (["--embeddings", "count", "--embeddings-std", "inf"], "--embeddings-std must be positive, got inf"),
+    (["--embeddings", "count", "--embeddings-std", "inf"], "--embeddings-std must be positive and finite, got inf"),
     # A billion positions of learned embeddings: about 2 TB to train, refused before the data loads.
     (["--max-len", "1000000000"], "GB for its weights, gradients and optimiser state, more than this machine's"),
     (["--max-len", "1000000000"], "model 'self-attn' with max_len 1,000,000,000 needs at least"),  # ...what makes it
@@ -1377,7 +1377,7 @@ def test_the_installed_command_reports_errors_without_a_traceback(tmp_path):
     (["--val-fraction", "0"], "validation fraction must be in (0, 1), got 0.0"),
     (["--multi-label", "--label-delimiter", ""], "--label-delimiter must be at least one character"),
     (["--seed", "-1"], "--seed must be 0 or more, got -1"),
-    (["--split-seed", "-2"], "--split-seed must be 0 or more, got -2"),
+    (["--split-seed", "-2"], "--split-seed must be at least 0 and below 4294967296, got -2"),
     (["--ema-decay", "1"], "ema_decay must be at least 0 and below 1, got 1.0"),
     pytest.param(["--device", "cuda"], "device cuda asked for, but no CUDA device is available",
                  marks=pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")),

@@ -158,7 +158,7 @@ def test_resume_checks_its_new_epoch_budget_and_old_runs_with_an_unread_file_sti
     # A new run with such settings is refused, from Python too, not trained on the dataset's own test split.
     stray = tiny_settings(tmp_path / "stray", epochs=1)
     stray.data.test_file = str(tmp_path / "mine.csv")
-    with pytest.raises(AttnclfError, match="--dataset demo brings its own splits; --test-file"):
+    with pytest.raises(AttnclfError, match="^dataset demo brings its own splits; test_file is for your own data"):
         train_run(stray, progress=False)
 
 
@@ -526,12 +526,31 @@ def test_a_published_folder_is_named_on_disk_before_the_one_it_replaces_is_delet
     (lambda s: replace(s, threads=1.5), "threads must be a whole number, got 1.5"),
     (lambda s: replace(s, data=replace(s.data, split_seed=np.int64(2 ** 32))), "split_seed must be at least 0 and "
                                                                                "below 4294967296, got 4294967296"),
+    # Settings the command line refused as it read its flags, and a run built in Python took silently (or failed on
+    # deep inside, after its folder was made): named by their fields here, by their flags there.
+    (lambda s: replace(s, data=replace(s.data, label_delimiter=";")),
+     "^label_delimiter applies to multi-label data; add multi_label$"),
+    (lambda s: replace(s, data=replace(s.data, multi_label=True, label_delimiter="")),
+     "^label_delimiter must be at least one character$"),
+    (lambda s: replace(s, data=DataSettings(train_file="t.csv", validation_file="v.csv", val_fraction=0.2)),
+     "^val_fraction carves validation from the training file; validation_file replaces it$"),
+    (lambda s: replace(s, data=replace(s.data, val_fraction=1.5)), r"validation fraction must be in \(0, 1\), got 1.5"),
+    (lambda s: replace(s, embeddings_std=2.0), r"^embeddings_std needs embeddings FILE \(or count\)$"),
 ])
 def test_settings_built_in_python_are_checked_before_anything_is_written(tmp_path, change, message):
     # The command line checks these as it reads its flags; train_run meets RunSettings built by hand.
     with pytest.raises(AttnclfError, match=message):
         train_run(change(tiny_settings(tmp_path / "run")), progress=False)
     assert not (tmp_path / "run").exists()
+
+
+def test_settings_for_checks_the_data_settings_it_is_given():
+    from attnclf.training.settings import settings_for
+
+    with pytest.raises(AttnclfError, match="^max_test_examples must be at least 1, got 0$"):
+        settings_for(DataSettings(dataset="demo", max_test_examples=0), "boe")
+    with pytest.raises(AttnclfError, match="^label_delimiter applies to multi-label data; add multi_label$"):
+        settings_for(DataSettings(train_file="t.csv", label_delimiter=","), "boe")
 
 
 @pytest.mark.parametrize("fields, message", [

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import re
 import shlex
@@ -104,39 +103,27 @@ _TOKENIZER_FLAGS = (("tokenizer", "kind"), ("vocab_size", "vocab_size"), ("min_f
 
 def _budget(args: argparse.Namespace) -> dict:
     """``settings_for`` keyword arguments from the data, tokenizer and training flags."""
-    from .data.multilabel import DEFAULT_LABEL_DELIMITER
-    from .data.splits import check_fraction
     from .text.cleaning import CleaningConfig
     from .training.settings import DataSettings
 
-    if args.label_delimiter is not None and not args.multi_label:
-        raise AttnclfError("--label-delimiter applies to multi-label data; add --multi-label")
-    if args.label_delimiter == "":
-        raise AttnclfError("--label-delimiter must be at least one character")
-    for flag in ("max_train_examples", "max_test_examples"):
-        if getattr(args, flag) is not None and getattr(args, flag) < 1:
-            raise AttnclfError(f"--{flag.replace('_', '-')} must be at least 1, got {getattr(args, flag)}")
-    if args.val_fraction is not None and getattr(args, "validation_file", None):
-        raise AttnclfError("--val-fraction carves validation from the training file; --validation-file replaces it")
-    val_fraction = DataSettings.val_fraction if args.val_fraction is None else args.val_fraction
-    check_fraction(val_fraction)  # before anything is written (saved runs are not re-checked)
-    for flag in ("seed", "split_seed"):  # numpy's and torch's generators take no negative seed
-        if getattr(args, flag, None) is not None and getattr(args, flag) < 0:
-            raise AttnclfError(f"--{flag.replace('_', '-')} must be 0 or more, got {getattr(args, flag)}")
+    if getattr(args, "seed", None) is not None and args.seed < 0:  # numpy's and torch's generators take none
+        raise AttnclfError(f"--seed must be 0 or more, got {args.seed}")
     train = {name: getattr(args, flag) for flag, name in _TRAIN_FLAGS if getattr(args, flag) is not None}
     if args.bf16:
         train["bf16"] = True
     tokenizer = {name: getattr(args, flag) for flag, name in _TOKENIZER_FLAGS if getattr(args, flag) is not None}
     cleaning = CleaningConfig(lowercase=not args.no_lowercase, strip_punctuation=args.strip_punctuation,
                               remove_stopwords=args.remove_stopwords, lemmatize=args.lemmatize)
+    given = {name: value for name, value in (("val_fraction", args.val_fraction),
+                                             ("label_delimiter", args.label_delimiter)) if value is not None}
     data = DataSettings(dataset=args.dataset, data_dir=args.data_dir, download=args.download, train_file=args.train_file,
                         test_file=args.test_file, validation_file=args.validation_file,
                         text_column=args.text_column or "text", label_column=args.label_column,
-                        val_fraction=val_fraction, split_seed=args.split_seed, hold_out=args.hold_out,
+                        split_seed=args.split_seed, hold_out=args.hold_out,
                         max_train_examples=args.max_train_examples, max_test_examples=args.max_test_examples,
-                        multi_label=args.multi_label,
-                        label_delimiter=args.label_delimiter or DEFAULT_LABEL_DELIMITER, token_cache=args.token_cache,
-                        token_cache_dir=args.token_cache_dir)
+                        multi_label=args.multi_label, token_cache=args.token_cache,
+                        token_cache_dir=args.token_cache_dir, **given)  # (else the defaults)
+    data.check(_flag)  # before anything is written (saved runs are not re-checked)
     return {"data": data, "train": train, "tokenizer": tokenizer, "cleaning": cleaning, "device": args.device}
 
 
@@ -159,15 +146,21 @@ def build_settings(args: argparse.Namespace):
     if args.embeddings:  # else the recipe's
         settings.embeddings = None if args.embeddings == "none" else args.embeddings
     if args.embeddings_std is not None:
-        if not settings.embeddings:
-            raise AttnclfError("--embeddings-std needs --embeddings FILE (or count)")
-        if not 0 < args.embeddings_std < math.inf:
-            raise AttnclfError(f"--embeddings-std must be positive, got {args.embeddings_std}")
         settings.embeddings_std = args.embeddings_std
     if args.init_from:  # it brings its own token embedding, not the recipe's vectors (given ones are refused)
         settings.init_from = args.init_from
         settings.embeddings = args.embeddings if args.embeddings and args.embeddings != "none" else None
+    settings.check(_flag)
     return settings
+
+
+def _flag(field: str) -> str:
+    """The flag that sets the settings field ``field``, as the command line's errors name it.
+
+    >>> _flag("max_train_examples")
+    '--max-train-examples'
+    """
+    return f"--{field.replace('_', '-')}"
 
 
 def _windows(args: argparse.Namespace):

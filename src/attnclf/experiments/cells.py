@@ -54,7 +54,7 @@ class Setup:
     throughput_texts: int = 1000  # test texts timed for inference speed
 
     def __post_init__(self):
-        self.data.check_sources()
+        self.data.check()
         if self.data.train_file and not self.data.test_file:  # (every named dataset has a test split)
             raise AttnclfError(f"{self.data.describe()} has no test texts: compare and ablate score every cell on "
                                f"the same held-out texts, and each seed's validation texts chose its epochs; give "

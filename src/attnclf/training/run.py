@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import os
 import shutil
 import sys
@@ -17,7 +16,7 @@ from .. import __version__
 from ..data.base import Splits, TextDataset
 from ..data.multilabel import multi_hot
 from ..data.registry import unlabelled_texts
-from ..checks import check_threads, whole_number
+from ..checks import check_threads
 from ..errors import AttnclfError, DataError, RunDirError
 from ..evaluation.metrics import compute_metrics, pick_examples
 from ..evaluation.multilabel import multilabel_metrics, tune_thresholds
@@ -259,23 +258,12 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool,
 
 
 def _refuse_unworkable(settings: RunSettings, resume: bool) -> None:
-    """Settings that cannot work fail before anything is written (the CLI checks most of them as it reads its
-    flags; RunSettings built in Python meet them here)."""
+    """Settings that cannot work fail before anything is written (``RunSettings.check``: the CLI makes it as it reads
+    its flags, and names them; RunSettings built in Python meet it here, named by their fields)."""
     resolve_device(settings.device)  # (--device cuda on a machine without one)
     refuse_derived_fields(settings.model_config)
-    for owner, name, low, high in ((settings.data, "max_train_examples", 1, None),
-                                   (settings.data, "max_test_examples", 1, None),
-                                   (settings.data, "split_seed", 0, 2 ** 32),  # (numpy's seeds, as TrainConfig's)
-                                   (settings, "eval_batch_size", 1, None)):
-        value = getattr(owner, name)
-        if value is None:
-            continue
-        count = whole_number(value)
-        if count is None:
-            raise AttnclfError(f"{name} must be a whole number, got {value!r}")
-        if not (low <= count and (high is None or count < high)):
-            raise AttnclfError(f"{name} must be at least {low}{f' and below {high}' if high else ''}, got {count}")
-        setattr(owner, name, count)  # (numpy's integers would not go into config.json)
+    if not resume and settings.refit_of is None:  # (a resumed run's, or a refit's, were checked when it was new)
+        settings.check()
     settings.threads = check_threads(settings.threads)
     if settings.init_from and not resume:
         if settings.embeddings:
@@ -283,10 +271,6 @@ def _refuse_unworkable(settings: RunSettings, resume: bool) -> None:
                                "--embeddings")
         check_pretrained(settings.model, config_for(settings.model, max_len=settings.tokenizer.max_len,
                                                     **settings.model_config), settings.init_from, settings.tokenizer)
-    if settings.embeddings and not 0 < settings.embeddings_std < math.inf:
-        raise AttnclfError(f"embeddings_std must be positive and finite, got {settings.embeddings_std}")
-    if not resume and settings.refit_of is None:
-        settings.data.check_sources()
     if settings.data.token_cache and (settings.data.multi_label or settings.windows):
         what = ("--windows" if settings.windows else "--multi-label" if settings.data.train_file else
                 f"{settings.data.dataset}, a multi-label dataset")

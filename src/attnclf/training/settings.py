@@ -6,16 +6,19 @@ from a run directory.
 
 from __future__ import annotations
 
+import math
 import os
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 
+from ..checks import whole_number
 from ..data.files import recorded_text_column
 from ..data.multilabel import DEFAULT_LABEL_DELIMITER
 from ..data.registry import folder_holding, sources
+from ..data.splits import check_fraction
 from ..errors import AttnclfError
 from ..models import MODELS
 from ..recipes import recipe_for
@@ -24,6 +27,31 @@ from ..text.cleaning import CleaningConfig
 from ..text.tokenizer import TokenizerConfig
 from ..text.windows import WindowConfig
 from .trainer import TrainConfig, stopped_early
+
+
+def by_field(name: str) -> str:
+    """A setting as a Python user knows it, in an error: by its field's name (the command line names its flag)."""
+    return name
+
+
+def _check_count(owner, name: str, low: int, high: int | None, named: Callable[[str], str] = by_field) -> None:
+    """Refuse ``owner``'s field ``name`` unless it is None or a whole number from ``low`` up to (not including)
+    ``high``; a numpy integer becomes an int (config.json takes no other).
+
+    >>> _check_count(RunSettings(eval_batch_size=0), "eval_batch_size", 1, None)
+    Traceback (most recent call last):
+    ...
+    attnclf.errors.AttnclfError: eval_batch_size must be at least 1, got 0
+    """
+    value = getattr(owner, name)
+    if value is None:
+        return
+    count = whole_number(value)
+    if count is None:
+        raise AttnclfError(f"{named(name)} must be a whole number, got {value!r}")
+    if not (low <= count and (high is None or count < high)):
+        raise AttnclfError(f"{named(name)} must be at least {low}{f' and below {high}' if high else ''}, got {count}")
+    setattr(owner, name, count)
 
 
 @dataclass
@@ -70,18 +98,39 @@ class DataSettings:
         if not self.dataset and not self.train_file:
             raise AttnclfError("give a dataset (--dataset NAME) or a training file (--train-file PATH)")
 
-    def check_sources(self) -> None:
-        """Refuse files beside a named dataset, which brings its own splits (new runs only: runs trained before
-        this check may record a file that went unread)."""
-        files = [flag for flag, path in (("--train-file", self.train_file), ("--validation-file", self.validation_file),
-                                         ("--test-file", self.test_file)) if path]
+    def check(self, named: Callable[[str], str] = by_field) -> None:
+        """Refuse settings a new run cannot train with, in one line that names each setting as ``named`` spells it
+        (the command line: by its flag). Whole numbers of numpy's types become ints. Saved runs are not re-checked:
+        a run trained before a check may record a file that went unread, or (the scikit-learn estimator's) no
+        validation fraction at all.
+
+        >>> DataSettings(train_file="t.csv", label_delimiter=";").check()
+        Traceback (most recent call last):
+        ...
+        attnclf.errors.AttnclfError: label_delimiter applies to multi-label data; add multi_label
+        """
+        if self.label_delimiter != DEFAULT_LABEL_DELIMITER and not self.multi_label:
+            raise AttnclfError(f"{named('label_delimiter')} applies to multi-label data; add {named('multi_label')}")
+        if self.label_delimiter == "":
+            raise AttnclfError(f"{named('label_delimiter')} must be at least one character")
+        for name, low, high in (("max_train_examples", 1, None), ("max_test_examples", 1, None),
+                                ("split_seed", 0, 2 ** 32)):  # (numpy's seeds, as TrainConfig's)
+            _check_count(self, name, low, high, named)
+        if self.validation_file and self.val_fraction != DataSettings.val_fraction:
+            raise AttnclfError(f"{named('val_fraction')} carves validation from the training file; "
+                               f"{named('validation_file')} replaces it")
+        check_fraction(self.val_fraction)
+        # Files beside a named dataset, which brings its own splits, would go unread
+        files = [named(name) for name in ("train_file", "validation_file", "test_file") if getattr(self, name)]
         if self.dataset and files:
-            raise AttnclfError(f"--dataset {self.dataset} brings its own splits; {files[0]} is for your own data "
-                               f"(--train-file with optional --validation-file and --test-file): give one or the other")
+            raise AttnclfError(f"{named('dataset')} {self.dataset} brings its own splits; {files[0]} is for your own "
+                               f"data ({named('train_file')} with optional {named('validation_file')} and "
+                               f"{named('test_file')}): give one or the other")
         if self.validation_file and not self.train_file:
-            raise AttnclfError("--validation-file validates a --train-file run; give the training file too")
+            raise AttnclfError(f"{named('validation_file')} validates a {named('train_file')} run; give the training "
+                               f"file too")
         if self.data_dir and not Path(self.data_dir).expanduser().is_dir():  # (else the default places are searched)
-            raise AttnclfError(f"--data-dir {self.data_dir}: no such folder")
+            raise AttnclfError(f"{named('data_dir')} {self.data_dir}: no such folder")
 
     def anchored(self) -> DataSettings:
         """These settings with absolute paths, as config.json records them: evaluate, refit and resume may run
@@ -145,6 +194,22 @@ class RunSettings:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    def check(self, named: Callable[[str], str] = by_field) -> None:
+        """``DataSettings.check``, and these settings' own: refuse what a new run cannot train with, naming each
+        setting as ``named`` spells it (the command line: by its flag).
+
+        >>> RunSettings(embeddings_std=2.0).check()
+        Traceback (most recent call last):
+        ...
+        attnclf.errors.AttnclfError: embeddings_std needs embeddings FILE (or count)
+        """
+        self.data.check(named)
+        _check_count(self, "eval_batch_size", 1, None, named)
+        if self.embeddings_std != RunSettings.embeddings_std and not self.embeddings:  # (it would scale nothing)
+            raise AttnclfError(f"{named('embeddings_std')} needs {named('embeddings')} FILE (or count)")
+        if self.embeddings and not 0 < self.embeddings_std < math.inf:
+            raise AttnclfError(f"{named('embeddings_std')} must be positive and finite, got {self.embeddings_std}")
 
     def anchored(self) -> RunSettings:
         """These settings with absolute data and word-vector paths (``DataSettings.anchored``)."""
@@ -212,7 +277,7 @@ def settings_for(data: DataSettings, model: str, *, model_config: dict | None = 
     """
     if model not in MODELS:
         raise AttnclfError(f"unknown model {model!r}; known: {', '.join(MODELS)}")
-    data.check_sources()
+    data.check()
     recipe = recipe_for(data.dataset)
     model_fields = {f.name for f in fields(MODELS[model].config_class)}
     # A recipe tunes several models at once; each takes the fields it has.
