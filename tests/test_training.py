@@ -711,3 +711,45 @@ def test_batches_and_epochs_that_weigh_nothing_train_on_with_the_progress_bar_on
     assert [h["epoch"] for h in history] == [1, 2]
     if balanced:  # (an epoch of texts that weigh nothing learned nothing: its weighted mean loss counts as 0)
         assert history[0]["train_loss"] == 0.0
+
+
+class _SavedRun:
+    """A run as ``scoring_data`` reads one: its config.json's settings, its labels and whether it is multi-label."""
+
+    def __init__(self, data: DataSettings, seed: int = 0):
+        from dataclasses import asdict
+
+        from attnclf.training.run_data import load_data
+
+        self.config = {"settings": {"data": asdict(data), "train": {"seed": seed}, "output": "run"}}
+        self.label_names = load_data(data, seed).train.label_names
+        self.multi_label = data.multi_label
+
+
+def test_scoring_data_refuses_a_multi_label_runs_own_validation_texts_as_the_cli_does(tmp_path):
+    # Its thresholds were tuned on them: `evaluate` refused them, and scoring_data, its Python form, gave them silently
+    # when the run's data had no test split.
+    from attnclf.training.run_data import scoring_data
+
+    rows = [{"text": f"{topic} story {i}", "label": [topic] + (["news"] if i % 3 == 0 else [])}
+            for i in range(40) for topic in ("sport", "music")]
+    (tmp_path / "train.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    run = _SavedRun(DataSettings(train_file=str(tmp_path / "train.jsonl"), multi_label=True))
+    for split in ("test", "validation"):
+        with pytest.raises(AttnclfError, match="^a multi-label run tuned its thresholds on its validation texts"):
+            scoring_data(run, split=split)
+
+
+def test_scoring_data_gives_the_texts_a_run_held_out_as_evaluate_split_validation_does():
+    from attnclf.training.run_data import load_data, scoring_data
+
+    data = DataSettings(dataset="demo", split_seed=4)
+    run, held_out = _SavedRun(data, seed=1), load_data(data, 1).validation
+    scored = scoring_data(run, split="validation")
+    assert (scored.split, scored.texts, scored.labels) == ("validation", held_out.texts, held_out.labels)
+    assert scoring_data(run).split == "test"  # (the demo dataset has a test split)
+    with pytest.raises(AttnclfError, match="^--split validation scores the texts the runs held out; drop "
+                                           "--dataset/--test-file$"):
+        scoring_data(run, dataset="demo", split="validation")
+    with pytest.raises(AttnclfError, match="^split must be test or validation, got 'train'$"):
+        scoring_data(run, split="train")

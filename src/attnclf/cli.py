@@ -476,32 +476,13 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         load_run(args.run_dirs[0], device=args.device, bf16=args.bf16)
     for run_dir in args.run_dirs:
         _warn_if_unfinished(run_dir)
-    if args.split == "validation":
-        from .training.run_data import run_validation_data
-
-        if args.dataset or args.test_file:
-            raise AttnclfError("--split validation scores the texts the runs held out; drop --dataset/--test-file")
-        _refuse_tuned_validation(clf)
-        members = clf.members if isinstance(clf, Ensemble) else [clf]
-        data = run_validation_data([member.config for member in members], clf.label_names, data_dir=args.data_dir)
-    else:
-        data = _test_data(args, clf)
-        if data.split == "validation" and not (args.test_file or args.dataset):  # a run without test data: its own
-            _refuse_tuned_validation(clf)
-    metrics = evaluate(clf, data)  # split "validation" too when a run without test data falls back to it
+    metrics = evaluate(clf, _test_data(args, clf, split=args.split))  # (a run without test data: its validation)
     if args.json:
         print(json.dumps({k: v for k, v in metrics.items() if k != "classification_report"}, indent=2))
     else:
         print(metrics["classification_report"])
         _print_metrics(metrics)
     return 0
-
-
-def _refuse_tuned_validation(clf) -> None:
-    """A multi-label run's scores on its validation texts are flattered: its thresholds were tuned to fit them."""
-    if clf.multi_label:
-        raise AttnclfError("a multi-label run tuned its thresholds on its validation texts, which would "
-                           "flatter it there; score it on test data (--test-file or --dataset)")
 
 
 @command("calibrate", threads=True)
@@ -736,13 +717,14 @@ def _refuse_columns_without_test_file(args: argparse.Namespace) -> None:
                            f"--dataset's) is read as it trained: give --test-file, or drop {given[0]}")
 
 
-def _test_data(args: argparse.Namespace, clf):
-    """The data --test-file, --dataset (or neither: the run's own) name, to score ``clf`` on; notes on stderr."""
+def _test_data(args: argparse.Namespace, clf, split: str = "test"):
+    """The data --test-file, --dataset (or neither: the run's own) name, or the texts the runs held out (``split``
+    "validation"), to score ``clf`` on; notes on stderr."""
     from .training.run_data import scoring_data
 
-    return scoring_data(clf, args.test_file, args.dataset, text_column=args.text_column, label_column=args.label_column,
-                        label_delimiter=args.label_delimiter, download=args.download, data_dir=args.data_dir,
-                        log=lambda line: print(line, file=sys.stderr))
+    return scoring_data(clf, args.test_file, args.dataset, split=split, text_column=args.text_column,
+                        label_column=args.label_column, label_delimiter=args.label_delimiter, download=args.download,
+                        data_dir=args.data_dir, log=lambda line: print(line, file=sys.stderr))
 
 
 @command("faithfulness", threads=True)

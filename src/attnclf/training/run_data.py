@@ -389,23 +389,34 @@ def learned_text_warnings(configs: list[dict], test: TextDataset, data_dir: str 
     return _learned_test_warnings(seen, test) + unchecked
 
 
-def scoring_data(classifier, test_file: str | None = None, dataset: str | None = None, *,
+def scoring_data(classifier, test_file: str | None = None, dataset: str | None = None, *, split: str = "test",
                  text_column: str | list[str] | None = None, label_column: str | None = None,
                  label_delimiter: str | None = None, download: bool = False, data_dir: str | None = None,
                  log: Callable[[str], None] = print) -> TextDataset:
     """The labelled texts to score ``classifier`` (a ``Classifier``, or an ``Ensemble`` of runs) on, labels in its
-    order: ``test_file``, read by the run's own columns unless told otherwise; else ``dataset``'s test split
-    (``download``: fetch it first if it is missing); else the run's own test data, or its validation split when its
-    data has no test split (never an ensemble's: its members each held out different texts). ``data_dir``: look for
-    the datasets there first.
+    order, as `attnclf evaluate` scores it: ``test_file``, read by the run's own columns unless told otherwise; else
+    ``dataset``'s test split (``download``: fetch it first if it is missing); else the run's own test data, or its
+    validation split when its data has no test split (never an ensemble's: its members each held out different
+    texts). ``split="validation"``: the texts the runs held out to validate on (``run_validation_data``), neither
+    ``test_file`` nor ``dataset``. ``data_dir``: look for the datasets there first.
 
+    A multi-label run is never scored on its validation texts: its thresholds were tuned to fit them.
     Texts other than the run's own may be texts it learned: ``log`` gets ``learned_text_warnings`` about them, and a
     note when ``dataset`` is not the one the run trained on (labels it knows by another name are read as its own).
 
     >>> # scoring_data(Classifier.load("runs/demo"), test_file="held_out.csv").split  # 'test'
+    >>> # scoring_data(Classifier.load("runs/demo"), split="validation").split  # 'validation'
     """
     from ..ensemble import Ensemble
 
+    if split not in ("test", "validation"):
+        raise AttnclfError(f"split must be test or validation, got {split!r}")
+    members = classifier.members if isinstance(classifier, Ensemble) else [classifier]
+    if split == "validation":
+        if dataset or test_file:
+            raise AttnclfError("--split validation scores the texts the runs held out; drop --dataset/--test-file")
+        _refuse_tuned_validation(classifier)
+        return run_validation_data([member.config for member in members], classifier.label_names, data_dir=data_dir)
     if test_file:
         from ..data.files import load_file
         from ..data.multilabel import DEFAULT_LABEL_DELIMITER
@@ -433,12 +444,21 @@ def scoring_data(classifier, test_file: str | None = None, dataset: str | None =
         log(f"note: the model trained on {trained_on or 'files'}; scoring it on {dataset}'s {data.split} split")
         data = align_labels(data, classifier.label_names, synonyms=True)
     else:
-        return run_test_data(classifier.config, classifier.label_names, test_only=isinstance(classifier, Ensemble),
+        data = run_test_data(classifier.config, classifier.label_names, test_only=isinstance(classifier, Ensemble),
                              data_dir=data_dir)
-    members = classifier.members if isinstance(classifier, Ensemble) else [classifier]
+        if data.split == "validation":  # the run's data has no test split
+            _refuse_tuned_validation(classifier)
+        return data
     for line in learned_text_warnings([member.config for member in members], data, data_dir):
         log(line)
     return data
+
+
+def _refuse_tuned_validation(classifier) -> None:
+    """A multi-label run's scores on its validation texts are flattered: its thresholds were tuned to fit them."""
+    if classifier.multi_label:
+        raise AttnclfError("a multi-label run tuned its thresholds on its validation texts, which would "
+                           "flatter it there; score it on test data (--test-file or --dataset)")
 
 
 def _is_number(name: str) -> bool:
