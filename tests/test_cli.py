@@ -214,6 +214,18 @@ def test_predict_attention_is_per_token(demo_run, capsys):
     assert len(record["attention"]) == 5 and sum(record["attention"]) == pytest.approx(1, abs=1e-5)
 
 
+def test_a_run_too_large_to_load_here_is_told_where_to_go_not_to_lower_what_its_training_fixed(demo_run, capsys,
+                                                                                                monkeypatch):
+    from attnclf.models import memory
+
+    monkeypatch.setattr(memory, "machine_memory", lambda: 1000)
+    for argv in (["predict", str(demo_run), "a good film"], ["evaluate", str(demo_run)]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"attnclf: error: {demo_run}: model 'self-attn' needs at least ") and err.count("\n") == 1
+        assert "; its training fixed that size: load it where more memory is free, or train it again and lower" in err
+
+
 def test_bf16_inference_runs_under_autocast_and_stays_close_to_float32(demo_run, capsys):
     import numpy as np
 

@@ -621,3 +621,22 @@ def test_config_values_parsed_from_text_take_their_field_type():
     config = config_for("self-attn", dropout=0, embedding_norm=1, layers=0)  # --set dropout=0 parses as an int
     assert (config.dropout, config.embedding_norm, config.layers) == (0.0, True, 0)
     assert type(config.dropout) is float and type(config.embedding_norm) is bool
+
+
+@pytest.mark.parametrize("memory, max_len, shortfall", [
+    (10 ** 6, 10 ** 5, r"more than this machine's 0\.0 GB"),  # more than the machine has
+    (10 ** 21, HUGE, "and not that much is free"),  # the machine has it, but its allocator says no
+])
+def test_a_saved_run_too_large_for_this_machine_is_not_told_to_lower_what_its_training_fixed(monkeypatch, memory,
+                                                                                             max_len, shortfall):
+    # "lower max_len (--max-len)" is no remedy for a run being loaded (predict, evaluate, serve): its training fixed it.
+    from attnclf.models import memory as memory_module
+
+    with torch.device("meta"):
+        config = build_model("self-attn", vocab_size=VOCAB, max_len=max_len, positional="learned").config.to_dict()
+    monkeypatch.setattr(memory_module, "machine_memory", lambda: memory)
+    with pytest.raises(AttnclfError, match=rf"^runs/big: model 'self-attn' with max_len {max_len:,} needs at least "
+                                           rf"[\d,.]+ GB for its weights, {shortfall}; its training fixed that size: "
+                                           r"load it where more memory is free, or train it again and lower max_len "
+                                           r"\(--max-len\)$"):
+        model_from_config("self-attn", config, saved_in="runs/big")

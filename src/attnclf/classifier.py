@@ -73,7 +73,7 @@ class Classifier:
         run_dir = check_run_dir(run_dir)
         config = read_config(run_dir)
         model_info = config["model"]
-        model = windowed(model_from_config(model_info["name"], model_info["config"]), _windows(run_dir, config))
+        model = windowed(model_from_config(model_info["name"], model_info["config"], run_dir), _windows(run_dir, config))
         weights = load_weights(run_dir / "model.safetensors")
         try:
             model.load_state_dict(weights)

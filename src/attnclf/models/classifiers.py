@@ -17,6 +17,7 @@ returns per-layer self-attention maps of models that have self-attention.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from pathlib import Path
 from typing import ClassVar
 
 import torch
@@ -552,19 +553,25 @@ def build_model(name: str, **config_fields) -> Classifier:
     attnclf.errors.AttnclfError: model 'boe' has no config field 'd_model'; valid fields: vocab_size, \
 num_classes, pad_id, max_len, embed_dim, dropout
     """
-    config = config_for(name, **config_fields)  # an unknown name is a one-line error before MODELS[name]
+    return _built(name, config_for(name, **config_fields))  # an unknown name is a one-line error before MODELS[name]
+
+
+def _built(name: str, config: ModelConfig, saved_in: str | Path | None = None) -> Classifier:
+    """Model ``name`` of ``config``, sized first (``build_model``); ``saved_in``: the run it is loaded from, which a
+    model too large for this machine names (``memory.too_large``)."""
     model_class = MODELS[name].model_class
     if torch.empty(0).is_meta:  # the caller's `with torch.device("meta")`: an outline, nothing to allocate
         return model_class(config)
     with torch.device("meta"):  # its size first: a huge max_len is our one line, not torch's allocator's
         outline = model_class(config)
-    refuse_oversized(name, outline)
+    refuse_oversized(name, outline, saved_in=saved_in)
     try:
         return model_class(config)
     except (RuntimeError, MemoryError) as exc:  # the machine has the memory, but a limit or other programs hold it
         if not is_out_of_memory(exc):
             raise
-        raise too_large(name, outline, model_bytes(outline), "its weights", "and not that much is free") from None
+        raise too_large(name, outline, model_bytes(outline), "its weights", "and not that much is free",
+                        saved_in) from None
 
 
 def config_for(name: str, **config_fields) -> ModelConfig:
@@ -585,11 +592,12 @@ def config_for(name: str, **config_fields) -> ModelConfig:
     return spec.config_class(**config_fields)
 
 
-def model_from_config(name: str, config_dict: dict) -> Classifier:
-    """Rebuild a model from ``model.config.to_dict()`` (weights are loaded separately).
+def model_from_config(name: str, config_dict: dict, saved_in: str | Path | None = None) -> Classifier:
+    """Rebuild a model from ``model.config.to_dict()`` (weights are loaded separately); ``saved_in``: the run
+    directory it comes from, which a model too large for this machine names, its size fixed by training.
 
     >>> model = build_model("mha", vocab_size=50, embed_dim=8)
     >>> model_from_config("mha", model.config.to_dict()).config == model.config
     True
     """
-    return build_model(name, **config_dict)
+    return _built(name, config_for(name, **config_dict), saved_in)

@@ -95,18 +95,35 @@ def largest_table(model: torch.nn.Module) -> tuple[str, int, str] | None:
     return None
 
 
-def too_large(name: str, model: torch.nn.Module, needed: int, purpose: str, shortfall: str) -> AttnclfError:
-    """The one-line error for model ``name`` (``model``, its outline) needing ``needed`` bytes for ``purpose``."""
+def too_large(name: str, model: torch.nn.Module, needed: int, purpose: str, shortfall: str,
+              saved_in: str | Path | None = None) -> AttnclfError:
+    """The one-line error for model ``name`` (``model``, its outline) needing ``needed`` bytes for ``purpose``; the
+    model of the run ``saved_in`` is not told to lower what its training fixed, but where to load it.
+
+    >>> from attnclf.models import build_model
+    >>> with torch.device("meta"):
+    ...     outline = build_model("boe", vocab_size=10 ** 9, embed_dim=8)
+    >>> str(too_large("boe", outline, 32 * 10 ** 9, "its weights", "more than this machine's 16.0 GB", "runs/big"))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    "runs/big: model 'boe' with vocab_size 1,000,000,000 needs at least 32.0 GB for its weights, more than this \
+machine's 16.0 GB; its training fixed that size: load it where more memory is free, or train it again and lower \
+vocab_size (--vocab-size)"
+    """
     table = largest_table(model)
     cause, lower = (f" with {table[0]} {table[1]:,}", table[2]) if table else ("", "the model's size (--set)")
-    return AttnclfError(f"model {name!r}{cause} needs at least {needed / 1e9:,.1f} GB for {purpose}, {shortfall}; "
-                        f"lower {lower}")
+    needs = f"model {name!r}{cause} needs at least {needed / 1e9:,.1f} GB for {purpose}, {shortfall}"
+    if saved_in is None:
+        return AttnclfError(f"{needs}; lower {lower}")
+    # The weights alone: what a batch of texts needs comes on top, so no inference option (--max-batch) shrinks them.
+    return AttnclfError(f"{saved_in}: {needs}; its training fixed that size: load it where more memory is free, or "
+                        f"train it again and lower {lower}")
 
 
-def refuse_oversized(name: str, model: torch.nn.Module, *, training: bool = False) -> None:
+def refuse_oversized(name: str, model: torch.nn.Module, *, training: bool = False,
+                     saved_in: str | Path | None = None) -> None:
     """Refuse model ``name`` (best its meta-device outline: nothing allocated yet) when its weights and buffers
     exceed this machine's memory, or, ``training`` it, four copies of its weights (with gradients and AdamW's two
-    moments) and its buffers do.
+    moments) and its buffers do. ``saved_in``: the run it is loaded from (``too_large``).
 
     >>> from attnclf.models import build_model
     >>> with torch.device("meta"):
@@ -115,7 +132,7 @@ def refuse_oversized(name: str, model: torch.nn.Module, *, training: bool = Fals
     copies, purpose = (4, "its weights, gradients and optimiser state") if training else (1, "its weights")
     memory, needed = machine_memory(), model_bytes(model, copies)
     if memory is not None and needed > memory:
-        raise too_large(name, model, needed, purpose, f"more than this machine's {memory / 1e9:,.1f} GB")
+        raise too_large(name, model, needed, purpose, f"more than this machine's {memory / 1e9:,.1f} GB", saved_in)
 
 
 def refuse_untrainable(name: str, **config_fields) -> None:
