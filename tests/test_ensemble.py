@@ -289,6 +289,24 @@ def test_resume_adds_a_member_beside_older_ones_with_their_vectors(tmp_path, mon
         tmp_path / "train.csv")
 
 
+def test_resume_adds_a_member_to_an_ensemble_recorded_before_the_vectors_scale_changed(tmp_path, capsys):
+    # Runs before 2026-11-22 recorded embeddings_std 0.5, the default then, vectors or not; a member added now takes
+    # the others' vectors, and so their scale only with them: 0.5 without vectors is no setting to refuse it for.
+    out = tmp_path / "ens"
+    flags = ["train", "--dataset", "demo", "--model", "boe", "--max-train-examples", "200", "--epochs", "1",
+             "--threads", "1", "--output", str(out), "--quiet", "--no-report"]
+    assert main(flags + ["--seeds", "0", "1"]) == 0
+    for seed in (0, 1):
+        config_file = out / f"seed-{seed}" / "config.json"
+        config = json.loads(config_file.read_text())
+        config["settings"]["embeddings_std"] = 0.5
+        config_file.write_text(json.dumps(config))
+    capsys.readouterr()
+    assert main(flags + ["--seeds", "0", "1", "2", "--resume"]) == 0, capsys.readouterr().err
+    added = json.loads((out / "seed-2" / "config.json").read_text())["settings"]
+    assert (added["embeddings"], added["embeddings_std"]) == (None, 4.0)
+
+
 @pytest.mark.parametrize("run_dirs, message", [
     (None, "give a list of run folders, not NoneType"),
     ([], "give at least one run folder"),

@@ -244,7 +244,10 @@ def _as_members_trained(settings, output: Path, adds: bool = True):
         # new member looks where the others found it too.
         data = replace(settings.data, data_dir=settings.data.data_dir or trained.data.data_dir,
                        found_in=trained.data.found_in)
-        settings = replace(settings, data=data, embeddings=trained.embeddings, embeddings_std=trained.embeddings_std,
+        # Their scale only with their vectors: runs recorded one without any (0.5, the default before 2026-11-22),
+        # which a new run's check refuses as scaling nothing.
+        scale = trained.embeddings_std if trained.embeddings else settings.embeddings_std
+        settings = replace(settings, data=data, embeddings=trained.embeddings, embeddings_std=scale,
                            init_from=trained.init_from)
     return settings
 
