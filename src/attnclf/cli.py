@@ -171,7 +171,7 @@ def _windows(args: argparse.Namespace):
     given = {flag: getattr(args, flag) for flag in fields if getattr(args, flag) is not None}
     if not args.windows:
         if given:
-            raise AttnclfError(f"--{next(iter(given)).replace('_', '-')} needs --windows")
+            raise AttnclfError(f"{_flag(next(iter(given)))} needs --windows")
         return None
     return WindowConfig(**{fields[flag]: value for flag, value in given.items()})
 
@@ -341,7 +341,7 @@ def cmd_train(args: argparse.Namespace) -> int:
                                    threads=args.threads)
         if typed - _RESUME_FLAGS:  # the command that started the run, --resume added: it must describe it
             if not typed & {"dataset", "train_file"}:  # (else the first difference named is the data, never typed)
-                flags = " ".join(f"--{name.replace('_', '-')}" for name in sorted(typed - _RESUME_FLAGS))
+                flags = " ".join(_flag(name) for name in sorted(typed - _RESUME_FLAGS))
                 raise AttnclfError(f"--resume with {flags} takes the whole command that started {output}, its "
                                    f"--dataset or --train-file too, --resume added; or give only --output (and "
                                    f"--epochs, --device or --threads to change them)")

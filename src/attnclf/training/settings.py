@@ -30,7 +30,13 @@ from .trainer import TrainConfig, stopped_early
 
 
 def by_field(name: str) -> str:
-    """A setting as a Python user knows it, in an error: by its field's name (the command line names its flag)."""
+    """A setting as a Python user knows it, in an error: by its field's name (the command line names its flag).
+
+    >>> DataSettings(max_train_examples=0).check(named=by_field)
+    Traceback (most recent call last):
+    ...
+    attnclf.errors.AttnclfError: max_train_examples must be at least 1, got 0
+    """
     return name
 
 
