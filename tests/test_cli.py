@@ -665,6 +665,12 @@ def test_a_new_class_in_the_training_file_is_named_as_the_change_not_the_validat
      "has its own validation split; drop --hold-out latest"),
     (["--train-file", "{train}", "--validation-file", "{train}", "--val-fraction", "0.2"],
      "--val-fraction carves validation from the training file; --validation-file replaces it"),
+    # Typed at their default values they are as much a mistake: labels joined by | read as classes of their own.
+    (["--train-file", "{train}", "--validation-file", "{train}", "--val-fraction", "0.1"],
+     "--val-fraction carves validation from the training file; --validation-file replaces it"),
+    (["--train-file", "{train}", "--label-delimiter", "|"], "--label-delimiter applies to multi-label data; add "
+                                                            "--multi-label"),
+    (["--train-file", "{train}", "--embeddings-std", "4"], "--embeddings-std needs --embeddings FILE (or count)"),
     (["--train-file", "{train}", "--validation-file", "{train}", "--split-seed", "3"],
      "--split-seed seeds the validation split carved from the training file (and a --max-train-examples sample); "
      "with --validation-file every run validates on that file: drop --split-seed"),

@@ -544,6 +544,18 @@ def test_settings_built_in_python_are_checked_before_anything_is_written(tmp_pat
     assert not (tmp_path / "run").exists()
 
 
+def test_a_setting_given_at_its_default_value_is_refused_where_it_does_not_apply():
+    # Settings alone cannot tell "|" typed from no delimiter given; the caller that can says so (the CLI: its flags).
+    data = DataSettings(train_file="t.csv", validation_file="v.csv", label_delimiter="|", val_fraction=0.1)
+    data.check()
+    with pytest.raises(AttnclfError, match="^label_delimiter applies to multi-label data; add multi_label$"):
+        data.check(given={"label_delimiter"})
+    with pytest.raises(AttnclfError, match="^val_fraction carves validation from the training file"):
+        data.check(given={"val_fraction"})
+    with pytest.raises(AttnclfError, match=r"^embeddings_std needs embeddings FILE \(or count\)$"):
+        RunSettings().check(given={"embeddings_std"})
+
+
 def test_settings_for_checks_the_data_settings_it_is_given():
     from attnclf.training.settings import settings_for
 

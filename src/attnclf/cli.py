@@ -114,16 +114,15 @@ def _budget(args: argparse.Namespace) -> dict:
     tokenizer = {name: getattr(args, flag) for flag, name in _TOKENIZER_FLAGS if getattr(args, flag) is not None}
     cleaning = CleaningConfig(lowercase=not args.no_lowercase, strip_punctuation=args.strip_punctuation,
                               remove_stopwords=args.remove_stopwords, lemmatize=args.lemmatize)
-    given = {name: value for name, value in (("val_fraction", args.val_fraction),
-                                             ("label_delimiter", args.label_delimiter)) if value is not None}
     data = DataSettings(dataset=args.dataset, data_dir=args.data_dir, download=args.download, train_file=args.train_file,
                         test_file=args.test_file, validation_file=args.validation_file,
                         text_column=args.text_column or "text", label_column=args.label_column,
                         split_seed=args.split_seed, hold_out=args.hold_out,
                         max_train_examples=args.max_train_examples, max_test_examples=args.max_test_examples,
                         multi_label=args.multi_label, token_cache=args.token_cache,
-                        token_cache_dir=args.token_cache_dir, **given)  # (else the defaults)
-    data.check(_flag)  # before anything is written (saved runs are not re-checked)
+                        token_cache_dir=args.token_cache_dir,
+                        **{name: getattr(args, name) for name in _given(args) & {"val_fraction", "label_delimiter"}})
+    data.check(_flag, _given(args))  # before anything is written (saved runs are not re-checked)
     return {"data": data, "train": train, "tokenizer": tokenizer, "cleaning": cleaning, "device": args.device}
 
 
@@ -150,8 +149,15 @@ def build_settings(args: argparse.Namespace):
     if args.init_from:  # it brings its own token embedding, not the recipe's vectors (given ones are refused)
         settings.init_from = args.init_from
         settings.embeddings = args.embeddings if args.embeddings and args.embeddings != "none" else None
-    settings.check(_flag)
+    settings.check(_flag, _given(args))
     return settings
+
+
+def _given(args: argparse.Namespace) -> set[str]:
+    """The settings fields, of those that apply only beside another, whose flags were typed: ``RunSettings.check``
+    refuses them where they do not apply even at their default value, which the settings cannot tell from no flag."""
+    return {name for name in ("val_fraction", "label_delimiter", "embeddings_std") if getattr(args, name, None) is not
+            None}
 
 
 def _flag(field: str) -> str:

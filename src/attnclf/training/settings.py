@@ -40,6 +40,12 @@ def by_field(name: str) -> str:
     return name
 
 
+def _set(owner, name: str, given: Collection[str]) -> bool:
+    """Whether ``owner``'s field ``name`` was set: given by the caller (``given``: the command line's typed flags), or
+    unlike its default (which settings alone cannot tell from a value typed equal to it)."""
+    return name in given or getattr(owner, name) != getattr(type(owner), name)
+
+
 def _check_count(owner, name: str, low: int, high: int | None, named: Callable[[str], str] = by_field) -> None:
     """Refuse ``owner``'s field ``name`` unless it is None or a whole number from ``low`` up to (not including)
     ``high``; a numpy integer becomes an int (config.json takes no other).
@@ -104,25 +110,27 @@ class DataSettings:
         if not self.dataset and not self.train_file:
             raise AttnclfError("give a dataset (--dataset NAME) or a training file (--train-file PATH)")
 
-    def check(self, named: Callable[[str], str] = by_field) -> None:
+    def check(self, named: Callable[[str], str] = by_field, given: Collection[str] = ()) -> None:
         """Refuse settings a new run cannot train with, in one line that names each setting as ``named`` spells it
-        (the command line: by its flag). Whole numbers of numpy's types become ints. Saved runs are not re-checked:
-        a run trained before a check may record a file that went unread, or (the scikit-learn estimator's) no
-        validation fraction at all.
+        (the command line: by its flag). ``given``: the fields the caller set (the command line: the flags typed),
+        refused where they do not apply even at their default value (``--label-delimiter '|'`` without
+        ``--multi-label`` would read no label set). Whole numbers of numpy's types become ints. Saved runs are not
+        re-checked: a run trained before a check may record a file that went unread, or (the scikit-learn
+        estimator's) no validation fraction at all.
 
         >>> DataSettings(train_file="t.csv", label_delimiter=";").check()
         Traceback (most recent call last):
         ...
         attnclf.errors.AttnclfError: label_delimiter applies to multi-label data; add multi_label
         """
-        if self.label_delimiter != DEFAULT_LABEL_DELIMITER and not self.multi_label:
+        if _set(self, "label_delimiter", given) and not self.multi_label:
             raise AttnclfError(f"{named('label_delimiter')} applies to multi-label data; add {named('multi_label')}")
         if self.label_delimiter == "":
             raise AttnclfError(f"{named('label_delimiter')} must be at least one character")
         for name, low, high in (("max_train_examples", 1, None), ("max_test_examples", 1, None),
                                 ("split_seed", 0, 2 ** 32)):  # (numpy's seeds, as TrainConfig's)
             _check_count(self, name, low, high, named)
-        if self.validation_file and self.val_fraction != DataSettings.val_fraction:
+        if self.validation_file and _set(self, "val_fraction", given):
             raise AttnclfError(f"{named('val_fraction')} carves validation from the training file; "
                                f"{named('validation_file')} replaces it")
         check_fraction(self.val_fraction)
@@ -201,18 +209,19 @@ class RunSettings:
     def to_dict(self) -> dict:
         return asdict(self)
 
-    def check(self, named: Callable[[str], str] = by_field) -> None:
+    def check(self, named: Callable[[str], str] = by_field, given: Collection[str] = ()) -> None:
         """``DataSettings.check``, and these settings' own: refuse what a new run cannot train with, naming each
-        setting as ``named`` spells it (the command line: by its flag).
+        setting as ``named`` spells it (the command line: by its flag); ``given``: the fields the caller set, as
+        there.
 
         >>> RunSettings(embeddings_std=2.0).check()
         Traceback (most recent call last):
         ...
         attnclf.errors.AttnclfError: embeddings_std needs embeddings FILE (or count)
         """
-        self.data.check(named)
+        self.data.check(named, given)
         _check_count(self, "eval_batch_size", 1, None, named)
-        if self.embeddings_std != RunSettings.embeddings_std and not self.embeddings:  # (it would scale nothing)
+        if _set(self, "embeddings_std", given) and not self.embeddings:  # (it would scale nothing)
             raise AttnclfError(f"{named('embeddings_std')} needs {named('embeddings')} FILE (or count)")
         if self.embeddings and not 0 < self.embeddings_std < math.inf:
             raise AttnclfError(f"{named('embeddings_std')} must be positive and finite, got {self.embeddings_std}")
