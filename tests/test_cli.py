@@ -226,6 +226,22 @@ def test_a_run_too_large_to_load_here_is_told_where_to_go_not_to_lower_what_its_
         assert "; its training fixed that size: load it where more memory is free, or train it again and lower" in err
 
 
+def test_a_run_too_large_to_resume_here_is_told_where_to_go_not_to_lower_what_its_training_fixed(tmp_path, capsys,
+                                                                                                  monkeypatch):
+    from attnclf.models import memory
+
+    run = tmp_path / "run"
+    argv = ["train", "--dataset", "toy-reversal", "--epochs", "1", "--output", str(run), "--quiet", "--no-report"]
+    assert main(argv) == 0
+    monkeypatch.setattr(memory, "machine_memory", lambda: 1000)
+    assert main(["train", "--resume", "--output", str(run), "--epochs", "2"]) == 2
+    err = capsys.readouterr().err.splitlines()[-1]  # (after a note on the longer schedule)
+    assert err.startswith(f"attnclf: error: {run}: model 'self-attn' needs at least ")
+    assert "for its weights, gradients and optimiser state, more than this machine's 0.0 GB; its training fixed " \
+           "that size: resume it where more memory is free, or train it again and lower" in err
+    assert json.loads((run / "config.json").read_text())["settings"]["train"]["epochs"] == 1  # the run is as it was
+
+
 def test_bf16_inference_runs_under_autocast_and_stays_close_to_float32(demo_run, capsys):
     import numpy as np
 

@@ -96,9 +96,10 @@ def largest_table(model: torch.nn.Module) -> tuple[str, int, str] | None:
 
 
 def too_large(name: str, model: torch.nn.Module, needed: int, purpose: str, shortfall: str,
-              saved_in: str | Path | None = None) -> AttnclfError:
+              saved_in: str | Path | None = None, resuming: bool = False) -> AttnclfError:
     """The one-line error for model ``name`` (``model``, its outline) needing ``needed`` bytes for ``purpose``; the
-    model of the run ``saved_in`` is not told to lower what its training fixed, but where to load it.
+    model of the run ``saved_in`` is not told to lower what its training fixed, but where to load it (``resuming``:
+    to resume it).
 
     >>> from attnclf.models import build_model
     >>> with torch.device("meta"):
@@ -115,15 +116,15 @@ vocab_size (--vocab-size)"
     if saved_in is None:
         return AttnclfError(f"{needs}; lower {lower}")
     # The weights alone: what a batch of texts needs comes on top, so no inference option (--max-batch) shrinks them.
-    return AttnclfError(f"{saved_in}: {needs}; its training fixed that size: load it where more memory is free, or "
-                        f"train it again and lower {lower}")
+    return AttnclfError(f"{saved_in}: {needs}; its training fixed that size: {'resume' if resuming else 'load'} it "
+                        f"where more memory is free, or train it again and lower {lower}")
 
 
 def refuse_oversized(name: str, model: torch.nn.Module, *, training: bool = False,
                      saved_in: str | Path | None = None) -> None:
     """Refuse model ``name`` (best its meta-device outline: nothing allocated yet) when its weights and buffers
     exceed this machine's memory, or, ``training`` it, four copies of its weights (with gradients and AdamW's two
-    moments) and its buffers do. ``saved_in``: the run it is loaded from (``too_large``).
+    moments) and its buffers do. ``saved_in``: the run it is loaded (or, ``training``, resumed) from (``too_large``).
 
     >>> from attnclf.models import build_model
     >>> with torch.device("meta"):
@@ -132,17 +133,19 @@ def refuse_oversized(name: str, model: torch.nn.Module, *, training: bool = Fals
     copies, purpose = (4, "its weights, gradients and optimiser state") if training else (1, "its weights")
     memory, needed = machine_memory(), model_bytes(model, copies)
     if memory is not None and needed > memory:
-        raise too_large(name, model, needed, purpose, f"more than this machine's {memory / 1e9:,.1f} GB", saved_in)
+        raise too_large(name, model, needed, purpose, f"more than this machine's {memory / 1e9:,.1f} GB", saved_in,
+                        resuming=training)
 
 
-def refuse_untrainable(name: str, **config_fields) -> None:
+def refuse_untrainable(name: str, saved_in: str | Path | None = None, **config_fields) -> None:
     """Refuse training model ``name`` (``build_model``'s fields) where four copies of its weights and its buffers
     exceed this machine's memory; an impossible one (heads that do not divide d_model) fails in its own words. It is
     sized on the meta device: nothing is allocated.
 
     ``vocab_size`` only caps the vocabulary a tokenizer learns (10**9: every word), so the check before the texts
     are read passes the fewest words a tokenizer has, ``SMALLEST_VOCABULARY``, and the one after passes what it
-    learned: a cap is never refused for what the texts do not hold.
+    learned: a cap is never refused for what the texts do not hold. ``saved_in``: the run being resumed, whose size
+    its training fixed (``too_large``).
 
     >>> refuse_untrainable("self-attn", vocab_size=SMALLEST_VOCABULARY, max_len=512)  # a few MB: nothing to say
     """
@@ -150,4 +153,4 @@ def refuse_untrainable(name: str, **config_fields) -> None:
 
     with torch.device("meta"):
         outline = build_model(name, **config_fields)
-    refuse_oversized(name, outline, training=True)
+    refuse_oversized(name, outline, training=True, saved_in=saved_in)

@@ -195,6 +195,9 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool,
         raise RunDirError(f"{run_dir}: {settings.data.describe()} no longer gives the texts this run trained on (the "
                           f"data changed since); it cannot resume on other data")
 
+    if resume:  # its vocabulary too (a new run's was sized once its words were counted, above)
+        refuse_untrainable(settings.model, saved_in=run_dir, vocab_size=tokenizer.vocab_size,
+                           num_classes=len(label_names), max_len=settings.tokenizer.max_len, **settings.model_config)
     torch.manual_seed(seed)
     model = build_model(settings.model, vocab_size=tokenizer.vocab_size, num_classes=len(label_names),
                         max_len=settings.tokenizer.max_len, **settings.model_config)
@@ -281,8 +284,8 @@ def _refuse_unworkable(settings: RunSettings, resume: bool) -> None:
     # A model the settings cannot build (heads that do not divide the width), or one too large to train whatever
     # the texts (--max-len 100000000 asks for a 51 GB position table), fails here, before minutes of loading data
     # and a half-written run folder. Its vocabulary is sized once the tokenizer has learned it.
-    refuse_untrainable(settings.model, vocab_size=SMALLEST_VOCABULARY, num_classes=2,
-                       max_len=settings.tokenizer.max_len, **settings.model_config)
+    refuse_untrainable(settings.model, saved_in=settings.output if resume else None, vocab_size=SMALLEST_VOCABULARY,
+                       num_classes=2, max_len=settings.tokenizer.max_len, **settings.model_config)
     if settings.embeddings == COUNT_EMBEDDINGS and not resume and settings.data.token_cache:
         raise AttnclfError("word vectors counted in the run (--embeddings count, which the dataset's recipe may "
                            "set) read every training text at once and do not combine with --token-cache; add "
