@@ -117,6 +117,18 @@ def test_explain_delegates_to_the_classifier(server, local):
                                                    abs=1e-5)
 
 
+def test_explain_takes_a_target_as_the_python_api_does_by_name_or_by_index(server, local):
+    for target in (local.label_names[0], 0):  # an int is always an index into the labels, as in Classifier.explain
+        response = server.post("/explain", json={"text": "not good", "method": "grad-input", "target": target})
+        assert response.status_code == 200, response.text
+        answer = response.json()["explanations"][0]
+        expected = local.explain(["not good"], method="grad-input", target=target)[0]
+        assert answer["target"] == expected.target == local.label_names[0]
+        assert answer["scores"] == pytest.approx(expected.scores, abs=1e-5)
+    for target, status in ((True, 422), (0.5, 422), (len(local.label_names), 400)):  # JSON true is no class index
+        assert server.post("/explain", json={"text": "not good", "target": target}).status_code == status
+
+
 @pytest.mark.parametrize("path, body, message", [
     ("/predict", {"texts": ["w"] * 5}, "5 texts in one request; the limit is 4"),
     ("/explain", {"texts": ["w"] * 3}, "3 texts in one request; the limit is 2"),

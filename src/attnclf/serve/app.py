@@ -41,7 +41,7 @@ from fastapi import FastAPI, HTTPException, Request
 from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, model_validator
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .. import __version__
@@ -110,7 +110,9 @@ class ExplainRequest(_Texts):
     method: str | None = Field(None, description="attention, rollout, grad-input, integrated-gradients or occlusion "
                                                   "(default: attention if the model pools by attention, else "
                                                   "integrated-gradients; `attnclf faithfulness` measures which to trust)")
-    target: str | None = Field(None, description="class to explain (default: the predicted one)")
+    # Strict: JSON's true and 1.0 are no class index (pydantic would read them as 1).
+    target: StrictStr | StrictInt | None = Field(None, description="class to explain, by name or by index into the "
+                                                                   "model's labels (default: the predicted one)")
 
 
 class PredictionOut(BaseModel):
