@@ -43,6 +43,11 @@ def test_pipeline_learns_and_returns_the_original_labels(data):
     assert probabilities.shape == (len(test_x), 2)
     np.testing.assert_allclose(probabilities.sum(axis=1), 1.0, rtol=1e-5)
     assert pipe.score(test_x, test_y) > 0.9  # chance is 0.5
+    # As scikit-learn's classifiers: the log of the probabilities, from the logits (finite where a probability
+    # rounds to 0), through a Pipeline too.
+    log_probabilities = pipe.predict_log_proba(test_x)
+    assert np.isfinite(log_probabilities).all()
+    np.testing.assert_allclose(np.exp(log_probabilities), probabilities, rtol=1e-4, atol=1e-7)
     assert len(clf.history_) == TINY["epochs"]
     assert clf.classifier_.predict(["w150 w160"])[0].tokens == ["w150", "w160"]
 

@@ -233,6 +233,18 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
         with _under_threads(self.threads):
             return self.classifier_.predict_proba(_texts(X))
 
+    def predict_log_proba(self, X) -> np.ndarray:
+        """The log of ``predict_proba``, computed from the logits (a log-softmax), so it stays finite where a
+        probability rounds to 0.
+
+        >>> # clf.predict_log_proba(["not good"])  # array([[-0.02, -3.9]])
+        """
+        check_is_fitted(self, "classifier_")
+        self._check_columns(X)
+        with _under_threads(self.threads):
+            logits = self.classifier_.logits(_texts(X))
+        return torch.log_softmax(torch.from_numpy(logits).double() / self.classifier_.temperature, dim=1).numpy()
+
     def _check_columns(self, X) -> None:
         """Refuse text columns other than fit's: joined in another order or number, they would be other texts,
         silently. One text per row (already joined, or one column) is read as it is, unless it is one of the several
