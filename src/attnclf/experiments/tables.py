@@ -39,8 +39,8 @@ COLUMNS = {
     "final_train_accuracy": ("final training accuracy", lambda r: _spread(r, "final_train_accuracy")),
     "final_train_loss": ("final training loss", lambda r: _spread(r, "final_train_loss", "{:.2e}")),
     "epochs": ("epochs", lambda r: _number(r["epochs_mean"], "{:.3g}")),
-    "train_seconds": ("training s", lambda r: _number(r["train_seconds_mean"], "{:,.0f}")),
-    "cpu_seconds": ("cell CPU s", lambda r: _number(r["cpu_seconds_mean"], "{:,.0f}")),
+    "train_seconds": ("training s", lambda r: _seconds(r["train_seconds_mean"])),
+    "cpu_seconds": ("cell CPU s", lambda r: _seconds(r["cpu_seconds_mean"])),
     "texts_per_second": ("texts/s", lambda r: _number(r["texts_per_second_mean"], "{:,.0f}")),
     "seeds": ("seeds", lambda r: str(r["seeds"])),
 }
@@ -143,3 +143,12 @@ def _spread(row: dict, key: str, fmt: str = "{:.3f}") -> str:
 
 def _number(value: float | None, fmt: str) -> str:
     return "-" if value is None or math.isnan(value) else fmt.format(value)
+
+
+def _seconds(value: float | None) -> str:
+    """Whole seconds, or tenths below 100 s: the toy sets train in under a second, which read as 0.
+
+    >>> _seconds(0.43), _seconds(12.34), _seconds(1234.5)
+    ('0.4', '12.3', '1,234')
+    """
+    return _number(value, "{:,.1f}" if value is not None and value < 100 else "{:,.0f}")
