@@ -4,6 +4,7 @@ import io
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -1133,6 +1134,16 @@ def test_incomplete_run_directory(csv_run, tmp_path, capsys):
         (broken / name).write_bytes((csv_run / name).read_bytes())
     err = run_error(["predict", str(broken), "text"], capsys)
     assert "model.safetensors" in err
+
+
+def test_a_folder_of_runs_is_told_to_name_them_not_that_it_is_incomplete(csv_run, tmp_path, capsys):
+    runs = tmp_path / "runs"
+    shutil.copytree(csv_run, runs / "csv")
+    shutil.copytree(csv_run, runs / "again")
+    (runs / "notes").mkdir()
+    err = run_error(["predict", str(runs), "text"], capsys)
+    assert err == (f"attnclf: error: {runs} holds runs ('again', 'csv'), not one: give one of them ({runs / 'again'}), "
+                   f"or several for their ensemble")
 
 
 def test_run_directory_from_an_incompatible_version(csv_run, tmp_path, capsys):

@@ -35,7 +35,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
-from .errors import AttnclfError, RunDirError
+from .errors import AttnclfError, RunDirError, first_few
 
 if TYPE_CHECKING:
     import torch
@@ -284,10 +284,21 @@ def check_run_dir(path: str | Path) -> Path:
     if missing and (path / "export.json").is_file() and not (path / "config.json").exists():
         raise RunDirError(f"{path} is an ONNX export, not a run directory: predict from it with `attnclf predict {path} "
                           f"--backend onnx` (or OnnxClassifier.load); give the other commands the run it came from")
+    if missing and not (path / "config.json").exists() and (held := _runs_inside(path)):  # (`predict runs`)
+        raise RunDirError(f"{path} holds runs ({first_few(held)}), not one: give one of them ({path / held[0]}), or "
+                          f"several for their ensemble")
     if missing:
         raise RunDirError(f"run directory {path} is incomplete: missing {', '.join(missing)}")
     read_config(path)
     return path
+
+
+def _runs_inside(folder: Path) -> list[str]:
+    """The names of the folders in ``folder`` that hold a run's config.json, sorted (none where it cannot be read)."""
+    try:
+        return sorted(inner.name for inner in folder.iterdir() if (inner / "config.json").is_file())
+    except OSError:
+        return []
 
 
 def run_dir_list(run_dirs) -> list:
