@@ -184,6 +184,18 @@ def test_metrics_match_scikit_learn(seed):
     assert m["at_0.5"]["micro_f1"] == pytest.approx(skm.f1_score(y, (p >= 0.5).astype(int), average="micro"))
 
 
+def test_the_printed_report_gives_the_samples_scores_the_metrics_give():
+    # A text without labels, predicted none, is right: the report's "samples avg" row must say what samples_* say
+    # (scikit-learn's own row scores it 0), or `evaluate` prints two samples-averaged F1s for one set of predictions.
+    y, p = np.array([[1, 0], [0, 0], [1, 1]]), np.array([[.9, .1], [.1, .2], [.8, .3]])
+    m = multilabel_metrics(y, p, ["a", "b"])
+    samples_row = next(line for line in m["classification_report"].splitlines() if "samples avg" in line)
+    precision, recall, f1 = (float(value) for value in samples_row.split()[2:5])
+    assert (precision, recall, f1) == pytest.approx(
+        (m["samples_precision"], m["samples_recall"], m["samples_f1"]), abs=5e-5)
+    assert (precision, recall, f1) == pytest.approx((1.0, 5 / 6, 8 / 9), abs=5e-5)
+
+
 def test_a_label_neither_true_nor_predicted_is_left_out_of_the_macro_average():
     y, p = np.array([[1, 0], [1, 0], [0, 0]]), np.array([[.9, .1], [.8, .2], [.1, .1]])
     m = multilabel_metrics(y, p, ["a", "b"])  # perfect on a; b never occurs and is never predicted

@@ -8,6 +8,7 @@ F1 on validation data; ``multilabel_metrics`` scores the sets it yields.
 
 from __future__ import annotations
 
+import re
 from typing import Sequence
 
 import numpy as np
@@ -109,7 +110,8 @@ def multilabel_metrics(y_true: np.ndarray, probabilities: np.ndarray, label_name
     for average in ("micro", "macro", "weighted"):
         p, r, f, _ = precision_recall_fscore_support(y_true, y_pred, average=average, labels=seen, zero_division=0)
         metrics |= {f"{average}_precision": float(p), f"{average}_recall": float(r), f"{average}_f1": float(f)}
-    metrics |= {f"samples_{name}": value for name, value in _per_text_scores(y_true, y_pred).items()}
+    per_text = _per_text_scores(y_true, y_pred)
+    metrics |= {f"samples_{name}": value for name, value in per_text.items()}
     per_label_auc = [_auc(y_true[:, i], probabilities[:, i]) for i in range(len(label_names))]
     defined = [a for a in per_label_auc if a is not None]
     metrics["roc_auc"] = float(np.mean(defined)) if defined else None
@@ -126,9 +128,23 @@ def multilabel_metrics(y_true: np.ndarray, probabilities: np.ndarray, label_name
             y_true, at_half, average=average, labels=_seen(y_true, at_half), zero_division=0)[2])
             for average in ("micro", "macro")}
     if report:
-        metrics["classification_report"] = classification_report(
-            y_true, y_pred, labels=seen, target_names=[label_names[i] for i in seen], zero_division=0, digits=4)
+        metrics["classification_report"] = _with_samples_row(classification_report(
+            y_true, y_pred, labels=seen, target_names=[label_names[i] for i in seen], zero_division=0, digits=4),
+            per_text)
     return metrics
+
+
+def _with_samples_row(report: str, per_text: dict) -> str:
+    """scikit-learn's ``report`` with its "samples avg" row scored as ``_per_text_scores`` scores the texts: its own
+    row counts an empty set predicted for a text without labels as wrong, and would contradict ``samples_f1``.
+
+    >>> _with_samples_row(" samples avg     0.5000    0.2500    0.3333         4", {"precision": 1, "recall": 0.75,
+    ...                   "f1": 0.8})
+    ' samples avg     1.0000    0.7500    0.8000         4'
+    """
+    scores = iter(f"{per_text[name]:.4f}" for name in ("precision", "recall", "f1"))
+    return "\n".join(re.sub(r"\d+\.\d{4}", lambda _: next(scores), line, count=3)
+                     if line.lstrip().startswith("samples avg") else line for line in report.split("\n"))
 
 
 def _seen(y_true: np.ndarray, y_pred: np.ndarray) -> list[int]:
