@@ -329,6 +329,22 @@ def test_the_recipe_named_is_the_model_pretrained_so_its_runs_can_start_from_it(
         check_compatible("self-attn", config_for("self-attn", max_len=64, **demo["model_config"]), folder)
 
 
+def test_init_from_names_every_setting_to_change_in_one_line(tmp_path):
+    # One refusal per setting made a recipe's pretraining (d_model, ff_dim, positional) three failed runs.
+    from attnclf.models import config_for
+    from attnclf.training.pretrain import check_compatible
+
+    pretrain_encoder(cyclic_corpus(50), PretrainSettings(model_config=SMALL, max_len=16, min_frequency=1,
+                                                         sampled_words=16), tmp_path / "p", log=quiet)
+    other = config_for("self-attn", max_len=64, **{**SMALL, "d_model": 32, "ff_dim": 64})
+    with pytest.raises(AttnclfError) as caught:
+        check_compatible("self-attn", other, tmp_path / "p")
+    assert str(caught.value) == (
+        f"{tmp_path / 'p'} pretrained an encoder with d_model=16, ff_dim=32, but this model has d_model=32, ff_dim=64; "
+        f"it learned positions for 16 tokens, but this model reads 64; "
+        f"train with --set d_model=16 --set ff_dim=32 --max-len 16 (or fewer)")
+
+
 def test_a_new_seed_refuses_a_changed_pretraining_and_finished_seeds_do_not_need_it(tmp_path, capsys):
     pretrain_encoder(cyclic_corpus(50), PretrainSettings(model_config=SMALL, max_len=64, min_frequency=1,
                                                          sampled_words=16), tmp_path / "p", log=quiet)

@@ -385,14 +385,18 @@ def check_compatible(model_name: str, config, folder: str | Path,
     if not pretrained.get("epochs"):
         raise RunDirError(f"{folder} has not finished an epoch of pretraining yet")
     encoder = pretrained["model_config"]
+    # Every setting to change in one line: a recipe's pretraining differs from train's defaults in several.
     differ = [name for name in ENCODER_FIELDS if encoder.get(name) != getattr(config, name)]
+    said, fixes = [], [f"--set {name}={encoder.get(name)}" for name in differ]
     if differ:
-        name = differ[0]
-        raise AttnclfError(f"{folder} pretrained an encoder with {name}={encoder.get(name)!r}, but this model has "
-                           f"{name}={getattr(config, name)!r}; train with --set {name}={encoder.get(name)}")
-    if config.positional == "learned" and encoder["max_len"] < config.max_len:
-        raise AttnclfError(f"{folder} learned positions for {encoder['max_len']} tokens, but this model reads "
-                           f"{config.max_len}; train with --max-len {encoder['max_len']} (or fewer)")
+        said.append(f"pretrained an encoder with {', '.join(f'{name}={encoder.get(name)!r}' for name in differ)}, "
+                    f"but this model has {', '.join(f'{name}={getattr(config, name)!r}' for name in differ)}")
+    # (the encoder's positions: those the model will have once it takes the encoder's settings)
+    if encoder.get("positional") == "learned" and encoder["max_len"] < config.max_len:
+        said.append(f"learned positions for {encoder['max_len']} tokens, but this model reads {config.max_len}")
+        fixes.append(f"--max-len {encoder['max_len']} (or fewer)")
+    if said:
+        raise AttnclfError(f"{folder} {'; it '.join(said)}; train with {' '.join(fixes)}")
     if tokenizer is not None:
         theirs = TokenizerConfig.from_dict(pretrained.get("tokenizer", TOKENIZER.to_dict()))
         if tokenizer.kind != theirs.kind or tokenizer.cleaning != theirs.cleaning:
