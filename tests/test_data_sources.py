@@ -356,6 +356,21 @@ def test_a_class_with_one_text_trains_on_it_and_the_others_stay_stratified():
         assert len(kept) >= m - 1
 
 
+def test_a_split_too_small_to_stratify_still_trains_on_every_class():
+    # 25 classes (one of a single text) and 19 validation texts: too few to stratify, so the texts are shuffled; a
+    # class must not end up with every text held out (never learned), its only text least of all.
+    from attnclf.data.splits import split_indices
+
+    labels = np.array([i % 24 for i in range(192)] + [24])
+    for seed in range(20):
+        fit, validation = split_indices(labels, fraction=0.1, seed=seed)
+        assert set(labels[fit].tolist()) == set(range(25)), seed
+        assert len(validation) == 19 and sorted(fit.tolist() + validation.tolist()) == list(range(193))
+    # A shuffle that already trains every class is the split runs were trained on before.
+    assert split_indices(labels, fraction=0.1, seed=0)[1].tolist() == [0, 71, 82, 91, 97, 103, 105, 112, 117, 123,
+                                                                       126, 147, 157, 162, 165, 174, 180, 185, 191]
+
+
 def test_a_grouped_split_holds_out_the_fraction_asked_for_not_one_fold_of_the_nearest_count():
     # IMDB's split by movie held out one fold of round(1 / fraction): --val-fraction 0.4 held out half, and
     # --max-train-examples 10000 of its 25,000 reviews trained on 12,500 (7,000: on 6,248).

@@ -103,12 +103,12 @@ def split_indices(labels: Sequence[int] | None, groups: Sequence[str] | None = N
         # Both sides need a text of every class: the held side as this check always counted it (a change would move
         # the splits of runs already trained), the kept side as StratifiedShuffleSplit counts it (ceil).
         fits = round(fraction * len(paired)) >= classes and len(paired) - math.ceil(fraction * len(paired)) >= classes
-        if classes and fits:  # (else tiny sets fall back to a plain shuffle)
+        if classes and fits:  # (else tiny sets fall back to a plain shuffle that keeps every class a fit text)
             splitter = StratifiedShuffleSplit(n_splits=1, test_size=fraction, random_state=seed)
             fit, val = next(splitter.split(np.zeros(len(paired)), labels[paired]))
             fit_idx, val_idx = np.concatenate([paired[fit], np.flatnonzero(alone)]), paired[val]
         else:
-            fit_idx, val_idx = _shuffle_split(len(labels), fraction, seed)
+            fit_idx, val_idx = _keep_every_class(labels, *_shuffle_split(len(labels), fraction, seed))
     return np.sort(fit_idx), np.sort(val_idx)
 
 
@@ -132,6 +132,31 @@ def _grouped_draw(labels: Sequence[int], groups: Sequence[str], fraction: float,
             drawn[group] = True
             room -= per_group[group]
     return np.flatnonzero(drawn[group_index]), np.flatnonzero(~drawn[group_index])
+
+
+def _keep_every_class(labels: np.ndarray, fit_idx: np.ndarray, val_idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A shuffled (fit, validation) where each class without a fit text swaps its first validation text for the first
+    fit text of a class with two or more there, while one exists: a class's only text trains, as the stratified split
+    keeps it, and no class goes unlearned. A shuffle that needs no swap is left as it was (runs trained on it).
+
+    >>> fit, val = _keep_every_class(np.array([0, 0, 0, 1]), np.array([0, 1]), np.array([3, 2]))
+    >>> fit.tolist(), val.tolist()
+    ([3, 1], [0, 2])
+    """
+    classes = np.unique(labels, return_inverse=True)[1].ravel()
+    fit_idx, val_idx = fit_idx.copy(), val_idx.copy()
+    counts = np.bincount(classes[fit_idx], minlength=classes.max() + 1)
+    for v, held in enumerate(val_idx):
+        if counts[classes[held]]:
+            continue
+        spare = np.flatnonzero(counts[classes[fit_idx]] >= 2)
+        if not len(spare):
+            break
+        f = spare[0]
+        counts[classes[fit_idx[f]]] -= 1
+        counts[classes[held]] += 1
+        fit_idx[f], val_idx[v] = held, fit_idx[f]
+    return fit_idx, val_idx
 
 
 def _shuffle_split(n: int, fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
