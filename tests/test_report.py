@@ -103,6 +103,28 @@ def test_a_run_without_test_data_reports_its_validation_set_as_such(tmp_path):
     assert "<h2>Validation set (8 texts)</h2>" in page and "Test set" not in page
 
 
+def test_the_report_repeats_what_training_warned_about_the_data_and_a_resume_keeps_it(tmp_path):
+    # The test score in the report's table is flattered when test texts were trained on: training warned on stderr,
+    # and the page shown to others must say so too (a report written after a resume as well).
+    from attnclf.report.html import _overview
+
+    train, test = tmp_path / "train.csv", tmp_path / "test.csv"
+    train.write_text("text,label\n" + "".join(f"good film {i},pos\nbad film {i},neg\n" for i in range(40)))
+    test.write_text("text,label\n" + "".join(f"good film {i},pos\nbad show {i},neg\n" for i in range(10)))
+    out = tmp_path / "run"
+    command = ["train", "--train-file", str(train), "--test-file", str(test), "--model", "boe", "--epochs", "1",
+               "--min-frequency", "1", "--output", str(out), "--quiet", "--no-report", "--threads", "1"]
+    assert main(command) == 0
+    assert main([*command, "--resume", "--epochs", "2"]) == 0
+    config, metrics = (json.loads((out / name).read_text()) for name in ("config.json", "metrics.json"))
+    warned = ("10 of the 20 test texts also occur among the training or validation texts: the test score will "
+              "flatter the model")
+    assert config["data"]["warnings"] == [warned]
+    assert f"<li>{warned}</li>" in _overview(out, config, metrics, None, 2)
+    del config["data"]["warnings"]  # a run that was warned of nothing (or trained before they were recorded)
+    assert "warned" not in _overview(out, config, metrics, None, 2)
+
+
 @pytest.mark.parametrize("cache", [[], ["--token-cache"]], ids=["in-memory", "token-cache"])
 def test_a_report_refuses_a_test_file_changed_since_the_run_was_scored(tmp_path, capsys, cache):
     # Its per-class table and confusion matrix come from metrics.json, its curves and examples from the file read now.

@@ -212,7 +212,10 @@ def _overview(run_dir: Path, config: dict, metrics: dict, kept: dict | None, epo
             ("ROC AUC" + (" (macro over labels)" if multi else ""), "n/a" if auc is None else f"{auc:.4f}"),
             ("training time", f"{metrics.get('train_seconds', float('nan')):.1f} s"),
             ("run directory", str(run_dir))]
-    return "<section><h2>Run</h2>" + _table(None, rows) + "</section>"
+    # What training warned of the data on stderr: overlapping texts flatter the scores this page shows.
+    warned = "".join(f"<li>{html.escape(line)}</li>" for line in data.get("warnings", []))
+    warnings = f'<p>Training warned about the data:</p><ul class="warnings">{warned}</ul>' if warned else ""
+    return "<section><h2>Run</h2>" + _table(None, rows) + warnings + "</section>"
 
 
 def _kept_note(config: dict, kept: dict, epochs: int) -> str:

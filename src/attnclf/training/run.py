@@ -165,8 +165,7 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool,
     elif distributed.is_main and epochs_done(run_dir) < settings.train.epochs:
         (run_dir / TEMPERATURE_FILE).unlink(missing_ok=True)  # training on changes the weights it was fitted to
     label_names = splits.train.label_names
-    if distributed.is_main and not resume:
-        _describe_data(settings, splits, progress)
+    warned = _describe_data(settings, splits, progress) if distributed.is_main and not resume else None
     # One pass over the held-out texts (from disk for a token cache): later commands check they are unchanged.
     fingerprint = None if splits.validation is None else texts_fingerprint(splits.validation)
     # A refit checks the training texts too; a token cache's are not read again (its refit checks the rows its run
@@ -180,6 +179,8 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool,
     if resume:
         _check_same_texts(run_dir, saved, settings, label_names, trained_on, fingerprint, tested_on)
     counted = saved.get("counted_embeddings")
+    if warned is None:  # (a resume: what the run's start warned of, for the report)
+        warned = saved.get("data", {}).get("warnings", [])
     if counting and distributed.is_main:  # DDP starts every rank from rank 0's parameters
         vectors, counted = _count_embeddings(settings, splits, width,
                                              _stderr if progress else lambda message: None)
@@ -222,7 +223,8 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool,
         atomic_write_json(run_dir / "labels.json", label_names)
         atomic_write_json(run_dir / "config.json", _config_record(settings, model, splits, counted, trained_on,
                                                                   fingerprint, starts, tested_on,
-                                                                  getattr(trained, "data_key", None), test_key))
+                                                                  getattr(trained, "data_key", None), test_key,
+                                                                  warned))
 
     trainer = Trainer(model, settings.train, run_dir, device, label_names, progress=progress, distributed=distributed,
                       multi_label=settings.data.multi_label)
@@ -292,15 +294,16 @@ def _refuse_unworkable(settings: RunSettings, resume: bool) -> None:
                            "--embeddings none, or count them with `attnclf vectors` and pass the file")
 
 
-def _describe_data(settings: RunSettings, splits: Splits, progress: bool) -> None:
+def _describe_data(settings: RunSettings, splits: Splits, progress: bool) -> list[str]:
     """The classes and their counts, and warnings about the labels and texts; --quiet hides progress, not what is
-    wrong with the data."""
+    wrong with the data. Returns the warnings, which config.json keeps for the report."""
     described = describe_classes(splits.train, _suspect_separators(settings.data.train_file), splits.validation)
     if settings.data.train_file and not settings.data.token_cache:  # (a cache's texts stay on disk)
         described += shared_text_warnings(splits, settings.tokenizer.cleaning)
     for line in described:
         if progress or line.startswith("warning:"):
             _stderr(line)
+    return [line.removeprefix("warning: ") for line in described if line.startswith("warning:")]
 
 
 def _suspect_separators(train_file: str | None) -> str:
@@ -379,10 +382,10 @@ def _check_same_texts(run_dir: Path, saved: dict, settings: RunSettings, label_n
 
 def _config_record(settings: RunSettings, model, splits, counted: dict | None, trained_on: str | None,
                    fingerprint: str | None, starts: dict, tested_on: str | None, tokenizer_key: str | None,
-                   test_key: str | None = None) -> dict:
+                   test_key: str | None = None, warnings: list[str] | None = None) -> dict:
     """config.json: the settings (absolute paths, where the dataset was found), the model, and the data's sizes and
     fingerprints (a token-cache run's ``tokenizer_key`` and ``test_key``: the data its tokenizer learned, and its test
-    data, which a resume compares)."""
+    data, which a resume compares), and the ``warnings`` training gave about the data (the report repeats them)."""
     return config_record(settings, model, {
         "train_examples": len(splits.train),
         "validation_examples": 0 if splits.validation is None else len(splits.validation),
@@ -391,7 +394,8 @@ def _config_record(settings: RunSettings, model, splits, counted: dict | None, t
         **({"train_sha256": trained_on} if trained_on else {}),
         **({"test_sha256": tested_on} if tested_on else {}),
         **({"tokenizer_key": tokenizer_key} if tokenizer_key else {}),
-        **({"test_key": test_key} if test_key else {})}, {
+        **({"test_key": test_key} if test_key else {}),
+        **({"warnings": warnings} if warnings else {})}, {
         **({"counted_embeddings": counted} if counted else {}), **starts})
 
 
