@@ -196,6 +196,21 @@ def test_the_printed_report_gives_the_samples_scores_the_metrics_give():
     assert (precision, recall, f1) == pytest.approx((1.0, 5 / 6, 8 / 9), abs=5e-5)
 
 
+def test_a_label_named_like_the_samples_row_keeps_its_own_scores():
+    # Labels come from the user's file: one called "samples avg" has a row that reads like scikit-learn's last one.
+    # Only that last row takes the per-text scores (rewriting the label's row too ran out of them: a traceback).
+    from sklearn.metrics import classification_report
+
+    y, p = np.array([[1, 0], [0, 0], [1, 1], [0, 1]]), np.array([[.9, .1], [.1, .2], [.8, .3], [.2, .2]])
+    m = multilabel_metrics(y, p, ["samples avg", "b"])
+    ours = m["classification_report"].rstrip().splitlines()
+    theirs = classification_report(y, (p >= 0.5).astype(int), target_names=["samples avg", "b"], zero_division=0,
+                                   digits=4).rstrip().splitlines()
+    assert ours[:-1] == theirs[:-1]  # the label's row as scikit-learn wrote it
+    assert [float(value) for value in ours[-1].split()[2:5]] == pytest.approx(
+        [m["samples_precision"], m["samples_recall"], m["samples_f1"]], abs=5e-5)
+
+
 def test_a_label_neither_true_nor_predicted_is_left_out_of_the_macro_average():
     y, p = np.array([[1, 0], [1, 0], [0, 0]]), np.array([[.9, .1], [.8, .2], [.1, .1]])
     m = multilabel_metrics(y, p, ["a", "b"])  # perfect on a; b never occurs and is never predicted

@@ -137,14 +137,16 @@ def multilabel_metrics(y_true: np.ndarray, probabilities: np.ndarray, label_name
 def _with_samples_row(report: str, per_text: dict) -> str:
     """scikit-learn's ``report`` with its "samples avg" row scored as ``_per_text_scores`` scores the texts: its own
     row counts an empty set predicted for a text without labels as wrong, and would contradict ``samples_f1``.
+    That row is the report's last: a label of the user's may be called "samples avg" too.
 
     >>> _with_samples_row(" samples avg     0.5000    0.2500    0.3333         4", {"precision": 1, "recall": 0.75,
     ...                   "f1": 0.8})
     ' samples avg     1.0000    0.7500    0.8000         4'
     """
+    rows = report.rstrip("\n")
+    above, newline, last = rows.rpartition("\n")
     scores = iter(f"{per_text[name]:.4f}" for name in ("precision", "recall", "f1"))
-    return "\n".join(re.sub(r"\d+\.\d{4}", lambda _: next(scores), line, count=3)
-                     if line.lstrip().startswith("samples avg") else line for line in report.split("\n"))
+    return above + newline + re.sub(r"\d+\.\d{4}", lambda _: next(scores), last, count=3) + report[len(rows):]
 
 
 def _seen(y_true: np.ndarray, y_pred: np.ndarray) -> list[int]:
