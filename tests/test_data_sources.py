@@ -371,6 +371,28 @@ def test_a_split_too_small_to_stratify_still_trains_on_every_class():
                                                                        126, 147, 157, 162, 165, 174, 180, 185, 191]
 
 
+def test_a_test_sample_too_small_to_stratify_is_not_steered_away_from_rare_classes():
+    # A --max-test-examples sample is the held side of a split whose other side is thrown away: keeping that side a
+    # text of every class (as a training split must) would swap a rare class's texts out of every sample, and move
+    # the samples runs were already scored on. The one text of class 10, put at each position in turn, is sampled
+    # as often as any position is: 4 of 40 times.
+    from attnclf.training.run_data import sample_test
+
+    sampled = 0
+    for position in range(40):
+        labels = [i % 10 for i in range(40)]
+        labels[position] = 10
+        test = TextDataset([f"text {i}" for i in range(40)], labels, [f"c{i}" for i in range(11)])
+        sampled += "text %d" % position in sample_test(test, 4).texts
+    assert sampled == 4
+
+
+def test_no_labels_split_into_two_empty_parts():
+    from attnclf.data.splits import split_indices
+
+    assert [part.tolist() for part in split_indices([], fraction=0.1)] == [[], []]  # (was a ValueError from max())
+
+
 def test_a_grouped_split_holds_out_the_fraction_asked_for_not_one_fold_of_the_nearest_count():
     # IMDB's split by movie held out one fold of round(1 / fraction): --val-fraction 0.4 held out half, and
     # --max-train-examples 10000 of its 25,000 reviews trained on 12,500 (7,000: on 6,248).

@@ -65,14 +65,17 @@ def check_fraction(fraction: float) -> None:
 
 
 def split_indices(labels: Sequence[int] | None, groups: Sequence[str] | None = None, fraction: float = 0.1,
-                  seed: int = 0, *, size: int | None = None,
-                  order: Sequence[int] | None = None) -> tuple[np.ndarray, np.ndarray]:
+                  seed: int = 0, *, size: int | None = None, order: Sequence[int] | None = None,
+                  keep_every_class: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """Sorted positions of the (train, validation) parts, from the labels (and groups) alone.
 
     ``train_validation_split`` on the indices, for data whose texts are not in memory.
     ``labels=None`` (multi-label data) shuffles ``size`` positions without stratifying.
     With ``order``, validation is the latest ``fraction`` of each class (of all texts when
     ``labels=None``), ties broken by position; the seed and the groups are unused.
+    Labels too few to stratify are shuffled, and the train part still gets a text of every class
+    while another class has two there; ``keep_every_class=False`` leaves the shuffle as it is, for
+    a sample (the validation part) whose other part is dropped.
 
     >>> fit, val = split_indices([0, 1] * 10, fraction=0.2, seed=0)
     >>> len(fit), len(val), sorted(set(fit) | set(val)) == list(range(20))
@@ -108,7 +111,9 @@ def split_indices(labels: Sequence[int] | None, groups: Sequence[str] | None = N
             fit, val = next(splitter.split(np.zeros(len(paired)), labels[paired]))
             fit_idx, val_idx = np.concatenate([paired[fit], np.flatnonzero(alone)]), paired[val]
         else:
-            fit_idx, val_idx = _keep_every_class(labels, *_shuffle_split(len(labels), fraction, seed))
+            fit_idx, val_idx = _shuffle_split(len(labels), fraction, seed)
+            if keep_every_class:
+                fit_idx, val_idx = _keep_every_class(labels, fit_idx, val_idx)
     return np.sort(fit_idx), np.sort(val_idx)
 
 
@@ -143,9 +148,10 @@ def _keep_every_class(labels: np.ndarray, fit_idx: np.ndarray, val_idx: np.ndarr
     >>> fit.tolist(), val.tolist()
     ([3, 1], [0, 2])
     """
-    classes = np.unique(labels, return_inverse=True)[1].ravel()
+    names, classes = np.unique(labels, return_inverse=True)
+    classes = classes.ravel()
     fit_idx, val_idx = fit_idx.copy(), val_idx.copy()
-    counts = np.bincount(classes[fit_idx], minlength=classes.max() + 1)
+    counts = np.bincount(classes[fit_idx], minlength=len(names))
     for v, held in enumerate(val_idx):
         if counts[classes[held]]:
             continue

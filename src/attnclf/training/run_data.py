@@ -86,12 +86,13 @@ def sample_test(test: TextDataset | None, max_examples: int | None) -> TextDatas
     """At most ``max_examples`` texts of ``test``, a stratified sample that every run of an experiment shares.
 
     Seed 0, not the run's seed, so every seed is tested on the same texts; ungrouped, because a
-    sample of the test set has no validation to keep apart, and its size is exact.
+    sample of the test set has no validation to keep apart, and its size is exact. A sample too small
+    to stratify is a plain shuffle's: the texts left out need no class kept, as a training split does.
     """
     if not max_examples or test is None or len(test) <= max_examples:
         return test
     labels = None if test.multi_label else test.labels
-    _, sample = split_indices(labels, None, max_examples / len(test), 0, size=len(test))
+    _, sample = split_indices(labels, None, max_examples / len(test), 0, size=len(test), keep_every_class=False)
     return test.subset(sample.tolist(), "test")
 
 
