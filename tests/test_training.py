@@ -186,6 +186,25 @@ def test_resume_refuses_training_texts_that_changed_since(tmp_path):
         train_run(resume_settings(run.run_dir, epochs=2), resume=True, progress=False)
 
 
+def test_a_run_split_before_every_class_was_kept_for_training_is_told_its_split_changed(tmp_path, monkeypatch):
+    # Seed 4 used to hold out class 24's only text; the split now keeps it for training. Nothing in the file changed,
+    # so a refusal blaming the data alone would send its user looking for an edit that never happened.
+    from attnclf.data import splits
+    from attnclf.training.settings import resume_settings
+
+    train = tmp_path / "train.csv"
+    train.write_text("text,label\n" + "".join(f"text {i} of w{i % 24},c{i % 24}\n" for i in range(192))
+                     + "the rare one,c24\n")
+    settings = replace(tiny_settings(tmp_path / "run", epochs=1, seed=4), data=DataSettings(train_file=str(train)),
+                       model="boe", model_config={})
+    with monkeypatch.context() as before:
+        before.setattr(splits, "_keep_every_class", lambda labels, fit, validation: (fit, validation))
+        run = train_run(settings, progress=False)
+    with pytest.raises(RunDirError, match=r"no longer gives the texts this run trained on \(the data or its split "
+                                          r"changed since\)"):
+        train_run(resume_settings(run.run_dir, epochs=2), resume=True, progress=False)
+
+
 def test_settings_that_cannot_build_a_model_touch_no_earlier_run_in_the_folder(tmp_path):
     run_dir = train_run(tiny_settings(tmp_path / "run", epochs=1), progress=False).run_dir
     before = {path.name: path.read_bytes() for path in run_dir.iterdir() if path.is_file()}

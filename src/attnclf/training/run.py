@@ -373,7 +373,7 @@ def _check_same_texts(run_dir: Path, saved: dict, settings: RunSettings, label_n
                           f"this run recorded; it cannot resume on other data")
     if saved.get("data", {}).get("train_sha256") not in (None, trained_on):
         raise RunDirError(f"{run_dir}: {settings.data.describe()} no longer gives the texts this run trained on "
-                          f"(the data changed since); it cannot resume on other data")
+                          f"(the data or its split changed since); it cannot resume on other data")
     if held_out_fingerprint(saved) not in (None, fingerprint):
         changed = settings.data.describe_held_out(read_json(run_dir / "labels.json"), label_names)
         raise RunDirError(f"{run_dir}: {changed} no longer gives the validation texts this run held out (the data or "
