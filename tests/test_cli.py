@@ -243,6 +243,26 @@ def test_a_run_too_large_to_resume_here_is_told_where_to_go_not_to_lower_what_it
     assert json.loads((run / "config.json").read_text())["settings"]["train"]["epochs"] == 1  # the run is as it was
 
 
+def test_a_resume_is_sized_with_the_vocabulary_its_tokenizer_learned(tmp_path, capsys, monkeypatch):
+    # The check before the texts are read sizes a model of SMALLEST_VOCABULARY words; the run's own words, which only
+    # its tokenizer.json knows, can take it past the memory: the resume must be refused there, not die allocating.
+    from attnclf.models import build_model, memory
+
+    run = tmp_path / "run"
+    assert main(["train", "--dataset", "toy-reversal", "--epochs", "1", "--output", str(run), "--quiet",
+                 "--no-report"]) == 0
+    fields = json.loads((run / "config.json").read_text())["model"]["config"]
+    with torch.device("meta"):
+        learned = memory.model_bytes(build_model("self-attn", **fields), 4)
+        least = memory.model_bytes(build_model("self-attn", **fields | {
+            "vocab_size": memory.SMALLEST_VOCABULARY, "num_classes": 2}), 4)
+    assert least < learned
+    monkeypatch.setattr(memory, "machine_memory", lambda: (least + learned) // 2)
+    assert main(["train", "--resume", "--output", str(run), "--epochs", "2"]) == 2
+    err = capsys.readouterr().err.splitlines()[-1]
+    assert err.startswith(f"attnclf: error: {run}: model 'self-attn' needs at least ") and "resume it where" in err
+
+
 def test_bf16_inference_runs_under_autocast_and_stays_close_to_float32(demo_run, capsys):
     import numpy as np
 
