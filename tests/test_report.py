@@ -106,6 +106,7 @@ def test_a_run_without_test_data_reports_its_validation_set_as_such(tmp_path):
 def test_the_report_repeats_what_training_warned_about_the_data_and_a_resume_keeps_it(tmp_path):
     # The test score in the report's table is flattered when test texts were trained on: training warned on stderr,
     # and the page shown to others must say so too (a report written after a resume as well).
+    from attnclf.errors import RunDirError
     from attnclf.report.html import _overview
 
     train, test = tmp_path / "train.csv", tmp_path / "test.csv"
@@ -123,6 +124,11 @@ def test_the_report_repeats_what_training_warned_about_the_data_and_a_resume_kee
     assert f"<li>{warned}</li>" in _overview(out, config, metrics, None, 2)
     del config["data"]["warnings"]  # a run that was warned of nothing (or trained before they were recorded)
     assert "warned" not in _overview(out, config, metrics, None, 2)
+    for edited in ([1], "a line"):  # not a list of lines: one line naming the field, not an AttributeError
+        config["data"]["warnings"] = edited
+        with pytest.raises(RunDirError, match=r"config\.json: data\.warnings is not a list of lines \(was the file "
+                                              r"edited\?\)$"):
+            _overview(out, config, metrics, None, 2)
 
 
 @pytest.mark.parametrize("cache", [[], ["--token-cache"]], ids=["in-memory", "token-cache"])

@@ -213,7 +213,10 @@ def _overview(run_dir: Path, config: dict, metrics: dict, kept: dict | None, epo
             ("training time", f"{metrics.get('train_seconds', float('nan')):.1f} s"),
             ("run directory", str(run_dir))]
     # What training warned of the data on stderr: overlapping texts flatter the scores this page shows.
-    warned = "".join(f"<li>{html.escape(line)}</li>" for line in data.get("warnings", []))
+    lines = data.get("warnings", [])
+    if not (isinstance(lines, list) and all(isinstance(line, str) for line in lines)):
+        raise RunDirError(f"{run_dir / 'config.json'}: data.warnings is not a list of lines (was the file edited?)")
+    warned = "".join(f"<li>{html.escape(line)}</li>" for line in lines)
     warnings = f'<p>Training warned about the data:</p><ul class="warnings">{warned}</ul>' if warned else ""
     return "<section><h2>Run</h2>" + _table(None, rows) + warnings + "</section>"
 
