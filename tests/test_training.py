@@ -784,3 +784,15 @@ def test_scoring_data_gives_the_texts_a_run_held_out_as_evaluate_split_validatio
         scoring_data(run, dataset="demo", split="validation")
     with pytest.raises(AttnclfError, match="^split must be test or validation, got 'train'$"):
         scoring_data(run, split="train")
+
+
+def test_the_class_warnings_agree_with_how_many_classes_they_count():
+    from attnclf.data.base import TextDataset
+    from attnclf.training.run_data import describe_classes
+
+    one_each = describe_classes(TextDataset(["a", "b", "c", "d"], [0, 0, 0, 2], ["many", "none", "one"]))
+    assert one_each[1].startswith("warning: 1 of 3 classes has no training text")
+    assert one_each[2].startswith("warning: 1 of 3 classes has a single training text ('one')")
+    two_each = describe_classes(TextDataset(["a", "b", "c", "d"], [0, 0, 2, 3], ["many", "x", "y", "z"]))
+    assert two_each[1].startswith("warning: 1 of 4 classes has no training text")
+    assert two_each[2].startswith("warning: 2 of 4 classes have a single training text ('y', 'z')")

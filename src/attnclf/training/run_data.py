@@ -223,12 +223,12 @@ def describe_classes(train: TextDataset, suspect_separators: str = "",
     lines = [f"training texts per class: {', '.join(f'{name} {count:,}' for name, count in zip(names, counts))}"]
     untrained = [name for name, count in zip(names, counts) if count == 0]
     if untrained:  # their only texts were held out to validate (or sampled away): never predicted, always wrong
-        lines.append(f"warning: {len(untrained)} of {len(names)} classes have no training text, their only texts "
+        lines.append(f"warning: {_of_classes(untrained, names)} no training text, their only texts "
                      f"held out to validate or left out of a --max-train-examples sample ({first_few(untrained)}); "
                      f"give them more texts, or merge rare classes")
     single = [name for name, count in zip(names, counts) if count == 1]
     if single:  # next to nothing to learn from, and often nothing to validate on: no refusal, a run still trains
-        lines.append(f"warning: {len(single)} of {len(names)} classes have a single training text "
+        lines.append(f"warning: {_of_classes(single, names)} a single training text "
                      f"({first_few(single)}): a model learns little from one example"
                      f"{_unvalidated(single, validation)}; give them more texts, or merge rare classes")
     by_form: dict[str, list[str]] = {}
@@ -250,6 +250,15 @@ def describe_classes(train: TextDataset, suspect_separators: str = "",
     if train.multi_label:
         lines += _delimiter_warnings(names, suspect_separators)
     return lines
+
+
+def _of_classes(some: list[str], names: list[str]) -> str:
+    """How many of the classes ``names`` are ``some``, with the verb to match.
+
+    >>> _of_classes(["a"], ["a", "b"]), _of_classes(["a", "b"], ["a", "b", "c"])
+    ('1 of 2 classes has', '2 of 3 classes have')
+    """
+    return f"{len(some)} of {len(names)} classes {'has' if len(some) == 1 else 'have'}"
 
 
 def _unvalidated(names: list[str], validation: TextDataset | None) -> str:
