@@ -1161,9 +1161,40 @@ def test_a_folder_of_runs_is_told_to_name_them_not_that_it_is_incomplete(csv_run
     shutil.copytree(csv_run, runs / "csv")
     shutil.copytree(csv_run, runs / "again")
     (runs / "notes").mkdir()
-    err = run_error(["predict", str(runs), "text"], capsys)
-    assert err == (f"attnclf: error: {runs} holds runs ('again', 'csv'), not one: give one of them ({runs / 'again'}), "
-                   f"or several for their ensemble")
+    # (no "or several for their ensemble": predict takes one run and would read a second as a text to label, as
+    # explain, serve, export and report take one; evaluate alone averages several)
+    for command in (["predict", str(runs), "text"], ["explain", str(runs), "text"], ["export", str(runs)]):
+        assert run_error(command, capsys) == (f"attnclf: error: {runs} is not a run directory but holds 2 runs "
+                                              f"('again', 'csv'): give one of them instead, such as {runs / 'again'}")
+    shutil.rmtree(runs / "again")
+    assert run_error(["predict", str(runs), "text"], capsys) == (
+        f"attnclf: error: {runs} is not a run directory but holds one ('csv'): give {runs / 'csv'} instead")
+
+
+def test_a_folder_of_runs_beside_one_that_cannot_be_read_still_names_the_runs(csv_run, tmp_path, capsys,
+                                                                              monkeypatch):
+    runs = tmp_path / "runs"
+    shutil.copytree(csv_run, runs / "csv")
+    (runs / "locked").mkdir()
+    real_stat = os.stat
+
+    def stat(path, *args, **kwargs):  # what a folder without search permission answers (root is never refused)
+        if Path(path).parent == runs / "locked":
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_stat(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "stat", stat)
+    assert run_error(["predict", str(runs), "text"], capsys) == (
+        f"attnclf: error: {runs} is not a run directory but holds one ('csv'): give {runs / 'csv'} instead")
+
+
+def test_a_run_being_trained_again_is_not_taken_for_a_folder_of_runs(csv_run, tmp_path, capsys):
+    # `train --overwrite` sets the finished model aside in earlier-model/ before the new run writes its config.json,
+    # and deletes it when the new run finishes: no folder to send anyone to.
+    run = tmp_path / "run"
+    shutil.copytree(csv_run, run / "earlier-model")
+    err = run_error(["predict", str(run), "text"], capsys)
+    assert err.startswith(f"attnclf: error: run directory {run} is incomplete: missing config.json"), err
 
 
 def test_run_directory_from_an_incompatible_version(csv_run, tmp_path, capsys):

@@ -285,8 +285,10 @@ def check_run_dir(path: str | Path) -> Path:
         raise RunDirError(f"{path} is an ONNX export, not a run directory: predict from it with `attnclf predict {path} "
                           f"--backend onnx` (or OnnxClassifier.load); give the other commands the run it came from")
     if missing and not (path / "config.json").exists() and (held := _runs_inside(path)):  # (`predict runs`)
-        raise RunDirError(f"{path} holds runs ({first_few(held)}), not one: give one of them ({path / held[0]}), or "
-                          f"several for their ensemble")
+        # (no "or several": predict, explain, serve, export and report take one run; evaluate alone averages several)
+        raise RunDirError(f"{path} is not a run directory but holds one ({held[0]!r}): give {path / held[0]} instead"
+                          if len(held) == 1 else f"{path} is not a run directory but holds {len(held)} runs "
+                          f"({first_few(held)}): give one of them instead, such as {path / held[0]}")
     if missing:
         raise RunDirError(f"run directory {path} is incomplete: missing {', '.join(missing)}")
     read_config(path)
@@ -294,11 +296,19 @@ def check_run_dir(path: str | Path) -> Path:
 
 
 def _runs_inside(folder: Path) -> list[str]:
-    """The names of the folders in ``folder`` that hold a run's config.json, sorted (none where it cannot be read)."""
+    """The names of the folders in ``folder`` that hold a run's config.json, sorted; not the model a `train
+    --overwrite` sets aside until it finishes (``folder`` is a run then), nor a folder that cannot be read.
+
+    >>> _runs_inside(Path("no/such/folder"))
+    []
+    """
     try:
-        return sorted(inner.name for inner in folder.iterdir() if (inner / "config.json").is_file())
+        inside = list(folder.iterdir())
     except OSError:
         return []
+    # (os.path.isfile: Path.is_file raises for a folder without search permission, which would hide the others)
+    return sorted(inner.name for inner in inside if inner.name not in (EARLIER_MODEL, EARLIER_MODEL_STAGING)
+                  and os.path.isfile(inner / "config.json"))
 
 
 def run_dir_list(run_dirs) -> list:
