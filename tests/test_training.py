@@ -791,8 +791,11 @@ def test_the_class_warnings_agree_with_how_many_classes_they_count():
     from attnclf.training.run_data import describe_classes
 
     one_each = describe_classes(TextDataset(["a", "b", "c", "d"], [0, 0, 0, 2], ["many", "none", "one"]))
-    assert one_each[1].startswith("warning: 1 of 3 classes has no training text")
-    assert one_each[2].startswith("warning: 1 of 3 classes has a single training text ('one')")
+    assert one_each[1] == ("warning: 1 of 3 classes has no training text, its only texts held out to validate or "
+                           "left out of a --max-train-examples sample ('none'); give it more texts, or merge rare "
+                           "classes")
+    assert one_each[2] == ("warning: 1 of 3 classes has a single training text ('one'): a model learns little from "
+                           "one example; give it more texts, or merge rare classes")
     two_each = describe_classes(TextDataset(["a", "b", "c", "d"], [0, 0, 2, 3], ["many", "x", "y", "z"]))
     assert two_each[1].startswith("warning: 1 of 4 classes has no training text")
     assert two_each[2].startswith("warning: 2 of 4 classes have a single training text ('y', 'z')")

@@ -223,14 +223,16 @@ def describe_classes(train: TextDataset, suspect_separators: str = "",
     lines = [f"training texts per class: {', '.join(f'{name} {count:,}' for name, count in zip(names, counts))}"]
     untrained = [name for name, count in zip(names, counts) if count == 0]
     if untrained:  # their only texts were held out to validate (or sampled away): never predicted, always wrong
-        lines.append(f"warning: {_of_classes(untrained, names)} no training text, their only texts "
-                     f"held out to validate or left out of a --max-train-examples sample ({first_few(untrained)}); "
-                     f"give them more texts, or merge rare classes")
+        one = len(untrained) == 1
+        lines.append(f"warning: {_of_classes(untrained, names)} no training text, {'its' if one else 'their'} only "
+                     f"texts held out to validate or left out of a --max-train-examples sample "
+                     f"({first_few(untrained)}); give {'it' if one else 'them'} more texts, or merge rare classes")
     single = [name for name, count in zip(names, counts) if count == 1]
     if single:  # next to nothing to learn from, and often nothing to validate on: no refusal, a run still trains
         lines.append(f"warning: {_of_classes(single, names)} a single training text "
                      f"({first_few(single)}): a model learns little from one example"
-                     f"{_unvalidated(single, validation)}; give them more texts, or merge rare classes")
+                     f"{_unvalidated(single, validation)}; give {'it' if len(single) == 1 else 'them'} more texts, "
+                     f"or merge rare classes")
     by_form: dict[str, list[str]] = {}
     for name in names:
         by_form.setdefault(" ".join(name.casefold().split()), []).append(name)
