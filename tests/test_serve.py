@@ -127,6 +127,11 @@ def test_explain_takes_a_target_as_the_python_api_does_by_name_or_by_index(serve
         assert answer["scores"] == pytest.approx(expected.scores, abs=1e-5)
     for target, status in ((True, 422), (0.5, 422), (len(local.label_names), 400)):  # JSON true is no class index
         assert server.post("/explain", json={"text": "not good", "target": target}).status_code == status
+    # One line about the field, in JSON's words (not pydantic's per-type "target.str: ...; target.int: ...")
+    for target, shown in ((True, "true"), (0.5, "0.5"), ([0], "[0]")):
+        response = server.post("/explain", json={"text": "not good", "target": target})
+        assert response.json() == {"detail": f"target: a class name (a string) or an index into the model's labels "
+                                             f"(an integer), not {shown}"}
 
 
 @pytest.mark.parametrize("path, body, message", [

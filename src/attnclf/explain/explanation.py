@@ -174,7 +174,7 @@ def _class_index(target: str | int, label_names: list[str]) -> int:
         return label_names.index(target)
     if isinstance(target, (int, np.integer)) and not isinstance(target, bool) and 0 <= target < len(label_names):
         return int(target)
-    if isinstance(target, str):  # (a name: `explain --target` and the service take no index, so none is offered)
+    if isinstance(target, str):  # (a name was meant: an index comes as an int, which `explain --target` never gives)
         raise AttnclfError(f"unknown target class {target!r}; the classes are {first_few(label_names, most=10)}")
     # (an int is an index: the estimator's class 7 of [3, 7] is "7", and "the classes are 3, 7" alone baffled)
     raise AttnclfError(f"unknown target class {target!r}; give a label name ({first_few(label_names, most=10)}) or "

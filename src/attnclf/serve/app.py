@@ -41,7 +41,7 @@ from fastapi import FastAPI, HTTPException, Request
 from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, field_validator, model_validator
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .. import __version__
@@ -113,6 +113,16 @@ class ExplainRequest(_Texts):
     # Strict: JSON's true and 1.0 are no class index (pydantic would read them as 1).
     target: StrictStr | StrictInt | None = Field(None, description="class to explain, by name or by index into the "
                                                                    "model's labels (default: the predicted one)")
+
+    @field_validator("target", mode="before")
+    @classmethod
+    def _name_or_index(cls, value):
+        """One error for the field, in JSON's words: the union's own is one per type ("target.str: ...; target.int:
+        ...")."""
+        if value is None or isinstance(value, str) or isinstance(value, int) and not isinstance(value, bool):
+            return value
+        raise ValueError(f"a class name (a string) or an index into the model's labels (an integer), not "
+                         f"{json.dumps(value)}")
 
 
 class PredictionOut(BaseModel):
@@ -361,6 +371,15 @@ def _field(error: dict) -> str:
     return ".".join(str(part) for part in error["loc"][1:]) or "body"
 
 
+def _message(error: dict) -> str:
+    """A validation error's message; a validator's own without pydantic's "Value error, " before it.
+
+    >>> _message({"type": "value_error", "msg": "Value error, no text", "ctx": {"error": ValueError("no text")}})
+    'no text'
+    """
+    return str(error["ctx"]["error"]) if error["type"] == "value_error" else error["msg"]
+
+
 def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
     """The API around ``classifier`` (an ``attnclf.Classifier``, or an ``Ensemble``, which /explain refuses).
 
@@ -407,7 +426,7 @@ def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
         errors = exc.errors()
         if any(e["type"] == "json_invalid" for e in errors):
             return JSONResponse({"detail": "request body is not valid JSON"}, 400)
-        return JSONResponse({"detail": "; ".join(f"{_field(e)}: {e['msg']}" for e in errors[:3])}, 422)
+        return JSONResponse({"detail": "; ".join(f"{_field(e)}: {_message(e)}" for e in errors[:3])}, 422)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, exc: StarletteHTTPException):
