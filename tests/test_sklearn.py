@@ -404,6 +404,25 @@ def saved(data, tmp_path_factory):
     return clf, clf.save(tmp_path_factory.mktemp("saved") / "estimator")
 
 
+def test_log_probabilities_are_the_logits_log_softmax_at_the_temperature_the_loaded_run_holds(data, saved, tmp_path,
+                                                                                              monkeypatch):
+    import json
+    import shutil
+
+    # (an estimator's run records no texts, so `attnclf calibrate` refuses it; a temperature.json put there by hand
+    # is read all the same, by predict_proba and so by its log)
+    folder = Path(shutil.copytree(saved[1], tmp_path / "tempered"))
+    (folder / "temperature.json").write_text(json.dumps({"temperature": 2.5}))
+    tempered = AttentionTextClassifier.load(folder)
+    test = data[2][:20]
+    np.testing.assert_allclose(np.exp(tempered.predict_log_proba(test)), tempered.predict_proba(test), rtol=1e-5,
+                               atol=1e-7)
+    assert not np.allclose(tempered.predict_log_proba(test), saved[0].predict_log_proba(test), atol=1e-3)
+    # Finite where the probability is 0 in float32: a log-softmax of the logits, not the log of predict_proba
+    monkeypatch.setattr(tempered.classifier_, "logits", lambda texts: np.array([[0.0, -500.0]], dtype=np.float32))
+    np.testing.assert_allclose(tempered.predict_log_proba(["w1"]), [[0.0, -200.0]], atol=1e-9)
+
+
 def test_a_saved_estimator_is_a_run_that_predicts_what_the_estimator_predicts(data, saved, capsys):
     import json
 
@@ -816,7 +835,12 @@ def test_threads_apply_while_fit_and_predict_run_and_the_global_count_is_put_bac
                         lambda texts: seen.append(("predict", torch.get_num_threads())) or real(texts))
     clf.predict(data[2][:5])
     assert torch.get_num_threads() == 2
-    assert seen == [("fit", 1), ("predict", 1)]
+    real_logits = clf.classifier_.logits
+    monkeypatch.setattr(clf.classifier_, "logits",
+                        lambda texts: seen.append(("log", torch.get_num_threads())) or real_logits(texts))
+    clf.predict_log_proba(data[2][:5])
+    assert torch.get_num_threads() == 2
+    assert seen == [("fit", 1), ("predict", 1), ("log", 1)]
     with pytest.raises(ValueError, match="y has only one class"):  # (put back when fit fails, too)
         AttentionTextClassifier("boe", threads=1).fit(data[0][:2], ["a", "a"])
     assert torch.get_num_threads() == 2

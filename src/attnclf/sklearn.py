@@ -72,9 +72,10 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
     ``classes_`` holds the label values as given (strings, ints, ...), sorted.
     ``device`` ("auto": CUDA, then MPS, then the CPU, as ``attnclf train`` picks) is where ``fit`` trains and the
     fitted model predicts.
-    ``threads`` is PyTorch's thread count (and numpy's BLAS's) while ``fit``, ``predict`` and ``predict_proba`` run,
-    set back afterwards, as ``attnclf train --threads`` does; None leaves the process's setting as it is. The same
-    seed, data and threads give the same weights on the CPU: another thread count adds sums in another order.
+    ``threads`` is PyTorch's thread count (and numpy's BLAS's) while ``fit``, ``predict``, ``predict_proba`` and
+    ``predict_log_proba`` run, set back afterwards, as ``attnclf train --threads`` does; None leaves the process's
+    setting as it is. The same seed, data and threads give the same weights on the CPU: another thread count adds
+    sums in another order.
     After ``fit``, ``classifier_`` is an ``attnclf.Classifier`` (tokens,
     attention) and ``history_`` the per-epoch training record;
     ``n_text_columns_`` and ``text_column_names_`` (a DataFrame's, else None)
