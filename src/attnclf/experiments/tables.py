@@ -148,7 +148,8 @@ def _number(value: float | None, fmt: str) -> str:
 def _seconds(value: float | None) -> str:
     """Whole seconds, or tenths below 100 s: the toy sets train in under a second, which read as 0.
 
-    >>> _seconds(0.43), _seconds(12.34), _seconds(1234.5)
-    ('0.4', '12.3', '1,234')
+    >>> _seconds(0.43), _seconds(12.34), _seconds(99.96), _seconds(1234.5)
+    ('0.4', '12.3', '100', '1,234')
     """
-    return _number(value, "{:,.1f}" if value is not None and value < 100 else "{:,.0f}")
+    # (rounded first: 99.96 is "100", whole, not "100.0")
+    return _number(value, "{:,.1f}" if value is not None and round(value, 1) < 100 else "{:,.0f}")
