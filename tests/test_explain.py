@@ -265,6 +265,11 @@ def test_bad_arguments_fail_with_one_clear_line():
     with pytest.raises(AttnclfError, match=re.escape(f"unknown target class 7; give a label name ({names}) or an "
                                                      f"index from 0 to {len(clf.label_names) - 1}")):
         clf.explain(["great"], method="occlusion", target=7)  # (an int is an index, never a name)
+    # A huge target (a service's request body holds up to a megabyte) is named by its start, not echoed whole.
+    for huge, shown in (("x" * 100_000, "'xxxxxxxx"), (10 ** 4000, "10000000"), (10 ** 5000, "an integer of over")):
+        with pytest.raises(AttnclfError) as refused:
+            clf.explain(["great"], method="occlusion", target=huge)
+        assert str(refused.value).startswith(f"unknown target class {shown}") and len(str(refused.value)) < 300
     with pytest.raises(AttnclfError, match="self_attentions must be True or False, got 'yes'"):
         clf.explain(["great"], method="occlusion", self_attentions="yes")
 

@@ -5,6 +5,8 @@ Anything raised as an ``AttnclfError`` reaches the command line as one line,
 name the problem precisely: the file, the line or row, the column, the value.
 """
 
+import sys
+
 
 def first_few(values, most: int = 3) -> str:
     """The first ``most`` of ``values``, quoted, for a message that would otherwise list hundreds.
@@ -14,6 +16,20 @@ def first_few(values, most: int = 3) -> str:
     """
     values = list(values)
     return f"{', '.join(map(repr, values[:most]))}{', ...' if len(values) > most else ''}"
+
+
+def shown(value, most: int = 40) -> str:
+    """``value``'s repr, cut to its first ``most`` characters: a message names a huge value by its start (a
+    service's request may hold a megabyte of it).
+
+    >>> shown("x" * 100, most=5), shown(7), shown(10 ** 5000)
+    ("'xxxx...", '7', 'an integer of over 4300 digits')
+    """
+    try:
+        text = repr(value)
+    except ValueError:  # (an int past sys.get_int_max_str_digits() will not be written out)
+        return f"an integer of over {sys.get_int_max_str_digits()} digits"
+    return text if len(text) <= most else f"{text[:most]}..."
 
 
 def is_out_of_memory(exc: BaseException) -> bool:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 import torch
 
-from ..errors import AttnclfError, first_few
+from ..errors import AttnclfError, first_few, shown
 from ..prediction import check_texts
 from ..text.batching import BucketBatches
 from ..text.tokenizer import cut_position
@@ -175,7 +175,7 @@ def _class_index(target: str | int, label_names: list[str]) -> int:
     if isinstance(target, (int, np.integer)) and not isinstance(target, bool) and 0 <= target < len(label_names):
         return int(target)
     if isinstance(target, str):  # (a name was meant: an index comes as an int, which `explain --target` never gives)
-        raise AttnclfError(f"unknown target class {target!r}; the classes are {first_few(label_names, most=10)}")
+        raise AttnclfError(f"unknown target class {shown(target)}; the classes are {first_few(label_names, most=10)}")
     # (an int is an index: the estimator's class 7 of [3, 7] is "7", and "the classes are 3, 7" alone baffled)
-    raise AttnclfError(f"unknown target class {target!r}; give a label name ({first_few(label_names, most=10)}) or "
+    raise AttnclfError(f"unknown target class {shown(target)}; give a label name ({first_few(label_names, most=10)}) or "
                        f"an index from 0 to {len(label_names) - 1}")
