@@ -55,8 +55,8 @@ def calibrate_run(run_dir: str | Path, data_dir: str | None = None, device: str 
     >>> # calibrate_run("runs/20newsgroups")["temperature"]  # 1.79: the model was too sure of itself
     """
     from ..classifier import Classifier
-    from ..rundir import (ENSEMBLE_FILE, TEMPERATURE_FILE, atomic_write_json, is_multi_label, member_folders,
-                          read_config)
+    from ..rundir import (ENSEMBLE_FILE, TEMPERATURE_FILE, atomic_write_json, check_run_dir, is_multi_label,
+                          member_folders, read_config)
     from ..training.run_data import held_out_fingerprint, run_validation_data
 
     members = member_folders(run_dir, trained=True)
@@ -66,7 +66,7 @@ def calibrate_run(run_dir: str | Path, data_dir: str | None = None, device: str 
     if (Path(run_dir) / ENSEMBLE_FILE).is_file() or members:
         raise AttnclfError(f"{run_dir} holds a `train --seeds` ensemble: calibrate each member, "
                            f"{Path(run_dir) / 'seed-S'}; the ensemble then averages their calibrated probabilities")
-    config = read_config(run_dir)
+    config = read_config(check_run_dir(run_dir))
     if is_multi_label(config):
         raise AttnclfError(f"{run_dir} is multi-label: its labels are thresholded one by one (thresholds.json), "
                            f"not calibrated by one temperature")
