@@ -51,6 +51,8 @@ def test_onnx_predictions_match_pytorch_across_batch_sizes_and_lengths(exported,
         assert got.shape == expected.shape
         np.testing.assert_array_equal(got.argmax(axis=1), expected.argmax(axis=1))
         assert np.abs(got - expected).max() <= 1e-4
+        # The raw scores too, before the temperature and softmax, as Classifier.logits gives them.
+        np.testing.assert_allclose(onnx_clf.logits(texts), torch_clf.logits(texts), atol=1e-4)
     for want, have in zip(torch_clf.predict(TEXTS[:7]), onnx_clf.predict(TEXTS[:7])):
         assert (have.label, have.tokens) == (want.label, want.tokens)
         np.testing.assert_allclose(have.attention, want.attention, atol=1e-4)

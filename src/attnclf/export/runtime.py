@@ -147,9 +147,11 @@ class OnnxClassifier:
                 pass
         return cls(session, tokenizer, labels, config)
 
-    def _run(self, texts: Sequence[str]) -> tuple[np.ndarray, list[list[int]], list[np.ndarray | None]]:
+    def _run(self, texts: Sequence[str], logits: bool = False
+             ) -> tuple[np.ndarray, list[list[int]], list[np.ndarray | None]]:
+        """Probabilities (or, with ``logits``, the graph's logits), token ids and pooling weights per text."""
         ids = self.tokenizer.encode(check_texts(texts))
-        probabilities = np.zeros((len(ids), len(self.label_names)), dtype=np.float32)
+        scores = np.zeros((len(ids), len(self.label_names)), dtype=np.float32)
         attention: list[np.ndarray | None] = [None] * len(ids)
         # Length-sorted batches keep padding small, as attnclf.text.BucketBatches does for PyTorch.
         order = np.argsort([len(seq) for seq in ids], kind="stable")
@@ -159,15 +161,22 @@ class OnnxClassifier:
             for row, i in enumerate(rows):
                 input_ids[row, : len(ids[i])] = ids[i]
             outputs = self.session.run(None, {"input_ids": input_ids, "attention_mask": input_ids != PAD_ID})
-            probabilities[rows] = softmax(outputs[0] / self.config.get("temperature", 1.0))
+            scores[rows] = outputs[0] if logits else softmax(outputs[0] / self.config.get("temperature", 1.0))
             if self.has_pooling_weights:
                 for row, i in enumerate(rows):
                     attention[i] = outputs[1][row, : len(ids[i])]
-        return probabilities, ids, attention
+        return scores, ids, attention
 
     def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
         """Class probabilities, one row per text, columns in ``label_names`` order."""
         return self._run(texts)[0]
+
+    def logits(self, texts: Sequence[str]) -> np.ndarray:
+        """The model's logits, one row per text, before the temperature and the softmax (``Classifier.logits``).
+
+        >>> # OnnxClassifier.load("runs/demo").logits(["great film"])  # array([[-2.1,  2.3]], dtype=float32)
+        """
+        return self._run(texts, logits=True)[0]
 
     def predict(self, texts: Sequence[str]) -> list[Prediction]:
         """Label, confidence, probabilities, tokens and pooling attention per text."""
