@@ -270,6 +270,23 @@ def test_bad_arguments_fail_with_one_clear_line():
         with pytest.raises(AttnclfError) as refused:
             clf.explain(["great"], method="occlusion", target=huge)
         assert str(refused.value).startswith(f"unknown target class {shown}") and len(str(refused.value)) < 300
+    # A huge method, as a service's request may send it, likewise; and a target whose repr spans lines (a numpy
+    # array), or fails with an error of its own, still gets one line about the target.
+    with pytest.raises(AttnclfError) as refused:
+        clf.explain(["great"], method="x" * 100_000)
+    assert str(refused.value).startswith("unknown explanation method 'xxxxxxxx") and len(str(refused.value)) < 300
+
+    class Unprintable:
+        def __repr__(self):
+            raise RuntimeError("no repr")
+
+    for odd, shown in ((np.zeros((3, 3)), "array([[0., 0., 0.], [0., 0., 0.]"),
+                       (Unprintable(), "a value of type Unprintable"), ([10 ** 5000], "a value of type list"),
+                       (np.int64(9), "np.int64(9)"), (b"\n" * 100, "b'\\n\\n")):
+        with pytest.raises(AttnclfError) as refused:
+            clf.explain(["great"], method="occlusion", target=odd)
+        message = str(refused.value)
+        assert message.startswith(f"unknown target class {shown}") and "\n" not in message and len(message) < 300
     with pytest.raises(AttnclfError, match="self_attentions must be True or False, got 'yes'"):
         clf.explain(["great"], method="occlusion", self_attentions="yes")
 

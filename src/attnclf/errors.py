@@ -18,17 +18,20 @@ def first_few(values, most: int = 3) -> str:
     return f"{', '.join(map(repr, values[:most]))}{', ...' if len(values) > most else ''}"
 
 
-def shown(value, most: int = 40) -> str:
-    """``value``'s repr, cut to its first ``most`` characters: a message names a huge value by its start (a
-    service's request may hold a megabyte of it).
+def shown(value, most: int = 40, write=repr) -> str:
+    """``value`` as ``write`` writes it (its repr), on one line and cut to its first ``most`` characters: a message
+    names a huge value by its start (a service's request may hold a megabyte of it), and stays one line.
 
-    >>> shown("x" * 100, most=5), shown(7), shown(10 ** 5000)
-    ("'xxxx...", '7', 'an integer of over 4300 digits')
+    >>> shown("x" * 100, most=5), shown(7), shown(10 ** 5000), shown([[1], [2]], write=lambda v: "[1],\\n [2]")
+    ("'xxxx...", '7', 'an integer of over 4300 digits', '[1], [2]')
     """
     try:
-        text = repr(value)
-    except ValueError:  # (an int past sys.get_int_max_str_digits() will not be written out)
-        return f"an integer of over {sys.get_int_max_str_digits()} digits"
+        text = write(value)
+    except Exception:  # (a repr that fails is no reason to lose the message it was for)
+        if isinstance(value, int):  # (one past sys.get_int_max_str_digits() is not written out)
+            return f"an integer of over {sys.get_int_max_str_digits()} digits"
+        return f"a value of type {type(value).__name__}"
+    text = " ".join(line.strip() for line in text.splitlines())  # (numpy's arrays, for one, span lines)
     return text if len(text) <= most else f"{text[:most]}..."
 
 

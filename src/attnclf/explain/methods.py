@@ -45,7 +45,7 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
-from ..errors import AttnclfError, first_few
+from ..errors import AttnclfError, first_few, shown
 from ..evaluation.predict import predict_probabilities
 from ..text.batching import BucketBatches
 from ..text.tokenizer import PAD_ID, UNK_ID
@@ -116,7 +116,7 @@ def attribute(model: torch.nn.Module, sequences: Sequence[Sequence[int]], target
     ([3, 1], True)
     """
     if not isinstance(method, str) or method not in METHODS:
-        raise AttnclfError(f"unknown explanation method {method!r}; choose one of {', '.join(METHODS)}")
+        raise AttnclfError(f"unknown explanation method {shown(method)}; choose one of {', '.join(METHODS)}")
     if method in ("attention", "rollout") and method not in (available := available_methods(model)):
         what = "attention pooling" if method == "attention" else "self-attention layers"
         raise AttnclfError(f"this model has no {what} for {method} to show; it supports {', '.join(available)}")

@@ -46,7 +46,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .. import __version__
 from ..checks import check_threads
-from ..errors import AttnclfError
+from ..errors import AttnclfError, shown
 from ..prediction import check_texts
 from ..rundir import refuse_multi_label
 
@@ -122,7 +122,7 @@ class ExplainRequest(_Texts):
         if value is None or isinstance(value, str) or isinstance(value, int) and not isinstance(value, bool):
             return value
         raise ValueError(f"a class name (a string) or an index into the model's labels (an integer), not "
-                         f"{json.dumps(value)}")
+                         f"{shown(value, write=json.dumps)}")
 
 
 class PredictionOut(BaseModel):
@@ -367,8 +367,13 @@ class JsonBodies:
 
 
 def _field(error: dict) -> str:
-    """Where a validation error sits, e.g. ``texts.1`` (FastAPI's location starts with "body")."""
-    return ".".join(str(part) for part in error["loc"][1:]) or "body"
+    """Where a validation error sits, e.g. ``texts.1`` (FastAPI's location starts with "body"); a field the body
+    should not have is named by its start, as a megabyte-long name is no use echoed whole.
+
+    >>> _field({"loc": ("body", "texts", 1)}), _field({"loc": ("body", "x" * 100)})
+    ('texts.1', 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...')
+    """
+    return shown(".".join(str(part) for part in error["loc"][1:]), write=str) or "body"
 
 
 def _message(error: dict) -> str:
