@@ -149,6 +149,9 @@ def test_the_onnx_export_carries_the_temperature_and_refuses_to_answer_once_it_c
     assert json.loads((run / "onnx" / "export.json").read_text())["temperature"] == temperature
     np.testing.assert_allclose(exported.predict_proba(TEXTS), Classifier.load(run, device="cpu").predict_proba(TEXTS),
                                atol=1e-5)
+    # Its logits are the graph's, before the temperature, as Classifier.logits gives a calibrated run's.
+    np.testing.assert_allclose(exported.logits(TEXTS), Classifier.load(run, device="cpu").logits(TEXTS), atol=1e-4)
+    assert exported.logits([]).shape == (0, 2)
     (run / "temperature.json").unlink()  # undone: the export would answer with the calibrated probabilities
     with pytest.raises(RunDirError, match=rf"was exported with temperature {temperature:g} and .* now has 1 "):
         OnnxClassifier.load(run / "onnx")

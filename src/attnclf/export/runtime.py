@@ -92,7 +92,7 @@ def softmax(logits: np.ndarray) -> np.ndarray:
 
 
 class OnnxClassifier:
-    """An exported model: the ``predict`` / ``predict_proba`` of ``attnclf.Classifier``, on onnxruntime.
+    """An exported model: the ``predict`` / ``predict_proba`` / ``logits`` of ``attnclf.Classifier``, on onnxruntime.
 
     >>> # OnnxClassifier.load("runs/demo/onnx", int8=True).predict_proba(["great film"])
     """
