@@ -1,6 +1,6 @@
 import numpy as np
 import pytest
-from sklearn.metrics import f1_score, log_loss, roc_auc_score
+from sklearn.metrics import accuracy_score, f1_score, log_loss, precision_recall_fscore_support, roc_auc_score
 
 from attnclf.evaluation import compute_metrics, pick_examples
 from attnclf.evaluation.metrics import expected_calibration_error, reliability
@@ -55,6 +55,22 @@ def test_averages_skip_a_class_the_scored_texts_lack_unless_it_was_predicted():
     m = compute_metrics(y, wrong, ["a", "b", "c"])
     for average in ("macro", "weighted"):
         assert m[f"{average}_f1"] == pytest.approx(f1_score(y, pred, average=average))
+
+
+def test_every_average_is_scikit_learns_over_the_classes_seen():
+    # compute_metrics derives the averages and the accuracy from its per-class figures (one scikit-learn call, not
+    # seven); here they are checked against scikit-learn's own, with classes absent, predicted only, or neither.
+    rng = np.random.default_rng(1)
+    for _ in range(100):
+        n, k = int(rng.integers(1, 30)), int(rng.integers(2, 6))
+        y, p = rng.integers(0, k - 1, n), rng.dirichlet(np.ones(k) * 0.3, n)  # the last class never occurs
+        pred = p.argmax(1)
+        m = compute_metrics(y, p, [str(c) for c in range(k)], report=False)
+        assert m["accuracy"] == pytest.approx(accuracy_score(y, pred))
+        for average in ("macro", "weighted"):
+            expected = precision_recall_fscore_support(y, pred, average=average, zero_division=0)[:3]
+            got = [m[f"{average}_{name}"] for name in ("precision", "recall", "f1")]
+            assert got == pytest.approx(expected), (y, pred, average)
 
 
 def test_examples_are_the_most_confident_of_each_kind():
