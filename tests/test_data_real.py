@@ -32,8 +32,13 @@ def _per_class(ds) -> dict[str, int]:
     return {name: counts[i] for i, name in enumerate(ds.label_names)}
 
 
-def test_imdb_counts_and_movie_groups():
-    splits = imdb.load(_dirs(imdb.locate))
+@pytest.fixture(scope="module")
+def imdb_splits():
+    return imdb.load(_dirs(imdb.locate))  # (about 7 s: the archive is read through)
+
+
+def test_imdb_counts_and_movie_groups(imdb_splits):
+    splits = imdb_splits
     for ds in (splits.train, splits.test):
         assert _per_class(ds) == {"neg": 12_500, "pos": 12_500}
         assert all(group.startswith("tt") for group in ds.groups)
@@ -91,12 +96,11 @@ def test_20newsgroups_counts():
     assert sum(any(ord(ch) > 127 for ch in text) for text in splits.train.texts) == 44
 
 
-def test_imdb_unlabelled_corpus_holds_no_test_review():
+def test_imdb_unlabelled_corpus_holds_no_test_review(imdb_splits):
     # 270 of the 50,000 unsup files copy one of 269 test reviews; word vectors and pretraining leave them out.
     from attnclf.data.registry import unlabelled_corpus
 
-    dirs = _dirs(imdb.locate)
-    texts = unlabelled_corpus("imdb", dirs[0])
+    texts = unlabelled_corpus("imdb", _dirs(imdb.locate)[0])
     assert len(texts) == 25_000 + 50_000 - 270
     # (The training reviews themselves share 123 texts with test, as in the original data: they are labelled training.)
-    assert not set(texts[25_000:]) & set(imdb.load(dirs).test.texts)
+    assert not set(texts[25_000:]) & set(imdb_splits.test.texts)
