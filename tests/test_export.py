@@ -11,7 +11,7 @@ import torch
 
 from attnclf.classifier import Classifier
 from attnclf.cli import main
-from attnclf.errors import AttnclfError
+from attnclf.errors import AttnclfError, RunDirError
 from attnclf.export import OnnxClassifier
 from attnclf.export import onnx as onnx_export
 from attnclf.models import build_model
@@ -220,12 +220,18 @@ def test_an_export_into_a_run_folder_is_refused_and_leaves_the_run_whole(demo_ru
         assert (into / "tokenizer.json").read_bytes() == before and not (into / "export.json").exists()
 
 
-def test_a_refused_model_leaves_no_export_folder(tmp_path, capsys):
+def test_a_refused_model_leaves_no_export_folder_and_predict_says_why(tmp_path, capsys):
     run = tmp_path / "run"
     assert main(["train", "--dataset", "demo", "--model", "lstm-mean", "--epochs", "1", "--max-train-examples",
                  "200", "--output", str(run), "--quiet", "--no-report", "--threads", "1"]) == 0
     assert main(["export", str(run)]) == 2
-    assert "ONNX cannot express" in capsys.readouterr().err and not (run / "onnx").exists()
+    reason = capsys.readouterr().err.removeprefix("attnclf: error: ").strip()
+    assert "ONNX cannot express" in reason and not (run / "onnx").exists()
+    # Asked for the export that cannot exist, predict gives export's reason rather than "export it first".
+    assert main(["predict", str(run), "good", "--backend", "onnx"]) == 2
+    assert capsys.readouterr().err == f"attnclf: error: no ONNX export in {run}, and it cannot have one: {reason}\n"
+    with pytest.raises(RunDirError, match="ONNX cannot express"):
+        OnnxClassifier.load(run)
 
 
 def test_a_check_file_is_read_with_the_columns_the_run_trained_from(tmp_path):

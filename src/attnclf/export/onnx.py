@@ -67,6 +67,26 @@ class _LogitsAndPooling(nn.Module):
         return (out.logits,) if out.pooling_weights is None else (out.logits, out.pooling_weights)
 
 
+def refuse_unexportable(clf: Classifier, run_dir: str | Path) -> None:
+    """Raise ``AttnclfError`` saying why ``clf`` (loaded from ``run_dir``) cannot be exported, if it cannot: the
+    one judgement `attnclf export` and a missing export's error (``OnnxClassifier.load``) both give.
+
+    >>> # refuse_unexportable(Classifier.load("runs/lstm"), "runs/lstm")
+    >>> # AttnclfError: LSTMMean runs an LSTM over each text's real tokens only (packed), which ONNX cannot ...
+    """
+    refuse_multi_label(clf.config, "ONNX export")
+    if window_config(clf.model) is not None:
+        raise AttnclfError(f"{run_dir} reads long texts as windows (--windows); ONNX export of windowed runs is "
+                           f"not supported: the runtime feeds one truncated sequence per text")
+    _refuse_lstm(clf.model)
+
+
+def _refuse_lstm(model: nn.Module) -> None:
+    if any(isinstance(module, nn.LSTM) for module in model.modules()):
+        raise AttnclfError(f"{type(model).__name__} runs an LSTM over each text's real tokens only (packed), which "
+                           "ONNX cannot express; export a model without an LSTM, or predict with --backend torch")
+
+
 def onnx_graph(model: nn.Module) -> bytes:
     """``model`` (in eval mode) as ONNX bytes, with dynamic batch and sequence axes.
 
@@ -74,9 +94,7 @@ def onnx_graph(model: nn.Module) -> bytes:
     >>> len(onnx_graph(build_model("boe", vocab_size=20).eval())) > 0
     True
     """
-    if any(isinstance(module, nn.LSTM) for module in model.modules()):
-        raise AttnclfError(f"{type(model).__name__} runs an LSTM over each text's real tokens only (packed), which "
-                           "ONNX cannot express; export a model without an LSTM, or predict with --backend torch")
+    _refuse_lstm(model)
     # The second row is padded, so the traced graph holds the masking path; longer than any attention
     # window, so it holds block-local attention too (which also gives exact results on shorter texts).
     # A window of max_len or more never applies: such a model attends in full.
@@ -153,11 +171,8 @@ def export_onnx(run_dir: str | Path, output: str | Path | None = None, *, check:
     import onnxruntime
 
     clf = Classifier.load(run_dir, device="cpu")
-    refuse_multi_label(clf.config, "ONNX export")
-    if window_config(clf.model) is not None:
-        raise AttnclfError(f"{run_dir} reads long texts as windows (--windows); ONNX export of windowed runs is "
-                           f"not supported: the runtime feeds one truncated sequence per text")
-    graph = onnx_graph(clf.model)  # (refuses an LSTM before any folder exists)
+    refuse_unexportable(clf, run_dir)  # (before any folder exists)
+    graph = onnx_graph(clf.model)
     directory = Path(run_dir) / "onnx" if output is None else Path(output)
     if any((directory / name).exists() for name in ("config.json", "model.safetensors", ENSEMBLE_FILE,
                                                      PRETRAIN_FILE)):

@@ -55,7 +55,26 @@ def find_export(path: str | Path) -> Path:
         raise RunDirError(f"{path} is not an ONNX export; give its folder" if path.exists() else f"{path} does not exist")
     if is_ensemble_dir(path):
         raise RunDirError(f"{path}: {NOT_EXPLAINED}")
+    if (path / "config.json").is_file():
+        _refuse_unexportable_run(path)
     raise RunDirError(f"no ONNX export in {path}: run `attnclf export {path} --format onnx` first")
+
+
+def _refuse_unexportable_run(run_dir: Path) -> None:
+    """Export's own reason, if ``run_dir`` cannot be exported: "export it first" would only lead to it."""
+    try:  # (the judgement needs PyTorch, as export does; without it, exporting first is the advice)
+        from ..classifier import Classifier
+        from .onnx import refuse_unexportable
+    except ImportError:
+        return
+    try:
+        clf = Classifier.load(run_dir, device="cpu")
+    except AttnclfError:
+        return  # (a run that does not load: export says what is wrong with it)
+    try:
+        refuse_unexportable(clf, run_dir)
+    except AttnclfError as exc:
+        raise RunDirError(f"no ONNX export in {run_dir}, and it cannot have one: {exc}") from None
 
 
 def weights_fingerprint(run_dir: Path) -> str:
