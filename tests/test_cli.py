@@ -305,7 +305,8 @@ def test_evaluate_refuses_a_label_delimiter_for_a_single_label_run(csv_run, csv_
     # train refuses it without --multi-label; a single-label run's test labels are never split
     assert main(["evaluate", str(csv_run), "--test-file", str(csv_files[1]), "--label-delimiter", ","]) == 2
     err = capsys.readouterr().err
-    assert "--label-delimiter applies to multi-label runs" in err and err.count("\n") == 1
+    assert "--label-delimiter applies to multi-label runs" in err and "drop --label-delimiter" in err
+    assert err.count("\n") == 1
 
 
 def test_a_run_trained_on_relative_paths_evaluates_and_refits_from_another_folder(csv_files, tmp_path, capsys,
@@ -1517,7 +1518,7 @@ def test_split_seed_reaches_the_run_settings_and_runs_that_share_it_validate_as_
     err = capsys.readouterr().err.strip()
     assert "held out different validation texts" in err and "--split-seed" in err and len(err.splitlines()) == 1
     assert main(["evaluate", str(tmp_path / "s1"), "--split", "validation", "--dataset", "demo"]) == 2
-    assert "drop --dataset" in capsys.readouterr().err
+    assert "drop --dataset/--test-file" in capsys.readouterr().err
     # A run whose held-out texts the data no longer gives is refused: they could be texts it trained on.
     config = json.loads((tmp_path / "s1" / "config.json").read_text())
     config["data"]["validation_sha256"] = "0" * 64
@@ -1531,7 +1532,8 @@ def test_a_multi_label_run_is_not_scored_on_the_texts_that_tuned_its_thresholds(
                  "--output", str(tmp_path / "ml"), "--quiet", "--no-report"]) == 0
     capsys.readouterr()
     assert main(["evaluate", str(tmp_path / "ml"), "--split", "validation"]) == 2
-    assert "tuned its thresholds on its validation texts" in capsys.readouterr().err
+    assert "tuned its thresholds on its validation texts, which would flatter it there; score it on test data " \
+           "(--test-file or --dataset)" in capsys.readouterr().err
 
 
 def interrupt_in_epoch_2(patch) -> None:

@@ -77,7 +77,9 @@ def test_evaluating_an_ensemble_needs_held_out_data(tmp_path, capsys):
         assert main(["train", "--train-file", str(train), "--model", "boe", "--epochs", "1", "--seed", str(seed),
                      "--threads", "1", "--output", runs[-1], "--quiet", "--no-report"]) == 0
     assert main(["evaluate", *runs, "--device", "cpu"]) == 2
-    assert "has no test split" in capsys.readouterr().err
+    assert capsys.readouterr().err.endswith("has no test split; give held-out data with --test-file or --dataset, or "
+                                           "score the texts the runs held out with --split validation (runs sharing "
+                                           "--split-seed)\n")
     assert main(["evaluate", *runs, "--test-file", str(train), "--device", "cpu", "--json"]) == 0
 
 

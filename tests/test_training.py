@@ -767,7 +767,10 @@ def test_scoring_data_refuses_a_multi_label_runs_own_validation_texts_as_the_cli
     (tmp_path / "train.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
     run = _SavedRun(DataSettings(train_file=str(tmp_path / "train.jsonl"), multi_label=True))
     for split in ("test", "validation"):
-        with pytest.raises(AttnclfError, match="^a multi-label run tuned its thresholds on its validation texts"):
+        # (named as Python knows the arguments; `evaluate` names its flags)
+        with pytest.raises(AttnclfError, match=r"^a multi-label run tuned its thresholds on its validation texts, "
+                                               r"which would flatter it there; score it on test data \(test_file or "
+                                               r"dataset\)$"):
             scoring_data(run, split=split)
 
 
@@ -779,11 +782,30 @@ def test_scoring_data_gives_the_texts_a_run_held_out_as_evaluate_split_validatio
     scored = scoring_data(run, split="validation")
     assert (scored.split, scored.texts, scored.labels) == ("validation", held_out.texts, held_out.labels)
     assert scoring_data(run).split == "test"  # (the demo dataset has a test split)
-    with pytest.raises(AttnclfError, match="^--split validation scores the texts the runs held out; drop "
-                                           "--dataset/--test-file$"):
+    # Its errors name its arguments as Python knows them; `evaluate` passes its flags' names (named=).
+    with pytest.raises(AttnclfError, match="^split validation scores the texts the runs held out; drop "
+                                           "dataset/test_file$"):
         scoring_data(run, dataset="demo", split="validation")
     with pytest.raises(AttnclfError, match="^split must be test or validation, got 'train'$"):
         scoring_data(run, split="train")
+    with pytest.raises(AttnclfError, match="^label_delimiter applies to multi-label runs, and this one is "
+                                           "single-label: its test labels are read whole; drop label_delimiter$"):
+        scoring_data(run, test_file="held_out.csv", label_delimiter=",")
+    with pytest.raises(AttnclfError, match="^--split must be test or validation, got 'train'$"):
+        scoring_data(run, split="train", named=lambda name: f"--{name.replace('_', '-')}")
+
+
+def test_run_test_data_names_what_to_give_as_its_caller_spells_it(tmp_path):
+    # An ensemble is scored on a test split only (its members each held out other texts): without one, the
+    # advice names the arguments (scoring_data's), or the flags `evaluate` passes as named=.
+    from attnclf.training.run_data import run_test_data
+
+    (tmp_path / "train.csv").write_text("text,label\n" + "".join(f"text {i},{'ab'[i % 2]}\n" for i in range(20)))
+    run = _SavedRun(DataSettings(train_file=str(tmp_path / "train.csv")))
+    with pytest.raises(AttnclfError, match=r"^train.csv has no test split; give held-out data with test_file or "
+                                           r"dataset, or score the texts the runs held out with split validation "
+                                           r"\(runs sharing split_seed\)$"):
+        run_test_data(run.config, run.label_names, test_only=True)
 
 
 def test_the_class_warnings_agree_with_how_many_classes_they_count():

@@ -730,7 +730,7 @@ def _test_data(args: argparse.Namespace, clf, split: str = "test"):
 
     return scoring_data(clf, args.test_file, args.dataset, split=split, text_column=args.text_column,
                         label_column=args.label_column, label_delimiter=args.label_delimiter, download=args.download,
-                        data_dir=args.data_dir, log=lambda line: print(line, file=sys.stderr))
+                        data_dir=args.data_dir, log=lambda line: print(line, file=sys.stderr), named=_flag)
 
 
 @command("faithfulness", threads=True)

@@ -18,7 +18,7 @@ from ..errors import AttnclfError, DataError, first_few
 from ..rundir import refuse_estimator_run
 from ..text.cleaning import CleaningConfig, clean
 from ..text.tokenizer import TokenizerConfig
-from .settings import DataSettings
+from .settings import DataSettings, by_field
 
 
 def dataset_splits(settings: DataSettings, seed: int) -> Splits:
@@ -104,9 +104,10 @@ def _saved_data(config: dict, data_dir: str | None, lacks: str) -> DataSettings:
 
 
 def run_test_data(config: dict, label_names: list[str], test_only: bool = False,
-                  data_dir: str | None = None) -> TextDataset:
+                  data_dir: str | None = None, named: Callable[[str], str] = by_field) -> TextDataset:
     """A run's own test split, labels in the run's order (its validation split when the data has no
-    test split, unless ``test_only``); ``data_dir``: look for its dataset there first.
+    test split, unless ``test_only``); ``data_dir``: look for its dataset there first. ``named`` spells
+    ``scoring_data``'s arguments in the advice without a test split (the command line: by their flags).
 
     >>> # test = run_test_data(read_json(Path("runs/demo") / "config.json"), ["negative", "positive"])
     """
@@ -125,8 +126,9 @@ def run_test_data(config: dict, label_names: list[str], test_only: bool = False,
         raise AttnclfError(f"{data.describe()} has no test split, and this refit trained on every text it has: only "
                            f"other labelled texts can score it: give them with --test-file, or to export with --check-file")
     if test_only and test is None:
-        raise AttnclfError(f"{data.describe()} has no test split; give held-out data with --test-file or --dataset, "
-                           f"or score the texts the runs held out with --split validation (runs sharing --split-seed)")
+        raise AttnclfError(f"{data.describe()} has no test split; give held-out data with {named('test_file')} or "
+                           f"{named('dataset')}, or score the texts the runs held out with {named('split')} validation "
+                           f"(runs sharing {named('split_seed')})")
     if test is None:
         validation = splits.validation if splits else held_out_split(data, settings["train"]["seed"])
         held_out = held_out_fingerprint(config)
@@ -404,13 +406,14 @@ def learned_text_warnings(configs: list[dict], test: TextDataset, data_dir: str 
 def scoring_data(classifier, test_file: str | None = None, dataset: str | None = None, *, split: str = "test",
                  text_column: str | list[str] | None = None, label_column: str | None = None,
                  label_delimiter: str | None = None, download: bool = False, data_dir: str | None = None,
-                 log: Callable[[str], None] = print) -> TextDataset:
+                 log: Callable[[str], None] = print, named: Callable[[str], str] = by_field) -> TextDataset:
     """The labelled texts to score ``classifier`` (a ``Classifier``, or an ``Ensemble`` of runs) on, labels in its
     order, as `attnclf evaluate` scores it: ``test_file``, read by the run's own columns unless told otherwise; else
     ``dataset``'s test split (``download``: fetch it first if it is missing); else the run's own test data, or its
     validation split when its data has no test split (never an ensemble's: its members each held out different
     texts). ``split="validation"``: the texts the runs held out to validate on (``run_validation_data``), neither
-    ``test_file`` nor ``dataset``. ``data_dir``: look for the datasets there first.
+    ``test_file`` nor ``dataset``. ``data_dir``: look for the datasets there first. Errors name these arguments
+    as ``named`` spells them (the command line: by their flags, as ``RunSettings.check`` does).
 
     A multi-label run is never scored on its validation texts: its thresholds were tuned to fit them.
     Texts other than the run's own may be texts it learned: ``log`` gets ``learned_text_warnings`` about them, and a
@@ -422,20 +425,21 @@ def scoring_data(classifier, test_file: str | None = None, dataset: str | None =
     from ..ensemble import Ensemble
 
     if split not in ("test", "validation"):
-        raise AttnclfError(f"split must be test or validation, got {split!r}")
+        raise AttnclfError(f"{named('split')} must be test or validation, got {split!r}")
     members = classifier.members if isinstance(classifier, Ensemble) else [classifier]
     if split == "validation":
         if dataset or test_file:
-            raise AttnclfError("--split validation scores the texts the runs held out; drop --dataset/--test-file")
-        _refuse_tuned_validation(classifier)
+            raise AttnclfError(f"{named('split')} validation scores the texts the runs held out; drop "
+                               f"{named('dataset')}/{named('test_file')}")
+        _refuse_tuned_validation(classifier, named)
         return run_validation_data([member.config for member in members], classifier.label_names, data_dir=data_dir)
     if test_file:
         from ..data.files import load_file
         from ..data.multilabel import DEFAULT_LABEL_DELIMITER
 
         if label_delimiter is not None and not classifier.multi_label:  # (train refuses it without --multi-label)
-            raise AttnclfError("--label-delimiter applies to multi-label runs, and this one is single-label: its "
-                               "test labels are read whole; drop --label-delimiter")
+            raise AttnclfError(f"{named('label_delimiter')} applies to multi-label runs, and this one is "
+                               f"single-label: its test labels are read whole; drop {named('label_delimiter')}")
         saved = classifier.config["settings"]["data"]
         data = load_file(test_file, text_column or saved.get("text_column", "text"),
                          label_column or saved.get("label_column", "label"), label_names=classifier.label_names,
@@ -457,20 +461,20 @@ def scoring_data(classifier, test_file: str | None = None, dataset: str | None =
         data = align_labels(data, classifier.label_names, synonyms=True)
     else:
         data = run_test_data(classifier.config, classifier.label_names, test_only=isinstance(classifier, Ensemble),
-                             data_dir=data_dir)
+                             data_dir=data_dir, named=named)
         if data.split == "validation":  # the run's data has no test split
-            _refuse_tuned_validation(classifier)
+            _refuse_tuned_validation(classifier, named)
         return data
     for line in learned_text_warnings([member.config for member in members], data, data_dir):
         log(line)
     return data
 
 
-def _refuse_tuned_validation(classifier) -> None:
+def _refuse_tuned_validation(classifier, named: Callable[[str], str]) -> None:
     """A multi-label run's scores on its validation texts are flattered: its thresholds were tuned to fit them."""
     if classifier.multi_label:
-        raise AttnclfError("a multi-label run tuned its thresholds on its validation texts, which would "
-                           "flatter it there; score it on test data (--test-file or --dataset)")
+        raise AttnclfError(f"a multi-label run tuned its thresholds on its validation texts, which would "
+                           f"flatter it there; score it on test data ({named('test_file')} or {named('dataset')})")
 
 
 def _is_number(name: str) -> bool:
