@@ -1473,7 +1473,9 @@ def test_the_installed_command_reports_errors_without_a_traceback(tmp_path):
     (["--max-train-examples", "0"], "--max-train-examples must be at least 1, got 0"),
     (["--val-fraction", "0"], "validation fraction must be in (0, 1), got 0.0"),
     (["--multi-label", "--label-delimiter", ""], "--label-delimiter must be at least one character"),
-    (["--seed", "-1"], "--seed must be 0 or more, got -1"),
+    # --seed is checked where a seed from Python is, in TrainConfig: both bounds, one message.
+    (["--seed", "-1"], "seed must be at least 0 and below 4294967296, got -1"),
+    (["--seed", "4294967296"], "seed must be at least 0 and below 4294967296, got 4294967296"),
     (["--split-seed", "-2"], "--split-seed must be at least 0 and below 4294967296, got -2"),
     (["--ema-decay", "1"], "ema_decay must be at least 0 and below 1, got 1.0"),
     pytest.param(["--device", "cuda"], "device cuda asked for, but no CUDA device is available",

@@ -106,8 +106,6 @@ def _budget(args: argparse.Namespace) -> dict:
     from .text.cleaning import CleaningConfig
     from .training.settings import DataSettings
 
-    if getattr(args, "seed", None) is not None and args.seed < 0:  # numpy's and torch's generators take none
-        raise AttnclfError(f"--seed must be 0 or more, got {args.seed}")
     train = {name: getattr(args, flag) for flag, name in _TRAIN_FLAGS if getattr(args, flag) is not None}
     if args.bf16:
         train["bf16"] = True
