@@ -162,6 +162,30 @@ def test_resume_checks_its_new_epoch_budget_and_old_runs_with_an_unread_file_sti
         train_run(stray, progress=False)
 
 
+def test_a_resume_in_python_meets_the_settings_checks_and_an_older_runs_own_record_still_resumes(tmp_path):
+    # train_run(settings, resume=True) checked nothing: eval_batch_size 0 trained on, then failed as it validated.
+    from attnclf.training.settings import resume_settings
+
+    run_dir = train_run(replace(tiny_settings(tmp_path / "run", epochs=1), report=False), progress=False).run_dir
+    before = {path.name: path.read_bytes() for path in run_dir.iterdir() if path.is_file()}
+    changed = resume_settings(run_dir, epochs=2)
+    changed.eval_batch_size = 0
+    with pytest.raises(AttnclfError, match="^eval_batch_size must be at least 1, got 0$"):
+        train_run(changed, resume=True, progress=False)
+    changed = resume_settings(run_dir, epochs=2)
+    changed.data.data_dir = str(tmp_path / "missing")
+    with pytest.raises(AttnclfError, match=f"^data_dir {tmp_path / 'missing'}: no such folder$"):
+        train_run(changed, resume=True, progress=False)
+    assert {path.name: path.read_bytes() for path in run_dir.iterdir() if path.is_file()} == before
+    # A run trained before a check was added (here: a test file recorded beside its dataset, which it never read)
+    # resumes on what it recorded; the check refuses only what the caller changed.
+    config = json.loads((run_dir / "config.json").read_text())
+    config["settings"]["data"]["test_file"] = str(tmp_path / "ignored.csv")
+    (run_dir / "config.json").write_text(json.dumps(config))
+    resumed = train_run(resume_settings(run_dir, epochs=2), resume=True, progress=False)
+    assert [h["epoch"] for h in resumed.history] == [1, 2]
+
+
 def test_resume_refuses_a_split_that_changed_since(tmp_path):
     from attnclf.training.settings import resume_settings
 

@@ -38,7 +38,8 @@ from .pretrain import (check_compatible as check_pretrained, check_unchanged as 
                        describe as describe_pretrained, encoder_fingerprint, load_pretrained)
 from .run_data import (align_labels, describe_classes, held_out_fingerprint, load_data, shared_text_warnings,
                        texts_fingerprint)
-from .settings import COUNT_EMBEDDINGS, RunSettings, epochs_done, refuse_derived_fields, resume_settings
+from .settings import (COUNT_EMBEDDINGS, RunSettings, check_resumed, epochs_done, refuse_derived_fields,
+                       resume_settings)
 from .trainer import Trainer
 
 
@@ -267,7 +268,9 @@ def _refuse_unworkable(settings: RunSettings, resume: bool) -> None:
     its flags, and names them; RunSettings built in Python meet it here, named by their fields)."""
     resolve_device(settings.device)  # (--device cuda on a machine without one)
     refuse_derived_fields(settings.model_config)
-    if not resume and settings.refit_of is None:  # (a resumed run's, or a refit's, were checked when it was new)
+    if resume:
+        check_resumed(settings)
+    elif settings.refit_of is None:  # (a refit's are its validated run's, checked when that was new)
         settings.check()
     settings.threads = check_threads(settings.threads)
     if settings.init_from and not resume:

@@ -335,6 +335,30 @@ def epochs_done(run_dir: str | Path) -> int:
     return checkpoint_state(run_dir).get("epoch", 0)
 
 
+def check_resumed(settings: RunSettings, named: Callable[[str], str] = by_field) -> None:
+    """``RunSettings.check`` for settings that continue the run in ``settings.output``: what they change meets it,
+    what the run recorded passes as it did. A run trained before a check was added, whose own record that check
+    refuses, resumes as it trained (checked no further: the check stops at its first refusal).
+
+    >>> # settings = resume_settings("runs/demo"); settings.eval_batch_size = 0; check_resumed(settings)
+    >>> # AttnclfError: eval_batch_size must be at least 1, got 0
+    """
+    try:
+        settings.check(named)
+    except AttnclfError as refused:
+        if str(refused) != _recorded_refusal(settings.output, named):
+            raise
+
+
+def _recorded_refusal(run_dir: str | Path, named: Callable[[str], str]) -> str | None:
+    """What ``RunSettings.check`` says of the settings the run in ``run_dir`` recorded, if it refuses them."""
+    try:
+        resume_settings(run_dir).check(named)
+    except AttnclfError as refused:  # (no run there to resume says so too: never what a check says)
+        return str(refused)
+    return None
+
+
 def resume_settings(run_dir: str | Path, epochs: int | None = None, device: str | None = None,
                     threads: int | None = None) -> RunSettings:
     """The interrupted run's own settings; only the epoch budget, the device and the threads may change (threads
