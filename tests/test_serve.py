@@ -181,6 +181,15 @@ def test_a_body_that_is_not_sent_as_json_gets_415_naming_the_content_type(server
     assert server.post("/nowhere", **options).status_code == 404
 
 
+def test_a_huge_content_type_is_echoed_by_its_start_only(server):
+    # The 415 named the request's Content-Type whole: kilobytes of a header came back in one error line.
+    media = "text/" + "x" * 5000
+    response = server.post("/predict", content=b'{"text": "good"}', headers={"content-type": media})
+    assert response.status_code == 415
+    assert response.json()["detail"] == ("send the body as JSON with Content-Type: application/json, not "
+                                         f"{media[:40]}...")
+
+
 def test_port_0_serves_on_the_port_it_announces_and_one_connection_is_served(demo_run):
     process = subprocess.Popen([sys.executable, "-m", "attnclf", "serve", str(demo_run), "--port", "0", "--device",
                                 "cpu", "--max-connections", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,

@@ -359,7 +359,7 @@ class JsonBodies:
                 scope = dict(scope, headers=[*headers, (b"content-type", b"application/json")])
             elif media != "application/json" and not media.endswith("+json"):
                 return await JSONResponse({"detail": f"send the body as JSON with Content-Type: application/json, "
-                                                     f"not {media}"}, 415)(scope, receive, send)
+                                                     f"not {shown(media, write=str)}"}, 415)(scope, receive, send)
         await self.app(scope, receive, send)
 
 
