@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import numbers
 
-from .errors import AttnclfError
+from .errors import AttnclfError, shown
 
 
 def whole_number(value) -> int | None:
@@ -49,7 +49,7 @@ def weight(value, name: str) -> float:
     """
     number = real_number(value)
     if number is None or not math.isfinite(number) or number < 0:
-        raise AttnclfError(f"{name} must be a finite number of at least 0, got {value!r}")
+        raise AttnclfError(f"{name} must be a finite number of at least 0, got {shown(value)}")
     return number
 
 
@@ -60,7 +60,7 @@ def check_threads(threads) -> int | None:
         return None
     count = whole_number(threads)
     if count is None:
-        raise AttnclfError(f"threads must be a whole number, got {threads!r}")
+        raise AttnclfError(f"threads must be a whole number, got {shown(threads)}")
     if count < 1:
-        raise AttnclfError(f"threads must be at least 1, got {count}")
+        raise AttnclfError(f"threads must be at least 1, got {shown(count)}")
     return count
