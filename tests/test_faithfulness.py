@@ -138,6 +138,17 @@ def test_an_empty_list_of_methods_is_refused_not_read_as_all():
         measure_faithfulness(key_classifier(), key_texts(), methods=[], examples=4, random_draws=1)
 
 
+def test_huge_arguments_are_named_by_their_start_not_echoed_whole():
+    # A method name, an option's name or its value echo back in one line, cut as errors.shown cuts them.
+    for arguments, start in (({"methods": ["x" * 100_000]}, "unknown explanation method 'xxxxxxxx"),
+                             ({"methods": ["occlusion"], **{"y" * 100_000: 1}}, "yyyyyyyy"),
+                             ({"methods": ["integrated-gradients"], "steps": "z" * 100_000},
+                              "integrated gradients needs steps from 1 to 1024 or 'auto', got 'zzzzzzzz")):
+        with pytest.raises(AttnclfError) as refused:
+            measure_faithfulness(key_classifier(), key_texts(), examples=4, random_draws=1, **arguments)
+        assert str(refused.value).startswith(start) and len(str(refused.value)) < 300
+
+
 def test_tokens_to_remove():
     assert [_tokens_to_remove(k, 7) for k in (1, 3, 5, "10%")] == [1, 3, 5, 1]
     assert [_tokens_to_remove(k, 2) for k in (1, 3, 5, "10%")] == [1, 2, 2, 1]

@@ -37,7 +37,7 @@ import torch
 from scipy.stats import rankdata
 
 from ..data.base import TextDataset
-from ..errors import AttnclfError
+from ..errors import AttnclfError, shown
 from ..text.batching import BucketBatches
 from .methods import METHODS, attribute, available_methods, check_steps, class_probability, remove_positions
 
@@ -203,10 +203,11 @@ def measure_faithfulness(classifier: "Classifier", data: TextDataset, *, methods
         raise AttnclfError("methods is empty; give at least one, or None for all the model supports")
     for name in methods:
         if not isinstance(name, str) or name not in METHODS:
-            raise AttnclfError(f"unknown explanation method {name!r}; choose from {', '.join(METHODS)}")
+            raise AttnclfError(f"unknown explanation method {shown(name)}; choose from {', '.join(METHODS)}")
     unused = [key for key in options if not any(key in METHODS[name].options for name in methods)]
     if unused:
-        raise AttnclfError(f"{unused[0]} applies to none of the methods measured ({', '.join(methods)})")
+        raise AttnclfError(f"{shown(unused[0], write=str)} applies to none of the methods measured "
+                           f"({', '.join(methods)})")
     check_steps(options.get("steps", "auto"))  # before minutes of work
     if len(data) == 0:
         raise AttnclfError(f"{data.name or data.split}: no texts to measure on")

@@ -316,7 +316,7 @@ def check_steps(steps: int | str) -> int | str:
     if (isinstance(steps, str) and steps == "auto") or (
             isinstance(steps, numbers.Integral) and not isinstance(steps, bool) and 1 <= steps <= IG_MAX_STEPS):
         return steps
-    raise AttnclfError(f"integrated gradients needs steps from 1 to {IG_MAX_STEPS} or 'auto', got {steps!r}")
+    raise AttnclfError(f"integrated gradients needs steps from 1 to {IG_MAX_STEPS} or 'auto', got {shown(steps)}")
 
 
 def _integrated_gradients(model, ids, mask, target, steps: int | str,
