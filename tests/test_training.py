@@ -163,7 +163,7 @@ def test_resume_checks_its_new_epoch_budget_and_old_runs_with_an_unread_file_sti
 
 
 def test_a_resume_in_python_meets_the_settings_checks_and_an_older_runs_own_record_still_resumes(tmp_path):
-    # train_run(settings, resume=True) checked nothing: eval_batch_size 0 trained on, then failed as it validated.
+    # train_run(settings, resume=True) checked nothing: eval_batch_size 0 trained on, and the run recorded it.
     from attnclf.training.settings import resume_settings
 
     run_dir = train_run(replace(tiny_settings(tmp_path / "run", epochs=1), report=False), progress=False).run_dir
@@ -182,6 +182,11 @@ def test_a_resume_in_python_meets_the_settings_checks_and_an_older_runs_own_reco
     config = json.loads((run_dir / "config.json").read_text())
     config["settings"]["data"]["test_file"] = str(tmp_path / "ignored.csv")
     (run_dir / "config.json").write_text(json.dumps(config))
+    # What the caller changes meets every check still, those after the record's own refusal too.
+    changed = resume_settings(run_dir, epochs=2)
+    changed.eval_batch_size = 0
+    with pytest.raises(AttnclfError, match="^eval_batch_size must be at least 1, got 0$"):
+        train_run(changed, resume=True, progress=False)
     resumed = train_run(resume_settings(run_dir, epochs=2), resume=True, progress=False)
     assert [h["epoch"] for h in resumed.history] == [1, 2]
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -46,24 +46,30 @@ def _set(owner, name: str, given: Collection[str]) -> bool:
     return name in given or getattr(owner, name) != getattr(type(owner), name)
 
 
-def _check_count(owner, name: str, low: int, high: int | None, named: Callable[[str], str] = by_field) -> None:
-    """Refuse ``owner``'s field ``name`` unless it is None or a whole number from ``low`` up to (not including)
-    ``high``; a numpy integer becomes an int (config.json takes no other).
+def _count_refusal(owner, name: str, low: int, high: int | None, named: Callable[[str], str] = by_field) -> str | None:
+    """Why ``owner``'s field ``name`` is refused, unless it is None or a whole number from ``low`` up to (not
+    including) ``high``; a numpy integer becomes an int (config.json takes no other).
 
-    >>> _check_count(RunSettings(eval_batch_size=0), "eval_batch_size", 1, None)
-    Traceback (most recent call last):
-    ...
-    attnclf.errors.AttnclfError: eval_batch_size must be at least 1, got 0
+    >>> _count_refusal(RunSettings(eval_batch_size=0), "eval_batch_size", 1, None)
+    'eval_batch_size must be at least 1, got 0'
     """
     value = getattr(owner, name)
     if value is None:
-        return
+        return None
     count = whole_number(value)
     if count is None:
-        raise AttnclfError(f"{named(name)} must be a whole number, got {value!r}")
+        return f"{named(name)} must be a whole number, got {value!r}"
     if not (low <= count and (high is None or count < high)):
-        raise AttnclfError(f"{named(name)} must be at least {low}{f' and below {high}' if high else ''}, got {count}")
+        return f"{named(name)} must be at least {low}{f' and below {high}' if high else ''}, got {count}"
     setattr(owner, name, count)
+    return None
+
+
+def _refuse_first(refusals: Iterator[str]) -> None:
+    """Raise the first of ``refusals``, if any, as one line; the rest are not looked for (they may rest on it)."""
+    refusal = next(refusals, None)
+    if refusal is not None:
+        raise AttnclfError(refusal)
 
 
 @dataclass
@@ -111,40 +117,52 @@ class DataSettings:
             raise AttnclfError("give a dataset (--dataset NAME) or a training file (--train-file PATH)")
 
     def check(self, named: Callable[[str], str] = by_field, given: Collection[str] = ()) -> None:
-        """Refuse settings a new run cannot train with, in one line that names each setting as ``named`` spells it
-        (the command line: by its flag). ``given``: the fields the caller set (the command line: the flags typed),
-        refused where they do not apply even at their default value (``--label-delimiter '|'`` without
-        ``--multi-label`` would read no label set). Whole numbers of numpy's types become ints. Saved runs are not
-        re-checked: a run trained before a check may record a file that went unread, or (the scikit-learn
-        estimator's) no validation fraction at all.
+        """Refuse settings a new run cannot train with: the first of their ``refusals``, in one line.
 
         >>> DataSettings(train_file="t.csv", label_delimiter=";").check()
         Traceback (most recent call last):
         ...
         attnclf.errors.AttnclfError: label_delimiter applies to multi-label data; add multi_label
         """
+        _refuse_first(self.refusals(named, given))
+
+    def refusals(self, named: Callable[[str], str] = by_field, given: Collection[str] = ()) -> Iterator[str]:
+        """What a new run cannot train with in these settings, in order, each in one line that names each setting as
+        ``named`` spells it (the command line: by its flag). ``given``: the fields the caller set (the command line:
+        the flags typed), refused where they do not apply even at their default value (``--label-delimiter '|'``
+        without ``--multi-label`` would read no label set). Whole numbers of numpy's types become ints. A saved run
+        may record what a check added since refuses (a file that went unread beside its dataset): ``check_resumed``
+        lets it resume.
+
+        >>> list(DataSettings(train_file="t.csv", max_train_examples=0, val_fraction=2).refusals())
+        ['max_train_examples must be at least 1, got 0', 'validation fraction must be in (0, 1), got 2']
+        """
         if _set(self, "label_delimiter", given) and not self.multi_label:
-            raise AttnclfError(f"{named('label_delimiter')} applies to multi-label data; add {named('multi_label')}")
+            yield f"{named('label_delimiter')} applies to multi-label data; add {named('multi_label')}"
         if self.label_delimiter == "":
-            raise AttnclfError(f"{named('label_delimiter')} must be at least one character")
+            yield f"{named('label_delimiter')} must be at least one character"
         for name, low, high in (("max_train_examples", 1, None), ("max_test_examples", 1, None),
                                 ("split_seed", 0, 2 ** 32)):  # (numpy's seeds, as TrainConfig's)
-            _check_count(self, name, low, high, named)
+            refusal = _count_refusal(self, name, low, high, named)
+            if refusal:
+                yield refusal
         if self.validation_file and _set(self, "val_fraction", given):
-            raise AttnclfError(f"{named('val_fraction')} carves validation from the training file; "
-                               f"{named('validation_file')} replaces it")
-        check_fraction(self.val_fraction)
+            yield (f"{named('val_fraction')} carves validation from the training file; "
+                   f"{named('validation_file')} replaces it")
+        try:
+            check_fraction(self.val_fraction)
+        except AttnclfError as refused:
+            yield str(refused)
         # Files beside a named dataset, which brings its own splits, would go unread
         files = [named(name) for name in ("train_file", "validation_file", "test_file") if getattr(self, name)]
         if self.dataset and files:
-            raise AttnclfError(f"{named('dataset')} {self.dataset} brings its own splits; {files[0]} is for your own "
-                               f"data ({named('train_file')} with optional {named('validation_file')} and "
-                               f"{named('test_file')}): give one or the other")
+            yield (f"{named('dataset')} {self.dataset} brings its own splits; {files[0]} is for your own data "
+                   f"({named('train_file')} with optional {named('validation_file')} and {named('test_file')}): "
+                   f"give one or the other")
         if self.validation_file and not self.train_file:
-            raise AttnclfError(f"{named('validation_file')} validates a {named('train_file')} run; give the training "
-                               f"file too")
+            yield f"{named('validation_file')} validates a {named('train_file')} run; give the training file too"
         if self.data_dir and not Path(self.data_dir).expanduser().is_dir():  # (else the default places are searched)
-            raise AttnclfError(f"{named('data_dir')} {self.data_dir}: no such folder")
+            yield f"{named('data_dir')} {self.data_dir}: no such folder"
 
     def anchored(self) -> DataSettings:
         """These settings with absolute paths, as config.json records them: evaluate, refit and resume may run
@@ -210,21 +228,30 @@ class RunSettings:
         return asdict(self)
 
     def check(self, named: Callable[[str], str] = by_field, given: Collection[str] = ()) -> None:
-        """``DataSettings.check``, and these settings' own: refuse what a new run cannot train with, naming each
-        setting as ``named`` spells it (the command line: by its flag); ``given``: the fields the caller set, as
-        there.
+        """Refuse what a new run cannot train with: the first of these settings' ``refusals``, in one line.
 
         >>> RunSettings(embeddings_std=2.0).check()
         Traceback (most recent call last):
         ...
         attnclf.errors.AttnclfError: embeddings_std needs embeddings FILE (or count)
         """
-        self.data.check(named, given)
-        _check_count(self, "eval_batch_size", 1, None, named)
+        _refuse_first(self.refusals(named, given))
+
+    def refusals(self, named: Callable[[str], str] = by_field, given: Collection[str] = ()) -> Iterator[str]:
+        """``DataSettings.refusals``, then these settings' own, naming each setting as ``named`` spells it (the
+        command line: by its flag); ``given``: the fields the caller set, as there.
+
+        >>> list(RunSettings(eval_batch_size=0).refusals())
+        ['eval_batch_size must be at least 1, got 0']
+        """
+        yield from self.data.refusals(named, given)
+        refusal = _count_refusal(self, "eval_batch_size", 1, None, named)
+        if refusal:
+            yield refusal
         if _set(self, "embeddings_std", given) and not self.embeddings:  # (it would scale nothing)
-            raise AttnclfError(f"{named('embeddings_std')} needs {named('embeddings')} FILE (or count)")
+            yield f"{named('embeddings_std')} needs {named('embeddings')} FILE (or count)"
         if self.embeddings and not 0 < self.embeddings_std < math.inf:
-            raise AttnclfError(f"{named('embeddings_std')} must be positive and finite, got {self.embeddings_std}")
+            yield f"{named('embeddings_std')} must be positive and finite, got {self.embeddings_std}"
 
     def anchored(self) -> RunSettings:
         """These settings with absolute data and word-vector paths (``DataSettings.anchored``)."""
@@ -336,27 +363,28 @@ def epochs_done(run_dir: str | Path) -> int:
 
 
 def check_resumed(settings: RunSettings, named: Callable[[str], str] = by_field) -> None:
-    """``RunSettings.check`` for settings that continue the run in ``settings.output``: what they change meets it,
-    what the run recorded passes as it did. A run trained before a check was added, whose own record that check
-    refuses, resumes as it trained (checked no further: the check stops at its first refusal).
+    """``RunSettings.check`` for settings that continue the run in ``settings.output``: the first of their
+    ``refusals`` that the run's own recorded settings do not earn as well. A run trained before a check was added
+    resumes as it trained, and what a caller changes meets every check, those after the record's refusal too.
 
     >>> # settings = resume_settings("runs/demo"); settings.eval_batch_size = 0; check_resumed(settings)
     >>> # AttnclfError: eval_batch_size must be at least 1, got 0
     """
-    try:
-        settings.check(named)
-    except AttnclfError as refused:
-        if str(refused) != _recorded_refusal(settings.output, named):
-            raise
+    recorded = None  # (read only when a refusal needs forgiving: most resumes earn none)
+    for refusal in settings.refusals(named):
+        if recorded is None:
+            recorded = _recorded_refusals(settings.output, named)
+        if refusal not in recorded:
+            raise AttnclfError(refusal)
 
 
-def _recorded_refusal(run_dir: str | Path, named: Callable[[str], str]) -> str | None:
-    """What ``RunSettings.check`` says of the settings the run in ``run_dir`` recorded, if it refuses them."""
+def _recorded_refusals(run_dir: str | Path, named: Callable[[str], str]) -> set[str]:
+    """What ``RunSettings.refusals`` says of the settings the run in ``run_dir`` recorded (nothing to forgive where
+    no run can be read)."""
     try:
-        resume_settings(run_dir).check(named)
-    except AttnclfError as refused:  # (no run there to resume says so too: never what a check says)
-        return str(refused)
-    return None
+        return set(resume_settings(run_dir).refusals(named))
+    except AttnclfError:
+        return set()
 
 
 def resume_settings(run_dir: str | Path, epochs: int | None = None, device: str | None = None,
