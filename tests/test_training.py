@@ -592,6 +592,26 @@ def test_settings_built_in_python_are_checked_before_anything_is_written(tmp_pat
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.parametrize("build, start", [
+    (lambda: TrainConfig(seed=-10 ** 5000), "seed must be at least 0 and below 4294967296, got an integer of over"),
+    (lambda: TrainConfig(lr="l" * 100_000), "lr must be a number, got 'llllllll"),
+    (lambda: TrainConfig(optimizer="o" * 100_000), "optimizer must be one of adamw, adam, got 'oooooooo"),
+    (lambda: TrainConfig(class_weights="c" * 100_000), "class_weights must be none, balanced or a dict of label "
+                                                       "weights, got 'cccccccc"),
+    (lambda: TrainConfig(class_weights={("k",) * 100_000: 1}), "class_weights are keyed by label name, a string; "
+                                                               "got ('k', 'k'"),
+    (lambda: RunSettings(eval_batch_size=-10 ** 5000).check(), "eval_batch_size must be at least 1, got an integer"),
+    (lambda: DataSettings(max_train_examples="m" * 100_000).check(), "max_train_examples must be a whole number, "
+                                                                     "got 'mmmmmmmm"),
+    (lambda: DataSettings(val_fraction=10 ** 5000).check(), "validation fraction must be in (0, 1), got an integer"),
+])
+def test_a_huge_setting_is_named_by_its_start_not_echoed_whole(build, start):
+    # (a grid of settings, or a service, may hand these anything; an int of over 4300 digits has no str() at all)
+    with pytest.raises(AttnclfError) as refused:
+        build()
+    assert str(refused.value).startswith(start) and len(str(refused.value)) < 300
+
+
 def test_a_setting_given_at_its_default_value_is_refused_where_it_does_not_apply():
     # Settings alone cannot tell "|" typed from no delimiter given; the caller that can says so (the CLI: its flags).
     data = DataSettings(train_file="t.csv", validation_file="v.csv", label_delimiter="|", val_fraction=0.1)

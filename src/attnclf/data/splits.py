@@ -8,7 +8,7 @@ from typing import Sequence
 import numpy as np
 from sklearn.model_selection import StratifiedGroupKFold, StratifiedShuffleSplit
 
-from ..errors import AttnclfError, DataError
+from ..errors import AttnclfError, DataError, shown
 from .base import TextDataset
 
 
@@ -61,7 +61,7 @@ def check_fraction(fraction: float) -> None:
     >>> check_fraction(0.1)
     """
     if not 0 < fraction < 1:
-        raise AttnclfError(f"validation fraction must be in (0, 1), got {fraction}")
+        raise AttnclfError(f"validation fraction must be in (0, 1), got {shown(fraction)}")
 
 
 def split_indices(labels: Sequence[int] | None, groups: Sequence[str] | None = None, fraction: float = 0.1,

@@ -19,7 +19,7 @@ from ..data.files import recorded_text_column
 from ..data.multilabel import DEFAULT_LABEL_DELIMITER
 from ..data.registry import folder_holding, sources
 from ..data.splits import check_fraction
-from ..errors import AttnclfError
+from ..errors import AttnclfError, shown
 from ..models import MODELS
 from ..recipes import recipe_for
 from ..rundir import read_config, read_json, refuse_estimator_run
@@ -58,9 +58,9 @@ def _count_refusal(owner, name: str, low: int, high: int | None, named: Callable
         return None
     count = whole_number(value)
     if count is None:
-        return f"{named(name)} must be a whole number, got {value!r}"
+        return f"{named(name)} must be a whole number, got {shown(value)}"
     if not (low <= count and (high is None or count < high)):
-        return f"{named(name)} must be at least {low}{f' and below {high}' if high else ''}, got {count}"
+        return f"{named(name)} must be at least {low}{f' and below {high}' if high else ''}, got {shown(count)}"
     setattr(owner, name, count)
     return None
 
@@ -251,7 +251,7 @@ class RunSettings:
         if _set(self, "embeddings_std", given) and not self.embeddings:  # (it would scale nothing)
             yield f"{named('embeddings_std')} needs {named('embeddings')} FILE (or count)"
         if self.embeddings and not 0 < self.embeddings_std < math.inf:
-            yield f"{named('embeddings_std')} must be positive and finite, got {self.embeddings_std}"
+            yield f"{named('embeddings_std')} must be positive and finite, got {shown(self.embeddings_std)}"
 
     def anchored(self) -> RunSettings:
         """These settings with absolute data and word-vector paths (``DataSettings.anchored``)."""

@@ -33,7 +33,7 @@ from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 from tqdm.auto import tqdm
 
 from ..checks import real_number, weight, whole_number
-from ..errors import AttnclfError
+from ..errors import AttnclfError, shown
 from ..evaluation.metrics import compute_metrics
 from ..evaluation.predict import predict_probabilities
 from ..rundir import atomic_save_tensors, atomic_write_json, load_weights, read_json, write_jsonl
@@ -78,13 +78,13 @@ class TrainConfig:
         for name in ("epochs", "batch_size", "patience", "seed"):
             count = whole_number(getattr(self, name))
             if count is None:  # (1.5 epochs would fail in range(), "2" in a comparison)
-                raise AttnclfError(f"{name} must be a whole number, got {getattr(self, name)!r}")
+                raise AttnclfError(f"{name} must be a whole number, got {shown(getattr(self, name))}")
             setattr(self, name, count)  # (numpy's integers would not go into config.json)
         for name in ("lr", "weight_decay", "warmup_ratio", "grad_clip", "label_smoothing", "ema_decay",
                      "checkpoint_seconds"):
             number = real_number(getattr(self, name))
             if number is None:  # ("0.01" would fail in a comparison, np.float32 in config.json after an epoch)
-                raise AttnclfError(f"{name} must be a number, got {getattr(self, name)!r}")
+                raise AttnclfError(f"{name} must be a number, got {shown(getattr(self, name))}")
             setattr(self, name, number)
         for name, low, high in (("epochs", 1, None), ("batch_size", 1, None), ("lr", 0, None),
                                 ("weight_decay", 0, None), ("warmup_ratio", 0, 1), ("grad_clip", 0, None),
@@ -93,27 +93,28 @@ class TrainConfig:
             value = getattr(self, name)
             # Infinity means something for checkpoint_seconds (only at the end) and grad_clip (no clipping), not here.
             finite = name in ("lr", "weight_decay")
-            if math.isnan(value) or value < low or high is not None and value >= high or finite and math.isinf(value):
+            nan = isinstance(value, float) and math.isnan(value)  # (an int has none, and may be too large for one)
+            if nan or value < low or high is not None and value >= high or finite and math.isinf(value):
                 bounds = ("a finite number, " if finite else "") + f"at least {low}" + (f" and below {high}" if high
                                                                                        else "")
-                raise AttnclfError(f"{name} must be {bounds}, got {value}")
+                raise AttnclfError(f"{name} must be {bounds}, got {shown(value)}")
         if isinstance(self.class_weights, dict):
             for name in self.class_weights:
                 if not isinstance(name, str):
-                    raise AttnclfError(f"class_weights are keyed by label name, a string; got {name!r}")
+                    raise AttnclfError(f"class_weights are keyed by label name, a string; got {shown(name)}")
             # (plain floats: numpy's would not go into config.json)
-            self.class_weights = {name: weight(value, f"class_weights[{name!r}]")
+            self.class_weights = {name: weight(value, f"class_weights[{shown(name)}]")
                                   for name, value in self.class_weights.items()}
         elif self.class_weights not in ("none", "balanced"):
             raise AttnclfError(f"class_weights must be none, balanced or a dict of label weights, got "
-                               f"{self.class_weights!r}")
+                               f"{shown(self.class_weights)}")
         if self.schedule_epochs is not None and self.schedule_epochs < self.epochs:
             raise AttnclfError(f"schedule_epochs ({self.schedule_epochs}) cannot be fewer than epochs ({self.epochs})")
         for name, allowed in (("optimizer", ("adamw", "adam")), ("schedule", ("linear", "cosine", "constant")),
                               ("sampler", ("shuffle", "balanced")),
                               ("monitor", ("accuracy", "macro_f1", "micro_f1", "loss"))):
             if getattr(self, name) not in allowed:
-                raise AttnclfError(f"{name} must be one of {', '.join(allowed)}, got {getattr(self, name)!r}")
+                raise AttnclfError(f"{name} must be one of {', '.join(allowed)}, got {shown(getattr(self, name))}")
 
     def to_dict(self) -> dict:
         return asdict(self)
