@@ -837,6 +837,9 @@ def test_scoring_data_gives_the_texts_a_run_held_out_as_evaluate_split_validatio
         scoring_data(run, dataset="demo", split="validation")
     with pytest.raises(AttnclfError, match="^split must be test or validation, got 'train'$"):
         scoring_data(run, split="train")
+    with pytest.raises(AttnclfError) as refused:
+        scoring_data(run, split="t" * 100_000)  # (named by its start: it may be anything a caller passed)
+    assert str(refused.value) == f"split must be test or validation, got '{'t' * 39}..."
     with pytest.raises(AttnclfError, match="^label_delimiter applies to multi-label runs, and this one is "
                                            "single-label: its test labels are read whole; drop label_delimiter$"):
         scoring_data(run, test_file="held_out.csv", label_delimiter=",")

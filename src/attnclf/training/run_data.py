@@ -14,7 +14,7 @@ import numpy as np
 from ..data.base import LABEL_SYNONYMS, WITHHELD, Splits, TextDataset
 from ..data.registry import candidate_dirs, load_splits
 from ..data.splits import check_hold_out, split_indices, train_validation_split
-from ..errors import AttnclfError, DataError, first_few
+from ..errors import AttnclfError, DataError, first_few, shown
 from ..rundir import refuse_estimator_run
 from ..text.cleaning import CleaningConfig, clean
 from ..text.tokenizer import TokenizerConfig
@@ -425,7 +425,7 @@ def scoring_data(classifier, test_file: str | None = None, dataset: str | None =
     from ..ensemble import Ensemble
 
     if split not in ("test", "validation"):
-        raise AttnclfError(f"{named('split')} must be test or validation, got {split!r}")
+        raise AttnclfError(f"{named('split')} must be test or validation, got {shown(split)}")
     members = classifier.members if isinstance(classifier, Ensemble) else [classifier]
     if split == "validation":
         if dataset or test_file:
