@@ -36,6 +36,7 @@ import numpy as np
 import torch
 from scipy.stats import rankdata
 
+from ..checks import check_seed
 from ..data.base import TextDataset
 from ..errors import AttnclfError, shown
 from ..text.batching import BucketBatches
@@ -209,6 +210,7 @@ def measure_faithfulness(classifier: "Classifier", data: TextDataset, *, methods
         raise AttnclfError(f"{shown(unused[0], write=str)} applies to none of the methods measured "
                            f"({', '.join(methods)})")
     check_steps(options.get("steps", "auto"))  # before minutes of work
+    seed = check_seed(seed)
     if len(data) == 0:
         raise AttnclfError(f"{data.name or data.split}: no texts to measure on")
     rng = np.random.default_rng(seed)

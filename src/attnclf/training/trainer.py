@@ -32,7 +32,7 @@ from torch.nn.parallel import DistributedDataParallel
 from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 from tqdm.auto import tqdm
 
-from ..checks import real_number, weight, whole_number
+from ..checks import check_seed, real_number, weight, whole_number
 from ..errors import AttnclfError, shown
 from ..evaluation.metrics import compute_metrics
 from ..evaluation.predict import predict_probabilities
@@ -75,7 +75,7 @@ class TrainConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:  # here, so a bad value stops a run before it writes anything
-        for name in ("epochs", "batch_size", "patience", "seed"):
+        for name in ("epochs", "batch_size", "patience"):
             count = whole_number(getattr(self, name))
             if count is None:  # (1.5 epochs would fail in range(), "2" in a comparison)
                 raise AttnclfError(f"{name} must be a whole number, got {shown(getattr(self, name))}")
@@ -89,7 +89,7 @@ class TrainConfig:
         for name, low, high in (("epochs", 1, None), ("batch_size", 1, None), ("lr", 0, None),
                                 ("weight_decay", 0, None), ("warmup_ratio", 0, 1), ("grad_clip", 0, None),
                                 ("label_smoothing", 0, 1), ("ema_decay", 0, 1), ("patience", 0, None),
-                                ("checkpoint_seconds", 0, None), ("seed", 0, 2 ** 32)):  # (numpy's seeds)
+                                ("checkpoint_seconds", 0, None)):
             value = getattr(self, name)
             # Infinity means something for checkpoint_seconds (only at the end) and grad_clip (no clipping), not here.
             finite = name in ("lr", "weight_decay")
@@ -98,6 +98,7 @@ class TrainConfig:
                 bounds = ("a finite number, " if finite else "") + f"at least {low}" + (f" and below {high}" if high
                                                                                        else "")
                 raise AttnclfError(f"{name} must be {bounds}, got {shown(value)}")
+        self.seed = check_seed(self.seed)
         if isinstance(self.class_weights, dict):
             for name in self.class_weights:
                 if not isinstance(name, str):
