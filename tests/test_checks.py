@@ -19,3 +19,19 @@ def test_a_huge_value_is_named_by_its_start_not_echoed_whole(check, start):
     with pytest.raises(AttnclfError) as refused:
         check()
     assert str(refused.value).startswith(start) and len(str(refused.value)) < 300
+
+
+def test_a_real_number_too_large_for_a_float_reads_as_infinite_and_is_refused_in_one_line():
+    # float(10 ** 400) raises OverflowError: a float setting given a huge int from Python ended in a traceback.
+    # As float("1e400") (and so `--lr 1e400`) reads, it is infinite: the checks that refuse infinity refuse it.
+    import math
+
+    from attnclf.checks import real_number
+    from attnclf.training.trainer import TrainConfig
+
+    assert real_number(10 ** 400) == math.inf and real_number(-10 ** 400) == -math.inf
+    with pytest.raises(AttnclfError, match=r"^lr must be a finite number, at least 0, got inf$"):
+        TrainConfig(lr=10 ** 400)
+    with pytest.raises(AttnclfError, match=r"^sample_weight\[0\] must be a finite number of at least 0, got 1000"):
+        weight(10 ** 400, "sample_weight[0]")
+    assert TrainConfig(checkpoint_seconds=10 ** 400).checkpoint_seconds == math.inf  # (infinite: only at the end)

@@ -24,14 +24,17 @@ def whole_number(value) -> int | None:
 
 def real_number(value) -> float | None:
     """``value`` as a ``float`` if it is a real number of any type (numpy's too, as ``np.linspace`` grids give),
-    else None; not a bool, nor a string.
+    else None; not a bool, nor a string. One too large for a float is infinite, as ``float("1e400")`` reads.
 
     >>> import numpy as np
-    >>> real_number(np.float32(0.5)), real_number(2), real_number(True), real_number("0.1")
-    (0.5, 2.0, None, None)
+    >>> real_number(np.float32(0.5)), real_number(2), real_number(True), real_number("0.1"), real_number(-10 ** 400)
+    (0.5, 2.0, None, None, -inf)
     """
     if isinstance(value, numbers.Real) and not isinstance(value, bool):
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:  # (an int, or a Fraction, beyond the largest float)
+            return math.inf if value > 0 else -math.inf
     return None
 
 
