@@ -1,8 +1,9 @@
 """The shared checks of values callers pass to the library (attnclf.checks)."""
 
+import numpy as np
 import pytest
 
-from attnclf.checks import check_threads, weight
+from attnclf.checks import check_seed, check_threads, weight
 from attnclf.errors import AttnclfError
 
 
@@ -35,3 +36,12 @@ def test_a_real_number_too_large_for_a_float_reads_as_infinite_and_is_refused_in
     with pytest.raises(AttnclfError, match=r"^sample_weight\[0\] must be a finite number of at least 0, got 1000"):
         weight(10 ** 400, "sample_weight[0]")
     assert TrainConfig(checkpoint_seconds=10 ** 400).checkpoint_seconds == math.inf  # (infinite: only at the end)
+
+
+def test_a_seed_is_named_as_its_caller_gave_it():
+    # One check for every seed (TrainConfig's, the split seed, faithfulness's, pretrain's); each names its own.
+    assert check_seed(np.int64(3), "split_seed") == 3 and type(check_seed(np.int64(3))) is int
+    with pytest.raises(AttnclfError, match=r"^--split-seed must be at least 0 and below 4294967296, got -2$"):
+        check_seed(-2, "--split-seed")
+    with pytest.raises(AttnclfError, match=r"^seed must be a whole number, got 1.5$"):
+        check_seed(1.5)

@@ -246,7 +246,9 @@ def test_init_from_errors_are_one_line_and_write_no_run(tmp_path, capsys, args, 
 
 @pytest.mark.parametrize("args, message", [
     (["--lr", "nan"], "lr must be positive and finite, got nan"),
-    (["--seed", "-1"], "seed must be a whole number, at least 0, got -1"),
+    # checks.check_seed, as train's and faithfulness's seeds: both bounds, in one wording
+    (["--seed", "-1"], "seed must be at least 0 and below 4294967296, got -1"),
+    (["--seed", "4294967296"], "seed must be at least 0 and below 4294967296, got 4294967296"),
     (["--embeddings", "{tmp}/v.vec", "--embeddings-std", "0"], "embeddings_std must be positive and finite, got 0.0"),
     (["--embeddings-std", "2"], "--embeddings-std needs --embeddings FILE"),
     (["--set", "heads=3"], "heads"),
@@ -266,6 +268,14 @@ def test_pretrain_errors_are_one_line_and_leave_no_folder(tmp_path, capsys, args
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
     assert not output.exists()
+
+
+def test_a_seed_from_python_is_checked_as_trains_is(tmp_path):
+    # (pretrain had a seed check of its own, which echoed a value whole and said "at least 0" of 2 ** 32)
+    with pytest.raises(AttnclfError) as refused:
+        pretrain_encoder(cyclic_corpus(10), PretrainSettings(seed="s" * 100_000), tmp_path / "p", log=quiet)
+    assert str(refused.value) == f"seed must be a whole number, got '{'s' * 39}..."
+    assert not (tmp_path / "p").exists()
 
 
 def test_a_max_len_too_large_to_train_is_refused_before_the_texts_are_read(tmp_path, capsys, monkeypatch):

@@ -69,19 +69,20 @@ def check_threads(threads) -> int | None:
     return count
 
 
-def check_seed(seed) -> int:
+def check_seed(seed, name: str = "seed") -> int:
     """``seed`` as an ``int`` that numpy's generators take (from 0 up to, not including, 2**32), or one line saying
-    what is wrong (numpy's own error names no setting).
+    what is wrong (numpy's own error names no setting), naming ``name``, the setting the caller gave it as
+    (``split_seed``, or a flag: ``--split-seed``).
 
     >>> check_seed(7)
     7
-    >>> check_seed(-1)
+    >>> check_seed(-1, "split_seed")
     Traceback (most recent call last):
-    attnclf.errors.AttnclfError: seed must be at least 0 and below 4294967296, got -1
+    attnclf.errors.AttnclfError: split_seed must be at least 0 and below 4294967296, got -1
     """
     count = whole_number(seed)
     if count is None:
-        raise AttnclfError(f"seed must be a whole number, got {shown(seed)}")
+        raise AttnclfError(f"{name} must be a whole number, got {shown(seed)}")
     if not 0 <= count < 2 ** 32:
-        raise AttnclfError(f"seed must be at least 0 and below {2 ** 32}, got {shown(count)}")
+        raise AttnclfError(f"{name} must be at least 0 and below {2 ** 32}, got {shown(count)}")
     return count

@@ -38,7 +38,7 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from ..checks import whole_number
+from ..checks import check_seed, whole_number
 from ..errors import AttnclfError, RunDirError
 from ..models import build_model, config_for
 from ..models.classifiers import SelfAttentionClassifier
@@ -255,10 +255,11 @@ def _pretrain(texts: Sequence[str], settings: PretrainSettings, output: Path, re
 def _check_settings(settings: PretrainSettings) -> None:
     """A one-line error for settings that cannot work, before anything is read or written."""
     for name, low in (("epochs", 1), ("batch_size", 1), ("max_len", 2), ("sampled_words", 1), ("vocab_size", 3),
-                      ("min_frequency", 1), ("seed", 0)):
+                      ("min_frequency", 1)):
         value = whole_number(getattr(settings, name))
-        if value is None or value < low or (name == "seed" and value >= 2 ** 32):
+        if value is None or value < low:
             raise AttnclfError(f"{name} must be a whole number, at least {low}, got {getattr(settings, name)!r}")
+    check_seed(settings.seed)
     for name in ("lr", "embeddings_std"):
         if not 0 < getattr(settings, name) < math.inf:
             raise AttnclfError(f"{name} must be positive and finite, got {getattr(settings, name)!r}")

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 
-from ..checks import whole_number
+from ..checks import check_seed, whole_number
 from ..data.files import recorded_text_column
 from ..data.multilabel import DEFAULT_LABEL_DELIMITER
 from ..data.registry import folder_holding, sources
@@ -46,11 +46,11 @@ def _set(owner, name: str, given: Collection[str]) -> bool:
     return name in given or getattr(owner, name) != getattr(type(owner), name)
 
 
-def _count_refusal(owner, name: str, low: int, high: int | None, named: Callable[[str], str] = by_field) -> str | None:
-    """Why ``owner``'s field ``name`` is refused, unless it is None or a whole number from ``low`` up to (not
-    including) ``high``; a numpy integer becomes an int (config.json takes no other).
+def _count_refusal(owner, name: str, named: Callable[[str], str] = by_field) -> str | None:
+    """Why ``owner``'s field ``name`` is refused, unless it is None or a whole number of at least 1; a numpy integer
+    becomes an int (config.json takes no other).
 
-    >>> _count_refusal(RunSettings(eval_batch_size=0), "eval_batch_size", 1, None)
+    >>> _count_refusal(RunSettings(eval_batch_size=0), "eval_batch_size")
     'eval_batch_size must be at least 1, got 0'
     """
     value = getattr(owner, name)
@@ -59,8 +59,8 @@ def _count_refusal(owner, name: str, low: int, high: int | None, named: Callable
     count = whole_number(value)
     if count is None:
         return f"{named(name)} must be a whole number, got {shown(value)}"
-    if not (low <= count and (high is None or count < high)):
-        return f"{named(name)} must be at least {low}{f' and below {high}' if high else ''}, got {shown(count)}"
+    if count < 1:
+        return f"{named(name)} must be at least 1, got {shown(count)}"
     setattr(owner, name, count)
     return None
 
@@ -141,11 +141,15 @@ class DataSettings:
             yield f"{named('label_delimiter')} applies to multi-label data; add {named('multi_label')}"
         if self.label_delimiter == "":
             yield f"{named('label_delimiter')} must be at least one character"
-        for name, low, high in (("max_train_examples", 1, None), ("max_test_examples", 1, None),
-                                ("split_seed", 0, 2 ** 32)):  # (numpy's seeds, as TrainConfig's)
-            refusal = _count_refusal(self, name, low, high, named)
+        for name in ("max_train_examples", "max_test_examples"):
+            refusal = _count_refusal(self, name, named)
             if refusal:
                 yield refusal
+        if self.split_seed is not None:
+            try:
+                self.split_seed = check_seed(self.split_seed, named("split_seed"))  # (numpy's ints become ints)
+            except AttnclfError as refused:
+                yield str(refused)
         if self.validation_file and _set(self, "val_fraction", given):
             yield (f"{named('val_fraction')} carves validation from the training file; "
                    f"{named('validation_file')} replaces it")
@@ -245,7 +249,7 @@ class RunSettings:
         ['eval_batch_size must be at least 1, got 0']
         """
         yield from self.data.refusals(named, given)
-        refusal = _count_refusal(self, "eval_batch_size", 1, None, named)
+        refusal = _count_refusal(self, "eval_batch_size", named)
         if refusal:
             yield refusal
         if _set(self, "embeddings_std", given) and not self.embeddings:  # (it would scale nothing)
