@@ -234,6 +234,26 @@ def test_a_refused_model_leaves_no_export_folder_and_predict_says_why(tmp_path, 
         OnnxClassifier.load(run)
 
 
+def test_check_data_names_its_arguments_as_its_caller_spells_them(demo_run, tmp_path, capsys):
+    # From Python it named `export`'s flags (--check-examples, --check-file...); the command passes them as named=.
+    with pytest.raises(AttnclfError, match=r"^limit must be at least 1, got 0: parity is measured on texts$"):
+        onnx_export.check_data(demo_run, limit=0)
+    with pytest.raises(AttnclfError, match=r"^limit must be a whole number, got '5'$"):
+        onnx_export.check_data(demo_run, limit="5")
+    with pytest.raises(AttnclfError, match=r"^text_column and label_column name the columns of file; give it too$"):
+        onnx_export.check_data(demo_run, label_column="sentiment")
+    # A refit of data without a test split has no texts of its own to check on: they are check_data's file.
+    run = tmp_path / "refit"
+    shutil.copytree(demo_run, run)
+    config = json.loads((run / "config.json").read_text())
+    config["settings"]["data"] |= {"dataset": None, "train_file": str(tmp_path / "train.csv"), "refit": True}
+    (run / "config.json").write_text(json.dumps(config))
+    with pytest.raises(AttnclfError, match=r"only other labelled texts can score it: give them with file$"):
+        onnx_export.check_data(run)
+    assert main(["export", str(run)]) == 2
+    assert capsys.readouterr().err.endswith("only other labelled texts can score it: give them with --check-file\n")
+
+
 def test_a_check_file_is_read_with_the_columns_the_run_trained_from(tmp_path):
     rows = "".join(f'"{text}",{label}\n' for text, label in [("a good film", "pos"), ("a bad film", "neg")] * 20)
     data = tmp_path / "reviews.csv"

@@ -214,9 +214,10 @@ def test_a_refit_of_data_without_a_test_split_trains_on_everything_and_says_so(t
     config = json.loads((tmp_path / "run-refit" / "config.json").read_text())
     assert config["data"]["train_examples"] == 120 and not (tmp_path / "run-refit" / "report.html").exists()
     assert main(["evaluate", str(tmp_path / "run-refit"), "--device", "cpu"]) == 2
-    assert "this refit trained on every text it has: only other labelled texts can score it" in capsys.readouterr().err
+    assert capsys.readouterr().err.endswith("this refit trained on every text it has: only other labelled texts can "
+                                            "score it: give them with --test-file\n")  # (each command its own flag)
     assert main(["export", str(tmp_path / "run-refit")]) == 2
-    assert "or to export with --check-file" in capsys.readouterr().err  # the flag export itself takes
+    assert capsys.readouterr().err.endswith("give them with --check-file\n")
     assert main(["export", str(tmp_path / "run-refit"), "--check-file", str(path)]) == 0
 
 

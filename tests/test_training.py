@@ -858,6 +858,22 @@ def test_run_test_data_names_what_to_give_as_its_caller_spells_it(tmp_path):
                                            r"dataset, or score the texts the runs held out with split validation "
                                            r"\(runs sharing split_seed\)$"):
         run_test_data(run.config, run.label_names, test_only=True)
+    # A refit that trained on every text, and a run the scikit-learn estimator saved, have none to score either: the
+    # advice named `evaluate`'s and `export`'s flags to every caller.
+    from attnclf.rundir import ESTIMATOR
+    from attnclf.training.run_data import scoring_data
+
+    refit = _SavedRun(DataSettings(train_file=str(tmp_path / "train.csv"), refit=True))
+    estimator = _SavedRun(DataSettings(train_file=str(tmp_path / "train.csv")))
+    estimator.config["trained_by"] = ESTIMATOR
+    for named, test_file in (({}, "test_file"), ({"named": lambda name: f"--{name.replace('_', '-')}"}, "--test-file")):
+        with pytest.raises(AttnclfError, match=r"^train.csv has no test split, and this refit trained on every text it "
+                                               rf"has: only other labelled texts can score it: give them with "
+                                               rf"{test_file}$"):
+            scoring_data(refit, **named)
+        with pytest.raises(AttnclfError, match=r"^this run was saved by the scikit-learn estimator \(.*\): it has no "
+                                               rf"recorded test texts; give it a test file with {test_file}$"):
+            scoring_data(estimator, **named)
 
 
 def test_the_class_warnings_agree_with_how_many_classes_they_count():

@@ -934,8 +934,9 @@ def cmd_export(args: argparse.Namespace) -> int:
 
     _refuse_ensemble(args.run_dir)
     _warn_if_unfinished(args.run_dir)
+    flags = {"file": "check_file", "limit": "check_examples"}  # check_data's arguments named otherwise here
     check = check_data(args.run_dir, args.check_file, text_column=args.text_column, label_column=args.label_column,
-                       limit=args.check_examples)
+                       limit=args.check_examples, named=lambda name: _flag(flags.get(name, name)))
     result = export_onnx(args.run_dir, args.output, check=check, quantize=args.quantize)
     parity = result.manifest["parity"]
     print(f"exported to {result.directory}")

@@ -25,6 +25,7 @@ import os
 import shutil
 import tempfile
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,9 +34,10 @@ import torch
 from torch import nn
 
 from .. import __version__
+from ..checks import whole_number
 from ..classifier import Classifier
 from ..data.base import TextDataset
-from ..errors import AttnclfError
+from ..errors import AttnclfError, shown
 from ..models.attention import MultiHeadSelfAttention
 from ..models.windows import window_config
 from ..prediction import trained_text_column
@@ -43,6 +45,7 @@ from ..rundir import (ENSEMBLE_FILE, atomic_write_bytes, atomic_write_json, firs
                       publish, refuse_multi_label, remove_empty_folders, temporary_beside)
 from ..text.tokenizer import PAD_ID, UNK_ID
 from ..training.pretrain import PRETRAIN_FILE
+from ..training.settings import by_field
 from .runtime import EXPORT_FORMAT_VERSION, OnnxClassifier, weights_fingerprint
 
 OPSET = 17
@@ -130,11 +133,13 @@ def _difference(reference: np.ndarray, probabilities: np.ndarray) -> dict:
 
 
 def check_data(run_dir: str | Path, file: str | Path | None = None, *, text_column: str | list[str] | None = None,
-               label_column: str | None = None, limit: int = 1000, seed: int = 0) -> TextDataset:
+               label_column: str | None = None, limit: int = 1000, seed: int = 0,
+               named: Callable[[str], str] = by_field) -> TextDataset:
     """Labelled texts to measure an export on: ``file``, else the run's own test split (validation if none).
 
     At most ``limit`` texts, a seeded sample; labels are indexed as the run's ``labels.json``. ``file``'s
-    columns default to those the run trained from.
+    columns default to those the run trained from. Errors name these arguments as ``named`` spells them (the
+    command line: by its flags, ``--check-file`` and ``--check-examples`` among them).
 
     >>> # check_data("runs/demo", limit=500).texts[:2]
     """
@@ -142,10 +147,14 @@ def check_data(run_dir: str | Path, file: str | Path | None = None, *, text_colu
     from ..rundir import check_run_dir, read_config, read_json
     from ..training.run_data import run_test_data
 
-    if limit < 1:
-        raise AttnclfError(f"--check-examples must be at least 1, got {limit}: parity is measured on texts")
+    count = whole_number(limit)
+    if count is None:
+        raise AttnclfError(f"{named('limit')} must be a whole number, got {shown(limit)}")
+    if count < 1:
+        raise AttnclfError(f"{named('limit')} must be at least 1, got {shown(count)}: parity is measured on texts")
     if file is None and (text_column or label_column):
-        raise AttnclfError("--text-column and --label-column name the columns of --check-file; give it too")
+        raise AttnclfError(f"{named('text_column')} and {named('label_column')} name the columns of {named('file')}; "
+                           f"give it too")
     config = read_config(check_run_dir(run_dir))
     refuse_multi_label(config, "ONNX export")
     label_names = read_json(Path(run_dir) / "labels.json")
@@ -154,9 +163,10 @@ def check_data(run_dir: str | Path, file: str | Path | None = None, *, text_colu
         data = load_file(file, text_column or saved.get("text_column", "text"),
                          label_column or saved.get("label_column", "label"), label_names=label_names, split="check")
     else:
-        data = run_test_data(config, label_names)
-    if len(data) > limit:
-        data = data.subset(sorted(np.random.default_rng(seed).choice(len(data), limit, replace=False).tolist()))
+        # (the other labelled texts it advises, where the run has none of its own, are this function's file)
+        data = run_test_data(config, label_names, named=lambda name: named("file" if name == "test_file" else name))
+    if len(data) > count:
+        data = data.subset(sorted(np.random.default_rng(seed).choice(len(data), count, replace=False).tolist()))
     return data
 
 

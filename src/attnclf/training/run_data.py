@@ -106,13 +106,14 @@ def _saved_data(config: dict, data_dir: str | None, lacks: str) -> DataSettings:
 def run_test_data(config: dict, label_names: list[str], test_only: bool = False,
                   data_dir: str | None = None, named: Callable[[str], str] = by_field) -> TextDataset:
     """A run's own test split, labels in the run's order (its validation split when the data has no
-    test split, unless ``test_only``); ``data_dir``: look for its dataset there first. ``named`` spells
-    ``scoring_data``'s arguments in the advice without a test split (the command line: by their flags).
+    test split, unless ``test_only``); ``data_dir``: look for its dataset there first. The advice for a run without
+    test texts of its own names ``scoring_data``'s arguments as ``named`` spells them, that is as the caller knows
+    them (the command line: by its flags; ``check_data``: its ``file`` for ``test_file``).
 
     >>> # test = run_test_data(read_json(Path("runs/demo") / "config.json"), ["negative", "positive"])
     """
     settings = config["settings"]
-    data = _saved_data(config, data_dir, "test texts; give it a test file (--test-file FILE; export: --check-file FILE)")
+    data = _saved_data(config, data_dir, f"test texts; give it a test file with {named('test_file')}")
     if data.test_file and not data.dataset:  # the file alone: the training file may be large, or gone since
         from ..data.files import load_file
 
@@ -124,7 +125,7 @@ def run_test_data(config: dict, label_names: list[str], test_only: bool = False,
     test = splits and splits.test
     if data.refit and test is None:
         raise AttnclfError(f"{data.describe()} has no test split, and this refit trained on every text it has: only "
-                           f"other labelled texts can score it: give them with --test-file, or to export with --check-file")
+                           f"other labelled texts can score it: give them with {named('test_file')}")
     if test_only and test is None:
         raise AttnclfError(f"{data.describe()} has no test split; give held-out data with {named('test_file')} or "
                            f"{named('dataset')}, or score the texts the runs held out with {named('split')} validation "
