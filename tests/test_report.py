@@ -200,6 +200,34 @@ def test_report_errors_are_one_line(demo_run, tmp_path, capsys):
     assert "method '' does not apply" in err[3]
 
 
+def test_a_refit_that_scored_no_texts_is_refused_in_one_line(demo_run, tmp_path, capsys):
+    # A refit of data without a test split trains on every text and scores none. `report` passed on the advice to give
+    # a test file (no flag of its own), and write_report given test texts from Python failed on the scores that
+    # metrics.json lacks (a KeyError).
+    from attnclf.data.base import TextDataset
+    from attnclf.errors import AttnclfError
+    from attnclf.report import write_report
+
+    run = tmp_path / "run-refit"
+    shutil.copytree(demo_run, run)
+    config = json.loads((run / "config.json").read_text())
+    config["settings"]["data"] |= {"dataset": None, "train_file": str(tmp_path / "train.csv"), "refit": True}
+    config["settings"]["refit_of"] = {"run": str(tmp_path / "run"), "epochs": 2}
+    (run / "config.json").write_text(json.dumps(config))
+    (run / "metrics.json").write_text(json.dumps({"split": None, "note": "trained on every labelled text"}))
+    (run / "report.html").unlink()
+    refusal = (f"{run} is a refit that scored no texts (its data has no test split, and it trained on every labelled "
+               f"one): nothing to report; {tmp_path / 'run'} estimates its accuracy, and `attnclf evaluate {run} "
+               f"--test-file FILE` scores it on other texts")
+    assert main(["report", str(run)]) == 2
+    assert capsys.readouterr().err == f"attnclf: error: {refusal}\n"
+    labels = json.loads((run / "labels.json").read_text())
+    with pytest.raises(AttnclfError) as refused:
+        write_report(run, test=TextDataset(["a good film"], [0], labels))
+    assert str(refused.value) == refusal
+    assert not (run / "report.html").exists()
+
+
 def test_multiclass_roc_draws_one_curve_per_class():
     import numpy as np
 

@@ -59,14 +59,19 @@ def write_report(run_dir: str | Path, *, classifier=None, test: TextDataset | No
     config = read_config(run_dir)
     metrics = read_json(run_dir / "metrics.json")
     history = read_jsonl(run_dir / "history.jsonl")
+    # A run that scored no texts (saved by the scikit-learn estimator, or a refit of data without a test split) has
+    # none of the scores the page shows, whatever test texts it is given; and report takes no test file.
+    if metrics.get("split", "test") is None:
+        refuse_estimator_run(config, "test texts to report on (report takes no test file; `attnclf evaluate RUN_DIR "
+                                     "--test-file FILE` scores it)")
+        raise RunDirError(f"{run_dir} is a refit that scored no texts (its data has no test split, and it trained on "
+                          f"every labelled one): nothing to report; {config['settings']['refit_of']['run']} estimates "
+                          f"its accuracy, and `attnclf evaluate {run_dir} --test-file FILE` scores it on other texts")
     if classifier is None:
         classifier = Classifier.load(run_dir, device=device)
     if test is None:
         from ..training.run_data import run_test_data
 
-        # (run_test_data's own refusal points to --test-file, which report does not take)
-        refuse_estimator_run(config, "test texts to report on (report takes no test file; `attnclf evaluate RUN_DIR "
-                                     "--test-file FILE` scores it)")
         test = run_test_data(config, classifier.label_names)
         _refuse_changed_test(run_dir, config, metrics, test)
     windowed = window_config(classifier.model) is not None  # explanation methods read one token sequence
