@@ -727,19 +727,19 @@ def test_data_flags_that_do_not_go_together_are_refused_in_one_line(csv_files, t
 
 
 @pytest.mark.parametrize("flags, message", [
-    (["--batch-size", "0"], "batch_size must be at least 1, got 0"),
-    (["--lr", "-1"], "lr must be a finite number, at least 0, got -1.0"),
-    (["--epochs", "0"], "epochs must be at least 1, got 0"),
+    (["--batch-size", "0"], "--batch-size must be at least 1, got 0"),
+    (["--lr", "-1"], "--lr must be a finite number, at least 0, got -1.0"),
+    (["--epochs", "0"], "--epochs must be at least 1, got 0"),
     (["--max-len", "0"], "tokenizer max_len must be at least 1, got 0"),
     (["--set", "d_model=abc"], "model field d_model takes int values like 128, got 'abc'"),
     (["--set", "dropout=1.5"], "model field dropout must be below 1, got 1.5"),
-    (["--warmup-ratio", "1"], "warmup_ratio must be at least 0 and below 1, got 1.0"),
+    (["--warmup-ratio", "1"], "--warmup-ratio must be at least 0 and below 1, got 1.0"),
     # NaN compares false with every bound: each check must refuse it, not let it through to torch or config.json.
-    (["--lr", "nan"], "lr must be a finite number, at least 0, got nan"),
-    (["--weight-decay", "inf"], "weight_decay must be a finite number, at least 0, got inf"),
-    (["--ema-decay", "nan"], "ema_decay must be at least 0 and below 1, got nan"),
-    (["--label-smoothing", "nan"], "label_smoothing must be at least 0 and below 1, got nan"),
-    (["--warmup-ratio", "nan"], "warmup_ratio must be at least 0 and below 1, got nan"),
+    (["--lr", "nan"], "--lr must be a finite number, at least 0, got nan"),
+    (["--weight-decay", "inf"], "--weight-decay must be a finite number, at least 0, got inf"),
+    (["--ema-decay", "nan"], "--ema-decay must be at least 0 and below 1, got nan"),
+    (["--label-smoothing", "nan"], "--label-smoothing must be at least 0 and below 1, got nan"),
+    (["--warmup-ratio", "nan"], "--warmup-ratio must be at least 0 and below 1, got nan"),
     (["--set", "token_dropout=nan"], "model field token_dropout must be below 1, got nan"),
     (["--embeddings", "count", "--embeddings-std", "inf"], "--embeddings-std must be positive and finite, got inf"),
     # A billion positions of learned embeddings: about 2 TB to train, refused before the data loads.
@@ -1476,11 +1476,15 @@ def test_the_installed_command_reports_errors_without_a_traceback(tmp_path):
     (["--max-train-examples", "0"], "--max-train-examples must be at least 1, got 0"),
     (["--val-fraction", "0"], "validation fraction must be in (0, 1), got 0.0"),
     (["--multi-label", "--label-delimiter", ""], "--label-delimiter must be at least one character"),
-    # --seed is checked where a seed from Python is, in TrainConfig: both bounds, one message.
-    (["--seed", "-1"], "seed must be at least 0 and below 4294967296, got -1"),
-    (["--seed", "4294967296"], "seed must be at least 0 and below 4294967296, got 4294967296"),
+    # --seed is checked where a seed from Python is, in TrainConfig: both bounds, one message. TrainConfig's checks
+    # name its fields to Python and the flags here (they named the fields here too).
+    (["--seed", "-1"], "--seed must be at least 0 and below 4294967296, got -1"),
+    (["--seed", "4294967296"], "--seed must be at least 0 and below 4294967296, got 4294967296"),
     (["--split-seed", "-2"], "--split-seed must be at least 0 and below 4294967296, got -2"),
-    (["--ema-decay", "1"], "ema_decay must be at least 0 and below 1, got 1.0"),
+    (["--ema-decay", "1"], "--ema-decay must be at least 0 and below 1, got 1.0"),
+    (["--epochs", "0"], "--epochs must be at least 1, got 0"),
+    (["--lr", "-1"], "--lr must be a finite number, at least 0, got -1.0"),
+    (["--patience", "-1"], "--patience must be at least 0, got -1"),
     pytest.param(["--device", "cuda"], "device cuda asked for, but no CUDA device is available",
                  marks=pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")),
 ])
@@ -1488,8 +1492,17 @@ def test_bad_budget_flags_are_one_line_errors(flags, message, tmp_path, capsys):
     assert main(["train", "--dataset", "demo", "--epochs", "1", *flags, "--output", str(tmp_path / "x"),
                  "--quiet"]) == 2
     err = capsys.readouterr().err.strip()
-    assert message in err and len(err.splitlines()) == 1
+    assert f"error: {message}" in err and len(err.splitlines()) == 1
     assert not (tmp_path / "x").exists()  # stopped before writing anything
+
+
+def test_resume_names_its_epochs_flag_as_a_new_run_does(demo_run, tmp_path, capsys):
+    # The run's own settings are read back with the new --epochs, and TrainConfig's check of them named its field.
+    run = tmp_path / "run"
+    shutil.copytree(demo_run, run)
+    err = run_error(["train", "--resume", "--output", str(run), "--epochs", "0"], capsys)
+    assert err == "attnclf: error: --epochs must be at least 1, got 0"
+    assert (run / "config.json").read_bytes() == (demo_run / "config.json").read_bytes()
 
 
 def test_split_seed_reaches_the_run_settings_and_runs_that_share_it_validate_as_an_ensemble(tmp_path, capsys):

@@ -170,9 +170,9 @@ def test_ablate_sweeps_the_default_axes_the_model_has(tmp_path, monkeypatch):
     (["compare", "--dataset", "synthetic", "--models", ","], "--models names no model"),
     (["compare", "--dataset", "synthetic", "--models", "boe", "--set", "heads=2"], "no model of this experiment has a config field 'heads'"),
     (["compare", "--dataset", "synthetic", "--seeds", "0"], "--seeds must be at least 1"),
-    (["compare", "--dataset", "synthetic", "--lr", "-1"], "lr must be a finite number, at least 0, got -1.0"),
-    (["ablate", "--dataset", "synthetic", "--lr", "-1"], "lr must be a finite number, at least 0, got -1.0"),
-    (["ablate", "--dataset", "toy-order", "--lr", "-1"], "lr must be a finite number, at least 0, got -1.0"),
+    (["compare", "--dataset", "synthetic", "--lr", "-1"], "error: --lr must be a finite number, at least 0, got -1.0"),
+    (["ablate", "--dataset", "synthetic", "--lr", "-1"], "error: --lr must be a finite number, at least 0, got -1.0"),
+    (["ablate", "--dataset", "toy-order", "--lr", "-1"], "error: --lr must be a finite number, at least 0, got -1.0"),
     (["compare", "--dataset", "synthetic", "--device", "cuda"] if not torch.cuda.is_available() else
      ["compare", "--dataset", "synthetic", "--device", "mps"], "asked for, but"),
 ])

@@ -648,6 +648,26 @@ def test_train_config_takes_whole_numbers_and_infinity_only_where_it_means_somet
             TrainConfig(**fields)
 
 
+def test_train_config_names_its_fields_as_its_caller_spells_them_and_records_no_namer():
+    # The command line names its flags (--class-weight for class_weights); the namer is no setting of the run's.
+    from dataclasses import asdict
+
+    def flag(field):
+        return {"class_weights": "--class-weight"}.get(field, f"--{field.replace('_', '-')}")
+
+    for fields, message in (({"warmup_ratio": 1}, "--warmup-ratio must be at least 0 and below 1, got 1.0"),
+                            ({"seed": -1}, "--seed must be at least 0 and below 4294967296, got -1"),
+                            ({"class_weights": "even"}, "--class-weight must be none, balanced or a dict of label "
+                                                        "weights, got 'even'")):
+        with pytest.raises(AttnclfError) as refused:
+            TrainConfig(**fields, named=flag)
+        assert str(refused.value) == message
+    config = TrainConfig(epochs=2, named=flag)
+    assert "named" not in asdict(config) and replace(config, lr=0.1).lr == 0.1  # (replace() passes no namer on)
+    with pytest.raises(AttnclfError, match="^epochs must be at least 1, got 0$"):
+        replace(config, epochs=0)
+
+
 @pytest.mark.parametrize("batch_size", [32, 1024])  # many steps an epoch; one, whose broken weights no loss saw
 def test_a_diverging_run_stops_with_one_line_naming_the_epoch_and_learning_rate(tmp_path, batch_size):
     settings = tiny_settings(tmp_path / "run", epochs=3, lr=1e7)

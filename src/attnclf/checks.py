@@ -9,6 +9,16 @@ import numbers
 from .errors import AttnclfError, shown
 
 
+def by_field(name: str) -> str:
+    """A setting as a Python user knows it, in an error: by its field's or argument's name. Checks that take
+    ``named=`` default to it; the command line passes one that names its flags instead (``--max-train-examples``).
+
+    >>> by_field("max_train_examples")
+    'max_train_examples'
+    """
+    return name
+
+
 def whole_number(value) -> int | None:
     """``value`` as an ``int`` if it is an integer of any type (numpy's too, as ``np.arange`` grids give), else
     None. A bool is not a number here: ``epochs=True`` is a mistake, not 1.

@@ -96,9 +96,22 @@ _TRAIN_FLAGS = (("epochs", "epochs"), ("batch_size", "batch_size"), ("lr", "lr")
                 ("schedule", "schedule"), ("warmup_ratio", "warmup_ratio"), ("label_smoothing", "label_smoothing"),
                 ("class_weight", "class_weights"), ("patience", "patience"), ("monitor", "monitor"),
                 ("weight_decay", "weight_decay"), ("sampler", "sampler"),
-                ("ema_decay", "ema_decay"))  # flag -> TrainConfig field
+                ("ema_decay", "ema_decay"), ("seed", "seed"))  # flag -> TrainConfig field
 _TOKENIZER_FLAGS = (("tokenizer", "kind"), ("vocab_size", "vocab_size"), ("min_frequency", "min_frequency"),
                     ("max_len", "max_len"), ("truncation", "truncation"))  # flag -> TokenizerConfig field
+
+
+def _train_flags(args: argparse.Namespace) -> dict:
+    """The ``TrainConfig`` fields the training flags typed set, checked as ``TrainConfig`` checks them, naming the
+    flags (``settings_for`` and ``resume_settings`` check them again among the recipe's or the run's, by field)."""
+    from .training.trainer import TrainConfig
+
+    # (compare and ablate take no --seed)
+    train = {name: getattr(args, flag) for flag, name in _TRAIN_FLAGS if getattr(args, flag, None) is not None}
+    if args.bf16:
+        train["bf16"] = True
+    TrainConfig(**train, named=_flag)
+    return train
 
 
 def _budget(args: argparse.Namespace) -> dict:
@@ -106,9 +119,7 @@ def _budget(args: argparse.Namespace) -> dict:
     from .text.cleaning import CleaningConfig
     from .training.settings import DataSettings
 
-    train = {name: getattr(args, flag) for flag, name in _TRAIN_FLAGS if getattr(args, flag) is not None}
-    if args.bf16:
-        train["bf16"] = True
+    train = _train_flags(args)
     tokenizer = {name: getattr(args, flag) for flag, name in _TOKENIZER_FLAGS if getattr(args, flag) is not None}
     cleaning = CleaningConfig(lowercase=not args.no_lowercase, strip_punctuation=args.strip_punctuation,
                               remove_stopwords=args.remove_stopwords, lemmatize=args.lemmatize)
@@ -129,8 +140,6 @@ def build_settings(args: argparse.Namespace):
     from .training.settings import settings_for
 
     budget = _budget(args)
-    if args.seed is not None:
-        budget["train"]["seed"] = args.seed
     settings = settings_for(model=args.model, model_config=_parse_overrides(args.set), output=args.output, **budget)
     # Here, not in _budget: compare and ablate cap the training texts (DEFAULT_CAPS, --quick), a sample it seeds.
     # (Nor for --resume: a run trained before this refusal recorded its --split-seed, and its command continues it.)
@@ -159,12 +168,14 @@ def _given(args: argparse.Namespace) -> set[str]:
 
 
 def _flag(field: str) -> str:
-    """The flag that sets the settings field ``field``, as the command line's errors name it.
+    """The flag that sets the settings field ``field`` (of the run's, data's or training's settings), as the command
+    line's errors name it.
 
-    >>> _flag("max_train_examples")
-    '--max-train-examples'
+    >>> _flag("max_train_examples"), _flag("class_weights")
+    ('--max-train-examples', '--class-weight')
     """
-    return f"--{field.replace('_', '-')}"
+    flag = next((flag for flag, name in _TRAIN_FLAGS if name == field), field)
+    return f"--{flag.replace('_', '-')}"
 
 
 def _windows(args: argparse.Namespace):
@@ -341,6 +352,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             raise AttnclfError(f"{output}: no run to resume (no config.json there)")
         typed, recorded = _typed(args), read_config(output)
         planned = recorded["settings"]["train"]["epochs"]
+        _train_flags(args)  # (--epochs, named by its flag before the run's own settings take it)
         settings = resume_settings(output, epochs=args.epochs, device=args.device if "device" in typed else None,
                                    threads=args.threads)
         if typed - _RESUME_FLAGS:  # the command that started the run, --resume added: it must describe it

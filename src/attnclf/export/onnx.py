@@ -34,7 +34,7 @@ import torch
 from torch import nn
 
 from .. import __version__
-from ..checks import whole_number
+from ..checks import by_field, whole_number
 from ..classifier import Classifier
 from ..data.base import TextDataset
 from ..errors import AttnclfError, shown
@@ -45,7 +45,6 @@ from ..rundir import (ENSEMBLE_FILE, atomic_write_bytes, atomic_write_json, firs
                       publish, refuse_multi_label, remove_empty_folders, temporary_beside)
 from ..text.tokenizer import PAD_ID, UNK_ID
 from ..training.pretrain import PRETRAIN_FILE
-from ..training.settings import by_field
 from .runtime import EXPORT_FORMAT_VERSION, OnnxClassifier, weights_fingerprint
 
 OPSET = 17

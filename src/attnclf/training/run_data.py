@@ -11,6 +11,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from ..checks import by_field
 from ..data.base import LABEL_SYNONYMS, WITHHELD, Splits, TextDataset
 from ..data.registry import candidate_dirs, load_splits
 from ..data.splits import check_hold_out, split_indices, train_validation_split
@@ -18,7 +19,7 @@ from ..errors import AttnclfError, DataError, first_few, shown
 from ..rundir import refuse_estimator_run
 from ..text.cleaning import CleaningConfig, clean
 from ..text.tokenizer import TokenizerConfig
-from .settings import DataSettings, by_field
+from .settings import DataSettings
 
 
 def dataset_splits(settings: DataSettings, seed: int) -> Splits:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 
-from ..checks import check_seed, whole_number
+from ..checks import by_field, check_seed, whole_number
 from ..data.files import recorded_text_column
 from ..data.multilabel import DEFAULT_LABEL_DELIMITER
 from ..data.registry import folder_holding, sources
@@ -27,17 +27,6 @@ from ..text.cleaning import CleaningConfig
 from ..text.tokenizer import TokenizerConfig
 from ..text.windows import WindowConfig
 from .trainer import TrainConfig, stopped_early
-
-
-def by_field(name: str) -> str:
-    """A setting as a Python user knows it, in an error: by its field's name (the command line names its flag).
-
-    >>> DataSettings(max_train_examples=0).check(named=by_field)
-    Traceback (most recent call last):
-    ...
-    attnclf.errors.AttnclfError: max_train_examples must be at least 1, got 0
-    """
-    return name
 
 
 def _set(owner, name: str, given: Collection[str]) -> bool:

@@ -22,7 +22,8 @@ import gc
 import inspect
 import math
 import time
-from dataclasses import asdict, dataclass
+from collections.abc import Callable
+from dataclasses import InitVar, asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -32,7 +33,7 @@ from torch.nn.parallel import DistributedDataParallel
 from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 from tqdm.auto import tqdm
 
-from ..checks import check_seed, real_number, weight, whole_number
+from ..checks import by_field, check_seed, real_number, weight, whole_number
 from ..errors import AttnclfError, shown
 from ..evaluation.metrics import compute_metrics
 from ..evaluation.predict import predict_probabilities
@@ -49,6 +50,15 @@ _NO_BUFFER_SYNC = ({"forward_sync_buffers": False}
 
 @dataclass
 class TrainConfig:
+    """How a run trains. A value that cannot work is refused as it is built, in one line naming its field, or the
+    field as ``named`` spells it (the command line: by its flag).
+
+    >>> TrainConfig(epochs=0, named=lambda field: f"--{field}")
+    Traceback (most recent call last):
+    ...
+    attnclf.errors.AttnclfError: --epochs must be at least 1, got 0
+    """
+
     epochs: int = 10
     batch_size: int = 32  # per process: under torchrun a step sees batch_size x processes examples
     lr: float = 1e-3
@@ -73,18 +83,23 @@ class TrainConfig:
     bf16: bool = False  # bfloat16 autocast (CPU with AVX-512 bf16, or CUDA)
     checkpoint_seconds: float = 60.0  # at most one checkpoint per this many seconds, and one at the end
     seed: int = 0
+    # Not a setting (config.json and asdict leave it out): how the checks name a field. None is checks.by_field, not
+    # given as the default itself: replace() reads the default back off an instance, where a function is a method.
+    named: InitVar[Callable[[str], str] | None] = None
 
-    def __post_init__(self) -> None:  # here, so a bad value stops a run before it writes anything
+    def __post_init__(self, named: Callable[[str], str] | None) -> None:
+        # Checked here, so a bad value stops a run before it writes anything
+        named = named or by_field
         for name in ("epochs", "batch_size", "patience"):
             count = whole_number(getattr(self, name))
             if count is None:  # (1.5 epochs would fail in range(), "2" in a comparison)
-                raise AttnclfError(f"{name} must be a whole number, got {shown(getattr(self, name))}")
+                raise AttnclfError(f"{named(name)} must be a whole number, got {shown(getattr(self, name))}")
             setattr(self, name, count)  # (numpy's integers would not go into config.json)
         for name in ("lr", "weight_decay", "warmup_ratio", "grad_clip", "label_smoothing", "ema_decay",
                      "checkpoint_seconds"):
             number = real_number(getattr(self, name))
             if number is None:  # ("0.01" would fail in a comparison, np.float32 in config.json after an epoch)
-                raise AttnclfError(f"{name} must be a number, got {shown(getattr(self, name))}")
+                raise AttnclfError(f"{named(name)} must be a number, got {shown(getattr(self, name))}")
             setattr(self, name, number)
         for name, low, high in (("epochs", 1, None), ("batch_size", 1, None), ("lr", 0, None),
                                 ("weight_decay", 0, None), ("warmup_ratio", 0, 1), ("grad_clip", 0, None),
@@ -97,25 +112,27 @@ class TrainConfig:
             if nan or value < low or high is not None and value >= high or finite and math.isinf(value):
                 bounds = ("a finite number, " if finite else "") + f"at least {low}" + (f" and below {high}" if high
                                                                                        else "")
-                raise AttnclfError(f"{name} must be {bounds}, got {shown(value)}")
-        self.seed = check_seed(self.seed)
+                raise AttnclfError(f"{named(name)} must be {bounds}, got {shown(value)}")
+        self.seed = check_seed(self.seed, named("seed"))
         if isinstance(self.class_weights, dict):
             for name in self.class_weights:
                 if not isinstance(name, str):
-                    raise AttnclfError(f"class_weights are keyed by label name, a string; got {shown(name)}")
+                    raise AttnclfError(f"{named('class_weights')} are keyed by label name, a string; got {shown(name)}")
             # (plain floats: numpy's would not go into config.json)
-            self.class_weights = {name: weight(value, f"class_weights[{shown(name)}]")
+            self.class_weights = {name: weight(value, f"{named('class_weights')}[{shown(name)}]")
                                   for name, value in self.class_weights.items()}
         elif self.class_weights not in ("none", "balanced"):
-            raise AttnclfError(f"class_weights must be none, balanced or a dict of label weights, got "
+            raise AttnclfError(f"{named('class_weights')} must be none, balanced or a dict of label weights, got "
                                f"{shown(self.class_weights)}")
         if self.schedule_epochs is not None and self.schedule_epochs < self.epochs:
-            raise AttnclfError(f"schedule_epochs ({self.schedule_epochs}) cannot be fewer than epochs ({self.epochs})")
+            raise AttnclfError(f"{named('schedule_epochs')} ({self.schedule_epochs}) cannot be fewer than "
+                               f"{named('epochs')} ({self.epochs})")
         for name, allowed in (("optimizer", ("adamw", "adam")), ("schedule", ("linear", "cosine", "constant")),
                               ("sampler", ("shuffle", "balanced")),
                               ("monitor", ("accuracy", "macro_f1", "micro_f1", "loss"))):
             if getattr(self, name) not in allowed:
-                raise AttnclfError(f"{name} must be one of {', '.join(allowed)}, got {shown(getattr(self, name))}")
+                raise AttnclfError(f"{named(name)} must be one of {', '.join(allowed)}, got "
+                                   f"{shown(getattr(self, name))}")
 
     def to_dict(self) -> dict:
         return asdict(self)
