@@ -639,6 +639,12 @@ def test_settings_for_checks_the_data_settings_it_is_given():
     ({"seed": 2 ** 32}, "seed must be at least 0 and below 4294967296"),
     ({"checkpoint_seconds": float("inf"), "grad_clip": float("inf")}, None),  # only at the end; no clipping
     ({"epochs": True}, "epochs must be a whole number, got True"),
+    # The schedule's length is a count too: inf overflowed int() in the schedule once training began, after
+    # config.json recorded it (as Infinity, which JSON has not); a string failed on its comparison with epochs.
+    ({"schedule_epochs": float("inf")}, "^schedule_epochs must be a whole number, got inf$"),
+    ({"schedule_epochs": "12"}, "^schedule_epochs must be a whole number, got '12'$"),
+    ({"schedule_epochs": 12.0}, "^schedule_epochs must be a whole number, got 12.0$"),
+    ({"schedule_epochs": None, "epochs": 2}, None),
 ])
 def test_train_config_takes_whole_numbers_and_infinity_only_where_it_means_something(fields, message):
     if message is None:

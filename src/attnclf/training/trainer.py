@@ -90,9 +90,11 @@ class TrainConfig:
     def __post_init__(self, named: Callable[[str], str] | None) -> None:
         # Checked here, so a bad value stops a run before it writes anything
         named = named or by_field
-        for name in ("epochs", "batch_size", "patience"):
+        for name in ("epochs", "batch_size", "patience", "schedule_epochs"):
+            if name == "schedule_epochs" and self.schedule_epochs is None:  # (the schedule spans `epochs`)
+                continue
             count = whole_number(getattr(self, name))
-            if count is None:  # (1.5 epochs would fail in range(), "2" in a comparison)
+            if count is None:  # (1.5 epochs would fail in range(), "2" in a comparison, inf in the schedule's steps)
                 raise AttnclfError(f"{named(name)} must be a whole number, got {shown(getattr(self, name))}")
             setattr(self, name, count)  # (numpy's integers would not go into config.json)
         for name in ("lr", "weight_decay", "warmup_ratio", "grad_clip", "label_smoothing", "ema_decay",
@@ -125,8 +127,8 @@ class TrainConfig:
             raise AttnclfError(f"{named('class_weights')} must be none, balanced or a dict of label weights, got "
                                f"{shown(self.class_weights)}")
         if self.schedule_epochs is not None and self.schedule_epochs < self.epochs:
-            raise AttnclfError(f"{named('schedule_epochs')} ({self.schedule_epochs}) cannot be fewer than "
-                               f"{named('epochs')} ({self.epochs})")
+            raise AttnclfError(f"{named('schedule_epochs')} ({shown(self.schedule_epochs)}) cannot be fewer than "
+                               f"{named('epochs')} ({shown(self.epochs)})")
         for name, allowed in (("optimizer", ("adamw", "adam")), ("schedule", ("linear", "cosine", "constant")),
                               ("sampler", ("shuffle", "balanced")),
                               ("monitor", ("accuracy", "macro_f1", "micro_f1", "loss"))):
