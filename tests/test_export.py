@@ -240,6 +240,8 @@ def test_check_data_names_its_arguments_as_its_caller_spells_them(demo_run, tmp_
         onnx_export.check_data(demo_run, limit=0)
     with pytest.raises(AttnclfError, match=r"^limit must be a whole number, got '5'$"):
         onnx_export.check_data(demo_run, limit="5")
+    with pytest.raises(AttnclfError, match=r"^seed must be at least 0 and below 4294967296, got -1$"):
+        onnx_export.check_data(demo_run, limit=2, seed=-1)  # (numpy's sampler: its traceback)
     with pytest.raises(AttnclfError, match=r"^text_column and label_column name the columns of file; give it too$"):
         onnx_export.check_data(demo_run, label_column="sentiment")
     # A refit of data without a test split has no texts of its own to check on: they are check_data's file.

@@ -34,7 +34,7 @@ import torch
 from torch import nn
 
 from .. import __version__
-from ..checks import by_field, whole_number
+from ..checks import by_field, check_seed, whole_number
 from ..classifier import Classifier
 from ..data.base import TextDataset
 from ..errors import AttnclfError, shown
@@ -151,6 +151,7 @@ def check_data(run_dir: str | Path, file: str | Path | None = None, *, text_colu
         raise AttnclfError(f"{named('limit')} must be a whole number, got {shown(limit)}")
     if count < 1:
         raise AttnclfError(f"{named('limit')} must be at least 1, got {shown(count)}: parity is measured on texts")
+    seed = check_seed(seed, named("seed"))  # (numpy's sampler took -1 to a traceback)
     if file is None and (text_column or label_column):
         raise AttnclfError(f"{named('text_column')} and {named('label_column')} name the columns of {named('file')}; "
                            f"give it too")
