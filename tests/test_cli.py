@@ -802,9 +802,9 @@ def test_faithfulness_refuses_steps_before_measuring(csv_run, capsys):
     assert "steps applies to none of the methods measured (grad-input)" in err
     err = run_error(["faithfulness", str(csv_run), "--steps", "0"], capsys)
     assert "integrated gradients needs steps from 1 to 1024 or 'auto', got 0" in err
-    # (numpy's generator took --seed -1 to a traceback: checked as train checks its seed)
+    # (numpy's generator took --seed -1 to a traceback: checked as train checks its seed, named as train names it)
     err = run_error(["faithfulness", str(csv_run), "--seed", "-1"], capsys)
-    assert err.endswith("seed must be at least 0 and below 4294967296, got -1")
+    assert err == "attnclf: error: --seed must be at least 0 and below 4294967296, got -1"
 
 
 def test_explain_writes_into_new_folders_and_refuses_a_folder_or_zero_steps(csv_run, tmp_path, capsys):

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Callable
 
 from . import __version__
-from .checks import check_threads
+from .checks import check_seed, check_threads
 from .errors import AttnclfError, is_out_of_memory
 from .rundir import check_output_folder, is_resumable, kept_earlier_models, member_folders, read_config
 
@@ -752,6 +752,7 @@ def cmd_faithfulness(args: argparse.Namespace) -> int:
 
     if args.examples < 1:
         raise AttnclfError(f"--examples must be at least 1, got {args.examples}")
+    check_seed(args.seed, _flag("seed"))  # (measure_faithfulness checks it too, by its argument's name)
     _refuse_columns_without_test_file(args)
     results = []
     for run_dir in args.run_dirs:
