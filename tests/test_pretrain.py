@@ -245,11 +245,15 @@ def test_init_from_errors_are_one_line_and_write_no_run(tmp_path, capsys, args, 
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--lr", "nan"], "lr must be positive and finite, got nan"),
+    # Each setting named by its flag, as train names its own
+    (["--lr", "nan"], "error: --lr must be positive and finite, got nan"),
+    (["--epochs", "0"], "error: --epochs must be a whole number, at least 1, got 0"),
+    (["--max-len", "1"], "error: --max-len must be a whole number, at least 2, got 1"),
     # checks.check_seed, as train's and faithfulness's seeds: both bounds, in one wording
-    (["--seed", "-1"], "seed must be at least 0 and below 4294967296, got -1"),
-    (["--seed", "4294967296"], "seed must be at least 0 and below 4294967296, got 4294967296"),
-    (["--embeddings", "{tmp}/v.vec", "--embeddings-std", "0"], "embeddings_std must be positive and finite, got 0.0"),
+    (["--seed", "-1"], "error: --seed must be at least 0 and below 4294967296, got -1"),
+    (["--seed", "4294967296"], "error: --seed must be at least 0 and below 4294967296, got 4294967296"),
+    (["--embeddings", "{tmp}/v.vec", "--embeddings-std", "0"],
+     "error: --embeddings-std must be positive and finite, got 0.0"),
     (["--embeddings-std", "2"], "--embeddings-std needs --embeddings FILE"),
     (["--set", "heads=3"], "heads"),
     (["--recipe", "sst2-sentencez"], "--recipe 'sst2-sentencez': no dataset has a recipe by that name"),
@@ -276,6 +280,29 @@ def test_a_seed_from_python_is_checked_as_trains_is(tmp_path):
         pretrain_encoder(cyclic_corpus(10), PretrainSettings(seed="s" * 100_000), tmp_path / "p", log=quiet)
     assert str(refused.value) == f"seed must be a whole number, got '{'s' * 39}..."
     assert not (tmp_path / "p").exists()
+
+
+@pytest.mark.parametrize("fields, message", [
+    # Compared unchecked, these failed on a TypeError or an OverflowError; True trained at a learning rate of 1.
+    ({"lr": "0.01"}, "lr must be a number, got '0.01'"),
+    ({"lr": True}, "lr must be a number, got True"),
+    ({"mask_rate": None}, "mask_rate must be a number, got None"),
+    ({"lr": 10 ** 400}, "lr must be positive and finite, got inf"),
+    ({"epochs": "1" * 1000}, f"epochs must be a whole number, at least 1, got '{'1' * 39}..."),
+])
+def test_pretrain_settings_refuse_what_is_not_a_number_in_one_line(fields, message):
+    with pytest.raises(AttnclfError) as refused:
+        PretrainSettings(**fields)
+    assert str(refused.value) == message
+
+
+def test_pretrain_settings_hold_plain_numbers_and_record_no_namer():
+    # numpy's numbers (as a grid gives): a seed failed in torch ("an integer is required"); pretrain.json takes none.
+    from dataclasses import asdict
+
+    settings = PretrainSettings(seed=np.int64(3), lr=np.float32(0.5), epochs=np.int32(2), named=lambda name: name)
+    assert [type(settings.seed), type(settings.lr), type(settings.epochs)] == [int, float, int]
+    assert "named" not in asdict(settings)
 
 
 def test_a_max_len_too_large_to_train_is_refused_before_the_texts_are_read(tmp_path, capsys, monkeypatch):

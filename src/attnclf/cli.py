@@ -913,7 +913,7 @@ def cmd_pretrain(args: argparse.Namespace) -> int:
         max_len=args.max_len or recipe.get("tokenizer", {}).get("max_len", PretrainSettings.max_len),
         embeddings=args.embeddings, **{name: getattr(args, name) for name in (
             "embeddings_std", "epochs", "batch_size", "lr", "seed", "vocab_size", "min_frequency")
-            if getattr(args, name) is not None})
+            if getattr(args, name) is not None}, named=_flag)
     texts = _unlabelled_texts(args, "pretrain on")
     # Else its heap grows epoch by epoch (8,000 reviews: 3.2 to 4.7 GB over 4 epochs; fixed at 4 MB, 2.1-2.2 GB).
     fix_mmap_threshold()

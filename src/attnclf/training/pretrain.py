@@ -29,7 +29,7 @@ import hashlib
 import json
 import math
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import InitVar, asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
@@ -38,8 +38,8 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from ..checks import check_seed, whole_number
-from ..errors import AttnclfError, RunDirError
+from ..checks import by_field, check_seed, real_number, whole_number
+from ..errors import AttnclfError, RunDirError, shown
 from ..models import build_model, config_for
 from ..models.classifiers import SelfAttentionClassifier
 from ..models.memory import SMALLEST_VOCABULARY, refuse_untrainable
@@ -66,7 +66,15 @@ ENCODER_FIELDS = ("d_model", "heads", "layers", "ff_dim", "positional", "embeddi
 
 @dataclass
 class PretrainSettings:
-    """What ``pretrain_encoder`` trains. ``model_config`` holds ``self-attn`` fields (a recipe's ``model_config``)."""
+    """What ``pretrain_encoder`` trains. ``model_config`` holds ``self-attn`` fields (a recipe's ``model_config``).
+    A value that cannot work is refused as the settings are built, in one line naming its field, or the field as
+    ``named`` spells it (the command line: by its flag), as ``TrainConfig`` refuses one.
+
+    >>> PretrainSettings(lr=True)
+    Traceback (most recent call last):
+    ...
+    attnclf.errors.AttnclfError: lr must be a number, got True
+    """
 
     model_config: dict = field(default_factory=dict)
     max_len: int = 64  # tokens per piece of text, and the classifier's max_len for learned positions
@@ -81,6 +89,29 @@ class PretrainSettings:
     mask_rate: float = 0.15
     sampled_words: int = 2048  # words drawn per batch (by count ** 0.75) besides the true ones
     seed: int = 0
+    # Not a setting (pretrain.json leaves it out): how the checks name a field, as TrainConfig's `named`.
+    named: InitVar[Callable[[str], str] | None] = None
+
+    def __post_init__(self, named: Callable[[str], str] | None) -> None:
+        # Each value as the type pretrain.json records (numpy's numbers would not go into it, nor into torch's seed)
+        named = named or by_field
+        for name, low in (("epochs", 1), ("batch_size", 1), ("max_len", 2), ("sampled_words", 1), ("vocab_size", 3),
+                          ("min_frequency", 1)):
+            count = whole_number(getattr(self, name))
+            if count is None or count < low:
+                raise AttnclfError(f"{named(name)} must be a whole number, at least {low}, got "
+                                   f"{shown(getattr(self, name))}")
+            setattr(self, name, count)
+        self.seed = check_seed(self.seed, named("seed"))
+        for name, high, bounds in (("lr", math.inf, "positive and finite"),
+                                   ("embeddings_std", math.inf, "positive and finite"),
+                                   ("mask_rate", 1, "between 0 and 1"), ("warmup_ratio", 1, "between 0 and 1")):
+            number = real_number(getattr(self, name))
+            if number is None:  # (a string failed on the comparison; True trained at a learning rate of 1)
+                raise AttnclfError(f"{named(name)} must be a number, got {shown(getattr(self, name))}")
+            if not 0 < number < high:  # (NaN fails the comparison too)
+                raise AttnclfError(f"{named(name)} must be {bounds}, got {shown(number)}")
+            setattr(self, name, number)
 
 
 def mask_tokens(ids: torch.Tensor, mask: torch.Tensor, rate: float, vocab_size: int,
@@ -253,19 +284,8 @@ def _pretrain(texts: Sequence[str], settings: PretrainSettings, output: Path, re
 
 
 def _check_settings(settings: PretrainSettings) -> None:
-    """A one-line error for settings that cannot work, before anything is read or written."""
-    for name, low in (("epochs", 1), ("batch_size", 1), ("max_len", 2), ("sampled_words", 1), ("vocab_size", 3),
-                      ("min_frequency", 1)):
-        value = whole_number(getattr(settings, name))
-        if value is None or value < low:
-            raise AttnclfError(f"{name} must be a whole number, at least {low}, got {getattr(settings, name)!r}")
-    check_seed(settings.seed)
-    for name in ("lr", "embeddings_std"):
-        if not 0 < getattr(settings, name) < math.inf:
-            raise AttnclfError(f"{name} must be positive and finite, got {getattr(settings, name)!r}")
-    for name in ("mask_rate", "warmup_ratio"):
-        if not 0 < getattr(settings, name) < 1:
-            raise AttnclfError(f"{name} must be between 0 and 1, got {getattr(settings, name)!r}")
+    """A one-line error for a model that cannot work, before anything is read or written (each value alone was
+    checked as the settings were built)."""
     # An impossible model (heads that do not divide d_model) fails here in its own words, and one too large to train
     # whatever the texts (--max-len 100000000) before they are read, as `train` refuses it; its vocabulary is sized
     # once the tokenizer has learned it.
