@@ -1474,7 +1474,7 @@ def test_the_installed_command_reports_errors_without_a_traceback(tmp_path):
 
 @pytest.mark.parametrize("flags, message", [
     (["--max-train-examples", "0"], "--max-train-examples must be at least 1, got 0"),
-    (["--val-fraction", "0"], "validation fraction must be in (0, 1), got 0.0"),
+    (["--val-fraction", "0"], "--val-fraction must be in (0, 1), got 0.0"),
     (["--multi-label", "--label-delimiter", ""], "--label-delimiter must be at least one character"),
     # --seed is checked where a seed from Python is, in TrainConfig: both bounds, one message. TrainConfig's checks
     # name its fields to Python and the flags here (they named the fields here too).

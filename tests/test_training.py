@@ -582,7 +582,9 @@ def test_a_published_folder_is_named_on_disk_before_the_one_it_replaces_is_delet
      "^label_delimiter must be at least one character$"),
     (lambda s: replace(s, data=DataSettings(train_file="t.csv", validation_file="v.csv", val_fraction=0.2)),
      "^val_fraction carves validation from the training file; validation_file replaces it$"),
-    (lambda s: replace(s, data=replace(s.data, val_fraction=1.5)), r"validation fraction must be in \(0, 1\), got 1.5"),
+    (lambda s: replace(s, data=replace(s.data, val_fraction=1.5)), r"^val_fraction must be in \(0, 1\), got 1.5$"),
+    # (compared unchecked, a string failed on a TypeError)
+    (lambda s: replace(s, data=replace(s.data, val_fraction="0.1")), r"^val_fraction must be a number, got '0.1'$"),
     (lambda s: replace(s, embeddings_std=2.0), r"^embeddings_std needs embeddings FILE \(or count\)$"),
 ])
 def test_settings_built_in_python_are_checked_before_anything_is_written(tmp_path, change, message):
@@ -603,7 +605,7 @@ def test_settings_built_in_python_are_checked_before_anything_is_written(tmp_pat
     (lambda: RunSettings(eval_batch_size=-10 ** 5000).check(), "eval_batch_size must be at least 1, got an integer"),
     (lambda: DataSettings(max_train_examples="m" * 100_000).check(), "max_train_examples must be a whole number, "
                                                                      "got 'mmmmmmmm"),
-    (lambda: DataSettings(val_fraction=10 ** 5000).check(), "validation fraction must be in (0, 1), got an integer"),
+    (lambda: DataSettings(val_fraction=10 ** 5000).check(), "val_fraction must be in (0, 1), got an integer"),
 ])
 def test_a_huge_setting_is_named_by_its_start_not_echoed_whole(build, start):
     # (a grid of settings, or a service, may hand these anything; an int of over 4300 digits has no str() at all)
@@ -689,14 +691,16 @@ def test_numpy_integers_are_whole_numbers_and_become_plain_ints():
     assert {type(config.epochs), type(config.batch_size), type(config.seed)} == {int}  # (JSON takes them)
 
 
-def test_numpy_integers_in_run_settings_become_plain_ints_in_config_json(tmp_path):
+def test_numpy_numbers_in_run_settings_become_plain_numbers_in_config_json(tmp_path):
+    # (a numpy float32 val_fraction passed its check, then stopped the run in a traceback writing config.json)
     settings = tiny_settings(tmp_path / "run", epochs=1)
-    settings = replace(settings, data=replace(settings.data, max_train_examples=np.int64(200), split_seed=np.int64(3)),
+    settings = replace(settings, data=replace(settings.data, max_train_examples=np.int64(200), split_seed=np.int64(3),
+                                              val_fraction=np.float32(0.25)),
                        eval_batch_size=np.int64(64), threads=np.int64(1))
     run_dir = train_run(settings, progress=False).run_dir
     saved = json.loads((run_dir / "config.json").read_text())["settings"]
-    assert (saved["data"]["max_train_examples"], saved["data"]["split_seed"], saved["eval_batch_size"],
-            saved["threads"]) == (200, 3, 64, 1)
+    assert (saved["data"]["max_train_examples"], saved["data"]["split_seed"], saved["data"]["val_fraction"],
+            saved["eval_batch_size"], saved["threads"]) == (200, 3, 0.25, 64, 1)
 
 
 def test_a_run_without_validation_stops_when_one_step_breaks_its_weights(tmp_path):

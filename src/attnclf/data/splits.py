@@ -8,6 +8,7 @@ from typing import Sequence
 import numpy as np
 from sklearn.model_selection import StratifiedGroupKFold, StratifiedShuffleSplit
 
+from ..checks import real_number
 from ..errors import AttnclfError, DataError, shown
 from .base import TextDataset
 
@@ -55,13 +56,20 @@ def check_hold_out(hold_out: str, name: str, order: Sequence[int] | None, own_va
                         f"use --hold-out random")
 
 
-def check_fraction(fraction: float) -> None:
-    """A validation fraction must leave texts on both sides.
+def check_fraction(fraction: float, name: str = "validation fraction") -> float:
+    """``fraction`` as a ``float`` that leaves texts on both sides of a validation split, or one line saying what is
+    wrong, naming ``name``, the setting the caller gave it as (``val_fraction``, or a flag: ``--val-fraction``).
 
-    >>> check_fraction(0.1)
+    >>> check_fraction(1, "val_fraction")
+    Traceback (most recent call last):
+    attnclf.errors.AttnclfError: val_fraction must be in (0, 1), got 1
     """
-    if not 0 < fraction < 1:
-        raise AttnclfError(f"validation fraction must be in (0, 1), got {shown(fraction)}")
+    number = real_number(fraction)
+    if number is None:  # ("0.1" failed on the comparison; numpy's float32 would not go into config.json)
+        raise AttnclfError(f"{name} must be a number, got {shown(fraction)}")
+    if not 0 < number < 1:
+        raise AttnclfError(f"{name} must be in (0, 1), got {shown(fraction)}")
+    return number
 
 
 def split_indices(labels: Sequence[int] | None, groups: Sequence[str] | None = None, fraction: float = 0.1,

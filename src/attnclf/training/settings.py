@@ -124,7 +124,7 @@ class DataSettings:
         lets it resume.
 
         >>> list(DataSettings(train_file="t.csv", max_train_examples=0, val_fraction=2).refusals())
-        ['max_train_examples must be at least 1, got 0', 'validation fraction must be in (0, 1), got 2']
+        ['max_train_examples must be at least 1, got 0', 'val_fraction must be in (0, 1), got 2']
         """
         if _set(self, "label_delimiter", given) and not self.multi_label:
             yield f"{named('label_delimiter')} applies to multi-label data; add {named('multi_label')}"
@@ -143,7 +143,7 @@ class DataSettings:
             yield (f"{named('val_fraction')} carves validation from the training file; "
                    f"{named('validation_file')} replaces it")
         try:
-            check_fraction(self.val_fraction)
+            self.val_fraction = check_fraction(self.val_fraction, named("val_fraction"))  # (numpy's become floats)
         except AttnclfError as refused:
             yield str(refused)
         # Files beside a named dataset, which brings its own splits, would go unread
