@@ -976,6 +976,51 @@ def test_bad_user_files_are_one_line_errors(tmp_path, name, content, columns, me
     assert "\n" not in str(err.value)
 
 
+LONG = "x" * 5000  # a cell, a header or a label far longer than a message should repeat
+
+
+@pytest.mark.parametrize(
+    "name, content, columns, start",
+    [
+        # A file without a header: its first row, a long text among them, is read as the column names.
+        ("headerless.csv", f"1,{LONG}\n2,short\n", ("text", "label"),
+         r"headerless.csv: no text column 'text'; the columns are: '1', 'xxx"),
+        ("wide.csv", ",".join(f"c{i}" for i in range(500)) + "\n", ("text", "label"),
+         r"wide.csv: no text column 'text'; the columns are: 'c0', 'c1', "),
+        ("keys.jsonl", json.dumps({f"k{i}": i for i in range(500)}) + "\n", ("text", "label"),
+         r"keys.jsonl, line 1: no text column 'text'; this line has: 'k0', 'k1', "),
+        ("dict.jsonl", json.dumps({"text": {"k": LONG}, "label": 1}) + "\n", ("text", "label"),
+         r"dict.jsonl, line 1: text column 'text' holds \{'k': 'xxx"),
+        ("list.jsonl", json.dumps({"text": "a", "label": [LONG]}) + "\n", ("text", "label"),
+         r"list.jsonl, line 1: label \['xxx"),
+        ("mix.jsonl", json.dumps({"text": "a", "label": LONG}) + "\n" + json.dumps({"text": "b", "label": 1.5}),
+         ("text", "label"), r"mix.jsonl, line 2: label 1.5 in column 'label' mixes numbers and strings \(line 1: \"xxx"),
+        ("one.csv", f"text,label\na,{LONG}\nb,{LONG}\n", ("text", "label"), r"one.csv: only one class \('xxx"),
+    ],
+)
+def test_a_file_s_values_are_named_by_their_start_in_its_errors(tmp_path, name, content, columns, start):
+    _write(tmp_path / name, content)
+    with pytest.raises(DataError, match=start) as err:
+        load_file(tmp_path / name, *columns)
+    assert len(str(err.value)) < 400 and "\n" not in str(err.value)
+
+
+def test_a_test_label_unknown_to_training_is_named_by_its_start_with_the_first_training_labels(tmp_path):
+    train = _write(tmp_path / "train.csv", "text,label\n" + "".join(f"t{i},{LONG[:30]}{i}\n" for i in range(100)))
+    test = _write(tmp_path / "test.csv", f"text,label\nc,{LONG}\n")
+    with pytest.raises(DataError, match=r"test.csv, line 2: label 'x+\.\.\. in column 'label' is not one of the "
+                                        r"training labels \['xxx") as err:
+        load_files(train, test)
+    assert len(str(err.value)) < 800
+
+
+def test_a_multi_label_set_is_named_by_its_start(tmp_path):
+    path = _write(tmp_path / "m.jsonl", json.dumps({"text": "a", "label": [LONG, 2.5]}) + "\n")
+    with pytest.raises(DataError, match=r"m.jsonl, line 1: label set \['xxx.* holds 2.5, not a label name") as err:
+        load_file(path, multi_label=True)
+    assert len(str(err.value)) < 300
+
+
 def test_newsgroups_hold_out_latest_validates_on_each_groups_newest_posts(tmp_path):
     from attnclf.training.cached import load_cached_data
     from attnclf.training.run_data import load_data

@@ -9,13 +9,14 @@ import sys
 
 
 def first_few(values, most: int = 3) -> str:
-    """The first ``most`` of ``values``, quoted, for a message that would otherwise list hundreds.
+    """The first ``most`` of ``values``, quoted, each by its start (``shown``), for a message that would otherwise list
+    hundreds, or a few of great length.
 
-    >>> first_few(["a", "b"]), first_few(["a", "b", "c", "d"]), first_few([3, 7], most=1)
-    ("'a', 'b'", "'a', 'b', 'c', ...", '3, ...')
+    >>> first_few(["a", "b"]), first_few(["a", "b", "c", "d"]), first_few([3, 7], most=1), first_few(["x" * 100])
+    ("'a', 'b'", "'a', 'b', 'c', ...", '3, ...', "'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...")
     """
     values = list(values)
-    return f"{', '.join(map(repr, values[:most]))}{', ...' if len(values) > most else ''}"
+    return f"{', '.join(map(shown, values[:most]))}{', ...' if len(values) > most else ''}"
 
 
 def shown(value, most: int = 40, write=repr) -> str:

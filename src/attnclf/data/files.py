@@ -33,7 +33,7 @@ from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from ..errors import DataError
+from ..errors import DataError, first_few, shown
 from ..text.cleaning import unicode_problem
 from .base import Splits, TextDataset
 from .multilabel import DEFAULT_LABEL_DELIMITER, is_missing_label, parse_label_set
@@ -45,6 +45,7 @@ DATA_SUFFIXES = (".csv", ".tsv", ".jsonl", ".json", ".ndjson", ".parquet")
 # One text column's name, or several whose values are joined into one text per row
 TextColumns = str | Sequence[str]
 TEXT_JOINER = "\n"  # between a row's text columns: the title ends where the body starts, as a line does
+COLUMNS_NAMED = 20  # a message lists a file's columns up to this many (a header-less file's first row may hold more)
 
 
 def text_column_names(text_column: TextColumns) -> tuple[str, ...]:
@@ -102,7 +103,8 @@ def _missing_column(path: Path, column: str, columns: list[str], role: str) -> D
         if other:
             hint = (f" (the header looks separated by {'a tab' if other == chr(9) else repr(other)}: a .csv file is read "
                     f"as comma-separated, a .tsv as tab-separated; save it as one of those, or rename it)")
-    return DataError(f"{path}: no {role} column {column!r}; the columns are: {', '.join(map(repr, columns))}{hint}")
+    return DataError(f"{path}: no {role} column {column!r}; the columns are: {first_few(columns, most=COLUMNS_NAMED)}"
+                     f"{hint}")
 
 
 def _csv_rows(path: Path, delimiter: str, text_columns: tuple[str, ...], label_column: str | None) -> Iterator[Row]:
@@ -165,7 +167,7 @@ def _jsonl_rows(path: Path, text_columns: tuple[str, ...], label_column: str | N
         for column, role in _wanted(text_columns, label_column):
             if column not in record:
                 raise DataError(f"{path}, line {number}: no {role} column {column!r}; this line has"
-                                f"{': ' + ', '.join(map(repr, record)) if record else ' no columns'}")
+                                f"{': ' + first_few(record, most=COLUMNS_NAMED) if record else ' no columns'}")
         yield f"line {number}", tuple(record[column] for column in text_columns), record.get(label_column)
 
 
@@ -241,7 +243,7 @@ def _checked_text(path: Path, where: str, values: tuple, text_columns: tuple[str
     """A row's text: its text columns' values joined, a missing value (None) as an empty string."""
     for value, column in zip(values, text_columns):
         if value is not None and not isinstance(value, str):
-            raise DataError(f"{path}, {where}: text column {column!r} holds {value!r}, not text")
+            raise DataError(f"{path}, {where}: text column {column!r} holds {shown(value)}, not text")
         if problem := unicode_problem(value or ""):
             raise DataError(f"{path}, {where}: the text in column {column!r} is {problem}")
     return TEXT_JOINER.join(value or "" for value in values)
@@ -250,6 +252,11 @@ def _checked_text(path: Path, where: str, values: tuple, text_columns: tuple[str
 def _named(text_columns: tuple[str, ...]) -> str:
     """``column 'text'``, or ``columns 'title', 'body'``, for messages."""
     return f"column{'s' * (len(text_columns) > 1)} {', '.join(map(repr, text_columns))}"
+
+
+def _as_json(value: Any) -> str:
+    """A label as its JSON line wrote it, for messages: ``"pos"``, ``1.5``, ``true``."""
+    return json.dumps(value, default=str, ensure_ascii=False)
 
 
 def _typed_kind(label: Any) -> str | None:
@@ -364,7 +371,7 @@ def iter_records(
                 raise DataError(f"{path}, {where}: {exc} in column {label_column!r}") from None
         else:
             if isinstance(label, (list, tuple, dict)):
-                raise DataError(f"{path}, {where}: label {label!r} in column {label_column!r} is a "
+                raise DataError(f"{path}, {where}: label {shown(label)} in column {label_column!r} is a "
                                 f"{type(label).__name__}, not one label (a set of labels per text needs a run trained "
                                 f"with --multi-label)")
             missing = is_missing_label(label)
@@ -375,23 +382,23 @@ def iter_records(
                 # and one beside strings of digits would make 1.0 and "1" two classes: as the estimator's y, every
                 # label is one type. (Parquet's columns have one type, so only JSON lines can mix them.)
                 if kind != first_kind:
-                    shown, earlier = (json.dumps(value, default=str, ensure_ascii=False) for value in (label, first[1]))
+                    written, earlier = (shown(value, write=_as_json) for value in (label, first[1]))
                     mix = ("true/false with other labels" if "true/false" in (kind, first_kind) else
                            "whole and decimal numbers, which would make 1 and 1.0 two classes" if kind and first_kind
                            else "numbers and strings")
-                    raise DataError(f"{path}, {where}: label {shown} in column {label_column!r} mixes {mix} "
+                    raise DataError(f"{path}, {where}: label {written} in column {label_column!r} mixes {mix} "
                                     f"({first[0]}: {earlier}); write every label the same way")
             names = ("" if missing else str(label).strip(),)  # (stray spaces would make a class of their own)
             if not names[0]:
-                shown = f" ({label.strip()!r})" if isinstance(label, str) and label.strip() else ""
-                raise DataError(f"{path}, {where}: missing label{shown} in column {label_column!r}")
+                marker = f" ({label.strip()!r})" if isinstance(label, str) and label.strip() else ""
+                raise DataError(f"{path}, {where}: missing label{marker} in column {label_column!r}")
         for name in names:
             if problem := unicode_problem(name):
                 raise DataError(f"{path}, {where}: the label in column {label_column!r} is {problem}")
             if allowed is not None and name not in allowed:
                 raise DataError(
-                    f"{path}, {where}: label {name!r} in column {label_column!r} is not one of the "
-                    f"training labels {label_names}"
+                    f"{path}, {where}: label {shown(name)} in column {label_column!r} is not one of the "
+                    f"training labels [{first_few(label_names, most=10)}]"
                 )
         yield where, text, names if multi_label else names[0]
 
@@ -426,7 +433,7 @@ def _labels(path: str | Path, label_column: str, label_names: list[str] | None,
         label_names = _sorted_names(set(seen))
         if len(label_names) < 2:
             raise DataError(
-                f"{path}: only one class ({label_names[0]!r}) in column {label_column!r}; "
+                f"{path}: only one class ({shown(label_names[0])}) in column {label_column!r}; "
                 f"a classifier needs two at least"
             )
     recode = np.array([label_names.index(name) for name in seen], dtype=np.int32)

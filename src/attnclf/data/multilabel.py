@@ -14,6 +14,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..errors import shown
+
 DEFAULT_LABEL_DELIMITER = "|"
 
 
@@ -40,8 +42,8 @@ def parse_label_set(value: Any, delimiter: str = DEFAULT_LABEL_DELIMITER) -> tup
     (('b', 'a'), (), ())
     """
     if is_missing_label(value):  # (an empty cell is an empty set; a NaN is not a label called "NaN")
-        shown = "" if value is None else f" ({value!r})"
-        raise ValueError(f"missing label set{shown} (write [] in JSON, or an empty cell, for a text with no labels)")
+        marker = "" if value is None else f" ({value!r})"
+        raise ValueError(f"missing label set{marker} (write [] in JSON, or an empty cell, for a text with no labels)")
     if isinstance(value, str):
         if not value.strip():
             return ()
@@ -51,17 +53,17 @@ def parse_label_set(value: Any, delimiter: str = DEFAULT_LABEL_DELIMITER) -> tup
     elif isinstance(value, int) and not isinstance(value, bool):
         items = [value]
     else:
-        raise ValueError(f"label set {value!r} is a {type(value).__name__}; expected a list of labels "
+        raise ValueError(f"label set {shown(value)} is a {type(value).__name__}; expected a list of labels "
                          f"or labels separated by {delimiter!r}")
     names: dict[str, None] = {}  # ordered and unique
     for item in items:
         if is_missing_label(item):  # (a pandas join of a set with a gap: as a whole NaN cell, no class "NaN")
-            raise ValueError(f"label set {value!r} holds {item!r}, a missing value, not a label name")
+            raise ValueError(f"label set {shown(value)} holds {shown(item)}, a missing value, not a label name")
         if isinstance(item, bool) or not isinstance(item, (str, int)):
-            raise ValueError(f"label set {value!r} holds {item!r}, not a label name")
+            raise ValueError(f"label set {shown(value)} holds {shown(item)}, not a label name")
         name = str(item).strip()
         if not name:
-            raise ValueError(f"label set {value!r} holds an empty label name")
+            raise ValueError(f"label set {shown(value)} holds an empty label name")
         names[name] = None
     return tuple(names)
 
