@@ -1472,6 +1472,17 @@ def test_the_installed_command_reports_errors_without_a_traceback(tmp_path):
     assert "Traceback" not in result.stderr and "does not exist" in result.stderr
 
 
+def test_predict_imports_neither_scikit_learn_nor_torch_s_compiler(demo_run):
+    # Predicting needs neither, and each took two to three seconds of every predict, explain and serve start-up.
+    code = ("import sys; sys.modules['sklearn'] = None\n"  # (any `import sklearn` fails)
+            "from attnclf.cli import main\n"
+            f"assert main(['predict', {str(demo_run)!r}, 'not good at all', '--threads', '1']) == 0\n"
+            "print('torch._dynamo' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "False"
+
+
 @pytest.mark.parametrize("flags, message", [
     (["--max-train-examples", "0"], "--max-train-examples must be at least 1, got 0"),
     (["--val-fraction", "0"], "--val-fraction must be in (0, 1), got 0.0"),

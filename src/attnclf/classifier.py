@@ -15,8 +15,7 @@ import numpy as np
 import torch
 
 from .errors import AttnclfError, RunDirError
-from .evaluation.multilabel import DEFAULT_THRESHOLD
-from .evaluation.predict import output_probabilities
+from .evaluation.predict import DEFAULT_THRESHOLD, output_probabilities
 from .models import model_from_config
 from .models.windows import window_config, windowed
 from .prediction import LabelSetPrediction, Prediction, check_texts

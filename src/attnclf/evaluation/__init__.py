@@ -1,5 +1,15 @@
-"""Metrics and example picking."""
+"""Metrics and example picking.
 
-from .metrics import compute_metrics, evaluate, pick_examples
+``compute_metrics``, ``evaluate`` and ``pick_examples`` load ``.metrics`` (and with it scikit-learn, two seconds) when
+first asked for: predicting imports this package for ``.predict`` alone, and needs neither.
+"""
+
+import importlib
 
 __all__ = ["compute_metrics", "evaluate", "pick_examples"]
+
+
+def __getattr__(name: str):
+    if name in __all__:
+        return getattr(importlib.import_module(".metrics", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

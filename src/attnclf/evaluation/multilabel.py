@@ -20,7 +20,7 @@ from sklearn.metrics import (
     roc_auc_score,
 )
 
-DEFAULT_THRESHOLD = 0.5
+from .predict import DEFAULT_THRESHOLD
 
 
 def predicted_sets(probabilities: np.ndarray, thresholds: Sequence[float] | float = DEFAULT_THRESHOLD) -> np.ndarray:

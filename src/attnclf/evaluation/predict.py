@@ -7,6 +7,8 @@ import torch
 
 from ..text.batching import BucketBatches
 
+DEFAULT_THRESHOLD = 0.5  # a multi-label run's probability that puts a label in a text's set, until tuned
+
 
 @torch.inference_mode()
 def predict_probabilities(model: torch.nn.Module, batches: BucketBatches, device: torch.device,

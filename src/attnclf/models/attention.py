@@ -321,8 +321,9 @@ class AttentionPooling(nn.Module):
             raise AttnclfError(f"score {score!r} needs query_dim == dim, got {query_dim} and {dim}")
         self.score = score
         self.max_len = max_len
-        # Small init: all scores start near 0, so pooling starts as a mean.
-        self.query = nn.Parameter(0.02 * torch.randn(dim)) if query_dim is None else None
+        # Small init: all scores start near 0, so pooling starts as a mean. (0.02 * torch.randn(dim) to the bit, as
+        # a fill that an outline skips: torch.randn on the meta device imports torch's compiler.)
+        self.query = nn.Parameter(nn.init.normal_(torch.empty(dim)).mul_(0.02)) if query_dim is None else None
         query_dim = query_dim or dim
         if score == "general":
             self.bilinear = nn.Linear(dim, query_dim, bias=False)

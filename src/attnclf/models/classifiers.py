@@ -34,7 +34,7 @@ from attnclf.models.attention import (
     masked_pool,
 )
 from attnclf.models.base import Classifier, ModelConfig, Summary
-from attnclf.models.memory import model_bytes, refuse_oversized, too_large
+from attnclf.models.memory import model_bytes, outlining, refuse_oversized, too_large
 from attnclf.models.ngrams import NaiveBayesNgrams, bigram_buckets
 from attnclf.models.positional import positional_encoding
 
@@ -560,9 +560,9 @@ def _built(name: str, config: ModelConfig, saved_in: str | Path | None = None) -
     """Model ``name`` of ``config``, sized first (``build_model``); ``saved_in``: the run it is loaded from, which a
     model too large for this machine names (``memory.too_large``)."""
     model_class = MODELS[name].model_class
-    if torch.empty(0).is_meta:  # the caller's `with torch.device("meta")`: an outline, nothing to allocate
+    if torch.empty(0).is_meta:  # the caller's `with outlining()`: an outline, nothing to allocate
         return model_class(config)
-    with torch.device("meta"):  # its size first: a huge max_len is our one line, not torch's allocator's
+    with outlining():  # its size first: a huge max_len is our one line, not torch's allocator's
         outline = model_class(config)
     refuse_oversized(name, outline, saved_in=saved_in)
     try:

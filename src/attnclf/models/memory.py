@@ -1,12 +1,13 @@
 """A model's size, known before a byte of it is allocated: a ``max_len`` or vocabulary too large for the machine is a
 one-line error naming it, not torch's allocator failing deep inside the construction (or the machine swapping).
 
-A model built under ``torch.device("meta")`` has every tensor's shape and none of its memory, so its size is exact.
+A model built under ``outlining()`` (the meta device) has every tensor's shape and none of its memory, so its size is
+exact.
 The bound is the machine's physical memory (or its container's limit, when lower), never a fixed cap: a
 4,096-position table at d_model 128 is 2 MB.
 
 >>> from attnclf.models import build_model
->>> with torch.device("meta"):
+>>> with outlining():
 ...     outline = build_model("self-attn", vocab_size=20, max_len=100_000_000, positional="learned")
 >>> f"{model_bytes(outline) / 1e9:.1f} GB", largest_table(outline)
 ('51.2 GB', ('max_len', 100000000, 'max_len (--max-len)'))
@@ -15,9 +16,12 @@ The bound is the machine's physical memory (or its container's limit, when lower
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import torch
+from torch.overrides import TorchFunctionMode
 
 from ..errors import AttnclfError
 
@@ -76,6 +80,33 @@ def cgroup_memory_limit() -> int | None:
     return min(limits) if limits else None
 
 
+class _InitSkipped(TorchFunctionMode):
+    """Leaves ``torch.nn.init``'s fills (normal_, uniform_, zeros_, ...) undone, each returning its tensor: an outline
+    has no values to fill, and torch fills meta tensors with Python reference code whose first use imports its compiler,
+    torch._dynamo (2-3 s of every command that loads a model)."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if getattr(func, "__module__", None) == "torch.nn.init":  # (each takes its tensor first: torch passes it by name)
+            return kwargs["tensor"] if "tensor" in kwargs else args[0]
+        return func(*args, **kwargs)
+
+
+@contextmanager
+def outlining() -> Iterator[None]:
+    """Build models as outlines: on the meta device, every tensor's shape and none of its memory or values. The
+    models themselves compute no values on it (``torch.empty(0).is_meta`` says when they are outlined), for the same
+    reason as ``_InitSkipped``.
+
+    >>> from attnclf.models import build_model
+    >>> with outlining():
+    ...     build_model("boe", vocab_size=20).token_embedding.weight.is_meta
+    True
+    """
+    with torch.device("meta"), _InitSkipped():
+        yield
+
+
 def model_bytes(model: torch.nn.Module, copies: int = 1) -> int:
     """Bytes of ``copies`` of the model's parameters (training holds four: weights, gradients, two AdamW moments)
     plus its buffers (one copy: nothing trains them)."""
@@ -102,7 +133,7 @@ def too_large(name: str, model: torch.nn.Module, needed: int, purpose: str, shor
     to resume it).
 
     >>> from attnclf.models import build_model
-    >>> with torch.device("meta"):
+    >>> with outlining():
     ...     outline = build_model("boe", vocab_size=10 ** 9, embed_dim=8)
     >>> str(too_large("boe", outline, 32 * 10 ** 9, "its weights", "more than this machine's 16.0 GB", "runs/big"))
     ... # doctest: +NORMALIZE_WHITESPACE
@@ -127,7 +158,7 @@ def refuse_oversized(name: str, model: torch.nn.Module, *, training: bool = Fals
     moments) and its buffers do. ``saved_in``: the run it is loaded (or, ``training``, resumed) from (``too_large``).
 
     >>> from attnclf.models import build_model
-    >>> with torch.device("meta"):
+    >>> with outlining():
     ...     refuse_oversized("boe", build_model("boe", vocab_size=20))  # a few kB: nothing to say
     """
     copies, purpose = (4, "its weights, gradients and optimiser state") if training else (1, "its weights")
@@ -151,6 +182,6 @@ def refuse_untrainable(name: str, saved_in: str | Path | None = None, **config_f
     """
     from .classifiers import build_model  # (it refuses untrainable sizes with this module's help)
 
-    with torch.device("meta"):
+    with outlining():
         outline = build_model(name, **config_fields)
     refuse_oversized(name, outline, training=True, saved_in=saved_in)

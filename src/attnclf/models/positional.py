@@ -48,11 +48,12 @@ class SinusoidalPositions(PositionalEncoding):
 
     def __init__(self, max_len: int, dim: int) -> None:
         super().__init__(max_len, dim)
-        position = torch.arange(max_len, dtype=torch.float32).unsqueeze(1)
-        inv_freq = torch.exp(torch.arange(0, dim, 2, dtype=torch.float32) * (-math.log(10000.0) / dim))
         table = torch.zeros(max_len, dim)
-        table[:, 0::2] = torch.sin(position * inv_freq)
-        table[:, 1::2] = torch.cos(position * inv_freq)[:, : dim // 2]  # odd dim: one cos fewer
+        if not table.is_meta:  # (an outline's table has its shape alone: torch.arange there imports torch's compiler)
+            position = torch.arange(max_len, dtype=torch.float32).unsqueeze(1)
+            inv_freq = torch.exp(torch.arange(0, dim, 2, dtype=torch.float32) * (-math.log(10000.0) / dim))
+            table[:, 0::2] = torch.sin(position * inv_freq)
+            table[:, 1::2] = torch.cos(position * inv_freq)[:, : dim // 2]  # odd dim: one cos fewer
         # Not persistent: the table is a pure function of (max_len, dim), so it
         # stays out of checkpoints.
         self.register_buffer("table", table, persistent=False)
