@@ -939,6 +939,12 @@ def test_load_files_test_uses_training_labels(tmp_path):
         ("semi.csv", "\ufefftext;label\nok;1\n", ("text", "label"), r"semi.csv: no text column 'text'; the columns are: "
          r"'text;label' \(the header looks separated by ';': a .csv file is read as comma-separated"),
         ("comma.tsv", "text,label\nok,1\n", ("text", "label"), r"comma.tsv: .* \(the header looks separated by ','"),
+        # A file without a header (AG News' own CSVs): its first row names the columns, a number and texts among them.
+        ("nohead.csv", '"3","Fears for pension","Unions say"\n"1","b","c"\n', ("text", "label"),
+         r"nohead.csv: no text column 'text'; the columns are: '3', 'Fears for pension', 'Unions say' \(the first line "
+         r"is read as the header naming the columns, and this one looks like data: add a header line\)$"),
+        ("header.csv", "id,title,body\n3,a,b\n", ("text", "label"), r"header.csv: no text column 'text'; the columns are: "
+         r"'id', 'title', 'body'$"),
         # JSON may carry half a surrogate pair, which no UTF-8 tokenizer (nor the run's fingerprint) takes.
         ("s.jsonl", '{"text": "a", "label": 1}\n{"text": "b \\ud800", "label": 0}\n', ("text", "label"),
          r"s.jsonl, line 2: the text in column 'text' is not valid Unicode: a lone surrogate \(U\+D800\) at character 2"),

@@ -95,6 +95,19 @@ def _utf8_lines(path: Path) -> Iterator[str]:
             offset += len(raw)
 
 
+def _looks_like_data(name: str) -> bool:
+    """Whether a header's column name reads as a row's value: a number (a label, an id) or a sentence.
+
+    >>> [_looks_like_data(name) for name in ("3", "-0.5", "Fears for T N pension", "review", "Topic (gold)")]
+    [True, True, True, False, False]
+    """
+    try:
+        float(name)
+        return True
+    except ValueError:
+        return len(name.split()) > 3
+
+
 def _missing_column(path: Path, column: str, columns: list[str], role: str) -> DataError:
     hint = ""
     if len(columns) == 1 and path.suffix.lower() in (".csv", ".tsv"):
@@ -103,6 +116,8 @@ def _missing_column(path: Path, column: str, columns: list[str], role: str) -> D
         if other:
             hint = (f" (the header looks separated by {'a tab' if other == chr(9) else repr(other)}: a .csv file is read "
                     f"as comma-separated, a .tsv as tab-separated; save it as one of those, or rename it)")
+    elif path.suffix.lower() in (".csv", ".tsv") and any(map(_looks_like_data, columns)):
+        hint = " (the first line is read as the header naming the columns, and this one looks like data: add a header line)"
     return DataError(f"{path}: no {role} column {column!r}; the columns are: {first_few(columns, most=COLUMNS_NAMED)}"
                      f"{hint}")
 
