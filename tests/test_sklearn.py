@@ -140,6 +140,27 @@ def test_bad_input_is_a_clear_value_error(X, y, message):
         AttentionTextClassifier("boe", epochs=1).fit(X, y)
 
 
+LONG = "x" * 5000  # a label or a setting far longer than a message should repeat
+
+
+@pytest.mark.parametrize("X, y, params, start", [
+    (["w1", "w2"], None, {}, r"^AttentionTextClassifier requires y to be passed"),
+    (["w1", "w2"], [[LONG], ["a"]], {}, r"^y holds a set of labels per text \(\['xxx"),
+    (["w1", "w2"], [LONG, 1], {}, r"^y mixes strings and numbers \('xxx"),
+    (["w1", "w2"], [LONG, LONG], {}, r"^y has only one class \('xxx"),
+    (["w1", "w2"], ["a", "b"], {"validation_fraction": LONG}, r"^validation_fraction must be a number in \[0, 1\), got 'xxx"),
+    (["w1", "w2"], ["a", "b"], {"model": LONG}, r"^unknown model 'xxx"),
+    (["w1", "w2"], ["a", "b"], {"model_config": LONG}, r"^model_config must be a dict of model fields, got 'xxx"),
+])
+def test_bad_input_is_an_attnclf_error_naming_values_by_their_start(X, y, params, start):
+    # README: bad input to the Python API raises AttnclfError (a ValueError, as scikit-learn expects).
+    from attnclf.errors import AttnclfError
+
+    with pytest.raises(AttnclfError, match=start) as err:
+        AttentionTextClassifier(**{"model": "boe", "epochs": 1, **params}).fit(X, y)
+    assert len(str(err.value)) < 300
+
+
 def test_fit_leaves_the_callers_random_stream_alone(data):
     torch.manual_seed(123)
     expected = torch.rand(3)

@@ -40,7 +40,7 @@ from .classifier import Classifier
 from .data.base import TextDataset
 from .data.files import TEXT_JOINER
 from .data.splits import split_indices
-from .errors import AttnclfError, RunDirError, first_few
+from .errors import AttnclfError, RunDirError, first_few, shown
 from .models import MODELS, build_model
 from .prediction import check_texts, shaped
 from .text.batching import BucketBatches
@@ -140,14 +140,14 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
 
     def _fit(self, texts: list[str], y, sample_weight=None) -> "AttentionTextClassifier":
         if y is None:
-            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
+            raise AttnclfError(f"{type(self).__name__} requires y to be passed, but the target y is None")
         y = shaped(y)
         scalar = not hasattr(y, "__iter__") or getattr(y, "ndim", 1) == 0  # (np.array(3) has __iter__, and fails it)
         if scalar or isinstance(y, (str, bytes, dict, set, frozenset)):
-            raise ValueError(f"y must be a sequence of labels, one per text, not {type(y).__name__}")
+            raise AttnclfError(f"y must be a sequence of labels, one per text, not {type(y).__name__}")
         if getattr(y, "ndim", 1) == 2 and y.shape[1] == 1:  # (a column, not label sets of one)
-            raise ValueError(f"y must be one-dimensional, one label per text; got shape {y.shape}: pass y.ravel() "
-                             f"(a DataFrame: y.iloc[:, 0])")
+            raise AttnclfError(f"y must be one-dimensional, one label per text; got shape {y.shape}: pass y.ravel() "
+                               f"(a DataFrame: y.iloc[:, 0])")
         # Labels come back in y's own dtype where it has one (uint8 as uint8, object as object), as scikit-learn's do
         given = None
         if hasattr(y, "to_numpy"):  # pandas
@@ -157,8 +157,8 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
         values = given.tolist() if given is not None else list(y)  # (a generator is read here, once)
         label_set = next((v for v in values if isinstance(v, (list, tuple, set, frozenset, np.ndarray))), None)
         if label_set is not None:
-            raise ValueError(f"y holds a set of labels per text ({label_set!r}); this estimator is single-label "
-                             f"(`attnclf train --multi-label` trains label sets)")
+            raise AttnclfError(f"y holds a set of labels per text ({shown(label_set)}); this estimator is single-label "
+                               f"(`attnclf train --multi-label` trains label sets)")
         # numpy would turn 1 into "1" (True into "True") and classes_ would not be y's
         kinds: dict[str, object] = {}  # the first label of each type, strings first
         for v in values:
@@ -167,27 +167,27 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
                                  "booleans" if isinstance(v, (bool, np.bool_)) else "numbers", v)
         if len(kinds) > 1:
             mixed = sorted(kinds, key=["strings", "numbers", "booleans"].index)
-            raise ValueError(f"y mixes {' and '.join(mixed)} ({' and '.join(repr(kinds[k]) for k in mixed)}); give "
-                             f"every label as one type")
+            raise AttnclfError(f"y mixes {' and '.join(mixed)} ({' and '.join(shown(kinds[k]) for k in mixed)}); give "
+                               f"every label as one type")
         for i, label in enumerate(values):  # (before numpy turns a NaN among strings into the string "nan")
             if _missing(label):
-                raise ValueError(f"y[{i}] is {label!r}: every text needs a label")
+                raise AttnclfError(f"y[{i}] is {label!r}: every text needs a label")
         y = given if given is not None else np.asarray(values)
         if y.ndim != 1 or len(y) != len(texts):
-            raise ValueError(f"y must hold one label per text: {len(texts)} texts, y of shape {y.shape}")
+            raise AttnclfError(f"y must hold one label per text: {len(texts)} texts, y of shape {y.shape}")
         # (as scikit-learn's classifiers: 300 real values are not 300 classes; only floats can be, bytes cannot be asked)
         if y.dtype.kind == "f" and type_of_target(y) == "continuous":
-            raise ValueError("Unknown label type: continuous; y must hold class labels, not real numbers "
-                             "(a regression target)")
+            raise AttnclfError("Unknown label type: continuous; y must hold class labels, not real numbers "
+                               "(a regression target)")
         classes, y_index = np.unique(y, return_inverse=True)
         if len(classes) == 0:
-            raise ValueError("no texts to fit on")
+            raise AttnclfError("no texts to fit on")
         if len(classes) < 2:
-            raise ValueError(f"y has only one class ({classes.tolist()[0]!r}); a classifier needs two at least")
+            raise AttnclfError(f"y has only one class ({shown(classes.tolist()[0])}); a classifier needs two at least")
         weights = _sample_weights(sample_weight, len(texts))
         fraction = real_number(self.validation_fraction)  # (a string or None failed on the comparison's TypeError)
         if fraction is None or not 0 <= fraction < 1:
-            raise ValueError(f"validation_fraction must be a number in [0, 1), got {self.validation_fraction!r}")
+            raise AttnclfError(f"validation_fraction must be a number in [0, 1), got {shown(self.validation_fraction)}")
         config = self._train_config(classes)  # checked first
         model_fields = self._model_fields()  # (so are these, before the split and the tokenizer)
         label_names = [str(c) for c in classes]
@@ -196,7 +196,7 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
         kept = np.ones(len(texts), dtype=bool) if weights is None else weights > 0
         kept &= ~np.isin(y_index, [label_names.index(name) for name, w in by_name.items() if w == 0])
         if not kept.any():
-            raise ValueError("class_weight times sample_weight is 0 for every text: nothing to fit on")
+            raise AttnclfError("class_weight times sample_weight is 0 for every text: nothing to fit on")
         if not kept.all():
             texts, y_index = [t for t, keep in zip(texts, kept) if keep], y_index[kept]
             weights = None if weights is None else weights[kept]
@@ -259,16 +259,16 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
             alone = getattr(column, "name", None)
             if alone is not None and str(alone) in fitted_names and any(
                     isinstance(text, str) and text.count(TEXT_JOINER) < len(fitted_names) - 1 for text in column):
-                raise ValueError(f"X is the text column {str(alone)!r} alone, but this estimator was fitted on "
-                                 f"{fitted_names}: pass them all, or each row's texts joined by a newline")
+                raise AttnclfError(f"X is the text column {str(alone)!r} alone, but this estimator was fitted on "
+                                   f"{fitted_names}: pass them all, or each row's texts joined by a newline")
         if count == 1 or fitted is None:  # (None: fitted before the columns were recorded, on as many as it took)
             return
         if count != fitted:
-            raise ValueError(f"X has {count} text columns, but this estimator was fitted on "
-                             f"{'one text per row' if fitted == 1 else f'{fitted} text columns'}")
+            raise AttnclfError(f"X has {count} text columns, but this estimator was fitted on "
+                               f"{'one text per row' if fitted == 1 else f'{fitted} text columns'}")
         if names is not None and fitted_names is not None and names != fitted_names:
-            raise ValueError(f"X's text columns are {names}, but this estimator was fitted on {fitted_names}, in "
-                             f"that order")
+            raise AttnclfError(f"X's text columns are {names}, but this estimator was fitted on {fitted_names}, in "
+                               f"that order")
 
     def predict(self, X) -> np.ndarray:
         """The most probable label per text, as one of ``classes_``."""
@@ -405,9 +405,9 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
 
     def _model_fields(self) -> dict:
         if self.model not in MODELS:
-            raise ValueError(f"unknown model {self.model!r}; choose one of {', '.join(MODELS)}")
+            raise AttnclfError(f"unknown model {shown(self.model)}; choose one of {', '.join(MODELS)}")
         if self.model_config is not None and not isinstance(self.model_config, dict):
-            raise ValueError(f"model_config must be a dict of model fields, got {self.model_config!r}")
+            raise AttnclfError(f"model_config must be a dict of model fields, got {shown(self.model_config)}")
         refuse_derived_fields(self.model_config or {}, _DERIVED_FROM)
         known = {f.name for f in fields(MODELS[self.model].config_class)}
         chosen = {name: getattr(self, name) for name in _SHARED_FIELDS if getattr(self, name) is not None}
@@ -453,7 +453,7 @@ def _texts(X) -> list[str]:
     if getattr(X, "ndim", 1) == 2 and X.shape[1] > 1:
         return _joined_columns(X)
     if getattr(X, "ndim", 1) != 1:
-        raise ValueError(f"X must be one text per row, one-dimensional or text columns; got shape {X.shape}")
+        raise AttnclfError(f"X must be one text per row, one-dimensional or text columns; got shape {X.shape}")
     return check_texts(X, name="X")
 
 
