@@ -1175,6 +1175,19 @@ def test_a_folder_of_runs_is_told_to_name_them_not_that_it_is_incomplete(csv_run
         f"attnclf: error: {runs} is not a run directory but holds one ('csv'): give {runs / 'csv'} instead")
 
 
+def test_a_folder_of_runs_names_each_run_whole(tmp_path):
+    # Runs named alike but for their ends are told apart: the user gives one of them by the name the message writes.
+    from attnclf.errors import RunDirError
+    from attnclf.rundir import check_run_dir
+
+    names = [f"self-attn-imdb-windows-d128-layers4-lr1e-3-seed{seed}" for seed in (0, 1)]
+    for name in names:
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "config.json").write_text("{}")
+    with pytest.raises(RunDirError, match=re.escape(f"holds 2 runs ('{names[0]}', '{names[1]}')")):
+        check_run_dir(tmp_path)
+
+
 def test_a_folder_of_runs_beside_one_that_cannot_be_read_still_names_the_runs(csv_run, tmp_path, capsys,
                                                                               monkeypatch):
     runs = tmp_path / "runs"

@@ -1011,6 +1011,15 @@ def test_a_file_s_values_are_named_by_their_start_in_its_errors(tmp_path, name, 
     assert len(str(err.value)) < 400 and "\n" not in str(err.value)
 
 
+def test_a_file_s_column_names_are_listed_whole_to_be_typed_back(tmp_path):
+    # A survey's columns are its questions, and --text-column takes one of them as the message writes it.
+    question = "What did you think of the product overall?"
+    path = _write(tmp_path / "survey.csv", f'"{question}",How many stars did you give it?\n"great",5\n')
+    with pytest.raises(DataError) as err:
+        load_file(path, "text", "label")
+    assert f"the columns are: '{question}', 'How many stars did you give it?'" in str(err.value)
+
+
 def test_a_test_label_unknown_to_training_is_named_by_its_start_with_the_first_training_labels(tmp_path):
     train = _write(tmp_path / "train.csv", "text,label\n" + "".join(f"t{i},{LONG[:30]}{i}\n" for i in range(100)))
     test = _write(tmp_path / "test.csv", f"text,label\nc,{LONG}\n")

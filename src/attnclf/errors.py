@@ -8,15 +8,21 @@ name the problem precisely: the file, the line or row, the column, the value.
 import sys
 
 
-def first_few(values, most: int = 3) -> str:
-    """The first ``most`` of ``values``, quoted, each by its start (``shown``), for a message that would otherwise list
-    hundreds, or a few of great length.
+NAME_LENGTH = 100  # first_few writes a value whole up to this many characters: a column, class or run name
 
-    >>> first_few(["a", "b"]), first_few(["a", "b", "c", "d"]), first_few([3, 7], most=1), first_few(["x" * 100])
-    ("'a', 'b'", "'a', 'b', 'c', ...", '3, ...', "'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...")
+
+def first_few(values, most: int = 3) -> str:
+    """The first ``most`` of ``values``, quoted, for a message that would otherwise list hundreds. They are mostly
+    names to pick one of (a file's columns, a run's classes, a folder's runs), typed back whole, so each is cut
+    (``shown``) only past ``NAME_LENGTH`` characters: a header-less file's first row, read as its columns, may hold
+    a whole text.
+
+    >>> first_few(["a", "b"]), first_few(["a", "b", "c", "d"]), first_few([3, 7], most=1), len(first_few(["x" * 5000]))
+    ("'a', 'b'", "'a', 'b', 'c', ...", '3, ...', 103)
     """
     values = list(values)
-    return f"{', '.join(map(shown, values[:most]))}{', ...' if len(values) > most else ''}"
+    named = ", ".join(shown(value, most=NAME_LENGTH) for value in values[:most])
+    return f"{named}{', ...' if len(values) > most else ''}"
 
 
 def shown(value, most: int = 40, write=repr) -> str:
