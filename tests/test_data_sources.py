@@ -942,7 +942,14 @@ def test_load_files_test_uses_training_labels(tmp_path):
         # A file without a header (AG News' own CSVs): its first row names the columns, a number and texts among them.
         ("nohead.csv", '"3","Fears for pension","Unions say"\n"1","b","c"\n', ("text", "label"),
          r"nohead.csv: no text column 'text'; the columns are: '3', 'Fears for pension', 'Unions say' \(the first line "
-         r"is read as the header naming the columns, and this one looks like data: add a header line\)$"),
+         r"is read as the header naming the columns: if it is a row of data, add a header line\)$"),
+        # One column of texts without a header, and a survey whose columns are questions, are told as much.
+        ("texts.csv", "I loved this film\nterrible acting\n", ("text", None), r"texts.csv: no text column 'text'; "
+         r"the columns are: 'I loved this film' \(the first line is read as the header naming the columns: if it is a "
+         r"row of data, add a header line\)$"),
+        ("survey.csv", "id,What did you think of it?\n1,good\n", ("text", "label"), r"survey.csv: no text column "
+         r"'text'; the columns are: 'id', 'What did you think of it\?' \(the first line is read as the header naming "
+         r"the columns: if it is a row of data, add a header line\)$"),
         ("header.csv", "id,title,body\n3,a,b\n", ("text", "label"), r"header.csv: no text column 'text'; the columns are: "
          r"'id', 'title', 'body'$"),
         # JSON may carry half a surrogate pair, which no UTF-8 tokenizer (nor the run's fingerprint) takes.

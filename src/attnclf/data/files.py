@@ -116,8 +116,9 @@ def _missing_column(path: Path, column: str, columns: list[str], role: str) -> D
         if other:
             hint = (f" (the header looks separated by {'a tab' if other == chr(9) else repr(other)}: a .csv file is read "
                     f"as comma-separated, a .tsv as tab-separated; save it as one of those, or rename it)")
-    elif path.suffix.lower() in (".csv", ".tsv") and any(map(_looks_like_data, columns)):
-        hint = " (the first line is read as the header naming the columns, and this one looks like data: add a header line)"
+    if not hint and path.suffix.lower() in (".csv", ".tsv") and any(map(_looks_like_data, columns)):
+        # (said as a condition: a header's column may be a question of a few words, a survey's)
+        hint = " (the first line is read as the header naming the columns: if it is a row of data, add a header line)"
     return DataError(f"{path}: no {role} column {column!r}; the columns are: {first_few(columns, most=COLUMNS_NAMED)}"
                      f"{hint}")
 
