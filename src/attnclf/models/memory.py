@@ -81,9 +81,11 @@ def cgroup_memory_limit() -> int | None:
 
 
 class _InitSkipped(TorchFunctionMode):
-    """Leaves ``torch.nn.init``'s fills (normal_, uniform_, zeros_, ...) undone, each returning its tensor: an outline
-    has no values to fill, and torch fills meta tensors with Python reference code whose first use imports its compiler,
-    torch._dynamo (2-3 s of every command that loads a model)."""
+    """Leaves ``torch.nn.init``'s random fills undone, each returning its tensor: an outline has no values to fill, and
+    torch fills meta tensors with Python reference code whose first use imports its compiler, torch._dynamo (2-3 s of
+    every command that loads a model). (The fills that reach a mode are those torch lets one override: normal_,
+    uniform_, constant_, kaiming_uniform_; zeros_ and ones_ run on as ``Tensor.zero_`` and ``fill_``, which cost
+    nothing on the meta device.)"""
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
