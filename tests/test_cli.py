@@ -1485,11 +1485,13 @@ def test_the_installed_command_reports_errors_without_a_traceback(tmp_path):
     assert "Traceback" not in result.stderr and "does not exist" in result.stderr
 
 
-def test_predict_imports_neither_scikit_learn_nor_torch_s_compiler(demo_run):
+def test_predict_and_explain_import_neither_scikit_learn_nor_torch_s_compiler(demo_run):
     # Predicting needs neither, and each took two to three seconds of every predict, explain and serve start-up.
+    # Explaining, by every method, needs neither too.
     code = ("import sys; sys.modules['sklearn'] = None\n"  # (any `import sklearn` fails)
             "from attnclf.cli import main\n"
             f"assert main(['predict', {str(demo_run)!r}, 'not good at all', '--threads', '1']) == 0\n"
+            f"assert main(['explain', {str(demo_run)!r}, 'not good', '--method', 'all', '--threads', '1']) == 0\n"
             "print('torch._dynamo' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
