@@ -143,6 +143,23 @@ def test_attention_reports_the_pooling_weights():
     assert "where the pooling layer looked" in e.description
 
 
+def test_attention_asked_about_another_class_says_its_weights_are_every_classs(monkeypatch):
+    # `explain --method attention --target neg` on a text predicted pos headed the pooling weights "explaining neg",
+    # and a student read the token it looked at as evidence for neg: the weights are the same whatever class is asked.
+    clf = key_classifier(attend_to="film")
+    for_pos, for_neg = (clf.explain(["the great film"], method="attention", target=t)[0] for t in ("pos", "neg"))
+    assert for_pos.scores == for_neg.scores
+    headline = render_terminal([for_neg], color=False).splitlines()[0]
+    assert headline.startswith("pos (0.881), explaining neg (0.119): attention is the same for every class  [")
+    gradient = render_terminal(clf.explain(["the great film"], method="grad-input", target="neg"), color=False)
+    assert gradient.startswith("pos (0.881), explaining neg (0.119)  [grad-input: ")  # its scores are neg's own
+    titles, drawn = [], plots.token_scores_figure
+    monkeypatch.setattr(plots, "token_scores_figure", lambda tokens, scores, title, *rest: titles.append(title)
+                        or drawn(tokens, scores, title, *rest))
+    render_html([for_neg, clf.explain(["the great film"], method="occlusion", target="neg")[0]])
+    assert titles == ["attention: every class", "occlusion: neg"]
+
+
 def test_rollout_by_hand():
     eye = torch.eye(3)[None, None]
     readout = torch.tensor([[0.2, 0.3, 0.5]])

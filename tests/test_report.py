@@ -53,6 +53,8 @@ def test_train_writes_the_report(demo_run):
                     "Most confident incorrect predictions", "Self-attention per layer and head"):
         assert heading in page
     assert "where the pooling layer looked" in page
+    # (The weights come before the head: "the scores explain the predicted class" said otherwise.)
+    assert "not necessarily why the model decided; the same weights whichever class is explained." in page
     assert "Not measured for these weights" in page  # faithfulness is on request only
     assert not re.search(r'(src|href)="(?!data:)', page)  # nothing outside the file
 

@@ -65,6 +65,12 @@ class Explanation:
     def signed(self) -> bool:
         return METHODS[self.method].signed
 
+    @property
+    def per_class(self) -> bool:
+        """Whether the scores are the target's own: attention and rollout weigh the tokens before the model's head
+        reads them, so they are the same whichever class is explained."""
+        return METHODS[self.method].per_class
+
     def top_tokens(self, k: int = 3) -> list[tuple[str, float]]:
         """The ``k`` highest-scoring tokens with their scores.
 

@@ -56,6 +56,7 @@ class Method:
     name: str
     description: str  # what a score means; shown beside every result
     signed: bool  # negative scores are evidence against the class
+    per_class: bool = True  # the scores depend on the class explained (attention's weights come before the head)
     options: dict = field(default_factory=dict)  # option name -> default
 
 
@@ -63,9 +64,9 @@ METHODS: dict[str, Method] = {
     m.name: m
     for m in [
         Method("attention", "where the pooling layer looked (its weight per token), not necessarily why "
-               "the model decided", signed=False),
+               "the model decided", signed=False, per_class=False),
         Method("rollout", "attention rolled out through the encoder layers with the residual path "
-               "(Abnar & Zuidema 2020), read out by the pooling layer", signed=False),
+               "(Abnar & Zuidema 2020), read out by the pooling layer", signed=False, per_class=False),
         Method("grad-input", "gradient x input on the token embeddings: each token's first-order "
                "contribution to the class log-odds", signed=True),
         Method("integrated-gradients", "integrated gradients from a <pad>-embedding baseline: contributions "

@@ -59,6 +59,8 @@ def _headline(e: Explanation) -> str:
     line = f"{e.label} ({e.probabilities.get(e.label, e.probability):.3f})"
     if e.target != e.label:
         line += f", explaining {e.target} ({e.probability:.3f})"
+        if not e.per_class:  # its weights would otherwise read as evidence for the class asked about
+            line += f": {e.method} is the same for every class"
     line += f"  [{e.method}: {e.description}]"
     if e.completeness_error is not None:
         line += (f"  completeness error {e.completeness_error:.2%} of a log-odds change of {e.log_odds_change:+.3f}"
@@ -171,14 +173,22 @@ def render_html(explanations: Sequence[Explanation], title: str = "attnclf expla
     for e in explanations:
         parts = [f"<h2>{html.escape(e.text[:120])}{'…' if len(e.text) > 120 else ''}</h2>",
                  f"<p>{html.escape(_headline(e))}</p>", tokens_html(e), legend_html(e.signed),
-                 png_img(png_bytes(token_scores_figure(e.tokens, e.scores, f"{e.method}: {e.target}", e.signed,
-                                                     e.cut_at)),
+                 png_img(png_bytes(token_scores_figure(e.tokens, e.scores, _chart_title(e), e.signed, e.cut_at)),
                          f"{e.method} scores per token")]
         if e.self_attentions is not None:
             parts.append(png_img(png_bytes(head_maps_figure(e.self_attentions, e.tokens)),
                                  "self-attention per layer and head"))
         sections.append("<section>" + "\n".join(parts) + "</section>")
     return page(title, "\n".join(sections))
+
+
+def _chart_title(e: Explanation) -> str:
+    """The method and the class its scores are for: every class, for attention's weights.
+
+    >>> _chart_title(Explanation("a", ["a"], [1.0], "attention", "pos", "neg", 0.1, {}))
+    'attention: every class'
+    """
+    return f"{e.method}: {e.target if e.per_class else 'every class'}"
 
 
 def page(title: str, body: str) -> str:

@@ -307,8 +307,10 @@ _WINDOWED_EXAMPLES = ("<section><h2>Examples</h2><p>Not explained: this model re
 
 
 def _examples_section(explanations: list, examples: dict, method: str) -> str:
+    whose = ("the scores explain the predicted class" if METHODS[method].per_class
+             else "the same weights whichever class is explained")
     parts = [f"<section><h2>Examples, explained by {html.escape(method)}</h2>",
-             f'<p class="note">{html.escape(METHODS[method].description)}; the scores explain the predicted class. '
+             f'<p class="note">{html.escape(METHODS[method].description)}; {whose}. '
              "Hover a token for its score.</p>", legend_html(METHODS[method].signed)]
     explained = iter(explanations)  # in the order they were asked for: correct, then incorrect
     for kind in ("correct", "incorrect"):
