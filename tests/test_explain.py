@@ -357,6 +357,15 @@ def test_terminal_colours_only_when_asked():
     assert "\x1b[" not in plain and "not <b>bad</b>" in plain and "top: not +0.600" in plain
 
 
+def test_the_terminal_lists_a_signed_methods_strongest_tokens_first_whichever_their_sign():
+    # Occlusion explaining "negative" for "... the ending was brilliant" listed five tokens at +0.000 as its top,
+    # beside "full colour = 0.998": brilliant, at -0.998 the one token that mattered, was left out.
+    e = explanation(tokens=("a", "b", "c", "brilliant"), scores=(0.0, 0.01, 0.0, -0.998), method="occlusion")
+    assert "  top: brilliant -0.998, b +0.010, a +0.000  (full colour = 0.998)" in render_terminal([e], False, top=3)
+    weights = explanation(tokens=("a", "b"), scores=(0.3, 0.7), method="attention")
+    assert "  top: b 0.700, a 0.300  (" in render_terminal([weights], color=False)
+
+
 def test_colours_say_for_and_against():
     assert token_colour(1.0, 1.0, signed=True) == (46, 160, 67)
     assert token_colour(-1.0, 1.0, signed=True) == (207, 34, 46)

@@ -84,7 +84,7 @@ def branches(e: Explanation) -> str:
 
 
 def render_terminal(explanations: Sequence[Explanation], color: bool = True, top: int = 5) -> str:
-    """Headline, the tokens (coloured with 24-bit ANSI backgrounds when ``color``), the top tokens."""
+    """Headline, the tokens (coloured with 24-bit ANSI backgrounds when ``color``), the ``top`` strongest tokens."""
     blocks = []
     for e in explanations:
         scale = _scale(e)
@@ -95,7 +95,7 @@ def render_terminal(explanations: Sequence[Explanation], color: bool = True, top
             shown = list(e.tokens)
         tokens = " ".join(_with_cut(e, shown, f"[... {e.tokens_cut or 'tokens'} cut ...]"))
         ranked = ", ".join(f"{token} {score:+.3f}" if e.signed else f"{token} {score:.3f}"
-                           for token, score in e.top_tokens(top))
+                           for token, score in e.strongest_tokens(top))
         lines = [_headline(e), f"  {tokens}", f"  top: {ranked}  ({_scale_note(e)})"]
         if e.self_attentions is not None:
             lines += [f"  {line}" for line in head_summary(e.self_attentions, e.tokens)]
