@@ -218,12 +218,29 @@ def test_result_round_trips_through_json_and_tabulates():
     assert summary.count("| KeyTokenModel | key-texts | 16 |") == 2 and "| attention | 1.000 -> 1.000 |" in summary
 
 
+def test_the_table_says_what_its_numbers_mean_and_that_the_test_favours_occlusion():
+    # `attnclf faithfulness` printed "drop k=1", "AOPC", "+0.2416 ± 0.0396" and "most faithful: occlusion" with no
+    # word on what they are, nor that occlusion ranks tokens by the very drop the test measures at k = 1.
+    result = _result_with_aopcs(grad_input=0.3, occlusion=0.5)
+    reading = result.reading()
+    assert reading[0].startswith("Deletion test on 200 texts of demo: drop k=N is the mean fall in the predicted "
+                                 "class's probability when the N tokens a method scores highest are removed")
+    assert f"± its standard error; a method beats random when that exceeds two standard errors and {MIN_ADVANTAGE}" \
+        in reading[0]
+    assert "it says nothing about whether the predictions are right" in reading[0]
+    assert reading[1].startswith("Occlusion scores a token by the drop its own removal causes, what this test "
+                                 "measures at k=1: it is favoured by construction")
+    assert all(paragraph in result.table() for paragraph in reading)  # what `attnclf faithfulness` prints
+    assert not any("Occlusion" in paragraph for paragraph in _result_with_aopcs(grad_input=0.3).reading())
+
+
 def test_faithfulness_command(demo_run, tmp_path, capsys):
     run = tmp_path / "run"
     shutil.copytree(demo_run, run)
     assert main(["faithfulness", str(run), "--examples", "8", "--steps", "8"]) == 0
     out = capsys.readouterr().out
     assert "| self-attn | demo | 8 |" in out and "random (10 draws)" in out
+    assert "Deletion test on 8 texts of demo: drop k=N is" in out and "Rank agreement: " in out
     saved = FaithfulnessResult.from_dict(json.loads((run / "faithfulness.json").read_text()))
     assert saved.examples == 8 and set(saved.methods) == {"attention", "rollout", "grad-input",
                                                           "integrated-gradients", "occlusion"}

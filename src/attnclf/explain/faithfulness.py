@@ -137,7 +137,7 @@ class FaithfulnessResult:
         return header, rows
 
     def table(self) -> str:
-        """The deletion test as a Markdown table, then the notes and the rank agreement."""
+        """The deletion test as a Markdown table, then the notes, the rank agreement and how to read them."""
         header, rows = self.rows()
         lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         lines += ["| " + " | ".join(row) + " |" for row in rows]
@@ -145,7 +145,28 @@ class FaithfulnessResult:
         if self.agreement:
             lines.append("Rank agreement (mean Spearman): "
                          + "; ".join(f"{pair} {rho:+.2f}" for pair, rho in self.agreement.items()) + ".")
-        return "\n".join(lines)
+        return "\n".join([*lines, "", *self.reading()])
+
+    def reading(self) -> list[str]:
+        """What the table's numbers mean, a paragraph each: the deletion test, occlusion's head start in it (when
+        measured), and the rank agreement (when there is one); `attnclf faithfulness` and the report print them."""
+        paragraphs = [
+            f"Deletion test on {self.examples} texts of {self.dataset}: drop k=N is the mean fall in the predicted "
+            "class's probability when the N tokens a method scores highest are removed (k=10%: a tenth of the text's "
+            "tokens, at least one), and random deletion of as many tokens is the baseline. AOPC is a text's mean "
+            "drop over the distinct token counts the k give it (on a short text 10% is one token, counted once). "
+            "vs random is the mean over texts of a method's AOPC minus random's, ± its standard error; a method "
+            f"beats random when that exceeds two standard errors and {MIN_ADVANTAGE}. A higher AOPC means the "
+            "method's top tokens matter more to this model's predictions; it says nothing about whether the "
+            "predictions are right."]
+        if "occlusion" in self.methods:
+            paragraphs.append("Occlusion scores a token by the drop its own removal causes, what this test measures "
+                              "at k=1: it is favoured by construction, so its lead shows that, not that it explains "
+                              "best.")
+        if self.agreement:
+            paragraphs.append("Rank agreement: the mean over texts of the Spearman correlation of two methods' token "
+                              "rankings, +1 the same order, 0 unrelated, -1 reversed.")
+        return paragraphs
 
     def notes(self) -> list[str]:
         """Sentences that go under the table: the verdicts, IG's completeness, the uniform-attention check."""

@@ -23,7 +23,7 @@ from ..data.base import TextDataset
 from ..errors import AttnclfError, RunDirError
 from ..evaluation.metrics import expected_calibration_error, log_loss, pick_examples
 from ..explain.explanation import explain
-from ..explain.faithfulness import AOPC_DEFINITION, MIN_ADVANTAGE, FaithfulnessResult, measure_faithfulness
+from ..explain.faithfulness import AOPC_DEFINITION, FaithfulnessResult, measure_faithfulness
 from ..explain.methods import METHODS, available_methods, default_method
 from ..explain.render import branches, legend_html, page, png_img, tokens_html
 from ..models.windows import window_config
@@ -341,11 +341,7 @@ def _faithfulness_section(images: dict[str, bytes], result: FaithfulnessResult |
                 "measures it.</p></section>")
     agreement = [(pair, f"{rho:+.3f}") for pair, rho in result.agreement.items()]
     return ("<section><h2>Faithfulness</h2>"
-            f'<p class="note">Deletion test on {result.examples} texts of {html.escape(result.dataset)}: mean drop '
-            "in the predicted class's probability when the k highest-scoring tokens are removed, against k random "
-            "tokens. AOPC is the mean over the distinct token counts the k give a text (on a short text 10% is one "
-            "token, counted once); a method beats random when its AOPC exceeds random's by more than two "
-            f"standard errors and by at least {MIN_ADVANTAGE}.</p>"
+            + "".join(f'<p class="note">{html.escape(paragraph)}</p>' for paragraph in result.reading())
             + _table(*result.rows())
             + "".join(f"<p>{html.escape(note)}</p>" for note in result.notes())
             + _image(images, "deletion", "deletion test")
