@@ -100,10 +100,15 @@ def test_compare_refuses_a_cell_trained_on_a_split_the_data_no_longer_gives(comp
     assert err.count("\n") == 1 and "another split of synthetic" in err and "boe-seed0" in err
 
 
-def test_ablate_toy_order_reports_loss_per_set_and_variant(tmp_path):
+def test_ablate_toy_order_reports_loss_per_set_and_variant(tmp_path, capsys):
     out = tmp_path / "toy"
     assert main(["ablate", "--dataset", "toy-order", "--seeds", "1", "--epochs", "3", "--threads", "1",
-                 "--output", str(out), "--quiet"]) == 0
+                 "--output", str(out)]) == 0
+    # A line per finished cell names its set: "[1/5] mean seed 0" came three times over, the sets unnamed.
+    progress = [line for line in capsys.readouterr().out.splitlines() if line.startswith("[")]
+    assert [line.split(":")[0] for line in progress[::5]] == ["[toy-reversal 1/5] mean seed 0",
+                                                              "[toy-relative 1/5] mean seed 0",
+                                                              "[toy-both 1/5] mean seed 0"]
     cells = read_csv(out / "cells.csv")
     assert len(cells) == 3 * 5
     assert {c["label"].split(": ")[0] for c in cells} == {"toy-reversal", "toy-relative", "toy-both"}

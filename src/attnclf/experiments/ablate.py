@@ -115,7 +115,7 @@ def toy_order(setup: Setup, output: str | Path, log: Log = lambda line: None) ->
     with output_folder(output) as output:
         for dataset in TOY_SETS:
             toy_setup = replace(setup, data=replace(setup.data, dataset=dataset))
-            cells = run_variants(toy_setup, TOY_VARIANTS, output / dataset, log)
+            cells = run_variants(toy_setup, TOY_VARIANTS, output / dataset, log, dataset_shown=dataset)
             rows = summarize(cells)
             sections.append(f"### {dataset}\n\n{markdown_table(rows, TOY_COLUMNS)}")
             panels[dataset] = {v.label: [c["train_loss"] for c in cells if c["label"] == v.label]

@@ -109,8 +109,10 @@ def check_variants(setup: Setup, variants: list[Variant]) -> None:
         build_model(settings.model, vocab_size=8, max_len=settings.tokenizer.max_len, **settings.model_config)
 
 
-def run_variants(setup: Setup, variants: list[Variant], output: str | Path, log: Log = lambda line: None) -> list[dict]:
-    """Train every variant with every seed into ``output/runs``; one record per cell.
+def run_variants(setup: Setup, variants: list[Variant], output: str | Path, log: Log = lambda line: None,
+                 dataset_shown: str = "") -> list[dict]:
+    """Train every variant with every seed into ``output/runs``; one record per cell, and a ``log`` line per cell
+    (naming ``dataset_shown``, where an experiment runs several).
 
     A record holds the variant's label, model, seed and run directory, test
     accuracy and macro-F1, parameters, epochs run, training seconds (wall and
@@ -128,7 +130,8 @@ def run_variants(setup: Setup, variants: list[Variant], output: str | Path, log:
             settings = variant_settings(setup, variant, seed, runs_dir)
             record = {"label": variant.label, "model": variant.model, "seed": seed} | run_cell(settings, texts)
             records.append(record)
-            log(f"[{number}/{len(cells)}] {variant.label} seed {seed}: accuracy {record['accuracy']:.4f}, "
+            where = f"{dataset_shown} " if dataset_shown else ""
+            log(f"[{where}{number}/{len(cells)}] {variant.label} seed {seed}: accuracy {record['accuracy']:.4f}, "
                 f"macro-F1 {record['macro_f1']:.4f}, {record['train_seconds']:.0f} s training"
                 + (" (finished earlier, reused)" if record["reused"] else ""))
     return records
