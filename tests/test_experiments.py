@@ -170,6 +170,11 @@ def test_ablate_sweeps_the_default_axes_the_model_has(tmp_path, monkeypatch):
     (["ablate", "--dataset", "toy-order", "--model", "boe"], "whose models are fixed; --model"),
     (["ablate", "--dataset", "toy-ordr"], "unknown dataset 'toy-ordr'; known: demo, "),
     (["ablate", "--dataset", "toy-ordr"], ", and for ablate toy-order (the course's order experiment)"),
+    # `attnclf datasets` lists toy-order ("ablate only"): elsewhere it was an unknown dataset, the list leaving it out.
+    (["compare", "--dataset", "toy-order"], "toy-order is the course's order experiment, `attnclf ablate --dataset "
+                                            "toy-order`; `attnclf compare` takes one of its sets: toy-reversal, "
+                                            "toy-relative or toy-both"),
+    (["train", "--dataset", "toy-order"], "; `attnclf train` takes one of its sets: toy-reversal,"),
     (["compare", "--dataset", "synthetic", "--models", "boe,gpt"], "unknown model 'gpt'"),
     (["compare", "--dataset", "synthetic", "--models", "boe, boe"], "--models names boe twice"),
     (["compare", "--dataset", "synthetic", "--models", ","], "--models names no model"),

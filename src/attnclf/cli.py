@@ -827,6 +827,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
 TOY_ORDER = "toy-order"  # what `ablate --dataset` takes besides the datasets: the course's fixed experiment
 
 
+def _refuse_toy_order_outside_ablate(args: argparse.Namespace) -> None:
+    """`attnclf datasets` lists toy-order beside the datasets: another command's "unknown dataset" would baffle."""
+    named = getattr(args, "dataset", None)
+    if args.command != "ablate" and TOY_ORDER in (named if isinstance(named, list) else [named]):
+        raise AttnclfError(f"{TOY_ORDER} is the course's order experiment, `attnclf ablate --dataset {TOY_ORDER}`; "
+                           f"`attnclf {args.command}` takes one of its sets: toy-reversal, toy-relative or toy-both")
+
+
 @command("ablate")
 def cmd_ablate(args: argparse.Namespace) -> int:
     from .data.registry import get_source
@@ -1312,6 +1320,7 @@ def _main(argv: list[str] | None) -> int:
         data_dir = getattr(args, "data_dir", None)
         if data_dir and not Path(data_dir).expanduser().is_dir():  # else the default places would be searched
             raise AttnclfError(f"--data-dir {data_dir}: no such folder")
+        _refuse_toy_order_outside_ablate(args)
         return COMMANDS[args.command](args)
     except AttnclfError as exc:
         replacing = getattr(args, "overwrite", False)  # (a failed replacement: where is the model it replaced?)
