@@ -420,6 +420,24 @@ def test_evaluate_on_ag_news_test_split_alone_warns_of_texts_the_run_learned(tmp
         capsys.readouterr().err.splitlines()
 
 
+def test_training_on_a_generated_dataset_warns_of_test_texts_it_trained_on(demo_run):
+    # 176 of the demo's 1,000 test texts are training texts too (its short generated reviews repeat), and its 99.6%
+    # test accuracy was reported without a word: the warning files get, the report repeating it, said nothing.
+    from attnclf.data.registry import load_splits
+
+    splits = load_splits("demo")
+    trained = json.loads((demo_run / "config.json").read_text())
+    assert trained["settings"]["data"]["max_train_examples"] == 600  # (a sample of the 4,000: fewer are shared)
+    assert sum(text in set(splits.train.texts) for text in splits.test.texts) == 176
+    validation, test = trained["data"]["warnings"]  # (its validation texts, carved from training, repeat some too)
+    assert re.fullmatch(r"\d+ of the \d+ validation texts also occur among the training texts \(duplicates in the "
+                        r"data\?\): validation scores, early stopping and refit's epoch count will flatter the model",
+                        validation)
+    assert re.fullmatch(r"\d+ of the 1,000 test texts also occur among the training or validation texts: the test "
+                        r"score will flatter the model", test)
+    assert "Training warned about the data" in (demo_run / "report.html").read_text(encoding="utf-8")
+
+
 def test_evaluate_on_a_test_file_warns_of_texts_the_run_learned(csv_run, tmp_path, capsys):
     # `evaluate --dataset` counted another dataset's texts against those the run trained and validated on;
     # `evaluate --test-file` did not, and a file holding some of them flattered the score without a word
@@ -856,8 +874,8 @@ def test_running_out_of_memory_is_one_line_saying_what_to_lower(csv_run, tmp_pat
         raise RuntimeError("[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can't allocate memory: "
                            "you tried to allocate 51200000000 bytes. Error code 12 (Cannot allocate memory)")
 
-    monkeypatch.setattr(run, "build_model", too_large)
-    assert run_error(["train", "--dataset", "demo", "--epochs", "1", "--output", str(tmp_path / "r"), "--quiet",
+    monkeypatch.setattr(run, "build_model", too_large)  # (synthetic: the demo's data is warned of first)
+    assert run_error(["train", "--dataset", "synthetic", "--epochs", "1", "--output", str(tmp_path / "r"), "--quiet",
                       "--no-report"], capsys) == ("attnclf: error: out of memory (asked for 51.2 GB); lower --max-len, "
                                                   "--batch-size, the model's size (--set)")
 
@@ -946,8 +964,10 @@ def test_an_interrupted_overwrite_keeps_the_model_it_replaces_until_the_new_one_
     assert json.loads((run / "config.json").read_text())["settings"]["train"]["seed"] == 1
     assert not (run / "metrics.json").exists()
     capsys.readouterr()
-    # A replacement that fails says where the model it replaces is, as an interrupted one does.
-    assert run_error(argv + ["--overwrite", "--lr", "1e30", "--quiet"], capsys).endswith(
+    # A replacement that fails says where the model it replaces is, as an interrupted one does (after the warnings
+    # about the demo's data: its short texts repeat).
+    assert main(argv + ["--overwrite", "--lr", "1e30", "--quiet"]) == 2
+    assert capsys.readouterr().err.splitlines()[-1].endswith(
         f"train again with a lower one (--lr; lr= in Python); the model it replaces is kept in {earlier}")
     # Interrupted again, the kept model stays the finished one, not the unfinished replacement.
     with monkeypatch.context() as patch:
@@ -1025,6 +1045,7 @@ def test_a_model_an_interrupted_or_failed_overwrite_set_aside_is_not_deleted_by_
     assert (run / "earlier-model" / "model.safetensors").read_bytes() == weights
     # Setting it aside failed half-way (a subfolder that cannot move): the error says where it is.
     assert main(argv + ["--overwrite"]) == 0
+    capsys.readouterr()  # (the warnings about the demo's data: its short texts repeat)
     weights = (run / "model.safetensors").read_bytes()
     (run / "plots").mkdir()
     replace = os.replace
@@ -1786,6 +1807,7 @@ def test_demo_shows_attention_as_weights_beside_the_uniform_weight(tmp_path, cap
     capsys.readouterr()
     assert main(["train", "--dataset", "demo", "--model", "boe", "--epochs", "1", "--output", str(tmp_path / "boe"),
                  "--quiet", "--no-report"]) == 0
+    capsys.readouterr()  # (the warnings about the demo's data: its short texts repeat)
     weights = (tmp_path / "boe" / "model.safetensors").read_bytes()
     assert run_error(["demo", "--output", str(tmp_path / "boe")], capsys).endswith(
         "holds another run (its model differs from the demo's); give the demo another --output, or delete the folder")

@@ -138,6 +138,7 @@ def test_members_a_resume_adds_train_for_the_epochs_the_others_planned(tmp_path,
     flags = ["train", "--dataset", "demo", "--max-train-examples", "200", "--set", "d_model=16", "--set", "layers=1",
              "--output", str(out), "--quiet", "--no-report", "--threads", "1"]
     assert main(flags + ["--epochs", "1", "--seeds", "0", "1"]) == 0
+    capsys.readouterr()  # (the warnings about the demo's data: its short texts repeat)
     # Only --output, as a single run resumes: the members' data is not in the command, and the error says so
     # (it had said "--seeds needs held-out data ...: give --test-file", which the members had).
     assert main(["train", "--output", str(out), "--resume", "--seeds", "0", "1", "2", "--quiet"]) == 2

@@ -15,7 +15,7 @@ import torch
 from .. import __version__
 from ..data.base import Splits, TextDataset
 from ..data.multilabel import multi_hot
-from ..data.registry import unlabelled_texts
+from ..data.registry import get_source, unlabelled_texts
 from ..checks import check_threads
 from ..errors import AttnclfError, DataError, RunDirError
 from ..evaluation.metrics import compute_metrics, pick_examples
@@ -301,7 +301,12 @@ def _describe_data(settings: RunSettings, splits: Splits, progress: bool) -> lis
     """The classes and their counts, and warnings about the labels and texts; --quiet hides progress, not what is
     wrong with the data. Returns the warnings, which config.json keeps for the report."""
     described = describe_classes(splits.train, _suspect_separators(settings.data.train_file), splits.validation)
-    if settings.data.train_file and not settings.data.token_cache:  # (a cache's texts stay on disk)
+    # Files, and generated sets, small and of short texts that repeat (176 of the demo's 1,000 test texts are training
+    # texts too), but for the toy sets, which test on their training set by design (as `attnclf datasets` says).
+    generated = settings.data.dataset is not None and get_source(settings.data.dataset).generated
+    tests_on_training = splits.test is not None and splits.test.texts == splits.train.texts
+    if (settings.data.train_file or (generated and not tests_on_training)) and not settings.data.token_cache:
+        # (A cache's texts stay on disk.)
         described += shared_text_warnings(splits, settings.tokenizer.cleaning)
     for line in described:
         if progress or line.startswith("warning:"):
