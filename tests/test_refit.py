@@ -64,7 +64,8 @@ def test_a_refit_trains_on_the_validation_texts_too_for_the_best_epochs(validate
 def test_reports_say_a_run_kept_its_best_validated_epoch_and_a_refit_its_last(validated, refit, tmp_path):
     from attnclf.report import write_report
 
-    for run, kept in ((validated, "epoch 2 of 4: the best validation macro-f1 (0.9000)"),
+    for run, kept in ((validated, "epoch 2 of 4: the best validation macro-f1 (0.9000), which 1 later epoch tied "
+                                  "(the first is kept)"),
                       (refit.run_dir, "epoch 2 of 2, the last (a refit validates on nothing)")):
         copy = tmp_path / run.name
         shutil.copytree(run, copy)

@@ -81,16 +81,25 @@ def test_the_report_says_which_epoch_the_scored_weights_are_of(demo_run, tmp_pat
     assert main(["report", str(run)]) == 0
     page = (run / "report.html").read_text(encoding="utf-8")
     assert "<tr><td>weights kept</td><td>epoch 1 of 2: the best validation macro-f1 (0.8750)</td></tr>" in page
+    # Tied by a later epoch, the first is kept: on synthetic every model kept epoch 1 of 6, its confidence near 0.5,
+    # and a reader comparing calibration errors compared first epochs, unaware.
+    history[1]["val_macro_f1"] = 0.875
+    (run / "history.jsonl").write_text("".join(json.dumps(h) + "\n" for h in history))
+    assert main(["report", str(run)]) == 0
+    assert ("<td>epoch 1 of 2: the best validation macro-f1 (0.8750), which 1 later epoch tied (the first is kept)"
+            "</td>") in (run / "report.html").read_text(encoding="utf-8")
     figure = plots.training_curves(history, kept=1)
     for ax in figure.axes:
         assert "kept (epoch 1)" in [text.get_text() for text in ax.get_legend().get_texts()]
         assert [line.get_xdata()[0] for line in ax.get_lines() if line.get_linestyle() == "--"] == [1]
 
 
-def test_no_report_flag(tmp_path):
+def test_no_report_flag(tmp_path, capsys):
     out = tmp_path / "run"
     assert main(["train", "--dataset", "toy-reversal", "--model", "boe", "--epochs", "1", "--output", str(out),
                  "--quiet", "--no-report"]) == 0
+    # (The command's own lines say which epoch the test scores are of, as the report does.)
+    assert "weights kept: epoch 1 of 1: the best validation loss (" in capsys.readouterr().out
     assert (out / "metrics.json").is_file() and not (out / "report.html").exists()
     assert not (out / "plots").exists()
 
@@ -123,14 +132,14 @@ def test_the_report_repeats_what_training_warned_about_the_data_and_a_resume_kee
     warned = ("10 of the 20 test texts also occur among the training or validation texts: the test score will "
               "flatter the model")
     assert config["data"]["warnings"] == [warned]
-    assert f"<li>{warned}</li>" in _overview(out, config, metrics, None, 2)
+    assert f"<li>{warned}</li>" in _overview(out, config, metrics, None)
     del config["data"]["warnings"]  # a run that was warned of nothing (or trained before they were recorded)
-    assert "warned" not in _overview(out, config, metrics, None, 2)
+    assert "warned" not in _overview(out, config, metrics, None)
     for edited in ([1], "a line"):  # not a list of lines: one line naming the field, not an AttributeError
         config["data"]["warnings"] = edited
         with pytest.raises(RunDirError, match=r"config\.json: data\.warnings is not a list of lines \(was the file "
                                               r"edited\?\)$"):
-            _overview(out, config, metrics, None, 2)
+            _overview(out, config, metrics, None)
 
 
 @pytest.mark.parametrize("cache", [[], ["--token-cache"]], ids=["in-memory", "token-cache"])

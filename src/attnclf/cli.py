@@ -309,6 +309,7 @@ def _print_metrics(metrics: dict) -> None:
 def cmd_train(args: argparse.Namespace) -> int:
     from .training.run import train_run
     from .training.settings import resume_settings
+    from .training.trainer import describe_kept
 
     if args.resume and args.overwrite:
         raise AttnclfError("--resume continues the run in --output and --overwrite replaces it: give one")
@@ -387,6 +388,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     result = train_run(settings, resume=args.resume, progress=not args.quiet)
     if not result.metrics:  # a torchrun rank other than 0; rank 0 reports
         return 0
+    print(f"weights kept: {describe_kept(result.history, settings.train.monitor)}")  # what the scores below are of
     _print_metrics(result.metrics)
     print(f"run directory: {result.run_dir}")
     if settings.report:

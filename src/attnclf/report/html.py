@@ -29,7 +29,7 @@ from ..explain.render import branches, legend_html, page, png_img, tokens_html
 from ..models.windows import window_config
 from ..rundir import (atomic_write_bytes, atomic_write_json, check_run_dir, read_config, read_json, read_jsonl,
                       refuse_estimator_run)
-from ..training.trainer import best_epoch
+from ..training.trainer import best_epoch, describe_kept
 from . import plots
 
 FAITHFULNESS_FILE = "faithfulness.json"
@@ -122,7 +122,7 @@ def write_report(run_dir: str | Path, *, classifier=None, test: TextDataset | No
                    _heads_section(images, explanations),
                    _WINDOWED_FAITHFULNESS if windowed else _faithfulness_section(images, result)]
     body = "\n".join([
-        _overview(run_dir, config, metrics, kept, len(history)),
+        _overview(run_dir, config, metrics, _kept_note(config, history) if kept else None),
         _training_section(images),
         *details,
         f'<p class="note">Written by attnclf {html.escape(config.get("versions", {}).get("attnclf", "?"))} '
@@ -198,7 +198,7 @@ def _kept_epoch(config: dict, history: list[dict]) -> dict | None:
         return None
 
 
-def _overview(run_dir: Path, config: dict, metrics: dict, kept: dict | None, epochs: int) -> str:
+def _overview(run_dir: Path, config: dict, metrics: dict, kept_note: str | None) -> str:
     model, data = config["model"], config.get("data", {})
     settings = config["settings"]
     dataset = settings["data"].get("dataset") or Path(settings["data"].get("train_file") or "?").name
@@ -210,7 +210,7 @@ def _overview(run_dir: Path, config: dict, metrics: dict, kept: dict | None, epo
              f"{data.get('validation_examples', '?')} / {data.get('test_examples', '?')}"),
             *([("refit of", f"{refit['run']}: its {refit['epochs']} epoch(s), on its validation texts too")]
               if (refit := settings.get("refit_of")) else []),
-            *([("weights kept", _kept_note(config, kept, epochs))] if kept else []),
+            *([("weights kept", kept_note)] if kept_note else []),
             *([("micro-F1", f"{metrics['micro_f1']:.4f}")] if multi else []),
             (f"{metrics.get('split', 'test')} {'subset ' if multi else ''}accuracy", f"{metrics['accuracy']:.4f}"),
             ("macro-F1", f"{metrics['macro_f1']:.4f}"),
@@ -226,13 +226,11 @@ def _overview(run_dir: Path, config: dict, metrics: dict, kept: dict | None, epo
     return "<section><h2>Run</h2>" + _table(None, rows) + warnings + "</section>"
 
 
-def _kept_note(config: dict, kept: dict, epochs: int) -> str:
-    """Which epoch's weights the scores below are of: the training curves go on past it."""
+def _kept_note(config: dict, history: list[dict]) -> str:
+    """Which epoch's weights the scores below are of (``_kept_epoch`` found one): the training curves go on past it."""
     if config["settings"].get("refit_of"):
-        return f"epoch {kept['epoch']} of {epochs}, the last (a refit validates on nothing)"
-    monitor = config["settings"]["train"]["monitor"]
-    return (f"epoch {kept['epoch']} of {epochs}: the best validation {monitor.replace('_', '-')} "
-            f"({kept[f'val_{monitor}']:.4f})")
+        return f"epoch {history[-1]['epoch']} of {len(history)}, the last (a refit validates on nothing)"
+    return describe_kept(history, config["settings"]["train"]["monitor"])
 
 
 def _training_section(images: dict[str, bytes]) -> str:

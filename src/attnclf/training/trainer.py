@@ -289,6 +289,21 @@ def best_epoch(history: list[dict], monitor: str) -> dict:
     return best
 
 
+def describe_kept(history: list[dict], monitor: str) -> str:
+    """Which epoch's weights a run kept (``best_epoch``), and how many later epochs tied it: the first is kept, and
+    where validation is perfect from the start (as on ``synthetic``) that is an early, barely confident model.
+
+    >>> describe_kept([{"epoch": 1, "val_accuracy": 1.0}, {"epoch": 2, "val_accuracy": 1.0}], "accuracy")
+    'epoch 1 of 2: the best validation accuracy (1.0000), which 1 later epoch tied (the first is kept)'
+    """
+    kept = best_epoch(history, monitor)
+    ties = sum(record["epoch"] > kept["epoch"] and record[f"val_{monitor}"] == kept[f"val_{monitor}"]
+               for record in history)
+    tied = f", which {ties} later epoch{'s' if ties > 1 else ''} tied (the first is kept)" if ties else ""
+    return (f"epoch {kept['epoch']} of {len(history)}: the best validation {monitor.replace('_', '-')} "
+            f"({kept[f'val_{monitor}']:.4f}){tied}")
+
+
 class Trainer:
     """Fits one model on bucketed batches, writing progress into ``run_dir``.
 
