@@ -64,13 +64,22 @@ def test_a_refit_trains_on_the_validation_texts_too_for_the_best_epochs(validate
 def test_reports_say_a_run_kept_its_best_validated_epoch_and_a_refit_its_last(validated, refit, tmp_path):
     from attnclf.report import write_report
 
-    for run, kept in ((validated, "epoch 2 of 4: the best validation macro-f1 (0.9000), which 1 later epoch tied "
+    for run, kept in ((validated, "epoch 2 of 4: the best validation macro-F1 (0.9000), which 1 later epoch tied "
                                   "(the first is kept)"),
                       (refit.run_dir, "epoch 2 of 2, the last (a refit validates on nothing)")):
         copy = tmp_path / run.name
         shutil.copytree(run, copy)
         page = write_report(copy, device="cpu").read_text(encoding="utf-8")
         assert f"<tr><td>weights kept</td><td>{kept}</td></tr>" in page
+
+
+def test_train_resuming_a_refit_says_it_kept_its_last_epoch(refit, tmp_path, capsys):
+    # `train --resume` of a refit trained and tested it, then failed on the line saying which epoch it kept ("epoch 1
+    # recorded no validation macro_f1, so no epoch was chosen"): a refit validates on nothing and keeps its last.
+    copy = tmp_path / refit.run_dir.name
+    shutil.copytree(refit.run_dir, copy)
+    assert main(["train", "--resume", "--output", str(copy), "--quiet", "--no-report", "--device", "cpu"]) == 0
+    assert "weights kept: epoch 2 of 2, the last (a refit validates on nothing)\n" in capsys.readouterr().out
 
 
 def test_a_refit_stops_where_its_run_did_on_the_schedule_its_run_followed(validated, refit):

@@ -80,13 +80,13 @@ def test_the_report_says_which_epoch_the_scored_weights_are_of(demo_run, tmp_pat
     (run / "history.jsonl").write_text("".join(json.dumps(h) + "\n" for h in history))
     assert main(["report", str(run)]) == 0
     page = (run / "report.html").read_text(encoding="utf-8")
-    assert "<tr><td>weights kept</td><td>epoch 1 of 2: the best validation macro-f1 (0.8750)</td></tr>" in page
+    assert "<tr><td>weights kept</td><td>epoch 1 of 2: the best validation macro-F1 (0.8750)</td></tr>" in page
     # Tied by a later epoch, the first is kept: on synthetic every model kept epoch 1 of 6, its confidence near 0.5,
     # and a reader comparing calibration errors compared first epochs, unaware.
     history[1]["val_macro_f1"] = 0.875
     (run / "history.jsonl").write_text("".join(json.dumps(h) + "\n" for h in history))
     assert main(["report", str(run)]) == 0
-    assert ("<td>epoch 1 of 2: the best validation macro-f1 (0.8750), which 1 later epoch tied (the first is kept)"
+    assert ("<td>epoch 1 of 2: the best validation macro-F1 (0.8750), which 1 later epoch tied (the first is kept)"
             "</td>") in (run / "report.html").read_text(encoding="utf-8")
     figure = plots.training_curves(history, kept=1)
     for ax in figure.axes:

@@ -388,7 +388,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     result = train_run(settings, resume=args.resume, progress=not args.quiet)
     if not result.metrics:  # a torchrun rank other than 0; rank 0 reports
         return 0
-    print(f"weights kept: {describe_kept(result.history, settings.train.monitor)}")  # what the scores below are of
+    # What the scores below are of (a resumed refit's too: its last epoch)
+    print(f"weights kept: {describe_kept(result.history, settings.train.monitor, settings.refit_of is not None)}")
     _print_metrics(result.metrics)
     print(f"run directory: {result.run_dir}")
     if settings.report:

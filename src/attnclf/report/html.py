@@ -228,9 +228,8 @@ def _overview(run_dir: Path, config: dict, metrics: dict, kept_note: str | None)
 
 def _kept_note(config: dict, history: list[dict]) -> str:
     """Which epoch's weights the scores below are of (``_kept_epoch`` found one): the training curves go on past it."""
-    if config["settings"].get("refit_of"):
-        return f"epoch {history[-1]['epoch']} of {len(history)}, the last (a refit validates on nothing)"
-    return describe_kept(history, config["settings"]["train"]["monitor"])
+    settings = config["settings"]
+    return describe_kept(history, settings["train"]["monitor"], refit=bool(settings.get("refit_of")))
 
 
 def _training_section(images: dict[str, bytes]) -> str:

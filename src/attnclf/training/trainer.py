@@ -289,19 +289,24 @@ def best_epoch(history: list[dict], monitor: str) -> dict:
     return best
 
 
-def describe_kept(history: list[dict], monitor: str) -> str:
+def describe_kept(history: list[dict], monitor: str, refit: bool = False) -> str:
     """Which epoch's weights a run kept (``best_epoch``), and how many later epochs tied it: the first is kept, and
-    where validation is perfect from the start (as on ``synthetic``) that is an early, barely confident model.
+    where validation is perfect from the start (as on ``synthetic``) that is an early, barely confident model. A
+    ``refit``, which validates on nothing, keeps its last.
 
-    >>> describe_kept([{"epoch": 1, "val_accuracy": 1.0}, {"epoch": 2, "val_accuracy": 1.0}], "accuracy")
-    'epoch 1 of 2: the best validation accuracy (1.0000), which 1 later epoch tied (the first is kept)'
+    >>> describe_kept([{"epoch": 1, "val_macro_f1": 1.0}, {"epoch": 2, "val_macro_f1": 1.0}], "macro_f1")
+    'epoch 1 of 2: the best validation macro-F1 (1.0000), which 1 later epoch tied (the first is kept)'
+    >>> describe_kept([{"epoch": 1}, {"epoch": 2}], "macro_f1", refit=True)
+    'epoch 2 of 2, the last (a refit validates on nothing)'
     """
+    if refit:
+        return f"epoch {history[-1]['epoch']} of {len(history)}, the last (a refit validates on nothing)"
     kept = best_epoch(history, monitor)
     ties = sum(record["epoch"] > kept["epoch"] and record[f"val_{monitor}"] == kept[f"val_{monitor}"]
                for record in history)
     tied = f", which {ties} later epoch{'s' if ties > 1 else ''} tied (the first is kept)" if ties else ""
-    return (f"epoch {kept['epoch']} of {len(history)}: the best validation {monitor.replace('_', '-')} "
-            f"({kept[f'val_{monitor}']:.4f}){tied}")
+    shown = monitor.replace("_f1", "-F1")  # as the epoch lines above it name them: macro-F1, micro-F1
+    return f"epoch {kept['epoch']} of {len(history)}: the best validation {shown} ({kept[f'val_{monitor}']:.4f}){tied}"
 
 
 class Trainer:
