@@ -438,6 +438,15 @@ def test_training_on_a_generated_dataset_warns_of_test_texts_it_trained_on(demo_
     assert "Training warned about the data" in (demo_run / "report.html").read_text(encoding="utf-8")
 
 
+def test_a_toy_set_sampled_is_not_warned_of_testing_on_its_training_texts(tmp_path, capsys):
+    # A toy set tests on its training set by design. Sampled, its test texts were no longer the training list itself,
+    # and training warned "4 of the 4 test texts also occur among the training or validation texts".
+    for sampled in (["--max-test-examples", "4"], ["--max-train-examples", "6"]):
+        assert main(["train", "--dataset", "toy-both", "--model", "boe", "--epochs", "1", "--quiet", "--no-report",
+                     "--output", str(tmp_path / sampled[0]), *sampled]) == 0
+        assert "warning" not in capsys.readouterr().err
+
+
 def test_evaluate_on_a_test_file_warns_of_texts_the_run_learned(csv_run, tmp_path, capsys):
     # `evaluate --dataset` counted another dataset's texts against those the run trained and validated on;
     # `evaluate --test-file` did not, and a file holding some of them flattered the score without a word

@@ -180,7 +180,8 @@ SOURCES = [
            lambda dirs, seed: synthetic(), generated=True, num_classes=2),
     *[
         Source(f"toy-{kind}", f"the course's 3-token order set ({kind}); test = train",
-               lambda dirs, seed, kind=kind: toy_order(kind), generated=True, num_classes=2)
+               lambda dirs, seed, kind=kind: toy_order(kind), generated=True, tests_on_training=True,
+               num_classes=2)
         for kind in TOY_ORDER
     ],
 ]

@@ -35,7 +35,8 @@ class Source:
     split from train later, in ``load_data``; ``learned_text_warnings`` reads one copy for all seeds); ``data_dirs``
     are the folders to search (see ``candidate_dirs``). ``locate(data_dirs)`` returns the path
     the data would be read from, or None when it is not available locally.
-    Generated sources set ``generated=True`` and ignore ``data_dirs``.
+    Generated sources set ``generated=True`` and ignore ``data_dirs``; ``tests_on_training``, the toy sets, whose
+    test and validation splits are their training set by design (training warns of no texts shared between them).
     ``unlabelled(data_dirs)``, where a corpus ships texts without labels (IMDB's
     50,000), returns them less any copy of a test text: ``attnclf vectors`` counts them with the training texts.
     ``multi_label``: each text has a set of labels; runs on it train multi-label without being told.
@@ -49,6 +50,7 @@ class Source:
     load: Callable[[list[Path], int], Splits]
     locate: Callable[[list[Path]], Path | None] = lambda dirs: None
     generated: bool = False
+    tests_on_training: bool = False
     num_classes: int | None = None
     unlabelled: Callable[[list[Path]], list[str]] | None = None
     multi_label: bool = False

@@ -302,10 +302,10 @@ def _describe_data(settings: RunSettings, splits: Splits, progress: bool) -> lis
     wrong with the data. Returns the warnings, which config.json keeps for the report."""
     described = describe_classes(splits.train, _suspect_separators(settings.data.train_file), splits.validation)
     # Files, and generated sets, small and of short texts that repeat (176 of the demo's 1,000 test texts are training
-    # texts too), but for the toy sets, which test on their training set by design (as `attnclf datasets` says).
-    generated = settings.data.dataset is not None and get_source(settings.data.dataset).generated
-    tests_on_training = splits.test is not None and splits.test.texts == splits.train.texts
-    if (settings.data.train_file or (generated and not tests_on_training)) and not settings.data.token_cache:
+    # texts too), but for the toy sets, which test on their training set by design (however sampled).
+    source = get_source(settings.data.dataset) if settings.data.dataset else None
+    generated = source is not None and source.generated and not source.tests_on_training
+    if (settings.data.train_file or generated) and not settings.data.token_cache:
         # (A cache's texts stay on disk.)
         described += shared_text_warnings(splits, settings.tokenizer.cleaning)
     for line in described:
