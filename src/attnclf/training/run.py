@@ -307,7 +307,7 @@ def _describe_data(settings: RunSettings, splits: Splits, progress: bool) -> lis
     generated = source is not None and source.generated and not source.tests_on_training
     if (settings.data.train_file or generated) and not settings.data.token_cache:
         # (A cache's texts stay on disk.)
-        described += shared_text_warnings(splits, settings.tokenizer.cleaning)
+        described += shared_text_warnings(splits, settings.tokenizer.cleaning, validation_too=not generated)
     for line in described:
         if progress or line.startswith("warning:"):
             _stderr(line)
