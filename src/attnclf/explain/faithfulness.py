@@ -153,16 +153,17 @@ class FaithfulnessResult:
         paragraphs = [
             f"Deletion test on {self.examples} texts of {self.dataset}: drop k=N is the mean fall in the predicted "
             "class's probability when the N tokens a method scores highest are removed (k=10%: a tenth of the text's "
-            "tokens, at least one), and random deletion of as many tokens is the baseline. AOPC is a text's mean "
-            "drop over the distinct token counts the k give it (on a short text 10% is one token, counted once). "
-            "vs random is the mean over texts of a method's AOPC minus random's, ± its standard error; a method "
-            f"beats random when that exceeds two standard errors and {MIN_ADVANTAGE}. A higher AOPC means the "
-            "method's top tokens matter more to this model's predictions; it says nothing about whether the "
-            "predictions are right."]
+            "tokens, at least one), and random deletion of as many tokens is the baseline. AOPC averages a text's "
+            "drops over the distinct token counts the k give it (on a short text 10% is one token, counted once), "
+            "then over the texts. vs random is the mean over texts of a method's AOPC minus random's, ± its standard "
+            "error; a method beats random when that exceeds two standard errors and is at least "
+            f"{MIN_ADVANTAGE} (and is worse than random when as far below). A higher AOPC means the method's top "
+            "tokens matter more to this model's predictions; it says nothing about whether the predictions are "
+            "right."]
         if "occlusion" in self.methods:
             paragraphs.append("Occlusion scores a token by the drop its own removal causes, what this test measures "
-                              "at k=1: it is favoured by construction, so its lead shows that, not that it explains "
-                              "best.")
+                              "at k=1: it is favoured by construction, and leading here does not show that it "
+                              "explains best.")
         if self.agreement:
             paragraphs.append("Rank agreement: the mean over texts of the Spearman correlation of two methods' token "
                               "rankings, +1 the same order, 0 unrelated, -1 reversed.")
