@@ -834,8 +834,11 @@ def _refuse_toy_order_outside_ablate(args: argparse.Namespace) -> None:
     """`attnclf datasets` lists toy-order beside the datasets: another command's "unknown dataset" would baffle."""
     named = getattr(args, "dataset", None)
     if args.command != "ablate" and TOY_ORDER in (named if isinstance(named, list) else [named]):
+        from .experiments.ablate import TOY_SETS
+
         raise AttnclfError(f"{TOY_ORDER} is the course's order experiment, `attnclf ablate --dataset {TOY_ORDER}`; "
-                           f"`attnclf {args.command}` takes one of its sets: toy-reversal, toy-relative or toy-both")
+                           f"`attnclf {args.command}` takes one of its sets: {', '.join(TOY_SETS[:-1])} or "
+                           f"{TOY_SETS[-1]}")
 
 
 @command("ablate")
