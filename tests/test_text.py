@@ -5,7 +5,7 @@ import sys
 import numpy as np
 import pytest
 
-from attnclf.errors import DataError
+from attnclf.errors import AttnclfError, DataError
 from attnclf.text import BucketBatches, CleaningConfig, Tokenizer, TokenizerConfig, clean, truncate
 from attnclf.text.tokenizer import PAD_ID, UNK_ID
 
@@ -266,3 +266,14 @@ def test_a_tokenizer_that_learns_nothing_says_how_many_texts_it_read():
         Tokenizer.train(["a b c"], TokenizerConfig(min_frequency=2))
     with pytest.raises(DataError, match="the 2 training texts hold no word seen at least 2 time"):
         Tokenizer.train(iter(["a b", "c d"]), TokenizerConfig(min_frequency=2))
+
+
+@pytest.mark.parametrize("field, value", [("kind", "w" * 10_000), ("truncation", ["head"] * 5_000),
+                                          ("max_len", "9" * 10_000), ("vocab_size", -10 ** 5000)],
+                         ids=["kind", "truncation", "max_len", "vocab_size"])
+def test_a_bad_tokenizer_setting_is_named_by_its_start_in_one_line(field, value):
+    # Echoed whole, a 10,000-character value made the message as long; a 5,000-digit count could not be written at all.
+    with pytest.raises(AttnclfError) as refused:
+        TokenizerConfig(**{field: value})
+    message = str(refused.value)
+    assert message.startswith(f"tokenizer {field} must be") and len(message) < 200 and "\n" not in message

@@ -24,7 +24,7 @@ from tokenizers import Tokenizer as HFTokenizer
 from tokenizers import decoders, models, pre_tokenizers, trainers
 
 from ..checks import whole_number
-from ..errors import AttnclfError, DataError, RunDirError
+from ..errors import AttnclfError, DataError, RunDirError, shown
 from .cleaning import CleaningConfig, clean
 
 PAD, UNK = "<pad>", "<unk>"
@@ -56,13 +56,13 @@ class TokenizerConfig:
     def __post_init__(self) -> None:
         for name, allowed in (("kind", ("word", "bpe")), ("truncation", TRUNCATIONS)):
             if getattr(self, name) not in allowed:
-                raise AttnclfError(f"tokenizer {name} must be one of {', '.join(allowed)}, got {getattr(self, name)!r}")
+                raise AttnclfError(f"tokenizer {name} must be one of {', '.join(allowed)}, got {shown(getattr(self, name))}")
         for name, low in (("vocab_size", 3), ("min_frequency", 1), ("max_len", 1)):  # 3: <pad>, <unk> and a word
             count = whole_number(getattr(self, name))
             if count is None:  # (numpy's integers, from a parameter grid, are counts too; 2.5 is not)
-                raise AttnclfError(f"tokenizer {name} must be a whole number, got {getattr(self, name)!r}")
+                raise AttnclfError(f"tokenizer {name} must be a whole number, got {shown(getattr(self, name))}")
             if count < low:
-                raise AttnclfError(f"tokenizer {name} must be at least {low}, got {count}")
+                raise AttnclfError(f"tokenizer {name} must be at least {low}, got {shown(count)}")
             setattr(self, name, count)
 
     def to_dict(self) -> dict:
