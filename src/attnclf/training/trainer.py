@@ -305,8 +305,8 @@ def describe_kept(history: list[dict], monitor: str, refit: bool = False) -> str
     ties = sum(record["epoch"] > kept["epoch"] and record[f"val_{monitor}"] == kept[f"val_{monitor}"]
                for record in history)
     tied = f", which {ties} later epoch{'s' if ties > 1 else ''} tied (the first is kept)" if ties else ""
-    shown = monitor.replace("_f1", "-F1")  # as the epoch lines above it name them: macro-F1, micro-F1
-    return f"epoch {kept['epoch']} of {len(history)}: the best validation {shown} ({kept[f'val_{monitor}']:.4f}){tied}"
+    metric = monitor.replace("_f1", "-F1")  # as the epoch lines above it name them: macro-F1, micro-F1
+    return f"epoch {kept['epoch']} of {len(history)}: the best validation {metric} ({kept[f'val_{monitor}']:.4f}){tied}"
 
 
 class Trainer:
