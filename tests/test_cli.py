@@ -1113,12 +1113,16 @@ def test_models_without_pooling_attention_or_layers_explain_by_default(csv_files
     capsys.readouterr()  # (the file's repeated texts are warned about)
     err = run_error(["explain", str(flat), "a dull story", "--heads"], capsys)
     assert "this model has no self-attention layers" in err
+    assert main(["explain", str(flat), "a dull story", "--format", "json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["method"] == "occlusion" and len(record["pooling_attention"]["weights"]) == 3  # it pools by attention
     boe = tmp_path / "boe"
     assert main(["train", "--train-file", str(train), "--model", "boe", "--epochs", "1", "--min-frequency", "1",
                  "--output", str(boe), "--quiet", "--no-report", "--threads", "1"]) == 0
     capsys.readouterr()
     assert main(["explain", str(boe), "a dull story", "--format", "json"]) == 0
-    assert json.loads(capsys.readouterr().out)["method"] == "integrated-gradients"
+    record = json.loads(capsys.readouterr().out)
+    assert record["method"] == "occlusion" and "pooling_attention" not in record  # boe pools without attention
 
 
 def test_none_is_a_positional_encoding_and_pad_id_is_not_settable(csv_files, tmp_path, capsys):

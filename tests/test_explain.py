@@ -238,10 +238,26 @@ def test_self_attention_maps_per_layer_and_head():
 # ---------------------------------------------------------------- errors
 
 
-def test_without_a_method_the_api_explains_by_one_the_model_has():
+def test_without_a_method_the_api_explains_by_occlusion_with_the_pooling_attention_beside():
+    # The default showed attention alone, though on IMDB it was no better than random at finding what decided:
+    # now the measured effect decides the colours, and the weights the pooling gave come beside it, labelled.
+    clf = key_classifier(attend_to="film")
+    (e,) = clf.explain(["the great film"])
+    assert e.method == "occlusion" and e.top_tokens(1)[0][0] == "great"  # what decided ...
+    (weights,) = clf.explain(["the great film"], method="attention")
+    assert e.pooling_attention == weights.scores and max(e.pooling_attention) > 0.99  # ... and where it looked
+    assert e.pooling_attention.index(max(e.pooling_attention)) == 2  # "film"
+    assert weights.pooling_attention is None  # asked for attention: shown once, as the scores
+    (against,) = clf.explain(["the great film"], method="grad-input", target="neg")
+    assert against.pooling_attention == weights.scores  # beside any other method too, the same for every class
+
+
+def test_a_model_without_attention_pooling_gets_occlusion_and_nothing_beside():
     clf = Classifier(tiny("boe"), tokenizer(), ["a", "b", "c"], torch.device("cpu"))
-    assert clf.explain(["great film"])[0].method == "integrated-gradients"  # boe has no attention to show
-    assert key_classifier().explain(["great film"])[0].method == "attention"
+    (e,) = clf.explain(["great film"])
+    assert e.method == "occlusion" and e.pooling_attention is None
+    assert "pooling_attention" not in e.to_dict()
+    assert clf.explain(["great film"], method="integrated-gradients")[0].pooling_attention is None
 
 
 def test_methods_a_model_lacks_fail_with_one_clear_line():
@@ -392,6 +408,53 @@ def test_json_lines_round_trip():
     records = [json.loads(line) for line in render_json([explanation(), explanation()]).splitlines()]
     assert len(records) == 2 and records[0]["tokens"] == ["not", "<b>bad</b>"]
     assert records[0]["method"] == "grad-input" and "log-odds" in records[0]["description"]
+    assert "pooling_attention" not in records[0]
+
+
+def beside(scores=(0.6, -0.2), weights=(0.25, 0.75)) -> Explanation:
+    """An occlusion explanation carrying the pooling attention beside it, as the default gives one."""
+    e = explanation(scores=scores, method="occlusion")
+    e.pooling_attention = list(weights)
+    return e
+
+
+def test_json_carries_the_pooling_attention_beside_the_scores_marked_the_same_for_every_class():
+    (record,) = [json.loads(line) for line in render_json([beside()]).splitlines()]
+    assert record["method"] == "occlusion" and record["scores"] == [0.6, -0.2]
+    assert record["pooling_attention"] == {
+        "weights": [0.25, 0.75], "per_class": False, "uniform_weight": 0.5,
+        "description": "where the pooling layer looked (its weight per token), not necessarily why the model "
+                       "decided; the same for every class"}
+
+
+def test_the_terminal_shows_the_pooling_attention_as_a_second_labelled_row():
+    lines = render_terminal([beside()], color=False).splitlines()
+    assert lines[1:] == [
+        "  not <b>bad</b>",
+        "  top: not +0.600, <b>bad</b> -0.200  (full colour = 0.6)",
+        "  attention beside it: where the pooling layer looked (its weight per token), not necessarily why the "
+        "model decided; the same for every class",
+        "  top: <b>bad</b> 0.750, not 0.250  (full colour = 0.75; uniform weight would be 0.5)"]
+    coloured = render_terminal([beside()], color=True).splitlines()
+    assert "\x1b[48;2;46;160;67m" in coloured[1]  # occlusion's strongest token, full green
+    assert "\x1b[48;2;245;140;0m" in coloured[4] and "46;160;67" not in coloured[4]  # the weights' row, orange
+    assert coloured[3].startswith("  attention beside it: ")
+
+
+def test_html_shows_the_pooling_attention_as_a_second_labelled_row():
+    page = render_html([beside()])
+    rows = page.split('<div class="tokens">')[1:]
+    assert len(rows) == 2  # the scores, then the weights
+
+    def token_colours(row: str) -> list[str]:
+        return re.findall(r'<span class="tok" style="background: rgb\(([^)]+)\)" title=', row)
+
+    assert token_colours(rows[0]) == ["46, 160, 67", "239, 181, 185"]  # for, then weakly against
+    assert token_colours(rows[1]) == ["252, 217, 170", "245, 140, 0"]  # orange, the heavier weight fuller
+    assert ("attention beside it: where the pooling layer looked (its weight per token), not necessarily why the "
+            "model decided; the same for every class") in rows[0]  # (between the two rows)
+    assert "uniform weight would be 0.5" in rows[1]
+    assert page.count("<img ") == 1  # one bar chart: the scores'
 
 
 def test_html_escapes_tokens_and_embeds_its_images():
@@ -425,6 +488,7 @@ def test_explain_command_every_method_as_json(demo_run, capsys):
                  "--format", "json", "--heads"]) == 0
     records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [r["method"] for r in records] == list(METHODS) * 2  # grouped by text
+    assert {r["method"] for r in records if "pooling_attention" not in r} == {"attention"}  # beside the others
     assert records[0]["tokens"] == ["the", "acting", "was", "not", "wonderful"]
     assert np.asarray(records[0]["self_attentions"]).shape == (1, 4, 5, 5)  # d_model=32, 1 layer, 4 heads
     ig = [r for r in records if r["method"] == "integrated-gradients"]
@@ -490,6 +554,19 @@ def test_explain_command_writes_html_and_prints_colour(demo_run, tmp_path, capsy
     assert page.startswith("<!doctype html>") and page.count("<img ") == 3  # 2 bar charts + head maps
     assert main(["explain", str(demo_run), "not bad", "--color", "always"]) == 0
     assert "\x1b[48;2;" in capsys.readouterr().out
+
+
+def test_explain_command_by_default_gives_occlusion_with_the_pooling_attention_beside(demo_run, capsys):
+    assert main(["explain", str(demo_run), "the acting was not wonderful", "--format", "json"]) == 0
+    (record,) = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert record["method"] == "occlusion"
+    attention = record["pooling_attention"]
+    assert attention["per_class"] is False and len(attention["weights"]) == len(record["tokens"]) == 5
+    assert sum(attention["weights"]) == pytest.approx(1.0, abs=1e-5)
+    assert main(["explain", str(demo_run), "the acting was not wonderful", "--color", "never"]) == 0
+    shown = capsys.readouterr().out
+    assert "[occlusion: drop in the class probability when the token is removed]" in shown
+    assert "\n  attention beside it: where the pooling layer looked" in shown
 
 
 def test_explain_command_bad_input_is_one_line(demo_run, capsys):

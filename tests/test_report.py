@@ -49,12 +49,16 @@ def test_train_writes_the_report(demo_run):
     metrics = json.loads((demo_run / "metrics.json").read_text())
     assert f"Log loss {metrics['log_loss']:.4f}; expected calibration error {metrics['ece']:.4f}" in page
     for heading in ("Training", "Validation metrics per epoch", "Test set (1000 texts)", "ROC curve", "Calibration",
-                    "Examples, explained by attention", "Most confident correct predictions",
+                    "Examples, explained by occlusion", "Most confident correct predictions",
                     "Most confident incorrect predictions", "Self-attention per layer and head"):
         assert heading in page
-    assert "where the pooling layer looked" in page
-    # (The weights come before the head: "the scores explain the predicted class" said otherwise.)
-    assert "not necessarily why the model decided; the same weights whichever class is explained." in page
+    # The measured effect colours the examples; the pooling weights come beside each, labelled as what they are.
+    assert "drop in the class probability when the token is removed; the scores explain the predicted class." in page
+    examples = page[page.index("<h2>Examples, explained by"):page.index("<h2>Self-attention")]
+    shown = examples.count("<p>true <b>")
+    assert shown > 0 and examples.count('<div class="tokens">') == 2 * shown
+    assert examples.count("attention beside it: where the pooling layer looked (its weight per token), not "
+                          "necessarily why the model decided; the same for every class") == shown
     assert "Not measured for these weights" in page  # faithfulness is on request only
     assert not re.search(r'(src|href)="(?!data:)', page)  # nothing outside the file
 
@@ -167,7 +171,7 @@ def test_a_report_refuses_a_test_file_changed_since_the_run_was_scored(tmp_path,
 
 def test_report_with_faithfulness(measured_run):
     page = (measured_run / "report.html").read_text(encoding="utf-8")
-    assert "Examples, explained by integrated-gradients" in page
+    assert "Examples, explained by integrated-gradients" in page and "attention beside it: " in page
     assert "Deletion test on 12 texts of demo" in page and "random (10 draws)" in page
     assert re.search(r"Beat random deletion: [^.]*\. Did not: [^.]*\.", page)
     assert "Uniform-attention check" in page and "rank correlation" in page
@@ -195,6 +199,18 @@ def test_faithfulness_measured_by_an_earlier_deletion_test_is_not_shown(measured
     os.utime(run / "faithfulness.json", (time.time() + 10, time.time() + 10))  # newer than the weights
     assert main(["report", str(run)]) == 0
     assert "Not measured for these weights" in (run / "report.html").read_text(encoding="utf-8")
+
+
+def test_examples_explained_by_attention_say_its_weights_are_every_classs():
+    # (The weights come before the head: "the scores explain the predicted class" said otherwise.)
+    from attnclf.explain.explanation import Explanation
+    from attnclf.report.html import _examples_section
+
+    weights = Explanation("a b", ["a", "b"], [0.4, 0.6], "attention", "pos", "pos", 0.9, {"neg": 0.1, "pos": 0.9})
+    example = {"text": "a b", "true": "pos", "predicted": "pos", "confidence": 0.9}
+    section = _examples_section([weights], {"correct": [example], "incorrect": []}, "attention")
+    assert "not necessarily why the model decided; the same weights whichever class is explained." in section
+    assert "attention beside it" not in section and section.count('<div class="tokens">') == 1
 
 
 def test_report_errors_are_one_line(demo_run, tmp_path, capsys):

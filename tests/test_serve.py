@@ -82,7 +82,7 @@ def test_health_model_and_docs(server, local):
     assert info["labels"] == local.label_names
     assert info["model"]["name"] == "self-attn" and info["model"]["config"]["d_model"] == 32
     assert info["limits"]["max_batch"] == 4 and info["limits"]["max_body_bytes"] == 4000
-    assert "attention" in info["explain_methods"] and info["explain_default"] == "attention" and info["version"]
+    assert "attention" in info["explain_methods"] and info["explain_default"] == "occlusion" and info["version"]
     assert info["windows"] is None and info["tokenizer"]["truncation"] in ("head", "tail", "head_tail")
     paths = server.get("/openapi.json").json()["paths"]
     assert {"/predict", "/explain", "/health", "/model"} <= set(paths)
@@ -115,6 +115,19 @@ def test_explain_delegates_to_the_classifier(server, local):
     occlusion = server.post("/explain", json={"text": "not good", "method": "occlusion"}).json()["explanations"]
     assert occlusion[0]["scores"] == pytest.approx(local.explain(["not good"], method="occlusion")[0].scores,
                                                    abs=1e-5)
+    assert "pooling_attention" not in answer  # attention asked for: its weights are the scores
+
+
+def test_explain_by_default_answers_occlusion_with_the_pooling_attention_beside(server, local):
+    (answer,) = server.post("/explain", json={"text": "not good"}).json()["explanations"]
+    assert answer["method"] == "occlusion" and answer["description"].startswith("drop in the class probability")
+    (weights,) = local.explain(["not good"], method="attention")
+    beside = answer["pooling_attention"]
+    assert beside["weights"] == pytest.approx(weights.scores, abs=1e-5) and beside["per_class"] is False
+    assert beside["description"].endswith("the same for every class") and beside["uniform_weight"] == 0.5
+    schema = server.get("/openapi.json").json()["components"]["schemas"]["ExplainRequest"]
+    described = schema["properties"]["method"]["description"]
+    assert "(default: occlusion)" in described and "pooling_attention (the same for every class)" in described
 
 
 def test_explain_takes_a_target_as_the_python_api_does_by_name_or_by_index(server, local):

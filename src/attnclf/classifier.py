@@ -147,8 +147,9 @@ class Classifier:
         """Per-token scores of each prediction by ``method``: one ``attnclf.explain.Explanation`` per text.
 
         Methods: attention (where the pooling layer looked), rollout, grad-input,
-        integrated-gradients (option ``steps``), occlusion; by default attention if the
-        model pools by attention, else integrated gradients. ``target=`` picks the
+        integrated-gradients (option ``steps``), occlusion; by default occlusion. Where the
+        model pools by attention, its weights come beside any other method's scores
+        (``Explanation.pooling_attention``). ``target=`` picks the
         class to explain (default: the predicted one), by name as ``attnclf explain --target`` takes it, or by
         index into ``label_names`` (an int is always an index); an unknown name or an index out of range is
         refused in one line. ``self_attentions=True`` adds every head's map.

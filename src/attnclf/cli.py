@@ -663,7 +663,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
     from .classifier import Classifier
     from .explain import render
-    from .explain.methods import default_method
+    from .explain.methods import DEFAULT_METHOD
 
     _refuse_ensemble(args.run_dir)
     clf = Classifier.load(args.run_dir, device=args.device)
@@ -672,7 +672,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     if not texts:
         raise AttnclfError(f"{args.file or 'stdin'}: no texts to explain")
     available = _explanation_methods(args.run_dir, clf.model)
-    methods = _method_list(default_method(available) if args.method is None else args.method, available)
+    methods = _method_list(DEFAULT_METHOD if args.method is None else args.method, available)
     if args.steps is not None and "integrated-gradients" not in methods:
         raise AttnclfError("--steps applies to integrated-gradients only")
     by_method = [clf.explain(texts, method, target=args.target, self_attentions=args.heads and i == 0,
@@ -1105,7 +1105,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_text_column_arg(p, "with a data --file (default: the column the run trained from)")
     p.add_argument("--method",
                    help="attention, rollout, grad-input, integrated-gradients, occlusion; several comma-separated, "
-                        "or all (default: attention where the model pools by attention, else integrated-gradients)")
+                        "or all (default: occlusion; where the model pools by attention, its weights are shown "
+                        "beside any method but attention itself)")
     p.add_argument("--target", help="class to explain (default: the predicted one)")
     p.add_argument("--steps", type=int, help=STEPS_HELP)
     p.add_argument("--heads", action="store_true", help="also every layer's and head's self-attention")
@@ -1132,8 +1133,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("report", help="write report.html (plots embedded) and plots/*.png for a run")
     p.add_argument("run_dir")
-    p.add_argument("--method", help="method highlighting the examples (default: attention if the model pools "
-                                    "by attention, else integrated-gradients)")
+    p.add_argument("--method", help="method highlighting the examples (default: occlusion; where the model pools "
+                                    "by attention, its weights are shown beside any method but attention itself)")
     p.add_argument("--faithfulness", action="store_true", help="measure faithfulness too (slower)")
     p.add_argument("--examples", type=int, default=200, help="test texts for --faithfulness (default: 200)")
     p.add_argument("--threads", type=int, help=INFERENCE_THREADS_HELP)

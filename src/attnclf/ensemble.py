@@ -87,7 +87,7 @@ class Ensemble:
         """(texts, classes): the members' probabilities, averaged."""
         return np.mean([member.predict_proba(texts) for member in self.members], axis=0)
 
-    def explain(self, texts: Sequence[str], method: str = "attention", **options):
+    def explain(self, texts: Sequence[str], method: str | None = None, **options):
         """Refused in one line: members tokenise and attend each their own way, so explain one of them."""
         raise AttnclfError(NOT_EXPLAINED)
 

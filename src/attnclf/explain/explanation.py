@@ -3,11 +3,12 @@
 >>> # from attnclf import Classifier
 >>> # clf = Classifier.load("runs/demo")
 >>> # [e.top_tokens(2) for e in clf.explain(["not bad at all"], method="occlusion")]
+>>> # clf.explain(["not bad at all"])[0].pooling_attention  # the default, occlusion, with the attention beside it
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
@@ -17,7 +18,7 @@ from ..errors import AttnclfError, first_few, shown
 from ..prediction import check_texts
 from ..text.batching import BucketBatches
 from ..text.tokenizer import cut_position
-from .methods import METHODS, attribute, available_methods, default_method, self_attention_maps
+from .methods import DEFAULT_METHOD, METHODS, attribute, available_methods, self_attention_maps
 
 if TYPE_CHECKING:
     from ..classifier import Classifier
@@ -36,7 +37,9 @@ class Explanation:
     with its n-gram branch), say how much each branch pushed the target class: its logit of the
     target minus the mean of its other logits (a calibrated run's over its temperature). The branches'
     margins add up to the model's (for two classes: to the log-odds of ``probability``), so they show
-    whether attention or the n-grams decided.
+    whether attention or the n-grams decided. ``pooling_attention``, for a model that pools by attention and a
+    method other than ``attention``, holds the pooling layer's weight per token beside the scores
+    (``BESIDE_DESCRIPTION`` says what they are): where the pooling looked, next to what the method measured.
     """
 
     text: str
@@ -56,6 +59,7 @@ class Explanation:
     # counted, as a text far longer than the model reads is tokenised by its ends only (``Tokenizer._ends``).
     tokens_cut: int | None = 0
     cut_at: int | None = None  # where in ``tokens`` they stood (head + tail: between the two parts); None: no cut
+    pooling_attention: list[float] | None = None
 
     @property
     def description(self) -> str:
@@ -92,6 +96,20 @@ class Explanation:
         order = np.argsort(-np.abs(self.scores), kind="stable")[:k]
         return [(self.tokens[i], self.scores[i]) for i in order]
 
+    def attention_beside(self) -> Explanation | None:
+        """The ``pooling_attention`` carried beside the scores as an explanation by ``attention`` of its own, to be
+        shown as attention is shown (None: none carried).
+
+        >>> e = Explanation("a b", ["a", "b"], [0.1, -0.7], "occlusion", "pos", "pos", 0.9, {},
+        ...                 pooling_attention=[0.8, 0.2])
+        >>> e.attention_beside().method, e.attention_beside().top_tokens(1)
+        ('attention', [('a', 0.8)])
+        """
+        if self.pooling_attention is None:
+            return None
+        return replace(self, scores=self.pooling_attention, method="attention", pooling_attention=None,
+                       completeness_error=None, log_odds_change=None, steps=None, self_attentions=None)
+
     def to_dict(self) -> dict:
         record = {"text": self.text, "method": self.method, "description": self.description, "label": self.label,
                   "target": self.target, "probability": self.probability, "probabilities": self.probabilities,
@@ -105,13 +123,21 @@ class Explanation:
             record["branch_margins"] = self.branch_margins
         if self.cut_at is not None:
             record |= {"tokens_cut": self.tokens_cut, "cut_at": self.cut_at}
+        if self.pooling_attention is not None:
+            record["pooling_attention"] = {"weights": self.pooling_attention, "per_class": False,
+                                           "uniform_weight": 1 / len(self.tokens), "description": BESIDE_DESCRIPTION}
         return record
+
+
+# What the pooling weights carried beside another method's scores are, wherever they are shown.
+BESIDE_DESCRIPTION = f"{METHODS['attention'].description}; the same for every class"
 
 
 def explain(classifier: "Classifier", texts: Sequence[str], method: str | None = None, *,
             target: str | int | None = None, self_attentions: bool = False, **options) -> list[Explanation]:
     """Explain ``classifier``'s prediction on every text by ``method`` (a key of ``METHODS``; default:
-    ``default_method`` of those the model supports).
+    ``DEFAULT_METHOD``, occlusion). Where the model pools by attention and ``method`` is another, each explanation
+    also carries the pooling weights (``pooling_attention``), which cost one forward pass.
 
     ``target`` picks the class to explain (default: each text's predicted class): a label name (a str, as
     ``attnclf explain --target`` takes it) or an index into ``label_names`` (an int is always an index, even
@@ -132,7 +158,7 @@ def explain(classifier: "Classifier", texts: Sequence[str], method: str | None =
     available = available_methods(classifier.model)
     if self_attentions and "rollout" not in available:
         raise AttnclfError("self-attention maps (--heads): this model has no self-attention layers to show")
-    method = default_method(available) if method is None else method  # ("" is no method, not the default)
+    method = DEFAULT_METHOD if method is None else method  # ("" is no method, not the default)
     config = classifier.tokenizer.config
     encoded = classifier.tokenizer.encode_counting_cuts(texts)
     ids = [sequence for sequence, _ in encoded]
@@ -141,6 +167,11 @@ def explain(classifier: "Classifier", texts: Sequence[str], method: str | None =
     targets = predicted if target is None else np.full(len(texts), _class_index(target, classifier.label_names))
     result = attribute(classifier.model, ids, targets, method, device=classifier.device,
                        batch_size=classifier.batch_size, temperature=classifier.temperature, **options)
+    # Where the pooling looked, beside any other method's scores (one forward pass): weights a reader would
+    # otherwise take for the model's reasons, shown next to what was measured, neither read for the other.
+    beside = (attribute(classifier.model, ids, targets, "attention", device=classifier.device,
+                        batch_size=classifier.batch_size).scores
+              if method != "attention" and "attention" in available else None)
     maps = (self_attention_maps(classifier.model, ids, device=classifier.device, batch_size=classifier.batch_size)
             if self_attentions else [None] * len(texts))
     margins = _branch_margins(classifier.model, ids, targets, classifier.device, classifier.batch_size,
@@ -164,6 +195,7 @@ def explain(classifier: "Classifier", texts: Sequence[str], method: str | None =
             branch_margins=margins[i],
             tokens_cut=encoded[i][1],
             cut_at=cut_position(encoded[i][1], config.max_len, config.truncation),
+            pooling_attention=None if beside is None else [float(w) for w in beside[i]],
         ))
     return explanations
 

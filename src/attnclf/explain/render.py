@@ -3,7 +3,8 @@
 Colour strength is a token's score over the text's largest absolute score, so
 every text uses the whole scale. Signed methods colour evidence for the
 explained class green and against it red; attention and rollout (never
-negative) are orange.
+negative) are orange. An explanation carrying the pooling attention beside its
+scores shows it as a second row, orange, under a label that says what it is.
 
 >>> from attnclf.explain.explanation import Explanation
 >>> e = Explanation("not bad", ["not", "bad"], [0.8, 0.2], "attention", "positive", "positive", 0.9, {})
@@ -20,9 +21,10 @@ from typing import Sequence
 
 import numpy as np
 
-from .explanation import Explanation
+from .explanation import BESIDE_DESCRIPTION, Explanation
 
 FOR, AGAINST, UNSIGNED = (46, 160, 67), (207, 34, 46), (245, 140, 0)
+BESIDE_LABEL = f"attention beside it: {BESIDE_DESCRIPTION}"  # heads the pooling weights' row
 
 TOKEN_CSS = """
 .tokens { line-height: 2.1; font-size: 1.05em; }
@@ -84,23 +86,33 @@ def branches(e: Explanation) -> str:
 
 
 def render_terminal(explanations: Sequence[Explanation], color: bool = True, top: int = 5) -> str:
-    """Headline, the tokens (coloured with 24-bit ANSI backgrounds when ``color``), the ``top`` strongest tokens."""
+    """Headline, the tokens (coloured with 24-bit ANSI backgrounds when ``color``), the ``top`` strongest tokens, and
+    the same for any pooling attention carried beside the scores, under its label."""
     blocks = []
     for e in explanations:
-        scale = _scale(e)
-        if color:
-            shown = ["\x1b[48;2;{};{};{}m\x1b[38;2;17;17;17m{}\x1b[0m".format(*token_colour(s, scale, e.signed), token)
-                     for token, s in zip(e.tokens, e.scores)]
-        else:
-            shown = list(e.tokens)
-        tokens = " ".join(_with_cut(e, shown, f"[... {e.tokens_cut or 'tokens'} cut ...]"))
-        ranked = ", ".join(f"{token} {score:+.3f}" if e.signed else f"{token} {score:.3f}"
-                           for token, score in e.strongest_tokens(top))
-        lines = [_headline(e), f"  {tokens}", f"  top: {ranked}  ({_scale_note(e)})"]
+        lines = [_headline(e), *_scored_lines(e, color, top)]
+        if (weights := e.attention_beside()) is not None:
+            beside = _scored_lines(weights, color, top)
+            # (Uncoloured, its tokens would only repeat the line above.)
+            lines += [f"  {BESIDE_LABEL}", *(beside if color else beside[1:])]
         if e.self_attentions is not None:
             lines += [f"  {line}" for line in head_summary(e.self_attentions, e.tokens)]
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)
+
+
+def _scored_lines(e: Explanation, color: bool, top: int) -> list[str]:
+    """The tokens, coloured by their scores when ``color``, then the ``top`` strongest with the colour scale."""
+    scale = _scale(e)
+    if color:
+        shown = ["\x1b[48;2;{};{};{}m\x1b[38;2;17;17;17m{}\x1b[0m".format(*token_colour(s, scale, e.signed), token)
+                 for token, s in zip(e.tokens, e.scores)]
+    else:
+        shown = list(e.tokens)
+    tokens = " ".join(_with_cut(e, shown, f"[... {e.tokens_cut or 'tokens'} cut ...]"))
+    ranked = ", ".join(f"{token} {score:+.3f}" if e.signed else f"{token} {score:.3f}"
+                       for token, score in e.strongest_tokens(top))
+    return [f"  {tokens}", f"  top: {ranked}  ({_scale_note(e)})"]
 
 
 def head_summary(maps: np.ndarray, tokens: Sequence[str], shown: int = 12) -> list[str]:
@@ -138,7 +150,15 @@ def _with_cut(e: Explanation, shown: list[str], mark: str) -> list[str]:
 
 
 def tokens_html(e: Explanation) -> str:
-    """The text's tokens as coloured spans; hovering a token shows its score."""
+    """The text's tokens as coloured spans (hovering a token shows its score), then any pooling attention carried
+    beside the scores as a second row under its label."""
+    row = _token_row_html(e)
+    if (weights := e.attention_beside()) is not None:
+        row += f'<div class="legend">{html.escape(BESIDE_LABEL)}</div>' + _token_row_html(weights)
+    return row
+
+
+def _token_row_html(e: Explanation) -> str:
     scale = _scale(e)
     spans = []
     for token, score in zip(e.tokens, e.scores):

@@ -24,7 +24,7 @@ from ..errors import AttnclfError, RunDirError
 from ..evaluation.metrics import expected_calibration_error, log_loss, pick_examples
 from ..explain.explanation import explain
 from ..explain.faithfulness import AOPC_DEFINITION, FaithfulnessResult, measure_faithfulness
-from ..explain.methods import METHODS, available_methods, default_method
+from ..explain.methods import DEFAULT_METHOD, METHODS, available_methods
 from ..explain.render import branches, legend_html, page, png_img, tokens_html
 from ..models.windows import window_config
 from ..rundir import (atomic_write_bytes, atomic_write_json, check_run_dir, read_config, read_json, read_jsonl,
@@ -45,8 +45,8 @@ def write_report(run_dir: str | Path, *, classifier=None, test: TextDataset | No
     ``classifier`` and ``test`` default to the run's own model and test split
     (``train`` passes the ones it has in memory, with ``test_probabilities``,
     so the test set is not predicted twice). ``method`` highlights the
-    examples (default: ``attention`` when the model pools by attention, else
-    ``integrated-gradients``). ``faithfulness=True`` measures it on
+    examples (default: ``occlusion``; a model that pools by attention shows its
+    weights beside any other method's scores). ``faithfulness=True`` measures it on
     ``faithfulness_examples`` test texts and saves ``faithfulness.json``.
 
     >>> # write_report("runs/demo", method="occlusion", faithfulness=True)
@@ -76,7 +76,7 @@ def write_report(run_dir: str | Path, *, classifier=None, test: TextDataset | No
         _refuse_changed_test(run_dir, config, metrics, test)
     windowed = window_config(classifier.model) is not None  # explanation methods read one token sequence
     supported = [] if windowed else available_methods(classifier.model)
-    method = default_method(supported) if method is None else method  # ("" is no method, not the default)
+    method = DEFAULT_METHOD if method is None else method  # ("" is no method, not the default)
     if faithfulness and (windowed or classifier.multi_label):
         raise AttnclfError("--faithfulness measures single-label runs without --windows only, for now: the "
                            "explanation methods it tests attribute one class of one token sequence")
@@ -306,9 +306,11 @@ _WINDOWED_EXAMPLES = ("<section><h2>Examples</h2><p>Not explained: this model re
 def _examples_section(explanations: list, examples: dict, method: str) -> str:
     whose = ("the scores explain the predicted class" if METHODS[method].per_class
              else "the same weights whichever class is explained")
+    beside = (" Under each text, in orange, the pooling layer's weights: where it looked, beside what was measured."
+              if any(e.pooling_attention is not None for e in explanations) else "")
     parts = [f"<section><h2>Examples, explained by {html.escape(method)}</h2>",
              f'<p class="note">{html.escape(METHODS[method].description)}; {whose}. '
-             "Hover a token for its score.</p>", legend_html(METHODS[method].signed)]
+             f"Hover a token for its score.{beside}</p>", legend_html(METHODS[method].signed)]
     explained = iter(explanations)  # in the order they were asked for: correct, then incorrect
     for kind in ("correct", "incorrect"):
         parts.append(f"<h3>Most confident {kind} predictions</h3>")

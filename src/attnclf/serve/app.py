@@ -3,6 +3,7 @@
 ```
 POST /predict   {"texts": [...]} or {"text": "..."}   -> {"predictions": [{label, confidence, probabilities}]}
 POST /explain   {"texts"|"text", "method", "target"}   -> {"explanations": [{tokens, scores, method, ...}]}
+                (by default occlusion's scores, with the pooling attention beside them as "pooling_attention")
 GET  /health    liveness, plus requests served and batches run; answered however many requests are in flight
 GET  /model     labels, model and tokenizer summary, versions, explanation methods, limits
 GET  /docs      the endpoints, their request schemas and a curl line each (schema at /openapi.json)
@@ -108,8 +109,10 @@ class PredictRequest(_Texts):
 
 class ExplainRequest(_Texts):
     method: str | None = Field(None, description="attention, rollout, grad-input, integrated-gradients or occlusion "
-                                                  "(default: attention if the model pools by attention, else "
-                                                  "integrated-gradients; `attnclf faithfulness` measures which to trust)")
+                                                  "(default: occlusion). Where the model pools by attention, every "
+                                                  "method but attention answers the pooling weights beside its "
+                                                  "scores, as pooling_attention (the same for every class); "
+                                                  "`attnclf faithfulness` measures which method to trust")
     # Strict: JSON's true and 1.0 are no class index (pydantic would read them as 1).
     target: StrictStr | StrictInt | None = Field(None, description="class to explain, by name or by index into the "
                                                                    "model's labels (default: the predicted one)")
@@ -419,8 +422,9 @@ def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
     # internet (or shows nothing offline). /docs is served from this process instead.
     app = FastAPI(title="attnclf", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None,
                   description="Attention-based text classifier. Attention weights show where the pooling layer "
-                              "looked, not why the model decided; /explain also offers gradient and occlusion "
-                              "attributions, whose faithfulness `attnclf faithfulness` measures.")
+                              "looked, not why the model decided: /explain scores tokens by occlusion unless asked "
+                              "otherwise, with those weights beside, and offers gradient attributions too, whose "
+                              "faithfulness `attnclf faithfulness` measures.")
     app.add_middleware(JsonBodies, paths={"/predict", "/explain"})
     app.add_middleware(BodyLimit, max_bytes=limits.max_body_bytes, max_seconds=limits.max_body_seconds)
     # Outermost (added last): a request holds its slot while its body is still arriving, too.
@@ -481,7 +485,7 @@ def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
     async def model():
         """What is being served."""
         from ..explain import available_methods
-        from ..explain.methods import default_method
+        from ..explain.methods import DEFAULT_METHOD
 
         config = classifier.config  # an ensemble's: its first member's
         ensemble = hasattr(classifier, "members")
@@ -507,7 +511,7 @@ def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
             # `attnclf calibrate`'s temperature, each member's (1: the probabilities as trained).
             "temperatures": [member.temperature for member in members],
             "explain_methods": methods,
-            "explain_default": default_method(methods) if methods else None,
+            "explain_default": DEFAULT_METHOD if methods else None,
             "limits": asdict(limits),
         }
 
