@@ -250,6 +250,10 @@ def test_without_a_method_the_api_explains_by_occlusion_with_the_pooling_attenti
     assert weights.pooling_attention is None  # asked for attention: shown once, as the scores
     (against,) = clf.explain(["the great film"], method="grad-input", target="neg")
     assert against.pooling_attention == weights.scores  # beside any other method too, the same for every class
+    (alone,) = clf.explain(["the great film"], attention_beside=False)  # for a caller showing attention itself
+    assert alone.method == "occlusion" and alone.pooling_attention is None
+    with pytest.raises(AttnclfError, match="attention_beside must be True or False, got 'no'"):
+        clf.explain(["the great film"], attention_beside="no")
 
 
 def test_a_model_without_attention_pooling_gets_occlusion_and_nothing_beside():
@@ -488,7 +492,7 @@ def test_explain_command_every_method_as_json(demo_run, capsys):
                  "--format", "json", "--heads"]) == 0
     records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [r["method"] for r in records] == list(METHODS) * 2  # grouped by text
-    assert {r["method"] for r in records if "pooling_attention" not in r} == {"attention"}  # beside the others
+    assert not any("pooling_attention" in r for r in records)  # attention is shown once, as its own record
     assert records[0]["tokens"] == ["the", "acting", "was", "not", "wonderful"]
     assert np.asarray(records[0]["self_attentions"]).shape == (1, 4, 5, 5)  # d_model=32, 1 layer, 4 heads
     ig = [r for r in records if r["method"] == "integrated-gradients"]
@@ -567,6 +571,19 @@ def test_explain_command_by_default_gives_occlusion_with_the_pooling_attention_b
     shown = capsys.readouterr().out
     assert "[occlusion: drop in the class probability when the token is removed]" in shown
     assert "\n  attention beside it: where the pooling layer looked" in shown
+
+
+def test_explain_command_shows_attention_once_when_it_is_among_the_methods(demo_run, capsys):
+    # Beside occlusion's block, the pooling weights would repeat the attention block that follows it.
+    assert main(["explain", str(demo_run), "the acting was not wonderful", "--method", "occlusion,attention",
+                 "--color", "never"]) == 0
+    shown = capsys.readouterr().out
+    assert "[occlusion: " in shown and "[attention: where the pooling layer looked" in shown
+    assert "attention beside it" not in shown and shown.count("uniform weight would be 0.2") == 1
+    assert main(["explain", str(demo_run), "the acting was not wonderful", "--method", "occlusion,rollout",
+                 "--format", "json"]) == 0
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert all("pooling_attention" in r for r in records)  # attention not asked for: beside each
 
 
 def test_explain_command_bad_input_is_one_line(demo_run, capsys):

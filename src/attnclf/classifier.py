@@ -149,7 +149,7 @@ class Classifier:
         Methods: attention (where the pooling layer looked), rollout, grad-input,
         integrated-gradients (option ``steps``), occlusion; by default occlusion. Where the
         model pools by attention, its weights come beside any other method's scores
-        (``Explanation.pooling_attention``). ``target=`` picks the
+        (``Explanation.pooling_attention``; ``attention_beside=False``: not). ``target=`` picks the
         class to explain (default: the predicted one), by name as ``attnclf explain --target`` takes it, or by
         index into ``label_names`` (an int is always an index); an unknown name or an index out of range is
         refused in one line. ``self_attentions=True`` adds every head's map.

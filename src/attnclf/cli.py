@@ -675,7 +675,9 @@ def cmd_explain(args: argparse.Namespace) -> int:
     methods = _method_list(DEFAULT_METHOD if args.method is None else args.method, available)
     if args.steps is not None and "integrated-gradients" not in methods:
         raise AttnclfError("--steps applies to integrated-gradients only")
+    # Attention asked for is shown as its own block; beside the other methods too, it would only repeat it.
     by_method = [clf.explain(texts, method, target=args.target, self_attentions=args.heads and i == 0,
+                             attention_beside="attention" not in methods,
                              **({"steps": args.steps} if args.steps is not None and method == "integrated-gradients"
                                 else {}))
                  for i, method in enumerate(methods)]
@@ -1106,7 +1108,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--method",
                    help="attention, rollout, grad-input, integrated-gradients, occlusion; several comma-separated, "
                         "or all (default: occlusion; where the model pools by attention, its weights are shown "
-                        "beside any method but attention itself)")
+                        "beside the scores, unless attention is among the methods asked for)")
     p.add_argument("--target", help="class to explain (default: the predicted one)")
     p.add_argument("--steps", type=int, help=STEPS_HELP)
     p.add_argument("--heads", action="store_true", help="also every layer's and head's self-attention")

@@ -134,10 +134,12 @@ BESIDE_DESCRIPTION = f"{METHODS['attention'].description}; the same for every cl
 
 
 def explain(classifier: "Classifier", texts: Sequence[str], method: str | None = None, *,
-            target: str | int | None = None, self_attentions: bool = False, **options) -> list[Explanation]:
+            target: str | int | None = None, self_attentions: bool = False, attention_beside: bool = True,
+            **options) -> list[Explanation]:
     """Explain ``classifier``'s prediction on every text by ``method`` (a key of ``METHODS``; default:
     ``DEFAULT_METHOD``, occlusion). Where the model pools by attention and ``method`` is another, each explanation
-    also carries the pooling weights (``pooling_attention``), which cost one forward pass.
+    also carries the pooling weights (``pooling_attention``), which cost one forward pass, unless
+    ``attention_beside=False`` (for a caller that shows the ``attention`` method's explanation as well).
 
     ``target`` picks the class to explain (default: each text's predicted class): a label name (a str, as
     ``attnclf explain --target`` takes it) or an index into ``label_names`` (an int is always an index, even
@@ -148,10 +150,13 @@ def explain(classifier: "Classifier", texts: Sequence[str], method: str | None =
 
     >>> # clf.explain(["not bad at all"], method="integrated-gradients", steps=64)[0].completeness_error
     >>> # explain(clf, ["not bad at all"], target="neg")[0].target  # 'neg', as target=clf.label_names.index("neg")
+    >>> # explain(clf, ["not bad at all"], attention_beside=False)[0].pooling_attention  # None
     """
     texts = check_texts(texts)
     if not isinstance(self_attentions, bool):
         raise AttnclfError(f"self_attentions must be True or False, got {self_attentions!r}")
+    if not isinstance(attention_beside, bool):
+        raise AttnclfError(f"attention_beside must be True or False, got {attention_beside!r}")
     if getattr(classifier, "multi_label", False):
         raise AttnclfError("explanations and faithfulness support single-label runs only for now: every method "
                            "explains one class of a softmax, and a multi-label run has a sigmoid per label")
@@ -171,7 +176,7 @@ def explain(classifier: "Classifier", texts: Sequence[str], method: str | None =
     # otherwise take for the model's reasons, shown next to what was measured, neither read for the other.
     beside = (attribute(classifier.model, ids, targets, "attention", device=classifier.device,
                         batch_size=classifier.batch_size).scores
-              if method != "attention" and "attention" in available else None)
+              if attention_beside and method != "attention" and "attention" in available else None)
     maps = (self_attention_maps(classifier.model, ids, device=classifier.device, batch_size=classifier.batch_size)
             if self_attentions else [None] * len(texts))
     margins = _branch_margins(classifier.model, ids, targets, classifier.device, classifier.batch_size,
