@@ -1123,6 +1123,14 @@ def test_models_without_pooling_attention_or_layers_explain_by_default(csv_files
     assert main(["explain", str(boe), "a dull story", "--format", "json"]) == 0
     record = json.loads(capsys.readouterr().out)
     assert record["method"] == "occlusion" and "pooling_attention" not in record  # boe pools without attention
+    from fastapi.testclient import TestClient
+
+    from attnclf.classifier import Classifier
+    from attnclf.serve.app import create_app
+
+    with TestClient(create_app(Classifier.load(boe, device="cpu"))) as client:  # and /model tells a client so
+        info = client.get("/model").json()
+        assert info["explain_default"] == "occlusion" and info["explain_pooling_attention"] is False
 
 
 def test_none_is_a_positional_encoding_and_pad_id_is_not_settable(csv_files, tmp_path, capsys):

@@ -230,7 +230,7 @@ def test_a_seeds_folder_is_served_and_refuses_explanations(tmp_path):
     ensemble = load_run(out, device="cpu")
     with TestClient(create_app(ensemble)) as client:
         info = client.get("/model").json()
-        assert info["ensemble_members"] == 2 and info["explain_methods"] == []
+        assert info["ensemble_members"] == 2 and info["explain_methods"] == [] and not info["explain_pooling_attention"]
         answer = client.post("/predict", json={"texts": ["a wonderful film"]}).json()["predictions"][0]
         assert answer["probabilities"] == pytest.approx(
             dict(zip(ensemble.label_names, ensemble.predict_proba(["a wonderful film"])[0])))

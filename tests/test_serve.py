@@ -83,6 +83,7 @@ def test_health_model_and_docs(server, local):
     assert info["model"]["name"] == "self-attn" and info["model"]["config"]["d_model"] == 32
     assert info["limits"]["max_batch"] == 4 and info["limits"]["max_body_bytes"] == 4000
     assert "attention" in info["explain_methods"] and info["explain_default"] == "occlusion" and info["version"]
+    assert info["explain_pooling_attention"] is True  # /explain answers carry the pooling weights beside the scores
     assert info["windows"] is None and info["tokenizer"]["truncation"] in ("head", "tail", "head_tail")
     paths = server.get("/openapi.json").json()["paths"]
     assert {"/predict", "/explain", "/health", "/model"} <= set(paths)

@@ -189,7 +189,7 @@ def test_a_windowed_run_loads_predicts_and_resumes_with_its_windows(end_runs, ca
 
     with TestClient(create_app(clf)) as client:  # the service describes a windowed model: no explanation methods
         described = client.get("/model")
-        assert described.status_code == 200
+        assert described.status_code == 200 and described.json()["explain_pooling_attention"] is False
     for command in (["faithfulness", str(run_dir), "--examples", "2"], ["explain", str(run_dir), "w1 good"],
                     ["explain", str(run_dir), "w1 good", "--method", "attention"]):
         assert main(command + ["--device", "cpu"]) == 2

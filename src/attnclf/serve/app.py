@@ -5,7 +5,8 @@ POST /predict   {"texts": [...]} or {"text": "..."}   -> {"predictions": [{label
 POST /explain   {"texts"|"text", "method", "target"}   -> {"explanations": [{tokens, scores, method, ...}]}
                 (by default occlusion's scores, with the pooling attention beside them as "pooling_attention")
 GET  /health    liveness, plus requests served and batches run; answered however many requests are in flight
-GET  /model     labels, model and tokenizer summary, versions, explanation methods, limits
+GET  /model     labels, model and tokenizer summary, versions, explanation methods (and whether the pooling
+                attention comes beside their scores), limits
 GET  /docs      the endpoints, their request schemas and a curl line each (schema at /openapi.json)
 ```
 
@@ -512,6 +513,8 @@ def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
             "temperatures": [member.temperature for member in members],
             "explain_methods": methods,
             "explain_default": DEFAULT_METHOD if methods else None,
+            # Whether /explain answers by any method but attention carry the pooling weights beside their scores.
+            "explain_pooling_attention": "attention" in methods,
             "limits": asdict(limits),
         }
 
