@@ -459,6 +459,8 @@ def test_html_shows_the_pooling_attention_as_a_second_labelled_row():
             "model decided; the same for every class") in rows[0]  # (between the two rows)
     assert "uniform weight would be 0.5" in rows[1]
     assert page.count("<img ") == 1  # one bar chart: the scores'
+    # The green/red key belongs to the scores: after the orange row it would read as that row's key.
+    assert page.index("</span> the class, ") < page.index("attention beside it")
 
 
 def test_html_escapes_tokens_and_embeds_its_images():

@@ -186,13 +186,15 @@ def png_img(png: bytes, alt: str) -> str:
 
 
 def render_html(explanations: Sequence[Explanation], title: str = "attnclf explanations") -> str:
-    """A standalone page: per explanation the headline, coloured tokens, a bar chart and any head maps."""
+    """A standalone page: per explanation the headline, the colour key, coloured tokens, a bar chart and any head
+    maps."""
     from ..report.plots import head_maps_figure, png_bytes, token_scores_figure
 
     sections = []
     for e in explanations:
         parts = [f"<h2>{html.escape(e.text[:120])}{'…' if len(e.text) > 120 else ''}</h2>",
-                 f"<p>{html.escape(_headline(e))}</p>", tokens_html(e), legend_html(e.signed),
+                 # The scores' colour key comes first: under the attention row beside them, it would seem that row's.
+                 f"<p>{html.escape(_headline(e))}</p>", legend_html(e.signed), tokens_html(e),
                  png_img(png_bytes(token_scores_figure(e.tokens, e.scores, _chart_title(e), e.signed, e.cut_at)),
                          f"{e.method} scores per token")]
         if e.self_attentions is not None:
