@@ -59,7 +59,7 @@ RETRY_AFTER_SECONDS = 1  # a 503 for too many requests in flight says this: /pre
 @dataclass(frozen=True)
 class ServeLimits:
     max_batch: int = 64  # texts per /predict request
-    max_explain_batch: int = 8  # texts per /explain request: explanations cost up to dozens of passes each
+    max_explain_batch: int = 8  # texts per /explain request: occlusion, the default, runs the model once per token
     max_text_chars: int = 20_000  # characters per text (tokens beyond max_len are cut anyway)
     max_body_bytes: int = 1_000_000  # bytes per request body
     max_connections: int = 64  # requests in flight (/health aside); more are answered 503 at once (``InFlightLimit``)
