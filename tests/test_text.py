@@ -277,3 +277,35 @@ def test_a_bad_tokenizer_setting_is_named_by_its_start_in_one_line(field, value)
         TokenizerConfig(**{field: value})
     message = str(refused.value)
     assert message.startswith(f"tokenizer {field} must be") and len(message) < 200 and "\n" not in message
+
+
+@pytest.mark.parametrize("settings, start", [
+    ({"kind": np.array(["word", "bpe"] * 1_000)}, "tokenizer kind must be one of word, bpe, got array(['word', "),
+    ({"kind": np.array("word")}, "tokenizer kind must be one of word, bpe, got array('word', "),
+    ({"truncation": np.arange(5_000)}, "tokenizer truncation must be one of head, tail, head_tail, got array([ "),
+    ({"cleaning": "x" * 10_000}, "tokenizer cleaning must be a CleaningConfig, got 'xxx"),
+    ({"cleaning": {"lowercase": False}}, "tokenizer cleaning must be a CleaningConfig, got {'lowercase': False}"),
+], ids=["kind-array", "kind-0d-array", "truncation-array", "cleaning-str", "cleaning-dict"])
+def test_a_tokenizer_setting_of_another_type_is_refused_in_one_line_naming_the_field(settings, start):
+    # A grid's numpy array as kind was a numpy "truth value is ambiguous" traceback; cleaning was not checked at all,
+    # and a string there failed only once a text was cleaned (as lower-casing asked "x".lowercase).
+    with pytest.raises(AttnclfError) as refused:
+        TokenizerConfig(**settings)
+    message = str(refused.value)
+    assert message.startswith(start) and len(message) < 200 and "\n" not in message
+
+
+@pytest.mark.parametrize("field, value", [("lowercase", np.array([True, False] * 1_000)), ("lemmatize", "yes"),
+                                          ("strip_punctuation", 1)])
+def test_a_cleaning_switch_that_is_not_true_or_false_is_refused_in_one_line(field, value):
+    with pytest.raises(AttnclfError) as refused:
+        CleaningConfig(**{field: value})
+    message = str(refused.value)
+    assert message.startswith(f"cleaning {field} must be True or False, got ") and len(message) < 200
+    assert "\n" not in message
+
+
+def test_numpy_settings_that_are_allowed_become_plain_python_values():
+    config = TokenizerConfig(kind=np.str_("bpe"), cleaning=CleaningConfig(lowercase=np.bool_(False)))
+    assert type(config.kind) is str and type(config.cleaning.lowercase) is bool
+    assert json.dumps(config.to_dict())  # (config.json takes them)

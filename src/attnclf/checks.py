@@ -1,10 +1,12 @@
 """Checks of values callers pass to the library, shared by its entry points. It imports nothing heavy: the ONNX
-runtime, which runs without torch, uses them too."""
+runtime, which runs without torch, uses them too (numpy it needs as well)."""
 
 from __future__ import annotations
 
 import math
 import numbers
+
+import numpy as np
 
 from .errors import AttnclfError, shown
 
@@ -30,6 +32,22 @@ def whole_number(value) -> int | None:
     if isinstance(value, numbers.Integral) and not isinstance(value, bool):
         return int(value)
     return None
+
+
+def true_or_false(value, name: str) -> bool:
+    """``value`` as a ``bool`` if it is True or False (numpy's too, as a grid of switches gives), else one line
+    naming ``name``: 1, "yes" and an array are mistakes, and an array's truth fails only where it is asked.
+
+    >>> import numpy as np
+    >>> true_or_false(np.bool_(False), "cleaning lowercase")
+    False
+    >>> true_or_false("yes", "cleaning lemmatize")
+    Traceback (most recent call last):
+    attnclf.errors.AttnclfError: cleaning lemmatize must be True or False, got 'yes'
+    """
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    raise AttnclfError(f"{name} must be True or False, got {shown(value)}")
 
 
 def real_number(value) -> float | None:

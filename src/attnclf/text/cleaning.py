@@ -11,6 +11,7 @@ import re
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 
+from ..checks import true_or_false
 from ..errors import AttnclfError
 
 _HTML_BREAK = re.compile(r"<br\s*/?>", re.IGNORECASE)
@@ -37,6 +38,11 @@ class CleaningConfig:
     strip_punctuation: bool = False
     remove_stopwords: bool = False
     lemmatize: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("lowercase", "strip_punctuation", "remove_stopwords", "lemmatize"):
+            # (frozen: the checked value, numpy's bool as a plain one that config.json takes, is set past it)
+            object.__setattr__(self, name, true_or_false(getattr(self, name), f"cleaning {name}"))
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -55,8 +55,12 @@ class TokenizerConfig:
 
     def __post_init__(self) -> None:
         for name, allowed in (("kind", ("word", "bpe")), ("truncation", TRUNCATIONS)):
-            if getattr(self, name) not in allowed:
-                raise AttnclfError(f"tokenizer {name} must be one of {', '.join(allowed)}, got {shown(getattr(self, name))}")
+            value = getattr(self, name)
+            if not (isinstance(value, str) and value in allowed):  # (an array's `in` is elementwise, and ambiguous)
+                raise AttnclfError(f"tokenizer {name} must be one of {', '.join(allowed)}, got {shown(value)}")
+            setattr(self, name, str(value))  # (numpy's strings are strings too)
+        if not isinstance(self.cleaning, CleaningConfig):  # (else refused only once a text is cleaned)
+            raise AttnclfError(f"tokenizer cleaning must be a CleaningConfig, got {shown(self.cleaning)}")
         for name, low in (("vocab_size", 3), ("min_frequency", 1), ("max_len", 1)):  # 3: <pad>, <unk> and a word
             count = whole_number(getattr(self, name))
             if count is None:  # (numpy's integers, from a parameter grid, are counts too; 2.5 is not)
