@@ -14,6 +14,7 @@ from sklearn.preprocessing import FunctionTransformer
 from sklearn.utils.validation import has_fit_parameter
 
 from attnclf.data.generated import synthetic
+from attnclf.errors import AttnclfError
 from attnclf.sklearn import AttentionTextClassifier
 
 TINY = dict(d_model=16, heads=2, layers=1, lr=1e-2, epochs=2, batch_size=16)
@@ -803,6 +804,20 @@ def test_bad_weights_are_one_line_value_errors_naming_the_weight(sample_weight, 
     clf = AttentionTextClassifier("boe", epochs=1, class_weight=class_weight)
     with pytest.raises(ValueError, match=message):
         clf.fit(["w1", "w2", "w3"], ["a", "b", "a"], sample_weight=sample_weight)
+
+
+@pytest.mark.parametrize("class_weight, start", [
+    (LONG, r"^class_weight must be None, 'balanced' or a dict \{label: weight\}, got 'xxx"),
+    (np.arange(5_000).reshape(50, 100), r"^class_weight must be None, 'balanced' or a dict \{label: weight\}, got "
+                                        r"array\(\[\[ "),
+    ({LONG * 2: 2}, r"^class_weight has 'xxx"),
+    ({LONG: -1}, r"^class_weight\['xxx.*\] must be a finite number of at least 0, got -1$"),
+], ids=["string", "array", "key", "weight"])
+def test_a_class_weight_error_names_a_long_value_by_its_start(class_weight, start):
+    # Echoed whole (repr), a 5,000-character label made the message as long, and an array's repr spanned lines.
+    with pytest.raises(AttnclfError, match=start) as refused:
+        AttentionTextClassifier("boe", epochs=1, class_weight=class_weight).fit(["w1", "w2", "w3"], ["a", LONG, "a"])
+    assert len(str(refused.value)) < 300 and "\n" not in str(refused.value)
 
 
 def test_class_weight_keys_are_label_values_as_y_gives_them(data):

@@ -525,15 +525,16 @@ def _class_weights_by_name(class_weight, classes: np.ndarray) -> str | dict[str,
     if isinstance(class_weight, str) and class_weight == "balanced":
         return class_weight
     if not isinstance(class_weight, dict):
-        raise AttnclfError(f"class_weight must be None, 'balanced' or a dict {{label: weight}}, got {class_weight!r}")
+        raise AttnclfError(f"class_weight must be None, 'balanced' or a dict {{label: weight}}, got "
+                           f"{shown(class_weight)}")
     index = {label: i for i, label in enumerate(classes.tolist())}
     by_name = {}
     for label, value in class_weight.items():
         label = label.item() if isinstance(label, np.generic) else label
         if label not in index:
-            raise AttnclfError(f"class_weight has {label!r}, which is not a class of y (its classes: "
+            raise AttnclfError(f"class_weight has {shown(label)}, which is not a class of y (its classes: "
                                f"{first_few(classes.tolist(), most=10)})")
-        by_name[str(classes[index[label]])] = weight(value, f"class_weight[{label!r}]")
+        by_name[str(classes[index[label]])] = weight(value, f"class_weight[{shown(label)}]")
     return by_name
 
 
