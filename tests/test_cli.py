@@ -243,6 +243,16 @@ def test_a_run_too_large_to_resume_here_is_told_where_to_go_not_to_lower_what_it
     assert json.loads((run / "config.json").read_text())["settings"]["train"]["epochs"] == 1  # the run is as it was
 
 
+def test_a_resume_s_epoch_budget_is_refused_by_its_flag(tmp_path, capsys):
+    # resume_settings names the field to Python callers (epochs); the command line names what was typed.
+    run = tmp_path / "run"
+    assert main(["train", "--dataset", "toy-reversal", "--epochs", "2", "--output", str(run), "--quiet",
+                 "--no-report"]) == 0
+    err = run_error(["train", "--resume", "--output", str(run), "--epochs", "1"], capsys)
+    assert err == f"attnclf: error: {run} has trained 2 epochs already; --epochs 1 is fewer (give more to train on, " \
+                  f"or none to finish as planned)"
+
+
 def test_a_resume_is_sized_with_the_vocabulary_its_tokenizer_learned(tmp_path, capsys, monkeypatch):
     # The check before the texts are read sizes a model of SMALLEST_VOCABULARY words; the run's own words, which only
     # its tokenizer.json knows, can take it past the memory: the resume must be refused there, not die allocating.

@@ -151,6 +151,21 @@ def test_members_a_resume_adds_train_for_the_epochs_the_others_planned(tmp_path,
     assert planned == [1, 1, 1]
 
 
+def test_a_resumed_member_s_epoch_budget_is_refused_by_its_flag(tmp_path, capsys):
+    # resume_settings names the field to Python callers (epochs); a member continued by the command line, its flag.
+    out = tmp_path / "ens"
+    flags = ["train", "--dataset", "demo", "--max-train-examples", "200", "--set", "d_model=16", "--set", "layers=1",
+             "--output", str(out), "--quiet", "--no-report", "--threads", "1", "--seeds", "0", "1"]
+    assert main(flags + ["--epochs", "2"]) == 0
+    for unfinished in (out / "seed-1" / "metrics.json", out / "ensemble.json"):  # (as if stopped as it tested)
+        unfinished.unlink()
+    capsys.readouterr()
+    assert main(flags + ["--epochs", "1", "--resume"]) == 2
+    assert capsys.readouterr().err.strip().endswith(f"attnclf: error: {out / 'seed-1'} has trained 2 epochs already; "
+                                                    f"--epochs 1 is fewer (give more to train on, or none to finish "
+                                                    f"as planned)")
+
+
 def test_an_ensemble_being_replaced_is_no_ensemble_to_load_until_every_member_is(tmp_path, capsys, monkeypatch):
     """Stopped after its first new member, an --overwrite would otherwise serve the new member averaged with the
     old ensemble's other, or an unfinished replacement of it."""

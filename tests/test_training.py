@@ -145,8 +145,10 @@ def test_resume_checks_its_new_epoch_budget_and_old_runs_with_an_unread_file_sti
     with pytest.raises(AttnclfError, match="epochs must be at least 1, got 0"):
         resume_settings(run.run_dir, epochs=0)
     two = train_run(tiny_settings(tmp_path / "two", epochs=2), progress=False)
-    with pytest.raises(AttnclfError, match="has trained 2 epochs already; --epochs 1 is fewer"):
+    with pytest.raises(AttnclfError, match="has trained 2 epochs already; epochs 1 is fewer"):  # (no flag: Python)
         resume_settings(two.run_dir, epochs=1)
+    with pytest.raises(AttnclfError, match="has trained 2 epochs already; --epochs 1 is fewer"):
+        resume_settings(two.run_dir, epochs=1, named=lambda field: f"--{field}")  # (as the command line names it)
     assert resume_settings(two.run_dir, epochs=3).train.epochs == 3
     # Runs trained before --dataset refused files beside it recorded the file it ignored; they still load.
     config_file = run.run_dir / "config.json"
@@ -312,8 +314,11 @@ def test_a_run_that_stopped_early_is_not_resumed_with_another_epoch_budget(tmp_p
     stopping.train = replace(stopping.train, lr=0.0, patience=1, monitor="loss")  # stops at epoch 2
     train_run(stopping, progress=False)
     with pytest.raises(AttnclfError, match=r"run stopped early, at epoch 2: its validation loss had not improved for "
-                                           r"1 epochs \(--patience\), so another --epochs would train nothing"):
-        resume_settings(tmp_path / "run", epochs=10)
+                                           r"1 epochs \(patience\), so a larger epochs would train nothing; resume "
+                                           r"it without epochs, or train it again with a larger patience$"):
+        resume_settings(tmp_path / "run", epochs=10)  # (named as Python names them, not by the command line's flags)
+    with pytest.raises(AttnclfError, match=r"\(--patience\), so a larger --epochs would train nothing"):
+        resume_settings(tmp_path / "run", epochs=10, named=lambda field: f"--{field}")
     assert resume_settings(tmp_path / "run", epochs=6).train.epochs == 6  # its own budget (train --seeds --resume)
 
 

@@ -333,7 +333,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             _refuse_other_vectors(args, settings, trained)
             if "epochs" not in _typed(args):  # (not the recipe's default: members added or continued train as planned)
                 settings.train = replace(settings.train, epochs=trained.train.epochs)
-        metrics = train_ensemble(settings, args.seeds, resume=args.resume, progress=not args.quiet)
+        metrics = train_ensemble(settings, args.seeds, resume=args.resume, progress=not args.quiet, named=_flag)
         if metrics:  # torchrun's other ranks leave the testing to rank 0
             print(f"ensemble of {len(args.seeds)} runs ({Path(settings.output) / ENSEMBLE_FILE}), averaged:")
             _print_metrics(metrics)
@@ -355,7 +355,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         planned = recorded["settings"]["train"]["epochs"]
         _train_flags(args)  # (--epochs, named by its flag before the run's own settings take it)
         settings = resume_settings(output, epochs=args.epochs, device=args.device if "device" in typed else None,
-                                   threads=args.threads)
+                                   threads=args.threads, named=_flag)
         if typed - _RESUME_FLAGS:  # the command that started the run, --resume added: it must describe it
             if not typed & {"dataset", "train_file"}:  # (else the first difference named is the data, never typed)
                 flags = " ".join(_flag(name) for name in sorted(typed - _RESUME_FLAGS))

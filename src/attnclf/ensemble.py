@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
 
+from .checks import by_field
 from .errors import AttnclfError
 from .prediction import Prediction
 from .rundir import (ENSEMBLE_FILE, atomic_write_bytes, atomic_write_json, first_missing_folder, member_folders,
@@ -124,7 +125,8 @@ def member_dirs(path: str | Path) -> list[Path]:
     return [Path(path) / name for name in members["members"]]
 
 
-def train_ensemble(settings, seeds: Sequence[int], resume: bool = False, progress: bool = True) -> dict:
+def train_ensemble(settings, seeds: Sequence[int], resume: bool = False, progress: bool = True,
+                   named: Callable[[str], str] = by_field) -> dict:
     """Train ``settings`` once per seed into ``OUTPUT/seed-S``, then test the members' averaged probabilities.
 
     Writes ``OUTPUT/ensemble.json`` (member folders, test metrics) and returns the metrics. When the members
@@ -132,7 +134,8 @@ def train_ensemble(settings, seeds: Sequence[int], resume: bool = False, progres
     split), it also holds the ensemble's validation metrics, to compare ensembles without reading test. With
     ``resume`` a member that has its test metrics is kept and an unfinished one continues from its
     checkpoint, so an interrupted ensemble loses at most a checkpoint interval of work; without it
-    every member is trained afresh, and once they are tested the folder's other ``seed-*`` members go.
+    every member is trained afresh, and once they are tested the folder's other ``seed-*`` members go. A member's
+    refused settings are named as ``named`` spells them (``resume_settings``; the command line: by its flag).
     Under ``torchrun`` every rank trains every member and only rank 0 tests (the others get ``{}``).
 
     >>> # from attnclf.training.settings import RunSettings, DataSettings
@@ -166,7 +169,7 @@ def train_ensemble(settings, seeds: Sequence[int], resume: bool = False, progres
             print(f"seed {seed}: {member}", file=sys.stderr)
         try:
             train_or_continue(replace(settings, output=str(member), train=replace(settings.train, seed=seed)),
-                              resume, progress)
+                              resume, progress, named=named)
         except BaseException as stopped:
             if replacing and not any((new / "config.json").is_file() for new in members):
                 _put_back(output, replaced)  # nothing of the new ensemble was written: its data failed, say

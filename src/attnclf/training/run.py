@@ -6,6 +6,7 @@ import os
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from .. import __version__
 from ..data.base import Splits, TextDataset
 from ..data.multilabel import multi_hot
 from ..data.registry import get_source, unlabelled_texts
-from ..checks import check_threads
+from ..checks import by_field, check_threads
 from ..errors import AttnclfError, DataError, RunDirError
 from ..evaluation.metrics import compute_metrics, pick_examples
 from ..evaluation.multilabel import multilabel_metrics, tune_thresholds
@@ -459,9 +460,11 @@ def check_starts_unchanged(run_config: dict, what: str) -> None:
 
 
 def train_or_continue(settings: RunSettings, resume: bool, progress: bool = True,
-                      loaded: tuple[Splits, Tokenizer] | None = None) -> RunResult:
+                      loaded: tuple[Splits, Tokenizer] | None = None,
+                      named: Callable[[str], str] = by_field) -> RunResult:
     """``settings``' run trained afresh; with ``resume``, kept if it finished and continued from its checkpoint if not
-    (``train --seeds --resume``, ``refit --resume``). ``loaded``: as for ``train_run``."""
+    (``train --seeds --resume``, ``refit --resume``). ``loaded``: as for ``train_run``; ``named``: as for
+    ``resume_settings``."""
     output = Path(settings.output)
     if resume and (output / "metrics.json").is_file():
         print(f"{output}: finished, kept", file=sys.stderr)
@@ -478,7 +481,7 @@ def train_or_continue(settings: RunSettings, resume: bool, progress: bool = True
         return RunResult(output, finished, read_jsonl(output / "history.jsonl"), 0.0)
     if resume and is_resumable(output):
         continued = resume_settings(output, epochs=settings.train.epochs, device=settings.device,
-                                    threads=settings.threads)
+                                    threads=settings.threads, named=named)
         continued.report = continued.report and settings.report  # (as `train --resume` reports)
         return train_run(continued, resume=True, progress=progress, loaded=loaded)
     return train_run(settings, progress=progress, loaded=loaded)

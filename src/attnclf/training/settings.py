@@ -381,28 +381,33 @@ def _recorded_refusals(run_dir: str | Path, named: Callable[[str], str]) -> set[
 
 
 def resume_settings(run_dir: str | Path, epochs: int | None = None, device: str | None = None,
-                    threads: int | None = None) -> RunSettings:
+                    threads: int | None = None, named: Callable[[str], str] = by_field) -> RunSettings:
     """The interrupted run's own settings; only the epoch budget, the device and the threads may change (threads
     as the run trained unless given: the same threads give the same arithmetic, so the result an uninterrupted run
-    would have reached)."""
+    would have reached). Errors name a setting as ``named`` spells it (the command line: by its flag).
+
+    >>> # resume_settings("runs/demo", epochs=1)  # after 2 epochs
+    >>> # AttnclfError: runs/demo has trained 2 epochs already; epochs 1 is fewer (give more to train on, or ...)
+    """
     config = read_config(run_dir)
     refuse_estimator_run(config, "training data to resume or refit on; fit the estimator again", run_dir)
     saved = config["settings"]
     train = TrainConfig(**saved["train"])
     if epochs is not None and saved["data"].get("refit") and epochs != train.epochs:
-        raise AttnclfError(f"{run_dir} is a refit for the {train.epochs} epoch(s) its run chose; it resumes without "
-                           f"--epochs")
+        raise AttnclfError(f"{run_dir} is a refit for the {train.epochs} epoch(s) its run chose; resume it without "
+                           f"{named('epochs')}")
     if epochs is not None:
-        train = TrainConfig(**{**saved["train"], "epochs": epochs})  # checked like a new setting
+        train = TrainConfig(**{**saved["train"], "epochs": epochs}, named=named)  # checked like a new setting
         state = checkpoint_state(run_dir)
         done = state.get("epoch", 0)
         if epochs != saved["train"]["epochs"] and stopped_early(state, train.patience):
             raise AttnclfError(f"{run_dir} stopped early, at epoch {done}: its validation {train.monitor} had not "
-                               f"improved for {train.patience} epochs (--patience), so another --epochs would train "
-                               f"nothing; resume it without --epochs, or train it again with a larger --patience")
+                               f"improved for {train.patience} epochs ({named('patience')}), so a larger "
+                               f"{named('epochs')} would train nothing; resume it without {named('epochs')}, or train "
+                               f"it again with a larger {named('patience')}")
         if epochs < done:  # it would stop at once, recording a budget its history contradicts
-            raise AttnclfError(f"{run_dir} has trained {done} epochs already; --epochs {epochs} is fewer (give more "
-                               f"to train on, or none to finish as planned)")
+            raise AttnclfError(f"{run_dir} has trained {done} epochs already; {named('epochs')} {epochs} is fewer "
+                               f"(give more to train on, or none to finish as planned)")
     return RunSettings(
         data=DataSettings(**saved["data"]),
         tokenizer=TokenizerConfig.from_dict(saved["tokenizer"]),
