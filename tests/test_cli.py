@@ -766,7 +766,9 @@ def test_data_flags_that_do_not_go_together_are_refused_in_one_line(csv_files, t
     (["--batch-size", "0"], "--batch-size must be at least 1, got 0"),
     (["--lr", "-1"], "--lr must be a finite number, at least 0, got -1.0"),
     (["--epochs", "0"], "--epochs must be at least 1, got 0"),
-    (["--max-len", "0"], "tokenizer max_len must be at least 1, got 0"),
+    (["--max-len", "0"], "--max-len must be at least 1, got 0"),  # (its flag, as typed: not tokenizer max_len)
+    (["--vocab-size", "2"], "--vocab-size must be at least 3, got 2"),
+    (["--min-frequency", "0"], "--min-frequency must be at least 1, got 0"),
     (["--set", "d_model=abc"], "model field d_model takes int values like 128, got 'abc'"),
     (["--set", "dropout=1.5"], "model field dropout must be below 1, got 1.5"),
     (["--warmup-ratio", "1"], "--warmup-ratio must be at least 0 and below 1, got 1.0"),

@@ -140,6 +140,16 @@ def test_vectors_then_train_from_them(tmp_path, capsys):
                                                     f"since; it must start from the same ones")
 
 
+@pytest.mark.parametrize("flags, message", [
+    (["--min-count", "0"], "--min-count must be at least 1, got 0"),
+    (["--vocab-size", "2"], "--vocab-size must be at least 3, got 2"),
+    (["--dim", "0"], "--dim and --window must be whole numbers, at least 1, got 0 and 5"),
+])
+def test_the_vectors_command_refuses_a_setting_by_its_flag(tmp_path, capsys, flags, message):
+    assert main(["vectors", "--dataset", "demo", *flags, "-o", str(tmp_path / "v.vec")]) == 2
+    assert capsys.readouterr().err == f"attnclf: error: {message}\n"
+
+
 def test_vectors_read_a_data_files_text_column_not_its_lines(tmp_path, capsys):
     rows = [{"id": i, "title": "headline", "review": text, "stars": 5} for i, text in enumerate(corpus())]
     data = tmp_path / "reviews.jsonl"
@@ -290,8 +300,13 @@ def test_count_vectors_and_word_vectors_refuse_what_they_cannot_count_or_store(t
         count_vectors("a good film " * 50, dim=2, min_count=1)  # (would count its characters)
     words = count_vectors((text for text in ["a good film", "a bad film"] * 20), dim=2, min_count=1).words
     assert sorted(words) == ["a", "bad", "film", "good"]  # a generator is read once, whole
-    with pytest.raises(DataError, match="--dim and --window must be whole numbers, at least 1, got 8.5 and 5"):
+    # Named as Python names them (the command line: by its flags, below).
+    with pytest.raises(DataError, match="^dim and window must be whole numbers, at least 1, got 8.5 and 5$"):
         count_vectors(["a good film"] * 20, dim=8.5)
+    with pytest.raises(AttnclfError, match="^min_count must be at least 1, got 0$"):  # (not tokenizer min_frequency)
+        count_vectors(["a good film"] * 20, min_count=0)
+    with pytest.raises(AttnclfError, match="^vocab_size must be at least 3, got 2$"):
+        count_vectors(["a good film"] * 20, vocab_size=2)
     with pytest.raises(DataError, match=r"one row per word: 2 words, vectors of shape \(3, 4\)"):
         WordVectors(["a", "b"], np.zeros((3, 4), dtype=np.float32))
     # What load would refuse is refused when saving, not after.

@@ -117,10 +117,12 @@ def _train_flags(args: argparse.Namespace) -> dict:
 def _budget(args: argparse.Namespace) -> dict:
     """``settings_for`` keyword arguments from the data, tokenizer and training flags."""
     from .text.cleaning import CleaningConfig
+    from .text.tokenizer import TokenizerConfig
     from .training.settings import DataSettings
 
     train = _train_flags(args)
     tokenizer = {name: getattr(args, flag) for flag, name in _TOKENIZER_FLAGS if getattr(args, flag) is not None}
+    TokenizerConfig(**tokenizer, named=_flag)  # (named by their flags; settings_for checks them again by field)
     cleaning = CleaningConfig(lowercase=not args.no_lowercase, strip_punctuation=args.strip_punctuation,
                               remove_stopwords=args.remove_stopwords, lemmatize=args.lemmatize)
     data = DataSettings(dataset=args.dataset, data_dir=args.data_dir, download=args.download, train_file=args.train_file,
@@ -168,13 +170,13 @@ def _given(args: argparse.Namespace) -> set[str]:
 
 
 def _flag(field: str) -> str:
-    """The flag that sets the settings field ``field`` (of the run's, data's or training's settings), as the command
-    line's errors name it.
+    """The flag that sets the settings field ``field`` (of the run's, data's, training's or tokenizer's settings), as
+    the command line's errors name it.
 
-    >>> _flag("max_train_examples"), _flag("class_weights")
-    ('--max-train-examples', '--class-weight')
+    >>> _flag("max_train_examples"), _flag("class_weights"), _flag("kind")
+    ('--max-train-examples', '--class-weight', '--tokenizer')
     """
-    flag = next((flag for flag, name in _TRAIN_FLAGS if name == field), field)
+    flag = next((flag for flag, name in (*_TRAIN_FLAGS, *_TOKENIZER_FLAGS) if name == field), field)
     return f"--{flag.replace('_', '-')}"
 
 
@@ -906,7 +908,7 @@ def cmd_vectors(args: argparse.Namespace) -> int:
     texts = _unlabelled_texts(args, "count")
     dim = args.dim if args.dim is not None else embedding_width(args.dataset[0] if args.dataset else None)
     vectors = count_vectors(texts, dim=dim, window=args.window, min_count=args.min_count,
-                            vocab_size=args.vocab_size)
+                            vocab_size=args.vocab_size, named=_flag)
     vectors.save(args.output)
     print(f"{len(vectors.words):,} words x {vectors.dim} dimensions from {len(texts):,} texts: {args.output}")
     return 0

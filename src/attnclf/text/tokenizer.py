@@ -15,7 +15,8 @@ load and encode as they did. Both kinds show their pieces the same way
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable
+from dataclasses import InitVar, asdict, dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
@@ -46,27 +47,40 @@ _MARGIN = 64
 
 @dataclass
 class TokenizerConfig:
+    """How a run reads text into tokens. A value that cannot work is refused as it is built, in one line naming its
+    field (``tokenizer max_len``), or the field as ``named`` spells it (the command line: by its flag).
+
+    >>> TokenizerConfig(max_len=0, named=lambda field: f"--{field.replace('_', '-')}")
+    Traceback (most recent call last):
+    ...
+    attnclf.errors.AttnclfError: --max-len must be at least 1, got 0
+    """
+
     kind: str = "word"  # word | bpe
     vocab_size: int = 30000
     min_frequency: int = 2
     max_len: int = 256
     truncation: str = "head_tail"  # head | tail | head_tail
     cleaning: CleaningConfig = field(default_factory=CleaningConfig)
+    # Not a setting (config.json and asdict leave it out), as TrainConfig's: how the checks name a field. None is
+    # "tokenizer FIELD", not given as the default itself: replace() reads the default back off an instance.
+    named: InitVar[Callable[[str], str] | None] = None
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, named: Callable[[str], str] | None) -> None:
+        named = named or (lambda name: f"tokenizer {name}")
         for name, allowed in (("kind", ("word", "bpe")), ("truncation", TRUNCATIONS)):
             value = getattr(self, name)
             if not (isinstance(value, str) and value in allowed):  # (an array's `in` is elementwise, and ambiguous)
-                raise AttnclfError(f"tokenizer {name} must be one of {', '.join(allowed)}, got {shown(value)}")
+                raise AttnclfError(f"{named(name)} must be one of {', '.join(allowed)}, got {shown(value)}")
             setattr(self, name, str(value))  # (numpy's strings are strings too)
         if not isinstance(self.cleaning, CleaningConfig):  # (else refused only once a text is cleaned)
-            raise AttnclfError(f"tokenizer cleaning must be a CleaningConfig, got {shown(self.cleaning)}")
+            raise AttnclfError(f"{named('cleaning')} must be a CleaningConfig, got {shown(self.cleaning)}")
         for name, low in (("vocab_size", 3), ("min_frequency", 1), ("max_len", 1)):  # 3: <pad>, <unk> and a word
             count = whole_number(getattr(self, name))
             if count is None:  # (numpy's integers, from a parameter grid, are counts too; 2.5 is not)
-                raise AttnclfError(f"tokenizer {name} must be a whole number, got {shown(getattr(self, name))}")
+                raise AttnclfError(f"{named(name)} must be a whole number, got {shown(getattr(self, name))}")
             if count < low:
-                raise AttnclfError(f"tokenizer {name} must be at least {low}, got {shown(count)}")
+                raise AttnclfError(f"{named(name)} must be at least {low}, got {shown(count)}")
             setattr(self, name, count)
 
     def to_dict(self) -> dict:

@@ -21,6 +21,7 @@ The file format is word2vec's text format (a ``count dim`` header line, then
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -29,8 +30,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..checks import whole_number
-from ..errors import DataError
+from ..checks import by_field, whole_number
+from ..errors import DataError, shown
 from ..prediction import check_texts
 from ..rundir import atomic_write_bytes
 from .cleaning import CleaningConfig, unicode_problem
@@ -159,11 +160,18 @@ def _float32_or_nan(text: str) -> float:
 
 
 def count_vectors(texts: Sequence[str], dim: int = 64, window: int = 5, min_count: int = 5,
-                  vocab_size: int = 50000, seed: int = 0, cleaning: CleaningConfig | None = None) -> WordVectors:
+                  vocab_size: int = 50000, seed: int = 0, cleaning: CleaningConfig | None = None,
+                  named: Callable[[str], str] = by_field) -> WordVectors:
     """PPMI + SVD vectors of the most frequent words (at most ``vocab_size`` - 2) seen at least ``min_count`` times.
 
     Co-occurrences never cross from one text into the next. Words are cleaned (``cleaning``; default:
-    lowercased) and split as the ``word`` tokenizer does; a run cleaned otherwise matches fewer of them.
+    lowercased) and split as the ``word`` tokenizer does; a run cleaned otherwise matches fewer of them. A bad
+    argument is refused naming it as ``named`` spells it (the command line: by its flag).
+
+    >>> count_vectors(["a good film"] * 20, min_count=0)
+    Traceback (most recent call last):
+    ...
+    attnclf.errors.AttnclfError: min_count must be at least 1, got 0
     """
     import scipy.sparse as sparse
     from sklearn.utils.extmath import randomized_svd
@@ -171,11 +179,14 @@ def count_vectors(texts: Sequence[str], dim: int = 64, window: int = 5, min_coun
     texts = check_texts(texts)  # (a single string would count its characters, a generator be used up)
     sizes = whole_number(dim), whole_number(window)
     if None in sizes or min(sizes) < 1:
-        raise DataError(f"--dim and --window must be whole numbers, at least 1, got {dim!r} and {window!r}")
+        raise DataError(f"{named('dim')} and {named('window')} must be whole numbers, at least 1, got {shown(dim)} "
+                        f"and {shown(window)}")
     dim, window = sizes
+    config = TokenizerConfig(kind="word", vocab_size=vocab_size, min_frequency=min_count, max_len=10 ** 9,
+                             cleaning=cleaning or CleaningConfig(),
+                             named=lambda name: named({"min_frequency": "min_count"}.get(name, name)))
     try:
-        tokenizer = Tokenizer.train(texts, TokenizerConfig(kind="word", vocab_size=vocab_size, min_frequency=min_count,
-                                                           max_len=10 ** 9, cleaning=cleaning or CleaningConfig()))
+        tokenizer = Tokenizer.train(texts, config)
     except DataError:  # (the tokenizer's message names its own flag, --min-frequency)
         raise DataError(f"no word occurs at least {min_count} times in the {len(texts):,} texts: nothing to count "
                         f"vectors for") from None
