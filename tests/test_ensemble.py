@@ -151,6 +151,18 @@ def test_members_a_resume_adds_train_for_the_epochs_the_others_planned(tmp_path,
     assert planned == [1, 1, 1]
 
 
+def test_train_seeds_prints_each_distinct_data_warning_once(tmp_path, capsys):
+    # Each member printed its data's warnings: the demo's test texts seen in training, once per seed.
+    out = tmp_path / "ens"
+    assert main(["train", "--dataset", "demo", "--max-train-examples", "200", "--model", "boe", "--epochs", "1",
+                 "--output", str(out), "--quiet", "--no-report", "--threads", "1", "--seeds", "0", "1", "2"]) == 0
+    printed = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
+    recorded = [f"warning: {line}" for seed in (0, 1, 2)
+                for line in json.loads((out / f"seed-{seed}" / "config.json").read_text())["data"]["warnings"]]
+    assert len(recorded) > len(set(recorded)) > 1  # (seeds 0 and 1 warn alike, seed 2 otherwise)
+    assert sorted(printed) == sorted(set(recorded))
+
+
 def test_a_resumed_member_s_epoch_budget_is_refused_by_its_flag(tmp_path, capsys):
     # resume_settings names the field to Python callers (epochs); a member continued by the command line, its flag.
     out = tmp_path / "ens"

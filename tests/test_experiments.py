@@ -100,6 +100,27 @@ def test_compare_refuses_a_cell_trained_on_a_split_the_data_no_longer_gives(comp
     assert err.count("\n") == 1 and "another split of synthetic" in err and "boe-seed0" in err
 
 
+def recorded_warnings(runs: Path) -> list[str]:
+    """The data warnings each run under ``runs`` recorded (the report repeats them), as training printed them."""
+    return [f"warning: {line}" for config in sorted(runs.glob("*/config.json"))
+            for line in json.loads(config.read_text())["data"].get("warnings", [])]
+
+
+@pytest.mark.parametrize("command", [
+    ["compare", "--models", "boe", "--seeds", "3", "--no-reference"],  # seeds 0 and 1 warn alike, seed 2 otherwise
+    ["ablate", "--model", "boe", "--sweep", "embed_dim=8,16", "--seeds", "1"],  # both cells: the same texts
+], ids=["compare", "ablate"])
+def test_an_experiment_prints_each_distinct_data_warning_once(tmp_path, capsys, command):
+    # Every cell printed its data's warnings: the same test-texts-seen-in-training line once per cell and seed.
+    out = tmp_path / "out"
+    assert main([*command, "--dataset", "demo", "--epochs", "1", "--max-train-examples", "200", "--threads", "1",
+                 "--set", "embed_dim=16", "--quiet", "--output", str(out)]) == 0
+    printed = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
+    recorded = recorded_warnings(out / "runs")
+    assert len(recorded) > len(set(recorded))  # (cells that warned alike, printed once)
+    assert sorted(printed) == sorted(set(recorded))  # each, even one only a later cell gave, and once
+
+
 def test_ablate_toy_order_reports_loss_per_set_and_variant(tmp_path, capsys):
     out = tmp_path / "toy"
     assert main(["ablate", "--dataset", "toy-order", "--seeds", "1", "--epochs", "3", "--threads", "1",

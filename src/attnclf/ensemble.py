@@ -145,7 +145,7 @@ def train_ensemble(settings, seeds: Sequence[int], resume: bool = False, progres
     from dataclasses import replace
 
     from .training.distributed import from_environment
-    from .training.run import train_or_continue
+    from .training.run import each_warning_once, train_or_continue
 
     if len(seeds) < 2 or len(set(seeds)) != len(seeds):
         raise AttnclfError(f"--seeds needs at least two seeds, each once; got {' '.join(map(str, seeds))} (it takes "
@@ -164,18 +164,19 @@ def train_ensemble(settings, seeds: Sequence[int], resume: bool = False, progres
     members = [output / f"seed-{seed}" for seed in seeds]
     replacing = not resume and from_environment().is_main
     replaced = _set_aside(output, progress) if replacing else None
-    for seed, member in zip(seeds, members):
-        if progress and from_environment().is_main:
-            print(f"seed {seed}: {member}", file=sys.stderr)
-        try:
-            train_or_continue(replace(settings, output=str(member), train=replace(settings.train, seed=seed)),
-                              resume, progress, named=named)
-        except BaseException as stopped:
-            if replacing and not any((new / "config.json").is_file() for new in members):
-                _put_back(output, replaced)  # nothing of the new ensemble was written: its data failed, say
-            if isinstance(stopped, AttnclfError):
-                remove_empty_folders(output, created)  # a member that failed on its data left its folder empty
-            raise
+    with each_warning_once():  # (the members train on the same data)
+        for seed, member in zip(seeds, members):
+            if progress and from_environment().is_main:
+                print(f"seed {seed}: {member}", file=sys.stderr)
+            try:
+                train_or_continue(replace(settings, output=str(member), train=replace(settings.train, seed=seed)),
+                                  resume, progress, named=named)
+            except BaseException as stopped:
+                if replacing and not any((new / "config.json").is_file() for new in members):
+                    _put_back(output, replaced)  # nothing of the new ensemble was written: its data failed, say
+                if isinstance(stopped, AttnclfError):
+                    remove_empty_folders(output, created)  # a member that failed on its data left its folder empty
+                raise
     if not from_environment().is_main:
         return {}
     metrics = write_ensemble_file(output, members, seeds, device=settings.device, threads=settings.threads)

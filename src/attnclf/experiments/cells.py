@@ -27,7 +27,7 @@ from ..models import MODELS, build_model
 from ..rundir import atomic_write_json, is_resumable, read_json, read_jsonl
 from ..text.cleaning import CleaningConfig
 from ..training.device import torch_threads
-from ..training.run import train_run
+from ..training.run import each_warning_once, train_run
 from ..training.run_data import held_out_fingerprint, load_data, texts_fingerprint
 from ..training.settings import DataSettings, RunSettings, resume_settings, settings_for
 
@@ -124,7 +124,7 @@ def run_variants(setup: Setup, variants: list[Variant], output: str | Path, log:
     runs_dir = Path(output) / "runs"
     cells = [(variant, seed) for variant in variants for seed in setup.seeds]
     records: list[dict] = []
-    with torch_threads(setup.threads):
+    with torch_threads(setup.threads), each_warning_once():  # (the cells train on the same data)
         texts = throughput_texts(setup)
         for number, (variant, seed) in enumerate(cells, 1):
             settings = variant_settings(setup, variant, seed, runs_dir)

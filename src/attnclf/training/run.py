@@ -6,7 +6,9 @@ import os
 import shutil
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -84,6 +86,25 @@ def _count_embeddings(settings: RunSettings, splits: Splits, dim: int, log) -> t
 
 def _stderr(message: str) -> None:
     print(message, file=sys.stderr)
+
+
+# The data warnings printed so far within each_warning_once; None outside it, where every run prints its own.
+_printed_warnings: ContextVar[set[str] | None] = ContextVar("printed_warnings", default=None)
+
+
+@contextmanager
+def each_warning_once() -> Iterator[None]:
+    """Within it, ``train_run`` prints a data warning only if no run before it printed the same (each run still
+    records its own, for its report): `compare`, `ablate` and `train --seeds` train run after run on the same data,
+    and its warning, once per run, buried the one a later run gave otherwise.
+
+    >>> # with each_warning_once(): results = [train_run(settings) for settings in cells]
+    """
+    token = _printed_warnings.set(set())
+    try:
+        yield
+    finally:
+        _printed_warnings.reset(token)
 
 
 def evaluate_split(model, tokenizer: Tokenizer, data: TextDataset, device, batch_size: int = 128,
@@ -309,8 +330,14 @@ def _describe_data(settings: RunSettings, splits: Splits, progress: bool) -> lis
     if (settings.data.train_file or generated) and not settings.data.token_cache:
         # (A cache's texts stay on disk.)
         described += shared_text_warnings(splits, settings.tokenizer.cleaning, validation_too=not generated)
+    printed = _printed_warnings.get()
     for line in described:
-        if progress or line.startswith("warning:"):
+        warning = line.startswith("warning:")
+        if warning and printed is not None:
+            if line in printed:
+                continue
+            printed.add(line)
+        if progress or warning:
             _stderr(line)
     return [line.removeprefix("warning: ") for line in described if line.startswith("warning:")]
 
