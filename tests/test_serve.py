@@ -88,6 +88,7 @@ def test_health_model_and_docs(server, local):
     paths = server.get("/openapi.json").json()["paths"]
     assert {"/predict", "/explain", "/health", "/model"} <= set(paths)
     assert info["refit"] is None  # the demo run is a validated run, not a refit
+    assert info["text_columns"] is None  # a dataset's texts: one text per text, as the service is sent them
     assert info["temperatures"] == [1.0]  # not calibrated
     # The docs page is this process's own: it lists the endpoints and loads nothing from elsewhere.
     docs = server.get("/docs")
@@ -373,6 +374,23 @@ def test_uvicorn_refuses_only_past_four_times_as_many_open_connections_as_the_ap
                 connection.close()
             server.should_exit = True
             thread.join(30)
+
+
+def test_model_says_a_run_reads_each_text_from_several_columns_joined(tmp_path):
+    # A run trained on a title and a body (--text-column twice) reads "title\nbody": a client must send them so.
+    from fastapi.testclient import TestClient
+
+    from attnclf.serve.app import create_app
+
+    rows = "".join(f'"{title}","{body}",{label}\n' for title, body, label in
+                   [("Review", "a good film", "pos"), ("", "a bad film", "neg")] * 20)
+    (tmp_path / "reviews.csv").write_text("title,body,sentiment\n" + rows)
+    assert main(["train", "--train-file", str(tmp_path / "reviews.csv"), "--text-column", "title", "--text-column",
+                 "body", "--label-column", "sentiment", "--model", "boe", "--epochs", "1", "--min-frequency", "1",
+                 "--output", str(tmp_path / "run"), "--quiet", "--no-report", "--threads", "1"]) == 0
+    with TestClient(create_app(Classifier.load(tmp_path / "run", device="cpu"))) as client:
+        info = client.get("/model").json()
+    assert info["text_columns"] == {"names": ["title", "body"], "joined_by": "\n"}
 
 
 def test_one_app_serves_each_time_it_starts_and_says_when_it_has_not(local):

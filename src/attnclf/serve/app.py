@@ -5,8 +5,8 @@ POST /predict   {"texts": [...]} or {"text": "..."}   -> {"predictions": [{label
 POST /explain   {"texts"|"text", "method", "target"}   -> {"explanations": [{tokens, scores, method, ...}]}
                 (by default occlusion's scores, with the pooling attention beside them as "pooling_attention")
 GET  /health    liveness, plus requests served and batches run; answered however many requests are in flight
-GET  /model     labels, model and tokenizer summary, versions, explanation methods (and whether the pooling
-                attention comes beside their scores), limits
+GET  /model     labels, model and tokenizer summary, text columns, versions, explanation methods (and whether the
+                pooling attention comes beside their scores), limits
 GET  /docs      the endpoints, their request schemas and a curl line each (schema at /openapi.json)
 ```
 
@@ -49,7 +49,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from .. import __version__
 from ..checks import check_threads
 from ..errors import AttnclfError, shown
-from ..prediction import check_texts
+from ..data.files import TEXT_JOINER
+from ..prediction import check_texts, trained_text_column
 from ..rundir import refuse_multi_label
 
 SERVER_BATCH_TEXTS = 256  # texts run together at most, across requests
@@ -504,6 +505,10 @@ def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
                           "vocab_size": members[0].tokenizer.vocab_size,
                           "truncation": config["settings"]["tokenizer"].get("truncation")},
             "windows": config["settings"].get("windows"),  # long texts read as overlapping windows, or None
+            # A run trained on several columns (a title and a body) read each text as their values joined: a client
+            # sends "title\nbody" so. None: one column, one text.
+            "text_columns": {"names": columns, "joined_by": TEXT_JOINER}
+            if isinstance(columns := trained_text_column(config), list) else None,
             "version": __version__,
             "trained_with": config.get("versions", {}),
             # A refit trained on its validation texts too, for the epochs its run chose (not where it lives).
