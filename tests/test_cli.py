@@ -1551,6 +1551,15 @@ def test_predict_and_explain_import_neither_scikit_learn_nor_torch_s_compiler(de
     assert done.stdout.splitlines()[-1] == "False"
 
 
+def test_the_command_line_starts_without_importing_numpy():
+    # Every command, --help and a refused flag among them, imports the CLI and its shared checks first: numpy there
+    # added some 150 ms to each start-up, before any command needed it.
+    code = "import sys, attnclf.cli, attnclf.checks; print('numpy' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"
+
+
 @pytest.mark.parametrize("flags, message", [
     (["--max-train-examples", "0"], "--max-train-examples must be at least 1, got 0"),
     (["--val-fraction", "0"], "--val-fraction must be in (0, 1), got 0.0"),

@@ -1,12 +1,10 @@
 """Checks of values callers pass to the library, shared by its entry points. It imports nothing heavy: the ONNX
-runtime, which runs without torch, uses them too (numpy it needs as well)."""
+runtime, which runs without torch, uses them too, and the command line imports them as it starts."""
 
 from __future__ import annotations
 
 import math
 import numbers
-
-import numpy as np
 
 from .errors import AttnclfError, shown
 
@@ -45,7 +43,11 @@ def true_or_false(value, name: str) -> bool:
     Traceback (most recent call last):
     attnclf.errors.AttnclfError: cleaning lemmatize must be True or False, got 'yes'
     """
-    if isinstance(value, (bool, np.bool_)):
+    if isinstance(value, bool):
+        return value
+    import numpy as np  # (here: imported at the top, it cost every command's start-up some 150 ms)
+
+    if isinstance(value, np.bool_):
         return bool(value)
     raise AttnclfError(f"{name} must be True or False, got {shown(value)}")
 
