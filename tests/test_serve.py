@@ -393,6 +393,24 @@ def test_model_says_a_run_reads_each_text_from_several_columns_joined(tmp_path):
     assert info["text_columns"] == {"names": ["title", "body"], "joined_by": "\n"}
 
 
+def test_model_says_an_ag_news_run_reads_each_text_as_title_and_description_joined(demo_run, tmp_path):
+    # AG News's loader joins each item's title and description ("title. description"): its run records no text
+    # columns, yet a client that sends a headline alone sends what the model never read.
+    import shutil
+
+    from fastapi.testclient import TestClient
+
+    from attnclf.serve.app import create_app
+
+    run = shutil.copytree(demo_run, tmp_path / "run")
+    config = json.loads((run / "config.json").read_text())
+    config["settings"]["data"]["dataset"] = "ag_news"  # (as an ag_news run records it: training one needs the data)
+    (run / "config.json").write_text(json.dumps(config))
+    with TestClient(create_app(Classifier.load(run, device="cpu"))) as client:
+        info = client.get("/model").json()
+    assert info["text_columns"] == {"names": ["title", "description"], "joined_by": ". "}
+
+
 def test_one_app_serves_each_time_it_starts_and_says_when_it_has_not(local):
     from fastapi.testclient import TestClient
 

@@ -66,6 +66,28 @@ def trained_text_column(config: dict) -> str | list[str]:
     return config.get("text_column") or config.get("settings", {}).get("data", {}).get("text_column") or "text"
 
 
+def joined_text_columns(config: dict) -> dict | None:
+    """The columns each text a model read was joined from, and what joined them, as a client must send a text: the
+    run's own (``--text-column`` twice), or its dataset's (AG News: a title and a description); None for texts read
+    whole, from one column.
+
+    >>> joined_text_columns({"text_column": ["title", "body"]})
+    {'names': ['title', 'body'], 'joined_by': '\\n'}
+    >>> joined_text_columns({"settings": {"data": {"dataset": "ag_news"}}})
+    {'names': ['title', 'description'], 'joined_by': '. '}
+    """
+    from .data.files import TEXT_JOINER
+    from .data.registry import sources
+
+    columns = trained_text_column(config)
+    if isinstance(columns, list):
+        return {"names": columns, "joined_by": TEXT_JOINER}
+    source = sources().get(config.get("settings", {}).get("data", {}).get("dataset"))
+    if source is not None and source.text_fields:
+        return {"names": list(source.text_fields), "joined_by": source.joined_by}
+    return None
+
+
 @dataclass
 class Prediction:
     """One text's prediction.

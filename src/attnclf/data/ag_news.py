@@ -45,6 +45,9 @@ _BARE_ENTITY = re.compile(r" ?(#\d+|quot|amp|lt|gt|hellip);")
 _LINE_BREAK = re.compile(r"\\+(?!\$)")
 
 
+_JOINER = ". "  # between an item's title and its description: one passage, the title its first sentence
+
+
 def clean(text: str) -> str:
     """AG News text with its crawl escapes undone and whitespace collapsed.
 
@@ -89,7 +92,7 @@ def _read(path: Path, names: list[str], split: str) -> TextDataset:
                     raise DataError(f"ag_news: {path}, line {rows.line_num}: expected class 1-{len(names)}, "
                                     f"title, description, got {row!r:.200}")
                 title, description = clean(row[1]), clean(row[2])
-                sep = " " if title.endswith((".", "!", "?")) else ". "
+                sep = " " if title.endswith((".", "!", "?")) else _JOINER  # (a title that ends a sentence: a space)
                 texts.append(f"{title}{sep}{description}")
                 labels.append(int(row[0]) - 1)
         except (csv.Error, UnicodeDecodeError) as exc:
@@ -138,4 +141,6 @@ SOURCE = Source(
     num_classes=4,
     is_complete=is_complete,
     load_test=load_test,
+    text_fields=("title", "description"),
+    joined_by=_JOINER,
 )

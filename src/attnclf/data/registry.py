@@ -43,6 +43,8 @@ class Source:
     ``is_complete(path)``, for a located copy that may hold only some splits (the shared AG News has only its
     test split), tells whether it is whole; a download then fetches the rest. ``load_test(data_dirs)``, for such a
     source, reads the test split alone (what `evaluate --dataset` needs), from a copy with or without the rest.
+    ``text_fields``, where the loader joins each text from several fields of a record (AG News: a title and a
+    description), names them, and ``joined_by`` is what it puts between them: serve's /model tells clients so.
     """
 
     name: str
@@ -56,6 +58,8 @@ class Source:
     multi_label: bool = False
     is_complete: Callable[[Path], bool] = lambda path: True
     load_test: Callable[[list[Path]], TextDataset] | None = None
+    text_fields: tuple[str, ...] = ()
+    joined_by: str = ""
 
 
 def user_cache_dir() -> Path:

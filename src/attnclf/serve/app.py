@@ -49,8 +49,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from .. import __version__
 from ..checks import check_threads
 from ..errors import AttnclfError, shown
-from ..data.files import TEXT_JOINER
-from ..prediction import check_texts, trained_text_column
+from ..prediction import check_texts, joined_text_columns
 from ..rundir import refuse_multi_label
 
 SERVER_BATCH_TEXTS = 256  # texts run together at most, across requests
@@ -505,10 +504,9 @@ def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
                           "vocab_size": members[0].tokenizer.vocab_size,
                           "truncation": config["settings"]["tokenizer"].get("truncation")},
             "windows": config["settings"].get("windows"),  # long texts read as overlapping windows, or None
-            # A run trained on several columns (a title and a body) read each text as their values joined: a client
-            # sends "title\nbody" so. None: one column, one text.
-            "text_columns": {"names": columns, "joined_by": TEXT_JOINER}
-            if isinstance(columns := trained_text_column(config), list) else None,
+            # A run trained on several columns (a title and a body; AG News's title and description) read each
+            # text as their values joined: a client sends "title\nbody" so. None: one column, one text.
+            "text_columns": joined_text_columns(config),
             "version": __version__,
             "trained_with": config.get("versions", {}),
             # A refit trained on its validation texts too, for the epochs its run chose (not where it lives).
