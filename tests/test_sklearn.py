@@ -196,6 +196,17 @@ def test_a_bad_setting_is_a_value_error(data):
         AttentionTextClassifier("boe", device="gpu").fit(data[0], data[1])
 
 
+@pytest.mark.parametrize("params, message", [
+    ({"tokenizer": "wordpiece"}, "tokenizer must be one of word, bpe, got 'wordpiece'"),
+    ({"max_len": 0}, "max_len must be at least 1, got 0"),
+    ({"min_frequency": 0}, "min_frequency must be at least 1, got 0"),
+], ids=["tokenizer", "max_len", "min_frequency"])
+def test_a_bad_tokenizer_setting_is_named_as_the_estimator_s_parameter(params, message):
+    # TokenizerConfig names its fields (tokenizer kind, tokenizer max_len): the estimator has no such parameters.
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        AttentionTextClassifier("boe", epochs=1, **params).fit(["w1", "w2", "w3", "w4"], ["a", "b", "a", "b"])
+
+
 def test_the_default_device_is_chosen_as_the_command_line_chooses_it(data, monkeypatch):
     """CUDA (or MPS) when present, else the CPU: a GPU user's estimator should not train on the CPU unasked."""
     from attnclf import sklearn as estimator_module

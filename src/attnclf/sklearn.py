@@ -209,7 +209,8 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
 
         device = resolve_device(self.device)
         tokenizer = Tokenizer.train(train.texts, TokenizerConfig(
-            kind=self.tokenizer, vocab_size=self.vocab_size, min_frequency=self.min_frequency, max_len=self.max_len))
+            kind=self.tokenizer, vocab_size=self.vocab_size, min_frequency=self.min_frequency, max_len=self.max_len,
+            named=lambda field: "tokenizer" if field == "kind" else field))  # (as the estimator's parameters)
         # The Trainer keeps its best weights and checkpoints on disk; the estimator keeps them in memory. Seeding
         # happens on a fork of the generator: the caller's own random stream goes on as if fit had not run.
         with torch.random.fork_rng(devices=[]), tempfile.TemporaryDirectory(prefix="attnclf-fit-") as tmp:
