@@ -314,11 +314,13 @@ def test_a_run_that_stopped_early_is_not_resumed_with_another_epoch_budget(tmp_p
     stopping.train = replace(stopping.train, lr=0.0, patience=1, monitor="loss")  # stops at epoch 2
     train_run(stopping, progress=False)
     with pytest.raises(AttnclfError, match=r"run stopped early, at epoch 2: its validation loss had not improved for "
-                                           r"1 epochs \(patience\), so a larger epochs would train nothing; resume "
-                                           r"it without epochs, or train it again with a larger patience$"):
+                                           r"1 epochs \(patience\), so another epoch budget \(epochs\) would train "
+                                           r"nothing; resume it without epochs, or train it again with a larger "
+                                           r"patience$"):
         resume_settings(tmp_path / "run", epochs=10)  # (named as Python names them, not by the command line's flags)
-    with pytest.raises(AttnclfError, match=r"\(--patience\), so a larger --epochs would train nothing"):
-        resume_settings(tmp_path / "run", epochs=10, named=lambda field: f"--{field}")
+    # A smaller budget than planned, but past the epoch it stopped at, trains nothing either: not "a larger" one.
+    with pytest.raises(AttnclfError, match=r"\(--patience\), so another epoch budget \(--epochs\) would train nothing"):
+        resume_settings(tmp_path / "run", epochs=3, named=lambda field: f"--{field}")
     assert resume_settings(tmp_path / "run", epochs=6).train.epochs == 6  # its own budget (train --seeds --resume)
 
 

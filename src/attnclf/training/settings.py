@@ -402,9 +402,9 @@ def resume_settings(run_dir: str | Path, epochs: int | None = None, device: str 
         done = state.get("epoch", 0)
         if epochs != saved["train"]["epochs"] and stopped_early(state, train.patience):
             raise AttnclfError(f"{run_dir} stopped early, at epoch {done}: its validation {train.monitor} had not "
-                               f"improved for {train.patience} epochs ({named('patience')}), so a larger "
-                               f"{named('epochs')} would train nothing; resume it without {named('epochs')}, or train "
-                               f"it again with a larger {named('patience')}")
+                               f"improved for {train.patience} epochs ({named('patience')}), so another epoch "
+                               f"budget ({named('epochs')}) would train nothing; resume it without {named('epochs')}, "
+                               f"or train it again with a larger {named('patience')}")
         if epochs < done:  # it would stop at once, recording a budget its history contradicts
             raise AttnclfError(f"{run_dir} has trained {done} epochs already; {named('epochs')} {epochs} is fewer "
                                f"(give more to train on, or none to finish as planned)")
