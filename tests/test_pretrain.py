@@ -249,6 +249,7 @@ def test_init_from_errors_are_one_line_and_write_no_run(tmp_path, capsys, args, 
     (["--lr", "nan"], "error: --lr must be positive and finite, got nan"),
     (["--epochs", "0"], "error: --epochs must be a whole number, at least 1, got 0"),
     (["--max-len", "1"], "error: --max-len must be a whole number, at least 2, got 1"),
+    (["--max-len", "0"], "error: --max-len must be a whole number, at least 2, got 0"),  # (not the recipe's, unsaid)
     # checks.check_seed, as train's and faithfulness's seeds: both bounds, in one wording
     (["--seed", "-1"], "error: --seed must be at least 0 and below 4294967296, got -1"),
     (["--seed", "4294967296"], "error: --seed must be at least 0 and below 4294967296, got 4294967296"),

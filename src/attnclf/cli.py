@@ -928,7 +928,8 @@ def cmd_pretrain(args: argparse.Namespace) -> int:
         raise AttnclfError("--embeddings-std needs --embeddings FILE")
     settings = PretrainSettings(
         model_config=recipe.get("model_config", {}) | _parse_overrides(args.set),
-        max_len=args.max_len or recipe.get("tokenizer", {}).get("max_len", PretrainSettings.max_len),
+        max_len=args.max_len if args.max_len is not None else recipe.get("tokenizer", {}).get("max_len",
+                                                                                            PretrainSettings.max_len),
         embeddings=args.embeddings, **{name: getattr(args, name) for name in (
             "embeddings_std", "epochs", "batch_size", "lr", "seed", "vocab_size", "min_frequency")
             if getattr(args, name) is not None}, named=_flag)
