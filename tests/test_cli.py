@@ -1885,3 +1885,28 @@ def test_a_refit_counts_its_vectors_where_its_run_found_the_data(tmp_path, monke
     monkeypatch.delenv("ATTNCLF_DATA_DIR")  # a new shell, an empty cache
     monkeypatch.setenv("ATTNCLF_CACHE", str(tmp_path / "cache"))
     assert main(["refit", str(run), "--threads", "1"]) == 0
+
+
+def test_training_on_a_small_file_points_to_compare_and_a_large_one_does_not(tmp_path, capsys):
+    # On 1,000-7,000 texts the best model changed with the data (BENCHMARKS.md, Small data), so a small file's run
+    # says how to compare them on it; the command names the user's own files.
+    small = write_csv(tmp_path / "my reviews.csv",
+                      [(t, "pos") for t in POSITIVE * 3] + [(t, "neg") for t in NEGATIVE * 3])
+    common = ["--model", "boe", "--epochs", "1", "--min-frequency", "1", "--no-report", "--threads", "1"]
+    assert main(["train", "--train-file", str(small), "--test-file", str(small), *common,
+                 "--output", str(tmp_path / "small")]) == 0
+    notes = [line for line in capsys.readouterr().err.splitlines() if line.startswith("note:")]
+    assert notes == [f"note: 32 training texts, where boe or TF-IDF + LR may do as well as self-attn and the n-gram "
+                     f"branch (--set nb_ngram_buckets=1048576) may add points (BENCHMARKS.md, Small data): `attnclf "
+                     f"compare --train-file '{small}' --test-file '{small}' --models self-attn,boe` scores them on "
+                     f"your data"]
+    # Without a test file the command asks for one; --quiet hides the note, as it hides progress.
+    assert main(["train", "--train-file", str(small), *common, "--output", str(tmp_path / "no-test")]) == 0
+    assert "--test-file TEST_FILE --models self-attn,boe`" in capsys.readouterr().err
+    assert main(["train", "--train-file", str(small), *common, "--quiet", "--output", str(tmp_path / "quiet")]) == 0
+    assert "note:" not in capsys.readouterr().err
+    large = write_csv(tmp_path / "large.csv", [(f"{t} {i}", y) for i in range(940) for t, y in
+                                               [(p, "pos") for p in POSITIVE] + [(n, "neg") for n in NEGATIVE]])
+    # (11,280 rows: 10,152 of them train)
+    assert main(["train", "--train-file", str(large), *common, "--output", str(tmp_path / "large")]) == 0
+    assert "note:" not in capsys.readouterr().err
