@@ -353,8 +353,8 @@ SMALL_DATA_TEXTS = 10_000
 
 def small_data_note(data: DataSettings, training_texts: int) -> str | None:
     """A line for a run on a small file of the user's: which models to compare on it, by which command; None where
-    there is nothing to say (a named dataset, whose recipe was chosen on validation; a refit; multi-label data, which
-    `attnclf compare` does not take; a large file).
+    there is nothing to say (a named dataset, whose recipe or BENCHMARKS.md says what to train on it; a refit;
+    multi-label data, which `attnclf compare` does not take; a large file).
 
     >>> data = DataSettings(train_file="t.csv")
     >>> small_data_note(data, 2700)[:28], small_data_note(data, 10000)
