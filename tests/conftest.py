@@ -68,6 +68,16 @@ def demo_run(tmp_path_factory) -> Path:
     return out
 
 
+@pytest.fixture(scope="session")
+def exported(demo_run, tmp_path_factory) -> Path:
+    """``demo_run``'s ONNX export, float32 and int8 graphs, written outside the run (tests only read it)."""
+    from attnclf.cli import main
+
+    out = tmp_path_factory.mktemp("export") / "onnx"
+    assert main(["export", str(demo_run), "--output", str(out), "--quantize", "--check-examples", "300"]) == 0
+    return out
+
+
 @pytest.fixture
 def resume_after_interruption(monkeypatch):
     """``run(settings, epoch)``: train until interrupted as ``epoch`` starts, then resume the run to its end."""

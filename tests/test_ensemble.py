@@ -268,7 +268,8 @@ def test_a_seeds_folder_is_served_and_refuses_explanations(tmp_path):
 
 
 @pytest.mark.parametrize("command", [["explain", "{out}", "good"], ["export", "{out}"], ["report", "{out}"],
-                                     ["predict", "{out}", "good", "--backend", "onnx"]])
+                                     ["predict", "{out}", "good", "--backend", "onnx"],
+                                     ["serve", "{out}", "--backend", "onnx"]])
 def test_one_model_commands_refuse_a_seeds_folder_in_one_line(command, tmp_path, capsys):
     out = tmp_path / "ens"
     out.mkdir()

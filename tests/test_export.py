@@ -21,13 +21,6 @@ TEXTS = ["", "not good", "the plot was NOT wonderful, but the acting was great!"
          " ".join(["boring"] * 150), "great great great", "good but dull"] * 20
 
 
-@pytest.fixture(scope="module")
-def exported(demo_run, tmp_path_factory):
-    out = tmp_path_factory.mktemp("export") / "onnx"
-    assert main(["export", str(demo_run), "--output", str(out), "--quantize", "--check-examples", "300"]) == 0
-    return out
-
-
 def test_export_writes_a_self_contained_directory_with_measured_parity(exported, demo_run, capsys):
     assert {p.name for p in exported.iterdir()} == {"model.onnx", "model.int8.onnx", "tokenizer.json",
                                                    "labels.json", "export.json"}

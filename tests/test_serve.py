@@ -661,3 +661,114 @@ def test_a_body_in_hand_when_the_deadline_passes_is_read_not_refused(local):
 
     status, answer = asyncio.run(scenario())
     assert status == 200 and answer["predictions"][0]["label"] in local.label_names
+
+
+# ---------------------------------------------------------------- the ONNX backend
+
+
+def _app_served(args: list[str], monkeypatch):
+    """The app `attnclf serve ARGS` would run: uvicorn's start hands it back instead of serving it."""
+    import uvicorn
+
+    served = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **options: served.append(app))
+    assert main(["serve", *args, "--port", "0"]) == 0
+    return served[0]
+
+
+def _probabilities(answers: list[dict], names: list[str]) -> np.ndarray:
+    return np.array([[answer["probabilities"][name] for name in names] for answer in answers])
+
+
+def test_the_onnx_backend_answers_what_its_export_and_the_torch_service_answer(exported, server, monkeypatch):
+    from fastapi.testclient import TestClient
+
+    from attnclf.export import OnnxClassifier
+
+    texts = ["the plot was not good", "great acting", "dull but the ending was wonderful", ""]
+    with TestClient(_app_served([str(exported), "--backend", "onnx"], monkeypatch)) as client:
+        answers = client.post("/predict", json={"texts": texts}).json()["predictions"]
+        one = client.post("/predict", json={"text": texts[0]}).json()["predictions"]
+    onnx = OnnxClassifier.load(exported)
+    np.testing.assert_array_equal(_probabilities(answers, onnx.label_names), onnx.predict_proba(texts))
+    assert one == answers[:1]
+    torch_answers = server.post("/predict", json={"texts": texts}).json()["predictions"]
+    assert [a["label"] for a in answers] == [a["label"] for a in torch_answers]
+
+
+def test_int8_serves_the_int8_graph(exported, monkeypatch):
+    from fastapi.testclient import TestClient
+
+    from attnclf.export import OnnxClassifier
+
+    texts = ["the plot was not good", "great acting", "dull but the ending was wonderful", "zzz qqq"]
+    with TestClient(_app_served([str(exported), "--backend", "onnx", "--int8", "--threads", "1"],
+                                monkeypatch)) as client:
+        got = _probabilities(client.post("/predict", json={"texts": texts}).json()["predictions"],
+                             OnnxClassifier.load(exported).label_names)
+        assert client.get("/model").json()["backend"] == "onnx-int8"
+    np.testing.assert_array_equal(got, OnnxClassifier.load(exported, int8=True).predict_proba(texts))
+    assert not np.array_equal(got, OnnxClassifier.load(exported).predict_proba(texts))  # (not the float32 graph)
+
+
+def test_the_onnx_backend_refuses_explanations_in_one_line_and_says_what_it_serves(exported, server, monkeypatch):
+    from fastapi.testclient import TestClient
+
+    with TestClient(_app_served([str(exported), "--backend", "onnx", "--max-batch", "4"], monkeypatch)) as client:
+        refused = client.post("/explain", json={"text": "not good", "method": "attention"})
+        info = client.get("/model").json()
+    assert refused.status_code == 400
+    assert refused.json() == {"detail": "this service runs the exported ONNX graph, which gives no explanations: "
+                                        "`attnclf serve RUN_DIR` (the PyTorch backend) explains"}
+    manifest = json.loads((exported / "export.json").read_text())
+    assert info["backend"] == "onnx" and info["labels"] == json.loads((exported / "labels.json").read_text())
+    assert info["model"] == {"name": "self-attn", "parameters": manifest["model"]["parameters"]}
+    assert info["tokenizer"]["kind"] == "word" and info["tokenizer"]["max_len"] == 64
+    assert info["tokenizer"]["truncation"] == manifest["tokenizer"]["truncation"]
+    assert info["tokenizer"]["vocab_size"] == server.get("/model").json()["tokenizer"]["vocab_size"]  # the real one
+    assert info["temperatures"] == [1.0] and info["explain_methods"] == [] and info["explain_default"] is None
+    assert info["explain_pooling_attention"] is False and info["text_columns"] is None  # (one column, read whole)
+    assert info["limits"]["max_batch"] == 4 and info["version"]
+    assert server.get("/model").json()["backend"] == "torch"
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--backend", "onnx", "--device", "cuda"], "--backend onnx runs on the CPU; drop --device"),
+    (["--backend", "onnx", "--bf16"], "--bf16 is for --backend torch; the ONNX graph runs in float32 (or --int8)"),
+    (["--int8"], "--int8 needs --backend onnx"),
+    (["--backend", "onnx"], "no ONNX export in {run}: run `attnclf export {run} --format onnx` first"),
+    (["--backend", "onnx", "--threads", "0"], "threads must be at least 1, got 0"),
+])
+def test_serve_refuses_what_the_onnx_backend_cannot_do_as_predict_does(flags, message, demo_run, capsys, monkeypatch):
+    import uvicorn
+
+    monkeypatch.setattr(uvicorn, "run", lambda *args, **kwargs: pytest.fail("served"))
+    assert main(["serve", str(demo_run), *flags]) == 2
+    assert capsys.readouterr().err == f"attnclf: error: {message.format(run=demo_run)}\n"
+
+
+def test_serve_names_the_backends_it_knows(demo_run):
+    from attnclf.errors import AttnclfError
+    from attnclf.serve import serve
+
+    with pytest.raises(AttnclfError, match=r"^backend must be one of torch, onnx, got 'tensorrt'$"):
+        serve(demo_run, backend="tensorrt")
+
+
+def test_the_onnx_backend_serves_without_torch(exported):
+    # torch set to None in sys.modules makes any `import torch` fail; uvicorn's start is replaced by two requests.
+    code = ("import json, sys; sys.modules['torch'] = None\n"
+            "import uvicorn\n"
+            "from fastapi.testclient import TestClient\n"
+            "def run(app, **options):\n"
+            "    with TestClient(app) as client:\n"
+            "        print(json.dumps([client.post('/predict', json={'text': 'not good'}).json(),\n"
+            "                          client.get('/model').json()['backend']]))\n"
+            "uvicorn.run = run\n"
+            "from attnclf.cli import main\n"
+            f"sys.exit(main(['serve', {str(exported)!r}, '--backend', 'onnx', '--threads', '1', '--port', '0']))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    answer, backend = json.loads(done.stdout.splitlines()[-1])
+    assert answer["predictions"][0]["label"] in json.loads((exported / "labels.json").read_text())
+    assert backend == "onnx"

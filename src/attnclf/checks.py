@@ -99,6 +99,27 @@ def check_threads(threads) -> int | None:
     return count
 
 
+BACKENDS = ("torch", "onnx")  # what runs a trained model: PyTorch, or its ONNX export on onnxruntime
+
+
+def check_backend(backend: str, *, int8: bool = False, device: str = "auto", bf16: bool = False) -> None:
+    """Refuse in one line the options ``backend`` has no use for (those of `attnclf predict` and `attnclf serve`).
+
+    >>> check_backend("onnx", int8=True)
+    >>> check_backend("torch", int8=True)
+    Traceback (most recent call last):
+    attnclf.errors.AttnclfError: --int8 needs --backend onnx
+    """
+    if backend not in BACKENDS:
+        raise AttnclfError(f"backend must be one of {', '.join(BACKENDS)}, got {shown(backend)}")
+    if backend == "torch" and int8:
+        raise AttnclfError("--int8 needs --backend onnx")
+    if backend == "onnx" and device not in ("auto", "cpu"):
+        raise AttnclfError("--backend onnx runs on the CPU; drop --device")
+    if backend == "onnx" and bf16:
+        raise AttnclfError("--bf16 is for --backend torch; the ONNX graph runs in float32 (or --int8)")
+
+
 def check_seed(seed, name: str = "seed") -> int:
     """``seed`` as an ``int`` that numpy's generators take (from 0 up to, not including, 2**32), or one line saying
     what is wrong (numpy's own error names no setting), naming ``name``, the setting the caller gave it as

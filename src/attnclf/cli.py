@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Callable
 
 from . import __version__
-from .checks import check_seed, check_threads
+from .checks import BACKENDS, check_seed, check_threads
 from .errors import AttnclfError, is_out_of_memory
 from .rundir import check_output_folder, is_resumable, kept_earlier_models, member_folders, read_config
 
@@ -543,26 +543,14 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
 
 def _predict(args: argparse.Namespace) -> int:
-    if args.backend == "onnx":
-        from .export.runtime import OnnxClassifier
+    from .ensemble import is_ensemble_dir, load_backend
 
-        _refuse_ensemble(args.run_dir)
-        if args.device not in ("auto", "cpu"):
-            raise AttnclfError("--backend onnx runs on the CPU; drop --device")
-        if args.bf16:
-            raise AttnclfError("--bf16 is for --backend torch; the ONNX graph runs in float32 (or --int8)")
-        clf = OnnxClassifier.load(args.run_dir, int8=args.int8, threads=args.threads)
-        _warn_if_unfinished(args.run_dir)  # (an export of a run's best weights so far)
-    else:
-        from .ensemble import is_ensemble_dir, load_run
-
-        if args.int8:
-            raise AttnclfError("--int8 needs --backend onnx")
-        if is_ensemble_dir(args.run_dir) and args.attention:
-            raise AttnclfError(f"{args.run_dir} is an ensemble: its members attend each their own way; "
-                               f"ask one member (--attention with {args.run_dir}/seed-S)")
-        clf = load_run(args.run_dir, device=args.device, bf16=args.bf16)
-        _warn_if_unfinished(args.run_dir)
+    if args.attention and args.backend == "torch" and is_ensemble_dir(args.run_dir):
+        raise AttnclfError(f"{args.run_dir} is an ensemble: its members attend each their own way; "
+                           f"ask one member (--attention with {args.run_dir}/seed-S)")
+    clf = load_backend(args.run_dir, args.backend, int8=args.int8, device=args.device, bf16=args.bf16,
+                       threads=args.threads)
+    _warn_if_unfinished(args.run_dir)  # (an export of a run holds its best weights so far, as the run does)
     texts = _input_texts(args, clf.config)
     for start in range(0, len(texts), PREDICT_CHUNK):  # answers flow out chunk by chunk, not all at the end
         chunk = texts[start:start + PREDICT_CHUNK]
@@ -891,6 +879,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
                                                      "max_body_bytes", "max_body_seconds", "max_connections")}
     _warn_if_unfinished(args.run_dir)
     serve(args.run_dir, host=args.host, port=args.port, device=args.device, threads=args.threads, bf16=args.bf16,
+          backend=args.backend, int8=args.int8,
           limits=ServeLimits(**{k: v for k, v in limits.items() if v is not None}))
     return 0
 
@@ -993,6 +982,16 @@ INFERENCE_THREADS_HELP = (
     "PyTorch threads for the model (default: one per core; 1 is steadier on a machine busy with other jobs)")
 
 
+def _add_backend_args(p: argparse.ArgumentParser) -> None:
+    """--backend, --int8, --bf16 and --threads of the commands that run a model either way (predict, serve)."""
+    p.add_argument("--backend", choices=BACKENDS, default="torch",
+                   help="onnx: the export of `attnclf export RUN_DIR` (onnxruntime, no PyTorch)")
+    p.add_argument("--int8", action="store_true", help="with --backend onnx: the int8-quantised graph")
+    p.add_argument("--bf16", action="store_true", help=INFERENCE_BF16_HELP)
+    p.add_argument("--threads", type=int, help="threads for the model, PyTorch's or onnxruntime's (default: one per "
+                                               "core; 1 is steadier on a machine busy with other jobs)")
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse with one-line errors: the problem, a close match for a mistyped option, and where help is, in
     place of the whole usage text (subcommands' parsers are of this class too)."""
@@ -1080,12 +1079,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_text_column_arg(p, "with a data --file (default: the column the run trained from)")
     p.add_argument("--attention", action="store_true", help="include tokens and pooling attention")
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"])
-    p.add_argument("--backend", choices=["torch", "onnx"], default="torch",
-                   help="onnx: the export of `attnclf export RUN_DIR` (onnxruntime, no PyTorch)")
-    p.add_argument("--int8", action="store_true", help="with --backend onnx: the int8-quantised graph")
-    p.add_argument("--bf16", action="store_true", help=INFERENCE_BF16_HELP)
-    p.add_argument("--threads", type=int, help="threads for the model, PyTorch's or onnxruntime's (default: one per "
-                                               "core; 1 is steadier on a machine busy with other jobs)")
+    _add_backend_args(p)
 
     p = sub.add_parser("datasets", help="list datasets and whether they are available locally")
     p.add_argument("--data-dir")
@@ -1168,7 +1162,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("serve", help="serve a trained model over HTTP: /predict, /explain, /health, /model",
                        description="FastAPI + uvicorn; API docs at /docs. Binds 127.0.0.1 (this machine only) "
                                    "unless --host says otherwise. Requests over a limit get a 413 naming it; "
-                                   "one past --max-connections in flight, a 503 with Retry-After.")
+                                   "one past --max-connections in flight, a 503 with Retry-After. --backend onnx "
+                                   "serves the run's ONNX export (`attnclf export`) on onnxruntime, faster and "
+                                   "without PyTorch, and answers /explain with a 400: the graph gives no "
+                                   "explanations.")
     p.add_argument("run_dir")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
     p.add_argument("--port", type=int, default=8000, help="default: 8000")
@@ -1180,9 +1177,8 @@ def build_parser() -> argparse.ArgumentParser:
                                                          "is answered 408, freeing its place (default: 10)")
     p.add_argument("--max-connections", type=int, help="requests served at once (/health aside); more are answered "
                                                         "503 at once, with Retry-After (default: 64)")
-    p.add_argument("--threads", type=int, help=INFERENCE_THREADS_HELP)
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"])
-    p.add_argument("--bf16", action="store_true", help=INFERENCE_BF16_HELP)
+    _add_backend_args(p)
 
     p = sub.add_parser("vectors", help="word vectors from unlabelled text (PPMI + SVD), for `train --embeddings`",
                        description="Count which words occur near which in unlabelled text and factorise the "

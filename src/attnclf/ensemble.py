@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
 
-from .checks import by_field
+from .checks import by_field, check_backend
 from .errors import AttnclfError
 from .prediction import Prediction
 from .rundir import (ENSEMBLE_FILE, atomic_write_bytes, atomic_write_json, first_missing_folder, member_folders,
@@ -31,6 +31,7 @@ from .rundir import (ENSEMBLE_FILE, atomic_write_bytes, atomic_write_json, first
 
 if TYPE_CHECKING:  # loaded where used: `predict --backend onnx` asks is_ensemble_dir without PyTorch
     from .classifier import Classifier
+    from .export.runtime import OnnxClassifier
 
 NOT_EXPLAINED = ("an ensemble is not explained or exported as one model: its members tokenise and attend each "
                  "their own way; use one member (a seed-S run directory)")
@@ -108,6 +109,24 @@ def load_run(path: str | Path, device: str = "auto", bf16: bool = False) -> "Cla
     if is_ensemble_dir(path):
         return Ensemble.load([path], device=device, bf16=bf16)
     return Classifier.load(path, device=device, bf16=bf16)
+
+
+def load_backend(path: str | Path, backend: str = "torch", *, int8: bool = False, device: str = "auto",
+                 bf16: bool = False, threads: int | None = None) -> "Classifier | Ensemble | OnnxClassifier":
+    """What `attnclf predict` and `attnclf serve` run: ``load_run(path)`` on PyTorch, or with ``backend="onnx"`` the
+    run's ONNX export on onnxruntime (``OnnxClassifier``; ``path`` may be the export itself, ``int8`` picks its
+    quantised graph), after ``check_backend`` refused the options the backend has no use for.
+
+    ``threads`` caps onnxruntime's threads; PyTorch's are the process's, which the caller sets (``torch_threads``).
+
+    >>> # load_backend("runs/demo", "onnx", int8=True).predict_proba(["a fine film"])
+    """
+    check_backend(backend, int8=int8, device=device, bf16=bf16)
+    if backend == "torch":
+        return load_run(path, device=device, bf16=bf16)
+    from .export.runtime import OnnxClassifier
+
+    return OnnxClassifier.load(path, int8=int8, threads=threads)  # (it refuses an ensemble folder: no export)
 
 
 def is_ensemble_dir(path: str | Path) -> bool:

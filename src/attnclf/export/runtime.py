@@ -117,12 +117,13 @@ class OnnxClassifier:
     """
 
     def __init__(self, session, tokenizer: Tokenizer, label_names: list[str], config: dict | None = None,
-                 batch_size: int = 64):
+                 batch_size: int = 64, int8: bool = False):
         self.session = session
         self.tokenizer = tokenizer
         self.label_names = label_names
         self.config = config or {}
         self.batch_size = batch_size
+        self.int8 = int8  # which graph the session runs, the quantised one or float32
         self.has_pooling_weights = any(o.name == "pooling_weights" for o in session.get_outputs())
 
     @classmethod
@@ -164,7 +165,7 @@ class OnnxClassifier:
                 config["text_column"] = source["settings"]["data"]["text_column"]
             except (OSError, ValueError, KeyError, TypeError):
                 pass
-        return cls(session, tokenizer, labels, config)
+        return cls(session, tokenizer, labels, config, int8=int8)
 
     def _run(self, texts: Sequence[str], logits: bool = False
              ) -> tuple[np.ndarray, list[list[int]], list[np.ndarray | None]]:

@@ -5,8 +5,8 @@ POST /predict   {"texts": [...]} or {"text": "..."}   -> {"predictions": [{label
 POST /explain   {"texts"|"text", "method", "target"}   -> {"explanations": [{tokens, scores, method, ...}]}
                 (by default occlusion's scores, with the pooling attention beside them as "pooling_attention")
 GET  /health    liveness, plus requests served and batches run; answered however many requests are in flight
-GET  /model     labels, model and tokenizer summary, text columns, versions, explanation methods (and whether the
-                pooling attention comes beside their scores), limits
+GET  /model     the backend, labels, model and tokenizer summary, text columns, versions, explanation methods
+                (and whether the pooling attention comes beside their scores), limits
 GET  /docs      the endpoints, their request schemas and a curl line each (schema at /openapi.json)
 ```
 
@@ -20,6 +20,7 @@ batched together for the next one (``Batcher``).
 >>> # from attnclf import Classifier
 >>> # app = create_app(Classifier.load("runs/demo"), ServeLimits(max_batch=32))
 >>> # serve("runs/demo", port=8000)   # what `attnclf serve runs/demo` runs
+>>> # serve("runs/demo", backend="onnx", int8=True)   # its ONNX export's int8 graph (/explain refused)
 """
 
 from __future__ import annotations
@@ -49,11 +50,14 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from .. import __version__
 from ..checks import check_threads
 from ..errors import AttnclfError, shown
+from ..export.runtime import OnnxClassifier
 from ..prediction import check_texts, joined_text_columns
 from ..rundir import refuse_multi_label
 
 SERVER_BATCH_TEXTS = 256  # texts run together at most, across requests
 RETRY_AFTER_SECONDS = 1  # a 503 for too many requests in flight says this: /predict's batches take milliseconds
+NO_EXPLANATIONS = ("this service runs the exported ONNX graph, which gives no explanations: `attnclf serve RUN_DIR` "
+                   "(the PyTorch backend) explains")
 
 
 @dataclass(frozen=True)
@@ -389,13 +393,48 @@ def _message(error: dict) -> str:
     return str(error["ctx"]["error"]) if error["type"] == "value_error" else error["msg"]
 
 
+def backend_name(classifier) -> str:
+    """What runs ``classifier``, as GET /model names it: "torch", or "onnx" / "onnx-int8" for an ``OnnxClassifier``
+    (which of its graphs).
+
+    >>> backend_name(object())
+    'torch'
+    """
+    if isinstance(classifier, OnnxClassifier):
+        return "onnx-int8" if classifier.int8 else "onnx"
+    return "torch"
+
+
+def _export_summary(classifier: OnnxClassifier) -> dict:
+    """GET /model's account of an ONNX export: what its export.json records, under the keys the PyTorch backend's
+    answer uses (an export holds no model config, training versions or refit, and no explanation methods)."""
+    config, tokenizer = classifier.config, classifier.config["tokenizer"]
+    return {
+        "labels": classifier.label_names,
+        "model": {"name": config["model"]["name"], "parameters": config["model"]["parameters"]},
+        "ensemble_members": 1,
+        "tokenizer": {"kind": tokenizer["kind"], "max_len": tokenizer["max_len"],
+                      "vocab_size": classifier.tokenizer.vocab_size, "truncation": tokenizer.get("truncation")},
+        "windows": None,  # (runs that read windows are not exported)
+        "text_columns": joined_text_columns(config),
+        "version": __version__,
+        "exported_with": config.get("versions", {}),
+        "temperatures": [config.get("temperature", 1.0)],
+        "explain_methods": [],
+        "explain_default": None,
+        "explain_pooling_attention": False,
+    }
+
+
 def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
-    """The API around ``classifier`` (an ``attnclf.Classifier``, or an ``Ensemble``, which /explain refuses).
+    """The API around ``classifier``: an ``attnclf.Classifier``, an ``Ensemble`` or an ``OnnxClassifier`` (which two
+    /explain refuses).
 
     >>> # with TestClient(create_app(Classifier.load("runs/demo"))) as client:   # (starts the batcher)
     >>> #     client.post("/predict", json={"text": "great"}).json()
     """
     refuse_multi_label(classifier.config, "attnclf serve")
+    backend = backend_name(classifier)
     state: dict = {}
 
     @asynccontextmanager
@@ -464,6 +503,8 @@ def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
         400: f"{_BODY_ERRORS[400]}, or an unknown method or target, or one this model cannot give (see GET /model)"}))
     async def explain(request: ExplainRequest):
         """Per-token scores by ``method``, with what a score means; see GET /model for the methods available."""
+        if backend != "torch":
+            raise HTTPException(400, NO_EXPLANATIONS)
         texts = request.checked(limits.max_explain_batch, limits.max_text_chars)
         explanations = await asyncio.get_running_loop().run_in_executor(
             started("explainer"), lambda: classifier.explain(texts, method=request.method, target=request.target))
@@ -485,6 +526,8 @@ def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
     @app.get("/model", responses=_error_responses({503: _BUSY}))
     async def model():
         """What is being served."""
+        if backend != "torch":
+            return {"backend": backend, **_export_summary(classifier), "limits": asdict(limits)}
         from ..explain import available_methods
         from ..explain.methods import DEFAULT_METHOD
 
@@ -493,6 +536,7 @@ def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
         members = classifier.members if ensemble else [classifier]
         methods = [] if ensemble else available_methods(classifier.model)
         return {
+            "backend": backend,
             "labels": classifier.label_names,
             # An ensemble's members share a recipe; its parameters are all of theirs.
             "model": {"name": config["model"]["name"],
@@ -566,29 +610,36 @@ def docs_page(openapi: dict, base_url: str) -> str:
 
 
 def serve(run_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, limits: ServeLimits = ServeLimits(),
-          device: str = "auto", threads: int | None = None, bf16: bool = False) -> None:
+          device: str = "auto", threads: int | None = None, bf16: bool = False, backend: str = "torch",
+          int8: bool = False) -> None:
     """Load ``run_dir`` (or a ``train --seeds`` folder) and serve it until interrupted (``attnclf serve``).
 
-    ``threads`` sets PyTorch's intra-op threads (default: PyTorch's choice,
+    ``backend="onnx"`` serves the run's ONNX export (``attnclf export``; ``run_dir`` may be the export) on
+    onnxruntime, without PyTorch; ``int8`` its quantised graph. /explain is then refused: the graph gives none.
+    ``threads`` sets the backend's intra-op threads (default: its choice,
     one per core); BENCHMARKS.md has the load test at 1 and 2 threads.
     ``bf16``: /predict under bfloat16 autocast (see ``Classifier``).
+
+    >>> # serve("runs/demo", backend="onnx", int8=True, threads=1)
     """
     import uvicorn
 
-    from ..ensemble import load_run
+    from ..ensemble import load_backend
 
     if not 0 <= port <= 65535:
         raise AttnclfError(f"--port must be 0-65535, got {port}")
     threads = check_threads(threads)
-    if threads is not None:
+    classifier = load_backend(run_dir, backend, int8=int8, device=device, bf16=bf16, threads=threads)
+    if threads is not None and backend == "torch":  # (onnxruntime took them as it loaded)
         import torch
 
         torch.set_num_threads(threads)
-    app = create_app(load_run(run_dir, device=device, bf16=bf16), limits)
+    app = create_app(classifier, limits)
     port = _listenable_port(host, port)
     if not _loopback(host):
         print(f"warning: binding {host} makes the model reachable from other machines", flush=True)
-    print(f"serving {run_dir} on http://{host}:{port} (API docs at /docs); Ctrl-C stops", flush=True)
+    print(f"serving {run_dir} ({backend_name(classifier)}) on http://{host}:{port} (API docs at /docs); Ctrl-C stops",
+          flush=True)
     uvicorn.run(app, host=host, port=port, **_uvicorn_options(limits))
 
 
