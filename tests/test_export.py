@@ -333,6 +333,7 @@ def test_an_export_given_where_a_run_belongs_is_named_as_one(exported, command, 
     # (it lacks config.json and model.safetensors: "incomplete run directory" sent users to look for them)
     assert main([command[0], str(exported), *command[1:]]) == 2
     assert capsys.readouterr().err == (f"attnclf: error: {exported} is an ONNX export, not a run directory: predict "
-                                       f"from it with `attnclf predict {exported} --backend onnx` (or "
-                                       f"OnnxClassifier.load); give the other commands the run it came from\n")
+                                       f"from it or serve it with --backend onnx (`attnclf predict {exported} "
+                                       f"--backend onnx`, `attnclf serve {exported} --backend onnx`) or "
+                                       f"OnnxClassifier.load; give the other commands the run it came from\n")
 

@@ -282,8 +282,9 @@ def check_run_dir(path: str | Path) -> Path:
         raise RunDirError(f"{path} holds a reference baseline's scores (result.json) from `attnclf compare`, not a "
                           f"trained model")
     if missing and (path / "export.json").is_file() and not (path / "config.json").exists():
-        raise RunDirError(f"{path} is an ONNX export, not a run directory: predict from it with `attnclf predict {path} "
-                          f"--backend onnx` (or OnnxClassifier.load); give the other commands the run it came from")
+        raise RunDirError(f"{path} is an ONNX export, not a run directory: predict from it or serve it with --backend "
+                          f"onnx (`attnclf predict {path} --backend onnx`, `attnclf serve {path} --backend onnx`) or "
+                          f"OnnxClassifier.load; give the other commands the run it came from")
     if missing and not (path / "config.json").exists() and (held := _runs_inside(path)):  # (`predict runs`)
         # (no "or several": predict, explain, serve, export and report take one run; evaluate alone averages several)
         raise RunDirError(f"{path} is not a run directory but holds one ({held[0]!r}): give {path / held[0]} instead"
