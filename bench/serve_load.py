@@ -1,13 +1,15 @@
 """Load test of `attnclf serve` on loopback: concurrent clients, requests per second, p50/p99 latency, failures.
 
     python bench/serve_load.py RUN_DIR [--clients 16] [--requests 3000] [--texts-per-request 1] [--server-threads N]
+                               [--backend onnx [--int8]]
 
 Starts the server on a free 127.0.0.1 port, warms it up, then lets ``--clients``
 concurrent clients (asyncio + httpx, one connection each) send ``--requests``
 POST /predict requests in all, each with texts from the run's own test split.
 Bounded: it stops after ``--requests`` or ``--max-seconds``, whichever comes
 first, then stops the server. Client and server share the machine's cores, so
-the figures are for the pair. Writes bench/results/serve_load.json.
+the figures are for the pair. ``--backend onnx`` serves the run's ONNX export
+(``attnclf export RUN_DIR`` first; ``--int8`` its quantised graph). Writes bench/results/serve_load.json.
 """
 
 from __future__ import annotations
@@ -47,6 +49,16 @@ def _start_server(run_dir: str, port: int, extra: list[str]) -> subprocess.Popen
     sys.exit("server did not answer /health within 120 s")
 
 
+def _peak_rss_mib(pid: int) -> float | None:
+    """The server's peak resident memory so far (Linux's VmHWM), or None where /proc does not say."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            kib = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
+    except (OSError, StopIteration, ValueError):
+        return None
+    return round(kib / 1024, 1)
+
+
 async def _load(url: str, bodies: list[dict], clients: int, max_seconds: float) -> tuple[list[float], list[str], float]:
     latencies: list[float] = []
     failures: list[str] = []
@@ -82,7 +94,9 @@ def main() -> None:
     p.add_argument("--texts-per-request", type=int, default=1, help="texts per request (default: 1)")
     p.add_argument("--max-seconds", type=float, default=300, help="stop sending after this long (default: 300)")
     p.add_argument("--warmup", type=int, default=50, help="requests before measuring (default: 50)")
-    p.add_argument("--server-threads", type=int, help="the server's --threads (default: PyTorch's, one per core)")
+    p.add_argument("--server-threads", type=int, help="the server's --threads (default: its runtime's, one per core)")
+    p.add_argument("--backend", choices=["torch", "onnx"], default="torch", help="the server's --backend")
+    p.add_argument("--int8", action="store_true", help="the server's --int8 (with --backend onnx)")
     args = p.parse_args()
 
     texts = check_data(args.run_dir, limit=2000).texts
@@ -91,12 +105,14 @@ def main() -> None:
               for _ in range(args.requests + args.warmup)]
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
-    server = _start_server(args.run_dir, port, ["--threads", str(args.server_threads)] if args.server_threads else [])
+    server = _start_server(args.run_dir, port, (["--threads", str(args.server_threads)] if args.server_threads else [])
+                           + ["--backend", args.backend] + (["--int8"] if args.int8 else []))
     try:
         asyncio.run(_load(url, bodies[: args.warmup], min(args.clients, 4), args.max_seconds))
         before = httpx.get(f"{url}/health").json()
         latencies, failures, seconds = asyncio.run(_load(url, bodies[args.warmup:], args.clients, args.max_seconds))
         after = httpx.get(f"{url}/health").json()
+        peak_rss = _peak_rss_mib(server.pid)
     finally:
         server.terminate()
         server.wait(timeout=30)
@@ -108,6 +124,7 @@ def main() -> None:
         "run_dir": args.run_dir,
         "clients": args.clients,
         "server_threads": args.server_threads,
+        "backend": args.backend + ("-int8" if args.int8 else ""),
         "texts_per_request": args.texts_per_request,
         "requests_sent": len(latencies) + len(failures),
         "requests_ok": len(latencies),
@@ -120,6 +137,7 @@ def main() -> None:
                        "p99": round(float(np.percentile(ms, 99)), 2), "max": round(float(ms.max()), 2)},
         "server_batches": batches,
         "mean_requests_per_batch": round(served / batches, 2) if batches else None,
+        "server_peak_rss_mib": peak_rss,
     }, args.out)
 
 
