@@ -755,7 +755,9 @@ def test_serve_names_the_backends_it_knows(demo_run):
         serve(demo_run, backend="tensorrt")
 
 
-def test_the_onnx_backend_serves_without_torch(exported):
+def test_the_onnx_backend_serves_without_torch_or_scikit_learn(exported):
+    """Its point is a lighter process: /predict and /model load neither PyTorch nor scikit-learn (with scipy, 1.5 s
+    and tens of MB that /model's text columns once pulled in through the dataset registry)."""
     # torch set to None in sys.modules makes any `import torch` fail; uvicorn's start is replaced by two requests.
     code = ("import json, sys; sys.modules['torch'] = None\n"
             "import uvicorn\n"
@@ -763,12 +765,13 @@ def test_the_onnx_backend_serves_without_torch(exported):
             "def run(app, **options):\n"
             "    with TestClient(app) as client:\n"
             "        print(json.dumps([client.post('/predict', json={'text': 'not good'}).json(),\n"
-            "                          client.get('/model').json()['backend']]))\n"
+            "                          client.get('/model').json()['backend'],\n"
+            "                          sorted({'sklearn', 'scipy'} & set(sys.modules))]))\n"
             "uvicorn.run = run\n"
             "from attnclf.cli import main\n"
             f"sys.exit(main(['serve', {str(exported)!r}, '--backend', 'onnx', '--threads', '1', '--port', '0']))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    answer, backend = json.loads(done.stdout.splitlines()[-1])
+    answer, backend, heavy = json.loads(done.stdout.splitlines()[-1])
     assert answer["predictions"][0]["label"] in json.loads((exported / "labels.json").read_text())
-    assert backend == "onnx"
+    assert backend == "onnx" and heavy == []

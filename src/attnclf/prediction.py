@@ -77,12 +77,16 @@ def joined_text_columns(config: dict) -> dict | None:
     {'names': ['title', 'description'], 'joined_by': '. '}
     """
     from .data.files import TEXT_JOINER
-    from .data.registry import sources
 
     columns = trained_text_column(config)
     if isinstance(columns, list):
         return {"names": columns, "joined_by": TEXT_JOINER}
-    source = sources().get(config.get("settings", {}).get("data", {}).get("dataset"))
+    dataset = config.get("settings", {}).get("data", {}).get("dataset")
+    if dataset is None:  # (an ONNX export's: the registry imports scikit-learn, which its service otherwise never does)
+        return None
+    from .data.registry import sources
+
+    source = sources().get(dataset)
     if source is not None and source.text_fields:
         return {"names": list(source.text_fields), "joined_by": source.joined_by}
     return None
