@@ -288,6 +288,12 @@ def test_an_export_of_a_run_on_several_text_columns_records_and_reads_them(tmp_p
     to_score.write_text('{"title": "Review", "body": "a good film"}\n')
     assert main(["predict", str(run), "--file", str(to_score), "--backend", "onnx", "--threads", "1"]) == 0
     assert json.loads(capsys.readouterr().out)["text"] == "Review\na good film"
+    from fastapi.testclient import TestClient  # (the service says how to join them, as it does for the run)
+
+    from attnclf.serve import create_app
+
+    with TestClient(create_app(OnnxClassifier.load(run))) as client:
+        assert client.get("/model").json()["text_columns"] == {"names": ["title", "body"], "joined_by": "\n"}
 
 
 def test_a_corrupt_graph_is_reported_not_raised(exported, tmp_path):
