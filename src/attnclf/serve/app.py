@@ -617,7 +617,7 @@ def serve(run_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, limits
     ``backend="onnx"`` serves the run's ONNX export (``attnclf export``; ``run_dir`` may be the export) on
     onnxruntime, without PyTorch; ``int8`` its quantised graph. /explain is then refused: the graph gives none.
     ``threads`` sets the backend's intra-op threads (default: its choice,
-    one per core); BENCHMARKS.md has the load test at 1 and 2 threads.
+    one per core); BENCHMARKS.md has the load test at 1 and 2 threads, and with each backend.
     ``bf16``: /predict under bfloat16 autocast (see ``Classifier``).
 
     >>> # serve("runs/demo", backend="onnx", int8=True, threads=1)
