@@ -747,12 +747,16 @@ def test_serve_refuses_what_the_onnx_backend_cannot_do_as_predict_does(flags, me
     assert capsys.readouterr().err == f"attnclf: error: {message.format(run=demo_run)}\n"
 
 
-def test_serve_names_the_backends_it_knows(demo_run):
+def test_serve_names_the_backends_it_knows_and_its_arguments_as_python_knows_them(demo_run):
     from attnclf.errors import AttnclfError
     from attnclf.serve import serve
 
     with pytest.raises(AttnclfError, match=r"^backend must be one of torch, onnx, got 'tensorrt'$"):
         serve(demo_run, backend="tensorrt")
+    with pytest.raises(AttnclfError, match=r"^int8 needs backend onnx$"):  # (the command line's: --int8, --backend)
+        serve(demo_run, int8=True)
+    with pytest.raises(AttnclfError, match=r"^backend onnx runs on the CPU; drop device$"):
+        serve(demo_run, backend="onnx", device="cuda")
 
 
 def test_the_onnx_backend_serves_without_torch_or_scikit_learn(exported):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from typing import Callable
 
 from .errors import AttnclfError, shown
 
@@ -102,22 +103,25 @@ def check_threads(threads) -> int | None:
 BACKENDS = ("torch", "onnx")  # what runs a trained model: PyTorch, or its ONNX export on onnxruntime
 
 
-def check_backend(backend: str, *, int8: bool = False, device: str = "auto", bf16: bool = False) -> None:
-    """Refuse in one line the options ``backend`` has no use for (those of `attnclf predict` and `attnclf serve`).
+def check_backend(backend: str, *, int8: bool = False, device: str = "auto", bf16: bool = False,
+                  named: Callable[[str], str] = by_field) -> None:
+    """Refuse in one line the options ``backend`` has no use for (those of `attnclf predict` and `attnclf serve`),
+    naming them by ``named`` (the command line: by their flags).
 
     >>> check_backend("onnx", int8=True)
     >>> check_backend("torch", int8=True)
     Traceback (most recent call last):
-    attnclf.errors.AttnclfError: --int8 needs --backend onnx
+    attnclf.errors.AttnclfError: int8 needs backend onnx
     """
     if backend not in BACKENDS:
-        raise AttnclfError(f"backend must be one of {', '.join(BACKENDS)}, got {shown(backend)}")
+        raise AttnclfError(f"{named('backend')} must be one of {', '.join(BACKENDS)}, got {shown(backend)}")
     if backend == "torch" and int8:
-        raise AttnclfError("--int8 needs --backend onnx")
+        raise AttnclfError(f"{named('int8')} needs {named('backend')} onnx")
     if backend == "onnx" and device not in ("auto", "cpu"):
-        raise AttnclfError("--backend onnx runs on the CPU; drop --device")
+        raise AttnclfError(f"{named('backend')} onnx runs on the CPU; drop {named('device')}")
     if backend == "onnx" and bf16:
-        raise AttnclfError("--bf16 is for --backend torch; the ONNX graph runs in float32 (or --int8)")
+        raise AttnclfError(f"{named('bf16')} is for {named('backend')} torch; the ONNX graph runs in float32 (or "
+                           f"{named('int8')})")
 
 
 def check_seed(seed, name: str = "seed") -> int:

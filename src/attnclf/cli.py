@@ -549,7 +549,7 @@ def _predict(args: argparse.Namespace) -> int:
         raise AttnclfError(f"{args.run_dir} is an ensemble: its members attend each their own way; "
                            f"ask one member (--attention with {args.run_dir}/seed-S)")
     clf = load_backend(args.run_dir, args.backend, int8=args.int8, device=args.device, bf16=args.bf16,
-                       threads=args.threads)
+                       threads=args.threads, named=_flag)
     _warn_if_unfinished(args.run_dir)  # (an export of a run holds its best weights so far, as the run does)
     texts = _input_texts(args, clf.config)
     for start in range(0, len(texts), PREDICT_CHUNK):  # answers flow out chunk by chunk, not all at the end
@@ -879,7 +879,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
                                                      "max_body_bytes", "max_body_seconds", "max_connections")}
     _warn_if_unfinished(args.run_dir)
     serve(args.run_dir, host=args.host, port=args.port, device=args.device, threads=args.threads, bf16=args.bf16,
-          backend=args.backend, int8=args.int8,
+          backend=args.backend, int8=args.int8, named=_flag,
           limits=ServeLimits(**{k: v for k, v in limits.items() if v is not None}))
     return 0
 

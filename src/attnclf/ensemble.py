@@ -112,16 +112,17 @@ def load_run(path: str | Path, device: str = "auto", bf16: bool = False) -> "Cla
 
 
 def load_backend(path: str | Path, backend: str = "torch", *, int8: bool = False, device: str = "auto",
-                 bf16: bool = False, threads: int | None = None) -> "Classifier | Ensemble | OnnxClassifier":
+                 bf16: bool = False, threads: int | None = None,
+                 named: Callable[[str], str] = by_field) -> "Classifier | Ensemble | OnnxClassifier":
     """What `attnclf predict` and `attnclf serve` run: ``load_run(path)`` on PyTorch, or with ``backend="onnx"`` the
     run's ONNX export on onnxruntime (``OnnxClassifier``; ``path`` may be the export itself, ``int8`` picks its
-    quantised graph), after ``check_backend`` refused the options the backend has no use for.
+    quantised graph), after ``check_backend`` refused the options the backend has no use for (named by ``named``).
 
     ``threads`` caps onnxruntime's threads; PyTorch's are the process's, which the caller sets (``torch_threads``).
 
     >>> # load_backend("runs/demo", "onnx", int8=True).predict_proba(["a fine film"])
     """
-    check_backend(backend, int8=int8, device=device, bf16=bf16)
+    check_backend(backend, int8=int8, device=device, bf16=bf16, named=named)
     if backend == "torch":
         return load_run(path, device=device, bf16=bf16)
     from .export.runtime import OnnxClassifier

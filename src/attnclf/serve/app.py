@@ -48,7 +48,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, field_v
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .. import __version__
-from ..checks import check_threads
+from ..checks import by_field, check_threads
 from ..errors import AttnclfError, shown
 from ..export.runtime import OnnxClassifier
 from ..prediction import check_texts, joined_text_columns
@@ -611,14 +611,15 @@ def docs_page(openapi: dict, base_url: str) -> str:
 
 def serve(run_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, limits: ServeLimits = ServeLimits(),
           device: str = "auto", threads: int | None = None, bf16: bool = False, backend: str = "torch",
-          int8: bool = False) -> None:
+          int8: bool = False, named: Callable[[str], str] = by_field) -> None:
     """Load ``run_dir`` (or a ``train --seeds`` folder) and serve it until interrupted (``attnclf serve``).
 
     ``backend="onnx"`` serves the run's ONNX export (``attnclf export``; ``run_dir`` may be the export) on
     onnxruntime, without PyTorch; ``int8`` its quantised graph. /explain is then refused: the graph gives none.
     ``threads`` sets the backend's intra-op threads (default: its choice,
     one per core); BENCHMARKS.md has the load test at 1 and 2 threads, and with each backend.
-    ``bf16``: /predict under bfloat16 autocast (see ``Classifier``).
+    ``bf16``: /predict under bfloat16 autocast (see ``Classifier``). ``named`` names the arguments in errors (the
+    command line: by their flags).
 
     >>> # serve("runs/demo", backend="onnx", int8=True, threads=1)
     """
@@ -629,7 +630,7 @@ def serve(run_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, limits
     if not 0 <= port <= 65535:
         raise AttnclfError(f"--port must be 0-65535, got {port}")
     threads = check_threads(threads)
-    classifier = load_backend(run_dir, backend, int8=int8, device=device, bf16=bf16, threads=threads)
+    classifier = load_backend(run_dir, backend, int8=int8, device=device, bf16=bf16, threads=threads, named=named)
     if threads is not None and backend == "torch":  # (onnxruntime took them as it loaded)
         import torch
 
