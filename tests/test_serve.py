@@ -717,6 +717,7 @@ def test_the_onnx_backend_refuses_explanations_in_one_line_and_says_what_it_serv
     with TestClient(_app_served([str(exported), "--backend", "onnx", "--max-batch", "4"], monkeypatch)) as client:
         refused = client.post("/explain", json={"text": "not good", "method": "attention"})
         info = client.get("/model").json()
+        docs = client.get("/docs").text  # (its description spoke of /explain's methods)
     assert refused.status_code == 400
     assert refused.json() == {"detail": "this service runs the exported ONNX graph, which gives no explanations: "
                                         "`attnclf serve RUN_DIR` (the PyTorch backend) explains"}
@@ -730,6 +731,7 @@ def test_the_onnx_backend_refuses_explanations_in_one_line_and_says_what_it_serv
     assert info["explain_pooling_attention"] is False and info["text_columns"] is None  # (one column, read whole)
     assert info["limits"]["max_batch"] == 4 and info["version"]
     assert server.get("/model").json()["backend"] == "torch"
+    assert "classifier on onnxruntime (onnx): /predict answers as" in docs and "offers gradient attributions" not in docs
 
 
 @pytest.mark.parametrize("flags, message", [

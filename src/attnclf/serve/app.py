@@ -464,7 +464,9 @@ def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
                   description="Attention-based text classifier. Attention weights show where the pooling layer "
                               "looked, not why the model decided: /explain scores tokens by occlusion unless asked "
                               "otherwise, with those weights beside, and offers gradient attributions too, whose "
-                              "faithfulness `attnclf faithfulness` measures.")
+                              "faithfulness `attnclf faithfulness` measures." if backend == "torch" else
+                              f"Attention-based text classifier on onnxruntime ({backend}): /predict answers as the "
+                              f"PyTorch service does; {NO_EXPLANATIONS}.")
     app.add_middleware(JsonBodies, paths={"/predict", "/explain"})
     app.add_middleware(BodyLimit, max_bytes=limits.max_body_bytes, max_seconds=limits.max_body_seconds)
     # Outermost (added last): a request holds its slot while its body is still arriving, too.
