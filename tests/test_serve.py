@@ -731,7 +731,8 @@ def test_the_onnx_backend_refuses_explanations_in_one_line_and_says_what_it_serv
     assert info["explain_pooling_attention"] is False and info["text_columns"] is None  # (one column, read whole)
     assert info["limits"]["max_batch"] == 4 and info["version"]
     assert server.get("/model").json()["backend"] == "torch"
-    assert "classifier on onnxruntime (onnx): /predict answers as" in docs and "offers gradient attributions" not in docs
+    assert "classifier on onnxruntime (onnx): /predict answers as" in docs
+    assert "offers gradient attributions" not in docs
 
 
 @pytest.mark.parametrize("flags, message", [
@@ -763,7 +764,7 @@ def test_serve_names_the_backends_it_knows_and_its_arguments_as_python_knows_the
 
 def test_the_onnx_backend_serves_without_torch_or_scikit_learn(exported):
     """Its point is a lighter process: /predict and /model load neither PyTorch nor scikit-learn (with scipy, 1.5 s
-    and tens of MB that /model's text columns once pulled in through the dataset registry)."""
+    of imports, which /model's text columns once pulled in through the dataset registry)."""
     # torch set to None in sys.modules makes any `import torch` fail; uvicorn's start is replaced by two requests.
     code = ("import json, sys; sys.modules['torch'] = None\n"
             "import uvicorn\n"
