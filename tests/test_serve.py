@@ -411,6 +411,26 @@ def test_model_says_an_ag_news_run_reads_each_text_as_title_and_description_join
     assert info["text_columns"] == {"names": ["title", "description"], "joined_by": ". "}
 
 
+def test_an_ag_news_run_s_onnx_export_says_so_in_its_service_s_model_as_the_run_does(demo_run, tmp_path):
+    # The export holds no dataset name: unless it records the joined columns, its /model said None ("one column,
+    # read whole") for a model that read "title. description".
+    import shutil
+
+    from fastapi.testclient import TestClient
+
+    from attnclf.export import OnnxClassifier, check_data, export_onnx
+    from attnclf.serve.app import create_app
+
+    run = shutil.copytree(demo_run, tmp_path / "run", ignore=shutil.ignore_patterns("onnx"))
+    config = json.loads((run / "config.json").read_text())
+    config["settings"]["data"]["dataset"] = "ag_news"  # (as an ag_news run records it: training one needs the data)
+    (run / "config.json").write_text(json.dumps(config))
+    export_onnx(run, check=check_data(demo_run, limit=50))  # (the run's own test split would be AG News's)
+    with TestClient(create_app(OnnxClassifier.load(run))) as client:
+        info = client.get("/model").json()
+    assert info["text_columns"] == {"names": ["title", "description"], "joined_by": ". "}
+
+
 def test_one_app_serves_each_time_it_starts_and_says_when_it_has_not(local):
     from fastapi.testclient import TestClient
 

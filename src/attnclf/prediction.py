@@ -78,11 +78,13 @@ def joined_text_columns(config: dict) -> dict | None:
     """
     from .data.files import TEXT_JOINER
 
+    if "text_columns" in config:  # an ONNX export's, recorded as it was made: it names no dataset to look up
+        return config["text_columns"]
     columns = trained_text_column(config)
     if isinstance(columns, list):
         return {"names": columns, "joined_by": TEXT_JOINER}
     dataset = config.get("settings", {}).get("data", {}).get("dataset")
-    if dataset is None:  # (an ONNX export's: the registry imports scikit-learn, which its service otherwise never does)
+    if dataset is None:  # (the registry imports scikit-learn, which the ONNX service otherwise never does)
         return None
     from .data.registry import sources
 

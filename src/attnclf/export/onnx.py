@@ -40,7 +40,7 @@ from ..data.base import TextDataset
 from ..errors import AttnclfError, shown
 from ..models.attention import MultiHeadSelfAttention
 from ..models.windows import window_config
-from ..prediction import trained_text_column
+from ..prediction import joined_text_columns, trained_text_column
 from ..rundir import (ENSEMBLE_FILE, atomic_write_bytes, atomic_write_json, first_missing_folder, prepare_output_dir,
                       publish, refuse_multi_label, remove_empty_folders, temporary_beside)
 from ..text.tokenizer import PAD_ID, UNK_ID
@@ -218,6 +218,9 @@ def export_onnx(run_dir: str | Path, output: str | Path | None = None, *, check:
             "model": {"name": clf.config["model"]["name"], "parameters": clf.config["model"]["parameters"]},
             "tokenizer": clf.config["settings"]["tokenizer"],
             "text_column": trained_text_column(clf.config),  # what `predict --file data.csv` reads by default
+            # How a client must join them into a text, its dataset's way too (AG News: "title. description"), for
+            # the ONNX service's /model: looking the dataset up there would import scikit-learn.
+            "text_columns": joined_text_columns(clf.config),
             "outputs": ["logits"] + (["pooling_weights"] if fp32.has_pooling_weights else []),
             "temperature": clf.temperature,  # (attnclf calibrate's; probabilities are softmax(logits / temperature))
             "parity": parity,
