@@ -716,6 +716,39 @@ def test_the_onnx_backend_answers_what_its_export_and_the_torch_service_answer(e
     assert [a["label"] for a in answers] == [a["label"] for a in torch_answers]
 
 
+def test_a_calibrated_run_s_two_services_answer_the_same_probabilities_and_limits(demo_run, tmp_path):
+    # The temperature is applied once either way (the graph gives logits; OnnxClassifier divides them), and the
+    # request limits bound the ONNX service as they bound PyTorch's.
+    import shutil
+
+    from fastapi.testclient import TestClient
+
+    from attnclf.export import OnnxClassifier, check_data, export_onnx
+    from attnclf.export.onnx import PARITY_TOLERANCE
+    from attnclf.serve.app import ServeLimits, create_app
+
+    run = shutil.copytree(demo_run, tmp_path / "run", ignore=shutil.ignore_patterns("onnx"))
+    (run / "temperature.json").write_text(json.dumps({"temperature": 3.0}))
+    export_onnx(run, check=check_data(run, limit=50))
+    texts = ["the plot was not good", "great acting", "dull but the ending was wonderful", ""]
+    limits = ServeLimits(max_batch=4, max_text_chars=300, max_body_bytes=4000)
+    answers = {}
+    for name, classifier in [("torch", Classifier.load(run, device="cpu")), ("onnx", OnnxClassifier.load(run))]:
+        with TestClient(create_app(classifier, limits)) as client:
+            answers[name] = client.post("/predict", json={"texts": texts}).json()["predictions"]
+            assert client.get("/model").json()["temperatures"] == [3.0]
+            too_many = client.post("/predict", json={"texts": texts + ["one more"]})
+            assert (too_many.status_code, too_many.json()["detail"]) == (413, "5 texts in one request; the limit is 4")
+            too_long = client.post("/predict", json={"text": "x" * 301})
+            assert (too_long.status_code, too_long.json()["detail"]) == (413, "text 0 has 301 characters; the limit "
+                                                                              "is 300")
+            assert client.post("/predict", content=b"x" * 4001).status_code == 413
+    names = Classifier.load(run, device="cpu").label_names
+    np.testing.assert_allclose(_probabilities(answers["onnx"], names), _probabilities(answers["torch"], names),
+                               atol=PARITY_TOLERANCE, rtol=0)
+    assert [a["label"] for a in answers["onnx"]] == [a["label"] for a in answers["torch"]]
+
+
 def test_int8_serves_the_int8_graph(exported, monkeypatch):
     from fastapi.testclient import TestClient
 
