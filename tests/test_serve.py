@@ -813,6 +813,8 @@ def test_serve_names_the_backends_it_knows_and_its_arguments_as_python_knows_the
         serve(demo_run, int8=True)
     with pytest.raises(AttnclfError, match=r"^backend onnx runs on the CPU; drop device$"):
         serve(demo_run, backend="onnx", device="cuda")
+    with pytest.raises(AttnclfError, match=r"^port must be 0-65535, got 70000$"):  # (the command line: --port)
+        serve(demo_run, port=70000)
 
 
 def test_the_onnx_backend_serves_without_torch_or_scikit_learn(exported):

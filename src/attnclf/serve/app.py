@@ -630,7 +630,7 @@ def serve(run_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, limits
     from ..ensemble import load_backend
 
     if not 0 <= port <= 65535:
-        raise AttnclfError(f"--port must be 0-65535, got {port}")
+        raise AttnclfError(f"{named('port')} must be 0-65535, got {port}")
     threads = check_threads(threads)
     classifier = load_backend(run_dir, backend, int8=int8, device=device, bf16=bf16, threads=threads, named=named)
     if threads is not None and backend == "torch":  # (onnxruntime took them as it loaded)
