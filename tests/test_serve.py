@@ -764,6 +764,19 @@ def test_int8_serves_the_int8_graph(exported, monkeypatch):
     assert not np.array_equal(got, OnnxClassifier.load(exported).predict_proba(texts))  # (not the float32 graph)
 
 
+def test_threads_go_to_onnxruntime_not_pytorch(exported, monkeypatch):
+    import onnxruntime
+    import torch
+
+    sessions = []
+    real = onnxruntime.InferenceSession
+    monkeypatch.setattr(onnxruntime, "InferenceSession", lambda graph, options, **kw: sessions.append(
+        options.intra_op_num_threads) or real(graph, options, **kw))
+    monkeypatch.setattr(torch, "set_num_threads", lambda count: pytest.fail("PyTorch's threads set"))
+    _app_served([str(exported), "--backend", "onnx", "--threads", "1"], monkeypatch)
+    assert sessions == [1]
+
+
 def test_the_onnx_backend_refuses_explanations_in_one_line_and_says_what_it_serves(exported, server, monkeypatch):
     from fastapi.testclient import TestClient
 
