@@ -905,20 +905,18 @@ def cmd_vectors(args: argparse.Namespace) -> int:
 
 @command("pretrain", threads=True)
 def cmd_pretrain(args: argparse.Namespace) -> int:
-    from .recipes import RECIPES, model_defaults, recipe_for
+    from .recipes import RECIPES, recipe_for
     from .training.device import fix_mmap_threshold
     from .training.pretrain import PretrainSettings, pretrain_encoder
 
     if args.recipe is not None and not recipe_for(args.recipe):
         raise AttnclfError(f"--recipe {args.recipe!r}: no dataset has a recipe by that name; choose one of "
                            f"{', '.join(sorted(RECIPES))}")
-    # (no dataset: texts from files, for a model trained on a file, whose self-attn defaults are a file's)
-    recipe_name = args.recipe or (args.dataset[0] if args.dataset else None)
-    recipe = recipe_for(recipe_name)
+    recipe = recipe_for(args.recipe or (args.dataset[0] if args.dataset else None))
     if args.embeddings_std is not None and not args.embeddings:
         raise AttnclfError("--embeddings-std needs --embeddings FILE")
     settings = PretrainSettings(
-        model_config=model_defaults(recipe_name) | _parse_overrides(args.set),
+        model_config=recipe.get("model_config", {}) | _parse_overrides(args.set),
         max_len=args.max_len if args.max_len is not None else recipe.get("tokenizer", {}).get("max_len",
                                                                                             PretrainSettings.max_len),
         embeddings=args.embeddings, **{name: getattr(args, name) for name in (
