@@ -85,7 +85,7 @@ RECIPES: dict[str, dict] = {
 # A self-attn model for a user's small file, not yet the default: on 3,000-6,920-text files of AG News, IMDB and
 # SST-2 (2 and 4 classes), each validated on 872-3,000 texts held apart, it led the general defaults by 2.5-5.8 points
 # of validation accuracy (3 seeds each, all 9 seed pairs), in about half the training time on AG News and IMDB
-# (BENCHMARKS.md, Small data). Its n-gram branch costs about 8.5 MB of model per class (150 classes: 1.3 GB), so as
+# (BENCHMARKS.md, Small data). Its n-gram branch costs about 8.2 MiB of model per class (150 classes: 1.2 GiB), so as
 # a default for files it waits on a rule for many classes; train suggests it on small files of few classes.
 SMALL_FILE_MAX_CLASSES = 4  # the most classes it was measured on
 SMALL_FILE_SELF_ATTN = {"nb_ngram_buckets": 1048576, "d_model": 64, "ff_dim": 256, "dropout": 0.3,

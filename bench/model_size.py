@@ -1,0 +1,34 @@
+"""How large `self-attn` is with the small-file settings (recipes.SMALL_FILE_SELF_ATTN) against the general defaults,
+by number of classes: the n-gram branch holds a weight per feature and class. Models are built as outlines (no
+memory), so the sizes are exact and the script takes seconds.
+
+    python bench/model_size.py [--vocab-size 20000] [--classes 2 4 20 150]
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from attnclf.models import build_model
+from attnclf.models.memory import outlining
+from attnclf.recipes import SMALL_FILE_SELF_ATTN
+
+
+def mib(config: dict, vocab_size: int, classes: int) -> float:
+    with outlining():
+        model = build_model("self-attn", vocab_size=vocab_size, num_classes=classes, max_len=256, **config)
+    return sum(t.numel() * t.element_size() for t in [*model.parameters(), *model.buffers()]) / 2**20
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--vocab-size", type=int, default=20000)
+    parser.add_argument("--classes", type=int, nargs="+", default=[2, 4, 20, 150])
+    args = parser.parse_args()
+    for classes in args.classes:
+        print(f"{classes} classes: small-file settings {mib(SMALL_FILE_SELF_ATTN, args.vocab_size, classes):,.1f} MiB, "
+              f"general defaults {mib({}, args.vocab_size, classes):,.1f} MiB")
+
+
+if __name__ == "__main__":
+    main()
