@@ -208,6 +208,16 @@ def test_evaluate_and_predict_run_under_their_threads(csv_run, csv_files, capsys
     assert "got 0" in run_error(["predict", str(csv_run), "a fine film", "--threads", "0"], capsys)
 
 
+@pytest.mark.parametrize("argv", [["serve", "RUN"], ["predict", "RUN", "a text"], ["evaluate", "RUN"],
+                                  ["train", "--dataset", "sst2", "--output", "OUT"], ["vectors", "--output", "OUT"],
+                                  ["compare", "--output", "OUT"]])
+def test_threads_out_of_range_names_the_flag(argv, tmp_path, capsys):
+    # Checked as the command starts, before any run or data is read: the flag as typed, not the library's field.
+    argv = [str(tmp_path / arg) if arg in ("RUN", "OUT") else arg for arg in argv]
+    assert run_error([*argv, "--threads", "0"], capsys) == "attnclf: error: --threads must be at least 1, got 0"
+    assert not any(tmp_path.iterdir())
+
+
 def test_predict_attention_is_per_token(demo_run, capsys):
     assert main(["predict", str(demo_run), "the plot was not good", "--attention"]) == 0
     record = json.loads(capsys.readouterr().out)

@@ -508,8 +508,9 @@ def test_a_text_the_model_cannot_read_is_refused_alone(server):
 @pytest.mark.parametrize("flags, message", [
     ([], "run directory {run} does not exist"),
     (["--port", "99999"], "--port must be 0-65535, got 99999"),
-    (["--max-batch", "0"], "max_batch must be a positive integer, got 0"),
-    (["--threads", "0"], "threads must be at least 1, got 0"),
+    (["--max-batch", "0"], "--max-batch must be a positive integer, got 0"),
+    (["--max-body-seconds", "-1"], "--max-body-seconds must be a positive integer, got -1"),
+    (["--threads", "0"], "--threads must be at least 1, got 0"),
 ])
 def test_serve_refuses_bad_arguments_in_one_line(flags, message, tmp_path, capsys):
     assert main(["serve", str(tmp_path / "nope"), *flags]) == 2
@@ -806,7 +807,7 @@ def test_the_onnx_backend_refuses_explanations_in_one_line_and_says_what_it_serv
     (["--backend", "onnx", "--bf16"], "--bf16 is for --backend torch; the ONNX graph runs in float32 (or --int8)"),
     (["--int8"], "--int8 needs --backend onnx"),
     (["--backend", "onnx"], "no ONNX export in {run}: run `attnclf export {run} --format onnx` first"),
-    (["--backend", "onnx", "--threads", "0"], "threads must be at least 1, got 0"),
+    (["--backend", "onnx", "--threads", "0"], "--threads must be at least 1, got 0"),
 ])
 def test_serve_refuses_what_the_onnx_backend_cannot_do_as_predict_does(flags, message, demo_run, capsys, monkeypatch):
     import uvicorn

@@ -793,7 +793,6 @@ def _experiment_setup(args: argparse.Namespace):
 
     if args.seeds < 1:
         raise AttnclfError(f"--seeds must be at least 1, got {args.seeds}")
-    check_threads(args.threads)
     return Setup(**_budget(args), model_config=_parse_overrides(args.set), seeds=tuple(range(args.seeds)),
                  threads=args.threads)
 
@@ -877,6 +876,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     limits = {name: getattr(args, name) for name in ("max_batch", "max_explain_batch", "max_text_chars",
                                                      "max_body_bytes", "max_body_seconds", "max_connections")}
+    for name, value in limits.items():  # (ServeLimits checks them too, but names its fields, not the flags typed)
+        if value is not None and value < 1:
+            raise AttnclfError(f"{_flag(name)} must be a positive integer, got {value}")
     _warn_if_unfinished(args.run_dir)
     serve(args.run_dir, host=args.host, port=args.port, device=args.device, threads=args.threads, bf16=args.bf16,
           backend=args.backend, int8=args.int8, named=_flag,
@@ -1325,6 +1327,8 @@ def _main(argv: list[str] | None) -> int:
     args = None  # (until parsed: a Ctrl-C while the parser is built stops a command that has not started)
     try:
         args = _parse(argv)
+        # Every command's --threads, by its flag, before anything loads (the library's checks name its field)
+        check_threads(getattr(args, "threads", None), "--threads")
         data_dir = getattr(args, "data_dir", None)
         if data_dir and not Path(data_dir).expanduser().is_dir():  # else the default places would be searched
             raise AttnclfError(f"--data-dir {data_dir}: no such folder")
