@@ -802,6 +802,19 @@ def test_the_onnx_backend_refuses_explanations_in_one_line_and_says_what_it_serv
     assert "offers gradient attributions" not in docs
 
 
+def test_the_onnx_backend_schema_lists_no_explain_route(exported, monkeypatch):
+    # /explain answers 400 there: its request fields in /docs and /openapi.json would promise what it refuses.
+    from fastapi.testclient import TestClient
+
+    with TestClient(_app_served([str(exported), "--backend", "onnx"], monkeypatch)) as client:
+        schema = client.get("/openapi.json").json()
+        docs = client.get("/docs").text
+        refused = client.post("/explain", json={"text": "not good"})
+    assert "/explain" not in schema["paths"] and "ExplainRequest" not in schema["components"]["schemas"]
+    assert "/predict" in schema["paths"] and "/explain" not in docs and "gives no explanations" in docs
+    assert refused.status_code == 400 and "gives no explanations" in refused.json()["detail"]
+
+
 @pytest.mark.parametrize("flags, message", [
     (["--backend", "onnx", "--device", "cuda"], "--backend onnx runs on the CPU; drop --device"),
     (["--backend", "onnx", "--bf16"], "--bf16 is for --backend torch; the ONNX graph runs in float32 (or --int8)"),

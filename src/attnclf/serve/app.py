@@ -20,7 +20,7 @@ batched together for the next one (``Batcher``).
 >>> # from attnclf import Classifier
 >>> # app = create_app(Classifier.load("runs/demo"), ServeLimits(max_batch=32))
 >>> # serve("runs/demo", port=8000)   # what `attnclf serve runs/demo` runs
->>> # serve("runs/demo", backend="onnx", int8=True)   # its ONNX export's int8 graph (/explain refused)
+>>> # serve("runs/demo", backend="onnx", int8=True)   # its ONNX export's int8 graph (/explain refused, unlisted)
 """
 
 from __future__ import annotations
@@ -501,7 +501,8 @@ def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
             for row in probabilities
         ]}
 
-    @app.post("/explain", responses=_error_responses(_BODY_ERRORS | {
+    # Out of the schema (and /docs) where it can only refuse: its request fields would promise what it refuses.
+    @app.post("/explain", include_in_schema=backend == "torch", responses=_error_responses(_BODY_ERRORS | {
         400: f"{_BODY_ERRORS[400]}, or an unknown method or target, or one this model cannot give (see GET /model)"}))
     async def explain(request: ExplainRequest):
         """Per-token scores by ``method``, with what a score means; see GET /model for the methods available."""
@@ -617,9 +618,9 @@ def serve(run_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, limits
     """Load ``run_dir`` (or a ``train --seeds`` folder) and serve it until interrupted (``attnclf serve``).
 
     ``backend="onnx"`` serves the run's ONNX export (``attnclf export``; ``run_dir`` may be the export) on
-    onnxruntime, without PyTorch; ``int8`` its quantised graph. /explain is then refused: the graph gives none.
-    ``threads`` sets the backend's intra-op threads (default: its choice,
-    one per core); BENCHMARKS.md has the load test at 1 and 2 threads, and with each backend.
+    onnxruntime, without PyTorch; ``int8`` its quantised graph. /explain is then refused (and left out of /docs):
+    the graph gives none. ``threads`` sets the backend's intra-op threads (default: its choice, one per core);
+    BENCHMARKS.md has the load test at 1 and 2 threads, and with each backend.
     ``bf16``: /predict under bfloat16 autocast (see ``Classifier``). ``named`` names the arguments in errors (the
     command line: by their flags).
 
