@@ -2,6 +2,7 @@
 
 import asyncio
 import json
+import shutil
 import socket
 import subprocess
 import sys
@@ -813,6 +814,22 @@ def test_the_onnx_backend_schema_lists_no_explain_route(exported, monkeypatch):
     assert "/explain" not in schema["paths"] and "ExplainRequest" not in schema["components"]["schemas"]
     assert "/predict" in schema["paths"] and "/explain" not in docs and "gives no explanations" in docs
     assert refused.status_code == 400 and "gives no explanations" in refused.json()["detail"]
+
+
+def test_an_export_made_before_text_columns_were_recorded_serves_and_says_texts_are_read_whole(
+        exported, tmp_path, monkeypatch):
+    from fastapi.testclient import TestClient
+
+    older = tmp_path / "older"
+    shutil.copytree(exported, older)
+    manifest = json.loads((older / "export.json").read_text())
+    del manifest["text_columns"]
+    (older / "export.json").write_text(json.dumps(manifest))
+    with TestClient(_app_served([str(older), "--backend", "onnx"], monkeypatch)) as client:
+        info = client.get("/model").json()
+        answer = client.post("/predict", json={"text": "a fine film"})
+    assert info["text_columns"] is None and info["backend"] == "onnx"
+    assert answer.status_code == 200 and len(answer.json()["predictions"]) == 1
 
 
 @pytest.mark.parametrize("flags, message", [
