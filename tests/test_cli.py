@@ -218,6 +218,18 @@ def test_threads_out_of_range_names_the_flag(argv, tmp_path, capsys):
     assert not any(tmp_path.iterdir())
 
 
+@pytest.mark.parametrize("argv", [["train", "--dataset", "demo"], ["compare", "--dataset", "demo"], ["export", "RUN"],
+                                  ["refit", "RUN"], ["demo"], ["vectors", "--dataset", "demo"],
+                                  ["pretrain", "--dataset", "demo"], ["ablate", "--dataset", "demo"]])
+def test_an_empty_output_is_refused_naming_the_flag(argv, demo_run, tmp_path, monkeypatch, capsys):
+    # "" is no folder: it was read as unset (the default folder) or as the working directory (an export into it).
+    monkeypatch.chdir(tmp_path)
+    argv = [str(demo_run) if arg == "RUN" else arg for arg in argv]
+    assert run_error([*argv, "--output", "", "--threads", "1"], capsys) == (
+        "attnclf: error: --output is empty: name the folder (or file) to write to")
+    assert not any(tmp_path.iterdir())
+
+
 def test_predict_attention_is_per_token(demo_run, capsys):
     assert main(["predict", str(demo_run), "the plot was not good", "--attention"]) == 0
     record = json.loads(capsys.readouterr().out)

@@ -213,6 +213,13 @@ def test_an_export_into_a_run_folder_is_refused_and_leaves_the_run_whole(demo_ru
         assert (into / "tokenizer.json").read_bytes() == before and not (into / "export.json").exists()
 
 
+def test_an_empty_output_is_refused_not_read_as_the_working_folder(demo_run, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(AttnclfError, match=r"^output is empty: name the folder to export into, or leave it out"):
+        onnx_export.export_onnx(demo_run, "", check=onnx_export.check_data(demo_run, limit=20))
+    assert not any(tmp_path.iterdir())
+
+
 def test_a_refused_model_leaves_no_export_folder_and_predict_says_why(tmp_path, capsys):
     run = tmp_path / "run"
     assert main(["train", "--dataset", "demo", "--model", "lstm-mean", "--epochs", "1", "--max-train-examples",

@@ -1329,6 +1329,8 @@ def _main(argv: list[str] | None) -> int:
         args = _parse(argv)
         # Every command's --threads, by its flag, before anything loads (the library's checks name its field)
         check_threads(getattr(args, "threads", None), "--threads")
+        if getattr(args, "output", None) == "":  # (an unset $VAR): read as unset, the default, or as the working folder
+            raise AttnclfError("--output is empty: name the folder (or file) to write to")
         data_dir = getattr(args, "data_dir", None)
         if data_dir and not Path(data_dir).expanduser().is_dir():  # else the default places would be searched
             raise AttnclfError(f"--data-dir {data_dir}: no such folder")

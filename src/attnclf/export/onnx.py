@@ -180,6 +180,8 @@ def export_onnx(run_dir: str | Path, output: str | Path | None = None, *, check:
     """
     import onnxruntime
 
+    if isinstance(output, str) and not output:  # (Path("") is the working folder: the export would land there)
+        raise AttnclfError("output is empty: name the folder to export into, or leave it out for run_dir/onnx")
     clf = Classifier.load(run_dir, device="cpu")
     refuse_unexportable(clf, run_dir)  # (before any folder exists)
     graph = onnx_graph(clf.model)
