@@ -220,6 +220,16 @@ def test_an_empty_output_is_refused_not_read_as_the_working_folder(demo_run, tmp
     assert not any(tmp_path.iterdir())
 
 
+def test_the_precision_switches_take_true_or_false_only(demo_run, exported):
+    # int8="no" is truthy: it loaded the quantised graph; bf16 wrote a value of any length back whole.
+    with pytest.raises(AttnclfError, match=r"^int8 must be True or False, got 'no'$"):
+        OnnxClassifier.load(exported, int8="no")
+    assert OnnxClassifier.load(exported, int8=np.bool_(True)).int8 is True
+    with pytest.raises(AttnclfError, match=rf"^bf16 must be True or False, got 'x{{39}}\.\.\.$"):
+        Classifier.load(demo_run, device="cpu", bf16="x" * 10_000)
+    assert Classifier.load(demo_run, device="cpu", bf16=np.bool_(False)).bf16 is False
+
+
 def test_a_refused_model_leaves_no_export_folder_and_predict_says_why(tmp_path, capsys):
     run = tmp_path / "run"
     assert main(["train", "--dataset", "demo", "--model", "lstm-mean", "--epochs", "1", "--max-train-examples",

@@ -14,6 +14,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from .checks import true_or_false
 from .errors import AttnclfError, RunDirError
 from .evaluation.predict import DEFAULT_THRESHOLD, output_probabilities
 from .models import model_from_config
@@ -64,8 +65,7 @@ class Classifier:
 
         >>> # Classifier.load("runs/demo", device="cpu")
         """
-        if not isinstance(bf16, bool):  # (torch would refuse it only at the first prediction)
-            raise AttnclfError(f"bf16 must be True or False, got {bf16!r}")
+        bf16 = true_or_false(bf16, "bf16")  # (torch would refuse it only at the first prediction)
         if (Path(run_dir) / ENSEMBLE_FILE).is_file():
             raise AttnclfError(f"{run_dir} holds a `train --seeds` ensemble: load it with attnclf.Ensemble.load, or "
                                f"one member, {Path(run_dir) / 'seed-S'}, with Classifier.load")

@@ -28,7 +28,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..checks import check_threads
+from ..checks import check_threads, true_or_false
 from ..ensemble import NOT_EXPLAINED, is_ensemble_dir
 from ..errors import AttnclfError, RunDirError
 from ..prediction import Prediction, check_texts
@@ -136,6 +136,7 @@ class OnnxClassifier:
         import onnxruntime
 
         threads = check_threads(threads)
+        int8 = true_or_false(int8, "int8")  # ("no" is truthy: it would load the quantised graph)
         named = Path(path).name if Path(path).is_file() else None
         if named == "model.onnx" and int8:
             raise AttnclfError(f"{path} is the float32 graph; give model.int8.onnx, or the folder, with int8")
