@@ -15,7 +15,7 @@ from attnclf.errors import AttnclfError, DataError, RunDirError
 from attnclf.text.tokenizer import TokenizerConfig
 from attnclf.training.run import train_run
 from attnclf.training.settings import DataSettings, RunSettings
-from attnclf.training.trainer import TrainConfig, checkpoint_tensors
+from attnclf.training.trainer import TrainConfig, checkpoint_tensors, describe_kept
 
 
 def tiny_settings(output, epochs=2, **train) -> RunSettings:
@@ -276,6 +276,24 @@ def test_early_stopping_keeps_the_best_epoch(tmp_path):
     settings.train = TrainConfig(epochs=6, lr=0.0, patience=1, monitor="loss")
     result = train_run(settings, progress=False)
     assert len(result.history) == 2
+
+
+def test_a_tie_on_the_monitored_metric_keeps_the_earlier_epoch(tmp_path, monkeypatch):
+    # Every epoch scores the same on validation while its weights move on: the first of them is kept and tested.
+    from attnclf.training.trainer import Trainer
+
+    validate, at_epoch = Trainer._validate, {}
+
+    def tied(self, validation, epoch):
+        at_epoch[epoch] = {k: v.detach().clone() for k, v in self._evaluated().state_dict().items()}
+        return validate(self, validation, epoch) | {"val_macro_f1": 0.5}
+
+    monkeypatch.setattr(Trainer, "_validate", tied)
+    result = train_run(tiny_settings(tmp_path / "run", epochs=3), progress=False)
+    kept = weights(result.run_dir)
+    assert not all(torch.equal(at_epoch[1][k], at_epoch[3][k]) for k in kept)  # (the weights did move)
+    assert all(torch.equal(kept[k], at_epoch[1][k]) for k in kept)
+    assert "which 2 later epochs tied (the first is kept)" in describe_kept(result.history, "macro_f1")
 
 
 def test_a_run_stopped_early_then_interrupted_while_testing_resumes_to_its_test_not_to_more_epochs(tmp_path,

@@ -79,6 +79,8 @@ class TrainConfig:
     # The learning-rate schedule's length in epochs, if not `epochs`: a refit stops after the epoch its validated
     # run kept, on the schedule that run followed (stopping early there had cut it short too).
     schedule_epochs: int | None = None
+    # What picks the epoch kept: the first with the best validation value (a later epoch that only ties it does not
+    # replace it), and what patience waits on.
     monitor: str = "macro_f1"  # validation accuracy | macro_f1 | loss (multi-label runs' default) | micro_f1
     bf16: bool = False  # bfloat16 autocast (CPU with AVX-512 bf16, or CUDA)
     checkpoint_seconds: float = 60.0  # at most one checkpoint per this many seconds, and one at the end
