@@ -133,6 +133,10 @@ def test_same_seed_gives_the_same_model(data):
     (["w1", "w2"], np.array(["neg", 0.5], dtype=object), r"y mixes strings and numbers \('neg' and 0.5\)"),
     (["w1", "w2"], [True, "neg"], r"y mixes strings and booleans \('neg' and True\)"),
     (["w1", "w2"], [["a", "b"], ["a"]], r"y holds a set of labels per text \(\['a', 'b'\]\); this estimator is single"),
+    # As a training file's empty text is refused (predicting on one still answers, as predict --file does)
+    (["w1", " ", "w3"], ["a", "b", "a"], r"^X\[1\] is an empty text, nothing to learn from \(a training file's is "
+                                         r"refused too\); drop it$"),
+    (np.array([["w1", "x"], [None, np.nan]], dtype=object), ["a", "b"], r"^X\[1\] is an empty text"),
     (None, ["a"], "pass a list of texts as X, not NoneType"),
     ({"w1": "a"}, ["a"], "pass a list of texts as X, not dict"),
 ])

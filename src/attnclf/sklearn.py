@@ -133,8 +133,13 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
         >>> # AttentionTextClassifier(epochs=3).fit(texts, labels, sample_weight=[1.0, 0.5, 2.0, ...])
         """
         columns = _columns(X)  # (first: a sparse X is refused before anything reads it)
+        texts = _texts(X)
+        # (as `attnclf train` refuses a file's: a text it learns nothing from only biases the model to its label)
+        if (blank := next((i for i, text in enumerate(texts) if not text.strip()), None)) is not None:
+            raise AttnclfError(f"X[{blank}] is an empty text, nothing to learn from (a training file's is refused "
+                               f"too); drop it")
         with _under_threads(self.threads):  # (a bad setting or text is an AttnclfError, a ValueError as expected)
-            self._fit(_texts(X), y, sample_weight)
+            self._fit(texts, y, sample_weight)
         self.n_text_columns_, self.text_column_names_ = columns
         return self
 
