@@ -10,7 +10,7 @@ import pytest
 from attnclf.classifier import Classifier
 from attnclf.cli import main
 from attnclf.ensemble import Ensemble
-from attnclf.errors import AttnclfError
+from attnclf.errors import AttnclfError, shown
 
 TEXTS = ["the plot was not good", "boring start but a brilliant ending", "a fine film", "dull"]
 
@@ -156,11 +156,28 @@ def test_train_seeds_prints_each_distinct_data_warning_once(tmp_path, capsys):
     out = tmp_path / "ens"
     assert main(["train", "--dataset", "demo", "--max-train-examples", "200", "--model", "boe", "--epochs", "1",
                  "--output", str(out), "--quiet", "--no-report", "--threads", "1", "--seeds", "0", "1", "2"]) == 0
-    printed = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
+    err = capsys.readouterr().err
+    printed = [line for line in err.splitlines() if line.startswith("warning:")]
     recorded = [f"warning: {line}" for seed in (0, 1, 2)
                 for line in json.loads((out / f"seed-{seed}" / "config.json").read_text())["data"]["warnings"]]
     assert len(recorded) > len(set(recorded)) > 1  # (seeds 0 and 1 warn alike, seed 2 otherwise)
     assert sorted(printed) == sorted(set(recorded))
+    # Printed once, each says afterwards which members gave it (the line alone read as the first member's).
+    by_seed = {seed: json.loads((out / f"seed-{seed}" / "config.json").read_text())["data"]["warnings"]
+               for seed in (0, 1, 2)}
+    notes = [line for line in err.splitlines() if line.startswith("note: the warning ")]
+    assert sorted(notes) == sorted(_who_warned(warning, [f"seed-{seed}" for seed, given in by_seed.items()
+                                                         if warning in given], 3)
+                                   for warning in {line for given in by_seed.values() for line in given})
+    # A refit of the folder refits every member on the same data: each of its warnings is printed once too.
+    assert main(["refit", str(out), "--quiet", "--no-report", "--threads", "1"]) == 0
+    printed = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
+    assert printed and len(printed) == len(set(printed))
+
+
+def _who_warned(warning: str, runs: list[str], of: int) -> str:
+    given = f"all {of} runs" if len(runs) == of else f"{len(runs)} of the {of} runs ({', '.join(map(repr, runs))})"
+    return f"note: the warning {shown(warning, most=60)} came from {given}"
 
 
 def test_a_resumed_member_s_epoch_budget_is_refused_by_its_flag(tmp_path, capsys):

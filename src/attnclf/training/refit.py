@@ -10,7 +10,7 @@ from ..errors import AttnclfError, RunDirError
 from ..rundir import (ENSEMBLE_FILE, TEMPERATURE_FILE, THRESHOLDS_FILE, check_run_dir, is_resumable, read_config,
                       read_json, read_jsonl, run_dir_list)
 from .cached import load_cached_data, run_tokenizer
-from .run import RunResult, check_starts_unchanged, train_or_continue
+from .run import RunResult, check_starts_unchanged, each_warning_once, train_or_continue
 from .run_data import held_out_fingerprint, load_data, texts_fingerprint
 from .settings import COUNT_EMBEDDINGS, RunSettings, resume_settings
 from .trainer import best_epoch
@@ -76,15 +76,16 @@ def refit_runs(run_dirs: list[str | Path], output: str | None = None, *, resume:
             settings, settings.train.seed, log=log,
             resume_with=run_tokenizer(settings.output, settings.tokenizer) if unfinished else None)}
     results = []
-    for run, settings in zip(runs, planned):
-        settings.report = report
-        print(f"{run}: refit on its validation texts too, for its best {settings.refit_of['epochs']} epoch(s) "
-              f"(validation {settings.refit_of['monitor']} {settings.refit_of['value']:.4f}) -> {settings.output}",
-              file=sys.stderr)
-        if (run / TEMPERATURE_FILE).is_file():  # (fitted to the run's weights, on the texts its refit learns)
-            print(f"note: {run} is calibrated (temperature.json); its refit is not, and has no validation texts left "
-                  f"to calibrate on", file=sys.stderr)
-        results.append(train_or_continue(settings, resume, progress, loaded.pop(settings.output, None)))
+    with each_warning_once():  # (a --seeds folder's members, or runs of one task, refit on the same data)
+        for run, settings in zip(runs, planned):
+            settings.report = report
+            print(f"{run}: refit on its validation texts too, for its best {settings.refit_of['epochs']} epoch(s) "
+                  f"(validation {settings.refit_of['monitor']} {settings.refit_of['value']:.4f}) -> "
+                  f"{settings.output}", file=sys.stderr)
+            if (run / TEMPERATURE_FILE).is_file():  # (fitted to the run's weights, on the texts its refit learns)
+                print(f"note: {run} is calibrated (temperature.json); its refit is not, and has no validation texts "
+                      f"left to calibrate on", file=sys.stderr)
+            results.append(train_or_continue(settings, resume, progress, loaded.pop(settings.output, None)))
     if refit_folder is None or not from_environment().is_main:
         return results, None
     seeds = read_json(folder / ENSEMBLE_FILE).get("seeds", [])

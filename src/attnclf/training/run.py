@@ -21,7 +21,7 @@ from ..data.base import Splits, TextDataset
 from ..data.multilabel import multi_hot
 from ..data.registry import get_source, unlabelled_texts
 from ..checks import by_field, check_threads
-from ..errors import AttnclfError, DataError, RunDirError
+from ..errors import AttnclfError, DataError, RunDirError, first_few, shown
 from ..evaluation.metrics import compute_metrics, pick_examples
 from ..evaluation.multilabel import multilabel_metrics, tune_thresholds
 from ..evaluation.predict import predict_probabilities
@@ -90,23 +90,46 @@ def _stderr(message: str) -> None:
     print(message, file=sys.stderr)
 
 
-# The data warnings printed so far within each_warning_once; None outside it, where every run prints its own.
-_printed_warnings: ContextVar[set[str] | None] = ContextVar("printed_warnings", default=None)
+# Within each_warning_once: the runs (by their folder's name) that gave each data warning, and every run that
+# described its data; None outside it, where every run prints its own.
+_given_warnings: ContextVar[tuple[dict[str, list[str]], list[str]] | None] = ContextVar("given_warnings",
+                                                                                        default=None)
 
 
 @contextmanager
 def each_warning_once() -> Iterator[None]:
     """Within it, ``train_run`` prints a data warning only if no run before it printed the same (each run still
-    records its own, for its report): `compare`, `ablate` and `train --seeds` train run after run on the same data,
-    and its warning, once per run, buried the one a later run gave otherwise.
+    records its own, for its report): `compare`, `ablate`, `train --seeds` and `refit` train run after run on the
+    same data, and its warning, once per run, buried the one a later run gave otherwise. Once they have all run, a
+    note says which runs gave each warning (printed once, it read as the first run's).
 
     >>> # with each_warning_once(): results = [train_run(settings) for settings in cells]
     """
-    token = _printed_warnings.set(set())
+    given: dict[str, list[str]] = {}
+    runs: list[str] = []
+    token = _given_warnings.set((given, runs))
     try:
         yield
     finally:
-        _printed_warnings.reset(token)
+        _given_warnings.reset(token)
+    for line in who_warned(given, len(runs)):
+        _stderr(line)
+
+
+def who_warned(given: dict[str, list[str]], runs: int) -> list[str]:
+    """A note per warning in ``given`` (each with the names of the runs that gave it) saying which of the ``runs``
+    runs gave it; none where one run alone trained.
+
+    >>> for note in who_warned({"warning: few texts": ["seed-0", "seed-1"], "warning: one class": ["seed-1"]}, 2):
+    ...     print(note)
+    note: the warning 'few texts' came from all 2 runs
+    note: the warning 'one class' came from 1 of the 2 runs ('seed-1')
+    """
+    if runs < 2:
+        return []
+    return [f"note: the warning {shown(line.removeprefix('warning: '), most=60)} came from "
+            + (f"all {runs} runs" if len(names) == runs else f"{len(names)} of the {runs} runs ({first_few(names)})")
+            for line, names in given.items()]
 
 
 def evaluate_split(model, tokenizer: Tokenizer, data: TextDataset, device, batch_size: int = 128,
@@ -336,13 +359,15 @@ def _describe_data(settings: RunSettings, splits: Splits, progress: bool) -> lis
                            len(splits.train.label_names))
     if note:
         described.append(note)
-    printed = _printed_warnings.get()
+    given = _given_warnings.get()
+    if given is not None:
+        given[1].append(Path(settings.output).name)
     for line in described:
         warning = line.startswith("warning:")
-        if warning and printed is not None:
-            if line in printed:
+        if warning and given is not None:
+            given[0].setdefault(line, []).append(Path(settings.output).name)
+            if len(given[0][line]) > 1:  # (an earlier run printed it)
                 continue
-            printed.add(line)
         if progress or warning:
             _stderr(line)
     return [line.removeprefix("warning: ") for line in described if line.startswith("warning:")]
