@@ -122,13 +122,14 @@ def who_warned(given: dict[str, list[str]], runs: int) -> list[str]:
 
     >>> for note in who_warned({"warning: few texts": ["seed-0", "seed-1"], "warning: one class": ["seed-1"]}, 2):
     ...     print(note)
-    note: the warning 'few texts' came from all 2 runs
+    note: the warning 'few texts' came from both runs
     note: the warning 'one class' came from 1 of the 2 runs ('seed-1')
     """
     if runs < 2:
         return []
+    every = "both runs" if runs == 2 else f"all {runs} runs"
     return [f"note: the warning {shown(line.removeprefix('warning: '), most=60)} came from "
-            + (f"all {runs} runs" if len(names) == runs else f"{len(names)} of the {runs} runs ({first_few(names)})")
+            + (every if len(names) == runs else f"{len(names)} of the {runs} runs ({first_few(names)})")
             for line, names in given.items()]
 
 
