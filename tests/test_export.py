@@ -225,7 +225,7 @@ def test_the_precision_switches_take_true_or_false_only(demo_run, exported):
     with pytest.raises(AttnclfError, match=r"^int8 must be True or False, got 'no'$"):
         OnnxClassifier.load(exported, int8="no")
     assert OnnxClassifier.load(exported, int8=np.bool_(True)).int8 is True
-    with pytest.raises(AttnclfError, match=rf"^bf16 must be True or False, got 'x{{39}}\.\.\.$"):
+    with pytest.raises(AttnclfError, match=r"^bf16 must be True or False, got 'x{39}\.\.\.$"):
         Classifier.load(demo_run, device="cpu", bf16="x" * 10_000)
     assert Classifier.load(demo_run, device="cpu", bf16=np.bool_(False)).bf16 is False
 
