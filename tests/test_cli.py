@@ -751,6 +751,18 @@ def test_a_new_class_in_the_training_file_is_named_as_the_change_not_the_validat
     assert run_error(["refit", str(out)], capsys).startswith("attnclf: error: train.csv no longer gives the texts")
 
 
+def test_a_validation_file_that_is_the_training_file_is_warned_of(tmp_path, capsys):
+    # The training file given again as --validation-file validates on nothing but training texts: every validation
+    # score flatters the model, as a dev file that merely overlaps it does (which was warned of, this was not)
+    train = write_csv(tmp_path / "train.csv", [(t, "pos") for t in POSITIVE] + [(t, "neg") for t in NEGATIVE])
+    assert main(["train", "--train-file", str(train), "--validation-file", str(train), "--model", "boe", "--epochs",
+                 "1", "--min-frequency", "1", "--output", str(tmp_path / "run"), "--quiet", "--no-report",
+                 "--threads", "1"]) == 0
+    shared = len(POSITIVE) + len(NEGATIVE)
+    assert (f"warning: {shared} of the {shared} validation texts also occur among the training texts"
+            in capsys.readouterr().err)
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--dataset", "demo", "--test-file", "{train}"], "--dataset demo brings its own splits; --test-file is for your "
                                                       "own data"),
