@@ -820,6 +820,10 @@ def test_data_flags_that_do_not_go_together_are_refused_in_one_line(csv_files, t
     (["--max-len", "1000000000"], "GB; lower max_len (--max-len)"),                                # large, its remedy
     (["--set", "d_model=100000", "--set", "ff_dim=100000"], "GB; lower the model's size (--set)"),
     (["--model", "boe", "--set", "embed_dim=10000000000"], "GB; lower the model's size (--set)"),  # wide, few words
+    # Named by the flags typed, not the fields behind them (max_windows, window stride, threads)
+    (["--windows", "--max-windows", "0"], "attnclf: error: --max-windows must be at least 1, got 0"),
+    (["--windows", "--window-stride", "0"], "attnclf: error: --window-stride must be at least 1, got 0"),
+    (["--threads", "0"], "attnclf: error: --threads must be at least 1, got 0"),
 ])
 def test_settings_out_of_range_are_refused_before_anything_is_written(csv_files, tmp_path, capsys, flags, message):
     err = run_error(["train", "--train-file", str(csv_files[0]), *flags, "--output", str(tmp_path / "o")], capsys)

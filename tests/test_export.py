@@ -179,7 +179,7 @@ def test_models_with_an_lstm_are_refused_with_a_reason():
     (["predict", "{run}", "good", "--int8"], "--int8 needs --backend onnx"),
     (["predict", "{run}", "good", "--backend", "onnx", "--bf16"], "--bf16 is for --backend torch"),
     (["predict", "{missing}", "good", "--backend", "onnx"], "does not exist"),
-    (["predict", "{run}", "good", "--backend", "onnx", "--threads", "0"], "threads must be at least 1, got 0"),
+    (["predict", "{run}", "good", "--backend", "onnx", "--threads", "0"], "--threads must be at least 1, got 0"),
     (["export", "{run}", "--check-file", "{missing}"], "no such file"),
     (["export", "{run}", "--check-examples", "0"], "--check-examples must be at least 1, got 0"),
     (["export", "{run}", "--check-examples", "-3"], "--check-examples must be at least 1, got -3"),

@@ -87,23 +87,21 @@ def weight(value, name: str) -> float:
     return number
 
 
-def check_threads(threads, name: str = "threads") -> int | None:
+def check_threads(threads, named: Callable[[str], str] = by_field) -> int | None:
     """``threads`` (None: the runtime's own choice) as an ``int`` of at least 1, or one line saying what is wrong
-    (torch's and onnxruntime's own errors name their internals), naming ``name`` (the command line: ``--threads``).
+    (torch's and onnxruntime's own errors name their internals), naming it as ``named`` spells it (the command line:
+    ``--threads``).
 
-    >>> check_threads(None), check_threads(2)
-    (None, 2)
-    >>> check_threads(0, "--threads")
-    Traceback (most recent call last):
-    attnclf.errors.AttnclfError: --threads must be at least 1, got 0
+    >>> check_threads(2), check_threads(None)
+    (2, None)
     """
     if threads is None:
         return None
     count = whole_number(threads)
     if count is None:
-        raise AttnclfError(f"{name} must be a whole number, got {shown(threads)}")
+        raise AttnclfError(f"{named('threads')} must be a whole number, got {shown(threads)}")
     if count < 1:
-        raise AttnclfError(f"{name} must be at least 1, got {shown(count)}")
+        raise AttnclfError(f"{named('threads')} must be at least 1, got {shown(count)}")
     return count
 
 

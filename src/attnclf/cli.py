@@ -190,7 +190,9 @@ def _windows(args: argparse.Namespace):
         if given:
             raise AttnclfError(f"{_flag(next(iter(given)))} needs --windows")
         return None
-    return WindowConfig(**{fields[flag]: value for flag, value in given.items()})
+    flags = {field: flag for flag, field in fields.items()}
+    return WindowConfig(**{fields[flag]: value for flag, value in given.items()},
+                        named=lambda field: _flag(flags[field]))
 
 
 def _add_budget_args(p: argparse.ArgumentParser) -> None:
@@ -1328,7 +1330,7 @@ def _main(argv: list[str] | None) -> int:
     try:
         args = _parse(argv)
         # Every command's --threads, by its flag, before anything loads (the library's checks name its field)
-        check_threads(getattr(args, "threads", None), "--threads")
+        check_threads(getattr(args, "threads", None), named=_flag)
         if getattr(args, "output", None) == "":  # (an unset $VAR): read as unset, the default, or as the working folder
             raise AttnclfError("--output is empty: name the folder (or file) to write to")
         data_dir = getattr(args, "data_dir", None)

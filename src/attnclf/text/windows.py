@@ -19,8 +19,8 @@ Memory is bounded by ``max_windows``: a text is first cut (by the tokenizer's
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Sequence
+from dataclasses import InitVar, asdict, dataclass
+from typing import Callable, Sequence
 
 import numpy as np
 import torch
@@ -48,14 +48,19 @@ class WindowConfig:
     stride: int | None = None
     max_windows: int = 8
     pooling: str = "attention"
+    # Not a setting (to_dict leaves it out), as TokenizerConfig's: how a refusal names a field (the command line: by
+    # its flag, --window-stride). None: as Python knows it, "window stride".
+    named: InitVar[Callable[[str], str] | None] = None
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, named: Callable[[str], str] | None) -> None:
+        named = named or (lambda field: {"stride": "window stride", "pooling": "window pooling"}.get(field, field))
         if self.pooling not in WINDOW_POOLINGS:
-            raise AttnclfError(f"window pooling must be one of {', '.join(WINDOW_POOLINGS)}, got {self.pooling!r}")
+            raise AttnclfError(f"{named('pooling')} must be one of {', '.join(WINDOW_POOLINGS)}, "
+                               f"got {self.pooling!r}")
         if self.max_windows < 1:
-            raise AttnclfError(f"max_windows must be at least 1, got {self.max_windows}")
+            raise AttnclfError(f"{named('max_windows')} must be at least 1, got {self.max_windows}")
         if self.stride is not None and self.stride < 1:
-            raise AttnclfError(f"window stride must be at least 1, got {self.stride}")
+            raise AttnclfError(f"{named('stride')} must be at least 1, got {self.stride}")
 
     def stride_for(self, window_len: int) -> int:
         """The stride in tokens for windows of ``window_len``; a stride longer than a window would skip text."""
