@@ -763,6 +763,28 @@ def test_a_validation_file_that_is_the_training_file_is_warned_of(tmp_path, caps
             in capsys.readouterr().err)
 
 
+def test_a_run_whose_files_moved_says_which_of_its_files_is_gone(tmp_path, capsys):
+    # The reader's own "no such file" named a path the command never mentioned: say it is the run's, moved since
+    data = tmp_path / "data"
+    data.mkdir()
+    train = write_csv(data / "train.csv", [(t, "pos") for t in POSITIVE * 2] + [(t, "neg") for t in NEGATIVE * 2])
+    test = write_csv(data / "test.csv", [(t, "pos") for t in POSITIVE] + [(t, "neg") for t in NEGATIVE])
+    run, lone = tmp_path / "run", tmp_path / "lone"
+    for out, files in ((run, ["--test-file", str(test)]), (lone, [])):
+        assert main(["train", "--train-file", str(train), *files, "--model", "boe", "--epochs", "1", "--min-frequency",
+                     "1", "--output", str(out), "--quiet", "--no-report", "--threads", "1"]) == 0
+    data.rename(tmp_path / "moved")
+    capsys.readouterr()  # (training's warnings: the texts repeat)
+    assert run_error(["evaluate", str(run)], capsys) == (
+        f"attnclf: error: {run} was tested on {test}, which is no longer there (moved or deleted since)")
+    assert run_error(["calibrate", str(run)], capsys) == (
+        f"attnclf: error: {run} trained on {train}, which is no longer there (moved or deleted since)")
+    assert run_error(["evaluate", str(lone)], capsys) == (  # (no test file: scored on the texts it held out)
+        f"attnclf: error: {lone} trained on {train}, which is no longer there (moved or deleted since)")
+    # A test file given instead needs none of them
+    assert main(["evaluate", str(run), "--test-file", str(tmp_path / "moved" / "test.csv")]) == 0
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--dataset", "demo", "--test-file", "{train}"], "--dataset demo brings its own splits; --test-file is for your "
                                                       "own data"),

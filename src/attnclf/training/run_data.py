@@ -8,6 +8,7 @@ import hashlib
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 
@@ -15,7 +16,7 @@ from ..checks import by_field
 from ..data.base import LABEL_SYNONYMS, WITHHELD, Splits, TextDataset
 from ..data.registry import candidate_dirs, load_splits
 from ..data.splits import check_hold_out, split_indices, train_validation_split
-from ..errors import AttnclfError, DataError, first_few, shown
+from ..errors import AttnclfError, DataError, RunDirError, first_few, shown
 from ..rundir import refuse_estimator_run
 from ..text.cleaning import CleaningConfig, clean
 from ..text.tokenizer import TokenizerConfig
@@ -104,6 +105,23 @@ def _saved_data(config: dict, data_dir: str | None, lacks: str) -> DataSettings:
     return DataSettings(**config["settings"]["data"] | ({"data_dir": data_dir} if data_dir else {}))
 
 
+def _refuse_gone(config: dict, data: DataSettings, *files: str) -> None:
+    """Refuse, naming the run, a file of ``data``'s ``files`` (its fields) that is no longer where the run read it:
+    the reader's own "no such file" would name a path the command was never given.
+
+    >>> _refuse_gone({"settings": {"output": "runs/a"}}, DataSettings(test_file="/gone.csv"), "test_file")
+    Traceback (most recent call last):
+    ...
+    attnclf.errors.RunDirError: runs/a was tested on /gone.csv, which is no longer there (moved or deleted since)
+    """
+    for name in files:
+        path = getattr(data, name)
+        if path and not Path(path).exists():
+            done = {"train_file": "trained on", "validation_file": "validated on", "test_file": "was tested on"}[name]
+            raise RunDirError(f"{config['settings'].get('output', 'the run')} {done} {path}, which is no longer "
+                              f"there (moved or deleted since)")
+
+
 def run_test_data(config: dict, label_names: list[str], test_only: bool = False,
                   data_dir: str | None = None, named: Callable[[str], str] = by_field) -> TextDataset:
     """A run's own test split, labels in the run's order (its validation split when the data has no
@@ -118,6 +136,7 @@ def run_test_data(config: dict, label_names: list[str], test_only: bool = False,
     if data.test_file and not data.dataset:  # the file alone: the training file may be large, or gone since
         from ..data.files import load_file
 
+        _refuse_gone(config, data, "test_file")
         return sample_test(load_file(data.test_file, data.text_column, data.label_column, label_names=label_names,
                                      split="test", multi_label=data.multi_label,
                                      label_delimiter=data.label_delimiter), data.max_test_examples)
@@ -132,6 +151,7 @@ def run_test_data(config: dict, label_names: list[str], test_only: bool = False,
                            f"{named('dataset')}, or score the texts the runs held out with {named('split')} validation "
                            f"(runs sharing {named('split_seed')})")
     if test is None:
+        _refuse_gone(config, data, "train_file", "validation_file")
         validation = splits.validation if splits else held_out_split(data, settings["train"]["seed"])
         held_out = held_out_fingerprint(config)
         if held_out is not None and held_out != texts_fingerprint(validation):
@@ -186,6 +206,7 @@ def run_validation_data(configs: list[dict], label_names: list[str], data_dir: s
         if data.refit:
             raise AttnclfError(f"{config['settings']['output']} is a refit: it trained on its validation texts; "
                                f"validate the run it refits ({config['settings']['refit_of']['run']})")
+        _refuse_gone(config, data, "train_file", "validation_file")
         return data, data.data_seed(config["settings"]["train"]["seed"])
 
     first_data, first_seed = data_and_seed(configs[0])
