@@ -781,6 +781,8 @@ def test_a_run_whose_files_moved_says_which_of_its_files_is_gone(tmp_path, capsy
         f"attnclf: error: {run} trained on {train}, which is no longer there (moved or deleted since)")
     assert run_error(["evaluate", str(lone)], capsys) == (  # (no test file: scored on the texts it held out)
         f"attnclf: error: {lone} trained on {train}, which is no longer there (moved or deleted since)")
+    assert run_error(["refit", str(run)], capsys) == (
+        f"attnclf: error: {run} trained on {train}, which is no longer there (moved or deleted since)")
     # A test file given instead needs none of them
     assert main(["evaluate", str(run), "--test-file", str(tmp_path / "moved" / "test.csv")]) == 0
 
