@@ -783,6 +783,9 @@ def test_a_run_whose_files_moved_says_which_of_its_files_is_gone(tmp_path, capsy
         f"attnclf: error: {lone} trained on {train}, which is no longer there (moved or deleted since)")
     assert run_error(["refit", str(run)], capsys) == (
         f"attnclf: error: {run} trained on {train}, which is no longer there (moved or deleted since)")
+    assert run_error(["train", "--resume", "--output", str(run)], capsys) == (
+        f"attnclf: error: {run} trained on {train}, which is no longer there (moved or deleted since); to resume it, "
+        f"give the command that started it with --resume and the file where it is now")
     # A test file given instead needs none of them
     assert main(["evaluate", str(run), "--test-file", str(tmp_path / "moved" / "test.csv")]) == 0
 
@@ -1078,7 +1081,8 @@ def test_a_run_whose_files_moved_resumes_from_where_they_are_now_if_they_hold_it
                      *flags]) == 130
     first.rename(moved)
     capsys.readouterr()
-    assert "no such file" in run_error(["train", "--resume", "--output", str(run)], capsys)
+    assert "which is no longer there (moved or deleted since); to resume it, give the command that started it" in \
+        run_error(["train", "--resume", "--output", str(run)], capsys)
     other = write_csv(tmp_path / "other.csv", [("a film", "pos"), ("a bore", "neg")] * 20)
     assert "no longer gives the texts this run trained on" in run_error(
         ["train", "--train-file", str(other), "--test-file", str(moved / "test.csv"), *flags, "--resume"], capsys)

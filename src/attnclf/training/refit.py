@@ -146,7 +146,7 @@ def refit_settings(run_dir: str | Path, output: str | None = None, device: str |
     # loaded them: `refit` is not set yet, which would join validation into train.)
     held_out, trained_on = held_out_fingerprint(config), config.get("data", {}).get("train_sha256")
     if (held_out is not None or trained_on is not None) and not settings.data.token_cache:
-        refuse_gone(config, settings.data, "train_file", "validation_file", "test_file")
+        refuse_gone(str(run_dir), settings.data, "train_file", "validation_file", "test_file")
         splits = load_data(settings.data, settings.train.seed)
         changed = (settings.data.describe() if trained_on not in (None, texts_fingerprint(splits.train)) else
                    settings.data.describe_held_out(read_json(run_dir / "labels.json"), splits.train.label_names)

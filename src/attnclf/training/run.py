@@ -41,8 +41,8 @@ from .device import blas_libraries, resolve_device, torch_threads
 from .distributed import from_environment, init_distributed
 from .pretrain import (check_compatible as check_pretrained, check_unchanged as check_pretrained_unchanged,
                        describe as describe_pretrained, encoder_fingerprint, load_pretrained)
-from .run_data import (align_labels, describe_classes, held_out_fingerprint, load_data, shared_text_warnings,
-                       texts_fingerprint)
+from .run_data import (align_labels, describe_classes, held_out_fingerprint, load_data, refuse_gone,
+                       shared_text_warnings, texts_fingerprint)
 from .settings import (COUNT_EMBEDDINGS, DataSettings, RunSettings, check_resumed, epochs_done, refuse_derived_fields,
                        resume_settings)
 from .trainer import Trainer
@@ -318,6 +318,9 @@ def _refuse_unworkable(settings: RunSettings, resume: bool) -> None:
     refuse_derived_fields(settings.model_config)
     if resume:
         check_resumed(settings)
+        # (README: the command that started it, given the files' new places, resumes it)
+        refuse_gone(settings.output, settings.data, "train_file", "validation_file", "test_file",
+                    then="; to resume it, give the command that started it with --resume and the file where it is now")
     elif settings.refit_of is None:  # (a refit's are its validated run's, checked when that was new)
         settings.check()
     settings.threads = check_threads(settings.threads)

@@ -105,11 +105,11 @@ def _saved_data(config: dict, data_dir: str | None, lacks: str) -> DataSettings:
     return DataSettings(**config["settings"]["data"] | ({"data_dir": data_dir} if data_dir else {}))
 
 
-def refuse_gone(config: dict, data: DataSettings, *files: str) -> None:
-    """Refuse, naming the run, a file of ``data``'s ``files`` (its fields) that is no longer where the run read it:
-    the reader's own "no such file" would name a path the command was never given.
+def refuse_gone(run: str, data: DataSettings, *files: str, then: str = "") -> None:
+    """Refuse, naming the ``run``, a file of ``data``'s ``files`` (its fields) that is no longer where the run read
+    it: the reader's own "no such file" would name a path the command was never given. ``then``: what to do about it.
 
-    >>> refuse_gone({"settings": {"output": "runs/a"}}, DataSettings(test_file="/gone.csv"), "test_file")
+    >>> refuse_gone("runs/a", DataSettings(test_file="/gone.csv"), "test_file")
     Traceback (most recent call last):
     ...
     attnclf.errors.RunDirError: runs/a was tested on /gone.csv, which is no longer there (moved or deleted since)
@@ -118,8 +118,7 @@ def refuse_gone(config: dict, data: DataSettings, *files: str) -> None:
         path = getattr(data, name)
         if path and not Path(path).exists():
             done = {"train_file": "trained on", "validation_file": "validated on", "test_file": "was tested on"}[name]
-            raise RunDirError(f"{config['settings'].get('output', 'the run')} {done} {path}, which is no longer "
-                              f"there (moved or deleted since)")
+            raise RunDirError(f"{run} {done} {path}, which is no longer there (moved or deleted since){then}")
 
 
 def run_test_data(config: dict, label_names: list[str], test_only: bool = False,
@@ -136,7 +135,7 @@ def run_test_data(config: dict, label_names: list[str], test_only: bool = False,
     if data.test_file and not data.dataset:  # the file alone: the training file may be large, or gone since
         from ..data.files import load_file
 
-        refuse_gone(config, data, "test_file")
+        refuse_gone(settings.get("output", "the run"), data, "test_file")
         return sample_test(load_file(data.test_file, data.text_column, data.label_column, label_names=label_names,
                                      split="test", multi_label=data.multi_label,
                                      label_delimiter=data.label_delimiter), data.max_test_examples)
@@ -151,7 +150,7 @@ def run_test_data(config: dict, label_names: list[str], test_only: bool = False,
                            f"{named('dataset')}, or score the texts the runs held out with {named('split')} validation "
                            f"(runs sharing {named('split_seed')})")
     if test is None:
-        refuse_gone(config, data, "train_file", "validation_file")
+        refuse_gone(settings.get("output", "the run"), data, "train_file", "validation_file")
         validation = splits.validation if splits else held_out_split(data, settings["train"]["seed"])
         held_out = held_out_fingerprint(config)
         if held_out is not None and held_out != texts_fingerprint(validation):
@@ -206,7 +205,7 @@ def run_validation_data(configs: list[dict], label_names: list[str], data_dir: s
         if data.refit:
             raise AttnclfError(f"{config['settings']['output']} is a refit: it trained on its validation texts; "
                                f"validate the run it refits ({config['settings']['refit_of']['run']})")
-        refuse_gone(config, data, "train_file", "validation_file")
+        refuse_gone(config["settings"].get("output", "the run"), data, "train_file", "validation_file")
         return data, data.data_seed(config["settings"]["train"]["seed"])
 
     first_data, first_seed = data_and_seed(configs[0])
