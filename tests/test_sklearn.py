@@ -106,6 +106,9 @@ def test_same_seed_gives_the_same_model(data):
     (b"bytes", ["a"], "pass a list of texts as X, not bytes; decode it first"),
     (["w1", "half a pair \udc80"], ["a", "b"], r"X\[1\] is not valid Unicode: a lone surrogate \(U\+DC80\)"),
     (["w1", 5], ["a", "b"], r"X\[1\] is int"),
+    # A text column pandas read with an empty cell holds NaN there: named as the gap it is, not as "float"
+    (["w1", float("nan")], ["a", "b"], r"^X\[1\] is nan, a missing value, not a text$"),
+    (["w1", None], ["a", "b"], r"^X\[1\] is None, a missing value, not a text$"),
     (np.array([[["w1"]], [["w2"]]]), ["a", "b"], r"one-dimensional or text columns; got shape \(2, 1, 1\)"),
     (np.array([["w1", "x"], ["w2", 3]], dtype=object), ["a", "b"], r"X\[1, 1\] is int, not a string"),
     (np.array([[1.5, 2.5], [3.5, 4.5]]), ["a", "b"], r"X\[0, 0\] is float, not a string"),

@@ -47,6 +47,8 @@ def check_texts(texts: Sequence[str], name: str | None = None) -> list[str]:
     texts = list(texts)
     for i, text in enumerate(texts):
         item = f"{name}[{i}]" if name else f"text {i}"
+        if text is None or isinstance(text, (float, np.floating)) and np.isnan(text):  # (pandas' empty cell: NaN)
+            raise AttnclfError(f"{item} is {'None' if text is None else 'nan'}, a missing value, not a text")
         if not isinstance(text, str):
             raise AttnclfError(f"{item} is {type(text).__name__}, not a string")
         if problem := unicode_problem(text):
