@@ -4,6 +4,7 @@ them with 20 classes, each a train, a validation and a test file, and candidate 
 
     python bench/small_files.py [--work runs/small-files] [--seeds 0 1 2] [--jobs 2] [--test]
     python bench/small_files.py --smoke --work /tmp/small-files-smoke   # tiny files, one epoch: checks the plumbing
+    python bench/small_files.py --no-train   # the table of the runs finished so far
 
 Writes the sets as `label,text` CSVs under WORK/data through attnclf's own data sources (seeded, the same files on
 every run), checks that no text (whitespace normalised) is in two files of a set, then trains each cell
@@ -311,12 +312,14 @@ def main() -> None:
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--jobs", type=int, default=2, help="runs trained at once")
     p.add_argument("--test", action="store_true", help="after the choice: the chosen candidate's and (a)'s runs on test")
+    p.add_argument("--no-train", action="store_true", help="read the finished runs only (another queue may be running)")
     p.add_argument("--smoke", action="store_true", help="a twentieth of each file and one epoch: checks the plumbing")
     args = p.parse_args()
     work, dirs = Path(args.work), data_dir(args.data_dir)
     started = time.time()
     sets = write_sets(work, dirs, args.sets, 0.05 if args.smoke else 1.0)
-    queue = [(name, candidate, seed) for seed in args.seeds for name in args.sets for candidate in CANDIDATES]
+    queue = [] if args.no_train else \
+        [(name, candidate, seed) for seed in args.seeds for name in args.sets for candidate in CANDIDATES]
     extra = ["--epochs", "1"] if args.smoke else []
     with ThreadPoolExecutor(args.jobs) as pool:
         for line in pool.map(lambda cell: train_cell(work, *cell, sets[cell[0]]["classes"], extra), queue):
