@@ -232,3 +232,56 @@ def test_with_three_classes_a_branch_margin_is_its_target_logit_minus_the_mean_o
         z = logits[0]
         assert margins[name] == pytest.approx(float(z[2] - (z[0] + z[1]) / 2), abs=1e-5)
     torch.testing.assert_close(sum(parts.values()), model(ids).logits)
+
+
+@pytest.mark.parametrize("classes, buckets", [(2, 1048576), (4, 1048576), (20, 131072), (150, 16384)])
+def test_a_bucket_budget_halves_the_bigram_buckets_until_they_fit_the_classes(classes, buckets):
+    # The file recipe's branch: 2^20 buckets cost about 8 MiB of model per class; the budget (bucket x class weights)
+    # bounds them, so a 150-class file does not build a 1.2 GiB model. Outlines: the shapes, no memory.
+    from attnclf.models.memory import outlining
+
+    with outlining():
+        model = build_model("self-attn", vocab_size=50, num_classes=classes, max_len=32, d_model=16, heads=2,
+                            nb_ngram_buckets=1048576, nb_ngram_bucket_budget=4194304)
+    branch = model.ngram_logits
+    assert branch.buckets == buckets
+    assert branch.weight.shape == branch.log_count_ratio.shape == (50 + buckets, classes)
+    assert model.config.nb_ngram_buckets == 1048576  # the config stays as given: it rebuilds the same model
+    with outlining():
+        unbounded = build_model("self-attn", vocab_size=50, num_classes=classes, max_len=32, d_model=16, heads=2,
+                                nb_ngram_buckets=1048576)
+    assert unbounded.ngram_logits.buckets == 1048576
+
+
+def test_an_odd_bucket_count_halves_to_two_buckets_at_least_and_a_budget_below_that_is_refused():
+    assert tiny(nb_ngram_buckets=101, nb_ngram_bucket_budget=4).ngram_logits.buckets == 2  # 101, 50, 25, 12, 6, 3, 2
+    assert tiny(nb_ngram_buckets=101, nb_ngram_bucket_budget=12).ngram_logits.buckets == 6
+    assert tiny(nb_ngram_buckets=0, nb_ngram_bucket_budget=4).ngram_logits is None  # no branch: nothing to bound
+    with pytest.raises(AttnclfError, match=r"^model field nb_ngram_bucket_budget 3 holds fewer than the 2 buckets x 2 "
+                                           r"classes .*nb_ngram_buckets=0"):
+        tiny(nb_ngram_bucket_budget=3)
+    with pytest.raises(AttnclfError, match=r"^model field nb_ngram_bucket_budget must be at least 0, got -1$"):
+        tiny(nb_ngram_bucket_budget=-1)
+
+
+def test_a_budgeted_branch_saves_loads_and_exports_as_it_trained(tmp_path, capsys):
+    # Nothing but the config records the bound: loading (evaluate, resume) and export rebuild the same model from it.
+    import onnxruntime
+
+    from attnclf.cli import main
+    from attnclf.export.onnx import onnx_graph
+
+    run = settings(tmp_path / "run", epochs=1)
+    run.model_config = {**run.model_config, "nb_ngram_bucket_budget": 2048}  # 4096 buckets x 2 classes: halved once
+    result = train_run(run, progress=False)
+    loaded = Classifier.load(result.run_dir, device="cpu")
+    assert loaded.model.ngram_logits.buckets == 1024
+    assert load_file(str(result.run_dir / "model.safetensors"))["ngram_logits.weight"].shape[0] == \
+        loaded.tokenizer.vocab_size + 1024
+    assert main(["evaluate", str(result.run_dir), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["accuracy"] == result.metrics["accuracy"]
+    ids = torch.nn.functional.pad(torch.tensor(loaded.tokenizer.encode(["a wonderful film, not dull"])), (0, 3))
+    session = onnxruntime.InferenceSession(onnx_graph(loaded.model))
+    logits = session.run(None, {"input_ids": ids.numpy(), "attention_mask": (ids != 0).numpy()})[0]
+    with torch.no_grad():
+        torch.testing.assert_close(torch.from_numpy(logits), loaded.model(ids, ids != 0).logits, atol=1e-5, rtol=1e-5)

@@ -35,7 +35,7 @@ from attnclf.models.attention import (
 )
 from attnclf.models.base import Classifier, ModelConfig, Summary
 from attnclf.models.memory import model_bytes, outlining, refuse_oversized, too_large
-from attnclf.models.ngrams import NaiveBayesNgrams, bigram_buckets
+from attnclf.models.ngrams import NaiveBayesNgrams, bigram_buckets, bounded_buckets
 from attnclf.models.positional import positional_encoding
 
 
@@ -343,6 +343,8 @@ class SelfAttentionConfig(ModelConfig):
     embedding_norm: bool = False  # LayerNorm over token + position embeddings, as BERT has
     nb_ngram_buckets: int = 0  # > 0: add an NB-weighted linear model over words + hashed bigrams (ngrams.py)
     nb_ngram_dropout: float = 0.0  # training only: the share of texts whose n-gram logits are hidden
+    # > 0: at most this many bigram bucket x class weights; nb_ngram_buckets is halved to fit (ngrams.bounded_buckets)
+    nb_ngram_bucket_budget: int = 0
 
 
 def drop_tokens(mask: torch.Tensor, rate: float) -> torch.Tensor:
@@ -385,7 +387,9 @@ class SelfAttentionClassifier(TokenClassifier):
     end of its embedding (``embed_tokens`` is d_model + num_classes wide), so
     gradient attributions and occlusion see both branches; attention weights
     describe the attention branch only. The summary is the pooled vector followed
-    by the n-gram logits.
+    by the n-gram logits. ``nb_ngram_bucket_budget > 0`` bounds the branch's bigram
+    buckets x classes (``bounded_buckets``): the layer's own ``buckets`` is the count
+    it hashes into, which may be fewer than ``nb_ngram_buckets``.
     """
 
     def __init__(self, config: SelfAttentionConfig) -> None:
@@ -418,9 +422,9 @@ class SelfAttentionClassifier(TokenClassifier):
             nn.LayerNorm(config.d_model), nn.Dropout(config.dropout), nn.Linear(config.d_model, config.num_classes)
         )
         self.apply(init_weights)
+        buckets = bounded_buckets(config.nb_ngram_buckets, config.num_classes, config.nb_ngram_bucket_budget)
         self.ngram_logits = (
-            NaiveBayesNgrams(config.vocab_size, config.nb_ngram_buckets, config.num_classes, config.pad_id)
-            if config.nb_ngram_buckets else None
+            NaiveBayesNgrams(config.vocab_size, buckets, config.num_classes, config.pad_id) if buckets else None
         )
         if self.ngram_logits is not None:
             self.summary_dim += config.num_classes

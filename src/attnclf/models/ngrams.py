@@ -24,6 +24,8 @@ from typing import Iterable
 import torch
 from torch import nn
 
+from ..errors import AttnclfError
+
 
 def bigram_buckets(input_ids: torch.Tensor, buckets: int, pad_id: int = 0) -> torch.Tensor:
     """Hash each (token, next token) pair into 1..buckets-1; 0 (a zero embedding) when either is padding.
@@ -39,6 +41,26 @@ def bigram_buckets(input_ids: torch.Tensor, buckets: int, pad_id: int = 0) -> to
     following = torch.cat([input_ids[:, 1:], torch.full_like(input_ids[:, :1], pad_id)], dim=1)
     hashed = 1 + (input_ids * 1_000_003 + following) % (buckets - 1)
     return torch.where((input_ids == pad_id) | (following == pad_id), torch.zeros_like(hashed), hashed)
+
+
+def bounded_buckets(buckets: int, num_classes: int, budget: int = 0) -> int:
+    """The bigram buckets an n-gram branch keeps: ``buckets`` halved (never below 2) until buckets x ``num_classes``
+    weights fit in ``budget``; 0 bounds nothing.
+
+    The branch holds (vocabulary + buckets) x classes weights and as many ratios, so at 2^20 buckets each class costs
+    about 8 MiB: a budget keeps a file of many classes from a model of gigabytes, while one of few keeps every bucket.
+    The result follows from the three numbers alone, so a saved config rebuilds the same branch.
+
+    >>> [bounded_buckets(1048576, classes, 4194304) for classes in (2, 4, 20, 150)]
+    [1048576, 1048576, 131072, 16384]
+    """
+    if budget and 0 < buckets and 2 * num_classes > budget:
+        raise AttnclfError(f"model field nb_ngram_bucket_budget {budget} holds fewer than the 2 buckets x {num_classes} "
+                           f"classes ({2 * num_classes}) the smallest n-gram branch has; raise it, set it to 0 (no "
+                           f"bound), or turn the branch off with nb_ngram_buckets=0")
+    while budget and buckets * num_classes > budget:
+        buckets = max(2, buckets // 2)
+    return buckets
 
 
 class NaiveBayesNgrams(nn.Module):
