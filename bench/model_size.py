@@ -1,5 +1,6 @@
-"""How large `self-attn` is with the small-file settings (recipes.SMALL_FILE_SELF_ATTN) against the general defaults,
-by number of classes: the n-gram branch holds a weight per feature and class. Models are built as outlines (no
+"""How large `self-attn` is with the file default (recipes.FILE_SELF_ATTN, what `train --train-file` builds) against
+the general defaults, by number of classes: the n-gram branch holds a weight and a ratio per feature and class, and its
+budget (nb_ngram_bucket_budget) halves its bigram buckets for more than four classes. Models are built as outlines (no
 memory), so the sizes are exact and the script takes seconds.
 
     python bench/model_size.py [--vocab-size 20000] [--classes 2 4 20 150]
@@ -11,12 +12,15 @@ import argparse
 
 from attnclf.models import build_model
 from attnclf.models.memory import outlining
-from attnclf.recipes import SMALL_FILE_SELF_ATTN
+from attnclf.recipes import FILE_SELF_ATTN
 
 
-def mib(config: dict, vocab_size: int, classes: int) -> float:
+def outline(config: dict, vocab_size: int, classes: int):
     with outlining():
-        model = build_model("self-attn", vocab_size=vocab_size, num_classes=classes, max_len=256, **config)
+        return build_model("self-attn", vocab_size=vocab_size, num_classes=classes, max_len=256, **config)
+
+
+def mib(model) -> float:
     return sum(t.numel() * t.element_size() for t in [*model.parameters(), *model.buffers()]) / 2**20
 
 
@@ -26,8 +30,9 @@ def main() -> None:
     parser.add_argument("--classes", type=int, nargs="+", default=[2, 4, 20, 150])
     args = parser.parse_args()
     for classes in args.classes:
-        print(f"{classes} classes: small-file settings {mib(SMALL_FILE_SELF_ATTN, args.vocab_size, classes):,.1f} MiB, "
-              f"general defaults {mib({}, args.vocab_size, classes):,.1f} MiB")
+        file_default = outline(FILE_SELF_ATTN, args.vocab_size, classes)
+        print(f"{classes} classes: file default {mib(file_default):,.1f} MiB ({file_default.ngram_logits.buckets:,} "
+              f"bigram buckets), general defaults {mib(outline({}, args.vocab_size, classes)):,.1f} MiB")
 
 
 if __name__ == "__main__":

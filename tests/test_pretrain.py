@@ -442,3 +442,36 @@ def test_without_the_fix_glibc_takes_a_5_mb_block_from_the_heap():  # (so the te
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
                           env={key: value for key, value in os.environ.items() if key != "GLIBC_TUNABLES"})
     assert done.stdout.strip() == "None 0"
+
+
+def test_pretraining_on_files_builds_the_file_default_and_an_older_encoder_is_told_its_flags(tmp_path, capsys,
+                                                                                            monkeypatch):
+    # `train --train-file` builds the file recipe's self-attn (recipes.FILE_SELF_ATTN), so pretraining on files alone
+    # builds its encoder, and the run starts from it without flags. One pretrained before, at the general defaults,
+    # is refused in one line that gives its widths as the flags to train with.
+    from attnclf import recipes
+
+    monkeypatch.setattr(device, "fix_mmap_threshold", lambda: None)
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(cyclic_corpus(100)) + "\n", encoding="utf-8")
+    labelled = tmp_path / "labelled.csv"
+    labelled.write_text("text,label\n" + "".join(f"{text},{'ab'[i % 2]}\n" for i, text in enumerate(cyclic_corpus(40))))
+    common = ["--min-frequency", "1", "--epochs", "1", "--threads", "1"]
+    assert main(["pretrain", "--file", str(corpus), "--max-len", "16", *common, "--output", str(tmp_path / "p")]) == 0
+    encoder = json.loads((tmp_path / "p" / "pretrain.json").read_text())["model_config"]
+    assert {name: encoder[name] for name in ("d_model", "ff_dim", "positional")} == \
+        {"d_model": 64, "ff_dim": 256, "positional": "sinusoidal"}
+    train = ["train", "--train-file", str(labelled), *common, "--max-len", "16", "--no-report"]
+    assert main([*train, "--init-from", str(tmp_path / "p"), "--output", str(tmp_path / "run")]) == 0
+    assert "init-from: encoder from" in capsys.readouterr().err
+    with monkeypatch.context() as before:
+        before.setattr(recipes, "FILE_SELF_ATTN", {})
+        assert main(["pretrain", "--file", str(corpus), "--max-len", "16", *common, "--output",
+                     str(tmp_path / "old")]) == 0
+    capsys.readouterr()
+    assert main([*train, "--init-from", str(tmp_path / "old"), "--output", str(tmp_path / "refused")]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"attnclf: error: {tmp_path / 'old'} pretrained an encoder with d_model=128, ff_dim=512, positional='learned', "
+        f"but this model has d_model=64, ff_dim=256, positional='sinusoidal'; train with --set d_model=128 "
+        f"--set ff_dim=512 --set positional=learned")
+    assert not (tmp_path / "refused").exists()

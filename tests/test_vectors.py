@@ -190,10 +190,10 @@ def test_vectors_threads_bound_the_blas_the_counting_runs_in(tmp_path, capsys, m
 def test_vectors_default_to_the_width_the_default_model_trains_at(tmp_path, capsys, monkeypatch):
     from attnclf.recipes import RECIPES
 
-    texts = tmp_path / "corpus.txt"  # 200 words, enough for 128 dimensions
+    texts = tmp_path / "corpus.txt"  # 200 words, enough for 64 dimensions
     texts.write_text("".join(" ".join(f"w{(7 * i + j) % 200}" for j in range(8)) + "\n" for i in range(400)))
     assert main(["vectors", "--file", str(texts), "--min-count", "1", "-o", str(tmp_path / "v.vec")]) == 0
-    assert "x 128 dimensions" in capsys.readouterr().out  # self-attn's width
+    assert "x 64 dimensions" in capsys.readouterr().out  # the width self-attn trains at on a file (FILE_SELF_ATTN)
     monkeypatch.setitem(RECIPES["demo"]["model_config"], "d_model", 16)  # demo's 46 words are too few for 64
     assert main(["vectors", "--dataset", "demo", "--min-count", "1", "-o", str(tmp_path / "demo.vec")]) == 0
     assert "x 16 dimensions" in capsys.readouterr().out

@@ -909,18 +909,20 @@ def cmd_vectors(args: argparse.Namespace) -> int:
 
 @command("pretrain", threads=True)
 def cmd_pretrain(args: argparse.Namespace) -> int:
-    from .recipes import RECIPES, recipe_for
+    from .recipes import RECIPES, model_defaults, recipe_for
     from .training.device import fix_mmap_threshold
     from .training.pretrain import PretrainSettings, pretrain_encoder
 
     if args.recipe is not None and not recipe_for(args.recipe):
         raise AttnclfError(f"--recipe {args.recipe!r}: no dataset has a recipe by that name; choose one of "
                            f"{', '.join(sorted(RECIPES))}")
-    recipe = recipe_for(args.recipe or (args.dataset[0] if args.dataset else None))
+    # (no dataset: texts from files, for a model trained on a file, whose self-attn defaults are a file's)
+    recipe_name = args.recipe or (args.dataset[0] if args.dataset else None)
+    recipe = recipe_for(recipe_name)
     if args.embeddings_std is not None and not args.embeddings:
         raise AttnclfError("--embeddings-std needs --embeddings FILE")
     settings = PretrainSettings(
-        model_config=recipe.get("model_config", {}) | _parse_overrides(args.set),
+        model_config=model_defaults(recipe_name) | _parse_overrides(args.set),
         max_len=args.max_len if args.max_len is not None else recipe.get("tokenizer", {}).get("max_len",
                                                                                             PretrainSettings.max_len),
         embeddings=args.embeddings, **{name: getattr(args, name) for name in (
@@ -1193,8 +1195,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", "-o", required=True, help="vectors file to write (word2vec text format)")
     p.add_argument("--dim", type=int, help="dimensions: the width of the model that will use them (default: that "
                                           "of the first --dataset's default model: 64 for demo, imdb, sst2, "
-                                          "sst2-sentences and 20newsgroups; otherwise, and for --file alone, "
-                                          "128, self-attn's)")
+                                          "sst2-sentences and 20newsgroups, and for --file alone (a file's "
+                                          "self-attn); otherwise 128, self-attn's)")
     p.add_argument("--window", type=int, default=5, help="words either side that count as context (default: 5)")
     p.add_argument("--min-count", type=int, default=5, help="words seen fewer times get no vector (default: 5)")
     p.add_argument("--vocab-size", type=int, default=50000, help="at most this many words (default: 50000)")
@@ -1212,7 +1214,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", "-o", required=True, help="folder to write (encoder.safetensors, tokenizer.json, "
                                                           "pretrain.json; checkpoint.safetensors to resume from)")
     p.add_argument("--recipe", help="dataset whose default self-attn model and max length to pretrain (default: "
-                                    "the first --dataset)")
+                                    "the first --dataset; for --file alone, the model `train --train-file` builds)")
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="model config field, e.g. --set layers=4")
     p.add_argument("--max-len", type=int, help="tokens per piece of text (default: the recipe's, else 64)")
     p.add_argument("--embeddings", metavar="FILE", help="word vectors (e.g. from `attnclf vectors`) that the token "

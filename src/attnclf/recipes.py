@@ -82,14 +82,15 @@ RECIPES: dict[str, dict] = {
 }
 
 
-# A self-attn model for a user's small file, not yet the default: on 3,000-6,920-text files of AG News, IMDB and
-# SST-2 (2 and 4 classes), each validated on 872-3,000 texts held apart, it led the general defaults by 2.5-5.8 points
-# of validation accuracy (3 seeds each, all 9 seed pairs), in about half the training time on AG News and IMDB
-# (BENCHMARKS.md, Small data). Its n-gram branch costs about 8.2 MiB of model per class (150 classes: 1.2 GiB), so as
-# a default for files it waits on a rule for many classes; train suggests it on small files of few classes.
-SMALL_FILE_MAX_CLASSES = 4  # the most classes it was measured on
-SMALL_FILE_SELF_ATTN = {"nb_ngram_buckets": 1048576, "d_model": 64, "ff_dim": 256, "dropout": 0.3,
-                        "positional": "sinusoidal"}
+# What a self-attn model trained on the user's own file starts from (a recipe for files): on 3,000-6,920-text files of
+# AG News, IMDB and SST-2 (2 and 4 classes), each validated on 872-3,000 texts held apart, these led the general
+# defaults (d_model 128, ff_dim 512, dropout 0.1, learned positions, no n-gram branch) by 2.5-5.8 points of validation
+# accuracy, 3 seeds each, all 9 seed pairs, in about half the training time on AG News and IMDB (BENCHMARKS.md, Small
+# data). The n-gram branch holds a weight and a ratio per bigram bucket and class (about 8 MiB per class at 2^20
+# buckets), so its budget halves the buckets for more than 4 classes: 20 classes keep 131,072, 150 keep 16,384
+# (ngrams.bounded_buckets). Other models and multi-label runs were not measured with it, and keep the general defaults.
+FILE_SELF_ATTN = {"nb_ngram_buckets": 1048576, "nb_ngram_bucket_budget": 4194304, "d_model": 64, "ff_dim": 256,
+                  "dropout": 0.3, "positional": "sinusoidal"}
 
 
 def recipe_for(dataset: str | None) -> dict:
@@ -101,13 +102,25 @@ def recipe_for(dataset: str | None) -> dict:
     return RECIPES.get(dataset or "", {})
 
 
-def embedding_width(dataset: str | None) -> int:
-    """How wide the default model (``self-attn``) embeds tokens when trained on ``dataset`` without flags:
-    the dimensions word vectors for it need (``attnclf vectors``' default).
+def model_defaults(dataset: str | None, model: str = "self-attn", multi_label: bool = False) -> dict:
+    """The model settings a run starts from before its own (``--set``): its dataset's recipe's, or for a user's
+    file (``dataset`` None) ``FILE_SELF_ATTN``, when the model is a single-label ``self-attn``.
 
-    >>> embedding_width("imdb"), embedding_width(None)
-    (64, 128)
+    >>> model_defaults(None)["d_model"], model_defaults(None, "boe"), model_defaults("imdb")["d_model"]
+    (64, {}, 64)
+    """
+    if dataset is None:
+        return dict(FILE_SELF_ATTN) if model == "self-attn" and not multi_label else {}
+    return dict(recipe_for(dataset).get("model_config", {}))
+
+
+def embedding_width(dataset: str | None) -> int:
+    """How wide the default model (``self-attn``) embeds tokens when trained on ``dataset`` (None: a file) without
+    flags: the dimensions word vectors for it need (``attnclf vectors``' default).
+
+    >>> embedding_width("imdb"), embedding_width("ag_news"), embedding_width(None)
+    (64, 128, 64)
     """
     from .models.classifiers import SelfAttentionConfig
 
-    return recipe_for(dataset).get("model_config", {}).get("d_model", SelfAttentionConfig.d_model)
+    return model_defaults(dataset).get("d_model", SelfAttentionConfig.d_model)

@@ -294,7 +294,8 @@ def _check_settings(settings: PretrainSettings) -> None:
 
 
 def _encoder_config(settings: PretrainSettings) -> dict:
-    return {**settings.model_config, "ngram_buckets": 0, "nb_ngram_buckets": 0}  # a classifier's, not an encoder's
+    # (a classifier's, not an encoder's)
+    return {**settings.model_config, "ngram_buckets": 0, "nb_ngram_buckets": 0, "nb_ngram_bucket_budget": 0}
 
 
 def _fingerprint(texts: Sequence[str]) -> str:

@@ -28,7 +28,6 @@ from ..evaluation.predict import predict_probabilities
 from ..models import build_model, config_for
 from ..models.memory import SMALLEST_VOCABULARY, refuse_untrainable
 from ..models.windows import window_config, windowed
-from ..recipes import SMALL_FILE_MAX_CLASSES, SMALL_FILE_SELF_ATTN
 from ..rundir import (EARLIER_MODEL, EARLIER_MODEL_STAGING, FORMAT_VERSION, TEMPERATURE_FILE, THRESHOLDS_FILE,
                       atomic_write_json, file_sha256, first_missing_folder, is_resumable, prepare_output_dir,
                       read_config, read_json, read_jsonl, remove_empty_folders)
@@ -361,8 +360,7 @@ def _describe_data(settings: RunSettings, splits: Splits, progress: bool) -> lis
     if (settings.data.train_file or generated) and not settings.data.token_cache:
         # (A cache's texts stay on disk.)
         described += shared_text_warnings(splits, settings.tokenizer.cleaning, validation_too=not generated)
-    note = small_data_note(settings.data, len(splits.train), settings.model, settings.model_config,
-                           len(splits.train.label_names))
+    note = small_data_note(settings.data, len(splits.train))
     if note:
         described.append(note)
     given = _given_warnings.get()
@@ -379,38 +377,26 @@ def _describe_data(settings: RunSettings, splits: Splits, progress: bool) -> lis
     return [line.removeprefix("warning: ") for line in described if line.startswith("warning:")]
 
 
-# Below this many training texts a file's run says what else to try: the general self-attn defaults were measured
-# weakest on small files (BENCHMARKS.md, Small data), where a smaller self-attn with the n-gram branch led them and
-# TF-IDF + LR came close.
+# Below this many training texts a file's run says what else to try: on small files TF-IDF + LR came close to the
+# file recipe's self-attn (BENCHMARKS.md, Small data).
 SMALL_DATA_TEXTS = 10_000
 
 
-def small_data_note(data: DataSettings, training_texts: int, model: str = "self-attn",
-                    model_config: dict | None = None, classes: int = 2) -> str | None:
-    """A line for a run on a small file of the user's: the self-attn settings that did better on small files of few
-    classes (unless the run set any of them, trains another model or has more classes than they were measured on)
-    and the command that compares models on it; None where there is nothing to say (a named dataset, whose recipe or
-    BENCHMARKS.md says what to train on it; a refit; multi-label data, which `attnclf compare` does not take; a
-    large file).
+def small_data_note(data: DataSettings, training_texts: int) -> str | None:
+    """A line for a run on a small file of the user's: the command that compares models on it; None where there is
+    nothing to say (a named dataset, whose recipe or BENCHMARKS.md says what to train on it; a refit; multi-label
+    data, which `attnclf compare` does not take; a large file).
 
     >>> data = DataSettings(train_file="t.csv")
     >>> small_data_note(data, 2700)[:28], small_data_note(data, 10000)
-    ('note: 2,700 training texts: ', None)
-    >>> ["--set d_model=64" in small_data_note(data, 2700, *how) for how in [(), ("boe",), ("self-attn", {}, 20)]]
-    [True, False, False]
+    ('note: 2,700 training texts, ', None)
     """
     if not data.train_file or data.refit or data.multi_label or training_texts >= SMALL_DATA_TEXTS:
         return None
     test_file = shlex.quote(data.test_file) if data.test_file else "TEST_FILE"
-    compare = (f"`attnclf compare --train-file {shlex.quote(data.train_file)} --test-file {test_file} --models "
-               f"self-attn,boe` scores self-attn, boe and TF-IDF + LR on your data")
-    if (model == "self-attn" and classes <= SMALL_FILE_MAX_CLASSES
-            and not SMALL_FILE_SELF_ATTN.keys() & (model_config or {}).keys()):
-        flags = " ".join(f"--set {name}={value}" for name, value in SMALL_FILE_SELF_ATTN.items())
-        return (f"note: {training_texts:,} training texts: on 3,000-6,920-text files a smaller self-attn with the "
-                f"n-gram branch led these defaults by 2.5-5.8 points of validation accuracy (BENCHMARKS.md, Small "
-                f"data): {flags}; {compare}")
-    return f"note: {training_texts:,} training texts, where boe or TF-IDF + LR may do as well as self-attn: {compare}"
+    return (f"note: {training_texts:,} training texts, where boe or TF-IDF + LR may do as well as self-attn: `attnclf "
+            f"compare --train-file {shlex.quote(data.train_file)} --test-file {test_file} --models self-attn,boe` "
+            f"scores self-attn, boe and TF-IDF + LR on your data")
 
 
 def _suspect_separators(train_file: str | None) -> str:

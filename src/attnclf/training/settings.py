@@ -21,7 +21,7 @@ from ..data.registry import folder_holding, sources
 from ..data.splits import check_fraction
 from ..errors import AttnclfError, shown
 from ..models import MODELS
-from ..recipes import recipe_for
+from ..recipes import model_defaults, recipe_for
 from ..rundir import read_config, read_json, refuse_estimator_run
 from ..text.cleaning import CleaningConfig
 from ..text.tokenizer import TokenizerConfig
@@ -299,7 +299,8 @@ def refuse_derived_fields(model_config: dict, sources: dict[str, str] = DERIVED_
 def settings_for(data: DataSettings, model: str, *, model_config: dict | None = None, train: dict | None = None,
                  tokenizer: dict | None = None, cleaning: CleaningConfig | None = None, output: str | None = None,
                  device: str = "auto") -> RunSettings:
-    """RunSettings from general defaults, then the dataset's recipe, then the given overrides.
+    """RunSettings from general defaults, then the dataset's recipe (a file's single-label ``self-attn``:
+    ``recipes.FILE_SELF_ATTN``), then the given overrides.
 
     ``model_config``, ``train`` and ``tokenizer`` override fields of the model's
     config, ``TrainConfig`` and ``TokenizerConfig``; an unknown field is an
@@ -316,7 +317,8 @@ def settings_for(data: DataSettings, model: str, *, model_config: dict | None = 
     recipe = recipe_for(data.dataset)
     model_fields = {f.name for f in fields(MODELS[model].config_class)}
     # A recipe tunes several models at once; each takes the fields it has.
-    merged_model = {k: v for k, v in recipe.get("model_config", {}).items() if k in model_fields}
+    merged_model = {k: v for k, v in model_defaults(data.dataset, model, data.multi_label).items()
+                    if k in model_fields}
     merged_model |= model_config or {}
     merged_train = recipe.get("train", {}) | (train or {})
     if data.multi_label:
