@@ -661,6 +661,33 @@ def test_a_run_recorded_with_split_seed_and_a_validation_file_resumes_with_the_c
     assert len((run / "history.jsonl").read_text().splitlines()) == 2
 
 
+def test_a_file_run_from_before_the_file_recipe_is_told_its_command_builds_another_model_now(tmp_path, capsys,
+                                                                                             monkeypatch):
+    # A self-attn run on a file started under the general defaults (d_model 128, no n-gram branch): its command,
+    # --resume added, would now build the file recipe's model; the refusal says so and how the run continues.
+    from attnclf import recipes
+
+    data = write_csv(tmp_path / "reviews.csv", [(t, "pos") for t in POSITIVE * 3] + [(t, "neg") for t in NEGATIVE * 3])
+    run = tmp_path / "run"
+    argv = ["train", "--train-file", str(data), "--set", "layers=1", "--min-frequency", "1", "--max-len", "16",
+            "--no-report", "--threads", "1", "--quiet", "--output", str(run)]
+    with monkeypatch.context() as before:
+        before.setattr(recipes, "FILE_SELF_ATTN", {})
+        assert main([*argv, "--epochs", "1"]) == 0
+    assert json.loads((run / "config.json").read_text())["settings"]["model_config"] == {"layers": 1}
+    capsys.readouterr()
+    assert run_error([*argv, "--epochs", "2", "--resume"], capsys) == (
+        f"attnclf: error: {run} started before self-attn on a file defaulted to the file recipe "
+        f"(d_model=64, ff_dim=256, dropout=0.3, positional=sinusoidal and the n-gram branch): this command now builds "
+        f"another model; `attnclf train --resume --output {run}` continues the run with its own settings")
+    # Another setting than the defaults' is refused as before, by that setting.
+    assert "trained with model_config.layers = 1, this command gives 2" in run_error(
+        [*argv, "--set", "layers=2", "--epochs", "2", "--resume"], capsys)
+    assert main(["train", "--resume", "--output", str(run), "--epochs", "2", "--quiet"]) == 0
+    assert len((run / "history.jsonl").read_text().splitlines()) == 2
+    assert json.loads((run / "config.json").read_text())["settings"]["model_config"] == {"layers": 1}
+
+
 def test_training_warns_of_texts_on_both_sides_of_a_split_even_when_quiet(tmp_path, capsys):
     rows = [(f"{t} number {i}", "pos") for i, t in enumerate(POSITIVE * 5)] + \
         [(f"{t} number {i}", "neg") for i, t in enumerate(NEGATIVE * 5)]

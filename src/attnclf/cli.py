@@ -417,10 +417,21 @@ def _refuse_other_settings(typed, trained, moved: set[str] = frozenset()) -> Non
     """A resumed run continues with its own settings, so flags that would train another model are an error, not a
     silent no-op: the run's own command with --resume added passes, other flags (or too few) do not; ``moved`` names
     the data files whose new place it may give."""
-    differing = trained.first_difference(typed, ignore={"train.epochs", "train.schedule_epochs", "embeddings",
-                                                        "embeddings_std", "init_from", *(f"data.{m}" for m in moved)})
+    from .recipes import FILE_SELF_ATTN
+    from .training.settings import before_file_recipe
+
+    ignore = {"train.epochs", "train.schedule_epochs", "embeddings", "embeddings_std", "init_from",
+              *(f"data.{m}" for m in moved)}
+    differing = trained.first_difference(typed, ignore=ignore)
     if differing is not None:
         key, theirs, ours = differing
+        earlier = before_file_recipe(typed, trained.model_config) if key.startswith("model_config.") else None
+        if earlier is not None and trained.first_difference(earlier, ignore=ignore) is None:
+            recipe = ", ".join(f"{name}={value}" for name, value in FILE_SELF_ATTN.items() if "ngram" not in name)
+            raise AttnclfError(f"{trained.output} started before self-attn on a file defaulted to the file recipe "
+                               f"({recipe} and the n-gram branch): this command now builds another model; `attnclf "
+                               f"train --resume --output {shlex.quote(str(trained.output))}` continues the run with "
+                               f"its own settings")
         raise AttnclfError(f"{trained.output} trained with {key} = {theirs!r}, this command gives {ours!r}: --resume "
                            f"continues the run with its own settings; give the command that started it, or only "
                            f"--output (and --epochs, --device or --threads to change them)")

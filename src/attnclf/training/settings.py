@@ -346,6 +346,24 @@ def settings_for(data: DataSettings, model: str, *, model_config: dict | None = 
     )
 
 
+def before_file_recipe(settings: RunSettings, recorded_model_config: dict) -> RunSettings | None:
+    """``settings`` as they were built before a single-label ``self-attn`` on a file started from
+    ``recipes.FILE_SELF_ATTN``: without the recipe's values that a run's ``recorded_model_config`` does not hold.
+    None where the recipe does not apply (a named dataset, another model, multi-label data). A run started before
+    then, whose command now builds another model, compares with these.
+
+    >>> s = settings_for(DataSettings(train_file="t.csv"), "self-attn", model_config={"layers": 1})
+    >>> before_file_recipe(s, {"layers": 1}).model_config, before_file_recipe(s, {"d_model": 64}).model_config
+    ({'layers': 1}, {'d_model': 64, 'layers': 1})
+    """
+    recipe = model_defaults(settings.data.dataset, settings.model, settings.data.multi_label)
+    if settings.data.dataset is not None or not recipe:
+        return None
+    earlier = {name: value for name, value in settings.model_config.items()
+               if name in recorded_model_config or name not in recipe or recipe[name] != value}
+    return replace(settings, model_config=earlier)
+
+
 def checkpoint_state(run_dir: str | Path) -> dict:
     """What a run's last checkpoint recorded (its epoch, history, stale epochs...); empty without one."""
     state = Path(run_dir) / "checkpoint" / "state.json"
