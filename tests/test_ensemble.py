@@ -458,3 +458,26 @@ def test_evaluate_on_a_test_file_warns_of_texts_any_member_learned(tmp_path, cap
         f"validation texts: the test score will flatter the model"]
     assert main(["evaluate", str(out / "seed-0"), "--test-file", str(test), "--json"]) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_an_ensemble_on_a_file_from_before_the_file_recipe_resumes_as_its_members_trained(tmp_path, capsys,
+                                                                                          monkeypatch):
+    # Its members trained self-attn at the general defaults; the same command now builds the file recipe's model,
+    # and an ensemble resumes only with its whole command: the members it adds and continues train as the others did.
+    from attnclf import recipes
+
+    data = tmp_path / "reviews.csv"
+    data.write_text("text,label\n" + "".join(f"{word} film number {i},{label}\n" for i in range(12)
+                                             for word, label in [("great", "pos"), ("dull", "neg")]))
+    out = tmp_path / "ens"
+    flags = ["train", "--train-file", str(data), "--test-file", str(data), "--min-frequency", "1", "--max-len", "8",
+             "--set", "layers=1", "--epochs", "1", "--output", str(out), "--quiet", "--no-report", "--threads", "1"]
+    with monkeypatch.context() as before:
+        before.setattr(recipes, "FILE_SELF_ATTN", {})
+        assert main(flags + ["--seeds", "0", "1"]) == 0
+    assert main(flags + ["--resume", "--seeds", "0", "1", "2"]) == 0, capsys.readouterr().err
+    assert [json.loads((out / f"seed-{seed}" / "config.json").read_text())["settings"]["model_config"]
+            for seed in (0, 1, 2)] == [{"layers": 1}] * 3
+    # Another setting is still refused by its name.
+    assert main(flags + ["--set", "layers=2", "--resume", "--seeds", "0", "1", "2", "3"]) == 2
+    assert "trained with model_config.layers = 1, this command gives 2" in capsys.readouterr().err

@@ -239,7 +239,8 @@ _PER_MEMBER = {"train.seed", "train.epochs", "train.schedule_epochs", "embedding
 
 def _as_members_trained(settings, output: Path, adds: bool = True):
     """``settings`` for the members a resumed ensemble adds or continues: refused if they differ from the finished
-    members' (those it adds would train otherwise), with the members' word vectors.
+    members' (those it adds would train otherwise), with the members' word vectors; the members' model settings where
+    they trained on a file before self-attn there started from the file recipe (``before_file_recipe``).
 
     >>> # settings = _as_members_trained(build_settings(args), Path("runs/imdb-3"))
     """
@@ -247,7 +248,7 @@ def _as_members_trained(settings, output: Path, adds: bool = True):
 
     from .rundir import read_config
     from .training.run import check_starts_unchanged
-    from .training.settings import resume_settings
+    from .training.settings import before_file_recipe, resume_settings
 
     checked = set()  # (what members started from, checked once: hashing a large vectors file takes a while)
     for member in member_folders(output, trained=True):
@@ -259,6 +260,11 @@ def _as_members_trained(settings, output: Path, adds: bool = True):
             check_starts_unchanged(config, str(member))
             checked.add(start)
         differing = trained.first_difference(settings, ignore=_PER_MEMBER)
+        # Members trained on a file before self-attn there started from the file recipe: their command builds the
+        # recipe's model now, and an ensemble resumes only with its command, so the members train as they did.
+        earlier = before_file_recipe(settings, trained.model_config) if differing is not None else None
+        if earlier is not None and trained.first_difference(earlier, ignore=_PER_MEMBER) is None:
+            settings, differing = earlier, None
         if differing is not None:
             key, theirs, ours = differing
             raise AttnclfError(f"{member} trained with {key} = {theirs!r}, this command gives {ours!r}: "
