@@ -387,6 +387,28 @@ def test_the_budget_line_gives_the_first_seeds_sizes_when_a_grouped_split_varies
     assert "Budget of every neural cell: 540 training / 60 validation / 20 test texts (seed 0)" in line
 
 
+def test_the_budget_line_says_self_attn_on_a_file_starts_from_the_file_recipe(tmp_path):
+    # compare on a file trains self-attn from recipes.FILE_SELF_ATTN, and other models from the general defaults.
+    from attnclf.experiments.tables import describe_budget
+    from attnclf.rundir import atomic_write_json
+
+    run = tmp_path / "cell"
+    run.mkdir()
+    atomic_write_json(run / "config.json", {
+        "data": {"train_examples": 90, "validation_examples": 10, "test_examples": 20},
+        "settings": {"data": {"dataset": None}, "tokenizer": {"kind": "word", "max_len": 256, "vocab_size": 30000},
+                     "train": {"patience": 0, "epochs": 10, "monitor": "macro_f1", "batch_size": 32,
+                               "optimizer": "adamw", "lr": 1e-3, "schedule": "linear"}}})
+    setup = Setup(DataSettings(train_file="t.csv", test_file="t.csv"), seeds=[0])
+    cells = [{"run_dir": str(run), "seed": 0, "epochs": 3, "model": model} for model in ("self-attn", "boe")]
+    line = describe_budget(setup, cells)
+    assert ("Model settings from the recipe and --set (each model takes the fields it has): none; self-attn's from "
+            "the file recipe (recipes.FILE_SELF_ATTN): nb_ngram_buckets=1048576, nb_ngram_bucket_budget=4194304, "
+            "d_model=64, ff_dim=256, dropout=0.3, positional=sinusoidal.") in line
+    assert "file recipe" not in describe_budget(setup, cells[1:])
+    assert "file recipe" not in describe_budget(Setup(DataSettings(dataset="imdb"), seeds=[0]), cells)
+
+
 def test_error_bars_of_a_score_stay_within_zero_and_one():
     from attnclf.experiments.plots import score_plot
     from attnclf.experiments.tables import summarize

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..recipes import recipe_for
+from ..recipes import model_defaults, recipe_for
 from ..rundir import atomic_write_bytes, read_json
 
 SPREAD = ("accuracy", "macro_f1", "final_train_loss", "final_train_accuracy")  # reported as mean ± std
@@ -122,14 +122,20 @@ def describe_budget(setup, records: list[dict]) -> str:
                       for (train, validation, test), names in sizes.items())
     train, tokenizer = settings["train"], settings["tokenizer"]
     shared = recipe_for(setup.data.dataset).get("model_config", {}) | setup.model_config
-    model = ", ".join(f"{k}={v}" for k, v in shared.items())
+    model = ", ".join(f"{k}={v}" for k, v in shared.items()) or "none"
+    # (a file's self-attn starts from its own recipe, which the shared settings above do not hold)
+    file_recipe = {k: v for k, v in model_defaults(None, multi_label=setup.data.multi_label).items()
+                   if k not in setup.model_config} if setup.data.dataset is None else {}
+    if file_recipe and any(r.get("model") == "self-attn" for r in neural):
+        model += ("; self-attn's from the file recipe (recipes.FILE_SELF_ATTN): "
+                  + ", ".join(f"{k}={v}" for k, v in file_recipe.items()))
     stop = f"early stopping after {train['patience']} stale epochs" if train["patience"] else "no early stopping"
     return (
         f"Budget of every neural cell: {texts} (seed {neural[0]['seed']}); up to {train['epochs']} epochs, "
         f"{stop} on validation {train['monitor']}; batch {train['batch_size']}, {train['optimizer']} "
         f"lr {train['lr']:g} ({train['schedule']} schedule); {tokenizer['kind']} tokenizer, at most "
         f"{tokenizer['max_len']} tokens per text, vocabulary at most {tokenizer['vocab_size']:,}. "
-        f"Model settings from the recipe and --set (each model takes the fields it has): {model or 'none'}. "
+        f"Model settings from the recipe and --set (each model takes the fields it has): {model}. "
         f"Seeds {', '.join(map(str, setup.seeds))}; torch threads: {setup.threads or 'default'}."
     )
 
