@@ -922,7 +922,7 @@ def cmd_vectors(args: argparse.Namespace) -> int:
 def cmd_pretrain(args: argparse.Namespace) -> int:
     from .recipes import RECIPES, model_defaults, recipe_for
     from .training.device import fix_mmap_threshold
-    from .training.pretrain import PretrainSettings, pretrain_encoder
+    from .training.pretrain import PretrainSettings, as_begun, pretrain_encoder
 
     if args.recipe is not None and not recipe_for(args.recipe):
         raise AttnclfError(f"--recipe {args.recipe!r}: no dataset has a recipe by that name; choose one of "
@@ -932,8 +932,11 @@ def cmd_pretrain(args: argparse.Namespace) -> int:
     recipe = recipe_for(recipe_name)
     if args.embeddings_std is not None and not args.embeddings:
         raise AttnclfError("--embeddings-std needs --embeddings FILE")
+    model_config = model_defaults(recipe_name) | _parse_overrides(args.set)
+    if recipe_name is None:  # (files alone: one begun at the general defaults, before the file recipe, goes on so)
+        model_config = as_begun(args.output, model_config, model_defaults(None))
     settings = PretrainSettings(
-        model_config=model_defaults(recipe_name) | _parse_overrides(args.set),
+        model_config=model_config,
         max_len=args.max_len if args.max_len is not None else recipe.get("tokenizer", {}).get("max_len",
                                                                                             PretrainSettings.max_len),
         embeddings=args.embeddings, **{name: getattr(args, name) for name in (

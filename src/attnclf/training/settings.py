@@ -21,7 +21,7 @@ from ..data.registry import folder_holding, sources
 from ..data.splits import check_fraction
 from ..errors import AttnclfError, shown
 from ..models import MODELS
-from ..recipes import model_defaults, recipe_for
+from ..recipes import before_recipe, model_defaults, recipe_for
 from ..rundir import read_config, read_json, refuse_estimator_run
 from ..text.cleaning import CleaningConfig
 from ..text.tokenizer import TokenizerConfig
@@ -359,9 +359,7 @@ def before_file_recipe(settings: RunSettings, recorded_model_config: dict) -> Ru
     recipe = model_defaults(settings.data.dataset, settings.model, settings.data.multi_label)
     if settings.data.dataset is not None or not recipe:
         return None
-    earlier = {name: value for name, value in settings.model_config.items()
-               if name in recorded_model_config or name not in recipe or recipe[name] != value}
-    return replace(settings, model_config=earlier)
+    return replace(settings, model_config=before_recipe(settings.model_config, recipe, recorded_model_config))
 
 
 def checkpoint_state(run_dir: str | Path) -> dict:
