@@ -272,7 +272,7 @@ def test_a_budgeted_branch_saves_loads_and_exports_as_it_trained(tmp_path, capsy
     from attnclf.export.onnx import onnx_graph
 
     run = settings(tmp_path / "run", epochs=1)
-    run.model_config = {**run.model_config, "nb_ngram_bucket_budget": 2048}  # 4096 buckets x 2 classes: halved once
+    run.model_config = {**run.model_config, "nb_ngram_bucket_budget": 2048}  # 4096 x 2 classes: halved twice, to 1024
     result = train_run(run, progress=False)
     loaded = Classifier.load(result.run_dir, device="cpu")
     assert loaded.model.ngram_logits.buckets == 1024
