@@ -676,16 +676,48 @@ def test_a_file_run_from_before_the_file_recipe_is_told_its_command_builds_anoth
         assert main([*argv, "--epochs", "1"]) == 0
     assert json.loads((run / "config.json").read_text())["settings"]["model_config"] == {"layers": 1}
     capsys.readouterr()
+    started = f"attnclf: error: {run} started before self-attn on a file defaulted to the file recipe: this command now"
+    resumes = f"`attnclf train --resume --output {run}` alone continues the run with its own settings"
     assert run_error([*argv, "--epochs", "2", "--resume"], capsys) == (
-        f"attnclf: error: {run} started before self-attn on a file defaulted to the file recipe "
-        f"(d_model=64, ff_dim=256, dropout=0.3, positional=sinusoidal and the n-gram branch): this command now builds "
-        f"another model; `attnclf train --resume --output {run}` continues the run with its own settings")
+        f"{started} builds it with d_model=64 (the run: 128), ff_dim=256 (the run: 512), dropout=0.3 (the run: 0.1), "
+        f"positional=sinusoidal (the run: learned), nb_ngram_buckets=1048576 (the run: 0), "
+        f"nb_ngram_bucket_budget=4194304 (the run: 0); {resumes}")
+    # Flags that give back one old default (d_model 128, no n-gram branch) leave the other fields named, not the
+    # flag's own field as if unset (it said "trained with model_config.nb_ngram_buckets = None").
+    assert run_error([*argv, "--set", "d_model=128", "--epochs", "2", "--resume"], capsys) == (
+        f"{started} builds it with ff_dim=256 (the run: 512), dropout=0.3 (the run: 0.1), positional=sinusoidal "
+        f"(the run: learned), nb_ngram_buckets=1048576 (the run: 0), nb_ngram_bucket_budget=4194304 (the run: 0); "
+        f"{resumes}")
+    assert run_error([*argv, "--set", "nb_ngram_buckets=0", "--epochs", "2", "--resume"], capsys) == (
+        f"{started} builds it with d_model=64 (the run: 128), ff_dim=256 (the run: 512), dropout=0.3 (the run: 0.1), "
+        f"positional=sinusoidal (the run: learned), nb_ngram_bucket_budget=4194304 (the run: 0); {resumes}")
     # Another setting than the defaults' is refused as before, by that setting.
     assert "trained with model_config.layers = 1, this command gives 2" in run_error(
         [*argv, "--set", "layers=2", "--epochs", "2", "--resume"], capsys)
     assert main(["train", "--resume", "--output", str(run), "--epochs", "2", "--quiet"]) == 0
     assert len((run / "history.jsonl").read_text().splitlines()) == 2
     assert json.loads((run / "config.json").read_text())["settings"]["model_config"] == {"layers": 1}
+
+
+def test_a_file_run_begun_with_the_old_suggested_flags_is_told_only_the_budget_differs(tmp_path, capsys,
+                                                                                     monkeypatch):
+    # Before the file recipe, train's small-file note suggested its values as flags; a run begun with them differs
+    # from what its command builds now by the n-gram budget alone, and the refusal names only that.
+    from attnclf import recipes
+
+    data = write_csv(tmp_path / "reviews.csv", [(t, "pos") for t in POSITIVE * 3] + [(t, "neg") for t in NEGATIVE * 3])
+    run = tmp_path / "run"
+    argv = ["train", "--train-file", str(data), "--set", "layers=1", "--set", "nb_ngram_buckets=1048576", "--set",
+            "d_model=64", "--set", "ff_dim=256", "--set", "dropout=0.3", "--set", "positional=sinusoidal",
+            "--min-frequency", "1", "--max-len", "16", "--no-report", "--threads", "1", "--quiet", "--output", str(run)]
+    with monkeypatch.context() as before:
+        before.setattr(recipes, "FILE_SELF_ATTN", {})
+        assert main([*argv, "--epochs", "1"]) == 0
+    capsys.readouterr()
+    assert run_error([*argv, "--epochs", "2", "--resume"], capsys) == (
+        f"attnclf: error: {run} started before self-attn on a file defaulted to the file recipe: this command now "
+        f"builds it with nb_ngram_bucket_budget=4194304 (the run: 0); `attnclf train --resume --output {run}` alone "
+        f"continues the run with its own settings")
 
 
 def test_training_warns_of_texts_on_both_sides_of_a_split_even_when_quiet(tmp_path, capsys):

@@ -475,6 +475,12 @@ def test_an_ensemble_on_a_file_from_before_the_file_recipe_resumes_as_its_member
     with monkeypatch.context() as before:
         before.setattr(recipes, "FILE_SELF_ATTN", {})
         assert main(flags + ["--seeds", "0", "1"]) == 0
+    # Flags typed that the members did not train with are refused, even where they are the recipe's values (the
+    # members' settings were guessed from the values: seed-2 trained at ff_dim 512, dropout 0.1 despite the flags).
+    capsys.readouterr()
+    assert main(flags + ["--set", "ff_dim=256", "--set", "dropout=0.3", "--resume", "--seeds", "0", "1", "2"]) == 2
+    assert "seed-0 trained with model_config.ff_dim = 512, this command gives 256" in capsys.readouterr().err
+    assert not (out / "seed-2").exists()
     assert main(flags + ["--resume", "--seeds", "0", "1", "2"]) == 0, capsys.readouterr().err
     assert [json.loads((out / f"seed-{seed}" / "config.json").read_text())["settings"]["model_config"]
             for seed in (0, 1, 2)] == [{"layers": 1}] * 3

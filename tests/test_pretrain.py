@@ -472,6 +472,10 @@ def test_pretraining_on_files_builds_the_file_default_and_an_older_encoder_is_to
     # Its own command, given again (after an interruption: the same call continues it), goes on as it began.
     assert main(["pretrain", "--file", str(corpus), "--max-len", "16", *common, "--output", str(tmp_path / "old")]) == 0
     assert "has pretrained all 1 epochs already; nothing to do" in capsys.readouterr().err
+    # The recipe's values typed as flags are flags, not the recipe: another pretraining than the one begun there.
+    assert main(["pretrain", "--file", str(corpus), "--max-len", "16", *common, "--set", "d_model=64", "--set",
+                 "positional=sinusoidal", "--output", str(tmp_path / "old")]) == 2
+    assert f"{tmp_path / 'old'} holds a pretraining of other settings" in capsys.readouterr().err
     assert main([*train, "--init-from", str(tmp_path / "old"), "--output", str(tmp_path / "refused")]) == 2
     assert capsys.readouterr().err.strip() == (
         f"attnclf: error: {tmp_path / 'old'} pretrained an encoder with d_model=128, ff_dim=512, positional='learned', "

@@ -137,12 +137,14 @@ def _budget(args: argparse.Namespace) -> dict:
     return {"data": data, "train": train, "tokenizer": tokenizer, "cleaning": cleaning, "device": args.device}
 
 
-def build_settings(args: argparse.Namespace):
-    """RunSettings from general defaults, then the dataset's recipe, then explicit flags."""
+def build_settings(args: argparse.Namespace, file_recipe: bool = True):
+    """RunSettings from general defaults, then the dataset's recipe, then explicit flags; a file's single-label
+    self-attn without ``recipes.FILE_SELF_ATTN`` if not ``file_recipe`` (as the command built it before that)."""
     from .training.settings import settings_for
 
     budget = _budget(args)
-    settings = settings_for(model=args.model, model_config=_parse_overrides(args.set), output=args.output, **budget)
+    settings = settings_for(model=args.model, model_config=_parse_overrides(args.set), output=args.output,
+                            file_recipe=file_recipe, **budget)
     # Here, not in _budget: compare and ablate cap the training texts (DEFAULT_CAPS, --quick), a sample it seeds.
     # (Nor for --resume: a run trained before this refusal recorded its --split-seed, and its command continues it.)
     data = settings.data
@@ -160,6 +162,17 @@ def build_settings(args: argparse.Namespace):
         settings.embeddings = args.embeddings if args.embeddings and args.embeddings != "none" else None
     settings.check(_flag, _given(args))
     return settings
+
+
+def built_before_file_recipe(args: argparse.Namespace, settings):
+    """What this command built before a single-label self-attn on a file started from ``recipes.FILE_SELF_ATTN``,
+    if other than ``settings`` (what it builds now), else None: a run, ensemble or pretraining recorded with these
+    was begun by this command before then.
+
+    >>> # built_before_file_recipe(parse(["train", "--train-file", "t.csv"]), settings).model_config  # {}
+    """
+    before = build_settings(args, file_recipe=False)
+    return None if before.model_config == settings.model_config else before
 
 
 def _given(args: argparse.Namespace) -> set[str]:
@@ -337,7 +350,9 @@ def cmd_train(args: argparse.Namespace) -> int:
             _refuse_other_vectors(args, settings, trained)
             if "epochs" not in _typed(args):  # (not the recipe's default: members added or continued train as planned)
                 settings.train = replace(settings.train, epochs=trained.train.epochs)
-        metrics = train_ensemble(settings, args.seeds, resume=args.resume, progress=not args.quiet, named=_flag)
+        before = built_before_file_recipe(args, settings) if args.resume else None
+        metrics = train_ensemble(settings, args.seeds, resume=args.resume, progress=not args.quiet, named=_flag,
+                                 built_before=None if before is None else before.model_config)
         if metrics:  # torchrun's other ranks leave the testing to rank 0
             print(f"ensemble of {len(args.seeds)} runs ({Path(settings.output) / ENSEMBLE_FILE}), averaged:")
             _print_metrics(metrics)
@@ -372,7 +387,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             moved = set() if settings.data.token_cache else {
                 name for name in typed & {"train_file", "validation_file", "test_file"}
                 if getattr(settings.data, name) and (name != "test_file" or "test_sha256" in recorded.get("data", {}))}
-            _refuse_other_settings(described, settings, moved)
+            _refuse_other_settings(described, settings, moved, built_before_file_recipe(args, described))
             _refuse_other_vectors(args, described, settings)
             for name in moved:
                 setattr(settings.data, name, getattr(described.data, name))
@@ -413,28 +428,29 @@ def _typed(args: argparse.Namespace) -> set[str]:
     return set(vars(train.parse_known_args(args.argv)[0]))
 
 
-def _refuse_other_settings(typed, trained, moved: set[str] = frozenset()) -> None:
+def _refuse_other_settings(typed, trained, moved: set[str] = frozenset(), before=None) -> None:
     """A resumed run continues with its own settings, so flags that would train another model are an error, not a
     silent no-op: the run's own command with --resume added passes, other flags (or too few) do not; ``moved`` names
-    the data files whose new place it may give."""
-    from .recipes import FILE_SELF_ATTN
-    from .training.settings import before_file_recipe
+    the data files whose new place it may give. A run with the settings the command built ``before`` self-attn on a
+    file started from the file recipe is told so, by the model fields that differ now; another is told the setting
+    that differs from the nearer of the two builds (a flag typed, not the recipe's values)."""
+    from .training.settings import nearest_difference
 
     ignore = {"train.epochs", "train.schedule_epochs", "embeddings", "embeddings_std", "init_from",
               *(f"data.{m}" for m in moved)}
     differing = trained.first_difference(typed, ignore=ignore)
-    if differing is not None:
-        key, theirs, ours = differing
-        earlier = before_file_recipe(typed, trained.model_config) if key.startswith("model_config.") else None
-        if earlier is not None and trained.first_difference(earlier, ignore=ignore) is None:
-            recipe = ", ".join(f"{name}={value}" for name, value in FILE_SELF_ATTN.items() if "ngram" not in name)
-            raise AttnclfError(f"{trained.output} started before self-attn on a file defaulted to the file recipe "
-                               f"({recipe} and the n-gram branch): this command now builds another model; `attnclf "
-                               f"train --resume --output {shlex.quote(str(trained.output))}` continues the run with "
-                               f"its own settings")
-        raise AttnclfError(f"{trained.output} trained with {key} = {theirs!r}, this command gives {ours!r}: --resume "
-                           f"continues the run with its own settings; give the command that started it, or only "
-                           f"--output (and --epochs, --device or --threads to change them)")
+    if differing is None:
+        return
+    if before is not None and trained.first_difference(before, ignore=ignore) is None:
+        changed = ", ".join(f"{key.removeprefix('model_config.')}={ours} (the run: {theirs})"
+                            for key, theirs, ours in trained.differences(typed, ignore=ignore))
+        raise AttnclfError(f"{trained.output} started before self-attn on a file defaulted to the file recipe: this "
+                           f"command now builds it with {changed}; `attnclf train --resume --output "
+                           f"{shlex.quote(str(trained.output))}` alone continues the run with its own settings")
+    key, theirs, ours = nearest_difference(trained, [typed, *([before] if before else [])], ignore)
+    raise AttnclfError(f"{trained.output} trained with {key} = {theirs!r}, this command gives {ours!r}: --resume "
+                       f"continues the run with its own settings; give the command that started it, or only "
+                       f"--output (and --epochs, --device or --threads to change them)")
 
 
 def _refuse_other_vectors(args: argparse.Namespace, typed, trained) -> None:
@@ -933,8 +949,8 @@ def cmd_pretrain(args: argparse.Namespace) -> int:
     if args.embeddings_std is not None and not args.embeddings:
         raise AttnclfError("--embeddings-std needs --embeddings FILE")
     model_config = model_defaults(recipe_name) | _parse_overrides(args.set)
-    if recipe_name is None:  # (files alone: one begun at the general defaults, before the file recipe, goes on so)
-        model_config = as_begun(args.output, model_config, model_defaults(None))
+    if recipe_name is None:  # (files alone: one this command began before the file recipe goes on as it began)
+        model_config = as_begun(args.output, model_config, _parse_overrides(args.set))
     settings = PretrainSettings(
         model_config=model_config,
         max_len=args.max_len if args.max_len is not None else recipe.get("tokenizer", {}).get("max_len",

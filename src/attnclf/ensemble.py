@@ -146,7 +146,7 @@ def member_dirs(path: str | Path) -> list[Path]:
 
 
 def train_ensemble(settings, seeds: Sequence[int], resume: bool = False, progress: bool = True,
-                   named: Callable[[str], str] = by_field) -> dict:
+                   named: Callable[[str], str] = by_field, built_before: dict | None = None) -> dict:
     """Train ``settings`` once per seed into ``OUTPUT/seed-S``, then test the members' averaged probabilities.
 
     Writes ``OUTPUT/ensemble.json`` (member folders, test metrics) and returns the metrics. When the members
@@ -156,6 +156,8 @@ def train_ensemble(settings, seeds: Sequence[int], resume: bool = False, progres
     checkpoint, so an interrupted ensemble loses at most a checkpoint interval of work; without it
     every member is trained afresh, and once they are tested the folder's other ``seed-*`` members go. A member's
     refused settings are named as ``named`` spells them (``resume_settings``; the command line: by its flag).
+    ``built_before``: the model settings the command built before self-attn on a file started from the file recipe
+    (``cli.built_before_file_recipe``); members that trained with them are added and continued with them.
     Under ``torchrun`` every rank trains every member and only rank 0 tests (the others get ``{}``).
 
     >>> # from attnclf.training.settings import RunSettings, DataSettings
@@ -177,8 +179,8 @@ def train_ensemble(settings, seeds: Sequence[int], resume: bool = False, progres
         # Each member holds out its own validation split, so only a test split can score their average.
         raise AttnclfError("--seeds needs held-out data to test the ensemble on: give --test-file")
     if resume:
-        settings = _as_members_trained(settings, Path(settings.output),
-                                       adds=any(not (Path(settings.output) / f"seed-{seed}").is_dir() for seed in seeds))
+        adds = any(not (Path(settings.output) / f"seed-{seed}").is_dir() for seed in seeds)
+        settings = _as_members_trained(settings, Path(settings.output), adds=adds, built_before=built_before)
     created = first_missing_folder(settings.output)
     output = prepare_output_dir(settings.output)
     members = [output / f"seed-{seed}" for seed in seeds]
@@ -237,10 +239,11 @@ def _put_back(output: Path, saved: bytes | None) -> None:
 _PER_MEMBER = {"train.seed", "train.epochs", "train.schedule_epochs", "embeddings", "embeddings_std", "init_from"}
 
 
-def _as_members_trained(settings, output: Path, adds: bool = True):
+def _as_members_trained(settings, output: Path, adds: bool = True, built_before: dict | None = None):
     """``settings`` for the members a resumed ensemble adds or continues: refused if they differ from the finished
-    members' (those it adds would train otherwise), with the members' word vectors; the members' model settings where
-    they trained on a file before self-attn there started from the file recipe (``before_file_recipe``).
+    members' (those it adds would train otherwise), with the members' word vectors; with the model settings
+    ``built_before`` where the members trained with them (on a file, before self-attn there started from the file
+    recipe: the command that began them built these).
 
     >>> # settings = _as_members_trained(build_settings(args), Path("runs/imdb-3"))
     """
@@ -248,7 +251,7 @@ def _as_members_trained(settings, output: Path, adds: bool = True):
 
     from .rundir import read_config
     from .training.run import check_starts_unchanged
-    from .training.settings import before_file_recipe, resume_settings
+    from .training.settings import nearest_difference, resume_settings
 
     checked = set()  # (what members started from, checked once: hashing a large vectors file takes a while)
     for member in member_folders(output, trained=True):
@@ -262,11 +265,12 @@ def _as_members_trained(settings, output: Path, adds: bool = True):
         differing = trained.first_difference(settings, ignore=_PER_MEMBER)
         # Members trained on a file before self-attn there started from the file recipe: their command builds the
         # recipe's model now, and an ensemble resumes only with its command, so the members train as they did.
-        earlier = before_file_recipe(settings, trained.model_config) if differing is not None else None
-        if earlier is not None and trained.first_difference(earlier, ignore=_PER_MEMBER) is None:
+        earlier = replace(settings, model_config=built_before) if built_before is not None else None
+        if differing is not None and earlier is not None and \
+                trained.first_difference(earlier, ignore=_PER_MEMBER) is None:
             settings, differing = earlier, None
         if differing is not None:
-            key, theirs, ours = differing
+            key, theirs, ours = nearest_difference(trained, [settings, *([earlier] if earlier else [])], _PER_MEMBER)
             raise AttnclfError(f"{member} trained with {key} = {theirs!r}, this command gives {ours!r}: "
                                f"--resume adds and continues members as the others trained; give their flags, or "
                                f"train a new --output")

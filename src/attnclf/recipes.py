@@ -114,17 +114,6 @@ def model_defaults(dataset: str | None, model: str = "self-attn", multi_label: b
     return dict(recipe_for(dataset).get("model_config", {}))
 
 
-def before_recipe(model_config: dict, recipe: dict, recorded: dict) -> dict:
-    """``model_config`` without the values it took from ``recipe`` that ``recorded`` does not hold: the settings a
-    command gave before ``recipe`` became its default, to compare with what a run begun then recorded.
-
-    >>> before_recipe({"d_model": 64, "ff_dim": 256, "layers": 1}, FILE_SELF_ATTN, {"ff_dim": 256, "layers": 1})
-    {'ff_dim': 256, 'layers': 1}
-    """
-    return {name: value for name, value in model_config.items()
-            if name in recorded or name not in recipe or recipe[name] != value}
-
-
 def embedding_width(dataset: str | None) -> int:
     """How wide the default model (``self-attn``) embeds tokens when trained on ``dataset`` (None: a file) without
     flags: the dimensions word vectors for it need (``attnclf vectors``' default).

@@ -44,7 +44,6 @@ from ..models import build_model, config_for
 from ..models.classifiers import SelfAttentionClassifier
 from ..models.memory import SMALLEST_VOCABULARY, refuse_untrainable
 from ..prediction import check_texts
-from ..recipes import before_recipe
 from ..rundir import (atomic_save_tensors, atomic_write_json, file_sha256, first_missing_folder, load_weights,
                       prepare_output_dir, read_json, remove_empty_folders)
 from ..text.batching import BucketBatches
@@ -332,12 +331,12 @@ def _earlier_state(output: Path, record: dict) -> dict | None:
     return saved
 
 
-def as_begun(output: str | Path, model_config: dict, recipe: dict) -> dict:
-    """``model_config`` for pretraining into ``output``: the one the pretraining there began with where it differs
-    only by values from ``recipe`` that it did not record (begun before the recipe was the command's default, so its
-    own command continues it), else ``model_config`` as it is (checked against the pretraining there as usual).
+def as_begun(output: str | Path, model_config: dict, before: dict) -> dict:
+    """``model_config`` for pretraining into ``output``: ``before`` (what the command built before its defaults
+    changed) where the pretraining there began with exactly that, so its own command continues it; else
+    ``model_config`` as it is (checked against the pretraining there as usual).
 
-    >>> # as_begun("pretrained/mine", model_defaults(None), model_defaults(None))  # begun at the general defaults: {}
+    >>> # as_begun("pretrained/mine", model_defaults(None) | overrides, overrides)  # begun at the general defaults
     """
     checkpoint = Path(output) / CHECKPOINT_FILE
     if not checkpoint.is_file():
@@ -346,7 +345,7 @@ def as_begun(output: str | Path, model_config: dict, recipe: dict) -> dict:
         recorded = json.loads(_checkpoint_metadata(checkpoint)["state"])["record"]["settings"]["model_config"]
     except (KeyError, TypeError, ValueError, AttnclfError):  # not a pretraining's: _earlier_state says so
         return model_config
-    return recorded if before_recipe(model_config, recipe, recorded) == recorded else model_config
+    return before if recorded == before else model_config
 
 
 def _checkpoint_metadata(path: Path) -> dict:

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Collection, Iterator
-from dataclasses import asdict, dataclass, field, fields, replace
+from collections.abc import Callable, Collection, Iterator, Sequence
+from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,7 @@ from ..data.registry import folder_holding, sources
 from ..data.splits import check_fraction
 from ..errors import AttnclfError, shown
 from ..models import MODELS
-from ..recipes import before_recipe, model_defaults, recipe_for
+from ..recipes import model_defaults, recipe_for
 from ..rundir import read_config, read_json, refuse_estimator_run
 from ..text.cleaning import CleaningConfig
 from ..text.tokenizer import TokenizerConfig
@@ -255,24 +255,54 @@ class RunSettings:
         """The first setting, named "section.field", in which ``other`` differs from these, with its value here and
         there; None if they agree. Paths compare absolute, where the data lies is left out (a copy elsewhere is the
         same data: runs check their texts' fingerprints), and so is how and where a run trains (its output, device,
-        threads, report, checkpoint interval) and whatever ``ignore`` names.
+        threads, report, checkpoint interval) and whatever ``ignore`` names. A model field left unset counts as
+        its default (``--set d_model=128`` builds the model no flag builds).
 
         >>> RunSettings(train=TrainConfig(lr=0.1)).first_difference(RunSettings())
         ('train.lr', 0.1, 0.001)
+        """
+        return next(self.differences(other, ignore), None)
+
+    def differences(self, other: RunSettings, ignore: Collection[str] = ()) -> Iterator[tuple[str, Any, Any]]:
+        """Each setting in which ``other`` differs from these, as ``first_difference`` finds the first.
+
+        >>> list(RunSettings(model_config={"d_model": 64}).differences(RunSettings(model_config={"d_model": 128})))
+        [('model_config.d_model', 64, 128)]
         """
         ours, theirs = self._flat(), other._flat()
         ignored = {"output", "device", "threads", "report", "train.checkpoint_seconds", "data.data_dir",
                    "data.found_in", *ignore}
         keys = [*ours, *(key for key in theirs if key not in ours)]
-        return next(((key, ours.get(key), theirs.get(key)) for key in keys
-                     if key not in ignored and ours.get(key) != theirs.get(key)), None)
+        return ((key, ours.get(key), theirs.get(key)) for key in keys
+                if key not in ignored and ours.get(key) != theirs.get(key))
 
     def _flat(self) -> dict:
         flat = {}
-        for key, value in self.anchored().to_dict().items():
+        settings = self.anchored().to_dict()
+        if self.model in MODELS:  # (a run records only the fields it set; what it built took the others' defaults)
+            settings["model_config"] = {f.name: f.default for f in fields(MODELS[self.model].config_class)
+                                        if f.name not in DERIVED_MODEL_FIELDS and f.default is not MISSING} | \
+                settings["model_config"]
+        for key, value in settings.items():
             for name, inner in (value.items() if isinstance(value, dict) else [(None, value)]):
                 flat[key if name is None else f"{key}.{name}"] = inner
         return flat
+
+
+def nearest_difference(trained: RunSettings, builds: Sequence[RunSettings],
+                       ignore: Collection[str] = ()) -> tuple[str, Any, Any] | None:
+    """The first setting in which ``trained`` differs from the nearest of ``builds`` (the fewest settings apart,
+    the first on a tie): where a command could build either (a file's self-attn with the file recipe or as before
+    it), the one the run is nearer to holds the flag that differs, not the recipe's values.
+
+    >>> run = RunSettings(model_config={"layers": 1})
+    >>> nearest_difference(run, [RunSettings(model_config={"layers": 2, "d_model": 64}),
+    ...                          RunSettings(model_config={"layers": 2})])
+    ('model_config.layers', 1, 2)
+    """
+    apart = [list(trained.differences(build, ignore)) for build in builds]
+    nearest = min(apart, key=len)
+    return nearest[0] if nearest else None
 
 
 def _absolute(path: str | None) -> str | None:
@@ -298,9 +328,10 @@ def refuse_derived_fields(model_config: dict, sources: dict[str, str] = DERIVED_
 
 def settings_for(data: DataSettings, model: str, *, model_config: dict | None = None, train: dict | None = None,
                  tokenizer: dict | None = None, cleaning: CleaningConfig | None = None, output: str | None = None,
-                 device: str = "auto") -> RunSettings:
+                 device: str = "auto", file_recipe: bool = True) -> RunSettings:
     """RunSettings from general defaults, then the dataset's recipe (a file's single-label ``self-attn``:
-    ``recipes.FILE_SELF_ATTN``), then the given overrides.
+    ``recipes.FILE_SELF_ATTN``; without it if not ``file_recipe``, as such a run was built before that recipe),
+    then the given overrides.
 
     ``model_config``, ``train`` and ``tokenizer`` override fields of the model's
     config, ``TrainConfig`` and ``TokenizerConfig``; an unknown field is an
@@ -310,6 +341,8 @@ def settings_for(data: DataSettings, model: str, *, model_config: dict | None = 
     >>> s = settings_for(DataSettings(dataset="synthetic"), "boe", train={"epochs": 2})
     >>> s.train.epochs, s.train.batch_size, s.tokenizer.max_len
     (2, 64, 32)
+    >>> settings_for(DataSettings(train_file="t.csv"), "self-attn", file_recipe=False).model_config
+    {}
     """
     if model not in MODELS:
         raise AttnclfError(f"unknown model {model!r}; known: {', '.join(MODELS)}")
@@ -317,8 +350,8 @@ def settings_for(data: DataSettings, model: str, *, model_config: dict | None = 
     recipe = recipe_for(data.dataset)
     model_fields = {f.name for f in fields(MODELS[model].config_class)}
     # A recipe tunes several models at once; each takes the fields it has.
-    merged_model = {k: v for k, v in model_defaults(data.dataset, model, data.multi_label).items()
-                    if k in model_fields}
+    defaults = model_defaults(data.dataset, model, data.multi_label) if file_recipe or data.dataset else {}
+    merged_model = {k: v for k, v in defaults.items() if k in model_fields}
     merged_model |= model_config or {}
     merged_train = recipe.get("train", {}) | (train or {})
     if data.multi_label:
@@ -344,22 +377,6 @@ def settings_for(data: DataSettings, model: str, *, model_config: dict | None = 
         device=device,
         embeddings=recipe.get("embeddings"),
     )
-
-
-def before_file_recipe(settings: RunSettings, recorded_model_config: dict) -> RunSettings | None:
-    """``settings`` as they were built before a single-label ``self-attn`` on a file started from
-    ``recipes.FILE_SELF_ATTN``: without the recipe's values that a run's ``recorded_model_config`` does not hold.
-    None where the recipe does not apply (a named dataset, another model, multi-label data). A run started before
-    then, whose command now builds another model, compares with these.
-
-    >>> s = settings_for(DataSettings(train_file="t.csv"), "self-attn", model_config={"layers": 1})
-    >>> before_file_recipe(s, {"layers": 1}).model_config, before_file_recipe(s, {"d_model": 64}).model_config
-    ({'layers': 1}, {'d_model': 64, 'layers': 1})
-    """
-    recipe = model_defaults(settings.data.dataset, settings.model, settings.data.multi_label)
-    if settings.data.dataset is not None or not recipe:
-        return None
-    return replace(settings, model_config=before_recipe(settings.model_config, recipe, recorded_model_config))
 
 
 def checkpoint_state(run_dir: str | Path) -> dict:
