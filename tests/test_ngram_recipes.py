@@ -162,3 +162,38 @@ def test_the_estimator_keeps_the_general_defaults():
     from attnclf.sklearn import AttentionTextClassifier
 
     assert AttentionTextClassifier()._model_fields() == {}
+
+
+def test_train_notes_that_the_budget_cut_the_bigram_buckets(tmp_path, capsys):
+    # A file of many classes (or an explicit nb_ngram_buckets) built fewer buckets than asked, and nothing said so.
+    from attnclf.cli import main
+
+    data = tmp_path / "reviews.csv"
+    data.write_text("text,label\n" + "".join(f"{word} film number {i},{label}\n" for i in range(8)
+                                             for word, label in [("great", "pos"), ("dull", "neg")]))
+    argv = ["train", "--train-file", str(data), "--min-frequency", "1", "--max-len", "8", "--epochs", "1",
+            "--set", "layers=1", "--set", "d_model=16", "--set", "nb_ngram_buckets=4096", "--no-report",
+            "--threads", "1"]
+    assert main([*argv, "--set", "nb_ngram_bucket_budget=4096", "--output", str(tmp_path / "cut")]) == 0
+    notes = [line for line in capsys.readouterr().err.splitlines() if "bigram buckets" in line]
+    assert notes == ["note: the n-gram branch keeps 2,048 bigram buckets, not 4,096 (nb_ngram_buckets=4096): "
+                     "nb_ngram_bucket_budget=4096 bounds buckets x classes, and this data has 2 classes; "
+                     "`--set nb_ngram_bucket_budget=0` lifts it"]
+    assert main([*argv, "--output", str(tmp_path / "whole")]) == 0  # (the file recipe's budget: room for 4096 x 2)
+    assert "bigram buckets" not in capsys.readouterr().err
+
+
+def test_ablate_notes_bucket_counts_the_budget_made_one_model(tmp_path, capsys):
+    # nb_ngram_buckets=2048 and 4096 on 2 classes under a budget of 4096 both keep 2048 buckets: two identical
+    # models, tabled as if they differed.
+    from attnclf.cli import main
+
+    out = tmp_path / "abl"
+    assert main(["ablate", "--dataset", "synthetic", "--epochs", "1", "--max-train-examples", "100", "--threads", "1",
+                 "--set", "d_model=16", "--set", "layers=1", "--set", "nb_ngram_bucket_budget=4096", "--quiet",
+                 "--seeds", "1", "--sweep", "nb_ngram_buckets=1024,2048,4096", "--output", str(out)]) == 0
+    note = ("note: nb_ngram_buckets=2048 and nb_ngram_buckets=4096 built the same model: the n-gram branch's "
+            "nb_ngram_bucket_budget halved their buckets to one count for this data's classes; `--set "
+            "nb_ngram_bucket_budget=0` sweeps nb_ngram_buckets as given")
+    assert note in capsys.readouterr().out
+    assert note in (out / "nb_ngram_buckets.md").read_text()

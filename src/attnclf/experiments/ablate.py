@@ -19,13 +19,15 @@ with two heads, compared by training loss (``toy-order.md``,
 
 from __future__ import annotations
 
+import json
 from dataclasses import fields as dataclass_fields
 from dataclasses import replace
 from pathlib import Path
 
 from ..errors import AttnclfError
 from ..models import MODELS
-from ..rundir import atomic_write_bytes, output_folder
+from ..models.ngrams import bounded_buckets
+from ..rundir import atomic_write_bytes, output_folder, read_json
 from .budget import with_caps, with_quick
 from .cells import Log, Setup, Variant, run_variants, variant_settings
 from .plots import loss_panels, save_figure, score_plot
@@ -92,7 +94,8 @@ def ablate(setup: Setup, output: str | Path, model: str = "self-attn", axes: dic
         labels = {variants[axis, value].label for value in values}
         axis_records = [r for r in records if r["label"] in labels]
         rows = summarize(axis_records)
-        table = markdown_table(rows, COLUMNS)
+        table = markdown_table(rows, COLUMNS) + same_branch_note(axis, [variants[axis, v].label for v in values],
+                                                                 axis_records)
         atomic_write_bytes(output / f"{axis}.md", f"### {axis}\n\n{table}".encode())
         write_csv(output / f"{axis}.csv", rows)
         save_figure(score_plot(rows, axis_records, "accuracy", f"{model} on {setup.data.describe()}: {axis}"),
@@ -103,6 +106,34 @@ def ablate(setup: Setup, output: str | Path, model: str = "self-attn", axes: dic
     atomic_write_bytes(output / "ablation.md", markdown.encode())
     write_cells_csv(output / "cells.csv", records)
     return ExperimentResult(markdown, records, files)
+
+
+def same_branch_note(axis: str, labels: list[str], records: list[dict]) -> str:
+    """A line under an axis' table naming its values that built the same model, the n-gram branch's budget of bucket
+    x class weights halving their buckets to one count (``nb_ngram_buckets`` 262,144 and 1,048,576 on 25 classes
+    both keep 131,072); empty where each value built its own.
+
+    >>> same_branch_note("heads", ["heads=1", "heads=2"], [])
+    ''
+    """
+    built = {}  # label -> the model a cell of it built, the branch's buckets as kept
+    for record in records:
+        if record["label"] in built:
+            continue
+        run = Path(record["run_dir"])
+        config = dict(read_json(run / "config.json")["settings"]["model_config"])
+        kept = bounded_buckets(config.get("nb_ngram_buckets", 0), len(read_json(run / "labels.json")),
+                               config.pop("nb_ngram_bucket_budget", 0))
+        built[record["label"]] = json.dumps(config | {"nb_ngram_buckets": kept}, sort_keys=True)
+    groups = {}
+    for label in labels:
+        groups.setdefault(built.get(label), []).append(label)
+    same = [" and ".join(group) for model, group in groups.items() if model is not None and len(group) > 1]
+    if not same:
+        return ""
+    return (f"\nnote: {'; '.join(same)} built the same model: the n-gram branch's nb_ngram_bucket_budget halved "
+            f"their buckets to one count for this data's classes; `--set nb_ngram_bucket_budget=0` sweeps {axis} as "
+            f"given\n")
 
 
 def toy_order(setup: Setup, output: str | Path, log: Log = lambda line: None) -> ExperimentResult:
