@@ -158,10 +158,14 @@ def test_a_self_attn_model_trained_on_a_file_starts_from_the_file_recipe():
 
 
 def test_the_estimator_keeps_the_general_defaults():
-    # Its documented rule: an architecture argument left at None keeps the model's own default.
+    # Its documented rule: an architecture argument left at None keeps the model's own default, and the model it
+    # fits is built so: d_model 128 and no n-gram branch, not the file recipe's.
     from attnclf.sklearn import AttentionTextClassifier
 
-    assert AttentionTextClassifier()._model_fields() == {}
+    texts = ["a good film", "a great film", "a dull film", "a bad film"] * 4
+    labels = ["pos", "pos", "neg", "neg"] * 4
+    model = AttentionTextClassifier(layers=1, epochs=1, batch_size=8, seed=0).fit(texts, labels).classifier_.model
+    assert model.config.d_model == 128 and model.config.nb_ngram_buckets == 0 and model.ngram_logits is None
 
 
 def test_train_notes_that_the_budget_cut_the_bigram_buckets(tmp_path, capsys):
