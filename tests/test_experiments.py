@@ -387,6 +387,28 @@ def test_the_budget_line_gives_the_first_seeds_sizes_when_a_grouped_split_varies
     assert "Budget of every neural cell: 540 training / 60 validation / 20 test texts (seed 0)" in line
 
 
+def test_a_compare_cell_from_before_the_file_recipe_is_refused_saying_the_file_defaults_changed(tmp_path, capsys,
+                                                                                              monkeypatch):
+    # Its self-attn cell trained at the general defaults; the same command now trains the file recipe's model there.
+    from attnclf import recipes
+
+    data = tmp_path / "reviews.csv"
+    data.write_text("text,label\n" + "".join(f"{word} film number {i},{label}\n" for i in range(12)
+                                             for word, label in [("great", "pos"), ("dull", "neg")]))
+    argv = ["compare", "--train-file", str(data), "--test-file", str(data), "--models", "self-attn", "--seeds", "1",
+            "--epochs", "1", "--set", "layers=1", "--no-reference", "--threads", "1", "--quiet", "--output",
+            str(tmp_path / "cmp")]
+    with monkeypatch.context() as before:
+        before.setattr(recipes, "FILE_SELF_ATTN", {})
+        assert main(argv) == 0
+    capsys.readouterr()
+    assert main(argv) == 2
+    assert capsys.readouterr().err.strip().endswith(
+        "self-attn-seed0 was trained with other model_config settings than this experiment's (d_model=128 there, 64 "
+        "here): self-attn on a file starts from the file recipe since that cell was trained; delete it or give another "
+        "--output")
+
+
 def test_the_budget_line_says_self_attn_on_a_file_starts_from_the_file_recipe(tmp_path):
     # compare on a file trains self-attn from recipes.FILE_SELF_ATTN, and other models from the general defaults.
     from attnclf.experiments.tables import describe_budget

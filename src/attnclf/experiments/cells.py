@@ -24,6 +24,7 @@ from typing import Callable
 
 from ..errors import AttnclfError, RunDirError
 from ..models import MODELS, build_model
+from ..recipes import model_defaults
 from ..rundir import atomic_write_json, is_resumable, read_json, read_jsonl
 from ..text.cleaning import CleaningConfig
 from ..training.device import torch_threads
@@ -187,9 +188,22 @@ def check_same_settings(run_dir: Path, settings: RunSettings) -> None:
     else:  # (where the data lies is left out: check_same_split compares the texts held out)
         unused = () if saved.embeddings or settings.embeddings else ("embeddings_std",)  # (its default changed once)
         differing = saved.first_difference(settings, ignore=unused)
+        if differing is not None and _before_file_recipe(saved, settings, differing[0]):
+            name, theirs, ours = differing[0].removeprefix("model_config."), differing[1], differing[2]
+            raise RunDirError(f"{run_dir} was trained with other model_config settings than this experiment's "
+                              f"({name}={theirs} there, {ours} here): self-attn on a file starts from the file "
+                              f"recipe since that cell was trained; delete it or give another --output")
     if differing is not None:
         raise RunDirError(f"{run_dir} was trained with other {differing[0].split('.')[0]} settings than this "
                           f"experiment's; delete it or give another --output")
+
+
+def _before_file_recipe(saved: RunSettings, settings: RunSettings, key: str) -> bool:
+    """Whether a cell differs by ``key`` because it was trained before a file's self-attn started from the file
+    recipe: a field of the recipe that the cell did not set (so it took the general default)."""
+    name = key.removeprefix("model_config.")
+    recipe = model_defaults(settings.data.dataset, settings.model, settings.data.multi_label)
+    return settings.data.dataset is None and key != name and name in recipe and name not in saved.model_config
 
 
 def check_same_split(run_dir: Path, settings: RunSettings) -> None:
