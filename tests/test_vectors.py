@@ -193,7 +193,11 @@ def test_vectors_default_to_the_width_the_default_model_trains_at(tmp_path, caps
     texts = tmp_path / "corpus.txt"  # 200 words, enough for 64 dimensions
     texts.write_text("".join(" ".join(f"w{(7 * i + j) % 200}" for j in range(8)) + "\n" for i in range(400)))
     assert main(["vectors", "--file", str(texts), "--min-count", "1", "-o", str(tmp_path / "v.vec")]) == 0
-    assert "x 64 dimensions" in capsys.readouterr().out  # the width self-attn trains at on a file (FILE_SELF_ATTN)
+    printed = capsys.readouterr()
+    assert "x 64 dimensions" in printed.out  # the width self-attn trains at on a file (FILE_SELF_ATTN)
+    # ... and that of no other model on a file: the note says so (vectors counted at 64 were refused by them).
+    assert printed.err == ("note: 64 dimensions fit self-attn trained on a single-label file; other models and "
+                           "multi-label runs on files embed tokens in 128 (count vectors for them with --dim 128)\n")
     monkeypatch.setitem(RECIPES["demo"]["model_config"], "d_model", 16)  # demo's 46 words are too few for 64
     assert main(["vectors", "--dataset", "demo", "--min-count", "1", "-o", str(tmp_path / "demo.vec")]) == 0
     assert "x 16 dimensions" in capsys.readouterr().out
@@ -235,7 +239,10 @@ def test_the_help_of_dim_names_every_dataset_whose_default_width_is_not_self_att
     (["train", "--dataset", "demo", "--embeddings", "{tmp}/bad.vec", "--set", "d_model=16"],
      "line 1, column 2: 'x' is not a finite number"),
     (["train", "--dataset", "demo", "--embeddings", "{tmp}/three.vec", "--set", "d_model=16"],
-     "the word vectors have 3 dimensions but the model embeds tokens in 16"),
+     "the word vectors have 3 dimensions but the model embeds tokens in 16; build vectors with --dim 16, or train at "
+     "their width with --set d_model=3"),
+    (["train", "--dataset", "demo", "--model", "boe", "--embeddings", "{tmp}/three.vec", "--set", "embed_dim=16"],
+     "build vectors with --dim 16, or train at their width with --set embed_dim=3"),
 ])
 def test_command_errors_are_one_line_and_write_no_run(tmp_path, capsys, args, message):
     (tmp_path / "bad.vec").write_text("good x\n", encoding="utf-8")

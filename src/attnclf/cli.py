@@ -931,6 +931,9 @@ def cmd_vectors(args: argparse.Namespace) -> int:
                             vocab_size=args.vocab_size, named=_flag)
     vectors.save(args.output)
     print(f"{len(vectors.words):,} words x {vectors.dim} dimensions from {len(texts):,} texts: {args.output}")
+    if args.dim is None and not args.dataset:  # (the width is the file recipe's, which only some runs start from)
+        print(f"note: {dim} dimensions fit self-attn trained on a single-label file; other models and multi-label "
+              f"runs on files embed tokens in 128 (count vectors for them with --dim 128)", file=sys.stderr)
     return 0
 
 
@@ -1225,8 +1228,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", "-o", required=True, help="vectors file to write (word2vec text format)")
     p.add_argument("--dim", type=int, help="dimensions: the width of the model that will use them (default: that "
                                           "of the first --dataset's default model: 64 for demo, imdb, sst2, "
-                                          "sst2-sentences and 20newsgroups, and for --file alone (a file's "
-                                          "self-attn); otherwise 128, self-attn's)")
+                                          "sst2-sentences and 20newsgroups, and for --file alone, the width of "
+                                          "self-attn on a single-label file; otherwise 128, self-attn's; other "
+                                          "models and multi-label runs on files embed in 128: give --dim 128)")
     p.add_argument("--window", type=int, default=5, help="words either side that count as context (default: 5)")
     p.add_argument("--min-count", type=int, default=5, help="words seen fewer times get no vector (default: 5)")
     p.add_argument("--vocab-size", type=int, default=50000, help="at most this many words (default: 50000)")

@@ -79,7 +79,12 @@ class ModelConfig:
     @property
     def embedding_dim(self) -> int:
         """Width of the token embedding: ``d_model`` for the Transformer models, else ``embed_dim``."""
-        return getattr(self, "d_model", None) or getattr(self, "embed_dim")
+        return getattr(self, self.embedding_field)
+
+    @property
+    def embedding_field(self) -> str:
+        """The field that sets ``embedding_dim`` (``--set FIELD=N``)."""
+        return "d_model" if hasattr(self, "d_model") else "embed_dim"
 
 
 class Classifier(nn.Module):

@@ -109,11 +109,18 @@ class WordVectors:
             raise DataError(f"{path}: no word vectors in it")
         return cls(words, np.asarray(rows, dtype=np.float32))
 
-    def check_width(self, width: int) -> None:
-        """A one-line error unless these vectors fit a token embedding ``width`` wide."""
+    def check_width(self, width: int, field: str = "d_model") -> None:
+        """A one-line error unless these vectors fit a token embedding ``width`` wide, set by the model's ``field``.
+
+        >>> WordVectors(["film"], np.zeros((1, 128), dtype=np.float32)).check_width(64)
+        Traceback (most recent call last):
+        ...
+        attnclf.errors.DataError: the word vectors have 128 dimensions but the model embeds tokens in 64; build \
+vectors with --dim 64, or train at their width with --set d_model=128
+        """
         if width != self.dim:
             raise DataError(f"the word vectors have {self.dim} dimensions but the model embeds tokens in {width}; "
-                            f"build vectors with --dim {width} or set the model's width to {self.dim}")
+                            f"build vectors with --dim {width}, or train at their width with --set {field}={self.dim}")
 
     def initialise(self, embedding: nn.Embedding, tokenizer: Tokenizer, std: float) -> int:
         """Set the embedding row of every vocabulary word that has a vector; return how many were set.

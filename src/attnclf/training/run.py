@@ -176,10 +176,11 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool,
     counting = settings.embeddings == COUNT_EMBEDDINGS and not resume
     vectors = vectors_sha256 = None
     if settings.embeddings and not resume:
-        width = config_for(settings.model, **settings.model_config).embedding_dim
+        config = config_for(settings.model, **settings.model_config)
+        width = config.embedding_dim
         if not counting:
             vectors = WordVectors.load(settings.embeddings)
-            vectors.check_width(width)
+            vectors.check_width(width, config.embedding_field)
             vectors_sha256 = file_sha256(settings.embeddings)
     created = first_missing_folder(settings.output)
     run_dir = prepare_output_dir(settings.output)
