@@ -201,3 +201,26 @@ def test_ablate_notes_bucket_counts_the_budget_made_one_model(tmp_path, capsys):
             "nb_ngram_bucket_budget=0` sweeps nb_ngram_buckets as given")
     assert note in capsys.readouterr().out
     assert note in (out / "nb_ngram_buckets.md").read_text()
+
+
+def test_ablate_notes_no_budget_cut_where_the_budget_is_what_is_swept(tmp_path):
+    # Budgets of 0 and 4,194,304 on 2 classes both keep all 1,048,576 buckets: the same model, but no budget halved
+    # them, and `--set nb_ngram_bucket_budget=0` is no way to sweep the budget (the note said both).
+    import json
+
+    from attnclf.experiments.ablate import same_branch_note
+
+    def cell(label, **model_config):
+        run = tmp_path / label
+        run.mkdir()
+        (run / "config.json").write_text(json.dumps({"settings": {"model_config": model_config}}))
+        (run / "labels.json").write_text(json.dumps(["neg", "pos"]))
+        return {"label": label, "run_dir": str(run)}
+
+    records = [cell(f"nb_ngram_bucket_budget={budget}", nb_ngram_buckets=1048576, nb_ngram_bucket_budget=budget)
+               for budget in (0, 4194304)]
+    assert same_branch_note("nb_ngram_bucket_budget", [r["label"] for r in records], records) == ""
+    records = [cell(f"nb_ngram_buckets={buckets}", nb_ngram_buckets=buckets, nb_ngram_bucket_budget=4096)
+               for buckets in (2048, 4096)]
+    assert "nb_ngram_buckets=2048 and nb_ngram_buckets=4096 built the same model" in \
+        same_branch_note("nb_ngram_buckets", [r["label"] for r in records], records)

@@ -116,7 +116,7 @@ def same_branch_note(axis: str, labels: list[str], records: list[dict]) -> str:
     >>> same_branch_note("heads", ["heads=1", "heads=2"], [])
     ''
     """
-    built = {}  # label -> the model a cell of it built, the branch's buckets as kept
+    built, asked = {}, {}  # label -> the model a cell of it built (the branch's buckets as kept), and without budget
     for record in records:
         if record["label"] in built:
             continue
@@ -125,10 +125,13 @@ def same_branch_note(axis: str, labels: list[str], records: list[dict]) -> str:
         kept = bounded_buckets(config.get("nb_ngram_buckets", 0), len(read_json(run / "labels.json")),
                                config.pop("nb_ngram_bucket_budget", 0))
         built[record["label"]] = json.dumps(config | {"nb_ngram_buckets": kept}, sort_keys=True)
+        asked[record["label"]] = json.dumps(config, sort_keys=True)
     groups = {}
     for label in labels:
         groups.setdefault(built.get(label), []).append(label)
-    same = [" and ".join(group) for model, group in groups.items() if model is not None and len(group) > 1]
+    # (values alike but for their budget built alike without one: swept budgets that cut nothing are not the budget's)
+    same = [" and ".join(group) for model, group in groups.items()
+            if model is not None and len({asked[label] for label in group}) > 1]
     if not same:
         return ""
     return (f"\nnote: {'; '.join(same)} built the same model: the n-gram branch's nb_ngram_bucket_budget halved "
