@@ -699,6 +699,22 @@ def test_a_file_run_from_before_the_file_recipe_is_told_its_command_builds_anoth
     assert json.loads((run / "config.json").read_text())["settings"]["model_config"] == {"layers": 1}
 
 
+def test_a_resume_refusal_names_a_value_the_command_gives(tmp_path, capsys):
+    # A run begun under the file recipe with the general defaults typed (its budget the recipe's), resumed with those
+    # flags left out: its command builds d_model 64, not the value of the build before the recipe (it said "trained
+    # with model_config.nb_ngram_bucket_budget = 4194304, this command gives 0", where the command gives 4194304).
+    data = write_csv(tmp_path / "reviews.csv", [(t, "pos") for t in POSITIVE * 3] + [(t, "neg") for t in NEGATIVE * 3])
+    run = tmp_path / "run"
+    argv = ["train", "--train-file", str(data), "--set", "layers=1", "--min-frequency", "1", "--max-len", "16",
+            "--no-report", "--threads", "1", "--quiet", "--output", str(run)]
+    general = ["--set", "d_model=128", "--set", "ff_dim=512", "--set", "dropout=0.1", "--set", "positional=learned",
+               "--set", "nb_ngram_buckets=0"]
+    assert main([*argv, *general, "--epochs", "1"]) == 0
+    capsys.readouterr()
+    assert f"{run} trained with model_config.d_model = 128, this command gives 64: " in \
+        run_error([*argv, "--epochs", "2", "--resume"], capsys)
+
+
 def test_a_file_run_begun_with_the_old_suggested_flags_is_told_only_the_budget_differs(tmp_path, capsys,
                                                                                      monkeypatch):
     # Before the file recipe, train's small-file note suggested its values as flags; a run begun with them differs

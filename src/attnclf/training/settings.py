@@ -293,7 +293,9 @@ def nearest_difference(trained: RunSettings, builds: Sequence[RunSettings],
                        ignore: Collection[str] = ()) -> tuple[str, Any, Any] | None:
     """The first setting in which ``trained`` differs from the nearest of ``builds`` (the fewest settings apart,
     the first on a tie): where a command could build either (a file's self-attn with the file recipe or as before
-    it), the one the run is nearer to holds the flag that differs, not the recipe's values.
+    it), the one the run is nearer to holds the flag that differs, not the recipe's values. Only a setting in which
+    the first of ``builds`` (what the command builds now) differs too is named, with its value there; else the first
+    of those (the nearer build's differences may be values the command no longer gives).
 
     >>> run = RunSettings(model_config={"layers": 1})
     >>> nearest_difference(run, [RunSettings(model_config={"layers": 2, "d_model": 64}),
@@ -301,8 +303,8 @@ def nearest_difference(trained: RunSettings, builds: Sequence[RunSettings],
     ('model_config.layers', 1, 2)
     """
     apart = [list(trained.differences(build, ignore)) for build in builds]
-    nearest = min(apart, key=len)
-    return nearest[0] if nearest else None
+    now = {key: (key, theirs, ours) for key, theirs, ours in apart[0]}
+    return next((now[key] for key, _, _ in min(apart, key=len) if key in now), apart[0][0] if apart[0] else None)
 
 
 def _absolute(path: str | None) -> str | None:
