@@ -38,6 +38,8 @@ from common import data_dir, parser, write_result
 
 from attnclf.data.base import TextDataset
 from attnclf.data.registry import load_splits, load_test_split
+from attnclf.models.classifiers import SelfAttentionConfig
+from attnclf.recipes import FILE_SELF_ATTN
 from attnclf.rundir import atomic_write_bytes, is_resumable
 
 SETS = ("ag3k", "imdb3k", "sst2", "ng3k")
@@ -57,10 +59,14 @@ def branch_buckets(classes: int) -> int:
     return min(2**20, 1 << (BRANCH_WEIGHTS // classes).bit_length() - 1)
 
 
+# The general defaults, given as flags: since this study, a file's self-attn starts from (d) (recipes.FILE_SELF_ATTN),
+# and (a) is what it trained at before.
+GENERAL_DEFAULTS = [flag for name in FILE_SELF_ATTN for flag in ("--set", f"{name}={getattr(SelfAttentionConfig, name)}")]
+
 CANDIDATES = {
-    "(a) defaults": lambda classes: [],
+    "(a) defaults": lambda classes: list(GENERAL_DEFAULTS),
     "(d) scaled n-gram branch": lambda classes: ["--set", f"nb_ngram_buckets={branch_buckets(classes)}", *SMALL_MODEL],
-    "(f) small model, no branch": lambda classes: list(SMALL_MODEL),
+    "(f) small model, no branch": lambda classes: [*SMALL_MODEL, "--set", "nb_ngram_buckets=0"],
 }
 
 
