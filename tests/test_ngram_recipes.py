@@ -157,15 +157,37 @@ def test_a_self_attn_model_trained_on_a_file_starts_from_the_file_recipe():
         .model_config["nb_ngram_buckets"] == 1048576
 
 
-def test_the_estimator_keeps_the_general_defaults():
-    # Its documented rule: an architecture argument left at None keeps the model's own default, and the model it
-    # fits is built so: d_model 128 and no n-gram branch, not the file recipe's.
+def test_the_estimator_starts_a_self_attn_where_train_on_a_file_does(tmp_path):
+    # It built the general defaults (d_model 128, no n-gram branch) while `attnclf train --train-file` built the file
+    # recipe, which led them on small files: the same texts gave another model through the estimator.
+    from attnclf.classifier import Classifier
     from attnclf.sklearn import AttentionTextClassifier
 
     texts = ["a good film", "a great film", "a dull film", "a bad film"] * 4
     labels = ["pos", "pos", "neg", "neg"] * 4
-    model = AttentionTextClassifier(layers=1, epochs=1, batch_size=8, seed=0).fit(texts, labels).classifier_.model
-    assert model.config.d_model == 128 and model.config.nb_ngram_buckets == 0 and model.ngram_logits is None
+
+    def fitted(model="self-attn", **params):
+        return AttentionTextClassifier(model, layers=1, epochs=1, batch_size=8, max_len=8, min_frequency=1,
+                                       validation_fraction=0, seed=0, **params).fit(texts, labels)
+
+    command = build_settings(build_parser().parse_args(["train", "--train-file", "t.csv", "--output", "unused"]))
+    estimator = fitted()
+    model = estimator.classifier_.model
+    assert {field: getattr(model.config, field) for field in command.model_config} == command.model_config
+    assert model.config.d_model == 64 and model.ngram_logits.buckets == 1048576
+    assert estimator.get_params()["d_model"] is None  # (the parameter stays as given: clone and grids see None)
+    # Saved, the run rebuilds that very model, and so does the estimator loaded from it.
+    path = estimator.save(tmp_path / "estimator")
+    for again in (Classifier.load(path).model, AttentionTextClassifier.load(path).classifier_.model):
+        assert again.config == model.config and again.ngram_logits.buckets == 1048576
+        assert all(torch.equal(a, b) for a, b in zip(again.state_dict().values(), model.state_dict().values()))
+    # An argument given wins, as a --set flag does, and the rest of the recipe stays.
+    wide = fitted(d_model=128).classifier_.model
+    assert wide.config.d_model == 128 and wide.ngram_logits.buckets == 1048576
+    assert fitted(model_config={"nb_ngram_buckets": 0}).classifier_.model.ngram_logits is None
+    # Other models keep their general defaults, as the command does (the estimator fits no label sets: y of sets is
+    # refused, so multi-label, which keeps them too, is the command's alone).
+    assert fitted("boe").classifier_.model.config.embed_dim == 128
 
 
 def test_train_notes_that_the_budget_cut_the_bigram_buckets(tmp_path, capsys):

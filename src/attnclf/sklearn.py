@@ -43,6 +43,7 @@ from .data.splits import split_indices
 from .errors import AttnclfError, RunDirError, first_few, shown
 from .models import MODELS, build_model
 from .prediction import check_texts, shaped
+from .recipes import model_defaults
 from .text.batching import BucketBatches
 from .text.cleaning import unicode_problem
 from .text.tokenizer import Tokenizer, TokenizerConfig
@@ -59,9 +60,14 @@ _SHARED_FIELDS = ("heads", "layers", "ff_dim", "dropout")
 class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
     """Train one of attnclf's models (``MODELS``) on texts, the scikit-learn way.
 
-    Architecture arguments left at None keep the model's own default; a model
-    ignores those it has no field for (``boe`` has no ``heads``);
-    ``model_config`` sets any other config field and wins over them all.
+    Architecture arguments left at None keep the defaults ``attnclf train --train-file`` builds the model with: for
+    ``self-attn``, the file recipe (``recipes.FILE_SELF_ATTN``: d_model 64, ff_dim 256, dropout 0.3, sinusoidal
+    positions and the naive-Bayes n-gram branch), which led the general defaults on files of a few thousand texts
+    (BENCHMARKS.md, Small data); for the other models, their own. An argument given wins, as ``--set`` does, and the
+    rest of the recipe stays (``d_model=128`` keeps the n-gram branch; ``model_config={"nb_ngram_buckets": 0}`` drops
+    it). A model ignores those it has no field for (``boe`` has no ``heads``); ``model_config`` sets any other config
+    field and wins over them all. The parameters stay as given: ``get_params()["d_model"]`` is None, and the fitted
+    ``classifier_.model.config`` holds what was built.
     ``validation_fraction`` of the training texts is held out to pick the best
     epoch (``patience`` > 0 also stops early); 0 validates on the training texts.
     ``class_weight="balanced"`` weighs each text's loss inversely to its class's
@@ -85,6 +91,9 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
     >>> clf = AttentionTextClassifier(model="boe", epochs=2, d_model=16)
     >>> clf.get_params()["d_model"]
     16
+    >>> built = AttentionTextClassifier(d_model=128)._model_fields()  # (what fit builds the model with)
+    >>> built["d_model"], built["nb_ngram_buckets"], AttentionTextClassifier()._model_fields()["d_model"]
+    (128, 1048576, 64)
     """
 
     def __init__(self, model: str = "self-attn", *, epochs: int = 5, batch_size: int = 32, lr: float = 1e-3,
@@ -416,7 +425,10 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
             raise AttnclfError(f"model_config must be a dict of model fields, got {shown(self.model_config)}")
         refuse_derived_fields(self.model_config or {}, _DERIVED_FROM)
         known = {f.name for f in fields(MODELS[self.model].config_class)}
-        chosen = {name: getattr(self, name) for name in _SHARED_FIELDS if getattr(self, name) is not None}
+        # Where `attnclf train --train-file` starts the same model (the estimator fits single-label only): a self-attn
+        # from recipes.FILE_SELF_ATTN, which led the general defaults on files of a few thousand texts (BENCHMARKS.md).
+        chosen = model_defaults(None, self.model, multi_label=False)
+        chosen |= {name: getattr(self, name) for name in _SHARED_FIELDS if getattr(self, name) is not None}
         if self.d_model is not None:
             chosen |= {name: self.d_model for name in _WIDTH_FIELDS}
         return {k: v for k, v in chosen.items() if k in known} | dict(self.model_config or {})
