@@ -5,6 +5,7 @@ them with 20 classes, each a train, a validation and a test file, and candidate 
     python bench/small_files.py [--work runs/small-files] [--seeds 0 1 2] [--jobs 2] [--test]
     python bench/small_files.py --smoke --work /tmp/small-files-smoke   # tiny files, one epoch: checks the plumbing
     python bench/small_files.py --no-train   # the table of the runs finished so far
+    python bench/small_files.py --baselines-only [--test]   # the reference rows only, added to the result file
 
 Writes the sets as `label,text` CSVs under WORK/data through attnclf's own data sources (seeded, the same files on
 every run), checks that no text (whitespace normalised) is in two files of a set, then trains each cell
@@ -19,11 +20,18 @@ whose run has metrics.json is read, not trained again; an interrupted one resume
 - sst2: stsa.binary's train (6,920), dev (872) and test sentences (1,821, less the 2 that repeat training ones).
 - ng3k: 20 Newsgroups by-date, raw posts as `--dataset 20newsgroups` reads them: 3,000 training-split posts (150 a
   group) train, 2,000 other training-split posts (100 a group) validation, 2,000 test-split posts (100 a group) test.
+
+Reference rows, no part of the rule: what practitioners compare with, bench/baselines.py's TF-IDF (1-2 grams,
+sublinear tf) + logistic regression and NB-weighted bigram LR, each fitted on the training file at every C of a
+small grid, C chosen by accuracy on the validation file (which flatters their validation figure), the chosen model
+scored on the test file with --test. Deterministic: one figure a set. --baselines-only fits them alone (no training,
+no test reading of runs) and adds them to an existing result file, keeping its runs' figures.
 """
 
 from __future__ import annotations
 
 import csv
+import datetime
 import io
 import json
 import random
@@ -34,13 +42,15 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from common import data_dir, parser, write_result
+import baselines
+import numpy as np
+from common import RESULTS_DIR, data_dir, parser, write_result
 
 from attnclf.data.base import TextDataset
 from attnclf.data.registry import load_splits, load_test_split
 from attnclf.models.classifiers import SelfAttentionConfig
 from attnclf.recipes import FILE_SELF_ATTN
-from attnclf.rundir import atomic_write_bytes, is_resumable
+from attnclf.rundir import atomic_write_bytes, atomic_write_json, is_resumable
 
 SETS = ("ag3k", "imdb3k", "sst2", "ng3k")
 SMALL_MODEL = ["--set", "d_model=64", "--set", "ff_dim=256", "--set", "dropout=0.3", "--set", "positional=sinusoidal"]
@@ -68,6 +78,11 @@ CANDIDATES = {
     "(d) scaled n-gram branch": lambda classes: ["--set", f"nb_ngram_buckets={branch_buckets(classes)}", *SMALL_MODEL],
     "(f) small model, no branch": lambda classes: [*SMALL_MODEL, "--set", "nb_ngram_buckets=0"],
 }
+
+
+# The reference rows: bench/baselines.py's model by name, and the grid of C its validation accuracy chooses from.
+REFERENCES = {"TF-IDF + LR": ("tfidf_lr", [0.25, 1, 4, 16, 64]),
+              "NB-weighted bigram LR": ("nb_bigram_lr", [0.03, 0.1, 0.3, 1, 3])}
 
 
 def normalised(text: str) -> str:
@@ -187,6 +202,31 @@ def write_sets(work: Path, dirs: str | None, sets: list[str], scale: float) -> d
     return described
 
 
+def read_file(path: Path) -> tuple[list[str], np.ndarray]:
+    """The texts and labels of a ``label,text`` CSV as ``csv_bytes`` writes it."""
+    with open(path, newline="", encoding="utf-8") as f:
+        rows = list(csv.reader(f))[1:]
+    return [text for _, text in rows], np.asarray([label for label, _ in rows])
+
+
+def fit_references(work: Path, sets: dict, test: bool) -> dict:
+    """Each set's reference rows fitted on its files under ``work/data`` (bench/baselines.py's ``fit_and_choose``):
+    the chosen C, its validation accuracy (and the grid's), training seconds, and with ``test`` test accuracy."""
+    fitted = {}
+    for name, described in sets.items():
+        files = {part: read_file(work / "data" / f"{name}-{part}.csv") for part in ("train", "validation", "test")}
+        models = {model: (vectorizer, make) for model, vectorizer, make, _ in baselines._models(described["classes"])}
+        fitted[name] = {}
+        for reference, (model, grid) in REFERENCES.items():
+            entry = baselines.fit_and_choose(*models[model], grid, files["train"], files["validation"],
+                                             files["test"] if test else None)
+            fitted[name][reference] = {"model": model, "grid": grid, **entry}
+            print(f"{name} {reference}: validation {100 * entry['validation_accuracy']:.2f}% at C={entry['C']}"
+                  + (f", test {100 * entry['test_accuracy']:.2f}%" if test else "")
+                  + f", {entry['search_seconds']} s", flush=True)
+    return fitted
+
+
 def run_dir(work: Path, name: str, candidate: str, seed: int) -> Path:
     return work / "runs" / name / candidate.split()[0].strip("()") / f"seed-{seed}"
 
@@ -296,7 +336,7 @@ def evaluate(work: Path, name: str, candidate: str, seed: int) -> float | None:
     return json.loads(done.stdout)["accuracy"]
 
 
-def table(cells: dict, seeds: list[int]) -> str:
+def table(cells: dict, seeds: list[int], references: dict | None = None) -> str:
     lines = ["| set | candidate | validation: mean | " + " | ".join(f"seed {s}" for s in seeds)
              + " | epochs (kept) | training s | parameters | model.safetensors MiB |",
              "|---|---|---:|" + "---:|" * len(seeds) + "---:|---:|---:|---:|"]
@@ -308,6 +348,11 @@ def table(cells: dict, seeds: list[int]) -> str:
             + " | ".join(f"{100 * runs[s]['validation_accuracy']:.2f}" if s in runs else "-" for s in seeds)
             + " | " + ", ".join(f"{r['epochs']} ({r['kept_epoch']})" for r in runs.values())
             + f" | {cell['mean_train_seconds']:.0f} | {first['parameters']:,} | {first['model_mib']:.1f} |")
+    for name, rows in (references or {}).items():  # one figure a set: deterministic, C chosen on validation
+        for reference, entry in rows.items():
+            lines.append(f"| {name} | reference: {reference}, C={entry['C']} | "
+                         f"{100 * entry['validation_accuracy']:.2f}% | " + " | ".join("-" for _ in seeds)
+                         + f" | - | {entry['train_seconds']:.1f} | - | - |")
     return "\n".join(lines)
 
 
@@ -317,13 +362,20 @@ def main() -> None:
     p.add_argument("--sets", nargs="+", choices=SETS, default=list(SETS))
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--jobs", type=int, default=2, help="runs trained at once")
-    p.add_argument("--test", action="store_true", help="after the choice: the chosen candidate's and (a)'s runs on test")
+    p.add_argument("--test", action="store_true",
+                   help="after the choice: the chosen candidate's and (a)'s runs, and the reference rows, on test")
     p.add_argument("--no-train", action="store_true", help="read the finished runs only (another queue may be running)")
     p.add_argument("--smoke", action="store_true", help="a twentieth of each file and one epoch: checks the plumbing")
+    p.add_argument("--baselines-only", action="store_true",
+                   help="write the files and fit the reference rows only, added to the result file as it is")
     args = p.parse_args()
     work, dirs = Path(args.work), data_dir(args.data_dir)
     started = time.time()
     sets = write_sets(work, dirs, args.sets, 0.05 if args.smoke else 1.0)
+    name = "small-files-smoke" if args.smoke else "small-files"
+    if args.baselines_only:
+        add_references(args, work, sets, name, started)
+        return
     queue = [] if args.no_train else \
         [(name, candidate, seed) for seed in args.seeds for name in args.sets for candidate in CANDIDATES]
     extra = ["--epochs", "1"] if args.smoke else []
@@ -331,24 +383,52 @@ def main() -> None:
         for line in pool.map(lambda cell: train_cell(work, *cell, sets[cell[0]]["classes"], extra), queue):
             print(line, flush=True)
     cells = summarise(work, args.sets, args.seeds)
+    references = fit_references(work, sets, args.test)
     result = {"work": str(work), "sets": sets, "seeds": args.seeds, "smoke": args.smoke,
               "flags": {name: {c: CANDIDATES[c](sets[name]["classes"]) + extra for c in CANDIDATES} for name in args.sets},
-              "cells": cells, "verdict": verdict(cells, args.sets)}
+              "cells": cells, "verdict": verdict(cells, args.sets), "references": references}
     if args.test:
         chosen = result["verdict"]["chosen"]
         read = ["(a) defaults"] + ([chosen] if chosen and chosen != "(a) defaults" else [])
         result["test"] = {f"{name} {c}": {seed: evaluate(work, name, c, seed) for seed in args.seeds}
                           for name in args.sets for c in read}
     result["wall_seconds"] = round(time.time() - started)  # this command's: the runs it trained, the test reading
-    name = "small-files-smoke" if args.smoke else "small-files"
     write_result(name, result, args.out)
-    print(table(cells, args.seeds))
-    print(json.dumps(result["verdict"], indent=1))
-    if args.test:
-        for key, accuracies in result["test"].items():
-            found = [a for a in accuracies.values() if a is not None]
-            print(f"test {key}: mean {100 * mean(found):.2f}% of {len(found)} seeds "
-                  + ", ".join(f"{100 * a:.2f}" for a in found))
+    print_tables(result, args.seeds)
+
+
+def print_tables(result: dict, seeds: list[int]) -> None:
+    # (a result file read back has its seeds as strings)
+    cells = {key: {**cell, "seeds": {int(seed): run for seed, run in cell["seeds"].items()}}
+             for key, cell in result.get("cells", {}).items()}
+    print(table(cells, seeds, result.get("references")))
+    if result.get("verdict"):
+        print(json.dumps(result["verdict"], indent=1))
+    for key, accuracies in result.get("test", {}).items():
+        found = [a for a in accuracies.values() if a is not None]
+        print(f"test {key}: mean {100 * mean(found):.2f}% of {len(found)} seeds "
+              + ", ".join(f"{100 * a:.2f}" for a in found))
+    for name, rows in (result.get("references") or {}).items():
+        for reference, entry in rows.items():
+            if "test_accuracy" in entry:
+                print(f"test {name} reference: {reference}, C={entry['C']}: {100 * entry['test_accuracy']:.2f}%")
+
+
+def add_references(args, work: Path, sets: dict, name: str, started: float) -> None:
+    """--baselines-only: fit the reference rows on the files just written and add them to the result file, whose
+    runs' figures (and date, command) stay as they were; the rows carry their own command, date and wall time."""
+    path = Path(args.out) if args.out else RESULTS_DIR / f"{name}.json"
+    result = json.loads(path.read_text()) if path.exists() else {"benchmark": name, "work": str(work), "sets": sets}
+    differ = [name for name in sets if result.get("sets", {}).get(name, sets[name]) != sets[name]]
+    if differ:
+        raise SystemExit(f"{path} describes other files than these for {differ} (sizes or class counts differ)")
+    result.setdefault("references", {}).update(fit_references(work, sets, args.test))
+    result["references_run"] = {"command": "python " + " ".join(["bench/small_files.py", *sys.argv[1:]]),
+                                "date": datetime.date.today().isoformat(),
+                                "wall_seconds": round(time.time() - started)}
+    atomic_write_json(path, result)
+    print(f"wrote {path}")
+    print_tables(result, result.get("seeds", args.seeds))
 
 
 if __name__ == "__main__":

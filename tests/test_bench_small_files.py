@@ -46,3 +46,40 @@ def test_no_verdict_until_every_set_has_every_candidate():
     partial = cells(a=[80, 80, 80, 80], d=[83, 83, 83, 83], f=[82, 82, 82, 82])
     del partial[f"ng3k {F}"]
     assert small_files.verdict(partial, SETS)["chosen"] is None
+
+
+def test_c_is_chosen_by_validation_accuracy_and_ties_go_to_the_smaller():
+    import baselines
+
+    assert baselines.choose_C({0.25: 0.80, 1: 0.85, 4: 0.86, 16: 0.84}) == 4
+    assert baselines.choose_C({64: 0.849, 16: 0.849, 4: 0.849, 1: 0.8387}) == 4  # whatever the order given
+    assert baselines.choose_C({0.3: 0.5}) == 0.3
+
+
+def test_a_written_file_reads_back_as_its_texts_and_labels(tmp_path):
+    from attnclf.data.base import TextDataset
+
+    texts = ['a "quoted", text', "two\nlines", "plain"]
+    data = TextDataset(texts=texts, labels=[1, 0, 1], label_names=["neg", "pos"], name="t")
+    (tmp_path / "f.csv").write_bytes(small_files.csv_bytes(data))
+    read_texts, labels = small_files.read_file(tmp_path / "f.csv")
+    assert read_texts == texts and list(labels) == ["pos", "neg", "pos"]
+
+
+def test_reference_rows_fit_on_the_files_and_choose_c_on_validation(tmp_path):
+    from attnclf.data.base import TextDataset
+
+    def data(n: int) -> TextDataset:
+        texts = [f"good fine great film {i}" if i % 2 else f"bad awful dull film {i}" for i in range(n)]
+        return TextDataset(texts=texts, labels=[i % 2 for i in range(n)], label_names=["neg", "pos"], name="t")
+
+    (tmp_path / "data").mkdir()
+    for part, n in (("train", 40), ("validation", 20), ("test", 20)):
+        (tmp_path / "data" / f"toy-{part}.csv").write_bytes(small_files.csv_bytes(data(n)))
+    rows = small_files.fit_references(tmp_path, {"toy": {"classes": 2}}, test=True)["toy"]
+    assert set(rows) == set(small_files.REFERENCES)
+    for reference, entry in rows.items():
+        assert entry["C"] in small_files.REFERENCES[reference][1]
+        assert entry["validation_accuracy"] == 1.0 and entry["test_accuracy"] == 1.0
+    no_test = small_files.fit_references(tmp_path, {"toy": {"classes": 2}}, test=False)["toy"]
+    assert all("test_accuracy" not in entry for entry in no_test.values())
