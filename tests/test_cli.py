@@ -2035,9 +2035,9 @@ def test_training_on_a_small_file_points_to_compare_and_a_large_one_does_not(tmp
     small = write_csv(tmp_path / "my reviews.csv",
                       [(t, "pos") for t in POSITIVE * 3] + [(t, "neg") for t in NEGATIVE * 3])
     common = ["--model", "boe", "--epochs", "1", "--min-frequency", "1", "--no-report", "--threads", "1"]
-    compare = (f"note: 32 training texts, where boe or TF-IDF + LR may do as well as self-attn: `attnclf compare "
-               f"--train-file '{small}' --test-file '{small}' --models self-attn,boe` scores self-attn, boe and "
-               f"TF-IDF + LR on your data")
+    compare = (f"note: 32 training texts, where boe or TF-IDF + LR may do as well as self-attn or better: `attnclf "
+               f"compare --train-file '{small}' --test-file '{small}' --models self-attn,boe` scores self-attn, boe "
+               f"and TF-IDF + LR on your data")
     for model in ("boe", "self-attn"):
         assert main(["train", "--train-file", str(small), "--test-file", str(small), *common, "--model", model,
                      "--output", str(tmp_path / model)]) == 0
