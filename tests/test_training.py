@@ -138,6 +138,7 @@ def test_weight_averaging_decay_must_be_below_one():
 
 
 def test_resume_checks_its_new_epoch_budget_and_old_runs_with_an_unread_file_still_load(tmp_path):
+    from attnclf.training.refit import refit_settings
     from attnclf.training.run_data import run_test_data
     from attnclf.training.settings import resume_settings
 
@@ -157,6 +158,8 @@ def test_resume_checks_its_new_epoch_budget_and_old_runs_with_an_unread_file_sti
     config_file.write_text(json.dumps(config))
     assert resume_settings(run.run_dir).data.dataset == "demo"
     assert len(run_test_data(config, json.loads((run.run_dir / "labels.json").read_text()))) > 0
+    # Its refit reads no such file either: not refused as a run whose test file moved (refuse_gone)
+    assert refit_settings(run.run_dir).data.dataset == "demo"
     # A new run with such settings is refused, from Python too, not trained on the dataset's own test split.
     stray = tiny_settings(tmp_path / "stray", epochs=1)
     stray.data.test_file = str(tmp_path / "mine.csv")

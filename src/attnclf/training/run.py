@@ -322,11 +322,9 @@ def _refuse_unworkable(settings: RunSettings, resume: bool) -> None:
     refuse_derived_fields(settings.model_config)
     if resume:
         check_resumed(settings)
-        if not settings.data.dataset:  # (a named dataset's run reads no file it may have recorded beside it)
-            # (README: the command that started it, given the files' new places, resumes it)
-            refuse_gone(settings.output, settings.data, "train_file", "validation_file", "test_file",
-                        then="; to resume it, give the command that started it with --resume and the file where it "
-                             "is now")
+        # (README: the command that started it, given the files' new places, resumes it)
+        refuse_gone(settings.output, settings.data, "train_file", "validation_file", "test_file",
+                    then="; to resume it, give the command that started it with --resume and the file where it is now")
     elif settings.refit_of is None:  # (a refit's are its validated run's, checked when that was new)
         settings.check()
     settings.threads = check_threads(settings.threads)

@@ -113,7 +113,10 @@ def refuse_gone(run: str, data: DataSettings, *files: str, then: str = "") -> No
     Traceback (most recent call last):
     ...
     attnclf.errors.RunDirError: runs/a was tested on /gone.csv, which is no longer there (moved or deleted since)
+    >>> refuse_gone("runs/b", DataSettings(dataset="demo", test_file="/gone.csv"), "test_file")  # (never read)
     """
+    if data.dataset:  # (a named dataset's run reads none of them: an older run recorded a file beside it, unread)
+        return
     for name in files:
         path = getattr(data, name)
         if path and not Path(path).exists():
