@@ -101,6 +101,14 @@ def test_same_seed_gives_the_same_model(data):
     assert not np.allclose(first, other)
 
 
+def test_a_missing_text_in_a_nullable_string_column_is_named_as_missing(data):
+    # pandas' nullable strings (dtype="string", as convert_dtypes gives) hold pd.NA where a cell is empty: a gap, as
+    # NaN is, not a type ("X[1] is NAType, not a string"); the columns of a DataFrame read it as missing already
+    pandas = pytest.importorskip("pandas")
+    with pytest.raises(ValueError, match=r"^X\[1\] is <NA>, a missing value, not a text$"):
+        AttentionTextClassifier(**TINY).fit(pandas.Series(["w1", None, "w2"], dtype="string"), ["a", "b", "a"])
+
+
 @pytest.mark.parametrize("X, y, message", [
     ("one string", ["a"], "pass a list of texts as X, not a single string"),
     (b"bytes", ["a"], "pass a list of texts as X, not bytes; decode it first"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -45,10 +46,12 @@ def check_texts(texts: Sequence[str], name: str | None = None) -> list[str]:
         # (a dict would give its keys, a set an order of its own: answers that match no input)
         raise AttnclfError(f"{expected}, not {type(texts).__name__}")
     texts = list(texts)
+    pandas = sys.modules.get("pandas")  # (its NA, a nullable string column's empty cell, means pandas is loaded)
     for i, text in enumerate(texts):
         item = f"{name}[{i}]" if name else f"text {i}"
-        if text is None or isinstance(text, (float, np.floating)) and np.isnan(text):  # (pandas' empty cell: NaN)
-            raise AttnclfError(f"{item} is {'None' if text is None else 'nan'}, a missing value, not a text")
+        nan = isinstance(text, (float, np.floating)) and np.isnan(text)  # (pandas' empty cell: NaN)
+        if text is None or nan or pandas is not None and text is pandas.NA:
+            raise AttnclfError(f"{item} is {'nan' if nan else repr(text)}, a missing value, not a text")
         if not isinstance(text, str):
             raise AttnclfError(f"{item} is {type(text).__name__}, not a string")
         if problem := unicode_problem(text):
