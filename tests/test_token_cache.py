@@ -343,6 +343,26 @@ def test_a_token_cache_run_refuses_validation_texts_that_changed(tmp_path, capsy
     assert "no longer gives the validation texts a run held out" in capsys.readouterr().err
 
 
+def test_a_token_cache_run_whose_file_moved_is_named_by_refit_as_by_evaluate(tmp_path, capsys):
+    # A cached run's refit read the moved file without refuse_gone: '<path>: no such file', a path never given
+    from attnclf.cli import main
+
+    data = tmp_path / "data"
+    data.mkdir()
+    path = data / "train.csv"
+    path.write_text("text,label\n" + "".join(f"{'good' if i % 2 else 'bad'} day {i},{'pos' if i % 2 else 'neg'}\n"
+                                             for i in range(40)))
+    run = tmp_path / "run"
+    assert main(["train", "--train-file", str(path), "--token-cache", "--token-cache-dir", str(tmp_path / "cache"),
+                 "--model", "boe", "--epochs", "1", "--min-frequency", "1", "--output", str(run), "--quiet",
+                 "--no-report", "--threads", "1"]) == 0
+    data.rename(tmp_path / "moved")
+    capsys.readouterr()
+    assert main(["refit", str(run), "--quiet", "--no-report", "--threads", "1"]) == 2
+    assert capsys.readouterr().err == (f"attnclf: error: {run} trained on {path}, which is no longer there (moved or "
+                                       f"deleted since)\n")
+
+
 @pytest.fixture(scope="module")
 def refitted(tmp_path_factory):
     """Runs trained in memory and from the cache, with and without a validation file, and their refits."""

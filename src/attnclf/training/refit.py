@@ -144,9 +144,10 @@ def refit_settings(run_dir: str | Path, output: str | None = None, device: str |
     check_starts_unchanged(config, str(run_dir))  # a refit starts where its run started
     # Its texts must still be there to learn: a changed file or split would refit on other data. (Loaded as the run
     # loaded them: `refit` is not set yet, which would join validation into train.)
+    # (Every refit reads them, a token-cache run's and an older run's without fingerprints too)
+    refuse_gone(str(run_dir), settings.data, "train_file", "validation_file", "test_file")
     held_out, trained_on = held_out_fingerprint(config), config.get("data", {}).get("train_sha256")
     if (held_out is not None or trained_on is not None) and not settings.data.token_cache:
-        refuse_gone(str(run_dir), settings.data, "train_file", "validation_file", "test_file")
         splits = load_data(settings.data, settings.train.seed)
         changed = (settings.data.describe() if trained_on not in (None, texts_fingerprint(splits.train)) else
                    settings.data.describe_held_out(read_json(run_dir / "labels.json"), splits.train.label_names)
