@@ -230,6 +230,24 @@ def test_an_empty_output_is_refused_naming_the_flag(argv, demo_run, tmp_path, mo
     assert not any(tmp_path.iterdir())
 
 
+@pytest.mark.parametrize("argv, flag", [
+    (["train", "--dataset", "demo", "--data-dir", ""], "--data-dir"),
+    (["train", "--train-file", ""], "--train-file"),
+    (["train", "--train-file", "t.csv", "--test-file", ""], "--test-file"),
+    (["train", "--train-file", "t.csv", "--validation-file", ""], "--validation-file"),
+    (["train", "--train-file", "t.csv", "--token-cache", "--token-cache-dir", ""], "--token-cache-dir"),
+    (["train", "--train-file", "t.csv", "--init-from", ""], "--init-from"),
+    (["train", "--train-file", "t.csv", "--embeddings", ""], "--embeddings"),
+    (["evaluate", "RUN", "--test-file", ""], "--test-file"),
+])
+def test_an_empty_path_is_refused_naming_its_flag(argv, flag, demo_run, tmp_path, monkeypatch, capsys):
+    # An unset $VAR: "" was read as unset (the default data folder, the run's own test split) or as the working folder
+    monkeypatch.chdir(tmp_path)
+    argv = [str(demo_run) if arg == "RUN" else arg for arg in argv]
+    assert run_error([*argv, "--threads", "1"], capsys) == f"attnclf: error: {flag} is empty: name the file or folder"
+    assert not any(tmp_path.iterdir())
+
+
 def test_predict_attention_is_per_token(demo_run, capsys):
     assert main(["predict", str(demo_run), "the plot was not good", "--attention"]) == 0
     record = json.loads(capsys.readouterr().out)

@@ -1361,14 +1361,23 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
+# Options that name a file or folder: none may be given empty.
+_PATH_OPTIONS = ("output", "data_dir", "token_cache_dir", "train_file", "validation_file", "test_file", "init_from",
+                 "embeddings")
+
+
 def _main(argv: list[str] | None) -> int:
     args = None  # (until parsed: a Ctrl-C while the parser is built stops a command that has not started)
     try:
         args = _parse(argv)
         # Every command's --threads, by its flag, before anything loads (the library's checks name its field)
         check_threads(getattr(args, "threads", None), named=_flag)
-        if getattr(args, "output", None) == "":  # (an unset $VAR): read as unset, the default, or as the working folder
+        # An empty path (an unset $VAR) would be read as unset, a default, or as the working folder
+        empty = next((name for name in _PATH_OPTIONS if getattr(args, name, None) == ""), None)
+        if empty == "output":
             raise AttnclfError("--output is empty: name the folder (or file) to write to")
+        if empty:
+            raise AttnclfError(f"{_flag(empty)} is empty: name the file or folder")
         data_dir = getattr(args, "data_dir", None)
         if data_dir and not Path(data_dir).expanduser().is_dir():  # else the default places would be searched
             raise AttnclfError(f"--data-dir {data_dir}: no such folder")
