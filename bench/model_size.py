@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 
 from attnclf.models import build_model
-from attnclf.models.memory import outlining
+from attnclf.models.memory import model_bytes, outlining
 from attnclf.recipes import FILE_SELF_ATTN
 
 
@@ -21,7 +21,7 @@ def outline(config: dict, vocab_size: int, classes: int):
 
 
 def mib(model) -> float:
-    return sum(t.numel() * t.element_size() for t in [*model.parameters(), *model.buffers()]) / 2**20
+    return model_bytes(model) / 2**20
 
 
 def main() -> None:

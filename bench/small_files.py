@@ -49,24 +49,27 @@ from common import RESULTS_DIR, data_dir, parser, write_result
 from attnclf.data.base import TextDataset
 from attnclf.data.registry import load_splits, load_test_split
 from attnclf.models.classifiers import SelfAttentionConfig
+from attnclf.models.ngrams import bounded_buckets
 from attnclf.recipes import FILE_SELF_ATTN
-from attnclf.rundir import atomic_write_bytes, atomic_write_json, is_resumable
+from attnclf.rundir import atomic_write_bytes, atomic_write_json, is_resumable, read_config, read_jsonl
+from attnclf.training.trainer import best_epoch
 
 SETS = ("ag3k", "imdb3k", "sst2", "ng3k")
 SMALL_MODEL = ["--set", "d_model=64", "--set", "ff_dim=256", "--set", "dropout=0.3", "--set", "positional=sinusoidal"]
 # A hashed n-gram branch of B buckets holds (vocabulary + B) x classes weights and as many log-count ratios; B
-# shrinks with the classes so that the branch stays near the 2-class size (2**22 weights a matrix).
-BRANCH_WEIGHTS = 2**22
+# shrinks with the classes so that the branch stays near the 2-class size (2**22 weights a matrix): the file
+# recipe's budget, which was this study's rule before it became the recipe's.
+BRANCH_WEIGHTS = FILE_SELF_ATTN["nb_ngram_bucket_budget"]
 
 
 def branch_buckets(classes: int) -> int:
-    """The n-gram buckets candidate (d) uses for ``classes`` classes: the largest power of two up to
-    ``BRANCH_WEIGHTS // classes``, at most 2**20.
+    """The n-gram buckets candidate (d) uses for ``classes`` classes: 2**20 halved until buckets x classes fit in
+    ``BRANCH_WEIGHTS`` (``ngrams.bounded_buckets``, as the file recipe builds it).
 
     >>> branch_buckets(2), branch_buckets(4), branch_buckets(20)
     (1048576, 1048576, 131072)
     """
-    return min(2**20, 1 << (BRANCH_WEIGHTS // classes).bit_length() - 1)
+    return bounded_buckets(2**20, classes, BRANCH_WEIGHTS)
 
 
 # The general defaults, given as flags: since this study, a file's self-attn starts from (d) (recipes.FILE_SELF_ATTN),
@@ -261,13 +264,10 @@ def read_cell(output: Path) -> dict | None:
     metrics = json.loads((output / "metrics.json").read_text())
     if metrics["split"] != "validation":
         raise SystemExit(f"{output}: metrics.json scores the {metrics['split']} split, not the validation file")
-    history = [json.loads(line) for line in (output / "history.jsonl").read_text().splitlines() if line.strip()]
-    # With no test file, metrics.json scores the kept weights on the validation file: the kept epoch is the one
-    # whose validation figures they repeat.
-    kept = [h["epoch"] for h in history
-            if abs(h["val_accuracy"] - metrics["accuracy"]) < 1e-9 and abs(h["val_macro_f1"] - metrics["macro_f1"]) < 1e-9]
+    history = read_jsonl(output / "history.jsonl")
+    kept = best_epoch(history, read_config(output)["settings"]["train"]["monitor"])["epoch"]
     return {"validation_accuracy": metrics["accuracy"], "epochs": len(history),
-            "kept_epoch": kept[0] if kept else None, "train_seconds": metrics["train_seconds"],
+            "kept_epoch": kept, "train_seconds": metrics["train_seconds"],
             "parameters": metrics["parameters"],
             "model_mib": round((output / "model.safetensors").stat().st_size / 2**20, 2)}
 

@@ -905,13 +905,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     limits = {name: getattr(args, name) for name in ("max_batch", "max_explain_batch", "max_text_chars",
                                                      "max_body_bytes", "max_body_seconds", "max_connections")}
-    for name, value in limits.items():  # (ServeLimits checks them too, but names its fields, not the flags typed)
-        if value is not None and value < 1:
-            raise AttnclfError(f"{_flag(name)} must be a positive integer, got {value}")
+    limits = ServeLimits(**{k: v for k, v in limits.items() if v is not None}, named=_flag)
     _warn_if_unfinished(args.run_dir)
     serve(args.run_dir, host=args.host, port=args.port, device=args.device, threads=args.threads, bf16=args.bf16,
-          backend=args.backend, int8=args.int8, named=_flag,
-          limits=ServeLimits(**{k: v for k, v in limits.items() if v is not None}))
+          backend=args.backend, int8=args.int8, named=_flag, limits=limits)
     return 0
 
 

@@ -46,13 +46,13 @@ def check_texts(texts: Sequence[str], name: str | None = None) -> list[str]:
         # (a dict would give its keys, a set an order of its own: answers that match no input)
         raise AttnclfError(f"{expected}, not {type(texts).__name__}")
     texts = list(texts)
-    pandas = sys.modules.get("pandas")  # (its NA, a nullable string column's empty cell, means pandas is loaded)
     for i, text in enumerate(texts):
         item = f"{name}[{i}]" if name else f"text {i}"
-        nan = isinstance(text, (float, np.floating)) and np.isnan(text)  # (pandas' empty cell: NaN)
-        if text is None or nan or pandas is not None and text is pandas.NA:
-            raise AttnclfError(f"{item} is {'nan' if nan else repr(text)}, a missing value, not a text")
-        if not isinstance(text, str):
+        if not isinstance(text, str):  # (the missing-value checks only for what cannot be a text anyway)
+            nan = isinstance(text, (float, np.floating)) and np.isnan(text)  # (pandas' empty cell: NaN)
+            pandas = sys.modules.get("pandas")  # (its NA, a nullable string column's empty cell: pandas is loaded)
+            if text is None or nan or pandas is not None and text is pandas.NA:
+                raise AttnclfError(f"{item} is {'nan' if nan else repr(text)}, a missing value, not a text")
             raise AttnclfError(f"{item} is {type(text).__name__}, not a string")
         if problem := unicode_problem(text):
             raise AttnclfError(f"{item} is {problem}")

@@ -35,7 +35,7 @@ import socket
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import InitVar, asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -70,11 +70,12 @@ class ServeLimits:
     # Seconds a request's body may take to arrive, then 408 (``BodyLimit``): a client that stalls mid-body would
     # otherwise hold its slot among max_connections for as long as it keeps the connection open.
     max_body_seconds: int = 10
+    named: InitVar[Callable[[str], str]] = by_field  # how errors name a limit (the command line: by its flag)
 
-    def __post_init__(self):
+    def __post_init__(self, named: Callable[[str], str]):
         for name, value in asdict(self).items():
             if not isinstance(value, int) or value < 1:
-                raise AttnclfError(f"{name} must be a positive integer, got {value!r}")
+                raise AttnclfError(f"{named(name)} must be a positive integer, got {value!r}")
 
 
 # ---------------------------------------------------------------- request and response bodies
