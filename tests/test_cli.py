@@ -943,6 +943,10 @@ def test_data_flags_that_do_not_go_together_are_refused_in_one_line(csv_files, t
     # Named by the flags typed, not the fields behind them (max_windows, window stride, threads)
     (["--windows", "--max-windows", "0"], "attnclf: error: --max-windows must be at least 1, got 0"),
     (["--windows", "--window-stride", "0"], "attnclf: error: --window-stride must be at least 1, got 0"),
+    # ...and so is a stride longer than the window, which is checked once the window's size (--max-len) is known
+    (["--windows", "--window-stride", "500", "--max-len", "64"],
+     "attnclf: error: --window-stride 500 is longer than the window (--max-len 64): text between windows would be "
+     "skipped"),
     (["--threads", "0"], "attnclf: error: --threads must be at least 1, got 0"),
 ])
 def test_settings_out_of_range_are_refused_before_anything_is_written(csv_files, tmp_path, capsys, flags, message):

@@ -205,7 +205,7 @@ def _windows(args: argparse.Namespace):
         return None
     flags = {field: flag for flag, field in fields.items()}
     return WindowConfig(**{fields[flag]: value for flag, value in given.items()},
-                        named=lambda field: _flag(flags[field]))
+                        named=lambda field: _flag(flags.get(field, field)))  # (max_len: the window's size)
 
 
 def _add_budget_args(p: argparse.ArgumentParser) -> None:

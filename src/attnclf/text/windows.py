@@ -49,11 +49,14 @@ class WindowConfig:
     max_windows: int = 8
     pooling: str = "attention"
     # Not a setting (to_dict leaves it out), as TokenizerConfig's: how a refusal names a field (the command line: by
-    # its flag, --window-stride). None: as Python knows it, "window stride".
+    # its flag, --window-stride), and the window's size, ``max_len`` (--max-len). None: as Python knows them, "window
+    # stride". Kept for stride_for, which checks the stride only once the window's size is known.
     named: InitVar[Callable[[str], str] | None] = None
 
     def __post_init__(self, named: Callable[[str], str] | None) -> None:
-        named = named or (lambda field: {"stride": "window stride", "pooling": "window pooling"}.get(field, field))
+        named = named or (lambda field: {"stride": "window stride", "pooling": "window pooling",
+                                         "max_len": "tokenizer max_len"}.get(field, field))
+        self._named = named
         if self.pooling not in WINDOW_POOLINGS:
             raise AttnclfError(f"{named('pooling')} must be one of {', '.join(WINDOW_POOLINGS)}, "
                                f"got {self.pooling!r}")
@@ -63,11 +66,17 @@ class WindowConfig:
             raise AttnclfError(f"{named('stride')} must be at least 1, got {self.stride}")
 
     def stride_for(self, window_len: int) -> int:
-        """The stride in tokens for windows of ``window_len``; a stride longer than a window would skip text."""
+        """The stride in tokens for windows of ``window_len``; a stride longer than a window would skip text.
+
+        >>> WindowConfig(stride=500).stride_for(64)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        attnclf.errors.AttnclfError: window stride 500 is longer than the window (tokenizer max_len 64): text ...
+        """
         stride = self.stride if self.stride is not None else max(1, window_len - window_len // 4)
         if stride > window_len:
-            raise AttnclfError(f"window stride {stride} is longer than the window ({window_len} tokens): "
-                               f"text between windows would be skipped")
+            raise AttnclfError(f"{self._named('stride')} {stride} is longer than the window "
+                               f"({self._named('max_len')} {window_len}): text between windows would be skipped")
         return stride
 
     def covered(self, window_len: int) -> int:
