@@ -868,8 +868,18 @@ def test_a_run_whose_files_moved_says_which_of_its_files_is_gone(tmp_path, capsy
                      "1", "--output", str(out), "--quiet", "--no-report", "--threads", "1"]) == 0
     data.rename(tmp_path / "moved")
     capsys.readouterr()  # (training's warnings: the texts repeat)
+    # ...and what to do about it: evaluate reads the file where it is now, report (which takes no file) only where
+    # the run read it; export checks its copy on it where it is now
     assert run_error(["evaluate", str(run)], capsys) == (
-        f"attnclf: error: {run} was tested on {test}, which is no longer there (moved or deleted since)")
+        f"attnclf: error: {run} was tested on {test}, which is no longer there (moved or deleted since); to score the "
+        f"run on it where it is now, give that path with --test-file")
+    assert run_error(["report", str(run)], capsys) == (
+        f"attnclf: error: {run} was tested on {test}, which is no longer there (moved or deleted since); report "
+        f"takes no test file: put it back there to report on the run, or score the run on it where it is now with "
+        f"`attnclf evaluate {run} --test-file NEW_PATH`")
+    assert run_error(["export", str(run), "--output", str(tmp_path / "onnx")], capsys) == (
+        f"attnclf: error: {run} was tested on {test}, which is no longer there (moved or deleted since); to read it "
+        f"where it is now, give that path with --check-file")
     assert run_error(["calibrate", str(run)], capsys) == (
         f"attnclf: error: {run} trained on {train}, which is no longer there (moved or deleted since)")
     assert run_error(["evaluate", str(lone)], capsys) == (  # (no test file: scored on the texts it held out)
@@ -881,6 +891,8 @@ def test_a_run_whose_files_moved_says_which_of_its_files_is_gone(tmp_path, capsy
         f"give the command that started it with --resume and the file where it is now")
     # A test file given instead needs none of them
     assert main(["evaluate", str(run), "--test-file", str(tmp_path / "moved" / "test.csv")]) == 0
+    (tmp_path / "moved").rename(data)  # and back where the run read it, the report is written
+    assert main(["report", str(run)]) == 0
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -72,7 +72,10 @@ def write_report(run_dir: str | Path, *, classifier=None, test: TextDataset | No
     if test is None:
         from ..training.run_data import run_test_data
 
-        test = run_test_data(config, classifier.label_names)
+        test = run_test_data(config, classifier.label_names,
+                             if_moved=f"; report takes no test file: put it back there to report on the run, or score "
+                                      f"the run on it where it is now with `attnclf evaluate {run_dir} --test-file "
+                                      f"NEW_PATH`")
         _refuse_changed_test(run_dir, config, metrics, test)
     windowed = window_config(classifier.model) is not None  # explanation methods read one token sequence
     supported = [] if windowed else available_methods(classifier.model)

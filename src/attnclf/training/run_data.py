@@ -125,11 +125,13 @@ def refuse_gone(run: str, data: DataSettings, *files: str, then: str = "") -> No
 
 
 def run_test_data(config: dict, label_names: list[str], test_only: bool = False,
-                  data_dir: str | None = None, named: Callable[[str], str] = by_field) -> TextDataset:
+                  data_dir: str | None = None, named: Callable[[str], str] = by_field,
+                  if_moved: str | None = None) -> TextDataset:
     """A run's own test split, labels in the run's order (its validation split when the data has no
     test split, unless ``test_only``); ``data_dir``: look for its dataset there first. The advice for a run without
     test texts of its own names ``scoring_data``'s arguments as ``named`` spells them, that is as the caller knows
-    them (the command line: by its flags; ``check_data``: its ``file`` for ``test_file``).
+    them (the command line: by its flags; ``check_data``: its ``file`` for ``test_file``). A test file moved since the
+    run read it is refused naming it, then ``if_moved``: what to do (default: give its new path as ``test_file``).
 
     >>> # test = run_test_data(read_json(Path("runs/demo") / "config.json"), ["negative", "positive"])
     """
@@ -138,7 +140,8 @@ def run_test_data(config: dict, label_names: list[str], test_only: bool = False,
     if data.test_file and not data.dataset:  # the file alone: the training file may be large, or gone since
         from ..data.files import load_file
 
-        refuse_gone(settings.get("output", "the run"), data, "test_file")
+        refuse_gone(settings.get("output", "the run"), data, "test_file",
+                    then=if_moved or f"; to read it where it is now, give that path with {named('test_file')}")
         return sample_test(load_file(data.test_file, data.text_column, data.label_column, label_names=label_names,
                                      split="test", multi_label=data.multi_label,
                                      label_delimiter=data.label_delimiter), data.max_test_examples)
@@ -489,7 +492,9 @@ def scoring_data(classifier, test_file: str | None = None, dataset: str | None =
         data = align_labels(data, classifier.label_names, synonyms=True)
     else:
         data = run_test_data(classifier.config, classifier.label_names, test_only=isinstance(classifier, Ensemble),
-                             data_dir=data_dir, named=named)
+                             data_dir=data_dir, named=named,
+                             if_moved=f"; to score the run on it where it is now, give that path with "
+                                      f"{named('test_file')}")
         if data.split == "validation":  # the run's data has no test split
             _refuse_tuned_validation(classifier, named)
         return data
