@@ -1,6 +1,7 @@
 """The scikit-learn estimator: fits, predicts original labels, clones, and composes with sklearn's tools."""
 
 import re
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +15,7 @@ from sklearn.preprocessing import FunctionTransformer
 from sklearn.utils.validation import has_fit_parameter
 
 from attnclf.data.generated import synthetic
-from attnclf.errors import AttnclfError
+from attnclf.errors import AttnclfError, AttnclfWarning
 from attnclf.sklearn import AttentionTextClassifier
 
 TINY = dict(d_model=16, heads=2, layers=1, lr=1e-2, epochs=2, batch_size=16)
@@ -930,3 +931,22 @@ def test_threads_round_trip_through_save_and_load(data, tmp_path):
     config = json.loads((clf.save(tmp_path / "saved") / "config.json").read_text())
     assert config["estimator"]["params"]["threads"] == 1 and config["settings"]["threads"] == 1
     assert AttentionTextClassifier.load(tmp_path / "saved").threads == 1
+
+
+def test_fit_warns_when_the_bucket_budget_cuts_the_ngram_branch():
+    # `attnclf train` notes that a file of more than 4 classes keeps fewer bigram buckets than the file recipe asks;
+    # fit built the same cut branch and said nothing.
+    words = ["great", "dull", "scary", "funny", "long", "sad"]
+    texts = [f"{word} film number {i}" for i in range(4) for word in words]
+    small = dict(d_model=16, heads=2, layers=1, epochs=1, min_frequency=1, max_len=8, validation_fraction=0)
+    with pytest.warns(AttnclfWarning) as caught:
+        clf = AttentionTextClassifier(**small).fit(texts, [word for _ in range(4) for word in words])
+    assert [str(w.message) for w in caught] == [
+        "the n-gram branch keeps 524,288 bigram buckets, not 1,048,576 (nb_ngram_buckets=1048576): "
+        "nb_ngram_bucket_budget=4194304 bounds buckets x classes, and this data has 6 classes; "
+        "model_config={'nb_ngram_bucket_budget': 0} lifts it"]
+    assert caught[0].filename == __file__  # (pointing at the caller's fit, not inside the library)
+    assert clf.classifier_.model.config.nb_ngram_bucket_budget == 4194304  # (the file recipe's)
+    with warnings.catch_warnings():  # two classes keep every bucket: nothing to say
+        warnings.simplefilter("error", AttnclfWarning)
+        AttentionTextClassifier(**small).fit(texts, [i % 2 for i in range(len(texts))])

@@ -1,8 +1,9 @@
-"""Errors a user can act on.
+"""Errors a user can act on, and warnings they may want to.
 
 Anything raised as an ``AttnclfError`` reaches the command line as one line,
 ``attnclf: error: <message>``, with exit status 2 and no traceback. Messages
 name the problem precisely: the file, the line or row, the column, the value.
+An ``AttnclfWarning`` is the Python side of the command line's ``note:`` lines.
 """
 
 import sys
@@ -63,3 +64,16 @@ class DataError(AttnclfError):
 
 class RunDirError(AttnclfError):
     """A run directory is missing, incomplete, or from an incompatible version."""
+
+
+class AttnclfWarning(UserWarning):
+    """Something worth knowing that does not stop the work, told the Python way (``warnings.warn``) where the
+    command line prints a ``note:`` line; ``warnings.filterwarnings("ignore", category=AttnclfWarning)`` silences it.
+
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warnings.warn("the n-gram branch keeps fewer buckets", AttnclfWarning)
+    >>> caught[0].category.__name__
+    'AttnclfWarning'
+    """

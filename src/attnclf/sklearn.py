@@ -25,6 +25,7 @@ import os
 import shutil
 import sys
 import tempfile
+import warnings
 from contextlib import nullcontext
 from dataclasses import fields
 from pathlib import Path
@@ -40,8 +41,9 @@ from .classifier import Classifier
 from .data.base import TextDataset
 from .data.files import TEXT_JOINER
 from .data.splits import split_indices
-from .errors import AttnclfError, RunDirError, first_few, shown
+from .errors import AttnclfError, AttnclfWarning, RunDirError, first_few, shown
 from .models import MODELS, build_model
+from .models.ngrams import bucket_note
 from .prediction import check_texts, shaped
 from .recipes import model_defaults
 from .text.batching import BucketBatches
@@ -137,7 +139,8 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
         epoch kept, count every held-out text once (MLPClassifier weighs its early-stopping score; here the
         validation figures stay the ones every attnclf run records). The n-gram branch's naive-Bayes counts
         (``model_config={"nb_ngram_buckets": ...}``) count each kept text once. In a ``Pipeline``, pass
-        ``clf__sample_weight=w``.
+        ``clf__sample_weight=w``. A branch its bucket budget cuts (the file recipe's, at more than 4 classes) is
+        warned of with an ``AttnclfWarning``, as `attnclf train` notes it.
 
         >>> # AttentionTextClassifier(epochs=3).fit(texts, labels, sample_weight=[1.0, 0.5, 2.0, ...])
         """
@@ -205,6 +208,10 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
         config = self._train_config(classes)  # checked first
         model_fields = self._model_fields()  # (so are these, before the split and the tokenizer)
         label_names = [str(c) for c in classes]
+        # (as `attnclf train` notes it; stacklevel: the line that called fit)
+        lifted_by = "model_config={'nb_ngram_bucket_budget': 0}"
+        if note := bucket_note(model_fields, len(label_names), lifted_by=lifted_by):
+            warnings.warn(note, AttnclfWarning, stacklevel=3)
         # Weight 0 means absent, as in scikit-learn: such texts are dropped before anything reads them.
         by_name = config.class_weights if isinstance(config.class_weights, dict) else {}
         kept = np.ones(len(texts), dtype=bool) if weights is None else weights > 0

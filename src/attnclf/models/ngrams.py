@@ -63,6 +63,25 @@ def bounded_buckets(buckets: int, num_classes: int, budget: int = 0) -> int:
     return buckets
 
 
+def bucket_note(model_config: dict, num_classes: int, lifted_by: str) -> str | None:
+    """What to tell a user whose n-gram branch keeps fewer bigram buckets than ``nb_ngram_buckets`` asks, its
+    budget of bucket x class weights halving them for ``num_classes`` (a file of many classes); None when it keeps
+    them all. ``lifted_by``: how that user sets the budget to 0 (`attnclf train`'s note: ``--set``; the scikit-learn
+    estimator's warning: ``model_config=``).
+
+    >>> bucket_note({"nb_ngram_buckets": 1048576, "nb_ngram_bucket_budget": 4194304}, 4, "--set")
+    >>> bucket_note({"nb_ngram_buckets": 1048576, "nb_ngram_bucket_budget": 4194304}, 25, "--set")[:61]
+    'the n-gram branch keeps 131,072 bigram buckets, not 1,048,576'
+    """
+    asked, budget = model_config.get("nb_ngram_buckets", 0), model_config.get("nb_ngram_bucket_budget", 0)
+    kept = bounded_buckets(asked, num_classes, budget)
+    if kept >= asked:
+        return None
+    return (f"the n-gram branch keeps {kept:,} bigram buckets, not {asked:,} (nb_ngram_buckets={asked}): "
+            f"nb_ngram_bucket_budget={budget} bounds buckets x classes, and this data has {num_classes} classes; "
+            f"{lifted_by} lifts it")
+
+
 class NaiveBayesNgrams(nn.Module):
     """Logits of an NB-weighted linear model over a text's distinct words and hashed bigrams.
 

@@ -27,7 +27,7 @@ from ..evaluation.multilabel import multilabel_metrics, tune_thresholds
 from ..evaluation.predict import predict_probabilities
 from ..models import build_model, config_for
 from ..models.memory import SMALLEST_VOCABULARY, refuse_untrainable
-from ..models.ngrams import bounded_buckets
+from ..models.ngrams import bucket_note
 from ..models.windows import window_config, windowed
 from ..rundir import (EARLIER_MODEL, EARLIER_MODEL_STAGING, FORMAT_VERSION, TEMPERATURE_FILE, THRESHOLDS_FILE,
                       atomic_write_json, file_sha256, first_missing_folder, is_resumable, prepare_output_dir,
@@ -269,9 +269,9 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool,
             _stderr(f"init-from: encoder from {settings.init_from} ({describe_pretrained(settings.init_from)}); "
                     f"{found:,} of {tokenizer.vocab_size - 2:,} words start from its embedding")
     model = windowed(model, settings.windows)
-    note = bucket_note(settings.model_config, len(label_names))
+    note = bucket_note(settings.model_config, len(label_names), lifted_by="`--set nb_ngram_bucket_budget=0`")
     if note and progress and distributed.is_main and not resume:
-        _stderr(note)
+        _stderr(f"note: {note}")
     if distributed.is_main:
         atomic_write_json(run_dir / "labels.json", label_names)
         atomic_write_json(run_dir / "config.json", _config_record(settings, model, splits, counted, trained_on,
@@ -401,23 +401,6 @@ def small_data_note(data: DataSettings, training_texts: int) -> str | None:
             f"`attnclf "
             f"compare --train-file {shlex.quote(data.train_file)} --test-file {test_file} --models self-attn,boe` "
             f"scores self-attn, boe and TF-IDF + LR on your data")
-
-
-def bucket_note(model_config: dict, num_classes: int) -> str | None:
-    """A line when the n-gram branch keeps fewer bigram buckets than ``nb_ngram_buckets`` asks, its budget of bucket x
-    class weights halving them for ``num_classes`` (a file of many classes); None when it keeps them all.
-
-    >>> bucket_note({"nb_ngram_buckets": 1048576, "nb_ngram_bucket_budget": 4194304}, 4)
-    >>> bucket_note({"nb_ngram_buckets": 1048576, "nb_ngram_bucket_budget": 4194304}, 25)[:67]
-    'note: the n-gram branch keeps 131,072 bigram buckets, not 1,048,576'
-    """
-    asked, budget = model_config.get("nb_ngram_buckets", 0), model_config.get("nb_ngram_bucket_budget", 0)
-    kept = bounded_buckets(asked, num_classes, budget)
-    if kept >= asked:
-        return None
-    return (f"note: the n-gram branch keeps {kept:,} bigram buckets, not {asked:,} (nb_ngram_buckets={asked}): "
-            f"nb_ngram_bucket_budget={budget} bounds buckets x classes, and this data has {num_classes} classes; "
-            f"`--set nb_ngram_bucket_budget=0` lifts it")
 
 
 def _suspect_separators(train_file: str | None) -> str:
