@@ -397,6 +397,23 @@ def test_the_python_api_refuses_what_is_not_a_list_of_texts_with_a_value_error(d
     assert type(clf.explain(np.array(["good"]))[0].text) is str  # numpy's strings come back as plain ones
 
 
+def test_the_python_api_refuses_a_table_of_texts_rather_than_reading_its_column_names(demo_run):
+    # Iterating a DataFrame gives its column names: predict(df[["review"]]) answered one prediction, for the word
+    # "review", however many rows the table held. A 2-D array gave rows, refused as "ndarray, not a string".
+    pandas = pytest.importorskip("pandas")
+    from attnclf.classifier import Classifier
+
+    clf = Classifier.load(demo_run, device="cpu")
+    table = pandas.DataFrame({"review": ["good", "bad", "fine"]})
+    for texts, shown in [(table, r"2-dimensional DataFrame \(shape \(3, 1\)\)"),
+                         (np.array([["good"], ["bad"]]), r"2-dimensional ndarray \(shape \(2, 1\)\)"),
+                         (np.array("good"), r"0-dimensional ndarray \(shape \(\)\)")]:
+        for call in (clf.predict, clf.predict_proba, clf.explain):
+            with pytest.raises(ValueError, match=f"^pass a list of texts, not a {shown}: pass one column of it"):
+                call(texts)
+    assert [p.label for p in clf.predict(table["review"])] == [p.label for p in clf.predict(["good", "bad", "fine"])]
+
+
 def test_evaluate_on_a_named_dataset(demo_run, capsys):
     assert main(["evaluate", str(demo_run), "--dataset", "demo"]) == 0
     captured = capsys.readouterr()

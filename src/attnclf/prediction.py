@@ -45,6 +45,11 @@ def check_texts(texts: Sequence[str], name: str | None = None) -> list[str]:
     if texts is None or isinstance(texts, (dict, set, frozenset)) or not hasattr(texts, "__iter__"):
         # (a dict would give its keys, a set an order of its own: answers that match no input)
         raise AttnclfError(f"{expected}, not {type(texts).__name__}")
+    if getattr(texts, "ndim", 1) != 1:
+        # A DataFrame iterates over its column names, a 2-D array over its rows: either would answer other texts than
+        # the rows it holds, silently for a DataFrame (one answer, for the word "review"). A 0-d array cannot iterate.
+        raise AttnclfError(f"{expected}, not a {texts.ndim}-dimensional {type(texts).__name__} (shape "
+                           f"{tuple(texts.shape)}): pass one column of it (df['review'], not df[['review']])")
     texts = list(texts)
     for i, text in enumerate(texts):
         item = f"{name}[{i}]" if name else f"text {i}"
