@@ -952,6 +952,16 @@ def test_load_files_test_uses_training_labels(tmp_path):
          r"the columns: if it is a row of data, add a header line\)$"),
         ("header.csv", "id,title,body\n3,a,b\n", ("text", "label"), r"header.csv: no text column 'text'; the columns are: "
          r"'id', 'title', 'body'$"),
+        # A column named but for its case or the spaces around it ("text, label" typed by hand; pandas' "Label") is
+        # pointed at: its quotes alone show a space, and only at the end of a long list.
+        ("sp.csv", "text, label\nok, 1\n", ("text", "label"), r"sp.csv: no label column 'label'; the columns are: "
+         r"'text', ' label' \(the file's ' label' differs from it only in the spaces around it: name the column as the "
+         r"file does\)$"),
+        ("case.tsv", "Text\tLabel \nok\t1\n", ("text", "label"), r"case.tsv: no text column 'text'; the columns are: "
+         r"'Text', 'Label ' \(the file's 'Text' differs from it only in case: name the column as the file does\)$"),
+        ("both.jsonl", '{"text": "a", "Label ": 1}\n', ("text", "label"), r"both.jsonl, line 1: no label column 'label'; "
+         r"this line has: 'text', 'Label ' \(the file's 'Label ' differs from it only in case and the spaces around it: "
+         r"name the column as the file does\)$"),
         # JSON may carry half a surrogate pair, which no UTF-8 tokenizer (nor the run's fingerprint) takes.
         ("s.jsonl", '{"text": "a", "label": 1}\n{"text": "b \\ud800", "label": 0}\n', ("text", "label"),
          r"s.jsonl, line 2: the text in column 'text' is not valid Unicode: a lone surrogate \(U\+D800\) at character 2"),

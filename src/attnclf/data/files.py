@@ -108,8 +108,25 @@ def _looks_like_data(name: str) -> bool:
         return len(name.split()) > 3
 
 
+def _near_miss(column: str, columns: Iterable[str]) -> str:
+    """A hint naming the file's column that is ``column`` but for case or the spaces around it (``text, label``
+    typed by hand, pandas' ``Label``), whose repr alone hardly shows the difference; else "".
+
+    >>> _near_miss("label", ["text", " label"])
+    " (the file's ' label' differs from it only in the spaces around it: name the column as the file does)"
+    """
+    for other in columns:
+        if isinstance(other, str) and other != column and other.strip().casefold() == column.strip().casefold():
+            differences = [what for what, differs in (("case", other.strip() != column.strip()),
+                                                      ("the spaces around it", len(other) != len(column)))
+                           if differs]
+            return (f" (the file's {other!r} differs from it only in {' and '.join(differences)}: name the column as "
+                    f"the file does)")
+    return ""
+
+
 def _missing_column(path: Path, column: str, columns: list[str], role: str) -> DataError:
-    hint = ""
+    hint = _near_miss(column, columns)
     if len(columns) == 1 and path.suffix.lower() in (".csv", ".tsv"):
         # Excel in many locales saves "CSV" separated by semicolons; a .tsv may hold commas, a .csv tabs.
         other = next((char for char in (";", "\t", ",", "|") if char in columns[0]), None)
@@ -183,7 +200,8 @@ def _jsonl_rows(path: Path, text_columns: tuple[str, ...], label_column: str | N
         for column, role in _wanted(text_columns, label_column):
             if column not in record:
                 raise DataError(f"{path}, line {number}: no {role} column {column!r}; this line has"
-                                f"{': ' + first_few(record, most=COLUMNS_NAMED) if record else ' no columns'}")
+                                f"{': ' + first_few(record, most=COLUMNS_NAMED) if record else ' no columns'}"
+                                f"{_near_miss(column, record)}")
         yield f"line {number}", tuple(record[column] for column in text_columns), record.get(label_column)
 
 
