@@ -962,6 +962,10 @@ def test_load_files_test_uses_training_labels(tmp_path):
         ("both.jsonl", '{"text": "a", "Label ": 1}\n', ("text", "label"), r"both.jsonl, line 1: no label column 'label'; "
          r"this line has: 'text', 'Label ' \(the file's 'Label ' differs from it only in case and the spaces around it: "
          r"name the column as the file does\)$"),
+        # pandas' to_json writes a DataFrame as one object of columns, each keyed by row, unless told otherwise.
+        ("pandas.json", '{"text": {"0": "a", "1": "b"}, "label": {"0": 1, "1": 0}}\n', ("text", "label"),
+         r"pandas.json, line 1: text column 'text' holds \{'0': 'a', '1': 'b'\}, not text \(pandas' to_json writes a "
+         r"DataFrame's column so, as an object keyed by row, by default: write one object per row, df.to_json\(path, orient='records', lines=True\)\)$"),
         # JSON may carry half a surrogate pair, which no UTF-8 tokenizer (nor the run's fingerprint) takes.
         ("s.jsonl", '{"text": "a", "label": 1}\n{"text": "b \\ud800", "label": 0}\n', ("text", "label"),
          r"s.jsonl, line 2: the text in column 'text' is not valid Unicode: a lone surrogate \(U\+D800\) at character 2"),

@@ -277,7 +277,10 @@ def _checked_text(path: Path, where: str, values: tuple, text_columns: tuple[str
     """A row's text: its text columns' values joined, a missing value (None) as an empty string."""
     for value, column in zip(values, text_columns):
         if value is not None and not isinstance(value, str):
-            raise DataError(f"{path}, {where}: text column {column!r} holds {shown(value)}, not text")
+            pandas = (" (pandas' to_json writes a DataFrame's column so, as an object keyed by row, by default: write "
+                      "one object per row, df.to_json(path, orient='records', lines=True))"
+                      if isinstance(value, dict) and path.suffix.lower() in (".jsonl", ".json", ".ndjson") else "")
+            raise DataError(f"{path}, {where}: text column {column!r} holds {shown(value)}, not text{pandas}")
         if problem := unicode_problem(value or ""):
             raise DataError(f"{path}, {where}: the text in column {column!r} is {problem}")
     return TEXT_JOINER.join(value or "" for value in values)
