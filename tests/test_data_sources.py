@@ -6,6 +6,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import tarfile
 import zipfile
 from pathlib import Path
@@ -899,6 +900,22 @@ def test_load_files_test_uses_training_labels(tmp_path):
     _write(test, "text,label\nc,y\nd,z\n")
     expected = r"test.csv, line 3: label 'z' in column 'label' is not one of the training labels \['x', 'y'\]"
     with pytest.raises(DataError, match=expected):
+        load_files(train, test)
+
+
+
+@pytest.mark.parametrize("train_labels, test_label, spelt", [
+    # pandas writes a column of whole numbers with a gap in it as decimals (1.0), to CSV and Parquet alike
+    (("0", "1"), "1.0", "'1'"), (("0.0", "1.0"), "1", "'1.0'"), (("-1", "1"), "+1", "'1'"),
+])
+def test_a_test_label_that_spells_a_training_label_otherwise_says_how_training_spelt_it(tmp_path, train_labels,
+                                                                                       test_label, spelt):
+    train = _write(tmp_path / "train.csv", "text,label\n" + "".join(f"t{label},{label}\n" for label in train_labels))
+    test = _write(tmp_path / "test.csv", f"text,label\nc,{test_label}\n")
+    expected = (f"{tmp_path / 'test.csv'}, line 2: label '{test_label}' in column 'label' is not one of the training "
+                f"labels [{', '.join(map(repr, train_labels))}] (the training labels write this number {spelt}: write "
+                f"it as they do)")
+    with pytest.raises(DataError, match=f"^{re.escape(expected)}$"):
         load_files(train, test)
 
 

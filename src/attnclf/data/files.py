@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import numbers
 from array import array
 from pathlib import Path
@@ -310,6 +311,25 @@ def _typed_kind(label: Any) -> str | None:
     return "decimal" if isinstance(label, numbers.Real) else None
 
 
+def _spelt_otherwise(name: str, label_names: list[str]) -> str:
+    """A hint naming the training label that is the number ``name`` is, written another way: pandas writes a column
+    of whole numbers with a gap in it as decimals (``1.0``), so one file's ``1`` is another's ``1.0``; else "".
+
+    >>> _spelt_otherwise("1.0", ["0", "1"]), _spelt_otherwise("pos", ["0", "1"])
+    (" (the training labels write this number '1': write it as they do)", '')
+    """
+    def number(label):
+        try:
+            value = float(label)
+        except ValueError:
+            return None
+        return value if math.isfinite(value) else None  # (a "nan" or "inf" class is no number to match)
+
+    value = number(name)
+    same = next((label for label in label_names if value is not None and number(label) == value), None)
+    return "" if same is None else f" (the training labels write this number {same!r}: write it as they do)"
+
+
 def iter_texts(path: str | Path, text_column: TextColumns = "text") -> Iterator[tuple[str, str]]:
     """Stream the texts of a CSV / TSV / JSONL / Parquet file's ``text_column`` (or columns, joined) as
     ``(where, text)``, for prediction: no label column is read, an empty text is kept (a model still labels it),
@@ -435,7 +455,7 @@ def iter_records(
             if allowed is not None and name not in allowed:
                 raise DataError(
                     f"{path}, {where}: label {shown(name)} in column {label_column!r} is not one of the "
-                    f"training labels [{first_few(label_names, most=10)}]"
+                    f"training labels [{first_few(label_names, most=10)}]{_spelt_otherwise(name, label_names)}"
                 )
         yield where, text, names if multi_label else names[0]
 
