@@ -933,6 +933,12 @@ def test_a_test_label_that_spells_a_training_label_otherwise_says_how_training_s
         ("f.csv", "text,label\nok, 1\nnot, quoted, 0\n", ("text", "label"), r"f.csv, line 3: 3 fields but the header has 2"),
         ("q.csv", 'text,label\n"ok" then,1\n', ("text", "label"), r"q.csv, line 2: malformed CSV: .*; a field that starts with a quote is read as quoted"),
         ("u.csv", b"text,label\nok,1\ncaf\xe9,0\n", ("text", "label"), r"u.csv, line 3: byte 0xe9 at byte offset 19 is not UTF-8"),
+        # Excel's "Unicode Text" and Windows PowerShell's > write UTF-16, which is named, not left as a bad byte
+        ("u16.tsv", "text\tlabel\nok\t1\n".encode("utf-16"), ("text", "label"),
+         r"u16.tsv, line 1: the file is UTF-16 \(it starts with UTF-16's byte-order mark\), not UTF-8; re-save the file "
+         r"as UTF-8$"),
+        ("u16be.jsonl", '{"text": "ok", "label": 1}\n'.encode("utf-16-be").join([b"\xfe\xff", b""]),
+         ("text", "label"), r"u16be.jsonl, line 1: the file is UTF-16 \(it starts with"),
         ("j.jsonl", '{"text": "a", "label": 1}\n{"text": "b", "label": 0,}\n', ("text", "label"), r"j.jsonl, line 2: malformed JSON"),
         ("r.json", '[{"text": "a", "label": 1}]\n', ("text", "label"), r"r.json, line 1: expected a JSON object, got list; this is a JSON array"),
         ("p.json", '[\n  {"text": "a", "label": 1}\n]\n', ("text", "label"), r"p.json, line 1: malformed JSON: .*; this is a JSON array"),
@@ -1019,6 +1025,17 @@ def test_bad_user_files_are_one_line_errors(tmp_path, name, content, columns, me
         load_file(tmp_path / name, *columns)
     assert "\n" not in str(err.value)
 
+
+
+def test_a_utf16_file_of_texts_is_named_utf16(tmp_path):
+    # Notepad's "Unicode" and Windows PowerShell's `Get-Content reviews | Out-File texts.txt` write UTF-16 LE
+    from attnclf.data.files import read_texts
+
+    path = tmp_path / "texts.txt"
+    path.write_bytes("great acting\r\nweak acting\r\n".encode("utf-16"))
+    with pytest.raises(DataError, match=r"texts.txt: line 1: the file is UTF-16 \(it starts with UTF-16's byte-order "
+                                        r"mark\), not UTF-8; re-save the file as UTF-8$"):
+        read_texts(path)
 
 LONG = "x" * 5000  # a cell, a header or a label far longer than a message should repeat
 

@@ -79,6 +79,22 @@ def recorded_text_column(text_column: TextColumns) -> str | list[str]:
     return columns[0] if len(columns) == 1 else list(columns)
 
 
+UTF16_MARKS = (b"\xff\xfe", b"\xfe\xff")  # little- and big-endian
+
+
+def _utf16(start: bytes) -> str | None:
+    """What to say of bytes that start with UTF-16's byte-order mark, which Excel's "Unicode Text", Notepad's
+    "Unicode" and Windows PowerShell's ``>`` write: else its first byte is named as one that is not UTF-8, which
+    tells no one what to do.
+
+    >>> _utf16("ok".encode("utf-16")), _utf16(b"ok")
+    ("the file is UTF-16 (it starts with UTF-16's byte-order mark), not UTF-8; re-save the file as UTF-8", None)
+    """
+    if not start.startswith(UTF16_MARKS):
+        return None
+    return "the file is UTF-16 (it starts with UTF-16's byte-order mark), not UTF-8; re-save the file as UTF-8"
+
+
 def _utf8_lines(path: Path) -> Iterator[str]:
     """The file's lines, decoded; a bad byte is reported by line and byte offset."""
     offset = 0
@@ -87,6 +103,8 @@ def _utf8_lines(path: Path) -> Iterator[str]:
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
+                if number == 1 and (utf16 := _utf16(raw)):
+                    raise DataError(f"{path}, line 1: {utf16}") from None
                 raise DataError(
                     f"{path}, line {number}: byte 0x{raw[exc.start]:02x} at byte offset {offset + exc.start} "
                     f"is not UTF-8; re-save the file as UTF-8"
@@ -366,6 +384,8 @@ def text_lines(raw: bytes, source: str) -> list[str]:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
+        if utf16 := _utf16(raw):  # (stdin too: a file redirected, mostly)
+            raise DataError(f"{source}: line 1: {utf16}") from None
         line = raw[: exc.start].count(b"\n") + 1
         raise DataError(f"{source}: line {line}: not UTF-8 (byte 0x{raw[exc.start]:02x})") from None
     text = text.removeprefix("\ufeff")  # a byte-order mark (Notepad's "UTF-8 with BOM") is not part of the text
