@@ -1037,6 +1037,22 @@ def test_a_utf16_file_of_texts_is_named_utf16(tmp_path):
                                         r"mark\), not UTF-8; re-save the file as UTF-8$"):
         read_texts(path)
 
+
+@pytest.mark.parametrize("content, message", [
+    # Typed by hand, "text, label" style: a quote after a space opens no quoted field, so the label was '"pos"', a
+    # class of its own with its quotes, and a text's quoted comma split it into another field.
+    ('text,label\n"a fine film", "pos"\n"a dull one", "neg"\n',
+     r"q.csv, line 2: label ' \"pos\"' in column 'label' has a space before its opening quote, which CSV reads as part "
+     r"of the value, quotes and all: remove the space after the comma$"),
+    ('text,label\n"a fine film",pos\n "a dull, long one",neg\n',
+     r"q.csv, line 3: 3 fields but the header has 2; quote fields that contain a comma or a quote \(field 1, "
+     r"' \"a dull', has a space before its opening quote, which CSV reads as part of the value, quotes and all: "
+     r"remove the space after the comma\)$"),
+])
+def test_a_quote_after_a_space_is_named_not_read_into_a_label(tmp_path, content, message):
+    with pytest.raises(DataError, match=message):
+        load_file(_write(tmp_path / "q.csv", content))
+
 LONG = "x" * 5000  # a cell, a header or a label far longer than a message should repeat
 
 
