@@ -707,11 +707,12 @@ def test_a_file_run_from_before_the_file_recipe_is_told_its_command_builds_anoth
     argv = ["train", "--train-file", str(data), "--set", "layers=1", "--min-frequency", "1", "--max-len", "16",
             "--no-report", "--threads", "1", "--quiet", "--output", str(run)]
     with monkeypatch.context() as before:
-        before.setattr(recipes, "FILE_SELF_ATTN", {})
+        before.setattr(recipes, "FILE_RECIPES", recipes.FILE_RECIPES[:1])  # (before any file recipe)
         assert main([*argv, "--epochs", "1"]) == 0
     assert json.loads((run / "config.json").read_text())["settings"]["model_config"] == {"layers": 1}
     capsys.readouterr()
-    started = f"attnclf: error: {run} started before self-attn on a file defaulted to the file recipe: this command now"
+    started = (f"attnclf: error: {run} started under earlier defaults of self-attn on a file (the file recipe): this "
+               f"command now")
     resumes = f"`attnclf train --resume --output {run}` alone continues the run with its own settings"
     assert run_error([*argv, "--epochs", "2", "--resume"], capsys) == (
         f"{started} builds it with d_model=64 (the run: 128), ff_dim=256 (the run: 512), dropout=0.3 (the run: 0.1), "
@@ -762,13 +763,13 @@ def test_a_file_run_begun_with_the_old_suggested_flags_is_told_only_the_budget_d
             "d_model=64", "--set", "ff_dim=256", "--set", "dropout=0.3", "--set", "positional=sinusoidal",
             "--min-frequency", "1", "--max-len", "16", "--no-report", "--threads", "1", "--quiet", "--output", str(run)]
     with monkeypatch.context() as before:
-        before.setattr(recipes, "FILE_SELF_ATTN", {})
+        before.setattr(recipes, "FILE_RECIPES", recipes.FILE_RECIPES[:1])  # (before any file recipe)
         assert main([*argv, "--epochs", "1"]) == 0
     capsys.readouterr()
     assert run_error([*argv, "--epochs", "2", "--resume"], capsys) == (
-        f"attnclf: error: {run} started before self-attn on a file defaulted to the file recipe: this command now "
-        f"builds it with nb_ngram_bucket_budget=4194304 (the run: 0); `attnclf train --resume --output {run}` alone "
-        f"continues the run with its own settings")
+        f"attnclf: error: {run} started under earlier defaults of self-attn on a file (the file recipe): this command "
+        f"now builds it with nb_ngram_bucket_budget=4194304 (the run: 0); `attnclf train --resume --output {run}` "
+        f"alone continues the run with its own settings")
 
 
 def test_training_warns_of_texts_on_both_sides_of_a_split_even_when_quiet(tmp_path, capsys):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -460,21 +461,28 @@ def test_evaluate_on_a_test_file_warns_of_texts_any_member_learned(tmp_path, cap
     assert capsys.readouterr().err == ""
 
 
-def test_an_ensemble_on_a_file_from_before_the_file_recipe_resumes_as_its_members_trained(tmp_path, capsys,
-                                                                                          monkeypatch):
-    # Its members trained self-attn at the general defaults; the same command now builds the file recipe's model,
-    # and an ensemble resumes only with its whole command: the members it adds and continues train as the others did.
+def ensemble_begun_under_file_recipe(edition: int, tmp_path, monkeypatch, *typed: str) -> tuple[list[str], Path]:
+    """The command (``typed`` added, --seeds not) and folder of a two-member self-attn ensemble on a small file, its
+    members trained as attnclf did when ``recipes.FILE_RECIPES[edition]`` was the file recipe's latest edition."""
     from attnclf import recipes
 
     data = tmp_path / "reviews.csv"
     data.write_text("text,label\n" + "".join(f"{word} film number {i},{label}\n" for i in range(12)
                                              for word, label in [("great", "pos"), ("dull", "neg")]))
     out = tmp_path / "ens"
-    flags = ["train", "--train-file", str(data), "--test-file", str(data), "--min-frequency", "1", "--max-len", "8",
+    flags = ["train", "--train-file", str(data), "--test-file", str(data), "--min-frequency", "1", *typed,
              "--set", "layers=1", "--epochs", "1", "--output", str(out), "--quiet", "--no-report", "--threads", "1"]
-    with monkeypatch.context() as before:
-        before.setattr(recipes, "FILE_SELF_ATTN", {})
+    with monkeypatch.context() as then:
+        then.setattr(recipes, "FILE_RECIPES", recipes.FILE_RECIPES[:edition + 1])
         assert main(flags + ["--seeds", "0", "1"]) == 0
+    return flags, out
+
+
+def test_an_ensemble_on_a_file_from_before_the_file_recipe_resumes_as_its_members_trained(tmp_path, capsys,
+                                                                                          monkeypatch):
+    # Its members trained self-attn at the general defaults; the same command now builds the file recipe's model,
+    # and an ensemble resumes only with its whole command: the members it adds and continues train as the others did.
+    flags, out = ensemble_begun_under_file_recipe(0, tmp_path, monkeypatch, "--max-len", "8")
     # Flags typed that the members did not train with are refused, even where they are the recipe's values (the
     # members' settings were guessed from the values: seed-2 trained at ff_dim 512, dropout 0.1 despite the flags).
     capsys.readouterr()

@@ -396,17 +396,17 @@ def test_a_compare_cell_from_before_the_file_recipe_is_refused_saying_the_file_d
     data.write_text("text,label\n" + "".join(f"{word} film number {i},{label}\n" for i in range(12)
                                              for word, label in [("great", "pos"), ("dull", "neg")]))
     argv = ["compare", "--train-file", str(data), "--test-file", str(data), "--models", "self-attn", "--seeds", "1",
-            "--epochs", "1", "--set", "layers=1", "--no-reference", "--threads", "1", "--quiet", "--output",
-            str(tmp_path / "cmp")]
+            "--epochs", "1", "--set", "layers=1", "--max-len", "16", "--no-reference", "--threads", "1", "--quiet",
+            "--output", str(tmp_path / "cmp")]
     with monkeypatch.context() as before:
-        before.setattr(recipes, "FILE_SELF_ATTN", {})
+        before.setattr(recipes, "FILE_RECIPES", recipes.FILE_RECIPES[:1])  # (before any file recipe)
         assert main(argv) == 0
     capsys.readouterr()
     assert main(argv) == 2
     assert capsys.readouterr().err.strip().endswith(
         "self-attn-seed0 was trained with other model_config settings than this experiment's (d_model=128 there, 64 "
-        "here): self-attn on a file starts from the file recipe since that cell was trained; delete it or give another "
-        "--output")
+        "here): the defaults of self-attn on a file (the file recipe) changed since that cell was trained; delete it "
+        "or give another --output")
 
 
 def test_the_budget_line_says_self_attn_on_a_file_starts_from_the_file_recipe(tmp_path):

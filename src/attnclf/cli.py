@@ -12,9 +12,9 @@ import re
 import shlex
 import sys
 import threading
+from collections.abc import Callable, Sequence
 from dataclasses import fields, replace
 from pathlib import Path
-from typing import Callable
 
 from . import __version__
 from .checks import BACKENDS, check_seed, check_threads
@@ -137,9 +137,10 @@ def _budget(args: argparse.Namespace) -> dict:
     return {"data": data, "train": train, "tokenizer": tokenizer, "cleaning": cleaning, "device": args.device}
 
 
-def build_settings(args: argparse.Namespace, file_recipe: bool = True):
+def build_settings(args: argparse.Namespace, file_recipe: int = -1):
     """RunSettings from general defaults, then the dataset's recipe, then explicit flags; a file's single-label
-    self-attn without ``recipes.FILE_SELF_ATTN`` if not ``file_recipe`` (as the command built it before that)."""
+    self-attn from the file recipe's edition ``file_recipe`` (an index into ``recipes.FILE_RECIPES``: the latest by
+    default, an earlier one as the command built it then)."""
     from .training.settings import settings_for
 
     budget = _budget(args)
@@ -164,15 +165,18 @@ def build_settings(args: argparse.Namespace, file_recipe: bool = True):
     return settings
 
 
-def built_before_file_recipe(args: argparse.Namespace, settings):
-    """What this command built before a single-label self-attn on a file started from ``recipes.FILE_SELF_ATTN``,
-    if other than ``settings`` (what it builds now), else None: a run, ensemble or pretraining recorded with these
-    was begun by this command before then.
+def built_under_earlier_file_recipes(args: argparse.Namespace, settings) -> list:
+    """What this command built under each earlier edition of the file recipe (``recipes.FILE_RECIPES``), oldest
+    first, where other than ``settings`` (what it builds now): a run, ensemble or cell recorded with one of these was
+    begun by this command then.
 
-    >>> # built_before_file_recipe(parse(["train", "--train-file", "t.csv"]), settings).model_config  # {}
+    >>> # built_under_earlier_file_recipes(parse(["train", "--train-file", "t.csv"]), settings)[0].model_config  # {}
     """
-    before = build_settings(args, file_recipe=False)
-    return None if before.model_config == settings.model_config else before
+    from .recipes import earlier_file_recipes
+
+    builds = [build_settings(args, file_recipe=edition) for edition in earlier_file_recipes()]
+    return [build for build in builds if (build.model_config, build.tokenizer) != (settings.model_config,
+                                                                                   settings.tokenizer)]
 
 
 def _given(args: argparse.Namespace) -> set[str]:
@@ -350,9 +354,8 @@ def cmd_train(args: argparse.Namespace) -> int:
             _refuse_other_vectors(args, settings, trained)
             if "epochs" not in _typed(args):  # (not the recipe's default: members added or continued train as planned)
                 settings.train = replace(settings.train, epochs=trained.train.epochs)
-        before = built_before_file_recipe(args, settings) if args.resume else None
         metrics = train_ensemble(settings, args.seeds, resume=args.resume, progress=not args.quiet, named=_flag,
-                                 built_before=None if before is None else before.model_config)
+                                 earlier=built_under_earlier_file_recipes(args, settings) if args.resume else ())
         if metrics:  # torchrun's other ranks leave the testing to rank 0
             print(f"ensemble of {len(args.seeds)} runs ({Path(settings.output) / ENSEMBLE_FILE}), averaged:")
             _print_metrics(metrics)
@@ -387,7 +390,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             moved = set() if settings.data.token_cache else {
                 name for name in typed & {"train_file", "validation_file", "test_file"}
                 if getattr(settings.data, name) and (name != "test_file" or "test_sha256" in recorded.get("data", {}))}
-            _refuse_other_settings(described, settings, moved, built_before_file_recipe(args, described))
+            _refuse_other_settings(described, settings, moved, built_under_earlier_file_recipes(args, described))
             _refuse_other_vectors(args, described, settings)
             for name in moved:
                 setattr(settings.data, name, getattr(described.data, name))
@@ -428,12 +431,12 @@ def _typed(args: argparse.Namespace) -> set[str]:
     return set(vars(train.parse_known_args(args.argv)[0]))
 
 
-def _refuse_other_settings(typed, trained, moved: set[str] = frozenset(), before=None) -> None:
+def _refuse_other_settings(typed, trained, moved: set[str] = frozenset(), earlier: Sequence = ()) -> None:
     """A resumed run continues with its own settings, so flags that would train another model are an error, not a
     silent no-op: the run's own command with --resume added passes, other flags (or too few) do not; ``moved`` names
-    the data files whose new place it may give. A run with the settings the command built ``before`` self-attn on a
-    file started from the file recipe is told so, by the model fields that differ now; another is told the setting
-    that differs from the nearer of the two builds (a flag typed, not the recipe's values)."""
+    the data files whose new place it may give. A run with the settings the command built under an ``earlier``
+    edition of the file recipe is told so, by the model and tokenizer fields that differ now; another is told the
+    setting that differs from the nearest of the builds (a flag typed, not the recipe's values)."""
     from .training.settings import nearest_difference
 
     ignore = {"train.epochs", "train.schedule_epochs", "embeddings", "embeddings_std", "init_from",
@@ -441,13 +444,13 @@ def _refuse_other_settings(typed, trained, moved: set[str] = frozenset(), before
     differing = trained.first_difference(typed, ignore=ignore)
     if differing is None:
         return
-    if before is not None and trained.first_difference(before, ignore=ignore) is None:
-        changed = ", ".join(f"{key.removeprefix('model_config.')}={ours} (the run: {theirs})"
+    if any(trained.first_difference(build, ignore=ignore) is None for build in earlier):
+        changed = ", ".join(f"{key.partition('.')[2]}={ours} (the run: {theirs})"
                             for key, theirs, ours in trained.differences(typed, ignore=ignore))
-        raise AttnclfError(f"{trained.output} started before self-attn on a file defaulted to the file recipe: this "
-                           f"command now builds it with {changed}; `attnclf train --resume --output "
+        raise AttnclfError(f"{trained.output} started under earlier defaults of self-attn on a file (the file recipe): "
+                           f"this command now builds it with {changed}; `attnclf train --resume --output "
                            f"{shlex.quote(str(trained.output))}` alone continues the run with its own settings")
-    key, theirs, ours = nearest_difference(trained, [typed, *([before] if before else [])], ignore)
+    key, theirs, ours = nearest_difference(trained, [typed, *earlier], ignore)
     raise AttnclfError(f"{trained.output} trained with {key} = {theirs!r}, this command gives {ours!r}: --resume "
                        f"continues the run with its own settings; give the command that started it, or only "
                        f"--output (and --epochs, --device or --threads to change them)")
@@ -936,7 +939,7 @@ def cmd_vectors(args: argparse.Namespace) -> int:
 
 @command("pretrain", threads=True)
 def cmd_pretrain(args: argparse.Namespace) -> int:
-    from .recipes import RECIPES, model_defaults, recipe_for
+    from .recipes import RECIPES, earlier_file_recipes, file_recipe, model_defaults, recipe_for
     from .training.device import fix_mmap_threshold
     from .training.pretrain import PretrainSettings, as_begun, pretrain_encoder
 
@@ -948,9 +951,11 @@ def cmd_pretrain(args: argparse.Namespace) -> int:
     recipe = recipe_for(recipe_name)
     if args.embeddings_std is not None and not args.embeddings:
         raise AttnclfError("--embeddings-std needs --embeddings FILE")
-    model_config = model_defaults(recipe_name) | _parse_overrides(args.set)
-    if recipe_name is None:  # (files alone: one this command began before the file recipe goes on as it began)
-        model_config = as_begun(args.output, model_config, _parse_overrides(args.set))
+    overrides = _parse_overrides(args.set)
+    model_config = model_defaults(recipe_name) | overrides
+    if recipe_name is None:  # (files alone: one this command began under an earlier file recipe goes on as it began)
+        model_config = as_begun(args.output, model_config, [file_recipe(edition=edition).get("model_config", {}) |
+                                                            overrides for edition in earlier_file_recipes()])
     settings = PretrainSettings(
         model_config=model_config,
         max_len=args.max_len if args.max_len is not None else recipe.get("tokenizer", {}).get("max_len",

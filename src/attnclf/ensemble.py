@@ -146,7 +146,7 @@ def member_dirs(path: str | Path) -> list[Path]:
 
 
 def train_ensemble(settings, seeds: Sequence[int], resume: bool = False, progress: bool = True,
-                   named: Callable[[str], str] = by_field, built_before: dict | None = None) -> dict:
+                   named: Callable[[str], str] = by_field, earlier: Sequence = ()) -> dict:
     """Train ``settings`` once per seed into ``OUTPUT/seed-S``, then test the members' averaged probabilities.
 
     Writes ``OUTPUT/ensemble.json`` (member folders, test metrics) and returns the metrics. When the members
@@ -156,8 +156,9 @@ def train_ensemble(settings, seeds: Sequence[int], resume: bool = False, progres
     checkpoint, so an interrupted ensemble loses at most a checkpoint interval of work; without it
     every member is trained afresh, and once they are tested the folder's other ``seed-*`` members go. A member's
     refused settings are named as ``named`` spells them (``resume_settings``; the command line: by its flag).
-    ``built_before``: the model settings the command built before self-attn on a file started from the file recipe
-    (``cli.built_before_file_recipe``); members that trained with them are added and continued with them.
+    ``earlier``: the settings the command built under earlier editions of the file recipe
+    (``cli.built_under_earlier_file_recipes``); members that trained with one's are added and continued with its model
+    and tokenizer settings.
     Under ``torchrun`` every rank trains every member and only rank 0 tests (the others get ``{}``).
 
     >>> # from attnclf.training.settings import RunSettings, DataSettings
@@ -180,7 +181,7 @@ def train_ensemble(settings, seeds: Sequence[int], resume: bool = False, progres
         raise AttnclfError("--seeds needs held-out data to test the ensemble on: give --test-file")
     if resume:
         adds = any(not (Path(settings.output) / f"seed-{seed}").is_dir() for seed in seeds)
-        settings = _as_members_trained(settings, Path(settings.output), adds=adds, built_before=built_before)
+        settings = _as_members_trained(settings, Path(settings.output), adds=adds, earlier=earlier)
     created = first_missing_folder(settings.output)
     output = prepare_output_dir(settings.output)
     members = [output / f"seed-{seed}" for seed in seeds]
@@ -239,11 +240,11 @@ def _put_back(output: Path, saved: bytes | None) -> None:
 _PER_MEMBER = {"train.seed", "train.epochs", "train.schedule_epochs", "embeddings", "embeddings_std", "init_from"}
 
 
-def _as_members_trained(settings, output: Path, adds: bool = True, built_before: dict | None = None):
+def _as_members_trained(settings, output: Path, adds: bool = True, earlier: Sequence = ()):
     """``settings`` for the members a resumed ensemble adds or continues: refused if they differ from the finished
-    members' (those it adds would train otherwise), with the members' word vectors; with the model settings
-    ``built_before`` where the members trained with them (on a file, before self-attn there started from the file
-    recipe: the command that began them built these).
+    members' (those it adds would train otherwise), with the members' word vectors; with the model and tokenizer
+    settings of one of ``earlier`` (what the command built under an earlier edition of the file recipe) where the
+    members trained with those: the command that began them built these.
 
     >>> # settings = _as_members_trained(build_settings(args), Path("runs/imdb-3"))
     """
@@ -263,14 +264,16 @@ def _as_members_trained(settings, output: Path, adds: bool = True, built_before:
             check_starts_unchanged(config, str(member))
             checked.add(start)
         differing = trained.first_difference(settings, ignore=_PER_MEMBER)
-        # Members trained on a file before self-attn there started from the file recipe: their command builds the
-        # recipe's model now, and an ensemble resumes only with its command, so the members train as they did.
-        earlier = replace(settings, model_config=built_before) if built_before is not None else None
-        if differing is not None and earlier is not None and \
-                trained.first_difference(earlier, ignore=_PER_MEMBER) is None:
-            settings, differing = earlier, None
+        # Members trained on a file under an earlier file recipe: their command builds today's now, and an ensemble
+        # resumes only with its command, so the members train as they did. (Of an earlier build, the parts a recipe
+        # sets: the rest is this command's, as settings holds it.)
+        begun = [replace(settings, model_config=build.model_config, tokenizer=build.tokenizer) for build in earlier]
         if differing is not None:
-            key, theirs, ours = nearest_difference(trained, [settings, *([earlier] if earlier else [])], _PER_MEMBER)
+            same = next((build for build in begun if trained.first_difference(build, ignore=_PER_MEMBER) is None), None)
+            if same is not None:
+                settings, differing = same, None
+        if differing is not None:
+            key, theirs, ours = nearest_difference(trained, [settings, *begun], _PER_MEMBER)
             raise AttnclfError(f"{member} trained with {key} = {theirs!r}, this command gives {ours!r}: "
                                f"--resume adds and continues members as the others trained; give their flags, or "
                                f"train a new --output")

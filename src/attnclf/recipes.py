@@ -93,6 +93,15 @@ RECIPES: dict[str, dict] = {
 FILE_SELF_ATTN = {"nb_ngram_buckets": 1048576, "nb_ngram_bucket_budget": 4194304, "d_model": 64, "ff_dim": 256,
                   "dropout": 0.3, "positional": "sinusoidal"}
 
+# Every edition of the file recipe, oldest first, as a named dataset's recipe is written; the last is what a run on a
+# file starts from. A run, ensemble, pretraining or compare cell begun under an earlier one is told apart by
+# rebuilding its command under each (``settings_for(..., file_recipe=INDEX)``), never guessed from values, so that
+# its command continues it as it began, or names what the recipe changed since.
+FILE_RECIPES = (
+    {},  # until 2026-11-27: the general defaults
+    {"model_config": FILE_SELF_ATTN},  # 2026-11-27
+)
+
 
 def recipe_for(dataset: str | None) -> dict:
     """The recipe of ``dataset`` (empty when it has none).
@@ -103,16 +112,47 @@ def recipe_for(dataset: str | None) -> dict:
     return RECIPES.get(dataset or "", {})
 
 
+def file_recipe(model: str = "self-attn", multi_label: bool = False, edition: int = -1) -> dict:
+    """What a ``model`` trained on a user's file starts from under ``edition`` of the file recipe (an index into
+    ``FILE_RECIPES``; the latest by default): that edition for a single-label ``self-attn``, else nothing (the
+    general defaults).
+
+    >>> file_recipe()["model_config"]["d_model"], file_recipe("boe"), file_recipe(edition=0)
+    (64, {}, {})
+    """
+    return FILE_RECIPES[edition] if model == "self-attn" and not multi_label else {}
+
+
+def earlier_file_recipes() -> range:
+    """The editions of the file recipe before the latest, oldest first (indices into ``FILE_RECIPES``).
+
+    >>> list(earlier_file_recipes())
+    [0]
+    """
+    return range(len(FILE_RECIPES) - 1)
+
+
+def run_recipe(dataset: str | None, model: str = "self-attn", multi_label: bool = False,
+               file_edition: int = -1) -> dict:
+    """The recipe a run starts from before its own flags: its dataset's, or for a user's file (``dataset`` None)
+    ``file_recipe(model, multi_label, file_edition)``.
+
+    >>> run_recipe("imdb")["model_config"]["d_model"], run_recipe(None)["model_config"]["d_model"]
+    (64, 64)
+    >>> run_recipe(None, "boe"), run_recipe(None, multi_label=True)
+    ({}, {})
+    """
+    return recipe_for(dataset) if dataset is not None else file_recipe(model, multi_label, file_edition)
+
+
 def model_defaults(dataset: str | None, model: str = "self-attn", multi_label: bool = False) -> dict:
     """The model settings a run starts from before its own (``--set``): its dataset's recipe's, or for a user's
-    file (``dataset`` None) ``FILE_SELF_ATTN``, when the model is a single-label ``self-attn``.
+    file (``dataset`` None) the file recipe's, when the model is a single-label ``self-attn``.
 
     >>> model_defaults(None)["d_model"], model_defaults(None, "boe"), model_defaults("imdb")["d_model"]
     (64, {}, 64)
     """
-    if dataset is None:
-        return dict(FILE_SELF_ATTN) if model == "self-attn" and not multi_label else {}
-    return dict(recipe_for(dataset).get("model_config", {}))
+    return dict(run_recipe(dataset, model, multi_label).get("model_config", {}))
 
 
 def embedding_width(dataset: str | None) -> int:

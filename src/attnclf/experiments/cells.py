@@ -20,11 +20,11 @@ import re
 import time
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 from ..errors import AttnclfError, RunDirError
 from ..models import MODELS, build_model
-from ..recipes import model_defaults
+from ..recipes import earlier_file_recipes
 from ..rundir import atomic_write_json, is_resumable, read_json, read_jsonl
 from ..text.cleaning import CleaningConfig
 from ..training.device import torch_threads
@@ -75,8 +75,9 @@ class Variant:
     overrides: dict = field(default_factory=dict)
 
 
-def variant_settings(setup: Setup, variant: Variant, seed: int, runs_dir: Path) -> RunSettings:
-    """The run settings of one cell; the run directory is named by what differs from the base config.
+def variant_settings(setup: Setup, variant: Variant, seed: int, runs_dir: Path, file_recipe: int = -1) -> RunSettings:
+    """The run settings of one cell; the run directory is named by what differs from the base config. On a file,
+    a self-attn cell starts from the file recipe's edition ``file_recipe`` (``settings_for``; the latest by default).
 
     Variants that resolve to the same model config share a directory (and a
     training run): in an ablation, ``heads=4`` and ``layers=2`` are both the
@@ -87,7 +88,8 @@ def variant_settings(setup: Setup, variant: Variant, seed: int, runs_dir: Path) 
     config_fields = {f.name: f.default for f in fields(MODELS[variant.model].config_class)}
     shared = {k: v for k, v in setup.model_config.items() if k in config_fields}
     base = settings_for(setup.data, variant.model, model_config=shared, train={**setup.train, "seed": seed},
-                        tokenizer=setup.tokenizer, cleaning=setup.cleaning, device=setup.device)
+                        tokenizer=setup.tokenizer, cleaning=setup.cleaning, device=setup.device,
+                        file_recipe=file_recipe)
     effective = config_fields | base.model_config
     changed = {k: v for k, v in variant.overrides.items() if effective.get(k, object()) != v}
     name = "-".join([variant.model, *(f"{k}={v}" for k, v in sorted(changed.items())), f"seed{seed}"])
@@ -129,7 +131,8 @@ def run_variants(setup: Setup, variants: list[Variant], output: str | Path, log:
         texts = throughput_texts(setup)
         for number, (variant, seed) in enumerate(cells, 1):
             settings = variant_settings(setup, variant, seed, runs_dir)
-            record = {"label": variant.label, "model": variant.model, "seed": seed} | run_cell(settings, texts)
+            earlier = [variant_settings(setup, variant, seed, runs_dir, edition) for edition in earlier_file_recipes()]
+            record = {"label": variant.label, "model": variant.model, "seed": seed} | run_cell(settings, texts, earlier)
             records.append(record)
             where = f"{dataset_shown} " if dataset_shown else ""
             log(f"[{where}{number}/{len(cells)}] {variant.label} seed {seed}: accuracy {record['accuracy']:.4f}, "
@@ -138,19 +141,20 @@ def run_variants(setup: Setup, variants: list[Variant], output: str | Path, log:
     return records
 
 
-def run_cell(settings: RunSettings, texts: list[str]) -> dict:
-    """Train one cell unless its run directory already holds it, then measure its inference speed."""
+def run_cell(settings: RunSettings, texts: list[str], earlier: Sequence[RunSettings] = ()) -> dict:
+    """Train one cell unless its run directory already holds it, then measure its inference speed; ``earlier``: the
+    cell's settings under earlier editions of the file recipe (``check_same_settings``)."""
     run_dir = Path(settings.output)
     cost_file = run_dir / "experiment.json"
     cpu = None  # unknown when an earlier call trained (part of) the cell
     reused = (run_dir / "metrics.json").exists()
     if reused:
-        check_same_settings(run_dir, settings)
+        check_same_settings(run_dir, settings, earlier)
         check_same_split(run_dir, settings)
     else:
         resume = is_resumable(run_dir)
         if resume:
-            check_same_settings(run_dir, settings)
+            check_same_settings(run_dir, settings, earlier)
         started = time.process_time()
         train_run(settings, resume=resume, progress=False)
         cpu = None if resume else round(time.process_time() - started, 2)
@@ -175,8 +179,10 @@ def run_cell(settings: RunSettings, texts: list[str]) -> dict:
     }
 
 
-def check_same_settings(run_dir: Path, settings: RunSettings) -> None:
-    """Refuse to reuse a run directory trained with settings other than ``settings``.
+def check_same_settings(run_dir: Path, settings: RunSettings, earlier: Sequence[RunSettings] = ()) -> None:
+    """Refuse to reuse a run directory trained with settings other than ``settings``; one trained with one of
+    ``earlier`` (the cell's settings under an earlier edition of the file recipe) is told that the file's defaults
+    changed since.
 
     The saved settings are rebuilt through the same dataclasses, so a field added
     to attnclf since the cell ran counts as its default, not as a difference.
@@ -188,22 +194,14 @@ def check_same_settings(run_dir: Path, settings: RunSettings) -> None:
     else:  # (where the data lies is left out: check_same_split compares the texts held out)
         unused = () if saved.embeddings or settings.embeddings else ("embeddings_std",)  # (its default changed once)
         differing = saved.first_difference(settings, ignore=unused)
-        if differing is not None and _before_file_recipe(saved, settings, differing[0]):
-            name, theirs, ours = differing[0].removeprefix("model_config."), differing[1], differing[2]
-            raise RunDirError(f"{run_dir} was trained with other model_config settings than this experiment's "
-                              f"({name}={theirs} there, {ours} here): self-attn on a file starts from the file "
-                              f"recipe since that cell was trained; delete it or give another --output")
+        if differing is not None and any(saved.first_difference(build, ignore=unused) is None for build in earlier):
+            (section, _, name), theirs, ours = differing[0].partition("."), differing[1], differing[2]
+            raise RunDirError(f"{run_dir} was trained with other {section} settings than this experiment's "
+                              f"({name}={theirs} there, {ours} here): the defaults of self-attn on a file (the file "
+                              f"recipe) changed since that cell was trained; delete it or give another --output")
     if differing is not None:
         raise RunDirError(f"{run_dir} was trained with other {differing[0].split('.')[0]} settings than this "
                           f"experiment's; delete it or give another --output")
-
-
-def _before_file_recipe(saved: RunSettings, settings: RunSettings, key: str) -> bool:
-    """Whether a cell differs by ``key`` because it was trained before a file's self-attn started from the file
-    recipe: a field of the recipe that the cell did not set (so it took the general default)."""
-    name = key.removeprefix("model_config.")
-    recipe = model_defaults(settings.data.dataset, settings.model, settings.data.multi_label)
-    return settings.data.dataset is None and key != name and name in recipe and name not in saved.model_config
 
 
 def check_same_split(run_dir: Path, settings: RunSettings) -> None:

@@ -331,12 +331,12 @@ def _earlier_state(output: Path, record: dict) -> dict | None:
     return saved
 
 
-def as_begun(output: str | Path, model_config: dict, before: dict) -> dict:
-    """``model_config`` for pretraining into ``output``: ``before`` (what the command built before its defaults
-    changed) where the pretraining there began with exactly that, so its own command continues it; else
+def as_begun(output: str | Path, model_config: dict, earlier: Sequence[dict]) -> dict:
+    """``model_config`` for pretraining into ``output``: the one of ``earlier`` (what the command built under earlier
+    editions of its defaults) that the pretraining there began with exactly, so its own command continues it; else
     ``model_config`` as it is (checked against the pretraining there as usual).
 
-    >>> # as_begun("pretrained/mine", model_defaults(None) | overrides, overrides)  # begun at the general defaults
+    >>> # as_begun("pretrained/mine", model_defaults(None) | overrides, [overrides])  # begun at the general defaults
     """
     checkpoint = Path(output) / CHECKPOINT_FILE
     if not checkpoint.is_file():
@@ -345,7 +345,7 @@ def as_begun(output: str | Path, model_config: dict, before: dict) -> dict:
         recorded = json.loads(_checkpoint_metadata(checkpoint)["state"])["record"]["settings"]["model_config"]
     except (KeyError, TypeError, ValueError, AttnclfError):  # not a pretraining's: _earlier_state says so
         return model_config
-    return before if recorded == before else model_config
+    return next((begun for begun in earlier if begun == recorded), model_config)
 
 
 def _checkpoint_metadata(path: Path) -> dict:

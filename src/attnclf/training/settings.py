@@ -21,7 +21,7 @@ from ..data.registry import folder_holding, sources
 from ..data.splits import check_fraction
 from ..errors import AttnclfError, shown
 from ..models import MODELS
-from ..recipes import model_defaults, recipe_for
+from ..recipes import run_recipe
 from ..rundir import read_config, read_json, refuse_estimator_run
 from ..text.cleaning import CleaningConfig
 from ..text.tokenizer import TokenizerConfig
@@ -292,10 +292,10 @@ class RunSettings:
 def nearest_difference(trained: RunSettings, builds: Sequence[RunSettings],
                        ignore: Collection[str] = ()) -> tuple[str, Any, Any] | None:
     """The first setting in which ``trained`` differs from the nearest of ``builds`` (the fewest settings apart,
-    the first on a tie): where a command could build either (a file's self-attn with the file recipe or as before
-    it), the one the run is nearer to holds the flag that differs, not the recipe's values. Only a setting in which
-    the first of ``builds`` (what the command builds now) differs too is named, with its value there; else the first
-    of those (the nearer build's differences may be values the command no longer gives).
+    the first on a tie): where a command could build several (a file's self-attn under each edition of the file
+    recipe), the one the run is nearer to holds the flag that differs, not the recipe's values. Only a setting in
+    which the first of ``builds`` (what the command builds now) differs too is named, with its value there; else the
+    first of those (the nearer build's differences may be values the command no longer gives).
 
     >>> run = RunSettings(model_config={"layers": 1})
     >>> nearest_difference(run, [RunSettings(model_config={"layers": 2, "d_model": 64}),
@@ -330,10 +330,11 @@ def refuse_derived_fields(model_config: dict, sources: dict[str, str] = DERIVED_
 
 def settings_for(data: DataSettings, model: str, *, model_config: dict | None = None, train: dict | None = None,
                  tokenizer: dict | None = None, cleaning: CleaningConfig | None = None, output: str | None = None,
-                 device: str = "auto", file_recipe: bool = True) -> RunSettings:
-    """RunSettings from general defaults, then the dataset's recipe (a file's single-label ``self-attn``:
-    ``recipes.FILE_SELF_ATTN``; without it if not ``file_recipe``, as such a run was built before that recipe),
-    then the given overrides.
+                 device: str = "auto", file_recipe: int = -1) -> RunSettings:
+    """RunSettings from general defaults, then the run's recipe (``recipes.run_recipe``: the dataset's, or for a
+    file's single-label ``self-attn`` the file recipe's edition ``file_recipe``, an index into
+    ``recipes.FILE_RECIPES``: the latest by default, an earlier one to rebuild a run begun under it), then the given
+    overrides.
 
     ``model_config``, ``train`` and ``tokenizer`` override fields of the model's
     config, ``TrainConfig`` and ``TokenizerConfig``; an unknown field is an
@@ -343,17 +344,17 @@ def settings_for(data: DataSettings, model: str, *, model_config: dict | None = 
     >>> s = settings_for(DataSettings(dataset="synthetic"), "boe", train={"epochs": 2})
     >>> s.train.epochs, s.train.batch_size, s.tokenizer.max_len
     (2, 64, 32)
-    >>> settings_for(DataSettings(train_file="t.csv"), "self-attn", file_recipe=False).model_config
-    {}
+    >>> before = settings_for(DataSettings(train_file="t.csv"), "self-attn", file_recipe=0)  # before any file recipe
+    >>> before.model_config, before.tokenizer.max_len
+    ({}, 256)
     """
     if model not in MODELS:
         raise AttnclfError(f"unknown model {model!r}; known: {', '.join(MODELS)}")
     data.check()
-    recipe = recipe_for(data.dataset)
+    recipe = run_recipe(data.dataset, model, data.multi_label, file_recipe)
     model_fields = {f.name for f in fields(MODELS[model].config_class)}
     # A recipe tunes several models at once; each takes the fields it has.
-    defaults = model_defaults(data.dataset, model, data.multi_label) if file_recipe or data.dataset else {}
-    merged_model = {k: v for k, v in defaults.items() if k in model_fields}
+    merged_model = {k: v for k, v in recipe.get("model_config", {}).items() if k in model_fields}
     merged_model |= model_config or {}
     merged_train = recipe.get("train", {}) | (train or {})
     if data.multi_label:
