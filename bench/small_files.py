@@ -50,8 +50,9 @@ from attnclf.data.base import TextDataset
 from attnclf.data.registry import load_splits, load_test_split
 from attnclf.models.classifiers import SelfAttentionConfig
 from attnclf.models.ngrams import bounded_buckets
-from attnclf.recipes import FILE_SELF_ATTN
+from attnclf.recipes import FILE_SELF_ATTN, FILE_SELF_ATTN_TOKENIZER
 from attnclf.rundir import atomic_write_bytes, atomic_write_json, is_resumable, read_config, read_jsonl
+from attnclf.text.tokenizer import TokenizerConfig
 from attnclf.training.trainer import best_epoch
 
 SETS = ("ag3k", "imdb3k", "sst2", "ng3k")
@@ -72,14 +73,19 @@ def branch_buckets(classes: int) -> int:
     return bounded_buckets(2**20, classes, BRANCH_WEIGHTS)
 
 
-# The general defaults, given as flags: since this study, a file's self-attn starts from (d) (recipes.FILE_SELF_ATTN),
-# and (a) is what it trained at before.
-GENERAL_DEFAULTS = [flag for name in FILE_SELF_ATTN for flag in ("--set", f"{name}={getattr(SelfAttentionConfig, name)}")]
+# The general defaults, given as flags: since this study, a file's self-attn starts from (d) (recipes.FILE_SELF_ATTN)
+# and reads the file recipe's tokens (FILE_SELF_ATTN_TOKENIZER); (a) is what it trained at before, and every candidate
+# read the general tokenizer's (256 tokens), so the study reruns as measured.
+GENERAL_TOKENIZER = [flag for name in FILE_SELF_ATTN_TOKENIZER
+                     for flag in (f"--{name.replace('_', '-')}", str(getattr(TokenizerConfig, name)))]
+GENERAL_DEFAULTS = [*(flag for name in FILE_SELF_ATTN
+                      for flag in ("--set", f"{name}={getattr(SelfAttentionConfig, name)}")), *GENERAL_TOKENIZER]
 
 CANDIDATES = {
     "(a) defaults": lambda classes: list(GENERAL_DEFAULTS),
-    "(d) scaled n-gram branch": lambda classes: ["--set", f"nb_ngram_buckets={branch_buckets(classes)}", *SMALL_MODEL],
-    "(f) small model, no branch": lambda classes: [*SMALL_MODEL, "--set", "nb_ngram_buckets=0"],
+    "(d) scaled n-gram branch": lambda classes: ["--set", f"nb_ngram_buckets={branch_buckets(classes)}", *SMALL_MODEL,
+                                                 *GENERAL_TOKENIZER],
+    "(f) small model, no branch": lambda classes: [*SMALL_MODEL, "--set", "nb_ngram_buckets=0", *GENERAL_TOKENIZER],
 }
 
 

@@ -83,3 +83,21 @@ def test_reference_rows_fit_on_the_files_and_choose_c_on_validation(tmp_path):
         assert entry["validation_accuracy"] == 1.0 and entry["test_accuracy"] == 1.0
     no_test = small_files.fit_references(tmp_path, {"toy": {"classes": 2}}, test=False)["toy"]
     assert all("test_accuracy" not in entry for entry in no_test.values())
+
+
+def test_every_candidate_trains_as_measured():
+    # The study trained every candidate at the general tokenizer's 256 tokens, and (a) at the general defaults, the
+    # file recipe's before: the candidates' flags must rebuild that whatever the file recipe holds now.
+    from attnclf.cli import build_parser, build_settings
+    from attnclf.text.tokenizer import TokenizerConfig
+    from attnclf.training.settings import DataSettings, settings_for
+
+    def built(flags: list[str]):
+        return build_settings(build_parser().parse_args(["train", "--train-file", "t.csv", "--output", "unused",
+                                                         *flags]))
+
+    for candidate, flags in small_files.CANDIDATES.items():
+        for classes in (2, 20):
+            assert built(flags(classes)).tokenizer == TokenizerConfig(), candidate
+    before_any_recipe = settings_for(DataSettings(train_file="t.csv"), "self-attn", output="unused", file_recipe=0)
+    assert built(small_files.CANDIDATES[A](2)).first_difference(before_any_recipe) is None

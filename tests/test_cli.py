@@ -735,6 +735,45 @@ def test_a_file_run_from_before_the_file_recipe_is_told_its_command_builds_anoth
     assert json.loads((run / "config.json").read_text())["settings"]["model_config"] == {"layers": 1}
 
 
+def test_a_file_run_from_the_model_only_file_recipe_is_told_its_command_reads_other_tokens_now(tmp_path, capsys,
+                                                                                              monkeypatch):
+    # Begun under the file recipe's first edition (model settings only, the general tokenizer): its command, --resume
+    # added, now reads the recipe's tokens. The refusal names the tokenizer fields that differ; the run's own
+    # --max-len given too, or --output alone, continues it.
+    from attnclf import recipes
+    from attnclf.recipes import FILE_SELF_ATTN_TOKENIZER
+    from attnclf.text.tokenizer import TokenizerConfig
+
+    data = write_csv(tmp_path / "reviews.csv", [(t, "pos") for t in POSITIVE * 3] + [(t, "neg") for t in NEGATIVE * 3])
+    run = tmp_path / "run"
+    argv = ["train", "--train-file", str(data), "--set", "layers=1", "--min-frequency", "1", "--no-report",
+            "--threads", "1", "--quiet", "--output", str(run)]
+    with monkeypatch.context() as before:
+        before.setattr(recipes, "FILE_RECIPES", recipes.FILE_RECIPES[:2])  # (the model-only recipe: the latest then)
+        assert main([*argv, "--epochs", "1"]) == 0
+    general = TokenizerConfig()
+    settings = json.loads((run / "config.json").read_text())["settings"]
+    assert settings["tokenizer"]["max_len"] == general.max_len
+    assert settings["model_config"] == {"layers": 1} | recipes.FILE_SELF_ATTN
+    capsys.readouterr()
+    changed = ", ".join(f"{name}={value} (the run: {getattr(general, name)})"
+                        for name, value in FILE_SELF_ATTN_TOKENIZER.items() if value != getattr(general, name))
+    assert run_error([*argv, "--epochs", "2", "--resume"], capsys) == (
+        f"attnclf: error: {run} started under earlier defaults of self-attn on a file (the file recipe): this command "
+        f"now builds it with {changed}; `attnclf train --resume --output {run}` alone continues the run with its own "
+        f"settings")
+    # Another setting than the defaults' is refused as before, by that setting.
+    assert "trained with model_config.layers = 1, this command gives 2" in run_error(
+        [*argv, "--set", "layers=2", "--epochs", "2", "--resume"], capsys)
+    assert f"trained with tokenizer.max_len = {general.max_len}, this command gives 100" in run_error(
+        [*argv, "--max-len", "100", "--epochs", "2", "--resume"], capsys)
+    own = [f"--{name.replace('_', '-')}={getattr(general, name)}" for name in FILE_SELF_ATTN_TOKENIZER]
+    assert main([*argv, *own, "--epochs", "2", "--resume"]) == 0, capsys.readouterr().err
+    assert main(["train", "--resume", "--output", str(run), "--epochs", "3", "--quiet"]) == 0
+    assert len((run / "history.jsonl").read_text().splitlines()) == 3
+    assert json.loads((run / "config.json").read_text())["settings"]["tokenizer"]["max_len"] == general.max_len
+
+
 def test_a_resume_refusal_names_a_value_the_command_gives(tmp_path, capsys):
     # A run begun under the file recipe with the general defaults typed (its budget the recipe's), resumed with those
     # flags left out: its command builds d_model 64, not the value of the build before the recipe (it said "trained

@@ -495,3 +495,27 @@ def test_an_ensemble_on_a_file_from_before_the_file_recipe_resumes_as_its_member
     # Another setting is still refused by its name.
     assert main(flags + ["--set", "layers=2", "--resume", "--seeds", "0", "1", "2", "3"]) == 2
     assert "trained with model_config.layers = 1, this command gives 2" in capsys.readouterr().err
+
+
+def test_an_ensemble_on_a_file_from_the_model_only_file_recipe_resumes_as_its_members_trained(tmp_path, capsys,
+                                                                                              monkeypatch):
+    # Its members trained under the file recipe's first edition (model settings only, the general tokenizer); the same
+    # command now reads the recipe's tokens, and the members it adds and continues read as many as the others did.
+    from attnclf.recipes import FILE_SELF_ATTN, FILE_SELF_ATTN_TOKENIZER
+    from attnclf.text.tokenizer import TokenizerConfig
+
+    flags, out = ensemble_begun_under_file_recipe(1, tmp_path, monkeypatch)
+    general, recipe_len = TokenizerConfig().max_len, FILE_SELF_ATTN_TOKENIZER["max_len"]
+    # The recipe's tokens typed are a flag the members did not train with.
+    capsys.readouterr()
+    assert main(flags + ["--max-len", str(recipe_len), "--resume", "--seeds", "0", "1", "2"]) == 2
+    assert f"seed-0 trained with tokenizer.max_len = {general}, this command gives {recipe_len}" in \
+        capsys.readouterr().err
+    assert not (out / "seed-2").exists()
+    assert main(flags + ["--resume", "--seeds", "0", "1", "2"]) == 0, capsys.readouterr().err
+    members = [json.loads((out / f"seed-{seed}" / "config.json").read_text())["settings"] for seed in (0, 1, 2)]
+    assert [member["tokenizer"]["max_len"] for member in members] == [general] * 3
+    assert [member["model_config"] for member in members] == [{"layers": 1} | FILE_SELF_ATTN] * 3
+    # Another setting is still refused by its name.
+    assert main(flags + ["--set", "layers=2", "--resume", "--seeds", "0", "1", "2", "3"]) == 2
+    assert "trained with model_config.layers = 1, this command gives 2" in capsys.readouterr().err

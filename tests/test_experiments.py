@@ -3,6 +3,7 @@
 import csv
 import json
 import math
+import shutil
 from pathlib import Path
 
 import pytest
@@ -409,26 +410,70 @@ def test_a_compare_cell_from_before_the_file_recipe_is_refused_saying_the_file_d
         "or give another --output")
 
 
-def test_the_budget_line_says_self_attn_on_a_file_starts_from_the_file_recipe(tmp_path):
-    # compare on a file trains self-attn from recipes.FILE_SELF_ATTN, and other models from the general defaults.
-    from attnclf.experiments.tables import describe_budget
-    from attnclf.rundir import atomic_write_json
+def test_a_compare_cell_from_the_model_only_file_recipe_is_refused_saying_the_file_defaults_changed(tmp_path, capsys,
+                                                                                                  monkeypatch):
+    # Its self-attn cell read the general tokenizer's tokens; the same command now reads the file recipe's there (not
+    # capped: compare scores what `train --train-file` trains), and boe's cell, which it does not change, is reused.
+    from attnclf import recipes
+    from attnclf.recipes import FILE_SELF_ATTN_TOKENIZER
+    from attnclf.text.tokenizer import TokenizerConfig
 
-    run = tmp_path / "cell"
-    run.mkdir()
-    atomic_write_json(run / "config.json", {
-        "data": {"train_examples": 90, "validation_examples": 10, "test_examples": 20},
-        "settings": {"data": {"dataset": None}, "tokenizer": {"kind": "word", "max_len": 256, "vocab_size": 30000},
-                     "train": {"patience": 0, "epochs": 10, "monitor": "macro_f1", "batch_size": 32,
-                               "optimizer": "adamw", "lr": 1e-3, "schedule": "linear"}}})
+    data = tmp_path / "reviews.csv"
+    data.write_text("text,label\n" + "".join(f"{word} film number {i},{label}\n" for i in range(12)
+                                             for word, label in [("great", "pos"), ("dull", "neg")]))
+    argv = ["compare", "--train-file", str(data), "--test-file", str(data), "--models", "self-attn,boe", "--seeds",
+            "1", "--epochs", "1", "--set", "layers=1", "--no-reference", "--threads", "1", "--quiet", "--output",
+            str(tmp_path / "cmp")]
+    with monkeypatch.context() as before:
+        before.setattr(recipes, "FILE_RECIPES", recipes.FILE_RECIPES[:2])  # (the model-only recipe: the latest then)
+        assert main(argv) == 0
+    capsys.readouterr()
+    assert main(argv) == 2
+    general, recipe_len = TokenizerConfig().max_len, FILE_SELF_ATTN_TOKENIZER["max_len"]
+    assert capsys.readouterr().err.strip().endswith(
+        f"self-attn-seed0 was trained with other tokenizer settings than this experiment's (max_len={general} there, "
+        f"{recipe_len} here): the defaults of self-attn on a file (the file recipe) changed since that cell was "
+        f"trained; delete it or give another --output")
+    cells = tmp_path / "cmp" / "runs"
+    shutil.rmtree(cells / "self-attn-seed0")
+    assert main(argv) == 0
+    read = {cell: json.loads((cells / cell / "config.json").read_text())["settings"]["tokenizer"]["max_len"]
+            for cell in ("self-attn-seed0", "boe-seed0")}
+    assert read == {"self-attn-seed0": recipe_len, "boe-seed0": general}
+    assert f"at most {general} tokens per text" in (tmp_path / "cmp" / "comparison.md").read_text()
+
+
+def test_the_budget_line_says_self_attn_on_a_file_starts_from_the_file_recipe(tmp_path):
+    # compare on a file trains self-attn from the file recipe (its model and tokenizer parts), and other models from
+    # the general defaults: the tokens every cell reads are a cell's that the recipe did not build.
+    from attnclf.experiments.tables import describe_budget
+    from attnclf.recipes import FILE_SELF_ATTN, FILE_SELF_ATTN_TOKENIZER
+    from attnclf.rundir import atomic_write_json
+    from attnclf.text.tokenizer import TokenizerConfig
+
+    cells = []
+    for model, max_len in (("self-attn", FILE_SELF_ATTN_TOKENIZER["max_len"]), ("boe", TokenizerConfig().max_len)):
+        run = tmp_path / model
+        run.mkdir()
+        atomic_write_json(run / "config.json", {
+            "data": {"train_examples": 90, "validation_examples": 10, "test_examples": 20},
+            "settings": {"data": {"dataset": None},
+                         "tokenizer": {"kind": "word", "max_len": max_len, "vocab_size": 30000},
+                         "train": {"patience": 0, "epochs": 10, "monitor": "macro_f1", "batch_size": 32,
+                                   "optimizer": "adamw", "lr": 1e-3, "schedule": "linear"}}})
+        cells.append({"run_dir": str(run), "seed": 0, "epochs": 3, "model": model})
     setup = Setup(DataSettings(train_file="t.csv", test_file="t.csv"), seeds=[0])
-    cells = [{"run_dir": str(run), "seed": 0, "epochs": 3, "model": model} for model in ("self-attn", "boe")]
     line = describe_budget(setup, cells)
+    recipe = ", ".join(f"{k}={v}" for k, v in (FILE_SELF_ATTN | FILE_SELF_ATTN_TOKENIZER).items())
     assert ("Model settings from the recipe and --set (each model takes the fields it has): none; self-attn's from "
-            "the file recipe (recipes.FILE_SELF_ATTN): nb_ngram_buckets=1048576, nb_ngram_bucket_budget=4194304, "
-            "d_model=64, ff_dim=256, dropout=0.3, positional=sinusoidal.") in line
+            f"the file recipe (recipes.FILE_RECIPES): {recipe}.") in line
+    assert f"at most {TokenizerConfig().max_len} tokens per text" in line
     assert "file recipe" not in describe_budget(setup, cells[1:])
     assert "file recipe" not in describe_budget(Setup(DataSettings(dataset="imdb"), seeds=[0]), cells)
+    # What --set and --max-len give is every cell's, not the recipe's.
+    given = Setup(DataSettings(train_file="t.csv", test_file="t.csv"), seeds=[0], model_config={"d_model": 32},
+                  tokenizer={"max_len": 100})
+    assert "d_model=64" not in describe_budget(given, cells) and "max_len=" not in describe_budget(given, cells)
 
 
 def test_error_bars_of_a_score_stay_within_zero_and_one():

@@ -157,6 +157,53 @@ def test_a_self_attn_model_trained_on_a_file_starts_from_the_file_recipe():
         .model_config["nb_ngram_buckets"] == 1048576
 
 
+def test_a_self_attn_model_trained_on_a_file_reads_the_file_recipes_tokens():
+    # Longer inputs gained validation on files of long texts and changed nothing on short ones (BENCHMARKS.md, Small
+    # data): the file recipe's tokenizer part, for a single-label self-attn only; a flag still wins.
+    from attnclf.recipes import FILE_SELF_ATTN_TOKENIZER
+    from attnclf.text.tokenizer import TokenizerConfig
+
+    def tokenizer(*flags):
+        return build_settings(build_parser().parse_args(["train", "--train-file", "t.csv", "--output", "unused",
+                                                         *flags])).tokenizer
+
+    assert tokenizer() == TokenizerConfig(**FILE_SELF_ATTN_TOKENIZER)
+    assert tokenizer().max_len != TokenizerConfig().max_len  # (else this test would test nothing)
+    general = TokenizerConfig()
+    assert tokenizer("--model", "boe") == general
+    assert tokenizer("--model", "transformer-mean") == general
+    assert tokenizer("--multi-label") == general
+    assert tokenizer("--max-len", "128") == TokenizerConfig(**FILE_SELF_ATTN_TOKENIZER | {"max_len": 128})
+    assert tokenizer("--truncation", "tail").truncation == "tail"
+    assert tokenizer("--truncation", "tail").max_len == FILE_SELF_ATTN_TOKENIZER["max_len"]
+    # A named dataset keeps its recipe's tokens, or the general defaults where it has none.
+    named = build_settings(build_parser().parse_args(["train", "--dataset", "ag_news", "--output", "unused"]))
+    assert named.tokenizer == general
+    assert build_settings(build_parser().parse_args(["train", "--dataset", "imdb", "--output", "unused"])) \
+        .tokenizer.max_len == 800
+
+
+def test_a_runs_config_records_the_file_recipes_tokens(tmp_path):
+    import json
+
+    from attnclf.cli import main
+    from attnclf.recipes import FILE_SELF_ATTN_TOKENIZER
+    from attnclf.text.tokenizer import TokenizerConfig
+
+    data = tmp_path / "reviews.csv"
+    data.write_text("text,label\n" + "".join(f"{word} film number {i},{label}\n" for i in range(8)
+                                             for word, label in [("great", "pos"), ("dull", "neg")]))
+    common = ["train", "--train-file", str(data), "--min-frequency", "1", "--epochs", "1", "--no-report",
+              "--threads", "1", "--quiet"]
+    recorded = {}
+    for model in ("self-attn", "boe"):
+        assert main([*common, "--model", model, "--set", "layers=1" if model == "self-attn" else "embed_dim=8",
+                     "--output", str(tmp_path / model)]) == 0
+        recorded[model] = json.loads((tmp_path / model / "config.json").read_text())["settings"]["tokenizer"]
+    assert {name: recorded["self-attn"][name] for name in FILE_SELF_ATTN_TOKENIZER} == FILE_SELF_ATTN_TOKENIZER
+    assert recorded["boe"]["max_len"] == TokenizerConfig().max_len
+
+
 def test_the_estimator_starts_a_self_attn_where_train_on_a_file_does(tmp_path):
     # It built the general defaults (d_model 128, no n-gram branch) while `attnclf train --train-file` built the file
     # recipe, which led them on small files: the same texts gave another model through the estimator.
@@ -188,6 +235,32 @@ def test_the_estimator_starts_a_self_attn_where_train_on_a_file_does(tmp_path):
     # Other models keep their general defaults, as the command does (the estimator fits no label sets: y of sets is
     # refused, so multi-label, which keeps them too, is the command's alone).
     assert fitted("boe").classifier_.model.config.embed_dim == 128
+
+
+def test_the_estimator_reads_as_many_tokens_as_train_on_a_file_does():
+    # Its max_len defaulted to 256 while `attnclf train --train-file` reads the file recipe's tokens for self-attn.
+    from attnclf.sklearn import AttentionTextClassifier
+    from attnclf.text.tokenizer import TokenizerConfig
+
+    texts = ["a good film", "a great film", "a dull film", "a bad film"] * 4
+    labels = ["pos", "pos", "neg", "neg"] * 4
+
+    def read_with(model="self-attn", **params):
+        estimator = AttentionTextClassifier(model, layers=1, d_model=16, epochs=1, batch_size=8, min_frequency=1,
+                                            validation_fraction=0, seed=0, **params).fit(texts, labels)
+        return estimator, estimator.classifier_.tokenizer.config
+
+    def train_reads(*flags):
+        return build_settings(build_parser().parse_args(["train", "--train-file", "t.csv", "--output", "unused",
+                                                         "--min-frequency", "1", *flags])).tokenizer
+
+    estimator, config = read_with()
+    assert config == train_reads()
+    assert estimator.get_params()["max_len"] is None  # (as given: clone and grids see None)
+    assert estimator.classifier_.model.config.max_len == config.max_len
+    assert read_with(max_len=8)[1] == train_reads("--max-len", "8")
+    assert read_with("boe")[1] == train_reads("--model", "boe") and read_with("boe")[1].max_len == \
+        TokenizerConfig().max_len
 
 
 def test_train_notes_that_the_budget_cut_the_bigram_buckets(tmp_path, capsys):

@@ -482,3 +482,36 @@ def test_pretraining_on_files_builds_the_file_default_and_an_older_encoder_is_to
         f"but this model has d_model=64, ff_dim=256, positional='sinusoidal'; train with --set d_model=128 "
         f"--set ff_dim=512 --set positional=learned")
     assert not (tmp_path / "refused").exists()
+
+
+def test_pretraining_on_files_cuts_its_own_pieces_whatever_the_file_recipe_reads(tmp_path, capsys, monkeypatch):
+    # The file recipe's tokenizer part is the classifier's: a pretraining on files cuts pieces of PretrainSettings'
+    # max_len, under every edition of the recipe, so one begun under the model-only recipe goes on with its command,
+    # and a run reading the recipe's tokens starts from it (sinusoidal positions have no length to match).
+    from attnclf import recipes
+    from attnclf.recipes import FILE_SELF_ATTN_TOKENIZER
+
+    monkeypatch.setattr(device, "fix_mmap_threshold", lambda: None)
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(cyclic_corpus(100)) + "\n", encoding="utf-8")
+    labelled = tmp_path / "labelled.csv"
+    labelled.write_text("text,label\n" + "".join(f"{text},{'ab'[i % 2]}\n" for i, text in enumerate(cyclic_corpus(40))))
+    pretrain = ["pretrain", "--file", str(corpus), "--min-frequency", "1", "--epochs", "1", "--threads", "1",
+                "--output", str(tmp_path / "p")]
+    with monkeypatch.context() as before:
+        before.setattr(recipes, "FILE_RECIPES", recipes.FILE_RECIPES[:2])  # (the model-only recipe: the latest then)
+        assert main(pretrain) == 0
+    record = json.loads((tmp_path / "p" / "pretrain.json").read_text())
+    assert record["settings"]["max_len"] == PretrainSettings.max_len
+    encoder = ("d_model", "ff_dim", "positional")
+    assert {name: record["model_config"][name] for name in encoder} == \
+        {name: recipes.FILE_SELF_ATTN[name] for name in encoder}
+    capsys.readouterr()
+    assert main(pretrain) == 0
+    assert "has pretrained all 1 epochs already; nothing to do" in capsys.readouterr().err
+    run = tmp_path / "run"
+    assert main(["train", "--train-file", str(labelled), "--min-frequency", "1", "--epochs", "1", "--threads", "1",
+                 "--no-report", "--init-from", str(tmp_path / "p"), "--output", str(run)]) == 0
+    assert "init-from: encoder from" in capsys.readouterr().err
+    assert json.loads((run / "config.json").read_text())["settings"]["tokenizer"]["max_len"] == \
+        FILE_SELF_ATTN_TOKENIZER["max_len"]

@@ -958,6 +958,8 @@ def cmd_pretrain(args: argparse.Namespace) -> int:
                                                             overrides for edition in earlier_file_recipes()])
     settings = PretrainSettings(
         model_config=model_config,
+        # (a dataset recipe's tokens, else PretrainSettings' own: on files not the file recipe's 512, which its
+        # sinusoidal positions read after any pretraining, while longer pieces cost more attention for no measured gain)
         max_len=args.max_len if args.max_len is not None else recipe.get("tokenizer", {}).get("max_len",
                                                                                             PretrainSettings.max_len),
         embeddings=args.embeddings, **{name: getattr(args, name) for name in (
@@ -1252,7 +1254,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--recipe", help="dataset whose default self-attn model and max length to pretrain (default: "
                                     "the first --dataset; for --file alone, the model `train --train-file` builds)")
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="model config field, e.g. --set layers=4")
-    p.add_argument("--max-len", type=int, help="tokens per piece of text (default: the recipe's, else 64)")
+    p.add_argument("--max-len", type=int, help="tokens per piece of text (default: the dataset recipe's, else 64)")
     p.add_argument("--embeddings", metavar="FILE", help="word vectors (e.g. from `attnclf vectors`) that the token "
                                                         "embedding starts from and keeps")
     p.add_argument("--embeddings-std", type=float, help="standard deviation the vectors are scaled to (default: 4)")

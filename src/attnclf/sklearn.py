@@ -45,7 +45,7 @@ from .errors import AttnclfError, AttnclfWarning, RunDirError, first_few, shown
 from .models import MODELS, build_model
 from .models.ngrams import bucket_note
 from .prediction import check_texts, shaped
-from .recipes import model_defaults
+from .recipes import file_recipe
 from .text.batching import BucketBatches
 from .text.cleaning import unicode_problem
 from .text.tokenizer import Tokenizer, TokenizerConfig
@@ -65,11 +65,13 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
     Architecture arguments left at None keep the defaults ``attnclf train --train-file`` builds the model with: for
     ``self-attn``, the file recipe (``recipes.FILE_SELF_ATTN``: d_model 64, ff_dim 256, dropout 0.3, sinusoidal
     positions and the naive-Bayes n-gram branch), which led the general defaults on files of a few thousand texts
-    (BENCHMARKS.md, Small data); for the other models, their own. An argument given wins, as ``--set`` does, and the
-    rest of the recipe stays (``d_model=128`` keeps the n-gram branch; ``model_config={"nb_ngram_buckets": 0}`` drops
-    it). A model ignores those it has no field for (``boe`` has no ``heads``); ``model_config`` sets any other config
-    field and wins over them all. The parameters stay as given: ``get_params()["d_model"]`` is None, and the fitted
-    ``classifier_.model.config`` holds what was built.
+    (BENCHMARKS.md, Small data); for the other models, their own. So does ``max_len`` left at None: the file recipe's
+    tokens for ``self-attn`` (``recipes.FILE_SELF_ATTN_TOKENIZER``: 512, and its truncation too), the general 256 for
+    the others. An argument given wins, as ``--set`` does, and the rest of the recipe stays (``d_model=128`` keeps the
+    n-gram branch; ``model_config={"nb_ngram_buckets": 0}`` drops it). A model ignores those it has no field for
+    (``boe`` has no ``heads``); ``model_config`` sets any other config field and wins over them all. The parameters
+    stay as given: ``get_params()["d_model"]`` and ``["max_len"]`` are None, and the fitted ``classifier_.model.config``
+    and ``classifier_.tokenizer.config`` hold what was built.
     ``validation_fraction`` of the training texts is held out to pick the best
     epoch (``patience`` > 0 also stops early); 0 validates on the training texts.
     ``class_weight="balanced"`` weighs each text's loss inversely to its class's
@@ -100,7 +102,7 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
 
     def __init__(self, model: str = "self-attn", *, epochs: int = 5, batch_size: int = 32, lr: float = 1e-3,
                  weight_decay: float = 0.01, tokenizer: str = "word", vocab_size: int = 30000, min_frequency: int = 2,
-                 max_len: int = 256, d_model: int | None = None, heads: int | None = None,
+                 max_len: int | None = None, d_model: int | None = None, heads: int | None = None,
                  layers: int | None = None, ff_dim: int | None = None, dropout: float | None = None,
                  model_config: dict | None = None, validation_fraction: float = 0.1, patience: int = 0,
                  class_weight: str | dict | None = None, seed: int = 0, device: str = "auto",
@@ -207,6 +209,7 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
             raise AttnclfError(f"validation_fraction must be a number in [0, 1), got {shown(self.validation_fraction)}")
         config = self._train_config(classes)  # checked first
         model_fields = self._model_fields()  # (so are these, before the split and the tokenizer)
+        tokenizer_config = self._tokenizer_config()
         label_names = [str(c) for c in classes]
         # (as `attnclf train` notes it; stacklevel: the line that called fit)
         lifted_by = "model_config={'nb_ngram_bucket_budget': 0}"
@@ -229,15 +232,13 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
             train, validation = data.subset(fit_idx.tolist(), "train"), data.subset(val_idx.tolist(), "validation")
 
         device = resolve_device(self.device)
-        tokenizer = Tokenizer.train(train.texts, TokenizerConfig(
-            kind=self.tokenizer, vocab_size=self.vocab_size, min_frequency=self.min_frequency, max_len=self.max_len,
-            named=lambda field: "tokenizer" if field == "kind" else field))  # (as the estimator's parameters)
+        tokenizer = Tokenizer.train(train.texts, tokenizer_config)
         # The Trainer keeps its best weights and checkpoints on disk; the estimator keeps them in memory. Seeding
         # happens on a fork of the generator: the caller's own random stream goes on as if fit had not run.
         with torch.random.fork_rng(devices=[]), tempfile.TemporaryDirectory(prefix="attnclf-fit-") as tmp:
             torch.manual_seed(self.seed)
             model = build_model(self.model, vocab_size=tokenizer.vocab_size, num_classes=len(label_names),
-                                max_len=self.max_len, **model_fields)
+                                max_len=tokenizer_config.max_len, **model_fields)
             history = Trainer(model, config, Path(tmp), device, label_names, progress=self.verbose).fit(
                 BucketBatches(tokenizer.encode(train.texts), train.labels, self.batch_size, shuffle=True,
                               seed=self.seed, weights=None if weights is None else weights[fit_idx]),
@@ -434,11 +435,20 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
         known = {f.name for f in fields(MODELS[self.model].config_class)}
         # Where `attnclf train --train-file` starts the same model (the estimator fits single-label only): a self-attn
         # from recipes.FILE_SELF_ATTN, which led the general defaults on files of a few thousand texts (BENCHMARKS.md).
-        chosen = model_defaults(None, self.model, multi_label=False)
+        chosen = dict(file_recipe(self.model).get("model_config", {}))
         chosen |= {name: getattr(self, name) for name in _SHARED_FIELDS if getattr(self, name) is not None}
         if self.d_model is not None:
             chosen |= {name: self.d_model for name in _WIDTH_FIELDS}
         return {k: v for k, v in chosen.items() if k in known} | dict(self.model_config or {})
+
+    def _tokenizer_config(self) -> TokenizerConfig:
+        """How fit reads texts: as `attnclf train --train-file` does for this model (a self-attn: the file recipe's
+        tokens), then the estimator's own arguments, ``max_len`` where given."""
+        given = {"kind": self.tokenizer, "vocab_size": self.vocab_size, "min_frequency": self.min_frequency}
+        if self.max_len is not None:
+            given["max_len"] = self.max_len
+        return TokenizerConfig(**file_recipe(self.model).get("tokenizer", {}) | given,
+                               named=lambda field: "tokenizer" if field == "kind" else field)  # (as the parameters)
 
 
 # Where fit takes the model fields a run derives (settings.DERIVED_MODEL_FIELDS), in the estimator's own terms.

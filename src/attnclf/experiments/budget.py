@@ -4,9 +4,11 @@ A recipe is tuned for one run; an experiment trains five models three times,
 so by default it caps what the recipe asks for (``DEFAULT_CAPS``): at most
 7,000 training and 5,000 test texts and 256 tokens per text. A recipe's
 smaller values stand (SST-2 keeps its 64 tokens, every sentence of
-``sst2-sentences`` stays), and nothing else of the recipe changes. ``QUICK``
-replaces the recipe's values outright: a sanity run in minutes, not a result.
-Explicit flags beat both.
+``sst2-sentences`` stays), and nothing else of the recipe changes. On a file
+a ``self-attn`` cell keeps the file recipe's tokens (``recipes.FILE_SELF_ATTN_TOKENIZER``,
+uncapped: the cell is what ``train --train-file`` trains, which the small-file note
+sends users to compare). ``QUICK`` replaces the recipe's values outright: a sanity
+run in minutes, not a result. Explicit flags beat both.
 
 >>> from attnclf.training.settings import DataSettings
 >>> imdb = Setup(DataSettings(dataset="imdb"), train={"epochs": 5})

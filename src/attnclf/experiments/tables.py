@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..recipes import model_defaults, recipe_for
+from ..recipes import file_recipe, recipe_for
 from ..rundir import atomic_write_bytes, read_json
 
 SPREAD = ("accuracy", "macro_f1", "final_train_loss", "final_train_accuracy")  # reported as mean ± std
@@ -108,8 +108,14 @@ def describe_budget(setup, records: list[dict]) -> str:
     neural = [r for r in records if r.get("epochs") is not None]
     if not neural:
         return f"seeds {', '.join(map(str, setup.seeds))}."
-    config = read_json(Path(neural[0]["run_dir"]) / "config.json")
-    settings = config["settings"]
+    # (a file's self-attn starts from its own recipe, which the settings shared by every cell do not hold)
+    recipe = file_recipe(multi_label=setup.data.multi_label) if setup.data.dataset is None else {}
+    from_recipe = {k: v for k, v in recipe.get("model_config", {}).items() if k not in setup.model_config} | \
+        {k: v for k, v in recipe.get("tokenizer", {}).items() if k not in setup.tokenizer}
+    from_recipe = from_recipe if any(r.get("model") == "self-attn" for r in neural) else {}
+    # The shared figures (tokens per text among them) from a cell the file recipe did not build, where there is one
+    shown = next((r for r in neural if not from_recipe or r.get("model") != "self-attn"), neural[0])
+    settings = read_json(Path(shown["run_dir"]) / "config.json")["settings"]
     sizes: dict[tuple, list[str]] = {}  # the toy-order experiment's sets differ in size
     for record in (r for r in neural if r["seed"] == neural[0]["seed"]):  # grouped splits vary with the seed
         cell = read_json(Path(record["run_dir"]) / "config.json")
@@ -123,12 +129,9 @@ def describe_budget(setup, records: list[dict]) -> str:
     train, tokenizer = settings["train"], settings["tokenizer"]
     shared = recipe_for(setup.data.dataset).get("model_config", {}) | setup.model_config
     model = ", ".join(f"{k}={v}" for k, v in shared.items()) or "none"
-    # (a file's self-attn starts from its own recipe, which the shared settings above do not hold)
-    file_recipe = {k: v for k, v in model_defaults(None, multi_label=setup.data.multi_label).items()
-                   if k not in setup.model_config} if setup.data.dataset is None else {}
-    if file_recipe and any(r.get("model") == "self-attn" for r in neural):
-        model += ("; self-attn's from the file recipe (recipes.FILE_SELF_ATTN): "
-                  + ", ".join(f"{k}={v}" for k, v in file_recipe.items()))
+    if from_recipe:
+        model += ("; self-attn's from the file recipe (recipes.FILE_RECIPES): "
+                  + ", ".join(f"{k}={v}" for k, v in from_recipe.items()))
     stop = f"early stopping after {train['patience']} stale epochs" if train["patience"] else "no early stopping"
     return (
         f"Budget of every neural cell: {texts} (seed {neural[0]['seed']}); up to {train['epochs']} epochs, "
