@@ -16,6 +16,7 @@ import torch
 
 from attnclf.cli import main
 from attnclf.errors import AttnclfError
+from attnclf.text.tokenizer import TokenizerConfig
 
 POSITIVE = ["a wonderful film", "great acting and a great story", "brilliant and moving", "i loved it",
             "fun clever and charming", "the best film this year"]
@@ -696,6 +697,11 @@ def test_a_run_recorded_with_split_seed_and_a_validation_file_resumes_with_the_c
     assert len((run / "history.jsonl").read_text().splitlines()) == 2
 
 
+# Every tokenizer field typed: a run begun before the file recipe then reads the tokens its command gives now, so only
+# the recipe's model part is told (its tokenizer part is the model-only edition's test).
+MODEL_PART_ONLY = ["--max-len", "16", "--truncation", TokenizerConfig().truncation]
+
+
 def test_a_file_run_from_before_the_file_recipe_is_told_its_command_builds_another_model_now(tmp_path, capsys,
                                                                                              monkeypatch):
     # A self-attn run on a file started under the general defaults (d_model 128, no n-gram branch): its command,
@@ -704,7 +710,7 @@ def test_a_file_run_from_before_the_file_recipe_is_told_its_command_builds_anoth
 
     data = write_csv(tmp_path / "reviews.csv", [(t, "pos") for t in POSITIVE * 3] + [(t, "neg") for t in NEGATIVE * 3])
     run = tmp_path / "run"
-    argv = ["train", "--train-file", str(data), "--set", "layers=1", "--min-frequency", "1", "--max-len", "16",
+    argv = ["train", "--train-file", str(data), "--set", "layers=1", "--min-frequency", "1", *MODEL_PART_ONLY,
             "--no-report", "--threads", "1", "--quiet", "--output", str(run)]
     with monkeypatch.context() as before:
         before.setattr(recipes, "FILE_RECIPES", recipes.FILE_RECIPES[:1])  # (before any file recipe)
@@ -742,7 +748,6 @@ def test_a_file_run_from_the_model_only_file_recipe_is_told_its_command_reads_ot
     # --max-len given too, or --output alone, continues it.
     from attnclf import recipes
     from attnclf.recipes import FILE_SELF_ATTN_TOKENIZER
-    from attnclf.text.tokenizer import TokenizerConfig
 
     data = write_csv(tmp_path / "reviews.csv", [(t, "pos") for t in POSITIVE * 3] + [(t, "neg") for t in NEGATIVE * 3])
     run = tmp_path / "run"
@@ -756,8 +761,9 @@ def test_a_file_run_from_the_model_only_file_recipe_is_told_its_command_reads_ot
     assert settings["tokenizer"]["max_len"] == general.max_len
     assert settings["model_config"] == {"layers": 1} | recipes.FILE_SELF_ATTN
     capsys.readouterr()
-    changed = ", ".join(f"{name}={value} (the run: {getattr(general, name)})"
-                        for name, value in FILE_SELF_ATTN_TOKENIZER.items() if value != getattr(general, name))
+    changed = ", ".join(f"{name}={FILE_SELF_ATTN_TOKENIZER[name]} (the run: {getattr(general, name)})"
+                        for name in general.to_dict()  # (in the fields' order, as the refusal names them)
+                        if FILE_SELF_ATTN_TOKENIZER.get(name, getattr(general, name)) != getattr(general, name))
     assert run_error([*argv, "--epochs", "2", "--resume"], capsys) == (
         f"attnclf: error: {run} started under earlier defaults of self-attn on a file (the file recipe): this command "
         f"now builds it with {changed}; `attnclf train --resume --output {run}` alone continues the run with its own "
@@ -800,7 +806,7 @@ def test_a_file_run_begun_with_the_old_suggested_flags_is_told_only_the_budget_d
     run = tmp_path / "run"
     argv = ["train", "--train-file", str(data), "--set", "layers=1", "--set", "nb_ngram_buckets=1048576", "--set",
             "d_model=64", "--set", "ff_dim=256", "--set", "dropout=0.3", "--set", "positional=sinusoidal",
-            "--min-frequency", "1", "--max-len", "16", "--no-report", "--threads", "1", "--quiet", "--output", str(run)]
+            "--min-frequency", "1", *MODEL_PART_ONLY, "--no-report", "--threads", "1", "--quiet", "--output", str(run)]
     with monkeypatch.context() as before:
         before.setattr(recipes, "FILE_RECIPES", recipes.FILE_RECIPES[:1])  # (before any file recipe)
         assert main([*argv, "--epochs", "1"]) == 0

@@ -390,15 +390,17 @@ def test_the_budget_line_gives_the_first_seeds_sizes_when_a_grouped_split_varies
 
 def test_a_compare_cell_from_before_the_file_recipe_is_refused_saying_the_file_defaults_changed(tmp_path, capsys,
                                                                                               monkeypatch):
-    # Its self-attn cell trained at the general defaults; the same command now trains the file recipe's model there.
+    # Its self-attn cell trained at the general defaults; the same command now trains the file recipe's model there
+    # (its tokens typed in full: the recipe's tokenizer part is the model-only edition's test).
     from attnclf import recipes
+    from attnclf.text.tokenizer import TokenizerConfig
 
     data = tmp_path / "reviews.csv"
     data.write_text("text,label\n" + "".join(f"{word} film number {i},{label}\n" for i in range(12)
                                              for word, label in [("great", "pos"), ("dull", "neg")]))
     argv = ["compare", "--train-file", str(data), "--test-file", str(data), "--models", "self-attn", "--seeds", "1",
-            "--epochs", "1", "--set", "layers=1", "--max-len", "16", "--no-reference", "--threads", "1", "--quiet",
-            "--output", str(tmp_path / "cmp")]
+            "--epochs", "1", "--set", "layers=1", "--max-len", "16", "--truncation", TokenizerConfig().truncation,
+            "--no-reference", "--threads", "1", "--quiet", "--output", str(tmp_path / "cmp")]
     with monkeypatch.context() as before:
         before.setattr(recipes, "FILE_RECIPES", recipes.FILE_RECIPES[:1])  # (before any file recipe)
         assert main(argv) == 0
