@@ -183,6 +183,29 @@ def test_a_self_attn_model_trained_on_a_file_reads_the_file_recipes_tokens():
         .tokenizer.max_len == 800
 
 
+def test_past_editions_of_the_file_recipe_stay_as_they_were_and_no_caller_can_change_one():
+    # A run begun under an edition is told apart by rebuilding its command under it: an edition edited since, or
+    # changed by a caller, would turn such runs into strangers.
+    from attnclf.recipes import FILE_RECIPES, FILE_SELF_ATTN, FILE_SELF_ATTN_TOKENIZER, file_recipe
+
+    assert FILE_RECIPES[:-1] == (
+        {},
+        {"model_config": {"d_model": 64, "ff_dim": 256, "dropout": 0.3, "positional": "sinusoidal",
+                          "nb_ngram_buckets": 1048576, "nb_ngram_bucket_budget": 4194304}},
+    )
+    assert FILE_RECIPES[-1] == {"model_config": FILE_SELF_ATTN, "tokenizer": FILE_SELF_ATTN_TOKENIZER}
+    for edition in FILE_RECIPES:
+        with pytest.raises(TypeError):
+            edition["tokenizer"] = {"max_len": 1}
+        for part in edition.values():
+            with pytest.raises(TypeError):
+                part["max_len"] = 1
+    for latest in (file_recipe()["model_config"], FILE_SELF_ATTN, FILE_SELF_ATTN_TOKENIZER):
+        with pytest.raises(TypeError):
+            latest["d_model"] = 1
+    assert FILE_RECIPES[1]["model_config"] is not FILE_SELF_ATTN  # (a copy: changing the latest leaves it be)
+
+
 def test_a_runs_config_records_the_file_recipes_tokens(tmp_path):
     import json
 

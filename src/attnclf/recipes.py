@@ -6,6 +6,9 @@ Values here were chosen on validation splits only (see BENCHMARKS.md).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
+
 _TOY = {
     "tokenizer": {"min_frequency": 1, "max_len": 8, "vocab_size": 100},
     # Width 8 stalled at loss ln 2 on toy-relative for 2 of 3 seeds; 32 converged on all 4 tried (BENCHMARKS.md).
@@ -90,21 +93,31 @@ RECIPES: dict[str, dict] = {
 # bucket and class (about 8 MiB per class at 2^20 buckets), so its budget halves the buckets for more than 4 classes:
 # 20 classes keep 131,072 (as measured), 150 keep 16,384 (ngrams.bounded_buckets). Other models and multi-label runs
 # were not measured with it, and keep the general defaults.
-FILE_SELF_ATTN = {"nb_ngram_buckets": 1048576, "nb_ngram_bucket_budget": 4194304, "d_model": 64, "ff_dim": 256,
-                  "dropout": 0.3, "positional": "sinusoidal"}
+FILE_SELF_ATTN = MappingProxyType({"nb_ngram_buckets": 1048576, "nb_ngram_bucket_budget": 4194304, "d_model": 64,
+                                   "ff_dim": 256, "dropout": 0.3, "positional": "sinusoidal"})
 # The tokens that model reads: 512, not the general 256. On the same sets the recipe's 3-seed mean validation gained
 # 1.01 points on IMDB reviews and 3.07 on 20 Newsgroups posts, and its runs were the same to the last digit where no
-# text is longer than 256 tokens (AG News, SST-2) (BENCHMARKS.md, Small data, "--max-len 512 over seeds and sets").
-FILE_SELF_ATTN_TOKENIZER = {"max_len": 512}
+# text is longer than 256 tokens (AG News, SST-2); adopted under a rule written before the test files were read
+# (BENCHMARKS.md, Small data: "--max-len 512 over seeds and sets" and "The rule for a longer max_len on files").
+FILE_SELF_ATTN_TOKENIZER = MappingProxyType({"max_len": 512})
+
+
+def _frozen(recipe: dict) -> MappingProxyType:
+    """``recipe`` (part -> settings) as a read-only mapping of read-only parts: an edition no caller can change."""
+    return MappingProxyType({part: MappingProxyType(dict(settings)) for part, settings in recipe.items()})
+
 
 # Every edition of the file recipe, oldest first, as a named dataset's recipe is written; the last is what a run on a
 # file starts from. A run, ensemble, pretraining or compare cell begun under an earlier one is told apart by
 # rebuilding its command under each (``settings_for(..., file_recipe=INDEX)``), never guessed from values, so that
-# its command continues it as it began, or names what the recipe changed since.
+# its command continues it as it began, or names what the recipe changed since. So append a new edition, never edit
+# one: past editions are written out in full, not pointed at FILE_SELF_ATTN (which the next edition may change), and
+# the latest is FILE_SELF_ATTN and FILE_SELF_ATTN_TOKENIZER until then (write it out here before changing them).
 FILE_RECIPES = (
-    {},  # until 2026-11-27: the general defaults
-    {"model_config": FILE_SELF_ATTN},  # 2026-11-27: the model settings alone, at the general tokenizer's 256 tokens
-    {"model_config": FILE_SELF_ATTN, "tokenizer": FILE_SELF_ATTN_TOKENIZER},  # 2026-11-27, later: and its tokens
+    _frozen({}),  # until 2026-11-27: the general defaults
+    _frozen({"model_config": {"nb_ngram_buckets": 1048576, "nb_ngram_bucket_budget": 4194304, "d_model": 64,
+                              "ff_dim": 256, "dropout": 0.3, "positional": "sinusoidal"}}),  # 2026-11-27: at 256 tokens
+    _frozen({"model_config": FILE_SELF_ATTN, "tokenizer": FILE_SELF_ATTN_TOKENIZER}),  # 2026-11-27, later: 512 tokens
 )
 
 
@@ -117,13 +130,13 @@ def recipe_for(dataset: str | None) -> dict:
     return RECIPES.get(dataset or "", {})
 
 
-def file_recipe(model: str = "self-attn", multi_label: bool = False, edition: int = -1) -> dict:
+def file_recipe(model: str = "self-attn", multi_label: bool = False, edition: int = -1) -> Mapping:
     """What a ``model`` trained on a user's file starts from under ``edition`` of the file recipe (an index into
-    ``FILE_RECIPES``; the latest by default): that edition for a single-label ``self-attn``, else nothing (the
-    general defaults).
+    ``FILE_RECIPES``; the latest by default): that edition for a single-label ``self-attn`` (read-only), else
+    nothing (the general defaults).
 
-    >>> file_recipe()["tokenizer"]["max_len"], file_recipe("boe"), file_recipe(edition=0)
-    (512, {}, {})
+    >>> file_recipe()["tokenizer"]["max_len"], file_recipe("boe"), file_recipe(edition=0) == {}
+    (512, {}, True)
     """
     return FILE_RECIPES[edition] if model == "self-attn" and not multi_label else {}
 
@@ -138,7 +151,7 @@ def earlier_file_recipes() -> range:
 
 
 def run_recipe(dataset: str | None, model: str = "self-attn", multi_label: bool = False,
-               file_edition: int = -1) -> dict:
+               file_edition: int = -1) -> Mapping:
     """The recipe a run starts from before its own flags: its dataset's, or for a user's file (``dataset`` None)
     ``file_recipe(model, multi_label, file_edition)``.
 
