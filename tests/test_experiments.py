@@ -1,6 +1,7 @@
 """`attnclf compare` and `attnclf ablate` end to end on tiny generated data, and the pieces they rest on."""
 
 import csv
+import dataclasses
 import json
 import math
 import shutil
@@ -388,28 +389,51 @@ def test_the_budget_line_gives_the_first_seeds_sizes_when_a_grouped_split_varies
     assert "Budget of every neural cell: 540 training / 60 validation / 20 test texts (seed 0)" in line
 
 
-def test_a_compare_cell_from_before_the_file_recipe_is_refused_saying_the_file_defaults_changed(tmp_path, capsys,
-                                                                                              monkeypatch):
-    # Its self-attn cell trained at the general defaults; the same command now trains the file recipe's model there
-    # (its tokens typed in full: the recipe's tokenizer part is the model-only edition's test).
-    from attnclf import recipes
-    from attnclf.text.tokenizer import TokenizerConfig
-
+def reviews_csv(tmp_path) -> Path:
+    """24 short labelled reviews in a CSV, two classes: a file to compare or ablate on in seconds."""
     data = tmp_path / "reviews.csv"
     data.write_text("text,label\n" + "".join(f"{word} film number {i},{label}\n" for i in range(12)
                                              for word, label in [("great", "pos"), ("dull", "neg")]))
-    argv = ["compare", "--train-file", str(data), "--test-file", str(data), "--models", "self-attn", "--seeds", "1",
-            "--epochs", "1", "--set", "layers=1", "--max-len", "16", "--truncation", TokenizerConfig().truncation,
-            "--no-reference", "--threads", "1", "--quiet", "--output", str(tmp_path / "cmp")]
+    return data
+
+
+def refused_as_begun_before_the_file_recipe(argv: list[str], capsys, monkeypatch) -> list[str]:
+    """Run the experiment ``argv`` as attnclf did before any file recipe, then as it does now: its self-attn-seed0
+    cell is refused, saying the file defaults changed and which settings typed reuse it; returns those flags."""
+    from attnclf import recipes
+    from attnclf.models.classifiers import SelfAttentionConfig
+
     with monkeypatch.context() as before:
         before.setattr(recipes, "FILE_RECIPES", recipes.FILE_RECIPES[:1])  # (before any file recipe)
         assert main(argv) == 0
     capsys.readouterr()
     assert main(argv) == 2
+    typed = [flag for f in dataclasses.fields(SelfAttentionConfig) if f.name in recipes.FILE_SELF_ATTN
+             for flag in ("--set", f"{f.name}={f.default}")]  # (the general defaults, in the config's field order)
     assert capsys.readouterr().err.strip().endswith(
         "self-attn-seed0 was trained with other model_config settings than this experiment's (d_model=128 there, 64 "
         "here): the defaults of self-attn on a file (the file recipe) changed since that cell was trained; delete it "
-        "or give another --output")
+        f"or give another --output, or add its settings to reuse it: {' '.join(typed)} (--set reaches every model "
+        "that has the field)")
+    return typed
+
+
+def test_a_compare_cell_from_before_the_file_recipe_is_refused_saying_the_file_defaults_changed(tmp_path, capsys,
+                                                                                              monkeypatch):
+    # Its self-attn cell trained at the general defaults; the same command now trains the file recipe's model there
+    # (its tokens typed in full: the recipe's tokenizer part is the model-only edition's test).
+    from attnclf.text.tokenizer import TokenizerConfig
+
+    data = reviews_csv(tmp_path)
+    argv = ["compare", "--train-file", str(data), "--test-file", str(data), "--models", "self-attn", "--seeds", "1",
+            "--epochs", "1", "--set", "layers=1", "--max-len", "16", "--truncation", TokenizerConfig().truncation,
+            "--no-reference", "--threads", "1", "--quiet", "--output", str(tmp_path / "cmp")]
+    typed = refused_as_begun_before_the_file_recipe(argv, capsys, monkeypatch)
+    # As said: with them typed, the cell is the experiment's, and reused (not trained again).
+    metrics = tmp_path / "cmp" / "runs" / "self-attn-seed0" / "metrics.json"
+    written = metrics.stat().st_mtime_ns
+    assert main([*argv, *typed]) == 0
+    assert metrics.stat().st_mtime_ns == written
 
 
 def test_a_compare_cell_from_the_model_only_file_recipe_is_refused_saying_the_file_defaults_changed(tmp_path, capsys,
@@ -420,9 +444,7 @@ def test_a_compare_cell_from_the_model_only_file_recipe_is_refused_saying_the_fi
     from attnclf.recipes import FILE_SELF_ATTN_TOKENIZER
     from attnclf.text.tokenizer import TokenizerConfig
 
-    data = tmp_path / "reviews.csv"
-    data.write_text("text,label\n" + "".join(f"{word} film number {i},{label}\n" for i in range(12)
-                                             for word, label in [("great", "pos"), ("dull", "neg")]))
+    data = reviews_csv(tmp_path)
     argv = ["compare", "--train-file", str(data), "--test-file", str(data), "--models", "self-attn,boe", "--seeds",
             "1", "--epochs", "1", "--set", "layers=1", "--no-reference", "--threads", "1", "--quiet", "--output",
             str(tmp_path / "cmp")]
@@ -435,7 +457,7 @@ def test_a_compare_cell_from_the_model_only_file_recipe_is_refused_saying_the_fi
     assert capsys.readouterr().err.strip().endswith(
         f"self-attn-seed0 was trained with other tokenizer settings than this experiment's (max_len={general} there, "
         f"{recipe_len} here): the defaults of self-attn on a file (the file recipe) changed since that cell was "
-        f"trained; delete it or give another --output")
+        f"trained; delete it or give another --output, or add its settings to reuse it: --max-len {general}")
     cells = tmp_path / "cmp" / "runs"
     shutil.rmtree(cells / "self-attn-seed0")
     assert main(argv) == 0
@@ -443,6 +465,50 @@ def test_a_compare_cell_from_the_model_only_file_recipe_is_refused_saying_the_fi
             for cell in ("self-attn-seed0", "boe-seed0")}
     assert read == {"self-attn-seed0": recipe_len, "boe-seed0": general}
     assert f"at most {general} tokens per text" in (tmp_path / "cmp" / "comparison.md").read_text()
+
+
+def test_an_ablate_cell_from_before_the_file_recipe_that_held_another_variant_is_told_the_file_defaults_changed(
+        tmp_path, capsys, monkeypatch):
+    # Before the file recipe, the base had learned positions, so self-attn-seed0 held the learned variant; now the
+    # base is sinusoidal and that folder is the sinusoidal variant's. The folder is matched across variants, not the
+    # variant across editions, so the cell is told the file defaults changed; typing its settings reuses both cells.
+    from attnclf.text.tokenizer import TokenizerConfig
+
+    data = reviews_csv(tmp_path)
+    argv = ["ablate", "--train-file", str(data), "--test-file", str(data), "--sweep", "positional=sinusoidal,learned",
+            "--seeds", "1", "--epochs", "1", "--set", "layers=1", "--max-len", "16", "--truncation",
+            TokenizerConfig().truncation, "--threads", "1", "--quiet", "--output", str(tmp_path / "abl")]
+    typed = refused_as_begun_before_the_file_recipe(argv, capsys, monkeypatch)
+    cells = tmp_path / "abl" / "runs"
+    assert json.loads((cells / "self-attn-seed0" / "config.json").read_text())["settings"]["model_config"] == \
+        {"layers": 1}  # (learned positions, the general default, then)
+    assert "--set positional=learned" in " ".join(typed)  # (the variant's value there: the base's then)
+    written = {cell.name: (cell / "metrics.json").stat().st_mtime_ns for cell in cells.iterdir()}
+    assert sorted(written) == ["self-attn-positional=sinusoidal-seed0", "self-attn-seed0"]
+    assert main([*argv, *typed]) == 0
+    assert {cell.name: (cell / "metrics.json").stat().st_mtime_ns for cell in cells.iterdir()} == written
+
+
+def test_a_cells_settings_under_earlier_file_recipes_are_built_only_where_its_folder_differs(tmp_path, monkeypatch):
+    # Rebuilding every variant under every edition is work for the rare cell an earlier edition trained: a fresh
+    # folder, or one that holds this experiment's cell, needs none of it.
+    from attnclf.experiments import cells
+
+    editions = []
+    variant_settings = cells.variant_settings
+
+    def recorded(setup, variant, seed, runs_dir, file_recipe=-1):
+        editions.append(file_recipe)
+        return variant_settings(setup, variant, seed, runs_dir, file_recipe)
+
+    monkeypatch.setattr(cells, "variant_settings", recorded)
+    data = reviews_csv(tmp_path)
+    argv = ["compare", "--train-file", str(data), "--test-file", str(data), "--models", "self-attn", "--seeds", "1",
+            "--epochs", "1", "--set", "layers=1", "--max-len", "16", "--no-reference", "--threads", "1", "--quiet",
+            "--output", str(tmp_path / "cmp")]
+    assert main(argv) == 0  # (a fresh folder)
+    assert main(argv) == 0  # (the same cell, reused)
+    assert editions and set(editions) == {-1}
 
 
 def test_the_budget_line_says_self_attn_on_a_file_starts_from_the_file_recipe(tmp_path):

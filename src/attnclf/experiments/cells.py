@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+import shlex
 import time
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -131,7 +132,7 @@ def run_variants(setup: Setup, variants: list[Variant], output: str | Path, log:
         texts = throughput_texts(setup)
         for number, (variant, seed) in enumerate(cells, 1):
             settings = variant_settings(setup, variant, seed, runs_dir)
-            earlier = [variant_settings(setup, variant, seed, runs_dir, edition) for edition in earlier_file_recipes()]
+            earlier = functools.partial(earlier_cells, setup, variants, seed, settings.output)
             record = {"label": variant.label, "model": variant.model, "seed": seed} | run_cell(settings, texts, earlier)
             records.append(record)
             where = f"{dataset_shown} " if dataset_shown else ""
@@ -141,9 +142,25 @@ def run_variants(setup: Setup, variants: list[Variant], output: str | Path, log:
     return records
 
 
-def run_cell(settings: RunSettings, texts: list[str], earlier: Sequence[RunSettings] = ()) -> dict:
-    """Train one cell unless its run directory already holds it, then measure its inference speed; ``earlier``: the
-    cell's settings under earlier editions of the file recipe (``check_same_settings``)."""
+def earlier_cells(setup: Setup, variants: list[Variant], seed: int, output: str) -> list[RunSettings]:
+    """The settings the cell in folder ``output`` may have been trained with under the earlier editions of the file
+    recipe: those of every variant whose folder under an edition was ``output``. A folder is named by what a variant
+    changes in the base, and an edition may change the base, so it may have held another variant then.
+
+    >>> setup = Setup(DataSettings(train_file="t.csv", test_file="t.csv"), seeds=(0,))
+    >>> sweep = [Variant("positional=learned", "self-attn", {"positional": "learned"})]
+    >>> [cell.model_config for cell in earlier_cells(setup, sweep, 0, "out/runs/self-attn-seed0")]  # edition 0
+    [{}]
+    """
+    runs_dir = Path(output).parent
+    return [cell for edition in earlier_file_recipes() for variant in variants
+            if (cell := variant_settings(setup, variant, seed, runs_dir, edition)).output == output]
+
+
+def run_cell(settings: RunSettings, texts: list[str], earlier: Callable[[], Sequence[RunSettings]] = tuple) -> dict:
+    """Train one cell unless its run directory already holds it, then measure its inference speed; ``earlier``: what
+    gives the settings the cell's folder may have held under earlier editions of the file recipe (``earlier_cells``,
+    built only where the folder's settings differ: ``check_same_settings``)."""
     run_dir = Path(settings.output)
     cost_file = run_dir / "experiment.json"
     cpu = None  # unknown when an earlier call trained (part of) the cell
@@ -179,13 +196,16 @@ def run_cell(settings: RunSettings, texts: list[str], earlier: Sequence[RunSetti
     }
 
 
-def check_same_settings(run_dir: Path, settings: RunSettings, earlier: Sequence[RunSettings] = ()) -> None:
+def check_same_settings(run_dir: Path, settings: RunSettings,
+                        earlier: Callable[[], Sequence[RunSettings]] = tuple) -> None:
     """Refuse to reuse a run directory trained with settings other than ``settings``; one trained with one of
-    ``earlier`` (the cell's settings under an earlier edition of the file recipe) is told that the file's defaults
-    changed since.
+    ``earlier()`` (what the folder may have held under an earlier edition of the file recipe, built only on a
+    difference) is told that the file's defaults changed since, and which settings typed reuse it.
 
     The saved settings are rebuilt through the same dataclasses, so a field added
     to attnclf since the cell ran counts as its default, not as a difference.
+
+    >>> # check_same_settings(Path("out/runs/self-attn-seed0"), settings)  # RunDirError if trained otherwise
     """
     try:
         saved = resume_settings(run_dir)
@@ -194,14 +214,33 @@ def check_same_settings(run_dir: Path, settings: RunSettings, earlier: Sequence[
     else:  # (where the data lies is left out: check_same_split compares the texts held out)
         unused = () if saved.embeddings or settings.embeddings else ("embeddings_std",)  # (its default changed once)
         differing = saved.first_difference(settings, ignore=unused)
-        if differing is not None and any(saved.first_difference(build, ignore=unused) is None for build in earlier):
+        if differing is not None and any(saved.first_difference(cell, ignore=unused) is None for cell in earlier()):
             (section, _, name), theirs, ours = differing[0].partition("."), differing[1], differing[2]
+            typed = _typed_as(saved.differences(settings, ignore=unused))
             raise RunDirError(f"{run_dir} was trained with other {section} settings than this experiment's "
                               f"({name}={theirs} there, {ours} here): the defaults of self-attn on a file (the file "
-                              f"recipe) changed since that cell was trained; delete it or give another --output")
+                              f"recipe) changed since that cell was trained; delete it or give another --output"
+                              + (f", or add its settings to reuse it: {typed}" if typed else ""))
     if differing is not None:
         raise RunDirError(f"{run_dir} was trained with other {differing[0].split('.')[0]} settings than this "
                           f"experiment's; delete it or give another --output")
+
+
+def _typed_as(differences) -> str | None:
+    """The flags that give a cell's side of ``differences`` (model and tokenizer settings: what an edition of the file
+    recipe sets), or None where one cannot be typed so (a value --set would read otherwise)."""
+    flags = []
+    for key, theirs, _ in differences:
+        section, _, name = key.partition(".")
+        if section not in ("model_config", "tokenizer") or not isinstance(theirs, (bool, int, float, str)):
+            return None
+        if section == "model_config":
+            flags.append(f"--set {shlex.quote(f'{name}={theirs}')}")
+        else:  # (the tokenizer's kind is --tokenizer; its other fields are their own flags)
+            flags.append(f"{'--tokenizer' if name == 'kind' else '--' + name.replace('_', '-')} "
+                         f"{shlex.quote(str(theirs))}")
+    models = " (--set reaches every model that has the field)" if any(f.startswith("--set") for f in flags) else ""
+    return " ".join(flags) + models
 
 
 def check_same_split(run_dir: Path, settings: RunSettings) -> None:
