@@ -780,6 +780,29 @@ def test_a_file_run_from_the_model_only_file_recipe_is_told_its_command_reads_ot
     assert json.loads((run / "config.json").read_text())["settings"]["tokenizer"]["max_len"] == general.max_len
 
 
+def test_a_resumed_command_is_rebuilt_under_earlier_file_recipes_only_where_it_differs(tmp_path, monkeypatch):
+    # Rebuilding the command under every earlier edition tells apart runs and members begun under one; a run or an
+    # ensemble its command describes as it is needs none of it.
+    from attnclf import cli
+
+    data = write_csv(tmp_path / "reviews.csv", [(t, "pos") for t in POSITIVE * 3] + [(t, "neg") for t in NEGATIVE * 3])
+    common = ["train", "--train-file", str(data), "--test-file", str(data), "--set", "layers=1", "--min-frequency",
+              "1", "--max-len", "16", "--no-report", "--threads", "1", "--quiet", "--epochs", "1"]
+    assert main([*common, "--output", str(tmp_path / "run")]) == 0
+    assert main([*common, "--output", str(tmp_path / "ens"), "--seeds", "0", "1"]) == 0
+    editions = []
+    build_settings = cli.build_settings
+
+    def recorded(args, file_recipe=-1):
+        editions.append(file_recipe)
+        return build_settings(args, file_recipe)
+
+    monkeypatch.setattr(cli, "build_settings", recorded)
+    assert main([*common, "--output", str(tmp_path / "run"), "--resume"]) == 0
+    assert main([*common, "--output", str(tmp_path / "ens"), "--seeds", "0", "1", "--resume"]) == 0
+    assert editions and set(editions) == {-1}
+
+
 def test_a_resume_refusal_names_a_value_the_command_gives(tmp_path, capsys):
     # A run begun under the file recipe with the general defaults typed (its budget the recipe's), resumed with those
     # flags left out: its command builds d_model 64, not the value of the build before the recipe (it said "trained

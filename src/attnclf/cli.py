@@ -6,6 +6,7 @@ Errors the user can fix arrive as one line on stderr and exit status 2.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import re
@@ -354,8 +355,9 @@ def cmd_train(args: argparse.Namespace) -> int:
             _refuse_other_vectors(args, settings, trained)
             if "epochs" not in _typed(args):  # (not the recipe's default: members added or continued train as planned)
                 settings.train = replace(settings.train, epochs=trained.train.epochs)
+        earlier = functools.partial(built_under_earlier_file_recipes, args, settings) if args.resume else tuple
         metrics = train_ensemble(settings, args.seeds, resume=args.resume, progress=not args.quiet, named=_flag,
-                                 earlier=built_under_earlier_file_recipes(args, settings) if args.resume else ())
+                                 earlier=earlier)
         if metrics:  # torchrun's other ranks leave the testing to rank 0
             print(f"ensemble of {len(args.seeds)} runs ({Path(settings.output) / ENSEMBLE_FILE}), averaged:")
             _print_metrics(metrics)
@@ -390,7 +392,8 @@ def cmd_train(args: argparse.Namespace) -> int:
             moved = set() if settings.data.token_cache else {
                 name for name in typed & {"train_file", "validation_file", "test_file"}
                 if getattr(settings.data, name) and (name != "test_file" or "test_sha256" in recorded.get("data", {}))}
-            _refuse_other_settings(described, settings, moved, built_under_earlier_file_recipes(args, described))
+            _refuse_other_settings(described, settings, moved,
+                                   functools.partial(built_under_earlier_file_recipes, args, described))
             _refuse_other_vectors(args, described, settings)
             for name in moved:
                 setattr(settings.data, name, getattr(described.data, name))
@@ -431,12 +434,14 @@ def _typed(args: argparse.Namespace) -> set[str]:
     return set(vars(train.parse_known_args(args.argv)[0]))
 
 
-def _refuse_other_settings(typed, trained, moved: set[str] = frozenset(), earlier: Sequence = ()) -> None:
+def _refuse_other_settings(typed, trained, moved: set[str] = frozenset(),
+                           earlier: Callable[[], Sequence] = tuple) -> None:
     """A resumed run continues with its own settings, so flags that would train another model are an error, not a
     silent no-op: the run's own command with --resume added passes, other flags (or too few) do not; ``moved`` names
-    the data files whose new place it may give. A run with the settings the command built under an ``earlier``
-    edition of the file recipe is told so, by the model and tokenizer fields that differ now; another is told the
-    setting that differs from the nearest of the builds (a flag typed, not the recipe's values)."""
+    the data files whose new place it may give. A run with the settings the command built under an earlier edition
+    of the file recipe (``earlier()``, built only on a difference) is told so, by the model and tokenizer fields that
+    differ now; another is told the setting that differs from the nearest of the builds (a flag typed, not the
+    recipe's values)."""
     from .training.settings import nearest_difference
 
     ignore = {"train.epochs", "train.schedule_epochs", "embeddings", "embeddings_std", "init_from",
@@ -444,6 +449,7 @@ def _refuse_other_settings(typed, trained, moved: set[str] = frozenset(), earlie
     differing = trained.first_difference(typed, ignore=ignore)
     if differing is None:
         return
+    earlier = earlier()
     if any(trained.first_difference(build, ignore=ignore) is None for build in earlier):
         changed = ", ".join(f"{key.partition('.')[2]}={ours} (the run: {theirs})"
                             for key, theirs, ours in trained.differences(typed, ignore=ignore))

@@ -146,7 +146,7 @@ def member_dirs(path: str | Path) -> list[Path]:
 
 
 def train_ensemble(settings, seeds: Sequence[int], resume: bool = False, progress: bool = True,
-                   named: Callable[[str], str] = by_field, earlier: Sequence = ()) -> dict:
+                   named: Callable[[str], str] = by_field, earlier: Callable[[], Sequence] = tuple) -> dict:
     """Train ``settings`` once per seed into ``OUTPUT/seed-S``, then test the members' averaged probabilities.
 
     Writes ``OUTPUT/ensemble.json`` (member folders, test metrics) and returns the metrics. When the members
@@ -156,9 +156,9 @@ def train_ensemble(settings, seeds: Sequence[int], resume: bool = False, progres
     checkpoint, so an interrupted ensemble loses at most a checkpoint interval of work; without it
     every member is trained afresh, and once they are tested the folder's other ``seed-*`` members go. A member's
     refused settings are named as ``named`` spells them (``resume_settings``; the command line: by its flag).
-    ``earlier``: the settings the command built under earlier editions of the file recipe
-    (``cli.built_under_earlier_file_recipes``); members that trained with one's are added and continued with its model
-    and tokenizer settings.
+    ``earlier``: what gives the settings the command built under earlier editions of the file recipe
+    (``cli.built_under_earlier_file_recipes``; called only if a member differs from ``settings``); members that trained
+    with one's are added and continued with its model and tokenizer settings.
     Under ``torchrun`` every rank trains every member and only rank 0 tests (the others get ``{}``).
 
     >>> # from attnclf.training.settings import RunSettings, DataSettings
@@ -240,11 +240,11 @@ def _put_back(output: Path, saved: bytes | None) -> None:
 _PER_MEMBER = {"train.seed", "train.epochs", "train.schedule_epochs", "embeddings", "embeddings_std", "init_from"}
 
 
-def _as_members_trained(settings, output: Path, adds: bool = True, earlier: Sequence = ()):
+def _as_members_trained(settings, output: Path, adds: bool = True, earlier: Callable[[], Sequence] = tuple):
     """``settings`` for the members a resumed ensemble adds or continues: refused if they differ from the finished
     members' (those it adds would train otherwise), with the members' word vectors; with the model and tokenizer
-    settings of one of ``earlier`` (what the command built under an earlier edition of the file recipe) where the
-    members trained with those: the command that began them built these.
+    settings of one of ``earlier()`` (what the command built under an earlier edition of the file recipe, built only
+    if a member differs) where the members trained with those: the command that began them built these.
 
     >>> # settings = _as_members_trained(build_settings(args), Path("runs/imdb-3"))
     """
@@ -255,6 +255,7 @@ def _as_members_trained(settings, output: Path, adds: bool = True, earlier: Sequ
     from .training.settings import nearest_difference, resume_settings
 
     checked = set()  # (what members started from, checked once: hashing a large vectors file takes a while)
+    builds = None  # (earlier(), once a member differs)
     for member in member_folders(output, trained=True):
         trained = resume_settings(member)
         config = read_config(member)
@@ -267,8 +268,9 @@ def _as_members_trained(settings, output: Path, adds: bool = True, earlier: Sequ
         # Members trained on a file under an earlier file recipe: their command builds today's now, and an ensemble
         # resumes only with its command, so the members train as they did. (Of an earlier build, the parts a recipe
         # sets: the rest is this command's, as settings holds it.)
-        begun = [replace(settings, model_config=build.model_config, tokenizer=build.tokenizer) for build in earlier]
         if differing is not None:
+            builds = earlier() if builds is None else builds
+            begun = [replace(settings, model_config=build.model_config, tokenizer=build.tokenizer) for build in builds]
             same = next((build for build in begun if trained.first_difference(build, ignore=_PER_MEMBER) is None), None)
             if same is not None:
                 settings, differing = same, None
