@@ -532,16 +532,19 @@ def test_the_budget_line_says_self_attn_on_a_file_starts_from_the_file_recipe(tm
         cells.append({"run_dir": str(run), "seed": 0, "epochs": 3, "model": model})
     setup = Setup(DataSettings(train_file="t.csv", test_file="t.csv"), seeds=[0])
     line = describe_budget(setup, cells)
-    recipe = ", ".join(f"{k}={v}" for k, v in (FILE_SELF_ATTN | FILE_SELF_ATTN_TOKENIZER).items())
+    recipe = ", ".join(f"{k}={v}" for k, v in FILE_SELF_ATTN.items())
     assert ("Model settings from the recipe and --set (each model takes the fields it has): none; self-attn's from "
-            f"the file recipe (recipes.FILE_RECIPES): {recipe}.") in line
-    assert f"at most {TokenizerConfig().max_len} tokens per text" in line
+            f"the file recipe (recipes.FILE_SELF_ATTN): {recipe}.") in line
+    assert (f"at most {TokenizerConfig().max_len} tokens per text (self-attn reads up to "
+            f"{FILE_SELF_ATTN_TOKENIZER['max_len']}") in line
+    assert "the file recipe's, recipes.FILE_SELF_ATTN_TOKENIZER), vocabulary" in line
+    assert "max_len=" not in line  # (the tokens are a clause of their own, not a model setting)
     assert "file recipe" not in describe_budget(setup, cells[1:])
     assert "file recipe" not in describe_budget(Setup(DataSettings(dataset="imdb"), seeds=[0]), cells)
     # What --set and --max-len give is every cell's, not the recipe's.
     given = Setup(DataSettings(train_file="t.csv", test_file="t.csv"), seeds=[0], model_config={"d_model": 32},
                   tokenizer={"max_len": 100})
-    assert "d_model=64" not in describe_budget(given, cells) and "max_len=" not in describe_budget(given, cells)
+    assert "d_model=64" not in describe_budget(given, cells) and "self-attn reads" not in describe_budget(given, cells)
 
 
 def test_error_bars_of_a_score_stay_within_zero_and_one():

@@ -110,11 +110,13 @@ def describe_budget(setup, records: list[dict]) -> str:
         return f"seeds {', '.join(map(str, setup.seeds))}."
     # (a file's self-attn starts from its own recipe, which the settings shared by every cell do not hold)
     recipe = file_recipe(multi_label=setup.data.multi_label) if setup.data.dataset is None else {}
-    from_recipe = {k: v for k, v in recipe.get("model_config", {}).items() if k not in setup.model_config} | \
-        {k: v for k, v in recipe.get("tokenizer", {}).items() if k not in setup.tokenizer}
-    from_recipe = from_recipe if any(r.get("model") == "self-attn" for r in neural) else {}
+    if not any(r.get("model") == "self-attn" for r in neural):
+        recipe = {}
+    recipe_model = {k: v for k, v in recipe.get("model_config", {}).items() if k not in setup.model_config}
+    recipe_tokens = {k: v for k, v in recipe.get("tokenizer", {}).items() if k not in setup.tokenizer}
     # The shared figures (tokens per text among them) from a cell the file recipe did not build, where there is one
-    shown = next((r for r in neural if not from_recipe or r.get("model") != "self-attn"), neural[0])
+    built = recipe_model or recipe_tokens
+    shown = next((r for r in neural if not built or r.get("model") != "self-attn"), neural[0])
     settings = read_json(Path(shown["run_dir"]) / "config.json")["settings"]
     sizes: dict[tuple, list[str]] = {}  # the toy-order experiment's sets differ in size
     for record in (r for r in neural if r["seed"] == neural[0]["seed"]):  # grouped splits vary with the seed
@@ -129,15 +131,17 @@ def describe_budget(setup, records: list[dict]) -> str:
     train, tokenizer = settings["train"], settings["tokenizer"]
     shared = recipe_for(setup.data.dataset).get("model_config", {}) | setup.model_config
     model = ", ".join(f"{k}={v}" for k, v in shared.items()) or "none"
-    if from_recipe:
-        model += ("; self-attn's from the file recipe (recipes.FILE_RECIPES): "
-                  + ", ".join(f"{k}={v}" for k, v in from_recipe.items()))
+    if recipe_model:
+        model += ("; self-attn's from the file recipe (recipes.FILE_SELF_ATTN): "
+                  + ", ".join(f"{k}={v}" for k, v in recipe_model.items()))
+    reads = ", ".join(f"up to {v}" if k == "max_len" else f"{k}={v}" for k, v in recipe_tokens.items())
+    reads = f" (self-attn reads {reads}: the file recipe's, recipes.FILE_SELF_ATTN_TOKENIZER)" if reads else ""
     stop = f"early stopping after {train['patience']} stale epochs" if train["patience"] else "no early stopping"
     return (
         f"Budget of every neural cell: {texts} (seed {neural[0]['seed']}); up to {train['epochs']} epochs, "
         f"{stop} on validation {train['monitor']}; batch {train['batch_size']}, {train['optimizer']} "
         f"lr {train['lr']:g} ({train['schedule']} schedule); {tokenizer['kind']} tokenizer, at most "
-        f"{tokenizer['max_len']} tokens per text, vocabulary at most {tokenizer['vocab_size']:,}. "
+        f"{tokenizer['max_len']} tokens per text{reads}, vocabulary at most {tokenizer['vocab_size']:,}. "
         f"Model settings from the recipe and --set (each model takes the fields it has): {model}. "
         f"Seeds {', '.join(map(str, setup.seeds))}; torch threads: {setup.threads or 'default'}."
     )
