@@ -66,9 +66,10 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
     ``self-attn``, the file recipe (``recipes.FILE_SELF_ATTN``: d_model 64, ff_dim 256, dropout 0.3, sinusoidal
     positions and the naive-Bayes n-gram branch), which led the general defaults on files of a few thousand texts
     (BENCHMARKS.md, Small data); for the other models, their own. So does ``max_len`` left at None: the file recipe's
-    tokens for ``self-attn`` (``recipes.FILE_SELF_ATTN_TOKENIZER``: 512, and its truncation too), the general 256 for
-    the others. An argument given wins, as ``--set`` does, and the rest of the recipe stays (``d_model=128`` keeps the
-    n-gram branch; ``model_config={"nb_ngram_buckets": 0}`` drops it). A model ignores those it has no field for
+    tokens for ``self-attn`` (``recipes.FILE_SELF_ATTN_TOKENIZER``: 512; it sets no truncation, so a longer text keeps
+    its head and tail, the general default), the general 256 for the others. An argument given wins, as ``--set``
+    does, and the rest of the recipe stays (``d_model=128`` keeps the n-gram branch;
+    ``model_config={"nb_ngram_buckets": 0}`` drops it). A model ignores those it has no field for
     (``boe`` has no ``heads``); ``model_config`` sets any other config field and wins over them all. The parameters
     stay as given: ``get_params()["d_model"]`` and ``["max_len"]`` are None, and the fitted ``classifier_.model.config``
     and ``classifier_.tokenizer.config`` hold what was built.

@@ -33,7 +33,9 @@ def compare(setup: Setup, output: str | Path, models: tuple[str, ...] = DEFAULT_
     """Train each of ``models`` with each seed of ``setup``, plus the TF-IDF reference; write the table and plot.
 
     The budget is ``setup``'s explicit values, then ``QUICK`` if ``quick``,
-    else the dataset's recipe within ``DEFAULT_CAPS`` (see ``budget``).
+    else the dataset's recipe within ``DEFAULT_CAPS`` (see ``budget``), which leave a file's ``self-attn``
+    uncapped: its cells read the file recipe's tokens (``recipes.FILE_SELF_ATTN_TOKENIZER``), as
+    ``train --train-file`` does.
     """
     if not models:
         raise AttnclfError("--models names no model; e.g. --models boe,self-attn")
