@@ -459,6 +459,9 @@ def test_a_compare_cell_from_the_model_only_file_recipe_is_refused_saying_the_fi
         f"{recipe_len} here): the defaults of self-attn on a file (the file recipe) changed since that cell was "
         f"trained; delete it or give another --output, or add its settings to reuse it: --max-len {general}")
     cells = tmp_path / "cmp" / "runs"
+    written = {cell.name: (cell / "metrics.json").stat().st_mtime_ns for cell in cells.iterdir()}
+    assert main([*argv, "--max-len", str(general)]) == 0  # (as said: both cells reused, neither trained again)
+    assert {cell.name: (cell / "metrics.json").stat().st_mtime_ns for cell in cells.iterdir()} == written
     shutil.rmtree(cells / "self-attn-seed0")
     assert main(argv) == 0
     read = {cell: json.loads((cells / cell / "config.json").read_text())["settings"]["tokenizer"]["max_len"]
