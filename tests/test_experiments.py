@@ -492,6 +492,18 @@ def test_an_ablate_cell_from_before_the_file_recipe_that_held_another_variant_is
     assert {cell.name: (cell / "metrics.json").stat().st_mtime_ns for cell in cells.iterdir()} == written
 
 
+def test_a_refused_cell_is_offered_flags_only_where_flags_give_its_settings_back():
+    # --set reads "1" as a number and "true" as a bool, and has no way to give None: no offer then, rather than a
+    # command that would build another model.
+    from attnclf.experiments.cells import _typed_as
+
+    assert _typed_as([("tokenizer.max_len", 256, 512), ("model_config.positional", "learned", "sinusoidal")]) == \
+        "--max-len 256 --set positional=learned (--set reaches every model that has the field)"
+    assert _typed_as([("tokenizer.kind", "word", "char")]) == "--tokenizer word"
+    for value in (None, "1", "true", [1]):
+        assert _typed_as([("tokenizer.max_len", 256, 512), ("model_config.x", value, 0)]) is None
+
+
 def test_a_cells_settings_under_earlier_file_recipes_are_built_only_where_its_folder_differs(tmp_path, monkeypatch):
     # Rebuilding every variant under every edition is work for the rare cell an earlier edition trained: a fresh
     # folder, or one that holds this experiment's cell, needs none of it.

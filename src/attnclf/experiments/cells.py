@@ -30,7 +30,7 @@ from ..rundir import atomic_write_json, is_resumable, read_json, read_jsonl
 from ..text.cleaning import CleaningConfig
 from ..training.device import torch_threads
 from ..training.run import each_warning_once, train_run
-from ..training.run_data import held_out_fingerprint, load_data, texts_fingerprint
+from ..training.run_data import _is_number, held_out_fingerprint, load_data, texts_fingerprint
 from ..training.settings import DataSettings, RunSettings, resume_settings, settings_for
 
 Log = Callable[[str], None]
@@ -234,6 +234,8 @@ def _typed_as(differences) -> str | None:
         section, _, name = key.partition(".")
         if section not in ("model_config", "tokenizer") or not isinstance(theirs, (bool, int, float, str)):
             return None
+        if isinstance(theirs, str) and (_is_number(theirs) or theirs.lower() in ("true", "false")):
+            return None  # (--set would read "1" as a number, "true" as a bool)
         if section == "model_config":
             flags.append(f"--set {shlex.quote(f'{name}={theirs}')}")
         else:  # (the tokenizer's kind is --tokenizer; its other fields are their own flags)
