@@ -602,6 +602,20 @@ def test_every_command_has_help():
         assert exit_info.value.code == 0
 
 
+def test_train_help_states_the_max_len_a_file_run_gets(capsys):
+    # --max-len's default depends on the model (the file recipe's tokens for self-attn): its help says which, and
+    # stays true when the recipe or the general default changes.
+    from attnclf.recipes import FILE_SELF_ATTN_TOKENIZER
+    from attnclf.text.tokenizer import TokenizerConfig
+
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert f"on a file {FILE_SELF_ATTN_TOKENIZER['max_len']} for a single-label self-attn" in text
+    assert f"else {TokenizerConfig.max_len})" in text
+    assert f"(the default, {TokenizerConfig.truncation})" in text
+
+
 # ------------------------------------------------------------------ bad input
 
 

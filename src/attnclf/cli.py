@@ -237,8 +237,14 @@ def _add_budget_args(p: argparse.ArgumentParser) -> None:
                    help="word: whole words; bpe: words in pieces, which explanations show as 'good ##ness'")
     p.add_argument("--vocab-size", type=int)
     p.add_argument("--min-frequency", type=int)
-    p.add_argument("--max-len", type=int, help="tokens kept per text")
-    p.add_argument("--truncation", choices=["head", "tail", "head_tail"])
+    from .recipes import FILE_SELF_ATTN_TOKENIZER
+
+    p.add_argument("--max-len", type=int, help=f"tokens kept per text (default: the dataset's recipe's; on a file "
+                                               f"{FILE_SELF_ATTN_TOKENIZER['max_len']} for a single-label self-attn, "
+                                               f"the file recipe's, else 256)")
+    p.add_argument("--truncation", choices=["head", "tail", "head_tail"],
+                   help="what a longer text keeps: its start, its end, or (the default, head_tail) a quarter of "
+                        "--max-len from its start and the rest from its end")
     p.add_argument("--no-lowercase", action="store_true")
     p.add_argument("--strip-punctuation", action="store_true")
     p.add_argument("--remove-stopwords", action="store_true")
