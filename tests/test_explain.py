@@ -386,6 +386,18 @@ def test_the_terminal_lists_a_signed_methods_strongest_tokens_first_whichever_th
     assert "  top: b 0.700, a 0.300  (" in render_terminal([weights], color=False)
 
 
+def test_the_terminal_says_how_to_read_the_self_attention_heads_it_lists():
+    # `explain --heads` printed "layer 1 head 1: mean distance 2.00; the->the acting->the" and nothing said what the
+    # distance or the arrows were: a student cannot tell a local head from a broad one without knowing.
+    e = explanation(tokens=("a", "b"), scores=(0.3, 0.7), method="attention")
+    e.self_attentions = np.array([[[[0.0, 1.0], [1.0, 0.0]]]])
+    lines = render_terminal([e], color=False).splitlines()
+    legend = lines.index("  self-attention per layer and head: mean distance = how many tokens away the head looks, "
+                         "on average (0: each token at itself, 1: at its neighbours); a->b: b is the token a attends "
+                         "to most")
+    assert lines[legend + 1] == "  layer 1 head 1: mean distance 1.00; a->b b->a"
+
+
 def test_colours_say_for_and_against():
     assert token_colour(1.0, 1.0, signed=True) == (46, 160, 67)
     assert token_colour(-1.0, 1.0, signed=True) == (207, 34, 46)

@@ -96,7 +96,7 @@ def render_terminal(explanations: Sequence[Explanation], color: bool = True, top
             # (Uncoloured, its tokens would only repeat the line above.)
             lines += [f"  {BESIDE_LABEL}", *(beside if color else beside[1:])]
         if e.self_attentions is not None:
-            lines += [f"  {line}" for line in head_summary(e.self_attentions, e.tokens)]
+            lines += [f"  {HEADS_LEGEND}", *(f"  {line}" for line in head_summary(e.self_attentions, e.tokens))]
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)
 
@@ -113,6 +113,11 @@ def _scored_lines(e: Explanation, color: bool, top: int) -> list[str]:
     ranked = ", ".join(f"{token} {score:+.3f}" if e.signed else f"{token} {score:.3f}"
                        for token, score in e.strongest_tokens(top))
     return [f"  {tokens}", f"  top: {ranked}  ({_scale_note(e)})"]
+
+
+# Without it "mean distance 2.00; the->the acting->the" is a puzzle to a student.
+HEADS_LEGEND = ("self-attention per layer and head: mean distance = how many tokens away the head looks, on average "
+                "(0: each token at itself, 1: at its neighbours); a->b: b is the token a attends to most")
 
 
 def head_summary(maps: np.ndarray, tokens: Sequence[str], shown: int = 12) -> list[str]:
