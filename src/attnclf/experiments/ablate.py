@@ -56,6 +56,11 @@ TOY_VARIANTS = [
 # The loss and accuracy of one epoch's weights, the last: the test (= training) accuracy of the kept weights, chosen by
 # their loss at another epoch, showed 1.000 beside a final loss of ln 2 when training had diverged since.
 TOY_COLUMNS = ["label", "model", "parameters", "final_train_loss", "final_train_accuracy", "seeds"]
+# Seeds of `positions` on toy-relative ended at a loss of exactly ln 2 with a training accuracy of 0.75: equal
+# probabilities, the winner picked by rounding. Without this note that reads as order half learned.
+TOY_READING = ("A final training loss of 0.693 (ln 2) is a coin flip: the model gives both classes probability 0.5, "
+               "so which one wins, and the accuracy beside that loss, is decided by rounding; any accuracy there "
+               "is chance.")
 
 
 def ablate(setup: Setup, output: str | Path, model: str = "self-attn", axes: dict[str, list] | None = None,
@@ -156,7 +161,7 @@ def toy_order(setup: Setup, output: str | Path, log: Log = lambda line: None) ->
                                for v in TOY_VARIANTS}
             records += [c | {"label": f"{dataset}: {c['label']}"} for c in cells]
     budget = describe_budget(toy_setup, records)  # the three sets share one recipe
-    markdown = "## ablate toy-order\n\n" + budget + "\n\n" + "\n".join(sections)
+    markdown = "## ablate toy-order\n\n" + budget + "\n\n" + "\n".join(sections) + "\n" + TOY_READING + "\n"
     atomic_write_bytes(output / "toy-order.md", markdown.encode())
     write_cells_csv(output / "cells.csv", records)
     save_figure(loss_panels(panels, "training loss on the course's 3-token sets (mean of seeds, range shaded)"),
