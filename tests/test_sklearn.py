@@ -2,6 +2,7 @@
 
 import re
 import warnings
+from dataclasses import fields
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +18,9 @@ from sklearn.utils.validation import has_fit_parameter
 from attnclf.data.generated import synthetic
 from attnclf.errors import AttnclfError, AttnclfWarning
 from attnclf.sklearn import AttentionTextClassifier
+from attnclf.text.tokenizer import TokenizerConfig
+from attnclf.training.settings import DataSettings, RunSettings
+from attnclf.training.trainer import TrainConfig
 
 TINY = dict(d_model=16, heads=2, layers=1, lr=1e-2, epochs=2, batch_size=16)
 
@@ -86,10 +90,61 @@ def test_params_round_trip_through_clone_and_set_params():
     twin = clone(clf)
     assert twin is not clf and twin.get_params() == clf.get_params()
     assert twin.set_params(epochs=9, heads=2) is twin
-    assert (twin.epochs, twin.heads, clf.epochs) == (9, 2, 5)
+    assert (twin.epochs, twin.heads, clf.epochs) == (9, 2, TrainConfig.epochs)
     assert clf._model_fields() == {"embed_dim": 24, "positional": "sinusoidal"}  # mha has no d_model
     with pytest.raises(NotFittedError):
         clf.predict(["w1"])
+
+
+# Each training argument and the setting of `attnclf train --train-file` it stands for (owner class, field).
+_TRAIN_DEFAULTS = {"epochs": (TrainConfig, "epochs"), "batch_size": (TrainConfig, "batch_size"),
+                   "lr": (TrainConfig, "lr"), "weight_decay": (TrainConfig, "weight_decay"),
+                   "patience": (TrainConfig, "patience"), "seed": (TrainConfig, "seed"),
+                   "tokenizer": (TokenizerConfig, "kind"), "vocab_size": (TokenizerConfig, "vocab_size"),
+                   "min_frequency": (TokenizerConfig, "min_frequency"),
+                   "validation_fraction": (DataSettings, "val_fraction"), "device": (RunSettings, "device"),
+                   "threads": (RunSettings, "threads")}
+
+
+def test_the_training_arguments_default_to_the_config_classes_own_plain_values():
+    params = AttentionTextClassifier().get_params()
+    for name, (owner, field) in _TRAIN_DEFAULTS.items():
+        default = next(f.default for f in fields(owner) if f.name == field)
+        assert (name, params[name]) == (name, default)
+        assert type(params[name]) in (int, float, str, type(None)), name  # (scikit-learn's rule: plain values)
+
+
+def test_an_estimator_left_at_its_defaults_builds_what_train_on_a_file_builds():
+    # Every TrainConfig field (epochs, patience, monitor, schedule...), the tokenizer, the model and the validation
+    # share, as `attnclf train --train-file F` builds them without flags: the same data trains the same model.
+    from attnclf.cli import build_parser, build_settings
+
+    train = build_settings(build_parser().parse_args(["train", "--train-file", "t.csv", "--output", "unused"]))
+    clf = AttentionTextClassifier()
+    assert clf._train_config(np.array(["a", "b"])).to_dict() == train.train.to_dict()
+    assert clf._tokenizer_config() == train.tokenizer
+    assert (clf.model, clf._model_fields()) == (train.model, train.model_config)
+    assert (clf.validation_fraction, clf.device, clf.threads) == (train.data.val_fraction, train.device, train.threads)
+
+
+def test_a_fit_at_the_default_epochs_stops_early_where_train_stops(data, tmp_path):
+    # 160 texts at lr 2e-3: validation macro-F1 climbs for 4 epochs, then 3 bring nothing better and patience ends
+    # both at 7 (the estimator's former 5 epochs without patience ran 5). The same flags, so the same training.
+    import csv
+    import json
+
+    from attnclf.cli import main
+
+    texts, labels = data[0][:160], data[1][:160]
+    with open(tmp_path / "train.csv", "w", newline="") as file:
+        csv.writer(file).writerows([("text", "label"), *zip(texts, labels)])
+    assert main(["train", "--train-file", str(tmp_path / "train.csv"), "--model", "boe", "--set", "embed_dim=16",
+                 "--lr", "2e-3", "--threads", "1", "--no-report", "--output", str(tmp_path / "run")]) == 0
+    trained = [json.loads(line) for line in (tmp_path / "run" / "history.jsonl").read_text().splitlines()]
+    clf = AttentionTextClassifier("boe", d_model=16, lr=2e-3, threads=1).fit(texts, labels)
+    assert TrainConfig.patience < len(trained) < TrainConfig.epochs  # (what this test is for: patience ended it)
+    validated = lambda history: [(h["val_macro_f1"], h["val_loss"]) for h in history]  # noqa: E731
+    assert validated(clf.history_) == validated(trained)
 
 
 def test_same_seed_gives_the_same_model(data):
@@ -503,6 +558,22 @@ def test_load_gives_back_the_fitted_estimator(data, saved):
     assert predicted.dtype == np.uint8
     np.testing.assert_array_equal(predicted, clf.predict(data[2][:40]))
     np.testing.assert_array_equal(again.predict_proba(data[2][:40]), clf.predict_proba(data[2][:40]))
+
+
+def test_an_estimator_saved_at_the_former_defaults_loads_with_them(data, saved, tmp_path):
+    # save records every parameter: one saved before the defaults became train's (5 epochs, no patience) recorded
+    # those, and loads, predicts and refits (clone) with them, not with today's defaults.
+    import json
+    import shutil
+
+    clf, path = saved
+    folder = Path(shutil.copytree(path, tmp_path / "former"))
+    config = json.loads((folder / "config.json").read_text())
+    config["estimator"]["params"] |= {"epochs": 5, "patience": 0}
+    (folder / "config.json").write_text(json.dumps(config))
+    old = AttentionTextClassifier.load(folder)
+    assert (old.epochs, old.patience) == (clone(old).epochs, clone(old).patience) == (5, 0)
+    np.testing.assert_array_equal(old.predict_proba(data[2][:40]), clf.predict_proba(data[2][:40]))
 
 
 def test_string_labels_and_self_attention_round_trip_and_serve(data, tmp_path):

@@ -50,7 +50,7 @@ from .text.batching import BucketBatches
 from .text.cleaning import unicode_problem
 from .text.tokenizer import Tokenizer, TokenizerConfig
 from .training.device import resolve_device, torch_threads
-from .training.settings import refuse_derived_fields
+from .training.settings import DataSettings, RunSettings, refuse_derived_fields
 from .training.trainer import TrainConfig, Trainer
 
 # Plain constructor arguments that map onto model config fields; a model takes those it has.
@@ -73,6 +73,13 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
     (``boe`` has no ``heads``); ``model_config`` sets any other config field and wins over them all. The parameters
     stay as given: ``get_params()["d_model"]`` and ``["max_len"]`` are None, and the fitted ``classifier_.model.config``
     and ``classifier_.tokenizer.config`` hold what was built.
+    The training arguments left out train as ``attnclf train --train-file`` does without flags, their defaults
+    read from the same places: ``TrainConfig``'s (up to ``epochs`` 10, stopping once ``patience`` 3 epochs bring
+    no better validation macro-F1; batch 32, AdamW at ``lr`` 1e-3 with ``weight_decay`` 0.01), ``TokenizerConfig``'s
+    (``tokenizer`` "word", ``vocab_size`` 30000, ``min_frequency`` 2) and ``DataSettings.val_fraction`` (0.1).
+    TrainConfig's other settings (schedule, warm-up, gradient clipping, the monitored metric) are its defaults too.
+    (Until 2026-11-27 the estimator trained 5 epochs without stopping early; one saved or pickled then keeps the
+    ``epochs=5, patience=0`` it recorded.)
     ``validation_fraction`` of the training texts is held out to pick the best
     epoch (``patience`` > 0 also stops early); 0 validates on the training texts.
     ``class_weight="balanced"`` weighs each text's loss inversely to its class's
@@ -101,13 +108,18 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
     (128, 1048576, 64)
     """
 
-    def __init__(self, model: str = "self-attn", *, epochs: int = 5, batch_size: int = 32, lr: float = 1e-3,
-                 weight_decay: float = 0.01, tokenizer: str = "word", vocab_size: int = 30000, min_frequency: int = 2,
+    # Training defaults are read off the classes `attnclf train` takes its own from (a dataclass field's default is
+    # its class attribute), so a change there follows here; they stay plain values, as scikit-learn's clone needs.
+    def __init__(self, model: str = RunSettings.model, *, epochs: int = TrainConfig.epochs,
+                 batch_size: int = TrainConfig.batch_size, lr: float = TrainConfig.lr,
+                 weight_decay: float = TrainConfig.weight_decay, tokenizer: str = TokenizerConfig.kind,
+                 vocab_size: int = TokenizerConfig.vocab_size, min_frequency: int = TokenizerConfig.min_frequency,
                  max_len: int | None = None, d_model: int | None = None, heads: int | None = None,
                  layers: int | None = None, ff_dim: int | None = None, dropout: float | None = None,
-                 model_config: dict | None = None, validation_fraction: float = 0.1, patience: int = 0,
-                 class_weight: str | dict | None = None, seed: int = 0, device: str = "auto",
-                 threads: int | None = None, verbose: bool = False):
+                 model_config: dict | None = None, validation_fraction: float = DataSettings.val_fraction,
+                 patience: int = TrainConfig.patience, class_weight: str | dict | None = None,
+                 seed: int = TrainConfig.seed, device: str = RunSettings.device,
+                 threads: int | None = RunSettings.threads, verbose: bool = False):
         self.model = model
         self.epochs = epochs
         self.batch_size = batch_size
