@@ -147,6 +147,20 @@ def test_a_fit_at_the_default_epochs_stops_early_where_train_stops(data, tmp_pat
     assert validated(clf.history_) == validated(trained)
 
 
+def test_fit_validates_in_the_batches_train_validates_in(data, monkeypatch):
+    # train's: RunSettings' eval_batch_size texts at most, bounded in padded tokens too, which 512-token texts reach
+    import attnclf.sklearn as estimator_module
+    from attnclf.text.batching import EVAL_MAX_TOKENS
+
+    validated_in = []
+    fit = estimator_module.Trainer.fit
+    monkeypatch.setattr(estimator_module.Trainer, "fit", lambda trainer, train, validation, **options: (
+        validated_in.append(validation), fit(trainer, train, validation, **options))[1])
+    AttentionTextClassifier("boe", d_model=16, epochs=1).fit(data[0][:60], data[1][:60])
+    assert [(batches.batch_size, batches.max_tokens) for batches in validated_in] == [
+        (RunSettings().eval_batch_size, EVAL_MAX_TOKENS)]
+
+
 def test_same_seed_gives_the_same_model(data):
     train_x, train_y, test_x, _ = data
     make = lambda seed: AttentionTextClassifier("boe", d_model=16, epochs=1, seed=seed)  # noqa: E731

@@ -46,7 +46,7 @@ from .models import MODELS, build_model
 from .models.ngrams import bucket_note
 from .prediction import check_texts, shaped
 from .recipes import file_recipe
-from .text.batching import BucketBatches
+from .text.batching import EVAL_MAX_TOKENS, BucketBatches
 from .text.cleaning import unicode_problem
 from .text.tokenizer import Tokenizer, TokenizerConfig
 from .training.device import resolve_device, torch_threads
@@ -255,7 +255,9 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
             history = Trainer(model, config, Path(tmp), device, label_names, progress=self.verbose).fit(
                 BucketBatches(tokenizer.encode(train.texts), train.labels, self.batch_size, shuffle=True,
                               seed=self.seed, weights=None if weights is None else weights[fit_idx]),
-                BucketBatches(tokenizer.encode(validation.texts), validation.labels, 128, shuffle=False),
+                # (validated in train's batches: bounded in padded tokens too, which 512-token texts reach)
+                BucketBatches(tokenizer.encode(validation.texts), validation.labels, RunSettings.eval_batch_size,
+                              shuffle=False, max_tokens=EVAL_MAX_TOKENS),
             )
         self.classes_, self.history_ = classes, history
         self.classifier_ = Classifier(model, tokenizer, label_names, device)
