@@ -7,8 +7,10 @@ import socket
 import subprocess
 import sys
 import time
+import threading
 import warnings
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 
 import httpx
 import numpy as np
@@ -25,6 +27,24 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+@contextmanager
+def _running(server, before_stop=lambda: None):
+    """``server`` (a ``uvicorn.Server``) serving on a free localhost port in a thread; yields the port. On leaving,
+    ``before_stop`` runs (to free a model a test holds, which the server's stop would wait for), then the server
+    stops."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(64)  # clients may connect now: the server accepts them once it has started
+        thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]})
+        thread.start()
+        try:
+            yield listener.getsockname()[1]
+        finally:
+            before_stop()
+            server.should_exit = True
+            thread.join(30)
 
 
 @pytest.fixture(scope="module")
@@ -259,8 +279,6 @@ def test_concurrent_requests_all_get_their_own_answers(server, local):
 
 
 def test_predictions_are_not_held_up_by_a_slow_explanation(local):
-    import threading
-
     from fastapi.testclient import TestClient
 
     from attnclf.serve.app import create_app
@@ -286,7 +304,6 @@ def test_predictions_are_not_held_up_by_a_slow_explanation(local):
 
 
 def test_past_the_limit_a_request_gets_a_json_503_with_retry_after_at_once_and_health_still_answers(local):
-    import threading
     from concurrent.futures import as_completed
 
     import uvicorn
@@ -309,46 +326,76 @@ def test_past_the_limit_a_request_gets_a_json_503_with_retry_after_at_once_and_h
 
     server = uvicorn.Server(uvicorn.Config(create_app(Held(), ServeLimits(max_connections=limit)),
                                            **_uvicorn_options(ServeLimits(max_connections=limit))))
-    with socket.socket() as listener, ThreadPoolExecutor(limit + extra) as pool:
-        listener.bind(("127.0.0.1", 0))
-        listener.listen(64)  # clients may connect now: the server accepts them once it has started
-        thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]})
-        thread.start()
-        try:
-            with httpx.Client(base_url=f"http://127.0.0.1:{listener.getsockname()[1]}", timeout=30) as client:
-                first = pool.submit(client.post, "/predict", json={"text": "good"})
-                assert arrived.wait(60), "the first request never reached the model"
-                others = [pool.submit(client.post, "/predict", json={"text": f"not good {i}"})
-                          for i in range(limit - 1 + extra)]
-                # limit - 1 of them join the first in flight and wait with it; the rest are answered at once.
-                refused = [future.result() for _, future in zip(range(extra), as_completed(others, timeout=30))]
-                for response in refused:
-                    assert response.status_code == 503 and response.headers["retry-after"] == "1"
-                    assert response.json() == {"detail": f"the server is busy: {limit} requests in flight, the "
-                                                         f"most it serves at once; retry after 1 s"}
-                assert sum(not future.done() for future in others) == limit - 1 and not first.done()
-                assert client.get("/health").status_code == 200 and client.head("/health").status_code == 200
-                release.set()
-                served = [first.result()] + [future.result() for future in others if future.result() not in refused]
-                assert [response.status_code for response in served] == [200] * limit
-                texts = [response.request.read().decode() for response in served]
-                for text, response in zip(texts, served):  # each got its own text's answer
-                    expected = local.predict_proba([json.loads(text)["text"]])[0]
-                    got = response.json()["predictions"][0]["probabilities"]
-                    np.testing.assert_allclose([got[name] for name in local.label_names], expected, atol=1e-6)
-                # Every slot is given back, by a request refused for its body as by one served.
-                for _ in range(limit + 1):
-                    assert client.post("/predict", json={"texts": []}).status_code == 422
-                assert client.post("/predict", json={"text": "good"}).status_code == 200
-        finally:
-            release.set()
-            server.should_exit = True
-            thread.join(30)
+    with ThreadPoolExecutor(limit + extra) as pool, _running(server, before_stop=release.set) as port, \
+            httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
+        first = pool.submit(client.post, "/predict", json={"text": "good"})
+        assert arrived.wait(60), "the first request never reached the model"
+        others = [pool.submit(client.post, "/predict", json={"text": f"not good {i}"})
+                  for i in range(limit - 1 + extra)]
+        # limit - 1 of them join the first in flight and wait with it; the rest are answered at once.
+        refused = [future.result() for _, future in zip(range(extra), as_completed(others, timeout=30))]
+        for response in refused:
+            assert response.status_code == 503 and response.headers["retry-after"] == "1"
+            assert response.json() == {"detail": f"the server is busy: {limit} requests in flight, the "
+                                                 f"most it serves at once; retry after 1 s"}
+        assert sum(not future.done() for future in others) == limit - 1 and not first.done()
+        assert client.get("/health").status_code == 200 and client.head("/health").status_code == 200
+        release.set()
+        served = [first.result()] + [future.result() for future in others if future.result() not in refused]
+        assert [response.status_code for response in served] == [200] * limit
+        texts = [response.request.read().decode() for response in served]
+        for text, response in zip(texts, served):  # each got its own text's answer
+            expected = local.predict_proba([json.loads(text)["text"]])[0]
+            got = response.json()["predictions"][0]["probabilities"]
+            np.testing.assert_allclose([got[name] for name in local.label_names], expected, atol=1e-6)
+        # Every slot is given back, by a request refused for its body as by one served.
+        for _ in range(limit + 1):
+            assert client.post("/predict", json={"texts": []}).status_code == 422
+        assert client.post("/predict", json={"text": "good"}).status_code == 200
+
+
+def test_a_request_stopping_cuts_off_is_answered_a_json_503_not_a_500_and_logs_no_traceback(local):
+    """Ctrl-C or SIGTERM while an occlusion runs: uvicorn cancels what its graceful shutdown could not finish. The
+    client must get an answer it can act on (retry elsewhere), and the log one line, not an ASGI traceback."""
+    import logging
+    import uvicorn
+
+    from attnclf.serve.app import ServeLimits, _uvicorn_options, create_app
+
+    arrived, release = threading.Event(), threading.Event()
+
+    class SlowToExplain:
+        def __getattr__(self, name):
+            return getattr(local, name)
+
+        def explain(self, texts, **options):
+            arrived.set()
+            release.wait(30)  # longer than the graceful shutdown waits
+            return local.explain(texts, **options)
+
+    limits = ServeLimits()
+    server = uvicorn.Server(uvicorn.Config(create_app(SlowToExplain(), limits),
+                                           **{**_uvicorn_options(limits), "timeout_graceful_shutdown": 1}))
+    logged: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = logged.append
+    logging.getLogger("uvicorn.error").addHandler(handler)  # (after Config, whose logging setup would remove it)
+    try:
+        with ThreadPoolExecutor(1) as pool, _running(server, before_stop=release.set) as port, \
+                httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
+            pending = pool.submit(client.post, "/explain", json={"text": "good"})
+            assert arrived.wait(60), "the explanation never started"
+            server.should_exit = True  # as SIGTERM sets it
+            response = pending.result(timeout=30)
+    finally:
+        logging.getLogger("uvicorn.error").removeHandler(handler)
+    assert response.status_code == 503 and response.headers["retry-after"] == "1"
+    assert response.json() == {"detail": "the server is stopping: this request was cut off unfinished; retry it "
+                                         "(here once the server is back, or on another)"}
+    assert not [record for record in logged if record.exc_info], "a traceback was logged"
 
 
 def test_uvicorn_refuses_only_past_four_times_as_many_open_connections_as_the_app_serves(local):
-    import threading
-
     import uvicorn
 
     from attnclf.serve.app import ServeLimits, _uvicorn_options, create_app
@@ -356,25 +403,20 @@ def test_uvicorn_refuses_only_past_four_times_as_many_open_connections_as_the_ap
     limits = ServeLimits(max_connections=1)
     server = uvicorn.Server(uvicorn.Config(create_app(local, limits), **_uvicorn_options(limits)))
     opened = []
-    with socket.socket() as listener:
-        listener.bind(("127.0.0.1", 0))
-        listener.listen(16)
-        thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]})
-        thread.start()
-        try:
-            statuses = []
-            for _ in range(5):  # each kept open, idle after its answer, as a keep-alive client leaves it
-                connection = socket.create_connection(listener.getsockname(), timeout=30)
-                opened.append(connection)
-                connection.sendall(b"GET /health HTTP/1.1\r\nHost: test\r\n\r\n")
-                statuses.append(connection.recv(4096).split(b"\r\n", 1)[0])
-            # README: past four times as many open connections (idle ones too) as --max-connections, uvicorn refuses.
-            assert statuses == [b"HTTP/1.1 200 OK"] * 4 + [b"HTTP/1.1 503 Service Unavailable"]
-        finally:
-            for connection in opened:
-                connection.close()
-            server.should_exit = True
-            thread.join(30)
+
+    def close_them():
+        for connection in opened:
+            connection.close()
+
+    with _running(server, before_stop=close_them) as port:
+        statuses = []
+        for _ in range(5):  # each kept open, idle after its answer, as a keep-alive client leaves it
+            connection = socket.create_connection(("127.0.0.1", port), timeout=30)
+            opened.append(connection)
+            connection.sendall(b"GET /health HTTP/1.1\r\nHost: test\r\n\r\n")
+            statuses.append(connection.recv(4096).split(b"\r\n", 1)[0])
+        # README: past four times as many open connections (idle ones too) as --max-connections, uvicorn refuses.
+        assert statuses == [b"HTTP/1.1 200 OK"] * 4 + [b"HTTP/1.1 503 Service Unavailable"]
 
 
 def test_model_says_a_run_reads_each_text_from_several_columns_joined(tmp_path):
@@ -628,38 +670,26 @@ def test_bodies_that_stall_hold_their_places_until_answered_408(local):
 
 
 def test_a_stalled_body_is_answered_408_over_http_and_its_connection_closed(local):
-    import threading
-
     import uvicorn
 
     from attnclf.serve.app import ServeLimits, _uvicorn_options, create_app
 
     limits = ServeLimits(max_connections=1, max_body_seconds=1)
     server = uvicorn.Server(uvicorn.Config(create_app(local, limits), **_uvicorn_options(limits)))
-    with socket.socket() as listener:
-        listener.bind(("127.0.0.1", 0))
-        listener.listen(16)
-        port = listener.getsockname()[1]
-        thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]})
-        thread.start()
-        try:
-            with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as client, \
-                    socket.create_connection(("127.0.0.1", port), timeout=30) as stalled:
-                assert client.post("/predict", json={"text": "good"}).status_code == 200  # (started)
-                stalled.sendall(b"POST /predict HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                                b"Content-Length: 100\r\n\r\n{\"te")
-                answer = b""
-                while chunk := stalled.recv(4096):  # the server answers, then closes
-                    answer += chunk
-                head, _, body = answer.partition(b"\r\n\r\n")
-                assert head.startswith(b"HTTP/1.1 408 ") and b"\r\nconnection: close\r\n" in head.lower()
-                assert json.loads(body) == {"detail": "request body not received within 1 s (4 bytes came); "
-                                                      "the limit is 1 s"}
-                # (the place is given back before the connection closes: the one place is free)
-                assert client.post("/predict", json={"text": "good"}).status_code == 200
-        finally:
-            server.should_exit = True
-            thread.join(30)
+    with _running(server) as port, httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as client, \
+            socket.create_connection(("127.0.0.1", port), timeout=30) as stalled:
+        assert client.post("/predict", json={"text": "good"}).status_code == 200  # (started)
+        stalled.sendall(b"POST /predict HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                        b"Content-Length: 100\r\n\r\n{\"te")
+        answer = b""
+        while chunk := stalled.recv(4096):  # the server answers, then closes
+            answer += chunk
+        head, _, body = answer.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 408 ") and b"\r\nconnection: close\r\n" in head.lower()
+        assert json.loads(body) == {"detail": "request body not received within 1 s (4 bytes came); "
+                                              "the limit is 1 s"}
+        # (the place is given back before the connection closes: the one place is free)
+        assert client.post("/predict", json={"text": "good"}).status_code == 200
 
 
 def test_a_body_in_hand_when_the_deadline_passes_is_read_not_refused(local):

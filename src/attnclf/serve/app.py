@@ -14,8 +14,8 @@ What it accepts is bounded (``ServeLimits``): body bytes and the seconds the bod
 may take, texts per request, characters per text, requests in flight. A request over a limit gets a
 413 naming the limit; one past the requests in flight a 503 at once, with
 Retry-After; a body that has not arrived in time a 408; malformed JSON a 400; a body of the wrong shape a 422;
-each with a one-line ``detail``. Requests that arrive while a batch runs are
-batched together for the next one (``Batcher``).
+one still running when a stop has waited ``GRACEFUL_STOP_SECONDS`` for it a 503 with Retry-After; each with a
+one-line ``detail``. Requests that arrive while a batch runs are batched together for the next one (``Batcher``).
 
 >>> # from attnclf import Classifier
 >>> # app = create_app(Classifier.load("runs/demo"), ServeLimits(max_batch=32))
@@ -56,6 +56,10 @@ from ..rundir import refuse_multi_label
 
 SERVER_BATCH_TEXTS = 256  # texts run together at most, across requests
 RETRY_AFTER_SECONDS = 1  # a 503 for too many requests in flight says this: /predict's batches take milliseconds
+GRACEFUL_STOP_SECONDS = 5  # a stop (Ctrl-C, SIGTERM) waits this long for requests in flight, then cuts them off
+# What a request the stop cut off is answered, a 503 with Retry-After (``AnswerCutOffRequests``)
+STOPPED = ("the server is stopping: this request was cut off unfinished; retry it (here once the server is back, "
+           "or on another)")
 NO_EXPLANATIONS = ("this service runs the exported ONNX graph, which gives no explanations: `attnclf serve RUN_DIR` "
                    "(the PyTorch backend) explains")
 
@@ -158,7 +162,7 @@ def _error_responses(statuses: dict[int, str]) -> dict:
     return {status: {"model": ErrorOut, "description": text} for status, text in statuses.items()}
 
 
-_BUSY = "too many requests in flight: retry after the Retry-After header's seconds"
+_BUSY = "too many requests in flight, or the server stopping: retry after the Retry-After header's seconds"
 _BODY_ERRORS = {  # (the errors of a route that reads a JSON body)
     400: "the body is not JSON the server can read",
     408: "the body did not arrive within the limit's seconds",
@@ -350,6 +354,38 @@ class InFlightLimit:
             self.in_flight -= 1
 
 
+class AnswerCutOffRequests:
+    """ASGI middleware: a request still running when a stop (Ctrl-C, SIGTERM) has waited out uvicorn's graceful
+    seconds is cancelled, and uvicorn would answer it a plain-text 500 and log the cancellation as the app's
+    traceback. The request was sound and the server went away under it: it is answered a JSON 503 with Retry-After,
+    which a client or a load balancer knows to retry.
+
+    >>> # app.add_middleware(AnswerCutOffRequests)   # outermost, as create_app adds it
+    """
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        started = False
+
+        async def watched(message):
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watched)
+        except asyncio.CancelledError:
+            if started:  # (half an answer cannot be taken back: uvicorn closes the connection)
+                raise
+            # Not raised on: this task ends here, and nothing awaits it but the server that cancelled it.
+            await JSONResponse({"detail": STOPPED}, 503, headers={"Retry-After": str(RETRY_AFTER_SECONDS),
+                                                                  "Connection": "close"})(scope, receive, send)
+
+
 class JsonBodies:
     """ASGI middleware for the routes that take a JSON body: one sent as anything else (curl -d sends a form)
     is answered 415, naming the Content-Type to send, instead of a validation error about a body that looks
@@ -470,8 +506,9 @@ def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
                               f"PyTorch service does; {NO_EXPLANATIONS}.")
     app.add_middleware(JsonBodies, paths={"/predict", "/explain"})
     app.add_middleware(BodyLimit, max_bytes=limits.max_body_bytes, max_seconds=limits.max_body_seconds)
-    # Outermost (added last): a request holds its slot while its body is still arriving, too.
+    # Outside the body's bound (added after it): a request holds its slot while its body is still arriving, too.
     app.add_middleware(InFlightLimit, limit=limits.max_connections, exempt={"/health"})
+    app.add_middleware(AnswerCutOffRequests)  # (outermost: whatever was running when the stop cut it off)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError):
@@ -676,7 +713,7 @@ def _uvicorn_options(limits: ServeLimits) -> dict:
     # (256 by default, within the usual 1,024 file descriptors). uvicorn counts the connection asking among those
     # open: at its limit N it serves N - 1, hence the + 1.
     return {"limit_concurrency": 4 * limits.max_connections + 1, "access_log": False, "log_level": "warning",
-            "timeout_graceful_shutdown": 5}
+            "timeout_graceful_shutdown": GRACEFUL_STOP_SECONDS}
 
 
 def _listenable_port(host: str, port: int) -> int:
