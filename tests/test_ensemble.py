@@ -281,6 +281,9 @@ def test_a_seeds_folder_is_served_and_refuses_explanations(tmp_path):
             dict(zip(ensemble.label_names, ensemble.predict_proba(["a wonderful film"])[0])))
         refused = client.post("/explain", json={"texts": ["a wonderful film"], "method": "attention"})
         assert refused.status_code == 400 and "use one member" in refused.json()["detail"]
+        # Out of the schema and /docs, as with the ONNX backend: its fields would promise what it refuses.
+        assert "/explain" not in client.get("/openapi.json").json()["paths"]
+        assert "POST /explain" not in client.get("/docs").text
     with pytest.raises(AttnclfError, match="use one member"):
         ensemble.explain(["a wonderful film"], "attention")
 

@@ -190,6 +190,8 @@ def test_a_windowed_run_loads_predicts_and_resumes_with_its_windows(end_runs, ca
     with TestClient(create_app(clf)) as client:  # the service describes a windowed model: no explanation methods
         described = client.get("/model")
         assert described.status_code == 200 and described.json()["explain_pooling_attention"] is False
+        assert "/explain" not in client.get("/openapi.json").json()["paths"]  # (nor in /docs: it only refuses)
+        assert client.post("/explain", json={"text": "w1 good"}).status_code == 400
     for command in (["faithfulness", str(run_dir), "--examples", "2"], ["explain", str(run_dir), "w1 good"],
                     ["explain", str(run_dir), "w1 good", "--method", "attention"]):
         assert main(command + ["--device", "cpu"]) == 2

@@ -463,6 +463,14 @@ def _export_summary(classifier: OnnxClassifier) -> dict:
     }
 
 
+def _explain_methods(classifier) -> list[str]:
+    """The explanation methods a PyTorch ``classifier`` gives: none from an ``Ensemble``, whose members tokenise and
+    attend each their own way (``Ensemble.explain`` refuses)."""
+    from ..explain import available_methods
+
+    return [] if hasattr(classifier, "members") else available_methods(classifier.model)
+
+
 def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
     """The API around ``classifier``: an ``attnclf.Classifier``, an ``Ensemble`` or an ``OnnxClassifier`` (which two
     /explain refuses).
@@ -472,6 +480,9 @@ def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
     """
     refuse_multi_label(classifier.config, "attnclf serve")
     backend = backend_name(classifier)
+    # None from an ONNX graph, an ensemble (its members tokenise each their own way) or a run that reads windows:
+    # there /explain only refuses, and is left out of the schema and /docs, whose fields would promise otherwise.
+    explain_methods = _explain_methods(classifier) if backend == "torch" else []
     state: dict = {}
 
     @asynccontextmanager
@@ -501,9 +512,11 @@ def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
                   description="Attention-based text classifier. Attention weights show where the pooling layer "
                               "looked, not why the model decided: /explain scores tokens by occlusion unless asked "
                               "otherwise, with those weights beside, and offers gradient attributions too, whose "
-                              "faithfulness `attnclf faithfulness` measures." if backend == "torch" else
+                              "faithfulness `attnclf faithfulness` measures." if explain_methods else
                               f"Attention-based text classifier on onnxruntime ({backend}): /predict answers as the "
-                              f"PyTorch service does; {NO_EXPLANATIONS}.")
+                              f"PyTorch service does; {NO_EXPLANATIONS}." if backend != "torch" else
+                              "Attention-based text classifier: /predict answers; /explain does not for this model "
+                              "(an ensemble: explain one of its members; a run that reads windows: not yet).")
     app.add_middleware(JsonBodies, paths={"/predict", "/explain"})
     app.add_middleware(BodyLimit, max_bytes=limits.max_body_bytes, max_seconds=limits.max_body_seconds)
     # Outside the body's bound (added after it): a request holds its slot while its body is still arriving, too.
@@ -540,7 +553,7 @@ def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
         ]}
 
     # Out of the schema (and /docs) where it can only refuse: its request fields would promise what it refuses.
-    @app.post("/explain", include_in_schema=backend == "torch", responses=_error_responses(_BODY_ERRORS | {
+    @app.post("/explain", include_in_schema=bool(explain_methods), responses=_error_responses(_BODY_ERRORS | {
         400: f"{_BODY_ERRORS[400]}, or an unknown method or target, or one this model cannot give (see GET /model)"}))
     async def explain(request: ExplainRequest):
         """Per-token scores by ``method``, with what a score means; see GET /model for the methods available."""
@@ -569,13 +582,10 @@ def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
         """What is being served."""
         if backend != "torch":
             return {"backend": backend, **_export_summary(classifier), "limits": asdict(limits)}
-        from ..explain import available_methods
         from ..explain.methods import DEFAULT_METHOD
 
         config = classifier.config  # an ensemble's: its first member's
-        ensemble = hasattr(classifier, "members")
-        members = classifier.members if ensemble else [classifier]
-        methods = [] if ensemble else available_methods(classifier.model)
+        members = classifier.members if hasattr(classifier, "members") else [classifier]
         return {
             "backend": backend,
             "labels": classifier.label_names,
@@ -599,10 +609,10 @@ def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
             if (refit := config["settings"].get("refit_of")) else None,
             # `attnclf calibrate`'s temperature, each member's (1: the probabilities as trained).
             "temperatures": [member.temperature for member in members],
-            "explain_methods": methods,
-            "explain_default": DEFAULT_METHOD if methods else None,
+            "explain_methods": explain_methods,
+            "explain_default": DEFAULT_METHOD if explain_methods else None,
             # Whether /explain answers by any method but attention carry the pooling weights beside their scores.
-            "explain_pooling_attention": "attention" in methods,
+            "explain_pooling_attention": "attention" in explain_methods,
             "limits": asdict(limits),
         }
 
