@@ -607,6 +607,10 @@ def _predict(args: argparse.Namespace) -> int:
 
 
 PREDICT_CHUNK = 4096
+# predict's and explain's --file. A plain file's blank lines are skipped, so its answers can be fewer than its lines:
+# each answer carries its text. A data file's empty row is answered.
+TEXTS_FILE_HELP = ("a UTF-8 file with one text per line (blank lines skipped), or a CSV / TSV / JSONL / Parquet file "
+                   "whose --text-column holds them (an empty row answered too)")
 
 
 def _refuse_ensemble(run_dir: str) -> None:
@@ -1129,8 +1133,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("predict", help="label texts (arguments, --file, or stdin); JSON lines out")
     p.add_argument("run_dir")
     p.add_argument("texts", nargs="*")
-    p.add_argument("--file", help="a UTF-8 file with one text per line, or a CSV / TSV / JSONL / Parquet file whose "
-                                  "--text-column holds them")
+    p.add_argument("--file", help=TEXTS_FILE_HELP)
     _add_text_column_arg(p, "with a data --file (default: the column the run trained from)")
     p.add_argument("--attention", action="store_true", help="include tokens and pooling attention")
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"])
@@ -1154,8 +1157,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("explain", help="per-token explanations of predictions (terminal, JSON or HTML)")
     p.add_argument("run_dir")
     p.add_argument("texts", nargs="*")
-    p.add_argument("--file", help="a UTF-8 file with one text per line, or a CSV / TSV / JSONL / Parquet file whose "
-                                  "--text-column holds them")
+    p.add_argument("--file", help=TEXTS_FILE_HELP)
     _add_text_column_arg(p, "with a data --file (default: the column the run trained from)")
     p.add_argument("--method",
                    help="attention, rollout, grad-input, integrated-gradients, occlusion; several comma-separated, "
