@@ -87,6 +87,21 @@ def weight(value, name: str) -> float:
     return number
 
 
+def set_value(text: str):
+    """What ``--set KEY=VALUE`` (and ``ablate --sweep``) makes of a VALUE typed: a whole number, a decimal, a bool
+    (``true``/``false``, any case), else the text as it is.
+
+    >>> set_value("4"), set_value("0.3"), set_value("True"), set_value("learned")
+    (4, 0.3, True, 'learned')
+    """
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    return {"true": True, "false": False}.get(text.lower(), text)
+
+
 def check_threads(threads, named: Callable[[str], str] = by_field) -> int | None:
     """``threads`` (None: the runtime's own choice) as an ``int`` of at least 1, or one line saying what is wrong
     (torch's and onnxruntime's own errors name their internals), naming it as ``named`` spells it (the command line:

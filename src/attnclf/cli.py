@@ -18,7 +18,7 @@ from dataclasses import fields, replace
 from pathlib import Path
 
 from . import __version__
-from .checks import BACKENDS, check_seed, check_threads
+from .checks import BACKENDS, check_seed, check_threads, set_value
 from .errors import AttnclfError, is_out_of_memory
 from .rundir import check_output_folder, is_resumable, kept_earlier_models, member_folders, read_config
 
@@ -42,22 +42,13 @@ def command(name: str, threads: bool = False):
     return register
 
 
-def _parse_value(text: str):
-    for cast in (int, float):
-        try:
-            return cast(text)
-        except ValueError:
-            pass
-    return {"true": True, "false": False}.get(text.lower(), text)
-
-
 def _parse_overrides(pairs: list[str]) -> dict:
     overrides = {}
     for pair in pairs or []:
         key, sep, value = pair.partition("=")
         if not sep or not key:
             raise AttnclfError(f"--set expects key=value, got {pair!r}")
-        overrides[key.replace("-", "_")] = _parse_value(value)
+        overrides[key.replace("-", "_")] = set_value(value)
     return overrides
 
 
@@ -911,7 +902,7 @@ def cmd_ablate(args: argparse.Namespace) -> int:
             key, sep, values = sweep.partition("=")
             if not sep or not key or not _comma_list(values):
                 raise AttnclfError(f"--sweep expects FIELD=VALUE1,VALUE2,..., got {sweep!r}")
-            axes[key.replace("-", "_")] = [_parse_value(v) for v in _comma_list(values)]
+            axes[key.replace("-", "_")] = [set_value(v) for v in _comma_list(values)]
         result = ablate(setup, output, model=args.model or "self-attn", axes=axes, quick=args.quick, log=log)
     print(result.markdown)
     print(f"written to {output}: {', '.join(f.name for f in result.files)}")

@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Callable, Sequence
 
+from ..checks import set_value
 from ..errors import AttnclfError, RunDirError
 from ..models import MODELS, build_model
 from ..recipes import earlier_file_recipes
@@ -30,7 +31,7 @@ from ..rundir import atomic_write_json, is_resumable, read_json, read_jsonl
 from ..text.cleaning import CleaningConfig
 from ..training.device import torch_threads
 from ..training.run import each_warning_once, train_run
-from ..training.run_data import _is_number, held_out_fingerprint, load_data, texts_fingerprint
+from ..training.run_data import held_out_fingerprint, load_data, texts_fingerprint
 from ..training.settings import DataSettings, RunSettings, resume_settings, settings_for
 
 Log = Callable[[str], None]
@@ -228,14 +229,13 @@ def check_same_settings(run_dir: Path, settings: RunSettings,
 
 def _typed_as(differences) -> str | None:
     """The flags that give a cell's side of ``differences`` (model and tokenizer settings: what an edition of the file
-    recipe sets), or None where one cannot be typed so (a value --set would read otherwise)."""
+    recipe sets), or None where one cannot be typed so: a value that typed reads back as another (``set_value``:
+    the text "1" as a number, "true" as a bool; None or a list as text)."""
     flags = []
     for key, theirs, _ in differences:
         section, _, name = key.partition(".")
-        if section not in ("model_config", "tokenizer") or not isinstance(theirs, (bool, int, float, str)):
+        if section not in ("model_config", "tokenizer") or set_value(str(theirs)) != theirs:
             return None
-        if isinstance(theirs, str) and (_is_number(theirs) or theirs.lower() in ("true", "false")):
-            return None  # (--set would read "1" as a number, "true" as a bool)
         if section == "model_config":
             flags.append(f"--set {shlex.quote(f'{name}={theirs}')}")
         else:  # (the tokenizer's kind is --tokenizer; its other fields are their own flags)
