@@ -903,7 +903,6 @@ def test_load_files_test_uses_training_labels(tmp_path):
         load_files(train, test)
 
 
-
 @pytest.mark.parametrize("train_labels, test_label, spelt", [
     # pandas writes a column of whole numbers with a gap in it as decimals (1.0), to CSV and Parquet alike
     (("0", "1"), "1.0", "'1'"), (("0.0", "1.0"), "1", "'1.0'"), (("-1", "1"), "+1", "'1'"),
@@ -1026,7 +1025,6 @@ def test_bad_user_files_are_one_line_errors(tmp_path, name, content, columns, me
     assert "\n" not in str(err.value)
 
 
-
 def test_a_utf16_file_of_texts_is_named_utf16(tmp_path):
     # Notepad's "Unicode" and Windows PowerShell's `Get-Content reviews | Out-File texts.txt` write UTF-16 LE
     from attnclf.data.files import read_texts
@@ -1052,6 +1050,7 @@ def test_a_utf16_file_of_texts_is_named_utf16(tmp_path):
 def test_a_quote_after_a_space_is_named_not_read_into_a_label(tmp_path, content, message):
     with pytest.raises(DataError, match=message):
         load_file(_write(tmp_path / "q.csv", content))
+
 
 LONG = "x" * 5000  # a cell, a header or a label far longer than a message should repeat
 

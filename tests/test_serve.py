@@ -6,8 +6,8 @@ import shutil
 import socket
 import subprocess
 import sys
-import time
 import threading
+import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -358,6 +358,7 @@ def test_a_request_stopping_cuts_off_is_answered_a_json_503_not_a_500_and_logs_n
     """Ctrl-C or SIGTERM while an occlusion runs: uvicorn cancels what its graceful shutdown could not finish. The
     client must get an answer it can act on (retry elsewhere), and the log one line, not an ASGI traceback."""
     import logging
+
     import uvicorn
 
     from attnclf.serve.app import ServeLimits, _uvicorn_options, create_app

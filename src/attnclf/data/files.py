@@ -159,12 +159,6 @@ def _missing_column(path: Path, column: str, columns: list[str], role: str) -> D
                      f"{hint}")
 
 
-# A quote opens a quoted field only as the field's first character: after a space (a hand-typed "a", "b") it and its
-# closing quote are part of the value, which made a label '"pos"' a class of its own
-QUOTED_AFTER_SPACE = "has a space before its opening quote, which CSV reads as part of the value, quotes and all: " \
-                     "remove the space after the "
-
-
 def _quoted_after_space(field: str) -> bool:
     """Whether a CSV field, read, is spaces and then a quote: a quoted value typed after a separator and a space.
 
@@ -172,6 +166,18 @@ def _quoted_after_space(field: str) -> bool:
     (True, False, False)
     """
     return field[:1].isspace() and field.lstrip().startswith('"')
+
+
+def _space_before_quote(separator: str) -> str:
+    """What to say of such a field in a file separated by ``separator`` ("a comma", "a tab"). A quote opens a quoted
+    field only as the field's first character: after a space (a hand-typed "a", "b") it and its closing quote are part
+    of the value, which made a label '"pos"' a class of its own.
+
+    >>> _space_before_quote("a tab").endswith(": remove the space after the tab")
+    True
+    """
+    return (f"has a space before its opening quote, which CSV reads as part of the value, quotes and all: remove the "
+            f"space after the {separator.removeprefix('a ')}")
 
 
 def _csv_rows(path: Path, delimiter: str, text_columns: tuple[str, ...], label_column: str | None) -> Iterator[Row]:
@@ -201,11 +207,11 @@ def _csv_rows(path: Path, delimiter: str, text_columns: tuple[str, ...], label_c
                         f"{path}, line {start}: {len(row)} fields but the header has {len(header)}; "
                         f"quote fields that contain {separator} or a quote"
                         + ("" if spaced is None else f" (field {spaced + 1}, {shown(row[spaced], most=10)}, "
-                                                     f"{QUOTED_AFTER_SPACE}{separator.split()[1]})")
+                                                     f"{_space_before_quote(separator)})")
                     )
                 if label_at is not None and _quoted_after_space(row[label_at]):
                     raise DataError(f"{path}, line {start}: label {shown(row[label_at])} in column {label_column!r} "
-                                    f"{QUOTED_AFTER_SPACE}{separator.split()[1]}")
+                                    f"{_space_before_quote(separator)}")
                 yield f"line {start}", tuple(row[at] for at in text_at), None if label_at is None else row[label_at]
             start = reader.line_num + 1
     except csv.Error as exc:

@@ -109,9 +109,8 @@ def describe_budget(setup, records: list[dict]) -> str:
     if not neural:
         return f"seeds {', '.join(map(str, setup.seeds))}."
     # (a file's self-attn starts from its own recipe, which the settings shared by every cell do not hold)
-    recipe = file_recipe(multi_label=setup.data.multi_label) if setup.data.dataset is None else {}
-    if not any(r.get("model") == "self-attn" for r in neural):
-        recipe = {}
+    self_attn = any(r.get("model") == "self-attn" for r in neural)
+    recipe = file_recipe(multi_label=setup.data.multi_label) if self_attn and setup.data.dataset is None else {}
     recipe_model = {k: v for k, v in recipe.get("model_config", {}).items() if k not in setup.model_config}
     recipe_tokens = {k: v for k, v in recipe.get("tokenizer", {}).items() if k not in setup.tokenizer}
     # The shared figures (tokens per text among them) from a cell the file recipe did not build, where there is one

@@ -471,6 +471,19 @@ def _explain_methods(classifier) -> list[str]:
     return [] if hasattr(classifier, "members") else available_methods(classifier.model)
 
 
+def _description(backend: str, explains: bool) -> str:
+    """What /docs says of the service: of /explain where it ``explains``, else why it does not."""
+    if explains:
+        return ("Attention-based text classifier. Attention weights show where the pooling layer looked, not why the "
+                "model decided: /explain scores tokens by occlusion unless asked otherwise, with those weights beside, "
+                "and offers gradient attributions too, whose faithfulness `attnclf faithfulness` measures.")
+    if backend != "torch":
+        return (f"Attention-based text classifier on onnxruntime ({backend}): /predict answers as the PyTorch service "
+                f"does; {NO_EXPLANATIONS}.")
+    return ("Attention-based text classifier: /predict answers; /explain does not for this model (an ensemble: explain "
+            "one of its members; a run that reads windows: not yet).")
+
+
 def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
     """The API around ``classifier``: an ``attnclf.Classifier``, an ``Ensemble`` or an ``OnnxClassifier`` (which two
     /explain refuses).
@@ -480,7 +493,7 @@ def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
     """
     refuse_multi_label(classifier.config, "attnclf serve")
     backend = backend_name(classifier)
-    # None from an ONNX graph, an ensemble (its members tokenise each their own way) or a run that reads windows:
+    # No methods from an ONNX graph, an ensemble (its members tokenise each their own way) or a run that reads windows:
     # there /explain only refuses, and is left out of the schema and /docs, whose fields would promise otherwise.
     explain_methods = _explain_methods(classifier) if backend == "torch" else []
     state: dict = {}
@@ -509,14 +522,7 @@ def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
     # FastAPI's own /docs and /redoc pages load their scripts from a CDN: a browser opening them reaches the
     # internet (or shows nothing offline). /docs is served from this process instead.
     app = FastAPI(title="attnclf", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None,
-                  description="Attention-based text classifier. Attention weights show where the pooling layer "
-                              "looked, not why the model decided: /explain scores tokens by occlusion unless asked "
-                              "otherwise, with those weights beside, and offers gradient attributions too, whose "
-                              "faithfulness `attnclf faithfulness` measures." if explain_methods else
-                              f"Attention-based text classifier on onnxruntime ({backend}): /predict answers as the "
-                              f"PyTorch service does; {NO_EXPLANATIONS}." if backend != "torch" else
-                              "Attention-based text classifier: /predict answers; /explain does not for this model "
-                              "(an ensemble: explain one of its members; a run that reads windows: not yet).")
+                  description=_description(backend, bool(explain_methods)))
     app.add_middleware(JsonBodies, paths={"/predict", "/explain"})
     app.add_middleware(BodyLimit, max_bytes=limits.max_body_bytes, max_seconds=limits.max_body_seconds)
     # Outside the body's bound (added after it): a request holds its slot while its body is still arriving, too.
