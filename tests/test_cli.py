@@ -256,6 +256,54 @@ def test_predict_attention_is_per_token(demo_run, capsys):
     assert len(record["attention"]) == 5 and sum(record["attention"]) == pytest.approx(1, abs=1e-5)
 
 
+def test_predict_counts_the_tokens_the_model_does_not_know_and_notes_a_text_past_a_quarter_of_them(demo_run, capsys):
+    # `predict runs/demo "the movie was awesome and amazing"` answered "negative (0.999)" on three words the model had
+    # never seen (<unk>) of six, and said nothing unless --attention listed the tokens.
+    assert main(["predict", str(demo_run), "the plot was awesome and amazing", "the plot was not good",
+                 "--attention"]) == 0
+    out, err = capsys.readouterr()
+    unknown, known = [json.loads(line) for line in out.splitlines()]
+    assert unknown["tokens"] == ["the", "plot", "was", "<unk>", "<unk>", "<unk>"]
+    assert (unknown["unknown_tokens"], unknown["tokens_read"]) == (3, 6)
+    assert (known["unknown_tokens"], known["tokens_read"]) == (0, 5)
+    assert err == ("note: 'the plot was awesome and amazing': 3 of the 6 tokens the model read are unknown to it "
+                   "(<unk>): its answer rests on the other 3\n")
+    # One in five is no note (most real texts hold a name or a typo the vocabulary lacks); the counts are there.
+    assert main(["predict", str(demo_run), "the plot was not zorbly"]) == 0
+    out, err = capsys.readouterr()
+    assert (json.loads(out)["unknown_tokens"], json.loads(out)["tokens_read"]) == (1, 5) and err == ""
+
+
+def test_predict_notes_the_first_few_texts_past_the_share_of_unknown_tokens_then_counts_the_rest(demo_run, tmp_path,
+                                                                                                   capsys):
+    from attnclf.prediction import NOTED_TEXTS
+
+    texts = tmp_path / "texts.txt"  # a file of thousands of such texts must not bury the answers in notes
+    texts.write_text("".join(f"zorbly blorft {i}\n" for i in range(NOTED_TEXTS + 3)) + "the plot was good\n",
+                     encoding="utf-8")
+    assert main(["predict", str(demo_run), "--file", str(texts)]) == 0
+    out, err = capsys.readouterr()
+    assert len(out.splitlines()) == NOTED_TEXTS + 4
+    notes = err.splitlines()
+    assert notes[:NOTED_TEXTS] == [f"note: 'zorbly blorft {i}': all 3 tokens the model read are unknown to it (<unk>): "
+                                   f"its answer rests on none of the text's words" for i in range(NOTED_TEXTS)]
+    assert notes[NOTED_TEXTS:] == ["note: and 3 more texts past a quarter of their tokens unknown: "
+                                   "see each answer's unknown_tokens and tokens_read"]
+
+
+def test_explain_notes_a_text_whose_tokens_the_model_mostly_does_not_know(demo_run, capsys):
+    argv = ["explain", str(demo_run), "the plot was awesome and amazing", "the plot was not good", "--method",
+            "attention"]
+    assert main([*argv, "--color", "never"]) == 0
+    unknown, known = capsys.readouterr().out.split("\n\n")
+    assert unknown.splitlines()[1] == ("  note: 3 of the 6 tokens the model read are unknown to it (<unk>): its answer "
+                                       "rests on the other 3")
+    assert "note" not in known
+    assert main([*argv, "--format", "json"]) == 0
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [record["unknown_tokens"] for record in records] == [3, 0]
+
+
 def test_a_run_too_large_to_load_here_is_told_where_to_go_not_to_lower_what_its_training_fixed(demo_run, capsys,
                                                                                                 monkeypatch):
     from attnclf.models import memory
@@ -1143,7 +1191,7 @@ def test_explain_target_is_a_class_name_and_its_error_offers_names_only(csv_run,
 
 def test_predict_into_a_pipe_closed_early_ends_quietly(csv_run, tmp_path):
     texts = tmp_path / "many.txt"
-    texts.write_text("".join(f"a wonderful film number {i}\n" for i in range(5000)))
+    texts.write_text("a wonderful story\n" * 5000)  # (words the run knows: no note of unknown ones on stderr)
     process = subprocess.Popen([sys.executable, "-m", "attnclf", "predict", str(csv_run), "--file", str(texts),
                                 "--threads", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     first = process.stdout.readline()  # like `| head -1`: read one line, then hang up

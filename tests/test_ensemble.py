@@ -35,6 +35,18 @@ def test_ensemble_averages_its_members(demo_run, second_run):
     assert [p.confidence for p in predictions] == pytest.approx(expected.max(axis=1).tolist())
 
 
+def test_an_ensemble_counts_the_unknown_tokens_of_the_member_that_knows_the_fewest(demo_run, second_run):
+    first, second = Classifier.load(demo_run, device="cpu"), Classifier.load(second_run, device="cpu")
+    text = ["the plot was awesome and amazing"]
+    assert (first.predict(text)[0].unknown_tokens, first.predict(text)[0].tokens_read) == (3, 6)
+    # The second reads "the plot was <unk>": a quarter unknown, where the first reads half.
+    second.tokenizer.config.max_len, second.tokenizer.config.truncation = 4, "head"
+    assert (second.predict(text)[0].unknown_tokens, second.predict(text)[0].tokens_read) == (1, 4)
+    for members in ([first, second], [second, first]):
+        prediction = Ensemble(members).predict(text)[0]
+        assert (prediction.unknown_tokens, prediction.tokens_read, prediction.tokens) == (3, 6, [])
+
+
 def test_ensemble_refuses_runs_with_other_labels(demo_run):
     member = Classifier.load(demo_run, device="cpu")
     other = Classifier(member.model, member.tokenizer, list(reversed(member.label_names)), member.device)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import html
 import io
 import json
 import math
@@ -396,6 +397,17 @@ def test_the_terminal_says_how_to_read_the_self_attention_heads_it_lists():
                          "on average (0: each token at itself, 1: at its neighbours); a->b: b is the token a attends "
                          "to most")
     assert lines[legend + 1] == "  layer 1 head 1: mean distance 1.00; a->b b->a"
+
+
+def test_the_terminal_the_page_and_json_say_how_many_tokens_the_model_does_not_know():
+    e = explanation(tokens=("not", "<unk>"))
+    assert "note:" not in render_terminal([e], color=False) + render_html([e])  # not counted, as by hand: no note
+    assert "unknown_tokens" not in json.loads(render_json([e]))
+    e.unknown_tokens = 1
+    note = "note: 1 of the 2 tokens the model read is unknown to it (<unk>): its answer rests on the other 1"
+    assert render_terminal([e], color=False).splitlines()[1] == f"  {note}"
+    assert f'<p class="note">{html.escape(note)}</p>' in render_html([e])
+    assert json.loads(render_json([e]))["unknown_tokens"] == 1
 
 
 def test_colours_say_for_and_against():

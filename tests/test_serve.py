@@ -130,6 +130,16 @@ def test_predict_one_text_or_a_batch_gives_the_library_s_answer(server, local):
         np.testing.assert_allclose([answer["probabilities"][n] for n in local.label_names], row, atol=1e-6)
 
 
+def test_predict_counts_the_tokens_the_model_does_not_know_as_the_library_does(server, local):
+    texts = ["the plot was awesome and amazing", "the plot was not good"]
+    answers = server.post("/predict", json={"texts": texts}).json()["predictions"]
+    assert [(a["unknown_tokens"], a["tokens_read"]) for a in answers] == [(3, 6), (0, 5)]
+    assert [(p.unknown_tokens, p.tokens_read) for p in local.predict(texts)] == [(3, 6), (0, 5)]
+    bare = local.predict(texts, tokens=False)  # what /predict asks for: the counts without the token strings
+    assert [(p.unknown_tokens, p.tokens, p.attention) for p in bare] == [(3, [], None), (0, [], None)]
+    assert [p.probabilities for p in bare] == [p.probabilities for p in local.predict(texts)]
+
+
 def test_explain_delegates_to_the_classifier(server, local):
     answer = server.post("/explain", json={"texts": ["not good"], "method": "attention"}).json()["explanations"][0]
     assert answer["tokens"] == ["not", "good"] and answer["method"] == "attention"
@@ -319,10 +329,10 @@ def test_past_the_limit_a_request_gets_a_json_503_with_retry_after_at_once_and_h
         def __getattr__(self, name):
             return getattr(local, name)
 
-        def predict_proba(self, texts):
+        def predict(self, texts, **options):
             arrived.set()
             release.wait(30)
-            return local.predict_proba(texts)
+            return local.predict(texts, **options)
 
     server = uvicorn.Server(uvicorn.Config(create_app(Held(), ServeLimits(max_connections=limit)),
                                            **_uvicorn_options(ServeLimits(max_connections=limit))))

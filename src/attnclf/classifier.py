@@ -19,7 +19,7 @@ from .errors import AttnclfError, RunDirError
 from .evaluation.predict import DEFAULT_THRESHOLD, output_probabilities
 from .models import model_from_config
 from .models.windows import window_config, windowed
-from .prediction import LabelSetPrediction, Prediction, check_texts
+from .prediction import LabelSetPrediction, Prediction, check_texts, token_counts
 from .rundir import (ENSEMBLE_FILE, TEMPERATURE_FILE, THRESHOLDS_FILE, check_label_names, check_run_dir,
                      is_multi_label, load_weights, read_config, read_json)
 from .text.batching import EVAL_MAX_TOKENS
@@ -127,21 +127,27 @@ class Classifier:
         """
         return self._run(texts, logits=True)[0]
 
-    def predict(self, texts: Sequence[str]) -> list[Prediction] | list[LabelSetPrediction]:
-        """Label, confidence, probabilities, tokens and pooling attention per text.
+    def predict(self, texts: Sequence[str], tokens: bool = True) -> list[Prediction] | list[LabelSetPrediction]:
+        """Label, confidence, probabilities, tokens, pooling attention and how many of its tokens the model does not
+        know (``unknown_tokens`` of ``tokens_read``) per text; ``tokens=False`` leaves out the tokens and attention,
+        for a caller that shows neither (``attnclf serve``'s /predict).
 
         A multi-label run returns a ``LabelSetPrediction`` per text instead:
         its ``labels`` (a list, possibly empty) in place of label and confidence.
 
         >>> # [p.label for p in clf.predict(["great film", "dull film"])]
         >>> # [p.labels for p in topics_clf.predict(["the coach praised the album"])]  # [['sports', 'music']]
+        >>> # clf.predict(["the movie was awesome"], tokens=False)[0].unknown_tokens  # 1 of tokens_read 4
         """
         probabilities, ids, attention = self._run(texts)
-        tokens = [self.tokenizer.token_strings(row) for row in ids]
+        counts = [token_counts(row) for row in ids]
+        strings = [self.tokenizer.token_strings(row) if tokens else [] for row in ids]
+        attention = attention if tokens else [None] * len(ids)
         if self.multi_label:
-            return [LabelSetPrediction.from_scores(p, self.thresholds, self.label_names, t, a)
-                    for p, t, a in zip(probabilities, tokens, attention)]
-        return [Prediction.from_scores(p, self.label_names, t, a) for p, t, a in zip(probabilities, tokens, attention)]
+            return [LabelSetPrediction.from_scores(p, self.thresholds, self.label_names, t, a, c)
+                    for p, t, a, c in zip(probabilities, strings, attention, counts)]
+        return [Prediction.from_scores(p, self.label_names, t, a, c)
+                for p, t, a, c in zip(probabilities, strings, attention, counts)]
 
     def explain(self, texts: Sequence[str], method: str | None = None, **options) -> list:
         """Per-token scores of each prediction by ``method``: one ``attnclf.explain.Explanation`` per text.

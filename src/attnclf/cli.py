@@ -19,7 +19,7 @@ from pathlib import Path
 
 from . import __version__
 from .checks import BACKENDS, check_seed, check_threads, set_value
-from .errors import AttnclfError, is_out_of_memory
+from .errors import AttnclfError, is_out_of_memory, shown
 from .rundir import check_output_folder, is_resumable, kept_earlier_models, member_folders, read_config
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {}
@@ -579,6 +579,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
 def _predict(args: argparse.Namespace) -> int:
     from .ensemble import is_ensemble_dir, load_backend
+    from .prediction import NOTED_TEXTS, unknown_tokens_note
 
     if args.attention and args.backend == "torch" and is_ensemble_dir(args.run_dir):
         raise AttnclfError(f"{args.run_dir} is an ensemble: its members attend each their own way; "
@@ -587,13 +588,21 @@ def _predict(args: argparse.Namespace) -> int:
                        threads=args.threads, named=_flag)
     _warn_if_unfinished(args.run_dir)  # (an export of a run holds its best weights so far, as the run does)
     texts = _input_texts(args, clf.config)
+    noted = 0
     for start in range(0, len(texts), PREDICT_CHUNK):  # answers flow out chunk by chunk, not all at the end
         chunk = texts[start:start + PREDICT_CHUNK]
-        for text, prediction in zip(chunk, clf.predict(chunk)):
+        for text, prediction in zip(chunk, clf.predict(chunk, tokens=args.attention)):
             record = {"text": text, **prediction.to_dict()}  # blank input lines are skipped: say which text this is
             if not args.attention:
                 record.pop("tokens"), record.pop("attention")
             print(json.dumps(record, ensure_ascii=False))
+            if note := unknown_tokens_note(prediction.unknown_tokens, prediction.tokens_read):
+                noted += 1
+                if noted <= NOTED_TEXTS:  # (stderr: the answers on stdout stay JSON lines)
+                    print(f"note: {shown(text)}: {note}", file=sys.stderr)
+    if noted > NOTED_TEXTS:
+        print(f"note: and {noted - NOTED_TEXTS:,} more texts past a quarter of their tokens unknown: see each answer's "
+              f"unknown_tokens and tokens_read", file=sys.stderr)
     return 0
 
 

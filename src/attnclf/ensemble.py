@@ -25,7 +25,7 @@ import numpy as np
 
 from .checks import by_field, check_backend
 from .errors import AttnclfError
-from .prediction import Prediction
+from .prediction import Prediction, token_counts
 from .rundir import (ENSEMBLE_FILE, atomic_write_bytes, atomic_write_json, first_missing_folder, member_folders,
                      prepare_output_dir, read_json, remove_empty_folders, run_dir_list)
 
@@ -93,13 +93,19 @@ class Ensemble:
         """Refused in one line: members tokenise and attend each their own way, so explain one of them."""
         raise AttnclfError(NOT_EXPLAINED)
 
-    def predict(self, texts: Sequence[str]) -> list[Prediction]:
-        """Each text's label, confidence and probabilities under the averaged probabilities.
+    def predict(self, texts: Sequence[str], tokens: bool = True) -> list[Prediction]:
+        """Each text's label, confidence and probabilities under the averaged probabilities, and its unknown tokens
+        as the member that knows the smallest share of them reads it (``unknown_tokens`` of ``tokens_read``).
 
-        No tokens or attention: every member tokenises and attends its own way, and an average of
-        attention weights would describe no model.
+        No tokens or attention, whatever ``tokens`` (which the service passes every backend alike): every member
+        tokenises and attends its own way, and an average of attention weights would describe no model.
         """
-        return [Prediction.from_scores(row, self.label_names, [], None) for row in self.predict_proba(texts)]
+        runs = [member._run(texts) for member in self.members]  # (the probabilities predict_proba averages)
+        probabilities = np.mean([scores for scores, _, _ in runs], axis=0)
+        counts = [max((token_counts(ids[i]) for _, ids, _ in runs), key=lambda count: count[0] / count[1])
+                  for i in range(len(probabilities))]
+        return [Prediction.from_scores(row, self.label_names, [], None, count)
+                for row, count in zip(probabilities, counts)]
 
 
 def load_run(path: str | Path, device: str = "auto", bf16: bool = False) -> "Classifier | Ensemble":

@@ -10,6 +10,15 @@ import numpy as np
 
 from .errors import AttnclfError
 from .text.cleaning import unicode_problem
+from .text.tokenizer import UNK, UNK_ID
+
+# A text is noted when more than this share of the tokens the model read are <unk>. Not at any share: a vocabulary of
+# training texts lacks a word of most real texts (a name, a typo): under their recipes' tokenizers 56% of SST-2's test
+# sentences, 83% of IMDB's and 98% of 20 Newsgroups' test posts hold one, against 0.46%, 0.00% and 0.04% past a quarter
+# (BENCHMARKS.md, Unknown tokens). A note on most texts would be read on none; past a quarter, a text is off the
+# training texts' ground, and a confident answer on it rests on the words left.
+UNKNOWN_SHARE_NOTED = 0.25
+NOTED_TEXTS = 5  # such notes per command: a file of thousands of such texts gets a count of the rest, not a note each
 
 
 def shaped(values):
@@ -104,6 +113,35 @@ def joined_text_columns(config: dict) -> dict | None:
     return None
 
 
+def token_counts(ids: list[int]) -> tuple[int, int]:
+    """How many of a text's token ``ids`` are ``<unk>`` (words the vocabulary lacks, which tell the model nothing),
+    and how many it read: a prediction's ``unknown_tokens`` and ``tokens_read``.
+
+    >>> token_counts([5, UNK_ID, 7, UNK_ID])
+    (2, 4)
+    """
+    return ids.count(UNK_ID), len(ids)
+
+
+def unknown_tokens_note(unknown_tokens: int | None, tokens_read: int | None) -> str | None:
+    """What a person should know of a text more than a quarter (``UNKNOWN_SHARE_NOTED``) of whose tokens the model
+    read as ``<unk>``; None for a text under that share, or whose tokens were not counted.
+
+    >>> unknown_tokens_note(3, 6)
+    '3 of the 6 tokens the model read are unknown to it (<unk>): its answer rests on the other 3'
+    >>> unknown_tokens_note(1, 1), unknown_tokens_note(1, 5)
+    ("the one token the model read is unknown to it (<unk>): its answer rests on none of the text's words", None)
+    """
+    if unknown_tokens is None or tokens_read is None or unknown_tokens <= UNKNOWN_SHARE_NOTED * tokens_read:
+        return None
+    if unknown_tokens == tokens_read:
+        which = ("the one token the model read is" if tokens_read == 1
+                 else f"all {tokens_read} tokens the model read are")
+        return f"{which} unknown to it ({UNK}): its answer rests on none of the text's words"
+    return (f"{unknown_tokens} of the {tokens_read} tokens the model read {'is' if unknown_tokens == 1 else 'are'} "
+            f"unknown to it ({UNK}): its answer rests on the other {tokens_read - unknown_tokens}")
+
+
 @dataclass
 class Prediction:
     """One text's prediction.
@@ -111,6 +149,11 @@ class Prediction:
     ``attention`` holds the pooling layer's weight per token (aligned with
     ``tokens``): where the pooling layer looked, not why the model decided.
     It is None for models that do not pool by attention.
+
+    ``unknown_tokens`` of the ``tokens_read`` tokens the model read (after
+    truncation) are ``<unk>``: words its vocabulary lacks, which tell it
+    nothing, so a confident answer on a text of many rests on the others
+    (``unknown_tokens_note`` says so). None where they were not counted.
     """
 
     label: str
@@ -118,22 +161,28 @@ class Prediction:
     probabilities: dict[str, float]
     tokens: list[str] = field(default_factory=list)
     attention: list[float] | None = None
+    unknown_tokens: int | None = None
+    tokens_read: int | None = None
 
     @classmethod
     def from_scores(cls, probabilities: np.ndarray, label_names: list[str], tokens: list[str],
-                    attention: np.ndarray | None) -> "Prediction":
-        """The prediction of one probability row (columns in ``label_names`` order).
+                    attention: np.ndarray | None, counts: tuple[int, int] | None = None) -> "Prediction":
+        """The prediction of one probability row (columns in ``label_names`` order); ``counts``: the text's
+        ``token_counts``.
 
         >>> Prediction.from_scores(np.array([0.2, 0.8]), ["neg", "pos"], ["fine"], None).label
         'pos'
         """
         best = int(np.argmax(probabilities))
+        unknown_tokens, tokens_read = (None, None) if counts is None else counts
         return cls(
             label=label_names[best],
             confidence=float(probabilities[best]),
             probabilities={name: float(p) for name, p in zip(label_names, probabilities)},
             tokens=tokens,
             attention=None if attention is None else [float(w) for w in attention],
+            unknown_tokens=unknown_tokens,
+            tokens_read=tokens_read,
         )
 
     def top_tokens(self, k: int = 3) -> list[tuple[str, float]]:
@@ -145,7 +194,8 @@ class Prediction:
 
     def to_dict(self) -> dict:
         return {"label": self.label, "confidence": self.confidence, "probabilities": self.probabilities,
-                "tokens": self.tokens, "attention": self.attention}
+                "tokens": self.tokens, "attention": self.attention, "unknown_tokens": self.unknown_tokens,
+                "tokens_read": self.tokens_read}
 
 
 @dataclass
@@ -155,32 +205,38 @@ class LabelSetPrediction:
     ``labels`` holds every label whose probability reaches its threshold
     (tuned on validation, see ``thresholds.json``), most probable first; it
     may be empty. ``probabilities`` are independent per label (a sigmoid
-    each), so they need not sum to 1. ``tokens`` and ``attention`` are as in
-    ``Prediction``.
+    each), so they need not sum to 1. ``tokens``, ``attention``,
+    ``unknown_tokens`` and ``tokens_read`` are as in ``Prediction``.
     """
 
     labels: list[str]
     probabilities: dict[str, float]
     tokens: list[str] = field(default_factory=list)
     attention: list[float] | None = None
+    unknown_tokens: int | None = None
+    tokens_read: int | None = None
 
     @classmethod
     def from_scores(cls, probabilities: np.ndarray, thresholds: np.ndarray, label_names: list[str],
-                    tokens: list[str], attention: np.ndarray | None) -> "LabelSetPrediction":
-        """The prediction of one row of per-label probabilities.
+                    tokens: list[str], attention: np.ndarray | None,
+                    counts: tuple[int, int] | None = None) -> "LabelSetPrediction":
+        """The prediction of one row of per-label probabilities; ``counts``: the text's ``token_counts``.
 
         >>> LabelSetPrediction.from_scores(np.array([0.6, 0.1, 0.9]), np.array([0.5, 0.5, 0.5]),
         ...                                ["a", "b", "c"], [], None).labels
         ['c', 'a']
         """
         order = np.argsort(-probabilities, kind="stable")
+        unknown_tokens, tokens_read = (None, None) if counts is None else counts
         return cls(
             labels=[label_names[i] for i in order if probabilities[i] >= thresholds[i]],
             probabilities={name: float(p) for name, p in zip(label_names, probabilities)},
             tokens=tokens,
             attention=None if attention is None else [float(w) for w in attention],
+            unknown_tokens=unknown_tokens,
+            tokens_read=tokens_read,
         )
 
     def to_dict(self) -> dict:
         return {"labels": self.labels, "probabilities": self.probabilities, "tokens": self.tokens,
-                "attention": self.attention}
+                "attention": self.attention, "unknown_tokens": self.unknown_tokens, "tokens_read": self.tokens_read}

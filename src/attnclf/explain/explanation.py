@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from ..errors import AttnclfError, first_few, shown
-from ..prediction import check_texts
+from ..prediction import check_texts, token_counts, unknown_tokens_note
 from ..text.batching import BucketBatches
 from ..text.tokenizer import cut_position
 from .methods import DEFAULT_METHOD, METHODS, attribute, available_methods, self_attention_maps
@@ -40,6 +40,8 @@ class Explanation:
     whether attention or the n-grams decided. ``pooling_attention``, for a model that pools by attention and a
     method other than ``attention``, holds the pooling layer's weight per token beside the scores
     (``BESIDE_DESCRIPTION`` says what they are): where the pooling looked, next to what the method measured.
+    ``unknown_tokens``: how many of ``tokens`` are ``<unk>``, words the model's vocabulary lacks (None: not counted),
+    as in ``attnclf.prediction.Prediction``; ``unknown_note`` says when they are more than a quarter.
     """
 
     text: str
@@ -60,6 +62,7 @@ class Explanation:
     tokens_cut: int | None = 0
     cut_at: int | None = None  # where in ``tokens`` they stood (head + tail: between the two parts); None: no cut
     pooling_attention: list[float] | None = None
+    unknown_tokens: int | None = None
 
     @property
     def description(self) -> str:
@@ -110,6 +113,15 @@ class Explanation:
         return replace(self, scores=self.pooling_attention, method="attention", pooling_attention=None,
                        completeness_error=None, log_odds_change=None, steps=None, self_attentions=None)
 
+    def unknown_note(self) -> str | None:
+        """A line for a person when more than a quarter of the tokens the model read are unknown to it, else None.
+
+        >>> Explanation("a zz", ["a", "<unk>"], [0.5, 0.5], "attention", "pos", "pos", 0.9, {}, unknown_tokens=1
+        ...             ).unknown_note()
+        '1 of the 2 tokens the model read is unknown to it (<unk>): its answer rests on the other 1'
+        """
+        return unknown_tokens_note(self.unknown_tokens, len(self.tokens))
+
     def to_dict(self) -> dict:
         record = {"text": self.text, "method": self.method, "description": self.description, "label": self.label,
                   "target": self.target, "probability": self.probability, "probabilities": self.probabilities,
@@ -123,6 +135,8 @@ class Explanation:
             record["branch_margins"] = self.branch_margins
         if self.cut_at is not None:
             record |= {"tokens_cut": self.tokens_cut, "cut_at": self.cut_at}
+        if self.unknown_tokens is not None:
+            record["unknown_tokens"] = self.unknown_tokens
         if self.pooling_attention is not None:
             record["pooling_attention"] = {"weights": self.pooling_attention, "per_class": False,
                                            "uniform_weight": 1 / len(self.tokens), "description": BESIDE_DESCRIPTION}
@@ -201,6 +215,7 @@ def explain(classifier: "Classifier", texts: Sequence[str], method: str | None =
             tokens_cut=encoded[i][1],
             cut_at=cut_position(encoded[i][1], config.max_len, config.truncation),
             pooling_attention=None if beside is None else [float(w) for w in beside[i]],
+            unknown_tokens=token_counts(ids[i])[0],
         ))
     return explanations
 

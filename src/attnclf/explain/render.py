@@ -90,7 +90,8 @@ def render_terminal(explanations: Sequence[Explanation], color: bool = True, top
     the same for any pooling attention carried beside the scores, under its label."""
     blocks = []
     for e in explanations:
-        lines = [_headline(e), *_scored_lines(e, color, top)]
+        note = e.unknown_note()
+        lines = [_headline(e), *([f"  note: {note}"] if note else []), *_scored_lines(e, color, top)]
         if (weights := e.attention_beside()) is not None:
             beside = _scored_lines(weights, color, top)
             # (Uncoloured, its tokens would only repeat the line above.)
@@ -199,7 +200,9 @@ def render_html(explanations: Sequence[Explanation], title: str = "attnclf expla
     for e in explanations:
         parts = [f"<h2>{html.escape(e.text[:120])}{'…' if len(e.text) > 120 else ''}</h2>",
                  # The scores' colour key comes first: under the attention row beside them, it would seem that row's.
-                 f"<p>{html.escape(_headline(e))}</p>", legend_html(e.signed), tokens_html(e),
+                 f"<p>{html.escape(_headline(e))}</p>",
+                 *([f'<p class="note">note: {html.escape(note)}</p>'] if (note := e.unknown_note()) else []),
+                 legend_html(e.signed), tokens_html(e),
                  png_img(png_bytes(token_scores_figure(e.tokens, e.scores, _chart_title(e), e.signed, e.cut_at)),
                          f"{e.method} scores per token")]
         if e.self_attentions is not None:

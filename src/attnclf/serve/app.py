@@ -1,7 +1,8 @@
 """A trained model behind a small HTTP API: FastAPI on uvicorn.
 
 ```
-POST /predict   {"texts": [...]} or {"text": "..."}   -> {"predictions": [{label, confidence, probabilities}]}
+POST /predict   {"texts": [...]} or {"text": "..."}   -> {"predictions": [{label, confidence, probabilities,
+                                                          unknown_tokens, tokens_read}]}
 POST /explain   {"texts"|"text", "method", "target"}   -> {"explanations": [{tokens, scores, method, ...}]}
                 (by default occlusion's scores, with the pooling attention beside them as "pooling_attention")
 GET  /health    liveness, plus requests served and batches run; answered however many requests are in flight
@@ -36,10 +37,10 @@ from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import InitVar, asdict, dataclass
+from functools import partial
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
-import numpy as np
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
@@ -142,6 +143,10 @@ class PredictionOut(BaseModel):
     label: str
     confidence: float
     probabilities: dict[str, float]
+    unknown_tokens: int | None = Field(description="how many of the tokens the model read are <unk>: words its "
+                                                   "vocabulary lacks, which tell it nothing; past a quarter of "
+                                                   "tokens_read, the answer rests on few known words")
+    tokens_read: int | None = Field(description="how many tokens the model read (after truncation to its max_len)")
 
 
 class PredictResponse(BaseModel):
@@ -177,16 +182,16 @@ _BODY_ERRORS = {  # (the errors of a route that reads a JSON body)
 
 
 class Batcher:
-    """Runs ``predict_proba`` on one worker thread, batching requests that queue up meanwhile.
+    """Runs ``predict`` (texts -> one answer per text) on one worker thread, batching requests that queue up meanwhile.
 
     While a batch runs, new requests wait; the next batch takes all of them
     (up to ``max_texts`` texts). An idle server thus answers a lone request at
     once, and a busy one amortises each model call over many requests.
     """
 
-    def __init__(self, predict_proba: Callable[[list[str]], np.ndarray], executor: ThreadPoolExecutor,
+    def __init__(self, predict: Callable[[list[str]], Sequence], executor: ThreadPoolExecutor,
                  max_texts: int = SERVER_BATCH_TEXTS):
-        self.predict_proba = predict_proba
+        self.predict = predict
         self.executor = executor
         self.max_texts = max_texts
         self.requests = 0
@@ -195,8 +200,8 @@ class Batcher:
         self._wakeup = asyncio.Event()
         self._solo = 0  # the next this-many batches take one request each (after a batch failed)
 
-    async def submit(self, texts: list[str]) -> np.ndarray:
-        """Probabilities for ``texts``, computed in whichever batch they land in."""
+    async def submit(self, texts: list[str]) -> Sequence:
+        """The answers for ``texts``, computed in whichever batch they land in."""
         future = asyncio.get_running_loop().create_future()
         self._pending.append((texts, future))
         self._wakeup.set()
@@ -214,7 +219,7 @@ class Batcher:
                     continue
                 texts = [text for job_texts, _ in jobs for text in job_texts]
                 try:
-                    probabilities = await loop.run_in_executor(self.executor, self.predict_proba, texts)
+                    answers = await loop.run_in_executor(self.executor, self.predict, texts)
                 except Exception as exc:  # the worker lives on; only the request that failed fails
                     if len(jobs) == 1:
                         if not jobs[0][1].done():
@@ -229,7 +234,7 @@ class Batcher:
                 start = 0
                 for job_texts, future in jobs:
                     if not future.done():  # a client that hung up cancelled its future
-                        future.set_result(probabilities[start : start + len(job_texts)])
+                        future.set_result(answers[start : start + len(job_texts)])
                     start += len(job_texts)
 
     def _next_batch(self) -> list[tuple[list[str], asyncio.Future]]:
@@ -505,7 +510,9 @@ def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
         # a shutdown ends them: the same app may be started again (a test client per test, say).
         executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="attnclf-predict")
         state["explainer"] = ThreadPoolExecutor(max_workers=1, thread_name_prefix="attnclf-explain")
-        state["batcher"] = Batcher(classifier.predict_proba, executor)
+        # (Without the token strings and attention, which /predict does not answer; its unknown tokens are counted
+        # from the ids the model reads, at 0.1% of a batch's time: BENCHMARKS.md, Unknown tokens.)
+        state["batcher"] = Batcher(partial(classifier.predict, tokens=False), executor)
         worker = asyncio.create_task(state["batcher"].run())
         yield
         worker.cancel()
@@ -549,14 +556,11 @@ def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
 
     @app.post("/predict", response_model=PredictResponse, responses=_error_responses(_BODY_ERRORS))
     async def predict(request: PredictRequest):
-        """Label and class probabilities for each text (one text, or a batch)."""
-        probabilities = await started("batcher").submit(request.checked(limits.max_batch, limits.max_text_chars))
-        names = classifier.label_names
-        return {"predictions": [
-            {"label": names[int(row.argmax())], "confidence": float(row.max()),
-             "probabilities": {name: float(p) for name, p in zip(names, row)}}
-            for row in probabilities
-        ]}
+        """Label and class probabilities for each text (one text, or a batch), and how many of the tokens the model
+        read are unknown to it."""
+        predictions = await started("batcher").submit(request.checked(limits.max_batch, limits.max_text_chars))
+        return {"predictions": [{key: value for key, value in prediction.to_dict().items()
+                                 if key in PredictionOut.model_fields} for prediction in predictions]}
 
     # Out of the schema (and /docs) where it can only refuse: its request fields would promise what it refuses.
     @app.post("/explain", include_in_schema=bool(explain_methods), responses=_error_responses(_BODY_ERRORS | {
