@@ -21,7 +21,8 @@ from attnclf.errors import AttnclfError
 from attnclf.explain import METHODS, attribute, available_methods, self_attention_maps
 from attnclf.explain.explanation import Explanation
 from attnclf.explain.methods import log_odds, remove_positions, rollout
-from attnclf.explain.render import AGAINST, FOR, UNSIGNED, render_html, render_json, render_terminal, token_colour
+from attnclf.explain.render import (AGAINST, FOR, UNSIGNED, head_summary, render_html, render_json, render_terminal,
+                                   token_colour)
 from attnclf.models import MODELS, build_model
 from attnclf.models.attention import masked_softmax
 from attnclf.models.base import Classifier as BaseModel
@@ -395,8 +396,25 @@ def test_the_terminal_says_how_to_read_the_self_attention_heads_it_lists():
     lines = render_terminal([e], color=False).splitlines()
     legend = lines.index("  self-attention per layer and head: mean distance = how many tokens away the head looks, "
                          "on average (0: each token at itself, 1: at its neighbours); a->b: b is the token a attends "
-                         "to most")
+                         "to most; a->(even): a weighs every token alike, none above 1.1 times 1/n, the weight each "
+                         "of the text's n tokens would get from attention spread evenly")
     assert lines[legend + 1] == "  layer 1 head 1: mean distance 1.00; a->b b->a"
+
+
+def test_a_head_that_weighs_every_token_alike_points_at_none_of_them():
+    # A head of uniform attention was listed as "the->the acting->the was->the": its argmax broke a tie between equal
+    # weights, and read as a head attending to "the".
+    third = 1 / 3
+    maps = np.array([[
+        [[third, third, third]] * 3,  # every token evenly
+        [[0.34, 0.33, 0.33], [0.0, 0.0, 1.0], [0.36, 0.32, 0.32]],  # within 10% of 1/3 (0.367) but for b's row
+        [[0.38, 0.31, 0.31], [0.0, 0.0, 1.0], [0.0, 1.0, 0.0]],  # a's 0.38: past 1.1 times 1/3, an arrow
+    ]])
+    assert head_summary(maps, ["a", "b", "c"]) == [
+        "layer 1 head 1: mean distance 0.89; uniform: every token weighs every token alike",
+        "layer 1 head 2: mean distance 1.01; a->(even) b->c c->(even)",
+        "layer 1 head 3: mean distance 0.98; a->a b->c c->b",
+    ]
 
 
 def test_the_terminal_the_page_and_json_say_how_many_tokens_the_model_does_not_know():

@@ -116,20 +116,28 @@ def _scored_lines(e: Explanation, color: bool, top: int) -> list[str]:
     return [f"  {tokens}", f"  top: {ranked}  ({_scale_note(e)})"]
 
 
+# A token whose largest weight is at most this many times 1/n (attention spread evenly over the text's n tokens)
+# weighs them all alike: its most attended token would be a tie broken by position, not one the head picked out.
+EVEN_WITHIN = 1.1
+
 # Without it "mean distance 2.00; the->the acting->the" is a puzzle to a student.
 HEADS_LEGEND = ("self-attention per layer and head: mean distance = how many tokens away the head looks, on average "
-                "(0: each token at itself, 1: at its neighbours); a->b: b is the token a attends to most")
+                "(0: each token at itself, 1: at its neighbours); a->b: b is the token a attends to most; a->(even): "
+                f"a weighs every token alike, none above {EVEN_WITHIN:g} times 1/n, the weight each of the text's n "
+                "tokens would get from attention spread evenly")
 
 
 def head_summary(maps: np.ndarray, tokens: Sequence[str], shown: int = 12) -> list[str]:
-    """Per layer and head: mean attention distance in tokens and each token's most attended token.
+    """Per layer and head: mean attention distance in tokens and each token's most attended token, or ``(even)`` for
+    a token that weighs all alike (``EVEN_WITHIN``); a head whose every token does is ``uniform``.
 
     Local heads (distance near 1) read neighbours, bigram-like; broad heads
     relate distant tokens (the case study's reading of its two layers).
 
-    >>> maps = np.array([[[[0.0, 1.0], [1.0, 0.0]]]])
-    >>> head_summary(maps, ["a", "b"])
-    ['layer 1 head 1: mean distance 1.00; a->b b->a']
+    >>> maps = np.array([[[[0.0, 1.0], [1.0, 0.0]], [[0.5, 0.5], [0.5, 0.5]]]])
+    >>> print("\\n".join(head_summary(maps, ["a", "b"])))
+    layer 1 head 1: mean distance 1.00; a->b b->a
+    layer 1 head 2: mean distance 0.50; uniform: every token weighs every token alike
     """
     layers, heads, n, _ = maps.shape
     distance = np.abs(np.arange(n)[:, None] - np.arange(n)[None, :])
@@ -138,9 +146,13 @@ def head_summary(maps: np.ndarray, tokens: Sequence[str], shown: int = 12) -> li
         for head in range(heads):
             weights = maps[layer, head]
             mean_distance = float((weights * distance).sum() / max(weights.sum(), 1e-9))
-            pairs = " ".join(f"{tokens[q]}->{tokens[int(weights[q].argmax())]}" for q in range(min(n, shown)))
-            lines.append(f"layer {layer + 1} head {head + 1}: mean distance {mean_distance:.2f}; {pairs}"
-                         + (" ..." if n > shown else ""))
+            even = weights.max(axis=1) <= EVEN_WITHIN / n
+            if even.all():
+                pairs = "uniform: every token weighs every token alike"
+            else:
+                pairs = " ".join(f"{tokens[q]}->{'(even)' if even[q] else tokens[int(weights[q].argmax())]}"
+                                 for q in range(min(n, shown))) + (" ..." if n > shown else "")
+            lines.append(f"layer {layer + 1} head {head + 1}: mean distance {mean_distance:.2f}; {pairs}")
     return lines
 
 
