@@ -650,6 +650,42 @@ def test_every_command_has_help():
         assert exit_info.value.code == 0
 
 
+def test_every_argument_of_every_command_says_what_it_is(capsys):
+    # `attnclf demo --help` listed --output with nothing of what it writes or where by default; nor did 60 more.
+    import argparse
+
+    from attnclf.cli import build_parser
+
+    parser = build_parser()
+    commands = parser._subparsers._group_actions[0].choices
+    missing = [f"{name} {action.option_strings[0] if action.option_strings else action.dest}"
+               for name, command in [("attnclf", parser), *commands.items()] for action in command._actions
+               if not isinstance(action, (argparse._HelpAction, argparse._SubParsersAction)) and not action.help]
+    assert missing == []
+    with pytest.raises(SystemExit):
+        main(["demo", "--help"])
+    demo = " ".join(capsys.readouterr().out.split())
+    assert "--output OUTPUT run directory to write (default: runs/demo)" in demo
+
+
+def test_the_training_flags_name_the_defaults_a_run_without_a_recipe_gets(capsys):
+    from attnclf.text.tokenizer import TokenizerConfig
+    from attnclf.training.trainer import TrainConfig
+
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for flag, default in (("--epochs EPOCHS", TrainConfig.epochs), ("--batch-size BATCH_SIZE", TrainConfig.batch_size),
+                          ("--weight-decay WEIGHT_DECAY", TrainConfig.weight_decay),
+                          ("--optimizer {adamw,adam}", TrainConfig.optimizer),
+                          ("--label-smoothing LABEL_SMOOTHING", TrainConfig.label_smoothing),
+                          ("--class-weight {none,balanced}", TrainConfig.class_weights),
+                          ("--vocab-size VOCAB_SIZE", TokenizerConfig.vocab_size),
+                          ("--min-frequency MIN_FREQUENCY", TokenizerConfig.min_frequency)):
+        help_text = text.split(f" {flag} ", 1)[1].split(" --", 1)[0]
+        assert f"else {default if isinstance(default, str) else f'{default:g}'})" in help_text, flag
+
+
 def test_train_help_states_the_max_len_a_file_run_gets(capsys):
     # --max-len's default depends on the model (the file recipe's tokens for self-attn): its help says which, and
     # stays true when the recipe or the general default changes.

@@ -207,17 +207,27 @@ def _windows(args: argparse.Namespace):
 def _add_budget_args(p: argparse.ArgumentParser) -> None:
     """Data, training and tokenizer flags: what `train` and the experiments share."""
     _add_data_args(p)
-    p.add_argument("--epochs", type=int)
-    p.add_argument("--batch-size", type=int)
+    # (The general defaults, here as TrainConfig and TokenizerConfig hold them: those modules import torch and
+    # tokenizers, which every command's parser would then wait for. tests/test_cli.py holds them equal.)
+    p.add_argument("--epochs", type=int,
+                   help="passes over the training texts (default: the dataset's recipe's, else 10)")
+    p.add_argument("--batch-size", type=int, help="training texts per step (default: the dataset's recipe's, else 32)")
     p.add_argument("--lr", type=float, help="peak learning rate")
-    p.add_argument("--weight-decay", type=float)
-    p.add_argument("--optimizer", choices=["adamw", "adam"])
+    p.add_argument("--weight-decay", type=float, help="AdamW's weight decay of the weight matrices (--optimizer adam "
+                                                      "has none) (default: the dataset's recipe's, else 0.01)")
+    p.add_argument("--optimizer", choices=["adamw", "adam"], help="adamw: Adam with decoupled weight decay; adam: "
+                                                                   "without weight decay (default: the dataset's "
+                                                                   "recipe's, else adamw)")
     p.add_argument("--schedule", choices=["linear", "cosine", "constant"], help="decay after warm-up")
     p.add_argument("--warmup-ratio", type=float, help="fraction of steps spent warming up")
-    p.add_argument("--label-smoothing", type=float)
+    p.add_argument("--label-smoothing", type=float, help="share of each target spread evenly over all classes, a "
+                                                         "single-label run's (default: the dataset's recipe's, else 0)")
     p.add_argument("--ema-decay", type=float, help="validate and keep a moving average of the weights with this "
                                                   "decay per step (e.g. 0.999; default 0: off)")
-    p.add_argument("--class-weight", choices=["none", "balanced"])
+    p.add_argument("--class-weight", choices=["none", "balanced"],
+                   help="balanced: weigh each class's texts in the loss by texts / (classes x the class's texts), as "
+                        "scikit-learn does (multi-label: a positive weight per label) (default: the dataset's "
+                        "recipe's, else none)")
     p.add_argument("--sampler", choices=["shuffle", "balanced"],
                    help="balanced: draw every class equally often (minority texts repeat)")
     p.add_argument("--patience", type=int, help="early-stopping patience in epochs (0: never)")
@@ -226,8 +236,11 @@ def _add_budget_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bf16", action="store_true", help="bfloat16 autocast")
     p.add_argument("--tokenizer", choices=["word", "bpe"],
                    help="word: whole words; bpe: words in pieces, which explanations show as 'good ##ness'")
-    p.add_argument("--vocab-size", type=int)
-    p.add_argument("--min-frequency", type=int)
+    p.add_argument("--vocab-size", type=int, help="words (bpe: pieces) kept at most (default: the dataset's recipe's, "
+                                                  "else 30000)")
+    p.add_argument("--min-frequency", type=int, help="a word seen fewer times in the training texts is left out and "
+                                                     "reads as <unk> (bpe: a pair seen fewer times is not merged) "
+                                                     "(default: the dataset's recipe's, else 2)")
     from .recipes import FILE_SELF_ATTN_TOKENIZER
 
     p.add_argument("--max-len", type=int, help=f"tokens kept per text (default: the dataset's recipe's; on a file "
@@ -236,10 +249,13 @@ def _add_budget_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--truncation", choices=["head", "tail", "head_tail"],
                    help="what a longer text keeps: its start, its end, or (the default, head_tail) a quarter of "
                         "--max-len from its start and the rest from its end")
-    p.add_argument("--no-lowercase", action="store_true")
-    p.add_argument("--strip-punctuation", action="store_true")
-    p.add_argument("--remove-stopwords", action="store_true")
-    p.add_argument("--lemmatize", action="store_true")
+    p.add_argument("--no-lowercase", action="store_true", help="keep the texts' case (by default they are "
+                                                               "lower-cased before tokenising)")
+    p.add_argument("--strip-punctuation", action="store_true", help="remove punctuation before tokenising")
+    p.add_argument("--remove-stopwords", action="store_true",
+                   help="remove scikit-learn's English stop words but not, no, nor, never and but before tokenising")
+    p.add_argument("--lemmatize", action="store_true",
+                   help="reduce English words to their lemma (simplemma) before tokenising")
     p.add_argument("--val-fraction", type=float, help="validation share carved from train (default: 0.1)")
     p.add_argument("--split-seed", type=int,
                    help="seed of the validation split carved from train, and of a --max-train-examples sample "
@@ -254,7 +270,7 @@ def _add_budget_args(p: argparse.ArgumentParser) -> None:
                    help="tokenise once into a memory-mapped cache and train from it (files are streamed)")
     p.add_argument("--token-cache-dir", help="where token caches live (default: $ATTNCLF_CACHE_DIR, "
                    "then ~/.cache/attnclf/tokens)")
-    p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"])
+    _add_device_arg(p)
 
 
 def _add_text_source_args(p: argparse.ArgumentParser) -> None:
@@ -1033,6 +1049,11 @@ def cmd_export(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------- parser
 
 
+def _add_device_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"],
+                   help="where the model runs: auto (the default) takes CUDA, else Apple's MPS, else the CPU")
+
+
 STEPS_HELP = ("integrated gradients' path steps, 1 to 1024 (default: auto, 16 doubling to 512 until within 1%% "
               "completeness)")
 INFERENCE_BF16_HELP = ("predict under bfloat16 autocast: faster on CPUs with AVX-512 BF16 or AMX, probabilities "
@@ -1112,7 +1133,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="validation: the texts the runs held out (an ensemble's runs must have held out the same: "
                         "a shared --split-seed, --hold-out latest, or the dataset's own validation split)")
     p.add_argument("--json", action="store_true", help="print all metrics as JSON")
-    p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"])
+    _add_device_arg(p)
     p.add_argument("--bf16", action="store_true", help=INFERENCE_BF16_HELP)
     p.add_argument("--threads", type=int, help=INFERENCE_THREADS_HELP)
 
@@ -1124,39 +1145,42 @@ def build_parser() -> argparse.ArgumentParser:
                                    "and the ONNX export apply from then on (an ensemble averages its members' "
                                    "calibrated probabilities: calibrate each). No prediction changes, only how sure "
                                    "each is; a new training run in the folder removes it.")
-    p.add_argument("run_dir")
+    p.add_argument("run_dir", help="a run directory that held out validation texts")
     p.add_argument("--data-dir", help="folder holding the run's dataset (default: $ATTNCLF_DATA_DIR, then "
                                        "~/.cache/attnclf, then where it was found when the run trained)")
-    p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"])
+    _add_device_arg(p)
     p.add_argument("--threads", type=int, help=INFERENCE_THREADS_HELP)
 
     p = sub.add_parser("predict", help="label texts (arguments, --file, or stdin); JSON lines out")
-    p.add_argument("run_dir")
-    p.add_argument("texts", nargs="*")
+    p.add_argument("run_dir", help="a run directory, a `train --seeds` folder (its ensemble answers), or with "
+                                   "--backend onnx an export or a run holding one")
+    p.add_argument("texts", nargs="*", help="texts to label (else --file, or stdin when it is not a terminal)")
     p.add_argument("--file", help=TEXTS_FILE_HELP)
     _add_text_column_arg(p, "with a data --file (default: the column the run trained from)")
     p.add_argument("--attention", action="store_true", help="include tokens and pooling attention")
-    p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"])
+    _add_device_arg(p)
     _add_backend_args(p)
 
     p = sub.add_parser("datasets", help="list datasets and whether they are available locally")
-    p.add_argument("--data-dir")
+    p.add_argument("--data-dir", help="folder holding dataset files, searched first (then $ATTNCLF_DATA_DIR, then "
+                                      "~/.cache/attnclf)")
 
     p = sub.add_parser("models", help="list models with parameter counts")
-    p.add_argument("--vocab-size", type=int, default=20000)
-    p.add_argument("--num-classes", type=int, default=2)
+    p.add_argument("--vocab-size", type=int, default=20000, help="vocabulary the counts are for (default: 20000)")
+    p.add_argument("--num-classes", type=int, default=2, help="classes the counts are for (default: 2)")
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="config field, e.g. --set d_model=256")
 
     p = sub.add_parser("demo", help="train self-attn on generated reviews and show what it attends to")
-    p.add_argument("--output", default="runs/demo")
-    p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"])
+    p.add_argument("--output", default="runs/demo", help="run directory to write (default: runs/demo); an earlier "
+                                                         "demo there is replaced, any other run refused")
+    _add_device_arg(p)
     p.add_argument("--threads", type=int, default=1,
                    help="PyTorch threads (default 1: the demo model is too small to gain from more)")
-    p.add_argument("--quiet", action="store_true")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
 
     p = sub.add_parser("explain", help="per-token explanations of predictions (terminal, JSON or HTML)")
-    p.add_argument("run_dir")
-    p.add_argument("texts", nargs="*")
+    p.add_argument("run_dir", help="a run directory (of one model: explain one member of a `train --seeds` folder)")
+    p.add_argument("texts", nargs="*", help="texts to explain (else --file, or stdin when it is not a terminal)")
     p.add_argument("--file", help=TEXTS_FILE_HELP)
     _add_text_column_arg(p, "with a data --file (default: the column the run trained from)")
     p.add_argument("--method",
@@ -1166,35 +1190,37 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target", help="class to explain (default: the predicted one)")
     p.add_argument("--steps", type=int, help=STEPS_HELP)
     p.add_argument("--heads", action="store_true", help="also every layer's and head's self-attention")
-    p.add_argument("--format", choices=["terminal", "json", "html"], default="terminal")
+    p.add_argument("--format", choices=["terminal", "json", "html"], default="terminal",
+                   help="terminal: tokens coloured by score and the strongest listed; json: a JSON line per text and "
+                        "method; html: a page of its own, with charts (default: terminal)")
     p.add_argument("--output", help="write to this file instead of stdout")
     p.add_argument("--color", choices=["auto", "always", "never"], default="auto",
                    help="terminal colours (auto: when stdout is a terminal and NO_COLOR is unset)")
-    p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"])
+    _add_device_arg(p)
     p.add_argument("--threads", type=int, help=INFERENCE_THREADS_HELP)
 
     p = sub.add_parser("faithfulness", help="measure how faithful each explanation method is",
                        description="Deletion test against random deletion, rank agreement between methods, and "
                                    "the uniform-attention check, on a sample of test texts. Each run's result is "
                                    "also saved as RUN_DIR/faithfulness.json (the report shows it).")
-    p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
+    p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run directories, each measured on its own")
     _add_data_args(p, test_only=True)
     p.add_argument("--examples", type=int, default=200, help="test texts sampled (default: 200)")
     p.add_argument("--methods", help="comma-separated methods (default: all the model supports)")
     p.add_argument("--steps", type=int, help=STEPS_HELP)
     p.add_argument("--seed", type=int, default=0, help="sample and random-deletion seed")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
-    p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"])
+    _add_device_arg(p)
     p.add_argument("--threads", type=int, help=INFERENCE_THREADS_HELP)
 
     p = sub.add_parser("report", help="write report.html (plots embedded) and plots/*.png for a run")
-    p.add_argument("run_dir")
+    p.add_argument("run_dir", help="a run directory, which the report and plots are written into")
     p.add_argument("--method", help="method highlighting the examples (default: occlusion; where the model pools "
                                     "by attention, its weights are shown beside any method but attention itself)")
     p.add_argument("--faithfulness", action="store_true", help="measure faithfulness too (slower)")
     p.add_argument("--examples", type=int, default=200, help="test texts for --faithfulness (default: 200)")
     p.add_argument("--threads", type=int, help=INFERENCE_THREADS_HELP)
-    p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"])
+    _add_device_arg(p)
 
     p = sub.add_parser("compare", help="train several models under one budget over seeds; table + plot",
                        description="Train each model with each seed on one dataset under the same budget, plus "
@@ -1223,7 +1249,8 @@ def build_parser() -> argparse.ArgumentParser:
                                    "serves the run's ONNX export (`attnclf export`) on onnxruntime, faster and "
                                    "without PyTorch, and answers /explain with a 400: the graph gives no "
                                    "explanations.")
-    p.add_argument("run_dir")
+    p.add_argument("run_dir", help="a run directory or a `train --seeds` folder (its ensemble answers); with "
+                                   "--backend onnx, an export or a run holding one")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
     p.add_argument("--port", type=int, default=8000, help="default: 8000")
     p.add_argument("--max-batch", type=int, help="texts per /predict request (default: 64)")
@@ -1234,7 +1261,7 @@ def build_parser() -> argparse.ArgumentParser:
                                                          "is answered 408, freeing its place (default: 10)")
     p.add_argument("--max-connections", type=int, help="requests served at once (/health aside); more are answered "
                                                         "503 at once, with Retry-After (default: 64)")
-    p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"])
+    _add_device_arg(p)
     _add_backend_args(p)
 
     p = sub.add_parser("vectors", help="word vectors from unlabelled text (PPMI + SVD), for `train --embeddings`",
@@ -1283,7 +1310,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("export", help="export a trained model for inference without PyTorch (ONNX)",
                        description="Write RUN_DIR's model as ONNX with its tokenizer and labels, and check that "
                                    "it predicts what PyTorch predicts; `attnclf predict --backend onnx` uses it.")
-    p.add_argument("run_dir")
+    p.add_argument("run_dir", help="the run directory to export")
     p.add_argument("--format", choices=["onnx"], default="onnx", help="only onnx for now")
     p.add_argument("--output", "-o", help="export directory (default: RUN_DIR/onnx)")
     p.add_argument("--quantize", action="store_true",
