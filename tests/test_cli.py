@@ -1474,6 +1474,30 @@ def test_a_mistyped_flag_is_one_line_naming_the_command_not_the_usage_text(argv,
     assert stop.value.code == 2 and message in err and len(err.splitlines()) == 1
 
 
+def test_method_all_says_which_methods_the_model_lacks_and_why(csv_files, csv_run, demo_run, tmp_path, capsys):
+    # `explain RUN --method all` on a mean-pooled model gave four methods of five, and nothing said attention was gone.
+    train, _ = csv_files
+    mean = tmp_path / "mean"
+    assert main(["train", "--train-file", str(train), "--model", "transformer-mean", "--set", "d_model=16",
+                 "--set", "layers=1", "--epochs", "1", "--min-frequency", "1", "--output", str(mean), "--quiet",
+                 "--no-report", "--threads", "1"]) == 0
+    capsys.readouterr()
+    assert main(["explain", str(mean), "a dull story", "--method", "all", "--format", "json"]) == 0
+    out, err = capsys.readouterr()
+    assert [json.loads(line)["method"] for line in out.splitlines()] == [
+        "rollout", "grad-input", "integrated-gradients", "occlusion"]
+    assert err == "note: --method all leaves out attention (this model does not pool by attention)\n"
+    assert main(["faithfulness", str(csv_run), "--methods", "all", "--examples", "4", "--json"]) == 0
+    assert capsys.readouterr().err == ("note: --methods all leaves out attention (this model does not pool by "
+                                       "attention) and rollout (it has no self-attention layers)\n")
+    assert main(["explain", str(demo_run), "a dull story", "--method", "all", "--format", "json"]) == 0
+    assert capsys.readouterr().err == ""  # self-attn has them all
+    with pytest.raises(SystemExit):
+        main(["explain", "--help"])
+    assert "or all (every method the model supports: attention needs attention pooling, rollout self-attention " \
+           "layers" in " ".join(capsys.readouterr().out.split())
+
+
 def test_models_without_pooling_attention_or_layers_explain_by_default(csv_files, tmp_path, capsys):
     train, test = csv_files
     flat = tmp_path / "flat"  # self-attention with no self-attention layers: pooling only

@@ -767,9 +767,11 @@ def _explanation_methods(run_dir: str, model) -> list[str]:
 
 def _method_list(spec: str, available: list[str], flag: str = "--method") -> list[str]:
     """``all`` or comma-separated method names, each one the model supports (``flag``: the option they came in)."""
-    from .explain.methods import METHODS
+    from .explain.methods import METHODS, left_out
 
     if spec == "all":
+        if lacking := left_out(available):  # (stderr: what stdout holds may be JSON or a page)
+            print(f"note: {flag} all leaves out {' and '.join(lacking)}", file=sys.stderr)
         return available
     methods = [m.strip() for m in spec.split(",") if m.strip()]
     for method in methods:
@@ -1185,8 +1187,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_text_column_arg(p, "with a data --file (default: the column the run trained from)")
     p.add_argument("--method",
                    help="attention, rollout, grad-input, integrated-gradients, occlusion; several comma-separated, "
-                        "or all (default: occlusion; where the model pools by attention, its weights are shown "
-                        "beside the scores, unless attention is among the methods asked for)")
+                        "or all (every method the model supports: attention needs attention pooling, rollout "
+                        "self-attention layers; a note names any left out) (default: occlusion; where the model "
+                        "pools by attention, its weights are shown beside the scores, unless attention is among the "
+                        "methods asked for)")
     p.add_argument("--target", help="class to explain (default: the predicted one)")
     p.add_argument("--steps", type=int, help=STEPS_HELP)
     p.add_argument("--heads", action="store_true", help="also every layer's and head's self-attention")
@@ -1206,7 +1210,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run directories, each measured on its own")
     _add_data_args(p, test_only=True)
     p.add_argument("--examples", type=int, default=200, help="test texts sampled (default: 200)")
-    p.add_argument("--methods", help="comma-separated methods (default: all the model supports)")
+    p.add_argument("--methods", help="comma-separated methods, or all (default: all the model supports: attention "
+                                     "needs attention pooling, rollout self-attention layers)")
     p.add_argument("--steps", type=int, help=STEPS_HELP)
     p.add_argument("--seed", type=int, default=0, help="sample and random-deletion seed")
     p.add_argument("--json", action="store_true", help="print the results as JSON")

@@ -192,6 +192,19 @@ def available_methods(model: torch.nn.Module) -> list[str]:
     return [name for name in METHODS if not lacking.get(name, False)]
 
 
+# Why a model lacks one of the methods not every model has: what ``available_methods`` looks for.
+LACKING = {"attention": "this model does not pool by attention", "rollout": "it has no self-attention layers"}
+
+
+def left_out(available: Sequence[str]) -> list[str]:
+    """The methods a model's ``available_methods`` lack, each with why: what asking for ``all`` leaves out.
+
+    >>> left_out(["rollout", "grad-input", "integrated-gradients", "occlusion"])
+    ['attention (this model does not pool by attention)']
+    """
+    return [f"{name} ({LACKING[name]})" for name in METHODS if name not in available]
+
+
 # What an explanation scores tokens by when no method is asked for, for every model: the measured effect of
 # removing each token. BENCHMARKS.md ("Explanations: faithfulness") found it the most faithful method on 3 of 4 runs,
 # and attention no better than random on IMDB; ``explain`` shows a model's pooling attention beside it instead.
