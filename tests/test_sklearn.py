@@ -758,6 +758,38 @@ def test_evaluate_scores_a_saved_estimator_on_a_test_file(data, saved, tmp_path,
     assert json.loads(capsys.readouterr().out)["accuracy"] == pytest.approx(expected)
 
 
+def test_save_records_the_model_fit_built_not_what_the_file_recipe_builds_now(data, tmp_path, monkeypatch):
+    # Fitted under the general defaults (before any file recipe), saved under today's recipe: the record must name
+    # the model the weights belong to, not the recipe's n-gram branch and widths. So must one pickled before fit
+    # kept its fields, whose record is read off the model's config.
+    import csv
+    import json
+
+    from attnclf import Classifier, recipes
+    from attnclf.cli import main
+    from attnclf.models import config_for
+    from attnclf.training.settings import DERIVED_MODEL_FIELDS
+
+    train_x, train_y, test_x, test_y = data
+    with monkeypatch.context() as before:
+        before.setattr(recipes, "FILE_RECIPES", recipes.FILE_RECIPES[:1])
+        clf = AttentionTextClassifier(heads=2, layers=1, **SMALL).fit(train_x[:120], train_y[:120])
+    built = clf.classifier_.model.config
+    derived = {name: getattr(built, name) for name in DERIVED_MODEL_FIELDS}
+    with open(tmp_path / "test.csv", "w", newline="") as handle:
+        csv.writer(handle).writerows([("text", "label"), *zip(test_x[:40], test_y[:40])])
+    fresh = clf.save(tmp_path / "fresh")
+    loaded = AttentionTextClassifier.load(fresh).save(tmp_path / "loaded")
+    del clf._fitted_model_fields  # as an estimator pickled before fit kept them unpickles
+    for folder in (fresh, loaded, clf.save(tmp_path / "pickled")):
+        recorded = json.loads((folder / "config.json").read_text())["settings"]["model_config"]
+        assert recorded == {"d_model": 16, "heads": 2, "layers": 1}
+        assert config_for("self-attn", **derived, **recorded) == built
+        np.testing.assert_array_equal(Classifier.load(folder, device="cpu").predict_proba(test_x[:40]),
+                                      clf.predict_proba(test_x[:40]))
+        assert main(["evaluate", str(folder), "--test-file", str(tmp_path / "test.csv"), "--json"]) == 0
+
+
 def test_load_reads_only_the_label_dtypes_save_writes(saved, tmp_path):
     import json
     import shutil

@@ -50,7 +50,7 @@ from .text.batching import EVAL_MAX_TOKENS, BucketBatches
 from .text.cleaning import unicode_problem
 from .text.tokenizer import Tokenizer, TokenizerConfig
 from .training.device import resolve_device, torch_threads
-from .training.settings import DataSettings, RunSettings, refuse_derived_fields
+from .training.settings import DERIVED_MODEL_FIELDS, DataSettings, RunSettings, refuse_derived_fields
 from .training.trainer import TrainConfig, Trainer
 
 # Plain constructor arguments that map onto model config fields; a model takes those it has.
@@ -263,6 +263,8 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
         self.classifier_ = Classifier(model, tokenizer, label_names, device)
         self._fitted_on = {"train_examples": len(train),  # (for save; validation_fraction 0 validated on train)
                            "validation_examples": 0 if validation is data else len(validation)}
+        # (for save: the file recipe may change before then, and the weights keep the shape fit built)
+        self._fitted_model_fields = model_fields
         return self
 
     def predict_proba(self, X) -> np.ndarray:
@@ -321,7 +323,8 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
         The folder appears whole or not at all. ``overwrite`` replaces an earlier save there; any other folder that
         is not empty (a trained run, a user's files), the current folder and a link are refused. Its config.json
         records the estimator's parameters (a ``class_weight`` dict as [label, weight] pairs, which keep the labels'
-        types) and ``classes_``, which must be strings, whole numbers or booleans.
+        types) and ``classes_``, which must be strings, whole numbers or booleans, and the model settings fit built
+        with (not what the file recipe builds today, should it have changed since).
         It records no texts: commands that need the run's own data (`attnclf calibrate`, `refit`, `report`,
         `evaluate` without --test-file, `train --resume`) refuse it.
 
@@ -344,7 +347,7 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
             data=DataSettings(val_fraction=params["validation_fraction"],
                               text_column=getattr(self, "text_column_names_", None) or "text"),
             tokenizer=self.classifier_.tokenizer.config,
-            model=params["model"], model_config=_json_params(self._model_fields()),
+            model=params["model"], model_config=_json_params(self._built_model_fields()),
             train=self._train_config(self.classes_),
             output=str(path), device=params["device"], threads=check_threads(params["threads"]), report=False)
         record = config_record(settings, model, {**getattr(self, "_fitted_on", {}), "test_examples": 0}, {
@@ -455,6 +458,16 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
         if self.d_model is not None:
             chosen |= {name: self.d_model for name in _WIDTH_FIELDS}
         return {k: v for k, v in chosen.items() if k in known} | dict(self.model_config or {})
+
+    def _built_model_fields(self) -> dict:
+        """The model fields the fitted model was built with, as fit gave them; for an estimator loaded, or pickled
+        before fit kept them, those of its model's config that differ from the config's defaults (the model those
+        build is the same, whatever the file recipe has become since)."""
+        if (kept := getattr(self, "_fitted_model_fields", None)) is not None:
+            return kept
+        config = self.classifier_.model.config
+        return {f.name: getattr(config, f.name) for f in fields(config)
+                if f.name not in DERIVED_MODEL_FIELDS and getattr(config, f.name) != f.default}
 
     def _tokenizer_config(self) -> TokenizerConfig:
         """How fit reads texts: as `attnclf train --train-file` does for this model (a self-attn: the file recipe's
