@@ -95,6 +95,35 @@ def test_predict_from_arguments_file_and_stdin(csv_run, tmp_path, capsys, monkey
     assert "no texts: give them as arguments" in run_error(["predict", str(csv_run)], capsys)
 
 
+@pytest.mark.parametrize("command", ["predict", "explain"])
+def test_file_dash_reads_stdin_as_no_file_does(csv_run, capsys, monkeypatch, command):
+    # `-` is Unix's name for stdin: read as plain lines, as stdin without --file is (it read a file named "-").
+    def stdin_holding(raw):
+        return io.TextIOWrapper(io.BytesIO(raw), encoding="utf-8")
+
+    def texts_answered(argv):
+        assert main([command, str(csv_run), *argv, *(["--format", "json"] if command == "explain" else [])]) == 0
+        return [json.loads(line)["text"] for line in capsys.readouterr().out.splitlines()]
+
+    monkeypatch.setattr(sys, "stdin", stdin_holding(b"\xef\xbb\xbfgreat acting\r\n\r\nweak acting\r\n"))
+    assert texts_answered(["--file", "-"]) == ["great acting", "weak acting"]
+    # Arguments first, then stdin's lines, as with a --file PATH; asked for by name, stdin is read at a terminal too.
+    monkeypatch.setattr(sys, "stdin", stdin_holding(b"weak acting\n"))
+    monkeypatch.setattr(sys.stdin, "isatty", lambda: True)
+    assert texts_answered(["i loved it", "--file", "-"]) == ["i loved it", "weak acting"]
+    monkeypatch.setattr(sys, "stdin", stdin_holding(b"ok\n\xff\xfe bad\n"))
+    assert run_error([command, str(csv_run), "--file", "-"], capsys) == \
+        "attnclf: error: stdin: line 2: not UTF-8 (byte 0xff)"
+    monkeypatch.setattr(sys, "stdin", stdin_holding(b""))
+    if command == "explain":
+        assert run_error([command, str(csv_run), "--file", "-"], capsys) == "attnclf: error: stdin: no texts to explain"
+    else:
+        assert main([command, str(csv_run), "--file", "-"]) == 0 and capsys.readouterr().out == ""
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    assert "- reads stdin, a text per line (a file named - is ./-)" in " ".join(capsys.readouterr().out.split())
+
+
 def test_an_ensemble_folder_reads_a_data_file_by_its_members_text_column(tmp_path, capsys):
     data = write_csv(tmp_path / "reviews.csv", [(t, "pos") for t in POSITIVE * 5] + [(t, "neg") for t in NEGATIVE * 5],
                      header="review,sentiment")

@@ -626,7 +626,10 @@ PREDICT_CHUNK = 4096
 # predict's and explain's --file. A plain file's blank lines are skipped, so its answers can be fewer than its lines:
 # each answer carries its text. A data file's empty row is answered.
 TEXTS_FILE_HELP = ("a UTF-8 file with one text per line (blank lines skipped), or a CSV / TSV / JSONL / Parquet file "
-                   "whose --text-column holds them (an empty row answered too)")
+                   "whose --text-column holds them (an empty row answered too); - reads stdin, a text per line "
+                   "(a file named - is ./-)")
+# Unix's name for stdin as a --file (cat -, sort -).
+STDIN_FILE = "-"
 
 
 def _refuse_ensemble(run_dir: str) -> None:
@@ -638,8 +641,8 @@ def _refuse_ensemble(run_dir: str) -> None:
 
 
 def _input_texts(args: argparse.Namespace, config: dict) -> list[str]:
-    """Texts from the arguments and --file, else from stdin when it is not a terminal (blank lines skipped; a blank
-    argument among others is a text, as a data file's empty row is: one answer per argument).
+    """Texts from the arguments and --file (``-``: stdin), else from stdin when it is not a terminal (blank lines
+    skipped; a blank argument among others is a text, as a data file's empty row is: one answer per argument).
 
     ``config``: the loaded model's, whose text column a data --file is read from unless --text-column names one."""
     from .data.files import is_data_file, read_texts, text_lines
@@ -652,6 +655,8 @@ def _input_texts(args: argparse.Namespace, config: dict) -> list[str]:
     # Blank arguments alone (`predict RUN "$EMPTY" --file f`) give no texts; among others they are texts.
     texts = list(args.texts) if any(text.strip() for text in args.texts) else []
     # A file or a pipe with nothing in it gives no texts, and predict no output: a day with nothing to score.
+    if args.file == STDIN_FILE:  # (asked for by name, stdin is read at a terminal too, as cat - reads it)
+        return texts + text_lines(sys.stdin.buffer.read(), "stdin")
     if args.file:
         return texts + read_texts(args.file, args.text_column or trained_text_column(config))
     if not texts and not sys.stdin.isatty():
@@ -724,7 +729,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     _warn_if_unfinished(args.run_dir)
     texts = _input_texts(args, clf.config)
     if not texts:
-        raise AttnclfError(f"{args.file or 'stdin'}: no texts to explain")
+        raise AttnclfError(f"{'stdin' if not args.file or args.file == STDIN_FILE else args.file}: no texts to explain")
     available = _explanation_methods(args.run_dir, clf.model)
     methods = _method_list(DEFAULT_METHOD if args.method is None else args.method, available)
     if args.steps is not None and "integrated-gradients" not in methods:
