@@ -213,6 +213,26 @@ def test_examples_explained_by_attention_say_its_weights_are_every_classs():
     assert "attention beside it" not in section and section.count('<div class="tokens">') == 1
 
 
+def test_an_example_mostly_of_unknown_tokens_is_noted_as_explain_notes_it():
+    # As `attnclf explain --format html` notes it, under the example's headline; a text under the share gets none.
+    from attnclf.explain.explanation import Explanation
+    from attnclf.report.html import _examples_section
+
+    probabilities = {"neg": 0.1, "pos": 0.9}
+    mostly_unknown = Explanation("zz qq fine", ["<unk>", "<unk>", "fine"], [0.1, 0.2, 0.7], "occlusion", "pos", "pos",
+                                 0.9, probabilities, unknown_tokens=2)
+    known = Explanation("a fine film", ["a", "fine", "film"], [0.1, 0.7, 0.2], "occlusion", "pos", "pos", 0.9,
+                        probabilities, unknown_tokens=0)
+    examples = {"correct": [{"text": e.text, "true": "pos", "predicted": "pos", "confidence": 0.9}
+                            for e in (mostly_unknown, known)], "incorrect": []}
+    section = _examples_section([mostly_unknown, known], examples, "occlusion")
+    note = ('<p class="note">note: 2 of the 3 tokens the model read are unknown to it (&lt;unk&gt;): its answer rests '
+            'on the other 1</p>')
+    assert section.count('<p class="note">note: ') == 1
+    assert re.search(r"<p>true <b>pos</b>, predicted <b>pos</b> \(0\.900\)</p>\n?" + re.escape(note) +
+                     r"\n?<div class=\"tokens\">", section)
+
+
 def test_report_errors_are_one_line(demo_run, tmp_path, capsys):
     run = tmp_path / "run"
     shutil.copytree(demo_run, run)

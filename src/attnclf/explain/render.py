@@ -197,6 +197,18 @@ def legend_html(signed: bool) -> str:
             "the text's largest.</p>" % UNSIGNED)
 
 
+def unknown_note_html(e: Explanation) -> str:
+    """``e``'s note on its unknown tokens as a paragraph of a page (``Explanation.unknown_note``), or "" for a text
+    under that share: what explain's page and the report's examples show.
+
+    >>> unknown_note_html(Explanation("zz", ["<unk>"], [1.0], "attention", "pos", "pos", 0.9, {}, unknown_tokens=1))
+    '<p class="note">note: the one token the model read is unknown to it (&lt;unk&gt;): its answer rests on none of \
+the text&#x27;s words</p>'
+    """
+    note = e.unknown_note()
+    return f'<p class="note">note: {html.escape(note)}</p>' if note else ""
+
+
 def png_img(png: bytes, alt: str) -> str:
     """An <img> with the PNG embedded, so the page needs no other file."""
     data = base64.b64encode(png).decode("ascii")
@@ -213,7 +225,7 @@ def render_html(explanations: Sequence[Explanation], title: str = "attnclf expla
         parts = [f"<h2>{html.escape(e.text[:120])}{'…' if len(e.text) > 120 else ''}</h2>",
                  # The scores' colour key comes first: under the attention row beside them, it would seem that row's.
                  f"<p>{html.escape(_headline(e))}</p>",
-                 *([f'<p class="note">note: {html.escape(note)}</p>'] if (note := e.unknown_note()) else []),
+                 *([note] if (note := unknown_note_html(e)) else []),
                  legend_html(e.signed), tokens_html(e),
                  png_img(png_bytes(token_scores_figure(e.tokens, e.scores, _chart_title(e), e.signed, e.cut_at)),
                          f"{e.method} scores per token")]

@@ -25,7 +25,7 @@ from ..evaluation.metrics import expected_calibration_error, log_loss, pick_exam
 from ..explain.explanation import explain
 from ..explain.faithfulness import AOPC_DEFINITION, FaithfulnessResult, measure_faithfulness
 from ..explain.methods import DEFAULT_METHOD, METHODS, available_methods
-from ..explain.render import branches, legend_html, page, png_img, tokens_html
+from ..explain.render import branches, legend_html, page, png_img, tokens_html, unknown_note_html
 from ..models.windows import window_config
 from ..rundir import (atomic_write_bytes, atomic_write_json, check_run_dir, read_config, read_json, read_jsonl,
                       refuse_estimator_run)
@@ -322,9 +322,10 @@ def _examples_section(explanations: list, examples: dict, method: str) -> str:
         for ex in examples[kind]:
             explanation = next(explained)
             split = branches(explanation)  # a token map shows one branch's view; the n-gram branch may decide
+            # (under the headline, as `attnclf explain --format html` puts it: a map of <unk> tokens says little)
             parts.append(f"<p>true <b>{html.escape(ex['true'])}</b>, predicted <b>{html.escape(ex['predicted'])}"
                          f"</b> ({ex['confidence']:.3f}){'; ' + html.escape(split) if split else ''}</p>"
-                         + tokens_html(explanation))
+                         + unknown_note_html(explanation) + tokens_html(explanation))
     return "\n".join(parts) + "</section>"
 
 
