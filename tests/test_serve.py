@@ -138,6 +138,10 @@ def test_predict_counts_the_tokens_the_model_does_not_know_as_the_library_does(s
     bare = local.predict(texts, tokens=False)  # what /predict asks for: the counts without the token strings
     assert [(p.unknown_tokens, p.tokens, p.attention) for p in bare] == [(3, [], None), (0, [], None)]
     assert [p.probabilities for p in bare] == [p.probabilities for p in local.predict(texts)]
+    # Documented as the integers every backend answers, never null; a windowed run reads past max_len.
+    fields = server.get("/openapi.json").json()["components"]["schemas"]["PredictionOut"]["properties"]
+    assert [fields[name]["type"] for name in ("unknown_tokens", "tokens_read")] == ["integer", "integer"]
+    assert "windows" in fields["tokens_read"]["description"]
 
 
 def test_explain_delegates_to_the_classifier(server, local):

@@ -143,10 +143,12 @@ class PredictionOut(BaseModel):
     label: str
     confidence: float
     probabilities: dict[str, float]
-    unknown_tokens: int | None = Field(description="how many of the tokens the model read are <unk>: words its "
-                                                   "vocabulary lacks, which tell it nothing; past a quarter of "
-                                                   "tokens_read, the answer rests on few known words")
-    tokens_read: int | None = Field(description="how many tokens the model read (after truncation to its max_len)")
+    # (Every backend counts them: never null.)
+    unknown_tokens: int = Field(description="how many of the tokens the model read are <unk>: words its vocabulary "
+                                            "lacks, which tell it nothing; past a quarter of tokens_read, the answer "
+                                            "rests on few known words")
+    tokens_read: int = Field(description="how many tokens the model read: after truncation to its max_len, or for a "
+                                         "run that reads long texts as windows, to what its windows cover")
 
 
 class PredictResponse(BaseModel):
