@@ -790,6 +790,22 @@ def test_save_records_the_model_fit_built_not_what_the_file_recipe_builds_now(da
         assert main(["evaluate", str(folder), "--test-file", str(tmp_path / "test.csv"), "--json"]) == 0
 
 
+def test_save_after_set_params_records_the_model_fit_built_not_the_one_set_since(data, tmp_path):
+    # set_params changes the next fit, not the fitted model: a save after set_params(model="boe") recorded "boe" beside
+    # a self-attn's weights and fields, and Classifier.load refused the folder ('boe' has no config field 'd_model').
+    from attnclf import Classifier
+
+    train_x, train_y, test_x, _ = data
+    clf = AttentionTextClassifier(heads=2, layers=1, **SMALL).fit(train_x[:120], train_y[:120])
+    clf.set_params(model="boe")
+    fresh = clf.save(tmp_path / "fresh")
+    for folder in (fresh, AttentionTextClassifier.load(fresh).save(tmp_path / "again")):
+        loaded = Classifier.load(folder, device="cpu")
+        assert loaded.config["model"]["name"] == "self-attn"
+        np.testing.assert_array_equal(loaded.predict_proba(test_x[:20]), clf.predict_proba(test_x[:20]))
+    assert AttentionTextClassifier.load(fresh).model == "boe"  # (the parameter, for the next fit)
+
+
 def test_load_reads_only_the_label_dtypes_save_writes(saved, tmp_path):
     import json
     import shutil

@@ -323,8 +323,8 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
         The folder appears whole or not at all. ``overwrite`` replaces an earlier save there; any other folder that
         is not empty (a trained run, a user's files), the current folder and a link are refused. Its config.json
         records the estimator's parameters (a ``class_weight`` dict as [label, weight] pairs, which keep the labels'
-        types) and ``classes_``, which must be strings, whole numbers or booleans, and the model settings fit built
-        with (not what the file recipe builds today, should it have changed since).
+        types) and ``classes_``, which must be strings, whole numbers or booleans, and the model fit built: its name
+        and settings (not what ``model`` set since, or the file recipe today, would build).
         It records no texts: commands that need the run's own data (`attnclf calibrate`, `refit`, `report`,
         `evaluate` without --test-file, `train --resume`) refuse it.
 
@@ -342,12 +342,13 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
         _check_save_target(Path(path), target, overwrite)
         prepare_output_dir(target.parent)
         model = self.classifier_.model
+        built_name, built_fields = self._built_model()
         settings = RunSettings(
             # A DataFrame's text columns are what `attnclf predict --file` reads from a file, as a trained run's are.
             data=DataSettings(val_fraction=params["validation_fraction"],
                               text_column=getattr(self, "text_column_names_", None) or "text"),
             tokenizer=self.classifier_.tokenizer.config,
-            model=params["model"], model_config=_json_params(self._built_model_fields()),
+            model=built_name, model_config=_json_params(built_fields),
             train=self._train_config(self.classes_),
             output=str(path), device=params["device"], threads=check_threads(params["threads"]), report=False)
         record = config_record(settings, model, {**getattr(self, "_fitted_on", {}), "test_examples": 0}, {
@@ -459,15 +460,17 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
             chosen |= {name: self.d_model for name in _WIDTH_FIELDS}
         return {k: v for k, v in chosen.items() if k in known} | dict(self.model_config or {})
 
-    def _built_model_fields(self) -> dict:
-        """The model fields the fitted model was built with, as fit gave them; for an estimator loaded, or pickled
-        before fit kept them, those of its model's config that differ from the config's defaults (the model those
-        build is the same, whatever the file recipe has become since)."""
+    def _built_model(self) -> tuple[str, dict]:
+        """The model fit built, whatever ``set_params(model=...)`` or the file recipe has made of the estimator's
+        since: its name in ``MODELS`` (by its class) and its fields, as fit gave them; for an estimator loaded, or
+        pickled before fit kept them, those of its model's config that differ from the config's defaults (the model
+        those build is the same)."""
+        model = self.classifier_.model
+        name = next(name for name, spec in MODELS.items() if type(model) is spec.model_class)
         if (kept := getattr(self, "_fitted_model_fields", None)) is not None:
-            return kept
-        config = self.classifier_.model.config
-        return {f.name: getattr(config, f.name) for f in fields(config)
-                if f.name not in DERIVED_MODEL_FIELDS and getattr(config, f.name) != f.default}
+            return name, kept
+        return name, {f.name: getattr(model.config, f.name) for f in fields(model.config)
+                      if f.name not in DERIVED_MODEL_FIELDS and getattr(model.config, f.name) != f.default}
 
     def _tokenizer_config(self) -> TokenizerConfig:
         """How fit reads texts: as `attnclf train --train-file` does for this model (a self-attn: the file recipe's
