@@ -513,7 +513,7 @@ def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
         executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="attnclf-predict")
         state["explainer"] = ThreadPoolExecutor(max_workers=1, thread_name_prefix="attnclf-explain")
         # (Without the token strings and attention, which /predict does not answer; its unknown tokens are counted
-        # from the ids the model reads, at 0.1% of a batch's time: BENCHMARKS.md, Unknown tokens.)
+        # from the ids the model reads, at 0.2% of a batch's time or less: BENCHMARKS.md, Unknown tokens.)
         state["batcher"] = Batcher(partial(classifier.predict, tokens=False), executor)
         worker = asyncio.create_task(state["batcher"].run())
         yield
