@@ -263,8 +263,6 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
         self.classifier_ = Classifier(model, tokenizer, label_names, device)
         self._fitted_on = {"train_examples": len(train),  # (for save; validation_fraction 0 validated on train)
                            "validation_examples": 0 if validation is data else len(validation)}
-        # (for save: the file recipe may change before then, and the weights keep the shape fit built)
-        self._fitted_model_fields = model_fields
         return self
 
     def predict_proba(self, X) -> np.ndarray:
@@ -462,13 +460,11 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
 
     def _built_model(self) -> tuple[str, dict]:
         """The model fit built, whatever ``set_params(model=...)`` or the file recipe has made of the estimator's
-        since: its name in ``MODELS`` (by its class) and its fields, as fit gave them; for an estimator loaded, or
-        pickled before fit kept them, those of its model's config that differ from the config's defaults (the model
-        those build is the same)."""
+        since: its name in ``MODELS`` (by its class) and the fields of its config that differ from the config's
+        defaults, less the derived ones (the model those build is the same), read off the model itself, so a
+        fitted, loaded or unpickled estimator records it alike."""
         model = self.classifier_.model
         name = next(name for name, spec in MODELS.items() if type(model) is spec.model_class)
-        if (kept := getattr(self, "_fitted_model_fields", None)) is not None:
-            return name, kept
         return name, {f.name: getattr(model.config, f.name) for f in fields(model.config)
                       if f.name not in DERIVED_MODEL_FIELDS and getattr(model.config, f.name) != f.default}
 
