@@ -87,7 +87,13 @@ class Ensemble:
 
     def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
         """(texts, classes): the members' probabilities, averaged."""
-        return np.mean([member.predict_proba(texts) for member in self.members], axis=0)
+        return self._averaged(texts)[0]
+
+    def _averaged(self, texts: Sequence[str]) -> tuple[np.ndarray, list[list[list[int]]]]:
+        """The members' probabilities averaged (what ``predict_proba`` and ``predict`` both give), and each member's
+        token ids per text."""
+        runs = [member._run(texts) for member in self.members]
+        return np.mean([scores for scores, _, _ in runs], axis=0), [ids for _, ids, _ in runs]
 
     def explain(self, texts: Sequence[str], method: str | None = None, **options):
         """Refused in one line: members tokenise and attend each their own way, so explain one of them."""
@@ -100,9 +106,8 @@ class Ensemble:
         No tokens or attention, whatever ``tokens`` (which the service passes every backend alike): every member
         tokenises and attends its own way, and an average of attention weights would describe no model.
         """
-        runs = [member._run(texts) for member in self.members]  # (the probabilities predict_proba averages)
-        probabilities = np.mean([scores for scores, _, _ in runs], axis=0)
-        counts = [max((token_counts(ids[i]) for _, ids, _ in runs), key=lambda count: count[0] / count[1])
+        probabilities, member_ids = self._averaged(texts)
+        counts = [max((token_counts(ids[i]) for ids in member_ids), key=lambda count: count[0] / count[1])
                   for i in range(len(probabilities))]
         return [Prediction.from_scores(row, self.label_names, [], None, count)
                 for row, count in zip(probabilities, counts)]
