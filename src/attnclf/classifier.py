@@ -19,7 +19,7 @@ from .errors import AttnclfError, RunDirError
 from .evaluation.predict import DEFAULT_THRESHOLD, output_probabilities
 from .models import model_from_config
 from .models.windows import window_config, windowed
-from .prediction import LabelSetPrediction, Prediction, check_texts, token_counts
+from .prediction import LabelSetPrediction, Prediction, check_texts, predictions
 from .rundir import (ENSEMBLE_FILE, TEMPERATURE_FILE, THRESHOLDS_FILE, check_label_names, check_run_dir,
                      is_multi_label, load_weights, read_config, read_json)
 from .text.batching import EVAL_MAX_TOKENS
@@ -139,15 +139,8 @@ class Classifier:
         >>> # [p.labels for p in topics_clf.predict(["the coach praised the album"])]  # [['sports', 'music']]
         >>> # clf.predict(["the movie was awesome"], tokens=False)[0].unknown_tokens  # 1 of tokens_read 4
         """
-        probabilities, ids, attention = self._run(texts)
-        counts = [token_counts(row) for row in ids]
-        strings = [self.tokenizer.token_strings(row) if tokens else [] for row in ids]
-        attention = attention if tokens else [None] * len(ids)
-        if self.multi_label:
-            return [LabelSetPrediction.from_scores(p, self.thresholds, self.label_names, t, a, c)
-                    for p, t, a, c in zip(probabilities, strings, attention, counts)]
-        return [Prediction.from_scores(p, self.label_names, t, a, c)
-                for p, t, a, c in zip(probabilities, strings, attention, counts)]
+        return predictions(*self._run(texts), self.label_names, self.tokenizer.token_strings, tokens,
+                           self.thresholds if self.multi_label else None)
 
     def explain(self, texts: Sequence[str], method: str | None = None, **options) -> list:
         """Per-token scores of each prediction by ``method``: one ``attnclf.explain.Explanation`` per text.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -240,3 +240,23 @@ class LabelSetPrediction:
     def to_dict(self) -> dict:
         return {"labels": self.labels, "probabilities": self.probabilities, "tokens": self.tokens,
                 "attention": self.attention, "unknown_tokens": self.unknown_tokens, "tokens_read": self.tokens_read}
+
+
+def predictions(probabilities: np.ndarray, ids: list[list[int]], attention: list[np.ndarray | None],
+                label_names: list[str], token_strings: Callable[[list[int]], list[str]], tokens: bool = True,
+                thresholds: np.ndarray | None = None) -> list[Prediction] | list[LabelSetPrediction]:
+    """A backend's run (probabilities, token ids and pooling weights per text) as what its ``predict`` returns:
+    a ``Prediction`` per text, or with ``thresholds`` (a multi-label run's) a ``LabelSetPrediction``; the tokens
+    are ``token_strings(ids)``, and ``tokens=False`` leaves out them and the attention.
+
+    >>> [p.label for p in predictions(np.array([[0.2, 0.8]]), [[5, UNK_ID]], [None], ["neg", "pos"], str)]
+    ['pos']
+    """
+    counts = [token_counts(row) for row in ids]
+    strings = [token_strings(row) if tokens else [] for row in ids]
+    attention = attention if tokens else [None] * len(ids)
+    if thresholds is not None:
+        return [LabelSetPrediction.from_scores(p, thresholds, label_names, t, a, c)
+                for p, t, a, c in zip(probabilities, strings, attention, counts)]
+    return [Prediction.from_scores(p, label_names, t, a, c)
+            for p, t, a, c in zip(probabilities, strings, attention, counts)]

@@ -31,7 +31,7 @@ import numpy as np
 from ..checks import check_threads, true_or_false
 from ..ensemble import NOT_EXPLAINED, is_ensemble_dir
 from ..errors import AttnclfError, RunDirError
-from ..prediction import Prediction, check_texts, token_counts
+from ..prediction import Prediction, check_texts, predictions
 from ..rundir import TEMPERATURE_FILE, check_label_names, file_sha256, read_json
 from ..text.tokenizer import PAD_ID, Tokenizer, TokenizerConfig
 
@@ -202,8 +202,4 @@ class OnnxClassifier:
     def predict(self, texts: Sequence[str], tokens: bool = True) -> list[Prediction]:
         """Label, confidence, probabilities, tokens, pooling attention and unknown tokens per text, as
         ``Classifier.predict`` gives them (``tokens=False``: without the tokens and attention)."""
-        probabilities, ids, attention = self._run(texts)
-        strings = [self.tokenizer.token_strings(row) if tokens else [] for row in ids]
-        attention = attention if tokens else [None] * len(ids)
-        return [Prediction.from_scores(p, self.label_names, t, a, token_counts(row))
-                for p, t, a, row in zip(probabilities, strings, attention, ids)]
+        return predictions(*self._run(texts), self.label_names, self.tokenizer.token_strings, tokens)
