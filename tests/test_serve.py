@@ -80,6 +80,27 @@ def local(demo_run):
     return Classifier.load(demo_run, device="cpu")
 
 
+class _Held:
+    """``classifier`` whose ``method`` (``predict``, ``explain``) holds each call in the model until ``release`` is
+    set (30 s at most), setting ``arrived`` as a call comes: requests that come meanwhile stay in flight."""
+
+    def __init__(self, classifier, method: str):
+        self._classifier, self._method = classifier, method
+        self.arrived, self.release = threading.Event(), threading.Event()
+
+    def __getattr__(self, name):
+        attribute = getattr(self._classifier, name)
+        if name != self._method:
+            return attribute
+
+        def held(*args, **options):
+            self.arrived.set()
+            self.release.wait(30)
+            return attribute(*args, **options)
+
+        return held
+
+
 def test_a_port_in_use_is_a_one_line_error(demo_run, capsys, monkeypatch):
     import uvicorn
 
@@ -297,23 +318,15 @@ def test_predictions_are_not_held_up_by_a_slow_explanation(local):
 
     from attnclf.serve.app import create_app
 
-    release = threading.Event()
+    slow_to_explain = _Held(local, "explain")  # an occlusion of long texts, say
 
-    class SlowToExplain:
-        def __getattr__(self, name):
-            return getattr(local, name)
-
-        def explain(self, texts, **options):
-            release.wait(20)  # an occlusion of long texts, say
-            return local.explain(texts, **options)
-
-    with TestClient(create_app(SlowToExplain())) as client, ThreadPoolExecutor(1) as pool:
+    with TestClient(create_app(slow_to_explain)) as client, ThreadPoolExecutor(1) as pool:
         pending = pool.submit(client.post, "/explain", json={"text": "good"})
         time.sleep(0.3)  # the explanation is being worked on
         started = time.monotonic()
         assert client.post("/predict", json={"text": "good"}).status_code == 200
         assert time.monotonic() - started < 10 and not pending.done()
-        release.set()
+        slow_to_explain.release.set()
         assert pending.result().status_code == 200
 
 
@@ -325,20 +338,10 @@ def test_past_the_limit_a_request_gets_a_json_503_with_retry_after_at_once_and_h
     from attnclf.serve.app import ServeLimits, _uvicorn_options, create_app
 
     limit, extra = 3, 4
-    arrived, release = threading.Event(), threading.Event()
+    held = _Held(local, "predict")  # the first batch, until released
+    arrived, release = held.arrived, held.release
 
-    class Held:
-        """Holds the first batch in the model until released: requests that come meanwhile stay in flight."""
-
-        def __getattr__(self, name):
-            return getattr(local, name)
-
-        def predict(self, texts, **options):
-            arrived.set()
-            release.wait(30)
-            return local.predict(texts, **options)
-
-    server = uvicorn.Server(uvicorn.Config(create_app(Held(), ServeLimits(max_connections=limit)),
+    server = uvicorn.Server(uvicorn.Config(create_app(held, ServeLimits(max_connections=limit)),
                                            **_uvicorn_options(ServeLimits(max_connections=limit))))
     with ThreadPoolExecutor(limit + extra) as pool, _running(server, before_stop=release.set) as port, \
             httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
@@ -377,19 +380,11 @@ def test_a_request_stopping_cuts_off_is_answered_a_json_503_not_a_500_and_logs_n
 
     from attnclf.serve.app import ServeLimits, _uvicorn_options, create_app
 
-    arrived, release = threading.Event(), threading.Event()
-
-    class SlowToExplain:
-        def __getattr__(self, name):
-            return getattr(local, name)
-
-        def explain(self, texts, **options):
-            arrived.set()
-            release.wait(30)  # longer than the graceful shutdown waits
-            return local.explain(texts, **options)
+    slow_to_explain = _Held(local, "explain")  # for longer than the graceful shutdown waits
+    arrived, release = slow_to_explain.arrived, slow_to_explain.release
 
     limits = ServeLimits()
-    server = uvicorn.Server(uvicorn.Config(create_app(SlowToExplain(), limits),
+    server = uvicorn.Server(uvicorn.Config(create_app(slow_to_explain, limits),
                                            **{**_uvicorn_options(limits), "timeout_graceful_shutdown": 1}))
     logged: list[logging.LogRecord] = []
     handler = logging.Handler()
