@@ -185,6 +185,17 @@ def test_model_from_config_rebuilds_the_same_model(name):
         torch.testing.assert_close(rebuilt.eval()(ids, mask).logits, model(ids, mask).logits)
 
 
+def test_rebuilding_a_saved_model_leaves_the_callers_random_stream_alone():
+    # Its weights are loaded over the initial ones: drawing them moved a notebook's torch.manual_seed stream on
+    # for every Classifier.load.
+    config = tiny("self-attn").config.to_dict()
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+    model_from_config("self-attn", config)
+    assert torch.equal(torch.rand(3), expected)
+
+
 @pytest.mark.parametrize("name", ALL)
 def test_defaults_build_with_a_real_vocabulary(name):
     model = build_model(name, vocab_size=20000)

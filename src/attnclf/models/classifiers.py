@@ -604,4 +604,7 @@ def model_from_config(name: str, config_dict: dict, saved_in: str | Path | None 
     >>> model_from_config("mha", model.config.to_dict()).config == model.config
     True
     """
-    return _built(name, config_for(name, **config_dict), saved_in)
+    # Drawn on a fork of torch's generator: the weights drawn are replaced by the saved ones, and a caller's seeded
+    # stream (a notebook's torch.manual_seed) goes on as if the model had not been loaded.
+    with torch.random.fork_rng(devices=[]):
+        return _built(name, config_for(name, **config_dict), saved_in)
