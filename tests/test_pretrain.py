@@ -77,6 +77,15 @@ def test_pretraining_learns_to_restore_hidden_words(tmp_path):
     assert saved["model_config"]["d_model"] == 16 and saved["pieces"] == 2000 and saved["tokens"] == 16000
 
 
+def test_pretraining_from_python_leaves_the_callers_random_stream_alone(tmp_path):
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+    settings = PretrainSettings(model_config=SMALL, max_len=16, min_frequency=1, epochs=1, batch_size=32)
+    pretrain_encoder(cyclic_corpus(64), settings, tmp_path / "p", log=quiet)
+    assert torch.equal(torch.rand(3), expected)
+
+
 def test_a_rerun_continues_where_an_interrupted_one_stopped_and_ends_where_one_run_would(tmp_path):
     texts = cyclic_corpus(200)
     settings = PretrainSettings(model_config=SMALL, max_len=16, min_frequency=1, epochs=2, batch_size=32,

@@ -57,6 +57,17 @@ def test_same_seed_same_weights_and_different_seed_different_weights(tmp_path):
     assert any((a[k] != c[k]).any() for k in a)
 
 
+def test_training_and_loading_a_run_from_python_leave_the_callers_random_stream_alone(tmp_path):
+    # train_run (refit_runs', compare's) seeded torch's global generator and left it there, and Classifier.load drew
+    # weights its saved ones replace: a notebook's torch.manual_seed stream moved under it.
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+    result = train_run(tiny_settings(tmp_path / "run", epochs=1), progress=False)
+    Classifier.load(result.run_dir, device="cpu")
+    assert torch.equal(torch.rand(3), expected)
+
+
 def test_a_runs_threads_bound_numpys_blas_too_and_its_config_names_the_blas(tmp_path, monkeypatch):
     """The counted vectors' SVD runs in numpy's and scipy's BLAS: its thread count orders its sums, as torch's does."""
     from threadpoolctl import threadpool_info

@@ -195,7 +195,8 @@ def pretrain_encoder(texts: Sequence[str], settings: PretrainSettings, output: s
     record = {"settings": asdict(settings), "texts": len(texts), "texts_sha256": _fingerprint(texts),
               "tokenizer": tokenizer_config.to_dict(), "epochs": []}
     try:
-        return _pretrain(texts, settings, output, record, vectors, log, progress)
+        with torch.random.fork_rng(devices=[]):  # (seeded inside: the caller's own stream goes on untouched)
+            return _pretrain(texts, settings, output, record, vectors, log, progress)
     except AttnclfError:  # (refused before anything was written: a folder made for it goes again)
         remove_empty_folders(output, created)
         raise

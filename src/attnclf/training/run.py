@@ -165,7 +165,9 @@ def train_run(settings: RunSettings, resume: bool = False, progress: bool = True
     >>> # result = train_run(RunSettings(DataSettings(dataset="demo"), output="runs/demo"))
     >>> # result.metrics["accuracy"]
     """
-    with torch_threads(settings.threads):
+    # The run seeds torch's generator (its initial weights, dropout) on a fork of it: called from Python (refit_runs,
+    # a notebook), the caller's own seeded stream goes on as if the run had not drawn from it.
+    with torch_threads(settings.threads), torch.random.fork_rng(devices=[]):
         return _train_run(settings, resume, progress, loaded)
 
 
