@@ -106,6 +106,21 @@ def test_a_run_directory_finds_its_default_export(demo_run, tmp_path):
             OnnxClassifier.load(other)
 
 
+def test_quantising_leaves_the_callers_logging_as_it_was(demo_run, tmp_path, monkeypatch):
+    # onnxruntime's quantiser logs through the root logger, which, without handlers, gives itself one to stderr
+    # (logging.basicConfig) for the rest of the process; and the export lifted a logging.disable its caller had set.
+    import logging
+
+    monkeypatch.setattr(logging.root, "handlers", [])  # (a fresh process's: pytest's own capture handler aside)
+    logging.disable(logging.INFO)
+    try:
+        onnx_export.export_onnx(demo_run, tmp_path / "onnx", check=onnx_export.check_data(demo_run, limit=20),
+                                quantize=True)
+        assert (logging.root.handlers, logging.root.manager.disable) == ([], logging.INFO)
+    finally:
+        logging.disable(logging.NOTSET)
+
+
 def test_an_export_inside_a_run_that_trained_on_since_is_refused(demo_run, tmp_path, capsys, monkeypatch):
     run = tmp_path / "run"
     run.mkdir()

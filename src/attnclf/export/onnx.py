@@ -25,7 +25,8 @@ import os
 import shutil
 import tempfile
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -266,21 +267,40 @@ def _session(path: Path):
     return onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
+@contextmanager
+def _root_logger_quiet() -> Iterator[None]:
+    """Silence the root logger's warnings (onnxruntime's quantiser writes through it), then put the caller's logging
+    back as it was: its ``logging.disable`` level, and no handler added. (``logging.warning`` on a root logger without
+    handlers gives it one to stderr for good, which a notebook would then print every later record through.)
+
+    >>> with _root_logger_quiet():
+    ...     logging.warning("shape pre-processing advised")
+    >>> logging.root.manager.disable
+    0
+    """
+    disabled, handlers = logging.root.manager.disable, list(logging.root.handlers)
+    logging.disable(max(disabled, logging.WARNING))
+    try:
+        yield
+    finally:
+        for handler in [h for h in logging.root.handlers if h not in handlers]:
+            logging.root.removeHandler(handler)
+        logging.disable(disabled)
+
+
 def _quantize(directory: Path, fp32: OnnxClassifier, reference: np.ndarray, check: TextDataset) -> dict:
     """Write model.int8.onnx (int8 weights, activations quantised on the fly) and measure what it changes."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     fd, tmp = temporary_beside(directory / "model.int8.onnx", suffix=".onnx")
     os.close(fd)
-    # The quantiser advises shape pre-processing through the root logger; that step fails on dynamic axes.
-    logging.disable(logging.WARNING)
     try:
-        quantize_dynamic(directory / "model.onnx", tmp, weight_type=QuantType.QInt8)
+        with _root_logger_quiet():  # (it advises shape pre-processing, a step that fails on dynamic axes)
+            quantize_dynamic(directory / "model.onnx", tmp, weight_type=QuantType.QInt8)
         probabilities = OnnxClassifier(_session(Path(tmp)), fp32.tokenizer, fp32.label_names,
                                        fp32.config).predict_proba(check.texts)
         publish(tmp, directory / "model.int8.onnx")
     finally:
-        logging.disable(logging.NOTSET)
         Path(tmp).unlink(missing_ok=True)
     return _difference(reference, probabilities) | {
         "texts": len(check),
