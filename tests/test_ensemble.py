@@ -12,6 +12,7 @@ from attnclf.classifier import Classifier
 from attnclf.cli import main
 from attnclf.ensemble import Ensemble
 from attnclf.errors import AttnclfError, shown
+from attnclf.prediction import LabelSetPrediction
 
 TEXTS = ["the plot was not good", "boring start but a brilliant ending", "a fine film", "dull"]
 
@@ -45,6 +46,24 @@ def test_an_ensemble_counts_the_unknown_tokens_of_the_member_that_knows_the_fewe
     for members in ([first, second], [second, first]):
         prediction = Ensemble(members).predict(text)[0]
         assert (prediction.unknown_tokens, prediction.tokens_read, prediction.tokens) == (3, 6, [])
+
+
+def test_a_loaded_model_and_its_predictions_show_briefly_in_a_notebook(demo_run, second_run):
+    # A notebook echoes the last value: "<attnclf.classifier.Classifier object at 0x7f...>" said nothing of the model,
+    # and a prediction's repr spelt out every token and attention weight (of a 512-token review, 14,000 characters).
+    clf = Classifier.load(demo_run, device="cpu")
+    assert repr(clf) == "Classifier(model='self-attn', labels=['negative', 'positive'], device='cpu')"
+    assert repr(Ensemble.load([demo_run, second_run], device="cpu")) == \
+        "Ensemble(members=2, labels=['negative', 'positive'])"
+    prediction = clf.predict(["the film was good " * 200])[0]
+    assert len(prediction.tokens) == prediction.tokens_read > 50 and prediction.attention is not None
+    assert repr(prediction) == (f"Prediction(label={prediction.label!r}, confidence={prediction.confidence!r}, "
+                                f"probabilities={prediction.probabilities!r}, unknown_tokens=0, tokens_read="
+                                f"{prediction.tokens_read})")
+    label_set = LabelSetPrediction.from_scores(np.array([0.6, 0.1]), np.array([0.5, 0.5]), ["a", "b"], ["w"] * 500,
+                                               np.full(500, 1 / 500), (0, 500))
+    assert repr(label_set) == ("LabelSetPrediction(labels=['a'], probabilities={'a': 0.6, 'b': 0.1}, unknown_tokens=0, "
+                               "tokens_read=500)")
 
 
 def test_ensemble_refuses_runs_with_other_labels(demo_run):

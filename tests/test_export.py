@@ -363,6 +363,11 @@ def test_a_staging_folder_left_by_a_killed_export_is_removed_by_the_next(demo_ru
         "export.json", "labels.json", "model.onnx", "tokenizer.json"]
 
 
+def test_an_export_shows_its_model_and_labels_in_a_notebook(exported):
+    assert repr(OnnxClassifier.load(exported, int8=True)) == \
+        "OnnxClassifier(model='self-attn', labels=['negative', 'positive'], int8=True)"
+
+
 def test_a_path_to_the_int8_graph_loads_the_int8_graph(exported):
     named = OnnxClassifier.load(exported / "model.int8.onnx").predict_proba(TEXTS[:7])
     np.testing.assert_array_equal(named, OnnxClassifier.load(exported, int8=True).predict_proba(TEXTS[:7]))

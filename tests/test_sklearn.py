@@ -65,6 +65,8 @@ def test_integer_labels_keep_their_values_and_type(data):
     predicted = clf.fit(train_x, y).predict(test_x[:20])
     assert clf.classes_.tolist() == [3, 7]
     assert predicted.dtype.kind == "i" and set(predicted.tolist()) <= {3, 7}
+    # (its classifier_ has no run config naming its model: its repr names it by the model's class)
+    assert repr(clf.classifier_).startswith("Classifier(model='boe', labels=['3', '7'], device=")
 
 
 def test_grid_search_picks_the_learning_rate_that_learns(data):

@@ -17,9 +17,9 @@ import torch
 from .checks import true_or_false
 from .errors import AttnclfError, RunDirError
 from .evaluation.predict import DEFAULT_THRESHOLD, output_probabilities
-from .models import model_from_config
+from .models import MODELS, model_from_config
 from .models.windows import window_config, windowed
-from .prediction import LabelSetPrediction, Prediction, check_texts, predictions
+from .prediction import LabelSetPrediction, Prediction, check_texts, model_repr, predictions
 from .rundir import (ENSEMBLE_FILE, TEMPERATURE_FILE, THRESHOLDS_FILE, check_label_names, check_run_dir,
                      is_multi_label, load_weights, read_config, read_json)
 from .text.batching import EVAL_MAX_TOKENS
@@ -58,6 +58,18 @@ class Classifier:
         self.multi_label = is_multi_label(self.config)
         self.thresholds = np.full(len(label_names), DEFAULT_THRESHOLD) if thresholds is None else thresholds
         self.temperature = temperature
+
+    def __repr__(self) -> str:
+        """Its model, labels and device, and the settings that are not the defaults, as a notebook shows it.
+
+        >>> # Classifier.load("runs/demo", device="cpu")  # Classifier(model='self-attn', labels=[...], device='cpu')
+        """
+        # (the estimator's classifier_ has no run config to name its model: its class does)
+        model = self.config.get("model", {}).get("name") or next(
+            (name for name, spec in MODELS.items() if type(self.model) is spec.model_class), None)
+        return model_repr("Classifier", model=model, labels=self.label_names, device=str(self.device),
+                          multi_label=self.multi_label or None, bf16=self.bf16 or None,
+                          temperature=None if self.temperature == 1 else self.temperature)
 
     @classmethod
     def load(cls, run_dir: str | Path, device: str = "auto", bf16: bool = False) -> "Classifier":

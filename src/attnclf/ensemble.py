@@ -25,7 +25,7 @@ import numpy as np
 
 from .checks import by_field, check_backend
 from .errors import AttnclfError
-from .prediction import Prediction, token_counts
+from .prediction import Prediction, model_repr, token_counts
 from .rundir import (ENSEMBLE_FILE, atomic_write_bytes, atomic_write_json, first_missing_folder, member_folders,
                      prepare_output_dir, read_json, remove_empty_folders, run_dir_list)
 
@@ -65,6 +65,9 @@ class Ensemble:
         self.label_names = first.label_names
         self.config = first.config  # where the test data came from, for `attnclf evaluate`
         self.multi_label = False
+
+    def __repr__(self) -> str:
+        return model_repr("Ensemble", members=len(self.members), labels=self.label_names)
 
     @classmethod
     def load(cls, run_dirs: Sequence[str | Path], device: str = "auto", bf16: bool = False) -> "Ensemble":

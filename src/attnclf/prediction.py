@@ -8,7 +8,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .errors import AttnclfError
+from .errors import AttnclfError, first_few
 from .text.cleaning import unicode_problem
 from .text.tokenizer import UNK, UNK_ID
 
@@ -19,6 +19,7 @@ from .text.tokenizer import UNK, UNK_ID
 # training texts' ground, and a confident answer on it rests on the words left.
 UNKNOWN_SHARE_NOTED = 0.25
 NOTED_TEXTS = 5  # such notes per command: a file of thousands of such texts gets a count of the rest, not a note each
+LABELS_SHOWN = 5  # a model's repr names this many of its labels: 20 Newsgroups' twenty would fill a screen's line thrice
 
 
 def shaped(values):
@@ -33,6 +34,27 @@ def shaped(values):
     (array(['a', 'b'], dtype=object), ['a', 'b'])
     """
     return np.asarray(values) if hasattr(values, "__array__") and not hasattr(values, "shape") else values
+
+
+def model_repr(kind: str, **fields) -> str:
+    """How a model shows itself where a notebook echoes it: ``kind(field=value, ...)``, the fields that are None left
+    out, and of ``labels`` the first ``LABELS_SHOWN`` and how many there are.
+
+    >>> model_repr("Classifier", model="boe", labels=["neg", "pos"], device="cpu", bf16=None)
+    "Classifier(model='boe', labels=['neg', 'pos'], device='cpu')"
+    >>> model_repr("Ensemble", members=3, labels=[f"topic {i}" for i in range(20)])
+    "Ensemble(members=3, labels=['topic 0', 'topic 1', 'topic 2', 'topic 3', 'topic 4', ...] (20))"
+    """
+    shown_fields = []
+    for name, value in fields.items():
+        if value is None:
+            continue
+        if name == "labels":
+            count = f" ({len(value)})" if len(value) > LABELS_SHOWN else ""
+            shown_fields.append(f"labels=[{first_few(value, most=LABELS_SHOWN)}]{count}")
+        else:
+            shown_fields.append(f"{name}={value!r}")
+    return f"{kind}({', '.join(shown_fields)})"
 
 
 def check_texts(texts: Sequence[str], name: str | None = None) -> list[str]:
@@ -159,8 +181,9 @@ class Prediction:
     label: str
     confidence: float
     probabilities: dict[str, float]
-    tokens: list[str] = field(default_factory=list)
-    attention: list[float] | None = None
+    # (out of the repr: a notebook echoing a 512-token text's prediction would spell out 14,000 characters)
+    tokens: list[str] = field(default_factory=list, repr=False)
+    attention: list[float] | None = field(default=None, repr=False)
     unknown_tokens: int | None = None
     tokens_read: int | None = None
 
@@ -211,8 +234,9 @@ class LabelSetPrediction:
 
     labels: list[str]
     probabilities: dict[str, float]
-    tokens: list[str] = field(default_factory=list)
-    attention: list[float] | None = None
+    # (out of the repr: a notebook echoing a 512-token text's prediction would spell out 14,000 characters)
+    tokens: list[str] = field(default_factory=list, repr=False)
+    attention: list[float] | None = field(default=None, repr=False)
     unknown_tokens: int | None = None
     tokens_read: int | None = None
 

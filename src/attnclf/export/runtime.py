@@ -31,7 +31,7 @@ import numpy as np
 from ..checks import check_threads, true_or_false
 from ..ensemble import NOT_EXPLAINED, is_ensemble_dir
 from ..errors import AttnclfError, RunDirError
-from ..prediction import Prediction, check_texts, predictions
+from ..prediction import Prediction, check_texts, model_repr, predictions
 from ..rundir import TEMPERATURE_FILE, check_label_names, file_sha256, read_json
 from ..text.tokenizer import PAD_ID, Tokenizer, TokenizerConfig
 
@@ -125,6 +125,11 @@ class OnnxClassifier:
         self.batch_size = batch_size
         self.int8 = int8  # which graph the session runs, the quantised one or float32
         self.has_pooling_weights = any(o.name == "pooling_weights" for o in session.get_outputs())
+
+    def __repr__(self) -> str:
+        temperature = self.config.get("temperature", 1.0)
+        return model_repr("OnnxClassifier", model=self.config.get("model", {}).get("name"), labels=self.label_names,
+                          int8=self.int8 or None, temperature=None if temperature == 1 else temperature)
 
     @classmethod
     def load(cls, path: str | Path, *, int8: bool = False, threads: int | None = None) -> "OnnxClassifier":
