@@ -484,11 +484,15 @@ def test_the_python_api_refuses_a_table_of_texts_rather_than_reading_its_column_
     clf = Classifier.load(demo_run, device="cpu")
     table = pandas.DataFrame({"review": ["good", "bad", "fine"]})
     for texts, shown in [(table, r"2-dimensional DataFrame \(shape \(3, 1\)\)"),
-                         (np.array([["good"], ["bad"]]), r"2-dimensional ndarray \(shape \(2, 1\)\)"),
-                         (np.array("good"), r"0-dimensional ndarray \(shape \(\)\)")]:
+                         (np.array([["good"], ["bad"]]), r"2-dimensional ndarray \(shape \(2, 1\)\)")]:
         for call in (clf.predict, clf.predict_proba, clf.explain):
             with pytest.raises(ValueError, match=f"^pass a list of texts, not a {shown}: pass one column of it"):
                 call(texts)
+    # (a 0-dimensional array is one value, which no column of a table is: it had been told to pass "df['review']")
+    for call in (clf.predict, clf.predict_proba, clf.explain):
+        with pytest.raises(ValueError, match=r"^pass a list of texts, not a single value \(a 0-dimensional ndarray: "
+                                             r"'good'\); wrap it in a list$"):
+            call(np.array("good"))
     assert [p.label for p in clf.predict(table["review"])] == [p.label for p in clf.predict(["good", "bad", "fine"])]
 
 

@@ -8,7 +8,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .errors import AttnclfError, first_few
+from .errors import AttnclfError, first_few, shown
 from .text.cleaning import unicode_problem
 from .text.tokenizer import UNK, UNK_ID
 
@@ -76,9 +76,12 @@ def check_texts(texts: Sequence[str], name: str | None = None) -> list[str]:
     if texts is None or isinstance(texts, (dict, set, frozenset)) or not hasattr(texts, "__iter__"):
         # (a dict would give its keys, a set an order of its own: answers that match no input)
         raise AttnclfError(f"{expected}, not {type(texts).__name__}")
+    if getattr(texts, "ndim", 1) == 0:  # (np.array("a review"): one text, not a table's column)
+        raise AttnclfError(f"{expected}, not a single value (a 0-dimensional {type(texts).__name__}: "
+                           f"{shown(texts.item())}); wrap it in a list")
     if getattr(texts, "ndim", 1) != 1:
         # A DataFrame iterates over its column names, a 2-D array over its rows: either would answer other texts than
-        # the rows it holds, silently for a DataFrame (one answer, for the word "review"). A 0-d array cannot iterate.
+        # the rows it holds, silently for a DataFrame (one answer, for the word "review").
         raise AttnclfError(f"{expected}, not a {texts.ndim}-dimensional {type(texts).__name__} (shape "
                            f"{tuple(texts.shape)}): pass one column of it (df['review'], not df[['review']])")
     texts = list(texts)
