@@ -248,6 +248,14 @@ def test_the_precision_switches_take_true_or_false_only(demo_run, exported):
     assert Classifier.load(demo_run, device="cpu", bf16=np.bool_(False)).bf16 is False
 
 
+def test_predict_takes_true_or_false_for_its_tokens(demo_run, exported):
+    # tokens="false" is truthy: it answered the tokens and attention it was asked to leave out
+    for clf in (Classifier.load(demo_run, device="cpu"), OnnxClassifier.load(exported)):
+        with pytest.raises(AttnclfError, match=r"^tokens must be True or False, got 'false'$"):
+            clf.predict(["good"], tokens="false")
+        assert clf.predict(["good"], tokens=np.bool_(False))[0].tokens == []
+
+
 def test_a_refused_model_leaves_no_export_folder_and_predict_says_why(tmp_path, capsys):
     run = tmp_path / "run"
     assert main(["train", "--dataset", "demo", "--model", "lstm-mean", "--epochs", "1", "--max-train-examples",

@@ -8,6 +8,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from .checks import true_or_false
 from .errors import AttnclfError, first_few, shown
 from .text.cleaning import unicode_problem
 from .text.tokenizer import UNK, UNK_ID
@@ -279,6 +280,7 @@ def predictions(probabilities: np.ndarray, ids: list[list[int]], attention: list
     >>> [p.label for p in predictions(np.array([[0.2, 0.8]]), [[5, UNK_ID]], [None], ["neg", "pos"], str)]
     ['pos']
     """
+    tokens = true_or_false(tokens, "tokens")  # ("false" is truthy: it would answer what it was asked to leave out)
     counts = [token_counts(row) for row in ids]
     strings = [token_strings(row) if tokens else [] for row in ids]
     attention = attention if tokens else [None] * len(ids)
