@@ -1523,6 +1523,18 @@ def test_method_all_says_which_methods_the_model_lacks_and_why(csv_files, csv_ru
     assert main(["faithfulness", str(csv_run), "--methods", "all", "--examples", "4", "--json"]) == 0
     assert capsys.readouterr().err == ("note: --methods all leaves out attention (this model does not pool by "
                                        "attention) and rollout (it has no self-attention layers)\n")
+    # Without --methods it measures the same methods, and said nothing of the two it left out.
+    assert main(["faithfulness", str(csv_run), "--examples", "4", "--json"]) == 0
+    assert capsys.readouterr().err == ("note: every method this model supports (the default, as --methods all) leaves "
+                                       "out attention (this model does not pool by attention) and rollout (it has no "
+                                       "self-attention layers)\n")
+    assert main(["faithfulness", str(csv_run), "--methods", "occlusion", "--examples", "4", "--json"]) == 0
+    assert capsys.readouterr().err == ""  # methods named are what was asked for
+    demo = tmp_path / "demo"  # (a copy: faithfulness saves its result in the run, which the report then shows)
+    shutil.copytree(demo_run, demo)
+    for methods in ([], ["--methods", "all"]):  # of several runs, the note names the one it is about
+        assert main(["faithfulness", str(demo), str(csv_run), *methods, "--examples", "4", "--json"]) == 0
+        assert capsys.readouterr().err.startswith(f"note: {csv_run}: {methods and '--methods all' or 'every'}")
     assert main(["explain", str(demo_run), "a dull story", "--method", "all", "--format", "json"]) == 0
     assert capsys.readouterr().err == ""  # self-attn has them all
     with pytest.raises(SystemExit):

@@ -770,13 +770,13 @@ def _explanation_methods(run_dir: str, model) -> list[str]:
     return available
 
 
-def _method_list(spec: str, available: list[str], flag: str = "--method") -> list[str]:
-    """``all`` or comma-separated method names, each one the model supports (``flag``: the option they came in)."""
-    from .explain.methods import METHODS, left_out
+def _method_list(spec: str, available: list[str], flag: str = "--method", run: str = "") -> list[str]:
+    """``all`` or comma-separated method names, each one the model supports (``flag``: the option they came in;
+    ``run``: the run a note on ``all`` names, where a command reads several)."""
+    from .explain.methods import METHODS
 
     if spec == "all":
-        if lacking := left_out(available):  # (stderr: what stdout holds may be JSON or a page)
-            print(f"note: {flag} all leaves out {' and '.join(lacking)}", file=sys.stderr)
+        _note_left_out(available, f"{flag} all", run)
         return available
     methods = [m.strip() for m in spec.split(",") if m.strip()]
     for method in methods:
@@ -787,6 +787,16 @@ def _method_list(spec: str, available: list[str], flag: str = "--method") -> lis
     if not methods:
         raise AttnclfError(f"{flag} is empty")
     return methods
+
+
+def _note_left_out(available: list[str], asked: str, run: str = "") -> None:
+    """A line on stderr naming the methods ``asked`` (what was asked for, in the user's words) leaves out of those
+    a model could have, and why, for ``run`` (named when given); none where it leaves out none. (stderr: what stdout
+    holds may be JSON or a page.)"""
+    from .explain.methods import left_out
+
+    if lacking := left_out(available):
+        print(f"note: {f'{run}: ' if run else ''}{asked} leaves out {' and '.join(lacking)}", file=sys.stderr)
 
 
 def _refuse_columns_without_test_file(args: argparse.Namespace) -> None:
@@ -828,7 +838,12 @@ def cmd_faithfulness(args: argparse.Namespace) -> int:
         prepare_output_dir(run_dir)  # the measurements are saved there: a read-only run fails before, not after
         refuse_multi_label(clf.config, "attnclf faithfulness")
         available = _explanation_methods(run_dir, clf.model)
-        methods = available if args.methods is None else _method_list(args.methods, available, "--methods")
+        named = run_dir if len(args.run_dirs) > 1 else ""  # (which run a note is about)
+        if args.methods is None:  # (the same methods as --methods all: say so, as that says what it leaves out)
+            _note_left_out(available, "every method this model supports (the default, as --methods all)", named)
+            methods = available
+        else:
+            methods = _method_list(args.methods, available, "--methods", named)
         options = {"steps": args.steps} if args.steps is not None else {}
         result = measure_faithfulness(clf, _test_data(args, clf), methods=methods, examples=args.examples,
                                       seed=args.seed, **options)
