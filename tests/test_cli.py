@@ -331,6 +331,7 @@ def test_explain_notes_a_text_whose_tokens_the_model_mostly_does_not_know(demo_r
     assert main([*argv, "--format", "json"]) == 0
     records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [record["unknown_tokens"] for record in records] == [3, 0]
+    assert [record["unknown_note"] for record in records] == [unknown.splitlines()[1].removeprefix("  note: "), None]
 
 
 def test_a_run_too_large_to_load_here_is_told_where_to_go_not_to_lower_what_its_training_fixed(demo_run, capsys,

@@ -420,12 +420,17 @@ def test_a_head_that_weighs_every_token_alike_points_at_none_of_them():
 def test_the_terminal_the_page_and_json_say_how_many_tokens_the_model_does_not_know():
     e = explanation(tokens=("not", "<unk>"))
     assert "note:" not in render_terminal([e], color=False) + render_html([e])  # not counted, as by hand: no note
-    assert "unknown_tokens" not in json.loads(render_json([e]))
+    assert {"unknown_tokens", "unknown_note"}.isdisjoint(json.loads(render_json([e])))
     e.unknown_tokens = 1
     note = "note: 1 of the 2 tokens the model read is unknown to it (<unk>): its answer rests on the other 1"
     assert render_terminal([e], color=False).splitlines()[1] == f"  {note}"
     assert f'<p class="note">{html.escape(note)}</p>' in render_html([e])
     assert json.loads(render_json([e]))["unknown_tokens"] == 1
+    # The terminal's note is the JSON's too (a program reading --format json got the count and no word of what it
+    # meant); null for a text under the share, absent, with the count, where the tokens were not counted.
+    assert json.loads(render_json([e]))["unknown_note"] == note.removeprefix("note: ")
+    e.tokens = ["not", "bad", "at", "all", "<unk>"]
+    assert json.loads(render_json([e]))["unknown_note"] is None
 
 
 def test_colours_say_for_and_against():

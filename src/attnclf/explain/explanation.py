@@ -41,7 +41,8 @@ class Explanation:
     method other than ``attention``, holds the pooling layer's weight per token beside the scores
     (``BESIDE_DESCRIPTION`` says what they are): where the pooling looked, next to what the method measured.
     ``unknown_tokens``: how many of ``tokens`` are ``<unk>``, words the model's vocabulary lacks (None: not counted),
-    as in ``attnclf.prediction.Prediction``; ``unknown_note`` says when they are more than a quarter.
+    as in ``attnclf.prediction.Prediction``; ``unknown_note`` says when they are more than a quarter (``to_dict``
+    carries it as ``"unknown_note"``: null for fewer, absent with the count where they were not counted).
     """
 
     text: str
@@ -135,8 +136,8 @@ class Explanation:
             record["branch_margins"] = self.branch_margins
         if self.cut_at is not None:
             record |= {"tokens_cut": self.tokens_cut, "cut_at": self.cut_at}
-        if self.unknown_tokens is not None:
-            record["unknown_tokens"] = self.unknown_tokens
+        if self.unknown_tokens is not None:  # (the note null under a quarter: a key a program can always read)
+            record |= {"unknown_tokens": self.unknown_tokens, "unknown_note": self.unknown_note()}
         if self.pooling_attention is not None:
             record["pooling_attention"] = {"weights": self.pooling_attention, "per_class": False,
                                            "uniform_weight": 1 / len(self.tokens), "description": BESIDE_DESCRIPTION}
