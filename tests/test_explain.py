@@ -397,7 +397,8 @@ def test_the_terminal_says_how_to_read_the_self_attention_heads_it_lists():
     legend = lines.index("  self-attention per layer and head: mean distance = how many tokens away the head looks, "
                          "on average (0: each token at itself, 1: at its neighbours); a->b: b is the token a attends "
                          "to most; a->(even): a weighs every token alike, none above 1.1 times 1/n, the weight each "
-                         "of the text's n tokens would get from attention spread evenly")
+                         "of the n tokens it can attend to (the text's, or its block's under attention_window) would "
+                         "get from attention spread evenly")
     assert lines[legend + 1] == "  layer 1 head 1: mean distance 1.00; a->b b->a"
 
 
@@ -411,10 +412,28 @@ def test_a_head_that_weighs_every_token_alike_points_at_none_of_them():
         [[0.38, 0.31, 0.31], [0.0, 0.0, 1.0], [0.0, 1.0, 0.0]],  # a's 0.38: past 1.1 times 1/3, an arrow
     ]])
     assert head_summary(maps, ["a", "b", "c"]) == [
-        "layer 1 head 1: mean distance 0.89; uniform: every token weighs every token alike",
+        "layer 1 head 1: mean distance 0.89; uniform: every token weighs every token it can attend to alike",
         "layer 1 head 2: mean distance 1.01; a->(even) b->c c->(even)",
         "layer 1 head 3: mean distance 0.98; a->a b->c c->b",
     ]
+
+
+def test_a_block_local_head_is_judged_by_the_tokens_its_block_lets_each_token_attend_to():
+    # Under attention_window (the IMDB recipe's 64) a token attends within its block only: a head spreading its weight
+    # evenly there gives each of the block's w tokens 1/w, far past 1.1 times 1/n of the text's n, and was listed
+    # "a->a b->a c->c d->c": ties broken by position, the very reading the "(even)" mark is there to prevent.
+    even, last = [0.5, 0.5, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0, 1.0]  # blocks of 2: (a b) (c d) (e)
+    maps = np.array([[[even, even, even[::-1][1:] + [0.0], even[::-1][1:] + [0.0], last]]])
+    assert head_summary(maps, list("abcde"), window=2)[0].endswith("; uniform: every token weighs every token it can "
+                                                                   "attend to alike")
+    assert head_summary(maps, list("abcde"))[0].endswith("; a->a b->a c->c d->c e->e")  # read as full attention
+    # explain hands the model's window on to the terminal's head summary.
+    model = build_model("self-attn", vocab_size=tokenizer().vocab_size, d_model=16, heads=1, layers=1,
+                        attention_window=2)
+    clf = Classifier(model, tokenizer(), ["neg", "pos"], torch.device("cpu"))
+    (e,) = clf.explain(["the film was long and great"], method="attention", self_attentions=True)
+    assert e.attention_window == 2 and "mean distance" in render_terminal([e], color=False)
+    assert clf.explain(["the film"], method="attention")[0].attention_window == 2
 
 
 def test_the_terminal_the_page_and_json_say_how_many_tokens_the_model_does_not_know():

@@ -64,6 +64,7 @@ class Explanation:
     cut_at: int | None = None  # where in ``tokens`` they stood (head + tail: between the two parts); None: no cut
     pooling_attention: list[float] | None = None
     unknown_tokens: int | None = None
+    attention_window: int = 0  # the model's: > 0, each token attends within its block of this many (self_attentions)
 
     @property
     def description(self) -> str:
@@ -197,6 +198,7 @@ def explain(classifier: "Classifier", texts: Sequence[str], method: str | None =
     margins = _branch_margins(classifier.model, ids, targets, classifier.device, classifier.batch_size,
                               classifier.temperature)
     names = classifier.label_names
+    window = getattr(classifier.model.config, "attention_window", 0)  # (only models with self-attention have one)
     explanations = []
     for i, text in enumerate(texts):
         explanations.append(Explanation(
@@ -217,6 +219,7 @@ def explain(classifier: "Classifier", texts: Sequence[str], method: str | None =
             cut_at=cut_position(encoded[i][1], config.max_len, config.truncation),
             pooling_attention=None if beside is None else [float(w) for w in beside[i]],
             unknown_tokens=token_counts(ids[i])[0],
+            attention_window=window,
         ))
     return explanations
 

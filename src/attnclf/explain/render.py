@@ -97,7 +97,8 @@ def render_terminal(explanations: Sequence[Explanation], color: bool = True, top
             # (Uncoloured, its tokens would only repeat the line above.)
             lines += [f"  {BESIDE_LABEL}", *(beside if color else beside[1:])]
         if e.self_attentions is not None:
-            lines += [f"  {HEADS_LEGEND}", *(f"  {line}" for line in head_summary(e.self_attentions, e.tokens))]
+            lines += [f"  {HEADS_LEGEND}",
+                      *(f"  {line}" for line in head_summary(e.self_attentions, e.tokens, window=e.attention_window))]
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)
 
@@ -116,20 +117,36 @@ def _scored_lines(e: Explanation, color: bool, top: int) -> list[str]:
     return [f"  {tokens}", f"  top: {ranked}  ({_scale_note(e)})"]
 
 
-# A token whose largest weight is at most this many times 1/n (attention spread evenly over the text's n tokens)
-# weighs them all alike: its most attended token would be a tie broken by position, not one the head picked out.
+# A token whose largest weight is at most this many times 1/n (attention spread evenly over the n tokens it can attend
+# to) weighs them all alike: its most attended token would be a tie broken by position, not one the head picked out.
 EVEN_WITHIN = 1.1
 
 # Without it "mean distance 2.00; the->the acting->the" is a puzzle to a student.
 HEADS_LEGEND = ("self-attention per layer and head: mean distance = how many tokens away the head looks, on average "
                 "(0: each token at itself, 1: at its neighbours); a->b: b is the token a attends to most; a->(even): "
-                f"a weighs every token alike, none above {EVEN_WITHIN:g} times 1/n, the weight each of the text's n "
-                "tokens would get from attention spread evenly")
+                f"a weighs every token alike, none above {EVEN_WITHIN:g} times 1/n, the weight each of the n tokens "
+                "it can attend to (the text's, or its block's under attention_window) would get from attention "
+                "spread evenly")
 
 
-def head_summary(maps: np.ndarray, tokens: Sequence[str], shown: int = 12) -> list[str]:
+def spread_ratios(maps: np.ndarray, window: int = 0) -> np.ndarray:
+    """Each query's largest weight times the number of tokens it can attend to, per layer and head: 1 for weight
+    spread evenly, that number for all of it on one token. ``maps``: (layers, heads, n, n), rows = queries;
+    ``window``: the model's ``attention_window`` (0: every token attends to all n; else to its own block of
+    ``window`` consecutive tokens, the last block what is left).
+
+    >>> spread_ratios(np.array([[[[0.5, 0.5, 0.0], [0.5, 0.5, 0.0], [0.0, 0.0, 1.0]]]]), window=2)
+    array([[[1., 1., 1.]]])
+    """
+    n = maps.shape[-1]
+    visible = np.full(n, n) if not window or n <= window else np.minimum(window, n - np.arange(n) // window * window)
+    return maps.max(axis=-1) * visible
+
+
+def head_summary(maps: np.ndarray, tokens: Sequence[str], shown: int = 12, window: int = 0) -> list[str]:
     """Per layer and head: mean attention distance in tokens and each token's most attended token, or ``(even)`` for
-    a token that weighs all alike (``EVEN_WITHIN``); a head whose every token does is ``uniform``.
+    a token that weighs all it can attend to alike (``EVEN_WITHIN``, ``spread_ratios``; ``window``: the model's
+    ``attention_window``); a head whose every token does is ``uniform``.
 
     Local heads (distance near 1) read neighbours, bigram-like; broad heads
     relate distant tokens (the case study's reading of its two layers).
@@ -137,18 +154,19 @@ def head_summary(maps: np.ndarray, tokens: Sequence[str], shown: int = 12) -> li
     >>> maps = np.array([[[[0.0, 1.0], [1.0, 0.0]], [[0.5, 0.5], [0.5, 0.5]]]])
     >>> print("\\n".join(head_summary(maps, ["a", "b"])))
     layer 1 head 1: mean distance 1.00; a->b b->a
-    layer 1 head 2: mean distance 0.50; uniform: every token weighs every token alike
+    layer 1 head 2: mean distance 0.50; uniform: every token weighs every token it can attend to alike
     """
     layers, heads, n, _ = maps.shape
     distance = np.abs(np.arange(n)[:, None] - np.arange(n)[None, :])
+    evenly = spread_ratios(maps, window) <= EVEN_WITHIN
     lines = []
     for layer in range(layers):
         for head in range(heads):
             weights = maps[layer, head]
             mean_distance = float((weights * distance).sum() / max(weights.sum(), 1e-9))
-            even = weights.max(axis=1) <= EVEN_WITHIN / n
+            even = evenly[layer, head]
             if even.all():
-                pairs = "uniform: every token weighs every token alike"
+                pairs = "uniform: every token weighs every token it can attend to alike"
             else:
                 pairs = " ".join(f"{tokens[q]}->{'(even)' if even[q] else tokens[int(weights[q].argmax())]}"
                                  for q in range(min(n, shown))) + (" ..." if n > shown else "")
