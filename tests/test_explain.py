@@ -388,6 +388,16 @@ def test_the_terminal_lists_a_signed_methods_strongest_tokens_first_whichever_th
     assert "  top: b 0.700, a 0.300  (" in render_terminal([weights], color=False)
 
 
+def test_scores_too_small_for_the_decimals_shown_are_given_in_two_significant_digits():
+    # A near-chance model's occlusion listed "top: good +0.000, not +0.000, the +0.000 (full colour = 6.51e-05)":
+    # tokens coloured from full strength down, each named with a score of nothing; the page's hover said "+0.0001".
+    e = explanation(tokens=("good", "not", "the"), scores=(6.51e-05, -4.6e-05, 0.0), method="occlusion")
+    assert "  top: good +6.5e-05, not -4.6e-05, the +0.000  (full colour = 6.51e-05)" in render_terminal([e], False)
+    assert 'title="+6.5e-05">good<' in render_html([e]) and 'title="+0.0000">the<' in render_html([e])
+    e.method, e.completeness_error, e.log_odds_change, e.steps = "integrated-gradients", 0.0086, -7.3e-05, 32
+    assert "completeness error 0.86% of a log-odds change of -7.3e-05 (32 steps)" in render_terminal([e], False)
+
+
 def test_the_terminal_says_how_to_read_the_self_attention_heads_it_lists():
     # `explain --heads` printed "layer 1 head 1: mean distance 2.00; the->the acting->the" and nothing said what the
     # distance or the arrows were: a student cannot tell a local head from a broad one without knowing.

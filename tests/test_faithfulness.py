@@ -92,6 +92,11 @@ def _result_with_aopcs(**aopcs: float) -> FaithfulnessResult:
                               {}, None, None, 1.0)
 
 
+def test_the_summary_table_gives_a_near_chance_models_aopc_in_significant_digits():
+    # "occlusion (0.000)" named a most faithful method by an AOPC the table showed as nothing.
+    assert "| occlusion (3.2e-05) |" in summary_table([_result_with_aopcs(occlusion=3.2e-05, grad_input=1e-05)])
+
+
 def test_aopcs_that_read_the_same_in_the_table_are_a_tie_not_a_winner_by_a_hidden_digit():
     # 0.41231 and 0.41234 both show as 0.4123: "most faithful: occlusion" beside two equal numbers was a winner by a
     # digit nobody sees (and by less than any sample of texts could tell apart).

@@ -41,6 +41,7 @@ from ..data.base import TextDataset
 from ..errors import AttnclfError, shown
 from ..text.batching import BucketBatches
 from .methods import METHODS, attribute, available_methods, check_steps, class_probability, remove_positions
+from .render import number_text
 
 if TYPE_CHECKING:
     from ..classifier import Classifier
@@ -50,16 +51,6 @@ DELETION_KS: tuple = (1, 3, 5, "10%")
 # definition are not shown beside today's (their numbers mean something else).
 AOPC_DEFINITION = 2
 MIN_ADVANTAGE = 0.01  # AOPC above (or below) random's by less than this is no verdict either way
-
-
-def _number(value: float, sign: str = "") -> str:
-    """Four decimals, or two significant digits below 0.0005: a near-chance model's drops are that small, and
-    "+0.0000 ± 0.0000 beats random" would hide what the verdict rests on.
-
-    >>> _number(0.01234), _number(3.2e-6, "+"), _number(0.0)
-    ('0.0123', '+3.2e-06', '0.0000')
-    """
-    return f"{value:{sign}.4f}" if value == 0 or abs(value) >= 5e-4 or math.isnan(value) else f"{value:{sign}.1e}"
 
 
 @dataclass
@@ -99,8 +90,8 @@ class FaithfulnessResult:
 
         >>> # measure_faithfulness(clf, data, methods=["grad-input", "occlusion"]).most_faithful_methods
         """
-        best = _number(max(r.aopc for r in self.methods.values()))
-        return [name for name, r in self.methods.items() if _number(r.aopc) == best]
+        best = number_text(max(r.aopc for r in self.methods.values()))
+        return [name for name, r in self.methods.items() if number_text(r.aopc) == best]
 
     @property
     def most_faithful(self) -> str:
@@ -121,7 +112,7 @@ class FaithfulnessResult:
         beat = self.beating_random()
         rest = [m for m in self.methods if m not in beat]
         best = self.most_faithful_methods
-        tie = f" at AOPC {_number(self.methods[best[0]].aopc)}" if len(best) > 1 else ""
+        tie = f" at AOPC {number_text(self.methods[best[0]].aopc)}" if len(best) > 1 else ""
         return (f"{self.model} on {self.dataset} ({self.examples} texts): most faithful by deletion: "
                 f"{self.most_faithful}{tie}. Beat random deletion: {', '.join(beat) or 'none'}. "
                 f"Did not: {', '.join(rest) or 'none'}.")
@@ -129,11 +120,11 @@ class FaithfulnessResult:
     def rows(self) -> tuple[list[str], list[tuple[str, ...]]]:
         """The deletion-test table: a header and one row per method (most faithful first), then random."""
         header = ["method", *(f"drop k={k}" for k in self.ks), "AOPC", "vs random", "verdict"]
-        rows = [(name, *(_number(r.drops[k]) for k in self.ks), _number(r.aopc),
-                 f"{_number(r.advantage, '+')} ± {_number(r.advantage_se)}", r.verdict)
+        rows = [(name, *(number_text(r.drops[k]) for k in self.ks), number_text(r.aopc),
+                 f"{number_text(r.advantage, '+')} ± {number_text(r.advantage_se)}", r.verdict)
                 for name, r in sorted(self.methods.items(), key=lambda item: -item[1].aopc)]
-        rows.append((f"random ({self.random_draws} draws)", *(_number(self.random_drops[k]) for k in self.ks),
-                     _number(self.random_aopc), "", ""))
+        rows.append((f"random ({self.random_draws} draws)", *(number_text(self.random_drops[k]) for k in self.ks),
+                     number_text(self.random_aopc), "", ""))
         return header, rows
 
     def table(self) -> str:
@@ -367,6 +358,6 @@ def summary_table(results: Sequence[FaithfulnessResult]) -> str:
         uniform = f"{u['accuracy']:.3f} -> {u['uniform_accuracy']:.3f}" if u else "n/a (no attention pooling)"
         rest = [m for m in r.methods if m not in r.beating_random()]
         best = r.methods[r.most_faithful_methods[0]].aopc
-        lines.append(f"| {r.model} | {r.dataset} | {r.examples} | {r.most_faithful} ({best:.3f}) | "
+        lines.append(f"| {r.model} | {r.dataset} | {r.examples} | {r.most_faithful} ({number_text(best, decimals=3)}) | "
                      f"{', '.join(r.beating_random()) or 'none'} | {', '.join(rest) or 'none'} | {uniform} |")
     return "\n".join(lines)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import html
 import json
+import math
 from typing import Sequence
 
 import numpy as np
@@ -32,6 +33,19 @@ TOKEN_CSS = """
 .legend { color: #555; font-size: 0.9em; }
 .cut { color: #777; font-style: italic; padding: 0 0.3em; }
 """
+
+
+def number_text(value: float, sign: str = "", decimals: int = 4) -> str:
+    """``decimals`` decimals, or two significant digits below 0.0005: a near-chance model's scores and drops are
+    that small, and "+0.000" beside a token coloured at full strength (or "+0.0000 ± 0.0000 beats random") would
+    hide what is shown.
+
+    >>> number_text(0.01234), number_text(3.2e-6, "+"), number_text(0.0), number_text(-4.6e-5, "+", decimals=3)
+    ('0.0123', '+3.2e-06', '0.0000', '-4.6e-05')
+    """
+    if value == 0 or abs(value) >= 5e-4 or math.isnan(value):
+        return f"{value:{sign}.{decimals}f}"
+    return f"{value:{sign}.1e}"
 
 
 def token_colour(score: float, scale: float, signed: bool) -> tuple[int, int, int]:
@@ -65,7 +79,8 @@ def _headline(e: Explanation) -> str:
             line += f": {e.method} is the same for every class"
     line += f"  [{e.method}: {e.description}]"
     if e.completeness_error is not None:
-        line += (f"  completeness error {e.completeness_error:.2%} of a log-odds change of {e.log_odds_change:+.3f}"
+        line += (f"  completeness error {e.completeness_error:.2%} of a log-odds change of "
+                 f"{number_text(e.log_odds_change, '+', decimals=3)}"
                  f" ({e.steps} steps)")
     if e.branch_margins is not None:
         line += f"  {branches(e)}"
@@ -112,7 +127,7 @@ def _scored_lines(e: Explanation, color: bool, top: int) -> list[str]:
     else:
         shown = list(e.tokens)
     tokens = " ".join(_with_cut(e, shown, f"[... {e.tokens_cut or 'tokens'} cut ...]"))
-    ranked = ", ".join(f"{token} {score:+.3f}" if e.signed else f"{token} {score:.3f}"
+    ranked = ", ".join(f"{token} {number_text(score, '+' if e.signed else '', decimals=3)}"
                        for token, score in e.strongest_tokens(top))
     return [f"  {tokens}", f"  top: {ranked}  ({_scale_note(e)})"]
 
@@ -199,7 +214,7 @@ def _token_row_html(e: Explanation) -> str:
     spans = []
     for token, score in zip(e.tokens, e.scores):
         r, g, b = token_colour(score, scale, e.signed)
-        spans.append(f'<span class="tok" style="background: rgb({r}, {g}, {b})" title="{score:+.4f}">'
+        spans.append(f'<span class="tok" style="background: rgb({r}, {g}, {b})" title="{number_text(score, "+")}">'
                      f"{html.escape(token)}</span>")
     spans = _with_cut(e, spans, f'<span class="cut" title="cut before the model read the text">'
                                 f'[&hellip; {e.tokens_cut or "more"} tokens cut &hellip;]</span>')
