@@ -406,7 +406,7 @@ def test_the_terminal_says_how_to_read_the_self_attention_heads_it_lists():
     lines = render_terminal([e], color=False).splitlines()
     legend = lines.index("  self-attention per layer and head: mean distance = how many tokens away the head looks, "
                          "on average (0: each token at itself, 1: at its neighbours); a->b: b is the token a attends "
-                         "to most; a->(even): a weighs every token alike, none above 1.1 times 1/n, the weight each "
+                         "to most; a->(even): a weighs every token alike, none above 1.25 times 1/n, the weight each "
                          "of the n tokens it can attend to (the text's, or its block's under attention_window) would "
                          "get from attention spread evenly")
     assert lines[legend + 1] == "  layer 1 head 1: mean distance 1.00; a->b b->a"
@@ -414,17 +414,18 @@ def test_the_terminal_says_how_to_read_the_self_attention_heads_it_lists():
 
 def test_a_head_that_weighs_every_token_alike_points_at_none_of_them():
     # A head of uniform attention was listed as "the->the acting->the was->the": its argmax broke a tie between equal
-    # weights, and read as a head attending to "the".
+    # weights, and read as a head attending to "the". Within 1.25 times 1/n, as 99.98% or more of the rows of untrained
+    # heads were in four setups (bench/heads_uniformity.py; at 1.1, 37% of one setup's rows had arrows, all noise).
     third = 1 / 3
     maps = np.array([[
         [[third, third, third]] * 3,  # every token evenly
-        [[0.34, 0.33, 0.33], [0.0, 0.0, 1.0], [0.36, 0.32, 0.32]],  # within 10% of 1/3 (0.367) but for b's row
-        [[0.38, 0.31, 0.31], [0.0, 0.0, 1.0], [0.0, 1.0, 0.0]],  # a's 0.38: past 1.1 times 1/3, an arrow
+        [[0.40, 0.30, 0.30], [0.0, 0.0, 1.0], [0.405, 0.2975, 0.2975]],  # 1.2 and 1.215 times 1/3: even; b's row not
+        [[0.43, 0.285, 0.285], [0.0, 0.0, 1.0], [0.0, 1.0, 0.0]],  # a's 0.43: past 1.25 times 1/3, an arrow
     ]])
     assert head_summary(maps, ["a", "b", "c"]) == [
         "layer 1 head 1: mean distance 0.89; uniform: every token weighs every token it can attend to alike",
-        "layer 1 head 2: mean distance 1.01; a->(even) b->c c->(even)",
-        "layer 1 head 3: mean distance 0.98; a->a b->c c->b",
+        "layer 1 head 2: mean distance 1.00; a->(even) b->c c->(even)",
+        "layer 1 head 3: mean distance 0.95; a->a b->c c->b",
     ]
 
 
