@@ -181,6 +181,21 @@ def test_rollout_is_a_distribution_over_the_real_tokens(name):
         assert scores.sum() == pytest.approx(1.0, abs=1e-5)
 
 
+def test_rollout_says_how_a_model_that_pools_without_weights_is_read_out():
+    # Rollout was headed "read out by the pooling layer" for transformer-mean and mha, which pool by a mean, and for a
+    # self-attn run with --set pooling=max, whose pooling has no weights to read out by: a mean stands in for it.
+    torch.manual_seed(0)
+    model = build_model("self-attn", vocab_size=30, num_classes=3, d_model=16, heads=2, layers=2, pooling="max").eval()
+    ids = torch.tensor([SEQUENCES[0]])
+    with torch.no_grad():
+        maps = model(ids, ids != 0, output_attentions=True).self_attentions
+    evenly = torch.full((1, len(SEQUENCES[0])), 1 / len(SEQUENCES[0]))
+    np.testing.assert_allclose(attribute(model, SEQUENCES[:1], TARGETS[:1], "rollout").scores[0],
+                               rollout(maps, evenly)[0], atol=1e-6)
+    assert METHODS["rollout"].description.endswith("read out by the pooling's weight per position (every position "
+                                                   "alike where it pools by mean, or by max, which has no weights)")
+
+
 def test_integrated_gradients_completeness_on_a_nonlinear_model():
     model = tiny("self-attn")
     result = attribute(model, SEQUENCES, TARGETS, "integrated-gradients")  # steps="auto"

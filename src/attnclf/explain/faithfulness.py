@@ -358,6 +358,7 @@ def summary_table(results: Sequence[FaithfulnessResult]) -> str:
         uniform = f"{u['accuracy']:.3f} -> {u['uniform_accuracy']:.3f}" if u else "n/a (no attention pooling)"
         rest = [m for m in r.methods if m not in r.beating_random()]
         best = r.methods[r.most_faithful_methods[0]].aopc
-        lines.append(f"| {r.model} | {r.dataset} | {r.examples} | {r.most_faithful} ({number_text(best, decimals=3)}) | "
+        lines.append(f"| {r.model} | {r.dataset} | {r.examples} | {r.most_faithful} "
+                     f"({number_text(best, decimals=3)}) | "
                      f"{', '.join(r.beating_random()) or 'none'} | {', '.join(rest) or 'none'} | {uniform} |")
     return "\n".join(lines)

@@ -3,7 +3,7 @@
 | method | score of token t |
 |---|---|
 | ``attention`` | the pooling layer's weight: where the pooling layer looked, not why the model decided |
-| ``rollout`` | attention rolled out through the encoder layers with the residual path, read out by the pooling |
+| ``rollout`` | attention rolled out through the layers with the residual path, read out by the pooling's weights |
 | ``grad-input`` | gradient x input on the token embedding: ``e_t . df/de_t`` |
 | ``integrated-gradients`` | ``(e_t - b_t) . mean of df/de_t`` along the straight path from a ``<pad>`` baseline |
 | ``occlusion`` | ``p(class | text) - p(class | text without t)`` |
@@ -66,7 +66,8 @@ METHODS: dict[str, Method] = {
         Method("attention", "where the pooling layer looked (its weight per token), not necessarily why "
                "the model decided", signed=False, per_class=False),
         Method("rollout", "attention rolled out through the encoder layers with the residual path "
-               "(Abnar & Zuidema 2020), read out by the pooling layer", signed=False, per_class=False),
+               "(Abnar & Zuidema 2020), read out by the pooling's weight per position (every position alike where "
+               "it pools by mean, or by max, which has no weights)", signed=False, per_class=False),
         Method("grad-input", "gradient x input on the token embeddings: each token's first-order "
                "contribution to the class log-odds", signed=True),
         Method("integrated-gradients", "integrated gradients from a <pad>-embedding baseline: contributions "
@@ -296,7 +297,8 @@ def _rollout(model, ids, mask, target) -> tuple[torch.Tensor, dict]:
         real = mask.float()
         if getattr(model.config, "pooling", "mean") == "first":
             real = torch.nn.functional.one_hot(real.argmax(dim=1), real.size(1)).float()
-        # Mean pooling reads every real position equally; max pooling is approximated the same way.
+        # Mean pooling reads every real position equally; max pooling, which no weights describe, is read the same
+        # way (the method's description says so).
         readout = real / real.sum(dim=1, keepdim=True).clamp(min=1)
     return rollout(out.self_attentions, readout.float()) * mask, {}
 
