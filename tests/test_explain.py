@@ -403,6 +403,15 @@ def test_the_terminal_lists_a_signed_methods_strongest_tokens_first_whichever_th
     assert "  top: b 0.700, a 0.300  (" in render_terminal([weights], color=False)
 
 
+def test_branch_margins_are_named_as_branches_and_say_what_they_measure():
+    # "[attention: where the pooling layer looked ...]  branches: attention -0.03, n-gram +0.59" read as an attention
+    # weight of -0.03 beside the weights: it is how far the whole attention branch pushed the class explained.
+    e = explanation(method="attention")
+    e.branch_margins = {"attention": -0.03, "n-gram": 0.59}
+    assert render_terminal([e], color=False).splitlines()[0].endswith(
+        "  branches: attention branch -0.03, n-gram branch +0.59 (how far each pushed pos)")
+
+
 def test_scores_too_small_for_the_decimals_shown_are_given_in_two_significant_digits():
     # A near-chance model's occlusion listed "top: good +0.000, not +0.000, the +0.000 (full colour = 6.51e-05)":
     # tokens coloured from full strength down, each named with a score of nothing; the page's hover said "+0.0001".

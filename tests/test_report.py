@@ -70,7 +70,8 @@ def test_examples_of_a_two_branch_model_say_what_each_branch_contributed(tmp_pat
                  "--output", str(run)]) == 0
     page = (run / "report.html").read_text(encoding="utf-8")
     examples = page[page.index("<h2>Examples, explained by"):]
-    assert re.search(r"\(\d\.\d{3}\); branches: attention [+-]\d+\.\d\d, n-gram [+-]\d+\.\d\d</p>", examples)
+    assert re.search(r"\(\d\.\d{3}\); branches: attention branch [+-]\d+\.\d\d, n-gram branch [+-]\d+\.\d\d "
+                     r"\(how far each pushed (positive|negative)\)</p>", examples)
 
 
 def test_the_report_says_which_epoch_the_scored_weights_are_of(demo_run, tmp_path):

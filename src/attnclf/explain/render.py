@@ -94,10 +94,17 @@ def _headline(e: Explanation) -> str:
 
 def branches(e: Explanation) -> str:
     """How far each branch pushed the explained class (its logit minus the mean of the others, over the run's
-    temperature); "" for one branch."""
+    temperature); "" for one branch. Each named a branch: a bare "attention -0.03" beside attention's weights read as
+    one of them.
+
+    >>> e = Explanation("a", ["a"], [1.0], "attention", "pos", "pos", 0.6, {}, branch_margins={"attention": -0.03})
+    >>> branches(e)
+    'branches: attention branch -0.03 (how far each pushed pos)'
+    """
     if e.branch_margins is None:
         return ""
-    return "branches: " + ", ".join(f"{name} {margin:+.2f}" for name, margin in e.branch_margins.items())
+    return ("branches: " + ", ".join(f"{name} branch {margin:+.2f}" for name, margin in e.branch_margins.items())
+            + f" (how far each pushed {e.target})")
 
 
 def render_terminal(explanations: Sequence[Explanation], color: bool = True, top: int = 5) -> str:
