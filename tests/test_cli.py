@@ -1232,6 +1232,10 @@ def test_faithfulness_refuses_steps_before_measuring(csv_run, capsys):
     assert "steps applies to none of the methods measured (grad-input)" in err
     err = run_error(["faithfulness", str(csv_run), "--steps", "0"], capsys)
     assert "integrated gradients needs steps from 1 to 1024 or 'auto', got 0" in err
+    # The note on the methods left out comes with results only: before an error it made the error two lines.
+    for argv in (["faithfulness", str(csv_run), "--methods", "all", "--steps", "0"],
+                 ["explain", str(csv_run), "a dull story", "--method", "all", "--steps", "0"]):
+        assert "integrated gradients needs steps from 1 to 1024 or 'auto', got 0" in run_error(argv, capsys)
     # (numpy's generator took --seed -1 to a traceback: checked as train checks its seed, named as train names it)
     err = run_error(["faithfulness", str(csv_run), "--seed", "-1"], capsys)
     assert err == "attnclf: error: --seed must be at least 0 and below 4294967296, got -1"

@@ -740,6 +740,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
                              **({"steps": args.steps} if args.steps is not None and method == "integrated-gradients"
                                 else {}))
                  for i, method in enumerate(methods)]
+    if args.method == "all":
+        _note_left_out(available, "--method all")
     explanations = [per_method[t] for t in range(len(texts)) for per_method in by_method]  # grouped by text
     if args.format == "json":
         out = render.render_json(explanations)
@@ -770,13 +772,12 @@ def _explanation_methods(run_dir: str, model) -> list[str]:
     return available
 
 
-def _method_list(spec: str, available: list[str], flag: str = "--method", run: str = "") -> list[str]:
-    """``all`` or comma-separated method names, each one the model supports (``flag``: the option they came in;
-    ``run``: the run a note on ``all`` names, where a command reads several)."""
+def _method_list(spec: str, available: list[str], flag: str = "--method") -> list[str]:
+    """``all`` or comma-separated method names, each one the model supports (``flag``: the option they came in).
+    What ``all`` leaves out, the caller notes (``_note_left_out``) once it has results to show."""
     from .explain.methods import METHODS
 
     if spec == "all":
-        _note_left_out(available, f"{flag} all", run)
         return available
     methods = [m.strip() for m in spec.split(",") if m.strip()]
     for method in methods:
@@ -792,7 +793,7 @@ def _method_list(spec: str, available: list[str], flag: str = "--method", run: s
 def _note_left_out(available: list[str], asked: str, run: str = "") -> None:
     """A line on stderr naming the methods ``asked`` (what was asked for, in the user's words) leaves out of those
     a model could have, and why, for ``run`` (named when given); none where it leaves out none. (stderr: what stdout
-    holds may be JSON or a page.)"""
+    holds may be JSON or a page.) Printed with the results, never before an error: that would be two lines."""
     from .explain.methods import left_out
 
     if lacking := left_out(available):
@@ -838,16 +839,15 @@ def cmd_faithfulness(args: argparse.Namespace) -> int:
         prepare_output_dir(run_dir)  # the measurements are saved there: a read-only run fails before, not after
         refuse_multi_label(clf.config, "attnclf faithfulness")
         available = _explanation_methods(run_dir, clf.model)
-        named = run_dir if len(args.run_dirs) > 1 else ""  # (which run a note is about)
-        if args.methods is None:  # (the same methods as --methods all: say so, as that says what it leaves out)
-            _note_left_out(available, "every method this model supports (the default, as --methods all)", named)
-            methods = available
-        else:
-            methods = _method_list(args.methods, available, "--methods", named)
+        methods = available if args.methods is None else _method_list(args.methods, available, "--methods")
         options = {"steps": args.steps} if args.steps is not None else {}
         result = measure_faithfulness(clf, _test_data(args, clf), methods=methods, examples=args.examples,
                                       seed=args.seed, **options)
         atomic_write_json(Path(run_dir) / FAITHFULNESS_FILE, result.to_dict())
+        # Without --methods, the same methods as --methods all: say so, as that says what it leaves out.
+        if (asked := {None: "every method this model supports (the default, as --methods all)",
+                      "all": "--methods all"}.get(args.methods)):
+            _note_left_out(available, asked, run_dir if len(args.run_dirs) > 1 else "")
         results.append(result)
         if not args.json:
             print(f"## {run_dir}: {result.model} on {result.dataset}, {result.examples} texts "
