@@ -1576,6 +1576,10 @@ def test_models_without_pooling_attention_or_layers_explain_by_default(csv_files
     with TestClient(create_app(Classifier.load(boe, device="cpu"))) as client:  # and /model tells a client so
         info = client.get("/model").json()
         assert info["explain_default"] == "occlusion" and info["explain_pooling_attention"] is False
+        # and /docs said "Attention-based text classifier. Attention weights show where the pooling layer looked ...,
+        # with those weights beside": of a bag of embeddings with no attention at all.
+        about = client.get("/openapi.json").json()["info"]["description"]
+        assert "ttention" not in about and about.startswith("Text classifier (boe): /explain scores tokens by occlusion")
 
 
 def test_none_is_a_positional_encoding_and_pad_id_is_not_settable(csv_files, tmp_path, capsys):

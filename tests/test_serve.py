@@ -186,6 +186,8 @@ def test_explain_by_default_answers_occlusion_with_the_pooling_attention_beside(
     schema = server.get("/openapi.json").json()["components"]["schemas"]["ExplainRequest"]
     described = schema["properties"]["method"]["description"]
     assert "(default: occlusion)" in described and "pooling_attention (the same for every class)" in described
+    about = server.get("/openapi.json").json()["info"]["description"]
+    assert about.startswith("Text classifier (self-attn). Its attention weights show where the pooling layer looked")
 
 
 def test_explain_takes_a_target_as_the_python_api_does_by_name_or_by_index(server, local):
@@ -839,7 +841,7 @@ def test_the_onnx_backend_refuses_explanations_in_one_line_and_says_what_it_serv
     assert info["explain_pooling_attention"] is False and info["text_columns"] is None  # (one column, read whole)
     assert info["limits"]["max_batch"] == 4 and info["version"]
     assert server.get("/model").json()["backend"] == "torch"
-    assert "classifier on onnxruntime (onnx): /predict answers as" in docs
+    assert "classifier (self-attn) on onnxruntime (onnx): /predict answers as" in docs
     assert "offers gradient attributions" not in docs
 
 

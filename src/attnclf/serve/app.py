@@ -478,16 +478,26 @@ def _explain_methods(classifier) -> list[str]:
     return [] if hasattr(classifier, "members") else available_methods(classifier.model)
 
 
-def _description(backend: str, explains: bool) -> str:
-    """What /docs says of the service: of /explain where it ``explains``, else why it does not."""
-    if explains:
-        return ("Attention-based text classifier. Attention weights show where the pooling layer looked, not why the "
+def _description(backend: str, methods: list[str], model: str) -> str:
+    """What /docs says of the service (``model``: its name): of /explain where it gives ``methods``, and of the
+    pooling attention where it pools by attention (a bag of embeddings has none to speak of), else why it does not.
+
+    >>> about = _description("torch", ["grad-input", "integrated-gradients", "occlusion"], "boe")
+    >>> about.split(":")[0], "attention" in about
+    ('Text classifier (boe)', False)
+    """
+    if "attention" in methods:
+        return (f"Text classifier ({model}). Its attention weights show where the pooling layer looked, not why the "
                 "model decided: /explain scores tokens by occlusion unless asked otherwise, with those weights beside, "
                 "and offers gradient attributions too, whose faithfulness `attnclf faithfulness` measures.")
+    if methods:
+        return (f"Text classifier ({model}): /explain scores tokens by occlusion unless asked otherwise, and offers "
+                "gradient attributions too, whose faithfulness `attnclf faithfulness` measures; GET /model lists its "
+                "methods.")
     if backend != "torch":
-        return (f"Attention-based text classifier on onnxruntime ({backend}): /predict answers as the PyTorch service "
+        return (f"Text classifier ({model}) on onnxruntime ({backend}): /predict answers as the PyTorch service "
                 f"does; {NO_EXPLANATIONS}.")
-    return ("Attention-based text classifier: /predict answers; /explain does not for this model (an ensemble: explain "
+    return (f"Text classifier ({model}): /predict answers; /explain does not for this model (an ensemble: explain "
             "one of its members; a run that reads windows: not yet).")
 
 
@@ -531,7 +541,8 @@ def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
     # FastAPI's own /docs and /redoc pages load their scripts from a CDN: a browser opening them reaches the
     # internet (or shows nothing offline). /docs is served from this process instead.
     app = FastAPI(title="attnclf", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None,
-                  description=_description(backend, bool(explain_methods)))
+                  description=_description(backend, explain_methods,
+                                           classifier.config.get("model", {}).get("name", "of unknown kind")))
     app.add_middleware(JsonBodies, paths={"/predict", "/explain"})
     app.add_middleware(BodyLimit, max_bytes=limits.max_body_bytes, max_seconds=limits.max_body_seconds)
     # Outside the body's bound (added after it): a request holds its slot while its body is still arriving, too.
