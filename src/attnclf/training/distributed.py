@@ -83,6 +83,19 @@ def from_environment() -> Distributed:
         raise AttnclfError("RANK, WORLD_SIZE and LOCAL_RANK must be integers (torchrun sets them)") from None
 
 
+def rank_device(device_name: str = "auto") -> torch.device:
+    """The device this process trains on: ``resolve_device``'s, and under torchrun on GPUs the one of its local rank.
+
+    >>> rank_device("cpu")
+    device(type='cpu')
+    """
+    device = resolve_device(device_name)
+    where = from_environment()
+    if where.enabled and device.type == "mps":
+        raise AttnclfError("distributed training runs on CPU (gloo) or CUDA (nccl), not MPS; pass --device cpu")
+    return torch.device("cuda", where.local_rank) if where.enabled and device.type == "cuda" else device
+
+
 def init_distributed(device_name: str = "auto") -> tuple[Distributed, torch.device]:
     """Join the process group ``torchrun`` set up (gloo on CPU, nccl on CUDA) and pick this rank's device.
 
@@ -92,16 +105,14 @@ def init_distributed(device_name: str = "auto") -> tuple[Distributed, torch.devi
     >>> init_distributed("cpu")  # outside torchrun
     (Distributed(rank=0, world_size=1, local_rank=0), device(type='cpu'))
     """
-    where = from_environment()
-    device = resolve_device(device_name)
+    where, device = from_environment(), rank_device(device_name)
     if not where.enabled:
         return where, device
-    if device.type == "mps":
-        raise AttnclfError("distributed training runs on CPU (gloo) or CUDA (nccl), not MPS; pass --device cpu")
     if device.type == "cuda":
-        device = torch.device("cuda", where.local_rank)
         torch.cuda.set_device(device)
     if not dist.is_initialized():
-        dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+        # On GPUs nccl carries the gradients, and gloo what stays on the CPU: each rank's generator, gathered into
+        # every checkpoint (nccl refuses CPU tensors).
+        dist.init_process_group("cpu:gloo,cuda:nccl" if device.type == "cuda" else "gloo")
         atexit.register(dist.destroy_process_group)
     return where, device
