@@ -6,11 +6,84 @@ in for two GPUs' (torch.cuda.default_generators); a model on the ``meta`` device
 only the device its inputs reach matters.
 """
 
+import pytest
 import torch
 
+from attnclf.data.generated import synthetic
+from attnclf.models import build_model
+from attnclf.sklearn import AttentionTextClassifier
+from attnclf.text.tokenizer import TokenizerConfig
 from attnclf.training import distributed
+from attnclf.training.device import forked_generators, seed_generators
+from attnclf.training.pretrain import PretrainSettings, pretrain_encoder
+from attnclf.training.run import train_run
+from attnclf.training.settings import DataSettings, RunSettings
+from attnclf.training.trainer import TrainConfig, Trainer, _make_optimizer, _make_schedule
 
 GPU = torch.device("cuda", 1)
+
+
+@pytest.fixture
+def fake_gpus(monkeypatch) -> tuple[torch.Generator, torch.Generator]:
+    """Two stand-in GPUs' generators, the current GPU being the first."""
+    generators = (torch.Generator().manual_seed(100), torch.Generator().manual_seed(101))
+    monkeypatch.setattr(torch.cuda, "init", lambda: None)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(torch.cuda, "default_generators", generators)
+    return generators
+
+
+def test_training_on_the_cpu_seeds_no_gpus_generator(tmp_path, monkeypatch):
+    # torch.manual_seed seeds every GPU's generator as well, which the runs' fork of the CPU's did not put back: on a
+    # machine with a GPU, training on the CPU from a notebook reseeded the notebook's GPU stream.
+    seeded = []
+    monkeypatch.setattr(torch.cuda, "manual_seed_all", seeded.append)
+    monkeypatch.setattr(torch.cuda, "manual_seed", seeded.append)
+    train_run(RunSettings(data=DataSettings(dataset="demo", max_train_examples=100),
+                          tokenizer=TokenizerConfig(min_frequency=1, max_len=16), model="boe",
+                          model_config={"embed_dim": 8}, train=TrainConfig(epochs=1), output=str(tmp_path / "run"),
+                          device="cpu", report=False), progress=False)
+    splits = synthetic(n_samples=100, n_train=60)
+    AttentionTextClassifier("boe", d_model=8, epochs=1, device="cpu").fit(splits.train.texts, splits.train.labels)
+    pretrain_encoder([f"w{i} w{i + 1} w{i + 2}" for i in range(40)],
+                     PretrainSettings(model_config={"d_model": 8, "heads": 2, "layers": 1, "ff_dim": 16}, max_len=8,
+                                      min_frequency=1, epochs=1, batch_size=16), tmp_path / "pretrained",
+                     log=lambda message: None)
+    assert seeded == []
+
+
+def test_a_gpu_run_seeds_and_forks_its_own_gpus_generator_and_no_other(fake_gpus):
+    other, own = fake_gpus
+    before = other.get_state(), own.get_state()
+    with forked_generators(GPU):
+        seed_generators(7, GPU)
+        drawn = torch.rand(3, generator=own)
+    assert torch.equal(drawn, torch.rand(3, generator=torch.Generator().manual_seed(7)))
+    assert torch.equal(other.get_state(), before[0]) and torch.equal(own.get_state(), before[1])
+    with forked_generators(torch.device("cuda")):  # `cuda` alone: the current GPU
+        seed_generators(7, torch.device("cuda"))
+        assert torch.equal(torch.rand(3, generator=other), drawn)
+    assert torch.equal(other.get_state(), before[0])
+
+
+def test_a_checkpoint_keeps_the_gpus_generator_so_a_resumed_run_draws_the_dropout_it_would_have(tmp_path,
+                                                                                                 fake_gpus):
+    # Dropout on a GPU draws from the GPU's generator: a checkpoint of the CPU's alone resumed from a reseeded one.
+    model = build_model("boe", vocab_size=20, embed_dim=8)
+    trainer = Trainer(model, TrainConfig(epochs=1), tmp_path, torch.device("cpu"), ["a", "b"])
+    trainer.device = GPU  # (the model stays on the CPU: only the checkpoint's generators are at stake)
+    trainer.checkpoint_dir.mkdir()
+    optimizer = _make_optimizer(model, trainer.config)
+    schedule = _make_schedule(optimizer, trainer.config, total_steps=10)
+    trainer._save_checkpoint(optimizer, schedule, {"epoch": 1, "history": []}, None)
+    expected = torch.rand(3, generator=fake_gpus[1])
+    trainer._load_checkpoint(optimizer, schedule)
+    assert torch.equal(torch.rand(3, generator=fake_gpus[1]), expected)
+
+    trainer.device = torch.device("cpu")  # resumed on the CPU: the GPU's generator serves none of its dropout
+    untouched = fake_gpus[1].get_state()
+    trainer._load_checkpoint(optimizer, schedule)
+    assert torch.equal(fake_gpus[1].get_state(), untouched)
 
 
 def test_distributed_gpus_share_their_cpu_tensors_too(monkeypatch):

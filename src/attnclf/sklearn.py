@@ -49,7 +49,7 @@ from .recipes import file_recipe
 from .text.batching import EVAL_MAX_TOKENS, BucketBatches
 from .text.cleaning import unicode_problem
 from .text.tokenizer import Tokenizer, TokenizerConfig
-from .training.device import resolve_device, torch_threads
+from .training.device import forked_generators, resolve_device, seed_generators, torch_threads
 from .training.settings import DERIVED_MODEL_FIELDS, DataSettings, RunSettings, refuse_derived_fields
 from .training.trainer import TrainConfig, Trainer
 
@@ -247,9 +247,10 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
         device = resolve_device(self.device)
         tokenizer = Tokenizer.train(train.texts, tokenizer_config)
         # The Trainer keeps its best weights and checkpoints on disk; the estimator keeps them in memory. Seeding
-        # happens on a fork of the generator: the caller's own random stream goes on as if fit had not run.
-        with torch.random.fork_rng(devices=[]), tempfile.TemporaryDirectory(prefix="attnclf-fit-") as tmp:
-            torch.manual_seed(self.seed)
+        # happens on a fork of the generators (the CPU's and the device's): the caller's own random streams go on as
+        # if fit had not run.
+        with forked_generators(device), tempfile.TemporaryDirectory(prefix="attnclf-fit-") as tmp:
+            seed_generators(self.seed, device)
             model = build_model(self.model, vocab_size=tokenizer.vocab_size, num_classes=len(label_names),
                                 max_len=tokenizer_config.max_len, **model_fields)
             history = Trainer(model, config, Path(tmp), device, label_names, progress=self.verbose).fit(

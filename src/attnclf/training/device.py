@@ -1,5 +1,5 @@
-"""How the process computes: the device (CUDA, then Apple's MPS, then the CPU, unless told otherwise), its
-threads, and how glibc's allocator hands out large blocks."""
+"""How the process computes: the device (CUDA, then Apple's MPS, then the CPU, unless told otherwise), its random
+generators, its threads, and how glibc's allocator hands out large blocks."""
 
 from __future__ import annotations
 
@@ -40,6 +40,71 @@ def resolve_device(name: str = "auto") -> torch.device:
     if name == "mps" and not torch.backends.mps.is_available():
         raise AttnclfError("device mps asked for, but MPS is not available")
     return torch.device(name)
+
+
+def _cuda_generator(device: torch.device) -> torch.Generator:
+    """The generator of CUDA ``device`` (``cuda`` alone: the current GPU), which its dropout draws from."""
+    torch.cuda.init()  # (the GPUs' generators exist once CUDA does; a seed given before waits until then)
+    return torch.cuda.default_generators[torch.cuda.current_device() if device.index is None else device.index]
+
+
+def seed_generators(seed: int, device: torch.device) -> None:
+    """Seed torch's CPU generator (initial weights are drawn on the CPU) and the generator of ``device``, where
+    dropout draws: nothing else. ``torch.manual_seed`` seeds every GPU too, which ``forked_generators`` would not put
+    back, and on the CPU that would reseed a notebook's GPU stream for nothing.
+
+    >>> seed_generators(0, torch.device("cpu")); round(torch.rand(1).item(), 4)
+    0.4963
+    """
+    torch.random.default_generator.manual_seed(seed)
+    if device.type == "cuda":
+        _cuda_generator(device).manual_seed(seed)
+    elif device.type == "mps":
+        torch.mps.manual_seed(seed)
+
+
+def device_generator_state(device: torch.device) -> torch.Tensor | None:
+    """The state of the generator ``device``'s random draws come from, if it is not the CPU's (None on the CPU):
+    what a checkpoint keeps beside the CPU's so that a run resumed on a GPU draws the dropout masks it would have.
+
+    >>> device_generator_state(torch.device("cpu")) is None
+    True
+    """
+    if device.type == "cuda":
+        return _cuda_generator(device).get_state()
+    if device.type == "mps":
+        return torch.mps.get_rng_state()
+    return None
+
+
+def set_device_generator_state(device: torch.device, state: torch.Tensor) -> None:
+    """Put back what ``device_generator_state`` returned for ``device``."""
+    if device.type == "cuda":
+        _cuda_generator(device).set_state(state)
+    elif device.type == "mps":
+        torch.mps.set_rng_state(state)
+
+
+@contextmanager
+def forked_generators(device: torch.device) -> Iterator[None]:
+    """Run on a fork of torch's CPU generator and of ``device``'s: whatever is seeded and drawn inside, the caller's
+    streams (a notebook's ``torch.manual_seed``) go on afterwards as if nothing had run. Other GPUs' generators are
+    not touched (``seed_generators``), and on the CPU no GPU's is read: CUDA is not even started.
+
+    >>> seed_generators(1, torch.device("cpu")); expected = torch.rand(1)
+    >>> seed_generators(1, torch.device("cpu"))
+    >>> with forked_generators(torch.device("cpu")):
+    ...     seed_generators(5, torch.device("cpu")); drawn = torch.rand(1)
+    >>> torch.equal(torch.rand(1), expected)
+    True
+    """
+    cpu, own = torch.get_rng_state(), device_generator_state(device)
+    try:
+        yield
+    finally:
+        torch.set_rng_state(cpu)
+        if own is not None:
+            set_device_generator_state(device, own)
 
 
 @contextmanager

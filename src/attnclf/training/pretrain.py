@@ -50,12 +50,14 @@ from ..text.batching import BucketBatches
 from ..text.cleaning import CleaningConfig
 from ..text.tokenizer import PAD_ID, UNK_ID, Tokenizer, TokenizerConfig
 from ..text.vectors import WordVectors
+from .device import forked_generators, seed_generators
 from .trainer import optimizer_tensors, restore_optimizer
 
 ENCODER_FILE = "encoder.safetensors"
 PRETRAIN_FILE = "pretrain.json"
 TOKENIZER_FILE = "tokenizer.json"
 CHECKPOINT_FILE = "checkpoint.safetensors"  # the whole state, for resuming; not needed by --init-from
+CPU = torch.device("cpu")  # where pretraining runs (it has no --device): it draws on the CPU's generator alone
 # Pretraining splits words as the word tokenizer does with its default cleaning; a run must read text the same way.
 TOKENIZER = TokenizerConfig(kind="word", vocab_size=50000, min_frequency=5, max_len=10 ** 9)
 # The parts of SelfAttentionClassifier that pretraining trains; the rest is the classifier's own.
@@ -195,7 +197,7 @@ def pretrain_encoder(texts: Sequence[str], settings: PretrainSettings, output: s
     record = {"settings": asdict(settings), "texts": len(texts), "texts_sha256": _fingerprint(texts),
               "tokenizer": tokenizer_config.to_dict(), "epochs": []}
     try:
-        with torch.random.fork_rng(devices=[]):  # (seeded inside: the caller's own stream goes on untouched)
+        with forked_generators(CPU):  # (seeded inside: the caller's own stream goes on untouched)
             return _pretrain(texts, settings, output, record, vectors, log, progress)
     except AttnclfError:  # (refused before anything was written: a folder made for it goes again)
         remove_empty_folders(output, created)
@@ -221,7 +223,7 @@ def _pretrain(texts: Sequence[str], settings: PretrainSettings, output: Path, re
     log(f"pretrain: {len(texts):,} texts, {len(pieces):,} pieces of at most {settings.max_len} tokens, "
         f"{tokens:,} tokens, {tokenizer.vocab_size:,} words ({time.perf_counter() - started:.0f} s)")
 
-    torch.manual_seed(settings.seed)
+    seed_generators(settings.seed, CPU)
     model = build_model("self-attn", vocab_size=tokenizer.vocab_size, num_classes=2, max_len=settings.max_len,
                         **_encoder_config(settings))
     record["model_config"] = asdict(model.config)

@@ -37,8 +37,8 @@ from ..text.cache import CachedDataset
 from ..text.tokenizer import Tokenizer
 from ..text.vectors import WordVectors, count_vectors
 from ..text.windows import WindowConfig, text_batches
-from .device import blas_libraries, resolve_device, torch_threads
-from .distributed import from_environment, init_distributed
+from .device import blas_libraries, forked_generators, resolve_device, seed_generators, torch_threads
+from .distributed import from_environment, init_distributed, rank_device
 from .pretrain import (check_compatible as check_pretrained, check_unchanged as check_pretrained_unchanged,
                        describe as describe_pretrained, encoder_fingerprint, load_pretrained)
 from .run_data import (align_labels, describe_classes, held_out_fingerprint, load_data, refuse_gone,
@@ -165,9 +165,9 @@ def train_run(settings: RunSettings, resume: bool = False, progress: bool = True
     >>> # result = train_run(RunSettings(DataSettings(dataset="demo"), output="runs/demo"))
     >>> # result.metrics["accuracy"]
     """
-    # The run seeds torch's generator (its initial weights, dropout) on a fork of it: called from Python (refit_runs,
-    # a notebook), the caller's own seeded stream goes on as if the run had not drawn from it.
-    with torch_threads(settings.threads), torch.random.fork_rng(devices=[]):
+    # The run seeds torch's generators (its initial weights, dropout) on a fork of them: called from Python (refit_runs,
+    # a notebook), the caller's own seeded streams go on as if the run had not drawn from them.
+    with torch_threads(settings.threads), forked_generators(rank_device(settings.device)):
         return _train_run(settings, resume, progress, loaded)
 
 
@@ -251,7 +251,7 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool,
     if resume:  # its vocabulary too (a new run's was sized once its words were counted, above)
         refuse_untrainable(settings.model, saved_in=run_dir, vocab_size=tokenizer.vocab_size,
                            num_classes=len(label_names), max_len=settings.tokenizer.max_len, **settings.model_config)
-    torch.manual_seed(seed)
+    seed_generators(seed, device)
     model = build_model(settings.model, vocab_size=tokenizer.vocab_size, num_classes=len(label_names),
                         max_len=settings.tokenizer.max_len, **settings.model_config)
     if vectors is not None:

@@ -40,6 +40,7 @@ from ..evaluation.predict import predict_probabilities
 from ..rundir import atomic_save_tensors, atomic_write_json, load_weights, read_json, write_jsonl
 from ..text.batching import BucketBatches
 from . import multilabel
+from .device import device_generator_state, seed_generators, set_device_generator_state
 from .distributed import Distributed
 
 # torch 2.13 renamed DDP's broadcast_buffers (and deprecated the old name); older releases know only that one.
@@ -346,7 +347,7 @@ class Trainer:
 
     def fit(self, train: BucketBatches, validation: BucketBatches | None, resume: bool = False) -> list[dict]:
         config, distributed = self.config, self.distributed
-        torch.manual_seed(config.seed + distributed.rank)  # ranks draw different dropout masks
+        seed_generators(config.seed + distributed.rank, self.device)  # ranks draw different dropout masks
         optimizer = _make_optimizer(self.model, config)
         schedule = _make_schedule(optimizer, config, total_steps=(config.schedule_epochs or config.epochs) * len(train))
         # Summed, then divided by the global batch's weight in _train_epoch: ranks' parts may differ in size.
@@ -503,6 +504,9 @@ class Trainer:
         epoch, then state.json, which names them and commits the checkpoint; the tensors it named before
         are deleted only then. Every rank calls it (to hand over its dropout generator); rank 0 writes."""
         rngs = self.distributed.gather(torch.get_rng_state())
+        # On a GPU, dropout draws from the GPU's generator: a run resumed there draws on from where it was.
+        own = device_generator_state(self.device)
+        device_rngs = [] if own is None else self.distributed.gather(own)
         if not self.distributed.is_main:
             return
         if best_weights is not None:
@@ -516,6 +520,8 @@ class Trainer:
         # Every rank's generator, so a resumed run draws the dropout masks it would have drawn.
         for rank, rng in enumerate(rngs):
             tensors["rng.torch" if rank == 0 else f"rng.torch.{rank}"] = rng
+        for rank, rng in enumerate(device_rngs):
+            tensors[_device_rng_key(self.device, rank)] = rng
         name = f"epoch-{state['epoch']}.safetensors"
         atomic_save_tensors(self.checkpoint_dir / name, tensors)
         atomic_write_json(self.checkpoint_dir / "state.json", {
@@ -543,6 +549,9 @@ class Trainer:
         schedule.load_state_dict(saved.pop("schedule"))
         rank = self.distributed.rank
         torch.set_rng_state(tensors["rng.torch" if rank == 0 else f"rng.torch.{rank}"])
+        # (A checkpoint of a run on the CPU has no GPU generator's state: resumed on a GPU, it draws from its seed.)
+        if _device_rng_key(self.device, rank) in tensors:
+            set_device_generator_state(self.device, tensors[_device_rng_key(self.device, rank)])
         return saved
 
     def _remove_stale_tensors(self, committed: str) -> None:
@@ -552,6 +561,15 @@ class Trainer:
         for path in self.checkpoint_dir.iterdir():
             if path.name != committed and (path.suffix == ".safetensors" or path.name.endswith(".tmp")):
                 path.unlink(missing_ok=True)
+
+
+def _device_rng_key(device: torch.device, rank: int) -> str:
+    """Where a checkpoint keeps rank ``rank``'s generator of ``device`` (a GPU's; the CPU's is ``rng.torch``).
+
+    >>> _device_rng_key(torch.device("cuda", 1), 1)
+    'rng.cuda.1'
+    """
+    return f"rng.{device.type}" if rank == 0 else f"rng.{device.type}.{rank}"
 
 
 def stopped_early(state: dict, patience: int) -> bool:
