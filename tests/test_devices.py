@@ -9,7 +9,9 @@ only the device its inputs reach matters.
 import pytest
 import torch
 
+from attnclf.classifier import Classifier
 from attnclf.data.generated import synthetic
+from attnclf.errors import AttnclfError
 from attnclf.models import build_model
 from attnclf.sklearn import AttentionTextClassifier
 from attnclf.text.tokenizer import TokenizerConfig
@@ -104,3 +106,24 @@ def test_distributed_gpus_share_their_cpu_tensors_too(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # CPUs: gloo, as before
     calls.clear()
     assert distributed.init_distributed("auto")[1] == torch.device("cpu") and calls == [("backend", "gloo")]
+
+
+def test_bf16_on_a_gpu_that_cannot_compute_in_it_is_one_line_before_anything_moves(demo_run, tmp_path,
+                                                                                  monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *args, **kwargs: False)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "Tesla P100")
+    refusal = r"^bf16: Tesla P100 cannot compute in bfloat16; run without bf16 \(--bf16\), in float32$"
+    with pytest.raises(AttnclfError, match=refusal):
+        Classifier.load(demo_run, device="cuda", bf16=True)
+    with pytest.raises(AttnclfError, match=refusal):
+        Trainer(build_model("boe", vocab_size=20), TrainConfig(bf16=True), tmp_path, torch.device("cuda"), ["a", "b"])
+
+
+def test_loading_onto_a_gpu_this_machine_lacks_is_one_line_before_any_weights_are_read(demo_run, monkeypatch):
+    import attnclf.classifier
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(attnclf.classifier, "load_weights", lambda path: pytest.fail("read the weights first"))
+    with pytest.raises(AttnclfError, match="^device cuda asked for, but no CUDA device is available$"):
+        Classifier.load(demo_run, device="cuda")

@@ -25,7 +25,7 @@ from .rundir import (ENSEMBLE_FILE, TEMPERATURE_FILE, THRESHOLDS_FILE, check_lab
 from .text.batching import EVAL_MAX_TOKENS
 from .text.tokenizer import Tokenizer, TokenizerConfig
 from .text.windows import WindowConfig, text_batches
-from .training.device import resolve_device
+from .training.device import check_bf16, resolve_device
 
 
 class Classifier:
@@ -48,6 +48,8 @@ class Classifier:
     def __init__(self, model: torch.nn.Module, tokenizer: Tokenizer, label_names: list[str],
                  device: torch.device, config: dict | None = None, batch_size: int = 64,
                  thresholds: np.ndarray | None = None, bf16: bool = False, temperature: float = 1.0):
+        if bf16:
+            check_bf16(device)
         self.model = model.to(device).eval()
         self.tokenizer = tokenizer
         self.label_names = label_names
@@ -78,6 +80,7 @@ class Classifier:
         >>> # Classifier.load("runs/demo", device="cpu")
         """
         bf16 = true_or_false(bf16, "bf16")  # (torch would refuse it only at the first prediction)
+        resolved = resolve_device(device)  # (a GPU this machine lacks, before the weights are read)
         if (Path(run_dir) / ENSEMBLE_FILE).is_file():
             raise AttnclfError(f"{run_dir} holds a `train --seeds` ensemble: load it with attnclf.Ensemble.load, or "
                                f"one member, {Path(run_dir) / 'seed-S'}, with Classifier.load")
@@ -99,7 +102,7 @@ class Classifier:
             raise RunDirError(f"{run_dir / 'tokenizer.json'} has {tokenizer.vocab_size:,} words and the model "
                               f"{model.config.vocab_size:,}: not this run's tokenizer")
         labels = check_label_names(read_json(run_dir / "labels.json"), model.config.num_classes, run_dir / "labels.json")
-        return cls(model, tokenizer, labels, resolve_device(device), config,
+        return cls(model, tokenizer, labels, resolved, config,
                    thresholds=_thresholds(run_dir, labels) if is_multi_label(config) else None, bf16=bf16,
                    temperature=_temperature(run_dir))
 

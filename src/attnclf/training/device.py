@@ -42,6 +42,17 @@ def resolve_device(name: str = "auto") -> torch.device:
     return torch.device(name)
 
 
+def check_bf16(device: torch.device) -> None:
+    """Refuse bfloat16 autocast on a GPU that cannot compute in it, in one line: torch refuses it only at the first
+    batch, with a traceback. (A CPU without AVX-512 BF16 computes in it too, if slowly.)
+
+    >>> check_bf16(torch.device("cpu"))
+    """
+    if device.type == "cuda" and not torch.cuda.is_bf16_supported():
+        raise AttnclfError(f"bf16: {torch.cuda.get_device_name(device)} cannot compute in bfloat16; run without bf16 "
+                           f"(--bf16), in float32")
+
+
 def _cuda_generator(device: torch.device) -> torch.Generator:
     """The generator of CUDA ``device`` (``cuda`` alone: the current GPU), which its dropout draws from."""
     torch.cuda.init()  # (the GPUs' generators exist once CUDA does; a seed given before waits until then)

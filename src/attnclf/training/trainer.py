@@ -40,7 +40,7 @@ from ..evaluation.predict import predict_probabilities
 from ..rundir import atomic_save_tensors, atomic_write_json, load_weights, read_json, write_jsonl
 from ..text.batching import BucketBatches
 from . import multilabel
-from .device import device_generator_state, seed_generators, set_device_generator_state
+from .device import check_bf16, device_generator_state, seed_generators, set_device_generator_state
 from .distributed import Distributed
 
 # torch 2.13 renamed DDP's broadcast_buffers (and deprecated the old name); older releases know only that one.
@@ -333,6 +333,8 @@ class Trainer:
             raise AttnclfError(f"monitor must be accuracy, macro_f1 or loss, got {config.monitor!r}")
         if config.sampler not in ("shuffle", "balanced"):
             raise AttnclfError(f"sampler must be shuffle or balanced, got {config.sampler!r}")
+        if config.bf16:
+            check_bf16(device)
         self.model = model.to(device)
         self.config = config
         self.run_dir = Path(run_dir)
