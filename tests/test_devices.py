@@ -6,12 +6,14 @@ in for two GPUs' (torch.cuda.default_generators); a model on the ``meta`` device
 only the device its inputs reach matters.
 """
 
+import numpy as np
 import pytest
 import torch
 
 from attnclf.classifier import Classifier
 from attnclf.data.generated import synthetic
 from attnclf.errors import AttnclfError
+from attnclf.explain import methods
 from attnclf.models import build_model
 from attnclf.sklearn import AttentionTextClassifier
 from attnclf.text.tokenizer import TokenizerConfig
@@ -127,3 +129,25 @@ def test_loading_onto_a_gpu_this_machine_lacks_is_one_line_before_any_weights_ar
     monkeypatch.setattr(attnclf.classifier, "load_weights", lambda path: pytest.fail("read the weights first"))
     with pytest.raises(AttnclfError, match="^device cuda asked for, but no CUDA device is available$"):
         Classifier.load(demo_run, device="cuda")
+
+
+def test_attributions_and_attention_maps_run_where_the_model_is_unless_told(monkeypatch):
+    # Their device defaulted to the CPU: attribute(clf.model, ...) of a model on a GPU failed on mismatched devices.
+    model = build_model("self-attn", vocab_size=20, d_model=16, heads=2, layers=1).to("meta")
+    seen = []
+
+    def gradient_times_input(model, ids, mask, target, **options):
+        seen.append({ids.device, mask.device, target.device})
+        return torch.zeros(ids.shape), {}
+
+    def self_attentions(model, ids, mask):
+        seen.append({ids.device, mask.device})
+        return [torch.zeros(len(ids), 2, ids.shape[1], ids.shape[1])]
+
+    monkeypatch.setattr(methods, "_grad_input", gradient_times_input)
+    monkeypatch.setattr(methods, "_self_attentions", self_attentions)
+    methods.attribute(model, [[5, 6, 7]], np.array([1]), "grad-input")
+    methods.self_attention_maps(model, [[5, 6, 7]])
+    assert seen == [{torch.device("meta")}] * 2
+    methods.attribute(model, [[5, 6, 7]], np.array([1]), "grad-input", device="cpu")  # as told
+    assert seen[-1] == {torch.device("cpu")}

@@ -47,6 +47,7 @@ import torch
 
 from ..errors import AttnclfError, first_few, shown
 from ..evaluation.predict import predict_probabilities
+from ..models.base import model_device
 from ..text.batching import BucketBatches
 from ..text.tokenizer import PAD_ID, UNK_ID
 
@@ -101,7 +102,7 @@ class Attribution:
 
 
 def attribute(model: torch.nn.Module, sequences: Sequence[Sequence[int]], targets: np.ndarray, method: str, *,
-              device: torch.device | str = "cpu", batch_size: int = 32, temperature: float = 1.0,
+              device: torch.device | str | None = None, batch_size: int = 32, temperature: float = 1.0,
               **options) -> Attribution:
     """Score every token of every id sequence for class ``targets[i]`` by ``method`` (a key of ``METHODS``).
 
@@ -110,6 +111,8 @@ def attribute(model: torch.nn.Module, sequences: Sequence[Sequence[int]], target
 
     ``temperature``: a calibrated run's (``Classifier.temperature``), so that occlusion's probabilities, and the
     log-odds the gradient methods attribute (those of softmax(logits / T)), are the ones its predictions report.
+
+    ``device``: where the batches go; by default where the model's weights are (a GPU's model, a GPU).
 
     >>> from attnclf.models import build_model
     >>> model = build_model("self-attn", vocab_size=20, d_model=16, layers=1)
@@ -127,7 +130,7 @@ def attribute(model: torch.nn.Module, sequences: Sequence[Sequence[int]], target
         raise AttnclfError(f"method {method!r} takes no option {sorted(unknown)[0]!r}"
                            + (f" (it takes: {', '.join(METHODS[method].options)})" if METHODS[method].options else ""))
     options = {**METHODS[method].options, **options}
-    device = torch.device(device)
+    device = model_device(model) if device is None else torch.device(device)
     model.eval()
     targets = _class_indices(targets, len(sequences), model.config.num_classes)
     if method == "occlusion":
@@ -184,7 +187,7 @@ def available_methods(model: torch.nn.Module) -> list[str]:
 
     if window_config(model) is not None:  # the methods attribute one token sequence; it reads several
         return []
-    ids = torch.tensor([[PAD_ID + 2]], device=next(model.parameters()).device)
+    ids = torch.tensor([[PAD_ID + 2]], device=model_device(model))
     model.eval()
     with torch.inference_mode():
         out = model(ids, ids != PAD_ID, output_attentions=True)
@@ -213,15 +216,16 @@ DEFAULT_METHOD = "occlusion"
 
 
 def self_attention_maps(model: torch.nn.Module, sequences: Sequence[Sequence[int]], *,
-                        device: torch.device | str = "cpu", batch_size: int = 32) -> list[np.ndarray]:
-    """Every layer's and head's self-attention per text: (layers, heads, n, n), rows = queries.
+                        device: torch.device | str | None = None, batch_size: int = 32) -> list[np.ndarray]:
+    """Every layer's and head's self-attention per text: (layers, heads, n, n), rows = queries; computed on
+    ``device``, by default where the model's weights are.
 
     >>> from attnclf.models import build_model
     >>> model = build_model("self-attn", vocab_size=20, d_model=16, heads=2, layers=3)
     >>> self_attention_maps(model, [[5, 6, 7]])[0].shape
     (3, 2, 3, 3)
     """
-    device = torch.device(device)
+    device = model_device(model) if device is None else torch.device(device)
     model.eval()
     maps: list[np.ndarray] = [np.zeros(0)] * len(sequences)
     with torch.inference_mode():

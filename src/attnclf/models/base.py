@@ -129,3 +129,12 @@ class Classifier(nn.Module):
 
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())
+
+
+def model_device(model: torch.nn.Module) -> torch.device:
+    """Where ``model``'s weights are, and so where its inputs must go.
+
+    >>> model_device(nn.Linear(2, 2))
+    device(type='cpu')
+    """
+    return next(model.parameters()).device
