@@ -19,6 +19,7 @@ is measured on the same texts, its accuracy change recorded, never assumed.
 
 from __future__ import annotations
 
+import copy
 import io
 import logging
 import os
@@ -40,6 +41,7 @@ from ..classifier import Classifier
 from ..data.base import TextDataset
 from ..errors import AttnclfError, shown
 from ..models.attention import MultiHeadSelfAttention
+from ..models.base import model_device
 from ..models.windows import window_config
 from ..prediction import joined_text_columns, trained_text_column
 from ..rundir import (ENSEMBLE_FILE, atomic_write_bytes, atomic_write_json, first_missing_folder, prepare_output_dir,
@@ -91,13 +93,16 @@ def _refuse_lstm(model: nn.Module) -> None:
 
 
 def onnx_graph(model: nn.Module) -> bytes:
-    """``model`` (in eval mode) as ONNX bytes, with dynamic batch and sequence axes.
+    """``model`` (in eval mode) as ONNX bytes, with dynamic batch and sequence axes; traced on the CPU, a copy of
+    a model on a GPU.
 
     >>> from attnclf.models import build_model
     >>> len(onnx_graph(build_model("boe", vocab_size=20).eval())) > 0
     True
     """
     _refuse_lstm(model)
+    if model_device(model).type != "cpu":  # (traced where onnxruntime runs it; the caller's model stays where it is)
+        model = copy.deepcopy(model).cpu()
     # The second row is padded, so the traced graph holds the masking path; longer than any attention
     # window, so it holds block-local attention too (which also gives exact results on shorter texts).
     # A window of max_len or more never applies: such a model attends in full.

@@ -142,7 +142,8 @@ vectors with --dim 64, or train at their width with --set d_model=128
         if rows:
             targets, sources = zip(*rows)
             with torch.no_grad():
-                embedding.weight[list(targets)] = scaled[list(sources)].to(embedding.weight.dtype)
+                # (to the table's dtype and device: a model already on a GPU holds it there)
+                embedding.weight[list(targets)] = scaled[list(sources)].to(embedding.weight)
         return len(rows)
 
 

@@ -474,7 +474,8 @@ def load_pretrained(model, tokenizer: Tokenizer, folder: str | Path) -> int:
                 if token_id not in (PAD_ID, UNK_ID) and word in pretrained_vocab]
         if rows:
             targets, sources = zip(*rows)
-            model.token_embedding.weight[list(targets)] = table[list(sources)].to(model.token_embedding.weight.dtype)
+            # (to the table's dtype and device: a model already on a GPU holds it there)
+            model.token_embedding.weight[list(targets)] = table[list(sources)].to(model.token_embedding.weight)
     return len(rows)
 
 
