@@ -79,6 +79,7 @@ def timer(into: dict, key: str):
 def machine() -> dict:
     return {
         "cpu": platform.processor() or platform.machine(),
+        "gpu": torch.cuda.get_device_name() if torch.cuda.is_available() else None,  # (what device="auto" would take)
         "cores": os.cpu_count(),
         "torch_threads": torch.get_num_threads(),
         "torch": torch.__version__,
@@ -140,14 +141,16 @@ def write_result(name: str, result: dict, out: str | None = None) -> Path:
 
 
 def cli_settings(dataset: str, output: str, *flags: str):
-    """The RunSettings ``attnclf train --dataset DATASET --output OUTPUT FLAGS...`` would use.
+    """The RunSettings ``attnclf train --dataset DATASET --output OUTPUT FLAGS...`` would use, on the CPU unless
+    ``flags`` name another ``--device``.
 
     Going through the CLI's own parser means a benchmark measures exactly the
-    recipe a user gets without flags.
+    recipe a user gets without flags. The device is pinned: BENCHMARKS.md's seconds and peak resident memory are
+    the CPU's, and on a machine with a GPU "auto" would train there, out of the resident memory's sight.
     """
     from attnclf.cli import build_parser, build_settings
 
-    args = build_parser().parse_args(["train", "--dataset", dataset, "--output", output, *flags])
+    args = build_parser().parse_args(["train", "--dataset", dataset, "--output", output, "--device", "cpu", *flags])
     settings = build_settings(args)
     if settings.data.data_dir is None:
         settings.data.data_dir = data_dir()

@@ -6,6 +6,8 @@ in for two GPUs' (torch.cuda.default_generators); a model on the ``meta`` device
 only the device its inputs reach matters.
 """
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -151,3 +153,16 @@ def test_attributions_and_attention_maps_run_where_the_model_is_unless_told(monk
     assert seen == [{torch.device("meta")}] * 2
     methods.attribute(model, [[5, 6, 7]], np.array([1]), "grad-input", device="cpu")  # as told
     assert seen[-1] == {torch.device("cpu")}
+
+
+def test_benchmarks_train_on_the_cpu_unless_told_and_record_whether_a_gpu_was_there(monkeypatch):
+    # BENCHMARKS.md's seconds and peak resident memory are the CPU's: on a machine with a GPU, "auto" trained the
+    # benchmarks' runs there, and the result files named the CPU alone.
+    monkeypatch.syspath_prepend(Path(__file__).resolve().parents[1] / "bench")
+    import common
+
+    assert common.cli_settings("demo", "unused").device == "cpu"
+    assert common.cli_settings("demo", "unused", "--device", "auto").device == "auto"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "Tesla P100")
+    assert common.machine()["gpu"] == "Tesla P100"
