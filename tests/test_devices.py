@@ -166,3 +166,28 @@ def test_benchmarks_train_on_the_cpu_unless_told_and_record_whether_a_gpu_was_th
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "Tesla P100")
     assert common.machine()["gpu"] == "Tesla P100"
+
+
+def test_block_local_attention_never_asks_for_a_query_without_a_key_to_attend(monkeypatch):
+    # For a query whose every key is masked SDPA answers zeros since pytorch/pytorch#133882 (2024) and NaN before it,
+    # as its CUDA kernels did for the users who reported it (attnclf takes torch>=2.2). A block of padding alone (a
+    # shorter text in the batch), or of tokens dropped in training, is such a block; its NaN reaches the prediction
+    # through the pooling, which weighs it by 0 (0 x NaN is NaN).
+    attend, asked = torch.nn.functional.scaled_dot_product_attention, []
+
+    def recorded(query, key, value, attn_mask=None, **options):
+        asked.append(attn_mask)
+        return attend(query, key, value, attn_mask=attn_mask, **options)
+
+    monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention", recorded)
+    torch.manual_seed(0)
+    model = build_model("self-attn", vocab_size=30, d_model=16, heads=2, layers=2, attention_window=4,
+                        token_dropout=0.5)
+    ids = torch.zeros(2, 12, dtype=torch.long)
+    ids[0], ids[1, :3] = torch.arange(2, 14), torch.tensor([5, 6, 7])  # row 1: two blocks of padding alone
+    with torch.no_grad():
+        in_a_batch = model.eval()(ids, ids != 0).logits[1]
+        model.train()(ids, ids != 0)
+    assert asked and all(mask.any(dim=-1).all() for mask in asked)
+    with torch.no_grad():
+        torch.testing.assert_close(in_a_batch, model.eval()(ids[1:, :3], ids[1:, :3] != 0).logits[0])

@@ -152,7 +152,10 @@ class MultiHeadSelfAttention(nn.Module):
     def _block_local(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """Attention within blocks of ``window`` tokens, each folded into a sequence of its own.
 
-        A block of padding alone has no key to attend to; SDPA gives it zeros, and it is cut off after.
+        A block without a real token (padding alone, or tokens dropped in training) attends to all its
+        positions: for a query with no key at all SDPA answers zeros since pytorch/pytorch#133882 (2024), but
+        NaN before it (attnclf takes torch>=2.2, and CUDA's fused kernels were the ones users met it in),
+        and a NaN at a position nothing reads still spoils the pooling that weighs it by 0.
         The input is padded to whole blocks, not q, k and v (3x the bytes), and the output is cut after
         the projection, which then reads contiguous rows. Blocks are independent, so inference takes them
         a cache-sized chunk at a time (``in_chunks``).
@@ -161,6 +164,7 @@ class MultiHeadSelfAttention(nn.Module):
         pad = -seq % self.window
         blocks = F.pad(x, (0, 0, 0, pad)).reshape(-1, self.window, dim)
         keys = F.pad(mask, (0, pad)).view(-1, 1, 1, self.window)
+        keys = keys | ~keys.any(dim=-1, keepdim=True)
         y = in_chunks(self._attend_blocks, (blocks, keys), max(1, INFERENCE_CHUNK_TOKENS // self.window))
         return y.view(batch, seq + pad, dim)[:, :seq]
 
