@@ -6,6 +6,7 @@ in for two GPUs' (torch.cuda.default_generators); a model on the ``meta`` device
 only the device its inputs reach matters.
 """
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -20,9 +21,9 @@ from attnclf.models import build_model
 from attnclf.sklearn import AttentionTextClassifier
 from attnclf.text.tokenizer import TokenizerConfig
 from attnclf.training import distributed
-from attnclf.training.device import forked_generators, seed_generators
+from attnclf.training.device import forked_generators, resolve_device, seed_generators
 from attnclf.training.pretrain import PretrainSettings, pretrain_encoder
-from attnclf.training.run import train_run
+from attnclf.training.run import train_run, trained_where
 from attnclf.training.settings import DataSettings, RunSettings
 from attnclf.training.trainer import TrainConfig, Trainer, _make_optimizer, _make_schedule
 
@@ -56,6 +57,19 @@ def test_training_on_the_cpu_seeds_no_gpus_generator(tmp_path, monkeypatch):
                                       min_frequency=1, epochs=1, batch_size=16), tmp_path / "pretrained",
                      log=lambda message: None)
     assert seeded == []
+
+
+def test_a_run_records_the_device_it_trained_on_where_its_settings_say_auto(tmp_path, monkeypatch):
+    # config.json held settings.device alone, "auto": nothing told a run on a GPU from one on the CPU, whose weights
+    # the same settings do not make the same.
+    run = train_run(RunSettings(data=DataSettings(dataset="demo", max_train_examples=100),
+                                tokenizer=TokenizerConfig(min_frequency=1, max_len=16), model="boe",
+                                model_config={"embed_dim": 8}, train=TrainConfig(epochs=1), output=str(tmp_path),
+                                report=False), progress=False).run_dir
+    config = json.loads((run / "config.json").read_text())
+    assert (config["settings"]["device"], config["device"]) == ("auto", str(resolve_device("auto")))
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "Tesla P100")
+    assert trained_where(GPU, distributed.Distributed(world_size=2)) == "cuda:1 (Tesla P100), 2 processes"
 
 
 def test_a_gpu_run_seeds_and_forks_its_own_gpus_generator_and_no_other(fake_gpus):

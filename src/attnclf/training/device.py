@@ -53,6 +53,15 @@ def check_bf16(device: torch.device) -> None:
                            f"(--bf16), in float32")
 
 
+def describe_device(device: torch.device) -> str:
+    """``device`` as a run records it: a GPU with its model, since the same settings train other bytes on another.
+
+    >>> describe_device(torch.device("cpu"))
+    'cpu'
+    """
+    return f"{device} ({torch.cuda.get_device_name(device)})" if device.type == "cuda" else str(device)
+
+
 def _cuda_generator(device: torch.device) -> torch.Generator:
     """The generator of CUDA ``device`` (``cuda`` alone: the current GPU), which its dropout draws from."""
     torch.cuda.init()  # (the GPUs' generators exist once CUDA does; a seed given before waits until then)

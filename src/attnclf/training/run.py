@@ -37,8 +37,8 @@ from ..text.cache import CachedDataset
 from ..text.tokenizer import Tokenizer
 from ..text.vectors import WordVectors, count_vectors
 from ..text.windows import WindowConfig, text_batches
-from .device import blas_libraries, forked_generators, resolve_device, seed_generators, torch_threads
-from .distributed import from_environment, init_distributed, rank_device
+from .device import blas_libraries, describe_device, forked_generators, resolve_device, seed_generators, torch_threads
+from .distributed import Distributed, from_environment, init_distributed, rank_device
 from .pretrain import (check_compatible as check_pretrained, check_unchanged as check_pretrained_unchanged,
                        describe as describe_pretrained, encoder_fingerprint, load_pretrained)
 from .run_data import (align_labels, describe_classes, held_out_fingerprint, load_data, refuse_gone,
@@ -279,7 +279,7 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool,
         atomic_write_json(run_dir / "config.json", _config_record(settings, model, splits, counted, trained_on,
                                                                   fingerprint, starts, tested_on,
                                                                   getattr(trained, "data_key", None), test_key,
-                                                                  warned))
+                                                                  warned, trained_where(device, distributed)))
 
     trainer = Trainer(model, settings.train, run_dir, device, label_names, progress=progress, distributed=distributed,
                       multi_label=settings.data.multi_label)
@@ -482,10 +482,11 @@ def _check_same_texts(run_dir: Path, saved: dict, settings: RunSettings, label_n
 
 def _config_record(settings: RunSettings, model, splits, counted: dict | None, trained_on: str | None,
                    fingerprint: str | None, starts: dict, tested_on: str | None, tokenizer_key: str | None,
-                   test_key: str | None = None, warnings: list[str] | None = None) -> dict:
+                   test_key: str | None = None, warnings: list[str] | None = None, device: str | None = None) -> dict:
     """config.json: the settings (absolute paths, where the dataset was found), the model, and the data's sizes and
     fingerprints (a token-cache run's ``tokenizer_key`` and ``test_key``: the data its tokenizer learned, and its test
-    data, which a resume compares), and the ``warnings`` training gave about the data (the report repeats them)."""
+    data, which a resume compares), the ``warnings`` training gave about the data (the report repeats them), and the
+    ``device`` it trains on (``trained_where``: settings.device may say only "auto")."""
     return config_record(settings, model, {
         "train_examples": len(splits.train),
         "validation_examples": 0 if splits.validation is None else len(splits.validation),
@@ -496,7 +497,17 @@ def _config_record(settings: RunSettings, model, splits, counted: dict | None, t
         **({"tokenizer_key": tokenizer_key} if tokenizer_key else {}),
         **({"test_key": test_key} if test_key else {}),
         **({"warnings": warnings} if warnings else {})}, {
-        **({"counted_embeddings": counted} if counted else {}), **starts})
+        **({"counted_embeddings": counted} if counted else {}), **starts, **({"device": device} if device else {})})
+
+
+def trained_where(device: torch.device, distributed: Distributed) -> str:
+    """Where a run trains, as config.json records it: its device (a GPU with its model), and how many processes.
+
+    >>> trained_where(torch.device("cpu"), Distributed(world_size=2))
+    'cpu, 2 processes'
+    """
+    processes = distributed.world_size
+    return describe_device(device) + (f", {processes} processes" if processes > 1 else "")
 
 
 def config_record(settings: RunSettings, model, data: dict, extra: dict | None = None) -> dict:
