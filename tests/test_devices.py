@@ -21,7 +21,7 @@ from attnclf.models import build_model
 from attnclf.sklearn import AttentionTextClassifier
 from attnclf.text.tokenizer import TokenizerConfig
 from attnclf.training import distributed
-from attnclf.training.device import forked_generators, resolve_device, seed_generators
+from attnclf.training.device import describe_device, forked_generators, resolve_device, seed_generators
 from attnclf.training.pretrain import PretrainSettings, pretrain_encoder
 from attnclf.training.run import train_run, trained_where
 from attnclf.training.settings import DataSettings, RunSettings
@@ -67,9 +67,12 @@ def test_a_run_records_the_device_it_trained_on_where_its_settings_say_auto(tmp_
                                 model_config={"embed_dim": 8}, train=TrainConfig(epochs=1), output=str(tmp_path),
                                 report=False), progress=False).run_dir
     config = json.loads((run / "config.json").read_text())
-    assert (config["settings"]["device"], config["device"]) == ("auto", str(resolve_device("auto")))
-    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "Tesla P100")
-    assert trained_where(GPU, distributed.Distributed(world_size=2)) == "cuda:1 (Tesla P100), 2 processes"
+    assert (config["settings"]["device"], config["device"]) == ("auto", describe_device(resolve_device("auto")))
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: f"Tesla P100 #{device}")
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    assert describe_device(torch.device("cpu")) == "cpu"
+    assert describe_device(torch.device("cuda")) == "cuda:0 (Tesla P100 #0)"  # what "auto" gives on a GPU
+    assert trained_where(GPU, distributed.Distributed(world_size=2)) == "cuda:1 (Tesla P100 #1), 2 processes"
 
 
 def test_a_gpu_run_seeds_and_forks_its_own_gpus_generator_and_no_other(fake_gpus):

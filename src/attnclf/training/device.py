@@ -59,7 +59,10 @@ def describe_device(device: torch.device) -> str:
     >>> describe_device(torch.device("cpu"))
     'cpu'
     """
-    return f"{device} ({torch.cuda.get_device_name(device)})" if device.type == "cuda" else str(device)
+    if device.type != "cuda":
+        return str(device)
+    index = torch.cuda.current_device() if device.index is None else device.index  # ("auto" gives cuda alone)
+    return f"cuda:{index} ({torch.cuda.get_device_name(index)})"
 
 
 def _cuda_generator(device: torch.device) -> torch.Generator:
