@@ -101,7 +101,10 @@ def device_generator_state(device: torch.device) -> torch.Tensor | None:
 
 
 def set_device_generator_state(device: torch.device, state: torch.Tensor) -> None:
-    """Put back what ``device_generator_state`` returned for ``device``."""
+    """Put back what ``device_generator_state`` returned for ``device``.
+
+    >>> # set_device_generator_state(gpu, device_generator_state(gpu))  # gpu = torch.device("cuda", 0)
+    """
     if device.type == "cuda":
         _cuda_generator(device).set_state(state)
     elif device.type == "mps":
