@@ -100,3 +100,29 @@ def resume_after_interruption(monkeypatch):
         return train_run(resume_settings(settings.output), resume=True, progress=False)
 
     return run
+
+
+@pytest.fixture
+def held_elsewhere():
+    """``with held_elsewhere(folder) as pid:`` another process holds ``folder`` as a command writing into it does
+    (``rundir.folder_lock``) until the block ends."""
+    import subprocess
+    import sys
+    from contextlib import contextmanager
+
+    holding = ("import sys\nfrom attnclf.rundir import folder_lock\nwith folder_lock(sys.argv[1]):\n"
+               "    print('held', flush=True)\n    sys.stdin.read()\n")
+
+    @contextmanager
+    def hold(folder):
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        process = subprocess.Popen([sys.executable, "-c", holding, str(folder)], stdin=subprocess.PIPE,
+                                   stdout=subprocess.PIPE, text=True)
+        try:
+            assert process.stdout.readline() == "held\n"
+            yield process.pid
+        finally:
+            process.stdin.close()
+            process.wait(timeout=60)
+
+    return hold

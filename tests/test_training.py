@@ -279,6 +279,37 @@ def test_run_files_get_the_permissions_of_any_file_the_user_creates(tmp_path):
         assert stat.S_IMODE((run_dir / name).stat().st_mode) == 0o666 & ~umask, name
 
 
+def test_a_second_process_writing_into_a_running_run_s_folder_is_refused_and_the_run_stays_whole(tmp_path,
+                                                                                                  monkeypatch):
+    """Two trainings given one --output interleaved their files: both said they had finished, and the folder held the
+    config.json of one beside the weights of the other, which no command could load. Now the second is refused while
+    the first runs, naming it; the first finishes whole and leaves no lock file behind."""
+    import subprocess
+    import sys
+
+    from attnclf.rundir import LOCK_FILE
+    from attnclf.training.trainer import Trainer
+
+    run, second = tmp_path / "run", []
+    train_epoch = Trainer._train_epoch
+
+    def another_training_meanwhile(self, batches, optimizer, schedule, loss_fn, epoch):
+        if epoch == 2:  # (epoch 1 is checkpointed: the folder holds an unfinished run, which --overwrite replaces)
+            second.append(subprocess.run(
+                [sys.executable, "-m", "attnclf", "train", "--dataset", "demo", "--max-train-examples", "200",
+                 "--model", "boe", "--epochs", "1", "--threads", "1", "--output", str(run), "--overwrite", "--quiet",
+                 "--no-report"], capture_output=True, text=True, timeout=300))
+        return train_epoch(self, batches, optimizer, schedule, loss_fn, epoch)
+
+    monkeypatch.setattr(Trainer, "_train_epoch", another_training_meanwhile)
+    train_run(tiny_settings(run, epochs=2), progress=False)
+    assert second[0].returncode == 2 and second[0].stderr == (
+        f"attnclf: error: {run} is being written by another attnclf process (pid {os.getpid()}); wait for it to "
+        f"finish, or give another --output\n")
+    assert Classifier.load(run, device="cpu").predict(["a fine film"])  # its config.json and weights are one run's
+    assert not (run / LOCK_FILE).exists()
+
+
 def test_resume_without_a_checkpoint_is_a_clear_error(tmp_path):
     with pytest.raises(RunDirError, match="nothing to resume"):
         train_run(tiny_settings(tmp_path / "empty"), resume=True, progress=False)

@@ -18,6 +18,7 @@ takes that folder or the members' own.
 from __future__ import annotations
 
 import shutil
+from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
 
@@ -26,8 +27,8 @@ import numpy as np
 from .checks import by_field, check_backend
 from .errors import AttnclfError
 from .prediction import Prediction, model_repr, token_counts
-from .rundir import (ENSEMBLE_FILE, atomic_write_bytes, atomic_write_json, first_missing_folder, member_folders,
-                     prepare_output_dir, read_json, remove_empty_folders, run_dir_list)
+from .rundir import (ENSEMBLE_FILE, atomic_write_bytes, atomic_write_json, first_missing_folder, folder_lock,
+                     member_folders, prepare_output_dir, read_json, remove_empty_folders, run_dir_list)
 
 if TYPE_CHECKING:  # loaded where used: `predict --backend onnx` asks is_ensemble_dir without PyTorch
     from .classifier import Classifier
@@ -198,29 +199,33 @@ def train_ensemble(settings, seeds: Sequence[int], resume: bool = False, progres
         settings = _as_members_trained(settings, Path(settings.output), adds=adds, earlier=earlier)
     created = first_missing_folder(settings.output)
     output = prepare_output_dir(settings.output)
-    members = [output / f"seed-{seed}" for seed in seeds]
-    replacing = not resume and from_environment().is_main
-    replaced = _set_aside(output, progress) if replacing else None
-    with each_warning_once():  # (the members train on the same data)
-        for seed, member in zip(seeds, members):
-            if progress and from_environment().is_main:
-                print(f"seed {seed}: {member}", file=sys.stderr)
-            try:
-                train_or_continue(replace(settings, output=str(member), train=replace(settings.train, seed=seed)),
-                                  resume, progress, named=named)
-            except BaseException as stopped:
-                if replacing and not any((new / "config.json").is_file() for new in members):
-                    _put_back(output, replaced)  # nothing of the new ensemble was written: its data failed, say
-                if isinstance(stopped, AttnclfError):
-                    remove_empty_folders(output, created)  # a member that failed on its data left its folder empty
-                raise
-    if not from_environment().is_main:
-        return {}
-    metrics = write_ensemble_file(output, members, seeds, device=settings.device, threads=settings.threads)
-    for other in sorted(set(member_folders(output)) - set(members)):
-        if not resume or not (other / "config.json").is_file():  # (the replaced ensemble's, set aside)
-            shutil.rmtree(other)
-    return metrics
+    with ExitStack() as held:
+        if from_environment().is_main:  # (torchrun's other ranks read what rank 0 writes)
+            held.enter_context(folder_lock(output))
+        members = [output / f"seed-{seed}" for seed in seeds]
+        replacing = not resume and from_environment().is_main
+        replaced = _set_aside(output, progress) if replacing else None
+        with each_warning_once():  # (the members train on the same data)
+            for seed, member in zip(seeds, members):
+                if progress and from_environment().is_main:
+                    print(f"seed {seed}: {member}", file=sys.stderr)
+                try:
+                    train_or_continue(replace(settings, output=str(member), train=replace(settings.train, seed=seed)),
+                                      resume, progress, named=named)
+                except BaseException as stopped:
+                    if replacing and not any((new / "config.json").is_file() for new in members):
+                        _put_back(output, replaced)  # nothing of the new ensemble was written: its data failed, say
+                    if isinstance(stopped, AttnclfError):
+                        held.close()  # (its lock file would keep the folder from counting as empty)
+                        remove_empty_folders(output, created)  # a member that failed on its data left its folder empty
+                    raise
+        if not from_environment().is_main:
+            return {}
+        metrics = write_ensemble_file(output, members, seeds, device=settings.device, threads=settings.threads)
+        for other in sorted(set(member_folders(output)) - set(members)):
+            if not resume or not (other / "config.json").is_file():  # (the replaced ensemble's, set aside)
+                shutil.rmtree(other)
+        return metrics
 
 
 def _set_aside(output: Path, progress: bool) -> bytes | None:

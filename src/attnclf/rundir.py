@@ -212,6 +212,65 @@ def output_folder(path: str | Path) -> Iterator[Path]:
         raise
 
 
+LOCK_FILE = ".attnclf.lock"  # in a folder a command is writing into: see folder_lock
+_held: dict[Path, int] = {}  # the folders this process holds, and how many of its calls hold each
+
+
+@contextmanager
+def folder_lock(folder: str | Path) -> Iterator[None]:
+    """Hold ``folder`` for this process while it writes into it: another process that asks for it meanwhile (a second
+    `attnclf train` given the same --output) is refused in one line instead of interleaving its files with this one's,
+    which leaves a config.json of one run beside the weights of the other. The lock is the operating system's
+    (``flock``), so a process killed outright (kill -9) holds nothing; its lock file then stays, empty of meaning.
+    Calls nest within one process. Where ``fcntl`` is missing (Windows) nothing is locked.
+
+    >>> # with folder_lock("runs/demo"):
+    >>> #     ...  # write the run's files
+    """
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    named, folder = folder, _real(folder)  # (named as given; held by where it is, however reached)
+    if folder in _held:
+        _held[folder] += 1
+        try:
+            yield
+        finally:
+            _held[folder] -= 1
+        return
+    lock = folder / LOCK_FILE
+    while True:
+        handle = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            holder = os.read(handle, 32).decode(errors="replace").strip()
+            os.close(handle)
+            if exc.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                raise
+            raise AttnclfError(f"{named} is being written by another attnclf process"
+                               f"{f' (pid {holder})' if holder.isdigit() else ''}; wait for it to finish, or give "
+                               f"another --output") from None
+        # The holder before us deletes the file as it lets go: the lock is ours only if we locked the file there now.
+        try:
+            if os.stat(lock).st_ino == os.fstat(handle).st_ino:
+                break
+        except FileNotFoundError:
+            pass
+        os.close(handle)
+    os.ftruncate(handle, 0)
+    os.write(handle, f"{os.getpid()}\n".encode())  # (named by a process it refuses)
+    _held[folder] = 1
+    try:
+        yield
+    finally:
+        del _held[folder]
+        Path(lock).unlink(missing_ok=True)  # (before letting go, so that the next holder locks a file of its own)
+        os.close(handle)
+
+
 def write_output_file(path: str | Path, data: bytes) -> Path:
     """Write a file the user named (``--output``), atomically, making its folder if needed; a folder given
     instead, or one that cannot be written, is a one-line error."""
@@ -432,13 +491,17 @@ def kept_earlier_models(output: str | Path, ensemble: bool) -> list[Path]:
 
 
 def check_output_folder(output: str | Path, ensemble: bool, replace: bool) -> None:
-    """Refuse an output folder that holds the other kind of run (a single run's files beside `train --seeds` members
-    (``ensemble``) would load as one model in Python and as the ensemble on the command line), or a trained model
-    unless ``replace``: a repeated command must not delete a finished run before its own is trained.
+    """Refuse an output folder that another process is writing into (``folder_lock``), that holds the other kind of
+    run (a single run's files beside `train --seeds` members (``ensemble``) would load as one model in Python and as
+    the ensemble on the command line), or a trained model unless ``replace``: a repeated command must not delete a
+    finished run before its own is trained.
 
     >>> check_output_folder("no/such/run", ensemble=False, replace=False)  # nothing there: nothing to lose
     """
     output = Path(output)
+    if output.is_dir():  # a run another process is training holds no model yet: its lock says so, not --overwrite
+        with folder_lock(output):
+            pass
     members = (output / ENSEMBLE_FILE).is_file() or bool(member_folders(output, trained=True))
     if ensemble and (output / "config.json").is_file():
         raise AttnclfError(f"{output} holds a single run; train --seeds into another --output")

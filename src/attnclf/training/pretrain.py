@@ -44,8 +44,8 @@ from ..models import build_model, config_for
 from ..models.classifiers import SelfAttentionClassifier
 from ..models.memory import SMALLEST_VOCABULARY, refuse_untrainable
 from ..prediction import check_texts
-from ..rundir import (atomic_save_tensors, atomic_write_json, file_sha256, first_missing_folder, load_weights,
-                      prepare_output_dir, read_json, remove_empty_folders)
+from ..rundir import (atomic_save_tensors, atomic_write_json, file_sha256, first_missing_folder, folder_lock,
+                      load_weights, prepare_output_dir, read_json, remove_empty_folders)
 from ..text.batching import BucketBatches
 from ..text.cleaning import CleaningConfig
 from ..text.tokenizer import PAD_ID, UNK_ID, Tokenizer, TokenizerConfig
@@ -197,7 +197,8 @@ def pretrain_encoder(texts: Sequence[str], settings: PretrainSettings, output: s
     record = {"settings": asdict(settings), "texts": len(texts), "texts_sha256": _fingerprint(texts),
               "tokenizer": tokenizer_config.to_dict(), "epochs": []}
     try:
-        with forked_generators(CPU):  # (seeded inside: the caller's own stream goes on untouched)
+        # (generators seeded inside on a fork: the caller's own stream goes on untouched)
+        with forked_generators(CPU), folder_lock(output):
             return _pretrain(texts, settings, output, record, vectors, log, progress)
     except AttnclfError:  # (refused before anything was written: a folder made for it goes again)
         remove_empty_folders(output, created)

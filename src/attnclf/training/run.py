@@ -8,7 +8,7 @@ import shutil
 import sys
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -30,8 +30,8 @@ from ..models.memory import SMALLEST_VOCABULARY, refuse_untrainable
 from ..models.ngrams import bucket_note
 from ..models.windows import window_config, windowed
 from ..rundir import (EARLIER_MODEL, EARLIER_MODEL_STAGING, FORMAT_VERSION, TEMPERATURE_FILE, THRESHOLDS_FILE,
-                      atomic_write_json, file_sha256, first_missing_folder, is_resumable, prepare_output_dir,
-                      read_config, read_json, read_jsonl, remove_empty_folders)
+                      atomic_write_json, file_sha256, first_missing_folder, folder_lock, is_resumable,
+                      prepare_output_dir, read_config, read_json, read_jsonl, remove_empty_folders)
 from ..text.batching import EVAL_MAX_TOKENS, BucketBatches
 from ..text.cache import CachedDataset
 from ..text.tokenizer import Tokenizer
@@ -167,12 +167,13 @@ def train_run(settings: RunSettings, resume: bool = False, progress: bool = True
     """
     # The run seeds torch's generators (its initial weights, dropout) on a fork of them: called from Python (refit_runs,
     # a notebook), the caller's own seeded streams go on as if the run had not drawn from them.
-    with torch_threads(settings.threads), forked_generators(rank_device(settings.device)):
-        return _train_run(settings, resume, progress, loaded)
+    with torch_threads(settings.threads), forked_generators(rank_device(settings.device)), ExitStack() as held:
+        return _train_run(settings, resume, progress, loaded, held)
 
 
-def _train_run(settings: RunSettings, resume: bool, progress: bool,
-               loaded: tuple[Splits, Tokenizer] | None = None) -> RunResult:
+def _train_run(settings: RunSettings, resume: bool, progress: bool, loaded: tuple[Splits, Tokenizer] | None,
+               held: ExitStack) -> RunResult:
+    """``train_run``'s work; ``held`` holds the run folder's lock until the run returns."""
     started = time.perf_counter()
     _refuse_unworkable(settings, resume)
     counting = settings.embeddings == COUNT_EMBEDDINGS and not resume
@@ -186,6 +187,8 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool,
             vectors_sha256 = file_sha256(settings.embeddings)
     created = first_missing_folder(settings.output)
     run_dir = prepare_output_dir(settings.output)
+    if from_environment().is_main:  # (torchrun's other ranks read the folder rank 0 writes)
+        held.enter_context(folder_lock(run_dir))
     seed = settings.train.seed
     if resume and not is_resumable(run_dir):
         raise RunDirError(f"{run_dir}: nothing to resume (no checkpoint/state.json)")
