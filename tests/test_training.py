@@ -514,6 +514,48 @@ def test_weights_that_cannot_be_written_leave_no_partial_file_and_say_where(tmp_
     assert list(tmp_path.iterdir()) == []
 
 
+_PAST_THE_FILE_SIZE_LIMIT = """
+import resource, signal, sys
+from pathlib import Path
+from attnclf.rundir import atomic_write_json
+from attnclf.text.cache import build_cache
+from attnclf.text.tokenizer import Tokenizer, TokenizerConfig
+
+folder = Path(sys.argv[2])
+tokenizer = Tokenizer.train([f"a good film number{i}" for i in range(200)], TokenizerConfig(min_frequency=1))
+writes = {"json": ("metrics.json", lambda path: atomic_write_json(path, {"texts": "a text " * 1000})),
+          "tokenizer": ("tokenizer.json", tokenizer.save),
+          "token cache": ("cache", lambda path: build_cache(path, [("a good film " * 500, 0)], tokenizer, ["neg"]))}
+name, write = writes[sys.argv[1]]
+(folder / name).write_text("the earlier file") if name != "cache" else None
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # (a write past the limit fails with EFBIG, as under a shell's handler)
+resource.setrlimit(resource.RLIMIT_FSIZE, (1000, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+try:
+    write(folder / name)
+except OSError as exc:
+    where = exc.filename2 or exc.filename  # (as the command line names it)
+    print(f"{where + ': ' if where else ''}{exc.strerror or exc}")
+"""
+
+
+@pytest.mark.parametrize("writer", ["json", "tokenizer", "token cache"])
+def test_a_write_past_the_file_size_limit_names_its_file_and_keeps_the_earlier_one(writer, tmp_path):
+    """Under `ulimit -f` a write past the limit fails with EFBIG, which names no file: the command line said only
+    "attnclf: error: File too large" for a JSON file or a token cache, and the tokenizer's (a bare Exception from
+    its Rust library) was a traceback. Each names the file (the cache: its folder) and keeps the one there."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _PAST_THE_FILE_SIZE_LIMIT, writer, str(tmp_path)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    name = {"json": "metrics.json", "tokenizer": "tokenizer.json", "token cache": "cache"}[writer]
+    assert done.stdout.startswith(f"{tmp_path / name}: ") and "File too large" in done.stdout, done.stdout
+    assert sorted(path.name for path in tmp_path.iterdir()) == ([name] if writer != "token cache" else [])
+    if writer != "token cache":
+        assert (tmp_path / name).read_text() == "the earlier file"
+
+
 @pytest.mark.parametrize("write", ["tensors", "json"])
 def test_a_files_bytes_reach_the_disk_before_its_name_does_and_its_name_before_the_writer_goes_on(write, tmp_path,
                                                                                                   monkeypatch):

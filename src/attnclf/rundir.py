@@ -146,11 +146,32 @@ def publish_folder(tmp: str | Path, path: Path, replace: bool = False) -> None:
         shutil.rmtree(aside, ignore_errors=True)
 
 
+@contextmanager
+def naming(path: str | Path, written: str | Path | None = None) -> Iterator[None]:
+    """An OSError within it that names no file, or only ``written`` (the temporary file or folder being written for
+    ``path``) or a file inside it, names ``path`` instead: a write past the disk's space (ENOSPC) or a file-size limit
+    (EFBIG, `ulimit -f`) fails naming no file, which left the command line's message without one.
+
+    >>> with naming("runs/demo/metrics.json"):
+    ...     raise OSError(27, "File too large")
+    Traceback (most recent call last):
+    ...
+    OSError: [Errno 27] File too large: 'runs/demo/metrics.json'
+    """
+    try:
+        yield
+    except OSError as exc:
+        named = exc.filename is not None and (written is None or not Path(exc.filename).is_relative_to(written))
+        if exc.errno is None or exc.filename2 is not None or named:
+            raise
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     path = Path(path)
     fd, tmp = temporary_beside(path)
     try:
-        with os.fdopen(fd, "wb") as handle:
+        with naming(path, tmp), os.fdopen(fd, "wb") as handle:
             handle.write(data)
         publish(tmp, path)
     except BaseException:

@@ -41,7 +41,7 @@ import numpy as np
 
 from ..data.base import TextDataset
 from ..errors import DataError
-from ..rundir import atomic_write_json, file_sha256
+from ..rundir import atomic_write_json, file_sha256, naming
 from .tokenizer import Tokenizer
 
 # A new format is a new key, so no cache built the old way is reused. 2: a text's literal "<pad>" or "<unk>" is
@@ -236,23 +236,8 @@ def build_cache(directory: str | Path, records: Iterable[tuple[str, int]], token
     directory.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=directory.parent, prefix=f".{directory.name}.", suffix=".tmp"))
     try:
-        token_offsets, text_offsets, labels = array("q", [0]), array("q", [0]), array("i")
-        with open(tmp / "ids.bin", "wb") as ids_file, open(tmp / "texts.bin", "wb") as texts_file:
-            for chunk in _chunks(records, chunk_texts):
-                texts = [text for text, _ in chunk]
-                encoded = tokenizer.encode(texts)
-                ids_file.write(np.concatenate([np.asarray(ids, dtype=np.uint32) for ids in encoded]).tobytes())
-                raw = [text.encode("utf-8") for text in texts]
-                texts_file.write(b"".join(raw))
-                token_offsets.extend((np.cumsum([len(ids) for ids in encoded]) + token_offsets[-1]).tolist())
-                text_offsets.extend((np.cumsum([len(r) for r in raw]) + text_offsets[-1]).tolist())
-                labels.extend(label for _, label in chunk)
-        np.save(tmp / "offsets.npy", np.frombuffer(token_offsets, dtype=np.int64))
-        np.save(tmp / "text_offsets.npy", np.frombuffer(text_offsets, dtype=np.int64))
-        np.save(tmp / "labels.npy", np.frombuffer(labels, dtype=np.int32))
-        atomic_write_json(tmp / "meta.json", (meta or {}) | {
-            "format": CACHE_FORMAT, "texts": len(labels), "tokens": token_offsets[-1], "dtype": "uint32",
-            "label_names": list(label_names)})
+        with naming(directory, tmp):  # (a write past the disk's space names none of its files)
+            _write_cache(tmp, records, tokenizer, label_names, meta, chunk_texts)
         try:
             os.rename(tmp, directory)
         except OSError:  # the same key finished elsewhere first: identical content, keep theirs
@@ -263,3 +248,25 @@ def build_cache(directory: str | Path, records: Iterable[tuple[str, int]], token
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return directory
+
+
+def _write_cache(tmp: Path, records: Iterable[tuple[str, int]], tokenizer: Tokenizer, label_names: list[str],
+                 meta: dict | None, chunk_texts: int) -> None:
+    """``build_cache``'s files, written into the folder ``tmp`` that becomes the cache once they are all there."""
+    token_offsets, text_offsets, labels = array("q", [0]), array("q", [0]), array("i")
+    with open(tmp / "ids.bin", "wb") as ids_file, open(tmp / "texts.bin", "wb") as texts_file:
+        for chunk in _chunks(records, chunk_texts):
+            texts = [text for text, _ in chunk]
+            encoded = tokenizer.encode(texts)
+            ids_file.write(np.concatenate([np.asarray(ids, dtype=np.uint32) for ids in encoded]).tobytes())
+            raw = [text.encode("utf-8") for text in texts]
+            texts_file.write(b"".join(raw))
+            token_offsets.extend((np.cumsum([len(ids) for ids in encoded]) + token_offsets[-1]).tolist())
+            text_offsets.extend((np.cumsum([len(r) for r in raw]) + text_offsets[-1]).tolist())
+            labels.extend(label for _, label in chunk)
+    np.save(tmp / "offsets.npy", np.frombuffer(token_offsets, dtype=np.int64))
+    np.save(tmp / "text_offsets.npy", np.frombuffer(text_offsets, dtype=np.int64))
+    np.save(tmp / "labels.npy", np.frombuffer(labels, dtype=np.int32))
+    atomic_write_json(tmp / "meta.json", (meta or {}) | {
+        "format": CACHE_FORMAT, "texts": len(labels), "tokens": token_offsets[-1], "dtype": "uint32",
+        "label_names": list(label_names)})

@@ -318,7 +318,10 @@ class Tokenizer:
         fd, tmp = temporary_beside(path)
         os.close(fd)
         try:
-            self.backend.save(tmp)
+            try:
+                self.backend.save(tmp)
+            except Exception as exc:  # tokenizers raises a bare Exception for a full disk or a file-size limit too
+                raise OSError(f"{path}: cannot write the tokenizer ({exc})") from None
             publish(tmp, path)
         finally:
             Path(tmp).unlink(missing_ok=True)
