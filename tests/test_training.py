@@ -12,6 +12,7 @@ from safetensors.torch import load_file
 
 from attnclf.classifier import Classifier
 from attnclf.errors import AttnclfError, DataError, RunDirError
+from attnclf.models import MODELS
 from attnclf.text.tokenizer import TokenizerConfig
 from attnclf.training.run import train_run
 from attnclf.training.settings import DataSettings, RunSettings
@@ -66,6 +67,27 @@ def test_training_and_loading_a_run_from_python_leave_the_callers_random_stream_
     result = train_run(tiny_settings(tmp_path / "run", epochs=1), progress=False)
     Classifier.load(result.run_dir, device="cpu")
     assert torch.equal(torch.rand(3), expected)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("model", list(MODELS))
+def test_every_model_trains_to_the_same_bytes_from_the_same_seed_and_thread_count(model, threads, tmp_path):
+    """README: the same seed, data and --threads give the same weights on the CPU; their model.safetensors files are
+    the same bytes, for every model (its LSTM, attention and dropout kernels), with one thread or two."""
+    from dataclasses import fields
+
+    from attnclf.rundir import file_sha256
+
+    valid = {field.name for field in fields(MODELS[model].config_class)}
+    small = {"embed_dim": 16, "d_model": 16, "ff_dim": 32, "hidden_dim": 16, "attention_dim": 16, "dense_dim": 8,
+             "heads": 2, "layers": 1, "dropout": 0.1}
+
+    def trained(name):
+        settings = replace(tiny_settings(tmp_path / name, epochs=1), model=model, threads=threads)
+        settings.model_config = {key: value for key, value in small.items() if key in valid}
+        return file_sha256(train_run(settings, progress=False).run_dir / "model.safetensors")
+
+    assert trained("a") == trained("b")
 
 
 def test_a_runs_threads_bound_numpys_blas_too_and_its_config_names_the_blas(tmp_path, monkeypatch):
