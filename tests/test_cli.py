@@ -1990,6 +1990,9 @@ def test_an_interrupted_train_says_whether_it_can_resume(tmp_path, capsys, monke
     err = capsys.readouterr().err
     assert "before its first checkpoint" in err and "--resume" not in err
     assert not (stale / "state.json").exists()
+    assert run_error([*argv, "--output", "runs/self-attn-demo", "--resume"], capsys) == (  # (it said: no state.json)
+        "attnclf: error: runs/self-attn-demo: nothing to resume: it stopped before its first checkpoint (written at "
+        "most once a minute, and at the end); train it again")
     monkeypatch.setattr(Trainer, "_train_epoch", interrupted_after_a_checkpoint)
     assert main(argv) == 130
     assert "`attnclf train --resume --output runs/self-attn-demo` continues" in capsys.readouterr().err

@@ -65,6 +65,18 @@ def test_pieces_are_the_same_however_many_texts_are_tokenised_at_once():
         assert [piece.tolist() for piece in encode_pieces(tokenizer, texts, 16, chunk)] == whole
 
 
+def test_a_rerun_deletes_the_temporary_checkpoint_a_kill_9_left(tmp_path):
+    # (three times the encoder's size: its weights and the optimiser's two moments)
+    from attnclf.rundir import temporary_beside
+
+    settings = PretrainSettings(model_config=SMALL, max_len=16, min_frequency=1, epochs=1, batch_size=32,
+                                sampled_words=32)
+    (tmp_path / "p").mkdir()
+    os.close(temporary_beside(tmp_path / "p" / "checkpoint.safetensors")[0])  # as a write killed half-way leaves it
+    pretrain_encoder(cyclic_corpus(100), settings, tmp_path / "p", log=quiet)
+    assert not list((tmp_path / "p").glob("*.tmp"))
+
+
 def test_pretraining_learns_to_restore_hidden_words(tmp_path):
     settings = PretrainSettings(model_config=SMALL, max_len=16, min_frequency=1, epochs=4, batch_size=32, lr=1e-2,
                                 sampled_words=64)

@@ -337,6 +337,35 @@ def test_resume_without_a_checkpoint_is_a_clear_error(tmp_path):
         train_run(tiny_settings(tmp_path / "empty"), resume=True, progress=False)
 
 
+def test_the_temporary_files_kill_9_left_beside_a_run_s_files_go_when_it_resumes_or_trains_again(tmp_path,
+                                                                                                 monkeypatch):
+    """kill -9 in a write leaves its temporary file (.model.safetensors.XXXXXXXX.tmp, as large as the weights) in the
+    run folder or plots/: a resume, or the run trained again, deleted the checkpoint's but kept these for good."""
+    from attnclf.rundir import temporary_beside
+    from attnclf.training.settings import resume_settings
+    from attnclf.training.trainer import Trainer
+
+    train_epoch = Trainer._train_epoch
+
+    def interrupted_in_epoch_2(self, batches, optimizer, schedule, loss_fn, epoch):
+        if epoch == 2:
+            raise KeyboardInterrupt
+        return train_epoch(self, batches, optimizer, schedule, loss_fn, epoch)
+
+    for again in (lambda run: train_run(resume_settings(run), resume=True, progress=False),
+                  lambda run: train_run(tiny_settings(run), progress=False)):
+        run = tmp_path / f"run{len(list(tmp_path.iterdir()))}"
+        with monkeypatch.context() as patch:
+            patch.setattr(Trainer, "_train_epoch", interrupted_in_epoch_2)
+            with pytest.raises(KeyboardInterrupt):
+                train_run(tiny_settings(run), progress=False)
+        (run / "plots").mkdir()
+        for name in ("model.safetensors", "history.jsonl", "plots/training.png", "checkpoint/epoch-2.safetensors"):
+            os.close(temporary_beside(run / name)[0])  # as a write killed half-way leaves it
+        again(run)
+        assert not list(run.rglob("*.tmp"))
+
+
 def test_early_stopping_keeps_the_best_epoch(tmp_path):
     # With lr 0 nothing improves on epoch 1, so patience 1 stops after epoch 2.
     settings = tiny_settings(tmp_path / "run", epochs=6)

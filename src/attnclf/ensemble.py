@@ -28,7 +28,8 @@ from .checks import by_field, check_backend
 from .errors import AttnclfError
 from .prediction import Prediction, model_repr, token_counts
 from .rundir import (ENSEMBLE_FILE, atomic_write_bytes, atomic_write_json, first_missing_folder, folder_lock,
-                     member_folders, prepare_output_dir, read_json, remove_empty_folders, run_dir_list)
+                     member_folders, prepare_output_dir, read_json, remove_cut_short_writes, remove_empty_folders,
+                     run_dir_list)
 
 if TYPE_CHECKING:  # loaded where used: `predict --backend onnx` asks is_ensemble_dir without PyTorch
     from .classifier import Classifier
@@ -202,6 +203,7 @@ def train_ensemble(settings, seeds: Sequence[int], resume: bool = False, progres
     with ExitStack() as held:
         if from_environment().is_main:  # (torchrun's other ranks read what rank 0 writes)
             held.enter_context(folder_lock(output))
+            remove_cut_short_writes(output)
         members = [output / f"seed-{seed}" for seed in seeds]
         replacing = not resume and from_environment().is_main
         replaced = _set_aside(output, progress) if replacing else None

@@ -292,6 +292,19 @@ def folder_lock(folder: str | Path) -> Iterator[None]:
         os.close(handle)
 
 
+def remove_cut_short_writes(*folders: Path) -> None:
+    """Delete the temporary files (``temporary_beside``'s ``.NAME.XXXXXXXX.tmp``) that writes a kill -9 cut short
+    left in ``folders``, each as large as the file it was to become (a model's weights), which nothing would delete
+    otherwise. Only for a folder this process holds (``folder_lock``): another's writes in progress look the same.
+
+    >>> remove_cut_short_writes(Path("no/such/run"))
+    """
+    for folder in folders:
+        for path in Path(folder).glob(".*.tmp"):
+            if path.is_file():
+                path.unlink(missing_ok=True)
+
+
 def write_output_file(path: str | Path, data: bytes) -> Path:
     """Write a file the user named (``--output``), atomically, making its folder if needed; a folder given
     instead, or one that cannot be written, is a one-line error."""

@@ -45,7 +45,7 @@ from ..models.classifiers import SelfAttentionClassifier
 from ..models.memory import SMALLEST_VOCABULARY, refuse_untrainable
 from ..prediction import check_texts
 from ..rundir import (atomic_save_tensors, atomic_write_json, file_sha256, first_missing_folder, folder_lock,
-                      load_weights, prepare_output_dir, read_json, remove_empty_folders)
+                      load_weights, prepare_output_dir, read_json, remove_cut_short_writes, remove_empty_folders)
 from ..text.batching import BucketBatches
 from ..text.cleaning import CleaningConfig
 from ..text.tokenizer import PAD_ID, UNK_ID, Tokenizer, TokenizerConfig
@@ -199,6 +199,7 @@ def pretrain_encoder(texts: Sequence[str], settings: PretrainSettings, output: s
     try:
         # (generators seeded inside on a fork: the caller's own stream goes on untouched)
         with forked_generators(CPU), folder_lock(output):
+            remove_cut_short_writes(output)
             return _pretrain(texts, settings, output, record, vectors, log, progress)
     except AttnclfError:  # (refused before anything was written: a folder made for it goes again)
         remove_empty_folders(output, created)

@@ -31,7 +31,8 @@ from ..models.ngrams import bucket_note
 from ..models.windows import window_config, windowed
 from ..rundir import (EARLIER_MODEL, EARLIER_MODEL_STAGING, FORMAT_VERSION, TEMPERATURE_FILE, THRESHOLDS_FILE,
                       atomic_write_json, file_sha256, first_missing_folder, folder_lock, is_resumable,
-                      prepare_output_dir, read_config, read_json, read_jsonl, remove_empty_folders)
+                      prepare_output_dir, read_config, read_json, read_jsonl, remove_cut_short_writes,
+                      remove_empty_folders)
 from ..text.batching import EVAL_MAX_TOKENS, BucketBatches
 from ..text.cache import CachedDataset
 from ..text.tokenizer import Tokenizer
@@ -189,9 +190,11 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool, loaded: tupl
     run_dir = prepare_output_dir(settings.output)
     if from_environment().is_main:  # (torchrun's other ranks read the folder rank 0 writes)
         held.enter_context(folder_lock(run_dir))
+        remove_cut_short_writes(run_dir, run_dir / "plots")  # (the checkpoint's go as it loads: Trainer)
     seed = settings.train.seed
     if resume and not is_resumable(run_dir):
-        raise RunDirError(f"{run_dir}: nothing to resume (no checkpoint/state.json)")
+        raise RunDirError(f"{run_dir}: nothing to resume: it stopped before its first checkpoint (written at most once "
+                          f"a minute, and at the end); train it again")
     distributed, device = init_distributed(settings.device)
     try:
         if settings.data.token_cache and loaded is not None:
