@@ -1835,6 +1835,27 @@ def test_unwritable_output_directory(csv_files, tmp_path, capsys):
     assert "not writable" in err
 
 
+def test_an_output_folder_on_a_read_only_file_system_is_named_not_writable(csv_files, tmp_path, capsys, monkeypatch):
+    # (root writes past permission bits, not past a read-only mount: where checking the folder's lock tried to create
+    # its file, the error named the lock file, not the folder)
+    import errno
+
+    from attnclf.rundir import LOCK_FILE
+
+    read_only, opened = tmp_path / "mounted read-only", os.open
+
+    def refused(path, flags, *args, **kwargs):
+        if Path(path).parent == read_only and flags & (os.O_CREAT | os.O_WRONLY | os.O_RDWR):
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(path))
+        return opened(path, flags, *args, **kwargs)
+
+    read_only.mkdir()
+    monkeypatch.setattr(os, "open", refused)
+    assert run_error(["train", "--train-file", str(csv_files[0]), "--output", str(read_only)], capsys) == (
+        f"attnclf: error: output directory {read_only} is not writable: Read-only file system")
+    assert not (read_only / LOCK_FILE).exists()
+
+
 def test_output_path_that_is_a_file(csv_files, tmp_path, capsys):
     blocker = tmp_path / "file"
     blocker.write_text("x")

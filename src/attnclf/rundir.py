@@ -533,7 +533,9 @@ def check_output_folder(output: str | Path, ensemble: bool, replace: bool) -> No
     >>> check_output_folder("no/such/run", ensemble=False, replace=False)  # nothing there: nothing to lose
     """
     output = Path(output)
-    if output.is_dir():  # a run another process is training holds no model yet: its lock says so, not --overwrite
+    # A run another process is training holds no model yet: its lock says so, not --overwrite. (Only a lock file there
+    # can be held: a check creates none, which in a folder it cannot write would be the error named.)
+    if (output / LOCK_FILE).is_file():
         with folder_lock(output):
             pass
     members = (output / ENSEMBLE_FILE).is_file() or bool(member_folders(output, trained=True))
