@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -421,6 +422,7 @@ def test_a_member_interrupted_while_writing_its_report_gets_it_when_the_ensemble
     """Its metrics.json is written before its report: `--resume` keeps it as finished, and must not leave it the one
     member without the report.html every other member has."""
     import attnclf.report
+    from attnclf.rundir import LOCK_FILE, temporary_beside
 
     out = tmp_path / "ens"
     flags = ["train", "--dataset", "demo", "--max-train-examples", "200", "--epochs", "1", "--set", "d_model=16",
@@ -433,8 +435,13 @@ def test_a_member_interrupted_while_writing_its_report_gets_it_when_the_ensemble
         patch.setattr(attnclf.report, "write_report", interrupted)
         assert main(flags) == 130
     assert (out / "seed-0" / "metrics.json").is_file() and not (out / "seed-0" / "report.html").exists()
+    # What kill -9 there leaves too: the lock file it held, and a figure's write cut short
+    (out / "seed-0" / LOCK_FILE).write_text("12345\n")
+    (out / "seed-0" / "plots").mkdir(exist_ok=True)
+    os.close(temporary_beside(out / "seed-0" / "plots" / "training.png")[0])
     assert main(flags + ["--resume"]) == 0
     assert (out / "seed-0" / "report.html").is_file() and (out / "seed-1" / "report.html").is_file()
+    assert not [path.name for path in (out / "seed-0").rglob(".*")]
     # Asked for no report, a resume writes none.
     (out / "seed-0" / "report.html").unlink()
     assert main(flags + ["--resume", "--no-report"]) == 0

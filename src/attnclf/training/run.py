@@ -580,12 +580,16 @@ def train_or_continue(settings: RunSettings, resume: bool, progress: bool = True
         # A run trained with --no-report has none to finish; one stopped as it wrote it does (metrics.json comes
         # first, and marks the run finished). Rank 0 writes it, as it writes the run's other files.
         asked = settings.report and read_config(output)["settings"].get("report", True)
-        if asked and finished.get("split") is not None and not (output / "report.html").is_file() and \
-                from_environment().is_main:
-            from ..report import write_report
+        if from_environment().is_main:
+            # Held as it is finished: a kill -9 as it wrote its report left that report's figures cut short, and the
+            # lock file, which go now.
+            with folder_lock(output):
+                remove_cut_short_writes(output, output / "plots")
+                if asked and finished.get("split") is not None and not (output / "report.html").is_file():
+                    from ..report import write_report
 
-            with torch_threads(settings.threads):
-                write_report(output, device=settings.device)
+                    with torch_threads(settings.threads):
+                        write_report(output, device=settings.device)
         return RunResult(output, finished, read_jsonl(output / "history.jsonl"), 0.0)
     if resume and is_resumable(output):
         continued = resume_settings(output, epochs=settings.train.epochs, device=settings.device,
