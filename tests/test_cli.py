@@ -1350,12 +1350,15 @@ def test_training_into_a_folder_with_a_model_needs_overwrite_and_one_kind_of_run
 def test_a_folder_another_process_is_writing_into_is_refused_by_the_commands_that_write_there(csv_files, tmp_path,
                                                                                                capsys, held_elsewhere):
     """A run being trained holds an unfinished run to the folder check, which advised --resume or --overwrite: either
-    then wrote into it beside the training, as `train --seeds` and `pretrain` did. Each is told who holds it."""
+    then wrote into it beside the training, as `train --seeds`, `refit` and `pretrain` did. Each is told who holds
+    it."""
     train, test = csv_files
     run = tmp_path / "run"
     argv = ["train", "--train-file", str(train), "--test-file", str(test), "--model", "boe", "--epochs", "1",
             "--min-frequency", "1", "--quiet", "--no-report"]
     assert main([*argv, "--output", str(run)]) == 0
+    shutil.copytree(run, tmp_path / "finished")
+    assert main(["refit", str(tmp_path / "finished"), "--quiet", "--no-report"]) == 0
     capsys.readouterr()
     (run / "metrics.json").unlink()  # its checkpoint stays: as a run still training holds it
     texts = tmp_path / "texts.txt"
@@ -1363,6 +1366,7 @@ def test_a_folder_another_process_is_writing_into_is_refused_by_the_commands_tha
     for folder, command in ((run, [*argv, "--output", str(run)]), (run, ["train", "--resume", "--output", str(run)]),
                             (run, [*argv, "--output", str(run), "--overwrite"]),
                             (tmp_path / "seeds", [*argv, "--seeds", "0", "1", "--output", str(tmp_path / "seeds")]),
+                            (tmp_path / "finished-refit", ["refit", str(tmp_path / "finished")]),
                             (tmp_path / "pretrained", ["pretrain", "--file", str(texts), "--min-frequency", "1",
                                                        "--epochs", "1", "--output", str(tmp_path / "pretrained")])):
         before = sorted(path.name for path in folder.rglob("*")) if folder.exists() else []

@@ -20,7 +20,8 @@ from pathlib import Path
 from . import __version__
 from .checks import BACKENDS, check_seed, check_threads, set_value
 from .errors import AttnclfError, is_out_of_memory, shown
-from .rundir import check_output_folder, is_resumable, kept_earlier_models, member_folders, read_config
+from .rundir import (check_output_folder, is_resumable, kept_earlier_models, member_folders, read_config,
+                     refuse_if_held)
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {}
 
@@ -361,6 +362,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         settings = build_settings(args)
         settings.threads, settings.report = args.threads, not args.no_report
         args.output = settings.output  # resolved (runs/MODEL-DATA by default): where an interrupted ensemble resumes
+        _refuse_if_held(settings.output)
         check_output_folder(settings.output, ensemble=True, replace=args.overwrite or args.resume)
         members = member_folders(settings.output, trained=True)
         if args.resume and members:
@@ -421,6 +423,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         settings = build_settings(args)
         settings.threads = args.threads
         args.output = settings.output  # resolved (runs/MODEL-DATA by default): where an interrupted run resumes
+        _refuse_if_held(settings.output)
         check_output_folder(settings.output, ensemble=False, replace=args.overwrite)
     settings.report = settings.report and not args.no_report  # (a resumed run reports as it was asked to)
     result = train_run(settings, resume=args.resume, progress=not args.quiet)
@@ -433,6 +436,14 @@ def cmd_train(args: argparse.Namespace) -> int:
     if settings.report:
         print(f"report: {result.run_dir / 'report.html'}")
     return 0
+
+
+def _refuse_if_held(output: str) -> None:
+    """``refuse_if_held`` on rank 0 (torchrun's other ranks leave the folder to it)."""
+    from .training.distributed import from_environment
+
+    if from_environment().is_main:
+        refuse_if_held(output)
 
 
 # What `train --resume` may be given besides the run's own settings: what may change, and where its dataset lies now.

@@ -292,6 +292,19 @@ def folder_lock(folder: str | Path) -> Iterator[None]:
         os.close(handle)
 
 
+def refuse_if_held(folder: str | Path) -> None:
+    """A one-line error if another process holds ``folder`` (``folder_lock``): a run it is training holds no model
+    yet, and checks that read its files would call it unfinished and offer to continue or replace it. Only a folder
+    with a lock file can be held, so none is created here (in a folder that cannot be written, that error would be the
+    one named). Under torchrun, rank 0's alone: the other ranks write nothing, and rank 0 may already hold it.
+
+    >>> refuse_if_held("no/such/run")
+    """
+    if (Path(folder) / LOCK_FILE).is_file():
+        with folder_lock(folder):
+            pass
+
+
 def remove_cut_short_writes(*folders: Path) -> None:
     """Delete the temporary files (``temporary_beside``'s ``.NAME.XXXXXXXX.tmp``) that writes a kill -9 cut short
     left in ``folders``, each as large as the file it was to become (a model's weights), which nothing would delete
@@ -525,19 +538,13 @@ def kept_earlier_models(output: str | Path, ensemble: bool) -> list[Path]:
 
 
 def check_output_folder(output: str | Path, ensemble: bool, replace: bool) -> None:
-    """Refuse an output folder that another process is writing into (``folder_lock``), that holds the other kind of
-    run (a single run's files beside `train --seeds` members (``ensemble``) would load as one model in Python and as
-    the ensemble on the command line), or a trained model unless ``replace``: a repeated command must not delete a
-    finished run before its own is trained.
+    """Refuse an output folder that holds the other kind of run (a single run's files beside `train --seeds` members
+    (``ensemble``) would load as one model in Python and as the ensemble on the command line), or a trained model
+    unless ``replace``: a repeated command must not delete a finished run before its own is trained.
 
     >>> check_output_folder("no/such/run", ensemble=False, replace=False)  # nothing there: nothing to lose
     """
     output = Path(output)
-    # A run another process is training holds no model yet: its lock says so, not --overwrite. (Only a lock file there
-    # can be held: a check creates none, which in a folder it cannot write would be the error named.)
-    if (output / LOCK_FILE).is_file():
-        with folder_lock(output):
-            pass
     members = (output / ENSEMBLE_FILE).is_file() or bool(member_folders(output, trained=True))
     if ensemble and (output / "config.json").is_file():
         raise AttnclfError(f"{output} holds a single run; train --seeds into another --output")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..errors import AttnclfError, RunDirError
 from ..rundir import (ENSEMBLE_FILE, TEMPERATURE_FILE, THRESHOLDS_FILE, check_run_dir, is_resumable, read_config,
-                      read_json, read_jsonl, run_dir_list)
+                      read_json, read_jsonl, refuse_if_held, run_dir_list)
 from .cached import load_cached_data, run_tokenizer
 from .run import RunResult, check_starts_unchanged, each_warning_once, train_or_continue
 from .run_data import held_out_fingerprint, load_data, refuse_gone, texts_fingerprint
@@ -55,6 +55,9 @@ def refit_runs(run_dirs: list[str | Path], output: str | None = None, *, resume:
             raise AttnclfError(f"{run} is given twice")
         seen.add(run.resolve())
     planned = [refit_settings(run, output=out, device=device, threads=threads) for run, out in zip(runs, outputs)]
+    if from_environment().is_main:  # a refit another process is training is neither finished nor to continue here
+        for settings in planned:
+            refuse_if_held(settings.output)
     if not (resume or overwrite):  # as `train` refuses: a repeated command deletes no work, finished or checkpointed
         for earlier in (Path(settings.output) for settings in planned):
             if (earlier / "metrics.json").is_file():
