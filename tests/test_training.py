@@ -332,6 +332,21 @@ def test_a_second_process_writing_into_a_running_run_s_folder_is_refused_and_the
     assert not (run / LOCK_FILE).exists()
 
 
+def test_a_folder_on_a_file_system_without_locks_is_written_unlocked(tmp_path, monkeypatch):
+    # (some network mounts refuse flock with ENOLCK: a run there trains as it did before folders were locked)
+    import errno
+    import fcntl
+
+    from attnclf.rundir import LOCK_FILE
+
+    def no_locks_here(handle, operation):
+        raise OSError(errno.ENOLCK, os.strerror(errno.ENOLCK))
+
+    monkeypatch.setattr(fcntl, "flock", no_locks_here)
+    train_run(tiny_settings(tmp_path / "run", epochs=1), progress=False)
+    assert (tmp_path / "run" / "metrics.json").is_file() and not (tmp_path / "run" / LOCK_FILE).exists()
+
+
 def test_resume_without_a_checkpoint_is_a_clear_error(tmp_path):
     with pytest.raises(RunDirError, match="nothing to resume"):
         train_run(tiny_settings(tmp_path / "empty"), resume=True, progress=False)

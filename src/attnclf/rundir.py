@@ -37,6 +37,11 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 from .errors import AttnclfError, RunDirError, first_few
 
+try:
+    import fcntl
+except ImportError:  # (Windows: folder_lock locks nothing)
+    fcntl = None
+
 if TYPE_CHECKING:
     import torch
 
@@ -234,6 +239,8 @@ def output_folder(path: str | Path) -> Iterator[Path]:
 
 
 LOCK_FILE = ".attnclf.lock"  # in a folder a command is writing into: see folder_lock
+_CANNOT_LOCK = {errno.ENOLCK, errno.ENOSYS, errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP}  # what flock says where
+# the file system has no locks
 _held: dict[Path, int] = {}  # the folders this process holds, and how many of its calls hold each
 
 
@@ -243,14 +250,13 @@ def folder_lock(folder: str | Path) -> Iterator[None]:
     `attnclf train` given the same --output) is refused in one line instead of interleaving its files with this one's,
     which leaves a config.json of one run beside the weights of the other. The lock is the operating system's
     (``flock``), so a process killed outright (kill -9) holds nothing; its lock file then stays, empty of meaning.
-    Calls nest within one process. Where ``fcntl`` is missing (Windows) nothing is locked.
+    Calls nest within one process. Where ``fcntl`` is missing (Windows), or the file system has no locks (some
+    network mounts), nothing is locked.
 
     >>> # with folder_lock("runs/demo"):
     >>> #     ...  # write the run's files
     """
-    try:
-        import fcntl
-    except ImportError:
+    if fcntl is None:
         yield
         return
     named, folder = folder, _real(folder)  # (named as given; held by where it is, however reached)
@@ -262,25 +268,10 @@ def folder_lock(folder: str | Path) -> Iterator[None]:
             _held[folder] -= 1
         return
     lock = folder / LOCK_FILE
-    while True:
-        handle = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666)
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            holder = os.read(handle, 32).decode(errors="replace").strip()
-            os.close(handle)
-            if exc.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
-                raise
-            raise AttnclfError(f"{named} is being written by another attnclf process"
-                               f"{f' (pid {holder})' if holder.isdigit() else ''}; wait for it to finish, or give "
-                               f"another --output") from None
-        # The holder before us deletes the file as it lets go: the lock is ours only if we locked the file there now.
-        try:
-            if os.stat(lock).st_ino == os.fstat(handle).st_ino:
-                break
-        except FileNotFoundError:
-            pass
-        os.close(handle)
+    handle = _locked(lock, named)
+    if handle is None:  # (a file system without locks: written unlocked, as before folders were locked)
+        yield
+        return
     os.ftruncate(handle, 0)
     os.write(handle, f"{os.getpid()}\n".encode())  # (named by a process it refuses)
     _held[folder] = 1
@@ -289,6 +280,33 @@ def folder_lock(folder: str | Path) -> Iterator[None]:
     finally:
         del _held[folder]
         Path(lock).unlink(missing_ok=True)  # (before letting go, so that the next holder locks a file of its own)
+        os.close(handle)
+
+
+def _locked(lock: Path, named: str | Path) -> int | None:
+    """An open descriptor of ``lock``, locked by this process (``folder_lock``, for the folder ``named``); None where
+    the file system has no locks; a one-line error naming the process that holds it."""
+    while True:
+        handle = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            holder = os.read(handle, 32).decode(errors="replace").strip()
+            os.close(handle)
+            if exc.errno in _CANNOT_LOCK:
+                Path(lock).unlink(missing_ok=True)
+                return None
+            if exc.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                raise
+            raise AttnclfError(f"{named} is being written by another attnclf process"
+                               f"{f' (pid {holder})' if holder.isdigit() else ''}; wait for it to finish, or give "
+                               f"another --output") from None
+        # The holder before us deletes the file as it lets go: the lock is ours only if we locked the file there now.
+        try:
+            if os.stat(lock).st_ino == os.fstat(handle).st_ino:
+                return handle
+        except FileNotFoundError:
+            pass
         os.close(handle)
 
 
