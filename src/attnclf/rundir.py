@@ -385,12 +385,44 @@ ENSEMBLE_FILE = "ensemble.json"  # in the folder `attnclf train --seeds` writes:
 
 
 def read_json(path: Path) -> Any:
+    """The JSON value in the file at ``path``; a file missing, or that is not JSON Python reads, is one line naming it.
+
+    >>> read_json(Path("no/such/config.json"))
+    Traceback (most recent call last):
+    ...
+    attnclf.errors.RunDirError: no/such/config.json: missing
+    """
     try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
+        text = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
         raise RunDirError(f"{path}: missing") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:
         raise RunDirError(f"{path}: not valid JSON ({exc})") from None
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise RunDirError(f"{path}: {_json_problem(exc)}") from None
+    except RecursionError:
+        raise RunDirError(f"{path}: {_TOO_DEEP}") from None
+
+
+# Valid JSON that Python's decoder does not read (a file made to break it): RecursionError, and a ValueError that
+# is not a JSONDecodeError for an integer past sys.get_int_max_str_digits().
+_TOO_DEEP = "JSON nested too deep to read (thousands of arrays or objects)"
+
+
+def _json_problem(exc: ValueError) -> str:
+    """What ``json.loads`` found wrong, in a message's words.
+
+    >>> _json_problem(json.JSONDecodeError("Expecting value", "x", 0))
+    'not valid JSON (Expecting value: line 1 column 1 (char 0))'
+    >>> _json_problem(ValueError("Exceeds the limit (4300 digits) for integer string conversion: value has 5001 digits"))
+    'a number too long to read (Exceeds the limit (4300 digits) for integer string conversion)'
+    """
+    if isinstance(exc, json.JSONDecodeError):
+        return f"not valid JSON ({exc})"
+    # (Python's own advice, set_int_max_str_digits, is not the reader's to take)
+    return f"a number too long to read ({str(exc).split(':')[0]})"
 
 
 def check_run_dir(path: str | Path) -> Path:
@@ -496,12 +528,20 @@ def write_jsonl(path: Path, records: list[dict]) -> None:
 def read_jsonl(path: Path) -> list[dict]:
     if not Path(path).exists():
         return []
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise RunDirError(f"{path}: not valid JSON lines ({exc})") from None
     records = []
-    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+    for number, line in enumerate(text.splitlines(), 1):
         try:
             records.extend([json.loads(line)] if line.strip() else [])
         except json.JSONDecodeError as exc:
             raise RunDirError(f"{path}, line {number}, column {exc.colno}: not valid JSON ({exc.msg})") from None
+        except ValueError as exc:
+            raise RunDirError(f"{path}, line {number}: {_json_problem(exc)}") from None
+        except RecursionError:
+            raise RunDirError(f"{path}, line {number}: {_TOO_DEEP}") from None
     return records
 
 
