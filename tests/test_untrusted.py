@@ -52,3 +52,41 @@ def test_a_history_line_too_deep_to_read_is_named_by_its_line(demo_run, tmp_path
     copy = copied(demo_run, tmp_path / "run")
     (copy / "history.jsonl").write_text('{"epoch": 1}\n' + "[" * 100_000 + "]" * 100_000 + "\n")
     assert "history.jsonl, line 2: JSON nested too deep to read" in run_error(["report", str(copy)], capsys)
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("d_model", -4, "model field d_model must be at least 1, got -4"),
+    ("d_model", "16", "model field d_model takes int values like 128, got '16'"),
+    # torch's own overflow, building the outline that sizes the model: a traceback
+    ("d_model", 10 ** 9, "model 'self-attn' is too large to build: a tensor of its sizes (the largest, d_model "
+                         "1,000,000,000) has more elements than torch can count"),
+    ("pad_id", 10 ** 6, "model field pad_id must be below vocab_size"),  # torch's AssertionError
+    ("layers", 10 ** 6, "model field layers must be at most 1,024, got 1000000"),  # 40 GB of outline to size it
+])
+def test_a_model_config_out_of_shape_names_config_json_and_the_field(demo_run, tmp_path, capsys, field, value,
+                                                                     message):
+    run = edited_config(demo_run, tmp_path / "run", lambda config: config["model"]["config"].update({field: value}))
+    err = run_error(["predict", str(run), "a fine film"], capsys)
+    # (a size too large names the run, as one too large for this machine does: its config is sound, but unbuildable)
+    named = run if "too large" in message else run / "config.json"
+    assert err.startswith(f"attnclf: error: {named}: ") and message in err, err
+
+
+def test_too_many_layers_are_refused_before_any_is_built():
+    from attnclf.models import config_for
+
+    with pytest.raises(AttnclfError, match="layers must be at most 1,024"):
+        config_for("self-attn", layers=10 ** 9)
+    assert config_for("self-attn", layers=1024).layers == 1024
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda tokenizer: tokenizer.update(colour="blue"), "tokenizer has no setting 'colour'; its settings are kind, "),
+    (lambda tokenizer: tokenizer.update(cleaning="x"), "tokenizer cleaning must be a JSON object of "),
+    (lambda tokenizer: tokenizer.update(cleaning={"shout": True}), "tokenizer cleaning has no setting 'shout'"),
+    (lambda tokenizer: tokenizer.update(max_len=-1), "tokenizer max_len must be at least 1, got -1"),
+])
+def test_tokenizer_settings_out_of_shape_name_config_json(demo_run, tmp_path, capsys, edit, message):
+    run = edited_config(demo_run, tmp_path / "run", lambda config: edit(config["settings"]["tokenizer"]))
+    err = run_error(["predict", str(run), "a fine film"], capsys)
+    assert err.startswith(f"attnclf: error: {run / 'config.json'}: ") and message in err, err

@@ -97,7 +97,8 @@ class Classifier:
         broken = next((name for name, tensor in weights.items() if not tensor.isfinite().all()), None)
         if broken is not None:  # (it would predict NaN for every text)
             raise RunDirError(f"{run_dir / 'model.safetensors'}: {broken} holds NaN or infinite values")
-        tokenizer = Tokenizer.load(run_dir / "tokenizer.json", TokenizerConfig.from_dict(config["settings"]["tokenizer"]))
+        tokenizer = Tokenizer.load(run_dir / "tokenizer.json",
+                                   TokenizerConfig.from_dict(config["settings"]["tokenizer"], run_dir / "config.json"))
         if tokenizer.vocab_size != model.config.vocab_size:  # another run's: its ids would index other words
             raise RunDirError(f"{run_dir / 'tokenizer.json'} has {tokenizer.vocab_size:,} words and the model "
                               f"{model.config.vocab_size:,}: not this run's tokenizer")

@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from ..checks import real_number, whole_number
-from ..errors import AttnclfError
+from ..errors import AttnclfError, shown
 
 
 @dataclass
@@ -51,6 +51,10 @@ class ModelConfig:
     max_len: int = 512
     # Fewest stacked layers the model runs with: 0 leaves a Transformer its embeddings and pooling; an LSTM needs 1.
     min_layers: ClassVar[int] = 0
+    # Most: each layer is Python objects before it is tensors (some 40 kB of them in the outline that sizes a model,
+    # ``memory.outlining``), so a config.json asking for a million would take 40 GB before its size could be refused.
+    # Ten times the deepest published Transformer's.
+    max_layers: ClassVar[int] = 1024
 
     def __post_init__(self) -> None:
         """Each field holds its default's type (``--set`` parses values from text) and a size is at least 1."""
@@ -65,13 +69,17 @@ class ModelConfig:
             setattr(self, f.name, value)
             if type(value) is not type(default):
                 raise AttnclfError(f"model field {f.name} takes {type(default).__name__} values like {default!r}, "
-                                   f"got {value!r}")
+                                   f"got {shown(value)}")
             sized = f.name in ("vocab_size", "num_classes", "max_len", "d_model", "heads") or f.name.endswith("_dim")
             least = 1 if sized else self.min_layers if f.name == "layers" else 0
             if isinstance(value, (int, float)) and not isinstance(value, bool) and value < least:
                 raise AttnclfError(f"model field {f.name} must be at least {least}, got {value!r}")
+            if f.name == "layers" and value > self.max_layers:
+                raise AttnclfError(f"model field layers must be at most {self.max_layers:,}, got {value!r}")
             if "dropout" in f.name and not value < 1:
                 raise AttnclfError(f"model field {f.name} must be below 1, got {value!r}")
+        if self.pad_id >= self.vocab_size:  # (the embedding's padding row: torch asserts it)
+            raise AttnclfError(f"model field pad_id must be below vocab_size ({self.vocab_size:,}), got {self.pad_id!r}")
 
     def to_dict(self) -> dict:
         return asdict(self)

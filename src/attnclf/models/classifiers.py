@@ -24,7 +24,7 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from attnclf.errors import AttnclfError, is_out_of_memory
+from attnclf.errors import AttnclfError, RunDirError, is_out_of_memory, shown
 from attnclf.models.attention import (
     POOLINGS,
     AttentionPooling,
@@ -567,7 +567,16 @@ def _built(name: str, config: ModelConfig, saved_in: str | Path | None = None) -
     if torch.empty(0).is_meta:  # the caller's `with outlining()`: an outline, nothing to allocate
         return model_class(config)
     with outlining():  # its size first: a huge max_len is our one line, not torch's allocator's
-        outline = model_class(config)
+        try:
+            outline = model_class(config)
+        except RuntimeError as exc:  # a tensor of more bytes than torch counts (d_model 10**9: 3e18 of them)
+            if "overflow" not in str(exc):
+                raise
+            size, largest = max((getattr(config, f.name), f.name) for f in fields(config)
+                                if type(getattr(config, f.name)) is int)
+            raise AttnclfError(f"{f'{saved_in}: ' if saved_in is not None else ''}model {name!r} is too large to "
+                               f"build: a tensor of its sizes (the largest, {largest} {size:,}) has more elements "
+                               f"than torch can count; lower them (--set)") from None
     refuse_oversized(name, outline, saved_in=saved_in)
     try:
         return model_class(config)
@@ -591,20 +600,27 @@ def config_for(name: str, **config_fields) -> ModelConfig:
     unknown = [key for key in config_fields if key not in valid]
     if unknown:
         raise AttnclfError(
-            f"model {name!r} has no config field {unknown[0]!r}; valid fields: {', '.join(valid)}"
+            f"model {name!r} has no config field {shown(unknown[0])}; valid fields: {', '.join(valid)}"
         )
     return spec.config_class(**config_fields)
 
 
 def model_from_config(name: str, config_dict: dict, saved_in: str | Path | None = None) -> Classifier:
     """Rebuild a model from ``model.config.to_dict()`` (weights are loaded separately); ``saved_in``: the run
-    directory it comes from, which a model too large for this machine names, its size fixed by training.
+    directory it comes from, which a model too large for this machine names, its size fixed by training, and whose
+    config.json a field out of shape names.
 
     >>> model = build_model("mha", vocab_size=50, embed_dim=8)
     >>> model_from_config("mha", model.config.to_dict()).config == model.config
     True
     """
+    try:
+        config = config_for(name, **config_dict)
+    except AttnclfError as exc:  # (a run's config.json, edited or made elsewhere: named)
+        if saved_in is None:
+            raise
+        raise RunDirError(f"{Path(saved_in) / 'config.json'}: {exc}") from None
     # Drawn on a fork of torch's generator: the weights drawn are replaced by the saved ones, and a caller's seeded
     # stream (a notebook's torch.manual_seed) goes on as if the model had not been loaded.
     with torch.random.fork_rng(devices=[]):
-        return _built(name, config_for(name, **config_dict), saved_in)
+        return _built(name, config, saved_in)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import InitVar, asdict, dataclass, field
+from dataclasses import InitVar, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
@@ -87,10 +87,38 @@ class TokenizerConfig:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict) -> "TokenizerConfig":
-        data = dict(data)
-        data["cleaning"] = CleaningConfig(**data.get("cleaning", {}))
-        return cls(**data)
+    def from_dict(cls, data: dict, file: str | Path | None = None) -> "TokenizerConfig":
+        """The settings ``to_dict`` wrote; ``file``, the JSON file they were read from (a run's config.json, an
+        export's export.json), is named by the one line that refuses settings out of shape.
+
+        >>> TokenizerConfig.from_dict({"kind": "bpe", "cleaning": {"lowercase": False}}).cleaning.lowercase
+        False
+        >>> TokenizerConfig.from_dict({"colour": "blue"}, file="runs/a/config.json")
+        Traceback (most recent call last):
+        ...
+        attnclf.errors.RunDirError: runs/a/config.json: tokenizer has no setting 'colour'; its settings are kind, \
+vocab_size, min_frequency, max_len, truncation, cleaning
+        """
+        try:
+            data = dict(_settings(data, cls, "tokenizer"))
+            data["cleaning"] = CleaningConfig(**_settings(data.get("cleaning", {}), CleaningConfig, "tokenizer cleaning"))
+            return cls(**data)
+        except AttnclfError as exc:
+            if file is None:
+                raise
+            raise RunDirError(f"{file}: {exc}") from None
+
+
+def _settings(data, kind: type, what: str) -> dict:
+    """``data`` if it is a JSON object of ``kind``'s fields; refused in one line naming ``what`` otherwise (an unknown
+    field would be a TypeError, as would a string where the object belongs)."""
+    names = [f.name for f in fields(kind)]
+    if not isinstance(data, dict):
+        raise AttnclfError(f"{what} must be a JSON object of {', '.join(names)}, got {shown(data)}")
+    unknown = next((key for key in data if key not in names), None)
+    if unknown is not None:
+        raise AttnclfError(f"{what} has no setting {shown(unknown)}; its settings are {', '.join(names)}")
+    return data
 
 
 def truncate(ids: list[int], max_len: int, how: str) -> list[int]:
