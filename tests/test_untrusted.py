@@ -6,6 +6,7 @@ import json
 import shutil
 
 import pytest
+import torch
 
 from attnclf.cli import main
 from attnclf.errors import AttnclfError
@@ -90,3 +91,38 @@ def test_tokenizer_settings_out_of_shape_name_config_json(demo_run, tmp_path, ca
     run = edited_config(demo_run, tmp_path / "run", lambda config: edit(config["settings"]["tokenizer"]))
     err = run_error(["predict", str(run), "a fine film"], capsys)
     assert err.startswith(f"attnclf: error: {run / 'config.json'}: ") and message in err, err
+
+
+@pytest.mark.parametrize("dtype, written", [(torch.int64, "I64"), (torch.bool, "BOOL"), (torch.float16, "F16")])
+def test_weights_of_another_dtype_are_refused_naming_the_tensor(demo_run, tmp_path, capsys, dtype, written):
+    # torch's load_state_dict casts them: integer or boolean weights predicted nonsense without a word.
+    from safetensors.torch import load_file, save_file
+
+    run = copied(demo_run, tmp_path / "run")
+    weights = load_file(str(run / "model.safetensors"))
+    name = sorted(weights)[0]
+    save_file({**weights, name: weights[name].to(dtype)}, str(run / "model.safetensors"))
+    assert run_error(["predict", str(run), "a fine film"], capsys).endswith(
+        f"{run / 'model.safetensors'} does not match config.json: {name} is {written} in the file, F32 in the model")
+
+
+def test_weights_of_other_shapes_are_refused_from_the_header_before_a_tensor_is_read(demo_run, tmp_path, capsys,
+                                                                                  monkeypatch):
+    # A tensor of other sizes may be gigabytes: it was read whole, then compared.
+    import safetensors.torch
+    from safetensors.torch import load_file, save_file
+
+    run = copied(demo_run, tmp_path / "run")
+    weights = load_file(str(run / "model.safetensors"))
+    name = "token_embedding.weight"
+    rows, width = weights[name].shape
+    extra = {"unused.weight": torch.zeros(2)}
+    save_file({**weights, name: torch.zeros(rows * 100, width), **extra}, str(run / "model.safetensors"))
+
+    def unread(*args, **kwargs):
+        raise AssertionError("a tensor was read before the header was checked")
+
+    monkeypatch.setattr(safetensors.torch, "load_file", unread)
+    assert run_error(["predict", str(run), "a fine film"], capsys).endswith(
+        f"does not match config.json: {name} is ({rows * 100}, {width}) in the file, ({rows}, {width}) in the model; "
+        f"and 1 more tensor")

@@ -7,7 +7,6 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Sequence
 
@@ -88,12 +87,8 @@ class Classifier:
         config = read_config(run_dir)
         model_info = config["model"]
         model = windowed(model_from_config(model_info["name"], model_info["config"], run_dir), _windows(run_dir, config))
-        weights = load_weights(run_dir / "model.safetensors")
-        try:
-            model.load_state_dict(weights)
-        except RuntimeError as exc:
-            raise RunDirError(f"{run_dir / 'model.safetensors'} does not match config.json: "
-                              f"{_first_mismatch(str(exc))}") from None
+        weights = load_weights(run_dir / "model.safetensors", like=model)
+        model.load_state_dict(weights)
         broken = next((name for name, tensor in weights.items() if not tensor.isfinite().all()), None)
         if broken is not None:  # (it would predict NaN for every text)
             raise RunDirError(f"{run_dir / 'model.safetensors'}: {broken} holds NaN or infinite values")
@@ -189,33 +184,6 @@ def _windows(run_dir: Path, config: dict) -> WindowConfig | None:
         return WindowConfig(**saved)
     except (TypeError, AttnclfError) as exc:
         raise RunDirError(f"{run_dir / 'config.json'}: settings.windows is not a window setting ({exc})") from None
-
-
-def _first_mismatch(message: str) -> str:
-    """torch's load_state_dict error (a line per kind of problem) as its first differing tensor, and how many follow.
-
-    >>> _first_mismatch("Error(s) in loading state_dict for M:\\n\\tsize mismatch for w: copying a param with shape "
-    ...                 "torch.Size([30, 32]) from checkpoint, the shape in current model is torch.Size([30, 128]).")
-    'w is (30, 32) in the file, (30, 128) in the model'
-    >>> _first_mismatch('Error(s) in loading state_dict for M:\\n\\tMissing key(s) in state_dict: "a", "b". ')
-    'the file lacks a; and 1 more tensor'
-    """
-    tensors = []
-    for line in (line.strip() for line in message.splitlines()[1:]):
-        sizes = re.match(r"size mismatch for (\S+): copying a param with shape torch\.Size\(\[(.*?)\]\) from "
-                         r"checkpoint, the shape in current model is torch\.Size\(\[(.*?)\]\)", line)
-        keys = re.match(r"(Missing|Unexpected) key\(s\) in state_dict: (.*)", line)
-        if sizes:
-            tensors.append(f"{sizes[1]} is ({sizes[2]}) in the file, ({sizes[3]}) in the model")
-        elif keys:
-            tensors += [f"the file lacks {name}" if keys[1] == "Missing" else f"the file has {name}, which the model "
-                        f"lacks" for name in re.findall(r'"([^"]+)"', keys[2])]
-        elif line:
-            tensors.append(line.rstrip(". "))
-    if not tensors:
-        return message.strip()[:300]
-    more = len(tensors) - 1
-    return tensors[0] + (f"; and {more} more tensor{'s' if more > 1 else ''}" if more else "")
 
 
 def _temperature(run_dir: Path) -> float:

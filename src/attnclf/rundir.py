@@ -512,13 +512,66 @@ _CONFIG_SHAPE = (("model", "name", str), ("model", "config", dict), ("settings",
                  ("settings", "data", dict), ("settings", "train", dict))
 
 
-def load_weights(path: Path) -> dict[str, torch.Tensor]:
+def load_weights(path: Path, like: torch.nn.Module | None = None) -> dict[str, torch.Tensor]:
+    """The tensors of the safetensors file at ``path``. With ``like``, the model they are for, the names, shapes and
+    dtypes its header declares are checked against the model's first, and a file that differs is refused in one line
+    naming the first tensor that does, before any is read: one of other sizes may be gigabytes, and torch's
+    ``load_state_dict`` would cast integer or boolean weights without a word.
+
+    >>> # load_weights(Path("runs/demo/model.safetensors"), like=model)["token_embedding.weight"].shape
+    """
+    from safetensors import safe_open
     from safetensors.torch import load_file
 
     try:
-        return load_file(str(path))
+        if like is not None:
+            with safe_open(str(path), framework="pt") as header:
+                declared = {name: (tuple(header.get_slice(name).get_shape()), header.get_slice(name).get_dtype())
+                            for name in header.keys()}
+        differences = [] if like is None else _differences(declared, like.state_dict())
+        weights = {} if differences else load_file(str(path))
     except Exception as exc:  # safetensors raises its own error types for corrupt headers
         raise RunDirError(f"{path}: not a valid safetensors file ({exc})") from None
+    if differences:
+        more = len(differences) - 1
+        raise RunDirError(f"{path} does not match config.json: {differences[0]}"
+                          + (f"; and {more} more tensor{'s' if more > 1 else ''}" if more else ""))
+    return weights
+
+
+def _differences(declared: dict[str, tuple[tuple[int, ...], str]], expected: dict[str, torch.Tensor]) -> list[str]:
+    """How the tensors a file ``declared`` (name: shape and safetensors dtype) differ from those a model
+    ``expected``, one phrase a tensor, the model's order first.
+
+    >>> import torch
+    >>> _differences({"w": ((3, 2), "F32"), "b": ((2,), "I64"), "x": ((1,), "F32")},
+    ...              {"w": torch.zeros(3, 4), "b": torch.zeros(2), "v": torch.zeros(1)})
+    ['w is (3, 2) in the file, (3, 4) in the model', 'b is I64 in the file, F32 in the model', 'the file lacks v', 'the file has x, which the model lacks']
+    """
+    differences, names = [], _dtype_names()
+    for name, tensor in expected.items():
+        dtype = names.get(tensor.dtype, str(tensor.dtype))
+        if name not in declared:
+            differences.append(f"the file lacks {name}")
+        elif declared[name][0] != tuple(tensor.shape):
+            differences.append(f"{name} is {_shape(declared[name][0])} in the file, {_shape(tensor.shape)} in the model")
+        elif declared[name][1] != dtype:
+            differences.append(f"{name} is {declared[name][1]} in the file, {dtype} in the model")
+    return differences + [f"the file has {name}, which the model lacks" for name in declared if name not in expected]
+
+
+def _shape(sizes) -> str:
+    """``(3, 2)``; ``(3)`` for one dimension, as the sizes are written, not as a Python tuple."""
+    return f"({', '.join(map(str, sizes))})"
+
+
+def _dtype_names() -> dict:
+    """torch's dtypes by the names safetensors' header gives them."""
+    import torch
+
+    return {torch.float64: "F64", torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16",
+            torch.int64: "I64", torch.int32: "I32", torch.int16: "I16", torch.int8: "I8", torch.uint8: "U8",
+            torch.bool: "BOOL"}
 
 
 def write_jsonl(path: Path, records: list[dict]) -> None:
