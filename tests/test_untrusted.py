@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from attnclf.cli import main
-from attnclf.errors import AttnclfError
+from attnclf.errors import NAME_LENGTH, AttnclfError, shown
 
 
 def run_error(argv, capsys) -> str:
@@ -126,3 +126,18 @@ def test_weights_of_other_shapes_are_refused_from_the_header_before_a_tensor_is_
     assert run_error(["predict", str(run), "a fine film"], capsys).endswith(
         f"does not match config.json: {name} is ({rows * 100}, {width}) in the file, ({rows}, {width}) in the model; "
         f"and 1 more tensor")
+
+
+@pytest.mark.parametrize("outside", ["absolute", "../elsewhere"])
+def test_an_ensemble_file_naming_a_member_outside_its_folder_is_refused(demo_run, tmp_path, capsys, outside):
+    # ensemble.json's members were joined to the folder as they came: an absolute path, or one up and out, loaded
+    # (and `refit` wrote beside) whatever run it named.
+    folder = tmp_path / "ensemble"
+    folder.mkdir()
+    copied(demo_run, folder / "seed-0")
+    copied(demo_run, tmp_path / "elsewhere")
+    member = str(demo_run) if outside == "absolute" else outside
+    (folder / "ensemble.json").write_text(json.dumps({"members": ["seed-0", member], "seeds": [0, 1]}))
+    assert run_error(["predict", str(folder), "a fine film"], capsys).endswith(
+        f"{folder / 'ensemble.json'}: member {shown(member, most=NAME_LENGTH)} is not a folder's name: the members are folders inside "
+        f"{folder}")

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Callable, Sequence
 import numpy as np
 
 from .checks import by_field, check_backend
-from .errors import AttnclfError
+from .errors import NAME_LENGTH, AttnclfError, RunDirError, shown
 from .prediction import Prediction, model_repr, token_counts
 from .rundir import (ENSEMBLE_FILE, atomic_write_bytes, atomic_write_json, first_missing_folder, folder_lock,
                      member_folders, prepare_output_dir, read_json, remove_cut_short_writes, remove_empty_folders,
@@ -152,12 +152,24 @@ def is_ensemble_dir(path: str | Path) -> bool:
 
 
 def member_dirs(path: str | Path) -> list[Path]:
-    """The member run directories of a ``train --seeds`` folder."""
+    """The member run directories of a ``train --seeds`` folder: folders inside it, as ensemble.json names them.
+
+    >>> member_dirs("no/such/folder")
+    Traceback (most recent call last):
+    ...
+    attnclf.errors.RunDirError: no/such/folder/ensemble.json: missing
+    """
     members = read_json(Path(path) / ENSEMBLE_FILE)
     if not isinstance(members, dict) or not isinstance(members.get("members"), list) or not members["members"] \
             or not all(isinstance(name, str) for name in members["members"]):
         raise AttnclfError(f"{Path(path) / ENSEMBLE_FILE}: expected {{\"members\": [\"seed-0\", ...]}}, the folders of "
                            f"the ensemble's runs")
+    # A folder's name, no path: one the file sent with it names would otherwise load (and `refit` write beside) any run.
+    outside = next((name for name in members["members"] if name in ("", ".", "..") or Path(name).name != name
+                    or "\\" in name), None)
+    if outside is not None:
+        raise RunDirError(f"{Path(path) / ENSEMBLE_FILE}: member {shown(outside, most=NAME_LENGTH)} is not a folder's name: the members "
+                          f"are folders inside {path}")
     return [Path(path) / name for name in members["members"]]
 
 
