@@ -141,3 +141,42 @@ def test_an_ensemble_file_naming_a_member_outside_its_folder_is_refused(demo_run
     assert run_error(["predict", str(folder), "a fine film"], capsys).endswith(
         f"{folder / 'ensemble.json'}: member {shown(member, most=NAME_LENGTH)} is not a folder's name: the members are folders inside "
         f"{folder}")
+
+
+def edited_export(exported, to, edit):
+    """A copy of the ONNX export ``exported`` whose export.json ``edit`` (manifest -> manifest) changed."""
+    shutil.copytree(exported, to)
+    (to / "export.json").write_text(json.dumps(edit(json.loads((to / "export.json").read_text()))))
+    return to
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda manifest: [manifest], "export.json: expected a JSON object, got list"),
+    (lambda manifest: {key: value for key, value in manifest.items() if key != "tokenizer"},
+     "export.json: tokenizer must be a JSON object of kind, vocab_size, "),
+    (lambda manifest: manifest | {"tokenizer": manifest["tokenizer"] | {"max_len": 0}},
+     "export.json: tokenizer max_len must be at least 1, got 0"),
+    # a string failed in numpy's division; 0 and NaN gave NaN probabilities, a negative one turned them around
+    *[(lambda manifest, value=value: manifest | {"temperature": value},
+       f"export.json: temperature must be a positive number, got {value!r}") for value in ("x", 0, -1.0)],
+    (lambda manifest: manifest | {"model": "self-attn"}, "export.json: model must be a JSON object with a name "
+                                                         "(a string) and parameters (a whole number)"),
+    (lambda manifest: manifest | {"text_column": {"a": 1}}, "export.json: text_column must be a column's name or "
+                                                            "a list of them"),
+])
+def test_an_export_json_out_of_shape_is_one_line_naming_it(exported, tmp_path, capsys, edit, message):
+    export = edited_export(exported, tmp_path / "onnx-copy", edit)
+    err = run_error(["predict", str(export), "a fine film", "--backend", "onnx"], capsys)
+    assert err.startswith(f"attnclf: error: {export / 'export.json'}: ") and message in err, err
+
+
+def test_an_export_reads_no_run_but_its_own_folder_s_for_its_text_column(demo_run, exported, tmp_path):
+    # Exports from before the text column was recorded ask the run they came from, which export.json names: read
+    # from anywhere it said, another run's config.json chose the column `predict --file` reads.
+    from attnclf.export import OnnxClassifier
+
+    elsewhere = edited_config(demo_run, tmp_path / "elsewhere",
+                              lambda config: config["settings"]["data"].update(text_column="secret"))
+    export = edited_export(exported, tmp_path / "onnx-copy", lambda manifest: {
+        key: value for key, value in manifest.items() if key != "text_column"} | {"source": str(elsewhere)})
+    assert "text_column" not in OnnxClassifier.load(export).config

@@ -19,8 +19,8 @@ from .evaluation.predict import DEFAULT_THRESHOLD, output_probabilities
 from .models import MODELS, model_from_config
 from .models.windows import window_config, windowed
 from .prediction import LabelSetPrediction, Prediction, check_texts, model_repr, predictions
-from .rundir import (ENSEMBLE_FILE, TEMPERATURE_FILE, THRESHOLDS_FILE, check_label_names, check_run_dir,
-                     is_multi_label, load_weights, read_config, read_json)
+from .rundir import (ENSEMBLE_FILE, THRESHOLDS_FILE, check_label_names, check_run_dir, is_multi_label, load_weights,
+                     read_config, read_json, read_temperature)
 from .text.batching import EVAL_MAX_TOKENS
 from .text.tokenizer import Tokenizer, TokenizerConfig
 from .text.windows import WindowConfig, text_batches
@@ -100,7 +100,7 @@ class Classifier:
         labels = check_label_names(read_json(run_dir / "labels.json"), model.config.num_classes, run_dir / "labels.json")
         return cls(model, tokenizer, labels, resolved, config,
                    thresholds=_thresholds(run_dir, labels) if is_multi_label(config) else None, bf16=bf16,
-                   temperature=_temperature(run_dir))
+                   temperature=read_temperature(run_dir))
 
     @torch.inference_mode()
     def _run(self, texts: Sequence[str], logits: bool = False
@@ -184,18 +184,6 @@ def _windows(run_dir: Path, config: dict) -> WindowConfig | None:
         return WindowConfig(**saved)
     except (TypeError, AttnclfError) as exc:
         raise RunDirError(f"{run_dir / 'config.json'}: settings.windows is not a window setting ({exc})") from None
-
-
-def _temperature(run_dir: Path) -> float:
-    """The temperature `attnclf calibrate` fitted (temperature.json), or 1: the model's own probabilities."""
-    path = run_dir / TEMPERATURE_FILE
-    if not path.is_file():
-        return 1.0
-    saved = read_json(path)
-    temperature = saved.get("temperature") if isinstance(saved, dict) else None
-    if not isinstance(temperature, (int, float)) or isinstance(temperature, bool) or not 0 < temperature < float("inf"):
-        raise RunDirError(f"{path}: temperature must be a positive number, got {temperature!r}")
-    return float(temperature)
 
 
 def _thresholds(run_dir: Path, label_names: list[str]) -> np.ndarray | None:

@@ -35,7 +35,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
-from .errors import AttnclfError, RunDirError, first_few
+from .errors import AttnclfError, RunDirError, first_few, shown
 
 try:
     import fcntl
@@ -572,6 +572,31 @@ def _dtype_names() -> dict:
     return {torch.float64: "F64", torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16",
             torch.int64: "I64", torch.int32: "I32", torch.int16: "I16", torch.int8: "I8", torch.uint8: "U8",
             torch.bool: "BOOL"}
+
+
+def read_temperature(run_dir: str | Path) -> float:
+    """The temperature `attnclf calibrate` fitted (the run's temperature.json), or 1: the model's own probabilities.
+
+    >>> read_temperature("no/such/run")
+    1.0
+    """
+    path = Path(run_dir) / TEMPERATURE_FILE
+    if not path.is_file():
+        return 1.0
+    saved = read_json(path)
+    return checked_temperature(saved.get("temperature") if isinstance(saved, dict) else None, path)
+
+
+def checked_temperature(value: Any, path: str | Path) -> float:
+    """``value``, read from ``path``, as a temperature: a positive, finite number (probabilities are
+    softmax(logits / temperature): 0 or NaN would make them NaN, a negative one turn them around); one line otherwise.
+
+    >>> checked_temperature(2, "temperature.json"), checked_temperature(0.5, "export.json")
+    (2.0, 0.5)
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf"):
+        raise RunDirError(f"{path}: temperature must be a positive number, got {shown(value)}")
+    return float(value)
 
 
 def write_jsonl(path: Path, records: list[dict]) -> None:

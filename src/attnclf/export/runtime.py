@@ -30,9 +30,9 @@ import numpy as np
 
 from ..checks import check_threads, true_or_false
 from ..ensemble import NOT_EXPLAINED, is_ensemble_dir
-from ..errors import AttnclfError, RunDirError
+from ..errors import AttnclfError, RunDirError, shown
 from ..prediction import Prediction, check_texts, model_repr, predictions
-from ..rundir import TEMPERATURE_FILE, check_label_names, file_sha256, read_json
+from ..rundir import check_label_names, checked_temperature, file_sha256, read_json, read_temperature
 from ..text.tokenizer import PAD_ID, Tokenizer, TokenizerConfig
 
 EXPORT_FORMAT_VERSION = 1
@@ -92,12 +92,41 @@ def _check_current(directory: Path, config: dict) -> None:
     if weights_fingerprint(run_dir) != config["weights_sha256"]:
         raise RunDirError(f"{directory} was exported from earlier weights of {run_dir} (it trained on since); "
                           f"export it again: `attnclf export {run_dir} --format onnx`")
-    calibrated = run_dir / TEMPERATURE_FILE
-    temperature = read_json(calibrated).get("temperature") if calibrated.is_file() else 1.0
+    temperature = read_temperature(run_dir)
     if temperature != config.get("temperature", 1.0):
         raise RunDirError(f"{directory} was exported with temperature {config.get('temperature', 1.0):g} and "
                           f"{run_dir} now has {temperature:g} (`attnclf calibrate` since): its probabilities would not "
                           f"be the run's; export it again: `attnclf export {run_dir} --format onnx`")
+
+
+def read_manifest(directory: Path) -> dict:
+    """An export's export.json, refused in one line naming it and its field unless it is of this format and holds
+    what its readers rely on (its tokenizer settings are checked as they are read, ``TokenizerConfig.from_dict``).
+
+    >>> # read_manifest(Path("runs/demo/onnx"))["model"]["name"]   # -> 'self-attn'
+    """
+    path = directory / "export.json"
+    manifest = read_json(path)
+    if not isinstance(manifest, dict):
+        raise RunDirError(f"{path}: expected a JSON object, got {type(manifest).__name__}")
+    if manifest.get("format_version") != EXPORT_FORMAT_VERSION:
+        raise RunDirError(f"{path} has format_version {shown(manifest.get('format_version'))}; this attnclf reads "
+                          f"{EXPORT_FORMAT_VERSION}")
+    checked_temperature(manifest.get("temperature", 1.0), path)
+    model = manifest.get("model")
+    if not (isinstance(model, dict) and isinstance(model.get("name"), str) and type(model.get("parameters")) is int):
+        raise RunDirError(f"{path}: model must be a JSON object with a name (a string) and parameters (a whole "
+                          f"number), got {shown(model)}")
+    column = manifest.get("text_column", "text")
+    if not (isinstance(column, str) or isinstance(column, list) and column and all(isinstance(c, str) for c in column)):
+        raise RunDirError(f"{path}: text_column must be a column's name or a list of them, got {shown(column)}")
+    joined = manifest.get("text_columns")
+    if joined is not None and not (isinstance(joined, dict) and isinstance(joined.get("joined_by"), str) and
+                                   isinstance(joined.get("names"), list) and
+                                   all(isinstance(name, str) for name in joined["names"])):
+        raise RunDirError(f"{path}: text_columns must be null or a JSON object of names (a list) and joined_by (a "
+                          f"string), got {shown(joined)}")
+    return manifest
 
 
 def softmax(logits: np.ndarray) -> np.ndarray:
@@ -147,10 +176,7 @@ class OnnxClassifier:
             raise AttnclfError(f"{path} is the float32 graph; give model.int8.onnx, or the folder, with int8")
         int8 = int8 or named == "model.int8.onnx"  # the graph named is the graph loaded
         directory = find_export(path)
-        config = read_json(directory / "export.json")
-        if config.get("format_version") != EXPORT_FORMAT_VERSION:
-            raise RunDirError(f"{directory / 'export.json'} has format_version {config.get('format_version')!r}; "
-                              f"this attnclf reads {EXPORT_FORMAT_VERSION}")
+        config = read_manifest(directory)
         _check_current(directory, config)
         graph = directory / ("model.int8.onnx" if int8 else "model.onnx")
         if not graph.is_file():
@@ -162,14 +188,18 @@ class OnnxClassifier:
             session = onnxruntime.InferenceSession(str(graph), options, providers=["CPUExecutionProvider"])
         except Exception as exc:  # onnxruntime raises its own exception types for corrupt graphs
             raise RunDirError(f"{graph}: not a loadable ONNX graph ({str(exc).splitlines()[0]})") from None
-        tokenizer = Tokenizer.load(directory / "tokenizer.json", TokenizerConfig.from_dict(config["tokenizer"]))
+        tokenizer = Tokenizer.load(directory / "tokenizer.json",
+                                   TokenizerConfig.from_dict(config.get("tokenizer"), directory / "export.json"))
         classes = session.get_outputs()[0].shape[-1]  # (the logits' width is fixed in the graph)
         labels = check_label_names(read_json(directory / "labels.json"), classes, directory / "labels.json")
-        if "text_column" not in config:  # exports from before it was recorded: the run they came from says
+        # Exports from before it was recorded: the run they came from says, if they are in its folder (onnx/, where
+        # `attnclf export` puts them). A run elsewhere that export.json names is not read: a folder someone sent would
+        # have any config.json on this machine read.
+        if "text_column" not in config and str(directory.resolve().parent) == config.get("source"):
             try:
-                source = json.loads((Path(config["source"]) / "config.json").read_text(encoding="utf-8"))
+                source = json.loads((directory.resolve().parent / "config.json").read_text(encoding="utf-8"))
                 config["text_column"] = source["settings"]["data"]["text_column"]
-            except (OSError, ValueError, KeyError, TypeError):
+            except (OSError, ValueError, RecursionError, KeyError, TypeError):
                 pass
         return cls(session, tokenizer, labels, config, int8=int8)
 
