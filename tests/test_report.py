@@ -394,3 +394,40 @@ def test_report_renders_in_chromium(measured_run):
     broken = [alt for alt, complete, natural, shown in state["images"] if not (complete and natural > 0 and shown > 0)]
     assert broken == []
     assert state["tables"] >= 4 and state["height"] > 2000
+
+
+MARKUP_LABELS = ["<script>alert(1)</script>", "\"><img src=x onerror=alert(2)>", "$\\frac{a}{$"]
+MARKUP_TEXT = "</div><img src=x onerror=alert(3)> \"'><script>alert(4)</script>"
+
+
+def test_class_names_and_texts_from_the_data_are_text_on_every_page_not_markup_or_latex(tmp_path):
+    # matplotlib read a class name between dollar signs as LaTeX (mathtext): "$\frac{a}{$" failed the report that
+    # training writes, with a traceback, and `explain --format html` (its chart's title names the class).
+    rows = [(f"w{k}a w{k}b w{k}c" + (f" {MARKUP_TEXT}" if n % 3 == 0 else ""), label)
+            for n in range(30) for k, label in enumerate(MARKUP_LABELS)]
+    data = tmp_path / "markup.csv"
+    data.write_text("text,label\n" + "".join('"{}",{}\n'.format(text.replace('"', '""'), '"{}"'.format(
+        label.replace('"', '""'))) for text, label in rows), encoding="utf-8")
+    run = tmp_path / "run"
+    assert main(["train", "--train-file", str(data), "--test-file", str(data), "--model", "self-attn", "--set",
+                 "d_model=16", "--set", "layers=1", "--epochs", "1", "--min-frequency", "1", "--output", str(run),
+                 "--quiet", "--threads", "1"]) == 0
+    assert main(["explain", str(run), f"w2a {MARKUP_TEXT}", "--target", MARKUP_LABELS[2], "--format", "html",
+                 "--output", str(tmp_path / "explained.html")]) == 0
+    for page in (run / "report.html", tmp_path / "explained.html"):
+        html_text = page.read_text(encoding="utf-8")
+        assert "<script" not in html_text and "<img src=x" not in html_text, page
+        assert "&lt;img src=x onerror=alert(3)&gt;" in html_text and len(images(html_text)) >= 1, page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in (run / "report.html").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("name", ["$\\frac{a}{$", "$\\nosuchcommand$"])
+def test_every_figure_draws_a_name_between_dollar_signs_as_it_is(name):
+    import numpy as np
+
+    figures = [plots.confusion_matrix_figure([[1, 0], [0, 1]], [name, "b"]),
+               plots.roc_figure([0, 1, 0, 1], np.array([[0.8, 0.2], [0.3, 0.7]] * 2), [name, "b"]),
+               plots.token_scores_figure([name, "x"], [0.5, -0.2], f"occlusion: {name}", signed=True),
+               plots.head_maps_figure(np.full((1, 1, 2, 2), 0.5), [name, "x"])]
+    for figure in figures:
+        assert plots.png_bytes(figure).startswith(PNG)
