@@ -560,6 +560,29 @@ def test_a_text_the_model_cannot_read_is_refused_alone(server):
     assert server.post("/predict", json={"texts": ["fine"]}).status_code == 200
 
 
+@pytest.mark.parametrize("path, body, detail", [
+    ("/predict", {"texts": [1] * 100_000}, "texts.0: Input should be a valid string; texts.1: Input should be a "
+                                           "valid string; texts.2: Input should be a valid string"),
+    ("/explain", {"texts": ["fine", *[[[]]] * 100_000]}, "texts.1: Input should be a valid string; texts.2: "),
+    ("/predict", {"text": "fine"} | {f"k{i}": 1 for i in range(100_000)}, "k0: Extra inputs are not permitted; k1: "
+                                                                          "Extra inputs are not permitted; k2: "),
+])
+def test_a_body_of_many_wrong_items_is_judged_by_its_first_few(local, path, body, detail):
+    # pydantic made an error for every wrong item or unknown field, and FastAPI a copy of each: a megabyte of
+    # [1, 1, ...] held the event loop, and with it every request, for 4 s, to answer the first three.
+    from fastapi.testclient import TestClient
+    from pydantic import ValidationError
+
+    from attnclf.serve.app import ExplainRequest, PredictRequest, ServeLimits, create_app
+
+    with pytest.raises(ValidationError) as caught:
+        (PredictRequest if path == "/predict" else ExplainRequest).model_validate(body)
+    assert caught.value.error_count() == 3
+    with TestClient(create_app(local, ServeLimits(max_body_bytes=2_000_000))) as client:
+        response = client.post(path, json=body)
+    assert response.status_code == 422 and response.json()["detail"].startswith(detail)
+
+
 @pytest.mark.parametrize("flags, message", [
     ([], "run directory {run} does not exist"),
     (["--port", "99999"], "--port must be 0-65535, got 99999"),

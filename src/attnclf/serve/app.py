@@ -61,6 +61,7 @@ GRACEFUL_STOP_SECONDS = 5  # a stop (Ctrl-C, SIGTERM) waits this long for reques
 # What a request the stop cut off is answered, a 503 with Retry-After (``AnswerCutOffRequests``)
 STOPPED = ("the server is stopping: this request was cut off unfinished; retry it (here once the server is back, "
            "or on another)")
+SHOWN_ERRORS = 3  # a body of the wrong shape is answered naming its first this-many problems
 NO_EXPLANATIONS = ("this service runs the exported ONNX graph, which gives no explanations: `attnclf serve RUN_DIR` "
                    "(the PyTorch backend) explains")
 
@@ -91,6 +92,29 @@ class _Texts(BaseModel):
 
     texts: list[str] | None = Field(None, description="texts to classify")
     text: str | None = Field(None, description="one text (instead of texts)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _first_problems(cls, body):
+        """The body cut to its first ``SHOWN_ERRORS`` unknown fields and wrong texts, if it has that many: pydantic
+        makes an error of every one (and FastAPI a copy of each), and a megabyte of ``[1, 1, ...]`` held the event
+        loop 4 s for an answer that names the first few. A body so cut is refused all the same, for the same ones.
+
+        >>> len(PredictRequest._first_problems({"texts": [1] * 10, "a": 1, "b": 2, "c": 3, "d": 4}))
+        4
+        """
+        if not isinstance(body, dict):
+            return body
+        unknown = [name for name in body if name not in cls.model_fields]
+        if len(unknown) > SHOWN_ERRORS:
+            kept = set(unknown[:SHOWN_ERRORS])
+            body = {name: value for name, value in body.items() if name in cls.model_fields or name in kept}
+        texts = body.get("texts")
+        if isinstance(texts, list):
+            wrong = [i for i, text in enumerate(texts) if not isinstance(text, str)][:SHOWN_ERRORS]
+            if len(wrong) == SHOWN_ERRORS:
+                body = body | {"texts": texts[:wrong[-1] + 1]}
+        return body
 
     @model_validator(mode="after")
     def _one_of(self):
@@ -554,7 +578,7 @@ def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
         errors = exc.errors()
         if any(e["type"] == "json_invalid" for e in errors):
             return JSONResponse({"detail": "request body is not valid JSON"}, 400)
-        return JSONResponse({"detail": "; ".join(f"{_field(e)}: {_message(e)}" for e in errors[:3])}, 422)
+        return JSONResponse({"detail": "; ".join(f"{_field(e)}: {_message(e)}" for e in errors[:SHOWN_ERRORS])}, 422)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, exc: StarletteHTTPException):
