@@ -332,6 +332,29 @@ def test_predictions_are_not_held_up_by_a_slow_explanation(local):
         assert pending.result().status_code == 200
 
 
+def test_explanations_hold_at_most_half_the_requests_in_flight_and_predictions_get_the_rest(local):
+    # Explanations run one at a time, and those waiting their turn held places among the requests in flight as
+    # predictions do: a queue of slow ones (an occlusion of long texts takes seconds) shut every prediction out.
+    from fastapi.testclient import TestClient
+
+    from attnclf.serve.app import ServeLimits, create_app
+
+    slow_to_explain = _Held(local, "explain")
+    with TestClient(create_app(slow_to_explain, ServeLimits(max_connections=4))) as client, \
+            ThreadPoolExecutor(2) as pool:
+        pending = [pool.submit(client.post, "/explain", json={"text": "good"}) for _ in range(2)]
+        assert slow_to_explain.arrived.wait(30)
+        time.sleep(0.5)  # one explained, the other waiting for its turn
+        refused = client.post("/explain", json={"text": "good"})
+        assert refused.status_code == 503 and refused.headers["retry-after"] == "1"
+        assert refused.json()["detail"] == ("the server is busy: 2 explanations in flight, the most it holds at once "
+                                            "(half its requests in flight); retry after 1 s")
+        assert [client.post("/predict", json={"text": "good"}).status_code for _ in range(3)] == [200] * 3
+        slow_to_explain.release.set()
+        assert [future.result().status_code for future in pending] == [200, 200]
+        assert client.post("/explain", json={"text": "good"}).status_code == 200  # its places given back
+
+
 def test_past_the_limit_a_request_gets_a_json_503_with_retry_after_at_once_and_health_still_answers(local):
     from concurrent.futures import as_completed
 

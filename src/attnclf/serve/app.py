@@ -72,7 +72,9 @@ class ServeLimits:
     max_explain_batch: int = 8  # texts per /explain request: occlusion, the default, runs the model once per token
     max_text_chars: int = 20_000  # characters per text (tokens beyond max_len are cut anyway)
     max_body_bytes: int = 1_000_000  # bytes per request body
-    max_connections: int = 64  # requests in flight (/health aside); more are answered 503 at once (``InFlightLimit``)
+    # Requests in flight (/health aside); more are answered 503 at once (``InFlightLimit``). Half of them at most may be
+    # explanations (``explain_slots``), which run one at a time: a queue of slow ones would otherwise hold them all.
+    max_connections: int = 64
     # Seconds a request's body may take to arrive, then 408 (``BodyLimit``): a client that stalls mid-body would
     # otherwise hold its slot among max_connections for as long as it keeps the connection open.
     max_body_seconds: int = 10
@@ -82,6 +84,16 @@ class ServeLimits:
         for name, value in asdict(self).items():
             if not isinstance(value, int) or value < 1:
                 raise AttnclfError(f"{named(name)} must be a positive integer, got {value!r}")
+
+    @property
+    def explain_slots(self) -> int:
+        """How many /explain requests may be in flight, explained or waiting their turn: half of ``max_connections``
+        (one at the least), so that predictions always have the other half.
+
+        >>> ServeLimits(max_connections=64).explain_slots, ServeLimits(max_connections=1).explain_slots
+        (32, 1)
+        """
+        return max(1, self.max_connections // 2)
 
 
 # ---------------------------------------------------------------- request and response bodies
@@ -537,7 +549,7 @@ def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
     # No methods from an ONNX graph, an ensemble (its members tokenise each their own way) or a run that reads windows:
     # there /explain only refuses, and is left out of the schema and /docs, whose fields would promise otherwise.
     explain_methods = _explain_methods(classifier) if backend == "torch" else []
-    state: dict = {}
+    state: dict = {"explaining": 0}  # (the /explain requests in flight: at most limits.explain_slots)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -607,8 +619,17 @@ def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
         if backend != "torch":
             raise HTTPException(400, NO_EXPLANATIONS)
         texts = request.checked(limits.max_explain_batch, limits.max_text_chars)
-        explanations = await asyncio.get_running_loop().run_in_executor(
-            started("explainer"), lambda: classifier.explain(texts, method=request.method, target=request.target))
+        explainer = started("explainer")
+        if state["explaining"] >= limits.explain_slots:
+            raise HTTPException(503, f"the server is busy: {limits.explain_slots} explanations in flight, the most it "
+                                     f"holds at once (half its requests in flight); retry after "
+                                     f"{RETRY_AFTER_SECONDS} s", headers={"Retry-After": str(RETRY_AFTER_SECONDS)})
+        state["explaining"] += 1
+        try:
+            explanations = await asyncio.get_running_loop().run_in_executor(
+                explainer, lambda: classifier.explain(texts, method=request.method, target=request.target))
+        finally:
+            state["explaining"] -= 1
         return {"explanations": [e.to_dict() for e in explanations]}
 
     @app.get("/health")
