@@ -1814,7 +1814,7 @@ def test_a_run_whose_files_do_not_belong_together_is_refused_in_one_line(csv_run
     Tokenizer.train(["a b c d"] * 2, TokenizerConfig(vocab_size=100)).save(other / "tokenizer.json")
     words = Classifier.load(csv_run, device="cpu").model.config.vocab_size
     assert run_error(["predict", str(other), "text"], capsys).endswith(
-        f"words and the model {words:,}: not this run's tokenizer")
+        f"words and the model {words:,}: not this model's tokenizer")
 
     labels = json.loads((csv_run / "labels.json").read_text())
     for damaged in ([labels[0]] * len(labels), list(range(len(labels)))):

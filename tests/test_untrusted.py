@@ -160,7 +160,7 @@ def edited_export(exported, to, edit):
     *[(lambda manifest, value=value: manifest | {"temperature": value},
        f"export.json: temperature must be a positive number, got {value!r}") for value in ("x", 0, -1.0)],
     (lambda manifest: manifest | {"model": "self-attn"}, "export.json: model must be a JSON object with a name "
-                                                         "(a string) and parameters (a whole number)"),
+                                                         "(a string), parameters and vocab_size (whole numbers)"),
     (lambda manifest: manifest | {"text_column": {"a": 1}}, "export.json: text_column must be a column's name or "
                                                             "a list of them"),
 ])
@@ -180,3 +180,35 @@ def test_an_export_reads_no_run_but_its_own_folder_s_for_its_text_column(demo_ru
     export = edited_export(exported, tmp_path / "onnx-copy", lambda manifest: {
         key: value for key, value in manifest.items() if key != "text_column"} | {"source": str(elsewhere)})
     assert "text_column" not in OnnxClassifier.load(export).config
+
+
+def test_an_export_with_another_tokenizer_is_refused_as_it_loads(exported, tmp_path, capsys):
+    # Its ids past the graph's embedding failed every prediction in onnxruntime's words: a traceback, or a 500 from
+    # the service, for each request.
+    from attnclf.text.tokenizer import Tokenizer, TokenizerConfig
+
+    export = edited_export(exported, tmp_path / "onnx-copy", lambda manifest: manifest)
+    words = json.loads((exported / "export.json").read_text())["model"]["vocab_size"]
+    other = Tokenizer.train([f"w{i} w{i}" for i in range(words * 2)], TokenizerConfig(min_frequency=1))
+    other.save(export / "tokenizer.json")
+    assert run_error(["predict", str(export), "w5 w6", "--backend", "onnx"], capsys).endswith(
+        f"{export / 'tokenizer.json'} has {other.vocab_size:,} words and the model {words:,}: not this model's "
+        f"tokenizer")
+
+
+def test_a_tokenizer_file_far_larger_than_its_words_take_is_refused_before_it_is_parsed(demo_run, tmp_path, capsys,
+                                                                                        monkeypatch):
+    from attnclf.text import tokenizer
+
+    run = copied(demo_run, tmp_path / "run")
+    saved = (run / "tokenizer.json").read_text()
+    (run / "tokenizer.json").write_text(saved[:-2] + " " * 10_000_000 + saved[-2:])  # valid JSON, 10 MB of it
+
+    def unparsed(path):
+        raise AssertionError("parsed before its size was checked")
+
+    monkeypatch.setattr(tokenizer.HFTokenizer, "from_file", unparsed)
+    words = json.loads((run / "config.json").read_text())["model"]["config"]["vocab_size"]
+    assert run_error(["predict", str(run), "a fine film"], capsys).endswith(
+        f"{run / 'tokenizer.json'} is {len(saved) / 1e6 + 10:.1f} MB, more than a tokenizer of the model's {words:,} "
+        f"words takes: not this model's tokenizer")

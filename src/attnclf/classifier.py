@@ -93,10 +93,8 @@ class Classifier:
         if broken is not None:  # (it would predict NaN for every text)
             raise RunDirError(f"{run_dir / 'model.safetensors'}: {broken} holds NaN or infinite values")
         tokenizer = Tokenizer.load(run_dir / "tokenizer.json",
-                                   TokenizerConfig.from_dict(config["settings"]["tokenizer"], run_dir / "config.json"))
-        if tokenizer.vocab_size != model.config.vocab_size:  # another run's: its ids would index other words
-            raise RunDirError(f"{run_dir / 'tokenizer.json'} has {tokenizer.vocab_size:,} words and the model "
-                              f"{model.config.vocab_size:,}: not this run's tokenizer")
+                                   TokenizerConfig.from_dict(config["settings"]["tokenizer"], run_dir / "config.json"),
+                                   words=model.config.vocab_size)
         labels = check_label_names(read_json(run_dir / "labels.json"), model.config.num_classes, run_dir / "labels.json")
         return cls(model, tokenizer, labels, resolved, config,
                    thresholds=_thresholds(run_dir, labels) if is_multi_label(config) else None, bf16=bf16,

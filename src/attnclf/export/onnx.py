@@ -223,7 +223,9 @@ def export_onnx(run_dir: str | Path, output: str | Path | None = None, *, check:
             "weights_sha256": weights_fingerprint(Path(run_dir)),  # loading it from the run checks they are current
             "versions": {"attnclf": __version__, "torch": torch.__version__, "onnxruntime": onnxruntime.__version__},
             "opset": OPSET,
-            "model": {"name": clf.config["model"]["name"], "parameters": clf.config["model"]["parameters"]},
+            # (its vocabulary: the tokenizer loaded beside the graph must have it, as the graph's embedding does)
+            "model": {"name": clf.config["model"]["name"], "parameters": clf.config["model"]["parameters"],
+                      "vocab_size": clf.model.config.vocab_size},
             "tokenizer": clf.config["settings"]["tokenizer"],
             "text_column": trained_text_column(clf.config),  # what `predict --file data.csv` reads by default
             # How a client must join them into a text, its dataset's way too (AG News: "title. description"), for

@@ -114,9 +114,10 @@ def read_manifest(directory: Path) -> dict:
                           f"{EXPORT_FORMAT_VERSION}")
     checked_temperature(manifest.get("temperature", 1.0), path)
     model = manifest.get("model")
-    if not (isinstance(model, dict) and isinstance(model.get("name"), str) and type(model.get("parameters")) is int):
-        raise RunDirError(f"{path}: model must be a JSON object with a name (a string) and parameters (a whole "
-                          f"number), got {shown(model)}")
+    if not (isinstance(model, dict) and isinstance(model.get("name"), str) and type(model.get("parameters")) is int
+            and type(model.get("vocab_size", 0)) is int):  # (exports from before 2026-11-27 record no vocab_size)
+        raise RunDirError(f"{path}: model must be a JSON object with a name (a string), parameters and vocab_size "
+                          f"(whole numbers), got {shown(model)}")
     column = manifest.get("text_column", "text")
     if not (isinstance(column, str) or isinstance(column, list) and column and all(isinstance(c, str) for c in column)):
         raise RunDirError(f"{path}: text_column must be a column's name or a list of them, got {shown(column)}")
@@ -189,7 +190,8 @@ class OnnxClassifier:
         except Exception as exc:  # onnxruntime raises its own exception types for corrupt graphs
             raise RunDirError(f"{graph}: not a loadable ONNX graph ({str(exc).splitlines()[0]})") from None
         tokenizer = Tokenizer.load(directory / "tokenizer.json",
-                                   TokenizerConfig.from_dict(config.get("tokenizer"), directory / "export.json"))
+                                   TokenizerConfig.from_dict(config.get("tokenizer"), directory / "export.json"),
+                                   words=config["model"].get("vocab_size"))
         classes = session.get_outputs()[0].shape[-1]  # (the logits' width is fixed in the graph)
         labels = check_label_names(read_json(directory / "labels.json"), classes, directory / "labels.json")
         # Exports from before it was recorded: the run they came from says, if they are in its folder (onnx/, where

@@ -41,6 +41,9 @@ TRUNCATIONS = ("head", "tail", "head_tail")
 # A text longer than this many characters per kept token is read by its two ends, for the tokens truncation keeps:
 # read whole, a 20 MB text took 8 s and 2.8 GB to keep 800 tokens.
 _CHARS_PER_TOKEN = 16
+# Bytes of tokenizer.json a word takes at the most: 23 in a word-level vocabulary of IMDB reviews, 73 in a BPE one
+# with its merges; a word of a thousand characters, JSON-escaped, fits.
+_MOST_BYTES_PER_WORD = 4096
 # Characters next to a cut whose tokens are not trusted: cleaning may see a "<br />" or a word there only in part.
 _MARGIN = 64
 
@@ -355,10 +358,23 @@ class Tokenizer:
             Path(tmp).unlink(missing_ok=True)
 
     @classmethod
-    def load(cls, path: str | Path, config: TokenizerConfig) -> "Tokenizer":
+    def load(cls, path: str | Path, config: TokenizerConfig, words: int | None = None) -> "Tokenizer":
+        """The tokenizer ``save`` wrote to ``path``, reading as ``config`` says. ``words``: the vocabulary of the model
+        it is for, which it must have; a file larger than a tokenizer of so many words takes is refused before it is
+        parsed (it may be gigabytes).
+
+        >>> # Tokenizer.load("runs/demo/tokenizer.json", TokenizerConfig(), words=20_000).vocab_size   # -> 20000
+        """
+        if words is not None and (size := Path(path).stat().st_size) > _MOST_BYTES_PER_WORD * words + 1_000_000:
+            raise RunDirError(f"{path} is {size / 1e6:,.1f} MB, more than a tokenizer of the model's {words:,} words "
+                              f"takes: not this model's tokenizer")
         try:
             backend = HFTokenizer.from_file(str(path))
         except Exception as exc:  # tokenizers raises a bare Exception on bad JSON
             raise RunDirError(f"{path}: not a valid tokenizer.json ({exc})") from None
-        return cls(backend, config)
+        tokenizer = cls(backend, config)
+        if words is not None and tokenizer.vocab_size != words:  # another model's: its ids would index other words
+            raise RunDirError(f"{path} has {tokenizer.vocab_size:,} words and the model {words:,}: not this model's "
+                              f"tokenizer")
+        return tokenizer
 
