@@ -212,3 +212,30 @@ def test_a_tokenizer_file_far_larger_than_its_words_take_is_refused_before_it_is
     assert run_error(["predict", str(run), "a fine film"], capsys).endswith(
         f"{run / 'tokenizer.json'} is {len(saved) / 1e6 + 10:.1f} MB, more than a tokenizer of the model's {words:,} "
         f"words takes: not this model's tokenizer")
+
+
+@pytest.mark.parametrize("saved, message", [
+    ([], "thresholds.json: expected {\"thresholds\": {label: threshold, ...}}"),
+    ({"thresholds": ["sports"]}, "thresholds.json: expected {\"thresholds\": {label: threshold, ...}}"),
+    ({"thresholds": {"sports": 0.4}}, "thresholds.json: no threshold for label 'music'"),
+    # float() of a string failed with a traceback; NaN or 2 never predicted the label, a negative one always did
+    *[({"thresholds": {"sports": 0.4, "music": value}}, f"thresholds.json: the threshold of label 'music' must be a "
+                                                        f"number from 0 to 1, got {shown(value)}")
+      for value in ("high", 2, -0.5)],
+])
+def test_thresholds_out_of_shape_are_one_line_naming_the_label(tmp_path, saved, message):
+    from attnclf.classifier import _thresholds
+    from attnclf.errors import RunDirError
+
+    (tmp_path / "thresholds.json").write_text(json.dumps(saved))
+    with pytest.raises(RunDirError) as caught:
+        _thresholds(tmp_path, ["sports", "music"])
+    assert str(caught.value) == f"{tmp_path / message.split(': ')[0]}: {message.split(': ', 1)[1]}"
+
+
+def test_a_nan_threshold_is_refused(tmp_path):
+    from attnclf.classifier import _thresholds
+
+    (tmp_path / "thresholds.json").write_text('{"thresholds": {"sports": NaN}}')
+    with pytest.raises(AttnclfError, match="threshold of label 'sports' must be a number from 0 to 1, got nan"):
+        _thresholds(tmp_path, ["sports"])

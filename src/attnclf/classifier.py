@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from .checks import true_or_false
-from .errors import AttnclfError, RunDirError
+from .errors import NAME_LENGTH, AttnclfError, RunDirError, shown
 from .evaluation.predict import DEFAULT_THRESHOLD, output_probabilities
 from .models import MODELS, model_from_config
 from .models.windows import window_config, windowed
@@ -189,8 +189,17 @@ def _thresholds(run_dir: Path, label_names: list[str]) -> np.ndarray | None:
     path = run_dir / THRESHOLDS_FILE
     if not path.is_file():
         return None
-    saved = read_json(path).get("thresholds", {})
+    saved = read_json(path)
+    saved = saved.get("thresholds") if isinstance(saved, dict) else None
+    if not isinstance(saved, dict):
+        raise RunDirError(f'{path}: expected {{"thresholds": {{label: threshold, ...}}}}')
     missing = [name for name in label_names if name not in saved]
     if missing:
-        raise RunDirError(f"{path}: no threshold for label {missing[0]!r}")
+        raise RunDirError(f"{path}: no threshold for label {shown(missing[0], most=NAME_LENGTH)}")
+    # A probability's: NaN or one past 1 would never predict the label, one below 0 always would.
+    wrong = next((name for name in label_names if isinstance(saved[name], bool) or
+                  not isinstance(saved[name], (int, float)) or not 0 <= saved[name] <= 1), None)
+    if wrong is not None:
+        raise RunDirError(f"{path}: the threshold of label {shown(wrong, most=NAME_LENGTH)} must be a number from 0 "
+                          f"to 1, got {shown(saved[wrong])}")
     return np.array([float(saved[name]) for name in label_names])
