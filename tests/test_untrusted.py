@@ -239,3 +239,23 @@ def test_a_nan_threshold_is_refused(tmp_path):
     (tmp_path / "thresholds.json").write_text('{"thresholds": {"sports": NaN}}')
     with pytest.raises(AttnclfError, match="threshold of label 'sports' must be a number from 0 to 1, got nan"):
         _thresholds(tmp_path, ["sports"])
+
+
+def test_a_served_run_s_model_answer_gives_the_tokenizer_settings_as_they_were_read(demo_run, tmp_path):
+    # GET /model read config.json's tokenizer fields as they stood: one left out (its default) was a 500.
+    from fastapi.testclient import TestClient
+
+    from attnclf import Classifier
+    from attnclf.serve.app import create_app
+
+    run = edited_config(demo_run, tmp_path / "run", lambda config: config["settings"]["tokenizer"].pop("kind"))
+    with TestClient(create_app(Classifier.load(run, device="cpu")), raise_server_exceptions=False) as client:
+        answer = client.get("/model")
+    assert answer.status_code == 200 and answer.json()["tokenizer"]["kind"] == "word"
+
+
+def test_a_run_without_its_parameter_count_is_refused_as_it_loads(demo_run, tmp_path, capsys):
+    # The service's GET /model, the report and an ensemble's count read it: a 500, and tracebacks.
+    run = edited_config(demo_run, tmp_path / "run", lambda config: config["model"].pop("parameters"))
+    assert run_error(["predict", str(run), "a fine film"], capsys).endswith(
+        f"{run / 'config.json'}: model.parameters is missing or not a JSON whole number (was the file edited?)")

@@ -292,7 +292,7 @@ def test_experiment_cells_train_from_scratch_and_ignore_the_scale_of_unused_vect
     run = tmp_path / "cell"
     run.mkdir()
     older = replace(cell, embeddings_std=0.5)  # a cell saved when the unused default was 0.5
-    saved = {"format_version": FORMAT_VERSION, "model": {"name": "self-attn", "config": {}}}
+    saved = {"format_version": FORMAT_VERSION, "model": {"name": "self-attn", "config": {}, "parameters": 0}}
     atomic_write_json(run / "config.json", {**saved, "settings": older.to_dict()})
     check_same_settings(run, cell)  # no refusal: neither side uses vectors
     atomic_write_json(run / "config.json", {**saved, "settings": replace(older, embeddings="v.vec").to_dict()})

@@ -497,19 +497,20 @@ def read_config(run_dir: str | Path) -> dict:
         raise RunDirError(f"{path}: expected a JSON object, got {type(config).__name__}")
     version = config.get("format_version")
     if version != FORMAT_VERSION:
-        raise RunDirError(f"run directory {path.parent} has format_version {version!r}; this attnclf reads "
+        raise RunDirError(f"run directory {path.parent} has format_version {shown(version)}; this attnclf reads "
                           f"{FORMAT_VERSION}")
     for section, key, kind in _CONFIG_SHAPE:
         value = config.get(section)
-        if not isinstance(value, dict) or not isinstance(value.get(key), kind):
-            raise RunDirError(f"{path}: {section}.{key} is missing or not a JSON {'string' if kind is str else 'object'} "
-                              f"(was the file edited?)")
+        if not isinstance(value, dict) or not isinstance(value.get(key), kind) or isinstance(value.get(key), bool):
+            raise RunDirError(f"{path}: {section}.{key} is missing or not a JSON {_JSON_KINDS[kind]} (was the file "
+                              f"edited?)")
     return config
 
 
 # What the readers of a run's config.json rely on, beyond its format version.
-_CONFIG_SHAPE = (("model", "name", str), ("model", "config", dict), ("settings", "tokenizer", dict),
-                 ("settings", "data", dict), ("settings", "train", dict))
+_CONFIG_SHAPE = (("model", "name", str), ("model", "config", dict), ("model", "parameters", int),
+                 ("settings", "tokenizer", dict), ("settings", "data", dict), ("settings", "train", dict))
+_JSON_KINDS = {str: "string", dict: "object", int: "whole number"}
 
 
 def load_weights(path: Path, like: torch.nn.Module | None = None) -> dict[str, torch.Tensor]:

@@ -662,10 +662,10 @@ def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
                       "parameters": sum(m.config["model"]["parameters"] for m in members),
                       "config": config["model"]["config"]},
             "ensemble_members": len(members),
-            "tokenizer": {"kind": config["settings"]["tokenizer"]["kind"],
-                          "max_len": config["settings"]["tokenizer"]["max_len"],
+            # (as the tokenizer read them: a field config.json leaves out is its default)
+            "tokenizer": {"kind": members[0].tokenizer.config.kind, "max_len": members[0].tokenizer.config.max_len,
                           "vocab_size": members[0].tokenizer.vocab_size,
-                          "truncation": config["settings"]["tokenizer"].get("truncation")},
+                          "truncation": members[0].tokenizer.config.truncation},
             "windows": config["settings"].get("windows"),  # long texts read as overlapping windows, or None
             # A run trained on several columns (a title and a body; AG News's title and description) read each
             # text as their values joined: a client sends "title\nbody" so. None: one column, one text.
