@@ -259,3 +259,13 @@ def test_a_run_without_its_parameter_count_is_refused_as_it_loads(demo_run, tmp_
     run = edited_config(demo_run, tmp_path / "run", lambda config: config["model"].pop("parameters"))
     assert run_error(["predict", str(run), "a fine film"], capsys).endswith(
         f"{run / 'config.json'}: model.parameters is missing or not a JSON whole number (was the file edited?)")
+
+
+@pytest.mark.parametrize("kind", ["device", "folder"])
+def test_a_history_that_is_no_regular_file_is_refused_not_read(demo_run, tmp_path, capsys, kind):
+    # history.jsonl was read if it existed at all: a link to /dev/null read as no epochs, one to /dev/zero without end.
+    run = copied(demo_run, tmp_path / "run")
+    (run / "history.jsonl").unlink()
+    (run / "history.jsonl").symlink_to("/dev/null") if kind == "device" else (run / "history.jsonl").mkdir()
+    assert run_error(["report", str(run)], capsys).endswith(
+        f"{run / 'history.jsonl'}: not a regular file (a folder, a device or a pipe)")

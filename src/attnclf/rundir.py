@@ -393,7 +393,7 @@ def read_json(path: Path) -> Any:
     attnclf.errors.RunDirError: no/such/config.json: missing
     """
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = _regular_file_text(Path(path))
     except FileNotFoundError:
         raise RunDirError(f"{path}: missing") from None
     except UnicodeDecodeError as exc:
@@ -404,6 +404,14 @@ def read_json(path: Path) -> Any:
         raise RunDirError(f"{path}: {_json_problem(exc)}") from None
     except RecursionError:
         raise RunDirError(f"{path}: {_TOO_DEEP}") from None
+
+
+def _regular_file_text(path: Path) -> str:
+    """The UTF-8 text of the file at ``path``, a regular file (or a link to one): a run's file that links to a device
+    would be read without end (/dev/zero), or a pipe waited on for ever, and a folder is no file either."""
+    if path.exists() and not path.is_file():
+        raise RunDirError(f"{path}: not a regular file (a folder, a device or a pipe)")
+    return path.read_text(encoding="utf-8")
 
 
 # Valid JSON that Python's decoder does not read (a file made to break it): RecursionError, and a ValueError that
@@ -608,7 +616,7 @@ def read_jsonl(path: Path) -> list[dict]:
     if not Path(path).exists():
         return []
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = _regular_file_text(Path(path))
     except UnicodeDecodeError as exc:
         raise RunDirError(f"{path}: not valid JSON lines ({exc})") from None
     records = []
