@@ -269,3 +269,24 @@ def test_a_history_that_is_no_regular_file_is_refused_not_read(demo_run, tmp_pat
     (run / "history.jsonl").symlink_to("/dev/null") if kind == "device" else (run / "history.jsonl").mkdir()
     assert run_error(["report", str(run)], capsys).endswith(
         f"{run / 'history.jsonl'}: not a regular file (a folder, a device or a pipe)")
+
+
+@pytest.mark.parametrize("part, value, named", [
+    # A backtracking pattern: 28 characters of "a" took 0.03 s, every two more about 2.6 times as long, and past
+    # Oniguruma's retry limit tokenizers panics (a BaseException: the service's batcher would not survive it).
+    ("normalizer", {"type": "Replace", "pattern": {"Regex": "(a|aa)+$"}, "content": "x"}, "a normalizer (Replace)"),
+    ("pre_tokenizer", {"type": "Split", "pattern": {"Regex": "(a|aa)+$"}, "behavior": "Isolated", "invert": False},
+     "a pre-tokenizer of its own (Split)"),
+    ("post_processor", {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
+     "a post-processor (ByteLevel)"),
+    ("truncation", {"direction": "Right", "max_length": 2, "strategy": "LongestFirst", "stride": 0},
+     "truncation of its own"),
+])
+def test_a_tokenizer_file_with_parts_attnclf_never_writes_is_refused_as_it_loads(demo_run, tmp_path, capsys, part,
+                                                                               value, named):
+    # Its normalizers and patterns run on every text a service is sent, and change what the model reads.
+    run = copied(demo_run, tmp_path / "run")
+    saved = json.loads((run / "tokenizer.json").read_text())
+    (run / "tokenizer.json").write_text(json.dumps(saved | {part: value}))
+    assert run_error(["predict", str(run), "a" * 40 + "!"], capsys).endswith(
+        f"{run / 'tokenizer.json'}: {named}, which attnclf's tokenizers never have: not a tokenizer attnclf wrote")

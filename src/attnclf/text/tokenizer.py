@@ -14,6 +14,7 @@ load and encode as they did. Both kinds show their pieces the same way
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable
 from dataclasses import InitVar, asdict, dataclass, field, fields
@@ -122,6 +123,34 @@ def _settings(data, kind: type, what: str) -> dict:
     if unknown is not None:
         raise AttnclfError(f"{what} has no setting {shown(unknown)}; its settings are {', '.join(names)}")
     return data
+
+
+def _foreign_part(saved: dict) -> str | None:
+    """The first part of a tokenizer.json (as tokenizers writes it, ``saved``) that attnclf's tokenizers never have,
+    or None: they split on whitespace (BPE then marks each word's start, ``WORD_START``) and do the rest in Python
+    (cleaning, truncation). A normalizer or splitting pattern of another file's would run on every text read, and
+    one made to backtrack panics in tokenizers' regular expressions; BPE dropout would answer at random.
+
+    >>> _foreign_part({"normalizer": {"type": "Lowercase"}})
+    'a normalizer (Lowercase)'
+    >>> _foreign_part({"pre_tokenizer": {"type": "Whitespace"}, "model": {"type": "WordLevel"}})
+    """
+    def kind(part) -> str:
+        return shown(part.get("type") if isinstance(part, dict) else part, write=str)
+
+    pre = saved.get("pre_tokenizer")
+    steps = pre.get("pretokenizers") if isinstance(pre, dict) and pre.get("type") == "Sequence" else [pre]
+    model = saved.get("model") or {}
+    for part, named in (("normalizer", "a normalizer"), ("post_processor", "a post-processor")):
+        if saved.get(part) is not None:
+            return f"{named} ({kind(saved[part])})"
+    if [kind(step) for step in steps or [None]] not in (["Whitespace"], ["Whitespace", "Metaspace"]):
+        return f"a pre-tokenizer of its own ({', '.join(kind(step) for step in steps or [None])})"
+    if saved.get("truncation") is not None or saved.get("padding") is not None:
+        return f"{'truncation' if saved.get('truncation') is not None else 'padding'} of its own"
+    if model.get("type") not in ("WordLevel", "BPE") or model.get("dropout") is not None:
+        return f"a model of its own ({kind(model)}{', with dropout' if model.get('dropout') is not None else ''})"
+    return None
 
 
 def truncate(ids: list[int], max_len: int, how: str) -> list[int]:
@@ -372,6 +401,9 @@ class Tokenizer:
             backend = HFTokenizer.from_file(str(path))
         except Exception as exc:  # tokenizers raises a bare Exception on bad JSON
             raise RunDirError(f"{path}: not a valid tokenizer.json ({exc})") from None
+        foreign = _foreign_part(json.loads(backend.to_str()))
+        if foreign is not None:
+            raise RunDirError(f"{path}: {foreign}, which attnclf's tokenizers never have: not a tokenizer attnclf wrote")
         tokenizer = cls(backend, config)
         if words is not None and tokenizer.vocab_size != words:  # another model's: its ids would index other words
             raise RunDirError(f"{path} has {tokenizer.vocab_size:,} words and the model {words:,}: not this model's "
