@@ -139,8 +139,8 @@ def test_an_ensemble_file_naming_a_member_outside_its_folder_is_refused(demo_run
     member = str(demo_run) if outside == "absolute" else outside
     (folder / "ensemble.json").write_text(json.dumps({"members": ["seed-0", member], "seeds": [0, 1]}))
     assert run_error(["predict", str(folder), "a fine film"], capsys).endswith(
-        f"{folder / 'ensemble.json'}: member {shown(member, most=NAME_LENGTH)} is not a folder's name: the members are folders inside "
-        f"{folder}")
+        f"{folder / 'ensemble.json'}: member {shown(member, most=NAME_LENGTH)} is not a folder's name: the members "
+        f"are folders inside {folder}")
 
 
 def edited_export(exported, to, edit):

@@ -168,8 +168,8 @@ def member_dirs(path: str | Path) -> list[Path]:
     outside = next((name for name in members["members"] if name in ("", ".", "..") or Path(name).name != name
                     or "\\" in name), None)
     if outside is not None:
-        raise RunDirError(f"{Path(path) / ENSEMBLE_FILE}: member {shown(outside, most=NAME_LENGTH)} is not a folder's name: the members "
-                          f"are folders inside {path}")
+        raise RunDirError(f"{Path(path) / ENSEMBLE_FILE}: member {shown(outside, most=NAME_LENGTH)} is not a folder's "
+                          f"name: the members are folders inside {path}")
     return [Path(path) / name for name in members["members"]]
 
 

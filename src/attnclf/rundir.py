@@ -35,7 +35,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
-from .errors import AttnclfError, RunDirError, first_few, shown
+from .errors import NAME_LENGTH, AttnclfError, RunDirError, first_few, shown
 
 try:
     import fcntl
@@ -424,7 +424,8 @@ def _json_problem(exc: ValueError) -> str:
 
     >>> _json_problem(json.JSONDecodeError("Expecting value", "x", 0))
     'not valid JSON (Expecting value: line 1 column 1 (char 0))'
-    >>> _json_problem(ValueError("Exceeds the limit (4300 digits) for integer string conversion: value has 5001 digits"))
+    >>> _json_problem(ValueError("Exceeds the limit (4300 digits) for integer string conversion: value has 5001 "
+    ...                          "digits"))
     'a number too long to read (Exceeds the limit (4300 digits) for integer string conversion)'
     """
     if isinstance(exc, json.JSONDecodeError):
@@ -555,7 +556,8 @@ def _differences(declared: dict[str, tuple[tuple[int, ...], str]], expected: dic
     >>> import torch
     >>> _differences({"w": ((3, 2), "F32"), "b": ((2,), "I64"), "x": ((1,), "F32")},
     ...              {"w": torch.zeros(3, 4), "b": torch.zeros(2), "v": torch.zeros(1)})
-    ['w is (3, 2) in the file, (3, 4) in the model', 'b is I64 in the file, F32 in the model', 'the file lacks v', 'the file has x, which the model lacks']
+    ['w is (3, 2) in the file, (3, 4) in the model', 'b is I64 in the file, F32 in the model', \
+'the file lacks v', 'the file has x, which the model lacks']
     """
     differences, names = [], _dtype_names()
     for name, tensor in expected.items():
@@ -563,10 +565,13 @@ def _differences(declared: dict[str, tuple[tuple[int, ...], str]], expected: dic
         if name not in declared:
             differences.append(f"the file lacks {name}")
         elif declared[name][0] != tuple(tensor.shape):
-            differences.append(f"{name} is {_shape(declared[name][0])} in the file, {_shape(tensor.shape)} in the model")
+            differences.append(f"{name} is {_shape(declared[name][0])} in the file, {_shape(tensor.shape)} in the "
+                               f"model")
         elif declared[name][1] != dtype:
             differences.append(f"{name} is {declared[name][1]} in the file, {dtype} in the model")
-    return differences + [f"the file has {name}, which the model lacks" for name in declared if name not in expected]
+    # (names the file gives, the model never had: cut as a name is, in case one is a megabyte long)
+    return differences + [f"the file has {shown(name, most=NAME_LENGTH, write=str)}, which the model lacks"
+                          for name in declared if name not in expected]
 
 
 def _shape(sizes) -> str:

@@ -79,7 +79,8 @@ class ModelConfig:
             if "dropout" in f.name and not value < 1:
                 raise AttnclfError(f"model field {f.name} must be below 1, got {value!r}")
         if self.pad_id >= self.vocab_size:  # (the embedding's padding row: torch asserts it)
-            raise AttnclfError(f"model field pad_id must be below vocab_size ({self.vocab_size:,}), got {self.pad_id!r}")
+            raise AttnclfError(f"model field pad_id must be below vocab_size ({self.vocab_size:,}), got "
+                               f"{self.pad_id!r}")
 
     def to_dict(self) -> dict:
         return asdict(self)

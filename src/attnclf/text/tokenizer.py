@@ -105,7 +105,8 @@ vocab_size, min_frequency, max_len, truncation, cleaning
         """
         try:
             data = dict(_settings(data, cls, "tokenizer"))
-            data["cleaning"] = CleaningConfig(**_settings(data.get("cleaning", {}), CleaningConfig, "tokenizer cleaning"))
+            cleaning = _settings(data.get("cleaning", {}), CleaningConfig, "tokenizer cleaning")
+            data["cleaning"] = CleaningConfig(**cleaning)
             return cls(**data)
         except AttnclfError as exc:
             if file is None:
@@ -403,7 +404,8 @@ class Tokenizer:
             raise RunDirError(f"{path}: not a valid tokenizer.json ({exc})") from None
         foreign = _foreign_part(json.loads(backend.to_str()))
         if foreign is not None:
-            raise RunDirError(f"{path}: {foreign}, which attnclf's tokenizers never have: not a tokenizer attnclf wrote")
+            raise RunDirError(f"{path}: {foreign}, which attnclf's tokenizers never have: not a tokenizer attnclf "
+                              f"wrote")
         tokenizer = cls(backend, config)
         if words is not None and tokenizer.vocab_size != words:  # another model's: its ids would index other words
             raise RunDirError(f"{path} has {tokenizer.vocab_size:,} words and the model {words:,}: not this model's "
