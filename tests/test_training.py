@@ -347,6 +347,29 @@ def test_a_folder_on_a_file_system_without_locks_is_written_unlocked(tmp_path, m
     assert (tmp_path / "run" / "metrics.json").is_file() and not (tmp_path / "run" / LOCK_FILE).exists()
 
 
+def test_a_lock_whose_holder_cannot_be_written_is_let_go(tmp_path, monkeypatch):
+    # A full disk (or `ulimit -f 0`) as folder_lock wrote its pid into the lock file left the file locked by a
+    # descriptor nothing closed: from Python (a notebook) every later run into that folder was refused, naming this very
+    # process, until it was restarted.
+    import errno
+
+    import attnclf.rundir
+    from attnclf.rundir import LOCK_FILE, folder_lock
+
+    with monkeypatch.context() as patch:
+        def disk_full(handle, data):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+        patch.setattr(attnclf.rundir.os, "write", disk_full)
+        with pytest.raises(OSError, match="No space left") as failed:
+            with folder_lock(tmp_path):
+                pass
+    assert failed.value.filename == str(tmp_path / LOCK_FILE)
+    with folder_lock(tmp_path):  # (refused, before: the first lock was never let go)
+        assert (tmp_path / LOCK_FILE).is_file()
+    assert not (tmp_path / LOCK_FILE).exists()
+
+
 def test_resume_without_a_checkpoint_is_a_clear_error(tmp_path):
     with pytest.raises(RunDirError, match="nothing to resume"):
         train_run(tiny_settings(tmp_path / "empty"), resume=True, progress=False)

@@ -272,10 +272,11 @@ def folder_lock(folder: str | Path) -> Iterator[None]:
     if handle is None:  # (a file system without locks: written unlocked, as before folders were locked)
         yield
         return
-    os.ftruncate(handle, 0)
-    os.write(handle, f"{os.getpid()}\n".encode())  # (named by a process it refuses)
     _held[folder] = 1
-    try:
+    try:  # (a failure to write the pid lets go as well: a descriptor left open would hold the folder until exit)
+        with naming(lock):
+            os.ftruncate(handle, 0)
+            os.write(handle, f"{os.getpid()}\n".encode())  # (named by a process it refuses)
         yield
     finally:
         del _held[folder]
