@@ -370,6 +370,25 @@ def test_a_lock_whose_holder_cannot_be_written_is_let_go(tmp_path, monkeypatch):
     assert not (tmp_path / LOCK_FILE).exists()
 
 
+def test_a_folder_held_again_within_its_hold_stays_held_until_the_outer_hold_ends(tmp_path):
+    import subprocess
+    import sys
+
+    from attnclf.rundir import LOCK_FILE, folder_lock
+
+    def another_process_asks():
+        return subprocess.run([sys.executable, "-c", "import sys\nfrom attnclf.rundir import folder_lock\n"
+                               "with folder_lock(sys.argv[1]):\n    pass\n", str(tmp_path)],
+                              capture_output=True, text=True, timeout=60)
+
+    with folder_lock(tmp_path):
+        with folder_lock(tmp_path / ".." / tmp_path.name):  # (the same folder, named otherwise)
+            pass
+        refused = another_process_asks()
+        assert refused.returncode == 1 and "is being written by another attnclf process" in refused.stderr
+    assert not (tmp_path / LOCK_FILE).exists() and another_process_asks().returncode == 0
+
+
 def test_resume_without_a_checkpoint_is_a_clear_error(tmp_path):
     with pytest.raises(RunDirError, match="nothing to resume"):
         train_run(tiny_settings(tmp_path / "empty"), resume=True, progress=False)

@@ -241,7 +241,7 @@ def output_folder(path: str | Path) -> Iterator[Path]:
 LOCK_FILE = ".attnclf.lock"  # in a folder a command is writing into: see folder_lock
 _CANNOT_LOCK = {errno.ENOLCK, errno.ENOSYS, errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP}  # what flock says where
 # the file system has no locks
-_held: dict[Path, int] = {}  # the folders this process holds, and how many of its calls hold each
+_held: set[Path] = set()  # the folders this process holds (a call within another's hold holds nothing more)
 
 
 @contextmanager
@@ -261,25 +261,21 @@ def folder_lock(folder: str | Path) -> Iterator[None]:
         return
     named, folder = folder, _real(folder)  # (named as given; held by where it is, however reached)
     if folder in _held:
-        _held[folder] += 1
-        try:
-            yield
-        finally:
-            _held[folder] -= 1
+        yield
         return
     lock = folder / LOCK_FILE
     handle = _locked(lock, named)
     if handle is None:  # (a file system without locks: written unlocked, as before folders were locked)
         yield
         return
-    _held[folder] = 1
+    _held.add(folder)
     try:  # (a failure to write the pid lets go as well: a descriptor left open would hold the folder until exit)
         with naming(lock):
             os.ftruncate(handle, 0)
             os.write(handle, f"{os.getpid()}\n".encode())  # (named by a process it refuses)
         yield
     finally:
-        del _held[folder]
+        _held.discard(folder)
         Path(lock).unlink(missing_ok=True)  # (before letting go, so that the next holder locks a file of its own)
         os.close(handle)
 
