@@ -164,7 +164,7 @@ def spread_ratios(maps: np.ndarray, window: int = 0) -> np.ndarray:
     array([[[1., 1., 1.]]])
     """
     n = maps.shape[-1]
-    visible = np.full(n, n) if not window or n <= window else np.minimum(window, n - np.arange(n) // window * window)
+    visible = np.minimum(window, n - np.arange(n) // window * window) if window else np.full(n, n)
     return maps.max(axis=-1) * visible
 
 
