@@ -1363,7 +1363,9 @@ def test_a_folder_another_process_is_writing_into_is_refused_by_the_commands_tha
     (run / "metrics.json").unlink()  # its checkpoint stays: as a run still training holds it
     texts = tmp_path / "texts.txt"
     texts.write_text("the plot was not good\nthe acting was brilliant\n" * 20)
+    starting = tmp_path / "starting"  # (held by a run that has written nothing yet: no config.json to resume)
     for folder, command in ((run, [*argv, "--output", str(run)]), (run, ["train", "--resume", "--output", str(run)]),
+                            (starting, ["train", "--resume", "--output", str(starting)]),
                             (run, [*argv, "--output", str(run), "--overwrite"]),
                             (tmp_path / "seeds", [*argv, "--seeds", "0", "1", "--output", str(tmp_path / "seeds")]),
                             (tmp_path / "finished-refit", ["refit", str(tmp_path / "finished")]),
@@ -1561,7 +1563,7 @@ def test_method_all_says_which_methods_the_model_lacks_and_why(csv_files, csv_ru
                                        "attention) and rollout (it has no self-attention layers)\n")
     # Without --methods it measures the same methods, and said nothing of the two it left out.
     assert main(["faithfulness", str(csv_run), "--examples", "4", "--json"]) == 0
-    assert capsys.readouterr().err == ("note: every method this model supports (the default, as --methods all) leaves "
+    assert capsys.readouterr().err == ("note: the default (every method this model supports, as --methods all) leaves "
                                        "out attention (this model does not pool by attention) and rollout (it has no "
                                        "self-attention layers)\n")
     assert main(["faithfulness", str(csv_run), "--methods", "occlusion", "--examples", "4", "--json"]) == 0
@@ -1570,7 +1572,7 @@ def test_method_all_says_which_methods_the_model_lacks_and_why(csv_files, csv_ru
     shutil.copytree(demo_run, demo)
     for methods in ([], ["--methods", "all"]):  # of several runs, the note names the one it is about
         assert main(["faithfulness", str(demo), str(csv_run), *methods, "--examples", "4", "--json"]) == 0
-        assert capsys.readouterr().err.startswith(f"note: {csv_run}: {methods and '--methods all' or 'every'}")
+        assert capsys.readouterr().err.startswith(f"note: {csv_run}: {methods and '--methods all' or 'the default'}")
     assert main(["explain", str(demo_run), "a dull story", "--method", "all", "--format", "json"]) == 0
     assert capsys.readouterr().err == ""  # self-attn has them all
     with pytest.raises(SystemExit):

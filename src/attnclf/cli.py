@@ -385,6 +385,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         if not args.output:
             raise AttnclfError("--resume needs --output RUN_DIR, the run to continue")
         output = Path(args.output)
+        _refuse_if_held(output)  # (before reading it: a run just started there has no config.json yet)
         if not (output / "config.json").is_file():
             if member_folders(output, trained=True):
                 raise AttnclfError(f"{output} holds the members of `train --seeds`: resume them with the command "
@@ -438,7 +439,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
-def _refuse_if_held(output: str) -> None:
+def _refuse_if_held(output: str | Path) -> None:
     """``refuse_if_held`` on rank 0 (torchrun's other ranks leave the folder to it)."""
     from .training.distributed import from_environment
 
@@ -856,7 +857,7 @@ def cmd_faithfulness(args: argparse.Namespace) -> int:
                                       seed=args.seed, **options)
         atomic_write_json(Path(run_dir) / FAITHFULNESS_FILE, result.to_dict())
         # Without --methods, the same methods as --methods all: say so, as that says what it leaves out.
-        if (asked := {None: "every method this model supports (the default, as --methods all)",
+        if (asked := {None: "the default (every method this model supports, as --methods all)",
                       "all": "--methods all"}.get(args.methods)):
             _note_left_out(available, asked, run_dir if len(args.run_dirs) > 1 else "")
         results.append(result)
