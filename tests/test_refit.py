@@ -231,14 +231,19 @@ def test_a_refit_of_data_without_a_test_split_trains_on_everything_and_says_so(t
     assert main(["export", str(tmp_path / "run-refit"), "--check-file", str(path)]) == 0
 
 
-def test_a_multi_label_refit_predicts_at_the_thresholds_its_run_tuned(tmp_path):
+def topic_files(folder, train: int, test: int) -> None:
+    """Generated multi-label topics as ``folder``/train.jsonl and test.jsonl, each text's labels a list."""
     from attnclf.data.generated import topics
 
-    splits = topics(n_train=300, n_test=60)
+    splits = topics(n_train=train, n_test=test)
     names = splits.train.label_names
     for split, data in (("train", splits.train), ("test", splits.test)):
-        (tmp_path / f"{split}.jsonl").write_text("".join(
+        (folder / f"{split}.jsonl").write_text("".join(
             json.dumps({"text": t, "label": [names[i] for i in y]}) + "\n" for t, y in zip(data.texts, data.labels)))
+
+
+def test_a_multi_label_refit_predicts_at_the_thresholds_its_run_tuned(tmp_path):
+    topic_files(tmp_path, 300, 60)
     run = tmp_path / "run"
     assert main(["train", "--train-file", str(tmp_path / "train.jsonl"), "--test-file", str(tmp_path / "test.jsonl"),
                  "--multi-label", "--epochs", "2", "--set", "d_model=16", "--set", "layers=1", "--output", str(run),
@@ -388,3 +393,26 @@ def test_refit_resume_keeps_finished_refits_and_continues_the_others(validated, 
     kept = load_file(str(refit.run_dir / "model.safetensors"))
     again = load_file(str(tmp_path / "second-refit" / "model.safetensors"))
     assert all(torch.equal(kept[k], again[k]) for k in kept)  # the same run, refitted twice: the same model
+
+
+@pytest.mark.parametrize("thresholds, problem", [
+    (["sports"], 'expected {"thresholds": {label: threshold, ...}}'),
+    ({"sports": "high"}, "the threshold of label 'sports' must be a number from 0 to 1, got 'high'"),
+])
+def test_a_refit_of_a_run_with_thresholds_out_of_shape_is_refused_before_it_trains(tmp_path, capsys, thresholds,
+                                                                                  problem):
+    # Refit copied thresholds.json's thresholds unchecked: a list was a traceback after training, a string or 2 was
+    # written into the refit's own file.
+    topic_files(tmp_path, 120, 30)
+    run = tmp_path / "run"
+    assert main(["train", "--train-file", str(tmp_path / "train.jsonl"), "--test-file", str(tmp_path / "test.jsonl"),
+                 "--multi-label", "--model", "boe", "--epochs", "1", "--output", str(run), "--quiet", "--no-report",
+                 "--device", "cpu", "--threads", "1"]) == 0
+    saved = json.loads((run / "thresholds.json").read_text())
+    if isinstance(thresholds, dict):
+        thresholds = saved["thresholds"] | thresholds
+    (run / "thresholds.json").write_text(json.dumps(saved | {"thresholds": thresholds}))
+    capsys.readouterr()
+    assert main(["refit", str(run), "--quiet", "--no-report", "--device", "cpu", "--threads", "1"]) == 2
+    assert capsys.readouterr().err == f"attnclf: error: {run / 'thresholds.json'}: {problem}\n"
+    assert not (tmp_path / "run-refit").exists()

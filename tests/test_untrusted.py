@@ -224,21 +224,21 @@ def test_a_tokenizer_file_far_larger_than_its_words_take_is_refused_before_it_is
       for value in ("high", 2, -0.5)],
 ])
 def test_thresholds_out_of_shape_are_one_line_naming_the_label(tmp_path, saved, message):
-    from attnclf.classifier import _thresholds
     from attnclf.errors import RunDirError
+    from attnclf.rundir import read_thresholds
 
     (tmp_path / "thresholds.json").write_text(json.dumps(saved))
     with pytest.raises(RunDirError) as caught:
-        _thresholds(tmp_path, ["sports", "music"])
+        read_thresholds(tmp_path, ["sports", "music"])
     assert str(caught.value) == f"{tmp_path / message.split(': ')[0]}: {message.split(': ', 1)[1]}"
 
 
 def test_a_nan_threshold_is_refused(tmp_path):
-    from attnclf.classifier import _thresholds
+    from attnclf.rundir import read_thresholds
 
     (tmp_path / "thresholds.json").write_text('{"thresholds": {"sports": NaN}}')
     with pytest.raises(AttnclfError, match="threshold of label 'sports' must be a number from 0 to 1, got nan"):
-        _thresholds(tmp_path, ["sports"])
+        read_thresholds(tmp_path, ["sports"])
 
 
 def test_a_served_run_s_model_answer_gives_the_tokenizer_settings_as_they_were_read(demo_run, tmp_path):

@@ -14,13 +14,13 @@ import numpy as np
 import torch
 
 from .checks import true_or_false
-from .errors import NAME_LENGTH, AttnclfError, RunDirError, shown
+from .errors import AttnclfError, RunDirError
 from .evaluation.predict import DEFAULT_THRESHOLD, output_probabilities
 from .models import MODELS, model_from_config
 from .models.windows import window_config, windowed
 from .prediction import LabelSetPrediction, Prediction, check_texts, model_repr, predictions
-from .rundir import (ENSEMBLE_FILE, THRESHOLDS_FILE, check_label_names, check_run_dir, is_multi_label, load_weights,
-                     read_config, read_json, read_temperature)
+from .rundir import (ENSEMBLE_FILE, check_label_names, check_run_dir, is_multi_label, load_weights, read_config,
+                     read_json, read_temperature, read_thresholds)
 from .text.batching import EVAL_MAX_TOKENS
 from .text.tokenizer import Tokenizer, TokenizerConfig
 from .text.windows import WindowConfig, text_batches
@@ -96,8 +96,9 @@ class Classifier:
                                    TokenizerConfig.from_dict(config["settings"]["tokenizer"], run_dir / "config.json"),
                                    words=model.config.vocab_size)
         labels = check_label_names(read_json(run_dir / "labels.json"), model.config.num_classes, run_dir / "labels.json")
+        thresholds = read_thresholds(run_dir, labels) if is_multi_label(config) else None
         return cls(model, tokenizer, labels, resolved, config,
-                   thresholds=_thresholds(run_dir, labels) if is_multi_label(config) else None, bf16=bf16,
+                   thresholds=None if thresholds is None else np.array(list(thresholds.values())), bf16=bf16,
                    temperature=read_temperature(run_dir))
 
     @torch.inference_mode()
@@ -182,24 +183,3 @@ def _windows(run_dir: Path, config: dict) -> WindowConfig | None:
         return WindowConfig(**saved)
     except (TypeError, AttnclfError) as exc:
         raise RunDirError(f"{run_dir / 'config.json'}: settings.windows is not a window setting ({exc})") from None
-
-
-def _thresholds(run_dir: Path, label_names: list[str]) -> np.ndarray | None:
-    """A multi-label run's tuned thresholds in label order, or None when none were saved."""
-    path = run_dir / THRESHOLDS_FILE
-    if not path.is_file():
-        return None
-    saved = read_json(path)
-    saved = saved.get("thresholds") if isinstance(saved, dict) else None
-    if not isinstance(saved, dict):
-        raise RunDirError(f'{path}: expected {{"thresholds": {{label: threshold, ...}}}}')
-    missing = [name for name in label_names if name not in saved]
-    if missing:
-        raise RunDirError(f"{path}: no threshold for label {shown(missing[0], most=NAME_LENGTH)}")
-    # A probability's: NaN or one past 1 would never predict the label, one below 0 always would.
-    wrong = next((name for name in label_names if isinstance(saved[name], bool) or
-                  not isinstance(saved[name], (int, float)) or not 0 <= saved[name] <= 1), None)
-    if wrong is not None:
-        raise RunDirError(f"{path}: the threshold of label {shown(wrong, most=NAME_LENGTH)} must be a number from 0 "
-                          f"to 1, got {shown(saved[wrong])}")
-    return np.array([float(saved[name]) for name in label_names])

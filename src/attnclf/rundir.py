@@ -598,6 +598,32 @@ def read_temperature(run_dir: str | Path) -> float:
     return checked_temperature(saved.get("temperature") if isinstance(saved, dict) else None, path)
 
 
+def read_thresholds(run_dir: str | Path, label_names: list[str]) -> dict[str, float] | None:
+    """A multi-label run's tuned thresholds (its thresholds.json), label by label in ``label_names``' order, or None
+    when none were saved; one line naming the file and label unless each is a number from 0 to 1.
+
+    >>> read_thresholds("no/such/run", ["sports"]) is None
+    True
+    """
+    path = Path(run_dir) / THRESHOLDS_FILE
+    if not path.is_file():
+        return None
+    saved = read_json(path)
+    saved = saved.get("thresholds") if isinstance(saved, dict) else None
+    if not isinstance(saved, dict):
+        raise RunDirError(f'{path}: expected {{"thresholds": {{label: threshold, ...}}}}')
+    missing = [name for name in label_names if name not in saved]
+    if missing:
+        raise RunDirError(f"{path}: no threshold for label {shown(missing[0], most=NAME_LENGTH)}")
+    # A probability's: NaN or one past 1 would never predict the label, one below 0 always would.
+    wrong = next((name for name in label_names if isinstance(saved[name], bool) or
+                  not isinstance(saved[name], (int, float)) or not 0 <= saved[name] <= 1), None)
+    if wrong is not None:
+        raise RunDirError(f"{path}: the threshold of label {shown(wrong, most=NAME_LENGTH)} must be a number from 0 "
+                          f"to 1, got {shown(saved[wrong])}")
+    return {name: float(saved[name]) for name in label_names}
+
+
 def checked_temperature(value: Any, path: str | Path) -> float:
     """``value``, read from ``path``, as a temperature: a positive, finite number (probabilities are
     softmax(logits / temperature): 0 or NaN would make them NaN, a negative one turn them around); one line otherwise.

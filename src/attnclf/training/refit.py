@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..errors import AttnclfError, RunDirError
 from ..rundir import (ENSEMBLE_FILE, TEMPERATURE_FILE, THRESHOLDS_FILE, check_run_dir, is_resumable, read_config,
-                      read_json, read_jsonl, refuse_if_held, run_dir_list)
+                      read_json, read_jsonl, read_thresholds, refuse_if_held, run_dir_list)
 from .cached import load_cached_data, run_tokenizer
 from .run import RunResult, check_starts_unchanged, each_warning_once, train_or_continue
 from .run_data import held_out_fingerprint, load_data, refuse_gone, texts_fingerprint
@@ -173,5 +173,9 @@ def refit_settings(run_dir: str | Path, output: str | None = None, device: str |
     settings.refit_of = {"run": str(run_dir.resolve()), "epochs": best["epoch"], "monitor": monitor,
                          "value": best[f"val_{monitor}"], "validation_sha256": held_out}
     if settings.data.multi_label:
-        settings.refit_of["thresholds"] = read_json(run_dir / THRESHOLDS_FILE)["thresholds"]
+        # (checked here, as loading the run checks them: the refit predicts at them, its own file holds them)
+        thresholds = read_thresholds(run_dir, read_json(run_dir / "labels.json"))
+        if thresholds is None:
+            raise RunDirError(f"{run_dir / THRESHOLDS_FILE}: missing")
+        settings.refit_of["thresholds"] = thresholds
     return settings
