@@ -536,3 +536,28 @@ def test_pretraining_on_files_cuts_its_own_pieces_whatever_the_file_recipe_reads
     assert "init-from: encoder from" in capsys.readouterr().err
     assert json.loads((run / "config.json").read_text())["settings"]["tokenizer"]["max_len"] == \
         FILE_SELF_ATTN_TOKENIZER["max_len"]
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda w: w.update({"encoder.0.extra": torch.zeros(2)}), "holds encoder.0.extra, which the model lacks"),
+    (lambda w: w.update({k: v.to(torch.int64) for k, v in w.items() if k.startswith("encoder.")}),
+     r"encoder\..* is torch.int64 in the file, torch.float32 in the model"),
+    (lambda w: w.update({k: v[:, :3] for k, v in w.items() if k.startswith("encoder.") and v.ndim == 2}),
+     r"encoder\..* is \(\d+, 3\) in the file, \(\d+, \d+\) in the model"),
+    (lambda w: w.update({"token_embedding.weight": w["token_embedding.weight"][:3]}),
+     r"token_embedding.weight is \(3, 16\) in the file: rows for the \d+ words of its tokenizer.json"),
+])
+def test_init_from_an_encoder_file_out_of_shape_is_one_line_naming_it(tmp_path, edit, message):
+    """An encoder folder may come from elsewhere: weights of another dtype were cast without a word, and a tensor the
+    model lacks, or of another shape, was a KeyError or a RuntimeError from torch."""
+    from safetensors.torch import save_file
+
+    pretrain_encoder(cyclic_corpus(), PretrainSettings(model_config=SMALL, max_len=16, min_frequency=1, epochs=1,
+                                                       sampled_words=32), tmp_path / "p", log=quiet)
+    weights = load_file(str(tmp_path / "p" / "encoder.safetensors"))
+    edit(weights)
+    save_file({k: v.contiguous() for k, v in weights.items()}, str(tmp_path / "p" / "encoder.safetensors"))
+    tokenizer = Tokenizer.train(["w3 w4 unseen words here"] * 3, TokenizerConfig(kind="word", min_frequency=1))
+    model = build_model("self-attn", vocab_size=tokenizer.vocab_size, num_classes=2, max_len=8, **SMALL)
+    with pytest.raises(RunDirError, match=f"^{tmp_path / 'p' / 'encoder.safetensors'}: {message}"):
+        load_pretrained(model, tokenizer, tmp_path / "p")

@@ -465,8 +465,10 @@ def load_pretrained(model, tokenizer: Tokenizer, folder: str | Path) -> int:
                      model.config, folder, tokenizer.config)
     weights = load_weights(folder / ENCODER_FILE)
     pretrained_vocab = Tokenizer.load(folder / TOKENIZER_FILE, TOKENIZER).backend.get_vocab()
-    table = weights.pop("token_embedding.weight")
     own = model.state_dict()
+    if problem := _encoder_mismatch(weights, own, len(pretrained_vocab)):
+        raise RunDirError(f"{folder / ENCODER_FILE}: {problem}")
+    table = weights.pop("token_embedding.weight")
     with torch.no_grad():
         for name, tensor in weights.items():
             if name.startswith("positions.") and own[name].shape != tensor.shape:  # learned, longer: its first rows
@@ -479,6 +481,34 @@ def load_pretrained(model, tokenizer: Tokenizer, folder: str | Path) -> int:
             # (to the table's dtype and device: a model already on a GPU holds it there)
             model.token_embedding.weight[list(targets)] = table[list(sources)].to(model.token_embedding.weight)
     return len(rows)
+
+
+def _encoder_mismatch(weights: dict[str, torch.Tensor], own: dict[str, torch.Tensor], words: int) -> str | None:
+    """How an encoder file's ``weights`` fail to fit a model's state ``own`` (its tokenizer knowing ``words``), or
+    None. The folder may come from elsewhere: torch would cast another dtype without a word, and a missing name or
+    another shape would surface as torch's KeyError or RuntimeError. Learned positions may be longer than the model
+    reads (their first rows are taken); the embedding has a row per word of the encoder's own tokenizer.
+
+    >>> own = {"token_embedding.weight": torch.zeros(5, 4), "encoder.w": torch.zeros(4, 4)}
+    >>> _encoder_mismatch({"token_embedding.weight": torch.zeros(5, 4), "encoder.w": torch.zeros(4, 2)}, own, 5)
+    'encoder.w is (4, 2) in the file, (4, 4) in the model'
+    """
+    if "token_embedding.weight" not in weights:
+        return "it lacks token_embedding.weight"
+    for name, tensor in weights.items():
+        if name not in own:
+            return f"holds {name}, which the model lacks"
+        if tensor.dtype != own[name].dtype:
+            return f"{name} is {tensor.dtype} in the file, {own[name].dtype} in the model"
+        shape, expected = tuple(tensor.shape), tuple(own[name].shape)
+        if name == "token_embedding.weight" and shape != (words, expected[1]):
+            return (f"{name} is {shape} in the file: rows for the {words:,} words of its tokenizer.json, "
+                    f"{expected[1]} wide")
+        fits = (shape[1:] == expected[1:] and shape[0] >= expected[0]) if name.startswith("positions.") else (
+            shape == expected or name == "token_embedding.weight")
+        if not fits:
+            return f"{name} is {shape} in the file, {expected} in the model"
+    return None
 
 
 def describe(folder: str | Path) -> str:
