@@ -208,3 +208,36 @@ def test_block_local_attention_never_asks_for_a_query_without_a_key_to_attend(mo
     assert asked and all(mask.any(dim=-1).all() for mask in asked)
     with torch.no_grad():
         torch.testing.assert_close(in_a_batch, model.eval()(ids[1:, :3], ids[1:, :3] != 0).logits[0])
+
+
+def test_a_gpu_is_named_by_its_index_and_one_the_machine_lacks_is_one_line(monkeypatch, capsys):
+    # `--device cuda:1` (the second GPU) was refused by the command line, and CUDA_VISIBLE_DEVICES was the only way.
+    from attnclf.cli import main
+
+    assert main(["predict", "no/such/run", "text", "--device", "cuda:1"]) == 2  # parsed; the machine has no GPU
+    assert capsys.readouterr().err.strip() == "attnclf: error: device cuda:1 asked for, but no CUDA device is available"
+    with pytest.raises(SystemExit):  # (argparse's one line, as for a choice it lacks)
+        main(["predict", "no/such/run", "text", "--device", "gpu"])
+    assert "device must be auto, cpu, cuda, cuda:N (N counting from 0) or mps, not 'gpu'" in capsys.readouterr().err
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    assert resolve_device("cuda:1") == torch.device("cuda", 1)
+    with pytest.raises(AttnclfError, match=r"^device cuda:2 asked for, but this machine has 2 CUDA devices: cuda:0 "
+                                           r"to cuda:1$"):
+        resolve_device("cuda:2")
+    with pytest.raises(AttnclfError, match="device must be auto, cpu, cuda, cuda:N"):
+        resolve_device("cuda:one")
+
+
+def test_under_torchrun_a_gpu_named_by_its_index_is_refused_as_each_process_takes_its_local_ranks(monkeypatch):
+    from attnclf.training.distributed import rank_device
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    assert rank_device("cuda") == torch.device("cuda", 1)
+    with pytest.raises(AttnclfError, match=r"^under torchrun each process trains on the GPU of its local rank: pass "
+                                           r"--device cuda, not cuda:0$"):
+        rank_device("cuda:0")  # (it trained rank 1 on its local rank's GPU, saying nothing of the index given)

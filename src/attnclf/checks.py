@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import re
 from typing import Callable
 
 from .errors import AttnclfError, shown
@@ -161,3 +162,18 @@ def check_seed(seed, name: str = "seed") -> int:
     if not 0 <= count < 2 ** 32:
         raise AttnclfError(f"{name} must be at least 0 and below {2 ** 32}, got {shown(count)}")
     return count
+
+
+DEVICES = ("auto", "cpu", "cuda", "mps")  # and cuda:N, a GPU by its index
+
+
+def check_device_name(name: str) -> str:
+    """``name`` if it names a device attnclf can run on (``cuda:N``: the GPU of index N), else a one-line error.
+    (Here, not beside ``resolve_device``: the command line checks its flag without importing torch.)
+
+    >>> check_device_name("cuda:1")
+    'cuda:1'
+    """
+    if name not in DEVICES and not re.fullmatch(r"cuda:\d+", str(name)):
+        raise AttnclfError(f"device must be auto, cpu, cuda, cuda:N (N counting from 0) or mps, not {shown(name)}")
+    return name

@@ -18,7 +18,7 @@ from dataclasses import fields, replace
 from pathlib import Path
 
 from . import __version__
-from .checks import BACKENDS, check_seed, check_threads, set_value
+from .checks import BACKENDS, check_device_name, check_seed, check_threads, set_value
 from .errors import AttnclfError, is_out_of_memory, shown
 from .rundir import (check_output_folder, is_resumable, kept_earlier_models, member_folders, read_config,
                      refuse_if_held)
@@ -177,6 +177,14 @@ def _given(args: argparse.Namespace) -> set[str]:
     refuses them where they do not apply even at their default value, which the settings cannot tell from no flag."""
     return {name for name in ("val_fraction", "label_delimiter", "embeddings_std") if getattr(args, name, None) is not
             None}
+
+
+def _device_flag(name: str) -> str:
+    """--device's value, checked as argparse's choices would be but with cuda:N among them."""
+    try:
+        return check_device_name(name)
+    except AttnclfError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _flag(field: str) -> str:
@@ -1084,8 +1092,9 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def _add_device_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"],
-                   help="where the model runs: auto (the default) takes CUDA, else Apple's MPS, else the CPU")
+    p.add_argument("--device", default="auto", type=_device_flag,
+                   help="where the model runs: auto (the default) takes CUDA, else Apple's MPS, else the CPU; cpu, "
+                        "cuda, cuda:N (the GPU of index N) or mps")
 
 
 STEPS_HELP = ("integrated gradients' path steps, 1 to 1024 (default: auto, 16 doubling to 512 until within 1%% "
@@ -1150,7 +1159,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "whose refitted members make an ensemble folder of their own (FOLDER-refit)")
     p.add_argument("--output", "-o", help="the refit's run directory, or a --seeds folder's refit folder "
                                                  "(default: RUN-refit, FOLDER-refit)")
-    p.add_argument("--device", choices=["auto", "cpu", "cuda", "mps"], help="default: the run's")
+    p.add_argument("--device", type=_device_flag, help="auto, cpu, cuda, cuda:N or mps (default: the run's)")
     p.add_argument("--threads", type=int, help="PyTorch threads (default: the run's)")
     p.add_argument("--no-report", action="store_true", help="skip report.html and plots/ at the end")
     p.add_argument("--quiet", action="store_true", help="no progress bars")

@@ -13,30 +13,34 @@ from typing import Iterator
 import torch
 from threadpoolctl import threadpool_info, threadpool_limits
 
-from ..checks import check_threads
+from ..checks import check_device_name, check_threads
 from ..errors import AttnclfError
 
-DEVICES = ("auto", "cpu", "cuda", "mps")
 M_MMAP_THRESHOLD = -3  # mallopt's parameter number for the mmap threshold (glibc's malloc.h)
 MMAP_THRESHOLD = 4 * 2 ** 20  # bytes: blocks from here up get pages of their own, returned when freed
 
 
 def resolve_device(name: str = "auto") -> torch.device:
-    """The device to run on.
+    """The device to run on: ``auto`` takes CUDA, else Apple's MPS, else the CPU; ``cuda:N`` the GPU of index N.
 
     >>> resolve_device("cpu")
     device(type='cpu')
     """
-    if name not in DEVICES:
-        raise AttnclfError(f"device must be one of {', '.join(DEVICES)}, got {name!r}")
+    check_device_name(name)
     if name == "auto":
         if torch.cuda.is_available():
             return torch.device("cuda")
         if torch.backends.mps.is_available():
             return torch.device("mps")
         return torch.device("cpu")
-    if name == "cuda" and not torch.cuda.is_available():
-        raise AttnclfError("device cuda asked for, but no CUDA device is available")
+    if name.startswith("cuda"):
+        if not torch.cuda.is_available():
+            raise AttnclfError(f"device {name} asked for, but no CUDA device is available")
+        device, count = torch.device(name), torch.cuda.device_count()
+        if device.index is not None and device.index >= count:
+            raise AttnclfError(f"device {name} asked for, but this machine has {count} CUDA device"
+                               f"{'s: cuda:0 to cuda:' + str(count - 1) if count > 1 else ': cuda:0'}")
+        return device
     if name == "mps" and not torch.backends.mps.is_available():
         raise AttnclfError("device mps asked for, but MPS is not available")
     return torch.device(name)

@@ -93,6 +93,9 @@ def rank_device(device_name: str = "auto") -> torch.device:
     where = from_environment()
     if where.enabled and device.type == "mps":
         raise AttnclfError("distributed training runs on CPU (gloo) or CUDA (nccl), not MPS; pass --device cpu")
+    if where.enabled and device.index is not None:
+        raise AttnclfError(f"under torchrun each process trains on the GPU of its local rank: pass --device cuda, not "
+                           f"{device_name}")
     return torch.device("cuda", where.local_rank) if where.enabled and device.type == "cuda" else device
 
 
