@@ -469,6 +469,9 @@ def test_a_block_local_head_is_judged_by_the_tokens_its_block_lets_each_token_at
     (e,) = clf.explain(["the film was long and great"], method="attention", self_attentions=True)
     assert e.attention_window == 2 and "mean distance" in render_terminal([e], color=False)
     assert clf.explain(["the film"], method="attention")[0].attention_window == 2
+    # ... and to the JSON beside the maps, so its reader can judge a head even as the terminal does.
+    assert json.loads(render_json([e]))["attention_window"] == 2
+    assert "attention_window" not in json.loads(render_json(clf.explain(["the film"], method="attention")))
 
 
 def test_the_terminal_the_page_and_json_say_how_many_tokens_the_model_does_not_know():
@@ -598,6 +601,7 @@ def test_explain_command_every_method_as_json(demo_run, capsys):
     assert not any("pooling_attention" in r for r in records)  # attention is shown once, as its own record
     assert records[0]["tokens"] == ["the", "acting", "was", "not", "wonderful"]
     assert np.asarray(records[0]["self_attentions"]).shape == (1, 4, 5, 5)  # d_model=32, 1 layer, 4 heads
+    assert records[0]["attention_window"] == 0  # the demo attends over the whole text
     ig = [r for r in records if r["method"] == "integrated-gradients"]
     assert all(r["completeness_error"] < 0.05 for r in ig)
 

@@ -33,7 +33,8 @@ class Explanation:
     also report ``completeness_error``, ``|sum(scores) - log_odds_change| /
     |log_odds_change|``, and the path ``steps`` it took. ``self_attentions``,
     when asked for, hold every layer's and head's map as (layers, heads, n, n),
-    rows = queries. ``branch_margins``, for models with more than one branch (``self-attn``
+    rows = queries (``to_dict`` carries ``attention_window`` with them, 0 when every token attends to the whole
+    text). ``branch_margins``, for models with more than one branch (``self-attn``
     with its n-gram branch), say how much each branch pushed the target class: its logit of the
     target minus the mean of its other logits (a calibrated run's over its temperature). The branches'
     margins add up to the model's (for two classes: to the log-odds of ``probability``), so they show
@@ -132,7 +133,10 @@ class Explanation:
             record |= {"completeness_error": self.completeness_error, "log_odds_change": self.log_odds_change,
                        "steps": self.steps}
         if self.self_attentions is not None:
-            record["self_attentions"] = np.round(self.self_attentions, 5).tolist()
+            # The window with the maps: without it a reader cannot tell a head spread evenly over its block from one
+            # looking at part of the text (render.spread_ratios), as the terminal can.
+            record |= {"self_attentions": np.round(self.self_attentions, 5).tolist(),
+                       "attention_window": self.attention_window}
         if self.branch_margins is not None:
             record["branch_margins"] = self.branch_margins
         if self.cut_at is not None:
