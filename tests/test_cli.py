@@ -1566,6 +1566,12 @@ def test_method_all_says_which_methods_the_model_lacks_and_why(csv_files, csv_ru
     assert capsys.readouterr().err == ("note: the default (every method this model supports, as --methods all) leaves "
                                        "out attention (this model does not pool by attention) and rollout (it has no "
                                        "self-attention layers)\n")
+    # The report's faithfulness section, showing what was saved, says so too (a copy: report writes into the run).
+    reported = tmp_path / "reported"
+    shutil.copytree(csv_run, reported)
+    assert main(["report", str(reported)]) == 0
+    assert ("<p>Left out for this model: attention (this model does not pool by attention) and rollout (it has no "
+            "self-attention layers).</p>") in (reported / "report.html").read_text(encoding="utf-8")
     assert main(["faithfulness", str(csv_run), "--methods", "occlusion", "--examples", "4", "--json"]) == 0
     assert capsys.readouterr().err == ""  # methods named are what was asked for
     demo = tmp_path / "demo"  # (a copy: faithfulness saves its result in the run, which the report then shows)

@@ -24,7 +24,7 @@ from ..errors import AttnclfError, RunDirError
 from ..evaluation.metrics import expected_calibration_error, log_loss, pick_examples
 from ..explain.explanation import explain
 from ..explain.faithfulness import AOPC_DEFINITION, FaithfulnessResult, measure_faithfulness
-from ..explain.methods import DEFAULT_METHOD, METHODS, available_methods
+from ..explain.methods import DEFAULT_METHOD, METHODS, available_methods, left_out
 from ..explain.render import branches, legend_html, page, png_img, tokens_html, unknown_note_html
 from ..models.windows import window_config
 from ..rundir import (atomic_write_bytes, atomic_write_json, check_run_dir, read_config, read_json, read_jsonl,
@@ -123,7 +123,7 @@ def write_report(run_dir: str | Path, *, classifier=None, test: TextDataset | No
                    + _calibration(images, test.labels, probabilities, classifier.temperature),
                    _WINDOWED_EXAMPLES if windowed else _examples_section(explanations, examples, method),
                    _heads_section(images, explanations),
-                   _WINDOWED_FAITHFULNESS if windowed else _faithfulness_section(images, result)]
+                   _WINDOWED_FAITHFULNESS if windowed else _faithfulness_section(images, result, left_out(supported))]
     body = "\n".join([
         _overview(run_dir, config, metrics, _kept_note(config, history) if kept else None),
         _training_section(images),
@@ -337,7 +337,10 @@ def _heads_section(images: dict[str, bytes], explanations: list) -> str:
             "columns the attended ones.</p>" + _image(images, "self_attention", "self-attention maps") + "</section>")
 
 
-def _faithfulness_section(images: dict[str, bytes], result: FaithfulnessResult | None) -> str:
+def _faithfulness_section(images: dict[str, bytes], result: FaithfulnessResult | None,
+                          lacking: list[str]) -> str:
+    """``lacking``: the methods the model cannot have, with why (``left_out``), as `attnclf faithfulness` notes them:
+    without them a reader cannot tell a method missing from the table from one not asked for."""
     if result is None:
         return ("<section><h2>Faithfulness</h2><p>Not measured for these weights (by this attnclf's deletion test). "
                 "<code>attnclf report RUN_DIR --faithfulness</code> or <code>attnclf faithfulness RUN_DIR</code> "
@@ -347,6 +350,7 @@ def _faithfulness_section(images: dict[str, bytes], result: FaithfulnessResult |
             + "".join(f'<p class="note">{html.escape(paragraph)}</p>' for paragraph in result.reading())
             + _table(*result.rows())
             + "".join(f"<p>{html.escape(note)}</p>" for note in result.notes())
+            + (f"<p>Left out for this model: {html.escape(' and '.join(lacking))}.</p>" if lacking else "")
             + _image(images, "deletion", "deletion test")
             + "<h3>Agreement between methods (mean Spearman rank correlation)</h3>"
             + _table(["methods", "rank correlation"], agreement) + "</section>")
