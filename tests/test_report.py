@@ -248,6 +248,44 @@ def test_report_errors_are_one_line(demo_run, tmp_path, capsys):
     assert "method '' does not apply" in err[3]
 
 
+@pytest.mark.parametrize("file, edit, message", [
+    ("metrics.json", lambda m: m.pop("accuracy"), "metrics.json: accuracy is missing"),
+    ("metrics.json", lambda m: m.update(macro_f1="0.8"), "metrics.json: macro_f1 is '0.8', not a number"),
+    ("metrics.json", lambda m: m.update(roc_auc=[0.9]), "metrics.json: roc_auc is [0.9], not a number or null"),
+    ("metrics.json", lambda m: m.update(per_class=[]), "metrics.json: per_class is [], not an object"),
+    ("metrics.json", lambda m: next(iter(m["per_class"].values())).pop("recall"),
+     "metrics.json: per_class.negative.recall is missing"),
+    ("metrics.json", lambda m: m.update(confusion_matrix=[[1, 2]]),
+     "metrics.json: confusion_matrix is [[1, 2]], not a square table of counts"),
+    ("metrics.json", lambda m: m.update(split="train"), "metrics.json: split is 'train', not one of"),
+    ("history.jsonl", lambda h: h[0].pop("epoch"), "history.jsonl, line 1: epoch is missing"),
+    ("history.jsonl", lambda h: h[1].update(train_loss=None),
+     "history.jsonl, line 2: train_loss is None, not a number"),
+    ("history.jsonl", lambda h: h[1].update(val_macro_f1="x"),
+     "history.jsonl, line 2: val_macro_f1 is 'x', not a number or null"),
+    ("history.jsonl", lambda h: h.__setitem__(0, [1]), "history.jsonl, line 1: [1] is not an object"),
+])
+def test_a_hand_edited_metrics_or_history_file_is_one_line_naming_the_field(demo_run, tmp_path, capsys, file, edit,
+                                                                           message):
+    # A metrics.json or history.jsonl edited by hand (a key deleted, a number quoted) was a KeyError or a TypeError
+    # from deep in the page's tables and plots, a traceback instead of the file and field at fault.
+    run = tmp_path / "run"
+    shutil.copytree(demo_run, run)
+    path = run / file
+    if file == "metrics.json":
+        content = json.loads(path.read_text())
+        edit(content)
+        path.write_text(json.dumps(content))
+    else:
+        lines = [json.loads(line) for line in path.read_text().splitlines()]
+        edit(lines)
+        path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    capsys.readouterr()
+    assert main(["report", str(run)]) == 2
+    (err,) = capsys.readouterr().err.splitlines()
+    assert err.startswith(f"attnclf: error: {path}") and message in err, err
+
+
 def test_a_refit_that_scored_no_texts_is_refused_in_one_line(demo_run, tmp_path, capsys):
     # A refit of data without a test split trains on every text and scores none. `report` passed on the advice to give
     # a test file (no flag of its own), and write_report given test texts from Python failed on the scores that
