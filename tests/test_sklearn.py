@@ -279,7 +279,8 @@ def test_a_bad_setting_is_a_value_error(data):
                                          r"'auto'"):
         AttentionTextClassifier("boe", class_weight="auto").fit(data[0], data[1])
     # The message names the parameter as Python spells it, not a command-line flag.
-    with pytest.raises(ValueError, match="^device must be one of .*, got 'gpu'$"):
+    with pytest.raises(ValueError, match=r"^device must be auto, cpu, cuda, cuda:N \(N counting from 0\) or mps, "
+                                         r"not 'gpu'$"):
         AttentionTextClassifier("boe", device="gpu").fit(data[0], data[1])
 
 
