@@ -493,8 +493,10 @@ def _encoder_mismatch(weights: dict[str, torch.Tensor], own: dict[str, torch.Ten
     >>> _encoder_mismatch({"token_embedding.weight": torch.zeros(5, 4), "encoder.w": torch.zeros(4, 2)}, own, 5)
     'encoder.w is (4, 2) in the file, (4, 4) in the model'
     """
-    if "token_embedding.weight" not in weights:
-        return "it lacks token_embedding.weight"
+    # Every part the encoder covers: one left out would stay at its random start without a word.
+    lacking = [name for name in own if name.startswith(PRETRAINED_PREFIXES) and name not in weights]
+    if lacking:
+        return f"it lacks {lacking[0]}" + (f" and {len(lacking) - 1} more the model has" if len(lacking) > 1 else "")
     for name, tensor in weights.items():
         if name not in own:
             return f"holds {name}, which the model lacks"
