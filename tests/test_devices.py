@@ -7,6 +7,7 @@ only the device its inputs reach matters.
 """
 
 import json
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -134,11 +135,20 @@ def test_bf16_on_a_gpu_that_cannot_compute_in_it_is_one_line_before_anything_mov
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *args, **kwargs: False)
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "Tesla P100")
+    asked_of = []  # the GPUs made current while is_bf16_supported asked: it asks of the current one only
+
+    @contextmanager
+    def current(device):
+        asked_of.append(device)
+        yield
+
+    monkeypatch.setattr(torch.cuda, "device", current)
     refusal = r"^bf16: Tesla P100 cannot compute in bfloat16; run without bf16 \(--bf16\), in float32$"
     with pytest.raises(AttnclfError, match=refusal):
         Classifier.load(demo_run, device="cuda", bf16=True)
     with pytest.raises(AttnclfError, match=refusal):
-        Trainer(build_model("boe", vocab_size=20), TrainConfig(bf16=True), tmp_path, torch.device("cuda"), ["a", "b"])
+        Trainer(build_model("boe", vocab_size=20), TrainConfig(bf16=True), tmp_path, GPU, ["a", "b"])
+    assert asked_of == [torch.device("cuda"), GPU]  # (--device cuda:1 was judged by the first GPU's bfloat16)
 
 
 def test_loading_onto_a_gpu_this_machine_lacks_is_one_line_before_any_weights_are_read(demo_run, monkeypatch):
@@ -241,3 +251,10 @@ def test_under_torchrun_a_gpu_named_by_its_index_is_refused_as_each_process_take
     with pytest.raises(AttnclfError, match=r"^under torchrun each process trains on the GPU of its local rank: pass "
                                            r"--device cuda, not cuda:0$"):
         rank_device("cuda:0")  # (it trained rank 1 on its local rank's GPU, saying nothing of the index given)
+
+
+def test_a_torch_device_names_its_device_as_its_string_does():
+    # A torch.device from Python passed the name check on its string, then failed on .startswith: an AttributeError.
+    assert resolve_device(torch.device("cpu")) == torch.device("cpu")
+    with pytest.raises(AttnclfError, match="^device cuda:0 asked for, but no CUDA device is available$"):
+        resolve_device(torch.device("cuda", 0))

@@ -26,7 +26,7 @@ def resolve_device(name: str = "auto") -> torch.device:
     >>> resolve_device("cpu")
     device(type='cpu')
     """
-    check_device_name(name)
+    name = check_device_name(str(name))  # (a torch.device from Python, as its string names it)
     if name == "auto":
         if torch.cuda.is_available():
             return torch.device("cuda")
@@ -52,7 +52,11 @@ def check_bf16(device: torch.device) -> None:
 
     >>> check_bf16(torch.device("cpu"))
     """
-    if device.type == "cuda" and not torch.cuda.is_bf16_supported():
+    if device.type != "cuda":
+        return
+    with torch.cuda.device(device):  # (is_bf16_supported asks of the current GPU: make it the one named)
+        supported = torch.cuda.is_bf16_supported()
+    if not supported:
         raise AttnclfError(f"bf16: {torch.cuda.get_device_name(device)} cannot compute in bfloat16; run without bf16 "
                            f"(--bf16), in float32")
 
