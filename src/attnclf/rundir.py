@@ -533,8 +533,8 @@ def load_weights(path: Path, like: torch.nn.Module | None = None) -> dict[str, t
     try:
         if like is not None:
             with safe_open(str(path), framework="pt") as header:
-                declared = {name: (tuple(header.get_slice(name).get_shape()), header.get_slice(name).get_dtype())
-                            for name in header.keys()}
+                slices = {name: header.get_slice(name) for name in header.keys()}
+                declared = {name: (tuple(part.get_shape()), part.get_dtype()) for name, part in slices.items()}
         differences = [] if like is None else _differences(declared, like.state_dict())
         weights = {} if differences else load_file(str(path))
     except Exception as exc:  # safetensors raises its own error types for corrupt headers
