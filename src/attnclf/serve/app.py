@@ -38,6 +38,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import InitVar, asdict, dataclass
 from functools import partial
+from itertools import islice
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -123,7 +124,7 @@ class _Texts(BaseModel):
             body = {name: value for name, value in body.items() if name in cls.model_fields or name in kept}
         texts = body.get("texts")
         if isinstance(texts, list):
-            wrong = [i for i, text in enumerate(texts) if not isinstance(text, str)][:SHOWN_ERRORS]
+            wrong = list(islice((i for i, text in enumerate(texts) if not isinstance(text, str)), SHOWN_ERRORS))
             if len(wrong) == SHOWN_ERRORS:
                 body = body | {"texts": texts[:wrong[-1] + 1]}
         return body
