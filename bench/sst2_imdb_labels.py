@@ -1,0 +1,87 @@
+"""SST-2 sentences trained beside IMDB's 25,000 labelled training reviews: does related labelled data help?
+
+    python bench/sst2_vectors.py --threads 1 --run-dir runs/s28/base --out /tmp/base.json   # the base runs
+    python bench/sst2_imdb_labels.py --base runs/s28/base/seed-{0,1,2} --output runs/tune/sst2-imdb --threads 1
+
+Each student is its base run again (the sst2-sentences recipe with counted word vectors: the same settings, vectors
+and seed) on a larger training file: stsa.binary's training sentences plus IMDB's labelled training reviews, ``neg``
+as ``negative`` and ``pos`` as ``positive``. Reviews are long, so the student reads up to ``--max-len`` tokens
+(head + tail; every SST sentence fits in 64) and keeps a ``--vocab-size`` vocabulary, so that IMDB's counts do not
+push SST's rarer words out of the recipe's 20,000. It validates on the base run's validation sentences (stsa dev).
+No test file is given: a student's test accuracy is read only by an explicit
+``attnclf evaluate STUDENTS --test-file OUTPUT/test.jsonl``. IMDB's test reviews are never read.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from attnclf.data.imdb import load as load_imdb
+from attnclf.rundir import atomic_write_bytes
+from attnclf.training.run import train_run
+from attnclf.training.run_data import align_labels
+from attnclf.training.settings import DataSettings, resume_settings
+from attnclf.training.trainer import best_epoch
+
+from common import data_dir, parser, splits, write_result
+
+SST_NAME_OF_IMDB = {"neg": "negative", "pos": "positive"}
+
+
+def write_jsonl(path: Path, rows: list[dict]) -> None:
+    atomic_write_bytes(path, "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows).encode("utf-8"))
+
+
+def main() -> None:
+    p = parser(__doc__.splitlines()[0])
+    p.add_argument("--base", nargs="+", required=True, help="the sst2-sentences runs with vectors, one per seed")
+    p.add_argument("--max-len", type=int, default=256)
+    p.add_argument("--vocab-size", type=int, default=50000)
+    p.add_argument("--output", default="runs/bench-sst2-imdb-labels")
+    p.add_argument("--threads", type=int, default=1)
+    args = p.parse_args()
+    torch.set_num_threads(args.threads)
+    output = Path(args.output)
+    output.mkdir(parents=True, exist_ok=True)
+    imdb = load_imdb([Path(data_dir(args.data_dir))]).train
+    reviews = [{"text": text, "label": SST_NAME_OF_IMDB[imdb.label_names[label]]}
+               for text, label in zip(imdb.texts, imdb.labels)]
+
+    students = {}
+    for base in args.base:
+        settings = resume_settings(base, threads=args.threads)
+        seed = settings.train.seed
+        data = splits("sst2-sentences", args.data_dir, seed=seed)
+
+        def rows(dataset) -> list[dict]:
+            dataset = align_labels(dataset, list(SST_NAME_OF_IMDB.values()))
+            return [{"text": text, "label": dataset.label_names[label]}
+                    for text, label in zip(dataset.texts, dataset.labels)]
+
+        train_file, dev_file = output / f"train-s{seed}.jsonl", output / f"dev-s{seed}.jsonl"
+        write_jsonl(train_file, rows(data.train) + reviews)
+        write_jsonl(dev_file, rows(data.validation))
+        write_jsonl(output / "test.jsonl", rows(data.test))  # for the one test reading the rule allows
+        settings.data = DataSettings(train_file=str(train_file), validation_file=str(dev_file))
+        settings.tokenizer = replace(settings.tokenizer, max_len=args.max_len, vocab_size=args.vocab_size)
+        settings = replace(settings, output=str(output / f"s{seed}"), report=False)
+        result = train_run(settings, progress=False)
+        best = best_epoch(result.history, settings.train.monitor)
+        students[seed] = {"run": settings.output, "base": base, "best_epoch": best["epoch"],
+                          "best_validation_accuracy": best["val_accuracy"],
+                          "train_seconds": round(sum(h["seconds"] for h in result.history), 1),
+                          "train_examples": len(data.train) + len(reviews)}
+        print(f"seed {seed}: best validation {best['val_accuracy']:.4f} (epoch {best['epoch']})", flush=True)
+    write_result("sst2_imdb_labels", {
+        "max_len": args.max_len, "vocab_size": args.vocab_size, "imdb_reviews": len(reviews), "students": students,
+        "mean_best_validation_accuracy": float(np.mean([s["best_validation_accuracy"] for s in students.values()])),
+    }, args.out)
+
+
+if __name__ == "__main__":
+    main()
