@@ -14,7 +14,6 @@ No test file is given: a student's test accuracy is read only by an explicit
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -22,19 +21,15 @@ import numpy as np
 import torch
 
 from attnclf.data.imdb import load as load_imdb
-from attnclf.rundir import atomic_write_bytes
 from attnclf.training.run import train_run
 from attnclf.training.run_data import align_labels
 from attnclf.training.settings import DataSettings, resume_settings
 from attnclf.training.trainer import best_epoch
 
 from common import data_dir, parser, splits, write_result
+from self_training import write_jsonl
 
 SST_NAME_OF_IMDB = {"neg": "negative", "pos": "positive"}
-
-
-def write_jsonl(path: Path, rows: list[dict]) -> None:
-    atomic_write_bytes(path, "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows).encode("utf-8"))
 
 
 def main() -> None:
