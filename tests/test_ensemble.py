@@ -560,3 +560,24 @@ def test_an_ensemble_on_a_file_from_the_model_only_file_recipe_resumes_as_its_me
     # Another setting is still refused by its name.
     assert main(flags + ["--set", "layers=2", "--resume", "--seeds", "0", "1", "2", "3"]) == 2
     assert "trained with model_config.layers = 1, this command gives 2" in capsys.readouterr().err
+
+
+def test_a_mixed_ensemble_served_names_every_model(tmp_path):
+    """An ensemble built in Python may mix models: /model and /docs name them all, and give no one member's config."""
+    from fastapi.testclient import TestClient
+
+    from attnclf.serve.app import create_app
+
+    runs = []
+    for model, width in (("boe", "embed_dim=16"), ("self-attn", "d_model=16")):
+        runs.append(tmp_path / model)
+        assert main(["train", "--dataset", "demo", "--max-train-examples", "200", "--epochs", "1", "--model", model,
+                     "--set", width, "--output", str(runs[-1]), "--quiet", "--no-report"]) == 0
+    mixed = Ensemble.load(runs, device="cpu")
+    with TestClient(create_app(mixed)) as client:
+        info = client.get("/model").json()["model"]
+        assert info["name"] == "boe + self-attn" and info["config"] is None
+        assert info["parameters"] == sum(member.config["model"]["parameters"] for member in mixed.members)
+        assert "Text classifier (boe + self-attn)" in client.get("/openapi.json").json()["info"]["description"]
+    with TestClient(create_app(Ensemble.load(runs[:1], device="cpu"))) as client:
+        assert client.get("/model").json()["model"]["config"]["embed_dim"] == 16

@@ -515,6 +515,21 @@ def _explain_methods(classifier) -> list[str]:
     return [] if hasattr(classifier, "members") else available_methods(classifier.model)
 
 
+def _model_name(classifier) -> str:
+    """What model ``classifier`` runs: an ensemble's distinct member models joined by " + ", in member order.
+
+    >>> class Run:
+    ...     def __init__(self, name): self.config = {"model": {"name": name}}
+    >>> class Mixed:
+    ...     members = [Run("boe"), Run("self-attn"), Run("boe")]
+    >>> _model_name(Mixed()), _model_name(Run("lstm"))
+    ('boe + self-attn', 'lstm')
+    """
+    members = getattr(classifier, "members", [classifier])
+    names = [member.config.get("model", {}).get("name", "of unknown kind") for member in members]
+    return " + ".join(dict.fromkeys(names))
+
+
 def _description(backend: str, methods: list[str], model: str) -> str:
     """What /docs says of the service (``model``: its name): of /explain where it gives ``methods``, and of the
     pooling attention where it pools by attention (a bag of embeddings has none to speak of), else why it does not.
@@ -578,8 +593,7 @@ def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
     # FastAPI's own /docs and /redoc pages load their scripts from a CDN: a browser opening them reaches the
     # internet (or shows nothing offline). /docs is served from this process instead.
     app = FastAPI(title="attnclf", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None,
-                  description=_description(backend, explain_methods,
-                                           classifier.config.get("model", {}).get("name", "of unknown kind")))
+                  description=_description(backend, explain_methods, _model_name(classifier)))
     app.add_middleware(JsonBodies, paths={"/predict", "/explain"})
     app.add_middleware(BodyLimit, max_bytes=limits.max_body_bytes, max_seconds=limits.max_body_seconds)
     # Outside the body's bound (added after it): a request holds its slot while its body is still arriving, too.
@@ -655,13 +669,15 @@ def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
 
         config = classifier.config  # an ensemble's: its first member's
         members = classifier.members if hasattr(classifier, "members") else [classifier]
+        configs = [member.config["model"]["config"] for member in members]
         return {
             "backend": backend,
             "labels": classifier.label_names,
-            # An ensemble's members share a recipe; its parameters are all of theirs.
-            "model": {"name": config["model"]["name"],
+            # A `train --seeds` ensemble's members share a recipe; one built in Python may mix models, whose names
+            # are all given and whose configs differ (None). Its parameters are all of theirs.
+            "model": {"name": _model_name(classifier),
                       "parameters": sum(m.config["model"]["parameters"] for m in members),
-                      "config": config["model"]["config"]},
+                      "config": configs[0] if all(c == configs[0] for c in configs) else None},
             "ensemble_members": len(members),
             # (as the tokenizer read them: a field config.json leaves out is its default)
             "tokenizer": {"kind": members[0].tokenizer.config.kind, "max_len": members[0].tokenizer.config.max_len,
