@@ -126,3 +126,17 @@ def held_elsewhere():
             process.wait(timeout=60)
 
     return hold
+
+
+@pytest.fixture
+def files_but_the_lock():
+    """``files_but_the_lock(folder)``: every file under ``folder`` by its path, and its bytes, but the lock file a
+    holder keeps there (``rundir.LOCK_FILE``): what a command refused by that holder must leave as it was."""
+    from attnclf.rundir import LOCK_FILE
+
+    def contents(folder) -> dict[str, bytes]:
+        folder = Path(folder)
+        return {str(path.relative_to(folder)): path.read_bytes() for path in sorted(folder.rglob("*"))
+                if path.is_file() and path.name != LOCK_FILE}
+
+    return contents

@@ -260,3 +260,21 @@ def test_a_faithfulness_result_measured_at_another_temperature_is_not_reused(cal
     (run / "temperature.json").unlink()  # undone: the drops were of the calibrated probabilities
     assert main(["report", str(run), "--threads", "1"]) == 0
     assert "Not measured for these weights" in (run / "report.html").read_text(encoding="utf-8")
+
+
+def test_a_run_another_process_is_writing_into_is_not_calibrated_beside_it(noisy_run, tmp_path, capsys,
+                                                                             held_elsewhere, files_but_the_lock):
+    # calibrate took no lock: one of a run that `train --resume` was writing fitted its temperature to weights the
+    # training then replaced, and two at once wrote temperature.json in turn. Now a holder is named, nothing read.
+    from attnclf.rundir import LOCK_FILE
+
+    run = tmp_path / "run"
+    shutil.copytree(noisy_run, run)
+    before = files_but_the_lock(run)
+    with held_elsewhere(run) as pid:
+        assert main(["calibrate", str(run), "--threads", "1"]) == 2
+        assert capsys.readouterr().err == (f"attnclf: error: {run} is being written by another attnclf process (pid "
+                                           f"{pid}); wait for it to finish\n")
+        assert files_but_the_lock(run) == before
+    calibrate(run, capsys)  # held no more
+    assert not (run / LOCK_FILE).exists()

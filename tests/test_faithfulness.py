@@ -242,6 +242,24 @@ def test_the_table_says_what_its_numbers_mean_and_that_the_test_favours_occlusio
     assert not any("Occlusion" in paragraph for paragraph in _result_with_aopcs(grad_input=0.3).reading())
 
 
+
+def test_faithfulness_of_a_run_another_process_is_writing_into_is_not_measured_beside_it(
+        demo_run, tmp_path, capsys, held_elsewhere, files_but_the_lock):
+    # faithfulness took no lock: measured on a run `train --resume` was writing, its faithfulness.json, newer than the
+    # weights it measured, passed for a measurement of the weights that replaced them. Now a holder is named.
+    from attnclf.rundir import LOCK_FILE
+
+    run = tmp_path / "run"
+    shutil.copytree(demo_run, run)
+    before = files_but_the_lock(run)
+    with held_elsewhere(run) as pid:
+        assert main(["faithfulness", str(run), "--examples", "4", "--methods", "attention"]) == 2
+        assert capsys.readouterr().err == (f"attnclf: error: {run} is being written by another attnclf process (pid "
+                                           f"{pid}); wait for it to finish\n")
+        assert files_but_the_lock(run) == before
+    assert main(["faithfulness", str(run), "--examples", "4", "--methods", "attention"]) == 0  # held no more
+    assert (run / "faithfulness.json").is_file() and not (run / LOCK_FILE).exists()
+
 def test_faithfulness_command(demo_run, tmp_path, capsys):
     run = tmp_path / "run"
     shutil.copytree(demo_run, run)

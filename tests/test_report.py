@@ -248,6 +248,25 @@ def test_report_errors_are_one_line(demo_run, tmp_path, capsys):
     assert "method '' does not apply" in err[3]
 
 
+
+def test_a_run_another_process_is_writing_into_gets_no_report_beside_it(demo_run, tmp_path, capsys, held_elsewhere,
+                                                                          files_but_the_lock):
+    # report took no lock: one of a run `train --resume` was writing drew its curves and scores from files the
+    # training was replacing, and two at once wrote report.html and plots/ in turn. Now a holder is named, nothing
+    # read or written.
+    from attnclf.rundir import LOCK_FILE
+
+    run = tmp_path / "run"
+    shutil.copytree(demo_run, run)
+    before = files_but_the_lock(run)
+    with held_elsewhere(run) as pid:
+        assert main(["report", str(run), "--faithfulness", "--examples", "4"]) == 2
+        assert capsys.readouterr().err == (f"attnclf: error: {run} is being written by another attnclf process (pid "
+                                           f"{pid}); wait for it to finish\n")
+        assert files_but_the_lock(run) == before
+    assert main(["report", str(run)]) == 0  # held no more
+    assert (run / "report.html").read_bytes() != before["report.html"] and not (run / LOCK_FILE).exists()
+
 @pytest.mark.parametrize("file, edit, message", [
     ("metrics.json", lambda m: m.pop("accuracy"), "metrics.json: accuracy is missing"),
     ("metrics.json", lambda m: m.update(macro_f1="0.8"), "metrics.json: macro_f1 is '0.8', not a number"),

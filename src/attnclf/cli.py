@@ -845,7 +845,7 @@ def cmd_faithfulness(args: argparse.Namespace) -> int:
     from .classifier import Classifier
     from .explain.faithfulness import measure_faithfulness, summary_table
     from .report.html import FAITHFULNESS_FILE
-    from .rundir import atomic_write_json, prepare_output_dir, refuse_multi_label
+    from .rundir import adding_to_run, atomic_write_json, refuse_multi_label
 
     if args.examples < 1:
         raise AttnclfError(f"--examples must be at least 1, got {args.examples}")
@@ -854,16 +854,18 @@ def cmd_faithfulness(args: argparse.Namespace) -> int:
     results = []
     for run_dir in args.run_dirs:
         _refuse_ensemble(run_dir)
-        clf = Classifier.load(run_dir, device=args.device)
-        _warn_if_unfinished(run_dir)
-        prepare_output_dir(run_dir)  # the measurements are saved there: a read-only run fails before, not after
-        refuse_multi_label(clf.config, "attnclf faithfulness")
-        available = _explanation_methods(run_dir, clf.model)
-        methods = available if args.methods is None else _method_list(args.methods, available, "--methods")
-        options = {"steps": args.steps} if args.steps is not None else {}
-        result = measure_faithfulness(clf, _test_data(args, clf), methods=methods, examples=args.examples,
-                                      seed=args.seed, **options)
-        atomic_write_json(Path(run_dir) / FAITHFULNESS_FILE, result.to_dict())
+        # Held from reading the weights to saving what they measured: a read-only run fails before, not after, and
+        # one that another process is training is refused (the measurement would pass for one of its next weights).
+        with adding_to_run(run_dir):
+            clf = Classifier.load(run_dir, device=args.device)
+            _warn_if_unfinished(run_dir)
+            refuse_multi_label(clf.config, "attnclf faithfulness")
+            available = _explanation_methods(run_dir, clf.model)
+            methods = available if args.methods is None else _method_list(args.methods, available, "--methods")
+            options = {"steps": args.steps} if args.steps is not None else {}
+            result = measure_faithfulness(clf, _test_data(args, clf), methods=methods, examples=args.examples,
+                                          seed=args.seed, **options)
+            atomic_write_json(Path(run_dir) / FAITHFULNESS_FILE, result.to_dict())
         # Without --methods, the same methods as --methods all: say so, as that says what it leaves out.
         if (asked := {None: "the default (every method this model supports, as --methods all)",
                       "all": "--methods all"}.get(args.methods)):
@@ -882,12 +884,10 @@ def cmd_faithfulness(args: argparse.Namespace) -> int:
 @command("report", threads=True)
 def cmd_report(args: argparse.Namespace) -> int:
     from .report import write_report
-    from .rundir import check_run_dir, prepare_output_dir
 
     if args.examples < 1:
         raise AttnclfError(f"--examples must be at least 1, got {args.examples}")
     _refuse_ensemble(args.run_dir)
-    prepare_output_dir(check_run_dir(args.run_dir))  # the report is written there: a read-only run fails first
     path = write_report(args.run_dir, method=args.method, faithfulness=args.faithfulness,
                         faithfulness_examples=args.examples, device=args.device)
     print(f"report: {path}")

@@ -244,14 +244,18 @@ _CANNOT_LOCK = {errno.ENOLCK, errno.ENOSYS, errno.EINVAL, errno.ENOTSUP, errno.E
 _held: set[Path] = set()  # the folders this process holds (a call within another's hold holds nothing more)
 
 
+ANOTHER_OUTPUT = "give another --output"  # folder_lock's advice to a command that chose the folder it writes
+
+
 @contextmanager
-def folder_lock(folder: str | Path) -> Iterator[None]:
+def folder_lock(folder: str | Path, instead: str | None = ANOTHER_OUTPUT) -> Iterator[None]:
     """Hold ``folder`` for this process while it writes into it: another process that asks for it meanwhile (a second
     `attnclf train` given the same --output) is refused in one line instead of interleaving its files with this one's,
-    which leaves a config.json of one run beside the weights of the other. The lock is the operating system's
-    (``flock``), so a process killed outright (kill -9) holds nothing; its lock file then stays, empty of meaning.
-    Calls nest within one process. Where ``fcntl`` is missing (Windows), or the file system has no locks (some
-    network mounts), nothing is locked.
+    which leaves a config.json of one run beside the weights of the other. The refusal advises waiting, or what to do
+    ``instead`` (None: nothing; `calibrate` writes into the run it is given, not an --output). The lock is the
+    operating system's (``flock``), so a process killed outright (kill -9) holds nothing; its lock file then stays,
+    empty of meaning. Calls nest within one process. Where ``fcntl`` is missing (Windows), or the file system has no
+    locks (some network mounts), nothing is locked.
 
     >>> # with folder_lock("runs/demo"):
     >>> #     ...  # write the run's files
@@ -264,7 +268,7 @@ def folder_lock(folder: str | Path) -> Iterator[None]:
         yield
         return
     lock = folder / LOCK_FILE
-    handle = _locked(lock, named)
+    handle = _locked(lock, named, instead)
     if handle is None:  # (a file system without locks: written unlocked, as before folders were locked)
         yield
         return
@@ -280,9 +284,9 @@ def folder_lock(folder: str | Path) -> Iterator[None]:
         os.close(handle)
 
 
-def _locked(lock: Path, named: str | Path) -> int | None:
+def _locked(lock: Path, named: str | Path, instead: str | None) -> int | None:
     """An open descriptor of ``lock``, locked by this process (``folder_lock``, for the folder ``named``); None where
-    the file system has no locks; a one-line error naming the process that holds it."""
+    the file system has no locks; a one-line error naming the process that holds it, and advising ``instead``."""
     while True:
         handle = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666)
         try:
@@ -296,8 +300,8 @@ def _locked(lock: Path, named: str | Path) -> int | None:
             if exc.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
                 raise
             raise AttnclfError(f"{named} is being written by another attnclf process"
-                               f"{f' (pid {holder})' if holder.isdigit() else ''}; wait for it to finish, or give "
-                               f"another --output") from None
+                               f"{f' (pid {holder})' if holder.isdigit() else ''}; wait for it to finish"
+                               f"{f', or {instead}' if instead else ''}") from None
         # The holder before us deletes the file as it lets go: the lock is ours only if we locked the file there now.
         try:
             if os.stat(lock).st_ino == os.fstat(handle).st_ino:
@@ -307,17 +311,37 @@ def _locked(lock: Path, named: str | Path) -> int | None:
         os.close(handle)
 
 
-def refuse_if_held(folder: str | Path) -> None:
-    """A one-line error if another process holds ``folder`` (``folder_lock``): a run it is training holds no model
-    yet, and checks that read its files would call it unfinished and offer to continue or replace it. Only a folder
-    with a lock file can be held, so none is created here (in a folder that cannot be written, that error would be the
-    one named). Under torchrun, rank 0's alone: the other ranks write nothing, and rank 0 may already hold it.
+def refuse_if_held(folder: str | Path, instead: str | None = ANOTHER_OUTPUT) -> None:
+    """A one-line error if another process holds ``folder`` (``folder_lock``, advising ``instead``): a run it is
+    training holds no model yet, and checks that read its files would call it unfinished and offer to continue or
+    replace it. Only a folder with a lock file can be held, so none is created here (in a folder that cannot be
+    written, that error would be the one named). Under torchrun, rank 0's alone: the other ranks write nothing, and
+    rank 0 may already hold it.
 
     >>> refuse_if_held("no/such/run")
     """
     if (Path(folder) / LOCK_FILE).is_file():
-        with folder_lock(folder):
+        with folder_lock(folder, instead):
             pass
+
+
+@contextmanager
+def adding_to_run(run_dir: str | Path) -> Iterator[Path]:
+    """Hold a trained run's folder (``folder_lock``) while a command adds files of its own to it from the run's
+    weights (calibrate's temperature.json, the report's report.html and plots/, faithfulness.json): a `train --resume`
+    writing new weights there meanwhile, or a second such command, would leave a file that describes other weights
+    (a temperature fitted to replaced ones) or two commands' files interleaved. A holder is refused in one line naming
+    its pid before the run is read (one just begun has no config.json yet); then the run is checked
+    (``check_run_dir``) and its folder proved writable, so a read-only run fails before the work, naming the folder.
+    Within a hold of this process (`train` writing its report) it holds nothing more.
+
+    >>> # with adding_to_run("runs/demo") as run_dir:
+    >>> #     atomic_write_json(run_dir / TEMPERATURE_FILE, record)
+    """
+    refuse_if_held(run_dir, instead=None)  # (the run is the command's argument: no other --output to give)
+    run_dir = prepare_output_dir(check_run_dir(run_dir))
+    with folder_lock(run_dir, instead=None):
+        yield run_dir
 
 
 def remove_cut_short_writes(*folders: Path) -> None:

@@ -50,14 +50,12 @@ def fit_temperature(labels, logits: np.ndarray) -> float:
 
 def calibrate_run(run_dir: str | Path, data_dir: str | None = None, device: str = "auto") -> dict:
     """Fit ``run_dir``'s temperature on the validation texts it held out and write ``temperature.json``; returns
-    what was written (the temperature, and the validation log loss and calibration error before and after).
+    what was written (the temperature, and the validation log loss and calibration error before and after). The run
+    is held meanwhile (``adding_to_run``): one another process is writing (training on) is refused in one line.
 
     >>> # calibrate_run("runs/20newsgroups")["temperature"]  # 1.79: the model was too sure of itself
     """
-    from ..classifier import Classifier
-    from ..rundir import (ENSEMBLE_FILE, TEMPERATURE_FILE, atomic_write_json, check_run_dir, is_multi_label,
-                          member_folders, read_config)
-    from ..training.run_data import held_out_fingerprint, run_validation_data
+    from ..rundir import ENSEMBLE_FILE, adding_to_run, member_folders, read_config
 
     members = member_folders(run_dir, trained=True)
     if members and read_config(members[0])["settings"]["data"].get("refit"):
@@ -66,7 +64,17 @@ def calibrate_run(run_dir: str | Path, data_dir: str | None = None, device: str 
     if (Path(run_dir) / ENSEMBLE_FILE).is_file() or members:
         raise AttnclfError(f"{run_dir} holds a `train --seeds` ensemble: calibrate each member, "
                            f"{Path(run_dir) / 'seed-S'}; the ensemble then averages their calibrated probabilities")
-    config = read_config(check_run_dir(run_dir))
+    with adding_to_run(run_dir):
+        return _calibrate(run_dir, data_dir, device)
+
+
+def _calibrate(run_dir: str | Path, data_dir: str | None, device: str) -> dict:
+    """``calibrate_run``'s work, in a run it holds."""
+    from ..classifier import Classifier
+    from ..rundir import TEMPERATURE_FILE, atomic_write_json, is_multi_label, read_config
+    from ..training.run_data import held_out_fingerprint, run_validation_data
+
+    config = read_config(run_dir)
     if is_multi_label(config):
         raise AttnclfError(f"{run_dir} is multi-label: its labels are thresholded one by one (thresholds.json), "
                            f"not calibrated by one temperature")

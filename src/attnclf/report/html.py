@@ -28,7 +28,7 @@ from ..explain.faithfulness import AOPC_DEFINITION, FaithfulnessResult, measure_
 from ..explain.methods import DEFAULT_METHOD, METHODS, available_methods, left_out
 from ..explain.render import branches, legend_html, page, png_img, tokens_html, unknown_note_html
 from ..models.windows import window_config
-from ..rundir import (atomic_write_bytes, atomic_write_json, check_run_dir, read_config, read_json, read_jsonl,
+from ..rundir import (adding_to_run, atomic_write_bytes, atomic_write_json, read_config, read_json, read_jsonl,
                       refuse_estimator_run)
 from ..training.trainer import best_epoch, describe_kept
 from . import plots
@@ -48,13 +48,21 @@ def write_report(run_dir: str | Path, *, classifier=None, test: TextDataset | No
     so the test set is not predicted twice). ``method`` highlights the
     examples (default: ``occlusion``; a model that pools by attention shows its
     weights beside any other method's scores). ``faithfulness=True`` measures it on
-    ``faithfulness_examples`` test texts and saves ``faithfulness.json``.
+    ``faithfulness_examples`` test texts and saves ``faithfulness.json``. The run is held meanwhile
+    (``adding_to_run``): one another process is writing (training on) is refused in one line.
 
     >>> # write_report("runs/demo", method="occlusion", faithfulness=True)
     """
+    with adding_to_run(run_dir) as run_dir:
+        return _write_report(run_dir, classifier, test, test_probabilities, method, faithfulness,
+                             faithfulness_examples, device)
+
+
+def _write_report(run_dir: Path, classifier, test: TextDataset | None, test_probabilities: np.ndarray | None,
+                  method: str | None, faithfulness: bool, faithfulness_examples: int, device: str) -> Path:
+    """``write_report``'s work, in a run it holds."""
     from ..classifier import Classifier
 
-    run_dir = check_run_dir(run_dir)
     if not (run_dir / "metrics.json").is_file():
         raise RunDirError(f"run directory {run_dir} has no metrics.json: training has not finished")
     config = read_config(run_dir)
