@@ -231,6 +231,33 @@ def test_an_export_into_a_run_folder_is_refused_and_leaves_the_run_whole(demo_ru
         assert (into / "tokenizer.json").read_bytes() == before and not (into / "export.json").exists()
 
 
+
+def test_an_export_folder_another_process_is_writing_into_is_refused_and_left_as_it_was(demo_run, tmp_path, capsys,
+                                                                                          held_elsewhere,
+                                                                                          files_but_the_lock):
+    # export took no lock: two into one --output published their files in turn, one's export.json beside the other's
+    # graph; and one into the default run/onnx ran beside a `train --overwrite` of the run, which deletes onnx/.
+    from attnclf.rundir import LOCK_FILE
+
+    run, shipped = tmp_path / "run", tmp_path / "shipped"
+    shutil.copytree(demo_run, run)
+    shutil.rmtree(run / "onnx", ignore_errors=True)
+    onnx_export.export_onnx(run, shipped, check=onnx_export.check_data(run, limit=20))
+    for held, argv in ((shipped, ["export", str(run), "--output", str(shipped)]),
+                       (run, ["export", str(run)]),  # (into run/onnx: the run is written too)
+                       (run / "onnx", ["export", str(run)])):
+        before = {folder: files_but_the_lock(folder) for folder in (run, shipped)}
+        with held_elsewhere(held) as pid:
+            assert main([*argv, "--check-examples", "20"]) == 2
+            assert capsys.readouterr().err == (f"attnclf: error: {held} is being written by another attnclf process "
+                                               f"(pid {pid}); wait for it to finish, or give another --output\n")
+            assert {folder: files_but_the_lock(folder) for folder in (run, shipped)} == before, argv
+        shutil.rmtree(run / "onnx", ignore_errors=True)  # (the holder's folder)
+    for argv in (["export", str(run)], ["export", str(run), "--output", str(shipped)]):
+        assert main([*argv, "--check-examples", "20"]) == 0  # held no more
+    assert [path for path in tmp_path.rglob(LOCK_FILE)] == []
+    assert OnnxClassifier.load(run).predict_proba(["good"]).shape == (1, 2)
+
 def test_an_empty_output_is_refused_not_read_as_the_working_folder(demo_run, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(AttnclfError, match=r"^output is empty: name the folder to export into, or leave it out"):

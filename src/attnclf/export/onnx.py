@@ -27,7 +27,7 @@ import shutil
 import tempfile
 import warnings
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,8 +44,9 @@ from ..models.attention import MultiHeadSelfAttention
 from ..models.base import model_device
 from ..models.windows import window_config
 from ..prediction import joined_text_columns, trained_text_column
-from ..rundir import (ENSEMBLE_FILE, atomic_write_bytes, atomic_write_json, first_missing_folder, prepare_output_dir,
-                      publish, refuse_multi_label, remove_empty_folders, temporary_beside)
+from ..rundir import (ENSEMBLE_FILE, atomic_write_bytes, atomic_write_json, first_missing_folder, folder_lock,
+                      prepare_output_dir, publish, refuse_if_held, refuse_multi_label, remove_empty_folders,
+                      temporary_beside)
 from ..text.tokenizer import PAD_ID, UNK_ID
 from ..training.pretrain import PRETRAIN_FILE
 from .runtime import EXPORT_FORMAT_VERSION, OnnxClassifier, weights_fingerprint
@@ -182,16 +183,19 @@ def export_onnx(run_dir: str | Path, output: str | Path | None = None, *, check:
 
     ``check`` holds the labelled texts parity is measured on (see ``check_data``).
     Raises ``AttnclfError`` when a prediction differs from PyTorch's or a
-    probability moves by more than ``PARITY_TOLERANCE``.
+    probability moves by more than ``PARITY_TOLERANCE``. The folder is held while it is written (``folder_lock``),
+    and so is the run when the folder is inside it (a new run there deletes onnx/): one another process is writing
+    is refused in one line, before the model is loaded.
     """
-    import onnxruntime
-
     if isinstance(output, str) and not output:  # (Path("") is the working folder: the export would land there)
         raise AttnclfError("output is empty: name the folder to export into, or leave it out for run_dir/onnx")
+    directory = Path(run_dir) / "onnx" if output is None else Path(output)
+    written = [Path(run_dir), directory] if _is_inside(directory, run_dir) else [directory]
+    for folder in written:
+        refuse_if_held(folder)
     clf = Classifier.load(run_dir, device="cpu")
     refuse_unexportable(clf, run_dir)  # (before any folder exists)
     graph = onnx_graph(clf.model)
-    directory = Path(run_dir) / "onnx" if output is None else Path(output)
     if any((directory / name).exists() for name in ("config.json", "model.safetensors", ENSEMBLE_FILE,
                                                      PRETRAIN_FILE)):
         # (the export's tokenizer.json and labels.json would replace the run's own, which its model needs)
@@ -199,7 +203,32 @@ def export_onnx(run_dir: str | Path, output: str | Path | None = None, *, check:
                            f"{Path(run_dir) / 'onnx'})")
     created = first_missing_folder(directory)
     prepare_output_dir(directory)
-    # Built and measured aside, published only once parity holds: a failed export leaves an earlier one working.
+    try:
+        with ExitStack() as held:
+            for folder in written:
+                held.enter_context(folder_lock(folder))
+            manifest = _publish_checked(clf, graph, Path(run_dir), directory, check, quantize)
+    except BaseException:
+        remove_empty_folders(directory, created)  # (its lock file gone first: the folder a failed export made goes)
+        raise
+    return OnnxExport(directory, manifest)
+
+
+def _is_inside(folder: Path, run_dir: str | Path) -> bool:
+    """Whether ``folder`` is in ``run_dir`` (or is it), however either is named.
+
+    >>> _is_inside(Path("runs/demo/../demo/onnx"), "runs/demo"), _is_inside(Path("shipped"), "runs/demo")
+    (True, False)
+    """
+    return Path(os.path.realpath(folder)).is_relative_to(os.path.realpath(run_dir))
+
+
+def _publish_checked(clf: Classifier, graph: bytes, run_dir: Path, directory: Path, check: TextDataset,
+                     quantize: bool) -> dict:
+    """Build the export aside, measure its parity on ``check``, and publish it into ``directory`` (which this process
+    holds) only once parity holds: a failed export leaves an earlier one working. Returns the manifest."""
+    import onnxruntime
+
     _remove_abandoned_staging(directory)
     staging = Path(tempfile.mkdtemp(prefix=f".export-{os.getpid()}-", dir=directory))
     try:
@@ -245,10 +274,9 @@ def export_onnx(run_dir: str | Path, output: str | Path | None = None, *, check:
         atomic_write_json(directory / "export.json", manifest)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
-        remove_empty_folders(directory, created)
         raise
     staging.rmdir()
-    return OnnxExport(directory, manifest)
+    return manifest
 
 
 def _remove_abandoned_staging(directory: Path) -> None:
