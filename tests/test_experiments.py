@@ -102,6 +102,37 @@ def test_compare_refuses_a_cell_trained_on_a_split_the_data_no_longer_gives(comp
     assert err.count("\n") == 1 and "another split of synthetic" in err and "boe-seed0" in err
 
 
+
+def test_a_cell_another_process_is_writing_into_is_refused_and_left_as_it_was(tmp_path, capsys, held_elsewhere,
+                                                                            files_but_the_lock):
+    # Experiments took no lock of their own: two given one --output wrote their tables in turn, one's comparison.md
+    # beside the other's cells.csv, and a `train --resume` of a cell wrote its files beside the experiment measuring
+    # or reusing it (experiment.json, the reference's result.json). Now either is refused, naming its holder.
+    from attnclf.rundir import LOCK_FILE
+
+    out = tmp_path / "out"
+    argv = ["compare", "--dataset", "synthetic", "--epochs", "1", "--max-train-examples", "200", "--threads", "1",
+            "--set", "embed_dim=16", "--models", "boe", "--seeds", "1", "--quiet", "--output", str(out)]
+    cell, reference = out / "runs" / "boe-seed0", out / "runs" / "tfidf-lr-seed0"
+
+    def refused(held: Path, pid: int) -> None:
+        assert main(argv) == 2
+        assert capsys.readouterr().err == (f"attnclf: error: {held} is being written by another attnclf process "
+                                           f"(pid {pid}); wait for it to finish, or give another --output\n")
+
+    for held in (out, cell):  # the experiment's folder (its tables), and a cell not trained yet
+        with held_elsewhere(held) as pid:
+            refused(held, pid)
+            assert files_but_the_lock(out) == {}
+    assert main(argv) == 0
+    for held in (cell, reference):  # finished: a rerun reuses them, and writes the tables they go into
+        before = files_but_the_lock(out)
+        with held_elsewhere(held) as pid:
+            refused(held, pid)
+            assert files_but_the_lock(out) == before, held
+    assert main(argv) == 0  # held no more
+    assert list(out.rglob(LOCK_FILE)) == []
+
 def recorded_warnings(runs: Path) -> list[str]:
     """The data warnings each run under ``runs`` recorded (the report repeats them), as training printed them."""
     return [f"warning: {line}" for config in sorted(runs.glob("*/config.json"))

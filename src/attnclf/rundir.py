@@ -31,7 +31,7 @@ import os
 import re
 import shutil
 import tempfile
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
@@ -222,19 +222,24 @@ def prepare_output_dir(path: str | Path) -> Path:
 
 @contextmanager
 def output_folder(path: str | Path) -> Iterator[Path]:
-    """``prepare_output_dir(path)`` for a command that fills the folder as it goes: should the command fail or be
-    stopped before it writes anything there (bad settings that only its first step finds), the folder goes again,
-    with the parents it made; one that held anything before, or does now, stays.
+    """``prepare_output_dir(path)`` for a command that fills the folder as it goes (an experiment's, or one of its
+    cells), held meanwhile (``folder_lock``; under torchrun, by rank 0): another process that asks for it is refused in
+    one line naming this one's pid. Should the command fail or be stopped before it writes anything there (bad
+    settings that only its first step finds), the folder goes again, with the parents it made; one that held anything
+    before, or does now, stays.
 
     >>> # with output_folder("experiments/compare-demo") as output:
     >>> #     records = run_variants(setup, variants, output)
     """
+    from .training.distributed import from_environment
+
     created = first_missing_folder(path)
     folder = prepare_output_dir(path)
     try:
-        yield folder
+        with folder_lock(folder) if from_environment().is_main else nullcontext():
+            yield folder
     except BaseException:
-        remove_empty_folders(folder, created)
+        remove_empty_folders(folder, created)  # (its lock file gone first)
         raise
 
 

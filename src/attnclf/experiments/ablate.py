@@ -93,24 +93,24 @@ def ablate(setup: Setup, output: str | Path, model: str = "self-attn", axes: dic
                 variants[axis, value] = replace(variant, label=label + " (base)") if is_base else variant
         records = run_variants(setup, list(variants.values()), output, log)
 
-    sections = [f"## ablate {model} on {setup.data.describe()}\n\n{describe_budget(setup, records)}\n"]
-    files = [output / "ablation.md", output / "cells.csv"]
-    for axis, values in axes.items():
-        labels = {variants[axis, value].label for value in values}
-        axis_records = [r for r in records if r["label"] in labels]
-        rows = summarize(axis_records)
-        table = markdown_table(rows, COLUMNS) + same_branch_note(axis, [variants[axis, v].label for v in values],
-                                                                 axis_records)
-        atomic_write_bytes(output / f"{axis}.md", f"### {axis}\n\n{table}".encode())
-        write_csv(output / f"{axis}.csv", rows)
-        save_figure(score_plot(rows, axis_records, "accuracy", f"{model} on {setup.data.describe()}: {axis}"),
-                    output / f"{axis}.png")
-        sections.append(f"### {axis}\n\n{table}")
-        files += [output / f"{axis}.{ext}" for ext in ("md", "csv", "png")]
-    markdown = "\n".join(sections)
-    atomic_write_bytes(output / "ablation.md", markdown.encode())
-    write_cells_csv(output / "cells.csv", records)
-    return ExperimentResult(markdown, records, files)
+        sections = [f"## ablate {model} on {setup.data.describe()}\n\n{describe_budget(setup, records)}\n"]
+        files = [output / "ablation.md", output / "cells.csv"]
+        for axis, values in axes.items():
+            labels = {variants[axis, value].label for value in values}
+            axis_records = [r for r in records if r["label"] in labels]
+            rows = summarize(axis_records)
+            table = markdown_table(rows, COLUMNS) + same_branch_note(axis, [variants[axis, v].label for v in values],
+                                                                     axis_records)
+            atomic_write_bytes(output / f"{axis}.md", f"### {axis}\n\n{table}".encode())
+            write_csv(output / f"{axis}.csv", rows)
+            save_figure(score_plot(rows, axis_records, "accuracy", f"{model} on {setup.data.describe()}: {axis}"),
+                        output / f"{axis}.png")
+            sections.append(f"### {axis}\n\n{table}")
+            files += [output / f"{axis}.{ext}" for ext in ("md", "csv", "png")]
+        markdown = "\n".join(sections)
+        atomic_write_bytes(output / "ablation.md", markdown.encode())
+        write_cells_csv(output / "cells.csv", records)
+        return ExperimentResult(markdown, records, files)
 
 
 def same_branch_note(axis: str, labels: list[str], records: list[dict]) -> str:
@@ -160,11 +160,11 @@ def toy_order(setup: Setup, output: str | Path, log: Log = lambda line: None) ->
             panels[dataset] = {v.label: [c["train_loss"] for c in cells if c["label"] == v.label]
                                for v in TOY_VARIANTS}
             records += [c | {"label": f"{dataset}: {c['label']}"} for c in cells]
-    budget = describe_budget(toy_setup, records)  # the three sets share one recipe
-    markdown = "## ablate toy-order\n\n" + budget + "\n\n" + "\n".join(sections) + "\n" + TOY_READING + "\n"
-    atomic_write_bytes(output / "toy-order.md", markdown.encode())
-    write_cells_csv(output / "cells.csv", records)
-    save_figure(loss_panels(panels, "training loss on the course's 3-token sets (mean of seeds, range shaded)"),
-                output / "toy-order.png")
-    files = [output / name for name in ("toy-order.md", "cells.csv", "toy-order.png")]
-    return ExperimentResult(markdown, records, files)
+        budget = describe_budget(toy_setup, records)  # the three sets share one recipe
+        markdown = "## ablate toy-order\n\n" + budget + "\n\n" + "\n".join(sections) + "\n" + TOY_READING + "\n"
+        atomic_write_bytes(output / "toy-order.md", markdown.encode())
+        write_cells_csv(output / "cells.csv", records)
+        save_figure(loss_panels(panels, "training loss on the course's 3-token sets (mean of seeds, range shaded)"),
+                    output / "toy-order.png")
+        files = [output / name for name in ("toy-order.md", "cells.csv", "toy-order.png")]
+        return ExperimentResult(markdown, records, files)

@@ -27,7 +27,7 @@ from ..checks import set_value
 from ..errors import AttnclfError, RunDirError
 from ..models import MODELS, build_model
 from ..recipes import earlier_file_recipes
-from ..rundir import atomic_write_json, is_resumable, read_json, read_jsonl
+from ..rundir import atomic_write_json, is_resumable, output_folder, read_json, read_jsonl
 from ..text.cleaning import CleaningConfig
 from ..training.device import torch_threads
 from ..training.run import each_warning_once, train_run
@@ -161,7 +161,15 @@ def earlier_cells(setup: Setup, variants: list[Variant], seed: int, output: str)
 def run_cell(settings: RunSettings, texts: list[str], earlier: Callable[[], Sequence[RunSettings]] = tuple) -> dict:
     """Train one cell unless its run directory already holds it, then measure its inference speed; ``earlier``: what
     gives the settings the cell's folder may have held under earlier editions of the file recipe (``earlier_cells``,
-    built only where the folder's settings differ: ``check_same_settings``)."""
+    built only where the folder's settings differ: ``check_same_settings``). The folder is held throughout
+    (``output_folder``): a `train --resume` of the cell, or a second experiment given the same --output, is refused
+    in one line naming its pid instead of writing the cell's files beside this one."""
+    with output_folder(settings.output):
+        return _run_cell(settings, texts, earlier)
+
+
+def _run_cell(settings: RunSettings, texts: list[str], earlier: Callable[[], Sequence[RunSettings]]) -> dict:
+    """``run_cell``'s work, in a cell it holds."""
     run_dir = Path(settings.output)
     cost_file = run_dir / "experiment.json"
     cpu = None  # unknown when an earlier call trained (part of) the cell

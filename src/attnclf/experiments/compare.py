@@ -45,20 +45,20 @@ def compare(setup: Setup, output: str | Path, models: tuple[str, ...] = DEFAULT_
     setup = with_quick(setup) if quick else with_caps(setup)
     with output_folder(output) as output:
         records = run_variants(setup, [Variant(m, m) for m in models], output, log)
-    if reference:
-        for seed in setup.seeds:
-            record = tfidf_reference(setup, seed, output / "runs" / f"{LABEL}-seed{seed}")
-            records.append(record)
-            log(f"{LABEL} seed {seed}: accuracy {record['accuracy']:.4f}, macro-F1 {record['macro_f1']:.4f} "
-                f"(C={record['C']})")
+        if reference:
+            for seed in setup.seeds:
+                record = tfidf_reference(setup, seed, output / "runs" / f"{LABEL}-seed{seed}")
+                records.append(record)
+                log(f"{LABEL} seed {seed}: accuracy {record['accuracy']:.4f}, macro-F1 {record['macro_f1']:.4f} "
+                    f"(C={record['C']})")
 
-    rows = summarize(records)
-    title = f"compare on {setup.data.describe()}"
-    markdown = f"## {title}\n\n{describe_budget(setup, records)}\n\n{markdown_table(rows, COLUMNS)}"
-    atomic_write_bytes(output / "comparison.md", markdown.encode())
-    write_csv(output / "comparison.csv", rows)
-    write_cells_csv(output / "cells.csv", records)
-    save_figure(compare_plot(rows, records, title), output / "comparison.png")
-    files = [output / name for name in ("comparison.md", "comparison.csv", "cells.csv", "comparison.png")]
-    return ExperimentResult(markdown, records, files)
+        rows = summarize(records)
+        title = f"compare on {setup.data.describe()}"
+        markdown = f"## {title}\n\n{describe_budget(setup, records)}\n\n{markdown_table(rows, COLUMNS)}"
+        atomic_write_bytes(output / "comparison.md", markdown.encode())
+        write_csv(output / "comparison.csv", rows)
+        write_cells_csv(output / "cells.csv", records)
+        save_figure(compare_plot(rows, records, title), output / "comparison.png")
+        files = [output / name for name in ("comparison.md", "comparison.csv", "cells.csv", "comparison.png")]
+        return ExperimentResult(markdown, records, files)
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..errors import AttnclfError
 from ..evaluation.metrics import compute_metrics
-from ..rundir import atomic_write_json, prepare_output_dir, read_json
+from ..rundir import atomic_write_json, output_folder, read_json
 from ..training.run_data import align_labels, load_data
 from ..training.settings import DataSettings
 from .cells import Setup
@@ -37,7 +37,14 @@ def _with_defaults(key: dict | None) -> dict | None:
 
 
 def tfidf_reference(setup: Setup, seed: int, run_dir: Path) -> dict:
-    """Fit, select and test the reference for one seed; cached in ``run_dir/result.json``."""
+    """Fit, select and test the reference for one seed; cached in ``run_dir/result.json``, a folder held meanwhile as a
+    neural cell's is (``output_folder``)."""
+    with output_folder(run_dir) as run_dir:
+        return _tfidf_reference(setup, seed, run_dir)
+
+
+def _tfidf_reference(setup: Setup, seed: int, run_dir: Path) -> dict:
+    """``tfidf_reference``'s work, in a folder it holds."""
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.linear_model import LogisticRegression
     from sklearn.metrics import f1_score
@@ -83,6 +90,5 @@ def tfidf_reference(setup: Setup, seed: int, run_dir: Path) -> dict:
         "texts_per_second": round(throughput, 1), "train_loss": [],
         "C": best_c, "validation_macro_f1_by_C": {str(c): scores[c] for c in C_GRID},
     }
-    prepare_output_dir(run_dir)
     atomic_write_json(cache, {"key": key, "record": record})
     return record
