@@ -206,6 +206,30 @@ def test_the_refit_command_refits_each_member_of_a_seeds_folder(tmp_path, capsys
     assert capsys.readouterr().err.count("finished, kept") == 2
 
 
+
+def test_the_refits_folder_of_a_seeds_folder_another_process_is_writing_into_is_refused(tmp_path, capsys,
+                                                                                       held_elsewhere,
+                                                                                       files_but_the_lock):
+    # Its members' folders were held as they trained, but not the folder their ensemble.json goes into: a refit
+    # beside another writing there (another refit of the folder, say) wrote its ensemble.json over the other's.
+    from attnclf.rundir import LOCK_FILE
+
+    ensemble, refitted = tmp_path / "ens", tmp_path / "ens-refit"
+    assert main(["train", "--dataset", "synthetic", "--max-train-examples", "200", "--epochs", "1", "--seeds", "0",
+                 "1", "--model", "boe", "--output", str(ensemble), "--quiet", "--no-report", "--threads", "1"]) == 0
+    argv = ["refit", str(ensemble), "--resume", "--quiet", "--no-report", "--threads", "1"]
+    for trained in (False, True):  # refused before its members train, and as it writes their ensemble.json
+        before = files_but_the_lock(refitted) if trained else {}
+        capsys.readouterr()
+        with held_elsewhere(refitted) as pid:
+            assert main(argv) == 2
+            assert capsys.readouterr().err == (f"attnclf: error: {refitted} is being written by another attnclf "
+                                               f"process (pid {pid}); wait for it to finish, or give another "
+                                               f"--output\n")
+            assert files_but_the_lock(refitted) == before
+        assert main(argv) == 0  # held no more
+    assert (refitted / "ensemble.json").is_file() and list(tmp_path.rglob(LOCK_FILE)) == []
+
 def test_a_refit_of_data_without_a_test_split_trains_on_everything_and_says_so(tmp_path, capsys):
     import csv
 

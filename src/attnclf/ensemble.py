@@ -328,10 +328,18 @@ def write_ensemble_file(output: Path, members: Sequence[Path], seeds: Sequence[i
                         threads: int | None = None) -> dict:
     """Test the members' averaged probabilities and write ``output/ensemble.json``; returns the test metrics.
 
-    The validation metrics are saved too when every member recorded the same validation texts.
+    The validation metrics are saved too when every member recorded the same validation texts. ``output`` is held
+    meanwhile (``folder_lock``; already, within `train --seeds`): another process writing there is refused in one line.
 
     >>> # write_ensemble_file(Path("runs/imdb-3"), [Path("runs/imdb-3/seed-0"), Path("runs/imdb-3/seed-1")], [0, 1])
     """
+    with folder_lock(output):
+        return _write_ensemble_file(output, members, seeds, device, threads)
+
+
+def _write_ensemble_file(output: Path, members: Sequence[Path], seeds: Sequence[int], device: str,
+                         threads: int | None) -> dict:
+    """``write_ensemble_file``'s work, in a folder it holds."""
     from .evaluation.metrics import compute_metrics, evaluate
     from .training.device import torch_threads
     from .training.run_data import held_out_fingerprint, run_test_data, run_validation_data

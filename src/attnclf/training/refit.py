@@ -56,8 +56,8 @@ def refit_runs(run_dirs: list[str | Path], output: str | None = None, *, resume:
         seen.add(run.resolve())
     planned = [refit_settings(run, output=out, device=device, threads=threads) for run, out in zip(runs, outputs)]
     if from_environment().is_main:  # a refit another process is training is neither finished nor to continue here
-        for settings in planned:
-            refuse_if_held(settings.output)
+        for written in ([refit_folder] if refit_folder else []) + [settings.output for settings in planned]:
+            refuse_if_held(written)  # (the refits' folder too: their ensemble.json goes there)
     if not (resume or overwrite):  # as `train` refuses: a repeated command deletes no work, finished or checkpointed
         for earlier in (Path(settings.output) for settings in planned):
             if (earlier / "metrics.json").is_file():
