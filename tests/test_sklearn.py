@@ -663,6 +663,29 @@ def test_save_refuses_an_unfitted_estimator_a_file_and_a_folder_that_is_not_empt
         clf.save(tmp_path / "link", overwrite=True)
 
 
+
+def test_save_will_not_replace_a_folder_another_process_is_writing_into(saved, tmp_path, held_elsewhere,
+                                                                        files_but_the_lock):
+    # It swapped the folder out whole (overwrite) from under a process writing there, an `attnclf export` into its
+    # onnx/ say, whose files went with the old folder; or said an empty folder being written "holds other files".
+    import shutil
+
+    from attnclf.rundir import LOCK_FILE
+
+    clf, path = saved
+    target = tmp_path / "estimator"
+    shutil.copytree(path, target)
+    for folder in (target, tmp_path / "new"):
+        before = files_but_the_lock(folder) if folder.exists() else {}
+        with held_elsewhere(folder) as pid:
+            with pytest.raises(AttnclfError, match=rf"^{re.escape(str(folder))} is being written by another attnclf "
+                                                   rf"process \(pid {pid}\); wait for it to finish, or save into "
+                                                   rf"another folder$"):
+                clf.save(folder, overwrite=True)
+            assert files_but_the_lock(folder) == before
+        clf.save(folder, overwrite=True)  # held no more
+        assert AttentionTextClassifier.load(folder).classes_.tolist() == [3, 7] and not (folder / LOCK_FILE).exists()
+
 def test_save_never_replaces_the_current_folder_and_finds_what_an_interrupted_save_set_aside(
         saved, tmp_path, monkeypatch):
     from attnclf import rundir

@@ -325,12 +325,13 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
         types) and ``classes_``, which must be strings, whole numbers or booleans, and the model fit built: its name
         and settings (not what ``model`` set since, or the file recipe today, would build).
         It records no texts: commands that need the run's own data (`attnclf calibrate`, `refit`, `report`,
-        `evaluate` without --test-file, `train --resume`) refuse it.
+        `evaluate` without --test-file, `train --resume`) refuse it. A folder another attnclf process is writing into
+        (``rundir.folder_lock``: an export into its onnx/, say) is refused in one line naming the process.
 
         >>> # AttentionTextClassifier("boe").fit(texts, labels).save("runs/estimator")
         """
         from .rundir import (ESTIMATOR, atomic_save_tensors, atomic_write_json, prepare_output_dir, publish_folder,
-                             write_jsonl)
+                             refuse_if_held, write_jsonl)
         from .training.run import config_record
         from .training.settings import DataSettings, RunSettings
 
@@ -338,6 +339,8 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
         classes = _json_labels(self.classes_)
         params = _json_params(self.get_params() | {"class_weight": _class_weight_json(self.class_weight)})
         target = Path(os.path.abspath(path))  # ("." has no name to put a temporary folder beside)
+        # (It writes into a folder of its own and swaps it in whole, so it takes no lock: it would be swapped out.)
+        refuse_if_held(path, instead="save into another folder")
         _check_save_target(Path(path), target, overwrite)
         prepare_output_dir(target.parent)
         model = self.classifier_.model
