@@ -110,6 +110,34 @@ def test_a_checkpoint_keeps_the_gpus_generator_so_a_resumed_run_draws_the_dropou
     assert torch.equal(fake_gpus[1].get_state(), untouched)
 
 
+
+def test_a_pretraining_checkpoint_keeps_the_gpus_generator_as_a_runs_does(tmp_path, fake_gpus):
+    # Pretraining ran on the CPU alone and its checkpoint kept the CPU's generator: on a GPU (--device, now) its
+    # dropout draws from the GPU's, which a resumed pretraining would have drawn from a reseeded one.
+    from attnclf.training import pretrain
+
+    model = build_model("self-attn", vocab_size=20, d_model=8, heads=2, layers=1, ff_dim=16)
+    head = pretrain.MaskedWordHead(8, 20)
+    optimizer = torch.optim.AdamW(list(model.parameters()) + list(head.parameters()))
+    sum(parameter.sum() for group in optimizer.param_groups for parameter in group["params"]).backward()
+    optimizer.step()  # (a checkpoint holds the state of a step taken)
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
+    generator, record = torch.Generator().manual_seed(0), {"epochs": []}
+    # (the model stays on the CPU: only the checkpoint's generators are at stake)
+    pretrain._save_checkpoint(tmp_path, record, model, head, optimizer, schedule, generator, GPU)
+    saved = {"record": record, "optimizer_param_groups": optimizer.state_dict()["param_groups"],
+             "schedule": schedule.state_dict()}
+    expected = torch.rand(3, generator=fake_gpus[1])
+    pretrain._restore(tmp_path, saved, model, head, optimizer, schedule, generator, GPU)
+    assert torch.equal(torch.rand(3, generator=fake_gpus[1]), expected)
+
+    untouched = fake_gpus[1].get_state()  # resumed on the CPU: the GPU's generator serves none of its dropout
+    pretrain._restore(tmp_path, saved, model, head, optimizer, schedule, generator, torch.device("cpu"))
+    assert torch.equal(fake_gpus[1].get_state(), untouched)
+    pretrain._save_checkpoint(tmp_path, record, model, head, optimizer, schedule, generator, torch.device("cpu"))
+    pretrain._restore(tmp_path, saved, model, head, optimizer, schedule, generator, GPU)  # (from the seed on)
+    assert torch.equal(fake_gpus[1].get_state(), untouched)
+
 def test_distributed_gpus_share_their_cpu_tensors_too(monkeypatch):
     # Under nccl alone, gathering each rank's CPU generator for a checkpoint failed: nccl moves GPU tensors only.
     for name, value in (("RANK", "1"), ("WORLD_SIZE", "2"), ("LOCAL_RANK", "1")):

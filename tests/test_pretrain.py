@@ -244,6 +244,48 @@ def test_pretrain_then_train_from_it_on_the_command_line(tmp_path, capsys, monke
     assert "which has changed since (pretrained further, or replaced)" in capsys.readouterr().err
 
 
+
+def test_pretrain_takes_a_device_as_train_does_and_on_the_cpu_pretrains_the_same_bytes(tmp_path, capsys,
+                                                                                        monkeypatch):
+    # It had no --device and ran on the CPU whatever the machine had; `--device cpu` and the default (auto, which
+    # finds no GPU here) must pretrain the same encoder, and a GPU the machine lacks is one line before any text is
+    # read or folder made.
+    import attnclf.data.registry
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # (auto: the CPU, as on this machine)
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(cyclic_corpus(120)) + "\n", encoding="utf-8")
+    argv = ["pretrain", "--file", str(corpus), "--max-len", "16", "--min-frequency", "1", "--epochs", "2",
+            "--threads", "1", *SMALL_FLAGS]
+    assert main([*argv, "--output", str(tmp_path / "auto")]) == 0
+    assert main([*argv, "--output", str(tmp_path / "cpu"), "--device", "cpu"]) == 0
+    for name in ("encoder.safetensors", "tokenizer.json"):
+        assert (tmp_path / "auto" / name).read_bytes() == (tmp_path / "cpu" / name).read_bytes(), name
+    auto, cpu = (json.loads((tmp_path / run / "pretrain.json").read_text()) for run in ("auto", "cpu"))
+    assert [epoch["loss"] for epoch in auto["epochs"]] == [epoch["loss"] for epoch in cpu["epochs"]]
+    assert auto["device"] == cpu["device"] == "cpu"  # (where it pretrained, as a run records it)
+    capsys.readouterr()
+    monkeypatch.setattr(attnclf.data.registry, "unlabelled_corpus", lambda *args, **kwargs: pytest.fail("read"))
+    assert main(["pretrain", "--dataset", "imdb", "--output", str(tmp_path / "gpu"), "--device", "cuda:1"]) == 2
+    assert capsys.readouterr().err == "attnclf: error: device cuda:1 asked for, but no CUDA device is available\n"
+    assert not (tmp_path / "gpu").exists()
+    with pytest.raises(SystemExit):  # (argparse's one line, as train's)
+        main(["pretrain", "--dataset", "imdb", "--output", str(tmp_path / "gpu"), "--device", "gpu"])
+    assert "device must be auto, cpu, cuda, cuda:N (N counting from 0) or mps, not 'gpu'" in capsys.readouterr().err
+
+
+def test_pretrain_encoder_takes_a_device_by_name_or_as_a_torch_device(tmp_path, monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    settings = PretrainSettings(model_config=SMALL, max_len=16, min_frequency=1, epochs=1, batch_size=32,
+                                sampled_words=32)
+    texts = cyclic_corpus(64)
+    by_name = pretrain_encoder(texts, settings, tmp_path / "named", log=quiet, device="cpu")
+    as_device = pretrain_encoder(texts, settings, tmp_path / "device", log=quiet, device=torch.device("cpu"))
+    assert by_name["epochs"][0]["loss"] == as_device["epochs"][0]["loss"]
+    with pytest.raises(AttnclfError, match="^device cuda:0 asked for, but no CUDA device is available$"):
+        pretrain_encoder(texts, settings, tmp_path / "gpu", log=quiet, device=torch.device("cuda", 0))
+    assert not (tmp_path / "gpu").exists()
+
 @pytest.mark.parametrize("args, message", [
     (["--embeddings", "{tmp}/v.vec"], "--init-from brings the token embedding its encoder was pretrained with"),
     (["--model", "bilstm-attn"], "--init-from starts self-attn models only"),

@@ -1014,7 +1014,7 @@ def cmd_vectors(args: argparse.Namespace) -> int:
 @command("pretrain", threads=True)
 def cmd_pretrain(args: argparse.Namespace) -> int:
     from .recipes import RECIPES, earlier_file_recipes, file_recipe, model_defaults, recipe_for
-    from .training.device import fix_mmap_threshold
+    from .training.device import fix_mmap_threshold, resolve_device
     from .training.pretrain import PretrainSettings, as_begun, pretrain_encoder
 
     if args.recipe is not None and not recipe_for(args.recipe):
@@ -1039,11 +1039,13 @@ def cmd_pretrain(args: argparse.Namespace) -> int:
         embeddings=args.embeddings, **{name: getattr(args, name) for name in (
             "embeddings_std", "epochs", "batch_size", "lr", "seed", "vocab_size", "min_frequency")
             if getattr(args, name) is not None}, named=_flag)
+    device = resolve_device(args.device)  # (a GPU the machine lacks: one line before the texts are read, not after)
     texts = _unlabelled_texts(args, "pretrain on")
     # Else its heap grows epoch by epoch (8,000 reviews: 3.2 to 4.7 GB over 4 epochs; fixed at 4 MB, 2.1-2.2 GB).
     fix_mmap_threshold()
     record = pretrain_encoder(texts, settings, args.output,
-                              log=lambda message: print(message, file=sys.stderr, flush=True), progress=True)
+                              log=lambda message: print(message, file=sys.stderr, flush=True), progress=True,
+                              device=device)
     print(f"pretrained on {record['tokens']:,} tokens, final loss {record['epochs'][-1]['loss']}: {args.output} "
           f"(`attnclf train --init-from {args.output}`)")
     return 0
@@ -1352,6 +1354,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--vocab-size", type=int, help="at most this many words (default: 50000)")
     p.add_argument("--min-frequency", type=int, help="words seen fewer times read as <unk> (default: 5)")
     p.add_argument("--seed", type=int, help="default: 0")
+    _add_device_arg(p)
     p.add_argument("--threads", type=int, help="PyTorch threads (default: one per core)")
 
     p = sub.add_parser("export", help="export a trained model for inference without PyTorch (ONNX)",

@@ -10,8 +10,8 @@ learns to read the vectors the classifier will start from.
 
 The folder it writes holds ``encoder.safetensors`` (positions, encoder, token
 embedding), ``tokenizer.json`` and ``pretrain.json`` (the model's shape, the
-corpus, the losses), and ``checkpoint.safetensors``, the whole state after the
-last finished epoch, which resumes an interrupted call. On SST-2 sentences 52
+corpus, the losses, the device it last pretrained on), and ``checkpoint.safetensors``,
+the whole state after the last finished epoch, which resumes an interrupted call. On SST-2 sentences 52
 minutes of it did not beat the fixed vectors alone (BENCHMARKS.md).
 ``attnclf train --init-from FOLDER`` starts a ``self-attn``
 model of the same shape from it (``load_pretrained``): the encoder whole, the
@@ -50,14 +50,17 @@ from ..text.batching import BucketBatches
 from ..text.cleaning import CleaningConfig
 from ..text.tokenizer import PAD_ID, UNK_ID, Tokenizer, TokenizerConfig
 from ..text.vectors import WordVectors
-from .device import forked_generators, seed_generators
-from .trainer import optimizer_tensors, restore_optimizer
+from .device import (describe_device, device_generator_state, forked_generators, resolve_device, seed_generators,
+                     set_device_generator_state)
+from .trainer import device_rng_key, optimizer_tensors, restore_optimizer
 
 ENCODER_FILE = "encoder.safetensors"
 PRETRAIN_FILE = "pretrain.json"
 TOKENIZER_FILE = "tokenizer.json"
 CHECKPOINT_FILE = "checkpoint.safetensors"  # the whole state, for resuming; not needed by --init-from
-CPU = torch.device("cpu")  # where pretraining runs (it has no --device): it draws on the CPU's generator alone
+# Where a checkpoint keeps a GPU's generator (``device_rng_key``), which a pretraining resumed on another device
+# leaves unread: one resumed on a GPU from a checkpoint of the CPU draws its dropout from the seed on, as a run does.
+DEVICE_GENERATORS = {device_rng_key(torch.device(kind)) for kind in ("cuda", "mps")}
 # Pretraining splits words as the word tokenizer does with its default cleaning; a run must read text the same way.
 TOKENIZER = TokenizerConfig(kind="word", vocab_size=50000, min_frequency=5, max_len=10 ** 9)
 # The parts of SelfAttentionClassifier that pretraining trains; the rest is the classifier's own.
@@ -175,14 +178,21 @@ class MaskedWordHead(nn.Module):
 
 
 def pretrain_encoder(texts: Sequence[str], settings: PretrainSettings, output: str | Path,
-                     log: Callable[[str], None] = print, progress: bool = False) -> dict:
+                     log: Callable[[str], None] = print, progress: bool = False,
+                     device: str | torch.device = "auto") -> dict:
     """Pretrain a ``self-attn`` encoder on ``texts`` into the folder ``output``; return what ``pretrain.json`` records.
 
     Deterministic on the CPU for the same texts, settings and thread count. After each epoch the whole
     state goes into one file, ``checkpoint.safetensors`` (written atomically), and the encoder is published
     from it; the same call again after an interruption continues from there and ends where one
-    uninterrupted call would have. ``progress`` shows a bar per epoch on a terminal.
+    uninterrupted call would have. ``progress`` shows a bar per epoch on a terminal. ``device`` is where it runs, as
+    for ``train_run`` (``auto``: CUDA, else MPS, else the CPU; ``cuda:N``; or a ``torch.device``); one the machine
+    lacks is one line before anything is read. Masking and the sampled words draw on the CPU whatever the device, so
+    only the model's sums and its dropout differ on a GPU.
+
+    >>> # pretrain_encoder(texts, PretrainSettings(epochs=1), "pretrained/mine", device="cuda:1")
     """
+    device = resolve_device(device)
     texts = check_texts(texts)
     if not texts:
         raise AttnclfError("no text to pretrain on")
@@ -198,16 +208,16 @@ def pretrain_encoder(texts: Sequence[str], settings: PretrainSettings, output: s
               "tokenizer": tokenizer_config.to_dict(), "epochs": []}
     try:
         # (generators seeded inside on a fork: the caller's own stream goes on untouched)
-        with forked_generators(CPU), folder_lock(output):
+        with forked_generators(device), folder_lock(output):
             remove_cut_short_writes(output)
-            return _pretrain(texts, settings, output, record, vectors, log, progress)
+            return _pretrain(texts, settings, output, record, vectors, log, progress, device)
     except AttnclfError:  # (refused before anything was written: a folder made for it goes again)
         remove_empty_folders(output, created)
         raise
 
 
 def _pretrain(texts: Sequence[str], settings: PretrainSettings, output: Path, record: dict,
-              vectors: WordVectors | None, log: Callable[[str], None], progress: bool) -> dict:
+              vectors: WordVectors | None, log: Callable[[str], None], progress: bool, device: torch.device) -> dict:
     saved = _earlier_state(output, record)
     if saved is not None and _published_whole(output, saved["record"], settings.epochs):
         log(f"pretrain: {output} has pretrained all {settings.epochs} epochs already; nothing to do")
@@ -225,7 +235,7 @@ def _pretrain(texts: Sequence[str], settings: PretrainSettings, output: Path, re
     log(f"pretrain: {len(texts):,} texts, {len(pieces):,} pieces of at most {settings.max_len} tokens, "
         f"{tokens:,} tokens, {tokenizer.vocab_size:,} words ({time.perf_counter() - started:.0f} s)")
 
-    seed_generators(settings.seed, CPU)
+    seed_generators(settings.seed, device)  # (initial weights draw on the CPU, dropout on the device)
     model = build_model("self-attn", vocab_size=tokenizer.vocab_size, num_classes=2, max_len=settings.max_len,
                         **_encoder_config(settings))
     record["model_config"] = asdict(model.config)
@@ -234,6 +244,8 @@ def _pretrain(texts: Sequence[str], settings: PretrainSettings, output: Path, re
         found = vectors.initialise(model.token_embedding, tokenizer, settings.embeddings_std)
         model.token_embedding.weight.requires_grad_(False)
         log(f"pretrain: {found:,} of {tokenizer.vocab_size - 2:,} words start from {settings.embeddings} (fixed)")
+    model.to(device)
+    head.to(device)
     trained = [p for name, p in model.named_parameters()
                if name.startswith(PRETRAINED_PREFIXES) and p.requires_grad] + list(head.parameters())
     optimizer = torch.optim.AdamW(trained, lr=settings.lr, weight_decay=0.01)
@@ -249,13 +261,15 @@ def _pretrain(texts: Sequence[str], settings: PretrainSettings, output: Path, re
     sampling = torch.from_numpy(counts.astype(np.float64) ** 0.75)
     generator = torch.Generator().manual_seed(settings.seed)
     if saved is not None:
-        record = _restore(output, saved, model, head, optimizer, schedule, generator)
+        record = _restore(output, saved, model, head, optimizer, schedule, generator, device)
         _publish(output, record, model, tokenizer)  # (an interruption may have come between the checkpoint and these)
         if len(record["epochs"]) == settings.epochs:
             log(f"pretrain: {output} has pretrained all {settings.epochs} epochs already; nothing to do")
         else:
             log(f"pretrain: resuming after epoch {len(record['epochs'])} of {settings.epochs}")
 
+    if len(record["epochs"]) < settings.epochs:  # (as a run's config.json: where the weights last trained)
+        record["device"] = describe_device(device)
     model.train()
     for epoch in range(len(record["epochs"]), settings.epochs):
         batches.set_epoch(epoch)
@@ -265,10 +279,12 @@ def _pretrain(texts: Sequence[str], settings: PretrainSettings, output: Path, re
             ids, mask = batch.input_ids, batch.attention_mask
             # <unk> is a word like the others here: a hidden rare word is to be recognised as rare.
             corrupted, chosen = mask_tokens(ids, mask, settings.mask_rate, tokenizer.vocab_size, generator)
+            ids, mask, corrupted, chosen = (tensor.to(device) for tensor in (ids, mask, corrupted, chosen))
             x, mask = model.embed(corrupted, mask, None)
             states, _ = model.encoder(model.dropout(model.embedding_norm(model.positions(x))), mask)
             targets = ids[chosen]
-            drawn = torch.multinomial(sampling, settings.sampled_words, replacement=True, generator=generator)
+            drawn = torch.multinomial(sampling, settings.sampled_words, replacement=True,
+                                      generator=generator).to(device)
             candidates, where = torch.unique(torch.cat([targets, drawn]), return_inverse=True)
             scores = head(states[chosen], candidates)
             loss = nn.functional.cross_entropy(scores, where[: len(targets)])
@@ -281,7 +297,7 @@ def _pretrain(texts: Sequence[str], settings: PretrainSettings, output: Path, re
         seconds = time.perf_counter() - epoch_started
         record["epochs"].append({"epoch": epoch + 1, "loss": round(float(np.mean(losses)), 4),
                                  "seconds": round(seconds, 1), "tokens_per_second": round(tokens / seconds)})
-        _save_checkpoint(output, record, model, head, optimizer, schedule, generator)
+        _save_checkpoint(output, record, model, head, optimizer, schedule, generator, device)
         _publish(output, record, model, tokenizer)
         log(f"pretrain: epoch {epoch + 1}/{settings.epochs} loss {np.mean(losses):.4f} ({seconds:.0f} s, "
             f"{tokens / seconds:,.0f} tokens/s; saved)")
@@ -363,8 +379,10 @@ def _checkpoint_metadata(path: Path) -> dict:
         raise RunDirError(f"{path}: not a valid safetensors file ({exc}); choose another --output") from None
 
 
-def _save_checkpoint(output: Path, record: dict, model, head, optimizer, schedule, generator) -> None:
-    """Everything a resumed call needs, in one file written atomically: it is the only thing resuming trusts."""
+def _save_checkpoint(output: Path, record: dict, model, head, optimizer, schedule, generator,
+                     device: torch.device) -> None:
+    """Everything a resumed call needs, in one file written atomically: it is the only thing resuming trusts. On a
+    GPU, its generator too (dropout draws from it there), as a run's checkpoint keeps it."""
     tensors = {f"model.{name}": tensor for name, tensor in model.state_dict().items()
                if name.startswith(PRETRAINED_PREFIXES)}
     tensors |= {f"head.{name}": tensor for name, tensor in head.state_dict().items()}
@@ -372,27 +390,34 @@ def _save_checkpoint(output: Path, record: dict, model, head, optimizer, schedul
     tensors |= optimizer_state
     tensors["rng.torch"] = torch.get_rng_state()  # dropout: a resumed call draws the masks it would have drawn
     tensors["rng.generator"] = generator.get_state()  # masking and sampled words
+    if (own := device_generator_state(device)) is not None:
+        tensors[device_rng_key(device)] = own
     metadata = {"state": json.dumps({"record": record, "optimizer_param_groups": param_groups,
                                      "schedule": schedule.state_dict()})}
     atomic_save_tensors(output / CHECKPOINT_FILE, tensors, metadata)
 
 
-def _restore(output: Path, saved: dict, model, head, optimizer, schedule, generator) -> dict:
+def _restore(output: Path, saved: dict, model, head, optimizer, schedule, generator, device: torch.device) -> dict:
+    """Put the checkpoint's state back into the pretraining's parts (``device``'s generator where it holds one);
+    return its record."""
     tensors = load_weights(output / CHECKPOINT_FILE)
     expected = {f"model.{name}" for name in model.state_dict() if name.startswith(PRETRAINED_PREFIXES)}
     expected |= {f"head.{name}" for name in head.state_dict()} | {"rng.torch", "rng.generator"}
     trained = sum(len(group["params"]) for group in optimizer.param_groups)
     expected |= {f"optimizer.{index}.{name}" for index in range(trained) for name in ("step", "exp_avg", "exp_avg_sq")}
-    if set(tensors) != expected:
-        missing = sorted(expected - set(tensors)) or sorted(set(tensors) - expected)
+    found = set(tensors) - DEVICE_GENERATORS
+    if found != expected:
+        missing = sorted(expected - found) or sorted(found - expected)
         raise RunDirError(f"{output / CHECKPOINT_FILE} does not hold this pretraining's state ({missing[0]} "
-                          f"{'missing' if expected - set(tensors) else 'unexpected'}); choose another --output")
+                          f"{'missing' if expected - found else 'unexpected'}); choose another --output")
     model.load_state_dict({k[6:]: v for k, v in tensors.items() if k.startswith("model.")}, strict=False)
     head.load_state_dict({k[5:]: v for k, v in tensors.items() if k.startswith("head.")})
     restore_optimizer(optimizer, tensors, saved["optimizer_param_groups"])
     schedule.load_state_dict(saved["schedule"])
     torch.set_rng_state(tensors["rng.torch"])
     generator.set_state(tensors["rng.generator"])
+    if device_rng_key(device) in tensors:
+        set_device_generator_state(device, tensors[device_rng_key(device)])
     return saved["record"]
 
 

@@ -523,7 +523,7 @@ class Trainer:
         for rank, rng in enumerate(rngs):
             tensors["rng.torch" if rank == 0 else f"rng.torch.{rank}"] = rng
         for rank, rng in enumerate(device_rngs):
-            tensors[_device_rng_key(self.device, rank)] = rng
+            tensors[device_rng_key(self.device, rank)] = rng
         name = f"epoch-{state['epoch']}.safetensors"
         atomic_save_tensors(self.checkpoint_dir / name, tensors)
         atomic_write_json(self.checkpoint_dir / "state.json", {
@@ -552,8 +552,8 @@ class Trainer:
         rank = self.distributed.rank
         torch.set_rng_state(tensors["rng.torch" if rank == 0 else f"rng.torch.{rank}"])
         # (A checkpoint of a run on the CPU has no GPU generator's state: resumed on a GPU, it draws from its seed.)
-        if _device_rng_key(self.device, rank) in tensors:
-            set_device_generator_state(self.device, tensors[_device_rng_key(self.device, rank)])
+        if device_rng_key(self.device, rank) in tensors:
+            set_device_generator_state(self.device, tensors[device_rng_key(self.device, rank)])
         return saved
 
     def _remove_stale_tensors(self, committed: str) -> None:
@@ -565,10 +565,11 @@ class Trainer:
                 path.unlink(missing_ok=True)
 
 
-def _device_rng_key(device: torch.device, rank: int) -> str:
-    """Where a checkpoint keeps rank ``rank``'s generator of ``device`` (a GPU's; the CPU's is ``rng.torch``).
+def device_rng_key(device: torch.device, rank: int = 0) -> str:
+    """Where a checkpoint keeps rank ``rank``'s generator of ``device`` (a GPU's; the CPU's is ``rng.torch``): a run's,
+    and a pretraining's (one process, rank 0).
 
-    >>> _device_rng_key(torch.device("cuda", 1), 1)
+    >>> device_rng_key(torch.device("cuda", 1), 1)
     'rng.cuda.1'
     """
     return f"rng.{device.type}" if rank == 0 else f"rng.{device.type}.{rank}"
