@@ -8,8 +8,8 @@ and seed) on a larger training file: stsa.binary's training sentences plus IMDB'
 as ``negative`` and ``pos`` as ``positive``. Reviews are long, so the student reads up to ``--max-len`` tokens
 (head + tail; every SST sentence fits in 64) and keeps a ``--vocab-size`` vocabulary, so that IMDB's counts do not
 push SST's rarer words out of the recipe's 20,000. It validates on the base run's validation sentences (stsa dev).
-No test file is given: a student's test accuracy is read only by an explicit
-``attnclf evaluate STUDENTS --test-file OUTPUT/test.jsonl``. IMDB's test reviews are never read.
+A rerun keeps the students that finished and continues one cut short. No test file is given: a student's test
+accuracy is read only by an explicit ``attnclf evaluate STUDENTS --test-file OUTPUT/test.jsonl``. IMDB's test reviews are never read.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from attnclf.data.imdb import load as load_imdb
-from attnclf.training.run import train_run
+from attnclf.training.run import train_or_continue
 from attnclf.training.run_data import align_labels
 from attnclf.training.settings import DataSettings, resume_settings
 from attnclf.training.trainer import best_epoch
@@ -65,7 +65,7 @@ def main() -> None:
         settings.data = DataSettings(train_file=str(train_file), validation_file=str(dev_file))
         settings.tokenizer = replace(settings.tokenizer, max_len=args.max_len, vocab_size=args.vocab_size)
         settings = replace(settings, output=str(output / f"s{seed}"), report=False)
-        result = train_run(settings, progress=False)
+        result = train_or_continue(settings, resume=True, progress=False)  # (a rerun keeps or continues each)
         best = best_epoch(result.history, settings.train.monitor)
         students[seed] = {"run": settings.output, "base": base, "best_epoch": best["epoch"],
                           "best_validation_accuracy": best["val_accuracy"],
