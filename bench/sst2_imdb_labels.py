@@ -2,6 +2,7 @@
 
     python bench/sst2_vectors.py --threads 1 --run-dir runs/s28/base --out /tmp/base.json   # the base runs
     python bench/sst2_imdb_labels.py --base runs/s28/base/seed-{0,1,2} --output runs/tune/sst2-imdb --threads 1
+    python bench/sst2_imdb_labels.py --baselines --output runs/tune/sst2-imdb   # the linear baselines, both files
 
 Each student is its base run again (the sst2-sentences recipe with counted word vectors: the same settings, vectors
 and seed) on a larger training file: stsa.binary's training sentences plus IMDB's labelled training reviews, ``neg``
@@ -10,10 +11,14 @@ as ``negative`` and ``pos`` as ``positive``. Reviews are long, so the student re
 push SST's rarer words out of the recipe's 20,000. It validates on the base run's validation sentences (stsa dev).
 A rerun keeps the students that finished and continues one cut short. No test file is given: a student's test
 accuracy is read only by an explicit ``attnclf evaluate STUDENTS --test-file OUTPUT/test.jsonl``. IMDB's test reviews are never read.
+``--baselines`` instead fits ``bench/baselines.py``'s three linear models to stsa's training sentences alone and to
+the students' larger file (OUTPUT/train-s0.jsonl: every seed's is the same, stsa's split being fixed), each C chosen
+on stsa dev, and reads stsa test once for each.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -26,20 +31,46 @@ from attnclf.training.run_data import align_labels
 from attnclf.training.settings import DataSettings, resume_settings
 from attnclf.training.trainer import best_epoch
 
+from baselines import _models, fit_and_choose
 from common import data_dir, parser, splits, write_result
 from self_training import write_jsonl
 
 SST_NAME_OF_IMDB = {"neg": "negative", "pos": "positive"}
 
 
+def baselines(output: Path) -> dict:
+    """Each linear baseline fitted to stsa's sentences alone and with IMDB's reviews, validated and tested on stsa's."""
+    def read(path: Path) -> tuple[list[str], np.ndarray]:
+        with open(path, encoding="utf-8") as lines:
+            rows = [json.loads(line) for line in lines]
+        return [row["text"] for row in rows], np.array([row["label"] == "positive" for row in rows], dtype=int)
+
+    larger, dev, test = read(output / "train-s0.jsonl"), read(output / "dev-s0.jsonl"), read(output / "test.jsonl")
+    alone = (larger[0][:-25000], larger[1][:-25000])  # (the file is stsa's sentences, then the 25,000 reviews)
+    result = {}
+    for trained_on, train in (("stsa", alone), ("stsa+imdb", larger)):
+        for name, vectorizer, make, grid in _models(2):
+            entry = fit_and_choose(vectorizer, make, grid, train, dev, test)
+            result[f"{name} ({trained_on})"] = entry
+            print(f"{name:17s} {trained_on:10s} test {entry['test_accuracy']:.4f} "
+                  f"(dev {entry['validation_accuracy']:.4f}, C={entry['C']})", flush=True)
+    return result
+
+
 def main() -> None:
     p = parser(__doc__.splitlines()[0])
-    p.add_argument("--base", nargs="+", required=True, help="the sst2-sentences runs with vectors, one per seed")
+    p.add_argument("--base", nargs="+", help="the sst2-sentences runs with vectors, one per seed")
     p.add_argument("--max-len", type=int, default=256)
     p.add_argument("--vocab-size", type=int, default=50000)
     p.add_argument("--output", default="runs/bench-sst2-imdb-labels")
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--baselines", action="store_true", help="fit the linear baselines instead (see above)")
     args = p.parse_args()
+    if args.baselines:
+        write_result("sst2_imdb_labels-baselines", {"models": baselines(Path(args.output))}, args.out)
+        return
+    if not args.base:
+        p.error("give the base runs (--base RUN ...), or --baselines")
     torch.set_num_threads(args.threads)
     output = Path(args.output)
     output.mkdir(parents=True, exist_ok=True)
