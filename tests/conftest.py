@@ -1,3 +1,4 @@
+import json
 import os
 from pathlib import Path
 
@@ -140,3 +141,28 @@ def files_but_the_lock():
                 if path.is_file() and path.name != LOCK_FILE}
 
     return contents
+
+
+@pytest.fixture
+def mangle():
+    """``mangle(path, edit)``: a run's metrics.json or history.jsonl as a hand edit or a crash leaves it. ``edit``
+    changes the file's content in place (metrics.json's object; history.jsonl's list of lines), or is "truncated":
+    the file cut short half-way, as a crash or a full disk leaves a file written in place."""
+
+    def edit_file(path: Path, edit) -> None:
+        text = path.read_text()
+        if edit == "truncated":  # (half-way through the middle line: a cut at a line's end would leave whole lines)
+            start = text.rfind("\n", 0, len(text) // 2) + 1
+            end = text.find("\n", start)
+            end = len(text) if end < 0 else end
+            path.write_text(text[: (start + end) // 2])
+        elif path.suffix == ".jsonl":
+            lines = [json.loads(line) for line in text.splitlines()]
+            edit(lines)
+            path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+        else:
+            content = json.loads(text)
+            edit(content)
+            path.write_text(json.dumps(content))
+
+    return edit_file

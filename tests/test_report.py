@@ -284,21 +284,14 @@ def test_a_run_another_process_is_writing_into_gets_no_report_beside_it(demo_run
      "history.jsonl, line 2: val_macro_f1 is 'x', not a number or null"),
     ("history.jsonl", lambda h: h.__setitem__(0, [1]), "history.jsonl, line 1: [1] is not an object"),
 ])
-def test_a_hand_edited_metrics_or_history_file_is_one_line_naming_the_field(demo_run, tmp_path, capsys, file, edit,
-                                                                           message):
+def test_a_hand_edited_metrics_or_history_file_is_one_line_naming_the_field(demo_run, tmp_path, capsys, mangle, file,
+                                                                           edit, message):
     # A metrics.json or history.jsonl edited by hand (a key deleted, a number quoted) was a KeyError or a TypeError
     # from deep in the page's tables and plots, a traceback instead of the file and field at fault.
     run = tmp_path / "run"
     shutil.copytree(demo_run, run)
     path = run / file
-    if file == "metrics.json":
-        content = json.loads(path.read_text())
-        edit(content)
-        path.write_text(json.dumps(content))
-    else:
-        lines = [json.loads(line) for line in path.read_text().splitlines()]
-        edit(lines)
-        path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    mangle(path, edit)
     capsys.readouterr()
     assert main(["report", str(run)]) == 2
     (err,) = capsys.readouterr().err.splitlines()
