@@ -33,8 +33,9 @@ import shutil
 import tempfile
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
+from .checks import real_number, whole_number
 from .errors import NAME_LENGTH, AttnclfError, RunDirError, first_few, shown
 
 try:
@@ -687,6 +688,123 @@ def read_jsonl(path: Path) -> list[dict]:
         except RecursionError:
             raise RunDirError(f"{path}, line {number}: {_TOO_DEEP}") from None
     return records
+
+
+# What a field of metrics.json or history.jsonl must be wherever a file holds it: (whether a value is one, what).
+_NUMBER = (lambda value: real_number(value) is not None, "a number")
+_NUMBER_OR_NULL = (lambda value: value is None or real_number(value) is not None, "a number or null")
+_COUNT = (lambda value: whole_number(value) is not None and whole_number(value) >= 0, "a whole number >= 0")
+_OBJECT = (lambda value: isinstance(value, dict), "an object")
+_TEXT = (lambda value: isinstance(value, str), "a string")
+_TRUE_OR_FALSE = (lambda value: isinstance(value, bool), "true or false")
+_SQUARE_COUNTS = (lambda value: isinstance(value, list) and all(
+    isinstance(row, list) and len(row) == len(value) and all(_COUNT[0](count) for count in row) for row in value),
+    "a square table of counts")
+# What a run scored: its test split, its validation split (it had no test data), or no texts (None: a refit of data
+# without a test split, or the scikit-learn estimator's save). Runs from before it was recorded scored their test split.
+_SPLITS = (None, "test", "validation")
+_SPLIT = (lambda value: value in _SPLITS, f"one of {', '.join(map(str, _SPLITS))}")
+
+
+def _check_fields(where: str | Path, record: dict, kinds: dict, required: Iterable[str] = (), prefix: str = "") -> None:
+    """One line naming ``where`` and the field when ``record`` lacks one of ``required`` (fields of ``kinds``) or
+    holds one of ``kinds`` of another kind: its readers index and format them far from the file, where a KeyError or
+    a TypeError would say nothing of which file was edited."""
+    for name, (fits, kind) in kinds.items():
+        if name not in record:
+            if name in required:
+                raise RunDirError(f"{where}: {prefix}{name} is missing (was the file edited?)")
+        elif not fits(record[name]):
+            raise RunDirError(f"{where}: {prefix}{name} is {shown(record[name])}, not {kind} (was the file edited?)")
+
+
+def read_metrics(run_dir: str | Path, *, tables: bool = False, costs: bool = False, scored: bool = False) -> dict:
+    """A run's metrics.json, refused in one line naming the file and field unless each field of it attnclf reads is of
+    its kind, and it holds the fields its reader uses: a run that scored texts, the scores `train` and `refit` print;
+    one that scored none (``split`` null), the note saying why. With ``tables``, the per-class table, averages and
+    confusion matrix (a multi-label run's tables) the report shows; with ``costs``, the training time and parameter
+    count `compare` tabulates; with ``scored``, scores at all (a compare cell always scored texts).
+
+    >>> read_metrics("no/such/run")
+    Traceback (most recent call last):
+    ...
+    attnclf.errors.RunDirError: no/such/run/metrics.json: missing
+    >>> # read_metrics("runs/demo", tables=True)["per_class"]["positive"]["f1"]
+    """
+    path = Path(run_dir) / "metrics.json"
+    metrics = read_json(path)
+    if not isinstance(metrics, dict):
+        raise RunDirError(f"{path}: {shown(metrics)} is not an object (was the file edited?)")
+    _check_fields(path, metrics, {"split": _SPLIT, "multi_label": _TRUE_OR_FALSE})
+    multi, unscored = metrics.get("multi_label", False), metrics.get("split", "test") is None
+    if unscored and scored:
+        raise RunDirError(f"{path}: split is None: the run scored no texts (was the file edited?)")
+    required = {"note"} if unscored else {"macro_f1", *(("micro_f1", "subset_accuracy", "hamming_loss") if multi else
+                                                      ("accuracy",))}
+    if tables and not unscored:
+        required |= _metrics_tables(multi)
+    if costs:
+        required |= {"train_seconds", "parameters"}
+    _check_fields(path, metrics, _metrics_kinds(multi), required)
+    per_class = {"precision": _NUMBER, "recall": _NUMBER, "f1": _NUMBER, "support": _COUNT}
+    per_class |= {"threshold": _NUMBER, "roc_auc": _NUMBER_OR_NULL} if multi else {}
+    for name, scores in metrics.get("per_class", {}).items():
+        if not isinstance(scores, dict):
+            raise RunDirError(f"{path}: per_class.{name} is {shown(scores)}, not an object (was the file edited?)")
+        _check_fields(path, scores, per_class, per_class, prefix=f"per_class.{name}.")
+    at_half = metrics.get("at_0.5", {}) if multi else {}  # (a multi-label run's scores at threshold 0.5)
+    _check_fields(path, at_half, dict.fromkeys(at_half, _NUMBER), prefix="at_0.5.")
+    return metrics
+
+
+def _averages(multi: bool) -> tuple[str, ...]:
+    """The averaged precision, recall and F1 metrics.json holds."""
+    kinds = ("micro", "macro", "weighted", "samples") if multi else ("macro", "weighted")
+    return tuple(f"{average}_{score}" for average in kinds for score in ("precision", "recall", "f1"))
+
+
+def _metrics_kinds(multi: bool) -> dict:
+    """What each field of a (``multi``-label) run's metrics.json that attnclf reads must be."""
+    return {"accuracy": _NUMBER, "macro_f1": _NUMBER, "roc_auc": _NUMBER_OR_NULL, "ece": _NUMBER_OR_NULL,
+            "train_seconds": _NUMBER, "parameters": _COUNT, "num_examples": _COUNT, "per_class": _OBJECT,
+            **dict.fromkeys(_averages(multi), _NUMBER),
+            **({"micro_roc_auc": _NUMBER_OR_NULL, "subset_accuracy": _NUMBER, "hamming_loss": _NUMBER,
+                "at_0.5": _OBJECT} if multi else {"confusion_matrix": _SQUARE_COUNTS}), "note": _TEXT}
+
+
+def _metrics_tables(multi: bool) -> set[str]:
+    """The fields of a (``multi``-label) run's metrics.json that the report's overview and tables show."""
+    return {"accuracy", "macro_f1", "per_class", *_averages(multi),
+            *(("roc_auc", "micro_roc_auc", "subset_accuracy", "hamming_loss") if multi else
+              ("num_examples", "confusion_matrix"))}
+
+
+# What each field of history.jsonl that attnclf reads must be; any other val_ field is a validation metric, a number
+# or null (ROC AUC where validation holds one class).
+_HISTORY_KINDS = {"epoch": _COUNT, "train_loss": _NUMBER, "train_accuracy": _NUMBER, "val_loss": _NUMBER,
+                  "val_accuracy": _NUMBER, "lr": _NUMBER, "schedule_epochs": _COUNT, "seconds": _NUMBER}
+
+
+def read_history(run_dir: str | Path, needs: Iterable[str] = ()) -> list[dict]:
+    """A run's history.jsonl, one record per epoch (none without the file: no epochs were recorded), refused in one
+    line naming the file, line and field unless each line is an object whose fields attnclf reads are of their kind,
+    holding ``needs`` (what the caller reads of every epoch: epoch, train_loss, train_accuracy, lr, schedule_epochs or
+    seconds) and, where the first line holds a validation loss or accuracy, that too (a run validates every epoch or
+    none).
+
+    >>> read_history("no/such/run")
+    []
+    >>> # [record["train_loss"] for record in read_history("runs/demo", needs=["train_loss"])]
+    """
+    path = Path(run_dir) / "history.jsonl"
+    history = read_jsonl(path)
+    validated = {"val_loss", "val_accuracy"} & set(history[0]) if history and isinstance(history[0], dict) else set()
+    for number, record in enumerate(history, 1):
+        if not isinstance(record, dict):
+            raise RunDirError(f"{path}, line {number}: {shown(record)} is not an object (was the file edited?)")
+        metrics = {name: _NUMBER_OR_NULL for name in record if name.startswith("val_") and name not in _HISTORY_KINDS}
+        _check_fields(f"{path}, line {number}", record, _HISTORY_KINDS | metrics, validated.union(needs))
+    return history
 
 
 def file_sha256(path: str | Path) -> str:

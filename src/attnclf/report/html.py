@@ -20,22 +20,22 @@ from pathlib import Path
 import numpy as np
 
 from ..data.base import TextDataset
-from ..checks import real_number, whole_number
-from ..errors import AttnclfError, RunDirError, shown
+from ..errors import AttnclfError, RunDirError
 from ..evaluation.metrics import expected_calibration_error, log_loss, pick_examples
 from ..explain.explanation import explain
 from ..explain.faithfulness import AOPC_DEFINITION, FaithfulnessResult, measure_faithfulness
 from ..explain.methods import DEFAULT_METHOD, METHODS, available_methods, left_out
 from ..explain.render import branches, legend_html, page, png_img, tokens_html, unknown_note_html
 from ..models.windows import window_config
-from ..rundir import (adding_to_run, atomic_write_bytes, atomic_write_json, read_config, read_json, read_jsonl,
-                      refuse_estimator_run)
+from ..rundir import (adding_to_run, atomic_write_bytes, atomic_write_json, read_config, read_history,
+                      read_json, read_metrics, refuse_estimator_run)
 from ..training.trainer import best_epoch, describe_kept
 from . import plots
 
 FAITHFULNESS_FILE = "faithfulness.json"
 PLOTS = ("training", "metric_history", "confusion_matrix", "roc", "reliability", "self_attention",
          "deletion")  # plots/<name>.png
+_CURVES = ("epoch", "train_loss", "train_accuracy")  # what the training curves draw of every epoch
 
 
 def write_report(run_dir: str | Path, *, classifier=None, test: TextDataset | None = None,
@@ -66,8 +66,8 @@ def _write_report(run_dir: Path, classifier, test: TextDataset | None, test_prob
     if not (run_dir / "metrics.json").is_file():
         raise RunDirError(f"run directory {run_dir} has no metrics.json: training has not finished")
     config = read_config(run_dir)
-    metrics = _read_metrics(run_dir / "metrics.json")
-    history = _read_history(run_dir / "history.jsonl")
+    metrics = read_metrics(run_dir, tables=True)
+    history = read_history(run_dir, needs=_CURVES)
     # A run that scored no texts (saved by the scikit-learn estimator, or a refit of data without a test split) has
     # none of the scores the page shows, whatever test texts it is given; and report takes no test file.
     if metrics.get("split", "test") is None:
@@ -143,84 +143,6 @@ def _write_report(run_dir: Path, classifier, test: TextDataset | None, test_prob
     path = run_dir / "report.html"
     atomic_write_bytes(path, page(f"attnclf report: {run_dir.name}", body).encode("utf-8"))
     return path
-
-
-# What a field of metrics.json or history.jsonl must be for the report to use it: (whether a value is one, what).
-_NUMBER = (lambda value: real_number(value) is not None, "a number")
-_NUMBER_OR_NULL = (lambda value: value is None or real_number(value) is not None, "a number or null")
-_COUNT = (lambda value: whole_number(value) is not None and whole_number(value) >= 0, "a whole number >= 0")
-_OBJECT = (lambda value: isinstance(value, dict), "an object")
-_SQUARE_COUNTS = (lambda value: isinstance(value, list) and all(
-    isinstance(row, list) and len(row) == len(value) and all(_COUNT[0](count) for count in row) for row in value),
-    "a square table of counts")
-_SPLITS = (None, "test", "validation")
-
-
-def _check_fields(where: str, record: dict, fields: dict, optional: set[str] = frozenset(), prefix: str = "") -> None:
-    """One line naming ``where`` and the field when ``record`` lacks one of ``fields`` (but ``optional``) or holds
-    one of another kind: the report indexes and formats them deep in its tables and plots, where a KeyError or a
-    TypeError would say nothing of which file was edited."""
-    for name, (fits, kind) in fields.items():
-        if name not in record:
-            if name in optional:
-                continue
-            raise RunDirError(f"{where}: {prefix}{name} is missing (was the file edited?)")
-        if not fits(record[name]):
-            raise RunDirError(f"{where}: {prefix}{name} is {shown(record[name])}, not {kind} (was the file edited?)")
-
-
-def _read_metrics(path: Path) -> dict:
-    """``metrics.json`` as the report reads it: every field its tables and plots use, of the kind they use, checked as
-    it is read (a run that scored no texts, ``split`` null, has none of them: ``write_report`` refuses it).
-
-    >>> # _read_metrics(Path("runs/demo/metrics.json"))["accuracy"]
-    """
-    metrics = read_json(path)
-    if not isinstance(metrics, dict):
-        raise RunDirError(f"{path}: {shown(metrics)} is not an object (was the file edited?)")
-    if metrics.get("split", "test") not in _SPLITS:
-        raise RunDirError(f"{path}: split is {shown(metrics['split'])}, not one of {', '.join(map(str, _SPLITS))} "
-                          "(was the file edited?)")
-    if metrics.get("split", "test") is None:
-        return metrics
-    multi = metrics.get("multi_label", False)
-    if not isinstance(multi, bool):
-        raise RunDirError(f"{path}: multi_label is {shown(multi)}, not true or false (was the file edited?)")
-    averages = ("micro", "macro", "weighted", "samples") if multi else ("macro", "weighted")
-    fields = {"accuracy": _NUMBER, "macro_f1": _NUMBER, "roc_auc": _NUMBER_OR_NULL, "train_seconds": _NUMBER,
-              "per_class": _OBJECT, **{f"{average}_{score}": _NUMBER for average in averages
-                                       for score in ("precision", "recall", "f1")}}
-    fields |= ({"micro_roc_auc": _NUMBER_OR_NULL, "subset_accuracy": _NUMBER, "hamming_loss": _NUMBER,
-                "at_0.5": _OBJECT} if multi else {"num_examples": _COUNT, "confusion_matrix": _SQUARE_COUNTS})
-    _check_fields(str(path), metrics, fields, optional={"train_seconds", "at_0.5"} | (set() if multi else {"roc_auc"}))
-    per_class = {"precision": _NUMBER, "recall": _NUMBER, "f1": _NUMBER, "support": _COUNT}
-    per_class |= {"threshold": _NUMBER, "roc_auc": _NUMBER_OR_NULL} if multi else {}
-    for name, scores in metrics["per_class"].items():
-        if not isinstance(scores, dict):
-            raise RunDirError(f"{path}: per_class.{name} is {shown(scores)}, not an object (was the file edited?)")
-        _check_fields(str(path), scores, per_class, prefix=f"per_class.{name}.")
-    _check_fields(str(path), metrics.get("at_0.5", {}), dict.fromkeys(metrics.get("at_0.5", {}), _NUMBER),
-                  prefix="at_0.5.")
-    return metrics
-
-
-def _read_history(path: Path) -> list[dict]:
-    """``history.jsonl`` as the report reads it (none: no epochs recorded): every line an object with the fields its
-    training curves, validation plots and kept-epoch note use, of the kind they use.
-
-    >>> # [record["epoch"] for record in _read_history(Path("runs/demo/history.jsonl"))]
-    """
-    history = read_jsonl(path)
-    # The curves draw validation loss and accuracy when the first epoch has them: then every epoch must.
-    unvalidated = {name for name in ("val_loss", "val_accuracy") if not (history and name in history[0])}
-    fields = {"epoch": _COUNT, "train_loss": _NUMBER, "train_accuracy": _NUMBER, "val_loss": _NUMBER,
-              "val_accuracy": _NUMBER, **{name: _NUMBER_OR_NULL for name, _ in plots.HISTORY_METRICS}}
-    optional = unvalidated | {name for name, _ in plots.HISTORY_METRICS}
-    for number, record in enumerate(history, 1):
-        if not isinstance(record, dict):
-            raise RunDirError(f"{path}, line {number}: {shown(record)} is not an object (was the file edited?)")
-        _check_fields(f"{path}, line {number}", record, fields, optional)
-    return history
 
 
 def _refuse_changed_test(run_dir: Path, config: dict, metrics: dict, test: TextDataset) -> None:
