@@ -133,6 +133,50 @@ def test_a_cell_another_process_is_writing_into_is_refused_and_left_as_it_was(tm
     assert main(argv) == 0  # held no more
     assert list(out.rglob(LOCK_FILE)) == []
 
+
+@pytest.fixture(scope="module")
+def finished_experiments(tmp_path_factory) -> tuple[Path, dict[str, list[str]]]:
+    """A compare (boe) and an ablate (self-attn, one variant) of one cell each on 24 reviews, and their commands
+    (without --output): run again, each reuses its cell, reading the cell's metrics.json and history.jsonl."""
+    root = tmp_path_factory.mktemp("experiments")
+    data = reviews_csv(root)
+    common = ["--train-file", str(data), "--test-file", str(data), "--seeds", "1", "--epochs", "1", "--threads", "1",
+              "--quiet"]
+    commands = {"compare": ["compare", *common, "--models", "boe", "--no-reference"],
+                "ablate": ["ablate", *common, "--sweep", "layers=1", "--set", "d_model=16", "--max-len", "16"]}
+    for command, argv in commands.items():
+        assert main([*argv, "--output", str(root / command)]) == 0
+    return root, commands
+
+
+@pytest.mark.parametrize("command", ["compare", "ablate"])
+@pytest.mark.parametrize("file, edit, message", [
+    ("metrics.json", lambda m: m.pop("accuracy"), "metrics.json: accuracy is missing"),
+    ("metrics.json", lambda m: m.pop("train_seconds"), "metrics.json: train_seconds is missing"),
+    ("metrics.json", lambda m: m.update(parameters="2,178"), "metrics.json: parameters is '2,178', not a whole number"),
+    ("metrics.json", lambda m: m.update(macro_f1=None), "metrics.json: macro_f1 is None, not a number"),
+    ("metrics.json", lambda m: m.update(split=None), "metrics.json: split is None: the run scored no texts"),
+    ("metrics.json", "truncated", "metrics.json: not valid JSON"),
+    ("history.jsonl", lambda h: h[0].update(train_loss="0.69"),
+     "history.jsonl, line 1: train_loss is '0.69', not a number"),
+    ("history.jsonl", lambda h: h[0].pop("train_loss"), "history.jsonl, line 1: train_loss is missing"),
+], ids=["no-accuracy", "no-train-seconds", "parameters-text", "macro-f1-null", "split-null", "metrics-truncated",
+        "train-loss-text", "no-train-loss"])
+def test_a_reused_cell_whose_metrics_or_history_were_mangled_is_one_line_naming_the_file_and_field(
+        finished_experiments, tmp_path, capsys, mangle, command, file, edit, message):
+    # A cell an editor or a copy mangled (an experiment folder someone sent) was a KeyError or a TypeError from the
+    # cell's record or the tables summing it, a traceback instead of the file and field at fault.
+    root, commands = finished_experiments
+    output = tmp_path / command
+    shutil.copytree(root / command, output)
+    (cell,) = (output / "runs").iterdir()
+    mangle(cell / file, edit)
+    capsys.readouterr()
+    assert main([*commands[command], "--output", str(output)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"attnclf: error: {cell / file}") and message in err and err.count("\n") == 1, err
+
+
 def recorded_warnings(runs: Path) -> list[str]:
     """The data warnings each run under ``runs`` recorded (the report repeats them), as training printed them."""
     return [f"warning: {line}" for config in sorted(runs.glob("*/config.json"))

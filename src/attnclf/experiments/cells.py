@@ -27,7 +27,7 @@ from ..checks import set_value
 from ..errors import AttnclfError, RunDirError
 from ..models import MODELS, build_model
 from ..recipes import earlier_file_recipes
-from ..rundir import atomic_write_json, is_resumable, output_folder, read_json, read_jsonl
+from ..rundir import atomic_write_json, is_resumable, output_folder, read_history, read_json, read_metrics
 from ..text.cleaning import CleaningConfig
 from ..training.device import torch_threads
 from ..training.run import each_warning_once, train_run
@@ -185,11 +185,11 @@ def _run_cell(settings: RunSettings, texts: list[str], earlier: Callable[[], Seq
         train_run(settings, resume=resume, progress=False)
         cpu = None if resume else round(time.process_time() - started, 2)
         cost_file.unlink(missing_ok=True)  # measured on weights this run replaced
+    metrics = read_metrics(run_dir, scored=True, costs=True)  # (a reused cell's, checked before its speed is measured)
+    history = read_history(run_dir, needs=["train_loss"])
     if not cost_file.exists():
         atomic_write_json(cost_file, {"cpu_seconds": cpu,
                                       "texts_per_second": measure_throughput(run_dir, texts, settings.device)})
-    metrics = read_json(run_dir / "metrics.json")
-    history = read_jsonl(run_dir / "history.jsonl")
     return {
         "run_dir": str(run_dir),
         "accuracy": metrics["accuracy"],
