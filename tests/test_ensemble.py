@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -163,6 +164,39 @@ def test_train_seeds_builds_an_ensemble_folder_that_evaluate_and_load_read(tmp_p
     assert main(flags + ["--resume", "--seeds", "4", "5", "6"]) == 0
     assert json.loads((out / "ensemble.json").read_text())["members"] == ["seed-4", "seed-5", "seed-6"]
     assert (out / "seed-4-refit" / "model.safetensors").is_file()
+
+
+def tiny_seeds(output) -> list[str]:
+    """`train --seeds 0 1` of two tiny members into ``output``, without a report."""
+    return ["train", "--dataset", "demo", "--max-train-examples", "200", "--epochs", "1", "--set", "d_model=16",
+            "--set", "layers=1", "--output", str(output), "--quiet", "--no-report", "--threads", "1", "--seeds", "0",
+            "1"]
+
+
+@pytest.fixture(scope="module")
+def finished_seeds(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("seeds") / "ens"
+    assert main(tiny_seeds(out)) == 0
+    return out
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda m: m.pop("accuracy"), "metrics.json: accuracy is missing"),
+    (lambda m: m.update(multi_label="no"), "metrics.json: multi_label is 'no', not true or false"),
+    (lambda m: m.update(split="train"), "metrics.json: split is 'train', not one of None, test, validation"),
+    ("truncated", "metrics.json: not valid JSON"),
+], ids=["no-accuracy", "multi-label-text", "split-train", "truncated"])
+def test_resuming_seeds_over_a_finished_member_whose_metrics_were_mangled_is_one_line(finished_seeds, tmp_path, capsys,
+                                                                                      mangle, edit, message):
+    # `train --seeds --resume` keeps a finished member as its result, metrics.json and all: one mangled there was
+    # kept as if whole (or was an AttributeError), to fail later in whatever read it.
+    out = tmp_path / "ens"
+    shutil.copytree(finished_seeds, out)
+    mangle(out / "seed-0" / "metrics.json", edit)
+    capsys.readouterr()
+    assert main(tiny_seeds(out) + ["--resume"]) == 2
+    *_, error = capsys.readouterr().err.splitlines()  # (after "finished, kept", which it says however --quiet)
+    assert error.startswith(f"attnclf: error: {out / 'seed-0' / 'metrics.json'}: ") and message in error, error
 
 
 def test_members_a_resume_adds_train_for_the_epochs_the_others_planned(tmp_path, capsys):

@@ -419,6 +419,29 @@ def test_refit_resume_keeps_finished_refits_and_continues_the_others(validated, 
     assert all(torch.equal(kept[k], again[k]) for k in kept)  # the same run, refitted twice: the same model
 
 
+@pytest.mark.parametrize("edit, message", [
+    (lambda m: m.pop("macro_f1"), "metrics.json: macro_f1 is missing"),
+    (lambda m: m.update(accuracy="0.9"), "metrics.json: accuracy is '0.9', not a number"),
+    (lambda m: m.update(split="train"), "metrics.json: split is 'train', not one of None, test, validation"),
+    (lambda m: m.update(split=None), "metrics.json: note is missing"),
+    ("truncated", "metrics.json: not valid JSON"),
+], ids=["no-macro-f1", "accuracy-text", "split-train", "unscored-without-note", "truncated"])
+def test_refit_resume_of_a_refit_whose_metrics_were_mangled_is_one_line_naming_the_file_and_field(
+        validated, refit, tmp_path, capsys, mangle, edit, message):
+    # `refit --resume` keeps a finished refit and prints the scores its metrics.json holds: a field deleted or quoted
+    # there was a KeyError or a TypeError as they were printed, and a split of another name printed as if scored.
+    kept = tmp_path / "kept-refit"
+    shutil.copytree(refit.run_dir, kept)
+    mangle(kept / "metrics.json", edit)
+    capsys.readouterr()
+    assert main(["refit", str(validated), "--output", str(kept), "--resume", "--quiet", "--no-report",
+                 "--device", "cpu"]) == 2
+    err = capsys.readouterr().err  # (after the lines saying what refit does, which it says however --quiet)
+    *_, said, error = err.splitlines()
+    assert said == f"{kept}: finished, kept" and error.startswith(f"attnclf: error: {kept / 'metrics.json'}: ")
+    assert message in error, error
+
+
 @pytest.mark.parametrize("thresholds, problem", [
     (["sports"], 'expected {"thresholds": {label: threshold, ...}}'),
     ({"sports": "high"}, "the threshold of label 'sports' must be a number from 0 to 1, got 'high'"),

@@ -394,6 +394,18 @@ def test_resume_without_a_checkpoint_is_a_clear_error(tmp_path):
         train_run(tiny_settings(tmp_path / "empty"), resume=True, progress=False)
 
 
+def test_train_resume_of_a_finished_run_whose_metrics_were_mangled_tests_it_again(tmp_path, mangle):
+    # `train --resume` of a finished run trains no further and tests it again, writing its metrics.json anew: a mangled
+    # one is replaced, never read (`train --seeds --resume` and `refit --resume` keep a finished run's, so refuse one).
+    from attnclf.cli import main
+
+    run = train_run(tiny_settings(tmp_path / "run", epochs=1), progress=False).run_dir
+    scored = json.loads((run / "metrics.json").read_text())
+    mangle(run / "metrics.json", "truncated")
+    assert main(["train", "--resume", "--output", str(run), "--quiet", "--no-report", "--device", "cpu"]) == 0
+    assert json.loads((run / "metrics.json").read_text())["accuracy"] == scored["accuracy"]
+
+
 def test_the_temporary_files_kill_9_left_beside_a_run_s_files_go_when_it_resumes_or_trains_again(tmp_path,
                                                                                                  monkeypatch):
     """kill -9 in a write leaves its temporary file (.model.safetensors.XXXXXXXX.tmp, as large as the weights) in the

@@ -31,8 +31,8 @@ from ..models.ngrams import bucket_note
 from ..models.windows import window_config, windowed
 from ..rundir import (EARLIER_MODEL, EARLIER_MODEL_STAGING, FORMAT_VERSION, TEMPERATURE_FILE, THRESHOLDS_FILE,
                       atomic_write_json, file_sha256, first_missing_folder, folder_lock, is_resumable,
-                      prepare_output_dir, read_config, read_json, read_jsonl, remove_cut_short_writes,
-                      remove_empty_folders)
+                      prepare_output_dir, read_config, read_history, read_json, read_metrics,
+                      remove_cut_short_writes, remove_empty_folders)
 from ..text.batching import EVAL_MAX_TOKENS, BucketBatches
 from ..text.cache import CachedDataset
 from ..text.tokenizer import Tokenizer
@@ -576,7 +576,7 @@ def train_or_continue(settings: RunSettings, resume: bool, progress: bool = True
     output = Path(settings.output)
     if resume and (output / "metrics.json").is_file():
         print(f"{output}: finished, kept", file=sys.stderr)
-        finished = read_json(output / "metrics.json")
+        finished = read_metrics(output)
         # A run trained with --no-report has none to finish; one stopped as it wrote it does (metrics.json comes
         # first, and marks the run finished). Rank 0 writes it, as it writes the run's other files.
         asked = settings.report and read_config(output)["settings"].get("report", True)
@@ -590,7 +590,7 @@ def train_or_continue(settings: RunSettings, resume: bool, progress: bool = True
 
                     with torch_threads(settings.threads):
                         write_report(output, device=settings.device)
-        return RunResult(output, finished, read_jsonl(output / "history.jsonl"), 0.0)
+        return RunResult(output, finished, read_history(output), 0.0)
     if resume and is_resumable(output):
         continued = resume_settings(output, epochs=settings.train.epochs, device=settings.device,
                                     threads=settings.threads, named=named)
