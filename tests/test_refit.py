@@ -442,6 +442,28 @@ def test_refit_resume_of_a_refit_whose_metrics_were_mangled_is_one_line_naming_t
     assert message in error, error
 
 
+@pytest.mark.parametrize("edit, message", [
+    (lambda h: h[1].update(val_macro_f1="0.9"), "history.jsonl, line 2: val_macro_f1 is '0.9', not a number or null"),
+    (lambda h: h[2].update(epoch="3"), "history.jsonl, line 3: epoch is '3', not a whole number >= 0"),
+    (lambda h: h[1].pop("epoch"), "history.jsonl, line 2: epoch is missing"),
+    (lambda h: h[1].update(val_macro_f1=None), ": epoch 2 recorded no validation macro_f1, so no epoch was chosen"),
+    ("truncated", "history.jsonl, line "),  # (then the column, and "not valid JSON")
+], ids=["val-macro-f1-text", "epoch-text", "no-epoch", "val-macro-f1-null", "truncated"])
+def test_a_refit_of_a_run_whose_history_was_mangled_is_one_line_naming_the_file_and_field(validated, tmp_path, capsys,
+                                                                                           mangle, edit, message):
+    # The refit picks its epochs from the run's history.jsonl: a quoted number there was a TypeError as epochs were
+    # compared, a line without its epoch a KeyError.
+    run = tmp_path / "validated"
+    shutil.copytree(validated, run)
+    mangle(run / "history.jsonl", edit)
+    capsys.readouterr()
+    assert main(["refit", str(run), "--quiet", "--no-report", "--device", "cpu"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"attnclf: error: {run}") and message in err and err.count("\n") == 1, err
+    assert edit != "truncated" or "not valid JSON" in err
+    assert not (tmp_path / "validated-refit").exists()
+
+
 @pytest.mark.parametrize("thresholds, problem", [
     (["sports"], 'expected {"thresholds": {label: threshold, ...}}'),
     ({"sports": "high"}, "the threshold of label 'sports' must be a number from 0 to 1, got 'high'"),

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..errors import AttnclfError, RunDirError
 from ..rundir import (ENSEMBLE_FILE, TEMPERATURE_FILE, THRESHOLDS_FILE, check_run_dir, is_resumable, read_config,
-                      read_json, read_jsonl, read_thresholds, refuse_if_held, run_dir_list)
+                      read_history, read_json, read_thresholds, refuse_if_held, run_dir_list)
 from .cached import load_cached_data, run_tokenizer
 from .run import RunResult, check_starts_unchanged, each_warning_once, train_or_continue
 from .run_data import held_out_fingerprint, load_data, refuse_gone, texts_fingerprint
@@ -133,7 +133,7 @@ def refit_settings(run_dir: str | Path, output: str | None = None, device: str |
                           f"`attnclf train --resume --output {run_dir}`, then refit it")
     if not (run_dir / "history.jsonl").is_file():
         raise RunDirError(f"{run_dir} has no history.jsonl, so no epoch count to refit for")
-    history = read_jsonl(run_dir / "history.jsonl")
+    history = read_history(run_dir, needs=["epoch"])
     try:
         best = best_epoch(history, saved["train"]["monitor"])
     except AttnclfError as exc:

@@ -283,7 +283,7 @@ def best_epoch(history: list[dict], monitor: str) -> dict:
     """
     best = None
     for record in history:
-        if f"val_{monitor}" not in record:
+        if record.get(f"val_{monitor}") is None:  # (null, as history.jsonl may hold a validation metric: no value)
             raise AttnclfError(f"epoch {record['epoch']} recorded no validation {monitor}, so no epoch was chosen")
         if best is None or _better(monitor, record[f"val_{monitor}"], best[f"val_{monitor}"]):
             best = record
