@@ -577,6 +577,25 @@ def test_load_gives_back_the_fitted_estimator(data, saved):
     np.testing.assert_array_equal(again.predict_proba(data[2][:40]), clf.predict_proba(data[2][:40]))
 
 
+@pytest.mark.parametrize("edit, message", [
+    (lambda h: h[0].update(seconds="0.4"), "history.jsonl, line 1: seconds is '0.4', not a number"),
+    (lambda h: h[0].pop("seconds"), "history.jsonl, line 1: seconds is missing"),
+    (lambda h: h.__setitem__(0, [1]), "history.jsonl, line 1: [1] is not an object"),
+], ids=["seconds-text", "no-seconds", "not-an-object"])
+def test_an_estimator_whose_history_was_mangled_is_refused_as_it_loads(saved, tmp_path, mangle, edit, message):
+    # history_ came back as the file held it, and a save of the loaded estimator (which sums its seconds) failed on it
+    # with a TypeError or a KeyError, far from the file at fault.
+    import shutil
+
+    from attnclf.errors import RunDirError
+
+    folder = Path(shutil.copytree(saved[1], tmp_path / "mangled"))
+    mangle(folder / "history.jsonl", edit)
+    with pytest.raises(RunDirError, match=re.escape(f"{folder / 'history.jsonl'}, line 1: ")) as refused:
+        AttentionTextClassifier.load(folder)
+    assert message in str(refused.value)
+
+
 def test_an_estimator_saved_at_the_former_defaults_loads_with_them(data, saved, tmp_path):
     # save records every parameter: one saved before the defaults became train's (5 epochs, no patience) recorded
     # those, and loads, predicts and refits (clone) with them, not with today's defaults.

@@ -383,7 +383,7 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
 
         >>> # AttentionTextClassifier.load("runs/estimator").predict(["not good at all"])
         """
-        from .rundir import ESTIMATOR, check_run_dir, read_config, read_jsonl
+        from .rundir import ESTIMATOR, check_run_dir, read_config, read_history
 
         config = read_config(check_run_dir(path))
         if config.get("trained_by") != ESTIMATOR:
@@ -430,7 +430,7 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
                               f"their names (was the file edited?)")
         estimator.classes_, estimator.classifier_ = classes, classifier
         estimator.n_text_columns_, estimator.text_column_names_ = count, names
-        estimator.history_ = read_jsonl(Path(path) / "history.jsonl")
+        estimator.history_ = read_history(path, needs=["seconds"])  # (save sums them)
         data = config.get("data") if isinstance(config.get("data"), dict) else {}
         estimator._fitted_on = {key: data[key] for key in ("train_examples", "validation_examples") if key in data}
         return estimator
