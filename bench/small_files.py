@@ -51,7 +51,8 @@ from attnclf.data.registry import load_splits, load_test_split
 from attnclf.models.classifiers import SelfAttentionConfig
 from attnclf.models.ngrams import bounded_buckets
 from attnclf.recipes import FILE_SELF_ATTN, FILE_SELF_ATTN_TOKENIZER
-from attnclf.rundir import atomic_write_bytes, atomic_write_json, is_resumable, read_config, read_jsonl
+from attnclf.rundir import (atomic_write_bytes, atomic_write_json, is_resumable, read_config, read_history,
+                            read_metrics)
 from attnclf.text.tokenizer import TokenizerConfig
 from attnclf.training.trainer import best_epoch
 
@@ -267,10 +268,11 @@ def read_cell(output: Path) -> dict | None:
     model.safetensors of a finished run."""
     if not (output / "metrics.json").exists():
         return None
-    metrics = json.loads((output / "metrics.json").read_text())
-    if metrics["split"] != "validation":
-        raise SystemExit(f"{output}: metrics.json scores the {metrics['split']} split, not the validation file")
-    history = read_jsonl(output / "history.jsonl")
+    metrics = read_metrics(output, scored=True, costs=True)
+    if metrics.get("split", "test") != "validation":
+        raise SystemExit(f"{output}: metrics.json scores the {metrics.get('split', 'test')} split, not the validation "
+                         f"file")
+    history = read_history(output, needs=["epoch"])
     kept = best_epoch(history, read_config(output)["settings"]["train"]["monitor"])["epoch"]
     return {"validation_accuracy": metrics["accuracy"], "epochs": len(history),
             "kept_epoch": kept, "train_seconds": metrics["train_seconds"],

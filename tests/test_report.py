@@ -298,6 +298,19 @@ def test_a_hand_edited_metrics_or_history_file_is_one_line_naming_the_field(demo
     assert err.startswith(f"attnclf: error: {path}") and message in err, err
 
 
+def test_a_history_line_is_named_by_its_line_in_the_file_blank_lines_and_all(demo_run, tmp_path, capsys):
+    # Blank lines are passed over as the file is read; the line named was the record's count, one short after each.
+    run = tmp_path / "run"
+    shutil.copytree(demo_run, run)
+    first, second = (run / "history.jsonl").read_text().splitlines()
+    edited = json.loads(second) | {"train_loss": "0.69"}
+    (run / "history.jsonl").write_text(f"{first}\n\n{json.dumps(edited)}\n")
+    capsys.readouterr()
+    assert main(["report", str(run)]) == 2
+    assert capsys.readouterr().err == (f"attnclf: error: {run / 'history.jsonl'}, line 3: train_loss is '0.69', not a "
+                                       f"number (was the file edited?)\n")
+
+
 def test_a_refit_that_scored_no_texts_is_refused_in_one_line(demo_run, tmp_path, capsys):
     # A refit of data without a test split trains on every text and scores none. `report` passed on the advice to give
     # a test file (no flag of its own), and write_report given test texts from Python failed on the scores that

@@ -670,7 +670,9 @@ def write_jsonl(path: Path, records: list[dict]) -> None:
     atomic_write_bytes(path, "".join(json.dumps(r) + "\n" for r in records).encode())
 
 
-def read_jsonl(path: Path) -> list[dict]:
+def _read_jsonl(path: Path) -> list[tuple[int, Any]]:
+    """The JSON value of each line of the file at ``path`` that is not blank, with the line's number; none if the file
+    is missing."""
     if not Path(path).exists():
         return []
     try:
@@ -680,7 +682,7 @@ def read_jsonl(path: Path) -> list[dict]:
     records = []
     for number, line in enumerate(text.splitlines(), 1):
         try:
-            records.extend([json.loads(line)] if line.strip() else [])
+            records.extend([(number, json.loads(line))] if line.strip() else [])
         except json.JSONDecodeError as exc:
             raise RunDirError(f"{path}, line {number}, column {exc.colno}: not valid JSON ({exc.msg})") from None
         except ValueError as exc:
@@ -797,9 +799,10 @@ def read_history(run_dir: str | Path, needs: Iterable[str] = ()) -> list[dict]:
     >>> # [record["train_loss"] for record in read_history("runs/demo", needs=["train_loss"])]
     """
     path = Path(run_dir) / "history.jsonl"
-    history = read_jsonl(path)
+    lines = _read_jsonl(path)
+    history = [record for _, record in lines]
     validated = {"val_loss", "val_accuracy"} & set(history[0]) if history and isinstance(history[0], dict) else set()
-    for number, record in enumerate(history, 1):
+    for number, record in lines:
         if not isinstance(record, dict):
             raise RunDirError(f"{path}, line {number}: {shown(record)} is not an object (was the file edited?)")
         metrics = {name: _NUMBER_OR_NULL for name in record if name.startswith("val_") and name not in _HISTORY_KINDS}
