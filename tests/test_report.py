@@ -298,6 +298,35 @@ def test_a_hand_edited_metrics_or_history_file_is_one_line_naming_the_field(demo
     assert err.startswith(f"attnclf: error: {path}") and message in err, err
 
 
+def _relabelled(metrics: dict, label: str, scores) -> None:
+    """``metrics``' first class renamed ``label`` (as a run of those labels writes it), its scores ``scores``."""
+    per_class = metrics["per_class"]
+    per_class[label] = scores(per_class.pop(next(iter(per_class))))
+
+
+@pytest.mark.parametrize("file, edit, message", [
+    # (a label read from a quoted CSV cell may hold a line break; labels.json and metrics.json keep it)
+    ("metrics.json", lambda m: _relabelled(m, "neg\native", lambda s: s | {"support": "3"}),
+     "metrics.json: per_class.neg ative.support is '3', not a whole number >= 0"),
+    ("metrics.json", lambda m: _relabelled(m, "neg\native", lambda s: "?"),
+     "metrics.json: per_class.neg ative is '?', not an object"),
+    ("metrics.json", lambda m: _relabelled(m, "n" * 5000, lambda s: s | {"f1": None}),
+     f"metrics.json: per_class.{'n' * 100}....f1 is None, not a number"),
+    ("history.jsonl", lambda h: h[1].update({"val_\nf1": "x"}), "history.jsonl, line 2: val_ f1 is 'x', not a number"),
+], ids=["label-with-line-break", "label-with-line-break-not-an-object", "label-of-5000-characters",
+        "validation-field-with-line-break"])
+def test_a_field_named_by_the_file_is_named_on_one_line(demo_run, tmp_path, capsys, mangle, file, edit, message):
+    # The field's name was written into the message as the file held it: a class whose label holds a line break split
+    # the one-line error in two, and one of 5,000 characters was written out whole.
+    run = tmp_path / "run"
+    shutil.copytree(demo_run, run)
+    mangle(run / file, edit)
+    capsys.readouterr()
+    assert main(["report", str(run)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err, err
+
+
 def test_a_history_line_is_named_by_its_line_in_the_file_blank_lines_and_all(demo_run, tmp_path, capsys):
     # Blank lines are passed over as the file is read; the line named was the record's count, one short after each.
     run = tmp_path / "run"

@@ -715,9 +715,20 @@ def _check_fields(where: str | Path, record: dict, kinds: dict, required: Iterab
     for name, (fits, kind) in kinds.items():
         if name not in record:
             if name in required:
-                raise RunDirError(f"{where}: {prefix}{name} is missing (was the file edited?)")
+                raise RunDirError(f"{where}: {prefix}{_named(name)} is missing (was the file edited?)")
         elif not fits(record[name]):
-            raise RunDirError(f"{where}: {prefix}{name} is {shown(record[name])}, not {kind} (was the file edited?)")
+            raise RunDirError(f"{where}: {prefix}{_named(name)} is {shown(record[name])}, not {kind} (was the file "
+                              f"edited?)")
+
+
+def _named(key: str) -> str:
+    """A field's name in a message: ``key`` as the file holds it, on one line and cut past ``NAME_LENGTH`` (a class's
+    label names its per_class field, and a label may hold a line break, or a whole text).
+
+    >>> _named("neg\\native"), len(_named("n" * 5000))
+    ('neg ative', 103)
+    """
+    return shown(key, most=NAME_LENGTH, write=str)
 
 
 def read_metrics(run_dir: str | Path, *, tables: bool = False, costs: bool = False, scored: bool = False) -> dict:
@@ -752,8 +763,9 @@ def read_metrics(run_dir: str | Path, *, tables: bool = False, costs: bool = Fal
     per_class |= {"threshold": _NUMBER, "roc_auc": _NUMBER_OR_NULL} if multi else {}
     for name, scores in metrics.get("per_class", {}).items():
         if not isinstance(scores, dict):
-            raise RunDirError(f"{path}: per_class.{name} is {shown(scores)}, not an object (was the file edited?)")
-        _check_fields(path, scores, per_class, per_class, prefix=f"per_class.{name}.")
+            raise RunDirError(f"{path}: per_class.{_named(name)} is {shown(scores)}, not an object (was the file "
+                              f"edited?)")
+        _check_fields(path, scores, per_class, per_class, prefix=f"per_class.{_named(name)}.")
     at_half = metrics.get("at_0.5", {}) if multi else {}  # (a multi-label run's scores at threshold 0.5)
     _check_fields(path, at_half, dict.fromkeys(at_half, _NUMBER), prefix="at_0.5.")
     return metrics
