@@ -278,3 +278,18 @@ def test_a_run_another_process_is_writing_into_is_not_calibrated_beside_it(noisy
         assert files_but_the_lock(run) == before
     calibrate(run, capsys)  # held no more
     assert not (run / LOCK_FILE).exists()
+
+
+def test_a_run_another_process_is_training_is_refused_before_it_is_called_unfinished(noisy_run, tmp_path, capsys,
+                                                                                    held_elsewhere):
+    # Its best weights so far, no metrics.json yet: calibrate warned that the run had not finished and advised the
+    # `train --resume` that was running, then was refused by it. The holder alone is named, in one line.
+    run = tmp_path / "run"
+    shutil.copytree(noisy_run, run)
+    (run / "metrics.json").unlink()
+    with held_elsewhere(run) as pid:
+        assert main(["calibrate", str(run), "--threads", "1"]) == 2
+        assert capsys.readouterr().err == (f"attnclf: error: {run} is being written by another attnclf process (pid "
+                                           f"{pid}); wait for it to finish\n")
+    assert main(["calibrate", str(run), "--threads", "1"]) == 0  # held no more: calibrated, and said unfinished
+    assert f"warning: {run} has not finished training" in capsys.readouterr().err

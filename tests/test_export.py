@@ -258,6 +258,25 @@ def test_an_export_folder_another_process_is_writing_into_is_refused_and_left_as
     assert [path for path in tmp_path.rglob(LOCK_FILE)] == []
     assert OnnxClassifier.load(run).predict_proba(["good"]).shape == (1, 2)
 
+
+def test_a_run_another_process_is_training_is_refused_before_it_is_read_or_called_unfinished(demo_run, tmp_path,
+                                                                                              capsys, held_elsewhere):
+    # Exported into the run (its onnx/), which is written too: a run being trained was warned of as unfinished (with
+    # advice to `train --resume` it, as it was being), its check texts read, and only then refused; one just begun
+    # (no config.json yet) was called incomplete, its holder unnamed. The holder alone is named, in one line.
+    resumed, begun = tmp_path / "resumed", tmp_path / "begun"
+    shutil.copytree(demo_run, resumed)
+    shutil.rmtree(resumed / "onnx", ignore_errors=True)
+    (resumed / "metrics.json").unlink()  # (its best weights so far)
+    for run in (resumed, begun):
+        with held_elsewhere(run) as pid:
+            assert main(["export", str(run), "--check-examples", "20"]) == 2
+            assert capsys.readouterr().err == (f"attnclf: error: {run} is being written by another attnclf process "
+                                               f"(pid {pid}); wait for it to finish, or give another --output\n")
+    assert main(["export", str(resumed), "--check-examples", "20"]) == 0  # held no more: exported, said unfinished
+    assert f"warning: {resumed} has not finished training" in capsys.readouterr().err
+
+
 def test_an_empty_output_is_refused_not_read_as_the_working_folder(demo_run, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(AttnclfError, match=r"^output is empty: name the folder to export into, or leave it out"):

@@ -582,8 +582,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     from .evaluation.calibration import calibrate_run
     from .rundir import TEMPERATURE_FILE
 
-    _warn_if_unfinished(args.run_dir)
     record = calibrate_run(args.run_dir, data_dir=args.data_dir, device=args.device)
+    _warn_if_unfinished(args.run_dir)  # (after: one another process is training is refused, not told to resume)
     loss, ece = record["validation"]["log_loss"], record["validation"]["ece"]
     print(f"temperature {record['temperature']:.3f} ({'less' if record['temperature'] > 1 else 'more'} sure than "
           f"trained), fitted on {record['fitted_on']['texts']:,} validation texts: log loss {loss[0]:.4f} -> "
@@ -1070,9 +1070,10 @@ def _unlabelled_texts(args: argparse.Namespace, purpose: str) -> list[str]:
 
 @command("export", threads=True)
 def cmd_export(args: argparse.Namespace) -> int:
-    from .export.onnx import check_data, export_onnx
+    from .export.onnx import check_data, export_onnx, refuse_held
 
     _refuse_ensemble(args.run_dir)
+    refuse_held(args.run_dir, args.output)  # (before the run is read, or called unfinished: its holder is training it)
     _warn_if_unfinished(args.run_dir)
     flags = {"file": "check_file", "limit": "check_examples"}  # check_data's arguments named otherwise here
     check = check_data(args.run_dir, args.check_file, text_column=args.text_column, label_column=args.label_column,

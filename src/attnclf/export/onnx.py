@@ -187,12 +187,8 @@ def export_onnx(run_dir: str | Path, output: str | Path | None = None, *, check:
     and so is the run when the folder is inside it (a new run there deletes onnx/): one another process is writing
     is refused in one line, before the model is loaded.
     """
-    if isinstance(output, str) and not output:  # (Path("") is the working folder: the export would land there)
-        raise AttnclfError("output is empty: name the folder to export into, or leave it out for run_dir/onnx")
-    directory = Path(run_dir) / "onnx" if output is None else Path(output)
-    written = [Path(run_dir), directory] if _is_inside(directory, run_dir) else [directory]
-    for folder in written:
-        refuse_if_held(folder)
+    refuse_held(run_dir, output)
+    *_, directory = written = _written(run_dir, output)
     clf = Classifier.load(run_dir, device="cpu")
     refuse_unexportable(clf, run_dir)  # (before any folder exists)
     graph = onnx_graph(clf.model)
@@ -212,6 +208,31 @@ def export_onnx(run_dir: str | Path, output: str | Path | None = None, *, check:
         remove_empty_folders(directory, created)  # (its lock file gone first: the folder a failed export made goes)
         raise
     return OnnxExport(directory, manifest)
+
+
+def refuse_held(run_dir: str | Path, output: str | Path | None = None) -> None:
+    """A one-line error if another process holds a folder ``export_onnx(run_dir, output)`` writes (``folder_lock``):
+    ``output``, and the run when ``output`` is inside it. Nothing of the run is read first (one just begun has no
+    config.json yet), so a caller that reads it before exporting (`attnclf export`, its ``check_data``) calls this
+    before that.
+
+    >>> refuse_held("no/such/run")
+    """
+    for folder in _written(run_dir, output):
+        refuse_if_held(folder)
+
+
+def _written(run_dir: str | Path, output: str | Path | None) -> list[Path]:
+    """The folders ``export_onnx(run_dir, output)`` writes, the one it exports into last: ``output`` (default
+    ``run_dir/onnx``), after the run when ``output`` is inside it (a new run there deletes onnx/).
+
+    >>> _written("runs/demo", None), _written("runs/demo", "shipped")
+    ([PosixPath('runs/demo'), PosixPath('runs/demo/onnx')], [PosixPath('shipped')])
+    """
+    if isinstance(output, str) and not output:  # (Path("") is the working folder: the export would land there)
+        raise AttnclfError("output is empty: name the folder to export into, or leave it out for run_dir/onnx")
+    directory = Path(run_dir) / "onnx" if output is None else Path(output)
+    return [Path(run_dir), directory] if _is_inside(directory, run_dir) else [directory]
 
 
 def _is_inside(folder: Path, run_dir: str | Path) -> bool:
