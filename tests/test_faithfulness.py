@@ -275,3 +275,44 @@ def test_faithfulness_command(demo_run, tmp_path, capsys):
     assert capsys.readouterr().err.count("\n") == 2
     assert main(["faithfulness", str(run), "--methods", "", "--examples", "8"]) == 2  # (not every method, slowly)
     assert capsys.readouterr().err == "attnclf: error: --methods is empty\n"
+
+
+def test_measure_run_writes_what_the_command_writes_and_refuses_a_held_run(
+        demo_run, tmp_path, held_elsewhere, files_but_the_lock):
+    # The command held the run, measured and wrote faithfulness.json itself: from Python, none of it could be had
+    # but by copying the command's body. Now measure_run does it, and the command calls it.
+    from attnclf.explain.faithfulness import measure_run
+
+    by_command, by_library = tmp_path / "command", tmp_path / "library"
+    for run in (by_command, by_library):
+        shutil.copytree(demo_run, run)
+    assert main(["faithfulness", str(by_command), "--examples", "6", "--methods", "occlusion,grad-input",
+                 "--seed", "3"]) == 0
+    result = measure_run(by_library, methods=["occlusion", "grad-input"], examples=6, seed=3)
+
+    def saved(run) -> list:  # (all but the seconds it took, in the file's order)
+        return [(key, value) for key, value in json.loads((run / "faithfulness.json").read_text()).items()
+                if key != "seconds"]
+
+    assert saved(by_library) == saved(by_command) == [(k, v) for k, v in result.to_dict().items() if k != "seconds"]
+    assert list(result.methods) == ["occlusion", "grad-input"] and result.examples == 6
+    # Its errors name its arguments, not the command's flags, each on one line.
+    for arguments, message in (({"methods": ""}, "methods is empty"),
+                               ({"examples": 0}, "examples must be at least 1, got 0"),
+                               ({"methods": "saliency"}, "unknown method 'saliency'; choose from"),
+                               ({"seed": -1}, "seed must be at least 0 and below 4294967296, got -1")):
+        with pytest.raises(AttnclfError) as refused:
+            measure_run(by_library, **arguments)
+        assert str(refused.value).startswith(message) and "\n" not in str(refused.value)
+    before = files_but_the_lock(by_library)
+    with held_elsewhere(by_library) as pid:
+        with pytest.raises(AttnclfError) as refused:
+            measure_run(by_library, methods=["occlusion"], examples=4)
+        assert files_but_the_lock(by_library) == before
+    assert str(refused.value) == (f"{by_library} is being written by another attnclf process (pid {pid}); wait for "
+                                  f"it to finish")
+    # A run not finished training is measured (its best weights so far), and said to be through log.
+    (by_library / "metrics.json").unlink()
+    notes = []
+    measure_run(by_library, methods=["occlusion"], examples=4, log=notes.append)
+    assert len(notes) == 1 and notes[0].startswith(f"warning: {by_library} has not finished training")

@@ -18,10 +18,10 @@ from dataclasses import fields, replace
 from pathlib import Path
 
 from . import __version__
-from .checks import BACKENDS, check_device_name, check_seed, check_threads, set_value
+from .checks import BACKENDS, check_device_name, check_threads, set_value
 from .errors import AttnclfError, is_out_of_memory, shown
 from .rundir import (check_output_folder, is_resumable, kept_earlier_models, member_folders, read_config,
-                     refuse_if_held)
+                     refuse_if_held, unfinished_warning)
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {}
 
@@ -594,13 +594,9 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
 
 def _warn_if_unfinished(run_dir: str | Path) -> None:
-    """An interrupted run loads (its best weights so far) and is worth using, but not unknowingly."""
-    run_dir = Path(run_dir)
-    if (run_dir / "model.safetensors").is_file() and not (run_dir / "metrics.json").is_file():
-        how = (f"`attnclf train --resume --output {shlex.quote(str(run_dir))}` continues it" if is_resumable(run_dir)
-               else "it stopped during its first checkpoint: train it again")
-        print(f"warning: {run_dir} has not finished training; these are its best weights so far ({how})",
-              file=sys.stderr)
+    """``unfinished_warning``'s line on stderr, where the run has not finished training."""
+    if warning := unfinished_warning(run_dir):
+        print(warning, file=sys.stderr)
 
 
 @command("predict")
@@ -742,7 +738,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
     from .classifier import Classifier
     from .explain import render
-    from .explain.methods import DEFAULT_METHOD
+    from .explain.methods import DEFAULT_METHOD, chosen_methods, run_methods
 
     _refuse_ensemble(args.run_dir)
     clf = Classifier.load(args.run_dir, device=args.device)
@@ -750,8 +746,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
     texts = _input_texts(args, clf.config)
     if not texts:
         raise AttnclfError(f"{'stdin' if not args.file or args.file == STDIN_FILE else args.file}: no texts to explain")
-    available = _explanation_methods(args.run_dir, clf.model)
-    methods = _method_list(DEFAULT_METHOD if args.method is None else args.method, available)
+    available = run_methods(args.run_dir, clf.model)
+    methods = chosen_methods(DEFAULT_METHOD if args.method is None else args.method, available, "method", _flag)
     if args.steps is not None and "integrated-gradients" not in methods:
         raise AttnclfError("--steps applies to integrated-gradients only")
     # Attention asked for is shown as its own block; beside the other methods too, it would only repeat it.
@@ -781,35 +777,6 @@ def cmd_explain(args: argparse.Namespace) -> int:
     return 0
 
 
-def _explanation_methods(run_dir: str, model) -> list[str]:
-    """The explanation methods ``model`` supports; none is a one-line error (a windowed model has none yet)."""
-    from .explain.methods import available_methods
-
-    available = available_methods(model)
-    if not available:
-        raise AttnclfError(f"{run_dir} reads long texts as windows (--windows); its explanations, and so "
-                           f"their faithfulness, are not supported yet")
-    return available
-
-
-def _method_list(spec: str, available: list[str], flag: str = "--method") -> list[str]:
-    """``all`` or comma-separated method names, each one the model supports (``flag``: the option they came in).
-    What ``all`` leaves out, the caller notes (``_note_left_out``) once it has results to show."""
-    from .explain.methods import METHODS
-
-    if spec == "all":
-        return available
-    methods = [m.strip() for m in spec.split(",") if m.strip()]
-    for method in methods:
-        if method not in METHODS:
-            raise AttnclfError(f"unknown method {method!r}; choose from {', '.join(METHODS)} or all")
-        if method not in available:
-            raise AttnclfError(f"method {method!r} does not apply to this model; it supports {', '.join(available)}")
-    if not methods:
-        raise AttnclfError(f"{flag} is empty")
-    return methods
-
-
 def _note_left_out(available: list[str], asked: str, run: str = "") -> None:
     """A line on stderr naming the methods ``asked`` (what was asked for, in the user's words) leaves out of those
     a model could have, and why, for ``run`` (named when given); none where it leaves out none. (stderr: what stdout
@@ -835,41 +802,32 @@ def _test_data(args: argparse.Namespace, clf, split: str = "test"):
     "validation"), to score ``clf`` on; notes on stderr."""
     from .training.run_data import scoring_data
 
-    return scoring_data(clf, args.test_file, args.dataset, split=split, text_column=args.text_column,
-                        label_column=args.label_column, label_delimiter=args.label_delimiter, download=args.download,
-                        data_dir=args.data_dir, log=lambda line: print(line, file=sys.stderr), named=_flag)
+    return scoring_data(clf, split=split, log=lambda line: print(line, file=sys.stderr), named=_flag,
+                        **_scoring_arguments(args))
+
+
+def _scoring_arguments(args: argparse.Namespace) -> dict:
+    """``scoring_data``'s data arguments, as the flags of ``_add_data_args(test_only=True)`` give them."""
+    return {"test_file": args.test_file, "dataset": args.dataset, "text_column": args.text_column,
+            "label_column": args.label_column, "label_delimiter": args.label_delimiter, "download": args.download,
+            "data_dir": args.data_dir}
 
 
 @command("faithfulness", threads=True)
 def cmd_faithfulness(args: argparse.Namespace) -> int:
-    from .classifier import Classifier
-    from .explain.faithfulness import measure_faithfulness, summary_table
-    from .report.html import FAITHFULNESS_FILE
-    from .rundir import adding_to_run, atomic_write_json, refuse_multi_label
+    from .explain.faithfulness import measure_run, summary_table
 
-    if args.examples < 1:
-        raise AttnclfError(f"--examples must be at least 1, got {args.examples}")
-    check_seed(args.seed, _flag("seed"))  # (measure_faithfulness checks it too, by its argument's name)
     _refuse_columns_without_test_file(args)
     results = []
     for run_dir in args.run_dirs:
-        _refuse_ensemble(run_dir)
-        # Held from reading the weights to saving what they measured: a read-only run fails before, not after, and
-        # one that another process is training is refused (the measurement would pass for one of its next weights).
-        with adding_to_run(run_dir):
-            clf = Classifier.load(run_dir, device=args.device)
-            _warn_if_unfinished(run_dir)
-            refuse_multi_label(clf.config, "attnclf faithfulness")
-            available = _explanation_methods(run_dir, clf.model)
-            methods = available if args.methods is None else _method_list(args.methods, available, "--methods")
-            options = {"steps": args.steps} if args.steps is not None else {}
-            result = measure_faithfulness(clf, _test_data(args, clf), methods=methods, examples=args.examples,
-                                          seed=args.seed, **options)
-            atomic_write_json(Path(run_dir) / FAITHFULNESS_FILE, result.to_dict())
-        # Without --methods, the same methods as --methods all: say so, as that says what it leaves out.
+        result = measure_run(run_dir, methods=args.methods, examples=args.examples, seed=args.seed, steps=args.steps,
+                             device=args.device, log=lambda line: print(line, file=sys.stderr), named=_flag,
+                             **_scoring_arguments(args))
+        # Without --methods, the same methods as --methods all: say so, as that says what it leaves out. (Either way
+        # the methods measured are all the model supports.)
         if (asked := {None: "the default (every method this model supports, as --methods all)",
                       "all": "--methods all"}.get(args.methods)):
-            _note_left_out(available, asked, run_dir if len(args.run_dirs) > 1 else "")
+            _note_left_out(list(result.methods), asked, run_dir if len(args.run_dirs) > 1 else "")
         results.append(result)
         if not args.json:
             print(f"## {run_dir}: {result.model} on {result.dataset}, {result.examples} texts "

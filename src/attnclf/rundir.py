@@ -29,6 +29,7 @@ import hashlib
 import json
 import os
 import re
+import shlex
 import shutil
 import tempfile
 from contextlib import contextmanager, nullcontext
@@ -855,6 +856,21 @@ def is_resumable(run_dir: str | Path) -> bool:
     False
     """
     return (Path(run_dir) / "checkpoint" / "state.json").is_file()
+
+
+def unfinished_warning(run_dir: str | Path) -> str | None:
+    """The warning for a command about to use ``run_dir``'s weights when the run has not finished training, or None:
+    an interrupted run loads (its best weights so far) and is worth using, but not unknowingly.
+
+    >>> unfinished_warning("no/such/run") is None
+    True
+    """
+    run_dir = Path(run_dir)
+    if not (run_dir / "model.safetensors").is_file() or (run_dir / "metrics.json").is_file():
+        return None
+    how = (f"`attnclf train --resume --output {shlex.quote(str(run_dir))}` continues it" if is_resumable(run_dir)
+           else "it stopped during its first checkpoint: train it again")
+    return f"warning: {run_dir} has not finished training; these are its best weights so far ({how})"
 
 
 def kept_earlier_models(output: str | Path, ensemble: bool) -> list[Path]:

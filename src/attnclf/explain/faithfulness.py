@@ -22,6 +22,7 @@
 
 >>> # result = measure_faithfulness(Classifier.load("runs/demo"), load_splits("demo").test, examples=200)
 >>> # print(result.table())
+>>> # measure_run("runs/demo", examples=200).most_faithful  # saved as runs/demo/faithfulness.json, as the command does
 """
 
 from __future__ import annotations
@@ -30,17 +31,19 @@ import math
 import time
 from dataclasses import asdict, dataclass, field
 from itertools import combinations
-from typing import TYPE_CHECKING, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
 import torch
 from scipy.stats import rankdata
 
-from ..checks import check_seed
+from ..checks import by_field, check_seed, whole_number
 from ..data.base import TextDataset
 from ..errors import AttnclfError, shown
 from ..text.batching import BucketBatches
-from .methods import METHODS, attribute, available_methods, check_steps, class_probability, remove_positions
+from .methods import (METHODS, attribute, available_methods, check_steps, chosen_methods, class_probability,
+                      remove_positions, run_methods)
 from .render import number_text
 
 if TYPE_CHECKING:
@@ -51,6 +54,7 @@ DELETION_KS: tuple = (1, 3, 5, "10%")
 # definition are not shown beside today's (their numbers mean something else).
 AOPC_DEFINITION = 2
 MIN_ADVANTAGE = 0.01  # AOPC above (or below) random's by less than this is no verdict either way
+FAITHFULNESS_FILE = "faithfulness.json"  # in the run measured: the report shows it while it is newer than the weights
 
 
 @dataclass
@@ -296,6 +300,54 @@ def measure_faithfulness(classifier: "Classifier", data: TextDataset, *, methods
         seed=seed,
         temperature=temperature,
     )
+
+
+def measure_run(run_dir: str | Path, *, methods: str | Sequence[str] | None = None, examples: int = 200,
+                seed: int = 0, steps: int | str | None = None, test_file: str | None = None,
+                dataset: str | None = None, text_column: str | list[str] | None = None, label_column: str | None = None,
+                label_delimiter: str | None = None, download: bool = False, data_dir: str | None = None,
+                device: str = "auto", log: Callable[[str], None] = print,
+                named: Callable[[str], str] = by_field) -> FaithfulnessResult:
+    """Measure the faithfulness of ``run_dir``'s explanation methods (``measure_faithfulness``) on ``examples`` of
+    its test texts, and save the result in the run as ``faithfulness.json`` (which its report shows); returns it, as
+    `attnclf faithfulness` does. ``methods``: None or ``all`` for every method the model supports, else names,
+    comma-separated or in a list (``chosen_methods``); ``steps``: integrated gradients'. The texts are those
+    ``scoring_data`` reads from ``test_file``, ``dataset`` (and the other data arguments) or, without either, the
+    run's own. ``log`` gets the notes: the run has not finished training, or the texts are not the run's own. Errors
+    name arguments as ``named`` spells them (the command line: by its flags).
+
+    The run is held meanwhile (``adding_to_run``): one another process is writing (training on) is refused in one
+    line, as is a run this process cannot write into, before its weights are read.
+
+    >>> # measure_run("runs/demo", methods="occlusion,attention", examples=100).most_faithful  # 'occlusion'
+    """
+    from ..classifier import Classifier
+    from ..ensemble import NOT_EXPLAINED, is_ensemble_dir
+    from ..rundir import adding_to_run, atomic_write_json, refuse_multi_label, unfinished_warning
+    from ..training.run_data import scoring_data
+
+    count = whole_number(examples)
+    if count is None or count < 1:
+        raise AttnclfError(f"{named('examples')} must be at least 1, got {shown(examples)}")
+    seed = check_seed(seed, named("seed"))  # (measure_faithfulness checks it too, by its argument's name)
+    if is_ensemble_dir(run_dir):
+        raise AttnclfError(f"{run_dir}: {NOT_EXPLAINED}")
+    # Held from reading the weights to saving what they measured: a read-only run fails before, not after, and one
+    # that another process is training is refused (the measurement would pass for one of its next weights).
+    with adding_to_run(run_dir):
+        classifier = Classifier.load(run_dir, device=device)
+        if warning := unfinished_warning(run_dir):
+            log(warning)
+        refuse_multi_label(classifier.config, "attnclf faithfulness")
+        available = run_methods(run_dir, classifier.model)
+        chosen = available if methods is None else chosen_methods(methods, available, "methods", named)
+        data = scoring_data(classifier, test_file, dataset, text_column=text_column, label_column=label_column,
+                            label_delimiter=label_delimiter, download=download, data_dir=data_dir, log=log,
+                            named=named)
+        result = measure_faithfulness(classifier, data, methods=chosen, examples=count, seed=seed,
+                                      **({} if steps is None else {"steps": steps}))
+        atomic_write_json(Path(run_dir) / FAITHFULNESS_FILE, result.to_dict())
+    return result
 
 
 def _tokens_to_remove(k: int | str, n: int) -> int:

@@ -40,11 +40,13 @@ from __future__ import annotations
 import functools
 import numbers
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
 import torch
 
+from ..checks import by_field
 from ..errors import AttnclfError, first_few, shown
 from ..evaluation.predict import predict_probabilities
 from ..models.base import model_device
@@ -207,6 +209,47 @@ def left_out(available: Sequence[str]) -> list[str]:
     ['attention (this model does not pool by attention)']
     """
     return [f"{name} ({LACKING[name]})" for name in METHODS if name not in available]
+
+
+def run_methods(run_dir: str | Path, model: torch.nn.Module) -> list[str]:
+    """``available_methods`` of ``model``, loaded from ``run_dir``; none is one line naming the run (a windowed model
+    has none yet).
+
+    >>> # run_methods("runs/demo", Classifier.load("runs/demo").model)[:2]  # ['attention', 'rollout']
+    """
+    available = available_methods(model)
+    if not available:
+        raise AttnclfError(f"{run_dir} reads long texts as windows (--windows); its explanations, and so "
+                           f"their faithfulness, are not supported yet")
+    return available
+
+
+def chosen_methods(asked: str | Sequence[str], available: Sequence[str], argument: str = "method",
+                   named: Callable[[str], str] = by_field) -> list[str]:
+    """The methods ``asked`` names, each one a model supports (``available``: its ``available_methods``): ``all``,
+    every one of those, or names, comma-separated or in a list; one line otherwise, naming ``asked`` as the
+    ``argument`` it came in, as ``named`` spells it (the command line: by its flag). What ``all`` leaves out,
+    ``left_out`` says.
+
+    >>> chosen_methods("occlusion, grad-input", ["grad-input", "occlusion"]), chosen_methods("all", ["occlusion"])
+    (['occlusion', 'grad-input'], ['occlusion'])
+    """
+    if asked == "all":
+        return list(available)
+    if isinstance(asked, str):
+        names = [name.strip() for name in asked.split(",") if name.strip()]
+    elif isinstance(asked, (list, tuple)):
+        names = list(asked)
+    else:
+        raise AttnclfError(f"{named(argument)} must be all or method names, got {shown(asked)}")
+    for name in names:
+        if not isinstance(name, str) or name not in METHODS:
+            raise AttnclfError(f"unknown method {shown(name)}; choose from {', '.join(METHODS)} or all")
+        if name not in available:
+            raise AttnclfError(f"method {shown(name)} does not apply to this model; it supports {', '.join(available)}")
+    if not names:
+        raise AttnclfError(f"{named(argument)} is empty")
+    return names
 
 
 # What an explanation scores tokens by when no method is asked for, for every model: the measured effect of

@@ -23,7 +23,8 @@ from ..data.base import TextDataset
 from ..errors import AttnclfError, RunDirError
 from ..evaluation.metrics import expected_calibration_error, log_loss, pick_examples
 from ..explain.explanation import explain
-from ..explain.faithfulness import AOPC_DEFINITION, FaithfulnessResult, measure_faithfulness
+from ..explain.faithfulness import (AOPC_DEFINITION, FAITHFULNESS_FILE, FaithfulnessResult,
+                                    measure_faithfulness)
 from ..explain.methods import DEFAULT_METHOD, METHODS, available_methods, left_out
 from ..explain.render import branches, legend_html, page, png_img, tokens_html, unknown_note_html
 from ..models.windows import window_config
@@ -32,7 +33,6 @@ from ..rundir import (adding_to_run, atomic_write_bytes, atomic_write_json, read
 from ..training.trainer import best_epoch, describe_kept
 from . import plots
 
-FAITHFULNESS_FILE = "faithfulness.json"
 PLOTS = ("training", "metric_history", "confusion_matrix", "roc", "reliability", "self_attention",
          "deletion")  # plots/<name>.png
 _CURVES = ("epoch", "train_loss", "train_accuracy")  # what the training curves draw of every epoch
