@@ -136,14 +136,15 @@ def test_a_cell_another_process_is_writing_into_is_refused_and_left_as_it_was(tm
 
 @pytest.fixture(scope="module")
 def finished_experiments(tmp_path_factory) -> tuple[Path, dict[str, list[str]]]:
-    """A compare (boe) and an ablate (self-attn, one variant) of one cell each on 24 reviews, and their commands
-    (without --output): run again, each reuses its cell, reading the cell's metrics.json and history.jsonl."""
+    """A compare (boe, beside the TF-IDF reference) and an ablate (self-attn, one variant) of one cell each on 24
+    reviews, and their commands (without --output): run again, each reuses its cell, reading the cell's metrics.json,
+    history.jsonl and experiment.json, and compare its reference's result.json."""
     root = tmp_path_factory.mktemp("experiments")
     data = reviews_csv(root)
     common = ["--train-file", str(data), "--test-file", str(data), "--seeds", "1", "--epochs", "1", "--threads", "1",
               "--quiet"]
     # (ablate without the file recipe's n-gram branch, whose cell would be 49 MB to copy for each test)
-    commands = {"compare": ["compare", *common, "--models", "boe", "--no-reference"],
+    commands = {"compare": ["compare", *common, "--models", "boe"],
                 "ablate": ["ablate", *common, "--sweep", "layers=1", "--set", "d_model=16", "--set",
                            "nb_ngram_buckets=0", "--max-len", "16"]}
     for command, argv in commands.items():
@@ -162,21 +163,47 @@ def finished_experiments(tmp_path_factory) -> tuple[Path, dict[str, list[str]]]:
     ("history.jsonl", lambda h: h[0].update(train_loss="0.69"),
      "history.jsonl, line 1: train_loss is '0.69', not a number"),
     ("history.jsonl", lambda h: h[0].pop("train_loss"), "history.jsonl, line 1: train_loss is missing"),
+    ("experiment.json", lambda e: e.pop("texts_per_second"), "experiment.json: texts_per_second is missing"),
+    ("experiment.json", lambda e: e.update(cpu_seconds="12 s"),
+     "experiment.json: cpu_seconds is '12 s', not a number or null"),
+    ("experiment.json", "truncated", "experiment.json: not valid JSON"),
 ], ids=["no-accuracy", "no-train-seconds", "parameters-text", "macro-f1-null", "split-null", "metrics-truncated",
-        "train-loss-text", "no-train-loss"])
-def test_a_reused_cell_whose_metrics_or_history_were_mangled_is_one_line_naming_the_file_and_field(
+        "train-loss-text", "no-train-loss", "no-texts-per-second", "cpu-seconds-text", "experiment-truncated"])
+def test_a_reused_cell_whose_files_were_mangled_is_one_line_naming_the_file_and_field(
         finished_experiments, tmp_path, capsys, mangle, command, file, edit, message):
     # A cell an editor or a copy mangled (an experiment folder someone sent) was a KeyError or a TypeError from the
     # cell's record or the tables summing it, a traceback instead of the file and field at fault.
+    path, err = rerun_mangled(finished_experiments, tmp_path, capsys, mangle, command, file, edit)
+    assert err.startswith(f"attnclf: error: {path}") and message in err and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda r: r["record"].pop("accuracy"), "result.json: record.accuracy is missing"),
+    (lambda r: r["record"].update(texts_per_second="fast"), "result.json: record.texts_per_second is 'fast', not a "
+                                                            "number"),
+    (lambda r: r["record"].update(train_loss=None), "result.json: record.train_loss is None, not a list of numbers"),
+    (lambda r: r.update(record=[0.9]), "result.json: record is [0.9], not an object"),
+    (lambda r: r.pop("record"), "result.json: record is missing"),
+], ids=["no-accuracy", "texts-per-second-text", "train-loss-null", "record-list", "no-record"])
+def test_a_reused_reference_whose_result_was_mangled_is_one_line_naming_the_file_and_field(
+        finished_experiments, tmp_path, capsys, mangle, edit, message):
+    # The TF-IDF reference's cached result.json, hand-edited, was a KeyError or a TypeError from the record it
+    # returned or the tables summing it.
+    path, err = rerun_mangled(finished_experiments, tmp_path, capsys, mangle, "compare", "result.json", edit)
+    assert err.startswith(f"attnclf: error: {path}") and message in err and err.count("\n") == 1, err
+
+
+def rerun_mangled(finished_experiments, tmp_path, capsys, mangle, command: str, file: str, edit) -> tuple[Path, str]:
+    """Copy ``finished_experiments``' ``command``, mangle ``file`` in the one cell holding it, run the command again:
+    refused (exit 2); returns the file mangled and what was printed on stderr."""
     root, commands = finished_experiments
     output = tmp_path / command
     shutil.copytree(root / command, output)
-    (cell,) = (output / "runs").iterdir()
-    mangle(cell / file, edit)
+    (path,) = (output / "runs").glob(f"*/{file}")
+    mangle(path, edit)
     capsys.readouterr()
     assert main([*commands[command], "--output", str(output)]) == 2
-    err = capsys.readouterr().err
-    assert err.startswith(f"attnclf: error: {cell / file}") and message in err and err.count("\n") == 1, err
+    return path, capsys.readouterr().err
 
 
 def recorded_warnings(runs: Path) -> list[str]:

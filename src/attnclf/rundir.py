@@ -707,6 +707,10 @@ _SQUARE_COUNTS = (lambda value: isinstance(value, list) and all(
 # without a test split, or the scikit-learn estimator's save). Runs from before it was recorded scored their test split.
 _SPLITS = (None, "test", "validation")
 _SPLIT = (lambda value: value in _SPLITS, f"one of {', '.join(map(str, _SPLITS))}")
+_NUMBERS = (lambda value: isinstance(value, list) and all(_NUMBER[0](number) for number in value), "a list of numbers")
+# The kinds ``check_fields`` takes, by what its messages call them.
+_KINDS = {kind: (fits, kind) for fits, kind in (_NUMBER, _NUMBER_OR_NULL, _COUNT, _OBJECT, _TEXT, _TRUE_OR_FALSE,
+                                                _NUMBERS)}
 
 
 def _check_fields(where: str | Path, record: dict, kinds: dict, required: Iterable[str] = (), prefix: str = "") -> None:
@@ -720,6 +724,31 @@ def _check_fields(where: str | Path, record: dict, kinds: dict, required: Iterab
         elif not fits(record[name]):
             raise RunDirError(f"{where}: {prefix}{_named(name)} is {shown(record[name])}, not {kind} (was the file "
                               f"edited?)")
+
+
+def check_fields(where: str | Path, record: Any, kinds: dict, prefix: str = "") -> dict:
+    """``record``, read from the file ``where`` (bookkeeping attnclf wrote: an experiment cell's experiment.json, the
+    TF-IDF reference's result.json), refused in one line naming the file and the field unless it is an object
+    holding every field of ``kinds``, each of its kind: "a number", "a number or null", "a whole number >= 0",
+    "a string", "true or false", "an object", "a list of numbers", or a dict of the fields an object holds in turn.
+    Its readers index and format the fields far from the file, where a KeyError or a TypeError would name none.
+
+    >>> check_fields("experiment.json", {"cpu_seconds": None, "texts_per_second": 812.5},
+    ...              {"cpu_seconds": "a number or null", "texts_per_second": "a number"})
+    {'cpu_seconds': None, 'texts_per_second': 812.5}
+    >>> check_fields("result.json", {"record": {"accuracy": "high"}}, {"record": {"accuracy": "a number"}})
+    Traceback (most recent call last):
+    ...
+    attnclf.errors.RunDirError: result.json: record.accuracy is 'high', not a number (was the file edited?)
+    """
+    if not isinstance(record, dict):
+        raise RunDirError(f"{where}: {shown(record)} is not an object (was the file edited?)")
+    flat = {name: _OBJECT if isinstance(kind, dict) else _KINDS[kind] for name, kind in kinds.items()}
+    _check_fields(where, record, flat, required=kinds, prefix=prefix)
+    for name, kind in kinds.items():
+        if isinstance(kind, dict):
+            check_fields(where, record[name], kind, prefix=f"{prefix}{_named(name)}.")
+    return record
 
 
 def _named(key: str) -> str:
@@ -746,9 +775,7 @@ def read_metrics(run_dir: str | Path, *, tables: bool = False, costs: bool = Fal
     >>> # read_metrics("runs/demo", tables=True)["per_class"]["positive"]["f1"]
     """
     path = Path(run_dir) / "metrics.json"
-    metrics = read_json(path)
-    if not isinstance(metrics, dict):
-        raise RunDirError(f"{path}: {shown(metrics)} is not an object (was the file edited?)")
+    metrics = check_fields(path, read_json(path), {})
     _check_fields(path, metrics, {"split": _SPLIT, "multi_label": _TRUE_OR_FALSE})
     multi, unscored = metrics.get("multi_label", False), metrics.get("split", "test") is None
     if unscored and scored:

@@ -27,7 +27,8 @@ from ..checks import set_value
 from ..errors import AttnclfError, RunDirError
 from ..models import MODELS, build_model
 from ..recipes import earlier_file_recipes
-from ..rundir import atomic_write_json, is_resumable, output_folder, read_history, read_json, read_metrics
+from ..rundir import (atomic_write_json, check_fields, is_resumable, output_folder, read_history, read_json,
+                      read_metrics)
 from ..text.cleaning import CleaningConfig
 from ..training.device import torch_threads
 from ..training.run import each_warning_once, train_run
@@ -35,6 +36,8 @@ from ..training.run_data import held_out_fingerprint, load_data, texts_fingerpri
 from ..training.settings import DataSettings, RunSettings, resume_settings, settings_for
 
 Log = Callable[[str], None]
+# What a cell's experiment.json holds: what the cell cost beyond metrics.json's figures, measured once.
+COST_FIELDS = {"cpu_seconds": "a number or null", "texts_per_second": "a number"}
 
 
 @dataclass
@@ -190,6 +193,7 @@ def _run_cell(settings: RunSettings, texts: list[str], earlier: Callable[[], Seq
     if not cost_file.exists():
         atomic_write_json(cost_file, {"cpu_seconds": cpu,
                                       "texts_per_second": measure_throughput(run_dir, texts, settings.device)})
+    costs = check_fields(cost_file, read_json(cost_file), COST_FIELDS)  # (a reused cell's may have been edited)
     return {
         "run_dir": str(run_dir),
         "accuracy": metrics["accuracy"],
@@ -197,7 +201,7 @@ def _run_cell(settings: RunSettings, texts: list[str], earlier: Callable[[], Seq
         "parameters": metrics["parameters"],
         "epochs": len(history),
         "train_seconds": metrics["train_seconds"],
-        **read_json(cost_file),
+        **{name: costs[name] for name in COST_FIELDS},
         "train_loss": [h["train_loss"] for h in history],
         # The last epoch's, beside its training loss: metrics.json's accuracy is of the kept (best validated) weights
         "final_train_accuracy": history[-1].get("train_accuracy") if history else None,

@@ -19,13 +19,18 @@ import numpy as np
 
 from ..errors import AttnclfError
 from ..evaluation.metrics import compute_metrics
-from ..rundir import atomic_write_json, output_folder, read_json
+from ..rundir import atomic_write_json, check_fields, output_folder, read_json
 from ..training.run_data import align_labels, load_data
 from ..training.settings import DataSettings
 from .cells import Setup
 
 LABEL = "tfidf-lr"
 C_GRID = (0.25, 1.0, 4.0, 16.0)
+# What the record cached in result.json holds that compare's log line and tables read, as a neural cell's record does.
+RECORD_FIELDS = {"label": "a string", "model": "a string", "seed": "a whole number >= 0", "run_dir": "a string",
+                 "accuracy": "a number", "macro_f1": "a number", "parameters": "a whole number >= 0",
+                 "epochs": "a number or null", "train_seconds": "a number", "cpu_seconds": "a number or null",
+                 "texts_per_second": "a number", "train_loss": "a list of numbers", "C": "a number"}
 
 
 def _with_defaults(key: dict | None) -> dict | None:
@@ -52,9 +57,9 @@ def _tfidf_reference(setup: Setup, seed: int, run_dir: Path) -> dict:
     key = {"data": asdict(setup.data), "seed": seed, "c_grid": list(C_GRID), "throughput_texts": setup.throughput_texts}
     cache = run_dir / "result.json"
     if cache.exists():
-        saved = read_json(cache)
+        saved = check_fields(cache, read_json(cache), {})  # (an object; a key of other settings is refitted)
         if _with_defaults(saved.get("key")) == key:
-            return saved["record"]
+            return check_fields(cache, saved, {"record": RECORD_FIELDS})["record"]
     splits = load_data(setup.data, seed)
     train, validation = splits.train, align_labels(splits.validation, splits.train.label_names)
     test = align_labels(splits.test, train.label_names) if splits.test is not None else validation
