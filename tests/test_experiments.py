@@ -167,8 +167,11 @@ def finished_experiments(tmp_path_factory) -> tuple[Path, dict[str, list[str]]]:
     ("experiment.json", lambda e: e.update(cpu_seconds="12 s"),
      "experiment.json: cpu_seconds is '12 s', not a number or null"),
     ("experiment.json", "truncated", "experiment.json: not valid JSON"),
+    # (the training and test texts the budget paragraph counts, recorded when the cell trained)
+    ("config.json", lambda c: c["data"].pop("train_examples"), "config.json: data.train_examples is missing"),
 ], ids=["no-accuracy", "no-train-seconds", "parameters-text", "macro-f1-null", "split-null", "metrics-truncated",
-        "train-loss-text", "no-train-loss", "no-texts-per-second", "cpu-seconds-text", "experiment-truncated"])
+        "train-loss-text", "no-train-loss", "no-texts-per-second", "cpu-seconds-text", "experiment-truncated",
+        "no-train-examples"])
 def test_a_reused_cell_whose_files_were_mangled_is_one_line_naming_the_file_and_field(
         finished_experiments, tmp_path, capsys, mangle, command, file, edit, message):
     # A cell an editor or a copy mangled (an experiment folder someone sent) was a KeyError or a TypeError from the

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from ..recipes import file_recipe, recipe_for
-from ..rundir import atomic_write_bytes, read_json
+from ..rundir import atomic_write_bytes, check_fields, read_json
 
 SPREAD = ("accuracy", "macro_f1", "final_train_loss", "final_train_accuracy")  # reported as mean ± std
 AVERAGED = ("parameters", "epochs", "train_seconds", "cpu_seconds", "texts_per_second")  # reported as the mean
@@ -103,6 +103,9 @@ def write_cells_csv(path: Path, records: list[dict]) -> None:
     write_csv(path, rows, CELL_KEYS)
 
 
+SPLIT_SIZES = ("train_examples", "validation_examples", "test_examples")  # in a cell's config.json, under data
+
+
 def describe_budget(setup, records: list[dict]) -> str:
     """One paragraph stating what every neural cell was trained on and with, read from a cell's config.json."""
     neural = [r for r in records if r.get("epochs") is not None]
@@ -119,11 +122,14 @@ def describe_budget(setup, records: list[dict]) -> str:
     settings = read_json(Path(shown["run_dir"]) / "config.json")["settings"]
     sizes: dict[tuple, list[str]] = {}  # the toy-order experiment's sets differ in size
     for record in (r for r in neural if r["seed"] == neural[0]["seed"]):  # grouped splits vary with the seed
-        cell = read_json(Path(record["run_dir"]) / "config.json")
-        counts = tuple(cell["data"][f"{part}_examples"] for part in ("train", "validation", "test"))
+        path = Path(record["run_dir"]) / "config.json"
+        cell = check_fields(path, read_json(path), {"data": dict.fromkeys(SPLIT_SIZES, "a whole number >= 0"),
+                                                    "settings": {"data": "an object"}})
+        counts = tuple(cell["data"][size] for size in SPLIT_SIZES)
         names = sizes.setdefault(counts, [])
-        if cell["settings"]["data"]["dataset"] not in names:
-            names.append(cell["settings"]["data"]["dataset"])
+        dataset = cell["settings"]["data"].get("dataset")  # (a cell without one was reused: None is its default)
+        if dataset not in names:
+            names.append(dataset)
     texts = "; ".join(f"{train:,} training / {validation:,} validation / {test:,} test texts"
                       + (f" on {', '.join(map(str, names))}" if len(sizes) > 1 else "")
                       for (train, validation, test), names in sizes.items())
