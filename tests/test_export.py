@@ -1,5 +1,6 @@
 """ONNX export: parity with PyTorch on a trained tiny model, the torch-free runtime, and its errors."""
 
+import hashlib
 import json
 import shutil
 import subprocess
@@ -145,6 +146,34 @@ def test_an_export_inside_a_run_that_trained_on_since_is_refused(demo_run, tmp_p
     shutil.copytree(run, tmp_path / "copy")
     with pytest.raises(AttnclfError, match="exported from earlier weights"):
         OnnxClassifier.load(tmp_path / "copy")
+
+
+def test_weights_replaced_while_they_are_exported_are_refused_not_recorded_beside_the_graph_of_others(
+        demo_run, tmp_path, monkeypatch):
+    # An export outside the run reads it without holding it, and took the weights' sha256 after loading them: a
+    # `train --resume` replacing them meanwhile left export.json naming the new weights beside a graph of the old.
+    run = tmp_path / "run"
+    shutil.copytree(demo_run, run)
+    check = onnx_export.check_data(run, limit=20)
+    loaded = Classifier.load
+
+    def load_then_train_on(run_dir, **options):
+        classifier = loaded(run_dir, **options)
+        weights = bytearray((run / "model.safetensors").read_bytes())
+        weights[-1] ^= 1  # as `train --resume` would leave them: other weights, same file
+        (run / "model.safetensors").write_bytes(bytes(weights))
+        return classifier
+
+    with monkeypatch.context() as patch:
+        patch.setattr(Classifier, "load", staticmethod(load_then_train_on))
+        with pytest.raises(AttnclfError) as refused:
+            onnx_export.export_onnx(run, tmp_path / "shipped", check=check)
+    assert str(refused.value) == (f"{run}/model.safetensors changed while it was exported (trained on: `train "
+                                  f"--resume`?); nothing was written: export it again once the run is left alone")
+    assert not (tmp_path / "shipped").exists()
+    # Left alone, the export records the sha256 of the weights it traced, and the run's are those.
+    manifest = onnx_export.export_onnx(run, tmp_path / "shipped", check=check).manifest
+    assert manifest["weights_sha256"] == hashlib.sha256((run / "model.safetensors").read_bytes()).hexdigest()
 
 
 def test_export_that_disagrees_with_pytorch_fails_and_changes_nothing(demo_run, tmp_path, monkeypatch):

@@ -189,7 +189,7 @@ def export_onnx(run_dir: str | Path, output: str | Path | None = None, *, check:
     """
     refuse_held(run_dir, output)
     *_, directory = written = _written(run_dir, output)
-    clf = Classifier.load(run_dir, device="cpu")
+    clf, weights_sha256 = _load_unchanged(run_dir)
     refuse_unexportable(clf, run_dir)  # (before any folder exists)
     graph = onnx_graph(clf.model)
     if any((directory / name).exists() for name in ("config.json", "model.safetensors", ENSEMBLE_FILE,
@@ -203,11 +203,26 @@ def export_onnx(run_dir: str | Path, output: str | Path | None = None, *, check:
         with ExitStack() as held:
             for folder in written:
                 held.enter_context(folder_lock(folder))
-            manifest = _publish_checked(clf, graph, Path(run_dir), directory, check, quantize)
+            manifest = _publish_checked(clf, weights_sha256, graph, Path(run_dir), directory, check, quantize)
     except BaseException:
         remove_empty_folders(directory, created)  # (its lock file gone first: the folder a failed export made goes)
         raise
     return OnnxExport(directory, manifest)
+
+
+def _load_unchanged(run_dir: str | Path) -> tuple[Classifier, str]:
+    """The run's classifier, on the CPU, and the sha256 of the weights file it was loaded from. An export outside the
+    run does not hold it (the run may be read-only), so a `train --resume` may replace the weights meanwhile: their
+    checksum is taken before the load and again after, and a change between is refused in one line, where a
+    checksum taken after alone could name new weights beside a graph traced from the old."""
+    weights = Path(run_dir) / "model.safetensors"
+    # (not a regular file: the load names what is wrong, where reading a link to /dev/zero would never end)
+    before = weights_fingerprint(Path(run_dir)) if weights.is_file() else None
+    clf = Classifier.load(run_dir, device="cpu")
+    if weights_fingerprint(Path(run_dir)) != before:
+        raise AttnclfError(f"{weights} changed while it was exported (trained on: `train --resume`?); nothing was "
+                           f"written: export it again once the run is left alone")
+    return clf, before
 
 
 def refuse_held(run_dir: str | Path, output: str | Path | None = None) -> None:
@@ -244,10 +259,11 @@ def _is_inside(folder: Path, run_dir: str | Path) -> bool:
     return Path(os.path.realpath(folder)).is_relative_to(os.path.realpath(run_dir))
 
 
-def _publish_checked(clf: Classifier, graph: bytes, run_dir: Path, directory: Path, check: TextDataset,
-                     quantize: bool) -> dict:
+def _publish_checked(clf: Classifier, weights_sha256: str, graph: bytes, run_dir: Path, directory: Path,
+                     check: TextDataset, quantize: bool) -> dict:
     """Build the export aside, measure its parity on ``check``, and publish it into ``directory`` (which this process
-    holds) only once parity holds: a failed export leaves an earlier one working. Returns the manifest."""
+    holds) only once parity holds: a failed export leaves an earlier one working. Returns the manifest, which records
+    ``weights_sha256``, that of the weights ``clf`` was loaded from (``_load_unchanged``)."""
     import onnxruntime
 
     _remove_abandoned_staging(directory)
@@ -270,7 +286,7 @@ def _publish_checked(clf: Classifier, graph: bytes, run_dir: Path, directory: Pa
         manifest = {
             "format_version": EXPORT_FORMAT_VERSION,
             "source": str(Path(run_dir).resolve()),
-            "weights_sha256": weights_fingerprint(Path(run_dir)),  # loading it from the run checks they are current
+            "weights_sha256": weights_sha256,  # loading it from the run checks they are current
             "versions": {"attnclf": __version__, "torch": torch.__version__, "onnxruntime": onnxruntime.__version__},
             "opset": OPSET,
             # (its vocabulary: the tokenizer loaded beside the graph must have it, as the graph's embedding does)
