@@ -98,6 +98,28 @@ def test_ensemble_refuses_runs_trained_on_other_data(demo_run):
         Ensemble([member, other], ["a", "b"])
 
 
+def test_runs_trained_from_files_of_the_same_bytes_under_other_names_are_one_ensemble(demo_run, tmp_path):
+    # Two seeds trained from copies of one file (a data folder moved, a file renamed) were refused as "trained on
+    # other data"; the bytes decide, so a copy that differs by one byte still is.
+    member = Classifier.load(demo_run, device="cpu")
+    first, copy, edited = (tmp_path / name for name in ("train.csv", "copy.csv", "edited.csv"))
+    first.write_text("text,label\ngood,pos\nbad,neg\n")
+    copy.write_bytes(first.read_bytes())
+    edited.write_text("text,label\ngood,pos\nbad,neg\nfine,pos\n")
+
+    def trained_from(path: Path) -> Classifier:
+        config = json.loads(json.dumps(member.config))
+        config["settings"]["data"] = {"train_file": str(path)}
+        return Classifier(member.model, member.tokenizer, member.label_names, member.device, config)
+
+    assert len(Ensemble([trained_from(first), trained_from(copy)], ["a", "b"]).members) == 2
+    with pytest.raises(AttnclfError, match=r"b was trained on other data than a \(train_file: "):
+        Ensemble([trained_from(first), trained_from(edited)], ["a", "b"])
+    copy.unlink()  # (gone: its bytes cannot be compared, so its name decides, as before)
+    with pytest.raises(AttnclfError, match="must share their data"):
+        Ensemble([trained_from(first), trained_from(copy)], ["a", "b"])
+
+
 def test_evaluating_an_ensemble_needs_held_out_data(tmp_path, capsys):
     from attnclf.data.generated import synthetic
 

@@ -27,9 +27,9 @@ import numpy as np
 from .checks import by_field, check_backend
 from .errors import NAME_LENGTH, AttnclfError, RunDirError, shown
 from .prediction import Prediction, model_repr, token_counts
-from .rundir import (ENSEMBLE_FILE, atomic_write_bytes, atomic_write_json, first_missing_folder, folder_lock,
-                     member_folders, prepare_output_dir, read_json, remove_cut_short_writes, remove_empty_folders,
-                     run_dir_list)
+from .rundir import (ENSEMBLE_FILE, atomic_write_bytes, atomic_write_json, file_sha256, first_missing_folder,
+                     folder_lock, member_folders, prepare_output_dir, read_json, remove_cut_short_writes,
+                     remove_empty_folders, run_dir_list)
 
 if TYPE_CHECKING:  # loaded where used: `predict --backend onnx` asks is_ensemble_dir without PyTorch
     from .classifier import Classifier
@@ -58,7 +58,8 @@ class Ensemble:
                 refit, other = (name, names[0]) if data["refit"] else (names[0], name)
                 raise AttnclfError(f"{refit} is a refit (trained on its validation texts too) and {other} is not; "
                                    f"an ensemble's runs must share their training texts: refit them all or none")
-            differ = [key for key, value in data.items() if reference[key] != value]
+            differ = [key for key, value in data.items() if reference[key] != value
+                      and not _same_file_bytes(key, reference[key], value)]
             if differ:
                 raise AttnclfError(f"{name} was trained on other data than {names[0]} ({differ[0]}: "
                                    f"{data[differ[0]]!r} vs {reference[differ[0]]!r}); "
@@ -358,6 +359,23 @@ def _write_ensemble_file(output: Path, members: Sequence[Path], seeds: Sequence[
                 validation.labels, ensemble.predict_proba(validation.texts), ensemble.label_names, report=False)
     atomic_write_json(output / ENSEMBLE_FILE, saved)
     return metrics
+
+
+_DATA_FILES = ("train_file", "validation_file", "test_file")
+
+
+def _same_file_bytes(key: str, path: str | None, other: str | None) -> bool:
+    """Whether data setting ``key`` names two files of the same bytes (seeds trained from a copy, or after the data
+    moved); a file that is gone cannot be compared, so its name decides.
+
+    >>> _same_file_bytes("train_file", __file__, __file__), _same_file_bytes("dataset", "imdb", "sst2")
+    (True, False)
+    """
+    if key not in _DATA_FILES or not (isinstance(path, str) and isinstance(other, str)):
+        return False
+    if not (Path(path).is_file() and Path(other).is_file()):
+        return False
+    return Path(path).stat().st_size == Path(other).stat().st_size and file_sha256(path) == file_sha256(other)
 
 
 def _data(member: Classifier) -> dict:
