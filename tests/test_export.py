@@ -5,6 +5,7 @@ import json
 import shutil
 import subprocess
 import sys
+from contextlib import contextmanager
 
 import numpy as np
 import pytest
@@ -148,32 +149,58 @@ def test_an_export_inside_a_run_that_trained_on_since_is_refused(demo_run, tmp_p
         OnnxClassifier.load(tmp_path / "copy")
 
 
+@contextmanager
+def _changed_once_loaded(change):
+    """``Classifier.load`` calls ``change`` once it has read the weights: another process acting on the run then."""
+    loaded = Classifier.load
+
+    def load_then_change(run_dir, **options):
+        classifier = loaded(run_dir, **options)
+        change()
+        return classifier
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Classifier, "load", staticmethod(load_then_change))
+        yield
+
+
 def test_weights_replaced_while_they_are_exported_are_refused_not_recorded_beside_the_graph_of_others(
-        demo_run, tmp_path, monkeypatch):
+        demo_run, tmp_path):
     # An export outside the run reads it without holding it, and took the weights' sha256 after loading them: a
     # `train --resume` replacing them meanwhile left export.json naming the new weights beside a graph of the old.
     run = tmp_path / "run"
     shutil.copytree(demo_run, run)
     check = onnx_export.check_data(run, limit=20)
-    loaded = Classifier.load
 
-    def load_then_train_on(run_dir, **options):
-        classifier = loaded(run_dir, **options)
+    def train_on():
         weights = bytearray((run / "model.safetensors").read_bytes())
         weights[-1] ^= 1  # as `train --resume` would leave them: other weights, same file
         (run / "model.safetensors").write_bytes(bytes(weights))
-        return classifier
 
-    with monkeypatch.context() as patch:
-        patch.setattr(Classifier, "load", staticmethod(load_then_train_on))
-        with pytest.raises(AttnclfError) as refused:
-            onnx_export.export_onnx(run, tmp_path / "shipped", check=check)
+    with _changed_once_loaded(train_on), pytest.raises(AttnclfError) as refused:
+        onnx_export.export_onnx(run, tmp_path / "shipped", check=check)
     assert str(refused.value) == (f"{run}/model.safetensors changed while it was exported (trained on: `train "
                                   f"--resume`?); nothing was written: export it again once the run is left alone")
     assert not (tmp_path / "shipped").exists()
     # Left alone, the export records the sha256 of the weights it traced, and the run's are those.
     manifest = onnx_export.export_onnx(run, tmp_path / "shipped", check=check).manifest
     assert manifest["weights_sha256"] == hashlib.sha256((run / "model.safetensors").read_bytes()).hexdigest()
+
+
+def test_weights_set_aside_while_they_are_exported_are_refused_in_one_line(demo_run, tmp_path):
+    # A `train --overwrite` into the run moves its model into earlier-model/ as it starts: the checksum taken after
+    # the load then found no file, and the export ended in a FileNotFoundError traceback.
+    run = tmp_path / "run"
+    shutil.copytree(demo_run, run)
+    check = onnx_export.check_data(run, limit=20)
+
+    def set_aside():
+        (run / "earlier-model").mkdir()
+        (run / "model.safetensors").replace(run / "earlier-model" / "model.safetensors")
+
+    with _changed_once_loaded(set_aside), pytest.raises(AttnclfError, match=r"model\.safetensors changed while"):
+        onnx_export.export_onnx(run, tmp_path / "shipped", check=check)
+    assert not (tmp_path / "shipped").exists()
 
 
 def test_export_that_disagrees_with_pytorch_fails_and_changes_nothing(demo_run, tmp_path, monkeypatch):

@@ -211,15 +211,21 @@ def export_onnx(run_dir: str | Path, output: str | Path | None = None, *, check:
 
 
 def _load_unchanged(run_dir: str | Path) -> tuple[Classifier, str]:
-    """The run's classifier, on the CPU, and the sha256 of the weights file it was loaded from. An export outside the
-    run does not hold it (the run may be read-only), so a `train --resume` may replace the weights meanwhile: their
-    checksum is taken before the load and again after, and a change between is refused in one line, where a
-    checksum taken after alone could name new weights beside a graph traced from the old."""
+    """The run's classifier, on the CPU, and the sha256 of the weights file it was loaded from. The load is not held
+    (an export outside the run never holds it: the run may be read-only; one into run/onnx holds it once that folder
+    exists), so a `train --resume` may replace the weights meanwhile, or a `train --overwrite` set them aside: their
+    checksum is taken before the load and again after, and a change between (or a file gone) is refused in one line,
+    where a checksum taken after alone could name new weights beside a graph traced from the old."""
     weights = Path(run_dir) / "model.safetensors"
-    # (not a regular file: the load names what is wrong, where reading a link to /dev/zero would never end)
-    before = weights_fingerprint(Path(run_dir)) if weights.is_file() else None
+
+    def fingerprint() -> str | None:
+        # None where it is not a regular file: before the load, the load names what is wrong (reading a link to
+        # /dev/zero would never end); after it, the file went meanwhile (a `train --overwrite` sets it aside)
+        return weights_fingerprint(Path(run_dir)) if weights.is_file() else None
+
+    before = fingerprint()
     clf = Classifier.load(run_dir, device="cpu")
-    if weights_fingerprint(Path(run_dir)) != before:
+    if fingerprint() != before:
         raise AttnclfError(f"{weights} changed while it was exported (trained on: `train --resume`?); nothing was "
                            f"written: export it again once the run is left alone")
     return clf, before
