@@ -143,6 +143,16 @@ def test_an_empty_list_of_methods_is_refused_not_read_as_all():
         measure_faithfulness(key_classifier(), key_texts(), methods=[], examples=4, random_draws=1)
 
 
+def test_an_example_count_below_one_is_refused_in_one_line():
+    # measure_run checked it, measure_faithfulness (which it and write_report call) did not: 0 was an IndexError, -1
+    # numpy's ValueError.
+    for examples in (0, -1, 2.5):
+        with pytest.raises(AttnclfError) as refused:
+            measure_faithfulness(key_classifier(), key_texts(), methods=["occlusion"], examples=examples,
+                                 random_draws=1)
+        assert str(refused.value) == f"examples must be at least 1, got {examples}"
+
+
 def test_huge_arguments_are_named_by_their_start_not_echoed_whole():
     # A method name, an option's name or its value echo back in one line, cut as errors.shown cuts them.
     for arguments, start in (({"methods": ["x" * 100_000]}, "unknown explanation method 'xxxxxxxx"),

@@ -227,7 +227,7 @@ def measure_faithfulness(classifier: "Classifier", data: TextDataset, *, methods
         raise AttnclfError(f"{shown(unused[0], write=str)} applies to none of the methods measured "
                            f"({', '.join(methods)})")
     check_steps(options.get("steps", "auto"))  # before minutes of work
-    seed = check_seed(seed)
+    seed, examples = check_seed(seed), _example_count(examples)
     if len(data) == 0:
         raise AttnclfError(f"{data.name or data.split}: no texts to measure on")
     rng = np.random.default_rng(seed)
@@ -326,10 +326,8 @@ def measure_run(run_dir: str | Path, *, methods: str | Sequence[str] | None = No
     from ..rundir import adding_to_run, atomic_write_json, refuse_multi_label, unfinished_warning
     from ..training.run_data import scoring_data
 
-    count = whole_number(examples)
-    if count is None or count < 1:
-        raise AttnclfError(f"{named('examples')} must be at least 1, got {shown(examples)}")
-    seed = check_seed(seed, named("seed"))  # (measure_faithfulness checks it too, by its argument's name)
+    # (measure_faithfulness checks them too, by its arguments' names)
+    count, seed = _example_count(examples, named("examples")), check_seed(seed, named("seed"))
     if is_ensemble_dir(run_dir):
         raise AttnclfError(f"{run_dir}: {NOT_EXPLAINED}")
     # Held from reading the weights to saving what they measured: a read-only run fails before, not after, and one
@@ -348,6 +346,19 @@ def measure_run(run_dir: str | Path, *, methods: str | Sequence[str] | None = No
                                       **({} if steps is None else {"steps": steps}))
         atomic_write_json(Path(run_dir) / FAITHFULNESS_FILE, result.to_dict())
     return result
+
+
+def _example_count(examples, name: str = "examples") -> int:
+    """``examples``, how many texts to measure on, as an int; one line naming it as ``name`` unless it is a whole
+    number of at least 1 (0 found no text to measure on only deep inside, in a traceback).
+
+    >>> _example_count(np.int64(200))
+    200
+    """
+    count = whole_number(examples)
+    if count is None or count < 1:
+        raise AttnclfError(f"{name} must be at least 1, got {shown(examples)}")
+    return count
 
 
 def _tokens_to_remove(k: int | str, n: int) -> int:
