@@ -45,6 +45,8 @@ def baselines(output: Path) -> dict:
             rows = [json.loads(line) for line in lines]
         return [row["text"] for row in rows], np.array([row["label"] == "positive" for row in rows], dtype=int)
 
+    if not (output / "train-s0.jsonl").is_file():
+        raise SystemExit(f"{output} holds no students' files (train-s0.jsonl): train the students (--base) first")
     larger, dev, test = read(output / "train-s0.jsonl"), read(output / "dev-s0.jsonl"), read(output / "test.jsonl")
     alone = (larger[0][:-25000], larger[1][:-25000])  # (the file is stsa's sentences, then the 25,000 reviews)
     result = {}
