@@ -322,8 +322,8 @@ def refuse_if_held(folder: str | Path, instead: str | None = ANOTHER_OUTPUT) -> 
     """A one-line error if another process holds ``folder`` (``folder_lock``, advising ``instead``): a run it is
     training holds no model yet, and checks that read its files would call it unfinished and offer to continue or
     replace it. Only a folder with a lock file can be held, so none is created here (in a folder that cannot be
-    written, that error would be the one named). Under torchrun, rank 0's alone: the other ranks write nothing, and
-    rank 0 may already hold it.
+    written, that error would be the one named). Under torchrun its callers ask on rank 0 alone (this function does
+    not look at the rank): the other ranks write nothing, and rank 0 may already hold it.
 
     >>> refuse_if_held("no/such/run")
     """
