@@ -10,13 +10,14 @@ learns to read the vectors the classifier will start from.
 
 The folder it writes holds ``encoder.safetensors`` (positions, encoder, token
 embedding), ``tokenizer.json`` and ``pretrain.json`` (the model's shape, the
-corpus, the losses, the device it last pretrained on), and ``checkpoint.safetensors``,
-the whole state after the last finished epoch, which resumes an interrupted call. On SST-2 sentences 52
-minutes of it did not beat the fixed vectors alone (BENCHMARKS.md).
-``attnclf train --init-from FOLDER`` starts a ``self-attn``
-model of the same shape from it (``load_pretrained``): the encoder whole, the
-token embedding row by row for the words both vocabularies share. Pooling,
-head and n-gram branch are the classifier's own and start fresh.
+corpus, the losses, the device it last pretrained on), and
+``checkpoint.safetensors``, the whole state after the last finished epoch,
+which resumes an interrupted call. On SST-2 sentences 52 minutes of it did
+not beat the fixed vectors alone (BENCHMARKS.md). ``attnclf train
+--init-from FOLDER`` starts a ``self-attn`` model of the same shape from it
+(``load_pretrained``): the encoder whole, the token embedding row by row for
+the words both vocabularies share. Pooling, head and n-gram branch are the
+classifier's own and start fresh.
 
 >>> # settings = PretrainSettings(model_config={"d_model": 64, "layers": 2, "ff_dim": 256}, max_len=64, epochs=1)
 >>> # pretrain_encoder(texts, settings, "runs/pretrained")
