@@ -1263,6 +1263,19 @@ def test_explain_target_is_a_class_name_and_its_error_offers_names_only(csv_run,
     assert err == "attnclf: error: unknown target class '0'; the classes are 'neg', 'pos'"
 
 
+@pytest.mark.parametrize("command", ["predict", "explain"])
+def test_a_closed_stdin_or_stdout_is_one_line_not_a_traceback(csv_run, capsys, monkeypatch, command):
+    # `attnclf predict RUN <&-` and `>&-`: Python sets a closed stream to None. A closed stdin was an AttributeError's
+    # traceback; into a closed stdout predict's answers vanished with status 0, and explain raised an AttributeError.
+    monkeypatch.setattr(sys, "stdin", None)
+    assert "no texts: give them as arguments" in run_error([command, str(csv_run)], capsys)
+    assert run_error([command, str(csv_run), "--file", "-"], capsys) == \
+        "attnclf: error: --file -: stdin is closed; give the texts as arguments or with --file PATH"
+    monkeypatch.setattr(sys, "stdout", None)
+    assert run_error([command, str(csv_run), "a wonderful story"], capsys) == \
+        f"attnclf: error: stdout is closed: `attnclf {command}` prints there; redirect it to a file (or /dev/null)"
+
+
 def test_predict_into_a_pipe_closed_early_ends_quietly(csv_run, tmp_path):
     texts = tmp_path / "many.txt"
     texts.write_text("a wonderful story\n" * 5000)  # (words the run knows: no note of unknown ones on stderr)

@@ -613,6 +613,7 @@ def _predict(args: argparse.Namespace) -> int:
     from .ensemble import is_ensemble_dir, load_backend
     from .prediction import NOTED_TEXTS, unknown_tokens_note
 
+    _refuse_closed_stdout(args.command)
     if args.attention and args.backend == "torch" and is_ensemble_dir(args.run_dir):
         raise AttnclfError(f"{args.run_dir} is an ensemble: its members attend each their own way; "
                            f"ask one member (--attention with {args.run_dir}/seed-S)")
@@ -648,6 +649,20 @@ TEXTS_FILE_HELP = ("a UTF-8 file with one text per line (blank lines skipped), o
 STDIN_FILE = "-"
 
 
+def _refuse_closed_stdout(command: str) -> None:
+    """One line for `attnclf predict RUN >&-`: Python makes a closed stdout None, which print() writes nothing to,
+    so the answers would vanish under status 0."""
+    if sys.stdout is None:
+        raise AttnclfError(f"stdout is closed: `attnclf {command}` prints there; redirect it to a file (or /dev/null)")
+
+
+def _stdin_bytes() -> bytes:
+    """All of stdin, asked for by name (--file -); one line if it is closed (`<&-`: Python's None)."""
+    if sys.stdin is None:
+        raise AttnclfError(f"--file {STDIN_FILE}: stdin is closed; give the texts as arguments or with --file PATH")
+    return sys.stdin.buffer.read()
+
+
 def _refuse_ensemble(run_dir: str) -> None:
     """One line instead of a missing-file error when a `train --seeds` folder reaches a one-model command."""
     from .ensemble import NOT_EXPLAINED, is_ensemble_dir
@@ -672,10 +687,10 @@ def _input_texts(args: argparse.Namespace, config: dict) -> list[str]:
     texts = list(args.texts) if any(text.strip() for text in args.texts) else []
     # A file or a pipe with nothing in it gives no texts, and predict no output: a day with nothing to score.
     if args.file == STDIN_FILE:  # (asked for by name, stdin is read at a terminal too, as cat - reads it)
-        return texts + text_lines(sys.stdin.buffer.read(), "stdin")
+        return texts + text_lines(_stdin_bytes(), "stdin")
     if args.file:
         return texts + read_texts(args.file, args.text_column or trained_text_column(config))
-    if not texts and not sys.stdin.isatty():
+    if not texts and sys.stdin is not None and not sys.stdin.isatty():  # (closed, `<&-`: None, no texts there)
         return text_lines(sys.stdin.buffer.read(), "stdin")
     if not texts:
         raise AttnclfError("no texts: give them as arguments, with --file PATH, or on stdin")
@@ -740,6 +755,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
     from .explain import render
     from .explain.methods import DEFAULT_METHOD, chosen_methods, run_methods
 
+    if args.output is None:
+        _refuse_closed_stdout(args.command)
     _refuse_ensemble(args.run_dir)
     clf = Classifier.load(args.run_dir, device=args.device)
     _warn_if_unfinished(args.run_dir)
