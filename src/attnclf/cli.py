@@ -1086,7 +1086,8 @@ INFERENCE_THREADS_HELP = (
 def _add_backend_args(p: argparse.ArgumentParser) -> None:
     """--backend, --int8, --bf16 and --threads of the commands that run a model either way (predict, serve)."""
     p.add_argument("--backend", choices=BACKENDS, default="torch",
-                   help="onnx: the export of `attnclf export RUN_DIR` (onnxruntime, no PyTorch)")
+                   help="torch (the default): PyTorch; onnx: the export of `attnclf export RUN_DIR` (onnxruntime, "
+                        "no PyTorch)")
     p.add_argument("--int8", action="store_true", help="with --backend onnx: the int8-quantised graph")
     p.add_argument("--bf16", action="store_true", help=INFERENCE_BF16_HELP)
     p.add_argument("--threads", type=int, help="threads for the model, PyTorch's or onnxruntime's (default: one per "
@@ -1151,8 +1152,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "(averaged probabilities)")
     _add_data_args(p, test_only=True)
     p.add_argument("--split", choices=["test", "validation"], default="test",
-                   help="validation: the texts the runs held out (an ensemble's runs must have held out the same: "
-                        "a shared --split-seed, --hold-out latest, or the dataset's own validation split)")
+                   help="test (the default): --test-file, --dataset's test split, or the run's own; validation: "
+                        "the texts the runs held out (an ensemble's runs must have held out the same: a shared "
+                        "--split-seed, --hold-out latest, or the dataset's own validation split)")
     p.add_argument("--json", action="store_true", help="print all metrics as JSON")
     _add_device_arg(p)
     p.add_argument("--bf16", action="store_true", help=INFERENCE_BF16_HELP)
@@ -1218,7 +1220,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "method; html: a page of its own, with charts (default: terminal)")
     p.add_argument("--output", help="write to this file instead of stdout")
     p.add_argument("--color", choices=["auto", "always", "never"], default="auto",
-                   help="terminal colours (auto: when stdout is a terminal and NO_COLOR is unset)")
+                   help="terminal colours: auto (the default) when stdout is a terminal and NO_COLOR is unset, "
+                        "always or never")
     _add_device_arg(p)
     p.add_argument("--threads", type=int, help=INFERENCE_THREADS_HELP)
 
@@ -1232,7 +1235,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--methods", help="comma-separated methods, or all (default: all the model supports: attention "
                                      "needs attention pooling, rollout self-attention layers)")
     p.add_argument("--steps", type=int, help=STEPS_HELP)
-    p.add_argument("--seed", type=int, default=0, help="sample and random-deletion seed")
+    p.add_argument("--seed", type=int, default=0, help="sample and random-deletion seed (default: 0)")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     _add_device_arg(p)
     p.add_argument("--threads", type=int, help=INFERENCE_THREADS_HELP)
@@ -1337,7 +1340,7 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Write RUN_DIR's model as ONNX with its tokenizer and labels, and check that "
                                    "it predicts what PyTorch predicts; `attnclf predict --backend onnx` uses it.")
     p.add_argument("run_dir", help="the run directory to export")
-    p.add_argument("--format", choices=["onnx"], default="onnx", help="only onnx for now")
+    p.add_argument("--format", choices=["onnx"], default="onnx", help="only onnx for now (default: onnx)")
     p.add_argument("--output", "-o", help="export directory (default: RUN_DIR/onnx)")
     p.add_argument("--quantize", action="store_true",
                    help="also write an int8 graph (dynamic quantisation), its accuracy change measured")
