@@ -699,7 +699,7 @@ def test_every_argument_of_every_command_says_what_it_is(capsys):
     with pytest.raises(SystemExit):
         main(["demo", "--help"])
     demo = " ".join(capsys.readouterr().out.split())
-    assert "--output OUTPUT run directory to write (default: runs/demo)" in demo
+    assert "--output OUTPUT, -o OUTPUT run directory to write (default: runs/demo)" in demo
 
 
 def test_every_option_with_a_default_states_it():
@@ -717,6 +717,21 @@ def test_every_option_with_a_default_states_it():
                 and not any(said in action.help for said in (f"default: {action.default}", f"default {action.default}",
                                                               f"{action.default} (the default", "(default)"))]
     assert unstated == []
+
+
+def test_a_run_directory_and_an_output_are_spelt_alike_in_every_command():
+    # Usage lines said `run_dir` (faithfulness alone `RUN_DIR`, as the help texts name it), and -o stood for --output
+    # in every command that has one but demo and explain: `attnclf explain RUN text -o page.html` was an error.
+    from attnclf.cli import build_parser
+
+    commands = build_parser()._subparsers._group_actions[0].choices
+    run_dirs = {name: action.metavar for name, command in commands.items() for action in command._actions
+                if action.dest in ("run_dir", "run_dirs")}
+    assert set(run_dirs.values()) == {"RUN_DIR"} and len(run_dirs) == 9, run_dirs
+    without_o = [name for name, command in commands.items()
+                 if "--output" in command._option_string_actions
+                 and command._option_string_actions.get("-o") is not command._option_string_actions["--output"]]
+    assert without_o == []
 
 
 def test_the_training_flags_name_the_defaults_a_run_without_a_recipe_gets(capsys):

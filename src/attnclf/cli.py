@@ -1133,7 +1133,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "validated: its run is the validated estimate. It is not averaged with runs that "
                                    "are not refits. An interrupted refit continues with the same command and "
                                    "--resume. Without a test split it scores nothing; export it with --check-file.")
-    p.add_argument("run_dirs", nargs="+", metavar="run_dir",
+    p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR",
                    help="a finished run directory; several, each into RUN-refit; or a folder of `train --seeds`, "
                         "whose refitted members make an ensemble folder of their own (FOLDER-refit)")
     p.add_argument("--output", "-o", help="the refit's run directory, or a --seeds folder's refit folder "
@@ -1147,7 +1147,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="keep the refits already finished and continue interrupted ones from their checkpoints")
 
     p = sub.add_parser("evaluate", help="score a trained model on a labelled test set (default: the run's own)")
-    p.add_argument("run_dirs", nargs="+", metavar="run_dir",
+    p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR",
                    help="a run directory; several, or a folder of `train --seeds`, score their ensemble "
                         "(averaged probabilities)")
     _add_data_args(p, test_only=True)
@@ -1168,15 +1168,16 @@ def build_parser() -> argparse.ArgumentParser:
                                    "and the ONNX export apply from then on (an ensemble averages its members' "
                                    "calibrated probabilities: calibrate each). No prediction changes, only how sure "
                                    "each is; a new training run in the folder removes it.")
-    p.add_argument("run_dir", help="a run directory that held out validation texts")
+    p.add_argument("run_dir", metavar="RUN_DIR", help="a run directory that held out validation texts")
     p.add_argument("--data-dir", help="folder holding the run's dataset (default: $ATTNCLF_DATA_DIR, then "
                                        "~/.cache/attnclf, then where it was found when the run trained)")
     _add_device_arg(p)
     p.add_argument("--threads", type=int, help=INFERENCE_THREADS_HELP)
 
     p = sub.add_parser("predict", help="label texts (arguments, --file, or stdin); JSON lines out")
-    p.add_argument("run_dir", help="a run directory, a `train --seeds` folder (its ensemble answers), or with "
-                                   "--backend onnx an export or a run holding one")
+    p.add_argument("run_dir", metavar="RUN_DIR", help="a run directory, a `train --seeds` folder (its ensemble "
+                                                       "answers), or with --backend onnx an export or a run holding "
+                                                       "one")
     p.add_argument("texts", nargs="*", help="texts to label (else --file, or stdin when it is not a terminal)")
     p.add_argument("--file", help=TEXTS_FILE_HELP)
     _add_text_column_arg(p, "with a data --file (default: the column the run trained from)")
@@ -1194,15 +1195,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="config field, e.g. --set d_model=256")
 
     p = sub.add_parser("demo", help="train self-attn on generated reviews and show what it attends to")
-    p.add_argument("--output", default="runs/demo", help="run directory to write (default: runs/demo); an earlier "
-                                                         "demo there is replaced, any other run refused")
+    p.add_argument("--output", "-o", default="runs/demo", help="run directory to write (default: runs/demo); an "
+                                                               "earlier demo there is replaced, any other run refused")
     _add_device_arg(p)
     p.add_argument("--threads", type=int, default=1,
                    help="PyTorch threads (default 1: the demo model is too small to gain from more)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
 
     p = sub.add_parser("explain", help="per-token explanations of predictions (terminal, JSON or HTML)")
-    p.add_argument("run_dir", help="a run directory (of one model: explain one member of a `train --seeds` folder)")
+    p.add_argument("run_dir", metavar="RUN_DIR",
+                   help="a run directory (of one model: explain one member of a `train --seeds` folder)")
     p.add_argument("texts", nargs="*", help="texts to explain (else --file, or stdin when it is not a terminal)")
     p.add_argument("--file", help=TEXTS_FILE_HELP)
     _add_text_column_arg(p, "with a data --file (default: the column the run trained from)")
@@ -1218,7 +1220,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=["terminal", "json", "html"], default="terminal",
                    help="terminal: tokens coloured by score and the strongest listed; json: a JSON line per text and "
                         "method; html: a page of its own, with charts (default: terminal)")
-    p.add_argument("--output", help="write to this file instead of stdout")
+    p.add_argument("--output", "-o", help="write to this file instead of stdout")
     p.add_argument("--color", choices=["auto", "always", "never"], default="auto",
                    help="terminal colours: auto (the default) when stdout is a terminal and NO_COLOR is unset, "
                         "always or never")
@@ -1241,7 +1243,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=int, help=INFERENCE_THREADS_HELP)
 
     p = sub.add_parser("report", help="write report.html (plots embedded) and plots/*.png for a run")
-    p.add_argument("run_dir", help="a run directory, which the report and plots are written into")
+    p.add_argument("run_dir", metavar="RUN_DIR", help="a run directory, which the report and plots are written into")
     p.add_argument("--method", help="method highlighting the examples (default: occlusion; where the model pools "
                                     "by attention, its weights are shown beside any method but attention itself)")
     p.add_argument("--faithfulness", action="store_true", help="measure faithfulness too (slower)")
@@ -1276,8 +1278,8 @@ def build_parser() -> argparse.ArgumentParser:
                                    "serves the run's ONNX export (`attnclf export`) on onnxruntime, faster and "
                                    "without PyTorch, and answers /explain with a 400: the graph gives no "
                                    "explanations.")
-    p.add_argument("run_dir", help="a run directory or a `train --seeds` folder (its ensemble answers); with "
-                                   "--backend onnx, an export or a run holding one")
+    p.add_argument("run_dir", metavar="RUN_DIR", help="a run directory or a `train --seeds` folder (its ensemble "
+                                                       "answers); with --backend onnx, an export or a run holding one")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
     p.add_argument("--port", type=int, default=8000, help="default: 8000")
     p.add_argument("--max-batch", type=int, help="texts per /predict request (default: 64)")
@@ -1339,7 +1341,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("export", help="export a trained model for inference without PyTorch (ONNX)",
                        description="Write RUN_DIR's model as ONNX with its tokenizer and labels, and check that "
                                    "it predicts what PyTorch predicts; `attnclf predict --backend onnx` uses it.")
-    p.add_argument("run_dir", help="the run directory to export")
+    p.add_argument("run_dir", metavar="RUN_DIR", help="the run directory to export")
     p.add_argument("--format", choices=["onnx"], default="onnx", help="only onnx for now (default: onnx)")
     p.add_argument("--output", "-o", help="export directory (default: RUN_DIR/onnx)")
     p.add_argument("--quantize", action="store_true",
