@@ -245,6 +245,21 @@ def test_pretrain_then_train_from_it_on_the_command_line(tmp_path, capsys, monke
 
 
 
+def test_pretrain_quiet_leaves_stderr_to_warnings_and_errors_as_train_quiet_does(tmp_path, capsys, monkeypatch):
+    # pretrain had no --quiet (train, refit, demo, compare and ablate do): its progress could not be silenced.
+    monkeypatch.setattr(device, "fix_mmap_threshold", lambda: None)
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(cyclic_corpus(40)) + "\n", encoding="utf-8")
+    command = ["pretrain", "--file", str(corpus), "--max-len", "16", "--min-frequency", "1", "--epochs", "1",
+               "--threads", "1", *SMALL_FLAGS]
+    assert main([*command, "--output", str(tmp_path / "loud")]) == 0
+    assert "pretrain: 40 texts" in capsys.readouterr().err
+    assert main([*command, "--output", str(tmp_path / "quiet"), "--quiet"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == "" and "final loss" in captured.out
+    assert (tmp_path / "quiet" / "encoder.safetensors").is_file()
+
+
 def test_pretrain_takes_a_device_as_train_does_and_on_the_cpu_pretrains_the_same_bytes(tmp_path, capsys,
                                                                                         monkeypatch):
     # It had no --device and ran on the CPU whatever the machine had; `--device cpu` and the default (auto, which

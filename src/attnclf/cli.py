@@ -1018,9 +1018,9 @@ def cmd_pretrain(args: argparse.Namespace) -> int:
     texts = _unlabelled_texts(args, "pretrain on")
     # Else its heap grows epoch by epoch (8,000 reviews: 3.2 to 4.7 GB over 4 epochs; fixed at 4 MB, 2.1-2.2 GB).
     fix_mmap_threshold()
-    record = pretrain_encoder(texts, settings, args.output,
-                              log=lambda message: print(message, file=sys.stderr, flush=True), progress=True,
-                              device=device)
+    record = pretrain_encoder(texts, settings, args.output, progress=not args.quiet, device=device,
+                              log=(lambda message: None) if args.quiet else
+                              lambda message: print(message, file=sys.stderr, flush=True))
     print(f"pretrained on {record['tokens']:,} tokens, final loss {record['epochs'][-1]['loss']}: {args.output} "
           f"(`attnclf train --init-from {args.output}`)")
     return 0
@@ -1337,6 +1337,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, help="default: 0")
     _add_device_arg(p)
     p.add_argument("--threads", type=int, help="PyTorch threads (default: one per core)")
+    p.add_argument("--quiet", action="store_true", help="no progress bars, nor a line per epoch")
 
     p = sub.add_parser("export", help="export a trained model for inference without PyTorch (ONNX)",
                        description="Write RUN_DIR's model as ONNX with its tokenizer and labels, and check that "
