@@ -1582,6 +1582,9 @@ def test_options_may_come_between_the_run_and_its_texts_and_each_text_gets_its_a
     (["evaluate", "runs/x", "--split=valid"], "argument --split: invalid choice: 'valid'"),
     (["predict", "runs/x", "--no-such-flag"], "unrecognized arguments: --no-such-flag; see `attnclf predict --help`"),
     (["trian"], "attnclf: error: argument COMMAND: invalid choice: 'trian'"),
+    # Texts may come from --file or stdin instead: only the run is required (argparse named the texts too)
+    (["predict"], "attnclf predict: error: the following arguments are required: RUN_DIR; see"),
+    (["explain"], "attnclf explain: error: the following arguments are required: RUN_DIR; see"),
 ])
 def test_a_mistyped_flag_is_one_line_naming_the_command_not_the_usage_text(argv, message, capsys):
     with pytest.raises(SystemExit) as stop:

@@ -1178,7 +1178,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run_dir", metavar="RUN_DIR", help="a run directory, a `train --seeds` folder (its ensemble "
                                                        "answers), or with --backend onnx an export or a run holding "
                                                        "one")
-    p.add_argument("texts", nargs="*", help="texts to label (else --file, or stdin when it is not a terminal)")
+    # default=[]: argparse requires a "*" positional without a default, and named the texts as missing; they may
+    # come from --file or stdin instead
+    p.add_argument("texts", nargs="*", default=[],
+                   help="texts to label (else --file, or stdin when it is not a terminal)")
     p.add_argument("--file", help=TEXTS_FILE_HELP)
     _add_text_column_arg(p, "with a data --file (default: the column the run trained from)")
     p.add_argument("--attention", action="store_true", help="include tokens and pooling attention")
@@ -1205,7 +1208,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("explain", help="per-token explanations of predictions (terminal, JSON or HTML)")
     p.add_argument("run_dir", metavar="RUN_DIR",
                    help="a run directory (of one model: explain one member of a `train --seeds` folder)")
-    p.add_argument("texts", nargs="*", help="texts to explain (else --file, or stdin when it is not a terminal)")
+    p.add_argument("texts", nargs="*", default=[],  # (not required: as predict's)
+                   help="texts to explain (else --file, or stdin when it is not a terminal)")
     p.add_argument("--file", help=TEXTS_FILE_HELP)
     _add_text_column_arg(p, "with a data --file (default: the column the run trained from)")
     p.add_argument("--method",
