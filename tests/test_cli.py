@@ -1582,6 +1582,9 @@ def test_options_may_come_between_the_run_and_its_texts_and_each_text_gets_its_a
     (["evaluate", "runs/x", "--split=valid"], "argument --split: invalid choice: 'valid'"),
     (["predict", "runs/x", "--no-such-flag"], "unrecognized arguments: --no-such-flag; see `attnclf predict --help`"),
     (["trian"], "attnclf: error: argument COMMAND: invalid choice: 'trian'"),
+    # A mistyped command or choice gets the hint a mistyped option gets (the list alone named seventeen commands)
+    (["trian", "--dataset", "demo"], "(did you mean train?); see `attnclf --help`"),
+    (["explain", "runs/x", "--format", "jsn"], "(did you mean json?); see `attnclf explain --help`"),
     # Texts may come from --file or stdin instead: only the run is required (argparse named the texts too)
     (["predict"], "attnclf predict: error: the following arguments are required: RUN_DIR; see"),
     (["explain"], "attnclf explain: error: the following arguments are required: RUN_DIR; see"),

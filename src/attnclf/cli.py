@@ -1095,19 +1095,26 @@ def _add_backend_args(p: argparse.ArgumentParser) -> None:
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse with one-line errors: the problem, a close match for a mistyped option, and where help is, in
-    place of the whole usage text (subcommands' parsers are of this class too)."""
+    """argparse with one-line errors: the problem, a close match for a mistyped option, command or choice, and
+    where help is, in place of the whole usage text (subcommands' parsers are of this class too)."""
 
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {message}{self._suggestion(message)}; see `{self.prog} --help`\n")
 
     def _suggestion(self, message: str) -> str:
-        if not message.startswith("unrecognized arguments: "):
-            return ""
         import difflib
 
-        typed = message.removeprefix("unrecognized arguments: ").split()[0].split("=")[0]
-        known = [option for action in self._actions for option in action.option_strings]
+        if message.startswith("unrecognized arguments: "):
+            typed = message.removeprefix("unrecognized arguments: ").split()[0].split("=")[0]
+            known = [option for action in self._actions for option in action.option_strings]
+        # argparse names the argument as it does here ("COMMAND", "--format") and quotes the value with repr
+        elif choice := re.match(r"argument (.+?): invalid choice: '([^']*)'", message):
+            name, typed = choice.groups()
+            known = next((list(action.choices) for action in self._actions
+                          if action.choices and name in ("/".join(action.option_strings), action.metavar, action.dest)),
+                         [])
+        else:
+            return ""
         close = difflib.get_close_matches(typed, known, n=1, cutoff=0.7)
         return f" (did you mean {close[0]}?)" if close else ""
 
