@@ -752,6 +752,33 @@ def test_the_training_flags_name_the_defaults_a_run_without_a_recipe_gets(capsys
         assert f"else {default if isinstance(default, str) else f'{default:g}'})" in help_text, flag
 
 
+def test_every_command_ends_its_help_with_examples_that_parse(capsys):
+    # Examples a newcomer can copy, a line each; parsed by the real parser (nothing runs), abbreviations refused, so
+    # an example naming a flag that does not exist, or no longer does, fails here rather than for its reader.
+    import shlex
+
+    from attnclf.cli import build_parser
+
+    parser = build_parser()
+    commands = parser._subparsers._group_actions[0].choices
+    for name, command in commands.items():
+        examples = [line.strip() for line in (command.epilog or "").splitlines()
+                    if line.strip().startswith("attnclf ")]
+        assert 2 <= len(examples) <= 3, name
+        command.allow_abbrev = False
+        for example in examples:
+            argv = shlex.split(example, comments=True)[1:]
+            assert argv[0] == name, example
+            try:
+                parser.parse_args(argv)
+            except SystemExit:
+                pytest.fail(f"{example}: {capsys.readouterr().err}")
+        with pytest.raises(SystemExit):
+            main([name, "--help"])
+        shown = capsys.readouterr().out.splitlines()
+        assert all(f"  {example}" in shown for example in examples), name  # a line each, as written
+
+
 def test_train_help_states_the_max_len_a_file_run_gets(capsys):
     # --max-len's default depends on the model (the file recipe's tokens for self-attn): its help says which, and
     # stays true when the recipe or the general default changes.

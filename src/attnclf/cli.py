@@ -1094,9 +1094,22 @@ def _add_backend_args(p: argparse.ArgumentParser) -> None:
                                                "core; 1 is steadier on a machine busy with other jobs)")
 
 
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Keeps the lines of a text written in lines (a command's examples, to copy as typed); a text of one
+    paragraph (a description) is wrapped to the terminal as argparse wraps it."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if "\n" in text:
+            return super()._fill_text(text, width, indent)
+        return argparse.HelpFormatter._fill_text(self, text, width, indent)
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse with one-line errors: the problem, a close match for a mistyped option, command or choice, and
     where help is, in place of the whole usage text (subcommands' parsers are of this class too)."""
+
+    def __init__(self, *args, formatter_class=_HelpFormatter, **kwargs):
+        super().__init__(*args, formatter_class=formatter_class, **kwargs)
 
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {message}{self._suggestion(message)}; see `{self.prog} --help`\n")
@@ -1364,7 +1377,53 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--label-column", help="with --check-file (default: the run's)")
     p.add_argument("--check-examples", type=int, default=1000, help="texts checked at most (default: 1000)")
     p.add_argument("--threads", type=int, help=INFERENCE_THREADS_HELP)
+
+    for name, command_parser in sub.choices.items():
+        command_parser.epilog = "examples:\n" + "".join(f"  {example}\n" for example in EXAMPLES[name])
     return parser
+
+
+# What `attnclf COMMAND --help` ends with: what a newcomer would type (runs/demo is `attnclf demo`'s run).
+# tests/test_cli.py parses each with the parser above.
+EXAMPLES = {
+    "train": ("attnclf train --dataset imdb --download --output runs/imdb",
+              "attnclf train --train-file reviews.csv --text-column review --label-column sentiment",
+              "attnclf train --dataset imdb --seeds 0 1 2 --output runs/imdb-3"),
+    "refit": ("attnclf refit runs/imdb",
+              "attnclf refit runs/imdb-3    # a --seeds folder: into runs/imdb-3-refit"),
+    "evaluate": ("attnclf evaluate runs/imdb",
+                 "attnclf evaluate runs/imdb-3 --json",
+                 "attnclf evaluate runs/demo --test-file more.csv"),
+    "calibrate": ("attnclf calibrate runs/imdb",
+                  "attnclf calibrate runs/imdb-3/seed-0    # each member of a --seeds folder"),
+    "predict": ('attnclf predict runs/demo "a fine film" "not good at all"',
+                "attnclf predict runs/demo --file texts.txt    # a text per line"),
+    "datasets": ("attnclf datasets",
+                 "attnclf datasets --data-dir ../shared/datasets"),
+    "models": ("attnclf models",
+               "attnclf models --vocab-size 50000 --set d_model=256"),
+    "demo": ("attnclf demo",
+             "attnclf demo --quiet --output runs/tour"),
+    "explain": ('attnclf explain runs/demo "not good at all"',
+                'attnclf explain runs/demo "not bad" --method all',
+                "attnclf explain runs/demo --file texts.txt --format html -o explained.html"),
+    "faithfulness": ("attnclf faithfulness runs/demo",
+                     "attnclf faithfulness runs/imdb --methods attention,occlusion --examples 100"),
+    "report": ("attnclf report runs/demo",
+               "attnclf report runs/imdb --faithfulness"),
+    "compare": ("attnclf compare --dataset sst2-sentences --quick",
+                "attnclf compare --train-file train.csv --test-file test.csv --models self-attn,boe"),
+    "ablate": ("attnclf ablate --dataset toy-order",
+               "attnclf ablate --dataset sst2-sentences --sweep heads=1,2,4 --quick"),
+    "serve": ("attnclf serve runs/demo    # http://127.0.0.1:8000/docs",
+              "attnclf serve runs/demo --backend onnx    # after `attnclf export runs/demo`"),
+    "vectors": ("attnclf vectors --dataset imdb --dataset sst2-sentences -o vectors/movies.vec",
+                "attnclf vectors --file my_texts.txt -o vectors/mine.vec    # a text per line"),
+    "pretrain": ("attnclf pretrain --dataset imdb --download -o pretrained/imdb",
+                 "attnclf pretrain --file my_texts.txt --recipe sst2-sentences -o pretrained/mine"),
+    "export": ("attnclf export runs/demo",
+               "attnclf export runs/demo --quantize    # and an int8 graph"),
+}
 
 
 def _add_experiment_args(p: argparse.ArgumentParser, default_output: str) -> None:
