@@ -2352,6 +2352,49 @@ def test_a_run_remembers_the_folder_its_dataset_was_found_in(tmp_path, monkeypat
     monkeypatch.setenv("ATTNCLF_DATA_DIR", str(tmp_path / "moved"))  # searched before the folder recorded
     assert main(["evaluate", str(run)]) == 0
 
+@pytest.fixture(scope="module")
+def moved_imdb_run(tmp_path_factory):
+    """A run trained on a tiny IMDB in a folder given with --data-dir, the folder then moved: (run, old, new)."""
+    root = tmp_path_factory.mktemp("moved-imdb")
+    write_imdb_tree(root / "data")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv("ATTNCLF_DATA_DIR", raising=False)  # (CI points it at the real IMDB)
+        # (logits calibrate can fit a temperature to: not flat, nor right on every validation text)
+        assert main(["train", *TINY_IMDB, "--epochs", "4", "--lr", "0.03", "--patience", "0", "--data-dir", str(root / "data"),
+                     "--output", str(root / "run")]) == 0
+    (root / "data").rename(root / "moved")
+    return root / "run", root / "data", root / "moved"
+
+
+@pytest.mark.parametrize("command", [
+    ["evaluate"], ["calibrate"], ["faithfulness", "--examples", "4"], ["export", "--output", "{tmp}/onnx"],
+    ["report", "--faithfulness", "--examples", "4"], ["refit", "--output", "{tmp}/refit", "--overwrite", "--quiet", "--no-report"]])
+def test_every_command_that_reads_a_run_s_dataset_again_finds_it_moved_with_data_dir(moved_imdb_run, command,
+                                                                                      tmp_path, monkeypatch, capsys):
+    # export (its check reads the test split), report (its examples, calibration and faithfulness) and refit read the
+    # run's dataset again as evaluate and calibrate do, but had no --data-dir: a moved dataset could not be named
+    run, old, new = moved_imdb_run
+    monkeypatch.delenv("ATTNCLF_DATA_DIR", raising=False)
+    monkeypatch.setenv("ATTNCLF_CACHE", str(tmp_path / "cache"))  # (an empty cache)
+    name, *rest = [arg.format(tmp=tmp_path) for arg in command]
+    error = run_error([name, str(run), *rest], capsys)
+    assert error.startswith(f"attnclf: error: imdb: not found in {old}, ") and "set ATTNCLF_DATA_DIR (or --data-dir)" \
+        in error
+    assert main([name, str(run), *rest, "--data-dir", str(new)]) == 0
+    monkeypatch.setenv("ATTNCLF_DATA_DIR", str(new))  # searched before the folder recorded, as by evaluate
+    assert main([name, str(run), *rest]) == 0
+
+
+def test_the_commands_that_read_a_run_s_dataset_again_say_the_same_of_data_dir():
+    from attnclf.cli import _subparser
+
+    def data_dir_help(name):
+        return next(action.help for action in _subparser(name)._actions if "--data-dir" in action.option_strings)
+
+    assert {data_dir_help(name) for name in ("calibrate", "export", "report", "refit")} == {data_dir_help("calibrate")}
+    for name in ("evaluate", "faithfulness"):  # (their --data-dir holds a --dataset's files too)
+        assert data_dir_help(name).endswith("then for the run's own, where it was found when the run trained)")
+
 
 def test_a_run_interrupted_before_its_dataset_moved_resumes_with_data_dir(tmp_path, monkeypatch, capsys):
     monkeypatch.delenv("ATTNCLF_DATA_DIR", raising=False)  # (CI points it at the real IMDB)

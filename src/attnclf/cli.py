@@ -63,9 +63,17 @@ def _add_text_column_arg(p: argparse.ArgumentParser, help: str) -> None:
                         f"them (--text-column title --text-column body)")
 
 
+# --data-dir of the commands that read a run's named dataset again: the run records where it found it, searched last
+RUN_DATA_DIR_HELP = ("folder holding the run's dataset (default: $ATTNCLF_DATA_DIR, then ~/.cache/attnclf, then where "
+                     "it was found when the run trained)")
+
+
 def _add_data_args(p: argparse.ArgumentParser, *, test_only: bool = False) -> None:
     p.add_argument("--dataset", help="a dataset name (see `attnclf datasets`)")
-    p.add_argument("--data-dir", help="folder holding dataset files (default: $ATTNCLF_DATA_DIR, then ~/.cache/attnclf)")
+    p.add_argument("--data-dir", help="folder holding dataset files, --dataset's or the run's own (default: "
+                                      "$ATTNCLF_DATA_DIR, then ~/.cache/attnclf, then for the run's own, where it was "
+                                      "found when the run trained)" if test_only else
+                                      "folder holding dataset files (default: $ATTNCLF_DATA_DIR, then ~/.cache/attnclf)")
     p.add_argument("--download", action="store_true", help="download a missing public dataset (checksum-verified)")
     if not test_only:
         p.add_argument("--train-file", help="your own CSV / TSV / JSONL / Parquet training file")
@@ -541,7 +549,7 @@ def cmd_refit(args: argparse.Namespace) -> int:
         raise AttnclfError("--resume keeps finished refits and --overwrite trains them again: give one")
     results, ensemble_metrics = refit_runs(args.run_dirs, args.output, resume=args.resume, overwrite=args.overwrite,
                                            device=args.device, threads=args.threads, report=not args.no_report,
-                                           progress=not args.quiet)
+                                           progress=not args.quiet, data_dir=args.data_dir)
     for result in results:
         if not result.metrics:  # a torchrun rank other than 0; rank 0 reports
             continue
@@ -864,7 +872,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         raise AttnclfError(f"--examples must be at least 1, got {args.examples}")
     _refuse_ensemble(args.run_dir)
     path = write_report(args.run_dir, method=args.method, faithfulness=args.faithfulness,
-                        faithfulness_examples=args.examples, device=args.device)
+                        faithfulness_examples=args.examples, device=args.device, data_dir=args.data_dir)
     print(f"report: {path}")
     return 0
 
@@ -1052,7 +1060,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     _warn_if_unfinished(args.run_dir)
     flags = {"file": "check_file", "limit": "check_examples"}  # check_data's arguments named otherwise here
     check = check_data(args.run_dir, args.check_file, text_column=args.text_column, label_column=args.label_column,
-                       limit=args.check_examples, named=lambda name: _flag(flags.get(name, name)))
+                       limit=args.check_examples, data_dir=args.data_dir,
+                       named=lambda name: _flag(flags.get(name, name)))
     result = export_onnx(args.run_dir, args.output, check=check, quantize=args.quantize)
     parity = result.manifest["parity"]
     print(f"exported to {result.directory}")
@@ -1163,6 +1172,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-report", action="store_true", help="skip report.html and plots/ at the end")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.add_argument("--overwrite", action="store_true", help="train again a refit that has finished")
+    p.add_argument("--data-dir", help=RUN_DATA_DIR_HELP)
     p.add_argument("--resume", action="store_true",
                    help="keep the refits already finished and continue interrupted ones from their checkpoints")
 
@@ -1189,8 +1199,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "calibrated probabilities: calibrate each). No prediction changes, only how sure "
                                    "each is; a new training run in the folder removes it.")
     p.add_argument("run_dir", metavar="RUN_DIR", help="a run directory that held out validation texts")
-    p.add_argument("--data-dir", help="folder holding the run's dataset (default: $ATTNCLF_DATA_DIR, then "
-                                       "~/.cache/attnclf, then where it was found when the run trained)")
+    p.add_argument("--data-dir", help=RUN_DATA_DIR_HELP)
     _add_device_arg(p)
     p.add_argument("--threads", type=int, help=INFERENCE_THREADS_HELP)
 
@@ -1272,6 +1281,7 @@ def build_parser() -> argparse.ArgumentParser:
                                     "by attention, its weights are shown beside any method but attention itself)")
     p.add_argument("--faithfulness", action="store_true", help="measure faithfulness too (slower)")
     p.add_argument("--examples", type=int, default=200, help="test texts for --faithfulness (default: 200)")
+    p.add_argument("--data-dir", help=RUN_DATA_DIR_HELP)
     p.add_argument("--threads", type=int, help=INFERENCE_THREADS_HELP)
     _add_device_arg(p)
 
@@ -1376,6 +1386,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_text_column_arg(p, "with --check-file (default: the run's)")
     p.add_argument("--label-column", help="with --check-file (default: the run's)")
     p.add_argument("--check-examples", type=int, default=1000, help="texts checked at most (default: 1000)")
+    p.add_argument("--data-dir", help=RUN_DATA_DIR_HELP)
     p.add_argument("--threads", type=int, help=INFERENCE_THREADS_HELP)
 
     for name, command_parser in sub.choices.items():

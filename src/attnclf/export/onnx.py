@@ -139,9 +139,10 @@ def _difference(reference: np.ndarray, probabilities: np.ndarray) -> dict:
 
 
 def check_data(run_dir: str | Path, file: str | Path | None = None, *, text_column: str | list[str] | None = None,
-               label_column: str | None = None, limit: int = 1000, seed: int = 0,
+               label_column: str | None = None, limit: int = 1000, seed: int = 0, data_dir: str | None = None,
                named: Callable[[str], str] = by_field) -> TextDataset:
-    """Labelled texts to measure an export on: ``file``, else the run's own test split (validation if none).
+    """Labelled texts to measure an export on: ``file``, else the run's own test split (validation if none), its
+    dataset looked for in ``data_dir`` first (as ``run_test_data`` does).
 
     At most ``limit`` texts, a seeded sample; labels are indexed as the run's ``labels.json``. ``file``'s
     columns default to those the run trained from. Errors name these arguments as ``named`` spells them (the
@@ -171,7 +172,8 @@ def check_data(run_dir: str | Path, file: str | Path | None = None, *, text_colu
                          label_column or saved.get("label_column", "label"), label_names=label_names, split="check")
     else:
         # (the other labelled texts it advises, where the run has none of its own, are this function's file)
-        data = run_test_data(config, label_names, named=lambda name: named("file" if name == "test_file" else name))
+        data = run_test_data(config, label_names, data_dir=data_dir,
+                             named=lambda name: named("file" if name == "test_file" else name))
     if len(data) > count:
         data = data.subset(sorted(np.random.default_rng(seed).choice(len(data), count, replace=False).tolist()))
     return data

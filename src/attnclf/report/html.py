@@ -40,7 +40,8 @@ _CURVES = ("epoch", "train_loss", "train_accuracy")  # what the training curves 
 
 def write_report(run_dir: str | Path, *, classifier=None, test: TextDataset | None = None,
                  test_probabilities: np.ndarray | None = None, method: str | None = None,
-                 faithfulness: bool = False, faithfulness_examples: int = 200, device: str = "auto") -> Path:
+                 faithfulness: bool = False, faithfulness_examples: int = 200, device: str = "auto",
+                 data_dir: str | None = None) -> Path:
     """Write ``report.html`` and ``plots/*.png`` into ``run_dir``; returns the report's path.
 
     ``classifier`` and ``test`` default to the run's own model and test split
@@ -48,18 +49,20 @@ def write_report(run_dir: str | Path, *, classifier=None, test: TextDataset | No
     so the test set is not predicted twice). ``method`` highlights the
     examples (default: ``occlusion``; a model that pools by attention shows its
     weights beside any other method's scores). ``faithfulness=True`` measures it on
-    ``faithfulness_examples`` test texts and saves ``faithfulness.json``. The run is held meanwhile
+    ``faithfulness_examples`` test texts and saves ``faithfulness.json``. ``data_dir``: look for the run's dataset
+    there first, as ``run_test_data`` does (where it moved since the run trained). The run is held meanwhile
     (``adding_to_run``): one another process is writing (training on) is refused in one line.
 
     >>> # write_report("runs/demo", method="occlusion", faithfulness=True)
     """
     with adding_to_run(run_dir) as run_dir:
         return _write_report(run_dir, classifier, test, test_probabilities, method, faithfulness,
-                             faithfulness_examples, device)
+                             faithfulness_examples, device, data_dir)
 
 
 def _write_report(run_dir: Path, classifier, test: TextDataset | None, test_probabilities: np.ndarray | None,
-                  method: str | None, faithfulness: bool, faithfulness_examples: int, device: str) -> Path:
+                  method: str | None, faithfulness: bool, faithfulness_examples: int, device: str,
+                  data_dir: str | None) -> Path:
     """``write_report``'s work, in a run it holds."""
     from ..classifier import Classifier
 
@@ -81,7 +84,7 @@ def _write_report(run_dir: Path, classifier, test: TextDataset | None, test_prob
     if test is None:
         from ..training.run_data import run_test_data
 
-        test = run_test_data(config, classifier.label_names,
+        test = run_test_data(config, classifier.label_names, data_dir=data_dir,
                              if_moved=f"; report takes no test file: put it back there to report on the run, or score "
                                       f"the run on it where it is now with `attnclf evaluate {run_dir} --test-file "
                                       f"NEW_PATH`")

@@ -18,13 +18,14 @@ from .trainer import best_epoch
 
 def refit_runs(run_dirs: list[str | Path], output: str | None = None, *, resume: bool = False,
                overwrite: bool = False, device: str | None = None, threads: int | None = None, report: bool = True,
-               progress: bool = True) -> tuple[list[RunResult], dict | None]:
+               progress: bool = True, data_dir: str | None = None) -> tuple[list[RunResult], dict | None]:
     """Refit runs (``refit_settings``), each into RUN-refit (one run: ``output``), or the members of one
     ``train --seeds`` folder into FOLDER-refit (or ``output``), which becomes an ensemble folder of its own.
 
     Every run is checked before any is trained. Returns each refit's result and, for a ``--seeds`` folder,
     the refits' ensemble test metrics (also in its ensemble.json). ``resume`` keeps finished refits and
-    continues interrupted ones; a finished refit is otherwise refused unless ``overwrite``.
+    continues interrupted ones; a finished refit is otherwise refused unless ``overwrite``. ``data_dir``: where the
+    runs' dataset lies now, looked in first (``refit_settings``).
 
     >>> # results, _ = refit_runs(["runs/a", "runs/b"])           # into runs/a-refit, runs/b-refit
     >>> # _, metrics = refit_runs(["runs/imdb-3"])                # a --seeds folder, into runs/imdb-3-refit
@@ -54,7 +55,8 @@ def refit_runs(run_dirs: list[str | Path], output: str | None = None, *, resume:
         if run.resolve() in seen:
             raise AttnclfError(f"{run} is given twice")
         seen.add(run.resolve())
-    planned = [refit_settings(run, output=out, device=device, threads=threads) for run, out in zip(runs, outputs)]
+    planned = [refit_settings(run, output=out, device=device, threads=threads, data_dir=data_dir)
+               for run, out in zip(runs, outputs)]
     if from_environment().is_main:  # a refit another process is training is neither finished nor to continue here
         for written in ([refit_folder] if refit_folder else []) + [settings.output for settings in planned]:
             refuse_if_held(written)  # (the refits' folder too: their ensemble.json goes there)
@@ -109,7 +111,7 @@ def _check_refit_output(run_dir: Path, output: Path) -> None:
 
 
 def refit_settings(run_dir: str | Path, output: str | None = None, device: str | None = None,
-                   threads: int | None = None) -> RunSettings:
+                   threads: int | None = None, data_dir: str | None = None) -> RunSettings:
     """Settings that retrain a finished run on all its labelled texts, validation ones included, for the number
     of epochs after which it validated best (on the learning-rate schedule it followed), then test it as the run
     was tested.
@@ -119,7 +121,8 @@ def refit_settings(run_dir: str | Path, output: str | None = None, device: str |
     accuracy cannot be validated: the run it refits is the validated one.
 
     A ``--token-cache`` run's texts are checked as its refit loads them (``load_cached_data``): the data is not read
-    here.
+    here. ``data_dir``: where the run's dataset lies now, looked in first (as `train --resume --data-dir`); the run
+    checks it holds the texts it trained and validated on.
 
     >>> # result = train_run(refit_settings("runs/self-attn-imdb"))   # into runs/self-attn-imdb-refit
     """
@@ -139,6 +142,8 @@ def refit_settings(run_dir: str | Path, output: str | None = None, device: str |
     except AttnclfError as exc:
         raise AttnclfError(f"{run_dir}: {exc}") from None
     settings = resume_settings(run_dir, device=device, threads=threads)
+    if data_dir:
+        settings.data.data_dir = data_dir
     settings.output = output or f"{run_dir}-refit"
     _check_refit_output(run_dir, Path(settings.output))
     if settings.embeddings not in (None, COUNT_EMBEDDINGS) and not Path(settings.embeddings).is_file():
