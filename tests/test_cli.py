@@ -2385,6 +2385,24 @@ def test_every_command_that_reads_a_run_s_dataset_again_finds_it_moved_with_data
     assert main([name, str(run), *rest]) == 0
 
 
+def test_an_interrupted_refit_resumes_with_data_dir_where_its_dataset_moved_since(moved_imdb_run, tmp_path,
+                                                                                   monkeypatch, capsys):
+    # `refit --resume` read the refit's settings again, and with them the folder its first command gave
+    run, _, new = moved_imdb_run
+    monkeypatch.delenv("ATTNCLF_DATA_DIR", raising=False)
+    monkeypatch.setenv("ATTNCLF_CACHE", str(tmp_path / "cache"))
+    shutil.copytree(new, tmp_path / "copy")
+    refit = ["refit", str(run), "--output", str(tmp_path / "refit"), "--quiet", "--no-report"]
+    with monkeypatch.context() as patch:
+        interrupt_in_epoch_2(patch)
+        assert main([*refit, "--data-dir", str(tmp_path / "copy")]) == 130
+    capsys.readouterr()
+    (tmp_path / "copy").rename(tmp_path / "moved")
+    assert "imdb: not found in " in run_error([*refit, "--resume"], capsys)
+    assert main([*refit, "--resume", "--data-dir", str(tmp_path / "moved")]) == 0
+    assert json.loads((tmp_path / "refit" / "metrics.json").read_text())["num_examples"] == 20
+
+
 def test_the_commands_that_read_a_run_s_dataset_again_say_the_same_of_data_dir():
     from attnclf.cli import _subparser
 

@@ -90,7 +90,8 @@ def refit_runs(run_dirs: list[str | Path], output: str | None = None, *, resume:
             if (run / TEMPERATURE_FILE).is_file():  # (fitted to the run's weights, on the texts its refit learns)
                 print(f"note: {run} is calibrated (temperature.json); its refit is not, and has no validation texts "
                       f"left to calibrate on", file=sys.stderr)
-            results.append(train_or_continue(settings, resume, progress, loaded.pop(settings.output, None)))
+            results.append(train_or_continue(settings, resume, progress, loaded.pop(settings.output, None),
+                                             data_dir=data_dir))
     if refit_folder is None or not from_environment().is_main:
         return results, None
     seeds = read_json(folder / ENSEMBLE_FILE).get("seeds", [])

@@ -569,10 +569,11 @@ def check_starts_unchanged(run_config: dict, what: str) -> None:
 
 def train_or_continue(settings: RunSettings, resume: bool, progress: bool = True,
                       loaded: tuple[Splits, Tokenizer] | None = None,
-                      named: Callable[[str], str] = by_field) -> RunResult:
+                      named: Callable[[str], str] = by_field, data_dir: str | None = None) -> RunResult:
     """``settings``' run trained afresh; with ``resume``, kept if it finished and continued from its checkpoint if not
     (``train --seeds --resume``, ``refit --resume``). ``loaded``: as for ``train_run``; ``named``: as for
-    ``resume_settings``."""
+    ``resume_settings``; ``data_dir``: where the dataset lies now, for a run continued or reported (its own settings
+    are read again, and record the folder it was given when it started)."""
     output = Path(settings.output)
     if resume and (output / "metrics.json").is_file():
         print(f"{output}: finished, kept", file=sys.stderr)
@@ -589,11 +590,13 @@ def train_or_continue(settings: RunSettings, resume: bool, progress: bool = True
                     from ..report import write_report
 
                     with torch_threads(settings.threads):
-                        write_report(output, device=settings.device)
+                        write_report(output, device=settings.device, data_dir=data_dir)
         return RunResult(output, finished, read_history(output), 0.0)
     if resume and is_resumable(output):
         continued = resume_settings(output, epochs=settings.train.epochs, device=settings.device,
                                     threads=settings.threads, named=named)
+        if data_dir:
+            continued.data.data_dir = data_dir
         continued.report = continued.report and settings.report  # (as `train --resume` reports)
         return train_run(continued, resume=True, progress=progress, loaded=loaded)
     return train_run(settings, progress=progress, loaded=loaded)
