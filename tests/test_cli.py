@@ -2403,6 +2403,13 @@ def test_an_interrupted_refit_resumes_with_data_dir_where_its_dataset_moved_sinc
     assert json.loads((tmp_path / "refit" / "metrics.json").read_text())["num_examples"] == 20
 
 
+def test_export_refuses_data_dir_beside_a_check_file(moved_imdb_run, tmp_path, capsys):
+    run, _, new = moved_imdb_run  # (--data-dir would be ignored: the check file replaces the run's own data)
+    check = write_csv(tmp_path / "check.csv", [("a wonderful film", "pos"), ("a boring film", "neg")])
+    assert run_error(["export", str(run), "--check-file", str(check), "--data-dir", str(new)], capsys) == (
+        "attnclf: error: --data-dir says where the run's own dataset is, which --check-file replaces; give one")
+
+
 def test_the_commands_that_read_a_run_s_dataset_again_say_the_same_of_data_dir():
     from attnclf.cli import _subparser
 

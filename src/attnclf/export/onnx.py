@@ -163,6 +163,9 @@ def check_data(run_dir: str | Path, file: str | Path | None = None, *, text_colu
     if file is None and (text_column or label_column):
         raise AttnclfError(f"{named('text_column')} and {named('label_column')} name the columns of {named('file')}; "
                            f"give it too")
+    if file is not None and data_dir:  # (else it would be ignored silently: the run's own data is not read)
+        raise AttnclfError(f"{named('data_dir')} says where the run's own dataset is, which {named('file')} replaces; "
+                           f"give one")
     config = read_config(check_run_dir(run_dir))
     refuse_multi_label(config, "ONNX export")
     label_names = read_json(Path(run_dir) / "labels.json")
