@@ -2557,3 +2557,22 @@ def test_training_on_a_small_file_points_to_compare_and_a_large_one_does_not(tmp
     # (11,280 rows: 10,152 of them train)
     assert main(["train", "--train-file", str(large), *common, "--output", str(tmp_path / "large")]) == 0
     assert "note:" not in capsys.readouterr().err
+
+
+def test_the_compare_command_a_small_file_names_reads_the_file_as_the_run_did(tmp_path, capsys):
+    # A README walk: trained with --text-column review --label-column sentiment, the run named
+    # `attnclf compare --train-file reviews.csv ...` without them, which stopped on "no text column 'text'".
+    import shlex
+
+    from attnclf.cli import build_parser
+
+    rows = [(t, "pos") for t in POSITIVE * 3] + [(t, "neg") for t in NEGATIVE * 3]
+    train = write_csv(tmp_path / "reviews.csv", rows, header="review,sentiment")
+    dev = write_csv(tmp_path / "dev.csv", rows, header="review,sentiment")
+    assert main(["train", "--train-file", str(train), "--validation-file", str(dev), "--test-file", str(dev),
+                 "--text-column", "review", "--label-column", "sentiment", "--model", "boe", "--epochs", "1",
+                 "--min-frequency", "1", "--no-report", "--threads", "1", "--output", str(tmp_path / "run")]) == 0
+    note = next(line for line in capsys.readouterr().err.splitlines() if line.startswith("note:"))
+    named = build_parser().parse_args(shlex.split(note.split("`")[1])[1:])
+    assert (named.command, named.train_file, named.validation_file, named.text_column, named.label_column) == (
+        "compare", str(train), str(dev), ["review"], "sentiment")

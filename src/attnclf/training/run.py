@@ -406,10 +406,15 @@ def small_data_note(data: DataSettings, training_texts: int) -> str | None:
     if not data.train_file or data.refit or data.multi_label or training_texts >= SMALL_DATA_TEXTS:
         return None
     test_file = shlex.quote(data.test_file) if data.test_file else "TEST_FILE"
+    # The command must read the file as the run did: without its columns it would stop on a missing 'text' column.
+    reading = [("--validation-file", data.validation_file)] if data.validation_file else []
+    columns = [data.text_column] if isinstance(data.text_column, str) else data.text_column
+    reading += [("--text-column", column) for column in columns if columns != ["text"]]
+    reading += [("--label-column", data.label_column)] if data.label_column != "label" else []
+    flags = "".join(f" {flag} {shlex.quote(value)}" for flag, value in reading)
     return (f"note: {training_texts:,} training texts, where boe or TF-IDF + LR may do as well as self-attn or better: "
-            f"`attnclf "
-            f"compare --train-file {shlex.quote(data.train_file)} --test-file {test_file} --models self-attn,boe` "
-            f"scores self-attn, boe and TF-IDF + LR on your data")
+            f"`attnclf compare --train-file {shlex.quote(data.train_file)} --test-file {test_file}{flags} "
+            f"--models self-attn,boe` scores self-attn, boe and TF-IDF + LR on your data")
 
 
 def _suspect_separators(train_file: str | None) -> str:
