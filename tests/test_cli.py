@@ -2576,3 +2576,13 @@ def test_the_compare_command_a_small_file_names_reads_the_file_as_the_run_did(tm
     named = build_parser().parse_args(shlex.split(note.split("`")[1])[1:])
     assert (named.command, named.train_file, named.validation_file, named.text_column, named.label_column) == (
         "compare", str(train), str(dev), ["review"], "sentiment")
+
+
+def test_train_seeds_on_a_small_file_names_the_compare_command_once(tmp_path, capsys):
+    # Its seeds train on the same file: the note, a long line, stood after every seed's progress, once per seed.
+    small = write_csv(tmp_path / "small.csv", [(t, "pos") for t in POSITIVE * 3] + [(t, "neg") for t in NEGATIVE * 3])
+    assert main(["train", "--train-file", str(small), "--test-file", str(small), "--seeds", "0", "1", "2",
+                 "--model", "boe", "--epochs", "1", "--min-frequency", "1", "--no-report", "--threads", "1",
+                 "--output", str(tmp_path / "seeds")]) == 0
+    err = capsys.readouterr().err
+    assert err.count("seed 2: ") == 1 and err.count("`attnclf compare --train-file") == 1

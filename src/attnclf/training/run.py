@@ -371,10 +371,11 @@ def _describe_data(settings: RunSettings, splits: Splits, progress: bool) -> lis
     if (settings.data.train_file or generated) and not settings.data.token_cache:
         # (A cache's texts stay on disk.)
         described += shared_text_warnings(splits, settings.tokenizer.cleaning, validation_too=not generated)
-    note = small_data_note(settings.data, len(splits.train))
+    given = _given_warnings.get()
+    # Runs trained one after another on the same data (train --seeds) share the note: the first run's stands for all.
+    note = small_data_note(settings.data, len(splits.train)) if given is None or not given[1] else None
     if note:
         described.append(note)
-    given = _given_warnings.get()
     if given is not None:
         given[1].append(Path(settings.output).name)
     for line in described:
