@@ -817,6 +817,20 @@ def test_typed_json_labels_make_one_class_per_value(tmp_path, labels, outcome):
             load_file(path)
 
 
+def test_parquet_without_pyarrow_names_the_install_for_the_python_that_runs(tmp_path, monkeypatch):
+    # It said `pip install 'attnclf[parquet]'`: from a checkout's .venv that is another pip's, or a package index's
+    # attnclf, not this one; pyarrow into the interpreter reading the file is what it needs.
+    import shlex
+    import sys
+
+    monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)  # (an import of it raises ImportError)
+    (tmp_path / "d.parquet").write_bytes(b"PAR1")
+    with pytest.raises(DataError) as error:
+        load_file(tmp_path / "d.parquet")
+    assert str(error.value).endswith(f"d.parquet: reading Parquet needs pyarrow: {shlex.quote(sys.executable)} "
+                                     f"-m pip install 'pyarrow>=12'")
+
+
 def test_parquet_streams_string_and_integer_labels(tmp_path):
     pa = pytest.importorskip("pyarrow")
     pq = pytest.importorskip("pyarrow.parquet")

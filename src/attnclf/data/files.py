@@ -28,6 +28,8 @@ import csv
 import json
 import math
 import numbers
+import shlex
+import sys
 from array import array
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
@@ -255,7 +257,9 @@ def _parquet_rows(path: Path, text_columns: tuple[str, ...], label_column: str |
     try:
         import pyarrow.parquet as pq
     except ImportError:
-        raise DataError(f"{path}: reading Parquet needs pyarrow; pip install 'attnclf[parquet]'") from None
+        # (The interpreter's own pip: a bare `pip` may be another environment's, and an index's attnclf not this one.)
+        raise DataError(f"{path}: reading Parquet needs pyarrow: {shlex.quote(sys.executable)} -m pip install "
+                        f"'pyarrow>=12'") from None
     try:
         parquet = pq.ParquetFile(path)
     except Exception as exc:  # pyarrow raises its own ArrowInvalid for a non-Parquet file
