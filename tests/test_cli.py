@@ -2437,6 +2437,23 @@ def test_a_run_interrupted_before_its_dataset_moved_resumes_with_data_dir(tmp_pa
     assert json.loads((run / "metrics.json").read_text())["num_examples"] == 20
 
 
+def test_an_interrupted_ensemble_resumes_with_data_dir_where_its_dataset_moved_since(tmp_path, monkeypatch, capsys):
+    # As `train --resume --data-dir` and `refit --resume --data-dir` do: a member continued from its checkpoint read
+    # its own settings again, and with them the folder the first command gave, not the one given now.
+    monkeypatch.delenv("ATTNCLF_DATA_DIR", raising=False)
+    write_imdb_tree(tmp_path / "data")
+    runs = tmp_path / "runs"
+    command = ["train", *TINY_IMDB, "--epochs", "2", "--seeds", "0", "1", "--output", str(runs)]
+    with monkeypatch.context() as patch:
+        interrupt_in_epoch_2(patch)
+        assert main([*command, "--data-dir", str(tmp_path / "data")]) == 130
+    capsys.readouterr()
+    (tmp_path / "data").rename(tmp_path / "moved")
+    monkeypatch.setenv("ATTNCLF_CACHE", str(tmp_path / "cache"))
+    assert main([*command, "--resume", "--data-dir", str(tmp_path / "moved")]) == 0, capsys.readouterr().err
+    assert json.loads((runs / "seed-0" / "metrics.json").read_text())["num_examples"] == 20
+
+
 def test_a_copy_of_the_data_elsewhere_is_the_same_data_to_a_resumed_ensemble(tmp_path, monkeypatch, capsys):
     for folder in ("data", "copy"):
         write_imdb_tree(tmp_path / folder)
@@ -2586,3 +2603,4 @@ def test_train_seeds_on_a_small_file_names_the_compare_command_once(tmp_path, ca
                  "--output", str(tmp_path / "seeds")]) == 0
     err = capsys.readouterr().err
     assert err.count("seed 2: ") == 1 and err.count("`attnclf compare --train-file") == 1
+

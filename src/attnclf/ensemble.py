@@ -208,6 +208,7 @@ def train_ensemble(settings, seeds: Sequence[int], resume: bool = False, progres
     if not settings.data.dataset and not settings.data.test_file:
         # Each member holds out its own validation split, so only a test split can score their average.
         raise AttnclfError("--seeds needs held-out data to test the ensemble on: give --test-file")
+    data_dir = settings.data.data_dir  # (this command's: a member continued reads its own settings again)
     if resume:
         adds = any(not (Path(settings.output) / f"seed-{seed}").is_dir() for seed in seeds)
         settings = _as_members_trained(settings, Path(settings.output), adds=adds, earlier=earlier)
@@ -226,7 +227,7 @@ def train_ensemble(settings, seeds: Sequence[int], resume: bool = False, progres
                     print(f"seed {seed}: {member}", file=sys.stderr)
                 try:
                     train_or_continue(replace(settings, output=str(member), train=replace(settings.train, seed=seed)),
-                                      resume, progress, named=named)
+                                      resume, progress, named=named, data_dir=data_dir)
                 except BaseException as stopped:
                     if replacing and not any((new / "config.json").is_file() for new in members):
                         _put_back(output, replaced)  # nothing of the new ensemble was written: its data failed, say
