@@ -2421,6 +2421,26 @@ def test_the_commands_that_read_a_run_s_dataset_again_say_the_same_of_data_dir()
         assert data_dir_help(name).endswith("then for the run's own, where it was found when the run trained)")
 
 
+def test_data_dir_help_says_a_run_s_own_data_dir_is_searched_before_the_environment(tmp_path, monkeypatch, capsys):
+    # The help said $ATTNCLF_DATA_DIR came first without --data-dir; the --data-dir the run trained with does.
+    from attnclf.cli import _subparser
+
+    monkeypatch.delenv("ATTNCLF_DATA_DIR", raising=False)
+    write_imdb_tree(tmp_path / "data")
+    run = tmp_path / "run"
+    assert main(["train", *TINY_IMDB, "--data-dir", str(tmp_path / "data"), "--output", str(run)]) == 0
+    shutil.copytree(tmp_path / "data", tmp_path / "other")
+    for review in sorted((tmp_path / "other" / "aclImdb" / "test" / "pos").iterdir())[1:]:
+        review.unlink()  # (another copy: 11 test texts, not 20)
+    monkeypatch.setenv("ATTNCLF_DATA_DIR", str(tmp_path / "other"))
+    capsys.readouterr()
+    assert main(["evaluate", str(run), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["num_examples"] == 20  # the run's own --data-dir, read first
+    for name in ("evaluate", "calibrate", "faithfulness", "report", "export", "refit"):
+        said = next(action.help for action in _subparser(name)._actions if "--data-dir" in action.option_strings)
+        assert "the --data-dir it trained with" in said.split("$ATTNCLF_DATA_DIR")[0], name
+
+
 def test_a_run_interrupted_before_its_dataset_moved_resumes_with_data_dir(tmp_path, monkeypatch, capsys):
     monkeypatch.delenv("ATTNCLF_DATA_DIR", raising=False)  # (CI points it at the real IMDB)
     write_imdb_tree(tmp_path / "data")

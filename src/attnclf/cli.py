@@ -63,16 +63,18 @@ def _add_text_column_arg(p: argparse.ArgumentParser, help: str) -> None:
                         f"them (--text-column title --text-column body)")
 
 
-# --data-dir of the commands that read a run's named dataset again: the run records where it found it, searched last
-RUN_DATA_DIR_HELP = ("folder holding the run's dataset (default: $ATTNCLF_DATA_DIR, then ~/.cache/attnclf, then where "
-                     "it was found when the run trained)")
+# --data-dir of the commands that read a run's named dataset again: the run records the --data-dir it was given,
+# searched first, and where it found the dataset, searched last (registry.candidate_dirs)
+RUN_DATA_DIR_HELP = ("folder holding the run's dataset (default: the --data-dir it trained with, then $ATTNCLF_DATA_DIR, "
+                     "then ~/.cache/attnclf, then where it was found when the run trained)")
 
 
 def _add_data_args(p: argparse.ArgumentParser, *, test_only: bool = False) -> None:
     p.add_argument("--dataset", help="a dataset name (see `attnclf datasets`)")
-    p.add_argument("--data-dir", help="folder holding dataset files, --dataset's or the run's own (default: "
-                                      "$ATTNCLF_DATA_DIR, then ~/.cache/attnclf, then for the run's own, where it was "
-                                      "found when the run trained)" if test_only else
+    p.add_argument("--data-dir", help="folder holding dataset files, --dataset's or the run's own (default: for the "
+                                      "run's own, the --data-dir it trained with; then $ATTNCLF_DATA_DIR, then "
+                                      "~/.cache/attnclf, then for the run's own, where it was found when the run "
+                                      "trained)" if test_only else
                                       "folder holding dataset files (default: $ATTNCLF_DATA_DIR, then ~/.cache/attnclf)")
     p.add_argument("--download", action="store_true", help="download a missing public dataset (checksum-verified)")
     if not test_only:
