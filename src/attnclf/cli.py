@@ -1514,7 +1514,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     args, extras = parser.parse_known_args(argv)
     if extras:
         if getattr(args, "texts", None) is not None and not any(_looks_like_option(extra) for extra in extras):
-            args.texts += extras  # `predict RUN --attention "text"`: argparse stops collecting texts at an option
+            # `predict RUN --attention "text"`: argparse stops collecting texts at an option. (Not +=, which would
+            # grow the parser's default list in place.)
+            args.texts = args.texts + extras
         else:  # named by the command's own parser, which knows its options
             _subparser(args.command).error(f"unrecognized arguments: {' '.join(extras)}")
     args.argv = list(sys.argv[1:] if argv is None else argv)[1:]  # the command's own arguments, as typed

@@ -18,6 +18,7 @@ takes that folder or the members' own.
 from __future__ import annotations
 
 import shutil
+from functools import lru_cache
 from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
@@ -376,7 +377,20 @@ def _same_file_bytes(key: str, path: str | None, other: str | None) -> bool:
         return False
     if not (Path(path).is_file() and Path(other).is_file()):
         return False
-    return Path(path).stat().st_size == Path(other).stat().st_size and file_sha256(path) == file_sha256(other)
+    stats = Path(path).stat(), Path(other).stat()
+    return stats[0].st_size == stats[1].st_size and \
+        _sha256_of(path, *_identity(stats[0])) == _sha256_of(other, *_identity(stats[1]))
+
+
+def _identity(stat) -> tuple[int, int]:
+    return stat.st_size, stat.st_mtime_ns
+
+
+@lru_cache(maxsize=8)
+def _sha256_of(path: str, size: int, mtime_ns: int) -> str:
+    """``file_sha256`` of ``path`` as it is now (its size and modification time in the key, so a file rewritten since
+    is read again): each member is compared with the first, whose data file is then read once, not once per member."""
+    return file_sha256(path)
 
 
 def _data(member: Classifier) -> dict:
