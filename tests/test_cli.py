@@ -2410,12 +2410,14 @@ def test_export_refuses_data_dir_beside_a_check_file(moved_imdb_run, tmp_path, c
         "attnclf: error: --data-dir says where the run's own dataset is, which --check-file replaces; give one")
 
 
-def test_the_commands_that_read_a_run_s_dataset_again_say_the_same_of_data_dir():
+def data_dir_help(name):
+    """The --data-dir help of command ``name``."""
     from attnclf.cli import _subparser
 
-    def data_dir_help(name):
-        return next(action.help for action in _subparser(name)._actions if "--data-dir" in action.option_strings)
+    return next(action.help for action in _subparser(name)._actions if "--data-dir" in action.option_strings)
 
+
+def test_the_commands_that_read_a_run_s_dataset_again_say_the_same_of_data_dir():
     assert {data_dir_help(name) for name in ("calibrate", "export", "report", "refit")} == {data_dir_help("calibrate")}
     for name in ("evaluate", "faithfulness"):  # (their --data-dir holds a --dataset's files too)
         assert data_dir_help(name).endswith("then for the run's own, where it was found when the run trained)")
@@ -2423,8 +2425,6 @@ def test_the_commands_that_read_a_run_s_dataset_again_say_the_same_of_data_dir()
 
 def test_data_dir_help_says_a_run_s_own_data_dir_is_searched_before_the_environment(tmp_path, monkeypatch, capsys):
     # The help said $ATTNCLF_DATA_DIR came first without --data-dir; the --data-dir the run trained with does.
-    from attnclf.cli import _subparser
-
     monkeypatch.delenv("ATTNCLF_DATA_DIR", raising=False)
     write_imdb_tree(tmp_path / "data")
     run = tmp_path / "run"
@@ -2437,8 +2437,7 @@ def test_data_dir_help_says_a_run_s_own_data_dir_is_searched_before_the_environm
     assert main(["evaluate", str(run), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["num_examples"] == 20  # the run's own --data-dir, read first
     for name in ("evaluate", "calibrate", "faithfulness", "report", "export", "refit"):
-        said = next(action.help for action in _subparser(name)._actions if "--data-dir" in action.option_strings)
-        assert "the --data-dir it trained with" in said.split("$ATTNCLF_DATA_DIR")[0], name
+        assert "the --data-dir it trained with" in data_dir_help(name).split("$ATTNCLF_DATA_DIR")[0], name
 
 
 def test_a_run_interrupted_before_its_dataset_moved_resumes_with_data_dir(tmp_path, monkeypatch, capsys):
