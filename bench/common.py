@@ -152,6 +152,8 @@ def cli_settings(dataset: str, output: str, *flags: str):
 
     args = build_parser().parse_args(["train", "--dataset", dataset, "--output", output, "--device", "cpu", *flags])
     settings = build_settings(args)
+    # (`attnclf train` sets these two itself, beside build_settings: without this the flags were ignored)
+    settings.threads, settings.report = args.threads, not args.no_report
     if settings.data.data_dir is None:
         settings.data.data_dir = data_dir()
     return settings
