@@ -1,0 +1,15 @@
+"""bench/common.py: the settings a benchmark trains with are those `attnclf train` would use."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+
+import common  # noqa: E402
+
+
+def test_cli_settings_takes_threads_and_no_report_as_train_does(tmp_path):
+    settings = common.cli_settings("synthetic", str(tmp_path / "run"), "--threads", "1", "--no-report")
+    assert (settings.threads, settings.report) == (1, False)
+    settings = common.cli_settings("synthetic", str(tmp_path / "run"))
+    assert (settings.threads, settings.report) == (None, True)
