@@ -10,7 +10,11 @@ with seeds 0 to ``--repeats`` - 1 on the training part and each fit read once on
 are cleaned as bench/baselines.py cleans them (lower case, ``<br />`` removed, words and ``!`` ``?`` as tokens), and
 shuffled once. A setting that stops with fastText's "Encountered NaN." is recorded as diverged and left out (here,
 fastText 0.9.3 built by pip: unigram settings only, and not every time: the same unigram fit, seed and thread may
-finish once and stop the next; bigram fits repeated exactly).
+finish once and stop the next; bigram fits repeated exactly). The NaN is fastText's initialisation, not the setting:
+with fewer than 10 threads it fills only the first ``thread``/10 of its input matrix and leaves the rest as
+``posix_memalign`` returned it. A bigram model's matrix (2M hash buckets) gets fresh, zeroed pages; a unigram model's
+(a few MB) can reuse heap memory, so its unfilled rows hold whatever was there (BENCHMARKS.md, "fastText, side by
+side": on SST-2 every unigram setting finished with glibc's mmap threshold fixed low; not applied here).
 
 attnclf's side is ``attnclf train --dataset NAME`` (the default recipe, seed 0) in ``--run-root/NAME``: trained here,
 timed in this process, unless a finished run is already there (then its recorded training time is shown, not a
@@ -39,7 +43,8 @@ from train_bench import cpu_seconds
 DATASETS = ("imdb", "sst2-sentences", "20newsgroups", "sst2")
 # Small on purpose: every setting is a full fit, and a user tuning fastText by hand tries about this many. A first
 # run with lr 0.05-0.5 and 5-20 epochs chose 20 Newsgroups' setting at both edges (lr 0.5, 20 epochs), so the grid
-# reaches past them; lr 0.05 was never chosen.
+# reaches past them; lr 0.05 was never chosen. This grid's choices still touch an edge: 20 Newsgroups' lr 1.0 (the
+# largest) and IMDB's 5 epochs (the fewest) in bench/results/fasttext_peer.json.
 GRID = [{"wordNgrams": n, "epoch": e, "lr": lr}
         for n in (1, 2) for e in (5, 10, 20, 40) for lr in (0.1, 0.25, 0.5, 1.0)]
 _BREAK = re.compile(r"<br\s*/?>", re.IGNORECASE)
@@ -47,7 +52,11 @@ _TOKEN = re.compile(r"\b\w+\b|[!?]")
 
 
 def clean(text: str) -> str:
-    """One line of space-separated lower-case tokens, as fastText reads them."""
+    """One line of space-separated lower-case tokens, as fastText reads them.
+
+    >>> clean("Don't miss it!<br />Great.")
+    'don t miss it ! great'
+    """
     return " ".join(_TOKEN.findall(_BREAK.sub(" ", text).lower()))
 
 
@@ -60,6 +69,8 @@ def write_fasttext_file(path: Path, texts: list[str], labels: list[int]) -> Path
 
 
 def fit(train_file: Path, setting: dict, threads: int, seed: int = 0):
+    """fastText's model for one grid ``setting``, with the wall and CPU seconds of ``train_supervised`` (reading the
+    file included; writing it, as ``write_fasttext_file`` does, not); raises fastText's RuntimeError on a NaN."""
     import fasttext
 
     started, cpu = time.perf_counter(), cpu_seconds()
@@ -74,6 +85,11 @@ def predict(model, texts: list[str]) -> np.ndarray:
 
 
 def accuracy(predicted: np.ndarray, labels) -> float:
+    """The share of ``predicted`` equal to ``labels``, to four places.
+
+    >>> accuracy(np.array([0, 1, 1]), [0, 1, 0])
+    0.6667
+    """
     return round(float((predicted == np.asarray(labels)).mean()), 4)
 
 
@@ -90,6 +106,7 @@ def choose(grid: list[dict]) -> dict:
 
 
 def timed(call):
+    """``call()``'s result and the wall seconds it took."""
     started = time.perf_counter()
     return call(), time.perf_counter() - started
 
