@@ -8,13 +8,14 @@ model must train in seconds. For each dataset its word n-gram order, epochs and 
 validation split attnclf validates on (IMDB's grouped by movie), from a small grid; the chosen setting is then fitted
 with seeds 0 to ``--repeats`` - 1 on the training part and each fit read once on test; the median is the figure. Texts
 are cleaned as bench/baselines.py cleans them (lower case, ``<br />`` removed, words and ``!`` ``?`` as tokens), and
-shuffled once. A setting that stops with fastText's "Encountered NaN." is recorded as diverged and left out (here,
-fastText 0.9.3 built by pip: unigram settings only, and not every time: the same unigram fit, seed and thread may
-finish once and stop the next; bigram fits repeated exactly). The NaN is fastText's initialisation, not the setting:
-with fewer than 10 threads it fills only the first ``thread``/10 of its input matrix and leaves the rest as
-``posix_memalign`` returned it. A bigram model's matrix (2M hash buckets) gets fresh, zeroed pages; a unigram model's
-(a few MB) can reuse heap memory, so its unfilled rows hold whatever was there (BENCHMARKS.md, "fastText, side by
-side": on SST-2 every unigram setting finished with glibc's mmap threshold fixed low; not applied here).
+shuffled once.
+
+fastText 0.9.3 with fewer than 10 threads fills only the first ``thread``/10 of its input matrix at random and leaves
+the rest as ``posix_memalign`` returned it: a bigram model's matrix (2M hash buckets) gets fresh, zeroed pages, a
+unigram model's (a few MB) can reuse the heap's freed memory, whose leftovers made most one-thread unigram fits stop
+with "Encountered NaN." and the rest start from garbage (BENCHMARKS.md, "fastText, side by side"). So fastText runs
+in a child process of its own in which glibc serves every block of 128 KiB or more with fresh pages: each unfilled
+row starts at zero, as a bigram model's do. A fit that still stops with a NaN is recorded as diverged and left out.
 
 attnclf's side is ``attnclf train --dataset NAME`` (the default recipe, seed 0) in ``--run-root/NAME``: trained here,
 timed in this process, unless a finished run is already there (then its recorded training time is shown, not a
@@ -24,10 +25,12 @@ alternated, the median of three.
 
 from __future__ import annotations
 
+import multiprocessing
 import re
 import statistics
 import tempfile
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -35,18 +38,18 @@ import torch
 
 from attnclf.classifier import Classifier
 from attnclf.rundir import read_metrics
+from attnclf.training.device import fix_mmap_threshold
 from attnclf.training.run import train_run
 
 from common import cli_settings, parser, peak_rss_mb, splits, write_result
 from train_bench import cpu_seconds
 
 DATASETS = ("imdb", "sst2-sentences", "20newsgroups", "sst2")
-# Small on purpose: every setting is a full fit, and a user tuning fastText by hand tries about this many. A first
-# run with lr 0.05-0.5 and 5-20 epochs chose 20 Newsgroups' setting at both edges (lr 0.5, 20 epochs), so the grid
-# reaches past them; lr 0.05 was never chosen. This grid's choices still touch an edge: 20 Newsgroups' lr 1.0 (the
-# largest) and IMDB's 5 epochs (the fewest) in bench/results/fasttext_peer.json.
+# Small on purpose: every setting is a full fit, and a user tuning fastText by hand tries about this many. Earlier
+# grids (lr 0.05-0.5 then 0.1-1.0, epochs 5-20 then 5-40) had choices on their edges (20 Newsgroups' largest lr,
+# IMDB's fewest epochs), so this one reaches a step past them.
 GRID = [{"wordNgrams": n, "epoch": e, "lr": lr}
-        for n in (1, 2) for e in (5, 10, 20, 40) for lr in (0.1, 0.25, 0.5, 1.0)]
+        for n in (1, 2) for e in (2, 5, 10, 20, 40) for lr in (0.1, 0.25, 0.5, 1.0, 2.0)]
 _BREAK = re.compile(r"<br\s*/?>", re.IGNORECASE)
 _TOKEN = re.compile(r"\b\w+\b|[!?]")
 
@@ -124,35 +127,58 @@ def attnclf_run(dataset: str, run_root: Path, threads: int) -> tuple[Path, dict]
                      "cpu_seconds": round(cpu_seconds() - cpu, 1)}
 
 
+def tune_and_fit(folder: Path, data, threads: int, repeats: int) -> dict:
+    """fastText's grid on validation, then its chosen setting fitted with seeds 0 to ``repeats`` - 1 and read on test;
+    the last fit saved to ``folder/model.bin``. Runs in a child process (``in_child``): it fixes glibc's mmap
+    threshold, so that fastText's unfilled matrix rows are fresh zeroed pages, not the heap's leftovers."""
+    if not fix_mmap_threshold(128 * 1024):
+        raise RuntimeError("could not fix glibc's mmap threshold: fastText's unigram matrices would start from "
+                           "leftover memory")
+    train_file = write_fasttext_file(folder / "train.txt", data.train.texts, data.train.labels)
+    grid, started = [], time.perf_counter()
+    for setting in GRID:
+        try:
+            model, wall, cpu = fit(train_file, setting, threads)
+        except RuntimeError as error:  # fastText's "Encountered NaN.": the setting diverged
+            grid.append({**setting, "validation_accuracy": None, "diverged": str(error)})
+            continue
+        grid.append({**setting, "validation_accuracy": accuracy(predict(model, data.validation.texts),
+                                                                data.validation.labels),
+                     "train_seconds": wall, "train_cpu_seconds": cpu})
+        print(f"fastText {grid[-1]}", flush=True)
+    search_seconds = round(time.perf_counter() - started, 1)
+    best = choose(grid)
+    chosen = {key: best[key] for key in ("wordNgrams", "epoch", "lr")}
+    fits = []
+    for seed in range(repeats):
+        try:
+            model, wall, cpu = fit(train_file, chosen, threads, seed=seed)
+        except RuntimeError as error:
+            fits.append({"seed": seed, "diverged": str(error)})
+            continue
+        fits.append({"seed": seed, "test_accuracy": accuracy(predict(model, data.test.texts), data.test.labels),
+                     "train_seconds": wall, "train_cpu_seconds": cpu})
+        model.save_model(str(folder / "model.bin"))  # (prediction speed does not depend on which fit)
+    finished = [f for f in fits if "diverged" not in f]
+    return {"grid": grid, "search_seconds": search_seconds, "chosen": chosen,
+            "chosen_validation_accuracy": best["validation_accuracy"], "fits": fits,
+            "test_accuracy_median": statistics.median(f["test_accuracy"] for f in finished),
+            "train_cpu_seconds_median": statistics.median(f["train_cpu_seconds"] for f in finished)}
+
+
+def in_child(function, *args):
+    """``function(*args)`` in a fresh Python process (spawned, not forked: a fork would inherit this one's heap)."""
+    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as child:
+        return child.submit(function, *args).result()
+
+
 def run_dataset(name: str, args) -> dict:
+    import fasttext
+
     data = splits(name, args.data_dir)
     with tempfile.TemporaryDirectory() as folder:
-        train_file = write_fasttext_file(Path(folder) / "train.txt", data.train.texts, data.train.labels)
-        grid, started = [], time.perf_counter()
-        for setting in GRID:
-            try:
-                model, wall, cpu = fit(train_file, setting, args.threads)
-            except RuntimeError as error:  # fastText's "Encountered NaN.": the setting diverged
-                grid.append({**setting, "validation_accuracy": None, "diverged": str(error)})
-                continue
-            grid.append({**setting, "validation_accuracy": accuracy(predict(model, data.validation.texts),
-                                                                    data.validation.labels),
-                         "train_seconds": wall, "train_cpu_seconds": cpu})
-            print(f"{name} fastText {grid[-1]}", flush=True)
-        search_seconds = round(time.perf_counter() - started, 1)
-        best = choose(grid)
-        chosen = {key: best[key] for key in ("wordNgrams", "epoch", "lr")}
-        fits, fasttext_model = [], None
-        for seed in range(args.repeats):
-            try:
-                model, wall, cpu = fit(train_file, chosen, args.threads, seed=seed)
-            except RuntimeError as error:
-                fits.append({"seed": seed, "diverged": str(error)})
-                continue
-            fits.append({"seed": seed, "test_accuracy": accuracy(predict(model, data.test.texts), data.test.labels),
-                         "train_seconds": wall, "train_cpu_seconds": cpu})
-            fasttext_model = model  # (prediction speed does not depend on which fit)
-    finished = [f for f in fits if "diverged" not in f]
+        tuned = in_child(tune_and_fit, Path(folder), data, args.threads, args.repeats)
+        fasttext_model = fasttext.load_model(str(Path(folder) / "model.bin"))
 
     run_dir, attnclf_training = attnclf_run(name, Path(args.run_root), args.threads)
     clf = Classifier.load(run_dir, device="cpu")
@@ -164,15 +190,11 @@ def run_dataset(name: str, args) -> dict:
         seconds["fasttext"].append(round(timed(lambda: predict(fasttext_model, texts))[1], 3))
     attnclf_accuracy = accuracy(predicted, data.test.labels)
     attnclf_seconds, fasttext_seconds = (statistics.median(seconds[k]) for k in ("attnclf", "fasttext"))
-    fasttext_train = statistics.median(f["train_cpu_seconds"] for f in finished)
+    fasttext_train = tuned["train_cpu_seconds_median"]
     result = {
         "train_examples": len(data.train), "validation_examples": len(data.validation),
         "test_examples": len(data.test),
-        "fasttext": {"grid": grid, "search_seconds": search_seconds, "chosen": chosen,
-                     "chosen_validation_accuracy": best["validation_accuracy"], "fits": fits,
-                     "test_accuracy_median": statistics.median(f["test_accuracy"] for f in finished),
-                     "train_cpu_seconds_median": fasttext_train,
-                     "predict_texts_per_second": round(len(texts) / fasttext_seconds)},
+        "fasttext": {**tuned, "predict_texts_per_second": round(len(texts) / fasttext_seconds)},
         "attnclf": {"run": str(run_dir), "test_accuracy": attnclf_accuracy, "training": attnclf_training,
                     "predict_texts_per_second": round(len(texts) / attnclf_seconds)},
         "predict_seconds": seconds,
@@ -180,7 +202,7 @@ def run_dataset(name: str, args) -> dict:
     }
     if attnclf_training["trained_here"]:
         result["attnclf_train_cpu_over_fasttext"] = round(attnclf_training["cpu_seconds"] / fasttext_train, 1)
-    print(f"{name}: fastText {result['fasttext']['test_accuracy_median']} ({chosen}), attnclf {attnclf_accuracy}",
+    print(f"{name}: fastText {tuned['test_accuracy_median']} ({tuned['chosen']}), attnclf {attnclf_accuracy}",
           flush=True)
     return result
 
