@@ -14,8 +14,9 @@ fastText 0.9.3 with fewer than 10 threads fills only the first ``thread``/10 of 
 the rest as ``posix_memalign`` returned it: a bigram model's matrix (2M hash buckets) gets fresh, zeroed pages, a
 unigram model's (a few MB) can reuse the heap's freed memory, whose leftovers made most one-thread unigram fits stop
 with "Encountered NaN." and the rest start from garbage (BENCHMARKS.md, "fastText, side by side"). So fastText runs
-in a child process of its own in which glibc serves every block of 128 KiB or more with fresh pages: each unfilled
-row starts at zero, as a bigram model's do. A fit that still stops with a NaN is recorded as diverged and left out.
+in a child process of its own in which glibc clears every block it hands out (``zero_new_blocks``) and serves blocks
+of 128 KiB or more with fresh pages when its free memory cannot: each unfilled row starts at zero, as a bigram
+model's do. A fit that still stops with a NaN is recorded as diverged and left out.
 
 attnclf's side is ``attnclf train --dataset NAME`` (the default recipe, seed 0) in ``--run-root/NAME``: trained here,
 timed in this process, unless a finished run is already there (then its recorded training time is shown, not a
@@ -25,6 +26,7 @@ alternated, the median of three.
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing
 import re
 import statistics
@@ -127,13 +129,35 @@ def attnclf_run(dataset: str, run_root: Path, threads: int) -> tuple[Path, dict]
                      "cpu_seconds": round(cpu_seconds() - cpu, 1)}
 
 
+M_PERTURB = -6  # glibc's mallopt parameter: fill each block handed out with the complement of this byte
+
+
+def zero_new_blocks() -> None:
+    """Have glibc clear every block this process's malloc or posix_memalign hands out from now on (blocks of up to
+    1 KiB from its per-thread cache excepted), by filling freed ones with 0xFF and new ones with its complement.
+
+    The mmap threshold alone (``fix_mmap_threshold``) does not do it: glibc takes a large block from freed heap
+    memory whenever some fits, and in a spawned child that had written an IMDB-sized training file, blocks of
+    256 KiB to 8 MB came back 97% non-zero after the threshold was fixed. Raises RuntimeError off glibc.
+
+    >>> # zero_new_blocks()  # in a child process of its own: every later block's bytes start at 0
+    """
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError) as error:
+        raise RuntimeError("fastText's unfilled matrix rows need glibc's mallopt to start at zero") from error
+    mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
+    if mallopt(M_PERTURB, 0xFF) != 1:
+        raise RuntimeError("glibc refused mallopt(M_PERTURB)")
+
+
 def tune_and_fit(folder: Path, data, threads: int, repeats: int) -> dict:
     """fastText's grid on validation, then its chosen setting fitted with seeds 0 to ``repeats`` - 1 and read on test;
-    the last fit saved to ``folder/model.bin``. Runs in a child process (``in_child``): it fixes glibc's mmap
-    threshold, so that fastText's unfilled matrix rows are fresh zeroed pages, not the heap's leftovers."""
-    if not fix_mmap_threshold(128 * 1024):
-        raise RuntimeError("could not fix glibc's mmap threshold: fastText's unigram matrices would start from "
-                           "leftover memory")
+    the last fit saved to ``folder/model.bin``. Runs in a child process (``in_child``): it changes glibc's settings
+    for good, so that fastText's unfilled matrix rows start at zero, not from the heap's leftovers."""
+    zero_new_blocks()
+    if not fix_mmap_threshold(128 * 1024):  # (large matrices on pages of their own, as when the figures were taken)
+        raise RuntimeError("could not fix glibc's mmap threshold")
     train_file = write_fasttext_file(folder / "train.txt", data.train.texts, data.train.labels)
     grid, started = [], time.perf_counter()
     for setting in GRID:
