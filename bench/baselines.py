@@ -25,15 +25,15 @@ from common import parser, peak_rss_mb, splits, write_result
 DATASETS = ("imdb", "sst2", "sst2-sentences", "20newsgroups")
 _BREAK = re.compile(r"<br\s*/?>", re.IGNORECASE)
 # Token pattern keeps punctuation like "!" and "?" and contractions' halves as tokens.
-_TOKENS = r"(?u)\b\w+\b|[!?]"
+TOKENS = r"(?u)\b\w+\b|[!?]"
 
 
-def _preprocess(text: str) -> str:
+def preprocess(text: str) -> str:
     return _BREAK.sub(" ", text).lower()
 
 
 def _tfidf() -> TfidfVectorizer:
-    return TfidfVectorizer(preprocessor=_preprocess, token_pattern=_TOKENS, ngram_range=(1, 2), min_df=2,
+    return TfidfVectorizer(preprocessor=preprocess, token_pattern=TOKENS, ngram_range=(1, 2), min_df=2,
                            max_df=0.95, sublinear_tf=True, dtype=np.float32)
 
 
@@ -76,7 +76,7 @@ def _models(num_classes: int):
     lr_solver = "liblinear" if num_classes == 2 else "lbfgs"
     return [
         ("tfidf_lr", _tfidf, lambda C: LogisticRegression(C=C, solver=lr_solver, max_iter=2000), [1, 4, 16, 64]),
-        ("nb_bigram_lr", lambda: CountVectorizer(preprocessor=_preprocess, token_pattern=_TOKENS,
+        ("nb_bigram_lr", lambda: CountVectorizer(preprocessor=preprocess, token_pattern=TOKENS,
                                                  ngram_range=(1, 2), min_df=1, binary=True, dtype=np.float32),
          NBLogisticRegression, [0.1, 0.3, 1, 3]),
         ("tfidf_linear_svm", _tfidf, lambda C: LinearSVC(C=C), [0.1, 0.3, 1, 3]),

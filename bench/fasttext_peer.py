@@ -43,7 +43,8 @@ from attnclf.rundir import read_metrics
 from attnclf.training.device import fix_mmap_threshold
 from attnclf.training.run import train_run
 
-from common import cli_settings, parser, peak_rss_mb, splits, write_result
+from baselines import TOKENS, preprocess
+from common import cli_settings, parser, peak_rss_mb, splits, timer, write_result
 from train_bench import cpu_seconds
 
 DATASETS = ("imdb", "sst2-sentences", "20newsgroups", "sst2")
@@ -52,8 +53,7 @@ DATASETS = ("imdb", "sst2-sentences", "20newsgroups", "sst2")
 # IMDB's fewest epochs), so this one reaches a step past them.
 GRID = [{"wordNgrams": n, "epoch": e, "lr": lr}
         for n in (1, 2) for e in (2, 5, 10, 20, 40) for lr in (0.1, 0.25, 0.5, 1.0, 2.0)]
-_BREAK = re.compile(r"<br\s*/?>", re.IGNORECASE)
-_TOKEN = re.compile(r"\b\w+\b|[!?]")
+_TOKEN = re.compile(TOKENS)
 
 
 def clean(text: str) -> str:
@@ -62,7 +62,7 @@ def clean(text: str) -> str:
     >>> clean("Don't miss it!<br />Great.")
     'don t miss it ! great'
     """
-    return " ".join(_TOKEN.findall(_BREAK.sub(" ", text).lower()))
+    return " ".join(_TOKEN.findall(preprocess(text)))
 
 
 def write_fasttext_file(path: Path, texts: list[str], labels: list[int]) -> Path:
@@ -108,12 +108,6 @@ def choose(grid: list[dict]) -> dict:
     """
     finished = (row for row in grid if row["validation_accuracy"] is not None)
     return max(finished, key=lambda row: row["validation_accuracy"])
-
-
-def timed(call):
-    """``call()``'s result and the wall seconds it took."""
-    started = time.perf_counter()
-    return call(), time.perf_counter() - started
 
 
 def attnclf_run(dataset: str, run_root: Path, threads: int) -> tuple[Path, dict]:
@@ -209,9 +203,13 @@ def run_dataset(name: str, args) -> dict:
     texts = data.test.texts
     seconds = {"attnclf": [], "fasttext": []}
     for _ in range(3):  # alternated, so a shared machine's load falls on both alike
-        predicted, spent = timed(lambda: clf.predict_proba(texts).argmax(1))
-        seconds["attnclf"].append(round(spent, 3))
-        seconds["fasttext"].append(round(timed(lambda: predict(fasttext_model, texts))[1], 3))
+        spent: dict = {}
+        with timer(spent, "attnclf"):
+            predicted = clf.predict_proba(texts).argmax(1)
+        with timer(spent, "fasttext"):
+            predict(fasttext_model, texts)
+        for side in seconds:
+            seconds[side].append(spent[side])
     attnclf_accuracy = accuracy(predicted, data.test.labels)
     attnclf_seconds, fasttext_seconds = (statistics.median(seconds[k]) for k in ("attnclf", "fasttext"))
     fasttext_train = tuned["train_cpu_seconds_median"]
