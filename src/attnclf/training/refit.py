@@ -142,9 +142,7 @@ def refit_settings(run_dir: str | Path, output: str | None = None, device: str |
         best = best_epoch(history, saved["train"]["monitor"])
     except AttnclfError as exc:
         raise AttnclfError(f"{run_dir}: {exc}") from None
-    settings = resume_settings(run_dir, device=device, threads=threads)
-    if data_dir:
-        settings.data.data_dir = data_dir
+    settings = resume_settings(run_dir, device=device, threads=threads, data_dir=data_dir)
     settings.output = output or f"{run_dir}-refit"
     _check_refit_output(run_dir, Path(settings.output))
     if settings.embeddings not in (None, COUNT_EMBEDDINGS) and not Path(settings.embeddings).is_file():

@@ -600,9 +600,7 @@ def train_or_continue(settings: RunSettings, resume: bool, progress: bool = True
         return RunResult(output, finished, read_history(output), 0.0)
     if resume and is_resumable(output):
         continued = resume_settings(output, epochs=settings.train.epochs, device=settings.device,
-                                    threads=settings.threads, named=named)
-        if data_dir:
-            continued.data.data_dir = data_dir
+                                    threads=settings.threads, named=named, data_dir=data_dir)
         continued.report = continued.report and settings.report  # (as `train --resume` reports)
         return train_run(continued, resume=True, progress=progress, loaded=loaded)
     return train_run(settings, progress=progress, loaded=loaded)

@@ -419,10 +419,12 @@ def _recorded_refusals(run_dir: str | Path, named: Callable[[str], str]) -> set[
 
 
 def resume_settings(run_dir: str | Path, epochs: int | None = None, device: str | None = None,
-                    threads: int | None = None, named: Callable[[str], str] = by_field) -> RunSettings:
+                    threads: int | None = None, named: Callable[[str], str] = by_field,
+                    data_dir: str | None = None) -> RunSettings:
     """The interrupted run's own settings; only the epoch budget, the device and the threads may change (threads
     as the run trained unless given: the same threads give the same arithmetic, so the result an uninterrupted run
-    would have reached). Errors name a setting as ``named`` spells it (the command line: by its flag).
+    would have reached), and ``data_dir``, where the dataset lies now (the run checks it is the same data). Errors
+    name a setting as ``named`` spells it (the command line: by its flag).
 
     >>> # resume_settings("runs/demo", epochs=1)  # after 2 epochs
     >>> # AttnclfError: runs/demo has trained 2 epochs already; epochs 1 is fewer (give more to train on, or ...)
@@ -447,7 +449,7 @@ def resume_settings(run_dir: str | Path, epochs: int | None = None, device: str 
             raise AttnclfError(f"{run_dir} has trained {done} epochs already; {named('epochs')} {epochs} is fewer "
                                f"(give more to train on, or none to finish as planned)")
     return RunSettings(
-        data=DataSettings(**saved["data"]),
+        data=DataSettings(**{**saved["data"], **({"data_dir": data_dir} if data_dir else {})}),
         tokenizer=TokenizerConfig.from_dict(saved["tokenizer"]),
         windows=WindowConfig(**saved["windows"]) if saved.get("windows") else None,
         model=saved["model"],
