@@ -1196,6 +1196,11 @@ def test_a_run_whose_files_moved_says_which_of_its_files_is_gone(tmp_path, capsy
      "odd.csv, line 2: label 'meh'"),
     (["--dataset", "sst2", "--data-dir", "{tmp}/no-such-folder"], "--data-dir {tmp}/no-such-folder: no such folder"),
     (["--dataset", "demo", "--seeds", "0", "0", "1"], "--seeds needs at least two seeds, each once; got 0 0 1"),
+    # One value is no ensemble: it says what to type for one model, and for that many runs (compare's count).
+    (["--dataset", "demo", "--seeds", "3"], "--seeds lists an ensemble's seeds, at least two, and got only 3: for one "
+                                            "model give --seed 3; for 3 runs, --seeds 0 1 2"),
+    (["--dataset", "demo", "--seeds", "1"], "--seeds lists an ensemble's seeds, at least two, and got only 1: for one "
+                                            "model give --seed 1"),
 ])
 def test_data_flags_that_do_not_go_together_are_refused_in_one_line(csv_files, tmp_path, capsys, argv, message):
     odd = write_csv(tmp_path / "odd.csv", [("so so", "meh")])

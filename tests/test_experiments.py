@@ -78,6 +78,39 @@ def test_compare_rerun_reuses_finished_cells(compared, capsys):
     assert len(cell_lines) == 4 and all(line.endswith("s training (finished earlier, reused)") for line in cell_lines)
 
 
+def test_compare_seeds_take_a_count_or_the_seeds_themselves_and_a_rerun_with_other_seeds_reuses_the_shared_cells(
+        tmp_path, capsys):
+    out = tmp_path / "cmp"
+    argv = ["compare", *TINY, "--models", "self-attn", "--no-reference", "--output", str(out)]
+    assert main([*argv, "--seeds", "1", "2"]) == 0  # two values: exactly these seeds
+    assert sorted(path.name for path in (out / "runs").iterdir()) == ["self-attn-seed1", "self-attn-seed2"]
+    assert [cell["seed"] for cell in read_csv(out / "cells.csv")] == ["1", "2"]
+    assert "Seeds 1, 2;" in (out / "comparison.md").read_text()
+    capsys.readouterr()
+    loud = [arg for arg in argv if arg != "--quiet"]
+    assert main([*loud, "--seeds", "3"]) == 0  # one value: a count, seeds 0, 1 and 2
+    said = capsys.readouterr().out.splitlines()
+    assert [line.split(":")[0] for line in said if line.startswith("[")] == [
+        "[1/3] self-attn seed 0", "[2/3] self-attn seed 1", "[3/3] self-attn seed 2"]
+    assert [line.endswith("(finished earlier, reused)") for line in said if line.startswith("[")] == [
+        False, True, True]
+    assert [cell["seed"] for cell in read_csv(out / "cells.csv")] == ["0", "1", "2"]
+    assert read_csv(out / "comparison.csv")[0]["seeds"] == "3"
+
+
+@pytest.mark.parametrize("command", ["compare", "ablate"])
+@pytest.mark.parametrize("given, seeds", [(["3"], (0, 1, 2)), (["1"], (0,)), (["3", "5"], (3, 5)),
+                                          (["0", "1", "2"], (0, 1, 2))])
+def test_experiment_seeds_are_a_count_or_a_list_of_two_or_more(command, given, seeds, tmp_path, monkeypatch):
+    import attnclf.experiments
+
+    ran = []
+    monkeypatch.setattr(attnclf.experiments, command, lambda setup, *args, **kwargs: ran.append(setup.seeds))
+    with pytest.raises(AttributeError):  # (the stand-in returns no result to print)
+        main([command, "--dataset", "synthetic", "--seeds", *given, "--output", str(tmp_path / "x")])
+    assert ran == [seeds]
+
+
 def test_compare_refuses_a_directory_trained_with_another_budget(compared, capsys):
     # The last --epochs wins: same cells, another budget.
     assert main(["compare", *TINY, "--epochs", "2", "--models", "self-attn", "--seeds", "1",
@@ -315,6 +348,11 @@ def test_ablate_sweeps_the_default_axes_the_model_has(tmp_path, monkeypatch):
     (["compare", "--dataset", "synthetic", "--models", ","], "--models names no model"),
     (["compare", "--dataset", "synthetic", "--models", "boe", "--set", "heads=2"], "no model of this experiment has a config field 'heads'"),
     (["compare", "--dataset", "synthetic", "--seeds", "0"], "--seeds must be at least 1"),
+    # Two or more values are the seeds themselves (as `train --seeds` takes them), each once: a repeat would count its
+    # cells twice in the spread.
+    (["compare", "--dataset", "synthetic", "--seeds", "1", "2", "1"], "--seeds names seed 1 twice"),
+    (["ablate", "--dataset", "synthetic", "--seeds", "3", "-1"], "--seeds must be at least 0 and below 4294967296, "
+                                                                 "got -1"),
     (["compare", "--dataset", "synthetic", "--lr", "-1"], "error: --lr must be a finite number, at least 0, got -1.0"),
     (["ablate", "--dataset", "synthetic", "--lr", "-1"], "error: --lr must be a finite number, at least 0, got -1.0"),
     (["ablate", "--dataset", "toy-order", "--lr", "-1"], "error: --lr must be a finite number, at least 0, got -1.0"),

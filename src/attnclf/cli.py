@@ -18,7 +18,7 @@ from dataclasses import fields, replace
 from pathlib import Path
 
 from . import __version__
-from .checks import BACKENDS, check_device_name, check_threads, set_value
+from .checks import BACKENDS, check_device_name, check_seed, check_threads, set_value
 from .errors import AttnclfError, is_out_of_memory, shown
 from .rundir import (check_output_folder, is_resumable, kept_earlier_models, member_folders, read_config,
                      refuse_if_held, unfinished_warning)
@@ -882,10 +882,25 @@ def cmd_report(args: argparse.Namespace) -> int:
 def _experiment_setup(args: argparse.Namespace):
     from .experiments import Setup
 
-    if args.seeds < 1:
-        raise AttnclfError(f"--seeds must be at least 1, got {args.seeds}")
-    return Setup(**_budget(args), model_config=_parse_overrides(args.set), seeds=tuple(range(args.seeds)),
+    return Setup(**_budget(args), model_config=_parse_overrides(args.set), seeds=_experiment_seeds(args.seeds),
                  threads=args.threads)
+
+
+def _experiment_seeds(given: list[int]) -> tuple[int, ...]:
+    """The seeds of compare's and ablate's ``--seeds``: one value is a count N (seeds 0 to N-1), two or more are the
+    seeds themselves, each once (as `train --seeds` takes them).
+
+    >>> _experiment_seeds([3]), _experiment_seeds([3, 5])
+    ((0, 1, 2), (3, 5))
+    """
+    if len(given) == 1:
+        if given[0] < 1:
+            raise AttnclfError(f"--seeds must be at least 1, got {given[0]} (one value is a count: seeds 0 to N-1)")
+        return tuple(range(given[0]))
+    repeated = next((seed for i, seed in enumerate(given) if seed in given[:i]), None)
+    if repeated is not None:  # its cells would count twice in the spread, as if they were seeds of their own
+        raise AttnclfError(f"--seeds names seed {repeated} twice; give each seed once")
+    return tuple(check_seed(seed, "--seeds") for seed in given)
 
 
 def _progress_log(args: argparse.Namespace):
@@ -1154,8 +1169,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_train_args(p)
     p.add_argument("--no-report", action="store_true", help="skip report.html and plots/ at the end")
     p.add_argument("--seeds", type=int, nargs="+", metavar="SEED",
-                   help="train one run per seed into OUTPUT/seed-SEED and test their averaged probabilities "
-                        "(an ensemble; OUTPUT/ensemble.json); with --resume, finished members are kept")
+                   help="two or more seeds (not a count: --seeds 0 1 2 trains three): train one run per seed into "
+                        "OUTPUT/seed-SEED and test their averaged probabilities (an ensemble; OUTPUT/ensemble.json); "
+                        "with --resume, finished members are kept. One model: --seed")
 
     p = sub.add_parser("refit", help="retrain a validated run on its validation texts too, for its best epochs",
                        description="Retrain finished runs with their own settings and seed on their training texts and "
@@ -1443,7 +1459,9 @@ def _add_experiment_args(p: argparse.ArgumentParser, default_output: str) -> Non
     _add_budget_args(p)
     p.add_argument("--set", action="append", metavar="KEY=VALUE",
                    help="base config field for every model that has it, e.g. --set d_model=64")
-    p.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1 per cell (default: 3)")
+    p.add_argument("--seeds", type=int, nargs="+", default=[3], metavar="N",
+                   help="a count N, seeds 0..N-1 per cell (default: 3); or two or more seeds themselves, as train "
+                        "--seeds takes them: --seeds 3 4 5")
     p.add_argument("--quick", action="store_true",
                    help="sanity budget: 1,500 training and 500 test texts, 3 epochs, 128 tokens")
     p.add_argument("--threads", type=int, help="torch threads (1 is fastest on a busy shared CPU)")

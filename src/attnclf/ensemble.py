@@ -200,6 +200,11 @@ def train_ensemble(settings, seeds: Sequence[int], resume: bool = False, progres
     from .training.distributed import from_environment
     from .training.run import each_warning_once, train_or_continue
 
+    if len(seeds) == 1:  # one value, as `compare --seeds 3` takes a count: which was meant, one model or three?
+        seed, = seeds
+        count = f"; for {seed} runs, --seeds {' '.join(map(str, range(seed)))}" if 2 <= seed <= 10 else ""
+        raise AttnclfError(f"--seeds lists an ensemble's seeds, at least two, and got only {seed}: for one model give "
+                           f"--seed {seed}{count}")
     if len(seeds) < 2 or len(set(seeds)) != len(seeds):
         raise AttnclfError(f"--seeds needs at least two seeds, each once; got {' '.join(map(str, seeds))} (it takes "
                            f"the seeds themselves: --seeds 0 1 2 trains three runs)")
