@@ -95,6 +95,23 @@ def test_predict_from_arguments_file_and_stdin(csv_run, tmp_path, capsys, monkey
     assert "no texts: give them as arguments" in run_error(["predict", str(csv_run)], capsys)
 
 
+@pytest.mark.parametrize("argv", [["evaluate"], ["faithfulness", "--methods", "occlusion", "--examples", "4"],
+                                  ["explain", "--method", "occlusion", "a dull story"]])
+def test_json_is_asked_for_as_format_json_or_json_by_every_command_that_prints_it(csv_run, capsys, argv):
+    # explain took only --format json, evaluate and faithfulness only --json: the spelling learned on one was
+    # "unrecognized arguments" on the others.
+    def printed(spelling):
+        assert main([argv[0], str(csv_run), *argv[1:], "--threads", "1", *spelling]) == 0
+        out = capsys.readouterr().out
+        if argv[0] == "explain":  # (a JSON line per text and method)
+            return [json.loads(line) for line in out.splitlines()]
+        if argv[0] == "faithfulness":  # (which times itself)
+            return [{k: v for k, v in result.items() if k != "seconds"} for result in json.loads(out)]
+        return json.loads(out)
+
+    assert printed(["--format", "json"]) == printed(["--json"])
+
+
 @pytest.mark.parametrize("command", ["predict", "explain"])
 def test_file_dash_reads_stdin_as_no_file_does(csv_run, capsys, monkeypatch, command):
     # `-` is Unix's name for stdin: read as plain lines, as stdin without --file is (it read a file named "-").

@@ -579,7 +579,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     for run_dir in args.run_dirs:
         _warn_if_unfinished(run_dir)
     metrics = evaluate(clf, _test_data(args, clf, split=args.split))  # (a run without test data: its validation)
-    if args.json:
+    if args.format == "json":
         print(json.dumps({k: v for k, v in metrics.items() if k != "classification_report"}, indent=2))
     else:
         print(metrics["classification_report"])
@@ -856,10 +856,10 @@ def cmd_faithfulness(args: argparse.Namespace) -> int:
                       "all": "--methods all"}.get(args.methods)):
             _note_left_out(list(result.methods), asked, run_dir if len(args.run_dirs) > 1 else "")
         results.append(result)
-        if not args.json:
+        if args.format == "terminal":
             print(f"## {run_dir}: {result.model} on {result.dataset}, {result.examples} texts "
                   f"({result.seconds:.0f}s)\n\n{result.table()}\n")
-    if args.json:
+    if args.format == "json":
         print(json.dumps([r.to_dict() for r in results], indent=2))
     else:
         print(summary_table(results))
@@ -1203,7 +1203,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="test (the default): --test-file, --dataset's test split, or the run's own; validation: "
                         "the texts the runs held out (an ensemble's runs must have held out the same: a shared "
                         "--split-seed, --hold-out latest, or the dataset's own validation split)")
-    p.add_argument("--json", action="store_true", help="print all metrics as JSON")
+    _add_format_args(p, terminal="the classification report and the headline metrics",
+                     json="all metrics as one JSON object")
     _add_device_arg(p)
     p.add_argument("--bf16", action="store_true", help=INFERENCE_BF16_HELP)
     p.add_argument("--threads", type=int, help=INFERENCE_THREADS_HELP)
@@ -1268,9 +1269,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target", help="class to explain (default: the predicted one)")
     p.add_argument("--steps", type=int, help=STEPS_HELP)
     p.add_argument("--heads", action="store_true", help="also every layer's and head's self-attention")
-    p.add_argument("--format", choices=["terminal", "json", "html"], default="terminal",
-                   help="terminal: tokens coloured by score and the strongest listed; json: a JSON line per text and "
-                        "method; html: a page of its own, with charts (default: terminal)")
+    _add_format_args(p, terminal="tokens coloured by score and the strongest listed",
+                     json="a JSON line per text and method", html="a page of its own, with charts")
     p.add_argument("--output", "-o", help="write to this file instead of stdout")
     p.add_argument("--color", choices=["auto", "always", "never"], default="auto",
                    help="terminal colours: auto (the default) when stdout is a terminal and NO_COLOR is unset, "
@@ -1289,7 +1289,7 @@ def build_parser() -> argparse.ArgumentParser:
                                      "needs attention pooling, rollout self-attention layers)")
     p.add_argument("--steps", type=int, help=STEPS_HELP)
     p.add_argument("--seed", type=int, default=0, help="sample and random-deletion seed (default: 0)")
-    p.add_argument("--json", action="store_true", help="print the results as JSON")
+    _add_format_args(p, terminal="a table per run, then a summary", json="every run's results as one JSON list")
     _add_device_arg(p)
     p.add_argument("--threads", type=int, help=INFERENCE_THREADS_HELP)
 
@@ -1453,6 +1453,16 @@ EXAMPLES = {
     "export": ("attnclf export runs/demo",
                "attnclf export runs/demo --quantize    # and an int8 graph"),
 }
+
+
+def _add_format_args(p: argparse.ArgumentParser, **formats: str) -> None:
+    """``--format`` with ``formats`` (name: what it prints; the first is the default), and ``--json`` for
+    ``--format json``: explain took only the one and evaluate and faithfulness only the other, so the spelling
+    learned on one command was "unrecognized arguments" on the next."""
+    described = "; ".join(f"{name}: {what}" for name, what in formats.items())
+    p.add_argument("--format", choices=list(formats), default=next(iter(formats)),
+                   help=f"{described} (default: {next(iter(formats))})")
+    p.add_argument("--json", action="store_const", dest="format", const="json", help="the same as --format json")
 
 
 def _add_experiment_args(p: argparse.ArgumentParser, default_output: str) -> None:
