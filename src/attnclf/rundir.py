@@ -190,22 +190,35 @@ def atomic_write_json(path: Path, obj: Any) -> None:
     atomic_write_bytes(path, (json.dumps(obj, indent=2, ensure_ascii=False) + "\n").encode())
 
 
-def atomic_save_tensors(path: Path, tensors: dict[str, torch.Tensor], metadata: dict[str, str] | None = None) -> None:
-    from safetensors import SafetensorError
-    from safetensors.torch import save_file
+@contextmanager
+def written_atomically(path: str | Path) -> Iterator[str]:
+    """The name of a temporary file beside ``path`` for the block to write (by a library that opens files by
+    name), published as ``path`` when the block ends; deleted if it raises, ``path`` then left as it was.
 
+    >>> # with written_atomically("scored.parquet") as tmp:
+    >>> #     pyarrow.parquet.write_table(table, tmp)
+    """
     path = Path(path)
     fd, tmp = temporary_beside(path)
     os.close(fd)
     try:
-        try:
-            save_file({k: v.detach().contiguous().cpu() for k, v in tensors.items()}, tmp, metadata=metadata)
-        except SafetensorError as exc:  # safetensors reports a full disk in its own words: an OSError for the CLI
-            raise OSError(f"{path}: cannot write the weights ({exc})") from None
+        with naming(path, tmp):
+            yield tmp
         publish(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def atomic_save_tensors(path: Path, tensors: dict[str, torch.Tensor], metadata: dict[str, str] | None = None) -> None:
+    from safetensors import SafetensorError
+    from safetensors.torch import save_file
+
+    with written_atomically(path) as tmp:
+        try:
+            save_file({k: v.detach().contiguous().cpu() for k, v in tensors.items()}, tmp, metadata=metadata)
+        except SafetensorError as exc:  # safetensors reports a full disk in its own words: an OSError for the CLI
+            raise OSError(f"{path}: cannot write the weights ({exc})") from None
 
 
 def prepare_output_dir(path: str | Path) -> Path:
