@@ -620,18 +620,33 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
 
 def _predict(args: argparse.Namespace) -> int:
+    from .data.files import is_data_file
     from .ensemble import is_ensemble_dir, load_backend
-    from .prediction import NOTED_TEXTS, unknown_tokens_note
+    from .scoring import PREDICT_CHUNK, check_output, predict_file, predict_texts
 
-    _refuse_closed_stdout(args.command)
+    if args.output is None:
+        _refuse_closed_stdout(args.command)
+    else:
+        _refuse_with_output(args)
+        check_output(args.output, None if args.file in (None, STDIN_FILE) else args.file, args.overwrite, _flag)
     if args.attention and args.backend == "torch" and is_ensemble_dir(args.run_dir):
         raise AttnclfError(f"{args.run_dir} is an ensemble: its members attend each their own way; "
                            f"ask one member (--attention with {args.run_dir}/seed-S)")
     clf = load_backend(args.run_dir, args.backend, int8=args.int8, device=args.device, bf16=args.bf16,
                        threads=args.threads, named=_flag)
     _warn_if_unfinished(args.run_dir)  # (an export of a run holds its best weights so far, as the run does)
+    notes = _UnknownTokenNotes()
+    if args.output is not None:
+        if args.file is not None and is_data_file(args.file):
+            written = predict_file(clf, args.file, args.output, text_column=args.text_column,
+                                   overwrite=args.overwrite, noticed=notes, named=_flag)
+        else:
+            written = predict_texts(clf, _input_texts(args, clf.config), args.output, overwrite=args.overwrite,
+                                    noticed=notes, named=_flag)
+        notes.count_the_rest()
+        print(f"wrote {written:,} prediction{'s' * (written != 1)} to {args.output}", file=sys.stderr)
+        return 0
     texts = _input_texts(args, clf.config)
-    noted = 0
     for start in range(0, len(texts), PREDICT_CHUNK):  # answers flow out chunk by chunk, not all at the end
         chunk = texts[start:start + PREDICT_CHUNK]
         for text, prediction in zip(chunk, clf.predict(chunk, tokens=args.attention)):
@@ -639,17 +654,46 @@ def _predict(args: argparse.Namespace) -> int:
             if not args.attention:
                 record.pop("tokens"), record.pop("attention")
             print(json.dumps(record, ensure_ascii=False))
-            if note := unknown_tokens_note(prediction.unknown_tokens, prediction.tokens_read):
-                noted += 1
-                if noted <= NOTED_TEXTS:  # (stderr: the answers on stdout stay JSON lines)
-                    print(f"note: {shown(text)}: {note}", file=sys.stderr)
-    if noted > NOTED_TEXTS:
-        print(f"note: and {noted - NOTED_TEXTS:,} more texts past a quarter of their tokens unknown: see each answer's "
-              f"unknown_tokens and tokens_read", file=sys.stderr)
+            notes(text, prediction)
+    notes.count_the_rest()
     return 0
 
 
-PREDICT_CHUNK = 4096
+def _refuse_with_output(args: argparse.Namespace) -> None:
+    """What predict --output cannot write: attention (a list per token), texts from two places (arguments beside a
+    data file, whose rows keep their own columns)."""
+    from .data.files import is_data_file
+
+    if args.attention:
+        raise AttnclfError("--attention prints tokens and attention as JSON lines on stdout; --output writes one row "
+                           "per text without them: leave out one of the two")
+    if args.texts and args.file and is_data_file(args.file):
+        raise AttnclfError(f"--output writes the rows of {args.file}: give texts as arguments or a data --file, "
+                           f"not both")
+
+
+class _UnknownTokenNotes:
+    """predict's notes on stderr (its answers stay JSON lines on stdout, or rows in --output): the first
+    ``NOTED_TEXTS`` texts past a quarter of their tokens unknown, then how many more."""
+
+    def __init__(self):
+        self.noted = 0
+
+    def __call__(self, text: str, prediction) -> None:
+        from .prediction import NOTED_TEXTS, unknown_tokens_note
+
+        if note := unknown_tokens_note(prediction.unknown_tokens, prediction.tokens_read):
+            self.noted += 1
+            if self.noted <= NOTED_TEXTS:
+                print(f"note: {shown(text)}: {note}", file=sys.stderr)
+
+    def count_the_rest(self) -> None:
+        from .prediction import NOTED_TEXTS
+
+        if self.noted > NOTED_TEXTS:
+            print(f"note: and {self.noted - NOTED_TEXTS:,} more texts past a quarter of their tokens unknown: see "
+                  f"each answer's unknown_tokens and tokens_read", file=sys.stderr)
+
 # predict's and explain's --file. A plain file's blank lines are skipped, so its answers can be fewer than its lines:
 # each answer carries its text. A data file's empty row is answered.
 TEXTS_FILE_HELP = ("a UTF-8 file with one text per line (blank lines skipped), or a CSV / TSV / JSONL / Parquet file "
@@ -1232,7 +1276,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="texts to label (else --file, or stdin when it is not a terminal)")
     p.add_argument("--file", help=TEXTS_FILE_HELP)
     _add_text_column_arg(p, "with a data --file (default: the column the run trained from)")
-    p.add_argument("--attention", action="store_true", help="include tokens and pooling attention")
+    p.add_argument("--attention", action="store_true",
+                   help="include tokens and pooling attention (JSON lines on stdout: not with --output)")
+    p.add_argument("--output", "-o",
+                   help="write a file instead of stdout, its type by its suffix (.csv, .tsv, .jsonl, .parquet): each "
+                        "row of a data --file with all its columns (else a text column), then predicted_label, "
+                        "confidence (multi-label: predicted_labels), probability:LABEL per class, unknown_tokens "
+                        "and tokens_read")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --output file")
     _add_device_arg(p)
     _add_backend_args(p)
 
@@ -1426,7 +1477,8 @@ EXAMPLES = {
     "calibrate": ("attnclf calibrate runs/imdb",
                   "attnclf calibrate runs/imdb-3/seed-0    # each member of a --seeds folder"),
     "predict": ('attnclf predict runs/demo "a fine film" "not good at all"',
-                "attnclf predict runs/demo --file texts.txt    # a text per line"),
+                "attnclf predict runs/demo --file texts.txt    # a text per line",
+                "attnclf predict runs/mine --file to_score.csv --output scored.csv    # each row with its prediction"),
     "datasets": ("attnclf datasets",
                  "attnclf datasets --data-dir ../shared/datasets"),
     "models": ("attnclf models",

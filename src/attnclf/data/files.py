@@ -36,14 +36,14 @@ from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from ..errors import DataError, first_few, shown
+from ..errors import NAME_LENGTH, DataError, first_few, shown
 from ..text.cleaning import unicode_problem
 from .base import Splits, TextDataset
 from .multilabel import DEFAULT_LABEL_DELIMITER, is_missing_label, parse_label_set
 
-# (where, text values (one per text column), label value), where = "line 7" or "row 7"; the label is None when no
-# label column is read
-Row = tuple[str, tuple, Any]
+# (where, text values (one per text column), label value, every column's value by name), where = "line 7" or
+# "row 7"; the label is None when no label column is read, the columns None unless the reader is asked for them
+Row = tuple[str, tuple, Any, dict | None]
 DATA_SUFFIXES = (".csv", ".tsv", ".jsonl", ".json", ".ndjson", ".parquet")
 # One text column's name, or several whose values are joined into one text per row
 TextColumns = str | Sequence[str]
@@ -182,7 +182,8 @@ def _space_before_quote(separator: str) -> str:
             f"space after the {separator.removeprefix('a ')}")
 
 
-def _csv_rows(path: Path, delimiter: str, text_columns: tuple[str, ...], label_column: str | None) -> Iterator[Row]:
+def _csv_rows(path: Path, delimiter: str, text_columns: tuple[str, ...], label_column: str | None,
+              whole: bool) -> Iterator[Row]:
     kind, separator = ("TSV", "a tab") if delimiter == "\t" else ("CSV", "a comma")
     # Texts longer than csv's default 128 KiB field limit are legitimate documents.
     csv.field_size_limit(max(csv.field_size_limit(), 1 << 30))
@@ -198,6 +199,8 @@ def _csv_rows(path: Path, delimiter: str, text_columns: tuple[str, ...], label_c
             if header.count(column) > 1:  # which of them holds the texts (or labels) is anyone's guess
                 raise DataError(f"{path}, line 1: the header names the {role} column {column!r} "
                                 f"{header.count(column)} times; rename all but one")
+        if whole:
+            _refuse_repeated_columns(path, header, "line 1: the header")
         text_at = [header.index(column) for column in text_columns]
         label_at = None if label_column is None else header.index(label_column)
         start = reader.line_num + 1
@@ -214,7 +217,8 @@ def _csv_rows(path: Path, delimiter: str, text_columns: tuple[str, ...], label_c
                 if label_at is not None and _quoted_after_space(row[label_at]):
                     raise DataError(f"{path}, line {start}: label {shown(row[label_at])} in column {label_column!r} "
                                     f"{_space_before_quote(separator)}")
-                yield f"line {start}", tuple(row[at] for at in text_at), None if label_at is None else row[label_at]
+                yield (f"line {start}", tuple(row[at] for at in text_at), None if label_at is None else row[label_at],
+                       dict(zip(header, row)) if whole else None)
             start = reader.line_num + 1
     except csv.Error as exc:
         if "new-line character seen in unquoted field" in str(exc):  # Python's own hint names no fix a user has
@@ -224,7 +228,7 @@ def _csv_rows(path: Path, delimiter: str, text_columns: tuple[str, ...], label_c
                         f"quoted: quote the whole field and double the quotes inside it") from None
 
 
-def _jsonl_rows(path: Path, text_columns: tuple[str, ...], label_column: str | None) -> Iterator[Row]:
+def _jsonl_rows(path: Path, text_columns: tuple[str, ...], label_column: str | None, whole: bool) -> Iterator[Row]:
     for number, line in enumerate(_utf8_lines(path), 1):
         if not line.strip():
             continue
@@ -250,10 +254,11 @@ def _jsonl_rows(path: Path, text_columns: tuple[str, ...], label_column: str | N
                 raise DataError(f"{path}, line {number}: no {role} column {column!r}; this line has"
                                 f"{': ' + first_few(record, most=COLUMNS_NAMED) if record else ' no columns'}"
                                 f"{_near_miss(column, record)}")
-        yield f"line {number}", tuple(record[column] for column in text_columns), record.get(label_column)
+        yield (f"line {number}", tuple(record[column] for column in text_columns), record.get(label_column),
+               record if whole else None)
 
 
-def _parquet_rows(path: Path, text_columns: tuple[str, ...], label_column: str | None) -> Iterator[Row]:
+def _parquet_rows(path: Path, text_columns: tuple[str, ...], label_column: str | None, whole: bool) -> Iterator[Row]:
     try:
         import pyarrow.parquet as pq
     except ImportError:
@@ -271,17 +276,36 @@ def _parquet_rows(path: Path, text_columns: tuple[str, ...], label_column: str |
         if columns.count(column) > 1:
             raise DataError(f"{path}: the schema names the {role} column {column!r} {columns.count(column)} times; "
                             f"rename all but one")
+    if whole:
+        _refuse_repeated_columns(path, columns, "the schema")
     number = 0
-    wanted = [column for column, _ in _wanted(text_columns, label_column)]
+    wanted = None if whole else [column for column, _ in _wanted(text_columns, label_column)]
     try:  # (the reader's own errors only: a consumer's exceptions do not enter a generator at its yield)
         for batch in parquet.iter_batches(batch_size=8192, columns=wanted):
             labels = batch.column(label_column).to_pylist() if label_column is not None else [None] * batch.num_rows
             texts = zip(*(batch.column(column).to_pylist() for column in text_columns))
-            for values, label in zip(texts, labels):
+            rows = batch.to_pylist() if whole else [None] * batch.num_rows
+            for values, label, row in zip(texts, labels, rows):
                 number += 1
-                yield f"row {number}", values, label
+                yield f"row {number}", values, label, row
     except Exception as exc:  # corrupt data pages surface while reading, past the footer
         raise DataError(f"{path}, after row {number}: unreadable Parquet data: {' '.join(str(exc).split())}") from None
+
+
+def _refuse_repeated_columns(path: Path, columns: list[str], where: str) -> None:
+    """One line for a file whose every column is read by name (``iter_rows``) where two share one: either's
+    values would be lost.
+
+    >>> _refuse_repeated_columns(Path("in.csv"), ["id", "text", "id"], "line 1: the header")
+    Traceback (most recent call last):
+    ...
+    attnclf.errors.DataError: in.csv, line 1: the header names column 'id' 2 times; rename all but one
+    """
+    repeated = next((column for column in columns if columns.count(column) > 1), None)
+    if repeated is not None:
+        separator = ", " if where.startswith("line") else ": "
+        raise DataError(f"{path}{separator}{where} names column {shown(repeated, most=NAME_LENGTH)} "
+                        f"{columns.count(repeated)} times; rename all but one")
 
 
 def _wanted(text_columns: tuple[str, ...], label_column: str | None) -> list[tuple[str, str]]:
@@ -297,15 +321,16 @@ def check_file(path: str | Path) -> Path:
     return path
 
 
-def _rows(path: Path, text_columns: tuple[str, ...], label_column: str | None) -> Iterator[Row]:
+def _rows(path: Path, text_columns: tuple[str, ...], label_column: str | None, whole: bool = False) -> Iterator[Row]:
+    """The file's rows; with ``whole``, each with every column's value by name as well."""
     check_file(path)
     suffix = path.suffix.lower()
     if suffix in (".csv", ".tsv"):
-        return _csv_rows(path, "\t" if suffix == ".tsv" else ",", text_columns, label_column)
+        return _csv_rows(path, "\t" if suffix == ".tsv" else ",", text_columns, label_column, whole)
     if suffix in (".jsonl", ".json", ".ndjson"):
-        return _jsonl_rows(path, text_columns, label_column)
+        return _jsonl_rows(path, text_columns, label_column, whole)
     if suffix == ".parquet":
-        return _parquet_rows(path, text_columns, label_column)
+        return _parquet_rows(path, text_columns, label_column, whole)
     kind = repr(suffix) if suffix else "(no extension)"
     raise DataError(f"{path}: unknown file type {kind}; use .csv, .tsv, .jsonl or .parquet")
 
@@ -391,8 +416,24 @@ def iter_texts(path: str | Path, text_column: TextColumns = "text") -> Iterator[
     path = check_file(path)
     if path.stat().st_size == 0 and path.suffix.lower() != ".parquet":
         return  # nothing to score, as with a header and no rows (an empty Parquet file is a broken one)
-    for where, values, _ in _rows(path, columns, None):
+    for where, values, _, _ in _rows(path, columns, None):
         yield where, _checked_text(path, where, values, columns)
+
+
+def iter_rows(path: str | Path, text_column: TextColumns = "text") -> Iterator[tuple[str, str, dict]]:
+    """Stream a CSV / TSV / JSONL / Parquet file's rows as ``(where, text, columns)``, for predictions written beside
+    them: ``text`` as ``iter_texts`` reads it, ``columns`` every column's value by name, in the file's order, as read
+    (CSV and TSV: strings; JSON lines: each line's own keys and values; Parquet: Python values of the columns' types).
+    Two columns of one name are refused: one's values would be lost.
+
+    >>> # next(iter_rows("to_score.csv", "review"))  # ('line 2', 'A fine film.', {'id': '7', 'review': 'A fine film.'})
+    """
+    columns = text_column_names(text_column)
+    path = check_file(path)
+    if path.stat().st_size == 0 and path.suffix.lower() != ".parquet":
+        return
+    for where, values, _, row in _rows(path, columns, None, whole=True):
+        yield where, _checked_text(path, where, values, columns), row
 
 
 def is_data_file(path: str | Path) -> bool:
@@ -468,7 +509,7 @@ def iter_records(
     # (where, label) of the first label: a JSON label written another way than it (true/false, a number or a string)
     # is a mistake in the file, not a class of its own
     first = None
-    for where, values, label in _rows(path, columns, label_column):
+    for where, values, label, _ in _rows(path, columns, label_column):
         text = _checked_text(path, where, values, columns)
         if not text.strip():
             raise DataError(f"{path}, {where}: empty text in {_named(columns)}")

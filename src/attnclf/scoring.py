@@ -1,0 +1,248 @@
+"""Predictions written to a file beside the rows they answer: `attnclf predict RUN --file in.csv --output out.csv`.
+
+Every input row comes back in input order with all its columns as read, then the prediction's columns:
+``predicted_label`` and ``confidence`` (a multi-label run's ``predicted_labels`` instead: a list in JSON lines and
+Parquet, ``|``-joined in CSV and TSV, as its training files write them), ``probability:LABEL`` per class, and
+``unknown_tokens`` and ``tokens_read`` (as ``Prediction.to_dict`` names them). The output's suffix picks its format
+(``.csv``, ``.tsv``, ``.jsonl``, ``.parquet``). Rows are read, predicted and written ``PREDICT_CHUNK`` at a time,
+into a temporary file beside the output that becomes it only once whole.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import shlex
+import sys
+from collections.abc import Callable, Iterable, Iterator
+from itertools import islice
+from pathlib import Path
+
+from .checks import by_field
+from .data.files import TextColumns, is_data_file, iter_rows, read_texts
+from .data.multilabel import DEFAULT_LABEL_DELIMITER
+from .errors import AttnclfError, DataError, shown
+from .prediction import LabelSetPrediction, Prediction, trained_text_column
+from .rundir import prepare_output_dir, written_atomically
+
+PREDICT_CHUNK = 4096  # texts predicted (and, with an output file, rows written) at a time
+OUTPUT_SUFFIXES = (".csv", ".tsv", ".jsonl", ".parquet")
+PROBABILITY = "probability:"  # a class's probability column is this and its label
+
+
+def prediction_columns(label_names: list[str], multi_label: bool = False) -> list[str]:
+    """The columns a prediction adds to its row, in order.
+
+    >>> prediction_columns(["neg", "pos"])
+    ['predicted_label', 'confidence', 'probability:neg', 'probability:pos', 'unknown_tokens', 'tokens_read']
+    >>> prediction_columns(["music", "sports"], multi_label=True)[:2]
+    ['predicted_labels', 'probability:music']
+    """
+    chosen = ["predicted_labels"] if multi_label else ["predicted_label", "confidence"]
+    return [*chosen, *(PROBABILITY + name for name in label_names), "unknown_tokens", "tokens_read"]
+
+
+def prediction_values(prediction: Prediction | LabelSetPrediction) -> dict:
+    """A prediction as the values of its ``prediction_columns``.
+
+    >>> prediction_values(Prediction("pos", 0.75, {"neg": 0.25, "pos": 0.75}, unknown_tokens=0, tokens_read=3))
+    {'predicted_label': 'pos', 'confidence': 0.75, 'probability:neg': 0.25, 'probability:pos': 0.75, \
+'unknown_tokens': 0, 'tokens_read': 3}
+    """
+    chosen = ({"predicted_labels": prediction.labels} if isinstance(prediction, LabelSetPrediction)
+              else {"predicted_label": prediction.label, "confidence": prediction.confidence})
+    return {**chosen, **{PROBABILITY + name: p for name, p in prediction.probabilities.items()},
+            "unknown_tokens": prediction.unknown_tokens, "tokens_read": prediction.tokens_read}
+
+
+def check_output(output: str | Path, reads: str | Path | None = None, overwrite: bool = False,
+                 named: Callable[[str], str] = by_field) -> Path:
+    """``output`` as a ``Path``, or a one-line error before any prediction: a suffix no writer has, a folder, the
+    file ``reads`` (the input), or a file that exists unless ``overwrite`` (named by ``named``).
+
+    >>> check_output("scored.xlsx")
+    Traceback (most recent call last):
+    ...
+    attnclf.errors.AttnclfError: scored.xlsx: unknown output type '.xlsx'; use .csv, .tsv, .jsonl or .parquet
+    """
+    output = Path(output)
+    suffix = output.suffix.lower()
+    if output.is_dir():
+        raise AttnclfError(f"{output} is a folder; give {named('output')} a file name")
+    if suffix not in OUTPUT_SUFFIXES:
+        kind = repr(suffix) if suffix else "(no extension)"
+        raise AttnclfError(f"{output}: unknown output type {kind}; use {', '.join(OUTPUT_SUFFIXES[:-1])} or "
+                           f"{OUTPUT_SUFFIXES[-1]}")
+    if suffix == ".parquet":  # (before a model is loaded and the rows predicted)
+        try:
+            import pyarrow.parquet  # noqa: F401
+        except ImportError:
+            # (the interpreter's own pip, as the Parquet reader says: a bare `pip` may be another environment's)
+            raise AttnclfError(f"{output}: writing Parquet needs pyarrow: {shlex.quote(sys.executable)} -m pip install "
+                               f"'pyarrow>=12'") from None
+    if reads is not None and output.resolve() == Path(reads).resolve():  # (before overwrite: it would lose the input)
+        raise AttnclfError(f"{named('output')} {output} is the {named('file')} it reads; give another file")
+    if output.exists() and not overwrite:
+        raise AttnclfError(f"{output} exists; give {named('overwrite')} to replace it")
+    return output
+
+
+def predict_file(model, path: str | Path, output: str | Path, *, text_column: TextColumns | None = None,
+                 overwrite: bool = False, noticed: Callable[[str, Prediction | LabelSetPrediction], None] | None = None,
+                 named: Callable[[str], str] = by_field) -> int:
+    """Predict every row of ``path`` (CSV / TSV / JSONL / Parquet: its ``text_column``, by default the one the model
+    trained on; anything else: plain text, a text per line, blank lines skipped) into ``output``, each row with all
+    its columns (plain text: a ``text`` column) and its prediction's; returns the number of rows written.
+
+    ``model``: a ``Classifier``, ``Ensemble`` or ``OnnxClassifier``. ``noticed(text, prediction)`` is called for
+    each row as it is written (the command line notes unknown tokens from it).
+
+    >>> # predict_file(Classifier.load("runs/mine"), "to_score.csv", "scored.csv")  # 1200: rows written
+    """
+    output = check_output(output, path, overwrite, named)
+    if is_data_file(path):
+        rows = iter_rows(path, text_column or trained_text_column(model.config))
+        return write_predictions(model, rows, output, source=path, noticed=noticed)
+    return predict_texts(model, read_texts(path), output, noticed=noticed)
+
+
+def predict_texts(model, texts: Iterable[str], output: str | Path, *, overwrite: bool = False,
+                  noticed: Callable[[str, Prediction | LabelSetPrediction], None] | None = None,
+                  named: Callable[[str], str] = by_field) -> int:
+    """Predict ``texts`` into ``output``: a ``text`` column and the prediction's, a row per text; returns the number
+    of rows written. ``noticed`` as in ``predict_file``.
+
+    >>> # predict_texts(clf, ["a fine film", "not good"], "scored.jsonl")  # 2
+    """
+    output = check_output(output, None, overwrite, named)
+    rows = ((f"text {i + 1}", text, {"text": text}) for i, text in enumerate(texts))
+    return write_predictions(model, rows, output, noticed=noticed)
+
+
+def write_predictions(model, rows: Iterable[tuple[str, str, dict]], output: Path, *, source: str | Path | None = None,
+                      noticed: Callable[[str, Prediction | LabelSetPrediction], None] | None = None) -> int:
+    """Write ``rows`` (``(where, text, columns)``, as ``iter_rows`` reads them from ``source``), each with its
+    prediction's columns, into ``output`` (checked already: ``check_output``), atomically; the rows written.
+
+    >>> # write_predictions(clf, iter_rows("in.csv"), Path("out.parquet"), source="in.csv")
+    """
+    added = prediction_columns(model.label_names, getattr(model, "multi_label", False))
+    writer = _WRITERS[output.suffix.lower()]
+    prepare_output_dir(output.parent)
+    written = 0
+
+    def chunks() -> Iterator[list[dict]]:
+        nonlocal written
+        rows_left = iter(rows)
+        while chunk := list(islice(rows_left, PREDICT_CHUNK)):
+            for where, _, columns in chunk:
+                if clash := next((column for column in added if column in columns), None):
+                    raise DataError(f"{source}: column {shown(clash)} is one predict --output writes "
+                                    f"({', '.join(added[:-len(model.label_names) - 2])}, {PROBABILITY}LABEL, "
+                                    f"unknown_tokens, tokens_read); rename it in the file")
+            predictions = model.predict([text for _, text, _ in chunk], tokens=False)
+            records = []
+            for (where, text, columns), prediction in zip(chunk, predictions):
+                records.append((where, {**columns, **prediction_values(prediction)}))
+                if noticed is not None:
+                    noticed(text, prediction)
+            written += len(records)
+            yield records
+
+    with written_atomically(output) as tmp:
+        writer(tmp, chunks(), added, source)
+    return written
+
+
+def _write_json_lines(tmp: str, chunks: Iterator[list[tuple[str, dict]]], added: list[str], source) -> None:
+    with open(tmp, "w", encoding="utf-8", newline="\n") as handle:
+        for chunk in chunks:
+            # (default=str: a Parquet input's dates and decimals, which JSON has no type for, as text)
+            handle.writelines(json.dumps(record, ensure_ascii=False, default=str) + "\n" for _, record in chunk)
+
+
+def _cell(value) -> str:
+    """A value as a CSV cell: text as it is, a missing one empty, a list or an object (a JSON line's, a multi-label
+    set's) as JSON, true/false as JSON writes them.
+
+    >>> [_cell(value) for value in ("a, b", None, 0.5, True, {"k": [1]})]
+    ['a, b', '', '0.5', 'true', '{"k": [1]}']
+    """
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (bool, list, dict)):
+        return json.dumps(value, ensure_ascii=False, default=str)
+    return str(value)
+
+
+def _write_delimited(delimiter: str):
+    def write(tmp: str, chunks: Iterator[list[tuple[str, dict]]], added: list[str], source) -> None:
+        with open(tmp, "w", encoding="utf-8", newline="") as handle:
+            out = csv.writer(handle, delimiter=delimiter)
+            header = None
+            for chunk in chunks:
+                for where, record in chunk:
+                    if "predicted_labels" in record:  # (read back as a label set by `train --multi-label`)
+                        record["predicted_labels"] = DEFAULT_LABEL_DELIMITER.join(record["predicted_labels"])
+                    if header is None:
+                        header = list(record)
+                        out.writerow(header)
+                    _refuse_other_columns(source, where, record, header)
+                    out.writerow([_cell(record.get(column)) for column in header])
+            if header is None:  # no rows: the prediction's columns alone, so the file still reads as a table
+                out.writerow(added)
+    return write
+
+
+def _refuse_other_columns(source, where: str, record: dict, header: list[str]) -> None:
+    """One line for a JSON line holding a column the first one lacked: a table has the first row's columns (a row
+    lacking one of them gets an empty cell)."""
+    if extra := next((column for column in record if column not in header), None):
+        raise DataError(f"{source}, {where}: column {shown(extra)} is not among the first line's columns, which the "
+                        f"output's header holds: write .jsonl, whose lines each keep their own columns")
+
+
+def _write_parquet(tmp: str, chunks: Iterator[list[tuple[str, dict]]], added: list[str], source) -> None:
+    import pyarrow as pa  # (check_output saw that it is installed)
+    import pyarrow.parquet as pq
+
+    writer = schema = None
+    try:
+        for chunk in chunks:
+            if schema is None:
+                schema = _parquet_schema(pa, source, [record for _, record in chunk], added)
+                writer = pq.ParquetWriter(tmp, schema)
+            for where, record in chunk:
+                _refuse_other_columns(source, where, record, schema.names)
+            try:
+                writer.write_table(pa.Table.from_pylist([record for _, record in chunk], schema=schema))
+            except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+                raise DataError(f"{source}, {chunk[0][0]} to {chunk[-1][0]}: a value unlike the first rows' in its "
+                                f"column ({' '.join(str(exc).split())}); write .jsonl, which keeps each value as "
+                                f"it is") from None
+        if writer is None:
+            pq.write_table(pa.Table.from_pylist([], schema=_parquet_schema(pa, None, [], added)), tmp)
+    finally:
+        if writer is not None:
+            writer.close()
+
+
+def _parquet_schema(pa, source, records: list[dict], added: list[str]):
+    """The output's schema: a Parquet input's own columns as they are typed there (otherwise as the first rows'
+    values type them), then the prediction's."""
+    import pyarrow.parquet as pq
+
+    float_or_int = {"confidence": pa.float64(), "unknown_tokens": pa.int64(), "tokens_read": pa.int64(),
+                    "predicted_label": pa.string(), "predicted_labels": pa.list_(pa.string())}
+    predicted = [pa.field(name, float_or_int.get(name, pa.float64())) for name in added]
+    if source is not None and Path(source).suffix.lower() == ".parquet":
+        read = pq.read_schema(source)
+    else:
+        read = pa.Table.from_pylist([{k: v for k, v in record.items() if k not in added} for record in records]).schema
+    return pa.schema([*read, *predicted])
+
+
+_WRITERS = {".csv": _write_delimited(","), ".tsv": _write_delimited("\t"), ".jsonl": _write_json_lines,
+            ".parquet": _write_parquet}

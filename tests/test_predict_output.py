@@ -1,0 +1,257 @@
+"""`attnclf predict RUN --file in.csv --output out.csv`: every input row and column back, with its prediction beside."""
+
+import csv
+import json
+import sys
+
+import pytest
+
+from attnclf.cli import main
+
+POSITIVE = ["a wonderful film", "great acting and a great story", "brilliant and moving", "i loved it"]
+NEGATIVE = ["a boring film", "dull acting and a weak story", "awful and tedious", "i hated it"]
+COLUMNS = ["predicted_label", "confidence", "probability:neg", "probability:pos", "unknown_tokens", "tokens_read"]
+
+
+def write_rows(path, header, rows):
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f, delimiter="\t" if path.suffix == ".tsv" else ",")
+        writer.writerow(header)
+        writer.writerows(rows)
+    return path
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("data")
+    rows = [(t, "pos") for t in POSITIVE * 8] + [(t, "neg") for t in NEGATIVE * 8]
+    return write_rows(folder / "train.csv", ["text", "label"], rows)
+
+
+@pytest.fixture(scope="module")
+def run(data, tmp_path_factory):
+    out = tmp_path_factory.mktemp("runs") / "boe"
+    assert main(["train", "--train-file", str(data), "--test-file", str(data), "--model", "boe", "--epochs", "10",
+                 "--lr", "0.01", "--min-frequency", "1", "--output", str(out), "--quiet", "--no-report",
+                 "--threads", "1"]) == 0
+    return out
+
+
+def error_of(argv, capsys) -> str:
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("attnclf: error: ") and "\n" not in err, err
+    return err.removeprefix("attnclf: error: ")
+
+
+def stdout_labels(run, texts, capsys) -> list[str]:
+    assert main(["predict", str(run), *texts]) == 0
+    return [json.loads(line)["label"] for line in capsys.readouterr().out.splitlines()]
+
+
+def test_a_csv_comes_back_with_every_column_in_order_and_the_predictions_beside(run, tmp_path, capsys):
+    texts = ["a wonderful film, i loved it", "dull acting\nand a weak story", "brilliant"]
+    source = write_rows(tmp_path / "in.csv", ["id", "text", "date"],
+                        [(7, texts[0], "2026-01-02"), ("008", texts[1], ""), ("9", texts[2], "2026-01-04")])
+    output = tmp_path / "out.csv"
+    assert main(["predict", str(run), "--file", str(source), "--output", str(output)]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err == f"wrote 3 predictions to {output}\n"
+    with open(output, newline="", encoding="utf-8") as f:
+        header, *rows = list(csv.reader(f))
+    assert header == ["id", "text", "date", *COLUMNS]
+    assert [row[:3] for row in rows] == [["7", texts[0], "2026-01-02"], ["008", texts[1], ""],
+                                         ["9", texts[2], "2026-01-04"]]
+    assert [row[3] for row in rows] == stdout_labels(run, texts, capsys)
+    for row in rows:
+        confidence, neg, pos = float(row[4]), float(row[5]), float(row[6])
+        assert confidence == max(neg, pos) and abs(neg + pos - 1) < 1e-5
+        assert int(row[7]) <= int(row[8])
+
+
+def test_json_lines_keep_each_row_s_values_and_types(run, tmp_path, capsys):
+    source = tmp_path / "in.jsonl"
+    records = [{"id": 1, "text": "i loved it", "meta": {"source": "web", "tags": ["a"]}},
+               {"id": 2, "text": "awful and tedious", "meta": None}]
+    source.write_text("".join(json.dumps(record) + "\n" for record in records), encoding="utf-8")
+    output = tmp_path / "out.jsonl"
+    assert main(["predict", str(run), "--file", str(source), "--output", str(output)]) == 0
+    written = [json.loads(line) for line in output.read_text(encoding="utf-8").splitlines()]
+    assert [list(record) for record in written] == [["id", "text", "meta", *COLUMNS]] * 2
+    assert [{key: record[key] for key in ("id", "text", "meta")} for record in written] == records
+    assert [record["predicted_label"] for record in written] == ["pos", "neg"]
+
+
+def test_parquet_keeps_the_input_s_column_types(run, tmp_path, capsys):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    source = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"id": pa.array([1, 2, 3], pa.int64()),
+                             "text": ["i loved it", "awful and tedious", "brilliant and moving"],
+                             "score": pa.array([0.5, None, 2.0], pa.float64())}), source)
+    output = tmp_path / "out.parquet"
+    assert main(["predict", str(run), "--file", str(source), "--output", str(output)]) == 0
+    table = pq.read_table(output)
+    assert table.column_names == ["id", "text", "score", *COLUMNS]
+    assert table.schema.field("id").type == pa.int64() and table.schema.field("confidence").type == pa.float64()
+    assert table.column("score").to_pylist() == [0.5, None, 2.0]
+    assert table.column("predicted_label").to_pylist() == ["pos", "neg", "pos"]
+
+
+def test_parquet_output_without_pyarrow_is_one_line(run, tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)  # (an import of it raises ImportError)
+    output = tmp_path / "out.parquet"
+    err = error_of(["predict", str(run), "i loved it", "--output", str(output)], capsys)
+    assert err.startswith(f"{output}: writing Parquet needs pyarrow: ") and not output.exists()
+
+
+def test_a_text_file_arguments_and_stdin_give_a_text_column(run, tmp_path, capsys):
+    plain = tmp_path / "texts.txt"
+    plain.write_text("i loved it\n\nawful and tedious\n", encoding="utf-8")
+    output = tmp_path / "out.tsv"
+    assert main(["predict", str(run), "--file", str(plain), "--output", str(output)]) == 0
+    with open(output, newline="", encoding="utf-8") as f:
+        rows = list(csv.reader(f, delimiter="\t"))
+    assert rows[0] == ["text", *COLUMNS]
+    assert [(row[0], row[1]) for row in rows[1:]] == [("i loved it", "pos"), ("awful and tedious", "neg")]
+    output = tmp_path / "args.jsonl"
+    assert main(["predict", str(run), "i loved it", "i hated it", "--output", str(output)]) == 0
+    written = [json.loads(line) for line in output.read_text(encoding="utf-8").splitlines()]
+    assert [(record["text"], record["predicted_label"]) for record in written] == [("i loved it", "pos"),
+                                                                                  ("i hated it", "neg")]
+
+
+def test_an_input_column_named_as_a_prediction_column_is_refused(run, tmp_path, capsys):
+    source = write_rows(tmp_path / "in.csv", ["text", "confidence"], [("i loved it", "high")])
+    output = tmp_path / "out.csv"
+    err = error_of(["predict", str(run), "--file", str(source), "--output", str(output)], capsys)
+    assert err == (f"{source}: column 'confidence' is one predict --output writes (predicted_label, confidence, "
+                   f"probability:LABEL, unknown_tokens, tokens_read); rename it in the file")
+    assert not output.exists()
+
+
+def test_an_existing_output_is_refused_unless_overwrite_and_the_input_always(run, tmp_path, capsys):
+    source = write_rows(tmp_path / "in.csv", ["text"], [("i loved it",)])
+    output = tmp_path / "out.csv"
+    output.write_text("keep me\n")
+    err = error_of(["predict", str(run), "--file", str(source), "--output", str(output)], capsys)
+    assert err == f"{output} exists; give --overwrite to replace it"
+    assert output.read_text() == "keep me\n"
+    assert main(["predict", str(run), "--file", str(source), "--output", str(output), "--overwrite"]) == 0
+    assert output.read_text().startswith("text,predicted_label,") and capsys.readouterr().err.startswith("wrote 1 ")
+    for same in (source, tmp_path / "." / "in.csv"):
+        err = error_of(["predict", str(run), "--file", str(source), "--output", str(same), "--overwrite"], capsys)
+        assert err == f"--output {same} is the --file it reads; give another file"
+    err = error_of(["predict", str(run), "i loved it", "--output", str(tmp_path)], capsys)
+    assert err == f"{tmp_path} is a folder; give --output a file name"
+
+
+def test_an_output_suffix_not_written_is_refused_listing_those_that_are(run, tmp_path, capsys):
+    output = tmp_path / "out.xlsx"
+    err = error_of(["predict", str(run), "i loved it", "--output", str(output)], capsys)
+    assert err == f"{output}: unknown output type '.xlsx'; use .csv, .tsv, .jsonl or .parquet"
+    assert not output.exists()
+
+
+def test_attention_is_refused_with_an_output(run, tmp_path, capsys):
+    err = error_of(["predict", str(run), "i loved it", "--attention", "--output", str(tmp_path / "o.jsonl")], capsys)
+    assert err.startswith("--attention prints tokens and attention as JSON lines on stdout")
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_a_prediction_failing_midway_leaves_no_output_and_no_temporary_file(run, tmp_path, capsys, monkeypatch,
+                                                                           suffix):
+    from attnclf import scoring
+    from attnclf.classifier import Classifier
+
+    if suffix == ".parquet":
+        pytest.importorskip("pyarrow")
+    source = write_rows(tmp_path / "in.csv", ["text"], [(text,) for text in POSITIVE + NEGATIVE])
+    monkeypatch.setattr(scoring, "PREDICT_CHUNK", 3)
+    original, calls = Classifier.predict, []
+
+    def failing_after_the_first_chunk(self, texts, tokens=True):
+        calls.append(len(texts))
+        if len(calls) > 1:
+            raise RuntimeError("the model broke")
+        return original(self, texts, tokens)
+
+    monkeypatch.setattr(Classifier, "predict", failing_after_the_first_chunk)
+    output = tmp_path / "out" / f"scored{suffix}"
+    with pytest.raises(RuntimeError, match="the model broke"):
+        main(["predict", str(run), "--file", str(source), "--output", str(output)])
+    assert calls == [3, 3] and not output.exists() and list(output.parent.iterdir()) == []
+    output.write_text("earlier\n")  # an output replaced keeps its old bytes until the new ones are whole
+    calls.clear()
+    with pytest.raises(RuntimeError, match="the model broke"):
+        main(["predict", str(run), "--file", str(source), "--output", str(output), "--overwrite"])
+    assert output.read_text() == "earlier\n" and list(output.parent.iterdir()) == [output]
+
+
+def test_an_ensemble_folder_writes_its_averaged_predictions(data, tmp_path, capsys):
+    folder = tmp_path / "seeds"
+    assert main(["train", "--train-file", str(data), "--test-file", str(data), "--model", "boe", "--epochs", "1",
+                 "--min-frequency", "1", "--seeds", "1", "2", "--output", str(folder), "--quiet", "--no-report",
+                 "--threads", "1"]) == 0
+    output = tmp_path / "out.csv"
+    assert main(["predict", str(folder), "--file", str(data), "--output", str(output)]) == 0
+    with open(output, newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 64 and list(rows[0]) == ["text", "label", *COLUMNS]
+
+
+def test_a_multi_label_run_writes_its_label_set(tmp_path, capsys):
+    train = tmp_path / "train.jsonl"
+    sets = {"the coach praised the team": ["sports"], "the new album is loud": ["music"],
+            "the team sang the album": ["music", "sports"], "the weather was grey": []}
+    train.write_text("".join(json.dumps({"text": t, "topics": y}) + "\n" for t, y in sets.items()) * 10)
+    run = tmp_path / "topics"
+    assert main(["train", "--train-file", str(train), "--test-file", str(train), "--label-column", "topics",
+                 "--multi-label", "--model", "boe", "--epochs", "2", "--min-frequency", "1", "--output", str(run),
+                 "--quiet", "--no-report", "--threads", "1"]) == 0
+    output = tmp_path / "out.csv"
+    assert main(["predict", str(run), "the team sang the album", "--output", str(output)]) == 0
+    with open(output, newline="", encoding="utf-8") as f:
+        row = next(csv.DictReader(f))
+    assert list(row) == ["text", "predicted_labels", "probability:music", "probability:sports", "unknown_tokens",
+                         "tokens_read"]
+    assert set(filter(None, row["predicted_labels"].split("|"))) <= {"music", "sports"}
+    output = tmp_path / "out.jsonl"
+    assert main(["predict", str(run), "the team sang the album", "--output", str(output)]) == 0
+    assert isinstance(json.loads(output.read_text())["predicted_labels"], list)
+
+
+def test_the_python_api_writes_a_file_of_predictions(run, tmp_path):
+    from attnclf.classifier import Classifier
+    from attnclf.scoring import predict_file
+
+    source = write_rows(tmp_path / "in.csv", ["id", "text"], [("a", "i loved it"), ("b", "i hated it")])
+    assert predict_file(Classifier.load(run, device="cpu"), source, tmp_path / "out.jsonl") == 2
+    written = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert [(record["id"], record["predicted_label"]) for record in written] == [("a", "pos"), ("b", "neg")]
+
+
+def test_the_onnx_backend_writes_what_pytorch_writes(demo_run, exported, tmp_path, capsys):
+    output = {backend: tmp_path / f"{backend}.jsonl" for backend in ("torch", "onnx")}
+    for backend, path in output.items():
+        run = exported if backend == "onnx" else demo_run
+        assert main(["predict", str(run), "the plot was not good", "a fine film", "--backend", backend,
+                     "--output", str(path)]) == 0
+    torch_rows, onnx_rows = ([json.loads(line) for line in path.read_text().splitlines()] for path in output.values())
+    assert [row["predicted_label"] for row in onnx_rows] == [row["predicted_label"] for row in torch_rows]
+    assert list(onnx_rows[0]) == list(torch_rows[0])
+
+
+def test_rows_a_table_cannot_hold_are_one_line(run, tmp_path, capsys):
+    source = tmp_path / "in.jsonl"  # a later line with a key the first lacks: no column of the header holds it
+    source.write_text('{"text": "i loved it"}\n{"text": "i hated it", "id": 2}\n', encoding="utf-8")
+    output = tmp_path / "out.csv"
+    err = error_of(["predict", str(run), "--file", str(source), "--output", str(output)], capsys)
+    assert err == (f"{source}, line 2: column 'id' is not among the first line's columns, which the output's header "
+                   f"holds: write .jsonl, whose lines each keep their own columns")
+    assert not output.exists()
+    assert main(["predict", str(run), "--file", str(source), "--output", str(tmp_path / "out.jsonl")]) == 0
+    capsys.readouterr()
+    repeated = write_rows(tmp_path / "in.csv", ["id", "text", "id"], [("1", "i loved it", "2")])
+    err = error_of(["predict", str(run), "--file", str(repeated), "--output", str(output)], capsys)
+    assert err == f"{repeated}, line 1: the header names column 'id' 2 times; rename all but one"
