@@ -161,13 +161,13 @@ def test_attention_is_refused_with_an_output(run, tmp_path, capsys):
 @pytest.mark.parametrize("suffix", [".csv", ".parquet"])
 def test_a_prediction_failing_midway_leaves_no_output_and_no_temporary_file(run, tmp_path, capsys, monkeypatch,
                                                                            suffix):
-    from attnclf import scoring
+    from attnclf import prediction_files
     from attnclf.classifier import Classifier
 
     if suffix == ".parquet":
         pytest.importorskip("pyarrow")
     source = write_rows(tmp_path / "in.csv", ["text"], [(text,) for text in POSITIVE + NEGATIVE])
-    monkeypatch.setattr(scoring, "PREDICT_CHUNK", 3)
+    monkeypatch.setattr(prediction_files, "PREDICT_CHUNK", 3)
     original, calls = Classifier.predict, []
 
     def failing_after_the_first_chunk(self, texts, tokens=True):
@@ -223,7 +223,7 @@ def test_a_multi_label_run_writes_its_label_set(tmp_path, capsys):
 
 def test_the_python_api_writes_a_file_of_predictions(run, tmp_path):
     from attnclf.classifier import Classifier
-    from attnclf.scoring import predict_file
+    from attnclf.prediction_files import predict_file
 
     source = write_rows(tmp_path / "in.csv", ["id", "text"], [("a", "i loved it"), ("b", "i hated it")])
     assert predict_file(Classifier.load(run, device="cpu"), source, tmp_path / "out.jsonl") == 2
@@ -255,3 +255,17 @@ def test_rows_a_table_cannot_hold_are_one_line(run, tmp_path, capsys):
     repeated = write_rows(tmp_path / "in.csv", ["id", "text", "id"], [("1", "i loved it", "2")])
     err = error_of(["predict", str(run), "--file", str(repeated), "--output", str(output)], capsys)
     assert err == f"{repeated}, line 1: the header names column 'id' 2 times; rename all but one"
+
+
+def test_a_parquet_nan_or_infinity_is_valid_json_in_json_lines(run, tmp_path, capsys):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    source = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"text": ["i loved it", "awful and tedious"],
+                             "score": pa.array([float("nan"), float("inf")], pa.float64())}), source)
+    output = tmp_path / "out.jsonl"
+    assert main(["predict", str(run), "--file", str(source), "--output", str(output)]) == 0
+    lines = output.read_text(encoding="utf-8").splitlines()
+    # (strict JSON: Python's json.loads alone would accept NaN and Infinity, which other readers reject)
+    written = [json.loads(line, parse_constant=lambda name: pytest.fail(f"{name} is not JSON")) for line in lines]
+    assert [record["score"] for record in written] == [None, None]

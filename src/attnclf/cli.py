@@ -622,7 +622,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
 def _predict(args: argparse.Namespace) -> int:
     from .data.files import is_data_file
     from .ensemble import is_ensemble_dir, load_backend
-    from .scoring import PREDICT_CHUNK, check_output, predict_file, predict_texts
+    from .prediction_files import PREDICT_CHUNK, check_output, predict_file, predict_texts
 
     if args.output is None:
         _refuse_closed_stdout(args.command)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import shlex
 import sys
 from collections.abc import Callable, Iterable, Iterator
@@ -158,7 +159,24 @@ def _write_json_lines(tmp: str, chunks: Iterator[list[tuple[str, dict]]], added:
     with open(tmp, "w", encoding="utf-8", newline="\n") as handle:
         for chunk in chunks:
             # (default=str: a Parquet input's dates and decimals, which JSON has no type for, as text)
-            handle.writelines(json.dumps(record, ensure_ascii=False, default=str) + "\n" for _, record in chunk)
+            handle.writelines(json.dumps(_json_safe(record), ensure_ascii=False, default=str, allow_nan=False) + "\n"
+                              for _, record in chunk)
+
+
+def _json_safe(value):
+    """``value`` with every NaN and infinity (a Parquet float column's) as None: JSON has no such numbers, and
+    Python's ``NaN`` in a line is one that other readers refuse.
+
+    >>> _json_safe({"score": float("nan"), "rank": [1.5, float("-inf")], "text": "ok"})
+    {'score': None, 'rank': [1.5, None], 'text': 'ok'}
+    """
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: _json_safe(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_json_safe(item) for item in value]
+    return value
 
 
 def _cell(value) -> str:
