@@ -269,3 +269,16 @@ def test_a_parquet_nan_or_infinity_is_valid_json_in_json_lines(run, tmp_path, ca
     # (strict JSON: Python's json.loads alone would accept NaN and Infinity, which other readers reject)
     written = [json.loads(line, parse_constant=lambda name: pytest.fail(f"{name} is not JSON")) for line in lines]
     assert [record["score"] for record in written] == [None, None]
+
+
+def test_the_python_api_replaces_an_output_from_a_text_file_when_asked(run, tmp_path):
+    # predict_file handed a plain-text file on to predict_texts without overwrite, which then refused the output.
+    from attnclf.classifier import Classifier
+    from attnclf.prediction_files import predict_file
+
+    plain = tmp_path / "texts.txt"
+    plain.write_text("i loved it\ni hated it\n", encoding="utf-8")
+    output = tmp_path / "out.jsonl"
+    output.write_text("earlier\n")
+    assert predict_file(Classifier.load(run, device="cpu"), plain, output, overwrite=True) == 2
+    assert [json.loads(line)["text"] for line in output.read_text().splitlines()] == ["i loved it", "i hated it"]

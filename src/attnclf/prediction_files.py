@@ -104,7 +104,7 @@ def predict_file(model, path: str | Path, output: str | Path, *, text_column: Te
     if is_data_file(path):
         rows = iter_rows(path, text_column or trained_text_column(model.config))
         return write_predictions(model, rows, output, source=path, noticed=noticed)
-    return predict_texts(model, read_texts(path), output, noticed=noticed)
+    return predict_texts(model, read_texts(path), output, overwrite=overwrite, noticed=noticed, named=named)
 
 
 def predict_texts(model, texts: Iterable[str], output: str | Path, *, overwrite: bool = False,
