@@ -282,3 +282,18 @@ def test_the_python_api_replaces_an_output_from_a_text_file_when_asked(run, tmp_
     output.write_text("earlier\n")
     assert predict_file(Classifier.load(run, device="cpu"), plain, output, overwrite=True) == 2
     assert [json.loads(line)["text"] for line in output.read_text().splitlines()] == ["i loved it", "i hated it"]
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".tsv"])
+def test_csv_and_tsv_lines_end_in_a_newline_alone(run, tmp_path, capsys, suffix):
+    # csv.writer ends lines in \r\n by default: `cut -f8 out.tsv` then gave "3\r", a number no longer.
+    output = tmp_path / f"out{suffix}"
+    assert main(["predict", str(run), "i loved it", "i hated it", "--output", str(output)]) == 0
+    written = output.read_bytes()
+    assert b"\r" not in written and written.count(b"\n") == 3
+    source = tmp_path / "in.jsonl"  # a text's own lone \r, which csv leaves unquoted with \n line ends, stays one field
+    source.write_text(json.dumps({"id": 1, "text": "i loved it\rreally"}) + "\n", encoding="utf-8")
+    assert main(["predict", str(run), "--file", str(source), "--output", str(output), "--overwrite"]) == 0
+    with open(output, newline="", encoding="utf-8") as f:
+        rows = list(csv.reader(f, delimiter="\t" if suffix == ".tsv" else ","))
+    assert [row[:2] for row in rows] == [["id", "text"], ["1", "i loved it\rreally"]] and len(rows[1]) == len(rows[0])

@@ -198,7 +198,10 @@ def _cell(value) -> str:
 def _write_delimited(delimiter: str):
     def write(tmp: str, chunks: Iterator[list[tuple[str, dict]]], added: list[str], source) -> None:
         with open(tmp, "w", encoding="utf-8", newline="") as handle:
-            out = csv.writer(handle, delimiter=delimiter)
+            # Lines end in \n, not csv's \r\n: `cut -f8 out.tsv` read the last column as "3\r". csv then quotes a field
+            # holding \n but not one holding a lone \r, which would read back as two fields: such a row is all quoted.
+            out = csv.writer(handle, delimiter=delimiter, lineterminator="\n")
+            quoted = csv.writer(handle, delimiter=delimiter, lineterminator="\n", quoting=csv.QUOTE_ALL)
             header = None
             for chunk in chunks:
                 for where, record in chunk:
@@ -208,7 +211,8 @@ def _write_delimited(delimiter: str):
                         header = list(record)
                         out.writerow(header)
                     _refuse_other_columns(source, where, record, header)
-                    out.writerow([_cell(record.get(column)) for column in header])
+                    cells = [_cell(record.get(column)) for column in header]
+                    (quoted if any("\r" in cell for cell in cells) else out).writerow(cells)
             if header is None:  # no rows: the prediction's columns alone, so the file still reads as a table
                 out.writerow(added)
     return write
