@@ -297,3 +297,33 @@ def test_csv_and_tsv_lines_end_in_a_newline_alone(run, tmp_path, capsys, suffix)
     with open(output, newline="", encoding="utf-8") as f:
         rows = list(csv.reader(f, delimiter="\t" if suffix == ".tsv" else ","))
     assert [row[:2] for row in rows] == [["id", "text"], ["1", "i loved it\rreally"]] and len(rows[1]) == len(rows[0])
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".tsv", ".parquet"])
+def test_a_file_of_no_rows_gives_its_own_columns_and_the_prediction_s(run, tmp_path, capsys, suffix):
+    # A header-only file (a day with nothing to score) lost its columns: the output's header held only the
+    # prediction's, so a pipeline reading `id` from it broke on the quiet days.
+    if suffix == ".parquet":
+        pa = pytest.importorskip("pyarrow")
+        pq = pytest.importorskip("pyarrow.parquet")
+        source = tmp_path / "in.parquet"
+        pq.write_table(pa.table({"id": pa.array([], pa.int64()), "text": pa.array([], pa.string())}), source)
+    else:
+        source = write_rows(tmp_path / f"in{suffix}", ["id", "text"], [])
+    for written in (".csv", ".parquet"):
+        output = tmp_path / f"out{written}"
+        assert main(["predict", str(run), "--file", str(source), "--output", str(output)]) == 0
+        if written == ".csv":
+            assert output.read_text(encoding="utf-8").splitlines() == [",".join(["id", "text", *COLUMNS])]
+        else:
+            assert pytest.importorskip("pyarrow.parquet").read_table(output).column_names == ["id", "text", *COLUMNS]
+    assert capsys.readouterr().err.endswith(f"wrote 0 predictions to {output}\n")
+
+
+def test_no_texts_give_a_text_column_and_the_prediction_s(run, tmp_path, capsys, monkeypatch):
+    import io
+
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"\n")))
+    output = tmp_path / "out.csv"
+    assert main(["predict", str(run), "--file", "-", "--output", str(output)]) == 0
+    assert output.read_text(encoding="utf-8").splitlines() == [",".join(["text", *COLUMNS])]

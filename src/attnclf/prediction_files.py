@@ -20,7 +20,7 @@ from itertools import islice
 from pathlib import Path
 
 from .checks import by_field
-from .data.files import TextColumns, is_data_file, iter_rows, read_texts
+from .data.files import TextColumns, data_columns, is_data_file, iter_rows, read_texts
 from .data.multilabel import DEFAULT_LABEL_DELIMITER
 from .errors import AttnclfError, DataError, shown
 from .prediction import LabelSetPrediction, Prediction, trained_text_column
@@ -213,8 +213,8 @@ def _write_delimited(delimiter: str):
                     _refuse_other_columns(source, where, record, header)
                     cells = [_cell(record.get(column)) for column in header]
                     (quoted if any("\r" in cell for cell in cells) else out).writerow(cells)
-            if header is None:  # no rows: the prediction's columns alone, so the file still reads as a table
-                out.writerow(added)
+            if header is None:  # no rows: the input's columns and the prediction's, as rows would have had them
+                out.writerow([*_input_columns(source), *added])
     return write
 
 
@@ -224,6 +224,11 @@ def _refuse_other_columns(source, where: str, record: dict, header: list[str]) -
     if extra := next((column for column in record if column not in header), None):
         raise DataError(f"{source}, {where}: column {shown(extra)} is not among the first line's columns, which the "
                         f"output's header holds: write .jsonl, whose lines each keep their own columns")
+
+
+def _input_columns(source: str | Path | None) -> list[str]:
+    """The columns of ``source``'s rows (texts given without a file: ``text``), for an output of no rows."""
+    return ["text"] if source is None else data_columns(source)
 
 
 def _write_parquet(tmp: str, chunks: Iterator[list[tuple[str, dict]]], added: list[str], source) -> None:
@@ -244,8 +249,9 @@ def _write_parquet(tmp: str, chunks: Iterator[list[tuple[str, dict]]], added: li
                 raise DataError(f"{source}, {chunk[0][0]} to {chunk[-1][0]}: a value unlike the first rows' in its "
                                 f"column ({' '.join(str(exc).split())}); write .jsonl, which keeps each value as "
                                 f"it is") from None
-        if writer is None:
-            pq.write_table(pa.Table.from_pylist([], schema=_parquet_schema(pa, None, [], added)), tmp)
+        if writer is None:  # no rows: the input's columns (text, unless typed by a Parquet input) and the prediction's
+            columns = [{column: "" for column in _input_columns(source)}]
+            pq.write_table(pa.Table.from_pylist([], schema=_parquet_schema(pa, source, columns, added)), tmp)
     finally:
         if writer is not None:
             writer.close()

@@ -436,6 +436,23 @@ def iter_rows(path: str | Path, text_column: TextColumns = "text") -> Iterator[t
         yield where, _checked_text(path, where, values, columns), row
 
 
+def data_columns(path: str | Path) -> list[str]:
+    """The columns a CSV / TSV file's header or a Parquet file's schema names, in order (for a file of no rows, whose
+    columns ``iter_rows`` gives none of); none for JSON lines, whose every line names its own, or an empty file.
+
+    >>> # data_columns("to_score.csv")  # ['id', 'review']: its header, with or without rows below it
+    """
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix == ".parquet":
+        import pyarrow.parquet as pq  # (the file's rows were read already: pyarrow is there)
+
+        return pq.read_schema(path).names
+    if suffix in (".csv", ".tsv") and path.stat().st_size:
+        return next(csv.reader(_utf8_lines(path), delimiter="\t" if suffix == ".tsv" else ","), [])
+    return []
+
+
 def is_data_file(path: str | Path) -> bool:
     """Whether ``path`` names a CSV / TSV / JSONL / Parquet file (its text column is read), not plain text (a text
     per line), by its extension.
