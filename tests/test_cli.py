@@ -1218,6 +1218,8 @@ def test_a_run_whose_files_moved_says_which_of_its_files_is_gone(tmp_path, capsy
                                             "model give --seed 3; for 3 runs, --seeds 0 1 2"),
     (["--dataset", "demo", "--seeds", "1"], "--seeds lists an ensemble's seeds, at least two, and got only 1: for one "
                                             "model give --seed 1"),
+    # (not "give --seed -1", a seed it refuses in turn)
+    (["--dataset", "demo", "--seeds", "-1"], "--seeds must be at least 0 and below 4294967296, got -1"),
 ])
 def test_data_flags_that_do_not_go_together_are_refused_in_one_line(csv_files, tmp_path, capsys, argv, message):
     odd = write_csv(tmp_path / "odd.csv", [("so so", "meh")])

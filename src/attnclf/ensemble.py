@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
 
-from .checks import by_field, check_backend
+from .checks import by_field, check_backend, check_seed
 from .errors import NAME_LENGTH, AttnclfError, RunDirError, shown
 from .prediction import Prediction, model_repr, token_counts
 from .rundir import (ENSEMBLE_FILE, atomic_write_bytes, atomic_write_json, file_sha256, first_missing_folder,
@@ -201,7 +201,7 @@ def train_ensemble(settings, seeds: Sequence[int], resume: bool = False, progres
     from .training.run import each_warning_once, train_or_continue
 
     if len(seeds) == 1:  # one value, as `compare --seeds 3` takes a count: which was meant, one model or three?
-        seed, = seeds
+        seed = check_seed(seeds[0], "--seeds")  # (a seed --seed takes, before it is offered as one)
         count = f"; for {seed} runs, --seeds {' '.join(map(str, range(seed)))}" if 2 <= seed <= 10 else ""
         raise AttnclfError(f"--seeds lists an ensemble's seeds, at least two, and got only {seed}: for one model give "
                            f"--seed {seed}{count}")
