@@ -348,6 +348,9 @@ def test_ablate_sweeps_the_default_axes_the_model_has(tmp_path, monkeypatch):
     (["compare", "--dataset", "synthetic", "--models", ","], "--models names no model"),
     (["compare", "--dataset", "synthetic", "--models", "boe", "--set", "heads=2"], "no model of this experiment has a config field 'heads'"),
     (["compare", "--dataset", "synthetic", "--seeds", "0"], "--seeds must be at least 1"),
+    # A huge count was "out of memory; lower --max-len, --batch-size, ..." (its seeds, listed, filled the memory)
+    (["compare", "--dataset", "synthetic", "--seeds", "100000000000"], "--seeds 100000000000 is a count: that many "
+                                                                         "runs of each model; at most 1000"),
     # Two or more values are the seeds themselves (as `train --seeds` takes them), each once: a repeat would count its
     # cells twice in the spread.
     (["compare", "--dataset", "synthetic", "--seeds", "1", "2", "1"], "--seeds names seed 1 twice"),

@@ -930,6 +930,9 @@ def _experiment_setup(args: argparse.Namespace):
                  threads=args.threads)
 
 
+MAX_SEED_COUNT = 1000  # compare's and ablate's --seeds as a count: each seed trains every model again
+
+
 def _experiment_seeds(given: list[int]) -> tuple[int, ...]:
     """The seeds of compare's and ablate's ``--seeds``: one value is a count N (seeds 0 to N-1), two or more are the
     seeds themselves, each once (as `train --seeds` takes them).
@@ -940,6 +943,9 @@ def _experiment_seeds(given: list[int]) -> tuple[int, ...]:
     if len(given) == 1:
         if given[0] < 1:
             raise AttnclfError(f"--seeds must be at least 1, got {given[0]} (one value is a count: seeds 0 to N-1)")
+        if given[0] > MAX_SEED_COUNT:  # (its seeds, listed, would fill the memory before a run began)
+            raise AttnclfError(f"--seeds {given[0]} is a count: that many runs of each model; at most "
+                               f"{MAX_SEED_COUNT} (two or more values are the seeds themselves: --seeds 3 4)")
         return tuple(range(given[0]))
     repeated = next((seed for i, seed in enumerate(given) if seed in given[:i]), None)
     if repeated is not None:  # its cells would count twice in the spread, as if they were seeds of their own
