@@ -166,3 +166,18 @@ def mangle():
             path.write_text(json.dumps(content))
 
     return edit_file
+
+
+@pytest.fixture
+def cli_error(capsys):
+    """``cli_error(argv)``: the error `attnclf ARGV` stops with, checked to be status 2 and one line, without its
+    ``attnclf: error:`` prefix."""
+    from attnclf.cli import main
+
+    def error_of(argv: list[str]) -> str:
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("attnclf: error: ") and "\n" not in err, err
+        return err.removeprefix("attnclf: error: ")
+
+    return error_of

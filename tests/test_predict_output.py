@@ -37,13 +37,6 @@ def run(data, tmp_path_factory):
     return out
 
 
-def error_of(argv, capsys) -> str:
-    assert main(argv) == 2
-    err = capsys.readouterr().err.strip()
-    assert err.startswith("attnclf: error: ") and "\n" not in err, err
-    return err.removeprefix("attnclf: error: ")
-
-
 def stdout_labels(run, texts, capsys) -> list[str]:
     assert main(["predict", str(run), *texts]) == 0
     return [json.loads(line)["label"] for line in capsys.readouterr().out.splitlines()]
@@ -98,10 +91,10 @@ def test_parquet_keeps_the_input_s_column_types(run, tmp_path, capsys):
     assert table.column("predicted_label").to_pylist() == ["pos", "neg", "pos"]
 
 
-def test_parquet_output_without_pyarrow_is_one_line(run, tmp_path, capsys, monkeypatch):
+def test_parquet_output_without_pyarrow_is_one_line(run, tmp_path, capsys, monkeypatch, cli_error):
     monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)  # (an import of it raises ImportError)
     output = tmp_path / "out.parquet"
-    err = error_of(["predict", str(run), "i loved it", "--output", str(output)], capsys)
+    err = cli_error(["predict", str(run), "i loved it", "--output", str(output)])
     assert err.startswith(f"{output}: writing Parquet needs pyarrow: ") and not output.exists()
 
 
@@ -121,40 +114,40 @@ def test_a_text_file_arguments_and_stdin_give_a_text_column(run, tmp_path, capsy
                                                                                   ("i hated it", "neg")]
 
 
-def test_an_input_column_named_as_a_prediction_column_is_refused(run, tmp_path, capsys):
+def test_an_input_column_named_as_a_prediction_column_is_refused(run, tmp_path, capsys, cli_error):
     source = write_rows(tmp_path / "in.csv", ["text", "confidence"], [("i loved it", "high")])
     output = tmp_path / "out.csv"
-    err = error_of(["predict", str(run), "--file", str(source), "--output", str(output)], capsys)
+    err = cli_error(["predict", str(run), "--file", str(source), "--output", str(output)])
     assert err == (f"{source}: column 'confidence' is one predict --output writes (predicted_label, confidence, "
                    f"probability:LABEL, unknown_tokens, tokens_read); rename it in the file")
     assert not output.exists()
 
 
-def test_an_existing_output_is_refused_unless_overwrite_and_the_input_always(run, tmp_path, capsys):
+def test_an_existing_output_is_refused_unless_overwrite_and_the_input_always(run, tmp_path, capsys, cli_error):
     source = write_rows(tmp_path / "in.csv", ["text"], [("i loved it",)])
     output = tmp_path / "out.csv"
     output.write_text("keep me\n")
-    err = error_of(["predict", str(run), "--file", str(source), "--output", str(output)], capsys)
+    err = cli_error(["predict", str(run), "--file", str(source), "--output", str(output)])
     assert err == f"{output} exists; give --overwrite to replace it"
     assert output.read_text() == "keep me\n"
     assert main(["predict", str(run), "--file", str(source), "--output", str(output), "--overwrite"]) == 0
     assert output.read_text().startswith("text,predicted_label,") and capsys.readouterr().err.startswith("wrote 1 ")
     for same in (source, tmp_path / "." / "in.csv"):
-        err = error_of(["predict", str(run), "--file", str(source), "--output", str(same), "--overwrite"], capsys)
+        err = cli_error(["predict", str(run), "--file", str(source), "--output", str(same), "--overwrite"])
         assert err == f"--output {same} is the --file it reads; give another file"
-    err = error_of(["predict", str(run), "i loved it", "--output", str(tmp_path)], capsys)
+    err = cli_error(["predict", str(run), "i loved it", "--output", str(tmp_path)])
     assert err == f"{tmp_path} is a folder; give --output a file name"
 
 
-def test_an_output_suffix_not_written_is_refused_listing_those_that_are(run, tmp_path, capsys):
+def test_an_output_suffix_not_written_is_refused_listing_those_that_are(run, tmp_path, capsys, cli_error):
     output = tmp_path / "out.xlsx"
-    err = error_of(["predict", str(run), "i loved it", "--output", str(output)], capsys)
+    err = cli_error(["predict", str(run), "i loved it", "--output", str(output)])
     assert err == f"{output}: unknown output type '.xlsx'; use .csv, .tsv, .jsonl or .parquet"
     assert not output.exists()
 
 
-def test_attention_is_refused_with_an_output(run, tmp_path, capsys):
-    err = error_of(["predict", str(run), "i loved it", "--attention", "--output", str(tmp_path / "o.jsonl")], capsys)
+def test_attention_is_refused_with_an_output(run, tmp_path, capsys, cli_error):
+    err = cli_error(["predict", str(run), "i loved it", "--attention", "--output", str(tmp_path / "o.jsonl")])
     assert err.startswith("--attention prints tokens and attention as JSON lines on stdout")
 
 
@@ -242,18 +235,18 @@ def test_the_onnx_backend_writes_what_pytorch_writes(demo_run, exported, tmp_pat
     assert list(onnx_rows[0]) == list(torch_rows[0])
 
 
-def test_rows_a_table_cannot_hold_are_one_line(run, tmp_path, capsys):
+def test_rows_a_table_cannot_hold_are_one_line(run, tmp_path, capsys, cli_error):
     source = tmp_path / "in.jsonl"  # a later line with a key the first lacks: no column of the header holds it
     source.write_text('{"text": "i loved it"}\n{"text": "i hated it", "id": 2}\n', encoding="utf-8")
     output = tmp_path / "out.csv"
-    err = error_of(["predict", str(run), "--file", str(source), "--output", str(output)], capsys)
+    err = cli_error(["predict", str(run), "--file", str(source), "--output", str(output)])
     assert err == (f"{source}, line 2: column 'id' is not among the first line's columns, which the output's header "
                    f"holds: write .jsonl, whose lines each keep their own columns")
     assert not output.exists()
     assert main(["predict", str(run), "--file", str(source), "--output", str(tmp_path / "out.jsonl")]) == 0
     capsys.readouterr()
     repeated = write_rows(tmp_path / "in.csv", ["id", "text", "id"], [("1", "i loved it", "2")])
-    err = error_of(["predict", str(run), "--file", str(repeated), "--output", str(output)], capsys)
+    err = cli_error(["predict", str(run), "--file", str(repeated), "--output", str(output)])
     assert err == f"{repeated}, line 1: the header names column 'id' 2 times; rename all but one"
 
 

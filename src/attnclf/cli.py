@@ -78,7 +78,8 @@ def _add_data_args(p: argparse.ArgumentParser, *, test_only: bool = False) -> No
                                       "folder holding dataset files (default: $ATTNCLF_DATA_DIR, then ~/.cache/attnclf)")
     p.add_argument("--download", action="store_true", help="download a missing public dataset (checksum-verified)")
     if not test_only:
-        p.add_argument("--train-file", help="your own CSV / TSV / JSONL / Parquet training file")
+        p.add_argument("--train-file", help="your own CSV / TSV / JSONL / Parquet training file, or one in "
+                                            "fastText's format (a line per text: __label__NAME ... then the text)")
         p.add_argument("--validation-file", help="a file in the same format to validate on (choosing the epoch to "
                                                  "keep) instead of a --val-fraction share of the training file")
     p.add_argument("--test-file", help="a held-out file in the same format")
@@ -620,7 +621,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
 
 def _predict(args: argparse.Namespace) -> int:
-    from .data.files import is_data_file
+    from .data.files import has_rows
     from .ensemble import is_ensemble_dir, load_backend
     from .prediction_files import PREDICT_CHUNK, check_output, predict_file, predict_texts
 
@@ -637,7 +638,7 @@ def _predict(args: argparse.Namespace) -> int:
     _warn_if_unfinished(args.run_dir)  # (an export of a run holds its best weights so far, as the run does)
     notes = _UnknownTokenNotes()
     if args.output is not None:
-        if args.file is not None and is_data_file(args.file):
+        if args.file is not None and has_rows(args.file):
             written = predict_file(clf, args.file, args.output, text_column=args.text_column,
                                    overwrite=args.overwrite, noticed=notes, named=_flag)
         else:
@@ -662,12 +663,12 @@ def _predict(args: argparse.Namespace) -> int:
 def _refuse_with_output(args: argparse.Namespace) -> None:
     """What predict --output cannot write: attention (a list per token), texts from two places (arguments beside a
     data file, whose rows keep their own columns)."""
-    from .data.files import is_data_file
+    from .data.files import has_rows
 
     if args.attention:
         raise AttnclfError("--attention prints tokens and attention as JSON lines on stdout; --output writes one row "
                            "per text without them: leave out one of the two")
-    if args.texts and args.file and is_data_file(args.file):
+    if args.texts and args.file and has_rows(args.file):
         raise AttnclfError(f"--output writes the rows of {args.file}: give texts as arguments or a data --file, "
                            f"not both")
 
@@ -697,8 +698,8 @@ class _UnknownTokenNotes:
 # predict's and explain's --file. A plain file's blank lines are skipped, so its answers can be fewer than its lines:
 # each answer carries its text. A data file's empty row is answered.
 TEXTS_FILE_HELP = ("a UTF-8 file with one text per line (blank lines skipped), or a CSV / TSV / JSONL / Parquet file "
-                   "whose --text-column holds them (an empty row answered too); - reads stdin, a text per line "
-                   "(a file named - is ./-)")
+                   "whose --text-column holds them (an empty row answered too), or fastText's format (a line's "
+                   "__label__NAME tokens left out); - reads stdin, a text per line (a file named - is ./-)")
 # Unix's name for stdin as a --file (cat -, sort -).
 STDIN_FILE = "-"
 

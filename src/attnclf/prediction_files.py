@@ -20,7 +20,7 @@ from itertools import islice
 from pathlib import Path
 
 from .checks import by_field
-from .data.files import TextColumns, data_columns, is_data_file, iter_rows, read_texts
+from .data.files import TextColumns, data_columns, has_rows, iter_rows, read_texts
 from .data.multilabel import DEFAULT_LABEL_DELIMITER
 from .errors import AttnclfError, DataError, shown
 from .prediction import LabelSetPrediction, Prediction, trained_text_column
@@ -92,8 +92,9 @@ def predict_file(model, path: str | Path, output: str | Path, *, text_column: Te
                  overwrite: bool = False, noticed: Callable[[str, Prediction | LabelSetPrediction], None] | None = None,
                  named: Callable[[str], str] = by_field) -> int:
     """Predict every row of ``path`` (CSV / TSV / JSONL / Parquet: its ``text_column``, by default the one the model
-    trained on; anything else: plain text, a text per line, blank lines skipped) into ``output``, each row with all
-    its columns (plain text: a ``text`` column) and its prediction's; returns the number of rows written.
+    trained on; fastText's format: its ``text`` and its true ``label``, several ``|``-joined; anything else: plain
+    text, a text per line, blank lines skipped) into ``output``, each row with all its columns (plain text: a ``text``
+    column) and its prediction's; returns the number of rows written.
 
     ``model``: a ``Classifier``, ``Ensemble`` or ``OnnxClassifier``. ``noticed(text, prediction)`` is called for
     each row as it is written (the command line notes unknown tokens from it).
@@ -101,7 +102,7 @@ def predict_file(model, path: str | Path, output: str | Path, *, text_column: Te
     >>> # predict_file(Classifier.load("runs/mine"), "to_score.csv", "scored.csv")  # 1200: rows written
     """
     output = check_output(output, path, overwrite, named)
-    if is_data_file(path):
+    if has_rows(path):
         rows = iter_rows(path, text_column or trained_text_column(model.config))
         return write_predictions(model, rows, output, source=path, noticed=noticed)
     return predict_texts(model, read_texts(path), output, overwrite=overwrite, noticed=noticed, named=named)

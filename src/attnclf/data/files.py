@@ -18,8 +18,19 @@ or names split on ``label_delimiter`` in CSV/TSV; see ``data.multilabel``).
 Every problem is a one-line ``DataError`` naming the file, the line (CSV, TSV,
 JSON lines; the header is line 1) or row (Parquet, from 1), and the column.
 
+fastText's supervised format works too, for files made for fastText (its tutorial's ``cooking.train``): a line per
+text, its labels first as ``__label__NAME`` tokens, then the text (``__label__baking __label__bread how do i ...``).
+A file is read so when its suffix is none of the data suffixes above and its first non-blank line starts with
+``__label__``; every line must then have a label, and several labels are a label set (``multi_label``), as a JSON
+list is. A ``__label__`` token later in a line is a label too, as fastText reads it, never text. Only fastText's
+default prefix is known: its ``-label`` option takes any other, and with no prefix to look for, a plain text file whose
+lines start with some word could not be told apart (``sed 's/__mine__/__label__/g'`` converts such a file). Such a file
+has no columns: ``text_column`` and ``label_column`` name none of it (a run records them as given, and they name the
+``text`` and ``label`` of ``iter_rows``' columns).
+
 Texts without labels, to predict on or learn from (``read_texts``), come from
-a data file's text column, or from plain UTF-8 text, one text per line.
+a data file's text column, from a fastText file's lines without their labels, or from plain UTF-8 text, one text per
+line.
 """
 
 from __future__ import annotations
@@ -28,6 +39,7 @@ import csv
 import json
 import math
 import numbers
+import re
 import shlex
 import sys
 from array import array
@@ -292,6 +304,80 @@ def _parquet_rows(path: Path, text_columns: tuple[str, ...], label_column: str |
         raise DataError(f"{path}, after row {number}: unreadable Parquet data: {' '.join(str(exc).split())}") from None
 
 
+FASTTEXT_LABEL = "__label__"  # fastText's label prefix (its -label option's default)
+# A label token at the start of what is left of a line: fastText splits a line on whitespace, a label ends at the next
+_LEADING_LABEL = re.compile(rf"\s*{FASTTEXT_LABEL}(\S*)")
+
+
+def _fasttext_rows(path: Path, whole: bool) -> Iterator[Row]:
+    """A fastText file's texts and labels (``_rows``' label: the tuple of names after the prefix); with ``whole``,
+    columns ``text`` and ``label`` (the names joined by ``DEFAULT_LABEL_DELIMITER``, as a CSV's label set is)."""
+    for number, line in enumerate(_utf8_lines(path), 1):
+        if not line.strip():
+            continue
+        labels, text = _fasttext_line(line)
+        where = f"line {number}"
+        if not labels:
+            raise DataError(f"{path}, {where}: no label; every line of a file in fastText's format (its first "
+                            f"non-blank line starts with {FASTTEXT_LABEL}) starts with {FASTTEXT_LABEL}NAME")
+        if "" in labels:
+            raise DataError(f"{path}, {where}: a label without a name ({FASTTEXT_LABEL!r} followed by a space): write "
+                            f"{FASTTEXT_LABEL}NAME")
+        yield (where, (text,), labels,
+               {"text": text, "label": DEFAULT_LABEL_DELIMITER.join(labels)} if whole else None)
+
+
+def _fasttext_line(line: str) -> tuple[tuple[str, ...], str]:
+    """A fastText line's label names, duplicates dropped, and its text: what follows the leading labels, less the
+    spaces around it, less any label token further on (fastText takes those for labels as well, so they must not
+    be read as text: the answer would leak into the input).
+
+    >>> _fasttext_line("__label__baking __label__bread how do i get a crusty  loaf ?\\r\\n")
+    (('baking', 'bread'), 'how do i get a crusty  loaf ?')
+    >>> _fasttext_line("a dull film __label__neg")
+    (('neg',), 'a dull film')
+    """
+    labels, at = [], 0
+    while match := _LEADING_LABEL.match(line, at):
+        labels.append(match.group(1))
+        at = match.end()
+    text = line[at:].strip()
+    if FASTTEXT_LABEL in text:
+        words = text.split()
+        labels += [word.removeprefix(FASTTEXT_LABEL) for word in words if word.startswith(FASTTEXT_LABEL)]
+        text = " ".join(word for word in words if not word.startswith(FASTTEXT_LABEL))
+    return tuple(dict.fromkeys(labels)), text
+
+
+def is_fasttext_file(path: str | Path) -> bool:
+    """Whether ``path`` is a file in fastText's supervised format: its suffix none of ``DATA_SUFFIXES`` and its first
+    non-blank line (past a byte-order mark) starting with ``__label__``. A missing file is not.
+
+    >>> # is_fasttext_file("cooking.train")  # True: its first line is '__label__sauce __label__cheese how much ...'
+    """
+    path = Path(path)
+    if path.suffix.lower() in DATA_SUFFIXES or not path.is_file():
+        return False
+    try:
+        with open(path, "rb") as f:
+            for line in f:
+                if line.strip():
+                    return line.removeprefix(b"\xef\xbb\xbf").lstrip().startswith(FASTTEXT_LABEL.encode())
+    except OSError:  # (unreadable: the reader that opens it next says why)
+        return False
+    return False
+
+
+def _columned(path: Path) -> bool:
+    """Whether ``path``'s texts and labels are in named columns: a data file, not one in fastText's format."""
+    return path.suffix.lower() in DATA_SUFFIXES
+
+
+def _in_label_column(path: str | Path, label_column: str) -> str:
+    """Where a message says a label is, `` in column 'label'``: nowhere in a fastText file, which has no columns."""
+    return f" in column {label_column!r}" * _columned(Path(path))
+
+
 def _refuse_repeated_columns(path: Path, columns: list[str], where: str) -> None:
     """One line for a file whose every column is read by name (``iter_rows``) where two share one: either's
     values would be lost.
@@ -331,8 +417,11 @@ def _rows(path: Path, text_columns: tuple[str, ...], label_column: str | None, w
         return _jsonl_rows(path, text_columns, label_column, whole)
     if suffix == ".parquet":
         return _parquet_rows(path, text_columns, label_column, whole)
+    if is_fasttext_file(path):  # (its columns' names name nothing in it: a run's own are passed whatever the file)
+        return _fasttext_rows(path, whole)
     kind = repr(suffix) if suffix else "(no extension)"
-    raise DataError(f"{path}: unknown file type {kind}; use .csv, .tsv, .jsonl or .parquet")
+    raise DataError(f"{path}: unknown file type {kind}; use .csv, .tsv, .jsonl or .parquet, or fastText's format "
+                    f"(each line {FASTTEXT_LABEL}NAME, then the text)")
 
 
 def _sorted_names(values: set[str]) -> list[str]:
@@ -357,7 +446,7 @@ def _checked_text(path: Path, where: str, values: tuple, text_columns: tuple[str
                       if isinstance(value, dict) and path.suffix.lower() in (".jsonl", ".json", ".ndjson") else "")
             raise DataError(f"{path}, {where}: text column {column!r} holds {shown(value)}, not text{pandas}")
         if problem := unicode_problem(value or ""):
-            raise DataError(f"{path}, {where}: the text in column {column!r} is {problem}")
+            raise DataError(f"{path}, {where}: the text{f' in column {column!r}' * _columned(path)} is {problem}")
     return TEXT_JOINER.join(value or "" for value in values)
 
 
@@ -463,6 +552,16 @@ def is_data_file(path: str | Path) -> bool:
     return Path(path).suffix.lower() in DATA_SUFFIXES
 
 
+def has_rows(path: str | Path) -> bool:
+    """Whether ``path``'s texts come in rows with columns to write back beside their predictions (``iter_rows``): a
+    data file's, or a fastText file's (``text`` and ``label``), not a plain text file's lines.
+
+    >>> has_rows("to_score.csv"), has_rows("notes.txt")  # (a notes.txt whose first line starts __label__: True)
+    (True, False)
+    """
+    return is_data_file(path) or is_fasttext_file(path)
+
+
 def text_lines(raw: bytes, source: str) -> list[str]:
     """The non-blank lines of UTF-8 ``raw`` (LF or CRLF), each a text; ``source`` names where they came from (a
     file, "stdin") in the error a byte that is not UTF-8 gets.
@@ -483,13 +582,13 @@ def text_lines(raw: bytes, source: str) -> list[str]:
 
 def read_texts(path: str | Path, text_column: TextColumns = "text") -> list[str]:
     """Every text of ``path``, to predict on or learn from without labels: a data file's ``text_column`` (or
-    columns, joined; an empty text kept, as ``iter_texts`` keeps it), else plain UTF-8 text, one text per non-blank
-    line (``text_lines``).
+    columns, joined; an empty text kept, as ``iter_texts`` keeps it), a fastText file's lines without their labels
+    (``is_fasttext_file``), else plain UTF-8 text, one text per non-blank line (``text_lines``).
 
     >>> # read_texts("to_score.csv", text_column="review")  # ['A fine film.', ...]
     >>> # read_texts("notes.txt")  # a text per line: ['great acting', 'weak acting']
     """
-    if is_data_file(path):
+    if has_rows(path):
         return [text for _, text in iter_texts(path, text_column)]
     path = Path(path)
     try:
@@ -526,16 +625,23 @@ def iter_records(
     # (where, label) of the first label: a JSON label written another way than it (true/false, a number or a string)
     # is a mistake in the file, not a class of its own
     first = None
+    # where a message says a text or label is: a fastText file has no columns to name
+    in_text, in_label = f" in {_named(columns)}" * _columned(path), _in_label_column(path, label_column)
     for where, values, label, _ in _rows(path, columns, label_column):
         text = _checked_text(path, where, values, columns)
         if not text.strip():
-            raise DataError(f"{path}, {where}: empty text in {_named(columns)}")
+            raise DataError(f"{path}, {where}: empty text{in_text}")
         if multi_label:
             try:
                 names = parse_label_set(label, label_delimiter)
             except ValueError as exc:
-                raise DataError(f"{path}, {where}: {exc} in column {label_column!r}") from None
+                raise DataError(f"{path}, {where}: {exc}{in_label}") from None
         else:
+            if not _columned(path):  # (fastText's labels are always a tuple: one name is a single label)
+                if len(label) > 1:
+                    raise DataError(f"{path}, {where}: {len(label)} labels ({first_few(label, most=5)}); a text with "
+                                    f"several labels needs a run trained with --multi-label")
+                label = label[0]
             if isinstance(label, (list, tuple, dict)):
                 raise DataError(f"{path}, {where}: label {shown(label)} in column {label_column!r} is a "
                                 f"{type(label).__name__}, not one label (a set of labels per text needs a run trained "
@@ -560,10 +666,10 @@ def iter_records(
                 raise DataError(f"{path}, {where}: missing label{marker} in column {label_column!r}")
         for name in names:
             if problem := unicode_problem(name):
-                raise DataError(f"{path}, {where}: the label in column {label_column!r} is {problem}")
+                raise DataError(f"{path}, {where}: the label{in_label} is {problem}")
             if allowed is not None and name not in allowed:
                 raise DataError(
-                    f"{path}, {where}: label {shown(name)} in column {label_column!r} is not one of the "
+                    f"{path}, {where}: label {shown(name)}{in_label} is not one of the "
                     f"training labels [{first_few(label_names, most=10)}]{_spelt_otherwise(name, label_names)}"
                 )
         yield where, text, names if multi_label else names[0]
@@ -599,7 +705,7 @@ def _labels(path: str | Path, label_column: str, label_names: list[str] | None,
         label_names = _sorted_names(set(seen))
         if len(label_names) < 2:
             raise DataError(
-                f"{path}: only one class ({shown(label_names[0])}) in column {label_column!r}; "
+                f"{path}: only one class ({shown(label_names[0])}){_in_label_column(path, label_column)}; "
                 f"a classifier needs two at least"
             )
     recode = np.array([label_names.index(name) for name in seen], dtype=np.int32)
@@ -614,7 +720,7 @@ def _label_sets(path: str | Path, label_column: str, label_names: list[str] | No
     if label_names is None:
         label_names = _sorted_names({name for names in sets for name in names})
         if not label_names:
-            raise DataError(f"{path}: no text has a label in column {label_column!r}; "
+            raise DataError(f"{path}: no text has a label{_in_label_column(path, label_column)}; "
                             f"a multi-label classifier needs one label at least")
     index = {name: i for i, name in enumerate(label_names)}
     return [tuple(sorted(index[name] for name in names)) for names in sets], list(label_names)
