@@ -195,3 +195,33 @@ def test_a_column_flag_for_a_fasttext_training_file_is_refused_as_naming_nothing
                                                                                          cli_error):
     message = cli_error(["train", "--train-file", str(reviews[0]), *flag, "--output", str(tmp_path / "r")])
     assert message.startswith(f"{flag[-2]} ") and "fastText's format" in message and str(reviews[0]) in message
+
+
+def test_a_validation_file_and_the_token_cache_read_fasttext_files(reviews, tmp_path):
+    for extra in (["--validation-file", str(reviews[1])],
+                  ["--token-cache", "--token-cache-dir", str(tmp_path / "cache")]):
+        out = tmp_path / extra[0].strip("-")
+        assert main(["train", "--train-file", str(reviews[0]), "--test-file", str(reviews[1]), *extra, "--model",
+                     "boe", "--epochs", "2", "--min-frequency", "1", "--output", str(out), "--quiet", "--no-report",
+                     "--threads", "1"]) == 0
+        assert json.loads((out / "metrics.json").read_text())["num_examples"] == 16
+
+
+def test_explain_file_and_stdin_read_texts_without_their_labels(run, reviews, capsys, monkeypatch):
+    assert main(["explain", str(run), "--file", str(reviews[1]), "--json"]) == 0
+    explained = capsys.readouterr().out
+    assert POSITIVE[0] in explained and "__label__" not in explained
+    monkeypatch.setattr("sys.stdin", type("Stdin", (), {"buffer": reviews[1].open("rb")})())
+    assert main(["predict", str(run), "--file", "-"]) == 0
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert records[0]["text"] == POSITIVE[0] and records[0]["label"] == "pos"
+
+
+def test_text_lines_of_stdin_in_fasttexts_format_lose_their_labels_and_need_one_each():
+    from attnclf.data.files import text_lines
+
+    assert text_lines(b"__label__pos a fine film\r\n\r\n__label__neg  __label__x a dull film\n", "stdin") == [
+        "a fine film", "a dull film"]
+    with pytest.raises(DataError) as exc:
+        text_lines(b"__label__pos a fine film\n\nno label\n", "stdin")
+    assert one_line(exc).startswith("stdin: line 3: no label")

@@ -313,18 +313,23 @@ def _fasttext_rows(path: Path, whole: bool) -> Iterator[Row]:
     """A fastText file's texts and labels (``_rows``' label: the tuple of names after the prefix); with ``whole``,
     columns ``text`` and ``label`` (the names joined by ``DEFAULT_LABEL_DELIMITER``, as a CSV's label set is)."""
     for number, line in enumerate(_utf8_lines(path), 1):
-        if not line.strip():
-            continue
-        labels, text = _fasttext_line(line)
-        where = f"line {number}"
-        if not labels:
-            raise DataError(f"{path}, {where}: no label; every line of a file in fastText's format (its first "
-                            f"non-blank line starts with {FASTTEXT_LABEL}) starts with {FASTTEXT_LABEL}NAME")
-        if "" in labels:
-            raise DataError(f"{path}, {where}: a label without a name ({FASTTEXT_LABEL!r} followed by a space): write "
-                            f"{FASTTEXT_LABEL}NAME")
-        yield (where, (text,), labels,
-               {"text": text, "label": DEFAULT_LABEL_DELIMITER.join(labels)} if whole else None)
+        if line.strip():
+            labels, text = _labelled_line(line, f"{path}, line {number}")
+            yield (f"line {number}", (text,), labels,
+                   {"text": text, "label": DEFAULT_LABEL_DELIMITER.join(labels)} if whole else None)
+
+
+def _labelled_line(line: str, where: str) -> tuple[tuple[str, ...], str]:
+    """``_fasttext_line``'s labels and text of a line of a file in fastText's format, where every line has a label
+    with a name: else a one-line ``DataError`` saying so, ``where`` naming the file and line."""
+    labels, text = _fasttext_line(line)
+    if not labels:
+        raise DataError(f"{where}: no label; every line in fastText's format (the first non-blank line starts with "
+                        f"{FASTTEXT_LABEL}) starts with {FASTTEXT_LABEL}NAME")
+    if "" in labels:
+        raise DataError(f"{where}: a label without a name ({FASTTEXT_LABEL!r} followed by a space): write "
+                        f"{FASTTEXT_LABEL}NAME")
+    return labels, text
 
 
 def _fasttext_line(line: str) -> tuple[tuple[str, ...], str]:
@@ -563,7 +568,8 @@ def has_rows(path: str | Path) -> bool:
 
 
 def text_lines(raw: bytes, source: str) -> list[str]:
-    """The non-blank lines of UTF-8 ``raw`` (LF or CRLF), each a text; ``source`` names where they came from (a
+    """The non-blank lines of UTF-8 ``raw`` (LF or CRLF), each a text, less their labels when the first starts with
+    ``__label__`` (fastText's format, as ``is_fasttext_file`` tells a file's); ``source`` names where they came from (a
     file, "stdin") in the error a byte that is not UTF-8 gets.
 
     >>> text_lines(b"\\xef\\xbb\\xbfgood\\r\\n\\r\\nbad\\n", "stdin")  # a BOM, CRLF, a blank line
@@ -577,7 +583,11 @@ def text_lines(raw: bytes, source: str) -> list[str]:
         line = raw[: exc.start].count(b"\n") + 1
         raise DataError(f"{source}: line {line}: not UTF-8 (byte 0x{raw[exc.start]:02x})") from None
     text = text.removeprefix("\ufeff")  # a byte-order mark (Notepad's "UTF-8 with BOM") is not part of the text
-    return [line.removesuffix("\r") for line in text.split("\n") if line.strip()]
+    lines = [(number, line.removesuffix("\r")) for number, line in enumerate(text.split("\n"), 1) if line.strip()]
+    if lines and lines[0][1].lstrip().startswith(FASTTEXT_LABEL):  # (a file in fastText's format piped in: its
+        # labels are not text, as a file's are not, else the answer would be read as part of the input)
+        return [_labelled_line(line, f"{source}: line {number}")[1] for number, line in lines]
+    return [line for _, line in lines]
 
 
 def read_texts(path: str | Path, text_column: TextColumns = "text") -> list[str]:
