@@ -225,3 +225,9 @@ def test_text_lines_of_stdin_in_fasttexts_format_lose_their_labels_and_need_one_
     with pytest.raises(DataError) as exc:
         text_lines(b"__label__pos a fine film\n\nno label\n", "stdin")
     assert one_line(exc).startswith("stdin: line 3: no label")
+
+
+@pytest.mark.parametrize("flag", [["--text-column", "review"], ["--label-column", "stars"]])
+def test_a_column_flag_for_a_fasttext_test_file_is_refused_not_ignored(run, reviews, flag, cli_error):
+    message = cli_error(["evaluate", str(run), "--test-file", str(reviews[1]), *flag])
+    assert message.startswith(f"{flag[0]} ") and "fastText's format" in message and str(reviews[1]) in message

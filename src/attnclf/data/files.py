@@ -373,6 +373,17 @@ def is_fasttext_file(path: str | Path) -> bool:
     return False
 
 
+def columns_refusal(path: str | Path, flag: str) -> str:
+    """What to say of ``flag`` (``--text-column``: a column's name or how one is read) given for ``path``, a file in
+    fastText's format, which has no columns: it would go unread (and a run would record it).
+
+    >>> columns_refusal("cooking.train", "--text-column")[:60]
+    '--text-column names a column or how one is read, and cooking'
+    """
+    return (f"{flag} names a column or how one is read, and {path} is in fastText's format (a line per text, its "
+            f"labels {FASTTEXT_LABEL}NAME first), which has none: drop {flag}")
+
+
 def _columned(path: Path) -> bool:
     """Whether ``path``'s texts and labels are in named columns: a data file, not one in fastText's format."""
     return path.suffix.lower() in DATA_SUFFIXES

@@ -465,12 +465,15 @@ def scoring_data(classifier, test_file: str | None = None, dataset: str | None =
         _refuse_tuned_validation(classifier, named)
         return run_validation_data([member.config for member in members], classifier.label_names, data_dir=data_dir)
     if test_file:
-        from ..data.files import load_file
+        from ..data.files import columns_refusal, is_fasttext_file, load_file
         from ..data.multilabel import DEFAULT_LABEL_DELIMITER
 
         if label_delimiter is not None and not classifier.multi_label:  # (train refuses it without --multi-label)
             raise AttnclfError(f"{named('label_delimiter')} applies to multi-label runs, and this one is "
                                f"single-label: its test labels are read whole; drop {named('label_delimiter')}")
+        given = {"text_column": text_column, "label_column": label_column, "label_delimiter": label_delimiter}
+        if is_fasttext_file(test_file) and (flag := next((name for name, value in given.items() if value), None)):
+            raise AttnclfError(columns_refusal(test_file, named(flag)))
         saved = classifier.config["settings"]["data"]
         data = load_file(test_file, text_column or saved.get("text_column", "text"),
                          label_column or saved.get("label_column", "label"), label_names=classifier.label_names,

@@ -15,7 +15,7 @@ from typing import Any
 
 
 from ..checks import by_field, check_seed, whole_number
-from ..data.files import is_fasttext_file, recorded_text_column
+from ..data.files import columns_refusal, is_fasttext_file, recorded_text_column
 from ..data.multilabel import DEFAULT_LABEL_DELIMITER
 from ..data.registry import folder_holding, sources
 from ..data.splits import check_fraction
@@ -157,8 +157,7 @@ class DataSettings:
             flag = next((named(name) for name in ("text_column", "label_column", "label_delimiter")
                          if _set(self, name, given)), None)
             if flag:
-                yield (f"{flag} names a column or how one is read, and {self.train_file} is in fastText's format "
-                       f"(a line per text, its labels __label__NAME first), which has none: drop {flag}")
+                yield columns_refusal(self.train_file, flag)
         if self.validation_file and not self.train_file:
             yield f"{named('validation_file')} validates a {named('train_file')} run; give the training file too"
         if self.data_dir and not Path(self.data_dir).expanduser().is_dir():  # (else the default places are searched)
