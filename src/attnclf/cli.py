@@ -934,13 +934,15 @@ def _experiment_setup(args: argparse.Namespace):
 MAX_SEED_COUNT = 1000  # compare's and ablate's --seeds as a count: each seed trains every model again
 
 
-def _experiment_seeds(given: list[int]) -> tuple[int, ...]:
+def _experiment_seeds(given: int | list[int]) -> tuple[int, ...]:
     """The seeds of compare's and ablate's ``--seeds``: one value is a count N (seeds 0 to N-1), two or more are the
-    seeds themselves, each once (as `train --seeds` takes them).
+    seeds themselves, each once (as `train --seeds` takes them). ``given`` as parsed: the values typed, or the
+    default count, 3 (an int, so that the help's "default: 3" is argparse's own default).
 
-    >>> _experiment_seeds([3]), _experiment_seeds([3, 5])
-    ((0, 1, 2), (3, 5))
+    >>> _experiment_seeds(3), _experiment_seeds([3]), _experiment_seeds([3, 5])
+    ((0, 1, 2), (0, 1, 2), (3, 5))
     """
+    given = [given] if isinstance(given, int) else given
     if len(given) == 1:
         if given[0] < 1:
             raise AttnclfError(f"--seeds must be at least 1, got {given[0]} (one value is a count: seeds 0 to N-1)")
@@ -1528,7 +1530,7 @@ def _add_experiment_args(p: argparse.ArgumentParser, default_output: str) -> Non
     _add_budget_args(p)
     p.add_argument("--set", action="append", metavar="KEY=VALUE",
                    help="base config field for every model that has it, e.g. --set d_model=64")
-    p.add_argument("--seeds", type=int, nargs="+", default=[3], metavar="N",
+    p.add_argument("--seeds", type=int, nargs="+", default=3, metavar="N",
                    help="a count N, seeds 0..N-1 per cell (default: 3); or two or more seeds themselves, as train "
                         "--seeds takes them: --seeds 3 4 5")
     p.add_argument("--quick", action="store_true",
