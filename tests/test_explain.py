@@ -20,7 +20,7 @@ from attnclf.cli import main
 from attnclf.errors import AttnclfError
 from attnclf.explain import METHODS, attribute, available_methods, self_attention_maps
 from attnclf.explain.explanation import Explanation
-from attnclf.explain.methods import log_odds, remove_positions, rollout
+from attnclf.explain.methods import IG_AUTO_BUDGET, IG_TOLERANCE, log_odds, remove_positions, rollout
 from attnclf.explain.render import (AGAINST, FOR, UNSIGNED, head_summary, render_html, render_json, render_terminal,
                                    token_colour)
 from attnclf.models import MODELS, build_model
@@ -200,12 +200,89 @@ def test_integrated_gradients_completeness_on_a_nonlinear_model():
     model = tiny("self-attn")
     result = attribute(model, SEQUENCES, TARGETS, "integrated-gradients")  # steps="auto"
     assert np.abs(result.log_odds_change).max() > 0.5  # a real change to explain
-    assert result.completeness_error.max() <= 0.01 and set(result.steps) <= {16, 32, 64, 128, 256, 512}
+    assert result.completeness_error.max() <= 0.01 and result.steps.max() <= IG_AUTO_BUDGET
     one_step = attribute(model, SEQUENCES, TARGETS, "integrated-gradients", steps=1)
     assert one_step.completeness_error.max() > result.completeness_error.max()  # the check measures something
     for scores, change, sequence in zip(result.scores, result.log_odds_change, SEQUENCES):
         assert len(scores) == len(sequence)
         assert scores.sum() == pytest.approx(change, rel=0.05)
+
+
+# A fixed step count is the Gauss-Legendre rule with that many nodes on the whole path, as before "auto" became
+# adaptive: these are that code's scores (float32, exact), taken from commit a8894f3 on this model.
+PINNED_FIXED_STEPS = {
+    3: [[-0.10291992872953415, -0.07523028552532196, -0.0450565442442894, 0.003874175250530243, -0.09525224566459656],
+        [0.19770991802215576, -0.33767780661582947],
+        [0.2605035901069641, 0.004561145789921284, -0.43682944774627686, 0.06413844972848892, -0.21277855336666107,
+         -0.14519327878952026, 0.14598539471626282, 0.42662203311920166]],
+    16: [[-0.11246128380298615, -0.067991241812706, -0.03635574132204056, 0.005934871733188629, -0.09409640729427338],
+         [-0.16183573007583618, -0.7917345762252808],
+         [0.2884317636489868, -0.0010126815177500248, -0.4151195287704468, 0.08687158674001694, -0.22149443626403809,
+          -0.17662671208381653, 0.08504358679056168, 0.35618066787719727]],
+}
+
+
+@pytest.mark.parametrize("steps", sorted(PINNED_FIXED_STEPS))
+def test_a_whole_number_of_steps_is_the_fixed_gauss_legendre_rule_bit_for_bit(steps):
+    result = attribute(tiny("self-attn"), SEQUENCES, TARGETS, "integrated-gradients", steps=steps)
+    for scores, pinned in zip(result.scores, PINNED_FIXED_STEPS[steps]):
+        np.testing.assert_array_equal(scores, np.array(pinned, dtype=np.float32))
+    assert set(result.steps) == {steps}
+
+
+class PathModel(KeyTokenModel):
+    """``KeyTokenModel`` whose class-1 log-odds are ``shape(count of key)``: on a text with one ``key``, the log-odds
+    along integrated gradients' path from the <pad> baseline are ``shape(alpha)``."""
+
+    def __init__(self, vocab_size: int, key: int, shape):
+        super().__init__(vocab_size, key)
+        self.shape = shape
+
+    def forward(self, input_ids, attention_mask=None, *, token_embeddings=None, pooling_override=None,
+                output_attentions=False):
+        count = super().forward(input_ids, attention_mask, token_embeddings=token_embeddings).logits[:, 1]
+        half = self.shape(count) / 2
+        return ModelOutput(torch.stack([-half, half], dim=1), None)
+
+
+KEY_TEXTS = [[3, 1, 4], [1], [5, 6, 1, 2, 7, 8]]  # one key (id 1) each
+
+
+def test_auto_follows_a_path_that_turns_sharply_next_to_the_baseline():
+    """The log-odds rise by 4 within alpha 0.0049 to 0.0051, where the 512-node rule has a node every 4e-4 or so."""
+    model = PathModel(10, key=1, shape=lambda alpha: 4 * torch.sigmoid((alpha - 0.005) / 2e-5)).eval()
+    targets = np.ones(len(KEY_TEXTS), dtype=int)
+    fixed = attribute(model, KEY_TEXTS, targets, "integrated-gradients", steps=512)
+    assert fixed.completeness_error.min() > IG_TOLERANCE  # the old schedule's last round cannot do it
+    auto = attribute(model, KEY_TEXTS, targets, "integrated-gradients")
+    assert auto.completeness_error.max() <= IG_TOLERANCE and auto.steps.max() <= IG_AUTO_BUDGET
+    for scores, sequence in zip(auto.scores, KEY_TEXTS):
+        np.testing.assert_allclose(scores, [4.0 if token == 1 else 0.0 for token in sequence], atol=0.04)
+
+
+def test_auto_reports_the_error_it_is_left_with_when_its_budget_is_spent():
+    """A jump in the log-odds has no gradient anywhere: no number of nodes integrates it."""
+    model = PathModel(10, key=1, shape=lambda alpha: 4 * (alpha > 0.3).float() + 0 * alpha).eval()
+    auto = attribute(model, KEY_TEXTS, np.ones(len(KEY_TEXTS), dtype=int), "integrated-gradients")
+    np.testing.assert_allclose(auto.log_odds_change, 4.0)
+    np.testing.assert_allclose(auto.completeness_error, 1.0)  # all of it missed, and said so
+    assert set(auto.steps) <= set(range(IG_AUTO_BUDGET - 32, IG_AUTO_BUDGET + 1))  # spent, and no more
+
+
+@pytest.mark.parametrize("name", ["self-attn", "bilstm-attn", "transformer-mean"])
+def test_auto_costs_easy_texts_no_more_than_doubling_the_steps_did(name):
+    """Before, "auto" ran 16, 32, ... 512 nodes on the whole path until within tolerance: this many evaluations."""
+    model = tiny(name, scale=0.2)
+    auto = attribute(model, SEQUENCES, TARGETS, "integrated-gradients")
+    doubling_cost = np.zeros(len(SEQUENCES))
+    unfinished = np.ones(len(SEQUENCES), dtype=bool)
+    for steps in (16, 32, 64, 128, 256, 512):
+        doubling_cost[unfinished] += steps
+        fixed = attribute(model, SEQUENCES, TARGETS, "integrated-gradients", steps=steps)
+        unfinished &= fixed.completeness_error > IG_TOLERANCE
+    assert not unfinished.any()  # easy texts: the doubling finished them
+    assert (auto.steps <= doubling_cost).all(), (auto.steps, doubling_cost)
+    assert auto.completeness_error.max() <= IG_TOLERANCE
 
 
 @pytest.mark.parametrize("name", list(MODELS))

@@ -1154,8 +1154,8 @@ def _add_device_arg(p: argparse.ArgumentParser) -> None:
                         "cuda, cuda:N (the GPU of index N) or mps")
 
 
-STEPS_HELP = ("integrated gradients' path steps, 1 to 1024 (default: auto, 16 doubling to 512 until within 1%% "
-              "completeness)")
+STEPS_HELP = ("integrated gradients' Gauss-Legendre nodes on the path, 1 to 1024 (default: auto, 16, then halving "
+              "the pieces of the path still off until within 1%% completeness or 1,008 gradients are spent)")
 INFERENCE_BF16_HELP = ("predict under bfloat16 autocast: faster on CPUs with AVX-512 BF16 or AMX, probabilities "
                        "within about 1e-3 of float32")
 INFERENCE_THREADS_HELP = (
