@@ -496,7 +496,7 @@ def test_scores_too_small_for_the_decimals_shown_are_given_in_two_significant_di
     assert "  top: good +6.5e-05, not -4.6e-05, the +0.000  (full colour = 6.51e-05)" in render_terminal([e], False)
     assert 'title="+6.5e-05">good<' in render_html([e]) and 'title="+0.0000">the<' in render_html([e])
     e.method, e.completeness_error, e.log_odds_change, e.steps = "integrated-gradients", 0.0086, -7.3e-05, 32
-    assert "completeness error 0.86% of a log-odds change of -7.3e-05 (32 steps)" in render_terminal([e], False)
+    assert "completeness error 0.86% of a log-odds change of -7.3e-05 (32 gradients along the path)" in render_terminal([e], False)
 
 
 def test_the_terminal_says_how_to_read_the_self_attention_heads_it_lists():

@@ -31,7 +31,7 @@ class Explanation:
     ``description`` says what a score means (for ``attention``: where the
     pooling layer looked, not why the model decided). Integrated gradients
     also report ``completeness_error``, ``|sum(scores) - log_odds_change| /
-    |log_odds_change|``, and the path ``steps`` it took. ``self_attentions``,
+    |log_odds_change|``, and the gradients along the path it took (``steps``). ``self_attentions``,
     when asked for, hold every layer's and head's map as (layers, heads, n, n),
     rows = queries (``to_dict`` carries ``attention_window`` with them, 0 when every token attends to the whole
     text). ``branch_margins``, for models with more than one branch (``self-attn``
@@ -165,8 +165,8 @@ def explain(classifier: "Classifier", texts: Sequence[str], method: str | None =
     ``attnclf explain --target`` takes it) or an index into ``label_names`` (an int is always an index, even
     where the names are digits); an unknown name or an index out of range is refused in one line.
     ``self_attentions=True`` adds every layer's and head's attention map. Other options go to the method
-    (integrated gradients: ``steps``, a number or "auto", the default: double from 16 up to 512 until the
-    completeness error is at most 1%).
+    (integrated gradients: ``steps``, a number of Gauss-Legendre nodes or "auto", the default: 16, then the pieces
+    of the path still off halved until the completeness error is at most 1% or 1,008 gradients are spent).
 
     >>> # clf.explain(["not bad at all"], method="integrated-gradients", steps=64)[0].completeness_error
     >>> # explain(clf, ["not bad at all"], target="neg")[0].target  # 'neg', as target=clf.label_names.index("neg")

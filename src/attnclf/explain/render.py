@@ -81,7 +81,7 @@ def _headline(e: Explanation) -> str:
     if e.completeness_error is not None:
         line += (f"  completeness error {e.completeness_error:.2%} of a log-odds change of "
                  f"{number_text(e.log_odds_change, '+', decimals=3)}"
-                 f" ({e.steps} steps)")
+                 f" ({e.steps} gradients along the path)")
     if e.branch_margins is not None:
         line += f"  {branches(e)}"
     if e.cut_at is not None and e.tokens_cut is None:
