@@ -139,6 +139,16 @@ def test_a_file_of_no_known_kind_still_gets_the_unknown_file_type_line_naming_fa
     assert message.startswith(f"{path}: unknown file type '.train'") and "__label__" in message
 
 
+@pytest.mark.parametrize("suffix", [".csv", ".tsv", ".jsonl"])
+def test_a_fasttext_file_with_a_data_suffix_is_told_to_drop_the_suffix(tmp_path, suffix, cli_error):
+    # (a data suffix says how to read the file: its first line was taken for a header, or for malformed JSON)
+    path = tmp_path / f"reviews{suffix}"
+    path.write_text(fasttext_lines([("pos", "a fine film, truly"), ("neg", "a dull film")]), encoding="utf-8")
+    message = cli_error(["train", "--train-file", str(path), "--output", str(tmp_path / "r")])
+    assert message.startswith(str(path)) and f"fastText's format is read from a file without a {suffix} suffix" \
+        in message, message
+
+
 # --- commands -----------------------------------------------------------------
 
 def test_train_and_evaluate_from_fasttext_files(run, reviews, capsys):

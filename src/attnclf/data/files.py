@@ -158,6 +158,19 @@ def _near_miss(column: str, columns: Iterable[str]) -> str:
     return ""
 
 
+def _fasttext_named_as_data(path: Path, first_line: str) -> str:
+    """A hint for a data file whose first line starts with ``__label__``: fastText's format, read as such only from a
+    file without a data suffix (the suffix says how to read a file), else "".
+
+    >>> _fasttext_named_as_data(Path("reviews.csv"), "__label__pos a fine film").endswith("e.g. reviews.txt)")
+    True
+    """
+    if not first_line.lstrip().startswith(FASTTEXT_LABEL):
+        return ""
+    return (f" (its first line starts with {FASTTEXT_LABEL}: fastText's format is read from a file without a "
+            f"{path.suffix} suffix; rename it, e.g. {path.with_suffix('.txt').name})")
+
+
 def _missing_column(path: Path, column: str, columns: list[str], role: str) -> DataError:
     hint = _near_miss(column, columns)
     if len(columns) == 1 and path.suffix.lower() in (".csv", ".tsv"):
@@ -169,6 +182,9 @@ def _missing_column(path: Path, column: str, columns: list[str], role: str) -> D
     if not hint and path.suffix.lower() in (".csv", ".tsv") and any(map(_looks_like_data, columns)):
         # (said as a condition: a header's column may be a question of a few words, a survey's)
         hint = " (the first line is read as the header naming the columns: if it is a row of data, add a header line)"
+    if columns and isinstance(columns[0], str) and path.suffix.lower() in (".csv", ".tsv"):
+        # (before any hint on its separators or header: a fastText line has commas and reads as data)
+        hint = _fasttext_named_as_data(path, columns[0]) or hint
     return DataError(f"{path}: no {role} column {column!r}; the columns are: {first_few(columns, most=COLUMNS_NAMED)}"
                      f"{hint}")
 
@@ -260,6 +276,8 @@ def _jsonl_rows(path: Path, text_columns: tuple[str, ...], label_column: str | N
         if problem:
             if number == 1 and line.lstrip().startswith("["):
                 problem += "; this is a JSON array, write one object per line (JSON lines)"
+            if number == 1:
+                problem += _fasttext_named_as_data(path, line)
             raise DataError(f"{path}, line {number}: {problem}")
         for column, role in _wanted(text_columns, label_column):
             if column not in record:
