@@ -521,7 +521,10 @@ def test_evaluate_on_a_named_dataset(demo_run, capsys):
     assert main(["evaluate", str(demo_run), "--dataset", "demo", "--json"]) == 0
     m = json.loads(capsys.readouterr().out)
     assert (f"test: accuracy {m['accuracy']:.4f}  macro-F1 {m['macro_f1']:.4f}  ROC AUC {m['roc_auc']:.4f}  "
-            f"calibration error {m['ece']:.4f}") in captured.out.splitlines()
+            f"average precision {m['average_precision']:.4f}  calibration error {m['ece']:.4f}"
+            ) in captured.out.splitlines()
+    negative, positive = m["per_class"].values()  # a binary run's average precision is its positive class's
+    assert positive["average_precision"] == m["average_precision"] and 0 < negative["average_precision"] <= 1
     # Another dataset with the same label names scores (transfer), and says so.
     assert main(["evaluate", str(demo_run), "--dataset", "synthetic"]) == 0
     assert "note: the model trained on demo; scoring it on synthetic's test split" in capsys.readouterr().err

@@ -1,6 +1,7 @@
 import numpy as np
 import pytest
-from sklearn.metrics import accuracy_score, f1_score, log_loss, precision_recall_fscore_support, roc_auc_score
+from sklearn.metrics import (accuracy_score, average_precision_score, f1_score, log_loss, precision_recall_fscore_support,
+                             roc_auc_score)
 
 from attnclf.evaluation import compute_metrics, pick_examples
 from attnclf.evaluation.metrics import expected_calibration_error, reliability
@@ -43,11 +44,41 @@ def test_multiclass_auc_is_one_vs_rest_and_handles_absent_classes():
     assert compute_metrics([0, 0], probs[:2], ["a", "b", "c"])["roc_auc"] is None
 
 
+def test_binary_average_precision_is_scikit_learns_for_the_positive_class_and_each_class_has_its_own():
+    rng = np.random.default_rng(2)
+    y = (rng.random(300) < 0.1).astype(int)  # a rare positive class, where precision-recall tells what ROC hides
+    p1 = np.round(np.clip(y * 0.3 + rng.random(300) * 0.7, 0, 1), 1)  # rounded: tied scores share a threshold
+    probs = np.stack([1 - p1, p1], 1)
+    m = compute_metrics(y, probs, ["ham", "spam"])
+    assert m["average_precision"] == pytest.approx(average_precision_score(y, p1))
+    assert m["per_class"]["spam"]["average_precision"] == pytest.approx(average_precision_score(y, p1))
+    assert m["per_class"]["ham"]["average_precision"] == pytest.approx(average_precision_score(1 - y, 1 - p1))
+    assert compute_metrics([1, 1], probs[:2], ["ham", "spam"])["average_precision"] is None  # as roc_auc is
+
+
+def test_multiclass_average_precision_is_one_vs_rest_macro_over_the_classes_that_occur():
+    rng = np.random.default_rng(3)
+    for _ in range(30):  # every class present: scikit-learn's one-vs-rest macro average precision
+        y, p = rng.integers(0, 3, 50), np.round(rng.dirichlet(np.ones(3), 50), 2)
+        m = compute_metrics(y, p, ["a", "b", "c"], report=False)
+        assert m["average_precision"] == pytest.approx(average_precision_score(np.eye(3)[y], p, average="macro"))
+        assert [m["per_class"][name]["average_precision"] for name in "abc"] == pytest.approx(
+            [average_precision_score(y == c, p[:, c]) for c in range(3)])
+    # A class absent from the scored texts has no precision-recall curve (no positives): left out of the macro
+    # average and null in its row, as the ROC AUC leaves it out.
+    y, p = np.array([0, 1, 0, 1, 1]), rng.dirichlet(np.ones(3), 5)
+    m = compute_metrics(y, p, ["a", "b", "c"])
+    assert m["per_class"]["c"]["average_precision"] is None
+    assert m["average_precision"] == pytest.approx(np.mean([average_precision_score(y == c, p[:, c]) for c in (0, 1)]))
+    assert compute_metrics([2, 2], p[:2], ["a", "b", "c"])["average_precision"] is None  # one class: as roc_auc
+
+
 def test_averages_skip_a_class_the_scored_texts_lack_unless_it_was_predicted():
     probs = np.array([[.8, .1, .1], [.1, .8, .1], [.7, .2, .1], [.2, .7, .1]])
     perfect = compute_metrics([0, 1, 0, 1], probs, ["a", "b", "c"])  # "c" neither occurs nor is predicted
     assert perfect["accuracy"] == 1.0 and perfect["macro_f1"] == 1.0 and perfect["weighted_f1"] == 1.0
-    assert perfect["per_class"]["c"] == {"precision": 0.0, "recall": 0.0, "f1": 0.0, "support": 0}
+    assert perfect["per_class"]["c"] == {"precision": 0.0, "recall": 0.0, "f1": 0.0, "support": 0,
+                                         "average_precision": None}
     macro_row = next(line for line in perfect["classification_report"].splitlines() if "macro avg" in line)
     assert macro_row.split()[-2] == "1.0000"  # the table's macro F1 is the one printed beside it
     wrong = np.array([[.8, .1, .1], [.1, .1, .8], [.7, .2, .1], [.2, .7, .1]])  # "c" predicted once, never true
@@ -144,6 +175,7 @@ def test_evaluate_reads_the_data_labels_by_name_not_by_position():
     # The same truth, its labels numbered the other way round (a file or dataset whose label order is not the run's)
     theirs = evaluate(_ByWord(), TextDataset(texts, [1, 0, 0], ["pos", "neg"], split="test"))
     assert ours["accuracy"] == theirs["accuracy"] == 1.0 and theirs["split"] == "test"
+    assert ours["average_precision"] == theirs["average_precision"] == 1.0
     with pytest.raises(DataError, match="'meh'.*never seen in training"):
         evaluate(_ByWord(), TextDataset(texts, [0, 1, 2], ["neg", "pos", "meh"], split="test"))
 

@@ -178,6 +178,10 @@ def test_metrics_match_scikit_learn(seed):
     assert (m["samples_precision"], m["samples_recall"], m["samples_f1"]) == pytest.approx(expected)
     assert m["roc_auc"] == pytest.approx(skm.roc_auc_score(y, p, average="macro"))
     assert m["micro_roc_auc"] == pytest.approx(skm.roc_auc_score(y, p, average="micro"))
+    assert m["average_precision"] == pytest.approx(skm.average_precision_score(y, p, average="macro"))
+    assert m["micro_average_precision"] == pytest.approx(skm.average_precision_score(y, p, average="micro"))
+    assert [m["per_class"][name]["average_precision"] for name in "abcd"] == pytest.approx(
+        skm.average_precision_score(y, p, average=None))
     f1 = skm.f1_score(y, pred, average=None)
     assert [m["per_class"][name]["f1"] for name in "abcd"] == pytest.approx(f1)
     assert [m["per_class"][name]["support"] for name in "abcd"] == y.sum(axis=0).tolist()
@@ -227,6 +231,9 @@ def test_roc_auc_skips_a_label_without_positives():
     assert m["per_class"]["b"]["roc_auc"] is None
     defined = [skm.roc_auc_score(y[:, i], p[:, i]) for i in (0, 2, 3)]
     assert m["roc_auc"] == pytest.approx(np.mean(defined))
+    assert m["per_class"]["b"]["average_precision"] is None  # (scikit-learn scores it 0, with a warning)
+    defined = [skm.average_precision_score(y[:, i], p[:, i]) for i in (0, 2, 3)]
+    assert m["average_precision"] == pytest.approx(np.mean(defined))
 
 
 def test_threshold_tuning_picks_the_f1_maximising_cut():

@@ -351,9 +351,10 @@ def _print_metrics(metrics: dict) -> None:
         print(f"{metrics.get('split', 'test')}: micro-F1 {metrics['micro_f1']:.4f}  macro-F1 {metrics['macro_f1']:.4f}  "
               f"subset accuracy {metrics['subset_accuracy']:.4f}  Hamming loss {metrics['hamming_loss']:.4f}")
         return
-    auc, ece = metrics.get("roc_auc"), metrics.get("ece")
+    auc, ap, ece = metrics.get("roc_auc"), metrics.get("average_precision"), metrics.get("ece")
     print(f"{metrics.get('split', 'test')}: accuracy {metrics['accuracy']:.4f}  macro-F1 {metrics['macro_f1']:.4f}"
           + (f"  ROC AUC {auc:.4f}" if auc is not None else "")
+          + (f"  average precision {ap:.4f}" if ap is not None else "")
           + (f"  calibration error {ece:.4f}" if ece is not None else ""))
 
 

@@ -20,6 +20,7 @@ from sklearn.metrics import (
     roc_auc_score,
 )
 
+from .metrics import average_precision
 from .predict import DEFAULT_THRESHOLD
 
 
@@ -93,7 +94,9 @@ def multilabel_metrics(y_true: np.ndarray, probabilities: np.ndarray, label_name
     predicts is no evidence either way, as in ``compute_metrics``), weighted (by
     support) and samples (mean over texts); ``roc_auc``
     the mean of the per-label AUCs that are defined (a label needs positive and
-    negative test texts), ``micro_roc_auc`` over all cells; ``per_class`` per
+    negative test texts), ``micro_roc_auc`` over all cells; ``average_precision``
+    and ``micro_average_precision`` likewise (the area under a precision-recall
+    curve, each label's own in ``per_class``); ``per_class`` per
     label with its threshold; with tuned thresholds, micro/macro F1 at 0.5 too.
 
     >>> m = multilabel_metrics(np.array([[1, 0], [1, 1]]), np.array([[.9, .2], [.6, .4]]), ["a", "b"])
@@ -116,10 +119,16 @@ def multilabel_metrics(y_true: np.ndarray, probabilities: np.ndarray, label_name
     defined = [a for a in per_label_auc if a is not None]
     metrics["roc_auc"] = float(np.mean(defined)) if defined else None
     metrics["micro_roc_auc"] = _auc(y_true.ravel(), np.asarray(probabilities).ravel())
+    per_label_ap = average_precision(y_true, probabilities)
+    defined = [a for a in per_label_ap if a is not None]
+    metrics["average_precision"] = float(np.mean(defined)) if defined else None
+    metrics["micro_average_precision"] = average_precision(y_true.reshape(-1, 1),
+                                                           np.asarray(probabilities).reshape(-1, 1))[0]
     precision, recall, f1, support = precision_recall_fscore_support(y_true, y_pred, zero_division=0)
     metrics["per_class"] = {
         name: {"precision": float(precision[i]), "recall": float(recall[i]), "f1": float(f1[i]),
-               "support": int(support[i]), "roc_auc": per_label_auc[i], "threshold": float(thresholds[i])}
+               "support": int(support[i]), "roc_auc": per_label_auc[i], "average_precision": per_label_ap[i],
+               "threshold": float(thresholds[i])}
         for i, name in enumerate(label_names)
     }
     if not np.allclose(thresholds, DEFAULT_THRESHOLD):
