@@ -328,7 +328,11 @@ def test_training_learns_label_sets_well_above_a_constant_guess(topic_run, topic
     assert "val_micro_f1" in history[0] and history[-1]["train_loss"] < history[0]["train_loss"]
     config = json.loads((topic_run / "config.json").read_text())
     assert config["settings"]["data"]["multi_label"] and config["settings"]["train"]["monitor"] == "loss"
-    assert "multi-label" in (topic_run / "report.html").read_text()
+    page = (topic_run / "report.html").read_text()
+    assert "multi-label" in page
+    assert f"<tr><td>average precision (macro over labels)</td><td>{metrics['average_precision']:.4f}</td></tr>" in page
+    assert "<th>ROC AUC</th><th>average precision</th><th>support</th>" in page
+    assert f"<td>{metrics['micro_average_precision']:.4f}</td><td></td></tr>" in page  # the micro average's row
 
 
 def test_a_loaded_run_predicts_label_sets_at_its_tuned_thresholds(topic_run):

@@ -41,14 +41,16 @@ def test_train_writes_the_report(demo_run):
     assert "branches:" not in page  # one branch: its token map is the whole story
     embedded = images(page)
     written = sorted(p.name for p in (demo_run / "plots").glob("*.png"))
-    assert written == ["confusion_matrix.png", "metric_history.png", "reliability.png", "roc.png", "self_attention.png",
-                       "training.png"]
+    assert written == ["confusion_matrix.png", "metric_history.png", "precision_recall.png", "reliability.png", "roc.png",
+                       "self_attention.png", "training.png"]
     assert len(embedded) == page.count("<img ") == len(written)  # every image embedded, none linked
     assert all(png.startswith(PNG) for png in embedded)
     assert sorted(embedded) == sorted((demo_run / "plots" / name).read_bytes() for name in written)
     metrics = json.loads((demo_run / "metrics.json").read_text())
     assert f"Log loss {metrics['log_loss']:.4f}; expected calibration error {metrics['ece']:.4f}" in page
-    for heading in ("Training", "Validation metrics per epoch", "Test set (1000 texts)", "ROC curve", "Calibration",
+    assert f"<tr><td>average precision</td><td>{metrics['average_precision']:.4f}</td></tr>" in page
+    for heading in ("Training", "Validation metrics per epoch", "Test set (1000 texts)", "ROC curve",
+                    "Precision-recall curve", "Calibration",
                     "Examples, explained by occlusion", "Most confident correct predictions",
                     "Most confident incorrect predictions", "Self-attention per layer and head"):
         assert heading in page
@@ -272,6 +274,10 @@ def test_a_run_another_process_is_writing_into_gets_no_report_beside_it(demo_run
     ("metrics.json", lambda m: m.update(macro_f1="0.8"), "metrics.json: macro_f1 is '0.8', not a number"),
     ("metrics.json", lambda m: m.update(roc_auc=[0.9]), "metrics.json: roc_auc is [0.9], not a number or null"),
     ("metrics.json", lambda m: m.update(per_class=[]), "metrics.json: per_class is [], not an object"),
+    ("metrics.json", lambda m: m.update(average_precision="0.9"),
+     "metrics.json: average_precision is '0.9', not a number or null"),
+    ("metrics.json", lambda m: next(iter(m["per_class"].values())).update(average_precision=[1]),
+     "metrics.json: per_class.negative.average_precision is [1], not a number or null"),
     ("metrics.json", lambda m: next(iter(m["per_class"].values())).pop("recall"),
      "metrics.json: per_class.negative.recall is missing"),
     ("metrics.json", lambda m: m.update(confusion_matrix=[[1, 2]]),
@@ -296,6 +302,19 @@ def test_a_hand_edited_metrics_or_history_file_is_one_line_naming_the_field(demo
     assert main(["report", str(run)]) == 2
     (err,) = capsys.readouterr().err.splitlines()
     assert err.startswith(f"attnclf: error: {path}") and message in err, err
+
+
+def test_a_run_scored_before_average_precision_was_measured_still_reports(demo_run, tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(demo_run, run)
+    metrics = json.loads((run / "metrics.json").read_text())
+    del metrics["average_precision"]
+    for scores in metrics["per_class"].values():
+        del scores["average_precision"]
+    (run / "metrics.json").write_text(json.dumps(metrics))
+    assert main(["report", str(run)]) == 0
+    page = (run / "report.html").read_text(encoding="utf-8")
+    assert "<td>average precision</td>" not in page and "Precision-recall curve" in page  # drawn from the texts
 
 
 def _relabelled(metrics: dict, label: str, scores) -> None:
@@ -377,6 +396,26 @@ def test_multiclass_roc_draws_one_curve_per_class():
     ax = plots.roc_figure(y, probabilities, ["a", "b", "c"]).axes[0]
     labels = [line.get_label() for line in ax.get_lines()]
     assert [label.split(" (")[0] for label in labels] == ["a vs rest", "b vs rest", "c vs rest", "chance"]
+
+
+def test_the_precision_recall_figure_draws_each_class_against_its_share_of_the_texts():
+    import numpy as np
+    from sklearn.metrics import average_precision_score
+
+    rng = np.random.default_rng(0)
+    y = np.array([0] * 40 + [1] * 15 + [2] * 5)  # imbalanced: chance is each class's share, not one line for all
+    probabilities = rng.dirichlet(np.ones(3), size=60)
+    ax = plots.precision_recall_figure(y, probabilities, ["a", "b", "c"]).axes[0]
+    curves = [line for line in ax.get_lines() if line.get_linestyle() == "-"]
+    assert [line.get_label() for line in curves] == [
+        f"{name} vs rest (AP {average_precision_score(y == c, probabilities[:, c]):.3f})"
+        for c, name in enumerate("abc")]
+    chance = [line for line in ax.get_lines() if line.get_linestyle() == "--"]
+    assert [line.get_ydata()[0] for line in chance] == pytest.approx([40 / 60, 15 / 60, 5 / 60])
+    assert [line.get_color() for line in chance] == [line.get_color() for line in curves]  # each beside its curve
+    binary = plots.precision_recall_figure(y[:55], probabilities[:55, :2], ["neg", "pos"]).axes[0]
+    assert [line.get_label() for line in binary.get_lines()] == [
+        f"pos (AP {average_precision_score(y[:55] == 1, probabilities[:55, 1]):.3f})", "chance (pos: 27% of the texts)"]
 
 
 def test_the_deletion_legend_stays_off_the_bars():
@@ -482,7 +521,7 @@ def test_report_renders_in_chromium(measured_run):
                 or (e.get("method") == "Log.entryAdded" and e["params"]["entry"]["level"] == "error")]
     assert problems == []
     assert state["title"] == "attnclf report: run"
-    assert len(state["images"]) == 7  # training, metric history, confusion, ROC, reliability, heads, deletion
+    assert len(state["images"]) == 8  # training, metric history, confusion, ROC, PR, reliability, heads, deletion
     broken = [alt for alt, complete, natural, shown in state["images"] if not (complete and natural > 0 and shown > 0)]
     assert broken == []
     assert state["tables"] >= 4 and state["height"] > 2000
@@ -519,6 +558,7 @@ def test_every_figure_draws_a_name_between_dollar_signs_as_it_is(name):
 
     figures = [plots.confusion_matrix_figure([[1, 0], [0, 1]], [name, "b"]),
                plots.roc_figure([0, 1, 0, 1], np.array([[0.8, 0.2], [0.3, 0.7]] * 2), [name, "b"]),
+               plots.precision_recall_figure([0, 1, 0, 1], np.array([[0.8, 0.2], [0.3, 0.7]] * 2), [name, "b"]),
                plots.token_scores_figure([name, "x"], [0.5, -0.2], f"occlusion: {name}", signed=True),
                plots.head_maps_figure(np.full((1, 1, 2, 2), 0.5), [name, "x"])]
     for figure in figures:

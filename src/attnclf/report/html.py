@@ -1,7 +1,8 @@
 """``report.html``: one self-contained page per run, readable offline, and its PNGs in ``plots/``.
 
 Sections: the run at a glance; training curves and the validation metric
-history; the confusion matrix, ROC curve and per-class table on the test set;
+history; the confusion matrix, ROC and precision-recall curves and per-class
+table on the test set;
 the most confident correct and incorrect test examples with their tokens
 highlighted by an explanation method; self-attention per layer and head for
 one example; and the faithfulness measurements, when they have been made
@@ -33,8 +34,8 @@ from ..rundir import (adding_to_run, atomic_write_bytes, atomic_write_json, read
 from ..training.trainer import best_epoch, describe_kept
 from . import plots
 
-PLOTS = ("training", "metric_history", "confusion_matrix", "roc", "reliability", "self_attention",
-         "deletion")  # plots/<name>.png
+PLOTS = ("training", "metric_history", "confusion_matrix", "roc", "precision_recall", "reliability",
+         "self_attention", "deletion")  # plots/<name>.png
 _CURVES = ("epoch", "train_loss", "train_accuracy")  # what the training curves draw of every epoch
 
 
@@ -106,6 +107,8 @@ def _write_report(run_dir: Path, classifier, test: TextDataset | None, test_prob
         figures |= {"confusion_matrix": plots.confusion_matrix_figure(metrics["confusion_matrix"],
                                                                       classifier.label_names),
                     "roc": plots.roc_figure(test.labels, probabilities, classifier.label_names),
+                    "precision_recall": plots.precision_recall_figure(test.labels, probabilities,
+                                                                      classifier.label_names),
                     "reliability": plots.reliability_figure(test.labels, probabilities)}
         examples = pick_examples(test.texts, test.labels, probabilities, classifier.label_names)
         texts = [ex["text"] for kind in ("correct", "incorrect") for ex in examples[kind]]
@@ -217,7 +220,7 @@ def _overview(run_dir: Path, config: dict, metrics: dict, kept_note: str | None)
     model, data = config["model"], config.get("data", {})
     settings = config["settings"]
     dataset = settings["data"].get("dataset") or Path(settings["data"].get("train_file") or "?").name
-    auc = metrics.get("roc_auc")
+    auc, ap = metrics.get("roc_auc"), metrics.get("average_precision")
     multi = metrics.get("multi_label", False)
     rows = [("model", f"{model['name']} ({model['parameters']:,} parameters)"),
             ("dataset", f"{dataset} (multi-label)" if multi else dataset),
@@ -230,6 +233,9 @@ def _overview(run_dir: Path, config: dict, metrics: dict, kept_note: str | None)
             (f"{metrics.get('split', 'test')} {'subset ' if multi else ''}accuracy", f"{metrics['accuracy']:.4f}"),
             ("macro-F1", f"{metrics['macro_f1']:.4f}"),
             ("ROC AUC" + (" (macro over labels)" if multi else ""), "n/a" if auc is None else f"{auc:.4f}"),
+            # (runs scored before average precision was measured lack it)
+            *([("average precision" + (" (macro over labels)" if multi else ""), "n/a" if ap is None else f"{ap:.4f}")]
+              if "average_precision" in metrics else []),
             ("training time", f"{metrics.get('train_seconds', float('nan')):.1f} s"),
             ("run directory", str(run_dir))]
     # What training warned of the data on stderr: overlapping texts flatter the scores this page shows.
@@ -272,7 +278,11 @@ def _test_section(images: dict[str, bytes], metrics: dict, label_names: list[str
     return (f"<section><h2>{_split_title(metrics)} ({len(test)} texts)</h2>"
             + _table(["class", "precision", "recall", "F1", "support"], rows)
             + _image(images, "confusion_matrix", "confusion matrix") + f"<h3>ROC curve{roc_note}</h3>"
-            + _image(images, "roc", "ROC curve") + "</section>")
+            + _image(images, "roc", "ROC curve") + f"<h3>Precision-recall curve{roc_note}</h3>"
+            + '<p class="note">What a rare class needs read: the ROC curve looks good whenever negatives are '
+              "plentiful, precision does not. Dashed: the precision a random ranking keeps, the class's share of the "
+              "texts; AP, the average precision, is the area under the curve.</p>"
+            + _image(images, "precision_recall", "precision-recall curve") + "</section>")
 
 
 def _calibration(images: dict[str, bytes], labels, probabilities: np.ndarray, temperature: float) -> str:
@@ -288,14 +298,15 @@ def _calibration(images: dict[str, bytes], labels, probabilities: np.ndarray, te
 
 
 def _multilabel_test_section(metrics: dict, test: TextDataset) -> str:
+    ranked = ("roc_auc", "average_precision") if "average_precision" in metrics else ("roc_auc",)  # (older runs: AUC)
     rows = [(name, f"{c['threshold']:.3f}", f"{c['precision']:.4f}", f"{c['recall']:.4f}", f"{c['f1']:.4f}",
-             "n/a" if c["roc_auc"] is None else f"{c['roc_auc']:.4f}", str(c["support"]))
+             *("n/a" if c[key] is None else f"{c[key]:.4f}" for key in ranked), str(c["support"]))
             for name, c in metrics["per_class"].items()]
     for average in ("micro", "macro", "weighted", "samples"):
-        auc = {"micro": metrics["micro_roc_auc"], "macro": metrics["roc_auc"]}.get(average)
+        scores = [{"micro": metrics.get(f"micro_{key}"), "macro": metrics[key]}.get(average) for key in ranked]
         rows.append((f"{average} average", "", f"{metrics[f'{average}_precision']:.4f}",
                      f"{metrics[f'{average}_recall']:.4f}", f"{metrics[f'{average}_f1']:.4f}",
-                     "" if auc is None else f"{auc:.4f}", ""))
+                     *("" if score is None else f"{score:.4f}" for score in scores), ""))
     summary = [("subset accuracy (every label of a text right)", f"{metrics['subset_accuracy']:.4f}"),
                ("Hamming loss (share of wrong text-label decisions)", f"{metrics['hamming_loss']:.4f}")]
     summary += [(f"{key.replace('_', '-')} at threshold 0.5", f"{value:.4f}")
@@ -305,7 +316,8 @@ def _multilabel_test_section(metrics: dict, test: TextDataset) -> str:
     return (f"<section><h2>{_split_title(metrics)} ({len(test)} texts, multi-label)</h2>"
             '<p class="note">A label is predicted when its probability reaches its threshold, tuned on the '
             f"validation split to maximise that label's F1 (thresholds.json).{tuned_here}</p>"
-            + _table(["label", "threshold", "precision", "recall", "F1", "ROC AUC", "support"], rows)
+            + _table(["label", "threshold", "precision", "recall", "F1", "ROC AUC", "average precision"][:5 + len(ranked)]
+                     + ["support"], rows)
             + _table(None, summary)
             + '<p class="note">The confusion matrix, the ROC curve, the explained examples and the faithfulness '
               "measurements show one class per text; they are not drawn for a multi-label run.</p></section>")

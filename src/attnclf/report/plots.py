@@ -20,7 +20,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.text import Text
 from matplotlib.ticker import MaxNLocator
-from sklearn.metrics import auc, roc_curve
+from sklearn.metrics import auc, precision_recall_curve, roc_curve
 
 DPI = 100
 # The Keras-blog seed's metric history: what history.jsonl records per epoch besides loss and accuracy.
@@ -130,6 +130,44 @@ def roc_figure(y_true: Sequence[int], probabilities: np.ndarray, label_names: Se
     ax.plot([0, 1], [0, 1], "--", color="grey", lw=1, label="chance")
     ax.set(xlabel="false positive rate", ylabel="true positive rate", title="ROC curve", xlim=(0, 1), ylim=(0, 1.01))
     ax.legend(loc="lower right", fontsize="small" if len(label_names) <= 6 else "x-small")
+    ax.grid(alpha=0.3)
+    return fig
+
+
+def precision_recall_figure(y_true: Sequence[int], probabilities: np.ndarray, label_names: Sequence[str]) -> Figure:
+    """Precision against recall, the classes ``roc_figure`` draws (the positive class when binary, one-vs-rest per
+    class otherwise), each labelled with its average precision; each class's chance level, its share of the texts
+    (what precision a random ranking keeps), dashed in its colour. A rare class's curve starts its reading there,
+    where its ROC curve, flattered by the many negatives, would not show it.
+
+    >>> fig = precision_recall_figure([0, 1, 1, 0], np.array([[.8, .2], [.3, .7], [.6, .4], [.9, .1]]), ["n", "p"])
+    >>> [line.get_label() for line in fig.axes[0].get_lines()]
+    ['p (AP 1.000)', 'chance (p: 50% of the texts)']
+    """
+    from ..evaluation.metrics import average_precision
+
+    y_true = np.asarray(y_true)
+    binary = len(label_names) == 2
+    fig = _figure(5.5, 5)
+    ax = fig.subplots()
+    chance_named = False
+    for colour, c in enumerate([1] if binary else range(len(label_names))):
+        positives = y_true == c
+        if positives.all() or not positives.any():
+            continue  # undefined without both classes
+        precision, recall, _ = precision_recall_curve(positives, probabilities[:, c])
+        name = label_names[c] if binary else f"{label_names[c]} vs rest"
+        area = average_precision(positives[:, None], probabilities[:, [c]])[0]
+        ax.plot(recall, precision, drawstyle="steps-post", color=f"C{colour}", lw=1.8 if binary else 1.2,
+                label=f"{name} (AP {area:.3f})")
+        share = positives.mean()
+        # One legend entry says what the dashed lines are; binary, it names the class and its share too.
+        chance = (f"chance ({label_names[c]}: {share:.0%} of the texts)" if binary else
+                  "_" if chance_named else "chance (each class's share of the texts)")
+        chance_named = True
+        ax.axhline(share, linestyle="--", color=f"C{colour}", lw=1, label=chance)
+    ax.set(xlabel="recall", ylabel="precision", title="Precision-recall curve", xlim=(0, 1), ylim=(0, 1.01))
+    ax.legend(loc="lower left", fontsize="small" if len(label_names) <= 6 else "x-small")
     ax.grid(alpha=0.3)
     return fig
 
