@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 from sklearn.metrics import (
+    average_precision_score,
     classification_report,
     confusion_matrix,
     precision_recall_fscore_support,
@@ -145,30 +146,17 @@ def _roc_auc(y_true: np.ndarray, probabilities: np.ndarray, classes: list[int]) 
 
 def average_precision(truth: np.ndarray, scores: np.ndarray) -> list[float | None]:
     """Per column of ``truth`` (0/1 or bool, texts by classes or labels) and ``scores`` (the same shape): the area
-    under its precision-recall curve by scikit-learn's step rule (``average_precision_score``), the precision at
-    each distinct score weighted by the recall it adds; None where the column lacks positive or negative texts (as
-    for the ROC AUC: with no positives there is no recall, with no negatives every threshold is right).
+    under its precision-recall curve, scikit-learn's ``average_precision_score``; None where the column lacks
+    positive or negative texts (as for the ROC AUC: with no positives there is no recall, with no negatives every
+    threshold is right; scikit-learn would say 0 or 1 with a warning).
 
     >>> ap = average_precision(np.array([[1, 1], [0, 1], [1, 1]]), np.array([[.9, .2], [.8, .5], [.3, .7]]))
     >>> round(ap[0], 4), ap[1]  # (1 * 1/2 + 2/3 * 1/2: the third text adds the other half of the recall)
     (0.8333, None)
     """
-    # A row per column (rows sort faster than columns), every one at once: one scikit-learn call per class would
-    # cost ~3 ms of input checks each, per epoch when training validates.
-    truth, scores = np.asarray(truth, dtype=bool).T, np.asarray(scores, dtype=np.float64).T
-    # Tied scores share one threshold: every text of a tie is taken together, at the precision of the tie's last; so
-    # the order within a tie does not matter, and the sort need not be stable.
-    order = np.argsort(-scores, axis=1)
-    ranked, hits = np.take_along_axis(scores, order, axis=1), np.take_along_axis(truth, order, axis=1)
-    true_positives = np.cumsum(hits, axis=1)
-    ends_tie = np.ones(ranked.shape, dtype=bool)
-    ends_tie[:, :-1] = ranked[:, :-1] != ranked[:, 1:]
-    texts = scores.shape[1]
-    tie_end = np.minimum.accumulate(np.where(ends_tie, np.arange(texts), texts)[:, ::-1], axis=1)[:, ::-1]
-    precision = np.take_along_axis(true_positives, tie_end, axis=1) / (tie_end + 1)
-    positives = hits.sum(axis=1)
-    area = (hits * precision).sum(axis=1) / np.maximum(positives, 1)
-    return [float(a) if 0 < p < texts else None for a, p in zip(area, positives)]
+    truth, scores = np.asarray(truth, dtype=bool), np.asarray(scores, dtype=np.float64)
+    return [float(average_precision_score(truth[:, c], scores[:, c])) if 0 < truth[:, c].sum() < len(truth) else None
+            for c in range(truth.shape[1])]
 
 
 def reliability(y_true: Sequence[int], probabilities: np.ndarray, bins: int = 15) -> list[dict]:
