@@ -430,6 +430,23 @@ def test_the_deletion_legend_stays_off_the_bars():
     assert legend.x1 <= fig.get_window_extent(renderer).x1  # and inside the picture
 
 
+
+@pytest.mark.parametrize("figure", ["roc_figure", "precision_recall_figure"])
+def test_many_classes_keep_their_legend_beside_the_curves(figure):
+    # 20 newsgroups' legend inside the axes, tall as the plot, hid half the curves; a few classes keep it inside.
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    for classes, beside in ((20, True), (3, False)):
+        y = np.arange(200) % classes
+        fig = getattr(plots, figure)(y, rng.dirichlet(np.ones(classes), size=200), [f"group {c}" for c in range(classes)])
+        plots.png_bytes(fig)
+        renderer = fig.canvas.get_renderer()
+        ax = fig.axes[0]
+        legend, plot_area = ax.get_legend().get_window_extent(renderer), ax.get_window_extent(renderer)
+        assert (legend.x0 >= plot_area.x1) == beside, classes
+        assert legend.x1 <= fig.get_window_extent(renderer).x1  # inside the picture
+
 # ---------------------------------------------------------------- in a real browser
 
 

@@ -114,10 +114,28 @@ def confusion_matrix_figure(matrix: Sequence[Sequence[int]], label_names: Sequen
     return fig
 
 
+# Classes up to which a curve figure's legend sits inside its axes; past them it stands beside them, where a
+# legend as tall as the plot (20 Newsgroups') hides no curve.
+LEGEND_INSIDE_CLASSES = 6
+
+
+def _curves_size(classes: int) -> tuple[float, float]:
+    """A curve figure's inches: wider when its legend stands beside the axes, so the plot keeps its size."""
+    return (5.5, 5) if classes <= LEGEND_INSIDE_CLASSES else (8.5, 5)
+
+
+def _class_legend(ax, classes: int, inside: str) -> None:
+    """The legend of a figure with a curve per class: at ``inside`` for a few classes, beside the axes for more."""
+    if classes <= LEGEND_INSIDE_CLASSES:
+        ax.legend(loc=inside, fontsize="small")
+    else:
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="x-small")
+
+
 def roc_figure(y_true: Sequence[int], probabilities: np.ndarray, label_names: Sequence[str]) -> Figure:
     """ROC curve: the positive class (index 1) when binary, one-vs-rest per class otherwise."""
     y_true = np.asarray(y_true)
-    fig = _figure(5.5, 5)
+    fig = _figure(*_curves_size(len(label_names)))
     ax = fig.subplots()
     classes = [1] if len(label_names) == 2 else range(len(label_names))
     for c in classes:
@@ -129,7 +147,7 @@ def roc_figure(y_true: Sequence[int], probabilities: np.ndarray, label_names: Se
         ax.plot(fpr, tpr, lw=1.8 if len(label_names) == 2 else 1.2, label=f"{name} (AUC {auc(fpr, tpr):.3f})")
     ax.plot([0, 1], [0, 1], "--", color="grey", lw=1, label="chance")
     ax.set(xlabel="false positive rate", ylabel="true positive rate", title="ROC curve", xlim=(0, 1), ylim=(0, 1.01))
-    ax.legend(loc="lower right", fontsize="small" if len(label_names) <= 6 else "x-small")
+    _class_legend(ax, len(label_names), inside="lower right")
     ax.grid(alpha=0.3)
     return fig
 
@@ -148,7 +166,7 @@ def precision_recall_figure(y_true: Sequence[int], probabilities: np.ndarray, la
 
     y_true = np.asarray(y_true)
     binary = len(label_names) == 2
-    fig = _figure(5.5, 5)
+    fig = _figure(*_curves_size(len(label_names)))
     ax = fig.subplots()
     chance_named = False
     for colour, c in enumerate([1] if binary else range(len(label_names))):
@@ -167,7 +185,7 @@ def precision_recall_figure(y_true: Sequence[int], probabilities: np.ndarray, la
         chance_named = True
         ax.axhline(share, linestyle="--", color=f"C{colour}", lw=1, label=chance)
     ax.set(xlabel="recall", ylabel="precision", title="Precision-recall curve", xlim=(0, 1), ylim=(0, 1.01))
-    ax.legend(loc="lower left", fontsize="small" if len(label_names) <= 6 else "x-small")
+    _class_legend(ax, len(label_names), inside="lower left")
     ax.grid(alpha=0.3)
     return fig
 
