@@ -14,7 +14,7 @@ import pytest
 from attnclf.cli import build_parser, main
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCUMENTS = ["README.md", "docs/experiments.md"]
+DOCUMENTS = ["README.md", "docs/experiments.md", "docs/attention-on-real-data.md"]
 
 
 def shown_commands(path: Path) -> list[tuple[int, str]]:
@@ -52,6 +52,8 @@ def test_the_documents_show_commands():
     readme = [text for where, text in COMMANDS if where.startswith("README.md")]
     assert len(readme) >= 20 and arguments(readme[0]) == ["demo"]  # the extraction still finds them, the first too
     assert any(text.startswith("train --dataset imdb --output /shared/runs/imdb-ddp") for text in readme)  # torchrun
+    tutorial = [text for where, text in COMMANDS if where.startswith("docs/attention-on-real-data.md")]
+    assert len(tutorial) >= 15 and tutorial[0] == "demo --quiet"
 
 
 @pytest.mark.parametrize("where, text", COMMANDS, ids=[where for where, _ in COMMANDS])
