@@ -174,32 +174,17 @@ def naming(path: str | Path, written: str | Path | None = None) -> Iterator[None
         raise OSError(exc.errno, exc.strerror, str(path)) from None
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    path = Path(path)
-    fd, tmp = temporary_beside(path)
-    try:
-        with naming(path, tmp), os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        publish(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def atomic_write_json(path: Path, obj: Any) -> None:
-    atomic_write_bytes(path, (json.dumps(obj, indent=2, ensure_ascii=False) + "\n").encode())
-
-
 @contextmanager
-def written_atomically(path: str | Path) -> Iterator[str]:
-    """The name of a temporary file beside ``path`` for the block to write (by a library that opens files by
-    name), published as ``path`` when the block ends; deleted if it raises, ``path`` then left as it was.
+def written_atomically(path: str | Path, suffix: str = ".tmp") -> Iterator[str]:
+    """The name of a temporary file beside ``path`` (ending in ``suffix``, for a library that picks a format by it)
+    for the block to write (by a library that opens files by name), published as ``path`` when the block ends;
+    deleted if it raises, ``path`` then left as it was.
 
     >>> # with written_atomically("scored.parquet") as tmp:
     >>> #     pyarrow.parquet.write_table(table, tmp)
     """
     path = Path(path)
-    fd, tmp = temporary_beside(path)
+    fd, tmp = temporary_beside(path, suffix)
     os.close(fd)
     try:
         with naming(path, tmp):
@@ -208,6 +193,15 @@ def written_atomically(path: str | Path) -> Iterator[str]:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    with written_atomically(path) as tmp:
+        Path(tmp).write_bytes(data)
+
+
+def atomic_write_json(path: Path, obj: Any) -> None:
+    atomic_write_bytes(path, (json.dumps(obj, indent=2, ensure_ascii=False) + "\n").encode())
 
 
 def atomic_save_tensors(path: Path, tensors: dict[str, torch.Tensor], metadata: dict[str, str] | None = None) -> None:

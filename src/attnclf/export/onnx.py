@@ -45,8 +45,8 @@ from ..models.base import model_device
 from ..models.windows import window_config
 from ..prediction import joined_text_columns, trained_text_column
 from ..rundir import (ENSEMBLE_FILE, atomic_write_bytes, atomic_write_json, first_missing_folder, folder_lock,
-                      prepare_output_dir, publish, refuse_if_held, refuse_multi_label, remove_empty_folders,
-                      temporary_beside)
+                      prepare_output_dir, refuse_if_held, refuse_multi_label, remove_empty_folders,
+                      written_atomically)
 from ..text.tokenizer import PAD_ID, UNK_ID
 from ..training.pretrain import PRETRAIN_FILE
 from .runtime import EXPORT_FORMAT_VERSION, OnnxClassifier, weights_fingerprint
@@ -375,16 +375,11 @@ def _quantize(directory: Path, fp32: OnnxClassifier, reference: np.ndarray, chec
     """Write model.int8.onnx (int8 weights, activations quantised on the fly) and measure what it changes."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    fd, tmp = temporary_beside(directory / "model.int8.onnx", suffix=".onnx")
-    os.close(fd)
-    try:
+    with written_atomically(directory / "model.int8.onnx", suffix=".onnx") as tmp:
         with _root_logger_quiet():  # (it advises shape pre-processing, a step that fails on dynamic axes)
             quantize_dynamic(directory / "model.onnx", tmp, weight_type=QuantType.QInt8)
         probabilities = OnnxClassifier(_session(Path(tmp)), fp32.tokenizer, fp32.label_names,
                                        fp32.config).predict_proba(check.texts)
-        publish(tmp, directory / "model.int8.onnx")
-    finally:
-        Path(tmp).unlink(missing_ok=True)
     return _difference(reference, probabilities) | {
         "texts": len(check),
         "accuracy": _accuracy(probabilities, check.labels),

@@ -15,7 +15,6 @@ load and encode as they did. Both kinds show their pieces the same way
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
 from dataclasses import InitVar, asdict, dataclass, field, fields
 from pathlib import Path
@@ -373,19 +372,13 @@ class Tokenizer:
 
     def save(self, path: str | Path) -> None:
         """Write ``path`` atomically: a reader sees the old file or the whole new one."""
-        from ..rundir import publish, temporary_beside
+        from ..rundir import written_atomically
 
-        path = Path(path)
-        fd, tmp = temporary_beside(path)
-        os.close(fd)
-        try:
+        with written_atomically(path) as tmp:
             try:
                 self.backend.save(tmp)
             except Exception as exc:  # tokenizers raises a bare Exception for a full disk or a file-size limit too
                 raise OSError(f"{path}: cannot write the tokenizer ({exc})") from None
-            publish(tmp, path)
-        finally:
-            Path(tmp).unlink(missing_ok=True)
 
     @classmethod
     def load(cls, path: str | Path, config: TokenizerConfig, words: int | None = None) -> "Tokenizer":
