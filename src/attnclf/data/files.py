@@ -402,14 +402,9 @@ def columns_refusal(path: str | Path, flag: str) -> str:
             f"labels {FASTTEXT_LABEL}NAME first), which has none: drop {flag}")
 
 
-def _columned(path: Path) -> bool:
-    """Whether ``path``'s texts and labels are in named columns: a data file, not one in fastText's format."""
-    return path.suffix.lower() in DATA_SUFFIXES
-
-
 def _in_label_column(path: str | Path, label_column: str) -> str:
     """Where a message says a label is, `` in column 'label'``: nowhere in a fastText file, which has no columns."""
-    return f" in column {label_column!r}" * _columned(Path(path))
+    return f" in column {label_column!r}" * is_data_file(path)
 
 
 def _refuse_repeated_columns(path: Path, columns: list[str], where: str) -> None:
@@ -480,7 +475,7 @@ def _checked_text(path: Path, where: str, values: tuple, text_columns: tuple[str
                       if isinstance(value, dict) and path.suffix.lower() in (".jsonl", ".json", ".ndjson") else "")
             raise DataError(f"{path}, {where}: text column {column!r} holds {shown(value)}, not text{pandas}")
         if problem := unicode_problem(value or ""):
-            raise DataError(f"{path}, {where}: the text{f' in column {column!r}' * _columned(path)} is {problem}")
+            raise DataError(f"{path}, {where}: the text{f' in column {column!r}' * is_data_file(path)} is {problem}")
     return TEXT_JOINER.join(value or "" for value in values)
 
 
@@ -664,8 +659,8 @@ def iter_records(
     # (where, label) of the first label: a JSON label written another way than it (true/false, a number or a string)
     # is a mistake in the file, not a class of its own
     first = None
-    # where a message says a text or label is: a fastText file has no columns to name
-    in_text, in_label = f" in {_named(columns)}" * _columned(path), _in_label_column(path, label_column)
+    fasttext = not is_data_file(path)  # (_rows refused any other file): its texts and labels have no columns to name
+    in_text, in_label = f" in {_named(columns)}" * (not fasttext), _in_label_column(path, label_column)
     for where, values, label, _ in _rows(path, columns, label_column):
         text = _checked_text(path, where, values, columns)
         if not text.strip():
@@ -676,7 +671,7 @@ def iter_records(
             except ValueError as exc:
                 raise DataError(f"{path}, {where}: {exc}{in_label}") from None
         else:
-            if not _columned(path):  # (fastText's labels are always a tuple: one name is a single label)
+            if fasttext:  # (its labels are always a tuple: one name is a single label)
                 if len(label) > 1:
                     raise DataError(f"{path}, {where}: {len(label)} labels ({first_few(label, most=5)}); a text with "
                                     f"several labels needs a run trained with --multi-label")
