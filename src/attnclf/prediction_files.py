@@ -105,7 +105,7 @@ def predict_file(model, path: str | Path, output: str | Path, *, text_column: Te
     if has_rows(path):
         rows = iter_rows(path, text_column or trained_text_column(model.config))
         return write_predictions(model, rows, output, source=path, noticed=noticed)
-    return predict_texts(model, read_texts(path), output, overwrite=overwrite, noticed=noticed, named=named)
+    return write_predictions(model, _text_rows(read_texts(path)), output, noticed=noticed)
 
 
 def predict_texts(model, texts: Iterable[str], output: str | Path, *, overwrite: bool = False,
@@ -117,8 +117,12 @@ def predict_texts(model, texts: Iterable[str], output: str | Path, *, overwrite:
     >>> # predict_texts(clf, ["a fine film", "not good"], "scored.jsonl")  # 2
     """
     output = check_output(output, None, overwrite, named)
-    rows = ((f"text {i + 1}", text, {"text": text}) for i, text in enumerate(texts))
-    return write_predictions(model, rows, output, noticed=noticed)
+    return write_predictions(model, _text_rows(texts), output, noticed=noticed)
+
+
+def _text_rows(texts: Iterable[str]) -> Iterator[tuple[str, str, dict]]:
+    """Texts given without a file as ``iter_rows``' rows: each its own ``text`` column."""
+    return ((f"text {i + 1}", text, {"text": text}) for i, text in enumerate(texts))
 
 
 def write_predictions(model, rows: Iterable[tuple[str, str, dict]], output: Path, *, source: str | Path | None = None,
@@ -128,7 +132,8 @@ def write_predictions(model, rows: Iterable[tuple[str, str, dict]], output: Path
 
     >>> # write_predictions(clf, iter_rows("in.csv"), Path("out.parquet"), source="in.csv")
     """
-    added = prediction_columns(model.label_names, getattr(model, "multi_label", False))
+    multi_label = getattr(model, "multi_label", False)
+    added = prediction_columns(model.label_names, multi_label)
     writer = _WRITERS[output.suffix.lower()]
     prepare_output_dir(output.parent)
     written = 0
@@ -137,11 +142,10 @@ def write_predictions(model, rows: Iterable[tuple[str, str, dict]], output: Path
         nonlocal written
         rows_left = iter(rows)
         while chunk := list(islice(rows_left, PREDICT_CHUNK)):
-            for where, _, columns in chunk:
+            for _, _, columns in chunk:
                 if clash := next((column for column in added if column in columns), None):
                     raise DataError(f"{source}: column {shown(clash)} is one predict --output writes "
-                                    f"({', '.join(added[:-len(model.label_names) - 2])}, {PROBABILITY}LABEL, "
-                                    f"unknown_tokens, tokens_read); rename it in the file")
+                                    f"({', '.join(prediction_columns(['LABEL'], multi_label))}); rename it in the file")
             predictions = model.predict([text for _, text, _ in chunk], tokens=False)
             records = []
             for (where, text, columns), prediction in zip(chunk, predictions):
