@@ -24,11 +24,12 @@ def compute_metrics(
 ) -> dict:
     """Everything a practitioner reads off a test set, as a JSON-ready dict.
 
-    Accuracy; precision/recall/F1 per class, macro and weighted; ROC AUC (binary,
-    or one-vs-rest macro); average precision, the area under the precision-recall curve (binary: class 1's; more
-    classes: one-vs-rest macro; per class too, one-vs-rest, null for a class without positive or negative texts); how far the probabilities can be taken at their word (log loss, and the expected
-    calibration error of the top label's confidence); TP/FP/TN/FN when binary (class 1 is positive); the
-    confusion matrix (rows true, columns predicted) and, unless ``report=False``, a text report.
+    Accuracy; precision/recall/F1 per class, macro and weighted; ROC AUC (binary, or one-vs-rest macro); average
+    precision, the area under the precision-recall curve (binary: class 1's; more classes: one-vs-rest macro; per
+    class too, one-vs-rest, null for a class without positive or negative texts); how far the probabilities can be
+    taken at their word (log loss, and the expected calibration error of the top label's confidence); TP/FP/TN/FN
+    when binary (class 1 is positive); the confusion matrix (rows true, columns predicted) and, unless
+    ``report=False``, a text report.
 
     >>> m = compute_metrics([0, 1, 1], np.array([[.9, .1], [.2, .8], [.6, .4]]), ["neg", "pos"])
     >>> round(m["accuracy"], 3), m["binary"]["fn"]

@@ -298,7 +298,9 @@ def _calibration(images: dict[str, bytes], labels, probabilities: np.ndarray, te
 
 
 def _multilabel_test_section(metrics: dict, test: TextDataset) -> str:
-    ranked = ("roc_auc", "average_precision") if "average_precision" in metrics else ("roc_auc",)  # (older runs: AUC)
+    # (runs scored before average precision was measured have the AUC alone)
+    ranked = {key: title for key, title in (("roc_auc", "ROC AUC"), ("average_precision", "average precision"))
+              if key in metrics}
     rows = [(name, f"{c['threshold']:.3f}", f"{c['precision']:.4f}", f"{c['recall']:.4f}", f"{c['f1']:.4f}",
              *("n/a" if c[key] is None else f"{c[key]:.4f}" for key in ranked), str(c["support"]))
             for name, c in metrics["per_class"].items()]
@@ -316,8 +318,7 @@ def _multilabel_test_section(metrics: dict, test: TextDataset) -> str:
     return (f"<section><h2>{_split_title(metrics)} ({len(test)} texts, multi-label)</h2>"
             '<p class="note">A label is predicted when its probability reaches its threshold, tuned on the '
             f"validation split to maximise that label's F1 (thresholds.json).{tuned_here}</p>"
-            + _table(["label", "threshold", "precision", "recall", "F1", "ROC AUC", "average precision"][:5 + len(ranked)]
-                     + ["support"], rows)
+            + _table(["label", "threshold", "precision", "recall", "F1", *ranked.values(), "support"], rows)
             + _table(None, summary)
             + '<p class="note">The confusion matrix, the ROC curve, the explained examples and the faithfulness '
               "measurements show one class per text; they are not drawn for a multi-label run.</p></section>")
