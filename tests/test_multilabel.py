@@ -333,6 +333,8 @@ def test_training_learns_label_sets_well_above_a_constant_guess(topic_run, topic
     assert f"<tr><td>average precision (macro over labels)</td><td>{metrics['average_precision']:.4f}</td></tr>" in page
     assert "<th>ROC AUC</th><th>average precision</th><th>support</th>" in page
     assert f"<td>{metrics['micro_average_precision']:.4f}</td><td></td></tr>" in page  # the micro average's row
+    # (the note of what is not drawn named the ROC curve alone once the precision-recall curve was added beside it)
+    assert "the ROC and precision-recall curves, the explained examples" in page
 
 
 def test_a_loaded_run_predicts_label_sets_at_its_tuned_thresholds(topic_run):

@@ -320,8 +320,9 @@ def _multilabel_test_section(metrics: dict, test: TextDataset) -> str:
             f"validation split to maximise that label's F1 (thresholds.json).{tuned_here}</p>"
             + _table(["label", "threshold", "precision", "recall", "F1", *ranked.values(), "support"], rows)
             + _table(None, summary)
-            + '<p class="note">The confusion matrix, the ROC curve, the explained examples and the faithfulness '
-              "measurements show one class per text; they are not drawn for a multi-label run.</p></section>")
+            + '<p class="note">The confusion matrix, the ROC and precision-recall curves, the explained examples and '
+              "the faithfulness measurements show one class per text; they are not drawn for a multi-label run.</p>"
+              "</section>")
 
 
 _WINDOWED_FAITHFULNESS = ("<section><h2>Faithfulness</h2><p>Not measured: the explanation methods whose "
