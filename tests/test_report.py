@@ -418,6 +418,21 @@ def test_the_precision_recall_figure_draws_each_class_against_its_share_of_the_t
         f"pos (AP {average_precision_score(y[:55] == 1, probabilities[:55, 1]):.3f})", "chance (pos: 27% of the texts)"]
 
 
+def test_a_class_has_one_colour_in_the_roc_and_precision_recall_figures_when_another_is_not_drawn():
+    # Class "a" has no test text, so neither figure draws it: the ROC figure gave "b" the first colour and the
+    # precision-recall figure the second, and the two figures side by side told "b" and "c" apart by other colours.
+    import numpy as np
+
+    y = np.array([1, 2, 1, 2, 2])
+    probabilities = np.random.default_rng(0).dirichlet(np.ones(3), size=5)
+    colours = []
+    for figure in (plots.roc_figure, plots.precision_recall_figure):
+        curves = [line for line in figure(y, probabilities, ["a", "b", "c"]).axes[0].get_lines()
+                  if line.get_linestyle() == "-"]
+        colours.append({line.get_label().split(" (")[0]: line.get_color() for line in curves})
+    assert colours[0] == colours[1] and list(colours[0]) == ["b vs rest", "c vs rest"]
+
+
 def test_the_deletion_legend_stays_off_the_bars():
     methods = ["attention", "rollout", "grad-input", "integrated-gradients", "occlusion"]
     ks = ["1", "3", "5", "10%"]

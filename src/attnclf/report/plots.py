@@ -12,7 +12,7 @@ b'\\x89PNG\\r\\n\\x1a\\n'
 from __future__ import annotations
 
 import io
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 from matplotlib import rc_context
@@ -132,19 +132,36 @@ def _class_legend(ax, classes: int, inside: str) -> None:
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="x-small")
 
 
+def _drawn_classes(y_true: np.ndarray, label_names: Sequence[str]) -> Iterator[tuple[str, int, np.ndarray, str]]:
+    """The classes a curve figure draws, as ``(colour, class, its texts as a mask, curve name)``: the positive class
+    (index 1) when binary, each class against the rest otherwise, skipping a class without both positive and
+    negative texts (its curve is undefined). The colour is the class's own, so that a class absent from the texts
+    shifts no other class's colour, and a class has the same one in every such figure.
+
+    >>> [(colour, c, name) for colour, c, _, name in _drawn_classes(np.array([1, 2, 1]), ["a", "b", "c"])]
+    [('C1', 1, 'b vs rest'), ('C2', 2, 'c vs rest')]
+    """
+    binary = len(label_names) == 2
+    for colour, c in enumerate([1] if binary else range(len(label_names))):
+        positives = y_true == c
+        if positives.any() and not positives.all():
+            yield f"C{colour}", c, positives, label_names[c] if binary else f"{label_names[c]} vs rest"
+
+
 def roc_figure(y_true: Sequence[int], probabilities: np.ndarray, label_names: Sequence[str]) -> Figure:
-    """ROC curve: the positive class (index 1) when binary, one-vs-rest per class otherwise."""
+    """ROC curve: the positive class (index 1) when binary, one-vs-rest per class otherwise (``_drawn_classes``).
+
+    >>> [line.get_label() for line in roc_figure([0, 1, 1], np.array([[.8, .2], [.3, .7], [.6, .4]]), ["n", "p"])
+    ...  .axes[0].get_lines()]
+    ['p (AUC 1.000)', 'chance']
+    """
     y_true = np.asarray(y_true)
     fig = _figure(*_curves_size(len(label_names)))
     ax = fig.subplots()
-    classes = [1] if len(label_names) == 2 else range(len(label_names))
-    for c in classes:
-        positives = y_true == c
-        if positives.all() or not positives.any():
-            continue  # undefined without both classes
+    for colour, c, positives, name in _drawn_classes(y_true, label_names):
         fpr, tpr, _ = roc_curve(positives, probabilities[:, c])
-        name = label_names[c] if len(label_names) == 2 else f"{label_names[c]} vs rest"
-        ax.plot(fpr, tpr, lw=1.8 if len(label_names) == 2 else 1.2, label=f"{name} (AUC {auc(fpr, tpr):.3f})")
+        ax.plot(fpr, tpr, color=colour, lw=1.8 if len(label_names) == 2 else 1.2,
+                label=f"{name} (AUC {auc(fpr, tpr):.3f})")
     ax.plot([0, 1], [0, 1], "--", color="grey", lw=1, label="chance")
     ax.set(xlabel="false positive rate", ylabel="true positive rate", title="ROC curve", xlim=(0, 1), ylim=(0, 1.01))
     _class_legend(ax, len(label_names), inside="lower right")
@@ -169,21 +186,17 @@ def precision_recall_figure(y_true: Sequence[int], probabilities: np.ndarray, la
     fig = _figure(*_curves_size(len(label_names)))
     ax = fig.subplots()
     chance_named = False
-    for colour, c in enumerate([1] if binary else range(len(label_names))):
-        positives = y_true == c
-        if positives.all() or not positives.any():
-            continue  # undefined without both classes
+    for colour, c, positives, name in _drawn_classes(y_true, label_names):
         precision, recall, _ = precision_recall_curve(positives, probabilities[:, c])
-        name = label_names[c] if binary else f"{label_names[c]} vs rest"
         area = average_precision(positives[:, None], probabilities[:, [c]])[0]
-        ax.plot(recall, precision, drawstyle="steps-post", color=f"C{colour}", lw=1.8 if binary else 1.2,
+        ax.plot(recall, precision, drawstyle="steps-post", color=colour, lw=1.8 if binary else 1.2,
                 label=f"{name} (AP {area:.3f})")
         share = positives.mean()
         # One legend entry says what the dashed lines are; binary, it names the class and its share too.
         chance = (f"chance ({label_names[c]}: {share:.0%} of the texts)" if binary else
                   "_" if chance_named else "chance (each class's share of the texts)")
         chance_named = True
-        ax.axhline(share, linestyle="--", color=f"C{colour}", lw=1, label=chance)
+        ax.axhline(share, linestyle="--", color=colour, lw=1, label=chance)
     ax.set(xlabel="recall", ylabel="precision", title="Precision-recall curve", xlim=(0, 1), ylim=(0, 1.01))
     _class_legend(ax, len(label_names), inside="lower left")
     ax.grid(alpha=0.3)
