@@ -370,6 +370,16 @@ def test_bad_experiment_input_is_one_line_before_any_training(tmp_path, capsys, 
     assert not (tmp_path / "new").exists()  # no folder left behind, nor the parents it would have made
 
 
+@pytest.mark.parametrize("seeds, message", [((1, 2, 1), "seeds names seed 1 twice; give each seed once"),
+                                            ((), "seeds names no seed"),
+                                            ((3, -1), "seeds must be at least 0 and below 4294967296, got -1")])
+def test_a_setup_from_python_refuses_seeds_an_experiment_cannot_use(seeds, message):
+    # Only the command line checked them: a repeat counted its cells twice in the spread, none was an IndexError.
+    with pytest.raises(AttnclfError) as exc:
+        Setup(DataSettings(dataset="synthetic"), seeds=seeds)
+    assert str(exc.value) == message
+
+
 def test_failed_experiment_settings_keep_an_empty_folder_the_user_made(tmp_path, capsys):
     (tmp_path / "mine").mkdir()  # reached through new/.., a folder that did not exist
     assert main(["compare", "--dataset", "synthetic", "--lr", "-1", "--output", str(tmp_path / "new" / ".." / "mine")]) == 2

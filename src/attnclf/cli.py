@@ -18,7 +18,7 @@ from dataclasses import fields, replace
 from pathlib import Path
 
 from . import __version__
-from .checks import BACKENDS, check_device_name, check_seed, check_threads, set_value
+from .checks import BACKENDS, check_device_name, check_threads, set_value
 from .errors import AttnclfError, is_out_of_memory, shown
 from .rundir import (check_output_folder, is_resumable, kept_earlier_models, member_folders, read_config,
                      refuse_if_held, unfinished_warning)
@@ -929,7 +929,7 @@ def _experiment_setup(args: argparse.Namespace):
     from .experiments import Setup
 
     return Setup(**_budget(args), model_config=_parse_overrides(args.set), seeds=_experiment_seeds(args.seeds),
-                 threads=args.threads)
+                 threads=args.threads, named=_flag)
 
 
 MAX_SEED_COUNT = 1000  # compare's and ablate's --seeds as a count: each seed trains every model again
@@ -937,8 +937,8 @@ MAX_SEED_COUNT = 1000  # compare's and ablate's --seeds as a count: each seed tr
 
 def _experiment_seeds(given: int | list[int]) -> tuple[int, ...]:
     """The seeds of compare's and ablate's ``--seeds``: one value is a count N (seeds 0 to N-1), two or more are the
-    seeds themselves, each once (as `train --seeds` takes them). ``given`` as parsed: the values typed, or the
-    default count, 3 (an int, so that the help's "default: 3" is argparse's own default).
+    seeds themselves (as `train --seeds` takes them; ``Setup`` checks them). ``given`` as parsed: the values typed, or
+    the default count, 3 (an int, so that the help's "default: 3" is argparse's own default).
 
     >>> _experiment_seeds(3), _experiment_seeds([3]), _experiment_seeds([3, 5])
     ((0, 1, 2), (0, 1, 2), (3, 5))
@@ -951,10 +951,7 @@ def _experiment_seeds(given: int | list[int]) -> tuple[int, ...]:
             raise AttnclfError(f"--seeds {given[0]} is a count: that many runs of each model; at most "
                                f"{MAX_SEED_COUNT} (two or more values are the seeds themselves: --seeds 3 4)")
         return tuple(range(given[0]))
-    repeated = next((seed for i, seed in enumerate(given) if seed in given[:i]), None)
-    if repeated is not None:  # its cells would count twice in the spread, as if they were seeds of their own
-        raise AttnclfError(f"--seeds names seed {repeated} twice; give each seed once")
-    return tuple(check_seed(seed, "--seeds") for seed in given)
+    return tuple(given)
 
 
 def _progress_log(args: argparse.Namespace):

@@ -19,11 +19,11 @@ import json
 import re
 import shlex
 import time
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import InitVar, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Callable, Sequence
 
-from ..checks import set_value
+from ..checks import by_field, check_seed, set_value
 from ..errors import AttnclfError, RunDirError
 from ..models import MODELS, build_model
 from ..recipes import earlier_file_recipes
@@ -47,6 +47,13 @@ class Setup:
     ``train``, ``tokenizer`` and ``model_config`` override the dataset's recipe
     (see ``settings_for``); ``model_config`` goes to every model that has the
     field, so ``{"d_model": 64}`` shrinks the Transformers and leaves ``boe`` be.
+    ``seeds`` are each run once per variant: one named twice would count its cells twice in the spread.
+
+    >>> Setup(DataSettings(dataset="synthetic"), seeds=[2, 0]).seeds
+    (2, 0)
+    >>> Setup(DataSettings(dataset="synthetic"), seeds=(0, 0))
+    Traceback (most recent call last):
+    attnclf.errors.AttnclfError: seeds names seed 0 twice; give each seed once
     """
 
     data: DataSettings
@@ -58,8 +65,17 @@ class Setup:
     device: str = "auto"
     threads: int | None = None  # torch threads; on a busy shared CPU 1 is fastest for small models
     throughput_texts: int = 1000  # test texts timed for inference speed
+    # Not a field: how the checks name a setting (the command line: by its flag, --seeds).
+    named: InitVar[Callable[[str], str] | None] = None
 
-    def __post_init__(self):
+    def __post_init__(self, named: Callable[[str], str] | None):
+        named = named or by_field
+        self.seeds = tuple(check_seed(seed, named("seeds")) for seed in self.seeds)
+        if not self.seeds:
+            raise AttnclfError(f"{named('seeds')} names no seed")
+        repeated = next((seed for i, seed in enumerate(self.seeds) if seed in self.seeds[:i]), None)
+        if repeated is not None:
+            raise AttnclfError(f"{named('seeds')} names seed {repeated} twice; give each seed once")
         self.data.check()
         if self.data.train_file and not self.data.test_file:  # (every named dataset has a test split)
             raise AttnclfError(f"{self.data.describe()} has no test texts: compare and ablate score every cell on "
