@@ -4,6 +4,7 @@ texts or texts to predict, so fastText's tutorial files (cooking.train, cooking.
 from __future__ import annotations
 
 import csv
+import io
 import json
 
 import pytest
@@ -41,7 +42,6 @@ def run(reviews, tmp_path_factory):
                  "--epochs", "10", "--lr", "0.01", "--min-frequency", "1", "--output", str(out), "--quiet",
                  "--no-report", "--threads", "1"]) == 0
     return out
-
 
 
 def one_line(exc: pytest.ExceptionInfo) -> str:
@@ -217,11 +217,11 @@ def test_a_validation_file_and_the_token_cache_read_fasttext_files(reviews, tmp_
         assert json.loads((out / "metrics.json").read_text())["num_examples"] == 16
 
 
-def test_explain_file_and_stdin_read_texts_without_their_labels(run, reviews, capsys, monkeypatch):
+def test_explain_s_file_and_predict_s_stdin_read_texts_without_their_labels(run, reviews, capsys, monkeypatch):
     assert main(["explain", str(run), "--file", str(reviews[1]), "--json"]) == 0
     explained = capsys.readouterr().out
     assert POSITIVE[0] in explained and "__label__" not in explained
-    monkeypatch.setattr("sys.stdin", type("Stdin", (), {"buffer": reviews[1].open("rb")})())
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(reviews[1].read_bytes())))  # (nothing left open)
     assert main(["predict", str(run), "--file", "-"]) == 0
     records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert records[0]["text"] == POSITIVE[0] and records[0]["label"] == "pos"
