@@ -445,7 +445,6 @@ def test_the_deletion_legend_stays_off_the_bars():
     assert legend.x1 <= fig.get_window_extent(renderer).x1  # and inside the picture
 
 
-
 @pytest.mark.parametrize("figure", ["roc_figure", "precision_recall_figure"])
 def test_many_classes_keep_their_legend_beside_the_curves(figure):
     # 20 newsgroups' legend inside the axes, tall as the plot, hid half the curves; a few classes keep it inside.
@@ -461,6 +460,7 @@ def test_many_classes_keep_their_legend_beside_the_curves(figure):
         legend, plot_area = ax.get_legend().get_window_extent(renderer), ax.get_window_extent(renderer)
         assert (legend.x0 >= plot_area.x1) == beside, classes
         assert legend.x1 <= fig.get_window_extent(renderer).x1  # inside the picture
+
 
 # ---------------------------------------------------------------- in a real browser
 
