@@ -1153,7 +1153,8 @@ def _add_device_arg(p: argparse.ArgumentParser) -> None:
 
 
 STEPS_HELP = ("integrated gradients' Gauss-Legendre nodes on the path, 1 to 1024 (default: auto, 16, then halving "
-              "the pieces of the path still off until within 1%% completeness or 1,008 gradients are spent)")
+              "the pieces of the path still off until within 1%% completeness and each token's estimated error "
+              "within 3%% of the largest score, or 1,008 gradients are spent)")
 INFERENCE_BF16_HELP = ("predict under bfloat16 autocast: faster on CPUs with AVX-512 BF16 or AMX, probabilities "
                        "within about 1e-3 of float32")
 INFERENCE_THREADS_HELP = (
