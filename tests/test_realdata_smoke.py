@@ -45,3 +45,12 @@ def test_the_file_recipe_learns_a_users_csv_of_real_sentences(shared_data_dir, t
     assert metrics["num_examples"] == 1000
     # Chance is about 0.5. Measured 0.763 here (2026-11-27); the first 600 of these test sentences read 0.768.
     assert metrics["accuracy"] >= 0.72
+    # Then the practitioner's next step: label an unlabelled file of theirs, every row kept beside its prediction.
+    # GLUE's SST-2 test.tsv (index, sentence; no labels), as one would for a leaderboard submission.
+    predictions = tmp_path / "predictions.tsv"
+    assert main(["predict", str(out), "--file", str(shared_data_dir / "sst2" / "SST-2" / "test.tsv"),
+                 "--text-column", "sentence", "--output", str(predictions), "--threads", "1"]) == 0
+    with open(predictions, newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle, delimiter="\t"))
+    assert [row["index"] for row in rows] == [str(i) for i in range(1821)]
+    assert {row["predicted_label"] for row in rows} == {"negative", "positive"}
