@@ -679,22 +679,20 @@ class _UnknownTokenNotes:
     ``NOTED_TEXTS`` texts past a quarter of their tokens unknown, then how many more."""
 
     def __init__(self):
-        self.noted = 0
+        from .prediction import NOTED_TEXTS, unknown_tokens_note  # (once, not per answer)
+
+        self.noted, self.shown_at_most, self.note_for = 0, NOTED_TEXTS, unknown_tokens_note
 
     def __call__(self, text: str, prediction) -> None:
-        from .prediction import NOTED_TEXTS, unknown_tokens_note
-
-        if note := unknown_tokens_note(prediction.unknown_tokens, prediction.tokens_read):
+        if note := self.note_for(prediction.unknown_tokens, prediction.tokens_read):
             self.noted += 1
-            if self.noted <= NOTED_TEXTS:
+            if self.noted <= self.shown_at_most:
                 print(f"note: {shown(text)}: {note}", file=sys.stderr)
 
     def count_the_rest(self) -> None:
-        from .prediction import NOTED_TEXTS
-
-        if self.noted > NOTED_TEXTS:
-            print(f"note: and {self.noted - NOTED_TEXTS:,} more texts past a quarter of their tokens unknown: see "
-                  f"each answer's unknown_tokens and tokens_read", file=sys.stderr)
+        if self.noted > self.shown_at_most:
+            print(f"note: and {self.noted - self.shown_at_most:,} more texts past a quarter of their tokens unknown: "
+                  f"see each answer's unknown_tokens and tokens_read", file=sys.stderr)
 
 # predict's and explain's --file. A plain file's blank lines are skipped, so its answers can be fewer than its lines:
 # each answer carries its text. A data file's empty row is answered.

@@ -268,7 +268,7 @@ def _parquet_schema(pa, source, records: list[dict], added: list[str]):
     import pyarrow.parquet as pq
 
     predicted_types = {"confidence": pa.float64(), "unknown_tokens": pa.int64(), "tokens_read": pa.int64(),
-                    "predicted_label": pa.string(), "predicted_labels": pa.list_(pa.string())}
+                       "predicted_label": pa.string(), "predicted_labels": pa.list_(pa.string())}
     predicted = [pa.field(name, predicted_types.get(name, pa.float64())) for name in added]
     if source is not None and Path(source).suffix.lower() == ".parquet":
         read = pq.read_schema(source)

@@ -20,7 +20,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.text import Text
 from matplotlib.ticker import MaxNLocator
-from sklearn.metrics import auc, precision_recall_curve, roc_curve
+from sklearn.metrics import auc, average_precision_score, precision_recall_curve, roc_curve
 
 DPI = 100
 # The Keras-blog seed's metric history: what history.jsonl records per epoch besides loss and accuracy.
@@ -179,8 +179,6 @@ def precision_recall_figure(y_true: Sequence[int], probabilities: np.ndarray, la
     >>> [line.get_label() for line in fig.axes[0].get_lines()]
     ['p (AP 1.000)', 'chance (p: 50% of the texts)']
     """
-    from ..evaluation.metrics import average_precision
-
     y_true = np.asarray(y_true)
     binary = len(label_names) == 2
     fig = _figure(*_curves_size(len(label_names)))
@@ -188,9 +186,8 @@ def precision_recall_figure(y_true: Sequence[int], probabilities: np.ndarray, la
     chance_named = False
     for colour, c, positives, name in _drawn_classes(y_true, label_names):
         precision, recall, _ = precision_recall_curve(positives, probabilities[:, c])
-        area = average_precision(positives[:, None], probabilities[:, [c]])[0]
         ax.plot(recall, precision, drawstyle="steps-post", color=colour, lw=1.8 if binary else 1.2,
-                label=f"{name} (AP {area:.3f})")
+                label=f"{name} (AP {average_precision_score(positives, probabilities[:, c]):.3f})")
         share = positives.mean()
         # One legend entry says what the dashed lines are; binary, it names the class and its share too.
         chance = (f"chance ({label_names[c]}: {share:.0%} of the texts)" if binary else
