@@ -493,3 +493,40 @@ def test_an_export_given_where_a_run_belongs_is_named_as_one(exported, command, 
                                        f"--backend onnx`, `attnclf serve {exported} --backend onnx`) or "
                                        f"OnnxClassifier.load; give the other commands the run it came from\n")
 
+
+
+def test_an_export_refuses_a_graph_or_tokenizer_that_is_not_the_one_exported(exported, demo_run, tmp_path):
+    # Exports travel as folders; a model.onnx or tokenizer.json copied in from another export would answer in
+    # ids the other model never learned, silently, whenever the vocabulary sizes agree.
+    manifest = json.loads((exported / "export.json").read_text())
+    assert manifest["files_sha256"] == {name: hashlib.sha256((exported / name).read_bytes()).hexdigest()
+                                        for name in ("model.onnx", "model.int8.onnx", "tokenizer.json")}
+    mixed = tmp_path / "mixed"
+    shutil.copytree(exported, mixed)
+    OnnxClassifier.load(mixed)  # a copy of the whole folder is the same export
+    graph = mixed / "model.onnx"
+    shutil.copy(exported / "model.int8.onnx", graph)  # a loadable graph of the same vocabulary, not the one exported
+    with pytest.raises(RunDirError, match=f"^{graph} is not the file exported with {mixed / 'export.json'} "
+                                          r"\(its sha256 differs\): export again"):
+        OnnxClassifier.load(mixed)
+    OnnxClassifier.load(mixed, int8=True)  # (the int8 graph itself loads)
+    shutil.copy(exported / "model.onnx", graph)
+    tokenizer = json.loads((mixed / "tokenizer.json").read_text())
+    tokenizer["model"]["vocab"] = dict(reversed(list(tokenizer["model"]["vocab"].items())))  # same size, other ids
+    (mixed / "tokenizer.json").write_text(json.dumps(tokenizer))
+    with pytest.raises(RunDirError, match=f"^{mixed / 'tokenizer.json'} is not the file exported"):
+        OnnxClassifier.load(mixed)
+
+
+def test_an_export_from_before_its_files_were_fingerprinted_still_loads(exported, tmp_path):
+    older = tmp_path / "older"
+    shutil.copytree(exported, older)
+    manifest = json.loads((older / "export.json").read_text())
+    del manifest["files_sha256"]
+    (older / "export.json").write_text(json.dumps(manifest))
+    np.testing.assert_array_equal(OnnxClassifier.load(older).predict_proba(TEXTS[:7]),
+                                  OnnxClassifier.load(exported).predict_proba(TEXTS[:7]))
+    manifest["files_sha256"] = {"model.onnx": 3}
+    (older / "export.json").write_text(json.dumps(manifest))
+    with pytest.raises(RunDirError, match="files_sha256 must be a JSON object of file names and sha256 digests"):
+        OnnxClassifier.load(older)

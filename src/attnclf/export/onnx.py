@@ -44,8 +44,8 @@ from ..models.attention import MultiHeadSelfAttention
 from ..models.base import model_device
 from ..models.windows import window_config
 from ..prediction import joined_text_columns, trained_text_column
-from ..rundir import (ENSEMBLE_FILE, atomic_write_bytes, atomic_write_json, first_missing_folder, folder_lock,
-                      prepare_output_dir, refuse_if_held, refuse_multi_label, remove_empty_folders,
+from ..rundir import (ENSEMBLE_FILE, atomic_write_bytes, atomic_write_json, file_sha256, first_missing_folder,
+                      folder_lock, prepare_output_dir, refuse_if_held, refuse_multi_label, remove_empty_folders,
                       written_atomically)
 from ..text.tokenizer import PAD_ID, UNK_ID
 from ..training.pretrain import PRETRAIN_FILE
@@ -314,6 +314,9 @@ def _publish_checked(clf: Classifier, weights_sha256: str, graph: bytes, run_dir
         }
         if quantize:
             manifest["int8"] = _quantize(staging, fp32, reference, check)
+        # (labels.json is left out: renaming a class there is an edit users make, and its count is checked on load)
+        manifest["files_sha256"] = {name: file_sha256(staging / name) for name in
+                                    ("model.onnx", "model.int8.onnx", "tokenizer.json") if (staging / name).exists()}
         # The manifest goes first and comes back last: files without it are no export, never a mismatched one.
         (directory / "export.json").unlink(missing_ok=True)
         (directory / "model.int8.onnx").unlink(missing_ok=True)

@@ -11,8 +11,9 @@ model.int8.onnx   the same graph with int8 dynamic quantisation (only with --qua
 tokenizer.json    the run's tokenizer (Hugging Face tokenizers format)
 labels.json       label names in class-index order
 export.json       what was exported from where (and a sha256 of those weights), the tokenizer settings, and the
-                  measured parity; loaded from inside its run, an export of weights the run has since replaced
-                  (`train --resume`) is refused
+                  measured parity, and the sha256 of each graph and the tokenizer (a file copied in from
+                  another export is refused); loaded from inside its run, an export of weights the run has
+                  since replaced (`train --resume`) is refused
 ```
 
 >>> # from attnclf.export import OnnxClassifier
@@ -99,6 +100,15 @@ def _check_current(directory: Path, config: dict) -> None:
                           f"be the run's; export it again: `attnclf export {run_dir} --format onnx`")
 
 
+def _check_exported(file: Path, config: dict) -> None:
+    """Refuse ``file`` unless it is the one exported beside this export.json: a graph or tokenizer copied in from
+    another export would be read in ids its partner never learned, silently whenever the vocabulary sizes agree."""
+    recorded = config.get("files_sha256", {}).get(file.name)
+    if recorded is not None and file_sha256(file) != recorded:
+        raise RunDirError(f"{file} is not the file exported with {file.parent / 'export.json'} (its sha256 differs): "
+                          f"export again (`attnclf export RUN --format onnx`) rather than mixing the files of two")
+
+
 def read_manifest(directory: Path) -> dict:
     """An export's export.json, refused in one line naming it and its field unless it is of this format and holds
     what its readers rely on (its tokenizer settings are checked as they are read, ``TokenizerConfig.from_dict``).
@@ -121,6 +131,11 @@ def read_manifest(directory: Path) -> dict:
     column = manifest.get("text_column", "text")
     if not (isinstance(column, str) or isinstance(column, list) and column and all(isinstance(c, str) for c in column)):
         raise RunDirError(f"{path}: text_column must be a column's name or a list of them, got {shown(column)}")
+    fingerprints = manifest.get("files_sha256", {})  # (exports from before 2026-11-28 record none)
+    if not (isinstance(fingerprints, dict) and all(isinstance(name, str) and isinstance(digest, str)
+                                                   for name, digest in fingerprints.items())):
+        raise RunDirError(f"{path}: files_sha256 must be a JSON object of file names and sha256 digests, got "
+                          f"{shown(fingerprints)}")
     joined = manifest.get("text_columns")
     if joined is not None and not (isinstance(joined, dict) and isinstance(joined.get("joined_by"), str) and
                                    isinstance(joined.get("names"), list) and
@@ -189,6 +204,8 @@ class OnnxClassifier:
             session = onnxruntime.InferenceSession(str(graph), options, providers=["CPUExecutionProvider"])
         except Exception as exc:  # onnxruntime raises its own exception types for corrupt graphs
             raise RunDirError(f"{graph}: not a loadable ONNX graph ({str(exc).splitlines()[0]})") from None
+        for file in (graph, directory / "tokenizer.json"):
+            _check_exported(file, config)
         tokenizer = Tokenizer.load(directory / "tokenizer.json",
                                    TokenizerConfig.from_dict(config.get("tokenizer"), directory / "export.json"),
                                    words=config["model"].get("vocab_size"))
