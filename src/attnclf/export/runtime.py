@@ -204,11 +204,11 @@ class OnnxClassifier:
             session = onnxruntime.InferenceSession(str(graph), options, providers=["CPUExecutionProvider"])
         except Exception as exc:  # onnxruntime raises its own exception types for corrupt graphs
             raise RunDirError(f"{graph}: not a loadable ONNX graph ({str(exc).splitlines()[0]})") from None
-        for file in (graph, directory / "tokenizer.json"):
-            _check_exported(file, config)
+        _check_exported(graph, config)
         tokenizer = Tokenizer.load(directory / "tokenizer.json",
                                    TokenizerConfig.from_dict(config.get("tokenizer"), directory / "export.json"),
                                    words=config["model"].get("vocab_size"))
+        _check_exported(directory / "tokenizer.json", config)  # (after the size check: its message says more)
         classes = session.get_outputs()[0].shape[-1]  # (the logits' width is fixed in the graph)
         labels = check_label_names(read_json(directory / "labels.json"), classes, directory / "labels.json")
         # Exports from before it was recorded: the run they came from says, if they are in its folder (onnx/, where
