@@ -169,7 +169,8 @@ def test_predict_and_explain_read_the_text_column_of_a_data_file(csv_run, tmp_pa
     assert main(["predict", str(csv_run), "--file", str(renamed), "--text-column", "review"]) == 0
     assert json.loads(capsys.readouterr().out)["text"] == "a wonderful story"
     err = run_error(["predict", str(csv_run), "--file", str(renamed)], capsys)
-    assert err == f"attnclf: error: {renamed}: no text column 'text'; the columns are: 'review', 'id'"
+    assert err == (f"attnclf: error: {renamed}: no text column 'text'; the columns are: 'review', 'id' (say which "
+                   f"holds the texts: --text-column NAME, text_column= in Python)")
     assert main(["predict", str(csv_run), "", "--file", str(renamed), "--text-column", "review"]) == 0  # "" skipped
     assert len(capsys.readouterr().out.splitlines()) == 1
     empty = write_csv(tmp_path / "empty.csv", [], header="review,id")  # a day with nothing to score

@@ -938,7 +938,11 @@ def test_a_test_label_that_spells_a_training_label_otherwise_says_how_training_s
         ("a.csv", None, ("text", "label"), r"a.csv: no such file"),
         ("e.csv", "", ("text", "label"), r"e.csv: empty file"),
         ("h.csv", "text,label\n", ("text", "label"), r"h.csv: empty file, no data rows"),
-        ("c.csv", "review,stars\nok,1\n", ("text", "stars"), r"c.csv: no text column 'text'; the columns are: 'review', 'stars'"),
+        ("c.csv", "review,stars\nok,1\n", ("text", "stars"), r"c.csv: no text column 'text'; the columns are: 'review', 'stars' "
+         r"\(say which holds the texts: --text-column NAME, text_column= in Python\)$"),
+        ("s.csv", "text,stars\nok,1\n", ("text", "label"), r"s.csv: no label column 'label'; the columns are: 'text', 'stars' "
+         r"\(say which holds the labels: --label-column NAME, label_column= in Python\)$"),
+        ("g.csv", "text,stars\nok,1\n", ("text", "grade"), r"g.csv: no label column 'grade'; the columns are: 'text', 'stars'$"),
         ("t.tsv", "text\tlabel\nok\t1\n   \t0\n", ("text", "label"), r"t.tsv, line 3: empty text in column 'text'"),
         ("l.csv", "text,label\nok,1\nfine,\n", ("text", "label"), r"l.csv, line 3: missing label in column 'label'"),
         ("n.csv", "text,label\nok,pos\nfine, NaN\n", ("text", "label"), r"n.csv, line 3: missing label \('NaN'\) in column 'label'"),
@@ -955,7 +959,8 @@ def test_a_test_label_that_spells_a_training_label_otherwise_says_how_training_s
         ("j.jsonl", '{"text": "a", "label": 1}\n{"text": "b", "label": 0,}\n', ("text", "label"), r"j.jsonl, line 2: malformed JSON"),
         ("r.json", '[{"text": "a", "label": 1}]\n', ("text", "label"), r"r.json, line 1: expected a JSON object, got list; this is a JSON array"),
         ("p.json", '[\n  {"text": "a", "label": 1}\n]\n', ("text", "label"), r"p.json, line 1: malformed JSON: .*; this is a JSON array"),
-        ("k.jsonl", '{"text": "a", "label": 1}\n{"body": "b", "label": 0}\n', ("text", "label"), r"k.jsonl, line 2: no text column 'text'; this line has: 'body', 'label'"),
+        ("k.jsonl", '{"text": "a", "label": 1}\n{"body": "b", "label": 0}\n', ("text", "label"), r"k.jsonl, line 2: no text column 'text'; this line has: 'body', 'label'$"),
+        ("k1.jsonl", '{"body": "b", "label": 0}\n', ("text", "label"), r"k1.jsonl, line 1: no text column 'text'; this line has: 'body', 'label' \(say which holds the texts: --text-column NAME"),
         ("m.jsonl", '{"text": "a", "label": 1}\n{"text": "b", "label": null}\n', ("text", "label"), r"m.jsonl, line 2: missing label"),
         ("v.jsonl", '{}\n', ("text", "label"), r"v.jsonl, line 1: no text column 'text'; this line has no columns$"),
         # Valid JSON that Python's decoder refuses: nesting past its recursion limit, integers past 4,300 digits.
@@ -987,7 +992,7 @@ def test_a_test_label_that_spells_a_training_label_otherwise_says_how_training_s
          r"'text'; the columns are: 'id', 'What did you think of it\?' \(the first line is read as the header naming "
          r"the columns: if it is a row of data, add a header line\)$"),
         ("header.csv", "id,title,body\n3,a,b\n", ("text", "label"), r"header.csv: no text column 'text'; the columns are: "
-         r"'id', 'title', 'body'$"),
+         r"'id', 'title', 'body' \(say which holds the texts: --text-column NAME, text_column= in Python\)$"),
         # A column named but for its case or the spaces around it ("text, label" typed by hand; pandas' "Label") is
         # pointed at: its quotes alone show a space, and only at the end of a long list.
         ("sp.csv", "text, label\nok, 1\n", ("text", "label"), r"sp.csv: no label column 'label'; the columns are: "

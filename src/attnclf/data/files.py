@@ -171,6 +171,20 @@ def _fasttext_named_as_data(path: Path, first_line: str) -> str:
             f"{path.suffix} suffix; rename it, e.g. {path.with_suffix('.txt').name})")
 
 
+def _default_named(column: str, role: str) -> str:
+    """A hint for a file without the column of the default name for ``role`` ("text", "label"), which a user who
+    named no column meets first: how to name the file's own; else "".
+
+    >>> _default_named("text", "text")
+    ' (say which holds the texts: --text-column NAME, text_column= in Python)'
+    >>> _default_named("review", "text")
+    ''
+    """
+    if column != role:  # (a column the user named: they know the flag)
+        return ""
+    return f" (say which holds the {role}s: --{role}-column NAME, {role}_column= in Python)"
+
+
 def _missing_column(path: Path, column: str, columns: list[str], role: str) -> DataError:
     hint = _near_miss(column, columns)
     if len(columns) == 1 and path.suffix.lower() in (".csv", ".tsv"):
@@ -185,6 +199,7 @@ def _missing_column(path: Path, column: str, columns: list[str], role: str) -> D
     if columns and isinstance(columns[0], str) and path.suffix.lower() in (".csv", ".tsv"):
         # (before any hint on its separators or header: a fastText line has commas and reads as data)
         hint = _fasttext_named_as_data(path, columns[0]) or hint
+    hint = hint or _default_named(column, role)
     return DataError(f"{path}: no {role} column {column!r}; the columns are: {first_few(columns, most=COLUMNS_NAMED)}"
                      f"{hint}")
 
@@ -281,9 +296,10 @@ def _jsonl_rows(path: Path, text_columns: tuple[str, ...], label_column: str | N
             raise DataError(f"{path}, line {number}: {problem}")
         for column, role in _wanted(text_columns, label_column):
             if column not in record:
+                # (on a later line the file's rows just differ: the first line told the columns)
+                hint = _near_miss(column, record) or (_default_named(column, role) if number == 1 and record else "")
                 raise DataError(f"{path}, line {number}: no {role} column {column!r}; this line has"
-                                f"{': ' + first_few(record, most=COLUMNS_NAMED) if record else ' no columns'}"
-                                f"{_near_miss(column, record)}")
+                                f"{': ' + first_few(record, most=COLUMNS_NAMED) if record else ' no columns'}{hint}")
         yield (f"line {number}", tuple(record[column] for column in text_columns), record.get(label_column),
                record if whole else None)
 
