@@ -139,6 +139,45 @@ def test_an_existing_output_is_refused_unless_overwrite_and_the_input_always(run
     assert err == f"{tmp_path} is a folder; give --output a file name"
 
 
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
+@pytest.mark.parametrize("hard_links", [True, False])
+def test_a_file_written_at_the_output_during_the_run_is_kept_unless_overwrite(run, tmp_path, capsys, monkeypatch,
+                                                                              cli_error, suffix, hard_links):
+    # The output was checked before the run, then the finished file renamed over whatever was there by then: a file
+    # another process wrote at that name meanwhile was replaced without --overwrite.
+    import errno
+    import os
+
+    from attnclf import prediction_files
+
+    if not hard_links:  # (FAT and some network mounts make none: the output is looked for once more, then renamed)
+        def no_hard_links(source, destination, **kwargs):
+            raise PermissionError(errno.EPERM, os.strerror(errno.EPERM), source, None, destination)
+
+        monkeypatch.setattr(os, "link", no_hard_links)
+    output = tmp_path / "out" / f"scored{suffix}"
+    write_rows, theirs = prediction_files._WRITERS[suffix], []
+
+    def another_process_may_write_the_output_meanwhile(tmp, *args):
+        write_rows(tmp, *args)
+        for text in theirs:
+            output.write_text(text)
+
+    monkeypatch.setitem(prediction_files._WRITERS, suffix, another_process_may_write_the_output_meanwhile)
+    ours = ("text,predicted_label,", '{"text": "i loved it"')
+    assert main(["predict", str(run), "i loved it", "--output", str(output)]) == 0
+    assert output.read_text().startswith(ours) and list(output.parent.iterdir()) == [output]
+    capsys.readouterr()
+    output.unlink()
+    theirs.append("theirs\n")
+    err = cli_error(["predict", str(run), "i loved it", "--output", str(output)])
+    assert err == f"{output} was written by another process while predicting; give --overwrite to replace it"
+    assert output.read_text() == "theirs\n" and list(output.parent.iterdir()) == [output]
+    output.unlink()
+    assert main(["predict", str(run), "i loved it", "--output", str(output), "--overwrite"]) == 0
+    assert output.read_text().startswith(ours) and list(output.parent.iterdir()) == [output]
+
+
 def test_an_output_suffix_not_written_is_refused_listing_those_that_are(run, tmp_path, capsys, cli_error):
     output = tmp_path / "out.xlsx"
     err = cli_error(["predict", str(run), "i loved it", "--output", str(output)])

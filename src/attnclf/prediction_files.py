@@ -104,8 +104,9 @@ def predict_file(model, path: str | Path, output: str | Path, *, text_column: Te
     output = check_output(output, path, overwrite, named)
     if has_rows(path):
         rows = iter_rows(path, text_column or trained_text_column(model.config))
-        return write_predictions(model, rows, output, source=path, noticed=noticed)
-    return write_predictions(model, _text_rows(read_texts(path)), output, noticed=noticed)
+        return write_predictions(model, rows, output, source=path, overwrite=overwrite, noticed=noticed, named=named)
+    return write_predictions(model, _text_rows(read_texts(path)), output, overwrite=overwrite, noticed=noticed,
+                             named=named)
 
 
 def predict_texts(model, texts: Iterable[str], output: str | Path, *, overwrite: bool = False,
@@ -117,7 +118,7 @@ def predict_texts(model, texts: Iterable[str], output: str | Path, *, overwrite:
     >>> # predict_texts(clf, ["a fine film", "not good"], "scored.jsonl")  # 2
     """
     output = check_output(output, None, overwrite, named)
-    return write_predictions(model, _text_rows(texts), output, noticed=noticed)
+    return write_predictions(model, _text_rows(texts), output, overwrite=overwrite, noticed=noticed, named=named)
 
 
 def _text_rows(texts: Iterable[str]) -> Iterator[tuple[str, str, dict]]:
@@ -126,9 +127,12 @@ def _text_rows(texts: Iterable[str]) -> Iterator[tuple[str, str, dict]]:
 
 
 def write_predictions(model, rows: Iterable[tuple[str, str, dict]], output: Path, *, source: str | Path | None = None,
-                      noticed: Callable[[str, Prediction | LabelSetPrediction], None] | None = None) -> int:
+                      overwrite: bool = False,
+                      noticed: Callable[[str, Prediction | LabelSetPrediction], None] | None = None,
+                      named: Callable[[str], str] = by_field) -> int:
     """Write ``rows`` (``(where, text, columns)``, as ``iter_rows`` reads them from ``source``), each with its
-    prediction's columns, into ``output`` (checked already: ``check_output``), atomically; the rows written.
+    prediction's columns, into ``output`` (checked already: ``check_output``), atomically; the rows written. Unless
+    ``overwrite``, a file another process writes at ``output`` meanwhile is kept: a one-line error.
 
     >>> # write_predictions(clf, iter_rows("in.csv"), Path("out.parquet"), source="in.csv")
     """
@@ -155,8 +159,14 @@ def write_predictions(model, rows: Iterable[tuple[str, str, dict]], output: Path
             written += len(records)
             yield records
 
-    with written_atomically(output) as tmp:
-        writer(tmp, chunks(), added, source)
+    try:
+        with written_atomically(output, replace=overwrite) as tmp:
+            writer(tmp, chunks(), added, source)
+    except FileExistsError as exc:
+        if exc.filename != str(output):  # (only the final step's, which names the output: anything else is not ours)
+            raise
+        raise AttnclfError(f"{output} was written by another process while predicting; give {named('overwrite')} to "
+                           f"replace it") from None
     return written
 
 

@@ -68,9 +68,11 @@ _CANNOT_SYNC = {errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP}  # what fsync say
 _FOLDER_CANNOT_SYNC = _CANNOT_SYNC | {errno.EACCES, errno.EPERM, errno.EBADF}
 
 
-def publish(tmp: str | Path, path: Path) -> None:
+def publish(tmp: str | Path, path: Path, replace: bool = True) -> None:
     """Atomically move a finished temporary file onto ``path``, with the permissions a new file would get
-    (``mkstemp`` makes it owner-only; reports and exports are meant to be shared).
+    (``mkstemp`` makes it owner-only; reports and exports are meant to be shared). Unless ``replace``, a file at
+    ``path`` (another process's, written since the caller checked) is kept: FileExistsError naming ``path``, and
+    ``tmp`` is left for the caller to delete.
 
     Its bytes reach the disk before its name does, and its name before the caller goes on: a checkpoint's state.json
     names its new tensor file and the older one is then deleted, so after a power cut neither may be a name without
@@ -79,8 +81,28 @@ def publish(tmp: str | Path, path: Path) -> None:
     """
     _sync(tmp, os.O_RDWR, path)  # (Windows refuses to fsync a read-only descriptor)
     _as_new(tmp, 0o666)
-    os.replace(tmp, path)
+    if replace:
+        os.replace(tmp, path)
+    else:
+        _publish_new(tmp, path)
     _sync_folder(path)
+
+
+def _publish_new(tmp: str | Path, path: Path) -> None:
+    """Rename ``tmp`` to ``path`` only if no file is there: a hard link is made only under a free name, in one step,
+    where a rename replaces whatever it finds."""
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), str(path)) from None
+    except OSError:
+        # A filesystem without hard links (FAT, exFAT, some network and FUSE mounts): check, then rename. This
+        # cannot guarantee the same: a file written at ``path`` between the check and the rename is still replaced.
+        if os.path.lexists(path):
+            raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), str(path)) from None
+        os.replace(tmp, path)
+    else:
+        os.unlink(tmp)
 
 
 def _sync_folder(path: Path) -> None:
@@ -175,10 +197,11 @@ def naming(path: str | Path, written: str | Path | None = None) -> Iterator[None
 
 
 @contextmanager
-def written_atomically(path: str | Path, suffix: str = ".tmp") -> Iterator[str]:
+def written_atomically(path: str | Path, suffix: str = ".tmp", replace: bool = True) -> Iterator[str]:
     """The name of a temporary file beside ``path`` (ending in ``suffix``, for a library that picks a format by it)
     for the block to write (by a library that opens files by name), published as ``path`` when the block ends;
-    deleted if it raises, ``path`` then left as it was.
+    deleted if it raises, ``path`` then left as it was. Unless ``replace``, a file found at ``path`` by then is kept
+    and the temporary file deleted: FileExistsError naming ``path`` (``publish``).
 
     >>> # with written_atomically("scored.parquet") as tmp:
     >>> #     pyarrow.parquet.write_table(table, tmp)
@@ -189,7 +212,7 @@ def written_atomically(path: str | Path, suffix: str = ".tmp") -> Iterator[str]:
     try:
         with naming(path, tmp):
             yield tmp
-        publish(tmp, path)
+        publish(tmp, path, replace)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
