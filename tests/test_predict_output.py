@@ -121,6 +121,12 @@ def test_an_input_column_named_as_a_prediction_column_is_refused(run, tmp_path, 
     assert err == (f"{source}: column 'confidence' is one predict --output writes (predicted_label, confidence, "
                    f"probability:LABEL, unknown_tokens, tokens_read); rename it in the file")
     assert not output.exists()
+    # A JSON line names its own columns: the message named only the file, leaving a reader to search a million lines.
+    source = tmp_path / "in.jsonl"
+    source.write_text('{"text": "i loved it"}\n\n{"text": "i hated it", "probability:pos": 0.9}\n', encoding="utf-8")
+    err = cli_error(["predict", str(run), "--file", str(source), "--output", str(output)])
+    assert err.startswith(f"{source}, line 3: column 'probability:pos' is one predict --output writes (")
+    assert not output.exists()
 
 
 def test_an_existing_output_is_refused_unless_overwrite_and_the_input_always(run, tmp_path, capsys, cli_error):

@@ -140,15 +140,19 @@ def write_predictions(model, rows: Iterable[tuple[str, str, dict]], output: Path
     added = prediction_columns(model.label_names, multi_label)
     writer = _WRITERS[output.suffix.lower()]
     prepare_output_dir(output.parent)
+    # A CSV / TSV header or a Parquet schema names a column once for all rows; a JSON line names its own, so a
+    # clash there is told by its line.
+    named_once = source is not None and bool(data_columns(source))
     written = 0
 
     def chunks() -> Iterator[list[dict]]:
         nonlocal written
         rows_left = iter(rows)
         while chunk := list(islice(rows_left, PREDICT_CHUNK)):
-            for _, _, columns in chunk:
+            for where, _, columns in chunk:
                 if clash := next((column for column in added if column in columns), None):
-                    raise DataError(f"{source}: column {shown(clash)} is one predict --output writes "
+                    at = source if named_once else f"{source}, {where}"
+                    raise DataError(f"{at}: column {shown(clash)} is one predict --output writes "
                                     f"({', '.join(prediction_columns(['LABEL'], multi_label))}); rename it in the file")
             predictions = model.predict([text for _, text, _ in chunk], tokens=False)
             records = []
