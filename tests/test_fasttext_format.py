@@ -84,6 +84,24 @@ def test_a_label_token_later_in_the_line_is_a_label_as_fasttext_reads_it_never_t
     assert data.texts == ["a fine film", "the dull film"] and data.labels == [1, 0]
 
 
+def test_words_are_split_on_ascii_whitespace_alone_as_fasttext_splits_them(tmp_path):
+    # fastText ends a word only at a space, tab, newline, vertical tab, form feed, carriage return or NUL; str.split()
+    # and the regex \s end one at a no-break space too, which cut a label in two (label "new", text "york ...") and
+    # read a word a no-break space joins to a label token as a label.
+    nbsp = "\u00a0"
+    path = tmp_path / "cities.train"
+    path.write_text(f"__label__new{nbsp}york\va fine{nbsp}film\n"
+                    f"__label__pos\f{nbsp}a dull{nbsp}__label__neg film\x00\n"
+                    f"{nbsp}__label__neg{nbsp}as text\t__label__pos\n", encoding="utf-8")
+    data = load_file(path, multi_label=True)
+    assert data.label_names == ["new\xa0york", "pos"] and data.labels == [(0,), (1,), (1,)]
+    assert data.texts == ["a fine\xa0film", "\xa0a dull\xa0__label__neg film", "\xa0__label__neg\xa0as text"]
+    assert read_texts(path) == data.texts
+    from attnclf.data.files import text_lines  # (stdin: a first line whose first word is no label is plain text)
+
+    assert text_lines(f"{nbsp}__label__pos a fine film\n".encode(), "stdin") == [f"{nbsp}__label__pos a fine film"]
+
+
 def test_texts_to_predict_lose_their_labels_and_a_plain_text_file_stays_a_text_per_line(tmp_path):
     labelled, plain = tmp_path / "cooking.txt", tmp_path / "notes.txt"
     labelled.write_text(fasttext_lines(COOKING[:2]), encoding="utf-8")

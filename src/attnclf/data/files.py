@@ -22,7 +22,8 @@ fastText's supervised format works too, for files made for fastText (its tutoria
 text, its labels first as ``__label__NAME`` tokens, then the text (``__label__baking __label__bread how do i ...``).
 A file is read so when its suffix is none of the data suffixes above and its first non-blank line starts with
 ``__label__``; every line must then have a label, and several labels are a label set (``multi_label``), as a JSON
-list is. A ``__label__`` token later in a line is a label too, as fastText reads it, never text. Only fastText's
+list is. A ``__label__`` token later in a line is a label too, as fastText reads it, never text. Words end where
+fastText's do, at ASCII whitespace alone: a no-break space is part of a label's name or of a word. Only fastText's
 default prefix is known: its ``-label`` option takes any other, and with no prefix to look for, a plain text file whose
 lines start with some word could not be told apart (``sed 's/__mine__/__label__/g'`` converts such a file). Such a file
 has no columns: ``text_column`` and ``label_column`` name none of it (a run records them as given, and they name the
@@ -165,7 +166,7 @@ def _fasttext_named_as_data(path: Path, first_line: str) -> str:
     >>> _fasttext_named_as_data(Path("reviews.csv"), "__label__pos a fine film").endswith("e.g. reviews.txt)")
     True
     """
-    if not first_line.lstrip().startswith(FASTTEXT_LABEL):
+    if not first_line.lstrip(FASTTEXT_SPACES).startswith(FASTTEXT_LABEL):
         return ""
     return (f" (its first line starts with {FASTTEXT_LABEL}: fastText's format is read from a file without a "
             f"{path.suffix} suffix; rename it, e.g. {path.with_suffix('.txt').name})")
@@ -339,8 +340,12 @@ def _parquet_rows(path: Path, text_columns: tuple[str, ...], label_column: str |
 
 
 FASTTEXT_LABEL = "__label__"  # fastText's label prefix (its -label option's default)
-# A label token at the start of what is left of a line: fastText splits a line on whitespace, a label ends at the next
-_LEADING_LABEL = re.compile(rf"\s*{FASTTEXT_LABEL}(\S*)")
+# What ends a word for fastText (Dictionary::readWord): these ASCII characters alone, not str.split()'s or the regex
+# \s's Unicode spaces, so a no-break space inside a label or beside one is part of its word there, and must be here.
+FASTTEXT_SPACES = " \t\n\v\f\r\0"
+_FASTTEXT_SPACE, _FASTTEXT_WORD = f"[{re.escape(FASTTEXT_SPACES)}]", f"[^{re.escape(FASTTEXT_SPACES)}]"
+# A label token at the start of what is left of a line: a label ends at the next of fastText's spaces
+_LEADING_LABEL = re.compile(rf"{_FASTTEXT_SPACE}*{FASTTEXT_LABEL}({_FASTTEXT_WORD}*)")
 
 
 def _fasttext_rows(path: Path, whole: bool) -> Iterator[Row]:
@@ -380,9 +385,9 @@ def _fasttext_line(line: str) -> tuple[tuple[str, ...], str]:
     while match := _LEADING_LABEL.match(line, at):
         labels.append(match.group(1))
         at = match.end()
-    text = line[at:].strip()
+    text = line[at:].strip(FASTTEXT_SPACES)
     if FASTTEXT_LABEL in text:
-        words = text.split()
+        words = re.findall(_FASTTEXT_WORD + "+", text)
         labels += [word.removeprefix(FASTTEXT_LABEL) for word in words if word.startswith(FASTTEXT_LABEL)]
         text = " ".join(word for word in words if not word.startswith(FASTTEXT_LABEL))
     return tuple(dict.fromkeys(labels)), text
@@ -401,7 +406,8 @@ def is_fasttext_file(path: str | Path) -> bool:
         with open(path, "rb") as f:
             for line in f:
                 if line.strip():
-                    return line.removeprefix(b"\xef\xbb\xbf").lstrip().startswith(FASTTEXT_LABEL.encode())
+                    unindented = line.removeprefix(b"\xef\xbb\xbf").lstrip(FASTTEXT_SPACES.encode())
+                    return unindented.startswith(FASTTEXT_LABEL.encode())
     except OSError:  # (unreadable: the reader that opens it next says why)
         return False
     return False
@@ -624,8 +630,9 @@ def text_lines(raw: bytes, source: str) -> list[str]:
         raise DataError(f"{source}: line {line}: not UTF-8 (byte 0x{raw[exc.start]:02x})") from None
     text = text.removeprefix("\ufeff")  # a byte-order mark (Notepad's "UTF-8 with BOM") is not part of the text
     lines = [(number, line.removesuffix("\r")) for number, line in enumerate(text.split("\n"), 1) if line.strip()]
-    if lines and lines[0][1].lstrip().startswith(FASTTEXT_LABEL):  # (a file in fastText's format piped in: its
-        # labels are not text, as a file's are not, else the answer would be read as part of the input)
+    # A file in fastText's format piped in: its labels are not text, as a file's are not, else the answer would be
+    # read as part of the input.
+    if lines and lines[0][1].lstrip(FASTTEXT_SPACES).startswith(FASTTEXT_LABEL):
         return [_labelled_line(line, f"{source}: line {number}")[1] for number, line in lines]
     return [line for _, line in lines]
 
