@@ -8,16 +8,7 @@ import shutil
 import pytest
 import torch
 
-from attnclf.cli import main
 from attnclf.errors import NAME_LENGTH, AttnclfError, shown
-
-
-def run_error(argv, capsys) -> str:
-    """Run the CLI expecting a user error: exit 2 and one line on stderr."""
-    assert main(argv) == 2
-    err = capsys.readouterr().err.strip()
-    assert err.startswith("attnclf: error: ") and "\n" not in err, err
-    return err
 
 
 def copied(run, to):
@@ -42,17 +33,17 @@ def edited_config(run, to, edit):
     ("config.json", "[" * 100_000 + "]" * 100_000, "config.json: JSON nested too deep to read"),
     ("labels.json", '["neg", 1' + "0" * 5000 + "]", "labels.json: a number too long to read"),
 ])
-def test_json_too_deep_or_with_a_huge_number_is_one_line(demo_run, tmp_path, capsys, name, content, message):
+def test_json_too_deep_or_with_a_huge_number_is_one_line(demo_run, tmp_path, name, content, message, cli_error):
     # Python's decoder raises RecursionError and ValueError for these, valid JSON both: they were tracebacks.
     copy = copied(demo_run, tmp_path / "run")
     (copy / name).write_text(content)
-    assert message in run_error(["predict", str(copy), "a fine film"], capsys)
+    assert message in cli_error(["predict", str(copy), "a fine film"])
 
 
-def test_a_history_line_too_deep_to_read_is_named_by_its_line(demo_run, tmp_path, capsys):
+def test_a_history_line_too_deep_to_read_is_named_by_its_line(demo_run, tmp_path, cli_error):
     copy = copied(demo_run, tmp_path / "run")
     (copy / "history.jsonl").write_text('{"epoch": 1}\n' + "[" * 100_000 + "]" * 100_000 + "\n")
-    assert "history.jsonl, line 2: JSON nested too deep to read" in run_error(["report", str(copy)], capsys)
+    assert "history.jsonl, line 2: JSON nested too deep to read" in cli_error(["report", str(copy)])
 
 
 @pytest.mark.parametrize("field, value, message", [
@@ -64,13 +55,13 @@ def test_a_history_line_too_deep_to_read_is_named_by_its_line(demo_run, tmp_path
     ("pad_id", 10 ** 6, "model field pad_id must be below vocab_size"),  # torch's AssertionError
     ("layers", 10 ** 6, "model field layers must be at most 1,024, got 1000000"),  # 40 GB of outline to size it
 ])
-def test_a_model_config_out_of_shape_names_config_json_and_the_field(demo_run, tmp_path, capsys, field, value,
-                                                                     message):
+def test_a_model_config_out_of_shape_names_config_json_and_the_field(demo_run, tmp_path, field, value, message,
+                                                                     cli_error):
     run = edited_config(demo_run, tmp_path / "run", lambda config: config["model"]["config"].update({field: value}))
-    err = run_error(["predict", str(run), "a fine film"], capsys)
+    err = cli_error(["predict", str(run), "a fine film"])
     # (a size too large names the run, as one too large for this machine does: its config is sound, but unbuildable)
     named = run if "too large" in message else run / "config.json"
-    assert err.startswith(f"attnclf: error: {named}: ") and message in err, err
+    assert err.startswith(f"{named}: ") and message in err, err
 
 
 def test_too_many_layers_are_refused_before_any_is_built():
@@ -87,14 +78,14 @@ def test_too_many_layers_are_refused_before_any_is_built():
     (lambda tokenizer: tokenizer.update(cleaning={"shout": True}), "tokenizer cleaning has no setting 'shout'"),
     (lambda tokenizer: tokenizer.update(max_len=-1), "tokenizer max_len must be at least 1, got -1"),
 ])
-def test_tokenizer_settings_out_of_shape_name_config_json(demo_run, tmp_path, capsys, edit, message):
+def test_tokenizer_settings_out_of_shape_name_config_json(demo_run, tmp_path, edit, message, cli_error):
     run = edited_config(demo_run, tmp_path / "run", lambda config: edit(config["settings"]["tokenizer"]))
-    err = run_error(["predict", str(run), "a fine film"], capsys)
-    assert err.startswith(f"attnclf: error: {run / 'config.json'}: ") and message in err, err
+    err = cli_error(["predict", str(run), "a fine film"])
+    assert err.startswith(f"{run / 'config.json'}: ") and message in err, err
 
 
 @pytest.mark.parametrize("dtype, written", [(torch.int64, "I64"), (torch.bool, "BOOL"), (torch.float16, "F16")])
-def test_weights_of_another_dtype_are_refused_naming_the_tensor(demo_run, tmp_path, capsys, dtype, written):
+def test_weights_of_another_dtype_are_refused_naming_the_tensor(demo_run, tmp_path, dtype, written, cli_error):
     # torch's load_state_dict casts them: integer or boolean weights predicted nonsense without a word.
     from safetensors.torch import load_file, save_file
 
@@ -102,12 +93,12 @@ def test_weights_of_another_dtype_are_refused_naming_the_tensor(demo_run, tmp_pa
     weights = load_file(str(run / "model.safetensors"))
     name = sorted(weights)[0]
     save_file({**weights, name: weights[name].to(dtype)}, str(run / "model.safetensors"))
-    assert run_error(["predict", str(run), "a fine film"], capsys).endswith(
+    assert cli_error(["predict", str(run), "a fine film"]).endswith(
         f"{run / 'model.safetensors'} does not match config.json: {name} is {written} in the file, F32 in the model")
 
 
-def test_weights_of_other_shapes_are_refused_from_the_header_before_a_tensor_is_read(demo_run, tmp_path, capsys,
-                                                                                  monkeypatch):
+def test_weights_of_other_shapes_are_refused_from_the_header_before_a_tensor_is_read(demo_run, tmp_path, monkeypatch,
+                                                                                     cli_error):
     # A tensor of other sizes may be gigabytes: it was read whole, then compared.
     import safetensors.torch
     from safetensors.torch import load_file, save_file
@@ -123,13 +114,13 @@ def test_weights_of_other_shapes_are_refused_from_the_header_before_a_tensor_is_
         raise AssertionError("a tensor was read before the header was checked")
 
     monkeypatch.setattr(safetensors.torch, "load_file", unread)
-    assert run_error(["predict", str(run), "a fine film"], capsys).endswith(
+    assert cli_error(["predict", str(run), "a fine film"]).endswith(
         f"does not match config.json: {name} is ({rows * 100}, {width}) in the file, ({rows}, {width}) in the model; "
         f"and 1 more tensor")
 
 
 @pytest.mark.parametrize("outside", ["absolute", "../elsewhere"])
-def test_an_ensemble_file_naming_a_member_outside_its_folder_is_refused(demo_run, tmp_path, capsys, outside):
+def test_an_ensemble_file_naming_a_member_outside_its_folder_is_refused(demo_run, tmp_path, outside, cli_error):
     # ensemble.json's members were joined to the folder as they came: an absolute path, or one up and out, loaded
     # (and `refit` wrote beside) whatever run it named.
     folder = tmp_path / "ensemble"
@@ -138,7 +129,7 @@ def test_an_ensemble_file_naming_a_member_outside_its_folder_is_refused(demo_run
     copied(demo_run, tmp_path / "elsewhere")
     member = str(demo_run) if outside == "absolute" else outside
     (folder / "ensemble.json").write_text(json.dumps({"members": ["seed-0", member], "seeds": [0, 1]}))
-    assert run_error(["predict", str(folder), "a fine film"], capsys).endswith(
+    assert cli_error(["predict", str(folder), "a fine film"]).endswith(
         f"{folder / 'ensemble.json'}: member {shown(member, most=NAME_LENGTH)} is not a folder's name: the members "
         f"are folders inside {folder}")
 
@@ -164,10 +155,10 @@ def edited_export(exported, to, edit):
     (lambda manifest: manifest | {"text_column": {"a": 1}}, "export.json: text_column must be a column's name or "
                                                             "a list of them"),
 ])
-def test_an_export_json_out_of_shape_is_one_line_naming_it(exported, tmp_path, capsys, edit, message):
+def test_an_export_json_out_of_shape_is_one_line_naming_it(exported, tmp_path, edit, message, cli_error):
     export = edited_export(exported, tmp_path / "onnx-copy", edit)
-    err = run_error(["predict", str(export), "a fine film", "--backend", "onnx"], capsys)
-    assert err.startswith(f"attnclf: error: {export / 'export.json'}: ") and message in err, err
+    err = cli_error(["predict", str(export), "a fine film", "--backend", "onnx"])
+    assert err.startswith(f"{export / 'export.json'}: ") and message in err, err
 
 
 def test_an_export_reads_no_run_but_its_own_folder_s_for_its_text_column(demo_run, exported, tmp_path):
@@ -182,7 +173,7 @@ def test_an_export_reads_no_run_but_its_own_folder_s_for_its_text_column(demo_ru
     assert "text_column" not in OnnxClassifier.load(export).config
 
 
-def test_an_export_with_another_tokenizer_is_refused_as_it_loads(exported, tmp_path, capsys):
+def test_an_export_with_another_tokenizer_is_refused_as_it_loads(exported, tmp_path, cli_error):
     # Its ids past the graph's embedding failed every prediction in onnxruntime's words: a traceback, or a 500 from
     # the service, for each request.
     from attnclf.text.tokenizer import Tokenizer, TokenizerConfig
@@ -191,13 +182,13 @@ def test_an_export_with_another_tokenizer_is_refused_as_it_loads(exported, tmp_p
     words = json.loads((exported / "export.json").read_text())["model"]["vocab_size"]
     other = Tokenizer.train([f"w{i} w{i}" for i in range(words * 2)], TokenizerConfig(min_frequency=1))
     other.save(export / "tokenizer.json")
-    assert run_error(["predict", str(export), "w5 w6", "--backend", "onnx"], capsys).endswith(
+    assert cli_error(["predict", str(export), "w5 w6", "--backend", "onnx"]).endswith(
         f"{export / 'tokenizer.json'} has {other.vocab_size:,} words and the model {words:,}: not this model's "
         f"tokenizer")
 
 
-def test_a_tokenizer_file_far_larger_than_its_words_take_is_refused_before_it_is_parsed(demo_run, tmp_path, capsys,
-                                                                                        monkeypatch):
+def test_a_tokenizer_file_far_larger_than_its_words_take_is_refused_before_it_is_parsed(demo_run, tmp_path, monkeypatch,
+                                                                                        cli_error):
     from attnclf.text import tokenizer
 
     run = copied(demo_run, tmp_path / "run")
@@ -209,7 +200,7 @@ def test_a_tokenizer_file_far_larger_than_its_words_take_is_refused_before_it_is
 
     monkeypatch.setattr(tokenizer.HFTokenizer, "from_file", unparsed)
     words = json.loads((run / "config.json").read_text())["model"]["config"]["vocab_size"]
-    assert run_error(["predict", str(run), "a fine film"], capsys).endswith(
+    assert cli_error(["predict", str(run), "a fine film"]).endswith(
         f"{run / 'tokenizer.json'} is {len(saved) / 1e6 + 10:.1f} MB, more than a tokenizer of the model's {words:,} "
         f"words takes: not this model's tokenizer")
 
@@ -254,20 +245,20 @@ def test_a_served_run_s_model_answer_gives_the_tokenizer_settings_as_they_were_r
     assert answer.status_code == 200 and answer.json()["tokenizer"]["kind"] == "word"
 
 
-def test_a_run_without_its_parameter_count_is_refused_as_it_loads(demo_run, tmp_path, capsys):
+def test_a_run_without_its_parameter_count_is_refused_as_it_loads(demo_run, tmp_path, cli_error):
     # The service's GET /model, the report and an ensemble's count read it: a 500, and tracebacks.
     run = edited_config(demo_run, tmp_path / "run", lambda config: config["model"].pop("parameters"))
-    assert run_error(["predict", str(run), "a fine film"], capsys).endswith(
+    assert cli_error(["predict", str(run), "a fine film"]).endswith(
         f"{run / 'config.json'}: model.parameters is missing or not a JSON whole number (was the file edited?)")
 
 
 @pytest.mark.parametrize("kind", ["device", "folder"])
-def test_a_history_that_is_no_regular_file_is_refused_not_read(demo_run, tmp_path, capsys, kind):
+def test_a_history_that_is_no_regular_file_is_refused_not_read(demo_run, tmp_path, kind, cli_error):
     # history.jsonl was read if it existed at all: a link to /dev/null read as no epochs, one to /dev/zero without end.
     run = copied(demo_run, tmp_path / "run")
     (run / "history.jsonl").unlink()
     (run / "history.jsonl").symlink_to("/dev/null") if kind == "device" else (run / "history.jsonl").mkdir()
-    assert run_error(["report", str(run)], capsys).endswith(
+    assert cli_error(["report", str(run)]).endswith(
         f"{run / 'history.jsonl'}: not a regular file (a folder, a device or a pipe)")
 
 
@@ -282,11 +273,11 @@ def test_a_history_that_is_no_regular_file_is_refused_not_read(demo_run, tmp_pat
     ("truncation", {"direction": "Right", "max_length": 2, "strategy": "LongestFirst", "stride": 0},
      "truncation of its own"),
 ])
-def test_a_tokenizer_file_with_parts_attnclf_never_writes_is_refused_as_it_loads(demo_run, tmp_path, capsys, part,
-                                                                               value, named):
+def test_a_tokenizer_file_with_parts_attnclf_never_writes_is_refused_as_it_loads(demo_run, tmp_path, part, value, named,
+                                                                                 cli_error):
     # Its normalizers and patterns run on every text a service is sent, and change what the model reads.
     run = copied(demo_run, tmp_path / "run")
     saved = json.loads((run / "tokenizer.json").read_text())
     (run / "tokenizer.json").write_text(json.dumps(saved | {part: value}))
-    assert run_error(["predict", str(run), "a" * 40 + "!"], capsys).endswith(
+    assert cli_error(["predict", str(run), "a" * 40 + "!"]).endswith(
         f"{run / 'tokenizer.json'}: {named}, which attnclf's tokenizers never have: not a tokenizer attnclf wrote")
