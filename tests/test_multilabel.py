@@ -450,3 +450,30 @@ def test_evaluate_refuses_a_multi_label_run_without_test_data_as_it_refuses_its_
         err = capsys.readouterr().err
         assert "tuned its thresholds on its validation texts" in err and len(err.strip().splitlines()) == 1
     assert main(["evaluate", str(out), "--test-file", str(topic_files[1]), "--device", "cpu"]) == 0
+
+
+def test_evaluate_prints_the_ranking_scores_a_multi_label_run_has_as_the_single_label_line_does(topic_run, topic_files,
+                                                                                               capsys):
+    # The single-label line gave ROC AUC and average precision; the multi-label line left both out, though
+    # metrics.json holds them (macro over labels, and a micro average precision over all cells).
+    assert main(["evaluate", str(topic_run), "--test-file", str(topic_files[1]), "--device", "cpu"]) == 0
+    m = json.loads((topic_run / "metrics.json").read_text())
+    line = capsys.readouterr().out.strip().splitlines()[-1]
+    assert line == (f"test: micro-F1 {m['micro_f1']:.4f}  macro-F1 {m['macro_f1']:.4f}  "
+                    f"subset accuracy {m['subset_accuracy']:.4f}  Hamming loss {m['hamming_loss']:.4f}  "
+                    f"macro ROC AUC {m['roc_auc']:.4f}  macro average precision {m['average_precision']:.4f}  "
+                    f"micro average precision {m['micro_average_precision']:.4f}")
+
+
+def test_the_multi_label_line_leaves_out_ranking_scores_that_are_undefined_or_absent(capsys):
+    # A test set where no label has both positive and negative texts scores neither (null in metrics.json); a
+    # metrics.json written before average precision existed has no such keys at all.
+    from attnclf.cli import _print_metrics
+
+    scores = {"multi_label": True, "micro_f1": 0.5, "macro_f1": 0.25, "subset_accuracy": 0.5, "hamming_loss": 0.125}
+    _print_metrics(scores | {"roc_auc": None, "average_precision": None, "micro_average_precision": 0.75})
+    _print_metrics(scores)
+    assert capsys.readouterr().out.splitlines() == [
+        "test: micro-F1 0.5000  macro-F1 0.2500  subset accuracy 0.5000  Hamming loss 0.1250  "
+        "micro average precision 0.7500",
+        "test: micro-F1 0.5000  macro-F1 0.2500  subset accuracy 0.5000  Hamming loss 0.1250"]
