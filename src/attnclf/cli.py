@@ -251,8 +251,10 @@ def _add_budget_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sampler", choices=["shuffle", "balanced"],
                    help="balanced: draw every class equally often (minority texts repeat)")
     p.add_argument("--patience", type=int, help="early-stopping patience in epochs (0: never)")
-    p.add_argument("--monitor", choices=["accuracy", "macro_f1", "micro_f1", "loss"],
-                   help="validation metric to select on (micro_f1: multi-label runs; their default is loss)")
+    p.add_argument("--monitor", choices=["accuracy", "macro_f1", "micro_f1", "loss", "roc_auc", "average_precision"],
+                   help="validation metric to select on (micro_f1: multi-label runs; roc_auc, average_precision: "
+                        "ranking scores, for imbalanced classes, multi-label runs' macro averages; default: the "
+                        "dataset's recipe's, else macro_f1, multi-label runs' loss)")
     p.add_argument("--bf16", action="store_true", help="bfloat16 autocast")
     p.add_argument("--tokenizer", choices=["word", "bpe"],
                    help="word: whole words; bpe: words in pieces, which explanations show as 'good ##ness'")

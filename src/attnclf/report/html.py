@@ -258,7 +258,8 @@ def _training_section(images: dict[str, bytes]) -> str:
         return "<section><h2>Training</h2><p>No history.jsonl: no epochs were recorded.</p></section>"
     return ("<section><h2>Training</h2>" + _image(images, "training", "loss and accuracy per epoch")
             + ("<h3>Validation metrics per epoch</h3>" if "metric_history" in images else "")
-            + _image(images, "metric_history", "validation precision, recall, AUC and counts per epoch")
+            + _image(images, "metric_history",
+                     "validation precision, recall, ROC AUC, average precision and counts per epoch")
             + "</section>")
 
 

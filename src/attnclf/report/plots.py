@@ -25,7 +25,8 @@ from sklearn.metrics import auc, average_precision_score, precision_recall_curve
 DPI = 100
 # The Keras-blog seed's metric history: what history.jsonl records per epoch besides loss and accuracy.
 HISTORY_METRICS = [("val_macro_precision", "precision (macro)"), ("val_macro_recall", "recall (macro)"),
-                   ("val_roc_auc", "ROC AUC"), ("val_macro_f1", "F1 (macro)"),
+                   ("val_roc_auc", "ROC AUC"), ("val_average_precision", "average precision"),
+                   ("val_macro_f1", "F1 (macro)"),
                    ("val_micro_f1", "F1 (micro, multi-label)"), ("val_tp", "true positives"),
                    ("val_fp", "false positives"), ("val_tn", "true negatives"), ("val_fn", "false negatives")]
 
@@ -71,7 +72,7 @@ def training_curves(history: Sequence[dict], kept: int | None = None) -> Figure:
 
 
 def metric_history(history: Sequence[dict]) -> Figure | None:
-    """Validation precision, recall, AUC, F1 and TP/FP/TN/FN per epoch (those recorded); None if none are."""
+    """Validation precision, recall, ROC AUC, average precision, F1 and TP/FP/TN/FN per epoch (those recorded); None if none are."""
     present = [(key, title) for key, title in HISTORY_METRICS
                if any(h.get(key) is not None for h in history)]
     if not present:

@@ -31,8 +31,6 @@ def check_config(config: "TrainConfig") -> None:
     if isinstance(config.class_weights, dict):
         raise AttnclfError("class weights by label (a dict) weigh single-label runs' classes; a multi-label run takes "
                            "none or balanced (a positive weight per label)")
-    if config.monitor not in ("accuracy", "micro_f1", "macro_f1", "loss"):
-        raise AttnclfError(f"monitor must be accuracy, micro_f1, macro_f1 or loss, got {config.monitor!r}")
 
 
 class LabelMeanBCE(nn.BCEWithLogitsLoss):
@@ -79,4 +77,5 @@ def validation_record(targets: np.ndarray, probabilities: np.ndarray, label_name
     metrics = multilabel_metrics(targets, probabilities, label_names, report=False)
     return {"val_loss": binary_cross_entropy(targets, probabilities),
             **{f"val_{key}": metrics[key] for key in ("accuracy", "micro_f1", "macro_f1", "macro_precision",
-                                                      "macro_recall", "hamming_loss", "roc_auc")}}
+                                                      "macro_recall", "hamming_loss", "roc_auc",
+                                                      "average_precision")}}

@@ -46,7 +46,7 @@ from .run_data import (align_labels, describe_classes, held_out_fingerprint, loa
                        shared_text_warnings, texts_fingerprint)
 from .settings import (COUNT_EMBEDDINGS, DataSettings, RunSettings, check_resumed, epochs_done, refuse_derived_fields,
                        resume_settings)
-from .trainer import Trainer
+from .trainer import Trainer, refuse_undefined_monitor
 
 
 @dataclass
@@ -209,6 +209,10 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool, loaded: tupl
             splits, trained = load_data(settings.data, seed), None
         if trained is None and not resume and distributed.is_main:  # texts it cannot learn from fail here too
             trained = Tokenizer.train(splits.train.texts, settings.tokenizer)
+        if splits.validation is not None:  # (a refit validates on nothing: the monitor picks no epoch)
+            validation = splits.validation
+            refuse_undefined_monitor(settings.train.monitor, multi_hot(validation.labels, validation.num_classes)
+                                     if settings.data.multi_label else validation.labels, validation.label_names)
         if trained is not None and not resume:  # (the words the texts hold, not --vocab-size's cap on them)
             refuse_untrainable(settings.model, vocab_size=trained.vocab_size,
                                num_classes=len(splits.train.label_names), max_len=settings.tokenizer.max_len,

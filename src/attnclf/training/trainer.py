@@ -43,6 +43,14 @@ from . import multilabel
 from .device import check_bf16, device_generator_state, seed_generators, set_device_generator_state
 from .distributed import Distributed
 
+# What TrainConfig.monitor may name (micro_f1: multi-label runs); all but loss are better higher.
+MONITORS = ("accuracy", "macro_f1", "micro_f1", "loss", "roc_auc", "average_precision")
+# Undefined on validation texts without both sides of a class (or, multi-label, of a label): refuse_undefined_monitor.
+RANKING_MONITORS = ("roc_auc", "average_precision")
+# How the epoch lines and describe_kept name a monitored score.
+MONITOR_NAMES = {"macro_f1": "macro-F1", "micro_f1": "micro-F1", "roc_auc": "ROC AUC",
+                 "average_precision": "average precision"}
+
 # torch 2.13 renamed DDP's broadcast_buffers (and deprecated the old name); older releases know only that one.
 _NO_BUFFER_SYNC = ({"forward_sync_buffers": False}
                    if "forward_sync_buffers" in inspect.signature(DistributedDataParallel).parameters
@@ -82,7 +90,9 @@ class TrainConfig:
     schedule_epochs: int | None = None
     # What picks the epoch kept: the first with the best validation value (a later epoch that only ties it does not
     # replace it), and what patience waits on.
-    monitor: str = "macro_f1"  # validation accuracy | macro_f1 | loss (multi-label runs' default) | micro_f1
+    # validation accuracy | macro_f1 | loss (multi-label runs' default) | micro_f1 (multi-label) | roc_auc |
+    # average_precision (the ranking scores, where classes are imbalanced: multi-label runs' macro averages)
+    monitor: str = "macro_f1"
     bf16: bool = False  # bfloat16 autocast (CPU with AVX-512 bf16, or CUDA)
     checkpoint_seconds: float = 60.0  # at most one checkpoint per this many seconds, and one at the end
     seed: int = 0
@@ -134,7 +144,7 @@ class TrainConfig:
                                f"{named('epochs')} ({shown(self.epochs)})")
         for name, allowed in (("optimizer", ("adamw", "adam")), ("schedule", ("linear", "cosine", "constant")),
                               ("sampler", ("shuffle", "balanced")),
-                              ("monitor", ("accuracy", "macro_f1", "micro_f1", "loss"))):
+                              ("monitor", MONITORS)):
             if getattr(self, name) not in allowed:
                 raise AttnclfError(f"{named(name)} must be one of {', '.join(allowed)}, got "
                                    f"{shown(getattr(self, name))}")
@@ -292,6 +302,35 @@ def best_epoch(history: list[dict], monitor: str) -> dict:
     return best
 
 
+def refuse_undefined_monitor(monitor: str, labels: np.ndarray, label_names: list[str]) -> None:
+    """Refuse a ranking monitor (``RANKING_MONITORS``) that validation ``labels`` leave undefined, before any epoch:
+    class indices all of one class, or (a multi-hot matrix, multi-label) no label on some texts and off others.
+    Whether it is defined depends on the labels alone, so a run that passes never meets a null score mid-run.
+
+    >>> refuse_undefined_monitor("roc_auc", np.array([0, 1, 1]), ["neg", "pos"])  # (defined: nothing said)
+    >>> refuse_undefined_monitor("roc_auc", np.array([1, 1]), ["neg", "pos"])
+    Traceback (most recent call last):
+    attnclf.errors.AttnclfError: --monitor roc_auc (monitor= in Python) is undefined on these validation texts: all 2 \
+are of one class, 'pos'; monitor loss, accuracy or macro_f1, or validate on texts of more than one class
+    """
+    if monitor not in RANKING_MONITORS:
+        return
+    labels = np.asarray(labels)
+    said = f"--monitor {monitor} (monitor= in Python) is undefined on these validation texts"
+    if labels.ndim == 2:
+        positives = labels.sum(axis=0)
+        if not ((positives > 0) & (positives < len(labels))).any():
+            raise AttnclfError(f"{said}: no label is on some of the {len(labels)} and off others; monitor loss, "
+                               f"accuracy, macro_f1 or micro_f1, or validate on texts whose label sets differ")
+        return
+    present = np.unique(labels)
+    if len(present) < 2:
+        which = f"all {len(labels)} are of one class, {shown(label_names[present[0]])}" if len(present) else \
+            "there are none"
+        raise AttnclfError(f"{said}: {which}; monitor loss, accuracy or macro_f1, or validate on texts of more "
+                           f"than one class")
+
+
 def describe_kept(history: list[dict], monitor: str, refit: bool = False) -> str:
     """Which epoch's weights a run kept (``best_epoch``), and how many later epochs tied it: the first is kept, and
     where validation is perfect from the start (as on ``synthetic``) that is an early, barely confident model. A
@@ -308,7 +347,7 @@ def describe_kept(history: list[dict], monitor: str, refit: bool = False) -> str
     ties = sum(record["epoch"] > kept["epoch"] and record[f"val_{monitor}"] == kept[f"val_{monitor}"]
                for record in history)
     tied = f", which {ties} later epoch{'s' if ties > 1 else ''} tied (the first is kept)" if ties else ""
-    metric = monitor.replace("_f1", "-F1")  # as the epoch lines above it name them: macro-F1, micro-F1
+    metric = MONITOR_NAMES.get(monitor, monitor)  # as the epoch lines above it name them
     return f"epoch {kept['epoch']} of {len(history)}: the best validation {metric} ({kept[f'val_{monitor}']:.4f}){tied}"
 
 
@@ -329,8 +368,10 @@ class Trainer:
                  multi_label: bool = False):
         if multi_label:
             multilabel.check_config(config)
-        elif config.monitor not in ("accuracy", "macro_f1", "loss"):
-            raise AttnclfError(f"monitor must be accuracy, macro_f1 or loss, got {config.monitor!r}")
+        # (TrainConfig checked it as made, not as changed since; a single-label run's micro-F1 is its accuracy)
+        monitors = MONITORS if multi_label else tuple(name for name in MONITORS if name != "micro_f1")
+        if config.monitor not in monitors:
+            raise AttnclfError(f"monitor must be one of {', '.join(monitors)}, got {shown(config.monitor)}")
         if config.sampler not in ("shuffle", "balanced"):
             raise AttnclfError(f"sampler must be shuffle or balanced, got {config.sampler!r}")
         if config.bf16:
@@ -349,6 +390,8 @@ class Trainer:
 
     def fit(self, train: BucketBatches, validation: BucketBatches | None, resume: bool = False) -> list[dict]:
         config, distributed = self.config, self.distributed
+        if validation is not None:  # (train_run refused it sooner, before writing anything; Trainer is public too)
+            refuse_undefined_monitor(config.monitor, validation.labels, self.label_names)
         seed_generators(config.seed + distributed.rank, self.device)  # ranks draw different dropout masks
         optimizer = _make_optimizer(self.model, config)
         schedule = _make_schedule(optimizer, config, total_steps=(config.schedule_epochs or config.epochs) * len(train))
@@ -414,6 +457,9 @@ class Trainer:
             if self.progress and (epoch % print_every == 0 or stopping):
                 validated = (f" | val loss {record['val_loss']:.4f} acc {record['val_accuracy']:.4f} "
                              f"macro-F1 {record['val_macro_f1']:.4f}" if validation is not None else "")
+                if validation is not None and config.monitor not in ("loss", "accuracy", "macro_f1"):
+                    # What early stopping watches, shown beside the rest
+                    validated += f" {MONITOR_NAMES[config.monitor]} {record[f'val_{config.monitor}']:.4f}"
                 tqdm.write(f"epoch {epoch}: train loss {train_loss:.4f} acc {train_acc:.4f}{validated} | "
                            f"{record['seconds']:.1f}s")
             if stopping:
@@ -454,6 +500,7 @@ class Trainer:
             "val_macro_precision": metrics["macro_precision"],
             "val_macro_recall": metrics["macro_recall"],
             "val_roc_auc": metrics["roc_auc"],
+            "val_average_precision": metrics["average_precision"],
             **{f"val_{k}": v for k, v in metrics.get("binary", {}).items()},
         }
 
