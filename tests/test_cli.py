@@ -157,6 +157,33 @@ def test_an_ensemble_folder_reads_a_data_file_by_its_members_text_column(tmp_pat
                                                          capsys)
 
 
+def test_a_file_without_the_runs_own_columns_is_told_how_to_name_its_own(csv_files, tmp_path, capsys):
+    # A run trained from "Review" / "Sentiment" meets files whose columns are named otherwise; the user named no
+    # column on this command, so the error says where the name came from and which flag names the file's own.
+    train, test = csv_files
+    named = tmp_path / "reviews.csv"
+    named.write_text(train.read_text().replace("text,label", "Review,Sentiment", 1))
+    run = tmp_path / "run"
+    assert main(["train", "--train-file", str(named), "--text-column", "Review", "--label-column", "Sentiment",
+                 "--model", "boe", "--epochs", "1", "--output", str(run), "--quiet", "--no-report"]) == 0
+    capsys.readouterr()
+    hint = " (the run's, read from its training file; say which holds this file's {}s: --{}-column NAME, {}_column= in Python)"
+    for argv in (["predict", str(run), "--file", str(test)], ["explain", str(run), "--file", str(test)],
+                 ["predict", str(run), "--file", str(test), "--output", str(tmp_path / "scored.csv")],
+                 ["evaluate", str(run), "--test-file", str(test)]):
+        assert run_error(argv, capsys) == (f"attnclf: error: {test}: no text column 'Review'; the columns are: "
+                                           f"'text', 'label'{hint.format(*['text'] * 3)}"), argv
+    texts_named = write_csv(tmp_path / "texts_named.csv", [("a wonderful film", "pos")], header="Review,label")
+    assert run_error(["evaluate", str(run), "--test-file", str(texts_named)], capsys) == (
+        f"attnclf: error: {texts_named}: no label column 'Sentiment'; the columns are: 'Review', 'label'"
+        f"{hint.format(*['label'] * 3)}")
+    # A column named on the command, or one the run's name almost matches, keeps its own message.
+    err = run_error(["predict", str(run), "--file", str(test), "--text-column", "body"], capsys)
+    assert err == f"attnclf: error: {test}: no text column 'body'; the columns are: 'text', 'label'"
+    near = write_csv(tmp_path / "near.csv", [("a wonderful film", "pos")], header="review,Sentiment")
+    assert "'review' differs from it only in case" in run_error(["predict", str(run), "--file", str(near)], capsys)
+
+
 def test_predict_and_explain_read_the_text_column_of_a_data_file(csv_run, tmp_path, capsys):
     rows = tmp_path / "to_score.jsonl"  # no label column: these are to be labelled
     rows.write_text('{"id": 1, "text": "a wonderful story"}\n{"id": 2, "text": "line one\\nline two"}\n'
@@ -223,7 +250,8 @@ def test_a_run_on_several_text_columns_records_them_and_reads_them_back(csv_run,
     assert metrics["num_examples"] == 120 and metrics["accuracy"] >= 0.9
     bodies = write_csv(tmp_path / "bodies.csv", [("a wonderful story", "pos")], header="body,sentiment")
     assert run_error(["evaluate", str(run), "--test-file", str(bodies)], capsys) == (
-        f"attnclf: error: {bodies}: no text column 'title'; the columns are: 'body', 'sentiment'")
+        f"attnclf: error: {bodies}: no text column 'title'; the columns are: 'body', 'sentiment' (the run's, read "
+        f"from its training file; say which holds this file's texts: --text-column NAME, text_column= in Python)")
     assert main(["evaluate", str(run), "--test-file", str(bodies), "--text-column", "body", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["num_examples"] == 1
 

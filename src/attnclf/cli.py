@@ -734,7 +734,7 @@ def _input_texts(args: argparse.Namespace, config: dict) -> list[str]:
     skipped; a blank argument among others is a text, as a data file's empty row is: one answer per argument).
 
     ``config``: the loaded model's, whose text column a data --file is read from unless --text-column names one."""
-    from .data.files import is_data_file, read_texts, text_lines
+    from .data.files import is_data_file, read_texts, run_columns, text_lines
     from .prediction import trained_text_column
 
     if args.text_column and not (args.file and is_data_file(args.file)):
@@ -747,7 +747,8 @@ def _input_texts(args: argparse.Namespace, config: dict) -> list[str]:
     if args.file == STDIN_FILE:  # (asked for by name, stdin is read at a terminal too, as cat - reads it)
         return texts + text_lines(_stdin_bytes(), "stdin")
     if args.file:
-        return texts + read_texts(args.file, args.text_column or trained_text_column(config))
+        with run_columns(args.text_column):
+            return texts + read_texts(args.file, args.text_column or trained_text_column(config))
     if not texts and sys.stdin is not None and not sys.stdin.isatty():  # (closed, `<&-`: None, no texts there)
         return text_lines(sys.stdin.buffer.read(), "stdin")
     if not texts:

@@ -20,7 +20,7 @@ from itertools import islice
 from pathlib import Path
 
 from .checks import by_field
-from .data.files import TextColumns, data_columns, has_rows, iter_rows, read_texts
+from .data.files import TextColumns, data_columns, has_rows, iter_rows, read_texts, run_columns
 from .data.multilabel import DEFAULT_LABEL_DELIMITER
 from .errors import AttnclfError, DataError, shown
 from .prediction import LabelSetPrediction, Prediction, trained_text_column
@@ -104,7 +104,9 @@ def predict_file(model, path: str | Path, output: str | Path, *, text_column: Te
     output = check_output(output, path, overwrite, named)
     if has_rows(path):
         rows = iter_rows(path, text_column or trained_text_column(model.config))
-        return write_predictions(model, rows, output, source=path, overwrite=overwrite, noticed=noticed, named=named)
+        with run_columns(text_column):
+            return write_predictions(model, rows, output, source=path, overwrite=overwrite, noticed=noticed,
+                                     named=named)
     return write_predictions(model, _text_rows(read_texts(path)), output, overwrite=overwrite, noticed=noticed,
                              named=named)
 

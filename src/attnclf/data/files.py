@@ -44,6 +44,7 @@ import re
 import shlex
 import sys
 from array import array
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
@@ -186,6 +187,33 @@ def _default_named(column: str, role: str) -> str:
     return f" (say which holds the {role}s: --{role}-column NAME, {role}_column= in Python)"
 
 
+class MissingColumnError(DataError):
+    """A file has no column of the name asked for: ``role`` is "text" or "label", ``hinted`` whether the message
+    already says what to do (a near miss, a separator, the default's flag). ``run_columns`` adds a hint of its own."""
+
+    def __init__(self, message: str, role: str, hinted: bool):
+        super().__init__(message)
+        self.role, self.hinted = role, hinted
+
+
+@contextmanager
+def run_columns(text_column: TextColumns | None = None, label_column: str | None = None):
+    """Read a file inside it with a run's own columns wherever the caller named none (``text_column`` /
+    ``label_column``: those named, None for the run's): a file lacking one, as a file of other columns' names does,
+    is told that the name is the run's and how to name the file's own, where it would name only the columns.
+
+    >>> # with run_columns(text_column=None):
+    >>> #     read_texts("to_score.csv", "Review")  # DataError: ... (the run's, read from its training file; ...)
+    """
+    try:
+        yield
+    except MissingColumnError as exc:
+        if exc.hinted or (text_column if exc.role == "text" else label_column):
+            raise
+        raise DataError(f"{exc} (the run's, read from its training file; say which holds this file's {exc.role}s: "
+                        f"--{exc.role}-column NAME, {exc.role}_column= in Python)") from None
+
+
 def _missing_column(path: Path, column: str, columns: list[str], role: str) -> DataError:
     hint = _near_miss(column, columns)
     if len(columns) == 1 and path.suffix.lower() in (".csv", ".tsv"):
@@ -201,8 +229,8 @@ def _missing_column(path: Path, column: str, columns: list[str], role: str) -> D
         # (before any hint on its separators or header: a fastText line has commas and reads as data)
         hint = _fasttext_named_as_data(path, columns[0]) or hint
     hint = hint or _default_named(column, role)
-    return DataError(f"{path}: no {role} column {column!r}; the columns are: {first_few(columns, most=COLUMNS_NAMED)}"
-                     f"{hint}")
+    return MissingColumnError(f"{path}: no {role} column {column!r}; the columns are: "
+                              f"{first_few(columns, most=COLUMNS_NAMED)}{hint}", role, hinted=bool(hint))
 
 
 def _quoted_after_space(field: str) -> bool:
@@ -299,8 +327,11 @@ def _jsonl_rows(path: Path, text_columns: tuple[str, ...], label_column: str | N
             if column not in record:
                 # (on a later line the file's rows just differ: the first line told the columns)
                 hint = _near_miss(column, record) or (_default_named(column, role) if number == 1 and record else "")
-                raise DataError(f"{path}, line {number}: no {role} column {column!r}; this line has"
-                                f"{': ' + first_few(record, most=COLUMNS_NAMED) if record else ' no columns'}{hint}")
+                message = (f"{path}, line {number}: no {role} column {column!r}; this line has"
+                           f"{': ' + first_few(record, most=COLUMNS_NAMED) if record else ' no columns'}{hint}")
+                if number == 1 and record:  # (the file's columns, as a header names them)
+                    raise MissingColumnError(message, role, hinted=bool(hint))
+                raise DataError(message)
         yield (f"line {number}", tuple(record[column] for column in text_columns), record.get(label_column),
                record if whole else None)
 

@@ -150,7 +150,7 @@ def check_data(run_dir: str | Path, file: str | Path | None = None, *, text_colu
 
     >>> # check_data("runs/demo", limit=500).texts[:2]
     """
-    from ..data.files import load_file
+    from ..data.files import load_file, run_columns
     from ..rundir import check_run_dir, read_config, read_json
     from ..training.run_data import run_test_data
 
@@ -171,8 +171,10 @@ def check_data(run_dir: str | Path, file: str | Path | None = None, *, text_colu
     label_names = read_json(Path(run_dir) / "labels.json")
     if file is not None:
         saved = config["settings"]["data"]
-        data = load_file(file, text_column or saved.get("text_column", "text"),
-                         label_column or saved.get("label_column", "label"), label_names=label_names, split="check")
+        with run_columns(text_column, label_column):
+            data = load_file(file, text_column or saved.get("text_column", "text"),
+                             label_column or saved.get("label_column", "label"), label_names=label_names,
+                             split="check")
     else:
         # (the other labelled texts it advises, where the run has none of its own, are this function's file)
         data = run_test_data(config, label_names, data_dir=data_dir,

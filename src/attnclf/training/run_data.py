@@ -465,7 +465,7 @@ def scoring_data(classifier, test_file: str | None = None, dataset: str | None =
         _refuse_tuned_validation(classifier, named)
         return run_validation_data([member.config for member in members], classifier.label_names, data_dir=data_dir)
     if test_file:
-        from ..data.files import columns_refusal, is_fasttext_file, load_file
+        from ..data.files import columns_refusal, is_fasttext_file, load_file, run_columns
         from ..data.multilabel import DEFAULT_LABEL_DELIMITER
 
         if label_delimiter is not None and not classifier.multi_label:  # (train refuses it without --multi-label)
@@ -475,10 +475,11 @@ def scoring_data(classifier, test_file: str | None = None, dataset: str | None =
         if is_fasttext_file(test_file) and (flag := next((name for name, value in given.items() if value), None)):
             raise AttnclfError(columns_refusal(test_file, named(flag)))
         saved = classifier.config["settings"]["data"]
-        data = load_file(test_file, text_column or saved.get("text_column", "text"),
-                         label_column or saved.get("label_column", "label"), label_names=classifier.label_names,
-                         split="test", multi_label=classifier.multi_label,
-                         label_delimiter=label_delimiter or saved.get("label_delimiter", DEFAULT_LABEL_DELIMITER))
+        with run_columns(text_column, label_column):
+            data = load_file(test_file, text_column or saved.get("text_column", "text"),
+                             label_column or saved.get("label_column", "label"), label_names=classifier.label_names,
+                             split="test", multi_label=classifier.multi_label,
+                             label_delimiter=label_delimiter or saved.get("label_delimiter", DEFAULT_LABEL_DELIMITER))
     elif dataset:
         from ..data.registry import load_test_split
 
