@@ -916,9 +916,10 @@ def test_a_class_of_one_training_text_is_a_warning_naming_it_even_when_quiet_and
     assert main(["train", "--train-file", str(train), "--validation-file", str(dev), *common,
                  "--output", str(tmp_path / "dev-run")]) == 0
     warnings = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
-    assert len(warnings) == 1 and warnings[0].startswith(
+    assert len(warnings) == 2 and warnings[0].startswith(
         "warning: 2 of 4 classes have a single training text ('legal', 'ocean'): a model learns little from one "
         "example; 1 of them ('ocean') has no validation text either")
+    assert warnings[1].startswith("warning: 1 of 4 classes has no validation text ('neg')")  # (the file holds none)
 
 
 def test_a_run_recorded_with_split_seed_and_a_validation_file_resumes_with_the_command_that_started_it(csv_files,

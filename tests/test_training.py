@@ -1138,6 +1138,22 @@ def test_run_test_data_names_what_to_give_as_its_caller_spells_it(tmp_path):
             scoring_data(estimator, **named)
 
 
+def test_a_class_too_small_for_the_split_to_hold_any_out_is_a_warning_that_validation_says_nothing_of_it():
+    # A file where one class has 3 texts: a tenth held out is none of them, so validation (which picks the epoch
+    # kept) never scores it, and the run said nothing of that.
+    from attnclf.data.base import TextDataset
+    from attnclf.training.run_data import describe_classes
+
+    train = TextDataset(["a"] * 10, [0] * 4 + [1] * 3 + [2] * 3, ["neg", "neutral", "pos"])
+    validation = TextDataset(["b", "c"], [0, 2], ["neg", "neutral", "pos"])
+    assert describe_classes(train, validation=validation)[1:] == [
+        "warning: 1 of 3 classes has no validation text ('neutral'): no validation score tells how it does; give it "
+        "more texts, or a --validation-file that holds some"]
+    assert describe_classes(train, validation=TextDataset(["b"] * 3, [0, 1, 2], ["neg", "neutral", "pos"])) == [
+        "training texts per class: neg 4, neutral 3, pos 3"]
+    assert len(describe_classes(train)) == 1  # (a refit validates on nothing: no warning of what it does not do)
+
+
 def test_the_class_warnings_agree_with_how_many_classes_they_count():
     from attnclf.data.base import TextDataset
     from attnclf.training.run_data import describe_classes

@@ -263,6 +263,14 @@ def describe_classes(train: TextDataset, suspect_separators: str = "",
                      f"({first_few(single)}): a model learns little from one example"
                      f"{_unvalidated(single, validation)}; give {'it' if len(single) == 1 else 'them'} more texts, "
                      f"or merge rare classes")
+    unvalidated = [name for name, count in zip(names, counts) if count > 1 and name not in _validated(validation)]
+    # (a class of one text has its own warning, which says so too; a multi-label split is a shuffle of the texts, in
+    # which rare labels are often missing: their thresholds are tuned on what validation holds, as documented)
+    if unvalidated and validation is not None and not train.multi_label:
+        one = len(unvalidated) == 1
+        lines.append(f"warning: {_of_classes(unvalidated, names)} no validation text ({first_few(unvalidated)}): no "
+                     f"validation score tells how {'it does' if one else 'they do'}; give "
+                     f"{'it' if one else 'them'} more texts, or a --validation-file that holds some")
     by_form: dict[str, list[str]] = {}
     for name in names:
         by_form.setdefault(" ".join(name.casefold().split()), []).append(name)
@@ -305,8 +313,7 @@ def _unvalidated(names: list[str], validation: TextDataset | None) -> str:
     """
     if validation is None:  # (a refit: no validation at all)
         return ""
-    labels = [i for held in validation.labels for i in held] if validation.multi_label else validation.labels
-    held = {validation.label_names[i] for i in set(np.asarray(labels, dtype=np.int64).tolist())}
+    held = _validated(validation)
     unseen = [name for name in names if name not in held]
     if not unseen:
         return ""
@@ -315,6 +322,18 @@ def _unvalidated(names: list[str], validation: TextDataset | None) -> str:
         f"{len(unseen)} of them ({first_few(unseen)}) {'has' if one else 'have'}"
     return (f"; {which} no validation text either (a class needs 2 texts for a split to hold one out), so no "
             f"validation score tells how {'it does' if one else 'they do'}")
+
+
+def _validated(validation: TextDataset | None) -> set[str]:
+    """The classes at least one of ``validation``'s texts holds (none without validation texts).
+
+    >>> sorted(_validated(TextDataset(["x", "y"], [2, 0], ["a", "b", "c"]))), _validated(None)
+    (['a', 'c'], set())
+    """
+    if validation is None:
+        return set()
+    labels = [i for held in validation.labels for i in held] if validation.multi_label else validation.labels
+    return {validation.label_names[i] for i in set(np.asarray(labels, dtype=np.int64).tolist())}
 
 
 def _delimiter_warnings(names: list[str], separators: str) -> list[str]:
