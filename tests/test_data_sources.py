@@ -943,7 +943,8 @@ def test_a_test_label_that_spells_a_training_label_otherwise_says_how_training_s
         ("s.csv", "text,stars\nok,1\n", ("text", "label"), r"s.csv: no label column 'label'; the columns are: 'text', 'stars' "
          r"\(say which holds the labels: --label-column NAME, label_column= in Python\)$"),
         ("g.csv", "text,stars\nok,1\n", ("text", "grade"), r"g.csv: no label column 'grade'; the columns are: 'text', 'stars'$"),
-        ("t.tsv", "text\tlabel\nok\t1\n   \t0\n", ("text", "label"), r"t.tsv, line 3: empty text in column 'text'"),
+        ("t.tsv", "text\tlabel\nok\t1\n   \t0\n", ("text", "label"), r"t.tsv, line 3: empty text in column 'text'; remove the row or give it a text \(a file to train or "
+         r"evaluate on needs one in every row\)$"),
         ("l.csv", "text,label\nok,1\nfine,\n", ("text", "label"), r"l.csv, line 3: missing label in column 'label'"),
         ("n.csv", "text,label\nok,pos\nfine, NaN\n", ("text", "label"), r"n.csv, line 3: missing label \('NaN'\) in column 'label'"),
         ("o.csv", "text,label\nok,1\nfine,1\n", ("text", "label"), r"o.csv: only one class \('1'\) in column 'label'"),
@@ -1021,7 +1022,7 @@ def test_a_test_label_that_spells_a_training_label_otherwise_says_how_training_s
         ("mt.jsonl", '{"title": "a", "body": "b", "label": 1}\n{"title": "c", "body": 3, "label": 0}\n',
          (["title", "body"], "label"), r"mt.jsonl, line 2: text column 'body' holds 3, not text$"),
         ("me.csv", "title,body,label\nok,,1\n,fine,0\n , ,1\n", (["title", "body"], "label"),
-         r"me.csv, line 4: empty text in columns 'title', 'body'$"),
+         r"me.csv, line 4: empty text in columns 'title', 'body'; remove the row"),
         ("ml.csv", "title,label\nok,1\n", (["title", "label"], "label"),
          r"ml.csv: the text and the labels cannot both come from column 'label'$"),
         ("md.csv", "title,body,label,body\nok,a,1,b\n", (["title", "body"], "label"),

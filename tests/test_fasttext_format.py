@@ -139,7 +139,8 @@ def test_an_empty_label_name_or_an_empty_text_is_refused_naming_the_line(tmp_pat
     path.write_text("__label__pos a fine film\n__label__neg\n", encoding="utf-8")
     with pytest.raises(DataError) as exc:
         load_file(path)
-    assert one_line(exc) == f"{path}, line 2: empty text"
+    assert one_line(exc) == (f"{path}, line 2: empty text; remove the line or give it a text (a file to train or "
+                             f"evaluate on needs one in every line)")
 
 
 def test_a_test_label_outside_training_is_named_without_a_column(tmp_path):

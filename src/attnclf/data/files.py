@@ -717,8 +717,10 @@ def iter_records(
     in_text, in_label = f" in {_named(columns)}" * (not fasttext), _in_label_column(path, label_column)
     for where, values, label, _ in _rows(path, columns, label_column):
         text = _checked_text(path, where, values, columns)
-        if not text.strip():
-            raise DataError(f"{path}, {where}: empty text{in_text}")
+        if not text.strip():  # (predict answers one; a text to learn from or to score against its label cannot be)
+            row = "line" if fasttext else "row"
+            raise DataError(f"{path}, {where}: empty text{in_text}; remove the {row} or give it a text (a file to train "
+                            f"or evaluate on needs one in every {row})")
         if multi_label:
             try:
                 names = parse_label_set(label, label_delimiter)
