@@ -875,7 +875,7 @@ def test_training_names_its_classes_and_warns_of_names_differing_only_in_case(tm
     assert main(["train", "--train-file", str(train), "--validation-file", str(train), "--model", "boe", "--epochs",
                  "1", "--min-frequency", "1", "--output", str(tmp_path / "run"), "--no-report", "--threads", "1"]) == 0
     err = capsys.readouterr().err
-    assert "training texts per class: Pos 2, neg 18, pos 18" in err  # (the reader strips the space)
+    assert "training texts per class: Pos: 2, neg: 18, pos: 18" in err  # (the reader strips the space)
     assert "warning: classes 'Pos' and 'pos' differ only in case or spaces" in err
     assert "some classes are numbers" not in err
     mixed = write_csv(tmp_path / "mixed.csv", rows[:10] + [(t, "0") for t in NEGATIVE * 3])

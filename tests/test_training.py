@@ -1150,7 +1150,7 @@ def test_a_class_too_small_for_the_split_to_hold_any_out_is_a_warning_that_valid
         "warning: 1 of 3 classes has no validation text ('neutral'): no validation score tells how it does; give it "
         "more texts, or a --validation-file that holds some"]
     assert describe_classes(train, validation=TextDataset(["b"] * 3, [0, 1, 2], ["neg", "neutral", "pos"])) == [
-        "training texts per class: neg 4, neutral 3, pos 3"]
+        "training texts per class: neg: 4, neutral: 3, pos: 3"]
     assert len(describe_classes(train)) == 1  # (a refit validates on nothing: no warning of what it does not do)
 
 

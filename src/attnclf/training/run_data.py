@@ -250,7 +250,7 @@ def describe_classes(train: TextDataset, suspect_separators: str = "",
         counts = np.bincount([i for labels in train.labels for i in labels], minlength=len(names))
     else:
         counts = np.bincount(np.asarray(train.labels, dtype=np.int64), minlength=len(names))
-    lines = [f"training texts per class: {', '.join(f'{name} {count:,}' for name, count in zip(names, counts))}"]
+    lines = [f"training texts per class: {', '.join(f'{name}: {count:,}' for name, count in zip(names, counts))}"]
     untrained = [name for name, count in zip(names, counts) if count == 0]
     if untrained:  # their only texts were held out to validate (or sampled away): never predicted, always wrong
         one = len(untrained) == 1
