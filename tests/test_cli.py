@@ -184,6 +184,17 @@ def test_a_file_without_the_runs_own_columns_is_told_how_to_name_its_own(csv_fil
     assert "'review' differs from it only in case" in run_error(["predict", str(run), "--file", str(near)], capsys)
 
 
+def test_evaluate_on_a_file_with_labels_the_run_never_learned_counts_them_and_says_what_to_do(csv_run, tmp_path, capsys):
+    held_out = write_csv(tmp_path / "held_out.csv", [("a wonderful film", "pos"), ("it was fine", "neutral"),
+                                                     ("a dull film", "neg"), ("so so", "neutral"), ("odd", "mixed")])
+    assert run_error(["evaluate", str(csv_run), "--test-file", str(held_out)], capsys) == (
+        f"attnclf: error: {held_out}, line 3: label 'neutral' in column 'label' is not one of the training labels "
+        f"['neg', 'pos']; 3 of the file's 5 rows hold labels the run was not trained on ('neutral', 'mixed'): remove "
+        f"those rows, or label them with attnclf predict RUN --file {held_out}, which reads no labels")
+    assert main(["predict", str(csv_run), "--file", str(held_out)]) == 0  # (the way on it names works on that file)
+    assert len(capsys.readouterr().out.splitlines()) == 5
+
+
 def test_predict_and_explain_read_the_text_column_of_a_data_file(csv_run, tmp_path, capsys):
     rows = tmp_path / "to_score.jsonl"  # no label column: these are to be labelled
     rows.write_text('{"id": 1, "text": "a wonderful story"}\n{"id": 2, "text": "line one\\nline two"}\n'

@@ -575,6 +575,36 @@ def _spelt_otherwise(name: str, label_names: list[str]) -> str:
     return "" if same is None else f" (the training labels write this number {same!r}: write it as they do)"
 
 
+def _unknown_labels_told(path: Path, text_column: TextColumns, label_column: str, allowed: set[str],
+                         multi_label: bool, label_delimiter: str) -> str:
+    """What a test file holding a label outside ``allowed`` (the run's) is told after the first such label: how many
+    of its rows hold such labels, which, and what to do with them; only their removal and the advice when a later row
+    cannot be read (that row's error comes once these rows are gone). Reads the file again: the error path only.
+
+    >>> # _unknown_labels_told(Path("held_out.csv"), "text", "label", {"neg", "pos"}, False, "|")
+    >>> # "; 3 of the file's 5 rows hold labels the run was not trained on ('neutral', 'mixed'): remove those ..."
+    >>> # "; 2 of the file's 5 rows hold it: remove those rows, ..." (when the label named is the only one)
+    """
+    row = "row" if is_data_file(path) else "line"  # (a fastText file's texts are lines)
+    predict = f"attnclf predict RUN --file {path}, which reads no labels"
+    unknown: dict[str, None] = {}  # (in the order first met)
+    rows = holding = 0
+    try:
+        for _, _, label in iter_records(path, text_column, label_column, multi_label=multi_label,
+                                        label_delimiter=label_delimiter):
+            outside = [name for name in (label if multi_label else (label,)) if name not in allowed]
+            rows, holding = rows + 1, holding + bool(outside)
+            unknown.update(dict.fromkeys(outside))
+    except DataError:
+        return f"; remove the {row}s of labels the run was not trained on, or label them with {predict}"
+    one = holding == 1
+    # (the label the message names already is not written again: a long one would be, twice)
+    what = ("it" if len(unknown) == 1 else
+            f"{'a label' if one else 'labels'} the run was not trained on ({first_few(unknown, most=5)})")
+    return (f"; {holding:,} of the file's {rows:,} {row}s {'holds' if one else 'hold'} {what}: remove "
+            f"{'that' if one else 'those'} {row}{'' if one else 's'}, or label {'it' if one else 'them'} with {predict}")
+
+
 def iter_texts(path: str | Path, text_column: TextColumns = "text") -> Iterator[tuple[str, str]]:
     """Stream the texts of a CSV / TSV / JSONL / Parquet file's ``text_column`` (or columns, joined) as
     ``(where, text)``, for prediction: no label column is read, an empty text is kept (a model still labels it),
@@ -758,10 +788,11 @@ def iter_records(
             if problem := unicode_problem(name):
                 raise DataError(f"{path}, {where}: the label{in_label} is {problem}")
             if allowed is not None and name not in allowed:
-                raise DataError(
-                    f"{path}, {where}: label {shown(name)}{in_label} is not one of the "
-                    f"training labels [{first_few(label_names, most=10)}]{_spelt_otherwise(name, label_names)}"
-                )
+                # (a number spelt otherwise is told how to spell it; else the whole file's count and a way on)
+                way_on = _spelt_otherwise(name, label_names) or _unknown_labels_told(
+                    path, text_column, label_column, allowed, multi_label, label_delimiter)
+                raise DataError(f"{path}, {where}: label {shown(name)}{in_label} is not one of the "
+                                f"training labels [{first_few(label_names, most=10)}]{way_on}")
         yield where, text, names if multi_label else names[0]
 
 
