@@ -1121,6 +1121,17 @@ def test_labels_that_are_one_number_get_one_order_and_a_warning(tmp_path, capsys
     assert json.loads((tmp_path / "run" / "labels.json").read_text()) == ["-1", "+1", "1"]
 
 
+def test_labels_pandas_wrote_as_floats_are_kept_with_a_warning_at_training(tmp_path, capsys):
+    rows = [(t, "1.0") for t in POSITIVE * 2] + [(t, "0.0") for t in NEGATIVE * 2]
+    train = write_csv(tmp_path / "train.csv", rows)
+    assert main(["train", "--train-file", str(train), "--model", "boe", "--epochs", "1", "--min-frequency", "1",
+                 "--no-report", "--threads", "1", "--quiet", "--output", str(tmp_path / "run")]) == 0
+    assert ("warning: the classes ('0.0', '1.0') look like whole numbers written as decimals, as pandas writes an "
+            "integer column holding a missing value: the run's labels will read '1.0', not '1'"
+            in capsys.readouterr().err)
+    assert json.loads((tmp_path / "run" / "labels.json").read_text()) == ["0.0", "1.0"]  # (what the file says)
+
+
 def test_an_unfinished_seeds_folder_says_so_and_how_to_finish_it(tmp_path, capsys):
     folder = tmp_path / "ens"
     (folder / "seed-0").mkdir(parents=True)

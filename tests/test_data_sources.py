@@ -956,6 +956,33 @@ def test_a_multi_label_test_file_counts_the_rows_holding_any_label_training_lack
         load_files(train, test, multi_label=True)
 
 
+FLOAT_WRITTEN_WARNING = (
+    "warning: the classes ({}) look like whole numbers written as decimals, as pandas writes an integer column "
+    "holding a missing value: the run's labels will read {!r}, not {!r}; write them as whole numbers (e.g. "
+    "df[col].astype('Int64') before to_csv)")
+
+
+def test_labels_pandas_wrote_as_floats_train_as_they_are_with_a_warning(tmp_path):
+    # An int column with one NaN becomes floats in pandas, and to_csv writes 0.0 and 1.0: classes that predict
+    # answers as "1.0". They stay what the file says; the warning says why and how to write them whole.
+    from attnclf.training.run_data import describe_classes
+
+    train = load_file(_write(tmp_path / "train.csv", "text,label\na,0.0\nb,1.0\nc,2.0\nd,1.0\n"))
+    assert train.label_names == ["0.0", "1.0", "2.0"]
+    assert FLOAT_WRITTEN_WARNING.format("'0.0', '1.0', '2.0'", "2.0", "2") in describe_classes(train)
+    negative = TextDataset(["a", "b"], [0, 1], ["-1.0", "1.0"])
+    assert FLOAT_WRITTEN_WARNING.format("'-1.0', '1.0'", "1.0", "1") in describe_classes(negative)
+
+
+@pytest.mark.parametrize("names", [("0", "1"), ("a", "b"), ("0.5", "1.5"), ("1.0", "2.5"), ("1.0", "pos"),
+                                   ("1.0", "nan")])
+def test_labels_that_are_not_all_whole_numbers_written_as_decimals_get_no_such_warning(names):
+    from attnclf.training.run_data import describe_classes
+
+    lines = describe_classes(TextDataset(["a", "b"], [0, 1], list(names)))
+    assert not [line for line in lines if "written as decimals" in line]
+
+
 @pytest.mark.parametrize("train_labels, test_label, spelt", [
     # pandas writes a column of whole numbers with a gap in it as decimals (1.0), to CSV and Parquet alike
     (("0", "1"), "1.0", "'1'"), (("0.0", "1.0"), "1", "'1.0'"), (("-1", "1"), "+1", "'1'"),

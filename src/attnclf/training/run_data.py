@@ -5,6 +5,7 @@ about the labels and texts that nothing else would show.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import replace
@@ -287,9 +288,29 @@ def describe_classes(train: TextDataset, suspect_separators: str = "",
     if numbers and words:
         lines.append(f"warning: some classes are numbers ({', '.join(map(repr, numbers[:3]))}) and some are names "
                      f"({', '.join(map(repr, words[:3]))}); give every text one coding if they mean the same classes")
+    lines += _float_written_warnings(names)
     if train.multi_label:
         lines += _delimiter_warnings(names, suspect_separators)
     return lines
+
+
+def _float_written_warnings(names: list[str]) -> list[str]:
+    """A warning for classes that are all whole numbers written as decimals ("0.0", "1.0"): pandas turns an integer
+    column holding a missing value into floats, which to_csv writes so, and a run's labels are what the file says
+    (predict answers "1.0"). Not for a mix: "1.0" beside "2.5" or "pos" is no column of whole numbers.
+
+    >>> "the run's labels will read '1.0', not '1'" in _float_written_warnings(["0.0", "1.0"])[0]
+    True
+    >>> _float_written_warnings(["0", "1"]), _float_written_warnings(["0.5", "1.0"])
+    ([], [])
+    """
+    if not names or not all(re.fullmatch(r"[+-]?\d+\.0+", name) for name in names):
+        return []
+    example = names[-1]
+    return [f"warning: the classes ({first_few(names)}) look like whole numbers written as decimals, as pandas writes "
+            f"an integer column holding a missing value: the run's labels will read {example!r}, not "
+            f"{example.partition('.')[0]!r}; write them as whole numbers (e.g. df[col].astype('Int64') before "
+            f"to_csv)"]
 
 
 def _of_classes(some: list[str], names: list[str]) -> str:
