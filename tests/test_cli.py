@@ -195,6 +195,15 @@ def test_evaluate_on_a_file_with_labels_the_run_never_learned_counts_them_and_sa
     assert len(capsys.readouterr().out.splitlines()) == 5
 
 
+def test_a_file_pandas_wrote_with_its_index_names_that_unnamed_first_column(csv_run, tmp_path, capsys):
+    indexed = tmp_path / "indexed.csv"
+    indexed.write_text(",Review,Sentiment\n0,a wonderful film,pos\n")  # (df.to_csv(path): its index first)
+    assert run_error(["predict", str(csv_run), "--file", str(indexed), "--text-column", "review"], capsys) == (
+        f"attnclf: error: {indexed}: no text column 'review'; the columns are: '' (an unnamed first column: pandas' "
+        f"index, written by to_csv without index=False), 'Review', 'Sentiment' (the file's 'Review' differs from it "
+        f"only in case: name the column as the file does)")
+
+
 def test_predict_and_explain_read_the_text_column_of_a_data_file(csv_run, tmp_path, capsys):
     rows = tmp_path / "to_score.jsonl"  # no label column: these are to be labelled
     rows.write_text('{"id": 1, "text": "a wonderful story"}\n{"id": 2, "text": "line one\\nline two"}\n'

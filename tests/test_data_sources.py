@@ -1058,6 +1058,12 @@ def test_a_test_label_that_spells_a_training_label_otherwise_says_how_training_s
         ("survey.csv", "id,What did you think of it?\n1,good\n", ("text", "label"), r"survey.csv: no text column "
          r"'text'; the columns are: 'id', 'What did you think of it\?' \(the first line is read as the header naming "
          r"the columns: if it is a row of data, add a header line\)$"),
+        # pandas' to_csv without index=False writes its index first, under an empty name: named for what it is.
+        ("index.csv", ",Review,Sentiment\n0,ok,1\n", ("text", "Sentiment"), r"index.csv: no text column 'text'; the "
+         r"columns are: '' \(an unnamed first column: pandas' index, written by to_csv without index=False\), "
+         r"'Review', 'Sentiment' \(say which holds the texts: --text-column NAME, text_column= in Python\)$"),
+        ("middle.csv", "Review,,Sentiment\nok,,1\n", ("text", "Sentiment"), r"middle.csv: no text column 'text'; the "
+         r"columns are: 'Review', '', 'Sentiment' \(say which"),
         ("header.csv", "id,title,body\n3,a,b\n", ("text", "label"), r"header.csv: no text column 'text'; the columns are: "
          r"'id', 'title', 'body' \(say which holds the texts: --text-column NAME, text_column= in Python\)$"),
         # A column named but for its case or the spaces around it ("text, label" typed by hand; pandas' "Label") is

@@ -214,6 +214,10 @@ def run_columns(text_column: TextColumns | None = None, label_column: str | None
                         f"--{exc.role}-column NAME, {exc.role}_column= in Python)") from None
 
 
+# What an empty first column of a CSV header is, most often: pandas' DataFrame.to_csv writes the index by default.
+PANDAS_INDEX = "(an unnamed first column: pandas' index, written by to_csv without index=False)"
+
+
 def _missing_column(path: Path, column: str, columns: list[str], role: str) -> DataError:
     hint = _near_miss(column, columns)
     if len(columns) == 1 and path.suffix.lower() in (".csv", ".tsv"):
@@ -229,8 +233,11 @@ def _missing_column(path: Path, column: str, columns: list[str], role: str) -> D
         # (before any hint on its separators or header: a fastText line has commas and reads as data)
         hint = _fasttext_named_as_data(path, columns[0]) or hint
     hint = hint or _default_named(column, role)
-    return MissingColumnError(f"{path}: no {role} column {column!r}; the columns are: "
-                              f"{first_few(columns, most=COLUMNS_NAMED)}{hint}", role, hinted=bool(hint))
+    named = first_few(columns, most=COLUMNS_NAMED)
+    if path.suffix.lower() in (".csv", ".tsv") and columns[0] == "":  # (a bare '' reads as a slip of the message's)
+        named = named.replace("''", f"'' {PANDAS_INDEX}", 1)
+    return MissingColumnError(f"{path}: no {role} column {column!r}; the columns are: {named}{hint}", role,
+                              hinted=bool(hint))
 
 
 def _quoted_after_space(field: str) -> bool:
