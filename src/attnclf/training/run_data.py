@@ -264,10 +264,11 @@ def describe_classes(train: TextDataset, suspect_separators: str = "",
                      f"({first_few(single)}): a model learns little from one example"
                      f"{_unvalidated(single, validation)}; give {'it' if len(single) == 1 else 'them'} more texts, "
                      f"or merge rare classes")
-    unvalidated = [name for name, count in zip(names, counts) if count > 1 and name not in _validated(validation)]
     # (a class of one text has its own warning, which says so too; a multi-label split is a shuffle of the texts, in
     # which rare labels are often missing: their thresholds are tuned on what validation holds, as documented)
-    if unvalidated and validation is not None and not train.multi_label:
+    held = _validated(validation) if validation is not None and not train.multi_label else None
+    unvalidated = [] if held is None else [name for name, count in zip(names, counts) if count > 1 and name not in held]
+    if unvalidated:
         one = len(unvalidated) == 1
         lines.append(f"warning: {_of_classes(unvalidated, names)} no validation text ({first_few(unvalidated)}): no "
                      f"validation score tells how {'it does' if one else 'they do'}; give "
