@@ -530,3 +530,18 @@ def test_an_export_from_before_its_files_were_fingerprinted_still_loads(exported
     (older / "export.json").write_text(json.dumps(manifest))
     with pytest.raises(RunDirError, match="files_sha256 must be a JSON object of file names and sha256 digests"):
         OnnxClassifier.load(older)
+
+
+def test_an_int8_graph_copied_into_an_export_made_without_one_is_refused(exported, tmp_path):
+    # An export made without --quantize records no int8 graph's sha256: a model.int8.onnx copied in beside it (from
+    # another export) loaded unchecked with int8=True, where its every other file is checked.
+    plain = tmp_path / "plain"
+    shutil.copytree(exported, plain)
+    manifest = json.loads((plain / "export.json").read_text())
+    del manifest["int8"], manifest["files_sha256"]["model.int8.onnx"]
+    (plain / "export.json").write_text(json.dumps(manifest))
+    OnnxClassifier.load(plain)
+    with pytest.raises(RunDirError, match=f"^{plain / 'model.int8.onnx'} is not the file exported with "
+                                          f"{plain / 'export.json'} \\(it records no sha256 for it\\): export again "
+                                          r"\(`attnclf export RUN --format onnx --quantize`\)"):
+        OnnxClassifier.load(plain, int8=True)

@@ -102,11 +102,18 @@ def _check_current(directory: Path, config: dict) -> None:
 
 def _check_exported(file: Path, config: dict) -> None:
     """Refuse ``file`` unless it is the one exported beside this export.json: a graph or tokenizer copied in from
-    another export would be read in ids its partner never learned, silently whenever the vocabulary sizes agree."""
-    recorded = config.get("files_sha256", {}).get(file.name)
-    if recorded is not None and file_sha256(file) != recorded:
-        raise RunDirError(f"{file} is not the file exported with {file.parent / 'export.json'} (its sha256 differs): "
-                          f"export again (`attnclf export RUN --format onnx`) rather than mixing the files of two")
+    another export would be read in ids its partner never learned, silently whenever the vocabulary sizes agree.
+    An export that records none (from before 2026-11-28) is not checked; one that records others but not ``file``
+    made none (an int8 graph beside an export without --quantize came from elsewhere)."""
+    if "files_sha256" not in config:
+        return
+    recorded = config["files_sha256"].get(file.name)
+    if recorded is None or file_sha256(file) != recorded:
+        why = "it records no sha256 for it" if recorded is None else "its sha256 differs"
+        raise RunDirError(f"{file} is not the file exported with {file.parent / 'export.json'} ({why}): "
+                          f"export again (`attnclf export RUN --format onnx"
+                          f"{' --quantize' if file.name == 'model.int8.onnx' else ''}`) rather than mixing the files "
+                          f"of two")
 
 
 def read_manifest(directory: Path) -> dict:
