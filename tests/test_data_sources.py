@@ -919,32 +919,50 @@ def test_load_files_test_uses_training_labels(tmp_path):
 
 def test_a_test_file_with_labels_training_lacks_says_how_many_rows_hold_them_and_what_to_do(tmp_path):
     # The first row alone left the user to find the rest one run at a time, with no way on for rows they cannot label.
-    train = _write(tmp_path / "train.csv", "text,label\na,x\nb,y\n")
+    # (read as evaluate reads it: by a trained run, whose predict can label those rows)
+    def evaluated(test):
+        return load_file(test, label_names=["x", "y"], split="test")
+
     test = _write(tmp_path / "test.csv", "text,label\nc,y\nd,neutral\ne,mixed\nf,neutral\ng,x\n")
     expected = (f"{test}, line 3: label 'neutral' in column 'label' is not one of the training labels ['x', 'y']; 3 of "
                 f"the file's 5 rows hold labels the run was not trained on ('neutral', 'mixed'): remove those rows, or "
                 f"label them with attnclf predict RUN --file {test}, which reads no labels")
     with pytest.raises(DataError, match=f"^{re.escape(expected)}$"):
-        load_files(train, test)
+        evaluated(test)
     _write(test, "text,label\nc,y\nd,neutral\n" + "".join(f"t{i},new{i}\n" for i in range(20)))
     with pytest.raises(DataError, match=re.escape("21 of the file's 22 rows hold labels the run was not trained on "
                                                   "('neutral', 'new0', 'new1', 'new2', 'new3', ...): remove")):
-        load_files(train, test)
+        evaluated(test)
     _write(test, "text,label\nd,neutral\ne,x\nf,neutral\n")  # (the label named the only one: not named again)
     with pytest.raises(DataError, match=re.escape("['x', 'y']; 2 of the file's 3 rows hold it: remove those rows, or "
                                                   "label them with")):
-        load_files(train, test)
+        evaluated(test)
     _write(test, "text,label\nd,neutral\ne,x\n")  # (one row: its own verb)
     with pytest.raises(DataError, match=re.escape("['x', 'y']; 1 of the file's 2 rows holds it: remove that row, or "
                                                   "label it with")):
-        load_files(train, test)
+        evaluated(test)
     # A row past the first unknown label that cannot be read stops the count, not the message: the first problem is
     # still the one told, and that row's own error comes once the rows it names are gone.
     _write(test, "text,label\nd,neutral\ne,x,extra\n")
     with pytest.raises(DataError, match=re.escape("['x', 'y']; remove the rows of labels the run was not trained on, "
                                                   f"or label them with attnclf predict RUN --file {test}, which reads "
                                                   "no labels") + "$"):
-        load_files(train, test)
+        evaluated(test)
+
+
+def test_a_file_held_out_by_training_with_labels_the_training_file_lacks_is_not_sent_to_a_run_not_yet_made(tmp_path):
+    # train --validation-file / --test-file read through load_files before any run exists: `attnclf predict RUN`
+    # names none, and labelling the texts a run is scored on with its own predictions would score it on itself.
+    train = _write(tmp_path / "train.csv", "text,label\na,x\nb,y\n")
+    held_out = _write(tmp_path / "dev.csv", "text,label\nc,y\nd,neutral\n")
+    expected = ("; 1 of the file's 2 rows holds it: remove that row, or give the training file texts of its label")
+    for split in ("validation_path", "test_path"):
+        with pytest.raises(DataError, match=f"{re.escape(expected)}$"):
+            load_files(train, **{split: held_out})
+    held_out.write_text("text,label\nd,neutral\ne,x,extra\n")
+    with pytest.raises(DataError, match=re.escape("; remove the rows of labels the run was not trained on, or give the "
+                                                  "training file texts of them") + "$"):
+        load_files(train, validation_path=held_out)
 
 
 def test_a_multi_label_test_file_counts_the_rows_holding_any_label_training_lacks(tmp_path):

@@ -583,10 +583,12 @@ def _spelt_otherwise(name: str, label_names: list[str]) -> str:
 
 
 def _unknown_labels_told(path: Path, text_column: TextColumns, label_column: str, allowed: set[str],
-                         multi_label: bool, label_delimiter: str) -> str:
+                         multi_label: bool, label_delimiter: str, run_made: bool = True) -> str:
     """What a test file holding a label outside ``allowed`` (the run's) is told after the first such label: how many
     of its rows hold such labels, which, and what to do with them; only their removal and the advice when a later row
     cannot be read (that row's error comes once these rows are gone). Reads the file again: the error path only.
+    ``run_made``: a trained run reads the file (evaluate), whose predict can label those rows; else training reads it
+    beside its training file (--validation-file, --test-file), before there is a run, and the training file can.
 
     >>> # _unknown_labels_told(Path("held_out.csv"), "text", "label", {"neg", "pos"}, False, "|")
     >>> # "; 3 of the file's 5 rows hold labels the run was not trained on ('neutral', 'mixed'): remove those ..."
@@ -603,13 +605,16 @@ def _unknown_labels_told(path: Path, text_column: TextColumns, label_column: str
             rows, holding = rows + 1, holding + bool(outside)
             unknown.update(dict.fromkeys(outside))
     except DataError:
-        return f"; remove the {row}s of labels the run was not trained on, or label them with {predict}"
+        way_on = f"label them with {predict}" if run_made else "give the training file texts of them"
+        return f"; remove the {row}s of labels the run was not trained on, or {way_on}"
     one = holding == 1
     # (the label the message names already is not written again: a long one would be, twice)
     what = ("it" if len(unknown) == 1 else
             f"{'a label' if one else 'labels'} the run was not trained on ({first_few(unknown, most=5)})")
+    way_on = (f"label {'it' if one else 'them'} with {predict}" if run_made else
+              f"give the training file texts of {'its label' if one else 'their labels'}")
     return (f"; {holding:,} of the file's {rows:,} {row}s {'holds' if one else 'hold'} {what}: remove "
-            f"{'that' if one else 'those'} {row}{'' if one else 's'}, or label {'it' if one else 'them'} with {predict}")
+            f"{'that' if one else 'those'} {row}{'' if one else 's'}, or {way_on}")
 
 
 def iter_texts(path: str | Path, text_column: TextColumns = "text") -> Iterator[tuple[str, str]]:
@@ -731,6 +736,7 @@ def iter_records(
     label_names: list[str] | None = None,
     multi_label: bool = False,
     label_delimiter: str = DEFAULT_LABEL_DELIMITER,
+    run_made: bool = True,
 ) -> Iterator[tuple[str, str, Any]]:
     """Stream a file's checked records as ``(where, text, label)``, one row at a time.
 
@@ -740,6 +746,8 @@ def iter_records(
     one-line ``DataError`` naming the file, line or row, column and value.
     With ``multi_label`` the label is a tuple of names (possibly empty).
     Several text columns give one text, their values joined with a newline.
+    ``run_made``: whether a trained run reads it, as evaluate's does (False: training's own held-out files), which
+    says what a file of labels outside ``label_names`` is told to do.
 
     >>> # next(iter_records("train.jsonl"))  # ('line 1', 'A fine film.', 'pos')
     """
@@ -797,7 +805,7 @@ def iter_records(
             if allowed is not None and name not in allowed:
                 # (a number spelt otherwise is told how to spell it; else the whole file's count and a way on)
                 way_on = _spelt_otherwise(name, label_names) or _unknown_labels_told(
-                    path, text_column, label_column, allowed, multi_label, label_delimiter)
+                    path, text_column, label_column, allowed, multi_label, label_delimiter, run_made)
                 raise DataError(f"{path}, {where}: label {shown(name)}{in_label} is not one of the "
                                 f"training labels [{first_few(label_names, most=10)}]{way_on}")
         yield where, text, names if multi_label else names[0]
@@ -863,12 +871,14 @@ def load_file(
     split: str = "train",
     multi_label: bool = False,
     label_delimiter: str = DEFAULT_LABEL_DELIMITER,
+    run_made: bool = True,
 ) -> TextDataset:
     """Read one file of labelled texts into memory (``iter_records`` streams it instead).
 
     Without ``label_names`` the file defines them, and must hold two classes
     at least (one label, for ``multi_label``); with them (a test file), every
-    label must be one of them. ``multi_label`` reads a label set per text.
+    label must be one of them (``run_made``: read by a trained run, as
+    ``iter_records`` says). ``multi_label`` reads a label set per text.
     A text's ``order`` is its row's position, so ``--hold-out latest`` holds out
     each class's last rows (of a file sorted by date, its newest).
 
@@ -878,7 +888,7 @@ def load_file(
     texts: list[str] = []
     raw_labels: list = []  # a name per text, or a tuple of names when multi_label
     for _, text, label in iter_records(path, text_column, label_column, label_names=label_names,
-                                       multi_label=multi_label, label_delimiter=label_delimiter):
+                                       multi_label=multi_label, label_delimiter=label_delimiter, run_made=run_made):
         texts.append(text)
         raw_labels.append(label)
     if multi_label:
@@ -909,5 +919,5 @@ def load_files(
     for split, path in (("validation", validation_path), ("test", test_path)):
         if path is not None:
             held_out[split] = load_file(path, text_column, label_column, label_names=train.label_names, split=split,
-                                        **labels)
+                                        run_made=False, **labels)
     return Splits(train=train, **held_out)
