@@ -3,6 +3,7 @@
 import csv
 import json
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -365,3 +366,24 @@ def test_no_texts_give_a_text_column_and_the_prediction_s(run, tmp_path, capsys,
     output = tmp_path / "out.csv"
     assert main(["predict", str(run), "--file", "-", "--output", str(output)]) == 0
     assert output.read_text(encoding="utf-8").splitlines() == [",".join(["text", *COLUMNS])]
+
+
+def test_a_failing_hard_link_other_than_none_made_here_is_not_taken_for_a_filesystem_without_them(tmp_path,
+                                                                                                  monkeypatch):
+    # Only the errors that say a filesystem makes no hard links fall back to look-then-rename; a disk error or a
+    # full disk is the write's failure, and the temporary file goes with it.
+    import errno
+    import os
+
+    from attnclf.rundir import written_atomically
+
+    def broken_disk(source, destination, **kwargs):
+        raise OSError(errno.EIO, os.strerror(errno.EIO), source, None, destination)
+
+    monkeypatch.setattr(os, "link", broken_disk)
+    output = tmp_path / "scored.csv"
+    with pytest.raises(OSError) as raised:
+        with written_atomically(output, replace=False) as tmp:
+            Path(tmp).write_text("ours\n")
+    assert raised.value.errno == errno.EIO
+    assert list(tmp_path.iterdir()) == []

@@ -88,6 +88,11 @@ def publish(tmp: str | Path, path: Path, replace: bool = True) -> None:
     _sync_folder(path)
 
 
+# What link(2) says where the filesystem makes no hard links (FAT and exFAT: EPERM; some FUSE and network mounts the
+# others), as against a failure of the write itself.
+_NO_HARD_LINKS = {errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS, errno.EXDEV, errno.EMLINK}
+
+
 def _publish_new(tmp: str | Path, path: Path) -> None:
     """Rename ``tmp`` to ``path`` only if no file is there: a hard link is made only under a free name, in one step,
     where a rename replaces whatever it finds."""
@@ -95,7 +100,9 @@ def _publish_new(tmp: str | Path, path: Path) -> None:
         os.link(tmp, path)
     except FileExistsError:
         raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), str(path)) from None
-    except OSError:
+    except OSError as exc:
+        if exc.errno not in _NO_HARD_LINKS:  # (a disk error or a full disk: the write failed, as a rename's would)
+            raise
         # A filesystem without hard links (FAT, exFAT, some network and FUSE mounts): check, then rename. This
         # cannot guarantee the same: a file written at ``path`` between the check and the rename is still replaced.
         if os.path.lexists(path):
