@@ -1392,3 +1392,15 @@ def test_learned_text_warnings_read_the_texts_as_each_run_cleans_them(tmp_path):
     punctuated = TextDataset([f"{texts[0]}!", f"{texts[1]}, surely"], [0, 1], ["bad", "good"])
     strips = _run_config(tmp_path / "strips", train_file=str(files[0]), cleaning={"strip_punctuation": True})
     assert shared([strips], punctuated) == "1 of the 2"
+
+
+def test_a_pipe_given_as_a_file_is_named_as_one_not_as_missing(tmp_path):
+    # `--train-file <(zcat reviews.csv.gz)` hands over /dev/fd/63, a pipe: it exists, and "no such file" sent users
+    # looking for a file that was there. It is refused for what it is: files are read more than once.
+    import os
+
+    pipe = tmp_path / "reviews.csv"
+    os.mkfifo(pipe)
+    with pytest.raises(DataError, match=rf"^{re.escape(str(pipe))}: not a regular file \(a pipe, socket or device\): "
+                                        r"attnclf reads a file more than once; write it to a file first$"):
+        load_file(pipe)

@@ -489,10 +489,21 @@ def _wanted(text_columns: tuple[str, ...], label_column: str | None) -> list[tup
 
 
 def check_file(path: str | Path) -> Path:
-    """``path``, or a one-line error if it is a folder or missing (before a reader opens it)."""
+    """``path``, or a one-line error if it is a folder, missing, or no regular file (before a reader opens it).
+
+    >>> check_file("/dev/null")
+    Traceback (most recent call last):
+    attnclf.errors.DataError: /dev/null: not a regular file (a pipe, socket or device): attnclf reads a file more \
+than once; write it to a file first
+    """
     path = Path(path)
-    if not path.is_file():
-        raise DataError(f"{path}: {'is a folder, not a file' if path.is_dir() else 'no such file'}")
+    if path.is_dir():
+        raise DataError(f"{path}: is a folder, not a file")
+    if not path.exists():
+        raise DataError(f"{path}: no such file")
+    if not path.is_file():  # (`--train-file <(zcat f.gz)` is a pipe, /dev/fd/63: read once, it would be gone)
+        raise DataError(f"{path}: not a regular file (a pipe, socket or device): attnclf reads a file more than once; "
+                        f"write it to a file first")
     return path
 
 
