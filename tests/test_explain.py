@@ -813,3 +813,18 @@ def test_explain_command_bad_input_is_one_line(demo_run, capsys):
     assert capsys.readouterr().err == "attnclf: error: --method is empty\n"
     assert main(["explain", str(demo_run), "x", "--method", "occlusion", "--steps", "8"]) == 2
     assert "--steps applies to integrated-gradients only" in capsys.readouterr().err
+
+
+
+@pytest.mark.parametrize("name, page", [("explained.html", "<!doctype html>"), ("explained.HTM", "<!doctype html>"),
+                                        ("explained.jsonl", '{"text": "not bad"'), ("explained.txt", None)])
+def test_explain_output_without_format_is_written_in_the_format_its_suffix_names(demo_run, tmp_path, name, page):
+    # `explain -o explained.html` used to write the terminal's text into a file named .html
+    out = tmp_path / name
+    assert main(["explain", str(demo_run), "not bad", "--method", "occlusion", "--output", str(out)]) == 0
+    written = out.read_text(encoding="utf-8")
+    assert written.startswith(page) if page else not written.startswith(("<", "{"))
+    # A --format given wins over the suffix
+    assert main(["explain", str(demo_run), "not bad", "--method", "occlusion", "--format", "terminal",
+                 "--output", str(out)]) == 0
+    assert not out.read_text(encoding="utf-8").startswith(("<", "{"))

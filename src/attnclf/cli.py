@@ -835,9 +835,10 @@ def cmd_explain(args: argparse.Namespace) -> int:
     if args.method == "all":
         _note_left_out(available, "--method all")
     explanations = [per_method[t] for t in range(len(texts)) for per_method in by_method]  # grouped by text
-    if args.format == "json":
+    output_format = render.format_for(args.output, args.format)
+    if output_format == "json":
         out = render.render_json(explanations)
-    elif args.format == "html":
+    elif output_format == "html":
         out = render.render_html(explanations)
     else:
         color = args.color == "always" or (args.color == "auto" and args.output is None and sys.stdout.isatty()
@@ -1332,8 +1333,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--steps", type=int, help=STEPS_HELP)
     p.add_argument("--heads", action="store_true", help="also every layer's and head's self-attention")
     _add_format_args(p, terminal="tokens coloured by score and the strongest listed",
-                     json="a JSON line per text and method", html="a page of its own, with charts")
-    p.add_argument("--output", "-o", help="write to this file instead of stdout")
+                     json="a JSON line per text and method", html="a page of its own, with charts",
+                     default="terminal, or the format --output's suffix names: .html/.htm html, .json/.jsonl json")
+    p.add_argument("--output", "-o", help="write to this file instead of stdout (in the format its suffix names, "
+                                          "unless --format)")
     p.add_argument("--color", choices=["auto", "always", "never"], default="auto",
                    help="terminal colours: auto (the default) when stdout is a terminal and NO_COLOR is unset, "
                         "always or never")
@@ -1518,13 +1521,14 @@ EXAMPLES = {
 }
 
 
-def _add_format_args(p: argparse.ArgumentParser, **formats: str) -> None:
+def _add_format_args(p: argparse.ArgumentParser, default: str | None = None, **formats: str) -> None:
     """``--format`` with ``formats`` (name: what it prints; the first is the default), and ``--json`` for
     ``--format json``: explain took only the one and evaluate and faithfulness only the other, so the spelling
-    learned on one command was "unrecognized arguments" on the next."""
+    learned on one command was "unrecognized arguments" on the next. ``default``: the default's description, where
+    the command chooses it itself (``args.format`` None when not given)."""
     described = "; ".join(f"{name}: {what}" for name, what in formats.items())
-    p.add_argument("--format", choices=list(formats), default=next(iter(formats)),
-                   help=f"{described} (default: {next(iter(formats))})")
+    p.add_argument("--format", choices=list(formats), default=None if default else next(iter(formats)),
+                   help=f"{described} (default: {default or next(iter(formats))})")
     p.add_argument("--json", action="store_const", dest="format", const="json", help="the same as --format json")
 
 

@@ -35,6 +35,23 @@ TOKEN_CSS = """
 """
 
 
+# The format a file's suffix names, where --format is not given: `explain -o page.html` means a page
+FORMAT_BY_SUFFIX = {".html": "html", ".htm": "html", ".json": "json", ".jsonl": "json"}
+
+
+def format_for(output: str | None, asked: str | None = None) -> str:
+    """The format to render in: ``asked`` when given, else the one ``output``'s suffix names (``.html``/``.htm``:
+    a page; ``.json``/``.jsonl``: JSON lines), else the terminal's text.
+
+    >>> format_for("explained.HTML"), format_for("out.jsonl"), format_for(None), format_for("page.html", "terminal")
+    ('html', 'json', 'terminal', 'terminal')
+    """
+    if asked is not None:
+        return asked
+    suffix = output[output.rfind("."):].lower() if output and "." in output else ""
+    return FORMAT_BY_SUFFIX.get(suffix, "terminal")
+
+
 def number_text(value: float, sign: str = "", decimals: int = 4) -> str:
     """``decimals`` decimals, or two significant digits below 0.0005: a near-chance model's scores and drops are
     that small, and "+0.000" beside a token coloured at full strength (or "+0.0000 ± 0.0000 beats random") would
