@@ -10,7 +10,7 @@ import pytest
 
 from attnclf.cli import main
 from attnclf.data.files import file_labels, iter_records
-from attnclf.errors import DataError
+from attnclf.errors import AttnclfError, DataError
 from attnclf.text.cache import TokenCache, build_cache, file_identity
 from attnclf.text.tokenizer import Tokenizer, TokenizerConfig
 from attnclf.training.run import train_run
@@ -312,6 +312,17 @@ def test_token_cache_refuses_what_it_cannot_hold(files, tmp_path, capsys, source
     assert message.startswith(f"attnclf: error: --token-cache does not combine with {named} yet")  # what was given
     assert "\n" not in message
 
+
+
+def test_a_token_cache_folder_without_the_cache_is_refused_rather_than_ignored(files, tmp_path, capsys):
+    # It used to train in memory, silently, and put nothing in the folder named
+    assert main(["train", "--train-file", str(files[0]), "--token-cache-dir", str(tmp_path / "c"), "--quiet",
+                 "--output", str(tmp_path / "run")]) == 2
+    assert capsys.readouterr().err.strip() == ("attnclf: error: --token-cache-dir says where --token-cache keeps its "
+                                               "caches; add --token-cache, or drop --token-cache-dir")
+    assert not (tmp_path / "run").exists() and not (tmp_path / "c").exists()
+    with pytest.raises(AttnclfError, match="token_cache_dir says where token_cache keeps its caches"):
+        DataSettings(train_file=str(files[0]), token_cache_dir=str(tmp_path / "c")).check(given={"token_cache_dir"})
 
 def test_mapped_sequences_feed_bucket_batches_without_reading_lengths(tmp_path, files):
     from attnclf.text.batching import BucketBatches

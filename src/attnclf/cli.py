@@ -186,8 +186,8 @@ def built_under_earlier_file_recipes(args: argparse.Namespace, settings) -> list
 def _given(args: argparse.Namespace) -> set[str]:
     """The settings fields, of those that apply only beside another, whose flags were typed: ``RunSettings.check``
     refuses them where they do not apply even at their default value, which the settings cannot tell from no flag."""
-    return {name for name in ("val_fraction", "label_delimiter", "embeddings_std") if getattr(args, name, None) is not
-            None}
+    return {name for name in ("val_fraction", "label_delimiter", "embeddings_std", "token_cache_dir")
+            if getattr(args, name, None) is not None}
 
 
 def _device_flag(name: str) -> str:

@@ -158,6 +158,11 @@ class DataSettings:
                          if _set(self, name, given)), None)
             if flag:
                 yield columns_refusal(self.train_file, flag)
+        # A flag typed that would go unused, silently: the run trains in memory. (From Python, a folder set beside
+        # token_cache=False is a toggle's other side, as the tests comparing the two set it.)
+        if "token_cache_dir" in given and self.token_cache_dir and not self.token_cache:
+            yield (f"{named('token_cache_dir')} says where {named('token_cache')} keeps its caches; add "
+                   f"{named('token_cache')}, or drop {named('token_cache_dir')}")
         if self.validation_file and not self.train_file:
             yield f"{named('validation_file')} validates a {named('train_file')} run; give the training file too"
         if self.data_dir and not Path(self.data_dir).expanduser().is_dir():  # (else the default places are searched)
