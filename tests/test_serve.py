@@ -224,6 +224,20 @@ def test_an_oversized_chunked_body_is_cut_off(server):
     assert response.status_code == 413 and "the limit is 4000" in response.json()["detail"]
 
 
+@pytest.mark.parametrize("path", ["/predict", "/explain"])
+@pytest.mark.parametrize("body, message", [
+    (b"", """body: empty; send a JSON object: {"texts": ["a text", ...]} or {"text": "a text"}"""),
+    (b'["a list"]', """body: Input should be a valid dictionary or object to extract fields from; send a JSON object: """
+                    """{"texts": ["a text", ...]} or {"text": "a text"}"""),
+    (b'{"texts": "one string"}', 'texts: Input should be a valid list; one text goes as {"text": "..."}'),
+    (b'{"text": ["a", "b"]}', 'text: Input should be a valid string; several go as {"texts": [...]}'),
+])
+def test_a_body_of_the_wrong_shape_is_told_the_shape_to_send(server, path, body, message):
+    # "body: Field required" for an empty body named no next step, nor did a list of texts sent as "text"
+    response = server.post(path, content=body, headers={"content-type": "application/json"})
+    assert response.status_code == 422 and response.json() == {"detail": message}
+
+
 @pytest.mark.parametrize("body, status, message", [
     (b'{"texts": ["unclosed"', 400, "not valid JSON"),
     (b'["a list"]', 422, "valid dictionary"),

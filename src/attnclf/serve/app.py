@@ -465,13 +465,28 @@ def _field(error: dict) -> str:
     return shown(".".join(str(part) for part in error["loc"][1:]), write=str) or "body"
 
 
+_SHAPE = 'send a JSON object: {"texts": ["a text", ...]} or {"text": "a text"}'
+# The next step after pydantic's message, where a body's shape is wrong: (where, error type) -> what to send
+_NEXT_STEP = {("body", "model_attributes_type"): _SHAPE, ("texts", "list_type"): 'one text goes as {"text": "..."}',
+              ("text", "string_type"): 'several go as {"texts": [...]}'}
+
+
 def _message(error: dict) -> str:
-    """A validation error's message; a validator's own without pydantic's "Value error, " before it.
+    """A validation error's message; a validator's own without pydantic's "Value error, " before it; a body of the
+    wrong shape told the shape to send.
 
     >>> _message({"type": "value_error", "msg": "Value error, no text", "ctx": {"error": ValueError("no text")}})
     'no text'
+    >>> _message({"type": "list_type", "loc": ("body", "texts"), "msg": "Input should be a valid list"})
+    'Input should be a valid list; one text goes as {"text": "..."}'
     """
-    return str(error["ctx"]["error"]) if error["type"] == "value_error" else error["msg"]
+    if error["type"] == "value_error":
+        return str(error["ctx"]["error"])
+    where = _field(error)
+    if where == "body" and error["type"] == "missing":  # (no body at all: pydantic's "Field required")
+        return f"empty; {_SHAPE}"
+    next_step = _NEXT_STEP.get((where, error["type"]))
+    return f"{error['msg']}; {next_step}" if next_step else error["msg"]
 
 
 def backend_name(classifier) -> str:
