@@ -2711,3 +2711,16 @@ def test_train_seeds_on_a_small_file_names_the_compare_command_once(tmp_path, ca
     err = capsys.readouterr().err
     assert err.count("seed 2: ") == 1 and err.count("`attnclf compare --train-file") == 1
 
+
+
+def test_the_explanation_methods_flag_is_spelt_method_on_every_command_that_takes_it(capsys):
+    # explain and report take --method; faithfulness took only --methods (--method reached it by argparse's prefix
+    # matching, which its help did not show).
+    from attnclf.cli import build_parser
+
+    parser = build_parser()
+    for command in ("explain", "report", "faithfulness"):
+        with pytest.raises(SystemExit):
+            parser.parse_args([command, "--help"])
+        assert "--method " in capsys.readouterr().out.replace("\n", " "), command
+    assert parser.parse_args(["faithfulness", "runs/x", "--method", "occlusion"]).methods == "occlusion"

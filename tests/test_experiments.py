@@ -56,7 +56,7 @@ def test_compare_writes_table_csv_plot_and_one_run_per_cell(compared):
     table = (compared / "comparison.md").read_text()
     assert "| self-attn |" in table and " ± " in table
     assert "Budget of every neural cell: 180 training / 20 validation / 800 test texts (seed 0)" in table
-    assert "up to 1 epochs" in table  # (one dataset: no list of sets)
+    assert "up to 1 epoch," in table  # (one dataset: no list of sets)
     assert (compared / "comparison.png").read_bytes()[:4] == b"\x89PNG"
 
 

@@ -1350,8 +1350,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run directories, each measured on its own")
     _add_data_args(p, test_only=True)
     p.add_argument("--examples", type=int, default=200, help="test texts sampled (default: 200)")
-    p.add_argument("--methods", help="comma-separated methods, or all (default: all the model supports: attention "
-                                     "needs attention pooling, rollout self-attention layers)")
+    # (--method too, as explain and report spell it: one spelling works on all three)
+    p.add_argument("--methods", "--method", dest="methods",
+                   help="comma-separated methods, or all (default: all the model supports: attention needs attention "
+                        "pooling, rollout self-attention layers)")
     p.add_argument("--steps", type=int, help=STEPS_HELP)
     p.add_argument("--seed", type=int, default=0, help="sample and random-deletion seed (default: 0)")
     _add_format_args(p, terminal="a table per run, then a summary", json="every run's results as one JSON list")

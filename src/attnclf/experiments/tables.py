@@ -143,7 +143,7 @@ def describe_budget(setup, records: list[dict]) -> str:
     reads = f" (self-attn reads {reads}: the file recipe's, recipes.FILE_SELF_ATTN_TOKENIZER)" if reads else ""
     stop = f"early stopping after {train['patience']} stale epochs" if train["patience"] else "no early stopping"
     return (
-        f"Budget of every neural cell: {texts} (seed {neural[0]['seed']}); up to {train['epochs']} epochs, "
+        f"Budget of every neural cell: {texts} (seed {neural[0]['seed']}); up to {train['epochs']} epoch{'s' * (train['epochs'] != 1)}, "
         f"{stop} on validation {train['monitor']}; batch {train['batch_size']}, {train['optimizer']} "
         f"lr {train['lr']:g} ({train['schedule']} schedule); {tokenizer['kind']} tokenizer, at most "
         f"{tokenizer['max_len']} tokens per text{reads}, vocabulary at most {tokenizer['vocab_size']:,}. "
