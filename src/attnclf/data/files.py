@@ -32,17 +32,26 @@ has no columns: ``text_column`` and ``label_column`` name none of it (a run reco
 Texts without labels, to predict on or learn from (``read_texts``), come from
 a data file's text column, from a fastText file's lines without their labels, or from plain UTF-8 text, one text per
 line.
+
+Any of these but Parquet (compressed inside already) may come compressed, as pandas and Hugging Face datasets read
+them: ``reviews.csv.gz``, ``test.jsonl.bz2``, ``cooking.train.xz``. The suffix before ``.gz`` / ``.bz2`` / ``.xz``
+says how to read what the file holds, and it is decompressed as a stream (the standard library's gzip, bz2, lzma),
+never whole into memory; its lines are the decompressed text's, and a truncated or corrupt file is a one-line error.
 """
 
 from __future__ import annotations
 
+import bz2
 import csv
+import gzip
 import json
+import lzma
 import math
 import numbers
 import re
 import shlex
 import sys
+import zlib
 from array import array
 from contextlib import contextmanager
 from pathlib import Path
@@ -111,23 +120,89 @@ def _utf16(start: bytes) -> str | None:
     return "the file is UTF-16 (it starts with UTF-16's byte-order mark), not UTF-8; re-save the file as UTF-8"
 
 
+# A compressed file's last suffix: its format's name, how it is opened (decompressed as it is read), and the command
+# that decompresses it
+COMPRESSIONS = {".gz": ("gzip", gzip.open, "gunzip"), ".bz2": ("bzip2", bz2.open, "bunzip2"),
+                ".xz": ("xz", lzma.open, "unxz")}
+# What reading a truncated or corrupt compressed stream raises: gzip.BadGzipFile and bz2's "Invalid data stream" are
+# OSErrors, a stream cut short an EOFError, a damaged deflate block zlib.error
+DECOMPRESSION_ERRORS = (OSError, EOFError, lzma.LZMAError, zlib.error)
+
+
+def compression_suffix(path: str | Path) -> str:
+    """The suffix that says ``path`` is compressed (``.gz``, ``.bz2``, ``.xz``, lower-cased), or "" for none.
+
+    >>> compression_suffix("reviews.csv.GZ"), compression_suffix("reviews.csv")
+    ('.gz', '')
+    """
+    suffix = Path(path).suffix.lower()
+    return suffix if suffix in COMPRESSIONS else ""
+
+
+def data_suffix(path: str | Path) -> str:
+    """The suffix that says how to read ``path`` (lower-cased): a compressed file's is the one before the
+    compression's, "" for none.
+
+    >>> data_suffix("reviews.CSV"), data_suffix("reviews.csv.gz"), data_suffix("cooking.train.xz"), data_suffix("a.gz")
+    ('.csv', '.csv', '.train', '')
+    """
+    path = Path(path)
+    return (path.with_suffix("") if compression_suffix(path) else path).suffix.lower()
+
+
+def _raw_lines(path: Path) -> Iterator[bytes]:
+    """The file's lines as bytes (each with its b"\\n"), decompressed as they are read if its suffix says it is
+    compressed; a truncated or corrupt stream is a one-line ``DataError`` naming the file and the last line read."""
+    compression = compression_suffix(path)
+    if not compression:
+        with open(path, "rb") as f:
+            yield from f
+        return
+    name, opened, _ = COMPRESSIONS[compression]
+    number = 0
+    with opened(path, "rb") as f:
+        lines = iter(f)
+        while True:
+            try:  # (the reading only: an error of the consumer's never enters a generator at its yield)
+                raw = next(lines, None)
+            except DECOMPRESSION_ERRORS as exc:
+                detail = shown(" ".join(str(exc).split()), most=120, write=str)
+                where = f": not a readable {name} file," if number == 0 else f", after line {number}:"
+                raise DataError(f"{path}{where} truncated or corrupt {name} data ({detail}); "
+                                f"{name} -t {shlex.quote(str(path))} tests the file") from None
+            if raw is None:
+                return
+            number += 1
+            yield raw
+
+
+def _holds_nothing(path: Path) -> bool:
+    """Whether the file holds no byte (a compressed one once decompressed); an empty Parquet file is a broken one."""
+    if data_suffix(path) == ".parquet":
+        return False
+    if compression_suffix(path):
+        return next(_raw_lines(path), b"") == b""
+    return path.stat().st_size == 0
+
+
 def _utf8_lines(path: Path) -> Iterator[str]:
-    """The file's lines, decoded; a bad byte is reported by line and byte offset."""
+    """The file's lines, decoded (decompressed first, if it is compressed); a bad byte is reported by line and byte
+    offset, in the decompressed text for a compressed file."""
     offset = 0
-    with open(path, "rb") as f:
-        for number, raw in enumerate(f, 1):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                if number == 1 and (utf16 := _utf16(raw)):
-                    raise DataError(f"{path}, line 1: {utf16}") from None
-                raise DataError(
-                    f"{path}, line {number}: byte 0x{raw[exc.start]:02x} at byte offset {offset + exc.start} "
-                    f"is not UTF-8; re-save the file as UTF-8"
-                ) from None
-            # A byte-order mark (Excel's "CSV UTF-8") is not part of the first column's name.
-            yield line.removeprefix("\ufeff") if number == 1 else line
-            offset += len(raw)
+    decompressed = " of the decompressed text" * bool(compression_suffix(path))
+    for number, raw in enumerate(_raw_lines(path), 1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            if number == 1 and (utf16 := _utf16(raw)):
+                raise DataError(f"{path}, line 1: {utf16}") from None
+            raise DataError(
+                f"{path}, line {number}: byte 0x{raw[exc.start]:02x} at byte offset {offset + exc.start}"
+                f"{decompressed} is not UTF-8; re-save the file as UTF-8"
+            ) from None
+        # A byte-order mark (Excel's "CSV UTF-8") is not part of the first column's name.
+        yield line.removeprefix("\ufeff") if number == 1 else line
+        offset += len(raw)
 
 
 def _looks_like_data(name: str) -> bool:
@@ -169,8 +244,11 @@ def _fasttext_named_as_data(path: Path, first_line: str) -> str:
     """
     if not first_line.lstrip(FASTTEXT_SPACES).startswith(FASTTEXT_LABEL):
         return ""
+    suffix, compression = data_suffix(path), compression_suffix(path)
+    # (a compressed file keeps its compression's suffix, which says how to open it)
+    renamed = f"{path.name[:len(path.name) - len(suffix) - len(compression)]}.txt{compression}"
     return (f" (its first line starts with {FASTTEXT_LABEL}: fastText's format is read from a file without a "
-            f"{path.suffix} suffix; rename it, e.g. {path.with_suffix('.txt').name})")
+            f"{suffix} suffix; rename it, e.g. {renamed})")
 
 
 def _default_named(column: str, role: str) -> str:
@@ -220,21 +298,22 @@ PANDAS_INDEX = "(an unnamed first column: pandas' index, written by to_csv witho
 
 def _missing_column(path: Path, column: str, columns: list[str], role: str) -> DataError:
     hint = _near_miss(column, columns)
-    if len(columns) == 1 and path.suffix.lower() in (".csv", ".tsv"):
+    delimited = data_suffix(path) in (".csv", ".tsv")
+    if len(columns) == 1 and delimited:
         # Excel in many locales saves "CSV" separated by semicolons; a .tsv may hold commas, a .csv tabs.
         other = next((char for char in (";", "\t", ",", "|") if char in columns[0]), None)
         if other:
             hint = (f" (the header looks separated by {'a tab' if other == chr(9) else repr(other)}: a .csv file is read "
                     f"as comma-separated, a .tsv as tab-separated; save it as one of those, or rename it)")
-    if not hint and path.suffix.lower() in (".csv", ".tsv") and any(map(_looks_like_data, columns)):
+    if not hint and delimited and any(map(_looks_like_data, columns)):
         # (said as a condition: a header's column may be a question of a few words, a survey's)
         hint = " (the first line is read as the header naming the columns: if it is a row of data, add a header line)"
-    if columns and isinstance(columns[0], str) and path.suffix.lower() in (".csv", ".tsv"):
+    if columns and isinstance(columns[0], str) and delimited:
         # (before any hint on its separators or header: a fastText line has commas and reads as data)
         hint = _fasttext_named_as_data(path, columns[0]) or hint
     hint = hint or _default_named(column, role)
     named = first_few(columns, most=COLUMNS_NAMED)
-    if path.suffix.lower() in (".csv", ".tsv") and columns[0] == "":  # (a bare '' reads as a slip of the message's)
+    if delimited and columns[0] == "":  # (a bare '' reads as a slip of the message's)
         named = named.replace("''", f"'' {PANDAS_INDEX}", 1)
     return MissingColumnError(f"{path}: no {role} column {column!r}; the columns are: {named}{hint}", role,
                               hinted=bool(hint))
@@ -432,20 +511,19 @@ def _fasttext_line(line: str) -> tuple[tuple[str, ...], str]:
 
 
 def is_fasttext_file(path: str | Path) -> bool:
-    """Whether ``path`` is a file in fastText's supervised format: its suffix none of ``DATA_SUFFIXES`` and its first
-    non-blank line (past a byte-order mark) starting with ``__label__``. A missing file is not.
+    """Whether ``path`` is a file in fastText's supervised format: its suffix (``data_suffix``) none of
+    ``DATA_SUFFIXES`` and its first non-blank line (past a byte-order mark) starting with ``__label__``. A missing file is not.
 
     >>> # is_fasttext_file("cooking.train")  # True: its first line is '__label__sauce __label__cheese how much ...'
     """
     path = Path(path)
-    if path.suffix.lower() in DATA_SUFFIXES or not path.is_file():
+    if data_suffix(path) in DATA_SUFFIXES or not path.is_file():
         return False
-    try:
-        with open(path, "rb") as f:
-            for line in f:
-                if line.strip():
-                    unindented = line.removeprefix(b"\xef\xbb\xbf").lstrip(FASTTEXT_SPACES.encode())
-                    return unindented.startswith(FASTTEXT_LABEL.encode())
+    try:  # (a compressed file's first line is its decompressed text's: a corrupt one is a DataError here)
+        for line in _raw_lines(path):
+            if line.strip():
+                unindented = line.removeprefix(b"\xef\xbb\xbf").lstrip(FASTTEXT_SPACES.encode())
+                return unindented.startswith(FASTTEXT_LABEL.encode())
     except OSError:  # (unreadable: the reader that opens it next says why)
         return False
     return False
@@ -510,7 +588,10 @@ than once; write it to a file first
 def _rows(path: Path, text_columns: tuple[str, ...], label_column: str | None, whole: bool = False) -> Iterator[Row]:
     """The file's rows; with ``whole``, each with every column's value by name as well."""
     check_file(path)
-    suffix = path.suffix.lower()
+    suffix, compression = data_suffix(path), compression_suffix(path)
+    if suffix == ".parquet" and compression:
+        raise DataError(f"{path}: Parquet is compressed inside already, so a compressed Parquet file is not read; "
+                        f"decompress it ({COMPRESSIONS[compression][2]} {shlex.quote(str(path))})")
     if suffix in (".csv", ".tsv"):
         return _csv_rows(path, "\t" if suffix == ".tsv" else ",", text_columns, label_column, whole)
     if suffix in (".jsonl", ".json", ".ndjson"):
@@ -519,7 +600,7 @@ def _rows(path: Path, text_columns: tuple[str, ...], label_column: str | None, w
         return _parquet_rows(path, text_columns, label_column, whole)
     if is_fasttext_file(path):  # (its columns' names name nothing in it: a run's own are passed whatever the file)
         return _fasttext_rows(path, whole)
-    kind = repr(suffix) if suffix else "(no extension)"
+    kind = repr(suffix + compression) if suffix else f"(no extension{f' before {compression}' * bool(compression)})"
     raise DataError(f"{path}: unknown file type {kind}; use .csv, .tsv, .jsonl or .parquet, or fastText's format "
                     f"(each line {FASTTEXT_LABEL}NAME, then the text)")
 
@@ -543,7 +624,7 @@ def _checked_text(path: Path, where: str, values: tuple, text_columns: tuple[str
         if value is not None and not isinstance(value, str):
             pandas = (" (pandas' to_json writes a DataFrame's column so, as an object keyed by row, by default: write "
                       "one object per row, df.to_json(path, orient='records', lines=True))"
-                      if isinstance(value, dict) and path.suffix.lower() in (".jsonl", ".json", ".ndjson") else "")
+                      if isinstance(value, dict) and data_suffix(path) in (".jsonl", ".json", ".ndjson") else "")
             raise DataError(f"{path}, {where}: text column {column!r} holds {shown(value)}, not text{pandas}")
         if problem := unicode_problem(value or ""):
             raise DataError(f"{path}, {where}: the text{f' in column {column!r}' * is_data_file(path)} is {problem}")
@@ -638,8 +719,8 @@ def iter_texts(path: str | Path, text_column: TextColumns = "text") -> Iterator[
     """
     columns = text_column_names(text_column)
     path = check_file(path)
-    if path.stat().st_size == 0 and path.suffix.lower() != ".parquet":
-        return  # nothing to score, as with a header and no rows (an empty Parquet file is a broken one)
+    if _holds_nothing(path):
+        return  # nothing to score, as with a header and no rows
     for where, values, _, _ in _rows(path, columns, None):
         yield where, _checked_text(path, where, values, columns)
 
@@ -654,7 +735,7 @@ def iter_rows(path: str | Path, text_column: TextColumns = "text") -> Iterator[t
     """
     columns = text_column_names(text_column)
     path = check_file(path)
-    if path.stat().st_size == 0 and path.suffix.lower() != ".parquet":
+    if _holds_nothing(path):
         return
     for where, values, _, row in _rows(path, columns, None, whole=True):
         yield where, _checked_text(path, where, values, columns), row
@@ -667,24 +748,24 @@ def data_columns(path: str | Path) -> list[str]:
     >>> # data_columns("to_score.csv")  # ['id', 'review']: its header, with or without rows below it
     """
     path = Path(path)
-    suffix = path.suffix.lower()
-    if suffix == ".parquet":
+    suffix = data_suffix(path)
+    if suffix == ".parquet" and not compression_suffix(path):
         import pyarrow.parquet as pq  # (the file's rows were read already: pyarrow is there)
 
         return pq.read_schema(path).names
-    if suffix in (".csv", ".tsv") and path.stat().st_size:
+    if suffix in (".csv", ".tsv") and not _holds_nothing(path):
         return next(csv.reader(_utf8_lines(path), delimiter="\t" if suffix == ".tsv" else ","), [])
     return []
 
 
 def is_data_file(path: str | Path) -> bool:
     """Whether ``path`` names a CSV / TSV / JSONL / Parquet file (its text column is read), not plain text (a text
-    per line), by its extension.
+    per line), by its extension (``data_suffix``: a compressed file's is the one before the compression's).
 
-    >>> is_data_file("reviews.CSV"), is_data_file("reviews.txt")
-    (True, False)
+    >>> is_data_file("reviews.CSV"), is_data_file("reviews.csv.gz"), is_data_file("reviews.txt")
+    (True, True, False)
     """
-    return Path(path).suffix.lower() in DATA_SUFFIXES
+    return data_suffix(path) in DATA_SUFFIXES
 
 
 def has_rows(path: str | Path) -> bool:
@@ -713,12 +794,23 @@ def text_lines(raw: bytes, source: str) -> list[str]:
         line = raw[: exc.start].count(b"\n") + 1
         raise DataError(f"{source}: line {line}: not UTF-8 (byte 0x{raw[exc.start]:02x})") from None
     text = text.removeprefix("\ufeff")  # a byte-order mark (Notepad's "UTF-8 with BOM") is not part of the text
-    lines = [(number, line.removesuffix("\r")) for number, line in enumerate(text.split("\n"), 1) if line.strip()]
-    # A file in fastText's format piped in: its labels are not text, as a file's are not, else the answer would be
-    # read as part of the input.
-    if lines and lines[0][1].lstrip(FASTTEXT_SPACES).startswith(FASTTEXT_LABEL):
-        return [_labelled_line(line, f"{source}: line {number}")[1] for number, line in lines]
-    return [line for _, line in lines]
+    return _line_texts(text.split("\n"), source)
+
+
+def _line_texts(lines: Iterable[str], source: str) -> list[str]:
+    """``text_lines``' texts of decoded ``lines`` (each with or without its line ending), read one at a time."""
+    texts: list[str] = []
+    fasttext = None  # (whether the first non-blank line starts with a label: undecided until it is read)
+    for number, line in enumerate(lines, 1):
+        line = line.removesuffix("\n").removesuffix("\r")
+        if not line.strip():
+            continue
+        # A file in fastText's format piped in: its labels are not text, as a file's are not, else the answer would
+        # be read as part of the input.
+        if fasttext is None:
+            fasttext = line.lstrip(FASTTEXT_SPACES).startswith(FASTTEXT_LABEL)
+        texts.append(_labelled_line(line, f"{source}: line {number}")[1] if fasttext else line)
+    return texts
 
 
 def read_texts(path: str | Path, text_column: TextColumns = "text") -> list[str]:
@@ -733,6 +825,8 @@ def read_texts(path: str | Path, text_column: TextColumns = "text") -> list[str]
         return [text for _, text in iter_texts(path, text_column)]
     path = Path(path)
     try:
+        if compression_suffix(path):  # (decompressed a line at a time, never whole into memory)
+            return _line_texts(_utf8_lines(path), str(path))
         raw = path.read_bytes()
     except OSError as exc:
         raise DataError(f"{path}: {exc.strerror}") from None

@@ -267,9 +267,11 @@ def _file_sources(data: DataSettings, keyed: bool = True) -> tuple[dict[str, _So
 
 def _file_source_identity(data: DataSettings, path: str, keyed: bool = True) -> dict:
     """What names a file's split in a cache key (``keyed``: its bytes' identity too): what is read from the bytes as
-    well, their extension saying how (a .tsv copy of a .csv file holds other rows)."""
+    well, their extension saying how (a .tsv copy of a .csv file holds other rows; a .csv.gz is read decompressed)."""
+    from ..data.files import compression_suffix, data_suffix
+
     return (file_identity(path) if keyed else {}) | {
-        "format": Path(path).suffix.lower(), "text_column": data.text_column, "label_column": data.label_column}
+        "format": data_suffix(path) + compression_suffix(path), "text_column": data.text_column, "label_column": data.label_column}
 
 
 def current_test_key(data: DataSettings, seed: int) -> str | None:

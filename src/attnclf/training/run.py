@@ -18,6 +18,7 @@ import torch
 
 from .. import __version__
 from ..data.base import Splits, TextDataset
+from ..data.files import data_suffix
 from ..data.multilabel import multi_hot
 from ..data.registry import get_source, unlabelled_texts
 from ..checks import by_field, check_threads
@@ -428,7 +429,7 @@ def _suspect_separators(train_file: str | None) -> str:
     names, where "/" often spells a hierarchy ("science/physics")."""
     if not train_file:
         return ""
-    return ",;|/" if Path(train_file).suffix.lower() in (".csv", ".tsv") else ",;|"
+    return ",;|/" if data_suffix(train_file) in (".csv", ".tsv") else ",;|"
 
 
 # What a run writes into its folder, and so what it replaces of an earlier run there.

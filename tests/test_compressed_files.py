@@ -1,0 +1,214 @@
+"""A user's data file compressed with gzip, bzip2 or xz (reviews.csv.gz, test.jsonl.gz, cooking.train.xz) is read as
+the file it holds, decompressed as a stream, its type from the suffix before the compression's; a corrupt or truncated
+one is a one-line error naming it."""
+
+from __future__ import annotations
+
+import bz2
+import csv
+import gzip
+import io
+import json
+import lzma
+
+import pytest
+from safetensors.numpy import load_file as load_weights
+
+from attnclf.cli import main
+from attnclf.data.files import (data_columns, has_rows, is_data_file, is_fasttext_file, iter_texts, load_file,
+                                read_texts)
+from attnclf.errors import DataError
+
+COMPRESS = {".gz": gzip.compress, ".bz2": bz2.compress, ".xz": lzma.compress}
+POSITIVE = ["a wonderful film", "great acting and a great story", "brilliant and moving", "i loved it"]
+NEGATIVE = ["a boring film", "dull acting and a weak story", "awful and tedious", "i hated it"]
+ROWS = [(text, "pos") for text in POSITIVE * 5] + [(text, "neg") for text in NEGATIVE * 5]
+
+
+def csv_text(rows, delimiter=",") -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, delimiter=delimiter, lineterminator="\n")
+    writer.writerow(["text", "label"])
+    writer.writerows(rows)
+    return out.getvalue()
+
+
+def jsonl_text(rows) -> str:
+    return "".join(json.dumps({"text": text, "label": label}) + "\n" for text, label in rows)
+
+
+def write(path, text: str):
+    """``text`` written to ``path``, compressed as its last suffix says (none: as it is)."""
+    data = text.encode("utf-8")
+    path.write_bytes(COMPRESS[path.suffix](data) if path.suffix in COMPRESS else data)
+    return path
+
+
+def one_line(exc: pytest.ExceptionInfo) -> str:
+    assert "\n" not in str(exc.value)
+    return str(exc.value)
+
+
+# --- reading ------------------------------------------------------------------
+
+@pytest.mark.parametrize("compression", [".gz", ".bz2", ".xz"])
+@pytest.mark.parametrize("kind", [".csv", ".tsv", ".jsonl"])
+def test_a_compressed_data_file_reads_as_the_file_it_holds(tmp_path, kind, compression):
+    text = jsonl_text(ROWS) if kind == ".jsonl" else csv_text(ROWS, "\t" if kind == ".tsv" else ",")
+    plain, packed = write(tmp_path / f"r{kind}", text), write(tmp_path / f"r{kind}{compression}", text)
+    assert is_data_file(packed) and has_rows(packed) and not is_fasttext_file(packed)
+    ours, theirs = load_file(packed), load_file(plain)
+    assert (ours.texts, ours.labels, ours.label_names) == (theirs.texts, theirs.labels, theirs.label_names)
+    assert list(iter_texts(packed)) == list(iter_texts(plain)) and read_texts(packed) == read_texts(plain)
+    assert data_columns(packed) == data_columns(plain)
+
+
+@pytest.mark.parametrize("name", ["cooking.txt.xz", "cooking.train.gz", "cooking.bz2"])
+def test_fasttexts_format_compressed_is_told_by_its_first_line_as_uncompressed(tmp_path, name):
+    path = write(tmp_path / name, "__label__pos a fine film\n\n__label__neg a dull film\n")
+    assert is_fasttext_file(path) and has_rows(path) and not is_data_file(path)
+    data = load_file(path)
+    assert data.texts == ["a fine film", "a dull film"] and data.label_names == ["neg", "pos"]
+    assert read_texts(path) == ["a fine film", "a dull film"]
+
+
+def test_a_compressed_plain_text_file_is_a_text_per_line(tmp_path):
+    path = write(tmp_path / "notes.txt.gz", "\ufeffgreat acting\r\n\r\nweak acting\n")
+    assert not has_rows(path) and read_texts(path) == ["great acting", "weak acting"]
+
+
+def test_an_empty_compressed_file_has_no_texts_as_an_empty_one_has_none(tmp_path):
+    assert list(iter_texts(write(tmp_path / "empty.csv.gz", ""))) == list(iter_texts(write(tmp_path / "e.csv", "")))
+    assert data_columns(tmp_path / "empty.csv.gz") == []
+
+
+@pytest.mark.parametrize("name, cut", [("r.csv.gz", 10), ("r.jsonl.bz2", 30), ("r.tsv.xz", 40), ("n.txt.gz", 10),
+                                       ("cooking.train.xz", 40)])
+def test_a_truncated_compressed_file_is_one_line_naming_it(tmp_path, name, cut):
+    text = csv_text(ROWS * 20, "\t") if ".tsv" in name else jsonl_text(ROWS * 20) if ".jsonl" in name else \
+        csv_text(ROWS * 20) if ".csv" in name else "__label__pos a fine film\n" * 400
+    path = write(tmp_path / name, text)
+    path.write_bytes(path.read_bytes()[:-cut])
+    for read in (load_file, read_texts, lambda p: list(iter_texts(p))):
+        with pytest.raises(DataError) as exc:
+            read(path)
+        assert one_line(exc).startswith(f"{path}") and "truncated or corrupt" in str(exc.value), str(exc.value)
+
+
+def test_a_file_named_gz_that_is_no_gzip_file_is_one_line_naming_it(tmp_path):
+    path = tmp_path / "r.csv.gz"
+    path.write_text(csv_text(ROWS))
+    with pytest.raises(DataError) as exc:
+        load_file(path)
+    assert one_line(exc).startswith(f"{path}: not a readable gzip file")
+
+
+def test_a_checksum_that_fails_at_the_end_is_one_line_naming_the_file_and_the_last_line_read(tmp_path):
+    path = write(tmp_path / "r.csv.gz", csv_text(ROWS))
+    data = bytearray(path.read_bytes())
+    data[-8] ^= 0xFF  # (gzip's trailer: the CRC-32 of the data, which is checked once it is all read)
+    path.write_bytes(bytes(data))
+    with pytest.raises(DataError) as exc:
+        load_file(path)
+    assert one_line(exc).startswith(f"{path}, after line {len(ROWS) + 1}: truncated or corrupt gzip data (CRC check")
+
+
+def test_a_byte_that_is_not_utf8_is_placed_in_the_decompressed_text(tmp_path):
+    path = tmp_path / "u.csv.gz"
+    path.write_bytes(gzip.compress(b"text,label\nok,1\ncaf\xe9,0\n"))
+    with pytest.raises(DataError) as exc:
+        load_file(path)
+    assert one_line(exc) == (f"{path}, line 3: byte 0xe9 at byte offset 19 of the decompressed text is not UTF-8; "
+                             f"re-save the file as UTF-8")
+
+
+def test_compressed_parquet_is_refused_as_compressed_inside_already(tmp_path):
+    path = tmp_path / "r.parquet.gz"
+    path.write_bytes(gzip.compress(b"PAR1"))
+    for read in (load_file, read_texts):
+        with pytest.raises(DataError) as exc:
+            read(path)
+        assert one_line(exc) == (f"{path}: Parquet is compressed inside already, so a compressed Parquet file is not "
+                                 f"read; decompress it (gunzip {path})")
+
+
+def test_a_compressed_file_of_no_known_type_names_the_suffix_before_the_compressions(tmp_path):
+    path = write(tmp_path / "r.xlsx.gz", "text,label\n")
+    with pytest.raises(DataError) as exc:
+        load_file(path)
+    assert one_line(exc).startswith(f"{path}: unknown file type '.xlsx.gz'; use .csv, .tsv, .jsonl or .parquet")
+
+
+def test_fasttext_named_as_a_compressed_data_file_is_told_a_name_that_keeps_the_compression(tmp_path):
+    path = write(tmp_path / "reviews.csv.gz", "__label__pos a fine film\n")
+    with pytest.raises(DataError) as exc:
+        load_file(path)
+    assert "rename it, e.g. reviews.txt.gz" in one_line(exc)
+
+
+# --- commands -----------------------------------------------------------------
+
+TRAIN = ["--model", "boe", "--epochs", "3", "--lr", "0.01", "--min-frequency", "1", "--quiet", "--no-report",
+         "--threads", "1", "--seed", "3"]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """A run trained on reviews.csv and one on the same file gzipped, each tested on its own copy of test rows."""
+    folder = tmp_path_factory.mktemp("compressed")
+    made = {}
+    for name in ("plain", "gzipped"):
+        suffix = ".gz" if name == "gzipped" else ""
+        train = write(folder / f"reviews.csv{suffix}", csv_text(ROWS))
+        test = write(folder / f"test.jsonl{suffix}", jsonl_text(ROWS[::3]))
+        out = folder / name
+        assert main(["train", "--train-file", str(train), "--test-file", str(test), "--output", str(out),
+                     *TRAIN]) == 0
+        made[name] = out
+    return folder, made
+
+
+def test_training_on_a_csv_gz_gives_the_model_and_metrics_of_the_csv(runs):
+    _, made = runs
+    plain, gzipped = (load_weights(made[name] / "model.safetensors") for name in ("plain", "gzipped"))
+    assert plain.keys() == gzipped.keys() and all((plain[key] == gzipped[key]).all() for key in plain)
+    metrics = [{key: value for key, value in json.loads((made[name] / "metrics.json").read_text()).items()
+                if not key.endswith("_seconds")} for name in ("plain", "gzipped")]  # (all but the time taken)
+    assert metrics[0] == metrics[1] and metrics[0]["num_examples"] == len(ROWS[::3])
+
+
+def test_evaluate_reads_a_jsonl_gz_test_file(runs, capsys):
+    folder, made = runs
+    scores = []
+    for test in ("test.jsonl", "test.jsonl.gz"):
+        assert main(["evaluate", str(made["plain"]), "--test-file", str(folder / test), "--json"]) == 0
+        scores.append(json.loads(capsys.readouterr().out))
+    assert scores[0] == scores[1] and scores[0]["num_examples"] == len(ROWS[::3])
+
+
+def test_predict_reads_a_tsv_bz2_file_and_writes_its_rows(runs, tmp_path, capsys):
+    _, made = runs
+    source = write(tmp_path / "to_score.tsv.bz2", csv_text(ROWS[:4], "\t"))
+    output = tmp_path / "scored.csv"
+    assert main(["predict", str(made["plain"]), "--file", str(source), "--output", str(output)]) == 0
+    with open(output, newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    assert [row["text"] for row in rows] == [text for text, _ in ROWS[:4]]
+    assert [row["label"] for row in rows] == ["pos"] * 4 and "predicted_label" in rows[0]
+
+
+def test_a_truncated_training_file_is_one_line_on_the_command_line(runs, tmp_path, cli_error):
+    path = write(tmp_path / "reviews.csv.gz", csv_text(ROWS * 20))
+    path.write_bytes(path.read_bytes()[:-20])
+    message = cli_error(["train", "--train-file", str(path), "--output", str(tmp_path / "run"), *TRAIN])
+    assert message.startswith(str(path)) and "truncated or corrupt" in message
+
+
+@pytest.mark.parametrize("name", ["scored.csv.gz", "scored.jsonl.bz2", "scored.tsv.xz"])
+def test_predict_output_stays_uncompressed_and_says_so(runs, tmp_path, cli_error, name):
+    _, made = runs
+    source = write(tmp_path / "to_score.csv", csv_text(ROWS[:4]))
+    message = cli_error(["predict", str(made["plain"]), "--file", str(source), "--output", str(tmp_path / name)])
+    plain = name.rsplit(".", 1)[0]
+    assert message.startswith(f"{tmp_path / name}: predict writes uncompressed files; name the output {plain}")
+    assert not (tmp_path / name).exists()
