@@ -212,3 +212,15 @@ def test_predict_output_stays_uncompressed_and_says_so(runs, tmp_path, cli_error
     plain = name.rsplit(".", 1)[0]
     assert message.startswith(f"{tmp_path / name}: predict writes uncompressed files; name the output {plain}")
     assert not (tmp_path / name).exists()
+
+
+def test_a_token_cache_run_reads_a_csv_gz_and_keys_it_apart_from_the_csv(tmp_path):
+    weights, caches = [], tmp_path / "caches"
+    for name in ("reviews.csv", "reviews.csv.gz"):
+        train = write(tmp_path / name, csv_text(ROWS))
+        assert main(["train", "--train-file", str(train), "--output", str(tmp_path / f"run-{name}"), "--token-cache",
+                     "--token-cache-dir", str(caches), *TRAIN]) == 0
+        weights.append(load_weights(tmp_path / f"run-{name}" / "model.safetensors"))
+    assert all((weights[0][key] == weights[1][key]).all() for key in weights[0])
+    # (its bytes are the compressed file's: a cache of its own, its format recorded as it is read)
+    assert len([entry for entry in caches.iterdir() if entry.name != "tokenizers"]) == 2
