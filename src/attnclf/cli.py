@@ -79,7 +79,8 @@ def _add_data_args(p: argparse.ArgumentParser, *, test_only: bool = False) -> No
     p.add_argument("--download", action="store_true", help="download a missing public dataset (checksum-verified)")
     if not test_only:
         p.add_argument("--train-file", help="your own CSV / TSV / JSONL / Parquet training file, or one in "
-                                            "fastText's format (a line per text: __label__NAME ... then the text)")
+                                            "fastText's format (a line per text: __label__NAME ... then the text); "
+                                            "all but Parquet may be compressed (.csv.gz, .jsonl.bz2, .train.xz)")
         p.add_argument("--validation-file", help="a file in the same format to validate on (choosing the epoch to "
                                                  "keep) instead of a --val-fraction share of the training file")
     p.add_argument("--test-file", help="a held-out file in the same format")
@@ -702,7 +703,8 @@ class _UnknownTokenNotes:
 # each answer carries its text. A data file's empty row is answered.
 TEXTS_FILE_HELP = ("a UTF-8 file with one text per line (blank lines skipped), or a CSV / TSV / JSONL / Parquet file "
                    "whose --text-column holds them (an empty row answered too), or fastText's format (a line's "
-                   "__label__NAME tokens left out); - reads stdin, a text per line (a file named - is ./-)")
+                   "__label__NAME tokens left out), any but Parquet compressed too (.gz, .bz2, .xz); - reads stdin, "
+                   "a text per line (a file named - is ./-)")
 # Unix's name for stdin as a --file (cat -, sort -).
 STDIN_FILE = "-"
 
