@@ -61,6 +61,33 @@ def test_save_then_load_round_trips_and_glove_text_loads(tmp_path):
     glove = tmp_path / "glove.txt"
     glove.write_text("good 0.1 0.2\nbad -0.1 -0.2\n", encoding="utf-8")
     assert WordVectors.load(glove).index == {"good": 0, "bad": 1}
+    glove.write_bytes(b"\xef\xbb\xbfgood 0.1 0.2\r\nbad -0.1 -0.2\r\n")  # Notepad's: a byte-order mark, CRLF
+    assert WordVectors.load(glove).index == {"good": 0, "bad": 1}
+
+
+@pytest.mark.parametrize("suffix, opened", [(".gz", "gzip"), (".bz2", "bz2"), (".xz", "lzma")])
+def test_compressed_vectors_load_as_they_are_distributed(tmp_path, suffix, opened):
+    # fastText's vectors come as cc.en.300.vec.gz; data files are read compressed, so these are too.
+    import importlib
+
+    plain = tmp_path / "v.vec"
+    count_vectors(corpus(), dim=3, min_count=1).save(plain)
+    packed = tmp_path / f"v.vec{suffix}"
+    with importlib.import_module(opened).open(packed, "wb") as f:
+        f.write(plain.read_bytes())
+    loaded, expected = WordVectors.load(packed), WordVectors.load(plain)
+    assert loaded.words == expected.words
+    np.testing.assert_array_equal(loaded.vectors, expected.vectors)
+    packed.write_bytes(packed.read_bytes()[:-20])  # cut short in the download
+    with pytest.raises(DataError, match=rf"^{re.escape(str(packed))}(: not a readable|, after line \d+:) .*truncated"):
+        WordVectors.load(packed)
+
+
+def test_vectors_that_are_not_utf8_are_named_by_line(tmp_path):
+    path = tmp_path / "latin1.vec"
+    path.write_bytes("good 0.1 0.2\ncaf\xe9 0.3 0.4\n".encode("latin-1"))
+    with pytest.raises(DataError, match=r"latin1.vec, line 2: byte 0xe9 at byte offset 16 is not UTF-8"):
+        WordVectors.load(path)
 
 
 @pytest.mark.parametrize("content, message", [

@@ -185,9 +185,13 @@ def _holds_nothing(path: Path) -> bool:
     return path.stat().st_size == 0
 
 
-def _utf8_lines(path: Path) -> Iterator[str]:
+def utf8_lines(path: Path) -> Iterator[str]:
     """The file's lines, decoded (decompressed first, if it is compressed); a bad byte is reported by line and byte
-    offset, in the decompressed text for a compressed file."""
+    offset, in the decompressed text for a compressed file.
+
+    >>> # next(utf8_lines(Path("cc.en.300.vec.gz")))  # '2000000 300\n'
+    """
+    path = Path(path)
     offset = 0
     decompressed = " of the decompressed text" * bool(compression_suffix(path))
     for number, raw in enumerate(_raw_lines(path), 1):
@@ -345,7 +349,7 @@ def _csv_rows(path: Path, delimiter: str, text_columns: tuple[str, ...], label_c
     kind, separator = ("TSV", "a tab") if delimiter == "\t" else ("CSV", "a comma")
     # Texts longer than csv's default 128 KiB field limit are legitimate documents.
     csv.field_size_limit(max(csv.field_size_limit(), 1 << 30))
-    reader = csv.reader(_utf8_lines(path), delimiter=delimiter, strict=True)
+    reader = csv.reader(utf8_lines(path), delimiter=delimiter, strict=True)
     start = 1  # line where the current record begins; a quoted field may span lines
     try:
         header = next(reader, None)
@@ -387,7 +391,7 @@ def _csv_rows(path: Path, delimiter: str, text_columns: tuple[str, ...], label_c
 
 
 def _jsonl_rows(path: Path, text_columns: tuple[str, ...], label_column: str | None, whole: bool) -> Iterator[Row]:
-    for number, line in enumerate(_utf8_lines(path), 1):
+    for number, line in enumerate(utf8_lines(path), 1):
         if not line.strip():
             continue
         line = line.rstrip("\r\n")
@@ -468,7 +472,7 @@ _LEADING_LABEL = re.compile(rf"{_FASTTEXT_SPACE}*{FASTTEXT_LABEL}({_FASTTEXT_WOR
 def _fasttext_rows(path: Path, whole: bool) -> Iterator[Row]:
     """A fastText file's texts and labels (``_rows``' label: the tuple of names after the prefix); with ``whole``,
     columns ``text`` and ``label`` (the names joined by ``DEFAULT_LABEL_DELIMITER``, as a CSV's label set is)."""
-    for number, line in enumerate(_utf8_lines(path), 1):
+    for number, line in enumerate(utf8_lines(path), 1):
         if line.strip():
             labels, text = _labelled_line(line, f"{path}, line {number}")
             yield (f"line {number}", (text,), labels,
@@ -754,7 +758,7 @@ def data_columns(path: str | Path) -> list[str]:
 
         return pq.read_schema(path).names
     if suffix in (".csv", ".tsv") and not _holds_nothing(path):
-        return next(csv.reader(_utf8_lines(path), delimiter="\t" if suffix == ".tsv" else ","), [])
+        return next(csv.reader(utf8_lines(path), delimiter="\t" if suffix == ".tsv" else ","), [])
     return []
 
 
@@ -826,7 +830,7 @@ def read_texts(path: str | Path, text_column: TextColumns = "text") -> list[str]
     path = Path(path)
     try:
         if compression_suffix(path):  # (decompressed a line at a time, never whole into memory)
-            return _line_texts(_utf8_lines(path), str(path))
+            return _line_texts(utf8_lines(path), str(path))
         raw = path.read_bytes()
     except OSError as exc:
         raise DataError(f"{path}: {exc.strerror}") from None

@@ -77,34 +77,34 @@ class WordVectors:
 
     @classmethod
     def load(cls, path: str | Path) -> "WordVectors":
-        """Read word2vec / fastText ``.vec`` text (with its ``count dim`` header) or GloVe text (without).
+        """Read word2vec / fastText ``.vec`` text (with its ``count dim`` header) or GloVe text (without), compressed
+        or not, as they are distributed (``cc.en.300.vec.gz``; gzip, bzip2 or xz, by the suffix).
 
         A malformed line is a one-line ``DataError`` naming the file, line and column.
+
+        >>> # WordVectors.load("cc.en.300.vec.gz").dim  # 300
         """
+        from ..data.files import utf8_lines  # (the data files' reader: decompressing, bad bytes told by line)
+
         path = Path(path)
         if not path.is_file():
             raise DataError(f"{path}: no such file of word vectors")
         words, rows, dim = [], [], None
-        with open(path, encoding="utf-8", errors="strict") as lines:
-            try:
-                for number, line in enumerate(lines, start=1):
-                    fields = line.rstrip("\n").rstrip(" ").split(" ")
-                    if number == 1 and len(fields) == 2 and all(f.isdigit() for f in fields):
-                        dim = int(fields[1])  # the word2vec header: count and dim
-                        continue
-                    if fields == [""]:
-                        continue
-                    dim = dim or len(fields) - 1
-                    if dim < 1:
-                        raise DataError(f"{path}, line {number}: a word without numbers; word vectors are "
-                                        "'word v1 v2 ...' separated by single spaces")
-                    if len(fields) != dim + 1:
-                        raise DataError(f"{path}, line {number}: expected a word and {dim} numbers, "
-                                        f"got {len(fields)} fields")
-                    words.append(fields[0])
-                    rows.append(_numbers(fields[1:], path, number))
-            except UnicodeDecodeError as exc:
-                raise DataError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+        for number, line in enumerate(utf8_lines(path), start=1):
+            fields = line.rstrip("\r\n").rstrip(" ").split(" ")  # (Windows line endings too)
+            if number == 1 and len(fields) == 2 and all(f.isdigit() for f in fields):
+                dim = int(fields[1])  # the word2vec header: count and dim
+                continue
+            if fields == [""]:
+                continue
+            dim = dim or len(fields) - 1
+            if dim < 1:
+                raise DataError(f"{path}, line {number}: a word without numbers; word vectors are "
+                                "'word v1 v2 ...' separated by single spaces")
+            if len(fields) != dim + 1:
+                raise DataError(f"{path}, line {number}: expected a word and {dim} numbers, got {len(fields)} fields")
+            words.append(fields[0])
+            rows.append(_numbers(fields[1:], path, number))
         if not rows:
             raise DataError(f"{path}: no word vectors in it")
         return cls(words, np.asarray(rows, dtype=np.float32))
