@@ -545,3 +545,14 @@ def test_an_int8_graph_copied_into_an_export_made_without_one_is_refused(exporte
                                           f"{plain / 'export.json'} \\(it records no sha256 for it\\): export again "
                                           r"\(`attnclf export RUN --format onnx --quantize`\)"):
         OnnxClassifier.load(plain, int8=True)
+
+
+@pytest.mark.parametrize("command", [["predict", "good"], ["serve"]])
+def test_a_folder_of_runs_given_to_the_onnx_backend_is_told_to_give_one_run(demo_run, tmp_path, command, cli_error):
+    # It was told to `attnclf export FOLDER` first, which export then refused: the folder is no run.
+    folder = tmp_path / "runs"
+    for name in ("lstm", "self-attn"):  # (as `attnclf compare` names its runs)
+        shutil.copytree(demo_run, folder / name, ignore=shutil.ignore_patterns("checkpoint", "plots"))
+    assert cli_error([command[0], str(folder), *command[1:], "--backend", "onnx"]) == (
+        f"{folder} is not a run directory but holds 2 runs ('lstm', 'self-attn'): give one of them instead, such as "
+        f"{folder / 'lstm'}")

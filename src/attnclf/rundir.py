@@ -505,25 +505,37 @@ def check_run_dir(path: str | Path) -> Path:
     if not path.is_dir():
         raise RunDirError(f"run directory {path} {'is a file, not a folder' if path.exists() else 'does not exist'}")
     missing = [name for name in REQUIRED_FILES if not (path / name).is_file()]
-    if missing and not (path / "config.json").exists() and member_folders(path, trained=True):
-        raise RunDirError(f"{path} is a `train --seeds` folder whose training has not finished (no {ENSEMBLE_FILE}); "
-                          f"`attnclf train --resume` with the same flags and --output {path} finishes it")
-    if missing and (path / "result.json").is_file() and not (path / "config.json").exists():
-        raise RunDirError(f"{path} holds a reference baseline's scores (result.json) from `attnclf compare`, not a "
-                          f"trained model")
-    if missing and (path / "export.json").is_file() and not (path / "config.json").exists():
-        raise RunDirError(f"{path} is an ONNX export, not a run directory: predict from it or serve it with --backend "
-                          f"onnx (`attnclf predict {path} --backend onnx`, `attnclf serve {path} --backend onnx`) or "
-                          f"OnnxClassifier.load; give the other commands the run it came from")
-    if missing and not (path / "config.json").exists() and (held := _runs_inside(path)):  # (`predict runs`)
-        # (no "or several": predict, explain, serve, export and report take one run; evaluate alone averages several)
-        raise RunDirError(f"{path} is not a run directory but holds one ({held[0]!r}): give {path / held[0]} instead"
-                          if len(held) == 1 else f"{path} is not a run directory but holds {len(held)} runs "
-                          f"({first_few(held)}): give one of them instead, such as {path / held[0]}")
+    if missing and not (path / "config.json").exists() and (other := what_else_the_folder_is(path)):
+        raise RunDirError(other)
     if missing:
         raise RunDirError(f"run directory {path} is incomplete: missing {', '.join(missing)}")
     read_config(path)
     return path
+
+
+def what_else_the_folder_is(path: Path) -> str | None:
+    """What a folder without a run's config.json is, when it is something attnclf made, and what to give instead:
+    a `train --seeds` folder still training, a reference baseline's scores, an ONNX export, a folder of runs; else
+    None.
+
+    >>> what_else_the_folder_is(Path("no/such/folder")) is None
+    True
+    """
+    if member_folders(path, trained=True):
+        return (f"{path} is a `train --seeds` folder whose training has not finished (no {ENSEMBLE_FILE}); "
+                f"`attnclf train --resume` with the same flags and --output {path} finishes it")
+    if (path / "result.json").is_file():
+        return f"{path} holds a reference baseline's scores (result.json) from `attnclf compare`, not a trained model"
+    if (path / "export.json").is_file():
+        return (f"{path} is an ONNX export, not a run directory: predict from it or serve it with --backend onnx "
+                f"(`attnclf predict {path} --backend onnx`, `attnclf serve {path} --backend onnx`) or "
+                f"OnnxClassifier.load; give the other commands the run it came from")
+    if held := _runs_inside(path):  # (`predict runs`)
+        # (no "or several": predict, explain, serve, export and report take one run; evaluate alone averages several)
+        return (f"{path} is not a run directory but holds one ({held[0]!r}): give {path / held[0]} instead"
+                if len(held) == 1 else f"{path} is not a run directory but holds {len(held)} runs "
+                f"({first_few(held)}): give one of them instead, such as {path / held[0]}")
+    return None
 
 
 def _runs_inside(folder: Path) -> list[str]:

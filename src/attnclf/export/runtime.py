@@ -33,7 +33,8 @@ from ..checks import check_threads, true_or_false
 from ..ensemble import NOT_EXPLAINED, is_ensemble_dir
 from ..errors import AttnclfError, RunDirError, shown
 from ..prediction import Prediction, check_texts, model_repr, predictions
-from ..rundir import check_label_names, checked_temperature, file_sha256, read_json, read_temperature
+from ..rundir import (check_label_names, checked_temperature, file_sha256, read_json, read_temperature,
+                      what_else_the_folder_is)
 from ..text.tokenizer import PAD_ID, Tokenizer, TokenizerConfig
 
 EXPORT_FORMAT_VERSION = 1
@@ -58,6 +59,8 @@ def find_export(path: str | Path) -> Path:
         raise RunDirError(f"{path}: {NOT_EXPLAINED}")
     if (path / "config.json").is_file():
         _refuse_unexportable_run(path)
+    elif other := what_else_the_folder_is(path):  # (a folder of runs: "export it first" would be refused)
+        raise RunDirError(other)
     raise RunDirError(f"no ONNX export in {path}: run `attnclf export {path} --format onnx` first")
 
 
