@@ -129,3 +129,16 @@ def test_the_readme_quotes_benchmark_figures_that_benchmarks_holds():
     figures = set(re.findall(r"\b\d+\.\d\d%", readme))
     assert len(figures) >= 5  # the pattern still finds them
     assert not {figure for figure in figures if figure not in benchmarks}
+
+
+def test_the_package_offers_its_exports_to_dir_and_help():
+    """A notebook's tab completion reads ``dir(attnclf)``, and ``help(attnclf)`` is where a newcomer starts: the lazy
+    exports must be listed by the one and introduced, with where to begin, by the other."""
+    import pydoc
+
+    import attnclf
+
+    assert set(attnclf.__all__) <= set(dir(attnclf))
+    page = pydoc.render_doc(attnclf, renderer=pydoc.plaintext)
+    for name in ("Classifier.load", "AttentionTextClassifier", "Ensemble", "evaluate", "OnnxClassifier"):
+        assert name in page, name

@@ -1,4 +1,23 @@
-"""attnclf: attention-based text classifiers, trained from scratch, explained honestly."""
+"""attnclf: attention-based text classifiers, trained from scratch, explained honestly.
+
+Where to start from Python (README.md, "Use a trained model from Python", says more):
+
+- ``Classifier.load(run_dir)``: a run ``attnclf train`` (or an estimator's ``save``) wrote; its ``predict``,
+  ``predict_proba``, ``logits`` and ``explain(texts, method=..., target=...)``.
+- ``attnclf.sklearn.AttentionTextClassifier``: train from Python, the scikit-learn way (``fit(texts, labels)``).
+- ``Ensemble.load([run_dir, ...])``: several runs of the same data voting by their mean probabilities.
+- ``attnclf.evaluation.evaluate(clf, attnclf.training.run_data.scoring_data(clf, test_file=...))``: the metrics
+  ``attnclf evaluate`` reports.
+- ``attnclf.export.OnnxClassifier.load(run_dir)``: an exported run's predictions on onnxruntime, without PyTorch.
+
+Bad input raises ``attnclf.errors.AttnclfError`` (a ``ValueError``) in one line.
+
+>>> # from attnclf import Classifier
+>>> # Classifier.load("runs/demo").predict(["the plot was not good"])[0].label  # 'negative'
+>>> import attnclf
+>>> "Classifier" in dir(attnclf)  # (imported when first used, so `import attnclf` does not import torch)
+True
+"""
 
 __version__ = "0.1.0"
 
@@ -14,6 +33,11 @@ def __getattr__(name: str):
 
         return ensemble.Ensemble
     raise AttributeError(f"module 'attnclf' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    # What a notebook's tab completion offers: the lazy exports too, which __getattr__ alone would hide.
+    return sorted(set(globals()) | set(__all__))
 
 
 __all__ = ["Classifier", "Ensemble", "LabelSetPrediction", "Prediction", "__version__"]
