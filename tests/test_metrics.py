@@ -205,3 +205,34 @@ def test_evaluate_refuses_data_of_the_other_kind_in_one_line(classifier, data, m
     with pytest.raises(DataError, match=message) as refused:
         evaluate(classifier, TextDataset(["bad", "good"], label_names=["neg", "pos"], split="test", **data))
     assert "\n" not in str(refused.value)
+
+
+@pytest.mark.parametrize("data", [(["bad", "good"], ["neg", "pos"]), {"texts": ["bad"], "labels": ["neg"]}, None])
+def test_evaluate_refuses_what_is_not_a_text_dataset_in_one_line_naming_data(data):
+    # A notebook's held-out texts and labels, passed as they are, failed on `'tuple' object has no attribute 'name'`.
+    from attnclf.data.base import TextDataset
+    from attnclf.errors import AttnclfError
+    from attnclf.evaluation import evaluate
+
+    with pytest.raises(AttnclfError, match=rf"^data must be a TextDataset .*not {type(data).__name__}; .*names.index"
+                       ) as refused:
+        evaluate(_ByWord(), data)
+    assert "\n" not in str(refused.value)
+    texts, labels = ["bad", "good", "good"], ["neg", "pos", "pos"]  # the way the message gives, as it gives it
+    names = sorted(set(labels))
+    assert evaluate(_ByWord(), TextDataset(texts, [names.index(label) for label in labels], names))["accuracy"] == 1
+
+
+def test_evaluate_reads_whole_number_label_names_as_the_run_names_its_classes():
+    # A run names the class 1 "1"; names made of a notebook's int labels were refused as
+    # "label(s) 0, 1 never seen in training (known: 0, 1)".
+    from attnclf.data.base import TextDataset
+    from attnclf.evaluation import evaluate
+
+    class ByNumber(_ByWord):
+        label_names = ["0", "1"]
+
+    texts, labels = ["bad", "good", "good"], [0, 1, 1]
+    names = sorted(set(labels))
+    data = TextDataset(texts, [names.index(label) for label in labels], names, split="test")
+    assert data.label_names == ["0", "1"] and evaluate(ByNumber(), data)["accuracy"] == 1

@@ -12,7 +12,8 @@ from ..errors import DataError
 class TextDataset:
     """Labelled texts of one split.
 
-    ``labels[i]`` is an index into ``label_names``. ``groups`` optionally names
+    ``labels[i]`` is an index into ``label_names``, which are strings (a name given as 1 is "1", as a run names
+    the class 1). ``groups`` optionally names
     the group each text belongs to (IMDB: the movie) so a validation split can
     keep a group on one side. ``order`` optionally says when each text was
     written, as a sortable number (20 Newsgroups: its article id; a file: its
@@ -22,8 +23,8 @@ class TextDataset:
     turns those into a 0/1 matrix.
 
     >>> ds = TextDataset(["good", "bad"], [1, 0], ["neg", "pos"], split="train")
-    >>> len(ds), ds.label_names[ds.labels[0]]
-    (2, 'pos')
+    >>> len(ds), ds.label_names[ds.labels[0]], TextDataset(["good"], [0], [1, 0]).label_names
+    (2, 'pos', ['1', '0'])
     """
 
     texts: list[str]
@@ -36,6 +37,9 @@ class TextDataset:
     order: list[int] | None = None
 
     def __post_init__(self) -> None:
+        # A class is named by its label as a string, as runs name theirs ("1" for 1): names made of a notebook's
+        # int labels must match a run's, not be "never seen in training (known: 0, 1)".
+        self.label_names = [str(name) for name in self.label_names]
         if len(self.texts) != len(self.labels):
             raise ValueError(f"{len(self.texts)} texts but {len(self.labels)} labels")
         if self.groups is not None and len(self.groups) != len(self.texts):

@@ -13,7 +13,7 @@ from sklearn.metrics import (
     roc_auc_score,
 )
 
-from ..errors import DataError
+from ..errors import AttnclfError, DataError
 
 if TYPE_CHECKING:
     from ..data.base import TextDataset
@@ -83,10 +83,22 @@ def evaluate(classifier, data: TextDataset) -> dict:
     to the classifier's; a label it never learned is a ``DataError``), as ``training.run_data.scoring_data`` reads
     the data `attnclf evaluate` scores on.
 
-    >>> # evaluate(clf := Classifier.load("runs/demo"), scoring_data(clf, test_file="held_out.csv"))["accuracy"]
+    Texts and labels in memory (a notebook's DataFrame) make a ``TextDataset`` whose labels index its own names:
+
+    >>> from attnclf.data.base import TextDataset
+    >>> texts, labels = ["a dull film", "a fine film"], ["neg", "pos"]
+    >>> names = sorted(set(labels))
+    >>> data = TextDataset(texts, [names.index(label) for label in labels], names, split="test")
+    >>> # evaluate(clf := Classifier.load("runs/demo"), data)["accuracy"]
+    >>> # evaluate(clf, scoring_data(clf, test_file="held_out.csv"))["accuracy"]
     """
+    from ..data.base import TextDataset
     from ..training.run_data import align_labels
 
+    if not isinstance(data, TextDataset):  # (a pair of texts and labels failed on `'tuple' object has no attribute`)
+        raise AttnclfError(f"data must be a TextDataset (scoring_data(classifier, test_file=...) reads one from a "
+                           f"file), not {type(data).__name__}; texts and labels in memory: TextDataset(texts, "
+                           f"[names.index(label) for label in labels], names), names = sorted(set(labels))")
     _refuse_other_kind(classifier, data)
     # Scored by position, labels numbered in another order would give a wrong score, silently.
     data = align_labels(data, list(classifier.label_names))
