@@ -828,3 +828,18 @@ def test_explain_output_without_format_is_written_in_the_format_its_suffix_names
     assert main(["explain", str(demo_run), "not bad", "--method", "occlusion", "--format", "terminal",
                  "--output", str(out)]) == 0
     assert not out.read_text(encoding="utf-8").startswith(("<", "{"))
+
+
+def test_an_explanation_shows_itself_in_a_line_a_notebook_can_read():
+    # The dataclass's repr spelt out the whole text, every score, the pooling weights and the (layers, heads, n, n)
+    # self-attention maps: 8,400 characters over 111 lines for a 54-token text, where a notebook echoes explain()
+    tokens = ["not", "good"] + ["filler"] * 498
+    e = Explanation(" ".join(tokens), tokens, [-0.4, 0.3] + [0.001] * 498, "occlusion", "neg", "pos", 0.25,
+                    {"neg": 0.75, "pos": 0.25}, pooling_attention=[1 / 500] * 500,
+                    self_attentions=np.full((2, 4, 500, 500), 1 / 500, dtype=np.float32))
+    shown = repr(e)
+    assert len(shown) < 400 and "\n" not in shown, shown
+    assert shown.startswith("Explanation(text='not good filler filler") and "method='occlusion'" in shown
+    assert "label='neg', target='pos', probability=0.25" in shown
+    assert "strongest_tokens=[('not', -0.4), ('good', 0.3), ('filler', 0.001)]" in shown
+    assert "500 tokens" in shown and "self_attentions" in shown

@@ -81,6 +81,22 @@ class Explanation:
         reads them, so they are the same whichever class is explained."""
         return METHODS[self.method].per_class
 
+    def __repr__(self) -> str:
+        """One line: the text's start, the method, the classes, the strongest tokens, and where the rest is. (The
+        dataclass's own repr spelt out every score and the self-attention maps: thousands of characters where a
+        notebook echoes ``explain``'s answer.)
+
+        >>> e = Explanation("a b", ["a", "b"], [0.1, -0.7], "occlusion", "pos", "pos", 0.9, {})
+        >>> e  # doctest: +NORMALIZE_WHITESPACE
+        Explanation(text='a b', method='occlusion', label='pos', target='pos', probability=0.9,
+                    strongest_tokens=[('b', -0.7), ('a', 0.1)], 2 tokens: .tokens, .scores)
+        """
+        carried = [name for name in ("pooling_attention", "self_attentions") if getattr(self, name) is not None]
+        return (f"Explanation(text={shown(self.text, most=60)}, method={self.method!r}, label={self.label!r}, "
+                f"target={self.target!r}, probability={self.probability!r}, "
+                f"strongest_tokens={self.strongest_tokens(3)!r}, {len(self.tokens)} tokens: "
+                f"{', '.join(f'.{name}' for name in ['tokens', 'scores', *carried])})")
+
     def top_tokens(self, k: int = 3) -> list[tuple[str, float]]:
         """The ``k`` highest-scoring tokens with their scores.
 
