@@ -142,3 +142,19 @@ def test_the_package_offers_its_exports_to_dir_and_help():
     page = pydoc.render_doc(attnclf, renderer=pydoc.plaintext)
     for name in ("Classifier.load", "AttentionTextClassifier", "Ensemble", "evaluate", "OnnxClassifier"):
         assert name in page, name
+
+
+def test_the_main_objects_public_methods_show_an_example():
+    """What ``help(Classifier)`` and the rest show a notebook user: each method of attnclf's own, with an example."""
+    import inspect
+
+    from attnclf import Classifier, Ensemble
+    from attnclf.export.runtime import OnnxClassifier
+    from attnclf.sklearn import AttentionTextClassifier
+
+    bare = [f"{kind.__name__}.{name}" for kind in (Classifier, Ensemble, OnnxClassifier, AttentionTextClassifier)
+            for name, method in vars(kind).items()
+            if not name.startswith("_") and callable(getattr(kind, name))
+            and getattr(getattr(kind, name), "__module__", "").startswith("attnclf")  # (not scikit-learn's set_*)
+            and ">>>" not in (inspect.getdoc(getattr(kind, name)) or "")]
+    assert not bare, f"public methods without an example: {bare}"

@@ -127,6 +127,9 @@ class Classifier:
         """Class probabilities, one row per text, columns in ``label_names`` order.
 
         Multi-label runs: each label's own (sigmoid) probability; rows need not sum to 1.
+
+        >>> # clf.predict_proba(["great film", "dull film"])  # array([[0.08, 0.92], [0.87, 0.13]], dtype=float32)
+        >>> # dict(zip(clf.label_names, clf.predict_proba(["great film"])[0]))  # {'negative': 0.08, 'positive': 0.92}
         """
         return self._run(texts)[0]
 

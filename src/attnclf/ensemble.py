@@ -75,7 +75,11 @@ class Ensemble:
 
     @classmethod
     def load(cls, run_dirs: Sequence[str | Path], device: str = "auto", bf16: bool = False) -> "Ensemble":
-        """Load every run directory (see ``Classifier.load``), or the members of one ``train --seeds`` folder."""
+        """Load every run directory (see ``Classifier.load``), or the members of one ``train --seeds`` folder.
+
+        >>> # Ensemble.load(["runs/a", "runs/b", "runs/c"])  # Ensemble(members=3, labels=['neg', 'pos'])
+        >>> # Ensemble.load(["runs/imdb-3"]).predict(["not bad at all"])[0].label  # its seed-S members
+        """
         from .classifier import Classifier
 
         run_dirs = run_dir_list(run_dirs)
@@ -93,7 +97,10 @@ class Ensemble:
                    [str(d) for d in run_dirs])
 
     def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
-        """(texts, classes): the members' probabilities, averaged."""
+        """(texts, classes): the members' probabilities, averaged, columns in ``label_names`` order.
+
+        >>> # Ensemble.load(["runs/a", "runs/b"]).predict_proba(["great film"])  # array([[0.1, 0.9]], dtype=float32)
+        """
         return self._averaged(texts)[0]
 
     def _averaged(self, texts: Sequence[str]) -> tuple[np.ndarray, list[list[list[int]]]]:
@@ -103,7 +110,10 @@ class Ensemble:
         return np.mean([scores for scores, _, _ in runs], axis=0), [ids for _, ids, _ in runs]
 
     def explain(self, texts: Sequence[str], method: str | None = None, **options):
-        """Refused in one line: members tokenise and attend each their own way, so explain one of them."""
+        """Refused in one line: members tokenise and attend each their own way, so explain one of them.
+
+        >>> # ensemble.members[0].explain(["not bad at all"])  # one member's explanation instead
+        """
         raise AttnclfError(NOT_EXPLAINED)
 
     def predict(self, texts: Sequence[str], tokens: bool = True) -> list[Prediction]:
@@ -112,6 +122,8 @@ class Ensemble:
 
         No tokens or attention, whatever ``tokens`` (which the service passes every backend alike): every member
         tokenises and attends its own way, and an average of attention weights would describe no model.
+
+        >>> # [p.label for p in Ensemble.load(["runs/a", "runs/b"]).predict(["great film", "dull film"])]
         """
         probabilities, member_ids = self._averaged(texts)
         counts = [max((token_counts(ids[i]) for ids in member_ids), key=lambda count: count[0] / count[1])

@@ -267,7 +267,10 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
         return self
 
     def predict_proba(self, X) -> np.ndarray:
-        """Class probabilities, one row per text, columns in ``classes_`` order."""
+        """Class probabilities, one row per text, columns in ``classes_`` order.
+
+        >>> # clf.predict_proba(["not good", "very good"])  # array([[0.9, 0.1], [0.2, 0.8]], dtype=float32)
+        """
         check_is_fitted(self, "classifier_")
         self._check_columns(X)
         with _under_threads(self.threads):
@@ -310,7 +313,10 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
                                f"that order")
 
     def predict(self, X) -> np.ndarray:
-        """The most probable label per text, as one of ``classes_``."""
+        """The most probable label per text, as one of ``classes_`` (y's values and dtype).
+
+        >>> # clf.fit(texts, ["neg", "pos", ...]).predict(["not good", "very good"])  # array(['neg', 'pos'], ...)
+        """
         probabilities = self.predict_proba(X)
         return self.classes_[probabilities.argmax(axis=1)]
 

@@ -192,6 +192,8 @@ class OnnxClassifier:
 
         ``int8`` picks the quantised graph (a path to ``model.int8.onnx`` picks it too); ``threads`` caps
         onnxruntime's intra-op threads (default: onnxruntime's choice, one per core).
+
+        >>> # OnnxClassifier.load("runs/demo", int8=True, threads=1)  # after `attnclf export runs/demo --quantize`
         """
         import onnxruntime
 
@@ -253,7 +255,10 @@ class OnnxClassifier:
         return scores, ids, attention
 
     def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
-        """Class probabilities, one row per text, columns in ``label_names`` order."""
+        """Class probabilities, one row per text, columns in ``label_names`` order.
+
+        >>> # OnnxClassifier.load("runs/demo").predict_proba(["great film"])  # array([[0.08, 0.92]], dtype=float32)
+        """
         return self._run(texts)[0]
 
     def logits(self, texts: Sequence[str]) -> np.ndarray:
@@ -265,5 +270,8 @@ class OnnxClassifier:
 
     def predict(self, texts: Sequence[str], tokens: bool = True) -> list[Prediction]:
         """Label, confidence, probabilities, tokens, pooling attention and unknown tokens per text, as
-        ``Classifier.predict`` gives them (``tokens=False``: without the tokens and attention)."""
+        ``Classifier.predict`` gives them (``tokens=False``: without the tokens and attention).
+
+        >>> # OnnxClassifier.load("runs/demo").predict(["the acting was not bad"])[0].label  # 'positive'
+        """
         return predictions(*self._run(texts), self.label_names, self.tokenizer.token_strings, tokens)
