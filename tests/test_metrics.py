@@ -207,20 +207,45 @@ def test_evaluate_refuses_data_of_the_other_kind_in_one_line(classifier, data, m
     assert "\n" not in str(refused.value)
 
 
-@pytest.mark.parametrize("data", [(["bad", "good"], ["neg", "pos"]), {"texts": ["bad"], "labels": ["neg"]}, None])
-def test_evaluate_refuses_what_is_not_a_text_dataset_in_one_line_naming_data(data):
-    # A notebook's held-out texts and labels, passed as they are, failed on `'tuple' object has no attribute 'name'`.
-    from attnclf.data.base import TextDataset
+@pytest.mark.parametrize("data", [{"texts": ["bad"], "labels": ["neg"]}, None, (["bad"], ["neg"], ["extra"])])
+def test_evaluate_refuses_what_is_neither_a_text_dataset_nor_texts_and_labels_in_one_line_naming_data(data):
     from attnclf.errors import AttnclfError
     from attnclf.evaluation import evaluate
 
-    with pytest.raises(AttnclfError, match=rf"^data must be a TextDataset .*not {type(data).__name__}; .*names.index"
-                       ) as refused:
+    with pytest.raises(AttnclfError, match=rf"^data must be texts and their labels, \(texts, labels\), or a "
+                                           rf"TextDataset .*, not {type(data).__name__}") as refused:
         evaluate(_ByWord(), data)
     assert "\n" not in str(refused.value)
-    texts, labels = ["bad", "good", "good"], ["neg", "pos", "pos"]  # the way the message gives, as it gives it
-    names = sorted(set(labels))
-    assert evaluate(_ByWord(), TextDataset(texts, [names.index(label) for label in labels], names))["accuracy"] == 1
+
+
+def test_evaluate_takes_texts_and_labels_in_memory_by_name():
+    # A notebook's held-out texts and labels, passed as they are, failed on `'tuple' object has no attribute 'name'`;
+    # then, made into a TextDataset by hand, they needed their labels numbered.
+    import pandas as pd
+
+    from attnclf.errors import DataError
+    from attnclf.evaluation import evaluate
+
+    frame = pd.DataFrame({"text": ["bad", "good", "good", "bad"], "label": ["neg", "pos", "pos", "pos"]})
+    metrics = evaluate(_ByWord(), (frame.text, frame.label))
+    assert metrics["accuracy"] == 0.75 and metrics["split"] == "test"
+    assert evaluate(_ByWord(), (["good"], ["pos"]))["accuracy"] == 1  # (one class present: scored by the run's names)
+
+    class ByNumber(_ByWord):
+        label_names = ["0", "1"]  # (a run names the class 1 "1")
+
+    assert evaluate(ByNumber(), (["bad", "good"], np.array([0, 1])))["accuracy"] == 1
+    with pytest.raises(DataError, match=r"^test: label\(s\) 'meh' never seen in training"):
+        evaluate(_ByWord(), (["bad", "so so"], ["neg", "meh"]))
+    with pytest.raises(DataError, match=r"^2 texts but 1 labels"):
+        evaluate(_ByWord(), (["bad", "good"], ["neg"]))
+
+    class Tagger(_ByWord):
+        multi_label, thresholds = True, np.array([0.5, 0.5])
+
+    assert evaluate(Tagger(), (["bad", "good"], [["neg"], ["pos"]]))["subset_accuracy"] == 1
+    with pytest.raises(DataError, match=r"^labels: 'pos' is one name, not a list of names"):  # (not 'p', 'o', 's')
+        evaluate(Tagger(), (["bad", "good"], [["neg"], "pos"]))
 
 
 def test_evaluate_reads_whole_number_label_names_as_the_run_names_its_classes():

@@ -68,6 +68,27 @@ class TextDataset:
         )
 
     @classmethod
+    def of_named_labels(cls, texts: Sequence[str], labels: Sequence, split: str = "test",
+                        multi_label: bool = False) -> "TextDataset":
+        """Texts and their labels by name (a multi-label text's: a list of names), as a notebook holds them; numbers
+        name classes as a run names them ("1" for 1), and the names are the labels', sorted.
+
+        >>> data = TextDataset.of_named_labels(["a fine film", "a dull film"], ["pos", "neg"])
+        >>> data.labels, data.label_names
+        ([1, 0], ['neg', 'pos'])
+        """
+        texts, labels = list(texts), list(labels)
+        if multi_label and (single := next((label for label in labels if isinstance(label, str)), None)) is not None:
+            raise DataError(f"labels: {single!r} is one name, not a list of names: give each text of multi-label data "
+                            f"its labels as a list, [{single!r}]")
+        named = [tuple(map(str, label)) for label in labels] if multi_label else [str(label) for label in labels]
+        names = sorted({name for label in named for name in label} if multi_label else set(named))
+        index = {name: i for i, name in enumerate(names)}
+        numbered = [tuple(index[name] for name in label) for label in named] if multi_label else \
+            [index[name] for name in named]
+        return cls(texts, numbered, names, split=split, multi_label=multi_label)
+
+    @classmethod
     def join(cls, parts: Sequence["TextDataset"], split: str) -> "TextDataset":
         """The parts' texts one after another, as one split (groups and order kept where every part has them).
 

@@ -76,29 +76,28 @@ def compute_metrics(
     return metrics
 
 
-def evaluate(classifier, data: TextDataset) -> dict:
-    """``classifier``'s (a ``Classifier``'s or ``Ensemble``'s) metrics on the labelled ``data``, as `attnclf evaluate`
+def evaluate(classifier, data) -> dict:
+    """``classifier``'s (a ``Classifier``'s or ``Ensemble``'s) metrics on labelled ``data``, as `attnclf evaluate`
     reports them: ``compute_metrics`` of its probabilities, or a multi-label run's ``multilabel_metrics`` at its
-    thresholds; ``split`` names ``data``'s split. ``data``'s labels are read by name (another order is re-numbered
-    to the classifier's; a label it never learned is a ``DataError``), as ``training.run_data.scoring_data`` reads
-    the data `attnclf evaluate` scores on.
+    thresholds; ``split`` names ``data``'s split. ``data`` is a ``TextDataset`` (``training.run_data.scoring_data``
+    reads the data `attnclf evaluate` scores on) or a pair ``(texts, labels)`` in memory, labels by name (a
+    multi-label run's: a list of names per text). Labels are read by name (another order is re-numbered to the
+    classifier's; a label it never learned is a ``DataError``).
 
-    Texts and labels in memory (a notebook's DataFrame) make a ``TextDataset`` whose labels index its own names:
-
-    >>> from attnclf.data.base import TextDataset
-    >>> texts, labels = ["a dull film", "a fine film"], ["neg", "pos"]
-    >>> names = sorted(set(labels))
-    >>> data = TextDataset(texts, [names.index(label) for label in labels], names, split="test")
-    >>> # evaluate(clf := Classifier.load("runs/demo"), data)["accuracy"]
+    >>> # evaluate(clf := Classifier.load("runs/demo"), (df.text, df.label))["accuracy"]   # a notebook's DataFrame
     >>> # evaluate(clf, scoring_data(clf, test_file="held_out.csv"))["accuracy"]
     """
     from ..data.base import TextDataset
     from ..training.run_data import align_labels
 
+    if isinstance(data, tuple) and len(data) == 2:
+        try:
+            data = TextDataset.of_named_labels(*data, multi_label=classifier.multi_label)
+        except ValueError as exc:  # (TextDataset's own: texts and labels of different lengths)
+            raise DataError(str(exc)) from None
     if not isinstance(data, TextDataset):  # (a pair of texts and labels failed on `'tuple' object has no attribute`)
-        raise AttnclfError(f"data must be a TextDataset (scoring_data(classifier, test_file=...) reads one from a "
-                           f"file), not {type(data).__name__}; texts and labels in memory: TextDataset(texts, "
-                           f"[names.index(label) for label in labels], names), names = sorted(set(labels))")
+        raise AttnclfError(f"data must be texts and their labels, (texts, labels), or a TextDataset "
+                           f"(scoring_data(classifier, test_file=...) reads one from a file), not {type(data).__name__}")
     _refuse_other_kind(classifier, data)
     # Scored by position, labels numbered in another order would give a wrong score, silently.
     data = align_labels(data, list(classifier.label_names))
