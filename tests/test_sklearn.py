@@ -759,13 +759,13 @@ def test_save_will_not_replace_a_trained_run_without_overwrite_nor_load_one(save
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["evaluate"], r"has no recorded test texts; give it a test file with --test-file$"),
+    (["evaluate"], r"has no recorded test texts; give it a file of labelled test texts \(--test-file\)$"),
     (["evaluate", "--split", "validation"], "has no recorded validation texts to calibrate on or to score"),
     (["calibrate"], "has no recorded validation texts to calibrate on"),
     (["refit"], "has no recorded training data to resume or refit on; fit the estimator again"),
     (["report"], r"has no recorded test texts to report on \(report takes no test file; `attnclf evaluate "
                  r"RUN_DIR --test-file FILE` scores it\)$"),
-    (["export"], r"has no recorded test texts; give it a test file with --check-file$"),
+    (["export"], r"has no recorded test texts; give it a file of labelled test texts \(--check-file\)$"),
     (["train", "--resume", "--output"], "has no recorded training data to resume or refit on"),
 ])
 def test_commands_that_need_the_runs_own_data_refuse_a_saved_estimator_in_one_line(saved, capsys, tmp_path, argv,

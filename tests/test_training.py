@@ -1134,7 +1134,8 @@ def test_run_test_data_names_what_to_give_as_its_caller_spells_it(tmp_path):
                                                rf"{test_file}$"):
             scoring_data(refit, **named)
         with pytest.raises(AttnclfError, match=r"^this run was saved by the scikit-learn estimator \(.*\): it has no "
-                                               rf"recorded test texts; give it a test file with {test_file}$"):
+                                               rf"recorded test texts; give it a file of labelled test texts "
+                                               rf"\({test_file}\)$"):
             scoring_data(estimator, **named)
 
 

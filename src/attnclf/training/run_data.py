@@ -137,7 +137,7 @@ def run_test_data(config: dict, label_names: list[str], test_only: bool = False,
     >>> # test = run_test_data(read_json(Path("runs/demo") / "config.json"), ["negative", "positive"])
     """
     settings = config["settings"]
-    data = _saved_data(config, data_dir, f"test texts; give it a test file with {named('test_file')}")
+    data = _saved_data(config, data_dir, f"test texts; give it a file of labelled test texts ({named('test_file')})")
     if data.test_file and not data.dataset:  # the file alone: the training file may be large, or gone since
         from ..data.files import load_file
 
