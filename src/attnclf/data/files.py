@@ -189,7 +189,7 @@ def utf8_lines(path: Path) -> Iterator[str]:
     """The file's lines, decoded (decompressed first, if it is compressed); a bad byte is reported by line and byte
     offset, in the decompressed text for a compressed file.
 
-    >>> # next(utf8_lines(Path("cc.en.300.vec.gz")))  # '2000000 300\n'
+    >>> # next(utf8_lines(Path("cc.en.300.vec.gz")))  # '2000000 300\\n'
     """
     path = Path(path)
     offset = 0
