@@ -906,6 +906,20 @@ def test_several_text_columns_of_a_parquet_file(tmp_path):
         list(iter_texts(tmp_path / "bad.parquet", ["title", "body"]))
 
 
+def test_a_multi_label_test_file_joined_by_another_character_is_told_the_label_delimiter_to_give(tmp_path):
+    # evaluate --test-file of labels joined by ';' read 'rec;autos' as one unknown label and advised removing every
+    # row, when one flag reads the file: the run's labels, split on ';', are all known.
+    test = _write(tmp_path / "test.csv", "text,label\nc,rec;autos\nd,sci\ne,sci;space\n")
+    with pytest.raises(DataError, match=re.escape(
+            "line 2: label 'rec;autos' in column 'label' is not one of the training labels ['autos', 'rec', 'sci', "
+            "'space']; the row's labels look joined by ';' (split on it, they are the run's): give --label-delimiter ';'")):
+        load_file(test, label_names=["autos", "rec", "sci", "space"], split="test", multi_label=True)
+    # A label that is new whichever way it is split is told as before
+    _write(test, "text,label\nc,rec;cooking\n")
+    with pytest.raises(DataError, match=re.escape("1 of the file's 1 rows holds it: remove that row")):
+        load_file(test, label_names=["autos", "rec", "sci", "space"], split="test", multi_label=True)
+
+
 def test_load_files_test_uses_training_labels(tmp_path):
     train = _write(tmp_path / "train.csv", "text,label\na,x\nb,y\n")
     test = _write(tmp_path / "test.csv", "text,label\nc,y\n")

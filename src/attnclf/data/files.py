@@ -62,7 +62,7 @@ import numpy as np
 from ..errors import NAME_LENGTH, DataError, first_few, shown
 from ..text.cleaning import unicode_problem
 from .base import Splits, TextDataset
-from .multilabel import DEFAULT_LABEL_DELIMITER, is_missing_label, parse_label_set
+from .multilabel import DEFAULT_LABEL_DELIMITER, SUSPECT_LABEL_SEPARATORS, is_missing_label, parse_label_set
 
 # (where, text values (one per text column), label value, every column's value by name), where = "line 7" or
 # "row 7"; the label is None when no label column is read, the columns None unless the reader is asked for them
@@ -678,6 +678,21 @@ def _spelt_otherwise(name: str, label_names: list[str]) -> str:
     return "" if same is None else f" (the training labels write this number {same!r}: write it as they do)"
 
 
+def _joined_otherwise(name: str, label_names: list[str], label_delimiter: str) -> str:
+    """A hint naming the --label-delimiter a multi-label file joined its labels by, when ``name`` split on it is
+    labels the run knows: one flag reads such a file, where removing its rows would lose them all; else "".
+
+    >>> _joined_otherwise("rec;autos", ["autos", "rec"], "|"), _joined_otherwise("rec;food", ["autos", "rec"], "|")
+    ("; the row's labels look joined by ';' (split on it, they are the run's): give --label-delimiter ';'", '')
+    """
+    for char in SUSPECT_LABEL_SEPARATORS.replace(label_delimiter, ""):
+        pieces = [piece.strip() for piece in name.split(char)]
+        if len(pieces) > 1 and all(piece in label_names for piece in pieces):
+            return (f"; the row's labels look joined by {char!r} (split on it, they are the run's): give "
+                    f"--label-delimiter {char!r}")
+    return ""
+
+
 def _unknown_labels_told(path: Path, text_column: TextColumns, label_column: str, allowed: set[str],
                          multi_label: bool, label_delimiter: str, run_made: bool = True) -> str:
     """What a test file holding a label outside ``allowed`` (the run's) is told after the first such label: how many
@@ -912,9 +927,12 @@ def iter_records(
             if problem := unicode_problem(name):
                 raise DataError(f"{path}, {where}: the label{in_label} is {problem}")
             if allowed is not None and name not in allowed:
-                # (a number spelt otherwise is told how to spell it; else the whole file's count and a way on)
-                way_on = _spelt_otherwise(name, label_names) or _unknown_labels_told(
-                    path, text_column, label_column, allowed, multi_label, label_delimiter, run_made)
+                # (a number spelt otherwise is told how to spell it, a label set joined otherwise the flag that reads
+                # it; else the whole file's count and a way on)
+                way_on = (_spelt_otherwise(name, label_names)
+                          or multi_label and _joined_otherwise(name, label_names, label_delimiter)
+                          or _unknown_labels_told(path, text_column, label_column, allowed, multi_label,
+                                                  label_delimiter, run_made))
                 raise DataError(f"{path}, {where}: label {shown(name)}{in_label} is not one of the "
                                 f"training labels [{first_few(label_names, most=10)}]{way_on}")
         yield where, text, names if multi_label else names[0]

@@ -17,6 +17,8 @@ import numpy as np
 from ..errors import shown
 
 DEFAULT_LABEL_DELIMITER = "|"
+# Characters files join label sets by, other than the delimiter given: a class name holding one is probably a set
+SUSPECT_LABEL_SEPARATORS = ",;|/"
 
 
 def is_missing_label(value: Any) -> bool:

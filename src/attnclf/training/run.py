@@ -19,7 +19,7 @@ import torch
 from .. import __version__
 from ..data.base import Splits, TextDataset
 from ..data.files import data_suffix
-from ..data.multilabel import multi_hot
+from ..data.multilabel import SUSPECT_LABEL_SEPARATORS, multi_hot
 from ..data.registry import get_source, unlabelled_texts
 from ..checks import by_field, check_threads
 from ..errors import AttnclfError, DataError, RunDirError, first_few, shown
@@ -429,7 +429,8 @@ def _suspect_separators(train_file: str | None) -> str:
     names, where "/" often spells a hierarchy ("science/physics")."""
     if not train_file:
         return ""
-    return ",;|/" if data_suffix(train_file) in (".csv", ".tsv") else ",;|"
+    csv_cells = data_suffix(train_file) in (".csv", ".tsv")
+    return SUSPECT_LABEL_SEPARATORS if csv_cells else SUSPECT_LABEL_SEPARATORS.replace("/", "")
 
 
 # What a run writes into its folder, and so what it replaces of an earlier run there.
