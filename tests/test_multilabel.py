@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -85,6 +86,18 @@ def test_training_warns_when_label_sets_look_split_on_the_wrong_character(tmp_pa
     assert main(["train", "--train-file", str(genres), "--multi-label", "--model",
                  "boe", "--epochs", "1", "--output", str(tmp_path / "genres"), "--quiet", "--no-report"]) == 0
     assert "warning:" not in capsys.readouterr().err
+
+
+def test_a_multi_label_runs_epoch_lines_call_its_accuracy_subset_accuracy(tmp_path, capsys):
+    # "acc 0.0000" beside a falling loss read as a broken run: a multi-label text counts only when its whole set is
+    # right, as the test line's "subset accuracy" says.
+    rows = [("stocks fell", "business"), ("a late goal", "sports"), ("a vote on rates", "politics|business")]
+    train = _csv(tmp_path / "train.csv", [(f"{text} {i}", labels) for i in range(6) for text, labels in rows])
+    assert main(["train", "--train-file", str(train), "--multi-label", "--model", "boe", "--epochs", "1",
+                 "--output", str(tmp_path / "run"), "--no-report"]) == 0
+    out = capsys.readouterr()
+    epoch = next(line for line in (out.out + out.err).splitlines() if line.startswith("epoch 1:"))
+    assert re.match(r"epoch 1: train loss \S+ subset acc \S+ \| val loss \S+ subset acc \S+ macro-F1", epoch), epoch
 
 
 def test_parquet_list_column(tmp_path):

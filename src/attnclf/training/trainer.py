@@ -455,12 +455,14 @@ class Trainer:
                 self._save_checkpoint(optimizer, schedule, state, best_weights)
                 best_weights, last_saved = None, time.perf_counter()
             if self.progress and (epoch % print_every == 0 or stopping):
-                validated = (f" | val loss {record['val_loss']:.4f} acc {record['val_accuracy']:.4f} "
+                # (a multi-label text counts as right only when its whole set is: 0.0000 early on is no fault)
+                acc = "subset acc" if self.multi_label else "acc"
+                validated = (f" | val loss {record['val_loss']:.4f} {acc} {record['val_accuracy']:.4f} "
                              f"macro-F1 {record['val_macro_f1']:.4f}" if validation is not None else "")
                 if validation is not None and config.monitor not in ("loss", "accuracy", "macro_f1"):
                     # What early stopping watches, shown beside the rest
                     validated += f" {MONITOR_NAMES[config.monitor]} {record[f'val_{config.monitor}']:.4f}"
-                tqdm.write(f"epoch {epoch}: train loss {train_loss:.4f} acc {train_acc:.4f}{validated} | "
+                tqdm.write(f"epoch {epoch}: train loss {train_loss:.4f} {acc} {train_acc:.4f}{validated} | "
                            f"{record['seconds']:.1f}s")
             if stopping:
                 break
