@@ -183,8 +183,9 @@ def test_init_from_copies_the_encoder_and_embedding_rows_of_shared_words(tmp_pat
                                                f"but this model has {field}={value!r}; train with --set {field}="):
             load_pretrained(other, tokenizer, tmp_path / "p")
     bpe = Tokenizer.train(["w3 w4 unseen words here"] * 3, TokenizerConfig(kind="bpe", min_frequency=1))
-    with pytest.raises(AttnclfError, match="read text with the word tokenizer and cleaning the default, this run with "
-                                           "the bpe tokenizer"):
+    with pytest.raises(AttnclfError, match="^[^ ]+ was pretrained on word tokens with the default cleaning, but this "
+                                           "run reads bpe tokens with the default cleaning: its embedding would meet "
+                                           "other tokens; train with --tokenizer word$"):
         load_pretrained(model, bpe, tmp_path / "p")
     longer = build_model("self-attn", vocab_size=tokenizer.vocab_size, num_classes=2, max_len=32, **SMALL)
     with pytest.raises(AttnclfError, match="positions for 16 tokens, but this model reads 32; train with --max-len 16"):
@@ -306,8 +307,10 @@ def test_pretrain_encoder_takes_a_device_by_name_or_as_a_torch_device(tmp_path, 
     (["--model", "bilstm-attn"], "--init-from starts self-attn models only"),
     (["--set", "d_model=32"], "pretrained an encoder with d_model=16, but this model has d_model=32"),
     (["--set", "positional=learned", "--max-len", "65"], "learned positions for 64 tokens, but this model reads 65"),
-    (["--tokenizer", "bpe"], "read text with the word tokenizer and cleaning the default, this run with the bpe"),
-    (["--no-lowercase"], "this run with the word tokenizer and lowercase=False"),
+    (["--tokenizer", "bpe"], "pretrained on word tokens with the default cleaning, but this run reads bpe tokens with "
+                             "the default cleaning: its embedding would meet other tokens; train with --tokenizer word\n"),
+    (["--no-lowercase"], "but this run reads word tokens with cleaning lowercase=False: its embedding would meet other "
+                         "tokens; train with the default cleaning\n"),
 ])
 def test_init_from_errors_are_one_line_and_write_no_run(tmp_path, capsys, args, message):
     pretrain_encoder(cyclic_corpus(50), PretrainSettings(model_config=SMALL, max_len=64, min_frequency=1,

@@ -470,14 +470,22 @@ def check_compatible(model_name: str, config, folder: str | Path,
     if tokenizer is not None:
         theirs = TokenizerConfig.from_dict(pretrained.get("tokenizer", TOKENIZER.to_dict()))
         if tokenizer.kind != theirs.kind or tokenizer.cleaning != theirs.cleaning:
-            raise AttnclfError(f"{folder} read text with the {theirs.kind} tokenizer and cleaning "
-                               f"{_cleaning_flags(theirs.cleaning)}, this run with the {tokenizer.kind} tokenizer and "
-                               f"{_cleaning_flags(tokenizer.cleaning)}: its embedding would meet other words")
+            fixes = ([f"--tokenizer {theirs.kind}"] * (tokenizer.kind != theirs.kind)
+                     + [_cleaning(theirs.cleaning)] * (tokenizer.cleaning != theirs.cleaning))
+            raise AttnclfError(f"{folder} was pretrained on {theirs.kind} tokens with {_cleaning(theirs.cleaning)}, "
+                               f"but this run reads {tokenizer.kind} tokens with {_cleaning(tokenizer.cleaning)}: its "
+                               f"embedding would meet other tokens; train with {' and '.join(fixes)}")
 
 
-def _cleaning_flags(cleaning: CleaningConfig) -> str:
+def _cleaning(cleaning: CleaningConfig) -> str:
+    """The cleaning, as the settings that differ from the default's.
+
+    >>> _cleaning(CleaningConfig()), _cleaning(CleaningConfig(lowercase=False))
+    ('the default cleaning', 'cleaning lowercase=False')
+    """
     changed = [name for name, value in asdict(cleaning).items() if value != getattr(CleaningConfig(), name)]
-    return ", ".join(f"{name}={getattr(cleaning, name)}" for name in changed) or "the default"
+    return f"cleaning {', '.join(f'{name}={getattr(cleaning, name)}' for name in changed)}" if changed else \
+        "the default cleaning"
 
 
 def load_pretrained(model, tokenizer: Tokenizer, folder: str | Path) -> int:
