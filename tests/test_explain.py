@@ -817,6 +817,7 @@ def test_explain_command_bad_input_is_one_line(demo_run, capsys):
 
 
 @pytest.mark.parametrize("name, page", [("explained.html", "<!doctype html>"), ("explained.HTM", "<!doctype html>"),
+                                        ("explained.json", '{"text": "not bad"'),
                                         ("explained.jsonl", '{"text": "not bad"'), ("explained.txt", None)])
 def test_explain_output_without_format_is_written_in_the_format_its_suffix_names(demo_run, tmp_path, name, page):
     # `explain -o explained.html` used to write the terminal's text into a file named .html
