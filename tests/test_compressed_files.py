@@ -10,6 +10,7 @@ import gzip
 import io
 import json
 import lzma
+import re
 
 import pytest
 from safetensors.numpy import load_file as load_weights
@@ -224,3 +225,19 @@ def test_a_token_cache_run_reads_a_csv_gz_and_keys_it_apart_from_the_csv(tmp_pat
     assert all((weights[0][key] == weights[1][key]).all() for key in weights[0])
     # (its bytes are the compressed file's: a cache of its own, its format recorded as it is read)
     assert len([entry for entry in caches.iterdir() if entry.name != "tokenizers"]) == 2
+
+
+@pytest.mark.parametrize("name", ["reviews.csv.zip", "reviews.csv.zst", "notes.txt.7z", "reviews.tar"])
+def test_an_archive_or_other_compression_is_named_not_read_as_text(tmp_path, name):
+    # A zip read as plain text stopped on 'line 1: not UTF-8 (byte 0xaf)', which never said why.
+    from attnclf.data.files import load_file, read_texts
+
+    path = tmp_path / name
+    path.write_bytes(b"PK\x03\x04\xaf\x00 binary")
+    suffix = "." + name.rsplit(".", 1)[1]
+    message = (rf"^{re.escape(str(path))}: a {re.escape(suffix)} file is not read: attnclf reads files compressed "
+               rf"with gzip, bzip2 or xz \(\.gz, \.bz2, \.xz\); unpack it, or compress it with gzip$")
+    with pytest.raises(DataError, match=message):
+        read_texts(path)
+    with pytest.raises(DataError, match=message):
+        load_file(path)

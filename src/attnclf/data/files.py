@@ -570,8 +570,25 @@ def _wanted(text_columns: tuple[str, ...], label_column: str | None) -> list[tup
     return [(column, "text") for column in text_columns] + ([] if label_column is None else [(label_column, "label")])
 
 
+# Archives and compressions users meet that the standard library does not stream here (zip holds files, not a stream;
+# zstd and lz4 need packages of their own): named, rather than read as text that is "not UTF-8"
+UNREAD_PACKINGS = (".zip", ".zst", ".zstd", ".lz4", ".7z", ".rar", ".tar", ".tgz", ".br")
+
+
+def _refuse_unread_packing(path: Path) -> None:
+    """A one-line error for a file whose suffix says it is an archive or compressed in a way not read here.
+
+    >>> _refuse_unread_packing(Path("reviews.csv.gz"))  # (read: nothing said)
+    """
+    suffix = path.suffix.lower()
+    if suffix in UNREAD_PACKINGS:
+        raise DataError(f"{path}: a {suffix} file is not read: attnclf reads files compressed with gzip, bzip2 or xz "
+                        f"(.gz, .bz2, .xz); unpack it, or compress it with gzip")
+
+
 def check_file(path: str | Path) -> Path:
-    """``path``, or a one-line error if it is a folder, missing, or no regular file (before a reader opens it).
+    """``path``, or a one-line error if it is a folder, missing, no regular file, or an archive (before a reader
+    opens it).
 
     >>> check_file("/dev/null")
     Traceback (most recent call last):
@@ -586,6 +603,7 @@ than once; write it to a file first
     if not path.is_file():  # (`--train-file <(zcat f.gz)` is a pipe, /dev/fd/63: read once, it would be gone)
         raise DataError(f"{path}: not a regular file (a pipe, socket or device): attnclf reads a file more than once; "
                         f"write it to a file first")
+    _refuse_unread_packing(path)
     return path
 
 
@@ -843,6 +861,7 @@ def read_texts(path: str | Path, text_column: TextColumns = "text") -> list[str]
     if has_rows(path):
         return [text for _, text in iter_texts(path, text_column)]
     path = Path(path)
+    _refuse_unread_packing(path)  # (read as plain text, a zip's bytes were "line 1: not UTF-8")
     try:
         if compression_suffix(path):  # (decompressed a line at a time, never whole into memory)
             return _line_texts(utf8_lines(path), str(path))
