@@ -4,6 +4,7 @@ import csv
 import json
 import os
 import random
+import re
 
 import numpy as np
 import pytest
@@ -638,3 +639,18 @@ def test_a_cached_refit_reads_its_files_once_and_checks_every_run_before_trainin
     assert main(["refit", str(tmp_path / "a"), str(tmp_path / "b"), "--overwrite", "--quiet", "--no-report"]) == 2
     assert "other.jsonl no longer gives the texts" in capsys.readouterr().err
     assert sorted((tmp_path / "a-refit").iterdir()) == refitted  # refused before a's refit was trained again
+
+
+@pytest.mark.parametrize("split", ["validation_file", "test_file"])
+def test_a_cached_runs_held_out_file_with_labels_the_training_file_lacks_is_not_sent_to_a_run_not_yet_made(
+        tmp_path, split):
+    # As in memory (load_files): no run exists yet to predict with, and one scored on its own predictions scores itself
+    from attnclf.training.cached import load_cached_data
+
+    (tmp_path / "train.csv").write_text("text,label\n" + "good film,pos\nbad film,neg\n" * 5)
+    (tmp_path / "held.csv").write_text("text,label\ngood,pos\nmeh,neutral\n")
+    data = DataSettings(train_file=str(tmp_path / "train.csv"), token_cache=True, token_cache_dir=str(tmp_path / "c"),
+                        **{split: str(tmp_path / "held.csv")})
+    with pytest.raises(DataError, match=re.escape("remove that row, or give the training file texts of its label")
+                       + "$"):
+        load_cached_data(RunSettings(data, TokenizerConfig(min_frequency=1)), 0, log=lambda message: None)

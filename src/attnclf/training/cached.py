@@ -250,7 +250,9 @@ def _file_sources(data: DataSettings, keyed: bool = True) -> tuple[dict[str, _So
         index = {name: i for i, name in enumerate(label_names)}
 
         def records():
-            for _, text, name in iter_records(path, data.text_column, data.label_column, label_names=label_names):
+            # (run_made=False: training's own held-out files, whose unknown labels the training file lacks)
+            for _, text, name in iter_records(path, data.text_column, data.label_column, label_names=label_names,
+                                              run_made=False):
                 yield text, index[name]
 
         return _Source(_file_source_identity(data, path, keyed), records, label_names, name=Path(path).name,
