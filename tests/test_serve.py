@@ -231,6 +231,10 @@ def test_an_oversized_chunked_body_is_cut_off(server):
                     """{"texts": ["a text", ...]} or {"text": "a text"}"""),
     (b'{"texts": "one string"}', 'texts: Input should be a valid list; one text goes as {"text": "..."}'),
     (b'{"text": ["a", "b"]}', 'text: Input should be a valid string; several go as {"texts": [...]}'),
+    # (the next step for a text where a list goes, or a list where a text goes: a number is neither, nor told so)
+    (b'{"text": 5}', 'text: Input should be a valid string'),
+    (b'{"texts": 5}', 'texts: Input should be a valid list'),
+    (b'{"texts": {"a": "b"}}', 'texts: Input should be a valid list'),
 ])
 def test_a_body_of_the_wrong_shape_is_told_the_shape_to_send(server, path, body, message):
     # "body: Field required" for an empty body named no next step, nor did a list of texts sent as "text"

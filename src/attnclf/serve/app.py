@@ -466,9 +466,11 @@ def _field(error: dict) -> str:
 
 
 _SHAPE = 'send a JSON object: {"texts": ["a text", ...]} or {"text": "a text"}'
-# The next step after pydantic's message, where a body's shape is wrong: (where, error type) -> what to send
-_NEXT_STEP = {("body", "model_attributes_type"): _SHAPE, ("texts", "list_type"): 'one text goes as {"text": "..."}',
-              ("text", "string_type"): 'several go as {"texts": [...]}'}
+# The next step after pydantic's message, where a body's shape is wrong: (where, error type) -> (the input it
+# describes, what to send). A text where a list goes is one text; a number there is neither, and told no next step.
+_NEXT_STEP = {("body", "model_attributes_type"): (object, _SHAPE),
+              ("texts", "list_type"): (str, 'one text goes as {"text": "..."}'),
+              ("text", "string_type"): (list, 'several go as {"texts": [...]}')}
 
 
 def _message(error: dict) -> str:
@@ -477,7 +479,7 @@ def _message(error: dict) -> str:
 
     >>> _message({"type": "value_error", "msg": "Value error, no text", "ctx": {"error": ValueError("no text")}})
     'no text'
-    >>> _message({"type": "list_type", "loc": ("body", "texts"), "msg": "Input should be a valid list"})
+    >>> _message({"type": "list_type", "loc": ("body", "texts"), "msg": "Input should be a valid list", "input": "a"})
     'Input should be a valid list; one text goes as {"text": "..."}'
     """
     if error["type"] == "value_error":
@@ -485,8 +487,8 @@ def _message(error: dict) -> str:
     where = _field(error)
     if where == "body" and error["type"] == "missing":  # (no body at all: pydantic's "Field required")
         return f"empty; {_SHAPE}"
-    next_step = _NEXT_STEP.get((where, error["type"]))
-    return f"{error['msg']}; {next_step}" if next_step else error["msg"]
+    described, next_step = _NEXT_STEP.get((where, error["type"]), (None, ""))
+    return f"{error['msg']}; {next_step}" if described and isinstance(error.get("input"), described) else error["msg"]
 
 
 def backend_name(classifier) -> str:
