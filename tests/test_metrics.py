@@ -248,6 +248,26 @@ def test_evaluate_takes_texts_and_labels_in_memory_by_name():
         evaluate(Tagger(), (["bad", "good"], [["neg"], "pos"]))
 
 
+@pytest.mark.parametrize("multi_label, texts, labels, message", [
+    # a DataFrame's missing label set (None, NaN) or a number where a list of names goes: TypeError tracebacks
+    (True, ["bad", "good"], [["neg"], None], r"^labels\[1\]: None is not a list of names; give each text of "
+                                             r"multi-label data its labels as a list \(\[\] for none\)$"),
+    (True, ["bad", "good"], [["neg"], float("nan")], r"^labels\[1\]: nan is not a list of names"),
+    (True, ["bad", "good"], [3, ["pos"]], r"^labels\[0\]: 3 is not a list of names"),
+    # one text or one label where a list of them goes: read letter by letter, silently when the lengths agreed
+    (False, "ok", "np", r"^texts: 'ok' is one text, not a list of texts: give \(\['ok'\], labels\)$"),
+    (False, ["bad", "good"], "np", r"^labels: 'np' is one label, not a list of labels: give \(texts, \['np'\]\)$"),
+    (True, "ok", [["neg"], ["pos"]], r"^texts: 'ok' is one text, not a list of texts"),
+])
+def test_evaluate_refuses_texts_and_labels_of_the_wrong_shape_in_one_line(multi_label, texts, labels, message):
+    from attnclf.errors import DataError
+    from attnclf.evaluation import evaluate
+
+    with pytest.raises(DataError, match=message) as refused:
+        evaluate(_BySet() if multi_label else _ByWord(), (texts, labels))
+    assert "\n" not in str(refused.value)
+
+
 def test_evaluate_reads_whole_number_label_names_as_the_run_names_its_classes():
     # A run names the class 1 "1"; names made of a notebook's int labels were refused as
     # "label(s) 0, 1 never seen in training (known: 0, 1)".

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from collections.abc import Iterable
 from typing import Sequence
 
-from ..errors import DataError
+from ..errors import DataError, shown
 
 
 @dataclass
@@ -77,10 +78,20 @@ class TextDataset:
         >>> data.labels, data.label_names
         ([1, 0], ['neg', 'pos'])
         """
+        # (a string is a sequence too: one text or one label would be read letter by letter)
+        if isinstance(texts, str):
+            raise DataError(f"texts: {shown(texts)} is one text, not a list of texts: give ([{shown(texts)}], labels)")
+        if isinstance(labels, str):
+            raise DataError(f"labels: {shown(labels)} is one label, not a list of labels: give (texts, "
+                            f"[{shown(labels)}])")
         texts, labels = list(texts), list(labels)
         if multi_label and (single := next((label for label in labels if isinstance(label, str)), None)) is not None:
             raise DataError(f"labels: {single!r} is one name, not a list of names: give each text of multi-label data "
                             f"its labels as a list, [{single!r}]")
+        if multi_label and (at := next((i for i, label in enumerate(labels) if not isinstance(label, Iterable)),
+                                       None)) is not None:  # (a DataFrame's missing label set is None or NaN)
+            raise DataError(f"labels[{at}]: {shown(labels[at])} is not a list of names; give each text of multi-label "
+                            f"data its labels as a list ([] for none)")
         named = [tuple(map(str, label)) for label in labels] if multi_label else [str(label) for label in labels]
         names = sorted({name for label in named for name in label} if multi_label else set(named))
         index = {name: i for i, name in enumerate(names)}
