@@ -920,6 +920,16 @@ def test_a_multi_label_test_file_joined_by_another_character_is_told_the_label_d
         load_file(test, label_names=["autos", "rec", "sci", "space"], split="test", multi_label=True)
 
 
+def test_trainings_own_held_out_file_joined_by_another_character_is_told_to_join_them_as_the_training_file(tmp_path):
+    # --label-delimiter ';' reads the training file too: its 'rec|autos' would become one label, another run
+    train = _write(tmp_path / "train.csv", "text,label\na,rec|autos\nb,rec\nc,autos\n")
+    held_out = _write(tmp_path / "dev.csv", "text,label\nc,rec;autos\n")
+    with pytest.raises(DataError, match=re.escape(
+            "; the row's labels look joined by ';' (split on it, they are the run's): join them by '|' as the training "
+            "file does") + "$"):
+        load_files(train, validation_path=held_out, multi_label=True)
+
+
 def test_load_files_test_uses_training_labels(tmp_path):
     train = _write(tmp_path / "train.csv", "text,label\na,x\nb,y\n")
     test = _write(tmp_path / "test.csv", "text,label\nc,y\n")

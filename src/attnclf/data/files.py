@@ -696,9 +696,11 @@ def _spelt_otherwise(name: str, label_names: list[str]) -> str:
     return "" if same is None else f" (the training labels write this number {same!r}: write it as they do)"
 
 
-def _joined_otherwise(name: str, label_names: list[str], label_delimiter: str) -> str:
+def _joined_otherwise(name: str, label_names: list[str], label_delimiter: str, run_made: bool = True) -> str:
     """A hint naming the --label-delimiter a multi-label file joined its labels by, when ``name`` split on it is
     labels the run knows: one flag reads such a file, where removing its rows would lose them all; else "".
+    Training's own held-out file (not ``run_made``) is told to join them as the training file does: the flag would
+    read the training file otherwise too.
 
     >>> _joined_otherwise("rec;autos", ["autos", "rec"], "|"), _joined_otherwise("rec;food", ["autos", "rec"], "|")
     ("; the row's labels look joined by ';' (split on it, they are the run's): give --label-delimiter ';'", '')
@@ -706,8 +708,9 @@ def _joined_otherwise(name: str, label_names: list[str], label_delimiter: str) -
     for char in SUSPECT_LABEL_SEPARATORS.replace(label_delimiter, ""):
         pieces = [piece.strip() for piece in name.split(char)]
         if len(pieces) > 1 and all(piece in label_names for piece in pieces):
-            return (f"; the row's labels look joined by {char!r} (split on it, they are the run's): give "
-                    f"--label-delimiter {char!r}")
+            way_on = f"give --label-delimiter {char!r}" if run_made else \
+                f"join them by {label_delimiter!r} as the training file does"
+            return f"; the row's labels look joined by {char!r} (split on it, they are the run's): {way_on}"
     return ""
 
 
@@ -949,7 +952,7 @@ def iter_records(
                 # (a number spelt otherwise is told how to spell it, a label set joined otherwise the flag that reads
                 # it; else the whole file's count and a way on)
                 way_on = (_spelt_otherwise(name, label_names)
-                          or multi_label and _joined_otherwise(name, label_names, label_delimiter)
+                          or multi_label and _joined_otherwise(name, label_names, label_delimiter, run_made)
                           or _unknown_labels_told(path, text_column, label_column, allowed, multi_label,
                                                   label_delimiter, run_made))
                 raise DataError(f"{path}, {where}: label {shown(name)}{in_label} is not one of the "
