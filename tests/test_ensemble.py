@@ -38,6 +38,14 @@ def test_ensemble_averages_its_members(demo_run, second_run):
     assert [p.confidence for p in predictions] == pytest.approx(expected.max(axis=1).tolist())
 
 
+def test_an_ensemble_refuses_explanations_naming_a_member_to_explain(demo_run, second_run):
+    first, second = Classifier.load(demo_run, device="cpu"), Classifier.load(second_run, device="cpu")
+    with pytest.raises(AttnclfError, match=r"use one member, such as ensemble\.members\[0\]$"):
+        Ensemble([first, second]).explain(TEXTS)
+    with pytest.raises(AttnclfError, match=f"use one member, such as {second_run}$"):
+        Ensemble.load([second_run, demo_run], device="cpu").explain(TEXTS)
+
+
 def test_an_ensemble_counts_the_unknown_tokens_of_the_member_that_knows_the_fewest(demo_run, second_run):
     first, second = Classifier.load(demo_run, device="cpu"), Classifier.load(second_run, device="cpu")
     text = ["the plot was awesome and amazing"]
@@ -368,23 +376,55 @@ def test_a_seeds_folder_is_served_and_refuses_explanations(tmp_path):
         assert answer["probabilities"] == pytest.approx(
             dict(zip(ensemble.label_names, ensemble.predict_proba(["a wonderful film"])[0])))
         refused = client.post("/explain", json={"texts": ["a wonderful film"], "method": "attention"})
-        assert refused.status_code == 400 and "use one member" in refused.json()["detail"]
+        assert refused.status_code == 400 and f"use one member, such as {out / 'seed-0'}" in refused.json()["detail"]
         # Out of the schema and /docs, as with the ONNX backend: its fields would promise what it refuses.
         assert "/explain" not in client.get("/openapi.json").json()["paths"]
         assert "POST /explain" not in client.get("/docs").text
-    with pytest.raises(AttnclfError, match="use one member"):
+    with pytest.raises(AttnclfError, match="use one member, such as .*seed-0"):
         ensemble.explain(["a wonderful film"], "attention")
 
 
-@pytest.mark.parametrize("command", [["explain", "{out}", "good"], ["export", "{out}"], ["report", "{out}"],
-                                     ["predict", "{out}", "good", "--backend", "onnx"],
-                                     ["serve", "{out}", "--backend", "onnx"]])
-def test_one_model_commands_refuse_a_seeds_folder_in_one_line(command, tmp_path, capsys):
+ONE_MODEL_COMMANDS = [["explain", "{out}", "good"], ["export", "{out}"], ["report", "{out}"],
+                      ["faithfulness", "{out}"], ["predict", "{out}", "good", "--backend", "onnx"],
+                      ["serve", "{out}", "--backend", "onnx"]]
+
+
+@pytest.mark.parametrize("command", ONE_MODEL_COMMANDS)
+def test_one_model_commands_refuse_a_seeds_folder_naming_its_first_member(command, tmp_path, capsys):
     out = tmp_path / "ens"
     out.mkdir()
-    (out / "ensemble.json").write_text('{"members": []}')
+    (out / "ensemble.json").write_text('{"members": ["seed-3", "seed-4"]}')
     assert main([arg.format(out=out) for arg in command]) != 0
-    assert "use one member" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert f"use one member, such as {out / 'seed-3'}" in err and len(err.splitlines()) == 1
+
+
+def test_attention_asked_of_a_seeds_folder_names_its_first_member_to_ask(tmp_path, capsys):
+    out = tmp_path / "ens"
+    out.mkdir()
+    (out / "ensemble.json").write_text('{"members": ["seed-3", "seed-4"]}')
+    assert main(["predict", str(out), "good", "--attention"]) != 0
+    err = capsys.readouterr().err
+    assert f"ask one member (--attention with {out / 'seed-3'})" in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize("members", ['{"members": []}', '{"members": ["a/b"]}', "not json"])
+def test_a_seeds_folder_whose_members_are_unreadable_is_still_refused_in_one_line(members, tmp_path, capsys):
+    out = tmp_path / "ens"
+    out.mkdir()
+    (out / "ensemble.json").write_text(members)
+    assert main(["explain", str(out), "good"]) != 0
+    err = capsys.readouterr().err
+    assert f"use one member, such as {out / 'seed-S'}" in err and len(err.splitlines()) == 1
+
+
+def test_a_seeds_folder_s_huge_member_name_is_named_by_its_start(tmp_path, capsys):
+    out = tmp_path / "ens"
+    out.mkdir()
+    (out / "ensemble.json").write_text(json.dumps({"members": ["s" * 100_000]}))
+    assert main(["explain", str(out), "good"]) != 0
+    err = capsys.readouterr().err
+    assert f"such as {out / ('s' * 20)}" in err and len(err) < 1000 and len(err.splitlines()) == 1
 
 
 def test_runs_that_held_out_different_texts_are_not_validated_together(tmp_path, capsys):

@@ -628,7 +628,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
 def _predict(args: argparse.Namespace) -> int:
     from .data.files import has_rows
-    from .ensemble import is_ensemble_dir, load_backend
+    from .ensemble import first_member, is_ensemble_dir, load_backend
     from .prediction_files import PREDICT_CHUNK, check_output, predict_file, predict_texts
 
     if args.output is None:
@@ -638,7 +638,7 @@ def _predict(args: argparse.Namespace) -> int:
         check_output(args.output, None if args.file in (None, STDIN_FILE) else args.file, args.overwrite, _flag)
     if args.attention and args.backend == "torch" and is_ensemble_dir(args.run_dir):
         raise AttnclfError(f"{args.run_dir} is an ensemble: its members attend each their own way; "
-                           f"ask one member (--attention with {args.run_dir}/seed-S)")
+                           f"ask one member (--attention with {first_member(args.run_dir)})")
     clf = load_backend(args.run_dir, args.backend, int8=args.int8, device=args.device, bf16=args.bf16,
                        threads=args.threads, named=_flag)
     _warn_if_unfinished(args.run_dir)  # (an export of a run holds its best weights so far, as the run does)
@@ -721,14 +721,6 @@ def _stdin_bytes() -> bytes:
     if sys.stdin is None:
         raise AttnclfError(f"--file {STDIN_FILE}: stdin is closed; give the texts as arguments or with --file PATH")
     return sys.stdin.buffer.read()
-
-
-def _refuse_ensemble(run_dir: str) -> None:
-    """One line instead of a missing-file error when a `train --seeds` folder reaches a one-model command."""
-    from .ensemble import NOT_EXPLAINED, is_ensemble_dir
-
-    if is_ensemble_dir(run_dir):
-        raise AttnclfError(f"{run_dir}: {NOT_EXPLAINED}")
 
 
 def _input_texts(args: argparse.Namespace, config: dict) -> list[str]:
@@ -814,11 +806,12 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
     from .classifier import Classifier
     from .explain import render
+    from .ensemble import refuse_ensemble_dir
     from .explain.methods import DEFAULT_METHOD, chosen_methods, run_methods
 
     if args.output is None:
         _refuse_closed_stdout(args.command)
-    _refuse_ensemble(args.run_dir)
+    refuse_ensemble_dir(args.run_dir)  # (one line, not a missing file)
     clf = Classifier.load(args.run_dir, device=args.device)
     _warn_if_unfinished(args.run_dir)
     texts = _input_texts(args, clf.config)
@@ -920,11 +913,12 @@ def cmd_faithfulness(args: argparse.Namespace) -> int:
 
 @command("report", threads=True)
 def cmd_report(args: argparse.Namespace) -> int:
+    from .ensemble import refuse_ensemble_dir
     from .report import write_report
 
     if args.examples < 1:
         raise AttnclfError(f"--examples must be at least 1, got {args.examples}")
-    _refuse_ensemble(args.run_dir)
+    refuse_ensemble_dir(args.run_dir)  # (one line, not a missing file)
     path = write_report(args.run_dir, method=args.method, faithfulness=args.faithfulness,
                         faithfulness_examples=args.examples, device=args.device, data_dir=args.data_dir)
     print(f"report: {path}")
@@ -1127,9 +1121,10 @@ def _unlabelled_texts(args: argparse.Namespace, purpose: str) -> list[str]:
 
 @command("export", threads=True)
 def cmd_export(args: argparse.Namespace) -> int:
+    from .ensemble import refuse_ensemble_dir
     from .export.onnx import check_data, export_onnx, refuse_held
 
-    _refuse_ensemble(args.run_dir)
+    refuse_ensemble_dir(args.run_dir)  # (one line, not a missing file)
     refuse_held(args.run_dir, args.output)  # (before the run is read, or called unfinished: its holder is training it)
     _warn_if_unfinished(args.run_dir)
     flags = {"file": "check_file", "limit": "check_examples"}  # check_data's arguments named otherwise here

@@ -36,8 +36,40 @@ if TYPE_CHECKING:  # loaded where used: `predict --backend onnx` asks is_ensembl
     from .classifier import Classifier
     from .export.runtime import OnnxClassifier
 
-NOT_EXPLAINED = ("an ensemble is not explained or exported as one model: its members tokenise and attend each "
-                 "their own way; use one member (a seed-S run directory)")
+
+
+def not_explained(member: str | Path) -> str:
+    """Why an ensemble is not explained or exported as one model, pointing at ``member`` to use instead.
+
+    >>> not_explained("runs/ens/seed-0").endswith("use one member, such as runs/ens/seed-0")
+    True
+    """
+    return ("an ensemble is not explained or exported as one model: its members tokenise and attend each their own "
+            f"way; use one member, such as {member}")
+
+
+def refuse_ensemble_dir(path: str | Path) -> None:
+    """One line, naming the folder's first member to use instead, when a `train --seeds` folder reaches a command
+    that needs one model (explain, export, report, faithfulness, the ONNX backend).
+
+    >>> refuse_ensemble_dir("no/such/folder")  # (not an ensemble folder: nothing to refuse)
+    """
+    if is_ensemble_dir(path):
+        raise RunDirError(f"{path}: {not_explained(first_member(path))}")
+
+
+def first_member(path: str | Path) -> str:
+    """The first member of the `train --seeds` folder at ``path``, its name cut to ``NAME_LENGTH`` characters: the
+    run a message refusing the folder points to.
+
+    >>> first_member("no/such/folder")  # (its ensemble.json unread: the name `train --seeds` gives members)
+    'no/such/folder/seed-S'
+    """
+    try:
+        first = member_dirs(path)[0]
+    except AttnclfError:  # (a mangled ensemble.json is no reason to lose the refusal: the folders' usual names)
+        return str(Path(path) / "seed-S")
+    return str(first.parent / shown(first.name, most=NAME_LENGTH, write=str))
 
 
 class Ensemble:
@@ -46,6 +78,8 @@ class Ensemble:
     def __init__(self, members: Sequence[Classifier], names: Sequence[str] | None = None):
         if not members:
             raise AttnclfError("an ensemble needs at least one run")
+        # The member `explain` points to: a run directory when loaded from one, else the member in Python.
+        self._first_member = names[0] if names else "ensemble.members[0]"
         names = list(names or [f"member {i}" for i in range(len(members))])
         first, reference = members[0], _data(members[0])
         for member, name in zip(members, names, strict=True):
@@ -114,7 +148,7 @@ class Ensemble:
 
         >>> # ensemble.members[0].explain(["not bad at all"])  # one member's explanation instead
         """
-        raise AttnclfError(NOT_EXPLAINED)
+        raise AttnclfError(not_explained(self._first_member))
 
     def predict(self, texts: Sequence[str], tokens: bool = True) -> list[Prediction]:
         """Each text's label, confidence and probabilities under the averaged probabilities, and its unknown tokens

@@ -322,14 +322,13 @@ def measure_run(run_dir: str | Path, *, methods: str | Sequence[str] | None = No
     >>> # measure_run("runs/demo", methods="occlusion,attention", examples=100).most_faithful  # 'occlusion'
     """
     from ..classifier import Classifier
-    from ..ensemble import NOT_EXPLAINED, is_ensemble_dir
+    from ..ensemble import refuse_ensemble_dir
     from ..rundir import adding_to_run, atomic_write_json, refuse_multi_label, unfinished_warning
     from ..training.run_data import scoring_data
 
     # (measure_faithfulness checks them too, by its arguments' names)
     count, seed = _example_count(examples, named("examples")), check_seed(seed, named("seed"))
-    if is_ensemble_dir(run_dir):
-        raise AttnclfError(f"{run_dir}: {NOT_EXPLAINED}")
+    refuse_ensemble_dir(run_dir)
     # Held from reading the weights to saving what they measured: a read-only run fails before, not after, and one
     # that another process is training is refused (the measurement would pass for one of its next weights).
     with adding_to_run(run_dir):

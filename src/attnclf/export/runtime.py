@@ -30,7 +30,7 @@ from typing import Sequence
 import numpy as np
 
 from ..checks import check_threads, true_or_false
-from ..ensemble import NOT_EXPLAINED, is_ensemble_dir
+from ..ensemble import refuse_ensemble_dir
 from ..errors import AttnclfError, RunDirError, shown
 from ..prediction import Prediction, check_texts, model_repr, predictions
 from ..rundir import (check_label_names, checked_temperature, file_sha256, read_json, read_temperature,
@@ -55,8 +55,7 @@ def find_export(path: str | Path) -> Path:
             return candidate
     if not path.is_dir():
         raise RunDirError(f"{path} is not an ONNX export; give its folder" if path.exists() else f"{path} does not exist")
-    if is_ensemble_dir(path):
-        raise RunDirError(f"{path}: {NOT_EXPLAINED}")
+    refuse_ensemble_dir(path)
     if (path / "config.json").is_file():
         _refuse_unexportable_run(path)
     elif other := what_else_the_folder_is(path):  # (a folder of runs: "export it first" would be refused)
