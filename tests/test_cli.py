@@ -1566,7 +1566,8 @@ def test_an_interrupted_overwrite_keeps_the_model_it_replaces_until_the_new_one_
     assert not (run / "earlier-model.partial").exists()
     err = capsys.readouterr().err
     assert f"{run} held a trained model; this run replaces it (kept in {earlier} until this run finishes)" in err
-    assert err.strip().endswith(f"continues from its last checkpoint; the model it replaces is kept in {earlier}")
+    assert err.strip().endswith(f"continues after epoch 1 of 2, its last checkpoint; the model it replaces is kept in "
+                                f"{earlier}")
     # The earlier model is whole where the message says, and still a run of its own; the folder holds the new one.
     assert {name: (earlier / name).read_bytes() for name in finished} == finished
     assert main(["evaluate", str(earlier)]) == 0
@@ -2176,7 +2177,7 @@ def test_an_interrupted_train_says_whether_it_can_resume(tmp_path, capsys, monke
         raise KeyboardInterrupt
 
     def interrupted_after_a_checkpoint(self, *args, **kwargs):
-        (self.checkpoint_dir / "state.json").write_text("{}")  # as if this run had checkpointed an epoch
+        (self.checkpoint_dir / "state.json").write_text("{}")  # as if this run had checkpointed (of no epoch known)
         raise KeyboardInterrupt
 
     monkeypatch.chdir(tmp_path)  # no --output: the run goes to runs/self-attn-demo here
@@ -2187,14 +2188,44 @@ def test_an_interrupted_train_says_whether_it_can_resume(tmp_path, capsys, monke
     monkeypatch.setattr(Trainer, "_train_epoch", interrupted)
     assert main(argv) == 130
     err = capsys.readouterr().err
-    assert "before its first checkpoint" in err and "--resume" not in err
+    assert err.strip().endswith("; no epoch was checkpointed yet (the first checkpoint follows the first epoch to end "
+                                "60 s in), so nothing is kept to resume from: train it again") and "--resume" not in err
     assert not (stale / "state.json").exists()
     assert run_error([*argv, "--output", "runs/self-attn-demo", "--resume"], capsys) == (  # (it said: no state.json)
         "attnclf: error: runs/self-attn-demo: nothing to resume: it stopped before its first checkpoint (written at "
         "most once a minute, and at the end); train it again")
     monkeypatch.setattr(Trainer, "_train_epoch", interrupted_after_a_checkpoint)
     assert main(argv) == 130
-    assert "`attnclf train --resume --output runs/self-attn-demo` continues" in capsys.readouterr().err
+    assert "`attnclf train --resume --output runs/self-attn-demo` continues from its last checkpoint" in \
+        capsys.readouterr().err
+
+
+def test_an_interrupted_train_says_which_epoch_a_resume_continues_after(tmp_path, capsys, monkeypatch):
+    run = tmp_path / "run"
+    argv = ["train", "--dataset", "demo", "--max-train-examples", "200", "--epochs", "3", "--set", "d_model=16",
+            "--set", "layers=1", "--threads", "1", "--output", str(run), "--quiet", "--no-report"]
+    with monkeypatch.context() as patch:
+        interrupt_in_epoch_2(patch)
+        assert main(argv) == 130
+    assert capsys.readouterr().err.splitlines()[-1] == (  # (after the demo data's warnings)
+        f"attnclf: interrupted; `attnclf train --resume --output {run}` continues after epoch 1 of 3, "
+        f"its last checkpoint")
+
+
+@pytest.mark.parametrize("stop, finished", [([], "all 2 epochs"),
+                                            (["--epochs", "4", "--lr", "0", "--patience", "1", "--monitor", "loss"],
+                                             "stopped early after epoch 2 of 4")])
+def test_a_train_interrupted_while_testing_says_a_resume_only_tests_it(stop, finished, tmp_path, capsys, monkeypatch):
+    import attnclf.training.run as run_module
+
+    run = tmp_path / "run"
+    argv = ["train", "--dataset", "demo", "--max-train-examples", "200", "--epochs", "2", "--set", "d_model=16",
+            "--set", "layers=1", "--threads", "1", "--output", str(run), "--quiet", "--no-report", *stop]
+    monkeypatch.setattr(run_module, "evaluate_split", lambda *args, **kwargs: (_ for _ in ()).throw(KeyboardInterrupt))
+    assert main(argv) == 130
+    assert capsys.readouterr().err.splitlines()[-1] == (  # (after the demo data's warnings)
+        f"attnclf: interrupted; `attnclf train --resume --output {run}` tests it: its training had finished "
+        f"({finished})")
 
 
 def test_the_installed_command_reports_errors_without_a_traceback(tmp_path):

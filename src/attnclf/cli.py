@@ -20,7 +20,7 @@ from pathlib import Path
 from . import __version__
 from .checks import BACKENDS, check_device_name, check_threads, set_value
 from .errors import AttnclfError, is_out_of_memory, shown
-from .rundir import (check_output_folder, is_resumable, kept_earlier_models, member_folders, read_config,
+from .rundir import (check_output_folder, kept_earlier_models, member_folders, read_config,
                      refuse_if_held, unfinished_warning)
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {}
@@ -1721,12 +1721,14 @@ def _resume_hint(args: argparse.Namespace | None) -> str:
         again = ["attnclf", "train", *_without_flag(args.argv, "--overwrite"), *([] if args.resume else ["--resume"])]
         return (f"; `{' '.join(map(shlex.quote, again))}` keeps the finished members and continues the "
                 f"others{_kept_model(args)}")
-    kept = _kept_model(args)
-    if is_resumable(args.output):
-        return (f"; `attnclf train --resume --output {shlex.quote(args.output)}` continues from its last "
-                f"checkpoint{kept}")
-    return (f"; it stopped before its first checkpoint (written at most once a minute, and at the end): train it "
-            f"again{kept}")
+    from .training.settings import resume_start
+    from .training.trainer import TrainConfig
+
+    kept, start = _kept_model(args), resume_start(args.output)
+    if start:
+        return f"; `attnclf train --resume --output {shlex.quote(args.output)}` {start}{kept}"
+    return (f"; no epoch was checkpointed yet (the first checkpoint follows the first epoch to end "
+            f"{TrainConfig.checkpoint_seconds:g} s in), so nothing is kept to resume from: train it again{kept}")
 
 
 if __name__ == "__main__":

@@ -399,6 +399,33 @@ def checkpoint_state(run_dir: str | Path) -> dict:
     return read_json(state) if state.is_file() else {}
 
 
+def resume_start(run_dir: str | Path) -> str | None:
+    """What ``train --resume`` does with the interrupted run in ``run_dir``, said after its command: continues after
+    its last checkpointed epoch (of those its settings plan), or only tests it when its training had finished before
+    the stop; None without a checkpoint, which nothing resumes (none is written as a run is stopped, only after an
+    epoch ``checkpoint_seconds`` on, and after its last).
+
+    >>> resume_start("no/such/run") is None
+    True
+    """
+    from ..rundir import is_resumable
+
+    if not is_resumable(run_dir):
+        return None
+    try:
+        state, planned = checkpoint_state(run_dir), read_config(run_dir)["settings"]["train"]
+        epoch, epochs, patience = state.get("epoch"), planned["epochs"], planned.get("patience", 0)
+    except (AttnclfError, KeyError, TypeError, AttributeError):  # (resuming says what is wrong with them)
+        return "continues from its last checkpoint"
+    if not isinstance(epoch, int) or epoch < 1:
+        return "continues from its last checkpoint"
+    if stopped_early(state, patience):
+        return f"tests it: its training had finished (stopped early after epoch {epoch} of {epochs})"
+    if epoch >= epochs:
+        return f"tests it: its training had finished (all {epochs} epochs)"
+    return f"continues after epoch {epoch} of {epochs}, its last checkpoint"
+
+
 def epochs_done(run_dir: str | Path) -> int:
     """The epochs an interrupted run's last checkpoint holds (0 without one)."""
     return checkpoint_state(run_dir).get("epoch", 0)
