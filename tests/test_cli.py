@@ -2228,6 +2228,33 @@ def test_a_train_interrupted_while_testing_says_a_resume_only_tests_it(stop, fin
         f"({finished})")
 
 
+@pytest.mark.parametrize("stop, finished", [([], "all 2 epochs"),
+                                            (["--epochs", "4", "--lr", "0", "--patience", "1", "--monitor", "loss"],
+                                             "stopped early after epoch 2 of 4")])
+def test_resuming_a_finished_run_says_it_only_tests_it_again(stop, finished, tmp_path, capsys):
+    run = tmp_path / "run"
+    argv = ["train", "--dataset", "demo", "--max-train-examples", "200", "--epochs", "2", "--set", "d_model=16",
+            "--set", "layers=1", "--threads", "1", "--output", str(run), "--quiet", "--no-report", *stop]
+    assert main(argv) == 0
+    history = (run / "history.jsonl").read_text()
+    capsys.readouterr()
+    assert main(["train", "--resume", "--output", str(run), "--no-report"]) == 0
+    out, err = capsys.readouterr()
+    assert f"{run} finished training already ({finished}): nothing to train; it is tested again" in err
+    assert "accuracy" in out and (run / "history.jsonl").read_text() == history
+
+
+def test_resuming_a_finished_run_for_more_epochs_trains_on_without_that_note(tmp_path, capsys):
+    run = tmp_path / "run"
+    argv = ["train", "--dataset", "demo", "--max-train-examples", "200", "--epochs", "1", "--set", "d_model=16",
+            "--set", "layers=1", "--threads", "1", "--output", str(run), "--quiet", "--no-report"]
+    assert main(argv) == 0
+    capsys.readouterr()
+    assert main(["train", "--resume", "--output", str(run), "--epochs", "2", "--no-report"]) == 0
+    assert "finished training already" not in capsys.readouterr().err
+    assert len((run / "history.jsonl").read_text().splitlines()) == 2
+
+
 def test_the_installed_command_reports_errors_without_a_traceback(tmp_path):
     result = subprocess.run([sys.executable, "-m", "attnclf", "predict", str(tmp_path / "missing"), "x"],
                             capture_output=True, text=True)

@@ -45,8 +45,8 @@ from .pretrain import (check_compatible as check_pretrained, check_unchanged as 
                        describe as describe_pretrained, encoder_fingerprint, load_pretrained)
 from .run_data import (align_labels, describe_classes, held_out_fingerprint, load_data, refuse_gone,
                        shared_text_warnings, texts_fingerprint)
-from .settings import (COUNT_EMBEDDINGS, DataSettings, RunSettings, check_resumed, epochs_done, refuse_derived_fields,
-                       resume_settings)
+from .settings import (COUNT_EMBEDDINGS, DataSettings, RunSettings, check_resumed, checkpoint_state, epochs_done,
+                       finished_training, refuse_derived_fields, resume_settings)
 from .trainer import Trainer, refuse_undefined_monitor
 
 
@@ -196,6 +196,9 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool, loaded: tupl
     if resume and not is_resumable(run_dir):
         raise RunDirError(f"{run_dir}: nothing to resume: it stopped before its first checkpoint (written at most once "
                           f"a minute, and at the end); train it again")
+    finished = resume and finished_training(checkpoint_state(run_dir), settings.train.epochs, settings.train.patience)
+    if finished and progress and from_environment().is_main:  # (said first: a resume that trains nothing looks idle)
+        _stderr(f"{run_dir} finished training already ({finished}): nothing to train; it is tested again")
     distributed, device = init_distributed(settings.device)
     try:
         if settings.data.token_cache and loaded is not None:

@@ -419,11 +419,24 @@ def resume_start(run_dir: str | Path) -> str | None:
         return "continues from its last checkpoint"
     if not isinstance(epoch, int) or epoch < 1:
         return "continues from its last checkpoint"
-    if stopped_early(state, patience):
-        return f"tests it: its training had finished (stopped early after epoch {epoch} of {epochs})"
-    if epoch >= epochs:
-        return f"tests it: its training had finished (all {epochs} epochs)"
+    if finished := finished_training(state, epochs, patience):
+        return f"tests it: its training had finished ({finished})"
     return f"continues after epoch {epoch} of {epochs}, its last checkpoint"
+
+
+def finished_training(state: dict, epochs: int, patience: int) -> str | None:
+    """How the run whose last checkpoint recorded ``state`` had finished training, were it to train for ``epochs``
+    with ``patience``: a resume then trains nothing, and only tests it; None while it has epochs to go.
+
+    >>> finished_training({"epoch": 3}, 3, 0), finished_training({"epoch": 2, "stale_epochs": 1}, 4, 1)
+    ('all 3 epochs', 'stopped early after epoch 2 of 4')
+    >>> finished_training({"epoch": 3}, 5, 0) is None
+    True
+    """
+    epoch = state.get("epoch", 0)
+    if stopped_early(state, patience):
+        return f"stopped early after epoch {epoch} of {epochs}"
+    return f"all {epochs} epochs" if epoch >= epochs else None
 
 
 def epochs_done(run_dir: str | Path) -> int:
