@@ -831,6 +831,18 @@ def test_explain_output_without_format_is_written_in_the_format_its_suffix_names
     assert not out.read_text(encoding="utf-8").startswith(("<", "{"))
 
 
+def test_explain_refuses_a_compressed_output_before_explaining(demo_run, tmp_path, cli_error, monkeypatch):
+    # `explain -o page.html.gz` wrote the terminal's text, uncompressed, under a name that says gzip'd HTML.
+    from attnclf.explain import methods
+
+    monkeypatch.setattr(methods, "run_methods", lambda *args, **kwargs: pytest.fail("explained before refusing"))
+    out = tmp_path / "page.html.gz"
+    assert cli_error(["explain", str(demo_run), "not bad", "--output", str(out)]) == (
+        f"{out}: explain writes uncompressed files; name the output page.html and compress it afterwards (gzip "
+        f"{tmp_path / 'page.html'})")
+    assert not out.exists()
+
+
 def test_an_explanation_shows_itself_in_a_line_a_notebook_can_read():
     # The dataclass's repr spelt out the whole text, every score, the pooling weights and the (layers, heads, n, n)
     # self-attention maps: 8,400 characters over 111 lines for a 54-token text, where a notebook echoes explain()

@@ -805,12 +805,15 @@ def cmd_explain(args: argparse.Namespace) -> int:
     import os
 
     from .classifier import Classifier
+    from .data.files import refuse_compressed_output
     from .explain import render
     from .ensemble import refuse_ensemble_dir
     from .explain.methods import DEFAULT_METHOD, chosen_methods, run_methods
 
     if args.output is None:
         _refuse_closed_stdout(args.command)
+    else:  # (before the explaining: what explain -o page.html.gz wrote was the terminal's text, and plain)
+        refuse_compressed_output(args.output, "explain")
     refuse_ensemble_dir(args.run_dir)  # (one line, not a missing file)
     clf = Classifier.load(args.run_dir, device=args.device)
     _warn_if_unfinished(args.run_dir)

@@ -20,7 +20,8 @@ from itertools import islice
 from pathlib import Path
 
 from .checks import by_field
-from .data.files import COMPRESSIONS, TextColumns, data_columns, has_rows, iter_rows, read_texts, run_columns
+from .data.files import (TextColumns, data_columns, has_rows, iter_rows, read_texts, refuse_compressed_output,
+                         run_columns)
 from .data.multilabel import DEFAULT_LABEL_DELIMITER
 from .errors import AttnclfError, DataError, shown
 from .prediction import LabelSetPrediction, Prediction, trained_text_column
@@ -70,10 +71,7 @@ def check_output(output: str | Path, reads: str | Path | None = None, overwrite:
     suffix = output.suffix.lower()
     if output.is_dir():
         raise AttnclfError(f"{output} is a folder; give {named('output')} a file name")
-    if suffix in COMPRESSIONS:  # (read transparently, but written plain: a compressor is one command away)
-        plain = output.with_suffix("")
-        raise AttnclfError(f"{output}: predict writes uncompressed files; name the output {plain.name} and compress "
-                           f"it afterwards ({COMPRESSIONS[suffix][0]} {shlex.quote(str(plain))})")
+    refuse_compressed_output(output, "predict")
     if suffix not in OUTPUT_SUFFIXES:
         kind = repr(suffix) if suffix else "(no extension)"
         raise AttnclfError(f"{output}: unknown output type {kind}; use {', '.join(OUTPUT_SUFFIXES[:-1])} or "

@@ -139,6 +139,23 @@ def compression_suffix(path: str | Path) -> str:
     return suffix if suffix in COMPRESSIONS else ""
 
 
+def refuse_compressed_output(output: str | Path, command: str) -> None:
+    """A one-line error for an output named as compressed: data files are read compressed, but written plain (a
+    compressor is one command away); ``command`` is what writes it.
+
+    >>> refuse_compressed_output("scored.csv", "predict")  # (plain: nothing said)
+    >>> refuse_compressed_output("page.html.gz", "explain")
+    Traceback (most recent call last):
+    attnclf.errors.DataError: page.html.gz: explain writes uncompressed files; name the output page.html and \
+compress it afterwards (gzip page.html)
+    """
+    output = Path(output)
+    if suffix := compression_suffix(output):
+        plain = output.with_suffix("")
+        raise DataError(f"{output}: {command} writes uncompressed files; name the output {plain.name} and compress "
+                        f"it afterwards ({COMPRESSIONS[suffix][0]} {shlex.quote(str(plain))})")
+
+
 def data_suffix(path: str | Path) -> str:
     """The suffix that says how to read ``path`` (lower-cased): a compressed file's is the one before the
     compression's, "" for none.
