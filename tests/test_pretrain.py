@@ -310,7 +310,7 @@ def test_pretrain_encoder_takes_a_device_by_name_or_as_a_torch_device(tmp_path, 
     (["--tokenizer", "bpe"], "pretrained on word tokens with the default cleaning, but this run reads bpe tokens with "
                              "the default cleaning: its embedding would meet other tokens; train with --tokenizer word\n"),
     (["--no-lowercase"], "but this run reads word tokens with cleaning lowercase=False: its embedding would meet other "
-                         "tokens; train with the default cleaning\n"),
+                         "tokens; train without --no-lowercase\n"),
 ])
 def test_init_from_errors_are_one_line_and_write_no_run(tmp_path, capsys, args, message):
     pretrain_encoder(cyclic_corpus(50), PretrainSettings(model_config=SMALL, max_len=64, min_frequency=1,

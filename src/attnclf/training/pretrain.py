@@ -470,11 +470,31 @@ def check_compatible(model_name: str, config, folder: str | Path,
     if tokenizer is not None:
         theirs = TokenizerConfig.from_dict(pretrained.get("tokenizer", TOKENIZER.to_dict()))
         if tokenizer.kind != theirs.kind or tokenizer.cleaning != theirs.cleaning:
-            fixes = ([f"--tokenizer {theirs.kind}"] * (tokenizer.kind != theirs.kind)
-                     + [_cleaning(theirs.cleaning)] * (tokenizer.cleaning != theirs.cleaning))
+            give, leave_out = _cleaning_flags(tokenizer.cleaning, theirs.cleaning)
+            give = [f"--tokenizer {theirs.kind}"] * (tokenizer.kind != theirs.kind) + give
+            advice = " and ".join([f"with {' '.join(give)}"] * bool(give) + [f"without {' '.join(leave_out)}"] *
+                                  bool(leave_out))
             raise AttnclfError(f"{folder} was pretrained on {theirs.kind} tokens with {_cleaning(theirs.cleaning)}, "
                                f"but this run reads {tokenizer.kind} tokens with {_cleaning(tokenizer.cleaning)}: its "
-                               f"embedding would meet other tokens; train with {' and '.join(fixes)}")
+                               f"embedding would meet other tokens; train {advice}")
+
+
+# The command line's flag for each cleaning setting: what sets it away from its default
+_CLEANING_FLAGS = {"lowercase": "--no-lowercase", "strip_punctuation": "--strip-punctuation",
+                   "remove_stopwords": "--remove-stopwords", "lemmatize": "--lemmatize"}
+
+
+def _cleaning_flags(ours: CleaningConfig, theirs: CleaningConfig) -> tuple[list[str], list[str]]:
+    """The flags that make ``ours`` cleaning ``theirs``: those to give, and those to leave out.
+
+    >>> _cleaning_flags(CleaningConfig(lowercase=False), CleaningConfig(lemmatize=True))
+    (['--lemmatize'], ['--no-lowercase'])
+    """
+    default, give, leave_out = CleaningConfig(), [], []
+    for name, flag in _CLEANING_FLAGS.items():
+        if getattr(ours, name) != getattr(theirs, name):
+            (give if getattr(theirs, name) != getattr(default, name) else leave_out).append(flag)
+    return give, leave_out
 
 
 def _cleaning(cleaning: CleaningConfig) -> str:
