@@ -51,7 +51,7 @@ from .text.cleaning import unicode_problem
 from .text.tokenizer import Tokenizer, TokenizerConfig
 from .training.device import forked_generators, resolve_device, seed_generators, torch_threads
 from .training.settings import DERIVED_MODEL_FIELDS, DataSettings, RunSettings, refuse_derived_fields
-from .training.trainer import TrainConfig, Trainer
+from .training.trainer import TrainConfig, Trainer, imbalance_remedies, one_class_note
 
 # Plain constructor arguments that map onto model config fields; a model takes those it has.
 # ``d_model`` is the model width, named ``embed_dim`` in the models without a Transformer encoder.
@@ -260,6 +260,11 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
                 BucketBatches(tokenizer.encode(validation.texts), validation.labels, RunSettings.eval_batch_size,
                               shuffle=False, max_tokens=EVAL_MAX_TOKENS),
             )
+        # (as `attnclf train` notes it; the estimator sets neither the sampler nor the monitor)
+        spelled = {"class_weights": "class_weight='balanced'"}
+        if note := one_class_note(history, config.monitor, validation.labels, label_names,
+                                  imbalance_remedies(config, lambda field, value: spelled.get(field))):
+            warnings.warn(note, AttnclfWarning, stacklevel=3)
         self.classes_, self.history_ = classes, history
         self.classifier_ = Classifier(model, tokenizer, label_names, device)
         self._fitted_on = {"train_examples": len(train),  # (for save; validation_fraction 0 validated on train)

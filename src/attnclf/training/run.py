@@ -47,7 +47,8 @@ from .run_data import (align_labels, describe_classes, held_out_fingerprint, loa
                        shared_text_warnings, texts_fingerprint)
 from .settings import (COUNT_EMBEDDINGS, DataSettings, RunSettings, check_resumed, checkpoint_state, epochs_done,
                        finished_training, refuse_derived_fields, resume_settings)
-from .trainer import Trainer, refuse_undefined_monitor
+from .trainer import (ONE_CLASS_NOTE_START, Trainer, imbalance_remedies, one_class_note,
+                      refuse_undefined_monitor)
 
 
 @dataclass
@@ -306,6 +307,8 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool, loaded: tupl
     )
     if not distributed.is_main:  # rank 0 tests and reports
         return RunResult(run_dir, {}, history, time.perf_counter() - started)
+    if splits.validation is not None and not settings.data.multi_label:
+        _note_one_class(run_dir, settings, history, splits.validation, warned)
     thresholds = None
     if settings.data.multi_label and splits.validation is None:
         thresholds = _refit_thresholds(settings.refit_of, run_dir, label_names)
@@ -366,6 +369,23 @@ def _refuse_unworkable(settings: RunSettings, resume: bool) -> None:
         raise AttnclfError("word vectors counted in the run (--embeddings count, which the dataset's recipe may "
                            "set) read every training text at once and do not combine with --token-cache; add "
                            "--embeddings none, or count them with `attnclf vectors` and pass the file")
+
+
+def _note_one_class(run_dir: Path, settings: RunSettings, history: list[dict], validation: TextDataset,
+                    warned: list[str]) -> None:
+    """Say so where the kept weights answer one class for every validation text (``one_class_note``), --quiet or not:
+    the scores that follow read as a model's, not as a count of the majority class. config.json's warnings keep it for
+    the report, in place of the one a resumed run's start recorded."""
+    note = one_class_note(history, settings.train.monitor, validation.labels, validation.label_names,
+                          imbalance_remedies(settings.train))
+    if note:
+        _stderr(f"note: {note}")
+    kept = [line for line in warned if not line.startswith(ONE_CLASS_NOTE_START)] + ([note] if note else [])
+    if kept != warned:
+        config = read_config(run_dir)
+        config["data"] = {key: value for key, value in config["data"].items() if key != "warnings"} | (
+            {"warnings": kept} if kept else {})
+        atomic_write_json(run_dir / "config.json", config)
 
 
 def _describe_data(settings: RunSettings, splits: Splits, progress: bool) -> list[str]:

@@ -331,6 +331,63 @@ are of one class, 'pos'; monitor loss, accuracy or macro_f1, or validate on text
                            f"than one class")
 
 
+def _flag_spelling(field: str, value: str) -> str:
+    """A setting as the command line gives it: ``--class-weight balanced``."""
+    return f"--{'class-weight' if field == 'class_weights' else field} {value}"
+
+
+def imbalance_remedies(config: TrainConfig, spelled: Callable[[str, str], str | None] = _flag_spelling) -> list[str]:
+    """What a run trained with ``config`` could try where its kept weights answer the majority class, each setting as
+    ``spelled(field, value)`` gives it (None: not a setting there): a loss that weighs classes evenly or a sampler
+    that draws them evenly, unless one of them (or class weights of the user's own) already corrects the imbalance,
+    as two together correct it twice; and a monitor that answering the majority class does not score well on.
+
+    >>> imbalance_remedies(TrainConfig(monitor="loss"))
+    ['--class-weight balanced', '--sampler balanced', '--monitor average_precision / macro_f1']
+    """
+    remedies = []
+    if config.class_weights == "none" and config.sampler == "shuffle":
+        remedies += [spelled("class_weights", "balanced"), spelled("sampler", "balanced")]
+    monitors = [monitor for monitor in ("average_precision", "macro_f1") if monitor != config.monitor]
+    remedies.append(spelled("monitor", " / ".join(monitors)))
+    return [remedy for remedy in remedies if remedy]
+
+
+# How one_class_note's line starts: a resumed run replaces the one its start recorded.
+ONE_CLASS_NOTE_START = "the weights kept predict "
+
+
+def one_class_note(history: list[dict], monitor: str, labels, label_names: list[str],
+                   remedies: list[str]) -> str | None:
+    """A line for a single-label run whose kept weights (``best_epoch``) predict one class for every validation text
+    (its record's ``val_predicted_only``, the class's index) while those texts (``labels``, indices) hold several and
+    that class is the most common, at least twice the rarest's texts, suggesting ``remedies``
+    (``imbalance_remedies``); None where there is nothing to say.
+
+    >>> one_class_note([{"epoch": 1, "val_loss": 0.2, "val_predicted_only": 0}], "loss", [0, 0, 0, 1],
+    ...                ["neg", "pos"], ["--class-weight balanced"])
+    "the weights kept predict 'neg' for all 4 validation texts (75% of them are 'neg'): the classes are imbalanced; \
+try --class-weight balanced"
+    """
+    only = best_epoch(history, monitor).get("val_predicted_only")
+    labels = np.asarray(labels)
+    counts = np.bincount(labels, minlength=len(label_names))
+    if not isinstance(only, int) or not 0 <= only < len(label_names) or (counts > 0).sum() < 2:  # (an edited record)
+        return None
+    answered, name = counts[only], shown(label_names[only])
+    said = (f"{ONE_CLASS_NOTE_START}{name} for all {len(labels):,} validation texts ({answered / len(labels):.0%} of "
+            f"them are {name})")
+    # Only where the class answered outnumbers another twice over: on near-even classes one answer for all is a model
+    # that learned nothing yet (a smoke test's epoch), which reweighing the classes would not change.
+    if answered < counts.max() or answered < 2 * counts[counts > 0].min():
+        return None
+    if not remedies:
+        return f"{said}: the classes are imbalanced"
+    listed = remedies[0] if len(remedies) == 1 else (f"{', '.join(remedies[:-1])}{',' if len(remedies) > 2 else ''} "
+                                                     f"or {remedies[-1]}")
+    return f"{said}: the classes are imbalanced; try {listed}"
+
+
 def describe_kept(history: list[dict], monitor: str, refit: bool = False) -> str:
     """Which epoch's weights a run kept (``best_epoch``), and how many later epochs tied it: the first is kept, and
     where validation is perfect from the start (as on ``synthetic``) that is an early, barely confident model. A
@@ -495,6 +552,10 @@ class Trainer:
         if self.multi_label:
             return multilabel.validation_record(validation.labels, probabilities, self.label_names)
         metrics = compute_metrics(validation.labels, probabilities, self.label_names, report=False)
+        predicted = probabilities.argmax(axis=1)
+        # An epoch that answers one class for every text, by its index (history.jsonl holds numbers): kept, it is what
+        # one_class_note tells of
+        only = {"val_predicted_only": int(predicted[0])} if (predicted == predicted[0]).all() else {}
         return {
             "val_loss": metrics["log_loss"],
             "val_accuracy": metrics["accuracy"],
@@ -504,6 +565,7 @@ class Trainer:
             "val_roc_auc": metrics["roc_auc"],
             "val_average_precision": metrics["average_precision"],
             **{f"val_{k}": v for k, v in metrics.get("binary", {}).items()},
+            **only,
         }
 
     def _train_epoch(self, batches, optimizer, schedule, loss_fn, epoch) -> tuple[float, float]:
