@@ -97,3 +97,17 @@ def test_fit_warns_when_the_kept_weights_answer_one_class():
     with pytest.warns(AttnclfWarning, match=r"the weights kept predict 'common' for all 30 validation texts .*: the "
                                             r"classes are imbalanced; try class_weight='balanced'$"):
         clf.fit(texts, labels)
+
+
+def test_both_corrections_at_once_are_warned_of_as_the_run_starts(tmp_path, capsys):
+    train_run(settings(tmp_path, sampler="balanced", class_weights="balanced", epochs=1), progress=False)
+    err = capsys.readouterr().err
+    first = next(line for line in err.splitlines() if "twice" in line)
+    assert first == ("warning: --sampler balanced and --class-weight balanced each correct the class imbalance; "
+                     "together they correct it twice (the rare classes drawn more often and weighed up as well), "
+                     "which over-corrects: give one of them"), err
+    assert first.removeprefix("warning: ") in json.loads((tmp_path / "run" / "config.json").read_text())["data"][
+        "warnings"]
+    capsys.readouterr()
+    train_run(settings(tmp_path, "alone", sampler="balanced", epochs=1), progress=False)  # (one alone: nothing said)
+    assert "twice" not in capsys.readouterr().err

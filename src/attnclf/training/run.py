@@ -388,6 +388,12 @@ def _note_one_class(run_dir: Path, settings: RunSettings, history: list[dict], v
         atomic_write_json(run_dir / "config.json", config)
 
 
+# Both corrections of the imbalance at once: the run warns as it starts (see _describe_data).
+TWICE_BALANCED = ("--sampler balanced and --class-weight balanced each correct the class imbalance; together they "
+                  "correct it twice (the rare classes drawn more often and weighed up as well), which over-corrects: "
+                  "give one of them")
+
+
 def _describe_data(settings: RunSettings, splits: Splits, progress: bool) -> list[str]:
     """The classes and their counts, and warnings about the labels and texts; --quiet hides progress, not what is
     wrong with the data. Returns the warnings, which config.json keeps for the report."""
@@ -399,6 +405,8 @@ def _describe_data(settings: RunSettings, splits: Splits, progress: bool) -> lis
     if (settings.data.train_file or generated) and not settings.data.token_cache:
         # (A cache's texts stay on disk.)
         described += shared_text_warnings(splits, settings.tokenizer.cleaning, validation_too=not generated)
+    if settings.train.sampler == "balanced" and settings.train.class_weights == "balanced":
+        described.append(f"warning: {TWICE_BALANCED}")  # (a warning, not a refusal: it trains, only worse)
     given = _given_warnings.get()
     # Runs trained one after another on the same data (train --seeds) share the note: the first run's stands for all.
     note = small_data_note(settings.data, len(splits.train)) if given is None or not given[1] else None
