@@ -241,3 +241,24 @@ def test_an_archive_or_other_compression_is_named_not_read_as_text(tmp_path, nam
         read_texts(path)
     with pytest.raises(DataError, match=message):
         load_file(path)
+
+
+@pytest.mark.parametrize("name", ["reviews.tar.gz", "reviews.TAR.bz2", "notes.tar.xz"])
+def test_a_compressed_tar_archive_is_named_not_read_as_its_header_and_files(tmp_path, name):
+    # Decompressed, a tar is still an archive: predict --file reviews.tar.gz scored its header ('reviews.csv\0\0...')
+    # as a text, and the rows of every file in it after that
+    import tarfile
+
+    from attnclf.data.files import load_file, read_texts
+
+    member = tmp_path / "reviews.csv"
+    member.write_text("text,label\ngood film,pos\n")
+    path = tmp_path / name
+    with tarfile.open(path, f"w:{name.rsplit('.', 1)[1].lower()}") as archive:
+        archive.add(member, arcname=member.name)
+    suffix = re.escape(".tar." + name.rsplit(".", 1)[1].lower())
+    message = rf"^{re.escape(str(path))}: a {suffix} file is not read: .*; unpack it$"
+    with pytest.raises(DataError, match=message):
+        read_texts(path)
+    with pytest.raises(DataError, match=message):
+        load_file(path)

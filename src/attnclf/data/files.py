@@ -593,14 +593,22 @@ UNREAD_PACKINGS = (".zip", ".zst", ".zstd", ".lz4", ".7z", ".rar", ".tar", ".tgz
 
 
 def _refuse_unread_packing(path: Path) -> None:
-    """A one-line error for a file whose suffix says it is an archive or compressed in a way not read here.
+    """A one-line error for a file whose suffix says it is an archive or compressed in a way not read here, or an
+    archive compressed in a way read here (``.tar.gz``: decompressed, it is still an archive).
 
     >>> _refuse_unread_packing(Path("reviews.csv.gz"))  # (read: nothing said)
+    >>> _refuse_unread_packing(Path("reviews.tar.gz"))
+    Traceback (most recent call last):
+    attnclf.errors.DataError: reviews.tar.gz: a .tar.gz file is not read: a tar archive holds files, not one file's \
+texts; unpack it
     """
     suffix = path.suffix.lower()
     if suffix in UNREAD_PACKINGS:
         raise DataError(f"{path}: a {suffix} file is not read: attnclf reads files compressed with gzip, bzip2 or xz "
                         f"(.gz, .bz2, .xz); unpack it, or compress it with gzip")
+    if compression_suffix(path) and (inner := data_suffix(path)) in UNREAD_PACKINGS:
+        raise DataError(f"{path}: a {inner}{suffix} file is not read: a {inner[1:]} archive holds files, not one "
+                        f"file's texts; unpack it")
 
 
 def check_file(path: str | Path) -> Path:
