@@ -2244,6 +2244,20 @@ def test_resuming_a_finished_run_says_it_only_tests_it_again(stop, finished, tmp
     assert "accuracy" in out and (run / "history.jsonl").read_text() == history
 
 
+def test_a_finished_run_whose_data_changed_is_refused_without_first_saying_it_will_be_tested(tmp_path, capsys):
+    # The note came before the data were read and checked: it promised a test the refusal then did not give.
+    rows = [(f"good film {i}", "pos") if i % 2 else (f"bad film {i}", "neg") for i in range(60)]
+    train = write_csv(tmp_path / "train.csv", rows)
+    run = tmp_path / "run"
+    assert main(["train", "--train-file", str(train), "--model", "boe", "--epochs", "1", "--threads", "1",
+                 "--min-frequency", "1", "--output", str(run), "--quiet", "--no-report"]) == 0
+    write_csv(train, [(f"{text} again", label) for text, label in rows])
+    capsys.readouterr()
+    assert main(["train", "--resume", "--output", str(run), "--no-report"]) == 2
+    err = capsys.readouterr().err
+    assert "finished training already" not in err and err.startswith("attnclf: error: ") and err.count("\n") == 1
+
+
 def test_resuming_a_finished_run_for_more_epochs_trains_on_without_that_note(tmp_path, capsys):
     run = tmp_path / "run"
     argv = ["train", "--dataset", "demo", "--max-train-examples", "200", "--epochs", "1", "--set", "d_model=16",

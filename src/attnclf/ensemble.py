@@ -37,7 +37,6 @@ if TYPE_CHECKING:  # loaded where used: `predict --backend onnx` asks is_ensembl
     from .export.runtime import OnnxClassifier
 
 
-
 def not_explained(member: str | Path) -> str:
     """Why an ensemble is not explained or exported as one model, pointing at ``member`` to use instead.
 

@@ -198,8 +198,6 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool, loaded: tupl
         raise RunDirError(f"{run_dir}: nothing to resume: it stopped before its first checkpoint (written at most once "
                           f"a minute, and at the end); train it again")
     finished = resume and finished_training(checkpoint_state(run_dir), settings.train.epochs, settings.train.patience)
-    if finished and progress and from_environment().is_main:  # (said first: a resume that trains nothing looks idle)
-        _stderr(f"{run_dir} finished training already ({finished}): nothing to train; it is tested again")
     distributed, device = init_distributed(settings.device)
     try:
         if settings.data.token_cache and loaded is not None:
@@ -245,6 +243,8 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool, loaded: tupl
     saved = read_config(run_dir) if resume else {}
     if resume:
         _check_same_texts(run_dir, saved, settings, label_names, trained_on, fingerprint, tested_on)
+    if finished and progress and distributed.is_main:  # (a resume that trains nothing looks idle; once it may go on)
+        _stderr(f"{run_dir} finished training already ({finished}): nothing to train; it is tested again")
     counted = saved.get("counted_embeddings")
     if warned is None:  # (a resume: what the run's start warned of, for the report)
         warned = saved.get("data", {}).get("warnings", [])
