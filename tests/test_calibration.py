@@ -123,8 +123,8 @@ def test_an_ensemble_is_calibrated_member_by_member_and_a_refit_says_it_is_not(n
         shutil.copytree(run, folder / f"seed-{seed}")
     assert main(["calibrate", str(folder)]) == 2
     assert capsys.readouterr().err.strip().endswith(
-        f"holds a `train --seeds` ensemble: calibrate each member, {folder / 'seed-S'}; the ensemble then averages "
-        f"their calibrated probabilities")
+        f"holds a `train --seeds` ensemble: calibrate each member (`attnclf calibrate {folder / 'seed-0'}`, ...); the "
+        f"ensemble then averages their calibrated probabilities")
     assert main(["refit", str(run), "--output", str(tmp_path / "refit"), "--quiet", "--no-report", "--threads",
                  "1"]) == 0
     assert (f"note: {run} is calibrated (temperature.json); its refit is not, and has no validation texts left to "

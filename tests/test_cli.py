@@ -1155,7 +1155,8 @@ def test_an_ensemble_folder_is_not_one_model_and_a_run_is_not_two(csv_run, tmp_p
     from attnclf.errors import AttnclfError
 
     (tmp_path / "ensemble.json").write_text('{"members": ["seed-0"]}')
-    with pytest.raises(AttnclfError, match="holds a `train --seeds` ensemble: load it with attnclf.Ensemble.load"):
+    with pytest.raises(AttnclfError, match="holds a `train --seeds` ensemble: load it with attnclf.Ensemble.load, "
+                                           rf"or one member, such as {re.escape(str(tmp_path))}/seed-"):
         Classifier.load(tmp_path)
     assert run_error(["evaluate", str(csv_run), str(csv_run.parent / ".." / csv_run.parent.name / csv_run.name)],
                      capsys).endswith("is given twice; an ensemble's runs are different runs")

@@ -97,6 +97,12 @@ def test_fit_warns_when_the_kept_weights_answer_one_class():
     with pytest.warns(AttnclfWarning, match=r"the weights kept predict 'common' for all 30 validation texts .*: the "
                                             r"classes are imbalanced; try class_weight='balanced'$"):
         clf.fit(texts, labels)
+    # Validated on its training texts, it says so; given sample weights, which may balance the classes already, it
+    # suggests no class weights on top of them.
+    clf.set_params(validation_fraction=0)
+    with pytest.warns(AttnclfWarning, match=r"for all 300 training texts \(validation_fraction=0 validates on them\) "
+                                            r".*: the classes are imbalanced$"):
+        clf.fit(texts, labels, sample_weight=np.ones(len(texts)))
 
 
 def test_both_corrections_at_once_are_warned_of_as_the_run_starts(tmp_path, capsys):

@@ -81,8 +81,10 @@ class Classifier:
         bf16 = true_or_false(bf16, "bf16")  # (torch would refuse it only at the first prediction)
         resolved = resolve_device(device)  # (a GPU this machine lacks, before the weights are read)
         if (Path(run_dir) / ENSEMBLE_FILE).is_file():
+            from .ensemble import first_member
+
             raise AttnclfError(f"{run_dir} holds a `train --seeds` ensemble: load it with attnclf.Ensemble.load, or "
-                               f"one member, {Path(run_dir) / 'seed-S'}, with Classifier.load")
+                               f"one member, such as {first_member(run_dir)}, with Classifier.load")
         run_dir = check_run_dir(run_dir)
         config = read_config(run_dir)
         model_info = config["model"]

@@ -260,10 +260,13 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
                 BucketBatches(tokenizer.encode(validation.texts), validation.labels, RunSettings.eval_batch_size,
                               shuffle=False, max_tokens=EVAL_MAX_TOKENS),
             )
-        # (as `attnclf train` notes it; the estimator sets neither the sampler nor the monitor)
-        spelled = {"class_weights": "class_weight='balanced'"}
+        # (as `attnclf train` notes it; the estimator sets neither the sampler nor the monitor, and sample weights
+        # may balance the classes already)
+        spelled = {"class_weights": "class_weight='balanced'"} if weights is None else {}
+        texts = "training texts (validation_fraction=0 validates on them)" if validation is data else \
+            "validation texts"
         if note := one_class_note(history, config.monitor, validation.labels, label_names,
-                                  imbalance_remedies(config, lambda field, value: spelled.get(field))):
+                                  imbalance_remedies(config, lambda field, value: spelled.get(field)), texts):
             warnings.warn(note, AttnclfWarning, stacklevel=3)
         self.classes_, self.history_ = classes, history
         self.classifier_ = Classifier(model, tokenizer, label_names, device)

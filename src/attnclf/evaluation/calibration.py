@@ -62,8 +62,11 @@ def calibrate_run(run_dir: str | Path, data_dir: str | None = None, device: str 
         raise AttnclfError(f"{run_dir} holds the refits of an ensemble's members: they trained on their validation "
                            f"texts, so none are left to calibrate on")
     if (Path(run_dir) / ENSEMBLE_FILE).is_file() or members:
-        raise AttnclfError(f"{run_dir} holds a `train --seeds` ensemble: calibrate each member, "
-                           f"{Path(run_dir) / 'seed-S'}; the ensemble then averages their calibrated probabilities")
+        from ..ensemble import first_member
+
+        raise AttnclfError(f"{run_dir} holds a `train --seeds` ensemble: calibrate each member "
+                           f"(`attnclf calibrate {members[0] if members else first_member(run_dir)}`, ...); the "
+                           f"ensemble then averages their calibrated probabilities")
     with adding_to_run(run_dir):
         return _calibrate(run_dir, data_dir, device)
 

@@ -358,11 +358,11 @@ ONE_CLASS_NOTE_START = "the weights kept predict "
 
 
 def one_class_note(history: list[dict], monitor: str, labels, label_names: list[str],
-                   remedies: list[str]) -> str | None:
+                   remedies: list[str], texts: str = "validation texts") -> str | None:
     """A line for a single-label run whose kept weights (``best_epoch``) predict one class for every validation text
     (its record's ``val_predicted_only``, the class's index) while those texts (``labels``, indices) hold several and
     that class is the most common, at least twice the rarest's texts, suggesting ``remedies``
-    (``imbalance_remedies``); None where there is nothing to say.
+    (``imbalance_remedies``); None where there is nothing to say. ``texts`` names what validated.
 
     >>> one_class_note([{"epoch": 1, "val_loss": 0.2, "val_predicted_only": 0}], "loss", [0, 0, 0, 1],
     ...                ["neg", "pos"], ["--class-weight balanced"])
@@ -375,7 +375,7 @@ try --class-weight balanced"
     if not isinstance(only, int) or not 0 <= only < len(label_names) or (counts > 0).sum() < 2:  # (an edited record)
         return None
     answered, name = counts[only], shown(label_names[only])
-    said = (f"{ONE_CLASS_NOTE_START}{name} for all {len(labels):,} validation texts ({answered / len(labels):.0%} of "
+    said = (f"{ONE_CLASS_NOTE_START}{name} for all {len(labels):,} {texts} ({answered / len(labels):.0%} of "
             f"them are {name})")
     # Only where the class answered outnumbers another twice over: on near-even classes one answer for all is a model
     # that learned nothing yet (a smoke test's epoch), which reweighing the classes would not change.
