@@ -235,6 +235,8 @@ def test_evaluate_takes_texts_and_labels_in_memory_by_name():
         label_names = ["0", "1"]  # (a run names the class 1 "1")
 
     assert evaluate(ByNumber(), (["bad", "good"], np.array([0, 1])))["accuracy"] == 1
+    # pandas holds an integer column with a missing value as floats: 1.0 is the class the run names "1"
+    assert evaluate(ByNumber(), (pd.Series(["bad", "good"]), pd.Series([0.0, 1.0])))["accuracy"] == 1
     with pytest.raises(DataError, match=r"^test: label\(s\) 'meh' never seen in training"):
         evaluate(_ByWord(), (["bad", "so so"], ["neg", "meh"]))
     with pytest.raises(DataError, match=r"^2 texts but 1 labels"):

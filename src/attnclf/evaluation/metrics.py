@@ -91,8 +91,11 @@ def evaluate(classifier, data) -> dict:
     from ..training.run_data import align_labels
 
     if isinstance(data, tuple) and len(data) == 2:
+        texts, labels = data
+        if not classifier.multi_label and not isinstance(labels, str):  # (a bare string: refused below, as it is)
+            labels = [_named_as_the_run_names(label, classifier.label_names) for label in labels]
         try:
-            data = TextDataset.of_named_labels(*data, multi_label=classifier.multi_label)
+            data = TextDataset.of_named_labels(texts, labels, multi_label=classifier.multi_label)
         except ValueError as exc:  # (TextDataset's own: texts and labels of different lengths)
             raise DataError(str(exc)) from None
     if not isinstance(data, TextDataset):  # (a pair of texts and labels failed on `'tuple' object has no attribute`)
@@ -112,6 +115,19 @@ def evaluate(classifier, data) -> dict:
         metrics = compute_metrics(data.labels, probabilities, classifier.label_names)
     metrics["split"] = data.split
     return metrics
+
+
+def _named_as_the_run_names(label, label_names: list[str]):
+    """``label`` as the run names its class where only the spelling differs: a whole number held as a float (7.0),
+    as pandas holds an integer column with a missing value, for the class a run names "7"; else ``label`` itself.
+
+    >>> _named_as_the_run_names(7.0, ["2", "7"]), _named_as_the_run_names(7.0, ["2.0", "7.0"])
+    ('7', 7.0)
+    """
+    if (isinstance(label, (float, np.floating)) and str(label) not in label_names and float(label).is_integer()
+            and str(int(label)) in label_names):
+        return str(int(label))
+    return label
 
 
 def _refuse_other_kind(classifier, data: TextDataset) -> None:
