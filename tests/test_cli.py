@@ -803,6 +803,15 @@ def test_a_run_directory_and_an_output_are_spelt_alike_in_every_command():
     assert without_o == []
 
 
+def test_every_command_says_what_it_does_under_its_usage():
+    # evaluate, predict, datasets, models, demo, explain and report showed their usage line and went straight to
+    # the options: their one-line summary appears only in `attnclf --help`.
+    from attnclf.cli import build_parser
+
+    commands = build_parser()._subparsers._group_actions[0].choices
+    assert [name for name, command in commands.items() if not command.description] == []
+
+
 def test_the_training_flags_name_the_defaults_a_run_without_a_recipe_gets(capsys):
     from attnclf.text.tokenizer import TokenizerConfig
     from attnclf.training.trainer import TrainConfig

@@ -1250,7 +1250,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--resume", action="store_true",
                    help="keep the refits already finished and continue interrupted ones from their checkpoints")
 
-    p = sub.add_parser("evaluate", help="score a trained model on a labelled test set (default: the run's own)")
+    p = sub.add_parser("evaluate", help="score a trained model on a labelled test set (default: the run's own)",
+                       description="Score trained runs on labelled texts: the run's own test split, unless "
+                                   "--test-file or --dataset names others, or --split validation asks for the texts "
+                                   "it validated on. Several runs, or a `train --seeds` folder, are scored as one "
+                                   "ensemble: the average of their probabilities.")
     p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR",
                    help="a run directory; several, or a folder of `train --seeds`, score their ensemble "
                         "(averaged probabilities)")
@@ -1278,7 +1282,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_device_arg(p)
     p.add_argument("--threads", type=int, help=INFERENCE_THREADS_HELP)
 
-    p = sub.add_parser("predict", help="label texts (arguments, --file, or stdin); JSON lines out")
+    p = sub.add_parser("predict", help="label texts (arguments, --file, or stdin); JSON lines out",
+                       description="Label texts with a trained run: texts typed after RUN_DIR, a --file, or stdin. "
+                                   "Each answer is a JSON line on stdout (the text, its label, the confidence, each "
+                                   "class's probability, and how many of its tokens the model did not know), or a "
+                                   "row of the --output file.")
     p.add_argument("run_dir", metavar="RUN_DIR", help="a run directory, a `train --seeds` folder (its ensemble "
                                                        "answers), or with --backend onnx an export or a run holding "
                                                        "one")
@@ -1299,16 +1307,25 @@ def build_parser() -> argparse.ArgumentParser:
     _add_device_arg(p)
     _add_backend_args(p)
 
-    p = sub.add_parser("datasets", help="list datasets and whether they are available locally")
+    p = sub.add_parser("datasets", help="list datasets and whether they are available locally",
+                       description="List the datasets --dataset takes, each with where it is: generated on the fly, "
+                                   "found on this machine (and the folder), or not found locally (`attnclf train "
+                                   "--dataset NAME --download` fetches a public one).")
     p.add_argument("--data-dir", help="folder holding dataset files, searched first (then $ATTNCLF_DATA_DIR, then "
                                       "~/.cache/attnclf)")
 
-    p = sub.add_parser("models", help="list models with parameter counts")
+    p = sub.add_parser("models", help="list models with parameter counts",
+                       description="List the models --model takes, each with its layers in one line and its number "
+                                   "of trainable weights (parameters) for a given vocabulary and number of classes.")
     p.add_argument("--vocab-size", type=int, default=20000, help="vocabulary the counts are for (default: 20000)")
     p.add_argument("--num-classes", type=int, default=2, help="classes the counts are for (default: 2)")
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="config field, e.g. --set d_model=256")
 
-    p = sub.add_parser("demo", help="train self-attn on generated reviews and show what it attends to")
+    p = sub.add_parser("demo", help="train self-attn on generated reviews and show what it attends to",
+                       description="Train a small self-attn model on generated short reviews whose label turns on "
+                                   "negation and contrast ('not bad', 'boring but brilliant'), test it, and show for "
+                                   "a few texts where its attention looked and which words decided (occlusion). No "
+                                   "download; under a minute on a CPU. Then try `attnclf explain runs/demo TEXT`.")
     p.add_argument("--output", "-o", default="runs/demo", help="run directory to write (default: runs/demo); an "
                                                                "earlier demo there is replaced, any other run refused")
     _add_device_arg(p)
@@ -1316,7 +1333,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="PyTorch threads (default 1: the demo model is too small to gain from more)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
 
-    p = sub.add_parser("explain", help="per-token explanations of predictions (terminal, JSON or HTML)")
+    p = sub.add_parser("explain", help="per-token explanations of predictions (terminal, JSON or HTML)",
+                       description="Predict each text's label and score how much each of its tokens mattered to "
+                                   "that answer, by one or more --method (occlusion by default: how much the "
+                                   "class's probability drops when the token is removed); shown as coloured text, "
+                                   "JSON lines, or an HTML page.")
     p.add_argument("run_dir", metavar="RUN_DIR",
                    help="a run directory (of one model: explain one member of a `train --seeds` folder)")
     p.add_argument("texts", nargs="*", default=[],  # (not required: as predict's)
@@ -1360,7 +1381,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_device_arg(p)
     p.add_argument("--threads", type=int, help=INFERENCE_THREADS_HELP)
 
-    p = sub.add_parser("report", help="write report.html (plots embedded) and plots/*.png for a run")
+    p = sub.add_parser("report", help="write report.html (plots embedded) and plots/*.png for a run",
+                       description="Write RUN_DIR/report.html, one page to read offline: the run's settings, its "
+                                   "training curves, its test scores and confusion matrix, explained examples and, "
+                                   "once measured, faithfulness; and its plots as RUN_DIR/plots/*.png. `attnclf "
+                                   "train` writes it at the end unless --no-report.")
     p.add_argument("run_dir", metavar="RUN_DIR", help="a run directory, which the report and plots are written into")
     p.add_argument("--method", help="method highlighting the examples (default: occlusion; where the model pools "
                                     "by attention, its weights are shown beside any method but attention itself)")
