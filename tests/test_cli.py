@@ -812,6 +812,38 @@ def test_every_command_says_what_it_does_under_its_usage():
     assert [name for name, command in commands.items() if not command.description] == []
 
 
+def test_no_option_help_is_only_its_default():
+    # serve --port said "default: 8000" and pretrain --seed "default: 0", and nothing of what they set.
+    from attnclf.cli import build_parser
+
+    commands = build_parser()._subparsers._group_actions[0].choices
+    bare = [f"{name} {action.option_strings[0]}" for name, command in commands.items()
+            for action in command._actions if action.help and action.help.lower().startswith("default")]
+    assert bare == []
+
+
+def test_every_threads_flag_states_its_default():
+    # compare's and ablate's --threads said "torch threads (1 is fastest...)" and not what leaving it out does.
+    from attnclf.cli import build_parser
+
+    commands = build_parser()._subparsers._group_actions[0].choices
+    unstated = [name for name, command in commands.items()
+                if "--threads" in command._option_string_actions
+                and "default" not in command._option_string_actions["--threads"].help]
+    assert unstated == []
+
+
+def test_a_test_file_is_described_without_a_training_file_to_match(capsys):
+    # evaluate's and faithfulness's --test-file said "a held-out file in the same format": they take no training
+    # file for it to be the same as.
+    from attnclf.cli import build_parser
+
+    commands = build_parser()._subparsers._group_actions[0].choices
+    for name in ("evaluate", "faithfulness"):
+        help_text = commands[name]._option_string_actions["--test-file"].help
+        assert "same format" not in help_text and "CSV" in help_text, name
+
+
 def test_the_training_flags_name_the_defaults_a_run_without_a_recipe_gets(capsys):
     from attnclf.text.tokenizer import TokenizerConfig
     from attnclf.training.trainer import TrainConfig
@@ -825,9 +857,15 @@ def test_the_training_flags_name_the_defaults_a_run_without_a_recipe_gets(capsys
                           ("--label-smoothing LABEL_SMOOTHING", TrainConfig.label_smoothing),
                           ("--class-weight {none,balanced}", TrainConfig.class_weights),
                           ("--vocab-size VOCAB_SIZE", TokenizerConfig.vocab_size),
-                          ("--min-frequency MIN_FREQUENCY", TokenizerConfig.min_frequency)):
+                          ("--min-frequency MIN_FREQUENCY", TokenizerConfig.min_frequency),
+                          # these four said nothing of their defaults
+                          ("--lr LR", TrainConfig.lr), ("--schedule {linear,cosine,constant}", TrainConfig.schedule),
+                          ("--warmup-ratio WARMUP_RATIO", TrainConfig.warmup_ratio),
+                          ("--patience PATIENCE", TrainConfig.patience)):
         help_text = text.split(f" {flag} ", 1)[1].split(" --", 1)[0]
         assert f"else {default if isinstance(default, str) else f'{default:g}'})" in help_text, flag
+    sampler = text.split(" --sampler {shuffle,balanced} ", 1)[1].split(" --", 1)[0]
+    assert f"(default: {TrainConfig.sampler})" in sampler  # no recipe sets it
 
 
 def test_every_command_ends_its_help_with_examples_that_parse(capsys):

@@ -83,7 +83,9 @@ def _add_data_args(p: argparse.ArgumentParser, *, test_only: bool = False) -> No
                                             "all but Parquet may be compressed (.csv.gz, .jsonl.bz2, .train.xz)")
         p.add_argument("--validation-file", help="a file in the same format to validate on (choosing the epoch to "
                                                  "keep) instead of a --val-fraction share of the training file")
-    p.add_argument("--test-file", help="a held-out file in the same format")
+    p.add_argument("--test-file", help="a labelled CSV / TSV / JSONL / Parquet or fastText-format file to score "
+                                       "(default: --dataset's test split, else the run's own)" if test_only else
+                                       "a held-out file in the same format, to test on once training ends")
     if test_only:  # a run's test file is laid out like its training file, unless told otherwise
         _add_text_column_arg(p, "column holding the text (default: the run's)")
         p.add_argument("--label-column", help="column holding the label (default: the run's)")
@@ -233,14 +235,19 @@ def _add_budget_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--epochs", type=int,
                    help="passes over the training texts (default: the dataset's recipe's, else 10)")
     p.add_argument("--batch-size", type=int, help="training texts per step (default: the dataset's recipe's, else 32)")
-    p.add_argument("--lr", type=float, help="peak learning rate")
+    p.add_argument("--lr", type=float, help="learning rate at its peak, reached after warm-up (default: the "
+                                            "dataset's recipe's, else 0.001)")
     p.add_argument("--weight-decay", type=float, help="AdamW's weight decay of the weight matrices (--optimizer adam "
                                                       "has none) (default: the dataset's recipe's, else 0.01)")
     p.add_argument("--optimizer", choices=["adamw", "adam"], help="adamw: Adam with decoupled weight decay; adam: "
                                                                    "without weight decay (default: the dataset's "
                                                                    "recipe's, else adamw)")
-    p.add_argument("--schedule", choices=["linear", "cosine", "constant"], help="decay after warm-up")
-    p.add_argument("--warmup-ratio", type=float, help="fraction of steps spent warming up")
+    p.add_argument("--schedule", choices=["linear", "cosine", "constant"],
+                   help="how the learning rate falls after warm-up: in a line or a cosine curve to zero at the last "
+                        "step, or not at all (default: the dataset's recipe's, else linear)")
+    p.add_argument("--warmup-ratio", type=float, help="share of the training steps over which the learning rate "
+                                                      "climbs from near zero to its peak (default: the dataset's "
+                                                      "recipe's, else 0.05)")
     p.add_argument("--label-smoothing", type=float, help="share of each target spread evenly over all classes, a "
                                                          "single-label run's (default: the dataset's recipe's, else 0)")
     p.add_argument("--ema-decay", type=float, help="validate and keep a moving average of the weights with this "
@@ -250,13 +257,18 @@ def _add_budget_args(p: argparse.ArgumentParser) -> None:
                         "scikit-learn does (multi-label: a positive weight per label) (default: the dataset's "
                         "recipe's, else none)")
     p.add_argument("--sampler", choices=["shuffle", "balanced"],
-                   help="balanced: draw every class equally often (minority texts repeat)")
-    p.add_argument("--patience", type=int, help="early-stopping patience in epochs (0: never)")
+                   help="shuffle: every training text once per epoch, in a random order; balanced: draw every "
+                        "class equally often (minority texts repeat) (default: shuffle)")
+    p.add_argument("--patience", type=int, help="stop training after this many epochs without a better "
+                                                "validation score (0: never stop early; default: the dataset's "
+                                                "recipe's, else 3)")
     p.add_argument("--monitor", choices=["accuracy", "macro_f1", "micro_f1", "loss", "roc_auc", "average_precision"],
                    help="validation metric to select on (micro_f1: multi-label runs; roc_auc, average_precision: "
                         "ranking scores, for imbalanced classes, multi-label runs' macro averages; default: the "
                         "dataset's recipe's, else macro_f1, multi-label runs' loss)")
-    p.add_argument("--bf16", action="store_true", help="bfloat16 autocast")
+    p.add_argument("--bf16", action="store_true", help="train under bfloat16 autocast (16-bit floats where "
+                                                       "safe): faster on CUDA GPUs and CPUs with AVX-512 BF16 or "
+                                                       "AMX, a little less precise")
     p.add_argument("--tokenizer", choices=["word", "bpe"],
                    help="word: whole words; bpe: words in pieces, which explanations show as 'good ##ness'")
     p.add_argument("--vocab-size", type=int, help="words (bpe: pieces) kept at most (default: the dataset's recipe's, "
@@ -287,8 +299,10 @@ def _add_budget_args(p: argparse.ArgumentParser) -> None:
                    help="which training texts validate: a random stratified share (default), or the latest of "
                         "each class (multi-label: of all texts), for data whose test texts were written later: by "
                         "article id for 20newsgroups, by row order for your files (sort them by date)")
-    p.add_argument("--max-train-examples", type=int, help="train on a stratified sample of this size")
-    p.add_argument("--max-test-examples", type=int, help="test on a stratified sample of this size")
+    p.add_argument("--max-train-examples", type=int,
+                   help="train on a stratified sample of this size (default: every training text)")
+    p.add_argument("--max-test-examples", type=int,
+                   help="test on a stratified sample of this size (default: every test text)")
     p.add_argument("--token-cache", action="store_true",
                    help="tokenise once into a memory-mapped cache and train from it (files are streamed)")
     p.add_argument("--token-cache-dir", help="where token caches live (default: $ATTNCLF_CACHE_DIR, "
@@ -1425,7 +1439,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run_dir", metavar="RUN_DIR", help="a run directory or a `train --seeds` folder (its ensemble "
                                                        "answers); with --backend onnx, an export or a run holding one")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
-    p.add_argument("--port", type=int, default=8000, help="default: 8000")
+    p.add_argument("--port", type=int, default=8000, help="port to listen on (default: 8000)")
     p.add_argument("--max-batch", type=int, help="texts per /predict request (default: 64)")
     p.add_argument("--max-explain-batch", type=int, help="texts per /explain request (default: 8)")
     p.add_argument("--max-text-chars", type=int, help="characters per text (default: 20000)")
@@ -1478,7 +1492,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lr", type=float, help="peak learning rate of AdamW (default: 1e-3)")
     p.add_argument("--vocab-size", type=int, help="at most this many words (default: 50000)")
     p.add_argument("--min-frequency", type=int, help="words seen fewer times read as <unk> (default: 5)")
-    p.add_argument("--seed", type=int, help="default: 0")
+    p.add_argument("--seed", type=int, help="seeds the initial weights, dropout, the order of the pieces and "
+                                            "which words are hidden (default: 0)")
     _add_device_arg(p)
     p.add_argument("--threads", type=int, help="PyTorch threads (default: one per core)")
     p.add_argument("--quiet", action="store_true", help="no progress bars, nor a line per epoch")
@@ -1568,7 +1583,8 @@ def _add_experiment_args(p: argparse.ArgumentParser, default_output: str) -> Non
                         "--seeds takes them: --seeds 3 4 5")
     p.add_argument("--quick", action="store_true",
                    help="sanity budget: 1,500 training and 500 test texts, 3 epochs, 128 tokens")
-    p.add_argument("--threads", type=int, help="torch threads (1 is fastest on a busy shared CPU)")
+    p.add_argument("--threads", type=int, help="PyTorch threads (default: one per core; 1 is often faster for "
+                                               "small models or on a busy machine)")
     p.add_argument("--output", "-o", help=f"experiment directory (default: experiments/{default_output})")
     p.add_argument("--quiet", action="store_true", help="no line per finished cell")
 
