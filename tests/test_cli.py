@@ -895,6 +895,25 @@ def test_every_command_ends_its_help_with_examples_that_parse(capsys):
         assert all(f"  {example}" in shown for example in examples), name  # a line each, as written
 
 
+def test_the_examples_texts_for_the_demo_run_use_the_demos_words():
+    # predict's and explain's examples sent runs/demo "a fine film" and "not good at all": 'a', 'fine', 'at' and 'all'
+    # are not among the generated reviews' words, so a newcomer's first answers came with <unk> notes (and 'a fine
+    # film' was labelled negative).
+    import shlex
+
+    from attnclf.cli import EXAMPLES, build_parser
+    from attnclf.data.generated import demo
+
+    words = {word for text in demo().train.texts for word in text.split()}
+    parser = build_parser()
+    typed = [(example, parser.parse_args(shlex.split(example, comments=True)[1:]))
+             for name in ("predict", "explain") for example in EXAMPLES[name]]
+    on_demo = [(example, args.texts) for example, args in typed if args.run_dir == "runs/demo" and args.texts]
+    assert len(on_demo) == 3
+    for example, texts in on_demo:
+        assert all(set(text.split()) <= words for text in texts), example
+
+
 def test_train_help_states_the_max_len_a_file_run_gets(capsys):
     # --max-len's default depends on the model (the file recipe's tokens for self-attn): its help says which, and
     # stays true when the recipe or the general default changes.

@@ -1519,7 +1519,8 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-# What `attnclf COMMAND --help` ends with: what a newcomer would type (runs/demo is `attnclf demo`'s run).
+# What `attnclf COMMAND --help` ends with: what a newcomer would type (runs/demo is `attnclf demo`'s run, and the
+# texts sent to it use its generated reviews' words: any other reads as <unk>, and its answer says little).
 # tests/test_cli.py parses each with the parser above.
 EXAMPLES = {
     "train": ("attnclf train --dataset imdb --download --output runs/imdb",
@@ -1532,7 +1533,7 @@ EXAMPLES = {
                  "attnclf evaluate runs/demo --test-file more.csv"),
     "calibrate": ("attnclf calibrate runs/imdb",
                   "attnclf calibrate runs/imdb-3/seed-0    # each member of a --seeds folder"),
-    "predict": ('attnclf predict runs/demo "a fine film" "not good at all"',
+    "predict": ('attnclf predict runs/demo "the plot was brilliant" "the acting was not good"',
                 "attnclf predict runs/demo --file texts.txt    # a text per line",
                 "attnclf predict runs/mine --file to_score.csv --output scored.csv    # each row with its prediction"),
     "datasets": ("attnclf datasets",
@@ -1541,8 +1542,8 @@ EXAMPLES = {
                "attnclf models --vocab-size 50000 --set d_model=256"),
     "demo": ("attnclf demo",
              "attnclf demo --quiet --output runs/tour"),
-    "explain": ('attnclf explain runs/demo "not good at all"',
-                'attnclf explain runs/demo "not bad" --method all',
+    "explain": ('attnclf explain runs/demo "the acting was not good"',
+                'attnclf explain runs/demo "the ending was not bad" --method all',
                 "attnclf explain runs/demo --file texts.txt --format html -o explained.html"),
     "faithfulness": ("attnclf faithfulness runs/demo",
                      "attnclf faithfulness runs/imdb --methods attention,occlusion --examples 100"),
