@@ -914,6 +914,30 @@ def test_the_examples_texts_for_the_demo_run_use_the_demos_words():
         assert all(set(text.split()) <= words for text in texts), example
 
 
+def test_every_method_flag_names_the_methods_it_takes():
+    # explain --method listed them; faithfulness --methods and report --method said only "methods" / "method".
+    from attnclf.cli import build_parser
+    from attnclf.explain import METHODS
+
+    commands = build_parser()._subparsers._group_actions[0].choices
+    for name in ("explain", "faithfulness", "report"):
+        help_text = " ".join(commands[name]._option_string_actions["--method"].help.split())
+        assert all(method in help_text for method in METHODS), name
+
+
+def test_plain_words_where_the_help_used_jargon_or_riddles(capsys):
+    # --steps led with "Gauss-Legendre nodes"; refit's description read "for N epochs, N the count after which each
+    # validated best"; export's named predict alone as a user of its graph, though serve --backend onnx is one too;
+    # ablate --axes said nothing of which axes run when it is left out.
+    from attnclf.cli import build_parser
+
+    commands = build_parser()._subparsers._group_actions[0].choices
+    assert not commands["explain"]._option_string_actions["--steps"].help.startswith("integrated gradients' Gauss")
+    assert "N the count after which" not in commands["refit"].description
+    assert "attnclf serve" in commands["export"].description
+    assert "default" in commands["ablate"]._option_string_actions["--axes"].help
+
+
 def test_train_help_states_the_max_len_a_file_run_gets(capsys):
     # --max-len's default depends on the model (the file recipe's tokens for self-attn): its help says which, and
     # stays true when the recipe or the general default changes.

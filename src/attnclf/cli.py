@@ -1170,9 +1170,10 @@ def _add_device_arg(p: argparse.ArgumentParser) -> None:
                         "cuda, cuda:N (the GPU of index N) or mps")
 
 
-STEPS_HELP = ("integrated gradients' Gauss-Legendre nodes on the path, 1 to 1024 (default: auto, 16, then halving "
-              "the pieces of the path still off until within 1%% completeness and each token's estimated error "
-              "within 3%% of the largest score, or 1,008 gradients are spent)")
+STEPS_HELP = ("points on the path from the baseline to the text at which integrated gradients takes gradients "
+              "(Gauss-Legendre nodes), 1 to 1024 (default: auto, 16, then halving the pieces of the path still off "
+              "until within 1%% completeness and each token's estimated error within 3%% of the largest score, or "
+              "1,008 gradients are spent)")
 INFERENCE_BF16_HELP = ("predict under bfloat16 autocast: faster on CPUs with AVX-512 BF16 or AMX, probabilities "
                        "within about 1e-3 of float32")
 INFERENCE_THREADS_HELP = (
@@ -1245,9 +1246,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("refit", help="retrain a validated run on its validation texts too, for its best epochs",
                        description="Retrain finished runs with their own settings and seed on their training texts and "
-                                   "the ones they validated on, for N epochs, N the count after which each validated "
-                                   "best (on the learning-rate schedule it followed); then test. A refit cannot be "
-                                   "validated: its run is the validated estimate. It is not averaged with runs that "
+                                   "the ones they validated on, for as many epochs as each took to reach its best "
+                                   "validation score (on the learning-rate schedule it followed then); then test. A "
+                                   "refit has no texts left to validate on: the run it came from is its validated "
+                                   "estimate. It is not averaged with runs that "
                                    "are not refits. An interrupted refit continues with the same command and "
                                    "--resume. Without a test split it scores nothing; export it with --check-file.")
     p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR",
@@ -1387,8 +1389,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--examples", type=int, default=200, help="test texts sampled (default: 200)")
     # (--method too, as explain and report spell it: one spelling works on all three)
     p.add_argument("--methods", "--method", dest="methods",
-                   help="comma-separated methods, or all (default: all the model supports: attention needs attention "
-                        "pooling, rollout self-attention layers)")
+                   help="attention, rollout, grad-input, integrated-gradients, occlusion; several comma-separated, "
+                        "or all (default: all the model supports: attention needs attention pooling, rollout "
+                        "self-attention layers)")
     p.add_argument("--steps", type=int, help=STEPS_HELP)
     p.add_argument("--seed", type=int, default=0, help="sample and random-deletion seed (default: 0)")
     _add_format_args(p, terminal="a table per run, then a summary", json="every run's results as one JSON list")
@@ -1401,7 +1404,8 @@ def build_parser() -> argparse.ArgumentParser:
                                    "once measured, faithfulness; and its plots as RUN_DIR/plots/*.png. `attnclf "
                                    "train` writes it at the end unless --no-report.")
     p.add_argument("run_dir", metavar="RUN_DIR", help="a run directory, which the report and plots are written into")
-    p.add_argument("--method", help="method highlighting the examples (default: occlusion; where the model pools "
+    p.add_argument("--method", help="method highlighting the examples: attention, rollout, grad-input, "
+                                    "integrated-gradients or occlusion (default: occlusion; where the model pools "
                                     "by attention, its weights are shown beside any method but attention itself)")
     p.add_argument("--faithfulness", action="store_true", help="measure faithfulness too (slower)")
     p.add_argument("--examples", type=int, default=200, help="test texts for --faithfulness (default: 200)")
@@ -1425,7 +1429,8 @@ def build_parser() -> argparse.ArgumentParser:
                                    "by default positional, pooling, heads, layers and pooling_score.")
     _add_experiment_args(p, "ablate-<dataset>")
     p.add_argument("--model", help="the model whose config is swept (default: self-attn)")
-    p.add_argument("--axes", help="comma-separated built-in axes: positional,pooling,heads,layers,pooling_score")
+    p.add_argument("--axes", help="comma-separated built-in axes: positional,pooling,heads,layers,pooling_score "
+                                  "(default: every one of them --model's config has)")
     p.add_argument("--sweep", action="append", metavar="FIELD=V1,V2",
                    help="sweep any config field, e.g. --sweep heads=1,2,4 (repeatable; replaces the default axes)")
 
@@ -1500,7 +1505,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("export", help="export a trained model for inference without PyTorch (ONNX)",
                        description="Write RUN_DIR's model as ONNX with its tokenizer and labels, and check that "
-                                   "it predicts what PyTorch predicts; `attnclf predict --backend onnx` uses it.")
+                                   "it predicts what PyTorch predicts; `attnclf predict --backend onnx` and "
+                                   "`attnclf serve --backend onnx` use it.")
     p.add_argument("run_dir", metavar="RUN_DIR", help="the run directory to export")
     p.add_argument("--format", choices=["onnx"], default="onnx", help="only onnx for now (default: onnx)")
     p.add_argument("--output", "-o", help="export directory (default: RUN_DIR/onnx)")
