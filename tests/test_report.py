@@ -595,3 +595,26 @@ def test_every_figure_draws_a_name_between_dollar_signs_as_it_is(name):
                plots.head_maps_figure(np.full((1, 1, 2, 2), 0.5), [name, "x"])]
     for figure in figures:
         assert plots.png_bytes(figure).startswith(PNG)
+
+
+def test_the_reliability_figure_reads_plainly_and_keeps_its_legend_off_the_bars():
+    # Drawn with mathtext off (png_bytes), the log axis's ticks read "$\mathdefault{10^{2}}$"; the legend sat over the
+    # bars of an underconfident model, and the title ran past the picture's edge.
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    y = np.arange(400) % 4
+    probabilities = rng.dirichlet(np.ones(4), size=400)
+    fig = plots.reliability_figure(y, probabilities)
+    plots.png_bytes(fig)
+    renderer = fig.canvas.get_renderer()
+    top, bottom = fig.axes
+    counts = [label.get_text() for label in bottom.get_yticklabels() if label.get_text()]
+    assert counts and not any("$" in text or "mathdefault" in text for text in counts), counts
+    legend = top.get_legend().get_window_extent(renderer)
+    assert legend.x0 >= top.get_window_extent(renderer).x1  # beside the bars, never over them
+    picture = fig.get_window_extent(renderer)
+    for text in (top.title, top.get_legend()):
+        box = text.get_window_extent(renderer)
+        assert picture.x0 <= box.x0 and box.x1 <= picture.x1  # nothing cut at the edges
+

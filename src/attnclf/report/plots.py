@@ -19,7 +19,7 @@ from matplotlib import rc_context
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.text import Text
-from matplotlib.ticker import MaxNLocator
+from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter
 from sklearn.metrics import auc, average_precision_score, precision_recall_curve, roc_curve
 
 DPI = 100
@@ -207,7 +207,7 @@ def reliability_figure(y_true: Sequence[int], probabilities: np.ndarray, bins: i
     from ..evaluation.metrics import expected_calibration_error, reliability
 
     cells = reliability(y_true, probabilities, bins)
-    fig = _figure(5.5, 6)
+    fig = _figure(7.5, 6)  # wide enough for the legend beside the bars, where it hides none of them
     top, bottom = fig.subplots(2, 1, sharex=True, height_ratios=(3, 1))
     centres = [cell["upper"] - 0.5 / bins for cell in cells]
     top.bar(centres, [cell["accuracy"] for cell in cells], width=1 / bins, edgecolor="black", lw=0.5,
@@ -217,13 +217,15 @@ def reliability_figure(y_true: Sequence[int], probabilities: np.ndarray, bins: i
     top.plot([0, 1], [0, 1], "--", color="grey", lw=1, label="calibrated")
     ece = expected_calibration_error(y_true, probabilities, bins)
     lowest = np.floor(bins / probabilities.shape[1]) / bins  # the top label of K classes has 1/K at least
-    top.set(ylabel="accuracy", xlim=(lowest, 1), ylim=(0, 1.01),
-            title=f"Reliability (expected calibration error {ece:.3f})")
-    top.legend(loc="upper left", fontsize="small")
+    top.set(ylabel="accuracy", xlim=(lowest, 1), ylim=(0, 1.01), title=f"Reliability (expected calibration error {ece:.3f})")
+    top.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small")
     top.grid(alpha=0.3)
     bottom.bar(centres, [cell["count"] for cell in cells], width=1 / bins, color="grey")
     # From below one text: autoscaled, a log axis starts near the smallest count, whose bar then looks empty.
     bottom.set(xlabel="confidence of the predicted label", ylabel="texts", yscale="log", ylim=(0.5, None))
+    # Plain counts: the log axis's own labels are mathtext, which png_bytes draws as it is ("$\\mathdefault{10^{2}}$").
+    bottom.yaxis.set_major_formatter(FuncFormatter(lambda count, _: f"{count:g}"))
+    bottom.yaxis.set_minor_formatter(NullFormatter())
     return fig
 
 
