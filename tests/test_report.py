@@ -445,9 +445,10 @@ def test_the_deletion_legend_stays_off_the_bars():
     assert legend.x1 <= fig.get_window_extent(renderer).x1  # and inside the picture
 
 
-@pytest.mark.parametrize("figure", ["roc_figure", "precision_recall_figure"])
+@pytest.mark.parametrize("figure", ["roc_figure"])
 def test_many_classes_keep_their_legend_beside_the_curves(figure):
     # 20 newsgroups' legend inside the axes, tall as the plot, hid half the curves; a few classes keep it inside.
+    # (The precision-recall figure's stands beside them always: test_the_precision_recall_legend_stays_off_...)
     import numpy as np
 
     rng = np.random.default_rng(0)
@@ -618,3 +619,20 @@ def test_the_reliability_figure_reads_plainly_and_keeps_its_legend_off_the_bars(
         box = text.get_window_extent(renderer)
         assert picture.x0 <= box.x0 and box.x1 <= picture.x1  # nothing cut at the edges
 
+
+def test_the_precision_recall_legend_stays_off_the_chance_lines():
+    # Inside the axes, at the lower left, the legend covered the dashed chance lines a rare class's reading starts at.
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    for classes in (2, 4):
+        y = np.arange(200) % classes
+        fig = plots.precision_recall_figure(y, rng.dirichlet(np.ones(classes), size=200),
+                                            [f"class {c}" for c in range(classes)])
+        plots.png_bytes(fig)
+        renderer = fig.canvas.get_renderer()
+        ax = fig.axes[0]
+        legend = ax.get_legend()
+        assert legend.get_window_extent(renderer).x0 >= ax.get_window_extent(renderer).x1, classes
+        assert legend.get_window_extent(renderer).x1 <= fig.get_window_extent(renderer).x1
+        assert legend.get_texts()[-1].get_text().startswith("chance"), classes  # the key after the curves

@@ -120,17 +120,19 @@ def confusion_matrix_figure(matrix: Sequence[Sequence[int]], label_names: Sequen
 LEGEND_INSIDE_CLASSES = 6
 
 
-def _curves_size(classes: int) -> tuple[float, float]:
+def _curves_size(classes: int, beside: bool = False) -> tuple[float, float]:
     """A curve figure's inches: wider when its legend stands beside the axes, so the plot keeps its size."""
-    return (5.5, 5) if classes <= LEGEND_INSIDE_CLASSES else (8.5, 5)
+    return (8.5, 5) if beside or classes > LEGEND_INSIDE_CLASSES else (5.5, 5)
 
 
-def _class_legend(ax, classes: int, inside: str) -> None:
-    """The legend of a figure with a curve per class: at ``inside`` for a few classes, beside the axes for more."""
-    if classes <= LEGEND_INSIDE_CLASSES:
+def _class_legend(ax, classes: int, inside: str | None) -> None:
+    """The legend of a figure with a curve per class: at ``inside`` for a few classes, beside the axes for more or
+    when ``inside`` is None."""
+    if inside is not None and classes <= LEGEND_INSIDE_CLASSES:
         ax.legend(loc=inside, fontsize="small")
     else:
-        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="x-small")
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1),
+                  fontsize="small" if classes <= LEGEND_INSIDE_CLASSES else "x-small")
 
 
 def _drawn_classes(y_true: np.ndarray, label_names: Sequence[str]) -> Iterator[tuple[str, int, np.ndarray, str]]:
@@ -182,21 +184,23 @@ def precision_recall_figure(y_true: Sequence[int], probabilities: np.ndarray, la
     """
     y_true = np.asarray(y_true)
     binary = len(label_names) == 2
-    fig = _figure(*_curves_size(len(label_names)))
+    fig = _figure(*_curves_size(len(label_names), beside=True))
     ax = fig.subplots()
-    chance_named = False
+    shares = []
     for colour, c, positives, name in _drawn_classes(y_true, label_names):
         precision, recall, _ = precision_recall_curve(positives, probabilities[:, c])
         ax.plot(recall, precision, drawstyle="steps-post", color=colour, lw=1.8 if binary else 1.2,
                 label=f"{name} (AP {average_precision_score(positives, probabilities[:, c]):.3f})")
-        share = positives.mean()
+        shares.append((colour, c, positives.mean()))
+    for i, (colour, c, share) in enumerate(shares):  # after the curves, so their key comes last in the legend
         # One legend entry says what the dashed lines are; binary, it names the class and its share too.
         chance = (f"chance ({label_names[c]}: {share:.0%} of the texts)" if binary else
-                  "_" if chance_named else "chance (each class's share of the texts)")
-        chance_named = True
+                  "_" if i else "chance (each class's share of the texts)")
         ax.axhline(share, linestyle="--", color=colour, lw=1, label=chance)
     ax.set(xlabel="recall", ylabel="precision", title="Precision-recall curve", xlim=(0, 1), ylim=(0, 1.01))
-    _class_legend(ax, len(label_names), inside="lower left")
+    # Beside the axes, however few the classes: inside, any corner covers a dashed chance line (a rare class's sits
+    # at the bottom) or the curves.
+    _class_legend(ax, len(label_names), inside=None)
     ax.grid(alpha=0.3)
     return fig
 
