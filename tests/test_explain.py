@@ -654,10 +654,11 @@ def test_the_terminal_shows_the_pooling_attention_as_a_second_labelled_row():
         "  top: not +0.600, <b>bad</b> -0.200  (full colour = 0.6)",
         "  attention beside it: where the pooling layer looked (its weight per token), not necessarily why the "
         "model decided; the same for every class",
-        "  top: <b>bad</b> 0.750, not 0.250  (full colour = 0.75; uniform weight would be 0.5)"]
+        "  top: <b>bad</b> 0.750, not 0.250  (full colour = 1; uniform weight would be 0.5, uncoloured at or below it)"]
     coloured = render_terminal([beside()], color=True).splitlines()
     assert "\x1b[48;2;46;160;67m" in coloured[1]  # occlusion's strongest token, full green
-    assert "\x1b[48;2;245;140;0m" in coloured[4] and "46;160;67" not in coloured[4]  # the weights' row, orange
+    # The weights' row, orange: 0.75 is half way from the uniform 0.5 to full colour at twice it.
+    assert "\x1b[48;2;250;198;128m" in coloured[4] and "46;160;67" not in coloured[4]
     assert coloured[3].startswith("  attention beside it: ")
 
 
@@ -670,7 +671,7 @@ def test_html_shows_the_pooling_attention_as_a_second_labelled_row():
         return re.findall(r'<span class="tok" style="background: rgb\(([^)]+)\)" title=', row)
 
     assert token_colours(rows[0]) == ["46, 160, 67", "239, 181, 185"]  # for, then weakly against
-    assert token_colours(rows[1]) == ["252, 217, 170", "245, 140, 0"]  # orange, the heavier weight fuller
+    assert token_colours(rows[1]) == ["255, 255, 255", "250, 198, 128"]  # below uniform uncoloured, above it orange
     assert ("attention beside it: where the pooling layer looked (its weight per token), not necessarily why the "
             "model decided; the same for every class") in rows[0]  # (between the two rows)
     assert "uniform weight would be 0.5" in rows[1]
@@ -856,3 +857,20 @@ def test_an_explanation_shows_itself_in_a_line_a_notebook_can_read():
     assert "label='neg', target='pos', probability=0.25" in shown
     assert "strongest_tokens=[('not', -0.4), ('good', 0.3), ('filler', 0.001)]" in shown
     assert "500 tokens" in shown and "self_attentions" in shown
+
+
+def test_attention_weights_near_uniform_stay_pale_and_colour_only_above_uniform():
+    # Colour relative to the text's largest weight painted the demo's 0.118-against-a-uniform-0.111 attention row full
+    # orange, token after token: a pooling layer that barely chose read as one that looked hard at every word.
+    def token_colours(e: Explanation) -> list[tuple[int, ...]]:
+        row = render_html([e]).split('<div class="tokens">')[1]
+        return [tuple(map(int, rgb.split(", ")))
+                for rgb in re.findall(r'<span class="tok" style="background: rgb\(([^)]+)\)" title=', row)]
+
+    flat = token_colours(explanation(tokens=("a", "b", "c", "d"), scores=(0.26, 0.25, 0.25, 0.24), method="attention"))
+    assert all(min(colour) > 240 for colour in flat), flat  # all but white: 0.26 is 1.04 times uniform
+    peaked = token_colours(explanation(tokens=("a", "b", "c", "d"), scores=(0.7, 0.1, 0.1, 0.1), method="attention"))
+    assert peaked == [UNSIGNED] + [(255, 255, 255)] * 3  # below uniform: uncoloured
+    page = render_html([explanation(tokens=("a", "b", "c", "d"), scores=(0.26, 0.25, 0.25, 0.24), method="attention")])
+    assert "full colour = 0.5; uniform weight would be 0.25, uncoloured at or below it" in page  # twice uniform: full
+    assert "above uniform" in page  # the key says so

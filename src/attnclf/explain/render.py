@@ -3,8 +3,11 @@
 Colour strength is a token's score over the text's largest absolute score, so
 every text uses the whole scale. Signed methods colour evidence for the
 explained class green and against it red; attention and rollout (never
-negative) are orange. An explanation carrying the pooling attention beside its
-scores shows it as a second row, orange, under a label that says what it is.
+negative, summing to 1) are orange, from uncoloured at the uniform weight 1/n
+(or below) to full at the text's largest weight or twice uniform, whichever is
+larger: near-uniform weights stay pale instead of filling every token. An
+explanation carrying the pooling attention beside its scores shows it as a
+second row, orange, under a label that says what it is.
 
 >>> from attnclf.explain.explanation import Explanation
 >>> e = Explanation("not bad", ["not", "bad"], [0.8, 0.2], "attention", "positive", "positive", 0.9, {})
@@ -65,26 +68,39 @@ def number_text(value: float, sign: str = "", decimals: int = 4) -> str:
     return f"{value:{sign}.1e}"
 
 
-def token_colour(score: float, scale: float, signed: bool) -> tuple[int, int, int]:
-    """The token's background: white blended towards the method's colour by ``|score| / scale``.
+def token_colour(score: float, scale: float, signed: bool, floor: float = 0.0) -> tuple[int, int, int]:
+    """The token's background: white blended towards the method's colour by ``(|score| - floor) / (scale - floor)``
+    (white at ``floor`` or below, full at ``scale``).
 
-    >>> token_colour(0.0, 1.0, True), token_colour(1.0, 1.0, False)
-    ((255, 255, 255), (245, 140, 0))
+    >>> token_colour(0.0, 1.0, True), token_colour(1.0, 1.0, False), token_colour(0.2, 0.4, False, floor=0.2)
+    ((255, 255, 255), (245, 140, 0), (255, 255, 255))
     """
-    strength = min(1.0, abs(score) / scale) if scale > 0 else 0.0
+    strength = min(1.0, max(0.0, abs(score) - floor) / (scale - floor)) if scale > floor else 0.0
     base = (FOR if score >= 0 else AGAINST) if signed else UNSIGNED
     return tuple(round(255 + strength * (c - 255)) for c in base)
 
 
-def _scale(explanation: Explanation) -> float:
-    return float(np.max(np.abs(explanation.scores))) if explanation.scores else 0.0
+def _colour_range(e: Explanation) -> tuple[float, float]:
+    """``(floor, full)``: the scores a token is uncoloured at (or below) and fully coloured at. Weights (unsigned,
+    summing to 1) start at the uniform 1/n, and are full at twice it at least: relative to the largest alone, a row
+    of 0.118s and 0.104s against a uniform 0.111 painted every token full orange, as if the layer looked hard at all.
+
+    >>> _colour_range(Explanation("a b", ["a", "b"], [0.6, 0.4], "attention", "p", "p", 0.9, {}))
+    (0.5, 1.0)
+    """
+    largest = float(np.max(np.abs(e.scores))) if e.scores else 0.0
+    if e.signed or not e.tokens:
+        return 0.0, largest
+    uniform = 1 / len(e.tokens)
+    return uniform, max(largest, 2 * uniform)
 
 
 def _scale_note(e: Explanation) -> str:
     # Colours are relative, so say what full strength is: near-uniform weights would look decisive otherwise.
-    note = f"full colour = {_scale(e):.3g}"
+    floor, full = _colour_range(e)
+    note = f"full colour = {full:.3g}"
     if not e.signed and e.tokens:
-        note += f"; uniform weight would be {1 / len(e.tokens):.3g}"
+        note += f"; uniform weight would be {floor:.3g}, uncoloured at or below it"
     return note
 
 
@@ -144,9 +160,10 @@ def render_terminal(explanations: Sequence[Explanation], color: bool = True, top
 
 def _scored_lines(e: Explanation, color: bool, top: int) -> list[str]:
     """The tokens, coloured by their scores when ``color``, then the ``top`` strongest with the colour scale."""
-    scale = _scale(e)
+    floor, full = _colour_range(e)
     if color:
-        shown = ["\x1b[48;2;{};{};{}m\x1b[38;2;17;17;17m{}\x1b[0m".format(*token_colour(s, scale, e.signed), token)
+        shown = ["\x1b[48;2;{};{};{}m\x1b[38;2;17;17;17m{}\x1b[0m".format(*token_colour(s, full, e.signed, floor),
+                                                                         token)
                  for token, s in zip(e.tokens, e.scores)]
     else:
         shown = list(e.tokens)
@@ -237,10 +254,10 @@ def tokens_html(e: Explanation) -> str:
 
 
 def _token_row_html(e: Explanation) -> str:
-    scale = _scale(e)
+    floor, full = _colour_range(e)
     spans = []
     for token, score in zip(e.tokens, e.scores):
-        r, g, b = token_colour(score, scale, e.signed)
+        r, g, b = token_colour(score, full, e.signed, floor)
         spans.append(f'<span class="tok" style="background: rgb({r}, {g}, {b})" title="{number_text(score, "+")}">'
                      f"{html.escape(token)}</span>")
     spans = _with_cut(e, spans, f'<span class="cut" title="cut before the model read the text">'
@@ -253,8 +270,10 @@ def legend_html(signed: bool) -> str:
         return ('<p class="legend"><span class="tok" style="background: rgb(%d, %d, %d)">for</span> the class, '
                 '<span class="tok" style="background: rgb(%d, %d, %d)">against</span> it; '
                 "strength relative to the text's strongest token.</p>" % (*FOR, *AGAINST))
-    return ('<p class="legend"><span class="tok" style="background: rgb(%d, %d, %d)">weight</span>, relative to '
-            "the text's largest.</p>" % UNSIGNED)
+    return ('<p class="legend"><span class="tok" style="background: rgb(%d, %d, %d)">weight</span> above uniform '
+            "(1/n, what weight spread evenly over the n tokens gives each), relative to the text's largest or to "
+            "twice uniform, whichever is larger: a token at or below uniform is uncoloured, and weights near uniform "
+            "stay pale.</p>" % UNSIGNED)
 
 
 def unknown_note_html(e: Explanation) -> str:
