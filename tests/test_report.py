@@ -636,3 +636,21 @@ def test_the_precision_recall_legend_stays_off_the_chance_lines():
         assert legend.get_window_extent(renderer).x0 >= ax.get_window_extent(renderer).x1, classes
         assert legend.get_window_extent(renderer).x1 <= fig.get_window_extent(renderer).x1
         assert legend.get_texts()[-1].get_text().startswith("chance"), classes  # the key after the curves
+
+
+def test_a_class_without_texts_or_predictions_reads_n_a_in_the_per_class_table_not_zero():
+    # The imbalanced run's one 'Business' text went to training: the validation table showed Business at
+    # precision, recall and F1 0.0000, a score of a class the split could not score and the averages leave out.
+    import numpy as np
+
+    from attnclf.data.base import TextDataset
+    from attnclf.evaluation.metrics import compute_metrics
+    from attnclf.report.html import _test_section
+
+    names = ["Business", "Sports", "World"]
+    labels = [2] * 9 + [1]
+    metrics = compute_metrics(labels, np.array([[0.1, 0.2, 0.7]] * 10), names)
+    page = _test_section({}, metrics, names, TextDataset(["t"] * 10, labels, names))
+    assert "<tr><td>Business</td><td>n/a</td><td>n/a</td><td>n/a</td><td>0</td></tr>" in page
+    assert "<tr><td>Sports</td><td>0.0000</td><td>0.0000</td><td>0.0000</td><td>1</td></tr>" in page  # scored: 0
+    assert "n/a: no text of the class here, and none predicted as it; the averages leave it out" in page

@@ -269,7 +269,13 @@ def _split_title(metrics: dict) -> str:
 
 
 def _test_section(images: dict[str, bytes], metrics: dict, label_names: list[str], test: TextDataset) -> str:
-    rows = [(name, f"{c['precision']:.4f}", f"{c['recall']:.4f}", f"{c['f1']:.4f}", str(c["support"]))
+    # A class neither among the texts nor predicted has no score (sklearn's 0/0 reads 0), and the averages leave it
+    # out (compute_metrics): "0.0000" would read as a class the model fails at.
+    predicted = np.asarray(metrics["confusion_matrix"]).sum(axis=0)
+    unscored = {name for i, (name, c) in enumerate(metrics["per_class"].items())
+                if c["support"] == 0 and predicted[i] == 0}
+    rows = [(name, *(("n/a",) * 3 if name in unscored else
+                     (f"{c['precision']:.4f}", f"{c['recall']:.4f}", f"{c['f1']:.4f}")), str(c["support"]))
             for name, c in metrics["per_class"].items()]
     for average in ("macro", "weighted"):
         rows.append((f"{average} average", f"{metrics[f'{average}_precision']:.4f}",
@@ -278,6 +284,8 @@ def _test_section(images: dict[str, bytes], metrics: dict, label_names: list[str
     roc_note = "" if len(label_names) == 2 else " (one-vs-rest per class)"
     return (f"<section><h2>{_split_title(metrics)} ({len(test)} texts)</h2>"
             + _table(["class", "precision", "recall", "F1", "support"], rows)
+            + ('<p class="note">n/a: no text of the class here, and none predicted as it; the averages leave it '
+               "out.</p>" if unscored else "")
             + _image(images, "confusion_matrix", "confusion matrix") + f"<h3>ROC curve{roc_note}</h3>"
             + _image(images, "roc", "ROC curve") + f"<h3>Precision-recall curve{roc_note}</h3>"
             + '<p class="note">What a rare class needs read: the ROC curve looks good whenever negatives are '
