@@ -654,3 +654,21 @@ def test_a_class_without_texts_or_predictions_reads_n_a_in_the_per_class_table_n
     assert "<tr><td>Business</td><td>n/a</td><td>n/a</td><td>n/a</td><td>0</td></tr>" in page
     assert "<tr><td>Sports</td><td>0.0000</td><td>0.0000</td><td>0.0000</td><td>1</td></tr>" in page  # scored: 0
     assert "n/a: no text of the class here, and none predicted as it; the averages leave it out" in page
+
+
+def test_the_test_section_says_how_to_read_its_confusion_matrix_and_roc_curve():
+    # The confusion matrix and ROC curve came with no word on how to read them; the precision-recall note opened
+    # "What a rare class needs read:".
+    import numpy as np
+
+    from attnclf.data.base import TextDataset
+    from attnclf.evaluation.metrics import compute_metrics
+    from attnclf.report.html import _test_section
+
+    names, labels = ["a", "b", "c"], [0, 1, 2, 2]
+    metrics = compute_metrics(labels, np.eye(3)[[0, 1, 2, 1]], names)
+    page = _test_section({}, metrics, names, TextDataset(["t"] * 4, labels, names))
+    assert "Rows are the true classes, columns the predicted ones" in page
+    assert "the diagonal holds the texts labelled right" in page
+    assert "the chance diagonal is a random ranking" in page
+    assert "needs read" not in page and "For a rare class, read this curve rather than the ROC curve" in page

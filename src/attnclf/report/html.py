@@ -286,11 +286,16 @@ def _test_section(images: dict[str, bytes], metrics: dict, label_names: list[str
             + _table(["class", "precision", "recall", "F1", "support"], rows)
             + ('<p class="note">n/a: no text of the class here, and none predicted as it; the averages leave it '
                "out.</p>" if unscored else "")
+            + '<p class="note">Rows are the true classes, columns the predicted ones: the diagonal holds the texts '
+              "labelled right, and a large count off it names the class a class is mistaken for.</p>"
             + _image(images, "confusion_matrix", "confusion matrix") + f"<h3>ROC curve{roc_note}</h3>"
+            + '<p class="note">How well the model ranks a class\'s texts above the others, at every threshold: the '
+              "curve hugging the top left corner is a good ranking (AUC 1), and the chance diagonal is a random "
+              "ranking (AUC 0.5).</p>"
             + _image(images, "roc", "ROC curve") + f"<h3>Precision-recall curve{roc_note}</h3>"
-            + '<p class="note">What a rare class needs read: the ROC curve looks good whenever negatives are '
-              "plentiful, precision does not. Dashed: the precision a random ranking keeps, the class's share of the "
-              "texts; AP, the average precision, is the area under the curve.</p>"
+            + '<p class="note">For a rare class, read this curve rather than the ROC curve: that one looks good '
+              "whenever negatives are plentiful, precision does not. Dashed: the precision a random ranking keeps, "
+              "the class's share of the texts; AP, the average precision, is the area under the curve.</p>"
             + _image(images, "precision_recall", "precision-recall curve") + "</section>")
 
 
