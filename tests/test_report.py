@@ -672,3 +672,13 @@ def test_the_test_section_says_how_to_read_its_confusion_matrix_and_roc_curve():
     assert "the diagonal holds the texts labelled right" in page
     assert "the chance diagonal is a random ranking" in page
     assert "needs read" not in page and "For a rare class, read this curve rather than the ROC curve" in page
+
+
+def test_what_training_warned_of_stands_out_on_the_page():
+    # The imbalance note and the class without a validation text sat in the overview as plain text under a
+    # table, easy to scroll past; a boxed, coloured list stands out.
+    from attnclf.explain.render import page
+
+    styled = page("t", "")
+    rule = styled[styled.index(".warnings {"):]
+    assert "background:" in rule[:rule.index("}")] and "border-left:" in rule[:rule.index("}")]

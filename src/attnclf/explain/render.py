@@ -342,6 +342,7 @@ th, td {{ border: 1px solid #ccc; padding: 0.3em 0.7em; text-align: right; }}
 th:first-child, td:first-child {{ text-align: left; }}
 section {{ border-top: 1px solid #ddd; margin-top: 1.5em; }}
 .note {{ color: #555; }}
+.warnings {{ background: #fff4e0; border-left: 4px solid #e69500; padding: 0.5em 1em 0.5em 2em; }}
 {TOKEN_CSS}
 </style>
 </head>

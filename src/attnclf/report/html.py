@@ -243,7 +243,7 @@ def _overview(run_dir: Path, config: dict, metrics: dict, kept_note: str | None)
     if not (isinstance(lines, list) and all(isinstance(line, str) for line in lines)):
         raise RunDirError(f"{run_dir / 'config.json'}: data.warnings is not a list of lines (was the file edited?)")
     warned = "".join(f"<li>{html.escape(line)}</li>" for line in lines)
-    warnings = f'<p>Training warned about the data:</p><ul class="warnings">{warned}</ul>' if warned else ""
+    warnings = f'<p><b>Training warned about the data:</b></p><ul class="warnings">{warned}</ul>' if warned else ""
     return "<section><h2>Run</h2>" + _table(None, rows) + warnings + "</section>"
 
 
