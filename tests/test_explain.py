@@ -874,3 +874,13 @@ def test_attention_weights_near_uniform_stay_pale_and_colour_only_above_uniform(
     page = render_html([explanation(tokens=("a", "b", "c", "d"), scores=(0.26, 0.25, 0.25, 0.24), method="attention")])
     assert "full colour = 0.5; uniform weight would be 0.25, uncoloured at or below it" in page  # twice uniform: full
     assert "above uniform" in page  # the key says so
+
+
+def test_the_weights_bar_chart_marks_the_uniform_weight():
+    # Bars of 0.118 and 0.104 from an axis at 0 look like a layer that weighed every token heavily; beside the uniform
+    # 1/n (0.111), they read as what they are: weight spread about evenly.
+    weights = plots.token_scores_figure(["a", "b", "c", "d"], [0.4, 0.3, 0.2, 0.1], "attention", signed=False)
+    (uniform,) = [line for line in weights.axes[0].get_lines() if line.get_label().startswith("uniform")]
+    assert uniform.get_ydata()[0] == pytest.approx(0.25) and uniform.get_linestyle() == "--"
+    signed = plots.token_scores_figure(["a", "b"], [0.4, -0.3], "occlusion: pos", signed=True)
+    assert not [line for line in signed.axes[0].get_lines() if line.get_label().startswith("uniform")]

@@ -237,7 +237,8 @@ def token_scores_figure(tokens: Sequence[str], scores: Sequence[float], title: s
                         cut_at: int | None = None) -> Figure:
     """One bar per token (the case study's attention bar chart), for any method's scores, coloured as the token
     spans beside it are: a ``signed`` method's evidence for the class green and against it red, whatever the
-    signs of one text's scores happen to be; weights orange. ``cut_at``: where truncation cut tokens out.
+    signs of one text's scores happen to be; weights orange, with the uniform weight 1/n dashed. ``cut_at``: where
+    truncation cut tokens out.
 
     >>> fig = token_scores_figure(["not", "bad"], [0.3, 0.1], "grad-input: positive", signed=True)
     >>> [tuple(round(c, 3) for c in bar.get_facecolor()[:3]) for bar in fig.axes[0].patches][0]
@@ -253,9 +254,12 @@ def token_scores_figure(tokens: Sequence[str], scores: Sequence[float], title: s
     ax.set_xticks(np.arange(len(tokens)), tokens, rotation=60 if len(tokens) > 8 else 0,
                   ha="right" if len(tokens) > 8 else "center", fontsize="small")
     ax.axhline(0, color="black", lw=0.6)
+    if not signed and len(tokens):  # weights (summing to 1) read against weight spread evenly, not against 0
+        ax.axhline(1 / len(tokens), color="grey", linestyle="--", lw=1, label="uniform weight (1/n)")
     if cut_at is not None:  # the bars either side of it were never next to each other in the text
         ax.axvline(cut_at - 0.5, color="grey", linestyle=":", lw=1.2, label="tokens cut here")
-        ax.legend(loc="best", fontsize="small")
+    if not signed or cut_at is not None:  # beside the bars: inside, "best" still sat on the tallest ones
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small")
     ax.set(title=title)
     ax.grid(alpha=0.3, axis="y")
     return fig
