@@ -528,7 +528,8 @@ def test_scores_too_small_for_the_decimals_shown_are_given_in_two_significant_di
     # A near-chance model's occlusion listed "top: good +0.000, not +0.000, the +0.000 (full colour = 6.51e-05)":
     # tokens coloured from full strength down, each named with a score of nothing; the page's hover said "+0.0001".
     e = explanation(tokens=("good", "not", "the"), scores=(6.51e-05, -4.6e-05, 0.0), method="occlusion")
-    assert "  top: good +6.5e-05, not -4.6e-05, the +0.000  (full colour = 6.51e-05)" in render_terminal([e], False)
+    assert ("  top: good +6.5e-05, not -4.6e-05, the +0.000  (full colour = 0.05; the floor: smaller drops stay pale)"
+            in render_terminal([e], False))
     assert 'title="+6.5e-05">good<' in render_html([e]) and 'title="+0.0000">the<' in render_html([e])
     e.method, e.completeness_error, e.log_odds_change, e.steps = "integrated-gradients", 0.0086, -7.3e-05, 32
     assert "completeness error 0.86% of a log-odds change of -7.3e-05 (32 gradients along the path)" in render_terminal([e], False)
@@ -884,3 +885,37 @@ def test_the_weights_bar_chart_marks_the_uniform_weight():
     assert uniform.get_ydata()[0] == pytest.approx(0.25) and uniform.get_linestyle() == "--"
     signed = plots.token_scores_figure(["a", "b"], [0.4, -0.3], "occlusion: pos", signed=True)
     assert not [line for line in signed.axes[0].get_lines() if line.get_label().startswith("uniform")]
+
+
+def test_occlusion_drops_too_small_to_matter_stay_pale_wherever_shown():
+    # Colour relative to the text's largest drop painted a saturated prediction's tokens, each moving it by 5e-05, full
+    # green: an effect of nothing read as a strong one. Drops are in the class probability, so they colour against a
+    # 5-point floor (OCCLUSION_FULL_COLOUR_FLOOR) instead.
+    from attnclf.report.html import _examples_section
+
+    def token_colours(page: str) -> list[tuple[int, ...]]:
+        row = page.split('<div class="tokens">')[1]
+        return [tuple(map(int, rgb.split(", ")))
+                for rgb in re.findall(r'<span class="tok" style="background: rgb\(([^)]+)\)" title=', row)]
+
+    tiny = explanation(tokens=("good", "not", "the"), scores=(5e-05, -4e-05, 1e-05), method="occlusion")
+    page = render_html([tiny])
+    assert all(min(colour) > 250 for colour in token_colours(page)), token_colours(page)
+    assert "full colour = 0.05; the floor: smaller drops stay pale" in page
+    assert "full colour = 0.05; the floor: smaller drops stay pale" in render_terminal([tiny], color=False)
+    coloured = render_terminal([tiny], color=True)
+    assert "\x1b[48;2;46;160;67m" not in coloured and "\x1b[48;2;207;34;46m" not in coloured
+    report_page = _examples_section([tiny], {"correct": [{"true": "pos", "predicted": "pos", "confidence": 0.8}],
+                                             "incorrect": []}, "occlusion")
+    assert token_colours(report_page) == token_colours(page)
+    assert "0.05" in report_page.split('<p class="legend">')[1].split("</p>")[0]  # the key names the floor too
+
+
+def test_an_occlusion_drop_past_the_floor_still_reaches_full_colour_at_itself():
+    e = explanation(tokens=("not", "bad"), scores=(0.3, -0.1), method="occlusion")
+    assert "  top: not +0.300, bad -0.100  (full colour = 0.3)" in render_terminal([e], color=False)
+    assert "\x1b[48;2;46;160;67m" in render_terminal([e], color=True)  # 0.3: full green
+    # Gradient methods score log-odds, with no natural scale to floor them at: relative to the largest, as before.
+    small = explanation(tokens=("good", "not"), scores=(5e-05, -4e-05), method="grad-input")
+    assert "(full colour = 5e-05)" in render_terminal([small], color=False)
+    assert "\x1b[48;2;46;160;67m" in render_terminal([small], color=True)

@@ -1,8 +1,10 @@
 """Explanations for people and programs: coloured terminal text, JSON lines, and HTML.
 
 Colour strength is a token's score over the text's largest absolute score, so
-every text uses the whole scale. Signed methods colour evidence for the
-explained class green and against it red; attention and rollout (never
+every text uses the whole scale; occlusion's drops (in the class probability)
+are full at a drop of OCCLUSION_FULL_COLOUR_FLOOR at least, so drops too small
+to matter stay pale. Signed methods colour evidence for the explained class
+green and against it red; attention and rollout (never
 negative, summing to 1) are orange, from uncoloured at the uniform weight 1/n
 (or below) to full at the text's largest weight or twice uniform, whichever is
 larger: near-uniform weights stay pale instead of filling every token. An
@@ -26,9 +28,16 @@ from typing import Sequence
 import numpy as np
 
 from .explanation import BESIDE_DESCRIPTION, Explanation
+from .methods import METHODS
 
 FOR, AGAINST, UNSIGNED = (46, 160, 67), (207, 34, 46), (245, 140, 0)
 BESIDE_LABEL = f"attention beside it: {BESIDE_DESCRIPTION}"  # heads the pooling weights' row
+
+# Occlusion's scores are drops in the class probability, on a scale every text shares: full colour at the text's
+# largest drop alone painted a saturated prediction whose tokens each moved it by 5e-05 full green, an effect of
+# nothing read as a strong one. Below a 5-point change in the class probability a drop stays pale. (Gradient methods
+# score log-odds, with no natural scale to set a floor on: they stay relative to the largest.)
+OCCLUSION_FULL_COLOUR_FLOOR = 0.05
 
 TOKEN_CSS = """
 .tokens { line-height: 2.1; font-size: 1.05em; }
@@ -84,11 +93,16 @@ def _colour_range(e: Explanation) -> tuple[float, float]:
     """``(floor, full)``: the scores a token is uncoloured at (or below) and fully coloured at. Weights (unsigned,
     summing to 1) start at the uniform 1/n, and are full at twice it at least: relative to the largest alone, a row
     of 0.118s and 0.104s against a uniform 0.111 painted every token full orange, as if the layer looked hard at all.
+    Occlusion's drops are full at ``OCCLUSION_FULL_COLOUR_FLOOR`` at least, for the same reason.
 
     >>> _colour_range(Explanation("a b", ["a", "b"], [0.6, 0.4], "attention", "p", "p", 0.9, {}))
     (0.5, 1.0)
+    >>> _colour_range(Explanation("a b", ["a", "b"], [5e-05, 0.0], "occlusion", "p", "p", 0.9, {}))
+    (0.0, 0.05)
     """
     largest = float(np.max(np.abs(e.scores))) if e.scores else 0.0
+    if e.method == "occlusion":
+        return 0.0, max(largest, OCCLUSION_FULL_COLOUR_FLOOR)
     if e.signed or not e.tokens:
         return 0.0, largest
     uniform = 1 / len(e.tokens)
@@ -99,6 +113,8 @@ def _scale_note(e: Explanation) -> str:
     # Colours are relative, so say what full strength is: near-uniform weights would look decisive otherwise.
     floor, full = _colour_range(e)
     note = f"full colour = {full:.3g}"
+    if e.method == "occlusion" and e.scores and float(np.max(np.abs(e.scores))) < OCCLUSION_FULL_COLOUR_FLOOR:
+        note += "; the floor: smaller drops stay pale"
     if not e.signed and e.tokens:
         note += f"; uniform weight would be {floor:.3g}, uncoloured at or below it"
     return note
@@ -265,11 +281,20 @@ def _token_row_html(e: Explanation) -> str:
     return f'<div class="tokens">{" ".join(spans)}</div><div class="legend">{html.escape(_scale_note(e))}</div>'
 
 
-def legend_html(signed: bool) -> str:
-    if signed:
+def legend_html(method: str) -> str:
+    """The colour key of ``method``'s tokens (a key of ``METHODS``), as a paragraph of a page.
+
+    >>> "a drop of 0.05" in legend_html("occlusion"), "above uniform" in legend_html("attention")
+    (True, True)
+    """
+    if METHODS[method].signed:
+        strength = ("strength relative to the text's largest drop, or to a drop of "
+                    f"{OCCLUSION_FULL_COLOUR_FLOOR:g} in the class probability when every drop is smaller: "
+                    "drops too small to matter stay pale" if method == "occlusion"
+                    else "strength relative to the text's strongest token")
         return ('<p class="legend"><span class="tok" style="background: rgb(%d, %d, %d)">for</span> the class, '
                 '<span class="tok" style="background: rgb(%d, %d, %d)">against</span> it; '
-                "strength relative to the text's strongest token.</p>" % (*FOR, *AGAINST))
+                "%s.</p>" % (*FOR, *AGAINST, strength))
     return ('<p class="legend"><span class="tok" style="background: rgb(%d, %d, %d)">weight</span> above uniform '
             "(1/n, what weight spread evenly over the n tokens gives each), relative to the text's largest or to "
             "twice uniform, whichever is larger: a token at or below uniform is uncoloured, and weights near uniform "
@@ -305,7 +330,7 @@ def render_html(explanations: Sequence[Explanation], title: str = "attnclf expla
                  # The scores' colour key comes first: under the attention row beside them, it would seem that row's.
                  f"<p>{html.escape(_headline(e))}</p>",
                  *([note] if (note := unknown_note_html(e)) else []),
-                 legend_html(e.signed), tokens_html(e),
+                 legend_html(e.method), tokens_html(e),
                  png_img(png_bytes(token_scores_figure(e.tokens, e.scores, _chart_title(e), e.signed, e.cut_at)),
                          f"{e.method} scores per token")]
         if e.self_attentions is not None:

@@ -353,7 +353,7 @@ def _examples_section(explanations: list, examples: dict, method: str) -> str:
               if any(e.pooling_attention is not None for e in explanations) else "")
     parts = [f"<section><h2>Examples, explained by {html.escape(method)}</h2>",
              f'<p class="note">{html.escape(METHODS[method].description)}; {whose}. '
-             f"Hover a token for its score.{beside}</p>", legend_html(METHODS[method].signed)]
+             f"Hover a token for its score.{beside}</p>", legend_html(method)]
     explained = iter(explanations)  # in the order they were asked for: correct, then incorrect
     for kind in ("correct", "incorrect"):
         parts.append(f"<h3>Most confident {kind} predictions</h3>")
