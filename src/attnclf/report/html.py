@@ -141,7 +141,7 @@ def _write_report(run_dir: Path, classifier, test: TextDataset | None, test_prob
                    _WINDOWED_FAITHFULNESS if windowed else _faithfulness_section(images, result, left_out(supported))]
     body = "\n".join([
         _overview(run_dir, config, metrics, _kept_note(config, history) if kept else None),
-        _training_section(images),
+        _training_section(images, classifier.multi_label),
         *details,
         f'<p class="note">Written by attnclf {html.escape(config.get("versions", {}).get("attnclf", "?"))} '
         f"on {time.strftime('%Y-%m-%d %H:%M')}.</p>",
@@ -253,10 +253,17 @@ def _kept_note(config: dict, history: list[dict]) -> str:
     return describe_kept(history, settings["train"]["monitor"], refit=bool(settings.get("refit_of")))
 
 
-def _training_section(images: dict[str, bytes]) -> str:
+def _training_section(images: dict[str, bytes], multi_label: bool) -> str:
+    """The training curves and validation metric history; a multi-label run's say what threshold cut them."""
     if "training" not in images:
         return "<section><h2>Training</h2><p>No history.jsonl: no epochs were recorded.</p></section>"
-    return ("<section><h2>Training</h2>" + _image(images, "training", "loss and accuracy per epoch")
+    # A multi-label run validates each epoch at 0.5 (training.multilabel.validation_record), its thresholds being
+    # tuned only once training has picked its weights: the curves and the tables disagree, and without this the
+    # curve's lower macro-F1 reads as a mistake.
+    cut = ('<p class="note">The validation curves are scored per epoch at a 0.5 threshold; the scores in the tables '
+           "use the tuned thresholds, picked once training ended, so the two differ.</p>"
+           if multi_label and "metric_history" in images else "")
+    return ("<section><h2>Training</h2>" + cut + _image(images, "training", "loss and accuracy per epoch")
             + ("<h3>Validation metrics per epoch</h3>" if "metric_history" in images else "")
             + _image(images, "metric_history",
                      "validation precision, recall, ROC AUC, average precision and counts per epoch")
