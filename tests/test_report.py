@@ -694,3 +694,13 @@ def test_a_multi_label_runs_validation_curves_say_they_are_cut_at_0_5_not_at_the
     assert note in _training_section(drawn, multi_label=True)
     assert "threshold" not in _training_section(drawn, multi_label=False)
     assert "threshold" not in _training_section({"training": PNG}, multi_label=True)  # a refit validates on nothing
+
+
+def test_a_multi_label_runs_training_curves_call_their_accuracy_subset_accuracy():
+    # A multi-label text counts as right only when its whole label set is (as the epoch lines say "subset acc"): the
+    # panel titled "accuracy" read as the share of right labels, far higher.
+    history = [{"epoch": 1, "train_loss": 0.7, "val_loss": 0.6, "train_accuracy": 0.1, "val_accuracy": 0.2}]
+    axis = plots.training_curves(history, multi_label=True).axes[1]
+    assert (axis.get_title(), axis.get_ylabel()) == ("subset accuracy", "subset accuracy")
+    axis = plots.training_curves(history).axes[1]
+    assert (axis.get_title(), axis.get_ylabel()) == ("accuracy", "accuracy")

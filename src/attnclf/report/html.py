@@ -101,7 +101,8 @@ def _write_report(run_dir: Path, classifier, test: TextDataset | None, test_prob
 
     probabilities = classifier.predict_proba(test.texts) if test_probabilities is None else test_probabilities
     kept = _kept_epoch(config, history)
-    figures = {"training": plots.training_curves(history, kept and kept["epoch"]) if history else None,
+    figures = {"training": plots.training_curves(history, kept and kept["epoch"], classifier.multi_label)
+               if history else None,
                "metric_history": plots.metric_history(history)}
     if not classifier.multi_label:  # the rest shows one class per text
         figures |= {"confusion_matrix": plots.confusion_matrix_figure(metrics["confusion_matrix"],

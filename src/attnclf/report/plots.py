@@ -53,18 +53,24 @@ def png_bytes(fig: Figure) -> bytes:
     return buffer.getvalue()
 
 
-def training_curves(history: Sequence[dict], kept: int | None = None) -> Figure:
+def training_curves(history: Sequence[dict], kept: int | None = None, multi_label: bool = False) -> Figure:
     """Loss and accuracy per epoch, training and validation (training alone for a refit, which validates on none);
-    a dashed line at epoch ``kept``, whose weights the run kept."""
+    a dashed line at epoch ``kept``, whose weights the run kept. A ``multi_label`` run's accuracy is subset accuracy
+    (a text's whole label set right), and its panel says so.
+
+    >>> training_curves([{"epoch": 1, "train_loss": 0.7, "train_accuracy": 0.1}], multi_label=True).axes[1].get_title()
+    'subset accuracy'
+    """
     epochs = [h["epoch"] for h in history]
     fig = _figure(9, 3.4)
     for ax, metric in zip(fig.subplots(1, 2), ("loss", "accuracy")):
+        named = "subset accuracy" if multi_label and metric == "accuracy" else metric
         ax.plot(epochs, [h[f"train_{metric}"] for h in history], "o-", label="training")
         if f"val_{metric}" in history[0]:
             ax.plot(epochs, [h[f"val_{metric}"] for h in history], "s-", label="validation")
         if kept is not None:
             ax.axvline(kept, color="grey", linestyle="--", lw=1, label=f"kept (epoch {kept})")
-        ax.set(xlabel="epoch", ylabel=metric, title=metric)
+        ax.set(xlabel="epoch", ylabel=named, title=named)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.grid(alpha=0.3)
         ax.legend()
