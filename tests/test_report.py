@@ -49,7 +49,7 @@ def test_train_writes_the_report(demo_run):
     metrics = json.loads((demo_run / "metrics.json").read_text())
     assert f"Log loss {metrics['log_loss']:.4f}; expected calibration error {metrics['ece']:.4f}" in page
     assert f"<tr><td>average precision</td><td>{metrics['average_precision']:.4f}</td></tr>" in page
-    for heading in ("Training", "Validation metrics per epoch", "Test set (1000 texts)", "ROC curve",
+    for heading in ("Training", "Test set (1000 texts)", "ROC curve",
                     "Precision-recall curve", "Calibration",
                     "Examples, explained by occlusion", "Most confident correct predictions",
                     "Most confident incorrect predictions", "Self-attention per layer and head"):
@@ -704,3 +704,14 @@ def test_a_multi_label_runs_training_curves_call_their_accuracy_subset_accuracy(
     assert (axis.get_title(), axis.get_ylabel()) == ("subset accuracy", "subset accuracy")
     axis = plots.training_curves(history).axes[1]
     assert (axis.get_title(), axis.get_ylabel()) == ("accuracy", "accuracy")
+
+
+def test_the_validation_metrics_per_epoch_are_headed_once():
+    # The section's heading stood over the figure's own title, the same words twice; the figure keeps its title, which
+    # plots/metric_history.png needs on its own.
+    from attnclf.report.html import _training_section
+
+    page = _training_section({"training": PNG, "metric_history": PNG}, multi_label=False)
+    assert "validation metrics per epoch" not in page.lower()
+    history = [{"epoch": 1, "val_macro_f1": 0.5}]
+    assert plots.metric_history(history).get_suptitle() == "validation metrics per epoch"

@@ -265,7 +265,6 @@ def _training_section(images: dict[str, bytes], multi_label: bool) -> str:
            "use the tuned thresholds, picked once training ended, so the two differ.</p>"
            if multi_label and "metric_history" in images else "")
     return ("<section><h2>Training</h2>" + cut + _image(images, "training", "loss and accuracy per epoch")
-            + ("<h3>Validation metrics per epoch</h3>" if "metric_history" in images else "")
             + _image(images, "metric_history",
                      "validation precision, recall, ROC AUC, average precision and counts per epoch")
             + "</section>")
