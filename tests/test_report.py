@@ -715,3 +715,25 @@ def test_the_validation_metrics_per_epoch_are_headed_once():
     assert "validation metrics per epoch" not in page.lower()
     history = [{"epoch": 1, "val_macro_f1": 0.5}]
     assert plots.metric_history(history).get_suptitle() == "validation metrics per epoch"
+
+
+def test_the_calibration_section_says_a_low_error_says_little_of_a_model_answering_one_class():
+    # A model answering the majority class with its base rate as its confidence scores a near-zero calibration error:
+    # well calibrated, and useless. The section said nothing of it.
+    import numpy as np
+
+    from attnclf.report.html import _calibration
+
+    names, labels = ["neg", "pos"], [0, 0, 0, 1]
+    base_rate = np.array([[0.75, 0.25]] * 4)
+    caveat = "a low calibration error says little here"
+    page = _calibration({}, labels, base_rate, 1.0, names)
+    assert "The model predicts 'neg' for every text scored here: " + caveat in page
+    assert "well calibrated and useless" in page
+    mixed = np.array([[0.75, 0.25]] * 3 + [[0.2, 0.8]])
+    assert caveat not in _calibration({}, labels, mixed, 1.0, names)
+    assert caveat not in _calibration({}, [0, 0, 0, 0], base_rate, 1.0, names)  # one class among the texts: right
+    # The kept epoch answered one class for every validation text (history's val_predicted_only), though not here.
+    page = _calibration({}, labels, mixed, 1.0, names, validation_only=0)
+    assert "The kept weights predicted 'neg' for every validation text: " + caveat in page
+    assert caveat not in _calibration({}, labels, mixed, 1.0, names, validation_only=7)  # (an edited record)

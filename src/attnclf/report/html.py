@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from ..data.base import TextDataset
-from ..errors import AttnclfError, RunDirError
+from ..errors import AttnclfError, RunDirError, shown
 from ..evaluation.metrics import expected_calibration_error, log_loss, pick_examples
 from ..explain.explanation import explain
 from ..explain.faithfulness import (AOPC_DEFINITION, FAITHFULNESS_FILE, FaithfulnessResult,
@@ -136,7 +136,8 @@ def _write_report(run_dir: Path, classifier, test: TextDataset | None, test_prob
         details = [_multilabel_test_section(metrics, test)]
     else:
         details = [_test_section(images, metrics, classifier.label_names, test)
-                   + _calibration(images, test.labels, probabilities, classifier.temperature),
+                   + _calibration(images, test.labels, probabilities, classifier.temperature,
+                                  classifier.label_names, kept and kept.get("val_predicted_only")),
                    _WINDOWED_EXAMPLES if windowed else _examples_section(explanations, examples, method),
                    _heads_section(images, explanations),
                    _WINDOWED_FAITHFULNESS if windowed else _faithfulness_section(images, result, left_out(supported))]
@@ -306,16 +307,35 @@ def _test_section(images: dict[str, bytes], metrics: dict, label_names: list[str
             + _image(images, "precision_recall", "precision-recall curve") + "</section>")
 
 
-def _calibration(images: dict[str, bytes], labels, probabilities: np.ndarray, temperature: float) -> str:
+def _calibration(images: dict[str, bytes], labels, probabilities: np.ndarray, temperature: float,
+                 label_names: list[str], validation_only: int | None = None) -> str:
     """The probabilities the model gives now (after `attnclf calibrate`'s temperature, if any): metrics.json holds
-    the ones it gave when it finished training."""
+    the ones it gave when it finished training. ``validation_only``: the class the kept epoch predicted for every
+    validation text (its history record's ``val_predicted_only``), if it did."""
     scaled = ("" if temperature == 1.0 else
               f" These are its probabilities at temperature {temperature:.3f}, fitted by "
               f"<code>attnclf calibrate</code>.")
     return (f"<section><h2>Calibration</h2><p>Log loss {log_loss(labels, probabilities):.4f}; expected calibration "
             f"error {expected_calibration_error(labels, probabilities):.4f} (the mean gap between the top label's "
             f"confidence and how often it is right: 0 when a confidence of 0.9 is right 9 times in 10).{scaled}</p>"
+            + _one_class_caveat(labels, probabilities, label_names, validation_only)
             + _image(images, "reliability", "reliability diagram") + "</section>")
+
+
+def _one_class_caveat(labels, probabilities: np.ndarray, label_names: list[str], validation_only: int | None) -> str:
+    """Where the model answers one class for every text scored (the test split's, or the validation split's in a run
+    without one) while they hold several, or the kept epoch did so for every validation text, a note that its
+    calibration error says little; "" elsewhere."""
+    predicted = np.asarray(probabilities).argmax(axis=1)
+    if len(predicted) and (predicted == predicted[0]).all() and len(set(np.asarray(labels).tolist())) > 1:
+        said = f"The model predicts {shown(label_names[predicted[0]])} for every text scored here"
+    elif isinstance(validation_only, int) and 0 <= validation_only < len(label_names):  # (not an edited record)
+        said = f"The kept weights predicted {shown(label_names[validation_only])} for every validation text"
+    else:
+        return ""
+    return (f'<p class="note">{html.escape(said, quote=False)}: a low calibration error says little here, since a '
+            "model that answers the majority class with its base rate as its confidence is well calibrated and "
+            "useless.</p>")
 
 
 def _multilabel_test_section(metrics: dict, test: TextDataset) -> str:
