@@ -251,6 +251,37 @@ def test_report_errors_are_one_line(demo_run, tmp_path, capsys):
 
 
 
+def test_report_output_writes_the_page_there_and_the_plots_into_the_run(demo_run, tmp_path, capsys):
+    run = tmp_path / "run"
+    shutil.copytree(demo_run, run)
+    (run / "report.html").unlink()
+    shutil.rmtree(run / "plots")
+    page = tmp_path / "pages" / "imdb.html"  # (a folder not there yet is made)
+    assert main(["report", str(run), "--output", str(page)]) == 0
+    assert capsys.readouterr().out.strip() == f"report: {page}"
+    assert images(page.read_text(encoding="utf-8")) and not (run / "report.html").exists()
+    assert (run / "plots" / "confusion_matrix.png").read_bytes().startswith(PNG)
+    assert [p.name for p in page.parent.iterdir()] == ["imdb.html"]  # (atomic: no temporary file left beside it)
+
+
+@pytest.mark.parametrize("output, message", [
+    ("pages", "is a folder; give --output a file name"),
+    ("page.txt", "--output names the page: give it an .html or .htm name, not '.txt'"),
+    ("page", "--output names the page: give it an .html or .htm name, not ''"),
+    ("page.html.gz", "report writes uncompressed files; name the output page.html and compress it afterwards"),
+])
+def test_report_output_it_cannot_write_is_refused_in_one_line_before_the_work(demo_run, tmp_path, capsys, output,
+                                                                               message):
+    run = tmp_path / "run"
+    shutil.copytree(demo_run, run)
+    shutil.rmtree(run / "plots")
+    (tmp_path / "pages").mkdir()
+    assert main(["report", str(run), "-o", str(tmp_path / output)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith(f"attnclf: error: {tmp_path / output}") and message in err[0]
+    assert not (run / "plots").exists()  # refused before the plots were drawn
+
+
 def test_a_run_another_process_is_writing_into_gets_no_report_beside_it(demo_run, tmp_path, capsys, held_elsewhere,
                                                                           files_but_the_lock):
     # report took no lock: one of a run `train --resume` was writing drew its curves and scores from files the

@@ -937,7 +937,8 @@ def cmd_report(args: argparse.Namespace) -> int:
         raise AttnclfError(f"--examples must be at least 1, got {args.examples}")
     refuse_ensemble_dir(args.run_dir)  # (one line, not a missing file)
     path = write_report(args.run_dir, method=args.method, faithfulness=args.faithfulness,
-                        faithfulness_examples=args.examples, device=args.device, data_dir=args.data_dir)
+                        faithfulness_examples=args.examples, device=args.device, data_dir=args.data_dir,
+                        output=args.output)
     print(f"report: {path}")
     return 0
 
@@ -1399,11 +1400,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=int, help=INFERENCE_THREADS_HELP)
 
     p = sub.add_parser("report", help="write report.html (plots embedded) and plots/*.png for a run",
-                       description="Write RUN_DIR/report.html, one page to read offline: the run's settings, its "
-                                   "training curves, its test scores and confusion matrix, explained examples and, "
-                                   "once measured, faithfulness; and its plots as RUN_DIR/plots/*.png. `attnclf "
-                                   "train` writes it at the end unless --no-report.")
-    p.add_argument("run_dir", metavar="RUN_DIR", help="a run directory, which the report and plots are written into")
+                       description="Write RUN_DIR/report.html (or --output), one page to read offline: the run's "
+                                   "settings, its training curves, its test scores and confusion matrix, explained "
+                                   "examples and, once measured, faithfulness; and its plots as RUN_DIR/plots/*.png. "
+                                   "`attnclf train` writes it at the end unless --no-report.")
+    p.add_argument("run_dir", metavar="RUN_DIR",
+                   help="a run directory, which the plots (and, without --output, the report) are written into")
+    p.add_argument("--output", "-o", help="write the page to this .html/.htm file instead (default: "
+                                          "RUN_DIR/report.html); the plots still go into RUN_DIR/plots")
     p.add_argument("--method", help="method highlighting the examples: attention, rollout, grad-input, "
                                     "integrated-gradients or occlusion (default: occlusion; where the model pools "
                                     "by attention, its weights are shown beside any method but attention itself)")
@@ -1554,7 +1558,8 @@ EXAMPLES = {
     "faithfulness": ("attnclf faithfulness runs/demo",
                      "attnclf faithfulness runs/imdb --methods attention,occlusion --examples 100"),
     "report": ("attnclf report runs/demo",
-               "attnclf report runs/imdb --faithfulness"),
+               "attnclf report runs/imdb --faithfulness",
+               "attnclf report runs/imdb --output pages/imdb.html    # the page there, the plots in runs/imdb/plots"),
     "compare": ("attnclf compare --dataset sst2-sentences --quick",
                 "attnclf compare --train-file train.csv --test-file test.csv --models self-attn,boe"),
     "ablate": ("attnclf ablate --dataset toy-order",

@@ -10,6 +10,7 @@ one example; and the faithfulness measurements, when they have been made
 written by ``attnclf faithfulness``).
 
 >>> # write_report("runs/demo")  # -> runs/demo/report.html
+>>> # write_report("runs/demo", output="pages/demo.html")  # the page there, the plots still in runs/demo/plots
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from ..data.base import TextDataset
+from ..data.files import refuse_compressed_output
 from ..errors import AttnclfError, RunDirError, shown
 from ..evaluation.metrics import expected_calibration_error, log_loss, pick_examples
 from ..explain.explanation import explain
@@ -30,7 +32,7 @@ from ..explain.methods import DEFAULT_METHOD, METHODS, available_methods, left_o
 from ..explain.render import branches, legend_html, page, png_img, tokens_html, unknown_note_html
 from ..models.windows import window_config
 from ..rundir import (adding_to_run, atomic_write_bytes, atomic_write_json, read_config, read_history,
-                      read_json, read_metrics, refuse_estimator_run)
+                      read_json, read_metrics, refuse_estimator_run, write_output_file)
 from ..training.trainer import best_epoch, describe_kept
 from . import plots
 
@@ -42,8 +44,9 @@ _CURVES = ("epoch", "train_loss", "train_accuracy")  # what the training curves 
 def write_report(run_dir: str | Path, *, classifier=None, test: TextDataset | None = None,
                  test_probabilities: np.ndarray | None = None, method: str | None = None,
                  faithfulness: bool = False, faithfulness_examples: int = 200, device: str = "auto",
-                 data_dir: str | None = None) -> Path:
-    """Write ``report.html`` and ``plots/*.png`` into ``run_dir``; returns the report's path.
+                 data_dir: str | None = None, output: str | Path | None = None) -> Path:
+    """Write ``report.html`` (or the page ``output`` names) and ``plots/*.png`` into ``run_dir``; returns the page's
+    path.
 
     ``classifier`` and ``test`` default to the run's own model and test split
     (``train`` passes the ones it has in memory, with ``test_probabilities``,
@@ -52,18 +55,31 @@ def write_report(run_dir: str | Path, *, classifier=None, test: TextDataset | No
     weights beside any other method's scores). ``faithfulness=True`` measures it on
     ``faithfulness_examples`` test texts and saves ``faithfulness.json``. ``data_dir``: look for the run's dataset
     there first, as ``run_test_data`` does (where it moved since the run trained). The run is held meanwhile
-    (``adding_to_run``): one another process is writing (training on) is refused in one line.
+    (``adding_to_run``): one another process is writing (training on) is refused in one line. An ``output`` that is
+    a folder, or named other than ``.html``/``.htm`` (compressed, say), is refused in one line before any work.
 
-    >>> # write_report("runs/demo", method="occlusion", faithfulness=True)
+    >>> # write_report("runs/demo", method="occlusion", faithfulness=True, output="pages/demo.html")
     """
+    if output is not None:
+        _refuse_page_output(Path(output))
     with adding_to_run(run_dir) as run_dir:
         return _write_report(run_dir, classifier, test, test_probabilities, method, faithfulness,
-                             faithfulness_examples, device, data_dir)
+                             faithfulness_examples, device, data_dir, output)
+
+
+def _refuse_page_output(output: Path) -> None:
+    """A one-line error for a page ``write_report`` could not write to ``output``, or that would not open as one."""
+    if output.is_dir():
+        raise AttnclfError(f"{output} is a folder; give --output a file name")
+    refuse_compressed_output(output, "report")
+    if output.suffix.lower() not in (".html", ".htm"):
+        raise AttnclfError(f"{output}: --output names the page: give it an .html or .htm name, not "
+                           f"{shown(output.suffix)}")
 
 
 def _write_report(run_dir: Path, classifier, test: TextDataset | None, test_probabilities: np.ndarray | None,
                   method: str | None, faithfulness: bool, faithfulness_examples: int, device: str,
-                  data_dir: str | None) -> Path:
+                  data_dir: str | None, output: str | Path | None) -> Path:
     """``write_report``'s work, in a run it holds."""
     from ..classifier import Classifier
 
@@ -148,9 +164,11 @@ def _write_report(run_dir: Path, classifier, test: TextDataset | None, test_prob
         f'<p class="note">Written by attnclf {html.escape(config.get("versions", {}).get("attnclf", "?"))} '
         f"on {time.strftime('%Y-%m-%d %H:%M')}.</p>",
     ])
-    path = run_dir / "report.html"
-    atomic_write_bytes(path, page(f"attnclf report: {run_dir.name}", body).encode("utf-8"))
-    return path
+    encoded = page(f"attnclf report: {run_dir.name}", body).encode("utf-8")
+    if output is None:
+        atomic_write_bytes(run_dir / "report.html", encoded)
+        return run_dir / "report.html"
+    return write_output_file(output, encoded)  # (its folder made if needed, as explain's and predict's are)
 
 
 def _refuse_changed_test(run_dir: Path, config: dict, metrics: dict, test: TextDataset) -> None:
