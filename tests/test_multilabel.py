@@ -490,3 +490,29 @@ def test_the_multi_label_line_leaves_out_ranking_scores_that_are_undefined_or_ab
         "test: micro-F1 0.5000  macro-F1 0.2500  subset accuracy 0.5000  Hamming loss 0.1250  "
         "micro average precision 0.7500",
         "test: micro-F1 0.5000  macro-F1 0.2500  subset accuracy 0.5000  Hamming loss 0.1250"]
+
+
+def test_an_untrained_run_whose_tuned_thresholds_predict_most_labels_says_so(tmp_path, capsys):
+    """A learning rate that leaves the model untrained gives every label about the same probability on every text,
+    so each label's F1-maximising cut keeps nearly every text: far more labels a text than the texts hold."""
+    splits = topics(n_train=1000, n_test=0)
+    names = splits.train.label_names
+    train = _jsonl(tmp_path / "train.jsonl", [{"text": t, "topics": [names[i] for i in y]}
+                                              for t, y in zip(splits.train.texts, splits.train.labels)])
+    out = tmp_path / "untrained"
+    assert main(["train", "--train-file", str(train), "--label-column", "topics", "--multi-label", "--model", "boe",
+                 "--epochs", "1", "--lr", "1e-6", "--threads", "1", "--output", str(out), "--quiet"]) == 0
+    notes = [line for line in capsys.readouterr().err.splitlines() if "tuned thresholds" in line]
+    assert len(notes) == 1 and re.fullmatch(
+        r"note: at the tuned thresholds the run predicts \d\.\d of the 5 labels per validation text, which hold "
+        r"\d\.\d on average: it has not learned to tell the labels apart yet; train longer \(--epochs\) or on more "
+        r"texts", notes[0]), notes
+    predicted, held = (float(n) for n in re.findall(r"\d\.\d", notes[0]))
+    assert predicted > 2 * held
+    config = json.loads((out / "config.json").read_text())
+    assert notes[0].removeprefix("note: ") in config["data"]["warnings"]
+
+
+def test_a_trained_multi_label_run_does_not_note_crowded_label_sets(topic_run):
+    config = json.loads((topic_run / "config.json").read_text())
+    assert not any("tuned thresholds" in line for line in config["data"].get("warnings", []))

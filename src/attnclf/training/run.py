@@ -24,7 +24,7 @@ from ..data.registry import get_source, unlabelled_texts
 from ..checks import by_field, check_threads
 from ..errors import AttnclfError, DataError, RunDirError, first_few, shown
 from ..evaluation.metrics import compute_metrics, pick_examples
-from ..evaluation.multilabel import multilabel_metrics, tune_thresholds
+from ..evaluation.multilabel import multilabel_metrics, predicted_sets, tune_thresholds
 from ..evaluation.predict import predict_probabilities
 from ..models import build_model, config_for
 from ..models.memory import SMALLEST_VOCABULARY, refuse_untrainable
@@ -47,6 +47,7 @@ from .run_data import (align_labels, describe_classes, held_out_fingerprint, loa
                        shared_text_warnings, texts_fingerprint)
 from .settings import (COUNT_EMBEDDINGS, DataSettings, RunSettings, check_resumed, checkpoint_state, epochs_done,
                        finished_training, refuse_derived_fields, resume_settings)
+from .multilabel import CROWDED_NOTE_START, crowded_label_sets_note
 from .trainer import (ONE_CLASS_NOTE_START, Trainer, imbalance_remedies, one_class_note,
                       refuse_undefined_monitor)
 
@@ -313,7 +314,9 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool, loaded: tupl
     if settings.data.multi_label and splits.validation is None:
         thresholds = _refit_thresholds(settings.refit_of, run_dir, label_names)
     elif settings.data.multi_label:
-        thresholds = _tune_thresholds(model, tokenizer, splits.validation, device, settings.eval_batch_size, run_dir)
+        thresholds, crowded = _tune_thresholds(model, tokenizer, splits.validation, device, settings.eval_batch_size,
+                                               run_dir)
+        _record_note(run_dir, crowded, CROWDED_NOTE_START, warned)
     trained = {"train_seconds": round(sum(h["seconds"] for h in history), 3), "parameters": model.num_parameters()}
     if splits.test is None and splits.validation is None:  # a refit of data without a test split: nothing held out
         metrics = {"split": None, **trained,
@@ -376,11 +379,16 @@ def _note_one_class(run_dir: Path, settings: RunSettings, history: list[dict], v
     """Say so where the kept weights answer one class for every validation text (``one_class_note``), --quiet or not:
     the scores that follow read as a model's, not as a count of the majority class. config.json's warnings keep it for
     the report, in place of the one a resumed run's start recorded."""
-    note = one_class_note(history, settings.train.monitor, validation.labels, validation.label_names,
-                          imbalance_remedies(settings.train))
+    _record_note(run_dir, one_class_note(history, settings.train.monitor, validation.labels, validation.label_names,
+                                         imbalance_remedies(settings.train)), ONE_CLASS_NOTE_START, warned)
+
+
+def _record_note(run_dir: Path, note: str | None, starts: str, warned: list[str]) -> None:
+    """Print what the kept weights gave on validation (``note``), --quiet or not, and keep it among config.json's
+    warnings for the report, in place of the one starting ``starts`` that a resumed run's start recorded."""
     if note:
         _stderr(f"note: {note}")
-    kept = [line for line in warned if not line.startswith(ONE_CLASS_NOTE_START)] + ([note] if note else [])
+    kept = [line for line in warned if not line.startswith(starts)] + ([note] if note else [])
     if kept != warned:
         config = read_config(run_dir)
         config["data"] = {key: value for key, value in config["data"].items() if key != "warnings"} | (
@@ -575,8 +583,9 @@ def config_record(settings: RunSettings, model, data: dict, extra: dict | None =
 
 
 def _tune_thresholds(model, tokenizer: Tokenizer, validation: TextDataset, device, batch_size: int,
-                     run_dir: Path) -> np.ndarray:
-    """Per-label thresholds maximising validation F1, saved as thresholds.json (what predict reads)."""
+                     run_dir: Path) -> tuple[np.ndarray, str | None]:
+    """Per-label thresholds maximising validation F1, saved as thresholds.json (what predict reads), and a note where
+    at those thresholds the validation texts get far more labels than they hold (``crowded_label_sets_note``)."""
     targets = multi_hot(validation.labels, validation.num_classes)
     batches = _batches(tokenizer, validation, batch_size, False, 0, windows=window_config(model))
     probabilities = predict_probabilities(model, batches, device, True)
@@ -588,7 +597,7 @@ def _tune_thresholds(model, tokenizer: Tokenizer, validation: TextDataset, devic
         "note": "a label is predicted when its probability is at least its threshold; each threshold maximises "
                 "that label's F1 on the validation split (0.5 where validation has no positive)",
     })
-    return thresholds
+    return thresholds, crowded_label_sets_note(targets, predicted_sets(probabilities, thresholds))
 
 
 def _refit_thresholds(refit_of: dict, run_dir: Path, label_names: list[str]) -> np.ndarray:
