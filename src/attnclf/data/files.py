@@ -283,7 +283,16 @@ def _default_named(column: str, role: str) -> str:
     """
     if column != role:  # (a column the user named: they know the flag)
         return ""
-    return f" (say which holds the {role}s: --{role}-column NAME, {role}_column= in Python)"
+    return f" ({_how_to_name(role, 'the')})"
+
+
+def _how_to_name(role: str, whose: str) -> str:
+    """How to name the column holding ``whose`` texts or labels (``role``), on the command line and in Python.
+
+    >>> _how_to_name("label", "this file's")
+    "say which holds this file's labels: --label-column NAME, label_column= in Python"
+    """
+    return f"say which holds {whose} {role}s: --{role}-column NAME, {role}_column= in Python"
 
 
 class MissingColumnError(DataError):
@@ -309,8 +318,8 @@ def run_columns(text_column: TextColumns | None = None, label_column: str | None
     except MissingColumnError as exc:
         if exc.hinted or (text_column if exc.role == "text" else label_column):
             raise
-        raise DataError(f"{exc} (the run's, read from its training file; say which holds this file's {exc.role}s: "
-                        f"--{exc.role}-column NAME, {exc.role}_column= in Python)") from None
+        how = _how_to_name(exc.role, "this file's")
+        raise DataError(f"{exc} (the run's, read from its training file; {how})") from None
 
 
 # What an empty first column of a CSV header is, most often: pandas' DataFrame.to_csv writes the index by default.
