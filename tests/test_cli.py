@@ -47,6 +47,12 @@ def csv_run(csv_files, tmp_path_factory):
     return out
 
 
+def tiny_demo_train(epochs: int, run, *flags: str) -> list[str]:
+    """`attnclf train` of a small model on 200 demo texts into ``run``, quietly and without a report, for ``epochs``."""
+    return ["train", "--dataset", "demo", "--max-train-examples", "200", "--epochs", str(epochs), "--set", "d_model=16",
+            "--set", "layers=1", "--threads", "1", "--output", str(run), "--quiet", "--no-report", *flags]
+
+
 def run_error(argv, capsys) -> str:
     """Run the CLI expecting a user error: exit 2 and one line on stderr."""
     assert main(argv) == 2
@@ -1715,8 +1721,7 @@ def test_a_run_stopped_during_its_first_checkpoint_is_trained_again_by_its_own_c
     """Its weights without checkpoint/state.json (written last) resume nothing: the messages say to train it again,
     and the same command does, without --overwrite."""
     run = tmp_path / "run"
-    argv = ["train", "--dataset", "demo", "--max-train-examples", "200", "--epochs", "1", "--set", "d_model=16",
-            "--set", "layers=1", "--threads", "1", "--output", str(run), "--quiet", "--no-report"]
+    argv = tiny_demo_train(1, run)
     assert main(argv) == 0
     (run / "metrics.json").unlink()
     (run / "checkpoint" / "state.json").unlink()  # (a disk that filled, or Ctrl-C, as the first one was written)
@@ -2293,8 +2298,7 @@ def test_an_interrupted_train_says_whether_it_can_resume(tmp_path, capsys, monke
 
 def test_an_interrupted_train_says_which_epoch_a_resume_continues_after(tmp_path, capsys, monkeypatch):
     run = tmp_path / "run"
-    argv = ["train", "--dataset", "demo", "--max-train-examples", "200", "--epochs", "3", "--set", "d_model=16",
-            "--set", "layers=1", "--threads", "1", "--output", str(run), "--quiet", "--no-report"]
+    argv = tiny_demo_train(3, run)
     with monkeypatch.context() as patch:
         interrupt_in_epoch_2(patch)
         assert main(argv) == 130
@@ -2310,8 +2314,7 @@ def test_a_train_interrupted_while_testing_says_a_resume_only_tests_it(stop, fin
     import attnclf.training.run as run_module
 
     run = tmp_path / "run"
-    argv = ["train", "--dataset", "demo", "--max-train-examples", "200", "--epochs", "2", "--set", "d_model=16",
-            "--set", "layers=1", "--threads", "1", "--output", str(run), "--quiet", "--no-report", *stop]
+    argv = tiny_demo_train(2, run, *stop)
     monkeypatch.setattr(run_module, "evaluate_split", lambda *args, **kwargs: (_ for _ in ()).throw(KeyboardInterrupt))
     assert main(argv) == 130
     assert capsys.readouterr().err.splitlines()[-1] == (  # (after the demo data's warnings)
@@ -2324,8 +2327,7 @@ def test_a_train_interrupted_while_testing_says_a_resume_only_tests_it(stop, fin
                                              "stopped early after epoch 2 of 4")])
 def test_resuming_a_finished_run_says_it_only_tests_it_again(stop, finished, tmp_path, capsys):
     run = tmp_path / "run"
-    argv = ["train", "--dataset", "demo", "--max-train-examples", "200", "--epochs", "2", "--set", "d_model=16",
-            "--set", "layers=1", "--threads", "1", "--output", str(run), "--quiet", "--no-report", *stop]
+    argv = tiny_demo_train(2, run, *stop)
     assert main(argv) == 0
     history = (run / "history.jsonl").read_text()
     capsys.readouterr()
@@ -2351,8 +2353,7 @@ def test_a_finished_run_whose_data_changed_is_refused_without_first_saying_it_wi
 
 def test_resuming_a_finished_run_for_more_epochs_trains_on_without_that_note(tmp_path, capsys):
     run = tmp_path / "run"
-    argv = ["train", "--dataset", "demo", "--max-train-examples", "200", "--epochs", "1", "--set", "d_model=16",
-            "--set", "layers=1", "--threads", "1", "--output", str(run), "--quiet", "--no-report"]
+    argv = tiny_demo_train(1, run)
     assert main(argv) == 0
     capsys.readouterr()
     assert main(["train", "--resume", "--output", str(run), "--epochs", "2", "--no-report"]) == 0
