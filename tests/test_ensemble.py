@@ -375,8 +375,10 @@ def test_a_seeds_folder_is_served_and_refuses_explanations(tmp_path):
         answer = client.post("/predict", json={"texts": ["a wonderful film"]}).json()["predictions"][0]
         assert answer["probabilities"] == pytest.approx(
             dict(zip(ensemble.label_names, ensemble.predict_proba(["a wonderful film"])[0])))
-        refused = client.post("/explain", json={"texts": ["a wonderful film"], "method": "attention"})
-        assert refused.status_code == 400 and f"use one member, such as {out / 'seed-0'}" in refused.json()["detail"]
+        for method in ("attention", "all", ["occlusion", "attention"]):  # (several, too: no "method ... does not apply")
+            refused = client.post("/explain", json={"texts": ["a wonderful film"], "method": method})
+            assert refused.status_code == 400
+            assert f"use one member, such as {out / 'seed-0'}" in refused.json()["detail"], method
         # Out of the schema and /docs, as with the ONNX backend: its fields would promise what it refuses.
         assert "/explain" not in client.get("/openapi.json").json()["paths"]
         assert "POST /explain" not in client.get("/docs").text

@@ -813,6 +813,9 @@ def test_explain_command_bad_input_is_one_line(demo_run, capsys):
     assert err.startswith("attnclf: error: unknown method 'saliency'") and err.count("\n") == 1
     assert main(["explain", str(demo_run), "x", "--method", ""]) == 2  # (an unset $METHOD, say: not the default)
     assert capsys.readouterr().err == "attnclf: error: --method is empty\n"
+    # A method named twice was explained twice, its block repeated; the service refuses it in the same words.
+    assert main(["explain", str(demo_run), "x", "--method", "occlusion,attention,occlusion"]) == 2
+    assert capsys.readouterr().err == "attnclf: error: --method names 'occlusion' twice\n"
     assert main(["explain", str(demo_run), "x", "--method", "occlusion", "--steps", "8"]) == 2
     assert "--steps applies to integrated-gradients only" in capsys.readouterr().err
 

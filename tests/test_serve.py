@@ -190,6 +190,62 @@ def test_explain_by_default_answers_occlusion_with_the_pooling_attention_beside(
     assert about.startswith("Text classifier (self-attn). Its attention weights show where the pooling layer looked")
 
 
+def test_explain_takes_several_methods_in_one_request_grouped_by_text(server, local):
+    # A notebook comparing methods sent one request per method; the CLI's --method took several.
+    body = {"texts": ["not good"], "method": ["occlusion", "attention"], "target": 0}
+    response = server.post("/explain", json=body)
+    assert response.status_code == 200, response.text
+    answers = response.json()["explanations"]
+    assert [answer["method"] for answer in answers] == ["occlusion", "attention"]
+    for answer in answers:
+        (expected,) = local.explain(["not good"], method=answer["method"], target=0)
+        assert answer["scores"] == pytest.approx(expected.scores, abs=1e-5)
+    # Attention asked for is its own answer, as in the CLI: beside occlusion too, it would only repeat it.
+    assert "pooling_attention" not in answers[0]
+    # A list of one method answers as the string does, the pooling attention beside.
+    one = {"text": "not good", "method": "grad-input"}
+    assert server.post("/explain", json=one | {"method": ["grad-input"]}).json() == server.post("/explain",
+                                                                                               json=one).json()
+
+
+def test_explain_all_methods_answers_every_one_the_model_offers_text_by_text(local):
+    from fastapi.testclient import TestClient
+
+    from attnclf.serve.app import ServeLimits, create_app
+
+    with TestClient(create_app(local, ServeLimits(max_explain_batch=10))) as client:  # (2 texts x 5 methods)
+        offered = client.get("/model").json()["explain_methods"]
+        response = client.post("/explain", json={"texts": ["not good", "great"], "method": "all"})
+    assert response.status_code == 200, response.text
+    assert [answer["method"] for answer in response.json()["explanations"]] == offered * 2  # grouped by text
+    assert [answer["tokens"][0] for answer in response.json()["explanations"]] == ["not"] * 5 + ["great"] * 5
+
+
+@pytest.mark.parametrize("method, status, detail", [
+    (["occlusion", "tea-leaves"], 400, "unknown method 'tea-leaves'; choose from attention, rollout, grad-input, "
+                                       "integrated-gradients, occlusion or all"),
+    (["occlusion", "attention", "occlusion"], 400, "method names 'occlusion' twice"),
+    ([], 400, "method is empty"),
+    (["occlusion", 5], 422, "method: a method name, a list of them or \"all\", not 5"),
+    ({"a": 1}, 422, "method: a method name, a list of them or \"all\", not {\"a\": 1}"),
+])
+def test_explain_refuses_an_unknown_repeated_or_empty_method_list_in_one_line(server, method, status, detail):
+    response = server.post("/explain", json={"text": "good", "method": method})
+    assert response.status_code == status and response.json() == {"detail": detail}
+
+
+def test_explain_bounds_texts_times_methods_by_max_explain_batch(server):
+    # The cost of a request is its texts times its methods: the limit counts explanations, a text per method.
+    response = server.post("/explain", json={"texts": ["good", "bad"], "method": ["occlusion", "attention"]})
+    assert response.status_code == 413
+    assert response.json()["detail"] == "2 texts x 2 methods = 4 explanations in one request; the limit is 2"
+    assert server.post("/explain", json={"text": "good", "method": ["occlusion", "attention"]}).status_code == 200
+    described = server.get("/openapi.json").json()["components"]["schemas"]["ExplainRequest"]["properties"]["method"]
+    assert "texts x methods" in described["description"]
+    about = server.get("/openapi.json").json()["info"]["description"]  # (what /docs says of the service)
+    assert "2 explanations a request at most (texts x methods)" in about
+
+
 def test_explain_takes_a_target_as_the_python_api_does_by_name_or_by_index(server, local):
     for target in (local.label_names[0], 0):  # an int is always an index into the labels, as in Classifier.explain
         response = server.post("/explain", json={"text": "not good", "method": "grad-input", "target": target})

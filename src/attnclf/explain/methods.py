@@ -236,8 +236,8 @@ def run_methods(run_dir: str | Path, model: torch.nn.Module) -> list[str]:
 def chosen_methods(asked: str | Sequence[str], available: Sequence[str], argument: str = "method",
                    named: Callable[[str], str] = by_field) -> list[str]:
     """The methods ``asked`` names, each one a model supports (``available``: its ``available_methods``): ``all``,
-    every one of those, or names, comma-separated or in a list; one line otherwise, naming ``asked`` as the
-    ``argument`` it came in, as ``named`` spells it (the command line: by its flag). What ``all`` leaves out,
+    every one of those, or names, comma-separated or in a list, each once; one line otherwise, naming ``asked`` as
+    the ``argument`` it came in, as ``named`` spells it (the command line: by its flag). What ``all`` leaves out,
     ``left_out`` says.
 
     >>> chosen_methods("occlusion, grad-input", ["grad-input", "occlusion"]), chosen_methods("all", ["occlusion"])
@@ -256,6 +256,9 @@ def chosen_methods(asked: str | Sequence[str], available: Sequence[str], argumen
             raise AttnclfError(f"unknown method {shown(name)}; choose from {', '.join(METHODS)} or all")
         if name not in available:
             raise AttnclfError(f"method {shown(name)} does not apply to this model; it supports {', '.join(available)}")
+    if len(set(names)) < len(names):  # (each would be explained twice, the same scores shown twice)
+        twice = next(name for i, name in enumerate(names) if name in names[:i])
+        raise AttnclfError(f"{named(argument)} names {shown(twice)} twice")
     if not names:
         raise AttnclfError(f"{named(argument)} is empty")
     return names

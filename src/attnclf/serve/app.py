@@ -4,7 +4,8 @@
 POST /predict   {"texts": [...]} or {"text": "..."}   -> {"predictions": [{label, confidence, probabilities,
                                                           unknown_tokens, tokens_read}]}
 POST /explain   {"texts"|"text", "method", "target"}   -> {"explanations": [{tokens, scores, method, ...}]}
-                (by default occlusion's scores, with the pooling attention beside them as "pooling_attention")
+                (by default occlusion's scores, with the pooling attention beside them as "pooling_attention";
+                "method": [...] or "all" for several, each text's explanations together, texts x methods bounded)
 GET  /health    liveness, plus requests served and batches run; answered however many requests are in flight
 GET  /model     the backend, labels, model and tokenizer summary, text columns, versions, explanation methods
                 (and whether the pooling attention comes beside their scores), limits
@@ -70,7 +71,8 @@ NO_EXPLANATIONS = ("this service runs the exported ONNX graph, which gives no ex
 @dataclass(frozen=True)
 class ServeLimits:
     max_batch: int = 64  # texts per /predict request
-    max_explain_batch: int = 8  # texts per /explain request: occlusion, the default, runs the model once per token
+    # Explanations per /explain request, texts x methods: occlusion, the default, runs the model once per token.
+    max_explain_batch: int = 8
     max_text_chars: int = 20_000  # characters per text (tokens beyond max_len are cut anyway)
     max_body_bytes: int = 1_000_000  # bytes per request body
     # Requests in flight (/health aside); more are answered 503 at once (``InFlightLimit``). Half of them at most may be
@@ -156,14 +158,44 @@ class PredictRequest(_Texts):
 
 
 class ExplainRequest(_Texts):
-    method: str | None = Field(None, description="attention, rollout, grad-input, integrated-gradients or occlusion "
-                                                  "(default: occlusion). Where the model pools by attention, every "
-                                                  "method but attention answers the pooling weights beside its "
-                                                  "scores, as pooling_attention (the same for every class); "
-                                                  "`attnclf faithfulness` measures which method to trust")
+    method: str | list[str] | None = Field(
+        None, description="attention, rollout, grad-input, integrated-gradients or occlusion (default: occlusion); "
+                          "several as a list, or all (every method GET /model lists), answered each text's "
+                          "explanations together, in the order asked; a request's texts x methods is at most "
+                          "limits.max_explain_batch. Where the model pools by attention, every method but attention "
+                          "answers the pooling weights beside its scores, as pooling_attention (the same for every "
+                          "class), unless attention is among the methods asked for; `attnclf faithfulness` measures "
+                          "which method to trust")
     # Strict: JSON's true and 1.0 are no class index (pydantic would read them as 1).
     target: StrictStr | StrictInt | None = Field(None, description="class to explain, by name or by index into the "
                                                                    "model's labels (default: the predicted one)")
+
+    @field_validator("method", mode="before")
+    @classmethod
+    def _name_or_names(cls, value):
+        """One error for the field, naming the first value that is no name: the union's own is one per type, and one
+        per item of a list."""
+        if value is None or isinstance(value, str):
+            return value
+        wrong = next((item for item in value if not isinstance(item, str)), None) if isinstance(value, list) else value
+        if wrong is None:
+            return value
+        raise ValueError(f'a method name, a list of them or "all", not {shown(wrong, write=json.dumps)}')
+
+    def methods(self, available: list[str]) -> list[str] | None:
+        """The methods asked for as a list or ``all``, each one ``available`` (the model's), or a one-line error; None
+        where one was asked by name, or none (the default), which the explanation itself checks as it always has.
+
+        >>> ExplainRequest(text="a", method=["occlusion"]).methods(["occlusion"]), ExplainRequest(text="a").methods([])
+        (['occlusion'], None)
+        """
+        from ..explain.methods import DEFAULT_METHOD, chosen_methods
+
+        if self.method is None or isinstance(self.method, str) and self.method != "all":
+            return None
+        if not available:  # an ensemble, a run that reads windows: refused as for one method, in the model's words
+            return [DEFAULT_METHOD]
+        return chosen_methods(self.method, available, "method")
 
     @field_validator("target", mode="before")
     @classmethod
@@ -547,27 +579,42 @@ def _model_name(classifier) -> str:
     return " + ".join(dict.fromkeys(names))
 
 
-def _description(backend: str, methods: list[str], model: str) -> str:
-    """What /docs says of the service (``model``: its name): of /explain where it gives ``methods``, and of the
-    pooling attention where it pools by attention (a bag of embeddings has none to speak of), else why it does not.
+def _description(backend: str, methods: list[str], model: str, max_explanations: int = 8) -> str:
+    """What /docs says of the service (``model``: its name): of /explain where it gives ``methods`` (at most
+    ``max_explanations`` a request, texts x methods), and of the pooling attention where it pools by attention (a
+    bag of embeddings has none to speak of), else why it does not.
 
     >>> about = _description("torch", ["grad-input", "integrated-gradients", "occlusion"], "boe")
     >>> about.split(":")[0], "attention" in about
     ('Text classifier (boe)', False)
     """
+    several = (f"Several methods go in one request, as a list or \"all\", each text's explanations together: "
+               f"{max_explanations} explanations a request at most (texts x methods), as a slow method (occlusion, "
+               f"integrated gradients) runs the model many times per text.")
     if "attention" in methods:
         return (f"Text classifier ({model}). Its attention weights show where the pooling layer looked, not why the "
                 "model decided: /explain scores tokens by occlusion unless asked otherwise, with those weights beside, "
-                "and offers gradient attributions too, whose faithfulness `attnclf faithfulness` measures.")
+                f"and offers gradient attributions too, whose faithfulness `attnclf faithfulness` measures. {several}")
     if methods:
         return (f"Text classifier ({model}): /explain scores tokens by occlusion unless asked otherwise, and offers "
                 "gradient attributions too, whose faithfulness `attnclf faithfulness` measures; GET /model lists its "
-                "methods.")
+                f"methods. {several}")
     if backend != "torch":
         return (f"Text classifier ({model}) on onnxruntime ({backend}): /predict answers as the PyTorch service "
                 f"does; {NO_EXPLANATIONS}.")
     return (f"Text classifier ({model}): /predict answers; /explain does not for this model (an ensemble: explain "
             "one of its members; a run that reads windows: not yet).")
+
+
+def _by_text(classifier, texts: list[str], methods: list[str], target) -> list:
+    """Each text's explanation by each of ``methods``, grouped by text, as `attnclf explain --method` lists them; the
+    pooling attention beside the scores only where attention is not among ``methods`` (it would repeat its scores).
+
+    >>> # _by_text(clf, ["a", "b"], ["occlusion", "attention"], None)   # a's two explanations, then b's
+    """
+    by_method = [classifier.explain(texts, method, target=target, attention_beside="attention" not in methods)
+                 for method in methods]
+    return [explanation for per_text in zip(*by_method) for explanation in per_text]
 
 
 def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
@@ -610,7 +657,8 @@ def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
     # FastAPI's own /docs and /redoc pages load their scripts from a CDN: a browser opening them reaches the
     # internet (or shows nothing offline). /docs is served from this process instead.
     app = FastAPI(title="attnclf", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None,
-                  description=_description(backend, explain_methods, _model_name(classifier)))
+                  description=_description(backend, explain_methods, _model_name(classifier),
+                                            limits.max_explain_batch))
     app.add_middleware(JsonBodies, paths={"/predict", "/explain"})
     app.add_middleware(BodyLimit, max_bytes=limits.max_body_bytes, max_seconds=limits.max_body_seconds)
     # Outside the body's bound (added after it): a request holds its slot while its body is still arriving, too.
@@ -647,10 +695,16 @@ def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
     @app.post("/explain", include_in_schema=bool(explain_methods), responses=_error_responses(_BODY_ERRORS | {
         400: f"{_BODY_ERRORS[400]}, or an unknown method or target, or one this model cannot give (see GET /model)"}))
     async def explain(request: ExplainRequest):
-        """Per-token scores by ``method``, with what a score means; see GET /model for the methods available."""
+        """Per-token scores by ``method``, or several, with what a score means; see GET /model for the methods
+        available."""
         if backend != "torch":
             raise HTTPException(400, NO_EXPLANATIONS)
         texts = request.checked(limits.max_explain_batch, limits.max_text_chars)
+        methods = request.methods(explain_methods)
+        # Each method explains every text: the limit bounds the explanations, which is what a request costs.
+        if methods is not None and len(texts) * len(methods) > limits.max_explain_batch:
+            raise HTTPException(413, f"{len(texts)} texts x {len(methods)} methods = {len(texts) * len(methods)} "
+                                     f"explanations in one request; the limit is {limits.max_explain_batch}")
         explainer = started("explainer")
         if state["explaining"] >= limits.explain_slots:
             raise HTTPException(503, f"the server is busy: {limits.explain_slots} explanations in flight, the most it "
@@ -659,7 +713,8 @@ def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
         state["explaining"] += 1
         try:
             explanations = await asyncio.get_running_loop().run_in_executor(
-                explainer, lambda: classifier.explain(texts, method=request.method, target=request.target))
+                explainer, lambda: classifier.explain(texts, method=request.method, target=request.target)
+                if methods is None else _by_text(classifier, texts, methods, request.target))
         finally:
             state["explaining"] -= 1
         return {"explanations": [e.to_dict() for e in explanations]}
