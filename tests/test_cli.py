@@ -4,6 +4,7 @@ import io
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -1266,17 +1267,19 @@ def test_an_ensemble_folder_is_not_one_model_and_a_run_is_not_two(csv_run, tmp_p
     assert main(argv + ["--embeddings-std=2", "--embeddings", "v.vec", "--overw"]) == 130
     assert capsys.readouterr().err.strip() == (
         f"attnclf: interrupted; `attnclf train {' '.join(argv[1:])} --embeddings-std=2 --embeddings v.vec --resume` "
-        f"keeps the finished members and continues the others")
+        f"keeps the finished members and continues the others (seed 0 not started; seed 1 not started)")
     monkeypatch.chdir(tmp_path)  # the default folder, runs/boe-demo, is where it resumes too
     assert main(["train", "--dataset", "demo", "--model", "boe", "--seeds", "0", "1"]) == 130
-    assert capsys.readouterr().err.strip().endswith("--resume` keeps the finished members and continues the others")
+    assert capsys.readouterr().err.strip().endswith("--resume` keeps the finished members and continues the others "
+                                                    "(seed 0 not started; seed 1 not started)")
     # Members an interrupted --overwrite was replacing say where their finished models are.
     for seed in (0, 1):
         (tmp_path / "runs" / "boe-demo" / f"seed-{seed}" / "earlier-model").mkdir(parents=True)
     assert main(["train", "--dataset", "demo", "--model", "boe", "--seeds", "0", "1", "--overwrite"]) == 130
     members = Path("runs") / "boe-demo"  # (as the command resolved it: relative to the current folder)
     assert capsys.readouterr().err.strip().endswith(
-        f"continues the others; the models they replace are kept in {members / 'seed-0' / 'earlier-model'}, "
+        f"continues the others (seed 0 not started; seed 1 not started); the models they replace are kept in "
+        f"{members / 'seed-0' / 'earlier-model'}, "
         f"{members / 'seed-1' / 'earlier-model'}")
     assert run_error(["evaluate", str(tmp_path), str(csv_run)], capsys) == (
         f"attnclf: error: {tmp_path} is a `train --seeds` ensemble folder, which is scored alone; to combine runs with "
@@ -2307,6 +2310,17 @@ def test_an_interrupted_train_says_which_epoch_a_resume_continues_after(tmp_path
         f"its last checkpoint")
 
 
+def test_an_interrupted_seeds_train_says_how_far_each_member_got(tmp_path, capsys, monkeypatch):
+    # It said the finished members are kept and the others continue, not which were finished nor from where.
+    interrupt_in_epoch(monkeypatch, 3, seed=1)
+    folder = tmp_path / "ens"
+    argv = tiny_demo_train(3, folder, "--seeds", "0", "1", "2")
+    assert main(argv) == 130
+    assert capsys.readouterr().err.splitlines()[-1] == (  # (after the demo data's warnings)
+        f"attnclf: interrupted; `{shlex.join(['attnclf', *argv])} --resume` keeps the finished members and continues "
+        f"the others (seed 0 finished; seed 1 after epoch 2 of 3; seed 2 not started)")
+
+
 @pytest.mark.parametrize("stop, finished", [([], "all 2 epochs"),
                                             (["--epochs", "4", "--lr", "0", "--patience", "1", "--monitor", "loss"],
                                              "stopped early after epoch 2 of 4")])
@@ -2474,21 +2488,27 @@ def test_a_multi_label_run_is_not_scored_on_the_texts_that_tuned_its_thresholds(
 
 def interrupt_in_epoch_2(patch) -> None:
     """Make training checkpoint after every epoch and stop as epoch 2 starts, as Ctrl-C would."""
+    interrupt_in_epoch(patch, 2)
+
+
+def interrupt_in_epoch(patch, epoch: int, seed: int | None = None) -> None:
+    """Make training checkpoint after every epoch and stop as ``epoch`` starts, as Ctrl-C would: in the run of
+    ``seed`` only, if given (one `train --seeds` member)."""
     from dataclasses import replace
 
     from attnclf.training.trainer import Trainer
 
     original, init = Trainer._train_epoch, Trainer.__init__
 
-    def interrupted_in_epoch_2(self, batches, optimizer, schedule, loss_fn, current):
-        if current == 2:
+    def interrupted(self, batches, optimizer, schedule, loss_fn, current):
+        if current == epoch and seed in (None, self.config.seed):
             raise KeyboardInterrupt
         return original(self, batches, optimizer, schedule, loss_fn, current)
 
     def checkpointing_every_epoch(self, model, config, *args, **kwargs):
         init(self, model, replace(config, checkpoint_seconds=0), *args, **kwargs)
 
-    patch.setattr(Trainer, "_train_epoch", interrupted_in_epoch_2)
+    patch.setattr(Trainer, "_train_epoch", interrupted)
     patch.setattr(Trainer, "__init__", checkpointing_every_epoch)
 
 

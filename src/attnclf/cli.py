@@ -1775,9 +1775,11 @@ def _resume_hint(args: argparse.Namespace | None) -> str:
     if args.command != "train" or not args.output:
         return ""
     if args.seeds:  # the same command, less --overwrite (which --resume refuses: the members are kept)
+        from .ensemble import members_progress
+
         again = ["attnclf", "train", *_without_flag(args.argv, "--overwrite"), *([] if args.resume else ["--resume"])]
         return (f"; `{' '.join(map(shlex.quote, again))}` keeps the finished members and continues the "
-                f"others{_kept_model(args)}")
+                f"others ({members_progress(args.output, args.seeds)}){_kept_model(args)}")
     from .training.settings import resume_start
     from .training.trainer import TrainConfig
 

@@ -295,6 +295,18 @@ def train_ensemble(settings, seeds: Sequence[int], resume: bool = False, progres
         return metrics
 
 
+def members_progress(output: str | Path, seeds: Sequence[int]) -> str:
+    """How far each of the members ``train_ensemble`` trains into ``output`` got, in one line: what a `--resume`
+    keeps and what it continues from (``run_progress``).
+
+    >>> members_progress("no/such/folder", [0, 1])
+    'seed 0 not started; seed 1 not started'
+    """
+    from .training.settings import run_progress
+
+    return "; ".join(f"seed {seed} {run_progress(Path(output) / f'seed-{seed}')}" for seed in seeds)
+
+
 def _set_aside(output: Path, progress: bool) -> bytes | None:
     """Before a new ensemble's first member trains, the folder's earlier one stops being an ensemble: its
     ensemble.json goes (loading would mix old and new members) and every member's model moves into its

@@ -412,16 +412,45 @@ def resume_start(run_dir: str | Path) -> str | None:
 
     if not is_resumable(run_dir):
         return None
+    if (checkpointed := _checkpointed(run_dir)) is None:
+        return "continues from its last checkpoint"
+    epoch, epochs, finished = checkpointed
+    if finished:
+        return f"tests it: its training had finished ({finished})"
+    return f"continues after epoch {epoch} of {epochs}, its last checkpoint"
+
+
+def _checkpointed(run_dir: str | Path) -> tuple[int, int, str | None] | None:
+    """The epoch the run's last checkpoint holds, the epochs its settings plan and how its training had finished
+    (``finished_training``; None while it has epochs to go); None where they cannot be read (resuming says why)."""
     try:
         state, planned = checkpoint_state(run_dir), read_config(run_dir)["settings"]["train"]
         epoch, epochs, patience = state.get("epoch"), planned["epochs"], planned.get("patience", 0)
-    except (AttnclfError, KeyError, TypeError, AttributeError):  # (resuming says what is wrong with them)
-        return "continues from its last checkpoint"
+    except (AttnclfError, KeyError, TypeError, AttributeError):
+        return None
     if not isinstance(epoch, int) or epoch < 1:
-        return "continues from its last checkpoint"
-    if finished := finished_training(state, epochs, patience):
-        return f"tests it: its training had finished ({finished})"
-    return f"continues after epoch {epoch} of {epochs}, its last checkpoint"
+        return None
+    return epoch, epochs, finished_training(state, epochs, patience)
+
+
+def run_progress(run_dir: str | Path) -> str:
+    """How far the run in ``run_dir`` got, in a few words: a `train --seeds` member's, which `--resume` keeps
+    ("finished"), continues ("after epoch 2 of 4") or trains ("not started", or started with no epoch checkpointed).
+
+    >>> run_progress("no/such/run")
+    'not started'
+    """
+    from ..rundir import is_resumable
+
+    run_dir = Path(run_dir)
+    if (run_dir / "metrics.json").is_file():  # (a run's last file: it is tested)
+        return "finished"
+    if is_resumable(run_dir):
+        if (checkpointed := _checkpointed(run_dir)) is None:
+            return "checkpointed"
+        epoch, epochs, finished = checkpointed
+        return f"trained ({finished}), not tested" if finished else f"after epoch {epoch} of {epochs}"
+    return "started, no epoch checkpointed" if (run_dir / "config.json").is_file() else "not started"
 
 
 def finished_training(state: dict, epochs: int, patience: int) -> str | None:
