@@ -22,8 +22,8 @@ from attnclf.explain import METHODS, attribute, available_methods, self_attentio
 from attnclf.explain.explanation import Explanation
 from attnclf.explain.methods import (IG_AUTO_BUDGET, IG_AUTO_PIECE_NODES, IG_TOKEN_TOLERANCE, IG_TOLERANCE,
                                      log_odds, remove_positions, rollout)
-from attnclf.explain.render import (AGAINST, FOR, UNSIGNED, head_summary, render_html, render_json, render_terminal,
-                                   token_colour)
+from attnclf.explain.render import (AGAINST, FOR, UNSIGNED, head_summary, legend_html, render_html, render_json,
+                                   render_terminal, token_colour)
 from attnclf.models import MODELS, build_model
 from attnclf.models.attention import masked_softmax
 from attnclf.models.base import Classifier as BaseModel
@@ -918,7 +918,24 @@ def test_an_occlusion_drop_past_the_floor_still_reaches_full_colour_at_itself():
     e = explanation(tokens=("not", "bad"), scores=(0.3, -0.1), method="occlusion")
     assert "  top: not +0.300, bad -0.100  (full colour = 0.3)" in render_terminal([e], color=False)
     assert "\x1b[48;2;46;160;67m" in render_terminal([e], color=True)  # 0.3: full green
-    # Gradient methods score log-odds, with no natural scale to floor them at: relative to the largest, as before.
-    small = explanation(tokens=("good", "not"), scores=(5e-05, -4e-05), method="grad-input")
-    assert "(full colour = 5e-05)" in render_terminal([small], color=False)
-    assert "\x1b[48;2;46;160;67m" in render_terminal([small], color=True)
+
+
+@pytest.mark.parametrize("method", ["grad-input", "integrated-gradients"])
+def test_gradient_contributions_too_small_to_matter_stay_pale_wherever_shown(method):
+    # Colour relative to the text's largest |score| painted a near-chance model's contributions of 5e-05 in the
+    # log-odds full green and red, as sharp as a trained model's: the gradient methods' scores colour against a floor
+    # in log-odds units (GRADIENT_FULL_COLOUR_FLOOR), as occlusion's drops do against one in probability.
+    tiny = explanation(tokens=("good", "not", "the"), scores=(5e-05, -4e-05, 1e-05), method=method)
+    assert "(full colour = 0.2; the floor: smaller contributions stay pale)" in render_terminal([tiny], color=False)
+    coloured = render_terminal([tiny], color=True)
+    assert "\x1b[48;2;46;160;67m" not in coloured and "\x1b[48;2;207;34;46m" not in coloured
+    row = render_html([tiny]).split('<div class="tokens">')[1]
+    colours = [tuple(map(int, rgb.split(", "))) for rgb in re.findall(r'background: rgb\(([^)]+)\)" title=', row)]
+    assert all(min(colour) > 250 for colour in colours), colours
+    key = legend_html(method)
+    assert "0.2 in the class log-odds" in key and "stay pale" in key  # the key names the floor
+    # Past the floor a text's largest contribution is full colour, as before.
+    strong = explanation(tokens=("good", "not"), scores=(1.5, -0.5), method=method)
+    assert "(full colour = 1.5)" in render_terminal([strong], color=False)
+    assert "\x1b[48;2;46;160;67m" in render_terminal([strong], color=True)
+

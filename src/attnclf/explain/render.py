@@ -1,10 +1,11 @@
 """Explanations for people and programs: coloured terminal text, JSON lines, and HTML.
 
-Colour strength is a token's score over the text's largest absolute score, so
-every text uses the whole scale; occlusion's drops (in the class probability)
-are full at a drop of OCCLUSION_FULL_COLOUR_FLOOR at least, so drops too small
-to matter stay pale. Signed methods colour evidence for the explained class
-green and against it red; attention and rollout (never
+Colour strength is a token's score over the text's largest absolute score, or
+over a floor when every score is smaller, so scores too small to matter stay
+pale: occlusion's drops (in the class probability) are full at a drop of
+OCCLUSION_FULL_COLOUR_FLOOR at least, the gradient methods' contributions (to
+the class log-odds) at GRADIENT_FULL_COLOUR_FLOOR. Signed methods colour
+evidence for the explained class green and against it red; attention and rollout (never
 negative, summing to 1) are orange, from uncoloured at the uniform weight 1/n
 (or below) to full at the text's largest weight or twice uniform, whichever is
 larger: near-uniform weights stay pale instead of filling every token. An
@@ -35,9 +36,15 @@ BESIDE_LABEL = f"attention beside it: {BESIDE_DESCRIPTION}"  # heads the pooling
 
 # Occlusion's scores are drops in the class probability, on a scale every text shares: full colour at the text's
 # largest drop alone painted a saturated prediction whose tokens each moved it by 5e-05 full green, an effect of
-# nothing read as a strong one. Below a 5-point change in the class probability a drop stays pale. (Gradient methods
-# score log-odds, with no natural scale to set a floor on: they stay relative to the largest.)
+# nothing read as a strong one. Below a 5-point change in the class probability a drop stays pale.
 OCCLUSION_FULL_COLOUR_FLOOR = 0.05
+# The gradient methods' contributions to the class log-odds have no natural scale, and relative to the largest a
+# near-chance model's contributions of 5e-05 painted as sharp as a trained one's. Their floor is the log-odds change
+# that moves a probability of 0.5 by occlusion's 5 points (d p / d log-odds = p (1 - p) = 0.25 there): 0.2. Nearer 0
+# or 1 the same change moves the probability less, so the floor errs towards colouring, never towards hiding.
+GRADIENT_FULL_COLOUR_FLOOR = 0.2
+FULL_COLOUR_FLOOR = {"occlusion": OCCLUSION_FULL_COLOUR_FLOOR, "grad-input": GRADIENT_FULL_COLOUR_FLOOR,
+                     "integrated-gradients": GRADIENT_FULL_COLOUR_FLOOR}
 
 TOKEN_CSS = """
 .tokens { line-height: 2.1; font-size: 1.05em; }
@@ -93,18 +100,18 @@ def _colour_range(e: Explanation) -> tuple[float, float]:
     """``(floor, full)``: the scores a token is uncoloured at (or below) and fully coloured at. Weights (unsigned,
     summing to 1) start at the uniform 1/n, and are full at twice it at least: relative to the largest alone, a row
     of 0.118s and 0.104s against a uniform 0.111 painted every token full orange, as if the layer looked hard at all.
-    Occlusion's drops are full at ``OCCLUSION_FULL_COLOUR_FLOOR`` at least, for the same reason.
+    Signed scores are full at their method's ``FULL_COLOUR_FLOOR`` at least, for the same reason.
 
     >>> _colour_range(Explanation("a b", ["a", "b"], [0.6, 0.4], "attention", "p", "p", 0.9, {}))
     (0.5, 1.0)
     >>> _colour_range(Explanation("a b", ["a", "b"], [5e-05, 0.0], "occlusion", "p", "p", 0.9, {}))
     (0.0, 0.05)
+    >>> _colour_range(Explanation("a b", ["a", "b"], [1e-03, 0.0], "grad-input", "p", "p", 0.9, {}))
+    (0.0, 0.2)
     """
     largest = float(np.max(np.abs(e.scores))) if e.scores else 0.0
-    if e.method == "occlusion":
-        return 0.0, max(largest, OCCLUSION_FULL_COLOUR_FLOOR)
     if e.signed or not e.tokens:
-        return 0.0, largest
+        return 0.0, max(largest, FULL_COLOUR_FLOOR.get(e.method, 0.0))
     uniform = 1 / len(e.tokens)
     return uniform, max(largest, 2 * uniform)
 
@@ -113,8 +120,8 @@ def _scale_note(e: Explanation) -> str:
     # Colours are relative, so say what full strength is: near-uniform weights would look decisive otherwise.
     floor, full = _colour_range(e)
     note = f"full colour = {full:.3g}"
-    if e.method == "occlusion" and e.scores and float(np.max(np.abs(e.scores))) < OCCLUSION_FULL_COLOUR_FLOOR:
-        note += "; the floor: smaller drops stay pale"
+    if e.scores and float(np.max(np.abs(e.scores))) < FULL_COLOUR_FLOOR.get(e.method, 0.0):
+        note += f"; the floor: smaller {'drops' if e.method == 'occlusion' else 'contributions'} stay pale"
     if not e.signed and e.tokens:
         note += f"; uniform weight would be {floor:.3g}, uncoloured at or below it"
     return note
@@ -284,14 +291,16 @@ def _token_row_html(e: Explanation) -> str:
 def legend_html(method: str) -> str:
     """The colour key of ``method``'s tokens (a key of ``METHODS``), as a paragraph of a page.
 
-    >>> "a drop of 0.05" in legend_html("occlusion"), "above uniform" in legend_html("attention")
+    >>> "a drop of 0.05" in legend_html("occlusion"), "0.2 in the class log-odds" in legend_html("grad-input")
     (True, True)
     """
     if METHODS[method].signed:
         strength = ("strength relative to the text's largest drop, or to a drop of "
                     f"{OCCLUSION_FULL_COLOUR_FLOOR:g} in the class probability when every drop is smaller: "
                     "drops too small to matter stay pale" if method == "occlusion"
-                    else "strength relative to the text's strongest token")
+                    else "strength relative to the text's largest contribution, or to one of "
+                    f"{GRADIENT_FULL_COLOUR_FLOOR:g} in the class log-odds (5 points of probability at 0.5) when "
+                    "every one is smaller: contributions too small to matter stay pale")
         return ('<p class="legend"><span class="tok" style="background: rgb(%d, %d, %d)">for</span> the class, '
                 '<span class="tok" style="background: rgb(%d, %d, %d)">against</span> it; '
                 "%s.</p>" % (*FOR, *AGAINST, strength))
