@@ -768,3 +768,30 @@ def test_the_calibration_section_says_a_low_error_says_little_of_a_model_answeri
     page = _calibration({}, labels, mixed, 1.0, names, validation_only=0)
     assert "The kept weights predicted 'neg' for every validation text: " + caveat in page
     assert caveat not in _calibration({}, labels, mixed, 1.0, names, validation_only=7)  # (an edited record)
+
+
+def test_self_attention_maps_colour_against_uniform_so_an_even_head_looks_even():
+    # On a 0-to-largest scale a head weighing five tokens 0.19-0.21 was drawn in four shades of viridis, patterned as
+    # if it chose; against uniform (1/n), weights near it are all but white, and the colour bar says so.
+    import numpy as np
+
+    n = 5
+    maps = np.full((1, 2, n, n), 1 / n) + np.random.default_rng(0).uniform(-0.01, 0.01, (1, 2, n, n))
+    maps[0, 1] = np.eye(n)  # a head whose every token looks at itself
+    fig = plots.head_maps_figure(maps, list("abcde"))
+    even, sharp = (ax.get_images()[0] for ax in fig.axes[:2])
+    assert (even.cmap(even.norm(maps[0, 0]))[..., :3] > 0.85).all()  # near uniform: pale
+    assert even.norm(1 / n) == pytest.approx(0.5)  # uniform at the middle of the scale, white
+    assert sharp.norm(1.0) == pytest.approx(1.0) and sharp.norm(0.0) == pytest.approx(0.0)
+    assert "uniform" in fig.axes[-1].get_ylabel()  # the colour bar names its middle
+    # Under attention_window a token attends to its block: uniform is one over the block's tokens.
+    windowed = plots.head_maps_figure(np.full((1, 1, 4, 4), 0.5), list("abcd"), window=2).axes[0].get_images()[0]
+    assert windowed.norm(0.5) == pytest.approx(0.5)
+
+
+def test_the_report_says_how_its_self_attention_colours_read():
+    from attnclf.explain.explanation import Explanation
+    from attnclf.report.html import _heads_section
+
+    e = Explanation("a b", ["a", "b"], [0.5, 0.5], "attention", "p", "p", 0.9, {})
+    assert "white at uniform" in _heads_section({"self_attention": PNG}, [e])

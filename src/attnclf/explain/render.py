@@ -343,7 +343,7 @@ def render_html(explanations: Sequence[Explanation], title: str = "attnclf expla
                  png_img(png_bytes(token_scores_figure(e.tokens, e.scores, _chart_title(e), e.signed, e.cut_at)),
                          f"{e.method} scores per token")]
         if e.self_attentions is not None:
-            parts.append(png_img(png_bytes(head_maps_figure(e.self_attentions, e.tokens)),
+            parts.append(png_img(png_bytes(head_maps_figure(e.self_attentions, e.tokens, e.attention_window)),
                                  "self-attention per layer and head"))
         sections.append("<section>" + "\n".join(parts) + "</section>")
     return page(title, "\n".join(sections))

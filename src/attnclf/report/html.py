@@ -133,7 +133,8 @@ def _write_report(run_dir: Path, classifier, test: TextDataset | None, test_prob
         explanations = explain(classifier, texts, method, self_attentions=has_heads) if texts and not windowed else []
         if has_heads and explanations:
             first = explanations[0]
-            figures["self_attention"] = plots.head_maps_figure(first.self_attentions, first.tokens)
+            figures["self_attention"] = plots.head_maps_figure(first.self_attentions, first.tokens,
+                                                                 first.attention_window)
 
         result = None if windowed else _faithfulness(run_dir, classifier, test, faithfulness, faithfulness_examples)
         if result is not None:
@@ -419,7 +420,9 @@ def _heads_section(images: dict[str, bytes], explanations: list) -> str:
         return ""
     return ("<section><h2>Self-attention per layer and head</h2>"
             f"<p class=\"note\">For “{html.escape(explanations[0].text[:100])}”; rows are the attending tokens, "
-            "columns the attended ones.</p>" + _image(images, "self_attention", "self-attention maps") + "</section>")
+            "columns the attended ones; white at uniform (1/n, weight spread evenly over the n tokens), red "
+            "above it, light blue below: a head that weighs every token alike is all but white.</p>"
+            + _image(images, "self_attention", "self-attention maps") + "</section>")
 
 
 def _faithfulness_section(images: dict[str, bytes], result: FaithfulnessResult | None,

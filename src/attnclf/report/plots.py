@@ -15,7 +15,8 @@ import io
 from typing import Iterator, Sequence
 
 import numpy as np
-from matplotlib import rc_context
+from matplotlib import colormaps, rc_context
+from matplotlib.colors import ListedColormap, TwoSlopeNorm
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.text import Text
@@ -271,28 +272,46 @@ def token_scores_figure(tokens: Sequence[str], scores: Sequence[float], title: s
     return fig
 
 
-def head_maps_figure(maps: np.ndarray, tokens: Sequence[str]) -> Figure:
-    """Every layer's (rows) and head's (columns) self-attention map; rows of a map are queries.
+# Self-attention maps: white at uniform, red above it, and a light blue at most below it: with RdBu's full blue the
+# zeros of a head that looks at one token filled its map, louder than the token it looks at.
+_DIVERGING = colormaps["RdBu_r"]
+HEAD_MAP_COLOURS = ListedColormap(np.vstack([_DIVERGING(np.linspace(0.3, 0.5, 128)),
+                                             _DIVERGING(np.linspace(0.5, 1.0, 128))]), name="attnclf_heads")
 
-    All maps share one colour scale (0 to the largest weight), so heads compare at a glance.
+
+def head_maps_figure(maps: np.ndarray, tokens: Sequence[str], window: int = 0) -> Figure:
+    """Every layer's (rows) and head's (columns) self-attention map; rows of a map are queries. ``window``: the
+    model's ``attention_window`` (0: each token attends to all n; else to its block of ``window``).
+
+    All maps share one diverging colour scale centred on the uniform weight 1/n (1/``window`` under a window, what
+    weight spread evenly gives each token): white there, red above it up to the largest weight or twice uniform,
+    whichever is larger, light blue below it down to 0. On a 0-to-largest scale a near-uniform head looked patterned.
+
+    >>> fig = head_maps_figure(np.full((1, 1, 4, 4), 0.25), list("abcd"))
+    >>> float(fig.axes[0].get_images()[0].norm(0.25)), fig.axes[-1].get_ylabel()
+    (0.5, 'attention weight (white: uniform, 1/n = 0.25)')
     """
     layers, heads, n, _ = maps.shape
     cell = 2.4 if n <= 12 else 3.2
     fig = _figure(1.4 + cell * heads, 0.5 + cell * layers)
     axes = np.asarray(fig.subplots(layers, heads, squeeze=False))
     labelled = n <= 24
-    vmax = float(maps.max()) or 1.0
+    uniform = 1 / (min(window, n) if window else n)
+    norm = TwoSlopeNorm(vmin=0.0, vcenter=uniform, vmax=max(float(maps.max()), 2 * uniform))
     for layer in range(layers):
         for head in range(heads):
             ax = axes[layer, head]
-            image = ax.imshow(maps[layer, head], cmap="viridis", vmin=0, vmax=vmax)
+            image = ax.imshow(maps[layer, head], cmap=HEAD_MAP_COLOURS, norm=norm)
             ax.set_title(f"layer {layer + 1}, head {head + 1}", fontsize="small")
             if labelled:
                 ax.set_xticks(range(n), tokens, rotation=90, fontsize="x-small")
                 ax.set_yticks(range(n), tokens, fontsize="x-small")
             else:
                 ax.set_xticks([]), ax.set_yticks([])
-    fig.colorbar(image, ax=axes, shrink=0.6, label="attention weight")
+    bar = fig.colorbar(image, ax=axes, shrink=0.6,
+                       label=f"attention weight (white: uniform, 1/{'window' if window else 'n'} = {uniform:.3g})")
+    ticks = sorted({0.0, uniform, norm.vmax})  # TwoSlopeNorm's own ticks crowd the shorter half
+    bar.set_ticks(ticks, labels=[f"{tick:.3g}" for tick in ticks])
     return fig
 
 
