@@ -795,3 +795,16 @@ def test_the_report_says_how_its_self_attention_colours_read():
 
     e = Explanation("a b", ["a", "b"], [0.5, 0.5], "attention", "p", "p", 0.9, {})
     assert "white at uniform" in _heads_section({"self_attention": PNG}, [e])
+
+
+@pytest.mark.parametrize("figure", ["roc_figure", "precision_recall_figure"])
+def test_the_roc_and_precision_recall_figures_leave_their_heading_to_the_page(figure):
+    # "ROC curve (one-vs-rest per class)" stood over a figure titled "ROC curve": the same words twice. The page's
+    # heading names the figure; what the title could add, each curve's AUC or AP, its legend carries.
+    import numpy as np
+
+    y = np.arange(30) % 3
+    ax = getattr(plots, figure)(y, np.random.default_rng(0).dirichlet(np.ones(3), size=30), list("abc")).axes[0]
+    assert ax.get_title() == ""
+    assert all(("AUC " if figure == "roc_figure" else "AP ") in line.get_label() for line in ax.get_lines()
+               if line.get_linestyle() == "-")

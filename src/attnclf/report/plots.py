@@ -173,7 +173,8 @@ def roc_figure(y_true: Sequence[int], probabilities: np.ndarray, label_names: Se
         ax.plot(fpr, tpr, color=colour, lw=1.8 if len(label_names) == 2 else 1.2,
                 label=f"{name} (AUC {auc(fpr, tpr):.3f})")
     ax.plot([0, 1], [0, 1], "--", color="grey", lw=1, label="chance")
-    ax.set(xlabel="false positive rate", ylabel="true positive rate", title="ROC curve", xlim=(0, 1), ylim=(0, 1.01))
+    # Untitled: the page heads it ("ROC curve"), and the legend carries each curve's AUC.
+    ax.set(xlabel="false positive rate", ylabel="true positive rate", xlim=(0, 1), ylim=(0, 1.01))
     _class_legend(ax, len(label_names), inside="lower right")
     ax.grid(alpha=0.3)
     return fig
@@ -204,7 +205,8 @@ def precision_recall_figure(y_true: Sequence[int], probabilities: np.ndarray, la
         chance = (f"chance ({label_names[c]}: {share:.0%} of the texts)" if binary else
                   "_" if i else "chance (each class's share of the texts)")
         ax.axhline(share, linestyle="--", color=colour, lw=1, label=chance)
-    ax.set(xlabel="recall", ylabel="precision", title="Precision-recall curve", xlim=(0, 1), ylim=(0, 1.01))
+    # Untitled, as the ROC figure: the page heads it, and the legend carries each curve's AP.
+    ax.set(xlabel="recall", ylabel="precision", xlim=(0, 1), ylim=(0, 1.01))
     # Beside the axes, however few the classes: inside, any corner covers a dashed chance line (a rare class's sits
     # at the bottom) or the curves.
     _class_legend(ax, len(label_names), inside=None)
