@@ -149,6 +149,15 @@ def test_a_fit_at_the_default_epochs_stops_early_where_train_stops(data, tmp_pat
     assert validated(clf.history_) == validated(trained)
 
 
+def test_n_iter_is_the_epochs_run_as_early_stopping_left_them(data):
+    # scikit-learn's iterative estimators (MLPClassifier, SGDClassifier) say how long they trained in n_iter_; at lr 0
+    # validation never improves after epoch 1, so patience 1 stops at epoch 2 of the 10 allowed
+    clf = AttentionTextClassifier("boe", d_model=16, lr=0.0, epochs=10, patience=1, threads=1)
+    assert not hasattr(clf, "n_iter_")
+    clf.fit(data[0][:60], data[1][:60])
+    assert clf.n_iter_ == len(clf.history_) == 2
+
+
 def test_fit_validates_in_the_batches_train_validates_in(data, monkeypatch):
     # train's: RunSettings' eval_batch_size texts at most, bounded in padded tokens too, which 512-token texts reach
     import attnclf.sklearn as estimator_module
@@ -575,6 +584,13 @@ def test_load_gives_back_the_fitted_estimator(data, saved):
     assert predicted.dtype == np.uint8
     np.testing.assert_array_equal(predicted, clf.predict(data[2][:40]))
     np.testing.assert_array_equal(again.predict_proba(data[2][:40]), clf.predict_proba(data[2][:40]))
+
+
+def test_a_loaded_or_unpickled_estimator_knows_its_n_iter_(saved):
+    import pickle
+
+    clf, path = saved
+    assert AttentionTextClassifier.load(path).n_iter_ == pickle.loads(pickle.dumps(clf)).n_iter_ == 1
 
 
 @pytest.mark.parametrize("edit, message", [

@@ -95,7 +95,7 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
     setting as it is. The same seed, data and threads give the same weights on the CPU: another thread count adds
     sums in another order.
     After ``fit``, ``classifier_`` is an ``attnclf.Classifier`` (tokens,
-    attention) and ``history_`` the per-epoch training record;
+    attention), ``history_`` the per-epoch training record and ``n_iter_`` the epochs run;
     ``n_text_columns_`` and ``text_column_names_`` (a DataFrame's, else None)
     say which text columns X had, which a two-dimensional X must have again
     (both None, and not checked, for an estimator saved or pickled before they were recorded).
@@ -327,6 +327,17 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
         """
         probabilities = self.predict_proba(X)
         return self.classes_[probabilities.argmax(axis=1)]
+
+    @property
+    def n_iter_(self) -> int:
+        """The epochs ``fit`` ran, as scikit-learn's iterative estimators (``MLPClassifier``) report theirs: fewer
+        than ``epochs`` where ``patience`` stopped it early. The weights kept are the best validated epoch's, which
+        ``history_`` shows. Read off ``history_``, so a loaded or unpickled estimator has it too.
+
+        >>> # AttentionTextClassifier(epochs=10).fit(texts, labels).n_iter_  # 7: patience 3 ended it
+        """
+        check_is_fitted(self, "history_")  # (unfitted: scikit-learn's NotFittedError, not a word on history_)
+        return len(self.history_)
 
     def save(self, path: str | Path, overwrite: bool = False) -> Path:
         """Write the fitted estimator as a run directory (safetensors weights and JSON, never pickle) into ``path``,
