@@ -794,7 +794,13 @@ def test_the_report_says_how_its_self_attention_colours_read():
     from attnclf.report.html import _heads_section
 
     e = Explanation("a b", ["a", "b"], [0.5, 0.5], "attention", "p", "p", 0.9, {})
-    assert "white at uniform" in _heads_section({"self_attention": PNG}, [e])
+    assert "white at uniform (1/n, weight spread evenly over the n tokens)" in _heads_section(
+        {"self_attention": PNG}, [e])
+    # Under a local window each token's weight is spread over its window's tokens: uniform is 1/w, as the colour
+    # bar says, not 1/n.
+    windowed = Explanation("a b", ["a", "b"], [0.5, 0.5], "attention", "p", "p", 0.9, {}, attention_window=4)
+    assert "white at uniform (1/4, weight spread evenly over a window's 4 tokens)" in _heads_section(
+        {"self_attention": PNG}, [windowed])
 
 
 @pytest.mark.parametrize("figure", ["roc_figure", "precision_recall_figure"])

@@ -418,9 +418,12 @@ def _examples_section(explanations: list, examples: dict, method: str) -> str:
 def _heads_section(images: dict[str, bytes], explanations: list) -> str:
     if "self_attention" not in images:
         return ""
+    window = explanations[0].attention_window  # (a local window spreads a row's weight over its w tokens)
+    uniform = (f"1/{window}, weight spread evenly over a window's {window} tokens" if window else
+               "1/n, weight spread evenly over the n tokens")
     return ("<section><h2>Self-attention per layer and head</h2>"
             f"<p class=\"note\">For “{html.escape(explanations[0].text[:100])}”; rows are the attending tokens, "
-            "columns the attended ones; white at uniform (1/n, weight spread evenly over the n tokens), red "
+            f"columns the attended ones; white at uniform ({uniform}), red "
             "above it, light blue below: a head that weighs every token alike is all but white.</p>"
             + _image(images, "self_attention", "self-attention maps") + "</section>")
 
