@@ -238,7 +238,7 @@ def test_the_estimator_starts_a_self_attn_where_train_on_a_file_does(tmp_path):
 
     def fitted(model="self-attn", **params):
         return AttentionTextClassifier(model, layers=1, epochs=1, batch_size=8, max_len=8, min_frequency=1,
-                                       validation_fraction=0, seed=0, **params).fit(texts, labels)
+                                       validation_fraction=0, random_state=0, **params).fit(texts, labels)
 
     command = build_settings(build_parser().parse_args(["train", "--train-file", "t.csv", "--output", "unused"]))
     estimator = fitted()
@@ -270,7 +270,7 @@ def test_the_estimator_reads_as_many_tokens_as_train_on_a_file_does():
 
     def read_with(model="self-attn", **params):
         estimator = AttentionTextClassifier(model, layers=1, d_model=16, epochs=1, batch_size=8, min_frequency=1,
-                                            validation_fraction=0, seed=0, **params).fit(texts, labels)
+                                            validation_fraction=0, random_state=0, **params).fit(texts, labels)
         return estimator, estimator.classifier_.tokenizer.config
 
     def train_reads(*flags):

@@ -88,7 +88,7 @@ def test_cross_val_score_runs_one_fit_per_fold(data):
 
 
 def test_params_round_trip_through_clone_and_set_params():
-    clf = AttentionTextClassifier("mha", d_model=24, model_config={"positional": "sinusoidal"}, seed=3)
+    clf = AttentionTextClassifier("mha", d_model=24, model_config={"positional": "sinusoidal"}, random_state=3)
     twin = clone(clf)
     assert twin is not clf and twin.get_params() == clf.get_params()
     assert twin.set_params(epochs=9, heads=2) is twin
@@ -101,7 +101,7 @@ def test_params_round_trip_through_clone_and_set_params():
 # Each training argument and the setting of `attnclf train --train-file` it stands for (owner class, field).
 _TRAIN_DEFAULTS = {"epochs": (TrainConfig, "epochs"), "batch_size": (TrainConfig, "batch_size"),
                    "lr": (TrainConfig, "lr"), "weight_decay": (TrainConfig, "weight_decay"),
-                   "patience": (TrainConfig, "patience"), "seed": (TrainConfig, "seed"),
+                   "patience": (TrainConfig, "patience"), "random_state": (TrainConfig, "seed"),
                    "tokenizer": (TokenizerConfig, "kind"), "vocab_size": (TokenizerConfig, "vocab_size"),
                    "min_frequency": (TokenizerConfig, "min_frequency"),
                    "validation_fraction": (DataSettings, "val_fraction"), "device": (RunSettings, "device"),
@@ -123,7 +123,7 @@ def test_an_estimator_left_at_its_defaults_builds_what_train_on_a_file_builds():
 
     train = build_settings(build_parser().parse_args(["train", "--train-file", "t.csv", "--output", "unused"]))
     clf = AttentionTextClassifier()
-    assert clf._train_config(np.array(["a", "b"])).to_dict() == train.train.to_dict()
+    assert clf._train_config(np.array(["a", "b"]), clf.random_state).to_dict() == train.train.to_dict()
     assert clf._tokenizer_config() == train.tokenizer
     assert (clf.model, clf._model_fields()) == (train.model, train.model_config)
     assert (clf.validation_fraction, clf.device, clf.threads) == (train.data.val_fraction, train.device, train.threads)
@@ -172,14 +172,96 @@ def test_fit_validates_in_the_batches_train_validates_in(data, monkeypatch):
         (RunSettings().eval_batch_size, EVAL_MAX_TOKENS)]
 
 
-def test_same_seed_gives_the_same_model(data):
+def _weights(clf) -> dict:
+    return {name: tensor.clone() for name, tensor in clf.classifier_.model.state_dict().items()}
+
+
+def test_the_same_random_state_gives_the_same_model_and_another_other_weights(data):
     train_x, train_y, test_x, _ = data
-    make = lambda seed: AttentionTextClassifier("boe", d_model=16, epochs=1, seed=seed)  # noqa: E731
-    first = make(0).fit(train_x[:120], train_y[:120]).predict_proba(test_x[:30])
-    again = make(0).fit(train_x[:120], train_y[:120]).predict_proba(test_x[:30])
-    other = make(1).fit(train_x[:120], train_y[:120]).predict_proba(test_x[:30])
-    np.testing.assert_array_equal(first, again)
-    assert not np.allclose(first, other)
+    make = lambda random_state: AttentionTextClassifier("boe", d_model=16, epochs=1,  # noqa: E731
+                                                       random_state=random_state).fit(train_x[:120], train_y[:120])
+    first, again, other = make(0), make(0), make(1)
+    np.testing.assert_array_equal(first.predict_proba(test_x[:30]), again.predict_proba(test_x[:30]))
+    assert not np.allclose(first.predict_proba(test_x[:30]), other.predict_proba(test_x[:30]))
+    assert any(not torch.equal(w, _weights(other)[name]) for name, w in _weights(first).items())
+    assert (first.seed_, other.seed_) == (0, 1)
+
+
+def test_random_state_none_draws_a_seed_each_fit_and_records_it_in_seed_(data):
+    # scikit-learn's convention: None draws from numpy's global RandomState, so each fit differs (and
+    # np.random.seed makes a script's fits repeat); seed_ says what was drawn, so one fit can be repeated alone
+    train_x, train_y, test_x, _ = data
+    make = lambda random_state: AttentionTextClassifier("boe", d_model=16, epochs=1,  # noqa: E731
+                                                       random_state=random_state).fit(train_x[:60], train_y[:60])
+    drawn, redrawn = make(None), make(None)
+    assert drawn.random_state is None and type(drawn.seed_) is int and 0 <= drawn.seed_ < 2 ** 32
+    assert drawn.seed_ != redrawn.seed_
+    np.testing.assert_array_equal(make(drawn.seed_).predict_proba(test_x[:20]), drawn.predict_proba(test_x[:20]))
+    before = np.random.get_state()  # (put back: the other tests' draws stay their own)
+    try:
+        np.random.seed(5)
+        seeded = make(None).seed_
+        np.random.seed(5)
+        assert make(None).seed_ == seeded
+    finally:
+        np.random.set_state(before)
+
+
+def test_a_random_state_instance_gives_the_seed_drawn_from_it(data):
+    # as scikit-learn's estimators built on another generator do: one integer drawn from it per fit
+    given = np.random.RandomState(7)
+    clf = AttentionTextClassifier("boe", d_model=16, epochs=1, random_state=given).fit(data[0][:60], data[1][:60])
+    assert clf.seed_ == np.random.RandomState(7).randint(2 ** 32, dtype=np.int64)
+    assert clf.random_state is given  # (a parameter stays as given)
+
+
+@pytest.mark.parametrize("random_state, message", [
+    (2 ** 40, "random_state must be at least 0 and below 4294967296, got 1099511627776"),
+    (-1, "random_state must be at least 0 and below 4294967296, got -1"),
+    ("7", "random_state must be None, a whole number or a numpy.random.RandomState, got '7'"),
+    (1.5, "random_state must be None, a whole number or a numpy.random.RandomState, got 1.5"),
+    (True, "random_state must be None, a whole number or a numpy.random.RandomState, got True"),
+])
+def test_a_bad_random_state_is_a_one_line_error_at_fit(data, random_state, message):
+    with pytest.raises(AttnclfError, match=f"^{re.escape(message)}$"):
+        AttentionTextClassifier("boe", epochs=1, random_state=random_state).fit(data[0][:20], data[1][:20])
+
+
+def test_bagging_gives_each_member_a_seed_of_its_own(data):
+    # BaggingClassifier sets each member's parameter named random_state (and only that) to a draw of its own:
+    # under the name seed, every member trained from seed 0 and the bag was not diverse
+    from sklearn.ensemble import BaggingClassifier
+
+    texts = np.array(data[0][:60], dtype=object).reshape(-1, 1)  # (Bagging wants a 2-D X: one text column)
+    bag = BaggingClassifier(AttentionTextClassifier("boe", d_model=16, epochs=1), n_estimators=2, random_state=0)
+    bag.fit(texts, data[1][:60])
+    seeds = [member.seed_ for member in bag.estimators_]
+    assert seeds == [member.random_state for member in bag.estimators_] and seeds[0] != seeds[1]
+    assert bag.predict_proba(texts[:5]).shape == (5, 2)
+
+
+def test_seed_is_refused_in_one_line_naming_random_state():
+    with pytest.raises(AttnclfError, match=r"^AttentionTextClassifier takes random_state=, not seed= \(renamed, as "
+                                           r"scikit-learn names it\): pass random_state=3$"):
+        AttentionTextClassifier("boe", seed=3)
+    with pytest.raises(TypeError, match="got an unexpected keyword argument 'epoch'"):  # (any other: Python's own)
+        AttentionTextClassifier(epoch=3)
+    assert "seed" not in AttentionTextClassifier().get_params()
+
+
+def test_an_estimator_pickled_under_the_name_seed_unpickles_with_random_state(data):
+    import pickle
+
+    clf = AttentionTextClassifier("boe", d_model=16, epochs=1, random_state=4).fit(data[0][:60], data[1][:60])
+    state = dict(clf.__getstate__())  # (a copy: it is clf's own __dict__)
+    state["seed"] = state.pop("random_state")
+    del state["seed_"]
+    old = AttentionTextClassifier.__new__(AttentionTextClassifier)
+    old.__setstate__(state)
+    assert (old.random_state, old.seed_, "seed" in vars(old)) == (4, 4, False)
+    assert clone(old).get_params() == clf.get_params()
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(old)).predict_proba(data[2][:10]),
+                                  clf.predict_proba(data[2][:10]))
 
 
 def test_a_missing_text_in_a_nullable_string_column_is_named_as_missing(data):
@@ -504,8 +586,8 @@ def test_pandas_missing_values_in_y_are_missing_labels(data, monkeypatch):
 def test_fit_raises_attnclf_errors_checked_before_any_work_and_says_when_training_diverges(data):
     from attnclf.errors import AttnclfError
 
-    with pytest.raises(AttnclfError, match="seed must be at least 0 and below 4294967296, got 1099511627776"):
-        AttentionTextClassifier("boe", epochs=1, seed=2 ** 40).fit(data[0], data[1])  # (numpy's limit, not its error)
+    with pytest.raises(AttnclfError, match="random_state must be at least 0 and below 4294967296, got 1099511627"):
+        AttentionTextClassifier("boe", epochs=1, random_state=2 ** 40).fit(data[0], data[1])  # (numpy's limit)
     with pytest.raises(AttnclfError, match="training diverged in epoch 1: the loss, the weights or the outputs"):
         AttentionTextClassifier(d_model=16, epochs=2, lr=1e6).fit(data[0][:120], data[1][:120])
 
@@ -626,6 +708,32 @@ def test_an_estimator_saved_at_the_former_defaults_loads_with_them(data, saved, 
     old = AttentionTextClassifier.load(folder)
     assert (old.epochs, old.patience) == (clone(old).epochs, clone(old).patience) == (5, 0)
     np.testing.assert_array_equal(old.predict_proba(data[2][:40]), clf.predict_proba(data[2][:40]))
+
+
+def test_an_estimator_saved_under_the_name_seed_loads_and_predicts_the_same(data, saved, tmp_path):
+    # Saved before the parameter was random_state, its config.json records params.seed: it loads with that seed
+    import json
+    import shutil
+
+    clf, path = saved
+    folder = Path(shutil.copytree(path, tmp_path / "seed"))
+    config = json.loads((folder / "config.json").read_text())
+    params = config["estimator"]["params"]
+    params["seed"] = params.pop("random_state")
+    (folder / "config.json").write_text(json.dumps(config))
+    old = AttentionTextClassifier.load(folder)
+    assert old.get_params() == clf.get_params() and old.seed_ == clf.seed_ == clf.random_state
+    np.testing.assert_array_equal(old.predict_proba(data[2][:40]), clf.predict_proba(data[2][:40]))
+
+
+@pytest.mark.parametrize("random_state", [None, np.random.RandomState(3)], ids=["none", "instance"])
+def test_a_drawn_seed_round_trips_through_save_and_load(data, tmp_path, random_state):
+    # JSON holds None but no generator: an instance is recorded as the seed it gave, which refits the same model
+    clf = AttentionTextClassifier("boe", d_model=16, epochs=1, random_state=random_state).fit(data[0][:60],
+                                                                                               data[1][:60])
+    again = AttentionTextClassifier.load(clf.save(tmp_path / "run"))
+    assert again.seed_ == clf.seed_
+    assert again.random_state == (None if random_state is None else clf.seed_)
 
 
 def test_string_labels_and_self_attention_round_trip_and_serve(data, tmp_path):

@@ -33,10 +33,11 @@ from pathlib import Path
 import numpy as np
 import torch
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted
 
-from .checks import check_threads, real_number, weight
+from .checks import check_seed, check_threads, real_number, weight, whole_number
 from .classifier import Classifier
 from .data.base import TextDataset
 from .data.files import TEXT_JOINER
@@ -92,10 +93,17 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
     fitted model predicts.
     ``threads`` is PyTorch's thread count (and numpy's BLAS's) while ``fit``, ``predict``, ``predict_proba`` and
     ``predict_log_proba`` run, set back afterwards, as ``attnclf train --threads`` does; None leaves the process's
-    setting as it is. The same seed, data and threads give the same weights on the CPU: another thread count adds
+    setting as it is.
+    ``random_state`` seeds the fit, as scikit-learn's estimators name it (so ``BaggingClassifier`` and the like give
+    each member a seed of its own): a whole number (the default 0, as `attnclf train --seed`) trains the same model
+    each fit; None draws a seed from numpy's global ``RandomState`` each fit, and a ``numpy.random.RandomState``
+    draws one from itself, as scikit-learn's estimators built on another generator do. ``seed_`` holds the seed fit
+    used: ``random_state=clf.seed_`` repeats a fit that drew one. (Before 2026-11-28 the parameter was ``seed``,
+    which is now refused in one line; a folder saved or an estimator pickled then loads with its seed as
+    ``random_state``.) The same seed, data and threads give the same weights on the CPU: another thread count adds
     sums in another order.
     After ``fit``, ``classifier_`` is an ``attnclf.Classifier`` (tokens,
-    attention), ``history_`` the per-epoch training record and ``n_iter_`` the epochs run;
+    attention), ``history_`` the per-epoch training record, ``n_iter_`` the epochs run and ``seed_`` the seed;
     ``n_text_columns_`` and ``text_column_names_`` (a DataFrame's, else None)
     say which text columns X had, which a two-dimensional X must have again
     (both None, and not checked, for an estimator saved or pickled before they were recorded).
@@ -118,8 +126,17 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
                  layers: int | None = None, ff_dim: int | None = None, dropout: float | None = None,
                  model_config: dict | None = None, validation_fraction: float = DataSettings.val_fraction,
                  patience: int = TrainConfig.patience, class_weight: str | dict | None = None,
-                 seed: int = TrainConfig.seed, device: str = RunSettings.device,
-                 threads: int | None = RunSettings.threads, verbose: bool = False):
+                 random_state: int | np.random.RandomState | None = TrainConfig.seed,
+                 device: str = RunSettings.device, threads: int | None = RunSettings.threads, verbose: bool = False,
+                 **renamed):
+        # A former name gets a line saying the new one, where Python would say only that it is unexpected; any other
+        # unknown argument is Python's own TypeError. (**renamed is no parameter: get_params skips it.)
+        if "seed" in renamed:
+            raise AttnclfError(f"{type(self).__name__} takes random_state=, not seed= (renamed, as scikit-learn "
+                               f"names it): pass random_state={shown(renamed['seed'])}")
+        if renamed:
+            raise TypeError(f"{type(self).__name__}.__init__() got an unexpected keyword argument "
+                            f"{next(iter(renamed))!r}")
         self.model = model
         self.epochs = epochs
         self.batch_size = batch_size
@@ -138,7 +155,7 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
         self.validation_fraction = validation_fraction
         self.patience = patience
         self.class_weight = class_weight
-        self.seed = seed
+        self.random_state = random_state
         self.device = device
         self.threads = threads
         self.verbose = verbose
@@ -220,7 +237,8 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
         fraction = real_number(self.validation_fraction)  # (a string or None failed on the comparison's TypeError)
         if fraction is None or not 0 <= fraction < 1:
             raise AttnclfError(f"validation_fraction must be a number in [0, 1), got {shown(self.validation_fraction)}")
-        config = self._train_config(classes)  # checked first
+        seed = _seed(self.random_state)
+        config = self._train_config(classes, seed)  # checked first
         model_fields = self._model_fields()  # (so are these, before the split and the tokenizer)
         tokenizer_config = self._tokenizer_config()
         label_names = [str(c) for c in classes]
@@ -241,7 +259,7 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
         fit_idx = np.arange(len(data))
         train, validation = data, data
         if fraction > 0:
-            fit_idx, val_idx = split_indices(data.labels, fraction=fraction, seed=self.seed)
+            fit_idx, val_idx = split_indices(data.labels, fraction=fraction, seed=seed)
             train, validation = data.subset(fit_idx.tolist(), "train"), data.subset(val_idx.tolist(), "validation")
 
         device = resolve_device(self.device)
@@ -250,12 +268,12 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
         # happens on a fork of the generators (the CPU's and the device's): the caller's own random streams go on as
         # if fit had not run.
         with forked_generators(device), tempfile.TemporaryDirectory(prefix="attnclf-fit-") as tmp:
-            seed_generators(self.seed, device)
+            seed_generators(seed, device)
             model = build_model(self.model, vocab_size=tokenizer.vocab_size, num_classes=len(label_names),
                                 max_len=tokenizer_config.max_len, **model_fields)
             history = Trainer(model, config, Path(tmp), device, label_names, progress=self.verbose).fit(
                 BucketBatches(tokenizer.encode(train.texts), train.labels, self.batch_size, shuffle=True,
-                              seed=self.seed, weights=None if weights is None else weights[fit_idx]),
+                              seed=seed, weights=None if weights is None else weights[fit_idx]),
                 # (validated in train's batches: bounded in padded tokens too, which 512-token texts reach)
                 BucketBatches(tokenizer.encode(validation.texts), validation.labels, RunSettings.eval_batch_size,
                               shuffle=False, max_tokens=EVAL_MAX_TOKENS),
@@ -268,7 +286,7 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
         if note := one_class_note(history, config.monitor, validation.labels, label_names,
                                   imbalance_remedies(config, lambda field, value: spelled.get(field)), texts):
             warnings.warn(note, AttnclfWarning, stacklevel=3)
-        self.classes_, self.history_ = classes, history
+        self.classes_, self.history_, self.seed_ = classes, history, seed
         self.classifier_ = Classifier(model, tokenizer, label_names, device)
         self._fitted_on = {"train_examples": len(train),  # (for save; validation_fraction 0 validated on train)
                            "validation_examples": 0 if validation is data else len(validation)}
@@ -362,7 +380,9 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
 
         check_is_fitted(self, "classifier_")
         classes = _json_labels(self.classes_)
-        params = _json_params(self.get_params() | {"class_weight": _class_weight_json(self.class_weight)})
+        # (JSON holds no generator: a RandomState is recorded as the seed it gave, which refits the same model)
+        drawn = {"random_state": self.seed_} if isinstance(self.random_state, np.random.RandomState) else {}
+        params = _json_params(self.get_params() | {"class_weight": _class_weight_json(self.class_weight)} | drawn)
         target = Path(os.path.abspath(path))  # ("." has no name to put a temporary folder beside)
         # (It writes into a folder of its own and swaps it in whole, so it takes no lock: it would be swapped out.)
         refuse_if_held(path, instead="save into another folder")
@@ -376,7 +396,7 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
                               text_column=getattr(self, "text_column_names_", None) or "text"),
             tokenizer=self.classifier_.tokenizer.config,
             model=built_name, model_config=_json_params(built_fields),
-            train=self._train_config(self.classes_),
+            train=self._train_config(self.classes_, self.seed_),
             output=str(path), device=params["device"], threads=check_threads(params["threads"]), report=False)
         record = config_record(settings, model, {**getattr(self, "_fitted_on", {}), "test_examples": 0}, {
             "trained_by": ESTIMATOR,
@@ -420,6 +440,8 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
             raise RunDirError(f"{Path(path) / 'config.json'}: estimator is not a record of params, classes and "
                               f"classes_dtype (was the file edited?)")
         params = saved["params"]
+        if "seed" in params and "random_state" not in params:  # (saved before the parameter took scikit-learn's name)
+            params["random_state"] = params.pop("seed")
         unknown = sorted(set(params) - set(cls().get_params()))
         if unknown:
             raise RunDirError(f"{Path(path) / 'config.json'}: estimator.params has {unknown[0]!r}, which this "
@@ -456,15 +478,28 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
         estimator.classes_, estimator.classifier_ = classes, classifier
         estimator.n_text_columns_, estimator.text_column_names_ = count, names
         estimator.history_ = read_history(path, needs=["seconds"])  # (save sums them)
+        try:  # (the seed fit used, which the run's training settings record, whatever random_state drew it)
+            estimator.seed_ = check_seed(config["settings"]["train"].get("seed"), "settings.train.seed")
+        except AttnclfError as exc:
+            raise RunDirError(f"{Path(path) / 'config.json'}: {exc} (was the file edited?)") from None
         data = config.get("data") if isinstance(config.get("data"), dict) else {}
         estimator._fitted_on = {key: data[key] for key in ("train_examples", "validation_examples") if key in data}
         return estimator
 
-    def _train_config(self, classes: np.ndarray) -> TrainConfig:
-        """The Trainer's settings, for labels ``classes`` (which a dict of class weights is keyed by)."""
+    def _train_config(self, classes: np.ndarray, seed: int) -> TrainConfig:
+        """The Trainer's settings, for labels ``classes`` (which a dict of class weights is keyed by) and the seed
+        ``random_state`` gave (``_seed``)."""
         return TrainConfig(epochs=self.epochs, batch_size=self.batch_size, lr=self.lr, weight_decay=self.weight_decay,
                            patience=self.patience, class_weights=_class_weights_by_name(self.class_weight, classes),
-                           seed=self.seed)
+                           seed=seed)
+
+    def __setstate__(self, state: dict) -> None:
+        if "seed" in state:  # (pickled before the parameter took scikit-learn's name: the same seed, renamed)
+            state = dict(state)
+            state["random_state"] = state.pop("seed")
+            if "classifier_" in state:
+                state.setdefault("seed_", state["random_state"])
+        super().__setstate__(state)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -510,6 +545,23 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
 # Where fit takes the model fields a run derives (settings.DERIVED_MODEL_FIELDS), in the estimator's own terms.
 _DERIVED_FROM = {"vocab_size": "the texts (the estimator's vocab_size= caps it)", "num_classes": "the labels",
                  "max_len": "the estimator's max_len=", "pad_id": "the tokenizer"}
+
+
+def _seed(random_state) -> int:
+    """The seed a fit trains from, by scikit-learn's rules for ``random_state``: a whole number is the seed itself;
+    None draws one from numpy's global ``RandomState`` (``np.random.seed`` repeats it), and a
+    ``numpy.random.RandomState`` draws one from itself, as scikit-learn's estimators built on another generator do.
+    Anything else, or a number numpy's generators cannot take, is a one-line error.
+
+    >>> _seed(7), _seed(np.random.RandomState(0))
+    (7, 2357136044)
+    """
+    if random_state is None or isinstance(random_state, np.random.RandomState):
+        return int(check_random_state(random_state).randint(2 ** 32, dtype=np.int64))
+    if whole_number(random_state) is None:
+        raise AttnclfError(f"random_state must be None, a whole number or a numpy.random.RandomState, got "
+                           f"{shown(random_state)}")
+    return check_seed(random_state, "random_state")
 
 
 def _under_threads(threads):
