@@ -286,9 +286,9 @@ class Tokenizer:
         cuts: list[int | None] = [None] * len(texts)
         whole = [i for i, found in enumerate(ids) if found is None]
         # Only the ids are read: encode_batch_fast skips the offsets, the same ids 23% sooner on IMDB's reviews
-        # (BENCHMARKS.md, where a small model's training time goes). A tokenizers release without it: offsets too.
-        encode_batch = getattr(self.backend, "encode_batch_fast", None) or self.backend.encode_batch
-        encodings = encode_batch([clean(texts[i], self.config.cleaning) for i in whole], add_special_tokens=False)
+        # (BENCHMARKS.md, where a small model's training time goes); tokenizers has it from 0.20.0, our floor.
+        encodings = self.backend.encode_batch_fast([clean(texts[i], self.config.cleaning) for i in whole],
+                                                   add_special_tokens=False)
         for i, encoding in zip(whole, encodings):
             ids[i] = truncate(encoding.ids or [UNK_ID], max_len, self.config.truncation)
             cuts[i] = max(len(encoding.ids) - max_len, 0)
