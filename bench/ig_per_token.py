@@ -8,15 +8,15 @@ encoded by the run's tokenizer and explained for their predicted class (as `attn
 ``time.process_time`` (one thread by default). Then, text by text, a tight reference: steps="auto" again with the
 module's ``IG_TOLERANCE`` and ``IG_AUTO_BUDGET`` set to ``--reference-tolerance`` (1e-5) and ``--reference-budget``
 (20,000) in this process only (``IG_TOKEN_TOLERANCE`` as it is). Per text: the per-token error max |auto -
-reference| / max |reference|, how many of the reference's 5 highest-scoring positions (``Explanation.top_tokens``'s
-order) are among auto's 5, both completeness errors and the gradients each took. Summary: the per-token error's
-median, max and count over 2%, the top 5's minimum, auto's completeness error median, its gradients' median, mean
+reference| / max |reference|, how many of the reference's 5 highest-scoring positions are among auto's 5 (and of
+its 5 largest in size), both completeness errors and the gradients each took. Summary: the per-token error's median,
+max and count over 2%, the top 5's minima, auto's completeness error median, its gradients' median, mean
 and max, its CPU seconds; the reference's gradients, completeness error and CPU seconds.
 
 It runs on older code too: ``PYTHONPATH=OLD/src`` (say a ``git worktree`` of c434bed, before the per-token check)
 explains with that checkout's attnclf, and the result names its commit. On IMDB's default run (16 reviews) the
-references are most of the CPU: 42 s of "auto", 58 s of references (17 s of them one review at the budget), about
-2.5 min wall (2026-11-28).
+references are most of the CPU: 43 s of "auto", 55 s of references (17 s of them one review at the budget), under
+2 min wall (2026-11-28).
 """
 
 from __future__ import annotations
@@ -52,7 +52,14 @@ def tight(tolerance: float, budget: int):
 
 
 def top_positions(scores: np.ndarray) -> set[int]:
+    """The ``TOP`` highest-scoring positions (``Explanation.top_tokens``'s order)."""
     return set(np.argsort(-scores, kind="stable")[:TOP].tolist())
+
+
+def strongest_positions(scores: np.ndarray) -> set[int]:
+    """The ``TOP`` positions with the largest scores in size (``Explanation.strongest_tokens``'s: the strongest
+    colours), evidence against the class too."""
+    return top_positions(np.abs(scores))
 
 
 def per_token_error(auto: np.ndarray, reference: np.ndarray) -> float:
@@ -111,6 +118,8 @@ def main() -> None:
             rows.append({"test_index": int(picked[i]), "tokens": len(text_ids),
                          "per_token_error": per_token_error(auto.scores[i], reference.scores[0]),
                          "top5_shared": len(top_positions(auto.scores[i]) & top_positions(reference.scores[0])),
+                         "strongest5_shared": len(strongest_positions(auto.scores[i])
+                                                  & strongest_positions(reference.scores[0])),
                          "completeness_error": float(auto.completeness_error[i]),
                          "log_odds_change": float(auto.log_odds_change[i]),
                          "gradients": int(auto.steps[i]),
@@ -125,6 +134,7 @@ def main() -> None:
         "per_token_error": {"median": float(np.median(errors)), "max": float(errors.max()),
                             f"over_{OFF:.0%}": int((errors > OFF).sum())},
         "top5_shared_min": min(row["top5_shared"] for row in rows),
+        "strongest5_shared_min": min(row["strongest5_shared"] for row in rows),
         "completeness_error_median": float(np.median([row["completeness_error"] for row in rows])),
         "gradients": {"median": float(np.median(gradients)), "mean": float(gradients.mean()),
                       "max": int(gradients.max())},
