@@ -789,6 +789,18 @@ def test_self_attention_maps_colour_against_uniform_so_an_even_head_looks_even()
     assert windowed.norm(0.5) == pytest.approx(0.5)
 
 
+def test_self_attention_maps_say_which_axis_attends_to_which():
+    # Shown on a slide without the report's prose, a map's rows and columns read either way round: a student took
+    # column "not" in layer 1 for "not" looking at every word. The axes say rows look at columns, and the figure
+    # names the text it maps.
+    import numpy as np
+
+    fig = plots.head_maps_figure(np.full((2, 2, 3, 3), 1 / 3), ["not", "very", "good"])
+    bottom_left = fig.axes[2]
+    assert "attends from" in bottom_left.get_ylabel() and "attends to" in bottom_left.get_xlabel()
+    assert fig.get_suptitle() == "self-attention of every layer and head on: not very good"
+
+
 def test_the_report_says_how_its_self_attention_colours_read():
     from attnclf.explain.explanation import Explanation
     from attnclf.report.html import _heads_section

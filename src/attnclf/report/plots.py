@@ -281,6 +281,9 @@ HEAD_MAP_COLOURS = ListedColormap(np.vstack([_DIVERGING(np.linspace(0.3, 0.5, 12
                                              _DIVERGING(np.linspace(0.5, 1.0, 128))]), name="attnclf_heads")
 
 
+HEAD_MAP_TITLE_TOKENS = 24  # a longer text's title shows its first tokens, as its unlabelled axes show none
+
+
 def head_maps_figure(maps: np.ndarray, tokens: Sequence[str], window: int = 0) -> Figure:
     """Every layer's (rows) and head's (columns) self-attention map; rows of a map are queries. ``window``: the
     model's ``attention_window`` (0: each token attends to all n; else to its block of ``window``).
@@ -310,6 +313,13 @@ def head_maps_figure(maps: np.ndarray, tokens: Sequence[str], window: int = 0) -
                 ax.set_yticks(range(n), tokens, fontsize="x-small")
             else:
                 ax.set_xticks([]), ax.set_yticks([])
+    # Cut from the report, a map reads either way round; name the direction on the outer axes only, to save room.
+    for ax in axes[:, 0]:
+        ax.set_ylabel("attends from (query)", fontsize="small")
+    for ax in axes[-1, :]:
+        ax.set_xlabel("attends to (key)", fontsize="small")
+    shown = " ".join(tokens[:HEAD_MAP_TITLE_TOKENS]) + (" ..." if n > HEAD_MAP_TITLE_TOKENS else "")
+    fig.suptitle(f"self-attention of every layer and head on: {shown}", fontsize="medium")
     bar = fig.colorbar(image, ax=axes, shrink=0.6,
                        label=f"attention weight (white: uniform, 1/{'window' if window else 'n'} = {uniform:.3g})")
     ticks = sorted({0.0, uniform, norm.vmax})  # TwoSlopeNorm's own ticks crowd the shorter half
