@@ -16,7 +16,7 @@ from attnclf.data.splits import train_validation_split
 from attnclf.errors import AttnclfError, DataError
 from attnclf.experiments import Setup
 from attnclf.experiments.budget import DEFAULT_CAPS, QUICK, with_caps, with_quick
-from attnclf.experiments.tables import markdown_table, summarize
+from attnclf.experiments.tables import chance_note, markdown_table, summarize
 from attnclf.training.cached import load_cached_data
 from attnclf.training.run_data import load_data
 from attnclf.training.settings import DataSettings, RunSettings, settings_for
@@ -415,6 +415,33 @@ def test_summary_spread_is_sample_std_and_absent_for_one_seed():
     assert b["accuracy_std"] is None and b["seeds"] == 1
     table = markdown_table([a, b], ["label", "accuracy", "seeds"])
     assert "| a | 0.850 ± 0.071 | 2 |" in table and "| b | 0.700 | 1 |" in table
+
+
+def test_a_model_at_chance_on_every_seed_is_named_under_the_table_as_not_having_learned():
+    # `compare --quick` on SST-2 sentences put transformer-mean at 0.500 and pos-mean at 0.509 on 500 balanced test
+    # texts: a student reads "a Transformer is worse than a bag of words" where it learned nothing in 3 epochs.
+    def cell(label, accuracy):  # 500 test texts, 250 of the commonest class
+        return {"label": label, "model": label, "accuracy": accuracy, "epochs": 3, "majority_accuracy": 0.5,
+                "test_examples": 500}
+
+    records = [cell("boe", 0.576), cell("boe", 0.56), cell("pos-mean", 0.5), cell("pos-mean", 0.526),
+               cell("transformer-mean", 0.5), cell("transformer-mean", 0.5),
+               {"label": "tfidf-lr", "model": "tfidf-lr", "accuracy": 0.5, "epochs": None}]
+    note = chance_note(records)
+    assert note.startswith("At chance: pos-mean, transformer-mean (every seed's test accuracy within two standard "
+                           "errors of 0.500, what always answering the commonest test class scores)")
+    assert "learned nothing the test set shows under this budget (up to 3 epochs)" in note and "--epochs" in note
+    assert "boe" not in note and "tfidf" not in note  # 0.56 is more than two standard errors (0.045) above 0.5
+    assert chance_note([cell("boe", 0.576)]) is None
+    assert chance_note([cell("boe", 0.5) | {"majority_accuracy": None}]) is None  # (a multi-label cell: no such rate)
+
+
+def test_compare_names_a_model_left_at_chance_under_its_table(tmp_path):
+    out = tmp_path / "cmp"
+    # A mean of embeddings cannot tell a text from its reversal: on toy-reversal it stays at chance whatever it trains.
+    assert main(["compare", "--dataset", "toy-reversal", "--models", "boe", "--seeds", "1", "--epochs", "1",
+                 "--no-reference", "--threads", "1", "--quiet", "--output", str(out)]) == 0
+    assert "At chance: boe (every seed's test accuracy" in (out / "comparison.md").read_text()
 
 
 def test_budget_flags_beat_quick_which_beats_the_recipe():

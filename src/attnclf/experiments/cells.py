@@ -23,6 +23,8 @@ from dataclasses import InitVar, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Callable, Sequence
 
+import numpy as np
+
 from ..checks import by_field, check_seed, set_value
 from ..errors import AttnclfError, RunDirError
 from ..models import MODELS, build_model
@@ -222,7 +224,22 @@ def _run_cell(settings: RunSettings, texts: list[str], earlier: Callable[[], Seq
         # The last epoch's, beside its training loss: metrics.json's accuracy is of the kept (best validated) weights
         "final_train_accuracy": history[-1].get("train_accuracy") if history else None,
         "reused": reused,
+        **majority_accuracy(metrics.get("confusion_matrix")),
     }
+
+
+def majority_accuracy(confusion_matrix) -> dict:
+    """What always answering the commonest test class would score, and the test texts counted, from a single-label
+    run's confusion matrix (rows: true classes); None for anything else (a multi-label run's per-label matrices).
+
+    >>> majority_accuracy([[12, 238], [12, 238]])
+    {'majority_accuracy': 0.5, 'test_examples': 500}
+    """
+    matrix = np.asarray(confusion_matrix if confusion_matrix is not None else [], dtype=float)
+    if matrix.ndim != 2 or matrix.shape[0] != matrix.shape[1] or matrix.sum() <= 0:
+        return {"majority_accuracy": None, "test_examples": None}
+    total = matrix.sum()
+    return {"majority_accuracy": float(matrix.sum(axis=1).max() / total), "test_examples": int(total)}
 
 
 def check_same_settings(run_dir: Path, settings: RunSettings,

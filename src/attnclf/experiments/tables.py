@@ -83,6 +83,36 @@ def markdown_table(rows: list[dict], columns: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def chance_note(records: list[dict]) -> str | None:
+    """A line naming the neural models whose every seed's test accuracy lies within two standard errors of what
+    always answering the commonest test class scores (its record's ``majority_accuracy``, over ``test_examples``):
+    under the experiment's budget they learned nothing the test set shows, which a table alone reads as a worse
+    model. None where no model is there (or the cells give no such rate, as a multi-label run's do not).
+
+    >>> cell = {"label": "pos-mean", "accuracy": 0.51, "epochs": 3, "majority_accuracy": 0.5, "test_examples": 500}
+    >>> chance_note([cell]).split(" (")[0]
+    'At chance: pos-mean'
+    """
+    verdicts: dict[str, list[bool]] = {}
+    rates = set()
+    for record in records:
+        rate, count = record.get("majority_accuracy"), record.get("test_examples")
+        if record.get("epochs") is None or rate is None or not count:  # (the TF-IDF reference trains no epochs)
+            continue
+        margin = 2 * math.sqrt(rate * (1 - rate) / count)  # two binomial standard errors of that rate
+        verdicts.setdefault(record["label"], []).append(record["accuracy"] <= rate + margin)
+        rates.add(round(rate, 3))
+    flagged = [label for label, at_chance in verdicts.items() if all(at_chance)]
+    if not flagged:
+        return None
+    epochs = max(r["epochs"] for r in records if r["label"] in flagged)
+    rate = f"{rates.pop():.3f}" if len(rates) == 1 else "the commonest class's share"
+    return (f"At chance: {', '.join(flagged)} (every seed's test accuracy within two standard errors of {rate}, what "
+            f"always answering the commonest test class scores): they learned nothing the test set shows under this "
+            f"budget (up to {epochs} epoch{'s' * (epochs != 1)}). Before reading that as a worse model, give them "
+            f"more: --epochs, or the default budget in place of --quick.")
+
+
 def write_csv(path: Path, rows: list[dict], keys: list[str] | None = None) -> None:
     """``rows`` as CSV (atomically); columns are ``keys`` or every key of the first row."""
     keys = keys or list(rows[0])
