@@ -444,6 +444,20 @@ def test_compare_names_a_model_left_at_chance_under_its_table(tmp_path):
     assert "At chance: boe (every seed's test accuracy" in (out / "comparison.md").read_text()
 
 
+def test_the_toy_loss_panels_draw_the_coin_flip_line_and_name_the_loss():
+    # On toy-reversal "mean" and "self-attention, no positions" lie on one line at 0.693: on a slide a student saw one
+    # curve, and no mark said that 0.693 is a coin flip. The line is drawn, named in the legend, and the axis says
+    # which loss it is.
+    from attnclf.experiments.plots import loss_panels
+
+    figure = loss_panels({"toy-reversal": {"mean": [[0.693, 0.693]], "positions": [[0.693, 0.1]]}}, "title")
+    ax = figure.axes[0]
+    chance = [line for line in ax.get_lines() if line.get_label().startswith("chance")]
+    assert len(chance) == 1 and chance[0].get_ydata()[0] == pytest.approx(math.log(2))
+    assert chance[0].get_label() == "chance: ln 2 = 0.693 (a coin flip)"
+    assert ax.get_ylabel() == "training loss (cross-entropy, nats)"
+
+
 def test_budget_flags_beat_quick_which_beats_the_recipe():
     explicit = Setup(DataSettings(dataset="synthetic", max_train_examples=123), train={"lr": 0.5})
     quick = with_quick(explicit)
