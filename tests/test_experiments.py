@@ -351,6 +351,7 @@ def test_ablate_sweeps_the_default_axes_the_model_has(tmp_path, monkeypatch):
     (["compare", "--dataset", "synthetic", "--models", "boe,gpt"], "unknown model 'gpt'"),
     (["compare", "--dataset", "synthetic", "--models", "boe, boe"], "--models names boe twice"),
     (["compare", "--dataset", "synthetic", "--models", ","], "--models names no model"),
+    (["compare", "--dataset", "synthetic", "--models", "boe,all"], "--models all stands alone"),
     (["compare", "--dataset", "synthetic", "--models", "boe", "--set", "heads=2"], "no model of this experiment has a config field 'heads'"),
     (["compare", "--dataset", "synthetic", "--seeds", "0"], "--seeds must be at least 1"),
     # A huge count was "out of memory; lower --max-len, --batch-size, ..." (its seeds, listed, filled the memory)
@@ -434,6 +435,16 @@ def test_a_model_at_chance_on_every_seed_is_named_under_the_table_as_not_having_
     assert "boe" not in note and "tfidf" not in note  # 0.56 is more than two standard errors (0.045) above 0.5
     assert chance_note([cell("boe", 0.576)]) is None
     assert chance_note([cell("boe", 0.5) | {"majority_accuracy": None}]) is None  # (a multi-label cell: no such rate)
+
+
+def test_compare_models_all_is_every_model_attnclf_models_lists():
+    # A teacher's six baselines (pos-mean among them, which the default leaves out) without typing each name.
+    from attnclf.experiments.compare import compared_models
+    from attnclf.models import MODELS
+
+    assert compared_models(("all",)) == tuple(MODELS)
+    assert {"boe", "pos-mean", "lstm-mean", "bilstm-attn", "transformer-mean", "self-attn"} <= set(MODELS)
+    assert compared_models(("pos-mean", "boe")) == ("pos-mean", "boe")
 
 
 def test_compare_names_a_model_left_at_chance_under_its_table(tmp_path):

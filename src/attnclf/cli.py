@@ -1423,7 +1423,8 @@ def build_parser() -> argparse.ArgumentParser:
                                    "a plot. Finished cells are reused when rerun with the same --output.")
     _add_experiment_args(p, "compare-<dataset>")
     p.add_argument("--models", default="boe,lstm-mean,bilstm-attn,transformer-mean,self-attn",
-                   help="comma-separated models (default: boe,lstm-mean,bilstm-attn,transformer-mean,self-attn)")
+                   help="comma-separated models, or all: every model `attnclf models` lists, the course's "
+                        "baselines among them (default: boe,lstm-mean,bilstm-attn,transformer-mean,self-attn)")
     p.add_argument("--no-reference", action="store_true", help="skip the TF-IDF + logistic regression reference")
 
     p = sub.add_parser("ablate", help="sweep model config axes one at a time over seeds; a table + plot per axis",

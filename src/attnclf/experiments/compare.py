@@ -16,6 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import AttnclfError
+from ..models import MODELS
 from ..rundir import atomic_write_bytes, output_folder
 from .budget import with_caps, with_quick
 from .cells import Log, Setup, Variant, run_variants
@@ -29,6 +30,22 @@ COLUMNS = ["label", "parameters", "accuracy", "macro_f1", "epochs", "train_secon
            "texts_per_second", "seeds"]
 
 
+def compared_models(models: tuple[str, ...]) -> tuple[str, ...]:
+    """``models`` as named, or every model ``attnclf models`` lists for ``("all",)`` (the course's baselines beside
+    self-attn, which the default leaves pos-mean and mha out of); one line for none, or for all among names.
+
+    >>> compared_models(("all",))[:3], compared_models(("boe", "self-attn"))
+    (('boe', 'pos-mean', 'lstm-mean'), ('boe', 'self-attn'))
+    """
+    if not models:
+        raise AttnclfError("--models names no model; e.g. --models boe,self-attn (or all)")
+    if "all" in models:
+        if len(models) > 1:
+            raise AttnclfError("--models all stands alone: it names every model already")
+        return tuple(MODELS)
+    return models
+
+
 def compare(setup: Setup, output: str | Path, models: tuple[str, ...] = DEFAULT_MODELS, reference: bool = True,
             quick: bool = False, log: Log = lambda line: None) -> ExperimentResult:
     """Train each of ``models`` with each seed of ``setup``, plus the TF-IDF reference; write the table and plot.
@@ -38,8 +55,7 @@ def compare(setup: Setup, output: str | Path, models: tuple[str, ...] = DEFAULT_
     uncapped: its cells read the file recipe's tokens (``recipes.FILE_SELF_ATTN_TOKENIZER``), as
     ``train --train-file`` does.
     """
-    if not models:
-        raise AttnclfError("--models names no model; e.g. --models boe,self-attn")
+    models = compared_models(models)
     repeated = next((model for i, model in enumerate(models) if model in models[:i]), None)
     if repeated:  # its cells would count twice, as if they were seeds of their own
         raise AttnclfError(f"--models names {repeated} twice; each model is compared once (--seeds gives repeats)")
