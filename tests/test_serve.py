@@ -51,7 +51,8 @@ def _running(server, before_stop=lambda: None):
 def server(demo_run):
     port = _free_port()
     process = subprocess.Popen([sys.executable, "-m", "attnclf", "serve", str(demo_run), "--port", str(port),
-                                "--device", "cpu", *LIMITS], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                "--device", "cpu", *LIMITS], stderr=subprocess.PIPE, text=True,
+                               stdout=subprocess.DEVNULL)  # (its access log: a pipe nobody reads would fill, and block it)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
     try:
@@ -71,7 +72,6 @@ def server(demo_run):
     finally:
         process.terminate()
         process.wait(timeout=30)
-        process.stdout.close()
         process.stderr.close()
 
 

@@ -34,10 +34,12 @@ import json
 import os
 import shlex
 import socket
+import time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import InitVar, asdict, dataclass
+from datetime import datetime, timezone
 from functools import partial
 from itertools import islice
 from pathlib import Path
@@ -63,6 +65,7 @@ GRACEFUL_STOP_SECONDS = 5  # a stop (Ctrl-C, SIGTERM) waits this long for reques
 # What a request the stop cut off is answered, a 503 with Retry-After (``AnswerCutOffRequests``)
 STOPPED = ("the server is stopping: this request was cut off unfinished; retry it (here once the server is back, "
            "or on another)")
+LOGGED_DETAIL_CHARS = 300  # an access log line's error detail at most: the app's details are one short line each
 SHOWN_ERRORS = 3  # a body of the wrong shape is answered naming its first this-many problems
 NO_EXPLANATIONS = ("this service runs the exported ONNX graph, which gives no explanations: `attnclf serve RUN_DIR` "
                    "(the PyTorch backend) explains")
@@ -462,6 +465,58 @@ class AnswerCutOffRequests:
                                                                   "Connection": "close"})(scope, receive, send)
 
 
+class AccessLog:
+    """ASGI middleware: one line per request to ``write``, when it is answered: the time (UTC), client, method, path,
+    status and milliseconds, and for an error the answer's one-line ``detail``, so an operator can tell which request
+    failed and why. Never a text: the details name limits, fields and positions, not what was sent. ``quiet`` paths
+    (liveness) are logged only when they fail: a probe every few seconds would bury the requests.
+
+    >>> # app.add_middleware(AccessLog, write=print, quiet={"/health"})   # as create_app does, asked for a log
+    """
+
+    def __init__(self, app, write: Callable[[str], None], quiet: set[str]):
+        self.app = app
+        self.write = write
+        self.quiet = quiet
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        start, status, error = time.perf_counter(), None, []
+
+        async def watched(message):
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            elif message["type"] == "http.response.body" and status is not None and status >= 400:
+                error.append(message.get("body", b""))  # (an error answer is one short JSON object)
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watched)
+        finally:  # (a request the stop cut off mid-answer, too: logged with what it had sent)
+            path = _route_path(scope)
+            if not (path in self.quiet and status is not None and status < 400):
+                client = (scope.get("client") or ("-",))[0]
+                when = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+                line = (f"{when} {client} {scope['method']} {shown(path, write=str)} {status or 'unanswered'} "
+                        f"{(time.perf_counter() - start) * 1000:.1f} ms")
+                self.write(line + (f": {detail}" if (detail := _detail(b"".join(error))) else ""))
+
+
+def _detail(body: bytes) -> str:
+    """An error answer's ``detail``, bounded; empty where the body holds none.
+
+    >>> _detail(b'{"detail": "texts is empty"}'), _detail(b"Internal Server Error")
+    ('texts is empty', '')
+    """
+    try:
+        detail = json.loads(body).get("detail")
+    except (ValueError, AttributeError):
+        return ""
+    return shown(detail, most=LOGGED_DETAIL_CHARS, write=str) if isinstance(detail, str) else ""
+
+
 class JsonBodies:
     """ASGI middleware for the routes that take a JSON body: one sent as anything else (curl -d sends a form)
     is answered 415, naming the Content-Type to send, instead of a validation error about a body that looks
@@ -617,9 +672,10 @@ def _by_text(classifier, texts: list[str], methods: list[str], target) -> list:
     return [explanation for per_text in zip(*by_method) for explanation in per_text]
 
 
-def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
+def create_app(classifier, limits: ServeLimits = ServeLimits(),
+               access_log: Callable[[str], None] | None = None) -> FastAPI:
     """The API around ``classifier``: an ``attnclf.Classifier``, an ``Ensemble`` or an ``OnnxClassifier`` (which two
-    /explain refuses).
+    /explain refuses). ``access_log``: given a line per request (``AccessLog``); none by default, as a library's app.
 
     >>> # with TestClient(create_app(Classifier.load("runs/demo"))) as client:   # (starts the batcher)
     >>> #     client.post("/predict", json={"text": "great"}).json()
@@ -663,7 +719,9 @@ def create_app(classifier, limits: ServeLimits = ServeLimits()) -> FastAPI:
     app.add_middleware(BodyLimit, max_bytes=limits.max_body_bytes, max_seconds=limits.max_body_seconds)
     # Outside the body's bound (added after it): a request holds its slot while its body is still arriving, too.
     app.add_middleware(InFlightLimit, limit=limits.max_connections, exempt={"/health"})
-    app.add_middleware(AnswerCutOffRequests)  # (outermost: whatever was running when the stop cut it off)
+    app.add_middleware(AnswerCutOffRequests)  # (whatever was running when the stop cut it off)
+    if access_log is not None:  # (outermost: it logs every answer, the middlewares' own refusals too)
+        app.add_middleware(AccessLog, write=access_log, quiet={"/health"})
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError):
@@ -843,7 +901,9 @@ def serve(run_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, limits
         import torch
 
         torch.set_num_threads(threads)
-    app = create_app(classifier, limits)
+    # A line per request on stdout, beside "serving": what an operator reads (journalctl, docker logs) to tell
+    # which request failed and why; uvicorn's own access log is off, as it says nothing of why.
+    app = create_app(classifier, limits, access_log=partial(print, flush=True))
     port = _listenable_port(host, port)
     if not _loopback(host):
         print(f"warning: binding {host} makes the model reachable from other machines", flush=True)

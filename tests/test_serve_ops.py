@@ -1,0 +1,55 @@
+"""Operating the HTTP service: what its log says of each request, and what it says of the model it serves."""
+
+import re
+
+import pytest
+from fastapi.testclient import TestClient
+
+from attnclf.classifier import Classifier
+from attnclf.serve.app import create_app
+
+
+@pytest.fixture(scope="module")
+def local(demo_run):
+    return Classifier.load(demo_run, device="cpu")
+
+
+def test_the_access_log_has_a_line_per_request_naming_why_one_failed_and_never_its_texts(local):
+    logged: list[str] = []
+    secret = "patient 4711 was denied the claim"
+    with TestClient(create_app(local, access_log=logged.append)) as client:
+        assert client.post("/predict", json={"text": secret}).status_code == 200
+        assert client.post("/predict", json={"texts": [secret, 5]}).status_code == 422
+        assert client.post("/predict", content=secret, headers={"content-type": "text/plain"}).status_code == 415
+        assert client.post("/explain", json={"text": secret, "method": "bogus"}).status_code == 400
+        assert client.get("/health").status_code == 200  # a probe's every few seconds: not logged when it answers
+        assert client.get("/model").status_code == 200
+    assert len(logged) == 5, logged
+    assert not [line for line in logged if "4711" in line], "a text reached the log"
+    pattern = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ \S+ (GET|POST) /\w+ \d{3} \d+\.\d ms"
+    assert all(re.match(pattern, line) for line in logged), logged
+    assert " POST /predict 200 " in logged[0] and ":" not in logged[0].split(" ms")[1]
+    assert logged[1].endswith(" ms: texts.1: Input should be a valid string")
+    assert " 415 " in logged[2] and logged[2].endswith("not text/plain")
+    assert " POST /explain 400 " in logged[3] and "unknown explanation method 'bogus'" in logged[3]
+    assert " GET /model 200 " in logged[4]
+
+
+def test_the_app_logs_nothing_unless_asked(local, capsys):
+    with TestClient(create_app(local)) as client:
+        assert client.post("/predict", json={"text": "good"}).status_code == 200
+    assert capsys.readouterr() == ("", "")
+
+
+def test_attnclf_serve_logs_each_request_on_stdout(demo_run, capsys, monkeypatch):
+    import uvicorn
+
+    from attnclf.cli import main
+
+    served = {}
+    monkeypatch.setattr(uvicorn, "run", lambda app, **options: served.update(app=app))
+    assert main(["serve", str(demo_run), "--port", "0", "--device", "cpu"]) == 0
+    with TestClient(served["app"]) as client:
+        client.post("/predict", json={"texts": []})
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("serving ") and out[1].endswith(" ms: texts is empty: give one text at least"), out
