@@ -53,3 +53,58 @@ def test_attnclf_serve_logs_each_request_on_stdout(demo_run, capsys, monkeypatch
         client.post("/predict", json={"texts": []})
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("serving ") and out[1].endswith(" ms: texts is empty: give one text at least"), out
+
+
+def _served_app(monkeypatch, *arguments):
+    """The app `attnclf serve ARGUMENTS` would run, uvicorn left unstarted."""
+    import uvicorn
+
+    from attnclf.cli import main
+
+    served = {}
+    monkeypatch.setattr(uvicorn, "run", lambda app, **options: served.update(app=app))
+    assert main(["serve", *arguments, "--port", "0"]) == 0
+    return served["app"]
+
+
+def test_model_names_the_run_and_the_sha256_of_the_weights_each_backend_serves(demo_run, exported, monkeypatch):
+    from attnclf.rundir import file_sha256
+
+    weights = file_sha256(demo_run / "model.safetensors")
+    with TestClient(_served_app(monkeypatch, str(demo_run), "--device", "cpu")) as client:
+        info = client.get("/model").json()
+    assert info["run"] == str(demo_run) and info["weights_sha256"] == [weights]
+    # The export answers for the same weights, and says so: a client can tell the two services agree.
+    with TestClient(_served_app(monkeypatch, str(exported), "--backend", "onnx")) as client:
+        info = client.get("/model").json()
+    assert info["run"] == str(exported) and info["weights_sha256"] == [weights]
+
+
+def test_a_run_retrained_as_it_loads_is_refused_in_one_line(demo_run, tmp_path, monkeypatch, capsys):
+    import shutil
+
+    import attnclf.ensemble
+
+    run = shutil.copytree(demo_run, tmp_path / "run")
+    load = attnclf.ensemble.load_backend
+
+    def retrained_meanwhile(*args, **kwargs):
+        loaded = load(*args, **kwargs)
+        (run / "model.safetensors").write_bytes(b"other weights")  # as `train --overwrite` replaces them
+        return loaded
+
+    monkeypatch.setattr(attnclf.ensemble, "load_backend", retrained_meanwhile)
+
+    def never(*args, **kwargs):  # a regression must fail here, not serve forever
+        raise AssertionError("a run that changed as it loaded was served")
+
+    import uvicorn
+
+    from attnclf.cli import main
+
+    monkeypatch.setattr(uvicorn, "run", never)
+
+    assert main(["serve", str(run), "--port", "0", "--device", "cpu"]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"attnclf: error: {run / 'model.safetensors'} changed as it was loaded (trained again in place?); "
+                   f"serve it once it is written\n")

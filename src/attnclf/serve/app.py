@@ -673,9 +673,11 @@ def _by_text(classifier, texts: list[str], methods: list[str], target) -> list:
 
 
 def create_app(classifier, limits: ServeLimits = ServeLimits(),
-               access_log: Callable[[str], None] | None = None) -> FastAPI:
+               access_log: Callable[[str], None] | None = None, served_from: dict | None = None) -> FastAPI:
     """The API around ``classifier``: an ``attnclf.Classifier``, an ``Ensemble`` or an ``OnnxClassifier`` (which two
     /explain refuses). ``access_log``: given a line per request (``AccessLog``); none by default, as a library's app.
+    ``served_from``: the ``run`` and ``weights_sha256`` (each member's) GET /model names, as ``serve`` gives them;
+    None for each by default (a classifier knows neither).
 
     >>> # with TestClient(create_app(Classifier.load("runs/demo"))) as client:   # (starts the batcher)
     >>> #     client.post("/predict", json={"text": "great"}).json()
@@ -686,6 +688,9 @@ def create_app(classifier, limits: ServeLimits = ServeLimits(),
     # there /explain only refuses, and is left out of the schema and /docs, whose fields would promise otherwise.
     explain_methods = _explain_methods(classifier) if backend == "torch" else []
     state: dict = {"explaining": 0}  # (the /explain requests in flight: at most limits.explain_slots)
+    # Which model answers: a client tells a service still holding the weights it loaded from one whose run was
+    # trained again since, and a torch service from an ONNX one serving the same weights.
+    origin = {"run": None, "weights_sha256": None} | (served_from or {})
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -794,7 +799,7 @@ def create_app(classifier, limits: ServeLimits = ServeLimits(),
     async def model():
         """What is being served."""
         if backend != "torch":
-            return {"backend": backend, **_export_summary(classifier), "limits": asdict(limits)}
+            return {"backend": backend, **origin, **_export_summary(classifier), "limits": asdict(limits)}
         from ..explain.methods import DEFAULT_METHOD
 
         config = classifier.config  # an ensemble's: its first member's
@@ -802,6 +807,7 @@ def create_app(classifier, limits: ServeLimits = ServeLimits(),
         configs = [member.config["model"]["config"] for member in members]
         return {
             "backend": backend,
+            **origin,
             "labels": classifier.label_names,
             # A `train --seeds` ensemble's members share a recipe; one built in Python may mix models, whose names
             # are all given and whose configs differ (None). Its parameters are all of theirs.
@@ -896,20 +902,50 @@ def serve(run_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, limits
     if not 0 <= port <= 65535:
         raise AttnclfError(f"{named('port')} must be 0-65535, got {port}")
     threads = check_threads(threads)
-    classifier = load_backend(run_dir, backend, int8=int8, device=device, bf16=bf16, threads=threads, named=named)
+    classifier, weights_sha256 = _load_unchanged(
+        run_dir, backend, lambda: load_backend(run_dir, backend, int8=int8, device=device, bf16=bf16, threads=threads,
+                                               named=named))
     if threads is not None and backend == "torch":  # (onnxruntime took them as it loaded)
         import torch
 
         torch.set_num_threads(threads)
     # A line per request on stdout, beside "serving": what an operator reads (journalctl, docker logs) to tell
     # which request failed and why; uvicorn's own access log is off, as it says nothing of why.
-    app = create_app(classifier, limits, access_log=partial(print, flush=True))
+    app = create_app(classifier, limits, access_log=partial(print, flush=True),
+                     served_from={"run": str(run_dir), "weights_sha256": weights_sha256})
     port = _listenable_port(host, port)
     if not _loopback(host):
         print(f"warning: binding {host} makes the model reachable from other machines", flush=True)
     print(f"serving {run_dir} ({backend_name(classifier)}) on http://{host}:{port} (API docs at /docs); Ctrl-C stops",
           flush=True)
     uvicorn.run(app, host=host, port=port, **_uvicorn_options(limits))
+
+
+def _load_unchanged(run_dir: str | Path, backend: str, load: Callable[[], object]) -> tuple[object, list]:
+    """What ``load`` loads, and the sha256 of the weights it loaded, each member's: what GET /model tells a client,
+    which can then tell which model answered after the folder was trained again. For PyTorch the weights files are
+    hashed before the load and after, and a change between (`train --overwrite` in place) is refused in one line,
+    where a hash taken after alone would name weights other than those served. An ONNX export names the run's weights
+    it was exported from (export.json), checked as it loaded; an export older than that record, None."""
+    from ..ensemble import is_ensemble_dir, member_dirs
+    from ..rundir import file_sha256
+
+    if backend != "torch":
+        classifier = load()
+        return classifier, [classifier.config.get("weights_sha256")]
+    runs = member_dirs(run_dir) if is_ensemble_dir(run_dir) else [Path(run_dir)]
+    files = [Path(run) / "model.safetensors" for run in runs]
+
+    def fingerprints() -> list[str | None]:
+        # None where it is not a regular file: before the load, the load names what is wrong; after it, it went
+        return [file_sha256(file) if file.is_file() else None for file in files]
+
+    before = fingerprints()
+    classifier = load()
+    changed = next((file for file, old, new in zip(files, before, fingerprints()) if old != new), None)
+    if changed is not None:
+        raise AttnclfError(f"{changed} changed as it was loaded (trained again in place?); serve it once it is written")
+    return classifier, before
 
 
 def _loopback(host: str) -> bool:
