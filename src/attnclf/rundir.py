@@ -34,7 +34,7 @@ import shutil
 import tempfile
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, TypeVar
 
 from .checks import real_number, whole_number
 from .errors import NAME_LENGTH, AttnclfError, RunDirError, first_few, shown
@@ -914,6 +914,31 @@ def file_sha256(path: str | Path) -> str:
         while block := f.read(1 << 20):
             digest.update(block)
     return digest.hexdigest()
+
+
+Loaded = TypeVar("Loaded")
+
+
+def loaded_unchanged(files: list[Path], load: Callable[[], Loaded],
+                     changed: Callable[[Path], str]) -> tuple[Loaded, list[str | None]]:
+    """What ``load`` returns, and the sha256 of each of ``files`` (the weights it reads), taken before the load and
+    again after: the load holds no lock (a run may be read-only), so a `train --resume` or `--overwrite` may replace
+    or set aside a file meanwhile, refused in one line (``changed(file)``), where a checksum taken after alone could
+    name weights other than those loaded. None for a file that is no regular file before the load: the load names
+    what is wrong (reading a link to /dev/zero would never end).
+
+    >>> loaded_unchanged([Path(__file__)], lambda: "model", lambda file: f"{file} changed")[0]
+    'model'
+    """
+    def fingerprints() -> list[str | None]:
+        return [file_sha256(file) if file.is_file() else None for file in files]
+
+    before = fingerprints()
+    loaded = load()
+    replaced = next((file for file, old, new in zip(files, before, fingerprints()) if old != new), None)
+    if replaced is not None:
+        raise AttnclfError(changed(replaced))
+    return loaded, before
 
 
 def member_folders(folder: str | Path, trained: bool = False) -> list[Path]:

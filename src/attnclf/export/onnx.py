@@ -45,11 +45,11 @@ from ..models.base import model_device
 from ..models.windows import window_config
 from ..prediction import joined_text_columns, trained_text_column
 from ..rundir import (ENSEMBLE_FILE, atomic_write_bytes, atomic_write_json, file_sha256, first_missing_folder,
-                      folder_lock, prepare_output_dir, refuse_if_held, refuse_multi_label, remove_empty_folders,
-                      written_atomically)
+                      folder_lock, loaded_unchanged, prepare_output_dir, refuse_if_held, refuse_multi_label,
+                      remove_empty_folders, written_atomically)
 from ..text.tokenizer import PAD_ID, UNK_ID
 from ..training.pretrain import PRETRAIN_FILE
-from .runtime import EXPORT_FORMAT_VERSION, OnnxClassifier, weights_fingerprint
+from .runtime import EXPORT_FORMAT_VERSION, OnnxClassifier
 
 OPSET = 17
 PARITY_TOLERANCE = 1e-4
@@ -218,24 +218,15 @@ def export_onnx(run_dir: str | Path, output: str | Path | None = None, *, check:
 
 
 def _load_unchanged(run_dir: str | Path) -> tuple[Classifier, str]:
-    """The run's classifier, on the CPU, and the sha256 of the weights file it was loaded from. The load is not held
-    (an export outside the run never holds it: the run may be read-only; one into run/onnx holds it once that folder
-    exists), so a `train --resume` may replace the weights meanwhile, or a `train --overwrite` set them aside: their
-    checksum is taken before the load and again after, and a change between (or a file gone) is refused in one line,
-    where a checksum taken after alone could name new weights beside a graph traced from the old."""
-    weights = Path(run_dir) / "model.safetensors"
-
-    def fingerprint() -> str | None:
-        # None where it is not a regular file: before the load, the load names what is wrong (reading a link to
-        # /dev/zero would never end); after it, the file went meanwhile (a `train --overwrite` sets it aside)
-        return weights_fingerprint(Path(run_dir)) if weights.is_file() else None
-
-    before = fingerprint()
-    clf = Classifier.load(run_dir, device="cpu")
-    if fingerprint() != before:
-        raise AttnclfError(f"{weights} changed while it was exported (trained on: `train --resume`?); nothing was "
-                           f"written: export it again once the run is left alone")
-    return clf, before
+    """The run's classifier, on the CPU, and the sha256 of the weights file it was loaded from, unchanged meanwhile
+    (``loaded_unchanged``). The load is not held (an export outside the run never holds it: the run may be
+    read-only; one into run/onnx holds it once that folder exists), and a checksum taken after alone could name new
+    weights beside a graph traced from the old."""
+    clf, (weights_sha256,) = loaded_unchanged(
+        [Path(run_dir) / "model.safetensors"], lambda: Classifier.load(run_dir, device="cpu"),
+        lambda weights: f"{weights} changed while it was exported (trained on: `train --resume`?); nothing was "
+                        f"written: export it again once the run is left alone")
+    return clf, weights_sha256
 
 
 def refuse_held(run_dir: str | Path, output: str | Path | None = None) -> None:

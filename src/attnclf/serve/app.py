@@ -902,7 +902,7 @@ def serve(run_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, limits
     if not 0 <= port <= 65535:
         raise AttnclfError(f"{named('port')} must be 0-65535, got {port}")
     threads = check_threads(threads)
-    classifier, weights_sha256 = _load_unchanged(
+    classifier, weights_sha256 = _load_fingerprinted(
         run_dir, backend, lambda: load_backend(run_dir, backend, int8=int8, device=device, bf16=bf16, threads=threads,
                                                named=named))
     if threads is not None and backend == "torch":  # (onnxruntime took them as it loaded)
@@ -921,31 +921,22 @@ def serve(run_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, limits
     uvicorn.run(app, host=host, port=port, **_uvicorn_options(limits))
 
 
-def _load_unchanged(run_dir: str | Path, backend: str, load: Callable[[], object]) -> tuple[object, list]:
+def _load_fingerprinted(run_dir: str | Path, backend: str, load: Callable[[], object]) -> tuple[object, list]:
     """What ``load`` loads, and the sha256 of the weights it loaded, each member's: what GET /model tells a client,
     which can then tell which model answered after the folder was trained again. For PyTorch the weights files are
     hashed before the load and after, and a change between (`train --overwrite` in place) is refused in one line,
     where a hash taken after alone would name weights other than those served. An ONNX export names the run's weights
     it was exported from (export.json), checked as it loaded; an export older than that record, None."""
     from ..ensemble import is_ensemble_dir, member_dirs
-    from ..rundir import file_sha256
+    from ..rundir import loaded_unchanged
 
     if backend != "torch":
         classifier = load()
         return classifier, [classifier.config.get("weights_sha256")]
     runs = member_dirs(run_dir) if is_ensemble_dir(run_dir) else [Path(run_dir)]
-    files = [Path(run) / "model.safetensors" for run in runs]
-
-    def fingerprints() -> list[str | None]:
-        # None where it is not a regular file: before the load, the load names what is wrong; after it, it went
-        return [file_sha256(file) if file.is_file() else None for file in files]
-
-    before = fingerprints()
-    classifier = load()
-    changed = next((file for file, old, new in zip(files, before, fingerprints()) if old != new), None)
-    if changed is not None:
-        raise AttnclfError(f"{changed} changed as it was loaded (trained again in place?); serve it once it is written")
-    return classifier, before
+    return loaded_unchanged([Path(run) / "model.safetensors" for run in runs], load,
+                            lambda weights: f"{weights} changed as it was loaded (trained again in place?); serve it "
+                                            f"once it is written")
 
 
 def _loopback(host: str) -> bool:
