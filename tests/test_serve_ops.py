@@ -108,3 +108,42 @@ def test_a_run_retrained_as_it_loads_is_refused_in_one_line(demo_run, tmp_path, 
     err = capsys.readouterr().err
     assert err == (f"attnclf: error: {run / 'model.safetensors'} changed as it was loaded (trained again in place?); "
                    f"serve it once it is written\n")
+
+
+def test_each_answer_names_the_weights_that_gave_it_as_model_does(demo_run, exported, tmp_path, monkeypatch):
+    """A client (or a proxy's log) ties an answer to weights from the answer itself: asking /model after could reach a
+    service restarted on other weights in between."""
+    import hashlib
+    import json
+    import shutil
+
+    from attnclf.rundir import file_sha256
+
+    weights = file_sha256(demo_run / "model.safetensors")
+    with TestClient(_served_app(monkeypatch, str(demo_run), "--device", "cpu")) as client:
+        assert client.get("/model").json()["weights_id"] == weights
+        assert client.post("/predict", json={"text": "good"}).headers["x-attnclf-weights"] == weights
+        assert client.post("/explain", json={"text": "good"}).headers["x-attnclf-weights"] == weights
+    with TestClient(_served_app(monkeypatch, str(exported), "--backend", "onnx")) as client:
+        assert client.get("/model").json()["weights_id"] == weights
+        assert client.post("/predict", json={"text": "good"}).headers["x-attnclf-weights"] == weights
+    # An ensemble: one short value for all its members, the sha256 of their sha256s joined by commas, in order.
+    for seed in (0, 1):
+        shutil.copytree(demo_run, tmp_path / "seeds" / f"seed-{seed}")
+    (tmp_path / "seeds" / "ensemble.json").write_text(json.dumps({"members": ["seed-0", "seed-1"]}))
+    with TestClient(_served_app(monkeypatch, str(tmp_path / "seeds"), "--device", "cpu")) as client:
+        info = client.get("/model").json()
+        answered = client.post("/predict", json={"text": "good"}).headers["x-attnclf-weights"]
+    assert info["weights_sha256"] == [weights, weights]
+    assert answered == info["weights_id"] == hashlib.sha256(f"{weights},{weights}".encode()).hexdigest()
+
+
+def test_an_app_not_told_its_weights_names_none(local):
+    with TestClient(create_app(local)) as client:
+        assert client.get("/model").json()["weights_id"] is None
+        assert "x-attnclf-weights" not in client.post("/predict", json={"text": "good"}).headers
+        # Documented where a client reads of the answers: /docs and the schema.
+        assert "X-Attnclf-Weights header names the weights that answered" in client.get("/docs").text
+        for path in ("/predict", "/explain"):
+            assert "X-Attnclf-Weights" in client.get("/openapi.json").json()["paths"][path]["post"]["responses"][
+                "200"]["headers"]

@@ -28,6 +28,7 @@ one-line ``detail``. Requests that arrive while a batch runs are batched togethe
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import html
 import ipaddress
 import json
@@ -45,7 +46,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Callable, Sequence
 
-from fastapi import FastAPI, HTTPException, Request
+from fastapi import FastAPI, HTTPException, Request, Response
 from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse
@@ -67,6 +68,7 @@ STOPPED = ("the server is stopping: this request was cut off unfinished; retry i
            "or on another)")
 LOGGED_DETAIL_CHARS = 300  # an access log line's error detail at most: the app's details are one short line each
 SHOWN_ERRORS = 3  # a body of the wrong shape is answered naming its first this-many problems
+WEIGHTS_HEADER = "X-Attnclf-Weights"  # on each /predict and /explain answer: ``weights_id``, as GET /model gives it
 NO_EXPLANATIONS = ("this service runs the exported ONNX graph, which gives no explanations: `attnclf serve RUN_DIR` "
                    "(the PyTorch backend) explains")
 
@@ -661,6 +663,22 @@ def _description(backend: str, methods: list[str], model: str, max_explanations:
             "one of its members; a run that reads windows: not yet).")
 
 
+def weights_id(weights_sha256: list[str | None] | None) -> str | None:
+    """One value naming the weights a service answers with, as its answers' X-Attnclf-Weights header and GET /model's
+    ``weights_id`` give it: one model's sha256 (what ``sha256sum model.safetensors`` prints), or for an ensemble the
+    sha256 of its members' sha256s joined by commas, in member order (64 characters however many members). None where
+    a weights' hash is unknown (an app not told them, an export older than its record of them).
+
+    >>> weights_id(["ab" * 32]) == "ab" * 32, weights_id([None]), weights_id(["a", "b"])[:12]
+    (True, None, '1eb7c54d5283')
+    """
+    if not weights_sha256 or None in weights_sha256:
+        return None
+    if len(weights_sha256) == 1:
+        return weights_sha256[0]
+    return hashlib.sha256(",".join(weights_sha256).encode()).hexdigest()
+
+
 def _by_text(classifier, texts: list[str], methods: list[str], target) -> list:
     """Each text's explanation by each of ``methods``, grouped by text, as `attnclf explain --method` lists them; the
     pooling attention beside the scores only where attention is not among ``methods`` (it would repeat its scores).
@@ -691,6 +709,12 @@ def create_app(classifier, limits: ServeLimits = ServeLimits(),
     # Which model answers: a client tells a service still holding the weights it loaded from one whose run was
     # trained again since, and a torch service from an ONNX one serving the same weights.
     origin = {"run": None, "weights_sha256": None} | (served_from or {})
+    origin["weights_id"] = weights_id(origin["weights_sha256"])
+    # Each answer names its weights: asking /model separately could reach a service restarted on others in between.
+    answered_by = {WEIGHTS_HEADER: origin["weights_id"]} if origin["weights_id"] else {}
+    answer_headers = {200: {"headers": {WEIGHTS_HEADER: {
+        "description": "the weights that answered: GET /model's weights_id (one model's sha256; an ensemble's, the "
+                       "sha256 of its members' joined by commas)", "schema": {"type": "string"}}}}}
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -746,20 +770,23 @@ def create_app(classifier, limits: ServeLimits = ServeLimits(),
     async def _user_error(request: Request, exc: AttnclfError):
         return JSONResponse({"detail": str(exc)}, 400)
 
-    @app.post("/predict", response_model=PredictResponse, responses=_error_responses(_BODY_ERRORS))
-    async def predict(request: PredictRequest):
+    @app.post("/predict", response_model=PredictResponse, responses=_error_responses(_BODY_ERRORS) | answer_headers)
+    async def predict(request: PredictRequest, response: Response):
         """Label and class probabilities for each text (one text, or a batch), and how many of the tokens the model
-        read are unknown to it."""
+        read are unknown to it. The X-Attnclf-Weights header names the weights that answered (GET /model's
+        weights_id)."""
         predictions = await started("batcher").submit(request.checked(limits.max_batch, limits.max_text_chars))
+        response.headers.update(answered_by)
         return {"predictions": [{key: value for key, value in prediction.to_dict().items()
                                  if key in PredictionOut.model_fields} for prediction in predictions]}
 
     # Out of the schema (and /docs) where it can only refuse: its request fields would promise what it refuses.
     @app.post("/explain", include_in_schema=bool(explain_methods), responses=_error_responses(_BODY_ERRORS | {
-        400: f"{_BODY_ERRORS[400]}, or an unknown method or target, or one this model cannot give (see GET /model)"}))
-    async def explain(request: ExplainRequest):
+        400: f"{_BODY_ERRORS[400]}, or an unknown method or target, or one this model cannot give (see GET /model)"})
+        | answer_headers)
+    async def explain(request: ExplainRequest, response: Response):
         """Per-token scores by ``method``, or several, with what a score means; see GET /model for the methods
-        available."""
+        available. The X-Attnclf-Weights header names the weights that answered (GET /model's weights_id)."""
         if backend != "torch":
             raise HTTPException(400, NO_EXPLANATIONS)
         texts = request.checked(limits.max_explain_batch, limits.max_text_chars)
@@ -780,6 +807,7 @@ def create_app(classifier, limits: ServeLimits = ServeLimits(),
                 if methods is None else _by_text(classifier, texts, methods, request.target))
         finally:
             state["explaining"] -= 1
+        response.headers.update(answered_by)
         return {"explanations": [e.to_dict() for e in explanations]}
 
     @app.get("/health")
