@@ -107,7 +107,7 @@ def test_a_port_in_use_is_a_one_line_error(demo_run, capsys, monkeypatch):
     def never(*args, **kwargs):  # a regression must fail here, not serve forever
         raise AssertionError("uvicorn was started on a port in use")
 
-    monkeypatch.setattr(uvicorn, "run", never)
+    monkeypatch.setattr(uvicorn.Server, "run", never)
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
@@ -477,14 +477,16 @@ def test_a_request_stopping_cuts_off_is_answered_a_json_503_not_a_500_and_logs_n
 
     import uvicorn
 
-    from attnclf.serve.app import ServeLimits, _uvicorn_options, create_app
+    from attnclf.serve.app import ServeLimits, StopAnnouncingServer, _uvicorn_options, create_app
 
     slow_to_explain = _Held(local, "explain")  # for longer than the graceful shutdown waits
     arrived, release = slow_to_explain.arrived, slow_to_explain.release
 
     limits = ServeLimits()
-    server = uvicorn.Server(uvicorn.Config(create_app(slow_to_explain, limits),
-                                           **{**_uvicorn_options(limits), "timeout_graceful_shutdown": 1}))
+    announced: list[str] = []
+    server = StopAnnouncingServer(uvicorn.Config(create_app(slow_to_explain, limits),
+                                                 **{**_uvicorn_options(limits), "timeout_graceful_shutdown": 1}),
+                                  write=announced.append)
     logged: list[logging.LogRecord] = []
     handler = logging.Handler()
     handler.emit = logged.append
@@ -502,6 +504,9 @@ def test_a_request_stopping_cuts_off_is_answered_a_json_503_not_a_500_and_logs_n
     assert response.json() == {"detail": "the server is stopping: this request was cut off unfinished; retry it "
                                          "(here once the server is back, or on another)"}
     assert not [record for record in logged if record.exc_info], "a traceback was logged"
+    # The log says the stop began, what it waited for, and that it ended (not a crash).
+    assert announced == ["stopping: waiting up to 1 s for 1 request in flight",
+                         "stopped after serving 1 request (/health included)"]
 
 
 def test_uvicorn_refuses_only_past_four_times_as_many_open_connections_as_the_app_serves(local):
@@ -855,7 +860,7 @@ def _app_served(args: list[str], monkeypatch):
     import uvicorn
 
     served = []
-    monkeypatch.setattr(uvicorn, "run", lambda app, **options: served.append(app))
+    monkeypatch.setattr(uvicorn.Server, "run", lambda server, sockets=None: served.append(server.config.app))
     assert main(["serve", *args, "--port", "0"]) == 0
     return served[0]
 
@@ -1004,7 +1009,7 @@ def test_an_export_made_before_text_columns_were_recorded_serves_and_says_texts_
 def test_serve_refuses_what_the_onnx_backend_cannot_do_as_predict_does(flags, message, demo_run, capsys, monkeypatch):
     import uvicorn
 
-    monkeypatch.setattr(uvicorn, "run", lambda *args, **kwargs: pytest.fail("served"))
+    monkeypatch.setattr(uvicorn.Server, "run", lambda *args, **kwargs: pytest.fail("served"))
     assert main(["serve", str(demo_run), *flags]) == 2
     assert capsys.readouterr().err == f"attnclf: error: {message.format(run=demo_run)}\n"
 
@@ -1030,12 +1035,12 @@ def test_the_onnx_backend_serves_without_torch_or_scikit_learn(exported):
     code = ("import json, sys; sys.modules['torch'] = None\n"
             "import uvicorn\n"
             "from fastapi.testclient import TestClient\n"
-            "def run(app, **options):\n"
-            "    with TestClient(app) as client:\n"
+            "def run(server, sockets=None):\n"
+            "    with TestClient(server.config.app) as client:\n"
             "        print(json.dumps([client.post('/predict', json={'text': 'not good'}).json(),\n"
             "                          client.get('/model').json()['backend'],\n"
             "                          sorted({'sklearn', 'scipy'} & set(sys.modules))]))\n"
-            "uvicorn.run = run\n"
+            "uvicorn.Server.run = run\n"
             "from attnclf.cli import main\n"
             f"sys.exit(main(['serve', {str(exported)!r}, '--backend', 'onnx', '--threads', '1', '--port', '0']))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

@@ -47,7 +47,7 @@ def test_attnclf_serve_logs_each_request_on_stdout(demo_run, capsys, monkeypatch
     from attnclf.cli import main
 
     served = {}
-    monkeypatch.setattr(uvicorn, "run", lambda app, **options: served.update(app=app))
+    monkeypatch.setattr(uvicorn.Server, "run", lambda server, sockets=None: served.update(app=server.config.app))
     assert main(["serve", str(demo_run), "--port", "0", "--device", "cpu"]) == 0
     with TestClient(served["app"]) as client:
         client.post("/predict", json={"texts": []})
@@ -62,7 +62,7 @@ def _served_app(monkeypatch, *arguments):
     from attnclf.cli import main
 
     served = {}
-    monkeypatch.setattr(uvicorn, "run", lambda app, **options: served.update(app=app))
+    monkeypatch.setattr(uvicorn.Server, "run", lambda server, sockets=None: served.update(app=server.config.app))
     assert main(["serve", *arguments, "--port", "0"]) == 0
     return served["app"]
 
@@ -102,7 +102,7 @@ def test_a_run_retrained_as_it_loads_is_refused_in_one_line(demo_run, tmp_path, 
 
     from attnclf.cli import main
 
-    monkeypatch.setattr(uvicorn, "run", never)
+    monkeypatch.setattr(uvicorn.Server, "run", never)
 
     assert main(["serve", str(run), "--port", "0", "--device", "cpu"]) == 2
     err = capsys.readouterr().err
@@ -147,3 +147,51 @@ def test_an_app_not_told_its_weights_names_none(local):
         for path in ("/predict", "/explain"):
             assert "X-Attnclf-Weights" in client.get("/openapi.json").json()["paths"][path]["post"]["responses"][
                 "200"]["headers"]
+
+
+def test_a_sigterm_stop_says_when_it_begins_and_when_it_has_stopped(demo_run):
+    """uvicorn logs at warning: without these lines, a clean stop under systemd or Docker left no trace, and could
+    not be told from a crash."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import httpx
+
+    process = subprocess.Popen([sys.executable, "-m", "attnclf", "serve", str(demo_run), "--port", "0", "--device",
+                                "cpu", "--threads", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        url = process.stdout.readline().split(" on ", 1)[1].split(" ", 1)[0]  # "serving RUN (torch) on URL ..."
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                assert httpx.post(f"{url}/predict", json={"text": "good"}, timeout=30).status_code == 200
+                break
+            except httpx.TransportError:
+                assert process.poll() is None and time.monotonic() < deadline, process.stderr.read()
+                time.sleep(0.2)
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    lines = out.splitlines()
+    assert " POST /predict 200 " in lines[0], out
+    assert lines[1:] == ["stopping: no requests in flight", "stopped after serving 1 request (/health included)"], out
+    assert "Traceback" not in err, err
+
+
+def test_a_server_that_fails_to_start_is_a_one_line_error_not_a_clean_exit(demo_run, monkeypatch, capsys):
+    import uvicorn
+
+    from attnclf.cli import main
+
+    def startup_failed(server, sockets=None):  # as uvicorn's startup gives up (the app's lifespan failed, say)
+        server.should_exit = True
+
+    monkeypatch.setattr(uvicorn.Server, "run", startup_failed)
+    assert main(["serve", str(demo_run), "--port", "0", "--device", "cpu"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("attnclf: error: the server on 127.0.0.1:") and err.endswith(" failed to start\n"), err

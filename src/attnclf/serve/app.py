@@ -46,6 +46,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Callable, Sequence
 
+import uvicorn
 from fastapi import FastAPI, HTTPException, Request, Response
 from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
@@ -923,8 +924,6 @@ def serve(run_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, limits
 
     >>> # serve("runs/demo", backend="onnx", int8=True, threads=1)
     """
-    import uvicorn
-
     from ..ensemble import load_backend
 
     if not 0 <= port <= 65535:
@@ -946,7 +945,35 @@ def serve(run_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, limits
         print(f"warning: binding {host} makes the model reachable from other machines", flush=True)
     print(f"serving {run_dir} ({backend_name(classifier)}) on http://{host}:{port} (API docs at /docs); Ctrl-C stops",
           flush=True)
-    uvicorn.run(app, host=host, port=port, **_uvicorn_options(limits))
+    server = StopAnnouncingServer(uvicorn.Config(app, host=host, port=port, **_uvicorn_options(limits)),
+                                  write=partial(print, flush=True))
+    try:
+        server.run()
+    except KeyboardInterrupt:  # the stop's signal, raised again once the server has stopped (as uvicorn.run catches it)
+        pass
+    if server.should_exit and not server.started:  # (uvicorn has logged why)
+        raise AttnclfError(f"the server on {host}:{port} failed to start")
+
+
+class StopAnnouncingServer(uvicorn.Server):
+    """uvicorn's server, saying in a line to ``write`` when a stop (Ctrl-C, SIGTERM) begins, with the requests in
+    flight it waits for, and when it has stopped, with the requests served: uvicorn logs at warning, where a clean
+    stop left no trace and could not be told from a crash.
+
+    >>> # StopAnnouncingServer(uvicorn.Config(app, **_uvicorn_options(limits)), write=print).run()   # as serve runs
+    """
+
+    def __init__(self, config: uvicorn.Config, write: Callable[[str], None]):
+        super().__init__(config)
+        self.write = write
+
+    async def shutdown(self, sockets=None):
+        in_flight = len(self.server_state.tasks)  # (requests being answered: an idle connection runs none)
+        self.write(f"stopping: waiting up to {self.config.timeout_graceful_shutdown} s for {in_flight} "
+                   f"request{'s' * (in_flight != 1)} in flight" if in_flight else "stopping: no requests in flight")
+        await super().shutdown(sockets)
+        served = self.server_state.total_requests
+        self.write(f"stopped after serving {served} request{'s' * (served != 1)} (/health included)")
 
 
 def _load_fingerprinted(run_dir: str | Path, backend: str, load: Callable[[], object]) -> tuple[object, list]:
@@ -983,7 +1010,7 @@ def _loopback(host: str) -> bool:
 
 
 def _uvicorn_options(limits: ServeLimits) -> dict:
-    """What ``serve`` passes ``uvicorn.run`` besides the app, host and port (the tests serve with the same).
+    """What ``serve`` passes ``uvicorn.Config`` besides the app, host and port (the tests serve with the same).
 
     >>> _uvicorn_options(ServeLimits(max_connections=2))["limit_concurrency"]
     9
