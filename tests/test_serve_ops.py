@@ -195,3 +195,17 @@ def test_a_server_that_fails_to_start_is_a_one_line_error_not_a_clean_exit(demo_
     assert main(["serve", str(demo_run), "--port", "0", "--device", "cpu"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("attnclf: error: the server on 127.0.0.1:") and err.endswith(" failed to start\n"), err
+
+
+def test_serving_on_all_interfaces_names_a_url_teammates_can_use_and_says_there_is_no_authentication(
+        demo_run, monkeypatch, capsys):
+    import socket
+
+    _served_app(monkeypatch, str(demo_run), "--device", "cpu", "--host", "0.0.0.0")
+    warning, serving = capsys.readouterr().out.splitlines()
+    assert warning == ("warning: reachable from other machines, with no authentication or TLS: put a proxy that has "
+                       "them in front"), warning
+    port = serving.rsplit(":", 1)[1].split(" ", 1)[0]
+    assert serving.startswith(f"serving {demo_run} (torch) on all interfaces: reach it at "
+                              f"http://{socket.gethostname()}:{port} (or at this machine's address)"), serving
+    assert "0.0.0.0" not in serving and port.isdigit() and port != "0"

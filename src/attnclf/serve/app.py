@@ -942,8 +942,9 @@ def serve(run_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, limits
                      served_from={"run": str(run_dir), "weights_sha256": weights_sha256})
     port = _listenable_port(host, port)
     if not _loopback(host):
-        print(f"warning: binding {host} makes the model reachable from other machines", flush=True)
-    print(f"serving {run_dir} ({backend_name(classifier)}) on http://{host}:{port} (API docs at /docs); Ctrl-C stops",
+        print("warning: reachable from other machines, with no authentication or TLS: put a proxy that has them in "
+              "front", flush=True)
+    print(f"serving {run_dir} ({backend_name(classifier)}) on {_where(host, port)} (API docs at /docs); Ctrl-C stops",
           flush=True)
     server = StopAnnouncingServer(uvicorn.Config(app, host=host, port=port, **_uvicorn_options(limits)),
                                   write=partial(print, flush=True))
@@ -992,6 +993,25 @@ def _load_fingerprinted(run_dir: str | Path, backend: str, load: Callable[[], ob
     return loaded_unchanged([Path(run) / "model.safetensors" for run in runs], load,
                             lambda weights: f"{weights} changed as it was loaded (trained again in place?); serve it "
                                             f"once it is written")
+
+
+def _where(host: str, port: int) -> str:
+    """Where a client reaches a service bound to ``host``: its URL, or bound to every interface (0.0.0.0, ::), where
+    that address is no URL a teammate can use, this machine's name (as it names itself: the network may know it
+    otherwise, hence its address too).
+
+    >>> _where("127.0.0.1", 8000), _where("::1", 8000)
+    ('http://127.0.0.1:8000', 'http://[::1]:8000')
+    >>> _where("0.0.0.0", 8000).replace(socket.gethostname(), "NAME")
+    "all interfaces: reach it at http://NAME:8000 (or at this machine's address)"
+    """
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:  # a name
+        return f"http://{host}:{port}"
+    if address.is_unspecified:
+        return f"all interfaces: reach it at http://{socket.gethostname()}:{port} (or at this machine's address)"
+    return f"http://[{host}]:{port}" if address.version == 6 else f"http://{host}:{port}"
 
 
 def _loopback(host: str) -> bool:
