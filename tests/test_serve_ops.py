@@ -209,3 +209,15 @@ def test_serving_on_all_interfaces_names_a_url_teammates_can_use_and_says_there_
     assert serving.startswith(f"serving {demo_run} (torch) on all interfaces: reach it at "
                               f"http://{socket.gethostname()}:{port} (or at this machine's address)"), serving
     assert "0.0.0.0" not in serving and port.isdigit() and port != "0"
+
+
+def test_the_access_log_names_an_internal_error_500_as_the_client_is_answered_not_unanswered(local, monkeypatch):
+    def broken(*args, **options):
+        raise RuntimeError("patient 4711: a bug's message may quote the text")
+
+    monkeypatch.setattr(local, "explain", broken)
+    logged: list[str] = []
+    with TestClient(create_app(local, access_log=logged.append), raise_server_exceptions=False) as client:
+        assert client.post("/explain", json={"text": "patient 4711"}).status_code == 500
+    assert len(logged) == 1 and " POST /explain 500 " in logged[0], logged
+    assert logged[0].endswith(" ms: internal error (RuntimeError)") and "4711" not in logged[0], logged

@@ -470,8 +470,8 @@ class AnswerCutOffRequests:
 
 class AccessLog:
     """ASGI middleware: one line per request to ``write``, when it is answered: the time (UTC), client, method, path,
-    status and milliseconds, and for an error the answer's one-line ``detail``, so an operator can tell which request
-    failed and why. Never a text: the details name limits, fields and positions, not what was sent. ``quiet`` paths
+    status and milliseconds, and for an error the answer's one-line ``detail`` (for a bug, the 500 the client gets and
+    the exception's type), so an operator can tell which request failed and why. Never a text: the details name limits, fields and positions, not what was sent. ``quiet`` paths
     (liveness) are logged only when they fail: a probe every few seconds would bury the requests.
 
     >>> # app.add_middleware(AccessLog, write=print, quiet={"/health"})   # as create_app does, asked for a log
@@ -485,7 +485,7 @@ class AccessLog:
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
-        start, status, error = time.perf_counter(), None, []
+        start, status, error, failed = time.perf_counter(), None, [], None
 
         async def watched(message):
             nonlocal status
@@ -497,14 +497,19 @@ class AccessLog:
 
         try:
             await self.app(scope, receive, watched)
+        except Exception as exc:  # a bug: Starlette's outermost middleware answers it 500 where nothing was sent
+            failed = type(exc).__name__  # (its type alone: its message may quote a text)
+            raise
         finally:  # (a request the stop cut off mid-answer, too: logged with what it had sent)
+            answered = status or (500 if failed else None)
             path = _route_path(scope)
-            if not (path in self.quiet and status is not None and status < 400):
+            if not (path in self.quiet and answered is not None and answered < 400):
                 client = (scope.get("client") or ("-",))[0]
                 when = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-                line = (f"{when} {client} {scope['method']} {shown(path, write=str)} {status or 'unanswered'} "
+                line = (f"{when} {client} {scope['method']} {shown(path, write=str)} {answered or 'unanswered'} "
                         f"{(time.perf_counter() - start) * 1000:.1f} ms")
-                self.write(line + (f": {detail}" if (detail := _detail(b"".join(error))) else ""))
+                detail = _detail(b"".join(error)) or (f"internal error ({failed})" if failed else "")
+                self.write(line + (f": {detail}" if detail else ""))
 
 
 def _detail(body: bytes) -> str:
