@@ -437,6 +437,15 @@ def test_a_model_at_chance_on_every_seed_is_named_under_the_table_as_not_having_
     assert chance_note([cell("boe", 0.5) | {"majority_accuracy": None}]) is None  # (a multi-label cell: no such rate)
 
 
+
+def test_a_model_well_below_the_commonest_class_share_is_not_named_at_chance():
+    # On a 90/10 test set, a model that catches the rare class at the cost of some common ones scores 0.80 (majority
+    # 0.90): it learned what the test set shows, and is not "within two standard errors" (0.019) of 0.90.
+    cell = {"label": "boe", "model": "boe", "accuracy": 0.80, "epochs": 3, "majority_accuracy": 0.9,
+            "test_examples": 1000}
+    assert chance_note([cell]) is None
+    assert chance_note([cell | {"accuracy": 0.89}]).startswith("At chance: boe")
+
 def test_compare_models_all_is_every_model_attnclf_models_lists():
     # A teacher's six baselines (pos-mean among them, which the default leaves out) without typing each name.
     from attnclf.experiments.compare import compared_models
