@@ -221,11 +221,26 @@ def test_explain_all_methods_answers_every_one_the_model_offers_text_by_text(loc
     assert [answer["tokens"][0] for answer in response.json()["explanations"]] == ["not"] * 5 + ["great"] * 5
 
 
+
+def test_explain_all_in_a_list_of_its_own_answers_as_all_does(local):
+    from fastapi.testclient import TestClient
+
+    from attnclf.serve.app import create_app
+
+    # A client building the list from its own choices sends ["all"]: that was refused as an unknown method.
+    asked = {"text": "good", "method": "all"}
+    with TestClient(create_app(local)) as client:
+        response = client.post("/explain", json=asked | {"method": ["all"]})
+        assert response.status_code == 200, response.text
+        assert response.json() == client.post("/explain", json=asked).json()
+
 @pytest.mark.parametrize("method, status, detail", [
     (["occlusion", "tea-leaves"], 400, "unknown method 'tea-leaves'; choose from attention, rollout, grad-input, "
                                        "integrated-gradients, occlusion or all"),
     (["occlusion", "attention", "occlusion"], 400, "method names 'occlusion' twice"),
     ([], 400, "method is empty"),
+    # (it said "unknown method 'all'; choose from ... or all": all was never unknown)
+    (["occlusion", "all"], 400, "method names all among other methods: all alone names every one"),
     (["occlusion", 5], 422, "method: a method name, a list of them or \"all\", not 5"),
     ({"a": 1}, 422, "method: a method name, a list of them or \"all\", not {\"a\": 1}"),
 ])

@@ -235,22 +235,24 @@ def run_methods(run_dir: str | Path, model: torch.nn.Module) -> list[str]:
 
 def chosen_methods(asked: str | Sequence[str], available: Sequence[str], argument: str = "method",
                    named: Callable[[str], str] = by_field) -> list[str]:
-    """The methods ``asked`` names, each one a model supports (``available``: its ``available_methods``): ``all``,
-    every one of those, or names, comma-separated or in a list, each once; one line otherwise, naming ``asked`` as
-    the ``argument`` it came in, as ``named`` spells it (the command line: by its flag). What ``all`` leaves out,
-    ``left_out`` says.
+    """The methods ``asked`` names, each one a model supports (``available``: its ``available_methods``): ``all``
+    (alone, or alone in a list), every one of those, or names, comma-separated or in a list, each once; one line
+    otherwise, naming ``asked`` as the ``argument`` it came in, as ``named`` spells it (the command line: by its
+    flag). What ``all`` leaves out, ``left_out`` says.
 
     >>> chosen_methods("occlusion, grad-input", ["grad-input", "occlusion"]), chosen_methods("all", ["occlusion"])
     (['occlusion', 'grad-input'], ['occlusion'])
     """
-    if asked == "all":
-        return list(available)
     if isinstance(asked, str):
         names = [name.strip() for name in asked.split(",") if name.strip()]
     elif isinstance(asked, (list, tuple)):
         names = list(asked)
     else:
         raise AttnclfError(f"{named(argument)} must be all or method names, got {shown(asked)}")
+    if names == ["all"]:  # (["all"] too: a client building the list from its own choices sends it)
+        return list(available)
+    if "all" in names:  # (not "unknown method 'all'", which the list of methods offers)
+        raise AttnclfError(f"{named(argument)} names all among other methods: all alone names every one")
     for name in names:
         if not isinstance(name, str) or name not in METHODS:
             raise AttnclfError(f"unknown method {shown(name)}; choose from {', '.join(METHODS)} or all")
