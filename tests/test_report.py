@@ -810,9 +810,24 @@ def test_the_report_says_how_its_self_attention_colours_read():
         {"self_attention": PNG}, [e])
     # Under a local window each token's weight is spread over its window's tokens: uniform is 1/w, as the colour
     # bar says, not 1/n.
-    windowed = Explanation("a b", ["a", "b"], [0.5, 0.5], "attention", "p", "p", 0.9, {}, attention_window=4)
+    tokens = list("abcdef")
+    windowed = Explanation(" ".join(tokens), tokens, [1 / 6] * 6, "attention", "p", "p", 0.9, {}, attention_window=4)
     assert "white at uniform (1/4, weight spread evenly over a window's 4 tokens)" in _heads_section(
         {"self_attention": PNG}, [windowed])
+    # A text shorter than the window is one block: its map is white at 1/n, and the caption said 1/4 all the same.
+    short = Explanation("a b", ["a", "b"], [0.5, 0.5], "attention", "p", "p", 0.9, {}, attention_window=4)
+    assert "white at uniform (1/n, weight spread evenly over the n tokens)" in _heads_section(
+        {"self_attention": PNG}, [short])
+
+
+def test_a_text_shorter_than_the_attention_window_has_its_maps_named_uniform_at_1_over_n():
+    import numpy as np
+
+    # Within one block the window does not bind: the bar's middle is 1/n, which it named "1/window = 0.25".
+    fig = plots.head_maps_figure(np.full((1, 1, 4, 4), 0.25), list("abcd"), window=8)
+    assert fig.axes[-1].get_ylabel() == "attention weight (white: uniform, 1/n = 0.25)"
+    fig = plots.head_maps_figure(np.full((1, 1, 6, 6), 0.25), list("abcdef"), window=4)
+    assert fig.axes[-1].get_ylabel() == "attention weight (white: uniform, 1/window = 0.25)"
 
 
 @pytest.mark.parametrize("figure", ["roc_figure", "precision_recall_figure"])

@@ -418,7 +418,8 @@ def _examples_section(explanations: list, examples: dict, method: str) -> str:
 def _heads_section(images: dict[str, bytes], explanations: list) -> str:
     if "self_attention" not in images:
         return ""
-    window = explanations[0].attention_window  # (a local window spreads a row's weight over its w tokens)
+    # (a local window spreads a row's weight over its w tokens, where the text is longer than one window)
+    window = plots.binding_window(len(explanations[0].tokens), explanations[0].attention_window)
     uniform = (f"1/{window}, weight spread evenly over a window's {window} tokens" if window else
                "1/n, weight spread evenly over the n tokens")
     return ("<section><h2>Self-attention per layer and head</h2>"

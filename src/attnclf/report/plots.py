@@ -281,6 +281,16 @@ HEAD_MAP_COLOURS = ListedColormap(np.vstack([_DIVERGING(np.linspace(0.3, 0.5, 12
                                              _DIVERGING(np.linspace(0.5, 1.0, 128))]), name="attnclf_heads")
 
 
+def binding_window(n: int, window: int) -> int:
+    """The ``attention_window`` that bounds what a query of an ``n``-token text attends to, or 0 where none does: no
+    window, or a text no longer than one block, whose every token attends to all n (uniform is 1/n there, not 1/w).
+
+    >>> binding_window(10, 4), binding_window(3, 4), binding_window(10, 0)
+    (4, 0, 0)
+    """
+    return window if 0 < window < n else 0
+
+
 HEAD_MAP_TITLE_TOKENS = 24  # a longer text's title shows its first tokens, as its unlabelled axes show none
 
 
@@ -288,9 +298,10 @@ def head_maps_figure(maps: np.ndarray, tokens: Sequence[str], window: int = 0) -
     """Every layer's (rows) and head's (columns) self-attention map; rows of a map are queries. ``window``: the
     model's ``attention_window`` (0: each token attends to all n; else to its block of ``window``).
 
-    All maps share one diverging colour scale centred on the uniform weight 1/n (1/``window`` under a window, what
-    weight spread evenly gives each token): white there, red above it up to the largest weight or twice uniform,
-    whichever is larger, light blue below it down to 0. On a 0-to-largest scale a near-uniform head looked patterned.
+    All maps share one diverging colour scale centred on the uniform weight 1/n (1/``window`` under a window the text
+    is longer than, ``binding_window``: what weight spread evenly gives each token): white there, red above it up to
+    the largest weight or twice uniform, whichever is larger, light blue below it down to 0. On a 0-to-largest scale
+    a near-uniform head looked patterned.
 
     >>> fig = head_maps_figure(np.full((1, 1, 4, 4), 0.25), list("abcd"))
     >>> float(fig.axes[0].get_images()[0].norm(0.25)), fig.axes[-1].get_ylabel()
@@ -301,7 +312,8 @@ def head_maps_figure(maps: np.ndarray, tokens: Sequence[str], window: int = 0) -
     fig = _figure(1.4 + cell * heads, 0.5 + cell * layers)
     axes = np.asarray(fig.subplots(layers, heads, squeeze=False))
     labelled = n <= 24
-    uniform = 1 / (min(window, n) if window else n)
+    window = binding_window(n, window)
+    uniform = 1 / (window or n)
     norm = TwoSlopeNorm(vmin=0.0, vcenter=uniform, vmax=max(float(maps.max()), 2 * uniform))
     for layer in range(layers):
         for head in range(heads):
