@@ -221,3 +221,11 @@ def test_the_access_log_names_an_internal_error_500_as_the_client_is_answered_no
         assert client.post("/explain", json={"text": "patient 4711"}).status_code == 500
     assert len(logged) == 1 and " POST /explain 500 " in logged[0], logged
     assert logged[0].endswith(" ms: internal error (RuntimeError)") and "4711" not in logged[0], logged
+
+
+def test_the_access_log_writes_a_path_as_one_field_so_a_request_cannot_forge_its_status(local):
+    # A path decoded from "%0A" and "%20" put "fake 200" where the status goes: a line a reader or a parser misreads.
+    logged: list[str] = []
+    with TestClient(create_app(local, access_log=logged.append)) as client:
+        assert client.get("/nope%0Afake%20200").status_code == 404
+    assert logged[0].split()[2:5] == ["GET", "/nope%0Afake%20200", "404"], logged

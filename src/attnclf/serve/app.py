@@ -45,6 +45,7 @@ from functools import partial
 from itertools import islice
 from pathlib import Path
 from typing import Callable, Sequence
+from urllib.parse import quote
 
 import uvicorn
 from fastapi import FastAPI, HTTPException, Request, Response
@@ -469,10 +470,11 @@ class AnswerCutOffRequests:
 
 
 class AccessLog:
-    """ASGI middleware: one line per request to ``write``, when it is answered: the time (UTC), client, method, path,
-    status and milliseconds, and for an error the answer's one-line ``detail`` (for a bug, the 500 the client gets and
-    the exception's type), so an operator can tell which request failed and why. Never a text: the details name limits, fields and positions, not what was sent. ``quiet`` paths
-    (liveness) are logged only when they fail: a probe every few seconds would bury the requests.
+    """ASGI middleware: one line per request to ``write``, when it is answered: the time (UTC), client, method, path
+    (percent-encoded, one field), status and milliseconds, and for an error the answer's one-line ``detail`` (for a
+    bug, the 500 the client gets and the exception's type), so an operator can tell which request failed and why.
+    Never a text: the details name limits, fields and positions, not what was sent. ``quiet`` paths (liveness) are
+    logged only when they fail: a probe every few seconds would bury the requests.
 
     >>> # app.add_middleware(AccessLog, write=print, quiet={"/health"})   # as create_app does, asked for a log
     """
@@ -506,7 +508,9 @@ class AccessLog:
             if not (path in self.quiet and answered is not None and answered < 400):
                 client = (scope.get("client") or ("-",))[0]
                 when = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-                line = (f"{when} {client} {scope['method']} {shown(path, write=str)} {answered or 'unanswered'} "
+                # The path as sent on the wire, percent-encoded: decoded, its spaces and newlines forge fields
+                written = shown(path, write=partial(quote, safe="/", errors="backslashreplace"))
+                line = (f"{when} {client} {scope['method']} {written} {answered or 'unanswered'} "
                         f"{(time.perf_counter() - start) * 1000:.1f} ms")
                 detail = _detail(b"".join(error)) or (f"internal error ({failed})" if failed else "")
                 self.write(line + (f": {detail}" if detail else ""))
