@@ -646,7 +646,8 @@ def _model_name(classifier) -> str:
     return " + ".join(dict.fromkeys(names))
 
 
-def _description(backend: str, methods: list[str], model: str, max_explanations: int = 8) -> str:
+def _description(backend: str, methods: list[str], model: str,
+                 max_explanations: int = ServeLimits.max_explain_batch) -> str:
     """What /docs says of the service (``model``: its name): of /explain where it gives ``methods`` (at most
     ``max_explanations`` a request, texts x methods), and of the pooling attention where it pools by attention (a
     bag of embeddings has none to speak of), else why it does not.
