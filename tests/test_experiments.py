@@ -277,6 +277,9 @@ def test_ablate_toy_order_reports_loss_per_set_and_variant(tmp_path, capsys):
     assert [line.split(":")[0] for line in progress[::5]] == ["[toy-reversal 1/5] mean seed 0",
                                                               "[toy-relative 1/5] mean seed 0",
                                                               "[toy-both 1/5] mean seed 0"]
+    # A toy set tests on its training texts: the line says which accuracy it is, where a student read "accuracy" as
+    # the model's on texts it had not seen.
+    assert all(": accuracy on the training texts (a toy set tests on them) " in line for line in progress)
     cells = read_csv(out / "cells.csv")
     assert len(cells) == 3 * 5
     assert {c["label"].split(": ")[0] for c in cells} == {"toy-reversal", "toy-relative", "toy-both"}

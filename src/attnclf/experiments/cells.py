@@ -26,6 +26,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..checks import by_field, check_seed, set_value
+from ..data.registry import get_source
 from ..errors import AttnclfError, RunDirError
 from ..models import MODELS, build_model
 from ..recipes import earlier_file_recipes
@@ -152,13 +153,15 @@ def run_variants(setup: Setup, variants: list[Variant], output: str | Path, log:
     records: list[dict] = []
     with torch_threads(setup.threads), each_warning_once():  # (the cells train on the same data)
         texts = throughput_texts(setup)
+        scored = ("accuracy on the training texts (a toy set tests on them)"
+                  if setup.data.dataset and get_source(setup.data.dataset).tests_on_training else "test accuracy")
         for number, (variant, seed) in enumerate(cells, 1):
             settings = variant_settings(setup, variant, seed, runs_dir)
             earlier = functools.partial(earlier_cells, setup, variants, seed, settings.output)
             record = {"label": variant.label, "model": variant.model, "seed": seed} | run_cell(settings, texts, earlier)
             records.append(record)
             where = f"{dataset_shown} " if dataset_shown else ""
-            log(f"[{where}{number}/{len(cells)}] {variant.label} seed {seed}: accuracy {record['accuracy']:.4f}, "
+            log(f"[{where}{number}/{len(cells)}] {variant.label} seed {seed}: {scored} {record['accuracy']:.4f}, "
                 f"macro-F1 {record['macro_f1']:.4f}, {record['train_seconds']:.0f} s training"
                 + (" (finished earlier, reused)" if record["reused"] else ""))
     return records
