@@ -939,3 +939,42 @@ def test_gradient_contributions_too_small_to_matter_stay_pale_wherever_shown(met
     assert "(full colour = 1.5)" in render_terminal([strong], color=False)
     assert "\x1b[48;2;46;160;67m" in render_terminal([strong], color=True)
 
+
+
+def test_explain_output_png_writes_an_image_per_text_and_method_and_the_head_maps_beside_them(demo_run, tmp_path,
+                                                                                              capsys):
+    # A slide needs an image of one sentence's explanation; the page's bar chart and head maps were only in HTML.
+    out = tmp_path / "slide.png"
+    assert main(["explain", str(demo_run), "the acting was not wonderful", "--method", "occlusion",
+                 "--output", str(out)]) == 0
+    assert capsys.readouterr().out == f"wrote {out}\n"
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and sorted(tmp_path.iterdir()) == [out]
+    assert main(["explain", str(demo_run), "the acting was not wonderful", "dull plot", "--method",
+                 "occlusion,attention", "--heads", "--output", str(out)]) == 0
+    names = ["slide-1-occlusion.png", "slide-1-attention.png", "slide-1-heads.png",
+             "slide-2-occlusion.png", "slide-2-attention.png", "slide-2-heads.png"]
+    assert capsys.readouterr().out == "".join(f"wrote {tmp_path / name}\n" for name in names)
+    for name in names:
+        png = (tmp_path / name).read_bytes()
+        width, height = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")  # the IHDR chunk
+        assert width > height  # landscape: a slide's shape
+
+
+def test_png_explanation_titles_name_the_text_method_prediction_and_attention_s_caveat(demo_run):
+    from attnclf.explain.render import png_figures
+
+    clf = Classifier.load(demo_run, device="cpu")
+    text = "the acting was not wonderful " * 30
+    (attention,) = clf.explain([text], method="attention", self_attentions=True)
+    (bars, bars_figure), (heads, heads_figure) = png_figures([attention], "slide.png", methods_per_text=1)
+    assert (bars, heads) == ("slide-attention.png", "slide-heads.png")
+    titles = " ".join([bars_figure.get_suptitle(), *(ax.get_title() for ax in bars_figure.axes)]).replace("\n", " ")
+    assert f'"{text[:60]}' in titles and text not in titles  # shortened
+    assert f"predicted {attention.label} ({attention.probability:.3f})" in titles
+    assert "where the pooling layer looked" in titles and "not necessarily why" in titles
+    assert f"predicted {attention.label}" in heads_figure.get_suptitle()
+
+
+def test_png_output_needs_a_file(demo_run, cli_error):
+    assert cli_error(["explain", str(demo_run), "not bad", "--format", "png"]) == (
+        "--format png writes images: give --output NAME.png")

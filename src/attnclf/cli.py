@@ -824,6 +824,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
     from .ensemble import refuse_ensemble_dir
     from .explain.methods import DEFAULT_METHOD, chosen_methods, run_methods
 
+    if args.output is None and args.format == "png":
+        raise AttnclfError("--format png writes images: give --output NAME.png")
     if args.output is None:
         _refuse_closed_stdout(args.command)
     else:  # (before the explaining: what explain -o page.html.gz wrote was the terminal's text, and plain)
@@ -848,6 +850,13 @@ def cmd_explain(args: argparse.Namespace) -> int:
         _note_left_out(available, "--method all")
     explanations = [per_method[t] for t in range(len(texts)) for per_method in by_method]  # grouped by text
     output_format = render.format_for(args.output, args.format)
+    if output_format == "png":
+        from .rundir import write_output_file
+
+        for name, png in render.render_png(explanations, args.output, len(methods)):
+            write_output_file(name, png)
+            print(f"wrote {name}")
+        return 0
     if output_format == "json":
         out = render.render_json(explanations)
     elif output_format == "html":
@@ -1350,11 +1359,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="PyTorch threads (default 1: the demo model is too small to gain from more)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
 
-    p = sub.add_parser("explain", help="per-token explanations of predictions (terminal, JSON or HTML)",
+    p = sub.add_parser("explain", help="per-token explanations of predictions (terminal, JSON, HTML or PNG)",
                        description="Predict each text's label and score how much each of its tokens mattered to "
                                    "that answer, by one or more --method (occlusion by default: how much the "
                                    "class's probability drops when the token is removed); shown as coloured text, "
-                                   "JSON lines, or an HTML page.")
+                                   "JSON lines, an HTML page, or PNG images for slides (--output NAME.png: one "
+                                   "landscape image per text and method, and per text for --heads' maps; one image "
+                                   "is NAME.png, more NAME-TEXT-METHOD.png and NAME-TEXT-heads.png, without TEXT for "
+                                   "one text or METHOD for one method and no --heads).")
     p.add_argument("run_dir", metavar="RUN_DIR",
                    help="a run directory (of one model: explain one member of a `train --seeds` folder)")
     p.add_argument("texts", nargs="*", default=[],  # (not required: as predict's)
@@ -1372,7 +1384,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--heads", action="store_true", help="also every layer's and head's self-attention")
     _add_format_args(p, terminal="tokens coloured by score and the strongest listed",
                      json="a JSON line per text and method", html="a page of its own, with charts",
-                     default="terminal, or the format --output's suffix names: .html/.htm html, .json/.jsonl json")
+                     png="images for slides, needs --output",
+                     default="terminal, or the format --output's suffix names: .html/.htm html, .json/.jsonl json, "
+                             ".png png")
     p.add_argument("--output", "-o", help="write to this file instead of stdout (in the format its suffix names, "
                                           "unless --format)")
     p.add_argument("--color", choices=["auto", "always", "never"], default="auto",
@@ -1555,7 +1569,8 @@ EXAMPLES = {
     "demo": ("attnclf demo",
              "attnclf demo --quiet --output runs/tour"),
     "explain": ('attnclf explain runs/demo "the acting was not good"',
-                'attnclf explain runs/demo "the ending was not bad" --method all',
+                'attnclf explain runs/demo "the ending was not bad" --method all --heads -o slide.png'
+                "    # slide-attention.png, ..., slide-heads.png",
                 "attnclf explain runs/demo --file texts.txt --format html -o explained.html"),
     "faithfulness": ("attnclf faithfulness runs/demo",
                      "attnclf faithfulness runs/imdb --methods attention,occlusion --examples 100"),

@@ -1,4 +1,4 @@
-"""Explanations for people and programs: coloured terminal text, JSON lines, and HTML.
+"""Explanations for people and programs: coloured terminal text, JSON lines, HTML, and PNG images for slides.
 
 Colour strength is a token's score over the text's largest absolute score, or
 over a floor when every score is smaller, so scores too small to matter stay
@@ -24,12 +24,16 @@ import base64
 import html
 import json
 import math
-from typing import Sequence
+import textwrap
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
 from .explanation import BESIDE_DESCRIPTION, Explanation
 from .methods import METHODS
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 FOR, AGAINST, UNSIGNED = (46, 160, 67), (207, 34, 46), (245, 140, 0)
 BESIDE_LABEL = f"attention beside it: {BESIDE_DESCRIPTION}"  # heads the pooling weights' row
@@ -55,12 +59,12 @@ TOKEN_CSS = """
 
 
 # The format a file's suffix names, where --format is not given: `explain -o page.html` means a page
-FORMAT_BY_SUFFIX = {".html": "html", ".htm": "html", ".json": "json", ".jsonl": "json"}
+FORMAT_BY_SUFFIX = {".html": "html", ".htm": "html", ".json": "json", ".jsonl": "json", ".png": "png"}
 
 
 def format_for(output: str | None, asked: str | None = None) -> str:
     """The format to render in: ``asked`` when given, else the one ``output``'s suffix names (``.html``/``.htm``:
-    a page; ``.json``/``.jsonl``: JSON lines), else the terminal's text.
+    a page; ``.json``/``.jsonl``: JSON lines; ``.png``: images), else the terminal's text.
 
     >>> format_for("explained.HTML"), format_for("out.jsonl"), format_for(None), format_for("page.html", "terminal")
     ('html', 'json', 'terminal', 'terminal')
@@ -347,6 +351,70 @@ def render_html(explanations: Sequence[Explanation], title: str = "attnclf expla
                                  "self-attention per layer and head"))
         sections.append("<section>" + "\n".join(parts) + "</section>")
     return page(title, "\n".join(sections))
+
+
+# A slide's title line holds about this many characters of the text at the bar chart's narrowest
+SLIDE_TEXT_CHARS = 60
+SLIDE_MIN_WIDTH = 9.0  # inches: narrower, a short sentence's chart cut its own title off
+SLIDE_TITLE_CHARS = 95  # a chart title's line at SLIDE_MIN_WIDTH, the legend beside it
+SLIDE_MIN_HEIGHT = 4.2  # inches of the head maps: the colour bar's label needs them
+HEADS_CAVEAT = "where each head looked, not why the model decided"
+
+
+def png_figures(explanations: Sequence[Explanation], output: str, methods_per_text: int) -> list[tuple[str, "Figure"]]:
+    """``(file name, figure)`` per image of ``explanations`` (grouped by text, ``methods_per_text`` each, as explain
+    makes them): one landscape image per text and method, its bar chart as the page draws it, and one per text of
+    its head maps where it carries them. A slide is landscape: stacked, five methods and the maps made a strip too
+    tall to read once shrunk onto one. One image is named ``output``; more are ``NAME-TEXT-METHOD.png``
+    (``NAME-TEXT-heads.png``), without TEXT (its number from 1) for one text, or METHOD for one image per text.
+
+    >>> from attnclf.explain.explanation import Explanation
+    >>> e = Explanation("not bad", ["not", "bad"], [0.2, 0.3], "occlusion", "positive", "positive", 0.9, {})
+    >>> [name for name, _ in png_figures([e, e], "slides/why.png", methods_per_text=1)]
+    ['slides/why-1.png', 'slides/why-2.png']
+    """
+    from pathlib import Path
+
+    from ..report.plots import head_maps_figure, token_scores_figure
+
+    output = Path(output)
+    texts = len(explanations) // methods_per_text
+    heads = any(e.self_attentions is not None for e in explanations)
+
+    def name(text: int, part: str) -> str:
+        parts = [*([str(text + 1)] if texts > 1 else []), *([part] if methods_per_text > 1 or heads else [])]
+        return str(output.with_name("-".join([output.stem, *parts]) + output.suffix) if parts else output)
+
+    figures = []
+    for text in range(texts):
+        maps = []  # the head maps come with the text's first method; after its last, its charts stay together
+        for e in explanations[text * methods_per_text:(text + 1) * methods_per_text]:
+            shortened = e.text if len(e.text) <= SLIDE_TEXT_CHARS else e.text[:SLIDE_TEXT_CHARS].rstrip() + "…"
+            prediction = f"predicted {e.label} ({e.probabilities.get(e.label, e.probability):.3f})"
+            if e.target != e.label:
+                prediction += f", explaining {e.target} ({e.probability:.3f})"
+            description = textwrap.fill(f"{_chart_title(e)} — {e.description}", SLIDE_TITLE_CHARS)
+            figure = token_scores_figure(e.tokens, e.scores, description, e.signed, e.cut_at)
+            figure.axes[0].title.set_fontsize("medium")
+            width, height = figure.get_size_inches()
+            figure.set_size_inches(max(width, SLIDE_MIN_WIDTH), height + 0.2 * description.count("\n") + 0.4)
+            figure.suptitle(f'"{shortened}"  {prediction}', fontsize="large")
+            figures.append((name(text, e.method), figure))
+            if e.self_attentions is not None:
+                maps_figure = head_maps_figure(e.self_attentions, e.tokens, e.attention_window,
+                                         f'"{shortened}"  {prediction}; self-attention shows {HEADS_CAVEAT}')
+                width, height = maps_figure.get_size_inches()
+                maps_figure.set_size_inches(width, max(height, SLIDE_MIN_HEIGHT))  # one layer's cut its bar's label
+                maps.append((name(text, "heads"), maps_figure))
+        figures += maps
+    return figures
+
+
+def render_png(explanations: Sequence[Explanation], output: str, methods_per_text: int) -> list[tuple[str, bytes]]:
+    """``(file name, PNG bytes)`` per image ``png_figures`` draws, for the caller to write."""
+    from ..report.plots import png_bytes
+
+    return [(name, png_bytes(figure)) for name, figure in png_figures(explanations, output, methods_per_text)]
 
 
 def _chart_title(e: Explanation) -> str:

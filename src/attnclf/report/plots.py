@@ -294,9 +294,10 @@ def binding_window(n: int, window: int) -> int:
 HEAD_MAP_TITLE_TOKENS = 24  # a longer text's title shows its first tokens, as its unlabelled axes show none
 
 
-def head_maps_figure(maps: np.ndarray, tokens: Sequence[str], window: int = 0) -> Figure:
+def head_maps_figure(maps: np.ndarray, tokens: Sequence[str], window: int = 0, heading: str = "") -> Figure:
     """Every layer's (rows) and head's (columns) self-attention map; rows of a map are queries. ``window``: the
-    model's ``attention_window`` (0: each token attends to all n; else to its block of ``window``).
+    model's ``attention_window`` (0: each token attends to all n; else to its block of ``window``). ``heading``:
+    a line to put under the title (explain's PNG names the prediction there, the page does beside the maps).
 
     All maps share one diverging colour scale centred on the uniform weight 1/n (1/``window`` under a window the text
     is longer than, ``binding_window``: what weight spread evenly gives each token): white there, red above it up to
@@ -331,7 +332,8 @@ def head_maps_figure(maps: np.ndarray, tokens: Sequence[str], window: int = 0) -
     for ax in axes[-1, :]:
         ax.set_xlabel("attends to (key)", fontsize="small")
     shown = " ".join(tokens[:HEAD_MAP_TITLE_TOKENS]) + (" ..." if n > HEAD_MAP_TITLE_TOKENS else "")
-    fig.suptitle(f"self-attention of every layer and head on: {shown}", fontsize="medium")
+    fig.suptitle(f"self-attention of every layer and head on: {shown}" + (f"\n{heading}" if heading else ""),
+                 fontsize="medium")
     bar = fig.colorbar(image, ax=axes, shrink=0.6,
                        label=f"attention weight (white: uniform, 1/{'window' if window else 'n'} = {uniform:.3g})")
     ticks = sorted({0.0, uniform, norm.vmax})  # TwoSlopeNorm's own ticks crowd the shorter half
