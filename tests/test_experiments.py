@@ -449,6 +449,33 @@ def test_a_model_well_below_the_commonest_class_share_is_not_named_at_chance():
     assert chance_note([cell]) is None
     assert chance_note([cell | {"accuracy": 0.89}]).startswith("At chance: boe")
 
+
+def test_the_comparison_figure_states_its_budget_and_marks_the_models_at_chance():
+    # comparison.png on a slide said neither what the models were trained with (--quick: 1,500 texts, 3 epochs)
+    # nor which of them learned nothing: the table's note was in comparison.md only.
+    from attnclf.experiments.plots import compare_plot
+
+    def cell(label, accuracy, seed):
+        return {"label": label, "model": label, "seed": seed, "accuracy": accuracy, "epochs": 3,
+                "majority_accuracy": 0.5, "test_examples": 500, "train_seconds": 2.0}
+
+    records = [cell("boe", 0.58, 0), cell("boe", 0.57, 1), cell("pos-mean", 0.5, 0), cell("pos-mean", 0.51, 1)]
+    budget = "Budget of every neural cell: 1,500 training / 150 validation / 500 test texts (seed 0); up to 3 epochs"
+    figure = compare_plot(summarize(records), records, "compare on sst2-sentences", budget)
+    texts = " ".join(text.get_text() for text in figure.texts + [figure._suptitle]).replace("\n", " ")
+    assert "1,500 training / 150 validation / 500 test texts" in texts and "up to 3 epochs" in texts
+    left = figure.axes[0]
+    assert [label.get_text() for label in left.get_yticklabels()] == ["boe", "pos-mean (at chance)"]
+    chance = [line for line in left.get_lines() if line.get_linestyle() == "--"]
+    assert [list(line.get_xdata()) for line in chance] == [[0.5, 0.5]]
+    assert "commonest class" in chance[0].get_label() and "0.500" in chance[0].get_label()
+    assert "commonest class" in " ".join(text.get_text() for text in left.get_legend().get_texts())
+    # No model at chance, no line: a dashed mark beside good models would read as a warning
+    records = [cell("boe", 0.58, 0), cell("boe", 0.57, 1)]
+    figure = compare_plot(summarize(records), records, "compare", budget)
+    assert not [line for line in figure.axes[0].get_lines() if line.get_linestyle() == "--"]
+
+
 def test_compare_models_all_is_every_model_attnclf_models_lists():
     # A teacher's six baselines (pos-mean among them, which the default leaves out) without typing each name.
     from attnclf.experiments.compare import compared_models

@@ -71,13 +71,14 @@ def compare(setup: Setup, output: str | Path, models: tuple[str, ...] = DEFAULT_
 
         rows = summarize(records)
         title = f"compare on {setup.data.describe()}"
-        markdown = f"## {title}\n\n{describe_budget(setup, records)}\n\n{markdown_table(rows, COLUMNS)}"
+        budget = describe_budget(setup, records)
+        markdown = f"## {title}\n\n{budget}\n\n{markdown_table(rows, COLUMNS)}"
         if note := chance_note(records):
             markdown += f"\n{note}\n"
         atomic_write_bytes(output / "comparison.md", markdown.encode())
         write_csv(output / "comparison.csv", rows)
         write_cells_csv(output / "cells.csv", records)
-        save_figure(compare_plot(rows, records, title), output / "comparison.png")
+        save_figure(compare_plot(rows, records, title, budget), output / "comparison.png")
         files = [output / name for name in ("comparison.md", "comparison.csv", "cells.csv", "comparison.png")]
         return ExperimentResult(markdown, records, files)
 

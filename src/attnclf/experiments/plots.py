@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import math
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -67,9 +68,15 @@ def score_plot(rows: list[dict], records: list[dict], metric: str, title: str) -
     return figure
 
 
-def compare_plot(rows: list[dict], records: list[dict], title: str) -> Figure:
-    """Left: test accuracy per model; right: accuracy against training time (log scale)."""
-    figure = _figure(11, 0.45 * len(rows) + 1.8)
+def compare_plot(rows: list[dict], records: list[dict], title: str, budget: str) -> Figure:
+    """Left: test accuracy per model; right: accuracy against training time (log scale). Under the title, the
+    ``budget`` (``tables.describe_budget``); the models ``tables.at_chance`` names are marked "(at chance)", with
+    the commonest class's share dashed on both panels: the figure stands on a slide without comparison.md beside it.
+    """
+    from .tables import at_chance
+
+    flagged, rates = at_chance(records)
+    figure = _figure(11, 0.45 * len(rows) + 2.8)
     left, right = figure.subplots(1, 2, gridspec_kw={"width_ratios": [1.1, 1]})
     positions = np.arange(len(rows))[::-1]
     for y, row in zip(positions, rows):
@@ -79,7 +86,17 @@ def compare_plot(rows: list[dict], records: list[dict], title: str) -> Figure:
         left.errorbar(row["accuracy_mean"], y, xerr=spread, fmt="o", color="black", capsize=4)
         right.errorbar(row["train_seconds_mean"], row["accuracy_mean"], yerr=spread, fmt="o",
                        capsize=4, label=row["label"])
-    left.set_yticks(positions, [row["label"] for row in rows])
+    if flagged:  # the line only where a model sits on it: beside models that all learned, it read as a warning
+        for rate in sorted(rates):
+            label = f"always the commonest class ({rate:.3f})"
+            left.axvline(rate, color="0.3", linestyle="--", lw=1, label=label)
+            right.axhline(rate, color="0.3", linestyle="--", lw=1, label=label)
+        left.legend(fontsize="small", loc="lower right")
+    left.set_yticks(positions, [row["label"] + (" (at chance)" if row["label"] in flagged else "")
+                                for row in rows])
+    for tick in left.get_yticklabels():
+        if tick.get_text().endswith("(at chance)"):
+            tick.set_color("tab:red")
     left.set_xlabel("test accuracy (mean ± std; grey: each seed)")
     left.grid(axis="x", alpha=0.4)
     right.set_xscale("log")
@@ -88,7 +105,7 @@ def compare_plot(rows: list[dict], records: list[dict], title: str) -> Figure:
     right.set_ylabel("test accuracy")
     right.grid(alpha=0.4)
     right.legend(fontsize="small")
-    figure.suptitle(title)
+    figure.suptitle(title + "\n" + textwrap.fill(budget, 150), fontsize="medium")
     return figure
 
 

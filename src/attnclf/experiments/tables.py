@@ -83,15 +83,15 @@ def markdown_table(rows: list[dict], columns: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def chance_note(records: list[dict]) -> str | None:
-    """A line naming the neural models whose every seed's test accuracy lies within two standard errors of what
-    always answering the commonest test class scores (its record's ``majority_accuracy``, over ``test_examples``):
-    under the experiment's budget they learned nothing the test set shows, which a table alone reads as a worse
-    model. None where no model is there (or the cells give no such rate, as a multi-label run's do not).
+def at_chance(records: list[dict]) -> tuple[list[str], set[float]]:
+    """The neural models whose every seed's test accuracy lies within two standard errors of what always answering
+    the commonest test class scores (its record's ``majority_accuracy``, over ``test_examples``), and those rates
+    (rounded to 3 decimals; one per dataset). Cells without such a rate (a multi-label run's, the TF-IDF
+    reference's) are not judged.
 
     >>> cell = {"label": "pos-mean", "accuracy": 0.51, "epochs": 3, "majority_accuracy": 0.5, "test_examples": 500}
-    >>> chance_note([cell]).split(" (")[0]
-    'At chance: pos-mean'
+    >>> at_chance([cell, cell | {"label": "boe", "accuracy": 0.6}])
+    (['pos-mean'], {0.5})
     """
     verdicts: dict[str, list[bool]] = {}
     rates = set()
@@ -103,7 +103,18 @@ def chance_note(records: list[dict]) -> str | None:
         # Both sides: well below it on an imbalanced test set, a model traded common-class hits for rare-class ones
         verdicts.setdefault(record["label"], []).append(abs(record["accuracy"] - rate) <= margin)
         rates.add(round(rate, 3))
-    flagged = [label for label, at_chance in verdicts.items() if all(at_chance)]
+    return [label for label, at in verdicts.items() if all(at)], rates
+
+
+def chance_note(records: list[dict]) -> str | None:
+    """A line naming the models ``at_chance``: under the experiment's budget they learned nothing the test set
+    shows, which a table alone reads as a worse model. None where no model is there.
+
+    >>> cell = {"label": "pos-mean", "accuracy": 0.51, "epochs": 3, "majority_accuracy": 0.5, "test_examples": 500}
+    >>> chance_note([cell]).split(" (")[0]
+    'At chance: pos-mean'
+    """
+    flagged, rates = at_chance(records)
     if not flagged:
         return None
     epochs = max(r["epochs"] for r in records if r["label"] in flagged)
