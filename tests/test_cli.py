@@ -1,5 +1,6 @@
 """End-to-end through the `attnclf` command, and every bad-input case the user can hit."""
 
+import argparse
 import io
 import json
 import os
@@ -2908,3 +2909,16 @@ def test_the_explanation_methods_flag_is_spelt_method_on_every_command_that_take
             parser.parse_args([command, "--help"])
         assert "--method " in capsys.readouterr().out.replace("\n", " "), command
     assert parser.parse_args(["faithfulness", "runs/x", "--method", "occlusion"]).methods == "occlusion"
+
+
+@pytest.mark.parametrize("command", ["compare", "ablate"])
+def test_experiment_help_says_how_long_it_takes_by_a_figure_benchmarks_holds(command):
+    # A teacher planning a lab could not tell from --help whether compare --quick takes a minute or an hour.
+    from attnclf.cli import build_parser
+
+    subcommands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    description = " ".join(subcommands.choices[command].description.split())
+    took = re.search(r"took (\d+ min \d+ s) \((\d+ s) of CPU\)", description)
+    assert took and "BENCHMARKS.md, 2026-11-28" in description, description
+    benchmarks = (Path(__file__).resolve().parents[1] / "BENCHMARKS.md").read_text(encoding="utf-8")
+    assert took[1] in benchmarks and took[2] in benchmarks

@@ -1434,7 +1434,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("compare", help="train several models under one budget over seeds; table + plot",
                        description="Train each model with each seed on one dataset under the same budget, plus "
                                    "TF-IDF (1-2 grams) + logistic regression; write a Markdown and CSV table and "
-                                   "a plot. Finished cells are reused when rerun with the same --output.")
+                                   "a plot. Finished cells are reused when rerun with the same --output. How long: "
+                                   "--dataset sst2-sentences --quick --threads 1 (5 models x 3 seeds) took 2 min 34 "
+                                   "s (61 s of CPU) on a shared 2-core CPU (BENCHMARKS.md, 2026-11-28); the default "
+                                   "budget and more models take longer.")
     _add_experiment_args(p, "compare-<dataset>")
     p.add_argument("--models", default="boe,lstm-mean,bilstm-attn,transformer-mean,self-attn",
                    help="comma-separated models, or all: every model `attnclf models` lists, the course's "
@@ -1445,7 +1448,10 @@ def build_parser() -> argparse.ArgumentParser:
                        description="--dataset toy-order reruns the course's order experiment (mean vs positions "
                                    "vs self-attention, no positions, 2 heads) on its three 3-token sets, by "
                                    "training loss. Any other dataset sweeps --model's config one axis at a time: "
-                                   "by default positional, pooling, heads, layers and pooling_score.")
+                                   "by default positional, pooling, heads, layers and pooling_score. How long: "
+                                   "--dataset toy-order --threads 1 (3 sets x 5 variants x 3 seeds) took 2 min 5 s "
+                                   "(88 s of CPU) on a shared 2-core CPU (BENCHMARKS.md, 2026-11-28); a real "
+                                   "dataset's sweep trains a model per value and seed, far longer.")
     _add_experiment_args(p, "ablate-<dataset>")
     p.add_argument("--model", help="the model whose config is swept (default: self-attn)")
     p.add_argument("--axes", help="comma-separated built-in axes: positional,pooling,heads,layers,pooling_score "
