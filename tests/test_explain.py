@@ -818,6 +818,10 @@ def test_explain_command_bad_input_is_one_line(demo_run, capsys):
     assert capsys.readouterr().err == "attnclf: error: --method names 'occlusion' twice\n"
     assert main(["explain", str(demo_run), "x", "--method", "occlusion", "--steps", "8"]) == 2
     assert "--steps applies to integrated-gradients only" in capsys.readouterr().err
+    # `--method attention occlusion` explained a second text, the word "occlusion", with attention alone.
+    assert main(["explain", str(demo_run), "not bad", "--method", "attention", "occlusion"]) == 2
+    assert capsys.readouterr().err == ("attnclf: error: 'occlusion' would be explained as a text; several methods go "
+                                       "comma-separated: --method attention,occlusion\n")
 
 
 

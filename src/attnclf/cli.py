@@ -822,7 +822,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     from .data.files import refuse_compressed_output
     from .explain import render
     from .ensemble import refuse_ensemble_dir
-    from .explain.methods import DEFAULT_METHOD, chosen_methods, run_methods
+    from .explain.methods import DEFAULT_METHOD, METHODS, chosen_methods, run_methods
 
     if args.output is None and args.format == "png":
         raise AttnclfError("--format png writes images: give --output NAME.png")
@@ -836,6 +836,10 @@ def cmd_explain(args: argparse.Namespace) -> int:
     texts = _input_texts(args, clf.config)
     if not texts:
         raise AttnclfError(f"{'stdin' if not args.file or args.file == STDIN_FILE else args.file}: no texts to explain")
+    # argparse reads `--method attention occlusion` as one method and a text "occlusion": say how to ask for both.
+    if args.method and (named := next((text for text in args.texts if text.strip() in METHODS), None)):
+        raise AttnclfError(f"{shown(named)} would be explained as a text; several methods go comma-separated: "
+                           f"--method {args.method},{named.strip()}")
     available = run_methods(args.run_dir, clf.model)
     methods = chosen_methods(DEFAULT_METHOD if args.method is None else args.method, available, "method", _flag)
     if args.steps is not None and "integrated-gradients" not in methods:
