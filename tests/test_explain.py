@@ -977,6 +977,8 @@ def test_png_explanation_titles_name_the_text_method_prediction_and_attention_s_
     assert f"predicted {attention.label} ({attention.probability:.3f})" in titles
     assert "where the pooling layer looked" in titles and "not necessarily why" in titles
     assert f"predicted {attention.label}" in heads_figure.get_suptitle()
+    # The maps' title names the text by its tokens, once: not again quoted under it.
+    assert "\"the acting" not in heads_figure.get_suptitle()
 
 
 def test_png_output_needs_a_file(demo_run, cli_error):

@@ -401,8 +401,9 @@ def png_figures(explanations: Sequence[Explanation], output: str, methods_per_te
             figure.suptitle(f'"{shortened}"  {prediction}', fontsize="large")
             figures.append((name(text, e.method), figure))
             if e.self_attentions is not None:
+                # (the title above names the text, as the maps read it: its tokens)
                 maps_figure = head_maps_figure(e.self_attentions, e.tokens, e.attention_window,
-                                         f'"{shortened}"  {prediction}; self-attention shows {HEADS_CAVEAT}')
+                                               f"{prediction}; self-attention shows {HEADS_CAVEAT}")
                 width, height = maps_figure.get_size_inches()
                 maps_figure.set_size_inches(width, max(height, SLIDE_MIN_HEIGHT))  # one layer's cut its bar's label
                 maps.append((name(text, "heads"), maps_figure))
