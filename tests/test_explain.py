@@ -984,3 +984,18 @@ def test_png_explanation_titles_name_the_text_method_prediction_and_attention_s_
 def test_png_output_needs_a_file(demo_run, cli_error):
     assert cli_error(["explain", str(demo_run), "not bad", "--format", "png"]) == (
         "--format png writes images: give --output NAME.png")
+
+
+def test_png_images_are_drawn_one_at_a_time(monkeypatch):
+    # `explain --file texts.txt -o slide.png` drew every text's figures before writing the first: thousands of open
+    # figures for a file of thousands of texts.
+    from attnclf.explain import render
+    from attnclf.report import plots
+
+    drawn = []
+    real = plots.token_scores_figure
+    monkeypatch.setattr(plots, "token_scores_figure", lambda *args, **kwargs: drawn.append(1) or real(*args, **kwargs))
+    e = Explanation("not bad", ["not", "bad"], [0.2, 0.3], "occlusion", "positive", "positive", 0.9, {})
+    images = render.render_png([e] * 50, "slide.png", methods_per_text=1)
+    name, png = next(images)
+    assert (name, png[:4], len(drawn)) == ("slide-1.png", b"\x89PNG", 1)

@@ -25,7 +25,7 @@ import html
 import json
 import math
 import textwrap
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Iterator, Sequence
 
 import numpy as np
 
@@ -361,12 +361,14 @@ SLIDE_MIN_HEIGHT = 4.2  # inches of the head maps: the colour bar's label needs 
 HEADS_CAVEAT = "where each head looked, not why the model decided"
 
 
-def png_figures(explanations: Sequence[Explanation], output: str, methods_per_text: int) -> list[tuple[str, "Figure"]]:
+def png_figures(explanations: Sequence[Explanation], output: str,
+                methods_per_text: int) -> Iterator[tuple[str, "Figure"]]:
     """``(file name, figure)`` per image of ``explanations`` (grouped by text, ``methods_per_text`` each, as explain
-    makes them): one landscape image per text and method, its bar chart as the page draws it, and one per text of
-    its head maps where it carries them. A slide is landscape: stacked, five methods and the maps made a strip too
-    tall to read once shrunk onto one. One image is named ``output``; more are ``NAME-TEXT-METHOD.png``
-    (``NAME-TEXT-heads.png``), without TEXT (its number from 1) for one text, or METHOD for one image per text.
+    makes them), one at a time: a --file of many texts would hold every figure at once. One landscape image per
+    text and method, its bar chart as the page draws it, and one per text of its head maps where it carries them. A
+    slide is landscape: stacked, five methods and the maps made a strip too tall to read once shrunk onto one. One
+    image is named ``output``; more are ``NAME-TEXT-METHOD.png`` (``NAME-TEXT-heads.png``), without TEXT (its number
+    from 1) for one text, or METHOD for one image per text.
 
     >>> from attnclf.explain.explanation import Explanation
     >>> e = Explanation("not bad", ["not", "bad"], [0.2, 0.3], "occlusion", "positive", "positive", 0.9, {})
@@ -385,7 +387,6 @@ def png_figures(explanations: Sequence[Explanation], output: str, methods_per_te
         parts = [*([str(text + 1)] if texts > 1 else []), *([part] if methods_per_text > 1 or heads else [])]
         return str(output.with_name("-".join([output.stem, *parts]) + output.suffix) if parts else output)
 
-    figures = []
     for text in range(texts):
         maps = []  # the head maps come with the text's first method; after its last, its charts stay together
         for e in explanations[text * methods_per_text:(text + 1) * methods_per_text]:
@@ -399,7 +400,7 @@ def png_figures(explanations: Sequence[Explanation], output: str, methods_per_te
             width, height = figure.get_size_inches()
             figure.set_size_inches(max(width, SLIDE_MIN_WIDTH), height + 0.2 * description.count("\n") + 0.4)
             figure.suptitle(f'"{shortened}"  {prediction}', fontsize="large")
-            figures.append((name(text, e.method), figure))
+            yield name(text, e.method), figure
             if e.self_attentions is not None:
                 # (the title above names the text, as the maps read it: its tokens)
                 maps_figure = head_maps_figure(e.self_attentions, e.tokens, e.attention_window,
@@ -407,15 +408,15 @@ def png_figures(explanations: Sequence[Explanation], output: str, methods_per_te
                 width, height = maps_figure.get_size_inches()
                 maps_figure.set_size_inches(width, max(height, SLIDE_MIN_HEIGHT))  # one layer's cut its bar's label
                 maps.append((name(text, "heads"), maps_figure))
-        figures += maps
-    return figures
+        yield from maps
 
 
-def render_png(explanations: Sequence[Explanation], output: str, methods_per_text: int) -> list[tuple[str, bytes]]:
-    """``(file name, PNG bytes)`` per image ``png_figures`` draws, for the caller to write."""
+def render_png(explanations: Sequence[Explanation], output: str, methods_per_text: int) -> Iterator[tuple[str, bytes]]:
+    """``(file name, PNG bytes)`` per image ``png_figures`` draws, one at a time, for the caller to write."""
     from ..report.plots import png_bytes
 
-    return [(name, png_bytes(figure)) for name, figure in png_figures(explanations, output, methods_per_text)]
+    for name, figure in png_figures(explanations, output, methods_per_text):
+        yield name, png_bytes(figure)
 
 
 def _chart_title(e: Explanation) -> str:
