@@ -2922,3 +2922,24 @@ def test_experiment_help_says_how_long_it_takes_by_a_figure_benchmarks_holds(com
     assert took and "BENCHMARKS.md, 2026-11-28" in description, description
     benchmarks = (Path(__file__).resolve().parents[1] / "BENCHMARKS.md").read_text(encoding="utf-8")
     assert took[1] in benchmarks and took[2] in benchmarks
+
+
+def test_a_library_warning_prints_as_one_note_line_and_python_s_own_as_python_shows_them(monkeypatch, capsys):
+    # An AttnclfWarning the library gives Python callers (a chart's font lacking a script's characters, say) printed
+    # in Python's two-line format from a command: "cli.py:123: AttnclfWarning: ..." and the source line under it.
+    import warnings
+
+    from attnclf import cli
+    from attnclf.errors import AttnclfWarning
+
+    def warns(args):
+        warnings.warn("the charts' font lacks these characters", AttnclfWarning)
+        warnings.warn("an old keyword", DeprecationWarning)
+        return 0
+
+    monkeypatch.setitem(cli.COMMANDS, "models", warns)
+    shown_before = warnings.showwarning
+    with pytest.warns(DeprecationWarning, match="an old keyword"):  # (not ours: shown as Python shows it)
+        assert main(["models"]) == 0
+    assert capsys.readouterr().err == "note: the charts' font lacks these characters\n"
+    assert warnings.showwarning is shown_before  # set back after the command

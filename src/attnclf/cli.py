@@ -13,13 +13,14 @@ import re
 import shlex
 import sys
 import threading
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import fields, replace
 from pathlib import Path
 
 from . import __version__
 from .checks import BACKENDS, check_device_name, check_threads, set_value
-from .errors import AttnclfError, is_out_of_memory, shown
+from .errors import AttnclfError, AttnclfWarning, is_out_of_memory, shown
 from .rundir import (check_output_folder, kept_earlier_models, member_folders, read_config,
                      refuse_if_held, unfinished_warning)
 
@@ -1706,6 +1707,22 @@ _PATH_OPTIONS = ("output", "data_dir", "token_cache_dir", "train_file", "validat
 
 
 def _main(argv: list[str] | None) -> int:
+    # The library tells Python callers by warnings.warn (AttnclfWarning); a command prints them as its own notes,
+    # one line each, not Python's "file:line: AttnclfWarning:" with the source line under it.
+    with warnings.catch_warnings():
+        others = warnings.showwarning
+
+        def shown_as_note(message, category, *where, **more) -> None:
+            if issubclass(category, AttnclfWarning):
+                print(f"note: {message}", file=sys.stderr)
+            else:
+                others(message, category, *where, **more)
+
+        warnings.showwarning = shown_as_note
+        return _run(argv)
+
+
+def _run(argv: list[str] | None) -> int:
     args = None  # (until parsed: a Ctrl-C while the parser is built stops a command that has not started)
     try:
         args = _parse(argv)
