@@ -14,7 +14,7 @@ import pytest
 from attnclf.cli import build_parser, main
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCUMENTS = ["README.md", "docs/experiments.md", "docs/attention-on-real-data.md"]
+DOCUMENTS = ["README.md", "docs/experiments.md", "docs/attention-on-real-data.md", "docs/lab.md"]
 
 
 def shown_commands(path: Path) -> list[tuple[int, str]]:
@@ -54,6 +54,8 @@ def test_the_documents_show_commands():
     assert any(text.startswith("train --dataset imdb --output /shared/runs/imdb-ddp") for text in readme)  # torchrun
     tutorial = [text for where, text in COMMANDS if where.startswith("docs/attention-on-real-data.md")]
     assert len(tutorial) >= 15 and tutorial[0] == "demo --quiet"
+    lab = [text for where, text in COMMANDS if where.startswith("docs/lab.md")]
+    assert len(lab) >= 8 and lab[0] == "demo"
 
 
 @pytest.mark.parametrize("where, text", COMMANDS, ids=[where for where, _ in COMMANDS])
