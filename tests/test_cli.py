@@ -1056,6 +1056,24 @@ def test_a_run_recorded_with_split_seed_and_a_validation_file_resumes_with_the_c
     assert len((run / "history.jsonl").read_text().splitlines()) == 2
 
 
+def test_a_run_from_before_unicode_normalisation_resumes_with_the_command_that_started_it(csv_files, tmp_path,
+                                                                                         capsys):
+    # Its config.json's cleaning has no unicode_nfc: it read texts as they came, as its command then built it, and
+    # that command with --resume added continues it so (a run that chose --no-unicode-nfc is another matter: typed).
+    run = tmp_path / "run"
+    argv = ["train", "--train-file", str(csv_files[0]), "--model", "boe", "--min-frequency", "1", "--no-report",
+            "--threads", "1", "--quiet", "--output", str(run)]
+    assert main([*argv, "--epochs", "1"]) == 0
+    config = json.loads((run / "config.json").read_text())
+    del config["settings"]["tokenizer"]["cleaning"]["unicode_nfc"]
+    (run / "config.json").write_text(json.dumps(config))
+    capsys.readouterr()
+    assert main([*argv, "--epochs", "2", "--resume"]) == 0, capsys.readouterr().err
+    assert len((run / "history.jsonl").read_text().splitlines()) == 2
+    cleaning = json.loads((run / "config.json").read_text())["settings"]["tokenizer"]["cleaning"]
+    assert cleaning.get("unicode_nfc", False) is False
+
+
 # Every tokenizer field typed: a run begun before the file recipe then reads the tokens its command gives now, so only
 # the recipe's model part is told (its tokenizer part is the model-only edition's test).
 MODEL_PART_ONLY = ["--max-len", "16", "--truncation", TokenizerConfig().truncation]

@@ -217,6 +217,24 @@ def test_cleaning_options():
     assert clean("the movies were running", CleaningConfig(lemmatize=True)) == "the movie be run"
 
 
+def test_composed_and_decomposed_accents_are_one_token():
+    # "café" typed with é (U+00E9) and with e + a combining acute (U+0301, as macOS file names and some keyboards
+    # write it) look alike but were two words: each half of a file's texts learned its own.
+    composed, decomposed = "caf\u00e9 na\u00efve", "cafe\u0301 nai\u0308ve"
+    assert clean(decomposed) == clean(composed) == "caf\u00e9 na\u00efve"
+    for kind in ("word", "bpe"):
+        tok = Tokenizer.train([composed, decomposed] * 2, TokenizerConfig(kind=kind, min_frequency=1))
+        assert tok.encode([decomposed]) == tok.encode([composed])
+
+
+def test_a_run_saved_before_unicode_normalisation_keeps_reading_texts_as_it_was_trained():
+    # Its config.json's cleaning has no unicode_nfc: it trained on texts as they came, and must go on reading them so.
+    old = TokenizerConfig.from_dict({"kind": "word", "cleaning": {"lowercase": True}})
+    assert old.cleaning.unicode_nfc is False and TokenizerConfig.from_dict({}).cleaning.unicode_nfc is False
+    assert clean("cafe\u0301", old.cleaning) == "cafe\u0301"
+    assert TokenizerConfig.from_dict(TokenizerConfig().to_dict()).cleaning == CleaningConfig()
+
+
 def test_bucket_batches_cover_every_example_once_and_group_lengths():
     rng = np.random.default_rng(0)
     sequences = [[1] * int(n) for n in rng.integers(1, 200, size=1000)]

@@ -132,7 +132,8 @@ def _budget(args: argparse.Namespace) -> dict:
     tokenizer = {name: getattr(args, flag) for flag, name in _TOKENIZER_FLAGS if getattr(args, flag) is not None}
     TokenizerConfig(**tokenizer, named=_flag)  # (named by their flags; settings_for checks them again by field)
     cleaning = CleaningConfig(lowercase=not args.no_lowercase, strip_punctuation=args.strip_punctuation,
-                              remove_stopwords=args.remove_stopwords, lemmatize=args.lemmatize)
+                              remove_stopwords=args.remove_stopwords, lemmatize=args.lemmatize,
+                              unicode_nfc=not args.no_unicode_nfc)
     data = DataSettings(dataset=args.dataset, data_dir=args.data_dir, download=args.download, train_file=args.train_file,
                         test_file=args.test_file, validation_file=args.validation_file,
                         text_column=args.text_column or "text", label_column=args.label_column,
@@ -287,6 +288,9 @@ def _add_budget_args(p: argparse.ArgumentParser) -> None:
                         "--max-len from its start and the rest from its end")
     p.add_argument("--no-lowercase", action="store_true", help="keep the texts' case (by default they are "
                                                                "lower-cased before tokenising)")
+    p.add_argument("--no-unicode-nfc", action="store_true",
+                   help="keep accents as the texts spell them (by default a letter and its combining accent, "
+                        "e + U+0301, are composed into one, \u00e9: Unicode NFC)")
     p.add_argument("--strip-punctuation", action="store_true", help="remove punctuation before tokenising")
     p.add_argument("--remove-stopwords", action="store_true",
                    help="remove scikit-learn's English stop words but not, no, nor, never and but before tokenising")
@@ -443,6 +447,9 @@ def cmd_train(args: argparse.Namespace) -> int:
                                    f"--dataset or --train-file too, --resume added; or give only --output (and "
                                    f"--epochs, --device or --threads to change them)")
             described = build_settings(args)
+            if "unicode_nfc" not in recorded["settings"]["tokenizer"].get("cleaning", {}):
+                # A run from before unicode_nfc was a setting: its command then built one that read texts as they came
+                described.tokenizer.cleaning = replace(described.tokenizer.cleaning, unicode_nfc=False)
             # Files that moved: the run checks they still give the texts it recorded (a token-cache run resumes from
             # its files where they were: it records no fingerprint of its texts to check a moved file against).
             moved = set() if settings.data.token_cache else {

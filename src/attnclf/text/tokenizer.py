@@ -105,7 +105,8 @@ vocab_size, min_frequency, max_len, truncation, cleaning
         try:
             data = dict(_settings(data, cls, "tokenizer"))
             cleaning = _settings(data.get("cleaning", {}), CleaningConfig, "tokenizer cleaning")
-            data["cleaning"] = CleaningConfig(**cleaning)
+            # A run saved before unicode_nfc was a setting trained on its texts as they came: it reads them so still.
+            data["cleaning"] = CleaningConfig(**{"unicode_nfc": False, **cleaning})
             return cls(**data)
         except AttnclfError as exc:
             if file is None:

@@ -481,7 +481,8 @@ def check_compatible(model_name: str, config, folder: str | Path,
 
 # The command line's flag for each cleaning setting: what sets it away from its default
 _CLEANING_FLAGS = {"lowercase": "--no-lowercase", "strip_punctuation": "--strip-punctuation",
-                   "remove_stopwords": "--remove-stopwords", "lemmatize": "--lemmatize"}
+                   "remove_stopwords": "--remove-stopwords", "lemmatize": "--lemmatize",
+                   "unicode_nfc": "--no-unicode-nfc"}
 
 
 def _cleaning_flags(ours: CleaningConfig, theirs: CleaningConfig) -> tuple[list[str], list[str]]:
