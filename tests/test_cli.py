@@ -1074,6 +1074,21 @@ def test_a_run_from_before_unicode_normalisation_resumes_with_the_command_that_s
     assert cleaning.get("unicode_nfc", False) is False
 
 
+def test_a_word_level_run_on_chinese_is_warned_that_its_words_are_clauses_and_told_of_bpe(tmp_path, capsys):
+    rows = [(f"这个产品{word}，{days}天就到了。", label) for days in range(1, 10)
+            for word, label in (("很好", "好评"), ("很差", "差评"))]
+    data = write_csv(tmp_path / "reviews.csv", rows)
+    argv = ["train", "--train-file", str(data), "--model", "boe", "--min-frequency", "1", "--epochs", "1",
+            "--no-report", "--threads", "1", "--quiet"]
+    assert main([*argv, "--output", str(tmp_path / "word")]) == 0
+    err = capsys.readouterr().err
+    assert "warning: 16 of the 16 training texts (100%) hold Chinese, Japanese or Thai text" in err
+    config = json.loads((tmp_path / "word" / "config.json").read_text())
+    assert any("--tokenizer bpe" in warning for warning in config["data"]["warnings"])
+    assert main([*argv, "--tokenizer", "bpe", "--output", str(tmp_path / "bpe")]) == 0
+    assert "Chinese" not in capsys.readouterr().err
+
+
 # Every tokenizer field typed: a run begun before the file recipe then reads the tokens its command gives now, so only
 # the recipe's model part is told (its tokenizer part is the model-only edition's test).
 MODEL_PART_ONLY = ["--max-len", "16", "--truncation", TokenizerConfig().truncation]

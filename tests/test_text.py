@@ -7,7 +7,7 @@ import pytest
 
 from attnclf.errors import AttnclfError, DataError
 from attnclf.text import BucketBatches, CleaningConfig, Tokenizer, TokenizerConfig, clean, truncate
-from attnclf.text.tokenizer import PAD_ID, UNK_ID
+from attnclf.text.tokenizer import PAD_ID, UNK_ID, unspaced_text_warning
 
 CORPUS = ["the film was good", "the film was not good", "a bad film <br />really bad"] * 3
 
@@ -233,6 +233,22 @@ def test_a_run_saved_before_unicode_normalisation_keeps_reading_texts_as_it_was_
     assert old.cleaning.unicode_nfc is False and TokenizerConfig.from_dict({}).cleaning.unicode_nfc is False
     assert clean("cafe\u0301", old.cleaning) == "cafe\u0301"
     assert TokenizerConfig.from_dict(TokenizerConfig().to_dict()).cleaning == CleaningConfig()
+
+
+def test_texts_written_without_spaces_are_warned_of_for_the_word_tokenizer_only():
+    # Chinese and Japanese put no spaces between words: the word tokenizer read "这个产品很好" (this product is very
+    # good) as one token, which no other review shares, and said nothing.
+    chinese = ["这个产品很好，6天就到了。", "电影失望。", "我觉得质量差，而且坏了。"] * 4
+    english = ["a good film", "a bad film"] * 20
+    warning = unspaced_text_warning(chinese + english, TokenizerConfig())
+    assert warning.startswith("warning: 12 of the 52 training texts (23%) hold Chinese, Japanese or Thai")
+    assert "--tokenizer bpe" in warning and "\n" not in warning and len(warning) < 400
+    assert unspaced_text_warning(chinese, TokenizerConfig(kind="bpe")) is None
+    # Spaced scripts, a few Chinese names among English, and short runs (a word, "很好") are no reason to warn.
+    assert unspaced_text_warning(["Отличный товар", "هذا الفيلم مفيد", "यह उत्पाद बढ़िया है", "İYİ"] * 5,
+                                 TokenizerConfig()) is None
+    assert unspaced_text_warning(english + ["北京欢迎你 was fun"], TokenizerConfig()) is None
+    assert unspaced_text_warning(["很好 的 产品"] * 5, TokenizerConfig()) is None
 
 
 def test_bucket_batches_cover_every_example_once_and_group_lengths():

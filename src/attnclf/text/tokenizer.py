@@ -15,6 +15,7 @@ load and encode as they did. Both kinds show their pieces the same way
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import InitVar, asdict, dataclass, field, fields
 from pathlib import Path
@@ -202,6 +203,34 @@ def cut_position(tokens_cut: int | None, max_len: int, how: str) -> int | None:
     (1, 4, 0, None)
     """
     return None if tokens_cut == 0 else _kept_head(max_len, how)
+
+
+# Runs of characters of scripts written without spaces between words (Han, Hiragana, Katakana, Thai, Lao, Khmer,
+# Myanmar), long enough to hold more than one word: the word tokenizer takes each run, often a whole clause, as a word.
+_UNSPACED_RUN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\u0e00-\u0eff\u1780-\u17ff"
+                           "\u1000-\u109f]{4,}")
+# The share of training texts holding such runs from which a word-level run is warned: a few Chinese names among
+# English reviews read fine as words.
+_UNSPACED_SHARE = 0.05
+
+
+def unspaced_text_warning(texts: Sequence[str], config: TokenizerConfig) -> str | None:
+    """A warning for a word-level tokenizer trained on ``texts`` of which many are written without spaces between
+    words (Chinese, Japanese, Thai): it reads a run of such characters, often a clause, as one word that few other
+    texts share, and an unseen one as ``<unk>``; None if there is nothing to warn of.
+
+    >>> unspaced_text_warning(["这个产品很好", "a good film"], TokenizerConfig())[:57]
+    'warning: 1 of the 2 training texts (50%) hold Chinese, Ja'
+    """
+    if config.kind != "word":
+        return None
+    found = [match.group() for text in texts if (match := _UNSPACED_RUN.search(text))]
+    if not texts or len(found) < _UNSPACED_SHARE * len(texts):
+        return None
+    return (f"warning: {len(found):,} of the {len(texts):,} training texts ({len(found) / len(texts):.0%}) hold "
+            f"Chinese, Japanese or Thai text with no spaces between words (such as {shown(found[0], most=20)}), "
+            f"which the word tokenizer reads as one token per run of characters: few texts share them, and unseen "
+            f"ones read as <unk>; --tokenizer bpe learns the pieces they share")
 
 
 class Tokenizer:

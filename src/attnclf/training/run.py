@@ -36,7 +36,7 @@ from ..rundir import (EARLIER_MODEL, EARLIER_MODEL_STAGING, FORMAT_VERSION, TEMP
                       remove_cut_short_writes, remove_empty_folders)
 from ..text.batching import EVAL_MAX_TOKENS, BucketBatches
 from ..text.cache import CachedDataset
-from ..text.tokenizer import Tokenizer
+from ..text.tokenizer import Tokenizer, unspaced_text_warning
 from ..text.vectors import WordVectors, count_vectors
 from ..text.windows import WindowConfig, text_batches
 from .device import blas_libraries, describe_device, forked_generators, resolve_device, seed_generators, torch_threads
@@ -413,6 +413,9 @@ def _describe_data(settings: RunSettings, splits: Splits, progress: bool) -> lis
     if (settings.data.train_file or generated) and not settings.data.token_cache:
         # (A cache's texts stay on disk.)
         described += shared_text_warnings(splits, settings.tokenizer.cleaning, validation_too=not generated)
+    if not settings.data.token_cache:  # (a cache's texts stay on disk)
+        unspaced = unspaced_text_warning(splits.train.texts, settings.tokenizer)
+        described += [unspaced] if unspaced else []
     if settings.train.sampler == "balanced" and settings.train.class_weights == "balanced":
         described.append(f"warning: {TWICE_BALANCED}")  # (a warning, not a refusal: it trains, only worse)
     given = _given_warnings.get()
