@@ -688,6 +688,19 @@ def test_html_escapes_tokens_and_embeds_its_images():
     assert "http" not in page.split("<body>")[1]  # nothing fetched from anywhere
 
 
+def test_html_lays_a_right_to_left_text_out_right_to_left():
+    # An Arabic review's heading and token rows were laid out as English is, from the left (the page is lang="en"):
+    # each row and heading now takes its direction from its own first letter, as a browser's dir="auto" does.
+    arabic = Explanation("هذا الفيلم ممتاز", ["هذا", "الفيلم", "ممتاز"], [0.1, 0.0, 0.5], "occlusion", "pos", "pos",
+                         0.8, {"neg": 0.2, "pos": 0.8})
+    page = render_html([arabic])
+    css = page.split("<style>")[1].split("</style>")[0]
+    for selector in (".tokens", "h2"):
+        (rule,) = re.findall(r"(?m)^" + re.escape(selector) + r" \{([^}]*)\}", css)
+        assert "unicode-bidi: plaintext" in rule, selector
+    assert "<h2>هذا الفيلم ممتاز</h2>" in page
+
+
 def test_the_html_bar_chart_colours_bars_as_the_token_spans_above_it():
     # A signed method's chart was orange, the attention colour, whenever one text's scores were all positive.
     from matplotlib.image import imread

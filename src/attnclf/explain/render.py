@@ -50,8 +50,11 @@ GRADIENT_FULL_COLOUR_FLOOR = 0.2
 FULL_COLOUR_FLOOR = {"occlusion": OCCLUSION_FULL_COLOUR_FLOOR, "grad-input": GRADIENT_FULL_COLOUR_FLOOR,
                      "integrated-gradients": GRADIENT_FULL_COLOUR_FLOOR}
 
+# unicode-bidi: plaintext gives each row of tokens, and each heading (a text's start), the direction of its first
+# letter, as dir="auto" would: an Arabic or Hebrew text reads from the right on a page that is otherwise English.
 TOKEN_CSS = """
-.tokens { line-height: 2.1; font-size: 1.05em; }
+h2 { unicode-bidi: plaintext; }
+.tokens { line-height: 2.1; font-size: 1.05em; unicode-bidi: plaintext; }
 .tok { padding: 0.15em 0.25em; margin: 0 0.05em; border-radius: 0.25em; color: #111; }
 .legend { color: #555; font-size: 0.9em; }
 .cut { color: #777; font-style: italic; padding: 0 0.3em; }
