@@ -841,3 +841,24 @@ def test_the_roc_and_precision_recall_figures_leave_their_heading_to_the_page(fi
     assert ax.get_title() == ""
     assert all(("AUC " if figure == "roc_figure" else "AP ") in line.get_label() for line in ax.get_lines()
                if line.get_linestyle() == "-")
+
+
+def test_a_chart_of_characters_its_font_lacks_warns_once_not_per_glyph_and_figure(monkeypatch):
+    # A Hindi or Chinese explanation's HTML page printed matplotlib's "Glyph 2313 (DEVANAGARI LETTER U) missing from
+    # font(s) DejaVu Sans." twice over per character and chart: 26 lines for four short texts.
+    import warnings
+
+    from attnclf.errors import AttnclfWarning
+    from attnclf.report import plots
+    from attnclf.report.plots import png_bytes, token_scores_figure
+
+    monkeypatch.setattr(plots, "_FONTS_WARNED_OF", set())  # (as a process that drew none yet)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")
+        for tokens in (["यह", "उत्पाद", "बढ़िया"], ["电影", "很差"], ["电影", "很差"]):
+            assert png_bytes(token_scores_figure(tokens, [0.1, 0.2, 0.3][:len(tokens)], "t", True))[:4] == b"\x89PNG"
+    messages = [str(w.message) for w in caught]
+    assert not any("missing from font" in message for message in messages), messages
+    ours = [w for w in caught if w.category is AttnclfWarning]
+    assert len(ours) == 1 and "\n" not in str(ours[0].message)
+    assert str(ours[0].message).startswith("the charts' font (DejaVu Sans) lacks characters of these texts")

@@ -12,6 +12,8 @@ b'\\x89PNG\\r\\n\\x1a\\n'
 from __future__ import annotations
 
 import io
+import re
+import warnings
 from typing import Iterator, Sequence
 
 import numpy as np
@@ -23,7 +25,12 @@ from matplotlib.text import Text
 from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter
 from sklearn.metrics import auc, average_precision_score, precision_recall_curve, roc_curve
 
+from ..errors import AttnclfWarning
+
 DPI = 100
+# matplotlib's warning of a character its font has no glyph for (a Chinese or Devanagari token in a chart)
+_MISSING_GLYPH = re.compile(r"Glyph \d+ .* missing from font\(s\) (.+)\.$")
+_FONTS_WARNED_OF: set[str] = set()
 # The Keras-blog seed's metric history: what history.jsonl records per epoch besides loss and accuracy.
 HISTORY_METRICS = [("val_macro_precision", "precision (macro)"), ("val_macro_recall", "recall (macro)"),
                    ("val_roc_auc", "ROC AUC"), ("val_average_precision", "average precision"),
@@ -49,8 +56,24 @@ def png_bytes(fig: Figure) -> bytes:
     for text in fig.findobj(Text):
         text.set_parse_math(False)
     buffer = io.BytesIO()
-    with rc_context({"text.parse_math": False}):
+    with rc_context({"text.parse_math": False}), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         fig.savefig(buffer, format="png", dpi=DPI)
+    fonts = []
+    for warning in caught:
+        lacking = _MISSING_GLYPH.match(str(warning.message))
+        if lacking is None:
+            warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
+        elif lacking.group(1) not in fonts:
+            fonts.append(lacking.group(1))
+    fonts = [font for font in fonts if font not in _FONTS_WARNED_OF]
+    if fonts:
+        # matplotlib warns of each character, twice, in every chart: 26 lines for four short Hindi and Chinese texts.
+        # Told once a font, for all the charts a process draws (the catching above defeats the warning filter's once).
+        _FONTS_WARNED_OF.update(fonts)
+        warnings.warn(f"the charts' font ({', '.join(fonts)}) lacks characters of these texts, which show as empty "
+                      f"boxes in them; the coloured tokens beside each chart show them all", AttnclfWarning,
+                      stacklevel=2)
     return buffer.getvalue()
 
 
