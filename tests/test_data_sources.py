@@ -998,6 +998,18 @@ def test_a_multi_label_test_file_counts_the_rows_holding_any_label_training_lack
         load_files(train, test, multi_label=True)
 
 
+def test_classes_spelled_with_composed_and_decomposed_accents_are_warned_of_as_one_label():
+    # "négatif" with é and with e + U+0301 were two classes, listed as "négatif: 36, négatif: 72", and unwarned.
+    from attnclf.training.run_data import describe_classes
+
+    composed, decomposed = "n\u00e9gatif", "ne\u0301gatif"
+    train = TextDataset(["a", "b", "c", "d"], [0, 1, 2, 2], [decomposed, composed, "positiv"])
+    warnings = [line for line in describe_classes(train) if line.startswith("warning: classes")]
+    assert warnings == ["warning: classes 'n\\xe9gatif' and 'ne\\u0301gatif' are one word with its accents written "
+                        "composed (as \u00e9) and decomposed (as e + U+0301); make them one label in the data (Unicode NFC) "
+                        "if they mean one class"]
+
+
 FLOAT_WRITTEN_WARNING = (
     "warning: the classes ({}) look like whole numbers written as decimals, as pandas writes an integer column "
     "holding a missing value: the run's labels will read {!r}, not {!r}; write them as whole numbers (e.g. "

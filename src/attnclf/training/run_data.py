@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import replace
@@ -242,7 +243,8 @@ _CHANGED_SPLIT = ("{} no longer gives the validation texts a run held out (the d
 def describe_classes(train: TextDataset, suspect_separators: str = "",
                      validation: TextDataset | None = None) -> list[str]:
     """The training classes with their counts, and a warning for names that differ only in case or spaces
-    ("Positive" beside "positive" is a class of its own: the file probably meant one), and for classes of fewer than
+    ("Positive" beside "positive" is a class of its own: the file probably meant one) or in how their accents are
+    encoded ("é" composed or as "e" and a combining accent), and for classes of fewer than
     2 training texts (``validation``, the run's, says which of those it cannot score). ``suspect_separators``: for
     multi-label data read from a file, the characters that, inside class names, may be a label delimiter the file
     used other than --label-delimiter (see ``_delimiter_warnings``)."""
@@ -273,9 +275,16 @@ def describe_classes(train: TextDataset, suspect_separators: str = "",
         lines.append(f"warning: {_of_classes(unvalidated, names)} no validation text ({first_few(unvalidated)}): no "
                      f"validation score tells how {'it does' if one else 'they do'}; give "
                      f"{'it' if one else 'them'} more texts, or a --validation-file that holds some")
-    by_form: dict[str, list[str]] = {}
+    by_encoding: dict[str, list[str]] = {}
     for name in names:
-        by_form.setdefault(" ".join(name.casefold().split()), []).append(name)
+        by_encoding.setdefault(unicodedata.normalize("NFC", name), []).append(name)
+    # (escaped, the composed first: printed as they are, the two look the same)
+    lines += [f"warning: classes {' and '.join(map(ascii, sorted(same, key=lambda name: name != form)))} are one word with its accents written composed (as "
+              f"\u00e9) and decomposed (as e + U+0301); make them one label in the data (Unicode NFC) if they mean "
+              f"one class" for form, same in by_encoding.items() if len(same) > 1]
+    by_form: dict[str, list[str]] = {}
+    for same in by_encoding.values():  # (a name per encoding: those differing in no more are warned of above)
+        by_form.setdefault(" ".join(same[0].casefold().split()), []).append(same[0])
     lines += [f"warning: classes {' and '.join(map(repr, same))} differ only in case or spaces; make them one "
               f"label in the data if they mean one class" for same in by_form.values() if len(same) > 1]
     numbers = [name for name in names if _is_number(name)]
