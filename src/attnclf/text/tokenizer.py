@@ -209,6 +209,8 @@ def cut_position(tokens_cut: int | None, max_len: int, how: str) -> int | None:
 # Myanmar), long enough to hold more than one word: the word tokenizer takes each run, often a whole clause, as a word.
 _UNSPACED_RUN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\u0e00-\u0eff\u1780-\u17ff"
                            "\u1000-\u109f]{4,}")
+# (BPE keeps whole clauses as pieces while its vocabulary has room: on 216 generated Chinese reviews, tested on 120
+# of other sentences, its default 30,000 pieces scored chance, as the word tokenizer did, and 100 pieces 69%.)
 # The share of training texts holding such runs from which a word-level run is warned: a few Chinese names among
 # English reviews read fine as words.
 _UNSPACED_SHARE = 0.05
@@ -230,7 +232,8 @@ def unspaced_text_warning(texts: Sequence[str], config: TokenizerConfig) -> str 
     return (f"warning: {len(found):,} of the {len(texts):,} training texts ({len(found) / len(texts):.0%}) hold "
             f"Chinese, Japanese or Thai text with no spaces between words (such as {shown(found[0], most=20)}), "
             f"which the word tokenizer reads as one token per run of characters: few texts share them, and unseen "
-            f"ones read as <unk>; --tokenizer bpe learns the pieces they share")
+            f"ones read as <unk>; --tokenizer bpe cuts them into pieces texts share, given a --vocab-size too small "
+            f"to hold whole clauses")
 
 
 class Tokenizer:
