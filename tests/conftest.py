@@ -181,3 +181,17 @@ def cli_error(capsys):
         return err.removeprefix("attnclf: error: ")
 
     return error_of
+
+
+@pytest.fixture
+def recorded_before_unicode_nfc():
+    """``recorded_before_unicode_nfc(run_dir)``: the run's config.json as attnclf wrote it before ``unicode_nfc`` was
+    a cleaning setting (its tokenizer cleaning without the field): a run that read its texts as they came."""
+
+    def recorded_so(run_dir) -> None:
+        config_file = Path(run_dir) / "config.json"
+        config = json.loads(config_file.read_text())
+        del config["settings"]["tokenizer"]["cleaning"]["unicode_nfc"]
+        config_file.write_text(json.dumps(config))
+
+    return recorded_so

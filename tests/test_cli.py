@@ -1056,22 +1056,27 @@ def test_a_run_recorded_with_split_seed_and_a_validation_file_resumes_with_the_c
     assert len((run / "history.jsonl").read_text().splitlines()) == 2
 
 
-def test_a_run_from_before_unicode_normalisation_resumes_with_the_command_that_started_it(csv_files, tmp_path,
-                                                                                         capsys):
+def test_a_run_from_before_unicode_normalisation_resumes_with_the_command_that_started_it(
+        csv_files, tmp_path, capsys, recorded_before_unicode_nfc):
     # Its config.json's cleaning has no unicode_nfc: it read texts as they came, as its command then built it, and
-    # that command with --resume added continues it so (a run that chose --no-unicode-nfc is another matter: typed).
+    # that command with --resume added continues it so.
     run = tmp_path / "run"
     argv = ["train", "--train-file", str(csv_files[0]), "--model", "boe", "--min-frequency", "1", "--no-report",
             "--threads", "1", "--quiet", "--output", str(run)]
     assert main([*argv, "--epochs", "1"]) == 0
-    config = json.loads((run / "config.json").read_text())
-    del config["settings"]["tokenizer"]["cleaning"]["unicode_nfc"]
-    (run / "config.json").write_text(json.dumps(config))
+    recorded_before_unicode_nfc(run)
     capsys.readouterr()
     assert main([*argv, "--epochs", "2", "--resume"]) == 0, capsys.readouterr().err
     assert len((run / "history.jsonl").read_text().splitlines()) == 2
     cleaning = json.loads((run / "config.json").read_text())["settings"]["tokenizer"]["cleaning"]
     assert cleaning.get("unicode_nfc", False) is False
+    # A run that chose --no-unicode-nfc recorded the choice: a command without the flag would read texts otherwise.
+    chosen = tmp_path / "chosen"
+    argv[-1] = str(chosen)
+    assert main([*argv, "--epochs", "1", "--no-unicode-nfc"]) == 0
+    capsys.readouterr()
+    assert main([*argv, "--epochs", "2", "--resume"]) == 2
+    assert f"{chosen} trained with tokenizer.cleaning = " in capsys.readouterr().err
 
 
 def test_a_word_level_run_on_chinese_is_warned_that_its_words_are_clauses_and_told_of_bpe(tmp_path, capsys):

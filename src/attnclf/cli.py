@@ -447,9 +447,6 @@ def cmd_train(args: argparse.Namespace) -> int:
                                    f"--dataset or --train-file too, --resume added; or give only --output (and "
                                    f"--epochs, --device or --threads to change them)")
             described = build_settings(args)
-            if "unicode_nfc" not in recorded["settings"]["tokenizer"].get("cleaning", {}):
-                # A run from before unicode_nfc was a setting: its command then built one that read texts as they came
-                described.tokenizer.cleaning = replace(described.tokenizer.cleaning, unicode_nfc=False)
             # Files that moved: the run checks they still give the texts it recorded (a token-cache run resumes from
             # its files where they were: it records no fingerprint of its texts to check a moved file against).
             moved = set() if settings.data.token_cache else {

@@ -227,9 +227,38 @@ class RunSettings:
     # A refit's record of the validated run it retrains: {"run", "epochs", "monitor", "value", "validation_sha256"},
     # and a multi-label run's "thresholds" (by label), which the refit predicts at.
     refit_of: dict | None = None
+    # Not a setting: whether the run's config.json predates unicode_nfc (its tokenizer cleaning lacks the field). Such
+    # a run read its texts as they came, as every command built it then, and is recorded so still (``to_dict``).
+    recorded_before_unicode_nfc: bool = field(default=False, repr=False, compare=False)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """These settings as config.json records them: a run recorded before unicode_nfc, resumed or joined by new
+        ensemble members, stays without the field, so its command is told apart from one that typed
+        --no-unicode-nfc (``as_begun``).
+
+        >>> "unicode_nfc" in RunSettings(recorded_before_unicode_nfc=True).to_dict()["tokenizer"]["cleaning"]
+        False
+        """
+        recorded = asdict(self)
+        if recorded.pop("recorded_before_unicode_nfc"):
+            del recorded["tokenizer"]["cleaning"]["unicode_nfc"]
+        return recorded
+
+    def as_begun(self, built: RunSettings) -> RunSettings:
+        """``built``, what a command builds now, as the same command built it when this run was recorded: with the
+        value every command gave a setting added since, where the run's config.json predates it. Compared so, a run
+        recorded before unicode_nfc is its command's still (a compared cell reused, a run or ensemble resumed), and
+        what continues it (an ensemble's new members) reads texts as it did; a run that typed --no-unicode-nfc
+        recorded it, and a command without the flag differs.
+
+        >>> old = RunSettings(recorded_before_unicode_nfc=True)
+        >>> old.as_begun(RunSettings()).tokenizer.cleaning.unicode_nfc, RunSettings().tokenizer.cleaning.unicode_nfc
+        (False, True)
+        """
+        if not self.recorded_before_unicode_nfc:
+            return built
+        cleaning = replace(built.tokenizer.cleaning, unicode_nfc=False)
+        return replace(built, tokenizer=replace(built.tokenizer, cleaning=cleaning), recorded_before_unicode_nfc=True)
 
     def check(self, named: Callable[[str], str] = by_field, given: Collection[str] = ()) -> None:
         """Refuse what a new run cannot train with: the first of these settings' ``refusals``, in one line.
@@ -275,12 +304,13 @@ class RunSettings:
         return next(self.differences(other, ignore), None)
 
     def differences(self, other: RunSettings, ignore: Collection[str] = ()) -> Iterator[tuple[str, Any, Any]]:
-        """Each setting in which ``other`` differs from these, as ``first_difference`` finds the first.
+        """Each setting in which ``other`` differs from these, as ``first_difference`` finds the first: these are a
+        run's, ``other`` what a command builds, taken as it built it when the run was recorded (``as_begun``).
 
         >>> list(RunSettings(model_config={"d_model": 64}).differences(RunSettings(model_config={"d_model": 128})))
         [('model_config.d_model', 64, 128)]
         """
-        ours, theirs = self._flat(), other._flat()
+        ours, theirs = self._flat(), self.as_begun(other)._flat()
         ignored = {"output", "device", "threads", "report", "train.checkpoint_seconds", "data.data_dir",
                    "data.found_in", *ignore}
         keys = [*ours, *(key for key in theirs if key not in ours)]
@@ -544,4 +574,5 @@ def resume_settings(run_dir: str | Path, epochs: int | None = None, device: str 
         embeddings_std=saved.get("embeddings_std", RunSettings.embeddings_std),
         init_from=saved.get("init_from"),
         refit_of=saved.get("refit_of"),
+        recorded_before_unicode_nfc="unicode_nfc" not in saved["tokenizer"].get("cleaning", {}),
     )
