@@ -197,6 +197,25 @@ def test_a_server_that_fails_to_start_is_a_one_line_error_not_a_clean_exit(demo_
     assert err.startswith("attnclf: error: the server on 127.0.0.1:") and err.endswith(" failed to start\n"), err
 
 
+def test_a_port_taken_after_it_was_checked_is_the_same_one_line_error_not_uvicorn_s_exit_3(demo_run, monkeypatch,
+                                                                                            capsys):
+    # uvicorn (0.54 here) gives up a start by sys.exit(3), not by should_exit: the port check's instant before the bind
+    # let another process take it, and serve escaped the command as a bare exit 3.
+    import socket
+
+    from attnclf.cli import main
+    from attnclf.serve import app
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        taken = busy.getsockname()[1]
+        monkeypatch.setattr(app, "_listenable_port", lambda host, port: taken)
+        assert main(["serve", str(demo_run), "--port", "0", "--device", "cpu", "--threads", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err.endswith(f"attnclf: error: the server on 127.0.0.1:{taken} failed to start\n"), err
+
+
 def test_serving_on_all_interfaces_names_a_url_teammates_can_use_and_says_there_is_no_authentication(
         demo_run, monkeypatch, capsys):
     import socket

@@ -958,11 +958,17 @@ def serve(run_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, limits
           flush=True)
     server = StopAnnouncingServer(uvicorn.Config(app, host=host, port=port, **_uvicorn_options(limits)),
                                   write=partial(print, flush=True))
+    exited = False
     try:
         server.run()
     except KeyboardInterrupt:  # the stop's signal, raised again once the server has stopped (as uvicorn.run catches it)
         pass
-    if server.should_exit and not server.started:  # (uvicorn has logged why)
+    except SystemExit:  # uvicorn (0.54 here) gives up a start, a bind or the app's lifespan, by sys.exit(3)
+        if server.started:
+            raise
+        exited = True
+    # (older uvicorn gave up a lifespan by should_exit, unstarted; either way it has logged why)
+    if exited or (server.should_exit and not server.started):
         raise AttnclfError(f"the server on {host}:{port} failed to start")
 
 
