@@ -842,9 +842,10 @@ def cmd_explain(args: argparse.Namespace) -> int:
     if not texts:
         raise AttnclfError(f"{'stdin' if not args.file or args.file == STDIN_FILE else args.file}: no texts to explain")
     # argparse reads `--method attention occlusion` as one method and a text "occlusion": say how to ask for both.
-    if args.method and (named := next((text for text in args.texts if text.strip() in METHODS), None)):
-        raise AttnclfError(f"{shown(named)} would be explained as a text; several methods go comma-separated: "
-                           f"--method {args.method},{named.strip()}")
+    if args.method and (named := next((text for text in args.texts if text.strip() in {*METHODS, "all"}), None)):
+        remedy = ("--method all, alone, names every method" if named.strip() == "all" else
+                  f"several methods go comma-separated: --method {args.method},{named.strip()}")
+        raise AttnclfError(f"{shown(named)} would be explained as a text; {remedy}")
     available = run_methods(args.run_dir, clf.model)
     methods = chosen_methods(DEFAULT_METHOD if args.method is None else args.method, available, "method", _flag)
     if args.steps is not None and "integrated-gradients" not in methods:
