@@ -834,11 +834,12 @@ def test_explain_command_bad_input_is_one_line(demo_run, capsys):
     # `--method attention occlusion` explained a second text, the word "occlusion", with attention alone.
     assert main(["explain", str(demo_run), "not bad", "--method", "attention", "occlusion"]) == 2
     assert capsys.readouterr().err == ("attnclf: error: 'occlusion' would be explained as a text; several methods go "
-                                       "comma-separated: --method attention,occlusion\n")
+                                       "comma-separated: --method attention,occlusion (that word as a text: give it with "
+                                       "--file)\n")
     # `--method attention all` explained the word "all" as a second text (and "attention,all" is refused too).
     assert main(["explain", str(demo_run), "not bad", "--method", "attention", "all"]) == 2
     assert capsys.readouterr().err == ("attnclf: error: 'all' would be explained as a text; --method all, alone, "
-                                       "names every method\n")
+                                       "names every method (that word as a text: give it with --file)\n")
 
 
 

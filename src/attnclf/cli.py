@@ -845,7 +845,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
     if args.method and (named := next((text for text in args.texts if text.strip() in {*METHODS, "all"}), None)):
         remedy = ("--method all, alone, names every method" if named.strip() == "all" else
                   f"several methods go comma-separated: --method {args.method},{named.strip()}")
-        raise AttnclfError(f"{shown(named)} would be explained as a text; {remedy}")
+        raise AttnclfError(f"{shown(named)} would be explained as a text; {remedy} (that word as a text: give it "
+                           f"with --file)")
     available = run_methods(args.run_dir, clf.model)
     methods = chosen_methods(DEFAULT_METHOD if args.method is None else args.method, available, "method", _flag)
     if args.steps is not None and "integrated-gradients" not in methods:
