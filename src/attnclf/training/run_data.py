@@ -279,9 +279,10 @@ def describe_classes(train: TextDataset, suspect_separators: str = "",
     for name in names:
         by_encoding.setdefault(unicodedata.normalize("NFC", name), []).append(name)
     # (escaped, the composed first: printed as they are, the two look the same)
-    lines += [f"warning: classes {' and '.join(map(ascii, sorted(same, key=lambda name: name != form)))} are one word with its accents written composed (as "
-              f"\u00e9) and decomposed (as e + U+0301); make them one label in the data (Unicode NFC) if they mean "
-              f"one class" for form, same in by_encoding.items() if len(same) > 1]
+    lines += [f"warning: classes {' and '.join(map(ascii, sorted(same, key=lambda name: name != form)))} are one "
+              f"word with its accents written composed (as \u00e9) and decomposed (as e + U+0301); make them one "
+              f"label in the data (Unicode NFC) if they mean one class" for form, same in by_encoding.items()
+              if len(same) > 1]
     by_form: dict[str, list[str]] = {}
     for same in by_encoding.values():  # (a name per encoding: those differing in no more are warned of above)
         by_form.setdefault(" ".join(same[0].casefold().split()), []).append(same[0])
