@@ -184,14 +184,17 @@ def cli_error(capsys):
 
 
 @pytest.fixture
-def recorded_before_unicode_nfc():
-    """``recorded_before_unicode_nfc(run_dir)``: the run's config.json as attnclf wrote it before ``unicode_nfc`` was
-    a cleaning setting (its tokenizer cleaning without the field): a run that read its texts as they came."""
+def recorded_before():
+    """``recorded_before(run_dir, setting)``: the run's config.json as attnclf wrote it before ``setting`` was a
+    cleaning setting: its tokenizer cleaning without that field and those added after it (``CLEANING_ADDED``)."""
+    from attnclf.text.cleaning import CLEANING_ADDED
 
-    def recorded_so(run_dir) -> None:
+    def recorded_so(run_dir, setting: str) -> None:
         config_file = Path(run_dir) / "config.json"
         config = json.loads(config_file.read_text())
-        del config["settings"]["tokenizer"]["cleaning"]["unicode_nfc"]
+        added = list(CLEANING_ADDED)
+        for name in added[added.index(setting):]:
+            del config["settings"]["tokenizer"]["cleaning"][name]
         config_file.write_text(json.dumps(config))
 
     return recorded_so

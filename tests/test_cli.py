@@ -1056,42 +1056,46 @@ def test_a_run_recorded_with_split_seed_and_a_validation_file_resumes_with_the_c
     assert len((run / "history.jsonl").read_text().splitlines()) == 2
 
 
-def test_a_run_from_before_unicode_normalisation_resumes_with_the_command_that_started_it(
-        csv_files, tmp_path, capsys, recorded_before_unicode_nfc):
-    # Its config.json's cleaning has no unicode_nfc: it read texts as they came, as its command then built it, and
-    # that command with --resume added continues it so.
+@pytest.mark.parametrize("setting, flag", [("unicode_nfc", "--no-unicode-nfc"), ("split_cjk", "--no-split-cjk")])
+def test_a_run_from_before_a_cleaning_setting_resumes_with_the_command_that_started_it(
+        csv_files, tmp_path, capsys, recorded_before, setting, flag):
+    # Its config.json's cleaning lacks the setting: it read texts as every command did then (no NFC, no CJK split),
+    # and that command with --resume added continues it so.
     run = tmp_path / "run"
     argv = ["train", "--train-file", str(csv_files[0]), "--model", "boe", "--min-frequency", "1", "--no-report",
             "--threads", "1", "--quiet", "--output", str(run)]
     assert main([*argv, "--epochs", "1"]) == 0
-    recorded_before_unicode_nfc(run)
+    recorded_before(run, setting)
     capsys.readouterr()
     assert main([*argv, "--epochs", "2", "--resume"]) == 0, capsys.readouterr().err
     assert len((run / "history.jsonl").read_text().splitlines()) == 2
     cleaning = json.loads((run / "config.json").read_text())["settings"]["tokenizer"]["cleaning"]
-    assert cleaning.get("unicode_nfc", False) is False
-    # A run that chose --no-unicode-nfc recorded the choice: a command without the flag would read texts otherwise.
+    assert setting not in cleaning
+    # A run that chose the flag recorded the choice: a command without the flag would read texts otherwise.
     chosen = tmp_path / "chosen"
     argv[-1] = str(chosen)
-    assert main([*argv, "--epochs", "1", "--no-unicode-nfc"]) == 0
+    assert main([*argv, "--epochs", "1", flag]) == 0
     capsys.readouterr()
     assert main([*argv, "--epochs", "2", "--resume"]) == 2
     assert f"{chosen} trained with tokenizer.cleaning = " in capsys.readouterr().err
 
 
-def test_a_word_level_run_on_chinese_is_warned_that_its_words_are_clauses_and_told_of_bpe(tmp_path, capsys):
+def test_chinese_is_read_a_character_a_word_and_a_run_that_keeps_its_clauses_is_warned(tmp_path, capsys):
+    from attnclf import Classifier
+
     rows = [(f"这个产品{word}，{days}天就到了。", label) for days in range(1, 10)
             for word, label in (("很好", "好评"), ("很差", "差评"))]
     data = write_csv(tmp_path / "reviews.csv", rows)
     argv = ["train", "--train-file", str(data), "--model", "boe", "--min-frequency", "1", "--epochs", "1",
             "--no-report", "--threads", "1", "--quiet"]
     assert main([*argv, "--output", str(tmp_path / "word")]) == 0
+    assert "Chinese" not in capsys.readouterr().err
+    assert Classifier.load(tmp_path / "word").tokenizer.tokens(["这个产品很好"]) == [["这", "个", "产", "品", "很", "好"]]
+    assert main([*argv, "--no-split-cjk", "--output", str(tmp_path / "clauses")]) == 0
     err = capsys.readouterr().err
     assert "warning: 16 of the 16 training texts (100%) hold Chinese, Japanese or Thai text" in err
-    config = json.loads((tmp_path / "word" / "config.json").read_text())
-    assert any("--tokenizer bpe" in warning for warning in config["data"]["warnings"])
-    assert main([*argv, "--tokenizer", "bpe", "--output", str(tmp_path / "bpe")]) == 0
-    assert "Chinese" not in capsys.readouterr().err
+    config = json.loads((tmp_path / "clauses" / "config.json").read_text())
+    assert any("without --no-split-cjk" in warning for warning in config["data"]["warnings"])
 
 
 # Every tokenizer field typed: a run begun before the file recipe then reads the tokens its command gives now, so only

@@ -277,22 +277,23 @@ def _who_warned(warning: str, runs: list[str], of: int) -> str:
     return f"note: the warning {shown(warning, most=60)} came from {given}"
 
 
-def test_an_ensemble_recorded_before_unicode_nfc_resumes_and_its_new_members_read_texts_as_the_others(
-        tmp_path, capsys, recorded_before_unicode_nfc):
-    # Its members read texts without NFC (their command built no such setting then); the same command, --resume added,
-    # was refused for giving unicode_nfc True. A member it adds trains as they did: an ensemble never mixes the two.
+@pytest.mark.parametrize("setting", ["unicode_nfc", "split_cjk"])
+def test_an_ensemble_recorded_before_a_cleaning_setting_resumes_and_its_new_members_read_texts_as_the_others(
+        tmp_path, capsys, recorded_before, setting):
+    # Its members read texts without the setting (no NFC, no CJK split: their command built neither then); the same
+    # command, --resume added, was refused for giving it True. A member it adds trains as they did, never a mix.
     out = tmp_path / "ens"
     flags = ["train", "--dataset", "demo", "--max-train-examples", "200", "--set", "d_model=16", "--set", "layers=1",
              "--epochs", "1", "--output", str(out), "--quiet", "--no-report", "--threads", "1"]
     assert main(flags + ["--seeds", "0", "1"]) == 0
     for seed in (0, 1):
-        recorded_before_unicode_nfc(out / f"seed-{seed}")
+        recorded_before(out / f"seed-{seed}", setting)
     capsys.readouterr()
     assert main(flags + ["--resume", "--seeds", "0", "1", "2"]) == 0, capsys.readouterr().err
     # (recorded as the others, without the field: the same command, --resume added, takes them all again)
     cleaning = json.loads((out / "seed-2" / "config.json").read_text())["settings"]["tokenizer"]["cleaning"]
-    assert "unicode_nfc" not in cleaning
-    assert Classifier.load(out / "seed-2").tokenizer.config.cleaning.unicode_nfc is False
+    assert setting not in cleaning
+    assert getattr(Classifier.load(out / "seed-2").tokenizer.config.cleaning, setting) is False
     assert main(flags + ["--resume", "--seeds", "0", "1", "2"]) == 0, capsys.readouterr().err
 
 

@@ -249,14 +249,14 @@ def rerun_mangled(finished_experiments, tmp_path, capsys, mangle, command: str, 
 
 @pytest.mark.parametrize("command", ["compare", "ablate"])
 def test_cells_recorded_before_unicode_nfc_are_reused_by_their_command(command, finished_experiments, tmp_path,
-                                                                        capsys, recorded_before_unicode_nfc):
+                                                                        capsys, recorded_before):
     # Their command built cleaning without NFC then (the field did not exist): it was refused as "trained with other
     # tokenizer settings than this experiment's" once the default became unicode_nfc=True.
     root, commands = finished_experiments
     output = tmp_path / command
     shutil.copytree(root / command, output)
     for config in (output / "runs").glob("*/config.json"):  # (compare's reference, tfidf-lr, has none)
-        recorded_before_unicode_nfc(config.parent)
+        recorded_before(config.parent, "unicode_nfc")
     loud = [flag for flag in commands[command] if flag != "--quiet"]
     assert main([*loud, "--output", str(output)]) == 0, capsys.readouterr().err
     assert "(finished earlier, reused)" in capsys.readouterr().out

@@ -325,6 +325,23 @@ def test_init_from_errors_are_one_line_and_write_no_run(tmp_path, capsys, args, 
     assert not output.exists()
 
 
+def test_an_encoder_pretrained_before_split_cjk_is_started_from_with_no_split_cjk(tmp_path, capsys):
+    # Its tokens are whole runs of Chinese (its record's cleaning lacks split_cjk): a run splitting them is refused,
+    # told the flag that reads texts as it did.
+    from attnclf.training.pretrain import PRETRAIN_FILE
+
+    pretrain_encoder(cyclic_corpus(50), PretrainSettings(model_config=SMALL, max_len=64, min_frequency=1,
+                                                         sampled_words=16), tmp_path / "p", log=quiet)
+    record = json.loads((tmp_path / "p" / PRETRAIN_FILE).read_text())
+    del record["tokenizer"]["cleaning"]["split_cjk"]
+    (tmp_path / "p" / PRETRAIN_FILE).write_text(json.dumps(record))
+    argv = ["train", "--dataset", "demo", "--init-from", str(tmp_path / "p"), *SMALL_FLAGS]
+    assert main([*argv, "--output", str(tmp_path / "run")]) == 2
+    assert capsys.readouterr().err.endswith("was pretrained on word tokens with cleaning split_cjk=False, but this run "
+                                            "reads word tokens with the default cleaning: its embedding would meet "
+                                            "other tokens; train with --no-split-cjk\n")
+
+
 @pytest.mark.parametrize("args, message", [
     # Each setting named by its flag, as train names its own
     (["--lr", "nan"], "error: --lr must be positive and finite, got nan"),

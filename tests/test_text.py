@@ -235,20 +235,53 @@ def test_a_run_saved_before_unicode_normalisation_keeps_reading_texts_as_it_was_
     assert TokenizerConfig.from_dict(TokenizerConfig().to_dict()).cleaning == CleaningConfig()
 
 
-def test_texts_written_without_spaces_are_warned_of_for_the_word_tokenizer_only():
-    # Chinese and Japanese put no spaces between words: the word tokenizer read "这个产品很好" (this product is very
-    # good) as one token, which no other review shares, and said nothing.
+def test_chinese_and_japanese_characters_are_each_a_word():
+    # Chinese and Japanese put no spaces between words: both tokenizers took "这个产品很好" (this product is very good)
+    # for one word, which no other review shares. Each ideograph and kana is one now, as BERT's basic tokenizer has
+    # ideographs (kana too: the word tokenizer has no word pieces to cut "はとても" into); Hangul, Thai and scripts
+    # written with spaces keep their words.
+    assert clean("这个产品很好，6天就到了。") == "这 个 产 品 很 好 ，6 天 就 到 了 。"  # (punctuation: the tokenizers split it)
+    assert clean("この映画はとても面白かった") == "こ の 映 画 は と て も 面 白 か っ た"
+    assert clean("𠀀𪜀豈") == "𠀀 𪜀 豈"  # (extension B and C, a compatibility ideograph)
+    # A kana's voicing mark typed apart (か + U+3099) is composed with it, or kept beside it without NFC.
+    assert clean("か\u3099く") == "が く"
+    assert clean("か\u3099く", CleaningConfig(unicode_nfc=False)) == "か\u3099 く"
+    spaced = "정말 좋아요 สินค้าดีมาก Отличный товар a good film!"
+    assert clean(spaced) == clean(spaced, CleaningConfig(split_cjk=False)) == spaced.lower()
+    assert clean("这个产品很好", CleaningConfig(split_cjk=False)) == "这个产品很好"
+    # An unseen sentence now reads as words the training texts held, with either tokenizer.
+    for kind in ("word", "bpe"):
+        tok = Tokenizer.train(["这个产品很好", "电影很差"], TokenizerConfig(kind=kind, min_frequency=1))
+        assert UNK_ID not in tok.encode(["电影很好"])[0]
+
+
+def test_a_run_saved_before_split_cjk_keeps_reading_texts_as_it_was_trained():
+    old = TokenizerConfig.from_dict({"kind": "word", "cleaning": {"lowercase": True, "unicode_nfc": True}})
+    assert old.cleaning.split_cjk is False and old.cleaning.unicode_nfc is True
+    assert clean("这个产品很好", old.cleaning) == "这个产品很好"
+    assert TokenizerConfig.from_dict(TokenizerConfig().to_dict()).cleaning.split_cjk is True
+
+
+def test_texts_written_without_spaces_are_warned_of_where_nothing_splits_them():
+    # The word tokenizer read a run of such characters as one token, which no other review shares, and said nothing;
+    # Chinese and Japanese are split into characters unless --no-split-cjk, Thai never is.
     chinese = ["这个产品很好，6天就到了。", "电影失望。", "我觉得质量差，而且坏了。"] * 4
     english = ["a good film", "a bad film"] * 20
-    warning = unspaced_text_warning(chinese + english, TokenizerConfig())
+    unsplit = TokenizerConfig(cleaning=CleaningConfig(split_cjk=False))
+    warning = unspaced_text_warning(chinese + english, unsplit)
     assert warning.startswith("warning: 12 of the 52 training texts (23%) hold Chinese, Japanese or Thai")
-    assert "--tokenizer bpe" in warning and "\n" not in warning and len(warning) < 400
-    assert unspaced_text_warning(chinese, TokenizerConfig(kind="bpe")) is None
+    assert "--no-split-cjk" in warning and "\n" not in warning and len(warning) < 400
+    assert unspaced_text_warning(chinese, TokenizerConfig(kind="bpe", cleaning=unsplit.cleaning)) is None
+    assert unspaced_text_warning(chinese + english, TokenizerConfig()) is None
+    thai = ["สินค้าดีมากส่งเร็ว", "หนังเรื่องนี้แย่มาก"] * 5
+    warning = unspaced_text_warning(thai, TokenizerConfig())
+    assert warning.startswith("warning: 10 of the 10 training texts (100%) hold Thai, Lao, Khmer or Burmese")
+    assert "--tokenizer bpe" in warning and "--no-split-cjk" not in warning
     # Spaced scripts, a few Chinese names among English, and short runs (a word, "很好") are no reason to warn.
     assert unspaced_text_warning(["Отличный товар", "هذا الفيلم مفيد", "यह उत्पाद बढ़िया है", "İYİ"] * 5,
                                  TokenizerConfig()) is None
-    assert unspaced_text_warning(english + ["北京欢迎你 was fun"], TokenizerConfig()) is None
-    assert unspaced_text_warning(["很好 的 产品"] * 5, TokenizerConfig()) is None
+    assert unspaced_text_warning(english + ["北京欢迎你 was fun"], unsplit) is None
+    assert unspaced_text_warning(["很好 的 产品"] * 5, unsplit) is None
 
 
 def test_bucket_batches_cover_every_example_once_and_group_lengths():

@@ -557,6 +557,39 @@ def test_a_cached_run_or_refit_resumes_with_its_own_tokenizer_and_trains_none(fi
             uninterrupted.run_dir / "model.safetensors").read_bytes()
 
 
+@pytest.mark.parametrize("setting", ["unicode_nfc", "split_cjk"])
+def test_a_cached_run_recorded_before_a_cleaning_setting_resumes_on_its_caches(files, tmp_path, monkeypatch,
+                                                                                recorded_before, setting):
+    # Its tokenizer_key and caches hashed a cleaning without the setting: the key made on resuming must be that one,
+    # not refuse the unchanged data as changed (nor build its caches again).
+    from dataclasses import replace
+
+    from attnclf.text.cleaning import CLEANING_ADDED
+    from attnclf.training.settings import resume_settings
+
+    train, test = files
+    added = list(CLEANING_ADDED)[list(CLEANING_ADDED).index(setting):]
+    then = settings(train, test, tmp_path / "run", True, tmp_path / "cache")
+    then.tokenizer.cleaning = replace(then.tokenizer.cleaning, **{name: CLEANING_ADDED[name] for name in added})
+    written = TokenizerConfig.to_dict
+
+    def as_written_then(config):
+        recorded = written(config)
+        for name in added:
+            del recorded["cleaning"][name]
+        return recorded
+
+    with monkeypatch.context() as patch:
+        patch.setattr(TokenizerConfig, "to_dict", as_written_then)
+        interrupt_in_epoch_2(monkeypatch, then)
+    recorded_before(tmp_path / "run", setting)
+    built = sorted((tmp_path / "cache").iterdir())
+    resumed = train_run(resume_settings(tmp_path / "run"), resume=True, progress=False)
+    assert (resumed.run_dir / "model.safetensors").is_file()
+    assert setting not in json.loads((resumed.run_dir / "config.json").read_text())["settings"]["tokenizer"]["cleaning"]
+    assert sorted((tmp_path / "cache").iterdir()) == built
+
+
 def test_evaluate_scores_a_cached_run_on_its_held_out_rows_without_reading_the_training_file_whole(
         files, tmp_path, monkeypatch, capsys):
     # Without --test-file, evaluate scores a run on the texts it held out (a refit has none: refused). A cached run's

@@ -384,7 +384,7 @@ def _as_members_trained(settings, output: Path, adds: bool = True, earlier: Call
         # Their scale only with their vectors: runs recorded one without any (0.5, the default before 2026-11-22),
         # which a new run's check refuses as scaling nothing.
         scale = trained.embeddings_std if trained.embeddings else settings.embeddings_std
-        # (Members recorded before unicode_nfc read texts as they came: those added do so too, never a mix.)
+        # (Members recorded before a cleaning setting read texts without it: those added do so too, never a mix.)
         settings = replace(trained.as_begun(settings), data=data, embeddings=trained.embeddings, embeddings_std=scale,
                            init_from=trained.init_from)
     return settings

@@ -199,7 +199,7 @@ class TokenCache:
         and files), so changed data gets a new key.
         """
         parts = {"format": CACHE_FORMAT, "data": identity, "tokenizer": tokenizer.backend.to_str(),
-                 "settings": tokenizer.config.to_dict(), "label_names": list(label_names)}
+                 "settings": tokenizer.config.keyed(), "label_names": list(label_names)}
         directory = cache_root(root) / cache_key(parts)
         if (directory / "meta.json").is_file():
             log(f"reusing token cache {directory}")

@@ -2,8 +2,10 @@
 
 HTML line breaks are always turned into spaces (IMDB is full of ``<br />``);
 accents are composed (Unicode NFC: "e" + a combining acute reads as "é", one
-word however it was typed; runs saved before ``unicode_nfc`` read texts as
-they came, and still do); lower-casing, punctuation removal, stop-word removal (scikit-learn's English
+word however it was typed), and Chinese and Japanese characters are each made
+a word (``split_cjk``: their texts put no spaces between words); runs saved
+before a setting in ``CLEANING_ADDED`` read texts as they did, and still do.
+Lower-casing is on by default; punctuation removal, stop-word removal (scikit-learn's English
 list) and lemmatisation (simplemma, whose data ships in its wheel) are opt-in.
 """
 
@@ -19,6 +21,17 @@ from ..errors import AttnclfError
 
 _HTML_BREAK = re.compile(r"<br\s*/?>", re.IGNORECASE)
 _PUNCTUATION = re.compile(r"[^\w\s]", re.UNICODE)
+# The characters split_cjk makes words of: CJK ideographs, as BERT's basic tokenizer splits them (the unified ones,
+# extension A, the compatibility ones, and planes 2 and 3, which Unicode keeps for ideographs), and kana, which BERT
+# leaves to its word pieces: the word tokenizer has none, so "はとても" (particle and adverb) would stay one word few
+# texts share. Each takes a voicing mark typed apart from it (U+3099-309A, halfwidth U+FF9E-FF9F). Hangul is written
+# with spaces between words and keeps them; Thai splits into syllables, not letters, and is left as it is.
+_CJK = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003ffff"
+                  "\u3041-\u3098\u309b-\u30ff\u31f0-\u31ff\uff66-\uff9d][\u3099\u309a\uff9e\uff9f]*")
+
+# Cleaning settings added since the first release, each with the value every run had before it: a run whose
+# config.json lacks one read texts so, and goes on doing so (TokenizerConfig.from_dict, RunSettings.as_begun).
+CLEANING_ADDED = {"unicode_nfc": False, "split_cjk": False}
 
 
 def unicode_problem(text: str) -> str | None:
@@ -42,14 +55,35 @@ class CleaningConfig:
     remove_stopwords: bool = False
     lemmatize: bool = False
     unicode_nfc: bool = True
+    split_cjk: bool = True
 
     def __post_init__(self) -> None:
-        for name in ("lowercase", "strip_punctuation", "remove_stopwords", "lemmatize", "unicode_nfc"):
+        for name in ("lowercase", "strip_punctuation", "remove_stopwords", "lemmatize", "unicode_nfc", "split_cjk"):
             # (frozen: the checked value, numpy's bool as a plain one that config.json takes, is set past it)
             object.__setattr__(self, name, true_or_false(getattr(self, name), f"cleaning {name}"))
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    @classmethod
+    def from_recorded(cls, recorded: dict) -> "CleaningConfig":
+        """The cleaning a config.json records, a setting it lacks (added since) at the value runs had before it.
+
+        >>> CleaningConfig.from_recorded({"lowercase": True}).split_cjk, CleaningConfig().split_cjk
+        (False, True)
+        """
+        return cls(**{**CLEANING_ADDED, **recorded})
+
+    def keyed(self) -> dict:
+        """``to_dict`` as a cache key hashes it: without each setting of ``CLEANING_ADDED`` at the value runs had
+        before it, so a key made then is made again, and a cache built then reused, while texts read the same.
+
+        >>> CleaningConfig(split_cjk=False, unicode_nfc=False).keyed() == {"lowercase": True,
+        ...     "strip_punctuation": False, "remove_stopwords": False, "lemmatize": False}
+        True
+        """
+        return {name: value for name, value in self.to_dict().items()
+                if name not in CLEANING_ADDED or value != CLEANING_ADDED[name]}
 
 
 @lru_cache(maxsize=1)
@@ -71,10 +105,14 @@ def clean(text: str, config: CleaningConfig = CleaningConfig()) -> str:
     'great film'
     >>> clean("cafe\u0301") == clean("caf\u00e9") == "caf\u00e9"
     True
+    >>> clean("这个产品很好！")
+    '这 个 产 品 很 好 ！'
     """
     if config.unicode_nfc:
         text = unicodedata.normalize("NFC", text)
     text = _HTML_BREAK.sub(" ", text)
+    if config.split_cjk:
+        text = _CJK.sub(r" \g<0> ", text)
     if config.lowercase:
         text = text.lower()
     if config.strip_punctuation:

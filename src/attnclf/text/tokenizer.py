@@ -90,6 +90,16 @@ class TokenizerConfig:
     def to_dict(self) -> dict:
         return asdict(self)
 
+    def keyed(self) -> dict:
+        """``to_dict`` as cache keys hash it, its cleaning as it was recorded before settings added since
+        (``CleaningConfig.keyed``): a token-cache run made then keeps its key and its caches.
+
+        >>> "split_cjk" in TokenizerConfig().keyed()["cleaning"], "split_cjk" in TokenizerConfig.from_dict({}).keyed()[
+        ...     "cleaning"]
+        (True, False)
+        """
+        return self.to_dict() | {"cleaning": self.cleaning.keyed()}
+
     @classmethod
     def from_dict(cls, data: dict, file: str | Path | None = None) -> "TokenizerConfig":
         """The settings ``to_dict`` wrote; ``file``, the JSON file they were read from (a run's config.json, an
@@ -106,8 +116,8 @@ vocab_size, min_frequency, max_len, truncation, cleaning
         try:
             data = dict(_settings(data, cls, "tokenizer"))
             cleaning = _settings(data.get("cleaning", {}), CleaningConfig, "tokenizer cleaning")
-            # A run saved before unicode_nfc was a setting trained on its texts as they came: it reads them so still.
-            data["cleaning"] = CleaningConfig(**{"unicode_nfc": False, **cleaning})
+            # A run saved before a cleaning setting was added read texts without it: it reads them so still.
+            data["cleaning"] = CleaningConfig.from_recorded(cleaning)
             return cls(**data)
         except AttnclfError as exc:
             if file is None:
@@ -205,10 +215,13 @@ def cut_position(tokens_cut: int | None, max_len: int, how: str) -> int | None:
     return None if tokens_cut == 0 else _kept_head(max_len, how)
 
 
-# Runs of characters of scripts written without spaces between words (Han, Hiragana, Katakana, Thai, Lao, Khmer,
-# Myanmar), long enough to hold more than one word: the word tokenizer takes each run, often a whole clause, as a word.
-_UNSPACED_RUN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\u0e00-\u0eff\u1780-\u17ff"
-                           "\u1000-\u109f]{4,}")
+# Runs of characters of scripts written without spaces between words, long enough to hold more than one word: the
+# word tokenizer takes each run, often a whole clause, as a word. Han and kana (Chinese, Japanese) are such runs only
+# where split_cjk is off; Thai, Lao, Khmer and Myanmar always are.
+_UNSPACED_CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff"
+_UNSPACED_OTHERS = "\u0e00-\u0eff\u1780-\u17ff\u1000-\u109f"
+_UNSPACED_RUN = {False: re.compile(f"[{_UNSPACED_CJK}{_UNSPACED_OTHERS}]{{4,}}"),
+                 True: re.compile(f"[{_UNSPACED_OTHERS}]{{4,}}")}
 # (BPE keeps whole clauses as pieces while its vocabulary has room: on 216 generated Chinese reviews, tested on 120
 # of other sentences, its default 30,000 pieces scored chance, as the word tokenizer did, and 100 pieces 69%.)
 # The share of training texts holding such runs from which a word-level run is warned: a few Chinese names among
@@ -218,22 +231,25 @@ _UNSPACED_SHARE = 0.05
 
 def unspaced_text_warning(texts: Sequence[str], config: TokenizerConfig) -> str | None:
     """A warning for a word-level tokenizer trained on ``texts`` of which many are written without spaces between
-    words (Chinese, Japanese, Thai): it reads a run of such characters, often a clause, as one word that few other
-    texts share, and an unseen one as ``<unk>``; None if there is nothing to warn of.
+    words (Thai; Chinese and Japanese too with ``split_cjk`` off): it reads a run of such characters, often a clause,
+    as one word that few other texts share, and an unseen one as ``<unk>``; None if there is nothing to warn of.
 
-    >>> unspaced_text_warning(["这个产品很好", "a good film"], TokenizerConfig())[:57]
-    'warning: 1 of the 2 training texts (50%) hold Chinese, Ja'
+    >>> unspaced_text_warning(["สินค้าดีมาก", "a good film"], TokenizerConfig())[:57]
+    'warning: 1 of the 2 training texts (50%) hold Thai, Lao, '
     """
     if config.kind != "word":
         return None
-    found = [match.group() for text in texts if (match := _UNSPACED_RUN.search(text))]
+    split = config.cleaning.split_cjk
+    found = [match.group() for text in texts if (match := _UNSPACED_RUN[split].search(text))]
     if not texts or len(found) < _UNSPACED_SHARE * len(texts):
         return None
+    scripts, fix = ("Thai, Lao, Khmer or Burmese", "") if split else (
+        "Chinese, Japanese or Thai", "; without --no-split-cjk each character is a word")
     return (f"warning: {len(found):,} of the {len(texts):,} training texts ({len(found) / len(texts):.0%}) hold "
-            f"Chinese, Japanese or Thai text with no spaces between words (such as {shown(found[0], most=20)}), "
-            f"which the word tokenizer reads as one token per run of characters: few texts share them, and unseen "
-            f"ones read as <unk>; --tokenizer bpe cuts them into pieces texts share, given a --vocab-size too small "
-            f"to hold whole clauses")
+            f"{scripts} text with no spaces between words (such as {shown(found[0], most=20)}), "
+            f"which the word tokenizer reads as one token per run: few texts share them, and unseen "
+            f"ones read as <unk>{fix}; --tokenizer bpe cuts them into pieces texts share, given a --vocab-size too "
+            f"small to hold whole clauses")
 
 
 class Tokenizer:

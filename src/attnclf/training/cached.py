@@ -233,7 +233,7 @@ def _tokenizer(source: _Source, fit: np.ndarray, config: TokenizerConfig, key: s
 
 def _tokenizer_key(source: _Source, fit: np.ndarray, config: TokenizerConfig) -> str:
     """What names the tokenizer trained on ``source``'s ``fit`` rows: the data, its rows, the settings."""
-    return cache_key({"data": source.identity, "settings": config.to_dict(),
+    return cache_key({"data": source.identity, "settings": config.keyed(),
                       "fit_rows": hashlib.sha256(np.ascontiguousarray(fit, dtype=np.int64).tobytes()).hexdigest()})
 
 

@@ -482,7 +482,7 @@ def check_compatible(model_name: str, config, folder: str | Path,
 # The command line's flag for each cleaning setting: what sets it away from its default
 _CLEANING_FLAGS = {"lowercase": "--no-lowercase", "strip_punctuation": "--strip-punctuation",
                    "remove_stopwords": "--remove-stopwords", "lemmatize": "--lemmatize",
-                   "unicode_nfc": "--no-unicode-nfc"}
+                   "unicode_nfc": "--no-unicode-nfc", "split_cjk": "--no-split-cjk"}
 
 
 def _cleaning_flags(ours: CleaningConfig, theirs: CleaningConfig) -> tuple[list[str], list[str]]:

@@ -23,7 +23,7 @@ from ..errors import AttnclfError, shown
 from ..models import MODELS
 from ..recipes import run_recipe
 from ..rundir import read_config, read_json, refuse_estimator_run
-from ..text.cleaning import CleaningConfig
+from ..text.cleaning import CLEANING_ADDED, CleaningConfig
 from ..text.tokenizer import TokenizerConfig
 from ..text.windows import WindowConfig
 from .trainer import TrainConfig, stopped_early
@@ -227,38 +227,39 @@ class RunSettings:
     # A refit's record of the validated run it retrains: {"run", "epochs", "monitor", "value", "validation_sha256"},
     # and a multi-label run's "thresholds" (by label), which the refit predicts at.
     refit_of: dict | None = None
-    # Not a setting: whether the run's config.json predates unicode_nfc (its tokenizer cleaning lacks the field). Such
-    # a run read its texts as they came, as every command built it then, and is recorded so still (``to_dict``).
-    recorded_before_unicode_nfc: bool = field(default=False, repr=False, compare=False)
+    # Not a setting: the cleaning settings added since the first release (CLEANING_ADDED) that the run's config.json
+    # lacks, recorded before them. Such a run read texts as every command built it then, and is recorded so still.
+    recorded_without: tuple[str, ...] = field(default=(), repr=False, compare=False)
 
     def to_dict(self) -> dict:
-        """These settings as config.json records them: a run recorded before unicode_nfc, resumed or joined by new
-        ensemble members, stays without the field, so its command is told apart from one that typed
-        --no-unicode-nfc (``as_begun``).
+        """These settings as config.json records them: a run recorded before a cleaning setting, resumed or joined by
+        new ensemble members, stays without the field, so its command is told apart from one that typed the flag
+        (``as_begun``).
 
-        >>> "unicode_nfc" in RunSettings(recorded_before_unicode_nfc=True).to_dict()["tokenizer"]["cleaning"]
+        >>> "split_cjk" in RunSettings(recorded_without=("split_cjk",)).to_dict()["tokenizer"]["cleaning"]
         False
         """
         recorded = asdict(self)
-        if recorded.pop("recorded_before_unicode_nfc"):
-            del recorded["tokenizer"]["cleaning"]["unicode_nfc"]
+        for name in recorded.pop("recorded_without"):
+            del recorded["tokenizer"]["cleaning"][name]
         return recorded
 
     def as_begun(self, built: RunSettings) -> RunSettings:
         """``built``, what a command builds now, as the same command built it when this run was recorded: with the
-        value every command gave a setting added since, where the run's config.json predates it. Compared so, a run
-        recorded before unicode_nfc is its command's still (a compared cell reused, a run or ensemble resumed), and
-        what continues it (an ensemble's new members) reads texts as it did; a run that typed --no-unicode-nfc
-        recorded it, and a command without the flag differs.
+        value every command gave a cleaning setting added since, where the run's config.json predates it. Compared
+        so, a run recorded before unicode_nfc or split_cjk is its command's still (a compared cell reused, a run or
+        ensemble resumed), and what continues it (an ensemble's new members) reads texts as it did; a run that typed
+        --no-split-cjk recorded it, and a command without the flag differs.
 
-        >>> old = RunSettings(recorded_before_unicode_nfc=True)
-        >>> old.as_begun(RunSettings()).tokenizer.cleaning.unicode_nfc, RunSettings().tokenizer.cleaning.unicode_nfc
+        >>> old = RunSettings(recorded_without=("split_cjk",))
+        >>> old.as_begun(RunSettings()).tokenizer.cleaning.split_cjk, RunSettings().tokenizer.cleaning.split_cjk
         (False, True)
         """
-        if not self.recorded_before_unicode_nfc:
+        if not self.recorded_without:
             return built
-        cleaning = replace(built.tokenizer.cleaning, unicode_nfc=False)
-        return replace(built, tokenizer=replace(built.tokenizer, cleaning=cleaning), recorded_before_unicode_nfc=True)
+        cleaning = replace(built.tokenizer.cleaning, **{name: CLEANING_ADDED[name] for name in self.recorded_without})
+        return replace(built, tokenizer=replace(built.tokenizer, cleaning=cleaning),
+                       recorded_without=self.recorded_without)
 
     def check(self, named: Callable[[str], str] = by_field, given: Collection[str] = ()) -> None:
         """Refuse what a new run cannot train with: the first of these settings' ``refusals``, in one line.
@@ -574,5 +575,5 @@ def resume_settings(run_dir: str | Path, epochs: int | None = None, device: str 
         embeddings_std=saved.get("embeddings_std", RunSettings.embeddings_std),
         init_from=saved.get("init_from"),
         refit_of=saved.get("refit_of"),
-        recorded_before_unicode_nfc="unicode_nfc" not in saved["tokenizer"].get("cleaning", {}),
+        recorded_without=tuple(name for name in CLEANING_ADDED if name not in saved["tokenizer"].get("cleaning", {})),
     )
