@@ -1,4 +1,5 @@
 import json
+import pickle
 import subprocess
 import sys
 
@@ -233,6 +234,18 @@ def test_a_run_saved_before_unicode_normalisation_keeps_reading_texts_as_it_was_
     assert old.cleaning.unicode_nfc is False and TokenizerConfig.from_dict({}).cleaning.unicode_nfc is False
     assert clean("cafe\u0301", old.cleaning) == "cafe\u0301"
     assert TokenizerConfig.from_dict(TokenizerConfig().to_dict()).cleaning == CleaningConfig()
+
+
+def test_a_cleaning_pickled_before_unicode_normalisation_and_split_cjk_unpickles_as_it_was_trained():
+    # A tokenizer pickled before those settings (inside a pickled AttentionTextClassifier) holds no value for them, and
+    # unpickling fell back to the class defaults, True: the estimator composed accents and split Chinese it had trained
+    # on unsplit, and changed its predictions silently. Its pickle is the __dict__ of a CleaningConfig without them.
+    old = object.__new__(CleaningConfig)
+    old.__dict__.update(lowercase=False, strip_punctuation=False, remove_stopwords=False, lemmatize=False)
+    unpickled = pickle.loads(pickle.dumps(old))
+    assert (unpickled.unicode_nfc, unpickled.split_cjk, unpickled.lowercase) == (False, False, False)
+    assert clean("cafe\u0301 这个产品", unpickled) == "cafe\u0301 这个产品"
+    assert pickle.loads(pickle.dumps(CleaningConfig())) == CleaningConfig()  # (one pickled since keeps its values)
 
 
 def test_chinese_and_japanese_characters_are_each_a_word():

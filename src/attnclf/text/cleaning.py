@@ -65,6 +65,11 @@ class CleaningConfig:
     def to_dict(self) -> dict:
         return asdict(self)
 
+    def __setstate__(self, state: dict) -> None:
+        # One pickled before a setting of CLEANING_ADDED (inside a pickled estimator) lacks it, and would read the
+        # class's default, the new behaviour: it takes the value it was trained with, as from_recorded gives.
+        self.__dict__.update({**CLEANING_ADDED, **state})
+
     @classmethod
     def from_recorded(cls, recorded: dict) -> "CleaningConfig":
         """The cleaning a config.json records, a setting it lacks (added since) at the value runs had before it.
