@@ -325,6 +325,40 @@ def test_init_from_errors_are_one_line_and_write_no_run(tmp_path, capsys, args, 
     assert not output.exists()
 
 
+def test_a_pretraining_begun_before_unicode_nfc_and_split_cjk_is_continued_by_its_own_command(tmp_path, monkeypatch):
+    # Its checkpoint's tokenizer cleaning lacks both settings. The same command refused it as "a pretraining of another
+    # tokenizer" and said to rerun its own command (it was; pretrain has no flag for either), finished or not: it
+    # continues reading texts as it began, unsplit, and ends where one uninterrupted pretraining then would have.
+    from dataclasses import asdict, replace
+
+    from attnclf.text.cleaning import CleaningConfig
+    from attnclf.training import pretrain
+
+    texts = [*cyclic_corpus(100), *["这个产品很好", "电影很差", "质量很好"] * 10]
+    settings = PretrainSettings(model_config=SMALL, max_len=16, min_frequency=1, epochs=2, batch_size=32,
+                                sampled_words=32)
+    def interrupt_after_the_first_epoch(message: str) -> None:
+        if message.startswith("pretrain: epoch 1/2"):
+            raise KeyboardInterrupt
+
+    with monkeypatch.context() as edition_before:  # (what it read and recorded: no such settings)
+        edition_before.setattr(pretrain, "TOKENIZER", replace(pretrain.TOKENIZER, cleaning=CleaningConfig(
+            unicode_nfc=False, split_cjk=False)))
+        edition_before.setattr(TokenizerConfig, "to_dict", lambda self: asdict(self) | {
+            "cleaning": self.cleaning.keyed()})
+        pretrain_encoder(texts, settings, tmp_path / "whole", log=quiet)
+        with pytest.raises(KeyboardInterrupt):
+            pretrain_encoder(texts, settings, tmp_path / "stopped", log=interrupt_after_the_first_epoch)
+    said = []
+    record = pretrain_encoder(texts, settings, tmp_path / "stopped", log=said.append)
+    assert "pretrain: resuming after epoch 1 of 2" in said and "split_cjk" not in record["tokenizer"]["cleaning"]
+    whole, resumed = (load_file(str(tmp_path / name / "encoder.safetensors")) for name in ("whole", "stopped"))
+    assert all(torch.equal(whole[name], resumed[name]) for name in whole)
+    said.clear()
+    pretrain_encoder(texts, settings, tmp_path / "whole", log=said.append)
+    assert said == [f"pretrain: {tmp_path / 'whole'} has pretrained all 2 epochs already; nothing to do"]
+
+
 def test_an_encoder_pretrained_before_split_cjk_is_started_from_with_no_split_cjk(tmp_path, capsys):
     # Its tokens are whole runs of Chinese (its record's cleaning lacks split_cjk): a run splitting them is refused,
     # told the flag that reads texts as it did.

@@ -48,7 +48,7 @@ from ..prediction import check_texts
 from ..rundir import (atomic_save_tensors, atomic_write_json, file_sha256, first_missing_folder, folder_lock,
                       load_weights, prepare_output_dir, read_json, remove_cut_short_writes, remove_empty_folders)
 from ..text.batching import BucketBatches
-from ..text.cleaning import CleaningConfig
+from ..text.cleaning import CLEANING_ADDED, CleaningConfig
 from ..text.tokenizer import PAD_ID, UNK_ID, Tokenizer, TokenizerConfig
 from ..text.vectors import WordVectors
 from .device import (describe_device, device_generator_state, forked_generators, resolve_device, seed_generators,
@@ -204,9 +204,11 @@ def pretrain_encoder(texts: Sequence[str], settings: PretrainSettings, output: s
     output = Path(output)
     created = first_missing_folder(output)
     output = prepare_output_dir(output)
-    tokenizer_config = replace(TOKENIZER, vocab_size=settings.vocab_size, min_frequency=settings.min_frequency)
+    tokenizer_config = _tokenizer_as_begun(output, replace(TOKENIZER, vocab_size=settings.vocab_size,
+                                                           min_frequency=settings.min_frequency))
+    # (keyed: one begun before a cleaning setting is recorded without it still, as its checkpoint is)
     record = {"settings": asdict(settings), "texts": len(texts), "texts_sha256": _fingerprint(texts),
-              "tokenizer": tokenizer_config.to_dict(), "epochs": []}
+              "tokenizer": tokenizer_config.keyed(), "epochs": []}
     try:
         # (generators seeded inside on a fork: the caller's own stream goes on untouched)
         with forked_generators(device), folder_lock(output):
@@ -368,6 +370,23 @@ def as_begun(output: str | Path, model_config: dict, earlier: Sequence[dict]) ->
     except (KeyError, TypeError, ValueError, AttnclfError):  # not a pretraining's: _earlier_state says so
         return model_config
     return next((begun for begun in earlier if begun == recorded), model_config)
+
+
+def _tokenizer_as_begun(output: Path, config: TokenizerConfig) -> TokenizerConfig:
+    """``config`` as the pretraining in ``output`` began with it: one whose checkpoint records no value for a cleaning
+    setting added since (``CLEANING_ADDED``) read texts without it, and its own command continues it so.
+
+    >>> # _tokenizer_as_begun(Path("pretrained/imdb"), TOKENIZER).cleaning.split_cjk   # -> False if begun before it
+    """
+    checkpoint = output / CHECKPOINT_FILE
+    if not checkpoint.is_file():
+        return config
+    try:
+        recorded = json.loads(_checkpoint_metadata(checkpoint)["state"])["record"]["tokenizer"]["cleaning"]
+        lacking = {name: value for name, value in CLEANING_ADDED.items() if name not in recorded}
+    except (KeyError, TypeError, ValueError, AttnclfError):  # not a pretraining's: _earlier_state says so
+        return config
+    return replace(config, cleaning=replace(config.cleaning, **lacking))
 
 
 def _checkpoint_metadata(path: Path) -> dict:
