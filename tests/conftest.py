@@ -185,16 +185,19 @@ def cli_error(capsys):
 
 @pytest.fixture
 def recorded_before():
-    """``recorded_before(run_dir, setting)``: the run's config.json as attnclf wrote it before ``setting`` was a
-    cleaning setting: its tokenizer cleaning without that field and those added after it (``CLEANING_ADDED``)."""
+    """``recorded_before(folder, setting)``: the run's config.json (or a pretraining's pretrain.json) as attnclf wrote
+    it before ``setting`` was a cleaning setting: its tokenizer cleaning without that field and those added after it
+    (``CLEANING_ADDED``)."""
     from attnclf.text.cleaning import CLEANING_ADDED
 
-    def recorded_so(run_dir, setting: str) -> None:
-        config_file = Path(run_dir) / "config.json"
-        config = json.loads(config_file.read_text())
+    def recorded_so(folder, setting: str) -> None:
+        pretraining = Path(folder) / "pretrain.json"
+        record_file = pretraining if pretraining.is_file() else Path(folder) / "config.json"
+        record = json.loads(record_file.read_text())
+        tokenizer = record["tokenizer"] if record_file == pretraining else record["settings"]["tokenizer"]
         added = list(CLEANING_ADDED)
         for name in added[added.index(setting):]:
-            del config["settings"]["tokenizer"]["cleaning"][name]
-        config_file.write_text(json.dumps(config))
+            del tokenizer["cleaning"][name]
+        record_file.write_text(json.dumps(record))
 
     return recorded_so

@@ -359,21 +359,36 @@ def test_a_pretraining_begun_before_unicode_nfc_and_split_cjk_is_continued_by_it
     assert said == [f"pretrain: {tmp_path / 'whole'} has pretrained all 2 epochs already; nothing to do"]
 
 
-def test_an_encoder_pretrained_before_split_cjk_is_started_from_with_no_split_cjk(tmp_path, capsys):
-    # Its tokens are whole runs of Chinese (its record's cleaning lacks split_cjk): a run splitting them is refused,
-    # told the flag that reads texts as it did.
-    from attnclf.training.pretrain import PRETRAIN_FILE
-
+@pytest.mark.parametrize("setting, adopted", [("unicode_nfc", "unicode_nfc=False, split_cjk=False"),
+                                               ("split_cjk", "split_cjk=False")])
+def test_an_encoder_pretrained_before_a_cleaning_setting_is_started_from_by_the_command_that_started_from_it(
+        tmp_path, capsys, recorded_before, setting, adopted):
+    # Its record's cleaning lacks the setting (and those added after it): yesterday's command, no flag for them, was
+    # refused ("train with --no-unicode-nfc --no-split-cjk"). It reads texts as the encoder was pretrained, says so in
+    # a note, and its run records the values it used; a flag that asks for other tokens is refused still.
     pretrain_encoder(cyclic_corpus(50), PretrainSettings(model_config=SMALL, max_len=64, min_frequency=1,
                                                          sampled_words=16), tmp_path / "p", log=quiet)
-    record = json.loads((tmp_path / "p" / PRETRAIN_FILE).read_text())
-    del record["tokenizer"]["cleaning"]["split_cjk"]
-    (tmp_path / "p" / PRETRAIN_FILE).write_text(json.dumps(record))
-    argv = ["train", "--dataset", "demo", "--init-from", str(tmp_path / "p"), *SMALL_FLAGS]
-    assert main([*argv, "--output", str(tmp_path / "run")]) == 2
-    assert capsys.readouterr().err.endswith("was pretrained on word tokens with cleaning split_cjk=False, but this run "
-                                            "reads word tokens with the default cleaning: its embedding would meet "
-                                            "other tokens; train with --no-split-cjk\n")
+    recorded_before(tmp_path / "p", setting)
+    command = ["train", "--dataset", "demo", "--init-from", str(tmp_path / "p"), "--epochs", "1", "--max-len", "32",
+               "--max-train-examples", "200", "--no-report", "--threads", "1", "--output", str(tmp_path / "run"),
+               *SMALL_FLAGS]
+    assert main(command) == 0
+    err = capsys.readouterr().err
+    assert f"note: {tmp_path / 'p'} was pretrained before {setting}: this run reads texts as it was, {adopted}\n" \
+        in err and "init-from: encoder from" in err
+    cleaning = json.loads((tmp_path / "run" / "config.json").read_text())["settings"]["tokenizer"]["cleaning"]
+    assert {name: cleaning[name] for name in ("unicode_nfc", "split_cjk")} == \
+        {"unicode_nfc": setting == "split_cjk", "split_cjk": False}
+    assert main([*command, "--resume"]) == 0  # its own command continues it
+    capsys.readouterr()
+    typed = ["--no-split-cjk", *["--no-unicode-nfc"] * (setting == "unicode_nfc")]  # (the encoder's values)
+    assert main([*command[:-len(SMALL_FLAGS) - 2], "--output", str(tmp_path / "typed"), *typed, *SMALL_FLAGS]) == 0
+    assert "note: " not in capsys.readouterr().err
+    assert main([*command[:-len(SMALL_FLAGS) - 2], "--output", str(tmp_path / "refused"), "--no-lowercase",
+                 *SMALL_FLAGS]) == 2
+    assert capsys.readouterr().err.endswith(f"with cleaning lowercase=False, {adopted}: its embedding would meet "
+                                            f"other tokens; train without --no-lowercase\n")
+    assert not (tmp_path / "refused").exists()
 
 
 @pytest.mark.parametrize("args, message", [

@@ -170,8 +170,25 @@ def build_settings(args: argparse.Namespace, file_recipe: int = -1):
     if args.init_from:  # it brings its own token embedding, not the recipe's vectors (given ones are refused)
         settings.init_from = args.init_from
         settings.embeddings = args.embeddings if args.embeddings and args.embeddings != "none" else None
+        _read_as_pretrained(settings, args, noted=file_recipe == -1)
     settings.check(_flag, _given(args))
     return settings
+
+
+def _read_as_pretrained(settings, args: argparse.Namespace, noted: bool) -> None:
+    """Texts read as the encoder of --init-from was pretrained, where it predates a cleaning setting whose flag the
+    command left out (``cleaning_as_pretrained``): the command that started from it then does so still. The flags
+    only turn the new settings off, so only their absence is the default; ``noted``: say so, in one note."""
+    from .training.pretrain import cleaning_as_pretrained
+
+    typed = {name for name in ("unicode_nfc", "split_cjk") if getattr(args, f"no_{name}")}
+    cleaning, taken = cleaning_as_pretrained(settings.init_from, settings.tokenizer.cleaning, typed)
+    if not taken:
+        return
+    settings.tokenizer = replace(settings.tokenizer, cleaning=cleaning)
+    if noted:
+        print(f"note: {settings.init_from} was pretrained before {taken[0]}: this run reads texts as it was, "
+              f"{', '.join(f'{name}={getattr(cleaning, name)}' for name in taken)}", file=sys.stderr)
 
 
 def built_under_earlier_file_recipes(args: argparse.Namespace, settings) -> list:

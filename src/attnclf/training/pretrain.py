@@ -32,7 +32,7 @@ import math
 import time
 from dataclasses import InitVar, asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Collection, Iterable, Sequence
 
 import numpy as np
 import torch
@@ -496,6 +496,27 @@ def check_compatible(model_name: str, config, folder: str | Path,
             raise AttnclfError(f"{folder} was pretrained on {theirs.kind} tokens with {_cleaning(theirs.cleaning)}, "
                                f"but this run reads {tokenizer.kind} tokens with {_cleaning(tokenizer.cleaning)}: its "
                                f"embedding would meet other tokens; train {advice}")
+
+
+def cleaning_as_pretrained(folder: str | Path, cleaning: CleaningConfig,
+                           given: Collection[str] = ()) -> tuple[CleaningConfig, list[str]]:
+    """``cleaning`` for a run that starts from the pretraining in ``folder``, and the settings it took from there:
+    one written before a cleaning setting was added (its pretrain.json records no value for it, ``CLEANING_ADDED``)
+    read texts at the value every run had then, and so does the run, unless ``given`` names the setting (the caller
+    set it: the command line, its flag typed). A folder that is no pretraining leaves ``cleaning`` as it is
+    (``check_compatible`` says why it cannot start a run).
+
+    >>> cleaning_as_pretrained("no/such/folder", CleaningConfig())
+    (CleaningConfig(lowercase=True, strip_punctuation=False, remove_stopwords=False, lemmatize=False, \
+unicode_nfc=True, split_cjk=True), [])
+    """
+    try:
+        recorded = read_json(Path(folder) / PRETRAIN_FILE)["tokenizer"]["cleaning"]
+        lacking = [name for name in CLEANING_ADDED if name not in recorded and name not in given
+                   and getattr(cleaning, name) != CLEANING_ADDED[name]]
+    except (RunDirError, KeyError, TypeError):
+        return cleaning, []
+    return replace(cleaning, **{name: CLEANING_ADDED[name] for name in lacking}), lacking
 
 
 # The command line's flag for each cleaning setting: what sets it away from its default
