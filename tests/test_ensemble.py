@@ -297,6 +297,31 @@ def test_an_ensemble_recorded_before_a_cleaning_setting_resumes_and_its_new_memb
     assert main(flags + ["--resume", "--seeds", "0", "1", "2"]) == 0, capsys.readouterr().err
 
 
+def test_a_member_added_to_an_ensemble_begun_before_split_cjk_is_warned_of_its_unsplit_texts_truly(
+        tmp_path, capsys, recorded_before):
+    # Its new member reads Chinese unsplit, as the others did; the warning told the user "without --no-split-cjk each
+    # character is a word", a flag they never gave: the ensemble is older than the setting.
+    chinese = ["这个产品很好，6天就到了。", "电影很失望。", "我觉得质量很差，而且坏了。", "物流很快，非常满意。"]
+    for name in ("train", "test"):
+        (tmp_path / f"{name}.csv").write_text("text,label\n" + "".join(
+            f"{text},{'good' if i % 2 else 'bad'}\n" for i, text in enumerate(chinese * 5 + ["a good film",
+                                                                                             "a bad film"] * 20)))
+    out = tmp_path / "ens"
+    flags = ["train", "--train-file", str(tmp_path / "train.csv"), "--test-file", str(tmp_path / "test.csv"), "--model",
+             "boe", "--min-frequency", "1", "--epochs", "1",
+             "--output", str(out), "--quiet", "--no-report", "--threads", "1"]
+    assert main(flags + ["--no-split-cjk", "--seeds", "0", "1"]) == 0  # (read as the code before split_cjk read them)
+    for seed in (0, 1):
+        recorded_before(out / f"seed-{seed}", "split_cjk")
+    capsys.readouterr()
+    assert main(flags + ["--resume", "--seeds", "0", "1", "2"]) == 0
+    warned = [line for line in capsys.readouterr().err.splitlines() if "no spaces between words" in line]
+    assert len(warned) == 1 and "--no-split-cjk" not in warned[0]
+    assert warned[0].endswith("this run, begun before split_cjk, reads them as it began, each run one word (a new run "
+                              "reads each character as a word); --tokenizer bpe cuts them into pieces texts share, "
+                              "given a --vocab-size too small to hold whole clauses")
+
+
 def test_a_resumed_member_s_epoch_budget_is_refused_by_its_flag(tmp_path, capsys):
     # resume_settings names the field to Python callers (epochs); a member continued by the command line, its flag.
     out = tmp_path / "ens"

@@ -284,6 +284,9 @@ def test_texts_written_without_spaces_are_warned_of_where_nothing_splits_them():
     warning = unspaced_text_warning(chinese + english, unsplit)
     assert warning.startswith("warning: 12 of the 52 training texts (23%) hold Chinese, Japanese or Thai")
     assert "--no-split-cjk" in warning and "\n" not in warning and len(warning) < 400
+    # A run begun before split_cjk reads them so as it began, not for a flag its command gave
+    warning = unspaced_text_warning(chinese + english, unsplit, begun_before=("split_cjk",))
+    assert "--no-split-cjk" not in warning and "this run, begun before split_cjk, reads them as it began" in warning
     assert unspaced_text_warning(chinese, TokenizerConfig(kind="bpe", cleaning=unsplit.cleaning)) is None
     assert unspaced_text_warning(chinese + english, TokenizerConfig()) is None
     thai = ["สินค้าดีมากส่งเร็ว", "หนังเรื่องนี้แย่มาก"] * 5

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import InitVar, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
@@ -229,10 +229,13 @@ _UNSPACED_RUN = {False: re.compile(f"[{_UNSPACED_CJK}{_UNSPACED_OTHERS}]{{4,}}")
 _UNSPACED_SHARE = 0.05
 
 
-def unspaced_text_warning(texts: Sequence[str], config: TokenizerConfig) -> str | None:
+def unspaced_text_warning(texts: Sequence[str], config: TokenizerConfig,
+                          begun_before: Collection[str] = ()) -> str | None:
     """A warning for a word-level tokenizer trained on ``texts`` of which many are written without spaces between
     words (Thai; Chinese and Japanese too with ``split_cjk`` off): it reads a run of such characters, often a clause,
     as one word that few other texts share, and an unseen one as ``<unk>``; None if there is nothing to warn of.
+    ``begun_before``: the cleaning settings the run predates (``RunSettings.recorded_without``): one begun before
+    split_cjk reads Chinese unsplit as it began, not for a flag its command gave.
 
     >>> unspaced_text_warning(["สินค้าดีมาก", "a good film"], TokenizerConfig())[:57]
     'warning: 1 of the 2 training texts (50%) hold Thai, Lao, '
@@ -244,7 +247,9 @@ def unspaced_text_warning(texts: Sequence[str], config: TokenizerConfig) -> str 
     if not texts or len(found) < _UNSPACED_SHARE * len(texts):
         return None
     scripts, fix = ("Thai, Lao, Khmer or Burmese", "") if split else (
-        "Chinese, Japanese or Thai", "; without --no-split-cjk each character is a word")
+        "Chinese, Japanese or Thai", "; this run, begun before split_cjk, reads them as it began, each run one word "
+        "(a new run reads each character as a word)" if "split_cjk" in begun_before else
+        "; without --no-split-cjk each character is a word")
     return (f"warning: {len(found):,} of the {len(texts):,} training texts ({len(found) / len(texts):.0%}) hold "
             f"{scripts} text with no spaces between words (such as {shown(found[0], most=20)}), "
             f"which the word tokenizer reads as one token per run: few texts share them, and unseen "

@@ -414,7 +414,7 @@ def _describe_data(settings: RunSettings, splits: Splits, progress: bool) -> lis
         # (A cache's texts stay on disk.)
         described += shared_text_warnings(splits, settings.tokenizer.cleaning, validation_too=not generated)
     if not settings.data.token_cache:  # (a cache's texts stay on disk)
-        unspaced = unspaced_text_warning(splits.train.texts, settings.tokenizer)
+        unspaced = unspaced_text_warning(splits.train.texts, settings.tokenizer, settings.recorded_without)
         described += [unspaced] if unspaced else []
     if settings.train.sampler == "balanced" and settings.train.class_weights == "balanced":
         described.append(f"warning: {TWICE_BALANCED}")  # (a warning, not a refusal: it trains, only worse)
