@@ -624,12 +624,20 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         load_run(args.run_dirs[0], device=args.device, bf16=args.bf16)
     for run_dir in args.run_dirs:
         _warn_if_unfinished(run_dir)
-    metrics = evaluate(clf, _test_data(args, clf, split=args.split))  # (a run without test data: its validation)
+    if args.overwrite and not args.errors:
+        raise AttnclfError("--overwrite replaces an existing --errors file; give --errors FILE, or drop --overwrite")
+    # (a run without test data: its validation)
+    metrics = evaluate(clf, _test_data(args, clf, split=args.split), errors=args.errors, overwrite=args.overwrite,
+                       named=_flag)
+    written = metrics.pop("errors_written", None)
     if args.format == "json":
         print(json.dumps({k: v for k, v in metrics.items() if k != "classification_report"}, indent=2))
     else:
         print(metrics["classification_report"])
         _print_metrics(metrics)
+    if written is not None:
+        print(f"wrote {written:,} misclassified texts of {metrics['num_examples']:,} to {args.errors} (most confident "
+              f"first)", file=sys.stderr)
     return 0
 
 
@@ -1322,6 +1330,12 @@ def build_parser() -> argparse.ArgumentParser:
                         "--split-seed, --hold-out latest, or the dataset's own validation split)")
     _add_format_args(p, terminal="the classification report and the headline metrics",
                      json="all metrics as one JSON object")
+    p.add_argument("--errors", metavar="FILE",
+                   help="also write the misclassified texts to FILE, its type by its suffix (.csv, .tsv, .jsonl, "
+                        ".parquet), most confident first: each text's row among the scored texts (from 1, below a "
+                        "header), the text, true_label, predicted_label, confidence, true_label_probability and "
+                        "probability:LABEL per class (a single-label run's)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --errors file")
     _add_device_arg(p)
     p.add_argument("--bf16", action="store_true", help=INFERENCE_BF16_HELP)
     p.add_argument("--threads", type=int, help=INFERENCE_THREADS_HELP)
@@ -1593,7 +1607,8 @@ EXAMPLES = {
               "attnclf refit runs/imdb-3    # a --seeds folder: into runs/imdb-3-refit"),
     "evaluate": ("attnclf evaluate runs/imdb",
                  "attnclf evaluate runs/imdb-3 --json",
-                 "attnclf evaluate runs/demo --test-file more.csv"),
+                 "attnclf evaluate runs/demo --test-file more.csv",
+                 "attnclf evaluate runs/mine --errors wrong.csv    # the misclassified texts, most confident first"),
     "calibrate": ("attnclf calibrate runs/imdb",
                   "attnclf calibrate runs/imdb-3/seed-0    # each member of a --seeds folder"),
     "predict": ('attnclf predict runs/demo "the plot was brilliant" "the acting was not good"',

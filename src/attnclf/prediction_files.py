@@ -178,6 +178,30 @@ def write_predictions(model, rows: Iterable[tuple[str, str, dict]], output: Path
     return written
 
 
+def write_rows(rows: list[dict], output: Path, columns: dict[str, type], overwrite: bool = False) -> None:
+    """Write ``rows`` (each holding ``columns``, named in order, to the Python type of their values: ``str``,
+    ``int`` or ``float``) into ``output`` (checked already: ``check_output``), atomically, in the format its suffix
+    names; no rows: a header alone (CSV, TSV), no line (JSON lines), a schema (Parquet).
+
+    >>> # write_rows([{"row": 2, "text": "dull"}], Path("wrong.csv"), {"row": int, "text": str})
+    """
+    suffix = output.suffix.lower()
+    prepare_output_dir(output.parent)
+    with written_atomically(output, replace=overwrite) as tmp:
+        if suffix == ".parquet":
+            import pyarrow as pa  # (check_output saw that it is installed)
+            import pyarrow.parquet as pq
+
+            types = {str: pa.string(), int: pa.int64(), float: pa.float64()}
+            schema = pa.schema([pa.field(name, types[kind]) for name, kind in columns.items()])
+            pq.write_table(pa.Table.from_pylist(rows, schema=schema), tmp)
+        elif rows or suffix == ".jsonl":
+            _WRITERS[suffix](tmp, iter([[(f"row {i + 1}", row) for i, row in enumerate(rows)]]), list(columns), None)
+        else:  # (the writers' header of no rows is an input file's columns; these rows have no input file)
+            with open(tmp, "w", encoding="utf-8", newline="") as handle:
+                csv.writer(handle, delimiter="\t" if suffix == ".tsv" else ",", lineterminator="\n").writerow(columns)
+
+
 def _write_json_lines(tmp: str, chunks: Iterator[list[tuple[str, dict]]], added: list[str], source) -> None:
     with open(tmp, "w", encoding="utf-8", newline="\n") as handle:
         for chunk in chunks:

@@ -1,12 +1,12 @@
 """Metrics and example picking.
 
-``compute_metrics``, ``evaluate`` and ``pick_examples`` load ``.metrics`` (and with it scikit-learn, two seconds) when
+``compute_metrics``, ``evaluate``, ``misclassified`` and ``pick_examples`` load ``.metrics`` (and with it scikit-learn, two seconds) when
 first asked for: predicting imports this package for ``.predict`` alone, and needs neither.
 """
 
 import importlib
 
-__all__ = ["compute_metrics", "evaluate", "pick_examples"]
+__all__ = ["compute_metrics", "evaluate", "misclassified", "pick_examples"]
 
 
 def __getattr__(name: str):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
@@ -13,6 +14,7 @@ from sklearn.metrics import (
     roc_auc_score,
 )
 
+from ..checks import by_field
 from ..errors import AttnclfError, DataError
 
 if TYPE_CHECKING:
@@ -76,17 +78,102 @@ def compute_metrics(
     return metrics
 
 
-def evaluate(classifier, data) -> dict:
+def evaluate(classifier, data, errors: str | Path | None = None, overwrite: bool = False, named=by_field) -> dict:
     """``classifier``'s (a ``Classifier``'s or ``Ensemble``'s) metrics on labelled ``data``, as `attnclf evaluate`
     reports them: ``compute_metrics`` of its probabilities, or a multi-label run's ``multilabel_metrics`` at its
     thresholds; ``split`` names ``data``'s split. ``data`` is a ``TextDataset`` (``training.run_data.scoring_data``
     reads the data `attnclf evaluate` scores on) or a pair ``(texts, labels)`` in memory, labels by name (a
     multi-label run's: a list of names per text). Labels are read by name (another order is re-numbered to the
-    classifier's; a label it never learned is a ``DataError``).
+    classifier's; a label it never learned is a ``DataError``). ``errors``: a .csv / .tsv / .jsonl / .parquet file
+    to write the misclassified texts into as well (``misclassified_rows``; an existing one kept unless ``overwrite``),
+    its row count then in ``metrics["errors_written"]``; ``named`` names those two arguments in errors.
 
     >>> # evaluate(clf := Classifier.load("runs/demo"), (df.text, df.label))["accuracy"]   # a notebook's DataFrame
-    >>> # evaluate(clf, scoring_data(clf, test_file="held_out.csv"))["accuracy"]
+    >>> # evaluate(clf, scoring_data(clf, test_file="held_out.csv"), errors="wrong.csv")["errors_written"]
     """
+    if errors is not None:  # (before predicting: a name that cannot be written is told at once)
+        errors = _checked_errors_file(classifier, errors, overwrite, named)
+    data, probabilities = _scored(classifier, data)
+    if classifier.multi_label:
+        from ..data.multilabel import multi_hot
+        from .multilabel import multilabel_metrics
+
+        metrics = multilabel_metrics(multi_hot(data.labels, len(classifier.label_names)), probabilities,
+                                     classifier.label_names, classifier.thresholds)
+    else:
+        metrics = compute_metrics(data.labels, probabilities, classifier.label_names)
+    metrics["split"] = data.split
+    if errors is not None:
+        from ..prediction_files import write_rows
+
+        rows = misclassified_rows(data.texts, data.labels, probabilities, classifier.label_names)
+        write_rows(rows, errors, misclassified_columns(classifier.label_names), overwrite)
+        metrics["errors_written"] = len(rows)
+    return metrics
+
+
+def misclassified(classifier, data) -> list[dict]:
+    """The texts of labelled ``data`` (as ``evaluate`` takes it) that single-label ``classifier`` labels wrong, most
+    confident first (``misclassified_rows``): where a confident model and its label disagree, the label is often the
+    one that is wrong. ``pandas.DataFrame(misclassified(clf, data))`` is a table of them.
+
+    >>> # misclassified(clf, (df.text, df.label))[0]  # {'row': 17, 'text': ..., 'true_label': 'World', ...}
+    """
+    _refuse_multi_label_errors(classifier, "misclassified")
+    data, probabilities = _scored(classifier, data)
+    return misclassified_rows(data.texts, data.labels, probabilities, classifier.label_names)
+
+
+def misclassified_columns(label_names: Sequence[str]) -> dict[str, type]:
+    """The columns of ``misclassified_rows``' rows, in order, each to the type of its values.
+
+    >>> list(misclassified_columns(["neg", "pos"]))[4:]
+    ['confidence', 'true_label_probability', 'probability:neg', 'probability:pos']
+    """
+    return {"row": int, "text": str, "true_label": str, "predicted_label": str, "confidence": float,
+            "true_label_probability": float, **{f"probability:{name}": float for name in label_names}}
+
+
+def misclassified_rows(texts: Sequence[str], y_true: Sequence[int], probabilities: np.ndarray,
+                       label_names: Sequence[str]) -> list[dict]:
+    """A row per text whose most probable class is not its label: its ``row`` among the texts (from 1, as a data
+    file's rows count below its header), the text, its true and predicted labels, the confidence (the predicted
+    class's probability), the true label's probability and every class's; most confident first (ties in row order).
+
+    >>> rows = misclassified_rows(["a", "b"], [0, 0], np.array([[.9, .1], [.3, .7]]), ["neg", "pos"])
+    >>> [(r["row"], r["predicted_label"], r["true_label_probability"]) for r in rows]
+    [(2, 'pos', 0.3)]
+    """
+    y_true = np.asarray(y_true)
+    y_pred = probabilities.argmax(axis=1)
+    confidence = probabilities.max(axis=1)
+    wrong = np.flatnonzero(y_pred != y_true)
+    wrong = wrong[np.argsort(-confidence[wrong], kind="stable")]
+    return [{"row": int(i) + 1, "text": texts[i], "true_label": label_names[y_true[i]],
+             "predicted_label": label_names[y_pred[i]], "confidence": float(confidence[i]),
+             "true_label_probability": float(probabilities[i, y_true[i]]),
+             **{f"probability:{name}": float(probabilities[i, c]) for c, name in enumerate(label_names)}}
+            for i in wrong]
+
+
+def _checked_errors_file(classifier, errors: str | Path, overwrite: bool, named=by_field) -> Path:
+    """``errors`` checked as a file to write (``check_output``, whose ``output`` it is) for a single-label
+    ``classifier``."""
+    from ..prediction_files import check_output
+
+    _refuse_multi_label_errors(classifier, named("errors"))
+    return check_output(errors, overwrite=overwrite, named=lambda field: named("errors" if field == "output" else field))
+
+
+def _refuse_multi_label_errors(classifier, asked: str) -> None:
+    if classifier.multi_label:
+        raise AttnclfError(f"{asked} lists a single-label run's misclassified texts; a multi-label run's texts are "
+                           f"each partly right: compare its `attnclf predict --file FILE --output OUT` with the labels")
+
+
+def _scored(classifier, data):
+    """``data`` (as ``evaluate`` takes it) as a ``TextDataset`` numbered as ``classifier`` numbers its classes, and
+    ``classifier``'s probabilities of its texts."""
     from ..data.base import TextDataset
     from ..training.run_data import align_labels
 
@@ -104,17 +191,7 @@ def evaluate(classifier, data) -> dict:
     _refuse_other_kind(classifier, data)
     # Scored by position, labels numbered in another order would give a wrong score, silently.
     data = align_labels(data, list(classifier.label_names))
-    probabilities = classifier.predict_proba(data.texts)
-    if classifier.multi_label:
-        from ..data.multilabel import multi_hot
-        from .multilabel import multilabel_metrics
-
-        metrics = multilabel_metrics(multi_hot(data.labels, len(classifier.label_names)), probabilities,
-                                     classifier.label_names, classifier.thresholds)
-    else:
-        metrics = compute_metrics(data.labels, probabilities, classifier.label_names)
-    metrics["split"] = data.split
-    return metrics
+    return data, classifier.predict_proba(data.texts)
 
 
 def _named_as_the_run_names(label, label_names: list[str]):

@@ -1,0 +1,116 @@
+"""Error analysis: the misclassified texts of a labelled set, listed with their probabilities."""
+
+import csv
+import json
+
+import numpy as np
+import pytest
+
+from attnclf.cli import main
+
+SPORT = ["the team won the match", "a late goal won the cup", "the striker scored twice", "the coach praised the team"]
+MONEY = ["the bank raised its rates", "shares fell on the market", "the firm reported a profit", "stocks rose today"]
+
+
+def write_csv(path, rows):
+    with open(path, "w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["text", "label"])
+        writer.writerows(rows)
+    return path
+
+
+@pytest.fixture(scope="module")
+def run_and_test(tmp_path_factory):
+    """A small boe run that learned sport from money, and a test file whose rows 2 and 5 carry the wrong label."""
+    folder = tmp_path_factory.mktemp("errors")
+    train = write_csv(folder / "train.csv", [(t, "sport") for t in SPORT * 8] + [(t, "money") for t in MONEY * 8])
+    test = write_csv(folder / "test.csv", [("the team won the cup", "sport"), ("the striker scored", "money"),
+                                           ("shares rose today", "money"), ("the bank reported a profit", "money"),
+                                           ("a late goal won the match", "money"), ("the coach praised", "sport")])
+    run = folder / "run"
+    assert main(["train", "--train-file", str(train), "--model", "boe", "--epochs", "15", "--lr", "0.01",
+                 "--min-frequency", "1", "--output", str(run), "--quiet", "--no-report", "--seed", "1",
+                 "--threads", "1"]) == 0
+    return run, test
+
+
+def test_misclassified_lists_each_wrong_text_most_confident_first():
+    from attnclf.evaluation.metrics import misclassified_rows
+
+    probabilities = np.array([[.9, .1], [.3, .7], [.6, .4], [.05, .95]])
+    rows = misclassified_rows(["a", "b", "c", "d"], [0, 0, 1, 0], probabilities, ["neg", "pos"])
+    assert [row["row"] for row in rows] == [4, 2, 3]  # (1-based, as the data's rows count; most confident first)
+    assert list(rows[0]) == ["row", "text", "true_label", "predicted_label", "confidence", "true_label_probability",
+                             "probability:neg", "probability:pos"]
+    assert rows[0]["text"] == "d" and (rows[0]["true_label"], rows[0]["predicted_label"]) == ("neg", "pos")
+    assert rows[0]["confidence"] == pytest.approx(.95) and rows[0]["true_label_probability"] == pytest.approx(.05)
+
+
+def test_evaluate_errors_writes_the_misclassified_rows_of_the_test_file(run_and_test, tmp_path, capsys):
+    run, test = run_and_test
+    out = tmp_path / "errors.csv"
+    assert main(["evaluate", str(run), "--test-file", str(test), "--errors", str(out), "--json"]) == 0
+    metrics = json.loads(capsys.readouterr().out)
+    with open(out, encoding="utf-8", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert len(rows) == round((1 - metrics["accuracy"]) * metrics["num_examples"]) >= 2
+    assert {"2", "5"} <= {row["row"] for row in rows}
+    by_row = {row["row"]: row for row in rows}
+    assert by_row["2"]["text"] == "the striker scored" and by_row["2"]["true_label"] == "money"
+    assert by_row["2"]["predicted_label"] == "sport"
+    confidences = [float(row["confidence"]) for row in rows]
+    assert confidences == sorted(confidences, reverse=True)
+    assert sum(float(row["probability:money"]) + float(row["probability:sport"]) for row in rows) == \
+        pytest.approx(len(rows), abs=1e-5)
+
+
+def test_evaluate_errors_says_what_it_wrote_in_terminal_format(run_and_test, tmp_path, capsys):
+    run, test = run_and_test
+    out = tmp_path / "errors.jsonl"
+    assert main(["evaluate", str(run), "--test-file", str(test), "--errors", str(out)]) == 0
+    lines = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert f"wrote {len(lines)} misclassified texts of 6 to {out}" in capsys.readouterr().err
+
+
+def test_evaluate_errors_keeps_an_existing_file_unless_overwrite(run_and_test, tmp_path, cli_error):
+    run, test = run_and_test
+    out = tmp_path / "errors.csv"
+    out.write_text("mine\n", encoding="utf-8")
+    assert cli_error(["evaluate", str(run), "--test-file", str(test), "--errors", str(out)]) == \
+        f"{out} exists; give --overwrite to replace it"
+    assert out.read_text(encoding="utf-8") == "mine\n"
+    assert main(["evaluate", str(run), "--test-file", str(test), "--errors", str(out), "--overwrite"]) == 0
+    assert out.read_text(encoding="utf-8").startswith("row,text,true_label,predicted_label,confidence,")
+
+
+def test_evaluate_errors_refuses_an_unknown_file_type_before_scoring(run_and_test, tmp_path, cli_error):
+    run, test = run_and_test
+    assert cli_error(["evaluate", str(run), "--test-file", str(test), "--errors", str(tmp_path / "e.xlsx")]) == \
+        f"{tmp_path / 'e.xlsx'}: unknown output type '.xlsx'; use .csv, .tsv, .jsonl or .parquet"
+
+
+def test_misclassified_from_python_as_a_notebook_reads_them(run_and_test):
+    from attnclf import Classifier
+    from attnclf.evaluation import misclassified
+
+    run, _ = run_and_test
+    clf = Classifier.load(run)
+    rows = misclassified(clf, (["the striker scored", "stocks rose today"], ["money", "money"]))
+    assert [(row["row"], row["predicted_label"]) for row in rows] == [(1, "sport")]
+
+
+def test_evaluate_refuses_overwrite_without_errors(run_and_test, cli_error):
+    run, test = run_and_test
+    assert cli_error(["evaluate", str(run), "--test-file", str(test), "--overwrite"]) == \
+        "--overwrite replaces an existing --errors file; give --errors FILE, or drop --overwrite"
+
+
+def test_misclassified_refuses_a_multi_label_classifier_in_one_line():
+    from types import SimpleNamespace
+
+    from attnclf.errors import AttnclfError
+    from attnclf.evaluation import misclassified
+
+    with pytest.raises(AttnclfError, match="^misclassified lists a single-label run's misclassified texts; "):
+        misclassified(SimpleNamespace(multi_label=True, label_names=["a", "b"]), (["x"], [["a"]]))
