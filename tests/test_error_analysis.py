@@ -114,3 +114,25 @@ def test_misclassified_refuses_a_multi_label_classifier_in_one_line():
 
     with pytest.raises(AttnclfError, match="^misclassified lists a single-label run's misclassified texts; "):
         misclassified(SimpleNamespace(multi_label=True, label_names=["a", "b"]), (["x"], [["a"]]))
+
+
+def test_evaluate_prints_the_confusion_matrix_with_its_classes_named(run_and_test, capsys):
+    run, test = run_and_test
+    assert main(["evaluate", str(run), "--test-file", str(test), "--json"]) == 0
+    (money, sport) = json.loads(capsys.readouterr().out)["confusion_matrix"]  # (classes in the run's order)
+    assert main(["evaluate", str(run), "--test-file", str(test)]) == 0
+    out = capsys.readouterr().out
+    assert "confusion matrix (rows: true label, columns: predicted)" in out
+    lines = out.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("confusion matrix"))
+    assert lines[at + 1].split() == ["money", "sport"]
+    assert lines[at + 2].split() == ["money", *map(str, money)] and lines[at + 3].split() == ["sport", *map(str, sport)]
+
+
+def test_confusion_table_numbers_the_columns_of_classes_too_wide_to_name():
+    from attnclf.evaluation.metrics import confusion_table
+
+    names = [f"comp.sys.class-{i}" for i in range(12)]
+    table = confusion_table(np.eye(12, dtype=int) * 7, names).splitlines()
+    assert table[1].split() == [str(i) for i in range(12)] and table[2].split()[:3] == ["0", names[0], "7"]
+    assert max(map(len, table)) <= 120

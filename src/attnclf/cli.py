@@ -617,7 +617,7 @@ def cmd_refit(args: argparse.Namespace) -> int:
 @command("evaluate", threads=True)
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from .ensemble import Ensemble, load_run
-    from .evaluation.metrics import evaluate
+    from .evaluation.metrics import confusion_table, evaluate
 
     _refuse_columns_without_test_file(args)
     clf = Ensemble.load(args.run_dirs, device=args.device, bf16=args.bf16) if len(args.run_dirs) > 1 else \
@@ -634,6 +634,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         print(json.dumps({k: v for k, v in metrics.items() if k != "classification_report"}, indent=2))
     else:
         print(metrics["classification_report"])
+        if "confusion_matrix" in metrics:  # (a single-label run's)
+            print(confusion_table(metrics["confusion_matrix"], clf.label_names) + "\n")
         _print_metrics(metrics)
     if written is not None:
         print(f"wrote {written:,} misclassified texts of {metrics['num_examples']:,} to {args.errors} (most confident "
@@ -1328,7 +1330,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="test (the default): --test-file, --dataset's test split, or the run's own; validation: "
                         "the texts the runs held out (an ensemble's runs must have held out the same: a shared "
                         "--split-seed, --hold-out latest, or the dataset's own validation split)")
-    _add_format_args(p, terminal="the classification report and the headline metrics",
+    _add_format_args(p, terminal="the classification report, the confusion matrix and the headline metrics",
                      json="all metrics as one JSON object")
     p.add_argument("--errors", metavar="FILE",
                    help="also write the misclassified texts to FILE, its type by its suffix (.csv, .tsv, .jsonl, "

@@ -228,6 +228,32 @@ def _refuse_other_kind(classifier, data: TextDataset) -> None:
                         f"as scoring_data(classifier, ...) reads its data")
 
 
+def confusion_table(matrix, label_names: Sequence[str], width: int = 120) -> str:
+    """The confusion matrix as text, rows the true label and columns the predicted one, each named; where the class
+    names would make it wider than ``width`` columns, the columns are numbered and each row starts with its number.
+
+    >>> print(confusion_table([[5, 1], [0, 4]], ["neg", "pos"]))
+    confusion matrix (rows: true label, columns: predicted)
+         neg  pos
+    neg    5    1
+    pos    0    4
+    """
+    matrix = np.asarray(matrix)
+    cell = max(len(str(matrix.max(initial=0))), 3)
+    rows = list(label_names)
+    columns = list(label_names)
+    if max(map(len, rows)) + len(columns) * (max(map(len, columns)) + 2) > width:
+        rows = [f"{i} {name}" for i, name in enumerate(label_names)]
+        columns = [str(i) for i in range(len(label_names))]
+    cell = max(cell, *map(len, columns))
+    first = max(map(len, rows))
+    lines = ["confusion matrix (rows: true label, columns: predicted)",
+             " " * first + "".join(f"  {name:>{cell}}" for name in columns)]
+    lines += [f"{name:<{first}}" + "".join(f"  {count:>{cell}}" for count in counts)
+              for name, counts in zip(rows, matrix.tolist())]
+    return "\n".join(lines)
+
+
 def log_loss(labels: Sequence[int], probabilities: np.ndarray) -> float:
     """Mean cross-entropy of the true class (what training minimises; a run's ``val_loss``).
 
