@@ -501,7 +501,7 @@ def test_a_request_stopping_cuts_off_is_answered_a_json_503_not_a_500_and_logs_n
     announced: list[str] = []
     server = StopAnnouncingServer(uvicorn.Config(create_app(slow_to_explain, limits),
                                                  **{**_uvicorn_options(limits), "timeout_graceful_shutdown": 1}),
-                                  write=announced.append)
+                                  write=lambda event, line: announced.append(line))
     logged: list[logging.LogRecord] = []
     handler = logging.Handler()
     handler.emit = logged.append

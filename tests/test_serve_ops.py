@@ -149,9 +149,11 @@ def test_an_app_not_told_its_weights_names_none(local):
                 "200"]["headers"]
 
 
-def test_a_sigterm_stop_says_when_it_begins_and_when_it_has_stopped(demo_run):
+@pytest.mark.parametrize("access_log", ["text", "json"])
+def test_a_sigterm_stop_says_when_it_begins_and_when_it_has_stopped(demo_run, access_log):
     """uvicorn logs at warning: without these lines, a clean stop under systemd or Docker left no trace, and could
-    not be told from a crash."""
+    not be told from a crash. As JSON, they are objects like the requests': a collector reads stdout line by line."""
+    import json
     import signal
     import subprocess
     import sys
@@ -160,9 +162,12 @@ def test_a_sigterm_stop_says_when_it_begins_and_when_it_has_stopped(demo_run):
     import httpx
 
     process = subprocess.Popen([sys.executable, "-m", "attnclf", "serve", str(demo_run), "--port", "0", "--device",
-                                "cpu", "--threads", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                "cpu", "--threads", "1", "--access-log", access_log],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        url = process.stdout.readline().split(" on ", 1)[1].split(" ", 1)[0]  # "serving RUN (torch) on URL ..."
+        serving = process.stdout.readline()
+        serving = json.loads(serving)["message"] if access_log == "json" else serving
+        url = serving.split(" on ", 1)[1].split(" ", 1)[0]  # "serving RUN (torch) on URL ..."
         deadline = time.monotonic() + 120
         while True:
             try:
@@ -178,7 +183,12 @@ def test_a_sigterm_stop_says_when_it_begins_and_when_it_has_stopped(demo_run):
             process.kill()
             process.communicate()
     lines = out.splitlines()
-    assert " POST /predict 200 " in lines[0], out
+    if access_log == "json":
+        records = [json.loads(line) for line in lines]
+        assert [record["event"] for record in records] == ["request", "stopping", "stopped"], out
+        lines = [records[0]["method"] + " " + records[0]["path"] + " " + str(records[0]["status"])] + [
+            record["message"] for record in records[1:]]
+    assert "POST /predict 200" in lines[0], out
     assert lines[1:] == ["stopping: no requests in flight", "stopped after serving 1 request (/health included)"], out
     assert "Traceback" not in err, err
 
@@ -248,3 +258,67 @@ def test_the_access_log_writes_a_path_as_one_field_so_a_request_cannot_forge_its
     with TestClient(create_app(local, access_log=logged.append)) as client:
         assert client.get("/nope%0Afake%20200").status_code == 404
     assert logged[0].split()[2:5] == ["GET", "/nope%0Afake%20200", "404"], logged
+
+
+def test_the_json_access_log_writes_one_valid_object_per_request_whatever_its_path_and_detail(local):
+    """For a log collector: each line one JSON object, parsed whole, its quotes, backslashes, newlines and non-ASCII
+    (a method name the client chose, quoted back in the detail) escaped; still never a text."""
+    import json
+
+    logged: list[str] = []
+    secret = "patient 4711 was denied the claim"
+    with TestClient(create_app(local, access_log=logged.append, access_log_format="json")) as client:
+        assert client.post("/predict", json={"text": secret}).status_code == 200
+        assert client.post("/predict", json={"texts": [secret, 5]}).status_code == 422
+        assert client.get('/nope%0A"fake\\ 200"').status_code == 404
+        assert client.post("/explain", json={"text": secret, "method": 'bo"g\\us\n\u2028é}'}).status_code == 400
+        assert client.get("/health").status_code == 200  # (not logged, as in text)
+    assert len(logged) == 4 and not [line for line in logged if "\n" in line or "4711" in line], logged
+    records = [json.loads(line) for line in logged]
+    assert [list(record) for record in records] == [
+        ["time", "event", "client", "method", "path", "status", "ms", "detail"]] * 4, records
+    assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", record["time"]) and record["event"] == "request"
+               and isinstance(record["ms"], float) for record in records), records
+    assert records[0] | {"time": "T", "ms": 0.0} == {"time": "T", "event": "request", "client": "testclient",
+                                                      "method": "POST", "path": "/predict", "status": 200, "ms": 0.0,
+                                                      "detail": None}
+    assert records[1]["status"] == 422 and records[1]["detail"] == "texts.1: Input should be a valid string"
+    assert records[2]["path"] == "/nope%0A%22fake%5C%20200%22" and records[2]["status"] == 404
+    assert records[3]["status"] == 400 and "unknown explanation method 'bo\"g\\\\us\\n\\u2028é}'" in records[3][
+        "detail"], records[3]
+    assert all(line.isascii() for line in logged), "a line a collector reading ASCII or Latin-1 would garble"
+
+
+def test_attnclf_serve_access_log_off_logs_no_request_and_json_writes_every_stdout_line_as_json(demo_run, capsys,
+                                                                                               monkeypatch):
+    import json
+
+    with TestClient(_served_app(monkeypatch, str(demo_run), "--device", "cpu", "--access-log", "off")) as client:
+        assert client.post("/predict", json={"texts": []}).status_code == 422
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 1 and out[0].startswith("serving "), out  # (what it serves, and where, is no request's line)
+    with TestClient(_served_app(monkeypatch, str(demo_run), "--device", "cpu", "--access-log", "json",
+                                "--host", "0.0.0.0")) as client:
+        assert client.post("/predict", json={"texts": []}).status_code == 422
+    warning, serving, request = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    # The same sentences as in text, whole: the event is what a collector keys on.
+    assert warning["event"] == "warning" and warning["message"].startswith("warning: reachable from other"), warning
+    assert serving["event"] == "serving" and serving["message"].startswith(f"serving {demo_run} (torch) on "), serving
+    assert request["event"] == "request" and request["detail"] == "texts is empty: give one text at least", request
+
+
+def test_serve_refuses_an_access_log_it_does_not_know_in_one_line_naming_the_choices(demo_run):
+    from attnclf.errors import AttnclfError
+    from attnclf.serve import serve
+
+    with pytest.raises(AttnclfError, match=r"^access_log must be text, json or off, got 'xml'$"):
+        serve(demo_run, port=0, access_log="xml")
+
+
+def test_serve_help_names_the_access_log_choices_and_default(capsys):
+    from attnclf.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["serve", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "--access-log {text,json,off}" in help_text and "(default: text)" in help_text, help_text

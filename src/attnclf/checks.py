@@ -122,6 +122,7 @@ def check_threads(threads, named: Callable[[str], str] = by_field) -> int | None
 
 
 BACKENDS = ("torch", "onnx")  # what runs a trained model: PyTorch, or its ONNX export on onnxruntime
+ACCESS_LOGS = ("text", "json", "off")  # what `attnclf serve` writes on stdout of each request (here: the CLI's choices)
 
 
 def check_backend(backend: str, *, int8: bool = False, device: str = "auto", bf16: bool = False,

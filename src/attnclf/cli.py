@@ -19,7 +19,7 @@ from dataclasses import fields, replace
 from pathlib import Path
 
 from . import __version__
-from .checks import BACKENDS, check_device_name, check_threads, set_value
+from .checks import ACCESS_LOGS, BACKENDS, check_device_name, check_threads, set_value
 from .errors import AttnclfError, AttnclfWarning, is_out_of_memory, shown
 from .rundir import (check_output_folder, kept_earlier_models, member_folders, read_config,
                      refuse_if_held, unfinished_warning)
@@ -1104,7 +1104,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     limits = ServeLimits(**{k: v for k, v in limits.items() if v is not None}, named=_flag)
     _warn_if_unfinished(args.run_dir)
     serve(args.run_dir, host=args.host, port=args.port, device=args.device, threads=args.threads, bf16=args.bf16,
-          backend=args.backend, int8=args.int8, named=_flag, limits=limits)
+          backend=args.backend, int8=args.int8, named=_flag, limits=limits, access_log=args.access_log)
     return 0
 
 
@@ -1527,6 +1527,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-connections", type=int, help="requests served at once (/health aside), half of them at "
                                                         "most /explain; more are answered 503 at once, with "
                                                         "Retry-After (default: 64)")
+    p.add_argument("--access-log", choices=ACCESS_LOGS, default="text",
+                   help="a line on stdout per request answered (time, client, method, path, status, ms, an error's "
+                        "reason; never a text): text, json (one object a line, the start and stop lines too, for a "
+                        "log collector) or off (a proxy in front logs them) (default: text)")
     _add_device_arg(p)
     _add_backend_args(p)
 

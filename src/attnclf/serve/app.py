@@ -56,7 +56,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, field_v
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .. import __version__
-from ..checks import by_field, check_threads
+from ..checks import ACCESS_LOGS, by_field, check_threads
 from ..errors import AttnclfError, shown
 from ..export.runtime import OnnxClassifier
 from ..prediction import check_texts, joined_text_columns
@@ -474,15 +474,17 @@ class AccessLog:
     (percent-encoded, one field), status and milliseconds, and for an error the answer's one-line ``detail`` (for a
     bug, the 500 the client gets and the exception's type), so an operator can tell which request failed and why.
     Never a text: the details name limits, fields and positions, not what was sent. ``quiet`` paths (liveness) are
-    logged only when they fail: a probe every few seconds would bury the requests.
+    logged only when they fail: a probe every few seconds would bury the requests. ``log_format`` "json" writes each
+    line as one JSON object (``logged_line``) for a log collector.
 
     >>> # app.add_middleware(AccessLog, write=print, quiet={"/health"})   # as create_app does, asked for a log
     """
 
-    def __init__(self, app, write: Callable[[str], None], quiet: set[str]):
+    def __init__(self, app, write: Callable[[str], None], quiet: set[str], log_format: str = "text"):
         self.app = app
         self.write = write
         self.quiet = quiet
+        self.log_format = log_format
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
@@ -506,14 +508,36 @@ class AccessLog:
             answered = status or (500 if failed else None)
             path = _route_path(scope)
             if not (path in self.quiet and answered is not None and answered < 400):
-                client = (scope.get("client") or ("-",))[0]
-                when = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
                 # The path as sent on the wire, percent-encoded: decoded, its spaces and newlines forge fields
                 written = shown(path, write=partial(quote, safe="/", errors="backslashreplace"))
-                line = (f"{when} {client} {scope['method']} {written} {answered or 'unanswered'} "
-                        f"{(time.perf_counter() - start) * 1000:.1f} ms")
-                detail = _detail(b"".join(error)) or (f"internal error ({failed})" if failed else "")
-                self.write(line + (f": {detail}" if detail else ""))
+                detail = _detail(b"".join(error)) or (f"internal error ({failed})" if failed else None)
+                self.write(logged_line(self.log_format, "request", client=(scope.get("client") or (None,))[0],
+                                       method=scope["method"], path=written, status=answered,
+                                       ms=round((time.perf_counter() - start) * 1000, 1), detail=detail))
+
+
+def logged_line(log_format: str, event: str, **fields) -> str:
+    """One line of the service's log on stdout, ``log_format`` "text" or "json", for ``event``: a "request" (its
+    fields as ``AccessLog`` gives them) or the service's own ("serving", "warning", "stopping", "stopped", a
+    ``message`` each). As JSON, one object a line, the time (UTC) and event first, escaped to ASCII: whatever a detail
+    quotes of a request (a method name, say) can neither break the line nor garble it for a collector reading it as
+    another encoding. As text, the service's own lines are their message alone, as they always were.
+
+    >>> logged_line("text", "request", client="10.0.0.1", method="GET", path="/x", status=404, ms=1.0,
+    ...             detail="Not Found")[21:]
+    '10.0.0.1 GET /x 404 1.0 ms: Not Found'
+    >>> record = json.loads(logged_line("json", "stopped", message="stopped after serving 1 request"))
+    >>> list(record), record["message"]
+    (['time', 'event', 'message'], 'stopped after serving 1 request')
+    """
+    when = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    if log_format == "json":
+        return json.dumps({"time": when, "event": event, **fields})
+    if event != "request":
+        return fields["message"]
+    line = (f"{when} {fields['client'] or '-'} {fields['method']} {fields['path']} {fields['status'] or 'unanswered'} "
+            f"{fields['ms']:.1f} ms")
+    return line + (f": {fields['detail']}" if fields["detail"] else "")
 
 
 def _detail(body: bytes) -> str:
@@ -702,9 +726,11 @@ def _by_text(classifier, texts: list[str], methods: list[str], target) -> list:
 
 
 def create_app(classifier, limits: ServeLimits = ServeLimits(),
-               access_log: Callable[[str], None] | None = None, served_from: dict | None = None) -> FastAPI:
+               access_log: Callable[[str], None] | None = None, served_from: dict | None = None,
+               access_log_format: str = "text") -> FastAPI:
     """The API around ``classifier``: an ``attnclf.Classifier``, an ``Ensemble`` or an ``OnnxClassifier`` (which two
-    /explain refuses). ``access_log``: given a line per request (``AccessLog``); none by default, as a library's app.
+    /explain refuses). ``access_log``: given a line per request (``AccessLog``); none by default, as a library's app;
+    ``access_log_format`` "text" or "json" (one JSON object a line, ``logged_line``).
     ``served_from``: the ``run`` and ``weights_sha256`` (each member's) GET /model names, as ``serve`` gives them;
     None for each by default (a classifier knows neither).
 
@@ -761,7 +787,7 @@ def create_app(classifier, limits: ServeLimits = ServeLimits(),
     app.add_middleware(InFlightLimit, limit=limits.max_connections, exempt={"/health"})
     app.add_middleware(AnswerCutOffRequests)  # (whatever was running when the stop cut it off)
     if access_log is not None:  # (outermost: it logs every answer, the middlewares' own refusals too)
-        app.add_middleware(AccessLog, write=access_log, quiet={"/health"})
+        app.add_middleware(AccessLog, write=access_log, quiet={"/health"}, log_format=access_log_format)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError):
@@ -922,7 +948,7 @@ def docs_page(openapi: dict, base_url: str) -> str:
 
 def serve(run_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, limits: ServeLimits = ServeLimits(),
           device: str = "auto", threads: int | None = None, bf16: bool = False, backend: str = "torch",
-          int8: bool = False, named: Callable[[str], str] = by_field) -> None:
+          int8: bool = False, named: Callable[[str], str] = by_field, access_log: str = "text") -> None:
     """Load ``run_dir`` (or a ``train --seeds`` folder) and serve it until interrupted (``attnclf serve``).
 
     ``backend="onnx"`` serves the run's ONNX export (``attnclf export``; ``run_dir`` may be the export) on
@@ -930,14 +956,19 @@ def serve(run_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, limits
     the graph gives none. ``threads`` sets the backend's intra-op threads (default: its choice, one per core);
     BENCHMARKS.md has the load test at 1 and 2 threads, and with each backend.
     ``bf16``: /predict under bfloat16 autocast (see ``Classifier``). ``named`` names the arguments in errors (the
-    command line: by their flags).
+    command line: by their flags). ``access_log``: a line per request on stdout, "text" (the default), "json" (one
+    object a line, the service's own lines too: see ``logged_line``) or "off" (a proxy in front logs them already).
 
     >>> # serve("runs/demo", backend="onnx", int8=True, threads=1)
+    >>> # serve("runs/demo", access_log="json")   # for a log collector reading stdout
     """
     from ..ensemble import load_backend
 
     if not 0 <= port <= 65535:
         raise AttnclfError(f"{named('port')} must be 0-65535, got {port}")
+    if access_log not in ACCESS_LOGS:
+        raise AttnclfError(f"{named('access_log')} must be {', '.join(ACCESS_LOGS[:-1])} or {ACCESS_LOGS[-1]}, got "
+                           f"{shown(access_log)}")
     threads = check_threads(threads)
     classifier, weights_sha256 = _load_fingerprinted(
         run_dir, backend, lambda: load_backend(run_dir, backend, int8=int8, device=device, bf16=bf16, threads=threads,
@@ -946,18 +977,21 @@ def serve(run_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, limits
         import torch
 
         torch.set_num_threads(threads)
+    # The service's lines in the access log's form, the requests' too unless it is off: with JSON, every stdout line
+    # is an object, as a collector reading the stream line by line needs (stderr would split it from the requests).
+    log_format = "json" if access_log == "json" else "text"
+    say = partial(_say, log_format)
     # A line per request on stdout, beside "serving": what an operator reads (journalctl, docker logs) to tell
     # which request failed and why; uvicorn's own access log is off, as it says nothing of why.
-    app = create_app(classifier, limits, access_log=partial(print, flush=True),
-                     served_from={"run": str(run_dir), "weights_sha256": weights_sha256})
+    app = create_app(classifier, limits, access_log=None if access_log == "off" else partial(print, flush=True),
+                     access_log_format=log_format, served_from={"run": str(run_dir), "weights_sha256": weights_sha256})
     port = _listenable_port(host, port)
     if not _loopback(host):
-        print("warning: reachable from other machines, with no authentication or TLS: put a proxy that has them in "
-              "front", flush=True)
-    print(f"serving {run_dir} ({backend_name(classifier)}) on {_where(host, port)} (API docs at /docs); Ctrl-C stops",
-          flush=True)
-    server = StopAnnouncingServer(uvicorn.Config(app, host=host, port=port, **_uvicorn_options(limits)),
-                                  write=partial(print, flush=True))
+        say("warning", "warning: reachable from other machines, with no authentication or TLS: put a proxy that has "
+                       "them in front")
+    say("serving", f"serving {run_dir} ({backend_name(classifier)}) on {_where(host, port)} (API docs at /docs); "
+                   f"Ctrl-C stops")
+    server = StopAnnouncingServer(uvicorn.Config(app, host=host, port=port, **_uvicorn_options(limits)), write=say)
     exited = False
     try:
         server.run()
@@ -973,24 +1007,30 @@ def serve(run_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, limits
 
 
 class StopAnnouncingServer(uvicorn.Server):
-    """uvicorn's server, saying in a line to ``write`` when a stop (Ctrl-C, SIGTERM) begins, with the requests in
+    """uvicorn's server, saying to ``write`` (event, line) when a stop (Ctrl-C, SIGTERM) begins, with the requests in
     flight it waits for, and when it has stopped, with the requests served: uvicorn logs at warning, where a clean
     stop left no trace and could not be told from a crash.
 
-    >>> # StopAnnouncingServer(uvicorn.Config(app, **_uvicorn_options(limits)), write=print).run()   # as serve runs
+    >>> # StopAnnouncingServer(uvicorn.Config(app, **_uvicorn_options(limits)), write=partial(_say, "text")).run()
     """
 
-    def __init__(self, config: uvicorn.Config, write: Callable[[str], None]):
+    def __init__(self, config: uvicorn.Config, write: Callable[[str, str], None]):
         super().__init__(config)
         self.write = write
 
     async def shutdown(self, sockets=None):
         in_flight = len(self.server_state.tasks)  # (requests being answered: an idle connection runs none)
-        self.write(f"stopping: waiting up to {self.config.timeout_graceful_shutdown} s for {in_flight} "
-                   f"request{'s' * (in_flight != 1)} in flight" if in_flight else "stopping: no requests in flight")
+        self.write("stopping", f"stopping: waiting up to {self.config.timeout_graceful_shutdown} s for {in_flight} "
+                               f"request{'s' * (in_flight != 1)} in flight" if in_flight
+                   else "stopping: no requests in flight")
         await super().shutdown(sockets)
         served = self.server_state.total_requests
-        self.write(f"stopped after serving {served} request{'s' * (served != 1)} (/health included)")
+        self.write("stopped", f"stopped after serving {served} request{'s' * (served != 1)} (/health included)")
+
+
+def _say(log_format: str, event: str, message: str) -> None:
+    """One of the service's own lines on stdout (``logged_line``), flushed: a log reader sees it as it happens."""
+    print(logged_line(log_format, event, message=message), flush=True)
 
 
 def _load_fingerprinted(run_dir: str | Path, backend: str, load: Callable[[], object]) -> tuple[object, list]:
