@@ -171,3 +171,22 @@ def seed_members(folder: Path, seeds) -> dict:
                          "train_seconds": metrics["train_seconds"]}
         print(f"seed {seed}: {members[seed]}", flush=True)
     return members
+
+
+async def asgi_post(app, path: str, body: bytes) -> int:
+    """POST ``body`` (JSON) to ``path`` straight through ``app``'s ASGI interface, no network; the status answered.
+    What a service benchmark times when the socket's share would hide the app's."""
+    sent = []
+
+    async def receive():
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    async def send(message):
+        sent.append(message)
+
+    scope = {"type": "http", "method": "POST", "path": path, "root_path": "", "query_string": b"",
+             "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+             "scheme": "http", "server": ("localhost", 80), "client": ("127.0.0.1", 50000), "http_version": "1.1",
+             "asgi": {"version": "3.0"}, "app": app}
+    await app(scope, receive, send)
+    return sent[0]["status"]

@@ -15,30 +15,12 @@ import time
 
 from attnclf import Classifier
 from attnclf.serve.app import create_app
-from common import parser, write_result
+from common import asgi_post, parser, write_result
 
 BODIES = {
     "300,000 integers as texts": b'{"texts":[' + b"1," * 299_999 + b"1]}",
     "90,000 unknown fields": b'{"text":"a",' + b",".join(b'"k%d":1' % i for i in range(90_000)) + b"}",
 }
-
-
-async def _post(app, body: bytes) -> int:
-    """POST ``body`` to /predict through the ASGI interface; the status answered."""
-    sent = []
-
-    async def receive():
-        return {"type": "http.request", "body": body, "more_body": False}
-
-    async def send(message):
-        sent.append(message)
-
-    scope = {"type": "http", "method": "POST", "path": "/predict", "root_path": "", "query_string": b"",
-             "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
-             "scheme": "http", "server": ("localhost", 80), "client": ("localhost", 1), "http_version": "1.1",
-             "asgi": {"version": "3.0"}, "app": app}
-    await app(scope, receive, send)
-    return sent[0]["status"]
 
 
 async def _measure(app, rounds: int) -> dict:
@@ -48,7 +30,7 @@ async def _measure(app, rounds: int) -> dict:
             seconds = []
             for _ in range(rounds):
                 started = time.perf_counter()
-                status = await _post(app, body)
+                status = await asgi_post(app, "/predict", body)
                 seconds.append(round(time.perf_counter() - started, 4))
             results[name] = {"bytes": len(body), "status": status, "seconds": seconds, "least": min(seconds)}
     return results
