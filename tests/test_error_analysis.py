@@ -136,3 +136,23 @@ def test_confusion_table_numbers_the_columns_of_classes_too_wide_to_name():
     table = confusion_table(np.eye(12, dtype=int) * 7, names).splitlines()
     assert table[1].split() == [str(i) for i in range(12)] and table[2].split()[:3] == ["0", names[0], "7"]
     assert max(map(len, table)) <= 120
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl", ".parquet"])
+def test_evaluate_errors_keeps_a_file_another_process_writes_meanwhile_in_one_line(run_and_test, tmp_path, cli_error,
+                                                                                   monkeypatch, suffix):
+    from attnclf.evaluation import metrics
+
+    run, test = run_and_test
+    out = tmp_path / f"errors{suffix}"
+    rows_of = metrics.misclassified_rows
+
+    def another_process_writes_the_file_while_scoring(*args):
+        out.write_text("theirs\n", encoding="utf-8")
+        return rows_of(*args)
+
+    monkeypatch.setattr(metrics, "misclassified_rows", another_process_writes_the_file_while_scoring)
+    assert cli_error(["evaluate", str(run), "--test-file", str(test), "--errors", str(out)]) == \
+        f"{out} was written by another process while evaluating; give --overwrite to replace it"
+    assert out.read_text(encoding="utf-8") == "theirs\n" and list(tmp_path.iterdir()) == [out]
+

@@ -16,6 +16,7 @@ import math
 import shlex
 import sys
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from itertools import islice
 from pathlib import Path
 
@@ -167,27 +168,38 @@ def write_predictions(model, rows: Iterable[tuple[str, str, dict]], output: Path
             written += len(records)
             yield records
 
-    try:
-        with written_atomically(output, replace=overwrite) as tmp:
-            writer(tmp, chunks(), added, source)
-    except FileExistsError as exc:
-        if exc.filename != str(output):  # (only the final step's, which names the output: anything else is not ours)
-            raise
-        raise AttnclfError(f"{output} was written by another process while predicting; give {named('overwrite')} to "
-                           f"replace it") from None
+    with _written_new(output, overwrite, "predicting", named) as tmp:
+        writer(tmp, chunks(), added, source)
     return written
 
 
-def write_rows(rows: list[dict], output: Path, columns: dict[str, type], overwrite: bool = False) -> None:
+@contextmanager
+def _written_new(output: Path, overwrite: bool, doing: str, named: Callable[[str], str]) -> Iterator[str]:
+    """``written_atomically(output)``, and unless ``overwrite``, a file another process wrote at ``output`` while
+    the caller was ``doing`` its work kept: a one-line error, not FileExistsError's "File exists"."""
+    try:
+        with written_atomically(output, replace=overwrite) as tmp:
+            yield tmp
+    except FileExistsError as exc:
+        if exc.filename != str(output):  # (only the final step's, which names the output: anything else is not ours)
+            raise
+        raise AttnclfError(f"{output} was written by another process while {doing}; give {named('overwrite')} to "
+                           f"replace it") from None
+
+
+def write_rows(rows: list[dict], output: Path, columns: dict[str, type], overwrite: bool = False,
+               doing: str = "writing", named: Callable[[str], str] = by_field) -> None:
     """Write ``rows`` (each holding ``columns``, named in order, to the Python type of their values: ``str``,
     ``int`` or ``float``) into ``output`` (checked already: ``check_output``), atomically, in the format its suffix
-    names; no rows: a header alone (CSV, TSV), no line (JSON lines), a schema (Parquet).
+    names; no rows: a header alone (CSV, TSV), no line (JSON lines), a schema (Parquet). Unless ``overwrite``, a
+    file another process writes at ``output`` meanwhile (while the caller was ``doing`` its work) is kept: a one-line
+    error naming ``named("overwrite")``.
 
     >>> # write_rows([{"row": 2, "text": "dull"}], Path("wrong.csv"), {"row": int, "text": str})
     """
     suffix = output.suffix.lower()
     prepare_output_dir(output.parent)
-    with written_atomically(output, replace=overwrite) as tmp:
+    with _written_new(output, overwrite, doing, named) as tmp:
         if suffix == ".parquet":
             import pyarrow as pa  # (check_output saw that it is installed)
             import pyarrow.parquet as pq

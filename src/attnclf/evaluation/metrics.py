@@ -107,7 +107,7 @@ def evaluate(classifier, data, errors: str | Path | None = None, overwrite: bool
         from ..prediction_files import write_rows
 
         rows = misclassified_rows(data.texts, data.labels, probabilities, classifier.label_names)
-        write_rows(rows, errors, misclassified_columns(classifier.label_names), overwrite)
+        write_rows(rows, errors, misclassified_columns(classifier.label_names), overwrite, "evaluating", named)
         metrics["errors_written"] = len(rows)
     return metrics
 
