@@ -156,3 +156,16 @@ def test_evaluate_errors_keeps_a_file_another_process_writes_meanwhile_in_one_li
         f"{out} was written by another process while evaluating; give --overwrite to replace it"
     assert out.read_text(encoding="utf-8") == "theirs\n" and list(tmp_path.iterdir()) == [out]
 
+
+def test_confusion_table_of_the_twenty_newsgroups_fits_120_columns():
+    from attnclf.evaluation.metrics import confusion_table
+
+    names = ("alt.atheism comp.graphics comp.os.ms-windows.misc comp.sys.ibm.pc.hardware comp.sys.mac.hardware "
+             "comp.windows.x misc.forsale rec.autos rec.motorcycles rec.sport.baseball rec.sport.hockey sci.crypt "
+             "sci.electronics sci.med sci.space soc.religion.christian talk.politics.guns talk.politics.mideast "
+             "talk.politics.misc talk.religion.misc").split()
+    matrix = np.full((20, 20), 3) + np.eye(20, dtype=int) * 377  # (its 7,532 test texts: some 380 a class)
+    table = confusion_table(matrix, names).splitlines()
+    assert max(map(len, table)) <= 120, max(map(len, table))
+    assert [line.split()[0] for line in table[2:]] == [str(i) for i in range(20)]  # (each row still numbered)
+    assert table[2 + 3].split()[1].startswith("comp.sys.ibm")  # (and named, as far as the width lets it)

@@ -15,7 +15,7 @@ from sklearn.metrics import (
 )
 
 from ..checks import by_field
-from ..errors import AttnclfError, DataError
+from ..errors import AttnclfError, DataError, shown
 
 if TYPE_CHECKING:
     from ..data.base import TextDataset
@@ -230,7 +230,8 @@ def _refuse_other_kind(classifier, data: TextDataset) -> None:
 
 def confusion_table(matrix, label_names: Sequence[str], width: int = 120) -> str:
     """The confusion matrix as text, rows the true label and columns the predicted one, each named; where the class
-    names would make it wider than ``width`` columns, the columns are numbered and each row starts with its number.
+    names would make it wider than ``width`` columns, the columns are numbered and each row starts with its number,
+    its name cut (``...``) where the whole would still be wider (20 Newsgroups' names are).
 
     >>> print(confusion_table([[5, 1], [0, 4]], ["neg", "pos"]))
     confusion matrix (rows: true label, columns: predicted)
@@ -239,13 +240,18 @@ def confusion_table(matrix, label_names: Sequence[str], width: int = 120) -> str
     pos    0    4
     """
     matrix = np.asarray(matrix)
-    cell = max(len(str(matrix.max(initial=0))), 3)
+    digits = max(len(str(matrix.max(initial=0))), 3)
     rows = list(label_names)
     columns = list(label_names)
-    if max(map(len, rows)) + len(columns) * (max(map(len, columns)) + 2) > width:
-        rows = [f"{i} {name}" for i, name in enumerate(label_names)]
+    cell = max(digits, *map(len, columns))
+    if max(map(len, rows)) + len(columns) * (cell + 2) > width:
         columns = [str(i) for i in range(len(label_names))]
-    cell = max(cell, *map(len, columns))
+        cell = max(digits, *map(len, columns))
+        numbers = len(columns[-1])
+        # The number names the row (and its column); the name is cut to what the width leaves, down to a letter.
+        room = max(width - len(columns) * (cell + 2) - numbers - 1, 4)
+        rows = [f"{i:>{numbers}} {name if len(name) <= room else shown(name, most=room - 3, write=str)}"
+                for i, name in enumerate(label_names)]
     first = max(map(len, rows))
     lines = ["confusion matrix (rows: true label, columns: predicted)",
              " " * first + "".join(f"  {name:>{cell}}" for name in columns)]
