@@ -322,3 +322,11 @@ def test_serve_help_names_the_access_log_choices_and_default(capsys):
         main(["serve", "--help"])
     help_text = " ".join(capsys.readouterr().out.split())
     assert "--access-log {text,json,off}" in help_text and "(default: text)" in help_text, help_text
+
+
+def test_create_app_refuses_an_access_log_format_it_does_not_know_rather_than_writing_text(local):
+    """A typo ("jsno") gave text lines silently: a collector reading them as JSON then parses none."""
+    from attnclf.errors import AttnclfError
+
+    with pytest.raises(AttnclfError, match=r"^access_log_format must be text or json, got 'jsno'$"):
+        create_app(local, access_log=print, access_log_format="jsno")

@@ -738,6 +738,8 @@ def create_app(classifier, limits: ServeLimits = ServeLimits(),
     >>> #     client.post("/predict", json={"text": "great"}).json()
     """
     refuse_multi_label(classifier.config, "attnclf serve")
+    if access_log_format not in (formats := [name for name in ACCESS_LOGS if name != "off"]):  # (off: no access_log)
+        raise AttnclfError(f"access_log_format must be {' or '.join(formats)}, got {shown(access_log_format)}")
     backend = backend_name(classifier)
     # No methods from an ONNX graph, an ensemble (its members tokenise each their own way) or a run that reads windows:
     # there /explain only refuses, and is left out of the schema and /docs, whose fields would promise otherwise.
