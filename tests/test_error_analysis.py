@@ -169,3 +169,81 @@ def test_confusion_table_of_the_twenty_newsgroups_fits_120_columns():
     assert max(map(len, table)) <= 120, max(map(len, table))
     assert [line.split()[0] for line in table[2:]] == [str(i) for i in range(20)]  # (each row still numbered)
     assert table[2 + 3].split()[1].startswith("comp.sys.ibm")  # (and named, as far as the width lets it)
+
+
+TEST_ROWS = [("the team won the cup", "sport"), ("the striker scored", "money"), ("shares rose today", "money"),
+             ("the bank reported a profit", "money"), ("a late goal won the match", "money"),
+             ("the coach praised", "sport")]
+
+
+def write_test_file(path, columns: list[str]):
+    """The six test rows of ``run_and_test`` with ``columns`` of their own around text and label: row N's value
+    of column C is "C-N"."""
+    rows = [{"text": text, "label": label, **{column: f"{column}-{n}" for column in columns}}
+            for n, (text, label) in enumerate(TEST_ROWS, start=1)]
+    order = [columns[0], "text", *columns[1:], "label"]  # (a column before the text, others after it)
+    if path.suffix == ".jsonl":
+        path.write_text("".join(json.dumps({k: row[k] for k in order}) + "\n" for row in rows), encoding="utf-8")
+    elif path.suffix == ".parquet":
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        pq.write_table(pa.Table.from_pylist([{k: row[k] for k in order} for row in rows]), path)
+    else:
+        with open(path, "w", encoding="utf-8", newline="") as handle:
+            writer = csv.DictWriter(handle, order, delimiter="\t" if path.suffix == ".tsv" else ",")
+            writer.writeheader()
+            writer.writerows(rows)
+    return path
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".tsv", ".jsonl", ".parquet"])
+def test_evaluate_errors_carries_the_test_files_other_columns_after_row(run_and_test, tmp_path, suffix):
+    run, _ = run_and_test
+    test = write_test_file(tmp_path / f"test{suffix}", ["id", "source"])
+    out = tmp_path / "errors.csv"
+    assert main(["evaluate", str(run), "--test-file", str(test), "--errors", str(out)]) == 0
+    with open(out, encoding="utf-8", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert list(rows[0])[:5] == ["row", "id", "source", "text", "true_label"]
+    assert {"2", "5"} <= {row["row"] for row in rows}
+    for row in rows:  # (each row's own values, not another's)
+        assert (row["id"], row["source"]) == (f"id-{row['row']}", f"source-{row['row']}")
+        assert row["text"] == TEST_ROWS[int(row["row"]) - 1][0]
+
+
+def test_evaluate_errors_parquet_keeps_the_other_columns(run_and_test, tmp_path):
+    import pyarrow.parquet as pq
+
+    run, _ = run_and_test
+    test = write_test_file(tmp_path / "test.csv", ["id", "source"])
+    out = tmp_path / "errors.parquet"
+    assert main(["evaluate", str(run), "--test-file", str(test), "--errors", str(out)]) == 0
+    table = pq.read_table(out).to_pylist()
+    assert list(table[0])[:4] == ["row", "id", "source", "text"]
+    assert all(row["id"] == f"id-{row['row']}" for row in table)
+
+
+def test_misclassified_of_a_test_file_read_in_python_has_its_columns(run_and_test, tmp_path):
+    from attnclf import Classifier
+    from attnclf.evaluation import misclassified
+    from attnclf.training.run_data import scoring_data
+
+    run, _ = run_and_test
+    clf = Classifier.load(run)
+    test = write_test_file(tmp_path / "test.jsonl", ["id", "source"])
+    rows = misclassified(clf, scoring_data(clf, test_file=str(test), log=lambda line: None))
+    assert rows and all(row["id"] == f"id-{row['row']}" for row in rows)
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
+def test_evaluate_errors_refuses_a_test_file_column_it_writes_as_predict_output_does(run_and_test, tmp_path,
+                                                                                    cli_error, suffix):
+    run, _ = run_and_test
+    test = write_test_file(tmp_path / f"test{suffix}", ["id", "confidence"])
+    out = tmp_path / "errors.csv"
+    at = f"{test}, line 1" if suffix == ".jsonl" else f"{test}"  # (a JSON line names its own columns)
+    assert cli_error(["evaluate", str(run), "--test-file", str(test), "--errors", str(out)]) == \
+        (f"{at}: column 'confidence' is one evaluate --errors writes (row, text, true_label, predicted_label, "
+         f"confidence, true_label_probability, probability:LABEL); rename it in the file")
+    assert not out.exists()

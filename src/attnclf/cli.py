@@ -1335,8 +1335,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--errors", metavar="FILE",
                    help="also write the misclassified texts to FILE, its type by its suffix (.csv, .tsv, .jsonl, "
                         ".parquet), most confident first: each text's row among the scored texts (from 1: a "
-                        "--test-file's row below its header), the text, true_label, predicted_label, confidence, true_label_probability and "
-                        "probability:LABEL per class (a single-label run's)")
+                        "--test-file's row below its header), a --test-file's other columns (an id), the text, "
+                        "true_label, predicted_label, confidence, true_label_probability and probability:LABEL per "
+                        "class (a single-label run's)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing --errors file")
     _add_device_arg(p)
     p.add_argument("--bf16", action="store_true", help=INFERENCE_BF16_HELP)

@@ -145,9 +145,6 @@ def write_predictions(model, rows: Iterable[tuple[str, str, dict]], output: Path
     added = prediction_columns(model.label_names, multi_label)
     writer = _WRITERS[output.suffix.lower()]
     prepare_output_dir(output.parent)
-    # A CSV / TSV header or a Parquet schema names a column once for all rows; a JSON line names its own, so a
-    # clash there is told by its line.
-    named_once = source is not None and bool(data_columns(source))
     written = 0
 
     def chunks() -> Iterator[list[dict]]:
@@ -155,10 +152,8 @@ def write_predictions(model, rows: Iterable[tuple[str, str, dict]], output: Path
         rows_left = iter(rows)
         while chunk := list(islice(rows_left, PREDICT_CHUNK)):
             for where, _, columns in chunk:
-                if clash := next((column for column in added if column in columns), None):
-                    at = source if named_once else f"{source}, {where}"
-                    raise DataError(f"{at}: column {shown(clash)} is one predict --output writes "
-                                    f"({', '.join(prediction_columns(['LABEL'], multi_label))}); rename it in the file")
+                refuse_clashing_column(source, where, columns, added, "predict --output",
+                                       prediction_columns(["LABEL"], multi_label))
             predictions = model.predict([text for _, text, _ in chunk], tokens=False)
             records = []
             for (where, text, columns), prediction in zip(chunk, predictions):
@@ -171,6 +166,23 @@ def write_predictions(model, rows: Iterable[tuple[str, str, dict]], output: Path
     with _written_new(output, overwrite, "predicting", named) as tmp:
         writer(tmp, chunks(), added, source)
     return written
+
+
+def refuse_clashing_column(source: str | Path | None, where: str, columns: Iterable[str], written: Iterable[str],
+                           writer: str, listed: list[str]) -> None:
+    """A one-line ``DataError`` where a row of ``source`` read at ``where`` has a column of a name among ``written``,
+    the columns ``writer`` adds to each row (``listed`` in the message, a class's as ``LABEL``): the output would
+    hold two columns of one name.
+
+    >>> # refuse_clashing_column("in.csv", "line 2", {"id": "7", "confidence": "high"}, ["confidence"],
+    >>> #                        "predict --output", ["confidence"])  # DataError: in.csv: column 'confidence' is ...
+    """
+    if clash := next((column for column in written if column in columns), None):
+        # A CSV / TSV header or a Parquet schema names a column once for all rows; a JSON line names its own, so a
+        # clash there is told by its line.
+        at = source if source is not None and data_columns(source) else f"{source}, {where}"
+        raise DataError(f"{at}: column {shown(clash)} is one {writer} writes ({', '.join(listed)}); rename it in "
+                        f"the file")
 
 
 @contextmanager
@@ -187,10 +199,10 @@ def _written_new(output: Path, overwrite: bool, doing: str, named: Callable[[str
                            f"replace it") from None
 
 
-def write_rows(rows: list[dict], output: Path, columns: dict[str, type], overwrite: bool = False,
+def write_rows(rows: list[dict], output: Path, columns: dict[str, type | None], overwrite: bool = False,
                doing: str = "writing", named: Callable[[str], str] = by_field) -> None:
     """Write ``rows`` (each holding ``columns``, named in order, to the Python type of their values: ``str``,
-    ``int`` or ``float``) into ``output`` (checked already: ``check_output``), atomically, in the format its suffix
+    ``int`` or ``float``; None: a data file's own column, its values as they were read) into ``output`` (checked already: ``check_output``), atomically, in the format its suffix
     names; no rows: a header alone (CSV, TSV), no line (JSON lines), a schema (Parquet). Unless ``overwrite``, a
     file another process writes at ``output`` meanwhile (while the caller was ``doing`` its work) is kept: a one-line
     error naming ``named("overwrite")``.
@@ -205,13 +217,23 @@ def write_rows(rows: list[dict], output: Path, columns: dict[str, type], overwri
             import pyarrow.parquet as pq
 
             types = {str: pa.string(), int: pa.int64(), float: pa.float64()}
-            schema = pa.schema([pa.field(name, types[kind]) for name, kind in columns.items()])
-            pq.write_table(pa.Table.from_pylist(rows, schema=schema), tmp)
+            try:
+                schema = pa.schema([pa.field(name, types[kind] if kind else _read_type(pa, name, rows))
+                                    for name, kind in columns.items()])
+                pq.write_table(pa.Table.from_pylist(rows, schema=schema), tmp)
+            except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:  # (a JSON lines column of numbers and strings)
+                raise DataError(f"{output}: a column's values are of more than one type ({' '.join(str(exc).split())})"
+                                f"; write .jsonl, which keeps each value as it is") from None
         elif rows or suffix == ".jsonl":
             _WRITERS[suffix](tmp, iter([[(f"row {i + 1}", row) for i, row in enumerate(rows)]]), list(columns), None)
         else:  # (the writers' header of no rows is an input file's columns; these rows have no input file)
             with open(tmp, "w", encoding="utf-8", newline="") as handle:
                 csv.writer(handle, delimiter="\t" if suffix == ".tsv" else ",", lineterminator="\n").writerow(columns)
+
+
+def _read_type(pa, name: str, rows: list[dict]):
+    """The Arrow type of a data file's column ``name`` as its values in ``rows`` were read (none: text)."""
+    return pa.Table.from_pylist([{name: row[name]} for row in rows]).schema.field(name).type if rows else pa.string()
 
 
 def _write_json_lines(tmp: str, chunks: Iterator[list[tuple[str, dict]]], added: list[str], source) -> None:

@@ -9,6 +9,20 @@ from typing import Sequence
 from ..errors import DataError, shown
 
 
+@dataclass(frozen=True)
+class ReadFrom:
+    """The data file (CSV / TSV / JSONL / Parquet) a split's texts were read from, a text per row in the file's order,
+    and the columns the texts and labels came from: its other columns (an ``id``) can be read back beside them.
+
+    >>> ReadFrom("test.csv", "review", "stars").label_column
+    'stars'
+    """
+
+    path: str
+    text_column: str | Sequence[str]
+    label_column: str
+
+
 @dataclass
 class TextDataset:
     """Labelled texts of one split.
@@ -22,6 +36,7 @@ class TextDataset:
     ``multi_label`` is set, ``labels[i]`` is instead a sorted tuple of indices
     (the text's label set, possibly empty); ``attnclf.data.multilabel.multi_hot``
     turns those into a 0/1 matrix.
+    ``read_from``: the data file the texts are the rows of, when read from one.
 
     >>> ds = TextDataset(["good", "bad"], [1, 0], ["neg", "pos"], split="train")
     >>> len(ds), ds.label_names[ds.labels[0]], TextDataset(["good"], [0], [1, 0]).label_names
@@ -36,6 +51,7 @@ class TextDataset:
     groups: list[str] | None = None
     multi_label: bool = False
     order: list[int] | None = None
+    read_from: ReadFrom | None = None  # (None once subset or concatenated: its texts no longer the file's rows)
 
     def __post_init__(self) -> None:
         # A class is named by its label as a string, as runs name theirs ("1" for 1): names made of a notebook's

@@ -61,7 +61,7 @@ import numpy as np
 
 from ..errors import NAME_LENGTH, DataError, first_few, shown
 from ..text.cleaning import unicode_problem
-from .base import Splits, TextDataset
+from .base import ReadFrom, Splits, TextDataset
 from .multilabel import DEFAULT_LABEL_DELIMITER, SUSPECT_LABEL_SEPARATORS, is_missing_label, parse_label_set
 
 # (where, text values (one per text column), label value, every column's value by name), where = "line 7" or
@@ -1074,12 +1074,15 @@ def load_file(
                                        multi_label=multi_label, label_delimiter=label_delimiter, run_made=run_made):
         texts.append(text)
         raw_labels.append(label)
+    # (a fastText file's text and label are all it has: no other columns to read back)
+    read_from = ReadFrom(str(path), text_column, label_column) if is_data_file(path) else None
     if multi_label:
         label_sets, label_names = _label_sets(path, label_column, label_names, raw_labels)
         return TextDataset(texts, label_sets, label_names, split, Path(path).name, multi_label=True,
-                           order=list(range(len(texts))))
+                           order=list(range(len(texts))), read_from=read_from)
     labels, label_names = _labels(path, label_column, label_names, raw_labels)
-    return TextDataset(texts, labels.tolist(), label_names, split, Path(path).name, order=list(range(len(texts))))
+    return TextDataset(texts, labels.tolist(), label_names, split, Path(path).name, order=list(range(len(texts))),
+                       read_from=read_from)
 
 
 def load_files(

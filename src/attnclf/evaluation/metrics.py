@@ -18,7 +18,7 @@ from ..checks import by_field
 from ..errors import AttnclfError, DataError, shown
 
 if TYPE_CHECKING:
-    from ..data.base import TextDataset
+    from ..data.base import ReadFrom, TextDataset
 
 
 def compute_metrics(
@@ -91,8 +91,13 @@ def evaluate(classifier, data, errors: str | Path | None = None, overwrite: bool
     >>> # evaluate(clf := Classifier.load("runs/demo"), (df.text, df.label))["accuracy"]   # a notebook's DataFrame
     >>> # evaluate(clf, scoring_data(clf, test_file="held_out.csv"), errors="wrong.csv")["errors_written"]
     """
-    if errors is not None:  # (before predicting: a name that cannot be written is told at once)
+    if errors is not None:  # (before predicting: a name that cannot be written is told at once, as a clash is)
         errors = _checked_errors_file(classifier, errors, overwrite, named)
+        if read_from := getattr(data, "read_from", None):  # (a JSON line's own columns: told as it is read)
+            from ..data.files import data_columns
+
+            header = _other_columns(read_from, data_columns(read_from.path))
+            _refuse_clashing_column(read_from, "line 1", header, classifier.label_names)
     data, probabilities = _scored(classifier, data)
     if classifier.multi_label:
         from ..data.multilabel import multi_hot
@@ -106,8 +111,9 @@ def evaluate(classifier, data, errors: str | Path | None = None, overwrite: bool
     if errors is not None:
         from ..prediction_files import write_rows
 
-        rows = misclassified_rows(data.texts, data.labels, probabilities, classifier.label_names)
-        write_rows(rows, errors, misclassified_columns(classifier.label_names), overwrite, "evaluating", named)
+        rows, columns = _with_file_columns(data, misclassified_rows(data.texts, data.labels, probabilities,
+                                                                    classifier.label_names))
+        write_rows(rows, errors, columns, overwrite, "evaluating", named)
         metrics["errors_written"] = len(rows)
     return metrics
 
@@ -115,13 +121,56 @@ def evaluate(classifier, data, errors: str | Path | None = None, overwrite: bool
 def misclassified(classifier, data) -> list[dict]:
     """The texts of labelled ``data`` (as ``evaluate`` takes it) that single-label ``classifier`` labels wrong, most
     confident first (``misclassified_rows``): where a confident model and its label disagree, the label is often the
-    one that is wrong. ``pandas.DataFrame(misclassified(clf, data))`` is a table of them.
+    one that is wrong. ``pandas.DataFrame(misclassified(clf, data))`` is a table of them. Texts read from a data
+    file (``scoring_data(clf, test_file=...)``) have its other columns too, after ``row``, named as in the file.
 
     >>> # misclassified(clf, (df.text, df.label))[0]  # {'row': 17, 'text': ..., 'true_label': 'World', ...}
     """
     _refuse_multi_label_errors(classifier, "misclassified")
     data, probabilities = _scored(classifier, data)
-    return misclassified_rows(data.texts, data.labels, probabilities, classifier.label_names)
+    return _with_file_columns(data, misclassified_rows(data.texts, data.labels, probabilities,
+                                                       classifier.label_names))[0]
+
+
+def _with_file_columns(data: TextDataset, rows: list[dict]) -> tuple[list[dict], dict[str, type | None]]:
+    """``misclassified_rows``' ``rows`` of ``data`` with, when its texts were read from a data file, each row's
+    other columns there (not its text's or label's, which the rows hold already) after ``row``, named as in the file
+    (a JSON line lacking one: None); and the rows' columns, each to its type (the file's: None, as read)."""
+    from ..data.files import data_columns, iter_rows
+
+    columns = misclassified_columns(data.label_names)
+    if data.read_from is None:  # (a dataset's split, or texts in memory)
+        return rows, columns
+    read_from = data.read_from
+    wanted = {row["row"] - 1 for row in rows}
+    # (CSV / TSV / Parquet: the header's columns, whichever rows are wrong; JSON lines: those the wrong lines hold)
+    names = dict.fromkeys(_other_columns(read_from, data_columns(read_from.path)))
+    others: dict[int, dict] = {}
+    for i, (where, _, values) in enumerate(iter_rows(read_from.path, read_from.text_column)):
+        other = _other_columns(read_from, values)
+        _refuse_clashing_column(read_from, where, other, data.label_names)
+        if i in wanted:
+            others[i] = other
+            names.update(dict.fromkeys(other))
+    written = [{"row": row["row"], **{name: others[row["row"] - 1].get(name) for name in names},
+                **{name: value for name, value in row.items() if name != "row"}} for row in rows]
+    return written, {"row": int, **dict.fromkeys(names), **{k: kind for k, kind in columns.items() if k != "row"}}
+
+
+def _other_columns(read_from: ReadFrom, values: dict | list[str]) -> dict:
+    """``values`` (a row's, or a header's names) less the text's and label's columns."""
+    from ..data.files import text_column_names
+
+    used = {*text_column_names(read_from.text_column), read_from.label_column}
+    return {name: values[name] if isinstance(values, dict) else None for name in values if name not in used}
+
+
+def _refuse_clashing_column(read_from: ReadFrom, where: str, other: dict, label_names: Sequence[str]) -> None:
+    """A one-line error for a column of the file that the errors file writes itself, as predict --output's."""
+    from ..prediction_files import refuse_clashing_column
+
+    refuse_clashing_column(read_from.path, where, other, misclassified_columns(label_names), "evaluate --errors",
+                           list(misclassified_columns(["LABEL"])))
 
 
 def misclassified_columns(label_names: Sequence[str]) -> dict[str, type]:
