@@ -313,8 +313,8 @@ def test_ablate_toy_order_reports_loss_per_set_and_variant(tmp_path, capsys):
     # At a loss of ln 2 the two classes' probabilities tie to rounding, so the accuracy beside it (0.75 on two seeds
     # of toy-relative's positions, 2026-11-27) is noise: a student would read it as half-learned order.
     assert "A final training loss of 0.693 (ln 2) is a coin flip" in text
-    assert ("4 training / 4 validation / 4 test texts on toy-reversal, toy-relative; "
-            "8 training / 8 validation / 8 test texts on toy-both (seed 0)") in text  # each set's own size
+    assert ("4 training texts on toy-reversal, toy-relative; 8 training texts on toy-both, which a toy set also "
+            "validates and tests on (seed 0)") in text  # each set's own size
     assert (out / "toy-order.png").read_bytes()[:4] == b"\x89PNG"
 
 
@@ -503,12 +503,51 @@ def test_compare_models_all_is_every_model_attnclf_models_lists():
     assert compared_models(("pos-mean", "boe")) == ("pos-mean", "boe")
 
 
-def test_compare_names_a_model_left_at_chance_under_its_table(tmp_path):
+def test_ablate_names_the_sweep_values_left_at_chance_under_each_axis_and_marks_them_on_its_figure(tmp_path,
+                                                                                                 monkeypatch):
+    # A sweep value whose cells all sit at chance (too few epochs, too high a learning rate) read as a worse setting:
+    # compare said so under its table, ablate did not. boe cannot tell a text from its reversal: at chance at any size.
+    import importlib
+
+    ablate_module = importlib.import_module("attnclf.experiments.ablate")  # (the package exports the function)
+
+    figures = {}
+    save = ablate_module.save_figure
+    monkeypatch.setattr(ablate_module, "save_figure", lambda figure, path: (figures.setdefault(path.name, figure),
+                                                                           save(figure, path)))
+    out = tmp_path / "sweep"
+    assert main(["ablate", "--dataset", "toy-reversal", "--model", "boe", "--sweep", "embed_dim=8,16", "--seeds", "1",
+                 "--epochs", "1", "--threads", "1", "--quiet", "--output", str(out)]) == 0
+    note = "At chance: embed_dim=8, embed_dim=16 (every seed's accuracy on the training texts"
+    assert note in (out / "embed_dim.md").read_text() and note in (out / "ablation.md").read_text()
+    assert "worse model or setting" in (out / "embed_dim.md").read_text()
+    labels = [tick.get_text() for tick in figures["embed_dim.png"].axes[0].get_yticklabels()]
+    assert labels == ["embed_dim=8 (at chance)", "embed_dim=16 (at chance)"]
+    assert [line for line in figures["embed_dim.png"].axes[0].get_lines() if line.get_linestyle() == "--"]
+
+
+def test_compare_on_a_toy_set_says_its_scores_are_on_the_training_texts_everywhere(tmp_path, monkeypatch):
+    # The progress lines said "accuracy on the training texts (a toy set tests on them)"; the table, the budget line,
+    # the chance note and the figure still said "test", which on a toy set are the training texts by design.
+    # A mean of embeddings cannot tell a text from its reversal: on toy-reversal it stays at chance whatever it trains,
+    # which the note under the table says.
+    import importlib
+
+    compare_module = importlib.import_module("attnclf.experiments.compare")  # (the package exports the function)
+
+    figures = []
+    monkeypatch.setattr(compare_module, "save_figure", lambda figure, path: figures.append(figure))
     out = tmp_path / "cmp"
-    # A mean of embeddings cannot tell a text from its reversal: on toy-reversal it stays at chance whatever it trains.
     assert main(["compare", "--dataset", "toy-reversal", "--models", "boe", "--seeds", "1", "--epochs", "1",
                  "--no-reference", "--threads", "1", "--quiet", "--output", str(out)]) == 0
-    assert "At chance: boe (every seed's test accuracy" in (out / "comparison.md").read_text()
+    text = (out / "comparison.md").read_text()
+    assert "| accuracy on the training texts | macro-F1 on the training texts |" in text
+    assert "4 training texts, which a toy set also validates and tests on (seed 0)" in text
+    assert "At chance: boe (every seed's accuracy on the training texts within two standard errors" in text
+    assert "test" not in text.replace("tests on", "")
+    left, right = figures[0].axes
+    assert left.get_xlabel().startswith("accuracy on the training texts (toy set)")
+    assert right.get_ylabel() == "accuracy on the training texts (toy set)"
 
 
 def test_the_toy_loss_panels_draw_the_coin_flip_line_and_name_the_loss():

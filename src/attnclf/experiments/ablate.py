@@ -31,7 +31,8 @@ from ..rundir import atomic_write_bytes, output_folder, read_json
 from .budget import with_caps, with_quick
 from .cells import Log, Setup, Variant, run_variants, variant_settings
 from .plots import loss_panels, save_figure, score_plot
-from .tables import ExperimentResult, describe_budget, markdown_table, summarize, write_cells_csv, write_csv
+from .tables import (ExperimentResult, chance_note, describe_budget, markdown_table, summarize, scores_on_training,
+                     write_cells_csv, write_csv)
 
 # The axes for the real-data ablation of `self-attn`.
 AXES: dict[str, list] = {
@@ -95,16 +96,19 @@ def ablate(setup: Setup, output: str | Path, model: str = "self-attn", axes: dic
 
         sections = [f"## ablate {model} on {setup.data.describe()}\n\n{describe_budget(setup, records)}\n"]
         files = [output / "ablation.md", output / "cells.csv"]
+        on_training = scores_on_training(setup)
         for axis, values in axes.items():
             labels = {variants[axis, value].label for value in values}
             axis_records = [r for r in records if r["label"] in labels]
             rows = summarize(axis_records)
-            table = markdown_table(rows, COLUMNS) + same_branch_note(axis, [variants[axis, v].label for v in values],
-                                                                     axis_records)
+            table = markdown_table(rows, COLUMNS, on_training) + same_branch_note(
+                axis, [variants[axis, v].label for v in values], axis_records)
+            if note := chance_note(axis_records, on_training):  # per axis: a value at chance reads as a worse one
+                table += f"\n{note}\n"
             atomic_write_bytes(output / f"{axis}.md", f"### {axis}\n\n{table}".encode())
             write_csv(output / f"{axis}.csv", rows)
-            save_figure(score_plot(rows, axis_records, "accuracy", f"{model} on {setup.data.describe()}: {axis}"),
-                        output / f"{axis}.png")
+            save_figure(score_plot(rows, axis_records, "accuracy", f"{model} on {setup.data.describe()}: {axis}",
+                                   on_training), output / f"{axis}.png")
             sections.append(f"### {axis}\n\n{table}")
             files += [output / f"{axis}.{ext}" for ext in ("md", "csv", "png")]
         markdown = "\n".join(sections)

@@ -26,7 +26,6 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..checks import by_field, check_seed, set_value
-from ..data.registry import get_source
 from ..errors import AttnclfError, RunDirError
 from ..models import MODELS, build_model
 from ..recipes import earlier_file_recipes
@@ -37,6 +36,7 @@ from ..training.device import torch_threads
 from ..training.run import each_warning_once, train_run
 from ..training.run_data import held_out_fingerprint, load_data, texts_fingerprint
 from ..training.settings import DataSettings, RunSettings, resume_settings, settings_for
+from .tables import scores_on_training
 
 Log = Callable[[str], None]
 # What a cell's experiment.json holds: what the cell cost beyond metrics.json's figures, measured once.
@@ -153,8 +153,8 @@ def run_variants(setup: Setup, variants: list[Variant], output: str | Path, log:
     records: list[dict] = []
     with torch_threads(setup.threads), each_warning_once():  # (the cells train on the same data)
         texts = throughput_texts(setup)
-        scored = ("accuracy on the training texts (a toy set tests on them)"
-                  if setup.data.dataset and get_source(setup.data.dataset).tests_on_training else "test accuracy")
+        scored = ("accuracy on the training texts (a toy set tests on them)" if scores_on_training(setup)
+                  else "test accuracy")
         for number, (variant, seed) in enumerate(cells, 1):
             settings = variant_settings(setup, variant, seed, runs_dir)
             earlier = functools.partial(earlier_cells, setup, variants, seed, settings.output)

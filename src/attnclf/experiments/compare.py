@@ -22,8 +22,8 @@ from .budget import with_caps, with_quick
 from .cells import Log, Setup, Variant, run_variants
 from .plots import compare_plot, save_figure
 from .reference import LABEL, tfidf_reference
-from .tables import (ExperimentResult, chance_note, describe_budget, markdown_table, summarize, write_cells_csv,
-                     write_csv)
+from .tables import (ExperimentResult, chance_note, describe_budget, markdown_table, summarize, scores_on_training,
+                     write_cells_csv, write_csv)
 
 DEFAULT_MODELS = ("boe", "lstm-mean", "bilstm-attn", "transformer-mean", "self-attn")
 COLUMNS = ["label", "parameters", "accuracy", "macro_f1", "epochs", "train_seconds", "cpu_seconds",
@@ -72,13 +72,14 @@ def compare(setup: Setup, output: str | Path, models: tuple[str, ...] = DEFAULT_
         rows = summarize(records)
         title = f"compare on {setup.data.describe()}"
         budget = describe_budget(setup, records)
-        markdown = f"## {title}\n\n{budget}\n\n{markdown_table(rows, COLUMNS)}"
-        if note := chance_note(records):
+        on_training = scores_on_training(setup)
+        markdown = f"## {title}\n\n{budget}\n\n{markdown_table(rows, COLUMNS, on_training)}"
+        if note := chance_note(records, on_training):
             markdown += f"\n{note}\n"
         atomic_write_bytes(output / "comparison.md", markdown.encode())
         write_csv(output / "comparison.csv", rows)
         write_cells_csv(output / "cells.csv", records)
-        save_figure(compare_plot(rows, records, title, budget), output / "comparison.png")
+        save_figure(compare_plot(rows, records, title, budget, on_training), output / "comparison.png")
         files = [output / name for name in ("comparison.md", "comparison.csv", "cells.csv", "comparison.png")]
         return ExperimentResult(markdown, records, files)
 

@@ -26,6 +26,8 @@ from ..rundir import atomic_write_bytes
 DPI = 100
 LINESTYLES = ("-", "--", "-.", ":", (0, (5, 1, 1, 1, 1, 1)))
 METRIC_NAMES = {"accuracy": "test accuracy", "macro_f1": "test macro-F1"}
+TOY_METRIC_NAMES = {"accuracy": "accuracy on the training texts (toy set)",
+                    "macro_f1": "macro-F1 on the training texts (toy set)"}  # a toy set tests on its training texts
 
 
 def _figure(width: float, height: float) -> Figure:
@@ -51,8 +53,28 @@ def _spread(mean: float, std: float | None) -> list[list[float]]:
     return [[min(std, mean)], [min(std, 1.0 - mean)]]
 
 
-def score_plot(rows: list[dict], records: list[dict], metric: str, title: str) -> Figure:
-    """Mean ± std of ``metric`` per variant (black), every seed as a grey dot."""
+def _mark_at_chance(ax, rows: list[dict], positions, records: list[dict]) -> list[float]:
+    """Label ``ax``'s rows by variant, those ``tables.at_chance`` names "(at chance)" in red, with the commonest
+    class's share dashed where one is; the shares drawn, for another panel to draw too."""
+    from .tables import at_chance
+
+    flagged, rates = at_chance(records)
+    ax.set_yticks(positions, [row["label"] + (" (at chance)" if row["label"] in flagged else "") for row in rows])
+    for tick in ax.get_yticklabels():
+        if tick.get_text().endswith("(at chance)"):
+            tick.set_color("tab:red")
+    if not flagged:  # the line only where a model sits on it: beside models that all learned, it read as a warning
+        return []
+    for rate in sorted(rates):
+        ax.axvline(rate, color="0.3", linestyle="--", lw=1, label=f"always the commonest class ({rate:.3f})")
+    ax.legend(fontsize="small", loc="lower right")
+    return sorted(rates)
+
+
+def score_plot(rows: list[dict], records: list[dict], metric: str, title: str, on_training: bool = False) -> Figure:
+    """Mean ± std of ``metric`` per variant (black), every seed as a grey dot; for accuracy, the variants
+    ``tables.at_chance`` names are marked as on ``compare_plot``. ``on_training``: a toy set's scores, which are on
+    its training texts."""
     figure = _figure(6.4, 0.45 * len(rows) + 1.4)
     ax = figure.add_subplot()
     positions = np.arange(len(rows))[::-1]  # first row at the top, as in the table
@@ -61,21 +83,23 @@ def score_plot(rows: list[dict], records: list[dict], metric: str, title: str) -
         ax.scatter(seeds, [y] * len(seeds), color="0.65", s=14, zorder=2)
         ax.errorbar(row[f"{metric}_mean"], y, xerr=_spread(row[f"{metric}_mean"], row[f"{metric}_std"]), fmt="o",
                     color="black", capsize=4, zorder=3)
-    ax.set_yticks(positions, [row["label"] for row in rows])
-    ax.set_xlabel(f"{METRIC_NAMES.get(metric, metric)} (mean ± std over seeds; grey: each seed)")
+    if metric == "accuracy":  # (at_chance judges accuracy)
+        _mark_at_chance(ax, rows, positions, records)
+    else:
+        ax.set_yticks(positions, [row["label"] for row in rows])
+    names = TOY_METRIC_NAMES if on_training else METRIC_NAMES
+    ax.set_xlabel(f"{names.get(metric, metric)} (mean ± std over seeds; grey: each seed)")
     ax.set_title(title)
     ax.grid(axis="x", alpha=0.4)
     return figure
 
 
-def compare_plot(rows: list[dict], records: list[dict], title: str, budget: str) -> Figure:
+def compare_plot(rows: list[dict], records: list[dict], title: str, budget: str, on_training: bool = False) -> Figure:
     """Left: test accuracy per model; right: accuracy against training time (log scale). Under the title, the
     ``budget`` (``tables.describe_budget``); the models ``tables.at_chance`` names are marked "(at chance)", with
     the commonest class's share dashed on both panels: the figure stands on a slide without comparison.md beside it.
+    ``on_training``: a toy set's scores, which the axes say are on its training texts.
     """
-    from .tables import at_chance
-
-    flagged, rates = at_chance(records)
     figure = _figure(11, 0.45 * len(rows) + 2.8)
     left, right = figure.subplots(1, 2, gridspec_kw={"width_ratios": [1.1, 1]})
     positions = np.arange(len(rows))[::-1]
@@ -86,23 +110,15 @@ def compare_plot(rows: list[dict], records: list[dict], title: str, budget: str)
         left.errorbar(row["accuracy_mean"], y, xerr=spread, fmt="o", color="black", capsize=4)
         right.errorbar(row["train_seconds_mean"], row["accuracy_mean"], yerr=spread, fmt="o",
                        capsize=4, label=row["label"])
-    if flagged:  # the line only where a model sits on it: beside models that all learned, it read as a warning
-        for rate in sorted(rates):
-            label = f"always the commonest class ({rate:.3f})"
-            left.axvline(rate, color="0.3", linestyle="--", lw=1, label=label)
-            right.axhline(rate, color="0.3", linestyle="--", lw=1, label=label)
-        left.legend(fontsize="small", loc="lower right")
-    left.set_yticks(positions, [row["label"] + (" (at chance)" if row["label"] in flagged else "")
-                                for row in rows])
-    for tick in left.get_yticklabels():
-        if tick.get_text().endswith("(at chance)"):
-            tick.set_color("tab:red")
-    left.set_xlabel("test accuracy (mean ± std; grey: each seed)")
+    for rate in _mark_at_chance(left, rows, positions, records):
+        right.axhline(rate, color="0.3", linestyle="--", lw=1, label=f"always the commonest class ({rate:.3f})")
+    accuracy = (TOY_METRIC_NAMES if on_training else METRIC_NAMES)["accuracy"]
+    left.set_xlabel(f"{accuracy} (mean ± std; grey: each seed)")
     left.grid(axis="x", alpha=0.4)
     right.set_xscale("log")
     right.xaxis.set_minor_formatter(NullFormatter())
     right.set_xlabel("training seconds (wall clock, log scale)")
-    right.set_ylabel("test accuracy")
+    right.set_ylabel(accuracy)
     right.grid(alpha=0.4)
     right.legend(fontsize="small")
     figure.suptitle(title + "\n" + textwrap.fill(budget, 150), fontsize="medium")

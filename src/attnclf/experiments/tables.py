@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..data.registry import get_source
 from ..recipes import file_recipe, recipe_for
 from ..rundir import atomic_write_bytes, check_fields, read_json
 
@@ -44,6 +45,22 @@ COLUMNS = {
     "texts_per_second": ("texts/s", lambda r: _number(r["texts_per_second_mean"], "{:,.0f}")),
     "seeds": ("seeds", lambda r: str(r["seeds"])),
 }
+
+
+# A toy set's test split is its training set by design: its scores are said to be on the training texts, everywhere.
+ON_TRAINING = "on the training texts"
+TRAINING_HEADERS = {"accuracy": f"accuracy {ON_TRAINING}", "macro_f1": f"macro-F1 {ON_TRAINING}"}
+
+
+def scores_on_training(setup) -> bool:
+    """Whether ``setup``'s dataset is a toy set, which tests (and validates) on its training texts.
+
+    >>> from attnclf.experiments import Setup
+    >>> from attnclf.training.settings import DataSettings
+    >>> scores_on_training(Setup(DataSettings(dataset="toy-reversal"))), scores_on_training(Setup(DataSettings()))
+    (True, False)
+    """
+    return bool(setup.data.dataset) and get_source(setup.data.dataset).tests_on_training
 
 
 @dataclass
@@ -75,19 +92,25 @@ def summarize(records: list[dict]) -> list[dict]:
     return list(rows.values())
 
 
-def markdown_table(rows: list[dict], columns: list[str]) -> str:
-    """A GitHub Markdown table of ``rows`` with the given ``COLUMNS`` keys."""
-    lines = ["| " + " | ".join(COLUMNS[c][0] for c in columns) + " |",
+def markdown_table(rows: list[dict], columns: list[str], on_training: bool = False) -> str:
+    """A GitHub Markdown table of ``rows`` with the given ``COLUMNS`` keys; ``on_training``: the scores are on the
+    training texts (a toy set's, ``scores_on_training``), which the headers say.
+
+    >>> markdown_table([], ["label", "accuracy"], on_training=True).splitlines()[0]
+    '| variant | accuracy on the training texts |'
+    """
+    headers = {c: (TRAINING_HEADERS.get(c) if on_training else None) or COLUMNS[c][0] for c in columns}
+    lines = ["| " + " | ".join(headers[c] for c in columns) + " |",
              "|" + "|".join("---" if c in ("label", "model") else "---:" for c in columns) + "|"]
     lines += ["| " + " | ".join(COLUMNS[c][1](row) for c in columns) + " |" for row in rows]
     return "\n".join(lines) + "\n"
 
 
 def at_chance(records: list[dict]) -> tuple[list[str], set[float]]:
-    """The neural models whose every seed's test accuracy lies within two standard errors of what always answering
-    the commonest test class scores (its record's ``majority_accuracy``, over ``test_examples``), and those rates
-    (rounded to 3 decimals; one per dataset). Cells without such a rate (a multi-label run's, the TF-IDF
-    reference's) are not judged.
+    """The neural models (or ablate's sweep values) whose every seed's test accuracy lies within two standard errors
+    of what always answering the commonest test class scores (its record's ``majority_accuracy``, over
+    ``test_examples``), and those rates (rounded to 3 decimals; one per dataset). Cells without such a rate (a
+    multi-label run's, the TF-IDF reference's) are not judged.
 
     >>> cell = {"label": "pos-mean", "accuracy": 0.51, "epochs": 3, "majority_accuracy": 0.5, "test_examples": 500}
     >>> at_chance([cell, cell | {"label": "boe", "accuracy": 0.6}])
@@ -106,9 +129,10 @@ def at_chance(records: list[dict]) -> tuple[list[str], set[float]]:
     return [label for label, at in verdicts.items() if all(at)], rates
 
 
-def chance_note(records: list[dict]) -> str | None:
-    """A line naming the models ``at_chance``: under the experiment's budget they learned nothing the test set
-    shows, which a table alone reads as a worse model. None where no model is there.
+def chance_note(records: list[dict], on_training: bool = False) -> str | None:
+    """A line naming the models or sweep values ``at_chance``: under the experiment's budget they learned nothing
+    the test set shows, which a table alone reads as a worse model or setting. None where none is there.
+    ``on_training``: the scores are on the training texts (a toy set's, ``scores_on_training``), which it says.
 
     >>> cell = {"label": "pos-mean", "accuracy": 0.51, "epochs": 3, "majority_accuracy": 0.5, "test_examples": 500}
     >>> chance_note([cell]).split(" (")[0]
@@ -119,10 +143,13 @@ def chance_note(records: list[dict]) -> str | None:
         return None
     epochs = max(r["epochs"] for r in records if r["label"] in flagged)
     rate = f"{rates.pop():.3f}" if len(rates) == 1 else "the commonest class's share"
-    return (f"At chance: {', '.join(flagged)} (every seed's test accuracy within two standard errors of {rate}, what "
-            f"always answering the commonest test class scores): they learned nothing the test set shows under this "
-            f"budget (up to {epochs} epoch{'s' * (epochs != 1)}). Before reading that as a worse model, give them "
-            f"more: --epochs, or the default budget in place of --quick.")
+    accuracy, texts = ((f"accuracy {ON_TRAINING}", "the training texts") if on_training
+                       else ("test accuracy", "the test set"))
+    return (f"At chance: {', '.join(flagged)} (every seed's {accuracy} within two standard errors of {rate}, what "
+            f"always answering the commonest {'class' if on_training else 'test class'} scores): they learned "
+            f"nothing {texts} show{'s' * (not on_training)} under this budget (up to {epochs} "
+            f"epoch{'s' * (epochs != 1)}). Before reading that as a worse model or setting, give them more: --epochs, "
+            f"or the default budget in place of --quick.")
 
 
 def write_csv(path: Path, rows: list[dict], keys: list[str] | None = None) -> None:
@@ -172,9 +199,13 @@ def describe_budget(setup, records: list[dict]) -> str:
         dataset = cell["settings"]["data"].get("dataset")  # (a cell without one was reused: None is its default)
         if dataset not in names:
             names.append(dataset)
-    texts = "; ".join(f"{train:,} training / {validation:,} validation / {test:,} test texts"
+    on_training = scores_on_training(setup)
+    texts = "; ".join((f"{train:,} training texts" if on_training else
+                       f"{train:,} training / {validation:,} validation / {test:,} test texts")
                       + (f" on {', '.join(map(str, names))}" if len(sizes) > 1 else "")
                       for (train, validation, test), names in sizes.items())
+    if on_training:  # (its validation and test splits are the training set: their sizes would read as more texts)
+        texts += ", which a toy set also validates and tests on"
     train, tokenizer = settings["train"], settings["tokenizer"]
     shared = recipe_for(setup.data.dataset).get("model_config", {}) | setup.model_config
     model = ", ".join(f"{k}={v}" for k, v in shared.items()) or "none"
