@@ -1,3 +1,4 @@
+import csv
 import json
 import os
 from pathlib import Path
@@ -67,6 +68,36 @@ def demo_run(tmp_path_factory) -> Path:
     assert main(["train", "--dataset", "demo", "--epochs", "2", "--max-train-examples", "600",
                  "--set", "d_model=32", "--set", "layers=1", "--output", str(out), "--quiet"]) == 0
     return out
+
+
+SPORT = ["the team won the match", "a late goal won the cup", "the striker scored twice", "the coach praised the team"]
+MONEY = ["the bank raised its rates", "shares fell on the market", "the firm reported a profit", "stocks rose today"]
+
+
+def write_csv(path, rows):
+    with open(path, "w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["text", "label"])
+        writer.writerows(rows)
+    return path
+
+
+@pytest.fixture(scope="session")
+def sport_and_money_run(tmp_path_factory):
+    """A small boe run that learned sport from money, and a test file whose rows 2 and 5 carry the wrong label
+    (shared by the tests of evaluate's error analysis and operating points, which only read it)."""
+    from attnclf.cli import main
+
+    folder = tmp_path_factory.mktemp("errors")
+    train = write_csv(folder / "train.csv", [(t, "sport") for t in SPORT * 8] + [(t, "money") for t in MONEY * 8])
+    test = write_csv(folder / "test.csv", [("the team won the cup", "sport"), ("the striker scored", "money"),
+                                           ("shares rose today", "money"), ("the bank reported a profit", "money"),
+                                           ("a late goal won the match", "money"), ("the coach praised", "sport")])
+    run = folder / "run"
+    assert main(["train", "--train-file", str(train), "--model", "boe", "--epochs", "15", "--lr", "0.01",
+                 "--min-frequency", "1", "--output", str(run), "--quiet", "--no-report", "--seed", "1",
+                 "--threads", "1"]) == 0
+    return run, test
 
 
 @pytest.fixture(scope="session")

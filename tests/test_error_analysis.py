@@ -8,31 +8,6 @@ import pytest
 
 from attnclf.cli import main
 
-SPORT = ["the team won the match", "a late goal won the cup", "the striker scored twice", "the coach praised the team"]
-MONEY = ["the bank raised its rates", "shares fell on the market", "the firm reported a profit", "stocks rose today"]
-
-
-def write_csv(path, rows):
-    with open(path, "w", encoding="utf-8", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["text", "label"])
-        writer.writerows(rows)
-    return path
-
-
-@pytest.fixture(scope="module")
-def run_and_test(tmp_path_factory):
-    """A small boe run that learned sport from money, and a test file whose rows 2 and 5 carry the wrong label."""
-    folder = tmp_path_factory.mktemp("errors")
-    train = write_csv(folder / "train.csv", [(t, "sport") for t in SPORT * 8] + [(t, "money") for t in MONEY * 8])
-    test = write_csv(folder / "test.csv", [("the team won the cup", "sport"), ("the striker scored", "money"),
-                                           ("shares rose today", "money"), ("the bank reported a profit", "money"),
-                                           ("a late goal won the match", "money"), ("the coach praised", "sport")])
-    run = folder / "run"
-    assert main(["train", "--train-file", str(train), "--model", "boe", "--epochs", "15", "--lr", "0.01",
-                 "--min-frequency", "1", "--output", str(run), "--quiet", "--no-report", "--seed", "1",
-                 "--threads", "1"]) == 0
-    return run, test
 
 
 def test_misclassified_lists_each_wrong_text_most_confident_first():
@@ -47,8 +22,8 @@ def test_misclassified_lists_each_wrong_text_most_confident_first():
     assert rows[0]["confidence"] == pytest.approx(.95) and rows[0]["true_label_probability"] == pytest.approx(.05)
 
 
-def test_evaluate_errors_writes_the_misclassified_rows_of_the_test_file(run_and_test, tmp_path, capsys):
-    run, test = run_and_test
+def test_evaluate_errors_writes_the_misclassified_rows_of_the_test_file(sport_and_money_run, tmp_path, capsys):
+    run, test = sport_and_money_run
     out = tmp_path / "errors.csv"
     assert main(["evaluate", str(run), "--test-file", str(test), "--errors", str(out), "--json"]) == 0
     metrics = json.loads(capsys.readouterr().out)
@@ -65,16 +40,16 @@ def test_evaluate_errors_writes_the_misclassified_rows_of_the_test_file(run_and_
         pytest.approx(len(rows), abs=1e-5)
 
 
-def test_evaluate_errors_says_what_it_wrote_in_terminal_format(run_and_test, tmp_path, capsys):
-    run, test = run_and_test
+def test_evaluate_errors_says_what_it_wrote_in_terminal_format(sport_and_money_run, tmp_path, capsys):
+    run, test = sport_and_money_run
     out = tmp_path / "errors.jsonl"
     assert main(["evaluate", str(run), "--test-file", str(test), "--errors", str(out)]) == 0
     lines = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     assert f"wrote {len(lines)} misclassified texts of 6 to {out}" in capsys.readouterr().err
 
 
-def test_evaluate_errors_keeps_an_existing_file_unless_overwrite(run_and_test, tmp_path, cli_error):
-    run, test = run_and_test
+def test_evaluate_errors_keeps_an_existing_file_unless_overwrite(sport_and_money_run, tmp_path, cli_error):
+    run, test = sport_and_money_run
     out = tmp_path / "errors.csv"
     out.write_text("mine\n", encoding="utf-8")
     assert cli_error(["evaluate", str(run), "--test-file", str(test), "--errors", str(out)]) == \
@@ -84,24 +59,24 @@ def test_evaluate_errors_keeps_an_existing_file_unless_overwrite(run_and_test, t
     assert out.read_text(encoding="utf-8").startswith("row,text,true_label,predicted_label,confidence,")
 
 
-def test_evaluate_errors_refuses_an_unknown_file_type_before_scoring(run_and_test, tmp_path, cli_error):
-    run, test = run_and_test
+def test_evaluate_errors_refuses_an_unknown_file_type_before_scoring(sport_and_money_run, tmp_path, cli_error):
+    run, test = sport_and_money_run
     assert cli_error(["evaluate", str(run), "--test-file", str(test), "--errors", str(tmp_path / "e.xlsx")]) == \
         f"{tmp_path / 'e.xlsx'}: unknown output type '.xlsx'; use .csv, .tsv, .jsonl or .parquet"
 
 
-def test_misclassified_from_python_as_a_notebook_reads_them(run_and_test):
+def test_misclassified_from_python_as_a_notebook_reads_them(sport_and_money_run):
     from attnclf import Classifier
     from attnclf.evaluation import misclassified
 
-    run, _ = run_and_test
+    run, _ = sport_and_money_run
     clf = Classifier.load(run)
     rows = misclassified(clf, (["the striker scored", "stocks rose today"], ["money", "money"]))
     assert [(row["row"], row["predicted_label"]) for row in rows] == [(1, "sport")]
 
 
-def test_evaluate_refuses_overwrite_without_errors(run_and_test, cli_error):
-    run, test = run_and_test
+def test_evaluate_refuses_overwrite_without_errors(sport_and_money_run, cli_error):
+    run, test = sport_and_money_run
     assert cli_error(["evaluate", str(run), "--test-file", str(test), "--overwrite"]) == \
         "--overwrite replaces an existing --errors file; give --errors FILE, or drop --overwrite"
 
@@ -116,8 +91,8 @@ def test_misclassified_refuses_a_multi_label_classifier_in_one_line():
         misclassified(SimpleNamespace(multi_label=True, label_names=["a", "b"]), (["x"], [["a"]]))
 
 
-def test_evaluate_prints_the_confusion_matrix_with_its_classes_named(run_and_test, capsys):
-    run, test = run_and_test
+def test_evaluate_prints_the_confusion_matrix_with_its_classes_named(sport_and_money_run, capsys):
+    run, test = sport_and_money_run
     assert main(["evaluate", str(run), "--test-file", str(test), "--json"]) == 0
     (money, sport) = json.loads(capsys.readouterr().out)["confusion_matrix"]  # (classes in the run's order)
     assert main(["evaluate", str(run), "--test-file", str(test)]) == 0
@@ -139,11 +114,11 @@ def test_confusion_table_numbers_the_columns_of_classes_too_wide_to_name():
 
 
 @pytest.mark.parametrize("suffix", [".csv", ".jsonl", ".parquet"])
-def test_evaluate_errors_keeps_a_file_another_process_writes_meanwhile_in_one_line(run_and_test, tmp_path, cli_error,
+def test_evaluate_errors_keeps_a_file_another_process_writes_meanwhile_in_one_line(sport_and_money_run, tmp_path, cli_error,
                                                                                    monkeypatch, suffix):
     from attnclf.evaluation import metrics
 
-    run, test = run_and_test
+    run, test = sport_and_money_run
     out = tmp_path / f"errors{suffix}"
     rows_of = metrics.misclassified_rows
 
@@ -177,7 +152,7 @@ TEST_ROWS = [("the team won the cup", "sport"), ("the striker scored", "money"),
 
 
 def write_test_file(path, columns: list[str]):
-    """The six test rows of ``run_and_test`` with ``columns`` of their own around text and label: row N's value
+    """The six test rows of ``sport_and_money_run`` with ``columns`` of their own around text and label: row N's value
     of column C is "C-N"."""
     rows = [{"text": text, "label": label, **{column: f"{column}-{n}" for column in columns}}
             for n, (text, label) in enumerate(TEST_ROWS, start=1)]
@@ -198,8 +173,8 @@ def write_test_file(path, columns: list[str]):
 
 
 @pytest.mark.parametrize("suffix", [".csv", ".tsv", ".jsonl", ".parquet"])
-def test_evaluate_errors_carries_the_test_files_other_columns_after_row(run_and_test, tmp_path, suffix):
-    run, _ = run_and_test
+def test_evaluate_errors_carries_the_test_files_other_columns_after_row(sport_and_money_run, tmp_path, suffix):
+    run, _ = sport_and_money_run
     test = write_test_file(tmp_path / f"test{suffix}", ["id", "source"])
     out = tmp_path / "errors.csv"
     assert main(["evaluate", str(run), "--test-file", str(test), "--errors", str(out)]) == 0
@@ -212,10 +187,10 @@ def test_evaluate_errors_carries_the_test_files_other_columns_after_row(run_and_
         assert row["text"] == TEST_ROWS[int(row["row"]) - 1][0]
 
 
-def test_evaluate_errors_parquet_keeps_the_other_columns(run_and_test, tmp_path):
+def test_evaluate_errors_parquet_keeps_the_other_columns(sport_and_money_run, tmp_path):
     import pyarrow.parquet as pq
 
-    run, _ = run_and_test
+    run, _ = sport_and_money_run
     test = write_test_file(tmp_path / "test.csv", ["id", "source"])
     out = tmp_path / "errors.parquet"
     assert main(["evaluate", str(run), "--test-file", str(test), "--errors", str(out)]) == 0
@@ -224,12 +199,12 @@ def test_evaluate_errors_parquet_keeps_the_other_columns(run_and_test, tmp_path)
     assert all(row["id"] == f"id-{row['row']}" for row in table)
 
 
-def test_misclassified_of_a_test_file_read_in_python_has_its_columns(run_and_test, tmp_path):
+def test_misclassified_of_a_test_file_read_in_python_has_its_columns(sport_and_money_run, tmp_path):
     from attnclf import Classifier
     from attnclf.evaluation import misclassified
     from attnclf.training.run_data import scoring_data
 
-    run, _ = run_and_test
+    run, _ = sport_and_money_run
     clf = Classifier.load(run)
     test = write_test_file(tmp_path / "test.jsonl", ["id", "source"])
     rows = misclassified(clf, scoring_data(clf, test_file=str(test), log=lambda line: None))
@@ -237,9 +212,9 @@ def test_misclassified_of_a_test_file_read_in_python_has_its_columns(run_and_tes
 
 
 @pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
-def test_evaluate_errors_refuses_a_test_file_column_it_writes_as_predict_output_does(run_and_test, tmp_path,
+def test_evaluate_errors_refuses_a_test_file_column_it_writes_as_predict_output_does(sport_and_money_run, tmp_path,
                                                                                     cli_error, suffix):
-    run, _ = run_and_test
+    run, _ = sport_and_money_run
     test = write_test_file(tmp_path / f"test{suffix}", ["id", "confidence"])
     out = tmp_path / "errors.csv"
     at = f"{test}, line 1" if suffix == ".jsonl" else f"{test}"  # (a JSON line names its own columns)
