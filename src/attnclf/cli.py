@@ -617,7 +617,7 @@ def cmd_refit(args: argparse.Namespace) -> int:
 @command("evaluate", threads=True)
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from .ensemble import Ensemble, load_run
-    from .evaluation.metrics import confusion_table, evaluate
+    from .evaluation.metrics import confusion_table, evaluate, operating_points_table
 
     _refuse_columns_without_test_file(args)
     clf = Ensemble.load(args.run_dirs, device=args.device, bf16=args.bf16) if len(args.run_dirs) > 1 else \
@@ -628,7 +628,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         raise AttnclfError("--overwrite replaces an existing --errors file; give --errors FILE, or drop --overwrite")
     # (a run without test data: its validation)
     metrics = evaluate(clf, _test_data(args, clf, split=args.split), errors=args.errors, overwrite=args.overwrite,
-                       named=_flag)
+                       operating_points=args.operating_points, named=_flag)
     written = metrics.pop("errors_written", None)
     if args.format == "json":
         print(json.dumps({k: v for k, v in metrics.items() if k != "classification_report"}, indent=2))
@@ -637,6 +637,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         if "confusion_matrix" in metrics:  # (a single-label run's)
             print(confusion_table(metrics["confusion_matrix"], clf.label_names) + "\n")
         _print_metrics(metrics)
+        if "operating_points" in metrics:
+            print("\n" + operating_points_table(metrics["operating_points"]))
     if written is not None:
         print(f"wrote {written:,} misclassified texts of {metrics['num_examples']:,} to {args.errors} (most confident "
               f"first)", file=sys.stderr)
@@ -1339,6 +1341,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "true_label, predicted_label, confidence, true_label_probability and probability:LABEL per "
                         "class (a single-label run's)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing --errors file")
+    p.add_argument("--operating-points", metavar="CLASS",
+                   help="also the precision, recall, F1 and number flagged of CLASS (a single-label run's, by name) "
+                        "when flagged at a probability of at least 0.1, 0.2, ..., 0.9, and the thresholds reaching "
+                        "precision or recall 0.9 and 0.95; choose one with --split validation (on test it is "
+                        "optimistic)")
     _add_device_arg(p)
     p.add_argument("--bf16", action="store_true", help=INFERENCE_BF16_HELP)
     p.add_argument("--threads", type=int, help=INFERENCE_THREADS_HELP)
@@ -1612,7 +1619,7 @@ EXAMPLES = {
               "attnclf train --dataset imdb --seeds 0 1 2 --output runs/imdb-3"),
     "refit": ("attnclf refit runs/imdb",
               "attnclf refit runs/imdb-3    # a --seeds folder: into runs/imdb-3-refit"),
-    "evaluate": ("attnclf evaluate runs/imdb",
+    "evaluate": ("attnclf evaluate runs/imdb --split validation --operating-points pos    # pos's precision vs recall",
                  "attnclf evaluate runs/imdb-3 --json",
                  "attnclf evaluate runs/demo --test-file more.csv --errors wrong.csv    # and its misclassified texts"),
     "calibrate": ("attnclf calibrate runs/imdb",

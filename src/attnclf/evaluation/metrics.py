@@ -10,12 +10,13 @@ from sklearn.metrics import (
     average_precision_score,
     classification_report,
     confusion_matrix,
+    precision_recall_curve,
     precision_recall_fscore_support,
     roc_auc_score,
 )
 
 from ..checks import by_field
-from ..errors import AttnclfError, DataError, shown
+from ..errors import AttnclfError, DataError, first_few, shown
 
 if TYPE_CHECKING:
     from ..data.base import ReadFrom, TextDataset
@@ -78,7 +79,8 @@ def compute_metrics(
     return metrics
 
 
-def evaluate(classifier, data, errors: str | Path | None = None, overwrite: bool = False, named=by_field) -> dict:
+def evaluate(classifier, data, errors: str | Path | None = None, overwrite: bool = False,
+             operating_points: str | None = None, named=by_field) -> dict:
     """``classifier``'s (a ``Classifier``'s or ``Ensemble``'s) metrics on labelled ``data``, as `attnclf evaluate`
     reports them: ``compute_metrics`` of its probabilities, or a multi-label run's ``multilabel_metrics`` at its
     thresholds; ``split`` names ``data``'s split. ``data`` is a ``TextDataset`` (``training.run_data.scoring_data``
@@ -86,11 +88,19 @@ def evaluate(classifier, data, errors: str | Path | None = None, overwrite: bool
     multi-label run's: a list of names per text). Labels are read by name (another order is re-numbered to the
     classifier's; a label it never learned is a ``DataError``). ``errors``: a .csv / .tsv / .jsonl / .parquet file
     to write the misclassified texts into as well (``misclassified_rows``; an existing one kept unless ``overwrite``),
-    its row count then in ``metrics["errors_written"]``; ``named`` names those two arguments in errors.
+    its row count then in ``metrics["errors_written"]``. ``operating_points``: a single-label run's class, by name,
+    whose precision, recall and F1 at thresholds of its probability go in ``metrics["operating_points"]``
+    (``class_operating_points``'). ``named`` names those arguments in errors.
 
     >>> # evaluate(clf := Classifier.load("runs/demo"), (df.text, df.label))["accuracy"]   # a notebook's DataFrame
     >>> # evaluate(clf, scoring_data(clf, test_file="held_out.csv"), errors="wrong.csv")["errors_written"]
+    >>> # evaluate(clf, scoring_data(clf, split="validation"), operating_points="fraud")["operating_points"]
     """
+    if operating_points is not None:  # (before predicting, as a bad errors file is)
+        if classifier.multi_label:
+            raise AttnclfError(f"{named('operating_points')} reads one class of a single-label run; a multi-label run "
+                               f"flags each label above its own threshold, tuned on its validation texts")
+        _refuse_unknown_class(classifier.label_names, operating_points, named("operating_points"))
     if errors is not None:  # (before predicting: a name that cannot be written is told at once, as a clash is)
         errors = _checked_errors_file(classifier, errors, overwrite, named)
         if read_from := getattr(data, "read_from", None):  # (a JSON line's own columns: told as it is read)
@@ -108,6 +118,12 @@ def evaluate(classifier, data, errors: str | Path | None = None, overwrite: bool
     else:
         metrics = compute_metrics(data.labels, probabilities, classifier.label_names)
     metrics["split"] = data.split
+    if operating_points is not None:
+        points = class_operating_points(data.labels, probabilities, classifier.label_names, operating_points)
+        if data.split != "validation":
+            points["note"] = (f"thresholds chosen on the {data.split} texts are optimistic: choose one on the "
+                              f"validation texts ({named('split')} validation) and read its figures here")
+        metrics["operating_points"] = points
     if errors is not None:
         from ..prediction_files import write_rows
 
@@ -116,6 +132,85 @@ def evaluate(classifier, data, errors: str | Path | None = None, overwrite: bool
         write_rows(rows, errors, columns, overwrite, "evaluating", named)
         metrics["errors_written"] = len(rows)
     return metrics
+
+
+OPERATING_THRESHOLDS = tuple(round(0.1 * i, 1) for i in range(1, 10))
+OPERATING_TARGETS = (0.9, 0.95)
+
+
+def class_operating_points(y_true: Sequence[int], probabilities: np.ndarray, label_names: Sequence[str],
+                           name: str) -> dict:
+    """Class ``name``'s figures when a text is flagged as it whenever its probability is at least a threshold, as an
+    analyst trades precision for recall on the one class that matters: ``thresholds``, a row per threshold of
+    ``OPERATING_THRESHOLDS`` (``threshold``, ``flagged``, ``precision``, ``recall``, ``f1``; precision None where
+    nothing is flagged); ``precision_at_least``, per target of ``OPERATING_TARGETS``, the smallest threshold whose
+    precision reaches it (the one finding the most), and ``recall_at_least`` the largest whose recall does (the one
+    flagging the fewest), each a row or None where none does; ``positives`` and ``num_examples``. Thresholds there
+    are the texts' own probabilities, read off scikit-learn's ``precision_recall_curve``. ``evaluate(...,
+    operating_points=name)`` gives them for a classifier's texts.
+
+    >>> p = class_operating_points([1, 0, 1], np.array([[.1, .9], [.4, .6], [.7, .3]]), ["ok", "fraud"], "fraud")
+    >>> p["thresholds"][4], p["precision_at_least"]["0.9"]["threshold"], p["recall_at_least"]["0.9"]["flagged"]
+    ({'threshold': 0.5, 'flagged': 2, 'precision': 0.5, 'recall': 0.5, 'f1': 0.5}, 0.9, 3)
+    """
+    _refuse_unknown_class(label_names, name, "name")
+    positive = np.asarray(y_true) == list(label_names).index(name)
+    scores = np.asarray(probabilities, dtype=np.float64)[:, list(label_names).index(name)]
+    if not positive.any():  # (no recall to read, and scikit-learn would only warn)
+        raise DataError(f"operating points of {shown(name)}: the scored texts hold no {shown(name)} text")
+
+    def point(threshold: float) -> dict:
+        flagged = scores >= threshold
+        found = int(np.sum(flagged & positive))
+        precision = found / flagged.sum() if flagged.any() else None
+        recall = found / positive.sum()
+        f1 = 2 * precision * recall / (precision + recall) if precision else 0.0
+        return {"threshold": float(threshold), "flagged": int(flagged.sum()),
+                "precision": None if precision is None else float(precision), "recall": float(recall),
+                "f1": float(f1)}
+
+    # The curve's last point (precision 1, recall 0) has no threshold: flagging nothing is no operating point.
+    precision, recall, thresholds = precision_recall_curve(positive, scores)
+    precision, recall = precision[:-1], recall[:-1]
+    smallest = {str(target): next((point(t) for t, p in zip(thresholds, precision) if p >= target), None)
+                for target in OPERATING_TARGETS}
+    largest = {str(target): next((point(t) for t, r in zip(thresholds[::-1], recall[::-1]) if r >= target), None)
+               for target in OPERATING_TARGETS}
+    return {"class": name, "positives": int(positive.sum()), "num_examples": int(len(scores)),
+            "thresholds": [point(t) for t in OPERATING_THRESHOLDS], "precision_at_least": smallest,
+            "recall_at_least": largest}
+
+
+def operating_points_table(points: dict) -> str:
+    """``class_operating_points``' figures as text: a row per threshold, then the thresholds that reach each target,
+    then its note, if any.
+
+    >>> p = class_operating_points([1, 0, 1], np.array([[.1, .9], [.4, .6], [.7, .3]]), ["ok", "fraud"], "fraud")
+    >>> print(operating_points_table(p).splitlines()[6])
+          0.5        2     0.5000  0.5000  0.5000
+    """
+    def figure(value):
+        return "     -" if value is None else f"{value:.4f}"
+
+    lines = [f"operating points of {shown(points['class'])} ({points['positives']:,} of {points['num_examples']:,} "
+             f"texts): flagged when its probability is at least the threshold",
+             f"{'threshold':>9}  {'flagged':>7}  {'precision':>9}  {'recall':>6}  {'F1':>6}"]
+    lines += [f"{row['threshold']:>9.1f}  {row['flagged']:>7,}  {figure(row['precision']):>9}  "
+              f"{figure(row['recall']):>6}  {figure(row['f1']):>6}" for row in points["thresholds"]]
+    for goal, key, which in (("precision", "precision_at_least", "smallest"), ("recall", "recall_at_least", "largest")):
+        for target, row in points[key].items():
+            lines.append(f"{goal} >= {target}: " + ("no threshold reaches it" if row is None else
+                         f"{which} threshold {row['threshold']:.4f}, flagging {row['flagged']:,}: precision "
+                         f"{figure(row['precision'])}, recall {figure(row['recall'])}, F1 {figure(row['f1'])}"))
+    if "note" in points:
+        lines.append(f"note: {points['note']}")
+    return "\n".join(lines)
+
+
+def _refuse_unknown_class(label_names: Sequence[str], name, asked: str) -> None:
+    if name not in label_names:
+        raise AttnclfError(f"{asked}: {shown(name)} is not one of the run's {len(label_names)} classes: "
+                           f"{first_few(label_names, most=5)}")
 
 
 def misclassified(classifier, data) -> list[dict]:
