@@ -179,9 +179,10 @@ def _read_as_pretrained(settings, args: argparse.Namespace, noted: bool) -> None
     """Texts read as the encoder of --init-from was pretrained, where it predates a cleaning setting whose flag the
     command left out (``cleaning_as_pretrained``): the command that started from it then does so still. The flags
     only turn the new settings off, so only their absence is the default; ``noted``: say so, in one note."""
+    from .text.cleaning import CLEANING_ADDED
     from .training.pretrain import cleaning_as_pretrained
 
-    typed = {name for name in ("unicode_nfc", "split_cjk") if getattr(args, f"no_{name}")}
+    typed = {name for name in CLEANING_ADDED if getattr(args, f"no_{name}")}  # (each added with a --no-... flag)
     cleaning, taken = cleaning_as_pretrained(settings.init_from, settings.tokenizer.cleaning, typed)
     if not taken:
         return

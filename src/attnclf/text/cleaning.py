@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import asdict, dataclass
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, replace
 from functools import lru_cache
 
 from ..checks import true_or_false
@@ -79,6 +80,14 @@ class CleaningConfig:
         """
         return cls(**{**CLEANING_ADDED, **recorded})
 
+    def as_before(self, names: Sequence[str]) -> "CleaningConfig":
+        """These settings with each of ``names`` (settings of ``CLEANING_ADDED``) at the value runs had before it.
+
+        >>> CleaningConfig().as_before(["split_cjk"]).split_cjk
+        False
+        """
+        return replace(self, **{name: CLEANING_ADDED[name] for name in names})
+
     def keyed(self) -> dict:
         """``to_dict`` as a cache key hashes it: without each setting of ``CLEANING_ADDED`` at the value runs had
         before it, so a key made then is made again, and a cache built then reused, while texts read the same.
@@ -89,6 +98,16 @@ class CleaningConfig:
         """
         return {name: value for name, value in self.to_dict().items()
                 if name not in CLEANING_ADDED or value != CLEANING_ADDED[name]}
+
+
+def added_since(recorded: dict) -> tuple[str, ...]:
+    """The settings of ``CLEANING_ADDED`` that ``recorded`` (a cleaning as config.json, a checkpoint or pretrain.json
+    holds it) has no value for: it was written before them.
+
+    >>> added_since({"lowercase": True, "unicode_nfc": True})
+    ('split_cjk',)
+    """
+    return tuple(name for name in CLEANING_ADDED if name not in recorded)
 
 
 @lru_cache(maxsize=1)

@@ -48,7 +48,7 @@ from ..prediction import check_texts
 from ..rundir import (atomic_save_tensors, atomic_write_json, file_sha256, first_missing_folder, folder_lock,
                       load_weights, prepare_output_dir, read_json, remove_cut_short_writes, remove_empty_folders)
 from ..text.batching import BucketBatches
-from ..text.cleaning import CLEANING_ADDED, CleaningConfig
+from ..text.cleaning import CLEANING_ADDED, CleaningConfig, added_since
 from ..text.tokenizer import PAD_ID, UNK_ID, Tokenizer, TokenizerConfig
 from ..text.vectors import WordVectors
 from .device import (describe_device, device_generator_state, forked_generators, resolve_device, seed_generators,
@@ -383,10 +383,10 @@ def _tokenizer_as_begun(output: Path, config: TokenizerConfig) -> TokenizerConfi
         return config
     try:
         recorded = json.loads(_checkpoint_metadata(checkpoint)["state"])["record"]["tokenizer"]["cleaning"]
-        lacking = {name: value for name, value in CLEANING_ADDED.items() if name not in recorded}
+        lacking = added_since(recorded)
     except (KeyError, TypeError, ValueError, AttnclfError):  # not a pretraining's: _earlier_state says so
         return config
-    return replace(config, cleaning=replace(config.cleaning, **lacking))
+    return replace(config, cleaning=config.cleaning.as_before(lacking))
 
 
 def _checkpoint_metadata(path: Path) -> dict:
@@ -512,11 +512,11 @@ unicode_nfc=True, split_cjk=True), [])
     """
     try:
         recorded = read_json(Path(folder) / PRETRAIN_FILE)["tokenizer"]["cleaning"]
-        lacking = [name for name in CLEANING_ADDED if name not in recorded and name not in given
-                   and getattr(cleaning, name) != CLEANING_ADDED[name]]
+        lacking = [name for name in added_since(recorded)
+                   if name not in given and getattr(cleaning, name) != CLEANING_ADDED[name]]
     except (RunDirError, KeyError, TypeError):
         return cleaning, []
-    return replace(cleaning, **{name: CLEANING_ADDED[name] for name in lacking}), lacking
+    return cleaning.as_before(lacking), lacking
 
 
 # The command line's flag for each cleaning setting: what sets it away from its default

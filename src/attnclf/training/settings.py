@@ -23,7 +23,7 @@ from ..errors import AttnclfError, shown
 from ..models import MODELS
 from ..recipes import run_recipe
 from ..rundir import read_config, read_json, refuse_estimator_run
-from ..text.cleaning import CLEANING_ADDED, CleaningConfig
+from ..text.cleaning import CleaningConfig, added_since
 from ..text.tokenizer import TokenizerConfig
 from ..text.windows import WindowConfig
 from .trainer import TrainConfig, stopped_early
@@ -257,7 +257,7 @@ class RunSettings:
         """
         if not self.recorded_without:
             return built
-        cleaning = replace(built.tokenizer.cleaning, **{name: CLEANING_ADDED[name] for name in self.recorded_without})
+        cleaning = built.tokenizer.cleaning.as_before(self.recorded_without)
         return replace(built, tokenizer=replace(built.tokenizer, cleaning=cleaning),
                        recorded_without=self.recorded_without)
 
@@ -575,5 +575,5 @@ def resume_settings(run_dir: str | Path, epochs: int | None = None, device: str 
         embeddings_std=saved.get("embeddings_std", RunSettings.embeddings_std),
         init_from=saved.get("init_from"),
         refit_of=saved.get("refit_of"),
-        recorded_without=tuple(name for name in CLEANING_ADDED if name not in saved["tokenizer"].get("cleaning", {})),
+        recorded_without=added_since(saved["tokenizer"].get("cleaning", {})),
     )
