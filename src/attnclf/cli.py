@@ -860,6 +860,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     from .data.files import refuse_compressed_output
     from .explain import render
     from .ensemble import refuse_ensemble_dir
+    from .explain.explanation import explain_each
     from .explain.methods import DEFAULT_METHOD, METHODS, chosen_methods, run_methods
 
     if args.output is None and args.format == "png":
@@ -884,15 +885,10 @@ def cmd_explain(args: argparse.Namespace) -> int:
     methods = chosen_methods(DEFAULT_METHOD if args.method is None else args.method, available, "method", _flag)
     if args.steps is not None and "integrated-gradients" not in methods:
         raise AttnclfError("--steps applies to integrated-gradients only")
-    # Attention asked for is shown as its own block; beside the other methods too, it would only repeat it.
-    by_method = [clf.explain(texts, method, target=args.target, self_attentions=args.heads and i == 0,
-                             attention_beside="attention" not in methods,
-                             **({"steps": args.steps} if args.steps is not None and method == "integrated-gradients"
-                                else {}))
-                 for i, method in enumerate(methods)]
+    explanations = explain_each(clf, texts, methods, target=args.target, self_attentions=args.heads,
+                                steps=args.steps)
     if args.method == "all":
         _note_left_out(available, "--method all")
-    explanations = [per_method[t] for t in range(len(texts)) for per_method in by_method]  # grouped by text
     output_format = render.format_for(args.output, args.format)
     if output_format == "png":
         from .rundir import write_output_file

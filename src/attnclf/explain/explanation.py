@@ -273,3 +273,22 @@ def _class_index(target: str | int, label_names: list[str]) -> int:
     # (an int is an index: the estimator's class 7 of [3, 7] is "7", and "the classes are 3, 7" alone baffled)
     raise AttnclfError(f"unknown target class {shown(target)}; give a label name ({first_few(label_names, most=10)}) or "
                        f"an index from 0 to {len(label_names) - 1}")
+
+
+def explain_each(classifier: "Classifier", texts: Sequence[str], methods: Sequence[str], *,
+                 target: str | int | None = None, self_attentions: bool = False,
+                 steps: int | str | None = None) -> list[Explanation]:
+    """Every text explained by each of ``methods`` (``classifier.explain``), grouped by text, a text's explanations
+    in the order of ``methods``, as `attnclf explain --method a,b` and /explain's list of methods give them: the
+    pooling attention beside the scores only where attention is not among ``methods`` (it would repeat its
+    scores); the self-attention maps (``self_attentions``) with the first method's; ``steps`` for integrated
+    gradients, where asked.
+
+    >>> # explain_each(clf, ["a", "b"], ["occlusion", "attention"])   # a's two explanations, then b's
+    """
+    by_method = [classifier.explain(texts, method, target=target, self_attentions=self_attentions and i == 0,
+                                    attention_beside="attention" not in methods,
+                                    **({"steps": steps} if steps is not None and method == "integrated-gradients"
+                                       else {}))
+                 for i, method in enumerate(methods)]
+    return [explanation for per_text in zip(*by_method) for explanation in per_text]

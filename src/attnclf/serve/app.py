@@ -714,17 +714,6 @@ def weights_id(weights_sha256: list[str | None] | None) -> str | None:
     return hashlib.sha256(",".join(weights_sha256).encode()).hexdigest()
 
 
-def _by_text(classifier, texts: list[str], methods: list[str], target) -> list:
-    """Each text's explanation by each of ``methods``, grouped by text, as `attnclf explain --method` lists them; the
-    pooling attention beside the scores only where attention is not among ``methods`` (it would repeat its scores).
-
-    >>> # _by_text(clf, ["a", "b"], ["occlusion", "attention"], None)   # a's two explanations, then b's
-    """
-    by_method = [classifier.explain(texts, method, target=target, attention_beside="attention" not in methods)
-                 for method in methods]
-    return [explanation for per_text in zip(*by_method) for explanation in per_text]
-
-
 def create_app(classifier, limits: ServeLimits = ServeLimits(),
                access_log: Callable[[str], None] | None = None, served_from: dict | None = None,
                access_log_format: str = "text") -> FastAPI:
@@ -828,6 +817,8 @@ def create_app(classifier, limits: ServeLimits = ServeLimits(),
         available. The X-Attnclf-Weights header names the weights that answered (GET /model's weights_id)."""
         if backend != "torch":
             raise HTTPException(400, NO_EXPLANATIONS)
+        from ..explain.explanation import explain_each
+
         texts = request.checked(limits.max_explain_batch, limits.max_text_chars)
         methods = request.methods(explain_methods)
         # Each method explains every text: the limit bounds the explanations, which is what a request costs.
@@ -843,7 +834,7 @@ def create_app(classifier, limits: ServeLimits = ServeLimits(),
         try:
             explanations = await asyncio.get_running_loop().run_in_executor(
                 explainer, lambda: classifier.explain(texts, method=request.method, target=request.target)
-                if methods is None else _by_text(classifier, texts, methods, request.target))
+                if methods is None else explain_each(classifier, texts, methods, target=request.target))
         finally:
             state["explaining"] -= 1
         response.headers.update(answered_by)
