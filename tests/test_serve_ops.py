@@ -150,7 +150,7 @@ def test_an_app_not_told_its_weights_names_none(local):
 
 
 @pytest.mark.parametrize("access_log", ["text", "json"])
-def test_a_sigterm_stop_says_when_it_begins_and_when_it_has_stopped(demo_run, access_log):
+def test_a_sigterm_stop_says_when_it_begins_why_and_when_it_has_stopped(demo_run, access_log):
     """uvicorn logs at warning: without these lines, a clean stop under systemd or Docker left no trace, and could
     not be told from a crash. As JSON, they are objects like the requests': a collector reads stdout line by line."""
     import json
@@ -189,7 +189,9 @@ def test_a_sigterm_stop_says_when_it_begins_and_when_it_has_stopped(demo_run, ac
         lines = [records[0]["method"] + " " + records[0]["path"] + " " + str(records[0]["status"])] + [
             record["message"] for record in records[1:]]
     assert "POST /predict 200" in lines[0], out
-    assert lines[1:] == ["stopping: no requests in flight", "stopped after serving 1 request (/health included)"], out
+    # The stop names its signal: an operator tells systemd's or Docker's SIGTERM from a Ctrl-C in a terminal
+    assert lines[1:] == ["stopping on SIGTERM: no requests in flight",
+                         "stopped after serving 1 request (/health included)"], out
     assert "Traceback" not in err, err
 
 

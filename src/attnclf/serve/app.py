@@ -35,6 +35,7 @@ import json
 import os
 import shlex
 import socket
+import signal
 import time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
@@ -1000,9 +1001,9 @@ def serve(run_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, limits
 
 
 class StopAnnouncingServer(uvicorn.Server):
-    """uvicorn's server, saying to ``write`` (event, line) when a stop (Ctrl-C, SIGTERM) begins, with the requests in
-    flight it waits for, and when it has stopped, with the requests served: uvicorn logs at warning, where a clean
-    stop left no trace and could not be told from a crash.
+    """uvicorn's server, saying to ``write`` (event, line) when a stop (Ctrl-C, SIGTERM) begins, with its signal and
+    the requests in flight it waits for, and when it has stopped, with the requests served: uvicorn logs at warning,
+    where a clean stop left no trace and could not be told from a crash.
 
     >>> # StopAnnouncingServer(uvicorn.Config(app, **_uvicorn_options(limits)), write=partial(_say, "text")).run()
     """
@@ -1010,12 +1011,19 @@ class StopAnnouncingServer(uvicorn.Server):
     def __init__(self, config: uvicorn.Config, write: Callable[[str, str], None]):
         super().__init__(config)
         self.write = write
+        self.stop_signal: str | None = None
+
+    def handle_exit(self, sig: int, frame) -> None:
+        # The first signal is the stop's; uvicorn keeps the signals it caught to itself (and a second Ctrl-C forces it)
+        self.stop_signal = self.stop_signal or signal.Signals(sig).name
+        super().handle_exit(sig, frame)
 
     async def shutdown(self, sockets=None):
         in_flight = len(self.server_state.tasks)  # (requests being answered: an idle connection runs none)
-        self.write("stopping", f"stopping: waiting up to {self.config.timeout_graceful_shutdown} s for {in_flight} "
+        stopping = f"stopping on {self.stop_signal}" if self.stop_signal else "stopping"
+        self.write("stopping", f"{stopping}: waiting up to {self.config.timeout_graceful_shutdown} s for {in_flight} "
                                f"request{'s' * (in_flight != 1)} in flight" if in_flight
-                   else "stopping: no requests in flight")
+                   else f"{stopping}: no requests in flight")
         await super().shutdown(sockets)
         served = self.server_state.total_requests
         self.write("stopped", f"stopped after serving {served} request{'s' * (served != 1)} (/health included)")
