@@ -209,11 +209,11 @@ def test_a_prediction_failing_midway_leaves_no_output_and_no_temporary_file(run,
     monkeypatch.setattr(prediction_files, "PREDICT_CHUNK", 3)
     original, calls = Classifier.predict, []
 
-    def failing_after_the_first_chunk(self, texts, tokens=True):
+    def failing_after_the_first_chunk(self, texts, tokens=True, **options):
         calls.append(len(texts))
         if len(calls) > 1:
             raise RuntimeError("the model broke")
-        return original(self, texts, tokens)
+        return original(self, texts, tokens, **options)
 
     monkeypatch.setattr(Classifier, "predict", failing_after_the_first_chunk)
     output = tmp_path / "out" / f"scored{suffix}"

@@ -18,7 +18,7 @@ from .errors import AttnclfError, RunDirError
 from .evaluation.predict import DEFAULT_THRESHOLD, output_probabilities
 from .models import MODELS, model_from_config
 from .models.windows import window_config, windowed
-from .prediction import LabelSetPrediction, Prediction, check_texts, model_repr, predictions
+from .prediction import LabelSetPrediction, Prediction, check_texts, class_threshold, model_repr, predictions
 from .rundir import (ENSEMBLE_FILE, check_label_names, check_run_dir, is_multi_label, load_weights, read_config,
                      read_json, read_temperature, read_thresholds)
 from .text.batching import EVAL_MAX_TOKENS
@@ -142,10 +142,15 @@ class Classifier:
         """
         return self._run(texts, logits=True)[0]
 
-    def predict(self, texts: Sequence[str], tokens: bool = True) -> list[Prediction] | list[LabelSetPrediction]:
+    def predict(self, texts: Sequence[str], tokens: bool = True,
+                threshold: tuple[str, float] | str | None = None) -> list[Prediction] | list[LabelSetPrediction]:
         """Label, confidence, probabilities, tokens, pooling attention and how many of its tokens the model does not
         know (``unknown_tokens`` of ``tokens_read``) per text; ``tokens=False`` leaves out the tokens and attention,
         for a caller that shows neither (``attnclf serve``'s /predict).
+
+        ``threshold=("pos", 0.7)`` (or ``"pos=0.7"``) applies an operating point (``evaluate --operating-points``
+        finds one): pos wherever its probability is at least 0.7, else the most probable other class; the confidence
+        stays the predicted class's probability. Refused for a multi-label run (see ``prediction.class_threshold``).
 
         A multi-label run returns a ``LabelSetPrediction`` per text instead:
         its ``labels`` (a list, possibly empty) in place of label and confidence.
@@ -153,9 +158,11 @@ class Classifier:
         >>> # [p.label for p in clf.predict(["great film", "dull film"])]
         >>> # [p.labels for p in topics_clf.predict(["the coach praised the album"])]  # [['sports', 'music']]
         >>> # clf.predict(["the movie was awesome"], tokens=False)[0].unknown_tokens  # 1 of tokens_read 4
+        >>> # clf.predict(["a fine film"], threshold=("positive", 0.9))[0].label  # 'negative' under 0.9
         """
+        threshold = class_threshold(threshold, self.label_names, self.multi_label)  # (before the texts are run)
         return predictions(*self._run(texts), self.label_names, self.tokenizer.token_strings, tokens,
-                           self.thresholds if self.multi_label else None)
+                           self.thresholds if self.multi_label else None, threshold)
 
     def explain(self, texts: Sequence[str], method: str | None = None, **options) -> list:
         """Per-token scores of each prediction by ``method``: one ``attnclf.explain.Explanation`` per text.

@@ -629,7 +629,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         raise AttnclfError("--overwrite replaces an existing --errors file; give --errors FILE, or drop --overwrite")
     # (a run without test data: its validation)
     metrics = evaluate(clf, _test_data(args, clf, split=args.split), errors=args.errors, overwrite=args.overwrite,
-                       operating_points=args.operating_points, named=_flag)
+                       operating_points=args.operating_points, named=_flag, threshold=args.threshold)
     written = metrics.pop("errors_written", None)
     if args.format == "json":
         print(json.dumps({k: v for k, v in metrics.items() if k != "classification_report"}, indent=2))
@@ -638,6 +638,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         if "confusion_matrix" in metrics:  # (a single-label run's)
             print(confusion_table(metrics["confusion_matrix"], clf.label_names) + "\n")
         _print_metrics(metrics)
+        if threshold := metrics.get("threshold"):
+            print(f"predicted by --threshold: {shown(threshold['class'])} when its probability is at least "
+                  f"{threshold['probability']:g}, else the most probable other class")
         if "operating_points" in metrics:
             print("\n" + operating_points_table(metrics["operating_points"]))
     if written is not None:
@@ -681,6 +684,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
 def _predict(args: argparse.Namespace) -> int:
     from .data.files import has_rows
     from .ensemble import first_member, is_ensemble_dir, load_backend
+    from .prediction import class_threshold
     from .prediction_files import PREDICT_CHUNK, check_output, predict_file, predict_texts
 
     if args.output is None:
@@ -693,22 +697,24 @@ def _predict(args: argparse.Namespace) -> int:
                            f"ask one member (--attention with {first_member(args.run_dir)})")
     clf = load_backend(args.run_dir, args.backend, int8=args.int8, device=args.device, bf16=args.bf16,
                        threads=args.threads, named=_flag)
+    # (checked before any text is read, named by its flag)
+    threshold = class_threshold(args.threshold, clf.label_names, getattr(clf, "multi_label", False), _flag)
     _warn_if_unfinished(args.run_dir)  # (an export of a run holds its best weights so far, as the run does)
     notes = _UnknownTokenNotes()
     if args.output is not None:
         if args.file is not None and has_rows(args.file):
             written = predict_file(clf, args.file, args.output, text_column=args.text_column,
-                                   overwrite=args.overwrite, noticed=notes, named=_flag)
+                                   overwrite=args.overwrite, noticed=notes, named=_flag, threshold=threshold)
         else:
             written = predict_texts(clf, _input_texts(args, clf.config), args.output, overwrite=args.overwrite,
-                                    noticed=notes, named=_flag)
+                                    noticed=notes, named=_flag, threshold=threshold)
         notes.count_the_rest()
         print(f"wrote {written:,} prediction{'s' * (written != 1)} to {args.output}", file=sys.stderr)
         return 0
     texts = _input_texts(args, clf.config)
     for start in range(0, len(texts), PREDICT_CHUNK):  # answers flow out chunk by chunk, not all at the end
         chunk = texts[start:start + PREDICT_CHUNK]
-        for text, prediction in zip(chunk, clf.predict(chunk, tokens=args.attention)):
+        for text, prediction in zip(chunk, clf.predict(chunk, tokens=args.attention, threshold=threshold)):
             record = {"text": text, **prediction.to_dict()}  # blank input lines are skipped: say which text this is
             if not args.attention:
                 record.pop("tokens"), record.pop("attention")
@@ -1103,7 +1109,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     limits = ServeLimits(**{k: v for k, v in limits.items() if v is not None}, named=_flag)
     _warn_if_unfinished(args.run_dir)
     serve(args.run_dir, host=args.host, port=args.port, device=args.device, threads=args.threads, bf16=args.bf16,
-          backend=args.backend, int8=args.int8, named=_flag, limits=limits, access_log=args.access_log)
+          backend=args.backend, int8=args.int8, named=_flag, limits=limits, access_log=args.access_log,
+          threshold=args.threshold)
     return 0
 
 
@@ -1230,6 +1237,15 @@ INFERENCE_THREADS_HELP = (
     "PyTorch threads for the model (default: one per core; 1 is steadier on a machine busy with other jobs)")
 
 
+def _add_threshold_arg(p: argparse.ArgumentParser, applied: str) -> None:
+    """--threshold CLASS=P of the commands that apply an operating point (predict, evaluate, serve); ``applied``: to
+    what."""
+    p.add_argument("--threshold", metavar="CLASS=P",
+                   help=f"{applied}: CLASS (a single-label run's, by name) wherever its probability is at least P "
+                        f"(0 < P < 1), else the most probable other class; the confidence stays the predicted "
+                        f"class's probability (find P with `evaluate --split validation --operating-points CLASS`)")
+
+
 def _add_backend_args(p: argparse.ArgumentParser) -> None:
     """--backend, --int8, --bf16 and --threads of the commands that run a model either way (predict, serve)."""
     p.add_argument("--backend", choices=BACKENDS, default="torch",
@@ -1342,7 +1358,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also the precision, recall, F1 and number flagged of CLASS (a single-label run's, by name) "
                         "when flagged at a probability of at least 0.1, 0.2, ..., 0.9, and the thresholds reaching "
                         "precision or recall 0.9 and 0.95; choose one with --split validation (on test it is "
-                        "optimistic)")
+                        "optimistic), apply it with --threshold")
+    _add_threshold_arg(p, "score the texts as predicted by one class's threshold")
     _add_device_arg(p)
     p.add_argument("--bf16", action="store_true", help=INFERENCE_BF16_HELP)
     p.add_argument("--threads", type=int, help=INFERENCE_THREADS_HELP)
@@ -1382,6 +1399,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "confidence (multi-label: predicted_labels), probability:LABEL per class, unknown_tokens "
                         "and tokens_read")
     p.add_argument("--overwrite", action="store_true", help="replace an existing --output file")
+    _add_threshold_arg(p, "label each text by one class's threshold")
     _add_device_arg(p)
     _add_backend_args(p)
 
@@ -1536,6 +1554,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a line on stdout per request answered (time, client, method, path, status, ms, an error's "
                         "reason; never a text): text, json (one object a line, the start and stop lines too, for a "
                         "log collector) or off (a proxy in front logs them) (default: text)")
+    _add_threshold_arg(p, "answer /predict by one class's threshold (GET /model names it)")
     _add_device_arg(p)
     _add_backend_args(p)
 
@@ -1617,12 +1636,13 @@ EXAMPLES = {
     "refit": ("attnclf refit runs/imdb",
               "attnclf refit runs/imdb-3    # a --seeds folder: into runs/imdb-3-refit"),
     "evaluate": ("attnclf evaluate runs/imdb --split validation --operating-points pos    # pos's precision vs recall",
-                 "attnclf evaluate runs/imdb-3 --json",
+                 "attnclf evaluate runs/imdb-3 --json --threshold pos=0.8    # pos predicted from probability 0.8 on",
                  "attnclf evaluate runs/demo --test-file more.csv --errors wrong.csv    # and its misclassified texts"),
     "calibrate": ("attnclf calibrate runs/imdb",
                   "attnclf calibrate runs/imdb-3/seed-0    # each member of a --seeds folder"),
     "predict": ('attnclf predict runs/demo "the plot was brilliant" "the acting was not good"',
-                "attnclf predict runs/demo --file texts.txt    # a text per line",
+                "attnclf predict runs/demo --file texts.txt --threshold positive=0.9    # a text per line; "
+                "positive only from 0.9 on",
                 "attnclf predict runs/mine --file to_score.csv --output scored.csv    # each row with its prediction"),
     "datasets": ("attnclf datasets",
                  "attnclf datasets --data-dir ../shared/datasets"),
@@ -1644,7 +1664,8 @@ EXAMPLES = {
     "ablate": ("attnclf ablate --dataset toy-order",
                "attnclf ablate --dataset sst2-sentences --sweep heads=1,2,4 --quick"),
     "serve": ("attnclf serve runs/demo    # http://127.0.0.1:8000/docs",
-              "attnclf serve runs/demo --backend onnx    # after `attnclf export runs/demo`"),
+              "attnclf serve runs/demo --backend onnx    # after `attnclf export runs/demo`",
+              "attnclf serve runs/demo --threshold positive=0.9    # /predict says positive only from 0.9 on"),
     "vectors": ("attnclf vectors --dataset imdb --dataset sst2-sentences -o vectors/movies.vec",
                 "attnclf vectors --file my_texts.txt -o vectors/mine.vec    # a text per line"),
     "pretrain": ("attnclf pretrain --dataset imdb --download -o pretrained/imdb",

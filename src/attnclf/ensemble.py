@@ -27,7 +27,7 @@ import numpy as np
 
 from .checks import by_field, check_backend, check_seed
 from .errors import NAME_LENGTH, AttnclfError, RunDirError, shown
-from .prediction import Prediction, model_repr, token_counts
+from .prediction import Prediction, class_threshold, model_repr, token_counts
 from .rundir import (ENSEMBLE_FILE, atomic_write_bytes, atomic_write_json, file_sha256, first_missing_folder,
                      folder_lock, member_folders, prepare_output_dir, read_json, remove_cut_short_writes,
                      remove_empty_folders, run_dir_list)
@@ -149,19 +149,22 @@ class Ensemble:
         """
         raise AttnclfError(not_explained(self._first_member))
 
-    def predict(self, texts: Sequence[str], tokens: bool = True) -> list[Prediction]:
+    def predict(self, texts: Sequence[str], tokens: bool = True,
+                threshold: tuple[str, float] | str | None = None) -> list[Prediction]:
         """Each text's label, confidence and probabilities under the averaged probabilities, and its unknown tokens
-        as the member that knows the smallest share of them reads it (``unknown_tokens`` of ``tokens_read``).
+        as the member that knows the smallest share of them reads it (``unknown_tokens`` of ``tokens_read``);
+        ``threshold``: one class's operating point applied to the averaged probabilities (``Classifier.predict``).
 
         No tokens or attention, whatever ``tokens`` (which the service passes every backend alike): every member
         tokenises and attends its own way, and an average of attention weights would describe no model.
 
         >>> # [p.label for p in Ensemble.load(["runs/a", "runs/b"]).predict(["great film", "dull film"])]
         """
+        threshold = class_threshold(threshold, self.label_names)  # (an ensemble is single-label: it refuses others)
         probabilities, member_ids = self._averaged(texts)
         counts = [max((token_counts(ids[i]) for ids in member_ids), key=lambda count: count[0] / count[1])
                   for i in range(len(probabilities))]
-        return [Prediction.from_scores(row, self.label_names, [], None, count)
+        return [Prediction.from_scores(row, self.label_names, [], None, count, threshold)
                 for row, count in zip(probabilities, counts)]
 
 

@@ -8,7 +8,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .checks import true_or_false
+from .checks import by_field, true_or_false
 from .errors import AttnclfError, first_few, shown
 from .text.cleaning import unicode_problem
 from .text.tokenizer import UNK, UNK_ID
@@ -168,6 +168,101 @@ def unknown_tokens_note(unknown_tokens: int | None, tokens_read: int | None) -> 
             f"unknown to it ({UNK}): its answer rests on the other {tokens_read - unknown_tokens}")
 
 
+def refuse_unknown_class(label_names: Sequence[str], name, asked: str) -> None:
+    """One line where ``name`` is not one of ``label_names`` (``asked``: what named it), with the first few of them
+    to pick from.
+
+    >>> refuse_unknown_class(["neg", "pos"], "fraud", "--threshold")
+    Traceback (most recent call last):
+    attnclf.errors.AttnclfError: --threshold: 'fraud' is not one of the run's 2 classes: 'neg', 'pos'
+    """
+    if name not in label_names:
+        raise AttnclfError(f"{asked}: {shown(name)} is not one of the run's {len(label_names)} classes: "
+                           f"{first_few(label_names, most=5)}")
+
+
+@dataclass(frozen=True)
+class ClassThreshold:
+    """An operating point applied: ``label`` (``label_names[index]``) is predicted whenever its probability is at
+    least ``probability``, else the most probable of the other classes (``decided_classes``). Made by
+    ``class_threshold``, which checks it against a run's classes.
+
+    >>> ClassThreshold("pos", 1, 0.7).to_dict()
+    {'class': 'pos', 'probability': 0.7}
+    """
+
+    label: str
+    index: int
+    probability: float
+
+    def to_dict(self) -> dict:
+        return {"class": self.label, "probability": self.probability}
+
+
+def class_threshold(threshold, label_names: Sequence[str], multi_label: bool = False,
+                    named: Callable[[str], str] = by_field) -> ClassThreshold | None:
+    """``threshold`` as a ``ClassThreshold`` of a run's ``label_names``: a pair ``(class, probability)``, or the
+    command line's ``"CLASS=P"`` (split at its last ``=``: a class name may hold one); None stays None. One line
+    (naming ``named("threshold")``) for a malformed one, a class the run lacks, a probability outside (0, 1), or a
+    ``multi_label`` run, whose labels have thresholds of their own.
+
+    >>> class_threshold("pos=0.7", ["neg", "pos"])
+    ClassThreshold(label='pos', index=1, probability=0.7)
+    >>> class_threshold(("pos", 1.2), ["neg", "pos"])
+    Traceback (most recent call last):
+    attnclf.errors.AttnclfError: threshold 'pos'=1.2: the probability must be between 0 and 1, both left out
+    """
+    if threshold is None:
+        return None
+    asked = named("threshold")
+    if multi_label:
+        raise AttnclfError(f"{asked} picks one class of a single-label run; a multi-label run flags each label at "
+                           f"its own threshold (thresholds.json, tuned on its validation texts)")
+    if isinstance(threshold, ClassThreshold):
+        threshold = (threshold.label, threshold.probability)
+    if isinstance(threshold, str):
+        name, equals, value = threshold.rpartition("=")
+        if not equals or not name or not value.strip():
+            raise AttnclfError(f"{asked} takes CLASS=P, a class and the probability from which it is predicted "
+                               f"(pos=0.7), got {shown(threshold)}")
+        try:
+            probability = float(value)
+        except ValueError:
+            raise AttnclfError(f"{asked} {shown(threshold)}: {shown(value)} is not a number") from None
+    elif isinstance(threshold, (tuple, list)) and len(threshold) == 2:
+        name, probability = threshold
+        if isinstance(probability, bool) or not isinstance(probability, (int, float, np.integer, np.floating)):
+            raise AttnclfError(f"{asked}: the probability {shown(probability)} is not a number")
+        probability = float(probability)
+    else:
+        raise AttnclfError(f"{asked} takes a class and a probability, ('pos', 0.7) or 'pos=0.7', got "
+                           f"{shown(threshold)}")
+    refuse_unknown_class(label_names, name, asked)
+    # 0 would predict the class for every text and 1 for almost none: neither is an operating point (NaN neither).
+    if not 0 < probability < 1:
+        raise AttnclfError(f"{asked} {shown(name)}={shown(probability)}: the probability must be between 0 and 1, "
+                           f"both left out")
+    return ClassThreshold(name, list(label_names).index(name), probability)
+
+
+def decided_classes(probabilities: np.ndarray, threshold: ClassThreshold | None) -> np.ndarray:
+    """The class predicted for each row of ``probabilities`` (columns in the run's class order): the most probable,
+    or with ``threshold`` its class wherever that class's probability reaches it, else the most probable of the
+    others. The one rule every backend's ``predict``, ``evaluate`` and the service answer by.
+
+    >>> decided_classes(np.array([[.6, .3, .1], [.3, .1, .6]]), ClassThreshold("b", 1, .3)).tolist()
+    [1, 2]
+    """
+    probabilities = np.asarray(probabilities)
+    if threshold is None:
+        return probabilities.argmax(axis=-1)
+    # Compared in float64, as class_operating_points flags texts: a threshold read off its table flags the same texts.
+    flagged = probabilities[..., threshold.index].astype(np.float64) >= threshold.probability
+    others = probabilities.astype(np.float64, copy=True)
+    others[..., threshold.index] = -np.inf
+    return np.where(flagged, threshold.index, others.argmax(axis=-1))
+
+
 @dataclass
 class Prediction:
     """One text's prediction.
@@ -193,14 +288,18 @@ class Prediction:
 
     @classmethod
     def from_scores(cls, probabilities: np.ndarray, label_names: list[str], tokens: list[str],
-                    attention: np.ndarray | None, counts: tuple[int, int] | None = None) -> "Prediction":
+                    attention: np.ndarray | None, counts: tuple[int, int] | None = None,
+                    threshold: ClassThreshold | None = None) -> "Prediction":
         """The prediction of one probability row (columns in ``label_names`` order); ``counts``: the text's
-        ``token_counts``.
+        ``token_counts``; ``threshold``: the class chosen by it (``decided_classes``), not the most probable.
 
         >>> Prediction.from_scores(np.array([0.2, 0.8]), ["neg", "pos"], ["fine"], None).label
         'pos'
+        >>> Prediction.from_scores(np.array([0.7, 0.3]), ["neg", "pos"], [], None,
+        ...                        threshold=ClassThreshold("pos", 1, 0.25)).label
+        'pos'
         """
-        best = int(np.argmax(probabilities))
+        best = int(decided_classes(probabilities, threshold))
         unknown_tokens, tokens_read = (None, None) if counts is None else counts
         return cls(
             label=label_names[best],
@@ -272,10 +371,12 @@ class LabelSetPrediction:
 
 def predictions(probabilities: np.ndarray, ids: list[list[int]], attention: list[np.ndarray | None],
                 label_names: list[str], token_strings: Callable[[list[int]], list[str]], tokens: bool = True,
-                thresholds: np.ndarray | None = None) -> list[Prediction] | list[LabelSetPrediction]:
+                thresholds: np.ndarray | None = None,
+                threshold: ClassThreshold | None = None) -> list[Prediction] | list[LabelSetPrediction]:
     """A backend's run (probabilities, token ids and pooling weights per text) as what its ``predict`` returns:
-    a ``Prediction`` per text, or with ``thresholds`` (a multi-label run's) a ``LabelSetPrediction``; the tokens
-    are ``token_strings(ids)``, and ``tokens=False`` leaves out them and the attention.
+    a ``Prediction`` per text, each its class by ``threshold`` where given (``decided_classes``), or with
+    ``thresholds`` (a multi-label run's) a ``LabelSetPrediction``; the tokens are ``token_strings(ids)``, and
+    ``tokens=False`` leaves out them and the attention.
 
     >>> [p.label for p in predictions(np.array([[0.2, 0.8]]), [[5, UNK_ID]], [None], ["neg", "pos"], str)]
     ['pos']
@@ -287,5 +388,5 @@ def predictions(probabilities: np.ndarray, ids: list[list[int]], attention: list
     if thresholds is not None:
         return [LabelSetPrediction.from_scores(p, thresholds, label_names, t, a, c)
                 for p, t, a, c in zip(probabilities, strings, attention, counts)]
-    return [Prediction.from_scores(p, label_names, t, a, c)
+    return [Prediction.from_scores(p, label_names, t, a, c, threshold)
             for p, t, a, c in zip(probabilities, strings, attention, counts)]

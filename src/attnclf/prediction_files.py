@@ -25,7 +25,7 @@ from .data.files import (TextColumns, data_columns, has_rows, iter_rows, read_te
                          run_columns)
 from .data.multilabel import DEFAULT_LABEL_DELIMITER
 from .errors import AttnclfError, DataError, shown
-from .prediction import LabelSetPrediction, Prediction, trained_text_column
+from .prediction import LabelSetPrediction, Prediction, class_threshold, trained_text_column
 from .rundir import prepare_output_dir, written_atomically
 
 PREDICT_CHUNK = 4096  # texts predicted (and, with an output file, rows written) at a time
@@ -93,14 +93,15 @@ def check_output(output: str | Path, reads: str | Path | None = None, overwrite:
 
 def predict_file(model, path: str | Path, output: str | Path, *, text_column: TextColumns | None = None,
                  overwrite: bool = False, noticed: Callable[[str, Prediction | LabelSetPrediction], None] | None = None,
-                 named: Callable[[str], str] = by_field) -> int:
+                 named: Callable[[str], str] = by_field, threshold: tuple[str, float] | str | None = None) -> int:
     """Predict every row of ``path`` (CSV / TSV / JSONL / Parquet: its ``text_column``, by default the one the model
     trained on; fastText's format: its ``text`` and its true ``label``, several ``|``-joined; anything else: plain
     text, a text per line, blank lines skipped) into ``output``, each row with all its columns (plain text: a ``text``
     column) and its prediction's; returns the number of rows written.
 
     ``model``: a ``Classifier``, ``Ensemble`` or ``OnnxClassifier``. ``noticed(text, prediction)`` is called for
-    each row as it is written (the command line notes unknown tokens from it).
+    each row as it is written (the command line notes unknown tokens from it). ``threshold``: one class's operating
+    point, as ``Classifier.predict`` applies it.
 
     >>> # predict_file(Classifier.load("runs/mine"), "to_score.csv", "scored.csv")  # 1200: rows written
     """
@@ -109,21 +110,22 @@ def predict_file(model, path: str | Path, output: str | Path, *, text_column: Te
         rows = iter_rows(path, text_column or trained_text_column(model.config))
         with run_columns(text_column):
             return write_predictions(model, rows, output, source=path, overwrite=overwrite, noticed=noticed,
-                                     named=named)
+                                     named=named, threshold=threshold)
     return write_predictions(model, _text_rows(read_texts(path)), output, overwrite=overwrite, noticed=noticed,
-                             named=named)
+                             named=named, threshold=threshold)
 
 
 def predict_texts(model, texts: Iterable[str], output: str | Path, *, overwrite: bool = False,
                   noticed: Callable[[str, Prediction | LabelSetPrediction], None] | None = None,
-                  named: Callable[[str], str] = by_field) -> int:
+                  named: Callable[[str], str] = by_field, threshold: tuple[str, float] | str | None = None) -> int:
     """Predict ``texts`` into ``output``: a ``text`` column and the prediction's, a row per text; returns the number
-    of rows written. ``noticed`` as in ``predict_file``.
+    of rows written. ``noticed`` and ``threshold`` as in ``predict_file``.
 
     >>> # predict_texts(clf, ["a fine film", "not good"], "scored.jsonl")  # 2
     """
     output = check_output(output, None, overwrite, named)
-    return write_predictions(model, _text_rows(texts), output, overwrite=overwrite, noticed=noticed, named=named)
+    return write_predictions(model, _text_rows(texts), output, overwrite=overwrite, noticed=noticed, named=named,
+                             threshold=threshold)
 
 
 def _text_rows(texts: Iterable[str]) -> Iterator[tuple[str, str, dict]]:
@@ -134,14 +136,16 @@ def _text_rows(texts: Iterable[str]) -> Iterator[tuple[str, str, dict]]:
 def write_predictions(model, rows: Iterable[tuple[str, str, dict]], output: Path, *, source: str | Path | None = None,
                       overwrite: bool = False,
                       noticed: Callable[[str, Prediction | LabelSetPrediction], None] | None = None,
-                      named: Callable[[str], str] = by_field) -> int:
+                      named: Callable[[str], str] = by_field, threshold: tuple[str, float] | str | None = None) -> int:
     """Write ``rows`` (``(where, text, columns)``, as ``iter_rows`` reads them from ``source``), each with its
     prediction's columns, into ``output`` (checked already: ``check_output``), atomically; the rows written. Unless
-    ``overwrite``, a file another process writes at ``output`` meanwhile is kept: a one-line error.
+    ``overwrite``, a file another process writes at ``output`` meanwhile is kept: a one-line error. ``threshold``:
+    one class's operating point, as ``Classifier.predict`` applies it.
 
     >>> # write_predictions(clf, iter_rows("in.csv"), Path("out.parquet"), source="in.csv")
     """
     multi_label = getattr(model, "multi_label", False)
+    threshold = class_threshold(threshold, model.label_names, multi_label, named)  # (before any row is read)
     added = prediction_columns(model.label_names, multi_label)
     writer = _WRITERS[output.suffix.lower()]
     prepare_output_dir(output.parent)
@@ -154,7 +158,7 @@ def write_predictions(model, rows: Iterable[tuple[str, str, dict]], output: Path
             for where, _, columns in chunk:
                 refuse_clashing_column(source, where, columns, added, "predict --output",
                                        prediction_columns(["LABEL"], multi_label))
-            predictions = model.predict([text for _, text, _ in chunk], tokens=False)
+            predictions = model.predict([text for _, text, _ in chunk], tokens=False, threshold=threshold)
             records = []
             for (where, text, columns), prediction in zip(chunk, predictions):
                 records.append((where, {**columns, **prediction_values(prediction)}))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
@@ -16,14 +17,16 @@ from sklearn.metrics import (
 )
 
 from ..checks import by_field
-from ..errors import AttnclfError, DataError, first_few, shown
+from ..errors import AttnclfError, DataError, shown
+from ..prediction import ClassThreshold, class_threshold, decided_classes, refuse_unknown_class
 
 if TYPE_CHECKING:
     from ..data.base import ReadFrom, TextDataset
 
 
 def compute_metrics(
-    y_true: Sequence[int], probabilities: np.ndarray, label_names: Sequence[str], report: bool = True
+    y_true: Sequence[int], probabilities: np.ndarray, label_names: Sequence[str], report: bool = True,
+    threshold: ClassThreshold | None = None,
 ) -> dict:
     """Everything a practitioner reads off a test set, as a JSON-ready dict.
 
@@ -32,14 +35,19 @@ def compute_metrics(
     class too, one-vs-rest, null for a class without positive or negative texts); how far the probabilities can be
     taken at their word (log loss, and the expected calibration error of the top label's confidence); TP/FP/TN/FN
     when binary (class 1 is positive); the confusion matrix (rows true, columns predicted) and, unless
-    ``report=False``, a text report.
+    ``report=False``, a text report. The texts are predicted their most probable class, or by ``threshold``
+    (``decided_classes``), then recorded as ``metrics["threshold"]``; the figures of the probabilities alone (ROC
+    AUC, average precision, log loss, calibration error) are the same either way.
 
     >>> m = compute_metrics([0, 1, 1], np.array([[.9, .1], [.2, .8], [.6, .4]]), ["neg", "pos"])
     >>> round(m["accuracy"], 3), m["binary"]["fn"]
     (0.667, 1)
+    >>> compute_metrics([0, 1, 1], np.array([[.9, .1], [.2, .8], [.6, .4]]), ["neg", "pos"],
+    ...                 threshold=ClassThreshold("pos", 1, .4))["binary"]["fn"]
+    0
     """
     y_true = np.asarray(y_true)
-    y_pred = probabilities.argmax(axis=1)
+    y_pred = decided_classes(probabilities, threshold)
     classes = list(range(len(label_names)))
     # One scikit-learn call per figure costs ~3 ms of input checks each, which a 300-epoch toy training paid per
     # epoch; the averages and the accuracy follow from the per-class figures and the confusion matrix.
@@ -48,6 +56,8 @@ def compute_metrics(
     )
     matrix = confusion_matrix(y_true, y_pred, labels=classes)
     metrics: dict = {"accuracy": float(np.trace(matrix) / len(y_true)), "num_examples": int(len(y_true))}
+    if threshold is not None:
+        metrics["threshold"] = threshold.to_dict()
     # Averaged over the classes that occur or are predicted, as scikit-learn does by default: a class the scored
     # texts lack, and that nothing was taken for, has no F1 to average (counted as 0 it would cap a perfect macro-F1).
     seen = np.union1d(y_true, y_pred)
@@ -80,7 +90,8 @@ def compute_metrics(
 
 
 def evaluate(classifier, data, errors: str | Path | None = None, overwrite: bool = False,
-             operating_points: str | None = None, named=by_field) -> dict:
+             operating_points: str | None = None, named=by_field,
+             threshold: tuple[str, float] | str | None = None) -> dict:
     """``classifier``'s (a ``Classifier``'s or ``Ensemble``'s) metrics on labelled ``data``, as `attnclf evaluate`
     reports them: ``compute_metrics`` of its probabilities, or a multi-label run's ``multilabel_metrics`` at its
     thresholds; ``split`` names ``data``'s split. ``data`` is a ``TextDataset`` (``training.run_data.scoring_data``
@@ -90,17 +101,22 @@ def evaluate(classifier, data, errors: str | Path | None = None, overwrite: bool
     to write the misclassified texts into as well (``misclassified_rows``; an existing one kept unless ``overwrite``),
     its row count then in ``metrics["errors_written"]``. ``operating_points``: a single-label run's class, by name,
     whose precision, recall and F1 at thresholds of its probability go in ``metrics["operating_points"]``
-    (``class_operating_points``'). ``named`` names those arguments in errors.
+    (``class_operating_points``'), with ``["apply"]`` saying how to apply one. ``threshold``: one such operating
+    point applied, ``("fraud", 0.7)`` or ``"fraud=0.7"``: the figures (and ``errors``) of the texts predicted as
+    ``Classifier.predict(texts, threshold=...)`` predicts them, the threshold in ``metrics["threshold"]``. ``named``
+    names those arguments in errors.
 
     >>> # evaluate(clf := Classifier.load("runs/demo"), (df.text, df.label))["accuracy"]   # a notebook's DataFrame
     >>> # evaluate(clf, scoring_data(clf, test_file="held_out.csv"), errors="wrong.csv")["errors_written"]
     >>> # evaluate(clf, scoring_data(clf, split="validation"), operating_points="fraud")["operating_points"]
+    >>> # evaluate(clf, scoring_data(clf), threshold=("fraud", 0.7))["per_class"]["fraud"]["precision"]
     """
+    threshold = class_threshold(threshold, classifier.label_names, classifier.multi_label, named)
     if operating_points is not None:  # (before predicting, as a bad errors file is)
         if classifier.multi_label:
             raise AttnclfError(f"{named('operating_points')} reads one class of a single-label run; a multi-label run "
                                f"flags each label above its own threshold, tuned on its validation texts")
-        _refuse_unknown_class(classifier.label_names, operating_points, named("operating_points"))
+        refuse_unknown_class(classifier.label_names, operating_points, named("operating_points"))
     if errors is not None:  # (before predicting: a name that cannot be written is told at once, as a clash is)
         errors = _checked_errors_file(classifier, errors, overwrite, named)
         if read_from := getattr(data, "read_from", None):  # (a JSON line's own columns: told as it is read)
@@ -116,19 +132,22 @@ def evaluate(classifier, data, errors: str | Path | None = None, overwrite: bool
         metrics = multilabel_metrics(multi_hot(data.labels, len(classifier.label_names)), probabilities,
                                      classifier.label_names, classifier.thresholds)
     else:
-        metrics = compute_metrics(data.labels, probabilities, classifier.label_names)
+        metrics = compute_metrics(data.labels, probabilities, classifier.label_names, threshold=threshold)
     metrics["split"] = data.split
     if operating_points is not None:
         points = class_operating_points(data.labels, probabilities, classifier.label_names, operating_points)
         if data.split != "validation":
             points["note"] = (f"thresholds chosen on the {data.split} texts are optimistic: choose one on the "
                               f"validation texts ({named('split')} validation) and read its figures here")
+        best = f"{max(points['thresholds'], key=lambda row: row['f1'])['threshold']:g}"
+        points["apply"] = (f"{named('threshold')} {shlex.quote(f'{operating_points}={best}')} (predict, evaluate and "
+                           f"serve take it; {best} has the table's best F1)")
         metrics["operating_points"] = points
     if errors is not None:
         from ..prediction_files import write_rows
 
         rows, columns = _with_file_columns(data, misclassified_rows(data.texts, data.labels, probabilities,
-                                                                    classifier.label_names))
+                                                                    classifier.label_names, threshold))
         write_rows(rows, errors, columns, overwrite, "evaluating", named)
         metrics["errors_written"] = len(rows)
     return metrics
@@ -153,7 +172,7 @@ def class_operating_points(y_true: Sequence[int], probabilities: np.ndarray, lab
     >>> p["thresholds"][4], p["precision_at_least"]["0.9"]["threshold"], p["recall_at_least"]["0.9"]["flagged"]
     ({'threshold': 0.5, 'flagged': 2, 'precision': 0.5, 'recall': 0.5, 'f1': 0.5}, 0.9, 3)
     """
-    _refuse_unknown_class(label_names, name, "name")
+    refuse_unknown_class(label_names, name, "name")
     positive = np.asarray(y_true) == list(label_names).index(name)
     scores = np.asarray(probabilities, dtype=np.float64)[:, list(label_names).index(name)]
     if not positive.any():  # (no recall to read, and scikit-learn would only warn)
@@ -183,7 +202,7 @@ def class_operating_points(y_true: Sequence[int], probabilities: np.ndarray, lab
 
 def operating_points_table(points: dict) -> str:
     """``class_operating_points``' figures as text: a row per threshold, then the thresholds that reach each target,
-    then its note, if any.
+    then its note and how to apply one (``evaluate``'s), if any.
 
     >>> p = class_operating_points([1, 0, 1], np.array([[.1, .9], [.4, .6], [.7, .3]]), ["ok", "fraud"], "fraud")
     >>> print(operating_points_table(p).splitlines()[6])
@@ -204,13 +223,9 @@ def operating_points_table(points: dict) -> str:
                          f"{figure(row['precision'])}, recall {figure(row['recall'])}, F1 {figure(row['f1'])}"))
     if "note" in points:
         lines.append(f"note: {points['note']}")
+    if "apply" in points:
+        lines.append(f"apply one: {points['apply']}")
     return "\n".join(lines)
-
-
-def _refuse_unknown_class(label_names: Sequence[str], name, asked: str) -> None:
-    if name not in label_names:
-        raise AttnclfError(f"{asked}: {shown(name)} is not one of the run's {len(label_names)} classes: "
-                           f"{first_few(label_names, most=5)}")
 
 
 def misclassified(classifier, data) -> list[dict]:
@@ -279,18 +294,19 @@ def misclassified_columns(label_names: Sequence[str]) -> dict[str, type]:
 
 
 def misclassified_rows(texts: Sequence[str], y_true: Sequence[int], probabilities: np.ndarray,
-                       label_names: Sequence[str]) -> list[dict]:
-    """A row per text whose most probable class is not its label: its ``row`` among the texts (from 1, as a data
-    file's rows count below its header), the text, its true and predicted labels, the confidence (the predicted
-    class's probability), the true label's probability and every class's; most confident first (ties in row order).
+                       label_names: Sequence[str], threshold: ClassThreshold | None = None) -> list[dict]:
+    """A row per text whose predicted class (the most probable, or by ``threshold``: ``decided_classes``) is not its
+    label: its ``row`` among the texts (from 1, as a data file's rows count below its header), the text, its true and
+    predicted labels, the confidence (the predicted class's probability), the true label's probability and every
+    class's; most confident first (ties in row order).
 
     >>> rows = misclassified_rows(["a", "b"], [0, 0], np.array([[.9, .1], [.3, .7]]), ["neg", "pos"])
     >>> [(r["row"], r["predicted_label"], r["true_label_probability"]) for r in rows]
     [(2, 'pos', 0.3)]
     """
     y_true = np.asarray(y_true)
-    y_pred = probabilities.argmax(axis=1)
-    confidence = probabilities.max(axis=1)
+    y_pred = decided_classes(probabilities, threshold)
+    confidence = probabilities[np.arange(len(y_pred)), y_pred]
     wrong = np.flatnonzero(y_pred != y_true)
     wrong = wrong[np.argsort(-confidence[wrong], kind="stable")]
     return [{"row": int(i) + 1, "text": texts[i], "true_label": label_names[y_true[i]],

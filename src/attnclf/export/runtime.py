@@ -32,7 +32,7 @@ import numpy as np
 from ..checks import check_threads, true_or_false
 from ..ensemble import refuse_ensemble_dir
 from ..errors import AttnclfError, RunDirError, shown
-from ..prediction import Prediction, check_texts, model_repr, predictions
+from ..prediction import Prediction, check_texts, class_threshold, model_repr, predictions
 from ..rundir import (check_label_names, checked_temperature, file_sha256, read_json, read_temperature,
                       what_else_the_folder_is)
 from ..text.tokenizer import PAD_ID, Tokenizer, TokenizerConfig
@@ -267,10 +267,14 @@ class OnnxClassifier:
         """
         return self._run(texts, logits=True)[0]
 
-    def predict(self, texts: Sequence[str], tokens: bool = True) -> list[Prediction]:
+    def predict(self, texts: Sequence[str], tokens: bool = True,
+                threshold: tuple[str, float] | str | None = None) -> list[Prediction]:
         """Label, confidence, probabilities, tokens, pooling attention and unknown tokens per text, as
-        ``Classifier.predict`` gives them (``tokens=False``: without the tokens and attention).
+        ``Classifier.predict`` gives them (``tokens=False``: without the tokens and attention; ``threshold``: one
+        class's operating point applied).
 
         >>> # OnnxClassifier.load("runs/demo").predict(["the acting was not bad"])[0].label  # 'positive'
         """
-        return predictions(*self._run(texts), self.label_names, self.tokenizer.token_strings, tokens)
+        threshold = class_threshold(threshold, self.label_names)  # (exports are single-label: export refuses others)
+        return predictions(*self._run(texts), self.label_names, self.tokenizer.token_strings, tokens,
+                           threshold=threshold)

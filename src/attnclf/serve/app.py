@@ -8,7 +8,7 @@ POST /explain   {"texts"|"text", "method", "target"}   -> {"explanations": [{tok
                 "method": [...] or "all" for several, each text's explanations together, texts x methods bounded)
 GET  /health    liveness, plus requests served and batches run; answered however many requests are in flight
 GET  /model     the backend, labels, model and tokenizer summary, text columns, versions, explanation methods
-                (and whether the pooling attention comes beside their scores), limits
+                (and whether the pooling attention comes beside their scores), the threshold /predict applies, limits
 GET  /docs      the endpoints, their request schemas and a curl line each (schema at /openapi.json)
 ```
 
@@ -60,7 +60,7 @@ from .. import __version__
 from ..checks import ACCESS_LOGS, by_field, check_threads
 from ..errors import AttnclfError, shown
 from ..export.runtime import OnnxClassifier
-from ..prediction import check_texts, joined_text_columns
+from ..prediction import check_texts, class_threshold, joined_text_columns
 from ..rundir import refuse_multi_label
 
 SERVER_BATCH_TEXTS = 256  # texts run together at most, across requests
@@ -717,17 +717,21 @@ def weights_id(weights_sha256: list[str | None] | None) -> str | None:
 
 def create_app(classifier, limits: ServeLimits = ServeLimits(),
                access_log: Callable[[str], None] | None = None, served_from: dict | None = None,
-               access_log_format: str = "text") -> FastAPI:
+               access_log_format: str = "text", threshold: tuple[str, float] | str | None = None,
+               named: Callable[[str], str] = by_field) -> FastAPI:
     """The API around ``classifier``: an ``attnclf.Classifier``, an ``Ensemble`` or an ``OnnxClassifier`` (which two
     /explain refuses). ``access_log``: given a line per request (``AccessLog``); none by default, as a library's app;
     ``access_log_format`` "text" or "json" (one JSON object a line, ``logged_line``).
     ``served_from``: the ``run`` and ``weights_sha256`` (each member's) GET /model names, as ``serve`` gives them;
-    None for each by default (a classifier knows neither).
+    None for each by default (a classifier knows neither). ``threshold``: one class's operating point, which every
+    /predict answer applies (``Classifier.predict``) and GET /model names; ``named`` names it in its error.
 
     >>> # with TestClient(create_app(Classifier.load("runs/demo"))) as client:   # (starts the batcher)
     >>> #     client.post("/predict", json={"text": "great"}).json()
+    >>> # create_app(Classifier.load("runs/demo"), threshold=("positive", 0.9))  # positive from 0.9 on
     """
     refuse_multi_label(classifier.config, "attnclf serve")
+    threshold = class_threshold(threshold, classifier.label_names, named=named)
     if access_log_format not in (formats := [name for name in ACCESS_LOGS if name != "off"]):  # (off: no access_log)
         raise AttnclfError(f"access_log_format must be {' or '.join(formats)}, got {shown(access_log_format)}")
     backend = backend_name(classifier)
@@ -754,7 +758,7 @@ def create_app(classifier, limits: ServeLimits = ServeLimits(),
         state["explainer"] = ThreadPoolExecutor(max_workers=1, thread_name_prefix="attnclf-explain")
         # (Without the token strings and attention, which /predict does not answer; its unknown tokens are counted
         # from the ids the model reads, at 0.2% of a batch's time or less: BENCHMARKS.md, Unknown tokens.)
-        state["batcher"] = Batcher(partial(classifier.predict, tokens=False), executor)
+        state["batcher"] = Batcher(partial(classifier.predict, tokens=False, threshold=threshold), executor)
         worker = asyncio.create_task(state["batcher"].run())
         yield
         worker.cancel()
@@ -802,7 +806,8 @@ def create_app(classifier, limits: ServeLimits = ServeLimits(),
     @app.post("/predict", response_model=PredictResponse, responses=_error_responses(_BODY_ERRORS) | answer_headers)
     async def predict(request: PredictRequest, response: Response):
         """Label and class probabilities for each text (one text, or a batch), and how many of the tokens the model
-        read are unknown to it. The X-Attnclf-Weights header names the weights that answered (GET /model's
+        read are unknown to it; the label is the most probable class, or by the service's threshold (GET /model's
+        threshold) where it has one. The X-Attnclf-Weights header names the weights that answered (GET /model's
         weights_id)."""
         predictions = await started("batcher").submit(request.checked(limits.max_batch, limits.max_text_chars))
         response.headers.update(answered_by)
@@ -857,8 +862,11 @@ def create_app(classifier, limits: ServeLimits = ServeLimits(),
     @app.get("/model", responses=_error_responses({503: _BUSY}))
     async def model():
         """What is being served."""
+        # The operating point /predict applies: its class wherever that class's probability reaches it, else the most
+        # probable other class (None: the most probable class).
+        applied = {"threshold": None if threshold is None else threshold.to_dict()}
         if backend != "torch":
-            return {"backend": backend, **origin, **_export_summary(classifier), "limits": asdict(limits)}
+            return {"backend": backend, **origin, **_export_summary(classifier), **applied, "limits": asdict(limits)}
         from ..explain.methods import DEFAULT_METHOD
 
         config = classifier.config  # an ensemble's: its first member's
@@ -893,6 +901,7 @@ def create_app(classifier, limits: ServeLimits = ServeLimits(),
             "explain_default": DEFAULT_METHOD if explain_methods else None,
             # Whether /explain answers by any method but attention carry the pooling weights beside their scores.
             "explain_pooling_attention": "attention" in explain_methods,
+            **applied,
             "limits": asdict(limits),
         }
 
@@ -942,7 +951,8 @@ def docs_page(openapi: dict, base_url: str) -> str:
 
 def serve(run_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, limits: ServeLimits = ServeLimits(),
           device: str = "auto", threads: int | None = None, bf16: bool = False, backend: str = "torch",
-          int8: bool = False, named: Callable[[str], str] = by_field, access_log: str = "text") -> None:
+          int8: bool = False, named: Callable[[str], str] = by_field, access_log: str = "text",
+          threshold: tuple[str, float] | str | None = None) -> None:
     """Load ``run_dir`` (or a ``train --seeds`` folder) and serve it until interrupted (``attnclf serve``).
 
     ``backend="onnx"`` serves the run's ONNX export (``attnclf export``; ``run_dir`` may be the export) on
@@ -952,8 +962,10 @@ def serve(run_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, limits
     ``bf16``: /predict under bfloat16 autocast (see ``Classifier``). ``named`` names the arguments in errors (the
     command line: by their flags). ``access_log``: a line per request on stdout, "text" (the default), "json" (one
     object a line, the service's own lines too: see ``logged_line``) or "off" (a proxy in front logs them already).
+    ``threshold``: one class's operating point, applied to every /predict answer (``create_app``).
 
     >>> # serve("runs/demo", backend="onnx", int8=True, threads=1)
+    >>> # serve("runs/demo", threshold="positive=0.9")   # `attnclf serve runs/demo --threshold positive=0.9`
     >>> # serve("runs/demo", access_log="json")   # for a log collector reading stdout
     """
     from ..ensemble import load_backend
@@ -978,7 +990,8 @@ def serve(run_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, limits
     # A line per request on stdout, beside "serving": what an operator reads (journalctl, docker logs) to tell
     # which request failed and why; uvicorn's own access log is off, as it says nothing of why.
     app = create_app(classifier, limits, access_log=None if access_log == "off" else partial(print, flush=True),
-                     access_log_format=log_format, served_from={"run": str(run_dir), "weights_sha256": weights_sha256})
+                     access_log_format=log_format, served_from={"run": str(run_dir), "weights_sha256": weights_sha256},
+                     threshold=threshold, named=named)
     port = _listenable_port(host, port)
     if not _loopback(host):
         say("warning", "warning: reachable from other machines, with no authentication or TLS: put a proxy that has "
