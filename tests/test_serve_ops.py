@@ -55,6 +55,18 @@ def test_attnclf_serve_logs_each_request_on_stdout(demo_run, capsys, monkeypatch
     assert out[0].startswith("serving ") and out[1].endswith(" ms: texts is empty: give one text at least"), out
 
 
+def test_the_serving_line_names_the_threshold_every_answer_is_decided_by(demo_run, capsys, monkeypatch):
+    """An operator reading the log (journalctl, docker logs) sees which rule labels the answers, not only GET /model."""
+    import uvicorn
+
+    from attnclf.cli import main
+
+    monkeypatch.setattr(uvicorn.Server, "run", lambda server, sockets=None: None)
+    assert main(["serve", str(demo_run), "--port", "0", "--device", "cpu", "--threshold", "positive=0.9"]) == 0
+    serving = capsys.readouterr().out.splitlines()[0]
+    assert serving.startswith(f"serving {demo_run} (torch; positive from probability 0.9) on "), serving
+
+
 def _served_app(monkeypatch, *arguments):
     """The app `attnclf serve ARGUMENTS` would run, uvicorn left unstarted."""
     import uvicorn

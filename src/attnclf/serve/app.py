@@ -989,6 +989,7 @@ def serve(run_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, limits
     say = partial(_say, log_format)
     # A line per request on stdout, beside "serving": what an operator reads (journalctl, docker logs) to tell
     # which request failed and why; uvicorn's own access log is off, as it says nothing of why.
+    threshold = class_threshold(threshold, classifier.label_names, named=named)
     app = create_app(classifier, limits, access_log=None if access_log == "off" else partial(print, flush=True),
                      access_log_format=log_format, served_from={"run": str(run_dir), "weights_sha256": weights_sha256},
                      threshold=threshold, named=named)
@@ -996,8 +997,9 @@ def serve(run_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, limits
     if not _loopback(host):
         say("warning", "warning: reachable from other machines, with no authentication or TLS: put a proxy that has "
                        "them in front")
-    say("serving", f"serving {run_dir} ({backend_name(classifier)}) on {_where(host, port)} (API docs at /docs); "
-                   f"Ctrl-C stops")
+    decided = "" if threshold is None else f"; {threshold.label} from probability {threshold.probability:g}"
+    say("serving", f"serving {run_dir} ({backend_name(classifier)}{decided}) on {_where(host, port)} (API docs at "
+                   f"/docs); Ctrl-C stops")
     server = StopAnnouncingServer(uvicorn.Config(app, host=host, port=port, **_uvicorn_options(limits)), write=say)
     exited = False
     try:
