@@ -247,6 +247,12 @@ def test_seed_is_refused_in_one_line_naming_random_state():
     with pytest.raises(TypeError, match="got an unexpected keyword argument 'epoch'"):  # (any other: Python's own)
         AttentionTextClassifier(epoch=3)
     assert "seed" not in AttentionTextClassifier().get_params()
+    # set_params, as GridSearchCV and clone's callers use it, says the same, not scikit-learn's "Invalid parameter"
+    with pytest.raises(AttnclfError, match=r"^AttentionTextClassifier takes random_state=, not seed= \(renamed, as "
+                                           r"scikit-learn names it\): pass random_state=5$"):
+        AttentionTextClassifier("boe").set_params(epochs=2, seed=5)
+    with pytest.raises(ValueError, match="Invalid parameter 'epoch'"):  # (any other: scikit-learn's own)
+        AttentionTextClassifier().set_params(epoch=3)
 
 
 def test_an_estimator_pickled_under_the_name_seed_unpickles_with_random_state(data):
@@ -643,7 +649,9 @@ def test_a_saved_estimator_is_a_run_that_predicts_what_the_estimator_predicts(da
 
     clf, path = saved
     test_x = data[2][:40]
-    np.testing.assert_array_equal(Classifier.load(path, device="cpu").predict_proba(test_x), clf.predict_proba(test_x))
+    # (the same probabilities: the Classifier's in float32, the estimator's in float64, as scikit-learn's are)
+    np.testing.assert_allclose(Classifier.load(path, device="cpu").predict_proba(test_x), clf.predict_proba(test_x),
+                               rtol=1e-6)
     config = json.loads((path / "config.json").read_text())
     assert config["trained_by"] == "attnclf.sklearn.AttentionTextClassifier"
     assert config["estimator"]["params"] == clf.get_params() and config["settings"]["model"] == "boe"
@@ -666,6 +674,19 @@ def test_load_gives_back_the_fitted_estimator(data, saved):
     assert predicted.dtype == np.uint8
     np.testing.assert_array_equal(predicted, clf.predict(data[2][:40]))
     np.testing.assert_array_equal(again.predict_proba(data[2][:40]), clf.predict_proba(data[2][:40]))
+
+
+def test_probabilities_are_float64_rows_summing_to_one_fitted_or_loaded(data, saved):
+    # As scikit-learn's classifiers return them, for np.allclose and sklearn's metrics and calibration; they came as
+    # float32, whose rows sum to 1 only to about 1e-7.
+    clf, path = saved
+    test = data[2][:40]
+    for estimator in (clf, AttentionTextClassifier.load(path)):
+        probabilities, log_probabilities = estimator.predict_proba(test), estimator.predict_log_proba(test)
+        assert probabilities.dtype == log_probabilities.dtype == np.float64
+        np.testing.assert_allclose(probabilities.sum(axis=1), 1.0, rtol=0, atol=1e-15)
+        np.testing.assert_allclose(np.exp(log_probabilities), probabilities, rtol=1e-12, atol=0)
+        np.testing.assert_array_equal(estimator.predict(test), estimator.classes_[probabilities.argmax(axis=1)])
 
 
 def test_a_loaded_or_unpickled_estimator_knows_its_n_iter_(saved):
@@ -954,8 +975,8 @@ def test_save_records_the_model_fit_built_not_what_the_file_recipe_builds_now(da
         recorded = json.loads((folder / "config.json").read_text())["settings"]["model_config"]
         assert recorded == {"d_model": 16, "heads": 2, "layers": 1}
         assert config_for("self-attn", **derived, **recorded) == built
-        np.testing.assert_array_equal(Classifier.load(folder, device="cpu").predict_proba(test_x[:40]),
-                                      clf.predict_proba(test_x[:40]))
+        np.testing.assert_allclose(Classifier.load(folder, device="cpu").predict_proba(test_x[:40]),
+                                   clf.predict_proba(test_x[:40]), rtol=1e-6)  # (float32 beside float64)
         assert main(["evaluate", str(folder), "--test-file", str(tmp_path / "test.csv"), "--json"]) == 0
 
 
@@ -971,7 +992,7 @@ def test_save_after_set_params_records_the_model_fit_built_not_the_one_set_since
     for folder in (fresh, AttentionTextClassifier.load(fresh).save(tmp_path / "again")):
         loaded = Classifier.load(folder, device="cpu")
         assert loaded.config["model"]["name"] == "self-attn"
-        np.testing.assert_array_equal(loaded.predict_proba(test_x[:20]), clf.predict_proba(test_x[:20]))
+        np.testing.assert_allclose(loaded.predict_proba(test_x[:20]), clf.predict_proba(test_x[:20]), rtol=1e-6)
     assert AttentionTextClassifier.load(fresh).model == "boe"  # (the parameter, for the next fit)
 
 

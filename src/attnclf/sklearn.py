@@ -132,8 +132,7 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
         # A former name gets a line saying the new one, where Python would say only that it is unexpected; any other
         # unknown argument is Python's own TypeError. (**renamed is no parameter: get_params skips it.)
         if "seed" in renamed:
-            raise AttnclfError(f"{type(self).__name__} takes random_state=, not seed= (renamed, as scikit-learn "
-                               f"names it): pass random_state={shown(renamed['seed'])}")
+            raise self._seed_renamed(renamed["seed"])
         if renamed:
             raise TypeError(f"{type(self).__name__}.__init__() got an unexpected keyword argument "
                             f"{next(iter(renamed))!r}")
@@ -159,6 +158,21 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
         self.device = device
         self.threads = threads
         self.verbose = verbose
+
+    def set_params(self, **params) -> "AttentionTextClassifier":
+        """scikit-learn's ``set_params``, but ``seed=`` (the parameter's former name) gets the constructor's one line
+        naming ``random_state``, not scikit-learn's list of every valid parameter; returns self.
+
+        >>> AttentionTextClassifier("boe").set_params(epochs=2, random_state=7).random_state
+        7
+        """
+        if "seed" in params:
+            raise self._seed_renamed(params["seed"])
+        return super().set_params(**params)
+
+    def _seed_renamed(self, seed) -> AttnclfError:
+        return AttnclfError(f"{type(self).__name__} takes random_state=, not seed= (renamed, as scikit-learn names "
+                            f"it): pass random_state={shown(seed)}")
 
     def fit(self, X, y, sample_weight=None) -> "AttentionTextClassifier":
         """Train a fresh model on texts ``X`` with labels ``y``; returns self.
@@ -293,14 +307,12 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
         return self
 
     def predict_proba(self, X) -> np.ndarray:
-        """Class probabilities, one row per text, columns in ``classes_`` order.
+        """Class probabilities, one row per text, columns in ``classes_`` order: float64, as scikit-learn's
+        classifiers give them, each row a softmax of the logits in float64, so it sums to 1 to float64's precision.
 
-        >>> # clf.predict_proba(["not good", "very good"])  # array([[0.9, 0.1], [0.2, 0.8]], dtype=float32)
+        >>> # clf.predict_proba(["not good", "very good"])  # array([[0.9, 0.1], [0.2, 0.8]])
         """
-        check_is_fitted(self, "classifier_")
-        self._check_columns(X)
-        with _under_threads(self.threads):
-            return self.classifier_.predict_proba(_texts(X))
+        return torch.softmax(self._tempered_logits(X), dim=1).numpy()
 
     def predict_log_proba(self, X) -> np.ndarray:
         """The log of ``predict_proba``, computed from the logits (a log-softmax), so it stays finite where a
@@ -308,11 +320,16 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
 
         >>> # clf.predict_log_proba(["not good"])  # array([[-0.02, -3.9]])
         """
+        return torch.log_softmax(self._tempered_logits(X), dim=1).numpy()
+
+    def _tempered_logits(self, X) -> torch.Tensor:
+        """The model's logits for ``X`` over the run's temperature (1 unless a temperature.json was put beside a
+        saved estimator), in float64: the model computes in float32, the probabilities are taken in float64."""
         check_is_fitted(self, "classifier_")
         self._check_columns(X)
         with _under_threads(self.threads):
             logits = self.classifier_.logits(_texts(X))
-        return torch.log_softmax(torch.from_numpy(logits).double() / self.classifier_.temperature, dim=1).numpy()
+        return torch.from_numpy(logits).double() / self.classifier_.temperature
 
     def _check_columns(self, X) -> None:
         """Refuse text columns other than fit's: joined in another order or number, they would be other texts,
