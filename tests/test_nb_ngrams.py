@@ -12,7 +12,7 @@ from safetensors.torch import load_file
 from attnclf.classifier import Classifier
 from attnclf.errors import AttnclfError
 from attnclf.models import build_model
-from attnclf.models.ngrams import NaiveBayesNgrams
+from attnclf.models.ngrams import NaiveBayesNgrams, buckets_for, distinct_bigrams
 from attnclf.text.tokenizer import TokenizerConfig
 from attnclf.training.run import train_run
 from attnclf.training.settings import DataSettings, RunSettings
@@ -99,6 +99,20 @@ def settings(output, epochs=2) -> RunSettings:
         output=str(output),
         device="cpu",
     )
+
+
+def test_distinct_bigrams_counts_each_pair_of_neighbouring_ids_once_across_texts():
+    assert distinct_bigrams([[5, 6, 5, 6], [6, 5], [7], []]) == 2  # (5, 6) and (6, 5); a text of one token has none
+    assert distinct_bigrams([[1, 2], [2, 1], [1, 20000]]) == 3  # (ids as wide as a vocabulary of any size)
+
+
+def test_buckets_for_holds_sixteen_per_distinct_bigram_in_a_power_of_two_within_the_cap():
+    # SST-2's 6,920 training sentences have 62,681 distinct bigrams under the file recipe's tokenizer: 2^20 buckets,
+    # the cap, as before; 300 of them have 2,742: 2^16
+    assert buckets_for(62681, cap=1048576) == 1048576
+    assert buckets_for(2742, cap=1048576) == 65536
+    assert buckets_for(4096, cap=1048576) == 65536 and buckets_for(4097, cap=1048576) == 131072
+    assert buckets_for(0, cap=1048576) == 2 and buckets_for(10 ** 9, cap=1000) == 1000
 
 
 def test_a_run_counts_the_training_set_and_the_saved_model_scores_as_the_trained_one(tmp_path, capsys):

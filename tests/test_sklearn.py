@@ -1216,17 +1216,14 @@ def test_threads_apply_while_fit_and_predict_run_and_the_global_count_is_put_bac
     global_threads(2)
     clf = AttentionTextClassifier("boe", threads=1, **SMALL).fit(data[0][:60], data[1][:60])
     assert torch.get_num_threads() == 2
-    real = clf.classifier_.predict_proba
-    monkeypatch.setattr(clf.classifier_, "predict_proba",
-                        lambda texts: seen.append(("predict", torch.get_num_threads())) or real(texts))
+    real_logits = clf.classifier_.logits  # (predict, predict_proba and predict_log_proba all read the logits)
+    monkeypatch.setattr(clf.classifier_, "logits",
+                        lambda texts: seen.append(("logits", torch.get_num_threads())) or real_logits(texts))
     clf.predict(data[2][:5])
     assert torch.get_num_threads() == 2
-    real_logits = clf.classifier_.logits
-    monkeypatch.setattr(clf.classifier_, "logits",
-                        lambda texts: seen.append(("log", torch.get_num_threads())) or real_logits(texts))
     clf.predict_log_proba(data[2][:5])
     assert torch.get_num_threads() == 2
-    assert seen == [("fit", 1), ("predict", 1), ("log", 1)]
+    assert seen == [("fit", 1), ("logits", 1), ("logits", 1)]
     with pytest.raises(ValueError, match="y has only one class"):  # (put back when fit fails, too)
         AttentionTextClassifier("boe", threads=1).fit(data[0][:2], ["a", "a"])
     assert torch.get_num_threads() == 2
@@ -1262,8 +1259,9 @@ def test_fit_warns_when_the_bucket_budget_cuts_the_ngram_branch():
     words = ["great", "dull", "scary", "funny", "long", "sad"]
     texts = [f"{word} film number {i}" for i in range(4) for word in words]
     small = dict(d_model=16, heads=2, layers=1, epochs=1, min_frequency=1, max_len=8, validation_fraction=0)
+    asked = {"nb_ngram_buckets": 1048576}  # (as given: fit scales only the recipe's count to the data)
     with pytest.warns(AttnclfWarning) as caught:
-        clf = AttentionTextClassifier(**small).fit(texts, [word for _ in range(4) for word in words])
+        clf = AttentionTextClassifier(**small, model_config=asked).fit(texts, [w for _ in range(4) for w in words])
     assert [str(w.message) for w in caught] == [
         "the n-gram branch keeps 524,288 bigram buckets, not 1,048,576 (nb_ngram_buckets=1048576): "
         "nb_ngram_bucket_budget=4194304 bounds buckets x classes, and this data has 6 classes; "
@@ -1272,4 +1270,28 @@ def test_fit_warns_when_the_bucket_budget_cuts_the_ngram_branch():
     assert clf.classifier_.model.config.nb_ngram_bucket_budget == 4194304  # (the file recipe's)
     with warnings.catch_warnings():  # two classes keep every bucket: nothing to say
         warnings.simplefilter("error", AttnclfWarning)
-        AttentionTextClassifier(**small).fit(texts, [i % 2 for i in range(len(texts))])
+        AttentionTextClassifier(**small, model_config=asked).fit(texts, [i % 2 for i in range(len(texts))])
+        AttentionTextClassifier(**small).fit(texts, [word for _ in range(4) for word in words])  # (24 texts: 512)
+
+
+def test_the_ngram_branch_has_sixteen_buckets_per_distinct_training_bigram_unless_given(data, tmp_path):
+    # The file recipe's 2^20 buckets made tens of MB of model of a few hundred texts; fit holds 16 buckets per distinct
+    # bigram of its training texts (a power of two, the recipe's count at most), as crowded as the recipe was on SST-2's
+    # 6,920 sentences, where it was measured. A count given in model_config is built as given.
+    from attnclf import Classifier
+    from attnclf.models.ngrams import distinct_bigrams
+
+    train_x, train_y, test_x, _ = data
+    small = dict(heads=2, layers=1, epochs=1, validation_fraction=0)
+    clf = AttentionTextClassifier(**small).fit(train_x[:100], train_y[:100])
+    bigrams = distinct_bigrams(clf.classifier_.tokenizer.encode(train_x[:100]))
+    buckets = clf.classifier_.model.config.nb_ngram_buckets
+    assert buckets == clf.classifier_.model.ngram_logits.buckets and buckets & (buckets - 1) == 0
+    assert 16 * bigrams <= buckets < 32 * bigrams and buckets < 1048576
+    # (saved, the folder records the count fit built, which a loaded estimator and `attnclf predict` build again)
+    again = AttentionTextClassifier.load(clf.save(tmp_path / "saved"))
+    assert again.classifier_.model.config.nb_ngram_buckets == buckets
+    assert Classifier.load(tmp_path / "saved").model.config.nb_ngram_buckets == buckets
+    np.testing.assert_array_equal(again.predict_proba(test_x[:20]), clf.predict_proba(test_x[:20]))
+    given = AttentionTextClassifier(**small, model_config={"nb_ngram_buckets": 1048576})
+    assert given.fit(train_x[:100], train_y[:100]).classifier_.model.config.nb_ngram_buckets == 1048576

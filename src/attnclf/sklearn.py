@@ -44,7 +44,7 @@ from .data.files import TEXT_JOINER
 from .data.splits import split_indices
 from .errors import AttnclfError, AttnclfWarning, RunDirError, first_few, shown
 from .models import MODELS, build_model
-from .models.ngrams import bucket_note
+from .models.ngrams import bucket_note, buckets_for, distinct_bigrams
 from .prediction import check_texts, shaped
 from .recipes import file_recipe
 from .text.batching import EVAL_MAX_TOKENS, BucketBatches
@@ -70,8 +70,10 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
     tokens for ``self-attn`` (``recipes.FILE_SELF_ATTN_TOKENIZER``: 512; it sets no truncation, so a longer text keeps
     its head and tail, the general default), the general 256 for the others. An argument given wins, as ``--set``
     does, and the rest of the recipe stays (``d_model=128`` keeps the n-gram branch;
-    ``model_config={"nb_ngram_buckets": 0}`` drops it). A model ignores those it has no field for
-    (``boe`` has no ``heads``); ``model_config`` sets any other config field and wins over them all. The parameters
+    ``model_config={"nb_ngram_buckets": 0}`` drops it). The branch's bigram buckets, unless ``model_config`` gives
+    them, are sized to the training texts: 16 per distinct bigram, a power of two, the recipe's 2^20 at most
+    (``ngrams.buckets_for``; 65,536 for 300 SST-2 sentences, 2^20 for its 6,920). A model ignores those it has no
+    field for (``boe`` has no ``heads``); ``model_config`` sets any other config field and wins over them all. The parameters
     stay as given: ``get_params()["d_model"]`` and ``["max_len"]`` are None, and the fitted ``classifier_.model.config``
     and ``classifier_.tokenizer.config`` hold what was built.
     The training arguments left out train as ``attnclf train --train-file`` does without flags, their defaults
@@ -111,7 +113,7 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
     >>> clf = AttentionTextClassifier(model="boe", epochs=2, d_model=16)
     >>> clf.get_params()["d_model"]
     16
-    >>> built = AttentionTextClassifier(d_model=128)._model_fields()  # (what fit builds the model with)
+    >>> built = AttentionTextClassifier(d_model=128)._model_fields()  # (what fit builds, the buckets at most)
     >>> built["d_model"], built["nb_ngram_buckets"], AttentionTextClassifier()._model_fields()["d_model"]
     (128, 1048576, 64)
     """
@@ -256,10 +258,6 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
         model_fields = self._model_fields()  # (so are these, before the split and the tokenizer)
         tokenizer_config = self._tokenizer_config()
         label_names = [str(c) for c in classes]
-        # (as `attnclf train` notes it; stacklevel: the line that called fit)
-        lifted_by = "model_config={'nb_ngram_bucket_budget': 0}"
-        if note := bucket_note(model_fields, len(label_names), lifted_by=lifted_by):
-            warnings.warn(note, AttnclfWarning, stacklevel=3)
         # Weight 0 means absent, as in scikit-learn: such texts are dropped before anything reads them.
         by_name = config.class_weights if isinstance(config.class_weights, dict) else {}
         kept = np.ones(len(texts), dtype=bool) if weights is None else weights > 0
@@ -278,6 +276,15 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
 
         device = resolve_device(self.device)
         tokenizer = Tokenizer.train(train.texts, tokenizer_config)
+        train_ids = tokenizer.encode(train.texts)
+        if model_fields.get("nb_ngram_buckets") and "nb_ngram_buckets" not in (self.model_config or {}):
+            # The recipe's count, sized to these texts: 2^20 buckets made tens of MB of model of a few hundred texts
+            model_fields["nb_ngram_buckets"] = buckets_for(distinct_bigrams(train_ids),
+                                                           cap=model_fields["nb_ngram_buckets"])
+        # (as `attnclf train` notes it; stacklevel: the line that called fit)
+        lifted_by = "model_config={'nb_ngram_bucket_budget': 0}"
+        if note := bucket_note(model_fields, len(label_names), lifted_by=lifted_by):
+            warnings.warn(note, AttnclfWarning, stacklevel=3)
         # The Trainer keeps its best weights and checkpoints on disk; the estimator keeps them in memory. Seeding
         # happens on a fork of the generators (the CPU's and the device's): the caller's own random streams go on as
         # if fit had not run.
@@ -286,7 +293,7 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
             model = build_model(self.model, vocab_size=tokenizer.vocab_size, num_classes=len(label_names),
                                 max_len=tokenizer_config.max_len, **model_fields)
             history = Trainer(model, config, Path(tmp), device, label_names, progress=self.verbose).fit(
-                BucketBatches(tokenizer.encode(train.texts), train.labels, self.batch_size, shuffle=True,
+                BucketBatches(train_ids, train.labels, self.batch_size, shuffle=True,
                               seed=seed, weights=None if weights is None else weights[fit_idx]),
                 # (validated in train's batches: bounded in padded tokens too, which 512-token texts reach)
                 BucketBatches(tokenizer.encode(validation.texts), validation.labels, RunSettings.eval_batch_size,

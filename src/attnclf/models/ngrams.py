@@ -19,8 +19,9 @@ torch.Size([1, 2])
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Iterable, Sequence
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -61,6 +62,34 @@ def bounded_buckets(buckets: int, num_classes: int, budget: int = 0) -> int:
     while budget and buckets * num_classes > budget:
         buckets = max(2, buckets // 2)
     return buckets
+
+
+# Buckets per distinct training bigram that buckets_for keeps: a bigram unseen in training then lands on a trained
+# bucket (and takes its evidence) about once in 16, as on SST-2's 6,920 training sentences at the 2^20 buckets the
+# branch was measured with there (62,681 distinct bigrams; BENCHMARKS.md, "The estimator's n-gram buckets").
+BUCKETS_PER_BIGRAM = 16
+
+
+def distinct_bigrams(sequences: Iterable[Sequence[int]]) -> int:
+    """How many distinct (token id, next token id) pairs ``sequences`` of token ids (unpadded) hold in all.
+
+    >>> distinct_bigrams([[5, 6, 5, 6], [6, 5], [7]])
+    2
+    """
+    pairs = [np.stack([ids[:-1], ids[1:]], axis=1) for ids in map(np.asarray, sequences) if len(ids) > 1]
+    return len(np.unique(np.concatenate(pairs), axis=0)) if pairs else 0
+
+
+def buckets_for(bigrams: int, cap: int) -> int:
+    """The bigram buckets for training texts of ``bigrams`` distinct bigrams: ``BUCKETS_PER_BIGRAM`` per bigram,
+    rounded up to a power of two, ``cap`` at most (and 2 at least, the fewest the branch takes). The scikit-learn
+    estimator sizes the file recipe's branch with it, whose 2^20 buckets made tens of MB of model of a few hundred
+    texts; a count the user gives is built as given.
+
+    >>> buckets_for(2742, cap=1048576), buckets_for(62681, cap=1048576)
+    (65536, 1048576)
+    """
+    return min(cap, max(2, 1 << (BUCKETS_PER_BIGRAM * bigrams - 1).bit_length()))
 
 
 def bucket_note(model_config: dict, num_classes: int, lifted_by: str) -> str | None:
