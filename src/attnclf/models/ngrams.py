@@ -65,8 +65,9 @@ def bounded_buckets(buckets: int, num_classes: int, budget: int = 0) -> int:
 
 
 # Buckets per distinct training bigram that buckets_for keeps: a bigram unseen in training then lands on a trained
-# bucket (and takes its evidence) about once in 16, as on SST-2's 6,920 training sentences at the 2^20 buckets the
-# branch was measured with there (62,681 distinct bigrams; BENCHMARKS.md, "The estimator's n-gram buckets").
+# bucket (and takes its evidence) about once in 16 at most, as on SST-2's 6,920 training sentences at the 2^20 buckets
+# the branch was measured with there (62,856 distinct bigrams: once in 17; BENCHMARKS.md, "The estimator's n-gram
+# buckets").
 BUCKETS_PER_BIGRAM = 16
 
 
@@ -86,7 +87,7 @@ def buckets_for(bigrams: int, cap: int) -> int:
     estimator sizes the file recipe's branch with it, whose 2^20 buckets made tens of MB of model of a few hundred
     texts; a count the user gives is built as given.
 
-    >>> buckets_for(2742, cap=1048576), buckets_for(62681, cap=1048576)
+    >>> buckets_for(2744, cap=1048576), buckets_for(62856, cap=1048576)
     (65536, 1048576)
     """
     return min(cap, max(2, 1 << (BUCKETS_PER_BIGRAM * bigrams - 1).bit_length()))
