@@ -16,7 +16,7 @@ from attnclf.data.files import load_file
 from attnclf.data.generated import topics
 from attnclf.data.multilabel import multi_hot
 from attnclf.data.splits import train_validation_split
-from attnclf.errors import AttnclfError, DataError
+from attnclf.errors import DataError
 from attnclf.evaluation.multilabel import multilabel_metrics, predicted_sets, tune_thresholds
 from attnclf.rundir import THRESHOLDS_FILE
 
@@ -384,17 +384,42 @@ def test_evaluate_and_predict_commands(topic_run, topic_files, capsys):
         "food", "music", "politics", "science", "sports"}
 
 
-def test_serve_export_and_explain_refuse_a_multi_label_run(topic_run, capsys):
+def test_export_and_explain_refuse_a_multi_label_run(topic_run, capsys):
     for argv in (["export", str(topic_run)], ["explain", str(topic_run), "a goal", "--device", "cpu"],
                  ["faithfulness", str(topic_run), "--examples", "3", "--device", "cpu"]):
         assert main(argv) == 2
         err = capsys.readouterr().err
         assert "single-label runs only" in err and len(err.strip().splitlines()) == 1
+
+
+def test_serve_answers_a_multi_label_runs_label_sets_at_its_thresholds(topic_run):
+    from fastapi.testclient import TestClient
+
     from attnclf import Classifier
     from attnclf.serve.app import create_app
 
-    with pytest.raises(AttnclfError, match="single-label runs only"):
-        create_app(Classifier.load(topic_run, device="cpu"))
+    clf = Classifier.load(topic_run, device="cpu")
+    texts = ["the coach and the referee at the stadium", "bread soup and cheese for dinner with the orchestra",
+             "today some people said more"]
+    with TestClient(create_app(clf)) as client:
+        answer = client.post("/predict", json={"texts": texts})
+        assert answer.status_code == 200, answer.text
+        for got, expected in zip(answer.json()["predictions"], clf.predict(texts)):
+            assert got["labels"] == expected.labels
+            assert got["probabilities"] == pytest.approx(expected.probabilities)
+            assert (got["unknown_tokens"], got["tokens_read"]) == (expected.unknown_tokens, expected.tokens_read)
+            assert "label" not in got and "confidence" not in got  # (a single label's fields would mislead)
+        assert answer.json()["predictions"][2]["labels"] == []
+        about = client.get("/model").json()
+        assert about["multi_label"] and about["thresholds"] == pytest.approx(dict(zip(clf.label_names,
+                                                                                      clf.thresholds.tolist())))
+        schema = client.get("/openapi.json").json()
+        answered = schema["components"]["schemas"]["LabelSetOut"]["properties"]
+        assert set(answered) == {"labels", "probabilities", "unknown_tokens", "tokens_read"}
+        assert "/explain" not in schema["paths"]  # (it can only refuse: left out of /docs)
+        explained = client.post("/explain", json={"text": "a goal"})
+        assert explained.status_code == 400 and "single-label runs only" in explained.json()["detail"]
+        assert "multi-label" in schema["info"]["description"]
 
 
 def test_a_multi_label_dataset_trains_multi_label_without_the_flag(tmp_path):

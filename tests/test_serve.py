@@ -122,6 +122,7 @@ def test_health_model_and_docs(server, local):
     assert server.get("/health").json()["status"] == "ok"
     info = server.get("/model").json()
     assert info["labels"] == local.label_names
+    assert info["multi_label"] is False and info["thresholds"] is None  # (one label a text: no per-label cuts)
     assert info["model"]["name"] == "self-attn" and info["model"]["config"]["d_model"] == 32
     assert info["limits"]["max_batch"] == 4 and info["limits"]["max_body_bytes"] == 4000
     assert "attention" in info["explain_methods"] and info["explain_default"] == "occlusion" and info["version"]

@@ -1052,4 +1052,4 @@ def refuse_multi_label(config: dict, what: str) -> None:
     """One line saying ``what`` does not handle multi-label runs yet, if this run is one."""
     if is_multi_label(config):
         raise AttnclfError(f"{what} supports single-label runs only for now; predict a multi-label run with "
-                           f"`attnclf predict` or Classifier.load(run).predict")
+                           f"`attnclf predict`, `attnclf serve` or Classifier.load(run).predict")

@@ -3,6 +3,8 @@
 ```
 POST /predict   {"texts": [...]} or {"text": "..."}   -> {"predictions": [{label, confidence, probabilities,
                                                           unknown_tokens, tokens_read}]}
+                (a multi-label run's: {labels, probabilities, unknown_tokens, tokens_read}, each label whose
+                probability reaches its threshold from thresholds.json, most probable first)
 POST /explain   {"texts"|"text", "method", "target"}   -> {"explanations": [{tokens, scores, method, ...}]}
                 (by default occlusion's scores, with the pooling attention beside them as "pooling_attention";
                 "method": [...] or "all" for several, each text's explanations together, texts x methods bounded)
@@ -61,7 +63,6 @@ from ..checks import ACCESS_LOGS, by_field, check_threads
 from ..errors import AttnclfError, shown
 from ..export.runtime import OnnxClassifier
 from ..prediction import check_texts, class_threshold, joined_text_columns
-from ..rundir import refuse_multi_label
 
 SERVER_BATCH_TEXTS = 256  # texts run together at most, across requests
 RETRY_AFTER_SECONDS = 1  # a 503 for too many requests in flight says this: /predict's batches take milliseconds
@@ -230,6 +231,19 @@ class PredictionOut(BaseModel):
 
 class PredictResponse(BaseModel):
     predictions: list[PredictionOut]
+
+
+class LabelSetOut(BaseModel):
+    labels: list[str] = Field(description="every label whose probability reaches its threshold (GET /model's "
+                                          "thresholds, tuned on validation), most probable first; possibly none")
+    probabilities: dict[str, float] = Field(description="each label's own sigmoid probability: they need not sum "
+                                                        "to 1")
+    unknown_tokens: int = PredictionOut.model_fields["unknown_tokens"]
+    tokens_read: int = PredictionOut.model_fields["tokens_read"]
+
+
+class LabelSetResponse(BaseModel):
+    predictions: list[LabelSetOut]
 
 
 class ErrorOut(BaseModel):
@@ -650,10 +664,12 @@ def _export_summary(classifier: OnnxClassifier) -> dict:
 
 def _explain_methods(classifier) -> list[str]:
     """The explanation methods a PyTorch ``classifier`` gives: none from an ``Ensemble``, whose members tokenise and
-    attend each their own way (``Ensemble.explain`` refuses)."""
+    attend each their own way (``Ensemble.explain`` refuses), nor from a multi-label run (``explain`` refuses it)."""
     from ..explain import available_methods
 
-    return [] if hasattr(classifier, "members") else available_methods(classifier.model)
+    if hasattr(classifier, "members") or getattr(classifier, "multi_label", False):
+        return []
+    return available_methods(classifier.model)
 
 
 def _model_name(classifier) -> str:
@@ -672,15 +688,19 @@ def _model_name(classifier) -> str:
 
 
 def _description(backend: str, methods: list[str], model: str,
-                 max_explanations: int = ServeLimits.max_explain_batch) -> str:
+                 max_explanations: int = ServeLimits.max_explain_batch, multi_label: bool = False) -> str:
     """What /docs says of the service (``model``: its name): of /explain where it gives ``methods`` (at most
     ``max_explanations`` a request, texts x methods), and of the pooling attention where it pools by attention (a
-    bag of embeddings has none to speak of), else why it does not.
+    bag of embeddings has none to speak of), else why it does not; of a ``multi_label`` run's label sets.
 
     >>> about = _description("torch", ["grad-input", "integrated-gradients", "occlusion"], "boe")
     >>> about.split(":")[0], "attention" in about
     ('Text classifier (boe)', False)
     """
+    if multi_label:
+        return (f"Multi-label text classifier ({model}): /predict answers each text's set of labels, every label whose "
+                "sigmoid probability reaches its threshold (GET /model's thresholds), possibly none; /explain does "
+                "not for a multi-label run yet.")
     several = (f"Several methods go in one request, as a list or \"all\", each text's explanations together: "
                f"{max_explanations} explanations a request at most (texts x methods), as a slow method (occlusion, "
                f"integrated gradients) runs the model many times per text.")
@@ -730,8 +750,9 @@ def create_app(classifier, limits: ServeLimits = ServeLimits(),
     >>> #     client.post("/predict", json={"text": "great"}).json()
     >>> # create_app(Classifier.load("runs/demo"), threshold=("positive", 0.9))  # positive from 0.9 on
     """
-    refuse_multi_label(classifier.config, "attnclf serve")
-    threshold = class_threshold(threshold, classifier.label_names, named=named)
+    # (an ensemble and an ONNX export of a multi-label run are refused as they load: neither has its thresholds)
+    multi_label = getattr(classifier, "multi_label", False)
+    threshold = class_threshold(threshold, classifier.label_names, multi_label, named=named)
     if access_log_format not in (formats := [name for name in ACCESS_LOGS if name != "off"]):  # (off: no access_log)
         raise AttnclfError(f"access_log_format must be {' or '.join(formats)}, got {shown(access_log_format)}")
     backend = backend_name(classifier)
@@ -776,7 +797,7 @@ def create_app(classifier, limits: ServeLimits = ServeLimits(),
     # internet (or shows nothing offline). /docs is served from this process instead.
     app = FastAPI(title="attnclf", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None,
                   description=_description(backend, explain_methods, _model_name(classifier),
-                                            limits.max_explain_batch))
+                                            limits.max_explain_batch, multi_label))
     app.add_middleware(JsonBodies, paths={"/predict", "/explain"})
     app.add_middleware(BodyLimit, max_bytes=limits.max_body_bytes, max_seconds=limits.max_body_seconds)
     # Outside the body's bound (added after it): a request holds its slot while its body is still arriving, too.
@@ -803,16 +824,19 @@ def create_app(classifier, limits: ServeLimits = ServeLimits(),
     async def _user_error(request: Request, exc: AttnclfError):
         return JSONResponse({"detail": str(exc)}, 400)
 
-    @app.post("/predict", response_model=PredictResponse, responses=_error_responses(_BODY_ERRORS) | answer_headers)
+    answer = LabelSetResponse if multi_label else PredictResponse  # (its schema is what /docs shows)
+    answered_fields = (LabelSetOut if multi_label else PredictionOut).model_fields
+
+    @app.post("/predict", response_model=answer, responses=_error_responses(_BODY_ERRORS) | answer_headers)
     async def predict(request: PredictRequest, response: Response):
-        """Label and class probabilities for each text (one text, or a batch), and how many of the tokens the model
-        read are unknown to it; the label is the most probable class, or by the service's threshold (GET /model's
-        threshold) where it has one. The X-Attnclf-Weights header names the weights that answered (GET /model's
-        weights_id)."""
+        """Label and class probabilities for each text (one text, or a batch; a multi-label run's: its set of labels
+        and each label's probability), and how many of the tokens the model read are unknown to it; the label is the
+        most probable class, or by the service's threshold (GET /model's threshold) where it has one. The
+        X-Attnclf-Weights header names the weights that answered (GET /model's weights_id)."""
         predictions = await started("batcher").submit(request.checked(limits.max_batch, limits.max_text_chars))
         response.headers.update(answered_by)
         return {"predictions": [{key: value for key, value in prediction.to_dict().items()
-                                 if key in PredictionOut.model_fields} for prediction in predictions]}
+                                 if key in answered_fields} for prediction in predictions]}
 
     # Out of the schema (and /docs) where it can only refuse: its request fields would promise what it refuses.
     @app.post("/explain", include_in_schema=bool(explain_methods), responses=_error_responses(_BODY_ERRORS | {
@@ -876,6 +900,9 @@ def create_app(classifier, limits: ServeLimits = ServeLimits(),
             "backend": backend,
             **origin,
             "labels": classifier.label_names,
+            "multi_label": multi_label,
+            # Each label's cut (thresholds.json), which its probability must reach to be predicted; None: single-label.
+            "thresholds": dict(zip(classifier.label_names, classifier.thresholds.tolist())) if multi_label else None,
             # A `train --seeds` ensemble's members share a recipe; one built in Python may mix models, whose names
             # are all given and whose configs differ (None). Its parameters are all of theirs.
             "model": {"name": _model_name(classifier),
@@ -989,7 +1016,8 @@ def serve(run_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, limits
     say = partial(_say, log_format)
     # A line per request on stdout, beside "serving": what an operator reads (journalctl, docker logs) to tell
     # which request failed and why; uvicorn's own access log is off, as it says nothing of why.
-    threshold = class_threshold(threshold, classifier.label_names, named=named)
+    threshold = class_threshold(threshold, classifier.label_names, getattr(classifier, "multi_label", False),
+                                named=named)
     app = create_app(classifier, limits, access_log=None if access_log == "off" else partial(print, flush=True),
                      access_log_format=log_format, served_from={"run": str(run_dir), "weights_sha256": weights_sha256},
                      threshold=threshold, named=named)
