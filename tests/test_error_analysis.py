@@ -81,16 +81,6 @@ def test_evaluate_refuses_overwrite_without_errors(sport_and_money_run, cli_erro
         "--overwrite replaces an existing --errors file; give --errors FILE, or drop --overwrite"
 
 
-def test_misclassified_refuses_a_multi_label_classifier_in_one_line():
-    from types import SimpleNamespace
-
-    from attnclf.errors import AttnclfError
-    from attnclf.evaluation import misclassified
-
-    with pytest.raises(AttnclfError, match="^misclassified lists a single-label run's misclassified texts; "):
-        misclassified(SimpleNamespace(multi_label=True, label_names=["a", "b"]), (["x"], [["a"]]))
-
-
 def test_evaluate_prints_the_confusion_matrix_with_its_classes_named(sport_and_money_run, capsys):
     run, test = sport_and_money_run
     assert main(["evaluate", str(run), "--test-file", str(test), "--json"]) == 0

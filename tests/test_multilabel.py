@@ -541,3 +541,38 @@ def test_an_untrained_run_whose_tuned_thresholds_predict_most_labels_says_so(tmp
 def test_a_trained_multi_label_run_does_not_note_crowded_label_sets(topic_run):
     config = json.loads((topic_run / "config.json").read_text())
     assert not any("tuned thresholds" in line for line in config["data"].get("warnings", []))
+
+
+def test_evaluate_errors_lists_a_multi_label_runs_wrong_label_sets_with_what_each_missed_and_added(
+        topic_run, topic_files, tmp_path, capsys):
+    from attnclf import Classifier
+    from attnclf.evaluation import misclassified
+
+    test = topic_files[1]
+    assert main(["evaluate", str(topic_run), "--test-file", str(test), "--errors", str(tmp_path / "wrong.jsonl"),
+                 "--device", "cpu"]) == 0
+    assert "most wrong labels first" in capsys.readouterr().err
+    rows = [json.loads(line) for line in (tmp_path / "wrong.jsonl").read_text().splitlines()]
+    with open(test, newline="", encoding="utf-8") as f:
+        truth = [(row["text"], set(filter(None, row["topics"].split("|")))) for row in csv.DictReader(f)]
+    predicted = Classifier.load(topic_run, device="cpu").predict([text for text, _ in truth])
+    wrong = [i for i, ((_, labels), p) in enumerate(zip(truth, predicted)) if set(p.labels) != labels]
+    assert wrong and sorted(row["row"] - 1 for row in rows) == wrong
+    for row in rows:
+        text, labels = truth[row["row"] - 1]
+        p = predicted[row["row"] - 1]
+        assert row["text"] == text and set(row["true_labels"]) == labels and row["predicted_labels"] == p.labels
+        assert set(row["missed_labels"]) == labels - set(p.labels) and set(row["extra_labels"]) == set(p.labels) - labels
+        assert row["probability:sports"] == pytest.approx(p.probabilities["sports"])
+    counts = [len(row["missed_labels"]) + len(row["extra_labels"]) for row in rows]
+    assert counts == sorted(counts, reverse=True)
+    assert misclassified(Classifier.load(topic_run, device="cpu"), (texts := [text for text, _ in truth],
+                         [sorted(labels) for _, labels in truth]))[0]["text"] in texts  # (in Python too)
+    # In CSV each set is one cell joined by "|", as a multi-label file gives it: it reads back as label sets.
+    assert main(["evaluate", str(topic_run), "--test-file", str(test), "--errors", str(tmp_path / "wrong.csv"),
+                 "--device", "cpu"]) == 0
+    assert f"wrote {len(rows)} misclassified texts of 300 " in capsys.readouterr().err
+    back = load_file(tmp_path / "wrong.csv", label_column="true_labels", multi_label=True,
+                     label_names=json.loads((topic_run / "labels.json").read_text()))
+    assert [sorted(back.label_names[i] for i in labels) for labels in back.labels] == [
+        sorted(row["true_labels"]) for row in rows]

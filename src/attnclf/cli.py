@@ -644,8 +644,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         if "operating_points" in metrics:
             print("\n" + operating_points_table(metrics["operating_points"]))
     if written is not None:
-        print(f"wrote {written:,} misclassified texts of {metrics['num_examples']:,} to {args.errors} (most confident "
-              f"first)", file=sys.stderr)
+        order = "most wrong labels first" if clf.multi_label else "most confident first"
+        print(f"wrote {written:,} misclassified texts of {metrics['num_examples']:,} to {args.errors} ({order})",
+              file=sys.stderr)
     return 0
 
 
@@ -1352,7 +1353,9 @@ def build_parser() -> argparse.ArgumentParser:
                         ".parquet), most confident first: each text's row among the scored texts (from 1: a "
                         "--test-file's row below its header), a --test-file's other columns (an id), the text, "
                         "true_label, predicted_label, confidence, true_label_probability and probability:LABEL per "
-                        "class (a single-label run's)")
+                        "class; a multi-label run's texts whose label set is wrong, most wrong labels first, with "
+                        "true_labels, predicted_labels, missed_labels and extra_labels (|-joined in CSV and TSV) "
+                        "instead of the four after the text")
     p.add_argument("--overwrite", action="store_true", help="replace an existing --errors file")
     p.add_argument("--operating-points", metavar="CLASS",
                    help="also the precision, recall, F1 and number flagged of CLASS (a single-label run's, by name) "

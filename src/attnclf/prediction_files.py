@@ -23,7 +23,7 @@ from pathlib import Path
 from .checks import by_field
 from .data.files import (TextColumns, data_columns, has_rows, iter_rows, read_texts, refuse_compressed_output,
                          run_columns)
-from .data.multilabel import DEFAULT_LABEL_DELIMITER
+from .data.multilabel import DEFAULT_LABEL_DELIMITER, LABEL_SET_COLUMNS
 from .errors import AttnclfError, DataError, shown
 from .prediction import LabelSetPrediction, Prediction, class_threshold, trained_text_column
 from .rundir import prepare_output_dir, written_atomically
@@ -206,10 +206,11 @@ def _written_new(output: Path, overwrite: bool, doing: str, named: Callable[[str
 def write_rows(rows: list[dict], output: Path, columns: dict[str, type | None], overwrite: bool = False,
                doing: str = "writing", named: Callable[[str], str] = by_field) -> None:
     """Write ``rows`` (each holding ``columns``, named in order, to the Python type of their values: ``str``,
-    ``int`` or ``float``; None: a data file's own column, its values as they were read) into ``output`` (checked already: ``check_output``), atomically, in the format its suffix
-    names; no rows: a header alone (CSV, TSV), no line (JSON lines), a schema (Parquet). Unless ``overwrite``, a
-    file another process writes at ``output`` meanwhile (while the caller was ``doing`` its work) is kept: a one-line
-    error naming ``named("overwrite")``.
+    ``int``, ``float`` or ``list`` of strings; None: a data file's own column, its values as they were read) into
+    ``output`` (checked already: ``check_output``), atomically, in the format its suffix names; no rows: a header
+    alone (CSV, TSV), no line (JSON lines), a schema (Parquet). Unless ``overwrite``, a file another process writes
+    at ``output`` meanwhile (while the caller was ``doing`` its work) is kept: a one-line error naming
+    ``named("overwrite")``.
 
     >>> # write_rows([{"row": 2, "text": "dull"}], Path("wrong.csv"), {"row": int, "text": str})
     """
@@ -220,7 +221,7 @@ def write_rows(rows: list[dict], output: Path, columns: dict[str, type | None], 
             import pyarrow as pa  # (check_output saw that it is installed)
             import pyarrow.parquet as pq
 
-            types = {str: pa.string(), int: pa.int64(), float: pa.float64()}
+            types = {str: pa.string(), int: pa.int64(), float: pa.float64(), list: pa.list_(pa.string())}
             try:
                 schema = pa.schema([pa.field(name, types[kind] if kind else _read_type(pa, name, rows))
                                     for name, kind in columns.items()])
@@ -290,8 +291,9 @@ def _write_delimited(delimiter: str):
             header = None
             for chunk in chunks:
                 for where, record in chunk:
-                    if "predicted_labels" in record:  # (read back as a label set by `train --multi-label`)
-                        record["predicted_labels"] = DEFAULT_LABEL_DELIMITER.join(record["predicted_labels"])
+                    for name in LABEL_SET_COLUMNS:  # (read back as label sets by `--multi-label`)
+                        if name in added and isinstance(record.get(name), list):
+                            record[name] = DEFAULT_LABEL_DELIMITER.join(record[name])
                     if header is None:
                         header = list(record)
                         out.writerow(header)

@@ -17,6 +17,9 @@ import numpy as np
 from ..errors import shown
 
 DEFAULT_LABEL_DELIMITER = "|"
+# The columns of the files attnclf writes (predict --output, evaluate --errors) that hold label sets: "|"-joined in CSV
+# and TSV, as a multi-label file's labels are, so that `--label-column predicted_labels` reads them back.
+LABEL_SET_COLUMNS = ("true_labels", "predicted_labels", "missed_labels", "extra_labels")
 # Characters files join label sets by, other than the delimiter given: a class name holding one is probably a set
 SUSPECT_LABEL_SEPARATORS = ",;|/"
 

@@ -17,6 +17,7 @@ from sklearn.metrics import (
 )
 
 from ..checks import by_field
+from ..data.multilabel import LABEL_SET_COLUMNS
 from ..errors import AttnclfError, DataError, shown
 from ..prediction import ClassThreshold, class_threshold, decided_classes, refuse_unknown_class
 
@@ -98,8 +99,9 @@ def evaluate(classifier, data, errors: str | Path | None = None, overwrite: bool
     reads the data `attnclf evaluate` scores on) or a pair ``(texts, labels)`` in memory, labels by name (a
     multi-label run's: a list of names per text). Labels are read by name (another order is re-numbered to the
     classifier's; a label it never learned is a ``DataError``). ``errors``: a .csv / .tsv / .jsonl / .parquet file
-    to write the misclassified texts into as well (``misclassified_rows``; an existing one kept unless ``overwrite``),
-    its row count then in ``metrics["errors_written"]``. ``operating_points``: a single-label run's class, by name,
+    to write the misclassified texts into as well (``misclassified_rows``, a multi-label run's
+    ``wrong_label_set_rows``; an existing one kept unless ``overwrite``), its row count then in
+    ``metrics["errors_written"]``. ``operating_points``: a single-label run's class, by name,
     whose precision, recall and F1 at thresholds of its probability go in ``metrics["operating_points"]``
     (``class_operating_points``'), with ``["apply"]`` saying how to apply one. ``threshold``: one such operating
     point applied, ``("fraud", 0.7)`` or ``"fraud=0.7"``: the figures (and ``errors``) of the texts predicted as
@@ -118,12 +120,12 @@ def evaluate(classifier, data, errors: str | Path | None = None, overwrite: bool
                                f"flags each label above its own threshold, tuned on its validation texts")
         refuse_unknown_class(classifier.label_names, operating_points, named("operating_points"))
     if errors is not None:  # (before predicting: a name that cannot be written is told at once, as a clash is)
-        errors = _checked_errors_file(classifier, errors, overwrite, named)
+        errors = _checked_errors_file(errors, overwrite, named)
         if read_from := getattr(data, "read_from", None):  # (a JSON line's own columns: told as it is read)
             from ..data.files import data_columns
 
             header = _other_columns(read_from, data_columns(read_from.path))
-            _refuse_clashing_column(read_from, "line 1", header, classifier.label_names)
+            _refuse_clashing_column(read_from, "line 1", header, classifier.label_names, classifier.multi_label)
     data, probabilities = _scored(classifier, data)
     if classifier.multi_label:
         from ..data.multilabel import multi_hot
@@ -146,8 +148,7 @@ def evaluate(classifier, data, errors: str | Path | None = None, overwrite: bool
     if errors is not None:
         from ..prediction_files import write_rows
 
-        rows, columns = _with_file_columns(data, misclassified_rows(data.texts, data.labels, probabilities,
-                                                                    classifier.label_names, threshold))
+        rows, columns = _with_file_columns(data, _wrong_rows(classifier, data, probabilities, threshold))
         write_rows(rows, errors, columns, overwrite, "evaluating", named)
         metrics["errors_written"] = len(rows)
     return metrics
@@ -229,17 +230,24 @@ def operating_points_table(points: dict) -> str:
 
 
 def misclassified(classifier, data) -> list[dict]:
-    """The texts of labelled ``data`` (as ``evaluate`` takes it) that single-label ``classifier`` labels wrong, most
-    confident first (``misclassified_rows``): where a confident model and its label disagree, the label is often the
-    one that is wrong. ``pandas.DataFrame(misclassified(clf, data))`` is a table of them. Texts read from a data
-    file (``scoring_data(clf, test_file=...)``) have its other columns too, after ``row``, named as in the file.
+    """The texts of labelled ``data`` (as ``evaluate`` takes it) that ``classifier`` labels wrong, most confident
+    first (``misclassified_rows``): where a confident model and its label disagree, the label is often the one that
+    is wrong; a multi-label run's, the texts whose predicted set is not their set, most wrong labels first
+    (``wrong_label_set_rows``). ``pandas.DataFrame(misclassified(clf, data))`` is a table of them. Texts read from a
+    data file (``scoring_data(clf, test_file=...)``) have its other columns too, after ``row``, named as in the file.
 
     >>> # misclassified(clf, (df.text, df.label))[0]  # {'row': 17, 'text': ..., 'true_label': 'World', ...}
     """
-    _refuse_multi_label_errors(classifier, "misclassified")
     data, probabilities = _scored(classifier, data)
-    return _with_file_columns(data, misclassified_rows(data.texts, data.labels, probabilities,
-                                                       classifier.label_names))[0]
+    return _with_file_columns(data, _wrong_rows(classifier, data, probabilities))[0]
+
+
+def _wrong_rows(classifier, data: TextDataset, probabilities: np.ndarray,
+                threshold: ClassThreshold | None = None) -> list[dict]:
+    if classifier.multi_label:
+        return wrong_label_set_rows(data.texts, data.labels, probabilities, classifier.thresholds,
+                                    classifier.label_names)
+    return misclassified_rows(data.texts, data.labels, probabilities, classifier.label_names, threshold)
 
 
 def _with_file_columns(data: TextDataset, rows: list[dict]) -> tuple[list[dict], dict[str, type | None]]:
@@ -248,7 +256,7 @@ def _with_file_columns(data: TextDataset, rows: list[dict]) -> tuple[list[dict],
     (a JSON line lacking one: None); and the rows' columns, each to its type (the file's: None, as read)."""
     from ..data.files import data_columns, iter_rows
 
-    columns = misclassified_columns(data.label_names)
+    columns = misclassified_columns(data.label_names, data.multi_label)
     if data.read_from is None:  # (a dataset's split, or texts in memory)
         return rows, columns
     read_from = data.read_from
@@ -258,7 +266,7 @@ def _with_file_columns(data: TextDataset, rows: list[dict]) -> tuple[list[dict],
     others: dict[int, dict] = {}
     for i, (where, _, values) in enumerate(iter_rows(read_from.path, read_from.text_column)):
         other = _other_columns(read_from, values)
-        _refuse_clashing_column(read_from, where, other, data.label_names)
+        _refuse_clashing_column(read_from, where, other, data.label_names, data.multi_label)
         if i in wanted:
             others[i] = other
             names.update(dict.fromkeys(other))
@@ -275,22 +283,54 @@ def _other_columns(read_from: ReadFrom, values: dict | list[str]) -> dict:
     return {name: values[name] if isinstance(values, dict) else None for name in values if name not in used}
 
 
-def _refuse_clashing_column(read_from: ReadFrom, where: str, other: dict, label_names: Sequence[str]) -> None:
+def _refuse_clashing_column(read_from: ReadFrom, where: str, other: dict, label_names: Sequence[str],
+                            multi_label: bool = False) -> None:
     """A one-line error for a column of the file that the errors file writes itself, as predict --output's."""
     from ..prediction_files import refuse_clashing_column
 
-    refuse_clashing_column(read_from.path, where, other, misclassified_columns(label_names), "evaluate --errors",
-                           list(misclassified_columns(["LABEL"])))
+    refuse_clashing_column(read_from.path, where, other, misclassified_columns(label_names, multi_label),
+                           "evaluate --errors", list(misclassified_columns(["LABEL"], multi_label)))
 
 
-def misclassified_columns(label_names: Sequence[str]) -> dict[str, type]:
-    """The columns of ``misclassified_rows``' rows, in order, each to the type of its values.
+def misclassified_columns(label_names: Sequence[str], multi_label: bool = False) -> dict[str, type]:
+    """The columns of ``misclassified_rows``' rows (``multi_label``: ``wrong_label_set_rows``'), in order, each to
+    the type of its values.
 
     >>> list(misclassified_columns(["neg", "pos"]))[4:]
     ['confidence', 'true_label_probability', 'probability:neg', 'probability:pos']
+    >>> list(misclassified_columns(["a"], multi_label=True))[2:]
+    ['true_labels', 'predicted_labels', 'missed_labels', 'extra_labels', 'probability:a']
     """
+    if multi_label:
+        return {"row": int, "text": str, **dict.fromkeys(LABEL_SET_COLUMNS, list),
+                **{f"probability:{name}": float for name in label_names}}
     return {"row": int, "text": str, "true_label": str, "predicted_label": str, "confidence": float,
             "true_label_probability": float, **{f"probability:{name}": float for name in label_names}}
+
+
+def wrong_label_set_rows(texts: Sequence[str], y_true: Sequence[Sequence[int]], probabilities: np.ndarray,
+                         thresholds: np.ndarray, label_names: Sequence[str]) -> list[dict]:
+    """A row per text whose predicted label set (each label at least its threshold) is not its set of labels: its
+    ``row`` among the texts (from 1), the text, its true and predicted labels (the predicted most probable first, as
+    ``predict`` gives them), those it missed and those it added, and every label's probability; most wrong labels
+    first (ties in row order), as a text wrong on every label says more than one a single rare label short.
+
+    >>> rows = wrong_label_set_rows(["a", "b"], [(0,), (0, 1)], np.array([[.9, .1], [.2, .7]]), np.array([.5, .5]),
+    ...                             ["x", "y"])
+    >>> [(r["row"], r["missed_labels"], r["extra_labels"]) for r in rows]
+    [(2, ['x'], [])]
+    """
+    rows = []
+    for i, (labels, row) in enumerate(zip(y_true, probabilities)):
+        predicted = [c for c in np.argsort(-row, kind="stable") if row[c] >= thresholds[c]]
+        if set(predicted) == set(labels):
+            continue
+        rows.append({"row": i + 1, "text": texts[i], "true_labels": [label_names[c] for c in sorted(labels)],
+                     "predicted_labels": [label_names[c] for c in predicted],
+                     "missed_labels": [label_names[c] for c in sorted(set(labels) - set(predicted))],
+                     "extra_labels": [label_names[c] for c in predicted if c not in labels],
+                     **{f"probability:{name}": float(row[c]) for c, name in enumerate(label_names)}})
+    return sorted(rows, key=lambda r: -(len(r["missed_labels"]) + len(r["extra_labels"])))
 
 
 def misclassified_rows(texts: Sequence[str], y_true: Sequence[int], probabilities: np.ndarray,
@@ -316,19 +356,11 @@ def misclassified_rows(texts: Sequence[str], y_true: Sequence[int], probabilitie
             for i in wrong]
 
 
-def _checked_errors_file(classifier, errors: str | Path, overwrite: bool, named=by_field) -> Path:
-    """``errors`` checked as a file to write (``check_output``, whose ``output`` it is) for a single-label
-    ``classifier``."""
+def _checked_errors_file(errors: str | Path, overwrite: bool, named=by_field) -> Path:
+    """``errors`` checked as a file to write (``check_output``, whose ``output`` it is)."""
     from ..prediction_files import check_output
 
-    _refuse_multi_label_errors(classifier, named("errors"))
     return check_output(errors, overwrite=overwrite, named=lambda field: named("errors" if field == "output" else field))
-
-
-def _refuse_multi_label_errors(classifier, asked: str) -> None:
-    if classifier.multi_label:
-        raise AttnclfError(f"{asked} lists a single-label run's misclassified texts; a multi-label run's texts are "
-                           f"each partly right: compare its `attnclf predict --file FILE --output OUT` with the labels")
 
 
 def _scored(classifier, data):
