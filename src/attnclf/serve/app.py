@@ -1014,10 +1014,10 @@ def serve(run_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, limits
     # is an object, as a collector reading the stream line by line needs (stderr would split it from the requests).
     log_format = "json" if access_log == "json" else "text"
     say = partial(_say, log_format)
-    # A line per request on stdout, beside "serving": what an operator reads (journalctl, docker logs) to tell
-    # which request failed and why; uvicorn's own access log is off, as it says nothing of why.
     threshold = class_threshold(threshold, classifier.label_names, getattr(classifier, "multi_label", False),
                                 named=named)
+    # A line per request on stdout, beside "serving": what an operator reads (journalctl, docker logs) to tell
+    # which request failed and why; uvicorn's own access log is off, as it says nothing of why.
     app = create_app(classifier, limits, access_log=None if access_log == "off" else partial(print, flush=True),
                      access_log_format=log_format, served_from={"run": str(run_dir), "weights_sha256": weights_sha256},
                      threshold=threshold, named=named)
