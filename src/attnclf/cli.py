@@ -346,11 +346,12 @@ def _add_text_source_args(p: argparse.ArgumentParser) -> None:
     _add_text_column_arg(p, "the column a data --file's texts are in (default: text)")
 
 
-def _add_train_args(p: argparse.ArgumentParser) -> None:
+def _add_model_args(p: argparse.ArgumentParser, default_model: str) -> None:
+    """The data, training and tokenizer flags, and what builds the model: what `train` and `suspects` share."""
     _add_budget_args(p)
-    p.add_argument("--model", default="self-attn", help="model name (see `attnclf models`; default: self-attn)")
+    p.add_argument("--model", default=default_model,
+                   help=f"model name (see `attnclf models`; default: {default_model})")
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="model config field, e.g. --set heads=8")
-    p.add_argument("--output", "-o", help="run directory (default: runs/<model>-<dataset>)")
     p.add_argument("--seed", type=int, help="seeds the initial weights, dropout, shuffling and (unless --split-seed) "
                    "the validation split and a --max-train-examples sample (default: 0)")
     p.add_argument("--embeddings", metavar="FILE",
@@ -371,6 +372,11 @@ def _add_train_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-windows", type=int, help="with --windows: windows per text at most (default: 8)")
     p.add_argument("--window-pooling", choices=["attention", "mean", "max"],
                    help="with --windows: how the windows' summaries combine (default: attention)")
+
+
+def _add_train_args(p: argparse.ArgumentParser) -> None:
+    _add_model_args(p, default_model="self-attn")
+    p.add_argument("--output", "-o", help="run directory (default: runs/<model>-<dataset>)")
     p.add_argument("--overwrite", action="store_true",
                    help="replace the trained model (or --seeds members) already in --output: once this run's data "
                         "has loaded the earlier model moves to OUTPUT/earlier-model, deleted when this run finishes "
@@ -383,6 +389,10 @@ def _add_train_args(p: argparse.ArgumentParser) -> None:
                         "--train-file/--validation-file/--test-file say where its data lies now (checked against the "
                         "texts it recorded), flags that describe another run are refused (with --seeds: finished "
                         "members are kept, unfinished ones continue, new seeds train as the others did)")
+    _add_threads_and_quiet(p)
+
+
+def _add_threads_and_quiet(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threads", type=int, help="PyTorch's and numpy's BLAS threads (default: one per core; 1 is "
                    "often faster for small models or on a busy machine); the same seed, data and --threads give "
                    "the same weights on the CPU")
@@ -647,6 +657,27 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         order = "most wrong labels first" if clf.multi_label else "most confident first"
         print(f"wrote {written:,} misclassified texts of {metrics['num_examples']:,} to {args.errors} ({order})",
               file=sys.stderr)
+    return 0
+
+
+@command("suspects", threads=True)
+def cmd_suspects(args: argparse.Namespace) -> int:
+    from .training.suspects import find_suspects, suspect_line
+
+    # The settings `train` builds from the same flags; its run directory is the folds' work folder.
+    settings = build_settings(argparse.Namespace(**vars(args) | {"output": args.work_dir, "resume": False}))
+    if not args.work_dir:
+        settings.output = f"runs/suspects-{settings.model}-{settings.data.describe()}"
+    settings.threads = args.threads
+    _refuse_if_held(settings.output)
+    rows = find_suspects(settings, args.folds, output=args.output, resume=args.resume, overwrite=args.overwrite,
+                         progress=not args.quiet, named=_flag)
+    for rank, row in enumerate(rows[:args.top], start=1):
+        print(suspect_line(rank, row))
+    flagged = sum(row["margin"] < 0 for row in rows)
+    print(f"{flagged:,} of {len(rows):,} rows are predicted out of fold as another label than the one given; "
+          f"folds in {settings.output}" + (f"; every row, lowest first, in {args.output}" if args.output else ""),
+          file=sys.stderr)
     return 0
 
 
@@ -1367,6 +1398,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bf16", action="store_true", help=INFERENCE_BF16_HELP)
     p.add_argument("--threads", type=int, help=INFERENCE_THREADS_HELP)
 
+    p = sub.add_parser("suspects", help="rank training rows by how likely their label is wrong (out of fold)",
+                       description="Split the training rows into K stratified folds, train the model on all folds but "
+                                   "one and score the fold it left out; rank every row by the probability its "
+                                   "model gave the row's own label, lowest first (a row the model memorised is "
+                                   "never scored by it). On SST-2's 6,920 training sentences, 5 folds of boe with "
+                                   "--threads 1 took 48.6 s (BENCHMARKS.md, 2026-11-28).")
+    _add_model_args(p, default_model="boe")
+    p.add_argument("--folds", type=int, default=5, help="K: each row is scored by a model trained on the other K-1 "
+                                                        "folds (default: 5)")
+    p.add_argument("--work-dir", help="where each fold's run trains, as FOLDER/fold-K (default: "
+                                      "runs/suspects-<model>-<dataset>)")
+    p.add_argument("--output", "-o", metavar="FILE",
+                   help="write every row, lowest given-label probability first, to a .csv, .tsv, .jsonl or .parquet "
+                        "file: row, text, given_label, given_label_probability, predicted_label, margin (the given "
+                        "label's probability less the likeliest other's), fold, probability:CLASS...")
+    p.add_argument("--top", type=int, default=20, help="rows printed, likeliest mislabelled first (default: 20)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an existing --output file, and train the folds already in --work-dir again")
+    p.add_argument("--resume", action="store_true",
+                   help="keep the finished folds in --work-dir and continue the others (the same command, "
+                        "--resume added: the same rows, folds, seed and settings)")
+    _add_threads_and_quiet(p)
+
     p = sub.add_parser("calibrate", help="fit a run's temperature on its validation texts, so its probabilities "
                                          "mean what they say",
                        description="Fit one temperature T on the validation texts RUN_DIR held out: the T whose "
@@ -1641,6 +1695,9 @@ EXAMPLES = {
     "evaluate": ("attnclf evaluate runs/imdb --split validation --operating-points pos    # pos's precision vs recall",
                  "attnclf evaluate runs/imdb-3 --json --threshold pos=0.8    # pos predicted from probability 0.8 on",
                  "attnclf evaluate runs/demo --test-file more.csv --errors wrong.csv    # and its misclassified texts"),
+    "suspects": ("attnclf suspects --train-file reviews.csv --output suspects.csv    # every row, likeliest wrong first",
+                 "attnclf suspects --train-file reviews.csv --output suspects.csv --resume    # after an interruption",
+                 "attnclf suspects --dataset sst2-sentences --folds 10 --top 50 --threads 1"),
     "calibrate": ("attnclf calibrate runs/imdb",
                   "attnclf calibrate runs/imdb-3/seed-0    # each member of a --seeds folder"),
     "predict": ('attnclf predict runs/demo "the plot was brilliant" "the acting was not good"',

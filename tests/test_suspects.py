@@ -1,0 +1,117 @@
+"""`attnclf suspects`: training rows ranked by their given label's out-of-fold probability."""
+
+import csv
+import json
+import random
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from attnclf.cli import main
+from conftest import write_csv
+
+SPORT_WORDS = ["team", "match", "goal", "striker", "coach", "cup", "league", "referee", "pitch", "keeper"]
+MONEY_WORDS = ["bank", "shares", "market", "profit", "stocks", "rates", "investor", "bond", "dividend", "loan"]
+FLIPPED = [3, 17, 42, 66]  # rows (from 0) whose label the fixture writes wrong
+
+
+def topics_file(path, rows_per_class: int = 40, flipped=FLIPPED):
+    """A CSV of sport and money texts, each four words of its topic's ten, interleaved; ``flipped`` carry the
+    other topic's label."""
+    draw = random.Random(7)
+    rows = []
+    for i in range(2 * rows_per_class):
+        topic = "sport" if i % 2 == 0 else "money"
+        words = SPORT_WORDS if topic == "sport" else MONEY_WORDS
+        label = topic if i not in flipped else ("money" if topic == "sport" else "sport")
+        rows.append((" ".join(draw.sample(words, 4)), label))
+    return write_csv(path, rows)
+
+
+def suspects_command(train, work, *more) -> list[str]:
+    """`attnclf suspects` of a tiny boe model, 4 folds."""
+    return ["suspects", "--train-file", str(train), "--folds", "4", "--epochs", "8", "--lr", "0.02",
+            "--min-frequency", "1", "--set", "embed_dim=16", "--work-dir", str(work), "--quiet", "--threads", "1",
+            *more]
+
+
+def test_flipped_labels_rank_first_and_the_output_file_holds_every_row(tmp_path, capsys):
+    train = topics_file(tmp_path / "train.csv")
+    output = tmp_path / "suspects.csv"
+    assert main(suspects_command(train, tmp_path / "work", "--output", str(output), "--top", "4")) == 0
+    with open(output, encoding="utf-8", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert len(rows) == 80
+    assert sorted(int(row["row"]) - 1 for row in rows[:4]) == FLIPPED
+    first = rows[0]
+    assert first["predicted_label"] != first["given_label"] and float(first["margin"]) < 0
+    assert float(first["given_label_probability"]) == pytest.approx(float(first[f"probability:{first['given_label']}"]))
+    given = [float(row["given_label_probability"]) for row in rows]
+    assert given == sorted(given)  # lowest first
+    printed = capsys.readouterr().out
+    assert all(f"row {row + 1}:" in printed for row in FLIPPED), printed
+    assert "row" not in printed.replace(f"row {rows[4]['row']}:", "").split("\n", 5)[-1]  # (--top 4: four rows)
+
+
+def test_the_folds_are_stratified_and_the_same_for_the_same_seed():
+    from attnclf.training.suspects import fold_of_each_row
+
+    labels = [0] * 30 + [1] * 12 + [2] * 8
+    folds = fold_of_each_row(labels, 4, seed=3)
+    assert sorted(set(folds.tolist())) == [0, 1, 2, 3]
+    for label in (0, 1, 2):
+        held = Counter(folds[np.asarray(labels) == label].tolist())
+        assert max(held.values()) - min(held.values()) <= 1 and len(held) == 4
+    assert np.array_equal(folds, fold_of_each_row(labels, 4, seed=3))
+    assert not np.array_equal(folds, fold_of_each_row(labels, 4, seed=4))
+
+
+def test_resume_keeps_finished_folds_and_trains_the_missing_one(tmp_path, monkeypatch, capsys):
+    import shutil
+
+    from attnclf.training import run
+
+    train = topics_file(tmp_path / "train.csv")
+    work = tmp_path / "work"
+    assert main(suspects_command(train, work, "--output", str(tmp_path / "first.jsonl"))) == 0
+    shutil.rmtree(work / "fold-3")
+    trained = []
+    real = run.train_run
+    monkeypatch.setattr(run, "train_run", lambda settings, *a, **k: trained.append(settings.output) or
+                        real(settings, *a, **k))
+    assert main(suspects_command(train, work, "--output", str(tmp_path / "second.jsonl"), "--resume")) == 0
+    assert trained == [str(work.absolute() / "fold-3")]
+    first = [json.loads(line) for line in (tmp_path / "first.jsonl").read_text().splitlines()]
+    second = [json.loads(line) for line in (tmp_path / "second.jsonl").read_text().splitlines()]
+    assert [row["row"] for row in first][:4] == [row["row"] for row in second][:4]
+
+
+def test_a_work_dir_of_earlier_folds_needs_resume_or_overwrite(tmp_path, capsys):
+    train = topics_file(tmp_path / "train.csv")
+    work = tmp_path / "work"
+    assert main(suspects_command(train, work)) == 0
+    capsys.readouterr()
+    assert main(suspects_command(train, work)) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.count("\n") == 0 and "--resume" in error and "--overwrite" in error, error
+    assert main(suspects_command(train, work, "--folds", "5", "--resume")) == 2  # (argparse: the last --folds wins)
+    error = capsys.readouterr().err.strip()
+    assert error.count("\n") == 0 and "4 folds" in error and "5" in error, error
+
+
+@pytest.mark.parametrize("rows, more, message", [
+    ([("a goal", "sport")] * 8, [], "only one class"),
+    ([("a goal", "sport")] * 8 + [("the bank", "money")] * 3, [], "'money' has 3 rows, fewer than --folds 4"),
+    ([("a goal", "sport")] * 8, ["--multi-label"], "single-label"),
+    ([("a goal", "sport")] * 4 + [("the bank", "money")] * 4, ["--folds", "1"], "--folds must be at least 2"),
+    ([("a goal", "sport")] * 4 + [("the bank", "money")] * 4, ["--test-file", "t.csv"], "--test-file"),
+], ids=["one-class", "class-smaller-than-folds", "multi-label", "one-fold", "test-file"])
+def test_bad_data_is_one_line(tmp_path, capsys, rows, more, message):
+    train = write_csv(tmp_path / "train.csv", rows)
+    assert main(suspects_command(train, tmp_path / "work", *more)) == 2
+    captured = capsys.readouterr()
+    error = captured.err.strip()
+    assert error.startswith("attnclf: error: ") and error.count("\n") == 0 and message in error, error
+    assert "Traceback" not in captured.err
+    assert not (tmp_path / "work" / "fold-1").exists()
