@@ -115,3 +115,17 @@ def test_bad_data_is_one_line(tmp_path, capsys, rows, more, message):
     assert error.startswith("attnclf: error: ") and error.count("\n") == 0 and message in error, error
     assert "Traceback" not in captured.err
     assert not (tmp_path / "work" / "fold-1").exists()
+
+
+def test_the_help_s_timing_is_a_figure_benchmarks_holds():
+    import argparse
+    import re
+    from pathlib import Path
+
+    from attnclf.cli import build_parser
+
+    subcommands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    description = " ".join(subcommands.choices["suspects"].description.split())
+    took = re.search(r"took (\d+\.\d s) \(BENCHMARKS.md, 2026-11-28\)", description)
+    benchmarks = (Path(__file__).resolve().parents[1] / "BENCHMARKS.md").read_text(encoding="utf-8")
+    assert took and f"| {took[1]} |" in benchmarks, description
