@@ -1403,7 +1403,8 @@ def build_parser() -> argparse.ArgumentParser:
                                    "one and score the fold it left out; rank every row by the probability its "
                                    "model gave the row's own label, lowest first (a row the model memorised is "
                                    "never scored by it). On SST-2's 6,920 training sentences, 5 folds of boe with "
-                                   "--threads 1 took 48.6 s (BENCHMARKS.md, 2026-11-28).")
+                                   "--threads 1 took 48.6 s (BENCHMARKS.md, 2026-11-28); on 10,000 IMDB reviews, 4 min 28 "
+                                   "s on a busy machine.")
     _add_model_args(p, default_model="boe")
     p.add_argument("--folds", type=int, default=5, help="K: each row is scored by a model trained on the other K-1 "
                                                         "folds (default: 5)")
