@@ -243,17 +243,21 @@ def test_the_estimator_starts_a_self_attn_where_train_on_a_file_does(tmp_path):
     command = build_settings(build_parser().parse_args(["train", "--train-file", "t.csv", "--output", "unused"]))
     estimator = fitted()
     model = estimator.classifier_.model
-    assert {field: getattr(model.config, field) for field in command.model_config} == command.model_config
-    assert model.config.d_model == 64 and model.ngram_logits.buckets == 1048576
+    # The recipe's fields all, but the n-gram buckets: sized to these few texts' bigrams (16 each, a power of two),
+    # where the recipe's 2^20 made tens of MB of model of a few hundred texts.
+    sized = {**command.model_config, "nb_ngram_buckets": 128}
+    assert {field: getattr(model.config, field) for field in command.model_config} == sized
+    assert command.model_config["nb_ngram_buckets"] == 1048576
+    assert model.config.d_model == 64 and model.ngram_logits.buckets == 128
     assert estimator.get_params()["d_model"] is None  # (the parameter stays as given: clone and grids see None)
     # Saved, the run rebuilds that very model, and so does the estimator loaded from it.
     path = estimator.save(tmp_path / "estimator")
     for again in (Classifier.load(path).model, AttentionTextClassifier.load(path).classifier_.model):
-        assert again.config == model.config and again.ngram_logits.buckets == 1048576
+        assert again.config == model.config and again.ngram_logits.buckets == 128
         assert all(torch.equal(a, b) for a, b in zip(again.state_dict().values(), model.state_dict().values()))
     # An argument given wins, as a --set flag does, and the rest of the recipe stays.
     wide = fitted(d_model=128).classifier_.model
-    assert wide.config.d_model == 128 and wide.ngram_logits.buckets == 1048576
+    assert wide.config.d_model == 128 and wide.ngram_logits.buckets == 128
     assert fitted(model_config={"nb_ngram_buckets": 0}).classifier_.model.ngram_logits is None
     # Other models keep their general defaults, as the command does (the estimator fits no label sets: y of sets is
     # refused, so multi-label, which keeps them too, is the command's alone).
