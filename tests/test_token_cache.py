@@ -12,7 +12,7 @@ import pytest
 from attnclf.cli import main
 from attnclf.data.files import file_labels, iter_records
 from attnclf.errors import AttnclfError, DataError
-from attnclf.text.cache import TokenCache, build_cache, file_identity
+from attnclf.text.cache import MappedSequences, TokenCache, build_cache, encode_packed, file_identity
 from attnclf.text.tokenizer import Tokenizer, TokenizerConfig
 from attnclf.training.run import train_run
 from attnclf.training.settings import DataSettings, RunSettings
@@ -687,3 +687,35 @@ def test_a_cached_runs_held_out_file_with_labels_the_training_file_lacks_is_not_
     with pytest.raises(DataError, match=re.escape("remove that row, or give the training file texts of its label")
                        + "$"):
         load_cached_data(RunSettings(data, TokenizerConfig(min_frequency=1)), 0, log=lambda message: None)
+
+
+def test_packed_ids_equal_the_tokenizer_encodings_across_chunks(files):
+    texts = [row["text"] for row in corpus(50, 3)] + [""]
+    tokenizer = Tokenizer.train(texts, TokenizerConfig(min_frequency=1, max_len=6))
+    told = []
+    packed = encode_packed(tokenizer, texts, chunk_texts=7, done=told.append)
+    assert [row.tolist() for row in packed] == tokenizer.encode(texts)
+    assert packed.flat.dtype == np.uint32 and packed.lengths.tolist() == [len(ids) for ids in tokenizer.encode(texts)]
+    assert sum(told) == len(texts) and max(told) == 7  # a chunk at a time, for a progress bar
+
+
+def test_training_batches_hold_packed_ids_not_a_python_list_per_text(files, tmp_path):
+    """1,000,000 AG News texts as lists of Python ints held 6 GB before the first step (BENCHMARKS.md)."""
+    from attnclf.data.base import TextDataset
+    from attnclf.training.run import _batches
+
+    texts = [row["text"] for row in corpus(40, 4)]
+    tokenizer = Tokenizer.train(texts, TokenizerConfig(min_frequency=1, max_len=8))
+    data = TextDataset(texts, [0, 1] * 20, ["neg", "pos"])
+    batches = _batches(tokenizer, data, batch_size=8, shuffle=True, seed=0)
+    assert isinstance(batches.sequences, MappedSequences)
+    assert [row.tolist() for row in batches.sequences] == tokenizer.encode(texts)
+
+
+def test_training_says_it_is_tokenising_before_the_first_step(files, tmp_path, capsys):
+    """A big file's tokenising took minutes with nothing on stderr, in a log or at a terminal (BENCHMARKS.md)."""
+    train, test = files
+    train_run(settings(train, test, tmp_path / "run", False, tmp_path / "cache"), progress=True)
+    told = capsys.readouterr()
+    assert "tokenising 225 training texts" in told.err and "tokenising 25 validation texts" in told.err
+    assert "epoch 1:" in told.out  # (the epochs' lines follow, on stdout)

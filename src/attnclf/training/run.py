@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from tqdm.auto import tqdm
 
 from .. import __version__
 from ..data.base import Splits, TextDataset
@@ -35,7 +36,7 @@ from ..rundir import (EARLIER_MODEL, EARLIER_MODEL_STAGING, FORMAT_VERSION, TEMP
                       prepare_output_dir, read_config, read_history, read_json, read_metrics,
                       remove_cut_short_writes, remove_empty_folders)
 from ..text.batching import EVAL_MAX_TOKENS, BucketBatches
-from ..text.cache import CachedDataset
+from ..text.cache import CachedDataset, encode_packed
 from ..text.tokenizer import Tokenizer, unspaced_text_warning
 from ..text.vectors import WordVectors, count_vectors
 from ..text.windows import WindowConfig, text_batches
@@ -61,14 +62,23 @@ class RunResult:
 
 
 def _batches(tokenizer: Tokenizer, data: TextDataset, batch_size: int, shuffle: bool, seed: int,
-             balanced: bool = False, windows: WindowConfig | None = None) -> BucketBatches:
+             balanced: bool = False, windows: WindowConfig | None = None, progress: bool = False) -> BucketBatches:
     max_tokens = None if shuffle else EVAL_MAX_TOKENS  # evaluation batches: bounded in padded tokens too
     if isinstance(data, CachedDataset):  # encoded once, cut to max_len, when the cache was built
         return BucketBatches(data.sequences, data.labels, batch_size=batch_size, shuffle=shuffle, seed=seed,
                              balanced=balanced, max_tokens=max_tokens)
     labels = multi_hot(data.labels, data.num_classes) if data.multi_label else data.labels
-    return text_batches(tokenizer, data.texts, labels, windows=windows, batch_size=batch_size, shuffle=shuffle,
-                        seed=seed, balanced=balanced, max_tokens=max_tokens)
+    if windows is not None:
+        return text_batches(tokenizer, data.texts, labels, windows=windows, batch_size=batch_size, shuffle=shuffle,
+                            seed=seed, balanced=balanced, max_tokens=max_tokens)
+    split = "training" if shuffle else "validation"
+    if progress:  # (a line a log keeps too: a million texts take minutes, before the epoch's bar appears)
+        _stderr(f"tokenising {len(data.texts):,} {split} texts")
+    with tqdm(total=len(data.texts), desc=f"tokenising {split} texts", unit=" texts", leave=False,
+              disable=None if progress else True) as bar:
+        sequences = encode_packed(tokenizer, data.texts, done=bar.update)
+    return BucketBatches(sequences, labels, batch_size=batch_size, shuffle=shuffle, seed=seed, balanced=balanced,
+                         max_tokens=max_tokens)
 
 
 def _count_embeddings(settings: RunSettings, splits: Splits, dim: int, log) -> tuple[WordVectors, dict]:
@@ -301,9 +311,10 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool, loaded: tupl
                       multi_label=settings.data.multi_label)
     history = trainer.fit(
         _batches(tokenizer, splits.train, settings.train.batch_size * distributed.world_size, True, seed,
-                 balanced=settings.train.sampler == "balanced", windows=settings.windows),
+                 balanced=settings.train.sampler == "balanced", windows=settings.windows, progress=trainer.progress),
         None if splits.validation is None else
-        _batches(tokenizer, splits.validation, settings.eval_batch_size, False, seed, windows=settings.windows),
+        _batches(tokenizer, splits.validation, settings.eval_batch_size, False, seed, windows=settings.windows,
+                 progress=trainer.progress),
         resume=resume,
     )
     if not distributed.is_main:  # rank 0 tests and reports
