@@ -387,3 +387,41 @@ def test_a_failing_hard_link_other_than_none_made_here_is_not_taken_for_a_filesy
             Path(tmp).write_text("ours\n")
     assert raised.value.errno == errno.EIO
     assert list(tmp_path.iterdir()) == []
+
+
+def test_predict_file_tells_each_chunk_written_as_it_goes(run, tmp_path, monkeypatch):
+    from attnclf import prediction_files
+    from attnclf.classifier import Classifier
+
+    monkeypatch.setattr(prediction_files, "PREDICT_CHUNK", 3)
+    source = write_rows(tmp_path / "in.csv", ["id", "text"], [(i, POSITIVE[i % 4]) for i in range(8)])
+    told = []
+    written = prediction_files.predict_file(Classifier.load(run), source, tmp_path / "out.csv", done=told.append)
+    assert written == 8 and told == [3, 3, 2]
+
+
+class _Terminal:
+    """stderr as a terminal sees it: tqdm draws its bar only there."""
+
+    def __init__(self):
+        self.text = ""
+
+    def write(self, text):
+        self.text += text
+
+    def flush(self):
+        pass
+
+    def isatty(self):
+        return True
+
+
+def test_a_long_predict_into_a_file_shows_its_rows_and_rate_at_a_terminal(run, tmp_path, monkeypatch):
+    """1,000,000 rows took minutes with nothing on the screen but the last line (BENCHMARKS.md)."""
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    source = write_rows(tmp_path / "in.csv", ["id", "text"], [(i, POSITIVE[i % 4]) for i in range(5)])
+    assert main(["predict", str(run), "--file", str(source), "--output", str(tmp_path / "out.csv")]) == 0
+    # (the chunks' counts reach the bar: test_predict_file_tells_each_chunk_written_as_it_goes)
+    assert "\rpredicting: " in terminal.text and " texts/s]" in terminal.text
+    assert terminal.text.rstrip().endswith("wrote 5 predictions to " + str(tmp_path / "out.csv"))

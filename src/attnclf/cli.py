@@ -734,12 +734,17 @@ def _predict(args: argparse.Namespace) -> int:
     _warn_if_unfinished(args.run_dir)  # (an export of a run holds its best weights so far, as the run does)
     notes = _UnknownTokenNotes()
     if args.output is not None:
-        if args.file is not None and has_rows(args.file):
-            written = predict_file(clf, args.file, args.output, text_column=args.text_column,
-                                   overwrite=args.overwrite, noticed=notes, named=_flag, threshold=threshold)
-        else:
-            written = predict_texts(clf, _input_texts(args, clf.config), args.output, overwrite=args.overwrite,
-                                    noticed=notes, named=_flag, threshold=threshold)
+        from tqdm.auto import tqdm
+
+        # At a terminal only (a log would fill with it): rows done and their rate, the file's row count unknown.
+        with tqdm(desc="predicting", unit=" texts", disable=None, leave=False) as bar:
+            if args.file is not None and has_rows(args.file):
+                written = predict_file(clf, args.file, args.output, text_column=args.text_column,
+                                       overwrite=args.overwrite, noticed=notes, named=_flag, threshold=threshold,
+                                       done=bar.update)
+            else:
+                written = predict_texts(clf, _input_texts(args, clf.config), args.output, overwrite=args.overwrite,
+                                        noticed=notes, named=_flag, threshold=threshold, done=bar.update)
         notes.count_the_rest()
         print(f"wrote {written:,} prediction{'s' * (written != 1)} to {args.output}", file=sys.stderr)
         return 0

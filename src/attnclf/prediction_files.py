@@ -93,15 +93,16 @@ def check_output(output: str | Path, reads: str | Path | None = None, overwrite:
 
 def predict_file(model, path: str | Path, output: str | Path, *, text_column: TextColumns | None = None,
                  overwrite: bool = False, noticed: Callable[[str, Prediction | LabelSetPrediction], None] | None = None,
-                 named: Callable[[str], str] = by_field, threshold: tuple[str, float] | str | None = None) -> int:
+                 named: Callable[[str], str] = by_field, threshold: tuple[str, float] | str | None = None,
+                 done: Callable[[int], None] | None = None) -> int:
     """Predict every row of ``path`` (CSV / TSV / JSONL / Parquet: its ``text_column``, by default the one the model
     trained on; fastText's format: its ``text`` and its true ``label``, several ``|``-joined; anything else: plain
     text, a text per line, blank lines skipped) into ``output``, each row with all its columns (plain text: a ``text``
     column) and its prediction's; returns the number of rows written.
 
     ``model``: a ``Classifier``, ``Ensemble`` or ``OnnxClassifier``. ``noticed(text, prediction)`` is called for
-    each row as it is written (the command line notes unknown tokens from it). ``threshold``: one class's operating
-    point, as ``Classifier.predict`` applies it.
+    each row as it is written (the command line notes unknown tokens from it), ``done(count)`` after each chunk of
+    rows (its progress bar). ``threshold``: one class's operating point, as ``Classifier.predict`` applies it.
 
     >>> # predict_file(Classifier.load("runs/mine"), "to_score.csv", "scored.csv")  # 1200: rows written
     """
@@ -110,22 +111,23 @@ def predict_file(model, path: str | Path, output: str | Path, *, text_column: Te
         rows = iter_rows(path, text_column or trained_text_column(model.config))
         with run_columns(text_column):
             return write_predictions(model, rows, output, source=path, overwrite=overwrite, noticed=noticed,
-                                     named=named, threshold=threshold)
+                                     named=named, threshold=threshold, done=done)
     return write_predictions(model, _text_rows(read_texts(path)), output, overwrite=overwrite, noticed=noticed,
-                             named=named, threshold=threshold)
+                             named=named, threshold=threshold, done=done)
 
 
 def predict_texts(model, texts: Iterable[str], output: str | Path, *, overwrite: bool = False,
                   noticed: Callable[[str, Prediction | LabelSetPrediction], None] | None = None,
-                  named: Callable[[str], str] = by_field, threshold: tuple[str, float] | str | None = None) -> int:
+                  named: Callable[[str], str] = by_field, threshold: tuple[str, float] | str | None = None,
+                  done: Callable[[int], None] | None = None) -> int:
     """Predict ``texts`` into ``output``: a ``text`` column and the prediction's, a row per text; returns the number
-    of rows written. ``noticed`` and ``threshold`` as in ``predict_file``.
+    of rows written. ``noticed``, ``threshold`` and ``done`` as in ``predict_file``.
 
     >>> # predict_texts(clf, ["a fine film", "not good"], "scored.jsonl")  # 2
     """
     output = check_output(output, None, overwrite, named)
     return write_predictions(model, _text_rows(texts), output, overwrite=overwrite, noticed=noticed, named=named,
-                             threshold=threshold)
+                             threshold=threshold, done=done)
 
 
 def _text_rows(texts: Iterable[str]) -> Iterator[tuple[str, str, dict]]:
@@ -136,11 +138,13 @@ def _text_rows(texts: Iterable[str]) -> Iterator[tuple[str, str, dict]]:
 def write_predictions(model, rows: Iterable[tuple[str, str, dict]], output: Path, *, source: str | Path | None = None,
                       overwrite: bool = False,
                       noticed: Callable[[str, Prediction | LabelSetPrediction], None] | None = None,
-                      named: Callable[[str], str] = by_field, threshold: tuple[str, float] | str | None = None) -> int:
+                      named: Callable[[str], str] = by_field, threshold: tuple[str, float] | str | None = None,
+                      done: Callable[[int], None] | None = None) -> int:
     """Write ``rows`` (``(where, text, columns)``, as ``iter_rows`` reads them from ``source``), each with its
     prediction's columns, into ``output`` (checked already: ``check_output``), atomically; the rows written. Unless
     ``overwrite``, a file another process writes at ``output`` meanwhile is kept: a one-line error. ``threshold``:
-    one class's operating point, as ``Classifier.predict`` applies it.
+    one class's operating point, as ``Classifier.predict`` applies it; ``done(count)`` is called after each chunk of
+    rows is predicted.
 
     >>> # write_predictions(clf, iter_rows("in.csv"), Path("out.parquet"), source="in.csv")
     """
@@ -165,6 +169,8 @@ def write_predictions(model, rows: Iterable[tuple[str, str, dict]], output: Path
                 if noticed is not None:
                     noticed(text, prediction)
             written += len(records)
+            if done is not None:
+                done(len(records))
             yield records
 
     with _written_new(output, overwrite, "predicting", named) as tmp:
