@@ -135,8 +135,8 @@ def encode_packed(tokenizer: Tokenizer, texts: Sequence[str], max_len: int | Non
                   chunk_texts: int = CHUNK_TEXTS, done: Callable[[int], None] | None = None) -> MappedSequences:
     """``tokenizer.encode(texts, max_len)`` packed into one array of 4-byte ids, ``chunk_texts`` texts encoded at a
     time (``done(count)`` after each chunk, for a progress bar): a list of Python ints per text, and the tokenizer's
-    objects for every text at once, held 6 GB for 900,000 AG News texts before training's first step, these 0.5 GB
-    (BENCHMARKS.md).
+    objects for every text at once, made a 900,000-text training run's peak 6.2 GB before its first step, 1.4 GB
+    this way (BENCHMARKS.md).
 
     >>> from attnclf.text import TokenizerConfig
     >>> tokenizer = Tokenizer.train(["a b c"], TokenizerConfig(min_frequency=1))
