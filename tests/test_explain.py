@@ -346,6 +346,45 @@ def test_log_odds_is_the_softmax_logit():
     assert log_odds(logits, torch.tensor([2])).item() == pytest.approx(math.log(p / (1 - p)), abs=1e-5)
 
 
+def test_a_multi_label_models_log_odds_are_its_labels_own_logit():
+    # A sigmoid per label: log p / (1 - p) = z_c, whatever the other labels' logits are.
+    logits = torch.tensor([[0.3, -1.2, 2.0]])
+    assert log_odds(logits, torch.tensor([2]), multi_label=True).item() == pytest.approx(2.0)
+    assert log_odds(logits, torch.tensor([0]), temperature=2.0, multi_label=True).item() == pytest.approx(0.15)
+
+
+def test_multi_label_methods_explain_one_labels_sigmoid_not_a_softmax_over_labels():
+    model = tiny("self-attn").eval()
+
+    def label_logits(sequence, embeddings=None):
+        ids = torch.tensor([sequence])
+        return model(ids, ids != 0, token_embeddings=embeddings).logits[0]
+
+    ig = attribute(model, SEQUENCES, TARGETS, "integrated-gradients", multi_label=True)
+    for scores, change, sequence, target in zip(ig.scores, ig.log_odds_change, SEQUENCES, TARGETS):
+        baseline = model.embed_tokens(torch.zeros(1, len(sequence), dtype=torch.long))
+        with torch.no_grad():
+            logit_change = (label_logits(sequence)[target] - label_logits(sequence, baseline)[target]).item()
+        # Completeness on the label's own logit, its sigmoid's log-odds.
+        assert change == pytest.approx(logit_change, rel=1e-4, abs=1e-5)
+        assert scores.sum() == pytest.approx(logit_change, rel=0.02, abs=1e-4)
+    softmax = attribute(model, SEQUENCES, TARGETS, "integrated-gradients")
+    assert not np.allclose(softmax.log_odds_change, ig.log_odds_change)  # the switch changes what is explained
+
+    grad_input = attribute(model, SEQUENCES[:1], TARGETS[:1], "grad-input", multi_label=True).scores[0]
+    embeddings = model.embed_tokens(torch.tensor([SEQUENCES[0]])).detach().requires_grad_(True)
+    label_logits(SEQUENCES[0], embeddings)[TARGETS[0]].backward()
+    np.testing.assert_allclose(grad_input, (embeddings.grad * embeddings).sum(-1)[0].detach().numpy(), rtol=1e-4,
+                               atol=1e-6)
+
+    occlusion = attribute(model, SEQUENCES[:1], TARGETS[:1], "occlusion", multi_label=True).scores[0]
+    with torch.no_grad():
+        full = torch.sigmoid(label_logits(SEQUENCES[0])[TARGETS[0]]).item()
+        dropped = [torch.sigmoid(label_logits(remove_positions(SEQUENCES[0], [t]))[TARGETS[0]]).item()
+                   for t in range(len(SEQUENCES[0]))]
+    np.testing.assert_allclose(occlusion, full - np.array(dropped), atol=1e-6)
+
+
 def test_removal_shortens_and_an_emptied_text_is_the_empty_text_the_tokenizer_gives():
     from attnclf.text.tokenizer import Tokenizer, TokenizerConfig
 

@@ -12,6 +12,9 @@ The gradient methods explain the class's log-odds ``f = z_c - logsumexp(z_other)
 log p / (1 - p)``: it is what the softmax reads (for two classes, the logit
 margin), where a raw logit can rise with every class's logit and mean nothing.
 A calibrated run's ``z`` are its logits over its temperature, so ``p`` is the probability it reports.
+A multi-label run (``multi_label=True``) has a sigmoid per label, and explains one label at a time: the same
+``log p / (1 - p)`` of that label's own probability is then exactly its logit ``z_c``, which no other label's
+logit moves, and occlusion's score is the drop in that label's own probability, the one its threshold cuts.
 Integrated gradients' scores add up to ``f(text) - f(baseline)`` in the limit of
 many steps; ``Attribution.completeness_error`` says how far from that they are,
 and ``steps="auto"`` (the default) integrates the whole path with 16 Gauss-Legendre nodes,
@@ -114,7 +117,7 @@ class Attribution:
 
 def attribute(model: torch.nn.Module, sequences: Sequence[Sequence[int]], targets: np.ndarray, method: str, *,
               device: torch.device | str | None = None, batch_size: int = 32, temperature: float = 1.0,
-              **options) -> Attribution:
+              multi_label: bool = False, **options) -> Attribution:
     """Score every token of every id sequence for class ``targets[i]`` by ``method`` (a key of ``METHODS``).
 
     ``targets`` are class indices, one per sequence (the model knows no label names: ``explain`` and
@@ -122,6 +125,9 @@ def attribute(model: torch.nn.Module, sequences: Sequence[Sequence[int]], target
 
     ``temperature``: a calibrated run's (``Classifier.temperature``), so that occlusion's probabilities, and the
     log-odds the gradient methods attribute (those of softmax(logits / T)), are the ones its predictions report.
+
+    ``multi_label``: the model is a multi-label run's, a sigmoid per label; ``targets[i]`` is the label explained,
+    scored by its own probability (occlusion) and log-odds, its logit (the gradient methods).
 
     ``device``: where the batches go; by default where the model's weights are (a GPU's model, a GPU).
 
@@ -145,13 +151,14 @@ def attribute(model: torch.nn.Module, sequences: Sequence[Sequence[int]], target
     model.eval()
     targets = _class_indices(targets, len(sequences), model.config.num_classes)
     if method == "occlusion":
-        return Attribution(_occlusion(model, sequences, targets, device, batch_size, temperature))
+        return Attribution(_occlusion(model, sequences, targets, device, batch_size, temperature, multi_label))
 
     per_batch: Callable = {"attention": _attention, "rollout": _rollout, "grad-input": _grad_input,
                            "integrated-gradients": _integrated_gradients}[method]
     scores: list[np.ndarray] = [np.zeros(0)] * len(sequences)
     extras: dict[str, np.ndarray] = {}
-    tempered = {"temperature": temperature} if method in ("grad-input", "integrated-gradients") else {}
+    tempered = ({"temperature": temperature, "multi_label": multi_label}
+                if method in ("grad-input", "integrated-gradients") else {})
     for batch in BucketBatches(sequences, batch_size=batch_size, shuffle=False):
         batch = batch.to(device)
         target = torch.as_tensor(targets[batch.indices], device=device)
@@ -301,15 +308,21 @@ def self_attention_maps(model: torch.nn.Module, sequences: Sequence[Sequence[int
 # scores, zero at padding, plus any per-row extras.
 
 
-def log_odds(logits: torch.Tensor, target: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
+def log_odds(logits: torch.Tensor, target: torch.Tensor, temperature: float = 1.0,
+             multi_label: bool = False) -> torch.Tensor:
     """``log p / (1 - p)`` of class ``target[i]`` in row i: ``z_c - logsumexp(z_other)``, z the logits over
-    ``temperature`` (in float32).
+    ``temperature`` (in float32); ``multi_label`` (p a sigmoid of the label's own logit): ``z_c`` itself.
 
-    >>> log_odds(torch.tensor([[0.0, 2.0]]), torch.tensor([1]))
-    tensor([2.])
+    >>> log_odds(torch.tensor([[0.0, 2.0]]), torch.tensor([1])), log_odds(torch.tensor([[5.0, 2.0]]),
+    ...                                                                   torch.tensor([1]), multi_label=True)
+    (tensor([2.]), tensor([2.]))
     """
     logits = logits.float() / temperature
     chosen = logits.gather(1, target[:, None]).squeeze(1)
+    # The log-odds, not log p: integrated gradients stays complete on either, but log-sigmoid flattens near p = 1,
+    # where a confident label's evidence would all read as nothing, and the log-odds is what single-label runs explain.
+    if multi_label:
+        return chosen
     others = logits.scatter(1, target[:, None], float("-inf"))
     return chosen - torch.logsumexp(others, dim=1)
 
@@ -364,19 +377,22 @@ def _rollout(model, ids, mask, target) -> tuple[torch.Tensor, dict]:
     return rollout(out.self_attentions, readout.float()) * mask, {}
 
 
-def _gradient(model, ids, mask, target, embeddings, temperature: float = 1.0) -> torch.Tensor:
-    """d(class log-odds of softmax(logits / temperature))/d(token embeddings), (batch, seq, dim)."""
+def _gradient(model, ids, mask, target, embeddings, temperature: float = 1.0,
+              multi_label: bool = False) -> torch.Tensor:
+    """d(class log-odds of softmax(logits / temperature), or of the label's sigmoid: ``multi_label``)/d(token
+    embeddings), (batch, seq, dim)."""
     embeddings = embeddings.detach().requires_grad_(True)
     # cuDNN's RNN backward refuses eval mode; the native kernels accept it (CPU is unaffected).
     with torch.enable_grad(), torch.backends.cudnn.flags(enabled=False):
-        f = log_odds(model(ids, mask, token_embeddings=embeddings).logits, target, temperature)
+        f = log_odds(model(ids, mask, token_embeddings=embeddings).logits, target, temperature, multi_label)
         (gradient,) = torch.autograd.grad(f.sum(), embeddings)  # rows are independent in eval mode
     return gradient
 
 
-def _grad_input(model, ids, mask, target, temperature: float = 1.0) -> tuple[torch.Tensor, dict]:
+def _grad_input(model, ids, mask, target, temperature: float = 1.0,
+                multi_label: bool = False) -> tuple[torch.Tensor, dict]:
     embeddings = model.embed_tokens(ids).detach()
-    return (_gradient(model, ids, mask, target, embeddings, temperature) * embeddings).sum(-1) * mask, {}
+    return (_gradient(model, ids, mask, target, embeddings, temperature, multi_label) * embeddings).sum(-1) * mask, {}
 
 
 def check_steps(steps: int | str) -> int | str:
@@ -392,22 +408,22 @@ def check_steps(steps: int | str) -> int | str:
     raise AttnclfError(f"integrated gradients needs steps from 1 to {IG_MAX_STEPS} or 'auto', got {shown(steps)}")
 
 
-def _integrated_gradients(model, ids, mask, target, steps: int | str,
-                          temperature: float = 1.0) -> tuple[torch.Tensor, dict]:
+def _integrated_gradients(model, ids, mask, target, steps: int | str, temperature: float = 1.0,
+                          multi_label: bool = False) -> tuple[torch.Tensor, dict]:
     steps = check_steps(steps)
     embeddings = model.embed_tokens(ids).detach()
     # <pad> at every real position (its embedding row is zero); the mask stays, so the
     # baseline is a text of the same length saying nothing.
     baseline = model.embed_tokens(torch.full_like(ids, PAD_ID)).detach()
     with torch.inference_mode():
-        at_text = log_odds(model(ids, mask, token_embeddings=embeddings).logits, target, temperature)
-        at_baseline = log_odds(model(ids, mask, token_embeddings=baseline).logits, target, temperature)
+        at_text = log_odds(model(ids, mask, token_embeddings=embeddings).logits, target, temperature, multi_label)
+        at_baseline = log_odds(model(ids, mask, token_embeddings=baseline).logits, target, temperature, multi_label)
     change = at_text - at_baseline
     if steps == "auto":
-        path = _Path(model, ids, mask, target, embeddings, baseline, temperature)
+        path = _Path(model, ids, mask, target, embeddings, baseline, temperature, multi_label)
         scores, used = _adaptive_path_integral(path, at_baseline, at_text)
     else:
-        scores = _path_integral(model, ids, mask, target, embeddings, baseline, steps, temperature)
+        scores = _path_integral(model, ids, mask, target, embeddings, baseline, steps, temperature, multi_label)
         used = torch.full_like(change, steps)
     error = (scores.sum(1) - change).abs() / change.abs().clamp(min=1e-6)
     return scores, {"completeness_error": error, "log_odds_change": change, "steps": used}
@@ -419,8 +435,8 @@ def _gauss_legendre(steps: int) -> tuple[np.ndarray, np.ndarray]:
     return np.polynomial.legendre.leggauss(steps)
 
 
-def _path_integral(model, ids, mask, target, embeddings, baseline, steps: int,
-                   temperature: float = 1.0) -> torch.Tensor:
+def _path_integral(model, ids, mask, target, embeddings, baseline, steps: int, temperature: float = 1.0,
+                   multi_label: bool = False) -> torch.Tensor:
     """``(x - b) . integral of df/dx`` along the straight path from ``b`` to ``x``, summed per token."""
     # Gauss-Legendre nodes on [0, 1]: exact for polynomial paths of degree < 2*steps, so far
     # fewer steps reach a small completeness error on smooth paths than a Riemann sum would.
@@ -435,7 +451,8 @@ def _path_integral(model, ids, mask, target, embeddings, baseline, steps: int,
         alpha, weight = alphas[start:start + per_pass, None, None, None], weights[start:start + per_pass]
         points = (baseline + alpha * (embeddings - baseline)).reshape(-1, seq, dim)  # (points x rows) rows
         k = len(weight)
-        gradient = _gradient(model, ids.repeat(k, 1), mask.repeat(k, 1), target.repeat(k), points, temperature)
+        gradient = _gradient(model, ids.repeat(k, 1), mask.repeat(k, 1), target.repeat(k), points, temperature,
+                             multi_label)
         path_gradient += torch.einsum("k,krsd->rsd", weight, gradient.view(k, rows, seq, dim))
     return ((embeddings - baseline) * path_gradient).sum(-1) * mask
 
@@ -453,6 +470,7 @@ class _Path:
     embeddings: torch.Tensor
     baseline: torch.Tensor
     temperature: float
+    multi_label: bool
 
     def _passes(self, rows: torch.Tensor, alphas: torch.Tensor):
         """(first point, rows, points) per forward pass: point i is ``b + alphas[i] (x - b)`` of text ``rows[i]``."""
@@ -466,7 +484,8 @@ class _Path:
         """The class log-odds at each point: a forward pass, no gradient."""
         with torch.inference_mode():
             return torch.cat([log_odds(self.model(self.ids[r], self.mask[r], token_embeddings=points).logits,
-                                       self.target[r], self.temperature) for _, r, points in self._passes(rows, alphas)])
+                                       self.target[r], self.temperature, self.multi_label)
+                              for _, r, points in self._passes(rows, alphas)])
 
     def piece_scores(self, rows: torch.Tensor, starts: np.ndarray, ends: np.ndarray, nodes: int) -> torch.Tensor:
         """(pieces, seq): each token's share of the integral over alpha in ``[starts[i], ends[i]]`` of text
@@ -479,7 +498,8 @@ class _Path:
         piece_of_point = torch.arange(len(rows), device=self.ids.device).repeat_interleave(nodes)
         scores = torch.zeros(len(rows), self.ids.size(1), dtype=self.embeddings.dtype, device=self.ids.device)
         for first, r, points in self._passes(rows.repeat_interleave(nodes), alphas):
-            gradient = _gradient(self.model, self.ids[r], self.mask[r], self.target[r], points, self.temperature)
+            gradient = _gradient(self.model, self.ids[r], self.mask[r], self.target[r], points, self.temperature,
+                                 self.multi_label)
             along = ((self.embeddings[r] - self.baseline[r]) * gradient).sum(-1)
             scores.index_add_(0, piece_of_point[first:first + len(r)], along * weights[first:first + len(r), None])
         return scores * self.mask[rows]
@@ -523,7 +543,7 @@ def _adaptive_path_integral(path: _Path, at_baseline: torch.Tensor,
     error of 0.03-0.29%).
     """
     whole = _path_integral(path.model, path.ids, path.mask, path.target, path.embeddings, path.baseline,
-                           IG_AUTO_FIRST_NODES, path.temperature)
+                           IG_AUTO_FIRST_NODES, path.temperature, path.multi_label)
     pieces = [[_Piece(row, 0.0, 1.0, at_baseline[row].item(), at_text[row].item(), whole[row])]
               for row in range(len(whole))]
     used = [IG_AUTO_FIRST_NODES] * len(pieces)
@@ -597,21 +617,23 @@ def remove_positions(sequence: Sequence[int], positions) -> list[int]:
 
 
 def class_probability(model: torch.nn.Module, sequences: Sequence[Sequence[int]], targets: np.ndarray,
-                      device: torch.device, batch_size: int = 128, temperature: float = 1.0) -> np.ndarray:
-    """p(``targets[i]`` | ``sequences[i]``) for every i, batched by length (at ``temperature``)."""
+                      device: torch.device, batch_size: int = 128, temperature: float = 1.0,
+                      multi_label: bool = False) -> np.ndarray:
+    """p(``targets[i]`` | ``sequences[i]``) for every i, batched by length (at ``temperature``; ``multi_label``:
+    the label's own sigmoid probability)."""
     probabilities = predict_probabilities(model, BucketBatches(sequences, batch_size=batch_size, shuffle=False),
-                                          device, temperature=temperature)
+                                          device, multi_label=multi_label, temperature=temperature)
     return probabilities[np.arange(len(sequences)), targets]
 
 
-def _occlusion(model, sequences, targets, device, batch_size, temperature) -> list[np.ndarray]:
-    full = class_probability(model, sequences, targets, device, batch_size, temperature)
+def _occlusion(model, sequences, targets, device, batch_size, temperature, multi_label) -> list[np.ndarray]:
+    full = class_probability(model, sequences, targets, device, batch_size, temperature, multi_label)
     scores = []
     # A text of n tokens has n variants; chunks of texts bound the variants held at once.
     for chunk in _chunks([len(s) for s in sequences], OCCLUSION_VARIANTS_PER_CHUNK):
         variants = [remove_positions(sequences[i], [t]) for i in chunk for t in range(len(sequences[i]))]
         owners = [i for i in chunk for _ in sequences[i]]
-        occluded = class_probability(model, variants, targets[owners], device, batch_size, temperature)
+        occluded = class_probability(model, variants, targets[owners], device, batch_size, temperature, multi_label)
         start = 0
         for i in chunk:
             scores.append(full[i] - occluded[start:start + len(sequences[i])])
