@@ -384,12 +384,73 @@ def test_evaluate_and_predict_commands(topic_run, topic_files, capsys):
         "food", "music", "politics", "science", "sports"}
 
 
-def test_export_and_explain_refuse_a_multi_label_run(topic_run, capsys):
-    for argv in (["export", str(topic_run)], ["explain", str(topic_run), "a goal", "--device", "cpu"],
-                 ["faithfulness", str(topic_run), "--examples", "3", "--device", "cpu"]):
-        assert main(argv) == 2
-        err = capsys.readouterr().err
-        assert "single-label runs only" in err and len(err.strip().splitlines()) == 1
+def test_export_refuses_a_multi_label_run(topic_run, capsys):
+    assert main(["export", str(topic_run)]) == 2
+    err = capsys.readouterr().err
+    assert "single-label runs only" in err and len(err.strip().splitlines()) == 1
+
+
+MIXED, NEITHER = "bread soup and cheese for dinner with the orchestra", "today some people said more"
+
+
+def test_a_multi_label_run_explains_each_predicted_label_or_its_most_probable_one(topic_run):
+    from attnclf import Classifier
+
+    clf = Classifier.load(topic_run, device="cpu")
+    predicted = clf.predict([MIXED, NEITHER])
+    mixed = clf.explain([MIXED], method="integrated-gradients")
+    # One explanation per predicted label, most probable first, each on the label's own sigmoid.
+    assert [e.target for e in mixed] == predicted[0].labels and len(mixed) == 2
+    for e in mixed:
+        assert e.labels == predicted[0].labels and e.label is None
+        assert e.probability == pytest.approx(predicted[0].probabilities[e.target])
+        assert e.completeness_error <= 0.01 and e.log_odds_change > 0  # the label's logit rose from the baseline
+        record = e.to_dict()
+        assert record["labels"] == predicted[0].labels and "label" not in record and record["target"] == e.target
+    assert mixed[0].scores != mixed[1].scores  # each label's own evidence
+    # None predicted: the most probable label, which a reader can still ask about.
+    (neither,) = clf.explain([NEITHER])
+    assert neither.labels == [] and neither.target == max(predicted[1].probabilities,
+                                                          key=predicted[1].probabilities.get)
+    # Asked for one label: that one only, predicted or not.
+    asked = clf.explain([MIXED, NEITHER], target="sports", method="occlusion")
+    assert [e.target for e in asked] == ["sports", "sports"]
+    music = clf.explain([MIXED], method="occlusion", target="music")[0]
+    assert max(music.top_tokens(3), key=lambda pair: pair[1])[0] in {"orchestra"}
+
+
+def test_explain_command_on_a_multi_label_run(topic_run, tmp_path, capsys):
+    assert main(["explain", str(topic_run), MIXED, "--device", "cpu", "--format", "json",
+                 "--method", "occlusion,grad-input"]) == 0
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(r["target"], r["method"]) for r in records] == [
+        (records[0]["labels"][0], "occlusion"), (records[0]["labels"][0], "grad-input"),
+        (records[0]["labels"][1], "occlusion"), (records[0]["labels"][1], "grad-input")]
+    assert set(records[0]["labels"]) == {"food", "music"}
+    assert main(["explain", str(topic_run), MIXED, NEITHER, "--device", "cpu", "--color", "never"]) == 0
+    out = capsys.readouterr().out
+    first, second = records[0]["labels"]
+    assert f"predicted {first} (" in out and f"explaining {second} (" in out
+    assert "predicted no label (none reaches its threshold), explaining " in out
+    assert main(["explain", str(topic_run), NEITHER, "--device", "cpu", "--target", "music", "-o",
+                 str(tmp_path / "why.html")]) == 0
+    page = (tmp_path / "why.html").read_text()
+    assert "explaining music (" in page
+    assert main(["explain", str(topic_run), MIXED, "--device", "cpu", "-o", str(tmp_path / "why.png")]) == 0
+    assert sorted(p.name for p in tmp_path.glob("why*.png")) == ["why-1.png", "why-2.png"]
+    assert main(["explain", str(topic_run), MIXED, "--device", "cpu", "--target", "cats"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown target class 'cats'" in err and len(err.strip().splitlines()) == 1
+
+
+def test_faithfulness_of_a_multi_label_run_deletes_from_each_explained_labels_probability(topic_run, capsys):
+    assert main(["faithfulness", str(topic_run), "--examples", "6", "--methods", "occlusion,grad-input",
+                 "--device", "cpu"]) == 0
+    out = capsys.readouterr().out
+    saved = json.loads((topic_run / "faithfulness.json").read_text())
+    assert saved["multi_label"] and saved["examples"] == 6 and saved["explained"] >= 6
+    assert set(saved["methods"]) == {"occlusion", "grad-input"}
+    assert "explained label's own probability" in out
 
 
 def test_serve_answers_a_multi_label_runs_label_sets_at_its_thresholds(topic_run):
@@ -416,10 +477,20 @@ def test_serve_answers_a_multi_label_runs_label_sets_at_its_thresholds(topic_run
         schema = client.get("/openapi.json").json()
         answered = schema["components"]["schemas"]["LabelSetOut"]["properties"]
         assert set(answered) == {"labels", "probabilities", "unknown_tokens", "tokens_read"}
-        assert "/explain" not in schema["paths"]  # (it can only refuse: left out of /docs)
-        explained = client.post("/explain", json={"text": "a goal"})
-        assert explained.status_code == 400 and "single-label runs only" in explained.json()["detail"]
-        assert "multi-label" in schema["info"]["description"]
+        assert "/explain" in schema["paths"]
+        explained = client.post("/explain", json={"text": texts[1], "method": ["occlusion", "grad-input"]})
+        assert explained.status_code == 200, explained.text
+        answers = explained.json()["explanations"]
+        predicted = clf.predict(texts[1:2])[0].labels
+        assert [(e["target"], e["method"]) for e in answers] == [
+            (label, method) for label in predicted for method in ("occlusion", "grad-input")]
+        assert all(e["labels"] == predicted and "label" not in e for e in answers)
+        one = client.post("/explain", json={"text": texts[2], "target": "food"}).json()["explanations"]
+        assert [e["target"] for e in one] == ["food"]
+        description = schema["info"]["description"]
+        assert "multi-label" in description and "not for a multi-label run" not in description
+        assert "each label it predicts" in description
+        assert about["explain_methods"] and about["explain_default"] == "occlusion"
 
 
 def test_a_multi_label_dataset_trains_multi_label_without_the_flag(tmp_path):

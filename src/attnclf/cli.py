@@ -1512,7 +1512,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "self-attention layers; a note names any left out) (default: occlusion; where the model "
                         "pools by attention, its weights are shown beside the scores, unless attention is among the "
                         "methods asked for)")
-    p.add_argument("--target", help="class to explain (default: the predicted one)")
+    p.add_argument("--target", help="class to explain (default: the predicted one; a multi-label run's: each label "
+                                    "it predicts, or its most probable if none)")
     p.add_argument("--steps", type=int, help=STEPS_HELP)
     p.add_argument("--heads", action="store_true", help="also every layer's and head's self-attention")
     _add_format_args(p, terminal="tokens coloured by score and the strongest listed",

@@ -324,6 +324,16 @@ class Prediction:
                 "tokens_read": self.tokens_read}
 
 
+def label_set(probabilities: np.ndarray, thresholds: np.ndarray) -> list[int]:
+    """The labels (indices) of one row of per-label probabilities that reach their thresholds, most probable first.
+
+    >>> label_set(np.array([0.6, 0.1, 0.9]), np.array([0.5, 0.5, 0.5]))
+    [2, 0]
+    """
+    order = np.argsort(-probabilities, kind="stable")
+    return [int(i) for i in order if probabilities[i] >= thresholds[i]]
+
+
 @dataclass
 class LabelSetPrediction:
     """One text's prediction by a multi-label model.
@@ -353,10 +363,9 @@ class LabelSetPrediction:
         ...                                ["a", "b", "c"], [], None).labels
         ['c', 'a']
         """
-        order = np.argsort(-probabilities, kind="stable")
         unknown_tokens, tokens_read = (None, None) if counts is None else counts
         return cls(
-            labels=[label_names[i] for i in order if probabilities[i] >= thresholds[i]],
+            labels=[label_names[i] for i in label_set(probabilities, thresholds)],
             probabilities={name: float(p) for name, p in zip(label_names, probabilities)},
             tokens=tokens,
             attention=None if attention is None else [float(w) for w in attention],

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from ..errors import AttnclfError, first_few, shown
-from ..prediction import check_texts, token_counts, unknown_tokens_note
+from ..prediction import check_texts, label_set, token_counts, unknown_tokens_note
 from ..text.batching import BucketBatches
 from ..text.tokenizer import cut_position
 from .methods import DEFAULT_METHOD, METHODS, attribute, available_methods, self_attention_maps
@@ -27,6 +27,9 @@ if TYPE_CHECKING:
 @dataclass
 class Explanation:
     """Per-token scores of one text by one method, for the class ``target``.
+
+    A multi-label run's explanation is of one label, ``target``, by its own sigmoid probability: ``label`` is None
+    and ``labels`` holds the text's predicted set (most probable first, possibly empty), as its prediction does.
 
     ``description`` says what a score means (for ``attention``: where the
     pooling layer looked, not why the model decided). Integrated gradients
@@ -50,8 +53,8 @@ class Explanation:
     tokens: list[str]
     scores: list[float]
     method: str
-    label: str  # the predicted class
-    target: str  # the class the scores explain (the predicted one unless asked otherwise)
+    label: str | None  # the predicted class (None: a multi-label run's, whose predicted set is ``labels``)
+    target: str  # the class the scores explain (the predicted one unless asked otherwise; multi-label: one label)
     probability: float  # p(target | text)
     probabilities: dict[str, float]
     completeness_error: float | None = None
@@ -66,6 +69,7 @@ class Explanation:
     pooling_attention: list[float] | None = None
     unknown_tokens: int | None = None
     attention_window: int = 0  # the model's: > 0, each token attends within its block of this many (self_attentions)
+    labels: list[str] | None = None  # a multi-label run's predicted labels (None: a single-label run's)
 
     @property
     def description(self) -> str:
@@ -92,7 +96,8 @@ class Explanation:
                     strongest_tokens=[('b', -0.7), ('a', 0.1)], 2 tokens: .tokens, .scores)
         """
         carried = [name for name in ("pooling_attention", "self_attentions") if getattr(self, name) is not None]
-        return (f"Explanation(text={shown(self.text, most=60)}, method={self.method!r}, label={self.label!r}, "
+        predicted = f"label={self.label!r}" if self.labels is None else f"labels={self.labels!r}"
+        return (f"Explanation(text={shown(self.text, most=60)}, method={self.method!r}, {predicted}, "
                 f"target={self.target!r}, probability={self.probability!r}, "
                 f"strongest_tokens={self.strongest_tokens(3)!r}, {len(self.tokens)} tokens: "
                 f"{', '.join(f'.{name}' for name in ['tokens', 'scores', *carried])})")
@@ -142,7 +147,9 @@ class Explanation:
         return unknown_tokens_note(self.unknown_tokens, len(self.tokens))
 
     def to_dict(self) -> dict:
-        record = {"text": self.text, "method": self.method, "description": self.description, "label": self.label,
+        # (a multi-label run's answer names its label set as /predict's does: one "label" would mislead)
+        predicted = {"label": self.label} if self.labels is None else {"labels": self.labels}
+        record = {"text": self.text, "method": self.method, "description": self.description, **predicted,
                   "target": self.target, "probability": self.probability, "probabilities": self.probabilities,
                   "tokens": self.tokens, "scores": self.scores}
         if self.completeness_error is not None:
@@ -179,7 +186,10 @@ def explain(classifier: "Classifier", texts: Sequence[str], method: str | None =
 
     ``target`` picks the class to explain (default: each text's predicted class): a label name (a str, as
     ``attnclf explain --target`` takes it) or an index into ``label_names`` (an int is always an index, even
-    where the names are digits); an unknown name or an index out of range is refused in one line.
+    where the names are digits); an unknown name or an index out of range is refused in one line. A multi-label
+    run explains one label at a time, by its own sigmoid; by default each label it predicts for a text (one
+    explanation each, most probable first: why each label was given is what its reader asks), or where it predicts
+    none, its most probable label, the one nearest to being given.
     ``self_attentions=True`` adds every layer's and head's attention map. Other options go to the method
     (integrated gradients: ``steps``, a number of Gauss-Legendre nodes or "auto", the default: 16, then the pieces
     of the path still off halved until the completeness error is at most 1% and each token's estimated error at
@@ -194,9 +204,6 @@ def explain(classifier: "Classifier", texts: Sequence[str], method: str | None =
         raise AttnclfError(f"self_attentions must be True or False, got {self_attentions!r}")
     if not isinstance(attention_beside, bool):
         raise AttnclfError(f"attention_beside must be True or False, got {attention_beside!r}")
-    if getattr(classifier, "multi_label", False):
-        raise AttnclfError("explanations and faithfulness support single-label runs only for now: every method "
-                           "explains one class of a softmax, and a multi-label run has a sigmoid per label")
     available = available_methods(classifier.model)
     if self_attentions and "rollout" not in available:
         raise AttnclfError("self-attention maps (--heads): this model has no self-attention layers to show")
@@ -205,50 +212,60 @@ def explain(classifier: "Classifier", texts: Sequence[str], method: str | None =
     encoded = classifier.tokenizer.encode_counting_cuts(texts)
     ids = [sequence for sequence, _ in encoded]
     probabilities = classifier.predict_proba(texts)
-    predicted = probabilities.argmax(axis=1)
-    targets = predicted if target is None else np.full(len(texts), _class_index(target, classifier.label_names))
-    result = attribute(classifier.model, ids, targets, method, device=classifier.device,
-                       batch_size=classifier.batch_size, temperature=classifier.temperature, **options)
+    multi_label = getattr(classifier, "multi_label", False)
+    names = classifier.label_names
+    predicted = [label_set(row, classifier.thresholds) if multi_label else [int(row.argmax())] for row in probabilities]
+    asked = None if target is None else _class_index(target, names)
+    # One explanation per text and label explained: texts[owners[j]] explained for targets[j].
+    explained = [[asked] if asked is not None else labels or [int(row.argmax())]
+                 for labels, row in zip(predicted, probabilities)]
+    owners = [i for i, labels in enumerate(explained) for _ in labels]
+    targets = np.array([label for labels in explained for label in labels], dtype=np.int64)
+    pair_ids = [ids[i] for i in owners]
+    result = attribute(classifier.model, pair_ids, targets, method, device=classifier.device,
+                       batch_size=classifier.batch_size, temperature=classifier.temperature, multi_label=multi_label,
+                       **options)
     # Where the pooling looked, beside any other method's scores (one forward pass): weights a reader would
     # otherwise take for the model's reasons, shown next to what was measured, neither read for the other.
-    beside = (attribute(classifier.model, ids, targets, "attention", device=classifier.device,
-                        batch_size=classifier.batch_size).scores
+    beside = (attribute(classifier.model, ids, np.zeros(len(ids), dtype=np.int64), "attention",
+                        device=classifier.device, batch_size=classifier.batch_size).scores
               if attention_beside and method != "attention" and "attention" in available else None)
     maps = (self_attention_maps(classifier.model, ids, device=classifier.device, batch_size=classifier.batch_size)
             if self_attentions else [None] * len(texts))
-    margins = _branch_margins(classifier.model, ids, targets, classifier.device, classifier.batch_size,
-                              classifier.temperature)
-    names = classifier.label_names
+    margins = _branch_margins(classifier.model, pair_ids, targets, classifier.device, classifier.batch_size,
+                              classifier.temperature, multi_label)
     window = getattr(classifier.model.config, "attention_window", 0)  # (only models with self-attention have one)
     explanations = []
-    for i, text in enumerate(texts):
+    for j, (i, explained_label) in enumerate(zip(owners, targets)):
         explanations.append(Explanation(
-            text=text,
+            text=texts[i],
             tokens=classifier.tokenizer.token_strings(ids[i]),
-            scores=[float(s) for s in result.scores[i]],
+            scores=[float(s) for s in result.scores[j]],
             method=method,
-            label=names[predicted[i]],
-            target=names[targets[i]],
-            probability=float(probabilities[i, targets[i]]),
+            label=None if multi_label else names[predicted[i][0]],
+            target=names[explained_label],
+            probability=float(probabilities[i, explained_label]),
             probabilities={name: float(p) for name, p in zip(names, probabilities[i])},
-            completeness_error=None if result.completeness_error is None else float(result.completeness_error[i]),
-            log_odds_change=None if result.log_odds_change is None else float(result.log_odds_change[i]),
-            steps=None if result.steps is None else int(result.steps[i]),
+            completeness_error=None if result.completeness_error is None else float(result.completeness_error[j]),
+            log_odds_change=None if result.log_odds_change is None else float(result.log_odds_change[j]),
+            steps=None if result.steps is None else int(result.steps[j]),
             self_attentions=maps[i],
-            branch_margins=margins[i],
+            branch_margins=margins[j],
             tokens_cut=encoded[i][1],
             cut_at=cut_position(encoded[i][1], config.max_len, config.truncation),
             pooling_attention=None if beside is None else [float(w) for w in beside[i]],
             unknown_tokens=token_counts(ids[i])[0],
             attention_window=window,
+            labels=[names[label] for label in predicted[i]] if multi_label else None,
         ))
     return explanations
 
 
-def _branch_margins(model, sequences: list[list[int]], targets: np.ndarray, device,
-                    batch_size: int, temperature: float = 1.0) -> list[dict[str, float] | None]:
+def _branch_margins(model, sequences: list[list[int]], targets: np.ndarray, device, batch_size: int,
+                    temperature: float = 1.0, multi_label: bool = False) -> list[dict[str, float] | None]:
     """Per text, each branch's logit of its target minus the mean of its other logits, over ``temperature`` (None: one
-    branch): a calibrated run's probabilities are softmax(logits / T), so its margins add up to their log-odds."""
+    branch): a calibrated run's probabilities are softmax(logits / T), so its margins add up to their log-odds. A
+    ``multi_label`` run's label is a sigmoid of its own logit alone, its log-odds: each branch's logit of it."""
     if getattr(model, "ngram_logits", None) is None:
         return [None] * len(sequences)
     margins: list[dict[str, float] | None] = [None] * len(sequences)
@@ -258,7 +275,8 @@ def _branch_margins(model, sequences: list[list[int]], targets: np.ndarray, devi
             parts = model.branch_logits(model.summarize(batch.input_ids, batch.attention_mask).vector)
             for row, i in enumerate(batch.indices):
                 target = int(targets[i])
-                margins[i] = {name: float(z[row, target] - (z[row].sum() - z[row, target]) / (z.shape[1] - 1))
+                margins[i] = {name: float(z[row, target] - (0 if multi_label else
+                                                            (z[row].sum() - z[row, target]) / (z.shape[1] - 1)))
                               / temperature for name, z in parts.items()}
     return margins
 

@@ -20,6 +20,10 @@
   Pinter 2019 retrain with frozen uniform weights, a stronger test: a drop here
   shows this model uses its weights, not that attention was necessary.)
 
+A multi-label run is measured as ``explain`` explains it: each text once per label it predicts (its most
+probable label where it predicts none), the deletions dropping that label's own sigmoid probability, and the
+uniform-attention check on subset accuracy (every label of a text right) at the run's thresholds.
+
 >>> # result = measure_faithfulness(Classifier.load("runs/demo"), load_splits("demo").test, examples=200)
 >>> # print(result.table())
 >>> # measure_run("runs/demo", examples=200).most_faithful  # saved as runs/demo/faithfulness.json, as the command does
@@ -42,6 +46,7 @@ from ..checks import by_field, check_seed, whole_number
 from ..data.base import TextDataset
 from ..errors import AttnclfError, shown
 from ..text.batching import BucketBatches
+from ..prediction import label_set
 from .methods import (METHODS, attribute, available_methods, check_steps, chosen_methods, class_probability,
                       remove_positions, run_methods)
 from .render import number_text
@@ -85,6 +90,8 @@ class FaithfulnessResult:
     ks: list[str] = field(default_factory=lambda: [str(k) for k in DELETION_KS])
     aopc_definition: int = AOPC_DEFINITION
     temperature: float = 1.0  # the run's (`attnclf calibrate`) when measured: the probabilities deletions drop
+    multi_label: bool = False  # a multi-label run's: a text's predicted labels each measured, by its own probability
+    explained: int | None = None  # the (text, label) pairs measured: ``examples`` but for a multi-label run's
 
     @property
     def most_faithful_methods(self) -> list[str]:
@@ -145,9 +152,12 @@ class FaithfulnessResult:
     def reading(self) -> list[str]:
         """What the table's numbers mean, a paragraph each: the deletion test, occlusion's head start in it (when
         measured), and the rank agreement (when there is one); `attnclf faithfulness` and the report print them."""
+        explained = ("predicted class's probability" if not self.multi_label else
+                     f"explained label's own probability (each label predicted for a text, or its most probable where "
+                     f"none is: {self.explained} text-label pairs, each counted as a text below)")
         paragraphs = [
-            f"Deletion test on {self.examples} texts of {self.dataset}: drop k=N is the mean fall in the predicted "
-            "class's probability when the N tokens a method scores highest are removed (k=10%: a tenth of the text's "
+            f"Deletion test on {self.examples} texts of {self.dataset}: drop k=N is the mean fall in the {explained} "
+            "when the N tokens a method scores highest are removed (k=10%: a tenth of the text's "
             "tokens, at least one), and random deletion of as many tokens is the baseline. AOPC averages a text's "
             "drops over the distinct token counts the k give it (on a short text 10% is one token, counted once), "
             "then over the texts. vs random is the mean over texts of a method's AOPC minus random's, ± its standard "
@@ -173,7 +183,8 @@ class FaithfulnessResult:
                          f"max {e['max']:.2%}; {e['within_5_percent']:.0%} of texts within 5%.")
         if self.uniform_attention:
             u = self.uniform_attention
-            notes.append(f"Uniform-attention check (swapped in at test time, not retrained): accuracy "
+            notes.append(f"Uniform-attention check (swapped in at test time, not retrained): "
+                         f"{'subset accuracy' if self.multi_label else 'accuracy'} "
                          f"{u['accuracy']:.4f} with the learned pooling weights, {u['uniform_accuracy']:.4f} with "
                          f"uniform weights over the real tokens; {u['changed']:.1%} of predictions change.")
         return notes
@@ -233,17 +244,22 @@ def measure_faithfulness(classifier: "Classifier", data: TextDataset, *, methods
     rng = np.random.default_rng(seed)
     sample = np.sort(rng.choice(len(data), size=min(examples, len(data)), replace=False))
     texts = [data.texts[i] for i in sample]
-    labels = np.asarray([data.labels[i] for i in sample])
-    sequences = classifier.tokenizer.encode(texts)
-    predicted = classifier.predict_proba(texts).argmax(axis=1)
+    labels = [data.labels[i] for i in sample]
+    text_sequences = classifier.tokenizer.encode(texts)
+    multi_label = classifier.multi_label
+    # Each text once per class explain explains by default: its predicted class, a multi-label run's each label.
+    explained = [(label_set(row, classifier.thresholds) if multi_label else []) or [int(row.argmax())]
+                 for row in classifier.predict_proba(texts)]
+    sequences = [text_sequences[i] for i, text_labels in enumerate(explained) for _ in text_labels]
+    predicted = np.array([label for text_labels in explained for label in text_labels], dtype=np.int64)
     temperature = classifier.temperature  # (the probabilities its predictions report)
-    full = class_probability(model, sequences, predicted, device, classifier.batch_size, temperature)
+    full = class_probability(model, sequences, predicted, device, classifier.batch_size, temperature, multi_label)
 
     scores, completeness = {}, None
     for name in methods:
         method_options = {k: v for k, v in options.items() if k in METHODS[name].options}
         result = attribute(model, sequences, predicted, name, device=device, batch_size=classifier.batch_size,
-                           temperature=temperature, **method_options)
+                           temperature=temperature, multi_label=multi_label, **method_options)
         scores[name] = result.scores
         if result.completeness_error is not None:
             error = result.completeness_error
@@ -266,7 +282,7 @@ def measure_faithfulness(classifier: "Classifier", data: TextDataset, *, methods
                     variants.append(remove_positions(sequences[i], order[: _tokens_to_remove(k, len(order))]))
                     owners.append(i)
         probability = class_probability(model, variants, predicted[owners], device, classifier.batch_size,
-                                        temperature)
+                                        temperature, multi_label)
         per_order = len(rankings[0])
         return (full[:, None] - probability.reshape(len(rankings), len(DELETION_KS), per_order).mean(-1))
 
@@ -293,12 +309,14 @@ def measure_faithfulness(classifier: "Classifier", data: TextDataset, *, methods
         random_aopc=float(random_aopc.mean()),
         random_draws=random_draws,
         agreement=rank_agreement(scores),
-        uniform_attention=uniform_attention_check(classifier, sequences, labels)
+        uniform_attention=uniform_attention_check(classifier, text_sequences, labels)
         if "attention" in available_methods(model) else None,
         completeness_error=completeness,
         seconds=round(time.perf_counter() - started, 2),
         seed=seed,
         temperature=temperature,
+        multi_label=multi_label,
+        explained=len(sequences),
     )
 
 
@@ -323,7 +341,7 @@ def measure_run(run_dir: str | Path, *, methods: str | Sequence[str] | None = No
     """
     from ..classifier import Classifier
     from ..ensemble import refuse_ensemble_dir
-    from ..rundir import adding_to_run, atomic_write_json, refuse_multi_label, unfinished_warning
+    from ..rundir import adding_to_run, atomic_write_json, unfinished_warning
     from ..training.run_data import scoring_data
 
     # (measure_faithfulness checks them too, by its arguments' names)
@@ -335,7 +353,6 @@ def measure_run(run_dir: str | Path, *, methods: str | Sequence[str] | None = No
         classifier = Classifier.load(run_dir, device=device)
         if warning := unfinished_warning(run_dir):
             log(warning)
-        refuse_multi_label(classifier.config, "attnclf faithfulness")
         available = run_methods(run_dir, classifier.model)
         chosen = available if methods is None else chosen_methods(methods, available, "methods", named)
         data = scoring_data(classifier, test_file, dataset, text_column=text_column, label_column=label_column,
@@ -389,22 +406,38 @@ def rank_agreement(scores: dict[str, list[np.ndarray]]) -> dict[str, float]:
 
 @torch.inference_mode()
 def uniform_attention_check(classifier: "Classifier", sequences: Sequence[Sequence[int]],
-                            labels: np.ndarray) -> dict:
-    """Accuracy with the learned pooling weights and with uniform ones over the real tokens.
+                            labels: Sequence) -> dict:
+    """Accuracy with the learned pooling weights and with uniform ones over the real tokens; a multi-label run's
+    (``labels``: a set of label indices per text), subset accuracy at its thresholds, and ``changed`` the share of
+    texts whose predicted set changes.
 
-    >>> # uniform_attention_check(clf, clf.tokenizer.encode(texts), np.array(labels))["uniform_accuracy"]
+    >>> # uniform_attention_check(clf, clf.tokenizer.encode(texts), labels)["uniform_accuracy"]
     """
     model = classifier.model.eval()
-    learned = np.zeros(len(sequences), dtype=np.int64)
-    uniform = np.zeros(len(sequences), dtype=np.int64)
+    if classifier.multi_label:
+        from ..data.multilabel import multi_hot
+
+        thresholds = torch.as_tensor(classifier.thresholds, dtype=torch.float32, device=classifier.device)
+        truth = multi_hot(labels, len(classifier.label_names)).astype(bool)
+
+        def decide(logits: torch.Tensor) -> torch.Tensor:  # (the label set LabelSetPrediction gives)
+            return torch.sigmoid(logits.float()) >= thresholds
+    else:
+        truth = np.asarray(labels)[:, None]
+
+        def decide(logits: torch.Tensor) -> torch.Tensor:
+            return logits.argmax(-1, keepdim=True)
+    learned = np.zeros(truth.shape, dtype=truth.dtype)
+    uniform = np.zeros(truth.shape, dtype=truth.dtype)
     for batch in BucketBatches(sequences, batch_size=classifier.batch_size, shuffle=False):
         batch = batch.to(classifier.device)
         mask = batch.attention_mask
         weights = mask.float() / mask.sum(dim=1, keepdim=True).clamp(min=1)
-        learned[batch.indices] = model(batch.input_ids, mask).logits.argmax(-1).cpu().numpy()
-        uniform[batch.indices] = model(batch.input_ids, mask, pooling_override=weights).logits.argmax(-1).cpu().numpy()
-    return {"accuracy": float((learned == labels).mean()), "uniform_accuracy": float((uniform == labels).mean()),
-            "changed": float((learned != uniform).mean()), "examples": len(sequences)}
+        learned[batch.indices] = decide(model(batch.input_ids, mask).logits).cpu().numpy()
+        uniform[batch.indices] = decide(model(batch.input_ids, mask, pooling_override=weights).logits).cpu().numpy()
+    return {"accuracy": float((learned == truth).all(1).mean()),
+            "uniform_accuracy": float((uniform == truth).all(1).mean()),
+            "changed": float((learned != uniform).any(1).mean()), "examples": len(sequences)}
 
 
 def summary_table(results: Sequence[FaithfulnessResult]) -> str:

@@ -134,12 +134,30 @@ def _scale_note(e: Explanation) -> str:
     return note
 
 
+def prediction(e: Explanation) -> str:
+    """What the model predicted, each with its probability, and the class explained where that is not all of it (a
+    multi-label run's: always, one of the labels).
+
+    >>> prediction(Explanation("a", ["a"], [1.0], "occlusion", "pos", "neg", 0.1, {"neg": 0.1, "pos": 0.9}))
+    'pos (0.900), explaining neg (0.100)'
+    >>> prediction(Explanation("a", ["a"], [1.0], "occlusion", None, "b", 0.3, {"b": 0.3}, labels=[]))
+    'no label (none reaches its threshold), explaining b (0.300)'
+    """
+    if e.labels is None:
+        predicted = f"{e.label} ({e.probabilities.get(e.label, e.probability):.3f})"
+    else:
+        predicted = (", ".join(f"{name} ({e.probabilities[name]:.3f})" for name in e.labels)
+                     or "no label (none reaches its threshold)")
+    if e.labels is None and e.target == e.label:
+        return predicted
+    return f"{predicted}, explaining {e.target} ({e.probability:.3f})"
+
+
 def _headline(e: Explanation) -> str:
-    line = f"{e.label} ({e.probabilities.get(e.label, e.probability):.3f})"
-    if e.target != e.label:
-        line += f", explaining {e.target} ({e.probability:.3f})"
-        if not e.per_class:  # its weights would otherwise read as evidence for the class asked about
-            line += f": {e.method} is the same for every class"
+    # (a multi-label run's labels, listed before the one explained, would otherwise read as one class)
+    line = ("" if e.labels is None else "predicted ") + prediction(e)
+    if (e.labels is not None or e.target != e.label) and not e.per_class:
+        line += f": {e.method} is the same for every class"  # its weights would otherwise read as the class's evidence
     line += f"  [{e.method}: {e.description}]"
     if e.completeness_error is not None:
         line += (f"  completeness error {e.completeness_error:.2%} of a log-odds change of "
@@ -371,7 +389,8 @@ def png_figures(explanations: Sequence[Explanation], output: str,
     text and method, its bar chart as the page draws it, and one per text of its head maps where it carries them. A
     slide is landscape: stacked, five methods and the maps made a strip too tall to read once shrunk onto one. One
     image is named ``output``; more are ``NAME-TEXT-METHOD.png`` (``NAME-TEXT-heads.png``), without TEXT (its number
-    from 1) for one text, or METHOD for one image per text.
+    from 1) for one text, or METHOD for one image per text. A multi-label run's texts are explained once per label
+    (``explain``): TEXT then numbers the texts and labels explained, in order, each image's title naming its label.
 
     >>> from attnclf.explain.explanation import Explanation
     >>> e = Explanation("not bad", ["not", "bad"], [0.2, 0.3], "occlusion", "positive", "positive", 0.9, {})
@@ -394,20 +413,18 @@ def png_figures(explanations: Sequence[Explanation], output: str,
         maps = []  # the head maps come with the text's first method; after its last, its charts stay together
         for e in explanations[text * methods_per_text:(text + 1) * methods_per_text]:
             shortened = e.text if len(e.text) <= SLIDE_TEXT_CHARS else e.text[:SLIDE_TEXT_CHARS].rstrip() + "…"
-            prediction = f"predicted {e.label} ({e.probabilities.get(e.label, e.probability):.3f})"
-            if e.target != e.label:
-                prediction += f", explaining {e.target} ({e.probability:.3f})"
+            predicted = f"predicted {prediction(e)}"
             description = textwrap.fill(f"{_chart_title(e)} — {e.description}", SLIDE_TITLE_CHARS)
             figure = token_scores_figure(e.tokens, e.scores, description, e.signed, e.cut_at)
             figure.axes[0].title.set_fontsize("medium")
             width, height = figure.get_size_inches()
             figure.set_size_inches(max(width, SLIDE_MIN_WIDTH), height + 0.2 * description.count("\n") + 0.4)
-            figure.suptitle(f'"{shortened}"  {prediction}', fontsize="large")
+            figure.suptitle(f'"{shortened}"  {predicted}', fontsize="large")
             yield name(text, e.method), figure
             if e.self_attentions is not None:
                 # (the title above names the text, as the maps read it: its tokens)
                 maps_figure = head_maps_figure(e.self_attentions, e.tokens, e.attention_window,
-                                               f"{prediction}; self-attention shows {HEADS_CAVEAT}")
+                                               f"{predicted}; self-attention shows {HEADS_CAVEAT}")
                 width, height = maps_figure.get_size_inches()
                 maps_figure.set_size_inches(width, max(height, SLIDE_MIN_HEIGHT))  # one layer's cut its bar's label
                 maps.append((name(text, "heads"), maps_figure))

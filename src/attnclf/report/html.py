@@ -110,8 +110,10 @@ def _write_report(run_dir: Path, classifier, test: TextDataset | None, test_prob
     supported = [] if windowed else available_methods(classifier.model)
     method = DEFAULT_METHOD if method is None else method  # ("" is no method, not the default)
     if faithfulness and (windowed or classifier.multi_label):
-        raise AttnclfError("--faithfulness measures single-label runs without --windows only, for now: the "
-                           "explanation methods it tests attribute one class of one token sequence")
+        raise AttnclfError("report --faithfulness measures single-label runs without --windows only, for now: the "
+                           "explanation methods read one token sequence where a windowed run reads several, and a "
+                           "multi-label run's report shows no explained examples; `attnclf faithfulness RUN` "
+                           "measures a multi-label run")
     if not windowed and method not in supported:
         raise AttnclfError(f"method {method!r} does not apply to this model; it supports {', '.join(supported)}")
 
@@ -381,7 +383,8 @@ def _multilabel_test_section(metrics: dict, test: TextDataset) -> str:
             + _table(["label", "threshold", "precision", "recall", "F1", *ranked.values(), "support"], rows)
             + _table(None, summary)
             + '<p class="note">The confusion matrix, the ROC and precision-recall curves, the explained examples and '
-              "the faithfulness measurements show one class per text; they are not drawn for a multi-label run.</p>"
+              "the faithfulness measurements show one class per text; they are not drawn for a multi-label run "
+              "(<code>attnclf explain</code> and <code>attnclf faithfulness</code> take one label at a time).</p>"
               "</section>")
 
 

@@ -7,7 +7,8 @@ POST /predict   {"texts": [...]} or {"text": "..."}   -> {"predictions": [{label
                 probability reaches its threshold from thresholds.json, most probable first)
 POST /explain   {"texts"|"text", "method", "target"}   -> {"explanations": [{tokens, scores, method, ...}]}
                 (by default occlusion's scores, with the pooling attention beside them as "pooling_attention";
-                "method": [...] or "all" for several, each text's explanations together, texts x methods bounded)
+                "method": [...] or "all" for several, each text's explanations together, texts x methods bounded;
+                a multi-label run's: one per label explained, each predicted one by default, with "labels")
 GET  /health    liveness, plus requests served and batches run; answered however many requests are in flight
 GET  /model     the backend, labels, model and tokenizer summary, text columns, versions, explanation methods
                 (and whether the pooling attention comes beside their scores), the threshold /predict applies, limits
@@ -177,7 +178,9 @@ class ExplainRequest(_Texts):
                           "which method to trust")
     # Strict: JSON's true and 1.0 are no class index (pydantic would read them as 1).
     target: StrictStr | StrictInt | None = Field(None, description="class to explain, by name or by index into the "
-                                                                   "model's labels (default: the predicted one)")
+                                                                   "model's labels (default: the predicted one; a "
+                                                                   "multi-label run's: each label it predicts, one "
+                                                                   "explanation each, or its most probable if none)")
 
     @field_validator("method", mode="before")
     @classmethod
@@ -664,10 +667,10 @@ def _export_summary(classifier: OnnxClassifier) -> dict:
 
 def _explain_methods(classifier) -> list[str]:
     """The explanation methods a PyTorch ``classifier`` gives: none from an ``Ensemble``, whose members tokenise and
-    attend each their own way (``Ensemble.explain`` refuses), nor from a multi-label run (``explain`` refuses it)."""
+    attend each their own way (``Ensemble.explain`` refuses)."""
     from ..explain import available_methods
 
-    if hasattr(classifier, "members") or getattr(classifier, "multi_label", False):
+    if hasattr(classifier, "members"):
         return []
     return available_methods(classifier.model)
 
@@ -697,13 +700,20 @@ def _description(backend: str, methods: list[str], model: str,
     >>> about.split(":")[0], "attention" in about
     ('Text classifier (boe)', False)
     """
-    if multi_label:
-        return (f"Multi-label text classifier ({model}): /predict answers each text's set of labels, every label whose "
-                "sigmoid probability reaches its threshold (GET /model's thresholds), possibly none; /explain does "
-                "not for a multi-label run yet.")
     several = (f"Several methods go in one request, as a list or \"all\", each text's explanations together: "
                f"{max_explanations} explanations a request at most (texts x methods), as a slow method (occlusion, "
                f"integrated gradients) runs the model many times per text.")
+    if multi_label and methods:
+        return (f"Multi-label text classifier ({model}): /predict answers each text's set of labels, every label whose "
+                "sigmoid probability reaches its threshold (GET /model's thresholds), possibly none. /explain scores "
+                "tokens for each label it predicts (its most probable where it predicts none), or the target asked "
+                "for, by that label's own probability, by occlusion unless asked otherwise; GET /model lists its "
+                f"methods. {several} A multi-label text is explained once per label, so its predicted labels multiply "
+                "its cost.")
+    if multi_label:
+        return (f"Multi-label text classifier ({model}): /predict answers each text's set of labels, every label whose "
+                "sigmoid probability reaches its threshold (GET /model's thresholds), possibly none; /explain does "
+                "not for this model (a run that reads windows: not yet).")
     if "attention" in methods:
         return (f"Text classifier ({model}). Its attention weights show where the pooling layer looked, not why the "
                 "model decided: /explain scores tokens by occlusion unless asked otherwise, with those weights beside, "
