@@ -532,6 +532,16 @@ def test_an_export_from_before_its_files_were_fingerprinted_still_loads(exported
         OnnxClassifier.load(older)
 
 
+def test_a_single_label_export_stays_of_format_1_which_every_attnclf_reads_as_single_label(exported):
+    # Written as exports were before multi-label ones (format 2): an older attnclf reads it, and this one reads
+    # such older exports (no multi_label, no thresholds) as single-label.
+    manifest = json.loads((exported / "export.json").read_text())
+    assert manifest["format_version"] == 1 and "multi_label" not in manifest and "thresholds" not in manifest
+    clf = OnnxClassifier.load(exported)
+    assert clf.multi_label is False and clf.thresholds is None
+    assert clf.predict(["not good"])[0].label in clf.label_names
+
+
 def test_an_int8_graph_copied_into_an_export_made_without_one_is_refused(exported, tmp_path):
     # An export made without --quantize records no int8 graph's sha256: a model.int8.onnx copied in beside it (from
     # another export) loaded unchecked with int8=True, where its every other file is checked.

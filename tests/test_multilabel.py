@@ -384,12 +384,6 @@ def test_evaluate_and_predict_commands(topic_run, topic_files, capsys):
         "food", "music", "politics", "science", "sports"}
 
 
-def test_export_refuses_a_multi_label_run(topic_run, capsys):
-    assert main(["export", str(topic_run)]) == 2
-    err = capsys.readouterr().err
-    assert "single-label runs only" in err and len(err.strip().splitlines()) == 1
-
-
 MIXED, NEITHER = "bread soup and cheese for dinner with the orchestra", "today some people said more"
 
 
@@ -451,6 +445,111 @@ def test_faithfulness_of_a_multi_label_run_deletes_from_each_explained_labels_pr
     assert saved["multi_label"] and saved["examples"] == 6 and saved["explained"] >= 6
     assert set(saved["methods"]) == {"occlusion", "grad-input"}
     assert "explained label's own probability" in out
+
+
+TOPIC_TEXTS = ["the coach and the referee at the stadium", "bread soup and cheese for dinner with the orchestra",
+               "today some people said more", "", "a goal by the athlete " * 30]
+
+
+@pytest.fixture(scope="module")
+def topic_export(topic_run, tmp_path_factory) -> Path:
+    """``topic_run``'s ONNX export, float32 and int8, measured on its own test texts (tests only read it)."""
+    out = tmp_path_factory.mktemp("topic-export") / "onnx"
+    assert main(["export", str(topic_run), "--output", str(out), "--quantize", "--check-examples", "200"]) == 0
+    return out
+
+
+def test_a_multi_label_export_records_its_thresholds_and_label_set_parity(topic_run, topic_export, topic_files,
+                                                                          tmp_path):
+    from attnclf.export.onnx import PARITY_TOLERANCE
+
+    manifest = json.loads((topic_export / "export.json").read_text())
+    saved = json.loads((topic_run / THRESHOLDS_FILE).read_text())["thresholds"]
+    assert manifest["multi_label"] is True and manifest["thresholds"] == saved
+    parity = manifest["parity"]
+    assert parity["texts"] == 200 and parity["prediction_agreement"] == 1.0
+    assert parity["max_abs_diff"] <= PARITY_TOLERANCE
+    # Accuracy of a label set is the whole set right (subset accuracy), as `evaluate` reports it.
+    assert 0 < parity["torch_accuracy"] == parity["onnx_accuracy"] <= 1
+    assert manifest["int8"]["accuracy_change"] == pytest.approx(manifest["int8"]["accuracy"] - parity["torch_accuracy"])
+    # A file of the user's is read as the run read its test file: label sets, "|"-joined in CSV.
+    assert main(["export", str(topic_run), "--output", str(tmp_path / "checked"), "--check-file", str(topic_files[1]),
+                 "--check-examples", "50"]) == 0
+    assert json.loads((tmp_path / "checked" / "export.json").read_text())["parity"]["texts"] == 50
+
+
+def test_a_multi_label_export_predicts_the_label_sets_pytorch_predicts(topic_run, topic_export):
+    from attnclf import Classifier
+    from attnclf.export import OnnxClassifier
+    from attnclf.prediction import LabelSetPrediction
+
+    torch_clf, onnx_clf = Classifier.load(topic_run, device="cpu"), OnnxClassifier.load(topic_export)
+    assert onnx_clf.multi_label and onnx_clf.thresholds.tolist() == torch_clf.thresholds.tolist()
+    np.testing.assert_allclose(onnx_clf.predict_proba(TOPIC_TEXTS), torch_clf.predict_proba(TOPIC_TEXTS), atol=1e-4)
+    np.testing.assert_allclose(onnx_clf.logits(TOPIC_TEXTS), torch_clf.logits(TOPIC_TEXTS), atol=1e-4)
+    for want, have in zip(torch_clf.predict(TOPIC_TEXTS), onnx_clf.predict(TOPIC_TEXTS)):
+        assert isinstance(have, LabelSetPrediction)
+        assert (have.labels, have.tokens) == (want.labels, want.tokens)
+        assert have.probabilities == pytest.approx(want.probabilities, abs=1e-4)
+    int8 = OnnxClassifier.load(topic_export, int8=True).predict(TOPIC_TEXTS[:2])
+    assert all(isinstance(p, LabelSetPrediction) for p in int8)
+    assert "multi_label=True" in repr(onnx_clf)
+
+
+def test_predict_with_the_onnx_backend_writes_a_multi_label_runs_label_sets(topic_run, topic_export, tmp_path, capsys):
+    texts = TOPIC_TEXTS[:3]
+    answers = {}
+    for backend, where in (("torch", topic_run), ("onnx", topic_export)):
+        assert main(["predict", str(where), *texts, "--backend", backend]) == 0
+        answers[backend] = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+        output = tmp_path / f"{backend}.csv"
+        assert main(["predict", str(where), *texts, "--backend", backend, "--output", str(output)]) == 0
+        with open(output, newline="", encoding="utf-8") as f:
+            answers[f"{backend} file"] = [row["predicted_labels"] for row in csv.DictReader(f)]
+    assert [a["labels"] for a in answers["onnx"]] == [a["labels"] for a in answers["torch"]]
+    assert answers["onnx"][0]["labels"] == ["sports"] and "label" not in answers["onnx"][0]
+    assert answers["onnx file"] == answers["torch file"] == ["|".join(a["labels"]) for a in answers["torch"]]
+
+
+def test_serve_with_the_onnx_backend_answers_a_multi_label_runs_label_sets(topic_run, topic_export):
+    from fastapi.testclient import TestClient
+
+    from attnclf import Classifier
+    from attnclf.export import OnnxClassifier
+    from attnclf.serve.app import create_app
+
+    expected = Classifier.load(topic_run, device="cpu").predict(TOPIC_TEXTS)
+    with TestClient(create_app(OnnxClassifier.load(topic_export))) as client:
+        answer = client.post("/predict", json={"texts": TOPIC_TEXTS})
+        assert answer.status_code == 200, answer.text
+        assert [got["labels"] for got in answer.json()["predictions"]] == [want.labels for want in expected]
+        assert "label" not in answer.json()["predictions"][0]
+        about = client.get("/model").json()
+        saved = json.loads((topic_run / THRESHOLDS_FILE).read_text())["thresholds"]
+        assert about["backend"] == "onnx" and about["multi_label"] is True and about["thresholds"] == saved
+
+
+def test_a_multi_label_exports_thresholds_are_checked_and_an_older_attnclf_cannot_misread_it(topic_export, tmp_path):
+    import shutil
+
+    from attnclf.errors import RunDirError
+    from attnclf.export import OnnxClassifier
+
+    manifest = json.loads((topic_export / "export.json").read_text())
+    # A reader of format 1 knows no sigmoid: it would take the label probabilities for a softmax's, so it is refused.
+    assert manifest["format_version"] == 2
+    edited = tmp_path / "edited"
+    for field, value, words in (("thresholds", {"sports": 0.5}, "no threshold for label 'food'"),
+                                ("thresholds", dict.fromkeys(manifest["thresholds"], 1.5), "from 0 to 1, got 1.5"),
+                                ("multi_label", "yes", "multi_label must be true or false"),
+                                ("format_version", 1, "multi_label needs format_version 2")):
+        shutil.rmtree(edited, ignore_errors=True)
+        shutil.copytree(topic_export, edited)
+        (edited / "export.json").write_text(json.dumps(manifest | {field: value}))
+        with pytest.raises(RunDirError) as caught:
+            OnnxClassifier.load(edited)
+        message = str(caught.value)
+        assert words in message and "export.json" in message and "\n" not in message
 
 
 def test_serve_answers_a_multi_label_runs_label_sets_at_its_thresholds(topic_run):

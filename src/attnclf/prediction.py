@@ -245,15 +245,23 @@ def class_threshold(threshold, label_names: Sequence[str], multi_label: bool = F
     return ClassThreshold(name, list(label_names).index(name), probability)
 
 
-def decided_classes(probabilities: np.ndarray, threshold: ClassThreshold | None) -> np.ndarray:
+def decided_classes(probabilities: np.ndarray, threshold: ClassThreshold | None,
+                    thresholds: np.ndarray | None = None) -> np.ndarray:
     """The class predicted for each row of ``probabilities`` (columns in the run's class order): the most probable,
     or with ``threshold`` its class wherever that class's probability reaches it, else the most probable of the
-    others. The one rule every backend's ``predict``, ``evaluate`` and the service answer by.
+    others. With a multi-label run's ``thresholds`` (one per label), each row's label set instead, as 0/1 flags:
+    every label whose probability reaches its threshold. The one rule every backend's ``predict``, ``evaluate``, the
+    service and the ONNX export's parity answer by.
 
     >>> decided_classes(np.array([[.6, .3, .1], [.3, .1, .6]]), ClassThreshold("b", 1, .3)).tolist()
     [1, 2]
+    >>> decided_classes(np.array([[.6, .3, .1]]), None, np.array([.5, .2, .5])).tolist()
+    [[1, 1, 0]]
     """
     probabilities = np.asarray(probabilities)
+    if thresholds is not None:
+        # In float64, as tune_thresholds chose them: a float32 probability equal to its threshold reaches it.
+        return (probabilities.astype(np.float64) >= np.asarray(thresholds, dtype=np.float64)).astype(np.int64)
     if threshold is None:
         return probabilities.argmax(axis=-1)
     # Compared in float64, as class_operating_points flags texts: a threshold read off its table flags the same texts.
@@ -331,7 +339,8 @@ def label_set(probabilities: np.ndarray, thresholds: np.ndarray) -> list[int]:
     [2, 0]
     """
     order = np.argsort(-probabilities, kind="stable")
-    return [int(i) for i in order if probabilities[i] >= thresholds[i]]
+    flagged = decided_classes(probabilities, None, thresholds)
+    return [int(i) for i in order if flagged[i]]
 
 
 @dataclass

@@ -689,7 +689,17 @@ def read_thresholds(run_dir: str | Path, label_names: list[str]) -> dict[str, fl
     if not path.is_file():
         return None
     saved = read_json(path)
-    saved = saved.get("thresholds") if isinstance(saved, dict) else None
+    return checked_thresholds(saved.get("thresholds") if isinstance(saved, dict) else None, label_names, path)
+
+
+def checked_thresholds(saved: Any, label_names: list[str], path: str | Path) -> dict[str, float]:
+    """``saved``, the ``thresholds`` object read from ``path`` (a run's thresholds.json, or a multi-label ONNX export's
+    export.json), as a threshold per label in ``label_names``' order; one line naming ``path`` and the label unless
+    each is a number from 0 to 1.
+
+    >>> checked_thresholds({"b": 0.3, "a": 1}, ["a", "b"], "export.json")
+    {'a': 1.0, 'b': 0.3}
+    """
     if not isinstance(saved, dict):
         raise RunDirError(f'{path}: expected {{"thresholds": {{label: threshold, ...}}}}')
     missing = [name for name in label_names if name not in saved]

@@ -20,6 +20,7 @@ from sklearn.metrics import (
     roc_auc_score,
 )
 
+from ..prediction import decided_classes
 from .metrics import average_precision
 from .predict import DEFAULT_THRESHOLD
 
@@ -30,7 +31,7 @@ def predicted_sets(probabilities: np.ndarray, thresholds: Sequence[float] | floa
     >>> predicted_sets(np.array([[0.7, 0.2], [0.4, 0.5]]), [0.5, 0.3]).tolist()
     [[1, 0], [0, 1]]
     """
-    return (np.asarray(probabilities) >= np.asarray(thresholds)).astype(np.int64)
+    return decided_classes(probabilities, None, np.asarray(thresholds))
 
 
 def tune_thresholds(y_true: np.ndarray, probabilities: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

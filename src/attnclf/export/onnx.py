@@ -11,7 +11,8 @@ exported: they pack each text to its real tokens, which has no ONNX
 equivalent that leaves padding out.
 
 Parity is measured on held-out labelled texts (the run's test split, or a file
-of the user's): every prediction must match PyTorch's and every probability
+of the user's): every prediction (a multi-label run's: every label set, at the
+run's thresholds, which the export records) must match PyTorch's and every probability
 must lie within ``PARITY_TOLERANCE``, or the export fails and changes
 nothing (an earlier export keeps working). The optional int8 graph (onnxruntime dynamic quantisation)
 is measured on the same texts, its accuracy change recorded, never assumed.
@@ -39,17 +40,18 @@ from .. import __version__
 from ..checks import by_field, check_seed, whole_number
 from ..classifier import Classifier
 from ..data.base import TextDataset
+from ..data.multilabel import DEFAULT_LABEL_DELIMITER, multi_hot
 from ..errors import AttnclfError, shown
 from ..models.attention import MultiHeadSelfAttention
 from ..models.base import model_device
 from ..models.windows import window_config
-from ..prediction import joined_text_columns, trained_text_column
+from ..prediction import decided_classes, joined_text_columns, trained_text_column
 from ..rundir import (ENSEMBLE_FILE, atomic_write_bytes, atomic_write_json, file_sha256, first_missing_folder,
-                      folder_lock, loaded_unchanged, prepare_output_dir, refuse_if_held, refuse_multi_label,
+                      folder_lock, is_multi_label, loaded_unchanged, prepare_output_dir, refuse_if_held,
                       remove_empty_folders, written_atomically)
 from ..text.tokenizer import PAD_ID, UNK_ID
 from ..training.pretrain import PRETRAIN_FILE
-from .runtime import EXPORT_FORMAT_VERSION, OnnxClassifier
+from .runtime import OnnxClassifier, export_format_version
 
 OPSET = 17
 PARITY_TOLERANCE = 1e-4
@@ -80,7 +82,6 @@ def refuse_unexportable(clf: Classifier, run_dir: str | Path) -> None:
     >>> # refuse_unexportable(Classifier.load("runs/lstm"), "runs/lstm")
     >>> # AttnclfError: LSTMMean runs an LSTM over each text's real tokens only (packed), which ONNX cannot ...
     """
-    refuse_multi_label(clf.config, "ONNX export")
     if window_config(clf.model) is not None:
         raise AttnclfError(f"{run_dir} reads long texts as windows (--windows); ONNX export of windowed runs is "
                            f"not supported: the runtime feeds one truncated sequence per text")
@@ -129,13 +130,28 @@ def onnx_graph(model: nn.Module) -> bytes:
     return graph.getvalue()
 
 
-def _accuracy(probabilities: np.ndarray, labels: list[int]) -> float:
-    return float((probabilities.argmax(axis=1) == np.asarray(labels)).mean())
+def _decided(probabilities: np.ndarray, thresholds: np.ndarray | None) -> np.ndarray:
+    """Each text's prediction as a row of its own: its class (a column of one), or with a multi-label run's
+    ``thresholds`` its 0/1 label set (``decided_classes``), so that a row is right only when all of it is.
+
+    >>> _decided(np.array([[.2, .8]]), None).tolist(), _decided(np.array([[.2, .8]]), np.array([.5, .5])).tolist()
+    ([[1]], [[0, 1]])
+    """
+    decided = decided_classes(probabilities, None, thresholds)
+    return decided if thresholds is not None else decided[:, None]
 
 
-def _difference(reference: np.ndarray, probabilities: np.ndarray) -> dict:
-    return {"max_abs_diff": float(np.abs(reference - probabilities).max()),
-            "prediction_agreement": float((reference.argmax(axis=1) == probabilities.argmax(axis=1)).mean())}
+def _accuracy(probabilities: np.ndarray, check: TextDataset, thresholds: np.ndarray | None) -> float:
+    """The share of ``check``'s texts predicted right: their class, or a multi-label run's whole label set (the
+    subset accuracy `evaluate` reports)."""
+    truth = (multi_hot(check.labels, probabilities.shape[1]) if thresholds is not None
+             else np.asarray(check.labels)[:, None])
+    return float((_decided(probabilities, thresholds) == truth).all(axis=1).mean())
+
+
+def _difference(reference: np.ndarray, probabilities: np.ndarray, thresholds: np.ndarray | None) -> dict:
+    agree = (_decided(reference, thresholds) == _decided(probabilities, thresholds)).all(axis=1)
+    return {"max_abs_diff": float(np.abs(reference - probabilities).max()), "prediction_agreement": float(agree.mean())}
 
 
 def check_data(run_dir: str | Path, file: str | Path | None = None, *, text_column: str | list[str] | None = None,
@@ -167,14 +183,14 @@ def check_data(run_dir: str | Path, file: str | Path | None = None, *, text_colu
         raise AttnclfError(f"{named('data_dir')} says where the run's own dataset is, which {named('file')} replaces; "
                            f"give one")
     config = read_config(check_run_dir(run_dir))
-    refuse_multi_label(config, "ONNX export")
     label_names = read_json(Path(run_dir) / "labels.json")
     if file is not None:
         saved = config["settings"]["data"]
         with run_columns(text_column, label_column):
             data = load_file(file, text_column or saved.get("text_column", "text"),
                              label_column or saved.get("label_column", "label"), label_names=label_names,
-                             split="check")
+                             split="check", multi_label=is_multi_label(config),
+                             label_delimiter=saved.get("label_delimiter") or DEFAULT_LABEL_DELIMITER)
     else:
         # (the other labelled texts it advises, where the run has none of its own, are this function's file)
         data = run_test_data(config, label_names, data_dir=data_dir,
@@ -277,18 +293,21 @@ def _publish_checked(clf: Classifier, weights_sha256: str, graph: bytes, run_dir
         for name in ("tokenizer.json", "labels.json"):
             atomic_write_bytes(staging / name, (Path(run_dir) / name).read_bytes())
         reference = clf.predict_proba(check.texts)
+        # What OnnxClassifier reads to answer as the run does: a multi-label run's sigmoids, and its thresholds.
+        answers = ({"multi_label": True, "thresholds": dict(zip(clf.label_names, clf.thresholds.tolist()))}
+                   if clf.multi_label else {})
         fp32 = OnnxClassifier(_session(staging / "model.onnx"), clf.tokenizer, clf.label_names,
-                              {"temperature": clf.temperature})
+                              {"temperature": clf.temperature} | answers)
         probabilities = fp32.predict_proba(check.texts)
-        parity = _difference(reference, probabilities) | {
+        parity = _difference(reference, probabilities, fp32.thresholds) | {
             "texts": len(check), "tolerance": PARITY_TOLERANCE,
-            "torch_accuracy": _accuracy(reference, check.labels),
-            "onnx_accuracy": _accuracy(probabilities, check.labels)}
+            "torch_accuracy": _accuracy(reference, check, fp32.thresholds),
+            "onnx_accuracy": _accuracy(probabilities, check, fp32.thresholds)}
         if parity["prediction_agreement"] < 1 or parity["max_abs_diff"] > PARITY_TOLERANCE:
             raise AttnclfError(f"ONNX export of {run_dir} does not match PyTorch: {parity['prediction_agreement']:.2%} "
                                f"of predictions agree, probabilities differ by up to {parity['max_abs_diff']:.2e}")
         manifest = {
-            "format_version": EXPORT_FORMAT_VERSION,
+            "format_version": export_format_version(clf.multi_label),
             "source": str(Path(run_dir).resolve()),
             "weights_sha256": weights_sha256,  # loading it from the run checks they are current
             "versions": {"attnclf": __version__, "torch": torch.__version__, "onnxruntime": onnxruntime.__version__},
@@ -303,6 +322,7 @@ def _publish_checked(clf: Classifier, weights_sha256: str, graph: bytes, run_dir
             "text_columns": joined_text_columns(clf.config),
             "outputs": ["logits"] + (["pooling_weights"] if fp32.has_pooling_weights else []),
             "temperature": clf.temperature,  # (attnclf calibrate's; probabilities are softmax(logits / temperature))
+            **answers,
             "parity": parity,
         }
         if quantize:
@@ -376,10 +396,11 @@ def _quantize(directory: Path, fp32: OnnxClassifier, reference: np.ndarray, chec
             quantize_dynamic(directory / "model.onnx", tmp, weight_type=QuantType.QInt8)
         probabilities = OnnxClassifier(_session(Path(tmp)), fp32.tokenizer, fp32.label_names,
                                        fp32.config).predict_proba(check.texts)
-    return _difference(reference, probabilities) | {
+    accuracy = _accuracy(probabilities, check, fp32.thresholds)
+    return _difference(reference, probabilities, fp32.thresholds) | {
         "texts": len(check),
-        "accuracy": _accuracy(probabilities, check.labels),
-        "accuracy_change": _accuracy(probabilities, check.labels) - _accuracy(reference, check.labels),
+        "accuracy": accuracy,
+        "accuracy_change": accuracy - _accuracy(reference, check, fp32.thresholds),
         "bytes": (directory / "model.int8.onnx").stat().st_size,
         "fp32_bytes": (directory / "model.onnx").stat().st_size,
     }

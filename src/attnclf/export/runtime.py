@@ -6,14 +6,16 @@ default ``RUN_DIR/onnx``) holds everything inference needs:
 ```
 model.onnx        inputs input_ids (int64) and attention_mask (bool), both [batch, seq];
                   outputs logits [batch, classes] and, for attention-pooling models,
-                  pooling_weights [batch, seq]
+                  pooling_weights [batch, seq]; probabilities are softmax(logits / temperature),
+                  or for a multi-label run sigmoid(logits / temperature) per label
 model.int8.onnx   the same graph with int8 dynamic quantisation (only with --quantize)
 tokenizer.json    the run's tokenizer (Hugging Face tokenizers format)
 labels.json       label names in class-index order
 export.json       what was exported from where (and a sha256 of those weights), the tokenizer settings, and the
                   measured parity, and the sha256 of each graph and the tokenizer (a file copied in from
                   another export is refused); loaded from inside its run, an export of weights the run has
-                  since replaced (`train --resume`) is refused
+                  since replaced (`train --resume`) is refused; a multi-label run's also holds multi_label
+                  (true) and its thresholds.json's threshold per label, which a label's probability must reach
 ```
 
 >>> # from attnclf.export import OnnxClassifier
@@ -32,12 +34,15 @@ import numpy as np
 from ..checks import check_threads, true_or_false
 from ..ensemble import refuse_ensemble_dir
 from ..errors import AttnclfError, RunDirError, shown
-from ..prediction import Prediction, check_texts, class_threshold, model_repr, predictions
-from ..rundir import (check_label_names, checked_temperature, file_sha256, read_json, read_temperature,
-                      what_else_the_folder_is)
+from ..prediction import LabelSetPrediction, Prediction, check_texts, class_threshold, model_repr, predictions
+from ..rundir import (check_label_names, checked_temperature, checked_thresholds, file_sha256, read_json,
+                      read_temperature, read_thresholds, what_else_the_folder_is)
 from ..text.tokenizer import PAD_ID, Tokenizer, TokenizerConfig
 
 EXPORT_FORMAT_VERSION = 1
+# A multi-label export's: a reader of format 1 knows no sigmoid, and would read its label probabilities as a softmax's
+# and answer one label a text; it refuses format 2 instead. Single-label exports stay format 1, which every attnclf reads.
+MULTI_LABEL_FORMAT_VERSION = 2
 EXPORT_FILES = ("model.onnx", "tokenizer.json", "labels.json", "export.json")
 GRAPHS = ("model.onnx", "model.int8.onnx")  # float32 and, after --quantize, int8
 
@@ -85,9 +90,19 @@ def weights_fingerprint(run_dir: Path) -> str:
     return file_sha256(run_dir / "model.safetensors")
 
 
+def export_format_version(multi_label: bool) -> int:
+    """The format_version an export's manifest records: ``MULTI_LABEL_FORMAT_VERSION`` for a multi-label run's.
+
+    >>> export_format_version(False), export_format_version(True)
+    (1, 2)
+    """
+    return MULTI_LABEL_FORMAT_VERSION if multi_label else EXPORT_FORMAT_VERSION
+
+
 def _check_current(directory: Path, config: dict) -> None:
     """Refuse an export in a run directory's onnx/ whose weights changed since (`train --resume` trained on, in the
-    run or a copy of it): it would answer for the earlier model. An export elsewhere stands alone, unchecked."""
+    run or a copy of it), or whose temperature or thresholds did: it would answer for the earlier model. An export
+    elsewhere stands alone, unchecked."""
     directory = directory.resolve()  # (`predict . --backend onnx` from inside the export)
     run_dir = directory.parent
     if "weights_sha256" not in config or directory.name != "onnx" or not (run_dir / "model.safetensors").is_file():
@@ -100,6 +115,11 @@ def _check_current(directory: Path, config: dict) -> None:
         raise RunDirError(f"{directory} was exported with temperature {config.get('temperature', 1.0):g} and "
                           f"{run_dir} now has {temperature:g} (`attnclf calibrate` since): its probabilities would not "
                           f"be the run's; export it again: `attnclf export {run_dir} --format onnx`")
+    exported = config.get("thresholds")  # (checked against labels.json as the export loads)
+    if config.get("multi_label") and isinstance(exported, dict) and read_thresholds(run_dir, list(exported)) != exported:
+        raise RunDirError(f"{directory} was exported with other thresholds than {run_dir / 'thresholds.json'} now "
+                          f"holds: its label sets would not be the run's; export it again: "
+                          f"`attnclf export {run_dir} --format onnx`")
 
 
 def _check_exported(file: Path, config: dict) -> None:
@@ -128,9 +148,16 @@ def read_manifest(directory: Path) -> dict:
     manifest = read_json(path)
     if not isinstance(manifest, dict):
         raise RunDirError(f"{path}: expected a JSON object, got {type(manifest).__name__}")
-    if manifest.get("format_version") != EXPORT_FORMAT_VERSION:
+    if manifest.get("format_version") not in (EXPORT_FORMAT_VERSION, MULTI_LABEL_FORMAT_VERSION):
         raise RunDirError(f"{path} has format_version {shown(manifest.get('format_version'))}; this attnclf reads "
-                          f"{EXPORT_FORMAT_VERSION}")
+                          f"{EXPORT_FORMAT_VERSION} and {MULTI_LABEL_FORMAT_VERSION}")
+    multi_label = manifest.get("multi_label", False)  # (exports of format 1 record none: single-label)
+    if not isinstance(multi_label, bool):
+        raise RunDirError(f"{path}: multi_label must be true or false, got {shown(multi_label)}")
+    if manifest["format_version"] != export_format_version(multi_label):
+        raise RunDirError(f"{path}: multi_label needs format_version {MULTI_LABEL_FORMAT_VERSION} and single-label "
+                          f"{EXPORT_FORMAT_VERSION}, got multi_label {str(multi_label).lower()} with format_version "
+                          f"{manifest['format_version']}")
     checked_temperature(manifest.get("temperature", 1.0), path)
     model = manifest.get("model")
     if not (isinstance(model, dict) and isinstance(model.get("name"), str) and type(model.get("parameters")) is int
@@ -154,6 +181,15 @@ def read_manifest(directory: Path) -> dict:
     return manifest
 
 
+def sigmoid(logits: np.ndarray) -> np.ndarray:
+    """Element-wise sigmoid in float32, a multi-label run's probability per label, without overflow warnings.
+
+    >>> sigmoid(np.array([[0.0, -1000.0, 1000.0]])).round(3).tolist()
+    [[0.5, 0.0, 1.0]]
+    """
+    return (0.5 * (1 + np.tanh(0.5 * np.asarray(logits, dtype=np.float64)))).astype(np.float32)
+
+
 def softmax(logits: np.ndarray) -> np.ndarray:
     """Row-wise softmax in float32, stable for large logits.
 
@@ -167,6 +203,10 @@ def softmax(logits: np.ndarray) -> np.ndarray:
 class OnnxClassifier:
     """An exported model: the ``predict`` / ``predict_proba`` / ``logits`` of ``attnclf.Classifier``, on onnxruntime.
 
+    An export of a multi-label run (``multi_label``, from its manifest) predicts a label set per text, as
+    ``Classifier`` does: each label whose sigmoid probability reaches its threshold in ``thresholds`` (the run's
+    thresholds.json as exported; None for a single-label export).
+
     >>> # OnnxClassifier.load("runs/demo/onnx", int8=True).predict_proba(["great film"])
     """
 
@@ -179,11 +219,15 @@ class OnnxClassifier:
         self.batch_size = batch_size
         self.int8 = int8  # which graph the session runs, the quantised one or float32
         self.has_pooling_weights = any(o.name == "pooling_weights" for o in session.get_outputs())
+        self.multi_label = self.config.get("multi_label", False)
+        self.thresholds = (np.array([self.config["thresholds"][name] for name in label_names])
+                           if self.multi_label else None)
 
     def __repr__(self) -> str:
         temperature = self.config.get("temperature", 1.0)
         return model_repr("OnnxClassifier", model=self.config.get("model", {}).get("name"), labels=self.label_names,
-                          int8=self.int8 or None, temperature=None if temperature == 1 else temperature)
+                          multi_label=self.multi_label or None, int8=self.int8 or None,
+                          temperature=None if temperature == 1 else temperature)
 
     @classmethod
     def load(cls, path: str | Path, *, int8: bool = False, threads: int | None = None) -> "OnnxClassifier":
@@ -222,6 +266,8 @@ class OnnxClassifier:
         _check_exported(directory / "tokenizer.json", config)  # (after the size check: its message says more)
         classes = session.get_outputs()[0].shape[-1]  # (the logits' width is fixed in the graph)
         labels = check_label_names(read_json(directory / "labels.json"), classes, directory / "labels.json")
+        if config.get("multi_label"):
+            config["thresholds"] = checked_thresholds(config.get("thresholds"), labels, directory / "export.json")
         # Exports from before it was recorded: the run they came from says, if they are in its folder (onnx/, where
         # `attnclf export` puts them). A run elsewhere that export.json names is not read: a folder someone sent would
         # have any config.json on this machine read.
@@ -247,34 +293,38 @@ class OnnxClassifier:
             for row, i in enumerate(rows):
                 input_ids[row, : len(ids[i])] = ids[i]
             outputs = self.session.run(None, {"input_ids": input_ids, "attention_mask": input_ids != PAD_ID})
-            scores[rows] = outputs[0] if logits else softmax(outputs[0] / self.config.get("temperature", 1.0))
+            probabilities = sigmoid if self.multi_label else softmax
+            scores[rows] = outputs[0] if logits else probabilities(outputs[0] / self.config.get("temperature", 1.0))
             if self.has_pooling_weights:
                 for row, i in enumerate(rows):
                     attention[i] = outputs[1][row, : len(ids[i])]
         return scores, ids, attention
 
     def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
-        """Class probabilities, one row per text, columns in ``label_names`` order.
+        """Class probabilities, one row per text, columns in ``label_names`` order (a multi-label export's: each
+        label's own sigmoid probability; rows need not sum to 1).
 
         >>> # OnnxClassifier.load("runs/demo").predict_proba(["great film"])  # array([[0.08, 0.92]], dtype=float32)
         """
         return self._run(texts)[0]
 
     def logits(self, texts: Sequence[str]) -> np.ndarray:
-        """The model's logits, one row per text, before the temperature and the softmax (``Classifier.logits``).
+        """The model's logits, one row per text, before the temperature and the softmax or sigmoids
+        (``Classifier.logits``).
 
         >>> # OnnxClassifier.load("runs/demo").logits(["great film"])  # array([[-2.1,  2.3]], dtype=float32)
         """
         return self._run(texts, logits=True)[0]
 
-    def predict(self, texts: Sequence[str], tokens: bool = True,
-                threshold: tuple[str, float] | str | None = None) -> list[Prediction]:
+    def predict(self, texts: Sequence[str], tokens: bool = True, threshold: tuple[str, float] | str | None = None
+                ) -> list[Prediction] | list[LabelSetPrediction]:
         """Label, confidence, probabilities, tokens, pooling attention and unknown tokens per text, as
         ``Classifier.predict`` gives them (``tokens=False``: without the tokens and attention; ``threshold``: one
-        class's operating point applied).
+        class's operating point applied); a multi-label export's, a ``LabelSetPrediction`` per text.
 
         >>> # OnnxClassifier.load("runs/demo").predict(["the acting was not bad"])[0].label  # 'positive'
+        >>> # OnnxClassifier.load("runs/topics").predict(["the coach praised the album"])[0].labels  # ['sports']
         """
-        threshold = class_threshold(threshold, self.label_names)  # (exports are single-label: export refuses others)
+        threshold = class_threshold(threshold, self.label_names, self.multi_label)  # (before the texts are run)
         return predictions(*self._run(texts), self.label_names, self.tokenizer.token_strings, tokens,
-                           threshold=threshold)
+                           self.thresholds, threshold)

@@ -760,7 +760,7 @@ def create_app(classifier, limits: ServeLimits = ServeLimits(),
     >>> #     client.post("/predict", json={"text": "great"}).json()
     >>> # create_app(Classifier.load("runs/demo"), threshold=("positive", 0.9))  # positive from 0.9 on
     """
-    # (an ensemble and an ONNX export of a multi-label run are refused as they load: neither has its thresholds)
+    # (an ensemble of multi-label runs is refused as it loads: it has no thresholds of its own)
     multi_label = getattr(classifier, "multi_label", False)
     threshold = class_threshold(threshold, classifier.label_names, multi_label, named=named)
     if access_log_format not in (formats := [name for name in ACCESS_LOGS if name != "off"]):  # (off: no access_log)
@@ -898,7 +898,12 @@ def create_app(classifier, limits: ServeLimits = ServeLimits(),
         """What is being served."""
         # The operating point /predict applies: its class wherever that class's probability reaches it, else the most
         # probable other class (None: the most probable class).
-        applied = {"threshold": None if threshold is None else threshold.to_dict()}
+        applied = {"threshold": None if threshold is None else threshold.to_dict(),
+                   "multi_label": multi_label,
+                   # Each label's cut (thresholds.json), which its probability must reach to be predicted; None:
+                   # single-label.
+                   "thresholds": dict(zip(classifier.label_names, classifier.thresholds.tolist())) if multi_label
+                   else None}
         if backend != "torch":
             return {"backend": backend, **origin, **_export_summary(classifier), **applied, "limits": asdict(limits)}
         from ..explain.methods import DEFAULT_METHOD
@@ -910,9 +915,6 @@ def create_app(classifier, limits: ServeLimits = ServeLimits(),
             "backend": backend,
             **origin,
             "labels": classifier.label_names,
-            "multi_label": multi_label,
-            # Each label's cut (thresholds.json), which its probability must reach to be predicted; None: single-label.
-            "thresholds": dict(zip(classifier.label_names, classifier.thresholds.tolist())) if multi_label else None,
             # A `train --seeds` ensemble's members share a recipe; one built in Python may mix models, whose names
             # are all given and whose configs differ (None). Its parameters are all of theirs.
             "model": {"name": _model_name(classifier),
