@@ -552,6 +552,96 @@ def test_a_multi_label_exports_thresholds_are_checked_and_an_older_attnclf_canno
         assert words in message and "export.json" in message and "\n" not in message
 
 
+def _sports_threshold_between(clf, texts) -> float:
+    """A threshold of "sports" that some of ``texts`` reach and some do not, on the other side of its tuned one for
+    at least one text: applying it changes some label set."""
+    sports = clf.predict_proba(texts)[:, clf.label_names.index("sports")].astype(np.float64)
+    tuned = clf.thresholds[clf.label_names.index("sports")]
+    below = sports[sports < tuned]
+    assert len(below) and (sports >= tuned).any()
+    return float(below.max())  # the most probable text under the tuned threshold now reaches it
+
+
+def test_a_label_threshold_changes_that_label_alone_in_predict_on_either_backend(topic_run, topic_export, capsys):
+    from attnclf import Classifier
+    from attnclf.export import OnnxClassifier
+
+    clf = Classifier.load(topic_run, device="cpu")
+    texts = ["the coach and the referee at the stadium", "a goal by the athlete at dinner", "the band at the match",
+             "bread soup and cheese for dinner with the orchestra", "today some people said more"] * 2
+    p = _sports_threshold_between(clf, texts)
+    plain, applied = clf.predict(texts), clf.predict(texts, threshold=("sports", p))
+    assert [a.labels for a in applied] != [a.labels for a in plain]
+    for before, after in zip(plain, applied):
+        assert ("sports" in after.labels) == (after.probabilities["sports"] >= p)
+        assert [x for x in after.labels if x != "sports"] == [x for x in before.labels if x != "sports"]
+    onnx = OnnxClassifier.load(topic_export).predict(texts, threshold=f"sports={p!r}")
+    assert [a.labels for a in onnx] == [a.labels for a in applied]
+    for where, backend in ((topic_run, "torch"), (topic_export, "onnx")):
+        assert main(["predict", str(where), *texts, "--backend", backend, "--threshold", f"sports={p!r}"]) == 0
+        assert [json.loads(line)["labels"] for line in capsys.readouterr().out.splitlines()] == [
+            a.labels for a in applied]
+    assert main(["predict", str(topic_run), "a goal", "--threshold", "sport=0.5"]) == 2
+    err = capsys.readouterr().err
+    assert "--threshold: 'sport' is not one of the run's 5 labels" in err and len(err.strip().splitlines()) == 1
+
+
+def test_evaluate_scores_a_multi_label_run_with_one_labels_threshold_replaced(topic_run, topic_files, capsys):
+    assert main(["evaluate", str(topic_run), "--test-file", str(topic_files[1]), "--json", "--device", "cpu"]) == 0
+    tuned = json.loads(capsys.readouterr().out)
+    assert main(["evaluate", str(topic_run), "--test-file", str(topic_files[1]), "--json", "--device", "cpu",
+                 "--threshold", "sports=0.99"]) == 0
+    applied = json.loads(capsys.readouterr().out)
+    assert applied["threshold"] == {"class": "sports", "probability": 0.99}
+    assert applied["per_class"]["sports"]["threshold"] == 0.99
+    assert applied["per_class"]["sports"]["recall"] < tuned["per_class"]["sports"]["recall"]
+    for label in ("food", "music", "politics", "science"):
+        assert applied["per_class"][label] == tuned["per_class"][label]
+    assert main(["evaluate", str(topic_run), "--test-file", str(topic_files[1]), "--device", "cpu",
+                 "--threshold", "sports=0.99"]) == 0
+    assert ("predicted by --threshold: 'sports' when its probability is at least 0.99; the other labels at their "
+            "own thresholds (thresholds.json)") in capsys.readouterr().out
+
+
+def test_operating_points_of_a_label_read_its_own_column_of_the_label_sets(topic_run, topic_files, capsys):
+    from attnclf import Classifier
+
+    assert main(["evaluate", str(topic_run), "--test-file", str(topic_files[1]), "--json", "--device", "cpu",
+                 "--operating-points", "sports"]) == 0
+    points = json.loads(capsys.readouterr().out)["operating_points"]
+    clf = Classifier.load(topic_run, device="cpu")
+    test = load_file(topic_files[1], label_column="topics", multi_label=True, label_names=clf.label_names)
+    truth = multi_hot(test.labels, len(clf.label_names))[:, clf.label_names.index("sports")].astype(bool)
+    sports = clf.predict_proba(test.texts)[:, clf.label_names.index("sports")].astype(np.float64)
+    assert points["class"] == "sports" and points["positives"] == truth.sum() and points["num_examples"] == 300
+    at_half = points["thresholds"][4]
+    flagged = sports >= 0.5
+    assert at_half["threshold"] == 0.5 and at_half["flagged"] == flagged.sum()
+    assert at_half["precision"] == pytest.approx((flagged & truth).sum() / flagged.sum())
+    assert at_half["recall"] == pytest.approx((flagged & truth).sum() / truth.sum())
+    assert points["apply"].startswith("--threshold sports=")
+    assert "--split validation" not in points["note"] and "tuned" in points["note"]
+
+
+def test_serve_applies_a_labels_threshold_and_says_so(topic_run, topic_export):
+    from fastapi.testclient import TestClient
+
+    from attnclf import Classifier
+    from attnclf.export import OnnxClassifier
+    from attnclf.serve.app import create_app
+
+    texts = ["the coach and the referee at the stadium", "a goal by the athlete at dinner", "the band at the match"]
+    clf = Classifier.load(topic_run, device="cpu")
+    expected = [a.labels for a in clf.predict(texts, threshold=("sports", 0.99))]
+    for model in (clf, OnnxClassifier.load(topic_export)):
+        with TestClient(create_app(model, threshold=("sports", 0.99))) as client:
+            answer = client.post("/predict", json={"texts": texts})
+            assert [got["labels"] for got in answer.json()["predictions"]] == expected
+            about = client.get("/model").json()
+            assert about["threshold"] == {"class": "sports", "probability": 0.99}
+            assert about["thresholds"]["sports"] == 0.99  # (the cut /predict applies)
+
+
 def test_serve_answers_a_multi_label_runs_label_sets_at_its_thresholds(topic_run):
     from fastapi.testclient import TestClient
 

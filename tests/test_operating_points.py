@@ -1,7 +1,6 @@
 """Operating points: one class's precision, recall and F1 when it is flagged above a threshold of its probability."""
 
 import json
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -79,14 +78,6 @@ def test_evaluate_refuses_an_unknown_class_in_one_line(sport_and_money_run, cli_
     run, test = sport_and_money_run
     error = cli_error(["evaluate", str(run), "--test-file", str(test), "--operating-points", "fraud"])
     assert "--operating-points" in error and "'fraud'" in error and "'money'" in error
-
-
-def test_operating_points_refuses_a_multi_label_run_in_one_line():
-    from attnclf.evaluation import evaluate
-
-    with pytest.raises(AttnclfError, match="operating_points.*multi-label") as caught:
-        evaluate(SimpleNamespace(multi_label=True, label_names=["a", "b"]), (["x"], [["a"]]), operating_points="a")
-    assert "\n" not in str(caught.value)
 
 
 def test_operating_points_refuses_a_class_the_scored_texts_lack():

@@ -3,7 +3,6 @@ of the others, in predict, evaluate, serve and the Python API alike."""
 
 import csv
 import json
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -60,14 +59,21 @@ def test_a_bad_threshold_is_refused_in_one_line_naming_it(threshold, words):
         assert word in message
 
 
-def test_a_multi_label_run_refuses_a_class_threshold_and_says_why():
-    with pytest.raises(AttnclfError, match="multi-label.*thresholds.json") as caught:
-        class_threshold(("a", .5), ["a", "b"], multi_label=True)
-    assert "\n" not in str(caught.value)
-    from attnclf.evaluation import evaluate
+def test_a_multi_label_runs_label_threshold_replaces_that_labels_tuned_one_alone():
+    labels, tuned = ["a", "b", "c"], np.array([.5, .2, .5])
+    probabilities = np.array([[.6, .3, .1], [.45, .1, .7], [.4, .25, .4]])
+    assert decided_classes(probabilities, None, tuned).tolist() == [[1, 1, 0], [0, 0, 1], [0, 1, 0]]
+    lowered = class_threshold(("a", .4), labels, multi_label=True)
+    assert decided_classes(probabilities, lowered, tuned).tolist() == [[1, 1, 0], [1, 0, 1], [1, 1, 0]]
+    raised = class_threshold("b=0.9", labels, multi_label=True)
+    assert decided_classes(probabilities, raised, tuned).tolist() == [[1, 0, 0], [0, 0, 1], [0, 0, 0]]
+    assert tuned.tolist() == [.5, .2, .5]  # (the run's own thresholds stay as they were)
 
-    with pytest.raises(AttnclfError, match="multi-label"):
-        evaluate(SimpleNamespace(multi_label=True, label_names=["a", "b"]), (["x"], [["a"]]), threshold=("a", .5))
+
+def test_a_multi_label_threshold_names_a_label_of_the_run_in_one_line():
+    with pytest.raises(AttnclfError) as caught:
+        class_threshold(("sport", .5), ["music", "sports"], multi_label=True, named=lambda name: f"--{name}")
+    assert str(caught.value) == "--threshold: 'sport' is not one of the run's 2 labels: 'music', 'sports'"
 
 
 def _thresholds_either_side(clf) -> list[float]:
@@ -95,9 +101,6 @@ def test_classifier_predict_applies_a_threshold_and_reports_the_chosen_class_s_p
         assert [a.label for a in members] == [a.label for a in answers]
     assert {a.label for a in clf.predict(TEXTS, threshold=f"positive={_thresholds_either_side(clf)[0]!r}")} == {
         "positive"}
-    clf.multi_label = True  # (as a multi-label run's Classifier is: its labels have thresholds of their own)
-    with pytest.raises(AttnclfError, match="multi-label"):
-        clf.predict(TEXTS, threshold=("positive", .5))
 
 
 def test_predict_threshold_flags_the_class_on_stdout_in_an_output_file_and_on_onnx(demo_run, exported, tmp_path,

@@ -150,7 +150,8 @@ class Classifier:
 
         ``threshold=("pos", 0.7)`` (or ``"pos=0.7"``) applies an operating point (``evaluate --operating-points``
         finds one): pos wherever its probability is at least 0.7, else the most probable other class; the confidence
-        stays the predicted class's probability. Refused for a multi-label run (see ``prediction.class_threshold``).
+        stays the predicted class's probability. A multi-label run's ``threshold=("sports", 0.9)`` puts sports in a
+        text's set from 0.9 on, in place of its tuned threshold; the other labels keep theirs (thresholds.json).
 
         A multi-label run returns a ``LabelSetPrediction`` per text instead:
         its ``labels`` (a list, possibly empty) in place of label and confidence.

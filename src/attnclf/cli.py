@@ -649,8 +649,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             print(confusion_table(metrics["confusion_matrix"], clf.label_names) + "\n")
         _print_metrics(metrics)
         if threshold := metrics.get("threshold"):
+            otherwise = ("; the other labels at their own thresholds (thresholds.json)" if clf.multi_label
+                         else ", else the most probable other class")
             print(f"predicted by --threshold: {shown(threshold['class'])} when its probability is at least "
-                  f"{threshold['probability']:g}, else the most probable other class")
+                  f"{threshold['probability']:g}{otherwise}")
         if "operating_points" in metrics:
             print("\n" + operating_points_table(metrics["operating_points"]))
     if written is not None:
@@ -1278,9 +1280,10 @@ def _add_threshold_arg(p: argparse.ArgumentParser, applied: str) -> None:
     """--threshold CLASS=P of the commands that apply an operating point (predict, evaluate, serve); ``applied``: to
     what."""
     p.add_argument("--threshold", metavar="CLASS=P",
-                   help=f"{applied}: CLASS (a single-label run's, by name) wherever its probability is at least P "
-                        f"(0 < P < 1), else the most probable other class; the confidence stays the predicted "
-                        f"class's probability (find P with `evaluate --split validation --operating-points CLASS`)")
+                   help=f"{applied}: CLASS (by name) wherever its probability is at least P (0 < P < 1), else "
+                        f"the most probable other class; the confidence stays the predicted class's probability "
+                        f"(find P with `evaluate --split validation --operating-points CLASS`); a multi-label run's "
+                        f"label from P on, in place of its thresholds.json's, the other labels at theirs")
 
 
 def _add_backend_args(p: argparse.ArgumentParser) -> None:
@@ -1394,10 +1397,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "instead of the four after the text")
     p.add_argument("--overwrite", action="store_true", help="replace an existing --errors file")
     p.add_argument("--operating-points", metavar="CLASS",
-                   help="also the precision, recall, F1 and number flagged of CLASS (a single-label run's, by name) "
-                        "when flagged at a probability of at least 0.1, 0.2, ..., 0.9, and the thresholds reaching "
-                        "precision or recall 0.9 and 0.95; choose one with --split validation (on test it is "
-                        "optimistic), apply it with --threshold")
+                   help="also the precision, recall, F1 and number flagged of CLASS (by name; a multi-label run's "
+                        "label, against its own column of the label sets) when flagged at a probability of at least "
+                        "0.1, 0.2, ..., 0.9, and the thresholds reaching precision or recall 0.9 and 0.95; choose one "
+                        "with --split validation (on test it is optimistic; a multi-label run: on a --test-file of "
+                        "other texts), apply it with --threshold")
     _add_threshold_arg(p, "score the texts as predicted by one class's threshold")
     _add_device_arg(p)
     p.add_argument("--bf16", action="store_true", help=INFERENCE_BF16_HELP)

@@ -168,24 +168,25 @@ def unknown_tokens_note(unknown_tokens: int | None, tokens_read: int | None) -> 
             f"unknown to it ({UNK}): its answer rests on the other {tokens_read - unknown_tokens}")
 
 
-def refuse_unknown_class(label_names: Sequence[str], name, asked: str) -> None:
-    """One line where ``name`` is not one of ``label_names`` (``asked``: what named it), with the first few of them
-    to pick from.
+def refuse_unknown_class(label_names: Sequence[str], name, asked: str, multi_label: bool = False) -> None:
+    """One line where ``name`` is not one of ``label_names`` (``asked``: what named it; ``multi_label``: a
+    multi-label run's, its labels), with the first few of them to pick from.
 
     >>> refuse_unknown_class(["neg", "pos"], "fraud", "--threshold")
     Traceback (most recent call last):
     attnclf.errors.AttnclfError: --threshold: 'fraud' is not one of the run's 2 classes: 'neg', 'pos'
     """
     if name not in label_names:
-        raise AttnclfError(f"{asked}: {shown(name)} is not one of the run's {len(label_names)} classes: "
-                           f"{first_few(label_names, most=5)}")
+        raise AttnclfError(f"{asked}: {shown(name)} is not one of the run's {len(label_names)} "
+                           f"{'labels' if multi_label else 'classes'}: {first_few(label_names, most=5)}")
 
 
 @dataclass(frozen=True)
 class ClassThreshold:
     """An operating point applied: ``label`` (``label_names[index]``) is predicted whenever its probability is at
-    least ``probability``, else the most probable of the other classes (``decided_classes``). Made by
-    ``class_threshold``, which checks it against a run's classes.
+    least ``probability``, else the most probable of the other classes (``decided_classes``); a multi-label run's
+    label is in a text's set from that probability on, in place of its tuned threshold, the other labels kept at
+    theirs. Made by ``class_threshold``, which checks it against a run's classes.
 
     >>> ClassThreshold("pos", 1, 0.7).to_dict()
     {'class': 'pos', 'probability': 0.7}
@@ -202,9 +203,9 @@ class ClassThreshold:
 def class_threshold(threshold, label_names: Sequence[str], multi_label: bool = False,
                     named: Callable[[str], str] = by_field) -> ClassThreshold | None:
     """``threshold`` as a ``ClassThreshold`` of a run's ``label_names``: a pair ``(class, probability)``, or the
-    command line's ``"CLASS=P"`` (split at its last ``=``: a class name may hold one); None stays None. One line
-    (naming ``named("threshold")``) for a malformed one, a class the run lacks, a probability outside (0, 1), or a
-    ``multi_label`` run, whose labels have thresholds of their own.
+    command line's ``"CLASS=P"`` (split at its last ``=``: a class name may hold one); None stays None. A
+    ``multi_label`` run's names one of its labels, whose tuned threshold it replaces. One line (naming
+    ``named("threshold")``) for a malformed one, a class the run lacks, or a probability outside (0, 1).
 
     >>> class_threshold("pos=0.7", ["neg", "pos"])
     ClassThreshold(label='pos', index=1, probability=0.7)
@@ -215,9 +216,6 @@ def class_threshold(threshold, label_names: Sequence[str], multi_label: bool = F
     if threshold is None:
         return None
     asked = named("threshold")
-    if multi_label:
-        raise AttnclfError(f"{asked} picks one class of a single-label run; a multi-label run flags each label at "
-                           f"its own threshold (thresholds.json, tuned on its validation texts)")
     if isinstance(threshold, ClassThreshold):
         threshold = (threshold.label, threshold.probability)
     if isinstance(threshold, str):
@@ -237,7 +235,7 @@ def class_threshold(threshold, label_names: Sequence[str], multi_label: bool = F
     else:
         raise AttnclfError(f"{asked} takes a class and a probability, ('pos', 0.7) or 'pos=0.7', got "
                            f"{shown(threshold)}")
-    refuse_unknown_class(label_names, name, asked)
+    refuse_unknown_class(label_names, name, asked, multi_label)
     # 0 would predict the class for every text and 1 for almost none: neither is an operating point (NaN neither).
     if not 0 < probability < 1:
         raise AttnclfError(f"{asked} {shown(name)}={shown(probability)}: the probability must be between 0 and 1, "
@@ -245,23 +243,37 @@ def class_threshold(threshold, label_names: Sequence[str], multi_label: bool = F
     return ClassThreshold(name, list(label_names).index(name), probability)
 
 
+def applied_thresholds(thresholds: np.ndarray, threshold: ClassThreshold | None) -> np.ndarray:
+    """The probability from which each label of a multi-label run is in a text's set: its tuned ``thresholds``
+    (thresholds.json), ``threshold``'s label at ``threshold``'s probability instead; a copy, in float64.
+
+    >>> applied_thresholds(np.array([.5, .2]), ClassThreshold("b", 1, .9)).tolist()
+    [0.5, 0.9]
+    """
+    cuts = np.array(thresholds, dtype=np.float64)
+    if threshold is not None:
+        cuts[threshold.index] = threshold.probability
+    return cuts
+
+
 def decided_classes(probabilities: np.ndarray, threshold: ClassThreshold | None,
                     thresholds: np.ndarray | None = None) -> np.ndarray:
     """The class predicted for each row of ``probabilities`` (columns in the run's class order): the most probable,
     or with ``threshold`` its class wherever that class's probability reaches it, else the most probable of the
     others. With a multi-label run's ``thresholds`` (one per label), each row's label set instead, as 0/1 flags:
-    every label whose probability reaches its threshold. The one rule every backend's ``predict``, ``evaluate``, the
-    service and the ONNX export's parity answer by.
+    every label whose probability reaches its threshold, ``threshold``'s label its probability
+    (``applied_thresholds``). The one rule every backend's ``predict``, ``evaluate``, the service and the ONNX
+    export's parity answer by.
 
     >>> decided_classes(np.array([[.6, .3, .1], [.3, .1, .6]]), ClassThreshold("b", 1, .3)).tolist()
     [1, 2]
-    >>> decided_classes(np.array([[.6, .3, .1]]), None, np.array([.5, .2, .5])).tolist()
-    [[1, 1, 0]]
+    >>> decided_classes(np.array([[.6, .3, .1]]), ClassThreshold("a", 0, .7), np.array([.5, .2, .5])).tolist()
+    [[0, 1, 0]]
     """
     probabilities = np.asarray(probabilities)
     if thresholds is not None:
         # In float64, as tune_thresholds chose them: a float32 probability equal to its threshold reaches it.
-        return (probabilities.astype(np.float64) >= np.asarray(thresholds, dtype=np.float64)).astype(np.int64)
+        return (probabilities.astype(np.float64) >= applied_thresholds(thresholds, threshold)).astype(np.int64)
     if threshold is None:
         return probabilities.argmax(axis=-1)
     # Compared in float64, as class_operating_points flags texts: a threshold read off its table flags the same texts.
@@ -332,14 +344,15 @@ class Prediction:
                 "tokens_read": self.tokens_read}
 
 
-def label_set(probabilities: np.ndarray, thresholds: np.ndarray) -> list[int]:
-    """The labels (indices) of one row of per-label probabilities that reach their thresholds, most probable first.
+def label_set(probabilities: np.ndarray, thresholds: np.ndarray, threshold: ClassThreshold | None = None) -> list[int]:
+    """The labels (indices) of one row of per-label probabilities that reach their thresholds (``threshold``'s label
+    its probability: ``decided_classes``), most probable first.
 
     >>> label_set(np.array([0.6, 0.1, 0.9]), np.array([0.5, 0.5, 0.5]))
     [2, 0]
     """
     order = np.argsort(-probabilities, kind="stable")
-    flagged = decided_classes(probabilities, None, thresholds)
+    flagged = decided_classes(probabilities, threshold, thresholds)
     return [int(i) for i in order if flagged[i]]
 
 
@@ -364,9 +377,10 @@ class LabelSetPrediction:
 
     @classmethod
     def from_scores(cls, probabilities: np.ndarray, thresholds: np.ndarray, label_names: list[str],
-                    tokens: list[str], attention: np.ndarray | None,
-                    counts: tuple[int, int] | None = None) -> "LabelSetPrediction":
-        """The prediction of one row of per-label probabilities; ``counts``: the text's ``token_counts``.
+                    tokens: list[str], attention: np.ndarray | None, counts: tuple[int, int] | None = None,
+                    threshold: ClassThreshold | None = None) -> "LabelSetPrediction":
+        """The prediction of one row of per-label probabilities; ``counts``: the text's ``token_counts``;
+        ``threshold``: one label's in place of its tuned one (``decided_classes``).
 
         >>> LabelSetPrediction.from_scores(np.array([0.6, 0.1, 0.9]), np.array([0.5, 0.5, 0.5]),
         ...                                ["a", "b", "c"], [], None).labels
@@ -374,7 +388,7 @@ class LabelSetPrediction:
         """
         unknown_tokens, tokens_read = (None, None) if counts is None else counts
         return cls(
-            labels=[label_names[i] for i in label_set(probabilities, thresholds)],
+            labels=[label_names[i] for i in label_set(probabilities, thresholds, threshold)],
             probabilities={name: float(p) for name, p in zip(label_names, probabilities)},
             tokens=tokens,
             attention=None if attention is None else [float(w) for w in attention],
@@ -393,7 +407,7 @@ def predictions(probabilities: np.ndarray, ids: list[list[int]], attention: list
                 threshold: ClassThreshold | None = None) -> list[Prediction] | list[LabelSetPrediction]:
     """A backend's run (probabilities, token ids and pooling weights per text) as what its ``predict`` returns:
     a ``Prediction`` per text, each its class by ``threshold`` where given (``decided_classes``), or with
-    ``thresholds`` (a multi-label run's) a ``LabelSetPrediction``; the tokens are ``token_strings(ids)``, and
+    ``thresholds`` (a multi-label run's) a ``LabelSetPrediction``, ``threshold``'s label at its probability; the tokens are ``token_strings(ids)``, and
     ``tokens=False`` leaves out them and the attention.
 
     >>> [p.label for p in predictions(np.array([[0.2, 0.8]]), [[5, UNK_ID]], [None], ["neg", "pos"], str)]
@@ -404,7 +418,7 @@ def predictions(probabilities: np.ndarray, ids: list[list[int]], attention: list
     strings = [token_strings(row) if tokens else [] for row in ids]
     attention = attention if tokens else [None] * len(ids)
     if thresholds is not None:
-        return [LabelSetPrediction.from_scores(p, thresholds, label_names, t, a, c)
+        return [LabelSetPrediction.from_scores(p, thresholds, label_names, t, a, c, threshold)
                 for p, t, a, c in zip(probabilities, strings, attention, counts)]
     return [Prediction.from_scores(p, label_names, t, a, c, threshold)
             for p, t, a, c in zip(probabilities, strings, attention, counts)]

@@ -19,7 +19,7 @@ from sklearn.metrics import (
 from ..checks import by_field
 from ..data.multilabel import LABEL_SET_COLUMNS
 from ..errors import AttnclfError, DataError, shown
-from ..prediction import ClassThreshold, class_threshold, decided_classes, refuse_unknown_class
+from ..prediction import ClassThreshold, applied_thresholds, class_threshold, decided_classes, refuse_unknown_class
 
 if TYPE_CHECKING:
     from ..data.base import ReadFrom, TextDataset
@@ -101,12 +101,13 @@ def evaluate(classifier, data, errors: str | Path | None = None, overwrite: bool
     classifier's; a label it never learned is a ``DataError``). ``errors``: a .csv / .tsv / .jsonl / .parquet file
     to write the misclassified texts into as well (``misclassified_rows``, a multi-label run's
     ``wrong_label_set_rows``; an existing one kept unless ``overwrite``), its row count then in
-    ``metrics["errors_written"]``. ``operating_points``: a single-label run's class, by name,
-    whose precision, recall and F1 at thresholds of its probability go in ``metrics["operating_points"]``
-    (``class_operating_points``'), with ``["apply"]`` saying how to apply one. ``threshold``: one such operating
-    point applied, ``("fraud", 0.7)`` or ``"fraud=0.7"``: the figures (and ``errors``) of the texts predicted as
-    ``Classifier.predict(texts, threshold=...)`` predicts them, the threshold in ``metrics["threshold"]``. ``named``
-    names those arguments in errors.
+    ``metrics["errors_written"]``. ``operating_points``: a class, by name (a multi-label run's label, read off its own
+    column of the label sets), whose precision, recall and F1 at thresholds of its probability go in
+    ``metrics["operating_points"]`` (``class_operating_points``'), with ``["apply"]`` saying how to apply one.
+    ``threshold``: one such operating point applied, ``("fraud", 0.7)`` or ``"fraud=0.7"``: the figures (and
+    ``errors``) of the texts predicted as ``Classifier.predict(texts, threshold=...)`` predicts them (a multi-label
+    run's: that label's tuned threshold replaced), the threshold in ``metrics["threshold"]``. ``named`` names those
+    arguments in errors.
 
     >>> # evaluate(clf := Classifier.load("runs/demo"), (df.text, df.label))["accuracy"]   # a notebook's DataFrame
     >>> # evaluate(clf, scoring_data(clf, test_file="held_out.csv"), errors="wrong.csv")["errors_written"]
@@ -115,10 +116,8 @@ def evaluate(classifier, data, errors: str | Path | None = None, overwrite: bool
     """
     threshold = class_threshold(threshold, classifier.label_names, classifier.multi_label, named)
     if operating_points is not None:  # (before predicting, as a bad errors file is)
-        if classifier.multi_label:
-            raise AttnclfError(f"{named('operating_points')} reads one class of a single-label run; a multi-label run "
-                               f"flags each label above its own threshold, tuned on its validation texts")
-        refuse_unknown_class(classifier.label_names, operating_points, named("operating_points"))
+        refuse_unknown_class(classifier.label_names, operating_points, named("operating_points"),
+                             classifier.multi_label)
     if errors is not None:  # (before predicting: a name that cannot be written is told at once, as a clash is)
         errors = _checked_errors_file(errors, overwrite, named)
         if read_from := getattr(data, "read_from", None):  # (a JSON line's own columns: told as it is read)
@@ -127,18 +126,26 @@ def evaluate(classifier, data, errors: str | Path | None = None, overwrite: bool
             header = _other_columns(read_from, data_columns(read_from.path))
             _refuse_clashing_column(read_from, "line 1", header, classifier.label_names, classifier.multi_label)
     data, probabilities = _scored(classifier, data)
+    truth = data.labels
     if classifier.multi_label:
         from ..data.multilabel import multi_hot
         from .multilabel import multilabel_metrics
 
-        metrics = multilabel_metrics(multi_hot(data.labels, len(classifier.label_names)), probabilities,
-                                     classifier.label_names, classifier.thresholds)
+        truth = multi_hot(data.labels, len(classifier.label_names))
+        metrics = multilabel_metrics(truth, probabilities, classifier.label_names,
+                                     applied_thresholds(classifier.thresholds, threshold))
+        if threshold is not None:
+            metrics["threshold"] = threshold.to_dict()
     else:
         metrics = compute_metrics(data.labels, probabilities, classifier.label_names, threshold=threshold)
     metrics["split"] = data.split
     if operating_points is not None:
-        points = class_operating_points(data.labels, probabilities, classifier.label_names, operating_points)
-        if data.split != "validation":
+        points = class_operating_points(truth, probabilities, classifier.label_names, operating_points)
+        if classifier.multi_label:  # (whose validation texts evaluate refuses: they tuned its thresholds)
+            points["note"] = (f"thresholds chosen on the {data.split} texts are optimistic, and the run's validation "
+                              f"texts tuned its own: choose one on labelled texts of neither ({named('test_file')}) "
+                              f"and read its figures here")
+        elif data.split != "validation":
             points["note"] = (f"thresholds chosen on the {data.split} texts are optimistic: choose one on the "
                               f"validation texts ({named('split')} validation) and read its figures here")
         best = f"{max(points['thresholds'], key=lambda row: row['f1'])['threshold']:g}"
@@ -161,7 +168,8 @@ OPERATING_TARGETS = (0.9, 0.95)
 def class_operating_points(y_true: Sequence[int], probabilities: np.ndarray, label_names: Sequence[str],
                            name: str) -> dict:
     """Class ``name``'s figures when a text is flagged as it whenever its probability is at least a threshold, as an
-    analyst trades precision for recall on the one class that matters: ``thresholds``, a row per threshold of
+    analyst trades precision for recall on the one class that matters (``y_true``: each text's class, or a
+    multi-label run's 0/1 label sets, a row per text, of which ``name``'s column is read): ``thresholds``, a row per threshold of
     ``OPERATING_THRESHOLDS`` (``threshold``, ``flagged``, ``precision``, ``recall``, ``f1``; precision None where
     nothing is flagged); ``precision_at_least``, per target of ``OPERATING_TARGETS``, the smallest threshold whose
     precision reaches it (the one finding the most), and ``recall_at_least`` the largest whose recall does (the one
@@ -172,9 +180,13 @@ def class_operating_points(y_true: Sequence[int], probabilities: np.ndarray, lab
     >>> p = class_operating_points([1, 0, 1], np.array([[.1, .9], [.4, .6], [.7, .3]]), ["ok", "fraud"], "fraud")
     >>> p["thresholds"][4], p["precision_at_least"]["0.9"]["threshold"], p["recall_at_least"]["0.9"]["flagged"]
     ({'threshold': 0.5, 'flagged': 2, 'precision': 0.5, 'recall': 0.5, 'f1': 0.5}, 0.9, 3)
+    >>> class_operating_points([[1, 1], [0, 1]], np.array([[.8, .9], [.4, .6]]), ["a", "b"], "a")["positives"]
+    1
     """
     refuse_unknown_class(label_names, name, "name")
-    positive = np.asarray(y_true) == list(label_names).index(name)
+    y_true = np.asarray(y_true)
+    index = list(label_names).index(name)
+    positive = y_true[:, index].astype(bool) if y_true.ndim == 2 else y_true == index
     scores = np.asarray(probabilities, dtype=np.float64)[:, list(label_names).index(name)]
     if not positive.any():  # (no recall to read, and scikit-learn would only warn)
         raise DataError(f"operating points of {shown(name)}: the scored texts hold no {shown(name)} text")
@@ -245,8 +257,8 @@ def misclassified(classifier, data) -> list[dict]:
 def _wrong_rows(classifier, data: TextDataset, probabilities: np.ndarray,
                 threshold: ClassThreshold | None = None) -> list[dict]:
     if classifier.multi_label:
-        return wrong_label_set_rows(data.texts, data.labels, probabilities, classifier.thresholds,
-                                    classifier.label_names)
+        return wrong_label_set_rows(data.texts, data.labels, probabilities,
+                                    applied_thresholds(classifier.thresholds, threshold), classifier.label_names)
     return misclassified_rows(data.texts, data.labels, probabilities, classifier.label_names, threshold)
 
 
@@ -322,7 +334,8 @@ def wrong_label_set_rows(texts: Sequence[str], y_true: Sequence[Sequence[int]], 
     """
     rows = []
     for i, (labels, row) in enumerate(zip(y_true, probabilities)):
-        predicted = [c for c in np.argsort(-row, kind="stable") if row[c] >= thresholds[c]]
+        flagged = decided_classes(row, None, thresholds)
+        predicted = [c for c in np.argsort(-row, kind="stable") if flagged[c]]
         if set(predicted) == set(labels):
             continue
         rows.append({"row": i + 1, "text": texts[i], "true_labels": [label_names[c] for c in sorted(labels)],

@@ -63,7 +63,7 @@ from .. import __version__
 from ..checks import ACCESS_LOGS, by_field, check_threads
 from ..errors import AttnclfError, shown
 from ..export.runtime import OnnxClassifier
-from ..prediction import check_texts, class_threshold, joined_text_columns
+from ..prediction import applied_thresholds, check_texts, class_threshold, joined_text_columns
 
 SERVER_BATCH_TEXTS = 256  # texts run together at most, across requests
 RETRY_AFTER_SECONDS = 1  # a 503 for too many requests in flight says this: /predict's batches take milliseconds
@@ -753,8 +753,9 @@ def create_app(classifier, limits: ServeLimits = ServeLimits(),
     /explain refuses). ``access_log``: given a line per request (``AccessLog``); none by default, as a library's app;
     ``access_log_format`` "text" or "json" (one JSON object a line, ``logged_line``).
     ``served_from``: the ``run`` and ``weights_sha256`` (each member's) GET /model names, as ``serve`` gives them;
-    None for each by default (a classifier knows neither). ``threshold``: one class's operating point, which every
-    /predict answer applies (``Classifier.predict``) and GET /model names; ``named`` names it in its error.
+    None for each by default (a classifier knows neither). ``threshold``: one class's operating point (a multi-label
+    run's label, in place of its tuned threshold), which every /predict answer applies (``Classifier.predict``) and
+    GET /model names; ``named`` names it in its error.
 
     >>> # with TestClient(create_app(Classifier.load("runs/demo"))) as client:   # (starts the batcher)
     >>> #     client.post("/predict", json={"text": "great"}).json()
@@ -900,10 +901,11 @@ def create_app(classifier, limits: ServeLimits = ServeLimits(),
         # probable other class (None: the most probable class).
         applied = {"threshold": None if threshold is None else threshold.to_dict(),
                    "multi_label": multi_label,
-                   # Each label's cut (thresholds.json), which its probability must reach to be predicted; None:
-                   # single-label.
-                   "thresholds": dict(zip(classifier.label_names, classifier.thresholds.tolist())) if multi_label
-                   else None}
+                   # Each label's cut (thresholds.json; the threshold's label at its probability), which its
+                   # probability must reach to be predicted; None: single-label.
+                   "thresholds": dict(zip(classifier.label_names, applied_thresholds(classifier.thresholds,
+                                                                                     threshold).tolist()))
+                   if multi_label else None}
         if backend != "torch":
             return {"backend": backend, **origin, **_export_summary(classifier), **applied, "limits": asdict(limits)}
         from ..explain.methods import DEFAULT_METHOD
