@@ -185,3 +185,30 @@ def test_serve_applies_its_threshold_and_says_it_in_model(demo_run, exported):
                 answers = client.post("/predict", json={"texts": TEXTS}).json()["predictions"]
             assert [a["label"] for a in answers] == [_expected(a["probabilities"], p) for a in answers]
             assert all(a["confidence"] == a["probabilities"][a["label"]] for a in answers)
+
+
+def test_serve_explains_the_class_its_threshold_predicts_as_predict_answers(demo_run):
+    """/explain's default target is the class /predict answers: under the service's threshold, not the argmax."""
+    from fastapi.testclient import TestClient
+
+    from attnclf.classifier import Classifier
+    from attnclf.serve.app import create_app
+
+    clf = Classifier.load(demo_run, device="cpu")
+    for p in _thresholds_either_side(clf):
+        with TestClient(create_app(clf, threshold=("positive", p))) as client:
+            answers = client.post("/predict", json={"texts": TEXTS}).json()["predictions"]
+            explained = client.post("/explain", json={"texts": TEXTS}).json()["explanations"]
+            several = client.post("/explain", json={"texts": TEXTS[:2], "method": ["occlusion", "grad-input"]}).json()
+        assert [e["label"] for e in explained] == [e["target"] for e in explained] == [a["label"] for a in answers]
+        assert [e["target"] for e in several["explanations"]] == [a["label"] for a in answers[:2] for _ in range(2)]
+
+
+def test_classifier_explain_takes_the_threshold_predict_takes(demo_run):
+    from attnclf.classifier import Classifier
+
+    clf = Classifier.load(demo_run, device="cpu")
+    for p in _thresholds_either_side(clf):
+        answers = clf.predict(TEXTS, threshold=("positive", p))
+        explained = clf.explain(TEXTS, threshold=("positive", p))
+        assert [e.label for e in explained] == [e.target for e in explained] == [a.label for a in answers]

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from ..errors import AttnclfError, first_few, shown
-from ..prediction import check_texts, label_set, token_counts, unknown_tokens_note
+from ..prediction import check_texts, class_threshold, decided_classes, label_set, token_counts, unknown_tokens_note
 from ..text.batching import BucketBatches
 from ..text.tokenizer import cut_position
 from .methods import DEFAULT_METHOD, METHODS, attribute, available_methods, self_attention_maps
@@ -178,7 +178,7 @@ BESIDE_DESCRIPTION = f"{METHODS['attention'].description}; the same for every cl
 
 def explain(classifier: "Classifier", texts: Sequence[str], method: str | None = None, *,
             target: str | int | None = None, self_attentions: bool = False, attention_beside: bool = True,
-            **options) -> list[Explanation]:
+            threshold: tuple[str, float] | str | None = None, **options) -> list[Explanation]:
     """Explain ``classifier``'s prediction on every text by ``method`` (a key of ``METHODS``; default:
     ``DEFAULT_METHOD``, occlusion). Where the model pools by attention and ``method`` is another, each explanation
     also carries the pooling weights (``pooling_attention``), which cost one forward pass, unless
@@ -189,7 +189,9 @@ def explain(classifier: "Classifier", texts: Sequence[str], method: str | None =
     where the names are digits); an unknown name or an index out of range is refused in one line. A multi-label
     run explains one label at a time, by its own sigmoid; by default each label it predicts for a text (one
     explanation each, most probable first: why each label was given is what its reader asks), or where it predicts
-    none, its most probable label, the one nearest to being given.
+    none, its most probable label, the one nearest to being given. ``threshold``: the operating point the prediction
+    explained was made by, as ``Classifier.predict`` takes it (a service's ``--threshold``), so that the class (or label
+    set) explained by default is the one predicted.
     ``self_attentions=True`` adds every layer's and head's attention map. Other options go to the method
     (integrated gradients: ``steps``, a number of Gauss-Legendre nodes or "auto", the default: 16, then the pieces
     of the path still off halved until the completeness error is at most 1% and each token's estimated error at
@@ -200,6 +202,9 @@ def explain(classifier: "Classifier", texts: Sequence[str], method: str | None =
     >>> # explain(clf, ["not bad at all"], attention_beside=False)[0].pooling_attention  # None
     """
     texts = check_texts(texts)
+    multi_label = getattr(classifier, "multi_label", False)
+    names = classifier.label_names
+    threshold = class_threshold(threshold, names, multi_label)  # (before the texts are run)
     if not isinstance(self_attentions, bool):
         raise AttnclfError(f"self_attentions must be True or False, got {self_attentions!r}")
     if not isinstance(attention_beside, bool):
@@ -212,9 +217,8 @@ def explain(classifier: "Classifier", texts: Sequence[str], method: str | None =
     encoded = classifier.tokenizer.encode_counting_cuts(texts)
     ids = [sequence for sequence, _ in encoded]
     probabilities = classifier.predict_proba(texts)
-    multi_label = getattr(classifier, "multi_label", False)
-    names = classifier.label_names
-    predicted = [label_set(row, classifier.thresholds) if multi_label else [int(row.argmax())] for row in probabilities]
+    predicted = [label_set(row, classifier.thresholds, threshold) if multi_label
+                 else [int(decided_classes(row, threshold))] for row in probabilities]
     asked = None if target is None else _class_index(target, names)
     # One explanation per text and label explained: texts[owners[j]] explained for targets[j].
     explained = [[asked] if asked is not None else labels or [int(row.argmax())]
@@ -295,17 +299,17 @@ def _class_index(target: str | int, label_names: list[str]) -> int:
 
 def explain_each(classifier: "Classifier", texts: Sequence[str], methods: Sequence[str], *,
                  target: str | int | None = None, self_attentions: bool = False,
-                 steps: int | str | None = None) -> list[Explanation]:
+                 steps: int | str | None = None, threshold: tuple[str, float] | str | None = None) -> list[Explanation]:
     """Every text explained by each of ``methods`` (``classifier.explain``), grouped by text, a text's explanations
     in the order of ``methods``, as `attnclf explain --method a,b` and /explain's list of methods give them: the
     pooling attention beside the scores only where attention is not among ``methods`` (it would repeat its
     scores); the self-attention maps (``self_attentions``) with the first method's; ``steps`` for integrated
-    gradients, where asked.
+    gradients, where asked; ``threshold``: the operating point the predictions were made by (``explain``).
 
     >>> # explain_each(clf, ["a", "b"], ["occlusion", "attention"])   # a's two explanations, then b's
     """
     by_method = [classifier.explain(texts, method, target=target, self_attentions=self_attentions and i == 0,
-                                    attention_beside="attention" not in methods,
+                                    attention_beside="attention" not in methods, threshold=threshold,
                                     **({"steps": steps} if steps is not None and method == "integrated-gradients"
                                        else {}))
                  for i, method in enumerate(methods)]

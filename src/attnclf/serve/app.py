@@ -874,8 +874,11 @@ def create_app(classifier, limits: ServeLimits = ServeLimits(),
         state["explaining"] += 1
         try:
             explanations = await asyncio.get_running_loop().run_in_executor(
-                explainer, lambda: classifier.explain(texts, method=request.method, target=request.target)
-                if methods is None else explain_each(classifier, texts, methods, target=request.target))
+                # (by the service's threshold: the class explained by default is the one /predict answers)
+                explainer, lambda: classifier.explain(texts, method=request.method, target=request.target,
+                                                      threshold=threshold)
+                if methods is None else explain_each(classifier, texts, methods, target=request.target,
+                                                     threshold=threshold))
         finally:
             state["explaining"] -= 1
         response.headers.update(answered_by)
