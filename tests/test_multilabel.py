@@ -836,3 +836,13 @@ def test_evaluate_errors_lists_a_multi_label_runs_wrong_label_sets_with_what_eac
                      label_names=json.loads((topic_run / "labels.json").read_text()))
     assert [sorted(back.label_names[i] for i in labels) for labels in back.labels] == [
         sorted(row["true_labels"]) for row in rows]
+
+
+def test_the_docs_of_a_multi_label_onnx_service_say_why_explain_refuses():
+    """/explain of an ONNX service refuses for the backend's sake (NO_EXPLANATIONS), not for windows'."""
+    from attnclf.serve.app import NO_EXPLANATIONS, _description
+
+    about = _description("onnx", [], "self-attn", multi_label=True)
+    assert about.startswith("Multi-label text classifier (self-attn) on onnxruntime (onnx)")
+    assert NO_EXPLANATIONS in about and "windows" not in about
+    assert "windows" in _description("torch", [], "self-attn", multi_label=True)

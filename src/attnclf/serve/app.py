@@ -711,9 +711,12 @@ def _description(backend: str, methods: list[str], model: str,
                 f"methods. {several} A multi-label text is explained once per label, so its predicted labels multiply "
                 "its cost.")
     if multi_label:
-        return (f"Multi-label text classifier ({model}): /predict answers each text's set of labels, every label whose "
-                "sigmoid probability reaches its threshold (GET /model's thresholds), possibly none; /explain does "
-                "not for this model (a run that reads windows: not yet).")
+        # (an export explains nothing, whatever its model; a run's own model only where it reads no windows)
+        why = (NO_EXPLANATIONS if backend != "torch" else
+               "/explain does not for this model (a run that reads windows: not yet)")
+        return (f"Multi-label text classifier ({model}){f' on onnxruntime ({backend})' if backend != 'torch' else ''}: "
+                "/predict answers each text's set of labels, every label whose sigmoid probability reaches its "
+                f"threshold (GET /model's thresholds), possibly none; {why}.")
     if "attention" in methods:
         return (f"Text classifier ({model}). Its attention weights show where the pooling layer looked, not why the "
                 "model decided: /explain scores tokens by occlusion unless asked otherwise, with those weights beside, "
