@@ -2330,12 +2330,13 @@ def test_an_interrupted_train_says_whether_it_can_resume(tmp_path, capsys, monke
     monkeypatch.setattr(Trainer, "_train_epoch", interrupted)
     assert main(argv) == 130
     err = capsys.readouterr().err
-    assert err.strip().endswith("; no epoch was checkpointed yet (the first checkpoint follows the first epoch to end "
-                                "60 s in), so nothing is kept to resume from: train it again") and "--resume" not in err
+    assert err.strip().endswith("; nothing was checkpointed yet (the first checkpoint comes 10 min into training, or "
+                                "as the first epoch ends 60 s in), so nothing is kept to resume from: train it again") \
+        and "--resume" not in err
     assert not (stale / "state.json").exists()
     assert run_error([*argv, "--output", "runs/self-attn-demo", "--resume"], capsys) == (  # (it said: no state.json)
-        "attnclf: error: runs/self-attn-demo: nothing to resume: it stopped before its first checkpoint (written at "
-        "most once a minute, and at the end); train it again")
+        "attnclf: error: runs/self-attn-demo: nothing to resume: it stopped before its first checkpoint (written every "
+        "--checkpoint-minutes within an epoch, and as epochs end); train it again")
     monkeypatch.setattr(Trainer, "_train_epoch", interrupted_after_a_checkpoint)
     assert main(argv) == 130
     assert "`attnclf train --resume --output runs/self-attn-demo` continues from its last checkpoint" in \
@@ -2985,3 +2986,34 @@ def test_a_library_warning_prints_as_one_note_line_and_python_s_own_as_python_sh
         assert main(["models"]) == 0
     assert capsys.readouterr().err == "note: the charts' font lacks these characters\n"
     assert warnings.showwarning is shown_before  # set back after the command
+
+
+def test_a_train_interrupted_within_an_epoch_says_which_step_it_kept_and_resumes_from_the_next(tmp_path, capsys,
+                                                                                               monkeypatch):
+    from attnclf.training.trainer import Trainer
+
+    save = Trainer._save_checkpoint
+
+    def stopped_after_step_3(self, optimizer, schedule, state, *rest, **more):
+        save(self, optimizer, schedule, state, *rest, **more)
+        if state.get("step") == 3:
+            raise KeyboardInterrupt
+
+    run = tmp_path / "run"
+    with monkeypatch.context() as patch:
+        patch.setattr(Trainer, "_save_checkpoint", stopped_after_step_3)
+        assert main(tiny_demo_train(2, run, "--checkpoint-minutes", "1e-9")) == 130
+    steps = json.loads((run / "checkpoint" / "state.json").read_text())["epoch_steps"]
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"attnclf: interrupted; kept step 3 of {steps} in epoch 1 of 2: `attnclf train --resume --output {run}` "
+        f"continues from step 4")
+    # A fresh command into that folder would delete the steps it kept (no weights yet): refused, as an unfinished run.
+    assert run_error(tiny_demo_train(2, run), capsys) == (
+        f"attnclf: error: {run} holds an unfinished run (--resume continues it); add --overwrite to replace it, or "
+        f"give another --output")
+    # The interval may change as it resumes (it is no setting of the model's); the run resumes to its end.
+    assert main(["train", "--resume", "--output", str(run), "--checkpoint-minutes", "0", "--quiet",
+                 "--no-report"]) == 0
+    assert [record["epoch"] for record in map(json.loads, (run / "history.jsonl").read_text().splitlines())] == [1, 2]
+    assert run_error(tiny_demo_train(2, tmp_path / "again", "--checkpoint-minutes", "-1"), capsys) == (
+        "attnclf: error: --checkpoint-minutes must be at least 0, got -1.0")

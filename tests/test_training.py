@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -1185,3 +1186,91 @@ def test_the_class_warnings_agree_with_how_many_classes_they_count():
     two_each = describe_classes(TextDataset(["a", "b", "c", "d"], [0, 0, 2, 3], ["many", "x", "y", "z"]))
     assert two_each[1].startswith("warning: 1 of 4 classes has no training text")
     assert two_each[2].startswith("warning: 2 of 4 classes have a single training text ('y', 'z')")
+
+
+def stop_after_checkpointing_step(patch, step: int, epoch: int) -> list:
+    """Make training stop as Ctrl-C would once its checkpoint of ``step`` within ``epoch`` is written; the list
+    fills with every checkpoint's (epoch, step), step None for an epoch's end."""
+    from attnclf.training.trainer import Trainer
+
+    save, saved = Trainer._save_checkpoint, []
+
+    def stopped_after(self, optimizer, schedule, state, *rest, **more):
+        save(self, optimizer, schedule, state, *rest, **more)
+        within = state.get("step")
+        saved.append((state["epoch"] + 1 if within else state["epoch"], within))
+        if saved[-1] == (epoch, step):
+            raise KeyboardInterrupt
+
+    patch.setattr(Trainer, "_save_checkpoint", stopped_after)
+    return saved
+
+
+@pytest.mark.parametrize("epoch, step, train", [(1, 4, {}), (2, 7, {"ema_decay": 0.9})])
+def test_a_run_interrupted_within_an_epoch_resumes_from_the_next_step_to_the_same_bytes(epoch, step, train, tmp_path,
+                                                                                       monkeypatch):
+    """A 20-minute epoch stopped before its end kept nothing: a checkpoint every --checkpoint-minutes within it holds
+    the step, the epoch's running totals, generators, optimiser, schedule and average, and resumes to the very
+    weights (the same bytes) and history of a run never stopped. (A tiny interval: one after every step.)"""
+    from attnclf.rundir import file_sha256
+    from attnclf.training.settings import resume_settings, resume_start
+
+    straight = train_run(tiny_settings(tmp_path / "straight", **train), progress=False)
+    with monkeypatch.context() as patch:
+        saved = stop_after_checkpointing_step(patch, step, epoch)
+        with pytest.raises(KeyboardInterrupt):
+            train_run(tiny_settings(tmp_path / "resumed", checkpoint_minutes=1e-9, **train), progress=False)
+    assert saved[:step] == [(1, k) for k in range(1, step + 1)]  # (each step's, within the epoch)
+    state = json.loads((tmp_path / "resumed" / "checkpoint" / "state.json").read_text())
+    steps = state["epoch_steps"]
+    assert (state["epoch"], state["step"]) == (epoch - 1, step) and steps > step
+    assert resume_start(tmp_path / "resumed") == f"continues from step {step + 1}"
+    resumed = train_run(resume_settings(tmp_path / "resumed"), resume=True, progress=False)
+
+    def without_times(history):
+        return [{k: v for k, v in record.items() if k != "seconds"} for record in history]
+
+    assert without_times(resumed.history) == without_times(straight.history)
+    assert file_sha256(resumed.run_dir / "model.safetensors") == file_sha256(straight.run_dir / "model.safetensors")
+    assert sorted(p.name for p in (tmp_path / "resumed" / "checkpoint").iterdir()) == ["epoch-2.safetensors",
+                                                                                      "state.json"]
+
+
+def test_without_a_terminal_training_prints_progress_within_an_epoch_and_checkpoints_every_interval(tmp_path,
+                                                                                                  monkeypatch, capsys):
+    """`nohup attnclf train ... > log 2>&1` saw nothing within an epoch (the bar draws at a terminal only): a plain
+    line every PROGRESS_LINE_SECONDS says where it is. By a fake clock, each step takes 100 s."""
+    import attnclf.training.trainer as trainer
+
+    now = [0.0]
+    summed = trainer._WeightedLoss.summed
+
+    def a_step_of_100_seconds(self, *args):
+        now[0] += 100.0
+        return summed(self, *args)
+
+    monkeypatch.setattr(trainer, "_clock", lambda: now[0])
+    monkeypatch.setattr(trainer._WeightedLoss, "summed", a_step_of_100_seconds)
+    assert trainer.PROGRESS_LINE_SECONDS == 120
+    saved = stop_after_checkpointing_step(monkeypatch, step=-1, epoch=0)  # (never stops)
+    train_run(tiny_settings(tmp_path / "run", epochs=1, checkpoint_minutes=5), progress=True)
+    steps = -(-json.loads((tmp_path / "run" / "config.json").read_text())["data"]["train_examples"] // 32)
+    assert saved == [(1, k) for k in range(3, steps, 3)] + [(1, None)]  # every 300 s, then the epoch's end
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("epoch 1: step")]
+    assert [line.split(" | ")[0] for line in lines] == [f"epoch 1: step {k} of {steps} ({k / steps:.0%})"
+                                                        for k in range(2, steps, 2)]
+    remaining = (steps - 2) * 100
+    assert lines[0].split(" | ")[1:3] == ["0.3 examples/s", f"3m 20s elapsed, ETA {remaining // 60}m "
+                                                            f"{remaining % 60:02d}s"]
+    assert re.fullmatch(r"loss \d\.\d{4}", lines[0].split(" | ")[3])
+    # At a terminal the bar says it, and with the interval 0 nothing is written within an epoch.
+    monkeypatch.setattr(trainer, "_stderr_is_terminal", lambda: True)
+    saved.clear()
+    train_run(tiny_settings(tmp_path / "other", epochs=1, checkpoint_minutes=0), progress=True)
+    assert saved == [(1, None)]
+    assert "epoch 1: step" not in capsys.readouterr().err
+
+
+def test_the_checkpoint_interval_is_refused_below_zero_by_its_flag():
+    with pytest.raises(AttnclfError, match=r"^--checkpoint-minutes must be at least 0, got -1.0$"):
+        TrainConfig(checkpoint_minutes=-1, named=lambda field: "--" + field.replace("_", "-"))

@@ -104,7 +104,8 @@ _TRAIN_FLAGS = (("epochs", "epochs"), ("batch_size", "batch_size"), ("lr", "lr")
                 ("schedule", "schedule"), ("warmup_ratio", "warmup_ratio"), ("label_smoothing", "label_smoothing"),
                 ("class_weight", "class_weights"), ("patience", "patience"), ("monitor", "monitor"),
                 ("weight_decay", "weight_decay"), ("sampler", "sampler"),
-                ("ema_decay", "ema_decay"), ("seed", "seed"))  # flag -> TrainConfig field
+                ("ema_decay", "ema_decay"), ("seed", "seed"),
+                ("checkpoint_minutes", "checkpoint_minutes"))  # flag -> TrainConfig field (train alone takes the last)
 _TOKENIZER_FLAGS = (("tokenizer", "kind"), ("vocab_size", "vocab_size"), ("min_frequency", "min_frequency"),
                     ("max_len", "max_len"), ("truncation", "truncation"))  # flag -> TokenizerConfig field
 
@@ -389,6 +390,9 @@ def _add_train_args(p: argparse.ArgumentParser) -> None:
                         "--train-file/--validation-file/--test-file say where its data lies now (checked against the "
                         "texts it recorded), flags that describe another run are refused (with --seeds: finished "
                         "members are kept, unfinished ones continue, new seeds train as the others did)")
+    p.add_argument("--checkpoint-minutes", type=float,
+                   help="within an epoch, save a checkpoint to resume from every this many minutes of training "
+                        "(0: only as epochs end; default: 10); it may change with --resume")
     _add_threads_and_quiet(p)
 
 
@@ -495,6 +499,8 @@ def cmd_train(args: argparse.Namespace) -> int:
                   f"follows the new length from here on", file=sys.stderr)
         if args.data_dir:  # the dataset moved (the run checks it is the same data)
             settings.data.data_dir = args.data_dir
+        if args.checkpoint_minutes is not None:  # (checked with the other training flags, by its flag)
+            settings.train.checkpoint_minutes = float(args.checkpoint_minutes)
     else:
         settings = build_settings(args)
         settings.threads = args.threads
@@ -523,7 +529,8 @@ def _refuse_if_held(output: str | Path) -> None:
 
 
 # What `train --resume` may be given besides the run's own settings: what may change, and where its dataset lies now.
-_RESUME_FLAGS = {"resume", "output", "epochs", "device", "threads", "quiet", "no_report", "data_dir"}
+_RESUME_FLAGS = {"resume", "output", "epochs", "device", "threads", "quiet", "no_report", "data_dir",
+                 "checkpoint_minutes"}
 
 
 def _typed(args: argparse.Namespace) -> set[str]:
@@ -1966,14 +1973,19 @@ def _resume_hint(args: argparse.Namespace | None) -> str:
         again = ["attnclf", "train", *_without_flag(args.argv, "--overwrite"), *([] if args.resume else ["--resume"])]
         return (f"; `{' '.join(map(shlex.quote, again))}` keeps the finished members and continues the "
                 f"others ({members_progress(args.output, args.seeds)}){_kept_model(args)}")
-    from .training.settings import resume_start
+    from .training.settings import checkpoint_kept, resume_start
     from .training.trainer import TrainConfig
 
     kept, start = _kept_model(args), resume_start(args.output)
     if start:
-        return f"; `attnclf train --resume --output {shlex.quote(args.output)}` {start}{kept}"
-    return (f"; no epoch was checkpointed yet (the first checkpoint follows the first epoch to end "
-            f"{TrainConfig.checkpoint_seconds:g} s in), so nothing is kept to resume from: train it again{kept}")
+        within = checkpoint_kept(args.output)
+        return (f"; {within + ': ' if within else ''}`attnclf train --resume --output {shlex.quote(args.output)}` "
+                f"{start}{kept}")
+    minutes = TrainConfig.checkpoint_minutes if args.checkpoint_minutes is None else args.checkpoint_minutes
+    first = (f"{minutes:g} min into training, or as the first epoch ends {TrainConfig.checkpoint_seconds:g} s in" if
+             minutes else f"as the first epoch ends {TrainConfig.checkpoint_seconds:g} s in")
+    return f"; nothing was checkpointed yet (the first checkpoint comes {first}), so nothing is kept to resume " \
+           f"from: train it again{kept}"
 
 
 if __name__ == "__main__":

@@ -1021,15 +1021,20 @@ def check_output_folder(output: str | Path, ensemble: bool, replace: bool) -> No
     # would delete it when it finishes); weights from a first checkpoint cut short are not, as nothing resumes them.
     trained = any((run / where / "model.safetensors").is_file() for run in runs
                   for where in (EARLIER_MODEL, EARLIER_MODEL_STAGING)) or any(
-        (run / "model.safetensors").is_file() and ((run / "metrics.json").is_file() or is_resumable(run))
-        for run in runs)
+        (run / "model.safetensors").is_file() and (run / "metrics.json").is_file() or _unfinished(run) for run in runs)
     if trained and not replace:
         what = ("trained members (--resume keeps them and adds new seeds)" if ensemble else "a trained model" if
                 (output / "metrics.json").is_file() else "an unfinished run (--resume continues it)" if
-                (output / "model.safetensors").is_file() and is_resumable(output) else
+                _unfinished(output) else
                 "a trained model an interrupted --overwrite set aside")
         raise AttnclfError(f"{output} holds {what}; add --overwrite to replace {'them' if ensemble else 'it'}, or "
                            f"give another --output")
+
+
+def _unfinished(run: Path) -> bool:
+    """Whether ``run`` holds a run that `train --resume` continues: a checkpoint, and its weights or (a checkpoint
+    within the first epoch, before any weights) its config.json, which say the checkpoint is of this folder's run."""
+    return is_resumable(run) and ((run / "model.safetensors").is_file() or (run / "config.json").is_file())
 
 
 def check_label_names(labels: Any, classes: int, path: Path) -> list[str]:

@@ -206,8 +206,8 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool, loaded: tupl
         remove_cut_short_writes(run_dir, run_dir / "plots")  # (the checkpoint's go as it loads: Trainer)
     seed = settings.train.seed
     if resume and not is_resumable(run_dir):
-        raise RunDirError(f"{run_dir}: nothing to resume: it stopped before its first checkpoint (written at most once "
-                          f"a minute, and at the end); train it again")
+        raise RunDirError(f"{run_dir}: nothing to resume: it stopped before its first checkpoint (written every "
+                          f"--checkpoint-minutes within an epoch, and as epochs end); train it again")
     finished = resume and finished_training(checkpoint_state(run_dir), settings.train.epochs, settings.train.patience)
     distributed, device = init_distributed(settings.device)
     try:

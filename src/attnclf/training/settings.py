@@ -312,7 +312,8 @@ class RunSettings:
         [('model_config.d_model', 64, 128)]
         """
         ours, theirs = self._flat(), self.as_begun(other)._flat()
-        ignored = {"output", "device", "threads", "report", "train.checkpoint_seconds", "data.data_dir",
+        ignored = {"output", "device", "threads", "report", "train.checkpoint_seconds",
+                   "train.checkpoint_minutes", "data.data_dir",
                    "data.found_in", *ignore}
         keys = [*ours, *(key for key in theirs if key not in ours)]
         return ((key, ours.get(key), theirs.get(key)) for key in keys
@@ -432,9 +433,10 @@ def checkpoint_state(run_dir: str | Path) -> dict:
 
 def resume_start(run_dir: str | Path) -> str | None:
     """What ``train --resume`` does with the interrupted run in ``run_dir``, said after its command: continues after
-    its last checkpointed epoch (of those its settings plan), or only tests it when its training had finished before
-    the stop; None without a checkpoint, which nothing resumes (none is written as a run is stopped, only after an
-    epoch ``checkpoint_seconds`` on, and after its last).
+    its last checkpointed epoch (of those its settings plan), from the step after the one a checkpoint within an epoch
+    kept (``checkpoint_kept`` says which), or only tests it when its training had finished before the stop; None
+    without a checkpoint, which nothing resumes (none is written as a run is stopped, only every
+    ``checkpoint_minutes`` within an epoch, after an epoch ``checkpoint_seconds`` on, and after its last).
 
     >>> resume_start("no/such/run") is None
     True
@@ -448,7 +450,29 @@ def resume_start(run_dir: str | Path) -> str | None:
     epoch, epochs, finished = checkpointed
     if finished:
         return f"tests it: its training had finished ({finished})"
+    if step := _step_kept(run_dir):
+        return f"continues from step {step[0] + 1}"
     return f"continues after epoch {epoch} of {epochs}, its last checkpoint"
+
+
+def checkpoint_kept(run_dir: str | Path) -> str | None:
+    """Where within an epoch the interrupted run in ``run_dir`` was checkpointed last ("kept step 812 of 28,125 in
+    epoch 1 of 4"); None if that was an epoch's end, or there is none.
+
+    >>> checkpoint_kept("no/such/run") is None
+    True
+    """
+    if (step := _step_kept(run_dir)) is None or (checkpointed := _checkpointed(run_dir)) is None:
+        return None
+    epoch, epochs, _ = checkpointed
+    return f"kept step {step[0]:,} of {step[1]:,} in epoch {epoch + 1} of {epochs}"
+
+
+def _step_kept(run_dir: str | Path) -> tuple[int, int] | None:
+    """The step and the epoch's steps a checkpoint within an epoch holds; None for one at an epoch's end."""
+    state = checkpoint_state(run_dir)
+    step, steps = state.get("step"), state.get("epoch_steps")
+    return (step, steps) if isinstance(step, int) and isinstance(steps, int) and step > 0 else None
 
 
 def _checkpointed(run_dir: str | Path) -> tuple[int, int, str | None] | None:
@@ -459,7 +483,7 @@ def _checkpointed(run_dir: str | Path) -> tuple[int, int, str | None] | None:
         epoch, epochs, patience = state.get("epoch"), planned["epochs"], planned.get("patience", 0)
     except (AttnclfError, KeyError, TypeError, AttributeError):
         return None
-    if not isinstance(epoch, int) or epoch < 1:
+    if not isinstance(epoch, int) or epoch < (0 if _step_kept(run_dir) else 1):  # (step 812 of epoch 1 follows 0)
         return None
     return epoch, epochs, finished_training(state, epochs, patience)
 
@@ -480,7 +504,10 @@ def run_progress(run_dir: str | Path) -> str:
         if (checkpointed := _checkpointed(run_dir)) is None:
             return "checkpointed"
         epoch, epochs, finished = checkpointed
-        return f"trained ({finished}), not tested" if finished else f"after epoch {epoch} of {epochs}"
+        if finished:
+            return f"trained ({finished}), not tested"
+        step = _step_kept(run_dir)
+        return f"after step {step[0]:,} of epoch {epoch + 1} of {epochs}" if step else f"after epoch {epoch} of {epochs}"
     return "started, no epoch checkpointed" if (run_dir / "config.json").is_file() else "not started"
 
 

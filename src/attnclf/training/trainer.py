@@ -6,7 +6,10 @@ weights so far in ``model.safetensors`` (by the monitored validation metric; wit
 ``ema_decay``, the best of the weights' moving average, which is what validates),
 ``history.jsonl``, and the full training state in ``checkpoint/``, so
 ``resume=True`` continues an interrupted run from its last checkpointed epoch
-with the same result it would have reached uninterrupted. Without validation
+with the same result it would have reached uninterrupted. Within an epoch, every
+``checkpoint_minutes`` of training, the checkpoint also takes the step reached and
+the epoch's running totals: a resume goes on from the next step of the same batch
+order (``BucketBatches`` draws it from the seed and the epoch), to the same bytes. Without validation
 batches (a refit, whose epochs were chosen by the run it refits) every epoch
 runs and the last one's weights are kept.
 
@@ -21,6 +24,7 @@ import copy
 import gc
 import inspect
 import math
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import InitVar, asdict, dataclass
@@ -50,6 +54,37 @@ RANKING_MONITORS = ("roc_auc", "average_precision")
 # How the epoch lines and describe_kept name a monitored score.
 MONITOR_NAMES = {"macro_f1": "macro-F1", "micro_f1": "micro-F1", "roc_auc": "ROC AUC",
                  "average_precision": "average precision"}
+
+# Without a terminal (a log: `nohup attnclf train ... > log 2>&1`), a plain line within an epoch this often: the bar
+# draws at a terminal only, and a log kept nothing between epochs 20 minutes apart.
+PROGRESS_LINE_SECONDS = 120
+# What a checkpoint written within an epoch adds to the state: where the epoch was, so a resume goes on from there.
+_WITHIN_EPOCH = ("step", "epoch_steps", "epoch_totals", "epoch_seconds")
+
+
+def _clock() -> float:
+    """Seconds, for the checkpoint intervals and progress lines (a test's fake clock replaces it)."""
+    return time.perf_counter()
+
+
+def _stderr_is_terminal() -> bool:
+    """Whether the epoch's bar draws (as tqdm decides it): else progress goes to plain lines."""
+    return bool(getattr(sys.stderr, "isatty", lambda: False)())
+
+
+def duration(seconds: float) -> str:
+    """``seconds`` as a progress line gives them.
+
+    >>> duration(42.4), duration(200), duration(7384)
+    ('42s', '3m 20s', '2h 03m')
+    """
+    seconds = round(seconds)
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m {seconds % 60:02d}s"
+    return f"{seconds // 3600}h {seconds % 3600 // 60:02d}m"
+
 
 # torch 2.13 renamed DDP's broadcast_buffers (and deprecated the old name); older releases know only that one.
 _NO_BUFFER_SYNC = ({"forward_sync_buffers": False}
@@ -94,7 +129,10 @@ class TrainConfig:
     # average_precision (the ranking scores, where classes are imbalanced: multi-label runs' macro averages)
     monitor: str = "macro_f1"
     bf16: bool = False  # bfloat16 autocast (CPU with AVX-512 bf16, or CUDA)
-    checkpoint_seconds: float = 60.0  # at most one checkpoint per this many seconds, and one at the end
+    checkpoint_seconds: float = 60.0  # as epochs end: at most one checkpoint per this many seconds, and one at the end
+    # Within an epoch, a checkpoint every this many minutes of training (0: only as epochs end): an epoch of a
+    # million texts takes 20 minutes and more on two cores, and a stop before its end kept nothing.
+    checkpoint_minutes: float = 10.0
     seed: int = 0
     # Not a setting (config.json and asdict leave it out): how the checks name a field. None is checks.by_field, not
     # given as the default itself: replace() reads the default back off an instance, where a function is a method.
@@ -111,7 +149,7 @@ class TrainConfig:
                 raise AttnclfError(f"{named(name)} must be a whole number, got {shown(getattr(self, name))}")
             setattr(self, name, count)  # (numpy's integers would not go into config.json)
         for name in ("lr", "weight_decay", "warmup_ratio", "grad_clip", "label_smoothing", "ema_decay",
-                     "checkpoint_seconds"):
+                     "checkpoint_seconds", "checkpoint_minutes"):
             number = real_number(getattr(self, name))
             if number is None:  # ("0.01" would fail in a comparison, np.float32 in config.json after an epoch)
                 raise AttnclfError(f"{named(name)} must be a number, got {shown(getattr(self, name))}")
@@ -119,9 +157,9 @@ class TrainConfig:
         for name, low, high in (("epochs", 1, None), ("batch_size", 1, None), ("lr", 0, None),
                                 ("weight_decay", 0, None), ("warmup_ratio", 0, 1), ("grad_clip", 0, None),
                                 ("label_smoothing", 0, 1), ("ema_decay", 0, 1), ("patience", 0, None),
-                                ("checkpoint_seconds", 0, None)):
+                                ("checkpoint_seconds", 0, None), ("checkpoint_minutes", 0, None)):
             value = getattr(self, name)
-            # Infinity means something for checkpoint_seconds (only at the end) and grad_clip (no clipping), not here.
+            # Infinity means something for the checkpoint intervals (never) and grad_clip (no clipping), not here.
             finite = name in ("lr", "weight_decay")
             nan = isinstance(value, float) and math.isnan(value)  # (an int has none, and may be too large for one)
             if nan or value < low or high is not None and value >= high or finite and math.isinf(value):
@@ -463,6 +501,8 @@ class Trainer:
             self.averaged = AveragedModel(self.model, multi_avg_fn=_ema_update(config.ema_decay))
         if resuming:
             state = self._load_checkpoint(optimizer, schedule)  # n-gram counts come back with the weights
+        # Where a checkpoint within an epoch left that epoch (None: at an epoch's end), for _train_epoch to go on from
+        self._within_epoch = {name: state.pop(name) for name in _WITHIN_EPOCH if name in state} or None
         if distributed.enabled:
             # Buffers (n-gram counts, sinusoidal positions) are equal on every rank: nothing to sync each step.
             self.training_model = DistributedDataParallel(self.model, device_ids=[self.device.index] if
@@ -470,13 +510,21 @@ class Trainer:
         if distributed.is_main:
             self.checkpoint_dir.mkdir(exist_ok=True)
         best_weights = None  # kept in memory; written with each checkpoint
-        last_saved = time.perf_counter()
+        self._last_saved = _clock()
+
+        def save_within_epoch(position: dict) -> None:
+            nonlocal best_weights
+            self._save_checkpoint(optimizer, schedule, {**state, **position}, best_weights)
+            best_weights, self._last_saved = None, _clock()
+
+        self._save_within_epoch = save_within_epoch
         print_every = max(1, config.epochs // 20)
         # A run that stopped early checkpointed as it stopped: interrupted after that (testing), it trains no more.
         first = config.epochs + 1 if stopped_early(state, config.patience) else state["epoch"] + 1
 
         for epoch in range(first, config.epochs + 1):
-            started = time.perf_counter()
+            started = _clock()
+            carried = self._within_epoch["epoch_seconds"] if self._within_epoch else 0.0  # (before the stop)
             train.set_epoch(epoch)
             train_loss, train_acc = self._train_epoch(train, optimizer, schedule, loss_fn, epoch)
             # The loss is taken before each step, so weights the epoch's last step broke show only in the weights,
@@ -487,7 +535,7 @@ class Trainer:
             record = {"epoch": epoch, "train_loss": train_loss, "train_accuracy": train_acc,
                       **(self._validate(validation, epoch) if distributed.is_main and validation is not None else {}),
                       "lr": schedule.get_last_lr()[0], "schedule_epochs": config.schedule_epochs or config.epochs,
-                      "seconds": round(time.perf_counter() - started, 3)}
+                      "seconds": round(carried + _clock() - started, 3)}
             state["history"].append(record)
             state["epoch"] = epoch
             stopping, saving = False, False
@@ -505,12 +553,12 @@ class Trainer:
                     best_weights = {k: v.detach().clone() for k, v in self._evaluated().state_dict().items()}
                 stopping = epoch == config.epochs or stopped_early(state, config.patience)
                 # Checkpoints cost a write of the whole model; tiny epochs (toy sets) must not pay it every time.
-                saving = stopping or time.perf_counter() - last_saved >= config.checkpoint_seconds
+                saving = stopping or _clock() - self._last_saved >= config.checkpoint_seconds
             decision = distributed.from_main(torch.tensor([stopping, saving], dtype=torch.long, device=self.device))
             stopping, saving = bool(decision[0]), bool(decision[1])
             if saving:
                 self._save_checkpoint(optimizer, schedule, state, best_weights)
-                best_weights, last_saved = None, time.perf_counter()
+                best_weights, self._last_saved = None, _clock()
             if self.progress and (epoch % print_every == 0 or stopping):
                 # (a multi-label text counts as right only when its whole set is: 0.0000 early on is no fault)
                 acc = "subset acc" if self.multi_label else "acc"
@@ -569,14 +617,26 @@ class Trainer:
         }
 
     def _train_epoch(self, batches, optimizer, schedule, loss_fn, epoch) -> tuple[float, float]:
-        """One pass over the global batches; the weighted mean loss and the accuracy over all ranks' examples."""
+        """One pass over the global batches (from the step a checkpoint within it reached, resumed); the weighted mean
+        loss and the accuracy over all ranks' examples. Checkpoints every ``checkpoint_minutes`` and, without a
+        terminal, prints a progress line every ``PROGRESS_LINE_SECONDS``."""
         self.model.train()
         distributed = self.distributed
         totals = torch.zeros(4, device=self.device)  # summed weighted loss, correct, seen, summed weight
-        global_batches = batches.batch_indices()
+        global_batches = batches.batch_indices()  # (the epoch's own order, drawn again the same on a resume)
+        steps, first, carried = len(global_batches), 0, 0.0
+        resumed, self._within_epoch = self._within_epoch, None
+        if resumed:
+            first, carried = resumed["step"], resumed["epoch_seconds"]
+            totals = torch.tensor(resumed["epoch_totals"][distributed.rank], dtype=totals.dtype, device=self.device)
+        interval = self.config.checkpoint_minutes * 60
+        plain = self.progress and not _stderr_is_terminal()
+        started = last_line = _clock()
+        examples = 0  # since this process started the epoch, for its rate
         # None: no bar when stderr is not a terminal (a log would fill with carriage returns)
-        bar = tqdm(global_batches, desc=f"epoch {epoch}", disable=None if self.progress else True, leave=False)
-        for step, idx in enumerate(bar):
+        bar = tqdm(global_batches[first:], desc=f"epoch {epoch}", initial=first, total=steps,
+                   disable=None if self.progress else True, leave=False)
+        for step, idx in enumerate(bar, start=first):
             part = distributed.shard(idx)
             # A rank left without examples (a last batch smaller than the world) still joins the
             # gradient all-reduce, with a stand-in example that counts zero.
@@ -607,6 +667,23 @@ class Trainer:
             if self.progress and step % 20 == 0:  # .item() syncs; do it rarely
                 loss, correct, seen, weighed = totals.tolist()
                 bar.set_postfix(loss=f"{_weighted_mean(loss, weighed):.4f}", acc=f"{correct / seen:.4f}")
+            examples, done = examples + len(idx), step + 1
+            if done == steps or not (plain or interval):  # (the epoch's end checkpoints and prints as it is)
+                continue
+            now = _clock()
+            if plain and now - last_line >= PROGRESS_LINE_SECONDS:
+                loss, _, _, weighed = totals.tolist()
+                rate, eta = examples / max(now - started, 1e-9), (steps - done) * (now - started) / (done - first)
+                rated = f"{rate:,.0f}" if rate >= 100 else f"{rate:.1f}"
+                print(f"epoch {epoch}: step {done:,} of {steps:,} ({done / steps:.0%}) | {rated} examples/s | "
+                      f"{duration(carried + now - started)} elapsed, ETA {duration(eta)} | loss "
+                      f"{_weighted_mean(loss, weighed):.4f}", file=sys.stderr, flush=True)
+                last_line = now
+            # Rank 0's clock decides, so that every rank joins the checkpoint (it gathers their generators).
+            due = torch.tensor(interval and now - self._last_saved >= interval, device=self.device)
+            if interval and distributed.from_main(due):
+                self._save_within_epoch({"step": done, "epoch_steps": steps, "epoch_seconds": carried + now - started,
+                                         "epoch_totals": [part.tolist() for part in distributed.gather(totals)]})
         loss, correct, seen, weighed = distributed.sum(totals).tolist()
         return _weighted_mean(loss, weighed), correct / seen
 
@@ -635,7 +712,9 @@ class Trainer:
             tensors["rng.torch" if rank == 0 else f"rng.torch.{rank}"] = rng
         for rank, rng in enumerate(device_rngs):
             tensors[device_rng_key(self.device, rank)] = rng
-        name = f"epoch-{state['epoch']}.safetensors"
+        within = state.get("step")  # (a checkpoint within the epoch after state["epoch"])
+        name = (f"epoch-{state['epoch'] + 1}-step-{within}.safetensors" if within else
+                f"epoch-{state['epoch']}.safetensors")
         atomic_save_tensors(self.checkpoint_dir / name, tensors)
         atomic_write_json(self.checkpoint_dir / "state.json", {
             **state,
