@@ -727,6 +727,33 @@ def test_html_escapes_tokens_and_embeds_its_images():
     assert "http" not in page.split("<body>")[1]  # nothing fetched from anywhere
 
 
+def test_a_notebook_shows_an_explanation_as_coloured_tokens_not_its_repr():
+    # A notebook cell ending in `clf.explain(texts)[0]` showed the one-line repr: the coloured tokens were only in
+    # `attnclf explain -o page.html`. It now shows them inline: a fragment of a page, no <html> or images.
+    fragment = beside()._repr_html_()
+    assert "<html" not in fragment and "<img" not in fragment and "<h1" not in fragment
+    assert "&lt;b&gt;bad&lt;/b&gt;" in fragment and "<b>bad</b>" not in fragment  # escaped, as the page is
+    assert fragment.count('<div class="tokens">') == 2  # the scores, then the attention beside them, labelled
+    assert "attention beside it: where the pooling layer looked" in fragment
+    assert "</span> the class, " in fragment and "pos (0.800)" in fragment  # the colour key and the prediction
+    assert 'title="+0.6000">not</span>' in fragment  # hovering a token shows its score
+    # Its style is scoped to its own block: a notebook's page has its own .tokens and .legend to leave alone.
+    css = fragment.split("<style>")[1].split("</style>")[0]
+    assert all(rule.startswith(".attnclf-explanations ") for rule in css.strip().splitlines())
+    assert fragment.startswith('<div class="attnclf-explanations">')
+
+
+def test_a_notebook_shows_what_explain_returns_as_every_texts_coloured_tokens():
+    # Jupyter shows a list by its elements' reprs, whatever they can render: explain's answer is a list that renders.
+    clf = key_classifier(attend_to="film")
+    explained = clf.explain(["the great film", "the long plot"])
+    assert isinstance(explained, list) and len(explained) == 2 and explained == list(explained)
+    fragment = explained._repr_html_()
+    assert fragment.count("<section") == 2 and ">great</span>" in fragment and ">plot</span>" in fragment
+    assert explained[0]._repr_html_().count("<section") == 1
+    assert explained[:1] == [explained[0]]  # still a list to slice, compare and loop over
+
+
 def test_html_lays_a_right_to_left_text_out_right_to_left():
     # An Arabic review's heading and token rows were laid out as English is, from the left (the page is lang="en"):
     # each row and heading now takes its direction from its own first letter, as a browser's dir="auto" does.

@@ -175,7 +175,8 @@ class Classifier:
         class to explain (default: the predicted one), by name as ``attnclf explain --target`` takes it, or by
         index into ``label_names`` (an int is always an index); an unknown name or an index out of range is
         refused in one line; ``threshold=`` (as ``predict`` takes it) makes the predicted class the one it predicts.
-        ``self_attentions=True`` adds every head's map.
+        ``self_attentions=True`` adds every head's map. In a notebook the answer (a list) and each explanation in it
+        show as the text's coloured tokens, as ``attnclf explain -o page.html`` colours them.
 
         >>> # clf.explain(["not bad at all"], method="occlusion")[0].top_tokens(2)
         >>> # clf.explain(["not bad at all"], target="neg")[0].target  # 'neg'; target=0 too, if label_names[0] is it

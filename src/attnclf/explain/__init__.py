@@ -7,9 +7,9 @@
 - ``render``: coloured terminal text, JSON lines and HTML.
 """
 
-from .explanation import Explanation, explain
+from .explanation import Explanation, Explanations, explain
 from .faithfulness import FaithfulnessResult, measure_faithfulness, summary_table
 from .methods import METHODS, Attribution, attribute, available_methods, self_attention_maps
 
-__all__ = ["METHODS", "Attribution", "Explanation", "FaithfulnessResult", "attribute", "available_methods",
-           "explain", "measure_faithfulness", "self_attention_maps", "summary_table"]
+__all__ = ["METHODS", "Attribution", "Explanation", "Explanations", "FaithfulnessResult", "attribute",
+           "available_methods", "explain", "measure_faithfulness", "self_attention_maps", "summary_table"]

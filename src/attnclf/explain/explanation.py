@@ -146,6 +146,18 @@ class Explanation:
         """
         return unknown_tokens_note(self.unknown_tokens, len(self.tokens))
 
+    def _repr_html_(self) -> str:
+        """What a notebook shows for it: the text, the prediction, the colour key and the coloured tokens (hover one:
+        its score), as ``attnclf explain -o page.html`` shows them, without the page's bar chart.
+
+        >>> e = Explanation("not bad", ["not", "bad"], [0.2, 0.3], "occlusion", "pos", "pos", 0.9, {"pos": 0.9})
+        >>> 'title="+0.2000">not</span>' in e._repr_html_()
+        True
+        """
+        from .render import notebook_html  # (render imports this module)
+
+        return notebook_html([self])
+
     def to_dict(self) -> dict:
         # (a multi-label run's answer names its label set as /predict's does: one "label" would mislead)
         predicted = {"label": self.label} if self.labels is None else {"labels": self.labels}
@@ -172,13 +184,28 @@ class Explanation:
         return record
 
 
+class Explanations(list):
+    """``explain``'s answer: a list of ``Explanation``, which a notebook shows as every text's coloured tokens
+    (Jupyter shows a plain list by its items' reprs, whatever they can render).
+
+    >>> e = Explanation("not bad", ["not", "bad"], [0.2, 0.3], "occlusion", "pos", "pos", 0.9, {"pos": 0.9})
+    >>> Explanations([e, e])._repr_html_().count("<section>"), Explanations([e]) == [e]
+    (2, True)
+    """
+
+    def _repr_html_(self) -> str:
+        from .render import notebook_html
+
+        return notebook_html(self)
+
+
 # What the pooling weights carried beside another method's scores are, wherever they are shown.
 BESIDE_DESCRIPTION = f"{METHODS['attention'].description}; the same for every class"
 
 
 def explain(classifier: "Classifier", texts: Sequence[str], method: str | None = None, *,
             target: str | int | None = None, self_attentions: bool = False, attention_beside: bool = True,
-            threshold: tuple[str, float] | str | None = None, **options) -> list[Explanation]:
+            threshold: tuple[str, float] | str | None = None, **options) -> Explanations:
     """Explain ``classifier``'s prediction on every text by ``method`` (a key of ``METHODS``; default:
     ``DEFAULT_METHOD``, occlusion). Where the model pools by attention and ``method`` is another, each explanation
     also carries the pooling weights (``pooling_attention``), which cost one forward pass, unless
@@ -262,7 +289,7 @@ def explain(classifier: "Classifier", texts: Sequence[str], method: str | None =
             attention_window=window,
             labels=[names[label] for label in predicted[i]] if multi_label else None,
         ))
-    return explanations
+    return Explanations(explanations)
 
 
 def _branch_margins(model, sequences: list[list[int]], targets: np.ndarray, device, batch_size: int,

@@ -360,11 +360,7 @@ def render_html(explanations: Sequence[Explanation], title: str = "attnclf expla
 
     sections = []
     for e in explanations:
-        parts = [f"<h2>{html.escape(e.text[:120])}{'…' if len(e.text) > 120 else ''}</h2>",
-                 # The scores' colour key comes first: under the attention row beside them, it would seem that row's.
-                 f"<p>{html.escape(_headline(e))}</p>",
-                 *([note] if (note := unknown_note_html(e)) else []),
-                 legend_html(e.method), tokens_html(e),
+        parts = [f"<h2>{_heading(e)}</h2>", *_scored_html(e),
                  png_img(png_bytes(token_scores_figure(e.tokens, e.scores, _chart_title(e), e.signed, e.cut_at)),
                          f"{e.method} scores per token")]
         if e.self_attentions is not None:
@@ -372,6 +368,39 @@ def render_html(explanations: Sequence[Explanation], title: str = "attnclf expla
                                  "self-attention per layer and head"))
         sections.append("<section>" + "\n".join(parts) + "</section>")
     return page(title, "\n".join(sections))
+
+
+def _heading(e: Explanation) -> str:
+    return f"{html.escape(e.text[:120])}{'…' if len(e.text) > 120 else ''}"
+
+
+def _scored_html(e: Explanation) -> list[str]:
+    """The headline, any unknown-token note, the colour key and the coloured tokens: what the page and a notebook
+    show of every explanation."""
+    # The scores' colour key comes first: under the attention row beside them, it would seem that row's.
+    return [f"<p>{html.escape(_headline(e))}</p>", *([note] if (note := unknown_note_html(e)) else []),
+            legend_html(e.method), tokens_html(e)]
+
+
+# A notebook's page has classes of its own (a .legend, a .tokens): the fragment's rules reach inside its block alone.
+NOTEBOOK_BLOCK = "attnclf-explanations"
+NOTEBOOK_CSS = "\n".join(f".{NOTEBOOK_BLOCK} {rule}" for rule in
+                         [*TOKEN_CSS.strip().splitlines(), ".text { font-weight: 600; unicode-bidi: plaintext; }"]
+                         if not rule.startswith("h2 "))
+
+
+def notebook_html(explanations: Sequence[Explanation]) -> str:
+    """What a notebook shows for explanations (``Explanation._repr_html_``, and that of ``Classifier.explain``'s
+    answer): per explanation the text, the headline, the colour key and the coloured tokens (hover one: its score),
+    as the page has them, without its bar charts and head maps, in a block whose style touches nothing else.
+
+    >>> e = Explanation("not bad", ["not", "bad"], [0.2, 0.3], "occlusion", "pos", "pos", 0.9, {"pos": 0.9})
+    >>> 'title="+0.3000">bad</span>' in notebook_html([e]), "<img" in notebook_html([e])
+    (True, False)
+    """
+    sections = "\n".join(f'<section><p class="text">{_heading(e)}</p>' + "\n".join(_scored_html(e)) + "</section>"
+                         for e in explanations)
+    return f'<div class="{NOTEBOOK_BLOCK}"><style>\n{NOTEBOOK_CSS}\n</style>\n{sections}</div>'
 
 
 # A slide's title line holds about this many characters of the text at the bar chart's narrowest
