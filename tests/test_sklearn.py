@@ -1295,3 +1295,20 @@ def test_the_ngram_branch_has_sixteen_buckets_per_distinct_training_bigram_unles
     np.testing.assert_array_equal(again.predict_proba(test_x[:20]), clf.predict_proba(test_x[:20]))
     given = AttentionTextClassifier(**small, model_config={"nb_ngram_buckets": 1048576})
     assert given.fit(train_x[:100], train_y[:100]).classifier_.model.config.nb_ngram_buckets == 1048576
+
+
+def test_the_package_offers_the_estimator_to_train_from_python_without_importing_it_first():
+    # A newcomer's `import attnclf; attnclf.<tab>` listed Classifier and Ensemble, what loads a trained run, and
+    # nothing that trains one from texts in memory: the estimator was one import away, under attnclf.sklearn.
+    import subprocess
+    import sys
+
+    import attnclf
+
+    assert attnclf.AttentionTextClassifier is AttentionTextClassifier
+    assert "AttentionTextClassifier" in attnclf.__all__ and "AttentionTextClassifier" in dir(attnclf)
+    # Still lazy: `import attnclf` (and the command line's start) pays for neither scikit-learn nor torch.
+    code = "import sys, attnclf; print('sklearn' in sys.modules, 'torch' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False False"

@@ -4,7 +4,8 @@ Where to start from Python (README.md, "Use a trained model from Python", says m
 
 - ``Classifier.load(run_dir)``: a run ``attnclf train`` (or an estimator's ``save``) wrote; its ``predict``,
   ``predict_proba``, ``logits`` and ``explain(texts, method=..., target=...)``.
-- ``attnclf.sklearn.AttentionTextClassifier``: train from Python, the scikit-learn way (``fit(texts, labels)``).
+- ``AttentionTextClassifier``: train from Python, the scikit-learn way (``fit(texts, labels)``: lists, a
+  DataFrame's columns, a Hugging Face dataset's), ``save(folder)`` a run that ``Classifier.load`` reads.
 - ``Ensemble.load([run_dir, ...])``: several runs of the same data voting by their mean probabilities.
 - ``attnclf.evaluation.evaluate(clf, attnclf.training.run_data.scoring_data(clf, test_file=...))``: the metrics
   ``attnclf evaluate`` reports.
@@ -32,6 +33,10 @@ def __getattr__(name: str):
         from . import ensemble
 
         return ensemble.Ensemble
+    if name == "AttentionTextClassifier":
+        from . import sklearn
+
+        return sklearn.AttentionTextClassifier
     raise AttributeError(f"module 'attnclf' has no attribute {name!r}")
 
 
@@ -40,4 +45,4 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))
 
 
-__all__ = ["Classifier", "Ensemble", "LabelSetPrediction", "Prediction", "__version__"]
+__all__ = ["AttentionTextClassifier", "Classifier", "Ensemble", "LabelSetPrediction", "Prediction", "__version__"]
