@@ -752,6 +752,8 @@ def test_a_notebook_shows_what_explain_returns_as_every_texts_coloured_tokens():
     assert fragment.count("<section") == 2 and ">great</span>" in fragment and ">plot</span>" in fragment
     assert explained[0]._repr_html_().count("<section") == 1
     assert explained[:1] == [explained[0]]  # still a list to slice, compare and loop over
+    # A notebook's `clf.explain(many)[:5]` shows the first five coloured, not as reprs.
+    assert explained[1:]._repr_html_().count("<section") == 1 and ">plot</span>" in explained[1:]._repr_html_()
 
 
 def test_html_lays_a_right_to_left_text_out_right_to_left():

@@ -191,7 +191,13 @@ class Explanations(list):
     >>> e = Explanation("not bad", ["not", "bad"], [0.2, 0.3], "occlusion", "pos", "pos", 0.9, {"pos": 0.9})
     >>> Explanations([e, e])._repr_html_().count("<section>"), Explanations([e]) == [e]
     (2, True)
+    >>> type(Explanations([e, e])[:1]).__name__  # (a notebook's `clf.explain(texts)[:5]` shows coloured too)
+    'Explanations'
     """
+
+    def __getitem__(self, index):
+        item = super().__getitem__(index)
+        return Explanations(item) if isinstance(index, slice) else item
 
     def _repr_html_(self) -> str:
         from .render import notebook_html
