@@ -822,7 +822,8 @@ def test_evaluate_errors_lists_a_multi_label_runs_wrong_label_sets_with_what_eac
         text, labels = truth[row["row"] - 1]
         p = predicted[row["row"] - 1]
         assert row["text"] == text and set(row["true_labels"]) == labels and row["predicted_labels"] == p.labels
-        assert set(row["missed_labels"]) == labels - set(p.labels) and set(row["extra_labels"]) == set(p.labels) - labels
+        assert set(row["missed_labels"]) == labels - set(p.labels)
+        assert set(row["extra_labels"]) == set(p.labels) - labels
         assert row["probability:sports"] == pytest.approx(p.probabilities["sports"])
     counts = [len(row["missed_labels"]) + len(row["extra_labels"]) for row in rows]
     assert counts == sorted(counts, reverse=True)

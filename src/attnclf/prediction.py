@@ -407,8 +407,8 @@ def predictions(probabilities: np.ndarray, ids: list[list[int]], attention: list
                 threshold: ClassThreshold | None = None) -> list[Prediction] | list[LabelSetPrediction]:
     """A backend's run (probabilities, token ids and pooling weights per text) as what its ``predict`` returns:
     a ``Prediction`` per text, each its class by ``threshold`` where given (``decided_classes``), or with
-    ``thresholds`` (a multi-label run's) a ``LabelSetPrediction``, ``threshold``'s label at its probability; the tokens are ``token_strings(ids)``, and
-    ``tokens=False`` leaves out them and the attention.
+    ``thresholds`` (a multi-label run's) a ``LabelSetPrediction``, ``threshold``'s label at its probability; the
+    tokens are ``token_strings(ids)``, and ``tokens=False`` leaves out them and the attention.
 
     >>> [p.label for p in predictions(np.array([[0.2, 0.8]]), [[5, UNK_ID]], [None], ["neg", "pos"], str)]
     ['pos']

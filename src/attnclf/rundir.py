@@ -9,7 +9,7 @@ history.jsonl      one line per epoch
 metrics.json       final test metrics
 thresholds.json    multi-label runs: each label's decision threshold, tuned on validation
 temperature.json   after `attnclf calibrate`: the temperature its probabilities are scaled by, fitted on validation
-checkpoint/        last epoch's full training state, for --resume
+checkpoint/        the full training state at the last epoch's end or --checkpoint-minutes mark, for --resume
 earlier-model/     while `train --overwrite` retrains the folder: the finished model it replaces, deleted
                    when the new one finishes (an interrupted replacement keeps it)
 ```

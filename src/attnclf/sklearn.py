@@ -73,9 +73,9 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
     ``model_config={"nb_ngram_buckets": 0}`` drops it). The branch's bigram buckets, unless ``model_config`` gives
     them, are sized to the training texts: 16 per distinct bigram, a power of two, the recipe's 2^20 at most
     (``ngrams.buckets_for``; 65,536 for 300 SST-2 sentences, 2^20 for its 6,920). A model ignores those it has no
-    field for (``boe`` has no ``heads``); ``model_config`` sets any other config field and wins over them all. The parameters
-    stay as given: ``get_params()["d_model"]`` and ``["max_len"]`` are None, and the fitted ``classifier_.model.config``
-    and ``classifier_.tokenizer.config`` hold what was built.
+    field for (``boe`` has no ``heads``); ``model_config`` sets any other config field and wins over them all. The
+    parameters stay as given: ``get_params()["d_model"]`` and ``["max_len"]`` are None, and the fitted
+    ``classifier_.model.config`` and ``classifier_.tokenizer.config`` hold what was built.
     The training arguments left out train as ``attnclf train --train-file`` does without flags, their defaults
     read from the same places: ``TrainConfig``'s (up to ``epochs`` 10, stopping once ``patience`` 3 epochs bring
     no better validation macro-F1; batch 32, AdamW at ``lr`` 1e-3 with ``weight_decay`` 0.01), ``TokenizerConfig``'s

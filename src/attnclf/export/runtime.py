@@ -40,8 +40,9 @@ from ..rundir import (check_label_names, checked_temperature, checked_thresholds
 from ..text.tokenizer import PAD_ID, Tokenizer, TokenizerConfig
 
 EXPORT_FORMAT_VERSION = 1
-# A multi-label export's: a reader of format 1 knows no sigmoid, and would read its label probabilities as a softmax's
-# and answer one label a text; it refuses format 2 instead. Single-label exports stay format 1, which every attnclf reads.
+# A multi-label export's: a reader of format 1 knows no sigmoid, and would read its label probabilities as a
+# softmax's and answer one label a text; it refuses format 2 instead. Single-label exports stay format 1, which every
+# attnclf reads.
 MULTI_LABEL_FORMAT_VERSION = 2
 EXPORT_FILES = ("model.onnx", "tokenizer.json", "labels.json", "export.json")
 GRAPHS = ("model.onnx", "model.int8.onnx")  # float32 and, after --quantize, int8
@@ -116,7 +117,8 @@ def _check_current(directory: Path, config: dict) -> None:
                           f"{run_dir} now has {temperature:g} (`attnclf calibrate` since): its probabilities would not "
                           f"be the run's; export it again: `attnclf export {run_dir} --format onnx`")
     exported = config.get("thresholds")  # (checked against labels.json as the export loads)
-    if config.get("multi_label") and isinstance(exported, dict) and read_thresholds(run_dir, list(exported)) != exported:
+    if (config.get("multi_label") and isinstance(exported, dict)
+            and read_thresholds(run_dir, list(exported)) != exported):
         raise RunDirError(f"{directory} was exported with other thresholds than {run_dir / 'thresholds.json'} now "
                           f"holds: its label sets would not be the run's; export it again: "
                           f"`attnclf export {run_dir} --format onnx`")

@@ -507,7 +507,8 @@ def run_progress(run_dir: str | Path) -> str:
         if finished:
             return f"trained ({finished}), not tested"
         step = _step_kept(run_dir)
-        return f"after step {step[0]:,} of epoch {epoch + 1} of {epochs}" if step else f"after epoch {epoch} of {epochs}"
+        return (f"after step {step[0]:,} of epoch {epoch + 1} of {epochs}" if step
+                else f"after epoch {epoch} of {epochs}")
     return "started, no epoch checkpointed" if (run_dir / "config.json").is_file() else "not started"
 
 
