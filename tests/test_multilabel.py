@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import html
 import json
 import re
 from pathlib import Path
@@ -347,7 +348,7 @@ def test_training_learns_label_sets_well_above_a_constant_guess(topic_run, topic
     assert "<th>ROC AUC</th><th>average precision</th><th>support</th>" in page
     assert f"<td>{metrics['micro_average_precision']:.4f}</td><td></td></tr>" in page  # the micro average's row
     # (the note of what is not drawn named the ROC curve alone once the precision-recall curve was added beside it)
-    assert "the ROC and precision-recall curves, the explained examples" in page
+    assert "The confusion matrix, the ROC and precision-recall curves and the faithfulness" in page
 
 
 def test_a_loaded_run_predicts_label_sets_at_its_tuned_thresholds(topic_run):
@@ -411,6 +412,52 @@ def test_a_multi_label_run_explains_each_predicted_label_or_its_most_probable_on
     assert [e.target for e in asked] == ["sports", "sports"]
     music = clf.explain([MIXED], method="occlusion", target="music")[0]
     assert max(music.top_tokens(3), key=lambda pair: pair[1])[0] in {"orchestra"}
+
+
+def test_label_set_examples_are_the_surest_exact_sets_and_the_most_wrong_ones_as_evaluate_errors_ranks_them():
+    from attnclf.evaluation.metrics import pick_label_set_examples, wrong_label_set_rows
+
+    texts, names, thresholds = ["t1", "t2", "t3", "t4", "t5", "t6"], ["a", "b", "c"], np.array([.5, .5, .5])
+    probabilities = np.array([[.9, .1, .1], [.6, .8, .2], [.99, .01, .01], [.1, .1, .1], [.7, .7, .7], [.2, .1, .1]])
+    labels = [(0,), (0, 1), (0,), (), (0,), (0,)]
+    picked = pick_label_set_examples(texts, labels, probabilities, thresholds, names, k=2)
+    # Exactly right, most probable set first (each label's probability of being given or not, multiplied); t4's
+    # empty set is right too, but has no label to explain.
+    assert [(r["row"], r["predicted_labels"]) for r in picked["correct"]] == [(3, ["a"]), (1, ["a"])]
+    assert [r["set_probability"] for r in picked["correct"]] == pytest.approx([.99 ** 3, .9 ** 3])
+    assert picked["incorrect"] == wrong_label_set_rows(texts, labels, probabilities, thresholds, names)[:2]
+    assert [(r["row"], r["missed_labels"], r["extra_labels"]) for r in picked["incorrect"]] == [
+        (5, [], ["b", "c"]), (6, ["a"], [])]
+
+
+def test_the_report_explains_exact_and_most_wrong_label_sets_for_their_labels(topic_run, topic_files):
+    # The report drew no examples for a multi-label run: pick_examples reads one class per text.
+    from attnclf import Classifier
+    from attnclf.evaluation.metrics import pick_label_set_examples
+
+    clf = Classifier.load(topic_run, device="cpu")
+    test = load_file(topic_files[1], label_column="topics", multi_label=True, label_names=clf.label_names)
+    picked = pick_label_set_examples(test.texts, test.labels, clf.predict_proba(test.texts), clf.thresholds,
+                                     clf.label_names)
+    assert len(picked["correct"]) == len(picked["incorrect"]) == 3
+    page = (topic_run / "report.html").read_text()
+    section = page.split("<h2>Examples, explained by occlusion</h2>")[1].split("</section>")[0]
+    exact, wrong = section.split("<h3>Most wrong label sets")
+    assert "<h3>Most confident exactly right label sets</h3>" in exact
+    for part, rows in ((exact, picked["correct"]), (wrong, picked["incorrect"])):
+        for row in rows:  # each text named with its labels, then a token map per label explained
+            assert html.escape(f"true {', '.join(row['true_labels'])}; predicted "
+                               f"{', '.join(row['predicted_labels']) or 'no label'}") in re.sub("</?b>", "", part)
+    # Each predicted label; where none is, the missed label nearest to being given, said to be one.
+    explained = re.findall(r"explaining <b>([^<]+)</b>", section)
+    def nearest_missed(row):
+        return max(row["missed_labels"], key=lambda name: row[f"probability:{name}"])
+
+    assert explained == [label for row in picked["correct"] + picked["incorrect"]
+                         for label in row["predicted_labels"] or [nearest_missed(row)]]
+    assert section.count('<div class="tokens">') in (len(explained), 2 * len(explained))  # (pooling beside)
+    assert ("a missed label, none being predicted" in section) == any(not row["predicted_labels"]
+                                                                      for row in picked["incorrect"])
 
 
 def test_explain_command_on_a_multi_label_run(topic_run, tmp_path, capsys):

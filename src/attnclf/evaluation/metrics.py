@@ -332,18 +332,51 @@ def wrong_label_set_rows(texts: Sequence[str], y_true: Sequence[Sequence[int]], 
     >>> [(r["row"], r["missed_labels"], r["extra_labels"]) for r in rows]
     [(2, ['x'], [])]
     """
+    return _most_wrong_first(_label_set_rows(texts, y_true, probabilities, thresholds, label_names))
+
+
+def _most_wrong_first(rows: list[dict]) -> list[dict]:
+    """The wrong ones of ``_label_set_rows``' ``rows``, most wrong labels first (ties in row order)."""
+    wrong = [row for row in rows if row["missed_labels"] or row["extra_labels"]]
+    return sorted(wrong, key=lambda r: -(len(r["missed_labels"]) + len(r["extra_labels"])))
+
+
+def _label_set_rows(texts: Sequence[str], y_true: Sequence[Sequence[int]], probabilities: np.ndarray,
+                    thresholds: np.ndarray, label_names: Sequence[str]) -> list[dict]:
+    """``wrong_label_set_rows``' row of every text, right or wrong, in row order."""
     rows = []
     for i, (labels, row) in enumerate(zip(y_true, probabilities)):
         flagged = decided_classes(row, None, thresholds)
         predicted = [c for c in np.argsort(-row, kind="stable") if flagged[c]]
-        if set(predicted) == set(labels):
-            continue
         rows.append({"row": i + 1, "text": texts[i], "true_labels": [label_names[c] for c in sorted(labels)],
                      "predicted_labels": [label_names[c] for c in predicted],
                      "missed_labels": [label_names[c] for c in sorted(set(labels) - set(predicted))],
                      "extra_labels": [label_names[c] for c in predicted if c not in labels],
                      **{f"probability:{name}": float(row[c]) for c, name in enumerate(label_names)}})
-    return sorted(rows, key=lambda r: -(len(r["missed_labels"]) + len(r["extra_labels"])))
+    return rows
+
+
+def pick_label_set_examples(texts: Sequence[str], y_true: Sequence[Sequence[int]], probabilities: np.ndarray,
+                            thresholds: np.ndarray, label_names: Sequence[str], k: int = 3) -> dict[str, list[dict]]:
+    """A multi-label run's ``pick_examples``: under ``"correct"``, the ``k`` texts whose predicted label set is
+    exactly their (non-empty: an empty one has no label to explain) set, the surest first, by ``set_probability``,
+    the product of each label's probability of being given or left out, the model's probability of that very set;
+    under ``"incorrect"``, the first ``k`` of ``wrong_label_set_rows``, the most wrong labels first. Rows are
+    ``wrong_label_set_rows``'.
+
+    >>> ex = pick_label_set_examples(["a", "b"], [(0,), (1,)], np.array([[.9, .2], [.7, .4]]), np.array([.5, .5]),
+    ...                              ["x", "y"], k=1)
+    >>> [(r["text"], round(r["set_probability"], 2)) for r in ex["correct"]], ex["incorrect"][0]["extra_labels"]
+    ([('a', 0.72)], ['x'])
+    """
+    rows, exact = _label_set_rows(texts, y_true, probabilities, thresholds, label_names), []
+    for row in rows:
+        if row["predicted_labels"] and not (row["missed_labels"] or row["extra_labels"]):
+            given = [row[f"probability:{name}"] if name in row["predicted_labels"] else 1 - row[f"probability:{name}"]
+                     for name in label_names]
+            exact.append(row | {"set_probability": float(np.prod(given))})
+    exact.sort(key=lambda r: -r["set_probability"])  # (stable: ties in row order)
+    return {"correct": exact[:k], "incorrect": _most_wrong_first(rows)[:k]}
 
 
 def misclassified_rows(texts: Sequence[str], y_true: Sequence[int], probabilities: np.ndarray,

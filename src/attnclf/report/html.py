@@ -4,7 +4,9 @@ Sections: the run at a glance; training curves and the validation metric
 history; the confusion matrix, ROC and precision-recall curves and per-class
 table on the test set;
 the most confident correct and incorrect test examples with their tokens
-highlighted by an explanation method; self-attention per layer and head for
+highlighted by an explanation method (a multi-label run's: the surest exactly
+right label sets and the most wrong ones, each predicted label explained);
+self-attention per layer and head for
 one example; and the faithfulness measurements, when they have been made
 (``faithfulness=True``, or a ``faithfulness.json`` newer than the weights,
 written by ``attnclf faithfulness``).
@@ -24,7 +26,7 @@ import numpy as np
 from ..data.base import TextDataset
 from ..data.files import refuse_compressed_output
 from ..errors import AttnclfError, RunDirError, shown
-from ..evaluation.metrics import expected_calibration_error, log_loss, pick_examples
+from ..evaluation.metrics import expected_calibration_error, log_loss, pick_examples, pick_label_set_examples
 from ..explain.explanation import explain
 from ..explain.faithfulness import (AOPC_DEFINITION, FAITHFULNESS_FILE, FaithfulnessResult,
                                     measure_faithfulness)
@@ -112,12 +114,13 @@ def _write_report(run_dir: Path, classifier, test: TextDataset | None, test_prob
     if faithfulness and (windowed or classifier.multi_label):
         raise AttnclfError("report --faithfulness measures single-label runs without --windows only, for now: the "
                            "explanation methods read one token sequence where a windowed run reads several, and a "
-                           "multi-label run's report shows no explained examples; `attnclf faithfulness RUN` "
+                           "multi-label run's page has no faithfulness section yet; `attnclf faithfulness RUN` "
                            "measures a multi-label run")
     if not windowed and method not in supported:
         raise AttnclfError(f"method {method!r} does not apply to this model; it supports {', '.join(supported)}")
 
     probabilities = classifier.predict_proba(test.texts) if test_probabilities is None else test_probabilities
+    has_heads = "rollout" in supported
     kept = _kept_epoch(config, history)
     figures = {"training": plots.training_curves(history, kept and kept["epoch"], classifier.multi_label)
                if history else None,
@@ -131,17 +134,21 @@ def _write_report(run_dir: Path, classifier, test: TextDataset | None, test_prob
                     "reliability": plots.reliability_figure(test.labels, probabilities)}
         examples = pick_examples(test.texts, test.labels, probabilities, classifier.label_names)
         texts = [ex["text"] for kind in ("correct", "incorrect") for ex in examples[kind]]
-        has_heads = "rollout" in supported
         explanations = explain(classifier, texts, method, self_attentions=has_heads) if texts and not windowed else []
-        if has_heads and explanations:
-            first = explanations[0]
-            figures["self_attention"] = plots.head_maps_figure(first.self_attentions, first.tokens,
-                                                                 first.attention_window)
 
         result = None if windowed else _faithfulness(run_dir, classifier, test, faithfulness, faithfulness_examples)
         if result is not None:
             figures["deletion"] = plots.deletion_figure(
                 {name: r.drops for name, r in result.methods.items()}, result.random_drops)
+    else:
+        examples = pick_label_set_examples(test.texts, test.labels, probabilities, classifier.thresholds,
+                                           classifier.label_names)
+        by_text = [] if windowed else _explain_label_sets(classifier, examples, method, has_heads)
+        explanations = [e for explained in by_text for e in explained]
+    if has_heads and explanations:
+        first = explanations[0]
+        figures["self_attention"] = plots.head_maps_figure(first.self_attentions, first.tokens,
+                                                             first.attention_window)
 
     images = {name: plots.png_bytes(figure) for name, figure in figures.items() if figure is not None}
     (run_dir / "plots").mkdir(exist_ok=True)
@@ -152,7 +159,9 @@ def _write_report(run_dir: Path, classifier, test: TextDataset | None, test_prob
             (run_dir / "plots" / f"{name}.png").unlink(missing_ok=True)
 
     if classifier.multi_label:
-        details = [_multilabel_test_section(metrics, test)]
+        details = [_multilabel_test_section(metrics, test),
+                   _WINDOWED_EXAMPLES if windowed else _label_set_examples_section(by_text, examples, method),
+                   _heads_section(images, explanations)]
     else:
         details = [_test_section(images, metrics, classifier.label_names, test)
                    + _calibration(images, test.labels, probabilities, classifier.temperature,
@@ -382,10 +391,9 @@ def _multilabel_test_section(metrics: dict, test: TextDataset) -> str:
             f"validation split to maximise that label's F1 (thresholds.json).{tuned_here}</p>"
             + _table(["label", "threshold", "precision", "recall", "F1", *ranked.values(), "support"], rows)
             + _table(None, summary)
-            + '<p class="note">The confusion matrix, the ROC and precision-recall curves, the explained examples and '
-              "the faithfulness measurements show one class per text; they are not drawn for a multi-label run "
-              "(<code>attnclf explain</code> and <code>attnclf faithfulness</code> take one label at a time).</p>"
-              "</section>")
+            + '<p class="note">The confusion matrix, the ROC and precision-recall curves and the faithfulness '
+              "measurements show one class per text; they are not drawn for a multi-label run (<code>attnclf "
+              "faithfulness</code> measures it, one label at a time).</p></section>")
 
 
 _WINDOWED_FAITHFULNESS = ("<section><h2>Faithfulness</h2><p>Not measured: the explanation methods whose "
@@ -416,6 +424,62 @@ def _examples_section(explanations: list, examples: dict, method: str) -> str:
                          f"</b> ({ex['confidence']:.3f}){'; ' + html.escape(split) if split else ''}</p>"
                          + unknown_note_html(explanation) + tokens_html(explanation))
     return "\n".join(parts) + "</section>"
+
+
+def _explain_label_sets(classifier, examples: dict, method: str, self_attentions: bool) -> list[list]:
+    """Per text of ``pick_label_set_examples``' ``examples`` (its exact sets, then its wrong ones), its explanations
+    by ``method``: one per label it predicts, as ``explain`` gives them, or where it predicts none, of the missed label
+    nearest to being given (``explain`` alone would pick the most probable label, which may be one the text lacks)."""
+    explained = []
+    for row in examples["correct"] + examples["incorrect"]:
+        missed = None if row["predicted_labels"] else max(row["missed_labels"],
+                                                           key=lambda name: row[f"probability:{name}"])
+        explained.append(explain(classifier, [row["text"]], method, target=missed, self_attentions=self_attentions))
+    return explained
+
+
+def _label_set_examples_section(by_text: list[list], examples: dict, method: str) -> str:
+    """``pick_label_set_examples``' texts, each with its labels and its explanations (``_explain_label_sets``)."""
+    whose = ("the scores explain one label at a time, by that label's own probability" if METHODS[method].per_class
+             else "the same weights whichever label is explained")
+    beside = (" Under each text, in orange, the pooling layer's weights: where it looked, beside what was measured."
+              if any(e.pooling_attention is not None for explained in by_text for e in explained) else "")
+    parts = [f"<section><h2>Examples, explained by {html.escape(method)}</h2>",
+             f'<p class="note">{html.escape(METHODS[method].description)}; {whose}: each label a text is given is '
+             f"explained, or where it is given none, the label it missed that came nearest. Hover a token for its "
+             f"score.{beside}</p>", legend_html(method)]
+    explained = iter(by_text)  # in the order they were explained: exact sets, then wrong ones
+    for kind, title, none in (
+            ("correct", "Most confident exactly right label sets",
+             "No text of the test set with at least one label has its label set predicted exactly."),
+            ("incorrect", "Most wrong label sets (missed and extra labels, as <code>evaluate --errors</code> ranks "
+                          "them)", "Every text of the test set has its label set predicted exactly.")):
+        parts.append(f"<h3>{title}</h3>")
+        if kind == "correct":
+            parts.append('<p class="note">Texts with at least one label whose predicted set is exactly theirs, by '
+                         "the model's probability of that very set (each label's probability of being given or "
+                         "left out, multiplied).</p>")
+        if not examples[kind]:
+            parts.append(f"<p>{none}</p>")
+        for row in examples[kind]:
+            parts.append(f"<p>true <b>{_names(row['true_labels'])}</b>; predicted "
+                         f"<b>{_names(row['predicted_labels'])}</b>"
+                         + (f" (probability of exactly this set {row['set_probability']:.3f})" if kind == "correct"
+                            else "".join(f"; {what} <b>{_names(row[f'{what}_labels'])}</b>"
+                                         for what in ("missed", "extra") if row[f"{what}_labels"]))
+                         + "</p>")
+            for explanation in next(explained):
+                missed = "" if explanation.labels else ", a missed label, none being predicted"
+                split = branches(explanation)  # a token map shows one branch's view; the n-gram branch may decide
+                parts.append(f"<p>explaining <b>{html.escape(explanation.target)}</b> ({explanation.probability:.3f})"
+                             f"{missed}{'; ' + html.escape(split) if split else ''}</p>"
+                             + unknown_note_html(explanation) + tokens_html(explanation))
+    return "\n".join(parts) + "</section>"
+
+
+def _names(labels: list[str]) -> str:
+    """A label set as the page writes it: its names, or "no label"."""
+    return html.escape(", ".join(labels)) if labels else "no label"
 
 
 def _heads_section(images: dict[str, bytes], explanations: list) -> str:
