@@ -92,13 +92,26 @@ def test_training_warns_when_label_sets_look_split_on_the_wrong_character(tmp_pa
 def test_a_multi_label_runs_epoch_lines_call_its_accuracy_subset_accuracy(tmp_path, capsys):
     # "acc 0.0000" beside a falling loss read as a broken run: a multi-label text counts only when its whole set is
     # right, as the test line's "subset accuracy" says.
-    rows = [("stocks fell", "business"), ("a late goal", "sports"), ("a vote on rates", "politics|business")]
-    train = _csv(tmp_path / "train.csv", [(f"{text} {i}", labels) for i in range(6) for text, labels in rows])
+    # Its F1 at a fixed 0.5 read as the run's own, which the tuned thresholds give only once training ends.
+    rows = [("stocks fell", "business"), ("a late goal", "sports"), ("a vote on rates", "politics|business"),
+            ("nothing to say", "")]
+    train = _csv(tmp_path / "train.csv", [(f"{text} {i}", labels) for i in range(6) for text, labels in rows]
+                 + [("a lone storm", "weather")])
     assert main(["train", "--train-file", str(train), "--multi-label", "--model", "boe", "--epochs", "1",
                  "--output", str(tmp_path / "run"), "--no-report"]) == 0
     out = capsys.readouterr()
-    epoch = next(line for line in (out.out + out.err).splitlines() if line.startswith("epoch 1:"))
-    assert re.match(r"epoch 1: train loss \S+ subset acc \S+ \| val loss \S+ subset acc \S+ macro-F1", epoch), epoch
+    lines = (out.out + "\n" + out.err).splitlines()
+    epoch = next(line for line in lines if line.startswith("epoch 1:"))
+    assert re.match(r"epoch 1: train loss \S+ subset acc \S+ \| val loss \S+, at 0\.5: subset acc \S+ micro-F1 \S+ "
+                    r"macro-F1 \S+ \|", epoch), epoch
+    assert ("note: each epoch's label sets take a label where its probability reaches 0.5; the per-label thresholds "
+            "are tuned on the validation split once training ends") in lines
+    # The counts say how many texts carry no label (a share the labels' counts do not show), and a label of one
+    # text (or none, held out) is warned of, as a single-label run's class is.
+    counts = next(line for line in lines if line.startswith("training texts per label:"))
+    assert re.fullmatch(r"training texts per label: business: \d+, politics: \d+, sports: \d+, weather: [01]; "
+                        r"\d+ of \d+ texts carry no label", counts), counts
+    assert any(line.startswith("warning: 1 of 4 classes has") and "('weather')" in line for line in lines), lines
 
 
 def test_parquet_list_column(tmp_path):

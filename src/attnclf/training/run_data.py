@@ -253,7 +253,12 @@ def describe_classes(train: TextDataset, suspect_separators: str = "",
         counts = np.bincount([i for labels in train.labels for i in labels], minlength=len(names))
     else:
         counts = np.bincount(np.asarray(train.labels, dtype=np.int64), minlength=len(names))
-    lines = [f"training texts per class: {', '.join(f'{name}: {count:,}' for name, count in zip(names, counts))}"]
+    listed = ", ".join(f"{name}: {count:,}" for name, count in zip(names, counts))
+    if train.multi_label:  # (texts without a label are in none of the counts: without this, nowhere)
+        unlabelled = sum(not labels for labels in train.labels)
+        lines = [f"training texts per label: {listed}; {unlabelled:,} of {len(train):,} texts carry no label"]
+    else:
+        lines = [f"training texts per class: {listed}"]
     untrained = [name for name, count in zip(names, counts) if count == 0]
     if untrained:  # their only texts were held out to validate (or sampled away): never predicted, always wrong
         one = len(untrained) == 1

@@ -54,6 +54,9 @@ RANKING_MONITORS = ("roc_auc", "average_precision")
 # How the epoch lines and describe_kept name a monitored score.
 MONITOR_NAMES = {"macro_f1": "macro-F1", "micro_f1": "micro-F1", "roc_auc": "ROC AUC",
                  "average_precision": "average precision"}
+# Above a multi-label run's epoch lines: their label sets are cut at 0.5, the thresholds its tables use come later.
+MULTI_LABEL_EPOCH_NOTE = ("note: each epoch's label sets take a label where its probability reaches 0.5; the per-label "
+                          "thresholds are tuned on the validation split once training ends")
 
 # Without a terminal (a log: `nohup attnclf train ... > log 2>&1`), a plain line within an epoch this often: the bar
 # draws at a terminal only, and a log kept nothing between epochs 20 minutes apart.
@@ -522,6 +525,8 @@ class Trainer:
         # A run that stopped early checkpointed as it stopped: interrupted after that (testing), it trains no more.
         first = config.epochs + 1 if stopped_early(state, config.patience) else state["epoch"] + 1
 
+        if self.progress and self.multi_label and first <= config.epochs:
+            tqdm.write(MULTI_LABEL_EPOCH_NOTE)
         for epoch in range(first, config.epochs + 1):
             started = _clock()
             carried = self._within_epoch["epoch_seconds"] if self._within_epoch else 0.0  # (before the stop)
@@ -562,9 +567,14 @@ class Trainer:
             if self.progress and (epoch % print_every == 0 or stopping):
                 # (a multi-label text counts as right only when its whole set is: 0.0000 early on is no fault)
                 acc = "subset acc" if self.multi_label else "acc"
-                validated = (f" | val loss {record['val_loss']:.4f} {acc} {record['val_accuracy']:.4f} "
-                             f"macro-F1 {record['val_macro_f1']:.4f}" if validation is not None else "")
-                if validation is not None and config.monitor not in ("loss", "accuracy", "macro_f1"):
+                # A multi-label run's scores here cut at 0.5 (MULTI_LABEL_EPOCH_NOTE), its tuned thresholds' come
+                # after: micro-F1 beside macro-F1, as its test line gives them, since a rare label sways macro-F1.
+                scored = (f", at 0.5: {acc} {record['val_accuracy']:.4f} micro-F1 {record['val_micro_f1']:.4f}"
+                          if self.multi_label else f" {acc} {record['val_accuracy']:.4f}")
+                validated = (f" | val loss {record['val_loss']:.4f}{scored} macro-F1 {record['val_macro_f1']:.4f}"
+                             if validation is not None else "")
+                shown_already = ("loss", "accuracy", "macro_f1", *(("micro_f1",) if self.multi_label else ()))
+                if validation is not None and config.monitor not in shown_already:
                     # What early stopping watches, shown beside the rest
                     validated += f" {MONITOR_NAMES[config.monitor]} {record[f'val_{config.monitor}']:.4f}"
                 tqdm.write(f"epoch {epoch}: train loss {train_loss:.4f} {acc} {train_acc:.4f}{validated} | "
