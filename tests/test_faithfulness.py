@@ -97,6 +97,25 @@ def test_the_summary_table_gives_a_near_chance_models_aopc_in_significant_digits
     assert "| occlusion (3.2e-05) |" in summary_table([_result_with_aopcs(occlusion=3.2e-05, grad_input=1e-05)])
 
 
+def test_the_summary_tables_uniform_column_names_a_multi_label_runs_figure_subset_accuracy():
+    # A multi-label run's uniform-attention check is on subset accuracy (every label of a text right), which the
+    # column called accuracy, and read beside single-label runs' accuracy, misnamed.
+    from dataclasses import replace
+
+    check = {"accuracy": 0.8, "uniform_accuracy": 0.7, "changed": 0.1, "examples": 200}
+    single = replace(_result_with_aopcs(occlusion=0.3), uniform_attention=check)
+    multi = replace(single, multi_label=True)
+
+    def header(results):
+        return summary_table(results).splitlines()[0].split(" | ")[-1]
+
+    assert header([single]) == "accuracy: learned -> uniform attention |"
+    assert header([multi]) == "subset accuracy: learned -> uniform attention |"
+    mixed = summary_table([single, multi]).splitlines()
+    assert mixed[0].endswith("| accuracy (subset accuracy for a multi-label run): learned -> uniform attention |")
+    assert mixed[2].endswith("| 0.800 -> 0.700 |") and mixed[3].endswith("| 0.800 -> 0.700 (subset) |")
+
+
 def test_aopcs_that_read_the_same_in_the_table_are_a_tie_not_a_winner_by_a_hidden_digit():
     # 0.41231 and 0.41234 both show as 0.4123: "most faithful: occlusion" beside two equal numbers was a winner by a
     # digit nobody sees (and by less than any sample of texts could tell apart).
