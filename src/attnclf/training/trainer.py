@@ -569,10 +569,11 @@ class Trainer:
                 acc = "subset acc" if self.multi_label else "acc"
                 # A multi-label run's scores here cut at 0.5 (MULTI_LABEL_EPOCH_NOTE), its tuned thresholds' come
                 # after: micro-F1 beside macro-F1, as its test line gives them, since a rare label sways macro-F1.
-                scored = (f", at 0.5: {acc} {record['val_accuracy']:.4f} micro-F1 {record['val_micro_f1']:.4f}"
-                          if self.multi_label else f" {acc} {record['val_accuracy']:.4f}")
-                validated = (f" | val loss {record['val_loss']:.4f}{scored} macro-F1 {record['val_macro_f1']:.4f}"
-                             if validation is not None else "")
+                validated = ""
+                if validation is not None:  # (a refit validates on nothing)
+                    scored = (f", at 0.5: {acc} {record['val_accuracy']:.4f} micro-F1 {record['val_micro_f1']:.4f}"
+                              if self.multi_label else f" {acc} {record['val_accuracy']:.4f}")
+                    validated = f" | val loss {record['val_loss']:.4f}{scored} macro-F1 {record['val_macro_f1']:.4f}"
                 shown_already = ("loss", "accuracy", "macro_f1", *(("micro_f1",) if self.multi_label else ()))
                 if validation is not None and config.monitor not in shown_already:
                     # What early stopping watches, shown beside the rest
