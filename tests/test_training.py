@@ -1241,6 +1241,7 @@ def test_without_a_terminal_training_prints_progress_within_an_epoch_and_checkpo
     """`nohup attnclf train ... > log 2>&1` saw nothing within an epoch (the bar draws at a terminal only): a plain
     line every PROGRESS_LINE_SECONDS says where it is. By a fake clock, each step takes 100 s."""
     import attnclf.training.trainer as trainer
+    from attnclf.training import pace
 
     now = [0.0]
     summed = trainer._WeightedLoss.summed
@@ -1249,9 +1250,9 @@ def test_without_a_terminal_training_prints_progress_within_an_epoch_and_checkpo
         now[0] += 100.0
         return summed(self, *args)
 
-    monkeypatch.setattr(trainer, "_clock", lambda: now[0])
+    monkeypatch.setattr(pace, "clock", lambda: now[0])
     monkeypatch.setattr(trainer._WeightedLoss, "summed", a_step_of_100_seconds)
-    assert trainer.PROGRESS_LINE_SECONDS == 120
+    assert pace.PROGRESS_LINE_SECONDS == 120
     saved = stop_after_checkpointing_step(monkeypatch, step=-1, epoch=0)  # (never stops)
     train_run(tiny_settings(tmp_path / "run", epochs=1, checkpoint_minutes=5), progress=True)
     steps = -(-json.loads((tmp_path / "run" / "config.json").read_text())["data"]["train_examples"] // 32)
@@ -1264,7 +1265,7 @@ def test_without_a_terminal_training_prints_progress_within_an_epoch_and_checkpo
                                                             f"{remaining % 60:02d}s"]
     assert re.fullmatch(r"loss \d\.\d{4}", lines[0].split(" | ")[3])
     # At a terminal the bar says it, and with the interval 0 nothing is written within an epoch.
-    monkeypatch.setattr(trainer, "_stderr_is_terminal", lambda: True)
+    monkeypatch.setattr(pace, "stderr_is_terminal", lambda: True)
     saved.clear()
     train_run(tiny_settings(tmp_path / "other", epochs=1, checkpoint_minutes=0), progress=True)
     assert saved == [(1, None)]

@@ -24,8 +24,6 @@ import copy
 import gc
 import inspect
 import math
-import sys
-import time
 from collections.abc import Callable
 from dataclasses import InitVar, asdict, dataclass
 from pathlib import Path
@@ -46,6 +44,8 @@ from ..text.batching import BucketBatches
 from . import multilabel
 from .device import check_bf16, device_generator_state, seed_generators, set_device_generator_state
 from .distributed import Distributed
+from . import pace
+from .pace import CHECKPOINT_MINUTES, EpochSteps
 
 # What TrainConfig.monitor may name (micro_f1: multi-label runs); all but loss are better higher.
 MONITORS = ("accuracy", "macro_f1", "micro_f1", "loss", "roc_auc", "average_precision")
@@ -58,35 +58,8 @@ MONITOR_NAMES = {"macro_f1": "macro-F1", "micro_f1": "micro-F1", "roc_auc": "ROC
 MULTI_LABEL_EPOCH_NOTE = ("note: each epoch's label sets take a label where its probability reaches 0.5; the per-label "
                           "thresholds are tuned on the validation split once training ends")
 
-# Without a terminal (a log: `nohup attnclf train ... > log 2>&1`), a plain line within an epoch this often: the bar
-# draws at a terminal only, and a log kept nothing between epochs 20 minutes apart.
-PROGRESS_LINE_SECONDS = 120
 # What a checkpoint written within an epoch adds to the state: where the epoch was, so a resume goes on from there.
 _WITHIN_EPOCH = ("step", "epoch_steps", "epoch_totals", "epoch_seconds")
-
-
-def _clock() -> float:
-    """Seconds, for the checkpoint intervals and progress lines (a test's fake clock replaces it)."""
-    return time.perf_counter()
-
-
-def _stderr_is_terminal() -> bool:
-    """Whether the epoch's bar draws (as tqdm decides it): else progress goes to plain lines."""
-    return bool(getattr(sys.stderr, "isatty", lambda: False)())
-
-
-def duration(seconds: float) -> str:
-    """``seconds`` as a progress line gives them.
-
-    >>> duration(42.4), duration(200), duration(7384)
-    ('42s', '3m 20s', '2h 03m')
-    """
-    seconds = round(seconds)
-    if seconds < 60:
-        return f"{seconds}s"
-    if seconds < 3600:
-        return f"{seconds // 60}m {seconds % 60:02d}s"
-    return f"{seconds // 3600}h {seconds % 3600 // 60:02d}m"
 
 
 # torch 2.13 renamed DDP's broadcast_buffers (and deprecated the old name); older releases know only that one.
@@ -133,9 +106,8 @@ class TrainConfig:
     monitor: str = "macro_f1"
     bf16: bool = False  # bfloat16 autocast (CPU with AVX-512 bf16, or CUDA)
     checkpoint_seconds: float = 60.0  # as epochs end: at most one checkpoint per this many seconds, and one at the end
-    # Within an epoch, a checkpoint every this many minutes of training (0: only as epochs end): an epoch of a
-    # million texts takes 20 minutes and more on two cores, and a stop before its end kept nothing.
-    checkpoint_minutes: float = 10.0
+    # Within an epoch, a checkpoint every this many minutes of training (0: only as epochs end; pace says why)
+    checkpoint_minutes: float = CHECKPOINT_MINUTES
     seed: int = 0
     # Not a setting (config.json and asdict leave it out): how the checks name a field. None is checks.by_field, not
     # given as the default itself: replace() reads the default back off an instance, where a function is a method.
@@ -513,12 +485,12 @@ class Trainer:
         if distributed.is_main:
             self.checkpoint_dir.mkdir(exist_ok=True)
         best_weights = None  # kept in memory; written with each checkpoint
-        self._last_saved = _clock()
+        self._last_saved = pace.clock()
 
         def save_within_epoch(position: dict) -> None:
             nonlocal best_weights
             self._save_checkpoint(optimizer, schedule, {**state, **position}, best_weights)
-            best_weights, self._last_saved = None, _clock()
+            best_weights, self._last_saved = None, pace.clock()
 
         self._save_within_epoch = save_within_epoch
         print_every = max(1, config.epochs // 20)
@@ -528,7 +500,7 @@ class Trainer:
         if self.progress and self.multi_label and first <= config.epochs:
             tqdm.write(MULTI_LABEL_EPOCH_NOTE)
         for epoch in range(first, config.epochs + 1):
-            started = _clock()
+            started = pace.clock()
             carried = self._within_epoch["epoch_seconds"] if self._within_epoch else 0.0  # (before the stop)
             train.set_epoch(epoch)
             train_loss, train_acc = self._train_epoch(train, optimizer, schedule, loss_fn, epoch)
@@ -540,7 +512,7 @@ class Trainer:
             record = {"epoch": epoch, "train_loss": train_loss, "train_accuracy": train_acc,
                       **(self._validate(validation, epoch) if distributed.is_main and validation is not None else {}),
                       "lr": schedule.get_last_lr()[0], "schedule_epochs": config.schedule_epochs or config.epochs,
-                      "seconds": round(carried + _clock() - started, 3)}
+                      "seconds": round(carried + pace.clock() - started, 3)}
             state["history"].append(record)
             state["epoch"] = epoch
             stopping, saving = False, False
@@ -558,12 +530,12 @@ class Trainer:
                     best_weights = {k: v.detach().clone() for k, v in self._evaluated().state_dict().items()}
                 stopping = epoch == config.epochs or stopped_early(state, config.patience)
                 # Checkpoints cost a write of the whole model; tiny epochs (toy sets) must not pay it every time.
-                saving = stopping or _clock() - self._last_saved >= config.checkpoint_seconds
+                saving = stopping or pace.clock() - self._last_saved >= config.checkpoint_seconds
             decision = distributed.from_main(torch.tensor([stopping, saving], dtype=torch.long, device=self.device))
             stopping, saving = bool(decision[0]), bool(decision[1])
             if saving:
                 self._save_checkpoint(optimizer, schedule, state, best_weights)
-                best_weights, self._last_saved = None, _clock()
+                best_weights, self._last_saved = None, pace.clock()
             if self.progress and (epoch % print_every == 0 or stopping):
                 # (a multi-label text counts as right only when its whole set is: 0.0000 early on is no fault)
                 acc = "subset acc" if self.multi_label else "acc"
@@ -630,24 +602,19 @@ class Trainer:
     def _train_epoch(self, batches, optimizer, schedule, loss_fn, epoch) -> tuple[float, float]:
         """One pass over the global batches (from the step a checkpoint within it reached, resumed); the weighted mean
         loss and the accuracy over all ranks' examples. Checkpoints every ``checkpoint_minutes`` and, without a
-        terminal, prints a progress line every ``PROGRESS_LINE_SECONDS``."""
+        terminal, prints a progress line every ``pace.PROGRESS_LINE_SECONDS``."""
         self.model.train()
         distributed = self.distributed
         totals = torch.zeros(4, device=self.device)  # summed weighted loss, correct, seen, summed weight
         global_batches = batches.batch_indices()  # (the epoch's own order, drawn again the same on a resume)
-        steps, first, carried = len(global_batches), 0, 0.0
+        first, carried = 0, 0.0
         resumed, self._within_epoch = self._within_epoch, None
         if resumed:
             first, carried = resumed["step"], resumed["epoch_seconds"]
             totals = torch.tensor(resumed["epoch_totals"][distributed.rank], dtype=totals.dtype, device=self.device)
-        interval = self.config.checkpoint_minutes * 60
-        plain = self.progress and not _stderr_is_terminal()
-        started = last_line = _clock()
-        examples = 0  # since this process started the epoch, for its rate
-        # None: no bar when stderr is not a terminal (a log would fill with carriage returns)
-        bar = tqdm(global_batches[first:], desc=f"epoch {epoch}", initial=first, total=steps,
-                   disable=None if self.progress else True, leave=False)
-        for step, idx in enumerate(bar, start=first):
+        steps = EpochSteps(global_batches, f"epoch {epoch}", progress=self.progress,
+                           checkpoint_minutes=self.config.checkpoint_minutes, first=first, carried=carried)
+        for step, idx in steps:
             part = distributed.shard(idx)
             # A rank left without examples (a last batch smaller than the world) still joins the
             # gradient all-reduce, with a stand-in example that counts zero.
@@ -677,23 +644,17 @@ class Trainer:
                 totals[3] += loss_fn.weight(part)
             if self.progress and step % 20 == 0:  # .item() syncs; do it rarely
                 loss, correct, seen, weighed = totals.tolist()
-                bar.set_postfix(loss=f"{_weighted_mean(loss, weighed):.4f}", acc=f"{correct / seen:.4f}")
-            examples, done = examples + len(idx), step + 1
-            if done == steps or not (plain or interval):  # (the epoch's end checkpoints and prints as it is)
-                continue
-            now = _clock()
-            if plain and now - last_line >= PROGRESS_LINE_SECONDS:
+                steps.bar.set_postfix(loss=f"{_weighted_mean(loss, weighed):.4f}", acc=f"{correct / seen:.4f}")
+
+            def running_loss() -> float:
                 loss, _, _, weighed = totals.tolist()
-                rate, eta = examples / max(now - started, 1e-9), (steps - done) * (now - started) / (done - first)
-                rated = f"{rate:,.0f}" if rate >= 100 else f"{rate:.1f}"
-                print(f"epoch {epoch}: step {done:,} of {steps:,} ({done / steps:.0%}) | {rated} examples/s | "
-                      f"{duration(carried + now - started)} elapsed, ETA {duration(eta)} | loss "
-                      f"{_weighted_mean(loss, weighed):.4f}", file=sys.stderr, flush=True)
-                last_line = now
+                return _weighted_mean(loss, weighed)
+
+            due = steps.after_step(step + 1, len(idx), running_loss, self._last_saved)
             # Rank 0's clock decides, so that every rank joins the checkpoint (it gathers their generators).
-            due = torch.tensor(interval and now - self._last_saved >= interval, device=self.device)
-            if interval and distributed.from_main(due):
-                self._save_within_epoch({"step": done, "epoch_steps": steps, "epoch_seconds": carried + now - started,
+            if due is not None and distributed.from_main(torch.tensor(due, device=self.device)):
+                self._save_within_epoch({"step": step + 1, "epoch_steps": steps.steps,
+                                         "epoch_seconds": steps.seconds(),
                                          "epoch_totals": [part.tolist() for part in distributed.gather(totals)]})
         loss, correct, seen, weighed = distributed.sum(totals).tolist()
         return _weighted_mean(loss, weighed), correct / seen
