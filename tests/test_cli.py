@@ -2307,9 +2307,10 @@ def test_an_interrupted_pretrain_or_experiment_says_the_same_command_again_conti
     assert main(argv) == 130
     said = capsys.readouterr().err.strip()
     again = shlex.join(["attnclf", *argv])  # (quoted: the file's name has a space)
-    assert said == f"attnclf: interrupted; the same command again, `{again}`, " + (
-        "continues from its last finished epoch" if command == "pretrain" else
-        "keeps the finished cells and continues the others")
+    assert said == "attnclf: interrupted; " + (
+        f"nothing was checkpointed yet (the first checkpoint comes 10 min into pretraining, or as the first epoch "
+        f"ends): the same command again, `{again}`, starts it afresh" if command == "pretrain" else
+        f"the same command again, `{again}`, keeps the finished cells and continues the others")
 
 
 def test_an_interrupted_train_says_whether_it_can_resume(tmp_path, capsys, monkeypatch):

@@ -6,6 +6,7 @@ import ctypes
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 
@@ -690,3 +691,111 @@ def test_init_from_an_encoder_file_out_of_shape_is_one_line_naming_it(tmp_path, 
     model = build_model("self-attn", vocab_size=tokenizer.vocab_size, num_classes=2, max_len=8, **SMALL)
     with pytest.raises(RunDirError, match=f"^{tmp_path / 'p' / 'encoder.safetensors'}: {message}"):
         load_pretrained(model, tokenizer, tmp_path / "p")
+
+
+def stop_after_checkpointing(patch, epoch: int, step: int | None) -> list:
+    """Make pretraining stop as Ctrl-C would once its checkpoint of ``step`` within ``epoch`` is written (step None:
+    the epoch's end); the list fills with every checkpoint's (epoch, step)."""
+    from attnclf.training import pretrain
+
+    save, saved = pretrain._save_checkpoint, []
+
+    def stopped_after(*args, position=None, **kwargs):
+        save(*args, position=position, **kwargs)
+        finished = len(args[1]["epochs"])  # (the record: the epochs finished)
+        saved.append((finished + 1, position["step"]) if position else (finished, None))
+        if saved[-1] == (epoch, step):
+            raise KeyboardInterrupt
+
+    patch.setattr(pretrain, "_save_checkpoint", stopped_after)
+    return saved
+
+
+@pytest.mark.parametrize("epoch, step", [(1, 2), (2, 5)])
+def test_a_pretraining_stopped_within_an_epoch_resumes_from_the_next_step_to_the_same_bytes(epoch, step, tmp_path,
+                                                                                            monkeypatch):
+    """An epoch over 50,000 reviews takes hours, and a stop before its end kept nothing: a checkpoint every
+    checkpoint_minutes within it (here after every step) resumes to the very encoder of a call never stopped."""
+    from attnclf.rundir import file_sha256
+    from attnclf.training.pretrain import pretrain_kept
+
+    texts = cyclic_corpus(200)  # (200 pieces: 7 steps of 32)
+    settings = PretrainSettings(model_config=SMALL, max_len=16, min_frequency=1, epochs=2, batch_size=32,
+                                sampled_words=32)
+    whole = pretrain_encoder(texts, settings, tmp_path / "whole", log=quiet)
+    with monkeypatch.context() as patch:
+        saved = stop_after_checkpointing(patch, epoch, step)
+        with pytest.raises(KeyboardInterrupt):
+            pretrain_encoder(texts, settings, tmp_path / "stopped", log=quiet, checkpoint_minutes=1e-9)
+    assert saved[:3] == [(1, 1), (1, 2), (1, 3)][: len(saved[:3])] and saved[-1] == (epoch, step)
+    assert pretrain_kept(tmp_path / "stopped") == (f"kept step {step} of 7 in epoch {epoch} of 2",
+                                                   f"continues from step {step + 1}")
+    # What --init-from reads stays the last finished epoch's: a step's weights are not published.
+    published = tmp_path / "stopped" / "pretrain.json"
+    assert (len(json.loads(published.read_text())["epochs"]) if published.is_file() else 0) == epoch - 1
+    said = []
+    resumed = pretrain_encoder(texts, settings, tmp_path / "stopped", log=said.append)
+    assert f"pretrain: resuming from step {step + 1} of 7 in epoch {epoch} of 2" in said
+
+    def without_times(record):
+        return {**record, "epochs": [{k: v for k, v in e.items() if k not in ("seconds", "tokens_per_second")}
+                                     for e in record["epochs"]], "device": None}
+
+    assert without_times(resumed) == without_times(whole)
+    assert file_sha256(tmp_path / "stopped" / "encoder.safetensors") == \
+        file_sha256(tmp_path / "whole" / "encoder.safetensors")
+    assert pretrain_kept(tmp_path / "stopped") == ("kept epoch 2 of 2", "has nothing left to do")
+
+
+def test_pretraining_without_a_terminal_prints_progress_lines_and_checkpoints_every_interval(tmp_path, monkeypatch,
+                                                                                           capsys):
+    """`nohup attnclf pretrain ... > log 2>&1` showed nothing for hours: the lines train writes, every
+    PROGRESS_LINE_SECONDS. By a fake clock, each step takes 100 s."""
+    from attnclf.training import pace, pretrain
+
+    now, mask = [0.0], pretrain.mask_tokens
+
+    def a_step_of_100_seconds(*args):
+        now[0] += 100.0
+        return mask(*args)
+
+    monkeypatch.setattr(pace, "clock", lambda: now[0])
+    monkeypatch.setattr(pretrain, "mask_tokens", a_step_of_100_seconds)
+    saved = stop_after_checkpointing(monkeypatch, epoch=0, step=0)  # (never stops)
+    settings = PretrainSettings(model_config=SMALL, max_len=16, min_frequency=1, epochs=1, batch_size=32,
+                                sampled_words=32)
+    pretrain_encoder(cyclic_corpus(200), settings, tmp_path / "p", log=quiet, progress=True, checkpoint_minutes=5)
+    assert saved == [(1, 3), (1, 6), (1, None)]  # every 300 s, then the epoch's end
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("pretrain epoch 1: step")]
+    assert [line.split(" | ")[0] for line in lines] == [f"pretrain epoch 1: step {k} of 7 ({k / 7:.0%})"
+                                                        for k in (2, 4, 6)]
+    assert lines[0].split(" | ")[1:3] == ["0.3 pieces/s", "3m 20s elapsed, ETA 8m 20s"]
+    assert re.fullmatch(r"loss \d+\.\d{4}", lines[0].split(" | ")[3])
+    with pytest.raises(AttnclfError, match=r"^checkpoint_minutes must be at least 0, got -1.0$"):
+        pretrain_encoder(cyclic_corpus(20), settings, tmp_path / "q", log=quiet, checkpoint_minutes=-1)
+
+
+def test_an_interrupted_pretrain_says_what_it_kept_and_the_command_that_continues_it(tmp_path, capsys,
+                                                                                      monkeypatch):
+    import shlex
+
+    monkeypatch.setattr(device, "fix_mmap_threshold", lambda: None)
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(cyclic_corpus(200)) + "\n", encoding="utf-8")
+    argv = ["pretrain", "--file", str(corpus), "--max-len", "16", "--min-frequency", "1", "--epochs", "2",
+            "--batch-size", "32", "--threads", "1", "--quiet", *SMALL_FLAGS, "--output", str(tmp_path / "p")]
+    again = shlex.join(["attnclf", *argv])
+    with monkeypatch.context() as patch:
+        stop_after_checkpointing(patch, 1, 3)
+        assert main([*argv, "--checkpoint-minutes", "1e-9"]) == 130
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"attnclf: interrupted; kept step 3 of 7 in epoch 1 of 2: the same command again, "
+        f"`{again} --checkpoint-minutes 1e-9`, continues from step 4")
+    with monkeypatch.context() as patch:
+        stop_after_checkpointing(patch, 1, None)
+        assert main(argv) == 130  # (the interval may change as it goes on)
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"attnclf: interrupted; kept epoch 1 of 2: the same command again, `{again}`, continues from epoch 2")
+    assert main(argv) == 0
+    assert main([*argv[:-1], str(tmp_path / "q"), "--checkpoint-minutes", "-1"]) == 2
+    assert capsys.readouterr().err == "attnclf: error: --checkpoint-minutes must be at least 0, got -1.0\n"

@@ -1186,6 +1186,7 @@ def cmd_vectors(args: argparse.Namespace) -> int:
 def cmd_pretrain(args: argparse.Namespace) -> int:
     from .recipes import RECIPES, earlier_file_recipes, file_recipe, model_defaults, recipe_for
     from .training.device import fix_mmap_threshold, resolve_device
+    from .training.pace import CHECKPOINT_MINUTES, checked_minutes
     from .training.pretrain import PretrainSettings, as_begun, pretrain_encoder
 
     if args.recipe is not None and not recipe_for(args.recipe):
@@ -1211,11 +1212,13 @@ def cmd_pretrain(args: argparse.Namespace) -> int:
             "embeddings_std", "epochs", "batch_size", "lr", "seed", "vocab_size", "min_frequency")
             if getattr(args, name) is not None}, named=_flag)
     device = resolve_device(args.device)  # (a GPU the machine lacks: one line before the texts are read, not after)
+    minutes = checked_minutes(CHECKPOINT_MINUTES if args.checkpoint_minutes is None else args.checkpoint_minutes,
+                              "--checkpoint-minutes")
     texts = _unlabelled_texts(args, "pretrain on")
     # Else its heap grows epoch by epoch (8,000 reviews: 3.2 to 4.7 GB over 4 epochs; fixed at 4 MB, 2.1-2.2 GB).
     fix_mmap_threshold()
     record = pretrain_encoder(texts, settings, args.output, progress=not args.quiet, device=device,
-                              log=(lambda message: None) if args.quiet else
+                              checkpoint_minutes=minutes, log=(lambda message: None) if args.quiet else
                               lambda message: print(message, file=sys.stderr, flush=True))
     print(f"pretrained on {record['tokens']:,} tokens, final loss {record['epochs'][-1]['loss']}: {args.output} "
           f"(`attnclf train --init-from {args.output}`)")
@@ -1657,7 +1660,8 @@ def build_parser() -> argparse.ArgumentParser:
                                    "the --recipe dataset's (with --set), so `attnclf train --dataset D "
                                    "--init-from OUTPUT` can start from it. A dataset gives its training texts "
                                    "(never its test texts) and any unlabelled ones it ships. Each finished epoch "
-                                   "is saved; the same command again continues an interrupted one.")
+                                   "is saved, and within an epoch every --checkpoint-minutes; the same command "
+                                   "again continues an interrupted one.")
     _add_text_source_args(p)
     p.add_argument("--output", "-o", required=True, help="folder to write (encoder.safetensors, tokenizer.json, "
                                                           "pretrain.json; checkpoint.safetensors to resume from)")
@@ -1675,6 +1679,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--min-frequency", type=int, help="words seen fewer times read as <unk> (default: 5)")
     p.add_argument("--seed", type=int, help="seeds the initial weights, dropout, the order of the pieces and "
                                             "which words are hidden (default: 0)")
+    p.add_argument("--checkpoint-minutes", type=float,
+                   help="within an epoch, save the state to continue from every this many minutes of pretraining "
+                        "(0: only as epochs end; default: 10); it may change when the command is run again")
     _add_device_arg(p)
     p.add_argument("--threads", type=int, help="PyTorch threads (default: one per core)")
     p.add_argument("--quiet", action="store_true", help="no progress bars, nor a line per epoch")
@@ -1950,8 +1957,7 @@ def _kept_model(args: argparse.Namespace) -> str:
 
 
 # Commands that an interruption leaves resumable by running them again, and what the second run keeps.
-_RERUN_CONTINUES = {"pretrain": "continues from its last finished epoch",
-                    "compare": "keeps the finished cells and continues the others",
+_RERUN_CONTINUES = {"compare": "keeps the finished cells and continues the others",
                     "ablate": "keeps the finished cells and continues the others"}
 
 
@@ -1962,6 +1968,8 @@ def _resume_hint(args: argparse.Namespace | None) -> str:
         return args.resume_hint
     if args is None:  # (stopped while its arguments were parsed)
         return ""
+    if args.command == "pretrain":
+        return _pretrain_hint(args)
     if args.command in _RERUN_CONTINUES:
         return f"; the same command again, `{shlex.join(['attnclf', args.command, *args.argv])}`, " \
                f"{_RERUN_CONTINUES[args.command]}"
@@ -1986,6 +1994,19 @@ def _resume_hint(args: argparse.Namespace | None) -> str:
              minutes else f"as the first epoch ends {TrainConfig.checkpoint_seconds:g} s in")
     return f"; nothing was checkpointed yet (the first checkpoint comes {first}), so nothing is kept to resume " \
            f"from: train it again{kept}"
+
+
+def _pretrain_hint(args: argparse.Namespace) -> str:
+    """What an interrupted `pretrain` kept, and that its own command again continues from there (or starts afresh)."""
+    from .training.pace import CHECKPOINT_MINUTES
+    from .training.pretrain import pretrain_kept
+
+    again = f"the same command again, `{shlex.join(['attnclf', args.command, *args.argv])}`"
+    if kept := pretrain_kept(args.output):
+        return f"; {kept[0]}: {again}, {kept[1]}"
+    minutes = CHECKPOINT_MINUTES if args.checkpoint_minutes is None else args.checkpoint_minutes
+    first = f"{minutes:g} min into pretraining, or as the first epoch ends" if minutes else "as the first epoch ends"
+    return f"; nothing was checkpointed yet (the first checkpoint comes {first}): {again}, starts it afresh"
 
 
 if __name__ == "__main__":

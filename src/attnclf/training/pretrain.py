@@ -11,8 +11,10 @@ learns to read the vectors the classifier will start from.
 The folder it writes holds ``encoder.safetensors`` (positions, encoder, token
 embedding), ``tokenizer.json`` and ``pretrain.json`` (the model's shape, the
 corpus, the losses, the device it last pretrained on), and
-``checkpoint.safetensors``, the whole state after the last finished epoch,
-which resumes an interrupted call. On SST-2 sentences 52 minutes of it did
+``checkpoint.safetensors``, the whole state as the last epoch ended or, within
+an epoch, every ``checkpoint_minutes`` of it (where the epoch was: its step and
+losses so far), which resumes an interrupted call from the next step to the
+same bytes; the encoder is published as epochs end only. On SST-2 sentences 52 minutes of it did
 not beat the fixed vectors alone (BENCHMARKS.md). ``attnclf train
 --init-from FOLDER`` starts a ``self-attn`` model of the same shape from it
 (``load_pretrained``): the encoder whole, the token embedding row by row for
@@ -37,7 +39,6 @@ from typing import Callable, Collection, Iterable, Sequence
 import numpy as np
 import torch
 from torch import nn
-from tqdm.auto import tqdm
 
 from ..checks import by_field, check_seed, real_number, whole_number
 from ..errors import AttnclfError, RunDirError, shown
@@ -53,6 +54,8 @@ from ..text.tokenizer import PAD_ID, UNK_ID, Tokenizer, TokenizerConfig
 from ..text.vectors import WordVectors
 from .device import (describe_device, device_generator_state, forked_generators, resolve_device, seed_generators,
                      set_device_generator_state)
+from . import pace
+from .pace import CHECKPOINT_MINUTES, EpochSteps, checked_minutes
 from .trainer import device_rng_key, optimizer_tensors, restore_optimizer
 
 ENCODER_FILE = "encoder.safetensors"
@@ -180,13 +183,15 @@ class MaskedWordHead(nn.Module):
 
 def pretrain_encoder(texts: Sequence[str], settings: PretrainSettings, output: str | Path,
                      log: Callable[[str], None] = print, progress: bool = False,
-                     device: str | torch.device = "auto") -> dict:
+                     device: str | torch.device = "auto", checkpoint_minutes: float = CHECKPOINT_MINUTES) -> dict:
     """Pretrain a ``self-attn`` encoder on ``texts`` into the folder ``output``; return what ``pretrain.json`` records.
 
     Deterministic on the CPU for the same texts, settings and thread count. After each epoch the whole
     state goes into one file, ``checkpoint.safetensors`` (written atomically), and the encoder is published
-    from it; the same call again after an interruption continues from there and ends where one
-    uninterrupted call would have. ``progress`` shows a bar per epoch on a terminal. ``device`` is where it runs, as
+    from it; within an epoch the state goes there every ``checkpoint_minutes`` of training too (0: never), as
+    `train`'s does. The same call again after an interruption continues from there (``pretrain_kept`` says where)
+    and ends where one uninterrupted call would have, to the byte on the CPU; the interval may differ. ``progress``
+    shows a bar per epoch on a terminal, else a line every ``pace.PROGRESS_LINE_SECONDS``. ``device`` is where it runs, as
     for ``train_run`` (``auto``: CUDA, else MPS, else the CPU; ``cuda:N``; or a ``torch.device``); one the machine
     lacks is one line before anything is read. Masking and the sampled words draw on the CPU whatever the device, so
     only the model's sums and its dropout differ on a GPU.
@@ -194,6 +199,7 @@ def pretrain_encoder(texts: Sequence[str], settings: PretrainSettings, output: s
     >>> # pretrain_encoder(texts, PretrainSettings(epochs=1), "pretrained/mine", device="cuda:1")
     """
     device = resolve_device(device)
+    checkpoint_minutes = checked_minutes(checkpoint_minutes)
     texts = check_texts(texts)
     if not texts:
         raise AttnclfError("no text to pretrain on")
@@ -213,14 +219,15 @@ def pretrain_encoder(texts: Sequence[str], settings: PretrainSettings, output: s
         # (generators seeded inside on a fork: the caller's own stream goes on untouched)
         with forked_generators(device), folder_lock(output):
             remove_cut_short_writes(output)
-            return _pretrain(texts, settings, output, record, vectors, log, progress, device)
+            return _pretrain(texts, settings, output, record, vectors, log, progress, device, checkpoint_minutes)
     except AttnclfError:  # (refused before anything was written: a folder made for it goes again)
         remove_empty_folders(output, created)
         raise
 
 
 def _pretrain(texts: Sequence[str], settings: PretrainSettings, output: Path, record: dict,
-              vectors: WordVectors | None, log: Callable[[str], None], progress: bool, device: torch.device) -> dict:
+              vectors: WordVectors | None, log: Callable[[str], None], progress: bool, device: torch.device,
+              checkpoint_minutes: float) -> dict:
     saved = _earlier_state(output, record)
     if saved is not None and _published_whole(output, saved["record"], settings.epochs):
         log(f"pretrain: {output} has pretrained all {settings.epochs} epochs already; nothing to do")
@@ -263,7 +270,13 @@ def _pretrain(texts: Sequence[str], settings: PretrainSettings, output: Path, re
     counts[[PAD_ID, UNK_ID]] = 0
     sampling = torch.from_numpy(counts.astype(np.float64) ** 0.75)
     generator = torch.Generator().manual_seed(settings.seed)
-    if saved is not None:
+    position = saved and saved.get("within_epoch")  # (where a checkpoint within an epoch left it)
+    if position:
+        record = _restore(output, saved, model, head, optimizer, schedule, generator, device)
+        # (not published: what --init-from reads stays the last finished epoch's, which was published before)
+        log(f"pretrain: resuming from step {position['step'] + 1:,} of {position['epoch_steps']:,} in epoch "
+            f"{len(record['epochs']) + 1} of {settings.epochs}")
+    elif saved is not None:
         record = _restore(output, saved, model, head, optimizer, schedule, generator, device)
         _publish(output, record, model, tokenizer)  # (an interruption may have come between the checkpoint and these)
         if len(record["epochs"]) == settings.epochs:
@@ -274,11 +287,16 @@ def _pretrain(texts: Sequence[str], settings: PretrainSettings, output: Path, re
     if len(record["epochs"]) < settings.epochs:  # (as a run's config.json: where the weights last trained)
         record["device"] = describe_device(device)
     model.train()
+    last_saved = pace.clock()
     for epoch in range(len(record["epochs"]), settings.epochs):
-        batches.set_epoch(epoch)
-        epoch_started, losses = time.perf_counter(), []
-        for batch in tqdm(batches, desc=f"pretrain epoch {epoch + 1}", disable=None if progress else True,
-                          leave=False):
+        batches.set_epoch(epoch)  # (the epoch's order, drawn again the same on a resume)
+        first, carried, losses = ((position["step"], position["epoch_seconds"], position["epoch_losses"])
+                                  if position else (0, 0.0, []))
+        position = None
+        steps = EpochSteps(batches.batch_indices(), f"pretrain epoch {epoch + 1}", progress=progress,
+                           checkpoint_minutes=checkpoint_minutes, first=first, carried=carried, unit="pieces")
+        for step, idx in steps:
+            batch = batches.batch(idx)
             ids, mask = batch.input_ids, batch.attention_mask
             # <unk> is a word like the others here: a hidden rare word is to be recognised as rare.
             corrupted, chosen = mask_tokens(ids, mask, settings.mask_rate, tokenizer.vocab_size, generator)
@@ -297,10 +315,16 @@ def _pretrain(texts: Sequence[str], settings: PretrainSettings, output: Path, re
             optimizer.step()
             schedule.step()
             losses.append(loss.item())
-        seconds = time.perf_counter() - epoch_started
+            if steps.after_step(step + 1, len(idx), lambda: float(np.mean(losses)), last_saved):
+                _save_checkpoint(output, record, model, head, optimizer, schedule, generator, device,
+                                 position={"step": step + 1, "epoch_steps": steps.steps,
+                                           "epoch_seconds": steps.seconds(), "epoch_losses": losses})
+                last_saved = pace.clock()
+        seconds = steps.seconds()
         record["epochs"].append({"epoch": epoch + 1, "loss": round(float(np.mean(losses)), 4),
                                  "seconds": round(seconds, 1), "tokens_per_second": round(tokens / seconds)})
         _save_checkpoint(output, record, model, head, optimizer, schedule, generator, device)
+        last_saved = pace.clock()
         _publish(output, record, model, tokenizer)
         log(f"pretrain: epoch {epoch + 1}/{settings.epochs} loss {np.mean(losses):.4f} ({seconds:.0f} s, "
             f"{tokens / seconds:,.0f} tokens/s; saved)")
@@ -342,6 +366,8 @@ def _earlier_state(output: Path, record: dict) -> dict | None:
         saved = json.loads(_checkpoint_metadata(checkpoint)["state"])
         then = saved["record"]
         then["epochs"], saved["schedule"], saved["optimizer_param_groups"]  # (what resuming reads)
+        if position := saved.get("within_epoch"):
+            position["step"] + position["epoch_steps"] + position["epoch_seconds"] + sum(position["epoch_losses"])
     except (KeyError, TypeError, ValueError):
         raise RunDirError(f"{checkpoint}: not a checkpoint of `attnclf pretrain`; choose another --output") from None
     for key, what in (("texts_sha256", "other texts"), ("settings", "other settings"),
@@ -353,6 +379,30 @@ def _earlier_state(output: Path, record: dict) -> dict | None:
                               f"{f' ({differ}: {then[key].get(differ)!r} there, {record[key][differ]!r} here)' if differ else ''}"
                               f"; rerun its own command to continue it, or choose another --output")
     return saved
+
+
+def pretrain_kept(output: str | Path) -> tuple[str, str] | None:
+    """What the interrupted pretraining in ``output`` kept ("kept step 812 of 1,561 in epoch 1 of 2") and what its
+    own command run again does from there ("continues from step 813"); None where it kept nothing readable.
+
+    >>> pretrain_kept("no/such/folder") is None
+    True
+    """
+    checkpoint = Path(output) / CHECKPOINT_FILE
+    if not checkpoint.is_file():
+        return None
+    try:
+        saved = json.loads(_checkpoint_metadata(checkpoint)["state"])
+        finished, epochs = len(saved["record"]["epochs"]), saved["record"]["settings"]["epochs"]
+        position = saved.get("within_epoch")
+        step, steps = (position["step"], position["epoch_steps"]) if position else (None, None)
+    except (KeyError, TypeError, ValueError, AttnclfError):  # (not a pretraining's: the command again says so)
+        return None
+    if position:
+        return f"kept step {step:,} of {steps:,} in epoch {finished + 1} of {epochs}", f"continues from step {step + 1:,}"
+    if finished >= epochs:
+        return f"kept epoch {finished} of {epochs}", "has nothing left to do"
+    return f"kept epoch {finished} of {epochs}", f"continues from epoch {finished + 1}"
 
 
 def as_begun(output: str | Path, model_config: dict, earlier: Sequence[dict]) -> dict:
@@ -400,9 +450,11 @@ def _checkpoint_metadata(path: Path) -> dict:
 
 
 def _save_checkpoint(output: Path, record: dict, model, head, optimizer, schedule, generator,
-                     device: torch.device) -> None:
+                     device: torch.device, position: dict | None = None) -> None:
     """Everything a resumed call needs, in one file written atomically: it is the only thing resuming trusts. On a
-    GPU, its generator too (dropout draws from it there), as a run's checkpoint keeps it."""
+    GPU, its generator too (dropout draws from it there), as a run's checkpoint keeps it. ``position``: where
+    within the epoch after ``record``'s a checkpoint within it was taken (step, the epoch's steps, its seconds and
+    losses so far)."""
     tensors = {f"model.{name}": tensor for name, tensor in model.state_dict().items()
                if name.startswith(PRETRAINED_PREFIXES)}
     tensors |= {f"head.{name}": tensor for name, tensor in head.state_dict().items()}
@@ -413,7 +465,8 @@ def _save_checkpoint(output: Path, record: dict, model, head, optimizer, schedul
     if (own := device_generator_state(device)) is not None:
         tensors[device_rng_key(device)] = own
     metadata = {"state": json.dumps({"record": record, "optimizer_param_groups": param_groups,
-                                     "schedule": schedule.state_dict()})}
+                                     "schedule": schedule.state_dict(),
+                                     **({"within_epoch": position} if position else {})})}
     atomic_save_tensors(output / CHECKPOINT_FILE, tensors, metadata)
 
 
