@@ -208,3 +208,21 @@ def test_cli_window_flags(tmp_path, capsys):
     assert build_settings(build_parser().parse_args(["train", "--dataset", "demo"])).windows is None
     assert main(["train", "--dataset", "demo", "--window-stride", "4", "--output", str(tmp_path / "x")]) != 0
     assert "--window-stride needs --windows" in capsys.readouterr().err
+
+
+def test_windowed_training_batches_hold_packed_ids_and_say_they_are_tokenising(capsys):
+    """`train --windows` still encoded every text in one call into a list of Python ints per text (28 bytes an id and
+    more) while the plain path packs them, a chunk at a time, into one array of 4-byte ids."""
+    from attnclf.data.base import TextDataset
+    from attnclf.text.cache import MappedSequences
+    from attnclf.training.run import _batches
+
+    words = [f"w{i}" for i in range(40)]
+    texts = [" ".join(words[i:]) for i in range(20)]
+    tok = Tokenizer.train(texts, TokenizerConfig(min_frequency=1, max_len=8))
+    windows = WindowConfig(stride=6, max_windows=3)
+    batches = _batches(tok, TextDataset(texts, [0, 1] * 10, ["a", "b"]), batch_size=4, shuffle=True, seed=0,
+                       windows=windows, progress=True)
+    assert isinstance(batches.sequences, MappedSequences)
+    assert [ids.tolist() for ids in batches.sequences] == tok.encode(texts, max_len=windows.covered(8))
+    assert "tokenising 20 training texts" in capsys.readouterr().err

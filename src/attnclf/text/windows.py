@@ -27,6 +27,7 @@ import torch
 
 from ..errors import AttnclfError
 from .batching import Batch, BucketBatches
+from .cache import encode_packed
 from .tokenizer import PAD_ID, Tokenizer
 
 WINDOW_POOLINGS = ("attention", "mean", "max")
@@ -141,8 +142,11 @@ class WindowBatches(BucketBatches):
 
 def text_batches(tokenizer: Tokenizer, texts: Sequence[str], labels: Sequence[int] | None = None, *,
                  windows: WindowConfig | None = None, batch_size: int = 32, shuffle: bool = False, seed: int = 0,
-                 balanced: bool = False, max_tokens: int | None = None) -> BucketBatches:
-    """Texts encoded and batched as a model reads them: truncated to ``max_len``, or as windows.
+                 balanced: bool = False, max_tokens: int | None = None, packed: bool = False,
+                 done: Callable[[int], None] | None = None) -> BucketBatches:
+    """Texts encoded and batched as a model reads them: truncated to ``max_len``, or as windows. ``packed``: their
+    ids packed a chunk of texts at a time into one array (``encode_packed``, as training holds a whole file's;
+    ``done(count)`` after each chunk, for a bar), else a list of ids per text (what a prediction reports).
 
     >>> from attnclf.text import TokenizerConfig
     >>> tok = Tokenizer.train(["a b c d e f g h"], TokenizerConfig(min_frequency=1, max_len=4))
@@ -151,8 +155,10 @@ def text_batches(tokenizer: Tokenizer, texts: Sequence[str], labels: Sequence[in
     """
     options = {"batch_size": batch_size, "shuffle": shuffle, "seed": seed, "balanced": balanced,
                "max_tokens": max_tokens}
-    if windows is None:
-        return BucketBatches(tokenizer.encode(texts), labels, **options)
     window_len = tokenizer.config.max_len
-    sequences = tokenizer.encode(texts, max_len=windows.covered(window_len))
+    max_len = windows.covered(window_len) if windows is not None else None  # (None: the tokenizer's own)
+    sequences = (encode_packed(tokenizer, texts, max_len, done=done) if packed else
+                 tokenizer.encode(texts, max_len=max_len))
+    if windows is None:
+        return BucketBatches(sequences, labels, **options)
     return WindowBatches(sequences, labels, window_len=window_len, stride=windows.stride_for(window_len), **options)
