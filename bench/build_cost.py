@@ -8,6 +8,7 @@ CPU milliseconds of one thread, the median of 11 builds each, for the demo's `se
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import time
 
@@ -33,10 +34,16 @@ def median_cpu_ms(make, repeats: int = 11) -> float:
     return statistics.median(times) * 1000
 
 
-if __name__ == "__main__":
+def main() -> None:
+    # (no options: a parser all the same, so that --help answers instead of running the measurement)
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     torch.set_num_threads(1)
     for label, fields in CASES.items():
         config = config_for("self-attn", **fields)
         checked = median_cpu_ms(lambda: build_model("self-attn", **fields))
         alone = median_cpu_ms(lambda: MODELS["self-attn"].model_class(config))
         print(f"{label}: build_model {checked:.1f} CPU ms, the class alone {alone:.1f} ms: +{checked - alone:.1f} ms")
+
+
+if __name__ == "__main__":
+    main()

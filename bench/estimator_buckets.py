@@ -25,7 +25,7 @@ def folder_bytes(folder: Path) -> int:
 
 
 def main() -> None:
-    p = parser(__doc__.splitlines()[0])
+    p = parser(__doc__.split("\n\n")[0])
     p.add_argument("--sizes", type=int, nargs="+", default=[300, 6920])
     args = parse_seeds_and_threads(p)
     data = splits("sst2-sentences", args.data_dir)

@@ -365,7 +365,7 @@ def table(cells: dict, seeds: list[int], references: dict | None = None) -> str:
 
 
 def main() -> None:
-    p = parser(__doc__.splitlines()[0])
+    p = parser(__doc__.split("\n\n")[0])
     p.add_argument("--work", default="runs/small-files", help="folder for the data files and the runs")
     p.add_argument("--sets", nargs="+", choices=SETS, default=list(SETS))
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
