@@ -7,7 +7,8 @@ file recipe on it for --epochs, three times as separate `attnclf train` processe
 (--checkpoint-minutes 0); with a checkpoint every --interval minutes, stopped by a real SIGINT once a checkpoint
 within its last epoch is committed; then that run again with --resume. Prints each checkpoint's seconds (all of
 Trainer._save_checkpoint: its tensors and state.json, synced to disk) and the size of its tensors, the interrupt's
-message, and whether the resumed model.safetensors is the straight run's bytes.
+message, and whether the resumed model.safetensors is the straight run's bytes; writes them to
+bench/results/midepoch_checkpoints.json (or --out).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import data_dir, parser
+from common import data_dir, parser, write_result
 
 from attnclf.rundir import file_sha256
 
@@ -81,25 +82,28 @@ def main() -> None:
     p.add_argument("--interval", type=float, default=0.05, help="--checkpoint-minutes of the stopped run")
     p.add_argument("--threads", type=int, default=1)
     args = p.parse_args()
+    result = {"rows": args.rows, "epochs": args.epochs, "interval_minutes": args.interval, "threads": args.threads}
     with tempfile.TemporaryDirectory(prefix="midepoch-") as tmp:
         folder = Path(tmp)
         rows = folder / "ag.csv"
         write_rows(Path(data_dir(args.data_dir)) / "ag_news" / "test.csv", args.rows, rows)
         common = ["--train-file", str(rows), "--epochs", str(args.epochs), "--threads", str(args.threads),
                   "--quiet", "--no-report"]
-        seconds, _ = train([*common, "--checkpoint-minutes", "0", "--output", str(folder / "straight")])
-        print(f"straight: {seconds:.1f} s")
-        seconds, err = train([*common, "--checkpoint-minutes", str(args.interval), "--output", str(folder / "stopped")],
-                             stop_within_epoch=args.epochs)
-        print(f"stopped: {seconds:.1f} s")
-        print("\n".join(line for line in err.splitlines() if line.startswith(("checkpoint", "attnclf:"))))
-        seconds, err = train(["--resume", "--output", str(folder / "stopped"), "--quiet", "--no-report"])
-        print(f"resumed: {seconds:.1f} s")
-        print("\n".join(line for line in err.splitlines() if line.startswith(("checkpoint", "attnclf:"))))
-        same = file_sha256(folder / "straight" / "model.safetensors") == file_sha256(
-            folder / "stopped" / "model.safetensors")
-        print(f"resumed model.safetensors is the straight run's bytes: {same}")
-        print(f"histories equal but for seconds: {histories(folder / 'straight') == histories(folder / 'stopped')}")
+        runs = {"straight": ([*common, "--checkpoint-minutes", "0", "--output", str(folder / "straight")], None),
+                "stopped": ([*common, "--checkpoint-minutes", str(args.interval), "--output", str(folder / "stopped")],
+                            args.epochs),
+                "resumed": (["--resume", "--output", str(folder / "stopped"), "--quiet", "--no-report"], None)}
+        for name, (argv, stop_within_epoch) in runs.items():
+            seconds, err = train(argv, stop_within_epoch)
+            said = [line for line in err.splitlines() if line.startswith(("checkpoint", "attnclf:"))]
+            result[name] = {"wall_seconds": round(seconds, 1), "checkpoint_and_attnclf_lines": said}
+            print(f"{name}: {seconds:.1f} s", *([] if name == "straight" else said), sep="\n")
+        result["resumed_bytes_equal_straight"] = file_sha256(folder / "straight" / "model.safetensors") == \
+            file_sha256(folder / "stopped" / "model.safetensors")
+        result["histories_equal_but_seconds"] = histories(folder / "straight") == histories(folder / "stopped")
+        print(f"resumed model.safetensors is the straight run's bytes: {result['resumed_bytes_equal_straight']}")
+        print(f"histories equal but for seconds: {result['histories_equal_but_seconds']}")
+    write_result("midepoch_checkpoints", result, args.out)
 
 
 def histories(run: Path) -> list[dict]:

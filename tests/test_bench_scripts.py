@@ -141,6 +141,21 @@ def test_a_quoted_bench_command_parses(where, script, rest, monkeypatch, capsys)
         pytest.fail(f"{where}: `python bench/{script}.py{rest}` does not parse: {error}")
 
 
+def test_the_bench_readme_lists_every_script():
+    readme = (BENCH / "README.md").read_text("utf-8")
+    assert not [script for script in SCRIPTS if f"`python bench/{script}.py" not in readme]
+
+
+def test_a_script_offering_out_writes_its_result():
+    """bench/common.py's parser gives a script --out ("result JSON"): a script that takes it and writes nothing
+    leaves a reviewer's --out empty."""
+    sources = {script: (BENCH / f"{script}.py").read_text("utf-8") for script in SCRIPTS}
+    offering = [script for script, source in sources.items()
+                if re.search(r"^from common import .*\bparser\b", source, flags=re.M)]
+    assert len(offering) >= 30  # (the pattern still finds them)
+    assert not [script for script in offering if "write_result(" not in sources[script]]
+
+
 HELP_EACH = r"""
 import ast, contextlib, io, json, runpy, sys
 sys.path.insert(0, "bench")  # (as `python bench/X.py` puts its folder first)
