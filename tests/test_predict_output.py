@@ -425,3 +425,47 @@ def test_a_long_predict_into_a_file_shows_its_rows_and_rate_at_a_terminal(run, t
     # (the chunks' counts reach the bar: test_predict_file_tells_each_chunk_written_as_it_goes)
     assert "\rpredicting: " in terminal.text and " texts/s]" in terminal.text
     assert terminal.text.rstrip().endswith("wrote 5 predictions to " + str(tmp_path / "out.csv"))
+
+
+def _bar_total_shown(terminal: _Terminal, rows: int) -> bool:
+    """Whether the bar drew its total (rows done of it, as `| 0/5 [`), whence its time left."""
+    return f"/{rows} [" in terminal.text and "%|" in terminal.text
+
+
+def test_a_parquet_file_gives_the_bar_its_row_count_from_its_metadata(run, tmp_path, monkeypatch):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    source = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"text": [POSITIVE[i % 4] for i in range(5)]}), source)
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    assert main(["predict", str(run), "--file", str(source), "--output", str(tmp_path / "out.csv")]) == 0
+    assert _bar_total_shown(terminal, 5)
+
+
+def test_a_plain_text_file_read_whole_gives_the_bar_its_count(run, tmp_path, monkeypatch):
+    source = tmp_path / "in.txt"
+    source.write_text("".join(f"{POSITIVE[i % 4]}\n\n" for i in range(5)), encoding="utf-8")  # (blank lines skipped)
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    assert main(["predict", str(run), "--file", str(source), "--output", str(tmp_path / "out.csv")]) == 0
+    assert _bar_total_shown(terminal, 5)
+
+
+def test_a_csv_s_bar_goes_without_a_total_it_would_take_a_pass_to_count(run, tmp_path, monkeypatch):
+    source = write_rows(tmp_path / "in.csv", ["id", "text"], [(i, POSITIVE[i % 4]) for i in range(5)])
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    assert main(["predict", str(run), "--file", str(source), "--output", str(tmp_path / "out.csv")]) == 0
+    assert "\rpredicting: " in terminal.text and not _bar_total_shown(terminal, 5)
+
+
+def test_unknown_token_notes_take_a_line_of_their_own_under_the_bar(run, tmp_path, monkeypatch):
+    source = write_rows(tmp_path / "in.csv", ["id", "text"], [(1, "zzqx wqvy plok"), (2, "i loved it")])
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    assert main(["predict", str(run), "--file", str(source), "--output", str(tmp_path / "out.csv")]) == 0
+    noted = [line for line in terminal.text.split("\n") if "note: " in line]
+    assert len(noted) == 1
+    # What the terminal shows of the line: the text after its last carriage return, the bar's drawing cleared.
+    assert noted[0].rsplit("\r", 1)[-1].startswith("note: 'zzqx wqvy plok': ")

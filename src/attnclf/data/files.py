@@ -852,6 +852,25 @@ def has_rows(path: str | Path) -> bool:
     return is_data_file(path) or is_fasttext_file(path)
 
 
+def known_row_count(path: str | Path) -> int | None:
+    """How many rows ``iter_rows`` will give of ``path`` where that is known without reading them: a Parquet file's,
+    from its footer; None for any other file (a CSV's quoted fields may hold newlines: only a pass through it counts
+    them) or one whose footer is unreadable (reading its rows says what is wrong with it).
+
+    >>> known_row_count("to_score.csv") is None  # (a Parquet file: its row count, read from its metadata)
+    True
+    """
+    path = Path(path)
+    if data_suffix(path) != ".parquet" or compression_suffix(path):
+        return None
+    try:
+        import pyarrow.parquet as pq
+
+        return pq.read_metadata(path).num_rows
+    except Exception:  # no pyarrow, no such file, not Parquet: each the reader's one-line error, in its place
+        return None
+
+
 def text_lines(raw: bytes, source: str) -> list[str]:
     """The non-blank lines of UTF-8 ``raw`` (LF or CRLF), each a text, less their labels when the first starts with
     ``__label__`` (fastText's format, as ``is_fasttext_file`` tells a file's); ``source`` names where they came from (a
