@@ -123,10 +123,18 @@ def test_an_estimator_left_at_its_defaults_builds_what_train_on_a_file_builds():
 
     train = build_settings(build_parser().parse_args(["train", "--train-file", "t.csv", "--output", "unused"]))
     clf = AttentionTextClassifier()
-    assert clf._train_config(np.array(["a", "b"]), clf.random_state).to_dict() == train.train.to_dict()
+    # (all but when to checkpoint within an epoch, which shapes no model: test_a_fit_checkpoints_only_as_epochs_end)
+    assert clf._train_config(np.array(["a", "b"]), clf.random_state).to_dict() == {
+        **train.train.to_dict(), "checkpoint_minutes": 0}
     assert clf._tokenizer_config() == train.tokenizer
     assert (clf.model, clf._model_fields()) == (train.model, train.model_config)
     assert (clf.validation_fraction, clf.device, clf.threads) == (train.data.val_fraction, train.device, train.threads)
+
+
+def test_a_fit_checkpoints_only_as_epochs_end():
+    # The Trainer trains into a temporary folder that goes with the fit: a checkpoint every 10 minutes within an epoch
+    # (train's default, for a resume) would be written there for nobody to resume from.
+    assert AttentionTextClassifier()._train_config(np.array(["a", "b"]), 0).checkpoint_minutes == 0
 
 
 def test_a_fit_at_the_default_epochs_stops_early_where_train_stops(data, tmp_path):

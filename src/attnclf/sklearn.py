@@ -512,10 +512,10 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
 
     def _train_config(self, classes: np.ndarray, seed: int) -> TrainConfig:
         """The Trainer's settings, for labels ``classes`` (which a dict of class weights is keyed by) and the seed
-        ``random_state`` gave (``_seed``)."""
+        ``random_state`` gave (``_seed``). No checkpoint within an epoch: the fit's folder is a temporary one."""
         return TrainConfig(epochs=self.epochs, batch_size=self.batch_size, lr=self.lr, weight_decay=self.weight_decay,
                            patience=self.patience, class_weights=_class_weights_by_name(self.class_weight, classes),
-                           seed=seed)
+                           seed=seed, checkpoint_minutes=0)
 
     def __setstate__(self, state: dict) -> None:
         if "seed" in state:  # (pickled before the parameter took scikit-learn's name: the same seed, renamed)
