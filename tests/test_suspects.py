@@ -87,6 +87,33 @@ def test_resume_keeps_finished_folds_and_trains_the_missing_one(tmp_path, monkey
     assert [row["row"] for row in first][:4] == [row["row"] for row in second][:4]
 
 
+def test_ctrl_c_says_the_command_that_keeps_the_finished_folds(tmp_path, monkeypatch, capsys):
+    from attnclf.training import run
+
+    train = topics_file(tmp_path / "train.csv")
+    work = tmp_path / "work"
+    real, trained = run.train_run, []
+
+    def interrupted_at_fold_2(settings, *args, **kwargs):
+        trained.append(settings.output)
+        if len(trained) >= 2:
+            raise KeyboardInterrupt
+        return real(settings, *args, **kwargs)
+
+    monkeypatch.setattr(run, "train_run", interrupted_at_fold_2)
+    argv = suspects_command(train, work, "--overw")  # (--resume refuses --overwrite, abbreviated too: left out)
+    assert main(argv) == 130
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        f"attnclf: interrupted; `attnclf {' '.join(argv[:-1])} --resume` keeps the finished folds and continues "
+        f"the others (fold 1 finished; fold 2 not started; fold 3 not started; fold 4 not started)")
+    # An --overwrite replacing an --output file: the resumed command, without it, would refuse the file.
+    output = tmp_path / "suspects.csv"
+    output.write_text("earlier\n")
+    assert main(suspects_command(train, work, "--output", str(output), "--overwrite")) == 130
+    assert capsys.readouterr().err.strip().endswith(
+        f"; move {output} aside first (without --overwrite the command keeps it)")
+
+
 def test_a_work_dir_of_earlier_folds_needs_resume_or_overwrite(tmp_path, capsys):
     train = topics_file(tmp_path / "train.csv")
     work = tmp_path / "work"

@@ -678,6 +678,7 @@ def cmd_suspects(args: argparse.Namespace) -> int:
     if not args.work_dir:
         settings.output = f"runs/suspects-{settings.model}-{settings.data.describe()}"
     settings.threads = args.threads
+    args.folds_folder = settings.output  # (where an interruption's hint finds how far each fold got)
     _refuse_if_held(settings.output)
     rows = find_suspects(settings, args.folds, output=args.output, resume=args.resume, overwrite=args.overwrite,
                          progress=not args.quiet, named=_flag)
@@ -1979,6 +1980,8 @@ def _resume_hint(args: argparse.Namespace | None) -> str:
         return ""
     if args.command == "pretrain":
         return _pretrain_hint(args)
+    if args.command == "suspects":
+        return _suspects_hint(args)
     if args.command in _RERUN_CONTINUES:
         return f"; the same command again, `{shlex.join(['attnclf', args.command, *args.argv])}`, " \
                f"{_RERUN_CONTINUES[args.command]}"
@@ -2003,6 +2006,21 @@ def _resume_hint(args: argparse.Namespace | None) -> str:
              minutes else f"as the first epoch ends {TrainConfig.checkpoint_seconds:g} s in")
     return f"; nothing was checkpointed yet (the first checkpoint comes {first}), so nothing is kept to resume " \
            f"from: train it again{kept}"
+
+
+def _suspects_hint(args: argparse.Namespace) -> str:
+    """The command that keeps an interrupted `suspects`' finished folds and continues the others: its own, less
+    --overwrite (which --resume refuses), with how far each fold got; nothing before its work folder is known."""
+    if not hasattr(args, "folds_folder"):
+        return ""
+    from .training.suspects import folds_progress
+
+    again = ["attnclf", "suspects", *_without_flag(args.argv, "--overwrite"), *([] if args.resume else ["--resume"])]
+    # (without --overwrite, the existing file at --output is refused: the folds are not what it waits on)
+    output_kept = (f"; move {args.output} aside first (without --overwrite the command keeps it)"
+                   if args.overwrite and args.output and Path(args.output).exists() else "")
+    return (f"; `{' '.join(map(shlex.quote, again))}` keeps the finished folds and continues the others "
+            f"({folds_progress(args.folds_folder, args.folds)}){output_kept}")
 
 
 def _pretrain_hint(args: argparse.Namespace) -> str:

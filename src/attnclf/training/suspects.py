@@ -183,7 +183,7 @@ def find_suspects(settings: RunSettings, folds: int = DEFAULT_FOLDS, *, output: 
                 scored = classifier.predict_proba([rows.texts[i] for i in held_out])
                 # (a fold's file names the classes as the rows do; its run numbers them in its own order)
                 probabilities[held_out] = scored[:, [classifier.label_names.index(name) for name in rows.label_names]]
-        ours = {f"fold-{fold + 1}" for fold in range(folds)}
+        ours = {fold_dir(work, fold).name for fold in range(folds)}
         for other in [*work.glob("fold-*"), *work.glob("data/fold-*.jsonl")]:  # (an overwritten command's, of more)
             if other.name.removesuffix(".jsonl").removesuffix("-train").removesuffix("-held-out") not in ours:
                 shutil.rmtree(other) if other.is_dir() else other.unlink()
@@ -232,7 +232,28 @@ def _fold_settings(settings: RunSettings, rows: TextDataset, fold_of_row: np.nda
     fold_data = DataSettings(train_file=files["train"], test_file=files["held-out"], val_fraction=data.val_fraction,
                              split_seed=data.split_seed, hold_out=data.hold_out, token_cache=data.token_cache,
                              token_cache_dir=data.token_cache_dir)
-    return replace(settings, data=fold_data, output=str(work / f"fold-{fold + 1}"), report=False)
+    return replace(settings, data=fold_data, output=str(fold_dir(work, fold)), report=False)
+
+
+def fold_dir(work: str | Path, fold: int) -> Path:
+    """Where fold ``fold`` (from 0) of ``find_suspects`` trains: ``work``/fold-K, K from 1.
+
+    >>> fold_dir("runs/suspects-boe-reviews", 0).name
+    'fold-1'
+    """
+    return Path(work) / f"fold-{fold + 1}"
+
+
+def folds_progress(work: str | Path, folds: int) -> str:
+    """How far each of the ``folds`` runs ``find_suspects`` trains into ``work`` got, in one line: what a resumed
+    command keeps and what it continues from (``run_progress``).
+
+    >>> folds_progress("no/such/folder", 2)
+    'fold 1 not started; fold 2 not started'
+    """
+    from .settings import run_progress
+
+    return "; ".join(f"fold {fold + 1} {run_progress(fold_dir(work, fold))}" for fold in range(folds))
 
 
 def _refuse_other_settings(fold_settings: RunSettings, named: Callable[[str], str]) -> None:
