@@ -946,6 +946,17 @@ def test_plain_words_where_the_help_used_jargon_or_riddles(capsys):
     assert "default" in commands["ablate"]._option_string_actions["--axes"].help
 
 
+def test_today_s_commands_help_says_what_they_do_with_a_multi_label_run_and_names_a_folder_a_folder():
+    # serve and export learnt multi-label runs (label sets answered, label-set parity checked) with their --help
+    # silent on it; suspects' --work-dir help spoke of FOLDER/fold-K under the metavar WORK_DIR.
+    from attnclf.cli import build_parser
+
+    commands = build_parser()._subparsers._group_actions[0].choices
+    assert "multi-label run" in commands["serve"].description
+    assert "label set" in commands["export"].description
+    assert commands["suspects"]._option_string_actions["--work-dir"].metavar == "FOLDER"
+
+
 def test_train_help_states_the_max_len_a_file_run_gets(capsys):
     # --max-len's default depends on the model (the file recipe's tokens for self-attn): its help says which, and
     # stays true when the recipe or the general default changes.

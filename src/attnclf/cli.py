@@ -1437,8 +1437,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_model_args(p, default_model="boe")
     p.add_argument("--folds", type=int, default=5, help="K: each row is scored by a model trained on the other K-1 "
                                                         "folds (default: 5)")
-    p.add_argument("--work-dir", help="where each fold's run trains, as FOLDER/fold-K (default: "
-                                      "runs/suspects-<model>-<dataset>)")
+    p.add_argument("--work-dir", metavar="FOLDER", help="where each fold's run trains, as FOLDER/fold-K (default: "
+                                                       "runs/suspects-<model>-<dataset>)")
     p.add_argument("--output", "-o", metavar="FILE",
                    help="write every row, lowest given-label probability first, to a .csv, .tsv, .jsonl or .parquet "
                         "file: row, text, given_label, given_label_probability, predicted_label, margin (the given "
@@ -1623,7 +1623,9 @@ def build_parser() -> argparse.ArgumentParser:
                                    "one past --max-connections in flight, a 503 with Retry-After. --backend onnx "
                                    "serves the run's ONNX export (`attnclf export`) on onnxruntime, faster and "
                                    "without PyTorch, and answers /explain with a 400: the graph gives no "
-                                   "explanations.")
+                                   "explanations. A multi-label run's /predict answers each text's set of labels, "
+                                   "every label whose probability reaches its threshold (GET /model's), possibly "
+                                   "none.")
     p.add_argument("run_dir", metavar="RUN_DIR", help="a run directory or a `train --seeds` folder (its ensemble "
                                                        "answers); with --backend onnx, an export or a run holding one")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
@@ -1697,8 +1699,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no progress bars, nor a line per epoch")
 
     p = sub.add_parser("export", help="export a trained model for inference without PyTorch (ONNX)",
-                       description="Write RUN_DIR's model as ONNX with its tokenizer and labels, and check that "
-                                   "it predicts what PyTorch predicts; `attnclf predict --backend onnx` and "
+                       description="Write RUN_DIR's model as ONNX with its tokenizer and labels (a multi-label "
+                                   "run's: with its thresholds), and check that it predicts what PyTorch predicts "
+                                   "(a multi-label run: the same label sets); `attnclf predict --backend onnx` and "
                                    "`attnclf serve --backend onnx` use it.")
     p.add_argument("run_dir", metavar="RUN_DIR", help="the run directory to export")
     p.add_argument("--format", choices=["onnx"], default="onnx", help="only onnx for now (default: onnx)")
