@@ -161,6 +161,43 @@ def held_elsewhere():
 
 
 @pytest.fixture
+def serving_process():
+    """``with serving_process(*arguments) as (process, url, answer):`` `attnclf serve ARGUMENTS --port 0` in a process
+    of its own (stdout and stderr piped, as text; its "serving" line read), once it has answered a /predict of
+    "good" (``answer``); killed after the block if it still runs. For what only a real process shows: signals."""
+    import subprocess
+    import sys
+    import time
+    from contextlib import contextmanager
+
+    import httpx
+
+    @contextmanager
+    def serve(*arguments):
+        process = subprocess.Popen([sys.executable, "-m", "attnclf", "serve", *arguments, "--port", "0"],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            serving = process.stdout.readline()
+            serving = json.loads(serving)["message"] if serving.startswith("{") else serving
+            url = serving.split(" on ", 1)[1].split(" ", 1)[0]  # "serving RUN (torch) on URL ..."
+            deadline = time.monotonic() + 120
+            while True:
+                try:
+                    answer = httpx.post(f"{url}/predict", json={"text": "good"}, timeout=30)
+                    break
+                except httpx.TransportError:
+                    assert process.poll() is None and time.monotonic() < deadline, process.stderr.read()
+                    time.sleep(0.2)
+            yield process, url, answer
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.communicate()
+
+    return serve
+
+
+@pytest.fixture
 def files_but_the_lock():
     """``files_but_the_lock(folder)``: every file under ``folder`` by its path, and its bytes, but the lock file a
     holder keeps there (``rundir.LOCK_FILE``): what a command refused by that holder must leave as it was."""

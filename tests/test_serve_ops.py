@@ -162,38 +162,17 @@ def test_an_app_not_told_its_weights_names_none(local):
 
 
 @pytest.mark.parametrize("access_log", ["text", "json"])
-def test_a_sigterm_stop_says_when_it_begins_why_and_when_it_has_stopped(demo_run, access_log):
+def test_a_sigterm_stop_says_when_it_begins_why_and_when_it_has_stopped(demo_run, access_log, serving_process):
     """uvicorn logs at warning: without these lines, a clean stop under systemd or Docker left no trace, and could
     not be told from a crash. As JSON, they are objects like the requests': a collector reads stdout line by line."""
     import json
     import signal
-    import subprocess
-    import sys
-    import time
 
-    import httpx
-
-    process = subprocess.Popen([sys.executable, "-m", "attnclf", "serve", str(demo_run), "--port", "0", "--device",
-                                "cpu", "--threads", "1", "--access-log", access_log],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        serving = process.stdout.readline()
-        serving = json.loads(serving)["message"] if access_log == "json" else serving
-        url = serving.split(" on ", 1)[1].split(" ", 1)[0]  # "serving RUN (torch) on URL ..."
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                assert httpx.post(f"{url}/predict", json={"text": "good"}, timeout=30).status_code == 200
-                break
-            except httpx.TransportError:
-                assert process.poll() is None and time.monotonic() < deadline, process.stderr.read()
-                time.sleep(0.2)
+    with serving_process(str(demo_run), "--device", "cpu", "--threads", "1", "--access-log", access_log) as (
+            process, url, answer):
+        assert answer.status_code == 200
         process.send_signal(signal.SIGTERM)
         out, err = process.communicate(timeout=30)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.communicate()
     lines = out.splitlines()
     if access_log == "json":
         records = [json.loads(line) for line in lines]

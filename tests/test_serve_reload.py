@@ -2,6 +2,220 @@
 fails keeps the model being served."""
 
 import asyncio
+import json
+import shutil
+
+import pytest
+from fastapi.testclient import TestClient
+
+from attnclf.rundir import file_sha256
+
+
+@pytest.fixture
+def run(demo_run, tmp_path):
+    """A copy of demo_run, for a test to train again in place (``retrained``)."""
+    return shutil.copytree(demo_run, tmp_path / "run")
+
+
+def retrained(run, seed: int = 1) -> str:
+    """Replaces ``run``'s weights with others of the same shapes, as `train --overwrite` would; their sha256."""
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    weights = load_file(run / "model.safetensors")
+    generator = torch.Generator().manual_seed(seed)
+    save_file({name: tensor + 0.01 * torch.randn(tensor.shape, generator=generator) for name, tensor in
+               weights.items()}, run / "model.safetensors.tmp")
+    (run / "model.safetensors.tmp").replace(run / "model.safetensors")
+    return file_sha256(run / "model.safetensors")
+
+
+def served(monkeypatch, *arguments):
+    """The app `attnclf serve ARGUMENTS` would run, uvicorn left unstarted (its requests unlogged, unless ARGUMENTS
+    say otherwise: the service's own lines are the tests')."""
+    import uvicorn
+
+    from attnclf.cli import main
+
+    apps = []
+    monkeypatch.setattr(uvicorn.Server, "run", lambda server, sockets=None: apps.append(server.config.app))
+    assert main(["serve", "--access-log", "off", *arguments, "--port", "0", "--device", "cpu", "--threads", "1"]) == 0
+    return apps[0]
+
+
+def reload(client: TestClient) -> None:
+    """What SIGHUP sets off, run to its end on the app's event loop."""
+    client.portal.call(client.app.state.reloader.reload)
+
+
+def test_a_reload_serves_the_run_trained_again_and_says_which_weights_it_swapped(run, monkeypatch, capsys):
+    old = file_sha256(run / "model.safetensors")
+    with TestClient(served(monkeypatch, str(run))) as client:
+        before = client.post("/predict", json={"text": "a fine film"}).json()
+        new = retrained(run)
+        assert client.get("/model").json()["weights_id"] == old  # (nothing changes until asked)
+        reload(client)
+        assert client.get("/model").json()["weights_sha256"] == [new]
+        answer = client.post("/predict", json={"text": "a fine film"})
+        assert answer.headers["x-attnclf-weights"] == new
+        assert client.post("/explain", json={"text": "a fine film"}).headers["x-attnclf-weights"] == new
+        reload(client)  # nothing trained since
+    assert answer.json() != before, "the answer came from the old weights"
+    out = capsys.readouterr().out.splitlines()
+    assert out[-2:] == [f"reloaded {run}: weights {old} -> {new}", f"reloaded {run}: weights {new} unchanged"], out
+
+
+def test_a_reload_keeps_the_threshold_and_a_json_log_says_so_as_an_object(run, monkeypatch, capsys):
+    old = file_sha256(run / "model.safetensors")
+    with TestClient(served(monkeypatch, str(run), "--threshold", "positive=0.9", "--access-log", "json")) as client:
+        new = retrained(run)
+        reload(client)
+        info = client.get("/model").json()
+    assert info["weights_id"] == new and info["threshold"] == {"class": "positive", "probability": 0.9}, info
+    record = json.loads(capsys.readouterr().out.splitlines()[-2])  # (the request to /model last)
+    assert record["event"] == "reloaded" and record["message"] == f"reloaded {run}: weights {old} -> {new}", record
+
+
+def relabelled(run):
+    (run / "labels.json").write_text(json.dumps(["bad", "good"]))
+
+
+def unreadable(run):
+    (run / "model.safetensors").write_bytes(b"not weights at all")
+
+
+@pytest.mark.parametrize("change, reason", [
+    (relabelled, "is now a run of other labels ('bad', 'good') than those served ('negative', 'positive'): restart "
+                 "the service to serve it"),
+    (unreadable, "model.safetensors"),
+])
+@pytest.mark.parametrize("access_log", ["text", "json"])
+def test_a_reload_that_fails_keeps_the_old_model_and_says_why_in_one_line(run, monkeypatch, capsys, change, reason,
+                                                                          access_log):
+    old = file_sha256(run / "model.safetensors")
+    with TestClient(served(monkeypatch, str(run), "--access-log", access_log)) as client:
+        change(run)
+        reload(client)
+        assert client.get("/model").json()["weights_id"] == old
+        answer = client.post("/predict", json={"text": "a fine film"})
+    assert answer.status_code == 200 and answer.headers["x-attnclf-weights"] == old
+    out = capsys.readouterr()
+    lines = out.out.splitlines()
+    failed = [line for line in lines if "reload failed" in line]
+    assert len(failed) == 1 and "Traceback" not in out.out + out.err, out
+    message = json.loads(failed[0])["message"] if access_log == "json" else failed[0]
+    if access_log == "json":
+        assert json.loads(failed[0])["event"] == "reload_failed"
+    assert message.startswith("reload failed: ") and reason in message, message
+    assert message.endswith(f"; still serving weights {old}"), message
+
+
+def test_a_reload_refuses_a_threshold_whose_class_the_run_no_longer_has(run, monkeypatch, capsys):
+    with TestClient(served(monkeypatch, str(run), "--threshold", "positive=0.9")) as client:
+        relabelled(run)
+        reload(client)
+        assert client.get("/model").json()["threshold"]["class"] == "positive"
+    failed = capsys.readouterr().out.splitlines()[-1]
+    assert failed.startswith("reload failed: --threshold: 'positive' is not one of the run's 2 classes: 'bad', "
+                             "'good'; still serving weights "), failed
+
+
+def test_a_reload_refuses_weights_that_change_as_they_load(run, monkeypatch, capsys):
+    import attnclf.ensemble
+
+    old = file_sha256(run / "model.safetensors")
+    app = served(monkeypatch, str(run))
+    load = attnclf.ensemble.load_backend
+
+    def retrained_meanwhile(*args, **kwargs):
+        loaded = load(*args, **kwargs)
+        retrained(run)
+        return loaded
+
+    monkeypatch.setattr(attnclf.ensemble, "load_backend", retrained_meanwhile)
+    with TestClient(app) as client:
+        reload(client)
+        assert client.get("/model").json()["weights_id"] == old
+    failed = capsys.readouterr().out.splitlines()[-1]
+    assert failed == (f"reload failed: {run / 'model.safetensors'} changed as it was loaded (trained again in "
+                      f"place?); serve it once it is written; still serving weights {old}"), failed
+
+
+def test_a_reload_waits_for_a_run_being_written(run, monkeypatch, capsys, held_elsewhere):
+    old = file_sha256(run / "model.safetensors")
+    with TestClient(served(monkeypatch, str(run))) as client:
+        with held_elsewhere(run) as pid:
+            retrained(run)
+            reload(client)
+            assert client.get("/model").json()["weights_id"] == old
+    failed = capsys.readouterr().out.splitlines()[-1]
+    assert failed == (f"reload failed: {run} is being written by another attnclf process (pid {pid}); wait for it to "
+                      f"finish; still serving weights {old}"), failed
+
+
+def test_reloads_asked_for_together_run_one_at_a_time_and_one_more_covers_those_asked_meanwhile(run, monkeypatch,
+                                                                                                  capsys):
+    import threading
+    import time
+
+    import attnclf.ensemble
+
+    app = served(monkeypatch, str(run))
+    load = attnclf.ensemble.load_backend
+    loading, most, loads = 0, 0, 0
+    lock = threading.Lock()
+
+    def slow(*args, **kwargs):
+        nonlocal loading, most, loads
+        with lock:
+            loading += 1
+            loads += 1
+            most = max(most, loading)
+        time.sleep(0.2)
+        try:
+            return load(*args, **kwargs)
+        finally:
+            with lock:
+                loading -= 1
+
+    monkeypatch.setattr(attnclf.ensemble, "load_backend", slow)
+
+    async def signals_in_quick_succession():
+        reloader = app.state.reloader
+        for _ in range(4):  # the first begins; the others, while it runs, ask for one more after it
+            reloader.request()
+            await asyncio.sleep(0.01)
+        await asyncio.gather(reloader.reload(), reloader.reload())  # (called directly: one at a time as well)
+        while reloader.busy:
+            await asyncio.sleep(0.05)
+
+    with TestClient(app) as client:
+        client.portal.call(signals_in_quick_succession)
+        assert client.post("/predict", json={"text": "good"}).status_code == 200
+    assert most == 1 and loads == 4, (most, loads)
+    assert len([line for line in capsys.readouterr().out.splitlines() if line.startswith("reloaded ")]) == 4
+
+
+def test_a_real_sighup_reloads_the_run_trained_again(run, serving_process):
+    """What systemd's `ExecReload=kill -HUP $MAINPID` does: the service answers from the new weights, unrestarted."""
+    import signal
+
+    import httpx
+
+    old = file_sha256(run / "model.safetensors")
+    with serving_process(str(run), "--device", "cpu", "--threads", "1", "--access-log", "off") as (process, url,
+                                                                                                   answer):
+        assert answer.headers["x-attnclf-weights"] == old
+        new = retrained(run)
+        process.send_signal(signal.SIGHUP)
+        reloaded = process.stdout.readline()
+        assert httpx.post(f"{url}/predict", json={"text": "good"}, timeout=30).headers["x-attnclf-weights"] == new
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=30)
+    assert reloaded == f"reloaded {run}: weights {old} -> {new}\n", reloaded
+    assert out.splitlines() == ["stopping on SIGTERM: no requests in flight",
+                                "stopped after serving 2 requests (/health included)"], out
+    assert "Traceback" not in err, err
 
 
 def test_the_batcher_never_mixes_models_in_a_batch_and_answers_each_request_from_the_one_it_was_sent_to():
@@ -35,3 +249,33 @@ def test_the_batcher_never_mixes_models_in_a_batch_and_answers_each_request_from
     answers = asyncio.run(scenario())
     assert answers == [["old:a"], ["old:b"], ["new:c"], ["new:d"], ["old:e"]]
     assert calls == [("old", ["a"]), ("old", ["b"]), ("new", ["c", "d"]), ("old", ["e"])]
+
+
+def test_a_reload_of_another_kind_of_model_on_the_same_labels_says_so_in_model_and_docs(run, tmp_path, monkeypatch):
+    from attnclf.cli import main
+
+    other = tmp_path / "boe"
+    assert main(["train", "--dataset", "demo", "--model", "boe", "--epochs", "1", "--max-train-examples", "200",
+                 "--output", str(other), "--quiet", "--no-report", "--threads", "1"]) == 0
+    with TestClient(served(monkeypatch, str(run))) as client:
+        assert client.get("/model").json()["model"]["name"] == "self-attn"
+        assert "Text classifier (self-attn)" in client.get("/docs").text
+        shutil.rmtree(run)
+        shutil.copytree(other, run)  # a second run copied over the one served
+        reload(client)
+        info = client.get("/model").json()
+        assert info["model"]["name"] == "boe" and info["weights_id"] == file_sha256(other / "model.safetensors")
+        assert "attention" not in info["explain_methods"]
+        assert "Text classifier (boe)" in client.get("/docs").text
+        assert client.post("/explain", json={"text": "a fine film"}).json()["explanations"][0]["method"] == "occlusion"
+
+
+def test_a_reload_of_an_onnx_service_loads_the_export_again_on_onnxruntime(demo_run, exported, monkeypatch, capsys):
+    weights = file_sha256(demo_run / "model.safetensors")  # (the export names the run's it was exported from)
+    with TestClient(served(monkeypatch, str(exported), "--backend", "onnx", "--int8")) as client:
+        reload(client)
+        info = client.get("/model").json()
+        answer = client.post("/predict", json={"text": "a fine film"})
+    assert info["backend"] == "onnx-int8" and info["weights_id"] == weights, info
+    assert answer.status_code == 200 and answer.headers["x-attnclf-weights"] == weights
+    assert capsys.readouterr().out.splitlines()[-1] == f"reloaded {exported}: weights {weights} unchanged"

@@ -39,10 +39,11 @@ import os
 import shlex
 import socket
 import signal
+import threading
 import time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import InitVar, asdict, dataclass
 from datetime import datetime, timezone
 from functools import partial
@@ -61,12 +62,13 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .. import __version__
 from ..checks import ACCESS_LOGS, by_field, check_threads
-from ..errors import AttnclfError, shown
+from ..errors import AttnclfError, first_few, shown
 from ..export.runtime import OnnxClassifier
-from ..prediction import applied_thresholds, check_texts, class_threshold, joined_text_columns
+from ..prediction import ClassThreshold, applied_thresholds, check_texts, class_threshold, joined_text_columns
 
 SERVER_BATCH_TEXTS = 256  # texts run together at most, across requests
 RETRY_AFTER_SECONDS = 1  # a 503 for too many requests in flight says this: /predict's batches take milliseconds
+_SIGHUP = getattr(signal, "SIGHUP", None)  # what reloads a service's run (None on Windows, which has no SIGHUP)
 GRACEFUL_STOP_SECONDS = 5  # a stop (Ctrl-C, SIGTERM) waits this long for requests in flight, then cuts them off
 # What a request the stop cut off is answered, a 503 with Retry-After (``AnswerCutOffRequests``)
 STOPPED = ("the server is stopping: this request was cut off unfinished; retry it (here once the server is back, "
@@ -543,8 +545,8 @@ class AccessLog:
 
 def logged_line(log_format: str, event: str, **fields) -> str:
     """One line of the service's log on stdout, ``log_format`` "text" or "json", for ``event``: a "request" (its
-    fields as ``AccessLog`` gives them) or the service's own ("serving", "warning", "stopping", "stopped", a
-    ``message`` each). As JSON, one object a line, the time (UTC) and event first, escaped to ASCII: whatever a detail
+    fields as ``AccessLog`` gives them) or the service's own ("serving", "warning", "stopping", "stopped",
+    "reloaded", "reload_failed", a ``message`` each). As JSON, one object a line, the time (UTC) and event first, escaped to ASCII: whatever a detail
     quotes of a request (a method name, say) can neither break the line nor garble it for a collector reading it as
     another encoding. As text, the service's own lines are their message alone, as they always were.
 
@@ -755,6 +757,58 @@ def weights_id(weights_sha256: list[str | None] | None) -> str | None:
     return hashlib.sha256(",".join(weights_sha256).encode()).hexdigest()
 
 
+@dataclass(frozen=True)
+class ServedModel:
+    """The model a service answers with, and what it says of it, as one value: a reload swaps it whole
+    (``create_app``'s ``swap_model``), and a request reads it once, as it begins, so that one model answers it
+    throughout and its X-Attnclf-Weights header names that model.
+
+    >>> # served = ServedModel.of(Classifier.load("runs/demo"), {"run": "runs/demo", "weights_sha256": [...]})
+    """
+
+    classifier: object
+    threshold: ClassThreshold | None  # the service's operating point, of this model's labels
+    origin: dict  # the run, weights_sha256 and weights_id GET /model names
+    explain_methods: list[str]
+    # /predict's call: one object per model, by which the Batcher keeps each batch to one model
+    predict: Callable[[list[str]], Sequence]
+
+    @classmethod
+    def of(cls, classifier, served_from: dict | None = None, threshold: tuple[str, float] | str | None = None,
+           named: Callable[[str], str] = by_field) -> "ServedModel":
+        """``classifier`` as served from ``served_from`` (``create_app``'s), ``threshold`` checked against its labels
+        (a one-line error naming ``named("threshold")`` for a class it lacks)."""
+        # (an ensemble of multi-label runs is refused as it loads: it has no thresholds of its own)
+        threshold = class_threshold(threshold, classifier.label_names, getattr(classifier, "multi_label", False),
+                                    named=named)
+        # Which model answers: a client tells a service still holding the weights it loaded from one whose run was
+        # trained again since, and a torch service from an ONNX one serving the same weights.
+        origin = {"run": None, "weights_sha256": None} | (served_from or {})
+        origin["weights_id"] = weights_id(origin["weights_sha256"])
+        # No methods from an ONNX graph, an ensemble (its members tokenise each their own way) or a run that reads
+        # windows: there /explain only refuses, and is left out of the schema and /docs.
+        methods = _explain_methods(classifier) if backend_name(classifier) == "torch" else []
+        # (Without the token strings and attention, which /predict does not answer; its unknown tokens are counted
+        # from the ids the model reads, at 0.2% of a batch's time or less: BENCHMARKS.md, Unknown tokens.)
+        return cls(classifier, threshold, origin, methods, partial(classifier.predict, tokens=False,
+                                                                    threshold=threshold))
+
+    @property
+    def multi_label(self) -> bool:
+        return getattr(self.classifier, "multi_label", False)
+
+    @property
+    def answered_by(self) -> dict[str, str]:
+        """The header each of its answers carries, naming its weights (none where they are unknown): asking /model
+        separately could reach a service that has reloaded or restarted on others in between."""
+        return {WEIGHTS_HEADER: self.origin["weights_id"]} if self.origin["weights_id"] else {}
+
+    def description(self, max_explanations: int) -> str:
+        """What /docs says of the service serving it (``_description``)."""
+        return _description(backend_name(self.classifier), self.explain_methods, _model_name(self.classifier),
+                            max_explanations, self.multi_label)
+
+
 def create_app(classifier, limits: ServeLimits = ServeLimits(),
                access_log: Callable[[str], None] | None = None, served_from: dict | None = None,
                access_log_format: str = "text", threshold: tuple[str, float] | str | None = None,
@@ -766,27 +820,20 @@ def create_app(classifier, limits: ServeLimits = ServeLimits(),
     None for each by default (a classifier knows neither). ``threshold``: one class's operating point (a multi-label
     run's label, in place of its tuned threshold), which every /predict answer applies (``Classifier.predict``) and
     GET /model names; ``named`` names it in its error.
+    The app's ``state.swap_model(classifier, served_from)`` serves another model from the next request on (a
+    reload's: ``ModelReloader``), whose labels must be the same, and the threshold's class among them; requests
+    already in flight finish on the model they began with. ``state.served()`` is the model being served.
 
     >>> # with TestClient(create_app(Classifier.load("runs/demo"))) as client:   # (starts the batcher)
     >>> #     client.post("/predict", json={"text": "great"}).json()
     >>> # create_app(Classifier.load("runs/demo"), threshold=("positive", 0.9))  # positive from 0.9 on
     """
-    # (an ensemble of multi-label runs is refused as it loads: it has no thresholds of its own)
-    multi_label = getattr(classifier, "multi_label", False)
-    threshold = class_threshold(threshold, classifier.label_names, multi_label, named=named)
+    served = ServedModel.of(classifier, served_from, threshold, named)
+    multi_label = served.multi_label  # (the same for every model swapped in: the answers' schema rests on it)
     if access_log_format not in (formats := [name for name in ACCESS_LOGS if name != "off"]):  # (off: no access_log)
         raise AttnclfError(f"access_log_format must be {' or '.join(formats)}, got {shown(access_log_format)}")
-    backend = backend_name(classifier)
-    # No methods from an ONNX graph, an ensemble (its members tokenise each their own way) or a run that reads windows:
-    # there /explain only refuses, and is left out of the schema and /docs, whose fields would promise otherwise.
-    explain_methods = _explain_methods(classifier) if backend == "torch" else []
-    state: dict = {"explaining": 0}  # (the /explain requests in flight: at most limits.explain_slots)
-    # Which model answers: a client tells a service still holding the weights it loaded from one whose run was
-    # trained again since, and a torch service from an ONNX one serving the same weights.
-    origin = {"run": None, "weights_sha256": None} | (served_from or {})
-    origin["weights_id"] = weights_id(origin["weights_sha256"])
-    # Each answer names its weights: asking /model separately could reach a service restarted on others in between.
-    answered_by = {WEIGHTS_HEADER: origin["weights_id"]} if origin["weights_id"] else {}
+    backend = backend_name(classifier)  # (a reload loads by the same backend)
+    state: dict = {"explaining": 0, "served": served}  # (the /explain requests in flight: at most explain_slots)
     answer_headers = {200: {"headers": {WEIGHTS_HEADER: {
         "description": "the weights that answered: GET /model's weights_id (one model's sha256; an ensemble's, the "
                        "sha256 of its members' joined by commas)", "schema": {"type": "string"}}}}}
@@ -798,9 +845,7 @@ def create_app(classifier, limits: ServeLimits = ServeLimits(),
         # a shutdown ends them: the same app may be started again (a test client per test, say).
         executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="attnclf-predict")
         state["explainer"] = ThreadPoolExecutor(max_workers=1, thread_name_prefix="attnclf-explain")
-        # (Without the token strings and attention, which /predict does not answer; its unknown tokens are counted
-        # from the ids the model reads, at 0.2% of a batch's time or less: BENCHMARKS.md, Unknown tokens.)
-        state["batcher"] = Batcher(partial(classifier.predict, tokens=False, threshold=threshold), executor)
+        state["batcher"] = Batcher(state["served"].predict, executor)
         worker = asyncio.create_task(state["batcher"].run())
         yield
         worker.cancel()
@@ -817,8 +862,7 @@ def create_app(classifier, limits: ServeLimits = ServeLimits(),
     # FastAPI's own /docs and /redoc pages load their scripts from a CDN: a browser opening them reaches the
     # internet (or shows nothing offline). /docs is served from this process instead.
     app = FastAPI(title="attnclf", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None,
-                  description=_description(backend, explain_methods, _model_name(classifier),
-                                            limits.max_explain_batch, multi_label))
+                  description=served.description(limits.max_explain_batch))
     app.add_middleware(JsonBodies, paths={"/predict", "/explain"})
     app.add_middleware(BodyLimit, max_bytes=limits.max_body_bytes, max_seconds=limits.max_body_seconds)
     # Outside the body's bound (added after it): a request holds its slot while its body is still arriving, too.
@@ -854,13 +898,15 @@ def create_app(classifier, limits: ServeLimits = ServeLimits(),
         and each label's probability), and how many of the tokens the model read are unknown to it; the label is the
         most probable class, or by the service's threshold (GET /model's threshold) where it has one. The
         X-Attnclf-Weights header names the weights that answered (GET /model's weights_id)."""
-        predictions = await started("batcher").submit(request.checked(limits.max_batch, limits.max_text_chars))
-        response.headers.update(answered_by)
+        served = state["served"]
+        predictions = await started("batcher").submit(request.checked(limits.max_batch, limits.max_text_chars),
+                                                      served.predict)
+        response.headers.update(served.answered_by)
         return {"predictions": [{key: value for key, value in prediction.to_dict().items()
                                  if key in answered_fields} for prediction in predictions]}
 
     # Out of the schema (and /docs) where it can only refuse: its request fields would promise what it refuses.
-    @app.post("/explain", include_in_schema=bool(explain_methods), responses=_error_responses(_BODY_ERRORS | {
+    @app.post("/explain", include_in_schema=bool(served.explain_methods), responses=_error_responses(_BODY_ERRORS | {
         400: f"{_BODY_ERRORS[400]}, or an unknown method or target, or one this model cannot give (see GET /model)"})
         | answer_headers)
     async def explain(request: ExplainRequest, response: Response):
@@ -870,8 +916,9 @@ def create_app(classifier, limits: ServeLimits = ServeLimits(),
             raise HTTPException(400, NO_EXPLANATIONS)
         from ..explain.explanation import explain_each
 
+        served = state["served"]
         texts = request.checked(limits.max_explain_batch, limits.max_text_chars)
-        methods = request.methods(explain_methods)
+        methods = request.methods(served.explain_methods)
         # Each method explains every text: the limit bounds the explanations, which is what a request costs.
         if methods is not None and len(texts) * len(methods) > limits.max_explain_batch:
             raise HTTPException(413, f"{len(texts)} texts x {len(methods)} methods = {len(texts) * len(methods)} "
@@ -885,13 +932,13 @@ def create_app(classifier, limits: ServeLimits = ServeLimits(),
         try:
             explanations = await asyncio.get_running_loop().run_in_executor(
                 # (by the service's threshold: the class explained by default is the one /predict answers)
-                explainer, lambda: classifier.explain(texts, method=request.method, target=request.target,
-                                                      threshold=threshold)
-                if methods is None else explain_each(classifier, texts, methods, target=request.target,
-                                                     threshold=threshold))
+                explainer, lambda: served.classifier.explain(texts, method=request.method, target=request.target,
+                                                             threshold=served.threshold)
+                if methods is None else explain_each(served.classifier, texts, methods, target=request.target,
+                                                     threshold=served.threshold))
         finally:
             state["explaining"] -= 1
-        response.headers.update(answered_by)
+        response.headers.update(served.answered_by)
         return {"explanations": [e.to_dict() for e in explanations]}
 
     @app.get("/health")
@@ -910,6 +957,8 @@ def create_app(classifier, limits: ServeLimits = ServeLimits(),
     @app.get("/model", responses=_error_responses({503: _BUSY}))
     async def model():
         """What is being served."""
+        served = state["served"]
+        classifier, threshold, explain_methods = served.classifier, served.threshold, served.explain_methods
         # The operating point /predict applies: its class wherever that class's probability reaches it, else the most
         # probable other class (None: the most probable class).
         applied = {"threshold": None if threshold is None else threshold.to_dict(),
@@ -920,7 +969,8 @@ def create_app(classifier, limits: ServeLimits = ServeLimits(),
                                                                                      threshold).tolist()))
                    if multi_label else None}
         if backend != "torch":
-            return {"backend": backend, **origin, **_export_summary(classifier), **applied, "limits": asdict(limits)}
+            return {"backend": backend, **served.origin, **_export_summary(classifier), **applied,
+                    "limits": asdict(limits)}
         from ..explain.methods import DEFAULT_METHOD
 
         config = classifier.config  # an ensemble's: its first member's
@@ -928,7 +978,7 @@ def create_app(classifier, limits: ServeLimits = ServeLimits(),
         configs = [member.config["model"]["config"] for member in members]
         return {
             "backend": backend,
-            **origin,
+            **served.origin,
             "labels": classifier.label_names,
             # A `train --seeds` ensemble's members share a recipe; one built in Python may mix models, whose names
             # are all given and whose configs differ (None). Its parameters are all of theirs.
@@ -959,6 +1009,33 @@ def create_app(classifier, limits: ServeLimits = ServeLimits(),
             "limits": asdict(limits),
         }
 
+    def swap_model(new_classifier, new_served_from: dict | None = None) -> tuple[str | None, str | None]:
+        """Serve ``new_classifier`` from the next request on, after the checks the service started with (the
+        threshold's class among its labels) and that its answers keep their shape: the same labels, single- or
+        multi-label as before. Its weights_id, and the one it replaced."""
+        current = state["served"]
+        new = ServedModel.of(new_classifier, new_served_from, current.threshold, named)
+        run = new.origin["run"] or "the run"
+        if list(new_classifier.label_names) != list(current.classifier.label_names):
+            raise AttnclfError(f"{run} is now a run of other labels ({first_few(new_classifier.label_names)}) than "
+                               f"those served ({first_few(current.classifier.label_names)}): restart the service to "
+                               f"serve it")
+        if new.multi_label != current.multi_label:
+            raise AttnclfError(f"{run} is now a {'multi' if new.multi_label else 'single'}-label run, not "
+                               f"{'multi' if current.multi_label else 'single'}-label as served: restart the service "
+                               f"to serve it")
+        state["served"] = new  # (one assignment, on the event loop: a request begins on the old model or the new)
+        # Another kind of model (a boe run trained in place of a self-attn one): /docs says what it explains.
+        if (described := new.description(limits.max_explain_batch)) != app.description:
+            app.description = described
+            for route in app.routes:
+                if getattr(route, "path", None) == "/explain":
+                    route.include_in_schema = bool(new.explain_methods)
+            app.openapi_schema = None  # (FastAPI's cache of it)
+        return current.origin["weights_id"], new.origin["weights_id"]
+
+    app.state.swap_model = swap_model
+    app.state.served = lambda: state["served"]
     return app
 
 
@@ -1022,7 +1099,7 @@ def serve(run_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, limits
     >>> # serve("runs/demo", threshold="positive=0.9")   # `attnclf serve runs/demo --threshold positive=0.9`
     >>> # serve("runs/demo", access_log="json")   # for a log collector reading stdout
     """
-    from ..ensemble import load_backend
+    from .. import ensemble
 
     if not 0 <= port <= 65535:
         raise AttnclfError(f"{named('port')} must be 0-65535, got {port}")
@@ -1030,9 +1107,12 @@ def serve(run_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, limits
         raise AttnclfError(f"{named('access_log')} must be {', '.join(ACCESS_LOGS[:-1])} or {ACCESS_LOGS[-1]}, got "
                            f"{shown(access_log)}")
     threads = check_threads(threads)
-    classifier, weights_sha256 = _load_fingerprinted(
-        run_dir, backend, lambda: load_backend(run_dir, backend, int8=int8, device=device, bf16=bf16, threads=threads,
-                                               named=named))
+
+    def load() -> tuple[object, list]:  # at the start, and again on each reload, as it was asked for
+        return _load_fingerprinted(run_dir, backend, lambda: ensemble.load_backend(
+            run_dir, backend, int8=int8, device=device, bf16=bf16, threads=threads, named=named))
+
+    classifier, weights_sha256 = load()
     if threads is not None and backend == "torch":  # (onnxruntime took them as it loaded)
         import torch
 
@@ -1054,8 +1134,10 @@ def serve(run_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, limits
                        "them in front")
     decided = "" if threshold is None else f"; {threshold.label} from probability {threshold.probability:g}"
     say("serving", f"serving {run_dir} ({backend_name(classifier)}{decided}) on {_where(host, port)} (API docs at "
-                   f"/docs); Ctrl-C stops")
-    server = StopAnnouncingServer(uvicorn.Config(app, host=host, port=port, **_uvicorn_options(limits)), write=say)
+                   f"/docs); Ctrl-C stops{'' if _SIGHUP is None else ', SIGHUP reloads'}")
+    app.state.reloader = ModelReloader(run_dir, load, app, write=say)
+    server = StopAnnouncingServer(uvicorn.Config(app, host=host, port=port, **_uvicorn_options(limits)), write=say,
+                                  on_hangup=app.state.reloader.request)
     exited = False
     try:
         server.run()
@@ -1073,15 +1155,43 @@ def serve(run_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, limits
 class StopAnnouncingServer(uvicorn.Server):
     """uvicorn's server, saying to ``write`` (event, line) when a stop (Ctrl-C, SIGTERM) begins, with its signal and
     the requests in flight it waits for, and when it has stopped, with the requests served: uvicorn logs at warning,
-    where a clean stop left no trace and could not be told from a crash.
+    where a clean stop left no trace and could not be told from a crash. ``on_hangup`` is called on the event loop
+    for a SIGHUP while it serves (where the platform has SIGHUP; a ``ModelReloader``'s ``request``).
 
     >>> # StopAnnouncingServer(uvicorn.Config(app, **_uvicorn_options(limits)), write=partial(_say, "text")).run()
     """
 
-    def __init__(self, config: uvicorn.Config, write: Callable[[str, str], None]):
+    def __init__(self, config: uvicorn.Config, write: Callable[[str, str], None],
+                 on_hangup: Callable[[], None] | None = None):
         super().__init__(config)
         self.write = write
         self.stop_signal: str | None = None
+        self.on_hangup = on_hangup
+        self._hung_up = False  # a SIGHUP not yet handed on (on the next tick of uvicorn's loop)
+
+    @contextmanager
+    def capture_signals(self):
+        # As uvicorn catches its stop signals: by signal.signal, whose handler only notes the signal, and whose
+        # handler before is restored after (a SIGHUP during the stop is left alone: there is no reload to do).
+        if self.on_hangup is None or _SIGHUP is None or threading.current_thread() is not threading.main_thread():
+            with super().capture_signals():
+                yield
+            return
+        before = signal.signal(_SIGHUP, self._note_hangup)
+        try:
+            with super().capture_signals():
+                yield
+        finally:
+            signal.signal(_SIGHUP, before)
+
+    def _note_hangup(self, sig: int, frame) -> None:
+        self._hung_up = True
+
+    async def on_tick(self, counter: int) -> bool:
+        if self._hung_up:  # (uvicorn's loop ticks every 0.1 s)
+            self._hung_up = False
+            self.on_hangup()
+        return await super().on_tick(counter)
 
     def handle_exit(self, sig: int, frame) -> None:
         # The first signal is the stop's; uvicorn keeps the signals it caught to itself (and a second Ctrl-C forces it)
@@ -1097,6 +1207,71 @@ class StopAnnouncingServer(uvicorn.Server):
         await super().shutdown(sockets)
         served = self.server_state.total_requests
         self.write("stopped", f"stopped after serving {served} request{'s' * (served != 1)} (/health included)")
+
+
+class ModelReloader:
+    """Loads a service's run again and serves it (``attnclf serve`` on SIGHUP): ``load`` (as the service loaded it at
+    start, with the same checks) runs off the event loop, so that requests go on being answered meanwhile, and only
+    a model loaded whole replaces the one ``app`` serves (``create_app``'s ``state.swap_model``). One line to
+    ``write`` (event, line) either way: ``reloaded RUN: weights OLD -> NEW`` (or ``unchanged``), or ``reload failed:
+    why; still serving weights OLD``; a reload that fails never stops the service. One reload runs at a time.
+
+    >>> # app.state.reloader = ModelReloader("runs/demo", load, app, write=partial(_say, "text"))   # as serve does
+    >>> # await app.state.reloader.reload()   # what a SIGHUP sets off (``request``), waited for
+    """
+
+    def __init__(self, run: str | Path, load: Callable[[], tuple[object, list]], app: FastAPI,
+                 write: Callable[[str, str], None]):
+        self.run = run
+        self.load = load
+        self.app = app
+        self.write = write
+        self._one_at_a_time = asyncio.Lock()
+        self._asked = False  # a reload asked for (``request``) that has not begun
+        self._tasks: set[asyncio.Task] = set()  # (held until done: the loop keeps only a weak reference to a task)
+
+    @property
+    def busy(self) -> bool:
+        """Whether a reload is running or waiting to."""
+        return self._asked or self._one_at_a_time.locked()
+
+    def request(self) -> None:
+        """A reload in the background (SIGHUP's handler, called on the event loop). Asked for while one runs, it runs
+        after that one, once however many times it was asked meanwhile: it reads the files as they are then."""
+        if self._asked:
+            return
+        self._asked = True
+        task = asyncio.get_running_loop().create_task(self.reload())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def reload(self) -> bool:
+        """Load the run again and serve it from the next request on, or keep the model served and say why: whether
+        it was swapped."""
+        from ..rundir import refuse_if_held
+
+        async with self._one_at_a_time:
+            self._asked = False
+            old = self.app.state.served().origin["weights_id"]
+
+            def load():
+                # A run being trained again (`train --overwrite`, `calibrate`) is read once its writer is done:
+                # weights of the new run beside a config.json of the old may load, and answer wrongly.
+                refuse_if_held(self.run, instead=None)
+                return self.load()
+
+            try:
+                classifier, weights_sha256 = await asyncio.get_running_loop().run_in_executor(None, load)
+                old, new = self.app.state.swap_model(classifier, {"run": str(self.run),
+                                                                  "weights_sha256": weights_sha256})
+            except Exception as exc:  # (a bug's too: the service goes on serving what it served)
+                why = str(exc) if isinstance(exc, AttnclfError) else f"{type(exc).__name__}: {exc}"
+                self.write("reload_failed", f"reload failed: {shown(why, most=LOGGED_DETAIL_CHARS, write=str)}; still "
+                                            f"serving weights {old or 'of unknown sha256'}")
+                return False
+        weights = f"{new} unchanged" if new == old else f"{old or 'of unknown sha256'} -> {new or 'of unknown sha256'}"
+        self.write("reloaded", f"reloaded {self.run}: weights {weights}")
+        return True
 
 
 def _say(log_format: str, event: str, message: str) -> None:
