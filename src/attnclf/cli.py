@@ -1625,7 +1625,8 @@ def build_parser() -> argparse.ArgumentParser:
                                    "without PyTorch, and answers /explain with a 400: the graph gives no "
                                    "explanations. A multi-label run's /predict answers each text's set of labels, "
                                    "every label whose probability reaches its threshold (GET /model's), possibly "
-                                   "none.")
+                                   "none. SIGHUP (where there is one: not on Windows) loads RUN_DIR again and serves "
+                                   "it without a restart, keeping the model served if that fails.")
     p.add_argument("run_dir", metavar="RUN_DIR", help="a run directory or a `train --seeds` folder (its ensemble "
                                                        "answers); with --backend onnx, an export or a run holding one")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")

@@ -21,6 +21,7 @@ may take, texts per request, characters per text, requests in flight. A request 
 Retry-After; a body that has not arrived in time a 408; malformed JSON a 400; a body of the wrong shape a 422;
 one still running when a stop has waited ``GRACEFUL_STOP_SECONDS`` for it a 503 with Retry-After; each with a
 one-line ``detail``. Requests that arrive while a batch runs are batched together for the next one (``Batcher``).
+A SIGHUP has ``serve`` load its run again and answer by it from then on, without a restart (``ModelReloader``).
 
 >>> # from attnclf import Classifier
 >>> # app = create_app(Classifier.load("runs/demo"), ServeLimits(max_batch=32))
@@ -1093,7 +1094,8 @@ def serve(run_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, limits
     ``bf16``: /predict under bfloat16 autocast (see ``Classifier``). ``named`` names the arguments in errors (the
     command line: by their flags). ``access_log``: a line per request on stdout, "text" (the default), "json" (one
     object a line, the service's own lines too: see ``logged_line``) or "off" (a proxy in front logs them already).
-    ``threshold``: one class's operating point, applied to every /predict answer (``create_app``).
+    ``threshold``: one class's operating point, applied to every /predict answer (``create_app``). A SIGHUP (not on
+    Windows, which has none) loads ``run_dir`` again as it was loaded here and serves it (``ModelReloader``).
 
     >>> # serve("runs/demo", backend="onnx", int8=True, threads=1)
     >>> # serve("runs/demo", threshold="positive=0.9")   # `attnclf serve runs/demo --threshold positive=0.9`
