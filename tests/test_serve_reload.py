@@ -279,3 +279,34 @@ def test_a_reload_of_an_onnx_service_loads_the_export_again_on_onnxruntime(demo_
     assert info["backend"] == "onnx-int8" and info["weights_id"] == weights, info
     assert answer.status_code == 200 and answer.headers["x-attnclf-weights"] == weights
     assert capsys.readouterr().out.splitlines()[-1] == f"reloaded {exported}: weights {weights} unchanged"
+
+
+def test_a_request_in_flight_as_the_model_is_swapped_finishes_on_the_old_one_and_says_so(run, monkeypatch):
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from attnclf.classifier import Classifier
+
+    predict = Classifier.predict
+    began, swapped = threading.Event(), threading.Event()
+    models = []
+
+    def held_until_swapped(self, *args, **kwargs):  # the first request's batch runs across the reload
+        models.append(self)
+        if len(models) == 1:
+            began.set()
+            assert swapped.wait(60)
+        return predict(self, *args, **kwargs)
+
+    monkeypatch.setattr(Classifier, "predict", held_until_swapped)
+    old = file_sha256(run / "model.safetensors")
+    with TestClient(served(monkeypatch, str(run))) as client, ThreadPoolExecutor(1) as requests:
+        in_flight = requests.submit(client.post, "/predict", json={"text": "good"})
+        assert began.wait(60)
+        new = retrained(run)
+        reload(client)
+        swapped.set()
+        answer = in_flight.result(timeout=60)
+        later = client.post("/predict", json={"text": "good"})
+    assert (answer.headers["x-attnclf-weights"], later.headers["x-attnclf-weights"]) == (old, new)
+    assert len(models) == 2 and models[0] is not models[1]
