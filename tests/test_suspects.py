@@ -156,3 +156,13 @@ def test_the_help_s_timing_is_a_figure_benchmarks_holds():
     took = re.search(r"took (\d+\.\d s) \(BENCHMARKS.md, 2026-11-28\)", description)
     benchmarks = (Path(__file__).resolve().parents[1] / "BENCHMARKS.md").read_text(encoding="utf-8")
     assert took and f"| {took[1]} |" in benchmarks, description
+
+
+def test_the_folds_do_not_point_compare_at_their_internal_files(tmp_path, capsys):
+    # Each fold is a small file's run, whose note named `attnclf compare --train-file WORK/data/fold-1-train.jsonl
+    # --test-file WORK/data/fold-1-held-out.jsonl`: files of the command's own, not the user's data.
+    train = topics_file(tmp_path / "train.csv")
+    command = [arg for arg in suspects_command(train, tmp_path / "work") if arg != "--quiet"]
+    assert main(command) == 0
+    err = capsys.readouterr().err
+    assert "fold 4 of 4" in err and "attnclf compare" not in err and "fold-1-train" not in err, err

@@ -105,23 +105,29 @@ def _stderr(message: str) -> None:
 # described its data; None outside it, where every run prints its own.
 _given_warnings: ContextVar[tuple[dict[str, list[str]], list[str]] | None] = ContextVar("given_warnings",
                                                                                         default=None)
+# False within each_warning_once(small_data_note=False): no run names `attnclf compare` (see small_data_note).
+_small_data_note_wanted: ContextVar[bool] = ContextVar("small_data_note_wanted", default=True)
 
 
 @contextmanager
-def each_warning_once() -> Iterator[None]:
+def each_warning_once(small_data_note: bool = True) -> Iterator[None]:
     """Within it, ``train_run`` prints a data warning only if no run before it printed the same (each run still
     records its own, for its report): `compare`, `ablate`, `train --seeds` and `refit` train run after run on the
     same data, and its warning, once per run, buried the one a later run gave otherwise. Once they have all run, a
-    note says which runs gave each warning (printed once, it read as the first run's).
+    note says which runs gave each warning (printed once, it read as the first run's). ``small_data_note=False``:
+    no run prints ``small_data_note``'s `attnclf compare` command, for runs on files a command wrote for itself
+    (`suspects`' folds), which are not the user's to compare models on.
 
     >>> # with each_warning_once(): results = [train_run(settings) for settings in cells]
     """
     given: dict[str, list[str]] = {}
     runs: list[str] = []
     token = _given_warnings.set((given, runs))
+    wanted = _small_data_note_wanted.set(small_data_note)
     try:
         yield
     finally:
+        _small_data_note_wanted.reset(wanted)
         _given_warnings.reset(token)
     for line in who_warned(given, len(runs)):
         _stderr(line)
@@ -428,7 +434,8 @@ def _describe_data(settings: RunSettings, splits: Splits, progress: bool) -> lis
         described.append(f"warning: {TWICE_BALANCED}")  # (a warning, not a refusal: it trains, only worse)
     given = _given_warnings.get()
     # Runs trained one after another on the same data (train --seeds) share the note: the first run's stands for all.
-    note = small_data_note(settings.data, len(splits.train)) if given is None or not given[1] else None
+    first = given is None or not given[1]
+    note = small_data_note(settings.data, len(splits.train)) if first and _small_data_note_wanted.get() else None
     if note:
         described.append(note)
     if given is not None:

@@ -170,7 +170,8 @@ def find_suspects(settings: RunSettings, folds: int = DEFAULT_FOLDS, *, output: 
         _check_plan(work, plan, resume, overwrite, named)
         atomic_write_json(work / PLAN_FILE, plan)
         probabilities = np.zeros((len(rows), len(rows.label_names)))
-        with each_warning_once():  # (the folds train on the same data)
+        # (The folds train on the same data; their files are this command's, no `attnclf compare` of the user's.)
+        with each_warning_once(small_data_note=False):
             for fold in range(folds):
                 fold_settings = _fold_settings(settings, rows, fold_of_row, fold, work, written=resume)
                 if resume and (Path(fold_settings.output) / "config.json").is_file():
