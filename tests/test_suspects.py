@@ -166,3 +166,50 @@ def test_the_folds_do_not_point_compare_at_their_internal_files(tmp_path, capsys
     assert main(command) == 0
     err = capsys.readouterr().err
     assert "fold 4 of 4" in err and "attnclf compare" not in err and "fold-1-train" not in err, err
+
+
+def test_an_interrupted_suspects_names_the_command_that_resumes_it(tmp_path, capsys, monkeypatch):
+    import shlex
+
+    from attnclf.training import run
+
+    train = topics_file(tmp_path / "my train.csv")  # (a space: the command is quoted)
+    output = tmp_path / "suspects.csv"
+    command = suspects_command(train, tmp_path / "work", "--output", str(output), "--overwrite")
+    real, trained = run.train_run, []
+
+    def interrupted_in_fold_2(settings, *args, **kwargs):
+        if settings.output.endswith("fold-2"):
+            raise KeyboardInterrupt
+        trained.append(settings.output)
+        return real(settings, *args, **kwargs)
+
+    monkeypatch.setattr(run, "train_run", interrupted_in_fold_2)
+    assert main(command) == 130
+    said = capsys.readouterr().err.strip().splitlines()[-1]
+    again = shlex.join(["attnclf", *[arg for arg in command if arg != "--overwrite"], "--resume"])
+    assert said == (f"attnclf: interrupted; `{again}` keeps the finished folds and continues the others (fold 1 "
+                    f"finished; fold 2 not started; fold 3 not started; fold 4 not started)"), said
+    monkeypatch.setattr(run, "train_run", lambda settings, *a, **k: trained.append(settings.output) or
+                        real(settings, *a, **k))
+    assert main(shlex.split(again)[1:]) == 0
+    assert [name.rsplit("/", 1)[-1] for name in trained] == ["fold-1", "fold-2", "fold-3", "fold-4"]
+    assert len(output.read_text().splitlines()) == 81
+
+
+def test_an_interrupted_overwrite_of_an_output_file_says_to_move_it_aside(tmp_path, capsys, monkeypatch):
+    # --resume refuses --overwrite, and without it the resumed command keeps the earlier --output file it was to
+    # replace: the hint must say so, not name a command that stops on it.
+    from attnclf.training import run
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    train = topics_file(tmp_path / "train.csv")
+    output = tmp_path / "suspects.csv"
+    output.write_text("an earlier ranking\n")
+    monkeypatch.setattr(run, "train_run", interrupted)
+    assert main(suspects_command(train, tmp_path / "work", "--output", str(output), "--overwrite")) == 130
+    said = capsys.readouterr().err.strip().splitlines()[-1]
+    assert said.endswith(f"(fold 1 not started; fold 2 not started; fold 3 not started; fold 4 not started); move "
+                         f"{output} aside first (without --overwrite it is kept)"), said
