@@ -213,3 +213,31 @@ def test_an_interrupted_overwrite_of_an_output_file_says_to_move_it_aside(tmp_pa
     said = capsys.readouterr().err.strip().splitlines()[-1]
     assert said.endswith(f"(fold 1 not started; fold 2 not started; fold 3 not started; fold 4 not started); move "
                          f"{output} aside first (without --overwrite it is kept)"), said
+
+
+def with_column(path, name: str, values):
+    """``path``'s CSV rewritten with a first column ``name`` of ``values``, a value a row."""
+    with open(path, encoding="utf-8", newline="") as handle:
+        rows = list(csv.reader(handle))
+    with open(path, "w", encoding="utf-8", newline="") as handle:
+        csv.writer(handle).writerows([[name, *rows[0]], *([value, *row] for value, row in zip(values, rows[1:]))])
+    return path
+
+
+def test_the_training_file_s_other_columns_are_carried_into_the_output(tmp_path, capsys):
+    # As `evaluate --errors` carries a test file's: a row's id finds it in the user's own data.
+    train = with_column(topics_file(tmp_path / "train.csv"), "review_id", [f"r{i:03}" for i in range(80)])
+    output = tmp_path / "suspects.jsonl"
+    assert main(suspects_command(train, tmp_path / "work", "--output", str(output))) == 0
+    rows = [json.loads(line) for line in output.read_text().splitlines()]
+    assert list(rows[0])[:3] == ["row", "review_id", "text"]
+    assert all(row["review_id"] == f"r{row['row'] - 1:03}" for row in rows)
+    assert sorted(int(row["review_id"][1:]) for row in rows[:4]) == FLIPPED
+
+
+def test_a_training_file_column_the_output_writes_itself_is_refused_before_any_fold_trains(tmp_path, capsys):
+    train = with_column(topics_file(tmp_path / "train.csv"), "margin", ["0.5"] * 80)
+    assert main(suspects_command(train, tmp_path / "work", "--output", str(tmp_path / "s.csv"))) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.count("\n") == 0 and "column 'margin' is one suspects --output writes" in error, error
+    assert not (tmp_path / "work" / "fold-1").exists()

@@ -1442,8 +1442,9 @@ def build_parser() -> argparse.ArgumentParser:
                                                        "runs/suspects-<model>-<dataset>)")
     p.add_argument("--output", "-o", metavar="FILE",
                    help="write every row, lowest given-label probability first, to a .csv, .tsv, .jsonl or .parquet "
-                        "file: row, text, given_label, given_label_probability, predicted_label, margin (the given "
-                        "label's probability less the likeliest other's), fold, probability:CLASS...")
+                        "file: row, the training file's other columns (an id), text, given_label, "
+                        "given_label_probability, predicted_label, margin (the given label's probability less the "
+                        "likeliest other's), fold, probability:CLASS...")
     p.add_argument("--top", type=int, default=20, help="rows printed, likeliest mislabelled first (default: 20)")
     p.add_argument("--overwrite", action="store_true",
                    help="replace an existing --output file, and train the folds already in --work-dir again")

@@ -15,14 +15,15 @@ import json
 import math
 import shlex
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from itertools import islice
 from pathlib import Path
 
 from .checks import by_field
+from .data.base import ReadFrom, TextDataset
 from .data.files import (TextColumns, data_columns, has_rows, iter_rows, read_texts, refuse_compressed_output,
-                         run_columns)
+                         run_columns, text_column_names)
 from .data.multilabel import DEFAULT_LABEL_DELIMITER, LABEL_SET_COLUMNS
 from .errors import AttnclfError, DataError, shown
 from .prediction import LabelSetPrediction, Prediction, class_threshold, trained_text_column
@@ -176,6 +177,65 @@ def write_predictions(model, rows: Iterable[tuple[str, str, dict]], output: Path
     with _written_new(output, overwrite, "predicting", named) as tmp:
         writer(tmp, chunks(), added, source)
     return written
+
+
+ColumnsOf = Callable[[Sequence[str]], dict]  # the rows' own columns, each to its type, of the classes' names
+
+
+def with_file_columns(data: TextDataset, rows: list[dict], columns_of: ColumnsOf,
+                      writer: str) -> tuple[list[dict], dict[str, type | None]]:
+    """``rows`` about ``data``'s texts (each with its ``row``, from 1, as a data file's rows count below its header)
+    with, when the texts were read from a data file, each row's other columns there (not its text's or label's,
+    which the rows hold already) after ``row``, named as in the file (a JSON line lacking one: None); and the rows'
+    columns, each to its type (the file's: None, as read). ``columns_of(label_names)``: the rows' own columns, which
+    a file's column must not be named as (a one-line error naming ``writer``): `evaluate --errors`' and `suspects`'.
+
+    >>> rows, columns = with_file_columns(TextDataset(["fine"], [0], ["a", "b"]), [{"row": 1, "text": "fine"}],
+    ...                                   lambda names: {"row": int, "text": str}, "suspects --output")
+    >>> rows, columns  # (texts in memory: no file to read other columns from)
+    ([{'row': 1, 'text': 'fine'}], {'row': <class 'int'>, 'text': <class 'str'>})
+    """
+    columns = columns_of(data.label_names)
+    if data.read_from is None:  # (a dataset's split, or texts in memory)
+        return rows, columns
+    read_from = data.read_from
+    wanted = {row["row"] - 1 for row in rows}
+    # (CSV / TSV / Parquet: the header's columns, whichever rows are asked for; JSON lines: those their lines hold)
+    names = dict.fromkeys(_other_columns(read_from, data_columns(read_from.path)))
+    others: dict[int, dict] = {}
+    for i, (where, _, values) in enumerate(iter_rows(read_from.path, read_from.text_column)):
+        other = _other_columns(read_from, values)
+        _refuse_clashing_file_column(read_from, where, other, columns_of, data.label_names, writer)
+        if i in wanted:
+            others[i] = other
+            names.update(dict.fromkeys(other))
+    written = [{"row": row["row"], **{name: others[row["row"] - 1].get(name) for name in names},
+                **{name: value for name, value in row.items() if name != "row"}} for row in rows]
+    return written, {"row": int, **dict.fromkeys(names), **{k: kind for k, kind in columns.items() if k != "row"}}
+
+
+def refuse_clashing_header(read_from: ReadFrom, columns_of: ColumnsOf, label_names: Sequence[str],
+                           writer: str) -> None:
+    """``with_file_columns``' one-line error for a column of the file ``read_from`` names, told from its header
+    before the work that would write the rows (a JSON line's own columns are told as ``with_file_columns`` reads
+    them).
+
+    >>> # refuse_clashing_header(data.read_from, suspect_columns, data.label_names, "suspects --output")
+    """
+    header = _other_columns(read_from, data_columns(read_from.path))
+    _refuse_clashing_file_column(read_from, "line 1", header, columns_of, label_names, writer)
+
+
+def _other_columns(read_from: ReadFrom, values: dict | list[str]) -> dict:
+    """``values`` (a row's, or a header's names) less the text's and label's columns."""
+    used = {*text_column_names(read_from.text_column), read_from.label_column}
+    return {name: values[name] if isinstance(values, dict) else None for name in values if name not in used}
+
+
+def _refuse_clashing_file_column(read_from: ReadFrom, where: str, other: dict, columns_of: ColumnsOf,
+                                 label_names: Sequence[str], writer: str) -> None:
+    """A one-line error for a column of the file that ``writer`` writes itself, as predict --output's."""
+    refuse_clashing_column(read_from.path, where, other, columns_of(label_names), writer, list(columns_of(["LABEL"])))
 
 
 def refuse_clashing_column(source: str | Path | None, where: str, columns: Iterable[str], written: Iterable[str],

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shlex
 from pathlib import Path
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
@@ -22,7 +23,7 @@ from ..errors import AttnclfError, DataError, shown
 from ..prediction import ClassThreshold, applied_thresholds, class_threshold, decided_classes, refuse_unknown_class
 
 if TYPE_CHECKING:
-    from ..data.base import ReadFrom, TextDataset
+    from ..data.base import TextDataset
 
 
 def compute_metrics(
@@ -121,10 +122,10 @@ def evaluate(classifier, data, errors: str | Path | None = None, overwrite: bool
     if errors is not None:  # (before predicting: a name that cannot be written is told at once, as a clash is)
         errors = _checked_errors_file(errors, overwrite, named)
         if read_from := getattr(data, "read_from", None):  # (a JSON line's own columns: told as it is read)
-            from ..data.files import data_columns
+            from ..prediction_files import refuse_clashing_header
 
-            header = _other_columns(read_from, data_columns(read_from.path))
-            _refuse_clashing_column(read_from, "line 1", header, classifier.label_names, classifier.multi_label)
+            refuse_clashing_header(read_from, _errors_columns(classifier.multi_label), classifier.label_names,
+                                   ERRORS_WRITER)
     data, probabilities = _scored(classifier, data)
     truth = data.labels
     if classifier.multi_label:
@@ -153,9 +154,10 @@ def evaluate(classifier, data, errors: str | Path | None = None, overwrite: bool
                            f"serve take it; {best} has the table's best F1)")
         metrics["operating_points"] = points
     if errors is not None:
-        from ..prediction_files import write_rows
+        from ..prediction_files import with_file_columns, write_rows
 
-        rows, columns = _with_file_columns(data, _wrong_rows(classifier, data, probabilities, threshold))
+        rows, columns = with_file_columns(data, _wrong_rows(classifier, data, probabilities, threshold),
+                                          _errors_columns(data.multi_label), ERRORS_WRITER)
         write_rows(rows, errors, columns, overwrite, "evaluating", named)
         metrics["errors_written"] = len(rows)
     return metrics
@@ -250,8 +252,19 @@ def misclassified(classifier, data) -> list[dict]:
 
     >>> # misclassified(clf, (df.text, df.label))[0]  # {'row': 17, 'text': ..., 'true_label': 'World', ...}
     """
+    from ..prediction_files import with_file_columns
+
     data, probabilities = _scored(classifier, data)
-    return _with_file_columns(data, _wrong_rows(classifier, data, probabilities))[0]
+    return with_file_columns(data, _wrong_rows(classifier, data, probabilities), _errors_columns(data.multi_label),
+                             ERRORS_WRITER)[0]
+
+
+ERRORS_WRITER = "evaluate --errors"  # (what a clash of the file's columns with the written ones names)
+
+
+def _errors_columns(multi_label: bool) -> Callable[[Sequence[str]], dict[str, type]]:
+    """The errors file's columns of the given classes' names: ``misclassified_columns``, single- or multi-label."""
+    return lambda label_names: misclassified_columns(label_names, multi_label)
 
 
 def _wrong_rows(classifier, data: TextDataset, probabilities: np.ndarray,
@@ -260,48 +273,6 @@ def _wrong_rows(classifier, data: TextDataset, probabilities: np.ndarray,
         return wrong_label_set_rows(data.texts, data.labels, probabilities,
                                     applied_thresholds(classifier.thresholds, threshold), classifier.label_names)
     return misclassified_rows(data.texts, data.labels, probabilities, classifier.label_names, threshold)
-
-
-def _with_file_columns(data: TextDataset, rows: list[dict]) -> tuple[list[dict], dict[str, type | None]]:
-    """``misclassified_rows``' ``rows`` of ``data`` with, when its texts were read from a data file, each row's
-    other columns there (not its text's or label's, which the rows hold already) after ``row``, named as in the file
-    (a JSON line lacking one: None); and the rows' columns, each to its type (the file's: None, as read)."""
-    from ..data.files import data_columns, iter_rows
-
-    columns = misclassified_columns(data.label_names, data.multi_label)
-    if data.read_from is None:  # (a dataset's split, or texts in memory)
-        return rows, columns
-    read_from = data.read_from
-    wanted = {row["row"] - 1 for row in rows}
-    # (CSV / TSV / Parquet: the header's columns, whichever rows are wrong; JSON lines: those the wrong lines hold)
-    names = dict.fromkeys(_other_columns(read_from, data_columns(read_from.path)))
-    others: dict[int, dict] = {}
-    for i, (where, _, values) in enumerate(iter_rows(read_from.path, read_from.text_column)):
-        other = _other_columns(read_from, values)
-        _refuse_clashing_column(read_from, where, other, data.label_names, data.multi_label)
-        if i in wanted:
-            others[i] = other
-            names.update(dict.fromkeys(other))
-    written = [{"row": row["row"], **{name: others[row["row"] - 1].get(name) for name in names},
-                **{name: value for name, value in row.items() if name != "row"}} for row in rows]
-    return written, {"row": int, **dict.fromkeys(names), **{k: kind for k, kind in columns.items() if k != "row"}}
-
-
-def _other_columns(read_from: ReadFrom, values: dict | list[str]) -> dict:
-    """``values`` (a row's, or a header's names) less the text's and label's columns."""
-    from ..data.files import text_column_names
-
-    used = {*text_column_names(read_from.text_column), read_from.label_column}
-    return {name: values[name] if isinstance(values, dict) else None for name in values if name not in used}
-
-
-def _refuse_clashing_column(read_from: ReadFrom, where: str, other: dict, label_names: Sequence[str],
-                            multi_label: bool = False) -> None:
-    """A one-line error for a column of the file that the errors file writes itself, as predict --output's."""
-    from ..prediction_files import refuse_clashing_column
-
-    refuse_clashing_column(read_from.path, where, other, misclassified_columns(label_names, multi_label),
-                           "evaluate --errors", list(misclassified_columns(["LABEL"], multi_label)))
 
 
 def misclassified_columns(label_names: Sequence[str], multi_label: bool = False) -> dict[str, type]:

@@ -33,6 +33,7 @@ from .run_data import dataset_splits, texts_fingerprint
 from .settings import DataSettings, RunSettings
 
 DEFAULT_FOLDS = 5
+OUTPUT_WRITER = "suspects --output"  # (what a clash of the training file's columns with the written ones names)
 PLAN_FILE = "suspects.json"  # in the work folder: the folds' rows, as a resumed command must find them again
 # What a resumed fold may train with otherwise than the command says: how long (a fold continues its own schedule).
 _PER_FOLD = {"train.epochs", "train.schedule_epochs"}
@@ -143,7 +144,8 @@ def find_suspects(settings: RunSettings, folds: int = DEFAULT_FOLDS, *, output: 
     train ``settings``' model on all folds but one into ``settings.output``/fold-K, and score the fold it left out.
 
     ``output``: a .csv / .tsv / .jsonl / .parquet file to write the rows into as well, atomically (an existing one is
-    kept unless ``overwrite``), checked before anything trains. A work folder that holds folds already is refused
+    kept unless ``overwrite``), checked before anything trains; each row with the training file's other columns
+    after ``row``, as `evaluate --errors` writes a test file's (``with_file_columns``). A work folder that holds folds already is refused
     unless ``resume`` (finished folds are kept, unfinished ones continue from their checkpoints; they must be of the
     same rows, folds and settings) or ``overwrite`` (every fold trains afresh). ``named`` names the settings in errors.
 
@@ -152,7 +154,7 @@ def find_suspects(settings: RunSettings, folds: int = DEFAULT_FOLDS, *, output: 
     >>> # find_suspects(settings, folds=5, output="suspects.csv")[:3]   # the three likeliest mislabelled rows
     """
     from ..classifier import Classifier
-    from ..prediction_files import check_output, write_rows
+    from ..prediction_files import check_output, refuse_clashing_header, with_file_columns, write_rows
     from .run import each_warning_once, train_or_continue
 
     if resume and overwrite:
@@ -162,6 +164,8 @@ def find_suspects(settings: RunSettings, folds: int = DEFAULT_FOLDS, *, output: 
         output = check_output(output, overwrite=overwrite, named=named)
     seed = settings.train.seed
     rows = training_rows(settings.data, folds, seed, named)
+    if output is not None and rows.read_from is not None:  # (as is a column of the file's the output writes too)
+        refuse_clashing_header(rows.read_from, suspect_columns, rows.label_names, OUTPUT_WRITER)
     fold_of_row = fold_of_each_row(rows.labels, folds, seed)
     work = Path(settings.output).absolute()
     plan = {"folds": folds, "seed": seed, "rows": len(rows), "texts_sha256": texts_fingerprint(rows)}
@@ -190,7 +194,9 @@ def find_suspects(settings: RunSettings, folds: int = DEFAULT_FOLDS, *, output: 
                 shutil.rmtree(other) if other.is_dir() else other.unlink()
     ranked = ranked_suspects(rows, probabilities, fold_of_row)
     if output is not None:
-        write_rows(ranked, output, suspect_columns(rows.label_names), overwrite, "finding suspects", named)
+        # (The training file's other columns, an id, come along: the row found in the user's own data.)
+        ranked_with_columns, columns = with_file_columns(rows, ranked, suspect_columns, OUTPUT_WRITER)
+        write_rows(ranked_with_columns, output, columns, overwrite, "finding suspects", named)
     return ranked
 
 
