@@ -241,3 +241,35 @@ def test_a_training_file_column_the_output_writes_itself_is_refused_before_any_f
     error = capsys.readouterr().err.strip()
     assert error.count("\n") == 0 and "column 'margin' is one suspects --output writes" in error, error
     assert not (tmp_path / "work" / "fold-1").exists()
+
+
+def test_a_parquet_training_file_s_ranking_comes_back_whole_from_a_parquet_output(tmp_path, capsys):
+    # The whole path on Parquet both ways: its rows read, folded, trained, scored, ranked and written with their id,
+    # each column of its type, every probability a row's own (summing to 1), as find_suspects returned them.
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from attnclf.training.settings import DataSettings
+    from attnclf.training.suspects import suspect_columns, training_rows
+
+    with open(topics_file(tmp_path / "train.csv"), encoding="utf-8", newline="") as handle:
+        csv_rows = list(csv.DictReader(handle))
+    train = tmp_path / "train.parquet"
+    pq.write_table(pa.table({"id": list(range(100, 180)), "text": [row["text"] for row in csv_rows],
+                             "label": [row["label"] for row in csv_rows]}), train)
+    output = tmp_path / "suspects.parquet"
+    assert main(suspects_command(train, tmp_path / "work", "--output", str(output), "--top", "0")) == 0
+    table = pq.read_table(output)
+    names = training_rows(DataSettings(train_file=str(train)), 4, 0).label_names
+    assert table.column_names == ["row", "id", *list(suspect_columns(names))[1:]]
+    assert str(table.schema.field("id").type) == "int64" and str(table.schema.field("margin").type) == "double"
+    rows = table.to_pylist()
+    assert sorted(row["row"] for row in rows) == list(range(1, 81))
+    assert all(row["id"] == row["row"] + 99 for row in rows)
+    assert sorted(row["id"] - 100 for row in rows[:4]) == FLIPPED
+    for row in rows:
+        read = csv_rows[row["row"] - 1]
+        assert (row["text"], row["given_label"]) == (read["text"], read["label"])
+        assert sum(row[f"probability:{name}"] for name in names) == pytest.approx(1, abs=1e-5)
+        assert row["given_label_probability"] == row[f"probability:{row['given_label']}"]
+        assert 1 <= row["fold"] <= 4
