@@ -273,3 +273,12 @@ def test_a_parquet_training_file_s_ranking_comes_back_whole_from_a_parquet_outpu
         assert sum(row[f"probability:{name}"] for name in names) == pytest.approx(1, abs=1e-5)
         assert row["given_label_probability"] == row[f"probability:{row['given_label']}"]
         assert 1 <= row["fold"] <= 4
+
+
+def test_the_command_s_default_model_is_the_one_the_library_justifies():
+    # The default is chosen by measured figures (recipes.SUSPECTS_MODEL's comment, BENCHMARKS.md); the command must
+    # not default to another.
+    from attnclf.cli import build_parser
+    from attnclf.recipes import SUSPECTS_MODEL
+
+    assert build_parser().parse_args(["suspects", "--train-file", "t.csv"]).model == SUSPECTS_MODEL == "boe"

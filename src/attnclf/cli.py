@@ -1435,7 +1435,9 @@ def build_parser() -> argparse.ArgumentParser:
                                    "never scored by it). On SST-2's 6,920 training sentences, 5 folds of boe with "
                                    "--threads 1 took 48.6 s (BENCHMARKS.md, 2026-11-28); on 10,000 IMDB reviews, 4 min 28 "
                                    "s on a busy machine.")
-    _add_model_args(p, default_model="boe")
+    from .recipes import SUSPECTS_MODEL
+
+    _add_model_args(p, default_model=SUSPECTS_MODEL)
     p.add_argument("--folds", type=int, default=5, help="K: each row is scored by a model trained on the other K-1 "
                                                         "folds (default: 5)")
     p.add_argument("--work-dir", metavar="FOLDER", help="where each fold's run trains, as FOLDER/fold-K (default: "

@@ -121,6 +121,14 @@ FILE_RECIPES = (
 )
 
 
+# `attnclf suspects`' model: boe, not train's self-attn (the file recipe), for "10,000 texts in a few minutes"
+# (`python bench/suspects.py --flip 0.05 --threads 1 --model M`, 5 folds, 2026-11-28; BENCHMARKS.md "Which model
+# `attnclf suspects` trains by default"). Of SST-2's 346 flipped labels boe ranked 38.7% among the 346 lowest in
+# 11.2 s of CPU, self-attn 32.4% in 94.7 s; of 500 among 10,000 IMDB reviews (--sample 10000) boe 56.2% in 73.4 s,
+# self-attn 64.0% in 1,224 s (31 minutes' wall): points of precision at N a CPU minute, 207 and 46 against 21 and 3.
+SUSPECTS_MODEL = "boe"
+
+
 def recipe_for(dataset: str | None) -> dict:
     """The recipe of ``dataset`` (empty when it has none).
 
