@@ -197,24 +197,6 @@ def test_an_interrupted_suspects_names_the_command_that_resumes_it(tmp_path, cap
     assert len(output.read_text().splitlines()) == 81
 
 
-def test_an_interrupted_overwrite_of_an_output_file_says_to_move_it_aside(tmp_path, capsys, monkeypatch):
-    # --resume refuses --overwrite, and without it the resumed command keeps the earlier --output file it was to
-    # replace: the hint must say so, not name a command that stops on it.
-    from attnclf.training import run
-
-    def interrupted(*args, **kwargs):
-        raise KeyboardInterrupt
-
-    train = topics_file(tmp_path / "train.csv")
-    output = tmp_path / "suspects.csv"
-    output.write_text("an earlier ranking\n")
-    monkeypatch.setattr(run, "train_run", interrupted)
-    assert main(suspects_command(train, tmp_path / "work", "--output", str(output), "--overwrite")) == 130
-    said = capsys.readouterr().err.strip().splitlines()[-1]
-    assert said.endswith(f"(fold 1 not started; fold 2 not started; fold 3 not started; fold 4 not started); move "
-                         f"{output} aside first (without --overwrite it is kept)"), said
-
-
 def with_column(path, name: str, values):
     """``path``'s CSV rewritten with a first column ``name`` of ``values``, a value a row."""
     with open(path, encoding="utf-8", newline="") as handle:

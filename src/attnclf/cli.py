@@ -677,7 +677,6 @@ def cmd_suspects(args: argparse.Namespace) -> int:
     settings = build_settings(argparse.Namespace(**vars(args) | {"output": args.work_dir, "resume": False}))
     if not args.work_dir:
         settings.output = f"runs/suspects-{settings.model}-{settings.data.describe()}"
-    args.work_dir = settings.output  # resolved: where an interrupted command's folds are, for _resume_hint
     settings.threads = args.threads
     args.folds_folder = settings.output  # (where an interruption's hint finds how far each fold got)
     _refuse_if_held(settings.output)
@@ -1993,8 +1992,6 @@ def _resume_hint(args: argparse.Namespace | None) -> str:
     if args.command in _RERUN_CONTINUES:
         return f"; the same command again, `{shlex.join(['attnclf', args.command, *args.argv])}`, " \
                f"{_RERUN_CONTINUES[args.command]}"
-    if args.command == "suspects":
-        return _suspects_resume_hint(args)
     if args.command != "train" or not args.output:
         return ""
     if args.seeds:  # the same command, less --overwrite (which --resume refuses: the members are kept)
@@ -2044,19 +2041,6 @@ def _pretrain_hint(args: argparse.Namespace) -> str:
     minutes = CHECKPOINT_MINUTES if args.checkpoint_minutes is None else args.checkpoint_minutes
     first = f"{minutes:g} min into pretraining, or as the first epoch ends" if minutes else "as the first epoch ends"
     return f"; nothing was checkpointed yet (the first checkpoint comes {first}): {again}, starts it afresh"
-
-
-def _suspects_resume_hint(args: argparse.Namespace) -> str:
-    """The command that continues an interrupted `suspects`: the same, less --overwrite (which --resume refuses),
-    with --resume; and how far each fold got, once the folds' work folder is known."""
-    from .training.suspects import folds_progress
-
-    again = ["attnclf", "suspects", *_without_flag(args.argv, "--overwrite"), *([] if args.resume else ["--resume"])]
-    progress = f" ({folds_progress(args.work_dir, args.folds)})" if args.work_dir else ""
-    # (Without --overwrite the resumed command keeps an --output file that one replaced: it must go first.)
-    replaced = args.overwrite and args.output and Path(args.output).exists()
-    aside = f"; move {args.output} aside first (without --overwrite it is kept)" if replaced else ""
-    return f"; `{shlex.join(again)}` keeps the finished folds and continues the others{progress}{aside}"
 
 
 if __name__ == "__main__":

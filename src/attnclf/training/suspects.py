@@ -200,18 +200,6 @@ def find_suspects(settings: RunSettings, folds: int = DEFAULT_FOLDS, *, output: 
     return ranked
 
 
-def folds_progress(work: str | Path, folds: int) -> str:
-    """How far each fold of ``find_suspects`` in the work folder ``work`` got, in one line: what a resumed command
-    keeps ("finished") and what it continues (``run_progress``).
-
-    >>> folds_progress("no/such/folder", 2)
-    'fold 1 not started; fold 2 not started'
-    """
-    from .settings import run_progress
-
-    return "; ".join(f"fold {fold} {run_progress(Path(work) / f'fold-{fold}')}" for fold in range(1, folds + 1))
-
-
 def _check_plan(work: Path, plan: dict, resume: bool, overwrite: bool, named: Callable[[str], str]) -> None:
     """Refuse a work folder whose folds this command would mix with its own: without ``resume`` or ``overwrite``
     any, and with ``resume`` those of other rows, folds or seed."""
