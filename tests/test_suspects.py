@@ -264,3 +264,20 @@ def test_the_command_s_default_model_is_the_one_the_library_justifies():
     from attnclf.recipes import SUSPECTS_MODEL
 
     assert build_parser().parse_args(["suspects", "--train-file", "t.csv"]).model == SUSPECTS_MODEL == "boe"
+
+
+def test_overwrite_removes_only_the_folds_an_earlier_suspects_left_not_a_users_own_folders(tmp_path):
+    # With --overwrite into a folder no `suspects` planned, its fold-N folders are the user's: they stay. Folds an
+    # earlier command of more folds trained there go, so the folder holds one command's folds.
+    train = topics_file(tmp_path / "train.csv")
+    mine = tmp_path / "mine"
+    (mine / "fold-9").mkdir(parents=True)
+    (mine / "fold-9" / "notes.txt").write_text("keep me")
+    assert main(suspects_command(train, mine, "--overwrite")) == 0
+    assert (mine / "fold-9" / "notes.txt").read_text() == "keep me"
+    work = tmp_path / "work"
+    assert main([*suspects_command(train, work), "--folds", "5"]) == 0
+    assert (work / "fold-5").is_dir() and (work / "data" / "fold-5-train.jsonl").is_file()
+    assert main(suspects_command(train, work, "--overwrite")) == 0  # 4 folds now
+    assert sorted(p.name for p in work.glob("fold-*")) == ["fold-1", "fold-2", "fold-3", "fold-4"]
+    assert not list((work / "data").glob("fold-5-*"))

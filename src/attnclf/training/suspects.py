@@ -172,6 +172,7 @@ def find_suspects(settings: RunSettings, folds: int = DEFAULT_FOLDS, *, output: 
     prepare_output_dir(work)
     with folder_lock(work, instead=f"give another {named('work_dir')}"):
         _check_plan(work, plan, resume, overwrite, named)
+        earlier_folds = _planned_folds(work)
         atomic_write_json(work / PLAN_FILE, plan)
         probabilities = np.zeros((len(rows), len(rows.label_names)))
         # (The folds train on the same data; their files are this command's, no `attnclf compare` of the user's.)
@@ -188,9 +189,11 @@ def find_suspects(settings: RunSettings, folds: int = DEFAULT_FOLDS, *, output: 
                 scored = classifier.predict_proba([rows.texts[i] for i in held_out])
                 # (a fold's file names the classes as the rows do; its run numbers them in its own order)
                 probabilities[held_out] = scored[:, [classifier.label_names.index(name) for name in rows.label_names]]
-        ours = {fold_dir(work, fold).name for fold in range(folds)}
-        for other in [*work.glob("fold-*"), *work.glob("data/fold-*.jsonl")]:  # (an overwritten command's, of more)
-            if other.name.removesuffix(".jsonl").removesuffix("-train").removesuffix("-held-out") not in ours:
+        # An overwritten command's folds beyond this one's go; only those its plan names: a fold-N folder of a work
+        # folder no `suspects` planned is the user's.
+        for other in [*work.glob("fold-*"), *work.glob("data/fold-*.jsonl")]:
+            number = other.name.removesuffix(".jsonl").removesuffix("-train").removesuffix("-held-out")[5:]
+            if number.isdigit() and folds < int(number) <= earlier_folds:
                 shutil.rmtree(other) if other.is_dir() else other.unlink()
     ranked = ranked_suspects(rows, probabilities, fold_of_row)
     if output is not None:
@@ -198,6 +201,15 @@ def find_suspects(settings: RunSettings, folds: int = DEFAULT_FOLDS, *, output: 
         ranked_with_columns, columns = with_file_columns(rows, ranked, suspect_columns, OUTPUT_WRITER)
         write_rows(ranked_with_columns, output, columns, overwrite, "finding suspects", named)
     return ranked
+
+
+def _planned_folds(work: Path) -> int:
+    """How many folds the plan an earlier command left in ``work`` names (0: none, or one unreadable)."""
+    try:
+        folds = read_json(work / PLAN_FILE).get("folds") if (work / PLAN_FILE).is_file() else 0
+    except (AttnclfError, AttributeError):
+        return 0
+    return folds if isinstance(folds, int) and not isinstance(folds, bool) and folds > 0 else 0
 
 
 def _check_plan(work: Path, plan: dict, resume: bool, overwrite: bool, named: Callable[[str], str]) -> None:
