@@ -810,8 +810,8 @@ class _UnknownTokenNotes:
 
     def count_the_rest(self) -> None:
         if self.noted > self.shown_at_most:
-            self.say(f"note: and {self.noted - self.shown_at_most:,} more texts past a quarter of their tokens unknown: "
-                     f"see each answer's unknown_tokens and tokens_read")
+            self.say(f"note: and {self.noted - self.shown_at_most:,} more texts past a quarter of their tokens "
+                     f"unknown: see each answer's unknown_tokens and tokens_read")
 
 # predict's and explain's --file. A plain file's blank lines are skipped, so its answers can be fewer than its lines:
 # each answer carries its text. A data file's empty row is answered.
@@ -1432,8 +1432,8 @@ def build_parser() -> argparse.ArgumentParser:
                                    "one and score the fold it left out; rank every row by the probability its "
                                    "model gave the row's own label, lowest first (a row the model memorised is "
                                    "never scored by it). On SST-2's 6,920 training sentences, 5 folds of boe with "
-                                   "--threads 1 took 48.6 s (BENCHMARKS.md, 2026-11-28); on 10,000 IMDB reviews, 4 min 28 "
-                                   "s on a busy machine.")
+                                   "--threads 1 took 48.6 s (BENCHMARKS.md, 2026-11-28); on 10,000 IMDB reviews, "
+                                   "4 min 28 s on a busy machine.")
     from .recipes import SUSPECTS_MODEL
 
     _add_model_args(p, default_model=SUSPECTS_MODEL)

@@ -172,8 +172,8 @@ def class_operating_points(y_true: Sequence[int], probabilities: np.ndarray, lab
     """Class ``name``'s figures when a text is flagged as it whenever its probability is at least a threshold, as an
     analyst trades precision for recall on the one class that matters (``y_true``: each text's class, or a
     multi-label run's 0/1 label sets, a row per text, of which ``name``'s column is read): ``thresholds``, a row per
-    threshold of ``OPERATING_THRESHOLDS`` (``threshold``, ``flagged``, ``precision``, ``recall``, ``f1``; precision None where
-    nothing is flagged); ``precision_at_least``, per target of ``OPERATING_TARGETS``, the smallest threshold whose
+    threshold of ``OPERATING_THRESHOLDS`` (``threshold``, ``flagged``, ``precision``, ``recall``, ``f1``; precision
+    None where nothing is flagged); ``precision_at_least``, per target of ``OPERATING_TARGETS``, the smallest threshold whose
     precision reaches it (the one finding the most), and ``recall_at_least`` the largest whose recall does (the one
     flagging the fewest), each a row or None where none does; ``positives`` and ``num_examples``. Thresholds there
     are the texts' own probabilities, read off scikit-learn's ``precision_recall_curve``. ``evaluate(...,

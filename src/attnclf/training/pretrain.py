@@ -191,10 +191,10 @@ def pretrain_encoder(texts: Sequence[str], settings: PretrainSettings, output: s
     from it; within an epoch the state goes there every ``checkpoint_minutes`` of training too (0: never), as
     `train`'s does. The same call again after an interruption continues from there (``pretrain_kept`` says where)
     and ends where one uninterrupted call would have, to the byte on the CPU; the interval may differ. ``progress``
-    shows a bar per epoch on a terminal, else a line every ``pace.PROGRESS_LINE_SECONDS``. ``device`` is where it runs, as
-    for ``train_run`` (``auto``: CUDA, else MPS, else the CPU; ``cuda:N``; or a ``torch.device``); one the machine
-    lacks is one line before anything is read. Masking and the sampled words draw on the CPU whatever the device, so
-    only the model's sums and its dropout differ on a GPU.
+    shows a bar per epoch on a terminal, else a line every ``pace.PROGRESS_LINE_SECONDS``. ``device`` is where it
+    runs, as for ``train_run`` (``auto``: CUDA, else MPS, else the CPU; ``cuda:N``; or a ``torch.device``); one the
+    machine lacks is one line before anything is read. Masking and the sampled words draw on the CPU whatever the
+    device, so only the model's sums and its dropout differ on a GPU.
 
     >>> # pretrain_encoder(texts, PretrainSettings(epochs=1), "pretrained/mine", device="cuda:1")
     """
@@ -399,7 +399,8 @@ def pretrain_kept(output: str | Path) -> tuple[str, str] | None:
     except (KeyError, TypeError, ValueError, AttnclfError):  # (not a pretraining's: the command again says so)
         return None
     if position:
-        return f"kept step {step:,} of {steps:,} in epoch {finished + 1} of {epochs}", f"continues from step {step + 1:,}"
+        return (f"kept step {step:,} of {steps:,} in epoch {finished + 1} of {epochs}",
+                f"continues from step {step + 1:,}")
     if finished >= epochs:
         return f"kept epoch {finished} of {epochs}", "has nothing left to do"
     return f"kept epoch {finished} of {epochs}", f"continues from epoch {finished + 1}"
