@@ -1275,3 +1275,17 @@ def test_without_a_terminal_training_prints_progress_within_an_epoch_and_checkpo
 def test_the_checkpoint_interval_is_refused_below_zero_by_its_flag():
     with pytest.raises(AttnclfError, match=r"^--checkpoint-minutes must be at least 0, got -1.0$"):
         TrainConfig(checkpoint_minutes=-1, named=lambda field: "--" + field.replace("_", "-"))
+
+
+def test_continuing_an_unfinished_member_takes_the_commands_checkpoint_interval(tmp_path, monkeypatch):
+    # `train --seeds --resume --checkpoint-minutes 0` continued each unfinished member at the interval it began with:
+    # the flag, which --help says may change on a resume, was read by a single run's --resume alone.
+    from attnclf.training import run
+
+    member = tiny_settings(tmp_path / "seed-0", checkpoint_minutes=10)
+    continued = []
+    monkeypatch.setattr(run, "is_resumable", lambda output: True)
+    monkeypatch.setattr(run, "resume_settings", lambda output, **kwargs: tiny_settings(output, checkpoint_minutes=10))
+    monkeypatch.setattr(run, "train_run", lambda settings, **kwargs: continued.append(settings))
+    run.train_or_continue(replace(member, train=replace(member.train, checkpoint_minutes=0.0)), resume=True)
+    assert continued[0].train.checkpoint_minutes == 0.0

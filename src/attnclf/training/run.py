@@ -666,5 +666,8 @@ def train_or_continue(settings: RunSettings, resume: bool, progress: bool = True
         continued = resume_settings(output, epochs=settings.train.epochs, device=settings.device,
                                     threads=settings.threads, named=named, data_dir=data_dir)
         continued.report = continued.report and settings.report  # (as `train --resume` reports)
+        # How often it checkpoints within an epoch is the command's to say now, as `train --resume` lets it
+        # (the weights come out the same at any interval).
+        continued.train.checkpoint_minutes = settings.train.checkpoint_minutes
         return train_run(continued, resume=True, progress=progress, loaded=loaded)
     return train_run(settings, progress=progress, loaded=loaded)
