@@ -3029,3 +3029,16 @@ def test_a_train_interrupted_within_an_epoch_says_which_step_it_kept_and_resumes
     assert [record["epoch"] for record in map(json.loads, (run / "history.jsonl").read_text().splitlines())] == [1, 2]
     assert run_error(tiny_demo_train(2, tmp_path / "again", "--checkpoint-minutes", "-1"), capsys) == (
         "attnclf: error: --checkpoint-minutes must be at least 0, got -1.0")
+
+
+def test_a_run_stopped_within_its_first_epoch_names_the_command_that_continues_it(tmp_path, capsys):
+    # Weights come as its first epoch ends: before then, evaluate/predict/report said only "missing
+    # model.safetensors", and not that `train --resume` carries the checkpoint kept within the epoch on.
+    run = tmp_path / "run"
+    (run / "checkpoint").mkdir(parents=True)
+    (run / "config.json").write_text("{}")
+    (run / "checkpoint" / "state.json").write_text("{}")
+    assert main(["evaluate", str(run)]) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == (f"attnclf: error: run directory {run} is unfinished: stopped within its first epoch, before "
+                           f"any weights; `attnclf train --resume --output {run}` continues it"), err

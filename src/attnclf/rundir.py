@@ -507,6 +507,9 @@ def check_run_dir(path: str | Path) -> Path:
     missing = [name for name in REQUIRED_FILES if not (path / name).is_file()]
     if missing and not (path / "config.json").exists() and (other := what_else_the_folder_is(path)):
         raise RunDirError(other)
+    if "model.safetensors" in missing and is_resumable(path):  # (weights come as the first epoch ends)
+        raise RunDirError(f"run directory {path} is unfinished: stopped within its first epoch, before any weights; "
+                          f"`attnclf train --resume --output {shlex.quote(str(path))}` continues it")
     if missing:
         raise RunDirError(f"run directory {path} is incomplete: missing {', '.join(missing)}")
     read_config(path)
