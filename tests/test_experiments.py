@@ -493,6 +493,31 @@ def test_the_comparison_figure_states_its_budget_and_marks_the_models_at_chance(
     assert not [line for line in figure.axes[0].get_lines() if line.get_linestyle() == "--"]
 
 
+def test_the_chance_legend_hides_no_score():
+    # compare --quick on SST-2 sentences (2026-11-28): the legend of the dashed chance line, pinned to the lower
+    # right, lay over the last row's dot, so comparison.png showed tfidf-lr's row empty at 0.701.
+    import numpy as np
+
+    from attnclf.experiments.plots import compare_plot, score_plot
+
+    scores = {"boe": [0.576, 0.56, 0.57], "bilstm-attn": [0.706, 0.738, 0.716], "transformer-mean": [0.5] * 3,
+              "self-attn": [0.66, 0.711, 0.726], "tfidf-lr": [0.698, 0.74, 0.664]}
+    records = [{"label": label, "model": label, "seed": seed, "accuracy": accuracy, "epochs": 3,
+                "majority_accuracy": 0.5, "test_examples": 500, "train_seconds": 2.0}
+               for label, seeds in scores.items() for seed, accuracy in enumerate(seeds)]
+    rows = summarize(records)
+    for ax in (compare_plot(rows, records, "compare", "Budget").axes[0],
+               score_plot(rows, records, "accuracy", "ablate").axes[0]):
+        ax.figure.canvas.draw()
+        legend = ax.get_legend().get_window_extent()
+        points = np.concatenate([collection.get_offsets() for collection in ax.collections if
+                                 len(collection.get_offsets())] +
+                                [line.get_xydata() for line in ax.get_lines() if line.get_marker() == "o"])
+        hidden = [tuple(point) for point, shown in zip(points, ax.transData.transform(points))
+                  if legend.contains(*shown)]
+        assert not hidden, f"the legend covers {hidden}"
+
+
 def test_compare_models_all_is_every_model_attnclf_models_lists():
     # A teacher's six baselines (pos-mean among them, which the default leaves out) without typing each name.
     from attnclf.experiments.compare import compared_models

@@ -67,7 +67,7 @@ def _mark_at_chance(ax, rows: list[dict], positions, records: list[dict]) -> lis
         return []
     for rate in sorted(rates):
         ax.axvline(rate, color="0.3", linestyle="--", lw=1, label=f"always the commonest class ({rate:.3f})")
-    ax.legend(fontsize="small", loc="lower right")
+    ax.legend(fontsize="small", loc="best")  # pinned to a corner, it hid the score of whichever row stood there
     return sorted(rates)
 
 
