@@ -385,11 +385,13 @@ def _add_train_args(p: argparse.ArgumentParser) -> None:
                         "the first member trains, and back if that one stops before it starts); without --overwrite "
                         "such a folder is refused, so a repeated command cannot delete a finished run")
     p.add_argument("--resume", action="store_true",
-                   help="continue the interrupted run in --output with its own settings: give the command that "
-                        "started it, or only --output; --epochs, --device and --threads may change, --data-dir and "
-                        "--train-file/--validation-file/--test-file say where its data lies now (checked against the "
-                        "texts it recorded), flags that describe another run are refused (with --seeds: finished "
-                        "members are kept, unfinished ones continue, new seeds train as the others did)")
+                   help="continue the interrupted run in --output with its own settings, from its last checkpoint "
+                        "(an epoch's end or, within one, a --checkpoint-minutes mark): give the command that started "
+                        "it, or only --output; --epochs, --device, --threads and --checkpoint-minutes may change, "
+                        "--data-dir and --train-file/--validation-file/--test-file say where its data lies now "
+                        "(checked against the texts it recorded), flags that describe another run are refused (with "
+                        "--seeds: finished members are kept, unfinished ones continue, new seeds train as the others "
+                        "did)")
     p.add_argument("--checkpoint-minutes", type=float,
                    help="within an epoch, save a checkpoint to resume from every this many minutes of training "
                         "(0: only as epochs end; default: 10); it may change with --resume")
