@@ -1065,9 +1065,3 @@ def refuse_estimator_run(config: dict, lacks: str, run_dir: str | Path | None = 
         raise RunDirError(f"{run_dir if run_dir is not None else 'this run'} was saved by the scikit-learn estimator "
                           f"(AttentionTextClassifier.save): it has no recorded {lacks}")
 
-
-def refuse_multi_label(config: dict, what: str) -> None:
-    """One line saying ``what`` does not handle multi-label runs yet, if this run is one."""
-    if is_multi_label(config):
-        raise AttnclfError(f"{what} supports single-label runs only for now; predict a multi-label run with "
-                           f"`attnclf predict`, `attnclf serve` or Classifier.load(run).predict")
