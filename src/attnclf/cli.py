@@ -1650,7 +1650,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a line on stdout per request answered (time, client, method, path, status, ms, an error's "
                         "reason; never a text): text, json (one object a line, the start and stop lines too, for a "
                         "log collector) or off (a proxy in front logs them) (default: text)")
-    _add_threshold_arg(p, "answer /predict by one class's threshold (GET /model names it)")
+    _add_threshold_arg(p, "answer /predict by one class's threshold (GET /model names it; /explain explains the "
+                          "class so answered)")
     _add_device_arg(p)
     _add_backend_args(p)
 
