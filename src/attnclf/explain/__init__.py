@@ -1,10 +1,11 @@
 """Why did the model decide? Per-token explanations, and measurements of how faithful they are.
 
-- ``explain(classifier, texts, method)`` (also ``Classifier.explain``): ``Explanation`` per text,
-  by attention, rollout, grad-input, integrated-gradients or occlusion (``METHODS``).
+- ``explain(classifier, texts, method)`` (also ``Classifier.explain``): ``Explanations``, an ``Explanation`` per
+  text (a multi-label run's: per label explained), by attention, rollout, grad-input, integrated-gradients or
+  occlusion (``METHODS``); a notebook shows them as coloured tokens (``render.notebook_html``).
 - ``measure_faithfulness(classifier, data)``: deletion test against random deletion, rank
   agreement between methods, and the uniform-attention check.
-- ``render``: coloured terminal text, JSON lines and HTML.
+- ``render``: coloured terminal text, JSON lines, HTML pages and PNG images for slides.
 """
 
 from .explanation import Explanation, Explanations, explain
