@@ -4,14 +4,18 @@
 POST /predict   {"texts": [...]} or {"text": "..."}   -> {"predictions": [{label, confidence, probabilities,
                                                           unknown_tokens, tokens_read}]}
                 (a multi-label run's: {labels, probabilities, unknown_tokens, tokens_read}, each label whose
-                probability reaches its threshold from thresholds.json, most probable first)
+                probability reaches its threshold from thresholds.json, most probable first; under a --threshold,
+                decided by it)
 POST /explain   {"texts"|"text", "method", "target"}   -> {"explanations": [{tokens, scores, method, ...}]}
                 (by default occlusion's scores, with the pooling attention beside them as "pooling_attention";
                 "method": [...] or "all" for several, each text's explanations together, texts x methods bounded;
-                a multi-label run's: one per label explained, each predicted one by default, with "labels")
+                a multi-label run's: one per label explained, each predicted one by default, with "labels";
+                by default the class, or labels, /predict answers, its --threshold applied)
 GET  /health    liveness, plus requests served and batches run; answered however many requests are in flight
-GET  /model     the backend, labels, model and tokenizer summary, text columns, versions, explanation methods
-                (and whether the pooling attention comes beside their scores), the threshold /predict applies, limits
+GET  /model     the run and the weights served (weights_id, as each answer's X-Attnclf-Weights header), the
+                backend, labels, model and tokenizer summary, text columns, versions, explanation methods (and
+                whether the pooling attention comes beside their scores), the threshold /predict applies (a
+                multi-label run's: multi_label and each label's thresholds), limits
 GET  /docs      the endpoints, their request schemas and a curl line each (schema at /openapi.json)
 ```
 
