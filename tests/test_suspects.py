@@ -3,6 +3,7 @@
 import csv
 import json
 import random
+import re
 from collections import Counter
 
 import numpy as np
@@ -281,3 +282,16 @@ def test_overwrite_removes_only_the_folds_an_earlier_suspects_left_not_a_users_o
     assert main(suspects_command(train, work, "--overwrite")) == 0  # 4 folds now
     assert sorted(p.name for p in work.glob("fold-*")) == ["fold-1", "fold-2", "fold-3", "fold-4"]
     assert not list((work / "data").glob("fold-5-*"))
+
+
+def test_suspects_help_offers_no_flag_it_refuses(capsys):
+    # It shares train's data flags; those whose data would go unread (or a multi-label file) are refused in one
+    # line, so the help, which a user reads first, leaves them out. They still parse, to be refused so.
+    with pytest.raises(SystemExit):
+        main(["suspects", "--help"])
+    shown = capsys.readouterr().out
+    for flag in ("--validation-file", "--test-file", "--max-train-examples", "--max-test-examples", "--multi-label",
+                 "--label-delimiter"):
+        offered = re.search(rf"^  {flag}\b|\[{flag}\b", shown, re.MULTILINE)  # (its option line, or usage)
+        assert offered is None, flag
+    assert re.search(r"^  --train-file\b", shown, re.MULTILINE) and "[--folds" in shown

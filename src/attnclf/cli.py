@@ -375,6 +375,13 @@ def _add_model_args(p: argparse.ArgumentParser, default_model: str) -> None:
                    help="with --windows: how the windows' summaries combine (default: attention)")
 
 
+def _hide_flags(p: argparse.ArgumentParser, names: set[str]) -> None:
+    """Leave the flags of ``names`` (their dests) out of ``p``'s help and usage; they still parse."""
+    for action in p._actions:  # (argparse has no public way to hide a flag already added)
+        if action.dest in names:
+            action.help = argparse.SUPPRESS
+
+
 def _add_train_args(p: argparse.ArgumentParser) -> None:
     _add_model_args(p, default_model="self-attn")
     p.add_argument("--output", "-o", help="run directory (default: runs/<model>-<dataset>)")
@@ -1439,6 +1446,10 @@ def build_parser() -> argparse.ArgumentParser:
     from .recipes import SUSPECTS_MODEL
 
     _add_model_args(p, default_model=SUSPECTS_MODEL)
+    # Train's flags whose data suspects would leave unread (it ranks every training row) or cannot rank: refused in
+    # one line when typed (training_rows), and left out of its help.
+    _hide_flags(p, {"validation_file", "test_file", "max_train_examples", "max_test_examples", "multi_label",
+                    "label_delimiter"})
     p.add_argument("--folds", type=int, default=5, help="K: each row is scored by a model trained on the other K-1 "
                                                         "folds (default: 5)")
     p.add_argument("--work-dir", metavar="FOLDER", help="where each fold's run trains, as FOLDER/fold-K (default: "
