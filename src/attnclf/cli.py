@@ -1483,8 +1483,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("predict", help="label texts (arguments, --file, or stdin); JSON lines out",
                        description="Label texts with a trained run: texts typed after RUN_DIR, a --file, or stdin. "
                                    "Each answer is a JSON line on stdout (the text, its label, the confidence, each "
-                                   "class's probability, and how many of its tokens the model did not know), or a "
-                                   "row of the --output file.")
+                                   "class's probability, and how many of its tokens the model did not know; a "
+                                   "multi-label run's: its labels, every one reaching its threshold, and each "
+                                   "label's probability), or a row of the --output file.")
     p.add_argument("run_dir", metavar="RUN_DIR", help="a run directory, a `train --seeds` folder (its ensemble "
                                                        "answers), or with --backend onnx an export or a run holding "
                                                        "one")
