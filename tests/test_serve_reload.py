@@ -4,6 +4,7 @@ fails keeps the model being served."""
 import asyncio
 import json
 import shutil
+import signal
 
 import pytest
 from fastapi.testclient import TestClient
@@ -310,3 +311,30 @@ def test_a_request_in_flight_as_the_model_is_swapped_finishes_on_the_old_one_and
         later = client.post("/predict", json={"text": "good"})
     assert (answer.headers["x-attnclf-weights"], later.headers["x-attnclf-weights"]) == (old, new)
     assert len(models) == 2 and models[0] is not models[1]
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGHUP"), reason="no SIGHUP on this platform (Windows)")
+def test_a_sighup_while_the_run_loads_neither_kills_the_service_nor_is_lost_on_its_handler(demo_run):
+    """A reload asked for before the server is up (systemd's ExecReload as the unit starts) was SIGHUP's default
+    action: the process died. The load under way is the reload it asks for; the handler before is put back after."""
+    import subprocess
+    import sys
+
+    script = f"""
+import os, signal, sys, uvicorn
+from attnclf import ensemble
+from attnclf.cli import main
+real = ensemble.load_backend
+def load_hung_up(*args, **kwargs):
+    os.kill(os.getpid(), signal.SIGHUP)
+    return real(*args, **kwargs)
+ensemble.load_backend = load_hung_up
+uvicorn.Server.run = lambda server, sockets=None: None
+signal.signal(signal.SIGHUP, signal.SIG_DFL)
+code = main(["serve", {str(demo_run)!r}, "--port", "0", "--device", "cpu", "--threads", "1"])
+assert signal.getsignal(signal.SIGHUP) is signal.SIG_DFL, signal.getsignal(signal.SIGHUP)
+sys.exit(code)
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
+    assert done.stdout.startswith("serving "), done.stdout

@@ -553,7 +553,8 @@ def logged_line(log_format: str, event: str, **fields) -> str:
     fields as ``AccessLog`` gives them) or the service's own ("serving", "warning", "stopping", "stopped",
     "reloaded", "reload_failed", a ``message`` each). As JSON, one object a line, the time (UTC) and event first,
     escaped to ASCII: whatever a detail quotes of a request (a method name, say) can neither break the line nor
-    garble it for a collector reading it as another encoding. As text, the service's own lines are their message alone, as they always were.
+    garble it for a collector reading it as another encoding. As text, the service's own lines are their message
+    alone, as they always were.
 
     >>> logged_line("text", "request", client="10.0.0.1", method="GET", path="/x", status=404, ms=1.0,
     ...             detail="Not Found")[21:]
@@ -1118,44 +1119,61 @@ def serve(run_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, limits
         return _load_fingerprinted(run_dir, backend, lambda: ensemble.load_backend(
             run_dir, backend, int8=int8, device=device, bf16=bf16, threads=threads, named=named))
 
-    classifier, weights_sha256 = load()
-    if threads is not None and backend == "torch":  # (onnxruntime took them as it loaded)
-        import torch
+    # A SIGHUP while the run loads and the server starts (before its handler, with uvicorn's) would kill it, the
+    # default action: it is ignored until then, the load under way being the reload it asks for.
+    with _hangups_ignored():
+        classifier, weights_sha256 = load()
+        if threads is not None and backend == "torch":  # (onnxruntime took them as it loaded)
+            import torch
 
-        torch.set_num_threads(threads)
-    # The service's lines in the access log's form, the requests' too unless it is off: with JSON, every stdout line
-    # is an object, as a collector reading the stream line by line needs (stderr would split it from the requests).
-    log_format = "json" if access_log == "json" else "text"
-    say = partial(_say, log_format)
-    threshold = class_threshold(threshold, classifier.label_names, getattr(classifier, "multi_label", False),
-                                named=named)
-    # A line per request on stdout, beside "serving": what an operator reads (journalctl, docker logs) to tell
-    # which request failed and why; uvicorn's own access log is off, as it says nothing of why.
-    app = create_app(classifier, limits, access_log=None if access_log == "off" else partial(print, flush=True),
-                     access_log_format=log_format, served_from={"run": str(run_dir), "weights_sha256": weights_sha256},
-                     threshold=threshold, named=named)
-    port = _listenable_port(host, port)
-    if not _loopback(host):
-        say("warning", "warning: reachable from other machines, with no authentication or TLS: put a proxy that has "
-                       "them in front")
-    decided = "" if threshold is None else f"; {threshold.label} from probability {threshold.probability:g}"
-    say("serving", f"serving {run_dir} ({backend_name(classifier)}{decided}) on {_where(host, port)} (API docs at "
-                   f"/docs); Ctrl-C stops{'' if _SIGHUP is None else ', SIGHUP reloads'}")
-    app.state.reloader = ModelReloader(run_dir, load, app, write=say)
-    server = StopAnnouncingServer(uvicorn.Config(app, host=host, port=port, **_uvicorn_options(limits)), write=say,
-                                  on_hangup=app.state.reloader.request)
-    exited = False
+            torch.set_num_threads(threads)
+        # The service's lines in the access log's form, the requests' too unless it is off: with JSON, every stdout line
+        # is an object, as a collector reading the stream line by line needs (stderr would split it from the requests).
+        log_format = "json" if access_log == "json" else "text"
+        say = partial(_say, log_format)
+        threshold = class_threshold(threshold, classifier.label_names, getattr(classifier, "multi_label", False),
+                                    named=named)
+        # A line per request on stdout, beside "serving": what an operator reads (journalctl, docker logs) to tell
+        # which request failed and why; uvicorn's own access log is off, as it says nothing of why.
+        app = create_app(classifier, limits, access_log=None if access_log == "off" else partial(print, flush=True),
+                         access_log_format=log_format,
+                         served_from={"run": str(run_dir), "weights_sha256": weights_sha256}, threshold=threshold,
+                         named=named)
+        port = _listenable_port(host, port)
+        if not _loopback(host):
+            say("warning", "warning: reachable from other machines, with no authentication or TLS: put a proxy "
+                           "that has them in front")
+        decided = "" if threshold is None else f"; {threshold.label} from probability {threshold.probability:g}"
+        say("serving", f"serving {run_dir} ({backend_name(classifier)}{decided}) on {_where(host, port)} (API docs at "
+                       f"/docs); Ctrl-C stops{'' if _SIGHUP is None else ', SIGHUP reloads'}")
+        app.state.reloader = ModelReloader(run_dir, load, app, write=say)
+        server = StopAnnouncingServer(uvicorn.Config(app, host=host, port=port, **_uvicorn_options(limits)), write=say,
+                                      on_hangup=app.state.reloader.request)
+        exited = False
+        try:
+            server.run()
+        except KeyboardInterrupt:  # the stop's signal, raised again once the server has stopped (as uvicorn.run does)
+            pass
+        except SystemExit:  # uvicorn (0.54 here) gives up a start, a bind or the app's lifespan, by sys.exit(3)
+            if server.started:
+                raise
+            exited = True
+        # (older uvicorn gave up a lifespan by should_exit, unstarted; either way it has logged why)
+        if exited or (server.should_exit and not server.started):
+            raise AttnclfError(f"the server on {host}:{port} failed to start")
+
+
+@contextmanager
+def _hangups_ignored():
+    """SIGHUP ignored within (where there is one, on the main thread), its handler before restored after."""
+    if _SIGHUP is None or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = signal.signal(_SIGHUP, signal.SIG_IGN)
     try:
-        server.run()
-    except KeyboardInterrupt:  # the stop's signal, raised again once the server has stopped (as uvicorn.run catches it)
-        pass
-    except SystemExit:  # uvicorn (0.54 here) gives up a start, a bind or the app's lifespan, by sys.exit(3)
-        if server.started:
-            raise
-        exited = True
-    # (older uvicorn gave up a lifespan by should_exit, unstarted; either way it has logged why)
-    if exited or (server.should_exit and not server.started):
-        raise AttnclfError(f"the server on {host}:{port} failed to start")
+        yield
+    finally:
+        signal.signal(_SIGHUP, before)
 
 
 class StopAnnouncingServer(uvicorn.Server):
