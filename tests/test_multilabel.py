@@ -742,6 +742,37 @@ def test_serve_answers_a_multi_label_runs_label_sets_at_its_thresholds(topic_run
         assert about["explain_methods"] and about["explain_default"] == "occlusion"
 
 
+def test_serve_bounds_a_multi_label_explain_by_the_labels_each_text_is_explained_for(topic_run):
+    from fastapi.testclient import TestClient
+
+    from attnclf import Classifier
+    from attnclf.serve.app import ServeLimits, create_app
+
+    clf = Classifier.load(topic_run, device="cpu")
+    two, none = "bread soup and cheese for dinner with the orchestra", "today some people said more"
+    assert len(clf.predict([two])[0].labels) == 2 and clf.predict([none])[0].labels == []  # (what is counted)
+    methods = ["occlusion", "grad-input"]
+    # 2 methods x (2 labels of one text + 1, the most probable, of the other): 6 explanations, where texts x methods
+    # counted 4.
+    with TestClient(create_app(clf, ServeLimits(max_explain_batch=5))) as client:
+        refused = client.post("/explain", json={"texts": [two, none], "method": methods})
+        assert refused.status_code == 413, refused.text
+        assert refused.json()["detail"] == ("6 explanations in one request (2 texts x 2 methods x their predicted "
+                                            "labels, 1 where none: 3 in all); the limit is 5")
+        one_method = client.post("/explain", json={"texts": [two, two, two]})  # (by name: texts x 1 x 2 labels)
+        assert one_method.status_code == 413 and one_method.json()["detail"].startswith("6 explanations")
+        # A target is one label a text: texts x methods, as a single-label run's.
+        aimed = client.post("/explain", json={"texts": [two, none], "method": methods, "target": "food"})
+        assert aimed.status_code == 200, aimed.text
+        assert len(aimed.json()["explanations"]) == 4
+    with TestClient(create_app(clf, ServeLimits(max_explain_batch=6))) as client:
+        answered = client.post("/explain", json={"texts": [two, none], "method": methods})
+        assert answered.status_code == 200, answered.text
+        assert len(answered.json()["explanations"]) == 6
+        assert "texts x methods x the labels each text is explained for" in client.get("/openapi.json").json()[
+            "info"]["description"]
+
+
 def test_a_multi_label_dataset_trains_multi_label_without_the_flag(tmp_path):
     out = tmp_path / "topics"
     assert main(["train", "--dataset", "topics", "--epochs", "1", "--max-train-examples", "300", "--set", "d_model=16",

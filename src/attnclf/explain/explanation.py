@@ -250,12 +250,9 @@ def explain(classifier: "Classifier", texts: Sequence[str], method: str | None =
     encoded = classifier.tokenizer.encode_counting_cuts(texts)
     ids = [sequence for sequence, _ in encoded]
     probabilities = classifier.predict_proba(texts)
-    predicted = [label_set(row, classifier.thresholds, threshold) if multi_label
-                 else [int(decided_classes(row, threshold))] for row in probabilities]
-    asked = None if target is None else _class_index(target, names)
+    predicted = _predicted(classifier, probabilities, threshold)
     # One explanation per text and label explained: texts[owners[j]] explained for targets[j].
-    explained = [[asked] if asked is not None else labels or [int(row.argmax())]
-                 for labels, row in zip(predicted, probabilities)]
+    explained = _explained(predicted, probabilities, None if target is None else _class_index(target, names))
     owners = [i for i, labels in enumerate(explained) for _ in labels]
     targets = np.array([label for labels in explained for label in labels], dtype=np.int64)
     pair_ids = [ids[i] for i in owners]
@@ -296,6 +293,34 @@ def explain(classifier: "Classifier", texts: Sequence[str], method: str | None =
             labels=[names[label] for label in predicted[i]] if multi_label else None,
         ))
     return Explanations(explanations)
+
+
+def explained_labels(classifier: "Classifier", texts: Sequence[str],
+                     threshold: tuple[str, float] | str | None = None) -> list[list[int]]:
+    """Per text, the classes ``explain`` explains it for by default, one explanation each (``target`` aside): its
+    predicted class, or a multi-label run's predicted labels (its most probable where it predicts none), at
+    ``threshold`` as ``explain`` takes it. One forward pass: what an explanation's cost is counted by before it runs.
+
+    >>> # explained_labels(clf, ["bread soup and the orchestra", "today"])   # multi-label: [[0, 1], [0]]
+    """
+    texts = check_texts(texts)
+    threshold = class_threshold(threshold, classifier.label_names, getattr(classifier, "multi_label", False))
+    probabilities = classifier.predict_proba(texts)
+    return _explained(_predicted(classifier, probabilities, threshold), probabilities, None)
+
+
+def _predicted(classifier, probabilities: np.ndarray, threshold) -> list[list[int]]:
+    """Each row's predicted class as a list of one, or a multi-label run's predicted labels (``label_set``)."""
+    if getattr(classifier, "multi_label", False):
+        return [label_set(row, classifier.thresholds, threshold) for row in probabilities]
+    return [[int(decided_classes(row, threshold))] for row in probabilities]
+
+
+def _explained(predicted: list[list[int]], probabilities: np.ndarray, asked: int | None) -> list[list[int]]:
+    """Each row's classes to explain: ``asked``, else its ``predicted`` ones, else (none predicted) its most probable,
+    the one nearest to being given."""
+    return [[asked] if asked is not None else labels or [int(row.argmax())]
+            for labels, row in zip(predicted, probabilities)]
 
 
 def _branch_margins(model, sequences: list[list[int]], targets: np.ndarray, device, batch_size: int,

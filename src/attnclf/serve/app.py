@@ -88,7 +88,8 @@ NO_EXPLANATIONS = ("this service runs the exported ONNX graph, which gives no ex
 @dataclass(frozen=True)
 class ServeLimits:
     max_batch: int = 64  # texts per /predict request
-    # Explanations per /explain request, texts x methods: occlusion, the default, runs the model once per token.
+    # Explanations per /explain request, texts x methods (a multi-label run's: x each text's labels explained):
+    # occlusion, the default, runs the model once per token.
     max_explain_batch: int = 8
     max_text_chars: int = 20_000  # characters per text (tokens beyond max_len are cut anyway)
     max_body_bytes: int = 1_000_000  # bytes per request body
@@ -178,11 +179,12 @@ class ExplainRequest(_Texts):
     method: str | list[str] | None = Field(
         None, description="attention, rollout, grad-input, integrated-gradients or occlusion (default: occlusion); "
                           "several as a list, or all (every method GET /model lists), answered each text's "
-                          "explanations together, in the order asked; a request's texts x methods is at most "
-                          "limits.max_explain_batch. Where the model pools by attention, every method but attention "
-                          "answers the pooling weights beside its scores, as pooling_attention (the same for every "
-                          "class), unless attention is among the methods asked for; `attnclf faithfulness` measures "
-                          "which method to trust")
+                          "explanations together, in the order asked; a request's texts x methods (a multi-label "
+                          "run's: x the labels each text is explained for) is at most limits.max_explain_batch. "
+                          "Where the model pools by attention, every method but attention answers the pooling "
+                          "weights beside its scores, as pooling_attention (the same for every class), unless "
+                          "attention is among the methods asked for; `attnclf faithfulness` measures which method "
+                          "to trust")
     # Strict: JSON's true and 1.0 are no class index (pydantic would read them as 1).
     target: StrictStr | StrictInt | None = Field(None, description="class to explain, by name or by index into the "
                                                                    "model's labels (default: the predicted one; a "
@@ -708,23 +710,27 @@ def _model_name(classifier) -> str:
 def _description(backend: str, methods: list[str], model: str,
                  max_explanations: int = ServeLimits.max_explain_batch, multi_label: bool = False) -> str:
     """What /docs says of the service (``model``: its name): of /explain where it gives ``methods`` (at most
-    ``max_explanations`` a request, texts x methods), and of the pooling attention where it pools by attention (a
-    bag of embeddings has none to speak of), else why it does not; of a ``multi_label`` run's label sets.
+    ``max_explanations`` a request, texts x methods, a ``multi_label`` run's x each text's labels explained), and of
+    the pooling attention where it pools by attention (a bag of embeddings has none to speak of), else why it does
+    not; of a ``multi_label`` run's label sets.
 
     >>> about = _description("torch", ["grad-input", "integrated-gradients", "occlusion"], "boe")
     >>> about.split(":")[0], "attention" in about
     ('Text classifier (boe)', False)
     """
+    # (a multi-label text is explained once per label: _refuse_past_the_labels counts them)
+    counted = ("texts x methods x the labels each text is explained for, as a multi-label text is explained once "
+               "per label: its predicted ones, 1 where it predicts none or a target is given" if multi_label
+               else "texts x methods")
     several = (f"Several methods go in one request, as a list or \"all\", each text's explanations together: "
-               f"{max_explanations} explanations a request at most (texts x methods), as a slow method (occlusion, "
+               f"{max_explanations} explanations a request at most ({counted}), as a slow method (occlusion, "
                f"integrated gradients) runs the model many times per text.")
     if multi_label and methods:
         return (f"Multi-label text classifier ({model}): /predict answers each text's set of labels, every label whose "
                 "sigmoid probability reaches its threshold (GET /model's thresholds), possibly none. /explain scores "
                 "tokens for each label it predicts (its most probable where it predicts none), or the target asked "
                 "for, by that label's own probability, by occlusion unless asked otherwise; GET /model lists its "
-                f"methods. {several} A multi-label text is explained once per label, so its predicted labels multiply "
-                "its cost.")
+                f"methods. {several}")
     if multi_label:
         # (an export explains nothing, whatever its model; a run's own model only where it reads no windows)
         why = (NO_EXPLANATIONS if backend != "torch" else
@@ -813,6 +819,23 @@ class ServedModel:
         """What /docs says of the service serving it (``_description``)."""
         return _description(backend_name(self.classifier), self.explain_methods, _model_name(self.classifier),
                             max_explanations, self.multi_label)
+
+
+def _refuse_past_the_labels(served: ServedModel, texts: list[str], methods: int, limit: int) -> None:
+    """A 413 where ``texts`` x ``methods`` x the labels each text is explained for (``explained_labels``: its
+    predicted ones, or its most probable where it predicts none) is more than ``limit`` explanations, saying how they
+    were counted.
+
+    >>> # _refuse_past_the_labels(served, ["bread soup and the orchestra"] * 8, 1, 8)   # 413: 16 explanations
+    """
+    from ..explain.explanation import explained_labels
+
+    labels = sum(len(each) for each in explained_labels(served.classifier, texts, threshold=served.threshold))
+    if labels * methods > limit:
+        raise HTTPException(413, f"{labels * methods} explanations in one request ({len(texts)} "
+                                 f"text{'s' if len(texts) > 1 else ''} x {methods} method{'s' if methods > 1 else ''} "
+                                 f"x their predicted labels, 1 where none: "
+                                 f"{labels} in all); the limit is {limit}")
 
 
 def create_app(classifier, limits: ServeLimits = ServeLimits(),
@@ -934,14 +957,22 @@ def create_app(classifier, limits: ServeLimits = ServeLimits(),
             raise HTTPException(503, f"the server is busy: {limits.explain_slots} explanations in flight, the most it "
                                      f"holds at once (half its requests in flight); retry after "
                                      f"{RETRY_AFTER_SECONDS} s", headers={"Retry-After": str(RETRY_AFTER_SECONDS)})
+
+        def explained():
+            # A multi-label text is explained once per label it predicts, which multiplies its cost: counted by one
+            # forward pass, on the explainer's thread (not the event loop's), before any explanation runs.
+            if served.multi_label and request.target is None and served.explain_methods:
+                _refuse_past_the_labels(served, texts, 1 if methods is None else len(methods),
+                                        limits.max_explain_batch)
+            # (by the service's threshold: the class explained by default is the one /predict answers)
+            if methods is None:
+                return served.classifier.explain(texts, method=request.method, target=request.target,
+                                                 threshold=served.threshold)
+            return explain_each(served.classifier, texts, methods, target=request.target, threshold=served.threshold)
+
         state["explaining"] += 1
         try:
-            explanations = await asyncio.get_running_loop().run_in_executor(
-                # (by the service's threshold: the class explained by default is the one /predict answers)
-                explainer, lambda: served.classifier.explain(texts, method=request.method, target=request.target,
-                                                             threshold=served.threshold)
-                if methods is None else explain_each(served.classifier, texts, methods, target=request.target,
-                                                     threshold=served.threshold))
+            explanations = await asyncio.get_running_loop().run_in_executor(explainer, explained)
         finally:
             state["explaining"] -= 1
         response.headers.update(served.answered_by)
