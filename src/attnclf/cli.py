@@ -1650,7 +1650,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=8000, help="port to listen on (default: 8000)")
     p.add_argument("--max-batch", type=int, help="texts per /predict request (default: 64)")
     p.add_argument("--max-explain-batch", type=int, help="explanations per /explain request, texts x methods "
-                                                          "(default: 8)")
+                                                          "(a multi-label run's: x each text's predicted labels, 1 "
+                                                          "where none) (default: 8)")
     p.add_argument("--max-text-chars", type=int, help="characters per text (default: 20000)")
     p.add_argument("--max-body-bytes", type=int, help="bytes per request body (default: 1000000)")
     p.add_argument("--max-body-seconds", type=int, help="seconds a request body may take to arrive; a slower one "
