@@ -49,6 +49,8 @@ def test_a_threshold_is_written_as_a_pair_or_as_the_command_line_spells_it():
     (("pos", True), ["True is not a number"]), ("pos", ["CLASS=P", "'pos'"]), ("pos=", ["CLASS=P"]),
     ("=0.5", ["CLASS=P"]), ("pos=high", ["'high' is not a number"]), (("pos",), ["a class and a probability"]),
     (0.5, ["a class and a probability"]),
+    # (an int past a float's range: float() of it overflows, which is no one-line refusal)
+    (("pos", 10 ** 400), ["between 0 and 1", "'pos'=inf"]),
 ])
 def test_a_bad_threshold_is_refused_in_one_line_naming_it(threshold, words):
     with pytest.raises(AttnclfError) as caught:

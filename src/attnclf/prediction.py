@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
@@ -231,7 +232,10 @@ def class_threshold(threshold, label_names: Sequence[str], multi_label: bool = F
         name, probability = threshold
         if isinstance(probability, bool) or not isinstance(probability, (int, float, np.integer, np.floating)):
             raise AttnclfError(f"{asked}: the probability {shown(probability)} is not a number")
-        probability = float(probability)
+        try:
+            probability = float(probability)
+        except OverflowError:  # (an integer past a float's range: refused below as past 1, or below 0)
+            probability = math.inf if probability > 0 else -math.inf
     else:
         raise AttnclfError(f"{asked} takes a class and a probability, ('pos', 0.7) or 'pos=0.7', got "
                            f"{shown(threshold)}")
