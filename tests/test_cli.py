@@ -3000,21 +3000,26 @@ def test_a_library_warning_prints_as_one_note_line_and_python_s_own_as_python_sh
     assert warnings.showwarning is shown_before  # set back after the command
 
 
-def test_a_train_interrupted_within_an_epoch_says_which_step_it_kept_and_resumes_from_the_next(tmp_path, capsys,
-                                                                                               monkeypatch):
+def stopped_after_step_3(run, monkeypatch) -> None:
+    """`tiny_demo_train` of 2 epochs into ``run``, a checkpoint every step, stopped (Ctrl-C) once step 3's is kept."""
     from attnclf.training.trainer import Trainer
 
     save = Trainer._save_checkpoint
 
-    def stopped_after_step_3(self, optimizer, schedule, state, *rest, **more):
+    def stopping(self, optimizer, schedule, state, *rest, **more):
         save(self, optimizer, schedule, state, *rest, **more)
         if state.get("step") == 3:
             raise KeyboardInterrupt
 
-    run = tmp_path / "run"
     with monkeypatch.context() as patch:
-        patch.setattr(Trainer, "_save_checkpoint", stopped_after_step_3)
+        patch.setattr(Trainer, "_save_checkpoint", stopping)
         assert main(tiny_demo_train(2, run, "--checkpoint-minutes", "1e-9")) == 130
+
+
+def test_a_train_interrupted_within_an_epoch_says_which_step_it_kept_and_resumes_from_the_next(tmp_path, capsys,
+                                                                                               monkeypatch):
+    run = tmp_path / "run"
+    stopped_after_step_3(run, monkeypatch)
     steps = json.loads((run / "checkpoint" / "state.json").read_text())["epoch_steps"]
     assert capsys.readouterr().err.splitlines()[-1] == (
         f"attnclf: interrupted; kept step 3 of {steps} in epoch 1 of 2: `attnclf train --resume --output {run}` "
@@ -3029,6 +3034,18 @@ def test_a_train_interrupted_within_an_epoch_says_which_step_it_kept_and_resumes
     assert [record["epoch"] for record in map(json.loads, (run / "history.jsonl").read_text().splitlines())] == [1, 2]
     assert run_error(tiny_demo_train(2, tmp_path / "again", "--checkpoint-minutes", "-1"), capsys) == (
         "attnclf: error: --checkpoint-minutes must be at least 0, got -1.0")
+
+
+def test_a_resumed_runs_state_json_that_is_no_object_is_refused_in_one_line(tmp_path, capsys, monkeypatch):
+    # A truncated one is refused by read_json; one that parses as another JSON value (a hand edit, a list) was read
+    # with .get(), and train --resume ended in an AttributeError's traceback.
+    run = tmp_path / "run"
+    stopped_after_step_3(run, monkeypatch)
+    capsys.readouterr()
+    state = run / "checkpoint" / "state.json"
+    state.write_text("[]")
+    assert run_error(["train", "--resume", "--output", str(run), "--quiet", "--no-report"], capsys) == (
+        f"attnclf: error: {state}: expected a JSON object, the checkpoint's state, got list")
 
 
 def test_a_run_stopped_within_its_first_epoch_names_the_command_that_continues_it(tmp_path, capsys):
