@@ -295,3 +295,18 @@ def test_suspects_help_offers_no_flag_it_refuses(capsys):
         offered = re.search(rf"^  {flag}\b|\[{flag}\b", shown, re.MULTILINE)  # (its option line, or usage)
         assert offered is None, flag
     assert re.search(r"^  --train-file\b", shown, re.MULTILINE) and "[--folds" in shown
+
+
+def test_overwrite_unlinks_an_earlier_fold_that_is_a_link_and_leaves_what_it_points_at(tmp_path):
+    # A planned fold moved to another disk and linked back: rmtree refuses a link, so the command failed in one line
+    # after every fold had trained, its ranking unwritten; and what the link names was never this command's to delete.
+    train = topics_file(tmp_path / "train.csv")
+    work = tmp_path / "work"
+    assert main([*suspects_command(train, work), "--folds", "5"]) == 0
+    moved = tmp_path / "elsewhere" / "fold-5"
+    moved.parent.mkdir()
+    (work / "fold-5").rename(moved)
+    (work / "fold-5").symlink_to(moved, target_is_directory=True)
+    assert main(suspects_command(train, work, "--overwrite")) == 0  # 4 folds now
+    assert sorted(p.name for p in work.glob("fold-*")) == ["fold-1", "fold-2", "fold-3", "fold-4"]
+    assert (moved / "config.json").is_file()

@@ -194,7 +194,9 @@ def find_suspects(settings: RunSettings, folds: int = DEFAULT_FOLDS, *, output: 
         for other in [*work.glob("fold-*"), *work.glob("data/fold-*.jsonl")]:
             number = other.name.removesuffix(".jsonl").removesuffix("-train").removesuffix("-held-out")[5:]
             if number.isdigit() and folds < int(number) <= earlier_folds:
-                shutil.rmtree(other) if other.is_dir() else other.unlink()
+                # (a fold linked from elsewhere loses its link alone: rmtree refuses one, and the folder it names
+                # was never this command's)
+                shutil.rmtree(other) if other.is_dir() and not other.is_symlink() else other.unlink()
     ranked = ranked_suspects(rows, probabilities, fold_of_row)
     if output is not None:
         # (The training file's other columns, an id, come along: the row found in the user's own data.)
