@@ -1203,8 +1203,8 @@ def _hangups_ignored():
     before = signal.signal(_SIGHUP, signal.SIG_IGN)
     try:
         yield
-    finally:
-        signal.signal(_SIGHUP, before)
+    finally:  # (None: a handler set outside Python, which cannot be put back from here)
+        signal.signal(_SIGHUP, signal.SIG_DFL if before is None else before)
 
 
 class StopAnnouncingServer(uvicorn.Server):
