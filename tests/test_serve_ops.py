@@ -323,3 +323,14 @@ def test_create_app_refuses_an_access_log_format_it_does_not_know_rather_than_wr
 
     with pytest.raises(AttnclfError, match=r"^access_log_format must be text or json, got 'jsno'$"):
         create_app(local, access_log=print, access_log_format="jsno")
+
+
+def test_the_services_own_text_lines_stay_one_line_whatever_a_run_path_or_label_holds():
+    # The serving and reloaded lines quote the operator's run path and threshold label as given; a newline in either
+    # would split the line and could forge a request line after it (JSON escapes it already).
+    from attnclf.serve.app import logged_line
+
+    forged = "runs/x\n2026-11-28T00:00:00Z 10.0.0.1 POST /predict 200 1.0 ms"
+    line = logged_line("text", "reloaded", message=f"reloaded {forged}: weights a -> b")
+    assert line.splitlines() == [line] and "\u2028" not in logged_line("text", "serving", message="a\u2028b")
+    assert line == "reloaded runs/x 2026-11-28T00:00:00Z 10.0.0.1 POST /predict 200 1.0 ms: weights a -> b"

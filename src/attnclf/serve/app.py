@@ -556,7 +556,7 @@ def logged_line(log_format: str, event: str, **fields) -> str:
     "reloaded", "reload_failed", a ``message`` each). As JSON, one object a line, the time (UTC) and event first,
     escaped to ASCII: whatever a detail quotes of a request (a method name, say) can neither break the line nor
     garble it for a collector reading it as another encoding. As text, the service's own lines are their message
-    alone, as they always were.
+    alone, as they always were, on one line.
 
     >>> logged_line("text", "request", client="10.0.0.1", method="GET", path="/x", status=404, ms=1.0,
     ...             detail="Not Found")[21:]
@@ -568,8 +568,8 @@ def logged_line(log_format: str, event: str, **fields) -> str:
     when = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     if log_format == "json":
         return json.dumps({"time": when, "event": event, **fields})
-    if event != "request":
-        return fields["message"]
+    if event != "request":  # (a run path or a label, the operator's, quoted in it stays on the line)
+        return " ".join(fields["message"].splitlines())
     line = (f"{when} {fields['client'] or '-'} {fields['method']} {fields['path']} {fields['status'] or 'unanswered'} "
             f"{fields['ms']:.1f} ms")
     return line + (f": {fields['detail']}" if fields["detail"] else "")
