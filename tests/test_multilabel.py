@@ -6,6 +6,7 @@ import csv
 import html
 import json
 import re
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -361,7 +362,7 @@ def test_training_learns_label_sets_well_above_a_constant_guess(topic_run, topic
     assert "<th>ROC AUC</th><th>average precision</th><th>support</th>" in page
     assert f"<td>{metrics['micro_average_precision']:.4f}</td><td></td></tr>" in page  # the micro average's row
     # (the note of what is not drawn named the ROC curve alone once the precision-recall curve was added beside it)
-    assert "The confusion matrix, the ROC and precision-recall curves and the faithfulness" in page
+    assert "The confusion matrix and the ROC and precision-recall curves show one class per text" in page
 
 
 def test_a_loaded_run_predicts_label_sets_at_its_tuned_thresholds(topic_run):
@@ -505,6 +506,50 @@ def test_faithfulness_of_a_multi_label_run_deletes_from_each_explained_labels_pr
     assert saved["multi_label"] and saved["examples"] == 6 and saved["explained"] >= 6
     assert set(saved["methods"]) == {"occlusion", "grad-input"}
     assert "explained label's own probability" in out
+
+
+def _faithfulness_section(page: str) -> str:
+    return page.split("<h2>Faithfulness</h2>")[1].split("</section>")[0]
+
+
+def test_report_faithfulness_measures_a_multi_label_run_and_shows_it_for_its_labels(topic_run, tmp_path):
+    # report --faithfulness refused a multi-label run, whose page had no faithfulness section to show it in.
+    run = tmp_path / "topics"
+    shutil.copytree(topic_run, run)
+    (run / "faithfulness.json").unlink(missing_ok=True)  # (another test's measurement, saved in the fixture)
+    assert main(["report", str(run), "--faithfulness", "--examples", "6", "--device", "cpu"]) == 0
+    saved = json.loads((run / "faithfulness.json").read_text())
+    assert saved["multi_label"] and saved["examples"] == 6 and saved["explained"] >= 6
+    page = (run / "report.html").read_text(encoding="utf-8")
+    section = html.unescape(_faithfulness_section(page))
+    assert "Deletion test on 6 texts" in section and "explained label's own probability" in section
+    assert f"{saved['explained']} text-label pairs" in section and "predicted class" not in section
+    assert "Uniform-attention check" in section and "subset accuracy" in section
+    assert "rank correlation" in section and 'alt="deletion test"' in section
+    assert (run / "plots" / "deletion.png").read_bytes().startswith(b"\x89PNG")
+    # The test section no longer says the faithfulness measurements are not drawn for a multi-label run.
+    assert "faithfulness" not in page.split("<h2>Faithfulness</h2>")[0].split("multi-label)</h2>")[1]
+
+
+def test_a_multi_label_runs_page_shows_the_faithfulness_attnclf_faithfulness_saved(topic_run, tmp_path):
+    run = tmp_path / "topics"
+    shutil.copytree(topic_run, run)
+    assert main(["report", str(run), "--device", "cpu"]) == 0
+    assert "Not measured for these weights" in _faithfulness_section((run / "report.html").read_text())
+    assert main(["faithfulness", str(run), "--examples", "5", "--methods", "occlusion", "--device", "cpu"]) == 0
+    assert main(["report", str(run), "--device", "cpu"]) == 0
+    section = html.unescape(_faithfulness_section((run / "report.html").read_text()))
+    assert "Deletion test on 5 texts" in section and "explained label's own probability" in section
+
+
+def test_a_multi_label_runs_deletion_plot_drops_the_explained_labels_probability():
+    from attnclf.report import plots
+
+    ks = ["1", "3", "5", "10%"]
+    drops, random_drops = {"occlusion": {k: 0.2 for k in ks}}, {k: 0.1 for k in ks}
+    assert plots.deletion_figure(drops, random_drops).axes[0].get_ylabel() == "mean drop in p(predicted class)"
+    assert (plots.deletion_figure(drops, random_drops, multi_label=True).axes[0].get_ylabel()
+            == "mean drop in p(explained label)")
 
 
 TOPIC_TEXTS = ["the coach and the referee at the stadium", "bread soup and cheese for dinner with the orchestra",

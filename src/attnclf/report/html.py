@@ -7,7 +7,8 @@ the most confident correct and incorrect test examples with their tokens
 highlighted by an explanation method (a multi-label run's: the surest exactly
 right label sets and the most wrong ones, each predicted label explained);
 self-attention per layer and head for
-one example; and the faithfulness measurements, when they have been made
+one example; and the faithfulness measurements (a multi-label run's, per
+explained label), when they have been made
 (``faithfulness=True``, or a ``faithfulness.json`` newer than the weights,
 written by ``attnclf faithfulness``).
 
@@ -111,11 +112,9 @@ def _write_report(run_dir: Path, classifier, test: TextDataset | None, test_prob
     windowed = window_config(classifier.model) is not None  # explanation methods read one token sequence
     supported = [] if windowed else available_methods(classifier.model)
     method = DEFAULT_METHOD if method is None else method  # ("" is no method, not the default)
-    if faithfulness and (windowed or classifier.multi_label):
-        raise AttnclfError("report --faithfulness measures single-label runs without --windows only, for now: the "
-                           "explanation methods read one token sequence where a windowed run reads several, and a "
-                           "multi-label run's page has no faithfulness section yet; `attnclf faithfulness RUN` "
-                           "measures a multi-label run")
+    if faithfulness and windowed:
+        raise AttnclfError("report --faithfulness measures runs without --windows only, for now: the explanation "
+                           "methods read one token sequence where a windowed run reads several")
     if not windowed and method not in supported:
         raise AttnclfError(f"method {method!r} does not apply to this model; it supports {', '.join(supported)}")
 
@@ -125,6 +124,11 @@ def _write_report(run_dir: Path, classifier, test: TextDataset | None, test_prob
     figures = {"training": plots.training_curves(history, kept and kept["epoch"], classifier.multi_label)
                if history else None,
                "metric_history": plots.metric_history(history)}
+    # (a multi-label run's measured per explained label, as `attnclf faithfulness` measures it)
+    result = None if windowed else _faithfulness(run_dir, classifier, test, faithfulness, faithfulness_examples)
+    if result is not None:
+        figures["deletion"] = plots.deletion_figure({name: r.drops for name, r in result.methods.items()},
+                                                    result.random_drops, result.multi_label)
     if not classifier.multi_label:  # the rest shows one class per text
         figures |= {"confusion_matrix": plots.confusion_matrix_figure(metrics["confusion_matrix"],
                                                                       classifier.label_names),
@@ -135,11 +139,6 @@ def _write_report(run_dir: Path, classifier, test: TextDataset | None, test_prob
         examples = pick_examples(test.texts, test.labels, probabilities, classifier.label_names)
         texts = [ex["text"] for kind in ("correct", "incorrect") for ex in examples[kind]]
         explanations = explain(classifier, texts, method, self_attentions=has_heads) if texts and not windowed else []
-
-        result = None if windowed else _faithfulness(run_dir, classifier, test, faithfulness, faithfulness_examples)
-        if result is not None:
-            figures["deletion"] = plots.deletion_figure(
-                {name: r.drops for name, r in result.methods.items()}, result.random_drops)
     else:
         examples = pick_label_set_examples(test.texts, test.labels, probabilities, classifier.thresholds,
                                            classifier.label_names)
@@ -160,15 +159,14 @@ def _write_report(run_dir: Path, classifier, test: TextDataset | None, test_prob
 
     if classifier.multi_label:
         details = [_multilabel_test_section(metrics, test),
-                   _WINDOWED_EXAMPLES if windowed else _label_set_examples_section(by_text, examples, method),
-                   _heads_section(images, explanations)]
+                   _WINDOWED_EXAMPLES if windowed else _label_set_examples_section(by_text, examples, method)]
     else:
         details = [_test_section(images, metrics, classifier.label_names, test)
                    + _calibration(images, test.labels, probabilities, classifier.temperature,
                                   classifier.label_names, kept and kept.get("val_predicted_only")),
-                   _WINDOWED_EXAMPLES if windowed else _examples_section(explanations, examples, method),
-                   _heads_section(images, explanations),
-                   _WINDOWED_FAITHFULNESS if windowed else _faithfulness_section(images, result, left_out(supported))]
+                   _WINDOWED_EXAMPLES if windowed else _examples_section(explanations, examples, method)]
+    details += [_heads_section(images, explanations),
+                _WINDOWED_FAITHFULNESS if windowed else _faithfulness_section(images, result, left_out(supported))]
     body = "\n".join([
         _overview(run_dir, config, metrics, _kept_note(config, history) if kept else None),
         _training_section(images, classifier.multi_label),
@@ -391,9 +389,8 @@ def _multilabel_test_section(metrics: dict, test: TextDataset) -> str:
             f"validation split to maximise that label's F1 (thresholds.json).{tuned_here}</p>"
             + _table(["label", "threshold", "precision", "recall", "F1", *ranked.values(), "support"], rows)
             + _table(None, summary)
-            + '<p class="note">The confusion matrix, the ROC and precision-recall curves and the faithfulness '
-              "measurements show one class per text; they are not drawn for a multi-label run (<code>attnclf "
-              "faithfulness</code> measures it, one label at a time).</p></section>")
+            + '<p class="note">The confusion matrix and the ROC and precision-recall curves show one class per '
+              "text; they are not drawn for a multi-label run.</p></section>")
 
 
 _WINDOWED_FAITHFULNESS = ("<section><h2>Faithfulness</h2><p>Not measured: the explanation methods whose "

@@ -364,8 +364,14 @@ def head_maps_figure(maps: np.ndarray, tokens: Sequence[str], window: int = 0, h
     return fig
 
 
-def deletion_figure(drops: dict[str, dict[str, float]], random_drops: dict[str, float]) -> Figure:
-    """Mean probability drop per number of tokens deleted: one bar per method, random deletion in grey."""
+def deletion_figure(drops: dict[str, dict[str, float]], random_drops: dict[str, float],
+                    multi_label: bool = False) -> Figure:
+    """Mean probability drop per number of tokens deleted: one bar per method, random deletion in grey; a multi-label
+    run's (``multi_label``) from each explained label's own probability, as ``measure_faithfulness`` deletes.
+
+    >>> deletion_figure({"occlusion": {"1": 0.2}}, {"1": 0.05}, multi_label=True).axes[0].get_ylabel()
+    'mean drop in p(explained label)'
+    """
     ks = list(random_drops)
     series = {**drops, "random": random_drops}
     width = 0.8 / len(series)
@@ -376,7 +382,8 @@ def deletion_figure(drops: dict[str, dict[str, float]], random_drops: dict[str, 
         style = {"color": "grey", "hatch": "//", "edgecolor": "white"} if name == "random" else {}
         ax.bar(offsets, [values[k] for k in ks], width, label=name, **style)
     ax.set_xticks(np.arange(len(ks)), [f"k = {k}" for k in ks])
-    ax.set(ylabel="mean drop in p(predicted class)", title="deletion test: top-k tokens removed")
+    explained = "explained label" if multi_label else "predicted class"
+    ax.set(ylabel=f"mean drop in p({explained})", title="deletion test: top-k tokens removed")
     ax.grid(alpha=0.3, axis="y")
     ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))  # beside the bars, never over them
     return fig
