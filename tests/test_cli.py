@@ -3048,6 +3048,52 @@ def test_a_resumed_runs_state_json_that_is_no_object_is_refused_in_one_line(tmp_
         f"attnclf: error: {state}: expected a JSON object, the checkpoint's state, got list")
 
 
+def test_a_resumed_runs_state_json_with_a_field_of_the_wrong_kind_is_refused_in_one_line(tmp_path, capsys,
+                                                                                           monkeypatch):
+    # A hand-edited or damaged state.json was read field by field wherever each was needed: "epoch": "x" ended
+    # train --resume in a TypeError's traceback, a missing schedule in a KeyError's.
+    run = tmp_path / "run"
+    stopped_after_step_3(run, monkeypatch)
+    capsys.readouterr()
+    state = run / "checkpoint" / "state.json"
+    kept = json.loads(state.read_text())
+    steps = kept["epoch_steps"]
+    edits = [
+        ({"epoch": "x"}, "epoch must be a whole number of at least 0, got 'x'"),
+        ({"epoch": -1}, "epoch must be a whole number of at least 0, got -1"),
+        ({"stale_epochs": 1.5}, "stale_epochs must be a whole number of at least 0, got 1.5"),
+        ({"world_size": 0}, "world_size must be a whole number of at least 1, got 0"),
+        ({"best": "high"}, "best must be a number or null, got 'high'"),
+        ({"history": 3}, "history must be a list of JSON objects (the epochs' records), got 3"),
+        ({"history": [1]}, "history must be a list of JSON objects (the epochs' records), got [1]"),
+        ({"tensors": "../config.json"}, "tensors must name a file in the checkpoint folder, got '../config.json'"),
+        ({"optimizer_param_groups": {}}, "optimizer_param_groups must be a list of JSON objects, got {}"),
+        ({"schedule": None}, "schedule must be a JSON object, got None"),
+        ({"schedule": "missing"}, "schedule is missing, which a resume needs"),
+        ({"step": -1}, f"step must be a whole number from 1 to epoch_steps ({steps}), got -1"),
+        ({"step": steps + 1}, f"step must be a whole number from 1 to epoch_steps ({steps}), got {steps + 1}"),
+        ({"epoch_steps": "many"}, "epoch_steps must be a whole number of at least 1, got 'many'"),
+        ({"epoch_seconds": "x"}, "epoch_seconds must be a number of at least 0, got 'x'"),
+        ({"epoch_totals": [[1, 2]]}, "epoch_totals must be a list of 1 list(s) of 4 numbers (one a process), "
+                                     "got [[1, 2]]"),
+        ({"epoch_totals": "missing"}, "step, epoch_steps, epoch_totals and epoch_seconds go together (a checkpoint "
+                                      "within an epoch), but epoch_totals is missing"),
+    ]
+    for edit, refusal in edits:
+        edited = {**kept, **edit}
+        edited = {name: value for name, value in edited.items() if value != "missing"}
+        state.write_text(json.dumps(edited))
+        assert run_error(["train", "--resume", "--output", str(run), "--quiet", "--no-report"], capsys) == (
+            f"attnclf: error: {state}: {refusal}"), edit
+    # Python's Trainer loads the state through the same check (train --resume refuses it sooner, before the data)
+    from attnclf.errors import RunDirError
+    from attnclf.training.trainer import checkpoint_state
+
+    state.write_text(json.dumps({**kept, "epoch": "x"}))
+    with pytest.raises(RunDirError, match=r"epoch must be a whole number of at least 0, got 'x'$"):
+        checkpoint_state(run, resuming=True)
+
+
 def test_a_run_stopped_within_its_first_epoch_names_the_command_that_continues_it(tmp_path, capsys):
     # Weights come as its first epoch ends: before then, evaluate/predict/report said only "missing
     # model.safetensors", and not that `train --resume` carries the checkpoint kept within the epoch on.

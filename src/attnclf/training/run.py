@@ -211,7 +211,8 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool, loaded: tupl
     if resume and not is_resumable(run_dir):
         raise RunDirError(f"{run_dir}: nothing to resume: it stopped before its first checkpoint (written every "
                           f"--checkpoint-minutes within an epoch, and as epochs end); train it again")
-    finished = resume and finished_training(checkpoint_state(run_dir), settings.train.epochs, settings.train.patience)
+    finished = resume and finished_training(checkpoint_state(run_dir, resuming=True), settings.train.epochs,
+                                            settings.train.patience)
     distributed, device = init_distributed(settings.device)
     try:
         if settings.data.token_cache and loaded is not None:

@@ -19,14 +19,14 @@ from ..data.files import columns_refusal, is_fasttext_file, recorded_text_column
 from ..data.multilabel import DEFAULT_LABEL_DELIMITER
 from ..data.registry import folder_holding, sources
 from ..data.splits import check_fraction
-from ..errors import AttnclfError, RunDirError, shown
+from ..errors import AttnclfError, shown
 from ..models import MODELS
 from ..recipes import run_recipe
-from ..rundir import read_config, read_json, refuse_estimator_run
+from ..rundir import read_config, refuse_estimator_run
 from ..text.cleaning import CleaningConfig, added_since
 from ..text.tokenizer import TokenizerConfig
 from ..text.windows import WindowConfig
-from .trainer import TrainConfig, stopped_early
+from .trainer import TrainConfig, checkpoint_state, stopped_early
 
 
 def _set(owner, name: str, given: Collection[str]) -> bool:
@@ -423,16 +423,6 @@ def settings_for(data: DataSettings, model: str, *, model_config: dict | None = 
         device=device,
         embeddings=recipe.get("embeddings"),
     )
-
-
-def checkpoint_state(run_dir: str | Path) -> dict:
-    """What a run's last checkpoint recorded (its epoch, history, stale epochs...); empty without one. One line for a
-    state.json that is JSON but no object (a hand edit): every reader of it asks it for fields."""
-    state = Path(run_dir) / "checkpoint" / "state.json"
-    recorded = read_json(state) if state.is_file() else {}
-    if not isinstance(recorded, dict):
-        raise RunDirError(f"{state}: expected a JSON object, the checkpoint's state, got {type(recorded).__name__}")
-    return recorded
 
 
 def resume_start(run_dir: str | Path) -> str | None:

@@ -36,7 +36,7 @@ from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 from tqdm.auto import tqdm
 
 from ..checks import by_field, check_seed, real_number, weight, whole_number
-from ..errors import AttnclfError, shown
+from ..errors import AttnclfError, RunDirError, shown
 from ..evaluation.metrics import compute_metrics
 from ..evaluation.predict import predict_probabilities
 from ..rundir import atomic_save_tensors, atomic_write_json, load_weights, read_json, write_jsonl
@@ -697,7 +697,7 @@ class Trainer:
         self._remove_stale_tensors(name)
 
     def _load_checkpoint(self, optimizer, schedule) -> dict:
-        saved = read_json(self.checkpoint_dir / "state.json")
+        saved = checkpoint_state(self.run_dir, resuming=True)
         if saved.setdefault("world_size", 1) != self.distributed.world_size:
             raise AttnclfError(f"{self.run_dir} was trained by {saved['world_size']} process(es); resume it with "
                                f"as many (torchrun --nproc-per-node), so its global batch stays the same")
@@ -745,6 +745,75 @@ def stopped_early(state: dict, patience: int) -> bool:
     (True, False)
     """
     return bool(patience and state.get("stale_epochs", 0) >= patience)
+
+
+def checkpoint_state(run_dir: str | Path, resuming: bool = False) -> dict:
+    """What a run's last checkpoint recorded (its epoch, history, stale epochs...); empty without one. Each field it
+    holds is checked here, once, as every reader of it asks it for fields: a hand-edited or damaged one is one line
+    naming the file and the field. ``resuming``: the fields only loading it reads must be there too.
+
+    >>> checkpoint_state("no/such/run")
+    {}
+    """
+    path = Path(run_dir) / "checkpoint" / "state.json"
+    recorded = read_json(path) if path.is_file() else {}
+    if not isinstance(recorded, dict):
+        raise RunDirError(f"{path}: expected a JSON object, the checkpoint's state, got {type(recorded).__name__}")
+    refusal = _state_refusal(recorded, resuming)
+    if refusal is not None:
+        raise RunDirError(f"{path}: {refusal}")
+    return recorded
+
+
+def _state_refusal(state: dict, resuming: bool) -> str | None:
+    """Why a checkpoint's ``state`` cannot be read, as ``_save_checkpoint`` writes it, or None. Fields may be
+    missing (checkpoints of older versions lack some; tests write ``{}``), but for those ``resuming`` loads."""
+    def counted(name: str, least: int) -> bool:
+        value = state[name]
+        return whole_number(value) is not None and value >= least
+
+    def objects(name: str) -> bool:
+        return isinstance(state[name], list) and all(isinstance(item, dict) for item in state[name])
+
+    checks = [("epoch", lambda: counted("epoch", 0), "be a whole number of at least 0"),
+              ("stale_epochs", lambda: counted("stale_epochs", 0), "be a whole number of at least 0"),
+              ("world_size", lambda: counted("world_size", 1), "be a whole number of at least 1"),
+              ("best", lambda: state["best"] is None or real_number(state["best"]) is not None, "be a number or null"),
+              ("history", lambda: objects("history"), "be a list of JSON objects (the epochs' records)"),
+              # (a bare name: a path would load, and keep, a file outside the checkpoint)
+              ("tensors", lambda: isinstance(state["tensors"], str) and state["tensors"] not in ("", ".", "..")
+               and Path(state["tensors"]).name == state["tensors"], "name a file in the checkpoint folder"),
+              ("optimizer_param_groups", lambda: objects("optimizer_param_groups"), "be a list of JSON objects"),
+              ("schedule", lambda: isinstance(state["schedule"], dict), "be a JSON object")]
+    for name, holds, must in checks:
+        if name in state and not holds():
+            return f"{name} must {must}, got {shown(state[name])}"
+    if resuming:
+        for name in ("optimizer_param_groups", "schedule"):
+            if name not in state:
+                return f"{name} is missing, which a resume needs"
+    within = [name for name in _WITHIN_EPOCH if name in state]
+    if not within:
+        return None
+    if len(within) < len(_WITHIN_EPOCH):
+        missing = next(name for name in _WITHIN_EPOCH if name not in state)
+        return (f"{', '.join(_WITHIN_EPOCH[:-1])} and {_WITHIN_EPOCH[-1]} go together (a checkpoint within an "
+                f"epoch), but {missing} is missing")
+    if not counted("epoch_steps", 1):
+        return f"epoch_steps must be a whole number of at least 1, got {shown(state['epoch_steps'])}"
+    step, steps = state["step"], state["epoch_steps"]
+    if whole_number(step) is None or not 1 <= step <= steps:
+        return f"step must be a whole number from 1 to epoch_steps ({steps}), got {shown(step)}"
+    seconds = real_number(state["epoch_seconds"])
+    if seconds is None or not seconds >= 0:
+        return f"epoch_seconds must be a number of at least 0, got {shown(state['epoch_seconds'])}"
+    processes, totals = state.get("world_size", 1), state["epoch_totals"]
+    # (each process's summed loss, correct, seen and summed weight, which it goes on adding to)
+    if not (isinstance(totals, list) and len(totals) == processes and all(
+            isinstance(part, list) and len(part) == 4 and all(real_number(n) is not None for n in part)
+            for part in totals)):
+        return f"epoch_totals must be a list of {processes} list(s) of 4 numbers (one a process), got {shown(totals)}"
+    return None
 
 
 def checkpoint_tensors(run_dir: str | Path, state: dict | None = None) -> Path:
