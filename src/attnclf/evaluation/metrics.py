@@ -20,7 +20,8 @@ from sklearn.metrics import (
 from ..checks import by_field
 from ..data.multilabel import LABEL_SET_COLUMNS
 from ..errors import AttnclfError, DataError, shown
-from ..prediction import ClassThreshold, applied_thresholds, class_threshold, decided_classes, refuse_unknown_class
+from ..prediction import (ClassThreshold, applied_thresholds, class_threshold, decided_classes, label_set,
+                          refuse_unknown_class)
 
 if TYPE_CHECKING:
     from ..data.base import TextDataset
@@ -317,8 +318,7 @@ def _label_set_rows(texts: Sequence[str], y_true: Sequence[Sequence[int]], proba
     """``wrong_label_set_rows``' row of every text, right or wrong, in row order."""
     rows = []
     for i, (labels, row) in enumerate(zip(y_true, probabilities)):
-        flagged = decided_classes(row, None, thresholds)
-        predicted = [c for c in np.argsort(-row, kind="stable") if flagged[c]]
+        predicted = label_set(row, thresholds)  # (most probable first, as predict gives them)
         rows.append({"row": i + 1, "text": texts[i], "true_labels": [label_names[c] for c in sorted(labels)],
                      "predicted_labels": [label_names[c] for c in predicted],
                      "missed_labels": [label_names[c] for c in sorted(set(labels) - set(predicted))],

@@ -614,6 +614,11 @@ class Trainer:
             totals = torch.tensor(resumed["epoch_totals"][distributed.rank], dtype=totals.dtype, device=self.device)
         steps = EpochSteps(global_batches, f"epoch {epoch}", progress=self.progress,
                            checkpoint_minutes=self.config.checkpoint_minutes, first=first, carried=carried)
+
+        def running_loss() -> float:  # (for a progress line: asked for every few minutes, it syncs)
+            loss, _, _, weighed = totals.tolist()
+            return _weighted_mean(loss, weighed)
+
         for step, idx in steps:
             part = distributed.shard(idx)
             # A rank left without examples (a last batch smaller than the world) still joins the
@@ -645,11 +650,6 @@ class Trainer:
             if self.progress and step % 20 == 0:  # .item() syncs; do it rarely
                 loss, correct, seen, weighed = totals.tolist()
                 steps.bar.set_postfix(loss=f"{_weighted_mean(loss, weighed):.4f}", acc=f"{correct / seen:.4f}")
-
-            def running_loss() -> float:
-                loss, _, _, weighed = totals.tolist()
-                return _weighted_mean(loss, weighed)
-
             due = steps.after_step(step + 1, len(idx), running_loss, self._last_saved)
             # Rank 0's clock decides, so that every rank joins the checkpoint (it gathers their generators).
             if due is not None and distributed.from_main(torch.tensor(due, device=self.device)):
