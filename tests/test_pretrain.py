@@ -747,6 +747,32 @@ def test_a_pretraining_stopped_within_an_epoch_resumes_from_the_next_step_to_the
     assert pretrain_kept(tmp_path / "stopped") == ("kept epoch 2 of 2", "has nothing left to do")
 
 
+def test_the_pretrain_command_with_its_options_stopped_within_an_epoch_resumes_to_the_same_bytes(tmp_path, capsys,
+                                                                                               monkeypatch):
+    """`attnclf pretrain` with fixed word vectors (whose embedding the optimiser leaves out), a seed, batch size,
+    learning rate, vocabulary and model of its own, stopped by Ctrl-C after a checkpoint within epoch 2 (the interval
+    a tiny one): the same command again ends with the encoder bytes of one never stopped."""
+    from attnclf.rundir import file_sha256
+
+    words = [f"w{i}" for i in range(24)]
+    WordVectors(words, np.random.default_rng(0).normal(size=(24, 16)).astype(np.float32)).save(tmp_path / "v.vec")
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(cyclic_corpus(120)) + "\n", encoding="utf-8")
+    options = ["--file", str(corpus), "--max-len", "12", "--min-frequency", "1", "--vocab-size", "20", "--epochs",
+               "2", "--batch-size", "16", "--lr", "3e-3", "--seed", "4", "--embeddings", str(tmp_path / "v.vec"),
+               "--embeddings-std", "2", "--threads", "1", "--quiet", *SMALL_FLAGS, "--set", "dropout=0.2"]
+    assert main(["pretrain", *options, "--output", str(tmp_path / "whole")]) == 0
+    stopped = ["pretrain", *options, "--output", str(tmp_path / "stopped"), "--checkpoint-minutes", "1e-9"]
+    with monkeypatch.context() as patch:
+        saved = stop_after_checkpointing(patch, 2, 3)
+        assert main(stopped) == 130
+    assert saved[-1] == (2, 3)
+    capsys.readouterr()
+    assert main(stopped) == 0
+    for name in ("encoder.safetensors", "tokenizer.json"):
+        assert file_sha256(tmp_path / "stopped" / name) == file_sha256(tmp_path / "whole" / name), name
+
+
 def test_pretraining_without_a_terminal_prints_progress_lines_and_checkpoints_every_interval(tmp_path, monkeypatch,
                                                                                            capsys):
     """`nohup attnclf pretrain ... > log 2>&1` showed nothing for hours: the lines train writes, every

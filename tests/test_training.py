@@ -1236,6 +1236,38 @@ def test_a_run_interrupted_within_an_epoch_resumes_from_the_next_step_to_the_sam
                                                                                       "state.json"]
 
 
+@pytest.mark.parametrize("mode", ["windows", "token cache"])
+def test_a_windowed_or_cached_run_interrupted_within_an_epoch_resumes_to_the_same_bytes(mode, tmp_path, monkeypatch):
+    """Long documents (--windows) and corpora larger than memory (--token-cache) train in epochs long enough to need
+    checkpoints within them most: stopped after step 3 of epoch 2 and resumed, each ends with the bytes of a run
+    never stopped."""
+    from attnclf.rundir import file_sha256
+    from attnclf.text.windows import WindowConfig
+    from attnclf.training.settings import resume_settings
+
+    def settings(output):
+        plain = tiny_settings(output, checkpoint_minutes=1e-9)
+        if mode == "windows":  # (8-token windows: the demo's reviews run to several)
+            return replace(plain, tokenizer=TokenizerConfig(min_frequency=1, max_len=8),
+                           windows=WindowConfig(stride=6, max_windows=4))
+        return replace(plain, data=replace(plain.data, token_cache=True, token_cache_dir=str(tmp_path / "cache")))
+
+    straight = train_run(replace(settings(tmp_path / "straight"), train=replace(
+        settings(tmp_path / "straight").train, checkpoint_minutes=0)), progress=False)
+    with monkeypatch.context() as patch:
+        saved = stop_after_checkpointing_step(patch, 3, 2)
+        with pytest.raises(KeyboardInterrupt):
+            train_run(settings(tmp_path / "resumed"), progress=False)
+    assert saved[-1] == (2, 3)
+    resumed_settings = resume_settings(tmp_path / "resumed")
+    assert (resumed_settings.windows is not None, resumed_settings.data.token_cache) == (mode == "windows",
+                                                                                         mode == "token cache")
+    resumed = train_run(resumed_settings, resume=True, progress=False)
+    assert [record["train_loss"] for record in resumed.history] == [record["train_loss"]
+                                                                   for record in straight.history]
+    assert file_sha256(resumed.run_dir / "model.safetensors") == file_sha256(straight.run_dir / "model.safetensors")
+
+
 def test_without_a_terminal_training_prints_progress_within_an_epoch_and_checkpoints_every_interval(tmp_path,
                                                                                                   monkeypatch, capsys):
     """`nohup attnclf train ... > log 2>&1` saw nothing within an epoch (the bar draws at a terminal only): a plain
