@@ -1236,11 +1236,13 @@ def test_a_run_interrupted_within_an_epoch_resumes_from_the_next_step_to_the_sam
                                                                                       "state.json"]
 
 
-@pytest.mark.parametrize("mode", ["windows", "token cache"])
+@pytest.mark.parametrize("mode", ["windows", "token cache", "token cache deleted"])
 def test_a_windowed_or_cached_run_interrupted_within_an_epoch_resumes_to_the_same_bytes(mode, tmp_path, monkeypatch):
     """Long documents (--windows) and corpora larger than memory (--token-cache) train in epochs long enough to need
     checkpoints within them most: stopped after step 3 of epoch 2 and resumed, each ends with the bytes of a run
-    never stopped."""
+    never stopped, a cached one too when its caches were deleted meanwhile (built again on the resume)."""
+    import shutil
+
     from attnclf.rundir import file_sha256
     from attnclf.text.windows import WindowConfig
     from attnclf.training.settings import resume_settings
@@ -1259,13 +1261,17 @@ def test_a_windowed_or_cached_run_interrupted_within_an_epoch_resumes_to_the_sam
         with pytest.raises(KeyboardInterrupt):
             train_run(settings(tmp_path / "resumed"), progress=False)
     assert saved[-1] == (2, 3)
+    if mode == "token cache deleted":
+        shutil.rmtree(tmp_path / "cache")
     resumed_settings = resume_settings(tmp_path / "resumed")
     assert (resumed_settings.windows is not None, resumed_settings.data.token_cache) == (mode == "windows",
-                                                                                         mode == "token cache")
+                                                                                         mode != "windows")
     resumed = train_run(resumed_settings, resume=True, progress=False)
     assert [record["train_loss"] for record in resumed.history] == [record["train_loss"]
                                                                    for record in straight.history]
     assert file_sha256(resumed.run_dir / "model.safetensors") == file_sha256(straight.run_dir / "model.safetensors")
+    if mode != "windows":
+        assert list((tmp_path / "cache").glob("*/meta.json"))  # (read from the caches, built again where deleted)
 
 
 def test_without_a_terminal_training_prints_progress_within_an_epoch_and_checkpoints_every_interval(tmp_path,
