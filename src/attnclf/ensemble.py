@@ -9,6 +9,10 @@ is more often right than any one of them (BENCHMARKS.md: +0.9 points on IMDB,
 (``train_ensemble``) and writes ``OUTPUT/ensemble.json``; ``Ensemble.load``
 takes that folder or the members' own.
 
+Multi-label runs average too, label by label (each label's sigmoid probability), and predict the labels whose
+averaged probability reaches the ensemble's threshold: tuned on the members' shared validation texts when they
+held out the same ones (``--split-seed``), else the mean of the members' own thresholds (``ensemble_thresholds``).
+
 >>> # from attnclf.ensemble import Ensemble
 >>> # ensemble = Ensemble.load(["runs/imdb-seed0", "runs/imdb-seed1", "runs/imdb-seed2"])
 >>> # ensemble = Ensemble.load(["runs/imdb-ensemble"])   # written by `attnclf train --seeds 0 1 2`
@@ -27,10 +31,10 @@ import numpy as np
 
 from .checks import by_field, check_backend, check_seed
 from .errors import NAME_LENGTH, AttnclfError, RunDirError, shown
-from .prediction import Prediction, class_threshold, model_repr, token_counts
-from .rundir import (ENSEMBLE_FILE, atomic_write_bytes, atomic_write_json, file_sha256, first_missing_folder,
-                     folder_lock, member_folders, prepare_output_dir, read_json, remove_cut_short_writes,
-                     remove_empty_folders, run_dir_list)
+from .prediction import LabelSetPrediction, Prediction, class_threshold, model_repr, token_counts
+from .rundir import (ENSEMBLE_FILE, atomic_write_bytes, atomic_write_json, checked_thresholds, file_sha256,
+                     first_missing_folder, folder_lock, member_folders, prepare_output_dir, read_json,
+                     remove_cut_short_writes, remove_empty_folders, run_dir_list)
 
 if TYPE_CHECKING:  # loaded where used: `predict --backend onnx` asks is_ensemble_dir without PyTorch
     from .classifier import Classifier
@@ -72,9 +76,12 @@ def first_member(path: str | Path) -> str:
 
 
 class Ensemble:
-    """Members trained on the same data with one label set (same names, same order); single-label runs only."""
+    """Members trained on the same data with one label set (same names, same order), all single-label or all
+    multi-label. A multi-label ensemble's ``thresholds`` (one per label, in ``label_names`` order) cut its averaged
+    probabilities into label sets: by default the mean of its members' (``ensemble_thresholds``)."""
 
-    def __init__(self, members: Sequence[Classifier], names: Sequence[str] | None = None):
+    def __init__(self, members: Sequence[Classifier], names: Sequence[str] | None = None,
+                 thresholds: Sequence[float] | None = None):
         if not members:
             raise AttnclfError("an ensemble needs at least one run")
         # The member `explain` points to: a run directory when loaded from one, else the member in Python.
@@ -82,8 +89,10 @@ class Ensemble:
         names = list(names or [f"member {i}" for i in range(len(members))])
         first, reference = members[0], _data(members[0])
         for member, name in zip(members, names, strict=True):
-            if member.multi_label:
-                raise AttnclfError(f"{name} is a multi-label run; ensembles average single-label runs only")
+            if member.multi_label != first.multi_label:
+                single, multi = (name, names[0]) if first.multi_label else (names[0], name)
+                raise AttnclfError(f"{single} is a single-label run and {multi} a multi-label one; an ensemble's "
+                                   f"runs are all single-label or all multi-label")
             if member.label_names != first.label_names:
                 raise AttnclfError(f"{name} has labels {member.label_names}, but {names[0]} has {first.label_names}; "
                                    f"an ensemble's runs must share their labels")
@@ -101,10 +110,17 @@ class Ensemble:
         self.members = list(members)
         self.label_names = first.label_names
         self.config = first.config  # where the test data came from, for `attnclf evaluate`
-        self.multi_label = False
+        self.multi_label = first.multi_label
+        if thresholds is not None and not self.multi_label:
+            raise AttnclfError("thresholds cut a multi-label ensemble's probabilities; these runs are single-label")
+        if thresholds is not None and len(thresholds) != len(self.label_names):
+            raise AttnclfError(f"thresholds: {len(thresholds)} given, one per label needed ({len(self.label_names)})")
+        self.thresholds = (np.asarray(thresholds, dtype=np.float64) if thresholds is not None else
+                           ensemble_thresholds(self.members) if self.multi_label else None)
 
     def __repr__(self) -> str:
-        return model_repr("Ensemble", members=len(self.members), labels=self.label_names)
+        return model_repr("Ensemble", members=len(self.members), labels=self.label_names,
+                          multi_label=self.multi_label or None)
 
     @classmethod
     def load(cls, run_dirs: Sequence[str | Path], device: str = "auto", bf16: bool = False) -> "Ensemble":
@@ -116,7 +132,8 @@ class Ensemble:
         from .classifier import Classifier
 
         run_dirs = run_dir_list(run_dirs)
-        run_dirs = member_dirs(run_dirs[0]) if len(run_dirs) == 1 and is_ensemble_dir(run_dirs[0]) else run_dirs
+        ensemble_folder = run_dirs[0] if len(run_dirs) == 1 and is_ensemble_dir(run_dirs[0]) else None
+        run_dirs = member_dirs(ensemble_folder) if ensemble_folder else run_dirs
         folder = next((run_dir for run_dir in run_dirs if is_ensemble_dir(run_dir)), None)
         if folder is not None:  # (its members are runs of their own: name them instead)
             raise AttnclfError(f"{folder} is a `train --seeds` ensemble folder, which is scored alone; to combine "
@@ -126,8 +143,10 @@ class Ensemble:
             if Path(run_dir).resolve() in seen:
                 raise AttnclfError(f"{run_dir} is given twice; an ensemble's runs are different runs")
             seen.add(Path(run_dir).resolve())
-        return cls([Classifier.load(run_dir, device=device, bf16=bf16) for run_dir in run_dirs],
-                   [str(d) for d in run_dirs])
+        members = [Classifier.load(run_dir, device=device, bf16=bf16) for run_dir in run_dirs]
+        thresholds = saved_thresholds(ensemble_folder, members[0].label_names) \
+            if ensemble_folder and members[0].multi_label else None
+        return cls(members, [str(d) for d in run_dirs], thresholds)
 
     def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
         """(texts, classes): the members' probabilities, averaged, columns in ``label_names`` order.
@@ -150,22 +169,57 @@ class Ensemble:
         raise AttnclfError(not_explained(self._first_member))
 
     def predict(self, texts: Sequence[str], tokens: bool = True,
-                threshold: tuple[str, float] | str | None = None) -> list[Prediction]:
+                threshold: tuple[str, float] | str | None = None) -> list[Prediction] | list[LabelSetPrediction]:
         """Each text's label, confidence and probabilities under the averaged probabilities, and its unknown tokens
         as the member that knows the smallest share of them reads it (``unknown_tokens`` of ``tokens_read``);
         ``threshold``: one class's operating point applied to the averaged probabilities (``Classifier.predict``).
+        A multi-label ensemble's: a ``LabelSetPrediction`` per text, the labels whose averaged probability reaches
+        the ensemble's ``thresholds`` (``threshold``'s label at its probability instead).
 
         No tokens or attention, whatever ``tokens`` (which the service passes every backend alike): every member
         tokenises and attends its own way, and an average of attention weights would describe no model.
 
         >>> # [p.label for p in Ensemble.load(["runs/a", "runs/b"]).predict(["great film", "dull film"])]
         """
-        threshold = class_threshold(threshold, self.label_names)  # (an ensemble is single-label: it refuses others)
+        threshold = class_threshold(threshold, self.label_names, self.multi_label)
         probabilities, member_ids = self._averaged(texts)
         counts = [max((token_counts(ids[i]) for ids in member_ids), key=lambda count: count[0] / count[1])
                   for i in range(len(probabilities))]
+        if self.multi_label:
+            return [LabelSetPrediction.from_scores(row, self.thresholds, self.label_names, [], None, count, threshold)
+                    for row, count in zip(probabilities, counts)]
         return [Prediction.from_scores(row, self.label_names, [], None, count, threshold)
                 for row, count in zip(probabilities, counts)]
+
+
+def ensemble_thresholds(members: Sequence[Classifier]) -> np.ndarray:
+    """A multi-label ensemble's thresholds when no texts are left to tune them on: the mean of its members' own,
+    label by label. Averaging the members' probabilities moves each label's averaged probability toward the middle
+    of theirs, so the mean of the cuts that suited each member is the nearest guess that asks no more data (0.5 would
+    throw away what the members' tuning learned: a rare label's cut often sits far below it).
+
+    >>> class Member: thresholds = np.array([0.2, 0.6])
+    >>> ensemble_thresholds([Member(), Member()]).tolist()
+    [0.2, 0.6]
+    """
+    return np.mean([member.thresholds for member in members], axis=0)
+
+
+def saved_thresholds(folder: str | Path, label_names: list[str]) -> np.ndarray | None:
+    """The thresholds a `train --seeds` folder's ensemble.json holds for its multi-label ensemble, in ``label_names``'
+    order, or None where it holds none (its members' mean then serves); one line naming the file and the label unless
+    each is a number from 0 to 1.
+
+    >>> saved_thresholds("no/such/folder", ["sports"])
+    Traceback (most recent call last):
+    ...
+    attnclf.errors.RunDirError: no/such/folder/ensemble.json: missing
+    """
+    path = Path(folder) / ENSEMBLE_FILE
+    saved = read_json(path)
+    if not isinstance(saved, dict) or "thresholds" not in saved:
+        return None
+    return np.array(list(checked_thresholds(saved["thresholds"], label_names, path).values()))
 
 
 def load_run(path: str | Path, device: str = "auto", bf16: bool = False) -> "Classifier | Ensemble":
@@ -256,8 +310,6 @@ def train_ensemble(settings, seeds: Sequence[int], resume: bool = False, progres
     if len(seeds) < 2 or len(set(seeds)) != len(seeds):
         raise AttnclfError(f"--seeds needs at least two seeds, each once; got {' '.join(map(str, seeds))} (it takes "
                            f"the seeds themselves: --seeds 0 1 2 trains three runs)")
-    if settings.data.multi_label:
-        raise AttnclfError("--seeds trains single-label ensembles; multi-label runs cannot be averaged yet")
     settings.data.require_source()  # (before the advice below, which assumes one)
     if not settings.data.dataset and not settings.data.test_file:
         # Each member holds out its own validation split, so only a test split can score their average.
@@ -394,39 +446,59 @@ def _as_members_trained(settings, output: Path, adds: bool = True, earlier: Call
 
 
 def write_ensemble_file(output: Path, members: Sequence[Path], seeds: Sequence[int], device: str = "auto",
-                        threads: int | None = None) -> dict:
+                        threads: int | None = None, refitted: str | Path | None = None) -> dict:
     """Test the members' averaged probabilities and write ``output/ensemble.json``; returns the test metrics.
 
-    The validation metrics are saved too when every member recorded the same validation texts. ``output`` is held
-    meanwhile (``folder_lock``; already, within `train --seeds`): another process writing there is refused in one line.
+    The validation metrics are saved too when every member recorded the same validation texts. Multi-label members
+    instead tune the ensemble's thresholds on those texts from the averaged probabilities (``"thresholds_from":
+    "validation"``), which would flatter validation metrics, so none are saved; members that held out texts of their
+    own leave none to tune on, and their thresholds' mean is the ensemble's (``"members"``, ``ensemble_thresholds``).
+    Either way ensemble.json holds them (``"thresholds"``), and the test metrics are the label sets they cut.
+    ``refitted``: the folder whose members ``members`` refit; where its ensemble tuned thresholds, the refits' ensemble
+    predicts at those (``"ensemble refitted"``), as a refitted run predicts at those its run tuned.
+    ``output`` is held meanwhile (``folder_lock``; already, within `train --seeds`): another process writing there is
+    refused in one line.
 
     >>> # write_ensemble_file(Path("runs/imdb-3"), [Path("runs/imdb-3/seed-0"), Path("runs/imdb-3/seed-1")], [0, 1])
     """
     with folder_lock(output):
-        return _write_ensemble_file(output, members, seeds, device, threads)
+        return _write_ensemble_file(output, members, seeds, device, threads, refitted)
 
 
 def _write_ensemble_file(output: Path, members: Sequence[Path], seeds: Sequence[int], device: str,
-                         threads: int | None) -> dict:
+                         threads: int | None, refitted: str | Path | None) -> dict:
     """``write_ensemble_file``'s work, in a folder it holds."""
+    from .data.multilabel import multi_hot
     from .evaluation.metrics import compute_metrics, evaluate
+    from .evaluation.multilabel import tune_thresholds
     from .training.device import torch_threads
     from .training.run_data import held_out_fingerprint, run_test_data, run_validation_data
 
     ensemble = Ensemble.load(members, device=device)
+    saved: dict = {"members": [str(Path(member).relative_to(output)) for member in members], "seeds": list(seeds)}
     with torch_threads(threads):
-        test = run_test_data(ensemble.config, ensemble.label_names, test_only=True)
-        metrics = evaluate(ensemble, test)
-        saved = {"members": [str(Path(member).relative_to(output)) for member in members], "seeds": list(seeds),
-                 "metrics": metrics}
         # Members that recorded one set of validation texts (older runs, and refits, record none).
         held_out = {held_out_fingerprint(member.config) for member in ensemble.members}
-        if len(held_out) == 1 and None not in held_out:
-            validation = run_validation_data([member.config for member in ensemble.members], ensemble.label_names)
-            saved["validation_metrics"] = compute_metrics(
-                validation.labels, ensemble.predict_proba(validation.texts), ensemble.label_names, report=False)
+        validation = run_validation_data([member.config for member in ensemble.members], ensemble.label_names) \
+            if len(held_out) == 1 and None not in held_out else None
+        probabilities = None if validation is None else ensemble.predict_proba(validation.texts)
+        if ensemble.multi_label:
+            source = "members"
+            if validation is not None:  # (as a run tunes its own: on texts none of the members trained on)
+                ensemble.thresholds = tune_thresholds(multi_hot(validation.labels, len(ensemble.label_names)),
+                                                      probabilities)[0]
+                source = "validation"
+            elif refitted and read_json(Path(refitted) / ENSEMBLE_FILE).get("thresholds_from") == "validation":
+                ensemble.thresholds, source = saved_thresholds(refitted, ensemble.label_names), "ensemble refitted"
+            saved |= {"thresholds": dict(zip(ensemble.label_names, ensemble.thresholds.tolist())),
+                      "thresholds_from": source}
+        elif validation is not None:
+            saved["validation_metrics"] = compute_metrics(validation.labels, probabilities, ensemble.label_names,
+                                                          report=False)
+        test = run_test_data(ensemble.config, ensemble.label_names, test_only=True)
+        saved["metrics"] = evaluate(ensemble, test)
     atomic_write_json(output / ENSEMBLE_FILE, saved)
-    return metrics
+    return saved["metrics"]
 
 
 _DATA_FILES = ("train_file", "validation_file", "test_file")

@@ -55,12 +55,15 @@ def calibrate_run(run_dir: str | Path, data_dir: str | None = None, device: str 
 
     >>> # calibrate_run("runs/20newsgroups")["temperature"]  # 1.79: the model was too sure of itself
     """
-    from ..rundir import ENSEMBLE_FILE, adding_to_run, member_folders, read_config
+    from ..rundir import ENSEMBLE_FILE, adding_to_run, is_multi_label, member_folders, read_config
 
     members = member_folders(run_dir, trained=True)
     if members and read_config(members[0])["settings"]["data"].get("refit"):
         raise AttnclfError(f"{run_dir} holds the refits of an ensemble's members: they trained on their validation "
                            f"texts, so none are left to calibrate on")
+    if members and is_multi_label(read_config(members[0])):  # (calibrating each member would be refused too)
+        raise AttnclfError(f"{run_dir} holds a `train --seeds` ensemble of multi-label runs: their labels are "
+                           f"thresholded one by one (thresholds.json), not calibrated by one temperature")
     if (Path(run_dir) / ENSEMBLE_FILE).is_file() or members:
         from ..ensemble import first_member
 

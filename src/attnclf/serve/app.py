@@ -790,7 +790,6 @@ class ServedModel:
            named: Callable[[str], str] = by_field) -> "ServedModel":
         """``classifier`` as served from ``served_from`` (``create_app``'s), ``threshold`` checked against its labels
         (a one-line error naming ``named("threshold")`` for a class it lacks)."""
-        # (an ensemble of multi-label runs is refused as it loads: it has no thresholds of its own)
         threshold = class_threshold(threshold, classifier.label_names, getattr(classifier, "multi_label", False),
                                     named=named)
         # Which model answers: a client tells a service still holding the weights it loaded from one whose run was

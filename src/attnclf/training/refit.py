@@ -96,7 +96,7 @@ def refit_runs(run_dirs: list[str | Path], output: str | None = None, *, resume:
         return results, None
     seeds = read_json(folder / ENSEMBLE_FILE).get("seeds", [])
     return results, write_ensemble_file(refit_folder, [Path(s.output) for s in planned], seeds,
-                                        device=planned[0].device, threads=threads)
+                                        device=planned[0].device, threads=threads, refitted=folder)
 
 
 def _check_refit_output(run_dir: Path, output: Path) -> None:
