@@ -168,10 +168,93 @@ def test_an_ensemble_json_with_a_broken_threshold_is_one_line(shared_split, tmp_
                                   f"0 to 1, got 7")
 
 
-def test_calibrate_refuses_a_multi_label_ensemble_as_multi_label(shared_split, cli_error):
+def test_calibrate_points_a_multi_label_ensemble_to_its_members_and_to_tuning_its_thresholds_again(shared_split,
+                                                                                                    cli_error):
     assert cli_error(["calibrate", str(shared_split), "--device", "cpu"]) == (
-        f"{shared_split} holds a `train --seeds` ensemble of multi-label runs: their labels are thresholded one by "
-        f"one (thresholds.json), not calibrated by one temperature")
+        f"{shared_split} holds a `train --seeds` ensemble: calibrate each member (`attnclf calibrate "
+        f"{shared_split / 'seed-0'}`, ...); the ensemble then averages their calibrated probabilities, and its "
+        f"thresholds, tuned on the members' probabilities, are tuned again on those by its `train --seeds` command "
+        f"with --resume")
+
+
+# --- calibrating a multi-label run ---------------------------------------------
+
+def _sigmoid(z):
+    return 1 / (1 + np.exp(-np.asarray(z, dtype=np.float64)))
+
+
+def _binary_nll(y, z, temperature):
+    p = np.clip(_sigmoid(z / temperature), 1e-12, 1 - 1e-12)
+    return float(-(y * np.log(p) + (1 - y) * np.log(1 - p)).mean())
+
+
+@pytest.fixture(scope="module")
+def calibrated(shared_split, tmp_path_factory) -> tuple[Path, Classifier, Path]:
+    """A copy of the shared split's ensemble, its seed-0 calibrated; that member as it was before."""
+    import shutil
+
+    folder = tmp_path_factory.mktemp("calibrated") / "shared"
+    shutil.copytree(shared_split, folder)
+    before = Classifier.load(folder / "seed-0", device="cpu")
+    assert main(["calibrate", str(folder / "seed-0"), "--device", "cpu"]) == 0
+    return folder, before, folder / "seed-0"
+
+
+def test_a_multi_label_run_is_calibrated_by_one_temperature_fitted_on_every_labels_binary_log_loss(calibrated):
+    folder, before, run = calibrated
+    record = json.loads((run / "temperature.json").read_text())
+    temperature = record["temperature"]
+    validation = run_validation_data([before.config], before.label_names)
+    y, z = multi_hot(validation.labels, len(before.label_names)), before.logits(validation.texts)
+    fitted = _binary_nll(y, z, temperature)
+    assert fitted <= min(_binary_nll(y, z, temperature * 1.05), _binary_nll(y, z, temperature / 1.05))
+    assert record["validation"]["log_loss"] == pytest.approx([_binary_nll(y, z, 1.0), fitted], abs=1e-9)
+    assert set(record["validation"]["ece_per_label"]) == set(before.label_names)
+    assert all(len(pair) == 2 for pair in record["validation"]["ece_per_label"].values())
+    assert record["validation"]["ece"] == pytest.approx(
+        [np.mean([pair[i] for pair in record["validation"]["ece_per_label"].values()]) for i in (0, 1)])
+    after = Classifier.load(run, device="cpu")
+    assert after.temperature == temperature
+    assert np.allclose(after.predict_proba(TEXTS), _sigmoid(before.logits(TEXTS) / temperature), atol=1e-6)
+    # The thresholds move with the probabilities, so every label set stays as it was: calibration changes how sure.
+    assert after.thresholds == pytest.approx(_sigmoid(np.log(before.thresholds / (1 - before.thresholds))
+                                                      / temperature))
+    texts = validation.texts + TEXTS
+    assert [p.labels for p in after.predict(texts)] == [p.labels for p in before.predict(texts)]
+
+
+def test_an_export_of_a_calibrated_multi_label_run_gives_its_label_sets(calibrated, tmp_path):
+    from attnclf.export.runtime import OnnxClassifier
+
+    _, _, run = calibrated
+    assert main(["export", str(run), "--check-examples", "50"]) == 0  # (into run/onnx: checked as it loads)
+    exported = OnnxClassifier.load(run / "onnx")  # (checked against the run's thresholds and temperature)
+    clf = Classifier.load(run, device="cpu")
+    assert exported.thresholds == pytest.approx(clf.thresholds)
+    assert [p.labels for p in exported.predict(TEXTS)] == [p.labels for p in clf.predict(TEXTS)]
+
+
+def test_an_ensemble_whose_thresholds_were_tuned_before_a_member_was_calibrated_is_refused(calibrated, cli_error,
+                                                                                           topic_files):
+    folder, _, run = calibrated
+    temperature = json.loads((run / "temperature.json").read_text())["temperature"]
+    assert cli_error(["predict", str(folder), TEXTS[0], "--device", "cpu"]) == (
+        f"{folder / 'ensemble.json'}: its thresholds were tuned on its members' probabilities at temperatures 1 and "
+        f"1, and {run} now has {temperature:g} (`attnclf calibrate` since): they would cut other probabilities; tune "
+        f"them again with its `train --seeds` command and --resume, or name the members one by one (their "
+        f"thresholds' mean)")
+    named = Ensemble.load([folder / "seed-0", folder / "seed-1"], device="cpu")
+    assert named.thresholds == pytest.approx(np.mean([Classifier.load(folder / f"seed-{s}", device="cpu").thresholds
+                                                      for s in (0, 1)], axis=0))
+    # Its command with --resume keeps the finished members and tunes the thresholds again, on what they give now.
+    _train_seeds(topic_files, folder, "--split-seed", "0", "--resume")
+    saved = json.loads((folder / "ensemble.json").read_text())
+    assert saved["member_temperatures"] == [temperature, 1.0]
+    ensemble = Ensemble.load([folder], device="cpu")
+    validation = run_validation_data([m.config for m in ensemble.members], ensemble.label_names)
+    tuned, _ = tune_thresholds(multi_hot(validation.labels, len(ensemble.label_names)),
+                               ensemble.predict_proba(validation.texts))
+    assert ensemble.thresholds.tolist() == pytest.approx(tuned.tolist())
 
 
 def test_a_refitted_multi_label_ensemble_predicts_at_the_thresholds_its_ensemble_tuned(shared_split, own_splits,
@@ -192,3 +275,17 @@ def test_a_refitted_multi_label_ensemble_predicts_at_the_thresholds_its_ensemble
     saved = json.loads((tmp_path / "own-refit" / "ensemble.json").read_text())
     assert saved["thresholds"] == json.loads((own_splits / "ensemble.json").read_text())["thresholds"]
     assert saved["thresholds_from"] == "members"
+
+
+def test_calibrate_prints_a_multi_label_runs_calibration_error_label_by_label(shared_split, tmp_path, capsys):
+    import shutil
+
+    run = tmp_path / "seed-1"
+    shutil.copytree(shared_split / "seed-1", run)
+    assert main(["calibrate", str(run), "--device", "cpu"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    record = json.loads((run / "temperature.json").read_text())["validation"]
+    assert ", calibration error (mean over labels) " in lines[0] and ": binary log loss " in lines[0]
+    assert lines[1:1 + len(record["ece_per_label"])] == [
+        f"  {label}: calibration error {before:.4f} -> {after:.4f}"
+        for label, (before, after) in record["ece_per_label"].items()]

@@ -18,7 +18,8 @@ from .errors import AttnclfError, RunDirError
 from .evaluation.predict import DEFAULT_THRESHOLD, output_probabilities
 from .models import MODELS, model_from_config
 from .models.windows import window_config, windowed
-from .prediction import LabelSetPrediction, Prediction, check_texts, class_threshold, model_repr, predictions
+from .prediction import (LabelSetPrediction, Prediction, check_texts, class_threshold, model_repr, predictions,
+                         tempered_thresholds)
 from .rundir import (ENSEMBLE_FILE, check_label_names, check_run_dir, is_multi_label, load_weights, read_config,
                      read_json, read_temperature, read_thresholds)
 from .text.batching import EVAL_MAX_TOKENS
@@ -32,7 +33,8 @@ class Classifier:
 
     A multi-label run (``multi_label``, from its config) predicts a label set
     per text: each label whose sigmoid probability reaches its threshold in
-    ``thresholds`` (from thresholds.json; 0.5 each until tuned).
+    ``thresholds`` (from thresholds.json; 0.5 each until tuned; a calibrated
+    run's moved with its probabilities, ``tempered_thresholds``).
 
     ``bf16=True`` predicts under bfloat16 autocast: on a CPU with AVX-512 BF16
     or AMX the matrix products run several times faster (BENCHMARKS.md), and
@@ -99,9 +101,10 @@ class Classifier:
                                    words=model.config.vocab_size)
         labels = check_label_names(read_json(run_dir / "labels.json"), model.config.num_classes, run_dir / "labels.json")
         thresholds = read_thresholds(run_dir, labels) if is_multi_label(config) else None
-        return cls(model, tokenizer, labels, resolved, config,
-                   thresholds=None if thresholds is None else np.array(list(thresholds.values())), bf16=bf16,
-                   temperature=read_temperature(run_dir))
+        temperature = read_temperature(run_dir)
+        return cls(model, tokenizer, labels, resolved, config, bf16=bf16, temperature=temperature,
+                   thresholds=None if thresholds is None else tempered_thresholds(list(thresholds.values()),
+                                                                                  temperature))
 
     @torch.inference_mode()
     def _run(self, texts: Sequence[str], logits: bool = False

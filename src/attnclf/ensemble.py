@@ -144,8 +144,10 @@ class Ensemble:
                 raise AttnclfError(f"{run_dir} is given twice; an ensemble's runs are different runs")
             seen.add(Path(run_dir).resolve())
         members = [Classifier.load(run_dir, device=device, bf16=bf16) for run_dir in run_dirs]
-        thresholds = saved_thresholds(ensemble_folder, members[0].label_names) \
-            if ensemble_folder and members[0].multi_label else None
+        thresholds = None
+        if ensemble_folder and members[0].multi_label and tuned_thresholds(ensemble_folder):
+            _refuse_calibrated_since(ensemble_folder, members, run_dirs)
+            thresholds = saved_thresholds(ensemble_folder, members[0].label_names)
         return cls(members, [str(d) for d in run_dirs], thresholds)
 
     def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
@@ -205,10 +207,22 @@ def ensemble_thresholds(members: Sequence[Classifier]) -> np.ndarray:
     return np.mean([member.thresholds for member in members], axis=0)
 
 
-def saved_thresholds(folder: str | Path, label_names: list[str]) -> np.ndarray | None:
+def tuned_thresholds(folder: str | Path) -> bool:
+    """Whether the `train --seeds` folder's ensemble.json holds thresholds its multi-label ensemble tuned (on the
+    members' shared validation texts, or those of the ensemble its members refit), which ``Ensemble.load`` applies;
+    a mean of the members' thresholds is recorded only, and taken from the members as they are when it loads.
+
+    >>> tuned_thresholds("no/such/folder")
+    False
+    """
+    path = Path(folder) / ENSEMBLE_FILE
+    saved = read_json(path) if path.is_file() else None
+    return isinstance(saved, dict) and saved.get("thresholds_from") in ("validation", "ensemble refitted")
+
+
+def saved_thresholds(folder: str | Path, label_names: list[str]) -> np.ndarray:
     """The thresholds a `train --seeds` folder's ensemble.json holds for its multi-label ensemble, in ``label_names``'
-    order, or None where it holds none (its members' mean then serves); one line naming the file and the label unless
-    each is a number from 0 to 1.
+    order; one line naming the file and the label unless each is a number from 0 to 1.
 
     >>> saved_thresholds("no/such/folder", ["sports"])
     Traceback (most recent call last):
@@ -217,9 +231,24 @@ def saved_thresholds(folder: str | Path, label_names: list[str]) -> np.ndarray |
     """
     path = Path(folder) / ENSEMBLE_FILE
     saved = read_json(path)
-    if not isinstance(saved, dict) or "thresholds" not in saved:
-        return None
-    return np.array(list(checked_thresholds(saved["thresholds"], label_names, path).values()))
+    return np.array(list(checked_thresholds(saved.get("thresholds") if isinstance(saved, dict) else None,
+                                            label_names, path).values()))
+
+
+def _refuse_calibrated_since(folder: str | Path, members: Sequence[Classifier], names: Sequence[str | Path]) -> None:
+    """One line where a member's temperature is not the one its ensemble's thresholds were tuned at (ensemble.json's
+    ``member_temperatures``, 1 each where it records none): they would cut probabilities other than those."""
+    path = Path(folder) / ENSEMBLE_FILE
+    recorded = read_json(path).get("member_temperatures") or [1.0] * len(members)
+    changed = next((i for i, (member, then) in enumerate(zip(members, recorded, strict=False))
+                    if member.temperature != then), None)
+    if changed is not None:
+        spoken = [f"{t:g}" if isinstance(t, (int, float)) else shown(t) for t in recorded]
+        raise RunDirError(f"{path}: its thresholds were tuned on its members' probabilities at temperatures "
+                          f"{', '.join(spoken[:-1])} and {spoken[-1]}, and {names[changed]} now has "
+                          f"{members[changed].temperature:g} (`attnclf calibrate` since): they would cut other "
+                          f"probabilities; tune them again with its `train --seeds` command and --resume, or name the "
+                          f"members one by one (their thresholds' mean)")
 
 
 def load_run(path: str | Path, device: str = "auto", bf16: bool = False) -> "Classifier | Ensemble":
@@ -491,7 +520,9 @@ def _write_ensemble_file(output: Path, members: Sequence[Path], seeds: Sequence[
             elif refitted and read_json(Path(refitted) / ENSEMBLE_FILE).get("thresholds_from") == "validation":
                 ensemble.thresholds, source = saved_thresholds(refitted, ensemble.label_names), "ensemble refitted"
             saved |= {"thresholds": dict(zip(ensemble.label_names, ensemble.thresholds.tolist())),
-                      "thresholds_from": source}
+                      "thresholds_from": source,
+                      # (what a member's later calibration would change under tuned thresholds: Ensemble.load checks)
+                      "member_temperatures": [member.temperature for member in ensemble.members]}
         elif validation is not None:
             saved["validation_metrics"] = compute_metrics(validation.labels, probabilities, ensemble.label_names,
                                                           report=False)

@@ -260,6 +260,23 @@ def applied_thresholds(thresholds: np.ndarray, threshold: ClassThreshold | None)
     return cuts
 
 
+def tempered_thresholds(thresholds: np.ndarray, temperature: float) -> np.ndarray:
+    """A multi-label run's ``thresholds``, tuned on its own sigmoid probabilities, moved onto those of a calibrated
+    run (sigmoid(logit / ``temperature``)): each threshold's logit over the temperature, so every probability falls
+    on the same side of its label's threshold as before and no label set changes; unchanged at temperature 1 (a
+    round trip through the logit could move a threshold by a rounding, and a probability equal to it with it).
+
+    >>> tempered_thresholds(np.array([0.5, 0.8, 1.0]), 2.0).round(3).tolist()
+    [0.5, 0.667, 1.0]
+    """
+    thresholds = np.asarray(thresholds, dtype=np.float64)
+    if temperature == 1:
+        return thresholds
+    with np.errstate(divide="ignore"):  # (a threshold of 0 or 1 has an infinite logit: it stays 0 or 1)
+        logits = np.log(thresholds) - np.log1p(-thresholds)
+    return 1 / (1 + np.exp(-logits / temperature))
+
+
 def decided_classes(probabilities: np.ndarray, threshold: ClassThreshold | None,
                     thresholds: np.ndarray | None = None) -> np.ndarray:
     """The class predicted for each row of ``probabilities`` (columns in the run's class order): the most probable,

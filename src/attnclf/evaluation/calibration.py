@@ -4,6 +4,13 @@ probabilities mean what they say.
 softmax(logits / T) with T > 1 is less sure of every prediction, T < 1 more; no prediction changes. T is the
 value with the lowest validation log loss. ``attnclf calibrate RUN`` fits it and writes ``temperature.json``,
 which ``Classifier`` (and so predict, evaluate, serve, ensembles and the ONNX export) applies from then on.
+
+A multi-label run gets one temperature too, shared by every label's sigmoid(logit / T), the one with the lowest
+binary log loss over every (validation text, label) cell. One, not one per label: its labels share one network and
+its over- or under-confidence, a validation split holds few positives of a rare label to fit a number of its own
+on, and every consumer of a temperature (the ONNX graph, the explanations' log-odds) takes one number; the
+calibration error is reported per label, so a label one temperature fits badly shows. Its thresholds move with
+the probabilities (``prediction.tempered_thresholds``), so no label set changes either.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ from scipy.optimize import minimize_scalar
 
 from ..errors import AttnclfError
 from .metrics import expected_calibration_error, log_loss
+from .multilabel import binary_cross_entropy
 
 # Beyond these a model is either near-uniform or certain of everything: a fit there says the data is odd.
 LOWEST, HIGHEST = 0.05, 20.0
@@ -43,8 +51,35 @@ def fit_temperature(labels, logits: np.ndarray) -> float:
     2.0
     """
     labels = np.asarray(labels)
-    found = minimize_scalar(lambda log_t: log_loss(labels, tempered(logits, math.exp(log_t))),
-                            bounds=(math.log(LOWEST), math.log(HIGHEST)), method="bounded", options={"xatol": 1e-4})
+    return _lowest(lambda temperature: log_loss(labels, tempered(logits, temperature)))
+
+
+def sigmoids(logits: np.ndarray, temperature: float) -> np.ndarray:
+    """sigmoid(logits / temperature), cell by cell, in float64: a multi-label run's probabilities.
+
+    >>> sigmoids(np.array([[0.0, 2.0]]), 2.0).round(3).tolist()
+    [[0.5, 0.731]]
+    """
+    return 1 / (1 + np.exp(-logits.astype(np.float64) / temperature))
+
+
+def fit_multi_label_temperature(label_sets: np.ndarray, logits: np.ndarray) -> float:
+    """The temperature in [0.05, 20] whose sigmoids have the lowest binary log loss over every (text, label) cell of
+    ``label_sets`` (0/1, texts x labels).
+
+    >>> rng = np.random.default_rng(0)
+    >>> logits = rng.normal(size=(10_000, 3)) * 3
+    >>> label_sets = (rng.uniform(size=logits.shape) < sigmoids(logits, 2.0)).astype(int)  # as sure as logits / 2
+    >>> round(fit_multi_label_temperature(label_sets, logits), 1)
+    2.0
+    """
+    return _lowest(lambda temperature: binary_cross_entropy(label_sets, sigmoids(logits, temperature)))
+
+
+def _lowest(loss) -> float:
+    """The temperature in [LOWEST, HIGHEST] where ``loss(temperature)`` is lowest, searched on its logarithm."""
+    found = minimize_scalar(lambda log_t: loss(math.exp(log_t)), bounds=(math.log(LOWEST), math.log(HIGHEST)),
+                            method="bounded", options={"xatol": 1e-4})
     return math.exp(found.x)
 
 
@@ -55,21 +90,20 @@ def calibrate_run(run_dir: str | Path, data_dir: str | None = None, device: str 
 
     >>> # calibrate_run("runs/20newsgroups")["temperature"]  # 1.79: the model was too sure of itself
     """
-    from ..rundir import ENSEMBLE_FILE, adding_to_run, is_multi_label, member_folders, read_config
+    from ..rundir import ENSEMBLE_FILE, adding_to_run, member_folders, read_config
 
     members = member_folders(run_dir, trained=True)
     if members and read_config(members[0])["settings"]["data"].get("refit"):
         raise AttnclfError(f"{run_dir} holds the refits of an ensemble's members: they trained on their validation "
                            f"texts, so none are left to calibrate on")
-    if members and is_multi_label(read_config(members[0])):  # (calibrating each member would be refused too)
-        raise AttnclfError(f"{run_dir} holds a `train --seeds` ensemble of multi-label runs: their labels are "
-                           f"thresholded one by one (thresholds.json), not calibrated by one temperature")
     if (Path(run_dir) / ENSEMBLE_FILE).is_file() or members:
-        from ..ensemble import first_member
+        from ..ensemble import first_member, tuned_thresholds
 
+        retune = (", and its thresholds, tuned on the members' probabilities, are tuned again on those by its "
+                  "`train --seeds` command with --resume") if tuned_thresholds(run_dir) else ""
         raise AttnclfError(f"{run_dir} holds a `train --seeds` ensemble: calibrate each member "
                            f"(`attnclf calibrate {members[0] if members else first_member(run_dir)}`, ...); the "
-                           f"ensemble then averages their calibrated probabilities")
+                           f"ensemble then averages their calibrated probabilities{retune}")
     with adding_to_run(run_dir):
         return _calibrate(run_dir, data_dir, device)
 
@@ -77,32 +111,24 @@ def calibrate_run(run_dir: str | Path, data_dir: str | None = None, device: str 
 def _calibrate(run_dir: str | Path, data_dir: str | None, device: str) -> dict:
     """``calibrate_run``'s work, in a run it holds."""
     from ..classifier import Classifier
-    from ..rundir import TEMPERATURE_FILE, atomic_write_json, is_multi_label, read_config
+    from ..rundir import TEMPERATURE_FILE, atomic_write_json, read_config
     from ..training.run_data import held_out_fingerprint, run_validation_data
 
     config = read_config(run_dir)
-    if is_multi_label(config):
-        raise AttnclfError(f"{run_dir} is multi-label: its labels are thresholded one by one (thresholds.json), "
-                           f"not calibrated by one temperature")
     if config["settings"]["data"].get("refit"):
         raise AttnclfError(f"{run_dir} is a refit: it trained on its validation texts, so none are left to calibrate "
                            f"on")
     clf = Classifier.load(run_dir, device=device)
     validation = run_validation_data([config], clf.label_names, data_dir)
     logits = clf.logits(validation.texts)
+    if clf.multi_label:
+        return _calibrate_multi_label(run_dir, clf.label_names, validation, logits, held_out_fingerprint(config))
     right = int((logits.argmax(axis=1) == np.asarray(validation.labels)).sum())
     if right == len(validation):  # no minimum: the log loss only falls as T -> 0
         raise AttnclfError(f"{run_dir}: no temperature fits: the model is right on all {right} validation texts, so "
                            f"their log loss falls as T -> 0 and every probability would become 0 or 1, a certainty "
                            f"the test texts would not bear out; nothing written")
-    temperature = fit_temperature(validation.labels, logits)
-    if temperature < LOWEST * 1.01:
-        raise AttnclfError(f"{run_dir}: no temperature fits: its validation texts ask for one below {LOWEST} (its "
-                           f"logits are nearly flat), where every probability would become 0 or 1; nothing written")
-    if temperature > HIGHEST * 0.99:
-        raise AttnclfError(f"{run_dir}: no temperature fits: its validation texts ask for one above {HIGHEST} (its "
-                           f"logits say little about their labels), where every probability would become uniform; "
-                           f"nothing written")
+    temperature = _checked_fit(run_dir, fit_temperature(validation.labels, logits))
     before, after = tempered(logits, 1.0), tempered(logits, temperature)
     record = {
         "temperature": temperature,
@@ -113,3 +139,55 @@ def _calibrate(run_dir: str | Path, data_dir: str | None, device: str) -> dict:
     }
     atomic_write_json(Path(run_dir) / TEMPERATURE_FILE, record)
     return record
+
+
+def _calibrate_multi_label(run_dir: str | Path, label_names: list[str], validation, logits: np.ndarray,
+                           fingerprint: str | None) -> dict:
+    """``_calibrate``'s work for a multi-label run: one temperature for every label's sigmoid, by binary log loss;
+    the calibration error per label (``label_calibration_errors``) and their mean."""
+    from ..data.multilabel import multi_hot
+    from ..rundir import TEMPERATURE_FILE, atomic_write_json
+
+    label_sets = multi_hot(validation.labels, len(label_names))
+    if (((logits > 0) == (label_sets == 1)) | (logits == 0)).all():  # no minimum, as a single-label run right on all
+        raise AttnclfError(f"{run_dir}: no temperature fits: every label of all {len(validation)} validation texts "
+                           f"is on its side of probability 0.5, so their log loss falls as T -> 0 and every "
+                           f"probability would become 0 or 1, a certainty the test texts would not bear out; nothing "
+                           f"written")
+    temperature = _checked_fit(run_dir, fit_multi_label_temperature(label_sets, logits))
+    before, after = sigmoids(logits, 1.0), sigmoids(logits, temperature)
+    per_label = {name: [before_ece, after_ece] for name, before_ece, after_ece in zip(
+        label_names, label_calibration_errors(label_sets, before), label_calibration_errors(label_sets, after))}
+    record = {
+        "temperature": temperature,
+        "fitted_on": {"split": "validation", "texts": len(validation), "sha256": fingerprint},
+        "validation": {"log_loss": [binary_cross_entropy(label_sets, before), binary_cross_entropy(label_sets, after)],
+                       "ece": [float(np.mean([pair[i] for pair in per_label.values()])) for i in (0, 1)],
+                       "ece_per_label": per_label},
+    }
+    atomic_write_json(Path(run_dir) / TEMPERATURE_FILE, record)
+    return record
+
+
+def label_calibration_errors(label_sets: np.ndarray, probabilities: np.ndarray) -> list[float]:
+    """Each label's expected calibration error: of its own yes-or-no prediction (``expected_calibration_error`` of
+    the probability it is in the set against that it is not), label by label.
+
+    >>> errors = label_calibration_errors(np.array([[1, 0], [0, 0]]), np.array([[0.9, 0.2], [0.1, 0.2]]))
+    >>> [round(error, 3) for error in errors]
+    [0.1, 0.2]
+    """
+    return [expected_calibration_error(label_sets[:, k], np.column_stack([1 - probabilities[:, k], probabilities[:, k]]))
+            for k in range(label_sets.shape[1])]
+
+
+def _checked_fit(run_dir: str | Path, temperature: float) -> float:
+    """``temperature``, unless the fit ran to a bound of its search: one line, nothing written."""
+    if temperature < LOWEST * 1.01:
+        raise AttnclfError(f"{run_dir}: no temperature fits: its validation texts ask for one below {LOWEST} (its "
+                           f"logits are nearly flat), where every probability would become 0 or 1; nothing written")
+    if temperature > HIGHEST * 0.99:
+        raise AttnclfError(f"{run_dir}: no temperature fits: its validation texts ask for one above {HIGHEST} (its "
+                           f"logits say little about their labels), where every probability would become uniform; "
+                           f"nothing written")
+    return temperature

@@ -34,7 +34,8 @@ import numpy as np
 from ..checks import check_threads, true_or_false
 from ..ensemble import refuse_ensemble_dir
 from ..errors import AttnclfError, RunDirError, shown
-from ..prediction import LabelSetPrediction, Prediction, check_texts, class_threshold, model_repr, predictions
+from ..prediction import (LabelSetPrediction, Prediction, check_texts, class_threshold, model_repr, predictions,
+                          tempered_thresholds)
 from ..rundir import (check_label_names, checked_temperature, checked_thresholds, file_sha256, read_json,
                       read_temperature, read_thresholds, what_else_the_folder_is)
 from ..text.tokenizer import PAD_ID, Tokenizer, TokenizerConfig
@@ -117,11 +118,19 @@ def _check_current(directory: Path, config: dict) -> None:
                           f"{run_dir} now has {temperature:g} (`attnclf calibrate` since): its probabilities would not "
                           f"be the run's; export it again: `attnclf export {run_dir} --format onnx`")
     exported = config.get("thresholds")  # (checked against labels.json as the export loads)
+    # (the thresholds it cuts its probabilities at: a calibrated run's, moved with them)
     if (config.get("multi_label") and isinstance(exported, dict)
-            and read_thresholds(run_dir, list(exported)) != exported):
+            and _tempered(read_thresholds(run_dir, list(exported)), temperature) != exported):
         raise RunDirError(f"{directory} was exported with other thresholds than {run_dir / 'thresholds.json'} now "
                           f"holds: its label sets would not be the run's; export it again: "
                           f"`attnclf export {run_dir} --format onnx`")
+
+
+def _tempered(thresholds: dict[str, float] | None, temperature: float) -> dict[str, float] | None:
+    """A run's ``thresholds`` (thresholds.json) as its ``Classifier`` applies them at ``temperature``."""
+    if thresholds is None:
+        return None
+    return dict(zip(thresholds, tempered_thresholds(list(thresholds.values()), temperature).tolist()))
 
 
 def _check_exported(file: Path, config: dict) -> None:
