@@ -289,3 +289,30 @@ def test_calibrate_prints_a_multi_label_runs_calibration_error_label_by_label(sh
     assert lines[1:1 + len(record["ece_per_label"])] == [
         f"  {label}: calibration error {before:.4f} -> {after:.4f}"
         for label, (before, after) in record["ece_per_label"].items()]
+
+
+def test_train_seeds_says_where_a_multi_label_ensembles_thresholds_came_from(topic_files, shared_split, own_splits,
+                                                                             capsys):
+    # (--resume: the members are finished, so only the ensemble is tested and its ensemble.json written again)
+    _train_seeds(topic_files, shared_split, "--split-seed", "0", "--resume")
+    assert "label sets at thresholds tuned on the validation texts every member held out\n" in capsys.readouterr().out
+    _train_seeds(topic_files, own_splits, "--resume")
+    assert ("label sets at the members' thresholds, averaged: each held out validation texts of its own (one "
+            "--split-seed would share them)\n") in capsys.readouterr().out
+
+
+def test_no_temperature_is_written_for_a_multi_label_run_whose_labels_all_fall_on_their_side(shared_split, tmp_path,
+                                                                                             cli_error, monkeypatch):
+    import shutil
+
+    run = tmp_path / "seed-0"
+    shutil.copytree(shared_split / "seed-0", run)
+    clf = Classifier.load(run, device="cpu")
+    validation = run_validation_data([clf.config], clf.label_names)
+    separated = 4.0 * (2 * multi_hot(validation.labels, len(clf.label_names)) - 1)  # (the log loss falls as T -> 0)
+    monkeypatch.setattr(Classifier, "logits", lambda self, texts: separated)
+    assert cli_error(["calibrate", str(run), "--device", "cpu"]) == (
+        f"{run}: no temperature fits: every label of all {len(validation)} validation texts is on its side of "
+        f"probability 0.5, so their log loss falls as T -> 0 and every probability would become 0 or 1, a certainty "
+        f"the test texts would not bear out; nothing written")
+    assert not (run / "temperature.json").exists()

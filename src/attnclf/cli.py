@@ -464,10 +464,16 @@ def cmd_train(args: argparse.Namespace) -> int:
         if metrics:  # torchrun's other ranks leave the testing to rank 0
             print(f"ensemble of {len(args.seeds)} runs ({Path(settings.output) / ENSEMBLE_FILE}), averaged:")
             _print_metrics(metrics)
-            validation = read_json(Path(settings.output) / ENSEMBLE_FILE).get("validation_metrics")
+            saved = read_json(Path(settings.output) / ENSEMBLE_FILE)
+            validation = saved.get("validation_metrics")
             if validation:
                 print(f"validation (held out by every member): accuracy {validation['accuracy']:.4f}  "
                       f"macro-F1 {validation['macro_f1']:.4f}")
+            if saved.get("thresholds_from") == "validation":
+                print("label sets at thresholds tuned on the validation texts every member held out")
+            elif saved.get("thresholds_from") == "members":
+                print("label sets at the members' thresholds, averaged: each held out validation texts of its own "
+                      "(one --split-seed would share them)")
         return 0
     if args.resume:
         if not args.output:
