@@ -316,3 +316,12 @@ def test_no_temperature_is_written_for_a_multi_label_run_whose_labels_all_fall_o
         f"probability 0.5, so their log loss falls as T -> 0 and every probability would become 0 or 1, a certainty "
         f"the test texts would not bear out; nothing written")
     assert not (run / "temperature.json").exists()
+
+
+def test_thresholds_given_in_python_are_one_per_label_each_a_probability(shared_split):
+    members = _members(shared_split)
+    assert Ensemble(members, thresholds=[0.3] * 5).thresholds.tolist() == [0.3] * 5
+    with pytest.raises(AttnclfError, match=r"^thresholds: 2 given, one per label needed \(5\)$"):
+        Ensemble(members, thresholds=[0.3, 0.4])
+    with pytest.raises(AttnclfError, match=r"^thresholds: 'sports' at nan: each must be a number from 0 to 1$"):
+        Ensemble(members, thresholds=[0.3, 0.3, 0.3, 0.3, float("nan")])

@@ -115,6 +115,13 @@ class Ensemble:
             raise AttnclfError("thresholds cut a multi-label ensemble's probabilities; these runs are single-label")
         if thresholds is not None and len(thresholds) != len(self.label_names):
             raise AttnclfError(f"thresholds: {len(thresholds)} given, one per label needed ({len(self.label_names)})")
+        # (NaN or one past 1 would never predict its label, one below 0 always would)
+        wrong = next((i for i, cut in enumerate(thresholds if thresholds is not None else [])
+                      if isinstance(cut, bool) or not isinstance(cut, (int, float, np.number)) or not 0 <= cut <= 1),
+                     None)
+        if wrong is not None:
+            raise AttnclfError(f"thresholds: {shown(self.label_names[wrong])} at {shown(thresholds[wrong])}: each must "
+                               f"be a number from 0 to 1")
         self.thresholds = (np.asarray(thresholds, dtype=np.float64) if thresholds is not None else
                            ensemble_thresholds(self.members) if self.multi_label else None)
 
