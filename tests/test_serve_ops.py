@@ -334,3 +334,31 @@ def test_the_services_own_text_lines_stay_one_line_whatever_a_run_path_or_label_
     line = logged_line("text", "reloaded", message=f"reloaded {forged}: weights a -> b")
     assert line.splitlines() == [line] and "\u2028" not in logged_line("text", "serving", message="a\u2028b")
     assert line == "reloaded runs/x 2026-11-28T00:00:00Z 10.0.0.1 POST /predict 200 1.0 ms: weights a -> b"
+
+
+def test_a_prediction_worker_that_died_fails_health_and_every_prediction_at_once_rather_than_hanging(local,
+                                                                                                     monkeypatch):
+    """A bug that ends the batcher's loop left /health answering "ok" while every /predict waited for ever, holding
+    its place until the service refused all: a liveness probe must see it (and have the service restarted), and a
+    client must get an answer saying so. Only the exception's type is told: its message may quote a text."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from attnclf.serve.app import Batcher
+
+    def broken(self):
+        raise RuntimeError("a bug that quotes a secret text")
+
+    monkeypatch.setattr(Batcher, "_next_batch", broken)
+    lines = []
+    with TestClient(create_app(local, access_log=lines.append)) as client, ThreadPoolExecutor(1) as pool:
+        first = pool.submit(client.post, "/predict", json={"text": "good"}).result(timeout=30)
+        later = pool.submit(client.post, "/predict", json={"text": "good"}).result(timeout=30)
+        health, head = client.get("/health"), client.head("/health")
+    stopped = ("the prediction worker stopped on an internal error (RuntimeError): this service answers no "
+               "prediction until it is restarted")
+    for answer in (first, later, health):
+        assert (answer.status_code, answer.json()) == (503, {"detail": stopped})
+        assert "retry-after" not in answer.headers  # (retrying here is no use)
+    assert head.status_code == 503
+    assert "secret" not in "".join(lines)
+    assert re.fullmatch(rf"\S+ testclient GET /health 503 [\d.]+ ms: {re.escape(stopped)}", lines[-2]), lines

@@ -11,7 +11,8 @@ POST /explain   {"texts"|"text", "method", "target"}   -> {"explanations": [{tok
                 "method": [...] or "all" for several, each text's explanations together, texts x methods bounded;
                 a multi-label run's: one per label explained, each predicted one by default, with "labels";
                 by default the class, or labels, /predict answers, its --threshold applied)
-GET  /health    liveness, plus requests served and batches run; answered however many requests are in flight
+GET  /health    liveness and readiness, plus requests served and batches run; answered however many requests are
+                in flight; 503 where a bug has stopped the prediction worker
 GET  /model     the run and the weights served (weights_id, as each answer's X-Attnclf-Weights header), the
                 backend, labels, model and tokenizer summary, text columns, versions, explanation methods (and
                 whether the pooling attention comes beside their scores), the threshold /predict applies (a
@@ -306,6 +307,9 @@ class Batcher:
         self._pending: deque[tuple[list[str], asyncio.Future, Callable[[list[str]], Sequence]]] = deque()
         self._wakeup = asyncio.Event()
         self._solo = 0  # the next this-many batches take one request each (after a batch failed)
+        # Why the worker loop ended, if a bug ended it: every request waiting and every later one is answered so,
+        # and /health fails, rather than each waiting for ever on a worker that looks alive.
+        self.stopped: str | None = None
 
     async def submit(self, texts: list[str], predict: Callable[[list[str]], Sequence] | None = None) -> Sequence:
         """The answers for ``texts`` by ``predict`` (by default the batcher's), computed in whichever batch they land
@@ -313,13 +317,26 @@ class Batcher:
 
         >>> # await batcher.submit(["a fine film"], served.predict)   # the model the request began with
         """
+        if self.stopped:
+            raise HTTPException(503, self.stopped)
         future = asyncio.get_running_loop().create_future()
         self._pending.append((texts, future, predict or self.predict))
         self._wakeup.set()
         return await future
 
     async def run(self) -> None:
-        """The worker loop; runs until cancelled."""
+        """The worker loop; runs until cancelled, or until a bug of its own ends it (``stopped`` then says so)."""
+        try:
+            await self._batches()
+        except Exception as exc:  # (its type alone: its message may quote a text)
+            self.stopped = (f"the prediction worker stopped on an internal error ({type(exc).__name__}): this "
+                            f"service answers no prediction until it is restarted")
+            while self._pending:
+                future = self._pending.popleft()[1]
+                if not future.done():
+                    future.set_exception(HTTPException(503, self.stopped))
+
+    async def _batches(self) -> None:
         loop = asyncio.get_running_loop()
         while True:
             await self._wakeup.wait()
@@ -979,8 +996,11 @@ def create_app(classifier, limits: ServeLimits = ServeLimits(),
 
     @app.get("/health")
     async def health():
-        """Liveness, with the requests served by /predict and the batches they ran in."""
+        """Liveness and readiness, with the requests served by /predict and the batches they ran in: 200 once the
+        model has loaded (the port opens then), 503 where the service can no longer answer predictions."""
         batcher = started("batcher")
+        if batcher.stopped:
+            raise HTTPException(503, batcher.stopped)
         return {"status": "ok", "requests": batcher.requests, "batches": batcher.batches}
 
     # HEAD, what some health checkers send, outside the schema: there it would repeat GET's operation id.
