@@ -498,10 +498,9 @@ def test_a_request_stopping_cuts_off_is_answered_a_json_503_not_a_500_and_logs_n
     slow_to_explain = _Held(local, "explain")  # for longer than the graceful shutdown waits
     arrived, release = slow_to_explain.arrived, slow_to_explain.release
 
-    limits = ServeLimits()
+    limits = ServeLimits(stop_seconds=1)
     announced: list[str] = []
-    server = StopAnnouncingServer(uvicorn.Config(create_app(slow_to_explain, limits),
-                                                 **{**_uvicorn_options(limits), "timeout_graceful_shutdown": 1}),
+    server = StopAnnouncingServer(uvicorn.Config(create_app(slow_to_explain, limits), **_uvicorn_options(limits)),
                                   write=lambda event, line: announced.append(line))
     logged: list[logging.LogRecord] = []
     handler = logging.Handler()

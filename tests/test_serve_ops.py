@@ -362,3 +362,20 @@ def test_a_prediction_worker_that_died_fails_health_and_every_prediction_at_once
     assert head.status_code == 503
     assert "secret" not in "".join(lines)
     assert re.fullmatch(rf"\S+ testclient GET /health 503 [\d.]+ ms: {re.escape(stopped)}", lines[-2]), lines
+
+
+def test_stop_seconds_sets_how_long_a_stop_waits_for_requests_in_flight(demo_run, monkeypatch, capsys):
+    """An /explain of long texts takes 14-15 s (README): a stop fixed at 5 s cut it off, where systemd (90 s) and
+    Kubernetes (30 s) would have waited for it. The operator sets the wait to fit the stop timeout it runs under."""
+    import uvicorn
+
+    from attnclf.cli import main
+
+    waited = []
+    monkeypatch.setattr(uvicorn.Server, "run",
+                        lambda server, sockets=None: waited.append(server.config.timeout_graceful_shutdown))
+    serve = ["serve", str(demo_run), "--port", "0", "--device", "cpu", "--threads", "1"]
+    assert main(serve) == 0 and main([*serve, "--stop-seconds", "25"]) == 0
+    assert waited == [5, 25]
+    assert main([*serve, "--stop-seconds", "0"]) == 2
+    assert capsys.readouterr().err.endswith("attnclf: error: --stop-seconds must be a positive integer, got 0\n")

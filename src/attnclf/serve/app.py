@@ -24,7 +24,7 @@ What it accepts is bounded (``ServeLimits``): body bytes and the seconds the bod
 may take, texts per request, characters per text, requests in flight. A request over a limit gets a
 413 naming the limit; one past the requests in flight a 503 at once, with
 Retry-After; a body that has not arrived in time a 408; malformed JSON a 400; a body of the wrong shape a 422;
-one still running when a stop has waited ``GRACEFUL_STOP_SECONDS`` for it a 503 with Retry-After; each with a
+one still running when a stop has waited ``stop_seconds`` for it a 503 with Retry-After; each with a
 one-line ``detail``. Requests that arrive while a batch runs are batched together for the next one (``Batcher``).
 A SIGHUP has ``serve`` load its run again and answer by it from then on, without a restart (``ModelReloader``).
 
@@ -75,7 +75,6 @@ from ..prediction import ClassThreshold, applied_thresholds, check_texts, class_
 SERVER_BATCH_TEXTS = 256  # texts run together at most, across requests
 RETRY_AFTER_SECONDS = 1  # a 503 for too many requests in flight says this: /predict's batches take milliseconds
 _SIGHUP = getattr(signal, "SIGHUP", None)  # what reloads a service's run (None on Windows, which has no SIGHUP)
-GRACEFUL_STOP_SECONDS = 5  # a stop (Ctrl-C, SIGTERM) waits this long for requests in flight, then cuts them off
 # What a request the stop cut off is answered, a 503 with Retry-After (``AnswerCutOffRequests``)
 STOPPED = ("the server is stopping: this request was cut off unfinished; retry it (here once the server is back, "
            "or on another)")
@@ -100,6 +99,10 @@ class ServeLimits:
     # Seconds a request's body may take to arrive, then 408 (``BodyLimit``): a client that stalls mid-body would
     # otherwise hold its slot among max_connections for as long as it keeps the connection open.
     max_body_seconds: int = 10
+    # Seconds a stop (Ctrl-C, SIGTERM) waits for requests in flight, then answers them 503 (``AnswerCutOffRequests``):
+    # within Docker's default stop timeout (10 s); a long /explain wants more, and systemd (90 s) or Kubernetes (30 s)
+    # wait longer.
+    stop_seconds: int = 5
     named: InitVar[Callable[[str], str]] = by_field  # how errors name a limit (the command line: by its flag)
 
     def __post_init__(self, named: Callable[[str], str]):
@@ -1418,7 +1421,7 @@ def _uvicorn_options(limits: ServeLimits) -> dict:
     # (256 by default, within the usual 1,024 file descriptors). uvicorn counts the connection asking among those
     # open: at its limit N it serves N - 1, hence the + 1.
     return {"limit_concurrency": 4 * limits.max_connections + 1, "access_log": False, "log_level": "warning",
-            "timeout_graceful_shutdown": GRACEFUL_STOP_SECONDS}
+            "timeout_graceful_shutdown": limits.stop_seconds}
 
 
 def _listenable_port(host: str, port: int) -> int:
