@@ -1,6 +1,7 @@
 """Operating the HTTP service: what its log says of each request, and what it says of the model it serves."""
 
 import re
+import threading
 
 import pytest
 from fastapi.testclient import TestClient
@@ -379,3 +380,44 @@ def test_stop_seconds_sets_how_long_a_stop_waits_for_requests_in_flight(demo_run
     assert waited == [5, 25]
     assert main([*serve, "--stop-seconds", "0"]) == 2
     assert capsys.readouterr().err.endswith("attnclf: error: --stop-seconds must be a positive integer, got 0\n")
+
+
+def test_keep_alive_seconds_sets_how_long_an_idle_connection_is_kept_open(demo_run, local, monkeypatch):
+    """A load balancer or proxy keeps its connections to the service open to reuse them (AWS's ALB for 60 s, nginx's
+    upstream keepalive for 60 s): a service closing them sooner (uvicorn's 5 s) races the proxy's next request on them,
+    which it answers 502. The operator sets the service's wait past the proxy's."""
+    import socket
+    import time
+
+    import uvicorn
+
+    from attnclf.cli import main
+    from attnclf.serve.app import ServeLimits, _uvicorn_options
+
+    kept = []
+    monkeypatch.setattr(uvicorn.Server, "run", lambda server, sockets=None: kept.append(server.config.timeout_keep_alive))
+    serve = ["serve", str(demo_run), "--port", "0", "--device", "cpu", "--threads", "1"]
+    assert main(serve) == 0 and main([*serve, "--keep-alive-seconds", "75"]) == 0
+    assert kept == [5, 75]
+    monkeypatch.undo()
+
+    limits = ServeLimits(keep_alive_seconds=1)
+    server = uvicorn.Server(uvicorn.Config(create_app(local, limits), **_uvicorn_options(limits)))
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]})
+        thread.start()
+        try:
+            with socket.create_connection(listener.getsockname(), timeout=30) as connection:
+                connection.sendall(b"GET /health HTTP/1.1\r\nHost: test\r\n\r\n")
+                answer = b""
+                while not answer.endswith(b"}"):  # (the head and the body may come apart)
+                    answer += connection.recv(4096)
+                assert answer.startswith(b"HTTP/1.1 200 OK")
+                time.sleep(2)
+                connection.settimeout(2)  # (uvicorn's own 5 s would still hold it open: recv would time out)
+                assert connection.recv(4096) == b""  # closed by the server, idle past its second
+        finally:
+            server.should_exit = True
+            thread.join(30)

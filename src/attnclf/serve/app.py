@@ -103,6 +103,9 @@ class ServeLimits:
     # within Docker's default stop timeout (10 s); a long /explain wants more, and systemd (90 s) or Kubernetes (30 s)
     # wait longer.
     stop_seconds: int = 5
+    # Seconds an idle keep-alive connection is kept open (uvicorn's default): behind a proxy or load balancer that
+    # reuses its connections, longer than its own idle timeout, or it races the service's close and answers 502.
+    keep_alive_seconds: int = 5
     named: InitVar[Callable[[str], str]] = by_field  # how errors name a limit (the command line: by its flag)
 
     def __post_init__(self, named: Callable[[str], str]):
@@ -1421,7 +1424,7 @@ def _uvicorn_options(limits: ServeLimits) -> dict:
     # (256 by default, within the usual 1,024 file descriptors). uvicorn counts the connection asking among those
     # open: at its limit N it serves N - 1, hence the + 1.
     return {"limit_concurrency": 4 * limits.max_connections + 1, "access_log": False, "log_level": "warning",
-            "timeout_graceful_shutdown": limits.stop_seconds}
+            "timeout_graceful_shutdown": limits.stop_seconds, "timeout_keep_alive": limits.keep_alive_seconds}
 
 
 def _listenable_port(host: str, port: int) -> int:
