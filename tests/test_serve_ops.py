@@ -421,3 +421,19 @@ def test_keep_alive_seconds_sets_how_long_an_idle_connection_is_kept_open(demo_r
         finally:
             server.should_exit = True
             thread.join(30)
+
+
+def test_root_path_serves_behind_a_proxy_that_mounts_it_under_a_prefix(demo_run, serving_process, cli_error):
+    """A proxy serving the API at https://host/attnclf/ strips the prefix before passing a request on: without being
+    told it, /docs sent every curl line and the schema's link to the host's root, where nothing answers."""
+    import httpx
+
+    with serving_process(str(demo_run), "--device", "cpu", "--threads", "1", "--root-path", "/attnclf") as (
+            process, url, answer):
+        assert answer.status_code == 200  # (as the proxy passes it on: the prefix stripped)
+        docs = httpx.get(f"{url}/docs", timeout=30).text
+        assert httpx.get(f"{url}/openapi.json", timeout=30).status_code == 200
+    assert f"{url}/attnclf/predict" in docs and f"{url}/attnclf/openapi.json" in docs, docs
+    for wrong in ("attnclf", "/attnclf/"):
+        assert cli_error(["serve", str(demo_run), "--root-path", wrong]) == (
+            f"--root-path must start with / and not end with it (as /attnclf), got {wrong!r}")

@@ -1186,7 +1186,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     _warn_if_unfinished(args.run_dir)
     serve(args.run_dir, host=args.host, port=args.port, device=args.device, threads=args.threads, bf16=args.bf16,
           backend=args.backend, int8=args.int8, named=_flag, limits=limits, access_log=args.access_log,
-          threshold=args.threshold)
+          threshold=args.threshold, root_path=args.root_path)
     return 0
 
 
@@ -1677,6 +1677,9 @@ def build_parser() -> argparse.ArgumentParser:
                                                            "behind a proxy or load balancer that reuses connections, "
                                                            "more than its idle timeout (nginx's, AWS ALB's: 60 s) "
                                                            "(default: 5)")
+    p.add_argument("--root-path", default="", help="the path prefix a proxy serves the API under and strips "
+                                                    "before passing requests on (e.g. /attnclf for "
+                                                    "https://host/attnclf/): /docs links by it")
     p.add_argument("--access-log", choices=ACCESS_LOGS, default="text",
                    help="a line on stdout per request answered (time, client, method, path, status, ms, an error's "
                         "reason; never a text): text, json (one object a line, the start and stop lines too, for a "

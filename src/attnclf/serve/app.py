@@ -1145,7 +1145,7 @@ def docs_page(openapi: dict, base_url: str) -> str:
 def serve(run_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, limits: ServeLimits = ServeLimits(),
           device: str = "auto", threads: int | None = None, bf16: bool = False, backend: str = "torch",
           int8: bool = False, named: Callable[[str], str] = by_field, access_log: str = "text",
-          threshold: tuple[str, float] | str | None = None) -> None:
+          threshold: tuple[str, float] | str | None = None, root_path: str = "") -> None:
     """Load ``run_dir`` (or a ``train --seeds`` folder) and serve it until interrupted (``attnclf serve``).
 
     ``backend="onnx"`` serves the run's ONNX export (``attnclf export``; ``run_dir`` may be the export) on
@@ -1157,8 +1157,10 @@ def serve(run_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, limits
     object a line, the service's own lines too: see ``logged_line``) or "off" (a proxy in front logs them already).
     ``threshold``: one class's operating point, applied to every /predict answer (``create_app``). A SIGHUP (not on
     Windows, which has none) loads ``run_dir`` again as it was loaded here and serves it (``ModelReloader``).
+    ``root_path``: the prefix a proxy serves the API under and strips before passing a request on (/docs links by it).
 
     >>> # serve("runs/demo", backend="onnx", int8=True, threads=1)
+    >>> # serve("runs/demo", root_path="/attnclf")   # behind a proxy's https://host/attnclf/
     >>> # serve("runs/demo", threshold="positive=0.9")   # `attnclf serve runs/demo --threshold positive=0.9`
     >>> # serve("runs/demo", access_log="json")   # for a log collector reading stdout
     """
@@ -1170,6 +1172,9 @@ def serve(run_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, limits
         raise AttnclfError(f"{named('access_log')} must be {', '.join(ACCESS_LOGS[:-1])} or {ACCESS_LOGS[-1]}, got "
                            f"{shown(access_log)}")
     threads = check_threads(threads)
+    if root_path and (not root_path.startswith("/") or root_path.endswith("/")):
+        raise AttnclfError(f"{named('root_path')} must start with / and not end with it (as /attnclf), got "
+                           f"{shown(root_path)}")
 
     def load() -> tuple[object, list]:  # at the start, and again on each reload, as it was asked for
         return _load_fingerprinted(run_dir, backend, lambda: ensemble.load_backend(
@@ -1203,8 +1208,9 @@ def serve(run_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, limits
         say("serving", f"serving {run_dir} ({backend_name(classifier)}{decided}) on {_where(host, port)} (API docs at "
                        f"/docs); Ctrl-C stops{'' if _SIGHUP is None else ', SIGHUP reloads'}")
         app.state.reloader = ModelReloader(run_dir, load, app, write=say)
-        server = StopAnnouncingServer(uvicorn.Config(app, host=host, port=port, **_uvicorn_options(limits)), write=say,
-                                      on_hangup=app.state.reloader.request)
+        server = StopAnnouncingServer(uvicorn.Config(app, host=host, port=port, root_path=root_path,
+                                                     **_uvicorn_options(limits)),
+                                      write=say, on_hangup=app.state.reloader.request)
         exited = False
         try:
             server.run()
