@@ -234,6 +234,43 @@ def test_serving_on_all_interfaces_names_a_url_teammates_can_use_and_says_there_
     assert "0.0.0.0" not in serving and port.isdigit() and port != "0"
 
 
+
+def test_serving_on_every_ipv6_address_says_it_refuses_ipv4_clients(demo_run, local, monkeypatch, capsys):
+    """`--host ::` listens on IPv6 alone (asyncio binds it IPv6-only, as nginx's `listen [::]` does): "all
+    interfaces" sent teammates to an IPv4 address that refused them."""
+    import socket
+    import time
+
+    import uvicorn
+
+    from attnclf.serve.app import ServeLimits, _uvicorn_options
+
+    if not socket.has_ipv6:
+        pytest.skip("no IPv6 here")
+    _served_app(monkeypatch, str(demo_run), "--device", "cpu", "--host", "::")
+    serving = capsys.readouterr().out.splitlines()[1]
+    port = serving.rsplit(":", 1)[1].split(" ", 1)[0]
+    assert serving.startswith(f"serving {demo_run} (torch) on all IPv6 interfaces, not IPv4 (--host 0.0.0.0 for "
+                              f"those): reach it at http://{socket.gethostname()}:{port} (or at this machine's IPv6 "
+                              f"address)"), serving
+    monkeypatch.undo()
+    # As uvicorn binds it: IPv4 refused
+    server = uvicorn.Server(uvicorn.Config(create_app(local), host="::", port=int(port), **_uvicorn_options(
+        ServeLimits())))
+    thread = threading.Thread(target=server.run)
+    thread.start()
+    try:
+        while not server.started:
+            assert thread.is_alive(), "the server did not start"
+            time.sleep(0.05)
+        socket.create_connection(("::1", int(port)), timeout=10).close()
+        with pytest.raises(ConnectionRefusedError):
+            socket.create_connection(("127.0.0.1", int(port)), timeout=10)
+    finally:
+        server.should_exit = True
+        thread.join(30)
+
+
 def test_the_access_log_names_an_internal_error_500_as_the_client_is_answered_not_unanswered(local, monkeypatch):
     def broken(*args, **options):
         raise RuntimeError("patient 4711: a bug's message may quote the text")

@@ -1384,19 +1384,24 @@ def _load_fingerprinted(run_dir: str | Path, backend: str, load: Callable[[], ob
 
 
 def _where(host: str, port: int) -> str:
-    """Where a client reaches a service bound to ``host``: its URL, or bound to every interface (0.0.0.0, ::), where
-    that address is no URL a teammate can use, this machine's name (as it names itself: the network may know it
-    otherwise, hence its address too).
+    """Where a client reaches a service bound to ``host``: its URL, or bound to every interface (0.0.0.0; ::, every
+    IPv6 one alone), where that address is no URL a teammate can use, this machine's name (as it names itself: the
+    network may know it otherwise, hence its address too).
 
     >>> _where("127.0.0.1", 8000), _where("::1", 8000)
     ('http://127.0.0.1:8000', 'http://[::1]:8000')
     >>> _where("0.0.0.0", 8000).replace(socket.gethostname(), "NAME")
     "all interfaces: reach it at http://NAME:8000 (or at this machine's address)"
+    >>> _where("::", 8000).split(":")[0]
+    'all IPv6 interfaces, not IPv4 (--host 0.0.0.0 for those)'
     """
     try:
         address = ipaddress.ip_address(host)
     except ValueError:  # a name
         return f"http://{host}:{port}"
+    if address.is_unspecified and address.version == 6:  # (asyncio binds it IPv6-only, as nginx's [::] is)
+        return (f"all IPv6 interfaces, not IPv4 (--host 0.0.0.0 for those): reach it at "
+                f"http://{socket.gethostname()}:{port} (or at this machine's IPv6 address)")
     if address.is_unspecified:
         return f"all interfaces: reach it at http://{socket.gethostname()}:{port} (or at this machine's address)"
     return f"http://[{host}]:{port}" if address.version == 6 else f"http://{host}:{port}"
