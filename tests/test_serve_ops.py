@@ -308,12 +308,12 @@ def test_the_json_access_log_writes_one_valid_object_per_request_whatever_its_pa
     assert len(logged) == 4 and not [line for line in logged if "\n" in line or "4711" in line], logged
     records = [json.loads(line) for line in logged]
     assert [list(record) for record in records] == [
-        ["time", "event", "client", "method", "path", "status", "ms", "detail"]] * 4, records
+        ["time", "event", "client", "method", "path", "status", "ms", "detail", "request_id"]] * 4, records
     assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", record["time"]) and record["event"] == "request"
                and isinstance(record["ms"], float) for record in records), records
     assert records[0] | {"time": "T", "ms": 0.0} == {"time": "T", "event": "request", "client": "testclient",
                                                       "method": "POST", "path": "/predict", "status": 200, "ms": 0.0,
-                                                      "detail": None}
+                                                      "detail": None, "request_id": None}
     assert records[1]["status"] == 422 and records[1]["detail"] == "texts.1: Input should be a valid string"
     assert records[2]["path"] == "/nope%0A%22fake%5C%20200%22" and records[2]["status"] == 404
     assert records[3]["status"] == 400 and "unknown explanation method 'bo\"g\\\\us\\n\\u2028é}'" in records[3][
@@ -475,3 +475,27 @@ def test_root_path_serves_behind_a_proxy_that_mounts_it_under_a_prefix(demo_run,
     for wrong in ("attnclf", "/attnclf/"):
         assert cli_error(["serve", str(demo_run), "--root-path", wrong]) == (
             f"--root-path must start with / and not end with it (as /attnclf), got {wrong!r}")
+
+
+def test_the_access_log_names_the_request_id_a_proxy_sent_so_its_log_and_the_service_s_join_up(local):
+    """nginx (`proxy_set_header X-Request-ID $request_id`) and most load balancers tag each request: without it in
+    the service's line, an operator matched a 5xx in the proxy's log to the service's by time alone. Sent by a client,
+    it is one bounded field like the path, that no value can break."""
+    import json
+
+    uuid = "0b6e4f1c-6f2a-4a8e-9d4a-2f0c7e1b9a33"
+    for log_format in ("text", "json"):
+        logged: list[str] = []
+        with TestClient(create_app(local, access_log=logged.append, access_log_format=log_format)) as client:
+            client.post("/predict", json={"text": "good"}, headers={"X-Request-ID": uuid})
+            client.post("/predict", json={"texts": []}, headers={"X-Request-ID": 'x 200 1.0 ms\n"' + "y" * 100})
+            client.post("/predict", json={"text": "good"})
+        if log_format == "json":
+            records = [json.loads(line) for line in logged]
+            assert [record["request_id"] for record in records] == [
+                uuid, "x%20200%201.0%20ms%0A%22yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy...", None], records
+        else:
+            assert logged[0].endswith(f" POST /predict 200 {logged[0].split()[-3]} ms {uuid}"), logged
+            assert logged[1].endswith(" ms x%20200%201.0%20ms%0A%22yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy...: texts "
+                                      "is empty: give one text at least"), logged
+            assert logged[2].endswith(" ms"), logged

@@ -1681,8 +1681,8 @@ def build_parser() -> argparse.ArgumentParser:
                                                     "before passing requests on (e.g. /attnclf for "
                                                     "https://host/attnclf/): /docs links by it")
     p.add_argument("--access-log", choices=ACCESS_LOGS, default="text",
-                   help="a line on stdout per request answered (time, client, method, path, status, ms, an error's "
-                        "reason; never a text): text, json (one object a line, the start and stop lines too, for a "
+                   help="a line on stdout per request answered (time, client, method, path, status, ms, a proxy's "
+                        "X-Request-ID, an error's reason; never a text): text, json (one object a line, the start and stop lines too, for a "
                         "log collector) or off (a proxy in front logs them) (default: text)")
     _add_threshold_arg(p, "answer /predict by one class's threshold (GET /model names it; /explain explains the "
                           "class so answered)")

@@ -79,6 +79,7 @@ _SIGHUP = getattr(signal, "SIGHUP", None)  # what reloads a service's run (None 
 STOPPED = ("the server is stopping: this request was cut off unfinished; retry it (here once the server is back, "
            "or on another)")
 LOGGED_DETAIL_CHARS = 300  # an access log line's error detail at most: the app's details are one short line each
+LOGGED_REQUEST_ID_CHARS = 64  # an X-Request-ID logged at most: a UUID is 36, nginx's $request_id 32
 SHOWN_ERRORS = 3  # a body of the wrong shape is answered naming its first this-many problems
 WEIGHTS_HEADER = "X-Attnclf-Weights"  # on each /predict and /explain answer: ``weights_id``, as GET /model gives it
 NO_EXPLANATIONS = ("this service runs the exported ONNX graph, which gives no explanations: `attnclf serve RUN_DIR` "
@@ -529,7 +530,9 @@ class AnswerCutOffRequests:
 class AccessLog:
     """ASGI middleware: one line per request to ``write``, when it is answered: the time (UTC), client, method, path
     (percent-encoded, one field), status and milliseconds, and for an error the answer's one-line ``detail`` (for a
-    bug, the 500 the client gets and the exception's type), so an operator can tell which request failed and why.
+    bug, the 500 the client gets and the exception's type), so an operator can tell which request failed and why;
+    the X-Request-ID a proxy tagged it with, if any (percent-encoded and bounded, one field), which joins the line to
+    the proxy's.
     Never a text: the details name limits, fields and positions, not what was sent. ``quiet`` paths (liveness) are
     logged only when they fail: a probe every few seconds would bury the requests. ``log_format`` "json" writes each
     line as one JSON object (``logged_line``) for a log collector.
@@ -566,11 +569,15 @@ class AccessLog:
             path = _route_path(scope)
             if not (path in self.quiet and answered is not None and answered < 400):
                 # The path as sent on the wire, percent-encoded: decoded, its spaces and newlines forge fields
-                written = shown(path, write=partial(quote, safe="/", errors="backslashreplace"))
+                encoded = partial(quote, safe="/", errors="backslashreplace")
+                written = shown(path, write=encoded)
+                tagged = dict(scope["headers"]).get(b"x-request-id")
                 detail = _detail(b"".join(error)) or (f"internal error ({failed})" if failed else None)
                 self.write(logged_line(self.log_format, "request", client=(scope.get("client") or (None,))[0],
                                        method=scope["method"], path=written, status=answered,
-                                       ms=round((time.perf_counter() - start) * 1000, 1), detail=detail))
+                                       ms=round((time.perf_counter() - start) * 1000, 1), detail=detail,
+                                       request_id=None if tagged is None else shown(
+                                           tagged.decode("latin-1"), most=LOGGED_REQUEST_ID_CHARS, write=encoded)))
 
 
 def logged_line(log_format: str, event: str, **fields) -> str:
@@ -594,7 +601,7 @@ def logged_line(log_format: str, event: str, **fields) -> str:
     if event != "request":  # (a run path or a label, the operator's, quoted in it stays on the line)
         return " ".join(fields["message"].splitlines())
     line = (f"{when} {fields['client'] or '-'} {fields['method']} {fields['path']} {fields['status'] or 'unanswered'} "
-            f"{fields['ms']:.1f} ms")
+            f"{fields['ms']:.1f} ms" + (f" {fields['request_id']}" if fields.get("request_id") else ""))
     return line + (f": {fields['detail']}" if fields["detail"] else "")
 
 
