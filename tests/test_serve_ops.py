@@ -5,6 +5,7 @@ import threading
 
 import pytest
 from fastapi.testclient import TestClient
+from test_serve import _running
 
 from attnclf.classifier import Classifier
 from attnclf.serve.app import create_app
@@ -441,24 +442,15 @@ def test_keep_alive_seconds_sets_how_long_an_idle_connection_is_kept_open(demo_r
 
     limits = ServeLimits(keep_alive_seconds=1)
     server = uvicorn.Server(uvicorn.Config(create_app(local, limits), **_uvicorn_options(limits)))
-    with socket.socket() as listener:
-        listener.bind(("127.0.0.1", 0))
-        listener.listen()
-        thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]})
-        thread.start()
-        try:
-            with socket.create_connection(listener.getsockname(), timeout=30) as connection:
-                connection.sendall(b"GET /health HTTP/1.1\r\nHost: test\r\n\r\n")
-                answer = b""
-                while not answer.endswith(b"}"):  # (the head and the body may come apart)
-                    answer += connection.recv(4096)
-                assert answer.startswith(b"HTTP/1.1 200 OK")
-                time.sleep(2)
-                connection.settimeout(2)  # (uvicorn's own 5 s would still hold it open: recv would time out)
-                assert connection.recv(4096) == b""  # closed by the server, idle past its second
-        finally:
-            server.should_exit = True
-            thread.join(30)
+    with _running(server) as port, socket.create_connection(("127.0.0.1", port), timeout=30) as connection:
+        connection.sendall(b"GET /health HTTP/1.1\r\nHost: test\r\n\r\n")
+        answer = b""
+        while not answer.endswith(b"}"):  # (the head and the body may come apart)
+            answer += connection.recv(4096)
+        assert answer.startswith(b"HTTP/1.1 200 OK")
+        time.sleep(2)
+        connection.settimeout(2)  # (uvicorn's own 5 s would still hold it open: recv would time out)
+        assert connection.recv(4096) == b""  # closed by the server, idle past its second
 
 
 def test_root_path_serves_behind_a_proxy_that_mounts_it_under_a_prefix(demo_run, serving_process, cli_error):
@@ -499,3 +491,37 @@ def test_the_access_log_names_the_request_id_a_proxy_sent_so_its_log_and_the_ser
             assert logged[1].endswith(" ms x%20200%201.0%20ms%0A%22yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy...: texts "
                                       "is empty: give one text at least"), logged
             assert logged[2].endswith(" ms"), logged
+
+
+def test_a_connection_whose_request_head_never_ends_is_closed_not_held_for_ever(local):
+    """uvicorn bounds no request head: connections that send half a head (or nothing) were held open for as long as
+    their clients liked, and a few hundred of them (uvicorn's own limit, 4 x --max-connections + 1) had every other
+    client answered 503. A head gets --max-body-seconds, as its body does; a connection that sends nothing, the
+    keep-alive seconds an idle one gets."""
+    import socket
+    import time
+
+    import httpx
+    import uvicorn
+
+    from attnclf.serve.app import ServeLimits, _uvicorn_options
+
+    limits = ServeLimits(max_body_seconds=1, keep_alive_seconds=1)
+    server = uvicorn.Server(uvicorn.Config(create_app(local, limits), **_uvicorn_options(limits)))
+    with _running(server) as port:
+        half, silent, trickled = (socket.create_connection(("127.0.0.1", port), timeout=30) for _ in range(3))
+        half.sendall(b"GET /health HTTP/1.1\r\nHost: test\r\n")
+        try:
+            for byte in b"GET /health HTTP/1.1\r\nHost: test\r\nX-Slow: aaaaaaaaaa":  # never idle for a second
+                trickled.sendall(bytes([byte]))
+                time.sleep(0.05)
+        except (BrokenPipeError, ConnectionResetError):  # closed as it trickled
+            pass
+        for connection in (half, silent, trickled):
+            connection.settimeout(3)  # (with no bound, recv waits: a TimeoutError)
+            try:
+                assert connection.recv(4096) == b""
+            except ConnectionResetError:  # (closed with bytes of ours unread)
+                pass
+            connection.close()
+        assert httpx.get(f"http://127.0.0.1:{port}/health").status_code == 200

@@ -1666,7 +1666,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-text-chars", type=int, help="characters per text (default: 20000)")
     p.add_argument("--max-body-bytes", type=int, help="bytes per request body (default: 1000000)")
     p.add_argument("--max-body-seconds", type=int, help="seconds a request body may take to arrive; a slower one "
-                                                         "is answered 408, freeing its place (default: 10)")
+                                                         "is answered 408, freeing its place (a request's head gets as "
+                                                         "long, then its connection is closed) (default: 10)")
     p.add_argument("--max-connections", type=int, help="requests served at once (/health aside), half of them at "
                                                         "most /explain; more are answered 503 at once, with "
                                                         "Retry-After (default: 64)")

@@ -58,6 +58,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 from urllib.parse import quote
 
+import h11
 import uvicorn
 from fastapi import FastAPI, HTTPException, Request, Response
 from fastapi.exception_handlers import http_exception_handler
@@ -65,6 +66,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, field_validator, model_validator
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from .. import __version__
 from ..checks import ACCESS_LOGS, by_field, check_threads
@@ -98,7 +100,8 @@ class ServeLimits:
     # explanations (``explain_slots``), which run one at a time: a queue of slow ones would otherwise hold them all.
     max_connections: int = 64
     # Seconds a request's body may take to arrive, then 408 (``BodyLimit``): a client that stalls mid-body would
-    # otherwise hold its slot among max_connections for as long as it keeps the connection open.
+    # otherwise hold its slot among max_connections for as long as it keeps the connection open. Its head gets as
+    # long (``TimedHeads``).
     max_body_seconds: int = 10
     # Seconds a stop (Ctrl-C, SIGTERM) waits for requests in flight, then answers them 503 (``AnswerCutOffRequests``):
     # within Docker's default stop timeout (10 s); a long /explain wants more, and systemd (90 s) or Kubernetes (30 s)
@@ -1429,6 +1432,47 @@ def _loopback(host: str) -> bool:
         return False
 
 
+class TimedHeads(H11Protocol):
+    """uvicorn's HTTP/1.1 protocol with the bounds it lacks on a request's head: a connection that has sent nothing is
+    closed after the keep-alive seconds, as an idle one is after an answer, and a head begun is closed unless it ends
+    within ``head_seconds`` (``ServeLimits.max_body_seconds``, as its body gets). Without them, connections sending
+    half a head (or nothing) were held for as long as their clients liked, and uvicorn's own limit of open ones,
+    reached, answered every other client 503.
+
+    >>> # uvicorn.Config(app, http=partial(TimedHeads, head_seconds=10), ...)   # as _uvicorn_options gives it
+    """
+
+    def __init__(self, *args, head_seconds: float, **options):
+        super().__init__(*args, **options)
+        self.head_seconds = head_seconds
+        self._head_deadline: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport) -> None:
+        super().connection_made(transport)
+        self.timeout_keep_alive_task = self.loop.call_later(self.timeout_keep_alive, self.timeout_keep_alive_handler)
+
+    def data_received(self, data: bytes) -> None:
+        if self._head_deadline is None and self.conn.their_state is h11.IDLE:  # a head begins
+            self._head_deadline = self.loop.call_later(self.head_seconds, self._head_late)
+        super().data_received(data)
+        if self._head_deadline is not None and self.conn.their_state is not h11.IDLE:  # it has ended
+            self._stop_head_deadline()
+
+    def connection_lost(self, exc) -> None:
+        self._stop_head_deadline()
+        super().connection_lost(exc)
+
+    def _stop_head_deadline(self) -> None:
+        if self._head_deadline is not None:
+            self._head_deadline.cancel()
+            self._head_deadline = None
+
+    def _head_late(self) -> None:
+        self._head_deadline = None
+        if self.conn.their_state is h11.IDLE:  # (no answer: nothing can be answered before a head has ended)
+            self.timeout_keep_alive_handler()
+
+
 def _uvicorn_options(limits: ServeLimits) -> dict:
     """What ``serve`` passes ``uvicorn.Config`` besides the app, host and port (the tests serve with the same).
 
@@ -1442,7 +1486,8 @@ def _uvicorn_options(limits: ServeLimits) -> dict:
     # (256 by default, within the usual 1,024 file descriptors). uvicorn counts the connection asking among those
     # open: at its limit N it serves N - 1, hence the + 1.
     return {"limit_concurrency": 4 * limits.max_connections + 1, "access_log": False, "log_level": "warning",
-            "timeout_graceful_shutdown": limits.stop_seconds, "timeout_keep_alive": limits.keep_alive_seconds}
+            "timeout_graceful_shutdown": limits.stop_seconds, "timeout_keep_alive": limits.keep_alive_seconds,
+            "http": partial(TimedHeads, head_seconds=limits.max_body_seconds)}
 
 
 def _listenable_port(host: str, port: int) -> int:
