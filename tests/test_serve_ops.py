@@ -525,3 +525,24 @@ def test_a_connection_whose_request_head_never_ends_is_closed_not_held_for_ever(
                 pass
             connection.close()
         assert httpx.get(f"http://127.0.0.1:{port}/health").status_code == 200
+
+
+def test_the_first_model_request_imports_nothing_on_the_event_loop(demo_run):
+    """GET /model looked up the run's text columns through the data package, whose first import (pandas, scipy,
+    joblib: 0.6 s, 1.4 s on a busy 2-core box) ran on the event loop: every request in flight, /health too, waited
+    for a monitor's first /model. What /model says is found as the model is served."""
+    import subprocess
+    import sys
+
+    code = f"""
+import sys
+from fastapi.testclient import TestClient
+from attnclf.classifier import Classifier
+from attnclf.serve.app import create_app
+with TestClient(create_app(Classifier.load({str(demo_run)!r}, device="cpu"))) as client:
+    before = set(sys.modules)
+    assert client.get("/model").status_code == 200
+    print(sorted(name for name in set(sys.modules) - before if "." not in name))
+"""
+    imported = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert imported.stdout == "[]\n", imported.stdout + imported.stderr

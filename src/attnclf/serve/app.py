@@ -705,7 +705,6 @@ def _export_summary(classifier: OnnxClassifier) -> dict:
         "tokenizer": {"kind": tokenizer["kind"], "max_len": tokenizer["max_len"],
                       "vocab_size": classifier.tokenizer.vocab_size, "truncation": tokenizer.get("truncation")},
         "windows": None,  # (runs that read windows are not exported)
-        "text_columns": joined_text_columns(config),
         "version": __version__,
         "exported_with": config.get("versions", {}),
         "temperatures": [config.get("temperature", 1.0)],
@@ -815,6 +814,10 @@ class ServedModel:
     threshold: ClassThreshold | None  # the service's operating point, of this model's labels
     origin: dict  # the run, weights_sha256 and weights_id GET /model names
     explain_methods: list[str]
+    # A run trained on several columns (a title and a body; AG News's title and description) read each text as their
+    # values joined: a client sends "title\nbody" so. None: one column, one text. Found here, off the event loop: it
+    # may import the data package (0.6 s), which a first GET /model held every request for.
+    text_columns: dict | None
     # /predict's call: one object per model, by which the Batcher keeps each batch to one model
     predict: Callable[[list[str]], Sequence]
 
@@ -834,8 +837,8 @@ class ServedModel:
         methods = _explain_methods(classifier) if backend_name(classifier) == "torch" else []
         # (Without the token strings and attention, which /predict does not answer; its unknown tokens are counted
         # from the ids the model reads, at 0.2% of a batch's time or less: BENCHMARKS.md, Unknown tokens.)
-        return cls(classifier, threshold, origin, methods, partial(classifier.predict, tokens=False,
-                                                                    threshold=threshold))
+        return cls(classifier, threshold, origin, methods, joined_text_columns(classifier.config),
+                   partial(classifier.predict, tokens=False, threshold=threshold))
 
     @property
     def multi_label(self) -> bool:
@@ -1041,8 +1044,8 @@ def create_app(classifier, limits: ServeLimits = ServeLimits(),
                                                                                      threshold).tolist()))
                    if multi_label else None}
         if backend != "torch":
-            return {"backend": backend, **served.origin, **_export_summary(classifier), **applied,
-                    "limits": asdict(limits)}
+            return {"backend": backend, **served.origin, **_export_summary(classifier),
+                    "text_columns": served.text_columns, **applied, "limits": asdict(limits)}
         from ..explain.methods import DEFAULT_METHOD
 
         config = classifier.config  # an ensemble's: its first member's
@@ -1063,9 +1066,7 @@ def create_app(classifier, limits: ServeLimits = ServeLimits(),
                           "vocab_size": members[0].tokenizer.vocab_size,
                           "truncation": members[0].tokenizer.config.truncation},
             "windows": config["settings"].get("windows"),  # long texts read as overlapping windows, or None
-            # A run trained on several columns (a title and a body; AG News's title and description) read each
-            # text as their values joined: a client sends "title\nbody" so. None: one column, one text.
-            "text_columns": joined_text_columns(config),
+            "text_columns": served.text_columns,
             "version": __version__,
             "trained_with": config.get("versions", {}),
             # A refit trained on its validation texts too, for the epochs its run chose (not where it lives).
