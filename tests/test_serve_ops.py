@@ -546,3 +546,37 @@ with TestClient(create_app(Classifier.load({str(demo_run)!r}, device="cpu"))) as
 """
     imported = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert imported.stdout == "[]\n", imported.stdout + imported.stderr
+
+
+def test_with_a_json_log_uvicorn_s_own_lines_are_json_objects_too(demo_run, serving_process):
+    """Docker and Kubernetes hand a collector a container's stdout and stderr as one stream: under --access-log json,
+    uvicorn's own warnings on stderr ("WARNING:  Invalid HTTP request received.") were the lines it could not parse,
+    and an error's traceback came as thirty of them. Each is one object, the traceback inside its message."""
+    import json
+    import logging
+    import signal
+    import socket
+    import sys
+
+    with serving_process(str(demo_run), "--device", "cpu", "--threads", "1", "--access-log", "json") as (
+            process, url, answer):
+        host, port = url.removeprefix("http://").rsplit(":", 1)
+        with socket.create_connection((host, int(port)), timeout=30) as connection:
+            connection.sendall(b"NOT HTTP AT ALL\r\n\r\n")
+            assert connection.recv(4096).startswith(b"HTTP/1.1 400")
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=30)
+    records = [json.loads(line) for line in err.splitlines()]
+    assert [(record["event"], record["message"]) for record in records] == [
+        ("warning", "Invalid HTTP request received.")], err
+    from attnclf.serve.app import JsonLogRecords
+
+    try:
+        raise RuntimeError("a bug")
+    except RuntimeError:
+        record = logging.LogRecord("uvicorn.error", logging.ERROR, "", 0, "Exception in ASGI application", (),
+                                   sys.exc_info())
+    line = JsonLogRecords().format(record)
+    assert "\n" not in line and json.loads(line)["event"] == "error"
+    message = json.loads(line)["message"]
+    assert message.startswith("Exception in ASGI application\nTraceback") and message.endswith("RuntimeError: a bug")

@@ -37,10 +37,12 @@ A SIGHUP has ``serve`` load its run again and answer by it from then on, without
 from __future__ import annotations
 
 import asyncio
+import copy
 import hashlib
 import html
 import ipaddress
 import json
+import logging
 import os
 import shlex
 import socket
@@ -606,6 +608,36 @@ def logged_line(log_format: str, event: str, **fields) -> str:
     line = (f"{when} {fields['client'] or '-'} {fields['method']} {fields['path']} {fields['status'] or 'unanswered'} "
             f"{fields['ms']:.1f} ms" + (f" {fields['request_id']}" if fields.get("request_id") else ""))
     return line + (f": {fields['detail']}" if fields["detail"] else "")
+
+
+class JsonLogRecords(logging.Formatter):
+    """uvicorn's own log records (its warnings, an error's traceback) as ``logged_line`` JSON objects, one a line, the
+    event their level: under ``--access-log json`` a collector reading a container's stdout and stderr as one stream
+    (Docker's, Kubernetes's) parses every line, and a traceback is one record, not a line each.
+
+    >>> json.loads(JsonLogRecords().format(logging.makeLogRecord({"msg": "Exceeded concurrency limit.",
+    ...                                                            "levelname": "WARNING"})))["event"]
+    'warning'
+    """
+
+    def format(self, record: logging.LogRecord) -> str:
+        message = record.getMessage()
+        if record.exc_info:
+            message += "\n" + self.formatException(record.exc_info)
+        return logged_line("json", record.levelname.lower(), message=message)
+
+
+def _uvicorn_log_config(log_format: str) -> dict:
+    """uvicorn's logging set-up, its records written as JSON (``JsonLogRecords``) where the service's log is.
+
+    >>> _uvicorn_log_config("json")["formatters"]["default"]["()"].__name__
+    'JsonLogRecords'
+    """
+    if log_format != "json":
+        return uvicorn.config.LOGGING_CONFIG
+    config = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)
+    config["formatters"]["default"] = {"()": JsonLogRecords}
+    return config
 
 
 def _detail(body: bytes) -> str:
@@ -1220,6 +1252,7 @@ def serve(run_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, limits
                        f"/docs); Ctrl-C stops{'' if _SIGHUP is None else ', SIGHUP reloads'}")
         app.state.reloader = ModelReloader(run_dir, load, app, write=say)
         server = StopAnnouncingServer(uvicorn.Config(app, host=host, port=port, root_path=root_path,
+                                                     log_config=_uvicorn_log_config(log_format),
                                                      **_uvicorn_options(limits)),
                                       write=say, on_hangup=app.state.reloader.request)
         exited = False
