@@ -20,8 +20,8 @@ GET  /model     the run and the weights served (weights_id, as each answer's X-A
 GET  /docs      the endpoints, their request schemas and a curl line each (schema at /openapi.json)
 ```
 
-What it accepts is bounded (``ServeLimits``): body bytes and the seconds the body
-may take, texts per request, characters per text, requests in flight. A request over a limit gets a
+What it accepts is bounded (``ServeLimits``): body bytes and the seconds the head and the body
+may take (``TimedHeads``, ``BodyLimit``), texts per request, characters per text, requests in flight. A request over a limit gets a
 413 naming the limit; one past the requests in flight a 503 at once, with
 Retry-After; a body that has not arrived in time a 408; malformed JSON a 400; a body of the wrong shape a 422;
 one still running when a stop has waited ``stop_seconds`` for it a 503 with Retry-After; each with a
