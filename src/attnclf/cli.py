@@ -1680,7 +1680,8 @@ def build_parser() -> argparse.ArgumentParser:
                                                            "(default: 5)")
     p.add_argument("--root-path", default="", help="the path prefix a proxy serves the API under and strips "
                                                     "before passing requests on (e.g. /attnclf for "
-                                                    "https://host/attnclf/): /docs links by it")
+                                                    "https://host/attnclf/): /docs links by it (default: none, "
+                                                    "the host's root)")
     p.add_argument("--access-log", choices=ACCESS_LOGS, default="text",
                    help="a line on stdout per request answered (time, client, method, path, status, ms, a proxy's "
                         "X-Request-ID, an error's reason; never a text): text, json (one object a line, the start and stop lines too, for a "
