@@ -1320,3 +1320,58 @@ def test_the_package_offers_the_estimator_to_train_from_python_without_importing
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "False False"
+
+
+# ---------------------------------------------------------------- threshold=: the command line's --threshold CLASS=P
+
+
+def test_threshold_predicts_its_class_from_that_probability_on_and_leaves_probabilities_alone(data, saved):
+    clf, path = saved  # (classes 3 and 7, uint8)
+    test = data[2][:60]
+    probabilities = clf.predict_proba(test)
+    cut = float(np.quantile(probabilities[:, 1], 0.75))  # (7 from its top quarter on: not where argmax puts it)
+    expected = np.where(probabilities[:, 1] >= cut, 7, 3)
+    assert (expected != clf.predict(test)).any()
+    for threshold in ((7, cut), (np.uint8(7), cut), f"7={cut!r}"):  # a class as y gives it, or as CLASS=P names it
+        tuned = clone(clf).set_params(threshold=threshold)
+        tuned.classes_, tuned.classifier_ = clf.classes_, clf.classifier_  # (fitted as clf, without a fit)
+        predicted = tuned.predict(test)
+        np.testing.assert_array_equal(predicted, expected)
+        assert predicted.dtype == np.uint8
+        np.testing.assert_array_equal(tuned.predict_proba(test), probabilities)
+
+
+def test_threshold_round_trips_through_get_params_clone_set_params_and_save(data, tmp_path):
+    train_x, train_y, test_x, _ = data
+    clf = AttentionTextClassifier("boe", threshold=("positive", 0.8), **SMALL)
+    assert clone(clf).get_params()["threshold"] == ("positive", 0.8)
+    assert clone(clf).set_params(threshold="negative=0.6").threshold == "negative=0.6"
+    clf.fit(train_x[:120], train_y[:120])
+    again = AttentionTextClassifier.load(clf.save(tmp_path / "saved"))
+    assert tuple(again.threshold) == ("positive", 0.8)
+    np.testing.assert_array_equal(again.predict(test_x[:60]), clf.predict(test_x[:60]))
+
+
+@pytest.mark.parametrize("threshold, message", [
+    ("fraud=0.5", r"^threshold: 'fraud' is not one of the run's 2 classes: 'negative', 'positive'$"),
+    (("positive", 1.5), r"^threshold 'positive'=1\.5: the probability must be between 0 and 1, both left out$"),
+    ("positive", r"^threshold takes CLASS=P, a class and the probability from which it is predicted \(pos=0\.7\), "
+                 r"got 'positive'$"),
+    (0.7, r"^threshold takes a class and a probability, \('pos', 0\.7\) or 'pos=0\.7', got 0\.7$"),
+])
+def test_a_bad_threshold_is_one_line_at_fit_before_any_training(data, monkeypatch, threshold, message):
+    from attnclf.training import trainer
+
+    monkeypatch.setattr(trainer.Trainer, "fit", lambda *args, **kwargs: pytest.fail("trained"))
+    with pytest.raises(AttnclfError, match=message):
+        AttentionTextClassifier("boe", threshold=threshold, **SMALL).fit(data[0][:60], data[1][:60])
+
+
+def test_an_estimator_pickled_before_threshold_unpickles_without_one(data, saved):
+    clf = saved[0]
+    state = dict(clf.__getstate__())
+    state.pop("threshold", None)  # (as pickled before the parameter was)
+    old = AttentionTextClassifier.__new__(AttentionTextClassifier)
+    old.__setstate__(state)
+    assert old.get_params()["threshold"] is None
+    np.testing.assert_array_equal(old.predict(data[2][:10]), clf.predict(data[2][:10]))

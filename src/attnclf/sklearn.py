@@ -45,7 +45,7 @@ from .data.splits import split_indices
 from .errors import AttnclfError, AttnclfWarning, RunDirError, first_few, shown
 from .models import MODELS, build_model
 from .models.ngrams import bucket_note, buckets_for, distinct_bigrams
-from .prediction import check_texts, shaped
+from .prediction import ClassThreshold, check_texts, class_threshold, decided_classes, shaped
 from .recipes import file_recipe
 from .text.batching import EVAL_MAX_TOKENS, BucketBatches
 from .text.cleaning import unicode_problem
@@ -104,6 +104,11 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
     which is now refused in one line; a folder saved or an estimator pickled then loads with its seed as
     ``random_state``.) The same seed, data and threads give the same weights on the CPU: another thread count adds
     sums in another order.
+    ``threshold`` (``"pos=0.7"`` or ``("pos", 0.7)``, a class as y gives it; None: the most probable class) is an
+    operating point, as `attnclf predict --threshold` applies it: ``predict`` answers that class wherever its
+    probability reaches 0.7, else the most probable of the others; ``predict_proba`` is unchanged. ``fit`` checks it
+    against the classes before it trains. It is the estimator's alone: `attnclf predict` on a saved folder takes its
+    own ``--threshold``.
     After ``fit``, ``classifier_`` is an ``attnclf.Classifier`` (tokens,
     attention), ``history_`` the per-epoch training record, ``n_iter_`` the epochs run and ``seed_`` the seed;
     ``n_text_columns_`` and ``text_column_names_`` (a DataFrame's, else None)
@@ -113,6 +118,8 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
     >>> clf = AttentionTextClassifier(model="boe", epochs=2, d_model=16)
     >>> clf.get_params()["d_model"]
     16
+    >>> AttentionTextClassifier(threshold="spam=0.9").get_params()["threshold"]  # (fit then checks "spam" is a class)
+    'spam=0.9'
     >>> built = AttentionTextClassifier(d_model=128)._model_fields()  # (what fit builds, the buckets at most)
     >>> built["d_model"], built["nb_ngram_buckets"], AttentionTextClassifier()._model_fields()["d_model"]
     (128, 1048576, 64)
@@ -130,7 +137,7 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
                  patience: int = TrainConfig.patience, class_weight: str | dict | None = None,
                  random_state: int | np.random.RandomState | None = TrainConfig.seed,
                  device: str = RunSettings.device, threads: int | None = RunSettings.threads, verbose: bool = False,
-                 **renamed):
+                 threshold: tuple | str | None = None, **renamed):
         # A former name gets a line saying the new one, where Python would say only that it is unexpected; any other
         # unknown argument is Python's own TypeError. (**renamed is no parameter: get_params skips it.)
         if "seed" in renamed:
@@ -160,6 +167,7 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
         self.device = device
         self.threads = threads
         self.verbose = verbose
+        self.threshold = threshold
 
     def set_params(self, **params) -> "AttentionTextClassifier":
         """scikit-learn's ``set_params``, but ``seed=`` (the parameter's former name) gets the constructor's one line
@@ -258,6 +266,7 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
         model_fields = self._model_fields()  # (so are these, before the split and the tokenizer)
         tokenizer_config = self._tokenizer_config()
         label_names = [str(c) for c in classes]
+        self._class_threshold(label_names)  # (a bad one is refused before any training, as --threshold is)
         # Weight 0 means absent, as in scikit-learn: such texts are dropped before anything reads them.
         by_name = config.class_weights if isinstance(config.class_weights, dict) else {}
         kept = np.ones(len(texts), dtype=bool) if weights is None else weights > 0
@@ -363,12 +372,24 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
                                f"that order")
 
     def predict(self, X) -> np.ndarray:
-        """The most probable label per text, as one of ``classes_`` (y's values and dtype).
+        """The label per text, as one of ``classes_`` (y's values and dtype): the most probable, or with ``threshold``
+        its class wherever that class's probability reaches it, else the most probable of the others
+        (``prediction.decided_classes``, the rule of `attnclf predict --threshold`).
 
         >>> # clf.fit(texts, ["neg", "pos", ...]).predict(["not good", "very good"])  # array(['neg', 'pos'], ...)
+        >>> # clf.set_params(threshold="pos=0.9").predict(["not good", "very good"])  # array(['neg', 'neg'], ...)
         """
         probabilities = self.predict_proba(X)
-        return self.classes_[probabilities.argmax(axis=1)]
+        return self.classes_[decided_classes(probabilities, self._class_threshold(self.classifier_.label_names))]
+
+    def _class_threshold(self, label_names: list[str]) -> ClassThreshold | None:
+        """``threshold`` checked against the classes named ``label_names`` (``str`` of each of ``classes_``); a pair's
+        class may be given as y gives it (``(7, 0.9)`` for ``"7=0.9"``). None without one, and for an estimator
+        pickled before the parameter was."""
+        threshold = getattr(self, "threshold", None)
+        if isinstance(threshold, (tuple, list)) and len(threshold) == 2 and not isinstance(threshold[0], str):
+            threshold = (str(threshold[0]), threshold[1])
+        return class_threshold(threshold, label_names)
 
     @property
     def n_iter_(self) -> int:
@@ -523,6 +544,7 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
             state["random_state"] = state.pop("seed")
             if "classifier_" in state:
                 state.setdefault("seed_", state["random_state"])
+        state = {"threshold": None, **state}  # (pickled before the parameter was: get_params and clone read it)
         super().__setstate__(state)
 
     def __sklearn_tags__(self):
