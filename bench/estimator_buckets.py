@@ -1,4 +1,4 @@
-"""The file recipe's n-gram branch with its buckets sized to the training texts (ngrams.buckets_for) against its fixed
+"""The file recipe's n-gram branch with its buckets sized to the training texts (ngrams.sized_buckets) against its fixed
 2^20 (``nb_ngram_buckets=1048576``), on two routes: the scikit-learn estimator (the default route: saved folder size
 and test accuracy on a sample of SST-2's training sentences and on all 6,920, tested on its 1,821), and
 `attnclf train --train-file` (``--route command``: model size and validation accuracy, the test files never read).
@@ -11,8 +11,9 @@ The command route writes each file as bench/small_files.py builds its sets: ``ss
 6,920 training sentences (drawn once, seed 0), validated on its 872 dev sentences; ``ag:N`` a sample of N of the
 small-files study's 3,000 AG News training rows, validated on its 2,600. Each cell is
 `nice -n 5 attnclf train --train-file TRAIN --validation-file VAL --seed S --threads 1 --quiet --no-report
---set nb_ngram_buckets=B`, B the fixed 2^20 ("before") or what buckets_for gives for the training file's distinct
-bigrams as the recipe's tokenizer reads them ("after"); with no test file, metrics.json scores the validation file.
+--set nb_ngram_buckets=B`, B the fixed 2^20 ("before") or what the rule train now applies gives for the training
+file's distinct bigrams as the recipe's tokenizer reads them ("after": ngrams.sized_buckets; the same model as no
+--set builds since); with no test file, metrics.json scores the validation file.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import small_files
 from common import parse_seeds_and_threads, parser, splits, write_result
 
 from attnclf.data.base import TextDataset
-from attnclf.models.ngrams import buckets_for, distinct_bigrams
+from attnclf.models.ngrams import sized_buckets
 from attnclf.rundir import atomic_write_bytes
 from attnclf.sklearn import AttentionTextClassifier
 from attnclf.text.tokenizer import Tokenizer
@@ -88,8 +89,9 @@ def command_route(args) -> list[dict]:
         for part, data in (("train", train), ("validation", validation)):
             paths[part].parent.mkdir(parents=True, exist_ok=True)
             atomic_write_bytes(paths[part], small_files.csv_bytes(data))
-        bigrams = distinct_bigrams(Tokenizer.train(train.texts, recipe_tokenizer).encode(train.texts))
-        counts = {"before": BEFORE["nb_ngram_buckets"], "after": buckets_for(bigrams, BEFORE["nb_ngram_buckets"])}
+        sized, bigrams = sized_buckets(BEFORE["nb_ngram_buckets"],
+                                       Tokenizer.train(train.texts, recipe_tokenizer).encode(train.texts))
+        counts = {"before": BEFORE["nb_ngram_buckets"], "after": sized}
         for seed in args.seeds:
             for name, buckets in counts.items():
                 output = work / "runs" / spec.replace(":", "-") / name / f"seed-{seed}"

@@ -1114,6 +1114,10 @@ def test_chinese_is_read_a_character_a_word_and_a_run_that_keeps_its_clauses_is_
 MODEL_PART_ONLY = ["--max-len", "16", "--truncation", TokenizerConfig().truncation]
 
 
+# How a run begun before the file recipe sized its n-gram buckets is told its command now sizes them.
+SIZED = "the n-gram buckets sized to the training texts (the run: a fixed count)"
+
+
 def test_a_file_run_from_before_the_file_recipe_is_told_its_command_builds_another_model_now(tmp_path, capsys,
                                                                                              monkeypatch):
     # A self-attn run on a file started under the general defaults (d_model 128, no n-gram branch): its command,
@@ -1135,13 +1139,13 @@ def test_a_file_run_from_before_the_file_recipe_is_told_its_command_builds_anoth
     assert run_error([*argv, "--epochs", "2", "--resume"], capsys) == (
         f"{started} builds it with d_model=64 (the run: 128), ff_dim=256 (the run: 512), dropout=0.3 (the run: 0.1), "
         f"positional=sinusoidal (the run: learned), nb_ngram_buckets=1048576 (the run: 0), "
-        f"nb_ngram_bucket_budget=4194304 (the run: 0); {resumes}")
+        f"nb_ngram_bucket_budget=4194304 (the run: 0), {SIZED}; {resumes}")
     # Flags that give back one old default (d_model 128, no n-gram branch) leave the other fields named, not the
     # flag's own field as if unset (it said "trained with model_config.nb_ngram_buckets = None").
     assert run_error([*argv, "--set", "d_model=128", "--epochs", "2", "--resume"], capsys) == (
         f"{started} builds it with ff_dim=256 (the run: 512), dropout=0.3 (the run: 0.1), positional=sinusoidal "
-        f"(the run: learned), nb_ngram_buckets=1048576 (the run: 0), nb_ngram_bucket_budget=4194304 (the run: 0); "
-        f"{resumes}")
+        f"(the run: learned), nb_ngram_buckets=1048576 (the run: 0), nb_ngram_bucket_budget=4194304 (the run: 0), "
+        f"{SIZED}; {resumes}")
     assert run_error([*argv, "--set", "nb_ngram_buckets=0", "--epochs", "2", "--resume"], capsys) == (
         f"{started} builds it with d_model=64 (the run: 128), ff_dim=256 (the run: 512), dropout=0.3 (the run: 0.1), "
         f"positional=sinusoidal (the run: learned), nb_ngram_bucket_budget=4194304 (the run: 0); {resumes}")
@@ -1173,9 +1177,10 @@ def test_a_file_run_from_the_model_only_file_recipe_is_told_its_command_reads_ot
     assert settings["tokenizer"]["max_len"] == general.max_len
     assert settings["model_config"] == {"layers": 1} | recipes.FILE_SELF_ATTN
     capsys.readouterr()
-    changed = ", ".join(f"{name}={FILE_SELF_ATTN_TOKENIZER[name]} (the run: {getattr(general, name)})"
-                        for name in general.to_dict()  # (in the fields' order, as the refusal names them)
-                        if FILE_SELF_ATTN_TOKENIZER.get(name, getattr(general, name)) != getattr(general, name))
+    changed = ", ".join([*(f"{name}={FILE_SELF_ATTN_TOKENIZER[name]} (the run: {getattr(general, name)})"
+                           for name in general.to_dict()  # (in the fields' order, as the refusal names them)
+                           if FILE_SELF_ATTN_TOKENIZER.get(name, getattr(general, name)) != getattr(general, name)),
+                         SIZED])
     assert run_error([*argv, "--epochs", "2", "--resume"], capsys) == (
         f"attnclf: error: {run} started under earlier defaults of self-attn on a file (the file recipe): this command "
         f"now builds it with {changed}; `attnclf train --resume --output {run}` alone continues the run with its own "
@@ -1185,7 +1190,9 @@ def test_a_file_run_from_the_model_only_file_recipe_is_told_its_command_reads_ot
         [*argv, "--set", "layers=2", "--epochs", "2", "--resume"], capsys)
     assert f"trained with tokenizer.max_len = {general.max_len}, this command gives 100" in run_error(
         [*argv, "--max-len", "100", "--epochs", "2", "--resume"], capsys)
-    own = [f"--{name.replace('_', '-')}={getattr(general, name)}" for name in FILE_SELF_ATTN_TOKENIZER]
+    # (and the count its n-gram branch was built with, which the recipe now sizes to the texts)
+    own = [*(f"--{name.replace('_', '-')}={getattr(general, name)}" for name in FILE_SELF_ATTN_TOKENIZER),
+           "--set", f"nb_ngram_buckets={recipes.FILE_SELF_ATTN['nb_ngram_buckets']}"]
     assert main([*argv, *own, "--epochs", "2", "--resume"]) == 0, capsys.readouterr().err
     assert main(["train", "--resume", "--output", str(run), "--epochs", "3", "--quiet"]) == 0
     assert len((run / "history.jsonl").read_text().splitlines()) == 3

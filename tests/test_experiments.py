@@ -795,10 +795,12 @@ def test_a_compare_cell_from_the_model_only_file_recipe_is_refused_saying_the_fi
     assert capsys.readouterr().err.strip().endswith(
         f"self-attn-seed0 was trained with other tokenizer settings than this experiment's (max_len={general} there, "
         f"{recipe_len} here): the defaults of self-attn on a file (the file recipe) changed since that cell was "
-        f"trained; delete it or give another --output, or add its settings to reuse it: --max-len {general}")
+        f"trained; delete it or give another --output, or add its settings to reuse it: --max-len {general} --set "
+        f"nb_ngram_buckets=1048576 (--set reaches every model that has the field)")  # (the count it built, not sized)
     cells = tmp_path / "cmp" / "runs"
     written = {cell.name: (cell / "metrics.json").stat().st_mtime_ns for cell in cells.iterdir()}
-    assert main([*argv, "--max-len", str(general)]) == 0  # (as said: both cells reused, neither trained again)
+    assert main([*argv, "--max-len", str(general), "--set", "nb_ngram_buckets=1048576"]) == 0  # (as said: both cells
+    # reused, neither trained again)
     assert {cell.name: (cell / "metrics.json").stat().st_mtime_ns for cell in cells.iterdir()} == written
     shutil.rmtree(cells / "self-attn-seed0")
     assert main(argv) == 0
@@ -806,6 +808,31 @@ def test_a_compare_cell_from_the_model_only_file_recipe_is_refused_saying_the_fi
             for cell in ("self-attn-seed0", "boe-seed0")}
     assert read == {"self-attn-seed0": recipe_len, "boe-seed0": general}
     assert f"at most {general} tokens per text" in (tmp_path / "cmp" / "comparison.md").read_text()
+
+
+def test_a_compare_cell_from_before_the_buckets_were_sized_is_told_so_and_reused_given_its_count(tmp_path, capsys,
+                                                                                                monkeypatch):
+    # Its self-attn cell built the file recipe's fixed 2^20 buckets; the same command now sizes them to the texts.
+    from attnclf import recipes
+
+    data = reviews_csv(tmp_path)
+    argv = ["compare", "--train-file", str(data), "--test-file", str(data), "--models", "self-attn", "--seeds", "1",
+            "--epochs", "1", "--set", "layers=1", "--no-reference", "--threads", "1", "--quiet", "--output",
+            str(tmp_path / "cmp")]
+    with monkeypatch.context() as before:
+        before.setattr(recipes, "FILE_RECIPES", recipes.FILE_RECIPES[:3])  # (512 tokens, the buckets fixed)
+        assert main(argv) == 0
+    capsys.readouterr()
+    assert main(argv) == 2
+    assert capsys.readouterr().err.strip().endswith(
+        "self-attn-seed0 was trained with a fixed count of n-gram buckets, which this experiment's sizes to the "
+        "training texts: the defaults of self-attn on a file (the file recipe) changed since that cell was trained; "
+        "delete it or give another --output, or add its settings to reuse it: --set nb_ngram_buckets=1048576 (--set "
+        "reaches every model that has the field)")
+    metrics = tmp_path / "cmp" / "runs" / "self-attn-seed0" / "metrics.json"
+    written = metrics.stat().st_mtime_ns
+    assert main([*argv, "--set", "nb_ngram_buckets=1048576"]) == 0
+    assert metrics.stat().st_mtime_ns == written
 
 
 def test_an_ablate_cell_from_before_the_file_recipe_that_held_another_variant_is_told_the_file_defaults_changed(

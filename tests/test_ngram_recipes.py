@@ -186,14 +186,18 @@ def test_a_self_attn_model_trained_on_a_file_reads_the_file_recipes_tokens():
 def test_past_editions_of_the_file_recipe_stay_as_they_were_and_no_caller_can_change_one():
     # A run begun under an edition is told apart by rebuilding its command under it: an edition edited since, or
     # changed by a caller, would turn such runs into strangers.
-    from attnclf.recipes import FILE_RECIPES, FILE_SELF_ATTN, FILE_SELF_ATTN_TOKENIZER, file_recipe
+    from attnclf.recipes import (FILE_BUCKETS_SIZED, FILE_RECIPES, FILE_SELF_ATTN, FILE_SELF_ATTN_TOKENIZER,
+                                 file_recipe)
 
+    model_config = {"d_model": 64, "ff_dim": 256, "dropout": 0.3, "positional": "sinusoidal",
+                    "nb_ngram_buckets": 1048576, "nb_ngram_bucket_budget": 4194304}
     assert FILE_RECIPES[:-1] == (
         {},
-        {"model_config": {"d_model": 64, "ff_dim": 256, "dropout": 0.3, "positional": "sinusoidal",
-                          "nb_ngram_buckets": 1048576, "nb_ngram_bucket_budget": 4194304}},
+        {"model_config": model_config},
+        {"model_config": model_config, "tokenizer": {"max_len": 512}},
     )
-    assert FILE_RECIPES[-1] == {"model_config": FILE_SELF_ATTN, "tokenizer": FILE_SELF_ATTN_TOKENIZER}
+    assert FILE_RECIPES[-1] == {"model_config": FILE_SELF_ATTN, "tokenizer": FILE_SELF_ATTN_TOKENIZER,
+                                "ngram_buckets_sized": FILE_BUCKETS_SIZED}
     for edition in FILE_RECIPES:
         with pytest.raises(TypeError):
             edition["tokenizer"] = {"max_len": 1}
@@ -203,7 +207,8 @@ def test_past_editions_of_the_file_recipe_stay_as_they_were_and_no_caller_can_ch
     for latest in (file_recipe()["model_config"], FILE_SELF_ATTN, FILE_SELF_ATTN_TOKENIZER):
         with pytest.raises(TypeError):
             latest["d_model"] = 1
-    assert FILE_RECIPES[1]["model_config"] is not FILE_SELF_ATTN  # (a copy: changing the latest leaves it be)
+    assert all(FILE_RECIPES[edition]["model_config"] is not FILE_SELF_ATTN for edition in (1, 2))  # (copies: changing
+    # the latest leaves them be)
 
 
 def test_a_runs_config_records_the_file_recipes_tokens(tmp_path):
@@ -346,3 +351,80 @@ def test_ablate_notes_no_budget_cut_where_the_budget_is_what_is_swept(tmp_path):
                for buckets in (2048, 4096)]
     assert "nb_ngram_buckets=2048 and nb_ngram_buckets=4096 built the same model" in \
         same_branch_note("nb_ngram_buckets", [r["label"] for r in records], records)
+
+
+def _reviews(path, count: int, start: int = 0):
+    """A CSV of ``count`` short labelled reviews, numbered from ``start`` (their bigrams differ by the numbers)."""
+    path.write_text("text,label\n" + "".join(f"{word} film number {i},{label}\n" for i in range(start, start + count)
+                                             for word, label in [("great", "pos"), ("dull", "neg")]))
+    return path
+
+
+FILE_RUN = ["--min-frequency", "1", "--max-len", "8", "--epochs", "1", "--set", "layers=1", "--set", "d_model=16",
+            "--no-report", "--threads", "1"]
+
+
+def test_train_on_a_file_sizes_the_n_gram_buckets_to_its_training_texts_and_says_so(tmp_path, capsys):
+    # The file recipe built 2^20 buckets (16.5 MiB of weights at 2 classes) whatever the file's size, as the estimator
+    # did until it sized them; on 300 SST-2 sentences, 16 per distinct bigram validated as well (BENCHMARKS.md).
+    import json
+
+    from attnclf.classifier import Classifier
+    from attnclf.cli import main
+    from attnclf.models.ngrams import buckets_for, distinct_bigrams
+
+    train, validation = _reviews(tmp_path / "train.csv", 8), _reviews(tmp_path / "validation.csv", 4, start=100)
+    run = tmp_path / "run"
+    assert main(["train", "--train-file", str(train), "--validation-file", str(validation),
+                 *(flag for flag in FILE_RUN if flag != "--no-report"), "--output", str(run)]) == 0
+    texts = [line.split(",")[0] for line in train.read_text().splitlines()[1:]]
+    bigrams = distinct_bigrams(Classifier.load(run).tokenizer.encode(texts))  # (the training texts' alone)
+    expected = buckets_for(bigrams, cap=1048576)
+    assert expected < 1048576
+    config = json.loads((run / "config.json").read_text())
+    assert config["model"]["config"]["nb_ngram_buckets"] == expected
+    assert config["settings"]["model_config"]["nb_ngram_buckets"] == 1048576  # (the recipe's, the cap)
+    assert Classifier.load(run).model.ngram_logits.buckets == expected
+    assert f"{expected:,} bigram buckets, sized to the training texts" in (run / "report.html").read_text()
+    assert f"n-gram branch: {expected:,} bigram buckets, 16 per distinct bigram of the training texts " \
+           f"({bigrams:,}, 1,048,576 at most); --set nb_ngram_buckets=N builds N" in capsys.readouterr().err
+    # and it resumes as it began: the same texts, the same count (a checkpoint of another shape would not load)
+    more = [flag if flag != "1" or previous != "--epochs" else "2" for previous, flag in zip(["", *FILE_RUN], FILE_RUN)]
+    assert main(["train", "--train-file", str(train), "--validation-file", str(validation), *more, "--output", str(run),
+                 "--resume"]) == 0
+    assert len(json.loads((run / "checkpoint" / "state.json").read_text())["history"]) == 2
+    assert json.loads((run / "config.json").read_text())["model"]["config"]["nb_ngram_buckets"] == expected
+
+
+def test_a_bucket_count_given_with_set_is_built_as_given(tmp_path, capsys):
+    import json
+
+    from attnclf.cli import main
+
+    train = _reviews(tmp_path / "train.csv", 8)
+    for given in (1048576, 4096):
+        run = tmp_path / f"given-{given}"
+        assert main(["train", "--train-file", str(train), *FILE_RUN, "--set", f"nb_ngram_buckets={given}",
+                     "--output", str(run), "--quiet"]) == 0
+        assert json.loads((run / "config.json").read_text())["model"]["config"]["nb_ngram_buckets"] == given
+    assert "16 per distinct bigram" not in capsys.readouterr().err
+
+
+def test_only_the_latest_file_recipe_sizes_the_buckets_and_a_given_count_or_a_named_dataset_never():
+    # A run begun under an earlier edition resumes as it began: its command rebuilt under that edition sizes nothing.
+    from attnclf.training.settings import DataSettings, settings_for
+
+    on_file = DataSettings(train_file="t.csv")
+    assert settings_for(on_file, "self-attn").ngram_buckets_sized
+    assert not any(settings_for(on_file, "self-attn", file_recipe=edition).ngram_buckets_sized for edition in (0, 1, 2))
+    assert not settings_for(on_file, "self-attn", model_config={"nb_ngram_buckets": 1048576}).ngram_buckets_sized
+    assert not settings_for(on_file, "boe").ngram_buckets_sized
+    assert not settings_for(DataSettings(dataset="sst2"), "self-attn").ngram_buckets_sized
+    earlier = build_settings(build_parser().parse_args(["train", "--train-file", "t.csv", "--output", "unused"]),
+                             file_recipe=2)
+    from attnclf.cli import built_under_earlier_file_recipes
+
+    latest = build_settings(build_parser().parse_args(["train", "--train-file", "t.csv", "--output", "unused"]))
+    assert earlier.first_difference(latest) == ("ngram_buckets_sized", False, True)
+    assert [build.ngram_buckets_sized for build in built_under_earlier_file_recipes(
+        build_parser().parse_args(["train", "--train-file", "t.csv", "--output", "unused"]), latest)] == [False] * 3

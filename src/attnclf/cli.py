@@ -203,8 +203,8 @@ def built_under_earlier_file_recipes(args: argparse.Namespace, settings) -> list
     from .recipes import earlier_file_recipes
 
     builds = [build_settings(args, file_recipe=edition) for edition in earlier_file_recipes()]
-    return [build for build in builds if (build.model_config, build.tokenizer) != (settings.model_config,
-                                                                                   settings.tokenizer)]
+    return [build for build in builds if (build.model_config, build.tokenizer, build.ngram_buckets_sized) !=
+            (settings.model_config, settings.tokenizer, settings.ngram_buckets_sized)]
 
 
 def _given(args: argparse.Namespace) -> set[str]:
@@ -573,7 +573,7 @@ def _refuse_other_settings(typed, trained, moved: set[str] = frozenset(),
         return
     earlier = earlier()
     if any(trained.first_difference(build, ignore=ignore) is None for build in earlier):
-        changed = ", ".join(f"{key.partition('.')[2]}={ours} (the run: {theirs})"
+        changed = ", ".join(_changed(key, theirs, ours)
                             for key, theirs, ours in trained.differences(typed, ignore=ignore))
         raise AttnclfError(f"{trained.output} started under earlier defaults of self-attn on a file (the file recipe): "
                            f"this command now builds it with {changed}; `attnclf train --resume --output "
@@ -582,6 +582,18 @@ def _refuse_other_settings(typed, trained, moved: set[str] = frozenset(),
     raise AttnclfError(f"{trained.output} trained with {key} = {theirs!r}, this command gives {ours!r}: --resume "
                        f"continues the run with its own settings; give the command that started it, or only "
                        f"--output (and --epochs, --device or --threads to change them)")
+
+
+def _changed(key: str, theirs, ours) -> str:
+    """A setting the command builds otherwise than a run begun under an earlier file recipe, as its refusal names it.
+
+    >>> _changed("model_config.d_model", 128, 64), _changed("ngram_buckets_sized", False, True)
+    ('d_model=64 (the run: 128)', 'the n-gram buckets sized to the training texts (the run: a fixed count)')
+    """
+    if key == "ngram_buckets_sized":  # (no flag sets it: --set nb_ngram_buckets=N fixes the count)
+        return ("the n-gram buckets sized to the training texts (the run: a fixed count)" if ours else
+                "a fixed count of n-gram buckets (the run: sized to its training texts)")
+    return f"{key.partition('.')[2]}={ours} (the run: {theirs})"
 
 
 def _refuse_other_vectors(args: argparse.Namespace, typed, trained) -> None:

@@ -459,7 +459,8 @@ def _as_members_trained(settings, output: Path, adds: bool = True, earlier: Call
         # sets: the rest is this command's, as settings holds it.)
         if differing is not None:
             builds = earlier() if builds is None else builds
-            begun = [replace(settings, model_config=build.model_config, tokenizer=build.tokenizer) for build in builds]
+            begun = [replace(settings, model_config=build.model_config, tokenizer=build.tokenizer,
+                             ngram_buckets_sized=build.ngram_buckets_sized) for build in builds]
             same = next((build for build in begun if trained.first_difference(build, ignore=_PER_MEMBER) is None), None)
             if same is not None:
                 settings, differing = same, None

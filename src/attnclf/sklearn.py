@@ -44,7 +44,7 @@ from .data.files import TEXT_JOINER
 from .data.splits import split_indices
 from .errors import AttnclfError, AttnclfWarning, RunDirError, first_few, shown
 from .models import MODELS, build_model
-from .models.ngrams import bucket_note, buckets_for, distinct_bigrams
+from .models.ngrams import bucket_note, sized_buckets
 from .prediction import ClassThreshold, check_texts, class_threshold, decided_classes, shaped
 from .recipes import file_recipe
 from .text.batching import EVAL_MAX_TOKENS, BucketBatches
@@ -287,9 +287,8 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
         tokenizer = Tokenizer.train(train.texts, tokenizer_config)
         train_ids = tokenizer.encode(train.texts)
         if model_fields.get("nb_ngram_buckets") and "nb_ngram_buckets" not in (self.model_config or {}):
-            # The recipe's count, sized to these texts: 2^20 buckets made tens of MB of model of a few hundred texts
-            model_fields["nb_ngram_buckets"] = buckets_for(distinct_bigrams(train_ids),
-                                                           cap=model_fields["nb_ngram_buckets"])
+            # The recipe's count sized to these texts, as `attnclf train --train-file` sizes it
+            model_fields["nb_ngram_buckets"] = sized_buckets(model_fields["nb_ngram_buckets"], train_ids)[0]
         # (as `attnclf train` notes it; stacklevel: the line that called fit)
         lifted_by = "model_config={'nb_ngram_bucket_budget': 0}"
         if note := bucket_note(model_fields, len(label_names), lifted_by=lifted_by):

@@ -265,9 +265,10 @@ def check_same_settings(run_dir: Path, settings: RunSettings,
         differing = saved.first_difference(settings, ignore=unused)
         if differing is not None and any(saved.first_difference(cell, ignore=unused) is None for cell in earlier()):
             (section, _, name), theirs, ours = differing[0].partition("."), differing[1], differing[2]
-            typed = _typed_as(saved.differences(settings, ignore=unused))
-            raise RunDirError(f"{run_dir} was trained with other {section} settings than this experiment's "
-                              f"({name}={theirs} there, {ours} here): the defaults of self-attn on a file (the file "
+            typed = _typed_as(saved.differences(settings, ignore=unused), saved.model_config)
+            what = (f"other {section} settings than this experiment's ({name}={theirs} there, {ours} here)" if name else
+                    "a fixed count of n-gram buckets, which this experiment's sizes to the training texts")
+            raise RunDirError(f"{run_dir} was trained with {what}: the defaults of self-attn on a file (the file "
                               f"recipe) changed since that cell was trained; delete it or give another --output"
                               + (f", or add its settings to reuse it: {typed}" if typed else ""))
     if differing is not None:
@@ -275,12 +276,20 @@ def check_same_settings(run_dir: Path, settings: RunSettings,
                           f"experiment's; delete it or give another --output")
 
 
-def _typed_as(differences) -> str | None:
-    """The flags that give a cell's side of ``differences`` (model and tokenizer settings: what an edition of the file
-    recipe sets), or None where one cannot be typed so: a value that typed reads back as another (``set_value``:
-    the text "1" as a number, "true" as a bool; None or a list as text)."""
+def _typed_as(differences, model_config: dict) -> str | None:
+    """The flags that give a cell's side of ``differences`` (model and tokenizer settings, and whether its n-gram
+    buckets were sized: what an edition of the file recipe sets; ``model_config``: the cell's), or None where one
+    cannot be typed so: a value that typed reads back as another (``set_value``: the text "1" as a number, "true" as
+    a bool; None or a list as text), or buckets the cell sized and this command does not."""
+    differences = list(differences)
     flags = []
     for key, theirs, _ in differences:
+        if key == "ngram_buckets_sized":  # (a count typed is built as given, unsized)
+            if theirs:
+                return None
+            if any(other == "model_config.nb_ngram_buckets" for other, _, _ in differences):
+                continue  # (typed below, as the cell's count)
+            key, theirs = "model_config.nb_ngram_buckets", model_config["nb_ngram_buckets"]
         section, _, name = key.partition(".")
         if section not in ("model_config", "tokenizer") or set_value(str(theirs)) != theirs:
             return None

@@ -71,26 +71,45 @@ def bounded_buckets(buckets: int, num_classes: int, budget: int = 0) -> int:
 BUCKETS_PER_BIGRAM = 16
 
 
-def distinct_bigrams(sequences: Iterable[Sequence[int]]) -> int:
-    """How many distinct (token id, next token id) pairs ``sequences`` of token ids (unpadded) hold in all.
+def distinct_bigrams(sequences: Iterable[Sequence[int]], most: int | None = None) -> int:
+    """How many distinct (token id, next token id) pairs ``sequences`` of token ids (unpadded) hold in all; with
+    ``most``, read only until that many are found (and say ``most``): a large file stops early.
 
-    >>> distinct_bigrams([[5, 6, 5, 6], [6, 5], [7]])
-    2
+    >>> distinct_bigrams([[5, 6, 5, 6], [6, 5], [7]]), distinct_bigrams([[5, 6, 5, 6], [6, 5], [7]], most=1)
+    (2, 1)
     """
-    pairs = [np.stack([ids[:-1], ids[1:]], axis=1) for ids in map(np.asarray, sequences) if len(ids) > 1]
-    return len(np.unique(np.concatenate(pairs), axis=0)) if pairs else 0
+    seen: set[int] = set()
+    for ids in sequences:
+        ids = np.asarray(ids, dtype=np.int64)
+        if len(ids) > 1:
+            seen.update((ids[:-1] << 32 | ids[1:]).tolist())  # (one int a pair: token ids are below 2^31)
+            if most is not None and len(seen) >= most:
+                return most
+    return len(seen)
 
 
 def buckets_for(bigrams: int, cap: int) -> int:
     """The bigram buckets for training texts of ``bigrams`` distinct bigrams: ``BUCKETS_PER_BIGRAM`` per bigram,
-    rounded up to a power of two, ``cap`` at most (and 2 at least, the fewest the branch takes). The scikit-learn
-    estimator sizes the file recipe's branch with it, whose 2^20 buckets made tens of MB of model of a few hundred
-    texts; a count the user gives is built as given.
+    rounded up to a power of two, ``cap`` at most (and 2 at least, the fewest the branch takes).
 
     >>> buckets_for(2744, cap=1048576), buckets_for(62856, cap=1048576)
     (65536, 1048576)
     """
     return min(cap, max(2, 1 << (BUCKETS_PER_BIGRAM * bigrams - 1).bit_length()))
+
+
+def sized_buckets(cap: int, sequences: Iterable[Sequence[int]]) -> tuple[int, int]:
+    """The bigram buckets of an n-gram branch of at most ``cap`` trained on texts of token ids ``sequences``
+    (``buckets_for`` their distinct bigrams), and the bigrams counted, read only until they fill the cap (then
+    ``cap // BUCKETS_PER_BIGRAM + 1``). The one rule the file recipe's branch is built by, in `attnclf train
+    --train-file` and the scikit-learn estimator alike: its 2^20 buckets made tens of MB of model of a few hundred
+    texts. A count the user gives is built as given.
+
+    >>> sized_buckets(1048576, [[5, 6, 7], [6, 7]]), sized_buckets(16, [[5, 6, 7, 8]])
+    ((32, 2), (16, 2))
+    """
+    bigrams = distinct_bigrams(sequences, most=cap // BUCKETS_PER_BIGRAM + 1)
+    return buckets_for(bigrams, cap), bigrams
 
 
 def bucket_note(model_config: dict, num_classes: int, lifted_by: str) -> str | None:

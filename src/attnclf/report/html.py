@@ -33,6 +33,7 @@ from ..explain.faithfulness import (AOPC_DEFINITION, FAITHFULNESS_FILE, Faithful
                                     measure_faithfulness)
 from ..explain.methods import DEFAULT_METHOD, METHODS, available_methods, left_out
 from ..explain.render import branches, legend_html, page, png_img, tokens_html, unknown_note_html
+from ..models.ngrams import bounded_buckets
 from ..models.windows import window_config
 from ..rundir import (adding_to_run, atomic_write_bytes, atomic_write_json, read_config, read_history,
                       read_json, read_metrics, refuse_estimator_run, write_output_file)
@@ -252,7 +253,7 @@ def _overview(run_dir: Path, config: dict, metrics: dict, kept_note: str | None)
     dataset = settings["data"].get("dataset") or Path(settings["data"].get("train_file") or "?").name
     auc, ap = metrics.get("roc_auc"), metrics.get("average_precision")
     multi = metrics.get("multi_label", False)
-    rows = [("model", f"{model['name']} ({model['parameters']:,} parameters)"),
+    rows = [("model", f"{model['name']} ({model['parameters']:,} parameters)"), *_ngram_rows(config),
             ("dataset", f"{dataset} (multi-label)" if multi else dataset),
             ("examples (train / validation / test)", f"{data.get('train_examples', '?')} / "
              f"{data.get('validation_examples', '?')} / {data.get('test_examples', '?')}"),
@@ -275,6 +276,18 @@ def _overview(run_dir: Path, config: dict, metrics: dict, kept_note: str | None)
     warned = "".join(f"<li>{html.escape(line)}</li>" for line in lines)
     warnings = f'<p><b>Training warned about the data:</b></p><ul class="warnings">{warned}</ul>' if warned else ""
     return "<section><h2>Run</h2>" + _table(None, rows) + warnings + "</section>"
+
+
+def _ngram_rows(config: dict) -> list[tuple[str, str]]:
+    """The n-gram branch's bigram buckets, where the model has one: as many as the layer keeps, and whether they were
+    sized to the training texts (the file recipe's) or a fixed count."""
+    built = config["model"].get("config", {})
+    asked = built.get("nb_ngram_buckets")
+    if not (isinstance(asked, int) and asked > 0):
+        return []
+    kept = bounded_buckets(asked, built.get("num_classes", 2), built.get("nb_ngram_bucket_budget", 0))
+    how = "sized to the training texts" if config["settings"].get("ngram_buckets_sized") else "a fixed count"
+    return [("n-gram branch", f"{kept:,} bigram buckets, {how}")]
 
 
 def _kept_note(config: dict, history: list[dict]) -> str:

@@ -29,7 +29,7 @@ from ..evaluation.multilabel import multilabel_metrics, predicted_sets, tune_thr
 from ..evaluation.predict import predict_probabilities
 from ..models import build_model, config_for
 from ..models.memory import SMALLEST_VOCABULARY, refuse_untrainable
-from ..models.ngrams import bucket_note
+from ..models.ngrams import BUCKETS_PER_BIGRAM, bucket_note, sized_buckets
 from ..models.windows import window_config, windowed
 from ..rundir import (EARLIER_MODEL, EARLIER_MODEL_STAGING, FORMAT_VERSION, TEMPERATURE_FILE, THRESHOLDS_FILE,
                       atomic_write_json, file_sha256, first_missing_folder, folder_lock, is_resumable,
@@ -76,6 +76,25 @@ def _batches(tokenizer: Tokenizer, data: TextDataset, batch_size: int, shuffle: 
               disable=None if progress else True) as bar:
         return text_batches(tokenizer, data.texts, labels, windows=windows, batch_size=batch_size, shuffle=shuffle,
                             seed=seed, balanced=balanced, max_tokens=max_tokens, packed=True, done=bar.update)
+
+
+def _built_model_config(settings: RunSettings, tokenizer: Tokenizer, train: TextDataset, say: bool) -> dict:
+    """The model fields the run builds: ``settings.model_config``, with the n-gram branch's buckets sized to the
+    training texts ``train`` where ``settings.ngram_buckets_sized`` (``ngrams.sized_buckets``; a resume sizes them
+    again, to the same texts: the same count). ``say``: tell stderr the count."""
+    model_config = settings.model_config
+    cap = model_config.get("nb_ngram_buckets")
+    if not (settings.ngram_buckets_sized and cap):
+        return model_config
+    # A token cache's ids, else the texts encoded a chunk at a time: counting stops once the bigrams fill the cap.
+    sequences = train.sequences if isinstance(train, CachedDataset) else (
+        ids for start in range(0, len(train.texts), 1024) for ids in tokenizer.encode(train.texts[start:start + 1024]))
+    buckets, bigrams = sized_buckets(cap, sequences)
+    if say:
+        counted = f"{bigrams:,}" if bigrams <= cap // BUCKETS_PER_BIGRAM else f"over {cap // BUCKETS_PER_BIGRAM:,}"
+        _stderr(f"n-gram branch: {buckets:,} bigram buckets, {BUCKETS_PER_BIGRAM} per distinct bigram of the training "
+                f"texts ({counted}, {cap:,} at most); --set nb_ngram_buckets=N builds N")
+    return model_config | {"nb_ngram_buckets": buckets}
 
 
 def _count_embeddings(settings: RunSettings, splits: Splits, dim: int, log) -> tuple[WordVectors, dict]:
@@ -278,12 +297,14 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool, loaded: tupl
         raise RunDirError(f"{run_dir}: {settings.data.describe()} no longer gives the texts this run trained on (the "
                           f"data changed since); it cannot resume on other data")
 
+    model_config = _built_model_config(settings, tokenizer, splits.train,
+                                      progress and distributed.is_main and not resume)
     if resume:  # its vocabulary too (a new run's was sized once its words were counted, above)
         refuse_untrainable(settings.model, saved_in=run_dir, vocab_size=tokenizer.vocab_size,
-                           num_classes=len(label_names), max_len=settings.tokenizer.max_len, **settings.model_config)
+                           num_classes=len(label_names), max_len=settings.tokenizer.max_len, **model_config)
     seed_generators(seed, device)
     model = build_model(settings.model, vocab_size=tokenizer.vocab_size, num_classes=len(label_names),
-                        max_len=settings.tokenizer.max_len, **settings.model_config)
+                        max_len=settings.tokenizer.max_len, **model_config)
     if vectors is not None:
         found = vectors.initialise(model.token_embedding, tokenizer, settings.embeddings_std)
         if progress and distributed.is_main:
@@ -301,7 +322,7 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool, loaded: tupl
             _stderr(f"init-from: encoder from {settings.init_from} ({describe_pretrained(settings.init_from)}); "
                     f"{found:,} of {tokenizer.vocab_size - 2:,} words start from its embedding")
     model = windowed(model, settings.windows)
-    note = bucket_note(settings.model_config, len(label_names), lifted_by="`--set nb_ngram_bucket_budget=0`")
+    note = bucket_note(model_config, len(label_names), lifted_by="`--set nb_ngram_bucket_budget=0`")
     if note and progress and distributed.is_main and not resume:
         _stderr(f"note: {note}")
     if distributed.is_main:

@@ -224,6 +224,9 @@ class RunSettings:
     embeddings_std: float = 4.0
     # A folder of `attnclf pretrain`: the self-attn encoder and token embedding start from it (training/pretrain.py).
     init_from: str | None = None
+    # The n-gram branch's buckets (model_config's nb_ngram_buckets, then a cap) sized to the training texts as the
+    # model is built (ngrams.sized_buckets): the file recipe's, unless --set gives the count (recipes.FILE_BUCKETS_SIZED).
+    ngram_buckets_sized: bool = False
     # A refit's record of the validated run it retrains: {"run", "epochs", "monitor", "value", "validation_sha256"},
     # and a multi-label run's "thresholds" (by label), which the refit predicts at.
     refit_of: dict | None = None
@@ -422,6 +425,8 @@ def settings_for(data: DataSettings, model: str, *, model_config: dict | None = 
         output=output or f"runs/{model}-{data.describe()}",
         device=device,
         embeddings=recipe.get("embeddings"),
+        ngram_buckets_sized=bool(recipe.get("ngram_buckets_sized")) and "nb_ngram_buckets" not in (model_config or
+                                                                                                   {}),
     )
 
 
@@ -596,6 +601,7 @@ def resume_settings(run_dir: str | Path, epochs: int | None = None, device: str 
         embeddings=saved.get("embeddings"),  # the checkpoint holds what they started; kept for the record
         embeddings_std=saved.get("embeddings_std", RunSettings.embeddings_std),
         init_from=saved.get("init_from"),
+        ngram_buckets_sized=saved.get("ngram_buckets_sized", False),  # (recorded since 2026-11-28; none sized before)
         refit_of=saved.get("refit_of"),
         recorded_without=added_since(saved["tokenizer"].get("cleaning", {})),
     )
