@@ -862,11 +862,19 @@ def test_a_refused_cell_is_offered_flags_only_where_flags_give_its_settings_back
     # command that would build another model.
     from attnclf.experiments.cells import _typed_as
 
-    assert _typed_as([("tokenizer.max_len", 256, 512), ("model_config.positional", "learned", "sinusoidal")]) == \
+    assert _typed_as([("tokenizer.max_len", 256, 512), ("model_config.positional", "learned", "sinusoidal")], {}) == \
         "--max-len 256 --set positional=learned (--set reaches every model that has the field)"
-    assert _typed_as([("tokenizer.kind", "word", "char")]) == "--tokenizer word"
+    assert _typed_as([("tokenizer.kind", "word", "char")], {}) == "--tokenizer word"
     for value in (None, "1", "true", [1]):
-        assert _typed_as([("tokenizer.max_len", 256, 512), ("model_config.x", value, 0)]) is None
+        assert _typed_as([("tokenizer.max_len", 256, 512), ("model_config.x", value, 0)], {}) is None
+    # A cell whose n-gram buckets were a fixed count is given it back by its count (a count given is not sized); one
+    # that sized them cannot be typed so.
+    fixed = {"nb_ngram_buckets": 1048576}
+    assert _typed_as([("ngram_buckets_sized", False, True)], fixed) == \
+        "--set nb_ngram_buckets=1048576 (--set reaches every model that has the field)"
+    assert _typed_as([("model_config.nb_ngram_buckets", 0, 1048576), ("ngram_buckets_sized", False, True)], {}) == \
+        "--set nb_ngram_buckets=0 (--set reaches every model that has the field)"
+    assert _typed_as([("ngram_buckets_sized", True, False)], fixed) is None
 
 
 def test_a_cells_settings_under_earlier_file_recipes_are_built_only_where_its_folder_differs(tmp_path, monkeypatch):

@@ -388,6 +388,11 @@ def test_train_on_a_file_sizes_the_n_gram_buckets_to_its_training_texts_and_says
     assert f"{expected:,} bigram buckets, sized to the training texts" in (run / "report.html").read_text()
     assert f"n-gram branch: {expected:,} bigram buckets, 16 per distinct bigram of the training texts " \
            f"({bigrams:,}, 1,048,576 at most); --set nb_ngram_buckets=N builds N" in capsys.readouterr().err
+    # A token cache's ids give the same count, counted from the cache
+    cached = tmp_path / "cached"
+    assert main(["train", "--train-file", str(train), "--validation-file", str(validation), *FILE_RUN, "--quiet",
+                 "--token-cache", "--token-cache-dir", str(tmp_path / "caches"), "--output", str(cached)]) == 0
+    assert json.loads((cached / "config.json").read_text())["model"]["config"]["nb_ngram_buckets"] == expected
     # and it resumes as it began: the same texts, the same count (a checkpoint of another shape would not load)
     more = [flag if flag != "1" or previous != "--epochs" else "2" for previous, flag in zip(["", *FILE_RUN], FILE_RUN)]
     assert main(["train", "--train-file", str(train), "--validation-file", str(validation), *more, "--output", str(run),

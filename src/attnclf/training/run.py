@@ -87,8 +87,7 @@ def _built_model_config(settings: RunSettings, tokenizer: Tokenizer, train: Text
     if not (settings.ngram_buckets_sized and cap):
         return model_config
     # A token cache's ids, else the texts encoded a chunk at a time: counting stops once the bigrams fill the cap.
-    sequences = train.sequences if isinstance(train, CachedDataset) else (
-        ids for start in range(0, len(train.texts), 1024) for ids in tokenizer.encode(train.texts[start:start + 1024]))
+    sequences = train.sequences if isinstance(train, CachedDataset) else tokenizer.encode_arrays(train.texts)
     buckets, bigrams = sized_buckets(cap, sequences)
     if say:
         counted = f"{bigrams:,}" if bigrams <= cap // BUCKETS_PER_BIGRAM else f"over {cap // BUCKETS_PER_BIGRAM:,}"

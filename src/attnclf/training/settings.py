@@ -225,7 +225,8 @@ class RunSettings:
     # A folder of `attnclf pretrain`: the self-attn encoder and token embedding start from it (training/pretrain.py).
     init_from: str | None = None
     # The n-gram branch's buckets (model_config's nb_ngram_buckets, then a cap) sized to the training texts as the
-    # model is built (ngrams.sized_buckets): the file recipe's, unless --set gives the count (recipes.FILE_BUCKETS_SIZED).
+    # model is built (ngrams.sized_buckets): the file recipe's (recipes.FILE_BUCKETS_SIZED), unless --set gives the
+    # count.
     ngram_buckets_sized: bool = False
     # A refit's record of the validated run it retrains: {"run", "epochs", "monitor", "value", "validation_sha256"},
     # and a multi-label run's "thresholds" (by label), which the refit predicts at.
