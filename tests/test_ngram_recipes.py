@@ -433,3 +433,28 @@ def test_only_the_latest_file_recipe_sizes_the_buckets_and_a_given_count_or_a_na
     assert earlier.first_difference(latest) == ("ngram_buckets_sized", False, True)
     assert [build.ngram_buckets_sized for build in built_under_earlier_file_recipes(
         build_parser().parse_args(["train", "--train-file", "t.csv", "--output", "unused"]), latest)] == [False] * 3
+
+
+def test_a_windowed_run_sizes_its_buckets_to_the_tokens_its_windows_read(tmp_path):
+    # Counted on texts cut to one window (max_len), the bigrams past it went uncounted, though the windows read them.
+    import json
+
+    from attnclf.classifier import Classifier
+    from attnclf.cli import main
+    from attnclf.models.ngrams import buckets_for, distinct_bigrams
+    from attnclf.training.run_data import load_data
+    from attnclf.training.settings import resume_settings
+
+    train = tmp_path / "train.csv"
+    train.write_text("text,label\n" + "".join(f"{word} film number {i} with words {i + 1} then more {i + 2},{label}\n"
+                                             for i in range(8) for word, label in [("great", "pos"), ("dull", "neg")]))
+    run = tmp_path / "run"
+    assert main(["train", "--train-file", str(train), *FILE_RUN[:2], "--max-len", "4", "--windows", *FILE_RUN[4:],
+                 "--quiet", "--output", str(run)]) == 0
+    settings = resume_settings(run)
+    train_texts = load_data(settings.data, settings.train.seed).train.texts  # (the split the run trained on)
+    tokenizer = Classifier.load(run).tokenizer
+    read = distinct_bigrams(tokenizer.encode(train_texts, max_len=settings.windows.covered(4)))
+    assert distinct_bigrams(tokenizer.encode(train_texts)) < read  # (else this test tests nothing)
+    assert json.loads((run / "config.json").read_text())["model"]["config"]["nb_ngram_buckets"] == \
+        buckets_for(read, cap=1048576)

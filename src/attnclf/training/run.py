@@ -86,8 +86,10 @@ def _built_model_config(settings: RunSettings, tokenizer: Tokenizer, train: Text
     cap = model_config.get("nb_ngram_buckets")
     if not (settings.ngram_buckets_sized and cap):
         return model_config
-    # A token cache's ids, else the texts encoded a chunk at a time: counting stops once the bigrams fill the cap.
-    sequences = train.sequences if isinstance(train, CachedDataset) else tokenizer.encode_arrays(train.texts)
+    # A token cache's ids, else the texts encoded a chunk at a time, as far as the model reads them (windows read
+    # past max_len): counting stops once the bigrams fill the cap.
+    read = settings.windows.covered(settings.tokenizer.max_len) if settings.windows else None
+    sequences = train.sequences if isinstance(train, CachedDataset) else tokenizer.encode_arrays(train.texts, read)
     buckets, bigrams = sized_buckets(cap, sequences)
     if say:
         counted = f"{bigrams:,}" if bigrams <= cap // BUCKETS_PER_BIGRAM else f"over {cap // BUCKETS_PER_BIGRAM:,}"
