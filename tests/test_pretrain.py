@@ -360,8 +360,9 @@ def test_a_pretraining_begun_before_unicode_nfc_and_split_cjk_is_continued_by_it
     assert said == [f"pretrain: {tmp_path / 'whole'} has pretrained all 2 epochs already; nothing to do"]
 
 
-@pytest.mark.parametrize("setting, adopted", [("unicode_nfc", "unicode_nfc=False, split_cjk=False"),
-                                               ("split_cjk", "split_cjk=False")])
+@pytest.mark.parametrize("setting, adopted", [
+    ("unicode_nfc", "unicode_nfc=False, split_cjk=False, social_media=False"),
+    ("split_cjk", "split_cjk=False, social_media=False"), ("social_media", "social_media=False")])
 def test_an_encoder_pretrained_before_a_cleaning_setting_is_started_from_by_the_command_that_started_from_it(
         tmp_path, capsys, recorded_before, setting, adopted):
     # Its record's cleaning lacks the setting (and those added after it): yesterday's command, no flag for them, was
@@ -378,11 +379,12 @@ def test_an_encoder_pretrained_before_a_cleaning_setting_is_started_from_by_the_
     assert f"note: {tmp_path / 'p'} was pretrained before {setting}: this run reads texts as it was, {adopted}\n" \
         in err and "init-from: encoder from" in err
     cleaning = json.loads((tmp_path / "run" / "config.json").read_text())["settings"]["tokenizer"]["cleaning"]
-    assert {name: cleaning[name] for name in ("unicode_nfc", "split_cjk")} == \
-        {"unicode_nfc": setting == "split_cjk", "split_cjk": False}
+    assert {name: cleaning[name] for name in ("unicode_nfc", "split_cjk", "social_media")} == \
+        {"unicode_nfc": setting != "unicode_nfc", "split_cjk": setting == "social_media", "social_media": False}
     assert main([*command, "--resume"]) == 0  # its own command continues it
     capsys.readouterr()
-    typed = ["--no-split-cjk", *["--no-unicode-nfc"] * (setting == "unicode_nfc")]  # (the encoder's values)
+    typed = ["--no-social-media", *["--no-split-cjk"] * (setting != "social_media"),  # (the encoder's values)
+             *["--no-unicode-nfc"] * (setting == "unicode_nfc")]
     assert main([*command[:-len(SMALL_FLAGS) - 2], "--output", str(tmp_path / "typed"), *typed, *SMALL_FLAGS]) == 0
     assert "note: " not in capsys.readouterr().err
     assert main([*command[:-len(SMALL_FLAGS) - 2], "--output", str(tmp_path / "refused"), "--no-lowercase",

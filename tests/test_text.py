@@ -106,7 +106,9 @@ def test_bpe_vocabulary_gives_a_shown_form_to_the_words_first_piece_whatever_ord
         def get_vocab(self):
             return dict(sorted(self.backend.get_vocab().items(), key=lambda item: item[1], reverse=self.reverse))
 
-    tok = Tokenizer.train(["a ### b", "####", "# ## x"] * 3, TokenizerConfig(kind="bpe", vocab_size=100, min_frequency=1))
+    no_stretch = CleaningConfig(social_media=False)  # (which reads "####" as "###", a stretched mark)
+    tok = Tokenizer.train(["a ### b", "####", "# ## x"] * 3, TokenizerConfig(kind="bpe", vocab_size=100, min_frequency=1,
+                                                                       cleaning=no_stretch))
     stored = tok.backend.get_vocab()
     assert {"\u2581###", "\u2581####", "#", "##"} <= set(stored)
     for reverse in (False, True):
@@ -243,8 +245,8 @@ def test_a_cleaning_pickled_before_unicode_normalisation_and_split_cjk_unpickles
     old = object.__new__(CleaningConfig)
     old.__dict__.update(lowercase=False, strip_punctuation=False, remove_stopwords=False, lemmatize=False)
     unpickled = pickle.loads(pickle.dumps(old))
-    assert (unpickled.unicode_nfc, unpickled.split_cjk, unpickled.lowercase) == (False, False, False)
-    assert clean("cafe\u0301 这个产品", unpickled) == "cafe\u0301 这个产品"
+    assert (unpickled.unicode_nfc, unpickled.split_cjk, unpickled.social_media, unpickled.lowercase) == (False,) * 4
+    assert clean("cafe\u0301 这个产品 &amp;", unpickled) == "cafe\u0301 这个产品 &amp;"
     assert pickle.loads(pickle.dumps(CleaningConfig())) == CleaningConfig()  # (one pickled since keeps its values)
 
 
@@ -273,6 +275,32 @@ def test_a_run_saved_before_split_cjk_keeps_reading_texts_as_it_was_trained():
     assert old.cleaning.split_cjk is False and old.cleaning.unicode_nfc is True
     assert clean("这个产品很好", old.cleaning) == "这个产品很好"
     assert TokenizerConfig.from_dict(TokenizerConfig().to_dict()).cleaning.split_cjk is True
+
+
+def test_social_media_posts_keep_urls_mentions_emoji_and_stretched_words_as_tokens_texts_share():
+    # The whitespace pre-tokenizer shredded a URL into "https", "://", "t", ".", "co", "/" and a path no other post
+    # holds (<unk>), a mention into "@" and a name, an entity into "&", "amp", ";"; it read "!!😍😍" as
+    # one token, unseen beside "😍", and every stretching of "sooo" as a word of its own. URLs and mentions
+    # read as placeholders now (as BERTweet's), entities as their characters, each emoji as a token, and a letter or
+    # mark repeated past three times as three (NLTK's TweetTokenizer, reduce_len).
+    post = "@User_12 sooooooo goood!!!!!😍😍 &amp; #GoodVibes https://t.co/Ab12Cd34Ef"
+    assert clean(post) == "@user sooo goood!!! 😍 😍 & #goodvibes httpurl"
+    assert clean("a 1000000 x ❤️👍🏽👨‍👩‍👧 bob@mail.com") \
+        == "a 1000000 x ❤ 👍🏽 👨👩👧 bob@mail.com"
+    assert clean(post, CleaningConfig(social_media=False)) == post.lower()
+    tok = Tokenizer.train(["so good!! 😍 https://t.co/x1 @ann", "@bob sooo bad 😡 www.a.com/b"] * 2,
+                          TokenizerConfig(min_frequency=2))
+    assert tok.tokens(["@carl soooooo good!!😍😍 https://bit.ly/zz9"]) == [
+        ["@", "user", "sooo", "good", "!!", "😍", "😍", "httpurl"]]
+
+
+def test_a_run_saved_before_social_media_keeps_reading_texts_as_it_was_trained():
+    old = TokenizerConfig.from_dict({"kind": "word", "cleaning": {"lowercase": True, "unicode_nfc": True,
+                                                                  "split_cjk": True}})
+    assert old.cleaning.social_media is False and old.cleaning.split_cjk is True
+    assert clean("sooooo &amp; https://t.co/x", old.cleaning) == "sooooo &amp; https://t.co/x"
+    assert TokenizerConfig.from_dict(TokenizerConfig().to_dict()).cleaning.social_media is True
+    assert "social_media" not in TokenizerConfig.from_dict({}).keyed()["cleaning"]  # (its token caches keep their key)
 
 
 def test_texts_written_without_spaces_are_warned_of_where_nothing_splits_them():

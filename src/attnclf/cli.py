@@ -134,7 +134,8 @@ def _budget(args: argparse.Namespace) -> dict:
     TokenizerConfig(**tokenizer, named=_flag)  # (named by their flags; settings_for checks them again by field)
     cleaning = CleaningConfig(lowercase=not args.no_lowercase, strip_punctuation=args.strip_punctuation,
                               remove_stopwords=args.remove_stopwords, lemmatize=args.lemmatize,
-                              unicode_nfc=not args.no_unicode_nfc, split_cjk=not args.no_split_cjk)
+                              unicode_nfc=not args.no_unicode_nfc, split_cjk=not args.no_split_cjk,
+                              social_media=not args.no_social_media)
     data = DataSettings(dataset=args.dataset, data_dir=args.data_dir, download=args.download, train_file=args.train_file,
                         test_file=args.test_file, validation_file=args.validation_file,
                         text_column=args.text_column or "text", label_column=args.label_column,
@@ -313,6 +314,10 @@ def _add_budget_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-split-cjk", action="store_true",
                    help="keep Chinese and Japanese text as written (by default each ideograph and kana is read as a "
                         "word, as those scripts put no spaces between words)")
+    p.add_argument("--no-social-media", action="store_true",
+                   help="read URLs, @mentions, HTML entities (&amp;), emoji and stretched words (sooooo) as written "
+                        "(by default URLs read as the word httpurl, mentions as @user, entities as their characters, "
+                        "each emoji as a word, and a letter typed four or more times in a row as three)")
     p.add_argument("--strip-punctuation", action="store_true", help="remove punctuation before tokenising")
     p.add_argument("--remove-stopwords", action="store_true",
                    help="remove scikit-learn's English stop words but not, no, nor, never and but before tokenising")

@@ -3,14 +3,18 @@
 HTML line breaks are always turned into spaces (IMDB is full of ``<br />``);
 accents are composed (Unicode NFC: "e" + a combining acute reads as "é", one
 word however it was typed), and Chinese and Japanese characters are each made
-a word (``split_cjk``: their texts put no spaces between words); runs saved
-before a setting in ``CLEANING_ADDED`` read texts as they did, and still do.
+a word (``split_cjk``: their texts put no spaces between words), and
+social-media posts read as tweet tokenizers read them (``social_media``: URLs
+and mentions as placeholders, HTML entities as their characters, each emoji a
+word, "sooooo" as "sooo"); runs saved before a setting in ``CLEANING_ADDED``
+read texts as they did, and still do.
 Lower-casing is on by default; punctuation removal, stop-word removal (scikit-learn's English
 list) and lemmatisation (simplemma, whose data ships in its wheel) are opt-in.
 """
 
 from __future__ import annotations
 
+import html
 import re
 import unicodedata
 from collections.abc import Sequence
@@ -29,10 +33,26 @@ _PUNCTUATION = re.compile(r"[^\w\s]", re.UNICODE)
 # with spaces between words and keeps them; Thai splits into syllables, not letters, and is left as it is.
 _CJK = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003ffff"
                   "\u3041-\u3098\u309b-\u30ff\u31f0-\u31ff\uff66-\uff9d][\u3099\u309a\uff9e\uff9f]*")
+# What social_media reads a post's URLs and mentions as: one word each, as BERTweet's HTTPURL and @USER, since their
+# paths and names are mostly seen once (read as <unk>) and the whitespace pre-tokenizer cut a URL into seven tokens.
+URL_WORD, MENTION_WORD = "httpurl", "@user"
+_URL = re.compile(r"\b(?:https?://|www\.)\S+", re.IGNORECASE)
+_MENTION = re.compile(r"(?<![\w@])@\w+")  # (not an e-mail address's: "bob@mail.com")
+# An emoji as one word: a pictograph (or a flag's two regional indicators) with its skin tone, keycap or tag
+# characters, and those it is joined to by U+200D (a family). The pre-tokenizer read a run of them, and punctuation
+# before them ("!!😍😍"), as one token few posts share, and cut one at its U+FE0F (emoji style) or U+200D, which are
+# word characters to it: those two are dropped, "❤️" reads as "❤".
+_PICTOGRAPH = "[\u2300-\u23ff\u2600-\u27bf\u2b00-\u2bff\U0001f000-\U0001f1e5\U0001f200-\U0001faff]"
+_EMOJI_MODIFIERS = "[\ufe0f\u20e3\U0001f3fb-\U0001f3ff\U000e0020-\U000e007f]*"
+_EMOJI = re.compile(f"(?:[\U0001f1e6-\U0001f1ff]{{2}}|{_PICTOGRAPH}{_EMOJI_MODIFIERS}"
+                    f"(?:\u200d{_PICTOGRAPH}{_EMOJI_MODIFIERS})*)")
+# A letter or punctuation mark typed four or more times in a row, kept three times (NLTK TweetTokenizer's reduce_len):
+# every stretching of "sooo" is one word; "so" and "sooo" still differ. Not digits: 1000000 is a number.
+_STRETCHED = re.compile(r"([^\W\d_]|[^\w\s])\1{3,}")
 
 # Cleaning settings added since the first release, each with the value every run had before it: a run whose
 # config.json lacks one read texts so, and goes on doing so (TokenizerConfig.from_dict, RunSettings.as_begun).
-CLEANING_ADDED = {"unicode_nfc": False, "split_cjk": False}
+CLEANING_ADDED = {"unicode_nfc": False, "split_cjk": False, "social_media": False}
 
 
 def unicode_problem(text: str) -> str | None:
@@ -57,9 +77,11 @@ class CleaningConfig:
     lemmatize: bool = False
     unicode_nfc: bool = True
     split_cjk: bool = True
+    social_media: bool = True
 
     def __post_init__(self) -> None:
-        for name in ("lowercase", "strip_punctuation", "remove_stopwords", "lemmatize", "unicode_nfc", "split_cjk"):
+        for name in ("lowercase", "strip_punctuation", "remove_stopwords", "lemmatize", "unicode_nfc", "split_cjk",
+                     "social_media"):
             # (frozen: the checked value, numpy's bool as a plain one that config.json takes, is set past it)
             object.__setattr__(self, name, true_or_false(getattr(self, name), f"cleaning {name}"))
 
@@ -92,7 +114,7 @@ class CleaningConfig:
         """``to_dict`` as a cache key hashes it: without each setting of ``CLEANING_ADDED`` at the value runs had
         before it, so a key made then is made again, and a cache built then reused, while texts read the same.
 
-        >>> CleaningConfig(split_cjk=False, unicode_nfc=False).keyed() == {"lowercase": True,
+        >>> CleaningConfig(split_cjk=False, unicode_nfc=False, social_media=False).keyed() == {"lowercase": True,
         ...     "strip_punctuation": False, "remove_stopwords": False, "lemmatize": False}
         True
         """
@@ -105,7 +127,7 @@ def added_since(recorded: dict) -> tuple[str, ...]:
     holds it) has no value for: it was written before them.
 
     >>> added_since({"lowercase": True, "unicode_nfc": True})
-    ('split_cjk',)
+    ('split_cjk', 'social_media')
     """
     return tuple(name for name in CLEANING_ADDED if name not in recorded)
 
@@ -122,6 +144,15 @@ def _stop_words() -> frozenset[str]:
     return frozenset(ENGLISH_STOP_WORDS - {"not", "no", "nor", "never", "but"})
 
 
+def _social_media(text: str) -> str:
+    """``text`` as ``social_media`` reads it: entities unescaped first (a "&lt;br /&gt;" is then a break, and an
+    "&#64;ann" a mention), then URLs and mentions as placeholders, emoji spaced apart, stretched letters cut to three."""
+    text = _URL.sub(f" {URL_WORD} ", html.unescape(text))
+    text = _MENTION.sub(f" {MENTION_WORD} ", text)
+    text = _EMOJI.sub(lambda emoji: f" {emoji.group().replace(chr(0xFE0F), '').replace(chr(0x200D), '')} ", text)
+    return _STRETCHED.sub(r"\1\1\1", text)
+
+
 def clean(text: str, config: CleaningConfig = CleaningConfig()) -> str:
     """Clean one text as ``config`` says.
 
@@ -131,9 +162,13 @@ def clean(text: str, config: CleaningConfig = CleaningConfig()) -> str:
     True
     >>> clean("这个产品很好！")
     '这 个 产 品 很 好 ！'
+    >>> clean("@ann sooooo good!!😍😍 &amp; https://t.co/x1")
+    '@user sooo good!! 😍 😍 & httpurl'
     """
     if config.unicode_nfc:
         text = unicodedata.normalize("NFC", text)
+    if config.social_media:
+        text = _social_media(text)
     text = _HTML_BREAK.sub(" ", text)
     if config.split_cjk:
         text = _CJK.sub(r" \g<0> ", text)
