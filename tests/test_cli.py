@@ -1068,7 +1068,7 @@ def test_a_run_recorded_with_split_seed_and_a_validation_file_resumes_with_the_c
 
 
 @pytest.mark.parametrize("setting, flag", [("unicode_nfc", "--no-unicode-nfc"), ("split_cjk", "--no-split-cjk"),
-                                           ("social_media", "--no-social-media")])
+                                           ("social_media", "--no-social-media"), ("turkish_i", "--no-turkish-i")])
 def test_a_run_from_before_a_cleaning_setting_resumes_with_the_command_that_started_it(
         csv_files, tmp_path, capsys, recorded_before, setting, flag):
     # Its config.json's cleaning lacks the setting: it read texts as every command did then (no NFC, no CJK split),

@@ -277,7 +277,7 @@ def _who_warned(warning: str, runs: list[str], of: int) -> str:
     return f"note: the warning {shown(warning, most=60)} came from {given}"
 
 
-@pytest.mark.parametrize("setting", ["unicode_nfc", "split_cjk", "social_media"])
+@pytest.mark.parametrize("setting", ["unicode_nfc", "split_cjk", "social_media", "turkish_i"])
 def test_an_ensemble_recorded_before_a_cleaning_setting_resumes_and_its_new_members_read_texts_as_the_others(
         tmp_path, capsys, recorded_before, setting):
     # Its members read texts without the setting (no NFC, no CJK split: their command built neither then); the same

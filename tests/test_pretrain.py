@@ -361,8 +361,9 @@ def test_a_pretraining_begun_before_unicode_nfc_and_split_cjk_is_continued_by_it
 
 
 @pytest.mark.parametrize("setting, adopted", [
-    ("unicode_nfc", "unicode_nfc=False, split_cjk=False, social_media=False"),
-    ("split_cjk", "split_cjk=False, social_media=False"), ("social_media", "social_media=False")])
+    ("unicode_nfc", "unicode_nfc=False, split_cjk=False, social_media=False, turkish_i=False"),
+    ("split_cjk", "split_cjk=False, social_media=False, turkish_i=False"),
+    ("social_media", "social_media=False, turkish_i=False"), ("turkish_i", "turkish_i=False")])
 def test_an_encoder_pretrained_before_a_cleaning_setting_is_started_from_by_the_command_that_started_from_it(
         tmp_path, capsys, recorded_before, setting, adopted):
     # Its record's cleaning lacks the setting (and those added after it): yesterday's command, no flag for them, was
@@ -379,12 +380,14 @@ def test_an_encoder_pretrained_before_a_cleaning_setting_is_started_from_by_the_
     assert f"note: {tmp_path / 'p'} was pretrained before {setting}: this run reads texts as it was, {adopted}\n" \
         in err and "init-from: encoder from" in err
     cleaning = json.loads((tmp_path / "run" / "config.json").read_text())["settings"]["tokenizer"]["cleaning"]
-    assert {name: cleaning[name] for name in ("unicode_nfc", "split_cjk", "social_media")} == \
-        {"unicode_nfc": setting != "unicode_nfc", "split_cjk": setting == "social_media", "social_media": False}
+    from attnclf.text.cleaning import CLEANING_ADDED
+
+    added = list(CLEANING_ADDED)
+    adopted_names = added[added.index(setting):]  # (the setting and those added after it)
+    assert {name: cleaning[name] for name in added} == {name: name not in adopted_names for name in added}
     assert main([*command, "--resume"]) == 0  # its own command continues it
     capsys.readouterr()
-    typed = ["--no-social-media", *["--no-split-cjk"] * (setting != "social_media"),  # (the encoder's values)
-             *["--no-unicode-nfc"] * (setting == "unicode_nfc")]
+    typed = [f"--no-{name.replace('_', '-')}" for name in adopted_names]  # (the encoder's values)
     assert main([*command[:-len(SMALL_FLAGS) - 2], "--output", str(tmp_path / "typed"), *typed, *SMALL_FLAGS]) == 0
     assert "note: " not in capsys.readouterr().err
     assert main([*command[:-len(SMALL_FLAGS) - 2], "--output", str(tmp_path / "refused"), "--no-lowercase",

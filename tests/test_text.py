@@ -245,7 +245,8 @@ def test_a_cleaning_pickled_before_unicode_normalisation_and_split_cjk_unpickles
     old = object.__new__(CleaningConfig)
     old.__dict__.update(lowercase=False, strip_punctuation=False, remove_stopwords=False, lemmatize=False)
     unpickled = pickle.loads(pickle.dumps(old))
-    assert (unpickled.unicode_nfc, unpickled.split_cjk, unpickled.social_media, unpickled.lowercase) == (False,) * 4
+    assert (unpickled.unicode_nfc, unpickled.split_cjk, unpickled.social_media, unpickled.turkish_i,
+            unpickled.lowercase) == (False,) * 5
     assert clean("cafe\u0301 这个产品 &amp;", unpickled) == "cafe\u0301 这个产品 &amp;"
     assert pickle.loads(pickle.dumps(CleaningConfig())) == CleaningConfig()  # (one pickled since keeps its values)
 
@@ -301,6 +302,25 @@ def test_a_run_saved_before_social_media_keeps_reading_texts_as_it_was_trained()
     assert clean("sooooo &amp; https://t.co/x", old.cleaning) == "sooooo &amp; https://t.co/x"
     assert TokenizerConfig.from_dict(TokenizerConfig().to_dict()).cleaning.social_media is True
     assert "social_media" not in TokenizerConfig.from_dict({}).keyed()["cleaning"]  # (its token caches keep their key)
+
+
+def test_a_turkish_capital_dotted_i_lower_cases_to_the_i_turkish_writes():
+    # Python lower-cases "İ" to "i" + U+0307 (a combining dot), so "İstanbul" and "istanbul" were two words. "I" still
+    # lower-cases to "i", not Turkish's "ı": which one a text means depends on its language, which cleaning does not
+    # know.
+    assert clean("İstanbul ILIK") == clean("I\u0307stanbul ILIK", CleaningConfig(unicode_nfc=False)) == "istanbul ilik"
+    assert clean("İstanbul", CleaningConfig(turkish_i=False)) == "i\u0307stanbul"
+    assert clean("İstanbul", CleaningConfig(lowercase=False)) == "İstanbul"
+    tok = Tokenizer.train(["istanbul güzel", "İstanbul güzel"], TokenizerConfig(min_frequency=2))
+    assert tok.tokens(["İSTANBUL", "istanbul"]) == [["istanbul"], ["istanbul"]]
+
+
+def test_a_run_saved_before_turkish_i_keeps_reading_texts_as_it_was_trained():
+    old = TokenizerConfig.from_dict({"cleaning": {"lowercase": True, "unicode_nfc": True, "split_cjk": True,
+                                                  "social_media": True}})
+    assert old.cleaning.turkish_i is False and old.cleaning.social_media is True
+    assert clean("İstanbul", old.cleaning) == "i\u0307stanbul"
+    assert TokenizerConfig.from_dict(TokenizerConfig().to_dict()).cleaning.turkish_i is True
 
 
 def test_texts_written_without_spaces_are_warned_of_where_nothing_splits_them():

@@ -557,7 +557,7 @@ def test_a_cached_run_or_refit_resumes_with_its_own_tokenizer_and_trains_none(fi
             uninterrupted.run_dir / "model.safetensors").read_bytes()
 
 
-@pytest.mark.parametrize("setting", ["unicode_nfc", "split_cjk", "social_media"])
+@pytest.mark.parametrize("setting", ["unicode_nfc", "split_cjk", "social_media", "turkish_i"])
 def test_a_cached_run_recorded_before_a_cleaning_setting_resumes_on_its_caches(files, tmp_path, monkeypatch,
                                                                                 recorded_before, setting):
     # Its tokenizer_key and caches hashed a cleaning without the setting: the key made on resuming must be that one,

@@ -135,7 +135,7 @@ def _budget(args: argparse.Namespace) -> dict:
     cleaning = CleaningConfig(lowercase=not args.no_lowercase, strip_punctuation=args.strip_punctuation,
                               remove_stopwords=args.remove_stopwords, lemmatize=args.lemmatize,
                               unicode_nfc=not args.no_unicode_nfc, split_cjk=not args.no_split_cjk,
-                              social_media=not args.no_social_media)
+                              social_media=not args.no_social_media, turkish_i=not args.no_turkish_i)
     data = DataSettings(dataset=args.dataset, data_dir=args.data_dir, download=args.download, train_file=args.train_file,
                         test_file=args.test_file, validation_file=args.validation_file,
                         text_column=args.text_column or "text", label_column=args.label_column,
@@ -318,6 +318,9 @@ def _add_budget_args(p: argparse.ArgumentParser) -> None:
                    help="read URLs, @mentions, HTML entities (&amp;), emoji and stretched words (sooooo) as written "
                         "(by default URLs read as the word httpurl, mentions as @user, entities as their characters, "
                         "each emoji as a word, and a letter typed four or more times in a row as three)")
+    p.add_argument("--no-turkish-i", action="store_true",
+                   help="lower-case a capital dotted \u0130 (Turkish) as Python does, to i + a combining dot U+0307 "
+                        "(by default it is i, so \u0130stanbul and istanbul are one word)")
     p.add_argument("--strip-punctuation", action="store_true", help="remove punctuation before tokenising")
     p.add_argument("--remove-stopwords", action="store_true",
                    help="remove scikit-learn's English stop words but not, no, nor, never and but before tokenising")

@@ -6,8 +6,9 @@ word however it was typed), and Chinese and Japanese characters are each made
 a word (``split_cjk``: their texts put no spaces between words), and
 social-media posts read as tweet tokenizers read them (``social_media``: URLs
 and mentions as placeholders, HTML entities as their characters, each emoji a
-word, "sooooo" as "sooo"); runs saved before a setting in ``CLEANING_ADDED``
-read texts as they did, and still do.
+word, "sooooo" as "sooo"), and a Turkish "İ" lower-cases to "i" (``turkish_i``:
+Python's lower() gives "i" + a combining dot); runs saved before a setting in
+``CLEANING_ADDED`` read texts as they did, and still do.
 Lower-casing is on by default; punctuation removal, stop-word removal (scikit-learn's English
 list) and lemmatisation (simplemma, whose data ships in its wheel) are opt-in.
 """
@@ -52,7 +53,7 @@ _STRETCHED = re.compile(r"([^\W\d_]|[^\w\s])\1{3,}")
 
 # Cleaning settings added since the first release, each with the value every run had before it: a run whose
 # config.json lacks one read texts so, and goes on doing so (TokenizerConfig.from_dict, RunSettings.as_begun).
-CLEANING_ADDED = {"unicode_nfc": False, "split_cjk": False, "social_media": False}
+CLEANING_ADDED = {"unicode_nfc": False, "split_cjk": False, "social_media": False, "turkish_i": False}
 
 
 def unicode_problem(text: str) -> str | None:
@@ -78,10 +79,11 @@ class CleaningConfig:
     unicode_nfc: bool = True
     split_cjk: bool = True
     social_media: bool = True
+    turkish_i: bool = True
 
     def __post_init__(self) -> None:
         for name in ("lowercase", "strip_punctuation", "remove_stopwords", "lemmatize", "unicode_nfc", "split_cjk",
-                     "social_media"):
+                     "social_media", "turkish_i"):
             # (frozen: the checked value, numpy's bool as a plain one that config.json takes, is set past it)
             object.__setattr__(self, name, true_or_false(getattr(self, name), f"cleaning {name}"))
 
@@ -114,8 +116,8 @@ class CleaningConfig:
         """``to_dict`` as a cache key hashes it: without each setting of ``CLEANING_ADDED`` at the value runs had
         before it, so a key made then is made again, and a cache built then reused, while texts read the same.
 
-        >>> CleaningConfig(split_cjk=False, unicode_nfc=False, social_media=False).keyed() == {"lowercase": True,
-        ...     "strip_punctuation": False, "remove_stopwords": False, "lemmatize": False}
+        >>> CleaningConfig(split_cjk=False, unicode_nfc=False, social_media=False, turkish_i=False).keyed() == {
+        ...     "lowercase": True, "strip_punctuation": False, "remove_stopwords": False, "lemmatize": False}
         True
         """
         return {name: value for name, value in self.to_dict().items()
@@ -127,7 +129,7 @@ def added_since(recorded: dict) -> tuple[str, ...]:
     holds it) has no value for: it was written before them.
 
     >>> added_since({"lowercase": True, "unicode_nfc": True})
-    ('split_cjk', 'social_media')
+    ('split_cjk', 'social_media', 'turkish_i')
     """
     return tuple(name for name in CLEANING_ADDED if name not in recorded)
 
@@ -164,6 +166,8 @@ def clean(text: str, config: CleaningConfig = CleaningConfig()) -> str:
     '这 个 产 品 很 好 ！'
     >>> clean("@ann sooooo good!!😍😍 &amp; https://t.co/x1")
     '@user sooo good!! 😍 😍 & httpurl'
+    >>> clean("İstanbul")
+    'istanbul'
     """
     if config.unicode_nfc:
         text = unicodedata.normalize("NFC", text)
@@ -173,6 +177,8 @@ def clean(text: str, config: CleaningConfig = CleaningConfig()) -> str:
     if config.split_cjk:
         text = _CJK.sub(r" \g<0> ", text)
     if config.lowercase:
+        if config.turkish_i:  # (İ is Turkish or Azerbaijani, whose i it is; "I" stays "i", as a language-blind guess)
+            text = text.replace("\u0130", "i").replace("I\u0307", "i")  # (the second: İ typed in two, without NFC)
         text = text.lower()
     if config.strip_punctuation:
         text = _PUNCTUATION.sub(" ", text)
