@@ -971,6 +971,18 @@ def test_train_help_states_the_max_len_a_file_run_gets(capsys):
     assert f"(the default, {TokenizerConfig.truncation})" in text
 
 
+
+def test_strip_punctuation_help_says_it_removes_emoji_hashtag_and_mention_marks_too(capsys):
+    # It removes every character that is neither a letter, a digit nor a space: a post's emoji go with its commas,
+    # which "remove punctuation" did not tell a user whose labels the emoji carry.
+    from attnclf.text import CleaningConfig, clean
+
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--strip-punctuation remove punctuation and every other symbol (emoji, # and @ among them)" in text
+    assert clean("great! \U0001f60d #win @ann", CleaningConfig(strip_punctuation=True)) == "great win user"
+
 # ------------------------------------------------------------------ bad input
 
 

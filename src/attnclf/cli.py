@@ -321,7 +321,8 @@ def _add_budget_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-turkish-i", action="store_true",
                    help="lower-case a capital dotted \u0130 (Turkish) as Python does, to i + a combining dot U+0307 "
                         "(by default it is i, so \u0130stanbul and istanbul are one word)")
-    p.add_argument("--strip-punctuation", action="store_true", help="remove punctuation before tokenising")
+    p.add_argument("--strip-punctuation", action="store_true",
+                   help="remove punctuation and every other symbol (emoji, # and @ among them) before tokenising")
     p.add_argument("--remove-stopwords", action="store_true",
                    help="remove scikit-learn's English stop words but not, no, nor, never and but before tokenising")
     p.add_argument("--lemmatize", action="store_true",

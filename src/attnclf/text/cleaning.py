@@ -26,7 +26,7 @@ from ..checks import true_or_false
 from ..errors import AttnclfError
 
 _HTML_BREAK = re.compile(r"<br\s*/?>", re.IGNORECASE)
-_PUNCTUATION = re.compile(r"[^\w\s]", re.UNICODE)
+_PUNCTUATION = re.compile(r"[^\w\s]", re.UNICODE)  # (symbols too: emoji, #, @)
 # The characters split_cjk makes words of: CJK ideographs, as BERT's basic tokenizer splits them (the unified ones,
 # extension A, the compatibility ones, and planes 2 and 3, which Unicode keeps for ideographs), and kana, which BERT
 # leaves to its word pieces: the word tokenizer has none, so "はとても" (particle and adverb) would stay one word few
