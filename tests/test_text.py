@@ -288,6 +288,7 @@ def test_social_media_posts_keep_urls_mentions_emoji_and_stretched_words_as_toke
     assert clean(post) == "@user sooo goood!!! 😍 😍 & #goodvibes httpurl"
     assert clean("a 1000000 x ❤️👍🏽👨‍👩‍👧 bob@mail.com") \
         == "a 1000000 x ❤ 👍🏽 👨👩👧 bob@mail.com"
+    assert clean("____ 1111 ......\u0301\u0301\u0301\u0301 \u00bd\u00bd\u00bd\u00bd") == "____ 1111 ...\u0301\u0301\u0301 \u00bd\u00bd\u00bd"
     assert clean(post, CleaningConfig(social_media=False)) == post.lower()
     tok = Tokenizer.train(["so good!! 😍 https://t.co/x1 @ann", "@bob sooo bad 😡 www.a.com/b"] * 2,
                           TokenizerConfig(min_frequency=2))
