@@ -265,7 +265,7 @@ def recorded_before():
         tokenizer = record["tokenizer"] if record_file == pretraining else record["settings"]["tokenizer"]
         added = list(CLEANING_ADDED)
         for name in added[added.index(setting):]:
-            del tokenizer["cleaning"][name]
+            tokenizer["cleaning"].pop(name, None)  # (a pretraining records none at its old value)
         record_file.write_text(json.dumps(record))
 
     return recorded_so

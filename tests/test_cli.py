@@ -1080,7 +1080,7 @@ def test_a_run_recorded_with_split_seed_and_a_validation_file_resumes_with_the_c
 
 
 @pytest.mark.parametrize("setting, flag", [("unicode_nfc", "--no-unicode-nfc"), ("split_cjk", "--no-split-cjk"),
-                                           ("social_media", "--no-social-media"), ("turkish_i", "--no-turkish-i")])
+                                           ("social_media", "--social-media"), ("turkish_i", "--no-turkish-i")])
 def test_a_run_from_before_a_cleaning_setting_resumes_with_the_command_that_started_it(
         csv_files, tmp_path, capsys, recorded_before, setting, flag):
     # Its config.json's cleaning lacks the setting: it read texts as every command did then (no NFC, no CJK split),
@@ -1120,6 +1120,26 @@ def test_chinese_is_read_a_character_a_word_and_a_run_that_keeps_its_clauses_is_
     assert "warning: 16 of the 16 training texts (100%) hold Chinese, Japanese or Thai text" in err
     config = json.loads((tmp_path / "clauses" / "config.json").read_text())
     assert any("without --no-split-cjk" in warning for warning in config["data"]["warnings"])
+
+
+def test_posts_read_as_written_are_noted_with_the_flag_that_reads_them_as_posts(tmp_path, capsys):
+    # social_media is off by default (the named corpora's recorded figures were measured without it): a file of posts
+    # says what it would change, once, and --social-media reads them as tweet tokenizers do, without the note.
+    from attnclf import Classifier
+
+    rows = [(f"@fan{i} loved it!!😍😍 https://t.co/a{i}", "happy") for i in range(8)]
+    rows += [(f"@fan{i} hated it!!😡😡 https://t.co/b{i}", "angry") for i in range(8)] + [("a plain text", "happy")]
+    data = write_csv(tmp_path / "posts.csv", rows)
+    argv = ["train", "--train-file", str(data), "--model", "boe", "--min-frequency", "1", "--epochs", "1",
+            "--no-report", "--threads", "1"]  # (not --quiet, which hides notes)
+    assert main([*argv, "--output", str(tmp_path / "written")]) == 0
+    err = capsys.readouterr().err
+    assert "note: 14 of the 15 training texts (93%) hold a URL, an @mention or an emoji" in err  # (2 validate)
+    assert err.count("--social-media reads them as tweet tokenizers do") == 1
+    assert main([*argv, "--social-media", "--output", str(tmp_path / "posts")]) == 0
+    assert "--social-media" not in capsys.readouterr().err
+    assert Classifier.load(tmp_path / "posts").tokenizer.tokens(["@ann loved it!!😍😍 https://t.co/zz"]) == [
+        ["@", "user", "loved", "it", "!!", "😍", "😍", "httpurl"]]
 
 
 # Every tokenizer field typed: a run begun before the file recipe then reads the tokens its command gives now, so only

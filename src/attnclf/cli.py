@@ -135,7 +135,7 @@ def _budget(args: argparse.Namespace) -> dict:
     cleaning = CleaningConfig(lowercase=not args.no_lowercase, strip_punctuation=args.strip_punctuation,
                               remove_stopwords=args.remove_stopwords, lemmatize=args.lemmatize,
                               unicode_nfc=not args.no_unicode_nfc, split_cjk=not args.no_split_cjk,
-                              social_media=not args.no_social_media, turkish_i=not args.no_turkish_i)
+                              social_media=args.social_media, turkish_i=not args.no_turkish_i)
     data = DataSettings(dataset=args.dataset, data_dir=args.data_dir, download=args.download, train_file=args.train_file,
                         test_file=args.test_file, validation_file=args.validation_file,
                         text_column=args.text_column or "text", label_column=args.label_column,
@@ -180,11 +180,12 @@ def build_settings(args: argparse.Namespace, file_recipe: int = -1):
 def _read_as_pretrained(settings, args: argparse.Namespace, noted: bool) -> None:
     """Texts read as the encoder of --init-from was pretrained, where it predates a cleaning setting whose flag the
     command left out (``cleaning_as_pretrained``): the command that started from it then does so still. The flags
-    only turn the new settings off, so only their absence is the default; ``noted``: say so, in one note."""
+    only set them away from their defaults, so only their absence is the default; ``noted``: say so, in one note."""
     from .text.cleaning import CLEANING_ADDED
     from .training.pretrain import cleaning_as_pretrained
 
-    typed = {name for name in CLEANING_ADDED if getattr(args, f"no_{name}")}  # (each added with a --no-... flag)
+    # (each added with a --no-... flag, but social_media, off by default, with --social-media)
+    typed = {name for name in CLEANING_ADDED if getattr(args, f"no_{name}", False) or getattr(args, name, False)}
     cleaning, taken = cleaning_as_pretrained(settings.init_from, settings.tokenizer.cleaning, typed)
     if not taken:
         return
@@ -314,10 +315,10 @@ def _add_budget_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-split-cjk", action="store_true",
                    help="keep Chinese and Japanese text as written (by default each ideograph and kana is read as a "
                         "word, as those scripts put no spaces between words)")
-    p.add_argument("--no-social-media", action="store_true",
-                   help="read URLs, @mentions, HTML entities (&amp;), emoji and stretched words (sooooo) as written "
-                        "(by default URLs read as the word httpurl, mentions as @user, entities as their characters, "
-                        "each emoji as a word, and a letter typed four or more times in a row as three)")
+    p.add_argument("--social-media", action="store_true",
+                   help="read posts as tweet tokenizers do: URLs as the word httpurl, @mentions as @user, HTML "
+                        "entities (&amp;) as their characters, each emoji as a word, and a letter typed four or more "
+                        "times in a row as three (by default texts are read as written)")
     p.add_argument("--no-turkish-i", action="store_true",
                    help="lower-case a capital dotted \u0130 (Turkish) as Python does, to i + a combining dot U+0307 "
                         "(by default it is i, so \u0130stanbul and istanbul are one word)")

@@ -562,7 +562,7 @@ def cleaning_as_pretrained(folder: str | Path, cleaning: CleaningConfig,
 
     >>> cleaning_as_pretrained("no/such/folder", CleaningConfig())
     (CleaningConfig(lowercase=True, strip_punctuation=False, remove_stopwords=False, lemmatize=False, \
-unicode_nfc=True, split_cjk=True, social_media=True, turkish_i=True), [])
+unicode_nfc=True, split_cjk=True, social_media=False, turkish_i=True), [])
     """
     try:
         recorded = read_json(Path(folder) / PRETRAIN_FILE)["tokenizer"]["cleaning"]
@@ -577,7 +577,7 @@ unicode_nfc=True, split_cjk=True, social_media=True, turkish_i=True), [])
 _CLEANING_FLAGS = {"lowercase": "--no-lowercase", "strip_punctuation": "--strip-punctuation",
                    "remove_stopwords": "--remove-stopwords", "lemmatize": "--lemmatize",
                    "unicode_nfc": "--no-unicode-nfc", "split_cjk": "--no-split-cjk",
-                   "social_media": "--no-social-media", "turkish_i": "--no-turkish-i"}
+                   "social_media": "--social-media", "turkish_i": "--no-turkish-i"}
 
 
 def _cleaning_flags(ours: CleaningConfig, theirs: CleaningConfig) -> tuple[list[str], list[str]]:

@@ -37,6 +37,7 @@ from ..rundir import (EARLIER_MODEL, EARLIER_MODEL_STAGING, FORMAT_VERSION, TEMP
                       remove_cut_short_writes, remove_empty_folders)
 from ..text.batching import EVAL_MAX_TOKENS, BucketBatches
 from ..text.cache import CachedDataset
+from ..text.cleaning import social_media_note
 from ..text.tokenizer import Tokenizer, unspaced_text_warning
 from ..text.vectors import WordVectors, count_vectors
 from ..text.windows import WindowConfig, text_batches
@@ -453,6 +454,8 @@ def _describe_data(settings: RunSettings, splits: Splits, progress: bool) -> lis
     if not settings.data.token_cache:  # (a cache's texts stay on disk)
         unspaced = unspaced_text_warning(splits.train.texts, settings.tokenizer, settings.recorded_without)
         described += [unspaced] if unspaced else []
+        posts = social_media_note(splits.train.texts, settings.tokenizer.cleaning)
+        described += [posts] if posts else []
     if settings.train.sampler == "balanced" and settings.train.class_weights == "balanced":
         described.append(f"warning: {TWICE_BALANCED}")  # (a warning, not a refusal: it trains, only worse)
     given = _given_warnings.get()
