@@ -566,3 +566,28 @@ def test_a_folder_of_runs_given_to_the_onnx_backend_is_told_to_give_one_run(demo
     assert cli_error([command[0], str(folder), *command[1:], "--backend", "onnx"]) == (
         f"{folder} is not a run directory but holds 2 runs ('lstm', 'self-attn'): give one of them instead, such as "
         f"{folder / 'lstm'}")
+
+
+def _load_in_a_fresh_process(exported, home, **environment):
+    """`OnnxClassifier.load(exported)` and a prediction in a process of its own, HOME set to ``home``: its stderr."""
+    import os
+
+    code = (f"from attnclf.export import OnnxClassifier\n"
+            f"print(OnnxClassifier.load({str(exported)!r}).predict(['good'])[0].label)")
+    env = {name: value for name, value in os.environ.items() if name != "ORT_DISABLE_TELEMETRY"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env=env | {"HOME": str(home)} | environment)
+    assert done.returncode == 0, done.stderr
+    return done.stderr
+
+
+def test_loading_an_export_leaves_onnxruntime_telemetry_off_so_it_writes_nothing_home_nor_to_stderr(exported,
+                                                                                                   tmp_path):
+    """onnxruntime (1.32) starts Microsoft's telemetry as it is imported, persisting a device id under
+    ~/.cache/Microsoft; on a read-only filesystem it printed a coloured "Failed to persist telemetry device ID" line
+    on stderr instead, the one line under `serve --access-log json` that was no JSON object. A service sends no
+    telemetry unless its operator asks (ORT_DISABLE_TELEMETRY=0, honoured)."""
+    assert _load_in_a_fresh_process(exported, tmp_path / "home") == ""
+    assert not (tmp_path / "home").exists()
+    _load_in_a_fresh_process(exported, tmp_path / "asked", ORT_DISABLE_TELEMETRY="0")
+    assert (tmp_path / "asked" / ".cache" / "Microsoft").is_dir()

@@ -51,7 +51,7 @@ from ..rundir import (ENSEMBLE_FILE, atomic_write_bytes, atomic_write_json, file
                       remove_empty_folders, written_atomically)
 from ..text.tokenizer import PAD_ID, UNK_ID
 from ..training.pretrain import PRETRAIN_FILE
-from .runtime import OnnxClassifier, export_format_version
+from .runtime import OnnxClassifier, export_format_version, imported_onnxruntime
 
 OPSET = 17
 PARITY_TOLERANCE = 1e-4
@@ -284,8 +284,7 @@ def _publish_checked(clf: Classifier, weights_sha256: str, graph: bytes, run_dir
     """Build the export aside, measure its parity on ``check``, and publish it into ``directory`` (which this process
     holds) only once parity holds: a failed export leaves an earlier one working. Returns the manifest, which records
     ``weights_sha256``, that of the weights ``clf`` was loaded from (``_load_unchanged``)."""
-    import onnxruntime
-
+    onnxruntime = imported_onnxruntime()
     _remove_abandoned_staging(directory)
     staging = Path(tempfile.mkdtemp(prefix=f".export-{os.getpid()}-", dir=directory))
     try:
@@ -358,8 +357,7 @@ def _remove_abandoned_staging(directory: Path) -> None:
 
 
 def _session(path: Path):
-    import onnxruntime
-
+    onnxruntime = imported_onnxruntime()
     # One thread: parity needs no speed, and spinning worker threads crawl on a busy shared machine.
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = 1

@@ -26,6 +26,7 @@ export.json       what was exported from where (and a sha256 of those weights), 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Sequence
 
@@ -47,6 +48,23 @@ EXPORT_FORMAT_VERSION = 1
 MULTI_LABEL_FORMAT_VERSION = 2
 EXPORT_FILES = ("model.onnx", "tokenizer.json", "labels.json", "export.json")
 GRAPHS = ("model.onnx", "model.int8.onnx")  # float32 and, after --quantize, int8
+
+
+def imported_onnxruntime():
+    """onnxruntime, imported with its telemetry off unless the environment's ORT_DISABLE_TELEMETRY asks otherwise (0).
+
+    Its official builds (1.32) start Microsoft's telemetry as they are imported: an upload over HTTPS, and a device
+    id persisted under ~/.cache/Microsoft, which on a read-only filesystem printed a coloured warning on stderr, where
+    `serve --access-log json` promises JSON. Its logging is left as it is: its real warnings and errors still show.
+    Set before its first import in the process, or it has no effect.
+
+    >>> imported_onnxruntime().__name__
+    'onnxruntime'
+    """
+    os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+    import onnxruntime
+
+    return onnxruntime
 
 
 def find_export(path: str | Path) -> Path:
@@ -249,8 +267,7 @@ class OnnxClassifier:
 
         >>> # OnnxClassifier.load("runs/demo", int8=True, threads=1)  # after `attnclf export runs/demo --quantize`
         """
-        import onnxruntime
-
+        onnxruntime = imported_onnxruntime()
         threads = check_threads(threads)
         int8 = true_or_false(int8, "int8")  # ("no" is truthy: it would load the quantised graph)
         named = Path(path).name if Path(path).is_file() else None
