@@ -5,7 +5,7 @@ import threading
 
 import pytest
 from fastapi.testclient import TestClient
-from test_serve import _running
+from test_serve import _Held, _running
 
 from attnclf.classifier import Classifier
 from attnclf.serve.app import create_app
@@ -580,3 +580,53 @@ def test_with_a_json_log_uvicorn_s_own_lines_are_json_objects_too(demo_run, serv
     assert "\n" not in line and json.loads(line)["event"] == "error"
     message = json.loads(line)["message"]
     assert message.startswith("Exception in ASGI application\nTraceback") and message.endswith("RuntimeError: a bug")
+
+
+def test_an_explanation_whose_client_hung_up_while_it_waited_its_turn_is_not_computed(local):
+    """Explanations run one at a time, occlusion of a long text for seconds: one whose client gave up (a timeout, a
+    closed tab) while it waited was computed all the same, and every explanation behind it waited for it. It is
+    skipped as its turn comes, logged 499 (nginx's "client closed request"); one already running runs to its end."""
+    import socket
+    import time
+
+    import httpx
+    import uvicorn
+
+    from attnclf.serve.app import ServeLimits, _uvicorn_options
+
+    explained: list[list[str]] = []
+
+    class Recorded:
+        """``local``, recording the texts it explains."""
+
+        def __getattr__(self, name):
+            return getattr(local, name)
+
+        def explain(self, texts, **options):
+            explained.append(list(texts))
+            return local.explain(texts, **options)
+
+    held = _Held(Recorded(), "explain")
+    logged: list[str] = []
+    limits = ServeLimits()
+    server = uvicorn.Server(uvicorn.Config(create_app(held, limits, access_log=logged.append),
+                                          **_uvicorn_options(limits)))
+    with _running(server, before_stop=held.release.set) as port, \
+            httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
+        running = threading.Thread(target=client.post, args=("/explain",), kwargs={"json": {"text": "good"}})
+        running.start()
+        assert held.arrived.wait(60), "the first explanation never started"
+        body = b'{"text": "a client that gave up"}'
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as gone:
+            gone.sendall(b"POST /explain HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\n"
+                         b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+            time.sleep(1)  # (read by the server and waiting its turn, as its client hangs up)
+        held.release.set()
+        running.join(30)
+        deadline = time.monotonic() + 30
+        while len(logged) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert client.post("/explain", json={"text": "not good"}).status_code == 200  # the next one is served
+    assert explained == [["good"], ["not good"]], explained
+    assert " POST /explain 499 " in logged[1] and logged[1].endswith(
+        "the client closed the connection before its explanation began: not computed"), logged

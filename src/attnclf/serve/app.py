@@ -86,6 +86,9 @@ LOGGED_DETAIL_CHARS = 300  # an access log line's error detail at most: the app'
 LOGGED_REQUEST_ID_CHARS = 64  # an X-Request-ID logged at most: a UUID is 36, nginx's $request_id 32
 SHOWN_ERRORS = 3  # a body of the wrong shape is answered naming its first this-many problems
 WEIGHTS_HEADER = "X-Attnclf-Weights"  # on each /predict and /explain answer: ``weights_id``, as GET /model gives it
+# A request skipped because its client went away before its work began: nginx's "client closed request", which
+# the client never reads (uvicorn sends nothing on a closed connection), for the access log
+CLIENT_GONE = 499
 NO_EXPLANATIONS = ("this service runs the exported ONNX graph, which gives no explanations: `attnclf serve RUN_DIR` "
                    "(the PyTorch backend) explains")
 
@@ -941,12 +944,16 @@ def create_app(classifier, limits: ServeLimits = ServeLimits(),
         # a shutdown ends them: the same app may be started again (a test client per test, say).
         executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="attnclf-predict")
         state["explainer"] = ThreadPoolExecutor(max_workers=1, thread_name_prefix="attnclf-explain")
+        # Their turns, in order of arrival: taken on the event loop, so that one whose client has gone meanwhile is
+        # skipped as it comes, where queued in the executor it would run for nobody.
+        state["explain_turn"] = asyncio.Lock()
         state["batcher"] = Batcher(state["served"].predict, executor)
         worker = asyncio.create_task(state["batcher"].run())
         yield
         worker.cancel()
         executor.shutdown(wait=True)
         state.pop("explainer").shutdown(wait=True)
+        state.pop("explain_turn")
         state.pop("batcher")
 
     def started(what: str):
@@ -1005,7 +1012,7 @@ def create_app(classifier, limits: ServeLimits = ServeLimits(),
     @app.post("/explain", include_in_schema=bool(served.explain_methods), responses=_error_responses(_BODY_ERRORS | {
         400: f"{_BODY_ERRORS[400]}, or an unknown method or target, or one this model cannot give (see GET /model)"})
         | answer_headers)
-    async def explain(request: ExplainRequest, response: Response):
+    async def explain(request: ExplainRequest, response: Response, connection: Request):
         """Per-token scores by ``method``, or several, with what a score means; see GET /model for the methods
         available. The X-Attnclf-Weights header names the weights that answered (GET /model's weights_id)."""
         if backend != "torch":
@@ -1039,7 +1046,12 @@ def create_app(classifier, limits: ServeLimits = ServeLimits(),
 
         state["explaining"] += 1
         try:
-            explanations = await asyncio.get_running_loop().run_in_executor(explainer, explained)
+            async with state["explain_turn"]:
+                # (A started explanation runs to its end: the thread computing it cannot be stopped.)
+                if await connection.is_disconnected():
+                    raise HTTPException(CLIENT_GONE, "the client closed the connection before its explanation "
+                                                     "began: not computed")
+                explanations = await asyncio.get_running_loop().run_in_executor(explainer, explained)
         finally:
             state["explaining"] -= 1
         response.headers.update(served.answered_by)
