@@ -630,3 +630,55 @@ def test_an_explanation_whose_client_hung_up_while_it_waited_its_turn_is_not_com
     assert explained == [["good"], ["not good"]], explained
     assert " POST /explain 499 " in logged[1] and logged[1].endswith(
         "the client closed the connection before its explanation began: not computed"), logged
+
+
+@pytest.mark.parametrize("stdout", ["closed", "a pipe nobody reads"])
+def test_a_stdout_that_cannot_take_the_log_stops_the_start_in_one_line(demo_run, stdout):
+    """Its reader gone, `attnclf serve` exited 141 (SIGPIPE's status) and said nothing; closed, uvicorn failed with a
+    traceback. A service whose log has nowhere to go says so and does not start."""
+    import os
+    import subprocess
+    import sys
+
+    command = [sys.executable, "-m", "attnclf", "serve", str(demo_run), "--port", "0", "--device", "cpu",
+               "--threads", "1"]
+    if stdout == "closed":
+        done = subprocess.run(command, preexec_fn=lambda: os.close(1), stderr=subprocess.PIPE, text=True, timeout=120)
+        why = "stdout is closed"
+    else:
+        read_end, write_end = os.pipe()
+        os.close(read_end)
+        try:
+            done = subprocess.run(command, stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=120)
+        finally:
+            os.close(write_end)
+        why = "Broken pipe"
+    assert done.returncode == 2 and done.stderr == (
+        f"attnclf: error: cannot write the service's log to stdout ({why}): start it with a stdout that is read (a "
+        f"terminal, a file, a log collector's pipe; /dev/null keeps no log)\n"), done.stderr
+
+
+@pytest.mark.parametrize("log_format", ["text", "json"])
+def test_a_stdout_whose_reader_dies_mid_run_stops_the_log_saying_so_once_and_the_service_answers_on(
+        local, monkeypatch, capsys, log_format):
+    """Each request then raised BrokenPipeError into uvicorn, which logged it as a traceback on stderr."""
+    import io
+    import json
+
+    from attnclf.serve.app import StdoutLog
+
+    class ReaderDies(io.StringIO):
+        def write(self, text):
+            if "\n" in self.getvalue():  # (after the first line)
+                raise BrokenPipeError(32, "Broken pipe")
+            return super().write(text)
+
+    monkeypatch.setattr("sys.stdout", ReaderDies())
+    log = StdoutLog(log_format)
+    log.say("serving", "serving runs/demo")
+    with TestClient(create_app(local, access_log=log, access_log_format=log_format)) as client:
+        assert [client.post("/predict", json={"text": "good"}).status_code for _ in range(3)] == [200] * 3
+    log.say("stopped", "stopped after serving 3 requests")
+    err = capsys.readouterr().err.splitlines()
+    message = "warning: the log on stdout stopped (Broken pipe): requests go on being answered, unlogged"
+    assert err == [message] if log_format == "text" else [json.loads(line)["message"] for line in err] == [message]

@@ -47,6 +47,7 @@ import os
 import shlex
 import socket
 import signal
+import sys
 import threading
 import time
 from collections import deque
@@ -1246,12 +1247,13 @@ def serve(run_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, limits
         # The service's lines in the access log's form, the requests' too unless it is off: with JSON, every stdout line
         # is an object, as a collector reading the stream line by line needs (stderr would split it from the requests).
         log_format = "json" if access_log == "json" else "text"
-        say = partial(_say, log_format)
+        log = StdoutLog(log_format)
+        say = log.say
         threshold = class_threshold(threshold, classifier.label_names, getattr(classifier, "multi_label", False),
                                     named=named)
         # A line per request on stdout, beside "serving": what an operator reads (journalctl, docker logs) to tell
         # which request failed and why; uvicorn's own access log is off, as it says nothing of why.
-        app = create_app(classifier, limits, access_log=None if access_log == "off" else partial(print, flush=True),
+        app = create_app(classifier, limits, access_log=None if access_log == "off" else log,
                          access_log_format=log_format,
                          served_from={"run": str(run_dir), "weights_sha256": weights_sha256}, threshold=threshold,
                          named=named)
@@ -1300,7 +1302,7 @@ class StopAnnouncingServer(uvicorn.Server):
     where a clean stop left no trace and could not be told from a crash. ``on_hangup`` is called on the event loop
     for a SIGHUP while it serves (where the platform has SIGHUP; a ``ModelReloader``'s ``request``).
 
-    >>> # StopAnnouncingServer(uvicorn.Config(app, **_uvicorn_options(limits)), write=partial(_say, "text")).run()
+    >>> # StopAnnouncingServer(uvicorn.Config(app, **_uvicorn_options(limits)), write=StdoutLog("text").say).run()
     """
 
     def __init__(self, config: uvicorn.Config, write: Callable[[str, str], None],
@@ -1358,7 +1360,7 @@ class ModelReloader:
     ``write`` (event, line) either way: ``reloaded RUN: weights OLD -> NEW`` (or ``unchanged``), or ``reload failed:
     why; still serving weights OLD``; a reload that fails never stops the service. One reload runs at a time.
 
-    >>> # app.state.reloader = ModelReloader("runs/demo", load, app, write=partial(_say, "text"))   # as serve does
+    >>> # app.state.reloader = ModelReloader("runs/demo", load, app, write=StdoutLog("text").say)   # as serve does
     >>> # await app.state.reloader.reload()   # what a SIGHUP sets off (``request``), waited for
     """
 
@@ -1416,9 +1418,53 @@ class ModelReloader:
         return True
 
 
-def _say(log_format: str, event: str, message: str) -> None:
-    """One of the service's own lines on stdout (``logged_line``), flushed: a log reader sees it as it happens."""
-    print(logged_line(log_format, event, message=message), flush=True)
+class StdoutLog:
+    """The service's log on stdout, in ``log_format`` ("text" or "json"): called with an access log line, or ``say``
+    with one of its own (``logged_line``), each flushed, so a log reader sees it as it happens.
+
+    Its first line failing (a stdout closed, or a pipe whose reader has gone) is a one-line error: the service does
+    not start, where it exited 141 (SIGPIPE's status) saying nothing, or uvicorn failed on a closed stdout with a
+    traceback. A line failing later (the log's reader died) stops the log, said once on stderr, and the service
+    answers on, where each request raised the broken pipe into uvicorn's log as a traceback.
+
+    >>> StdoutLog("text").say("serving", "serving runs/demo on http://127.0.0.1:8000")
+    serving runs/demo on http://127.0.0.1:8000
+    """
+
+    def __init__(self, log_format: str):
+        self.log_format = log_format
+        self.written = 0
+        self.stopped = False
+
+    def say(self, event: str, message: str) -> None:
+        """One of the service's own lines ("serving", "stopping", ...)."""
+        self(logged_line(self.log_format, event, message=message))
+
+    def __call__(self, line: str) -> None:
+        if self.stopped:
+            return
+        try:
+            if sys.stdout is None:  # (what Python makes of a file descriptor 1 closed as it started)
+                raise OSError("stdout is closed")
+            print(line, flush=True)
+        except (OSError, ValueError) as exc:  # (ValueError: a stream closed from within)
+            self.stopped = True
+            why = getattr(exc, "strerror", None) or str(exc)
+            try:  # Python flushes stdout once more at exit, into the same broken pipe: /dev/null takes it instead
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            except (AttributeError, OSError, ValueError):  # (closed, or a stream of no file: nothing to flush)
+                pass
+            if not self.written:
+                raise AttnclfError(f"cannot write the service's log to stdout ({why}): start it with a stdout that is "
+                                   f"read (a terminal, a file, a log collector's pipe; /dev/null keeps no log)") from None
+            try:
+                print(logged_line(self.log_format, "warning", message=f"warning: the log on stdout stopped ({why}): "
+                                                                      f"requests go on being answered, unlogged"),
+                      file=sys.stderr, flush=True)
+            except (OSError, ValueError, AttributeError):  # (stderr gone too: nowhere left to say it)
+                pass
+            return
+        self.written += 1
 
 
 def _load_fingerprinted(run_dir: str | Path, backend: str, load: Callable[[], object]) -> tuple[object, list]:
