@@ -682,3 +682,38 @@ def test_a_stdout_whose_reader_dies_mid_run_stops_the_log_saying_so_once_and_the
     err = capsys.readouterr().err.splitlines()
     message = "warning: the log on stdout stopped (Broken pipe): requests go on being answered, unlogged"
     assert err == [message] if log_format == "text" else [json.loads(line)["message"] for line in err] == [message]
+
+
+def test_a_stdout_read_slowly_holds_up_no_request_and_lines_past_the_buffer_are_counted_not_waited_for(
+        local, monkeypatch):
+    """A log reader that stalls (a collector, a terminal scrolled back) filled the pipe, and then each access log
+    line held the event loop, every request and /health with it, for as long as the reader slept: a liveness probe
+    failing then has the service restarted. Lines are written on a thread of their own; past ``most`` waiting, they
+    are dropped and counted, the count written once the reader is back."""
+    import io
+    import time
+
+    from attnclf.serve.app import StdoutLog
+
+    class Stalled(io.StringIO):
+        def __init__(self):
+            super().__init__()
+            self.back = threading.Event()
+
+        def write(self, text):
+            self.back.wait(10)  # (a regression waits 10 s a line, and fails on the time below)
+            return super().write(text)
+
+    stalled = Stalled()
+    monkeypatch.setattr("sys.stdout", stalled)
+    log = StdoutLog("text", most=2)
+    with log.in_background(), TestClient(create_app(local, access_log=log)) as client:
+        began = time.perf_counter()
+        assert [client.post("/predict", json={"text": "good"}).status_code for _ in range(5)] == [200] * 5
+        assert client.get("/health").status_code == 200
+        assert time.perf_counter() - began < 5
+        stalled.back.set()
+    *written, dropped = stalled.getvalue().splitlines()
+    # Two waiting, and one more if the writer had taken one as it stalled; the others dropped, and said so.
+    assert all(" POST /predict 200 " in line for line in written) and len(written) in (2, 3), written
+    assert dropped == f"warning: {5 - len(written)} log lines dropped: stdout was not read as fast as they came"

@@ -44,6 +44,7 @@ import ipaddress
 import json
 import logging
 import os
+import queue
 import shlex
 import socket
 import signal
@@ -1271,7 +1272,8 @@ def serve(run_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, limits
                                       write=say, on_hangup=app.state.reloader.request)
         exited = False
         try:
-            server.run()
+            with log.in_background():
+                server.run()
         except KeyboardInterrupt:  # the stop's signal, raised again once the server has stopped (as uvicorn.run does)
             pass
         except SystemExit:  # uvicorn (0.54 here) gives up a start, a bind or the app's lifespan, by sys.exit(3)
@@ -1427,14 +1429,24 @@ class StdoutLog:
     traceback. A line failing later (the log's reader died) stops the log, said once on stderr, and the service
     answers on, where each request raised the broken pipe into uvicorn's log as a traceback.
 
+    ``in_background`` (while the service serves) writes the lines on a thread of its own: a reader that stalls fills
+    the pipe, and a line written on the event loop then held every request, /health too, until it read again. Past
+    ``most`` lines waiting, the next are dropped and counted, the count written once the reader has caught up.
+
     >>> StdoutLog("text").say("serving", "serving runs/demo on http://127.0.0.1:8000")
     serving runs/demo on http://127.0.0.1:8000
     """
 
-    def __init__(self, log_format: str):
+    LAST_SECONDS = 5  # how long a stop waits for the lines still waiting to be written
+
+    def __init__(self, log_format: str, most: int = 10_000):
         self.log_format = log_format
+        self.most = most  # lines waiting at most (at 200-300 bytes a request line, 2-3 MB)
         self.written = 0
         self.stopped = False
+        self._waiting: queue.Queue | None = None  # (None: written as they come, on the caller's thread)
+        self._dropped = 0
+        self._counting = threading.Lock()
 
     def say(self, event: str, message: str) -> None:
         """One of the service's own lines ("serving", "stopping", ...)."""
@@ -1443,28 +1455,73 @@ class StdoutLog:
     def __call__(self, line: str) -> None:
         if self.stopped:
             return
+        if self._waiting is None:
+            self._write(line)
+            return
+        try:
+            self._waiting.put_nowait(line)
+        except queue.Full:
+            with self._counting:
+                self._dropped += 1
+
+    @contextmanager
+    def in_background(self):
+        """Lines written on a thread of their own within, those still waiting at the end written before it ends
+        (``LAST_SECONDS`` at most: a reader stalled for good must not hold the stop).
+
+        >>> # with log.in_background(): server.run()   # as serve does, once its first line is written
+        """
+        self._waiting = queue.Queue(self.most)
+        writer = threading.Thread(target=self._write_waiting, name="attnclf-log", daemon=True)
+        writer.start()
+        try:
+            yield self
+        finally:
+            try:
+                self._waiting.put(None, timeout=self.LAST_SECONDS)
+            except queue.Full:
+                pass
+            writer.join(self.LAST_SECONDS)
+            self._waiting = None
+
+    def _write_waiting(self) -> None:
+        while (line := self._waiting.get()) is not None:
+            self._write(line)
+            if self._waiting.empty():  # (caught up: the count goes after the lines that came before the drops)
+                with self._counting:
+                    dropped, self._dropped = self._dropped, 0
+                if dropped:
+                    self._write(logged_line(self.log_format, "warning", message=(
+                        f"warning: {dropped} log line{'s' * (dropped != 1)} dropped: stdout was not read as fast as "
+                        f"they came")))
+
+    def _write(self, line: str) -> None:
+        if self.stopped:
+            return
         try:
             if sys.stdout is None:  # (what Python makes of a file descriptor 1 closed as it started)
                 raise OSError("stdout is closed")
             print(line, flush=True)
         except (OSError, ValueError) as exc:  # (ValueError: a stream closed from within)
-            self.stopped = True
-            why = getattr(exc, "strerror", None) or str(exc)
-            try:  # Python flushes stdout once more at exit, into the same broken pipe: /dev/null takes it instead
-                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            except (AttributeError, OSError, ValueError):  # (closed, or a stream of no file: nothing to flush)
-                pass
-            if not self.written:
-                raise AttnclfError(f"cannot write the service's log to stdout ({why}): start it with a stdout that is "
-                                   f"read (a terminal, a file, a log collector's pipe; /dev/null keeps no log)") from None
-            try:
-                print(logged_line(self.log_format, "warning", message=f"warning: the log on stdout stopped ({why}): "
-                                                                      f"requests go on being answered, unlogged"),
-                      file=sys.stderr, flush=True)
-            except (OSError, ValueError, AttributeError):  # (stderr gone too: nowhere left to say it)
-                pass
+            self._stop(getattr(exc, "strerror", None) or str(exc))
             return
         self.written += 1
+
+    def _stop(self, why: str) -> None:
+        self.stopped = True
+        try:  # Python flushes stdout once more at exit, into the same broken pipe: /dev/null takes it instead
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (AttributeError, OSError, ValueError):  # (closed, or a stream of no file: nothing to flush)
+            pass
+        if not self.written and self._waiting is None:
+            raise AttnclfError(f"cannot write the service's log to stdout ({why}): start it with a stdout that is "
+                               f"read (a terminal, a file, a log collector's pipe; /dev/null keeps no log)")
+        try:
+            print(logged_line(self.log_format, "warning", message=f"warning: the log on stdout stopped ({why}): "
+                                                                  f"requests go on being answered, unlogged"),
+                  file=sys.stderr, flush=True)
+        except (OSError, ValueError, AttributeError):  # (stderr gone too: nowhere left to say it)
+            pass
 
 
 def _load_fingerprinted(run_dir: str | Path, backend: str, load: Callable[[], object]) -> tuple[object, list]:
