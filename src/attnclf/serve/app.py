@@ -24,8 +24,9 @@ What it accepts is bounded (``ServeLimits``): body bytes and the seconds the hea
 may take (``TimedHeads``, ``BodyLimit``), texts per request, characters per text, requests in flight. A request over a limit gets a
 413 naming the limit; one past the requests in flight a 503 at once, with
 Retry-After; a body that has not arrived in time a 408; malformed JSON a 400; a body of the wrong shape a 422;
-one still running when a stop has waited ``stop_seconds`` for it a 503 with Retry-After; each with a
-one-line ``detail``. Requests that arrive while a batch runs are batched together for the next one (``Batcher``).
+one still running when a stop has waited ``stop_seconds`` for it a 503 with Retry-After; an /explain whose client
+hung up while it waited its turn is not computed (499 in the access log); each with a one-line ``detail``.
+Requests that arrive while a batch runs are batched together for the next one (``Batcher``).
 A SIGHUP has ``serve`` load its run again and answer by it from then on, without a restart (``ModelReloader``).
 
 >>> # from attnclf import Classifier
