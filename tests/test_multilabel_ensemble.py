@@ -325,3 +325,23 @@ def test_thresholds_given_in_python_are_one_per_label_each_a_probability(shared_
         Ensemble(members, thresholds=[0.3, 0.4])
     with pytest.raises(AttnclfError, match=r"^thresholds: 'sports' at nan: each must be a number from 0 to 1$"):
         Ensemble(members, thresholds=[0.3, 0.3, 0.3, 0.3, float("nan")])
+
+
+def test_a_refit_of_an_ensemble_whose_thresholds_were_tuned_on_calibrated_members_does_not_carry_them(
+        shared_split, topic_files, tmp_path):
+    """The refits are not calibrated (no validation texts left), so thresholds the ensemble tuned on its calibrated
+    members' sharper or softer probabilities would cut other ones: the refits' own (their runs') are averaged."""
+    import shutil
+
+    from attnclf.training.refit import refit_runs
+
+    folder = tmp_path / "shared"
+    shutil.copytree(shared_split, folder)
+    assert main(["calibrate", str(folder / "seed-0"), "--device", "cpu"]) == 0
+    _train_seeds(topic_files, folder, "--split-seed", "0", "--resume")  # (tuned again, at the new temperature)
+    assert json.loads((folder / "ensemble.json").read_text())["member_temperatures"][0] != 1
+    refit_runs([folder], output=str(tmp_path / "refit"), device="cpu", threads=1, report=False, progress=False)
+    saved = json.loads((tmp_path / "refit" / "ensemble.json").read_text())
+    assert saved["thresholds_from"] == "members"
+    refits = [Classifier.load(tmp_path / "refit" / f"seed-{seed}", device="cpu") for seed in (0, 1)]
+    assert list(saved["thresholds"].values()) == pytest.approx(np.mean([r.thresholds for r in refits], axis=0).tolist())

@@ -491,8 +491,9 @@ def write_ensemble_file(output: Path, members: Sequence[Path], seeds: Sequence[i
     "validation"``), which would flatter validation metrics, so none are saved; members that held out texts of their
     own leave none to tune on, and their thresholds' mean is the ensemble's (``"members"``, ``ensemble_thresholds``).
     Either way ensemble.json holds them (``"thresholds"``), and the test metrics are the label sets they cut.
-    ``refitted``: the folder whose members ``members`` refit; where its ensemble tuned thresholds, the refits' ensemble
-    predicts at those (``"ensemble refitted"``), as a refitted run predicts at those its run tuned.
+    ``refitted``: the folder whose members ``members`` refit; where its ensemble tuned thresholds on uncalibrated
+    members (``_tuned_uncalibrated``), the refits' ensemble predicts at those (``"ensemble refitted"``), as a refitted
+    run predicts at those its run tuned.
     ``output`` is held meanwhile (``folder_lock``; already, within `train --seeds`): another process writing there is
     refused in one line.
 
@@ -525,7 +526,7 @@ def _write_ensemble_file(output: Path, members: Sequence[Path], seeds: Sequence[
                 ensemble.thresholds = tune_thresholds(multi_hot(validation.labels, len(ensemble.label_names)),
                                                       probabilities)[0]
                 source = "validation"
-            elif refitted and read_json(Path(refitted) / ENSEMBLE_FILE).get("thresholds_from") == "validation":
+            elif refitted and _tuned_uncalibrated(refitted):
                 ensemble.thresholds, source = saved_thresholds(refitted, ensemble.label_names), "ensemble refitted"
             saved |= {"thresholds": dict(zip(ensemble.label_names, ensemble.thresholds.tolist())),
                       "thresholds_from": source,
@@ -538,6 +539,15 @@ def _write_ensemble_file(output: Path, members: Sequence[Path], seeds: Sequence[
         saved["metrics"] = evaluate(ensemble, test)
     atomic_write_json(output / ENSEMBLE_FILE, saved)
     return saved["metrics"]
+
+
+def _tuned_uncalibrated(folder: str | Path) -> bool:
+    """Whether ``folder``'s ensemble tuned its thresholds on validation texts, its members uncalibrated then: what its
+    refits, never calibrated, can predict at. Thresholds tuned on calibrated members' probabilities would cut the
+    refits' other ones; the refits' own thresholds (their runs') are averaged instead."""
+    saved = read_json(Path(folder) / ENSEMBLE_FILE)
+    return (saved.get("thresholds_from") == "validation"
+            and all(temperature == 1 for temperature in saved.get("member_temperatures") or []))
 
 
 _DATA_FILES = ("train_file", "validation_file", "test_file")
