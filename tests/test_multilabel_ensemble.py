@@ -345,3 +345,16 @@ def test_a_refit_of_an_ensemble_whose_thresholds_were_tuned_on_calibrated_member
     assert saved["thresholds_from"] == "members"
     refits = [Classifier.load(tmp_path / "refit" / f"seed-{seed}", device="cpu") for seed in (0, 1)]
     assert list(saved["thresholds"].values()) == pytest.approx(np.mean([r.thresholds for r in refits], axis=0).tolist())
+
+
+def test_evaluate_threshold_on_a_multi_label_ensemble_names_the_ensembles_thresholds_not_a_file_it_lacks(
+        shared_split, topic_files, capsys):
+    assert main(["evaluate", str(shared_split), "--test-file", str(topic_files[1]), "--threshold", "sports=0.9",
+                 "--device", "cpu"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        "predicted by --threshold: 'sports' when its probability is at least 0.9; the other labels at the ensemble's "
+        "thresholds (ensemble.json, or its members' averaged)")
+    assert main(["evaluate", str(shared_split / "seed-0"), "--test-file", str(topic_files[1]), "--threshold",
+                 "sports=0.9", "--device", "cpu"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1].endswith("; the other labels at their own thresholds "
+                                                             "(thresholds.json)")

@@ -693,8 +693,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             print(confusion_table(metrics["confusion_matrix"], clf.label_names) + "\n")
         _print_metrics(metrics)
         if threshold := metrics.get("threshold"):
-            otherwise = ("; the other labels at their own thresholds (thresholds.json)" if clf.multi_label
-                         else ", else the most probable other class")
+            otherwise = (", else the most probable other class" if not clf.multi_label else
+                         "; the other labels at the ensemble's thresholds (ensemble.json, or its members' averaged)"
+                         if isinstance(clf, Ensemble) else "; the other labels at their own thresholds (thresholds.json)")
             print(f"predicted by --threshold: {shown(threshold['class'])} when its probability is at least "
                   f"{threshold['probability']:g}{otherwise}")
         if "operating_points" in metrics:
