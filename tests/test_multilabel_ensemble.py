@@ -358,3 +358,19 @@ def test_evaluate_threshold_on_a_multi_label_ensemble_names_the_ensembles_thresh
                  "sports=0.9", "--device", "cpu"]) == 0
     assert capsys.readouterr().out.splitlines()[-1].endswith("; the other labels at their own thresholds "
                                                              "(thresholds.json)")
+
+
+@pytest.mark.parametrize("recorded", [0.5, [1.0], [1.0, "warm"], [1.0, True]])
+def test_an_ensemble_json_whose_member_temperatures_are_not_one_number_a_member_is_one_line(shared_split, tmp_path,
+                                                                                           recorded):
+    import shutil
+
+    folder = tmp_path / "copy"
+    shutil.copytree(shared_split, folder)
+    saved = json.loads((folder / "ensemble.json").read_text())
+    saved["member_temperatures"] = recorded
+    (folder / "ensemble.json").write_text(json.dumps(saved))
+    with pytest.raises(AttnclfError) as refused:
+        Ensemble.load([folder], device="cpu")
+    assert str(refused.value) == (f"{folder / 'ensemble.json'}: member_temperatures must be a list of 2 positive "
+                                  f"numbers, one a member, got {recorded!r}")

@@ -246,16 +246,35 @@ def _refuse_calibrated_since(folder: str | Path, members: Sequence[Classifier], 
     """One line where a member's temperature is not the one its ensemble's thresholds were tuned at (ensemble.json's
     ``member_temperatures``, 1 each where it records none): they would cut probabilities other than those."""
     path = Path(folder) / ENSEMBLE_FILE
-    recorded = read_json(path).get("member_temperatures") or [1.0] * len(members)
-    changed = next((i for i, (member, then) in enumerate(zip(members, recorded, strict=False))
+    recorded = _recorded_temperatures(path, len(members))
+    changed = next((i for i, (member, then) in enumerate(zip(members, recorded, strict=True))
                     if member.temperature != then), None)
     if changed is not None:
-        spoken = [f"{t:g}" if isinstance(t, (int, float)) else shown(t) for t in recorded]
+        spoken = [f"{t:g}" for t in recorded]
         raise RunDirError(f"{path}: its thresholds were tuned on its members' probabilities at temperatures "
                           f"{', '.join(spoken[:-1])} and {spoken[-1]}, and {names[changed]} now has "
                           f"{members[changed].temperature:g} (`attnclf calibrate` since): they would cut other "
                           f"probabilities; tune them again with its `train --seeds` command and --resume, or name the "
                           f"members one by one (their thresholds' mean)")
+
+
+def _recorded_temperatures(path: Path, count: int) -> list[float]:
+    """The members' temperatures an ensemble.json (``path``, read as a dict) records its thresholds were tuned at, 1
+    each where it records none (written before they were); one line naming the file unless one a member.
+
+    >>> _recorded_temperatures(Path("no/such/ensemble.json"), 2)
+    Traceback (most recent call last):
+    ...
+    attnclf.errors.RunDirError: no/such/ensemble.json: missing
+    """
+    recorded = read_json(path).get("member_temperatures")
+    if recorded is None:
+        return [1.0] * count
+    if not (isinstance(recorded, list) and len(recorded) == count and all(
+            isinstance(t, (int, float)) and not isinstance(t, bool) and t > 0 for t in recorded)):
+        raise RunDirError(f"{path}: member_temperatures must be a list of {count} positive numbers, one a member, got "
+                          f"{shown(recorded)}")
+    return recorded
 
 
 def load_run(path: str | Path, device: str = "auto", bf16: bool = False) -> "Classifier | Ensemble":
@@ -526,7 +545,7 @@ def _write_ensemble_file(output: Path, members: Sequence[Path], seeds: Sequence[
                 ensemble.thresholds = tune_thresholds(multi_hot(validation.labels, len(ensemble.label_names)),
                                                       probabilities)[0]
                 source = "validation"
-            elif refitted and _tuned_uncalibrated(refitted):
+            elif refitted and _tuned_uncalibrated(refitted, len(members)):
                 ensemble.thresholds, source = saved_thresholds(refitted, ensemble.label_names), "ensemble refitted"
             saved |= {"thresholds": dict(zip(ensemble.label_names, ensemble.thresholds.tolist())),
                       "thresholds_from": source,
@@ -541,13 +560,13 @@ def _write_ensemble_file(output: Path, members: Sequence[Path], seeds: Sequence[
     return saved["metrics"]
 
 
-def _tuned_uncalibrated(folder: str | Path) -> bool:
+def _tuned_uncalibrated(folder: str | Path, count: int) -> bool:
     """Whether ``folder``'s ensemble tuned its thresholds on validation texts, its members uncalibrated then: what its
     refits, never calibrated, can predict at. Thresholds tuned on calibrated members' probabilities would cut the
     refits' other ones; the refits' own thresholds (their runs') are averaged instead."""
-    saved = read_json(Path(folder) / ENSEMBLE_FILE)
-    return (saved.get("thresholds_from") == "validation"
-            and all(temperature == 1 for temperature in saved.get("member_temperatures") or []))
+    path = Path(folder) / ENSEMBLE_FILE
+    return (read_json(path).get("thresholds_from") == "validation"
+            and all(temperature == 1 for temperature in _recorded_temperatures(path, count)))
 
 
 _DATA_FILES = ("train_file", "validation_file", "test_file")
