@@ -717,3 +717,23 @@ def test_a_stdout_read_slowly_holds_up_no_request_and_lines_past_the_buffer_are_
     # Two waiting, and one more if the writer had taken one as it stalled; the others dropped, and said so.
     assert all(" POST /predict 200 " in line for line in written) and len(written) in (2, 3), written
     assert dropped == f"warning: {5 - len(written)} log lines dropped: stdout was not read as fast as they came"
+
+
+def test_a_worker_that_dies_mid_batch_answers_the_requests_of_that_batch_too(local, monkeypatch):
+    """A bug can end the worker loop after it took a batch's requests off the queue (here: answers it cannot slice):
+    those requests were in no queue any more, so they waited for ever while /health failed and later ones were
+    answered; they are answered 503 like every other."""
+    import httpx
+    import uvicorn
+
+    from attnclf.serve.app import ServeLimits, _uvicorn_options
+
+    predict = Classifier.predict
+    monkeypatch.setattr(Classifier, "predict", lambda self, texts, **options: iter(predict(self, texts, **options)))
+    limits = ServeLimits(stop_seconds=1)
+    server = uvicorn.Server(uvicorn.Config(create_app(local, limits), **_uvicorn_options(limits)))
+    with _running(server) as port:  # (served, not a TestClient: a request waiting for ever times out, not hangs)
+        answer = httpx.post(f"http://127.0.0.1:{port}/predict", json={"text": "good"}, timeout=20)
+        assert httpx.get(f"http://127.0.0.1:{port}/health").status_code == 503
+    assert answer.status_code == 503
+    assert answer.json()["detail"].startswith("the prediction worker stopped on an internal error (TypeError)")

@@ -328,6 +328,8 @@ class Batcher:
         # Why the worker loop ended, if a bug ended it: every request waiting and every later one is answered so,
         # and /health fails, rather than each waiting for ever on a worker that looks alive.
         self.stopped: str | None = None
+        # The batch the worker took off the queue last: a bug ending the loop answers these too, in no queue any more.
+        self._taken: list[tuple[list[str], asyncio.Future, Callable[[list[str]], Sequence]]] = []
 
     async def submit(self, texts: list[str], predict: Callable[[list[str]], Sequence] | None = None) -> Sequence:
         """The answers for ``texts`` by ``predict`` (by default the batcher's), computed in whichever batch they land
@@ -349,10 +351,10 @@ class Batcher:
         except Exception as exc:  # (its type alone: its message may quote a text)
             self.stopped = (f"the prediction worker stopped on an internal error ({type(exc).__name__}): this "
                             f"service answers no prediction until it is restarted")
-            while self._pending:
-                future = self._pending.popleft()[1]
+            for _, future, _ in [*self._taken, *self._pending]:
                 if not future.done():
                     future.set_exception(HTTPException(503, self.stopped))
+            self._taken, self._pending = [], deque()
 
     async def _batches(self) -> None:
         loop = asyncio.get_running_loop()
@@ -360,7 +362,7 @@ class Batcher:
             await self._wakeup.wait()
             self._wakeup.clear()
             while self._pending:
-                jobs = self._next_batch()
+                jobs = self._taken = self._next_batch()
                 if not jobs:
                     continue
                 texts = [text for job_texts, _, _ in jobs for text in job_texts]
