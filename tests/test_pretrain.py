@@ -759,6 +759,7 @@ def test_the_pretrain_command_with_its_options_stopped_within_an_epoch_resumes_t
     learning rate, vocabulary and model of its own, stopped by Ctrl-C after a checkpoint within epoch 2 (the interval
     a tiny one): the same command again ends with the encoder bytes of one never stopped."""
     from attnclf.rundir import file_sha256
+    from attnclf.training.pretrain import pretrain_kept
 
     words = [f"w{i}" for i in range(24)]
     WordVectors(words, np.random.default_rng(0).normal(size=(24, 16)).astype(np.float32)).save(tmp_path / "v.vec")
@@ -773,6 +774,8 @@ def test_the_pretrain_command_with_its_options_stopped_within_an_epoch_resumes_t
         saved = stop_after_checkpointing(patch, 2, 3)
         assert main(stopped) == 130
     assert saved[-1] == (2, 3)
+    # (from its checkpoint, not trained again from the start, which would end with the same bytes)
+    assert pretrain_kept(tmp_path / "stopped")[1] == "continues from step 4"
     capsys.readouterr()
     assert main(stopped) == 0
     for name in ("encoder.safetensors", "tokenizer.json"):

@@ -1245,7 +1245,7 @@ def test_a_windowed_or_cached_run_interrupted_within_an_epoch_resumes_to_the_sam
 
     from attnclf.rundir import file_sha256
     from attnclf.text.windows import WindowConfig
-    from attnclf.training.settings import resume_settings
+    from attnclf.training.settings import resume_settings, resume_start
 
     def settings(output):
         plain = tiny_settings(output, checkpoint_minutes=1e-9)
@@ -1263,6 +1263,7 @@ def test_a_windowed_or_cached_run_interrupted_within_an_epoch_resumes_to_the_sam
     assert saved[-1] == (2, 3)
     if mode == "token cache deleted":
         shutil.rmtree(tmp_path / "cache")
+    assert resume_start(tmp_path / "resumed") == "continues from step 4"  # (not from the start: as fast as it can)
     resumed_settings = resume_settings(tmp_path / "resumed")
     assert (resumed_settings.windows is not None, resumed_settings.data.token_cache) == (mode == "windows",
                                                                                          mode != "windows")
