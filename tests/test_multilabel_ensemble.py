@@ -374,3 +374,12 @@ def test_an_ensemble_json_whose_member_temperatures_are_not_one_number_a_member_
         Ensemble.load([folder], device="cpu")
     assert str(refused.value) == (f"{folder / 'ensemble.json'}: member_temperatures must be a list of 2 positive "
                                   f"numbers, one a member, got {recorded!r}")
+
+
+def test_calibrate_help_says_how_a_multi_label_run_is_calibrated(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "2000")  # (argparse wraps at a hyphen, multi-label's too)
+    with pytest.raises(SystemExit):
+        main(["calibrate", "--help"])
+    said = " ".join(capsys.readouterr().out.split())
+    assert "a multi-label run's: one T for every label's sigmoid(logit / T), by their binary log loss" in said
+    assert "thresholds move with its probabilities" in said

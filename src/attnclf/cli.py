@@ -1504,11 +1504,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("calibrate", help="fit a run's temperature on its validation texts, so its probabilities "
                                          "mean what they say",
                        description="Fit one temperature T on the validation texts RUN_DIR held out: the T whose "
-                                   "softmax(logits / T) has the lowest log loss there (Guo et al., 2017). It is "
+                                   "softmax(logits / T) has the lowest log loss there (Guo et al., 2017; a "
+                                   "multi-label run's: one T for every label's sigmoid(logit / T), by their binary "
+                                   "log loss, each label's calibration error printed). It is "
                                    "written to RUN_DIR/temperature.json, which predict, evaluate, serve, explanations "
                                    "and the ONNX export apply from then on (an ensemble averages its members' "
                                    "calibrated probabilities: calibrate each). No prediction changes, only how sure "
-                                   "each is; a new training run in the folder removes it.")
+                                   "each is (a multi-label run's thresholds move with its probabilities); a new "
+                                   "training run in the folder removes it.")
     p.add_argument("run_dir", metavar="RUN_DIR", help="a run directory that held out validation texts")
     p.add_argument("--data-dir", help=RUN_DATA_DIR_HELP)
     _add_device_arg(p)
