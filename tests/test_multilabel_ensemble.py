@@ -383,3 +383,11 @@ def test_calibrate_help_says_how_a_multi_label_run_is_calibrated(capsys, monkeyp
     said = " ".join(capsys.readouterr().out.split())
     assert "a multi-label run's: one T for every label's sigmoid(logit / T), by their binary log loss" in said
     assert "thresholds move with its probabilities" in said
+
+
+@pytest.mark.parametrize("given", [0.3, {"sports": 0.3}, "0.3"])
+def test_thresholds_given_in_python_as_other_than_a_list_are_one_line(shared_split, given):
+    with pytest.raises(AttnclfError) as refused:
+        Ensemble(_members(shared_split), thresholds=given)
+    assert str(refused.value) == (f"thresholds: a list of 5 numbers from 0 to 1, one per label in label_names' "
+                                  f"order, got {given!r}")

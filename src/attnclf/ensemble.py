@@ -113,6 +113,11 @@ class Ensemble:
         self.multi_label = first.multi_label
         if thresholds is not None and not self.multi_label:
             raise AttnclfError("thresholds cut a multi-label ensemble's probabilities; these runs are single-label")
+        # (a dict, thresholds.json's shape, or one number would fail below with a KeyError or TypeError)
+        listed = isinstance(thresholds, (list, tuple)) or isinstance(thresholds, np.ndarray) and thresholds.ndim == 1
+        if thresholds is not None and not listed:
+            raise AttnclfError(f"thresholds: a list of {len(self.label_names)} numbers from 0 to 1, one per label in "
+                               f"label_names' order, got {shown(thresholds)}")
         if thresholds is not None and len(thresholds) != len(self.label_names):
             raise AttnclfError(f"thresholds: {len(thresholds)} given, one per label needed ({len(self.label_names)})")
         # (NaN or one past 1 would never predict its label, one below 0 always would)
