@@ -283,3 +283,14 @@ def test_evaluate_reads_whole_number_label_names_as_the_run_names_its_classes():
     names = sorted(set(labels))
     data = TextDataset(texts, [names.index(label) for label in labels], names, split="test")
     assert data.label_names == ["0", "1"] and evaluate(ByNumber(), data)["accuracy"] == 1
+
+
+def test_metrics_line_names_the_split_and_leaves_out_undefined_scores():
+    from attnclf.evaluation.metrics import metrics_line
+
+    single = {"split": "validation", "accuracy": 0.5, "macro_f1": 0.25, "roc_auc": None, "ece": 0.125}
+    assert metrics_line(single) == "validation: accuracy 0.5000  macro-F1 0.2500  calibration error 0.1250"
+    multi = {"multi_label": True, "micro_f1": 0.5, "macro_f1": 0.25, "subset_accuracy": 0.125, "hamming_loss": 0.0625,
+             "roc_auc": 0.75}
+    assert metrics_line(multi) == ("test: micro-F1 0.5000  macro-F1 0.2500  subset accuracy 0.1250  Hamming loss "
+                                   "0.0625  macro ROC AUC 0.7500")

@@ -423,17 +423,9 @@ def _add_threads_and_quiet(p: argparse.ArgumentParser) -> None:
 
 
 def _print_metrics(metrics: dict) -> None:
-    if metrics.get("multi_label"):
-        scores = (f"micro-F1 {metrics['micro_f1']:.4f}  macro-F1 {metrics['macro_f1']:.4f}  "
-                  f"subset accuracy {metrics['subset_accuracy']:.4f}  Hamming loss {metrics['hamming_loss']:.4f}")
-        optional = (("macro ROC AUC", "roc_auc"), ("macro average precision", "average_precision"),
-                    ("micro average precision", "micro_average_precision"))
-    else:
-        scores = f"accuracy {metrics['accuracy']:.4f}  macro-F1 {metrics['macro_f1']:.4f}"
-        optional = (("ROC AUC", "roc_auc"), ("average precision", "average_precision"), ("calibration error", "ece"))
-    # Left out where undefined (null: a test set without both sides of a class) or older than the score (no key).
-    print(f"{metrics.get('split', 'test')}: {scores}" + "".join(
-        f"  {name} {metrics[key]:.4f}" for name, key in optional if metrics.get(key) is not None))
+    from .evaluation.metrics import metrics_line
+
+    print(metrics_line(metrics))
 
 
 # ---------------------------------------------------------------- commands

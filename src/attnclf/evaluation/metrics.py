@@ -437,6 +437,26 @@ def _refuse_other_kind(classifier, data: TextDataset) -> None:
                         f"as scoring_data(classifier, ...) reads its data")
 
 
+def metrics_line(metrics: dict) -> str:
+    """The scores of ``metrics`` (``compute_metrics``' or ``evaluate``'s) on one line, led by the split they are of,
+    as `attnclf train`, `refit` and `evaluate` print them.
+
+    >>> metrics_line({"split": "test", "accuracy": 0.9, "macro_f1": 0.85, "roc_auc": None})
+    'test: accuracy 0.9000  macro-F1 0.8500'
+    """
+    if metrics.get("multi_label"):
+        scores = (f"micro-F1 {metrics['micro_f1']:.4f}  macro-F1 {metrics['macro_f1']:.4f}  "
+                  f"subset accuracy {metrics['subset_accuracy']:.4f}  Hamming loss {metrics['hamming_loss']:.4f}")
+        optional = (("macro ROC AUC", "roc_auc"), ("macro average precision", "average_precision"),
+                    ("micro average precision", "micro_average_precision"))
+    else:
+        scores = f"accuracy {metrics['accuracy']:.4f}  macro-F1 {metrics['macro_f1']:.4f}"
+        optional = (("ROC AUC", "roc_auc"), ("average precision", "average_precision"), ("calibration error", "ece"))
+    # Left out where undefined (null: a test set without both sides of a class) or older than the score (no key).
+    return f"{metrics.get('split', 'test')}: {scores}" + "".join(
+        f"  {name} {metrics[key]:.4f}" for name, key in optional if metrics.get(key) is not None)
+
+
 def confusion_table(matrix, label_names: Sequence[str], width: int = 120) -> str:
     """The confusion matrix as text, rows the true label and columns the predicted one, each named; where the class
     names would make it wider than ``width`` columns, the columns are numbered and each row starts with its number,
