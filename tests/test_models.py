@@ -671,3 +671,16 @@ def test_a_saved_run_too_large_for_this_machine_is_not_told_to_lower_what_its_tr
                                            r"load it where more memory is free, or train it again and lower max_len "
                                            r"\(--max-len\)$"):
         model_from_config("self-attn", config, saved_in="runs/big")
+
+
+def test_parameter_table_counts_each_model_at_the_given_vocabulary_with_the_overrides_it_takes():
+    from attnclf.models import MODELS, build_model, parameter_table
+
+    lines = parameter_table(vocab_size=1000, num_classes=3, overrides={"d_model": 32}).splitlines()
+    assert lines[0].split() == ["name", "parameters", "description"]
+    rows = {line.split()[0]: line.split()[1] for line in lines[1:]}
+    assert list(rows) == list(MODELS)
+    # boe has no d_model: the override reaches only the models whose config has that field
+    assert rows["boe"] == f"{build_model('boe', vocab_size=1000, num_classes=3).num_parameters():,}"
+    self_attn = build_model("self-attn", vocab_size=1000, num_classes=3, d_model=32)
+    assert rows["self-attn"] == f"{self_attn.num_parameters():,}"

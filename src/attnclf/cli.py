@@ -15,7 +15,7 @@ import sys
 import threading
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import fields, replace
+from dataclasses import replace
 from pathlib import Path
 
 from . import __version__
@@ -926,17 +926,12 @@ def cmd_datasets(args: argparse.Namespace) -> int:
 
 @command("models")
 def cmd_models(args: argparse.Namespace) -> int:
-    from .models import MODELS, build_model
+    from .models import parameter_table
 
     overrides = _parse_overrides(args.set)
     print(f"parameters at a {args.vocab_size:,}-word vocabulary, {args.num_classes} classes and each model's default "
           f"config{' with --set' if overrides else ''} (a run's count follows its vocabulary and recipe)")
-    print(f"{'name':<18} {'parameters':>11}  description")
-    for name, spec in MODELS.items():
-        model_fields = {f.name for f in fields(spec.config_class)}
-        model = build_model(name, vocab_size=args.vocab_size, num_classes=args.num_classes,
-                            **{k: v for k, v in overrides.items() if k in model_fields})
-        print(f"{name:<18} {model.num_parameters():>11,}  {spec.description}")
+    print(parameter_table(args.vocab_size, args.num_classes, overrides))
     return 0
 
 

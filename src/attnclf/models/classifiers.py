@@ -624,3 +624,19 @@ def model_from_config(name: str, config_dict: dict, saved_in: str | Path | None 
     # stream (a notebook's torch.manual_seed) goes on as if the model had not been loaded.
     with torch.random.fork_rng(devices=[]):
         return _built(name, config, saved_in)
+
+
+def parameter_table(vocab_size: int, num_classes: int, overrides: dict | None = None) -> str:
+    """Each model's parameter count at ``vocab_size`` tokens and ``num_classes`` classes, from its default config with
+    ``overrides`` (each given only to the models whose config has that field), a row a model under a header.
+
+    >>> print(parameter_table(vocab_size=50, num_classes=2).splitlines()[1])
+    boe                      6,658  mean of token embeddings -> linear
+    """
+    rows = [f"{'name':<18} {'parameters':>11}  description"]
+    for name, spec in MODELS.items():
+        model_fields = {f.name for f in fields(spec.config_class)}
+        model = build_model(name, vocab_size=vocab_size, num_classes=num_classes,
+                            **{k: v for k, v in (overrides or {}).items() if k in model_fields})
+        rows.append(f"{name:<18} {model.num_parameters():>11,}  {spec.description}")
+    return "\n".join(rows)
