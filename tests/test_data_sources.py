@@ -1440,3 +1440,16 @@ def test_a_pipe_given_as_a_file_is_named_as_one_not_as_missing(tmp_path):
     with pytest.raises(DataError, match=rf"^{re.escape(str(pipe))}: not a regular file \(a pipe, socket or device\): "
                                         r"attnclf reads a file more than once; write it to a file first$"):
         load_file(pipe)
+
+
+def test_datasets_table_says_where_each_dataset_is_and_which_folders_it_searched(tmp_path, monkeypatch):
+    from attnclf.data.registry import datasets_table
+
+    monkeypatch.delenv("ATTNCLF_DATA_DIR", raising=False)
+    lines = datasets_table(tmp_path / "nowhere", extra=[("extra-one", "elsewhere", "a row the caller adds")])
+    lines = lines.splitlines()
+    assert lines[0].split() == ["name", "status", "description"]
+    rows = {line.split()[0]: line for line in lines[1:-1]}
+    assert "generated" in rows["demo"] and "not found locally" in rows["imdb"]
+    assert list(rows)[-1] == "extra-one" and "elsewhere" in rows["extra-one"]
+    assert lines[-1].startswith(f"searched, in order: {tmp_path / 'nowhere'} (no such folder), ")

@@ -900,27 +900,11 @@ def _input_texts(args: argparse.Namespace, config: dict) -> list[str]:
 
 @command("datasets")
 def cmd_datasets(args: argparse.Namespace) -> int:
-    from .data.registry import candidate_dirs, sources
+    from .data.registry import datasets_table
 
-    dirs = candidate_dirs(args.data_dir)
-    rows = []
-    for name, source in sources().items():
-        where = None if source.generated else source.locate(dirs)
-        if source.generated:
-            status = "generated"
-        elif where is None:
-            status = "not found locally"
-        else:
-            status = f"local: {where}" if source.is_complete(where) else f"local, some splits only: {where}"
-        rows.append((name, status, source.description))
-    rows.append((TOY_ORDER, "ablate only", "the course's order experiment on the three toy sets: "
-                                           f"`attnclf ablate --dataset {TOY_ORDER}`"))
-    width = max(len(status) for _, status, _ in rows)
-    print(f"{'name':<16} {'status':<{width}}  description")
-    for name, status, description in rows:
-        print(f"{name:<16} {status:<{width}}  {description}")
-    # Else a misspelt ATTNCLF_DATA_DIR reads as "not found locally", with nothing to say where that was.
-    print(f"searched, in order: {', '.join(str(d) if d.is_dir() else f'{d} (no such folder)' for d in dirs)}")
+    toy_order = (TOY_ORDER, "ablate only",
+                 f"the course's order experiment on the three toy sets: `attnclf ablate --dataset {TOY_ORDER}`")
+    print(datasets_table(args.data_dir, extra=[toy_order]))
     return 0
 
 

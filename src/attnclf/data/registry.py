@@ -12,7 +12,7 @@ import importlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 from ..errors import DataError
 from .base import Splits, TextDataset
@@ -101,6 +101,35 @@ def get_source(name: str) -> Source:
     if name not in known:
         raise DataError(f"unknown dataset {name!r}; known: {', '.join(known)}")
     return known[name]
+
+
+def datasets_table(data_dir: str | Path | None = None, extra: Sequence[tuple[str, str, str]] = ()) -> str:
+    """A row per dataset, its name, where it stands (generated, found locally and where, not found locally) and what
+    it is, then ``extra`` rows (name, status, description) as given; under them the folders searched, in order (those
+    of ``candidate_dirs(data_dir)``, a missing one said to be missing).
+
+    >>> datasets_table().splitlines()[1].split()[:2]
+    ['demo', 'generated']
+    """
+    dirs = candidate_dirs(data_dir)
+    rows = []
+    for name, source in sources().items():
+        where = None if source.generated else source.locate(dirs)
+        if source.generated:
+            status = "generated"
+        elif where is None:
+            status = "not found locally"
+        else:
+            status = f"local: {where}" if source.is_complete(where) else f"local, some splits only: {where}"
+        rows.append((name, status, source.description))
+    rows += extra
+    width = max(len(status) for _, status, _ in rows)
+    lines = [f"{'name':<16} {'status':<{width}}  description"]
+    lines += [f"{name:<16} {status:<{width}}  {description}" for name, status, description in rows]
+    # Else a misspelt ATTNCLF_DATA_DIR reads as "not found locally", with nothing to say where that was.
+    lines.append(f"searched, in order: "
+                 f"{', '.join(str(d) if d.is_dir() else f'{d} (no such folder)' for d in dirs)}")
+    return "\n".join(lines)
 
 
 def load_splits(name: str, data_dir: str | Path | None = None, seed: int = 0,
