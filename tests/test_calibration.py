@@ -295,3 +295,18 @@ def test_a_run_another_process_is_training_is_refused_before_it_is_called_unfini
                                            f"{pid}); wait for it to finish\n")
     assert main(["calibrate", str(run), "--threads", "1"]) == 0  # held no more: calibrated, and said unfinished
     assert f"warning: {run} has not finished training" in capsys.readouterr().err
+
+
+def test_calibration_summary_says_the_temperature_and_each_score_before_and_after():
+    from attnclf.evaluation.calibration import calibration_summary
+
+    record = {"temperature": 1.5, "fitted_on": {"texts": 1200},
+              "validation": {"log_loss": [0.5, 0.25], "ece": [0.125, 0.0625]}}
+    assert calibration_summary(record) == ("temperature 1.500 (less sure than trained), fitted on 1,200 validation "
+                                           "texts: log loss 0.5000 -> 0.2500, calibration error 0.1250 -> 0.0625")
+    record["temperature"] = 0.5
+    record["validation"]["ece_per_label"] = {"a" * 150: [0.25, 0.125]}
+    first, label = calibration_summary(record).splitlines()
+    assert first.startswith("temperature 0.500 (more sure than trained)") and "binary log loss" in first
+    assert "calibration error (mean over labels) 0.1250 -> 0.0625" in first
+    assert label.startswith("  aaa") and "..." in label and label.endswith(": calibration error 0.2500 -> 0.1250")

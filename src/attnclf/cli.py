@@ -20,7 +20,7 @@ from pathlib import Path
 
 from . import __version__
 from .checks import ACCESS_LOGS, BACKENDS, check_device_name, check_threads, set_value
-from .errors import NAME_LENGTH, AttnclfError, AttnclfWarning, is_out_of_memory, shown
+from .errors import AttnclfError, AttnclfWarning, is_out_of_memory, shown
 from .rundir import (check_output_folder, kept_earlier_models, member_folders, read_config,
                      refuse_if_held, unfinished_warning)
 
@@ -723,19 +723,12 @@ def cmd_suspects(args: argparse.Namespace) -> int:
 
 @command("calibrate", threads=True)
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    from .evaluation.calibration import calibrate_run
+    from .evaluation.calibration import calibrate_run, calibration_summary
     from .rundir import TEMPERATURE_FILE
 
     record = calibrate_run(args.run_dir, data_dir=args.data_dir, device=args.device)
     _warn_if_unfinished(args.run_dir)  # (after: one another process is training is refused, not told to resume)
-    loss, ece = record["validation"]["log_loss"], record["validation"]["ece"]
-    per_label = record["validation"].get("ece_per_label")  # (a multi-label run's: the mean is printed above)
-    print(f"temperature {record['temperature']:.3f} ({'less' if record['temperature'] > 1 else 'more'} sure than "
-          f"trained), fitted on {record['fitted_on']['texts']:,} validation texts: {'binary ' if per_label else ''}"
-          f"log loss {loss[0]:.4f} -> {loss[1]:.4f}, calibration error {'(mean over labels) ' if per_label else ''}"
-          f"{ece[0]:.4f} -> {ece[1]:.4f}")
-    for label, (before, after) in (per_label or {}).items():
-        print(f"  {shown(label, most=NAME_LENGTH, write=str)}: calibration error {before:.4f} -> {after:.4f}")
+    print(calibration_summary(record))
     print(f"written: {Path(args.run_dir) / TEMPERATURE_FILE} (predict, evaluate, serve, explain and export apply it; "
           f"delete it to undo)")
     return 0

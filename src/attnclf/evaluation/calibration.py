@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 from scipy.optimize import minimize_scalar
 
-from ..errors import AttnclfError
+from ..errors import NAME_LENGTH, AttnclfError, shown
 from .metrics import expected_calibration_error, log_loss
 from .multilabel import binary_cross_entropy
 
@@ -106,6 +106,26 @@ def calibrate_run(run_dir: str | Path, data_dir: str | None = None, device: str 
                            f"ensemble then averages their calibrated probabilities{retune}")
     with adding_to_run(run_dir):
         return _calibrate(run_dir, data_dir, device)
+
+
+def calibration_summary(record: dict) -> str:
+    """What ``calibrate_run`` fitted (its ``record``), in words: the temperature and, on the validation texts, the log
+    loss and calibration error before and after; a multi-label run's, each label's calibration error on a line of its
+    own.
+
+    >>> calibration_summary({"temperature": 1.79, "fitted_on": {"texts": 1131},
+    ...                      "validation": {"log_loss": [0.61, 0.52], "ece": [0.08, 0.02]}}).split(": ")[1]
+    'log loss 0.6100 -> 0.5200, calibration error 0.0800 -> 0.0200'
+    """
+    loss, ece = record["validation"]["log_loss"], record["validation"]["ece"]
+    per_label = record["validation"].get("ece_per_label")  # (a multi-label run's: the mean is on the first line)
+    lines = [f"temperature {record['temperature']:.3f} ({'less' if record['temperature'] > 1 else 'more'} sure than "
+             f"trained), fitted on {record['fitted_on']['texts']:,} validation texts: {'binary ' if per_label else ''}"
+             f"log loss {loss[0]:.4f} -> {loss[1]:.4f}, calibration error {'(mean over labels) ' if per_label else ''}"
+             f"{ece[0]:.4f} -> {ece[1]:.4f}"]
+    lines += [f"  {shown(label, most=NAME_LENGTH, write=str)}: calibration error {before:.4f} -> {after:.4f}"
+              for label, (before, after) in (per_label or {}).items()]
+    return "\n".join(lines)
 
 
 def _calibrate(run_dir: str | Path, data_dir: str | None, device: str) -> dict:
