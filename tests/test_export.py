@@ -6,6 +6,7 @@ import shutil
 import subprocess
 import sys
 from contextlib import contextmanager
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -591,3 +592,16 @@ def test_loading_an_export_leaves_onnxruntime_telemetry_off_so_it_writes_nothing
     assert not (tmp_path / "home").exists()
     _load_in_a_fresh_process(exported, tmp_path / "asked", ORT_DISABLE_TELEMETRY="0")
     assert (tmp_path / "asked" / ".cache" / "Microsoft").is_dir()
+
+
+def test_an_export_summarises_where_it_went_its_parity_and_its_int8_graph():
+    from attnclf.export.onnx import OnnxExport
+
+    parity = {"texts": 200, "prediction_agreement": 1.0, "max_abs_diff": 3.1e-7, "tolerance": 1e-4}
+    export = OnnxExport(Path("runs/demo/onnx"), {"parity": parity})
+    assert export.summary() == ("exported to runs/demo/onnx\nparity on 200 texts: predictions agree 100.00%, "
+                                "max |p_onnx - p_torch| 3.10e-07 (tolerance 1e-04)")
+    export.manifest["int8"] = {"bytes": 300 * 1024, "fp32_bytes": 1200 * 1024, "accuracy": 0.875,
+                               "accuracy_change": -0.0125, "prediction_agreement": 0.985, "max_abs_diff": 0.02}
+    assert export.summary().splitlines()[2] == ("int8 (300 KiB vs 1200 KiB): accuracy 0.8750 (-0.0125 vs PyTorch), "
+                                                "predictions agree 98.50%, max |p_int8 - p_torch| 2.00e-02")

@@ -1272,15 +1272,7 @@ def cmd_export(args: argparse.Namespace) -> int:
                        limit=args.check_examples, data_dir=args.data_dir,
                        named=lambda name: _flag(flags.get(name, name)))
     result = export_onnx(args.run_dir, args.output, check=check, quantize=args.quantize)
-    parity = result.manifest["parity"]
-    print(f"exported to {result.directory}")
-    print(f"parity on {parity['texts']} texts: predictions agree {parity['prediction_agreement']:.2%}, "
-          f"max |p_onnx - p_torch| {parity['max_abs_diff']:.2e} (tolerance {parity['tolerance']:.0e})")
-    if args.quantize:
-        int8 = result.manifest["int8"]
-        print(f"int8 ({int8['bytes'] / 1024:.0f} KiB vs {int8['fp32_bytes'] / 1024:.0f} KiB): accuracy "
-              f"{int8['accuracy']:.4f} ({int8['accuracy_change']:+.4f} vs PyTorch), predictions agree "
-              f"{int8['prediction_agreement']:.2%}, max |p_int8 - p_torch| {int8['max_abs_diff']:.2e}")
+    print(result.summary())
     return 0
 
 

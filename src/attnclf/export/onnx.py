@@ -62,6 +62,23 @@ class OnnxExport:
     directory: Path
     manifest: dict  # the contents of export.json
 
+    def summary(self) -> str:
+        """Where the export went and how closely it answers as PyTorch does (its int8 graph too, where made).
+
+        >>> OnnxExport(Path("onnx"), {"parity": {"texts": 8, "prediction_agreement": 1.0, "max_abs_diff": 2e-7,
+        ...                                      "tolerance": 1e-4}}).summary().splitlines()[1]
+        'parity on 8 texts: predictions agree 100.00%, max |p_onnx - p_torch| 2.00e-07 (tolerance 1e-04)'
+        """
+        parity = self.manifest["parity"]
+        lines = [f"exported to {self.directory}",
+                 f"parity on {parity['texts']} texts: predictions agree {parity['prediction_agreement']:.2%}, "
+                 f"max |p_onnx - p_torch| {parity['max_abs_diff']:.2e} (tolerance {parity['tolerance']:.0e})"]
+        if int8 := self.manifest.get("int8"):
+            lines.append(f"int8 ({int8['bytes'] / 1024:.0f} KiB vs {int8['fp32_bytes'] / 1024:.0f} KiB): accuracy "
+                         f"{int8['accuracy']:.4f} ({int8['accuracy_change']:+.4f} vs PyTorch), predictions agree "
+                         f"{int8['prediction_agreement']:.2%}, max |p_int8 - p_torch| {int8['max_abs_diff']:.2e}")
+        return "\n".join(lines)
+
 
 class _LogitsAndPooling(nn.Module):
     """The graph's whole interface: (input_ids, attention_mask) -> logits (, pooling weights)."""
