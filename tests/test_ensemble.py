@@ -724,3 +724,18 @@ def test_a_mixed_ensemble_served_names_every_model(tmp_path):
         assert "Text classifier (boe + self-attn)" in client.get("/openapi.json").json()["info"]["description"]
     with TestClient(create_app(Ensemble.load(runs[:1], device="cpu"))) as client:
         assert client.get("/model").json()["model"]["config"]["embed_dim"] == 16
+
+
+def test_an_ensemble_summary_says_its_scores_its_validation_and_where_its_thresholds_come_from(tmp_path):
+    from attnclf.ensemble import ensemble_summary
+
+    metrics = {"split": "test", "accuracy": 0.75, "macro_f1": 0.5}
+    (tmp_path / "ensemble.json").write_text(json.dumps({"members": ["seed-0", "seed-1"]}))
+    assert ensemble_summary(tmp_path, metrics, runs=2) == (f"ensemble of 2 runs ({tmp_path / 'ensemble.json'}), "
+                                                           f"averaged:\ntest: accuracy 0.7500  macro-F1 0.5000")
+    (tmp_path / "ensemble.json").write_text(json.dumps({"members": ["seed-0", "seed-1"], "thresholds_from": "members",
+                                                        "validation_metrics": {"accuracy": 0.5, "macro_f1": 0.25}}))
+    assert ensemble_summary(tmp_path, metrics, runs=2).splitlines()[2:] == [
+        "validation (held out by every member): accuracy 0.5000  macro-F1 0.2500",
+        "label sets at the members' thresholds, averaged: each held out validation texts of its own (one --split-seed "
+        "would share them)"]

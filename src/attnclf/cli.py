@@ -440,8 +440,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     if args.resume and args.overwrite:
         raise AttnclfError("--resume continues the run in --output and --overwrite replaces it: give one")
     if args.seeds:
-        from .ensemble import ENSEMBLE_FILE, train_ensemble
-        from .rundir import read_json
+        from .ensemble import ensemble_summary, train_ensemble
 
         if args.seed is not None:
             raise AttnclfError("give --seed or --seeds, not both")
@@ -464,18 +463,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         metrics = train_ensemble(settings, args.seeds, resume=args.resume, progress=not args.quiet, named=_flag,
                                  earlier=earlier)
         if metrics:  # torchrun's other ranks leave the testing to rank 0
-            print(f"ensemble of {len(args.seeds)} runs ({Path(settings.output) / ENSEMBLE_FILE}), averaged:")
-            _print_metrics(metrics)
-            saved = read_json(Path(settings.output) / ENSEMBLE_FILE)
-            validation = saved.get("validation_metrics")
-            if validation:
-                print(f"validation (held out by every member): accuracy {validation['accuracy']:.4f}  "
-                      f"macro-F1 {validation['macro_f1']:.4f}")
-            if saved.get("thresholds_from") == "validation":
-                print("label sets at thresholds tuned on the validation texts every member held out")
-            elif saved.get("thresholds_from") == "members":
-                print("label sets at the members' thresholds, averaged: each held out validation texts of its own "
-                      "(one --split-seed would share them)")
+            print(ensemble_summary(settings.output, metrics, runs=len(args.seeds)))
         return 0
     if args.resume:
         if not args.output:

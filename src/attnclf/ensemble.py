@@ -410,6 +410,28 @@ def train_ensemble(settings, seeds: Sequence[int], resume: bool = False, progres
         return metrics
 
 
+def ensemble_summary(output: str | Path, metrics: dict, runs: int) -> str:
+    """What ``train_ensemble`` trained into ``output`` scored (its ``metrics``, of ``runs`` members averaged), then,
+    from its ensemble file, its scores on the validation texts every member held out and where its label sets'
+    thresholds come from, where it records them.
+
+    >>> # print(ensemble_summary("runs/self-attn-imdb", train_ensemble(settings, seeds=[0, 1, 2]), runs=3))
+    """
+    from .evaluation.metrics import metrics_line
+
+    lines = [f"ensemble of {runs} runs ({Path(output) / ENSEMBLE_FILE}), averaged:", metrics_line(metrics)]
+    saved = read_json(Path(output) / ENSEMBLE_FILE)
+    if validation := saved.get("validation_metrics"):
+        lines.append(f"validation (held out by every member): accuracy {validation['accuracy']:.4f}  "
+                     f"macro-F1 {validation['macro_f1']:.4f}")
+    if saved.get("thresholds_from") == "validation":
+        lines.append("label sets at thresholds tuned on the validation texts every member held out")
+    elif saved.get("thresholds_from") == "members":
+        lines.append("label sets at the members' thresholds, averaged: each held out validation texts of its own "
+                     "(one --split-seed would share them)")
+    return "\n".join(lines)
+
+
 def members_progress(output: str | Path, seeds: Sequence[int]) -> str:
     """How far each of the members ``train_ensemble`` trains into ``output`` got, in one line: what a `--resume`
     keeps and what it continues from (``run_progress``).
