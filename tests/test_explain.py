@@ -1085,3 +1085,15 @@ def test_png_images_are_drawn_one_at_a_time(monkeypatch):
     images = render.render_png([e] * 50, "slide.png", methods_per_text=1)
     name, png = next(images)
     assert (name, png[:4], len(drawn)) == ("slide-1.png", b"\x89PNG", 1)
+
+
+def test_explanations_written_to_a_file_are_rendered_in_its_format_and_named_as_written(tmp_path):
+    from attnclf.explain.render import write_explanations
+
+    e = Explanation("not bad", ["not", "bad"], [0.8, 0.2], "attention", "positive", "positive", 0.9, {})
+    written = []
+    write_explanations([e], str(tmp_path / "page.html"), "html", methods_per_text=1, wrote=written.append)
+    write_explanations([e], str(tmp_path / "lines.txt"), "json", methods_per_text=1, wrote=written.append)
+    assert written == [str(tmp_path / "page.html"), str(tmp_path / "lines.txt")]
+    assert (tmp_path / "page.html").read_text(encoding="utf-8") == render_html([e]) + "\n"
+    assert (tmp_path / "lines.txt").read_text(encoding="utf-8") == render_json([e]) + "\n"

@@ -946,28 +946,13 @@ def cmd_explain(args: argparse.Namespace) -> int:
     if args.method == "all":
         _note_left_out(available, "--method all")
     output_format = render.format_for(args.output, args.format)
-    if output_format == "png":
-        from .rundir import write_output_file
-
-        for name, png in render.render_png(explanations, args.output, len(methods)):
-            write_output_file(name, png)
-            print(f"wrote {name}")
-        return 0
-    if output_format == "json":
-        out = render.render_json(explanations)
-    elif output_format == "html":
-        out = render.render_html(explanations)
+    color = args.color == "always" or (args.color == "auto" and args.output is None and sys.stdout.isatty()
+                                       and "NO_COLOR" not in os.environ)
+    if args.output or output_format == "png":
+        render.write_explanations(explanations, args.output, output_format, len(methods), color=color,
+                                  wrote=lambda name: print(f"wrote {name}"))
     else:
-        color = args.color == "always" or (args.color == "auto" and args.output is None and sys.stdout.isatty()
-                                           and "NO_COLOR" not in os.environ)
-        out = render.render_terminal(explanations, color=color)
-    if args.output:
-        from .rundir import write_output_file
-
-        write_output_file(args.output, (out + "\n").encode("utf-8"))
-        print(f"wrote {args.output}")
-    else:
-        print(out)
+        print(render.render_text(explanations, output_format, color=color))
     return 0
 
 

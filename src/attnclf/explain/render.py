@@ -25,7 +25,7 @@ import html
 import json
 import math
 import textwrap
-from typing import TYPE_CHECKING, Iterator, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -284,6 +284,40 @@ def head_summary(maps: np.ndarray, tokens: Sequence[str], shown: int = 12, windo
 def render_json(explanations: Sequence[Explanation]) -> str:
     """One JSON object per line, per explanation."""
     return "\n".join(json.dumps(e.to_dict(), ensure_ascii=False) for e in explanations)
+
+
+def render_text(explanations: Sequence[Explanation], output_format: str, color: bool = False) -> str:
+    """``explanations`` in the text format ``output_format`` names (``format_for``'s but png): JSON lines, an HTML
+    page, or the terminal's text (coloured with ``color``).
+
+    >>> e = Explanation("not bad", ["not", "bad"], [0.8, 0.2], "attention", "positive", "positive", 0.9, {})
+    >>> render_text([e], "json") == render_json([e]), render_text([e], "terminal") == render_terminal([e], False)
+    (True, True)
+    """
+    if output_format == "json":
+        return render_json(explanations)
+    if output_format == "html":
+        return render_html(explanations)
+    return render_terminal(explanations, color=color)
+
+
+def write_explanations(explanations: Sequence[Explanation], output: str, output_format: str, methods_per_text: int,
+                       color: bool = False, wrote: Callable[[str], None] = lambda name: None) -> None:
+    """Write ``explanations`` to the file ``output`` in ``output_format`` (``format_for``'s): png, an image per chart
+    (``render_png``, ``methods_per_text`` the methods each text is explained by), else ``render_text``'s text and a
+    newline; each file atomically, ``wrote(name)`` called once it is.
+
+    >>> # write_explanations(clf.explain(["not bad"]), "explained.html", "html", methods_per_text=1, wrote=print)
+    """
+    from ..rundir import write_output_file
+
+    if output_format == "png":
+        for name, png in render_png(explanations, output, methods_per_text):
+            write_output_file(name, png)
+            wrote(name)
+        return
+    write_output_file(output, (render_text(explanations, output_format, color) + "\n").encode("utf-8"))
+    wrote(output)
 
 
 def _with_cut(e: Explanation, shown: list[str], mark: str) -> list[str]:
