@@ -294,3 +294,15 @@ def test_metrics_line_names_the_split_and_leaves_out_undefined_scores():
              "roc_auc": 0.75}
     assert metrics_line(multi) == ("test: micro-F1 0.5000  macro-F1 0.2500  subset accuracy 0.1250  Hamming loss "
                                    "0.0625  macro ROC AUC 0.7500")
+
+
+def test_evaluation_text_reads_as_evaluate_prints_it():
+    from attnclf.evaluation.metrics import confusion_table, evaluation_text, metrics_line
+
+    y, probs = [0, 1, 1, 0], np.array([[.9, .1], [.3, .7], [.6, .4], [.2, .8]])
+    m = compute_metrics(y, probs, ["neg", "pos"])
+    m["threshold"] = {"class": "pos", "probability": 0.7}
+    lines = evaluation_text(m, ["neg", "pos"], multi_label=False, named=lambda name: f"--{name}")
+    assert lines == (m["classification_report"] + "\n" + confusion_table(m["confusion_matrix"], ["neg", "pos"]) +
+                     "\n\n" + metrics_line(m) + "\npredicted by --threshold: 'pos' when its probability is at least "
+                     "0.7, else the most probable other class")

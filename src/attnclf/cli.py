@@ -652,7 +652,7 @@ def cmd_refit(args: argparse.Namespace) -> int:
 @command("evaluate", threads=True)
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from .ensemble import Ensemble, load_run
-    from .evaluation.metrics import confusion_table, evaluate, operating_points_table
+    from .evaluation.metrics import evaluate, evaluation_text
 
     _refuse_columns_without_test_file(args)
     clf = Ensemble.load(args.run_dirs, device=args.device, bf16=args.bf16) if len(args.run_dirs) > 1 else \
@@ -668,18 +668,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(json.dumps({k: v for k, v in metrics.items() if k != "classification_report"}, indent=2))
     else:
-        print(metrics["classification_report"])
-        if "confusion_matrix" in metrics:  # (a single-label run's)
-            print(confusion_table(metrics["confusion_matrix"], clf.label_names) + "\n")
-        _print_metrics(metrics)
-        if threshold := metrics.get("threshold"):
-            otherwise = (", else the most probable other class" if not clf.multi_label else
-                         "; the other labels at the ensemble's thresholds (ensemble.json, or its members' averaged)"
-                         if isinstance(clf, Ensemble) else "; the other labels at their own thresholds (thresholds.json)")
-            print(f"predicted by --threshold: {shown(threshold['class'])} when its probability is at least "
-                  f"{threshold['probability']:g}{otherwise}")
-        if "operating_points" in metrics:
-            print("\n" + operating_points_table(metrics["operating_points"]))
+        print(evaluation_text(metrics, clf.label_names, clf.multi_label, named=_flag,
+                              ensemble=isinstance(clf, Ensemble)))
     if written is not None:
         order = "most wrong labels first" if clf.multi_label else "most confident first"
         print(f"wrote {written:,} misclassified texts of {metrics['num_examples']:,} to {args.errors} ({order})",

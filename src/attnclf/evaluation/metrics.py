@@ -457,6 +457,30 @@ def metrics_line(metrics: dict) -> str:
         f"  {name} {metrics[key]:.4f}" for name, key in optional if metrics.get(key) is not None)
 
 
+def evaluation_text(metrics: dict, label_names: Sequence[str], multi_label: bool, named=by_field,
+                    ensemble: bool = False) -> str:
+    """``evaluate``'s ``metrics`` as `attnclf evaluate` prints them: the classification report, a single-label run's
+    confusion matrix, the scores' line (``metrics_line``), the threshold applied (``named("threshold")``: how the
+    caller's argument is named; ``ensemble``: a multi-label ensemble's other labels are cut at its thresholds, not a
+    run's thresholds.json) and the operating points, where asked for.
+
+    >>> # print(evaluation_text(evaluate(clf, ("great film", "dull plot"), ["pos", "neg"]), clf.label_names, False))
+    """
+    chunks = [metrics["classification_report"]]
+    if "confusion_matrix" in metrics:  # (a single-label run's)
+        chunks.append(confusion_table(metrics["confusion_matrix"], label_names) + "\n")
+    chunks.append(metrics_line(metrics))
+    if threshold := metrics.get("threshold"):
+        otherwise = (", else the most probable other class" if not multi_label else
+                     "; the other labels at the ensemble's thresholds (ensemble.json, or its members' averaged)"
+                     if ensemble else "; the other labels at their own thresholds (thresholds.json)")
+        chunks.append(f"predicted by {named('threshold')}: {shown(threshold['class'])} when its probability is at "
+                      f"least {threshold['probability']:g}{otherwise}")
+    if "operating_points" in metrics:
+        chunks.append("\n" + operating_points_table(metrics["operating_points"]))
+    return "\n".join(chunks)
+
+
 def confusion_table(matrix, label_names: Sequence[str], width: int = 120) -> str:
     """The confusion matrix as text, rows the true label and columns the predicted one, each named; where the class
     names would make it wider than ``width`` columns, the columns are numbered and each row starts with its number,
