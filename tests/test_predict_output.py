@@ -469,3 +469,16 @@ def test_unknown_token_notes_take_a_line_of_their_own_under_the_bar(run, tmp_pat
     assert len(noted) == 1
     # What the terminal shows of the line: the text after its last carriage return, the bar's drawing cleared.
     assert noted[0].rsplit("\r", 1)[-1].startswith("note: 'zzqx wqvy plok': ")
+
+
+def test_unknown_token_notes_name_the_first_few_texts_then_count_the_rest():
+    from attnclf.prediction import NOTED_TEXTS, Prediction, UnknownTokenNotes
+
+    said = []
+    notes = UnknownTokenNotes(say=said.append)
+    for i in range(NOTED_TEXTS + 3):
+        notes(f"zzz {i}", Prediction("pos", 0.5, {"neg": 0.5, "pos": 0.5}, unknown_tokens=2, tokens_read=2))
+    notes("good film", Prediction("pos", 0.9, {"neg": 0.1, "pos": 0.9}, unknown_tokens=0, tokens_read=2))
+    notes.count_the_rest()
+    assert len(said) == NOTED_TEXTS + 1 and said[0].startswith("note: 'zzz 0': all 2 tokens the model read are")
+    assert said[-1].startswith("note: and 3 more texts past a quarter of their tokens unknown")

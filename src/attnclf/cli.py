@@ -731,7 +731,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
 def _predict(args: argparse.Namespace) -> int:
     from .data.files import has_rows, known_row_count
     from .ensemble import first_member, is_ensemble_dir, load_backend
-    from .prediction import class_threshold
+    from .prediction import UnknownTokenNotes, class_threshold
     from .prediction_files import PREDICT_CHUNK, check_output, predict_file, predict_texts
 
     if args.output is None:
@@ -758,7 +758,7 @@ def _predict(args: argparse.Namespace) -> int:
         # At a terminal only (a log would fill with it): rows done, their rate, and the time left where the count of
         # rows is known without a pass through them (a CSV's is not).
         with tqdm(desc="predicting", unit=" texts", total=total, disable=None, leave=False) as bar:
-            notes = _UnknownTokenNotes(say=lambda line: tqdm.write(line, file=sys.stderr))  # (its line not the bar's)
+            notes = UnknownTokenNotes(say=lambda line: tqdm.write(line, file=sys.stderr))  # (its line not the bar's)
             if texts is None:
                 written = predict_file(clf, args.file, args.output, text_column=args.text_column,
                                        overwrite=args.overwrite, noticed=notes, named=_flag, threshold=threshold,
@@ -769,7 +769,7 @@ def _predict(args: argparse.Namespace) -> int:
         notes.count_the_rest()
         print(f"wrote {written:,} prediction{'s' * (written != 1)} to {args.output}", file=sys.stderr)
         return 0
-    notes = _UnknownTokenNotes()
+    notes = UnknownTokenNotes()
     texts = _input_texts(args, clf.config)
     for start in range(0, len(texts), PREDICT_CHUNK):  # answers flow out chunk by chunk, not all at the end
         chunk = texts[start:start + PREDICT_CHUNK]
@@ -795,28 +795,6 @@ def _refuse_with_output(args: argparse.Namespace) -> None:
         raise AttnclfError(f"--output writes the rows of {args.file}: give texts as arguments or a data --file, "
                            f"not both")
 
-
-class _UnknownTokenNotes:
-    """predict's notes on stderr (its answers stay JSON lines on stdout, or rows in --output): the first
-    ``NOTED_TEXTS`` texts past a quarter of their tokens unknown, then how many more. ``say`` prints a note's line:
-    under a progress bar, through the bar's own writer, which clears the bar's line first."""
-
-    def __init__(self, say: Callable[[str], None] | None = None):
-        from .prediction import NOTED_TEXTS, unknown_tokens_note  # (once, not per answer)
-
-        self.noted, self.shown_at_most, self.note_for = 0, NOTED_TEXTS, unknown_tokens_note
-        self.say = say or (lambda line: print(line, file=sys.stderr))
-
-    def __call__(self, text: str, prediction) -> None:
-        if note := self.note_for(prediction.unknown_tokens, prediction.tokens_read):
-            self.noted += 1
-            if self.noted <= self.shown_at_most:
-                self.say(f"note: {shown(text)}: {note}")
-
-    def count_the_rest(self) -> None:
-        if self.noted > self.shown_at_most:
-            self.say(f"note: and {self.noted - self.shown_at_most:,} more texts past a quarter of their tokens "
-                     f"unknown: see each answer's unknown_tokens and tokens_read")
 
 # predict's and explain's --file. A plain file's blank lines are skipped, so its answers can be fewer than its lines:
 # each answer carries its text. A data file's empty row is answered.

@@ -169,6 +169,34 @@ def unknown_tokens_note(unknown_tokens: int | None, tokens_read: int | None) -> 
             f"unknown to it ({UNK}): its answer rests on the other {tokens_read - unknown_tokens}")
 
 
+class UnknownTokenNotes:
+    """Notes on the texts past a quarter of whose tokens the model read as unknown (``unknown_tokens_note``): the
+    first ``NOTED_TEXTS`` such texts a note each, then (``count_the_rest``) how many more, so that a file of thousands
+    gets a count, not a note each. ``say`` writes a note's line (default: on stderr, where `attnclf predict` keeps
+    them apart from its answers). Called with each text and its prediction: ``predict_file``'s ``noticed``.
+
+    >>> notes = UnknownTokenNotes(say=print)
+    >>> notes("zzz", Prediction("pos", 0.5, {"neg": 0.5, "pos": 0.5}, unknown_tokens=1, tokens_read=1))
+    note: 'zzz': the one token the model read is unknown to it (<unk>): its answer rests on none of the text's words
+    """
+
+    def __init__(self, say: Callable[[str], None] | None = None):
+        self.noted = 0
+        self.say = say or (lambda line: print(line, file=sys.stderr))
+
+    def __call__(self, text: str, prediction: Prediction | LabelSetPrediction) -> None:
+        if note := unknown_tokens_note(prediction.unknown_tokens, prediction.tokens_read):
+            self.noted += 1
+            if self.noted <= NOTED_TEXTS:
+                self.say(f"note: {shown(text)}: {note}")
+
+    def count_the_rest(self) -> None:
+        """The line counting the texts noted past the first ``NOTED_TEXTS``, where there were more."""
+        if self.noted > NOTED_TEXTS:
+            self.say(f"note: and {self.noted - NOTED_TEXTS:,} more texts past a quarter of their tokens "
+                     f"unknown: see each answer's unknown_tokens and tokens_read")
+
+
 def refuse_unknown_class(label_names: Sequence[str], name, asked: str, multi_label: bool = False) -> None:
     """One line where ``name`` is not one of ``label_names`` (``asked``: what named it; ``multi_label``: a
     multi-label run's, its labels), with the first few of them to pick from.
