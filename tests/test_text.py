@@ -297,6 +297,17 @@ def test_social_media_posts_keep_urls_mentions_emoji_and_stretched_words_as_toke
         ["@", "user", "sooo", "good", "!!", "😍", "😍", "httpurl"]]
 
 
+def test_social_media_reads_a_url_without_the_punctuation_that_follows_it():
+    # \S+ took the sentence's own ")", "," or "!!!" into the URL, and the placeholder replaced them with it: a post's
+    # closing bracket and its exclamation marks were lost. A bracket the URL opened stays its own (Wikipedia's).
+    posts = CleaningConfig(social_media=True)
+    assert clean("see (https://x.com/a). ok", posts) == "see ( httpurl ). ok"
+    assert clean("go to www.a.com, now", posts) == "go to httpurl , now"
+    assert clean("loved it https://t.co/x1!!!", posts) == "loved it httpurl !!!"
+    assert clean("(on https://en.wikipedia.org/wiki/Foo_(bar))", posts) == "(on httpurl )"
+    assert clean("https://t.co/x1", posts) == "httpurl"
+
+
 def test_a_run_saved_before_social_media_keeps_reading_texts_as_it_was_trained():
     old = TokenizerConfig.from_dict({"kind": "word", "cleaning": {"lowercase": True, "unicode_nfc": True,
                                                                   "split_cjk": True}})

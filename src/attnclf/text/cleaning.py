@@ -154,7 +154,7 @@ def _social_media(text: str) -> str:
     text = html.unescape(text)
     # (each pattern only where it can match: searched for on every text, they cleaned IMDB 6x slower)
     if "://" in text or "www." in text.lower():
-        text = _URL.sub(f" {URL_WORD} ", text)
+        text = _URL.sub(_url_replaced, text)
     text = _MENTION.sub(f" {MENTION_WORD} ", text)
     if not text.isascii():
         text = _EMOJI.sub(lambda emoji: f" {emoji.group().replace(chr(0xFE0F), '').replace(chr(0x200D), '')} ", text)
@@ -195,6 +195,21 @@ def _post_mark(text: str) -> str | None:
         if can_match and (match := pattern.search(text)):
             return match.group()
     return None
+
+
+# What ends a sentence or closes a bracket after a URL: the text's, not the URL's ("see (https://x.com/a).")
+_AFTER_URL = ".,;:!?)]}'\""
+
+
+def _url_replaced(url: re.Match) -> str:
+    """A URL ``_URL`` found, as ``URL_WORD`` followed by the punctuation ``\\S+`` took from the text after it (lost
+    with the URL, it was a post's "!!!" or closing bracket); a ")" that closes a "(" of the URL's is the URL's."""
+    found = url.group()
+    kept = found.rstrip(_AFTER_URL)
+    after = found[len(kept):]
+    closing = len(after) - len(after.lstrip(")"))
+    own = min(closing, max(0, kept.count("(") - kept.count(")")))  # (counted once: a loop was quadratic on "))))")
+    return f" {URL_WORD} {after[own:]}"
 
 
 def _shortened(stretched: re.Match) -> str:
