@@ -308,6 +308,15 @@ def test_social_media_reads_a_url_without_the_punctuation_that_follows_it():
     assert clean("https://t.co/x1", posts) == "httpurl"
 
 
+def test_social_media_reads_only_html_entities_with_their_semicolon_as_characters():
+    # html.unescape also reads a hundred legacy names without one ("&not", "&copy", "&para"), as browsers do, so texts
+    # that merely held a "&" changed: "this&nothing" read "this¬hing". Posts escape "&" as "&amp;", semicolon and all.
+    posts = CleaningConfig(social_media=True)
+    assert clean("this&nothing &notably AT&T &copy &para=1", posts) == "this&nothing &notably at&t &copy &para=1"
+    assert clean("&amp; &lt;3 &#64;ann &#x1F60D; &copy; &notin; &notx; &bogus;", posts) == \
+        "& <3 @user 😍 © ∉ &notx; &bogus;"
+
+
 def test_a_run_saved_before_social_media_keeps_reading_texts_as_it_was_trained():
     old = TokenizerConfig.from_dict({"kind": "word", "cleaning": {"lowercase": True, "unicode_nfc": True,
                                                                   "split_cjk": True}})
