@@ -1104,6 +1104,22 @@ def test_a_run_from_before_a_cleaning_setting_resumes_with_the_command_that_star
     assert f"{chosen} trained with tokenizer.cleaning = " in capsys.readouterr().err
 
 
+def test_a_run_from_before_social_media_resumed_with_social_media_is_refused_not_read_as_before(
+        csv_files, tmp_path, capsys, recorded_before):
+    # Every cleaning setting added before social_media had a flag that set it to the value runs had before it, so a
+    # run recorded then was compared with its command at that value whatever was typed; --social-media sets one away
+    # from it, and was taken silently: the run went on reading texts without it.
+    run = tmp_path / "run"
+    argv = ["train", "--train-file", str(csv_files[0]), "--model", "boe", "--min-frequency", "1", "--no-report",
+            "--threads", "1", "--quiet", "--output", str(run)]
+    assert main([*argv, "--epochs", "1"]) == 0
+    recorded_before(run, "social_media")
+    capsys.readouterr()
+    assert main([*argv, "--epochs", "2", "--resume", "--social-media"]) == 2
+    assert f"{run} trained with tokenizer.cleaning = " in capsys.readouterr().err
+    assert len((run / "history.jsonl").read_text().splitlines()) == 1
+
+
 def test_chinese_is_read_a_character_a_word_and_a_run_that_keeps_its_clauses_is_warned(tmp_path, capsys):
     from attnclf import Classifier
 

@@ -23,7 +23,7 @@ from ..errors import AttnclfError, shown
 from ..models import MODELS
 from ..recipes import run_recipe
 from ..rundir import read_config, refuse_estimator_run
-from ..text.cleaning import CleaningConfig, added_since
+from ..text.cleaning import CLEANING_ADDED, CleaningConfig, added_since
 from ..text.tokenizer import TokenizerConfig
 from ..text.windows import WindowConfig
 from .trainer import TrainConfig, checkpoint_state, stopped_early
@@ -258,12 +258,18 @@ class RunSettings:
         >>> old = RunSettings(recorded_without=("split_cjk",))
         >>> old.as_begun(RunSettings()).tokenizer.cleaning.split_cjk, RunSettings().tokenizer.cleaning.split_cjk
         (False, True)
+        >>> posts = RunSettings(tokenizer=TokenizerConfig(cleaning=CleaningConfig(social_media=True)))
+        >>> RunSettings(recorded_without=("social_media",)).as_begun(posts).tokenizer.cleaning.social_media
+        True
         """
         if not self.recorded_without:
             return built
-        cleaning = built.tokenizer.cleaning.as_before(self.recorded_without)
-        return replace(built, tokenizer=replace(built.tokenizer, cleaning=cleaning),
-                       recorded_without=self.recorded_without)
+        # Not one the command set away from both its default and that value: a flag typed (--social-media; the flags
+        # of those added before it set that value). It stays as typed, recorded too, so it differs from the run's.
+        untyped = tuple(name for name in self.recorded_without if getattr(built.tokenizer.cleaning, name) in
+                        (getattr(CleaningConfig(), name), CLEANING_ADDED[name]))
+        cleaning = built.tokenizer.cleaning.as_before(untyped)
+        return replace(built, tokenizer=replace(built.tokenizer, cleaning=cleaning), recorded_without=untyped)
 
     def check(self, named: Callable[[str], str] = by_field, given: Collection[str] = ()) -> None:
         """Refuse what a new run cannot train with: the first of these settings' ``refusals``, in one line.
