@@ -264,6 +264,21 @@ def test_cells_recorded_before_unicode_nfc_are_reused_by_their_command(command, 
         assert "unicode_nfc" not in json.loads(config.read_text())["settings"]["tokenizer"]["cleaning"]
 
 
+@pytest.mark.parametrize("command", ["compare", "ablate"])
+def test_cells_recorded_before_social_media_are_not_reused_by_a_command_that_adds_it(command, finished_experiments,
+                                                                                    tmp_path, capsys, recorded_before):
+    # They read texts without it; the command with --social-media was compared as if it had not typed the flag, and
+    # reused them, its table then scoring models that read posts otherwise than it said.
+    root, commands = finished_experiments
+    output = tmp_path / command
+    shutil.copytree(root / command, output)
+    for config in (output / "runs").glob("*/config.json"):
+        recorded_before(config.parent, "social_media")
+    capsys.readouterr()
+    assert main([*commands[command], "--social-media", "--output", str(output)]) == 2
+    assert "was trained with other tokenizer settings than this experiment's" in capsys.readouterr().err
+
+
 def recorded_warnings(runs: Path) -> list[str]:
     """The data warnings each run under ``runs`` recorded (the report repeats them), as training printed them."""
     return [f"warning: {line}" for config in sorted(runs.glob("*/config.json"))
