@@ -1060,6 +1060,7 @@ def test_the_onnx_backend_serves_without_torch_or_scikit_learn(exported):
             f"sys.exit(main(['serve', {str(exported)!r}, '--backend', 'onnx', '--threads', '1', '--port', '0']))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    answer, backend, heavy = json.loads(done.stdout.splitlines()[-1])
+    # (the access log's lines are written on a thread of their own: before or after this one)
+    answer, backend, heavy = json.loads(next(line for line in done.stdout.splitlines() if line.startswith("[")))
     assert answer["predictions"][0]["label"] in json.loads((exported / "labels.json").read_text())
     assert backend == "onnx" and heavy == []
