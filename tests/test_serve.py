@@ -712,6 +712,33 @@ def test_serve_refuses_bad_arguments_in_one_line(flags, message, tmp_path, capsy
     assert capsys.readouterr().err == f"attnclf: error: {message.format(run=tmp_path / 'nope')}\n"
 
 
+
+@pytest.mark.parametrize("limits, message", [
+    ({"max_batch": True}, "max_batch must be a positive integer, got True"),  # (not 1: a bool is a mistake)
+    ({"stop_seconds": 2.0}, "stop_seconds must be a positive integer, got 2.0"),
+    ({"max_connections": -10 ** 5000}, "max_connections must be a positive integer, got an integer of over 4300 "
+                                       "digits"),
+    ({"max_text_chars": "9" * 100}, f"max_text_chars must be a positive integer, got '{'9' * 39}..."),
+])
+def test_serve_limits_refuse_a_bad_value_in_one_line_however_large(limits, message):
+    """From Python, as from the command line: a value shown by its start (repr of an integer of 5000 digits raises
+    ValueError), and True is no count of 1."""
+    from attnclf.errors import AttnclfError
+    from attnclf.serve.app import ServeLimits
+
+    with pytest.raises(AttnclfError) as caught:
+        ServeLimits(**limits)
+    assert str(caught.value) == message
+
+
+def test_serve_limits_take_numpy_integers_as_ints():
+    """A limit from a numpy grid is a count like any other, and /model's JSON writes it."""
+    from attnclf.serve.app import ServeLimits
+
+    limits = ServeLimits(max_batch=np.int64(8))
+    assert limits.max_batch == 8 and type(limits.max_batch) is int
+
+
 def test_the_middlewares_match_routes_under_a_root_path(local):
     """Behind a proxy (``uvicorn --root-path /api``) ASGI's path carries the prefix: /health must stay exempt from
     the in-flight limit and /predict must still ask for JSON."""

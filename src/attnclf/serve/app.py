@@ -74,7 +74,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from .. import __version__
-from ..checks import ACCESS_LOGS, by_field, check_threads
+from ..checks import ACCESS_LOGS, by_field, check_threads, whole_number
 from ..errors import AttnclfError, first_few, shown
 from ..export.runtime import OnnxClassifier
 from ..prediction import ClassThreshold, applied_thresholds, check_texts, class_threshold, joined_text_columns
@@ -122,8 +122,10 @@ class ServeLimits:
 
     def __post_init__(self, named: Callable[[str], str]):
         for name, value in asdict(self).items():
-            if not isinstance(value, int) or value < 1:
-                raise AttnclfError(f"{named(name)} must be a positive integer, got {value!r}")
+            count = whole_number(value)  # (True is no count of 1; numpy's integers are counts, kept as ints for JSON)
+            if count is None or count < 1:
+                raise AttnclfError(f"{named(name)} must be a positive integer, got {shown(value)}")
+            object.__setattr__(self, name, count)
 
     @property
     def explain_slots(self) -> int:
