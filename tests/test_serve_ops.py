@@ -138,9 +138,13 @@ def test_each_answer_names_the_weights_that_gave_it_as_model_does(demo_run, expo
         assert client.get("/model").json()["weights_id"] == weights
         assert client.post("/predict", json={"text": "good"}).headers["x-attnclf-weights"] == weights
         assert client.post("/explain", json={"text": "good"}).headers["x-attnclf-weights"] == weights
+        model = client.get("/model").json()["model_id"]
+        assert client.post("/predict", json={"text": "good"}).headers["x-attnclf-model"] == model != weights
+    # Its export: the same weights, temperature and thresholds, so the same model (/model's backend tells them apart).
     with TestClient(_served_app(monkeypatch, str(exported), "--backend", "onnx")) as client:
         assert client.get("/model").json()["weights_id"] == weights
         assert client.post("/predict", json={"text": "good"}).headers["x-attnclf-weights"] == weights
+        assert client.get("/model").json()["model_id"] == model
     # An ensemble: one short value for all its members, the sha256 of their sha256s joined by commas, in order.
     for seed in (0, 1):
         shutil.copytree(demo_run, tmp_path / "seeds" / f"seed-{seed}")
@@ -154,13 +158,14 @@ def test_each_answer_names_the_weights_that_gave_it_as_model_does(demo_run, expo
 
 def test_an_app_not_told_its_weights_names_none(local):
     with TestClient(create_app(local)) as client:
-        assert client.get("/model").json()["weights_id"] is None
-        assert "x-attnclf-weights" not in client.post("/predict", json={"text": "good"}).headers
+        assert client.get("/model").json()["weights_id"] is None and client.get("/model").json()["model_id"] is None
+        headers = client.post("/predict", json={"text": "good"}).headers
+        assert "x-attnclf-weights" not in headers and "x-attnclf-model" not in headers
         # Documented where a client reads of the answers: /docs and the schema.
         assert "X-Attnclf-Weights header names the weights that answered" in client.get("/docs").text
         for path in ("/predict", "/explain"):
-            assert "X-Attnclf-Weights" in client.get("/openapi.json").json()["paths"][path]["post"]["responses"][
-                "200"]["headers"]
+            assert {"X-Attnclf-Weights", "X-Attnclf-Model"} <= set(client.get("/openapi.json").json()["paths"][path][
+                "post"]["responses"]["200"]["headers"])
 
 
 @pytest.mark.parametrize("access_log", ["text", "json"])

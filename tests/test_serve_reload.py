@@ -77,6 +77,59 @@ def test_a_reload_keeps_the_threshold_and_a_json_log_says_so_as_an_object(run, m
     assert record["event"] == "reloaded" and record["message"] == f"reloaded {run}: weights {old} -> {new}", record
 
 
+
+def test_a_reload_after_calibrate_keeps_the_weights_header_and_names_the_new_temperature(run, monkeypatch, capsys):
+    """`attnclf calibrate` changes no weights but every answer's probabilities: X-Attnclf-Weights keeps naming the
+    weights (their sha256, as clients compare it), and X-Attnclf-Model, GET /model's model_id, changes with them."""
+    weights = file_sha256(run / "model.safetensors")
+    with TestClient(served(monkeypatch, str(run))) as client:
+        before = client.post("/predict", json={"text": "a fine film"})
+        assert before.headers["x-attnclf-model"] == client.get("/model").json()["model_id"]
+        (run / "temperature.json").write_text(json.dumps({"temperature": 0.5}))  # as calibrate writes it
+        reload(client)
+        after = client.post("/predict", json={"text": "a fine film"})
+        explained = client.post("/explain", json={"text": "a fine film"})
+        info = client.get("/model").json()
+        reload(client)  # nothing changed since
+        again = client.post("/predict", json={"text": "a fine film"})
+    assert after.json() != before.json(), "the answer came from the temperature before"
+    assert before.headers["x-attnclf-weights"] == after.headers["x-attnclf-weights"] == weights
+    assert after.headers["x-attnclf-model"] != before.headers["x-attnclf-model"]
+    assert after.headers["x-attnclf-model"] == explained.headers["x-attnclf-model"] == info["model_id"]
+    assert again.headers["x-attnclf-model"] == info["model_id"] and info["temperatures"] == [0.5]
+    out = capsys.readouterr().out.splitlines()
+    assert out[-2:] == [f"reloaded {run}: weights {weights} unchanged; temperature 1 -> 0.5",
+                        f"reloaded {run}: weights {weights} unchanged"], out
+
+
+def test_a_reload_after_thresholds_were_tuned_again_names_the_labels_whose_threshold_moved(tmp_path, monkeypatch,
+                                                                                           capsys):
+    from attnclf.cli import main
+    from attnclf.rundir import THRESHOLDS_FILE
+
+    run = tmp_path / "topics"
+    assert main(["train", "--dataset", "topics", "--epochs", "1", "--max-train-examples", "300", "--set", "d_model=16",
+                 "--set", "layers=1", "--threads", "1", "--output", str(run), "--quiet", "--no-report"]) == 0
+    weights = file_sha256(run / "model.safetensors")
+    saved = json.loads((run / THRESHOLDS_FILE).read_text())
+    labels = list(saved["thresholds"])
+    with TestClient(served(monkeypatch, str(run))) as client:
+        before = client.get("/model").json()
+        saved["thresholds"] = {label: 0.01 * (i + 1) for i, label in enumerate(labels)}
+        saved["thresholds"][labels[1]] = before["thresholds"][labels[1]]  # (one label's as it was)
+        (run / THRESHOLDS_FILE).write_text(json.dumps(saved))
+        reload(client)
+        after = client.post("/predict", json={"text": "bread soup and the orchestra"})
+        info = client.get("/model").json()
+    assert after.headers["x-attnclf-weights"] == weights and info["model_id"] != before["model_id"]
+    assert after.headers["x-attnclf-model"] == info["model_id"]
+    moved = [f"{label} {before['thresholds'][label]:g} -> {0.01 * (i + 1):g}" for i, label in enumerate(labels)
+             if i != 1]
+    line = capsys.readouterr().out.splitlines()[-1]
+    assert line == (f"reloaded {run}: weights {weights} unchanged; thresholds of {len(moved)} labels moved: "
+                    f"{', '.join(moved[:3])}{', ...' if len(moved) > 3 else ''}"), line
+
+
 def relabelled(run):
     (run / "labels.json").write_text(json.dumps(["bad", "good"]))
 

@@ -13,7 +13,8 @@ POST /explain   {"texts"|"text", "method", "target"}   -> {"explanations": [{tok
                 by default the class, or labels, /predict answers, its --threshold applied)
 GET  /health    liveness and readiness, plus requests served and batches run; answered however many requests are
                 in flight; 503 where a bug has stopped the prediction worker
-GET  /model     the run and the weights served (weights_id, as each answer's X-Attnclf-Weights header), the
+GET  /model     the run and the weights served (weights_id, as each answer's X-Attnclf-Weights header; model_id,
+                which changes with its temperature and thresholds too, as X-Attnclf-Model), the
                 backend, labels, model and tokenizer summary, text columns, versions, explanation methods (and
                 whether the pooling attention comes beside their scores), the threshold /predict applies (a
                 multi-label run's: multi_label and each label's thresholds), limits
@@ -89,6 +90,9 @@ LOGGED_DETAIL_CHARS = 300  # an access log line's error detail at most: the app'
 LOGGED_REQUEST_ID_CHARS = 64  # an X-Request-ID logged at most: a UUID is 36, nginx's $request_id 32
 SHOWN_ERRORS = 3  # a body of the wrong shape is answered naming its first this-many problems
 WEIGHTS_HEADER = "X-Attnclf-Weights"  # on each /predict and /explain answer: ``weights_id``, as GET /model gives it
+# Beside it: ``model_id``, which changes with anything that changes the answers (a temperature, thresholds) too
+MODEL_HEADER = "X-Attnclf-Model"
+SHOWN_THRESHOLDS = 3  # a reload's line names the first this-many labels whose threshold moved
 # A request skipped because its client went away before its work began: nginx's "client closed request", which
 # the client never reads (uvicorn sends nothing on a closed connection), for the access log
 CLIENT_GONE = 499
@@ -843,6 +847,45 @@ def weights_id(weights_sha256: list[str | None] | None) -> str | None:
     return hashlib.sha256(",".join(weights_sha256).encode()).hexdigest()
 
 
+def temperatures(classifier) -> list[float]:
+    """Each member's temperature (`attnclf calibrate`'s; 1: the model's own probabilities), one for one model,
+    an ONNX export's as exported.
+
+    >>> # temperatures(Classifier.load("runs/demo"))   # [1.0], or [0.82] once calibrated
+    """
+    if isinstance(classifier, OnnxClassifier):
+        return [float(classifier.config.get("temperature", 1.0))]
+    return [float(member.temperature) for member in getattr(classifier, "members", [classifier])]
+
+
+def model_id(weights: str | None, member_temperatures: list[float], thresholds: dict[str, float] | None) -> str | None:
+    """One value naming the run's model a service answers with as a whole, as its answers' X-Attnclf-Model header and
+    GET /model's ``model_id`` give it: the sha256 of its ``weights`` (``weights_id``), the temperatures its
+    probabilities are divided by and a multi-label model's thresholds, by label, written as JSON (the service's own
+    settings, its backend and --threshold, are GET /model's, fixed for its life). X-Attnclf-Weights stays the
+    weights' own sha256 (what clients compare with ``sha256sum``), unchanged by `attnclf calibrate` or thresholds
+    tuned again, which change every answer's probabilities or label sets; this changes with them. None where the
+    weights are unknown (two unknown weights are no evidence of one model).
+
+    >>> model_id("ab" * 32, [1.0], None) == model_id("ab" * 32, [1.0], None) != model_id("ab" * 32, [0.5], None)
+    True
+    >>> model_id(None, [1.0], None) is None
+    True
+    """
+    if weights is None:
+        return None
+    decided_by = {"weights": weights, "temperatures": member_temperatures, "thresholds": thresholds}
+    return hashlib.sha256(json.dumps(decided_by, sort_keys=True).encode()).hexdigest()
+
+
+def _thresholds(classifier) -> dict[str, float] | None:
+    """A multi-label model's own thresholds by label (a calibrated run's moved with its probabilities; the service's
+    --threshold, the same for its whole life, aside); None for a single-label one, which has none."""
+    if not getattr(classifier, "multi_label", False):
+        return None
+    return dict(zip(classifier.label_names, (float(cut) for cut in classifier.thresholds)))
+
+
 @dataclass(frozen=True)
 class ServedModel:
     """The model a service answers with, and what it says of it, as one value: a reload swaps it whole
@@ -854,7 +897,7 @@ class ServedModel:
 
     classifier: object
     threshold: ClassThreshold | None  # the service's operating point, of this model's labels
-    origin: dict  # the run, weights_sha256 and weights_id GET /model names
+    origin: dict  # the run, weights_sha256, weights_id and model_id GET /model names
     explain_methods: list[str]
     # A run trained on several columns (a title and a body; AG News's title and description) read each text as their
     # values joined: a client sends "title\nbody" so. None: one column, one text. Found here, off the event loop: it
@@ -874,6 +917,7 @@ class ServedModel:
         # trained again since, and a torch service from an ONNX one serving the same weights.
         origin = {"run": None, "weights_sha256": None} | (served_from or {})
         origin["weights_id"] = weights_id(origin["weights_sha256"])
+        origin["model_id"] = model_id(origin["weights_id"], temperatures(classifier), _thresholds(classifier))
         # No methods from an ONNX graph, an ensemble (its members tokenise each their own way) or a run that reads
         # windows: there /explain only refuses, and is left out of the schema and /docs.
         methods = _explain_methods(classifier) if backend_name(classifier) == "torch" else []
@@ -888,9 +932,39 @@ class ServedModel:
 
     @property
     def answered_by(self) -> dict[str, str]:
-        """The header each of its answers carries, naming its weights (none where they are unknown): asking /model
-        separately could reach a service that has reloaded or restarted on others in between."""
-        return {WEIGHTS_HEADER: self.origin["weights_id"]} if self.origin["weights_id"] else {}
+        """The headers each of its answers carries, naming its weights and the model as a whole (none where the
+        weights are unknown): asking /model separately could reach a service that has reloaded or restarted on others
+        in between."""
+        if not self.origin["weights_id"]:
+            return {}
+        return {WEIGHTS_HEADER: self.origin["weights_id"], MODEL_HEADER: self.origin["model_id"]}
+
+    def changed_from(self, old: "ServedModel") -> str:
+        """What a reload from ``old`` to this model changed, as its log line says it: the weights (or that they are
+        unchanged), then the temperature and the labels whose threshold moved, where they did: a run calibrated or
+        tuned again answers otherwise on the same weights.
+
+        >>> # served.changed_from(before)   # 'weights 3f2a... unchanged; temperature 1 -> 0.82'
+        """
+        def named(weights):
+            return weights or "of unknown sha256"
+
+        old_weights, new_weights = old.origin["weights_id"], self.origin["weights_id"]
+        changes = [f"weights {new_weights} unchanged" if new_weights == old_weights else
+                   f"weights {named(old_weights)} -> {named(new_weights)}"]
+        if (before := temperatures(old.classifier)) != (after := temperatures(self.classifier)):
+            def written(each):
+                return f"{each[0]:g}" if len(each) == 1 else f"[{', '.join(f'{t:g}' for t in each)}]"
+
+            changes.append(f"temperature{'s' * (len(after) > 1)} {written(before)} -> {written(after)}")
+        old_cuts, new_cuts = _thresholds(old.classifier) or {}, _thresholds(self.classifier) or {}
+        moved = [f"{shown(label, write=str)} {old_cuts[label]:g} -> {cut:g}" for label, cut in new_cuts.items()
+                 if label in old_cuts and cut != old_cuts[label]]
+        if moved:
+            plural = "s" * (len(moved) > 1)
+            changes.append(f"threshold{plural} of {len(moved)} label{plural} moved: "
+                           f"{', '.join(moved[:SHOWN_THRESHOLDS])}{', ...' if len(moved) > SHOWN_THRESHOLDS else ''}")
+        return "; ".join(changes)
 
     def description(self, max_explanations: int) -> str:
         """What /docs says of the service serving it (``_description``)."""
@@ -942,7 +1016,9 @@ def create_app(classifier, limits: ServeLimits = ServeLimits(),
     state: dict = {"explaining": 0, "served": served}  # (the /explain requests in flight: at most explain_slots)
     answer_headers = {200: {"headers": {WEIGHTS_HEADER: {
         "description": "the weights that answered: GET /model's weights_id (one model's sha256; an ensemble's, the "
-                       "sha256 of its members' joined by commas)", "schema": {"type": "string"}}}}}
+                       "sha256 of its members' joined by commas)", "schema": {"type": "string"}}, MODEL_HEADER: {
+        "description": "the model that answered, as a whole: GET /model's model_id, which changes with its weights, "
+                       "temperature or thresholds", "schema": {"type": "string"}}}}}
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -1007,7 +1083,8 @@ def create_app(classifier, limits: ServeLimits = ServeLimits(),
         """Label and class probabilities for each text (one text, or a batch; a multi-label run's: its set of labels
         and each label's probability), and how many of the tokens the model read are unknown to it; the label is the
         most probable class, or by the service's threshold (GET /model's threshold) where it has one. The
-        X-Attnclf-Weights header names the weights that answered (GET /model's weights_id)."""
+        X-Attnclf-Weights header names the weights that answered (GET /model's weights_id), X-Attnclf-Model the model
+        as a whole, its temperature and thresholds too (GET /model's model_id)."""
         served = state["served"]
         predictions = await started("batcher").submit(request.checked(limits.max_batch, limits.max_text_chars),
                                                       served.predict)
@@ -1021,7 +1098,8 @@ def create_app(classifier, limits: ServeLimits = ServeLimits(),
         | answer_headers)
     async def explain(request: ExplainRequest, response: Response, connection: Request):
         """Per-token scores by ``method``, or several, with what a score means; see GET /model for the methods
-        available. The X-Attnclf-Weights header names the weights that answered (GET /model's weights_id)."""
+        available. The X-Attnclf-Weights header names the weights that answered (GET /model's weights_id),
+        X-Attnclf-Model the model as a whole, its temperature and thresholds too (GET /model's model_id)."""
         if backend != "torch":
             raise HTTPException(400, NO_EXPLANATIONS)
         from ..explain.explanation import explain_each
@@ -1124,7 +1202,7 @@ def create_app(classifier, limits: ServeLimits = ServeLimits(),
             "refit": {key: refit[key] for key in ("epochs", "monitor", "value")}
             if (refit := config["settings"].get("refit_of")) else None,
             # `attnclf calibrate`'s temperature, each member's (1: the probabilities as trained).
-            "temperatures": [member.temperature for member in members],
+            "temperatures": temperatures(classifier),
             "explain_methods": explain_methods,
             "explain_default": DEFAULT_METHOD if explain_methods else None,
             # Whether /explain answers by any method but attention carry the pooling weights beside their scores.
@@ -1133,10 +1211,10 @@ def create_app(classifier, limits: ServeLimits = ServeLimits(),
             "limits": asdict(limits),
         }
 
-    def swap_model(new_classifier, new_served_from: dict | None = None) -> tuple[str | None, str | None]:
+    def swap_model(new_classifier, new_served_from: dict | None = None) -> tuple[ServedModel, ServedModel]:
         """Serve ``new_classifier`` from the next request on, after the checks the service started with (the
         threshold's class among its labels) and that its answers keep their shape: the same labels, single- or
-        multi-label as before. Its weights_id, and the one it replaced."""
+        multi-label as before. The model it replaced, and the one it serves now."""
         current = state["served"]
         new = ServedModel.of(new_classifier, new_served_from, current.threshold, named)
         run = new.origin["run"] or "the run"
@@ -1156,7 +1234,7 @@ def create_app(classifier, limits: ServeLimits = ServeLimits(),
                 if getattr(route, "path", None) == "/explain":
                     route.include_in_schema = bool(new.explain_methods)
             app.openapi_schema = None  # (FastAPI's cache of it)
-        return current.origin["weights_id"], new.origin["weights_id"]
+        return current, new
 
     app.state.swap_model = swap_model
     app.state.served = lambda: state["served"]
@@ -1364,8 +1442,9 @@ class ModelReloader:
     """Loads a service's run again and serves it (``attnclf serve`` on SIGHUP): ``load`` (as the service loaded it at
     start, with the same checks) runs off the event loop, so that requests go on being answered meanwhile, and only
     a model loaded whole replaces the one ``app`` serves (``create_app``'s ``state.swap_model``). One line to
-    ``write`` (event, line) either way: ``reloaded RUN: weights OLD -> NEW`` (or ``unchanged``), or ``reload failed:
-    why; still serving weights OLD``; a reload that fails never stops the service. One reload runs at a time.
+    ``write`` (event, line) either way: ``reloaded RUN: weights OLD -> NEW`` (or ``unchanged``, then what else changed:
+    ``; temperature 1 -> 0.82``, ``; thresholds of 2 labels moved: ...``), or ``reload failed: why; still serving
+    weights OLD``; a reload that fails never stops the service. One reload runs at a time.
 
     >>> # app.state.reloader = ModelReloader("runs/demo", load, app, write=StdoutLog("text").say)   # as serve does
     >>> # await app.state.reloader.reload()   # what a SIGHUP sets off (``request``), waited for
@@ -1403,8 +1482,6 @@ class ModelReloader:
 
         async with self._one_at_a_time:
             self._asked = False
-            old = self.app.state.served().origin["weights_id"]
-
             def load():
                 # A run being trained again (`train --overwrite`, `calibrate`) is read once its writer is done:
                 # weights of the new run beside a config.json of the old may load, and answer wrongly.
@@ -1413,15 +1490,15 @@ class ModelReloader:
 
             try:
                 classifier, weights_sha256 = await asyncio.get_running_loop().run_in_executor(None, load)
-                old, new = self.app.state.swap_model(classifier, {"run": str(self.run),
-                                                                  "weights_sha256": weights_sha256})
+                replaced, new = self.app.state.swap_model(classifier, {"run": str(self.run),
+                                                                       "weights_sha256": weights_sha256})
             except Exception as exc:  # (a bug's too: the service goes on serving what it served)
                 why = str(exc) if isinstance(exc, AttnclfError) else f"{type(exc).__name__}: {exc}"
+                served = self.app.state.served().origin["weights_id"]
                 self.write("reload_failed", f"reload failed: {shown(why, most=LOGGED_DETAIL_CHARS, write=str)}; still "
-                                            f"serving weights {old or 'of unknown sha256'}")
+                                            f"serving weights {served or 'of unknown sha256'}")
                 return False
-        weights = f"{new} unchanged" if new == old else f"{old or 'of unknown sha256'} -> {new or 'of unknown sha256'}"
-        self.write("reloaded", f"reloaded {self.run}: weights {weights}")
+        self.write("reloaded", f"reloaded {self.run}: {new.changed_from(replaced)}")
         return True
 
 
