@@ -1554,7 +1554,7 @@ class StdoutLog:
         >>> # with log.in_background(): server.run()   # as serve does, once its first line is written
         """
         self._waiting = queue.Queue(self.most)
-        writer = threading.Thread(target=self._write_waiting, name="attnclf-log", daemon=True)
+        writer = threading.Thread(target=self._write_waiting, args=(self._waiting,), name="attnclf-log", daemon=True)
         writer.start()
         try:
             yield self
@@ -1566,10 +1566,11 @@ class StdoutLog:
             writer.join(self.LAST_SECONDS)
             self._waiting = None
 
-    def _write_waiting(self) -> None:
-        while (line := self._waiting.get()) is not None:
+    def _write_waiting(self, waiting: queue.Queue) -> None:
+        # (its own queue, not self._waiting: a stop whose writer outlived LAST_SECONDS sets that to None meanwhile)
+        while (line := waiting.get()) is not None:
             self._write(line)
-            if self._waiting.empty():  # (caught up: the count goes after the lines that came before the drops)
+            if waiting.empty():  # (caught up: the count goes after the lines that came before the drops)
                 with self._counting:
                     dropped, self._dropped = self._dropped, 0
                 if dropped:
