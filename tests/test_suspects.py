@@ -50,9 +50,13 @@ def test_flipped_labels_rank_first_and_the_output_file_holds_every_row(tmp_path,
     assert float(first["given_label_probability"]) == pytest.approx(float(first[f"probability:{first['given_label']}"]))
     given = [float(row["given_label_probability"]) for row in rows]
     assert given == sorted(given)  # lowest first
-    printed = capsys.readouterr().out
+    printed, closing = capsys.readouterr()
     assert all(f"row {row + 1}:" in printed for row in FLIPPED), printed
     assert "row" not in printed.replace(f"row {rows[4]['row']}:", "").split("\n", 5)[-1]  # (--top 4: four rows)
+    flagged = sum(float(row["margin"]) < 0 for row in rows)
+    assert closing == (  # (the bytes the command printed before the library wrote this line)
+        f"{flagged} of 80 rows are predicted out of fold as another label than the one given; folds in "
+        f"{tmp_path / 'work'}; every row, lowest first, in {output}\n")
 
 
 def test_the_folds_are_stratified_and_the_same_for_the_same_seed():
@@ -310,3 +314,14 @@ def test_overwrite_unlinks_an_earlier_fold_that_is_a_link_and_leaves_what_it_poi
     assert main(suspects_command(train, work, "--overwrite")) == 0  # 4 folds now
     assert sorted(p.name for p in work.glob("fold-*")) == ["fold-1", "fold-2", "fold-3", "fold-4"]
     assert (moved / "config.json").is_file()
+
+
+def test_the_closing_line_counts_the_rows_predicted_as_another_label_and_says_where_they_are():
+    from attnclf.training.suspects import suspects_summary
+
+    rows = [{"margin": -0.4}, {"margin": 0.0}, {"margin": 0.3}] * 500
+    assert suspects_summary(rows, "runs/suspects") == (
+        "500 of 1,500 rows are predicted out of fold as another label than the one given; folds in runs/suspects")
+    assert suspects_summary(rows[:1], "work", output="suspects.csv") == (
+        "1 of 1 rows are predicted out of fold as another label than the one given; folds in work; every row, "
+        "lowest first, in suspects.csv")

@@ -679,7 +679,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 @command("suspects", threads=True)
 def cmd_suspects(args: argparse.Namespace) -> int:
-    from .training.suspects import find_suspects, suspect_line
+    from .training.suspects import find_suspects, suspect_line, suspects_summary
 
     # The settings `train` builds from the same flags; its run directory is the folds' work folder.
     settings = build_settings(argparse.Namespace(**vars(args) | {"output": args.work_dir, "resume": False}))
@@ -692,10 +692,7 @@ def cmd_suspects(args: argparse.Namespace) -> int:
                          progress=not args.quiet, named=_flag)
     for rank, row in enumerate(rows[:args.top], start=1):
         print(suspect_line(rank, row))
-    flagged = sum(row["margin"] < 0 for row in rows)
-    print(f"{flagged:,} of {len(rows):,} rows are predicted out of fold as another label than the one given; "
-          f"folds in {settings.output}" + (f"; every row, lowest first, in {args.output}" if args.output else ""),
-          file=sys.stderr)
+    print(suspects_summary(rows, settings.output, args.output), file=sys.stderr)
     return 0
 
 

@@ -61,6 +61,19 @@ def suspect_line(rank: int, row: dict, width: int = 120) -> str:
     return head + shown(row["text"], most=max(width - len(head), 20), write=str)
 
 
+def suspects_summary(rows: Sequence[dict], work: str | Path, output: str | Path | None = None) -> str:
+    """The line closing `attnclf suspects`: how many of ``find_suspects``' ``rows`` are predicted out of fold as
+    another label than the given one (a negative margin), where the folds trained (``work``), and where every row was
+    written (``output``), if anywhere.
+
+    >>> suspects_summary([{"margin": -0.4}, {"margin": 0.3}], "work")
+    '1 of 2 rows are predicted out of fold as another label than the one given; folds in work'
+    """
+    flagged = sum(row["margin"] < 0 for row in rows)
+    return (f"{flagged:,} of {len(rows):,} rows are predicted out of fold as another label than the one given; "
+            f"folds in {work}" + (f"; every row, lowest first, in {output}" if output else ""))
+
+
 def fold_of_each_row(labels: Sequence[int], folds: int, seed: int) -> np.ndarray:
     """The fold (0 to ``folds`` - 1) that holds out each row: stratified, so each fold holds out its share of every
     class, and seeded, so the same labels and seed give the same folds.
