@@ -834,3 +834,23 @@ def test_an_interrupted_pretrain_says_what_it_kept_and_the_command_that_continue
     assert main(argv) == 0
     assert main([*argv[:-1], str(tmp_path / "q"), "--checkpoint-minutes", "-1"]) == 2
     assert capsys.readouterr().err == "attnclf: error: --checkpoint-minutes must be at least 0, got -1.0\n"
+
+
+def test_pretrain_settings_start_from_the_recipe_as_the_command_builds_them(tmp_path):
+    # From Python as `attnclf pretrain` builds them: the recipe's model with the caller's overrides on it, and its
+    # tokens per piece; for files (no recipe) the file recipe's model and PretrainSettings' own max_len.
+    from attnclf.recipes import model_defaults, recipe_for
+    from attnclf.training.pretrain import pretrain_settings
+
+    imdb = pretrain_settings(tmp_path / "pretrained", recipe="imdb", overrides={"layers": 1}, epochs=2)
+    assert imdb.model_config == model_defaults("imdb") | {"layers": 1}
+    assert (imdb.max_len, imdb.epochs) == (recipe_for("imdb")["tokenizer"]["max_len"], 2)
+    files = pretrain_settings(tmp_path / "pretrained", max_len=None, lr=None)  # (None: the default, as no flag)
+    assert (files.model_config, files.max_len, files.lr) == (model_defaults(None), PretrainSettings.max_len,
+                                                             PretrainSettings.lr)
+    assert pretrain_settings(tmp_path / "pretrained", recipe="imdb", max_len=32).max_len == 32
+    with pytest.raises(AttnclfError, match="^--max-len must be a whole number, at least 2, got 1$"):
+        pretrain_settings(tmp_path / "pretrained", max_len=1, named=lambda name: f"--{name.replace('_', '-')}")
+    # (the vectors' scale, given without vectors to scale, would pretrain as if it were read)
+    with pytest.raises(AttnclfError, match="^embeddings_std needs embeddings FILE$"):
+        pretrain_settings(tmp_path / "pretrained", embeddings_std=2.0)

@@ -1139,33 +1139,19 @@ def cmd_vectors(args: argparse.Namespace) -> int:
 
 @command("pretrain", threads=True)
 def cmd_pretrain(args: argparse.Namespace) -> int:
-    from .recipes import RECIPES, earlier_file_recipes, file_recipe, model_defaults, recipe_for
+    from .recipes import RECIPES, recipe_for
     from .training.device import fix_mmap_threshold, resolve_device
     from .training.pace import CHECKPOINT_MINUTES, checked_minutes
-    from .training.pretrain import PretrainSettings, as_begun, pretrain_encoder
+    from .training.pretrain import pretrain_encoder, pretrain_settings
 
     if args.recipe is not None and not recipe_for(args.recipe):
         raise AttnclfError(f"--recipe {args.recipe!r}: no dataset has a recipe by that name; choose one of "
                            f"{', '.join(sorted(RECIPES))}")
     # (no dataset: texts from files, for a model trained on a file, whose self-attn defaults are a file's)
     recipe_name = args.recipe or (args.dataset[0] if args.dataset else None)
-    recipe = recipe_for(recipe_name)
-    if args.embeddings_std is not None and not args.embeddings:
-        raise AttnclfError("--embeddings-std needs --embeddings FILE")
-    overrides = _parse_overrides(args.set)
-    model_config = model_defaults(recipe_name) | overrides
-    if recipe_name is None:  # (files alone: one this command began under an earlier file recipe goes on as it began)
-        model_config = as_begun(args.output, model_config, [file_recipe(edition=edition).get("model_config", {}) |
-                                                            overrides for edition in earlier_file_recipes()])
-    settings = PretrainSettings(
-        model_config=model_config,
-        # (a dataset recipe's tokens, else PretrainSettings' own: on files not the file recipe's 512, which its
-        # sinusoidal positions read after any pretraining, while longer pieces cost more attention for no measured gain)
-        max_len=args.max_len if args.max_len is not None else recipe.get("tokenizer", {}).get("max_len",
-                                                                                            PretrainSettings.max_len),
-        embeddings=args.embeddings, **{name: getattr(args, name) for name in (
-            "embeddings_std", "epochs", "batch_size", "lr", "seed", "vocab_size", "min_frequency")
-            if getattr(args, name) is not None}, named=_flag)
+    settings = pretrain_settings(args.output, recipe_name, _parse_overrides(args.set), named=_flag,
+                                 **{name: getattr(args, name) for name in ("embeddings", "embeddings_std", "epochs",
+                                    "batch_size", "lr", "seed", "vocab_size", "min_frequency", "max_len")})
     device = resolve_device(args.device)  # (a GPU the machine lacks: one line before the texts are read, not after)
     minutes = checked_minutes(CHECKPOINT_MINUTES if args.checkpoint_minutes is None else args.checkpoint_minutes,
                               "--checkpoint-minutes")

@@ -123,6 +123,34 @@ class PretrainSettings:
             setattr(self, name, number)
 
 
+def pretrain_settings(output: str | Path, recipe: str | None = None, overrides: dict | None = None,
+                      named: Callable[[str], str] | None = None, **fields) -> PretrainSettings:
+    """The settings `attnclf pretrain` pretrains into ``output`` with: the model of ``recipe`` (a dataset's recipe;
+    None: the file recipe's) with ``overrides`` (``--set``) on it, and the recipe's tokens per piece (``max_len``);
+    ``fields``, other ``PretrainSettings`` fields, where not None (None: no flag, the default); ``embeddings_std``
+    given without ``embeddings`` is refused. Without a recipe, a pretraining in ``output`` begun under an earlier
+    edition of the file recipe goes on with the model it began with. ``named``: as for ``PretrainSettings``.
+
+    >>> pretrain_settings("runs/pretrained", "imdb", {"layers": 1}, epochs=2).model_config["layers"]
+    1
+    """
+    from ..recipes import earlier_file_recipes, file_recipe, model_defaults, recipe_for
+
+    fields = {name: value for name, value in fields.items() if value is not None}
+    if "embeddings_std" in fields and not fields.get("embeddings"):  # (it would scale nothing, silently)
+        named = named or by_field
+        raise AttnclfError(f"{named('embeddings_std')} needs {named('embeddings')} FILE")
+    overrides = overrides or {}
+    model_config = model_defaults(recipe) | overrides
+    if recipe is None:  # (files alone: one begun under an earlier file recipe goes on as it began)
+        model_config = as_begun(output, model_config, [file_recipe(edition=edition).get("model_config", {}) |
+                                                       overrides for edition in earlier_file_recipes()])
+    # A dataset recipe's tokens, else PretrainSettings' own: on files not the file recipe's 512, which its sinusoidal
+    # positions read after any pretraining, while longer pieces cost more attention for no measured gain.
+    fields.setdefault("max_len", recipe_for(recipe).get("tokenizer", {}).get("max_len", PretrainSettings.max_len))
+    return PretrainSettings(model_config=model_config, **fields, named=named)
+
+
 def mask_tokens(ids: torch.Tensor, mask: torch.Tensor, rate: float, vocab_size: int,
                 generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
     """BERT's corruption: (corrupted ids, bool of the chosen positions); every text with a token has one chosen.
