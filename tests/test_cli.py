@@ -1079,6 +1079,24 @@ def test_a_run_recorded_with_split_seed_and_a_validation_file_resumes_with_the_c
     assert len((run / "history.jsonl").read_text().splitlines()) == 2
 
 
+def test_an_ensemble_recorded_with_split_seed_and_a_validation_file_adds_members_with_the_command_that_began_it(
+        csv_files, tmp_path, capsys):
+    # As a run of one: its members, recorded before --split-seed was refused beside --validation-file, trained with
+    # it; the command that began them, --resume added, trains the members they lack as they trained.
+    ensemble = tmp_path / "ensemble"
+    argv = ["train", "--train-file", str(csv_files[0]), "--validation-file", str(csv_files[1]), "--test-file",
+            str(csv_files[1]), "--model", "boe", "--min-frequency", "1", "--epochs", "1", "--no-report", "--threads",
+            "1", "--quiet", "--output", str(ensemble)]
+    assert main([*argv, "--seeds", "0", "1"]) == 0
+    for member in ("seed-0", "seed-1"):
+        config = json.loads((ensemble / member / "config.json").read_text())
+        config["settings"]["data"]["split_seed"] = 3
+        (ensemble / member / "config.json").write_text(json.dumps(config))
+    capsys.readouterr()
+    assert main([*argv, "--split-seed", "3", "--seeds", "0", "1", "2", "--resume"]) == 0, capsys.readouterr().err
+    assert json.loads((ensemble / "seed-2" / "config.json").read_text())["settings"]["data"]["split_seed"] == 3
+
+
 @pytest.mark.parametrize("setting, flag", [("unicode_nfc", "--no-unicode-nfc"), ("split_cjk", "--no-split-cjk"),
                                            ("social_media", "--social-media"), ("turkish_i", "--no-turkish-i")])
 def test_a_run_from_before_a_cleaning_setting_resumes_with_the_command_that_started_it(

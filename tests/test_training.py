@@ -1328,3 +1328,18 @@ def test_continuing_an_unfinished_member_takes_the_commands_checkpoint_interval(
     monkeypatch.setattr(run, "train_run", lambda settings, **kwargs: continued.append(settings))
     run.train_or_continue(replace(member, train=replace(member.train, checkpoint_minutes=0.0)), resume=True)
     assert continued[0].train.checkpoint_minutes == 0.0
+
+
+def test_a_split_seed_beside_a_validation_file_is_refused_from_python_where_it_would_seed_nothing(tmp_path):
+    # Every run validates on the file, so the seed chose nothing; the CLI refused it, Python callers trained with it.
+    data = DataSettings(train_file="t.csv", validation_file="v.csv", split_seed=3)
+    message = ("split_seed seeds the validation split carved from the training file (and a max_train_examples "
+               "sample); with validation_file every run validates on that file: drop split_seed")
+    with pytest.raises(AttnclfError, match=f"^{re.escape(message)}$"):
+        RunSettings(data=data).check()
+    with pytest.raises(AttnclfError, match=f"^{re.escape(message)}$"):
+        train_run(RunSettings(data=data, model="boe", output=str(tmp_path / "run")))
+    assert not (tmp_path / "run").exists()
+    # With a sample to draw it seeds that; and compare's and ablate's data, whose cells are capped samples, keep it.
+    RunSettings(data=replace(data, max_train_examples=4)).check()
+    data.check()

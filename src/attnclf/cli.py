@@ -157,13 +157,6 @@ def build_settings(args: argparse.Namespace, file_recipe: int = -1):
     budget = _budget(args)
     settings = settings_for(model=args.model, model_config=_parse_overrides(args.set), output=args.output,
                             file_recipe=file_recipe, **budget)
-    # Here, not in _budget: compare and ablate cap the training texts (DEFAULT_CAPS, --quick), a sample it seeds.
-    # (Nor for --resume: a run trained before this refusal recorded its --split-seed, and its command continues it.)
-    data = settings.data
-    if data.split_seed is not None and data.validation_file and not data.max_train_examples and not args.resume:
-        raise AttnclfError("--split-seed seeds the validation split carved from the training file (and a "
-                           "--max-train-examples sample); with --validation-file every run validates on that file: "
-                           "drop --split-seed")
     settings.windows = _windows(args)
     if args.embeddings:  # else the recipe's
         settings.embeddings = None if args.embeddings == "none" else args.embeddings
@@ -173,7 +166,7 @@ def build_settings(args: argparse.Namespace, file_recipe: int = -1):
         settings.init_from = args.init_from
         settings.embeddings = args.embeddings if args.embeddings and args.embeddings != "none" else None
         _read_as_pretrained(settings, args, noted=file_recipe == -1)
-    settings.check(_flag, _given(args))
+    settings.check(_flag, _given(args), resumed=args.resume)
     return settings
 
 

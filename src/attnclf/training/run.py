@@ -193,12 +193,14 @@ def evaluate_split(model, tokenizer: Tokenizer, data: TextDataset, device, batch
 
 
 def train_run(settings: RunSettings, resume: bool = False, progress: bool = True,
-              loaded: tuple[Splits, Tokenizer] | None = None) -> RunResult:
+              loaded: tuple[Splits, Tokenizer] | None = None, added: bool = False) -> RunResult:
     """Train, validate and test one model; everything lands in ``settings.output``.
 
     Under ``torchrun`` every process calls it and trains its share (see
     ``distributed``); rank 0 writes the run directory and alone returns test metrics. ``loaded``: what
     ``load_cached_data`` returned for these settings (a refit's check loads it first), so as not to load it again.
+    ``added``: a new run that a resumed command adds to runs it recorded (an ensemble's member), checked as those
+    were (``RunSettings.refusals``' ``resumed``).
 
     >>> # result = train_run(RunSettings(DataSettings(dataset="demo"), output="runs/demo"))
     >>> # result.metrics["accuracy"]
@@ -206,14 +208,14 @@ def train_run(settings: RunSettings, resume: bool = False, progress: bool = True
     # The run seeds torch's generators (its initial weights, dropout) on a fork of them: called from Python (refit_runs,
     # a notebook), the caller's own seeded streams go on as if the run had not drawn from them.
     with torch_threads(settings.threads), forked_generators(rank_device(settings.device)), ExitStack() as held:
-        return _train_run(settings, resume, progress, loaded, held)
+        return _train_run(settings, resume, progress, loaded, held, added)
 
 
 def _train_run(settings: RunSettings, resume: bool, progress: bool, loaded: tuple[Splits, Tokenizer] | None,
-               held: ExitStack) -> RunResult:
+               held: ExitStack, added: bool) -> RunResult:
     """``train_run``'s work; ``held`` holds the run folder's lock until the run returns."""
     started = time.perf_counter()
-    _refuse_unworkable(settings, resume)
+    _refuse_unworkable(settings, resume, added)
     counting = settings.embeddings == COUNT_EMBEDDINGS and not resume
     vectors = vectors_sha256 = None
     if settings.embeddings and not resume:
@@ -375,7 +377,7 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool, loaded: tupl
     return RunResult(run_dir, metrics, history, time.perf_counter() - started)
 
 
-def _refuse_unworkable(settings: RunSettings, resume: bool) -> None:
+def _refuse_unworkable(settings: RunSettings, resume: bool, added: bool) -> None:
     """Settings that cannot work fail before anything is written (``RunSettings.check``: the CLI makes it as it reads
     its flags, and names them; RunSettings built in Python meet it here, named by their fields)."""
     resolve_device(settings.device)  # (--device cuda on a machine without one)
@@ -386,7 +388,7 @@ def _refuse_unworkable(settings: RunSettings, resume: bool) -> None:
         refuse_gone(settings.output, settings.data, "train_file", "validation_file", "test_file",
                     then="; to resume it, give the command that started it with --resume and the file where it is now")
     elif settings.refit_of is None:  # (a refit's are its validated run's, checked when that was new)
-        settings.check()
+        settings.check(resumed=added)
     settings.threads = check_threads(settings.threads)
     if settings.init_from and not resume:
         if settings.embeddings:
@@ -667,7 +669,8 @@ def train_or_continue(settings: RunSettings, resume: bool, progress: bool = True
                       loaded: tuple[Splits, Tokenizer] | None = None,
                       named: Callable[[str], str] = by_field, data_dir: str | None = None) -> RunResult:
     """``settings``' run trained afresh; with ``resume``, kept if it finished and continued from its checkpoint if not
-    (``train --seeds --resume``, ``refit --resume``). ``loaded``: as for ``train_run``; ``named``: as for
+    (``train --seeds --resume``, ``refit --resume``), and if not begun added as the others were begun (``train_run``'s
+    ``added``). ``loaded``: as for ``train_run``; ``named``: as for
     ``resume_settings``; ``data_dir``: where the dataset lies now, for a run continued or reported (its own settings
     are read again, and record the folder it was given when it started)."""
     output = Path(settings.output)
@@ -696,4 +699,4 @@ def train_or_continue(settings: RunSettings, resume: bool, progress: bool = True
         # (the weights come out the same at any interval).
         continued.train.checkpoint_minutes = settings.train.checkpoint_minutes
         return train_run(continued, resume=True, progress=progress, loaded=loaded)
-    return train_run(settings, progress=progress, loaded=loaded)
+    return train_run(settings, progress=progress, loaded=loaded, added=resume)

@@ -271,7 +271,7 @@ class RunSettings:
         cleaning = built.tokenizer.cleaning.as_before(untyped)
         return replace(built, tokenizer=replace(built.tokenizer, cleaning=cleaning), recorded_without=untyped)
 
-    def check(self, named: Callable[[str], str] = by_field, given: Collection[str] = ()) -> None:
+    def check(self, named: Callable[[str], str] = by_field, given: Collection[str] = (), resumed: bool = False) -> None:
         """Refuse what a new run cannot train with: the first of these settings' ``refusals``, in one line.
 
         >>> RunSettings(embeddings_std=2.0).check()
@@ -279,16 +279,27 @@ class RunSettings:
         ...
         attnclf.errors.AttnclfError: embeddings_std needs embeddings FILE (or count)
         """
-        _refuse_first(self.refusals(named, given))
+        _refuse_first(self.refusals(named, given, resumed))
 
-    def refusals(self, named: Callable[[str], str] = by_field, given: Collection[str] = ()) -> Iterator[str]:
+    def refusals(self, named: Callable[[str], str] = by_field, given: Collection[str] = (),
+                 resumed: bool = False) -> Iterator[str]:
         """``DataSettings.refusals``, then these settings' own, naming each setting as ``named`` spells it (the
-        command line: by its flag); ``given``: the fields the caller set, as there.
+        command line: by its flag); ``given``: the fields the caller set, as there. ``resumed``: the settings
+        describe runs recorded already (the command that began them, --resume added), which ``check_resumed``
+        checks against their record: a ``split_seed`` beside a ``validation_file``, recorded before it was refused,
+        is left to it.
 
         >>> list(RunSettings(eval_batch_size=0).refusals())
         ['eval_batch_size must be at least 1, got 0']
         """
         yield from self.data.refusals(named, given)
+        # Here, not among the data's: compare and ablate cap the training texts of their cells (DEFAULT_CAPS, --quick),
+        # a sample the seed draws, validation file or not.
+        data = self.data
+        if data.split_seed is not None and data.validation_file and not data.max_train_examples and not resumed:
+            yield (f"{named('split_seed')} seeds the validation split carved from the training file (and a "
+                   f"{named('max_train_examples')} sample); with {named('validation_file')} every run validates on "
+                   f"that file: drop {named('split_seed')}")
         refusal = _count_refusal(self, "eval_batch_size", named)
         if refusal:
             yield refusal
