@@ -221,7 +221,9 @@ def test_pretrain_then_train_from_it_on_the_command_line(tmp_path, capsys, monke
     assert main(["pretrain", "--dataset", "demo", "--file", str(corpus), "--output", "pretrained", "--max-len",
                  "32", "--min-frequency", "1", "--epochs", "1", "--threads", "1", *SMALL_FLAGS]) == 0
     captured = capsys.readouterr()
-    assert "`attnclf train --init-from pretrained`" in captured.out
+    record = json.loads((pretrained / "pretrain.json").read_text())
+    assert captured.out == (f"pretrained on {record['tokens']:,} tokens, final loss {record['epochs'][-1]['loss']}: "
+                            f"pretrained (`attnclf train --init-from pretrained`)\n")
     assert "4,400 texts" in captured.err  # demo's 4,000 training texts and the file's 400 lines
     assert fixed == [True]  # the command keeps its heap from growing epoch by epoch
     run = tmp_path / "run"
@@ -854,3 +856,12 @@ def test_pretrain_settings_start_from_the_recipe_as_the_command_builds_them(tmp_
     # (the vectors' scale, given without vectors to scale, would pretrain as if it were read)
     with pytest.raises(AttnclfError, match="^embeddings_std needs embeddings FILE$"):
         pretrain_settings(tmp_path / "pretrained", embeddings_std=2.0)
+
+
+def test_the_closing_line_says_what_was_pretrained_and_how_a_run_starts_from_it():
+    from attnclf.training.pretrain import pretrain_summary
+
+    record = {"tokens": 1234567, "epochs": [{"loss": 5.5}, {"loss": 4.25}]}
+    assert pretrain_summary(record, "runs/pretrained") == (
+        "pretrained on 1,234,567 tokens, final loss 4.25: runs/pretrained "
+        "(`attnclf train --init-from runs/pretrained`)")

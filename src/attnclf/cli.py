@@ -1135,7 +1135,7 @@ def cmd_pretrain(args: argparse.Namespace) -> int:
     from .recipes import RECIPES, recipe_for
     from .training.device import fix_mmap_threshold, resolve_device
     from .training.pace import CHECKPOINT_MINUTES, checked_minutes
-    from .training.pretrain import pretrain_encoder, pretrain_settings
+    from .training.pretrain import pretrain_encoder, pretrain_settings, pretrain_summary
 
     if args.recipe is not None and not recipe_for(args.recipe):
         raise AttnclfError(f"--recipe {args.recipe!r}: no dataset has a recipe by that name; choose one of "
@@ -1154,8 +1154,7 @@ def cmd_pretrain(args: argparse.Namespace) -> int:
     record = pretrain_encoder(texts, settings, args.output, progress=not args.quiet, device=device,
                               checkpoint_minutes=minutes, log=(lambda message: None) if args.quiet else
                               lambda message: print(message, file=sys.stderr, flush=True))
-    print(f"pretrained on {record['tokens']:,} tokens, final loss {record['epochs'][-1]['loss']}: {args.output} "
-          f"(`attnclf train --init-from {args.output}`)")
+    print(pretrain_summary(record, args.output))
     return 0
 
 

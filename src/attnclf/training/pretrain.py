@@ -253,6 +253,17 @@ def pretrain_encoder(texts: Sequence[str], settings: PretrainSettings, output: s
         raise
 
 
+def pretrain_summary(record: dict, output: str | Path) -> str:
+    """The line closing `attnclf pretrain`: what ``pretrain_encoder`` (its ``record``) pretrained on, its last loss,
+    and how a run starts from ``output``.
+
+    >>> pretrain_summary({"tokens": 12000, "epochs": [{"loss": 4.25}]}, "pretrained")
+    'pretrained on 12,000 tokens, final loss 4.25: pretrained (`attnclf train --init-from pretrained`)'
+    """
+    return (f"pretrained on {record['tokens']:,} tokens, final loss {record['epochs'][-1]['loss']}: {output} "
+            f"(`attnclf train --init-from {output}`)")
+
+
 def _pretrain(texts: Sequence[str], settings: PretrainSettings, output: Path, record: dict,
               vectors: WordVectors | None, log: Callable[[str], None], progress: bool, device: torch.device,
               checkpoint_minutes: float) -> dict:
