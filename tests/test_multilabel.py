@@ -893,7 +893,7 @@ def test_evaluate_prints_the_ranking_scores_a_multi_label_run_has_as_the_single_
     # metrics.json holds them (macro over labels, and a micro average precision over all cells).
     assert main(["evaluate", str(topic_run), "--test-file", str(topic_files[1]), "--device", "cpu"]) == 0
     m = json.loads((topic_run / "metrics.json").read_text())
-    line = capsys.readouterr().out.strip().splitlines()[-1]
+    line = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("test: "))
     assert line == (f"test: micro-F1 {m['micro_f1']:.4f}  macro-F1 {m['macro_f1']:.4f}  "
                     f"subset accuracy {m['subset_accuracy']:.4f}  Hamming loss {m['hamming_loss']:.4f}  "
                     f"macro ROC AUC {m['roc_auc']:.4f}  macro average precision {m['average_precision']:.4f}  "
@@ -984,3 +984,36 @@ def test_the_docs_of_a_multi_label_onnx_service_say_why_explain_refuses():
     assert about.startswith("Multi-label text classifier (self-attn) on onnxruntime (onnx)")
     assert NO_EXPLANATIONS in about and "windows" not in about
     assert "windows" in _description("torch", [], "self-attn", multi_label=True)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_multi_label_metrics_give_the_binary_log_loss_of_every_cell_and_each_labels_calibration_error(seed):
+    # A multi-label run's metrics gave no calibration figure, though its probabilities are per-label yes-or-no
+    # probabilities that `attnclf calibrate` fits a temperature to.
+    from attnclf.evaluation.metrics import expected_calibration_error
+
+    y, p = _random_case(seed)
+    m = multilabel_metrics(y, p, ["a", "b", "c", "d"])
+    assert m["log_loss"] == pytest.approx(skm.log_loss(y.ravel(), p.ravel()))
+    each = [expected_calibration_error(y[:, k], np.column_stack([1 - p[:, k], p[:, k]])) for k in range(4)]
+    assert [m["per_class"][name]["ece"] for name in "abcd"] == pytest.approx(each)
+    assert m["ece"] == pytest.approx(np.mean(each)) and 0 < m["ece"] < 1
+
+
+def test_evaluate_prints_and_saves_a_multi_label_runs_calibration_as_per_label_binary_probabilities(
+        topic_run, topic_files, capsys):
+    saved = json.loads((topic_run / "metrics.json").read_text())
+    assert {"log_loss", "ece"} <= saved.keys() and all("ece" in c for c in saved["per_class"].values())
+    assert main(["evaluate", str(topic_run), "--test-file", str(topic_files[1]), "--json", "--device", "cpu"]) == 0
+    evaluated = json.loads(capsys.readouterr().out)
+    assert evaluated["log_loss"] == pytest.approx(saved["log_loss"], abs=1e-6)
+    assert evaluated["ece"] == pytest.approx(saved["ece"], abs=1e-6)
+    assert main(["evaluate", str(topic_run), "--test-file", str(topic_files[1]), "--device", "cpu"]) == 0
+    out = capsys.readouterr().out
+    cells = saved["num_examples"] * len(saved["per_class"])
+    assert (f"calibration of each label's own probability (given or not, text by text): binary log loss "
+            f"{saved['log_loss']:.4f} over {cells:,} text-label cells, calibration error {saved['ece']:.4f} "
+            f"(mean over labels)") in out
+    for name, scores in saved["per_class"].items():
+        assert f"  {name}: calibration error {scores['ece']:.4f}" in out
+

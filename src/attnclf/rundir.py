@@ -855,8 +855,10 @@ def read_metrics(run_dir: str | Path, *, tables: bool = False, costs: bool = Fal
         if not isinstance(scores, dict):
             raise RunDirError(f"{path}: per_class.{_named(name)} is {shown(scores)}, not an object (was the file "
                               f"edited?)")
-        # (average precision is optional: runs scored before it was measured lack it)
-        _check_fields(path, scores, per_class | {"average_precision": _NUMBER_OR_NULL}, per_class,
+        # (average precision, and a multi-label run's calibration error, are optional: runs scored before they were
+        # measured lack them)
+        _check_fields(path, scores, per_class | {"average_precision": _NUMBER_OR_NULL}
+                      | ({"ece": _NUMBER_OR_NULL} if multi else {}), per_class,
                       prefix=f"per_class.{_named(name)}.")
     at_half = metrics.get("at_0.5", {}) if multi else {}  # (a multi-label run's scores at threshold 0.5)
     _check_fields(path, at_half, dict.fromkeys(at_half, _NUMBER), prefix="at_0.5.")
@@ -872,6 +874,7 @@ def _averages(multi: bool) -> tuple[str, ...]:
 def _metrics_kinds(multi: bool) -> dict:
     """What each field of a (``multi``-label) run's metrics.json that attnclf reads must be."""
     return {"accuracy": _NUMBER, "macro_f1": _NUMBER, "roc_auc": _NUMBER_OR_NULL, "ece": _NUMBER_OR_NULL,
+            "log_loss": _NUMBER_OR_NULL,
             "average_precision": _NUMBER_OR_NULL,
             "train_seconds": _NUMBER, "parameters": _COUNT, "num_examples": _COUNT, "per_class": _OBJECT,
             **dict.fromkeys(_averages(multi), _NUMBER),

@@ -23,7 +23,7 @@ from scipy.optimize import minimize_scalar
 
 from ..errors import NAME_LENGTH, AttnclfError, shown
 from .metrics import expected_calibration_error, log_loss
-from .multilabel import binary_cross_entropy
+from .multilabel import binary_cross_entropy, label_calibration_errors
 
 # Beyond these a model is either near-uniform or certain of everything: a fit there says the data is odd.
 LOWEST, HIGHEST = 0.05, 20.0
@@ -187,18 +187,6 @@ def _calibrate_multi_label(run_dir: str | Path, label_names: list[str], validati
     }
     atomic_write_json(Path(run_dir) / TEMPERATURE_FILE, record)
     return record
-
-
-def label_calibration_errors(label_sets: np.ndarray, probabilities: np.ndarray) -> list[float]:
-    """Each label's expected calibration error: of its own yes-or-no prediction (``expected_calibration_error`` of
-    the probability it is in the set against that it is not), label by label.
-
-    >>> errors = label_calibration_errors(np.array([[1, 0], [0, 0]]), np.array([[0.9, 0.2], [0.1, 0.2]]))
-    >>> [round(error, 3) for error in errors]
-    [0.1, 0.2]
-    """
-    return [expected_calibration_error(label_sets[:, k], np.column_stack([1 - probabilities[:, k], probabilities[:, k]]))
-            for k in range(label_sets.shape[1])]
 
 
 def _checked_fit(run_dir: str | Path, temperature: float) -> float:

@@ -19,7 +19,7 @@ from sklearn.metrics import (
 
 from ..checks import by_field
 from ..data.multilabel import LABEL_SET_COLUMNS
-from ..errors import AttnclfError, DataError, shown
+from ..errors import NAME_LENGTH, AttnclfError, DataError, shown
 from ..prediction import (ClassThreshold, applied_thresholds, class_threshold, decided_classes, label_set,
                           refuse_unknown_class)
 
@@ -470,6 +470,8 @@ def evaluation_text(metrics: dict, label_names: Sequence[str], multi_label: bool
     if "confusion_matrix" in metrics:  # (a single-label run's)
         chunks.append(confusion_table(metrics["confusion_matrix"], label_names) + "\n")
     chunks.append(metrics_line(metrics))
+    if multi_label and "ece" in metrics:  # (an ensemble's scores, or older metrics, may lack them)
+        chunks.append(label_calibration_text(metrics))
     if threshold := metrics.get("threshold"):
         otherwise = (", else the most probable other class" if not multi_label else
                      "; the other labels at the ensemble's thresholds (ensemble.json, or its members' averaged)"
@@ -479,6 +481,27 @@ def evaluation_text(metrics: dict, label_names: Sequence[str], multi_label: bool
     if "operating_points" in metrics:
         chunks.append("\n" + operating_points_table(metrics["operating_points"]))
     return "\n".join(chunks)
+
+
+def label_calibration_text(metrics: dict) -> str:
+    """A multi-label run's calibration figures of ``metrics`` (``multilabel_metrics``'), in words that say they are of
+    each label's own yes-or-no probability: the binary log loss over every (text, label) cell and the calibration
+    error, the mean over labels, then each label's on a line of its own.
+
+    >>> text = label_calibration_text({"num_examples": 10, "log_loss": 0.2, "ece": 0.05,
+    ...                                "per_class": {"a": {"ece": 0.04}, "b": {"ece": 0.06}}})
+    >>> print(text.split("): ")[1])
+    binary log loss 0.2000 over 20 text-label cells, calibration error 0.0500 (mean over labels)
+      a: calibration error 0.0400
+      b: calibration error 0.0600
+    """
+    per_class = metrics["per_class"]
+    lines = [f"calibration of each label's own probability (given or not, text by text): binary log loss "
+             f"{metrics['log_loss']:.4f} over {metrics['num_examples'] * len(per_class):,} text-label cells, "
+             f"calibration error {metrics['ece']:.4f} (mean over labels)"]
+    lines += [f"  {shown(name, most=NAME_LENGTH, write=str)}: calibration error {scores['ece']:.4f}"
+              for name, scores in per_class.items()]
+    return "\n".join(lines)
 
 
 def confusion_table(matrix, label_names: Sequence[str], width: int = 120) -> str:

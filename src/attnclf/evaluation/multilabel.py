@@ -21,7 +21,7 @@ from sklearn.metrics import (
 )
 
 from ..prediction import decided_classes
-from .metrics import average_precision
+from .metrics import average_precision, expected_calibration_error
 from .predict import DEFAULT_THRESHOLD
 
 
@@ -99,10 +99,16 @@ def multilabel_metrics(y_true: np.ndarray, probabilities: np.ndarray, label_name
     and ``micro_average_precision`` likewise (the area under a precision-recall
     curve, each label's own in ``per_class``); ``per_class`` per
     label with its threshold; with tuned thresholds, micro/macro F1 at 0.5 too.
+    How far each label's probability can be taken at its word, as the yes-or-no
+    probability it is (``calibrate``'s figures): ``log_loss`` the binary log loss
+    over every (text, label) cell, each label's calibration error
+    (``label_calibration_errors``) in ``per_class`` and their mean in ``ece``.
 
     >>> m = multilabel_metrics(np.array([[1, 0], [1, 1]]), np.array([[.9, .2], [.6, .4]]), ["a", "b"])
     >>> m["subset_accuracy"], m["hamming_loss"], round(m["micro_f1"], 3)
     (0.5, 0.25, 0.8)
+    >>> round(m["log_loss"], 4), round(m["ece"], 3), round(m["per_class"]["b"]["ece"], 3)
+    (0.4389, 0.325, 0.4)
     """
     y_true = np.asarray(y_true)
     thresholds = np.full(len(label_names), DEFAULT_THRESHOLD) if thresholds is None else np.asarray(thresholds)
@@ -125,11 +131,14 @@ def multilabel_metrics(y_true: np.ndarray, probabilities: np.ndarray, label_name
     metrics["average_precision"] = float(np.mean(defined)) if defined else None
     metrics["micro_average_precision"] = average_precision(y_true.reshape(-1, 1),
                                                            np.asarray(probabilities).reshape(-1, 1))[0]
+    metrics["log_loss"] = binary_cross_entropy(y_true, probabilities)
+    per_label_ece = label_calibration_errors(y_true, np.asarray(probabilities))
+    metrics["ece"] = float(np.mean(per_label_ece))
     precision, recall, f1, support = precision_recall_fscore_support(y_true, y_pred, zero_division=0)
     metrics["per_class"] = {
         name: {"precision": float(precision[i]), "recall": float(recall[i]), "f1": float(f1[i]),
                "support": int(support[i]), "roc_auc": per_label_auc[i], "average_precision": per_label_ap[i],
-               "threshold": float(thresholds[i])}
+               "ece": per_label_ece[i], "threshold": float(thresholds[i])}
         for i, name in enumerate(label_names)
     }
     if not np.allclose(thresholds, DEFAULT_THRESHOLD):
@@ -180,3 +189,27 @@ def binary_cross_entropy(y_true: np.ndarray, probabilities: np.ndarray) -> float
     p = np.clip(np.asarray(probabilities, dtype=np.float64), 1e-12, 1 - 1e-12)
     y = np.asarray(y_true)
     return float(-(y * np.log(p) + (1 - y) * np.log(1 - p)).mean())
+
+
+def label_calibration_errors(label_sets: np.ndarray, probabilities: np.ndarray) -> list[float]:
+    """Each label's expected calibration error: of its own yes-or-no prediction (``expected_calibration_error`` of
+    the probability it is in the set against that it is not), label by label.
+
+    >>> errors = label_calibration_errors(np.array([[1, 0], [0, 0]]), np.array([[0.9, 0.2], [0.1, 0.2]]))
+    >>> [round(error, 3) for error in errors]
+    [0.1, 0.2]
+    """
+    return [expected_calibration_error(label_sets[:, k], np.column_stack([1 - probabilities[:, k], probabilities[:, k]]))
+            for k in range(label_sets.shape[1])]
+
+
+def label_cells(label_sets: np.ndarray, probabilities: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every (text, label) cell as a yes-or-no prediction of its own: whether the label is given (0/1), and the
+    probabilities of not and of being given, a row per cell, as single-label metrics read one row per text.
+
+    >>> truth, pairs = label_cells(np.array([[1, 0]]), np.array([[0.9, 0.2]]))
+    >>> truth.tolist(), pairs.round(1).tolist()
+    ([1, 0], [[0.1, 0.9], [0.8, 0.2]])
+    """
+    given = np.asarray(probabilities, dtype=np.float64).ravel()
+    return np.asarray(label_sets).ravel(), np.column_stack([1 - given, given])
