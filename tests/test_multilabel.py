@@ -1017,3 +1017,21 @@ def test_evaluate_prints_and_saves_a_multi_label_runs_calibration_as_per_label_b
     for name, scores in saved["per_class"].items():
         assert f"  {name}: calibration error {scores['ece']:.4f}" in out
 
+
+def test_the_report_shows_a_multi_label_runs_calibration_over_every_text_label_cell(topic_run, topic_files):
+    from attnclf import Classifier
+    from attnclf.evaluation.metrics import expected_calibration_error
+    from attnclf.evaluation.multilabel import binary_cross_entropy
+
+    clf = Classifier.load(topic_run, device="cpu")
+    test = load_file(topic_files[1], label_column="topics", multi_label=True, label_names=clf.label_names)
+    y, p = multi_hot(test.labels, len(clf.label_names)), clf.predict_proba(test.texts)
+    page = (topic_run / "report.html").read_text()
+    section = page.split("<h2>Calibration</h2>")[1].split("</section>")[0]
+    assert f"binary log loss {binary_cross_entropy(y, p):.4f}" in section
+    each = [expected_calibration_error(y[:, k], np.column_stack([1 - p[:, k], p[:, k]])) for k in range(y.shape[1])]
+    assert f"calibration error {np.mean(each):.4f} (mean over labels)" in section
+    for name, error in zip(clf.label_names, each):
+        assert f"<tr><td>{name}</td><td>{error:.4f}</td></tr>" in section
+    assert "reliability diagram" in section and (topic_run / "plots" / "reliability.png").is_file()
+    assert "each label's own probability" in section

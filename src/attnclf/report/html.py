@@ -25,9 +25,11 @@ from pathlib import Path
 import numpy as np
 
 from ..data.base import TextDataset
+from ..data.multilabel import multi_hot
 from ..data.files import refuse_compressed_output
 from ..errors import AttnclfError, RunDirError, shown
 from ..evaluation.metrics import expected_calibration_error, log_loss, pick_examples, pick_label_set_examples
+from ..evaluation.multilabel import binary_cross_entropy, label_calibration_errors, label_cells
 from ..explain.explanation import explain
 from ..explain.faithfulness import (AOPC_DEFINITION, FAITHFULNESS_FILE, FaithfulnessResult,
                                     measure_faithfulness)
@@ -141,6 +143,8 @@ def _write_report(run_dir: Path, classifier, test: TextDataset | None, test_prob
         texts = [ex["text"] for kind in ("correct", "incorrect") for ex in examples[kind]]
         explanations = explain(classifier, texts, method, self_attentions=has_heads) if texts and not windowed else []
     else:
+        label_sets = multi_hot(test.labels, len(classifier.label_names))
+        figures["reliability"] = plots.reliability_figure(*label_cells(label_sets, probabilities), label_cells=True)
         examples = pick_label_set_examples(test.texts, test.labels, probabilities, classifier.thresholds,
                                            classifier.label_names)
         by_text = [] if windowed else _explain_label_sets(classifier, examples, method, has_heads)
@@ -159,7 +163,9 @@ def _write_report(run_dir: Path, classifier, test: TextDataset | None, test_prob
             (run_dir / "plots" / f"{name}.png").unlink(missing_ok=True)
 
     if classifier.multi_label:
-        details = [_multilabel_test_section(metrics, test),
+        details = [_multilabel_test_section(metrics, test)
+                   + _label_calibration(images, label_sets, probabilities, classifier.temperature,
+                                        classifier.label_names),
                    _WINDOWED_EXAMPLES if windowed else _label_set_examples_section(by_text, examples, method)]
     else:
         details = [_test_section(images, metrics, classifier.label_names, test)
@@ -353,14 +359,37 @@ def _calibration(images: dict[str, bytes], labels, probabilities: np.ndarray, te
     """The probabilities the model gives now (after `attnclf calibrate`'s temperature, if any): metrics.json holds
     the ones it gave when it finished training. ``validation_only``: the class the kept epoch predicted for every
     validation text (its history record's ``val_predicted_only``), if it did."""
-    scaled = ("" if temperature == 1.0 else
-              f" These are its probabilities at temperature {temperature:.3f}, fitted by "
-              f"<code>attnclf calibrate</code>.")
     return (f"<section><h2>Calibration</h2><p>Log loss {log_loss(labels, probabilities):.4f}; expected calibration "
             f"error {expected_calibration_error(labels, probabilities):.4f} (the mean gap between the top label's "
-            f"confidence and how often it is right: 0 when a confidence of 0.9 is right 9 times in 10).{scaled}</p>"
+            f"confidence and how often it is right: 0 when a confidence of 0.9 is right 9 times in 10)."
+            f"{_tempered(temperature)}</p>"
             + _one_class_caveat(labels, probabilities, label_names, validation_only)
             + _image(images, "reliability", "reliability diagram") + "</section>")
+
+
+def _tempered(temperature: float) -> str:
+    """The sentence saying the calibration section's probabilities are at `attnclf calibrate`'s temperature, if
+    they are."""
+    return ("" if temperature == 1.0 else f" These are its probabilities at temperature {temperature:.3f}, fitted by "
+                                          f"<code>attnclf calibrate</code>.")
+
+
+def _label_calibration(images: dict[str, bytes], label_sets: np.ndarray, probabilities: np.ndarray,
+                       temperature: float, label_names: list[str]) -> str:
+    """A multi-label run's calibration, of the probabilities it gives now as ``_calibration``'s: each label's
+    probability read as the yes-or-no prediction it is, the binary log loss over every (text, label) cell, each
+    label's calibration error and their mean, and the reliability diagram of all the cells."""
+    errors = label_calibration_errors(label_sets, probabilities)
+    return (f"<section><h2>Calibration</h2><p>Of each label's own probability, that the label is given to a text: "
+            f"binary log loss {binary_cross_entropy(label_sets, probabilities):.4f} over {label_sets.size:,} "
+            f"text-label cells; calibration error {np.mean(errors):.4f} (mean over labels), each label's below: the "
+            f"mean gap between the confidence of its given-or-not decision and how often that decision is right."
+            f"{_tempered(temperature)}</p>"
+            + _table(["label", "calibration error"],
+                     [(name, f"{error:.4f}") for name, error in zip(label_names, errors)])
+            + '<p class="note">The diagram pools every text-label cell, so the many labels a text plainly lacks '
+              "crowd its last bins; each label's row above is its own.</p>"
+            + _image(images, "reliability", "reliability diagram of every text-label cell") + "</section>")
 
 
 def _one_class_caveat(labels, probabilities: np.ndarray, label_names: list[str], validation_only: int | None) -> str:

@@ -237,9 +237,16 @@ def precision_recall_figure(y_true: Sequence[int], probabilities: np.ndarray, la
     return fig
 
 
-def reliability_figure(y_true: Sequence[int], probabilities: np.ndarray, bins: int = 15) -> Figure:
+def reliability_figure(y_true: Sequence[int], probabilities: np.ndarray, bins: int = 15,
+                       label_cells: bool = False) -> Figure:
     """The reliability diagram: in each confidence bin, how often the top label was right, against the diagonal
-    a calibrated model would follow; below it, how many texts each bin holds (most sit near 1)."""
+    a calibrated model would follow; below it, how many texts each bin holds (most sit near 1). ``label_cells``: the
+    rows are a multi-label run's (text, label) cells, each a label's probability of not being given and of being
+    given (``label_cells``), and the figure says so.
+
+    >>> reliability_figure([1, 0], np.array([[.2, .8], [.7, .3]]), label_cells=True).axes[1].get_ylabel()
+    'text-label cells'
+    """
     from ..evaluation.metrics import expected_calibration_error, reliability
 
     cells = reliability(y_true, probabilities, bins)
@@ -253,12 +260,16 @@ def reliability_figure(y_true: Sequence[int], probabilities: np.ndarray, bins: i
     top.plot([0, 1], [0, 1], "--", color="grey", lw=1, label="calibrated")
     ece = expected_calibration_error(y_true, probabilities, bins)
     lowest = np.floor(bins / probabilities.shape[1]) / bins  # the top label of K classes has 1/K at least
-    top.set(ylabel="accuracy", xlim=(lowest, 1), ylim=(0, 1.01), title=f"Reliability (expected calibration error {ece:.3f})")
+    title = (f"Reliability of every text-label cell (calibration error {ece:.3f})" if label_cells
+             else f"Reliability (expected calibration error {ece:.3f})")
+    top.set(ylabel="accuracy", xlim=(lowest, 1), ylim=(0, 1.01), title=title)
     top.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small")
     top.grid(alpha=0.3)
     bottom.bar(centres, [cell["count"] for cell in cells], width=1 / bins, color="grey")
     # From below one text: autoscaled, a log axis starts near the smallest count, whose bar then looks empty.
-    bottom.set(xlabel="confidence of the predicted label", ylabel="texts", yscale="log", ylim=(0.5, None))
+    bottom.set(xlabel="confidence that a label is given, or is not" if label_cells else
+               "confidence of the predicted label", ylabel="text-label cells" if label_cells else "texts",
+               yscale="log", ylim=(0.5, None))
     # Plain counts: the log axis's own labels are mathtext, which png_bytes draws as it is ("$\\mathdefault{10^{2}}$").
     bottom.yaxis.set_major_formatter(FuncFormatter(lambda count, _: f"{count:g}"))
     bottom.yaxis.set_minor_formatter(NullFormatter())
