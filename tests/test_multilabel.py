@@ -1035,3 +1035,18 @@ def test_the_report_shows_a_multi_label_runs_calibration_over_every_text_label_c
         assert f"<tr><td>{name}</td><td>{error:.4f}</td></tr>" in section
     assert "reliability diagram" in section and (topic_run / "plots" / "reliability.png").is_file()
     assert "each label's own probability" in section
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_each_labels_calibration_error_is_expected_calibration_error_of_its_yes_or_no_column(dtype):
+    # label_calibration_errors bins every label at once; ties at 0.5 ("not given", as argmax reads [1 - p, p]), bin
+    # edges and certainties must fall where expected_calibration_error puts them, label by label.
+    from attnclf.evaluation.calibration import label_calibration_errors
+    from attnclf.evaluation.metrics import expected_calibration_error
+
+    rng = np.random.default_rng(3)
+    y = (rng.random((120, 6)) < 0.3).astype(int)
+    p = rng.random((120, 6)).astype(dtype)
+    p[:15, 0], p[:15, 1], p[:3, 2] = 0.5, np.arange(15) / 15, [0.0, 1.0, 0.5]
+    expected = [expected_calibration_error(y[:, k], np.column_stack([1 - p[:, k], p[:, k]])) for k in range(6)]
+    assert label_calibration_errors(y, p) == pytest.approx(expected, abs=1e-6)

@@ -572,7 +572,10 @@ def average_precision(truth: np.ndarray, scores: np.ndarray) -> list[float | Non
             for c in range(truth.shape[1])]
 
 
-def reliability(y_true: Sequence[int], probabilities: np.ndarray, bins: int = 15) -> list[dict]:
+ECE_BINS = 15  # equal-width confidence bins, as Guo et al. (2017) binned them
+
+
+def reliability(y_true: Sequence[int], probabilities: np.ndarray, bins: int = ECE_BINS) -> list[dict]:
     """The top label's confidence against its accuracy, in ``bins`` equal-width confidence bins (the reliability
     diagram of Guo et al., 2017): each non-empty bin's upper edge, count, mean confidence and accuracy.
 
@@ -590,7 +593,7 @@ def reliability(y_true: Sequence[int], probabilities: np.ndarray, bins: int = 15
             for b in range(bins) if np.any(index == b)]
 
 
-def expected_calibration_error(y_true: Sequence[int], probabilities: np.ndarray, bins: int = 15) -> float:
+def expected_calibration_error(y_true: Sequence[int], probabilities: np.ndarray, bins: int = ECE_BINS) -> float:
     """How far, on average over texts, the top label's confidence is from how often such predictions are right
     (0: confidences are accuracies; an overconfident model that says 0.99 and is right 90% of the time: 0.09).
 

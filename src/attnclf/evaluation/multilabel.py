@@ -21,7 +21,7 @@ from sklearn.metrics import (
 )
 
 from ..prediction import decided_classes
-from .metrics import average_precision, expected_calibration_error
+from .metrics import ECE_BINS, average_precision
 from .predict import DEFAULT_THRESHOLD
 
 
@@ -199,8 +199,17 @@ def label_calibration_errors(label_sets: np.ndarray, probabilities: np.ndarray) 
     >>> [round(error, 3) for error in errors]
     [0.1, 0.2]
     """
-    return [expected_calibration_error(label_sets[:, k], np.column_stack([1 - probabilities[:, k], probabilities[:, k]]))
-            for k in range(label_sets.shape[1])]
+    label_sets, given = np.asarray(label_sets), np.asarray(probabilities)  # (float32 too: binned as reliability bins)
+    texts, labels = given.shape
+    # All labels' reliability bins at once (a label a column of bins): reliability() label by label took 0.3 s a call
+    # on 700 labels, paid every epoch. The same figures: the decision is argmax([1 - p, p]), "not given" on a tie.
+    decided = given > 1 - given
+    confidence = np.where(decided, given, 1 - given)
+    bins = np.clip(np.ceil(confidence * ECE_BINS).astype(int) - 1, 0, ECE_BINS - 1) + ECE_BINS * np.arange(labels)
+    right = np.bincount(bins.ravel(), (decided == label_sets.astype(bool)).ravel(), ECE_BINS * labels)
+    sure = np.bincount(bins.ravel(), confidence.ravel(), ECE_BINS * labels)
+    # A bin's count / texts x |accuracy - confidence| is |right - sure| / texts.
+    return (np.abs(right - sure).reshape(labels, ECE_BINS).sum(axis=1) / texts).tolist()
 
 
 def label_cells(label_sets: np.ndarray, probabilities: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
