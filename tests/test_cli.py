@@ -1266,6 +1266,31 @@ def test_a_file_run_from_the_model_only_file_recipe_is_told_its_command_reads_ot
     assert json.loads((run / "config.json").read_text())["settings"]["tokenizer"]["max_len"] == general.max_len
 
 
+def test_a_finished_file_run_from_an_earlier_file_recipe_resumed_by_its_command_says_it_is_finished(
+        tmp_path, capsys, monkeypatch):
+    # A file run finished under the edition before sized buckets (yesterday's release), its command rerun with
+    # --resume (a script that resumes whatever stopped): it was told its command "now builds it with the n-gram
+    # buckets sized" and exited 2, where there is nothing left to build; it is finished and tested again, as the
+    # release said. More epochs than it ran would train on under other defaults, and are still refused.
+    from attnclf import recipes
+
+    data = write_csv(tmp_path / "reviews.csv", [(t, "pos") for t in POSITIVE * 3] + [(t, "neg") for t in NEGATIVE * 3])
+    run = tmp_path / "run"
+    argv = ["train", "--train-file", str(data), "--set", "layers=1", "--min-frequency", "1", "--no-report",
+            "--threads", "1", "--output", str(run)]
+    with monkeypatch.context() as before:
+        before.setattr(recipes, "FILE_RECIPES", recipes.FILE_RECIPES[:3])  # (the latest before sized buckets)
+        assert main([*argv, "--epochs", "1", "--quiet"]) == 0
+    weights = (run / "model.safetensors").read_bytes()
+    capsys.readouterr()
+    assert main([*argv, "--epochs", "1", "--resume"]) == 0
+    err = capsys.readouterr().err
+    assert f"{run} finished training already (all 1 epochs): nothing to train; it is tested again" in err
+    assert f"began under an earlier file recipe: this command now builds {SIZED}" in err
+    assert (run / "model.safetensors").read_bytes() == weights
+    assert "started under earlier defaults" in run_error([*argv, "--epochs", "2", "--resume"], capsys)
+
+
 def test_a_resumed_command_is_rebuilt_under_earlier_file_recipes_only_where_it_differs(tmp_path, monkeypatch):
     # Rebuilding the command under every earlier edition tells apart runs and members begun under one; a run or an
     # ensemble its command describes as it is needs none of it.

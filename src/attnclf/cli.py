@@ -427,8 +427,8 @@ def _print_metrics(metrics: dict) -> None:
 @command("train")
 def cmd_train(args: argparse.Namespace) -> int:
     from .training.run import train_run
-    from .training.settings import resume_settings
-    from .training.trainer import describe_kept
+    from .training.settings import finished_training, resume_settings
+    from .training.trainer import checkpoint_state, describe_kept
 
     if args.resume and args.overwrite:
         raise AttnclfError("--resume continues the run in --output and --overwrite replaces it: give one")
@@ -485,8 +485,13 @@ def cmd_train(args: argparse.Namespace) -> int:
             moved = set() if settings.data.token_cache else {
                 name for name in typed & {"train_file", "validation_file", "test_file"}
                 if getattr(settings.data, name) and (name != "test_file" or "test_sha256" in recorded.get("data", {}))}
-            _refuse_other_settings(described, settings, moved,
-                                   functools.partial(built_under_earlier_file_recipes, args, described))
+            # (a finished run trains nothing more: begun under an earlier file recipe, its command passes)
+            finished = finished_training(checkpoint_state(output), settings.train.epochs, settings.train.patience)
+            note = _refuse_other_settings(described, settings, moved,
+                                          functools.partial(built_under_earlier_file_recipes, args, described),
+                                          finished=bool(finished))
+            if note and not args.quiet:
+                print(f"note: {note}", file=sys.stderr)
             _refuse_other_vectors(args, described, settings)
             for name in moved:
                 setattr(settings.data, name, getattr(described.data, name))
@@ -539,14 +544,15 @@ def _typed(args: argparse.Namespace) -> set[str]:
     return set(vars(train.parse_known_args(args.argv)[0]))
 
 
-def _refuse_other_settings(typed, trained, moved: set[str] = frozenset(),
-                           earlier: Callable[[], Sequence] = tuple) -> None:
+def _refuse_other_settings(typed, trained, moved: set[str] = frozenset(), earlier: Callable[[], Sequence] = tuple,
+                           finished: bool = False) -> str | None:
     """A resumed run continues with its own settings, so flags that would train another model are an error, not a
     silent no-op: the run's own command with --resume added passes, other flags (or too few) do not; ``moved`` names
     the data files whose new place it may give. A run with the settings the command built under an earlier edition
     of the file recipe (``earlier()``, built only on a difference) is told so, by the model and tokenizer fields that
     differ now; another is told the setting that differs from the nearest of the builds (a flag typed, not the
-    recipe's values)."""
+    recipe's values). A ``finished`` run (it trains nothing more) begun under an earlier edition passes with a note,
+    returned for stderr: its command, rerun with --resume, says it is finished, as it did then."""
     from .training.settings import nearest_difference
 
     ignore = {"train.epochs", "train.schedule_epochs", "embeddings", "embeddings_std", "init_from",
@@ -558,6 +564,9 @@ def _refuse_other_settings(typed, trained, moved: set[str] = frozenset(),
     if any(trained.first_difference(build, ignore=ignore) is None for build in earlier):
         changed = ", ".join(_changed(key, theirs, ours)
                             for key, theirs, ours in trained.differences(typed, ignore=ignore))
+        if finished:
+            return (f"{trained.output} began under an earlier file recipe: this command now builds {changed}; the "
+                    f"run keeps its own settings")
         raise AttnclfError(f"{trained.output} started under earlier defaults of self-attn on a file (the file recipe): "
                            f"this command now builds it with {changed}; `attnclf train --resume --output "
                            f"{shlex.quote(str(trained.output))}` alone continues the run with its own settings")
