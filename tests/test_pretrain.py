@@ -389,7 +389,7 @@ def test_an_encoder_pretrained_before_a_cleaning_setting_is_started_from_by_the_
     assert {name: cleaning[name] for name in added} == {name: name not in adopted_names and name != "social_media"
                                                         for name in added}
     assert main([*command, "--resume"]) == 0  # its own command continues it
-    capsys.readouterr()
+    assert "was pretrained before" not in capsys.readouterr().err  # (said as it began: its config records it)
     typed = [f"--no-{name.replace('_', '-')}" for name in adopted_names]  # (the encoder's values)
     assert main([*command[:-len(SMALL_FLAGS) - 2], "--output", str(tmp_path / "typed"), *typed, *SMALL_FLAGS]) == 0
     assert "note: " not in capsys.readouterr().err

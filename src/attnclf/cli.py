@@ -165,7 +165,8 @@ def build_settings(args: argparse.Namespace, file_recipe: int = -1):
     if args.init_from:  # it brings its own token embedding, not the recipe's vectors (given ones are refused)
         settings.init_from = args.init_from
         settings.embeddings = args.embeddings if args.embeddings and args.embeddings != "none" else None
-        _read_as_pretrained(settings, args, noted=file_recipe == -1)
+        # (said once, as a run begins: a resume, or a finished run's command rerun, reads as its config records)
+        _read_as_pretrained(settings, args, noted=file_recipe == -1 and not args.resume)
     settings.check(_flag, _given(args), resumed=args.resume)
     return settings
 
