@@ -742,3 +742,34 @@ def test_a_worker_that_dies_mid_batch_answers_the_requests_of_that_batch_too(loc
         assert httpx.get(f"http://127.0.0.1:{port}/health").status_code == 503
     assert answer.status_code == 503
     assert answer.json()["detail"].startswith("the prediction worker stopped on an internal error (TypeError)")
+
+
+def test_lines_dropped_while_the_reader_stalled_are_counted_when_it_comes_back_only_as_the_service_stops(monkeypatch):
+    """A reader back only after the stop began (a collector restarted as the service was) saw the lines that had
+    waited and no word of those dropped: the stop's end marker queued behind them kept the queue from ever looking
+    caught up, where the count is written."""
+    import io
+
+    from attnclf.serve.app import StdoutLog
+
+    class Stalled(io.StringIO):
+        def __init__(self):
+            super().__init__()
+            self.back = threading.Event()
+
+        def write(self, text):
+            self.back.wait(10)
+            return super().write(text)
+
+    stalled = Stalled()
+    monkeypatch.setattr("sys.stdout", stalled)
+    log = StdoutLog("text", most=2)
+    back = threading.Timer(0.5, stalled.back.set)  # (as the stop waits for the lines still waiting)
+    with log.in_background():
+        for number in range(5):
+            log(f"line {number}")
+        back.start()
+    back.join()
+    *written, dropped = stalled.getvalue().splitlines()
+    assert written == [f"line {number}" for number in range(len(written))] and len(written) in (2, 3), written
+    assert dropped == f"warning: {5 - len(written)} log lines dropped: stdout was not read as fast as they came"

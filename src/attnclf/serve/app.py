@@ -1571,12 +1571,17 @@ class StdoutLog:
         while (line := waiting.get()) is not None:
             self._write(line)
             if waiting.empty():  # (caught up: the count goes after the lines that came before the drops)
-                with self._counting:
-                    dropped, self._dropped = self._dropped, 0
-                if dropped:
-                    self._write(logged_line(self.log_format, "warning", message=(
-                        f"warning: {dropped} log line{'s' * (dropped != 1)} dropped: stdout was not read as fast as "
-                        f"they came")))
+                self._write_dropped()
+        # (the stop's None queued behind the last lines: the queue never looked empty after them)
+        self._write_dropped()
+
+    def _write_dropped(self) -> None:
+        with self._counting:
+            dropped, self._dropped = self._dropped, 0
+        if dropped:
+            self._write(logged_line(self.log_format, "warning", message=(
+                f"warning: {dropped} log line{'s' * (dropped != 1)} dropped: stdout was not read as fast as they "
+                f"came")))
 
     def _write(self, line: str) -> None:
         if self.stopped:
