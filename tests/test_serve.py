@@ -731,6 +731,20 @@ def test_serve_limits_refuse_a_bad_value_in_one_line_however_large(limits, messa
     assert str(caught.value) == message
 
 
+@pytest.mark.parametrize("name", ["max_body_seconds", "stop_seconds", "keep_alive_seconds"])
+def test_serve_limits_refuse_seconds_no_timer_can_hold(name):
+    """asyncio's timers take seconds as a float: 10 ** 400 was accepted, then raised OverflowError as a traceback
+    on every request (the head's and body's deadlines), after every answer (keep-alive) or at the stop."""
+    from attnclf.errors import AttnclfError
+    from attnclf.serve.app import ServeLimits
+
+    with pytest.raises(AttnclfError) as caught:
+        ServeLimits(**{name: 10 ** 400})
+    assert str(caught.value).startswith(f"{name} must be a positive integer of at most 1000000000 seconds "
+                                        f"(31 years), got 1000000000000000000000000000000000000000")
+    assert getattr(ServeLimits(**{name: 10 ** 9}), name) == 10 ** 9
+
+
 def test_serve_limits_take_numpy_integers_as_ints():
     """A limit from a numpy grid is a count like any other, and /model's JSON writes it."""
     from attnclf.serve.app import ServeLimits

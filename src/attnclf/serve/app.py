@@ -100,6 +100,9 @@ NO_EXPLANATIONS = ("this service runs the exported ONNX graph, which gives no ex
                    "(the PyTorch backend) explains")
 
 
+MOST_SECONDS = 10 ** 9  # a seconds limit's largest (31 years): any wait past it is no limit
+
+
 @dataclass(frozen=True)
 class ServeLimits:
     max_batch: int = 64  # texts per /predict request
@@ -129,6 +132,10 @@ class ServeLimits:
             count = whole_number(value)  # (True is no count of 1; numpy's integers are counts, kept as ints for JSON)
             if count is None or count < 1:
                 raise AttnclfError(f"{named(name)} must be a positive integer, got {shown(value)}")
+            # (asyncio's timers take seconds as a float: past it, each deadline raised OverflowError, a traceback)
+            if name.endswith("_seconds") and count > MOST_SECONDS:
+                raise AttnclfError(f"{named(name)} must be a positive integer of at most {MOST_SECONDS} seconds "
+                                   f"(31 years), got {shown(value)}")
             object.__setattr__(self, name, count)
 
     @property
