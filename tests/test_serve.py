@@ -524,6 +524,32 @@ def test_a_request_stopping_cuts_off_is_answered_a_json_503_not_a_500_and_logs_n
                          "stopped after serving 1 request (/health included)"]
 
 
+def test_a_request_the_stop_cuts_off_mid_body_is_logged_before_the_stop_says_it_has_ended(local):
+    """A request cut off while its body was still arriving (``BodyLimit``'s wait) answered its 503 a few turns of the
+    loop after the cancel, and its line came after "stopped", which a log reader takes for the last word."""
+    import uvicorn
+
+    from attnclf.serve.app import ServeLimits, StopAnnouncingServer, _uvicorn_options, create_app
+
+    limits = ServeLimits(stop_seconds=1)
+    logged: list[str] = []
+    app = create_app(local, limits, access_log=logged.append)
+    server = StopAnnouncingServer(uvicorn.Config(app, **_uvicorn_options(limits)),
+                                  write=lambda event, line: logged.append(line))
+    with _running(server) as port, socket.create_connection(("127.0.0.1", port), timeout=30) as client:
+        client.sendall(b"POST /predict HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\n"
+                       b"Content-Length: 30\r\n\r\n{\"text\":")
+        deadline = time.monotonic() + 30
+        while not server.server_state.tasks and time.monotonic() < deadline:  # (its head read: the request runs)
+            time.sleep(0.05)
+        server.should_exit = True  # as SIGTERM sets it, the client still connected
+        while not any(line.startswith("stopped") for line in logged) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)  # (a line the cut-off request writes late)
+    assert logged[-1] == "stopped after serving 1 request (/health included)", logged
+    assert " POST /predict 503 " in logged[-2] and "this request was cut off unfinished" in logged[-2], logged
+
+
 def test_uvicorn_refuses_only_past_four_times_as_many_open_connections_as_the_app_serves(local):
     import uvicorn
 

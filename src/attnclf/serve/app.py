@@ -1397,6 +1397,8 @@ class StopAnnouncingServer(uvicorn.Server):
     >>> # StopAnnouncingServer(uvicorn.Config(app, **_uvicorn_options(limits)), write=StdoutLog("text").say).run()
     """
 
+    CUT_OFF_SECONDS = 1  # how long the stop's last line waits for the requests it cut off to be answered
+
     def __init__(self, config: uvicorn.Config, write: Callable[[str, str], None],
                  on_hangup: Callable[[], None] | None = None):
         super().__init__(config)
@@ -1441,6 +1443,10 @@ class StopAnnouncingServer(uvicorn.Server):
                                f"request{'s' * (in_flight != 1)} in flight" if in_flight
                    else f"{stopping}: no requests in flight")
         await super().shutdown(sockets)
+        # Requests it cut off (past the graceful seconds) answer their 503 some turns of the loop after the cancel,
+        # one waiting for its body a few more: their lines go before this last one, which says the stop is over.
+        if not self.force_exit and (cut_off := set(self.server_state.tasks)):  # (forced: nothing was cut off)
+            await asyncio.wait(cut_off, timeout=self.CUT_OFF_SECONDS)
         served = self.server_state.total_requests
         self.write("stopped", f"stopped after serving {served} request{'s' * (served != 1)} (/health included)")
 
