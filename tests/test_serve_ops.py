@@ -773,3 +773,16 @@ def test_lines_dropped_while_the_reader_stalled_are_counted_when_it_comes_back_o
     *written, dropped = stalled.getvalue().splitlines()
     assert written == [f"line {number}" for number in range(len(written))] and len(written) in (2, 3), written
     assert dropped == f"warning: {5 - len(written)} log lines dropped: stdout was not read as fast as they came"
+
+
+def test_a_reload_between_weights_of_unknown_sha256_does_not_call_them_unchanged(local):
+    """An ONNX export older than its record of the run's weights names none: two unknown weights are no evidence of
+    one model (model_id is None for them), and the reload line said 'weights None unchanged'."""
+    from attnclf.serve.app import ServedModel
+
+    unknown = {"run": "runs/old-export", "weights_sha256": [None]}
+    before, after = ServedModel.of(local, unknown), ServedModel.of(local, unknown)
+    assert after.changed_from(before) == "weights of unknown sha256, before as after"
+    known = ServedModel.of(local, {"run": "runs/demo", "weights_sha256": ["ab" * 32]})
+    assert known.changed_from(before) == f"weights of unknown sha256 -> {'ab' * 32}"
+    assert known.changed_from(known) == f"weights {'ab' * 32} unchanged"

@@ -957,8 +957,11 @@ class ServedModel:
             return weights or "of unknown sha256"
 
         old_weights, new_weights = old.origin["weights_id"], self.origin["weights_id"]
-        changes = [f"weights {new_weights} unchanged" if new_weights == old_weights else
-                   f"weights {named(old_weights)} -> {named(new_weights)}"]
+        if new_weights is None and old_weights is None:  # (two unknown weights are no evidence of the same ones)
+            changes = ["weights of unknown sha256, before as after"]
+        else:
+            changes = [f"weights {new_weights} unchanged" if new_weights == old_weights else
+                       f"weights {named(old_weights)} -> {named(new_weights)}"]
         if (before := temperatures(old.classifier)) != (after := temperatures(self.classifier)):
             def written(each):
                 return f"{each[0]:g}" if len(each) == 1 else f"[{', '.join(f'{t:g}' for t in each)}]"
