@@ -786,3 +786,36 @@ def test_a_reload_between_weights_of_unknown_sha256_does_not_call_them_unchanged
     known = ServedModel.of(local, {"run": "runs/demo", "weights_sha256": ["ab" * 32]})
     assert known.changed_from(before) == f"weights of unknown sha256 -> {'ab' * 32}"
     assert known.changed_from(known) == f"weights {'ab' * 32} unchanged"
+
+
+def test_a_reader_stalled_for_good_holds_the_stop_last_seconds_at_most(monkeypatch):
+    """The stop waited LAST_SECONDS for room to mark the end in a full queue, then LAST_SECONDS more for the writer:
+    twice what it promised, 10 s past the requests' own wait, beyond Docker's stop timeout (10 s) and killed there."""
+    import io
+    import time
+
+    from attnclf.serve.app import StdoutLog
+
+    stalled_for_good = threading.Event()
+
+    class Stalled(io.StringIO):
+        def write(self, text):
+            stalled_for_good.wait(30)
+            return super().write(text)
+
+    monkeypatch.setattr("sys.stdout", Stalled())
+    monkeypatch.setattr(StdoutLog, "LAST_SECONDS", 1)
+    log = StdoutLog("text", most=2)
+    try:
+        with log.in_background():
+            waiting, writer = log._waiting, next(t for t in threading.enumerate() if t.name == "attnclf-log")
+            log("line 0")
+            time.sleep(0.2)  # (the writer takes it, and stalls writing it)
+            for number in range(1, 5):
+                log(f"line {number}")  # (two fill the queue, two are dropped)
+            began = time.perf_counter()
+        assert time.perf_counter() - began < 1.5
+    finally:
+        stalled_for_good.set()  # (the writer writes what waits, and ends before stdout is given back)
+        waiting.put(None)
+        writer.join(30)

@@ -1575,11 +1575,12 @@ class StdoutLog:
         try:
             yield self
         finally:
+            deadline = time.monotonic() + self.LAST_SECONDS  # (one deadline for both waits: each its own took twice it)
             try:
                 self._waiting.put(None, timeout=self.LAST_SECONDS)
             except queue.Full:
                 pass
-            writer.join(self.LAST_SECONDS)
+            writer.join(max(0.0, deadline - time.monotonic()))
             self._waiting = None
 
     def _write_waiting(self, waiting: queue.Queue) -> None:
