@@ -1942,6 +1942,16 @@ def test_options_may_come_between_the_run_and_its_texts_and_each_text_gets_its_a
     assert stop.value.code == 2 and "unrecognized arguments: --no-such-flag" in capsys.readouterr().err
 
 
+def test_predict_with_a_text_flag_says_texts_are_arguments(csv_run, capsys):
+    # argparse reads a prefix of an option as the option (--overw for --overwrite, which the commands' hints rely on),
+    # so `predict RUN --text "a story"` was --text-column, refused as a column of no --file, which told a user who
+    # meant a text nothing about where texts go.
+    assert main(["predict", str(csv_run), "--text", "a story"]) == 2
+    assert capsys.readouterr().err == (
+        "attnclf: error: --text-column picks the column of a CSV / TSV / JSONL / Parquet --file (a prefix of it, such "
+        "as --text, is read as it); texts are arguments: attnclf predict RUN_DIR \"a text\"\n")
+
+
 @pytest.mark.parametrize("argv, message", [
     (["train", "--dataset", "demo", "--lr", "abc"],
      "attnclf train: error: argument --lr: invalid float value: 'abc'; see `attnclf train --help`"),

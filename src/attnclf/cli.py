@@ -829,7 +829,10 @@ def _input_texts(args: argparse.Namespace, config: dict) -> list[str]:
     from .prediction import trained_text_column
 
     if args.text_column and not (args.file and is_data_file(args.file)):
-        raise AttnclfError("--text-column picks the column of a CSV / TSV / JSONL / Parquet --file")
+        # (argparse takes a prefix for the option: `predict RUN --text "a story"` lands here)
+        raise AttnclfError(f"--text-column picks the column of a CSV / TSV / JSONL / Parquet --file (a prefix of it, "
+                           f"such as --text, is read as it); texts are arguments: attnclf {args.command} RUN_DIR "
+                           f"\"a text\"")
     if args.texts and not args.file and not any(text.strip() for text in args.texts):
         raise AttnclfError("every text given is blank")
     # Blank arguments alone (`predict RUN "$EMPTY" --file f`) give no texts; among others they are texts.
