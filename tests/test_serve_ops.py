@@ -2,6 +2,7 @@
 
 import re
 import threading
+from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
@@ -687,6 +688,64 @@ def test_a_stdout_whose_reader_dies_mid_run_stops_the_log_saying_so_once_and_the
     err = capsys.readouterr().err.splitlines()
     message = "warning: the log on stdout stopped (Broken pipe): requests go on being answered, unlogged"
     assert err == [message] if log_format == "text" else [json.loads(line)["message"] for line in err] == [message]
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="counts the open descriptors in /proc")
+def test_a_stopped_log_on_a_stream_other_than_fd_1_leaves_its_file_alone_and_opens_no_descriptor(tmp_path,
+                                                                                                 monkeypatch, capsys):
+    """The stop pointed whatever descriptor sys.stdout had at /dev/null (here a file the log was redirected to, not
+    the process's stdout it is for), and left the /dev/null descriptor it opened for that open."""
+    import io
+    import os
+
+    from attnclf.serve.app import StdoutLog
+
+    target = (tmp_path / "log").open("w")
+
+    class ReaderDies(io.StringIO):
+        def fileno(self):
+            return target.fileno()
+
+        def write(self, text):
+            if "\n" in self.getvalue():
+                raise BrokenPipeError(32, "Broken pipe")
+            return super().write(text)
+
+    monkeypatch.setattr("sys.stdout", ReaderDies())
+    try:
+        before = sorted(os.listdir("/proc/self/fd"))
+        log = StdoutLog("text")
+        log.say("serving", "serving runs/demo")
+        log.say("stopped", "stopped")
+        assert log.stopped
+        assert sorted(os.listdir("/proc/self/fd")) == before, "a descriptor was left open"
+        assert os.path.samestat(os.fstat(target.fileno()), os.stat(tmp_path / "log")), "the file was pointed away"
+    finally:
+        target.close()
+    assert "the log on stdout stopped (Broken pipe)" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="reads where fd 1 points in /proc")
+def test_a_stopped_log_points_fd_1_at_dev_null_and_leaves_no_descriptor_of_its_own_open():
+    """Python flushes stdout once more as it exits, into the pipe whose reader has gone: fd 1 takes /dev/null instead
+    (the process ends 0, saying nothing more), and the descriptor opened on /dev/null for it is closed again."""
+    import os
+    import subprocess
+    import sys
+
+    code = "\n".join([
+        "import os, sys",
+        "from attnclf.serve.app import StdoutLog",
+        "read_end, write_end = os.pipe(); os.close(read_end); os.dup2(write_end, 1); os.close(write_end)",
+        "before = sorted(os.listdir('/proc/self/fd'))",
+        "log = StdoutLog('text')",
+        "with log.in_background():",
+        "    log('a line nobody reads')",
+        "print(log.stopped, sorted(os.listdir('/proc/self/fd')) == before, os.readlink('/proc/self/fd/1'),",
+        "      file=sys.stderr)"])
+    done = subprocess.run([sys.executable, "-c", code], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, text=True, timeout=120)
+    assert done.returncode == 0 and done.stderr.splitlines()[-1] == f"True True {os.devnull}", done.stderr
 
 
 def test_a_stdout_read_slowly_holds_up_no_request_and_lines_past_the_buffer_are_counted_not_waited_for(

@@ -1603,21 +1603,26 @@ class StdoutLog:
     def _write(self, line: str) -> None:
         if self.stopped:
             return
+        stream = sys.stdout  # (once: the stream a failure stops is the one written to)
         try:
-            if sys.stdout is None:  # (what Python makes of a file descriptor 1 closed as it started)
+            if stream is None:  # (what Python makes of a file descriptor 1 closed as it started)
                 raise OSError("stdout is closed")
-            print(line, flush=True)
+            print(line, file=stream, flush=True)
         except (OSError, ValueError) as exc:  # (ValueError: a stream closed from within)
-            self._stop(getattr(exc, "strerror", None) or str(exc))
+            self._stop(getattr(exc, "strerror", None) or str(exc), stream)
             return
         self.written += 1
 
-    def _stop(self, why: str) -> None:
+    def _stop(self, why: str, stream) -> None:
         self.stopped = True
-        try:  # Python flushes stdout once more at exit, into the same broken pipe: /dev/null takes it instead
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        except (AttributeError, OSError, ValueError):  # (closed, or a stream of no file: nothing to flush)
-            pass
+        if _file_descriptor(stream) == 1:
+            # Python flushes stdout once more at exit, into the same broken pipe: /dev/null takes it instead. Only fd 1,
+            # the process's stdout: a stream on another descriptor (stdout redirected to a file) is its owner's.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            try:
+                os.dup2(devnull, 1)
+            finally:
+                os.close(devnull)
         if not self.written and self._waiting is None:
             raise AttnclfError(f"cannot write the service's log to stdout ({why}): start it with a stdout that is "
                                f"read (a terminal, a file, a log collector's pipe; /dev/null keeps no log)")
@@ -1628,6 +1633,17 @@ class StdoutLog:
         except (OSError, ValueError, AttributeError):  # (stderr gone too: nowhere left to say it)
             pass
 
+
+def _file_descriptor(stream) -> int | None:
+    """The descriptor ``stream`` writes to; None for a closed one, or one of no file (a StringIO).
+
+    >>> import io; _file_descriptor(io.StringIO()), _file_descriptor(None)
+    (None, None)
+    """
+    try:
+        return stream.fileno()
+    except (AttributeError, OSError, ValueError):  # (UnsupportedOperation is both of the last two)
+        return None
 
 def _load_fingerprinted(run_dir: str | Path, backend: str, load: Callable[[], object]) -> tuple[object, list]:
     """What ``load`` loads, and the sha256 of the weights it loaded, each member's: what GET /model tells a client,
