@@ -847,6 +847,27 @@ def test_a_reload_between_weights_of_unknown_sha256_does_not_call_them_unchanged
     assert known.changed_from(known) == f"weights {'ab' * 32} unchanged"
 
 
+def test_a_reload_line_shows_a_temperature_or_threshold_change_past_the_sixth_significant_digit(local):
+    """Written with :g, a change past the sixth significant digit read '0.412346 -> 0.412346': no change seen, where
+    the model answers otherwise. Each value is written as long as it takes to be exact, and no longer."""
+    from dataclasses import replace
+    from types import SimpleNamespace
+
+    from attnclf.serve.app import ServedModel
+
+    served = ServedModel.of(local, {"run": "runs/demo", "weights_sha256": ["ab" * 32]})
+
+    def tuned(temperature, thresholds):
+        return replace(served, classifier=SimpleNamespace(temperature=temperature, multi_label=True,
+                                                          label_names=["sports", "arts"], thresholds=thresholds))
+
+    before, after = tuned(0.4123456, [0.3, 0.71234561]), tuned(0.4123461, [0.3, 0.71234564])
+    assert after.changed_from(before) == (f"weights {'ab' * 32} unchanged; temperature 0.4123456 -> 0.4123461; "
+                                          f"threshold of 1 label moved: arts 0.71234561 -> 0.71234564")
+    assert tuned(0.5, [0.3, 0.25]).changed_from(tuned(1.0, [0.3, 0.5])) == (
+        f"weights {'ab' * 32} unchanged; temperature 1 -> 0.5; threshold of 1 label moved: arts 0.5 -> 0.25")
+
+
 def test_a_reader_stalled_for_good_holds_the_stop_last_seconds_at_most(monkeypatch):
     """The stop waited LAST_SECONDS for room to mark the end in a full queue, then LAST_SECONDS more for the writer:
     twice what it promised, 10 s past the requests' own wait, beyond Docker's stop timeout (10 s) and killed there."""

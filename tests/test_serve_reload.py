@@ -106,6 +106,7 @@ def test_a_reload_after_thresholds_were_tuned_again_names_the_labels_whose_thres
                                                                                            capsys):
     from attnclf.cli import main
     from attnclf.rundir import THRESHOLDS_FILE
+    from attnclf.serve.app import _exactly  # (each as long as it takes to be exact: test_serve_ops)
 
     run = tmp_path / "topics"
     assert main(["train", "--dataset", "topics", "--epochs", "1", "--max-train-examples", "300", "--set", "d_model=16",
@@ -123,8 +124,8 @@ def test_a_reload_after_thresholds_were_tuned_again_names_the_labels_whose_thres
         info = client.get("/model").json()
     assert after.headers["x-attnclf-weights"] == weights and info["model_id"] != before["model_id"]
     assert after.headers["x-attnclf-model"] == info["model_id"]
-    moved = [f"{label} {before['thresholds'][label]:g} -> {0.01 * (i + 1):g}" for i, label in enumerate(labels)
-             if i != 1]
+    moved = [f"{label} {_exactly(before['thresholds'][label])} -> {_exactly(0.01 * (i + 1))}"
+             for i, label in enumerate(labels) if i != 1]
     line = capsys.readouterr().out.splitlines()[-1]
     assert line == (f"reloaded {run}: weights {weights} unchanged; thresholds of {len(moved)} labels moved: "
                     f"{', '.join(moved[:3])}{', ...' if len(moved) > 3 else ''}"), line

@@ -893,6 +893,16 @@ def _thresholds(classifier) -> dict[str, float] | None:
     return dict(zip(classifier.label_names, (float(cut) for cut in classifier.thresholds)))
 
 
+def _exactly(value: float) -> str:
+    """``value`` as short as it is exact: :g's six significant digits where they are all it has, else its shortest
+    round trip (repr), so that a change past the sixth digit (a temperature calibrated again) shows in a reload line.
+
+    >>> _exactly(1.0), _exactly(0.5), _exactly(0.4123456)
+    ('1', '0.5', '0.4123456')
+    """
+    short = f"{value:g}"
+    return short if float(short) == value else repr(float(value))
+
 @dataclass(frozen=True)
 class ServedModel:
     """The model a service answers with, and what it says of it, as one value: a reload swaps it whole
@@ -964,12 +974,12 @@ class ServedModel:
                        f"weights {named(old_weights)} -> {named(new_weights)}"]
         if (before := temperatures(old.classifier)) != (after := temperatures(self.classifier)):
             def written(each):
-                return f"{each[0]:g}" if len(each) == 1 else f"[{', '.join(f'{t:g}' for t in each)}]"
+                return _exactly(each[0]) if len(each) == 1 else f"[{', '.join(_exactly(t) for t in each)}]"
 
             changes.append(f"temperature{'s' * (len(after) > 1)} {written(before)} -> {written(after)}")
         old_cuts, new_cuts = _thresholds(old.classifier) or {}, _thresholds(self.classifier) or {}
-        moved = [f"{shown(label, write=str)} {old_cuts[label]:g} -> {cut:g}" for label, cut in new_cuts.items()
-                 if label in old_cuts and cut != old_cuts[label]]
+        moved = [f"{shown(label, write=str)} {_exactly(old_cuts[label])} -> {_exactly(cut)}"
+                 for label, cut in new_cuts.items() if label in old_cuts and cut != old_cuts[label]]
         if moved:
             plural = "s" * (len(moved) > 1)
             changes.append(f"threshold{plural} of {len(moved)} label{plural} moved: "
