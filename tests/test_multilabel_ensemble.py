@@ -320,7 +320,8 @@ def test_no_temperature_is_written_for_a_multi_label_run_whose_labels_all_fall_o
 
 def test_thresholds_given_in_python_are_one_per_label_each_a_probability(shared_split):
     members = _members(shared_split)
-    assert Ensemble(members, thresholds=[0.3] * 5).thresholds.tolist() == [0.3] * 5
+    given = Ensemble(members, thresholds=[0.3] * 5)
+    assert given.thresholds.tolist() == [0.3] * 5 and given.thresholds_from == "those it was given"
     with pytest.raises(AttnclfError, match=r"^thresholds: 2 given, one per label needed \(5\)$"):
         Ensemble(members, thresholds=[0.3, 0.4])
     with pytest.raises(AttnclfError, match=r"^thresholds: 'sports' at nan: each must be a number from 0 to 1$"):
@@ -348,12 +349,19 @@ def test_a_refit_of_an_ensemble_whose_thresholds_were_tuned_on_calibrated_member
 
 
 def test_evaluate_threshold_on_a_multi_label_ensemble_names_the_ensembles_thresholds_not_a_file_it_lacks(
-        shared_split, topic_files, capsys):
-    assert main(["evaluate", str(shared_split), "--test-file", str(topic_files[1]), "--threshold", "sports=0.9",
-                 "--device", "cpu"]) == 0
-    assert capsys.readouterr().out.splitlines()[-1] == (
-        "predicted by --threshold: 'sports' when its probability is at least 0.9; the other labels at the ensemble's "
-        "thresholds (ensemble.json, or its members' averaged)")
+        shared_split, own_splits, topic_files, capsys):
+    """It said '(ensemble.json, or its members' averaged)', leaving the reader to find out which: it says which."""
+    tuned, averaged = [str(shared_split)], [str(own_splits)]
+    for runs, source in ((tuned, "ensemble.json's, tuned on the validation texts its members shared"),
+                         (averaged, "its members' averaged"),
+                         ([str(shared_split / "seed-0"), str(shared_split / "seed-1")], "its members' averaged")):
+        assert main(["evaluate", *runs, "--test-file", str(topic_files[1]), "--threshold", "sports=0.9",
+                     "--device", "cpu"]) == 0
+        assert capsys.readouterr().out.splitlines()[-1] == (
+            f"predicted by --threshold: 'sports' when its probability is at least 0.9; the other labels at the "
+            f"ensemble's thresholds ({source})"), runs
+    assert json.loads((shared_split / "ensemble.json").read_text())["thresholds_from"] == "validation"
+    assert json.loads((own_splits / "ensemble.json").read_text())["thresholds_from"] == "members"
     assert main(["evaluate", str(shared_split / "seed-0"), "--test-file", str(topic_files[1]), "--threshold",
                  "sports=0.9", "--device", "cpu"]) == 0
     assert capsys.readouterr().out.splitlines()[-1].endswith("; the other labels at their own thresholds "

@@ -672,7 +672,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         print(json.dumps({k: v for k, v in metrics.items() if k != "classification_report"}, indent=2))
     else:
         print(evaluation_text(metrics, clf.label_names, clf.multi_label, named=_flag,
-                              ensemble=isinstance(clf, Ensemble)))
+                              ensemble_thresholds=clf.thresholds_from if isinstance(clf, Ensemble) else None))
     if written is not None:
         order = "most wrong labels first" if clf.multi_label else "most confident first"
         print(f"wrote {written:,} misclassified texts of {metrics['num_examples']:,} to {args.errors} ({order})",

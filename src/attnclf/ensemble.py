@@ -78,7 +78,11 @@ def first_member(path: str | Path) -> str:
 class Ensemble:
     """Members trained on the same data with one label set (same names, same order), all single-label or all
     multi-label. A multi-label ensemble's ``thresholds`` (one per label, in ``label_names`` order) cut its averaged
-    probabilities into label sets: by default the mean of its members' (``ensemble_thresholds``)."""
+    probabilities into label sets: by default the mean of its members' (``ensemble_thresholds``); ``thresholds_from``
+    says which they are, as `attnclf evaluate --threshold` names them (None for a single-label ensemble).
+
+    >>> # Ensemble.load(["runs/topics-3"]).thresholds_from   # "ensemble.json's, tuned on the validation texts ..."
+    """
 
     def __init__(self, members: Sequence[Classifier], names: Sequence[str] | None = None,
                  thresholds: Sequence[float] | None = None):
@@ -129,6 +133,8 @@ class Ensemble:
                                f"be a number from 0 to 1")
         self.thresholds = (np.asarray(thresholds, dtype=np.float64) if thresholds is not None else
                            ensemble_thresholds(self.members) if self.multi_label else None)
+        self.thresholds_from = (None if not self.multi_label else "its members' averaged" if thresholds is None else
+                                "those it was given")
 
     def __repr__(self) -> str:
         return model_repr("Ensemble", members=len(self.members), labels=self.label_names,
@@ -160,7 +166,11 @@ class Ensemble:
         if ensemble_folder and members[0].multi_label and tuned_thresholds(ensemble_folder):
             _refuse_calibrated_since(ensemble_folder, members, run_dirs)
             thresholds = saved_thresholds(ensemble_folder, members[0].label_names)
-        return cls(members, [str(d) for d in run_dirs], thresholds)
+        ensemble = cls(members, [str(d) for d in run_dirs], thresholds)
+        if thresholds is not None:
+            ensemble.thresholds_from = TUNED_THRESHOLDS[read_json(Path(ensemble_folder) / ENSEMBLE_FILE)[
+                "thresholds_from"]]
+        return ensemble
 
     def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
         """(texts, classes): the members' probabilities, averaged, columns in ``label_names`` order.
@@ -219,6 +229,11 @@ def ensemble_thresholds(members: Sequence[Classifier]) -> np.ndarray:
     return np.mean([member.thresholds for member in members], axis=0)
 
 
+# What each source of tuned thresholds ensemble.json records ("thresholds_from") is, as Ensemble.thresholds_from says
+TUNED_THRESHOLDS = {"validation": "ensemble.json's, tuned on the validation texts its members shared",
+                    "ensemble refitted": "ensemble.json's, tuned by the ensemble its members refit"}
+
+
 def tuned_thresholds(folder: str | Path) -> bool:
     """Whether the `train --seeds` folder's ensemble.json holds thresholds its multi-label ensemble tuned (on the
     members' shared validation texts, or those of the ensemble its members refit), which ``Ensemble.load`` applies;
@@ -229,7 +244,7 @@ def tuned_thresholds(folder: str | Path) -> bool:
     """
     path = Path(folder) / ENSEMBLE_FILE
     saved = read_json(path) if path.is_file() else None
-    return isinstance(saved, dict) and saved.get("thresholds_from") in ("validation", "ensemble refitted")
+    return isinstance(saved, dict) and saved.get("thresholds_from") in TUNED_THRESHOLDS
 
 
 def saved_thresholds(folder: str | Path, label_names: list[str]) -> np.ndarray:

@@ -458,11 +458,11 @@ def metrics_line(metrics: dict) -> str:
 
 
 def evaluation_text(metrics: dict, label_names: Sequence[str], multi_label: bool, named=by_field,
-                    ensemble: bool = False) -> str:
+                    ensemble_thresholds: str | None = None) -> str:
     """``evaluate``'s ``metrics`` as `attnclf evaluate` prints them: the classification report, a single-label run's
     confusion matrix, the scores' line (``metrics_line``), the threshold applied (``named("threshold")``: how the
-    caller's argument is named; ``ensemble``: a multi-label ensemble's other labels are cut at its thresholds, not a
-    run's thresholds.json) and the operating points, where asked for.
+    caller's argument is named; ``ensemble_thresholds``: which a multi-label ensemble's are, ``thresholds_from``, its
+    other labels cut at them, not at a run's thresholds.json) and the operating points, where asked for.
 
     >>> # print(evaluation_text(evaluate(clf, ("great film", "dull plot"), ["pos", "neg"]), clf.label_names, False))
     """
@@ -474,8 +474,8 @@ def evaluation_text(metrics: dict, label_names: Sequence[str], multi_label: bool
         chunks.append(label_calibration_text(metrics))
     if threshold := metrics.get("threshold"):
         otherwise = (", else the most probable other class" if not multi_label else
-                     "; the other labels at the ensemble's thresholds (ensemble.json, or its members' averaged)"
-                     if ensemble else "; the other labels at their own thresholds (thresholds.json)")
+                     f"; the other labels at the ensemble's thresholds ({ensemble_thresholds})"
+                     if ensemble_thresholds else "; the other labels at their own thresholds (thresholds.json)")
         chunks.append(f"predicted by {named('threshold')}: {shown(threshold['class'])} when its probability is at "
                       f"least {threshold['probability']:g}{otherwise}")
     if "operating_points" in metrics:
