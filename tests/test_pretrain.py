@@ -865,3 +865,22 @@ def test_the_closing_line_says_what_was_pretrained_and_how_a_run_starts_from_it(
     assert pretrain_summary(record, "runs/pretrained") == (
         "pretrained on 1,234,567 tokens, final loss 4.25: runs/pretrained "
         "(`attnclf train --init-from runs/pretrained`)")
+
+
+def test_collect_unlabelled_texts_reads_datasets_and_files_and_names_the_callers_settings(tmp_path):
+    # (`pretrain` and `vectors` collected them in the CLI, which Python callers could not reach)
+    from attnclf.data.registry import collect_unlabelled_texts, unlabelled_corpus
+
+    notes = tmp_path / "notes.txt"
+    notes.write_text("great acting\n\nweak acting\n", encoding="utf-8")
+    reviews = tmp_path / "reviews.csv"
+    reviews.write_text("review\nA fine film.\n", encoding="utf-8")
+    texts = collect_unlabelled_texts(["demo"], [notes, reviews], text_column="review")
+    assert texts == [*unlabelled_corpus("demo"), "great acting", "weak acting", "A fine film."]
+    assert collect_unlabelled_texts(files=[notes]) == ["great acting", "weak acting"]
+    with pytest.raises(AttnclfError) as refused:
+        collect_unlabelled_texts([], [], purpose="count")
+    assert str(refused.value) == "no text to count: give datasets NAME and/or files PATH"
+    with pytest.raises(AttnclfError) as refused:
+        collect_unlabelled_texts(files=[notes], text_column="review", named=lambda name: f"<{name}>")
+    assert str(refused.value) == "<text_column> picks the column of a CSV / TSV / JSONL / Parquet <files>"

@@ -1172,20 +1172,13 @@ def cmd_pretrain(args: argparse.Namespace) -> int:
 
 
 def _unlabelled_texts(args: argparse.Namespace, purpose: str) -> list[str]:
-    """The texts of --dataset (training and unlabelled ones, never test) and --file."""
-    from .data.files import is_data_file, read_texts
-    from .data.registry import unlabelled_corpus
+    """The texts of --dataset and --file, for `pretrain` and `vectors` (``collect_unlabelled_texts``)."""
+    from .data.registry import collect_unlabelled_texts
 
-    if not args.dataset and not args.file:
-        raise AttnclfError(f"no text to {purpose}: give --dataset NAME and/or --file PATH")
-    if args.text_column and not any(is_data_file(path) for path in args.file or []):
-        raise AttnclfError("--text-column picks the column of a CSV / TSV / JSONL / Parquet --file")
-    texts = []
-    for name in args.dataset or []:
-        texts += unlabelled_corpus(name, args.data_dir, download=args.download)
-    for path in args.file or []:
-        texts += read_texts(path, args.text_column or "text")
-    return texts
+    flags = {"datasets": "dataset", "files": "file"}  # collect_unlabelled_texts' arguments named otherwise here
+    return collect_unlabelled_texts(args.dataset or (), args.file or (), text_column=args.text_column,
+                                    data_dir=args.data_dir, download=args.download, purpose=purpose,
+                                    named=lambda name: _flag(flags.get(name, name)))
 
 
 @command("export", threads=True)

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
-from ..errors import DataError
+from ..checks import by_field
+from ..errors import AttnclfError, DataError
 from .base import Splits, TextDataset
 
 # Modules that define a SOURCE; order is the order `attnclf datasets` lists them.
@@ -193,6 +194,33 @@ def unlabelled_corpus(name: str, data_dir: str | Path | None = None, download: b
 
         ensure_available(name, dirs, download=True)
     return list(source.load(dirs, 0).train.texts) + unlabelled_texts(name, data_dir)
+
+
+def collect_unlabelled_texts(datasets: Sequence[str] = (), files: Sequence[str | Path] = (),
+                             text_column: str | Sequence[str] | None = None, data_dir: str | Path | None = None,
+                             download: bool = False, purpose: str = "learn from",
+                             named: Callable[[str], str] = by_field) -> list[str]:
+    """The texts to learn from without labels: each of ``datasets``' ``unlabelled_corpus`` (never a test split), then
+    each of ``files``' texts (``read_texts``; ``text_column``, "text" if None, is a data file's column). Refuses no
+    source at all and a ``text_column`` no file has columns for, naming the settings by ``named`` and what the
+    texts are for by ``purpose`` ("count", "pretrain on").
+
+    >>> len(collect_unlabelled_texts(["synthetic"]))
+    3200
+    >>> # collect_unlabelled_texts(files=["notes.txt", "reviews.csv"], text_column="review")
+    """
+    from .files import is_data_file, read_texts
+
+    if not datasets and not files:
+        raise AttnclfError(f"no text to {purpose}: give {named('datasets')} NAME and/or {named('files')} PATH")
+    if text_column and not any(is_data_file(path) for path in files):
+        raise AttnclfError(f"{named('text_column')} picks the column of a CSV / TSV / JSONL / Parquet {named('files')}")
+    texts = []
+    for name in datasets:
+        texts += unlabelled_corpus(name, data_dir, download=download)
+    for path in files:
+        texts += read_texts(path, text_column or "text")
+    return texts
 
 
 def unlabelled_texts(name: str, data_dir: str | Path | None = None, found_in: str | Path | None = None,
