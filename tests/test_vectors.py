@@ -355,3 +355,13 @@ def test_count_vectors_and_word_vectors_refuse_what_they_cannot_count_or_store(t
     assert not (tmp_path / "v.vec").exists()
     WordVectors(["a\xa0b"], np.ones((1, 2), dtype=np.float32)).save(tmp_path / "v.vec")  # what load reads, saves
     assert WordVectors.load(tmp_path / "v.vec").words == ["a\xa0b"]
+
+
+def test_vectors_summary_says_what_was_counted_and_where_it_went():
+    from attnclf.text.vectors import file_width_note, vectors_summary
+
+    vectors = WordVectors(["good", "film", "bad"], np.zeros((3, 2), dtype=np.float32))
+    assert vectors_summary(vectors, 12_000, "v.vec") == "3 words x 2 dimensions from 12,000 texts: v.vec"
+    assert file_width_note(64) == ("note: 64 dimensions fit self-attn trained on a single-label file; other models "
+                                   "and multi-label runs on files embed tokens in 128 (count vectors for them with "
+                                   "--dim 128)")

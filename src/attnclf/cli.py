@@ -1125,7 +1125,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def cmd_vectors(args: argparse.Namespace) -> int:
     from .recipes import embedding_width
     from .rundir import prepare_output_dir
-    from .text.vectors import count_vectors
+    from .text.vectors import count_vectors, file_width_note, vectors_summary
 
     output = Path(args.output)
     if output.is_dir():  # before a minute of counting, not after
@@ -1136,10 +1136,9 @@ def cmd_vectors(args: argparse.Namespace) -> int:
     vectors = count_vectors(texts, dim=dim, window=args.window, min_count=args.min_count,
                             vocab_size=args.vocab_size, named=_flag)
     vectors.save(args.output)
-    print(f"{len(vectors.words):,} words x {vectors.dim} dimensions from {len(texts):,} texts: {args.output}")
+    print(vectors_summary(vectors, len(texts), args.output))
     if args.dim is None and not args.dataset:  # (the width is the file recipe's, which only some runs start from)
-        print(f"note: {dim} dimensions fit self-attn trained on a single-label file; other models and multi-label "
-              f"runs on files embed tokens in 128 (count vectors for them with --dim 128)", file=sys.stderr)
+        print(file_width_note(dim), file=sys.stderr)
     return 0
 
 

@@ -224,3 +224,25 @@ def count_vectors(texts: Sequence[str], dim: int = 64, window: int = 5, min_coun
     vectors = (left_vectors * np.sqrt(strengths)).astype(np.float32)
     words = [tokenizer.backend.id_to_token(i) for i in range(size)]
     return WordVectors(words[2:], vectors[2:])  # not <pad> and <unk>
+
+
+def vectors_summary(vectors: WordVectors, text_count: int, output: str | Path) -> str:
+    """The line closing `attnclf vectors`: how many words and dimensions ``count_vectors`` counted from how many
+    texts, and the file ``output`` they were saved to.
+
+    >>> vectors_summary(WordVectors(["good", "film"], np.zeros((2, 64), dtype=np.float32)), 12000, "v.vec")
+    '2 words x 64 dimensions from 12,000 texts: v.vec'
+    """
+    return f"{len(vectors.words):,} words x {vectors.dim} dimensions from {text_count:,} texts: {output}"
+
+
+def file_width_note(dim: int) -> str:
+    """What vectors of ``dim`` dimensions, the width self-attn embeds tokens in on a single-label file
+    (``embedding_width(None)``), fit: `attnclf vectors` says so when it picked that width, no --dim or --dataset
+    given, since other models and multi-label runs on files embed tokens in 128 and refuse vectors of another width.
+
+    >>> file_width_note(64)[:60]
+    'note: 64 dimensions fit self-attn trained on a single-label '
+    """
+    return (f"note: {dim} dimensions fit self-attn trained on a single-label file; other models and multi-label runs "
+            f"on files embed tokens in 128 (count vectors for them with --dim 128)")
