@@ -164,12 +164,13 @@ class Ensemble:
         members = [Classifier.load(run_dir, device=device, bf16=bf16) for run_dir in run_dirs]
         thresholds = None
         if ensemble_folder and members[0].multi_label and tuned_thresholds(ensemble_folder):
-            _refuse_calibrated_since(ensemble_folder, members, run_dirs)
-            thresholds = saved_thresholds(ensemble_folder, members[0].label_names)
+            path = Path(ensemble_folder) / ENSEMBLE_FILE
+            saved = read_json(path)  # (a dict: tuned_thresholds found its thresholds_from)
+            _refuse_calibrated_since(path, saved, members, run_dirs)
+            thresholds = _checked_thresholds(saved, members[0].label_names, path)
         ensemble = cls(members, [str(d) for d in run_dirs], thresholds)
         if thresholds is not None:
-            ensemble.thresholds_from = TUNED_THRESHOLDS[read_json(Path(ensemble_folder) / ENSEMBLE_FILE)[
-                "thresholds_from"]]
+            ensemble.thresholds_from = TUNED_THRESHOLDS[saved["thresholds_from"]]
         return ensemble
 
     def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
@@ -257,16 +258,21 @@ def saved_thresholds(folder: str | Path, label_names: list[str]) -> np.ndarray:
     attnclf.errors.RunDirError: no/such/folder/ensemble.json: missing
     """
     path = Path(folder) / ENSEMBLE_FILE
-    saved = read_json(path)
+    return _checked_thresholds(read_json(path), label_names, path)
+
+
+def _checked_thresholds(saved, label_names: list[str], path: Path) -> np.ndarray:
+    """``saved_thresholds`` of an ensemble.json already read (``saved``, from ``path``)."""
     return np.array(list(checked_thresholds(saved.get("thresholds") if isinstance(saved, dict) else None,
                                             label_names, path).values()))
 
 
-def _refuse_calibrated_since(folder: str | Path, members: Sequence[Classifier], names: Sequence[str | Path]) -> None:
-    """One line where a member's temperature is not the one its ensemble's thresholds were tuned at (ensemble.json's
-    ``member_temperatures``, 1 each where it records none): they would cut probabilities other than those."""
-    path = Path(folder) / ENSEMBLE_FILE
-    recorded = _recorded_temperatures(path, len(members))
+def _refuse_calibrated_since(path: Path, saved: dict, members: Sequence[Classifier],
+                             names: Sequence[str | Path]) -> None:
+    """One line where a member's temperature is not the one its ensemble's thresholds were tuned at (ensemble.json's,
+    ``saved`` from ``path``: ``member_temperatures``, 1 each where it records none): they would cut probabilities
+    other than those."""
+    recorded = _recorded_temperatures(saved, path, len(members))
     changed = next((i for i, (member, then) in enumerate(zip(members, recorded, strict=True))
                     if member.temperature != then), None)
     if changed is not None:
@@ -278,16 +284,19 @@ def _refuse_calibrated_since(folder: str | Path, members: Sequence[Classifier], 
                           f"members one by one (their thresholds' mean)")
 
 
-def _recorded_temperatures(path: Path, count: int) -> list[float]:
-    """The members' temperatures an ensemble.json (``path``, read as a dict) records its thresholds were tuned at, 1
-    each where it records none (written before they were); one line naming the file unless one a member.
+def _recorded_temperatures(saved: dict, path: Path, count: int) -> list[float]:
+    """The members' temperatures an ensemble.json (``saved``, read from ``path``) records its thresholds were tuned at,
+    1 each where it records none (written before they were); one line naming the file unless one a member.
 
-    >>> _recorded_temperatures(Path("no/such/ensemble.json"), 2)
+    >>> _recorded_temperatures({"member_temperatures": [1, 0.5]}, Path("e/ensemble.json"), 2)
+    [1, 0.5]
+    >>> _recorded_temperatures({"member_temperatures": 0.5}, Path("e/ensemble.json"), 2)
     Traceback (most recent call last):
     ...
-    attnclf.errors.RunDirError: no/such/ensemble.json: missing
+    attnclf.errors.RunDirError: e/ensemble.json: member_temperatures must be a list of 2 positive numbers, one a \
+member, got 0.5
     """
-    recorded = read_json(path).get("member_temperatures")
+    recorded = saved.get("member_temperatures")
     if recorded is None:
         return [1.0] * count
     if not (isinstance(recorded, list) and len(recorded) == count and all(
@@ -607,8 +616,9 @@ def _tuned_uncalibrated(folder: str | Path, count: int) -> bool:
     refits, never calibrated, can predict at. Thresholds tuned on calibrated members' probabilities would cut the
     refits' other ones; the refits' own thresholds (their runs') are averaged instead."""
     path = Path(folder) / ENSEMBLE_FILE
-    return (read_json(path).get("thresholds_from") == "validation"
-            and all(temperature == 1 for temperature in _recorded_temperatures(path, count)))
+    saved = read_json(path)
+    return (saved.get("thresholds_from") == "validation"
+            and all(temperature == 1 for temperature in _recorded_temperatures(saved, path, count)))
 
 
 _DATA_FILES = ("train_file", "validation_file", "test_file")

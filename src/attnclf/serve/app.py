@@ -903,6 +903,7 @@ def _exactly(value: float) -> str:
     short = f"{value:g}"
     return short if float(short) == value else repr(float(value))
 
+
 @dataclass(frozen=True)
 class ServedModel:
     """The model a service answers with, and what it says of it, as one value: a reload swaps it whole
