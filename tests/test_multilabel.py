@@ -792,7 +792,8 @@ def test_serve_bounds_a_multi_label_explain_by_the_labels_each_text_is_explained
     from fastapi.testclient import TestClient
 
     from attnclf import Classifier
-    from attnclf.serve.app import ServeLimits, create_app
+    from attnclf.serve.app import create_app
+    from attnclf.serve.limits import ServeLimits
 
     clf = Classifier.load(topic_run, device="cpu")
     two, none = "bread soup and cheese for dinner with the orchestra", "today some people said more"
@@ -978,7 +979,7 @@ def test_evaluate_errors_lists_a_multi_label_runs_wrong_label_sets_with_what_eac
 
 def test_the_docs_of_a_multi_label_onnx_service_say_why_explain_refuses():
     """/explain of an ONNX service refuses for the backend's sake (NO_EXPLANATIONS), not for windows'."""
-    from attnclf.serve.app import NO_EXPLANATIONS, _description
+    from attnclf.serve.model import NO_EXPLANATIONS, _description
 
     about = _description("onnx", [], "self-attn", multi_label=True)
     assert about.startswith("Multi-label text classifier (self-attn) on onnxruntime (onnx)")

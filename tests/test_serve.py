@@ -212,7 +212,8 @@ def test_explain_takes_several_methods_in_one_request_grouped_by_text(server, lo
 def test_explain_all_methods_answers_every_one_the_model_offers_text_by_text(local):
     from fastapi.testclient import TestClient
 
-    from attnclf.serve.app import ServeLimits, create_app
+    from attnclf.serve.app import create_app
+    from attnclf.serve.limits import ServeLimits
 
     with TestClient(create_app(local, ServeLimits(max_explain_batch=10))) as client:  # (2 texts x 5 methods)
         offered = client.get("/model").json()["explain_methods"]
@@ -427,7 +428,8 @@ def test_explanations_hold_at_most_half_the_requests_in_flight_and_predictions_g
     # predictions do: a queue of slow ones (an occlusion of long texts takes seconds) shut every prediction out.
     from fastapi.testclient import TestClient
 
-    from attnclf.serve.app import ServeLimits, create_app
+    from attnclf.serve.app import create_app
+    from attnclf.serve.limits import ServeLimits
 
     slow_to_explain = _Held(local, "explain")
     with TestClient(create_app(slow_to_explain, ServeLimits(max_connections=4))) as client, \
@@ -450,7 +452,9 @@ def test_past_the_limit_a_request_gets_a_json_503_with_retry_after_at_once_and_h
 
     import uvicorn
 
-    from attnclf.serve.app import ServeLimits, _uvicorn_options, create_app
+    from attnclf.serve.app import create_app
+    from attnclf.serve.limits import ServeLimits
+    from attnclf.serve.server import _uvicorn_options
 
     limit, extra = 3, 4
     held = _Held(local, "predict")  # the first batch, until released
@@ -493,7 +497,9 @@ def test_a_request_stopping_cuts_off_is_answered_a_json_503_not_a_500_and_logs_n
 
     import uvicorn
 
-    from attnclf.serve.app import ServeLimits, StopAnnouncingServer, _uvicorn_options, create_app
+    from attnclf.serve.app import create_app
+    from attnclf.serve.limits import ServeLimits
+    from attnclf.serve.server import StopAnnouncingServer, _uvicorn_options
 
     slow_to_explain = _Held(local, "explain")  # for longer than the graceful shutdown waits
     arrived, release = slow_to_explain.arrived, slow_to_explain.release
@@ -529,7 +535,9 @@ def test_a_request_the_stop_cuts_off_mid_body_is_logged_before_the_stop_says_it_
     loop after the cancel, and its line came after "stopped", which a log reader takes for the last word."""
     import uvicorn
 
-    from attnclf.serve.app import ServeLimits, StopAnnouncingServer, _uvicorn_options, create_app
+    from attnclf.serve.app import create_app
+    from attnclf.serve.limits import ServeLimits
+    from attnclf.serve.server import StopAnnouncingServer, _uvicorn_options
 
     limits = ServeLimits(stop_seconds=1)
     logged: list[str] = []
@@ -553,7 +561,9 @@ def test_a_request_the_stop_cuts_off_mid_body_is_logged_before_the_stop_says_it_
 def test_uvicorn_refuses_only_past_four_times_as_many_open_connections_as_the_app_serves(local):
     import uvicorn
 
-    from attnclf.serve.app import ServeLimits, _uvicorn_options, create_app
+    from attnclf.serve.app import create_app
+    from attnclf.serve.limits import ServeLimits
+    from attnclf.serve.server import _uvicorn_options
 
     limits = ServeLimits(max_connections=1)
     server = uvicorn.Server(uvicorn.Config(create_app(local, limits), **_uvicorn_options(limits)))
@@ -716,7 +726,9 @@ def test_a_body_of_many_wrong_items_is_judged_by_its_first_few(local, path, body
     from fastapi.testclient import TestClient
     from pydantic import ValidationError
 
-    from attnclf.serve.app import ExplainRequest, PredictRequest, ServeLimits, create_app
+    from attnclf.serve.app import create_app
+    from attnclf.serve.limits import ServeLimits
+    from attnclf.serve.schemas import ExplainRequest, PredictRequest
 
     with pytest.raises(ValidationError) as caught:
         (PredictRequest if path == "/predict" else ExplainRequest).model_validate(body)
@@ -750,7 +762,7 @@ def test_serve_limits_refuse_a_bad_value_in_one_line_however_large(limits, messa
     """From Python, as from the command line: a value shown by its start (repr of an integer of 5000 digits raises
     ValueError), and True is no count of 1."""
     from attnclf.errors import AttnclfError
-    from attnclf.serve.app import ServeLimits
+    from attnclf.serve.limits import ServeLimits
 
     with pytest.raises(AttnclfError) as caught:
         ServeLimits(**limits)
@@ -762,7 +774,7 @@ def test_serve_limits_refuse_seconds_no_timer_can_hold(name):
     """asyncio's timers take seconds as a float: 10 ** 400 was accepted, then raised OverflowError as a traceback
     on every request (the head's and body's deadlines), after every answer (keep-alive) or at the stop."""
     from attnclf.errors import AttnclfError
-    from attnclf.serve.app import ServeLimits
+    from attnclf.serve.limits import ServeLimits
 
     with pytest.raises(AttnclfError) as caught:
         ServeLimits(**{name: 10 ** 400})
@@ -773,7 +785,7 @@ def test_serve_limits_refuse_seconds_no_timer_can_hold(name):
 
 def test_serve_limits_take_numpy_integers_as_ints():
     """A limit from a numpy grid is a count like any other, and /model's JSON writes it."""
-    from attnclf.serve.app import ServeLimits
+    from attnclf.serve.limits import ServeLimits
 
     limits = ServeLimits(max_batch=np.int64(8))
     assert limits.max_batch == 8 and type(limits.max_batch) is int
@@ -786,7 +798,8 @@ def test_the_middlewares_match_routes_under_a_root_path(local):
 
     from fastapi.responses import PlainTextResponse
 
-    from attnclf.serve.app import InFlightLimit, create_app
+    from attnclf.serve.app import create_app
+    from attnclf.serve.limits import InFlightLimit
 
     # (a limit of 0 turns away every request that is not exempt; no `with`: a response has no lifespan to start)
     client = TestClient(InFlightLimit(PlainTextResponse("ok"), limit=0, exempt={"/health"}), root_path="/api")
@@ -803,7 +816,8 @@ def test_every_error_answer_is_the_one_openapi_json_documents(local):
     undocumented."""
     from fastapi.testclient import TestClient
 
-    from attnclf.serve.app import ServeLimits, create_app
+    from attnclf.serve.app import create_app
+    from attnclf.serve.limits import ServeLimits
 
     with TestClient(create_app(local, ServeLimits(max_batch=2, max_body_bytes=2000))) as client:
         openapi = client.get("/openapi.json").json()
@@ -858,7 +872,8 @@ def test_bodies_that_stall_hold_their_places_until_answered_408(local):
     as long as they kept their connections open: the server answered everyone else 503, indefinitely. (Run on
     one event loop, not over sockets: the 503 is asked for while the stalled requests are known to be waiting,
     however slow the machine, where a sleep could end before they arrive or after their deadline.)"""
-    from attnclf.serve.app import ServeLimits, create_app
+    from attnclf.serve.app import create_app
+    from attnclf.serve.limits import ServeLimits
 
     app = create_app(local, ServeLimits(max_connections=2, max_body_seconds=1))
     waiting = []
@@ -891,7 +906,9 @@ def test_bodies_that_stall_hold_their_places_until_answered_408(local):
 def test_a_stalled_body_is_answered_408_over_http_and_its_connection_closed(local):
     import uvicorn
 
-    from attnclf.serve.app import ServeLimits, _uvicorn_options, create_app
+    from attnclf.serve.app import create_app
+    from attnclf.serve.limits import ServeLimits
+    from attnclf.serve.server import _uvicorn_options
 
     limits = ServeLimits(max_connections=1, max_body_seconds=1)
     server = uvicorn.Server(uvicorn.Config(create_app(local, limits), **_uvicorn_options(limits)))
@@ -915,7 +932,8 @@ def test_a_body_in_hand_when_the_deadline_passes_is_read_not_refused(local):
     """--max-body-seconds judges the client: a body whose every part had arrived was refused 408 when the server
     itself came to it late (its event loop held up past the deadline, say by a busy CPU), the remaining seconds
     having run out while the rest of the body lay waiting to be read."""
-    from attnclf.serve.app import ServeLimits, create_app
+    from attnclf.serve.app import create_app
+    from attnclf.serve.limits import ServeLimits
 
     app = create_app(local, ServeLimits(max_body_seconds=1))
     parts = [b'{"text": ', b'"good"}']
@@ -976,7 +994,8 @@ def test_a_calibrated_run_s_two_services_answer_the_same_probabilities_and_limit
 
     from attnclf.export import OnnxClassifier, check_data, export_onnx
     from attnclf.export.onnx import PARITY_TOLERANCE
-    from attnclf.serve.app import ServeLimits, create_app
+    from attnclf.serve.app import create_app
+    from attnclf.serve.limits import ServeLimits
 
     run = shutil.copytree(demo_run, tmp_path / "run", ignore=shutil.ignore_patterns("onnx"))
     (run / "temperature.json").write_text(json.dumps({"temperature": 3.0}))

@@ -216,13 +216,13 @@ def test_a_port_taken_after_it_was_checked_is_the_same_one_line_error_not_uvicor
     import socket
 
     from attnclf.cli import main
-    from attnclf.serve import app
+    from attnclf.serve import server
 
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         taken = busy.getsockname()[1]
-        monkeypatch.setattr(app, "_listenable_port", lambda host, port: taken)
+        monkeypatch.setattr(server, "_listenable_port", lambda host, port: taken)
         assert main(["serve", str(demo_run), "--port", "0", "--device", "cpu", "--threads", "1"]) == 2
     err = capsys.readouterr().err
     assert err.endswith(f"attnclf: error: the server on 127.0.0.1:{taken} failed to start\n"), err
@@ -251,7 +251,8 @@ def test_serving_on_every_ipv6_address_says_it_refuses_ipv4_clients(demo_run, lo
 
     import uvicorn
 
-    from attnclf.serve.app import ServeLimits, _uvicorn_options
+    from attnclf.serve.limits import ServeLimits
+    from attnclf.serve.server import _uvicorn_options
 
     if not socket.has_ipv6:
         pytest.skip("no IPv6 here")
@@ -374,7 +375,7 @@ def test_create_app_refuses_an_access_log_format_it_does_not_know_rather_than_wr
 def test_the_services_own_text_lines_stay_one_line_whatever_a_run_path_or_label_holds():
     # The serving and reloaded lines quote the operator's run path and threshold label as given; a newline in either
     # would split the line and could forge a request line after it (JSON escapes it already).
-    from attnclf.serve.app import logged_line
+    from attnclf.serve.logs import logged_line
 
     forged = "runs/x\n2026-11-28T00:00:00Z 10.0.0.1 POST /predict 200 1.0 ms"
     line = logged_line("text", "reloaded", message=f"reloaded {forged}: weights a -> b")
@@ -389,7 +390,7 @@ def test_a_prediction_worker_that_died_fails_health_and_every_prediction_at_once
     client must get an answer saying so. Only the exception's type is told: its message may quote a text."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from attnclf.serve.app import Batcher
+    from attnclf.serve.batcher import Batcher
 
     def broken(self):
         raise RuntimeError("a bug that quotes a secret text")
@@ -437,7 +438,8 @@ def test_keep_alive_seconds_sets_how_long_an_idle_connection_is_kept_open(demo_r
     import uvicorn
 
     from attnclf.cli import main
-    from attnclf.serve.app import ServeLimits, _uvicorn_options
+    from attnclf.serve.limits import ServeLimits
+    from attnclf.serve.server import _uvicorn_options
 
     kept = []
     monkeypatch.setattr(uvicorn.Server, "run", lambda server, sockets=None: kept.append(server.config.timeout_keep_alive))
@@ -510,7 +512,8 @@ def test_a_connection_whose_request_head_never_ends_is_closed_not_held_for_ever(
     import httpx
     import uvicorn
 
-    from attnclf.serve.app import ServeLimits, _uvicorn_options
+    from attnclf.serve.limits import ServeLimits
+    from attnclf.serve.server import _uvicorn_options
 
     limits = ServeLimits(max_body_seconds=1, keep_alive_seconds=1)
     server = uvicorn.Server(uvicorn.Config(create_app(local, limits), **_uvicorn_options(limits)))
@@ -575,7 +578,7 @@ def test_with_a_json_log_uvicorn_s_own_lines_are_json_objects_too(demo_run, serv
     records = [json.loads(line) for line in err.splitlines()]
     assert [(record["event"], record["message"]) for record in records] == [
         ("warning", "Invalid HTTP request received.")], err
-    from attnclf.serve.app import JsonLogRecords
+    from attnclf.serve.logs import JsonLogRecords
 
     try:
         raise RuntimeError("a bug")
@@ -598,7 +601,8 @@ def test_an_explanation_whose_client_hung_up_while_it_waited_its_turn_is_not_com
     import httpx
     import uvicorn
 
-    from attnclf.serve.app import ServeLimits, _uvicorn_options
+    from attnclf.serve.limits import ServeLimits
+    from attnclf.serve.server import _uvicorn_options
 
     explained: list[list[str]] = []
 
@@ -671,7 +675,7 @@ def test_a_stdout_whose_reader_dies_mid_run_stops_the_log_saying_so_once_and_the
     import io
     import json
 
-    from attnclf.serve.app import StdoutLog
+    from attnclf.serve.logs import StdoutLog
 
     class ReaderDies(io.StringIO):
         def write(self, text):
@@ -698,7 +702,7 @@ def test_a_stopped_log_on_a_stream_other_than_fd_1_leaves_its_file_alone_and_ope
     import io
     import os
 
-    from attnclf.serve.app import StdoutLog
+    from attnclf.serve.logs import StdoutLog
 
     target = (tmp_path / "log").open("w")
 
@@ -735,7 +739,7 @@ def test_a_stopped_log_points_fd_1_at_dev_null_and_leaves_no_descriptor_of_its_o
 
     code = "\n".join([
         "import os, sys",
-        "from attnclf.serve.app import StdoutLog",
+        "from attnclf.serve.logs import StdoutLog",
         "read_end, write_end = os.pipe(); os.close(read_end); os.dup2(write_end, 1); os.close(write_end)",
         "before = sorted(os.listdir('/proc/self/fd'))",
         "log = StdoutLog('text')",
@@ -757,7 +761,7 @@ def test_a_stdout_read_slowly_holds_up_no_request_and_lines_past_the_buffer_are_
     import io
     import time
 
-    from attnclf.serve.app import StdoutLog
+    from attnclf.serve.logs import StdoutLog
 
     class Stalled(io.StringIO):
         def __init__(self):
@@ -790,7 +794,8 @@ def test_a_worker_that_dies_mid_batch_answers_the_requests_of_that_batch_too(loc
     import httpx
     import uvicorn
 
-    from attnclf.serve.app import ServeLimits, _uvicorn_options
+    from attnclf.serve.limits import ServeLimits
+    from attnclf.serve.server import _uvicorn_options
 
     predict = Classifier.predict
     monkeypatch.setattr(Classifier, "predict", lambda self, texts, **options: iter(predict(self, texts, **options)))
@@ -809,7 +814,7 @@ def test_lines_dropped_while_the_reader_stalled_are_counted_when_it_comes_back_o
     caught up, where the count is written."""
     import io
 
-    from attnclf.serve.app import StdoutLog
+    from attnclf.serve.logs import StdoutLog
 
     class Stalled(io.StringIO):
         def __init__(self):
@@ -837,7 +842,7 @@ def test_lines_dropped_while_the_reader_stalled_are_counted_when_it_comes_back_o
 def test_a_reload_between_weights_of_unknown_sha256_does_not_call_them_unchanged(local):
     """An ONNX export older than its record of the run's weights names none: two unknown weights are no evidence of
     one model (model_id is None for them), and the reload line said 'weights None unchanged'."""
-    from attnclf.serve.app import ServedModel
+    from attnclf.serve.model import ServedModel
 
     unknown = {"run": "runs/old-export", "weights_sha256": [None]}
     before, after = ServedModel.of(local, unknown), ServedModel.of(local, unknown)
@@ -853,7 +858,7 @@ def test_a_reload_line_shows_a_temperature_or_threshold_change_past_the_sixth_si
     from dataclasses import replace
     from types import SimpleNamespace
 
-    from attnclf.serve.app import ServedModel
+    from attnclf.serve.model import ServedModel
 
     served = ServedModel.of(local, {"run": "runs/demo", "weights_sha256": ["ab" * 32]})
 
@@ -874,7 +879,7 @@ def test_a_reader_stalled_for_good_holds_the_stop_last_seconds_at_most(monkeypat
     import io
     import time
 
-    from attnclf.serve.app import StdoutLog
+    from attnclf.serve.logs import StdoutLog
 
     stalled_for_good = threading.Event()
 

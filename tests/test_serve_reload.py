@@ -106,7 +106,7 @@ def test_a_reload_after_thresholds_were_tuned_again_names_the_labels_whose_thres
                                                                                            capsys):
     from attnclf.cli import main
     from attnclf.rundir import THRESHOLDS_FILE
-    from attnclf.serve.app import _exactly  # (each as long as it takes to be exact: test_serve_ops)
+    from attnclf.serve.model import _exactly  # (each as long as it takes to be exact: test_serve_ops)
 
     run = tmp_path / "topics"
     assert main(["train", "--dataset", "topics", "--epochs", "1", "--max-train-examples", "300", "--set", "d_model=16",

@@ -1,0 +1,106 @@
+"""Requests' texts batched together onto one prediction worker (``Batcher``)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, Sequence
+
+from fastapi import HTTPException
+
+
+SERVER_BATCH_TEXTS = 256  # texts run together at most, across requests
+
+
+class Batcher:
+    """Runs ``predict`` (texts -> one answer per text) on one worker thread, batching requests that queue up meanwhile.
+
+    While a batch runs, new requests wait; the next batch takes all of them
+    (up to ``max_texts`` texts). An idle server thus answers a lone request at
+    once, and a busy one amortises each model call over many requests. A request may name its own ``predict`` (the
+    model it was sent to, which a reload has since replaced): a batch runs one model, so it takes the requests
+    waiting in turn while they name the same one.
+    """
+
+    def __init__(self, predict: Callable[[list[str]], Sequence], executor: ThreadPoolExecutor,
+                 max_texts: int = SERVER_BATCH_TEXTS):
+        self.predict = predict
+        self.executor = executor
+        self.max_texts = max_texts
+        self.requests = 0
+        self.batches = 0
+        self._pending: deque[tuple[list[str], asyncio.Future, Callable[[list[str]], Sequence]]] = deque()
+        self._wakeup = asyncio.Event()
+        self._solo = 0  # the next this-many batches take one request each (after a batch failed)
+        # Why the worker loop ended, if a bug ended it: every request waiting and every later one is answered so,
+        # and /health fails, rather than each waiting for ever on a worker that looks alive.
+        self.stopped: str | None = None
+        # The batch the worker took off the queue last: a bug ending the loop answers these too, in no queue any more.
+        self._taken: list[tuple[list[str], asyncio.Future, Callable[[list[str]], Sequence]]] = []
+
+    async def submit(self, texts: list[str], predict: Callable[[list[str]], Sequence] | None = None) -> Sequence:
+        """The answers for ``texts`` by ``predict`` (by default the batcher's), computed in whichever batch they land
+        in.
+
+        >>> # await batcher.submit(["a fine film"], served.predict)   # the model the request began with
+        """
+        if self.stopped:
+            raise HTTPException(503, self.stopped)
+        future = asyncio.get_running_loop().create_future()
+        self._pending.append((texts, future, predict or self.predict))
+        self._wakeup.set()
+        return await future
+
+    async def run(self) -> None:
+        """The worker loop; runs until cancelled, or until a bug of its own ends it (``stopped`` then says so)."""
+        try:
+            await self._batches()
+        except Exception as exc:  # (its type alone: its message may quote a text)
+            self.stopped = (f"the prediction worker stopped on an internal error ({type(exc).__name__}): this "
+                            f"service answers no prediction until it is restarted")
+            for _, future, _ in [*self._taken, *self._pending]:
+                if not future.done():
+                    future.set_exception(HTTPException(503, self.stopped))
+            self._taken, self._pending = [], deque()
+
+    async def _batches(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            await self._wakeup.wait()
+            self._wakeup.clear()
+            while self._pending:
+                jobs = self._taken = self._next_batch()
+                if not jobs:
+                    continue
+                texts = [text for job_texts, _, _ in jobs for text in job_texts]
+                try:
+                    answers = await loop.run_in_executor(self.executor, jobs[0][2], texts)
+                except Exception as exc:  # the worker lives on; only the request that failed fails
+                    if len(jobs) == 1:
+                        if not jobs[0][1].done():
+                            jobs[0][1].set_exception(exc)
+                    else:  # one request's texts broke the batch: run each alone, so the others still get answers
+                        waiting = [job for job in jobs if not job[1].done()]
+                        self._pending.extendleft(reversed(waiting))
+                        self._solo = len(waiting)
+                    continue
+                self.batches += 1
+                self.requests += len(jobs)
+                start = 0
+                for job_texts, future, _ in jobs:
+                    if not future.done():  # a client that hung up cancelled its future
+                        future.set_result(answers[start : start + len(job_texts)])
+                    start += len(job_texts)
+
+    def _next_batch(self) -> list[tuple[list[str], asyncio.Future, Callable[[list[str]], Sequence]]]:
+        jobs, size = [], 0
+        while self._pending and (not jobs or not self._solo and size + len(self._pending[0][0]) <= self.max_texts
+                                 and self._pending[0][2] is jobs[0][2]):
+            job = self._pending.popleft()
+            if not job[1].cancelled():
+                jobs.append(job)
+                size += len(job[0])
+        if jobs and self._solo:
+            self._solo -= 1
+        return jobs

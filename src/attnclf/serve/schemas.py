@@ -1,0 +1,214 @@
+"""The bodies /predict and /explain take and answer, and how a body of the wrong shape is told what to send
+(``create_app``'s 422s)."""
+
+from __future__ import annotations
+
+import json
+from itertools import islice
+
+from fastapi import HTTPException
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, field_validator, model_validator
+
+from ..errors import AttnclfError, shown
+from ..prediction import check_texts
+
+SHOWN_ERRORS = 3  # a body of the wrong shape is answered naming its first this-many problems
+
+
+class _Texts(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    texts: list[str] | None = Field(None, description="texts to classify")
+    text: str | None = Field(None, description="one text (instead of texts)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _first_problems(cls, body):
+        """The body cut to its first ``SHOWN_ERRORS`` unknown fields and wrong texts, if it has that many: pydantic
+        makes an error of every one (and FastAPI a copy of each), and a megabyte of ``[1, 1, ...]`` held the event
+        loop 4 s for an answer that names the first few. A body so cut is refused all the same, for the same ones.
+
+        >>> len(PredictRequest._first_problems({"texts": [1] * 10, "a": 1, "b": 2, "c": 3, "d": 4}))
+        4
+        """
+        if not isinstance(body, dict):
+            return body
+        unknown = [name for name in body if name not in cls.model_fields]
+        if len(unknown) > SHOWN_ERRORS:
+            kept = set(unknown[:SHOWN_ERRORS])
+            body = {name: value for name, value in body.items() if name in cls.model_fields or name in kept}
+        texts = body.get("texts")
+        if isinstance(texts, list):
+            wrong = list(islice((i for i, text in enumerate(texts) if not isinstance(text, str)), SHOWN_ERRORS))
+            if len(wrong) == SHOWN_ERRORS:
+                body = body | {"texts": texts[:wrong[-1] + 1]}
+        return body
+
+    @model_validator(mode="after")
+    def _one_of(self):
+        if (self.texts is None) == (self.text is None):
+            raise ValueError("give either 'texts' (a list) or 'text' (one string)")
+        return self
+
+    def checked(self, max_texts: int, max_chars: int) -> list[str]:
+        """The texts, or an HTTP error naming the limit they break."""
+        texts = [self.text] if self.text is not None else self.texts
+        if not texts:
+            raise HTTPException(422, "texts is empty: give one text at least")
+        if len(texts) > max_texts:
+            raise HTTPException(413, f"{len(texts)} texts in one request; the limit is {max_texts}")
+        for i, text in enumerate(texts):
+            if len(text) > max_chars:
+                raise HTTPException(413, f"text {i} has {len(text)} characters; the limit is {max_chars}")
+        try:  # here, not in the batch it would join: a text the model cannot read must not fail other requests
+            return check_texts(texts)
+        except AttnclfError as exc:
+            raise HTTPException(422, str(exc)) from None
+
+
+class PredictRequest(_Texts):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"texts": ["not good, but the ending was wonderful"]}]})
+
+
+class ExplainRequest(_Texts):
+    method: str | list[str] | None = Field(
+        None, description="attention, rollout, grad-input, integrated-gradients or occlusion (default: occlusion); "
+                          "several as a list, or all (every method GET /model lists), answered each text's "
+                          "explanations together, in the order asked; a request's texts x methods (a multi-label "
+                          "run's: x the labels each text is explained for) is at most limits.max_explain_batch. "
+                          "Where the model pools by attention, every method but attention answers the pooling "
+                          "weights beside its scores, as pooling_attention (the same for every class), unless "
+                          "attention is among the methods asked for; `attnclf faithfulness` measures which method "
+                          "to trust")
+    # Strict: JSON's true and 1.0 are no class index (pydantic would read them as 1).
+    target: StrictStr | StrictInt | None = Field(None, description="class to explain, by name or by index into the "
+                                                                   "model's labels (default: the predicted one; a "
+                                                                   "multi-label run's: each label it predicts, one "
+                                                                   "explanation each, or its most probable if none)")
+
+    @field_validator("method", mode="before")
+    @classmethod
+    def _name_or_names(cls, value):
+        """One error for the field, naming the first value that is no name: the union's own is one per type, and one
+        per item of a list."""
+        if value is None or isinstance(value, str):
+            return value
+        wrong = next((item for item in value if not isinstance(item, str)), None) if isinstance(value, list) else value
+        if wrong is None:
+            return value
+        raise ValueError(f'a method name, a list of them or "all", not {shown(wrong, write=json.dumps)}')
+
+    def methods(self, available: list[str]) -> list[str] | None:
+        """The methods asked for as a list or ``all``, each one ``available`` (the model's), or a one-line error; None
+        where one was asked by name, or none (the default), which the explanation itself checks as it always has.
+
+        >>> ExplainRequest(text="a", method=["occlusion"]).methods(["occlusion"]), ExplainRequest(text="a").methods([])
+        (['occlusion'], None)
+        """
+        from ..explain.methods import DEFAULT_METHOD, chosen_methods
+
+        if self.method is None or isinstance(self.method, str) and self.method != "all":
+            return None
+        if not available:  # an ensemble, a run that reads windows: refused as for one method, in the model's words
+            return [DEFAULT_METHOD]
+        return chosen_methods(self.method, available, "method")
+
+    @field_validator("target", mode="before")
+    @classmethod
+    def _name_or_index(cls, value):
+        """One error for the field, in JSON's words: the union's own is one per type ("target.str: ...; target.int:
+        ...")."""
+        if value is None or isinstance(value, str) or isinstance(value, int) and not isinstance(value, bool):
+            return value
+        raise ValueError(f"a class name (a string) or an index into the model's labels (an integer), not "
+                         f"{shown(value, write=json.dumps)}")
+
+
+class PredictionOut(BaseModel):
+    label: str
+    confidence: float
+    probabilities: dict[str, float]
+    # (Every backend counts them: never null.)
+    unknown_tokens: int = Field(description="how many of the tokens the model read are <unk>: words its vocabulary "
+                                            "lacks, which tell it nothing; past a quarter of tokens_read, the answer "
+                                            "rests on few known words")
+    tokens_read: int = Field(description="how many tokens the model read: after truncation to its max_len, or for a "
+                                         "run that reads long texts as windows, to what its windows cover")
+
+
+class PredictResponse(BaseModel):
+    predictions: list[PredictionOut]
+
+
+class LabelSetOut(BaseModel):
+    labels: list[str] = Field(description="every label whose probability reaches its threshold (GET /model's "
+                                          "thresholds, tuned on validation), most probable first; possibly none")
+    probabilities: dict[str, float] = Field(description="each label's own sigmoid probability: they need not sum "
+                                                        "to 1")
+    unknown_tokens: int = PredictionOut.model_fields["unknown_tokens"]
+    tokens_read: int = PredictionOut.model_fields["tokens_read"]
+
+
+class LabelSetResponse(BaseModel):
+    predictions: list[LabelSetOut]
+
+
+class ErrorOut(BaseModel):
+    detail: str = Field(description="what was wrong, in one line")
+
+
+def _error_responses(statuses: dict[int, str]) -> dict:
+    """FastAPI ``responses=`` for the error answers a route gives, each ``{"detail": "..."}``. Declaring 422
+    replaces FastAPI's own schema for it, a list of validation errors, which this app never sends (``_invalid``).
+
+    >>> _error_responses({413: "over a limit"})[413]["description"]
+    'over a limit'
+    """
+    return {status: {"model": ErrorOut, "description": text} for status, text in statuses.items()}
+
+
+_BUSY = "too many requests in flight, or the server stopping: retry after the Retry-After header's seconds"
+_BODY_ERRORS = {  # (the errors of a route that reads a JSON body)
+    400: "the body is not JSON the server can read",
+    408: "the body did not arrive within the limit's seconds",
+    413: "over a limit (body bytes, texts, characters per text)",
+    415: "the body was not sent as application/json",
+    422: "a body of the wrong shape, or no text",
+    503: _BUSY,
+}
+
+
+def _field(error: dict) -> str:
+    """Where a validation error sits, e.g. ``texts.1`` (FastAPI's location starts with "body"); a field the body
+    should not have is named by its start, as a megabyte-long name is no use echoed whole.
+
+    >>> _field({"loc": ("body", "texts", 1)}), _field({"loc": ("body", "x" * 100)})
+    ('texts.1', 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...')
+    """
+    return shown(".".join(str(part) for part in error["loc"][1:]), write=str) or "body"
+
+
+_SHAPE = 'send a JSON object: {"texts": ["a text", ...]} or {"text": "a text"}'
+# The next step after pydantic's message, where a body's shape is wrong: (where, error type) -> (the input it
+# describes, what to send). A text where a list goes is one text; a number there is neither, and told no next step.
+_NEXT_STEP = {("body", "model_attributes_type"): (object, _SHAPE),
+              ("texts", "list_type"): (str, 'one text goes as {"text": "..."}'),
+              ("text", "string_type"): (list, 'several go as {"texts": [...]}')}
+
+
+def _message(error: dict) -> str:
+    """A validation error's message; a validator's own without pydantic's "Value error, " before it; a body of the
+    wrong shape told the shape to send.
+
+    >>> _message({"type": "value_error", "msg": "Value error, no text", "ctx": {"error": ValueError("no text")}})
+    'no text'
+    >>> _message({"type": "list_type", "loc": ("body", "texts"), "msg": "Input should be a valid list", "input": "a"})
+    'Input should be a valid list; one text goes as {"text": "..."}'
+    """
+    if error["type"] == "value_error":
+        return str(error["ctx"]["error"])
+    where = _field(error)
+    if where == "body" and error["type"] == "missing":  # (no body at all: pydantic's "Field required")
+        return f"empty; {_SHAPE}"
+    described, next_step = _NEXT_STEP.get((where, error["type"]), (None, ""))
+    return f"{error['msg']}; {next_step}" if described and isinstance(error.get("input"), described) else error["msg"]
