@@ -21,12 +21,12 @@ GET  /model     the run and the weights served (weights_id, as each answer's X-A
 GET  /docs      the endpoints, their request schemas and a curl line each (schema at /openapi.json)
 ```
 
-What it accepts is bounded (``ServeLimits``): body bytes and the seconds the head and the body
-may take (``TimedHeads``, ``BodyLimit``), texts per request, characters per text, requests in flight. A request over a limit gets a
-413 naming the limit; one past the requests in flight a 503 at once, with
-Retry-After; a body that has not arrived in time a 408; malformed JSON a 400; a body of the wrong shape a 422;
-one still running when a stop has waited ``stop_seconds`` for it a 503 with Retry-After; an /explain whose client
-hung up while it waited its turn is not computed (499 in the access log); each with a one-line ``detail``.
+What it accepts is bounded (``ServeLimits``): body bytes and the seconds the head and the body may take
+(``TimedHeads``, ``BodyLimit``), texts per request, characters per text, requests in flight. A request over a limit
+gets a 413 naming the limit; one past the requests in flight a 503 at once, with Retry-After; a body that has not
+arrived in time a 408; malformed JSON a 400; a body of the wrong shape a 422; one still running when a stop has
+waited ``stop_seconds`` for it a 503 with Retry-After; an /explain whose client hung up while it waited its turn is
+not computed (499 in the access log); each with a one-line ``detail``.
 Requests that arrive while a batch runs are batched together for the next one (``Batcher``).
 A SIGHUP has ``serve`` load its run again and answer by it from then on, without a restart (``ModelReloader``).
 
@@ -60,10 +60,10 @@ from ..prediction import applied_thresholds
 from .batcher import Batcher
 from .limits import RETRY_AFTER_SECONDS, AnswerCutOffRequests, BodyLimit, InFlightLimit, JsonBodies, ServeLimits
 from .logs import AccessLog
-from .model import (MODEL_HEADER, NO_EXPLANATIONS, WEIGHTS_HEADER, ServedModel, _export_summary, _model_name,
-                    backend_name, temperatures)
-from .schemas import (SHOWN_ERRORS, _BODY_ERRORS, _BUSY, ExplainRequest, LabelSetOut, LabelSetResponse, PredictionOut,
-                      PredictRequest, PredictResponse, _error_responses, _field, _message)
+from .model import (MODEL_HEADER, NO_EXPLANATIONS, WEIGHTS_HEADER, ServedModel, backend_name, export_summary,
+                    model_name, temperatures)
+from .schemas import (BODY_ERRORS, BUSY, SHOWN_ERRORS, ExplainRequest, LabelSetOut, LabelSetResponse, PredictionOut,
+                      PredictRequest, PredictResponse, error_field, error_message, error_responses)
 
 # A request skipped because its client went away before its work began: nginx's "client closed request", which
 # the client never reads (uvicorn sends nothing on a closed connection), for the access log
@@ -160,7 +160,8 @@ def create_app(classifier, limits: ServeLimits = ServeLimits(),
         errors = exc.errors()
         if any(e["type"] == "json_invalid" for e in errors):
             return JSONResponse({"detail": "request body is not valid JSON"}, 400)
-        return JSONResponse({"detail": "; ".join(f"{_field(e)}: {_message(e)}" for e in errors[:SHOWN_ERRORS])}, 422)
+        return JSONResponse({"detail": "; ".join(f"{error_field(e)}: {error_message(e)}"
+                                                 for e in errors[:SHOWN_ERRORS])}, 422)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, exc: StarletteHTTPException):
@@ -176,7 +177,7 @@ def create_app(classifier, limits: ServeLimits = ServeLimits(),
     answer = LabelSetResponse if multi_label else PredictResponse  # (its schema is what /docs shows)
     answered_fields = (LabelSetOut if multi_label else PredictionOut).model_fields
 
-    @app.post("/predict", response_model=answer, responses=_error_responses(_BODY_ERRORS) | answer_headers)
+    @app.post("/predict", response_model=answer, responses=error_responses(BODY_ERRORS) | answer_headers)
     async def predict(request: PredictRequest, response: Response):
         """Label and class probabilities for each text (one text, or a batch; a multi-label run's: its set of labels
         and each label's probability), and how many of the tokens the model read are unknown to it; the label is the
@@ -191,8 +192,8 @@ def create_app(classifier, limits: ServeLimits = ServeLimits(),
                                  if key in answered_fields} for prediction in predictions]}
 
     # Out of the schema (and /docs) where it can only refuse: its request fields would promise what it refuses.
-    @app.post("/explain", include_in_schema=bool(served.explain_methods), responses=_error_responses(_BODY_ERRORS | {
-        400: f"{_BODY_ERRORS[400]}, or an unknown method or target, or one this model cannot give (see GET /model)"})
+    @app.post("/explain", include_in_schema=bool(served.explain_methods), responses=error_responses(BODY_ERRORS | {
+        400: f"{BODY_ERRORS[400]}, or an unknown method or target, or one this model cannot give (see GET /model)"})
         | answer_headers)
     async def explain(request: ExplainRequest, response: Response, connection: Request):
         """Per-token scores by ``method``, or several, with what a score means; see GET /model for the methods
@@ -256,7 +257,7 @@ def create_app(classifier, limits: ServeLimits = ServeLimits(),
     async def docs(request: Request):
         return docs_page(app.openapi(), str(request.base_url).rstrip("/"))
 
-    @app.get("/model", responses=_error_responses({503: _BUSY}))
+    @app.get("/model", responses=error_responses({503: BUSY}))
     async def model():
         """What is being served."""
         served = state["served"]
@@ -271,7 +272,7 @@ def create_app(classifier, limits: ServeLimits = ServeLimits(),
                                                                                      threshold).tolist()))
                    if multi_label else None}
         if backend != "torch":
-            return {"backend": backend, **served.origin, **_export_summary(classifier),
+            return {"backend": backend, **served.origin, **export_summary(classifier),
                     "text_columns": served.text_columns, **applied, "limits": asdict(limits)}
         from ..explain.methods import DEFAULT_METHOD
 
@@ -284,7 +285,7 @@ def create_app(classifier, limits: ServeLimits = ServeLimits(),
             "labels": classifier.label_names,
             # A `train --seeds` ensemble's members share a recipe; one built in Python may mix models, whose names
             # are all given and whose configs differ (None). Its parameters are all of theirs.
-            "model": {"name": _model_name(classifier),
+            "model": {"name": model_name(classifier),
                       "parameters": sum(m.config["model"]["parameters"] for m in members),
                       "config": configs[0] if all(c == configs[0] for c in configs) else None},
             "ensemble_members": len(members),

@@ -130,11 +130,11 @@ class BodyLimit:
             scope, receive, send)
 
 
-def _route_path(scope) -> str:
+def route_path(scope) -> str:
     """The path the app's routes match: ASGI's ``path`` holds the ``root_path`` a proxy or ``uvicorn --root-path``
     mounts the app under, which routing strips and the middlewares must strip too.
 
-    >>> _route_path({"path": "/api/health", "root_path": "/api"}), _route_path({"path": "/health"})
+    >>> route_path({"path": "/api/health", "root_path": "/api"}), route_path({"path": "/health"})
     ('/health', '/health')
     """
     root, path = scope.get("root_path", ""), scope["path"]
@@ -158,7 +158,7 @@ class InFlightLimit:
         self.in_flight = 0  # (one event loop: no lock needed)
 
     async def __call__(self, scope, receive, send):
-        if scope["type"] != "http" or _route_path(scope) in self.exempt:
+        if scope["type"] != "http" or route_path(scope) in self.exempt:
             return await self.app(scope, receive, send)
         if self.in_flight >= self.limit:
             busy = JSONResponse({"detail": f"the server is busy: {self.limit} requests in flight, the most it serves "
@@ -214,7 +214,7 @@ class JsonBodies:
         self.paths = paths
 
     async def __call__(self, scope, receive, send):
-        if scope["type"] == "http" and scope["method"] == "POST" and _route_path(scope) in self.paths:
+        if scope["type"] == "http" and scope["method"] == "POST" and route_path(scope) in self.paths:
             declared = dict(scope["headers"]).get(b"content-type", b"")
             media = declared.decode("latin-1").split(";", 1)[0].strip().lower()
             if not media:  # none, or empty: FastAPI would answer 422 about the body itself

@@ -20,7 +20,7 @@ from urllib.parse import quote
 import uvicorn
 
 from ..errors import AttnclfError, shown
-from .limits import _route_path
+from .limits import route_path
 
 LOGGED_DETAIL_CHARS = 300  # an access log line's error detail at most: the app's details are one short line each
 LOGGED_REQUEST_ID_CHARS = 64  # an X-Request-ID logged at most: a UUID is 36, nginx's $request_id 32
@@ -65,7 +65,7 @@ class AccessLog:
             raise
         finally:  # (a request the stop cut off mid-answer, too: logged with what it had sent)
             answered = status or (500 if failed else None)
-            path = _route_path(scope)
+            path = route_path(scope)
             if not (path in self.quiet and answered is not None and answered < 400):
                 # The path as sent on the wire, percent-encoded: decoded, its spaces and newlines forge fields
                 encoded = partial(quote, safe="/", errors="backslashreplace")
@@ -121,10 +121,10 @@ class JsonLogRecords(logging.Formatter):
         return logged_line("json", record.levelname.lower(), message=message)
 
 
-def _uvicorn_log_config(log_format: str) -> dict:
+def uvicorn_log_config(log_format: str) -> dict:
     """uvicorn's logging set-up, its records written as JSON (``JsonLogRecords``) where the service's log is.
 
-    >>> _uvicorn_log_config("json")["formatters"]["default"]["()"].__name__
+    >>> uvicorn_log_config("json")["formatters"]["default"]["()"].__name__
     'JsonLogRecords'
     """
     if log_format != "json":

@@ -38,9 +38,12 @@ def backend_name(classifier) -> str:
     return "torch"
 
 
-def _export_summary(classifier: OnnxClassifier) -> dict:
+def export_summary(classifier: OnnxClassifier) -> dict:
     """GET /model's account of an ONNX export: what its export.json records, under the keys the PyTorch backend's
-    answer uses (an export holds no model config, training versions or refit, and no explanation methods)."""
+    answer uses (an export holds no model config, training versions or refit, and no explanation methods).
+
+    >>> # export_summary(OnnxClassifier.load("runs/demo"))["explain_methods"]   # []
+    """
     config, tokenizer = classifier.config, classifier.config["tokenizer"]
     return {
         "labels": classifier.label_names,
@@ -68,14 +71,14 @@ def _explain_methods(classifier) -> list[str]:
     return available_methods(classifier.model)
 
 
-def _model_name(classifier) -> str:
+def model_name(classifier) -> str:
     """What model ``classifier`` runs: an ensemble's distinct member models joined by " + ", in member order.
 
     >>> class Run:
     ...     def __init__(self, name): self.config = {"model": {"name": name}}
     >>> class Mixed:
     ...     members = [Run("boe"), Run("self-attn"), Run("boe")]
-    >>> _model_name(Mixed()), _model_name(Run("lstm"))
+    >>> model_name(Mixed()), model_name(Run("lstm"))
     ('boe + self-attn', 'lstm')
     """
     members = getattr(classifier, "members", [classifier])
@@ -280,16 +283,19 @@ class ServedModel:
 
     def description(self, max_explanations: int) -> str:
         """What /docs says of the service serving it (``_description``)."""
-        return _description(backend_name(self.classifier), self.explain_methods, _model_name(self.classifier),
+        return _description(backend_name(self.classifier), self.explain_methods, model_name(self.classifier),
                             max_explanations, self.multi_label)
 
 
-def _load_fingerprinted(run_dir: str | Path, backend: str, load: Callable[[], object]) -> tuple[object, list]:
+def load_fingerprinted(run_dir: str | Path, backend: str, load: Callable[[], object]) -> tuple[object, list]:
     """What ``load`` loads, and the sha256 of the weights it loaded, each member's: what GET /model tells a client,
     which can then tell which model answered after the folder was trained again. For PyTorch the weights files are
     hashed before the load and after, and a change between (`train --overwrite` in place) is refused in one line,
     where a hash taken after alone would name weights other than those served. An ONNX export names the run's weights
-    it was exported from (export.json), checked as it loaded; an export older than that record, None."""
+    it was exported from (export.json), checked as it loaded; an export older than that record, None.
+
+    >>> # classifier, weights_sha256 = load_fingerprinted("runs/demo", "torch", lambda: Classifier.load("runs/demo"))
+    """
     from ..ensemble import is_ensemble_dir, member_dirs
     from ..rundir import loaded_unchanged
 

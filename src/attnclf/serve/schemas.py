@@ -157,32 +157,32 @@ class ErrorOut(BaseModel):
     detail: str = Field(description="what was wrong, in one line")
 
 
-def _error_responses(statuses: dict[int, str]) -> dict:
+def error_responses(statuses: dict[int, str]) -> dict:
     """FastAPI ``responses=`` for the error answers a route gives, each ``{"detail": "..."}``. Declaring 422
     replaces FastAPI's own schema for it, a list of validation errors, which this app never sends (``_invalid``).
 
-    >>> _error_responses({413: "over a limit"})[413]["description"]
+    >>> error_responses({413: "over a limit"})[413]["description"]
     'over a limit'
     """
     return {status: {"model": ErrorOut, "description": text} for status, text in statuses.items()}
 
 
-_BUSY = "too many requests in flight, or the server stopping: retry after the Retry-After header's seconds"
-_BODY_ERRORS = {  # (the errors of a route that reads a JSON body)
+BUSY = "too many requests in flight, or the server stopping: retry after the Retry-After header's seconds"
+BODY_ERRORS = {  # (the errors of a route that reads a JSON body)
     400: "the body is not JSON the server can read",
     408: "the body did not arrive within the limit's seconds",
     413: "over a limit (body bytes, texts, characters per text)",
     415: "the body was not sent as application/json",
     422: "a body of the wrong shape, or no text",
-    503: _BUSY,
+    503: BUSY,
 }
 
 
-def _field(error: dict) -> str:
+def error_field(error: dict) -> str:
     """Where a validation error sits, e.g. ``texts.1`` (FastAPI's location starts with "body"); a field the body
     should not have is named by its start, as a megabyte-long name is no use echoed whole.
 
-    >>> _field({"loc": ("body", "texts", 1)}), _field({"loc": ("body", "x" * 100)})
+    >>> error_field({"loc": ("body", "texts", 1)}), error_field({"loc": ("body", "x" * 100)})
     ('texts.1', 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...')
     """
     return shown(".".join(str(part) for part in error["loc"][1:]), write=str) or "body"
@@ -196,18 +196,19 @@ _NEXT_STEP = {("body", "model_attributes_type"): (object, _SHAPE),
               ("text", "string_type"): (list, 'several go as {"texts": [...]}')}
 
 
-def _message(error: dict) -> str:
+def error_message(error: dict) -> str:
     """A validation error's message; a validator's own without pydantic's "Value error, " before it; a body of the
     wrong shape told the shape to send.
 
-    >>> _message({"type": "value_error", "msg": "Value error, no text", "ctx": {"error": ValueError("no text")}})
+    >>> error_message({"type": "value_error", "msg": "Value error, no text", "ctx": {"error": ValueError("no text")}})
     'no text'
-    >>> _message({"type": "list_type", "loc": ("body", "texts"), "msg": "Input should be a valid list", "input": "a"})
+    >>> error_message({"type": "list_type", "loc": ("body", "texts"), "msg": "Input should be a valid list",
+    ...                "input": "a"})
     'Input should be a valid list; one text goes as {"text": "..."}'
     """
     if error["type"] == "value_error":
         return str(error["ctx"]["error"])
-    where = _field(error)
+    where = error_field(error)
     if where == "body" and error["type"] == "missing":  # (no body at all: pydantic's "Field required")
         return f"empty; {_SHAPE}"
     described, next_step = _NEXT_STEP.get((where, error["type"]), (None, ""))

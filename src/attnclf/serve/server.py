@@ -25,8 +25,8 @@ from ..errors import AttnclfError, shown
 from ..prediction import class_threshold
 from .app import create_app
 from .limits import ServeLimits
-from .logs import LOGGED_DETAIL_CHARS, StdoutLog, _uvicorn_log_config
-from .model import _load_fingerprinted, backend_name
+from .logs import LOGGED_DETAIL_CHARS, StdoutLog, uvicorn_log_config
+from .model import backend_name, load_fingerprinted
 
 _SIGHUP = getattr(signal, "SIGHUP", None)  # what reloads a service's run (None on Windows, which has no SIGHUP)
 
@@ -66,7 +66,7 @@ def serve(run_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, limits
                            f"{shown(root_path)}")
 
     def load() -> tuple[object, list]:  # at the start, and again on each reload, as it was asked for
-        return _load_fingerprinted(run_dir, backend, lambda: ensemble.load_backend(
+        return load_fingerprinted(run_dir, backend, lambda: ensemble.load_backend(
             run_dir, backend, int8=int8, device=device, bf16=bf16, threads=threads, named=named))
 
     # A SIGHUP while the run loads and the server starts (before its handler, with uvicorn's) would kill it, the
@@ -99,7 +99,7 @@ def serve(run_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, limits
                        f"/docs); Ctrl-C stops{'' if _SIGHUP is None else ', SIGHUP reloads'}")
         app.state.reloader = ModelReloader(run_dir, load, app, write=say)
         server = StopAnnouncingServer(uvicorn.Config(app, host=host, port=port, root_path=root_path,
-                                                     log_config=_uvicorn_log_config(log_format),
+                                                     log_config=uvicorn_log_config(log_format),
                                                      **_uvicorn_options(limits)),
                                       write=say, on_hangup=app.state.reloader.request)
         exited = False
@@ -120,7 +120,7 @@ def serve(run_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, limits
 @contextmanager
 def _hangups_ignored():
     """SIGHUP ignored within (where there is one, on the main thread), its handler before restored after."""
-    if _SIGHUP is None or threading.current_thread() is not threading.main_thread():
+    if not _hangups_catchable():
         yield
         return
     before = signal.signal(_SIGHUP, signal.SIG_IGN)
@@ -128,6 +128,12 @@ def _hangups_ignored():
         yield
     finally:  # (None: a handler set outside Python, which cannot be put back from here)
         signal.signal(_SIGHUP, signal.SIG_DFL if before is None else before)
+
+
+def _hangups_catchable() -> bool:
+    """Whether SIGHUP's handler can be set here: the platform has SIGHUP (Windows has none), and this is the main
+    thread, the only one Python lets set a handler on."""
+    return _SIGHUP is not None and threading.current_thread() is threading.main_thread()
 
 
 class StopAnnouncingServer(uvicorn.Server):
@@ -153,7 +159,7 @@ class StopAnnouncingServer(uvicorn.Server):
     def capture_signals(self):
         # As uvicorn catches its stop signals: by signal.signal, whose handler only notes the signal, and whose
         # handler before is restored after (a SIGHUP during the stop is left alone: there is no reload to do).
-        if self.on_hangup is None or _SIGHUP is None or threading.current_thread() is not threading.main_thread():
+        if self.on_hangup is None or not _hangups_catchable():
             with super().capture_signals():
                 yield
             return
