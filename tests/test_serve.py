@@ -743,6 +743,7 @@ def test_a_body_of_many_wrong_items_is_judged_by_its_first_few(local, path, body
     (["--port", "99999"], "--port must be 0-65535, got 99999"),
     (["--max-batch", "0"], "--max-batch must be a positive integer, got 0"),
     (["--max-body-seconds", "-1"], "--max-body-seconds must be a positive integer, got -1"),
+    (["--drain-seconds", "-1"], "--drain-seconds must be 0 or a positive integer, got -1"),
     (["--threads", "0"], "--threads must be at least 1, got 0"),
 ])
 def test_serve_refuses_bad_arguments_in_one_line(flags, message, tmp_path, capsys):
@@ -781,6 +782,21 @@ def test_serve_limits_refuse_seconds_no_timer_can_hold(name):
     assert str(caught.value).startswith(f"{name} must be a positive integer of at most 1000000000 seconds "
                                         f"(31 years), got 1000000000000000000000000000000000000000")
     assert getattr(ServeLimits(**{name: 10 ** 9}), name) == 10 ** 9
+
+
+def test_serve_limits_drain_for_no_seconds_by_default_and_bound_the_drain_as_the_other_seconds():
+    """``drain_seconds`` 0 is today's stop, no drain; past the other seconds' bound, no timer could hold it."""
+    from attnclf.errors import AttnclfError
+    from attnclf.serve.limits import ServeLimits
+
+    assert ServeLimits().drain_seconds == 0 and ServeLimits(drain_seconds=30).drain_seconds == 30
+    with pytest.raises(AttnclfError) as caught:
+        ServeLimits(drain_seconds=10 ** 400)
+    assert str(caught.value).startswith("drain_seconds must be 0 or a positive integer of at most 1000000000 seconds "
+                                        "(31 years), got 1000000000000000000000000000000000000000")
+    with pytest.raises(AttnclfError) as caught:
+        ServeLimits(stop_seconds=0)  # (0 is no drain; a stop that waits for nothing is no limit of the others)
+    assert str(caught.value) == "stop_seconds must be a positive integer, got 0"
 
 
 def test_serve_limits_take_numpy_integers_as_ints():

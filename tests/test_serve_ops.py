@@ -195,6 +195,41 @@ def test_a_sigterm_stop_says_when_it_begins_why_and_when_it_has_stopped(demo_run
     assert "Traceback" not in err, err
 
 
+def test_drain_seconds_has_health_answer_503_while_requests_are_still_served_then_the_stop_runs(demo_run,
+                                                                                                  serving_process):
+    """Under Kubernetes, SIGTERM closed the port at once, while the pod stayed in its Service's endpoints a few seconds
+    more, and the requests sent to it meanwhile were refused. With --drain-seconds, SIGTERM first has /health (the
+    readiness probe) answer 503 for that long, every other request still answered, so that traffic stops coming;
+    then the graceful stop runs as it always has."""
+    import signal
+    import time
+
+    import httpx
+
+    with serving_process(str(demo_run), "--device", "cpu", "--threads", "1", "--drain-seconds", "3") as (
+            process, url, answer):
+        assert answer.status_code == 200 and httpx.get(f"{url}/health", timeout=30).status_code == 200
+        signalled = time.monotonic()
+        process.send_signal(signal.SIGTERM)
+        health = httpx.get(f"{url}/health", timeout=30)
+        while health.status_code == 200 and time.monotonic() < signalled + 2:  # (the signal's handling takes a tick)
+            time.sleep(0.05)
+            health = httpx.get(f"{url}/health", timeout=30)
+        assert health.status_code == 503, health.text
+        assert health.json() == {"detail": "draining: this server got SIGTERM and stops taking requests 3 s after it; "
+                                           "send new ones elsewhere"}
+        assert httpx.post(f"{url}/predict", json={"text": "good"}, timeout=30).status_code == 200  # still served
+        assert process.poll() is None
+        out, err = process.communicate(timeout=30)
+        stopped = time.monotonic()
+    assert process.returncode == 0 and stopped - signalled >= 3, (process.returncode, stopped - signalled)
+    own = [line for line in out.splitlines() if not line[:4].isdigit()]  # (the service's lines, not the requests')
+    assert own[:2] == ["draining on SIGTERM: /health answers 503 for 3 s, other requests are still answered; then the "
+                       "stop", "stopping on SIGTERM: no requests in flight"], out
+    assert len(own) == 3 and own[2].startswith("stopped after serving "), out
+    assert " GET /health 503 " in out and "Traceback" not in err, (out, err)
+
+
 def test_a_server_that_fails_to_start_is_a_one_line_error_not_a_clean_exit(demo_run, monkeypatch, capsys):
     import uvicorn
 

@@ -1112,7 +1112,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     limits = {name: getattr(args, name) for name in ("max_batch", "max_explain_batch", "max_text_chars",
                                                      "max_body_bytes", "max_body_seconds", "max_connections",
-                                                     "stop_seconds", "keep_alive_seconds")}
+                                                     "stop_seconds", "drain_seconds", "keep_alive_seconds")}
     limits = ServeLimits(**{k: v for k, v in limits.items() if v is not None}, named=_flag)
     _warn_if_unfinished(args.run_dir)
     serve(args.run_dir, host=args.host, port=args.port, device=args.device, threads=args.threads, bf16=args.bf16,
@@ -1577,6 +1577,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--stop-seconds", type=int, help="seconds a stop (SIGTERM, Ctrl-C) waits for requests in "
                                                      "flight, then answers them 503 with Retry-After; within the stop "
                                                      "timeout of what runs the service (Docker's: 10 s) (default: 5)")
+    p.add_argument("--drain-seconds", type=int, help="seconds a SIGTERM first has /health answer 503 (readiness "
+                                                      "lost), every other request still answered, so that a load "
+                                                      "balancer or Kubernetes stops sending traffic; then the stop "
+                                                      "of --stop-seconds (default: 0, none)")
     p.add_argument("--keep-alive-seconds", type=int, help="seconds an idle keep-alive connection is kept open; "
                                                            "behind a proxy or load balancer that reuses connections, "
                                                            "more than its idle timeout (nginx's, AWS ALB's: 60 s) "

@@ -101,6 +101,8 @@ def create_app(classifier, limits: ServeLimits = ServeLimits(),
     The app's ``state.swap_model(classifier, served_from)`` serves another model from the next request on (a
     reload's: ``ModelReloader``), whose labels must be the same, and the threshold's class among them; requests
     already in flight finish on the model they began with. ``state.served()`` is the model being served.
+    ``state.drain(why)`` has /health answer 503 saying ``why`` from then on, every other route answering as before
+    (a stop's drain: ``StopAnnouncingServer``).
 
     >>> # with TestClient(create_app(Classifier.load("runs/demo"))) as client:   # (starts the batcher)
     >>> #     client.post("/predict", json={"text": "great"}).json()
@@ -111,7 +113,8 @@ def create_app(classifier, limits: ServeLimits = ServeLimits(),
     if access_log_format not in (formats := [name for name in ACCESS_LOGS if name != "off"]):  # (off: no access_log)
         raise AttnclfError(f"access_log_format must be {' or '.join(formats)}, got {shown(access_log_format)}")
     backend = backend_name(classifier)  # (a reload loads by the same backend)
-    state: dict = {"explaining": 0, "served": served}  # (the /explain requests in flight: at most explain_slots)
+    # (explaining: the /explain requests in flight, at most explain_slots; draining: why /health answers 503)
+    state: dict = {"explaining": 0, "served": served, "draining": None}
     answer_headers = {200: {"headers": {WEIGHTS_HEADER: {
         "description": "the weights that answered: GET /model's weights_id (one model's sha256; an ensemble's, the "
                        "sha256 of its members' joined by commas)", "schema": {"type": "string"}}, MODEL_HEADER: {
@@ -244,10 +247,13 @@ def create_app(classifier, limits: ServeLimits = ServeLimits(),
     @app.get("/health")
     async def health():
         """Liveness and readiness, with the requests served by /predict and the batches they ran in: 200 once the
-        model has loaded (the port opens then), 503 where the service can no longer answer predictions."""
+        model has loaded (the port opens then), 503 where the service can no longer answer predictions, or while it
+        drains before a stop (readiness lost, every other request still answered)."""
         batcher = started("batcher")
         if batcher.stopped:
             raise HTTPException(503, batcher.stopped)
+        if state["draining"]:
+            raise HTTPException(503, state["draining"])
         return {"status": "ok", "requests": batcher.requests, "batches": batcher.batches}
 
     # HEAD, what some health checkers send, outside the schema: there it would repeat GET's operation id.
@@ -335,8 +341,12 @@ def create_app(classifier, limits: ServeLimits = ServeLimits(),
             app.openapi_schema = None  # (FastAPI's cache of it)
         return current, new
 
+    def drain(why: str) -> None:
+        state["draining"] = why
+
     app.state.swap_model = swap_model
     app.state.served = lambda: state["served"]
+    app.state.drain = drain
     return app
 
 

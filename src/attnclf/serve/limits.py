@@ -17,6 +17,7 @@ RETRY_AFTER_SECONDS = 1  # a 503 for too many requests in flight says this: /pre
 STOPPED = ("the server is stopping: this request was cut off unfinished; retry it (here once the server is back, "
            "or on another)")
 MOST_SECONDS = 10 ** 9  # a seconds limit's largest (31 years): any wait past it is no limit
+NONE_IS_ZERO = {"drain_seconds"}  # the limits that may be 0, for none (every other limit of 0 would refuse all)
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,9 @@ class ServeLimits:
     # within Docker's default stop timeout (10 s); a long /explain wants more, and systemd (90 s) or Kubernetes (30 s)
     # wait longer.
     stop_seconds: int = 5
+    # Seconds a SIGTERM has /health answer 503 (readiness lost) before that stop begins, every other request still
+    # answered, so that a load balancer or Kubernetes stops sending traffic first (``StopAnnouncingServer``); 0: none.
+    drain_seconds: int = 0
     # Seconds an idle keep-alive connection is kept open (uvicorn's default): behind a proxy or load balancer that
     # reuses its connections, longer than its own idle timeout, or it races the service's close and answers 502.
     keep_alive_seconds: int = 5
@@ -46,12 +50,13 @@ class ServeLimits:
     def __post_init__(self, named: Callable[[str], str]):
         for name, value in asdict(self).items():
             count = whole_number(value)  # (True is no count of 1; numpy's integers are counts, kept as ints for JSON)
-            if count is None or count < 1:
-                raise AttnclfError(f"{named(name)} must be a positive integer, got {shown(value)}")
+            what = "0 or a positive integer" if name in NONE_IS_ZERO else "a positive integer"
+            if count is None or count < (0 if name in NONE_IS_ZERO else 1):
+                raise AttnclfError(f"{named(name)} must be {what}, got {shown(value)}")
             # (asyncio's timers take seconds as a float: past it, each deadline raised OverflowError, a traceback)
             if name.endswith("_seconds") and count > MOST_SECONDS:
-                raise AttnclfError(f"{named(name)} must be a positive integer of at most {MOST_SECONDS} seconds "
-                                   f"(31 years), got {shown(value)}")
+                raise AttnclfError(f"{named(name)} must be {what} of at most {MOST_SECONDS} seconds (31 years), got "
+                                   f"{shown(value)}")
             object.__setattr__(self, name, count)
 
     @property

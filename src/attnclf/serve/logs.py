@@ -81,11 +81,11 @@ class AccessLog:
 
 def logged_line(log_format: str, event: str, **fields) -> str:
     """One line of the service's log on stdout, ``log_format`` "text" or "json", for ``event``: a "request" (its
-    fields as ``AccessLog`` gives them) or the service's own ("serving", "warning", "stopping", "stopped",
-    "reloaded", "reload_failed", a ``message`` each). As JSON, one object a line, the time (UTC) and event first,
-    escaped to ASCII: whatever a detail quotes of a request (a method name, say) can neither break the line nor
-    garble it for a collector reading it as another encoding. As text, the service's own lines are their message
-    alone, as they always were, on one line.
+    fields as ``AccessLog`` gives them) or the service's own ("serving", "warning", "draining", "stopping",
+    "stopped", "reloaded", "reload_failed", a ``message`` each). As JSON, one object a line, the time (UTC) and
+    event first, escaped to ASCII: whatever a detail quotes of a request (a method name, say) can neither break the
+    line nor garble it for a collector reading it as another encoding. As text, the service's own lines are their
+    message alone, as they always were, on one line.
 
     >>> logged_line("text", "request", client="10.0.0.1", method="GET", path="/x", status=404, ms=1.0,
     ...             detail="Not Found")[21:]

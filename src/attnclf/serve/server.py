@@ -10,6 +10,7 @@ import os
 import socket
 import signal
 import threading
+import time
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
@@ -101,7 +102,8 @@ def serve(run_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, limits
         server = StopAnnouncingServer(uvicorn.Config(app, host=host, port=port, root_path=root_path,
                                                      log_config=uvicorn_log_config(log_format),
                                                      **_uvicorn_options(limits)),
-                                      write=say, on_hangup=app.state.reloader.request)
+                                      write=say, on_hangup=app.state.reloader.request,
+                                      drain_seconds=limits.drain_seconds, on_drain=app.state.drain)
         exited = False
         try:
             with log.in_background():
@@ -141,19 +143,29 @@ class StopAnnouncingServer(uvicorn.Server):
     the requests in flight it waits for, and when it has stopped, with the requests served: uvicorn logs at warning,
     where a clean stop left no trace and could not be told from a crash. ``on_hangup`` is called on the event loop
     for a SIGHUP while it serves (where the platform has SIGHUP; a ``ModelReloader``'s ``request``).
+    With ``drain_seconds``, a SIGTERM first drains: ``on_drain`` is called with why (``create_app``'s
+    ``state.drain``, which has /health answer 503) and requests are served on for that long, so that a load balancer
+    or Kubernetes, seeing the readiness lost, stops sending them; then the stop begins. A second signal begins it
+    at once; Ctrl-C (SIGINT), a person's, never drains.
 
     >>> # StopAnnouncingServer(uvicorn.Config(app, **_uvicorn_options(limits)), write=StdoutLog("text").say).run()
+    >>> # StopAnnouncingServer(config, write=say, drain_seconds=10, on_drain=app.state.drain)   # as serve does
     """
 
     CUT_OFF_SECONDS = 1  # how long the stop's last line waits for the requests it cut off to be answered
 
     def __init__(self, config: uvicorn.Config, write: Callable[[str, str], None],
-                 on_hangup: Callable[[], None] | None = None):
+                 on_hangup: Callable[[], None] | None = None, drain_seconds: int = 0,
+                 on_drain: Callable[[str], None] = lambda why: None):
         super().__init__(config)
         self.write = write
         self.stop_signal: str | None = None
         self.on_hangup = on_hangup
         self._hung_up = False  # a SIGHUP not yet handed on (on the next tick of uvicorn's loop)
+        self.drain_seconds = drain_seconds
+        self.on_drain = on_drain
+        self._drain_asked = False  # a SIGTERM's drain not yet begun (on the next tick, as a SIGHUP's reload)
+        self._drain_ends: float | None = None  # (time.monotonic's) when the drain begun gives way to the stop
 
     @contextmanager
     def capture_signals(self):
@@ -177,11 +189,26 @@ class StopAnnouncingServer(uvicorn.Server):
         if self._hung_up:  # (uvicorn's loop ticks every 0.1 s)
             self._hung_up = False
             self.on_hangup()
+        if self._drain_asked:
+            self._drain_asked = False
+            self._drain_ends = time.monotonic() + self.drain_seconds
+            self.on_drain(f"draining: this server got {self.stop_signal} and stops taking requests "
+                          f"{self.drain_seconds} s after it; send new ones elsewhere")
+            self.write("draining", f"draining on {self.stop_signal}: /health answers 503 for {self.drain_seconds} s, "
+                                   f"other requests are still answered; then the stop")
+        if self._drain_ends is not None and time.monotonic() >= self._drain_ends and not self.should_exit:
+            super().handle_exit(signal.SIGTERM, None)  # (the signal it deferred, for uvicorn to raise again after)
         return await super().on_tick(counter)
 
     def handle_exit(self, sig: int, frame) -> None:
         # The first signal is the stop's; uvicorn keeps the signals it caught to itself (and a second Ctrl-C forces it)
         self.stop_signal = self.stop_signal or signal.Signals(sig).name
+        draining = self._drain_asked or self._drain_ends is not None
+        if sig == signal.SIGTERM and self.drain_seconds and not draining and not self.should_exit:
+            # Noted only: the drain's line is written on the loop, as a handler that took the log's lock could find
+            # it held by the code it interrupted.
+            self._drain_asked = True
+            return
         super().handle_exit(sig, frame)
 
     async def shutdown(self, sockets=None):
