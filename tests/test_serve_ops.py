@@ -230,6 +230,27 @@ def test_drain_seconds_has_health_answer_503_while_requests_are_still_served_the
     assert " GET /health 503 " in out and "Traceback" not in err, (out, err)
 
 
+def test_a_second_signal_ends_the_drain_at_once(demo_run, serving_process):
+    """A drain of a minute is an operator's to cut short (as README says): a second SIGTERM begins the stop."""
+    import signal
+    import time
+
+    import httpx
+
+    with serving_process(str(demo_run), "--device", "cpu", "--threads", "1", "--drain-seconds", "600") as (
+            process, url, answer):
+        process.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + 30
+        while httpx.get(f"{url}/health", timeout=30).status_code == 200 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=30)
+    assert process.returncode == 0, err
+    assert [line for line in out.splitlines() if line.startswith(("draining", "stopping"))] == [
+        "draining on SIGTERM: /health answers 503 for 600 s, other requests are still answered; then the stop",
+        "stopping on SIGTERM: no requests in flight"], out
+
+
 def test_a_server_that_fails_to_start_is_a_one_line_error_not_a_clean_exit(demo_run, monkeypatch, capsys):
     import uvicorn
 

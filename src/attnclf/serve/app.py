@@ -12,7 +12,8 @@ POST /explain   {"texts"|"text", "method", "target"}   -> {"explanations": [{tok
                 a multi-label run's: one per label explained, each predicted one by default, with "labels";
                 by default the class, or labels, /predict answers, its --threshold applied)
 GET  /health    liveness and readiness, plus requests served and batches run; answered however many requests are
-                in flight; 503 where a bug has stopped the prediction worker
+                in flight; 503 where a bug has stopped the prediction worker, or while a SIGTERM's drain runs
+                (``serve``'s ``ServeLimits.drain_seconds``)
 GET  /model     the run and the weights served (weights_id, as each answer's X-Attnclf-Weights header; model_id,
                 which changes with its temperature and thresholds too, as X-Attnclf-Model), the
                 backend, labels, model and tokenizer summary, text columns, versions, explanation methods (and
