@@ -46,7 +46,7 @@ from ..checks import by_field, check_seed, whole_number
 from ..data.base import TextDataset
 from ..errors import AttnclfError, shown
 from ..text.batching import BucketBatches
-from ..prediction import label_set
+from .explanation import explained_labels
 from .methods import (METHODS, attribute, available_methods, check_steps, chosen_methods, class_probability,
                       remove_positions, run_methods)
 from .render import number_text
@@ -248,8 +248,7 @@ def measure_faithfulness(classifier: "Classifier", data: TextDataset, *, methods
     text_sequences = classifier.tokenizer.encode(texts)
     multi_label = classifier.multi_label
     # Each text once per class explain explains by default: its predicted class, a multi-label run's each label.
-    explained = [(label_set(row, classifier.thresholds) if multi_label else []) or [int(row.argmax())]
-                 for row in classifier.predict_proba(texts)]
+    explained = explained_labels(classifier, texts)
     sequences = [text_sequences[i] for i, text_labels in enumerate(explained) for _ in text_labels]
     predicted = np.array([label for text_labels in explained for label in text_labels], dtype=np.int64)
     temperature = classifier.temperature  # (the probabilities its predictions report)
