@@ -420,7 +420,6 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
         from .rundir import (ESTIMATOR, atomic_save_tensors, atomic_write_json, prepare_output_dir, publish_folder,
                              refuse_if_held, write_jsonl)
         from .training.run import config_record
-        from .training.settings import DataSettings, RunSettings
 
         check_is_fitted(self, "classifier_")
         classes = _json_labels(self.classes_)
