@@ -211,52 +211,9 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
         self.n_text_columns_, self.text_column_names_ = columns
         return self
 
-    def _fit(self, texts: list[str], y, sample_weight=None) -> "AttentionTextClassifier":
-        if y is None:
-            raise AttnclfError(f"{type(self).__name__} requires y to be passed, but the target y is None")
-        y = shaped(y)
-        scalar = not hasattr(y, "__iter__") or getattr(y, "ndim", 1) == 0  # (np.array(3) has __iter__, and fails it)
-        if scalar or isinstance(y, (str, bytes, dict, set, frozenset)):
-            raise AttnclfError(f"y must be a sequence of labels, one per text, not {type(y).__name__}")
-        if getattr(y, "ndim", 1) == 2 and y.shape[1] == 1:  # (a column, not label sets of one)
-            raise AttnclfError(f"y must be one-dimensional, one label per text; got shape {y.shape}: pass y.ravel() "
-                               f"(a DataFrame: y.iloc[:, 0])")
-        # Labels come back in y's own dtype where it has one (uint8 as uint8, object as object), as scikit-learn's do
-        given = None
-        if hasattr(y, "to_numpy"):  # pandas
-            given = y.to_numpy()
-        elif isinstance(y, np.ndarray):
-            given = y
-        values = given.tolist() if given is not None else list(y)  # (a generator is read here, once)
-        label_set = next((v for v in values if isinstance(v, (list, tuple, set, frozenset, np.ndarray))), None)
-        if label_set is not None:
-            raise AttnclfError(f"y holds a set of labels per text ({shown(label_set)}); this estimator is single-label "
-                               f"(`attnclf train --multi-label` trains label sets)")
-        # numpy would turn 1 into "1" (True into "True") and classes_ would not be y's
-        kinds: dict[str, object] = {}  # the first label of each type, strings first
-        for v in values:
-            if not _missing(v):
-                kinds.setdefault("strings" if isinstance(v, str) else
-                                 "booleans" if isinstance(v, (bool, np.bool_)) else "numbers", v)
-        if len(kinds) > 1:
-            mixed = sorted(kinds, key=["strings", "numbers", "booleans"].index)
-            raise AttnclfError(f"y mixes {' and '.join(mixed)} ({' and '.join(shown(kinds[k]) for k in mixed)}); give "
-                               f"every label as one type")
-        for i, label in enumerate(values):  # (before numpy turns a NaN among strings into the string "nan")
-            if _missing(label):
-                raise AttnclfError(f"y[{i}] is {label!r}: every text needs a label")
-        y = given if given is not None else np.asarray(values)
-        if y.ndim != 1 or len(y) != len(texts):
-            raise AttnclfError(f"y must hold one label per text: {len(texts)} texts, y of shape {y.shape}")
-        # (as scikit-learn's classifiers: 300 real values are not 300 classes; only floats can be, bytes cannot be asked)
-        if y.dtype.kind == "f" and type_of_target(y) == "continuous":
-            raise AttnclfError("Unknown label type: continuous; y must hold class labels, not real numbers "
-                               "(a regression target)")
-        classes, y_index = np.unique(y, return_inverse=True)
-        if len(classes) == 0:
-            raise AttnclfError("no texts to fit on")
-        if len(classes) < 2:
-            raise AttnclfError(f"y has only one class ({shown(classes.tolist()[0])}); a classifier needs two at least")
+    def _fit(self, texts: list[str], y, sample_weight=None) -> None:
+        """``fit``'s work on its checked ``texts``, under its thread count."""
+        classes, y_index = _classes_of(y, len(texts), type(self).__name__)
         weights = _sample_weights(sample_weight, len(texts))
         fraction = real_number(self.validation_fraction)  # (a string or None failed on the comparison's TypeError)
         if fraction is None or not 0 <= fraction < 1:
@@ -319,7 +276,6 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
         self.classifier_ = Classifier(model, tokenizer, label_names, device)
         self._fitted_on = {"train_examples": len(train),  # (for save; validation_fraction 0 validated on train)
                            "validation_examples": 0 if validation is data else len(validation)}
-        return self
 
     def predict_proba(self, X) -> np.ndarray:
         """Class probabilities, one row per text, columns in ``classes_`` order: float64, as scikit-learn's
@@ -589,6 +545,63 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
 # Where fit takes the model fields a run derives (settings.DERIVED_MODEL_FIELDS), in the estimator's own terms.
 _DERIVED_FROM = {"vocab_size": "the texts (the estimator's vocab_size= caps it)", "num_classes": "the labels",
                  "max_len": "the estimator's max_len=", "pad_id": "the tokenizer"}
+
+
+def _classes_of(y, count: int, estimator: str) -> tuple[np.ndarray, np.ndarray]:
+    """The classes of ``y``, one label per each of ``count`` texts, sorted and in y's own dtype, and each text's index
+    among them; anything but single labels of one type, at least two classes of them, is a one-line error naming
+    ``estimator``'s y.
+
+    >>> classes, index = _classes_of(["spam", "ham", "spam"], 3, "AttentionTextClassifier")
+    >>> classes.tolist(), index.tolist()
+    (['ham', 'spam'], [1, 0, 1])
+    """
+    if y is None:
+        raise AttnclfError(f"{estimator} requires y to be passed, but the target y is None")
+    y = shaped(y)
+    scalar = not hasattr(y, "__iter__") or getattr(y, "ndim", 1) == 0  # (np.array(3) has __iter__, and fails it)
+    if scalar or isinstance(y, (str, bytes, dict, set, frozenset)):
+        raise AttnclfError(f"y must be a sequence of labels, one per text, not {type(y).__name__}")
+    if getattr(y, "ndim", 1) == 2 and y.shape[1] == 1:  # (a column, not label sets of one)
+        raise AttnclfError(f"y must be one-dimensional, one label per text; got shape {y.shape}: pass y.ravel() "
+                           f"(a DataFrame: y.iloc[:, 0])")
+    # Labels come back in y's own dtype where it has one (uint8 as uint8, object as object), as scikit-learn's do
+    given = None
+    if hasattr(y, "to_numpy"):  # pandas
+        given = y.to_numpy()
+    elif isinstance(y, np.ndarray):
+        given = y
+    values = given.tolist() if given is not None else list(y)  # (a generator is read here, once)
+    label_set = next((v for v in values if isinstance(v, (list, tuple, set, frozenset, np.ndarray))), None)
+    if label_set is not None:
+        raise AttnclfError(f"y holds a set of labels per text ({shown(label_set)}); this estimator is single-label "
+                           f"(`attnclf train --multi-label` trains label sets)")
+    # numpy would turn 1 into "1" (True into "True") and classes_ would not be y's
+    kinds: dict[str, object] = {}  # the first label of each type, strings first
+    for v in values:
+        if not _missing(v):
+            kinds.setdefault("strings" if isinstance(v, str) else
+                             "booleans" if isinstance(v, (bool, np.bool_)) else "numbers", v)
+    if len(kinds) > 1:
+        mixed = sorted(kinds, key=["strings", "numbers", "booleans"].index)
+        raise AttnclfError(f"y mixes {' and '.join(mixed)} ({' and '.join(shown(kinds[k]) for k in mixed)}); give "
+                           f"every label as one type")
+    for i, label in enumerate(values):  # (before numpy turns a NaN among strings into the string "nan")
+        if _missing(label):
+            raise AttnclfError(f"y[{i}] is {label!r}: every text needs a label")
+    y = given if given is not None else np.asarray(values)
+    if y.ndim != 1 or len(y) != count:
+        raise AttnclfError(f"y must hold one label per text: {count} texts, y of shape {y.shape}")
+    # (as scikit-learn's classifiers: 300 real values are not 300 classes; only floats can be, bytes cannot be asked)
+    if y.dtype.kind == "f" and type_of_target(y) == "continuous":
+        raise AttnclfError("Unknown label type: continuous; y must hold class labels, not real numbers "
+                           "(a regression target)")
+    classes, y_index = np.unique(y, return_inverse=True)
+    if len(classes) == 0:
+        raise AttnclfError("no texts to fit on")
+    if len(classes) < 2:
+        raise AttnclfError(f"y has only one class ({shown(classes.tolist()[0])}); a classifier needs two at least")
+    return classes, y_index
 
 
 def _seed(random_state) -> int:
