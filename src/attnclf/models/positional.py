@@ -21,15 +21,17 @@ from torch import nn
 
 from attnclf.errors import AttnclfError
 
+
 class PositionalEncoding(nn.Module):
-    """Base: checks the sequence fits in ``max_len``; subclasses add positions."""
+    """Base: checks the sequence fits in ``max_len``; subclasses add positions. Every kind is built from
+    ``(max_len, dim)`` (``positional_encoding``), the base and ``NoPositions`` needing no ``dim``."""
 
     def __init__(self, max_len: int, dim: int) -> None:
         super().__init__()
         self.max_len = max_len
-        self.dim = dim
 
     def check_length(self, x: torch.Tensor) -> int:
+        """The length of (batch, seq, dim) ``x``, refused in one line past ``max_len``."""
         seq_len = x.size(1)
         if seq_len > self.max_len:
             raise AttnclfError(
