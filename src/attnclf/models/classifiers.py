@@ -56,7 +56,7 @@ def init_weights(module: nn.Module) -> None:
 
 
 class TokenClassifier(Classifier):
-    """Shared plumbing: the config, the token embedding, and the input handling."""
+    """Shared plumbing: the config, the token embedding, the input handling and the usual head."""
 
     def __init__(self, config: ModelConfig, dim: int) -> None:
         super().__init__()
@@ -79,6 +79,11 @@ class TokenClassifier(Classifier):
         mask = input_ids != self.config.pad_id if attention_mask is None else attention_mask.bool()
         x = self.embed_tokens(input_ids) if token_embeddings is None else token_embeddings
         return x, mask
+
+    def classify(self, summary: torch.Tensor) -> torch.Tensor:
+        """The usual head: dropout, then the linear ``self.head`` the model builds; a model with another head
+        (``bilstm-attn``'s dense layer, ``self-attn``'s branches) has its own ``classify``."""
+        return self.head(self.dropout(summary))
 
 
 class ResidualMLP(nn.Module):
@@ -143,9 +148,6 @@ class BagOfEmbeddings(TokenClassifier):
         x, mask = self.embed(input_ids, attention_mask, token_embeddings)
         return Summary(masked_mean(x, mask))
 
-    def classify(self, summary: torch.Tensor) -> torch.Tensor:
-        return self.head(self.dropout(summary))
-
 
 # ---------------------------------------------------------------------------- pos-mean
 
@@ -179,9 +181,6 @@ class PositionalMean(TokenClassifier):
         x, mask = self.embed(input_ids, attention_mask, token_embeddings)
         x = self.mlp(self.positions(x))
         return Summary(masked_mean(x, mask))
-
-    def classify(self, summary: torch.Tensor) -> torch.Tensor:
-        return self.head(self.dropout(summary))
 
 
 # ---------------------------------------------------------------------------- lstm-mean
@@ -219,9 +218,6 @@ class LSTMMean(TokenClassifier):
         x, mask = self.embed(input_ids, attention_mask, token_embeddings)
         states, _ = run_lstm(self.lstm, x, mask)
         return Summary(masked_mean(states, mask))
-
-    def classify(self, summary: torch.Tensor) -> torch.Tensor:
-        return self.head(self.dropout(summary))
 
 
 # ---------------------------------------------------------------------------- bilstm-attn
@@ -318,9 +314,6 @@ class TransformerMean(TokenClassifier):
         x = self.dropout(self.positions(x))
         x, maps = self.encoder(x, mask, output_attentions)
         return Summary(masked_mean(x, mask), self_attentions=maps)
-
-    def classify(self, summary: torch.Tensor) -> torch.Tensor:
-        return self.head(self.dropout(summary))
 
 
 # ---------------------------------------------------------------------------- self-attn
@@ -510,9 +503,6 @@ class MHAClassifier(TokenClassifier):
         attended, weights = self.attn(x, mask, need_weights=output_attentions)
         x = self.mlp(x + self.dropout(attended))
         return Summary(masked_mean(x, mask), self_attentions=[weights] if output_attentions else None)
-
-    def classify(self, summary: torch.Tensor) -> torch.Tensor:
-        return self.head(self.dropout(summary))
 
 
 # ---------------------------------------------------------------------------- registry
