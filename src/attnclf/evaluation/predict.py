@@ -19,6 +19,11 @@ def predict_probabilities(model: torch.nn.Module, batches: BucketBatches, device
     a calibrated run's probabilities (``attnclf calibrate``).
 
     Batches may come length-sorted; ``Batch.indices`` puts every row back in place.
+
+    >>> from attnclf.models import build_model
+    >>> model = build_model("boe", vocab_size=20, num_classes=3)
+    >>> predict_probabilities(model, BucketBatches([[5, 6], [7]], batch_size=2), torch.device("cpu")).shape
+    (2, 3)
     """
     model.eval()
     num_classes = model.config.num_classes
@@ -32,7 +37,12 @@ def predict_probabilities(model: torch.nn.Module, batches: BucketBatches, device
 
 def output_probabilities(logits: torch.Tensor, multi_label: bool, temperature: float = 1.0) -> torch.Tensor:
     """Probabilities from logits over ``temperature``: softmax over classes, or a sigmoid per label when
-    ``multi_label``."""
+    ``multi_label``.
+
+    >>> logits = torch.tensor([[0.0, 2.0]])
+    >>> output_probabilities(logits, False, 2.0).round(decimals=3), output_probabilities(logits, True)
+    (tensor([[0.2690, 0.7310]]), tensor([[0.5000, 0.8808]]))
+    """
     scaled = logits.float() / temperature
     return torch.sigmoid(scaled) if multi_label else torch.softmax(scaled, dim=-1)
 
