@@ -190,7 +190,7 @@ def class_operating_points(y_true: Sequence[int], probabilities: np.ndarray, lab
     y_true = np.asarray(y_true)
     index = list(label_names).index(name)
     positive = y_true[:, index].astype(bool) if y_true.ndim == 2 else y_true == index
-    scores = np.asarray(probabilities, dtype=np.float64)[:, list(label_names).index(name)]
+    scores = np.asarray(probabilities, dtype=np.float64)[:, index]
     if not positive.any():  # (no recall to read, and scikit-learn would only warn)
         raise DataError(f"operating points of {shown(name)}: the scored texts hold no {shown(name)} text")
 
