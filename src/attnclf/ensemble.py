@@ -117,21 +117,7 @@ class Ensemble:
         self.multi_label = first.multi_label
         if thresholds is not None and not self.multi_label:
             raise AttnclfError("thresholds cut a multi-label ensemble's probabilities; these runs are single-label")
-        # (a dict, thresholds.json's shape, or one number would fail below with a KeyError or TypeError)
-        listed = isinstance(thresholds, (list, tuple)) or isinstance(thresholds, np.ndarray) and thresholds.ndim == 1
-        if thresholds is not None and not listed:
-            raise AttnclfError(f"thresholds: a list of {len(self.label_names)} numbers from 0 to 1, one per label in "
-                               f"label_names' order, got {shown(thresholds)}")
-        if thresholds is not None and len(thresholds) != len(self.label_names):
-            raise AttnclfError(f"thresholds: {len(thresholds)} given, one per label needed ({len(self.label_names)})")
-        # (NaN or one past 1 would never predict its label, one below 0 always would)
-        wrong = next((i for i, cut in enumerate(thresholds if thresholds is not None else [])
-                      if isinstance(cut, bool) or not isinstance(cut, (int, float, np.number)) or not 0 <= cut <= 1),
-                     None)
-        if wrong is not None:
-            raise AttnclfError(f"thresholds: {shown(self.label_names[wrong])} at {shown(thresholds[wrong])}: each must "
-                               f"be a number from 0 to 1")
-        self.thresholds = (np.asarray(thresholds, dtype=np.float64) if thresholds is not None else
+        self.thresholds = (_given_thresholds(thresholds, self.label_names) if thresholds is not None else
                            ensemble_thresholds(self.members) if self.multi_label else None)
         self.thresholds_from = (None if not self.multi_label else "its members' averaged" if thresholds is None else
                                 "those it was given")
@@ -215,6 +201,32 @@ class Ensemble:
                     for row, count in zip(probabilities, counts)]
         return [Prediction.from_scores(row, self.label_names, [], None, count, threshold)
                 for row, count in zip(probabilities, counts)]
+
+
+def _given_thresholds(thresholds, label_names: list[str]) -> np.ndarray:
+    """The ``thresholds`` a multi-label ``Ensemble`` is given, one per label in ``label_names``' order, as float64;
+    anything but a list of that many numbers from 0 to 1 is a one-line error naming the first that is wrong.
+
+    >>> _given_thresholds([0.2, 1], ["a", "b"]).tolist()
+    [0.2, 1.0]
+    >>> _given_thresholds([0.2, 1.5], ["a", "b"])
+    Traceback (most recent call last):
+    attnclf.errors.AttnclfError: thresholds: 'b' at 1.5: each must be a number from 0 to 1
+    """
+    # (a dict, thresholds.json's shape, or one number would fail below with a KeyError or TypeError)
+    listed = isinstance(thresholds, (list, tuple)) or isinstance(thresholds, np.ndarray) and thresholds.ndim == 1
+    if not listed:
+        raise AttnclfError(f"thresholds: a list of {len(label_names)} numbers from 0 to 1, one per label in "
+                           f"label_names' order, got {shown(thresholds)}")
+    if len(thresholds) != len(label_names):
+        raise AttnclfError(f"thresholds: {len(thresholds)} given, one per label needed ({len(label_names)})")
+    # (NaN or one past 1 would never predict its label, one below 0 always would)
+    wrong = next((i for i, cut in enumerate(thresholds)
+                  if isinstance(cut, bool) or not isinstance(cut, (int, float, np.number)) or not 0 <= cut <= 1), None)
+    if wrong is not None:
+        raise AttnclfError(f"thresholds: {shown(label_names[wrong])} at {shown(thresholds[wrong])}: each must be a "
+                           f"number from 0 to 1")
+    return np.asarray(thresholds, dtype=np.float64)
 
 
 def ensemble_thresholds(members: Sequence[Classifier]) -> np.ndarray:
