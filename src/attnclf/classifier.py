@@ -16,7 +16,7 @@ import torch
 from .checks import true_or_false
 from .errors import AttnclfError, RunDirError
 from .evaluation.predict import DEFAULT_THRESHOLD, output_probabilities
-from .models import MODELS, model_from_config
+from .models import model_from_config, model_name
 from .models.windows import window_config, windowed
 from .prediction import (LabelSetPrediction, Prediction, check_texts, class_threshold, model_repr, predictions,
                          tempered_thresholds)
@@ -68,8 +68,7 @@ class Classifier:
         >>> # Classifier.load("runs/demo", device="cpu")  # Classifier(model='self-attn', labels=[...], device='cpu')
         """
         # (the estimator's classifier_ has no run config to name its model: its class does)
-        model = self.config.get("model", {}).get("name") or next(
-            (name for name, spec in MODELS.items() if type(self.model) is spec.model_class), None)
+        model = self.config.get("model", {}).get("name") or model_name(self.model)
         return model_repr("Classifier", model=model, labels=self.label_names, device=str(self.device),
                           multi_label=self.multi_label or None, bf16=self.bf16 or None,
                           temperature=None if self.temperature == 1 else self.temperature)

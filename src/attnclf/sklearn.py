@@ -43,7 +43,7 @@ from .data.base import TextDataset
 from .data.files import TEXT_JOINER
 from .data.splits import split_indices
 from .errors import AttnclfError, AttnclfWarning, RunDirError, first_few, shown
-from .models import MODELS, build_model
+from .models import MODELS, build_model, model_name
 from .models.ngrams import bucket_note, sized_buckets
 from .prediction import ClassThreshold, check_texts, class_threshold, decided_classes, shaped
 from .recipes import file_recipe
@@ -528,9 +528,8 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
         defaults, less the derived ones (the model those build is the same), read off the model itself, so a
         fitted, loaded or unpickled estimator records it alike."""
         model = self.classifier_.model
-        name = next(name for name, spec in MODELS.items() if type(model) is spec.model_class)
-        return name, {f.name: getattr(model.config, f.name) for f in fields(model.config)
-                      if f.name not in DERIVED_MODEL_FIELDS and getattr(model.config, f.name) != f.default}
+        return model_name(model), {f.name: getattr(model.config, f.name) for f in fields(model.config)
+                                   if f.name not in DERIVED_MODEL_FIELDS and getattr(model.config, f.name) != f.default}
 
     def _tokenizer_config(self) -> TokenizerConfig:
         """How fit reads texts: as `attnclf train --train-file` does for this model (a self-attn: the file recipe's

@@ -533,6 +533,15 @@ MODELS: dict[str, ModelSpec] = {
 }
 
 
+def model_name(model: torch.nn.Module) -> str | None:
+    """The name in ``MODELS`` of ``model``'s class, or None for a class of no such name (a windowed model's wrapper).
+
+    >>> model_name(build_model("mha", vocab_size=20)), model_name(nn.Linear(2, 2))
+    ('mha', None)
+    """
+    return next((name for name, spec in MODELS.items() if type(model) is spec.model_class), None)
+
+
 def build_model(name: str, **config_fields) -> Classifier:
     """Build model ``name`` (a key of ``MODELS``); unspecified config fields keep their defaults.
 
