@@ -43,6 +43,9 @@ def init_weights(module: nn.Module) -> None:
     """N(0, 0.02) for linear and embedding weights, zero biases, zero padding row.
 
     LSTMs keep PyTorch's uniform(+-1/sqrt(hidden)) init, which suits their gates.
+
+    >>> embedding = nn.Embedding(4, 2, padding_idx=0); init_weights(embedding); embedding.weight[0].tolist()
+    [0.0, 0.0]
     """
     if isinstance(module, nn.Linear):
         nn.init.normal_(module.weight, std=0.02)
@@ -108,6 +111,11 @@ def run_lstm(lstm: nn.LSTM, x: torch.Tensor, mask: torch.Tensor) -> tuple[torch.
     never reaches a state; outputs at padding positions are 0. Real tokens are
     first moved (in order) to the front, so padding may sit anywhere the mask
     says. An empty text runs over one pad token so packing accepts it.
+
+    >>> lstm, mask = nn.LSTM(3, 2, batch_first=True), torch.tensor([[True, True, False]])
+    >>> states, h_n = run_lstm(lstm, torch.randn(1, 3, 3), mask)
+    >>> states.shape, states[0, 2].tolist(), h_n.shape
+    (torch.Size([1, 3, 2]), [0.0, 0.0], torch.Size([1, 1, 2]))
     """
     order = torch.sort((~mask).to(torch.uint8), dim=1, stable=True).indices  # real tokens first
     gather = order.unsqueeze(-1)

@@ -111,7 +111,11 @@ def outlining() -> Iterator[None]:
 
 def model_bytes(model: torch.nn.Module, copies: int = 1) -> int:
     """Bytes of ``copies`` of the model's parameters (training holds four: weights, gradients, two AdamW moments)
-    plus its buffers (one copy: nothing trains them)."""
+    plus its buffers (one copy: nothing trains them).
+
+    >>> model_bytes(torch.nn.Linear(2, 2)), model_bytes(torch.nn.Linear(2, 2), copies=4)  # 6 float32 parameters
+    (24, 96)
+    """
     return (copies * sum(p.numel() * p.element_size() for p in model.parameters())
             + sum(b.numel() * b.element_size() for b in model.buffers()))
 

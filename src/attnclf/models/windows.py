@@ -79,5 +79,11 @@ def windowed(model: Classifier, windows: WindowConfig | None) -> Classifier:
 
 
 def window_config(model: torch.nn.Module) -> WindowConfig | None:
-    """The windows ``model`` reads, or None for a model that reads one truncated sequence per text."""
+    """The windows ``model`` reads, or None for a model that reads one truncated sequence per text.
+
+    >>> from attnclf.models import build_model
+    >>> model = build_model("boe", vocab_size=20)
+    >>> window_config(model), window_config(windowed(model, WindowConfig(max_windows=4))).max_windows
+    (None, 4)
+    """
     return model.windows if isinstance(model, WindowedClassifier) else None
