@@ -620,7 +620,13 @@ def class_probability(model: torch.nn.Module, sequences: Sequence[Sequence[int]]
                       device: torch.device, batch_size: int = 128, temperature: float = 1.0,
                       multi_label: bool = False) -> np.ndarray:
     """p(``targets[i]`` | ``sequences[i]``) for every i, batched by length (at ``temperature``; ``multi_label``:
-    the label's own sigmoid probability)."""
+    the label's own sigmoid probability).
+
+    >>> from attnclf.models import build_model
+    >>> model = build_model("boe", vocab_size=20)
+    >>> class_probability(model, [[5, 6], [7]], np.array([0, 1]), torch.device("cpu")).shape
+    (2,)
+    """
     probabilities = predict_probabilities(model, BucketBatches(sequences, batch_size=batch_size, shuffle=False),
                                           device, multi_label=multi_label, temperature=temperature)
     return probabilities[np.arange(len(sequences)), targets]

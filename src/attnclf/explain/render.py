@@ -190,7 +190,12 @@ def branches(e: Explanation) -> str:
 
 def render_terminal(explanations: Sequence[Explanation], color: bool = True, top: int = 5) -> str:
     """Headline, the tokens (coloured with 24-bit ANSI backgrounds when ``color``), the ``top`` strongest tokens, and
-    the same for any pooling attention carried beside the scores, under its label."""
+    the same for any pooling attention carried beside the scores, under its label.
+
+    >>> e = Explanation("not bad", ["not", "bad"], [0.8, 0.2], "attention", "positive", "positive", 0.9, {})
+    >>> print(render_terminal([e], color=False).splitlines()[2])
+      top: not 0.800, bad 0.200  (full colour = 1; uniform weight would be 0.5, uncoloured at or below it)
+    """
     blocks = []
     for e in explanations:
         note = e.unknown_note()
@@ -282,7 +287,12 @@ def head_summary(maps: np.ndarray, tokens: Sequence[str], shown: int = 12, windo
 
 
 def render_json(explanations: Sequence[Explanation]) -> str:
-    """One JSON object per line, per explanation."""
+    """One JSON object per line, per explanation (``Explanation.to_dict``).
+
+    >>> e = Explanation("not bad", ["not", "bad"], [0.8, 0.2], "attention", "positive", "positive", 0.9, {})
+    >>> json.loads(render_json([e, e]).splitlines()[1])["scores"]
+    [0.8, 0.2]
+    """
     return "\n".join(json.dumps(e.to_dict(), ensure_ascii=False) for e in explanations)
 
 
@@ -328,7 +338,12 @@ def _with_cut(e: Explanation, shown: list[str], mark: str) -> list[str]:
 
 def tokens_html(e: Explanation) -> str:
     """The text's tokens as coloured spans (hovering a token shows its score), then any pooling attention carried
-    beside the scores as a second row under its label."""
+    beside the scores as a second row under its label.
+
+    >>> e = Explanation("not bad", ["not", "bad"], [0.8, 0.2], "attention", "positive", "positive", 0.9, {})
+    >>> tokens_html(e).split("</span>")[0]
+    '<div class="tokens"><span class="tok" style="background: rgb(249, 186, 102)" title="+0.8000">not'
+    """
     row = _token_row_html(e)
     if (weights := e.attention_beside()) is not None:
         row += f'<div class="legend">{html.escape(BESIDE_LABEL)}</div>' + _token_row_html(weights)
@@ -382,7 +397,11 @@ the text&#x27;s words</p>'
 
 
 def png_img(png: bytes, alt: str) -> str:
-    """An <img> with the PNG embedded, so the page needs no other file."""
+    """An <img> with the PNG embedded, so the page needs no other file.
+
+    >>> png_img(b"PNG", "a chart")
+    '<img src="data:image/png;base64,UE5H" alt="a chart">'
+    """
     data = base64.b64encode(png).decode("ascii")
     return f'<img src="data:image/png;base64,{data}" alt="{html.escape(alt)}">'
 
@@ -512,7 +531,11 @@ def _chart_title(e: Explanation) -> str:
 
 
 def page(title: str, body: str) -> str:
-    """The HTML page around ``body``: UTF-8, responsive images, no scripts, no external files."""
+    """The HTML page around ``body``: UTF-8, responsive images, no scripts, no external files.
+
+    >>> text = page("a <report>", "<p>body</p>"); "<title>a &lt;report&gt;</title>" in text, "<script" in text
+    (True, False)
+    """
     return f"""<!doctype html>
 <html lang="en">
 <head>
