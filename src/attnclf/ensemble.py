@@ -319,7 +319,10 @@ member, got 0.5
 
 
 def load_run(path: str | Path, device: str = "auto", bf16: bool = False) -> "Classifier | Ensemble":
-    """A run directory as a ``Classifier``, or a ``train --seeds`` folder as an ``Ensemble``."""
+    """A run directory as a ``Classifier``, or a ``train --seeds`` folder as an ``Ensemble``.
+
+    >>> # load_run("runs/imdb-3").predict(["a fine film"])[0].label  # an Ensemble of its seed-S members
+    """
     from .classifier import Classifier
 
     if is_ensemble_dir(path):
@@ -347,7 +350,11 @@ def load_backend(path: str | Path, backend: str = "torch", *, int8: bool = False
 
 
 def is_ensemble_dir(path: str | Path) -> bool:
-    """Whether ``path`` is a folder ``attnclf train --seeds`` wrote."""
+    """Whether ``path`` is a folder ``attnclf train --seeds`` wrote (it holds an ensemble.json).
+
+    >>> is_ensemble_dir("no/such/folder")
+    False
+    """
     return (Path(path) / ENSEMBLE_FILE).is_file()
 
 

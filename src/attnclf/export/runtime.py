@@ -68,7 +68,14 @@ def imported_onnxruntime():
 
 
 def find_export(path: str | Path) -> Path:
-    """The export directory at ``path``, or in its ``onnx/`` folder (a run directory that was exported)."""
+    """The export directory at ``path``, or in its ``onnx/`` folder (a run directory that was exported); ``path`` may
+    name one of an export's graphs too. Anything else is one line saying what to give or to run first.
+
+    >>> find_export("no/such/folder")
+    Traceback (most recent call last):
+    ...
+    attnclf.errors.RunDirError: no/such/folder does not exist
+    """
     path = Path(path)
     if path.is_file() and path.name in GRAPHS and (path.parent / "export.json").is_file():  # a graph: its export
         return find_export(path.parent)
@@ -106,7 +113,10 @@ def _refuse_unexportable_run(run_dir: Path) -> None:
 
 
 def weights_fingerprint(run_dir: Path) -> str:
-    """sha256 of a run's model.safetensors: whether an export still holds the run's weights."""
+    """sha256 of a run's model.safetensors: whether an export still holds the run's weights.
+
+    >>> # weights_fingerprint(Path("runs/demo")) == read_manifest(Path("runs/demo/onnx"))["weights_sha256"]
+    """
     return file_sha256(run_dir / "model.safetensors")
 
 
