@@ -323,6 +323,8 @@ class OnnxClassifier:
         ids = self.tokenizer.encode(check_texts(texts))
         scores = np.zeros((len(ids), len(self.label_names)), dtype=np.float32)
         attention: list[np.ndarray | None] = [None] * len(ids)
+        to_probabilities = sigmoid if self.multi_label else softmax  # (the graph gives logits)
+        temperature = self.config.get("temperature", 1.0)
         # Length-sorted batches keep padding small, as attnclf.text.BucketBatches does for PyTorch.
         order = np.argsort([len(seq) for seq in ids], kind="stable")
         for start in range(0, len(order), self.batch_size):
@@ -331,8 +333,7 @@ class OnnxClassifier:
             for row, i in enumerate(rows):
                 input_ids[row, : len(ids[i])] = ids[i]
             outputs = self.session.run(None, {"input_ids": input_ids, "attention_mask": input_ids != PAD_ID})
-            probabilities = sigmoid if self.multi_label else softmax
-            scores[rows] = outputs[0] if logits else probabilities(outputs[0] / self.config.get("temperature", 1.0))
+            scores[rows] = outputs[0] if logits else to_probabilities(outputs[0] / temperature)
             if self.has_pooling_weights:
                 for row, i in enumerate(rows):
                     attention[i] = outputs[1][row, : len(ids[i])]
