@@ -424,6 +424,35 @@ def test_without_a_method_the_api_explains_by_occlusion_with_the_pooling_attenti
         clf.explain(["the great film"], attention_beside="no")
 
 
+def test_explain_each_predicts_the_texts_once_however_many_methods_and_explains_as_each_method_alone():
+    # Each method explained the same texts for the same classes, yet every one predicted them again (and weighed the
+    # n-gram branches and the pooling attention beside again): once is what the answer needs.
+    from attnclf.explain.explanation import explain_each
+
+    clf = key_classifier(attend_to="film")
+    texts = ["the great film", "the film was long", "great great acting"]
+    methods = ["occlusion", "grad-input", "integrated-gradients"]
+    alone = [clf.explain(texts, method) for method in methods]
+    predicted = []
+    predict_proba = clf.predict_proba
+    clf.predict_proba = lambda texts: predicted.append(len(texts)) or predict_proba(texts)
+    each = explain_each(clf, texts, methods)
+    assert predicted == [3]
+    assert each == [by_method[i] for i in range(len(texts)) for by_method in alone]
+
+
+def test_explaining_an_ensemble_is_one_line_naming_a_member_to_explain_instead():
+    from attnclf.ensemble import Ensemble
+    from attnclf.explain import explain
+    from attnclf.explain.explanation import explain_each
+
+    ensemble = Ensemble([key_classifier(), key_classifier()], names=["runs/a", "runs/b"])
+    for explaining in (lambda: explain(ensemble, ["the film"]), lambda: explain_each(ensemble, ["the film"],
+                                                                                     ["occlusion", "grad-input"])):
+        with pytest.raises(AttnclfError, match="not explained or exported as one model.*such as runs/a"):
+            explaining()
+
+
 def test_a_model_without_attention_pooling_gets_occlusion_and_nothing_beside():
     clf = Classifier(tiny("boe"), tokenizer(), ["a", "b", "c"], torch.device("cpu"))
     (e,) = clf.explain(["great film"])

@@ -185,10 +185,7 @@ class Classifier:
         """
         from .explain import explain
 
-        if window_config(self.model) is not None:
-            raise AttnclfError("explanations of windowed runs (trained with --windows) are not supported yet: "
-                               "the methods attribute one token sequence, a windowed model reads several")
-        return explain(self, check_texts(texts), method, **options)
+        return explain(self, texts, method, **options)  # (which refuses a windowed run's, and checks the texts)
 
 
 def _windows(run_dir: Path, config: dict) -> WindowConfig | None:

@@ -234,6 +234,25 @@ def explain(classifier: "Classifier", texts: Sequence[str], method: str | None =
     >>> # explain(clf, ["not bad at all"], target="neg")[0].target  # 'neg', as target=clf.label_names.index("neg")
     >>> # explain(clf, ["not bad at all"], attention_beside=False)[0].pooling_attention  # None
     """
+    return Explanations(_explanations(classifier, texts, [(method, options)], target=target,
+                                      self_attentions=self_attentions, attention_beside=attention_beside,
+                                      threshold=threshold)[0])
+
+
+def _explanations(classifier: "Classifier", texts: Sequence[str], asked: list[tuple[str | None, dict]], *,
+                  target: str | int | None, self_attentions: bool, attention_beside: bool,
+                  threshold: tuple[str, float] | str | None) -> list[list[Explanation]]:
+    """``explain``'s work for each (method, its options) of ``asked``, a list of explanations per method: the texts
+    are tokenised and predicted once, and what is the same whatever the method (the classes explained, the branches'
+    margins, the pooling attention beside) is computed once; the self-attention maps go with the first method's."""
+    from ..ensemble import Ensemble
+    from ..models.windows import window_config
+
+    if isinstance(classifier, Ensemble):
+        classifier.explain(texts)  # (refused in one line, naming a member to explain instead)
+    if window_config(classifier.model) is not None:
+        raise AttnclfError("explanations of windowed runs (trained with --windows) are not supported yet: "
+                           "the methods attribute one token sequence, a windowed model reads several")
     texts = check_texts(texts)
     multi_label = getattr(classifier, "multi_label", False)
     names = classifier.label_names
@@ -245,7 +264,8 @@ def explain(classifier: "Classifier", texts: Sequence[str], method: str | None =
     available = available_methods(classifier.model)
     if self_attentions and "rollout" not in available:
         raise AttnclfError("self-attention maps (--heads): this model has no self-attention layers to show")
-    method = DEFAULT_METHOD if method is None else method  # ("" is no method, not the default)
+    # ("" is no method, not the default)
+    asked = [(DEFAULT_METHOD if method is None else method, options) for method, options in asked]
     config = classifier.tokenizer.config
     encoded = classifier.tokenizer.encode_counting_cuts(texts)
     ids = [sequence for sequence, _ in encoded]
@@ -256,43 +276,48 @@ def explain(classifier: "Classifier", texts: Sequence[str], method: str | None =
     owners = [i for i, labels in enumerate(explained) for _ in labels]
     targets = np.array([label for labels in explained for label in labels], dtype=np.int64)
     pair_ids = [ids[i] for i in owners]
-    result = attribute(classifier.model, pair_ids, targets, method, device=classifier.device,
-                       batch_size=classifier.batch_size, temperature=classifier.temperature, multi_label=multi_label,
-                       **options)
+    results = [attribute(classifier.model, pair_ids, targets, method, device=classifier.device,
+                         batch_size=classifier.batch_size, temperature=classifier.temperature,
+                         multi_label=multi_label, **options)
+               for method, options in asked]
     # Where the pooling looked, beside any other method's scores (one forward pass): weights a reader would
     # otherwise take for the model's reasons, shown next to what was measured, neither read for the other.
     beside = (attribute(classifier.model, ids, np.zeros(len(ids), dtype=np.int64), "attention",
                         device=classifier.device, batch_size=classifier.batch_size).scores
-              if attention_beside and method != "attention" and "attention" in available else None)
+              if attention_beside and any(method != "attention" for method, _ in asked) and "attention" in available
+              else None)
     maps = (self_attention_maps(classifier.model, ids, device=classifier.device, batch_size=classifier.batch_size)
             if self_attentions else [None] * len(texts))
     margins = _branch_margins(classifier.model, pair_ids, targets, classifier.device, classifier.batch_size,
                               classifier.temperature, multi_label)
     window = getattr(classifier.model.config, "attention_window", 0)  # (only models with self-attention have one)
-    explanations = []
-    for j, (i, explained_label) in enumerate(zip(owners, targets)):
-        explanations.append(Explanation(
-            text=texts[i],
-            tokens=classifier.tokenizer.token_strings(ids[i]),
-            scores=[float(s) for s in result.scores[j]],
-            method=method,
-            label=None if multi_label else names[predicted[i][0]],
-            target=names[explained_label],
-            probability=float(probabilities[i, explained_label]),
-            probabilities={name: float(p) for name, p in zip(names, probabilities[i])},
-            completeness_error=None if result.completeness_error is None else float(result.completeness_error[j]),
-            log_odds_change=None if result.log_odds_change is None else float(result.log_odds_change[j]),
-            steps=None if result.steps is None else int(result.steps[j]),
-            self_attentions=maps[i],
-            branch_margins=margins[j],
-            tokens_cut=encoded[i][1],
-            cut_at=cut_position(encoded[i][1], config.max_len, config.truncation),
-            pooling_attention=None if beside is None else [float(w) for w in beside[i]],
-            unknown_tokens=token_counts(ids[i])[0],
-            attention_window=window,
-            labels=[names[label] for label in predicted[i]] if multi_label else None,
-        ))
-    return Explanations(explanations)
+    by_method = []
+    for nth, ((method, _), result) in enumerate(zip(asked, results)):
+        explanations = []
+        for j, (i, explained_label) in enumerate(zip(owners, targets)):
+            explanations.append(Explanation(
+                text=texts[i],
+                tokens=classifier.tokenizer.token_strings(ids[i]),
+                scores=[float(s) for s in result.scores[j]],
+                method=method,
+                label=None if multi_label else names[predicted[i][0]],
+                target=names[explained_label],
+                probability=float(probabilities[i, explained_label]),
+                probabilities={name: float(p) for name, p in zip(names, probabilities[i])},
+                completeness_error=None if result.completeness_error is None else float(result.completeness_error[j]),
+                log_odds_change=None if result.log_odds_change is None else float(result.log_odds_change[j]),
+                steps=None if result.steps is None else int(result.steps[j]),
+                self_attentions=maps[i] if nth == 0 else None,
+                branch_margins=margins[j],
+                tokens_cut=encoded[i][1],
+                cut_at=cut_position(encoded[i][1], config.max_len, config.truncation),
+                pooling_attention=None if beside is None or method == "attention" else [float(w) for w in beside[i]],
+                unknown_tokens=token_counts(ids[i])[0],
+                attention_window=window,
+                labels=[names[label] for label in predicted[i]] if multi_label else None,
+            ))
+        by_method.append(explanations)
+    return by_method
 
 
 def explained_labels(classifier: "Classifier", texts: Sequence[str],
@@ -366,9 +391,8 @@ def explain_each(classifier: "Classifier", texts: Sequence[str], methods: Sequen
 
     >>> # explain_each(clf, ["a", "b"], ["occlusion", "attention"])   # a's two explanations, then b's
     """
-    by_method = [classifier.explain(texts, method, target=target, self_attentions=self_attentions and i == 0,
-                                    attention_beside="attention" not in methods, threshold=threshold,
-                                    **({"steps": steps} if steps is not None and method == "integrated-gradients"
-                                       else {}))
-                 for i, method in enumerate(methods)]
+    asked = [(method, {"steps": steps} if steps is not None and method == "integrated-gradients" else {})
+             for method in methods]
+    by_method = _explanations(classifier, texts, asked, target=target, self_attentions=self_attentions,
+                              attention_beside="attention" not in methods, threshold=threshold)
     return [explanation for per_text in zip(*by_method) for explanation in per_text]
