@@ -154,13 +154,7 @@ def _write_report(run_dir: Path, classifier, test: TextDataset | None, test_prob
         figures["self_attention"] = plots.head_maps_figure(first.self_attentions, first.tokens,
                                                              first.attention_window)
 
-    images = {name: plots.png_bytes(figure) for name, figure in figures.items() if figure is not None}
-    (run_dir / "plots").mkdir(exist_ok=True)
-    for name in PLOTS:  # an earlier report's plot this one lacks would contradict it
-        if name in images:
-            atomic_write_bytes(run_dir / "plots" / f"{name}.png", images[name])
-        else:
-            (run_dir / "plots" / f"{name}.png").unlink(missing_ok=True)
+    images = _written_plots(run_dir / "plots", figures)
 
     if classifier.multi_label:
         details = [_multilabel_test_section(metrics, test)
@@ -186,6 +180,19 @@ def _write_report(run_dir: Path, classifier, test: TextDataset | None, test_prob
         atomic_write_bytes(run_dir / "report.html", encoded)
         return run_dir / "report.html"
     return write_output_file(output, encoded)  # (its folder made if needed, as explain's and predict's are)
+
+
+def _written_plots(folder: Path, figures: dict) -> dict[str, bytes]:
+    """Each drawn figure of ``figures`` (None: not drawn) as PNG bytes, written into ``folder`` as NAME.png, which the
+    page embeds; a plot of ``PLOTS`` not drawn this time is removed: an earlier report's would contradict this one."""
+    images = {name: plots.png_bytes(figure) for name, figure in figures.items() if figure is not None}
+    folder.mkdir(exist_ok=True)
+    for name in PLOTS:
+        if name in images:
+            atomic_write_bytes(folder / f"{name}.png", images[name])
+        else:
+            (folder / f"{name}.png").unlink(missing_ok=True)
+    return images
 
 
 def _refuse_changed_test(run_dir: Path, config: dict, metrics: dict, test: TextDataset) -> None:
