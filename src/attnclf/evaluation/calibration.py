@@ -142,7 +142,19 @@ def _calibrate(run_dir: str | Path, data_dir: str | None, device: str) -> dict:
     validation = run_validation_data([config], clf.label_names, data_dir)
     logits = clf.logits(validation.texts)
     if clf.multi_label:
-        return _calibrate_multi_label(run_dir, clf.label_names, validation, logits, held_out_fingerprint(config))
+        temperature, figures = _fit_multi_label(run_dir, clf.label_names, validation, logits)
+    else:
+        temperature, figures = _fit_single_label(run_dir, validation, logits)
+    record = {"temperature": temperature,
+              "fitted_on": {"split": "validation", "texts": len(validation), "sha256": held_out_fingerprint(config)},
+              "validation": figures}
+    atomic_write_json(Path(run_dir) / TEMPERATURE_FILE, record)
+    return record
+
+
+def _fit_single_label(run_dir: str | Path, validation, logits: np.ndarray) -> tuple[float, dict]:
+    """The temperature of a single-label run's softmax, by log loss on its ``validation`` texts' ``logits``, and the
+    validation log loss and calibration error before and after it."""
     right = int((logits.argmax(axis=1) == np.asarray(validation.labels)).sum())
     if right == len(validation):  # no minimum: the log loss only falls as T -> 0
         raise AttnclfError(f"{run_dir}: no temperature fits: the model is right on all {right} validation texts, so "
@@ -150,23 +162,16 @@ def _calibrate(run_dir: str | Path, data_dir: str | None, device: str) -> dict:
                            f"the test texts would not bear out; nothing written")
     temperature = _checked_fit(run_dir, fit_temperature(validation.labels, logits))
     before, after = tempered(logits, 1.0), tempered(logits, temperature)
-    record = {
-        "temperature": temperature,
-        "fitted_on": {"split": "validation", "texts": len(validation), "sha256": held_out_fingerprint(config)},
-        "validation": {"log_loss": [log_loss(validation.labels, before), log_loss(validation.labels, after)],
-                       "ece": [expected_calibration_error(validation.labels, before),
-                               expected_calibration_error(validation.labels, after)]},
-    }
-    atomic_write_json(Path(run_dir) / TEMPERATURE_FILE, record)
-    return record
+    return temperature, {"log_loss": [log_loss(validation.labels, before), log_loss(validation.labels, after)],
+                         "ece": [expected_calibration_error(validation.labels, before),
+                                 expected_calibration_error(validation.labels, after)]}
 
 
-def _calibrate_multi_label(run_dir: str | Path, label_names: list[str], validation, logits: np.ndarray,
-                           fingerprint: str | None) -> dict:
-    """``_calibrate``'s work for a multi-label run: one temperature for every label's sigmoid, by binary log loss;
-    the calibration error per label (``label_calibration_errors``) and their mean."""
+def _fit_multi_label(run_dir: str | Path, label_names: list[str], validation, logits: np.ndarray
+                     ) -> tuple[float, dict]:
+    """``_fit_single_label`` for a multi-label run of labels ``label_names``: one temperature for every label's
+    sigmoid, by binary log loss; the calibration error per label (``label_calibration_errors``) and their mean."""
     from ..data.multilabel import multi_hot
-    from ..rundir import TEMPERATURE_FILE, atomic_write_json
 
     label_sets = multi_hot(validation.labels, len(label_names))
     if (((logits > 0) == (label_sets == 1)) | (logits == 0)).all():  # no minimum, as a single-label run right on all
@@ -178,15 +183,10 @@ def _calibrate_multi_label(run_dir: str | Path, label_names: list[str], validati
     before, after = sigmoids(logits, 1.0), sigmoids(logits, temperature)
     per_label = {name: [before_ece, after_ece] for name, before_ece, after_ece in zip(
         label_names, label_calibration_errors(label_sets, before), label_calibration_errors(label_sets, after))}
-    record = {
-        "temperature": temperature,
-        "fitted_on": {"split": "validation", "texts": len(validation), "sha256": fingerprint},
-        "validation": {"log_loss": [binary_cross_entropy(label_sets, before), binary_cross_entropy(label_sets, after)],
-                       "ece": [float(np.mean([pair[i] for pair in per_label.values()])) for i in (0, 1)],
-                       "ece_per_label": per_label},
-    }
-    atomic_write_json(Path(run_dir) / TEMPERATURE_FILE, record)
-    return record
+    return temperature, {
+        "log_loss": [binary_cross_entropy(label_sets, before), binary_cross_entropy(label_sets, after)],
+        "ece": [float(np.mean([pair[i] for pair in per_label.values()])) for i in (0, 1)],
+        "ece_per_label": per_label}
 
 
 def _checked_fit(run_dir: str | Path, temperature: float) -> float:
