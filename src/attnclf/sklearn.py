@@ -429,58 +429,41 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
         """
         from .rundir import ESTIMATOR, check_run_dir, read_config, read_history
 
-        config = read_config(check_run_dir(path))
+        config, config_path = read_config(check_run_dir(path)), Path(path) / "config.json"
         if config.get("trained_by") != ESTIMATOR:
             raise RunDirError(f"{path} was trained by `attnclf train`, not saved by AttentionTextClassifier.save: load "
                               f"it with attnclf.Classifier.load")
         saved = config.get("estimator")
         if not (isinstance(saved, dict) and isinstance(saved.get("params"), dict) and
                 isinstance(saved.get("classes"), list) and isinstance(saved.get("classes_dtype"), str)):
-            raise RunDirError(f"{Path(path) / 'config.json'}: estimator is not a record of params, classes and "
-                              f"classes_dtype (was the file edited?)")
+            raise RunDirError(f"{config_path}: estimator is not a record of params, classes and classes_dtype (was the "
+                              f"file edited?)")
         params = saved["params"]
         if "seed" in params and "random_state" not in params:  # (saved before the parameter took scikit-learn's name)
             params["random_state"] = params.pop("seed")
         unknown = sorted(set(params) - set(cls().get_params()))
         if unknown:
-            raise RunDirError(f"{Path(path) / 'config.json'}: estimator.params has {unknown[0]!r}, which this "
-                              f"AttentionTextClassifier does not take")
-        try:
-            dtype = np.dtype(saved["classes_dtype"])
-            if dtype.kind not in "biufOU" or dtype.kind in "biuf" and dtype.itemsize > 8:  # (save writes no other)
-                raise ValueError(f"{dtype} is not a dtype save writes")
-            # A string dtype as wide as its longest label: an edited "<U50000000" would make every prediction huge.
-            classes = np.array(saved["classes"], dtype=None if dtype.kind == "U" else dtype)
-        except (TypeError, ValueError) as exc:
-            raise RunDirError(f"{Path(path) / 'config.json'}: estimator.classes are not labels ({exc})") from None
-        if classes.ndim != 1:
-            raise RunDirError(f"{Path(path) / 'config.json'}: estimator.classes is not a list of labels")
+            raise RunDirError(f"{config_path}: estimator.params has {unknown[0]!r}, which this AttentionTextClassifier "
+                              f"does not take")
+        classes = _saved_classes(saved, config_path)
         try:  # (a dict of class weights is saved as [label, weight] pairs, which keep the labels' types)
             params["class_weight"] = _class_weight_from_json(params.get("class_weight"))
         except (TypeError, ValueError):
-            raise RunDirError(f"{Path(path) / 'config.json'}: estimator.params.class_weight is not None, 'balanced' "
-                              f"or a list of [label, weight] pairs (was the file edited?)") from None
+            raise RunDirError(f"{config_path}: estimator.params.class_weight is not None, 'balanced' or a list of "
+                              f"[label, weight] pairs (was the file edited?)") from None
         estimator = cls(**params)
         if device is not None:
             estimator.device = device
         classifier = Classifier.load(path, device=estimator.device)
         if [str(c) for c in classes] != classifier.label_names:
-            raise RunDirError(f"{Path(path) / 'config.json'}: estimator.classes do not match labels.json")
-        unrecorded = {"count": None, "names": None}  # (saved before the columns were recorded: not checked, as then)
-        columns = saved.get("text_columns", unrecorded)
-        count, names = (columns.get("count"), columns.get("names")) if isinstance(columns, dict) else (None, None)
-        if not (columns == unrecorded or type(count) is int and count >= 1 and (
-                names is None or isinstance(names, list) and len(names) == count and
-                all(isinstance(n, str) for n in names))):
-            raise RunDirError(f"{Path(path) / 'config.json'}: estimator.text_columns is not a count of columns and "
-                              f"their names (was the file edited?)")
+            raise RunDirError(f"{config_path}: estimator.classes do not match labels.json")
         estimator.classes_, estimator.classifier_ = classes, classifier
-        estimator.n_text_columns_, estimator.text_column_names_ = count, names
+        estimator.n_text_columns_, estimator.text_column_names_ = _saved_text_columns(saved, config_path)
         estimator.history_ = read_history(path, needs=["seconds"])  # (save sums them)
         try:  # (the seed fit used, which the run's training settings record, whatever random_state drew it)
             estimator.seed_ = check_seed(config["settings"]["train"].get("seed"), "settings.train.seed")
         except AttnclfError as exc:
-            raise RunDirError(f"{Path(path) / 'config.json'}: {exc} (was the file edited?)") from None
+            raise RunDirError(f"{config_path}: {exc} (was the file edited?)") from None
         data = config.get("data") if isinstance(config.get("data"), dict) else {}
         estimator._fitted_on = {key: data[key] for key in ("train_examples", "validation_examples") if key in data}
         return estimator
@@ -601,6 +584,51 @@ def _classes_of(y, count: int, estimator: str) -> tuple[np.ndarray, np.ndarray]:
     if len(classes) < 2:
         raise AttnclfError(f"y has only one class ({shown(classes.tolist()[0])}); a classifier needs two at least")
     return classes, y_index
+
+
+def _saved_classes(saved: dict, config_path: Path) -> np.ndarray:
+    """The ``classes_`` a saved estimator's record (config.json's ``estimator``, read from ``config_path``) holds, in
+    their recorded dtype; one line naming the file unless they are labels ``save`` writes.
+
+    >>> _saved_classes({"classes": [3, 7], "classes_dtype": "<i8"}, Path("runs/e/config.json"))
+    array([3, 7])
+    >>> _saved_classes({"classes": [3, 7], "classes_dtype": "<M8[s]"}, Path("runs/e/config.json"))
+    Traceback (most recent call last):
+    attnclf.errors.RunDirError: runs/e/config.json: estimator.classes are not labels (datetime64[s] is not a dtype \
+save writes)
+    """
+    try:
+        dtype = np.dtype(saved["classes_dtype"])
+        if dtype.kind not in "biufOU" or dtype.kind in "biuf" and dtype.itemsize > 8:  # (save writes no other)
+            raise ValueError(f"{dtype} is not a dtype save writes")
+        # A string dtype as wide as its longest label: an edited "<U50000000" would make every prediction huge.
+        classes = np.array(saved["classes"], dtype=None if dtype.kind == "U" else dtype)
+    except (TypeError, ValueError) as exc:
+        raise RunDirError(f"{config_path}: estimator.classes are not labels ({exc})") from None
+    if classes.ndim != 1:
+        raise RunDirError(f"{config_path}: estimator.classes is not a list of labels")
+    return classes
+
+
+def _saved_text_columns(saved: dict, config_path: Path) -> tuple[int | None, list[str] | None]:
+    """How many text columns a saved estimator was fitted on and their names (config.json's
+    ``estimator.text_columns``, read from ``config_path``): both None where it was saved before they were recorded,
+    and not checked then, as they were not; one line naming the file unless they are a count and its names.
+
+    >>> _saved_text_columns({"text_columns": {"count": 2, "names": ["title", "body"]}}, Path("config.json"))
+    (2, ['title', 'body'])
+    >>> _saved_text_columns({}, Path("config.json"))
+    (None, None)
+    """
+    unrecorded = {"count": None, "names": None}
+    columns = saved.get("text_columns", unrecorded)
+    count, names = (columns.get("count"), columns.get("names")) if isinstance(columns, dict) else (None, None)
+    if not (columns == unrecorded or type(count) is int and count >= 1 and (
+            names is None or isinstance(names, list) and len(names) == count and
+            all(isinstance(n, str) for n in names))):
+        raise RunDirError(f"{config_path}: estimator.text_columns is not a count of columns and their names (was the "
+                          f"file edited?)")
+    return count, names
 
 
 def _seed(random_state) -> int:
