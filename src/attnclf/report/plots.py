@@ -26,6 +26,7 @@ from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter
 from sklearn.metrics import auc, average_precision_score, precision_recall_curve, roc_curve
 
 from ..errors import AttnclfWarning
+from ..evaluation.metrics import ECE_BINS, expected_calibration_error, reliability
 
 DPI = 100
 # matplotlib's warning of a character its font has no glyph for (a Chinese or Devanagari token in a chart)
@@ -237,7 +238,7 @@ def precision_recall_figure(y_true: Sequence[int], probabilities: np.ndarray, la
     return fig
 
 
-def reliability_figure(y_true: Sequence[int], probabilities: np.ndarray, bins: int = 15,
+def reliability_figure(y_true: Sequence[int], probabilities: np.ndarray, bins: int = ECE_BINS,
                        label_cells: bool = False) -> Figure:
     """The reliability diagram: in each confidence bin, how often the top label was right, against the diagonal
     a calibrated model would follow; below it, how many texts each bin holds (most sit near 1). ``label_cells``: the
@@ -247,8 +248,6 @@ def reliability_figure(y_true: Sequence[int], probabilities: np.ndarray, bins: i
     >>> reliability_figure([1, 0], np.array([[.2, .8], [.7, .3]]), label_cells=True).axes[1].get_ylabel()
     'text-label cells'
     """
-    from ..evaluation.metrics import expected_calibration_error, reliability
-
     cells = reliability(y_true, probabilities, bins)
     fig = _figure(7.5, 6)  # wide enough for the legend beside the bars, where it hides none of them
     top, bottom = fig.subplots(2, 1, sharex=True, height_ratios=(3, 1))
