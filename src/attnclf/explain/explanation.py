@@ -383,11 +383,12 @@ def _class_index(target: str | int, label_names: list[str]) -> int:
 def explain_each(classifier: "Classifier", texts: Sequence[str], methods: Sequence[str], *,
                  target: str | int | None = None, self_attentions: bool = False,
                  steps: int | str | None = None, threshold: tuple[str, float] | str | None = None) -> list[Explanation]:
-    """Every text explained by each of ``methods`` (``classifier.explain``), grouped by text, a text's explanations
-    in the order of ``methods``, as `attnclf explain --method a,b` and /explain's list of methods give them: the
-    pooling attention beside the scores only where attention is not among ``methods`` (it would repeat its
-    scores); the self-attention maps (``self_attentions``) with the first method's; ``steps`` for integrated
-    gradients, where asked; ``threshold``: the operating point the predictions were made by (``explain``).
+    """Every text explained by each of ``methods`` (as ``explain`` explains by one, the texts predicted once for all
+    of them), grouped by text, a text's explanations in the order of ``methods``, as `attnclf explain --method a,b`
+    and /explain's list of methods give them: the pooling attention beside the scores only where attention is not
+    among ``methods`` (it would repeat its scores); the self-attention maps (``self_attentions``) with the first
+    method's; ``steps`` for integrated gradients, where asked; ``threshold``: the operating point the predictions
+    were made by (``explain``).
 
     >>> # explain_each(clf, ["a", "b"], ["occlusion", "attention"])   # a's two explanations, then b's
     """
