@@ -228,7 +228,8 @@ def explain(classifier: "Classifier", texts: Sequence[str], method: str | None =
     ``self_attentions=True`` adds every layer's and head's attention map. Other options go to the method
     (integrated gradients: ``steps``, a number of Gauss-Legendre nodes or "auto", the default: 16, then the pieces
     of the path still off halved until the completeness error is at most 1% and each token's estimated error at
-    most 3% of the largest score, or 1,008 gradients are spent).
+    most 3% of the largest score, or 1,008 gradients are spent). A run that reads windows (``--windows``) and an
+    ``Ensemble`` are refused in one line: the methods attribute one model's one token sequence.
 
     >>> # clf.explain(["not bad at all"], method="integrated-gradients", steps=64)[0].completeness_error
     >>> # explain(clf, ["not bad at all"], target="neg")[0].target  # 'neg', as target=clf.label_names.index("neg")
