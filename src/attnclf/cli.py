@@ -881,8 +881,6 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 @command("explain", threads=True)
 def cmd_explain(args: argparse.Namespace) -> int:
-    import os
-
     from .classifier import Classifier
     from .data.files import refuse_compressed_output
     from .explain import render
