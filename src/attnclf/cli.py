@@ -629,8 +629,7 @@ def cmd_refit(args: argparse.Namespace) -> int:
     from .rundir import ENSEMBLE_FILE
     from .training.refit import refit_runs
 
-    again = ["attnclf", "refit", *_without_flag(args.argv, "--overwrite"), *([] if args.resume else ["--resume"])]
-    args.resume_hint = f"; `{' '.join(map(shlex.quote, again))}` keeps finished refits and continues the others"
+    args.resume_hint = f"; `{_rerun_resuming(args)}` keeps finished refits and continues the others"
     if args.resume and args.overwrite:
         raise AttnclfError("--resume keeps finished refits and --overwrite trains them again: give one")
     results, ensemble_metrics = refit_runs(args.run_dirs, args.output, resume=args.resume, overwrite=args.overwrite,
@@ -1905,6 +1904,17 @@ def _without_flag(argv: list[str], flag: str) -> list[str]:
     return [arg for arg in argv if not (len(arg) > 3 and flag.startswith(arg))]
 
 
+def _rerun_resuming(args: argparse.Namespace) -> str:
+    """The command as typed, less --overwrite (which --resume refuses: it keeps what has finished), with --resume:
+    what continues an interrupted `train --seeds`, `refit` or `suspects`, quoted for a shell.
+
+    >>> _rerun_resuming(argparse.Namespace(command="refit", argv=["runs/a b", "--overw"], resume=False))
+    "attnclf refit 'runs/a b' --resume"
+    """
+    resumed = [] if args.resume else ["--resume"]
+    return shlex.join(["attnclf", args.command, *_without_flag(args.argv, "--overwrite"), *resumed])
+
+
 def _kept_model(args: argparse.Namespace) -> str:
     """Where a `train` that stopped or failed keeps the finished models it was replacing (its own, or its
     --seeds members'), if it does."""
@@ -1938,11 +1948,10 @@ def _resume_hint(args: argparse.Namespace | None) -> str:
                f"{_RERUN_CONTINUES[args.command]}"
     if args.command != "train" or not args.output:
         return ""
-    if args.seeds:  # the same command, less --overwrite (which --resume refuses: the members are kept)
+    if args.seeds:
         from .ensemble import members_progress
 
-        again = ["attnclf", "train", *_without_flag(args.argv, "--overwrite"), *([] if args.resume else ["--resume"])]
-        return (f"; `{' '.join(map(shlex.quote, again))}` keeps the finished members and continues the "
+        return (f"; `{_rerun_resuming(args)}` keeps the finished members and continues the "
                 f"others ({members_progress(args.output, args.seeds)}){_kept_model(args)}")
     from .training.settings import checkpoint_kept, resume_start
     from .training.trainer import TrainConfig
@@ -1960,17 +1969,16 @@ def _resume_hint(args: argparse.Namespace | None) -> str:
 
 
 def _suspects_hint(args: argparse.Namespace) -> str:
-    """The command that keeps an interrupted `suspects`' finished folds and continues the others: its own, less
-    --overwrite (which --resume refuses), with how far each fold got; nothing before its work folder is known."""
+    """The command that keeps an interrupted `suspects`' finished folds and continues the others
+    (``_rerun_resuming``), with how far each fold got; nothing before its work folder is known."""
     if not hasattr(args, "folds_folder"):
         return ""
     from .training.suspects import folds_progress
 
-    again = ["attnclf", "suspects", *_without_flag(args.argv, "--overwrite"), *([] if args.resume else ["--resume"])]
     # (without --overwrite, the existing file at --output is refused: the folds are not what it waits on)
     output_kept = (f"; move {args.output} aside first (without --overwrite the command keeps it)"
                    if args.overwrite and args.output and Path(args.output).exists() else "")
-    return (f"; `{' '.join(map(shlex.quote, again))}` keeps the finished folds and continues the others "
+    return (f"; `{_rerun_resuming(args)}` keeps the finished folds and continues the others "
             f"({folds_progress(args.folds_folder, args.folds)}){output_kept}")
 
 
