@@ -1121,13 +1121,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
 @command("vectors", threads=True)
 def cmd_vectors(args: argparse.Namespace) -> int:
     from .recipes import embedding_width
-    from .rundir import prepare_output_dir
+    from .rundir import prepare_output_file
     from .text.vectors import count_vectors, file_width_note, vectors_summary
 
-    output = Path(args.output)
-    if output.is_dir():  # before a minute of counting, not after
-        raise AttnclfError(f"{output} is a folder; give --output a file name")
-    prepare_output_dir(output.parent)
+    prepare_output_file(args.output)  # (before a minute of counting, not after)
     texts = _unlabelled_texts(args, "count")
     dim = args.dim if args.dim is not None else embedding_width(args.dataset[0] if args.dataset else None)
     vectors = count_vectors(texts, dim=dim, window=args.window, min_count=args.min_count,

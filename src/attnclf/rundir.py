@@ -401,13 +401,29 @@ def remove_cut_short_writes(*folders: Path) -> None:
                 path.unlink(missing_ok=True)
 
 
-def write_output_file(path: str | Path, data: bytes) -> Path:
-    """Write a file the user named (``--output``), atomically, making its folder if needed; a folder given
-    instead, or one that cannot be written, is a one-line error."""
+def prepare_output_file(path: str | Path) -> Path:
+    """``path``, a file the user named (``--output``), as a ``Path`` whose folder is made if needed and proved
+    writable (``prepare_output_dir``): a folder given instead, or one that cannot be written, is a one-line error
+    before the work that fills the file.
+
+    >>> prepare_output_file("/")
+    Traceback (most recent call last):
+    ...
+    attnclf.errors.AttnclfError: / is a folder; give --output a file name
+    """
     path = Path(path)
     if path.is_dir():
         raise AttnclfError(f"{path} is a folder; give --output a file name")
     prepare_output_dir(path.parent)
+    return path
+
+
+def write_output_file(path: str | Path, data: bytes) -> Path:
+    """Write a file the user named (``--output``), atomically, its folder prepared as ``prepare_output_file`` does.
+
+    >>> # write_output_file("pages/demo.html", page.encode())  # Path('pages/demo.html')
+    """
+    path = prepare_output_file(path)
     atomic_write_bytes(path, data)
     return path
 
