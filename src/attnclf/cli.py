@@ -28,7 +28,11 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {}
 
 
 def command(name: str, threads: bool = False):
-    """Register ``handler`` as the command ``name``; with ``threads`` it runs under its ``--threads``."""
+    """Register ``handler`` as the command ``name``; with ``threads`` it runs under its ``--threads``.
+
+    >>> # @command("calibrate", threads=True)
+    >>> # def cmd_calibrate(args: argparse.Namespace) -> int: ...
+    """
     def register(handler: Callable[[argparse.Namespace], int]):
         def under_threads(args: argparse.Namespace) -> int:
             if args.threads is None:
@@ -151,7 +155,10 @@ def _budget(args: argparse.Namespace) -> dict:
 def build_settings(args: argparse.Namespace, file_recipe: int = -1):
     """RunSettings from general defaults, then the dataset's recipe, then explicit flags; a file's single-label
     self-attn from the file recipe's edition ``file_recipe`` (an index into ``recipes.FILE_RECIPES``: the latest by
-    default, an earlier one as the command built it then)."""
+    default, an earlier one as the command built it then).
+
+    >>> # build_settings(_parse(["train", "--dataset", "sst2", "--epochs", "2"])).train.epochs  # 2
+    """
     from .training.settings import settings_for
 
     budget = _budget(args)
@@ -1270,6 +1277,11 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The parser of `attnclf` and its commands, each command's help ending in its ``EXAMPLES``.
+
+    >>> build_parser().parse_args(["models", "--vocab-size", "5000"]).vocab_size
+    5000
+    """
     parser = _Parser(
         prog="attnclf", description="Train, evaluate, compare, explain and serve attention-based text classifiers.",
         epilog="Start with `attnclf demo`; every command has --help.")
@@ -1766,6 +1778,11 @@ def _interrupt(signum, frame):
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the command ``argv`` names (default: the process's arguments) and return its exit status: 0, 2 after a
+    one-line error, 130 or 143 after Ctrl-C or SIGTERM (with how to continue), 141 when stdout's reader hung up.
+
+    >>> # main(["predict", "runs/demo", "not bad at all"])  # 0, its answer a JSON line on stdout
+    """
     # A main() this one runs inside (a command or a script calling main) keeps its own record: a stop this one
     # reported is not the outer's, whose later bug would otherwise show as "interrupted".
     outer = _signalled[:]

@@ -191,7 +191,13 @@ class UnknownTokenNotes:
                 self.say(f"note: {shown(text)}: {note}")
 
     def count_the_rest(self) -> None:
-        """The line counting the texts noted past the first ``NOTED_TEXTS``, where there were more."""
+        """The line counting the texts noted past the first ``NOTED_TEXTS``, where there were more.
+
+        >>> notes = UnknownTokenNotes(say=print)
+        >>> notes.noted = NOTED_TEXTS + 2  # (as after seven such texts, five of them noted)
+        >>> notes.count_the_rest()
+        note: and 2 more texts past a quarter of their tokens unknown: see each answer's unknown_tokens and tokens_read
+        """
         if self.noted > NOTED_TEXTS:
             self.say(f"note: and {self.noted - NOTED_TEXTS:,} more texts past a quarter of their tokens "
                      f"unknown: see each answer's unknown_tokens and tokens_read")
@@ -226,6 +232,11 @@ class ClassThreshold:
     probability: float
 
     def to_dict(self) -> dict:
+        """As JSON answers name it (evaluate's, the service's), its index left out: the class by name.
+
+        >>> ClassThreshold("pos", 1, 0.7).to_dict()["class"]
+        'pos'
+        """
         return {"class": self.label, "probability": self.probability}
 
 
@@ -381,13 +392,22 @@ class Prediction:
         )
 
     def top_tokens(self, k: int = 3) -> list[tuple[str, float]]:
-        """The ``k`` most attended tokens with their weights."""
+        """The ``k`` most attended tokens with their weights, most first (none without attention).
+
+        >>> Prediction("pos", 0.9, {}, tokens=["a", "fine", "film"], attention=[0.1, 0.7, 0.2]).top_tokens(2)
+        [('fine', 0.7), ('film', 0.2)]
+        """
         if self.attention is None:
             return []
         order = np.argsort(-np.asarray(self.attention), kind="stable")[:k]
         return [(self.tokens[i], float(self.attention[i])) for i in order]
 
     def to_dict(self) -> dict:
+        """Every field by name, as `attnclf predict` prints it a JSON line.
+
+        >>> Prediction("pos", 0.75, {"neg": 0.25, "pos": 0.75}).to_dict()["probabilities"]
+        {'neg': 0.25, 'pos': 0.75}
+        """
         return {"label": self.label, "confidence": self.confidence, "probabilities": self.probabilities,
                 "tokens": self.tokens, "attention": self.attention, "unknown_tokens": self.unknown_tokens,
                 "tokens_read": self.tokens_read}
@@ -446,6 +466,11 @@ class LabelSetPrediction:
         )
 
     def to_dict(self) -> dict:
+        """Every field by name, as `attnclf predict` prints it a JSON line.
+
+        >>> LabelSetPrediction(["rock"], {"jazz": 0.1, "rock": 0.8}).to_dict()["labels"]
+        ['rock']
+        """
         return {"labels": self.labels, "probabilities": self.probabilities, "tokens": self.tokens,
                 "attention": self.attention, "unknown_tokens": self.unknown_tokens, "tokens_read": self.tokens_read}
 

@@ -58,7 +58,10 @@ ESTIMATOR = "attnclf.sklearn.AttentionTextClassifier"
 
 
 def temporary_beside(path: Path, suffix: str = ".tmp") -> tuple[int, str]:
-    """``mkstemp`` in ``path``'s folder: a temporary file to write, then ``publish`` as ``path``."""
+    """``mkstemp`` in ``path``'s folder: a temporary file to write, then ``publish`` as ``path``.
+
+    >>> # fd, tmp = temporary_beside(Path("runs/demo/model.safetensors"))  # 'runs/demo/.model.safetensors.k3j9.tmp'
+    """
     return tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=suffix)
 
 
@@ -73,6 +76,8 @@ def publish(tmp: str | Path, path: Path, replace: bool = True) -> None:
     (``mkstemp`` makes it owner-only; reports and exports are meant to be shared). Unless ``replace``, a file at
     ``path`` (another process's, written since the caller checked) is kept: FileExistsError naming ``path``, and
     ``tmp`` is left for the caller to delete.
+
+    >>> # publish(tmp, Path("runs/demo/metrics.json"))  # tmp from temporary_beside, written and closed
 
     Its bytes reach the disk before its name does, and its name before the caller goes on: a checkpoint's state.json
     names its new tensor file and the older one is then deleted, so after a power cut neither may be a name without
@@ -164,7 +169,11 @@ def _umask() -> int:
 def publish_folder(tmp: str | Path, path: Path, replace: bool = False) -> None:
     """Atomically move a finished temporary folder (``mkdtemp`` beside ``path``) onto ``path``, which must be missing
     or empty unless ``replace``: then whatever ``path`` held is moved aside, and deleted once the new folder is in,
-    its name on the disk (the parent folder's fsync, as ``publish`` does): a power cut then leaves one of the two."""
+    its name on the disk (the parent folder's fsync, as ``publish`` does): a power cut then leaves one of the two.
+
+    >>> # tmp = tempfile.mkdtemp(dir="runs", prefix=".onnx.")  # ... its files written, then:
+    >>> # publish_folder(tmp, Path("runs/demo/onnx"), replace=True)
+    """
     _as_new(tmp, 0o777)
     aside = None
     if replace and Path(path).exists():
@@ -226,15 +235,28 @@ def written_atomically(path: str | Path, suffix: str = ".tmp", replace: bool = T
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` whole or not at all (``written_atomically``).
+
+    >>> # atomic_write_bytes(Path("runs/demo/report.html"), page.encode("utf-8"))
+    """
     with written_atomically(path) as tmp:
         Path(tmp).write_bytes(data)
 
 
 def atomic_write_json(path: Path, obj: Any) -> None:
+    """Write ``obj`` to ``path`` as indented UTF-8 JSON (not escaped to ASCII: a label's own letters), atomically.
+
+    >>> # atomic_write_json(Path("runs/demo/labels.json"), ["negative", "positive"])
+    """
     atomic_write_bytes(path, (json.dumps(obj, indent=2, ensure_ascii=False) + "\n").encode())
 
 
 def atomic_save_tensors(path: Path, tensors: dict[str, torch.Tensor], metadata: dict[str, str] | None = None) -> None:
+    """Write ``tensors`` (copied to the CPU, contiguous) to ``path`` as safetensors, atomically; a write that fails
+    (a full disk) is an OSError naming ``path``.
+
+    >>> # atomic_save_tensors(Path("runs/demo/model.safetensors"), model.state_dict())
+    """
     from safetensors import SafetensorError
     from safetensors.torch import save_file
 
@@ -246,7 +268,10 @@ def atomic_save_tensors(path: Path, tensors: dict[str, torch.Tensor], metadata: 
 
 
 def prepare_output_dir(path: str | Path) -> Path:
-    """Create ``path`` if needed and prove it is writable, before any work is done."""
+    """Create ``path`` if needed and prove it is writable, before any work is done.
+
+    >>> # prepare_output_dir("runs/demo")  # Path('runs/demo'), made with its parents where missing
+    """
     path = Path(path)
     if path.is_file():  # (mkdir would say "File exists", as if the folder were the problem)
         raise AttnclfError(f"output directory {path} is a file; give a folder")
@@ -450,7 +475,11 @@ def _real(path: str | Path) -> Path:
 
 def remove_empty_folders(path: Path, outermost: Path | None) -> None:
     """Remove ``path`` and its parents up to ``outermost`` (from ``first_missing_folder``), innermost first,
-    while they are empty: another run may have written into one since."""
+    while they are empty: another run may have written into one since.
+
+    >>> # created = first_missing_folder("runs/new/demo")  # runs/new, where runs/ exists
+    >>> # remove_empty_folders(Path("runs/new/demo"), created)  # after a run that wrote nothing: both gone
+    """
     if outermost is None:
         return
     for folder in (_real(path), *_real(path).parents):
@@ -516,7 +545,13 @@ def _json_problem(exc: ValueError) -> str:
 
 
 def check_run_dir(path: str | Path) -> Path:
-    """Fail with one clear line unless ``path`` holds a complete run of a format we read."""
+    """``path``, or one clear line unless it holds a complete run of a format this attnclf reads.
+
+    >>> check_run_dir("no/such/run")
+    Traceback (most recent call last):
+    ...
+    attnclf.errors.RunDirError: run directory no/such/run does not exist
+    """
     path = Path(path)
     if not path.is_dir():
         raise RunDirError(f"run directory {path} {'is a file, not a folder' if path.exists() else 'does not exist'}")
@@ -746,6 +781,10 @@ def checked_temperature(value: Any, path: str | Path) -> float:
 
 
 def write_jsonl(path: Path, records: list[dict]) -> None:
+    """Write ``records`` to ``path`` as JSON lines, one a record, atomically.
+
+    >>> # write_jsonl(Path("runs/demo/history.jsonl"), [{"epoch": 1, "train_loss": 0.69}])
+    """
     atomic_write_bytes(path, "".join(json.dumps(r) + "\n" for r in records).encode())
 
 
@@ -1072,14 +1111,25 @@ def check_label_names(labels: Any, classes: int, path: Path) -> list[str]:
 
 
 def is_multi_label(config: dict) -> bool:
-    """Whether the run whose config.json this is predicts a label set per text."""
+    """Whether the run whose config.json this is predicts a label set per text.
+
+    >>> is_multi_label({"settings": {"data": {"multi_label": True}}}), is_multi_label({})
+    (True, False)
+    """
     return bool(config.get("settings", {}).get("data", {}).get("multi_label", False))
 
 
 def refuse_estimator_run(config: dict, lacks: str, run_dir: str | Path | None = None) -> None:
     """One line saying the run is a fitted ``AttentionTextClassifier`` that ``save`` wrote, if it is one: it records no
     data, so it has no ``lacks``. ``run_dir`` names it; without it, "this run" (not the folder it was saved in, which
-    may have moved since)."""
+    may have moved since).
+
+    >>> refuse_estimator_run({"trained_by": ESTIMATOR}, "test texts", "runs/fitted")
+    Traceback (most recent call last):
+    ...
+    attnclf.errors.RunDirError: runs/fitted was saved by the scikit-learn estimator (AttentionTextClassifier.save): \
+it has no recorded test texts
+    """
     if config.get("trained_by") == ESTIMATOR:
         raise RunDirError(f"{run_dir if run_dir is not None else 'this run'} was saved by the scikit-learn estimator "
                           f"(AttentionTextClassifier.save): it has no recorded {lacks}")
