@@ -735,10 +735,9 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
 
 def _predict(args: argparse.Namespace) -> int:
-    from .data.files import has_rows, known_row_count
     from .ensemble import first_member, is_ensemble_dir, load_backend
-    from .prediction import UnknownTokenNotes, class_threshold
-    from .prediction_files import PREDICT_CHUNK, check_output, predict_file, predict_texts
+    from .prediction import class_threshold
+    from .prediction_files import check_output
 
     if args.output is None:
         _refuse_closed_stdout(args.command)
@@ -753,28 +752,47 @@ def _predict(args: argparse.Namespace) -> int:
     # (checked before any text is read, named by its flag)
     threshold = class_threshold(args.threshold, clf.label_names, getattr(clf, "multi_label", False), _flag)
     _warn_if_unfinished(args.run_dir)  # (an export of a run holds its best weights so far, as the run does)
-    if args.output is not None:
-        from tqdm.auto import tqdm
+    if args.output is None:
+        _print_predictions(args, clf, threshold)
+    else:
+        _predict_into_file(args, clf, threshold)
+    return 0
 
-        if args.file is not None and has_rows(args.file):
-            texts, total = None, known_row_count(args.file)
+
+def _predict_into_file(args: argparse.Namespace, clf, threshold) -> None:
+    """predict --output: the rows of a data --file, else the texts given, written with their predictions; a
+    progress bar at a terminal, and the count written on stderr."""
+    from tqdm.auto import tqdm
+
+    from .data.files import has_rows, known_row_count
+    from .prediction import UnknownTokenNotes
+    from .prediction_files import predict_file, predict_texts
+
+    if args.file is not None and has_rows(args.file):
+        texts, total = None, known_row_count(args.file)
+    else:
+        texts = _input_texts(args, clf.config)
+        total = len(texts)
+    # At a terminal only (a log would fill with it): rows done, their rate, and the time left where the count of
+    # rows is known without a pass through them (a CSV's is not).
+    with tqdm(desc="predicting", unit=" texts", total=total, disable=None, leave=False) as bar:
+        notes = UnknownTokenNotes(say=lambda line: tqdm.write(line, file=sys.stderr))  # (its line not the bar's)
+        if texts is None:
+            written = predict_file(clf, args.file, args.output, text_column=args.text_column,
+                                   overwrite=args.overwrite, noticed=notes, named=_flag, threshold=threshold,
+                                   done=bar.update)
         else:
-            texts = _input_texts(args, clf.config)
-            total = len(texts)
-        # At a terminal only (a log would fill with it): rows done, their rate, and the time left where the count of
-        # rows is known without a pass through them (a CSV's is not).
-        with tqdm(desc="predicting", unit=" texts", total=total, disable=None, leave=False) as bar:
-            notes = UnknownTokenNotes(say=lambda line: tqdm.write(line, file=sys.stderr))  # (its line not the bar's)
-            if texts is None:
-                written = predict_file(clf, args.file, args.output, text_column=args.text_column,
-                                       overwrite=args.overwrite, noticed=notes, named=_flag, threshold=threshold,
-                                       done=bar.update)
-            else:
-                written = predict_texts(clf, texts, args.output, overwrite=args.overwrite, noticed=notes,
-                                        named=_flag, threshold=threshold, done=bar.update)
-        notes.count_the_rest()
-        print(f"wrote {written:,} prediction{'s' * (written != 1)} to {args.output}", file=sys.stderr)
-        return 0
+            written = predict_texts(clf, texts, args.output, overwrite=args.overwrite, noticed=notes,
+                                    named=_flag, threshold=threshold, done=bar.update)
+    notes.count_the_rest()
+    print(f"wrote {written:,} prediction{'s' * (written != 1)} to {args.output}", file=sys.stderr)
+
+
+def _print_predictions(args: argparse.Namespace, clf, threshold) -> None:
+    """predict without --output: a JSON line per text on stdout, chunk by chunk as they are answered."""
+    from .prediction import UnknownTokenNotes
+    from .prediction_files import PREDICT_CHUNK
+
     notes = UnknownTokenNotes()
     texts = _input_texts(args, clf.config)
     for start in range(0, len(texts), PREDICT_CHUNK):  # answers flow out chunk by chunk, not all at the end
@@ -786,7 +804,6 @@ def _predict(args: argparse.Namespace) -> int:
             print(json.dumps(record, ensure_ascii=False))
             notes(text, prediction)
     notes.count_the_rest()
-    return 0
 
 
 def _refuse_with_output(args: argparse.Namespace) -> None:
