@@ -435,83 +435,14 @@ def _print_metrics(metrics: dict) -> None:
 @command("train")
 def cmd_train(args: argparse.Namespace) -> int:
     from .training.run import train_run
-    from .training.settings import finished_training, resume_settings
-    from .training.trainer import checkpoint_state, describe_kept
+    from .training.trainer import describe_kept
 
     if args.resume and args.overwrite:
         raise AttnclfError("--resume continues the run in --output and --overwrite replaces it: give one")
     if args.seeds:
-        from .ensemble import ensemble_summary, train_ensemble
-
-        if args.seed is not None:
-            raise AttnclfError("give --seed or --seeds, not both")
-        if args.resume and not _typed(args) & {"dataset", "train_file"}:  # (else: "--seeds needs held-out data")
-            raise AttnclfError(f"--resume --seeds takes the whole command that trained the members in "
-                               f"{args.output or 'the default --output'}, its --dataset or --train-file too, "
-                               f"--resume added")
-        settings = build_settings(args)
-        settings.threads, settings.report = args.threads, not args.no_report
-        args.output = settings.output  # resolved (runs/MODEL-DATA by default): where an interrupted ensemble resumes
-        _refuse_if_held(settings.output)
-        check_output_folder(settings.output, ensemble=True, replace=args.overwrite or args.resume)
-        members = member_folders(settings.output, trained=True)
-        if args.resume and members:
-            trained = resume_settings(members[0])
-            _refuse_other_vectors(args, settings, trained)
-            if "epochs" not in _typed(args):  # (not the recipe's default: members added or continued train as planned)
-                settings.train = replace(settings.train, epochs=trained.train.epochs)
-        earlier = functools.partial(built_under_earlier_file_recipes, args, settings) if args.resume else tuple
-        metrics = train_ensemble(settings, args.seeds, resume=args.resume, progress=not args.quiet, named=_flag,
-                                 earlier=earlier)
-        if metrics:  # torchrun's other ranks leave the testing to rank 0
-            print(ensemble_summary(settings.output, metrics, runs=len(args.seeds)))
-        return 0
+        return _train_seeds(args)
     if args.resume:
-        if not args.output:
-            raise AttnclfError("--resume needs --output RUN_DIR, the run to continue")
-        output = Path(args.output)
-        _refuse_if_held(output)  # (before reading it: a run just started there has no config.json yet)
-        if not (output / "config.json").is_file():
-            if member_folders(output, trained=True):
-                raise AttnclfError(f"{output} holds the members of `train --seeds`: resume them with the command "
-                                   f"that trained them, --resume added")
-            raise AttnclfError(f"{output}: no run to resume (no config.json there)")
-        typed, recorded = _typed(args), read_config(output)
-        planned = recorded["settings"]["train"]["epochs"]
-        _train_flags(args)  # (--epochs, named by its flag before the run's own settings take it)
-        settings = resume_settings(output, epochs=args.epochs, device=args.device if "device" in typed else None,
-                                   threads=args.threads, named=_flag)
-        if typed - _RESUME_FLAGS:  # the command that started the run, --resume added: it must describe it
-            if not typed & {"dataset", "train_file"}:  # (else the first difference named is the data, never typed)
-                flags = " ".join(_flag(name) for name in sorted(typed - _RESUME_FLAGS))
-                raise AttnclfError(f"--resume with {flags} takes the whole command that started {output}, its "
-                                   f"--dataset or --train-file too, --resume added; or give only --output (and "
-                                   f"--epochs, --device or --threads to change them)")
-            described = build_settings(args)
-            # Files that moved: the run checks they still give the texts it recorded (a token-cache run resumes from
-            # its files where they were: it records no fingerprint of its texts to check a moved file against).
-            moved = set() if settings.data.token_cache else {
-                name for name in typed & {"train_file", "validation_file", "test_file"}
-                if getattr(settings.data, name) and (name != "test_file" or "test_sha256" in recorded.get("data", {}))}
-            # (a finished run trains nothing more: begun under an earlier file recipe, its command passes)
-            finished = finished_training(checkpoint_state(output), settings.train.epochs, settings.train.patience)
-            note = _refuse_other_settings(described, settings, moved,
-                                          functools.partial(built_under_earlier_file_recipes, args, described),
-                                          finished=bool(finished))
-            if note and not args.quiet:
-                print(f"note: {note}", file=sys.stderr)
-            _refuse_other_vectors(args, described, settings)
-            for name in moved:
-                setattr(settings.data, name, getattr(described.data, name))
-        if "device" not in typed:
-            _check_run_device(settings)
-        if settings.train.epochs != planned and not args.quiet:
-            print(f"{output}: planned {planned} epochs, now {settings.train.epochs}; the learning-rate schedule "
-                  f"follows the new length from here on", file=sys.stderr)
-        if args.data_dir:  # the dataset moved (the run checks it is the same data)
-            settings.data.data_dir = args.data_dir
-        if args.checkpoint_minutes is not None:  # (checked with the other training flags, by its flag)
-            settings.train.checkpoint_minutes = float(args.checkpoint_minutes)
+        settings = _resumed_settings(args)
     else:
         settings = build_settings(args)
         settings.threads = args.threads
@@ -529,6 +460,91 @@ def cmd_train(args: argparse.Namespace) -> int:
     if settings.report:
         print(f"report: {result.run_dir / 'report.html'}")
     return 0
+
+
+def _train_seeds(args: argparse.Namespace) -> int:
+    """`train --seeds`: a member run per seed into OUTPUT/seed-SEED (with --resume: finished members kept, the others
+    continued), then their ensemble tested."""
+    from .ensemble import ensemble_summary, train_ensemble
+    from .training.settings import resume_settings
+
+    if args.seed is not None:
+        raise AttnclfError("give --seed or --seeds, not both")
+    if args.resume and not _typed(args) & {"dataset", "train_file"}:  # (else: "--seeds needs held-out data")
+        raise AttnclfError(f"--resume --seeds takes the whole command that trained the members in "
+                           f"{args.output or 'the default --output'}, its --dataset or --train-file too, "
+                           f"--resume added")
+    settings = build_settings(args)
+    settings.threads, settings.report = args.threads, not args.no_report
+    args.output = settings.output  # resolved (runs/MODEL-DATA by default): where an interrupted ensemble resumes
+    _refuse_if_held(settings.output)
+    check_output_folder(settings.output, ensemble=True, replace=args.overwrite or args.resume)
+    members = member_folders(settings.output, trained=True)
+    if args.resume and members:
+        trained = resume_settings(members[0])
+        _refuse_other_vectors(args, settings, trained)
+        if "epochs" not in _typed(args):  # (not the recipe's default: members added or continued train as planned)
+            settings.train = replace(settings.train, epochs=trained.train.epochs)
+    earlier = functools.partial(built_under_earlier_file_recipes, args, settings) if args.resume else tuple
+    metrics = train_ensemble(settings, args.seeds, resume=args.resume, progress=not args.quiet, named=_flag,
+                             earlier=earlier)
+    if metrics:  # torchrun's other ranks leave the testing to rank 0
+        print(ensemble_summary(settings.output, metrics, runs=len(args.seeds)))
+    return 0
+
+
+def _resumed_settings(args: argparse.Namespace):
+    """`train --resume`'s settings: the run's own in --output, with what may change (--epochs, --device, --threads,
+    --checkpoint-minutes, where its data lies now); a whole command given with --resume must describe the run."""
+    from .training.settings import finished_training, resume_settings
+    from .training.trainer import checkpoint_state
+
+    if not args.output:
+        raise AttnclfError("--resume needs --output RUN_DIR, the run to continue")
+    output = Path(args.output)
+    _refuse_if_held(output)  # (before reading it: a run just started there has no config.json yet)
+    if not (output / "config.json").is_file():
+        if member_folders(output, trained=True):
+            raise AttnclfError(f"{output} holds the members of `train --seeds`: resume them with the command "
+                               f"that trained them, --resume added")
+        raise AttnclfError(f"{output}: no run to resume (no config.json there)")
+    typed, recorded = _typed(args), read_config(output)
+    planned = recorded["settings"]["train"]["epochs"]
+    _train_flags(args)  # (--epochs, named by its flag before the run's own settings take it)
+    settings = resume_settings(output, epochs=args.epochs, device=args.device if "device" in typed else None,
+                               threads=args.threads, named=_flag)
+    if typed - _RESUME_FLAGS:  # the command that started the run, --resume added: it must describe it
+        if not typed & {"dataset", "train_file"}:  # (else the first difference named is the data, never typed)
+            flags = " ".join(_flag(name) for name in sorted(typed - _RESUME_FLAGS))
+            raise AttnclfError(f"--resume with {flags} takes the whole command that started {output}, its "
+                               f"--dataset or --train-file too, --resume added; or give only --output (and "
+                               f"--epochs, --device or --threads to change them)")
+        described = build_settings(args)
+        # Files that moved: the run checks they still give the texts it recorded (a token-cache run resumes from
+        # its files where they were: it records no fingerprint of its texts to check a moved file against).
+        moved = set() if settings.data.token_cache else {
+            name for name in typed & {"train_file", "validation_file", "test_file"}
+            if getattr(settings.data, name) and (name != "test_file" or "test_sha256" in recorded.get("data", {}))}
+        # (a finished run trains nothing more: begun under an earlier file recipe, its command passes)
+        finished = finished_training(checkpoint_state(output), settings.train.epochs, settings.train.patience)
+        note = _refuse_other_settings(described, settings, moved,
+                                      functools.partial(built_under_earlier_file_recipes, args, described),
+                                      finished=bool(finished))
+        if note and not args.quiet:
+            print(f"note: {note}", file=sys.stderr)
+        _refuse_other_vectors(args, described, settings)
+        for name in moved:
+            setattr(settings.data, name, getattr(described.data, name))
+    if "device" not in typed:
+        _check_run_device(settings)
+    if settings.train.epochs != planned and not args.quiet:
+        print(f"{output}: planned {planned} epochs, now {settings.train.epochs}; the learning-rate schedule "
+              f"follows the new length from here on", file=sys.stderr)
+    if args.data_dir:  # the dataset moved (the run checks it is the same data)
+        settings.data.data_dir = args.data_dir
+    if args.checkpoint_minutes is not None:  # (checked with the other training flags, by its flag)
+        settings.train.checkpoint_minutes = float(args.checkpoint_minutes)
+    return settings
 
 
 def _refuse_if_held(output: str | Path) -> None:
