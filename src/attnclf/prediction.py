@@ -343,6 +343,21 @@ def decided_classes(probabilities: np.ndarray, threshold: ClassThreshold | None,
     return np.where(flagged, threshold.index, others.argmax(axis=-1))
 
 
+def _scored_fields(probabilities: np.ndarray, label_names: list[str], tokens: list[str],
+                   attention: np.ndarray | None, counts: tuple[int, int] | None) -> dict:
+    """The fields ``Prediction`` and ``LabelSetPrediction`` share, from one row of scores: each class's probability
+    by name, the tokens and their attention (plain floats, for JSON), and the text's ``token_counts``.
+
+    >>> _scored_fields(np.array([0.25, 0.75]), ["neg", "pos"], [], None, (1, 4))
+    {'probabilities': {'neg': 0.25, 'pos': 0.75}, 'tokens': [], 'attention': None, 'unknown_tokens': 1, \
+'tokens_read': 4}
+    """
+    unknown_tokens, tokens_read = (None, None) if counts is None else counts
+    return {"probabilities": {name: float(p) for name, p in zip(label_names, probabilities)}, "tokens": tokens,
+            "attention": None if attention is None else [float(w) for w in attention],
+            "unknown_tokens": unknown_tokens, "tokens_read": tokens_read}
+
+
 @dataclass
 class Prediction:
     """One text's prediction.
@@ -380,16 +395,8 @@ class Prediction:
         'pos'
         """
         best = int(decided_classes(probabilities, threshold))
-        unknown_tokens, tokens_read = (None, None) if counts is None else counts
-        return cls(
-            label=label_names[best],
-            confidence=float(probabilities[best]),
-            probabilities={name: float(p) for name, p in zip(label_names, probabilities)},
-            tokens=tokens,
-            attention=None if attention is None else [float(w) for w in attention],
-            unknown_tokens=unknown_tokens,
-            tokens_read=tokens_read,
-        )
+        return cls(label=label_names[best], confidence=float(probabilities[best]),
+                   **_scored_fields(probabilities, label_names, tokens, attention, counts))
 
     def top_tokens(self, k: int = 3) -> list[tuple[str, float]]:
         """The ``k`` most attended tokens with their weights, most first (none without attention).
@@ -455,15 +462,8 @@ class LabelSetPrediction:
         ...                                ["a", "b", "c"], [], None).labels
         ['c', 'a']
         """
-        unknown_tokens, tokens_read = (None, None) if counts is None else counts
-        return cls(
-            labels=[label_names[i] for i in label_set(probabilities, thresholds, threshold)],
-            probabilities={name: float(p) for name, p in zip(label_names, probabilities)},
-            tokens=tokens,
-            attention=None if attention is None else [float(w) for w in attention],
-            unknown_tokens=unknown_tokens,
-            tokens_read=tokens_read,
-        )
+        return cls(labels=[label_names[i] for i in label_set(probabilities, thresholds, threshold)],
+                   **_scored_fields(probabilities, label_names, tokens, attention, counts))
 
     def to_dict(self) -> dict:
         """Every field by name, as `attnclf predict` prints it a JSON line.
