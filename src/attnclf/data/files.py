@@ -791,12 +791,8 @@ def iter_texts(path: str | Path, text_column: TextColumns = "text") -> Iterator[
     >>> # next(iter_texts("to_score.csv", text_column="review"))  # ('line 2', 'A fine film.')
     >>> # next(iter_texts("news.csv", ["title", "body"]))  # ('line 2', 'Rain due\\nShowers all day.')
     """
-    columns = text_column_names(text_column)
-    path = check_file(path)
-    if _holds_nothing(path):
-        return  # nothing to score, as with a header and no rows
-    for where, values, _, _ in _rows(path, columns, None):
-        yield where, _checked_text(path, where, values, columns)
+    for where, text, _ in _checked_rows(path, text_column, whole=False):
+        yield where, text
 
 
 def iter_rows(path: str | Path, text_column: TextColumns = "text") -> Iterator[tuple[str, str, dict]]:
@@ -807,11 +803,16 @@ def iter_rows(path: str | Path, text_column: TextColumns = "text") -> Iterator[t
 
     >>> # next(iter_rows("to_score.csv", "review"))  # ('line 2', 'A fine film.', {'id': '7', 'review': 'A fine film.'})
     """
+    yield from _checked_rows(path, text_column, whole=True)
+
+
+def _checked_rows(path: str | Path, text_column: TextColumns, whole: bool) -> Iterator[tuple[str, str, dict | None]]:
+    """``iter_texts``' and ``iter_rows``' rows, ``(where, text, columns)``: ``columns`` only with ``whole``."""
     columns = text_column_names(text_column)
     path = check_file(path)
     if _holds_nothing(path):
-        return
-    for where, values, _, row in _rows(path, columns, None, whole=True):
+        return  # nothing to score, as with a header and no rows
+    for where, values, _, row in _rows(path, columns, None, whole=whole):
         yield where, _checked_text(path, where, values, columns), row
 
 
