@@ -955,9 +955,7 @@ def iter_records(
     if label_column in columns:
         raise DataError(f"{path}: the text and the labels cannot both come from column {label_column!r}")
     allowed = None if label_names is None else set(label_names)
-    # (where, label) of the first label: a JSON label written another way than it (true/false, a number or a string)
-    # is a mistake in the file, not a class of its own
-    first = None
+    first = None  # (where, label) of the first label, which every later one must be written as (_refuse_mixed_kinds)
     fasttext = not is_data_file(path)  # (_rows refused any other file): its texts and labels have no columns to name
     in_text, in_label = f" in {_named(columns)}" * (not fasttext), _in_label_column(path, label_column)
     for where, values, label, _ in _rows(path, columns, label_column):
@@ -972,33 +970,11 @@ def iter_records(
             except ValueError as exc:
                 raise DataError(f"{path}, {where}: {exc}{in_label}") from None
         else:
-            if fasttext:  # (its labels are always a tuple: one name is a single label)
-                if len(label) > 1:
-                    raise DataError(f"{path}, {where}: {len(label)} labels ({first_few(label, most=5)}); a text with "
-                                    f"several labels needs a run trained with --multi-label")
-                label = label[0]
-            if isinstance(label, (list, tuple, dict)):
-                raise DataError(f"{path}, {where}: label {shown(label)} in column {label_column!r} is a "
-                                f"{type(label).__name__}, not one label (a set of labels per text needs a run trained "
-                                f"with --multi-label)")
-            missing = is_missing_label(label)
-            if not missing:  # (a gap in a true/false column is a missing label, not a mix)
+            label = _one_label(path, where, label, label_column, fasttext)
+            if not is_missing_label(label):  # (a gap in a true/false column is a missing label, not a mix)
                 first = first or (where, label)
-                kind, first_kind = _typed_kind(label), _typed_kind(first[1])
-                # A number among strings ("pos", "neg", 1.5) is a slip (a cell typed as a number, a column shifted),
-                # and one beside strings of digits would make 1.0 and "1" two classes: as the estimator's y, every
-                # label is one type. (Parquet's columns have one type, so only JSON lines can mix them.)
-                if kind != first_kind:
-                    written, earlier = (shown(value, write=_as_json) for value in (label, first[1]))
-                    mix = ("true/false with other labels" if "true/false" in (kind, first_kind) else
-                           "whole and decimal numbers, which would make 1 and 1.0 two classes" if kind and first_kind
-                           else "numbers and strings")
-                    raise DataError(f"{path}, {where}: label {written} in column {label_column!r} mixes {mix} "
-                                    f"({first[0]}: {earlier}); write every label the same way")
-            names = ("" if missing else str(label).strip(),)  # (stray spaces would make a class of their own)
-            if not names[0]:
-                marker = f" ({label.strip()!r})" if isinstance(label, str) and label.strip() else ""
-                raise DataError(f"{path}, {where}: missing label{marker} in column {label_column!r}")
+                _refuse_mixed_kinds(path, where, label, first, label_column)
+            names = (_label_name(path, where, label, label_column),)
         for name in names:
             if problem := unicode_problem(name):
                 raise DataError(f"{path}, {where}: the label{in_label} is {problem}")
@@ -1012,6 +988,58 @@ def iter_records(
                 raise DataError(f"{path}, {where}: label {shown(name)}{in_label} is not one of the "
                                 f"training labels [{first_few(label_names, most=10)}]{way_on}")
         yield where, text, names if multi_label else names[0]
+
+
+def _one_label(path: Path, where: str, label: Any, label_column: str, fasttext: bool) -> Any:
+    """A single-label row's label as read, or a one-line ``DataError`` where the row holds several: a fastText line's
+    labels (always a tuple: one name is a single label), a JSON list or object."""
+    if fasttext:
+        if len(label) > 1:
+            raise DataError(f"{path}, {where}: {len(label)} labels ({first_few(label, most=5)}); a text with "
+                            f"several labels needs a run trained with --multi-label")
+        label = label[0]
+    if isinstance(label, (list, tuple, dict)):
+        raise DataError(f"{path}, {where}: label {shown(label)} in column {label_column!r} is a "
+                        f"{type(label).__name__}, not one label (a set of labels per text needs a run trained "
+                        f"with --multi-label)")
+    return label
+
+
+def _refuse_mixed_kinds(path: Path, where: str, label: Any, first: tuple[str, Any], label_column: str) -> None:
+    """A one-line ``DataError`` where ``label`` is written as another kind than the file's ``first`` label (its
+    where and value): a JSON label written otherwise (true/false, a number or a string) is a mistake in the file, not
+    a class of its own. A number among strings ("pos", "neg", 1.5) is a slip (a cell typed as a number, a column
+    shifted), and one beside strings of digits would make 1.0 and "1" two classes: as the estimator's y, every label
+    is one type. (Parquet's columns have one type, so only JSON lines can mix them.)
+
+    >>> _refuse_mixed_kinds(Path("t.jsonl"), "line 3", 1.5, ("line 1", "pos"), "label")
+    Traceback (most recent call last):
+    ...
+    attnclf.errors.DataError: t.jsonl, line 3: label 1.5 in column 'label' mixes numbers and strings (line 1: "pos"); \
+write every label the same way
+    """
+    kind, first_kind = _typed_kind(label), _typed_kind(first[1])
+    if kind != first_kind:
+        written, earlier = (shown(value, write=_as_json) for value in (label, first[1]))
+        mix = ("true/false with other labels" if "true/false" in (kind, first_kind) else
+               "whole and decimal numbers, which would make 1 and 1.0 two classes" if kind and first_kind
+               else "numbers and strings")
+        raise DataError(f"{path}, {where}: label {written} in column {label_column!r} mixes {mix} "
+                        f"({first[0]}: {earlier}); write every label the same way")
+
+
+def _label_name(path: Path, where: str, label: Any, label_column: str) -> str:
+    """A single label's name, as a string without the spaces around it (stray spaces would make a class of their
+    own); a one-line ``DataError`` where it is missing (empty, null, NaN).
+
+    >>> _label_name(Path("t.csv"), "line 2", " pos ", "label"), _label_name(Path("t.jsonl"), "line 2", 3, "label")
+    ('pos', '3')
+    """
+    name = "" if is_missing_label(label) else str(label).strip()
+    if not name:
+        marker = f" ({label.strip()!r})" if isinstance(label, str) and label.strip() else ""
+        raise DataError(f"{path}, {where}: missing label{marker} in column {label_column!r}")
+    return name
 
 
 def file_labels(
