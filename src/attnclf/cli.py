@@ -70,8 +70,11 @@ def _add_text_column_arg(p: argparse.ArgumentParser, help: str) -> None:
 
 # --data-dir of the commands that read a run's named dataset again: the run records the --data-dir it was given,
 # searched first, and where it found the dataset, searched last (registry.candidate_dirs)
-RUN_DATA_DIR_HELP = ("folder holding the run's dataset (default: the --data-dir it trained with, then $ATTNCLF_DATA_DIR, "
-                     "then ~/.cache/attnclf, then where it was found when the run trained)")
+RUN_DATA_DIR_HELP = ("folder holding the run's dataset (default: the --data-dir it trained with, then "
+                     "$ATTNCLF_DATA_DIR, then ~/.cache/attnclf, then where it was found when the run trained)")
+# --data-dir and --download of the commands that read a named dataset afresh (train, the experiments, vectors, pretrain)
+DATA_DIR_HELP = "folder holding dataset files (default: $ATTNCLF_DATA_DIR, then ~/.cache/attnclf)"
+DOWNLOAD_HELP = "download a missing public dataset (checksum-verified)"
 
 
 def _add_data_args(p: argparse.ArgumentParser, *, test_only: bool = False) -> None:
@@ -79,9 +82,8 @@ def _add_data_args(p: argparse.ArgumentParser, *, test_only: bool = False) -> No
     p.add_argument("--data-dir", help="folder holding dataset files, --dataset's or the run's own (default: for the "
                                       "run's own, the --data-dir it trained with; then $ATTNCLF_DATA_DIR, then "
                                       "~/.cache/attnclf, then for the run's own, where it was found when the run "
-                                      "trained)" if test_only else
-                                      "folder holding dataset files (default: $ATTNCLF_DATA_DIR, then ~/.cache/attnclf)")
-    p.add_argument("--download", action="store_true", help="download a missing public dataset (checksum-verified)")
+                                      "trained)" if test_only else DATA_DIR_HELP)
+    p.add_argument("--download", action="store_true", help=DOWNLOAD_HELP)
     if not test_only:
         p.add_argument("--train-file", help="your own CSV / TSV / JSONL / Parquet training file, or one in "
                                             "fastText's format (a line per text: __label__NAME ... then the text); "
@@ -351,8 +353,8 @@ def _add_budget_args(p: argparse.ArgumentParser) -> None:
 def _add_text_source_args(p: argparse.ArgumentParser) -> None:
     """Where `vectors` and `pretrain` read unlabelled text from."""
     p.add_argument("--dataset", action="append", help="a dataset name (see `attnclf datasets`; repeatable)")
-    p.add_argument("--data-dir", help="folder holding dataset files (default: $ATTNCLF_DATA_DIR, then ~/.cache/attnclf)")
-    p.add_argument("--download", action="store_true", help="download a missing public dataset (checksum-verified)")
+    p.add_argument("--data-dir", help=DATA_DIR_HELP)
+    p.add_argument("--download", action="store_true", help=DOWNLOAD_HELP)
     p.add_argument("--file", action="append", help="a CSV / TSV / JSONL / Parquet file (its text column is read), or "
                    "plain UTF-8 text, one text per line (repeatable)")
     _add_text_column_arg(p, "the column a data --file's texts are in (default: text)")
