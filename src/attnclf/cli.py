@@ -142,8 +142,8 @@ def _budget(args: argparse.Namespace) -> dict:
                               remove_stopwords=args.remove_stopwords, lemmatize=args.lemmatize,
                               unicode_nfc=not args.no_unicode_nfc, split_cjk=not args.no_split_cjk,
                               social_media=args.social_media, turkish_i=not args.no_turkish_i)
-    data = DataSettings(dataset=args.dataset, data_dir=args.data_dir, download=args.download, train_file=args.train_file,
-                        test_file=args.test_file, validation_file=args.validation_file,
+    data = DataSettings(dataset=args.dataset, data_dir=args.data_dir, download=args.download,
+                        train_file=args.train_file, test_file=args.test_file, validation_file=args.validation_file,
                         text_column=args.text_column or "text", label_column=args.label_column,
                         split_seed=args.split_seed, hold_out=args.hold_out,
                         max_train_examples=args.max_train_examples, max_test_examples=args.max_test_examples,
@@ -1632,8 +1632,9 @@ def build_parser() -> argparse.ArgumentParser:
                                                     "the host's root)")
     p.add_argument("--access-log", choices=ACCESS_LOGS, default="text",
                    help="a line on stdout per request answered (time, client, method, path, status, ms, a proxy's "
-                        "X-Request-ID, an error's reason; never a text): text, json (one object a line, the start and stop lines too, for a "
-                        "log collector) or off (a proxy in front logs them) (default: text)")
+                        "X-Request-ID, an error's reason; never a text): text, json (one object a line, the start "
+                        "and stop lines too, for a log collector) or off (a proxy in front logs them) (default: "
+                        "text)")
     _add_threshold_arg(p, "answer /predict by one class's threshold (GET /model names it; /explain explains the "
                           "class so answered)")
     _add_device_arg(p)
@@ -1724,7 +1725,8 @@ EXAMPLES = {
     "evaluate": ("attnclf evaluate runs/imdb --split validation --operating-points pos    # pos's precision vs recall",
                  "attnclf evaluate runs/imdb-3 --json --threshold pos=0.8    # pos predicted from probability 0.8 on",
                  "attnclf evaluate runs/demo --test-file more.csv --errors wrong.csv    # and its misclassified texts"),
-    "suspects": ("attnclf suspects --train-file reviews.csv --output suspects.csv    # every row, likeliest wrong first",
+    "suspects": ("attnclf suspects --train-file reviews.csv --output suspects.csv"
+                 "    # every row, likeliest wrong first",
                  "attnclf suspects --train-file reviews.csv --output suspects.csv --resume    # after an interruption",
                  "attnclf suspects --dataset sst2-sentences --folds 10 --top 50 --threads 1"),
     "calibrate": ("attnclf calibrate runs/imdb",

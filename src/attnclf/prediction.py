@@ -21,7 +21,7 @@ from .text.tokenizer import UNK, UNK_ID
 # training texts' ground, and a confident answer on it rests on the words left.
 UNKNOWN_SHARE_NOTED = 0.25
 NOTED_TEXTS = 5  # such notes per command: a file of thousands of such texts gets a count of the rest, not a note each
-LABELS_SHOWN = 5  # a model's repr names this many of its labels: 20 Newsgroups' twenty would fill a screen's line thrice
+LABELS_SHOWN = 5  # a model's repr names this many of its labels: 20 Newsgroups' twenty would fill a line thrice
 
 
 def shaped(values):

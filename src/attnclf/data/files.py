@@ -333,8 +333,8 @@ def _missing_column(path: Path, column: str, columns: list[str], role: str) -> D
         # Excel in many locales saves "CSV" separated by semicolons; a .tsv may hold commas, a .csv tabs.
         other = next((char for char in (";", "\t", ",", "|") if char in columns[0]), None)
         if other:
-            hint = (f" (the header looks separated by {'a tab' if other == chr(9) else repr(other)}: a .csv file is read "
-                    f"as comma-separated, a .tsv as tab-separated; save it as one of those, or rename it)")
+            hint = (f" (the header looks separated by {'a tab' if other == chr(9) else repr(other)}: a .csv file is "
+                    f"read as comma-separated, a .tsv as tab-separated; save it as one of those, or rename it)")
     if not hint and delimited and any(map(_looks_like_data, columns)):
         # (said as a condition: a header's column may be a question of a few words, a survey's)
         hint = " (the first line is read as the header naming the columns: if it is a row of data, add a header line)"
@@ -542,7 +542,8 @@ def _fasttext_line(line: str) -> tuple[tuple[str, ...], str]:
 
 def is_fasttext_file(path: str | Path) -> bool:
     """Whether ``path`` is a file in fastText's supervised format: its suffix (``data_suffix``) none of
-    ``DATA_SUFFIXES`` and its first non-blank line (past a byte-order mark) starting with ``__label__``. A missing file is not.
+    ``DATA_SUFFIXES`` and its first non-blank line (past a byte-order mark) starting with ``__label__``. A missing
+    file is not.
 
     >>> # is_fasttext_file("cooking.train")  # True: its first line is '__label__sauce __label__cheese how much ...'
     """
@@ -962,8 +963,8 @@ def iter_records(
         text = _checked_text(path, where, values, columns)
         if not text.strip():  # (predict answers one; a text to learn from or to score against its label cannot be)
             row = "line" if fasttext else "row"
-            raise DataError(f"{path}, {where}: empty text{in_text}; remove the {row} or give it a text (a file to train "
-                            f"or evaluate on needs one in every {row})")
+            raise DataError(f"{path}, {where}: empty text{in_text}; remove the {row} or give it a text (a file to "
+                            f"train or evaluate on needs one in every {row})")
         if multi_label:
             try:
                 names = parse_label_set(label, label_delimiter)
