@@ -20,8 +20,8 @@ from .models import model_from_config, model_name
 from .models.windows import window_config, windowed
 from .prediction import (LabelSetPrediction, Prediction, check_texts, class_threshold, model_repr, predictions,
                          tempered_thresholds)
-from .rundir import (ENSEMBLE_FILE, check_label_names, check_run_dir, is_multi_label, load_weights, read_config,
-                     read_json, read_temperature, read_thresholds)
+from .rundir import (ENSEMBLE_FILE, check_label_names, is_multi_label, load_weights, read_json, read_run_config,
+                     read_temperature, read_thresholds)
 from .text.batching import EVAL_MAX_TOKENS
 from .text.tokenizer import Tokenizer, TokenizerConfig
 from .text.windows import WindowConfig, text_batches
@@ -86,8 +86,7 @@ class Classifier:
 
             raise AttnclfError(f"{run_dir} holds a `train --seeds` ensemble: load it with attnclf.Ensemble.load, or "
                                f"one member, such as {first_member(run_dir)}, with Classifier.load")
-        run_dir = check_run_dir(run_dir)
-        config = read_config(run_dir)
+        run_dir, config = Path(run_dir), read_run_config(run_dir)
         model_info = config["model"]
         model = windowed(model_from_config(model_info["name"], model_info["config"], run_dir), _windows(run_dir, config))
         weights = load_weights(run_dir / "model.safetensors", like=model)

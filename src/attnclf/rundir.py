@@ -552,6 +552,16 @@ def check_run_dir(path: str | Path) -> Path:
     ...
     attnclf.errors.RunDirError: run directory no/such/run does not exist
     """
+    read_run_config(path)
+    return Path(path)
+
+
+def read_run_config(path: str | Path) -> dict:
+    """The config.json of ``path`` (``read_config``), once ``check_run_dir``'s checks pass: for a caller that
+    checks the run and reads its config, the file read once.
+
+    >>> # read_run_config("runs/demo")["model"]["name"]   # -> 'self-attn'
+    """
     path = Path(path)
     if not path.is_dir():
         raise RunDirError(f"run directory {path} {'is a file, not a folder' if path.exists() else 'does not exist'}")
@@ -563,8 +573,7 @@ def check_run_dir(path: str | Path) -> Path:
                           f"`attnclf train --resume --output {shlex.quote(str(path))}` continues it")
     if missing:
         raise RunDirError(f"run directory {path} is incomplete: missing {', '.join(missing)}")
-    read_config(path)
-    return path
+    return read_config(path)
 
 
 def what_else_the_folder_is(path: Path) -> str | None:

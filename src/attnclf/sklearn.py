@@ -427,9 +427,9 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
 
         >>> # AttentionTextClassifier.load("runs/estimator").predict(["not good at all"])
         """
-        from .rundir import ESTIMATOR, check_run_dir, read_config, read_history
+        from .rundir import ESTIMATOR, read_history, read_run_config
 
-        config, config_path = read_config(check_run_dir(path)), Path(path) / "config.json"
+        config, config_path = read_run_config(path), Path(path) / "config.json"
         if config.get("trained_by") != ESTIMATOR:
             raise RunDirError(f"{path} was trained by `attnclf train`, not saved by AttentionTextClassifier.save: load "
                               f"it with attnclf.Classifier.load")

@@ -184,7 +184,7 @@ def check_data(run_dir: str | Path, file: str | Path | None = None, *, text_colu
     >>> # check_data("runs/demo", limit=500).texts[:2]
     """
     from ..data.files import load_file, run_columns
-    from ..rundir import check_run_dir, read_config, read_json
+    from ..rundir import read_json, read_run_config
     from ..training.run_data import run_test_data
 
     count = whole_number(limit)
@@ -199,7 +199,7 @@ def check_data(run_dir: str | Path, file: str | Path | None = None, *, text_colu
     if file is not None and data_dir:  # (else it would be ignored silently: the run's own data is not read)
         raise AttnclfError(f"{named('data_dir')} says where the run's own dataset is, which {named('file')} replaces; "
                            f"give one")
-    config = read_config(check_run_dir(run_dir))
+    config = read_run_config(run_dir)
     label_names = read_json(Path(run_dir) / "labels.json")
     if file is not None:
         saved = config["settings"]["data"]
