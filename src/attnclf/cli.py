@@ -1984,8 +1984,8 @@ _RERUN_CONTINUES = {"compare": "keeps the finished cells and continues the other
 
 
 def _resume_hint(args: argparse.Namespace | None) -> str:
-    """How to continue an interrupted single `train` run, if it got as far as a checkpoint of its own (a fresh
-    run removes the folder's earlier checkpoint once its data has loaded), or what the command says itself."""
+    """What the line saying a command was stopped adds: how to continue it, where it can be (``args.resume_hint``,
+    where the command set one itself, else its command's hint); "" for a command that keeps nothing."""
     if hasattr(args, "resume_hint"):
         return args.resume_hint
     if args is None:  # (stopped while its arguments were parsed)
@@ -1999,6 +1999,13 @@ def _resume_hint(args: argparse.Namespace | None) -> str:
                f"{_RERUN_CONTINUES[args.command]}"
     if args.command != "train" or not args.output:
         return ""
+    return _train_hint(args)
+
+
+def _train_hint(args: argparse.Namespace) -> str:
+    """How to continue an interrupted `train --seeds` (its finished members kept), or a single run, which continues
+    only if it got as far as a checkpoint of its own (a fresh run removes the folder's earlier checkpoint once its
+    data has loaded); and where the models it was replacing are kept."""
     if args.seeds:
         from .ensemble import members_progress
 
