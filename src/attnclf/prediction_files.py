@@ -152,6 +152,7 @@ def write_predictions(model, rows: Iterable[tuple[str, str, dict]], output: Path
     multi_label = getattr(model, "multi_label", False)
     threshold = class_threshold(threshold, model.label_names, multi_label, named)  # (before any row is read)
     added = prediction_columns(model.label_names, multi_label)
+    listed = prediction_columns(["LABEL"], multi_label)  # (as a clash's message names them)
     writer = _WRITERS[output.suffix.lower()]
     prepare_output_dir(output.parent)
     written = 0
@@ -161,8 +162,7 @@ def write_predictions(model, rows: Iterable[tuple[str, str, dict]], output: Path
         rows_left = iter(rows)
         while chunk := list(islice(rows_left, PREDICT_CHUNK)):
             for where, _, columns in chunk:
-                refuse_clashing_column(source, where, columns, added, "predict --output",
-                                       prediction_columns(["LABEL"], multi_label))
+                refuse_clashing_column(source, where, columns, added, "predict --output", listed)
             predictions = model.predict([text for _, text, _ in chunk], tokens=False, threshold=threshold)
             records = []
             for (where, text, columns), prediction in zip(chunk, predictions):
@@ -203,9 +203,10 @@ def with_file_columns(data: TextDataset, rows: list[dict], columns_of: ColumnsOf
     # (CSV / TSV / Parquet: the header's columns, whichever rows are asked for; JSON lines: those their lines hold)
     names = dict.fromkeys(_other_columns(read_from, data_columns(read_from.path)))
     others: dict[int, dict] = {}
+    listed = list(columns_of(["LABEL"]))  # (as a clash's message names them)
     for i, (where, _, values) in enumerate(iter_rows(read_from.path, read_from.text_column)):
         other = _other_columns(read_from, values)
-        _refuse_clashing_file_column(read_from, where, other, columns_of, data.label_names, writer)
+        refuse_clashing_column(read_from.path, where, other, columns, writer, listed)
         if i in wanted:
             others[i] = other
             names.update(dict.fromkeys(other))
@@ -223,19 +224,14 @@ def refuse_clashing_header(read_from: ReadFrom, columns_of: ColumnsOf, label_nam
     >>> # refuse_clashing_header(data.read_from, suspect_columns, data.label_names, "suspects --output")
     """
     header = _other_columns(read_from, data_columns(read_from.path))
-    _refuse_clashing_file_column(read_from, "line 1", header, columns_of, label_names, writer)
+    refuse_clashing_column(read_from.path, "line 1", header, columns_of(label_names), writer,
+                           list(columns_of(["LABEL"])))
 
 
 def _other_columns(read_from: ReadFrom, values: dict | list[str]) -> dict:
     """``values`` (a row's, or a header's names) less the text's and label's columns."""
     used = {*text_column_names(read_from.text_column), read_from.label_column}
     return {name: values[name] if isinstance(values, dict) else None for name in values if name not in used}
-
-
-def _refuse_clashing_file_column(read_from: ReadFrom, where: str, other: dict, columns_of: ColumnsOf,
-                                 label_names: Sequence[str], writer: str) -> None:
-    """A one-line error for a column of the file that ``writer`` writes itself, as predict --output's."""
-    refuse_clashing_column(read_from.path, where, other, columns_of(label_names), writer, list(columns_of(["LABEL"])))
 
 
 def refuse_clashing_column(source: str | Path | None, where: str, columns: Iterable[str], written: Iterable[str],
