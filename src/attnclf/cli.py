@@ -27,15 +27,16 @@ from .rundir import (check_output_folder, kept_earlier_models, member_folders, r
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {}
 
 
-def command(name: str, threads: bool = False):
-    """Register ``handler`` as the command ``name``; with ``threads`` it runs under its ``--threads``.
+def command(name: str, threads: bool | Callable[[argparse.Namespace], bool] = False):
+    """Register ``handler`` as the command ``name``; with ``threads`` it runs under its ``--threads`` as PyTorch's
+    (``threads`` a function of its arguments: where that says they are PyTorch's).
 
     >>> # @command("calibrate", threads=True)
     >>> # def cmd_calibrate(args: argparse.Namespace) -> int: ...
     """
     def register(handler: Callable[[argparse.Namespace], int]):
         def under_threads(args: argparse.Namespace) -> int:
-            if args.threads is None:
+            if args.threads is None or (callable(threads) and not threads(args)):
                 return handler(args)
             from .training.device import torch_threads
 
@@ -742,17 +743,9 @@ def _warn_if_unfinished(run_dir: str | Path) -> None:
         print(warning, file=sys.stderr)
 
 
-@command("predict")
+# (onnxruntime takes --threads itself, without PyTorch)
+@command("predict", threads=lambda args: args.backend != "onnx")
 def cmd_predict(args: argparse.Namespace) -> int:
-    if args.backend == "onnx" or args.threads is None:  # onnxruntime takes --threads itself, without PyTorch
-        return _predict(args)
-    from .training.device import torch_threads
-
-    with torch_threads(args.threads):
-        return _predict(args)
-
-
-def _predict(args: argparse.Namespace) -> int:
     from .ensemble import first_member, is_ensemble_dir, load_backend
     from .prediction import class_threshold
     from .prediction_files import check_output
