@@ -571,8 +571,8 @@ def _typed(args: argparse.Namespace) -> set[str]:
     return set(vars(train.parse_known_args(args.argv)[0]))
 
 
-def _refuse_other_settings(typed, trained, moved: set[str] = frozenset(), earlier: Callable[[], Sequence] = tuple,
-                           finished: bool = False) -> str | None:
+def _refuse_other_settings(typed, trained, moved: set[str], earlier: Callable[[], Sequence],
+                           finished: bool) -> str | None:
     """A resumed run continues with its own settings, so flags that would train another model are an error, not a
     silent no-op: the run's own command with --resume added passes, other flags (or too few) do not; ``moved`` names
     the data files whose new place it may give. A run with the settings the command built under an earlier edition
@@ -979,7 +979,7 @@ def _refuse_columns_without_test_file(args: argparse.Namespace) -> None:
                            f"--dataset's) is read as it trained: give --test-file, or drop {given[0]}")
 
 
-def _test_data(args: argparse.Namespace, clf, split: str = "test"):
+def _test_data(args: argparse.Namespace, clf, split: str):
     """The data --test-file, --dataset (or neither: the run's own) name, or the texts the runs held out (``split``
     "validation"), to score ``clf`` on; notes on stderr."""
     from .training.run_data import scoring_data

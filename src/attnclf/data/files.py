@@ -731,14 +731,14 @@ def _spelt_otherwise(name: str, label_names: list[str]) -> str:
     return "" if same is None else f" (the training labels write this number {same!r}: write it as they do)"
 
 
-def _joined_otherwise(name: str, label_names: list[str], label_delimiter: str, run_made: bool = True) -> str:
+def _joined_otherwise(name: str, label_names: list[str], label_delimiter: str, run_made: bool) -> str:
     """A hint naming the --label-delimiter a multi-label file joined its labels by, when ``name`` split on it is
     labels the run knows: one flag reads such a file, where removing its rows would lose them all; else "".
     Training's own held-out file (not ``run_made``) is told to join them as the training file does: the flag would
     read the training file otherwise too.
 
-    >>> _joined_otherwise("rec;autos", ["autos", "rec"], "|"), _joined_otherwise("rec;food", ["autos", "rec"], "|")
-    ("; the row's labels look joined by ';' (split on it, they are the run's): give --label-delimiter ';'", '')
+    >>> [_joined_otherwise(name, ["autos", "rec"], "|", run_made=True) for name in ("rec;autos", "rec;food")]
+    ["; the row's labels look joined by ';' (split on it, they are the run's): give --label-delimiter ';'", '']
     """
     for char in SUSPECT_LABEL_SEPARATORS.replace(label_delimiter, ""):
         pieces = [piece.strip() for piece in name.split(char)]
@@ -750,14 +750,14 @@ def _joined_otherwise(name: str, label_names: list[str], label_delimiter: str, r
 
 
 def _unknown_labels_told(path: Path, text_column: TextColumns, label_column: str, allowed: set[str],
-                         multi_label: bool, label_delimiter: str, run_made: bool = True) -> str:
+                         multi_label: bool, label_delimiter: str, run_made: bool) -> str:
     """What a test file holding a label outside ``allowed`` (the run's) is told after the first such label: how many
     of its rows hold such labels, which, and what to do with them; only their removal and the advice when a later row
     cannot be read (that row's error comes once these rows are gone). Reads the file again: the error path only.
     ``run_made``: a trained run reads the file (evaluate), whose predict can label those rows; else training reads it
     beside its training file (--validation-file, --test-file), before there is a run, and the training file can.
 
-    >>> # _unknown_labels_told(Path("held_out.csv"), "text", "label", {"neg", "pos"}, False, "|")
+    >>> # _unknown_labels_told(Path("held_out.csv"), "text", "label", {"neg", "pos"}, False, "|", True)
     >>> # "; 3 of the file's 5 rows hold labels the run was not trained on ('neutral', 'mixed'): remove those ..."
     >>> # "; 2 of the file's 5 rows hold it: remove those rows, ..." (when the label named is the only one)
     """
