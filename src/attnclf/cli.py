@@ -396,29 +396,6 @@ def _hide_flags(p: argparse.ArgumentParser, names: set[str]) -> None:
             action.help = argparse.SUPPRESS
 
 
-def _add_train_args(p: argparse.ArgumentParser) -> None:
-    _add_model_args(p, default_model="self-attn")
-    p.add_argument("--output", "-o", help="run directory (default: runs/<model>-<dataset>)")
-    p.add_argument("--overwrite", action="store_true",
-                   help="replace the trained model (or --seeds members) already in --output: once this run's data "
-                        "has loaded the earlier model moves to OUTPUT/earlier-model, deleted when this run finishes "
-                        "(an interrupted replacement resumes, and keeps it; with --seeds every member's moves before "
-                        "the first member trains, and back if that one stops before it starts); without --overwrite "
-                        "such a folder is refused, so a repeated command cannot delete a finished run")
-    p.add_argument("--resume", action="store_true",
-                   help="continue the interrupted run in --output with its own settings, from its last checkpoint "
-                        "(an epoch's end or, within one, a --checkpoint-minutes mark): give the command that started "
-                        "it, or only --output; --epochs, --device, --threads and --checkpoint-minutes may change, "
-                        "--data-dir and --train-file/--validation-file/--test-file say where its data lies now "
-                        "(checked against the texts it recorded), flags that describe another run are refused (with "
-                        "--seeds: finished members are kept, unfinished ones continue, new seeds train as the others "
-                        "did)")
-    p.add_argument("--checkpoint-minutes", type=float,
-                   help="within an epoch, save a checkpoint to resume from every this many minutes of training "
-                        "(0: only as epochs end; default: 10); it may change with --resume")
-    _add_threads_and_quiet(p)
-
-
 def _add_threads_and_quiet(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threads", type=int, help="PyTorch's and numpy's BLAS threads (default: one per core; 1 is "
                    "often faster for small models or on a busy machine); the same seed, data and --threads give "
@@ -1315,15 +1292,49 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Start with `attnclf demo`; every command has --help.")
     parser.add_argument("--version", action="version", version=f"attnclf {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    # (in the order `attnclf --help` lists them)
+    for add_command_parser in (_add_train_parser, _add_refit_parser, _add_evaluate_parser, _add_suspects_parser,
+                               _add_calibrate_parser, _add_predict_parser, _add_datasets_parser, _add_models_parser,
+                               _add_demo_parser, _add_explain_parser, _add_faithfulness_parser, _add_report_parser,
+                               _add_compare_parser, _add_ablate_parser, _add_serve_parser, _add_vectors_parser,
+                               _add_pretrain_parser, _add_export_parser):
+        add_command_parser(sub)
 
+    for name, command_parser in sub.choices.items():
+        command_parser.epilog = "examples:\n" + "".join(f"  {example}\n" for example in EXAMPLES[name])
+    return parser
+
+
+def _add_train_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("train", help="train a model and test it", description="Train, validate and test one model.")
-    _add_train_args(p)
+    _add_model_args(p, default_model="self-attn")
+    p.add_argument("--output", "-o", help="run directory (default: runs/<model>-<dataset>)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace the trained model (or --seeds members) already in --output: once this run's data "
+                        "has loaded the earlier model moves to OUTPUT/earlier-model, deleted when this run finishes "
+                        "(an interrupted replacement resumes, and keeps it; with --seeds every member's moves before "
+                        "the first member trains, and back if that one stops before it starts); without --overwrite "
+                        "such a folder is refused, so a repeated command cannot delete a finished run")
+    p.add_argument("--resume", action="store_true",
+                   help="continue the interrupted run in --output with its own settings, from its last checkpoint "
+                        "(an epoch's end or, within one, a --checkpoint-minutes mark): give the command that started "
+                        "it, or only --output; --epochs, --device, --threads and --checkpoint-minutes may change, "
+                        "--data-dir and --train-file/--validation-file/--test-file say where its data lies now "
+                        "(checked against the texts it recorded), flags that describe another run are refused (with "
+                        "--seeds: finished members are kept, unfinished ones continue, new seeds train as the others "
+                        "did)")
+    p.add_argument("--checkpoint-minutes", type=float,
+                   help="within an epoch, save a checkpoint to resume from every this many minutes of training "
+                        "(0: only as epochs end; default: 10); it may change with --resume")
+    _add_threads_and_quiet(p)
     p.add_argument("--no-report", action="store_true", help="skip report.html and plots/ at the end")
     p.add_argument("--seeds", type=int, nargs="+", metavar="SEED",
                    help="two or more seeds (not a count: --seeds 0 1 2 trains three): train one run per seed into "
                         "OUTPUT/seed-SEED and test their averaged probabilities (an ensemble; OUTPUT/ensemble.json); "
                         "with --resume, finished members are kept. One model: --seed")
 
+
+def _add_refit_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("refit", help="retrain a validated run on its validation texts too, for its best epochs",
                        description="Retrain finished runs with their own settings and seed on their training texts and "
                                    "the ones they validated on, for as many epochs as each took to reach its best "
@@ -1346,6 +1357,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--resume", action="store_true",
                    help="keep the refits already finished and continue interrupted ones from their checkpoints")
 
+
+def _add_evaluate_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("evaluate", help="score a trained model on a labelled test set (default: the run's own)",
                        description="Score trained runs on labelled texts: the run's own test split, unless "
                                    "--test-file or --dataset names others, or --split validation asks for the texts "
@@ -1381,6 +1394,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bf16", action="store_true", help=INFERENCE_BF16_HELP)
     p.add_argument("--threads", type=int, help=INFERENCE_THREADS_HELP)
 
+
+def _add_suspects_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("suspects", help="rank training rows by how likely their label is wrong (out of fold)",
                        description="Split the training rows into K stratified folds, train the model on all folds but "
                                    "one and score the fold it left out; rank every row by the probability its "
@@ -1412,6 +1427,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "--resume added: the same rows, folds, seed and settings)")
     _add_threads_and_quiet(p)
 
+
+def _add_calibrate_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("calibrate", help="fit a run's temperature on its validation texts, so its probabilities "
                                          "mean what they say",
                        description="Fit one temperature T on the validation texts RUN_DIR held out: the T whose "
@@ -1428,6 +1445,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_device_arg(p)
     p.add_argument("--threads", type=int, help=INFERENCE_THREADS_HELP)
 
+
+def _add_predict_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("predict", help="label texts (arguments, --file, or stdin); JSON lines out",
                        description="Label texts with a trained run: texts typed after RUN_DIR, a --file, or stdin. "
                                    "Each answer is a JSON line on stdout (the text, its label, the confidence, each "
@@ -1455,6 +1474,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_device_arg(p)
     _add_backend_args(p)
 
+
+def _add_datasets_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("datasets", help="list datasets and whether they are available locally",
                        description="List the datasets --dataset takes, each with where it is: generated on the fly, "
                                    "found on this machine (and the folder), or not found locally (`attnclf train "
@@ -1462,6 +1483,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data-dir", help="folder holding dataset files, searched first (then $ATTNCLF_DATA_DIR, then "
                                       "~/.cache/attnclf)")
 
+
+def _add_models_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("models", help="list models with parameter counts",
                        description="List the models --model takes, each with its layers in one line and its number "
                                    "of trainable weights (parameters) for a given vocabulary and number of classes.")
@@ -1469,6 +1492,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--num-classes", type=int, default=2, help="classes the counts are for (default: 2)")
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="config field, e.g. --set d_model=256")
 
+
+def _add_demo_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("demo", help="train self-attn on generated reviews and show what it attends to",
                        description="Train a small self-attn model on generated short reviews whose label turns on "
                                    "negation and contrast ('not bad', 'boring but brilliant'), test it, and show for "
@@ -1481,6 +1506,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="PyTorch threads (default 1: the demo model is too small to gain from more)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
 
+
+def _add_explain_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("explain", help="per-token explanations of predictions (terminal, JSON, HTML or PNG)",
                        description="Predict each text's label and score how much each of its tokens mattered to "
                                    "that answer, by one or more --method (occlusion by default: how much the "
@@ -1518,6 +1545,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_device_arg(p)
     p.add_argument("--threads", type=int, help=INFERENCE_THREADS_HELP)
 
+
+def _add_faithfulness_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("faithfulness", help="measure how faithful each explanation method is",
                        description="Deletion test against random deletion, rank agreement between methods, and "
                                    "the uniform-attention check, on a sample of test texts. Each run's result is "
@@ -1536,6 +1565,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_device_arg(p)
     p.add_argument("--threads", type=int, help=INFERENCE_THREADS_HELP)
 
+
+def _add_report_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("report", help="write report.html (plots embedded) and plots/*.png for a run",
                        description="Write RUN_DIR/report.html (or --output), one page to read offline: the run's "
                                    "settings, its training curves, its test scores and confusion matrix, explained "
@@ -1554,6 +1585,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=int, help=INFERENCE_THREADS_HELP)
     _add_device_arg(p)
 
+
+def _add_compare_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("compare", help="train several models under one budget over seeds; table + plot",
                        description="Train each model with each seed on one dataset under the same budget, plus "
                                    "TF-IDF (1-2 grams) + logistic regression; write a Markdown and CSV table and "
@@ -1567,6 +1600,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "baselines among them (default: boe,lstm-mean,bilstm-attn,transformer-mean,self-attn)")
     p.add_argument("--no-reference", action="store_true", help="skip the TF-IDF + logistic regression reference")
 
+
+def _add_ablate_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("ablate", help="sweep model config axes one at a time over seeds; a table + plot per axis",
                        description="--dataset toy-order reruns the course's order experiment (mean vs positions "
                                    "vs self-attention, no positions, 2 heads) on its three 3-token sets, by "
@@ -1582,6 +1617,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sweep", action="append", metavar="FIELD=V1,V2",
                    help="sweep any config field, e.g. --sweep heads=1,2,4 (repeatable; replaces the default axes)")
 
+
+def _add_serve_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("serve", help="serve a trained model over HTTP: /predict, /explain, /health, /model",
                        description="FastAPI + uvicorn; API docs at /docs. Binds 127.0.0.1 (this machine only) "
                                    "unless --host says otherwise. Requests over a limit get a 413 naming it; "
@@ -1633,6 +1670,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_device_arg(p)
     _add_backend_args(p)
 
+
+def _add_vectors_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("vectors", help="word vectors from unlabelled text (PPMI + SVD), for `train --embeddings`",
                        description="Count which words occur near which in unlabelled text and factorise the "
                                    "counts (positive PMI, truncated SVD) into one vector per word, split as the "
@@ -1651,6 +1690,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=int, help="threads of the SVD's BLAS (default: one per core); the same "
                    "--threads, texts and options give the same vectors")
 
+
+def _add_pretrain_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("pretrain", help="masked-token pretraining of a self-attn encoder, for `train --init-from`",
                        description="Teach the self-attn encoder to restore hidden words of unlabelled text (15% "
                                    "of tokens, as BERT), texts cut into pieces of --max-len tokens. The model is "
@@ -1683,6 +1724,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=int, help="PyTorch threads (default: one per core)")
     p.add_argument("--quiet", action="store_true", help="no progress bars, nor a line per epoch")
 
+
+def _add_export_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("export", help="export a trained model for inference without PyTorch (ONNX)",
                        description="Write RUN_DIR's model as ONNX with its tokenizer and labels (a multi-label "
                                    "run's: with its thresholds), and check that it predicts what PyTorch predicts "
@@ -1700,10 +1743,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--check-examples", type=int, default=1000, help="texts checked at most (default: 1000)")
     p.add_argument("--data-dir", help=RUN_DATA_DIR_HELP)
     p.add_argument("--threads", type=int, help=INFERENCE_THREADS_HELP)
-
-    for name, command_parser in sub.choices.items():
-        command_parser.epilog = "examples:\n" + "".join(f"  {example}\n" for example in EXAMPLES[name])
-    return parser
 
 
 # What `attnclf COMMAND --help` ends with: what a newcomer would type (runs/demo is `attnclf demo`'s run, and the
