@@ -257,8 +257,16 @@ def _windows(args: argparse.Namespace):
 def _add_budget_args(p: argparse.ArgumentParser) -> None:
     """Data, training and tokenizer flags: what `train` and the experiments share."""
     _add_data_args(p)
-    # (The general defaults, here as TrainConfig and TokenizerConfig hold them: those modules import torch and
-    # tokenizers, which every command's parser would then wait for. tests/test_cli.py holds them equal.)
+    # (Their help writes out the general defaults as TrainConfig and TokenizerConfig hold them: those modules import
+    # torch and tokenizers, which every command's parser would then wait for. tests/test_cli.py holds them equal.)
+    _add_training_args(p)
+    _add_tokenizer_args(p)
+    _add_sample_args(p)
+    _add_device_arg(p)
+
+
+def _add_training_args(p: argparse.ArgumentParser) -> None:
+    """The flags of how a model trains: its optimiser, schedule, loss, sampler and when it stops."""
     p.add_argument("--epochs", type=int,
                    help="passes over the training texts (default: the dataset's recipe's, else 10)")
     p.add_argument("--batch-size", type=int, help="training texts per step (default: the dataset's recipe's, else 32)")
@@ -296,6 +304,10 @@ def _add_budget_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bf16", action="store_true", help="train under bfloat16 autocast (16-bit floats where "
                                                        "safe): faster on CUDA GPUs and CPUs with AVX-512 BF16 or "
                                                        "AMX, a little less precise")
+
+
+def _add_tokenizer_args(p: argparse.ArgumentParser) -> None:
+    """The flags of how texts become tokens: the tokenizer, its vocabulary and length, and the cleaning before it."""
     p.add_argument("--tokenizer", choices=["word", "bpe"],
                    help="word: whole words; bpe: words in pieces, which explanations show as 'good ##ness'")
     p.add_argument("--vocab-size", type=int, help="words (bpe: pieces) kept at most (default: the dataset's recipe's, "
@@ -332,6 +344,11 @@ def _add_budget_args(p: argparse.ArgumentParser) -> None:
                    help="remove scikit-learn's English stop words but not, no, nor, never and but before tokenising")
     p.add_argument("--lemmatize", action="store_true",
                    help="reduce English words to their lemma (simplemma) before tokenising")
+
+
+def _add_sample_args(p: argparse.ArgumentParser) -> None:
+    """The flags of which texts are read and held out: the validation split, samples of the splits, and the token
+    cache they are read from."""
     p.add_argument("--val-fraction", type=float, help="validation share carved from train (default: 0.1)")
     p.add_argument("--split-seed", type=int,
                    help="seed of the validation split carved from train, and of a --max-train-examples sample "
@@ -348,7 +365,6 @@ def _add_budget_args(p: argparse.ArgumentParser) -> None:
                    help="tokenise once into a memory-mapped cache and train from it (files are streamed)")
     p.add_argument("--token-cache-dir", help="where token caches live (default: $ATTNCLF_CACHE_DIR, "
                    "then ~/.cache/attnclf/tokens)")
-    _add_device_arg(p)
 
 
 def _add_text_source_args(p: argparse.ArgumentParser) -> None:
