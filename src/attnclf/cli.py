@@ -1938,22 +1938,28 @@ def _main(argv: list[str] | None) -> int:
         return _run(argv)
 
 
+def _check_shared_flags(args: argparse.Namespace) -> None:
+    """The checks of flags many commands take, before the command runs: --threads, a path option given empty,
+    --data-dir, and toy-order named outside ablate."""
+    # Every command's --threads, by its flag, before anything loads (the library's checks name its field)
+    check_threads(getattr(args, "threads", None), named=_flag)
+    # An empty path (an unset $VAR) would be read as unset, a default, or as the working folder
+    empty = next((name for name in _PATH_OPTIONS if getattr(args, name, None) == ""), None)
+    if empty == "output":
+        raise AttnclfError("--output is empty: name the folder (or file) to write to")
+    if empty:
+        raise AttnclfError(f"{_flag(empty)} is empty: name the file or folder")
+    data_dir = getattr(args, "data_dir", None)
+    if data_dir and not Path(data_dir).expanduser().is_dir():  # else the default places would be searched
+        raise AttnclfError(f"--data-dir {data_dir}: no such folder")
+    _refuse_toy_order_outside_ablate(args)
+
+
 def _run(argv: list[str] | None) -> int:
     args = None  # (until parsed: a Ctrl-C while the parser is built stops a command that has not started)
     try:
         args = _parse(argv)
-        # Every command's --threads, by its flag, before anything loads (the library's checks name its field)
-        check_threads(getattr(args, "threads", None), named=_flag)
-        # An empty path (an unset $VAR) would be read as unset, a default, or as the working folder
-        empty = next((name for name in _PATH_OPTIONS if getattr(args, name, None) == ""), None)
-        if empty == "output":
-            raise AttnclfError("--output is empty: name the folder (or file) to write to")
-        if empty:
-            raise AttnclfError(f"{_flag(empty)} is empty: name the file or folder")
-        data_dir = getattr(args, "data_dir", None)
-        if data_dir and not Path(data_dir).expanduser().is_dir():  # else the default places would be searched
-            raise AttnclfError(f"--data-dir {data_dir}: no such folder")
-        _refuse_toy_order_outside_ablate(args)
+        _check_shared_flags(args)
         return COMMANDS[args.command](args)
     except AttnclfError as exc:
         replacing = getattr(args, "overwrite", False)  # (a failed replacement: where is the model it replaced?)
