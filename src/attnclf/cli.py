@@ -1962,9 +1962,7 @@ def _run(argv: list[str] | None) -> int:
         _check_shared_flags(args)
         return COMMANDS[args.command](args)
     except AttnclfError as exc:
-        replacing = getattr(args, "overwrite", False)  # (a failed replacement: where is the model it replaced?)
-        print(f"attnclf: error: {exc}{_kept_model(args) if replacing else ''}", file=sys.stderr)
-        return 2
+        return _failed(str(exc), args)
     except KeyboardInterrupt as stop:
         return _stopped(stop, args)
     except BrokenPipeError:  # `attnclf predict ... | head`: the reader hung up; no traceback, and the status a
@@ -1974,10 +1972,7 @@ def _run(argv: list[str] | None) -> int:
         return 141
     except OSError as exc:  # a disk that fills, a folder made read-only mid-run: the file and the reason, one line
         where = exc.filename2 or exc.filename
-        replacing = getattr(args, "overwrite", False)  # (a disk that filled during a replacement)
-        print(f"attnclf: error: {where + ': ' if where else ''}{exc.strerror or exc}"
-              f"{_kept_model(args) if replacing else ''}", file=sys.stderr)
-        return 2
+        return _failed(f"{where + ': ' if where else ''}{exc.strerror or exc}", args)
     except Exception as exc:
         if is_out_of_memory(exc):
             asked = re.search(r"allocate (\d+) bytes", str(exc))
@@ -1990,6 +1985,14 @@ def _run(argv: list[str] | None) -> int:
         if not _signalled:
             raise
         return _stopped(_signalled[-1], args)
+
+
+def _failed(problem: str, args: argparse.Namespace | None) -> int:
+    """Say in one line on stderr why the command failed, and where a failed replacement (--overwrite) keeps the
+    model it was replacing; the status 2."""
+    replacing = getattr(args, "overwrite", False)
+    print(f"attnclf: error: {problem}{_kept_model(args) if replacing else ''}", file=sys.stderr)
+    return 2
 
 
 def _what_to_lower(command: str) -> str:
