@@ -13,8 +13,6 @@ from __future__ import annotations
 import csv
 import json
 import math
-import shlex
-import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from itertools import islice
@@ -22,8 +20,8 @@ from pathlib import Path
 
 from .checks import by_field
 from .data.base import ReadFrom, TextDataset
-from .data.files import (TextColumns, data_columns, has_rows, iter_rows, read_texts, refuse_compressed_output,
-                         run_columns, text_column_names)
+from .data.files import (TextColumns, data_columns, has_rows, install_pyarrow, iter_rows, read_texts,
+                         refuse_compressed_output, run_columns, text_column_names)
 from .data.multilabel import DEFAULT_LABEL_DELIMITER, LABEL_SET_COLUMNS
 from .errors import AttnclfError, DataError, shown
 from .prediction import LabelSetPrediction, Prediction, class_threshold, trained_text_column
@@ -82,9 +80,7 @@ def check_output(output: str | Path, reads: str | Path | None = None, overwrite:
         try:
             import pyarrow.parquet  # noqa: F401
         except ImportError:
-            # (the interpreter's own pip, as the Parquet reader says: a bare `pip` may be another environment's)
-            raise AttnclfError(f"{output}: writing Parquet needs pyarrow: {shlex.quote(sys.executable)} -m pip install "
-                               f"'pyarrow>=12'") from None
+            raise AttnclfError(f"{output}: writing Parquet needs pyarrow: {install_pyarrow()}") from None
     if reads is not None and output.resolve() == Path(reads).resolve():  # (before overwrite: it would lose the input)
         raise AttnclfError(f"{named('output')} {output} is the {named('file')} it reads; give another file")
     if output.exists() and not overwrite:

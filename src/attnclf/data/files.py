@@ -452,13 +452,21 @@ def _jsonl_rows(path: Path, text_columns: tuple[str, ...], label_column: str | N
                record if whole else None)
 
 
+def install_pyarrow() -> str:
+    """The command that installs pyarrow, which Parquet files need, into this Python: its own pip (a bare `pip` may
+    be another environment's, and an index's attnclf not this one).
+
+    >>> install_pyarrow().endswith(" -m pip install 'pyarrow>=12'")
+    True
+    """
+    return f"{shlex.quote(sys.executable)} -m pip install 'pyarrow>=12'"
+
+
 def _parquet_rows(path: Path, text_columns: tuple[str, ...], label_column: str | None, whole: bool) -> Iterator[Row]:
     try:
         import pyarrow.parquet as pq
     except ImportError:
-        # (The interpreter's own pip: a bare `pip` may be another environment's, and an index's attnclf not this one.)
-        raise DataError(f"{path}: reading Parquet needs pyarrow: {shlex.quote(sys.executable)} -m pip install "
-                        f"'pyarrow>=12'") from None
+        raise DataError(f"{path}: reading Parquet needs pyarrow: {install_pyarrow()}") from None
     try:
         parquet = pq.ParquetFile(path)
     except Exception as exc:  # pyarrow raises its own ArrowInvalid for a non-Parquet file
