@@ -304,8 +304,11 @@ def test_ablate_toy_order_reports_loss_per_set_and_variant(tmp_path, capsys):
     out = tmp_path / "toy"
     assert main(["ablate", "--dataset", "toy-order", "--seeds", "1", "--epochs", "3", "--threads", "1",
                  "--output", str(out)]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    # It ends by naming the files it wrote, after its tables.
+    assert printed[-1] == f"written to {out}: toy-order.md, cells.csv, toy-order.png"
     # A line per finished cell names its set: "[1/5] mean seed 0" came three times over, the sets unnamed.
-    progress = [line for line in capsys.readouterr().out.splitlines() if line.startswith("[")]
+    progress = [line for line in printed if line.startswith("[")]
     assert [line.split(":")[0] for line in progress[::5]] == ["[toy-reversal 1/5] mean seed 0",
                                                               "[toy-relative 1/5] mean seed 0",
                                                               "[toy-both 1/5] mean seed 0"]

@@ -1062,6 +1062,12 @@ def _progress_log(args: argparse.Namespace):
     return (lambda line: None) if args.quiet else (lambda line: print(line, flush=True))
 
 
+def _print_experiment(result, output: str) -> None:
+    """compare's and ablate's closing lines: their tables, and the files written into ``output``."""
+    print(result.markdown)
+    print(f"written to {output}: {', '.join(f.name for f in result.files)}")
+
+
 def _comma_list(text: str) -> list[str]:
     return [item.strip() for item in text.split(",") if item.strip()]
 
@@ -1074,8 +1080,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     output = args.output or f"experiments/compare-{setup.data.describe()}"
     result = compare(setup, output, models=tuple(_comma_list(args.models)), reference=not args.no_reference,
                      quick=args.quick, log=_progress_log(args))
-    print(result.markdown)
-    print(f"written to {output}: {', '.join(f.name for f in result.files)}")
+    _print_experiment(result, output)
     return 0
 
 
@@ -1126,8 +1131,7 @@ def cmd_ablate(args: argparse.Namespace) -> int:
                 raise AttnclfError(f"--sweep expects FIELD=VALUE1,VALUE2,..., got {sweep!r}")
             axes[key.replace("-", "_")] = [set_value(v) for v in _comma_list(values)]
         result = ablate(setup, output, model=args.model or "self-attn", axes=axes, quick=args.quick, log=log)
-    print(result.markdown)
-    print(f"written to {output}: {', '.join(f.name for f in result.files)}")
+    _print_experiment(result, output)
     return 0
 
 
