@@ -466,7 +466,8 @@ def _train_seeds(args: argparse.Namespace) -> int:
 
     if args.seed is not None:
         raise AttnclfError("give --seed or --seeds, not both")
-    if args.resume and not _typed(args) & {"dataset", "train_file"}:  # (else: "--seeds needs held-out data")
+    typed = _typed(args) if args.resume else set()
+    if args.resume and not typed & {"dataset", "train_file"}:  # (else: "--seeds needs held-out data")
         raise AttnclfError(f"--resume --seeds takes the whole command that trained the members in "
                            f"{args.output or 'the default --output'}, its --dataset or --train-file too, "
                            f"--resume added")
@@ -479,7 +480,7 @@ def _train_seeds(args: argparse.Namespace) -> int:
     if args.resume and members:
         trained = resume_settings(members[0])
         _refuse_other_vectors(args, settings, trained)
-        if "epochs" not in _typed(args):  # (not the recipe's default: members added or continued train as planned)
+        if "epochs" not in typed:  # (not the recipe's default: members added or continued train as planned)
             settings.train = replace(settings.train, epochs=trained.train.epochs)
     earlier = functools.partial(built_under_earlier_file_recipes, args, settings) if args.resume else tuple
     metrics = train_ensemble(settings, args.seeds, resume=args.resume, progress=not args.quiet, named=_flag,
