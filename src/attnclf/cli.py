@@ -1878,23 +1878,23 @@ def main(argv: list[str] | None = None) -> int:
     outer = _signalled[:]
     _signalled.clear()
     try:
-        return _main_with_handlers(argv)
+        return _main_with_signal_handlers(argv)
     finally:
         _signalled[:] = outer
 
 
-def _main_with_handlers(argv: list[str] | None) -> int:
+def _main_with_signal_handlers(argv: list[str] | None) -> int:
     import signal
 
     if threading.current_thread() is not threading.main_thread():  # (signals reach the main thread only)
-        return _main(argv)
+        return _main_with_warnings_as_notes(argv)
     previous = signal.signal(signal.SIGTERM, _terminate)
     # Ctrl-C raises as Python's own handler does, and is remembered; a caller's own handler is left alone.
     previous_int = signal.getsignal(signal.SIGINT)
     if previous_int is signal.default_int_handler:
         signal.signal(signal.SIGINT, _interrupt)
     try:
-        return _main(argv)
+        return _main_with_warnings_as_notes(argv)
     finally:
         signal.signal(signal.SIGTERM, previous)
         if previous_int is signal.default_int_handler:
@@ -1927,7 +1927,7 @@ _PATH_OPTIONS = ("output", "data_dir", "token_cache_dir", "train_file", "validat
                  "embeddings")
 
 
-def _main(argv: list[str] | None) -> int:
+def _main_with_warnings_as_notes(argv: list[str] | None) -> int:
     # The library tells Python callers by warnings.warn (AttnclfWarning); a command prints them as its own notes,
     # one line each, not Python's "file:line: AttnclfWarning:" with the source line under it.
     with warnings.catch_warnings():
