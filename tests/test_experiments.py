@@ -375,6 +375,7 @@ def test_ablate_sweeps_the_default_axes_the_model_has(tmp_path, monkeypatch):
     (["ablate", "--dataset", "synthetic", "--sweep", "heads"], "--sweep expects FIELD=VALUE1,VALUE2"),
     (["ablate", "--dataset", "synthetic", "--axes", "width"], "unknown axis 'width'"),
     (["ablate", "--dataset", "synthetic", "--axes", ","], "--axes names no axis"),
+    (["ablate", "--dataset", "synthetic", "--axes", ""], "--axes names no axis"),  # (not the default axes)
     (["ablate", "--dataset", "synthetic", "--sweep", "width=1,2"], "no settable field 'width'"),
     (["ablate", "--dataset", "synthetic", "--set", "d_model=16", "--sweep", "heads=3"], "not divisible"),
     (["ablate", "--dataset", "toy-order", "--sweep", "heads=1,2"], "toy-order runs the course's fixed"),

@@ -1102,7 +1102,7 @@ def _refuse_toy_order_outside_ablate(args: argparse.Namespace) -> None:
 @command("ablate")
 def cmd_ablate(args: argparse.Namespace) -> int:
     from .data.registry import get_source
-    from .experiments import AXES, ablate, toy_order
+    from .experiments import ablate, toy_order
 
     if args.dataset and args.dataset != TOY_ORDER:
         try:
@@ -1119,21 +1119,35 @@ def cmd_ablate(args: argparse.Namespace) -> int:
                                "toy-relative or toy-both instead)")
         result = toy_order(setup, output, log=log)
     else:
-        axes = None if not (args.axes or args.sweep) else {}  # None: the default axes the model has
-        if args.axes is not None and not _comma_list(args.axes):
-            raise AttnclfError(f"--axes names no axis; known: {', '.join(AXES)}")
-        for name in _comma_list(args.axes or ""):
-            if name not in AXES:
-                raise AttnclfError(f"unknown axis {name!r}; known: {', '.join(AXES)} (or --sweep FIELD=V1,V2)")
-            axes[name] = AXES[name]
-        for sweep in args.sweep or []:
-            key, sep, values = sweep.partition("=")
-            if not sep or not key or not _comma_list(values):
-                raise AttnclfError(f"--sweep expects FIELD=VALUE1,VALUE2,..., got {sweep!r}")
-            axes[key.replace("-", "_")] = [set_value(v) for v in _comma_list(values)]
-        result = ablate(setup, output, model=args.model or "self-attn", axes=axes, quick=args.quick, log=log)
+        result = ablate(setup, output, model=args.model or "self-attn", axes=_ablation_axes(args), quick=args.quick,
+                        log=log)
     _print_experiment(result, output)
     return 0
+
+
+def _ablation_axes(args: argparse.Namespace) -> dict[str, list] | None:
+    """The axes --axes names and --sweep spells out, in that order; None for neither: the default axes the model has.
+
+    >>> _ablation_axes(argparse.Namespace(axes="heads", sweep=["embed-dim=8,16"]))
+    {'heads': [1, 2, 4, 8], 'embed_dim': [8, 16]}
+    """
+    from .experiments import AXES
+
+    if args.axes is not None and not _comma_list(args.axes):
+        raise AttnclfError(f"--axes names no axis; known: {', '.join(AXES)}")
+    if not (args.axes or args.sweep):
+        return None
+    axes = {}
+    for name in _comma_list(args.axes or ""):
+        if name not in AXES:
+            raise AttnclfError(f"unknown axis {name!r}; known: {', '.join(AXES)} (or --sweep FIELD=V1,V2)")
+        axes[name] = AXES[name]
+    for sweep in args.sweep or []:
+        key, sep, values = sweep.partition("=")
+        if not sep or not key or not _comma_list(values):
+            raise AttnclfError(f"--sweep expects FIELD=VALUE1,VALUE2,..., got {sweep!r}")
+        axes[key.replace("-", "_")] = [set_value(v) for v in _comma_list(values)]
+    return axes
 
 
 @command("serve")
