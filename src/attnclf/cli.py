@@ -62,51 +62,6 @@ def _parse_overrides(pairs: list[str]) -> dict:
 # ---------------------------------------------------------------- settings
 
 
-def _add_text_column_arg(p: argparse.ArgumentParser, help: str) -> None:
-    """--text-column, repeatable: a title and a body, say, read as one text (data/files.py joins them)."""
-    p.add_argument("--text-column", action="append", metavar="COLUMN",
-                   help=f"{help}; repeat it to join several columns into one text, in order, a newline between "
-                        f"them (--text-column title --text-column body)")
-
-
-# --data-dir of the commands that read a run's named dataset again: the run records the --data-dir it was given,
-# searched first, and where it found the dataset, searched last (registry.candidate_dirs)
-RUN_DATA_DIR_HELP = ("folder holding the run's dataset (default: the --data-dir it trained with, then "
-                     "$ATTNCLF_DATA_DIR, then ~/.cache/attnclf, then where it was found when the run trained)")
-# --data-dir and --download of the commands that read a named dataset afresh (train, the experiments, vectors, pretrain)
-DATA_DIR_HELP = "folder holding dataset files (default: $ATTNCLF_DATA_DIR, then ~/.cache/attnclf)"
-DOWNLOAD_HELP = "download a missing public dataset (checksum-verified)"
-
-
-def _add_data_args(p: argparse.ArgumentParser, *, test_only: bool = False) -> None:
-    p.add_argument("--dataset", help="a dataset name (see `attnclf datasets`)")
-    p.add_argument("--data-dir", help="folder holding dataset files, --dataset's or the run's own (default: for the "
-                                      "run's own, the --data-dir it trained with; then $ATTNCLF_DATA_DIR, then "
-                                      "~/.cache/attnclf, then for the run's own, where it was found when the run "
-                                      "trained)" if test_only else DATA_DIR_HELP)
-    p.add_argument("--download", action="store_true", help=DOWNLOAD_HELP)
-    if not test_only:
-        p.add_argument("--train-file", help="your own CSV / TSV / JSONL / Parquet training file, or one in "
-                                            "fastText's format (a line per text: __label__NAME ... then the text); "
-                                            "all but Parquet may be compressed (.csv.gz, .jsonl.bz2, .train.xz)")
-        p.add_argument("--validation-file", help="a file in the same format to validate on (choosing the epoch to "
-                                                 "keep) instead of a --val-fraction share of the training file")
-    p.add_argument("--test-file", help="a labelled CSV / TSV / JSONL / Parquet or fastText-format file to score "
-                                       "(default: --dataset's test split, else the run's own)" if test_only else
-                                       "a held-out file in the same format, to test on once training ends")
-    if test_only:  # a run's test file is laid out like its training file, unless told otherwise
-        _add_text_column_arg(p, "column holding the text (default: the run's)")
-        p.add_argument("--label-column", help="column holding the label (default: the run's)")
-    else:
-        _add_text_column_arg(p, "column holding the text (default: text)")
-        p.add_argument("--label-column", default="label", help="column holding the label (default: label)")
-    if not test_only:
-        p.add_argument("--multi-label", action="store_true",
-                       help="a set of labels per text: a JSON list, or a CSV/TSV cell split on --label-delimiter")
-    p.add_argument("--label-delimiter", help="separates a multi-label CSV/TSV cell's labels (default: "
-                                             + ("the run's)" if test_only else "|)"))
-
-
 _TRAIN_FLAGS = (("epochs", "epochs"), ("batch_size", "batch_size"), ("lr", "lr"), ("optimizer", "optimizer"),
                 ("schedule", "schedule"), ("warmup_ratio", "warmup_ratio"), ("label_smoothing", "label_smoothing"),
                 ("class_weight", "class_weights"), ("patience", "patience"), ("monitor", "monitor"),
@@ -220,14 +175,6 @@ def _given(args: argparse.Namespace) -> set[str]:
             if getattr(args, name, None) is not None}
 
 
-def _device_flag(name: str) -> str:
-    """--device's value, checked as argparse's choices would be but with cuda:N among them."""
-    try:
-        return check_device_name(name)
-    except AttnclfError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
 def _flag(field: str) -> str:
     """The flag that sets the settings field ``field`` (of the run's, data's, training's or tokenizer's settings), as
     the command line's errors name it.
@@ -254,178 +201,13 @@ def _windows(args: argparse.Namespace):
                         named=lambda field: _flag(flags.get(field, field)))  # (max_len: the window's size)
 
 
-def _add_budget_args(p: argparse.ArgumentParser) -> None:
-    """Data, training and tokenizer flags: what `train` and the experiments share."""
-    _add_data_args(p)
-    # (Their help writes out the general defaults as TrainConfig and TokenizerConfig hold them: those modules import
-    # torch and tokenizers, which every command's parser would then wait for. tests/test_cli.py holds them equal.)
-    _add_training_args(p)
-    _add_tokenizer_args(p)
-    _add_sample_args(p)
-    _add_device_arg(p)
-
-
-def _add_training_args(p: argparse.ArgumentParser) -> None:
-    """The flags of how a model trains: its optimiser, schedule, loss, sampler and when it stops."""
-    p.add_argument("--epochs", type=int,
-                   help="passes over the training texts (default: the dataset's recipe's, else 10)")
-    p.add_argument("--batch-size", type=int, help="training texts per step (default: the dataset's recipe's, else 32)")
-    p.add_argument("--lr", type=float, help="learning rate at its peak, reached after warm-up (default: the "
-                                            "dataset's recipe's, else 0.001)")
-    p.add_argument("--weight-decay", type=float, help="AdamW's weight decay of the weight matrices (--optimizer adam "
-                                                      "has none) (default: the dataset's recipe's, else 0.01)")
-    p.add_argument("--optimizer", choices=["adamw", "adam"], help="adamw: Adam with decoupled weight decay; adam: "
-                                                                   "without weight decay (default: the dataset's "
-                                                                   "recipe's, else adamw)")
-    p.add_argument("--schedule", choices=["linear", "cosine", "constant"],
-                   help="how the learning rate falls after warm-up: in a line or a cosine curve to zero at the last "
-                        "step, or not at all (default: the dataset's recipe's, else linear)")
-    p.add_argument("--warmup-ratio", type=float, help="share of the training steps over which the learning rate "
-                                                      "climbs from near zero to its peak (default: the dataset's "
-                                                      "recipe's, else 0.05)")
-    p.add_argument("--label-smoothing", type=float, help="share of each target spread evenly over all classes, a "
-                                                         "single-label run's (default: the dataset's recipe's, else 0)")
-    p.add_argument("--ema-decay", type=float, help="validate and keep a moving average of the weights with this "
-                                                  "decay per step (e.g. 0.999; default 0: off)")
-    p.add_argument("--class-weight", choices=["none", "balanced"],
-                   help="balanced: weigh each class's texts in the loss by texts / (classes x the class's texts), as "
-                        "scikit-learn does (multi-label: a positive weight per label) (default: the dataset's "
-                        "recipe's, else none)")
-    p.add_argument("--sampler", choices=["shuffle", "balanced"],
-                   help="shuffle: every training text once per epoch, in a random order; balanced: draw every "
-                        "class equally often (minority texts repeat) (default: shuffle)")
-    p.add_argument("--patience", type=int, help="stop training after this many epochs without a better "
-                                                "validation score (0: never stop early; default: the dataset's "
-                                                "recipe's, else 3)")
-    p.add_argument("--monitor", choices=["accuracy", "macro_f1", "micro_f1", "loss", "roc_auc", "average_precision"],
-                   help="validation metric to select on (micro_f1: multi-label runs; roc_auc, average_precision: "
-                        "ranking scores, for imbalanced classes, multi-label runs' macro averages; default: the "
-                        "dataset's recipe's, else macro_f1, multi-label runs' loss)")
-    p.add_argument("--bf16", action="store_true", help="train under bfloat16 autocast (16-bit floats where "
-                                                       "safe): faster on CUDA GPUs and CPUs with AVX-512 BF16 or "
-                                                       "AMX, a little less precise")
-
-
-def _add_tokenizer_args(p: argparse.ArgumentParser) -> None:
-    """The flags of how texts become tokens: the tokenizer, its vocabulary and length, and the cleaning before it."""
-    p.add_argument("--tokenizer", choices=["word", "bpe"],
-                   help="word: whole words; bpe: words in pieces, which explanations show as 'good ##ness'")
-    p.add_argument("--vocab-size", type=int, help="words (bpe: pieces) kept at most (default: the dataset's recipe's, "
-                                                  "else 30000)")
-    p.add_argument("--min-frequency", type=int, help="a word seen fewer times in the training texts is left out and "
-                                                     "reads as <unk> (bpe: a pair seen fewer times is not merged) "
-                                                     "(default: the dataset's recipe's, else 2)")
-    from .recipes import FILE_SELF_ATTN_TOKENIZER
-
-    p.add_argument("--max-len", type=int, help=f"tokens kept per text (default: the dataset's recipe's; on a file "
-                                               f"{FILE_SELF_ATTN_TOKENIZER['max_len']} for a single-label self-attn, "
-                                               f"the file recipe's, else 256)")
-    p.add_argument("--truncation", choices=["head", "tail", "head_tail"],
-                   help="what a longer text keeps: its start, its end, or (the default, head_tail) a quarter of "
-                        "--max-len from its start and the rest from its end")
-    p.add_argument("--no-lowercase", action="store_true", help="keep the texts' case (by default they are "
-                                                               "lower-cased before tokenising)")
-    p.add_argument("--no-unicode-nfc", action="store_true",
-                   help="keep accents as the texts spell them (by default a letter and its combining accent, "
-                        "e + U+0301, are composed into one, \u00e9: Unicode NFC)")
-    p.add_argument("--no-split-cjk", action="store_true",
-                   help="keep Chinese and Japanese text as written (by default each ideograph and kana is read as a "
-                        "word, as those scripts put no spaces between words)")
-    p.add_argument("--social-media", action="store_true",
-                   help="read posts as tweet tokenizers do: URLs as the word httpurl, @mentions as @user, HTML "
-                        "entities (&amp;) as their characters, each emoji as a word, and a letter typed four or more "
-                        "times in a row as three (by default texts are read as written)")
-    p.add_argument("--no-turkish-i", action="store_true",
-                   help="lower-case a capital dotted \u0130 (Turkish) as Python does, to i + a combining dot U+0307 "
-                        "(by default it is i, so \u0130stanbul and istanbul are one word)")
-    p.add_argument("--strip-punctuation", action="store_true",
-                   help="remove punctuation and every other symbol (emoji, # and @ among them) before tokenising")
-    p.add_argument("--remove-stopwords", action="store_true",
-                   help="remove scikit-learn's English stop words but not, no, nor, never and but before tokenising")
-    p.add_argument("--lemmatize", action="store_true",
-                   help="reduce English words to their lemma (simplemma) before tokenising")
-
-
-def _add_sample_args(p: argparse.ArgumentParser) -> None:
-    """The flags of which texts are read and held out: the validation split, samples of the splits, and the token
-    cache they are read from."""
-    p.add_argument("--val-fraction", type=float, help="validation share carved from train (default: 0.1)")
-    p.add_argument("--split-seed", type=int,
-                   help="seed of the validation split carved from train, and of a --max-train-examples sample "
-                        "(default: the run's): runs sharing it hold out the same texts")
-    p.add_argument("--hold-out", choices=("random", "latest"), default="random",
-                   help="which training texts validate: a random stratified share (default), or the latest of "
-                        "each class (multi-label: of all texts), for data whose test texts were written later: by "
-                        "article id for 20newsgroups, by row order for your files (sort them by date)")
-    p.add_argument("--max-train-examples", type=int,
-                   help="train on a stratified sample of this size (default: every training text)")
-    p.add_argument("--max-test-examples", type=int,
-                   help="test on a stratified sample of this size (default: every test text)")
-    p.add_argument("--token-cache", action="store_true",
-                   help="tokenise once into a memory-mapped cache and train from it (files are streamed)")
-    p.add_argument("--token-cache-dir", help="where token caches live (default: $ATTNCLF_CACHE_DIR, "
-                   "then ~/.cache/attnclf/tokens)")
-
-
-def _add_text_source_args(p: argparse.ArgumentParser) -> None:
-    """Where `vectors` and `pretrain` read unlabelled text from."""
-    p.add_argument("--dataset", action="append", help="a dataset name (see `attnclf datasets`; repeatable)")
-    p.add_argument("--data-dir", help=DATA_DIR_HELP)
-    p.add_argument("--download", action="store_true", help=DOWNLOAD_HELP)
-    p.add_argument("--file", action="append", help="a CSV / TSV / JSONL / Parquet file (its text column is read), or "
-                   "plain UTF-8 text, one text per line (repeatable)")
-    _add_text_column_arg(p, "the column a data --file's texts are in (default: text)")
-
-
-def _add_model_args(p: argparse.ArgumentParser, default_model: str) -> None:
-    """The data, training and tokenizer flags, and what builds the model: what `train` and `suspects` share."""
-    _add_budget_args(p)
-    p.add_argument("--model", default=default_model,
-                   help=f"model name (see `attnclf models`; default: {default_model})")
-    p.add_argument("--set", action="append", metavar="KEY=VALUE", help="model config field, e.g. --set heads=8")
-    p.add_argument("--seed", type=int, help="seeds the initial weights, dropout, shuffling and (unless --split-seed) "
-                   "the validation split and a --max-train-examples sample (default: 0)")
-    p.add_argument("--embeddings", metavar="FILE",
-                   help="start the token embedding from these word vectors (word2vec/fastText .vec or GloVe text, "
-                        "e.g. from `attnclf vectors`; their dimension must be the model's width); `count`: count "
-                        "them first from the training texts and the dataset's unlabelled ones (the imdb recipe "
-                        "does); `none`: not even the recipe's (a file named count or none: ./count)")
-    p.add_argument("--embeddings-std", type=float,
-                   help="standard deviation the vectors are scaled to (default: 4, chosen on SST-2 validation)")
-    p.add_argument("--init-from", metavar="FOLDER",
-                   help="start a self-attn model's encoder and token embedding from `attnclf pretrain`'s FOLDER "
-                        "(its width, heads, layers, feed-forward, positions, attention window, tokenizer and "
-                        "cleaning must be the pretraining's)")
-    p.add_argument("--windows", action="store_true",
-                   help="read long texts whole, as overlapping windows of --max-len tokens pooled across windows")
-    p.add_argument("--window-stride", type=int, help="with --windows: tokens between window starts "
-                   "(default: three quarters of --max-len)")
-    p.add_argument("--max-windows", type=int, help="with --windows: windows per text at most (default: 8)")
-    p.add_argument("--window-pooling", choices=["attention", "mean", "max"],
-                   help="with --windows: how the windows' summaries combine (default: attention)")
-
-
-def _hide_flags(p: argparse.ArgumentParser, names: set[str]) -> None:
-    """Leave the flags of ``names`` (their dests) out of ``p``'s help and usage; they still parse."""
-    for action in p._actions:  # (argparse has no public way to hide a flag already added)
-        if action.dest in names:
-            action.help = argparse.SUPPRESS
-
-
-def _add_threads_and_quiet(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--threads", type=int, help="PyTorch's and numpy's BLAS threads (default: one per core; 1 is "
-                   "often faster for small models or on a busy machine); the same seed, data and --threads give "
-                   "the same weights on the CPU")
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
+# ---------------------------------------------------------------- commands
 
 
 def _print_metrics(metrics: dict) -> None:
     from .evaluation.metrics import metrics_line
 
     print(metrics_line(metrics))
-
-
-# ---------------------------------------------------------------- commands
 
 
 @command("train")
@@ -824,12 +606,6 @@ def _refuse_with_output(args: argparse.Namespace) -> None:
                            f"not both")
 
 
-# predict's and explain's --file. A plain file's blank lines are skipped, so its answers can be fewer than its lines:
-# each answer carries its text. A data file's empty row is answered.
-TEXTS_FILE_HELP = ("a UTF-8 file with one text per line (blank lines skipped), or a CSV / TSV / JSONL / Parquet file "
-                   "whose --text-column holds them (an empty row answered too), or fastText's format (a line's "
-                   "__label__NAME tokens left out), any but Parquet compressed too (.gz, .bz2, .xz); - reads stdin, "
-                   "a text per line (a file named - is ./-)")
 # Unix's name for stdin as a --file (cat -, sort -).
 STDIN_FILE = "-"
 
@@ -1241,12 +1017,262 @@ def cmd_export(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------- parser
 
 
+def _add_text_column_arg(p: argparse.ArgumentParser, help: str) -> None:
+    """--text-column, repeatable: a title and a body, say, read as one text (data/files.py joins them)."""
+    p.add_argument("--text-column", action="append", metavar="COLUMN",
+                   help=f"{help}; repeat it to join several columns into one text, in order, a newline between "
+                        f"them (--text-column title --text-column body)")
+
+
+# --data-dir of the commands that read a run's named dataset again: the run records the --data-dir it was given,
+# searched first, and where it found the dataset, searched last (registry.candidate_dirs)
+RUN_DATA_DIR_HELP = ("folder holding the run's dataset (default: the --data-dir it trained with, then "
+                     "$ATTNCLF_DATA_DIR, then ~/.cache/attnclf, then where it was found when the run trained)")
+# --data-dir and --download of the commands that read a named dataset afresh (train, the experiments, vectors, pretrain)
+DATA_DIR_HELP = "folder holding dataset files (default: $ATTNCLF_DATA_DIR, then ~/.cache/attnclf)"
+DOWNLOAD_HELP = "download a missing public dataset (checksum-verified)"
+
+
+def _add_data_args(p: argparse.ArgumentParser, *, test_only: bool = False) -> None:
+    p.add_argument("--dataset", help="a dataset name (see `attnclf datasets`)")
+    p.add_argument("--data-dir", help="folder holding dataset files, --dataset's or the run's own (default: for the "
+                                      "run's own, the --data-dir it trained with; then $ATTNCLF_DATA_DIR, then "
+                                      "~/.cache/attnclf, then for the run's own, where it was found when the run "
+                                      "trained)" if test_only else DATA_DIR_HELP)
+    p.add_argument("--download", action="store_true", help=DOWNLOAD_HELP)
+    if not test_only:
+        p.add_argument("--train-file", help="your own CSV / TSV / JSONL / Parquet training file, or one in "
+                                            "fastText's format (a line per text: __label__NAME ... then the text); "
+                                            "all but Parquet may be compressed (.csv.gz, .jsonl.bz2, .train.xz)")
+        p.add_argument("--validation-file", help="a file in the same format to validate on (choosing the epoch to "
+                                                 "keep) instead of a --val-fraction share of the training file")
+    p.add_argument("--test-file", help="a labelled CSV / TSV / JSONL / Parquet or fastText-format file to score "
+                                       "(default: --dataset's test split, else the run's own)" if test_only else
+                                       "a held-out file in the same format, to test on once training ends")
+    if test_only:  # a run's test file is laid out like its training file, unless told otherwise
+        _add_text_column_arg(p, "column holding the text (default: the run's)")
+        p.add_argument("--label-column", help="column holding the label (default: the run's)")
+    else:
+        _add_text_column_arg(p, "column holding the text (default: text)")
+        p.add_argument("--label-column", default="label", help="column holding the label (default: label)")
+    if not test_only:
+        p.add_argument("--multi-label", action="store_true",
+                       help="a set of labels per text: a JSON list, or a CSV/TSV cell split on --label-delimiter")
+    p.add_argument("--label-delimiter", help="separates a multi-label CSV/TSV cell's labels (default: "
+                                             + ("the run's)" if test_only else "|)"))
+
+
+def _add_budget_args(p: argparse.ArgumentParser) -> None:
+    """Data, training and tokenizer flags: what `train` and the experiments share."""
+    _add_data_args(p)
+    # (Their help writes out the general defaults as TrainConfig and TokenizerConfig hold them: those modules import
+    # torch and tokenizers, which every command's parser would then wait for. tests/test_cli.py holds them equal.)
+    _add_training_args(p)
+    _add_tokenizer_args(p)
+    _add_sample_args(p)
+    _add_device_arg(p)
+
+
+def _add_training_args(p: argparse.ArgumentParser) -> None:
+    """The flags of how a model trains: its optimiser, schedule, loss, sampler and when it stops."""
+    p.add_argument("--epochs", type=int,
+                   help="passes over the training texts (default: the dataset's recipe's, else 10)")
+    p.add_argument("--batch-size", type=int, help="training texts per step (default: the dataset's recipe's, else 32)")
+    p.add_argument("--lr", type=float, help="learning rate at its peak, reached after warm-up (default: the "
+                                            "dataset's recipe's, else 0.001)")
+    p.add_argument("--weight-decay", type=float, help="AdamW's weight decay of the weight matrices (--optimizer adam "
+                                                      "has none) (default: the dataset's recipe's, else 0.01)")
+    p.add_argument("--optimizer", choices=["adamw", "adam"], help="adamw: Adam with decoupled weight decay; adam: "
+                                                                   "without weight decay (default: the dataset's "
+                                                                   "recipe's, else adamw)")
+    p.add_argument("--schedule", choices=["linear", "cosine", "constant"],
+                   help="how the learning rate falls after warm-up: in a line or a cosine curve to zero at the last "
+                        "step, or not at all (default: the dataset's recipe's, else linear)")
+    p.add_argument("--warmup-ratio", type=float, help="share of the training steps over which the learning rate "
+                                                      "climbs from near zero to its peak (default: the dataset's "
+                                                      "recipe's, else 0.05)")
+    p.add_argument("--label-smoothing", type=float, help="share of each target spread evenly over all classes, a "
+                                                         "single-label run's (default: the dataset's recipe's, else 0)")
+    p.add_argument("--ema-decay", type=float, help="validate and keep a moving average of the weights with this "
+                                                  "decay per step (e.g. 0.999; default 0: off)")
+    p.add_argument("--class-weight", choices=["none", "balanced"],
+                   help="balanced: weigh each class's texts in the loss by texts / (classes x the class's texts), as "
+                        "scikit-learn does (multi-label: a positive weight per label) (default: the dataset's "
+                        "recipe's, else none)")
+    p.add_argument("--sampler", choices=["shuffle", "balanced"],
+                   help="shuffle: every training text once per epoch, in a random order; balanced: draw every "
+                        "class equally often (minority texts repeat) (default: shuffle)")
+    p.add_argument("--patience", type=int, help="stop training after this many epochs without a better "
+                                                "validation score (0: never stop early; default: the dataset's "
+                                                "recipe's, else 3)")
+    p.add_argument("--monitor", choices=["accuracy", "macro_f1", "micro_f1", "loss", "roc_auc", "average_precision"],
+                   help="validation metric to select on (micro_f1: multi-label runs; roc_auc, average_precision: "
+                        "ranking scores, for imbalanced classes, multi-label runs' macro averages; default: the "
+                        "dataset's recipe's, else macro_f1, multi-label runs' loss)")
+    p.add_argument("--bf16", action="store_true", help="train under bfloat16 autocast (16-bit floats where "
+                                                       "safe): faster on CUDA GPUs and CPUs with AVX-512 BF16 or "
+                                                       "AMX, a little less precise")
+
+
+def _add_tokenizer_args(p: argparse.ArgumentParser) -> None:
+    """The flags of how texts become tokens: the tokenizer, its vocabulary and length, and the cleaning before it."""
+    p.add_argument("--tokenizer", choices=["word", "bpe"],
+                   help="word: whole words; bpe: words in pieces, which explanations show as 'good ##ness'")
+    p.add_argument("--vocab-size", type=int, help="words (bpe: pieces) kept at most (default: the dataset's recipe's, "
+                                                  "else 30000)")
+    p.add_argument("--min-frequency", type=int, help="a word seen fewer times in the training texts is left out and "
+                                                     "reads as <unk> (bpe: a pair seen fewer times is not merged) "
+                                                     "(default: the dataset's recipe's, else 2)")
+    from .recipes import FILE_SELF_ATTN_TOKENIZER
+
+    p.add_argument("--max-len", type=int, help=f"tokens kept per text (default: the dataset's recipe's; on a file "
+                                               f"{FILE_SELF_ATTN_TOKENIZER['max_len']} for a single-label self-attn, "
+                                               f"the file recipe's, else 256)")
+    p.add_argument("--truncation", choices=["head", "tail", "head_tail"],
+                   help="what a longer text keeps: its start, its end, or (the default, head_tail) a quarter of "
+                        "--max-len from its start and the rest from its end")
+    p.add_argument("--no-lowercase", action="store_true", help="keep the texts' case (by default they are "
+                                                               "lower-cased before tokenising)")
+    p.add_argument("--no-unicode-nfc", action="store_true",
+                   help="keep accents as the texts spell them (by default a letter and its combining accent, "
+                        "e + U+0301, are composed into one, \u00e9: Unicode NFC)")
+    p.add_argument("--no-split-cjk", action="store_true",
+                   help="keep Chinese and Japanese text as written (by default each ideograph and kana is read as a "
+                        "word, as those scripts put no spaces between words)")
+    p.add_argument("--social-media", action="store_true",
+                   help="read posts as tweet tokenizers do: URLs as the word httpurl, @mentions as @user, HTML "
+                        "entities (&amp;) as their characters, each emoji as a word, and a letter typed four or more "
+                        "times in a row as three (by default texts are read as written)")
+    p.add_argument("--no-turkish-i", action="store_true",
+                   help="lower-case a capital dotted \u0130 (Turkish) as Python does, to i + a combining dot U+0307 "
+                        "(by default it is i, so \u0130stanbul and istanbul are one word)")
+    p.add_argument("--strip-punctuation", action="store_true",
+                   help="remove punctuation and every other symbol (emoji, # and @ among them) before tokenising")
+    p.add_argument("--remove-stopwords", action="store_true",
+                   help="remove scikit-learn's English stop words but not, no, nor, never and but before tokenising")
+    p.add_argument("--lemmatize", action="store_true",
+                   help="reduce English words to their lemma (simplemma) before tokenising")
+
+
+def _add_sample_args(p: argparse.ArgumentParser) -> None:
+    """The flags of which texts are read and held out: the validation split, samples of the splits, and the token
+    cache they are read from."""
+    p.add_argument("--val-fraction", type=float, help="validation share carved from train (default: 0.1)")
+    p.add_argument("--split-seed", type=int,
+                   help="seed of the validation split carved from train, and of a --max-train-examples sample "
+                        "(default: the run's): runs sharing it hold out the same texts")
+    p.add_argument("--hold-out", choices=("random", "latest"), default="random",
+                   help="which training texts validate: a random stratified share (default), or the latest of "
+                        "each class (multi-label: of all texts), for data whose test texts were written later: by "
+                        "article id for 20newsgroups, by row order for your files (sort them by date)")
+    p.add_argument("--max-train-examples", type=int,
+                   help="train on a stratified sample of this size (default: every training text)")
+    p.add_argument("--max-test-examples", type=int,
+                   help="test on a stratified sample of this size (default: every test text)")
+    p.add_argument("--token-cache", action="store_true",
+                   help="tokenise once into a memory-mapped cache and train from it (files are streamed)")
+    p.add_argument("--token-cache-dir", help="where token caches live (default: $ATTNCLF_CACHE_DIR, "
+                   "then ~/.cache/attnclf/tokens)")
+
+
+def _add_text_source_args(p: argparse.ArgumentParser) -> None:
+    """Where `vectors` and `pretrain` read unlabelled text from."""
+    p.add_argument("--dataset", action="append", help="a dataset name (see `attnclf datasets`; repeatable)")
+    p.add_argument("--data-dir", help=DATA_DIR_HELP)
+    p.add_argument("--download", action="store_true", help=DOWNLOAD_HELP)
+    p.add_argument("--file", action="append", help="a CSV / TSV / JSONL / Parquet file (its text column is read), or "
+                   "plain UTF-8 text, one text per line (repeatable)")
+    _add_text_column_arg(p, "the column a data --file's texts are in (default: text)")
+
+
+def _add_model_args(p: argparse.ArgumentParser, default_model: str) -> None:
+    """The data, training and tokenizer flags, and what builds the model: what `train` and `suspects` share."""
+    _add_budget_args(p)
+    p.add_argument("--model", default=default_model,
+                   help=f"model name (see `attnclf models`; default: {default_model})")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE", help="model config field, e.g. --set heads=8")
+    p.add_argument("--seed", type=int, help="seeds the initial weights, dropout, shuffling and (unless --split-seed) "
+                   "the validation split and a --max-train-examples sample (default: 0)")
+    p.add_argument("--embeddings", metavar="FILE",
+                   help="start the token embedding from these word vectors (word2vec/fastText .vec or GloVe text, "
+                        "e.g. from `attnclf vectors`; their dimension must be the model's width); `count`: count "
+                        "them first from the training texts and the dataset's unlabelled ones (the imdb recipe "
+                        "does); `none`: not even the recipe's (a file named count or none: ./count)")
+    p.add_argument("--embeddings-std", type=float,
+                   help="standard deviation the vectors are scaled to (default: 4, chosen on SST-2 validation)")
+    p.add_argument("--init-from", metavar="FOLDER",
+                   help="start a self-attn model's encoder and token embedding from `attnclf pretrain`'s FOLDER "
+                        "(its width, heads, layers, feed-forward, positions, attention window, tokenizer and "
+                        "cleaning must be the pretraining's)")
+    p.add_argument("--windows", action="store_true",
+                   help="read long texts whole, as overlapping windows of --max-len tokens pooled across windows")
+    p.add_argument("--window-stride", type=int, help="with --windows: tokens between window starts "
+                   "(default: three quarters of --max-len)")
+    p.add_argument("--max-windows", type=int, help="with --windows: windows per text at most (default: 8)")
+    p.add_argument("--window-pooling", choices=["attention", "mean", "max"],
+                   help="with --windows: how the windows' summaries combine (default: attention)")
+
+
+def _hide_flags(p: argparse.ArgumentParser, names: set[str]) -> None:
+    """Leave the flags of ``names`` (their dests) out of ``p``'s help and usage; they still parse."""
+    for action in p._actions:  # (argparse has no public way to hide a flag already added)
+        if action.dest in names:
+            action.help = argparse.SUPPRESS
+
+
+def _add_threads_and_quiet(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--threads", type=int, help="PyTorch's and numpy's BLAS threads (default: one per core; 1 is "
+                   "often faster for small models or on a busy machine); the same seed, data and --threads give "
+                   "the same weights on the CPU")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+
+
+def _add_format_args(p: argparse.ArgumentParser, default: str | None = None, **formats: str) -> None:
+    """``--format`` with ``formats`` (name: what it prints; the first is the default), and ``--json`` for
+    ``--format json``: explain took only the one and evaluate and faithfulness only the other, so the spelling
+    learned on one command was "unrecognized arguments" on the next. ``default``: the default's description, where
+    the command chooses it itself (``args.format`` None when not given)."""
+    described = "; ".join(f"{name}: {what}" for name, what in formats.items())
+    p.add_argument("--format", choices=list(formats), default=None if default else next(iter(formats)),
+                   help=f"{described} (default: {default or next(iter(formats))})")
+    p.add_argument("--json", action="store_const", dest="format", const="json", help="the same as --format json")
+
+
+def _add_experiment_args(p: argparse.ArgumentParser, default_output: str) -> None:
+    _add_budget_args(p)
+    p.add_argument("--set", action="append", metavar="KEY=VALUE",
+                   help="base config field for every model that has it, e.g. --set d_model=64")
+    p.add_argument("--seeds", type=int, nargs="+", default=3, metavar="N",
+                   help="a count N, seeds 0..N-1 per cell (default: 3); or two or more seeds themselves, as train "
+                        "--seeds takes them: --seeds 3 4 5")
+    p.add_argument("--quick", action="store_true",
+                   help="sanity budget: 1,500 training and 500 test texts, 3 epochs, 128 tokens")
+    p.add_argument("--threads", type=int, help="PyTorch threads (default: one per core; 1 is often faster for "
+                                               "small models or on a busy machine)")
+    p.add_argument("--output", "-o", help=f"experiment directory (default: experiments/{default_output})")
+    p.add_argument("--quiet", action="store_true", help="no line per finished cell")
+
+
+def _device_flag(name: str) -> str:
+    """--device's value, checked as argparse's choices would be but with cuda:N among them."""
+    try:
+        return check_device_name(name)
+    except AttnclfError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _add_device_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default="auto", type=_device_flag,
                    help="where the model runs: auto (the default) takes CUDA, else Apple's MPS, else the CPU; cpu, "
                         "cuda, cuda:N (the GPU of index N) or mps")
 
 
+# predict's and explain's --file. A plain file's blank lines are skipped, so its answers can be fewer than its lines:
+# each answer carries its text. A data file's empty row is answered.
+TEXTS_FILE_HELP = ("a UTF-8 file with one text per line (blank lines skipped), or a CSV / TSV / JSONL / Parquet file "
+                   "whose --text-column holds them (an empty row answered too), or fastText's format (a line's "
+                   "__label__NAME tokens left out), any but Parquet compressed too (.gz, .bz2, .xz); - reads stdin, "
+                   "a text per line (a file named - is ./-)")
 STEPS_HELP = ("points on the path from the baseline to the text at which integrated gradients takes gradients "
               "(Gauss-Legendre nodes), 1 to 1024 (default: auto, 16, then halving the pieces of the path still off "
               "until within 1%% completeness and each token's estimated error within 3%% of the largest score, or "
@@ -1831,32 +1857,6 @@ EXAMPLES = {
     "export": ("attnclf export runs/demo",
                "attnclf export runs/demo --quantize    # and an int8 graph"),
 }
-
-
-def _add_format_args(p: argparse.ArgumentParser, default: str | None = None, **formats: str) -> None:
-    """``--format`` with ``formats`` (name: what it prints; the first is the default), and ``--json`` for
-    ``--format json``: explain took only the one and evaluate and faithfulness only the other, so the spelling
-    learned on one command was "unrecognized arguments" on the next. ``default``: the default's description, where
-    the command chooses it itself (``args.format`` None when not given)."""
-    described = "; ".join(f"{name}: {what}" for name, what in formats.items())
-    p.add_argument("--format", choices=list(formats), default=None if default else next(iter(formats)),
-                   help=f"{described} (default: {default or next(iter(formats))})")
-    p.add_argument("--json", action="store_const", dest="format", const="json", help="the same as --format json")
-
-
-def _add_experiment_args(p: argparse.ArgumentParser, default_output: str) -> None:
-    _add_budget_args(p)
-    p.add_argument("--set", action="append", metavar="KEY=VALUE",
-                   help="base config field for every model that has it, e.g. --set d_model=64")
-    p.add_argument("--seeds", type=int, nargs="+", default=3, metavar="N",
-                   help="a count N, seeds 0..N-1 per cell (default: 3); or two or more seeds themselves, as train "
-                        "--seeds takes them: --seeds 3 4 5")
-    p.add_argument("--quick", action="store_true",
-                   help="sanity budget: 1,500 training and 500 test texts, 3 epochs, 128 tokens")
-    p.add_argument("--threads", type=int, help="PyTorch threads (default: one per core; 1 is often faster for "
-                                               "small models or on a busy machine)")
-    p.add_argument("--output", "-o", help=f"experiment directory (default: experiments/{default_output})")
-    p.add_argument("--quiet", action="store_true", help="no line per finished cell")
 
 
 def _looks_like_option(arg: str) -> bool:
