@@ -1051,3 +1051,22 @@ def test_each_labels_calibration_error_is_expected_calibration_error_of_its_yes_
     p[:15, 0], p[:15, 1], p[:3, 2] = 0.5, np.arange(15) / 15, [0.0, 1.0, 0.5]
     expected = [expected_calibration_error(y[:, k], np.column_stack([1 - p[:, k], p[:, k]])) for k in range(6)]
     assert label_calibration_errors(y, p) == pytest.approx(expected, abs=1e-6)
+
+
+def test_train_multi_label_closes_with_the_calibration_lines_evaluate_prints_for_the_run(tmp_path, capsys):
+    # A multi-label run's test line gave no calibration figure, which its metrics.json, its report and `attnclf
+    # evaluate` give: train's closing lines are evaluate's scores for the same run.
+    from attnclf.evaluation.metrics import label_calibration_text
+
+    rows = [("stocks fell", "business"), ("a late goal", "sports"), ("a vote on rates", "politics|business"),
+            ("nothing to say", "")]
+    train = _csv(tmp_path / "train.csv", [(f"{text} {i}", labels) for i in range(6) for text, labels in rows])
+    test = _csv(tmp_path / "test.csv", [(f"{text} again", labels) for text, labels in rows])
+    run = tmp_path / "run"
+    assert main(["train", "--train-file", str(train), "--test-file", str(test), "--multi-label", "--model", "boe",
+                 "--epochs", "1", "--output", str(run), "--no-report", "--quiet", "--threads", "1"]) == 0
+    trained = capsys.readouterr().out
+    calibration = label_calibration_text(json.loads((run / "metrics.json").read_text()))
+    assert calibration in trained
+    assert main(["evaluate", str(run), "--test-file", str(test), "--device", "cpu"]) == 0
+    assert calibration in capsys.readouterr().out

@@ -205,9 +205,9 @@ def _windows(args: argparse.Namespace):
 
 
 def _print_metrics(metrics: dict) -> None:
-    from .evaluation.metrics import metrics_line
+    from .evaluation.metrics import scores_text
 
-    print(metrics_line(metrics))
+    print(scores_text(metrics))
 
 
 @command("train")

@@ -457,10 +457,23 @@ def metrics_line(metrics: dict) -> str:
         f"  {name} {metrics[key]:.4f}" for name, key in optional if metrics.get(key) is not None)
 
 
+def scores_text(metrics: dict) -> str:
+    """The scores' line of ``metrics`` (``metrics_line``), then a multi-label run's calibration figures
+    (``label_calibration_text``), where they hold them: what `attnclf evaluate` shows of a run's scores, and what
+    `attnclf train` and `refit` close with.
+
+    >>> scores_text({"split": "test", "accuracy": 0.9, "macro_f1": 0.85, "ece": 0.05})
+    'test: accuracy 0.9000  macro-F1 0.8500  calibration error 0.0500'
+    """
+    if metrics.get("multi_label") and "ece" in metrics:  # (an ensemble's scores, or older metrics, may lack them)
+        return f"{metrics_line(metrics)}\n{label_calibration_text(metrics)}"
+    return metrics_line(metrics)
+
+
 def evaluation_text(metrics: dict, label_names: Sequence[str], multi_label: bool, named=by_field,
                     ensemble_thresholds: str | None = None) -> str:
     """``evaluate``'s ``metrics`` as `attnclf evaluate` prints them: the classification report, a single-label run's
-    confusion matrix, the scores' line (``metrics_line``), the threshold applied (``named("threshold")``: how the
+    confusion matrix, the scores (``scores_text``), the threshold applied (``named("threshold")``: how the
     caller's argument is named; ``ensemble_thresholds``: which a multi-label ensemble's are, ``thresholds_from``, its
     other labels cut at them, not at a run's thresholds.json) and the operating points, where asked for.
 
@@ -469,9 +482,7 @@ def evaluation_text(metrics: dict, label_names: Sequence[str], multi_label: bool
     chunks = [metrics["classification_report"]]
     if "confusion_matrix" in metrics:  # (a single-label run's)
         chunks.append(confusion_table(metrics["confusion_matrix"], label_names) + "\n")
-    chunks.append(metrics_line(metrics))
-    if multi_label and "ece" in metrics:  # (an ensemble's scores, or older metrics, may lack them)
-        chunks.append(label_calibration_text(metrics))
+    chunks.append(scores_text(metrics))
     if threshold := metrics.get("threshold"):
         otherwise = (", else the most probable other class" if not multi_label else
                      f"; the other labels at the ensemble's thresholds ({ensemble_thresholds})"
