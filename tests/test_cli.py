@@ -1185,52 +1185,50 @@ MODEL_PART_ONLY = ["--max-len", "16", "--truncation", TokenizerConfig().truncati
 SIZED = "the n-gram buckets sized to the training texts (the run: a fixed count)"
 
 
-def test_a_file_run_from_before_the_file_recipe_is_told_its_command_builds_another_model_now(tmp_path, capsys,
-                                                                                             monkeypatch):
+def test_a_file_run_from_before_the_file_recipe_continues_under_it_when_resumed_by_its_command(tmp_path, capsys,
+                                                                                              monkeypatch):
     # A self-attn run on a file started under the general defaults (d_model 128, no n-gram branch): its command,
-    # --resume added, would now build the file recipe's model; the refusal says so and how the run continues.
+    # --resume added, was refused (it would now build the file recipe's model), though it asked for nothing the run
+    # did not record; it continues the run under its own settings, to the bytes --output alone gives, as an
+    # ensemble's members continue. A note names what the command builds now.
     from attnclf import recipes
 
     data = write_csv(tmp_path / "reviews.csv", [(t, "pos") for t in POSITIVE * 3] + [(t, "neg") for t in NEGATIVE * 3])
-    run = tmp_path / "run"
+    run, alone = tmp_path / "run", tmp_path / "alone"
     argv = ["train", "--train-file", str(data), "--set", "layers=1", "--min-frequency", "1", *MODEL_PART_ONLY,
-            "--no-report", "--threads", "1", "--quiet", "--output", str(run)]
+            "--no-report", "--threads", "1", "--output", str(run)]
     with monkeypatch.context() as before:
         before.setattr(recipes, "FILE_RECIPES", recipes.FILE_RECIPES[:1])  # (before any file recipe)
-        assert main([*argv, "--epochs", "1"]) == 0
+        assert main([*argv, "--epochs", "1", "--quiet"]) == 0
     assert json.loads((run / "config.json").read_text())["settings"]["model_config"] == {"layers": 1}
+    shutil.copytree(run, alone)
     capsys.readouterr()
-    started = (f"attnclf: error: {run} started under earlier defaults of self-attn on a file (the file recipe): this "
-               f"command now")
-    resumes = f"`attnclf train --resume --output {run}` alone continues the run with its own settings"
-    assert run_error([*argv, "--epochs", "2", "--resume"], capsys) == (
-        f"{started} builds it with d_model=64 (the run: 128), ff_dim=256 (the run: 512), dropout=0.3 (the run: 0.1), "
-        f"positional=sinusoidal (the run: learned), nb_ngram_buckets=1048576 (the run: 0), "
-        f"nb_ngram_bucket_budget=4194304 (the run: 0), {SIZED}; {resumes}")
-    # Flags that give back one old default (d_model 128, no n-gram branch) leave the other fields named, not the
-    # flag's own field as if unset (it said "trained with model_config.nb_ngram_buckets = None").
-    assert run_error([*argv, "--set", "d_model=128", "--epochs", "2", "--resume"], capsys) == (
-        f"{started} builds it with ff_dim=256 (the run: 512), dropout=0.3 (the run: 0.1), positional=sinusoidal "
-        f"(the run: learned), nb_ngram_buckets=1048576 (the run: 0), nb_ngram_bucket_budget=4194304 (the run: 0), "
-        f"{SIZED}; {resumes}")
-    assert run_error([*argv, "--set", "nb_ngram_buckets=0", "--epochs", "2", "--resume"], capsys) == (
-        f"{started} builds it with d_model=64 (the run: 128), ff_dim=256 (the run: 512), dropout=0.3 (the run: 0.1), "
-        f"positional=sinusoidal (the run: learned), nb_ngram_bucket_budget=4194304 (the run: 0); {resumes}")
-    # Another setting than the defaults' is refused as before, by that setting.
+    # A value the run differs by is refused by that setting, the recipe's own value too (d_model 64: it trained 128).
     assert "trained with model_config.layers = 1, this command gives 2" in run_error(
         [*argv, "--set", "layers=2", "--epochs", "2", "--resume"], capsys)
-    assert main(["train", "--resume", "--output", str(run), "--epochs", "2", "--quiet"]) == 0
+    assert "trained with model_config.d_model = 128, this command gives 64" in run_error(
+        [*argv, "--set", "d_model=64", "--epochs", "2", "--resume"], capsys)
+    assert main([*argv, "--epochs", "2", "--resume"]) == 0
+    err = capsys.readouterr().err
+    assert (f"note: {run} began under an earlier file recipe: this command now builds d_model=64 (the run: 128), "
+            f"ff_dim=256 (the run: 512), dropout=0.3 (the run: 0.1), positional=sinusoidal (the run: learned), "
+            f"nb_ngram_buckets=1048576 (the run: 0), nb_ngram_bucket_budget=4194304 (the run: 0), {SIZED}; the run "
+            f"keeps its own settings") in err
     assert len((run / "history.jsonl").read_text().splitlines()) == 2
     assert json.loads((run / "config.json").read_text())["settings"]["model_config"] == {"layers": 1}
+    assert main(["train", "--resume", "--output", str(alone), "--epochs", "2", "--quiet"]) == 0
+    assert (run / "model.safetensors").read_bytes() == (alone / "model.safetensors").read_bytes()
+    # Flags that give back one old default (d_model 128, no n-gram branch) describe the run as well.
+    assert main([*argv, "--set", "d_model=128", "--set", "nb_ngram_buckets=0", "--epochs", "3", "--resume",
+                 "--quiet"]) == 0
+    assert len((run / "history.jsonl").read_text().splitlines()) == 3
 
 
-def test_a_file_run_from_the_model_only_file_recipe_is_told_its_command_reads_other_tokens_now(tmp_path, capsys,
-                                                                                              monkeypatch):
+def test_a_file_run_from_the_model_only_file_recipe_continues_under_it_when_resumed_by_its_command(tmp_path, capsys,
+                                                                                                  monkeypatch):
     # Begun under the file recipe's first edition (model settings only, the general tokenizer): its command, --resume
-    # added, now reads the recipe's tokens. The refusal names the tokenizer fields that differ; the run's own
-    # --max-len given too, or --output alone, continues it.
+    # added, continues it at its own tokens; a --max-len it did not read is refused, by that setting.
     from attnclf import recipes
-    from attnclf.recipes import FILE_SELF_ATTN_TOKENIZER
 
     data = write_csv(tmp_path / "reviews.csv", [(t, "pos") for t in POSITIVE * 3] + [(t, "neg") for t in NEGATIVE * 3])
     run = tmp_path / "run"
@@ -1244,25 +1242,12 @@ def test_a_file_run_from_the_model_only_file_recipe_is_told_its_command_reads_ot
     assert settings["tokenizer"]["max_len"] == general.max_len
     assert settings["model_config"] == {"layers": 1} | recipes.FILE_SELF_ATTN
     capsys.readouterr()
-    changed = ", ".join([*(f"{name}={FILE_SELF_ATTN_TOKENIZER[name]} (the run: {getattr(general, name)})"
-                           for name in general.to_dict()  # (in the fields' order, as the refusal names them)
-                           if FILE_SELF_ATTN_TOKENIZER.get(name, getattr(general, name)) != getattr(general, name)),
-                         SIZED])
-    assert run_error([*argv, "--epochs", "2", "--resume"], capsys) == (
-        f"attnclf: error: {run} started under earlier defaults of self-attn on a file (the file recipe): this command "
-        f"now builds it with {changed}; `attnclf train --resume --output {run}` alone continues the run with its own "
-        f"settings")
-    # Another setting than the defaults' is refused as before, by that setting.
     assert "trained with model_config.layers = 1, this command gives 2" in run_error(
         [*argv, "--set", "layers=2", "--epochs", "2", "--resume"], capsys)
     assert f"trained with tokenizer.max_len = {general.max_len}, this command gives 100" in run_error(
         [*argv, "--max-len", "100", "--epochs", "2", "--resume"], capsys)
-    # (and the count its n-gram branch was built with, which the recipe now sizes to the texts)
-    own = [*(f"--{name.replace('_', '-')}={getattr(general, name)}" for name in FILE_SELF_ATTN_TOKENIZER),
-           "--set", f"nb_ngram_buckets={recipes.FILE_SELF_ATTN['nb_ngram_buckets']}"]
-    assert main([*argv, *own, "--epochs", "2", "--resume"]) == 0, capsys.readouterr().err
-    assert main(["train", "--resume", "--output", str(run), "--epochs", "3", "--quiet"]) == 0
-    assert len((run / "history.jsonl").read_text().splitlines()) == 3
+    assert main([*argv, "--epochs", "2", "--resume"]) == 0, capsys.readouterr().err
+    assert len((run / "history.jsonl").read_text().splitlines()) == 2
     assert json.loads((run / "config.json").read_text())["settings"]["tokenizer"]["max_len"] == general.max_len
 
 
@@ -1288,7 +1273,9 @@ def test_a_finished_file_run_from_an_earlier_file_recipe_resumed_by_its_command_
     assert f"{run} finished training already (all 1 epochs): nothing to train; it is tested again" in err
     assert f"began under an earlier file recipe: this command now builds {SIZED}" in err
     assert (run / "model.safetensors").read_bytes() == weights
-    assert "started under earlier defaults" in run_error([*argv, "--epochs", "2", "--resume"], capsys)
+    # More epochs than it ran train on under its own settings, as --output alone would.
+    assert main([*argv, "--epochs", "2", "--resume", "--quiet"]) == 0
+    assert len((run / "history.jsonl").read_text().splitlines()) == 2
 
 
 def test_a_resumed_command_is_rebuilt_under_earlier_file_recipes_only_where_it_differs(tmp_path, monkeypatch):
@@ -1333,22 +1320,22 @@ def test_a_resume_refusal_names_a_value_the_command_gives(tmp_path, capsys):
 def test_a_file_run_begun_with_the_old_suggested_flags_is_told_only_the_budget_differs(tmp_path, capsys,
                                                                                      monkeypatch):
     # Before the file recipe, train's small-file note suggested its values as flags; a run begun with them differs
-    # from what its command builds now by the n-gram budget alone, and the refusal names only that.
+    # from what its command builds now by the n-gram budget alone: its command continues it, and the note names only
+    # that.
     from attnclf import recipes
 
     data = write_csv(tmp_path / "reviews.csv", [(t, "pos") for t in POSITIVE * 3] + [(t, "neg") for t in NEGATIVE * 3])
     run = tmp_path / "run"
     argv = ["train", "--train-file", str(data), "--set", "layers=1", "--set", "nb_ngram_buckets=1048576", "--set",
             "d_model=64", "--set", "ff_dim=256", "--set", "dropout=0.3", "--set", "positional=sinusoidal",
-            "--min-frequency", "1", *MODEL_PART_ONLY, "--no-report", "--threads", "1", "--quiet", "--output", str(run)]
+            "--min-frequency", "1", *MODEL_PART_ONLY, "--no-report", "--threads", "1", "--output", str(run)]
     with monkeypatch.context() as before:
         before.setattr(recipes, "FILE_RECIPES", recipes.FILE_RECIPES[:1])  # (before any file recipe)
-        assert main([*argv, "--epochs", "1"]) == 0
+        assert main([*argv, "--epochs", "1", "--quiet"]) == 0
     capsys.readouterr()
-    assert run_error([*argv, "--epochs", "2", "--resume"], capsys) == (
-        f"attnclf: error: {run} started under earlier defaults of self-attn on a file (the file recipe): this command "
-        f"now builds it with nb_ngram_bucket_budget=4194304 (the run: 0); `attnclf train --resume --output {run}` "
-        f"alone continues the run with its own settings")
+    assert main([*argv, "--epochs", "2", "--resume"]) == 0
+    assert (f"note: {run} began under an earlier file recipe: this command now builds nb_ngram_bucket_budget=4194304 "
+            f"(the run: 0); the run keeps its own settings") in capsys.readouterr().err
 
 
 def test_training_warns_of_texts_on_both_sides_of_a_split_even_when_quiet(tmp_path, capsys):

@@ -275,8 +275,7 @@ def _train_seeds(args: argparse.Namespace) -> int:
 def _resumed_settings(args: argparse.Namespace):
     """`train --resume`'s settings: the run's own in --output, with what may change (--epochs, --device, --threads,
     --checkpoint-minutes, where its data lies now); a whole command given with --resume must describe the run."""
-    from .training.settings import finished_training, resume_settings
-    from .training.trainer import checkpoint_state
+    from .training.settings import resume_settings
 
     if not args.output:
         raise AttnclfError("--resume needs --output RUN_DIR, the run to continue")
@@ -304,11 +303,8 @@ def _resumed_settings(args: argparse.Namespace):
         moved = set() if settings.data.token_cache else {
             name for name in typed & {"train_file", "validation_file", "test_file"}
             if getattr(settings.data, name) and (name != "test_file" or "test_sha256" in recorded.get("data", {}))}
-        # (a finished run trains nothing more: begun under an earlier file recipe, its command passes)
-        finished = finished_training(checkpoint_state(output), settings.train.epochs, settings.train.patience)
         note = _refuse_other_settings(described, settings, moved,
-                                      functools.partial(built_under_earlier_file_recipes, args, described),
-                                      finished=bool(finished))
+                                      functools.partial(built_under_earlier_file_recipes, args, described))
         if note and not args.quiet:
             print(f"note: {note}", file=sys.stderr)
         _refuse_other_vectors(args, described, settings)
@@ -347,15 +343,14 @@ def _typed(args: argparse.Namespace) -> set[str]:
     return set(vars(train.parse_known_args(args.argv)[0]))
 
 
-def _refuse_other_settings(typed, trained, moved: set[str], earlier: Callable[[], Sequence],
-                           finished: bool) -> str | None:
+def _refuse_other_settings(typed, trained, moved: set[str], earlier: Callable[[], Sequence]) -> str | None:
     """A resumed run continues with its own settings, so flags that would train another model are an error, not a
     silent no-op: the run's own command with --resume added passes, other flags (or too few) do not; ``moved`` names
     the data files whose new place it may give. A run with the settings the command built under an earlier edition
-    of the file recipe (``earlier()``, built only on a difference) is told so, by the model and tokenizer fields that
-    differ now; another is told the setting that differs from the nearest of the builds (a flag typed, not the
-    recipe's values). A ``finished`` run (it trains nothing more) begun under an earlier edition passes with a note,
-    returned for stderr: its command, rerun with --resume, says it is finished, as it did then."""
+    of the file recipe (``earlier()``, built only on a difference) was begun by this command then, and continues
+    under that edition, as an ensemble's members do: it passes with a note, returned for stderr, naming the model and
+    tokenizer fields the command builds otherwise now. Another is told the setting that differs from the nearest of
+    the builds (a flag typed, not the recipe's values)."""
     from .training.settings import nearest_difference
 
     ignore = {"train.epochs", "train.schedule_epochs", "embeddings", "embeddings_std", "init_from",
@@ -367,12 +362,8 @@ def _refuse_other_settings(typed, trained, moved: set[str], earlier: Callable[[]
     if any(trained.first_difference(build, ignore=ignore) is None for build in earlier):
         changed = ", ".join(_changed(key, theirs, ours)
                             for key, theirs, ours in trained.differences(typed, ignore=ignore))
-        if finished:
-            return (f"{trained.output} began under an earlier file recipe: this command now builds {changed}; the "
-                    f"run keeps its own settings")
-        raise AttnclfError(f"{trained.output} started under earlier defaults of self-attn on a file (the file recipe): "
-                           f"this command now builds it with {changed}; `attnclf train --resume --output "
-                           f"{shlex.quote(str(trained.output))}` alone continues the run with its own settings")
+        return (f"{trained.output} began under an earlier file recipe: this command now builds {changed}; the run "
+                f"keeps its own settings")
     key, theirs, ours = nearest_difference(trained, [typed, *earlier], ignore)
     raise AttnclfError(f"{trained.output} trained with {key} = {theirs!r}, this command gives {ours!r}: --resume "
                        f"continues the run with its own settings; give the command that started it, or only "
@@ -380,7 +371,8 @@ def _refuse_other_settings(typed, trained, moved: set[str], earlier: Callable[[]
 
 
 def _changed(key: str, theirs, ours) -> str:
-    """A setting the command builds otherwise than a run begun under an earlier file recipe, as its refusal names it.
+    """A setting the command builds otherwise than a run begun under an earlier file recipe, as the note of its
+    resume names it.
 
     >>> _changed("model_config.d_model", 128, 64), _changed("ngram_buckets_sized", False, True)
     ('d_model=64 (the run: 128)', 'the n-gram buckets sized to the training texts (the run: a fixed count)')
