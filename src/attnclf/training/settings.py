@@ -464,10 +464,10 @@ def resume_start(run_dir: str | Path) -> str | None:
         return None
     if (checkpointed := _checkpointed(run_dir)) is None:
         return "continues from its last checkpoint"
-    epoch, epochs, finished = checkpointed
+    epoch, epochs, finished, step = checkpointed
     if finished:
         return f"tests it: its training had finished ({finished})"
-    if step := _step_kept(run_dir):
+    if step:
         return f"continues from step {step[0] + 1}"
     return f"continues after epoch {epoch} of {epochs}, its last checkpoint"
 
@@ -479,30 +479,36 @@ def checkpoint_kept(run_dir: str | Path) -> str | None:
     >>> checkpoint_kept("no/such/run") is None
     True
     """
-    if (step := _step_kept(run_dir)) is None or (checkpointed := _checkpointed(run_dir)) is None:
+    if (checkpointed := _checkpointed(run_dir)) is None or checkpointed[3] is None:
         return None
-    epoch, epochs, _ = checkpointed
+    epoch, epochs, _, step = checkpointed
     return f"kept step {step[0]:,} of {step[1]:,} in epoch {epoch + 1} of {epochs}"
 
 
-def _step_kept(run_dir: str | Path) -> tuple[int, int] | None:
-    """The step and the epoch's steps a checkpoint within an epoch holds; None for one at an epoch's end."""
-    state = checkpoint_state(run_dir)
+def _step_kept(state: dict) -> tuple[int, int] | None:
+    """The step and the epoch's steps a checkpoint's ``state`` holds from within an epoch; None for one at an epoch's
+    end.
+
+    >>> _step_kept({"epoch": 0, "step": 812, "epoch_steps": 28125}), _step_kept({"epoch": 1})
+    ((812, 28125), None)
+    """
     step, steps = state.get("step"), state.get("epoch_steps")
     return (step, steps) if isinstance(step, int) and isinstance(steps, int) and step > 0 else None
 
 
-def _checkpointed(run_dir: str | Path) -> tuple[int, int, str | None] | None:
-    """The epoch the run's last checkpoint holds, the epochs its settings plan and how its training had finished
-    (``finished_training``; None while it has epochs to go); None where they cannot be read (resuming says why)."""
+def _checkpointed(run_dir: str | Path) -> tuple[int, int, str | None, tuple[int, int] | None] | None:
+    """The epoch the run's last checkpoint holds, the epochs its settings plan, how its training had finished
+    (``finished_training``; None while it has epochs to go) and the step it kept within an epoch (``_step_kept``;
+    None at an epoch's end), from one read of its state.json; None where they cannot be read (resuming says why)."""
     try:
         state, planned = checkpoint_state(run_dir), read_config(run_dir)["settings"]["train"]
         epoch, epochs, patience = state.get("epoch"), planned["epochs"], planned.get("patience", 0)
     except (AttnclfError, KeyError, TypeError, AttributeError):
         return None
-    if not isinstance(epoch, int) or epoch < (0 if _step_kept(run_dir) else 1):  # (step 812 of epoch 1 follows 0)
+    step = _step_kept(state)
+    if not isinstance(epoch, int) or epoch < (0 if step else 1):  # (step 812 of epoch 1 follows 0)
         return None
-    return epoch, epochs, finished_training(state, epochs, patience)
+    return epoch, epochs, finished_training(state, epochs, patience), step
 
 
 def run_progress(run_dir: str | Path) -> str:
@@ -520,10 +526,9 @@ def run_progress(run_dir: str | Path) -> str:
     if is_resumable(run_dir):
         if (checkpointed := _checkpointed(run_dir)) is None:
             return "checkpointed"
-        epoch, epochs, finished = checkpointed
+        epoch, epochs, finished, step = checkpointed
         if finished:
             return f"trained ({finished}), not tested"
-        step = _step_kept(run_dir)
         return (f"after step {step[0]:,} of epoch {epoch + 1} of {epochs}" if step
                 else f"after epoch {epoch} of {epochs}")
     return "started, no epoch checkpointed" if (run_dir / "config.json").is_file() else "not started"
