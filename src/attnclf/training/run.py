@@ -47,7 +47,7 @@ from .pretrain import (check_compatible as check_pretrained, check_unchanged as 
                        describe as describe_pretrained, encoder_fingerprint, load_pretrained)
 from .run_data import (align_labels, describe_classes, held_out_fingerprint, load_data, refuse_gone,
                        shared_text_warnings, texts_fingerprint)
-from .settings import (COUNT_EMBEDDINGS, DataSettings, RunSettings, check_resumed, checkpoint_state, epochs_done,
+from .settings import (COUNT_EMBEDDINGS, DataSettings, RunSettings, check_resumed, checkpoint_state,
                        finished_training, refuse_derived_fields, resume_settings)
 from .multilabel import CROWDED_NOTE_START, crowded_label_sets_note
 from .trainer import (ONE_CLASS_NOTE_START, Trainer, imbalance_remedies, one_class_note,
@@ -234,8 +234,8 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool, loaded: tupl
     if resume and not is_resumable(run_dir):
         raise RunDirError(f"{run_dir}: nothing to resume: it stopped before its first checkpoint (written every "
                           f"--checkpoint-minutes within an epoch, and as epochs end); train it again")
-    finished = resume and finished_training(checkpoint_state(run_dir, resuming=True), settings.train.epochs,
-                                            settings.train.patience)
+    checkpointed = checkpoint_state(run_dir, resuming=True) if resume else {}
+    finished = resume and finished_training(checkpointed, settings.train.epochs, settings.train.patience)
     distributed, device = init_distributed(settings.device)
     try:
         if settings.data.token_cache and loaded is not None:
@@ -265,7 +265,7 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool, loaded: tupl
         raise
     if not resume and distributed.is_main:
         set_aside_earlier_model(run_dir, progress)
-    elif distributed.is_main and epochs_done(run_dir) < settings.train.epochs:
+    elif distributed.is_main and checkpointed.get("epoch", 0) < settings.train.epochs:
         (run_dir / TEMPERATURE_FILE).unlink(missing_ok=True)  # training on changes the weights it was fitted to
     label_names = splits.train.label_names
     warned = _describe_data(settings, splits, progress) if distributed.is_main and not resume else None

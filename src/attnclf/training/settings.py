@@ -549,11 +549,6 @@ def finished_training(state: dict, epochs: int, patience: int) -> str | None:
     return f"all {epochs} epochs" if epoch >= epochs else None
 
 
-def epochs_done(run_dir: str | Path) -> int:
-    """The epochs an interrupted run's last checkpoint holds (0 without one)."""
-    return checkpoint_state(run_dir).get("epoch", 0)
-
-
 def check_resumed(settings: RunSettings, named: Callable[[str], str] = by_field) -> None:
     """``RunSettings.check`` for settings that continue the run in ``settings.output``: the first of their
     ``refusals`` that the run's own recorded settings do not earn as well. A run trained before a check was added
