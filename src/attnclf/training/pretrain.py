@@ -402,7 +402,7 @@ def _earlier_state(output: Path, record: dict) -> dict | None:
             raise RunDirError(f"{output} holds other files and no pretraining; choose an empty or new --output")
         return None
     try:
-        saved = json.loads(_checkpoint_metadata(checkpoint)["state"])
+        saved = _saved_state(output)
         then = saved["record"]
         then["epochs"], saved["schedule"], saved["optimizer_param_groups"]  # (what resuming reads)
         if position := saved.get("within_epoch"):
@@ -427,11 +427,9 @@ def pretrain_kept(output: str | Path) -> tuple[str, str] | None:
     >>> pretrain_kept("no/such/folder") is None
     True
     """
-    checkpoint = Path(output) / CHECKPOINT_FILE
-    if not checkpoint.is_file():
-        return None
     try:
-        saved = json.loads(_checkpoint_metadata(checkpoint)["state"])
+        if (saved := _saved_state(Path(output))) is None:
+            return None
         finished, epochs = len(saved["record"]["epochs"]), saved["record"]["settings"]["epochs"]
         position = saved.get("within_epoch")
         step, steps = (position["step"], position["epoch_steps"]) if position else (None, None)
@@ -452,13 +450,7 @@ def as_begun(output: str | Path, model_config: dict, earlier: Sequence[dict]) ->
 
     >>> # as_begun("pretrained/mine", model_defaults(None) | overrides, [overrides])  # begun at the general defaults
     """
-    checkpoint = Path(output) / CHECKPOINT_FILE
-    if not checkpoint.is_file():
-        return model_config
-    try:
-        recorded = json.loads(_checkpoint_metadata(checkpoint)["state"])["record"]["settings"]["model_config"]
-    except (KeyError, TypeError, ValueError, AttnclfError):  # not a pretraining's: _earlier_state says so
-        return model_config
+    recorded = _recorded(Path(output), "settings", "model_config")
     return next((begun for begun in earlier if begun == recorded), model_config)
 
 
@@ -468,15 +460,35 @@ def _tokenizer_as_begun(output: Path, config: TokenizerConfig) -> TokenizerConfi
 
     >>> # _tokenizer_as_begun(Path("pretrained/imdb"), TOKENIZER).cleaning.split_cjk   # -> False if begun before it
     """
+    recorded = _recorded(output, "tokenizer", "cleaning")
+    if not isinstance(recorded, dict):  # (no checkpoint, or not a pretraining's: _earlier_state says so)
+        return config
+    return replace(config, cleaning=config.cleaning.as_before(added_since(recorded)))
+
+
+def _saved_state(output: Path) -> dict | None:
+    """What the checkpoint in ``output`` holds besides its tensors (``_save_checkpoint``'s state: the record, the
+    optimiser's groups, the schedule, where within an epoch it was), None without one. One that is not a
+    pretraining's raises: RunDirError where the file is no safetensors, KeyError or ValueError where it holds no such
+    state."""
     checkpoint = output / CHECKPOINT_FILE
     if not checkpoint.is_file():
-        return config
+        return None
+    return json.loads(_checkpoint_metadata(checkpoint)["state"])
+
+
+def _recorded(output: Path, part: str, name: str):
+    """The field ``name`` of ``part`` of the record the checkpoint in ``output`` holds (its settings' model_config,
+    its tokenizer's cleaning); None without a checkpoint, or where it is not a pretraining's (``_earlier_state`` says
+    why, as the pretraining starts).
+
+    >>> _recorded(Path("no/such/folder"), "settings", "model_config") is None
+    True
+    """
     try:
-        recorded = json.loads(_checkpoint_metadata(checkpoint)["state"])["record"]["tokenizer"]["cleaning"]
-        lacking = added_since(recorded)
-    except (KeyError, TypeError, ValueError, AttnclfError):  # not a pretraining's: _earlier_state says so
-        return config
-    return replace(config, cleaning=config.cleaning.as_before(lacking))
+        return _saved_state(output)["record"][part][name]
+    except (KeyError, TypeError, ValueError, AttnclfError):  # (TypeError: no checkpoint, or a record of other shape)
+        return None
 
 
 def _checkpoint_metadata(path: Path) -> dict:
