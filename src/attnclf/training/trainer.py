@@ -421,6 +421,30 @@ def describe_kept(history: list[dict], monitor: str, refit: bool = False) -> str
     return f"epoch {kept['epoch']} of {len(history)}: the best validation {metric} ({kept[f'val_{monitor}']:.4f}){tied}"
 
 
+def epoch_line(record: dict, monitor: str, multi_label: bool = False) -> str:
+    """The line an epoch's history ``record`` prints: its training loss and accuracy, then, where it validated (a
+    refit validates on nothing), the validation loss and scores, with the ``monitor`` early stopping watches beside
+    them when they do not hold it already.
+
+    >>> epoch_line({"epoch": 2, "train_loss": 0.5, "train_accuracy": 0.75, "val_loss": 0.4, "val_accuracy": 0.8,
+    ...             "val_macro_f1": 0.79, "val_roc_auc": 0.9, "seconds": 1.5}, "roc_auc")
+    'epoch 2: train loss 0.5000 acc 0.7500 | val loss 0.4000 acc 0.8000 macro-F1 0.7900 ROC AUC 0.9000 | 1.5s'
+    """
+    # (a multi-label text counts as right only when its whole set is: 0.0000 early on is no fault)
+    acc = "subset acc" if multi_label else "acc"
+    validated = ""
+    if "val_loss" in record:
+        # A multi-label run's scores here cut at 0.5 (MULTI_LABEL_EPOCH_NOTE), its tuned thresholds' come after:
+        # micro-F1 beside macro-F1, as its test line gives them, since a rare label sways macro-F1.
+        scored = (f", at 0.5: {acc} {record['val_accuracy']:.4f} micro-F1 {record['val_micro_f1']:.4f}"
+                  if multi_label else f" {acc} {record['val_accuracy']:.4f}")
+        validated = f" | val loss {record['val_loss']:.4f}{scored} macro-F1 {record['val_macro_f1']:.4f}"
+        if monitor not in ("loss", "accuracy", "macro_f1", *(("micro_f1",) if multi_label else ())):
+            validated += f" {MONITOR_NAMES[monitor]} {record[f'val_{monitor}']:.4f}"
+    return (f"epoch {record['epoch']}: train loss {record['train_loss']:.4f} {acc} {record['train_accuracy']:.4f}"
+            f"{validated} | {record['seconds']:.1f}s")
+
+
 class Trainer:
     """Fits one model on bucketed batches, writing progress into ``run_dir``.
 
@@ -459,6 +483,10 @@ class Trainer:
         self.averaged: AveragedModel | None = None  # the weights' moving average, with ema_decay (rank 0)
 
     def fit(self, train: BucketBatches, validation: BucketBatches | None, resume: bool = False) -> list[dict]:
+        """Train on ``train`` for ``config.epochs`` (fewer where early stopping ends it), validating each epoch on
+        ``validation`` (None: a refit, which keeps its last epoch), from the run folder's checkpoint where ``resume``;
+        the model ends holding the weights kept. Returns the history, a record per epoch (``epoch_line`` prints it).
+        """
         config, distributed = self.config, self.distributed
         if validation is not None:  # (train_run refused it sooner, before writing anything; Trainer is public too)
             refuse_undefined_monitor(config.monitor, validation.labels, self.label_names)
@@ -537,21 +565,7 @@ class Trainer:
                 self._save_checkpoint(optimizer, schedule, state, best_weights)
                 best_weights, self._last_saved = None, pace.clock()
             if self.progress and (epoch % print_every == 0 or stopping):
-                # (a multi-label text counts as right only when its whole set is: 0.0000 early on is no fault)
-                acc = "subset acc" if self.multi_label else "acc"
-                # A multi-label run's scores here cut at 0.5 (MULTI_LABEL_EPOCH_NOTE), its tuned thresholds' come
-                # after: micro-F1 beside macro-F1, as its test line gives them, since a rare label sways macro-F1.
-                validated = ""
-                if validation is not None:  # (a refit validates on nothing)
-                    scored = (f", at 0.5: {acc} {record['val_accuracy']:.4f} micro-F1 {record['val_micro_f1']:.4f}"
-                              if self.multi_label else f" {acc} {record['val_accuracy']:.4f}")
-                    validated = f" | val loss {record['val_loss']:.4f}{scored} macro-F1 {record['val_macro_f1']:.4f}"
-                shown_already = ("loss", "accuracy", "macro_f1", *(("micro_f1",) if self.multi_label else ()))
-                if validation is not None and config.monitor not in shown_already:
-                    # What early stopping watches, shown beside the rest
-                    validated += f" {MONITOR_NAMES[config.monitor]} {record[f'val_{config.monitor}']:.4f}"
-                tqdm.write(f"epoch {epoch}: train loss {train_loss:.4f} {acc} {train_acc:.4f}{validated} | "
-                           f"{record['seconds']:.1f}s")
+                tqdm.write(epoch_line(record, config.monitor, self.multi_label))
             if stopping:
                 break
         # The run ends holding its best weights, not its last (on rank 0, which goes on to test them).
