@@ -34,12 +34,13 @@ from typing import Callable, Iterable, Sequence
 import numpy as np
 
 from ..data.base import WITHHELD, Splits, TextDataset
-from ..data.splits import check_hold_out, split_indices, train_validation_split
+from ..data.splits import check_hold_out, split_indices
 from ..errors import AttnclfError, DataError, RunDirError
 from ..rundir import atomic_write_bytes
 from ..text.cache import CachedDataset, TokenCache, cache_key, cache_root, file_identity
 from ..text.tokenizer import Tokenizer, TokenizerConfig
-from .run_data import align_labels, dataset_splits, refit_additions, sample_test, texts_fingerprint
+from .run_data import (align_labels, dataset_splits, refit_additions, sample_test, texts_fingerprint,
+                       training_sample)
 from .settings import DataSettings, RunSettings
 
 
@@ -307,9 +308,8 @@ def _dataset_sources(data: DataSettings, seed: int) -> tuple[dict[str, _Source],
         if getattr(splits, split) is not None:
             sources[split] = source(split, getattr(splits, split))
     if data.refit:
-        train = splits.train  # (what the run trained on, as load_data compares it: a sample is not the whole set)
-        if data.max_train_examples and len(train) > data.max_train_examples:
-            train, _ = train_validation_split(train, 1 - data.max_train_examples / len(train), seed)
+        # (what the run trained on, as load_data compares it: a sample is not the whole set)
+        train = training_sample(splits.train, data.max_train_examples, seed)
         learned = refit_additions(splits, train, data)
         if "validation" in sources:
             sources["validation"].refit_learns = "validation" in learned

@@ -50,9 +50,7 @@ def load_data(settings: DataSettings, seed: int) -> Splits:
                             text_column=settings.text_column, label_column=settings.label_column,
                             multi_label=settings.multi_label, label_delimiter=settings.label_delimiter,
                             validation_path=settings.validation_file)
-    train = splits.train
-    if settings.max_train_examples and len(train) > settings.max_train_examples:
-        train, _ = train_validation_split(train, 1 - settings.max_train_examples / len(train), seed)
+    train = training_sample(splits.train, settings.max_train_examples, seed)
     if not train.multi_label and len(set(train.labels)) < 2:
         raise DataError(f"{settings.describe()}: training data has only one class "
                         f"({train.label_names[train.labels[0]]!r}); a classifier needs at least two")
@@ -67,6 +65,19 @@ def load_data(settings: DataSettings, seed: int) -> Splits:
         check_hold_out(settings.hold_out, settings.describe(), train.order, own_validation=True)
     return Splits(train=train, validation=validation, test=sample_test(splits.test, settings.max_test_examples),
                   extra=splits.extra)
+
+
+def training_sample(train: TextDataset, max_examples: int | None, seed: int) -> TextDataset:
+    """At most ``max_examples`` of the training texts ``train`` (``--max-train-examples``): a sample the seed draws,
+    stratified (and grouped where the data has groups) as a validation split is carved; all of them without a cap.
+
+    >>> train = TextDataset(["a", "b", "c", "d"], [0, 1, 0, 1], ["neg", "pos"])
+    >>> sorted(training_sample(train, 2, seed=0).labels), training_sample(train, None, seed=0) is train
+    ([0, 1], True)
+    """
+    if not max_examples or len(train) <= max_examples:
+        return train
+    return train_validation_split(train, 1 - max_examples / len(train), seed)[0]
 
 
 def refit_additions(splits: Splits, train: TextDataset, settings: DataSettings) -> list[str]:
