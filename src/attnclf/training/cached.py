@@ -39,8 +39,8 @@ from ..errors import AttnclfError, DataError, RunDirError
 from ..rundir import atomic_write_bytes
 from ..text.cache import CachedDataset, TokenCache, cache_key, cache_root, file_identity
 from ..text.tokenizer import Tokenizer, TokenizerConfig
-from .run_data import (align_labels, dataset_splits, refit_additions, sample_test, texts_fingerprint,
-                       training_sample)
+from .run_data import (align_labels, dataset_splits, refit_additions, refuse_one_class, sample_test,
+                       texts_fingerprint, training_sample)
 from .settings import DataSettings, RunSettings
 
 
@@ -128,9 +128,7 @@ def _split_rows(data: DataSettings, sources: dict[str, "_Source"], train_labels:
     keep = np.arange(len(train_labels))
     if data.max_train_examples and len(keep) > data.max_train_examples:
         keep = split_indices(train_labels, groups, 1 - data.max_train_examples / len(keep), seed)[0]
-    if len(set(train_labels[keep].tolist())) < 2:
-        raise DataError(f"{data.describe()}: training data has only one class "
-                        f"({train_source.label_names[train_labels[keep][0]]!r}); a classifier needs at least two")
+    refuse_one_class(data, train_labels[keep].tolist(), train_source.label_names)
     check_hold_out(data.hold_out, data.describe(), train_source.order, own_validation="validation" in sources)
     if "validation" in sources:
         return keep, keep, None

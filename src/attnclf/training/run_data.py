@@ -8,7 +8,7 @@ import hashlib
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -51,9 +51,8 @@ def load_data(settings: DataSettings, seed: int) -> Splits:
                             multi_label=settings.multi_label, label_delimiter=settings.label_delimiter,
                             validation_path=settings.validation_file)
     train = training_sample(splits.train, settings.max_train_examples, seed)
-    if not train.multi_label and len(set(train.labels)) < 2:
-        raise DataError(f"{settings.describe()}: training data has only one class "
-                        f"({train.label_names[train.labels[0]]!r}); a classifier needs at least two")
+    if not train.multi_label:
+        refuse_one_class(settings, train.labels, train.label_names)
     validation = splits.validation
     if settings.refit:
         parts = [splits.validation if part == "validation" else splits.extra[part]
@@ -78,6 +77,19 @@ def training_sample(train: TextDataset, max_examples: int | None, seed: int) -> 
     if not max_examples or len(train) <= max_examples:
         return train
     return train_validation_split(train, 1 - max_examples / len(train), seed)[0]
+
+
+def refuse_one_class(data: DataSettings, labels: Sequence[int], label_names: Sequence[str]) -> None:
+    """Refuse single-label training texts (their ``labels``, indices into ``label_names``) all of one class.
+
+    >>> refuse_one_class(DataSettings(train_file="t.csv"), [1, 1], ["neg", "pos"])
+    Traceback (most recent call last):
+    ...
+    attnclf.errors.DataError: t.csv: training data has only one class ('pos'); a classifier needs at least two
+    """
+    if len(set(labels)) < 2:
+        raise DataError(f"{data.describe()}: training data has only one class ({label_names[labels[0]]!r}); a "
+                        f"classifier needs at least two")
 
 
 def refit_additions(splits: Splits, train: TextDataset, settings: DataSettings) -> list[str]:
