@@ -303,6 +303,21 @@ def describe_classes(train: TextDataset, suspect_separators: str = "",
         lines.append(f"warning: {_of_classes(unvalidated, names)} no validation text ({first_few(unvalidated)}): no "
                      f"validation score tells how {'it does' if one else 'they do'}; give "
                      f"{'it' if one else 'them'} more texts, or a --validation-file that holds some")
+    lines += _look_alike_warnings(names)
+    if train.multi_label:
+        lines += _delimiter_warnings(names, suspect_separators)
+    return lines
+
+
+def _look_alike_warnings(names: list[str]) -> list[str]:
+    """Warnings for class ``names`` that look like one class written in two ways: accents encoded otherwise, case or
+    spaces, a number written otherwise, numbers beside words, whole numbers written as decimals.
+
+    >>> _look_alike_warnings(["Positive", "positive"])
+    ["warning: classes 'Positive' and 'positive' differ only in case or spaces; make them one label in the data if \
+they mean one class"]
+    """
+    lines = []
     by_encoding: dict[str, list[str]] = {}
     for name in names:
         by_encoding.setdefault(unicodedata.normalize("NFC", name), []).append(name)
@@ -327,10 +342,7 @@ def describe_classes(train: TextDataset, suspect_separators: str = "",
     if numbers and words:
         lines.append(f"warning: some classes are numbers ({', '.join(map(repr, numbers[:3]))}) and some are names "
                      f"({', '.join(map(repr, words[:3]))}); give every text one coding if they mean the same classes")
-    lines += _float_written_warnings(names)
-    if train.multi_label:
-        lines += _delimiter_warnings(names, suspect_separators)
-    return lines
+    return lines + _float_written_warnings(names)
 
 
 def _float_written_warnings(names: list[str]) -> list[str]:
