@@ -26,7 +26,11 @@ from .settings import DataSettings
 
 
 def dataset_splits(settings: DataSettings, seed: int) -> Splits:
-    """The named dataset's own splits, downloaded first if the settings allow it."""
+    """The named dataset's own splits, downloaded first if the settings allow it.
+
+    >>> dataset_splits(DataSettings(dataset="demo"), seed=0).train.label_names  # (generated: nothing to download)
+    ['negative', 'positive']
+    """
     if settings.download:
         from ..data.download import ensure_available
 
@@ -38,7 +42,11 @@ def dataset_splits(settings: DataSettings, seed: int) -> Splits:
 
 
 def load_data(settings: DataSettings, seed: int) -> Splits:
-    """The splits a run trains, validates and tests on (validation carved from train if needed)."""
+    """The splits a run trains, validates and tests on (validation carved from train if needed).
+
+    >>> # splits = load_data(DataSettings(train_file="reviews.csv", test_file="test.csv"), seed=0)
+    >>> # len(splits.train), len(splits.validation)  # 90% and 10% of reviews.csv, stratified
+    """
     settings.require_source()
     seed = settings.data_seed(seed)
     if settings.dataset:
@@ -115,6 +123,10 @@ def sample_test(test: TextDataset | None, max_examples: int | None) -> TextDatas
     Seed 0, not the run's seed, so every seed is tested on the same texts; ungrouped, because a
     sample of the test set has no validation to keep apart, and its size is exact. A sample too small
     to stratify is a plain shuffle's: the texts left out need no class kept, as a training split does.
+
+    >>> test = TextDataset(["a", "b", "c", "d"], [0, 1, 0, 1], ["neg", "pos"], "test")
+    >>> sorted(sample_test(test, 2).labels), sample_test(test, None) is test
+    ([0, 1], True)
     """
     if not max_examples or test is None or len(test) <= max_examples:
         return test
@@ -217,7 +229,11 @@ def texts_fingerprint(data: TextDataset) -> str:
 
 def held_out_fingerprint(config: dict) -> str | None:
     """The ``texts_fingerprint`` of the validation texts a run held out, from its config.json (runs trained before
-    it was recorded, and token-cache runs before 2026-11-23, have none)."""
+    it was recorded, and token-cache runs before 2026-11-23, have none).
+
+    >>> held_out_fingerprint({"data": {"validation_sha256": "7e85"}}), held_out_fingerprint({"data": {}})
+    ('7e85', None)
+    """
     return config.get("data", {}).get("validation_sha256")
 
 
@@ -270,7 +286,12 @@ def describe_classes(train: TextDataset, suspect_separators: str = "",
     encoded ("é" composed or as "e" and a combining accent), and for classes of fewer than
     2 training texts (``validation``, the run's, says which of those it cannot score). ``suspect_separators``: for
     multi-label data read from a file, the characters that, inside class names, may be a label delimiter the file
-    used other than --label-delimiter (see ``_delimiter_warnings``)."""
+    used other than --label-delimiter (see ``_delimiter_warnings``).
+
+    >>> describe_classes(TextDataset(["good", "fine", "bad"], [1, 1, 0], ["neg", "pos"]))
+    ['training texts per class: neg: 1, pos: 2', "warning: 1 of 2 classes has a single training text ('neg'): a \
+model learns little from one example; give it more texts, or merge rare classes"]
+    """
     names = train.label_names
     if train.multi_label:
         counts = np.bincount([i for labels in train.labels for i in labels], minlength=len(names))

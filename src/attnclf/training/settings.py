@@ -63,6 +63,13 @@ def _refuse_first(refusals: Iterator[str]) -> None:
 
 @dataclass
 class DataSettings:
+    """What a run trains, validates and tests on: a named dataset, or the user's files, and how they are read and
+    split (config.json's ``settings.data``).
+
+    >>> DataSettings(train_file="reviews.csv", val_fraction=0.2).describe()
+    'reviews.csv'
+    """
+
     dataset: str | None = None  # a registered source, or None for user files
     data_dir: str | None = None
     download: bool = False  # fetch a missing public dataset (users only; tests never download)
@@ -101,7 +108,13 @@ class DataSettings:
             self.multi_label = True  # nothing else could train on it; files need the flag: their cells could be either
 
     def require_source(self) -> None:
-        """Refuse settings that name neither a dataset nor a training file: nothing to train on."""
+        """Refuse settings that name neither a dataset nor a training file: nothing to train on.
+
+        >>> DataSettings().require_source()
+        Traceback (most recent call last):
+        ...
+        attnclf.errors.AttnclfError: give a dataset (--dataset NAME) or a training file (--train-file PATH)
+        """
         if not self.dataset and not self.train_file:
             raise AttnclfError("give a dataset (--dataset NAME) or a training file (--train-file PATH)")
 
@@ -185,17 +198,30 @@ class DataSettings:
         return self if found is None else replace(self, found_in=str(found.absolute()))
 
     def describe(self) -> str:
+        """What the run trains on, as messages name it: the dataset, else the training file's name.
+
+        >>> DataSettings(dataset="imdb").describe(), DataSettings(train_file="/data/reviews.csv").describe()
+        ('imdb', 'reviews.csv')
+        """
         return self.dataset or Path(self.train_file or "?").name
 
     def describe_held_out(self, trained_labels: list[str], labels: list[str]) -> str:
         """What to name when validation texts changed: the training data when its classes did (``labels`` now
         against the run's ``trained_labels``: they number every label), else where the validation texts come from.
+
+        >>> data = DataSettings(train_file="train.csv", validation_file="/data/dev.csv")
+        >>> data.describe_held_out(["neg", "pos"], ["neg", "pos"]), data.describe_held_out(["neg", "pos"], ["a", "b"])
+        ('dev.csv', 'train.csv')
         """
         return Path(self.validation_file).name if self.validation_file and labels == trained_labels else \
             self.describe()
 
     def data_seed(self, run_seed: int) -> int:
-        """The seed that chooses which texts train and which validate."""
+        """The seed that chooses which texts train and which validate: ``split_seed``, else the run's own.
+
+        >>> DataSettings().data_seed(3), DataSettings(split_seed=0).data_seed(3)
+        (3, 0)
+        """
         return run_seed if self.split_seed is None else self.split_seed
 
 
@@ -204,6 +230,13 @@ COUNT_EMBEDDINGS = "count"
 
 @dataclass
 class RunSettings:
+    """Everything a run is, as config.json's ``settings`` records it (``to_dict``): its data, tokenizer, model,
+    training and where it writes; ``settings_for`` builds them, ``resume_settings`` reads them back.
+
+    >>> RunSettings(DataSettings(dataset="demo"), model="boe", output="runs/demo").train.epochs
+    10
+    """
+
     data: DataSettings = field(default_factory=DataSettings)
     tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
     windows: WindowConfig | None = None  # read long texts as overlapping windows of max_len tokens
@@ -309,7 +342,11 @@ class RunSettings:
             yield f"{named('embeddings_std')} must be positive and finite, got {shown(self.embeddings_std)}"
 
     def anchored(self) -> RunSettings:
-        """These settings with absolute data and word-vector paths (``DataSettings.anchored``)."""
+        """These settings with absolute data and word-vector paths (``DataSettings.anchored``).
+
+        >>> RunSettings(embeddings="/vectors/glove.txt").anchored().embeddings
+        '/vectors/glove.txt'
+        """
         embeddings = self.embeddings if self.embeddings == COUNT_EMBEDDINGS else _absolute(self.embeddings)
         return replace(self, data=self.data.anchored(), embeddings=embeddings, init_from=_absolute(self.init_from))
 
