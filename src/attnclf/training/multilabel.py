@@ -22,7 +22,14 @@ if TYPE_CHECKING:
 
 
 def check_config(config: "TrainConfig") -> None:
-    """Refuse the training options that have no multi-label meaning."""
+    """Refuse the training options that have no multi-label meaning.
+
+    >>> from attnclf.training.trainer import TrainConfig
+    >>> check_config(TrainConfig(label_smoothing=0.1))
+    Traceback (most recent call last):
+    ...
+    attnclf.errors.AttnclfError: --label-smoothing applies to single-label runs; drop it with --multi-label
+    """
     if config.label_smoothing:
         raise AttnclfError("--label-smoothing applies to single-label runs; drop it with --multi-label")
     if config.sampler == "balanced":
@@ -98,12 +105,21 @@ def multilabel_loss(targets: np.ndarray, class_weights: str,
 
 
 def exact_matches(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    """How many texts have their whole label set right at probability 0.5 (logit 0)."""
+    """How many texts have their whole label set right at probability 0.5 (logit 0).
+
+    >>> exact_matches(torch.tensor([[2.0, -1.0], [2.0, 1.0]]), torch.tensor([[1, 0], [1, 0]])).item()
+    1
+    """
     return ((logits > 0) == targets.bool()).all(dim=-1).sum()
 
 
 def validation_record(targets: np.ndarray, probabilities: np.ndarray, label_names: list[str]) -> dict:
-    """history.jsonl's validation fields for a multi-label run, at threshold 0.5."""
+    """history.jsonl's validation fields for a multi-label run, at threshold 0.5.
+
+    >>> record = validation_record(np.array([[1, 0], [0, 1]]), np.array([[0.9, 0.2], [0.3, 0.6]]), ["a", "b"])
+    >>> record["val_accuracy"], record["val_micro_f1"]
+    (1.0, 1.0)
+    """
     metrics = multilabel_metrics(targets, probabilities, label_names, report=False)
     return {"val_loss": binary_cross_entropy(targets, probabilities),
             **{f"val_{key}": metrics[key] for key in ("accuracy", "micro_f1", "macro_f1", "macro_precision",

@@ -568,7 +568,14 @@ def _publish(output: Path, record: dict, model, tokenizer: Tokenizer) -> None:
 def check_compatible(model_name: str, config, folder: str | Path,
                      tokenizer: TokenizerConfig | None = None) -> None:
     """A one-line error unless ``folder`` is a pretraining that a ``model_name`` model with ``config``, reading
-    text as ``tokenizer`` says, can start from."""
+    text as ``tokenizer`` says, can start from.
+
+    >>> check_compatible("self-attn", None, "no/such/folder")
+    Traceback (most recent call last):
+    ...
+    attnclf.errors.RunDirError: no/such/folder: not a pretrained encoder (no pretrain.json, encoder.safetensors or \
+tokenizer.json; write one with `attnclf pretrain`)
+    """
     folder = Path(folder)
     if not all((folder / name).is_file() for name in (PRETRAIN_FILE, ENCODER_FILE, TOKENIZER_FILE)):
         raise RunDirError(f"{folder}: not a pretrained encoder (no {PRETRAIN_FILE}, {ENCODER_FILE} or "
@@ -660,6 +667,8 @@ def load_pretrained(model, tokenizer: Tokenizer, folder: str | Path) -> int:
 
     The model's shape (width, heads, layers, feed-forward, positions, attention window) and its tokenizer's
     kind and cleaning must be the pretraining's.
+
+    >>> # load_pretrained(model, tokenizer, "runs/pretrained")  # 18,412: the words both vocabularies share
     """
     folder = Path(folder)
     check_compatible("self-attn" if isinstance(model, SelfAttentionClassifier) else type(model).__name__,
@@ -715,7 +724,10 @@ def _encoder_mismatch(weights: dict[str, torch.Tensor], own: dict[str, torch.Ten
 
 
 def describe(folder: str | Path) -> str:
-    """One line on a pretrained encoder, for logs."""
+    """One line on a pretrained encoder, for logs.
+
+    >>> # describe("runs/pretrained")  # '1,250,000 tokens x 2 epochs, final loss 4.25'
+    """
     record = read_json(Path(folder) / PRETRAIN_FILE)
     losses = [epoch["loss"] for epoch in record["epochs"]]
     planned = record["settings"]["epochs"]
@@ -724,12 +736,18 @@ def describe(folder: str | Path) -> str:
 
 
 def encoder_fingerprint(folder: str | Path) -> str:
-    """sha256 of the pretrained weights: whether a folder still holds the encoder a run started from."""
+    """sha256 of the pretrained weights: whether a folder still holds the encoder a run started from.
+
+    >>> # encoder_fingerprint("runs/pretrained")[:12]  # what config.json's pretrained_sha256 records
+    """
     return file_sha256(Path(folder) / ENCODER_FILE)
 
 
 def check_unchanged(run_config: dict, what: str) -> None:
-    """A one-line error if the pretrained encoder a run (its config.json) started from has changed since."""
+    """A one-line error if the pretrained encoder a run (its config.json) started from has changed since.
+
+    >>> check_unchanged({"settings": {"init_from": None}}, "runs/demo")  # (it started from none)
+    """
     settings = run_config.get("settings", {})
     recorded = run_config.get("pretrained_sha256")
     if not settings.get("init_from"):

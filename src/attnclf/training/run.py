@@ -56,6 +56,12 @@ from .trainer import (ONE_CLASS_NOTE_START, Trainer, imbalance_remedies, one_cla
 
 @dataclass
 class RunResult:
+    """What ``train_run`` returns: the run directory, its test ``metrics`` (metrics.json's), its ``history`` (a record
+    per epoch) and the ``seconds`` it took.
+
+    >>> # result = train_run(settings); result.metrics["accuracy"], len(result.history)
+    """
+
     run_dir: Path
     metrics: dict
     history: list[dict]
@@ -176,6 +182,9 @@ def evaluate_split(model, tokenizer: Tokenizer, data: TextDataset, device, batch
     """Test metrics plus three confident correct and incorrect examples, and the probabilities behind them.
 
     Multi-label data is scored by ``multilabel_metrics`` at ``thresholds``, without examples.
+
+    >>> # metrics, probabilities = evaluate_split(model, tokenizer, splits.test, torch.device("cpu"))
+    >>> # metrics["accuracy"], metrics["examples"]["correct"][0]["text"]
     """
     batches = _batches(tokenizer, data, batch_size, False, 0, windows=window_config(model))
     probabilities = predict_probabilities(model, batches, device, data.multi_label)
@@ -528,7 +537,10 @@ def set_aside_earlier_model(run_dir: Path, progress: bool) -> None:
     one. A finished earlier model moves into ``earlier-model/`` until this run finishes, so an interrupted or failed
     replacement loses no trained model; an unfinished one (its weights, history, checkpoint) is deleted, as it would
     describe another model (a checkpoint would invite --resume onto this run's tokenizer, a history `attnclf refit`
-    onto its settings)."""
+    onto its settings).
+
+    >>> # set_aside_earlier_model(Path("runs/demo"), progress=True)  # a finished model there: into earlier-model/
+    """
     earlier, staging = run_dir / EARLIER_MODEL, run_dir / EARLIER_MODEL_STAGING
     if staging.is_dir():  # a set-aside interrupted half-way: its files go back first, to move again as one
         for moved in staging.iterdir():
@@ -554,7 +566,10 @@ def set_aside_earlier_model(run_dir: Path, progress: bool) -> None:
 
 
 def restore_earlier_model(run_dir: Path) -> None:
-    """Undo ``set_aside_earlier_model`` for a run that never started (it wrote no config.json)."""
+    """Undo ``set_aside_earlier_model`` for a run that never started (it wrote no config.json).
+
+    >>> restore_earlier_model(Path("no/such/run"))  # (nothing set aside: nothing to do)
+    """
     earlier = run_dir / EARLIER_MODEL
     if earlier.is_dir() and not (run_dir / "config.json").exists():
         for moved in earlier.iterdir():
@@ -615,7 +630,10 @@ def trained_where(device: torch.device, distributed: Distributed) -> str:
 
 def config_record(settings: RunSettings, model, data: dict, extra: dict | None = None) -> dict:
     """A run's config.json from its settings, its model, the record of its ``data`` and any ``extra`` entries: what
-    `attnclf train` writes, and AttentionTextClassifier.save."""
+    `attnclf train` writes, and AttentionTextClassifier.save.
+
+    >>> # config_record(settings, model, {"train_examples": 900})["model"]["parameters"]
+    """
     recorded = settings.anchored()
     return {
         "format_version": FORMAT_VERSION,
@@ -657,7 +675,10 @@ def _refit_thresholds(refit_of: dict, run_dir: Path, label_names: list[str]) -> 
 
 def check_starts_unchanged(run_config: dict, what: str) -> None:
     """A one-line error if what a run (its config.json) started from, its word vectors file or pretrained encoder,
-    has changed since: a refit, or a member added to its ensemble, must start where it started."""
+    has changed since: a refit, or a member added to its ensemble, must start where it started.
+
+    >>> check_starts_unchanged({"settings": {"embeddings": None}}, "runs/demo")  # (it started from neither)
+    """
     check_pretrained_unchanged(run_config, what)
     recorded, vectors = run_config.get("embeddings_sha256"), run_config.get("settings", {}).get("embeddings")
     if recorded and Path(vectors).is_file() and file_sha256(vectors) != recorded:
@@ -672,7 +693,10 @@ def train_or_continue(settings: RunSettings, resume: bool, progress: bool = True
     (``train --seeds --resume``, ``refit --resume``), and if not begun added as the others were begun (``train_run``'s
     ``added``). ``loaded``: as for ``train_run``; ``named``: as for
     ``resume_settings``; ``data_dir``: where the dataset lies now, for a run continued or reported (its own settings
-    are read again, and record the folder it was given when it started)."""
+    are read again, and record the folder it was given when it started).
+
+    >>> # train_or_continue(replace(settings, output="runs/ens/seed-1"), resume=True).metrics  # kept, or continued
+    """
     output = Path(settings.output)
     if resume and (output / "metrics.json").is_file():
         print(f"{output}: finished, kept", file=sys.stderr)

@@ -163,6 +163,11 @@ class TrainConfig:
                                    f"{shown(getattr(self, name))}")
 
     def to_dict(self) -> dict:
+        """These settings as config.json's ``settings.train`` records them.
+
+        >>> TrainConfig(epochs=3).to_dict()["epochs"]
+        3
+        """
         return asdict(self)
 
 
@@ -845,7 +850,14 @@ def checkpoint_tensors(run_dir: str | Path, state: dict | None = None) -> Path:
 
 def optimizer_tensors(optimizer: torch.optim.Optimizer) -> tuple[dict[str, torch.Tensor], list[dict]]:
     """An optimiser's state as safetensors can store it: its tensors by name (``optimizer.INDEX.NAME``), and its
-    parameter groups, which are plain numbers for JSON. ``restore_optimizer`` reads them back."""
+    parameter groups, which are plain numbers for JSON. ``restore_optimizer`` reads them back.
+
+    >>> weight = nn.Parameter(torch.ones(2)); optimizer = torch.optim.Adam([weight])
+    >>> weight.sum().backward(); optimizer.step()
+    >>> tensors, groups = optimizer_tensors(optimizer)
+    >>> sorted(tensors), groups[0]["lr"]
+    (['optimizer.0.exp_avg', 'optimizer.0.exp_avg_sq', 'optimizer.0.step'], 0.001)
+    """
     state = optimizer.state_dict()
     tensors = {f"optimizer.{index}.{key}": torch.as_tensor(value)
                for index, values in state["state"].items() for key, value in values.items()}
@@ -854,7 +866,14 @@ def optimizer_tensors(optimizer: torch.optim.Optimizer) -> tuple[dict[str, torch
 
 def restore_optimizer(optimizer: torch.optim.Optimizer, tensors: dict[str, torch.Tensor],
                       param_groups: list[dict]) -> None:
-    """Load what ``optimizer_tensors`` saved (``tensors`` may hold other names too)."""
+    """Load what ``optimizer_tensors`` saved (``tensors`` may hold other names too).
+
+    >>> weight = nn.Parameter(torch.ones(2)); optimizer = torch.optim.Adam([weight])
+    >>> restore_optimizer(optimizer, {"optimizer.0.step": torch.tensor(4.0), "rng.torch": torch.zeros(1)},
+    ...                   optimizer_tensors(optimizer)[1])
+    >>> optimizer.state_dict()["state"][0]["step"].item()
+    4.0
+    """
     state: dict = {"state": {}, "param_groups": param_groups}
     for key, value in tensors.items():
         if key.startswith("optimizer."):
@@ -867,6 +886,8 @@ def count_ngram_prior(model: nn.Module, train: BucketBatches) -> None:
     """Let a model with a naive-Bayes n-gram branch count the training set once, each text (or window) once.
 
     The count reads the examples in order, without the balanced sampler's repeats and omissions.
+
+    >>> # count_ngram_prior(model, train_batches)  # before the first epoch; a resume's checkpoint holds the counts
     """
     branch = getattr(getattr(model, "base", model), "ngram_logits", None)  # a windowed model's own network's
     if branch is None:
