@@ -271,8 +271,9 @@ def _file_source_identity(data: DataSettings, path: str, keyed: bool = True) -> 
     well, their extension saying how (a .tsv copy of a .csv file holds other rows; a .csv.gz is read decompressed)."""
     from ..data.files import compression_suffix, data_suffix
 
-    return (file_identity(path) if keyed else {}) | {
-        "format": data_suffix(path) + compression_suffix(path), "text_column": data.text_column, "label_column": data.label_column}
+    return (file_identity(path) if keyed else {}) | {"format": data_suffix(path) + compression_suffix(path),
+                                                      "text_column": data.text_column,
+                                                      "label_column": data.label_column}
 
 
 def current_test_key(data: DataSettings, seed: int) -> str | None:

@@ -414,9 +414,9 @@ def _earlier_state(output: Path, record: dict) -> dict | None:
         if then.get(key) != record[key]:
             differ = next((name for name in record[key] if then[key].get(name) != record[key][name]), None) \
                 if isinstance(record[key], dict) else None
-            raise RunDirError(f"{output} holds a pretraining of {what}"
-                              f"{f' ({differ}: {then[key].get(differ)!r} there, {record[key][differ]!r} here)' if differ else ''}"
-                              f"; rerun its own command to continue it, or choose another --output")
+            which = f" ({differ}: {then[key].get(differ)!r} there, {record[key][differ]!r} here)" if differ else ""
+            raise RunDirError(f"{output} holds a pretraining of {what}{which}; rerun its own command to continue it, "
+                              f"or choose another --output")
     return saved
 
 
@@ -757,5 +757,5 @@ def check_unchanged(run_config: dict, what: str) -> None:
         raise AttnclfError(f"{what} started from the pretrained encoder {folder}, which is gone; it must start from "
                            f"the same one")
     if recorded is not None and encoder_fingerprint(folder) != recorded:
-        raise AttnclfError(f"{what} started from the pretrained encoder in {folder}, which has changed since (pretrained "
-                           f"further, or replaced); it must start from the same one")
+        raise AttnclfError(f"{what} started from the pretrained encoder in {folder}, which has changed since "
+                           f"(pretrained further, or replaced); it must start from the same one")

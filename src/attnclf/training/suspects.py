@@ -159,8 +159,9 @@ def find_suspects(settings: RunSettings, folds: int = DEFAULT_FOLDS, *, output: 
     ``output``: a .csv / .tsv / .jsonl / .parquet file to write the rows into as well, atomically (an existing one is
     kept unless ``overwrite``), checked before anything trains; each row with the training file's other columns
     after ``row``, as `evaluate --errors` writes a test file's (``with_file_columns``). A work folder that holds folds
-    already is refused unless ``resume`` (finished folds are kept, unfinished ones continue from their checkpoints; they must be of the
-    same rows, folds and settings) or ``overwrite`` (every fold trains afresh). ``named`` names the settings in errors.
+    already is refused unless ``resume`` (finished folds are kept, unfinished ones continue from their checkpoints;
+    they must be of the same rows, folds and settings) or ``overwrite`` (every fold trains afresh). ``named`` names
+    the settings in errors.
 
     >>> # from attnclf.training.settings import DataSettings, settings_for
     >>> # settings = settings_for(DataSettings(train_file="reviews.csv"), "boe", output="runs/suspects-reviews")
