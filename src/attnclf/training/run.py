@@ -355,8 +355,18 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool, loaded: tupl
                  progress=trainer.progress),
         resume=resume,
     )
-    if not distributed.is_main:  # rank 0 tests and reports
-        return RunResult(run_dir, {}, history, time.perf_counter() - started)
+    metrics = {}  # (torchrun's other ranks leave testing and reporting to rank 0)
+    if distributed.is_main:
+        metrics = _test_trained(settings, run_dir, model, tokenizer, splits, device, history, warned)
+    return RunResult(run_dir, metrics, history, time.perf_counter() - started)
+
+
+def _test_trained(settings: RunSettings, run_dir: Path, model, tokenizer: Tokenizer, splits: Splits,
+                  device: torch.device, history: list[dict], warned: list[str]) -> dict:
+    """What follows training, on rank 0: the notes on what the kept weights gave on validation, a multi-label run's
+    thresholds, then the test metrics (metrics.json, which marks the run finished) and its report. Returns the
+    metrics."""
+    label_names = splits.train.label_names
     if splits.validation is not None and not settings.data.multi_label:
         _note_one_class(run_dir, settings, history, splits.validation, warned)
     thresholds = None
@@ -371,7 +381,7 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool, loaded: tupl
         metrics = {"split": None, **trained,
                    "note": f"trained on every labelled text; {settings.refit_of['run']} estimates its accuracy"}
         _finished(run_dir, metrics)
-        return RunResult(run_dir, metrics, history, time.perf_counter() - started)
+        return metrics
     test = align_labels(splits.test if splits.test is not None else splits.validation, label_names)
     metrics, test_probabilities = evaluate_split(model, tokenizer, test, device, settings.eval_batch_size, thresholds)
     metrics |= trained
@@ -383,7 +393,7 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool, loaded: tupl
         write_report(run_dir, classifier=Classifier(model, tokenizer, label_names, device, read_json(
             run_dir / "config.json"), batch_size=settings.eval_batch_size, thresholds=thresholds), test=test,
                      test_probabilities=test_probabilities)
-    return RunResult(run_dir, metrics, history, time.perf_counter() - started)
+    return metrics
 
 
 def _refuse_unworkable(settings: RunSettings, resume: bool, added: bool) -> None:
