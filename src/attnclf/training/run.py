@@ -247,26 +247,7 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool, loaded: tupl
     finished = resume and finished_training(checkpointed, settings.train.epochs, settings.train.patience)
     distributed, device = init_distributed(settings.device)
     try:
-        if settings.data.token_cache and loaded is not None:
-            splits, trained = loaded
-        elif settings.data.token_cache:
-            from .cached import load_cached_data, run_tokenizer
-
-            splits, trained = load_cached_data(settings, seed, log=_stderr if progress else lambda message: None,
-                                               resume_with=run_tokenizer(run_dir, settings.tokenizer) if resume else
-                                               None)
-        else:
-            splits, trained = load_data(settings.data, seed), None
-        if trained is None and not resume and distributed.is_main:  # texts it cannot learn from fail here too
-            trained = Tokenizer.train(splits.train.texts, settings.tokenizer)
-        if splits.validation is not None:  # (a refit validates on nothing: the monitor picks no epoch)
-            validation = splits.validation
-            refuse_undefined_monitor(settings.train.monitor, multi_hot(validation.labels, validation.num_classes)
-                                     if settings.data.multi_label else validation.labels, validation.label_names)
-        if trained is not None and not resume:  # (the words the texts hold, not --vocab-size's cap on them)
-            refuse_untrainable(settings.model, vocab_size=trained.vocab_size,
-                               num_classes=len(splits.train.label_names), max_len=settings.tokenizer.max_len,
-                               **settings.model_config)
+        splits, trained = _checked_data(settings, run_dir, resume, progress, loaded, distributed.is_main)
     except AttnclfError:
         if created:  # bad data: a run that never started leaves no folder behind, nor the empty parents it made
             shutil.rmtree(run_dir, ignore_errors=True)
@@ -394,6 +375,33 @@ def _test_trained(settings: RunSettings, run_dir: Path, model, tokenizer: Tokeni
             run_dir / "config.json"), batch_size=settings.eval_batch_size, thresholds=thresholds), test=test,
                      test_probabilities=test_probabilities)
     return metrics
+
+
+def _checked_data(settings: RunSettings, run_dir: Path, resume: bool, progress: bool,
+                  loaded: tuple[Splits, Tokenizer] | None, main: bool) -> tuple[Splits, Tokenizer | None]:
+    """The run's splits and, for a new run on rank 0 (``main``) or a token cache, the tokenizer trained on them
+    (``loaded``: as ``train_run`` takes it), refused before the run writes anything where its validation texts leave
+    the monitor undefined or the model cannot be built for the words they hold."""
+    seed = settings.train.seed
+    if settings.data.token_cache and loaded is not None:
+        splits, trained = loaded
+    elif settings.data.token_cache:
+        from .cached import load_cached_data, run_tokenizer
+
+        splits, trained = load_cached_data(settings, seed, log=_stderr if progress else lambda message: None,
+                                           resume_with=run_tokenizer(run_dir, settings.tokenizer) if resume else None)
+    else:
+        splits, trained = load_data(settings.data, seed), None
+    if trained is None and not resume and main:  # texts it cannot learn from fail here too
+        trained = Tokenizer.train(splits.train.texts, settings.tokenizer)
+    if splits.validation is not None:  # (a refit validates on nothing: the monitor picks no epoch)
+        validation = splits.validation
+        refuse_undefined_monitor(settings.train.monitor, multi_hot(validation.labels, validation.num_classes)
+                                 if settings.data.multi_label else validation.labels, validation.label_names)
+    if trained is not None and not resume:  # (the words the texts hold, not --vocab-size's cap on them)
+        refuse_untrainable(settings.model, vocab_size=trained.vocab_size, num_classes=len(splits.train.label_names),
+                           max_len=settings.tokenizer.max_len, **settings.model_config)
+    return splits, trained
 
 
 def _refuse_unworkable(settings: RunSettings, resume: bool, added: bool) -> None:
