@@ -439,9 +439,8 @@ def _delimiter_warnings(names: list[str], separators: str) -> list[str]:
         pieces = Counter(piece.strip() for name in joined for piece in set(name.split(char)))
         if any(piece in names or count > 1 for piece, count in pieces.items() if piece):
             lines.append(f"warning: {len(joined)} {'class holds' if len(joined) == 1 else 'classes hold'} {char!r} "
-                         f"({', '.join(map(repr, joined[:3]))}"
-                         f"{', ...' if len(joined) > 3 else ''}); if it separates the labels in the data, give "
-                         f"--label-delimiter {char!r}")
+                         f"({first_few(joined)}); if it separates the labels in the data, give --label-delimiter "
+                         f"{char!r}")
     return lines
 
 
