@@ -463,6 +463,8 @@ def settings_for(data: DataSettings, model: str, *, model_config: dict | None = 
         # fewer than half the texts), which ends slow learners after `patience` epochs (boe on topics: epoch 4).
         merged_train.setdefault("monitor", "loss")
     merged_tokenizer = recipe.get("tokenizer", {}) | (tokenizer or {})
+    # (a count given with --set is built as given: FILE_BUCKETS_SIZED)
+    sized = bool(recipe.get("ngram_buckets_sized")) and "nb_ngram_buckets" not in (model_config or {})
     for what, overrides, valid in (
         (f"model {model!r}", merged_model, model_fields - set(DERIVED_MODEL_FIELDS)),
         ("TrainConfig", merged_train, {f.name for f in fields(TrainConfig)}),
@@ -480,8 +482,7 @@ def settings_for(data: DataSettings, model: str, *, model_config: dict | None = 
         output=output or f"runs/{model}-{data.describe()}",
         device=device,
         embeddings=recipe.get("embeddings"),
-        ngram_buckets_sized=bool(recipe.get("ngram_buckets_sized")) and "nb_ngram_buckets" not in (model_config or
-                                                                                                   {}),
+        ngram_buckets_sized=sized,
     )
 
 
