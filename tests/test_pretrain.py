@@ -510,29 +510,29 @@ def test_init_from_a_folder_that_is_no_pretraining_is_one_line(tmp_path, capsys)
 def test_the_recipe_named_is_the_model_pretrained_so_its_runs_can_start_from_it(tmp_path, capsys):
     from attnclf.models import config_for
     from attnclf.recipes import recipe_for
-    from attnclf.training.pretrain import check_compatible
+    from attnclf.training.pretrain import check_pretrained
 
     folder = tmp_path / "p"
     assert main(["pretrain", "--dataset", "demo", "--recipe", "sst2-sentences", "--min-frequency", "1",
                  "--output", str(folder), "--threads", "1"]) == 0
     recipe = recipe_for("sst2-sentences")
     run_config = config_for("self-attn", max_len=recipe["tokenizer"]["max_len"], **recipe["model_config"])
-    check_compatible("self-attn", run_config, folder, TokenizerConfig(kind="word"))  # what train --dataset builds
+    check_pretrained("self-attn", run_config, folder, TokenizerConfig(kind="word"))  # what train --dataset builds
     demo = recipe_for("demo")
     with pytest.raises(AttnclfError, match="ff_dim=256, but this model has ff_dim=512"):  # demo's model is another
-        check_compatible("self-attn", config_for("self-attn", max_len=64, **demo["model_config"]), folder)
+        check_pretrained("self-attn", config_for("self-attn", max_len=64, **demo["model_config"]), folder)
 
 
 def test_init_from_names_every_setting_to_change_in_one_line(tmp_path):
     # One refusal per setting made a recipe's pretraining (d_model, ff_dim, positional) three failed runs.
     from attnclf.models import config_for
-    from attnclf.training.pretrain import check_compatible
+    from attnclf.training.pretrain import check_pretrained
 
     pretrain_encoder(cyclic_corpus(50), PretrainSettings(model_config=SMALL, max_len=16, min_frequency=1,
                                                          sampled_words=16), tmp_path / "p", log=quiet)
     other = config_for("self-attn", max_len=64, **{**SMALL, "d_model": 32, "ff_dim": 64})
     with pytest.raises(AttnclfError) as caught:
-        check_compatible("self-attn", other, tmp_path / "p")
+        check_pretrained("self-attn", other, tmp_path / "p")
     assert str(caught.value) == (
         f"{tmp_path / 'p'} pretrained an encoder with d_model=16, ff_dim=32, but this model has d_model=32, ff_dim=64; "
         f"it learned positions for 16 tokens, but this model reads 64; "

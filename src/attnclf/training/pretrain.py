@@ -565,12 +565,12 @@ def _publish(output: Path, record: dict, model, tokenizer: Tokenizer) -> None:
     atomic_write_json(output / PRETRAIN_FILE, record)
 
 
-def check_compatible(model_name: str, config, folder: str | Path,
+def check_pretrained(model_name: str, config, folder: str | Path,
                      tokenizer: TokenizerConfig | None = None) -> None:
     """A one-line error unless ``folder`` is a pretraining that a ``model_name`` model with ``config``, reading
     text as ``tokenizer`` says, can start from.
 
-    >>> check_compatible("self-attn", None, "no/such/folder")
+    >>> check_pretrained("self-attn", None, "no/such/folder")
     Traceback (most recent call last):
     ...
     attnclf.errors.RunDirError: no/such/folder: not a pretrained encoder (no pretrain.json, encoder.safetensors or \
@@ -616,7 +616,7 @@ def cleaning_as_pretrained(folder: str | Path, cleaning: CleaningConfig,
     one written before a cleaning setting was added (its pretrain.json records no value for it, ``CLEANING_ADDED``)
     read texts at the value every run had then, and so does the run, unless ``given`` names the setting (the caller
     set it: the command line, its flag typed). A folder that is no pretraining leaves ``cleaning`` as it is
-    (``check_compatible`` says why it cannot start a run).
+    (``check_pretrained`` says why it cannot start a run).
 
     >>> cleaning_as_pretrained("no/such/folder", CleaningConfig())
     (CleaningConfig(lowercase=True, strip_punctuation=False, remove_stopwords=False, lemmatize=False, \
@@ -671,7 +671,7 @@ def load_pretrained(model, tokenizer: Tokenizer, folder: str | Path) -> int:
     >>> # load_pretrained(model, tokenizer, "runs/pretrained")  # 18,412: the words both vocabularies share
     """
     folder = Path(folder)
-    check_compatible("self-attn" if isinstance(model, SelfAttentionClassifier) else type(model).__name__,
+    check_pretrained("self-attn" if isinstance(model, SelfAttentionClassifier) else type(model).__name__,
                      model.config, folder, tokenizer.config)
     weights = load_weights(folder / ENCODER_FILE)
     pretrained_vocab = Tokenizer.load(folder / TOKENIZER_FILE, TOKENIZER).backend.get_vocab()
@@ -723,10 +723,10 @@ def _encoder_mismatch(weights: dict[str, torch.Tensor], own: dict[str, torch.Ten
     return None
 
 
-def describe(folder: str | Path) -> str:
+def describe_pretrained(folder: str | Path) -> str:
     """One line on a pretrained encoder, for logs.
 
-    >>> # describe("runs/pretrained")  # '1,250,000 tokens x 2 epochs, final loss 4.25'
+    >>> # describe_pretrained("runs/pretrained")  # '1,250,000 tokens x 2 epochs, final loss 4.25'
     """
     record = read_json(Path(folder) / PRETRAIN_FILE)
     losses = [epoch["loss"] for epoch in record["epochs"]]
@@ -743,10 +743,10 @@ def encoder_fingerprint(folder: str | Path) -> str:
     return file_sha256(Path(folder) / ENCODER_FILE)
 
 
-def check_unchanged(run_config: dict, what: str) -> None:
+def check_pretrained_unchanged(run_config: dict, what: str) -> None:
     """A one-line error if the pretrained encoder a run (its config.json) started from has changed since.
 
-    >>> check_unchanged({"settings": {"init_from": None}}, "runs/demo")  # (it started from none)
+    >>> check_pretrained_unchanged({"settings": {"init_from": None}}, "runs/demo")  # (it started from none)
     """
     settings = run_config.get("settings", {})
     recorded = run_config.get("pretrained_sha256")

@@ -43,8 +43,8 @@ from ..text.vectors import WordVectors, count_vectors
 from ..text.windows import WindowConfig, text_batches
 from .device import blas_libraries, describe_device, forked_generators, resolve_device, seed_generators, torch_threads
 from .distributed import Distributed, from_environment, init_distributed, rank_device
-from .pretrain import (check_compatible as check_pretrained, check_unchanged as check_pretrained_unchanged,
-                       describe as describe_pretrained, encoder_fingerprint, load_pretrained)
+from .pretrain import (check_pretrained, check_pretrained_unchanged, describe_pretrained, encoder_fingerprint,
+                       load_pretrained)
 from .run_data import (align_labels, describe_classes, held_out_fingerprint, load_data, refuse_gone,
                        shared_text_warnings, texts_fingerprint)
 from .settings import (COUNT_EMBEDDINGS, DataSettings, RunSettings, check_resumed, checkpoint_state,
