@@ -739,3 +739,17 @@ def test_an_ensemble_summary_says_its_scores_its_validation_and_where_its_thresh
         "validation (held out by every member): accuracy 0.5000  macro-F1 0.2500",
         "label sets at the members' thresholds, averaged: each held out validation texts of its own (one --split-seed "
         "would share them)"]
+
+
+def test_a_multi_label_ensemble_summary_gives_the_calibration_lines_evaluate_prints_for_it(tmp_path):
+    # `train --seeds --multi-label` closed on its scores' line alone, where `attnclf evaluate` of the same ensemble
+    # (the same metrics: ensemble.json's) goes on with each label's calibration.
+    from attnclf.ensemble import ensemble_summary
+    from attnclf.evaluation.metrics import label_calibration_text, metrics_line
+
+    metrics = {"split": "test", "multi_label": True, "micro_f1": 0.8, "macro_f1": 0.7, "subset_accuracy": 0.6,
+               "hamming_loss": 0.1, "num_examples": 10, "log_loss": 0.3, "ece": 0.05,
+               "per_class": {"a": {"ece": 0.04}, "b": {"ece": 0.06}}}
+    (tmp_path / "ensemble.json").write_text(json.dumps({"members": ["seed-0", "seed-1"]}))
+    assert ensemble_summary(tmp_path, metrics, runs=2).splitlines()[1:] == [
+        metrics_line(metrics), *label_calibration_text(metrics).splitlines()]

@@ -460,9 +460,9 @@ def ensemble_summary(output: str | Path, metrics: dict, runs: int) -> str:
 
     >>> # print(ensemble_summary("runs/self-attn-imdb", train_ensemble(settings, seeds=[0, 1, 2]), runs=3))
     """
-    from .evaluation.metrics import metrics_line
+    from .evaluation.metrics import scores_text
 
-    lines = [f"ensemble of {runs} runs ({Path(output) / ENSEMBLE_FILE}), averaged:", metrics_line(metrics)]
+    lines = [f"ensemble of {runs} runs ({Path(output) / ENSEMBLE_FILE}), averaged:", scores_text(metrics)]
     saved = read_json(Path(output) / ENSEMBLE_FILE)
     if validation := saved.get("validation_metrics"):
         lines.append(f"validation (held out by every member): accuracy {validation['accuracy']:.4f}  "

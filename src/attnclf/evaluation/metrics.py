@@ -460,7 +460,7 @@ def metrics_line(metrics: dict) -> str:
 def scores_text(metrics: dict) -> str:
     """The scores' line of ``metrics`` (``metrics_line``), then a multi-label run's calibration figures
     (``label_calibration_text``), where they hold them: what `attnclf evaluate` shows of a run's scores, and what
-    `attnclf train` and `refit` close with.
+    `attnclf train` (an ensemble's, `--seeds`, too) and `refit` close with.
 
     >>> scores_text({"split": "test", "accuracy": 0.9, "macro_f1": 0.85, "ece": 0.05})
     'test: accuracy 0.9000  macro-F1 0.8500  calibration error 0.0500'
