@@ -203,20 +203,24 @@ def find_suspects(settings: RunSettings, folds: int = DEFAULT_FOLDS, *, output: 
                 scored = classifier.predict_proba([rows.texts[i] for i in held_out])
                 # (a fold's file names the classes as the rows do; its run numbers them in its own order)
                 probabilities[held_out] = scored[:, [classifier.label_names.index(name) for name in rows.label_names]]
-        # An overwritten command's folds beyond this one's go; only those its plan names: a fold-N folder of a work
-        # folder no `suspects` planned is the user's.
-        for other in [*work.glob("fold-*"), *work.glob("data/fold-*.jsonl")]:
-            number = other.name.removesuffix(".jsonl").removesuffix("-train").removesuffix("-held-out")[5:]
-            if number.isdigit() and folds < int(number) <= earlier_folds:
-                # (a fold linked from elsewhere loses its link alone: rmtree refuses one, and the folder it names
-                # was never this command's)
-                shutil.rmtree(other) if other.is_dir() and not other.is_symlink() else other.unlink()
+        _remove_folds_beyond(work, folds, earlier_folds)
     ranked = ranked_suspects(rows, probabilities, fold_of_row)
     if output is not None:
         # (The training file's other columns, an id, come along: the row found in the user's own data.)
         ranked_with_columns, columns = with_file_columns(rows, ranked, suspect_columns, OUTPUT_WRITER)
         write_rows(ranked_with_columns, output, columns, overwrite, "finding suspects", named)
     return ranked
+
+
+def _remove_folds_beyond(work: Path, folds: int, planned: int) -> None:
+    """Delete the folds (their run folders and data files) an earlier command's plan named beyond this one's
+    ``folds``, up to the ``planned`` it named: a fold-N folder of a work folder no `suspects` planned is the user's."""
+    for other in [*work.glob("fold-*"), *work.glob("data/fold-*.jsonl")]:
+        number = other.name.removesuffix(".jsonl").removesuffix("-train").removesuffix("-held-out")[5:]
+        if number.isdigit() and folds < int(number) <= planned:
+            # (a fold linked from elsewhere loses its link alone: rmtree refuses one, and the folder it names was
+            # never this command's)
+            shutil.rmtree(other) if other.is_dir() and not other.is_symlink() else other.unlink()
 
 
 def _planned_folds(work: Path) -> int:
