@@ -335,19 +335,8 @@ def _pretrain(texts: Sequence[str], settings: PretrainSettings, output: Path, re
         steps = EpochSteps(batches.batch_indices(), f"pretrain epoch {epoch + 1}", progress=progress,
                            checkpoint_minutes=checkpoint_minutes, first=first, carried=carried, unit="pieces")
         for step, idx in steps:
-            batch = batches.batch(idx)
-            ids, mask = batch.input_ids, batch.attention_mask
-            # <unk> is a word like the others here: a hidden rare word is to be recognised as rare.
-            corrupted, chosen = mask_tokens(ids, mask, settings.mask_rate, tokenizer.vocab_size, generator)
-            ids, mask, corrupted, chosen = (tensor.to(device) for tensor in (ids, mask, corrupted, chosen))
-            x, mask = model.embed(corrupted, mask, None)
-            states, _ = model.encoder(model.dropout(model.embedding_norm(model.positions(x))), mask)
-            targets = ids[chosen]
-            drawn = torch.multinomial(sampling, settings.sampled_words, replacement=True,
-                                      generator=generator).to(device)
-            candidates, where = torch.unique(torch.cat([targets, drawn]), return_inverse=True)
-            scores = head(states[chosen], candidates)
-            loss = nn.functional.cross_entropy(scores, where[: len(targets)])
+            loss = _masked_word_loss(model, head, batches.batch(idx), settings, tokenizer.vocab_size, sampling,
+                                     generator, device)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             nn.utils.clip_grad_norm_(trained, 1.0)
@@ -368,6 +357,24 @@ def _pretrain(texts: Sequence[str], settings: PretrainSettings, output: Path, re
         log(f"pretrain: epoch {epoch + 1}/{settings.epochs} loss {np.mean(losses):.4f} ({seconds:.0f} s, "
             f"{tokens / seconds:,.0f} tokens/s; saved)")
     return record
+
+
+def _masked_word_loss(model: SelfAttentionClassifier, head: MaskedWordHead, batch, settings: PretrainSettings,
+                      vocab_size: int, sampling: torch.Tensor, generator: torch.Generator,
+                      device: torch.device) -> torch.Tensor:
+    """One step's loss: ``batch``'s pieces corrupted (``mask_tokens``, random words among the ``vocab_size``),
+    encoded, and each hidden word scored by ``head`` among the true words and ``settings.sampled_words`` drawn by
+    ``sampling`` (count ** 0.75), both drawn from ``generator`` on the CPU."""
+    ids, mask = batch.input_ids, batch.attention_mask
+    # <unk> is a word like the others here: a hidden rare word is to be recognised as rare.
+    corrupted, chosen = mask_tokens(ids, mask, settings.mask_rate, vocab_size, generator)
+    ids, mask, corrupted, chosen = (tensor.to(device) for tensor in (ids, mask, corrupted, chosen))
+    x, mask = model.embed(corrupted, mask, None)
+    states, _ = model.encoder(model.dropout(model.embedding_norm(model.positions(x))), mask)
+    targets = ids[chosen]
+    drawn = torch.multinomial(sampling, settings.sampled_words, replacement=True, generator=generator).to(device)
+    candidates, where = torch.unique(torch.cat([targets, drawn]), return_inverse=True)
+    return nn.functional.cross_entropy(head(states[chosen], candidates), where[: len(targets)])
 
 
 def _check_settings(settings: PretrainSettings) -> None:
