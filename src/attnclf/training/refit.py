@@ -30,31 +30,10 @@ def refit_runs(run_dirs: list[str | Path], output: str | None = None, *, resume:
     >>> # results, _ = refit_runs(["runs/a", "runs/b"])           # into runs/a-refit, runs/b-refit
     >>> # _, metrics = refit_runs(["runs/imdb-3"])                # a --seeds folder, into runs/imdb-3-refit
     """
-    from ..ensemble import is_ensemble_dir, member_dirs, write_ensemble_file
+    from ..ensemble import write_ensemble_file
     from .distributed import from_environment
 
-    run_dirs = run_dir_list(run_dirs)
-    folder = Path(run_dirs[0]) if is_ensemble_dir(run_dirs[0]) else None
-    if (folder and len(run_dirs) > 1) or any(is_ensemble_dir(run) for run in run_dirs[1:]):
-        raise AttnclfError("give one `train --seeds` folder, or run directories")
-    if folder:  # its members' refits make an ensemble folder of their own, beside it
-        runs, refit_folder = member_dirs(folder), Path(output or f"{folder}-refit")
-        if refit_folder.resolve() == folder.resolve() or (refit_folder / "config.json").is_file():
-            raise AttnclfError(f"{refit_folder} holds a run or the ensemble itself; give the refits another --output")
-        if (refit_folder / ENSEMBLE_FILE).is_file():  # an earlier refit of this folder, or another ensemble
-            for member in member_dirs(refit_folder):
-                _check_refit_output(folder / member.name, member)
-        outputs = [str(refit_folder / run.name) for run in runs]
-    else:
-        runs, refit_folder = [Path(run) for run in run_dirs], None
-        if output and len(runs) > 1:
-            raise AttnclfError("--output names one refit; several runs are each refitted into RUN-refit")
-        outputs = [output] * len(runs)
-    seen = set()
-    for run in runs:
-        if run.resolve() in seen:
-            raise AttnclfError(f"{run} is given twice")
-        seen.add(run.resolve())
+    folder, runs, refit_folder, outputs = _refits_of(run_dir_list(run_dirs), output)
     planned = [refit_settings(run, output=out, device=device, threads=threads, data_dir=data_dir)
                for run, out in zip(runs, outputs)]
     if from_environment().is_main:  # a refit another process is training is neither finished nor to continue here
@@ -97,6 +76,37 @@ def refit_runs(run_dirs: list[str | Path], output: str | None = None, *, resume:
     seeds = read_json(folder / ENSEMBLE_FILE).get("seeds", [])
     return results, write_ensemble_file(refit_folder, [Path(s.output) for s in planned], seeds,
                                         device=planned[0].device, threads=threads, refitted=folder)
+
+
+def _refits_of(run_dirs: list[str], output: str | None) -> tuple[Path | None, list[Path], Path | None,
+                                                               list[str | None]]:
+    """What ``refit_runs`` refits: the `train --seeds` folder given (else None), the runs (its members, or the run
+    directories), the folder their refits make an ensemble in (None for run directories), and each refit's output
+    (None: RUN-refit); refused where they overlap, or would write over a run or an ensemble."""
+    from ..ensemble import is_ensemble_dir, member_dirs
+
+    folder = Path(run_dirs[0]) if is_ensemble_dir(run_dirs[0]) else None
+    if (folder and len(run_dirs) > 1) or any(is_ensemble_dir(run) for run in run_dirs[1:]):
+        raise AttnclfError("give one `train --seeds` folder, or run directories")
+    if folder:  # its members' refits make an ensemble folder of their own, beside it
+        runs, refit_folder = member_dirs(folder), Path(output or f"{folder}-refit")
+        if refit_folder.resolve() == folder.resolve() or (refit_folder / "config.json").is_file():
+            raise AttnclfError(f"{refit_folder} holds a run or the ensemble itself; give the refits another --output")
+        if (refit_folder / ENSEMBLE_FILE).is_file():  # an earlier refit of this folder, or another ensemble
+            for member in member_dirs(refit_folder):
+                _check_refit_output(folder / member.name, member)
+        outputs = [str(refit_folder / run.name) for run in runs]
+    else:
+        runs, refit_folder = [Path(run) for run in run_dirs], None
+        if output and len(runs) > 1:
+            raise AttnclfError("--output names one refit; several runs are each refitted into RUN-refit")
+        outputs = [output] * len(runs)
+    seen = set()
+    for run in runs:
+        if run.resolve() in seen:
+            raise AttnclfError(f"{run} is given twice")
+        seen.add(run.resolve())
+    return folder, runs, refit_folder, outputs
 
 
 def _check_refit_output(run_dir: Path, output: Path) -> None:
