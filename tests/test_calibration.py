@@ -103,6 +103,24 @@ def test_calibrate_fits_on_the_validation_texts_and_every_prediction_is_the_same
         run / "report.html").read_text(encoding="utf-8")
 
 
+def test_the_recorded_scores_are_before_then_after_as_recomputed_on_the_validation_texts(noisy_run, calibrated):
+    # calibrate prints "calibration error A -> B": a swapped pair would tell the user calibration made it worse.
+    from attnclf.evaluation.metrics import expected_calibration_error
+    from attnclf.rundir import read_config
+    from attnclf.training.run_data import run_validation_data
+
+    run, temperature = calibrated
+    saved = json.loads((run / "temperature.json").read_text())
+    plain = Classifier.load(noisy_run, device="cpu")
+    validation = run_validation_data([read_config(run)], plain.label_names)
+    logits = plain.logits(validation.texts)
+    before, after = tempered(logits, 1.0), tempered(logits, temperature)
+    assert saved["validation"]["ece"] == pytest.approx([expected_calibration_error(validation.labels, before),
+                                                        expected_calibration_error(validation.labels, after)])
+    assert saved["validation"]["log_loss"] == pytest.approx([log_loss(validation.labels, before),
+                                                             log_loss(validation.labels, after)])
+
+
 def test_occlusion_measures_drops_in_the_probabilities_the_run_reports(calibrated):
     run, _ = calibrated
     clf = Classifier.load(run, device="cpu")
