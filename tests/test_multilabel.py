@@ -285,6 +285,16 @@ def test_tuned_thresholds_beat_every_other_threshold_on_random_data(seed):
         assert achieved == pytest.approx(best)
 
 
+def test_tied_probabilities_are_cut_together_and_the_tuned_f1_is_the_one_the_threshold_gives():
+    # Keeping the top two would score F1 1.0, but the second ties with a negative: no threshold keeps one of them
+    # without the other, so the best reachable cut keeps both (F1 0.8), and that is the F1 reported.
+    y = np.array([[1], [1], [0], [0]])
+    p = np.array([[0.9], [0.8], [0.8], [0.1]])
+    thresholds, f1 = tune_thresholds(y, p)
+    assert 0.1 < thresholds[0] < 0.8
+    assert f1[0] == pytest.approx(0.8) == skm.f1_score(y[:, 0], predicted_sets(p, thresholds)[:, 0])
+
+
 def test_a_label_without_validation_positives_keeps_threshold_half():
     thresholds, f1 = tune_thresholds(np.array([[0, 1], [0, 0]]), np.array([[0.9, 0.8], [0.1, 0.2]]))
     assert thresholds[0] == 0.5 and f1[0] == 0.0 and f1[1] == 1.0
