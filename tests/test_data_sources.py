@@ -414,6 +414,18 @@ def test_a_grouped_split_holds_out_the_fraction_asked_for_not_one_fold_of_the_ne
     assert split_indices(labels, groups, 0.1, seed=3)[1].tolist() == sorted(fold.tolist())
 
 
+def test_a_grouped_split_draws_its_movies_by_the_split_seed_at_any_fraction():
+    # Runs of --split-seed 0 and 1 validate on other movies, by the folds (a tenth) or by the draw (0.15, 0.4); a
+    # seed ignored would hold out the same movies for every seed, silently.
+    from attnclf.data.splits import split_indices
+
+    groups = np.array([f"movie{i // 5}" for i in range(2000)])
+    labels = np.random.default_rng(0).integers(0, 2, 2000)
+    for fraction in (0.1, 0.15, 0.4):
+        held = [split_indices(labels, groups, fraction, seed=seed)[1].tolist() for seed in (0, 1, 0)]
+        assert held[0] == held[2] and held[0] != held[1], fraction
+
+
 def test_datasets_listing_says_when_a_local_copy_lacks_splits(tmp_path, monkeypatch, capsys):
     monkeypatch.delenv("ATTNCLF_DATA_DIR", raising=False)
     monkeypatch.setenv("ATTNCLF_CACHE", str(tmp_path / "cache"))
