@@ -24,6 +24,7 @@ from attnclf.explain.faithfulness import (
     rank_agreement,
     summary_table,
     uniform_attention_check,
+    verdict,
 )
 from attnclf.models.attention import masked_softmax
 from attnclf.models.base import Classifier as BaseModel
@@ -148,6 +149,24 @@ def test_a_consistent_but_negligible_advantage_is_no_verdict():
     occlusion = result.methods["occlusion"]
     assert 0 < occlusion.advantage - 2 * occlusion.advantage_se and occlusion.advantage < MIN_ADVANTAGE
     assert occlusion.verdict == "does not beat random"
+
+
+def test_an_advantage_within_two_standard_errors_of_zero_is_no_verdict_however_large():
+    # A big mean advantage from a handful of texts that disagree wildly is noise, either way round.
+    assert verdict(0.2, 0.09) == "beats random" and verdict(0.2, 0.11) == "does not beat random"
+    assert verdict(-0.2, 0.09) == "worse than random" and verdict(-0.2, 0.11) == "does not beat random"
+
+
+def test_the_random_baseline_deletes_in_a_random_order_not_the_texts_own():
+    # Every text opens with "great": deleting left to right would remove it first, as the methods do, and random
+    # deletion would seem as faithful as they are.
+    texts = [text.replace("great ", "").replace(" great", "") for text in key_texts().texts]
+    data = TextDataset([f"great {text}" for text in texts], [1] * len(texts), ["neg", "pos"], "test", "key-first")
+    result = measure_faithfulness(key_classifier(), data, methods=["occlusion"], examples=24, random_draws=5)
+    drop = 1 / (1 + math.exp(-2)) - 0.5
+    assert result.methods["occlusion"].drops["1"] == pytest.approx(drop, abs=1e-5)
+    assert 0 < result.random_drops["1"] < drop / 2  # "great" is one of 6-10 tokens
+    assert result.methods["occlusion"].verdict == "beats random"
 
 
 def test_a_saved_result_is_judged_by_todays_rule():
