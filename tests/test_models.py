@@ -384,6 +384,22 @@ def test_block_local_attention_stays_inside_its_blocks():
     assert torch.isfinite(fast).all()
 
 
+def test_a_block_of_padding_alone_stays_finite_where_attention_without_keys_answers_nan(monkeypatch):
+    # torch before 2.5, and CUDA's fused kernels, answer NaN for a query with no key to see; today's CPU kernel
+    # answers zeros, which would hide a block-local mask that leaves a padding-only block without keys.
+    def without_keys_nan(q, k, v, attn_mask=None, dropout_p=0.0):
+        scores = (q @ k.transpose(-2, -1)) / math.sqrt(q.size(-1))
+        return torch.softmax(scores.masked_fill(~attn_mask, float("-inf")), dim=-1) @ v
+
+    monkeypatch.setattr(attention_module.F, "scaled_dot_product_attention", without_keys_nan)
+    torch.manual_seed(0)
+    attention = MultiHeadSelfAttention(16, heads=4, window=4).eval()
+    mask = torch.arange(10) < torch.tensor([10, 3])[:, None]  # row 1: its last two blocks are padding alone
+    with torch.no_grad():
+        out, _ = attention(torch.randn(2, 10, 16), mask)
+    assert torch.isfinite(out).all()
+
+
 def test_block_local_attention_trains_as_its_explicit_masked_form():
     # The fast path pads to whole blocks and cuts after the projection; the explicit path masks across blocks
     # at full length. Gradients of the input and the weights must agree for the real tokens.
