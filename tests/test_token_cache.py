@@ -135,6 +135,17 @@ def test_second_open_reuses_the_cache_and_settings_or_data_change_the_key(files,
     assert not list((tmp_path / "root").glob(".*.tmp")), "temporary build directories left behind"
 
 
+def test_the_same_data_numbered_in_another_class_order_is_not_given_the_first_ones_cache(files, tmp_path):
+    # A cache holds class indices: reused for classes in another order, every label would silently be the other.
+    train, _ = files
+    tokenizer = Tokenizer.train((r["text"] for r in corpus(300, 0)), TokenizerConfig(min_frequency=1))
+    caches = {order: TokenCache.open_or_build(records(train, order), tokenizer, list(order), file_identity(train),
+                                              tmp_path / "root", lambda _: None)
+              for order in (("neg", "pos"), ("pos", "neg"))}
+    assert caches["neg", "pos"].directory != caches["pos", "neg"].directory
+    assert (caches["neg", "pos"].labels == 1 - caches["pos", "neg"].labels).all()
+
+
 def test_a_copy_read_in_another_format_is_not_given_the_first_ones_cache(tmp_path):
     # Keyed by content, a file and its copy share caches; but a .tsv copy of a .csv file is read otherwise (these bytes
     # hold a text and a label either way: TSV takes "w<i> ..." from the first cell, CSV "v<i> ..." after the comma).
