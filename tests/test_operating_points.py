@@ -30,6 +30,17 @@ def test_operating_points_counts_flagged_texts_and_their_precision_and_recall():
     assert points["recall_at_least"]["0.9"]["precision"] == pytest.approx(3 / 4)
 
 
+def test_the_precise_threshold_is_the_smallest_of_several_that_reach_the_target():
+    from attnclf.evaluation.metrics import class_operating_points
+
+    # Every threshold from .7 up flags frauds alone: .7 finds all three, .9 one; the table offers .7.
+    probabilities = np.array([[.1, .9], [.2, .8], [.3, .7], [.7, .3], [.8, .2]])
+    points = class_operating_points([1, 1, 1, 0, 0], probabilities, ["ok", "fraud"], "fraud")
+    for target in ("0.9", "0.95"):
+        assert points["precision_at_least"][target]["threshold"] == pytest.approx(.7)
+        assert points["precision_at_least"][target]["flagged"] == 3
+
+
 def test_operating_points_says_none_where_a_target_is_out_of_reach():
     from attnclf.evaluation.metrics import class_operating_points
 
