@@ -75,6 +75,21 @@ def test_misclassified_from_python_as_a_notebook_reads_them(sport_and_money_run)
     assert [(row["row"], row["predicted_label"]) for row in rows] == [(1, "sport")]
 
 
+def test_labels_of_one_class_given_from_python_are_scored_as_the_class_they_name(sport_and_money_run):
+    # Texts of one class number it 0 among their own names: scored by that number, "sport" would read as the run's
+    # first class, whichever that is.
+    from attnclf import Classifier
+    from attnclf.evaluation import evaluate, misclassified
+
+    run, _ = sport_and_money_run
+    clf = Classifier.load(run)
+    for texts, name in ((["the team won the match", "the striker scored twice"], "sport"),
+                        (["the bank raised its rates", "stocks rose today"], "money")):
+        assert [p.label for p in clf.predict(texts)] == [name, name]
+        assert evaluate(clf, (texts, [name, name]))["accuracy"] == 1.0
+        assert misclassified(clf, (texts, [name, name])) == []
+
+
 def test_evaluate_refuses_overwrite_without_errors(sport_and_money_run, cli_error):
     run, test = sport_and_money_run
     assert cli_error(["evaluate", str(run), "--test-file", str(test), "--overwrite"]) == \
