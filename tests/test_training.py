@@ -436,6 +436,31 @@ def test_the_temporary_files_kill_9_left_beside_a_run_s_files_go_when_it_resumes
         assert not list(run.rglob("*.tmp"))
 
 
+def test_the_learning_rate_warms_up_over_its_ratio_then_follows_its_schedule_to_the_last_step():
+    import math
+
+    from attnclf.training.trainer import _make_schedule
+
+    def rates(schedule: str) -> list[float]:
+        """The learning rate each of 100 steps takes, warming up over the first 10."""
+        optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0)
+        steps = _make_schedule(optimizer, TrainConfig(lr=1.0, warmup_ratio=0.1, schedule=schedule), total_steps=100)
+        taken = []
+        for _ in range(100):
+            taken.append(steps.get_last_lr()[0])
+            optimizer.step()
+            steps.step()
+        return taken
+
+    linear = rates("linear")
+    assert linear[:10] == pytest.approx([(step + 1) / 10 for step in range(10)])  # the first step learns already
+    assert linear[10:] == pytest.approx([1 - (step - 10) / 90 for step in range(10, 100)])  # to 0 at the end
+    cosine = rates("cosine")
+    assert cosine[:10] == linear[:10]
+    assert cosine[10:] == pytest.approx([0.5 * (1 + math.cos(math.pi * (step - 10) / 90)) for step in range(10, 100)])
+    assert rates("constant")[10:] == [1.0] * 90
+
+
 def test_early_stopping_keeps_the_best_epoch(tmp_path):
     # With lr 0 nothing improves on epoch 1, so patience 1 stops after epoch 2.
     settings = tiny_settings(tmp_path / "run", epochs=6)
