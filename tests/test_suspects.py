@@ -59,6 +59,29 @@ def test_flipped_labels_rank_first_and_the_output_file_holds_every_row(tmp_path,
         f"{tmp_path / 'work'}; every row, lowest first, in {output}\n")
 
 
+def test_a_dataset_whose_classes_are_not_in_sorted_order_is_ranked_by_each_rows_own_label(tmp_path, capsys,
+                                                                                           monkeypatch):
+    # A dataset numbers its classes its own way (AG News: World, Sports, Business, Sci/Tech); each fold's run numbers
+    # them sorted, from the names its files hold. Read by position, the probabilities would be the other label's.
+    from types import SimpleNamespace
+
+    from attnclf.data.base import TextDataset
+    from attnclf.training import suspects
+
+    with open(topics_file(tmp_path / "train.csv"), encoding="utf-8", newline="") as handle:
+        read = list(csv.DictReader(handle))
+    order = ["sport", "money"]
+    rows = TextDataset([row["text"] for row in read], [order.index(row["label"]) for row in read], order, "train")
+    monkeypatch.setattr(suspects, "dataset_splits", lambda data, seed: SimpleNamespace(train=rows))
+    output = tmp_path / "suspects.csv"
+    command = suspects_command(tmp_path / "train.csv", tmp_path / "work", "--output", str(output))
+    command[1:3] = ["--dataset", "demo"]  # (in place of --train-file: the patched dataset gives its rows)
+    assert main(command) == 0, capsys.readouterr().err
+    with open(output, encoding="utf-8", newline="") as handle:
+        ranked = list(csv.DictReader(handle))
+    assert sorted(int(row["row"]) - 1 for row in ranked[:4]) == FLIPPED
+
+
 def test_the_folds_are_stratified_and_the_same_for_the_same_seed():
     from attnclf.training.suspects import fold_of_each_row
 
