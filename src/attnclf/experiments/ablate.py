@@ -31,8 +31,8 @@ from ..rundir import atomic_write_bytes, output_folder, read_json
 from .budget import with_caps, with_quick
 from .cells import Log, Setup, Variant, run_variants, variant_settings
 from .plots import loss_panels, save_figure, score_plot
-from .tables import (ExperimentResult, chance_note, describe_budget, markdown_table, summarize, scores_on_training,
-                     write_cells_csv, write_csv)
+from .tables import (VARIANT_COLUMNS, ExperimentResult, chance_note, describe_budget, markdown_table, summarize,
+                     scores_on_training, write_cells_csv, write_csv)
 
 # The issue's axes for the real-data ablation of `self-attn`.
 AXES: dict[str, list] = {
@@ -42,8 +42,6 @@ AXES: dict[str, list] = {
     "layers": [1, 2, 4],
     "pooling_score": ["dot", "scaled_dot", "general", "additive"],
 }
-COLUMNS = ["label", "parameters", "accuracy", "macro_f1", "epochs", "train_seconds", "cpu_seconds",
-           "texts_per_second", "seeds"]
 
 TOY_SETS = ("toy-reversal", "toy-relative", "toy-both")
 # Seed 003's models: its MeanClassifier is embedding -> residual MLP -> mean, i.e. pos-mean without positions.
@@ -101,7 +99,7 @@ def ablate(setup: Setup, output: str | Path, model: str = "self-attn", axes: dic
             labels = {variants[axis, value].label for value in values}
             axis_records = [r for r in records if r["label"] in labels]
             rows = summarize(axis_records)
-            table = markdown_table(rows, COLUMNS, on_training) + same_branch_note(
+            table = markdown_table(rows, VARIANT_COLUMNS, on_training) + same_branch_note(
                 axis, [variants[axis, v].label for v in values], axis_records)
             if note := chance_note(axis_records, on_training):  # per axis: a value at chance reads as a worse one
                 table += f"\n{note}\n"

@@ -22,12 +22,10 @@ from .budget import with_caps, with_quick
 from .cells import Log, Setup, Variant, run_variants
 from .plots import compare_plot, save_figure
 from .reference import LABEL, tfidf_reference
-from .tables import (ExperimentResult, chance_note, describe_budget, markdown_table, summarize, scores_on_training,
-                     write_cells_csv, write_csv)
+from .tables import (VARIANT_COLUMNS, ExperimentResult, chance_note, describe_budget, markdown_table, summarize,
+                     scores_on_training, write_cells_csv, write_csv)
 
 DEFAULT_MODELS = ("boe", "lstm-mean", "bilstm-attn", "transformer-mean", "self-attn")
-COLUMNS = ["label", "parameters", "accuracy", "macro_f1", "epochs", "train_seconds", "cpu_seconds",
-           "texts_per_second", "seeds"]
 
 
 def compared_models(models: tuple[str, ...]) -> tuple[str, ...]:
@@ -73,7 +71,7 @@ def compare(setup: Setup, output: str | Path, models: tuple[str, ...] = DEFAULT_
         title = f"compare on {setup.data.describe()}"
         budget = describe_budget(setup, records)
         on_training = scores_on_training(setup)
-        markdown = f"## {title}\n\n{budget}\n\n{markdown_table(rows, COLUMNS, on_training)}"
+        markdown = f"## {title}\n\n{budget}\n\n{markdown_table(rows, VARIANT_COLUMNS, on_training)}"
         if note := chance_note(records, on_training):
             markdown += f"\n{note}\n"
         atomic_write_bytes(output / "comparison.md", markdown.encode())

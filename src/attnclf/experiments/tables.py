@@ -45,6 +45,9 @@ COLUMNS = {
     "texts_per_second": ("texts/s", lambda r: _number(r["texts_per_second_mean"], "{:,.0f}")),
     "seeds": ("seeds", lambda r: str(r["seeds"])),
 }
+# The columns of compare's table and of each of ablate's axes: a variant's scores, size and costs.
+VARIANT_COLUMNS = ["label", "parameters", "accuracy", "macro_f1", "epochs", "train_seconds", "cpu_seconds",
+                   "texts_per_second", "seeds"]
 
 
 # A toy set's test split is its training set by design: its scores are said to be on the training texts, everywhere.
