@@ -63,6 +63,12 @@ def parse_seeds_and_threads(p: argparse.ArgumentParser) -> argparse.Namespace:
     return args
 
 
+def cpu_seconds() -> float:
+    """CPU seconds, user and system, of this process so far."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def peak_rss_mb() -> float:
     """Peak resident memory of this process so far (Linux reports KiB)."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

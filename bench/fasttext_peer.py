@@ -44,8 +44,7 @@ from attnclf.training.device import fix_mmap_threshold
 from attnclf.training.run import train_run
 
 from baselines import TOKENS, preprocess
-from common import cli_settings, parser, peak_rss_mb, splits, timer, write_result
-from train_bench import cpu_seconds
+from common import cli_settings, cpu_seconds, parser, peak_rss_mb, splits, timer, write_result
 
 DATASETS = ("imdb", "sst2-sentences", "20newsgroups", "sst2")
 # Small on purpose: every setting is a full fit, and a user tuning fastText by hand tries about this many. Earlier

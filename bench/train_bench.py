@@ -7,7 +7,6 @@ Shared by bench/imdb.py, bench/sst2.py and bench/newsgroups.py. Extra
 from __future__ import annotations
 
 import json
-import resource
 import subprocess
 import sys
 import time
@@ -20,12 +19,7 @@ from attnclf.classifier import Classifier
 from attnclf.data.base import TextDataset
 from attnclf.training.run import train_run
 
-from common import cli_settings, data_dir, parser, peak_rss_mb, splits, write_result
-
-
-def cpu_seconds() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
+from common import cli_settings, cpu_seconds, data_dir, parser, peak_rss_mb, splits, write_result
 
 
 def measure_inference(run_dir: Path, texts: list[str], repeats: int = 3, bf16: bool = False) -> dict:

@@ -13,3 +13,9 @@ def test_cli_settings_takes_threads_and_no_report_as_train_does(tmp_path):
     assert (settings.threads, settings.report) == (1, False)
     settings = common.cli_settings("synthetic", str(tmp_path / "run"))
     assert (settings.threads, settings.report) == (None, True)
+
+
+def test_cpu_seconds_counts_this_processs_work_as_the_training_scripts_and_fasttext_peer_read_it():
+    started = common.cpu_seconds()
+    sum(i * i for i in range(2_000_000))
+    assert common.cpu_seconds() - started > 0
