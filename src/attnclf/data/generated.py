@@ -27,6 +27,15 @@ from .registry import Source
 SYNTHETIC_VOCAB = 200
 
 
+def _train_then_test(texts: list[str], labels: list, names: list[str], n_train: int, name: str,
+                     multi_label: bool = False) -> Splits:
+    """The first ``n_train`` generated texts as the train split of dataset ``name``, the rest as its test split."""
+    return Splits(
+        train=TextDataset(texts[:n_train], labels[:n_train], names, "train", name, multi_label=multi_label),
+        test=TextDataset(texts[n_train:], labels[n_train:], names, "test", name, multi_label=multi_label),
+    )
+
+
 def synthetic(n_samples: int = 4000, seed: int = 42, n_train: int = 3200) -> Splits:
     """The case study's synthetic set (token ids as words ``w<id>``).
 
@@ -43,11 +52,7 @@ def synthetic(n_samples: int = 4000, seed: int = 42, n_train: int = 3200) -> Spl
         low, high = (half, SYNTHETIC_VOCAB - 1) if label == 1 else (1, half - 1)
         texts.append(" ".join(f"w{rng.randint(low, high)}" for _ in range(length)))
         labels.append(label)
-    names = ["negative", "positive"]
-    return Splits(
-        train=TextDataset(texts[:n_train], labels[:n_train], names, "train", "synthetic"),
-        test=TextDataset(texts[n_train:], labels[n_train:], names, "test", "synthetic"),
-    )
+    return _train_then_test(texts, labels, ["negative", "positive"], n_train, "synthetic")
 
 
 # The course notebook's datasets, token ids 0..4 written as words.
@@ -120,13 +125,9 @@ def demo(n_train: int = 4000, n_test: int = 1000, seed: int = 7) -> Splits:
     """
     rng = random.Random(seed)
     rows = [_review(rng) for _ in range(n_train + n_test)]
-    names = ["negative", "positive"]
     texts = [t for t, _ in rows]
     labels = [y for _, y in rows]
-    return Splits(
-        train=TextDataset(texts[:n_train], labels[:n_train], names, "train", "demo"),
-        test=TextDataset(texts[n_train:], labels[n_train:], names, "test", "demo"),
-    )
+    return _train_then_test(texts, labels, ["negative", "positive"], n_train, "demo")
 
 
 TOPIC_WORDS = {
@@ -162,13 +163,9 @@ def topics(n_train: int = 2000, n_test: int = 500, seed: int = 11) -> Splits:
     """
     rng = random.Random(seed)
     rows = [_topic_text(rng) for _ in range(n_train + n_test)]
-    names = list(TOPIC_WORDS)
     texts = [t for t, _ in rows]
     label_sets = [y for _, y in rows]
-    return Splits(
-        train=TextDataset(texts[:n_train], label_sets[:n_train], names, "train", "topics", multi_label=True),
-        test=TextDataset(texts[n_train:], label_sets[n_train:], names, "test", "topics", multi_label=True),
-    )
+    return _train_then_test(texts, label_sets, list(TOPIC_WORDS), n_train, "topics", multi_label=True)
 
 
 SOURCES = [
