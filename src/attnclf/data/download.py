@@ -10,10 +10,12 @@ from __future__ import annotations
 import hashlib
 import inspect
 import os
+import re
+import tarfile
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Iterator
 
 from ..errors import DataError
 from ..rundir import file_sha256, first_missing_folder, publish, remove_empty_folders, temporary_beside
@@ -96,6 +98,27 @@ def damaged(name: str, path: Path, problem: str, remote: Remote) -> DataError:
     """
     return DataError(f"{name}: cannot read {path}: {problem}; fetch it again from {remote.url}, or move it away and use "
                      f"--download, or set --data-dir to a folder holding a whole {remote.path}")
+
+
+def tar_files(archive: Path, pattern: re.Pattern[str], name: str,
+              remote: Remote) -> Iterator[tuple[re.Match[str], bytes]]:
+    """Each file of the tar.gz ``archive`` whose name (less a leading "./") ``pattern`` matches whole: the match and
+    the file's bytes, in one streaming pass, nothing extracted. An archive that cannot be read through (cut short, not
+    a gzip file) is ``damaged``, naming source ``name`` and the ``remote`` to fetch it from again.
+
+    >>> # from attnclf.data.imdb import REMOTES
+    >>> # match, data = next(tar_files(Path("imdb/aclImdb_v1.tar.gz"), re.compile("aclImdb/README"), "imdb",
+    >>> #                                REMOTES["imdb"][0]))
+    >>> # match.group(), len(data)  # -> ('aclImdb/README', 4038)
+    """
+    try:
+        with tarfile.open(archive, "r:gz") as tar:
+            for member in tar:
+                match = pattern.fullmatch(member.name.removeprefix("./"))
+                if match and member.isfile():
+                    yield match, tar.extractfile(member).read()
+    except (tarfile.TarError, EOFError, OSError) as exc:
+        raise damaged(name, archive, str(exc), remote) from None
 
 
 def present(path: Path) -> bool:

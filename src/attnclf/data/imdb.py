@@ -14,13 +14,12 @@ them with ``load_unsup``.
 from __future__ import annotations
 
 import re
-import tarfile
 from pathlib import Path
 from typing import Iterator
 
 from ..errors import DataError
 from .base import Splits, TextDataset
-from .download import Remote, damaged, not_found, present
+from .download import Remote, damaged, not_found, present, tar_files
 from .registry import Source
 
 ARCHIVE = "aclImdb_v1.tar.gz"
@@ -60,14 +59,8 @@ def _files(path: Path, pattern: re.Pattern[str]) -> Iterator[tuple[str, bytes]]:
             if pattern.fullmatch(name):
                 yield name, file.read_bytes()
         return
-    try:
-        with tarfile.open(path, "r:gz") as tar:
-            for member in tar:
-                name = member.name.removeprefix("./")
-                if member.isfile() and pattern.fullmatch(name):
-                    yield name, tar.extractfile(member).read()
-    except (tarfile.TarError, EOFError, OSError) as exc:
-        raise damaged("imdb", path, str(exc), REMOTES["imdb"][0]) from None
+    for match, data in tar_files(path, pattern, "imdb", REMOTES["imdb"][0]):
+        yield match.group(), data
 
 
 def _movie(url_line: str) -> str:

@@ -14,13 +14,12 @@ as the test split comes after it.
 from __future__ import annotations
 
 import re
-import tarfile
 from pathlib import Path
 from typing import Iterator
 
 from ..errors import DataError
 from .base import Splits, TextDataset
-from .download import Remote, damaged, not_found, present
+from .download import Remote, damaged, not_found, present, tar_files
 from .registry import Source
 
 ARCHIVE = "20news-bydate.tar.gz"
@@ -60,14 +59,8 @@ def _posts(path: Path) -> Iterator[tuple[str, str, int, bytes]]:
             if match and file.is_file():
                 yield match.group(1), match.group(2), int(match.group(3)), file.read_bytes()
         return
-    try:
-        with tarfile.open(path, "r:gz") as tar:
-            for member in tar:
-                match = _POST.fullmatch(member.name.removeprefix("./"))
-                if match and member.isfile():
-                    yield match.group(1), match.group(2), int(match.group(3)), tar.extractfile(member).read()
-    except (tarfile.TarError, EOFError, OSError) as exc:
-        raise damaged("20newsgroups", path, str(exc), REMOTES["20newsgroups"][0]) from None
+    for match, data in tar_files(path, _POST, "20newsgroups", REMOTES["20newsgroups"][0]):
+        yield match.group(1), match.group(2), int(match.group(3)), data
 
 
 def load(data_dirs: list[Path], seed: int = 0) -> Splits:
