@@ -19,7 +19,7 @@ import html
 import re
 import unicodedata
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, fields, replace
 from functools import lru_cache
 from html.entities import html5
 
@@ -78,6 +78,16 @@ def unicode_problem(text: str) -> str | None:
 
 @dataclass(frozen=True)
 class CleaningConfig:
+    """What ``clean`` does to a text before tokenisation, each setting True or False (the module's docstring tells
+    them); settings added since the first release are in ``CLEANING_ADDED``.
+
+    >>> CleaningConfig(strip_punctuation=True).to_dict()["strip_punctuation"]
+    True
+    >>> CleaningConfig(lowercase="yes")
+    Traceback (most recent call last):
+    attnclf.errors.AttnclfError: cleaning lowercase must be True or False, got 'yes'
+    """
+
     lowercase: bool = True
     strip_punctuation: bool = False
     remove_stopwords: bool = False
@@ -88,8 +98,7 @@ class CleaningConfig:
     turkish_i: bool = True
 
     def __post_init__(self) -> None:
-        for name in ("lowercase", "strip_punctuation", "remove_stopwords", "lemmatize", "unicode_nfc", "split_cjk",
-                     "social_media", "turkish_i"):
+        for name in (setting.name for setting in fields(self)):
             # (frozen: the checked value, numpy's bool as a plain one that config.json takes, is set past it)
             object.__setattr__(self, name, true_or_false(getattr(self, name), f"cleaning {name}"))
 
