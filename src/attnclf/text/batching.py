@@ -23,6 +23,16 @@ class Batch:
     labels: torch.Tensor  # (batch,) long
     indices: np.ndarray  # positions of these examples in the dataset
 
+    @classmethod
+    def of_padded(cls, ids: np.ndarray, labels: Sequence[int], indices: np.ndarray) -> "Batch":
+        """The batch of ``ids``, padded with ``PAD_ID`` (texts first, in any shape): its mask is where they are not.
+
+        >>> Batch.of_padded(np.array([[5, 0]]), [1], np.arange(1)).attention_mask.tolist()
+        [[True, False]]
+        """
+        input_ids = torch.from_numpy(ids)
+        return cls(input_ids, input_ids != PAD_ID, torch.as_tensor(list(labels), dtype=torch.long), indices)
+
     def to(self, device: torch.device) -> "Batch":
         return Batch(self.input_ids.to(device), self.attention_mask.to(device), self.labels.to(device), self.indices)
 
@@ -38,8 +48,7 @@ def collate(sequences: Sequence[Sequence[int]], labels: Sequence[int], indices: 
     ids = np.full((len(sequences), width), PAD_ID, dtype=np.int64)
     for row, seq in enumerate(sequences):
         ids[row, : len(seq)] = seq
-    input_ids = torch.from_numpy(ids)
-    return Batch(input_ids, input_ids != PAD_ID, torch.as_tensor(list(labels), dtype=torch.long), indices)
+    return Batch.of_padded(ids, labels, indices)
 
 
 class BucketBatches:

@@ -23,7 +23,6 @@ from dataclasses import InitVar, asdict, dataclass
 from typing import Callable, Sequence
 
 import numpy as np
-import torch
 
 from ..errors import AttnclfError
 from .batching import Batch, BucketBatches
@@ -122,8 +121,7 @@ def collate_windows(sequences: Sequence[Sequence[int]], labels: Sequence[int], i
     for row, text in enumerate(windows):
         for column, window in enumerate(text):
             ids[row, column, : len(window)] = window
-    input_ids = torch.from_numpy(ids)
-    return Batch(input_ids, input_ids != PAD_ID, torch.as_tensor(list(labels), dtype=torch.long), indices)
+    return Batch.of_padded(ids, labels, indices)
 
 
 class WindowBatches(BucketBatches):
