@@ -18,6 +18,12 @@ EVAL_MAX_TOKENS = 16384
 
 @dataclass
 class Batch:
+    """Texts' ids padded into one tensor, as a model reads them, with their labels and their places in the dataset.
+
+    >>> collate([[5, 6], [7]], [1, 0], np.array([3, 8])).indices.tolist()
+    [3, 8]
+    """
+
     input_ids: torch.Tensor  # (batch, seq) long, PAD_ID where padded
     attention_mask: torch.Tensor  # (batch, seq) bool, True at real tokens
     labels: torch.Tensor  # (batch,) long
@@ -110,6 +116,7 @@ class BucketBatches:
         self.epoch = 0
 
     def set_epoch(self, epoch: int) -> None:
+        """Shuffle (and draw, if ``balanced``) for ``epoch`` from now on: each epoch has its own seeded order."""
         self.epoch = epoch
 
     def __len__(self) -> int:
@@ -118,6 +125,12 @@ class BucketBatches:
         return -(-len(self.sequences) // self.batch_size)
 
     def batch_indices(self) -> list[np.ndarray]:
+        """The dataset positions of each batch of this epoch, in the order they come (see the class's docstring).
+
+        >>> [b.tolist() for b in BucketBatches([[1] * 3, [1], [1] * 2, [1] * 5], batch_size=2, shuffle=False)
+        ...  .batch_indices()]
+        [[1, 2], [0, 3]]
+        """
         if not self.shuffle:
             order = np.argsort(self.lengths, kind="stable")
             if self.max_tokens is not None:

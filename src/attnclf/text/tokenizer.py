@@ -277,6 +277,14 @@ class Tokenizer:
 
     @classmethod
     def train(cls, texts: Iterable[str], config: TokenizerConfig = TokenizerConfig()) -> "Tokenizer":
+        """A tokenizer of ``config.kind`` learned from ``texts`` cleaned as ``config.cleaning`` says: ``<pad>``,
+        ``<unk>``, then at most ``config.vocab_size`` tokens in all, each seen at least ``config.min_frequency``
+        times; a ``DataError`` if no token is.
+
+        >>> tok = Tokenizer.train(["a good film", "a bad film"], TokenizerConfig(min_frequency=2))
+        >>> tok.token_strings(range(tok.vocab_size))
+        ['<pad>', '<unk>', 'a', 'film']
+        """
         specials = [PAD, UNK]
         if config.kind == "word":
             backend = HFTokenizer(models.WordLevel(unk_token=UNK))
@@ -321,6 +329,10 @@ class Tokenizer:
         """Ids per text, truncated to ``max_len`` (default ``config.max_len``); an empty text becomes ``[<unk>]``.
 
         Windowed models read more than ``config.max_len`` tokens (see ``windows``).
+
+        >>> tokenizer = Tokenizer.train(["a good film", "a bad film"], TokenizerConfig(min_frequency=1))
+        >>> tokenizer.encode(["a good film", "an unseen word", ""]), tokenizer.encode(["a good film"], max_len=2)
+        ([[2, 5, 3], [1, 1, 1], [1]], [[5, 3]])
         """
         return [ids for ids, _ in self.encode_counting_cuts(texts, max_len)]
 
@@ -394,7 +406,11 @@ class Tokenizer:
         return [i for i, (start, _) in zip(encoding.ids, encoding.offsets) if start >= _MARGIN]
 
     def tokens(self, texts: Sequence[str]) -> list[list[str]]:
-        """The tokens the model sees, aligned with ``encode``, as ``token_strings`` shows them."""
+        """The tokens the model sees, aligned with ``encode``, as ``token_strings`` shows them.
+
+        >>> Tokenizer.train(["a good film"], TokenizerConfig(min_frequency=1)).tokens(["A good, GOOD film"])
+        [['a', 'good', '<unk>', 'good', 'film']]
+        """
         return [self.token_strings(ids) for ids in self.encode(texts)]
 
     def token_strings(self, ids: Iterable[int]) -> list[str]:

@@ -103,7 +103,11 @@ def window_starts(length: int, window_len: int, stride: int) -> list[int]:
 
 
 def split_windows(ids: Sequence[int], window_len: int, stride: int) -> list[list[int]]:
-    """``ids`` cut into overlapping windows (see ``window_starts``)."""
+    """``ids`` cut into overlapping windows (see ``window_starts``).
+
+    >>> split_windows(list(range(6)), window_len=4, stride=3)
+    [[0, 1, 2, 3], [2, 3, 4, 5]]
+    """
     return [list(ids[start:start + window_len]) for start in window_starts(len(ids), window_len, stride)]
 
 
