@@ -72,7 +72,11 @@ class TextDataset:
         return len(self.label_names)
 
     def subset(self, indices: Sequence[int], split: str | None = None) -> "TextDataset":
-        """The examples at ``indices``, in that order."""
+        """The examples at ``indices``, in that order, as ``split`` (default: this one's).
+
+        >>> TextDataset(["good", "bad", "fine"], [1, 0, 1], ["neg", "pos"]).subset([2, 0], "validation").texts
+        ['fine', 'good']
+        """
         return TextDataset(
             texts=[self.texts[i] for i in indices],
             labels=[self.labels[i] for i in indices],

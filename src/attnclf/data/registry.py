@@ -64,6 +64,10 @@ class Source:
 
 
 def user_cache_dir() -> Path:
+    """Where downloads (and token caches, ``text.cache``) go: ``$ATTNCLF_CACHE``, else ``~/.cache/attnclf``.
+
+    >>> # user_cache_dir()  # -> PosixPath('/home/me/.cache/attnclf')
+    """
     return Path(os.environ.get("ATTNCLF_CACHE", Path.home() / ".cache" / "attnclf"))
 
 
@@ -84,7 +88,11 @@ _registry: dict[str, Source] | None = None
 
 
 def sources() -> dict[str, Source]:
-    """All registered sources by name."""
+    """All registered sources by name, in the order `attnclf datasets` lists them.
+
+    >>> list(sources())[:3]
+    ['demo', 'topics', 'synthetic']
+    """
     global _registry
     if _registry is None:
         found: dict[str, Source] = {}
@@ -98,6 +106,11 @@ def sources() -> dict[str, Source]:
 
 
 def get_source(name: str) -> Source:
+    """The source called ``name``; a ``DataError`` naming the known ones for any other.
+
+    >>> get_source("imdb").num_classes
+    2
+    """
     known = sources()
     if name not in known:
         raise DataError(f"unknown dataset {name!r}; known: {', '.join(known)}")
