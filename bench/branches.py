@@ -21,7 +21,7 @@ from attnclf.text.windows import text_batches
 from attnclf.training.run_data import load_data
 from attnclf.training.settings import DataSettings
 
-from common import data_dir, parser, write_result
+from common import data_dir, parse_with_threads, parser, write_result
 
 
 def branch_logits(clf: Classifier, texts: list[str]) -> dict[str, np.ndarray]:
@@ -65,9 +65,7 @@ def describe(parts: dict[str, np.ndarray], labels: np.ndarray) -> dict:
 def main() -> None:
     p = parser(__doc__)
     p.add_argument("run_dir")
-    p.add_argument("--threads", type=int, default=1)
-    args = p.parse_args()
-    torch.set_num_threads(args.threads)
+    args = parse_with_threads(p)
     clf = Classifier.load(args.run_dir, device="cpu")
     if window_config(clf.model) is not None:
         raise SystemExit(f"{args.run_dir} reads windows (--windows); this analysis reads truncated texts only")

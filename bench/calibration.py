@@ -17,7 +17,6 @@ expected calibration error of each label's yes-or-no probability, per label and 
 from __future__ import annotations
 
 import numpy as np
-import torch
 
 from attnclf.classifier import Classifier
 from attnclf.data.multilabel import multi_hot
@@ -29,7 +28,7 @@ from attnclf.prediction import tempered_thresholds
 from attnclf.rundir import read_thresholds
 from attnclf.training.run_data import run_test_data, run_validation_data
 
-from common import data_dir, parser, write_result
+from common import data_dir, parse_with_threads, parser, write_result
 
 
 def scores(labels: np.ndarray, probabilities: np.ndarray) -> dict:
@@ -48,9 +47,7 @@ def label_set_scores(label_sets: np.ndarray, probabilities: np.ndarray, threshol
 def main() -> None:
     p = parser(__doc__)
     p.add_argument("run_dirs", nargs="+")
-    p.add_argument("--threads", type=int, default=1)
-    args = p.parse_args()
-    torch.set_num_threads(args.threads)
+    args = parse_with_threads(p)
     runs = []
     for run_dir in args.run_dirs:
         clf = Classifier.load(run_dir, device="cpu")

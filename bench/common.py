@@ -53,14 +53,22 @@ def parser(description: str) -> argparse.ArgumentParser:
     return p
 
 
-def parse_seeds_and_threads(p: argparse.ArgumentParser) -> argparse.Namespace:
-    """Parse ``p``'s arguments plus ``--seeds`` (default 0 1 2) and ``--threads``, and set torch's threads."""
-    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    p.add_argument("--threads", type=int, help="torch threads (default: torch's choice)")
+def parse_with_threads(p: argparse.ArgumentParser, default: int | None = 1) -> argparse.Namespace:
+    """Parse ``p``'s arguments plus ``--threads``, torch's threads (``default``; None: torch's choice), and set them.
+    One by default: on a shared machine a second thread waits for a core another job holds (bench/README.md)."""
+    told = "torch's choice" if default is None else default
+    p.add_argument("--threads", type=int, default=default, help=f"torch threads (default: {told})")
     args = p.parse_args()
-    if args.threads:
+    if args.threads is not None:
         torch.set_num_threads(args.threads)
     return args
+
+
+def parse_seeds_and_threads(p: argparse.ArgumentParser) -> argparse.Namespace:
+    """Parse ``p``'s arguments plus ``--seeds`` (default 0 1 2) and ``--threads`` (default: torch's choice), and set
+    torch's threads."""
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    return parse_with_threads(p, default=None)
 
 
 def cpu_seconds() -> float:
@@ -101,11 +109,8 @@ def parent_args(p: argparse.ArgumentParser, child, rounds: int) -> argparse.Name
     process, run ``child(args)`` and print its result as the JSON ``alternate_children`` reads, and return None;
     in the parent, return the arguments."""
     p.add_argument("--rounds", type=int, default=rounds, help="child processes each way, alternated")
-    p.add_argument("--threads", type=int, help="torch threads (default: torch's choice)")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)  # one measured process
-    args = p.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    args = parse_with_threads(p, default=None)
     if not args.child:
         return args
     print(json.dumps(child(args)))

@@ -27,14 +27,13 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
-import torch
 
 import attnclf
 from attnclf.classifier import Classifier
 from attnclf.explain import methods
 from attnclf.training.run_data import run_test_data
 
-from common import data_dir, parser, write_result
+from common import data_dir, parse_with_threads, parser, write_result
 
 TOP = 5  # the top positions compared
 OFF = 0.02  # a per-token error above this is counted
@@ -85,11 +84,9 @@ def main() -> None:
     p.add_argument("run_dir")
     p.add_argument("--texts", type=int, default=16, help="test texts explained (default 16)")
     p.add_argument("--seed", type=int, default=1, help="the picking generator's seed (default 1)")
-    p.add_argument("--threads", type=int, default=1)
     p.add_argument("--reference-tolerance", type=float, default=1e-5)
     p.add_argument("--reference-budget", type=int, default=20_000)
-    args = p.parse_args()
-    torch.set_num_threads(args.threads)
+    args = parse_with_threads(p)
     clf = Classifier.load(args.run_dir, device="cpu")
     saved = clf.config["settings"]["data"]
     test = run_test_data(clf.config, clf.label_names, test_only=True,

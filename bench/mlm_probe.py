@@ -30,7 +30,7 @@ from attnclf.text.batching import BucketBatches
 from attnclf.text.tokenizer import UNK_ID
 from attnclf.training.trainer import TrainConfig, Trainer
 
-from common import data_dir, parser, splits, write_result
+from common import data_dir, parse_with_threads, parser, splits, write_result
 
 SAMPLED_WORDS = 2048
 
@@ -79,9 +79,7 @@ def main() -> None:
     p.add_argument("--minutes", type=float, default=12.0, help="pretraining budget (0: none, the control)")
     p.add_argument("--lr", type=float, default=1e-3, help="fine-tuning learning rate")
     p.add_argument("--name", default="mlm_probe")
-    p.add_argument("--threads", type=int, default=1)
-    args = p.parse_args()
-    torch.set_num_threads(args.threads)
+    args = parse_with_threads(p)
     torch.manual_seed(0)
     data = splits("imdb", args.data_dir, 0)
     unlabelled = load_unsup([Path(data_dir(args.data_dir))])

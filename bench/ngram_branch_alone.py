@@ -22,7 +22,7 @@ from attnclf.recipes import recipe_for
 from attnclf.text import Tokenizer, TokenizerConfig
 from attnclf.text.batching import BucketBatches
 
-from common import parser, splits, write_result
+from common import parse_with_threads, parser, splits, write_result
 
 MIX_WEIGHTS = (0.0, 0.02, 0.05, 0.1, 0.3, 0.5)
 
@@ -32,9 +32,7 @@ def main() -> None:
     p.add_argument("--buckets", type=int, default=2_097_152)
     p.add_argument("--epochs", type=int, default=3)
     p.add_argument("--mix", help="a run directory trained on imdb with seed 0")
-    p.add_argument("--threads", type=int, default=1)
-    args = p.parse_args()
-    torch.set_num_threads(args.threads)
+    args = parse_with_threads(p)
     torch.manual_seed(0)
     data = splits("imdb", args.data_dir, 0)
     tokenizer = Tokenizer.train(data.train.texts, TokenizerConfig(**recipe_for("imdb")["tokenizer"]))

@@ -15,7 +15,7 @@ import time
 
 import torch
 
-from common import parser, write_result
+from common import parse_with_threads, parser, write_result
 
 SHAPES = [(262144, 64), (30000, 64), (64, 256), (256, 64), (192, 64), (64, 64)]  # bigrams, words, the block
 
@@ -36,10 +36,8 @@ def step_ms(steps: int, **kind) -> float:
 
 def main() -> None:
     p = parser(__doc__.splitlines()[0])
-    p.add_argument("--threads", type=int, default=1)
     p.add_argument("--steps", type=int, default=20)
-    args = p.parse_args()
-    torch.set_num_threads(args.threads)
+    args = parse_with_threads(p)
     kinds = {"default": {}, "foreach": {"foreach": True}, "fused": {"fused": True}}
     result = {"parameters": sum(a * b for a, b in SHAPES), "steps": args.steps,
               "median_cpu_ms_per_step": {name: step_ms(args.steps, **kind) for name, kind in kinds.items()}}

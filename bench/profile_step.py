@@ -20,19 +20,17 @@ from torch.profiler import ProfilerActivity, profile
 from attnclf.models import build_model
 from attnclf.training.trainer import count_ngram_prior
 
-from common import cli_settings, parser, write_result
+from common import cli_settings, parse_with_threads, parser, write_result
 from compile import PARTS, _data, _Learner, _pass
 
 
 def main() -> None:
     p = parser(__doc__.splitlines()[0])
-    p.add_argument("--threads", type=int, default=1, help="torch threads (default: 1)")
     p.add_argument("--train-examples", type=int, default=1536, help="training reviews sampled (default: 1536)")
     p.add_argument("--warmup", type=int, default=4, help="steps before profiling (default: 4)")
     p.add_argument("--steps", type=int, default=16, help="steps profiled (default: 16)")
     p.add_argument("--top", type=int, default=15, help="operators listed (default: 15)")
-    args = p.parse_args()
-    torch.set_num_threads(args.threads)
+    args = parse_with_threads(p)
     settings = cli_settings("imdb", "unused")
     args.test_examples = 64  # (_data samples a test split too; no prediction is profiled)
     tokenizer, train, batches, _ = _data(args, settings)

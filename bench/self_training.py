@@ -25,7 +25,6 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from attnclf.data.imdb import load_unsup
 from attnclf.ensemble import Ensemble
@@ -36,7 +35,7 @@ from attnclf.training.run_data import align_labels, held_out_fingerprint, texts_
 from attnclf.training.settings import DataSettings, resume_settings
 from attnclf.training.trainer import best_epoch
 
-from common import data_dir, parser, splits, write_result
+from common import data_dir, parse_with_threads, parser, splits, write_result
 
 SENTENCE_END = re.compile(r"<br\s*/?>|(?<=[.!?])\s+")
 MIN_WORDS, MAX_WORDS = 5, 40
@@ -90,9 +89,7 @@ def main() -> None:
     p.add_argument("--n", type=int, required=True, help="pseudo-labelled texts added, half per class")
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="teacher seeds to retrain as students")
     p.add_argument("--output", default="runs/bench-self-training")
-    p.add_argument("--threads", type=int, default=1)
-    args = p.parse_args()
-    torch.set_num_threads(args.threads)
+    args = parse_with_threads(p)
     output = Path(args.output)
     output.mkdir(parents=True, exist_ok=True)
     reviews = lambda: load_unsup([Path(data_dir(args.data_dir))])  # noqa: E731 (read only when a pool is new)

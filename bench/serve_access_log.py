@@ -19,11 +19,9 @@ import time
 from contextlib import AsyncExitStack
 from functools import partial
 
-import torch
-
 from attnclf import Classifier
 from attnclf.serve.app import create_app
-from common import asgi_post, parser, write_result
+from common import asgi_post, parse_with_threads, parser, write_result
 
 BODY = json.dumps({"text": "the acting was not good, but the ending was wonderful"}).encode()
 FORMS = ("off", "text", "json")
@@ -55,9 +53,7 @@ def main() -> None:
     p.add_argument("run_dir")
     p.add_argument("--requests", type=int, default=2000)
     p.add_argument("--rounds", type=int, default=5)
-    p.add_argument("--threads", type=int, default=1)
-    args = p.parse_args()
-    torch.set_num_threads(args.threads)
+    args = parse_with_threads(p)
     classifier = Classifier.load(args.run_dir, device="cpu")
     with open(os.devnull, "w") as sink:
         write = partial(print, file=sink, flush=True)

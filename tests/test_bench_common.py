@@ -19,3 +19,17 @@ def test_cpu_seconds_counts_this_processs_work_as_the_training_scripts_and_fastt
     started = common.cpu_seconds()
     sum(i * i for i in range(2_000_000))
     assert common.cpu_seconds() - started > 0
+
+
+def test_parse_with_threads_sets_torchs_threads_one_by_default_or_leaves_them_to_torch(monkeypatch):
+    import torch
+
+    before = torch.get_num_threads()
+    try:
+        monkeypatch.setattr(sys, "argv", ["bench/x.py"])
+        assert common.parse_with_threads(common.parser("x")).threads == 1 and torch.get_num_threads() == 1
+        torch.set_num_threads(before)
+        assert common.parse_with_threads(common.parser("x"), default=None).threads is None
+        assert torch.get_num_threads() == before
+    finally:
+        torch.set_num_threads(before)
