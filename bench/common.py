@@ -13,6 +13,7 @@ import json
 import os
 import platform
 import resource
+import socket
 import subprocess
 import sys
 import time
@@ -182,6 +183,33 @@ def seed_members(folder: Path, seeds) -> dict:
                          "train_seconds": metrics["train_seconds"]}
         print(f"seed {seed}: {members[seed]}", flush=True)
     return members
+
+
+def free_port() -> int:
+    """A TCP port of 127.0.0.1 that no process listens on now, for a server a benchmark starts."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server(run_dir: str, port: int, extra: list[str]) -> subprocess.Popen:
+    """`attnclf serve RUN_DIR` on ``port`` of 127.0.0.1, on the CPU, with ``extra`` flags, once /health answers 200;
+    the script exits saying why if it stops first or has not answered within 120 s."""
+    import httpx  # (here: the service benchmarks' alone)
+
+    process = subprocess.Popen([sys.executable, "-m", "attnclf", "serve", run_dir, "--port", str(port),
+                                "--device", "cpu", *extra])
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            sys.exit(f"server exited with status {process.returncode}")
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
+                return process
+        except httpx.TransportError:
+            time.sleep(0.2)
+    process.terminate()
+    sys.exit("server did not answer /health within 120 s")
 
 
 async def asgi_post(app, path: str, body: bytes) -> int:

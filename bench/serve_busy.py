@@ -16,8 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 
-from common import parser, write_result
-from serve_load import _free_port, _start_server
+from common import free_port, parser, start_server, write_result
 
 EXPLAIN_BODY = {"texts": ["the acting was not good " * 40] * 8, "method": "occlusion"}
 
@@ -28,8 +27,8 @@ def main() -> None:
     p.add_argument("--explains", type=int, default=30)
     p.add_argument("--rounds", type=int, default=3)
     args = p.parse_args()
-    port = _free_port()
-    server = _start_server(args.run_dir, port, ["--threads", "1"])
+    port = free_port()
+    server = start_server(args.run_dir, port, ["--threads", "1"])
     idle, busy = [], []
     try:
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=600) as client, \

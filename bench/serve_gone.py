@@ -18,9 +18,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 
-from common import parser, write_result
+from common import free_port, parser, start_server, write_result
 from serve_busy import EXPLAIN_BODY
-from serve_load import _free_port, _start_server
 
 
 def _given_up(url: str, patience: float) -> None:
@@ -38,9 +37,9 @@ def main() -> None:
     p.add_argument("--patience", type=float, default=1.0)
     p.add_argument("--rounds", type=int, default=3)
     args = p.parse_args()
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
-    server = _start_server(args.run_dir, port, ["--threads", "1", "--access-log", "off"])
+    server = start_server(args.run_dir, port, ["--threads", "1", "--access-log", "off"])
     alone, behind = [], []
     try:
         with httpx.Client(base_url=url, timeout=600) as client, ThreadPoolExecutor(args.gone + 1) as pool:

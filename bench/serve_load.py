@@ -15,38 +15,13 @@ the figures are for the pair. ``--backend onnx`` serves the run's ONNX export
 from __future__ import annotations
 
 import asyncio
-import socket
-import subprocess
-import sys
 import time
 
 import httpx
 import numpy as np
 
 from attnclf.export.onnx import check_data
-from common import parser, write_result
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _start_server(run_dir: str, port: int, extra: list[str]) -> subprocess.Popen:
-    process = subprocess.Popen([sys.executable, "-m", "attnclf", "serve", run_dir, "--port", str(port),
-                                "--device", "cpu", *extra])
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            sys.exit(f"server exited with status {process.returncode}")
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
-                return process
-        except httpx.TransportError:
-            time.sleep(0.2)
-    process.terminate()
-    sys.exit("server did not answer /health within 120 s")
+from common import free_port, parser, start_server, write_result
 
 
 def _peak_rss_mib(pid: int) -> float | None:
@@ -103,9 +78,9 @@ def main() -> None:
     rng = np.random.default_rng(0)
     bodies = [{"texts": [texts[j] for j in rng.integers(0, len(texts), args.texts_per_request)]}
               for _ in range(args.requests + args.warmup)]
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
-    server = _start_server(args.run_dir, port, (["--threads", str(args.server_threads)] if args.server_threads else [])
+    server = start_server(args.run_dir, port, (["--threads", str(args.server_threads)] if args.server_threads else [])
                            + ["--backend", args.backend] + (["--int8"] if args.int8 else []))
     try:
         asyncio.run(_load(url, bodies[: args.warmup], min(args.clients, 4), args.max_seconds))

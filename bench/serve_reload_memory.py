@@ -25,8 +25,7 @@ from pathlib import Path
 import httpx
 
 from attnclf.export.onnx import check_data
-from common import parser, write_result
-from serve_load import _free_port
+from common import free_port, parser, write_result
 
 MIB = 1024
 
@@ -81,7 +80,7 @@ def main() -> None:
         sys.exit("this measures Linux's /proc/PID/status and clear_refs, which this system lacks")
 
     texts = check_data(args.run_dir, limit=64).texts
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
     server = subprocess.Popen([sys.executable, "-m", "attnclf", "serve", args.run_dir, "--port", str(port),
                                "--device", "cpu", "--access-log", "off", "--backend", args.backend,

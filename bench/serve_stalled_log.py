@@ -17,8 +17,7 @@ import time
 
 import httpx
 
-from common import parser, write_result
-from serve_load import _free_port
+from common import free_port, parser, write_result
 
 
 def main() -> None:
@@ -26,7 +25,7 @@ def main() -> None:
     p.add_argument("run_dir")
     p.add_argument("--requests", type=int, default=1500)
     args = p.parse_args()
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
     read_end, write_end = os.pipe()
     server = subprocess.Popen([sys.executable, "-m", "attnclf", "serve", args.run_dir, "--port", str(port),
