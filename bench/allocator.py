@@ -17,7 +17,7 @@ import time
 import numpy as np
 import torch
 
-from common import alternate_children, cli_settings, parent_args, parser, splits, write_result
+from common import alternate_children, cli_settings, parent_args, parser, sample, splits, write_result
 
 TUNABLES = "glibc.malloc.mmap_threshold=1073741824:glibc.malloc.trim_threshold=1073741824"
 
@@ -26,11 +26,11 @@ def child(args) -> dict:
     from attnclf.evaluation.predict import predict_probabilities
     from attnclf.text.batching import BucketBatches
     from attnclf.text.tokenizer import Tokenizer
-    from hf_peer import _sample, train_attnclf
+    from hf_peer import train_attnclf
 
     settings = cli_settings("imdb", "unused", "--epochs", "1")
     data = splits("imdb", args.data_dir, settings.train.seed)
-    train, val, test = _sample(data.train, 1000, 1), _sample(data.validation, 200, 2), _sample(data.test, 1000, 3)
+    train, val, test = sample(data.train, 1000, 1), sample(data.validation, 200, 2), sample(data.test, 1000, 3)
     tokenizer = Tokenizer.train(train.texts, settings.tokenizer)
     train_batches, val_batches, test_batches = (
         BucketBatches(tokenizer.encode(d.texts), d.labels, size, shuffle, settings.train.seed)

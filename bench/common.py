@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy
 import torch
 
-from attnclf.data.base import Splits
+from attnclf.data.base import Splits, TextDataset
 from attnclf.rundir import atomic_write_json
 from attnclf.training.device import blas_libraries
 from attnclf.training.run_data import load_data
@@ -44,6 +44,18 @@ def data_dir(given: str | None = None) -> str | None:
 def splits(dataset: str, data_dir_: str | None = None, seed: int = 0, hold_out: str = "random") -> Splits:
     """train / validation / test exactly as ``attnclf train --dataset NAME --seed SEED --hold-out H`` gets them."""
     return load_data(DataSettings(dataset=dataset, data_dir=data_dir(data_dir_), hold_out=hold_out), seed)
+
+
+def sample(data: TextDataset, n: int, seed: int) -> TextDataset:
+    """At most ``n`` of ``data``'s texts, drawn by ``seed``, in their order: the samples hf_peer.py trains and times
+    attnclf and BERT on, and the scripts measured beside it read.
+
+    >>> sample(TextDataset(["a", "b", "c"], [0, 1, 0], ["neg", "pos"]), 2, seed=1).texts
+    ['a', 'b']
+    """
+    if n >= len(data):
+        return data
+    return data.subset(sorted(numpy.random.default_rng(seed).choice(len(data), n, replace=False).tolist()))
 
 
 def parser(description: str) -> argparse.ArgumentParser:

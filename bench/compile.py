@@ -55,8 +55,7 @@ from attnclf.text.batching import EVAL_MAX_TOKENS, BucketBatches
 from attnclf.text.tokenizer import Tokenizer
 from attnclf.training.trainer import _make_optimizer, _make_schedule, _WeightedLoss, count_ngram_prior
 
-from common import alternate_children, cli_settings, parent_args, parser, peak_rss_mb, splits, write_result
-from hf_peer import _sample
+from common import alternate_children, cli_settings, parent_args, parser, peak_rss_mb, sample, splits, write_result
 
 VARIANTS = {"default": {}, "dynamic": {"dynamic": True}}
 PREDICT_BATCH_SIZE = 64  # Classifier's, which `attnclf predict` and `evaluate` use
@@ -166,7 +165,7 @@ def _data(args, settings):
     """Tokenizer trained on the whole training split (the recipe's vocabulary), the sampled reviews' batches."""
     data = splits("imdb", args.data_dir, settings.train.seed)
     tokenizer = Tokenizer.train(data.train.texts, settings.tokenizer)
-    train, test = _sample(data.train, args.train_examples, 1), _sample(data.test, args.test_examples, 3)
+    train, test = sample(data.train, args.train_examples, 1), sample(data.test, args.test_examples, 3)
     train_batches = BucketBatches(tokenizer.encode(train.texts), train.labels, settings.train.batch_size,
                                   shuffle=True, seed=settings.train.seed)
     train_batches.set_epoch(1)

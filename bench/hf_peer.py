@@ -39,13 +39,7 @@ from attnclf.text.batching import BucketBatches
 from attnclf.text.tokenizer import PAD_ID, Tokenizer
 from attnclf.training.trainer import Trainer
 
-from common import cli_settings, parser, peak_rss_mb, splits, write_result
-
-
-def _sample(data, n: int, seed: int):
-    if n >= len(data):
-        return data
-    return data.subset(sorted(np.random.default_rng(seed).choice(len(data), n, replace=False).tolist()))
+from common import cli_settings, parser, peak_rss_mb, sample, splits, write_result
 
 
 class _Encoded(torch.utils.data.Dataset):
@@ -162,9 +156,9 @@ def main() -> None:
 
     settings = cli_settings(args.dataset, "unused", "--epochs", str(args.epochs), *args.flags)
     data = splits(args.dataset, args.data_dir, settings.train.seed)
-    train = _sample(data.train, args.train_examples, 1)
-    val = _sample(data.validation, args.val_examples, 2)
-    test = _sample(data.test, args.test_examples, 3)
+    train = sample(data.train, args.train_examples, 1)
+    val = sample(data.validation, args.val_examples, 2)
+    test = sample(data.test, args.test_examples, 3)
     tokenizer = Tokenizer.train(train.texts, settings.tokenizer)
     train_ids, val_ids, test_ids = (tokenizer.encode(d.texts) for d in (train, val, test))
     tokens = {"train": sum(map(len, train_ids)), "test": sum(map(len, test_ids))}

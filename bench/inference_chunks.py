@@ -23,8 +23,7 @@ from attnclf.models import attention
 from attnclf.text.batching import BucketBatches
 from attnclf.text.tokenizer import PAD_ID, Tokenizer
 
-from common import cli_settings, parser, splits, write_result
-from hf_peer import _sample
+from common import cli_settings, parser, sample, splits, write_result
 
 
 def bert_predictor(settings, vocab_size: int, chunk: int, batches: BucketBatches):
@@ -60,7 +59,7 @@ def main() -> None:
 
     settings = cli_settings("imdb", "unused", "--epochs", "1")
     data = splits("imdb", args.data_dir, settings.train.seed)
-    train, test = _sample(data.train, 1000, 1), _sample(data.test, 1000, 3)  # hf_peer's samples
+    train, test = sample(data.train, 1000, 1), sample(data.test, 1000, 3)  # hf_peer's samples
     tokenizer = Tokenizer.train(train.texts, settings.tokenizer)
     batches = BucketBatches(tokenizer.encode(test.texts), test.labels, 128, False)
     torch.manual_seed(0)
