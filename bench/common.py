@@ -24,9 +24,9 @@ import numpy
 import torch
 
 from attnclf.data.base import Splits, TextDataset
-from attnclf.rundir import atomic_write_json
+from attnclf.rundir import atomic_write_bytes, atomic_write_json
 from attnclf.training.device import blas_libraries
-from attnclf.training.run_data import load_data
+from attnclf.training.run_data import align_labels, load_data
 from attnclf.training.settings import DataSettings
 
 BENCH_DIR = Path(__file__).resolve().parent
@@ -56,6 +56,22 @@ def sample(data: TextDataset, n: int, seed: int) -> TextDataset:
     if n >= len(data):
         return data
     return data.subset(sorted(numpy.random.default_rng(seed).choice(len(data), n, replace=False).tolist()))
+
+
+def labelled_rows(data: TextDataset, label_names: list[str]) -> list[dict]:
+    """``data``'s texts and labels as the rows of a JSONL training file, each label by its name among ``label_names``
+    (a run's classes; a text of another class is refused).
+
+    >>> labelled_rows(TextDataset(["fine"], [0], ["positive"]), ["negative", "positive"])
+    [{'text': 'fine', 'label': 'positive'}]
+    """
+    data = align_labels(data, label_names)
+    return [{"text": text, "label": label_names[label]} for text, label in zip(data.texts, data.labels)]
+
+
+def write_jsonl(path: Path, rows: list[dict]) -> None:
+    """``rows`` as JSON lines in UTF-8, written atomically."""
+    atomic_write_bytes(path, "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows).encode("utf-8"))
 
 
 def parser(description: str) -> argparse.ArgumentParser:

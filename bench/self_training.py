@@ -28,14 +28,13 @@ import numpy as np
 
 from attnclf.data.imdb import load_unsup
 from attnclf.ensemble import Ensemble
-from attnclf.rundir import atomic_write_bytes
 from attnclf.rundir import read_json
 from attnclf.training.run import train_run
-from attnclf.training.run_data import align_labels, held_out_fingerprint, texts_fingerprint
+from attnclf.training.run_data import held_out_fingerprint, texts_fingerprint
 from attnclf.training.settings import DataSettings, resume_settings
 from attnclf.training.trainer import best_epoch
 
-from common import data_dir, parse_with_threads, parser, splits, write_result
+from common import data_dir, labelled_rows, parse_with_threads, parser, splits, write_jsonl, write_result
 
 SENTENCE_END = re.compile(r"<br\s*/?>|(?<=[.!?])\s+")
 MIN_WORDS, MAX_WORDS = 5, 40
@@ -63,10 +62,6 @@ def pseudo_labelled(pool: list[dict], label_names: list[str], n: int) -> list[di
         rows += [{"text": pool[i]["text"], "label": name, "confidence": float(probabilities[i, label])}
                  for i in sorted(surest)]
     return rows
-
-
-def write_jsonl(path: Path, rows: list[dict]) -> None:
-    atomic_write_bytes(path, "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows).encode("utf-8"))
 
 
 def labelled_pool(output: Path, name: str, teacher: Ensemble, texts) -> list[dict]:
@@ -115,15 +110,13 @@ def main() -> None:
         if recorded is not None and recorded != texts_fingerprint(data.validation):
             raise SystemExit(f"{by_seed[seed]} held out other validation texts than {args.dataset} seed {seed} gives")
 
-        def rows(dataset) -> list[dict]:
-            dataset = align_labels(dataset, teacher.label_names)
-            return [{"text": text, "label": teacher.label_names[label]}
-                    for text, label in zip(dataset.texts, dataset.labels)]
-
         train_file, dev_file = output / f"train-{args.n}-s{seed}.jsonl", output / f"dev-s{seed}.jsonl"
-        write_jsonl(train_file, rows(data.train) + [{"text": r["text"], "label": r["label"]} for r in pseudo])
-        write_jsonl(dev_file, rows(data.validation))
-        write_jsonl(output / "test.jsonl", rows(data.test))  # for the one test reading the rule allows
+        names = teacher.label_names
+        write_jsonl(train_file, labelled_rows(data.train, names)
+                    + [{"text": r["text"], "label": r["label"]} for r in pseudo])
+        write_jsonl(dev_file, labelled_rows(data.validation, names))
+        # (the test file, for the one test reading the rule allows)
+        write_jsonl(output / "test.jsonl", labelled_rows(data.test, names))
 
         settings = resume_settings(by_seed[seed], threads=args.threads)
         settings.data = DataSettings(train_file=str(train_file), validation_file=str(dev_file))

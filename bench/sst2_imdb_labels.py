@@ -27,13 +27,11 @@ import torch
 
 from attnclf.data.imdb import load as load_imdb
 from attnclf.training.run import train_or_continue
-from attnclf.training.run_data import align_labels
 from attnclf.training.settings import DataSettings, resume_settings
 from attnclf.training.trainer import best_epoch
 
 from baselines import _models, fit_and_choose
-from common import data_dir, parser, splits, write_result
-from self_training import write_jsonl
+from common import data_dir, labelled_rows, parser, splits, write_jsonl, write_result
 
 SST_NAME_OF_IMDB = {"neg": "negative", "pos": "positive"}
 
@@ -77,6 +75,7 @@ def main() -> None:
     output = Path(args.output)
     output.mkdir(parents=True, exist_ok=True)
     imdb = load_imdb([Path(data_dir(args.data_dir))]).train
+    sst_names = list(SST_NAME_OF_IMDB.values())
     reviews = [{"text": text, "label": SST_NAME_OF_IMDB[imdb.label_names[label]]}
                for text, label in zip(imdb.texts, imdb.labels)]
 
@@ -86,15 +85,11 @@ def main() -> None:
         seed = settings.train.seed
         data = splits("sst2-sentences", args.data_dir, seed=seed)
 
-        def rows(dataset) -> list[dict]:
-            dataset = align_labels(dataset, list(SST_NAME_OF_IMDB.values()))
-            return [{"text": text, "label": dataset.label_names[label]}
-                    for text, label in zip(dataset.texts, dataset.labels)]
-
         train_file, dev_file = output / f"train-s{seed}.jsonl", output / f"dev-s{seed}.jsonl"
-        write_jsonl(train_file, rows(data.train) + reviews)
-        write_jsonl(dev_file, rows(data.validation))
-        write_jsonl(output / "test.jsonl", rows(data.test))  # for the one test reading the rule allows
+        write_jsonl(train_file, labelled_rows(data.train, sst_names) + reviews)
+        write_jsonl(dev_file, labelled_rows(data.validation, sst_names))
+        # (the test file, for the one test reading the rule allows)
+        write_jsonl(output / "test.jsonl", labelled_rows(data.test, sst_names))
         settings.data = DataSettings(train_file=str(train_file), validation_file=str(dev_file))
         settings.tokenizer = replace(settings.tokenizer, max_len=args.max_len, vocab_size=args.vocab_size)
         settings = replace(settings, output=str(output / f"s{seed}"), report=False)

@@ -3,6 +3,8 @@
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
 import common  # noqa: E402
@@ -33,3 +35,19 @@ def test_parse_with_threads_sets_torchs_threads_one_by_default_or_leaves_them_to
         assert torch.get_num_threads() == before
     finally:
         torch.set_num_threads(before)
+
+
+def test_labelled_rows_name_each_label_among_the_runs_classes_and_write_jsonl_writes_them_as_read_back(tmp_path):
+    import json
+
+    from attnclf.data.base import TextDataset
+    from attnclf.errors import DataError
+
+    data = TextDataset(["très bien", "awful"], [1, 0], ["negative", "positive"])
+    rows = common.labelled_rows(data, ["positive", "negative"])
+    assert rows == [{"text": "très bien", "label": "positive"}, {"text": "awful", "label": "negative"}]
+    common.write_jsonl(tmp_path / "train.jsonl", rows)
+    lines = (tmp_path / "train.jsonl").read_text(encoding="utf-8").splitlines()
+    assert [json.loads(line) for line in lines] == rows and "très" in lines[0]
+    with pytest.raises(DataError, match="'negative'"):
+        common.labelled_rows(data, ["positive"])
