@@ -192,16 +192,7 @@ def describe_budget(setup, records: list[dict]) -> str:
     built = recipe_model or recipe_tokens
     shown = next((r for r in neural if not built or r.get("model") != "self-attn"), neural[0])
     settings = read_json(Path(shown["run_dir"]) / "config.json")["settings"]
-    sizes: dict[tuple, list[str]] = {}  # the toy-order experiment's sets differ in size
-    for record in (r for r in neural if r["seed"] == neural[0]["seed"]):  # grouped splits vary with the seed
-        path = Path(record["run_dir"]) / "config.json"
-        cell = check_fields(path, read_json(path), {"data": dict.fromkeys(SPLIT_SIZES, "a whole number >= 0"),
-                                                    "settings": {"data": "an object"}})
-        counts = tuple(cell["data"][size] for size in SPLIT_SIZES)
-        names = sizes.setdefault(counts, [])
-        dataset = cell["settings"]["data"].get("dataset")  # (a cell without one was reused: None is its default)
-        if dataset not in names:
-            names.append(dataset)
+    sizes = _split_sizes(neural)
     on_training = scores_on_training(setup)
     texts = "; ".join((f"{train:,} training texts" if on_training else
                        f"{train:,} training / {validation:,} validation / {test:,} test texts")
@@ -226,6 +217,22 @@ def describe_budget(setup, records: list[dict]) -> str:
         f"Model settings from the recipe and --set (each model takes the fields it has): {model}. "
         f"Seeds {', '.join(map(str, setup.seeds))}; torch threads: {setup.threads or 'default'}."
     )
+
+
+def _split_sizes(neural: list[dict]) -> dict[tuple[int, int, int], list[str | None]]:
+    """The (train, validation, test) sizes of the first seed's cells (grouped splits vary with the seed), each with
+    the datasets of that size (the toy-order experiment's sets differ in size), read from each cell's config.json."""
+    sizes: dict[tuple[int, int, int], list[str | None]] = {}
+    for record in (r for r in neural if r["seed"] == neural[0]["seed"]):
+        path = Path(record["run_dir"]) / "config.json"
+        cell = check_fields(path, read_json(path), {"data": dict.fromkeys(SPLIT_SIZES, "a whole number >= 0"),
+                                                    "settings": {"data": "an object"}})
+        counts = tuple(cell["data"][size] for size in SPLIT_SIZES)
+        names = sizes.setdefault(counts, [])
+        dataset = cell["settings"]["data"].get("dataset")  # (a cell without one was reused: None is its default)
+        if dataset not in names:
+            names.append(dataset)
+    return sizes
 
 
 def _spread(row: dict, key: str, fmt: str = "{:.3f}") -> str:
