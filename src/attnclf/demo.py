@@ -20,7 +20,11 @@ EXAMPLES = [  # (text, the label the generator's rules give it: negation flips a
 
 
 def run_demo(output: str = "runs/demo", device: str = "auto", threads: int | None = 1, progress: bool = True) -> None:
-    """Train ``self-attn`` on ``demo`` (well under two minutes on 2 CPU cores) and print what it learned."""
+    """Train ``self-attn`` on ``demo`` (well under two minutes on 2 CPU cores) and print what it learned: test
+    scores, then five example reviews with their predictions and the tokens attention and occlusion pick.
+
+    >>> # run_demo("runs/demo")  # what `attnclf demo` runs: "test accuracy ...", then the five examples
+    """
     settings = settings_for(DataSettings(dataset="demo"), "self-attn", output=output, device=device)
     settings.threads = threads
     _refuse_another_run(Path(output), settings)
