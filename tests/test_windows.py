@@ -53,6 +53,26 @@ def test_default_stride_overlaps_a_quarter_and_too_long_a_stride_is_refused():
         WindowConfig(max_windows=0)
 
 
+@pytest.mark.parametrize("settings, start", [
+    ({"max_windows": "8"}, "max_windows must be a whole number, got '8'"),
+    ({"stride": 2.5}, "window stride must be a whole number, got 2.5"),
+    ({"max_windows": True}, "max_windows must be a whole number, got True"),
+    ({"pooling": "x" * 5000}, "window pooling must be one of attention, mean, max, got 'xxx"),
+    ({"pooling": ["mean"]}, "window pooling must be one of attention, mean, max, got ['mean']"),
+])
+def test_a_window_setting_of_another_type_is_refused_in_one_bounded_line_naming_it(settings, start):
+    with pytest.raises(AttnclfError) as refused:
+        WindowConfig(**settings)
+    message = str(refused.value)
+    assert message.startswith(start) and len(message) < 200 and "\n" not in message
+
+
+def test_numpy_window_counts_are_counts_and_written_as_plain_ints():
+    windows = WindowConfig(stride=np.int64(48), max_windows=np.int32(4))
+    assert windows.to_dict() == {"stride": 48, "max_windows": 4, "pooling": "attention"}
+    assert json.dumps(windows.to_dict()) and type(windows.stride) is int and type(windows.max_windows) is int
+
+
 def test_encoding_caps_the_windows_and_keeps_head_and_tail():
     words = [f"w{i}" for i in range(100)]
     tok = Tokenizer.train([" ".join(words)], TokenizerConfig(min_frequency=1, max_len=8, truncation="head_tail"))

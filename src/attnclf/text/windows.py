@@ -24,7 +24,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ..errors import AttnclfError
+from ..checks import whole_number
+from ..errors import AttnclfError, shown
 from .batching import Batch, BucketBatches
 from .cache import encode_packed
 from .tokenizer import PAD_ID, Tokenizer
@@ -57,13 +58,19 @@ class WindowConfig:
         named = named or (lambda field: {"stride": "window stride", "pooling": "window pooling",
                                          "max_len": "tokenizer max_len"}.get(field, field))
         self._named = named
-        if self.pooling not in WINDOW_POOLINGS:
+        if not (isinstance(self.pooling, str) and self.pooling in WINDOW_POOLINGS):  # (a list's `in` is no answer)
             raise AttnclfError(f"{named('pooling')} must be one of {', '.join(WINDOW_POOLINGS)}, "
-                               f"got {self.pooling!r}")
-        if self.max_windows < 1:
-            raise AttnclfError(f"{named('max_windows')} must be at least 1, got {self.max_windows}")
-        if self.stride is not None and self.stride < 1:
-            raise AttnclfError(f"{named('stride')} must be at least 1, got {self.stride}")
+                               f"got {shown(self.pooling)}")
+        for name in ("max_windows", "stride"):
+            value = getattr(self, name)
+            if value is None and name == "stride":  # (three quarters of the window, stride_for)
+                continue
+            count = whole_number(value)
+            if count is None:  # (numpy's integers are counts too, written to config.json as plain ones)
+                raise AttnclfError(f"{named(name)} must be a whole number, got {shown(value)}")
+            if count < 1:
+                raise AttnclfError(f"{named(name)} must be at least 1, got {shown(count)}")
+            setattr(self, name, count)
 
     def stride_for(self, window_len: int) -> int:
         """The stride in tokens for windows of ``window_len``; a stride longer than a window would skip text.
