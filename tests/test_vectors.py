@@ -365,3 +365,15 @@ def test_vectors_summary_says_what_was_counted_and_where_it_went():
     assert file_width_note(64) == ("note: 64 dimensions fit self-attn trained on a single-label file; other models "
                                    "and multi-label runs on files embed tokens in 128 (count vectors for them with "
                                    "--dim 128)")
+
+
+def test_a_huge_word_or_number_is_named_by_its_start_in_one_line(tmp_path):
+    path = tmp_path / "long.vec"
+    path.write_text(f"good 0.1 {'9' * 10_000}x\n", encoding="utf-8")
+    with pytest.raises(DataError, match=r"line 1, column 3: '9999.*\.\.\. is not a finite number$") as refused:
+        WordVectors.load(path)
+    assert len(str(refused.value)) < 300
+    for words, vectors in ((["a " * 5_000], np.zeros((1, 2))), (["w" * 10_000], np.full((1, 2), 1e39))):
+        with pytest.raises(DataError) as refused:
+            WordVectors(words, vectors).save(tmp_path / "v.vec")
+        assert len(str(refused.value)) < 300 and "..." in str(refused.value)

@@ -62,15 +62,15 @@ class WordVectors:
             raise DataError(f"no vectors to write: {len(self.words)} words of {self.dim} dimensions")
         for word in self.words:  # the format ends a word at a space, a line at a line break; UTF-8 takes no half pairs
             if not word or any(c in word for c in " \n\r"):
-                raise DataError(f"word {word!r} is empty or holds a space or line break, which word2vec text cannot "
-                                f"store")
+                raise DataError(f"word {shown(word)} is empty or holds a space or line break, which word2vec text "
+                                f"cannot store")
             if problem := unicode_problem(word):
-                raise DataError(f"word {word!r} is {problem}")
+                raise DataError(f"word {shown(word)} is {problem}")
         with np.errstate(over="ignore"):  # load reads float32; what overflows it is the finding, below
             numbers = np.asarray(self.vectors, dtype=np.float32)
         if not np.isfinite(numbers).all():
             row = int(np.argwhere(~np.isfinite(numbers))[0][0])
-            raise DataError(f"the vector of {self.words[row]!r} holds a number that is not finite in float32")
+            raise DataError(f"the vector of {shown(self.words[row])} holds a number that is not finite in float32")
         lines = [f"{len(self.words)} {self.dim}"]
         lines += [word + " " + " ".join(f"{v:.6g}" for v in row) for word, row in zip(self.words, self.vectors)]
         atomic_write_bytes(Path(path), ("\n".join(lines) + "\n").encode("utf-8"))
@@ -157,7 +157,7 @@ def _numbers(fields: Sequence[str], path: Path, line: int) -> np.ndarray:
     if np.isfinite(values).all():
         return values
     column = int(np.flatnonzero(~np.isfinite(values))[0])
-    raise DataError(f"{path}, line {line}, column {column + 2}: {fields[column]!r} is not a finite number")
+    raise DataError(f"{path}, line {line}, column {column + 2}: {shown(fields[column])} is not a finite number")
 
 
 def _float32_or_nan(text: str) -> float:
