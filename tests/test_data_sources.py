@@ -1465,3 +1465,16 @@ def test_datasets_table_says_where_each_dataset_is_and_which_folders_it_searched
     assert "generated" in rows["demo"] and "not found locally" in rows["imdb"]
     assert list(rows)[-1] == "extra-one" and "elsewhere" in rows["extra-one"]
     assert lines[-1].startswith(f"searched, in order: {tmp_path / 'nowhere'} (no such folder), ")
+
+
+def test_a_huge_dataset_name_label_or_hold_out_is_named_by_its_start_in_one_line():
+    from attnclf.data.registry import get_source
+    from attnclf.data.splits import check_hold_out
+    from attnclf.errors import AttnclfError
+
+    huge = "x" * 10_000
+    for refuse in (lambda: get_source(huge), lambda: check_hold_out(huge, "imdb", None),
+                   lambda: TextDataset.of_named_labels(["a text"], [huge], multi_label=True)):
+        with pytest.raises(AttnclfError) as refused:
+            refuse()
+        assert len(str(refused.value)) < 400 and "'xxx" in str(refused.value) and "..." in str(refused.value)

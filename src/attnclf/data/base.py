@@ -106,8 +106,8 @@ class TextDataset:
                             f"[{shown(labels)}])")
         texts, labels = list(texts), list(labels)
         if multi_label and (single := next((label for label in labels if isinstance(label, str)), None)) is not None:
-            raise DataError(f"labels: {single!r} is one name, not a list of names: give each text of multi-label data "
-                            f"its labels as a list, [{single!r}]")
+            raise DataError(f"labels: {shown(single)} is one name, not a list of names: give each text of multi-label "
+                            f"data its labels as a list, [{shown(single)}]")
         if multi_label and (at := next((i for i, label in enumerate(labels) if not isinstance(label, Iterable)),
                                        None)) is not None:  # (a DataFrame's missing label set is None or NaN)
             raise DataError(f"labels[{at}]: {shown(labels[at])} is not a list of names; give each text of multi-label "

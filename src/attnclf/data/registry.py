@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from ..checks import by_field
-from ..errors import AttnclfError, DataError
+from ..errors import AttnclfError, DataError, shown
 from .base import Splits, TextDataset
 
 # Modules that define a SOURCE; order is the order `attnclf datasets` lists them.
@@ -113,7 +113,7 @@ def get_source(name: str) -> Source:
     """
     known = sources()
     if name not in known:
-        raise DataError(f"unknown dataset {name!r}; known: {', '.join(known)}")
+        raise DataError(f"unknown dataset {shown(name)}; known: {', '.join(known)}")
     return known[name]
 
 

@@ -48,7 +48,7 @@ def check_hold_out(hold_out: str, name: str, order: Sequence[int] | None, own_va
     >>> check_hold_out("latest", "20newsgroups", order=[3, 1, 2])
     """
     if hold_out not in ("random", "latest"):
-        raise AttnclfError(f"hold-out must be random or latest, got {hold_out!r}")
+        raise AttnclfError(f"hold-out must be random or latest, got {shown(hold_out)}")
     if own_validation and hold_out != "random":
         raise DataError(f"{name} has its own validation split; drop --hold-out {hold_out}")
     if hold_out == "latest" and order is None:
