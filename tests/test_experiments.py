@@ -425,6 +425,21 @@ def test_a_setup_from_python_refuses_seeds_an_experiment_cannot_use(seeds, messa
     assert str(exc.value) == message
 
 
+def test_a_huge_model_field_or_axis_from_python_is_named_by_its_start_in_one_line(tmp_path):
+    from attnclf.experiments import Variant, ablate, run_variants
+
+    huge = "x" * 10_000
+    setup = Setup(DataSettings(dataset="synthetic"), seeds=(0,))
+    for refuse in (lambda: run_variants(setup, [Variant("v", huge)], tmp_path / "a"),
+                   lambda: run_variants(dataclasses.replace(setup, model_config={huge: 1}), [Variant("boe", "boe")],
+                                        tmp_path / "b"),
+                   lambda: ablate(setup, tmp_path / "c", model=huge),
+                   lambda: ablate(setup, tmp_path / "d", axes={huge: []})):
+        with pytest.raises(AttnclfError) as refused:
+            refuse()
+        assert len(str(refused.value)) < 400 and "'xxx" in str(refused.value) and "..." in str(refused.value)
+
+
 def test_failed_experiment_settings_keep_an_empty_folder_the_user_made(tmp_path, capsys):
     (tmp_path / "mine").mkdir()  # reached through new/.., a folder that did not exist
     assert main(["compare", "--dataset", "synthetic", "--lr", "-1", "--output", str(tmp_path / "new" / ".." / "mine")]) == 2

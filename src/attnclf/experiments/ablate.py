@@ -24,7 +24,7 @@ from dataclasses import fields as dataclass_fields
 from dataclasses import replace
 from pathlib import Path
 
-from ..errors import AttnclfError
+from ..errors import AttnclfError, shown
 from ..models import MODELS
 from ..models.ngrams import bounded_buckets
 from ..rundir import atomic_write_bytes, output_folder, read_json
@@ -73,11 +73,11 @@ def ablate(setup: Setup, output: str | Path, model: str = "self-attn", axes: dic
         fields = {f.name for f in dataclass_fields(MODELS[model].config_class)} if model in MODELS else set(AXES)
         axes = {axis: values for axis, values in AXES.items() if axis in fields}
         if not axes:
-            raise AttnclfError(f"model {model!r} has none of the default axes ({', '.join(AXES)}); "
+            raise AttnclfError(f"model {shown(model)} has none of the default axes ({', '.join(AXES)}); "
                                f"name what to sweep with --sweep FIELD=V1,V2")
     empty = [axis for axis, values in axes.items() if not values]
     if empty:
-        raise AttnclfError(f"axis {empty[0]!r} has no values to sweep")
+        raise AttnclfError(f"axis {shown(empty[0])} has no values to sweep")
     setup = with_quick(setup) if quick else with_caps(setup)
     with output_folder(output) as output:
         runs_dir = output / "runs"

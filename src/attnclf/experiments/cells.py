@@ -26,7 +26,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..checks import by_field, check_seed, set_value
-from ..errors import AttnclfError, RunDirError
+from ..errors import AttnclfError, RunDirError, shown
 from ..models import MODELS, build_model
 from ..recipes import earlier_file_recipes
 from ..rundir import (atomic_write_json, check_fields, is_resumable, output_folder, read_history, read_json,
@@ -108,7 +108,7 @@ def variant_settings(setup: Setup, variant: Variant, seed: int, runs_dir: Path, 
     base model when those are its defaults.
     """
     if variant.model not in MODELS:
-        raise AttnclfError(f"unknown model {variant.model!r}; known: {', '.join(MODELS)}")
+        raise AttnclfError(f"unknown model {shown(variant.model)}; known: {', '.join(MODELS)}")
     config_fields = {f.name: f.default for f in fields(MODELS[variant.model].config_class)}
     shared = {k: v for k, v in setup.model_config.items() if k in config_fields}
     base = settings_for(setup.data, variant.model, model_config=shared, train={**setup.train, "seed": seed},
@@ -129,7 +129,7 @@ def check_variants(setup: Setup, variants: list[Variant]) -> None:
     models = {variant.model for variant in variants}
     for key in setup.model_config:
         if not any(key in {f.name for f in fields(MODELS[m].config_class)} for m in models if m in MODELS):
-            raise AttnclfError(f"no model of this experiment has a config field {key!r}")
+            raise AttnclfError(f"no model of this experiment has a config field {shown(key)}")
     for variant in variants:
         settings = variant_settings(setup, variant, setup.seeds[0], Path("."))
         settings_for(settings.data, settings.model, model_config=settings.model_config)  # field names
