@@ -117,18 +117,21 @@ class MappedSequences(Sequence):
         return np.asarray(self.offsets[self.index + 1]) - starts
 
     def subset(self, indices: Sequence[int]) -> "MappedSequences":
-        return MappedSequences(self.flat, self.offsets, self.index[np.asarray(indices, dtype=np.int64)])
+        """The rows at ``indices`` of these, as another view of the same array (of this class: texts stay texts)."""
+        return type(self)(self.flat, self.offsets, self.index[np.asarray(indices, dtype=np.int64)])
 
 
 class MappedTexts(MappedSequences):
-    """``MappedSequences`` over UTF-8 bytes: ``texts[i]`` decodes one text on demand."""
+    """``MappedSequences`` over UTF-8 bytes: ``texts[i]`` decodes one text on demand.
+
+    >>> texts = MappedTexts(np.frombuffer("goodbad".encode(), dtype=np.uint8), np.array([0, 4, 7]))
+    >>> texts[1], list(texts.subset([1, 0]))
+    ('bad', ['bad', 'good'])
+    """
 
     def __getitem__(self, i):
         row = super().__getitem__(i)
         return [bytes(r).decode("utf-8") for r in row] if isinstance(i, slice) else bytes(row).decode("utf-8")
-
-    def subset(self, indices: Sequence[int]) -> "MappedTexts":
-        return MappedTexts(self.flat, self.offsets, self.index[np.asarray(indices, dtype=np.int64)])
 
 
 def encode_packed(tokenizer: Tokenizer, texts: Sequence[str], max_len: int | None = None,
