@@ -730,3 +730,12 @@ def test_training_says_it_is_tokenising_before_the_first_step(files, tmp_path, c
     told = capsys.readouterr()
     assert "tokenising 225 training texts" in told.err and "tokenising 25 validation texts" in told.err
     assert "epoch 1:" in told.out  # (the epochs' lines follow, on stdout)
+
+
+def test_cached_texts_slice_as_a_list_of_texts_does(tmp_path):
+    tokenizer = Tokenizer.train(["a good film", "a bad one"], TokenizerConfig(min_frequency=1))
+    cache = TokenCache(build_cache(tmp_path / "c", [("a good film", 1), ("très bon", 1), ("a bad one", 0)], tokenizer,
+                                   ["neg", "pos"]))
+    texts = ["a good film", "très bon", "a bad one"]
+    assert cache.texts[0:2] == texts[0:2] and cache.texts[::-1] == texts[::-1]
+    assert cache.dataset("train").subset([2, 1]).texts[:] == ["a bad one", "très bon"]

@@ -125,13 +125,14 @@ class MappedTexts(MappedSequences):
     """``MappedSequences`` over UTF-8 bytes: ``texts[i]`` decodes one text on demand.
 
     >>> texts = MappedTexts(np.frombuffer("goodbad".encode(), dtype=np.uint8), np.array([0, 4, 7]))
-    >>> texts[1], list(texts.subset([1, 0]))
+    >>> texts[1], texts.subset([1, 0])[:]
     ('bad', ['bad', 'good'])
     """
 
     def __getitem__(self, i):
-        row = super().__getitem__(i)
-        return [bytes(r).decode("utf-8") for r in row] if isinstance(i, slice) else bytes(row).decode("utf-8")
+        if isinstance(i, slice):  # (the base reads each row through this method: they come decoded)
+            return super().__getitem__(i)
+        return bytes(super().__getitem__(i)).decode("utf-8")
 
 
 def encode_packed(tokenizer: Tokenizer, texts: Sequence[str], max_len: int | None = None,
