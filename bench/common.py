@@ -1,4 +1,5 @@
-"""What every benchmark script shares: the data location, the splits, timing, memory, results.
+"""What the benchmark scripts share: the data location, the splits and samples, the JSONL files they write, their
+options, timing, memory, a server to measure, and the result file.
 
 Every script loads its splits through ``attnclf.training.run_data.load_data``, the
 function ``attnclf train`` uses, so baselines and attnclf see the same train,
