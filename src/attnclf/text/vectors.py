@@ -181,7 +181,6 @@ def count_vectors(texts: Sequence[str], dim: int = 64, window: int = 5, min_coun
     ...
     attnclf.errors.AttnclfError: min_count must be at least 1, got 0
     """
-    import scipy.sparse as sparse
     from sklearn.utils.extmath import randomized_svd
 
     texts = check_texts(texts)  # (a single string would count its characters, a generator be used up)
@@ -201,8 +200,19 @@ def count_vectors(texts: Sequence[str], dim: int = 64, window: int = 5, min_coun
     size = tokenizer.vocab_size
     if size - 2 <= dim:
         raise DataError(f"{size - 2} distinct words seen at least {min_count} times: too few for {dim} dimensions")
+    ppmi = _positive_pmi(list(tokenizer.encode_arrays(texts)), size, window)
+    left_vectors, strengths, _ = randomized_svd(ppmi, dim, n_iter=5, random_state=seed)
+    vectors = (left_vectors * np.sqrt(strengths)).astype(np.float32)
+    words = [tokenizer.backend.id_to_token(i) for i in range(size)]
+    return WordVectors(words[2:], vectors[2:])  # not <pad> and <unk>
+
+
+def _positive_pmi(encoded: list[np.ndarray], size: int, window: int):
+    """The (size, size) sparse matrix of positive PMI between words co-occurring within ``window`` ids of each other
+    in the same text of ``encoded``, each co-occurrence weighted by 1 / distance; <pad> and <unk> take no part."""
+    import scipy.sparse as sparse
+
     # All texts as one stream of ids; a pair counts when both ids are words of the same text.
-    encoded = list(tokenizer.encode_arrays(texts))
     stream = np.concatenate(encoded)
     text_of = np.repeat(np.arange(len(encoded), dtype=np.int32), [len(ids) for ids in encoded])
     del encoded
@@ -219,11 +229,7 @@ def count_vectors(texts: Sequence[str], dim: int = 64, window: int = 5, min_coun
     # PMI = log(P(w, c) / (P(w) P(c))) with P(c) from the smoothed context counts.
     pmi = np.log(counts.data * context_totals.sum() / (word_totals[counts.row] * context_totals[counts.col]))
     positive = pmi > 0
-    ppmi = sparse.csr_matrix((pmi[positive], (counts.row[positive], counts.col[positive])), shape=(size, size))
-    left_vectors, strengths, _ = randomized_svd(ppmi, dim, n_iter=5, random_state=seed)
-    vectors = (left_vectors * np.sqrt(strengths)).astype(np.float32)
-    words = [tokenizer.backend.id_to_token(i) for i in range(size)]
-    return WordVectors(words[2:], vectors[2:])  # not <pad> and <unk>
+    return sparse.csr_matrix((pmi[positive], (counts.row[positive], counts.col[positive])), shape=(size, size))
 
 
 def vectors_summary(vectors: WordVectors, text_count: int, output: str | Path) -> str:
