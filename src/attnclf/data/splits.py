@@ -95,34 +95,43 @@ def split_indices(labels: Sequence[int] | None, groups: Sequence[str] | None = N
     elif labels is None:
         fit_idx, val_idx = _shuffle_split(size, fraction, seed)
     elif groups is not None:
-        # The smaller side is drawn: the validation part when fraction <= 1/2, the kept part otherwise (a
-        # --max-train-examples sample is fraction ~0.9, which 2 folds would make 0.5).
-        small = min(fraction, 1 - fraction)
-        n_folds = max(2, round(1 / small))
-        if math.isclose(n_folds * small, 1, rel_tol=0.01):  # one fold of n_folds is that side (runs' splits so far)
-            folds = StratifiedGroupKFold(n_splits=n_folds, shuffle=True, random_state=seed)
-            rest_idx, drawn_idx = next(folds.split(np.zeros(len(labels)), labels, groups=groups))
-        else:  # a fold would be 1/n_folds, up to a fifth off (0.4 would draw half; IMDB 7,000 of 25,000 drew 6,248)
-            drawn_idx, rest_idx = _grouped_draw(labels, groups, small, seed)
-        fit_idx, val_idx = (rest_idx, drawn_idx) if fraction <= 0.5 else (drawn_idx, rest_idx)
+        fit_idx, val_idx = _grouped_split(labels, groups, fraction, seed)
     else:
-        labels = np.asarray(labels)
-        values, counts = np.unique(labels, return_counts=True)
-        # Stratification needs two texts per class: a class with one trains on it, and the others stay stratified.
-        alone = np.isin(labels, values[counts < 2])
-        paired, classes = np.flatnonzero(~alone), int((counts >= 2).sum())
-        # Both sides need a text of every class: the held side as this check always counted it (a change would move
-        # the splits of runs already trained), the kept side as StratifiedShuffleSplit counts it (ceil).
-        fits = round(fraction * len(paired)) >= classes and len(paired) - math.ceil(fraction * len(paired)) >= classes
-        if classes and fits:  # (else tiny sets fall back to a plain shuffle that keeps every class a fit text)
-            splitter = StratifiedShuffleSplit(n_splits=1, test_size=fraction, random_state=seed)
-            fit, val = next(splitter.split(np.zeros(len(paired)), labels[paired]))
-            fit_idx, val_idx = np.concatenate([paired[fit], np.flatnonzero(alone)]), paired[val]
-        else:
-            fit_idx, val_idx = _shuffle_split(len(labels), fraction, seed)
-            if keep_every_class:
-                fit_idx, val_idx = _keep_every_class(labels, fit_idx, val_idx)
+        fit_idx, val_idx = _stratified_split(np.asarray(labels), fraction, seed, keep_every_class)
     return np.sort(fit_idx), np.sort(val_idx)
+
+
+def _grouped_split(labels: Sequence[int], groups: Sequence[str], fraction: float,
+                   seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """``split_indices``' (fit, validation) where no group straddles the two, each stratified by class."""
+    # The smaller side is drawn: the validation part when fraction <= 1/2, the kept part otherwise (a
+    # --max-train-examples sample is fraction ~0.9, which 2 folds would make 0.5).
+    small = min(fraction, 1 - fraction)
+    n_folds = max(2, round(1 / small))
+    if math.isclose(n_folds * small, 1, rel_tol=0.01):  # one fold of n_folds is that side (runs' splits so far)
+        folds = StratifiedGroupKFold(n_splits=n_folds, shuffle=True, random_state=seed)
+        rest_idx, drawn_idx = next(folds.split(np.zeros(len(labels)), labels, groups=groups))
+    else:  # a fold would be 1/n_folds, up to a fifth off (0.4 would draw half; IMDB 7,000 of 25,000 drew 6,248)
+        drawn_idx, rest_idx = _grouped_draw(labels, groups, small, seed)
+    return (rest_idx, drawn_idx) if fraction <= 0.5 else (drawn_idx, rest_idx)
+
+
+def _stratified_split(labels: np.ndarray, fraction: float, seed: int,
+                      keep_every_class: bool) -> tuple[np.ndarray, np.ndarray]:
+    """``split_indices``' (fit, validation) keeping class proportions, or a shuffle where the classes are too few."""
+    values, counts = np.unique(labels, return_counts=True)
+    # Stratification needs two texts per class: a class with one trains on it, and the others stay stratified.
+    alone = np.isin(labels, values[counts < 2])
+    paired, classes = np.flatnonzero(~alone), int((counts >= 2).sum())
+    # Both sides need a text of every class: the held side as this check always counted it (a change would move
+    # the splits of runs already trained), the kept side as StratifiedShuffleSplit counts it (ceil).
+    fits = round(fraction * len(paired)) >= classes and len(paired) - math.ceil(fraction * len(paired)) >= classes
+    if classes and fits:  # (else tiny sets fall back to a plain shuffle that keeps every class a fit text)
+        splitter = StratifiedShuffleSplit(n_splits=1, test_size=fraction, random_state=seed)
+        fit, val = next(splitter.split(np.zeros(len(paired)), labels[paired]))
+        return np.concatenate([paired[fit], np.flatnonzero(alone)]), paired[val]
+    fit_idx, val_idx = _shuffle_split(len(labels), fraction, seed)
+    return _keep_every_class(labels, fit_idx, val_idx) if keep_every_class else (fit_idx, val_idx)
 
 
 def _grouped_draw(labels: Sequence[int], groups: Sequence[str], fraction: float,
