@@ -31,6 +31,7 @@ from .cleaning import CleaningConfig, clean
 
 PAD, UNK = "<pad>", "<unk>"
 PAD_ID, UNK_ID = 0, 1
+SPECIALS = [PAD, UNK]  # by their ids
 # BPE marks where a word starts, not where it goes on ("##", WordPiece's mark, which BPE runs used before): tokenizers'
 # BpeTrainer numbers the "##" pieces in the order of a hash map seeded afresh by each process and breaks ties between
 # equally frequent merges by those numbers, so the same texts trained another tokenizer in every process
@@ -257,6 +258,32 @@ def unspaced_text_warning(texts: Sequence[str], config: TokenizerConfig,
             f"small to hold whole clauses")
 
 
+def _untrained(config: TokenizerConfig) -> tuple[HFTokenizer, trainers.Trainer]:
+    """The empty tokenizer of ``config.kind``, splitting and marking words as ``Tokenizer.train`` needs, and the
+    trainer that learns its vocabulary."""
+    if config.kind == "word":
+        backend = HFTokenizer(models.WordLevel(unk_token=UNK))
+        trainer = trainers.WordLevelTrainer(
+            vocab_size=config.vocab_size, min_frequency=config.min_frequency, special_tokens=SPECIALS
+        )
+        backend.pre_tokenizer = pre_tokenizers.Whitespace()
+    elif config.kind == "bpe":
+        # No continuing_subword_prefix nor end_of_word_suffix: either makes the trainer's pieces depend on the
+        # process (WORD_START).
+        backend = HFTokenizer(models.BPE(unk_token=UNK))
+        trainer = trainers.BpeTrainer(
+            vocab_size=config.vocab_size, min_frequency=config.min_frequency,
+            special_tokens=SPECIALS, show_progress=False,
+        )
+        # Words split as the word tokenizer splits them (the words of word vectors), each then starting with
+        # WORD_START ("don't": "▁don", "▁'", "▁t"); offsets stay the word's, for _trusted.
+        backend.pre_tokenizer = pre_tokenizers.Sequence([
+            pre_tokenizers.Whitespace(),
+            pre_tokenizers.Metaspace(replacement=WORD_START, prepend_scheme="always", split=True)])
+        backend.decoder = decoders.Metaspace(replacement=WORD_START, prepend_scheme="always", split=True)
+    return backend, trainer
+
+
 class Tokenizer:
     """Text to ids and back, with the cleaning and truncation the model was trained with.
 
@@ -285,27 +312,7 @@ class Tokenizer:
         >>> tok.token_strings(range(tok.vocab_size))
         ['<pad>', '<unk>', 'a', 'film']
         """
-        specials = [PAD, UNK]
-        if config.kind == "word":
-            backend = HFTokenizer(models.WordLevel(unk_token=UNK))
-            trainer = trainers.WordLevelTrainer(
-                vocab_size=config.vocab_size, min_frequency=config.min_frequency, special_tokens=specials
-            )
-            backend.pre_tokenizer = pre_tokenizers.Whitespace()
-        elif config.kind == "bpe":
-            # No continuing_subword_prefix nor end_of_word_suffix: either makes the trainer's pieces depend on the
-            # process (WORD_START).
-            backend = HFTokenizer(models.BPE(unk_token=UNK))
-            trainer = trainers.BpeTrainer(
-                vocab_size=config.vocab_size, min_frequency=config.min_frequency,
-                special_tokens=specials, show_progress=False,
-            )
-            # Words split as the word tokenizer splits them (the words of word vectors), each then starting with
-            # WORD_START ("don't": "▁don", "▁'", "▁t"); offsets stay the word's, for _trusted.
-            backend.pre_tokenizer = pre_tokenizers.Sequence([
-                pre_tokenizers.Whitespace(),
-                pre_tokenizers.Metaspace(replacement=WORD_START, prepend_scheme="always", split=True)])
-            backend.decoder = decoders.Metaspace(replacement=WORD_START, prepend_scheme="always", split=True)
+        backend, trainer = _untrained(config)
         count = 0
 
         def cleaned():
@@ -315,7 +322,7 @@ class Tokenizer:
                 yield clean(text, config.cleaning)
 
         backend.train_from_iterator(cleaned(), trainer=trainer)
-        if backend.get_vocab_size() <= len(specials):  # every text would read as <unk>
+        if backend.get_vocab_size() <= len(SPECIALS):  # every text would read as <unk>
             texts_hold = "the one training text holds" if count == 1 else f"the {count:,} training texts hold"
             raise DataError(f"{texts_hold} no word seen at least {config.min_frequency} time(s), so the tokenizer "
                             f"learned nothing; lower --min-frequency (min_frequency= in Python) or give more texts")
