@@ -22,6 +22,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import NullFormatter
 
 from ..rundir import atomic_write_bytes
+from .tables import at_chance
 
 DPI = 100
 LINESTYLES = ("-", "--", "-.", ":", (0, (5, 1, 1, 1, 1, 1)))
@@ -56,8 +57,6 @@ def _spread(mean: float, std: float | None) -> list[list[float]]:
 def _mark_at_chance(ax, rows: list[dict], positions, records: list[dict]) -> list[float]:
     """Label ``ax``'s rows by variant, those ``tables.at_chance`` names "(at chance)" in red, with the commonest
     class's share dashed where one is; the shares drawn, for another panel to draw too."""
-    from .tables import at_chance
-
     flagged, rates = at_chance(records)
     ax.set_yticks(positions, [row["label"] + (" (at chance)" if row["label"] in flagged else "") for row in rows])
     for tick in ax.get_yticklabels():
