@@ -25,7 +25,7 @@ from attnclf.explain.methods import self_attention_maps
 from attnclf.explain.render import EVEN_WITHIN, spread_ratios
 from attnclf.models import build_model
 from attnclf.training.run import train_run
-from common import cli_settings, parser, splits, write_result
+from common import cli_settings, parse_with_threads, parser, splits, write_result
 
 QUICK = ["--max-train-examples", "1500", "--epochs", "3", "--max-len", "128"]  # `compare --quick`'s budget
 SETUPS = {  # name -> (dataset, train flags)
@@ -116,10 +116,7 @@ def main() -> None:
     p.add_argument("--setups", nargs="+", choices=list(SETUPS), default=list(SETUPS))
     p.add_argument("--texts", type=int, default=400, help="test texts sampled per setup (default: 400)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--threads", type=int, help="torch threads (default: torch's choice)")
-    args = p.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    args = parse_with_threads(p, default=None)
     started = time.perf_counter()
     results = {name: measure(name, *SETUPS[name], args.texts, args.seed, args.threads) for name in args.setups}
     write_result("heads_uniformity", {"even_within": EVEN_WITHIN, "thresholds": list(THRESHOLDS),

@@ -39,7 +39,7 @@ from attnclf.text.batching import BucketBatches
 from attnclf.text.tokenizer import PAD_ID, Tokenizer
 from attnclf.training.trainer import Trainer
 
-from common import cli_settings, parser, peak_rss_mb, sample, splits, write_result
+from common import cli_settings, parse_with_threads, parser, peak_rss_mb, sample, splits, write_result
 
 
 class _Encoded(torch.utils.data.Dataset):
@@ -149,10 +149,7 @@ def main() -> None:
     p.add_argument("--warmup", type=int, default=1, help="uncounted rounds first (allocators, kernels)")
     p.add_argument("--name", default="hf_peer")
     p.add_argument("flags", nargs="*", help="extra `attnclf train` flags for both, after --")
-    p.add_argument("--threads", type=int, help="torch threads (default: torch's choice)")
-    args = p.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    args = parse_with_threads(p, default=None)
 
     settings = cli_settings(args.dataset, "unused", "--epochs", str(args.epochs), *args.flags)
     data = splits(args.dataset, args.data_dir, settings.train.seed)

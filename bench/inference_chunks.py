@@ -23,7 +23,7 @@ from attnclf.models import attention
 from attnclf.text.batching import BucketBatches
 from attnclf.text.tokenizer import PAD_ID, Tokenizer
 
-from common import cli_settings, parser, sample, splits, write_result
+from common import cli_settings, parse_with_threads, parser, sample, splits, write_result
 
 
 def bert_predictor(settings, vocab_size: int, chunk: int, batches: BucketBatches):
@@ -52,10 +52,7 @@ def main() -> None:
     p = parser(__doc__.splitlines()[0])
     p.add_argument("--sizes", type=int, nargs="+", default=[0, 2048, 4096, 8192])
     p.add_argument("--calls", type=int, default=5)
-    p.add_argument("--threads", type=int, help="torch threads (default: torch's choice)")
-    args = p.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    args = parse_with_threads(p, default=None)
 
     settings = cli_settings("imdb", "unused", "--epochs", "1")
     data = splits("imdb", args.data_dir, settings.train.seed)

@@ -21,14 +21,13 @@ import time
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from attnclf.cli import main as attnclf
 from attnclf.data.registry import unlabelled_corpus
 from attnclf.ensemble import ENSEMBLE_FILE, Ensemble
 from attnclf.text.vectors import count_vectors
 
-from common import data_dir, parser, peak_rss_mb, seed_members, splits, write_result
+from common import data_dir, parse_with_threads, parser, peak_rss_mb, seed_members, splits, write_result
 
 
 def main() -> None:
@@ -39,11 +38,8 @@ def main() -> None:
     p.add_argument("--dim", type=int, default=64)
     p.add_argument("--embeddings-std", type=float, default=4.0, help="train --embeddings-std (default: train's)")
     p.add_argument("--run-dir", help="default: runs/bench-sst2-vectors, or runs/bench-glue-vectors for sst2")
-    p.add_argument("--threads", type=int, help="torch threads (default: torch's choice)")
     p.add_argument("--name", help="result name (default: sst2_vectors, or glue_vectors for sst2)")
-    args = p.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    args = parse_with_threads(p, default=None)
     glue = args.dataset == "sst2"
     run_dir = Path(args.run_dir or f"runs/bench-{'glue' if glue else 'sst2'}-vectors")
     args.name = args.name or f"{'glue' if glue else 'sst2'}_vectors"

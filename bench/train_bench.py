@@ -13,13 +13,12 @@ import time
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from attnclf.classifier import Classifier
 from attnclf.data.base import TextDataset
 from attnclf.training.run import train_run
 
-from common import cli_settings, cpu_seconds, data_dir, parser, peak_rss_mb, splits, write_result
+from common import cli_settings, cpu_seconds, data_dir, parse_with_threads, parser, peak_rss_mb, splits, write_result
 
 
 def measure_inference(run_dir: Path, texts: list[str], repeats: int = 3, bf16: bool = False) -> dict:
@@ -72,12 +71,9 @@ def main(dataset: str, doc: str, extra_tests: dict[str, TextDataset] | None = No
     """Parse ``[--run-dir DIR] [--threads N] [-- TRAIN FLAGS]``, train, measure, write the JSON."""
     p = parser(doc.splitlines()[0])
     p.add_argument("--run-dir", default=f"runs/bench-{dataset}", help="where the trained run goes")
-    p.add_argument("--threads", type=int, help="torch threads (default: torch's choice)")
     p.add_argument("--name", default=dataset, help="result name: bench/results/<name>.json")
     p.add_argument("flags", nargs="*", help="extra `attnclf train` flags, after --")
-    args = p.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    args = parse_with_threads(p, default=None)
     settings = cli_settings(dataset, args.run_dir, *args.flags)
     print(f"training {dataset}: model {settings.model} {settings.model_config} | tokenizer "
           f"{settings.tokenizer.kind} {settings.tokenizer.max_len} | train {settings.train}", flush=True)
