@@ -1478,3 +1478,14 @@ def test_a_huge_dataset_name_label_or_hold_out_is_named_by_its_start_in_one_line
         with pytest.raises(AttnclfError) as refused:
             refuse()
         assert len(str(refused.value)) < 400 and "'xxx" in str(refused.value) and "..." in str(refused.value)
+
+
+def test_a_huge_malformed_row_of_a_named_corpus_is_shown_by_its_start_marked_as_cut(tmp_path):
+    huge = "x" * 10_000
+    _write_tree(tmp_path / "SST-2", {"train.tsv": f"sentence\tlabel\n{huge}\n".encode(), "dev.tsv": GLUE_DEV.encode()})
+    _write_tree(tmp_path / "stsa_binary", {**STSA_FILES, "stsa.binary.train": f"2 {huge}\n".encode()})
+    _write_tree(tmp_path / "ag_news", {"test.csv": f'"9","{huge}","y"\n'.encode(), "classes.txt": AG_CLASSES})
+    for load in (sst2.load_glue, sst2.load_sentences, ag_news.load_test):
+        with pytest.raises(DataError) as refused:
+            load([tmp_path])
+        assert len(str(refused.value)) < 400 and str(refused.value).endswith("xxx...")

@@ -18,7 +18,7 @@ import html
 import re
 from pathlib import Path
 
-from ..errors import DataError
+from ..errors import DataError, shown
 from .base import Splits, TextDataset
 from .download import Remote, first_complete, lacking, not_found, present, refuse_partial
 from .registry import Source
@@ -90,7 +90,7 @@ def _read(path: Path, names: list[str], split: str) -> TextDataset:
             for row in rows:
                 if len(row) != 3 or row[0] not in classes:
                     raise DataError(f"ag_news: {path}, line {rows.line_num}: expected class 1-{len(names)}, "
-                                    f"title, description, got {row!r:.200}")
+                                    f"title, description, got {shown(row, most=200)}")
                 title, description = clean(row[1]), clean(row[2])
                 sep = " " if title.endswith((".", "!", "?")) else _JOINER  # (a title that ends a sentence: a space)
                 texts.append(f"{title}{sep}{description}")

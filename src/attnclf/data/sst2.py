@@ -13,7 +13,7 @@ from __future__ import annotations
 import zipfile
 from pathlib import Path
 
-from ..errors import DataError
+from ..errors import DataError, shown
 from .base import WITHHELD, Splits, TextDataset
 from .download import Remote, first_complete, lacking, not_found, present, refuse_partial
 from .registry import Source
@@ -106,7 +106,7 @@ def _glue_split(location: Path, name: str, split: str) -> TextDataset:
         sentence, _, label = line.rpartition("\t")
         if label not in ("0", "1") or not sentence.strip():
             raise DataError(f"sst2: {location / name}, line {number}: "
-                            f"expected 'sentence<TAB>0|1', got {line!r:.200}")
+                            f"expected 'sentence<TAB>0|1', got {shown(line, most=200)}")
         texts.append(sentence.strip())
         labels.append(int(label))
     return TextDataset(texts, labels, list(LABEL_NAMES), split, "sst2")
@@ -186,7 +186,7 @@ def _stsa_split(folder: Path, split: str, name: str) -> TextDataset:
         label, _, sentence = line.partition(" ")
         if label not in ("0", "1") or not sentence.strip():
             raise DataError(f"sst2-sentences: {folder / f'stsa.binary.{split}'}, line {number}: "
-                            f"expected '0|1 sentence', got {line!r:.200}")
+                            f"expected '0|1 sentence', got {shown(line, most=200)}")
         for escaped, plain in _STSA_ESCAPES.items():
             sentence = sentence.replace(escaped, plain)
         texts.append(sentence.strip())
