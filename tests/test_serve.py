@@ -799,6 +799,32 @@ def test_serve_limits_drain_for_no_seconds_by_default_and_bound_the_drain_as_the
     assert str(caught.value) == "stop_seconds must be a positive integer, got 0"
 
 
+def test_a_second_signal_before_the_drain_began_stops_without_announcing_a_drain(local):
+    """Two signals within one tick of uvicorn's loop (0.1 s: a supervisor and a shell each passing SIGTERM on): the
+    second begins the stop at once, so the drain never runs; the log said "draining ... for 600 s" all the same, and
+    /health turned 503 for a drain that was not there."""
+    import asyncio
+    import signal
+
+    import uvicorn
+
+    from attnclf.serve.app import create_app
+    from attnclf.serve.limits import ServeLimits
+    from attnclf.serve.server import StopAnnouncingServer, _uvicorn_options
+
+    limits = ServeLimits(drain_seconds=600)
+    logged, drained = [], []
+    server = StopAnnouncingServer(uvicorn.Config(create_app(local, limits), **_uvicorn_options(limits)),
+                                  write=lambda event, line: logged.append(line), drain_seconds=600,
+                                  on_drain=drained.append)
+    for second in (signal.SIGTERM, signal.SIGINT):
+        server.should_exit, server.stop_signal, server._drain_ends, logged[:], drained[:] = False, None, None, [], []
+        server.handle_exit(signal.SIGTERM, None)
+        server.handle_exit(second, None)  # (before the loop's next tick begins the drain)
+        assert asyncio.run(server.on_tick(1)) is True
+        assert (logged, drained) == ([], []), second
+
+
 def test_serve_limits_take_numpy_integers_as_ints():
     """A limit from a numpy grid is a count like any other, and /model's JSON writes it."""
     from attnclf.serve.limits import ServeLimits

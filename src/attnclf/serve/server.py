@@ -190,12 +190,15 @@ class StopAnnouncingServer(uvicorn.Server):
             self._hung_up = False
             self.on_hangup()
         if self._drain_asked:
+            # (a second signal since the first has begun the stop already: no drain runs, so none is announced)
+            if not self.should_exit:
+                self._drain_ends = time.monotonic() + self.drain_seconds
+                self.on_drain(f"draining: this server got {self.stop_signal} and stops taking requests "
+                              f"{self.drain_seconds} s after it; send new ones elsewhere")
+                self.write("draining", f"draining on {self.stop_signal}: /health answers 503 for "
+                                       f"{self.drain_seconds} s, other requests are still answered; then the stop")
+            # (cleared last: a signal meanwhile finds the drain asked or begun, and stops, as a second signal does)
             self._drain_asked = False
-            self._drain_ends = time.monotonic() + self.drain_seconds
-            self.on_drain(f"draining: this server got {self.stop_signal} and stops taking requests "
-                          f"{self.drain_seconds} s after it; send new ones elsewhere")
-            self.write("draining", f"draining on {self.stop_signal}: /health answers 503 for {self.drain_seconds} s, "
-                                   f"other requests are still answered; then the stop")
         if self._drain_ends is not None and time.monotonic() >= self._drain_ends and not self.should_exit:
             super().handle_exit(signal.SIGTERM, None)  # (the signal it deferred, for uvicorn to raise again after)
         return await super().on_tick(counter)
