@@ -62,7 +62,7 @@ from .batcher import Batcher
 from .limits import RETRY_AFTER_SECONDS, AnswerCutOffRequests, BodyLimit, InFlightLimit, JsonBodies, ServeLimits
 from .logs import AccessLog
 from .model import (MODEL_HEADER, NO_EXPLANATIONS, WEIGHTS_HEADER, ServedModel, backend_name, export_summary,
-                    model_name, temperatures)
+                    served_model_name, temperatures)
 from .schemas import (BODY_ERRORS, BUSY, SHOWN_ERRORS, ExplainRequest, LabelSetOut, LabelSetResponse, PredictionOut,
                       PredictRequest, PredictResponse, error_field, error_message, error_responses)
 
@@ -292,7 +292,7 @@ def create_app(classifier, limits: ServeLimits = ServeLimits(),
             "labels": classifier.label_names,
             # A `train --seeds` ensemble's members share a recipe; one built in Python may mix models, whose names
             # are all given and whose configs differ (None). Its parameters are all of theirs.
-            "model": {"name": model_name(classifier),
+            "model": {"name": served_model_name(classifier),
                       "parameters": sum(m.config["model"]["parameters"] for m in members),
                       "config": configs[0] if all(c == configs[0] for c in configs) else None},
             "ensemble_members": len(members),

@@ -71,14 +71,15 @@ def _explain_methods(classifier) -> list[str]:
     return available_methods(classifier.model)
 
 
-def model_name(classifier) -> str:
-    """What model ``classifier`` runs: an ensemble's distinct member models joined by " + ", in member order.
+def served_model_name(classifier) -> str:
+    """What model ``classifier`` runs, by its run's config: an ensemble's distinct member models joined by " + ", in
+    member order (``attnclf.models.model_name`` names a model by its class instead).
 
     >>> class Run:
     ...     def __init__(self, name): self.config = {"model": {"name": name}}
     >>> class Mixed:
     ...     members = [Run("boe"), Run("self-attn"), Run("boe")]
-    >>> model_name(Mixed()), model_name(Run("lstm"))
+    >>> served_model_name(Mixed()), served_model_name(Run("lstm"))
     ('boe + self-attn', 'lstm')
     """
     members = getattr(classifier, "members", [classifier])
@@ -283,8 +284,8 @@ class ServedModel:
 
     def description(self, max_explanations: int) -> str:
         """What /docs says of the service serving it (``_description``)."""
-        return _description(backend_name(self.classifier), self.explain_methods, model_name(self.classifier),
-                            max_explanations, self.multi_label)
+        return _description(backend_name(self.classifier), self.explain_methods,
+                            served_model_name(self.classifier), max_explanations, self.multi_label)
 
 
 def load_fingerprinted(run_dir: str | Path, backend: str, load: Callable[[], object]) -> tuple[object, list]:
