@@ -1256,7 +1256,7 @@ def test_a_finished_file_run_from_an_earlier_file_recipe_resumed_by_its_command_
     # A file run finished under the edition before sized buckets (yesterday's release), its command rerun with
     # --resume (a script that resumes whatever stopped): it was told its command "now builds it with the n-gram
     # buckets sized" and exited 2, where there is nothing left to build; it is finished and tested again, as the
-    # release said. More epochs than it ran would train on under other defaults, and are still refused.
+    # release said. More epochs than it ran train on under its own settings, as every earlier-recipe run continues.
     from attnclf import recipes
 
     data = write_csv(tmp_path / "reviews.csv", [(t, "pos") for t in POSITIVE * 3] + [(t, "neg") for t in NEGATIVE * 3])
