@@ -90,6 +90,8 @@ def parse_with_threads(p: argparse.ArgumentParser, default: int | None = 1) -> a
     p.add_argument("--threads", type=int, default=default, help=f"torch threads (default: {told})")
     args = p.parse_args()
     if args.threads is not None:
+        if args.threads < 1:  # (torch refuses it with a traceback)
+            p.error(f"--threads must be at least 1, got {args.threads}")
         torch.set_num_threads(args.threads)
     return args
 

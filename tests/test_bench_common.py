@@ -51,3 +51,15 @@ def test_labelled_rows_name_each_label_among_the_runs_classes_and_write_jsonl_wr
     assert [json.loads(line) for line in lines] == rows and "très" in lines[0]
     with pytest.raises(DataError, match="'negative'"):
         common.labelled_rows(data, ["positive"])
+
+
+@pytest.mark.parametrize("default", [1, None])
+def test_parse_with_threads_refuses_fewer_than_one_thread_in_one_line_not_torchs_traceback(monkeypatch, capsys,
+                                                                                         default):
+    # torch.set_num_threads(0) raises; the scripts that left threads to torch once skipped a 0, and since
+    # parse_with_threads they passed it on to that traceback.
+    monkeypatch.setattr(sys, "argv", ["bench/x.py", "--threads", "0"])
+    with pytest.raises(SystemExit) as stopped:
+        common.parse_with_threads(common.parser("x"), default=default)
+    assert stopped.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == "x.py: error: --threads must be at least 1, got 0"
