@@ -552,6 +552,19 @@ def test_newsgroups_archive_decodes_latin1_and_sorts(tmp_path):
     _check_newsgroups(newsgroups.load([tmp_path]))
 
 
+def test_a_cut_short_newsgroups_archive_names_its_source_and_where_to_fetch_it_again(tmp_path):
+    # (the imdb test's twin: each source hands download.tar_files its own name and remote)
+    archive = _tar_gz(tmp_path / "whole" / newsgroups.ARCHIVE, NG_FILES)
+    cut = tmp_path / "cut" / "20newsgroups" / newsgroups.ARCHIVE
+    cut.parent.mkdir(parents=True)
+    cut.write_bytes(archive.read_bytes()[:-40])
+    url = newsgroups.REMOTES["20newsgroups"][0].url
+    with pytest.raises(DataError, match=rf"^20newsgroups: cannot read {cut}: .*; fetch it again from {url}, or move "
+                                        rf"it away and use --download, or set --data-dir to a folder holding a whole "
+                                        rf"20newsgroups/{newsgroups.ARCHIVE}$"):
+        newsgroups.load([tmp_path / "cut"])
+
+
 def test_newsgroups_extracted_folders(tmp_path):
     _write_tree(tmp_path, NG_FILES)
     assert newsgroups.locate([tmp_path]) == tmp_path
