@@ -21,7 +21,7 @@ The file format is word2vec's text format (a ``count dim`` header line, then
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -200,17 +200,20 @@ def count_vectors(texts: Sequence[str], dim: int = 64, window: int = 5, min_coun
     size = tokenizer.vocab_size
     if size - 2 <= dim:
         raise DataError(f"{size - 2} distinct words seen at least {min_count} times: too few for {dim} dimensions")
-    ppmi = _positive_pmi(list(tokenizer.encode_arrays(texts)), size, window)
+    ppmi = _positive_pmi(tokenizer.encode_arrays(texts), size, window)
     left_vectors, strengths, _ = randomized_svd(ppmi, dim, n_iter=5, random_state=seed)
     vectors = (left_vectors * np.sqrt(strengths)).astype(np.float32)
     words = [tokenizer.backend.id_to_token(i) for i in range(size)]
     return WordVectors(words[2:], vectors[2:])  # not <pad> and <unk>
 
 
-def _positive_pmi(encoded: list[np.ndarray], size: int, window: int):
+def _positive_pmi(texts_ids: Iterable[np.ndarray], size: int, window: int):
     """The (size, size) sparse matrix of positive PMI between words co-occurring within ``window`` ids of each other
-    in the same text of ``encoded``, each co-occurrence weighted by 1 / distance; <pad> and <unk> take no part."""
+    in the same text of ``texts_ids``, each co-occurrence weighted by 1 / distance; <pad> and <unk> take no part."""
     import scipy.sparse as sparse
+
+    # (the list is built here, not by the caller, so that `del` frees it whatever the interpreter keeps of arguments)
+    encoded = list(texts_ids)
 
     # All texts as one stream of ids; a pair counts when both ids are words of the same text.
     stream = np.concatenate(encoded)
