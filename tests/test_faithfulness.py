@@ -364,3 +364,25 @@ def test_measure_run_writes_what_the_command_writes_and_refuses_a_held_run(
     notes = []
     measure_run(by_library, methods=["occlusion"], examples=4, log=notes.append)
     assert len(notes) == 1 and notes[0].startswith(f"warning: {by_library} has not finished training")
+
+
+def _multi_label_voter(thresholds, temperature: float = 1.0) -> Classifier:
+    tok = tokenizer()
+    return Classifier(VotingModel(tok.vocab_size, tok.backend.token_to_id("great")), tok, ["neg", "pos"],
+                      torch.device("cpu"), {"settings": {"data": {"multi_label": True}}},
+                      thresholds=np.asarray(thresholds, dtype=np.float64), temperature=temperature)
+
+
+@pytest.mark.parametrize("temperature", [1.0, 3.0])
+def test_the_uniform_check_decides_a_multi_label_set_as_predict_does_at_an_exact_tie(temperature):
+    # A threshold a hair above a text's float32 probability (closer than float32 can tell apart): predict leaves
+    # the label out, so the check must too, and with a calibrated run's temperature as predict applies it.
+    texts = ["great film", "the plot"]
+    probe = _multi_label_voter([0.5, 0.5], temperature)
+    probabilities = probe.predict_proba(texts)
+    tie = float(probabilities[0, 1]) * (1 + 2 ** -30)
+    assert np.float32(tie) == probabilities[0, 1] and tie > float(probabilities[0, 1])
+    clf = _multi_label_voter([0.5, tie], temperature)
+    predicted = [[clf.label_names.index(label) for label in p.labels] for p in clf.predict(texts, tokens=False)]
+    check = uniform_attention_check(clf, clf.tokenizer.encode(texts), predicted)
+    assert check["accuracy"] == 1.0

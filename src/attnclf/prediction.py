@@ -343,6 +343,20 @@ def decided_classes(probabilities: np.ndarray, threshold: ClassThreshold | None,
     return np.where(flagged, threshold.index, others.argmax(axis=-1))
 
 
+def decided_rows(probabilities: np.ndarray, thresholds: np.ndarray | None) -> np.ndarray:
+    """Each text's prediction as a row of its own, by ``decided_classes``: its class (a column of one), or with a
+    multi-label run's ``thresholds`` its 0/1 label set, so that a row is right only when all of it is. What a
+    check of predictions (the ONNX export's parity, the uniform-attention check) compares, decided as ``predict``
+    decides.
+
+    >>> probabilities = np.array([[.2, .8]])
+    >>> decided_rows(probabilities, None).tolist(), decided_rows(probabilities, np.array([.5, .5])).tolist()
+    ([[1]], [[0, 1]])
+    """
+    decided = decided_classes(probabilities, None, thresholds)
+    return decided if thresholds is not None else decided[:, None]
+
+
 def _scored_fields(probabilities: np.ndarray, label_names: list[str], tokens: list[str],
                    attention: np.ndarray | None, counts: tuple[int, int] | None) -> dict:
     """The fields ``Prediction`` and ``LabelSetPrediction`` share, from one row of scores: each class's probability

@@ -45,6 +45,8 @@ from scipy.stats import rankdata
 from ..checks import by_field, check_seed, whole_number
 from ..data.base import TextDataset
 from ..errors import AttnclfError, shown
+from ..evaluation.predict import output_probabilities
+from ..prediction import decided_rows
 from ..text.batching import BucketBatches
 from .explanation import explained_labels
 from .methods import (METHODS, attribute, available_methods, check_steps, chosen_methods, class_probability,
@@ -413,27 +415,28 @@ def uniform_attention_check(classifier: "Classifier", sequences: Sequence[Sequen
     >>> # uniform_attention_check(clf, clf.tokenizer.encode(texts), labels)["uniform_accuracy"]
     """
     model = classifier.model.eval()
-    if classifier.multi_label:
+    thresholds = classifier.thresholds if classifier.multi_label else None
+    if thresholds is not None:
         from ..data.multilabel import multi_hot
 
-        thresholds = torch.as_tensor(classifier.thresholds, dtype=torch.float32, device=classifier.device)
-        truth = multi_hot(labels, len(classifier.label_names)).astype(bool)
-
-        def decide(logits: torch.Tensor) -> torch.Tensor:  # (the label set LabelSetPrediction gives)
-            return torch.sigmoid(logits.float()) >= thresholds
+        truth = multi_hot(labels, len(classifier.label_names))
     else:
         truth = np.asarray(labels)[:, None]
 
-        def decide(logits: torch.Tensor) -> torch.Tensor:
-            return logits.argmax(-1, keepdim=True)
+    def decide(logits: torch.Tensor) -> np.ndarray:
+        # From the probabilities predict answers by (a calibrated run's temperature in them), by its own rule:
+        # a probability at its label's threshold falls on the side it falls for predict.
+        probabilities = output_probabilities(logits, classifier.multi_label, classifier.temperature)
+        return decided_rows(probabilities.cpu().numpy(), thresholds)
+
     learned = np.zeros(truth.shape, dtype=truth.dtype)
     uniform = np.zeros(truth.shape, dtype=truth.dtype)
     for batch in BucketBatches(sequences, batch_size=classifier.batch_size, shuffle=False):
         batch = batch.to(classifier.device)
         mask = batch.attention_mask
         weights = mask.float() / mask.sum(dim=1, keepdim=True).clamp(min=1)
-        learned[batch.indices] = decide(model(batch.input_ids, mask).logits).cpu().numpy()
-        uniform[batch.indices] = decide(model(batch.input_ids, mask, pooling_override=weights).logits).cpu().numpy()
+        learned[batch.indices] = decide(model(batch.input_ids, mask).logits)
+        uniform[batch.indices] = decide(model(batch.input_ids, mask, pooling_override=weights).logits)
     return {"accuracy": float((learned == truth).all(1).mean()),
             "uniform_accuracy": float((uniform == truth).all(1).mean()),
             "changed": float((learned != uniform).any(1).mean()), "examples": len(sequences)}

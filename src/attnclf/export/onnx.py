@@ -45,7 +45,7 @@ from ..errors import AttnclfError, shown
 from ..models.attention import MultiHeadSelfAttention
 from ..models.base import model_device
 from ..models.windows import window_config
-from ..prediction import decided_classes, joined_text_columns, trained_text_column
+from ..prediction import decided_rows, joined_text_columns, trained_text_column
 from ..rundir import (ENSEMBLE_FILE, atomic_write_bytes, atomic_write_json, file_sha256, first_missing_folder,
                       folder_lock, is_multi_label, loaded_unchanged, prepare_output_dir, refuse_if_held,
                       remove_empty_folders, written_atomically)
@@ -147,27 +147,16 @@ def onnx_graph(model: nn.Module) -> bytes:
     return graph.getvalue()
 
 
-def _decided(probabilities: np.ndarray, thresholds: np.ndarray | None) -> np.ndarray:
-    """Each text's prediction as a row of its own: its class (a column of one), or with a multi-label run's
-    ``thresholds`` its 0/1 label set (``decided_classes``), so that a row is right only when all of it is.
-
-    >>> _decided(np.array([[.2, .8]]), None).tolist(), _decided(np.array([[.2, .8]]), np.array([.5, .5])).tolist()
-    ([[1]], [[0, 1]])
-    """
-    decided = decided_classes(probabilities, None, thresholds)
-    return decided if thresholds is not None else decided[:, None]
-
-
 def _accuracy(probabilities: np.ndarray, check: TextDataset, thresholds: np.ndarray | None) -> float:
     """The share of ``check``'s texts predicted right: their class, or a multi-label run's whole label set (the
     subset accuracy `evaluate` reports)."""
     truth = (multi_hot(check.labels, probabilities.shape[1]) if thresholds is not None
              else np.asarray(check.labels)[:, None])
-    return float((_decided(probabilities, thresholds) == truth).all(axis=1).mean())
+    return float((decided_rows(probabilities, thresholds) == truth).all(axis=1).mean())
 
 
 def _difference(reference: np.ndarray, probabilities: np.ndarray, thresholds: np.ndarray | None) -> dict:
-    agree = (_decided(reference, thresholds) == _decided(probabilities, thresholds)).all(axis=1)
+    agree = (decided_rows(reference, thresholds) == decided_rows(probabilities, thresholds)).all(axis=1)
     return {"max_abs_diff": float(np.abs(reference - probabilities).max()), "prediction_agreement": float(agree.mean())}
 
 
