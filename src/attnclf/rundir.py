@@ -1089,14 +1089,14 @@ def check_output_folder(output: str | Path, ensemble: bool, replace: bool) -> No
     runs = member_folders(output) if ensemble else [output]
     # A model an interrupted or failed --overwrite set aside is a trained model too (a run without --overwrite
     # would delete it when it finishes); weights from a first checkpoint cut short are not, as nothing resumes them.
-    trained = any((run / where / "model.safetensors").is_file() for run in runs
-                  for where in (EARLIER_MODEL, EARLIER_MODEL_STAGING)) or any(
-        (run / "model.safetensors").is_file() and (run / "metrics.json").is_file() or _unfinished(run) for run in runs)
-    if trained and not replace:
+    set_aside = any((run / where / "model.safetensors").is_file() for run in runs
+                    for where in (EARLIER_MODEL, EARLIER_MODEL_STAGING))
+    finished = any((run / "model.safetensors").is_file() and (run / "metrics.json").is_file() for run in runs)
+    unfinished = any(_unfinished(run) for run in runs)
+    if (set_aside or finished or unfinished) and not replace:
         what = ("trained members (--resume keeps them and adds new seeds)" if ensemble else "a trained model" if
                 (output / "metrics.json").is_file() else "an unfinished run (--resume continues it)" if
-                _unfinished(output) else
-                "a trained model an interrupted --overwrite set aside")
+                unfinished else "a trained model an interrupted --overwrite set aside")
         raise AttnclfError(f"{output} holds {what}; add --overwrite to replace {'them' if ensemble else 'it'}, or "
                            f"give another --output")
 
