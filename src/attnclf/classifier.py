@@ -88,7 +88,8 @@ class Classifier:
                                f"one member, such as {first_member(run_dir)}, with Classifier.load")
         run_dir, config = Path(run_dir), read_run_config(run_dir)
         model_info = config["model"]
-        model = windowed(model_from_config(model_info["name"], model_info["config"], run_dir), _windows(run_dir, config))
+        model = windowed(model_from_config(model_info["name"], model_info["config"], run_dir),
+                         _windows(run_dir, config))
         weights = load_weights(run_dir / "model.safetensors", like=model)
         model.load_state_dict(weights)
         broken = next((name for name, tensor in weights.items() if not tensor.isfinite().all()), None)
@@ -97,7 +98,8 @@ class Classifier:
         tokenizer = Tokenizer.load(run_dir / "tokenizer.json",
                                    TokenizerConfig.from_dict(config["settings"]["tokenizer"], run_dir / "config.json"),
                                    words=model.config.vocab_size)
-        labels = check_label_names(read_json(run_dir / "labels.json"), model.config.num_classes, run_dir / "labels.json")
+        labels_file = run_dir / "labels.json"
+        labels = check_label_names(read_json(labels_file), model.config.num_classes, labels_file)
         thresholds = read_thresholds(run_dir, labels) if is_multi_label(config) else None
         temperature = read_temperature(run_dir)
         return cls(model, tokenizer, labels, resolved, config, bf16=bf16, temperature=temperature,

@@ -377,8 +377,8 @@ def _class_index(target: str | int, label_names: list[str]) -> int:
     if isinstance(target, str):  # (a name was meant: an index comes as an int, which `explain --target` never gives)
         raise AttnclfError(f"unknown target class {shown(target)}; the classes are {first_few(label_names, most=10)}")
     # (an int is an index: the estimator's class 7 of [3, 7] is "7", and "the classes are 3, 7" alone baffled)
-    raise AttnclfError(f"unknown target class {shown(target)}; give a label name ({first_few(label_names, most=10)}) or "
-                       f"an index from 0 to {len(label_names) - 1}")
+    raise AttnclfError(f"unknown target class {shown(target)}; give a label name "
+                       f"({first_few(label_names, most=10)}) or an index from 0 to {len(label_names) - 1}")
 
 
 def explain_each(classifier: "Classifier", texts: Sequence[str], methods: Sequence[str], *,

@@ -89,7 +89,8 @@ class _InitSkipped(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if getattr(func, "__module__", None) == "torch.nn.init":  # (each takes its tensor first: torch passes it by name)
+        # (each init takes its tensor first: torch passes it by name)
+        if getattr(func, "__module__", None) == "torch.nn.init":
             return kwargs["tensor"] if "tensor" in kwargs else args[0]
         return func(*args, **kwargs)
 

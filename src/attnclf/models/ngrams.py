@@ -56,9 +56,9 @@ def bounded_buckets(buckets: int, num_classes: int, budget: int = 0) -> int:
     [1048576, 1048576, 131072, 16384]
     """
     if budget and 0 < buckets and 2 * num_classes > budget:
-        raise AttnclfError(f"model field nb_ngram_bucket_budget {budget} holds fewer than the 2 buckets x {num_classes} "
-                           f"classes ({2 * num_classes}) the smallest n-gram branch has; raise it, set it to 0 (no "
-                           f"bound), or turn the branch off with nb_ngram_buckets=0")
+        raise AttnclfError(f"model field nb_ngram_bucket_budget {budget} holds fewer than the 2 buckets x "
+                           f"{num_classes} classes ({2 * num_classes}) the smallest n-gram branch has; raise it, set "
+                           f"it to 0 (no bound), or turn the branch off with nb_ngram_buckets=0")
     while budget and buckets * num_classes > budget:
         buckets = max(2, buckets // 2)
     return buckets
