@@ -38,6 +38,16 @@ def test_ensemble_averages_its_members(demo_run, second_run):
     assert [p.confidence for p in predictions] == pytest.approx(expected.max(axis=1).tolist())
 
 
+
+def test_a_classifier_s_scores_are_what_its_predictions_and_an_ensemble_read(demo_run):
+    # (Ensemble averages its members through this public method, not through a private one of Classifier's)
+    clf = Classifier.load(demo_run, device="cpu")
+    probabilities, ids, attention = clf.scores(TEXTS)
+    assert np.array_equal(probabilities, clf.predict_proba(TEXTS))
+    assert np.array_equal(clf.scores(TEXTS, logits=True)[0], clf.logits(TEXTS))
+    assert ids == [clf.tokenizer.encode([text])[0] for text in TEXTS]
+    assert [a.tolist() for a in attention] == [pytest.approx(p.attention) for p in clf.predict(TEXTS)]
+
 def test_an_ensemble_refuses_explanations_naming_a_member_to_explain(demo_run, second_run):
     first, second = Classifier.load(demo_run, device="cpu"), Classifier.load(second_run, device="cpu")
     with pytest.raises(AttnclfError, match=r"use one member, such as ensemble\.members\[0\]$"):

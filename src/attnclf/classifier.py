@@ -107,9 +107,14 @@ class Classifier:
                                                                                   temperature))
 
     @torch.inference_mode()
-    def _run(self, texts: Sequence[str], logits: bool = False
-             ) -> tuple[np.ndarray, list[list[int]], list[np.ndarray | None]]:
-        """Probabilities (or, with ``logits``, the model's logits), token ids and pooling weights per text."""
+    def scores(self, texts: Sequence[str], logits: bool = False
+               ) -> tuple[np.ndarray, list[list[int]], list[np.ndarray | None]]:
+        """One pass over ``texts``, what ``predict_proba``, ``logits`` and ``predict`` read (and an ``Ensemble``
+        averages): the probabilities (or, with ``logits``, the model's logits), one row per text; each text's token
+        ids; and each text's pooling weights over those tokens (None for a model that pools without them).
+
+        >>> # probabilities, ids, attention = clf.scores(["great film"])  # ids[0], e.g. [412, 96]
+        """
         batches = text_batches(self.tokenizer, check_texts(texts), windows=window_config(self.model),
                                batch_size=self.batch_size, max_tokens=EVAL_MAX_TOKENS)
         ids = batches.sequences
@@ -136,14 +141,14 @@ class Classifier:
         >>> # clf.predict_proba(["great film", "dull film"])  # array([[0.08, 0.92], [0.87, 0.13]], dtype=float32)
         >>> # dict(zip(clf.label_names, clf.predict_proba(["great film"])[0]))  # {'negative': 0.08, 'positive': 0.92}
         """
-        return self._run(texts)[0]
+        return self.scores(texts)[0]
 
     def logits(self, texts: Sequence[str]) -> np.ndarray:
         """The model's logits, one row per text: before the temperature and the softmax (or sigmoids).
 
         >>> # clf.logits(["great film"])  # array([[-2.1,  2.3]], dtype=float32)
         """
-        return self._run(texts, logits=True)[0]
+        return self.scores(texts, logits=True)[0]
 
     def predict(self, texts: Sequence[str], tokens: bool = True,
                 threshold: tuple[str, float] | str | None = None) -> list[Prediction] | list[LabelSetPrediction]:
@@ -165,7 +170,7 @@ class Classifier:
         >>> # clf.predict(["a fine film"], threshold=("positive", 0.9))[0].label  # 'negative' under 0.9
         """
         threshold = class_threshold(threshold, self.label_names, self.multi_label)  # (before the texts are run)
-        return predictions(*self._run(texts), self.label_names, self.tokenizer.token_strings, tokens,
+        return predictions(*self.scores(texts), self.label_names, self.tokenizer.token_strings, tokens,
                            self.thresholds if self.multi_label else None, threshold)
 
     def explain(self, texts: Sequence[str], method: str | None = None, **options) -> list:

@@ -92,7 +92,7 @@ class Ensemble:
         self._first_member = names[0] if names else "ensemble.members[0]"
         names = list(names or [f"member {i}" for i in range(len(members))])
         first, reference = members[0], _data(members[0])
-        for member, name in zip(members, names, strict=True):
+        for member, name in zip(members[1:], names[1:], strict=True):  # (each against the first)
             if member.multi_label != first.multi_label:
                 single, multi = (name, names[0]) if first.multi_label else (names[0], name)
                 raise AttnclfError(f"{single} is a single-label run and {multi} a multi-label one; an ensemble's "
@@ -169,7 +169,7 @@ class Ensemble:
     def _averaged(self, texts: Sequence[str]) -> tuple[np.ndarray, list[list[list[int]]]]:
         """The members' probabilities averaged (what ``predict_proba`` and ``predict`` both give), and each member's
         token ids per text."""
-        runs = [member._run(texts) for member in self.members]
+        runs = [member.scores(texts) for member in self.members]
         return np.mean([scores for scores, _, _ in runs], axis=0), [ids for _, ids, _ in runs]
 
     def explain(self, texts: Sequence[str], method: str | None = None, **options):
