@@ -920,7 +920,8 @@ def test_explain_command_shows_attention_once_when_it_is_among_the_methods(demo_
 def test_explain_command_bad_input_is_one_line(demo_run, capsys):
     assert main(["explain", str(demo_run), "x", "--method", "saliency"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("attnclf: error: unknown method 'saliency'") and err.count("\n") == 1
+    assert err.startswith("attnclf: error: unknown explanation method 'saliency'; choose one of ")
+    assert err.count("\n") == 1
     assert main(["explain", str(demo_run), "x", "--method", ""]) == 2  # (an unset $METHOD, say: not the default)
     assert capsys.readouterr().err == "attnclf: error: --method is empty\n"
     # A method named twice was explained twice, its block repeated; the service refuses it in the same words.

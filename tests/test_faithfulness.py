@@ -347,7 +347,7 @@ def test_measure_run_writes_what_the_command_writes_and_refuses_a_held_run(
     # Its errors name its arguments, not the command's flags, each on one line.
     for arguments, message in (({"methods": ""}, "methods is empty"),
                                ({"examples": 0}, "examples must be at least 1, got 0"),
-                               ({"methods": "saliency"}, "unknown method 'saliency'; choose from"),
+                               ({"methods": "saliency"}, "unknown explanation method 'saliency'; choose one of"),
                                ({"seed": -1}, "seed must be at least 0 and below 4294967296, got -1")):
         with pytest.raises(AttnclfError) as refused:
             measure_run(by_library, **arguments)

@@ -237,8 +237,8 @@ def test_explain_all_in_a_list_of_its_own_answers_as_all_does(local):
         assert response.json() == client.post("/explain", json=asked).json()
 
 @pytest.mark.parametrize("method, status, detail", [
-    (["occlusion", "tea-leaves"], 400, "unknown method 'tea-leaves'; choose from attention, rollout, grad-input, "
-                                       "integrated-gradients, occlusion or all"),
+    (["occlusion", "tea-leaves"], 400, "unknown explanation method 'tea-leaves'; choose one of attention, "
+                                       "rollout, grad-input, integrated-gradients, occlusion, or all"),
     (["occlusion", "attention", "occlusion"], 400, "method names 'occlusion' twice"),
     ([], 400, "method is empty"),
     # (it said "unknown method 'all'; choose from ... or all": all was never unknown)

@@ -50,7 +50,7 @@ from ..prediction import decided_rows
 from ..text.batching import BucketBatches
 from .explanation import explained_labels
 from .methods import (METHODS, attribute, available_methods, check_steps, chosen_methods, class_probability,
-                      remove_positions, run_methods)
+                      known_method, remove_positions, run_methods)
 from .render import number_text
 
 if TYPE_CHECKING:
@@ -233,8 +233,7 @@ def measure_faithfulness(classifier: "Classifier", data: TextDataset, *, methods
     if not methods:  # (not every method, the slowest measurement, as `methods or ...` made of an unset list)
         raise AttnclfError("methods is empty; give at least one, or None for all the model supports")
     for name in methods:
-        if not isinstance(name, str) or name not in METHODS:
-            raise AttnclfError(f"unknown explanation method {shown(name)}; choose from {', '.join(METHODS)}")
+        known_method(name)
     unused = [key for key in options if not any(key in METHODS[name].options for name in methods)]
     if unused:
         raise AttnclfError(f"{shown(unused[0], write=str)} applies to none of the methods measured "

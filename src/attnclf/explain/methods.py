@@ -115,6 +115,24 @@ class Attribution:
     steps: np.ndarray | None = None
 
 
+def known_method(name: object, all_too: bool = False) -> str:
+    """``name`` if it names an explanation method (a key of ``METHODS``), else one line naming it and the methods
+    to choose from: the one wording for every place a method is named (``attribute``, ``chosen_methods``,
+    ``measure_faithfulness``). ``all_too``: where ``all`` is a choice too (a list of methods to explain).
+
+    >>> known_method("occlusion")
+    'occlusion'
+    >>> known_method("saliency", all_too=True)
+    Traceback (most recent call last):
+    attnclf.errors.AttnclfError: unknown explanation method 'saliency'; choose one of attention, rollout, \
+grad-input, integrated-gradients, occlusion, or all
+    """
+    if not isinstance(name, str) or name not in METHODS:
+        raise AttnclfError(f"unknown explanation method {shown(name)}; choose one of {', '.join(METHODS)}"
+                           + (", or all" if all_too else ""))
+    return name
+
+
 def attribute(model: torch.nn.Module, sequences: Sequence[Sequence[int]], targets: np.ndarray, method: str, *,
               device: torch.device | str | None = None, batch_size: int = 32, temperature: float = 1.0,
               multi_label: bool = False, **options) -> Attribution:
@@ -137,8 +155,7 @@ def attribute(model: torch.nn.Module, sequences: Sequence[Sequence[int]], target
     >>> [len(s) for s in result.scores], bool(result.completeness_error.max() < 0.05)
     ([3, 1], True)
     """
-    if not isinstance(method, str) or method not in METHODS:
-        raise AttnclfError(f"unknown explanation method {shown(method)}; choose one of {', '.join(METHODS)}")
+    known_method(method)
     if method in ("attention", "rollout") and method not in (available := available_methods(model)):
         what = "attention pooling" if method == "attention" else "self-attention layers"
         raise AttnclfError(f"this model has no {what} for {method} to show; it supports {', '.join(available)}")
@@ -261,8 +278,7 @@ def chosen_methods(asked: str | Sequence[str], available: Sequence[str], argumen
     if "all" in names:  # (not "unknown method 'all'", which the list of methods offers)
         raise AttnclfError(f"{named(argument)} names all among other methods: all alone names every one")
     for name in names:
-        if not isinstance(name, str) or name not in METHODS:
-            raise AttnclfError(f"unknown method {shown(name)}; choose from {', '.join(METHODS)} or all")
+        known_method(name, all_too=True)
         if name not in available:
             raise AttnclfError(f"method {shown(name)} does not apply to this model; it supports {', '.join(available)}")
     if len(set(names)) < len(names):  # (each would be explained twice, the same scores shown twice)
