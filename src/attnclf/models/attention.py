@@ -83,6 +83,9 @@ def masked_pool(x: torch.Tensor, mask: torch.Tensor, how: str) -> torch.Tensor:
         return x[torch.arange(x.size(0), device=x.device), first]
     if how == "max":
         pooled = x.masked_fill(~mask.unsqueeze(-1), torch.finfo(x.dtype).min).amax(dim=1)
+        # Only a caller's own all-padding row reaches this (the module's promise above): the library's batches
+        # give every text a token (<unk> for an empty one) and every text a window. Without it such a row would
+        # pool to finfo.min, which the head turns into inf or NaN.
         return torch.where(mask.any(dim=1, keepdim=True), pooled, torch.zeros_like(pooled))
     raise AttnclfError(f"unknown pooling {how!r}; choose one of mean, first, max")
 
@@ -130,11 +133,11 @@ class MultiHeadSelfAttention(nn.Module):
     def forward(
         self, x: torch.Tensor, mask: torch.Tensor, need_weights: bool = False
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        batch, seq, dim = x.shape
+        seq = x.size(1)
         local = bool(self.window) and seq > self.window
         if local and not need_weights:
             return self._block_local(x, mask), None
-        q, k, v = self.qkv(x).view(batch, seq, 3, self.heads, dim // self.heads).permute(2, 0, 3, 1, 4)
+        q, k, v = self._split_heads(x)
         keys = mask[:, None, None, :]  # (B, 1, 1, T): which keys every query may see
         if local:  # the same blocks as _block_local, as a mask, so the (seq, seq) maps can be returned
             block = torch.arange(seq, device=x.device) // self.window
@@ -147,7 +150,17 @@ class MultiHeadSelfAttention(nn.Module):
         else:
             weights = None
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=keys, dropout_p=dropout)
-        return self.proj(y.transpose(1, 2).reshape(batch, seq, dim)), weights
+        return self._merge_heads(y, x.shape), weights
+
+    def _split_heads(self, x: torch.Tensor) -> torch.Tensor:
+        """(B, T, dim) -> q, k and v stacked, (3, B, heads, T, dim / heads): one matmul, then each head's slice."""
+        batch, seq, dim = x.shape
+        return self.qkv(x).view(batch, seq, 3, self.heads, dim // self.heads).permute(2, 0, 3, 1, 4)
+
+    def _merge_heads(self, y: torch.Tensor, shape: torch.Size) -> torch.Tensor:
+        """(B, heads, T, dim / heads) attention outputs -> (B, T, dim), the heads side by side, projected; ``shape``:
+        the input's, (B, T, dim)."""
+        return self.proj(y.transpose(1, 2).reshape(shape))
 
     def _block_local(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """Attention within blocks of ``window`` tokens, each folded into a sequence of its own.
@@ -170,10 +183,9 @@ class MultiHeadSelfAttention(nn.Module):
 
     def _attend_blocks(self, blocks: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
         """(n, window, dim) blocks, each attending within itself under its (n, 1, 1, window) key mask."""
-        n, window, dim = blocks.shape
-        q, k, v = self.qkv(blocks).view(n, window, 3, self.heads, dim // self.heads).permute(2, 0, 3, 1, 4)
+        q, k, v = self._split_heads(blocks)
         y = F.scaled_dot_product_attention(q, k, v, attn_mask=keys, dropout_p=self.dropout if self.training else 0.0)
-        return self.proj(y.transpose(1, 2).reshape(n, window, dim))
+        return self._merge_heads(y, blocks.shape)
 
 
 class EncoderBlock(nn.Module):
