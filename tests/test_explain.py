@@ -424,20 +424,23 @@ def test_without_a_method_the_api_explains_by_occlusion_with_the_pooling_attenti
         clf.explain(["the great film"], attention_beside="no")
 
 
-def test_explain_each_predicts_the_texts_once_however_many_methods_and_explains_as_each_method_alone():
+def test_explain_each_tokenises_and_predicts_the_texts_once_however_many_methods_and_explains_as_each_method_alone():
     # Each method explained the same texts for the same classes, yet every one predicted them again (and weighed the
-    # n-gram branches and the pooling attention beside again): once is what the answer needs.
+    # n-gram branches and the pooling attention beside again): once is what the answer needs. The prediction read
+    # the ids explained, not the texts tokenised a second time.
     from attnclf.explain.explanation import explain_each
 
     clf = key_classifier(attend_to="film")
     texts = ["the great film", "the film was long", "great great acting"]
     methods = ["occlusion", "grad-input", "integrated-gradients"]
     alone = [clf.explain(texts, method) for method in methods]
-    predicted = []
-    predict_proba = clf.predict_proba
-    clf.predict_proba = lambda texts: predicted.append(len(texts)) or predict_proba(texts)
+    predicted, tokenised = [], []
+    scores_of_ids, encode_counting_cuts = clf.scores_of_ids, clf.tokenizer.encode_counting_cuts
+    clf.scores_of_ids = lambda ids: predicted.append(len(ids)) or scores_of_ids(ids)
+    clf.tokenizer.encode_counting_cuts = lambda texts, *rest: tokenised.append(len(texts)) or encode_counting_cuts(
+        texts, *rest)
     each = explain_each(clf, texts, methods)
-    assert predicted == [3]
+    assert predicted == [3] and tokenised == [3]
     assert each == [by_method[i] for i in range(len(texts)) for by_method in alone]
 
 

@@ -22,7 +22,7 @@ from .prediction import (LabelSetPrediction, Prediction, check_texts, class_thre
                          tempered_thresholds)
 from .rundir import (ENSEMBLE_FILE, check_label_names, is_multi_label, load_weights, read_json, read_run_config,
                      read_temperature, read_thresholds)
-from .text.batching import EVAL_MAX_TOKENS
+from .text.batching import EVAL_MAX_TOKENS, BucketBatches
 from .text.tokenizer import Tokenizer, TokenizerConfig
 from .text.windows import WindowConfig, text_batches
 from .training.device import check_bf16, resolve_device
@@ -106,7 +106,6 @@ class Classifier:
                    thresholds=None if thresholds is None else tempered_thresholds(list(thresholds.values()),
                                                                                   temperature))
 
-    @torch.inference_mode()
     def scores(self, texts: Sequence[str], logits: bool = False
                ) -> tuple[np.ndarray, list[list[int]], list[np.ndarray | None]]:
         """One pass over ``texts``, what ``predict_proba``, ``logits`` and ``predict`` read (and an ``Ensemble``
@@ -115,8 +114,23 @@ class Classifier:
 
         >>> # probabilities, ids, attention = clf.scores(["great film"])  # ids[0], e.g. [412, 96]
         """
-        batches = text_batches(self.tokenizer, check_texts(texts), windows=window_config(self.model),
-                               batch_size=self.batch_size, max_tokens=EVAL_MAX_TOKENS)
+        return self._scored(text_batches(self.tokenizer, check_texts(texts), windows=window_config(self.model),
+                                         batch_size=self.batch_size, max_tokens=EVAL_MAX_TOKENS), logits)
+
+    def scores_of_ids(self, ids: Sequence[Sequence[int]], logits: bool = False
+                      ) -> tuple[np.ndarray, list[list[int]], list[np.ndarray | None]]:
+        """``scores`` of texts already tokenised, ``ids`` a list of token ids per text as ``tokenizer.encode`` gives
+        them, so that a caller holding them (``explain``) does not tokenise the texts again; the same batches, the
+        same scores. Not for a run that reads windows, which cuts each text into windows itself (``scores``).
+
+        >>> # clf.scores_of_ids(clf.tokenizer.encode(["great film"]))[0]  # clf.scores(["great film"])[0]
+        """
+        return self._scored(BucketBatches(ids, batch_size=self.batch_size, max_tokens=EVAL_MAX_TOKENS), logits)
+
+    @torch.inference_mode()
+    def _scored(self, batches: BucketBatches, logits: bool
+                ) -> tuple[np.ndarray, list[list[int]], list[np.ndarray | None]]:
+        """``scores``' work on ``batches``, texts or ids batched as the model reads them."""
         ids = batches.sequences
         probabilities = np.zeros((len(ids), len(self.label_names)), dtype=np.float32)
         attention: list[np.ndarray | None] = [None] * len(ids)

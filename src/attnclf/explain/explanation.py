@@ -270,7 +270,7 @@ def _explanations(classifier: "Classifier", texts: Sequence[str], asked: list[tu
     config = classifier.tokenizer.config
     encoded = classifier.tokenizer.encode_counting_cuts(texts)
     ids = [sequence for sequence, _ in encoded]
-    probabilities = classifier.predict_proba(texts)
+    probabilities = classifier.scores_of_ids(ids)[0]  # (the ids just read: not the texts tokenised again)
     predicted = _predicted(classifier, probabilities, threshold)
     # One explanation per text and label explained: texts[owners[j]] explained for targets[j].
     explained = _explained(predicted, probabilities, None if target is None else _class_index(target, names))
