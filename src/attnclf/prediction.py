@@ -372,6 +372,20 @@ def _scored_fields(probabilities: np.ndarray, label_names: list[str], tokens: li
             "unknown_tokens": unknown_tokens, "tokens_read": tokens_read}
 
 
+_SCORED_FIELDS = ("probabilities", "tokens", "attention", "unknown_tokens", "tokens_read")  # (_scored_fields's keys)
+
+
+def _scored_dict(prediction: "Prediction | LabelSetPrediction") -> dict:
+    """The fields ``_scored_fields`` fills, by name, in its order: what a prediction's ``to_dict`` gives after its
+    label or labels. (The two classes declare these fields each, after their own first ones: a shared base class
+    would put them first, before the label, and change both positional constructors.)
+
+    >>> _scored_dict(Prediction("pos", 0.75, {"pos": 0.75}, tokens_read=3))
+    {'probabilities': {'pos': 0.75}, 'tokens': [], 'attention': None, 'unknown_tokens': None, 'tokens_read': 3}
+    """
+    return {name: getattr(prediction, name) for name in _SCORED_FIELDS}
+
+
 @dataclass
 class Prediction:
     """One text's prediction.
@@ -429,9 +443,7 @@ class Prediction:
         >>> Prediction("pos", 0.75, {"neg": 0.25, "pos": 0.75}).to_dict()["probabilities"]
         {'neg': 0.25, 'pos': 0.75}
         """
-        return {"label": self.label, "confidence": self.confidence, "probabilities": self.probabilities,
-                "tokens": self.tokens, "attention": self.attention, "unknown_tokens": self.unknown_tokens,
-                "tokens_read": self.tokens_read}
+        return {"label": self.label, "confidence": self.confidence, **_scored_dict(self)}
 
 
 def label_set(probabilities: np.ndarray, thresholds: np.ndarray, threshold: ClassThreshold | None = None) -> list[int]:
@@ -485,8 +497,7 @@ class LabelSetPrediction:
         >>> LabelSetPrediction(["rock"], {"jazz": 0.1, "rock": 0.8}).to_dict()["labels"]
         ['rock']
         """
-        return {"labels": self.labels, "probabilities": self.probabilities, "tokens": self.tokens,
-                "attention": self.attention, "unknown_tokens": self.unknown_tokens, "tokens_read": self.tokens_read}
+        return {"labels": self.labels, **_scored_dict(self)}
 
 
 def predictions(probabilities: np.ndarray, ids: list[list[int]], attention: list[np.ndarray | None],
