@@ -19,6 +19,7 @@ from attnclf.data.generated import topics
 from attnclf.data.multilabel import multi_hot
 from attnclf.data.splits import train_validation_split
 from attnclf.errors import DataError
+from attnclf.prediction import decided_rows, label_set
 from attnclf.evaluation.multilabel import multilabel_metrics, predicted_sets, tune_thresholds
 from attnclf.rundir import THRESHOLDS_FILE
 
@@ -1080,3 +1081,14 @@ def test_train_multi_label_closes_with_the_calibration_lines_evaluate_prints_for
     assert calibration in trained
     assert main(["evaluate", str(run), "--test-file", str(test), "--device", "cpu"]) == 0
     assert calibration in capsys.readouterr().out
+
+
+def test_a_probability_at_its_threshold_is_decided_alike_by_predict_and_by_the_checks_of_predictions():
+    # predict's label set (label_set) and what the ONNX parity and the uniform-attention check compare
+    # (decided_rows) at an exact tie, and a hair past it that float32 cannot tell from the probability.
+    probability = np.float32(0.7310586)
+    for threshold, given in ((float(probability), True), (float(probability) * (1 + 2 ** -30), False)):
+        thresholds = np.array([0.5, threshold])
+        row = np.array([0.1, probability], dtype=np.float32)
+        assert (1 in label_set(row, thresholds)) is given
+        assert decided_rows(row[None], thresholds).tolist() == [[0, int(given)]]
