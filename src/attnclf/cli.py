@@ -14,7 +14,7 @@ import shlex
 import sys
 import threading
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -244,7 +244,7 @@ def _train_seeds(args: argparse.Namespace) -> int:
     """`train --seeds`: a member run per seed into OUTPUT/seed-SEED (with --resume: finished members kept, the others
     continued), then their ensemble tested."""
     from .ensemble import ensemble_summary, train_ensemble
-    from .training.settings import resume_settings
+    from .training.settings import refuse_other_vectors, resume_settings
 
     if args.seed is not None:
         raise AttnclfError("give --seed or --seeds, not both")
@@ -261,7 +261,7 @@ def _train_seeds(args: argparse.Namespace) -> int:
     members = member_folders(settings.output, trained=True)
     if args.resume and members:
         trained = resume_settings(members[0])
-        _refuse_other_vectors(args, settings, trained)
+        refuse_other_vectors(settings, trained, typed, named=_flag)
         if "epochs" not in typed:  # (not the recipe's default: members added or continued train as planned)
             settings.train = replace(settings.train, epochs=trained.train.epochs)
     earlier = functools.partial(built_under_earlier_file_recipes, args, settings) if args.resume else tuple
@@ -274,8 +274,9 @@ def _train_seeds(args: argparse.Namespace) -> int:
 
 def _resumed_settings(args: argparse.Namespace):
     """`train --resume`'s settings: the run's own in --output, with what may change (--epochs, --device, --threads,
-    --checkpoint-minutes, where its data lies now); a whole command given with --resume must describe the run."""
-    from .training.settings import resume_settings
+    --checkpoint-minutes, where its data lies now); a whole command given with --resume must describe the run
+    (``check_resume``)."""
+    from .training.settings import check_resume, resume_settings
 
     if not args.output:
         raise AttnclfError("--resume needs --output RUN_DIR, the run to continue")
@@ -286,32 +287,14 @@ def _resumed_settings(args: argparse.Namespace):
             raise AttnclfError(f"{output} holds the members of `train --seeds`: resume them with the command "
                                f"that trained them, --resume added")
         raise AttnclfError(f"{output}: no run to resume (no config.json there)")
-    typed, recorded = _typed(args), read_config(output)
-    planned = recorded["settings"]["train"]["epochs"]
+    typed = _typed(args)
+    planned = read_config(output)["settings"]["train"]["epochs"]
     _train_flags(args)  # (--epochs, named by its flag before the run's own settings take it)
     settings = resume_settings(output, epochs=args.epochs, device=args.device if "device" in typed else None,
                                threads=args.threads, named=_flag)
-    if typed - _RESUME_FLAGS:  # the command that started the run, --resume added: it must describe it
-        if not typed & {"dataset", "train_file"}:  # (else the first difference named is the data, never typed)
-            flags = " ".join(_flag(name) for name in sorted(typed - _RESUME_FLAGS))
-            raise AttnclfError(f"--resume with {flags} takes the whole command that started {output}, its "
-                               f"--dataset or --train-file too, --resume added; or give only --output (and "
-                               f"--epochs, --device or --threads to change them)")
-        described = build_settings(args)
-        # Files that moved: the run checks they still give the texts it recorded (a token-cache run resumes from
-        # its files where they were: it records no fingerprint of its texts to check a moved file against).
-        moved = set() if settings.data.token_cache else {
-            name for name in typed & {"train_file", "validation_file", "test_file"}
-            if getattr(settings.data, name) and (name != "test_file" or "test_sha256" in recorded.get("data", {}))}
-        note = _refuse_other_settings(described, settings, moved,
-                                      functools.partial(built_under_earlier_file_recipes, args, described))
-        if note and not args.quiet:
-            print(f"note: {note}", file=sys.stderr)
-        _refuse_other_vectors(args, described, settings)
-        for name in moved:
-            setattr(settings.data, name, getattr(described.data, name))
-    if "device" not in typed:
-        _check_run_device(settings)
+    check_resume(settings, typed, functools.partial(build_settings, args),
+                 functools.partial(built_under_earlier_file_recipes, args), named=_flag,
+                 log=(lambda line: None) if args.quiet else lambda line: print(line, file=sys.stderr))
     if settings.train.epochs != planned and not args.quiet:
         print(f"{output}: planned {planned} epochs, now {settings.train.epochs}; the learning-rate schedule "
               f"follows the new length from here on", file=sys.stderr)
@@ -330,86 +313,12 @@ def _refuse_if_held(output: str | Path) -> None:
         refuse_if_held(output)
 
 
-# What `train --resume` may be given besides the run's own settings: what may change, and where its dataset lies now.
-_RESUME_FLAGS = {"resume", "output", "epochs", "device", "threads", "quiet", "no_report", "data_dir",
-                 "checkpoint_minutes"}
-
-
 def _typed(args: argparse.Namespace) -> set[str]:
     """The `train` options the command typed (abbreviated ones too), by their names in ``args``."""
     train = _subparser("train")
     for action in train._actions:  # parsed again with no defaults: what is left was typed
         action.default = argparse.SUPPRESS
     return set(vars(train.parse_known_args(args.argv)[0]))
-
-
-def _refuse_other_settings(typed, trained, moved: set[str], earlier: Callable[[], Sequence]) -> str | None:
-    """A resumed run continues with its own settings, so flags that would train another model are an error, not a
-    silent no-op: the run's own command with --resume added passes, other flags (or too few) do not; ``moved`` names
-    the data files whose new place it may give. A run with the settings the command built under an earlier edition
-    of the file recipe (``earlier()``, built only on a difference) was begun by this command then, and continues
-    under that edition, as an ensemble's members do: it passes with a note, returned for stderr, naming the model and
-    tokenizer fields the command builds otherwise now. Another is told the setting that differs from the nearest of
-    the builds (a flag typed, not the recipe's values)."""
-    from .training.settings import nearest_difference
-
-    ignore = {"train.epochs", "train.schedule_epochs", "embeddings", "embeddings_std", "init_from",
-              *(f"data.{m}" for m in moved)}
-    differing = trained.first_difference(typed, ignore=ignore)
-    if differing is None:
-        return
-    earlier = earlier()
-    if any(trained.first_difference(build, ignore=ignore) is None for build in earlier):
-        changed = ", ".join(_changed(key, theirs, ours)
-                            for key, theirs, ours in trained.differences(typed, ignore=ignore))
-        return (f"{trained.output} began under an earlier file recipe: this command now builds {changed}; the run "
-                f"keeps its own settings")
-    key, theirs, ours = nearest_difference(trained, [typed, *earlier], ignore)
-    raise AttnclfError(f"{trained.output} trained with {key} = {theirs!r}, this command gives {ours!r}: --resume "
-                       f"continues the run with its own settings; give the command that started it, or only "
-                       f"--output (and --epochs, --device or --threads to change them)")
-
-
-def _changed(key: str, theirs, ours) -> str:
-    """A setting the command builds otherwise than a run begun under an earlier file recipe, as the note of its
-    resume names it.
-
-    >>> _changed("model_config.d_model", 128, 64), _changed("ngram_buckets_sized", False, True)
-    ('d_model=64 (the run: 128)', 'the n-gram buckets sized to the training texts (the run: a fixed count)')
-    """
-    if key == "ngram_buckets_sized":  # (no flag sets it: --set nb_ngram_buckets=N fixes the count)
-        return ("the n-gram buckets sized to the training texts (the run: a fixed count)" if ours else
-                "a fixed count of n-gram buckets (the run: sized to its training texts)")
-    return f"{key.partition('.')[2]}={ours} (the run: {theirs})"
-
-
-def _refuse_other_vectors(args: argparse.Namespace, typed, trained) -> None:
-    """--embeddings or --init-from with --resume: what the run started from passes (the checkpoint holds what it
-    became), anything else is an error."""
-    typed, trained = typed.anchored(), trained.anchored()
-    if args.init_from and typed.init_from != trained.init_from:
-        raise AttnclfError(f"{trained.output} started from {trained.init_from or 'no pretrained encoder'}, this "
-                           f"command gives --init-from {typed.init_from}: a resumed run continues from its checkpoint; "
-                           f"drop --init-from or give its own")
-    if not args.embeddings and args.embeddings_std is None:
-        return
-    if (typed.embeddings, typed.embeddings and typed.embeddings_std) != \
-            (trained.embeddings, trained.embeddings and trained.embeddings_std):
-        raise AttnclfError(f"{trained.output} started from word vectors {trained.embeddings or 'none'}"
-                           f"{f' (std {trained.embeddings_std:g})' if trained.embeddings else ''}, this command gives "
-                           f"{typed.embeddings or 'none'}: a resumed run continues from its checkpoint; drop "
-                           f"--embeddings or give its own")
-
-
-def _check_run_device(settings) -> None:
-    """The device a resumed run trained on, which this machine may lack: say how to continue here."""
-    from .training.device import resolve_device
-
-    try:
-        resolve_device(settings.device)
-    except AttnclfError:
-        raise AttnclfError(f"{settings.output} trained on {settings.device}, which this machine lacks; add --device "
-                           f"cpu (or auto) to continue it here") from None
 
 
 def _subparser(name: str) -> argparse.ArgumentParser:

@@ -661,3 +661,130 @@ def resume_settings(run_dir: str | Path, epochs: int | None = None, device: str 
         refit_of=saved.get("refit_of"),
         recorded_without=added_since(saved["tokenizer"].get("cleaning", {})),
     )
+
+
+# What a resumed run may be given besides its own settings (by their option names): what may change, and where its
+# dataset lies now.
+RESUME_OPTIONS = frozenset({"resume", "output", "epochs", "device", "threads", "quiet", "no_report", "data_dir",
+                            "checkpoint_minutes"})
+
+
+def check_resume(settings: RunSettings, typed: Collection[str], built: Callable[[], RunSettings],
+                 earlier: Callable[[RunSettings], Sequence[RunSettings]], named: Callable[[str], str] = by_field,
+                 log: Callable[[str], None] = lambda line: None) -> None:
+    """Refuse what a command that resumes the run of ``settings`` (``resume_settings``) may not give, naming options
+    as ``named`` spells them. ``typed``: the options it gave, by their settings' names; besides ``RESUME_OPTIONS``
+    only the whole command that started the run, --resume added, which ``built()`` builds (called only then): a run
+    continues with its own settings, so other flags are an error, not a silent no-op. A run whose command now builds
+    otherwise under the file recipe, and built it so under an earlier edition (``earlier(built)``), passes with a
+    note to ``log``. Data files given anew move the run's (it checks they give the texts it recorded); without
+    "device", the device the run trained on must be here.
+
+    >>> # check_resume(resume_settings("runs/demo"), {"output", "lr"}, lambda: built, lambda built: [])
+    >>> # AttnclfError: --resume with lr takes the whole command that started runs/demo, its dataset or ...
+    """
+    typed = set(typed)
+    if typed - RESUME_OPTIONS:  # the command that started the run, --resume added: it must describe it
+        if not typed & {"dataset", "train_file"}:  # (else the first difference named is the data, never typed)
+            flags = " ".join(named(name) for name in sorted(typed - RESUME_OPTIONS))
+            raise AttnclfError(f"{named('resume')} with {flags} takes the whole command that started "
+                               f"{settings.output}, its {named('dataset')} or {named('train_file')} too, "
+                               f"{named('resume')} added; or give only {named('output')} (and {named('epochs')}, "
+                               f"{named('device')} or {named('threads')} to change them)")
+        described = built()
+        # Files that moved: the run checks they still give the texts it recorded (a token-cache run resumes from
+        # its files where they were: it records no fingerprint of its texts to check a moved file against).
+        moved = set() if settings.data.token_cache else {
+            name for name in typed & {"train_file", "validation_file", "test_file"}
+            if getattr(settings.data, name) and (name != "test_file" or _records_test_fingerprint(settings.output))}
+        note = _note_or_refuse_other_settings(described, settings, moved, lambda: earlier(described), named)
+        if note:
+            log(f"note: {note}")
+        refuse_other_vectors(described, settings, typed, named)
+        for name in moved:
+            setattr(settings.data, name, getattr(described.data, name))
+    if "device" not in typed:
+        _check_run_device(settings, named)
+
+
+def _records_test_fingerprint(run_dir: str | Path) -> bool:
+    """Whether the run in ``run_dir`` recorded its test file's fingerprint (a moved one can be checked against it)."""
+    return "test_sha256" in read_config(run_dir).get("data", {})
+
+
+def _note_or_refuse_other_settings(built: RunSettings, trained: RunSettings, moved: set[str],
+                                   earlier: Callable[[], Sequence[RunSettings]],
+                                   named: Callable[[str], str]) -> str | None:
+    """Refuse ``built``, what the command resuming the run of ``trained`` builds, where it would train another
+    model; ``moved`` names the data files whose new place it may give. A run with the settings the command built
+    under an earlier edition of the file recipe (``earlier()``, built only on a difference) was begun by this command
+    then, and continues under that edition, as an ensemble's members do: it passes with a note, returned, naming the
+    model and tokenizer fields the command builds otherwise now. Another is told the setting that differs from the
+    nearest of the builds (a flag typed, not the recipe's values)."""
+    ignore = {"train.epochs", "train.schedule_epochs", "embeddings", "embeddings_std", "init_from",
+              *(f"data.{m}" for m in moved)}
+    if trained.first_difference(built, ignore=ignore) is None:
+        return None
+    builds = earlier()
+    if any(trained.first_difference(build, ignore=ignore) is None for build in builds):
+        changed = ", ".join(_changed(key, theirs, ours)
+                            for key, theirs, ours in trained.differences(built, ignore=ignore))
+        return (f"{trained.output} began under an earlier file recipe: this command now builds {changed}; the run "
+                f"keeps its own settings")
+    key, theirs, ours = nearest_difference(trained, [built, *builds], ignore)
+    raise AttnclfError(f"{trained.output} trained with {key} = {theirs!r}, this command gives {ours!r}: "
+                       f"{named('resume')} continues the run with its own settings; give the command that started "
+                       f"it, or only {named('output')} (and {named('epochs')}, {named('device')} or "
+                       f"{named('threads')} to change them)")
+
+
+def _changed(key: str, theirs, ours) -> str:
+    """A setting the command builds otherwise than a run begun under an earlier file recipe, as the note of its
+    resume names it.
+
+    >>> _changed("model_config.d_model", 128, 64), _changed("ngram_buckets_sized", False, True)
+    ('d_model=64 (the run: 128)', 'the n-gram buckets sized to the training texts (the run: a fixed count)')
+    """
+    if key == "ngram_buckets_sized":  # (no flag sets it: --set nb_ngram_buckets=N fixes the count)
+        return ("the n-gram buckets sized to the training texts (the run: a fixed count)" if ours else
+                "a fixed count of n-gram buckets (the run: sized to its training texts)")
+    return f"{key.partition('.')[2]}={ours} (the run: {theirs})"
+
+
+def refuse_other_vectors(built: RunSettings, trained: RunSettings, typed: Collection[str],
+                         named: Callable[[str], str] = by_field) -> None:
+    """Refuse a pretrained encoder or word vectors other than those the run of ``trained`` started from, where the
+    command resuming it (or adding members beside it) gave them (``typed``: the options it gave; ``built``: the
+    settings it builds): the run's own pass (its checkpoint holds what they became).
+
+    >>> run = RunSettings(output="runs/demo")
+    >>> refuse_other_vectors(replace(run, embeddings="count"), run, {"embeddings"})
+    Traceback (most recent call last):
+    ...
+    attnclf.errors.AttnclfError: runs/demo started from word vectors none, this command gives count: a resumed run \
+continues from its checkpoint; drop embeddings or give its own
+    """
+    built, trained = built.anchored(), trained.anchored()
+    if built.init_from and built.init_from != trained.init_from:  # (no recipe gives one: it was typed)
+        raise AttnclfError(f"{trained.output} started from {trained.init_from or 'no pretrained encoder'}, this "
+                           f"command gives {named('init_from')} {built.init_from}: a resumed run continues from its "
+                           f"checkpoint; drop {named('init_from')} or give its own")
+    if not typed & {"embeddings", "embeddings_std"}:
+        return
+    if (built.embeddings, built.embeddings and built.embeddings_std) != \
+            (trained.embeddings, trained.embeddings and trained.embeddings_std):
+        raise AttnclfError(f"{trained.output} started from word vectors {trained.embeddings or 'none'}"
+                           f"{f' (std {trained.embeddings_std:g})' if trained.embeddings else ''}, this command gives "
+                           f"{built.embeddings or 'none'}: a resumed run continues from its checkpoint; drop "
+                           f"{named('embeddings')} or give its own")
+
+
+def _check_run_device(settings: RunSettings, named: Callable[[str], str]) -> None:
+    """The device a resumed run trained on, which this machine may lack: say how to continue here."""
+    from .device import resolve_device
+
+    try:
+        resolve_device(settings.device)
+    except AttnclfError:
+        raise AttnclfError(f"{settings.output} trained on {settings.device}, which this machine lacks; add "
+                           f"{named('device')} cpu (or auto) to continue it here") from None
