@@ -485,3 +485,24 @@ def test_a_refit_of_a_run_with_thresholds_out_of_shape_is_refused_before_it_trai
     assert main(["refit", str(run), "--quiet", "--no-report", "--device", "cpu", "--threads", "1"]) == 2
     assert capsys.readouterr().err == f"attnclf: error: {run / 'thresholds.json'}: {problem}\n"
     assert not (tmp_path / "run-refit").exists()
+
+
+def test_refit_summary_says_what_each_refit_scored_and_where_it_is(tmp_path):
+    # What `attnclf refit` prints is the library's: each refit's scores (or the note of one without test texts) and
+    # its folder, then the refits' ensemble, or how to score several refits together.
+    from attnclf.training.refit import refit_summary
+    from attnclf.training.run import RunResult
+
+    scored = RunResult(tmp_path / "a b-refit", {"split": "test", "accuracy": 0.9, "macro_f1": 0.85}, [], 1.0)
+    noted = RunResult(tmp_path / "c-refit", {"split": None, "note": "no test texts: nothing scored"}, [], 1.0)
+    other_rank = RunResult(tmp_path / "d-refit", {}, [], 1.0)
+    assert refit_summary([scored, noted, other_rank], None) == (
+        f"test: accuracy 0.9000  macro-F1 0.8500\nrun directory: {tmp_path / 'a b-refit'}\n"
+        f"no test texts: nothing scored\nrun directory: {tmp_path / 'c-refit'}\n"
+        f"score the refits together: attnclf evaluate '{tmp_path / 'a b-refit'}' {tmp_path / 'c-refit'} "
+        f"{tmp_path / 'd-refit'}")
+    assert refit_summary([scored], None) == f"test: accuracy 0.9000  macro-F1 0.8500\nrun directory: " \
+                                            f"{tmp_path / 'a b-refit'}"
+    assert refit_summary([other_rank], None) == ""
+    assert refit_summary([scored, other_rank], {"split": "test", "accuracy": 0.5, "macro_f1": 0.5}).endswith(
+        f"ensemble of 2 refits ({tmp_path / 'ensemble.json'}), averaged:\ntest: accuracy 0.5000  macro-F1 0.5000")

@@ -329,8 +329,7 @@ def _subparser(name: str) -> argparse.ArgumentParser:
 
 @command("refit")
 def cmd_refit(args: argparse.Namespace) -> int:
-    from .rundir import ENSEMBLE_FILE
-    from .training.refit import refit_runs
+    from .training.refit import refit_runs, refit_summary
 
     args.resume_hint = f"; `{_rerun_resuming(args)}` keeps finished refits and continues the others"
     if args.resume and args.overwrite:
@@ -338,19 +337,8 @@ def cmd_refit(args: argparse.Namespace) -> int:
     results, ensemble_metrics = refit_runs(args.run_dirs, args.output, resume=args.resume, overwrite=args.overwrite,
                                            device=args.device, threads=args.threads, report=not args.no_report,
                                            progress=not args.quiet, data_dir=args.data_dir)
-    for result in results:
-        if not result.metrics:  # a torchrun rank other than 0; rank 0 reports
-            continue
-        if result.metrics["split"] is None:
-            print(result.metrics["note"])
-        else:
-            _print_metrics(result.metrics)
-        print(f"run directory: {result.run_dir}")
-    if ensemble_metrics:
-        print(f"ensemble of {len(results)} refits ({results[0].run_dir.parent / ENSEMBLE_FILE}), averaged:")
-        _print_metrics(ensemble_metrics)
-    elif len(results) > 1:
-        print(f"score the refits together: attnclf evaluate {' '.join(shlex.quote(str(r.run_dir)) for r in results)}")
+    if summary := refit_summary(results, ensemble_metrics):
+        print(summary)
     return 0
 
 

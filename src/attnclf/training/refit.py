@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import shlex
 import sys
 from pathlib import Path
 
 
 from ..errors import AttnclfError, RunDirError
-from ..rundir import (ENSEMBLE_FILE, TEMPERATURE_FILE, THRESHOLDS_FILE, check_run_dir, is_resumable, read_config,
-                      read_history, read_json, read_thresholds, refuse_if_held, run_dir_list)
+from ..rundir import (ENSEMBLE_FILE, TEMPERATURE_FILE, THRESHOLDS_FILE, is_resumable, read_config, read_history,
+                      read_json, read_run_config, read_thresholds, refuse_if_held, run_dir_list)
 from .cached import load_cached_data, run_tokenizer
 from .run import RunResult, check_starts_unchanged, each_warning_once, train_or_continue
 from .run_data import held_out_fingerprint, load_data, refuse_gone, texts_fingerprint
@@ -78,6 +79,30 @@ def refit_runs(run_dirs: list[str | Path], output: str | None = None, *, resume:
                                         device=planned[0].device, threads=threads, refitted=folder)
 
 
+def refit_summary(results: list[RunResult], ensemble_metrics: dict | None) -> str:
+    """What ``refit_runs`` returned, as `attnclf refit` closes with it: each refit's scores (or the note of one with
+    no test texts) and its folder, then the scores of the refits' ensemble, or how to score several refits
+    together; a refit without metrics (a torchrun rank other than 0: rank 0 reports) is left out.
+
+    >>> # print(refit_summary(*refit_runs(["runs/a", "runs/b"])))   # ... score the refits together: attnclf ...
+    """
+    from ..evaluation.metrics import scores_text
+
+    lines = []
+    for result in results:
+        if not result.metrics:
+            continue
+        lines.append(result.metrics["note"] if result.metrics["split"] is None else scores_text(result.metrics))
+        lines.append(f"run directory: {result.run_dir}")
+    if ensemble_metrics:
+        lines.append(f"ensemble of {len(results)} refits ({results[0].run_dir.parent / ENSEMBLE_FILE}), averaged:")
+        lines.append(scores_text(ensemble_metrics))
+    elif len(results) > 1:
+        lines.append(f"score the refits together: attnclf evaluate "
+                     f"{' '.join(shlex.quote(str(r.run_dir)) for r in results)}")
+    return "\n".join(lines)
+
+
 def _refits_of(run_dirs: list[str], output: str | None) -> tuple[Path | None, list[Path], Path | None,
                                                                list[str | None]]:
     """What ``refit_runs`` refits: the `train --seeds` folder given (else None), the runs (its members, or the run
@@ -137,8 +162,7 @@ def refit_settings(run_dir: str | Path, output: str | None = None, device: str |
 
     >>> # result = train_run(refit_settings("runs/self-attn-imdb"))   # into runs/self-attn-imdb-refit
     """
-    run_dir = check_run_dir(run_dir)
-    config = read_config(run_dir)
+    run_dir, config = Path(run_dir), read_run_config(run_dir)  # (checked a run, and its config read, once)
     saved = config["settings"]
     if saved["data"].get("refit"):
         raise AttnclfError(f"{run_dir} is a refit already; refit the run it refits ({saved['refit_of']['run']})")
