@@ -348,3 +348,14 @@ def test_the_closing_line_counts_the_rows_predicted_as_another_label_and_says_wh
     assert suspects_summary(rows[:1], "work", output="suspects.csv") == (
         "1 of 1 rows are predicted out of fold as another label than the one given; folds in work; every row, "
         "lowest first, in suspects.csv")
+
+
+def test_the_default_work_folder_is_named_for_the_model_and_the_data():
+    # Where `attnclf suspects` trains its folds without --work-dir is the library's choice, as find_suspects' is.
+    from attnclf.training.settings import DataSettings, RunSettings
+    from attnclf.training.suspects import default_work_dir
+
+    assert default_work_dir(RunSettings(model="boe", data=DataSettings(train_file="/data/reviews.csv"))) == \
+        "runs/suspects-boe-reviews.csv"
+    assert default_work_dir(RunSettings(model="self-attn", data=DataSettings(dataset="sst2"))) == \
+        "runs/suspects-self-attn-sst2"

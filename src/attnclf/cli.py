@@ -372,12 +372,12 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 @command("suspects", threads=True)
 def cmd_suspects(args: argparse.Namespace) -> int:
-    from .training.suspects import find_suspects, suspect_line, suspects_summary
+    from .training.suspects import default_work_dir, find_suspects, suspect_line, suspects_summary
 
     # The settings `train` builds from the same flags; its run directory is the folds' work folder.
     settings = build_settings(argparse.Namespace(**vars(args) | {"output": args.work_dir, "resume": False}))
     if not args.work_dir:
-        settings.output = f"runs/suspects-{settings.model}-{settings.data.describe()}"
+        settings.output = default_work_dir(settings)
     settings.threads = args.threads
     args.folds_folder = settings.output  # (where an interruption's hint finds how far each fold got)
     _refuse_if_held(settings.output)

@@ -274,6 +274,16 @@ def _fold_settings(settings: RunSettings, rows: TextDataset, fold_of_row: np.nda
     return replace(settings, data=fold_data, output=str(fold_dir(work, fold)), report=False)
 
 
+def default_work_dir(settings: RunSettings) -> str:
+    """Where ``find_suspects`` trains the folds of ``settings``' model and data when the caller names no folder
+    (`attnclf suspects` without --work-dir): runs/suspects-MODEL-DATA.
+
+    >>> default_work_dir(RunSettings(model="boe", data=DataSettings(dataset="imdb")))
+    'runs/suspects-boe-imdb'
+    """
+    return f"runs/suspects-{settings.model}-{settings.data.describe()}"
+
+
 def fold_dir(work: str | Path, fold: int) -> Path:
     """Where fold ``fold`` (from 0) of ``find_suspects`` trains: ``work``/fold-K, K from 1.
 
