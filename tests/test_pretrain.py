@@ -884,3 +884,15 @@ def test_collect_unlabelled_texts_reads_datasets_and_files_and_names_the_callers
     with pytest.raises(AttnclfError) as refused:
         collect_unlabelled_texts(files=[notes], text_column="review", named=lambda name: f"<{name}>")
     assert str(refused.value) == "<text_column> picks the column of a CSV / TSV / JSONL / Parquet <files>"
+
+
+def test_the_recipe_a_pretraining_follows_is_the_one_named_else_its_first_dataset_s():
+    # Which recipe's model `attnclf pretrain` builds, and the refusal of a name no dataset has, are the library's.
+    from attnclf.training.pretrain import pretrain_recipe
+
+    assert pretrain_recipe("sst2-sentences", ["demo"]) == "sst2-sentences"
+    assert pretrain_recipe(None, ["demo", "imdb"]) == "demo"
+    assert pretrain_recipe(None, []) is None  # (files alone: the file recipe's model)
+    with pytest.raises(AttnclfError, match=r"^--recipe 'sst2-sentencez': no dataset has a recipe by that name; "
+                                           r"choose one of .*\bsst2-sentences\b"):
+        pretrain_recipe("sst2-sentencez", ["demo"], named=lambda field: f"--{field}")

@@ -850,17 +850,12 @@ def cmd_vectors(args: argparse.Namespace) -> int:
 
 @command("pretrain", threads=True)
 def cmd_pretrain(args: argparse.Namespace) -> int:
-    from .recipes import RECIPES, recipe_for
     from .training.device import fix_mmap_threshold, resolve_device
     from .training.pace import CHECKPOINT_MINUTES, checked_minutes
-    from .training.pretrain import pretrain_encoder, pretrain_settings, pretrain_summary
+    from .training.pretrain import pretrain_encoder, pretrain_recipe, pretrain_settings, pretrain_summary
 
-    if args.recipe is not None and not recipe_for(args.recipe):
-        raise AttnclfError(f"--recipe {args.recipe!r}: no dataset has a recipe by that name; choose one of "
-                           f"{', '.join(sorted(RECIPES))}")
-    # (no dataset: texts from files, for a model trained on a file, whose self-attn defaults are a file's)
-    recipe_name = args.recipe or (args.dataset[0] if args.dataset else None)
-    settings = pretrain_settings(args.output, recipe_name, _parse_overrides(args.set), named=_flag,
+    recipe = pretrain_recipe(args.recipe, args.dataset or (), named=_flag)
+    settings = pretrain_settings(args.output, recipe, _parse_overrides(args.set), named=_flag,
                                  **{name: getattr(args, name) for name in ("embeddings", "embeddings_std", "epochs",
                                     "batch_size", "lr", "seed", "vocab_size", "min_frequency", "max_len")})
     device = resolve_device(args.device)  # (a GPU the machine lacks: one line before the texts are read, not after)

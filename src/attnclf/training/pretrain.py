@@ -123,6 +123,23 @@ class PretrainSettings:
             setattr(self, name, number)
 
 
+def pretrain_recipe(recipe: str | None, datasets: Sequence[str] = (),
+                    named: Callable[[str], str] = by_field) -> str | None:
+    """The dataset recipe whose model a pretraining builds (``pretrain_settings``' ``recipe``): ``recipe`` where
+    given, refused unless a dataset has a recipe by that name (``named``: how the caller's argument is named), else
+    that of the first of ``datasets`` it pretrains on; None (the file recipe's) on files alone.
+
+    >>> pretrain_recipe(None, ["imdb", "sst2"]), pretrain_recipe("sst2-sentences", ["imdb"])
+    ('imdb', 'sst2-sentences')
+    """
+    from ..recipes import RECIPES, recipe_for
+
+    if recipe is not None and not recipe_for(recipe):
+        raise AttnclfError(f"{named('recipe')} {recipe!r}: no dataset has a recipe by that name; choose one of "
+                           f"{', '.join(sorted(RECIPES))}")
+    return recipe or (datasets[0] if datasets else None)
+
+
 def pretrain_settings(output: str | Path, recipe: str | None = None, overrides: dict | None = None,
                       named: Callable[[str], str] | None = None, **fields) -> PretrainSettings:
     """The settings `attnclf pretrain` pretrains into ``output`` with: the model of ``recipe`` (a dataset's recipe;
