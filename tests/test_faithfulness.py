@@ -386,3 +386,9 @@ def test_the_uniform_check_decides_a_multi_label_set_as_predict_does_at_an_exact
     predicted = [[clf.label_names.index(label) for label in p.labels] for p in clf.predict(texts, tokens=False)]
     check = uniform_attention_check(clf, clf.tokenizer.encode(texts), predicted)
     assert check["accuracy"] == 1.0
+
+
+def test_a_runs_section_is_headed_by_its_folder_model_data_texts_and_time():
+    # `attnclf faithfulness` prints each run's section as the result gives it: the header is the library's.
+    result = _result_with_aopcs(occlusion=0.2)
+    assert result.section("runs/demo") == f"## runs/demo: self-attn on demo, 200 texts (1s)\n\n{result.table()}"

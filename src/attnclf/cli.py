@@ -671,8 +671,7 @@ def cmd_faithfulness(args: argparse.Namespace) -> int:
             _note_left_out(list(result.methods), asked, run_dir if len(args.run_dirs) > 1 else "")
         results.append(result)
         if args.format == "terminal":
-            print(f"## {run_dir}: {result.model} on {result.dataset}, {result.examples} texts "
-                  f"({result.seconds:.0f}s)\n\n{result.table()}\n")
+            print(result.section(run_dir), end="\n\n")
     if args.format == "json":
         print(json.dumps([r.to_dict() for r in results], indent=2))
     else:

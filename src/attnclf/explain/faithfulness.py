@@ -151,6 +151,15 @@ class FaithfulnessResult:
                          + "; ".join(f"{pair} {rho:+.2f}" for pair, rho in self.agreement.items()) + ".")
         return "\n".join([*lines, "", *self.reading()])
 
+    def section(self, run_dir: str | Path) -> str:
+        """This result of the run in ``run_dir`` as `attnclf faithfulness` shows it: a Markdown heading naming the
+        run, its model, data, texts and the seconds the measuring took, then the ``table``.
+
+        >>> # print(measure_run("runs/demo").section("runs/demo"))   # ## runs/demo: self-attn on demo, 200 texts ...
+        """
+        return (f"## {run_dir}: {self.model} on {self.dataset}, {self.examples} texts ({self.seconds:.0f}s)\n\n"
+                f"{self.table()}")
+
     def reading(self) -> list[str]:
         """What the table's numbers mean, a paragraph each: the deletion test, occlusion's head start in it (when
         measured), and the rank agreement (when there is one); `attnclf faithfulness` and the report print them."""
