@@ -701,3 +701,13 @@ def test_parameter_table_counts_each_model_at_the_given_vocabulary_with_the_over
     assert rows["boe"] == f"{build_model('boe', vocab_size=1000, num_classes=3).num_parameters():,}"
     self_attn = build_model("self-attn", vocab_size=1000, num_classes=3, d_model=32)
     assert rows["self-attn"] == f"{self_attn.num_parameters():,}"
+
+
+def test_the_parameter_tables_heading_names_the_vocabulary_classes_and_overrides_it_counts_at():
+    # The line `attnclf models` heads its table with is the library's, as the table is.
+    from attnclf.models import parameter_table_heading
+
+    assert parameter_table_heading(20000, 2) == ("parameters at a 20,000-word vocabulary, 2 classes and each model's "
+                                                 "default config (a run's count follows its vocabulary and recipe)")
+    assert "each model's default config with --set (a run's" in \
+        parameter_table_heading(1000, 3, {"d_model": 32}, overrides_named="--set")

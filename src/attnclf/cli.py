@@ -555,11 +555,10 @@ def cmd_datasets(args: argparse.Namespace) -> int:
 
 @command("models")
 def cmd_models(args: argparse.Namespace) -> int:
-    from .models import parameter_table
+    from .models import parameter_table, parameter_table_heading
 
     overrides = _parse_overrides(args.set)
-    print(f"parameters at a {args.vocab_size:,}-word vocabulary, {args.num_classes} classes and each model's default "
-          f"config{' with --set' if overrides else ''} (a run's count follows its vocabulary and recipe)")
+    print(parameter_table_heading(args.vocab_size, args.num_classes, overrides, overrides_named="--set"))
     print(parameter_table(args.vocab_size, args.num_classes, overrides))
     return 0
 

@@ -2,7 +2,7 @@
 
 from attnclf.models.base import Classifier, ModelConfig, ModelOutput
 from attnclf.models.classifiers import (MODELS, ModelSpec, build_model, config_for, model_from_config, model_name,
-                                        parameter_table)
+                                        parameter_table, parameter_table_heading)
 
 __all__ = ["MODELS", "Classifier", "ModelConfig", "ModelOutput", "ModelSpec", "build_model", "config_for",
-           "model_from_config", "model_name", "parameter_table"]
+           "model_from_config", "model_name", "parameter_table", "parameter_table_heading"]

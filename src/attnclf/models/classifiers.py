@@ -633,6 +633,19 @@ def model_from_config(name: str, config_dict: dict, saved_in: str | Path | None 
         return _built(name, config, saved_in)
 
 
+def parameter_table_heading(vocab_size: int, num_classes: int, overrides: dict | None = None,
+                            overrides_named: str = "overrides") -> str:
+    """The line ``parameter_table`` is read under: what it counts at, ``overrides`` named as ``overrides_named``
+    says (the command line: --set) where there are any, and that a run's count differs.
+
+    >>> parameter_table_heading(20000, 2, {"d_model": 32})
+    "parameters at a 20,000-word vocabulary, 2 classes and each model's default config with overrides (a run's count \
+follows its vocabulary and recipe)"
+    """
+    return (f"parameters at a {vocab_size:,}-word vocabulary, {num_classes} classes and each model's default config"
+            f"{f' with {overrides_named}' if overrides else ''} (a run's count follows its vocabulary and recipe)")
+
+
 def parameter_table(vocab_size: int, num_classes: int, overrides: dict | None = None) -> str:
     """Each model's parameter count at ``vocab_size`` tokens and ``num_classes`` classes, from its default config with
     ``overrides`` (each given only to the models whose config has that field), a row a model under a header.
