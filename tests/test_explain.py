@@ -1130,3 +1130,20 @@ def test_explanations_written_to_a_file_are_rendered_in_its_format_and_named_as_
     assert written == [str(tmp_path / "page.html"), str(tmp_path / "lines.txt")]
     assert (tmp_path / "page.html").read_text(encoding="utf-8") == render_html([e]) + "\n"
     assert (tmp_path / "lines.txt").read_text(encoding="utf-8") == render_json([e]) + "\n"
+
+
+def test_a_method_name_among_the_texts_is_refused_saying_how_to_ask_for_several():
+    # argparse reads `--method attention occlusion` as one method and the text "occlusion": the library says so.
+    from attnclf.explain.methods import refuse_methods_as_texts
+
+    def flag(field): return f"--{field}"
+    refuse_methods_as_texts("attention", ["a fine film", "occlusionist"], named=flag)  # (a text, not a method)
+    refuse_methods_as_texts(None, ["occlusion"], named=flag)  # (no --method: the word may be the text)
+    with pytest.raises(AttnclfError, match=r"^'occlusion' would be explained as a text; several methods go "
+                                           r"comma-separated: --method attention,occlusion \(that word as a text: "
+                                           r"give it with --file\)$"):
+        refuse_methods_as_texts("attention", ["a fine film", "occlusion"], named=flag)
+    with pytest.raises(AttnclfError, match=r"^'all' would be explained as a text; --method all, alone, names every "
+                                           r"method"):
+        refuse_methods_as_texts("attention", ["all"], named=flag)
+

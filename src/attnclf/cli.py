@@ -20,7 +20,7 @@ from pathlib import Path
 
 from . import __version__
 from .checks import ACCESS_LOGS, BACKENDS, check_device_name, check_threads, set_value
-from .errors import AttnclfError, AttnclfWarning, is_out_of_memory, shown
+from .errors import AttnclfError, AttnclfWarning, is_out_of_memory
 from .rundir import (check_output_folder, kept_earlier_models, member_folders, read_config,
                      refuse_if_held, unfinished_warning)
 
@@ -578,7 +578,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     from .explain import render
     from .ensemble import refuse_ensemble_dir
     from .explain.explanation import explain_each
-    from .explain.methods import DEFAULT_METHOD, METHODS, chosen_methods, run_methods
+    from .explain.methods import DEFAULT_METHOD, chosen_methods, refuse_methods_as_texts, run_methods
 
     if args.output is None and args.format == "png":
         raise AttnclfError("--format png writes images: give --output NAME.png")
@@ -592,12 +592,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     texts = _input_texts(args, clf.config)
     if not texts:
         raise AttnclfError(f"{'stdin' if not args.file or args.file == STDIN_FILE else args.file}: no texts to explain")
-    # argparse reads `--method attention occlusion` as one method and a text "occlusion": say how to ask for both.
-    if args.method and (named := next((text for text in args.texts if text.strip() in {*METHODS, "all"}), None)):
-        remedy = ("--method all, alone, names every method" if named.strip() == "all" else
-                  f"several methods go comma-separated: --method {args.method},{named.strip()}")
-        raise AttnclfError(f"{shown(named)} would be explained as a text; {remedy} (that word as a text: give it "
-                           f"with --file)")
+    refuse_methods_as_texts(args.method, args.texts, named=_flag)
     available = run_methods(args.run_dir, clf.model)
     methods = chosen_methods(DEFAULT_METHOD if args.method is None else args.method, available, "method", _flag)
     if args.steps is not None and "integrated-gradients" not in methods:

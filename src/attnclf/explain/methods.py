@@ -289,6 +289,25 @@ def chosen_methods(asked: str | Sequence[str], available: Sequence[str], argumen
     return names
 
 
+def refuse_methods_as_texts(method: str | None, texts: Sequence[str], named: Callable[[str], str] = by_field) -> None:
+    """Refuse ``texts`` of which one is a method's name (or all), where ``method`` is asked for: argparse reads
+    `--method attention occlusion` as one method and a text "occlusion"; the line says how to ask for both, and how
+    to explain that word as a text (``named``: how the caller's arguments are named; the command line: by flag).
+
+    >>> refuse_methods_as_texts("attention", ["occlusion"])
+    Traceback (most recent call last):
+    ...
+    attnclf.errors.AttnclfError: 'occlusion' would be explained as a text; several methods go comma-separated: \
+method attention,occlusion (that word as a text: give it with file)
+    """
+    if not method or (typed := next((text for text in texts if text.strip() in {*METHODS, "all"}), None)) is None:
+        return
+    remedy = (f"{named('method')} all, alone, names every method" if typed.strip() == "all" else
+              f"several methods go comma-separated: {named('method')} {method},{typed.strip()}")
+    raise AttnclfError(f"{shown(typed)} would be explained as a text; {remedy} (that word as a text: give it with "
+                       f"{named('file')})")
+
+
 # What an explanation scores tokens by when no method is asked for, for every model: the measured effect of
 # removing each token. BENCHMARKS.md ("Explanations: faithfulness") found it the most faithful method on 3 of 4 runs,
 # and attention no better than random on IMDB; ``explain`` shows a model's pooling attention beside it instead.
