@@ -1147,3 +1147,14 @@ def test_a_method_name_among_the_texts_is_refused_saying_how_to_ask_for_several(
                                            r"method"):
         refuse_methods_as_texts("attention", ["all"], named=flag)
 
+
+@pytest.mark.parametrize("choice, output, terminal, no_color, coloured", [
+    ("always", "page.html", False, True, True), ("never", None, True, False, False),
+    ("auto", None, True, False, True), ("auto", None, False, False, False), ("auto", None, True, True, False),
+    ("auto", "page.txt", True, False, False)])
+def test_explanations_are_coloured_as_asked_or_where_they_reach_a_terminal_that_wants_colour(
+        choice, output, terminal, no_color, coloured):
+    from attnclf.explain.render import wants_color
+
+    environ = {"NO_COLOR": ""} if no_color else {}
+    assert wants_color(choice, output, terminal=terminal, environ=environ) is coloured

@@ -602,8 +602,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     if args.method == "all":
         _note_left_out(available, "--method all")
     output_format = render.format_for(args.output, args.format)
-    color = args.color == "always" or (args.color == "auto" and args.output is None and sys.stdout.isatty()
-                                       and "NO_COLOR" not in os.environ)
+    color = render.wants_color(args.color, args.output)
     if args.output or output_format == "png":
         render.write_explanations(explanations, args.output, output_format, len(methods), color=color,
                                   wrote=lambda name: print(f"wrote {name}"))

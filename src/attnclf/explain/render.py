@@ -24,8 +24,10 @@ import base64
 import html
 import json
 import math
+import os
+import sys
 import textwrap
-from typing import TYPE_CHECKING, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -76,6 +78,22 @@ def format_for(output: str | None, asked: str | None = None) -> str:
         return asked
     suffix = output[output.rfind("."):].lower() if output and "." in output else ""
     return FORMAT_BY_SUFFIX.get(suffix, "terminal")
+
+
+def wants_color(choice: str, output: str | None, terminal: bool | None = None,
+                environ: Mapping[str, str] | None = None) -> bool:
+    """Whether to colour explanations: ``choice`` "always", or "auto" where they are printed (no ``output`` file) to
+    a terminal (``terminal``; by default whether stdout is one) and the environment (``environ``; by default the
+    process's) has no NO_COLOR (https://no-color.org); "never" never.
+
+    >>> wants_color("auto", None, terminal=True, environ={}), wants_color("auto", "page.html", terminal=True)
+    (True, False)
+    """
+    if choice == "always":
+        return True
+    # (stdout is asked whether it is a terminal only where the text goes there, as a redirected run never asks it)
+    return (choice == "auto" and output is None and (sys.stdout.isatty() if terminal is None else terminal)
+            and "NO_COLOR" not in (os.environ if environ is None else environ))
 
 
 def number_text(value: float, sign: str = "", decimals: int = 4) -> str:
