@@ -1392,3 +1392,17 @@ def test_check_resume_refuses_flags_that_do_not_describe_the_run_and_notes_an_ea
                  lambda built: [replace(built, model_config={"d_model": 32})], named=flag, log=notes.append)
     assert notes == ["note: runs/demo began under an earlier file recipe: this command now builds d_model=64 (the run: "
                      "32); the run keeps its own settings"]
+
+
+def test_one_check_refuses_a_resumed_run_or_fold_trained_otherwise_naming_the_remedy_given():
+    # train --resume and suspects --resume both refuse a run trained with other settings than the command gives,
+    # naming the first that differs: one function, each command its own remedy.
+    from attnclf.training.settings import check_same_settings
+
+    run = RunSettings(output="runs/demo/fold-1")
+    assert check_same_settings(run, replace(run, train=TrainConfig(epochs=7)), "remedy",
+                               ignore={"train.epochs"}) is None
+    with pytest.raises(AttnclfError, match=r"^runs/demo/fold-1 trained with train.lr = 0.001, this command gives "
+                                           r"0.5: --resume continues the folds as they trained$"):
+        check_same_settings(run, replace(run, train=TrainConfig(lr=0.5)), "--resume continues the folds as they "
+                                                                          "trained")

@@ -697,7 +697,12 @@ def check_resume(settings: RunSettings, typed: Collection[str], built: Callable[
         moved = set() if settings.data.token_cache else {
             name for name in typed & {"train_file", "validation_file", "test_file"}
             if getattr(settings.data, name) and (name != "test_file" or _records_test_fingerprint(settings.output))}
-        note = _note_or_refuse_other_settings(described, settings, moved, lambda: earlier(described), named)
+        ignore = {"train.epochs", "train.schedule_epochs", "embeddings", "embeddings_std", "init_from",
+                  *(f"data.{name}" for name in moved)}  # (the vectors: refuse_other_vectors, below)
+        note = check_same_settings(settings, described, f"{named('resume')} continues the run with its own settings; "
+                                   f"give the command that started it, or only {named('output')} (and "
+                                   f"{named('epochs')}, {named('device')} or {named('threads')} to change them)",
+                                   ignore, lambda: earlier(described))
         if note:
             log(f"note: {note}")
         refuse_other_vectors(described, settings, typed, named)
@@ -712,17 +717,23 @@ def _records_test_fingerprint(run_dir: str | Path) -> bool:
     return "test_sha256" in read_config(run_dir).get("data", {})
 
 
-def _note_or_refuse_other_settings(built: RunSettings, trained: RunSettings, moved: set[str],
-                                   earlier: Callable[[], Sequence[RunSettings]],
-                                   named: Callable[[str], str]) -> str | None:
-    """Refuse ``built``, what the command resuming the run of ``trained`` builds, where it would train another
-    model; ``moved`` names the data files whose new place it may give. A run with the settings the command built
-    under an earlier edition of the file recipe (``earlier()``, built only on a difference) was begun by this command
-    then, and continues under that edition, as an ensemble's members do: it passes with a note, returned, naming the
-    model and tokenizer fields the command builds otherwise now. Another is told the setting that differs from the
-    nearest of the builds (a flag typed, not the recipe's values)."""
-    ignore = {"train.epochs", "train.schedule_epochs", "embeddings", "embeddings_std", "init_from",
-              *(f"data.{m}" for m in moved)}
+def check_same_settings(trained: RunSettings, built: RunSettings, remedy: str, ignore: Collection[str] = (),
+                        earlier: Callable[[], Sequence[RunSettings]] = tuple) -> str | None:
+    """Refuse ``built``, what a command that continues the run of ``trained`` builds (`train --resume`, a fold of
+    `suspects --resume`), where it would train another model than the run did, naming the setting that differs and
+    ``remedy``; ``ignore``: the settings ("section.field") it may change. A run with the settings the command built
+    under an earlier edition of the file recipe (``earlier()``, built only on a difference) was begun by this
+    command then, and continues under that edition, as an ensemble's members do: it passes with a note, returned,
+    naming the model and tokenizer fields the command builds otherwise now. Another is told the setting that differs
+    from the nearest of the builds (a flag typed, not the recipe's values).
+
+    >>> run = RunSettings(output="runs/demo")
+    >>> check_same_settings(run, replace(run, train=TrainConfig(epochs=7)), "remedy", ignore={"train.epochs"})
+    >>> check_same_settings(run, replace(run, train=TrainConfig(lr=0.5)), "give its flags")
+    Traceback (most recent call last):
+    ...
+    attnclf.errors.AttnclfError: runs/demo trained with train.lr = 0.001, this command gives 0.5: give its flags
+    """
     if trained.first_difference(built, ignore=ignore) is None:
         return None
     builds = earlier()
@@ -732,10 +743,7 @@ def _note_or_refuse_other_settings(built: RunSettings, trained: RunSettings, mov
         return (f"{trained.output} began under an earlier file recipe: this command now builds {changed}; the run "
                 f"keeps its own settings")
     key, theirs, ours = nearest_difference(trained, [built, *builds], ignore)
-    raise AttnclfError(f"{trained.output} trained with {key} = {theirs!r}, this command gives {ours!r}: "
-                       f"{named('resume')} continues the run with its own settings; give the command that started "
-                       f"it, or only {named('output')} (and {named('epochs')}, {named('device')} or "
-                       f"{named('threads')} to change them)")
+    raise AttnclfError(f"{trained.output} trained with {key} = {theirs!r}, this command gives {ours!r}: {remedy}")
 
 
 def _changed(key: str, theirs, ours) -> str:

@@ -30,7 +30,7 @@ from ..data.base import TextDataset
 from ..errors import AttnclfError, DataError, RunDirError, shown
 from ..rundir import atomic_write_bytes, atomic_write_json, folder_lock, prepare_output_dir, read_json
 from .run_data import dataset_splits, texts_fingerprint
-from .settings import DataSettings, RunSettings
+from .settings import DataSettings, RunSettings, check_same_settings, resume_settings
 
 DEFAULT_FOLDS = 5
 OUTPUT_WRITER = "suspects --output"  # (what a clash of the training file's columns with the written ones names)
@@ -194,7 +194,9 @@ def find_suspects(settings: RunSettings, folds: int = DEFAULT_FOLDS, *, output: 
             for fold in range(folds):
                 fold_settings = _fold_settings(settings, rows, fold_of_row, fold, work, written=resume)
                 if resume and (Path(fold_settings.output) / "config.json").is_file():
-                    _refuse_other_settings(fold_settings, named)
+                    check_same_settings(resume_settings(fold_settings.output), fold_settings,
+                                        f"{named('resume')} continues the folds as they trained; give their flags, "
+                                        f"or {named('overwrite')}", ignore=_PER_FOLD)
                 if progress:
                     print(f"fold {fold + 1} of {folds}: {fold_settings.output}", file=sys.stderr)
                 train_or_continue(fold_settings, resume, progress, named=named)
@@ -303,16 +305,3 @@ def folds_progress(work: str | Path, folds: int) -> str:
     from .settings import run_progress
 
     return "; ".join(f"fold {fold + 1} {run_progress(fold_dir(work, fold))}" for fold in range(folds))
-
-
-def _refuse_other_settings(fold_settings: RunSettings, named: Callable[[str], str]) -> None:
-    """A one-line error if the fold already in ``fold_settings.output`` trained otherwise than this command says."""
-    from .settings import resume_settings
-
-    trained = resume_settings(fold_settings.output)
-    differing = trained.first_difference(fold_settings, ignore=_PER_FOLD)
-    if differing is not None:
-        key, theirs, ours = differing
-        raise AttnclfError(f"{fold_settings.output} trained with {key} = {theirs!r}, this command gives {ours!r}: "
-                           f"{named('resume')} continues the folds as they trained; give their flags, or "
-                           f"{named('overwrite')}")
