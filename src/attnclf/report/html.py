@@ -449,11 +449,18 @@ _WINDOWED_EXAMPLES = ("<section><h2>Examples</h2><p>Not explained: this model re
                       "</section>")
 
 
+def _pooling_beside_note(explanations: list) -> str:
+    """The sentence of an examples section saying what the orange row under each text is, where any of its
+    ``explanations`` carries the pooling weights beside its scores; "" where none does."""
+    if not any(e.pooling_attention is not None for e in explanations):
+        return ""
+    return " Under each text, in orange, the pooling layer's weights: where it looked, beside what was measured."
+
+
 def _examples_section(explanations: list, examples: dict, method: str) -> str:
     whose = ("the scores explain the predicted class" if METHODS[method].per_class
              else "the same weights whichever class is explained")
-    beside = (" Under each text, in orange, the pooling layer's weights: where it looked, beside what was measured."
-              if any(e.pooling_attention is not None for e in explanations) else "")
+    beside = _pooling_beside_note(explanations)
     parts = [f"<section><h2>Examples, explained by {html.escape(method)}</h2>",
              f'<p class="note">{html.escape(METHODS[method].description)}; {whose}. '
              f"Hover a token for its score.{beside}</p>", legend_html(method)]
@@ -488,8 +495,7 @@ def _label_set_examples_section(by_text: list[list], examples: dict, method: str
     """``pick_label_set_examples``' texts, each with its labels and its explanations (``_explain_label_sets``)."""
     whose = ("the scores explain one label at a time, by that label's own probability" if METHODS[method].per_class
              else "the same weights whichever label is explained")
-    beside = (" Under each text, in orange, the pooling layer's weights: where it looked, beside what was measured."
-              if any(e.pooling_attention is not None for explained in by_text for e in explained) else "")
+    beside = _pooling_beside_note([e for explained in by_text for e in explained])
     parts = [f"<section><h2>Examples, explained by {html.escape(method)}</h2>",
              f'<p class="note">{html.escape(METHODS[method].description)}; {whose}: each label a text is given is '
              f"explained, or where it is given none, the label it missed that came nearest. Hover a token for its "
