@@ -9,8 +9,9 @@ from typing import Callable, Sequence
 
 from fastapi import HTTPException
 
-
 SERVER_BATCH_TEXTS = 256  # texts run together at most, across requests
+# A request waiting its turn: its texts, the future its answers go to, and the model's predict it was sent to
+_Job = tuple[list[str], asyncio.Future, Callable[[list[str]], Sequence]]
 
 
 class Batcher:
@@ -30,14 +31,14 @@ class Batcher:
         self.max_texts = max_texts
         self.requests = 0
         self.batches = 0
-        self._pending: deque[tuple[list[str], asyncio.Future, Callable[[list[str]], Sequence]]] = deque()
+        self._pending: deque[_Job] = deque()
         self._wakeup = asyncio.Event()
         self._solo = 0  # the next this-many batches take one request each (after a batch failed)
         # Why the worker loop ended, if a bug ended it: every request waiting and every later one is answered so,
         # and /health fails, rather than each waiting for ever on a worker that looks alive.
         self.stopped: str | None = None
         # The batch the worker took off the queue last: a bug ending the loop answers these too, in no queue any more.
-        self._taken: list[tuple[list[str], asyncio.Future, Callable[[list[str]], Sequence]]] = []
+        self._taken: list[_Job] = []
 
     async def submit(self, texts: list[str], predict: Callable[[list[str]], Sequence] | None = None) -> Sequence:
         """The answers for ``texts`` by ``predict`` (by default the batcher's), computed in whichever batch they land
@@ -93,7 +94,7 @@ class Batcher:
                         future.set_result(answers[start : start + len(job_texts)])
                     start += len(job_texts)
 
-    def _next_batch(self) -> list[tuple[list[str], asyncio.Future, Callable[[list[str]], Sequence]]]:
+    def _next_batch(self) -> list[_Job]:
         jobs, size = [], 0
         while self._pending and (not jobs or not self._solo and size + len(self._pending[0][0]) <= self.max_texts
                                  and self._pending[0][2] is jobs[0][2]):
