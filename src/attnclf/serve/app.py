@@ -62,7 +62,7 @@ from .batcher import Batcher
 from .limits import RETRY_AFTER_SECONDS, AnswerCutOffRequests, BodyLimit, InFlightLimit, JsonBodies, ServeLimits
 from .logs import AccessLog
 from .model import (MODEL_HEADER, NO_EXPLANATIONS, WEIGHTS_HEADER, ServedModel, backend_name, export_summary,
-                    served_model_name, temperatures)
+                    run_summary)
 from .schemas import (BODY_ERRORS, BUSY, SHOWN_ERRORS, ExplainRequest, LabelSetOut, LabelSetResponse, PredictionOut,
                       PredictRequest, PredictResponse, error_field, error_message, error_responses)
 
@@ -268,7 +268,7 @@ def create_app(classifier, limits: ServeLimits = ServeLimits(),
     async def model():
         """What is being served."""
         served = state["served"]
-        classifier, threshold, explain_methods = served.classifier, served.threshold, served.explain_methods
+        classifier, threshold = served.classifier, served.threshold
         # The operating point /predict applies: its class wherever that class's probability reaches it, else the most
         # probable other class (None: the most probable class).
         applied = {"threshold": None if threshold is None else threshold.to_dict(),
@@ -281,41 +281,9 @@ def create_app(classifier, limits: ServeLimits = ServeLimits(),
         if backend != "torch":
             return {"backend": backend, **served.origin, **export_summary(classifier),
                     "text_columns": served.text_columns, **applied, "limits": asdict(limits)}
-        from ..explain.methods import DEFAULT_METHOD
-
-        config = classifier.config  # an ensemble's: its first member's
-        members = classifier.members if hasattr(classifier, "members") else [classifier]
-        configs = [member.config["model"]["config"] for member in members]
-        return {
-            "backend": backend,
-            **served.origin,
-            "labels": classifier.label_names,
-            # A `train --seeds` ensemble's members share a recipe; one built in Python may mix models, whose names
-            # are all given and whose configs differ (None). Its parameters are all of theirs.
-            "model": {"name": served_model_name(classifier),
-                      "parameters": sum(m.config["model"]["parameters"] for m in members),
-                      "config": configs[0] if all(c == configs[0] for c in configs) else None},
-            "ensemble_members": len(members),
-            # (as the tokenizer read them: a field config.json leaves out is its default)
-            "tokenizer": {"kind": members[0].tokenizer.config.kind, "max_len": members[0].tokenizer.config.max_len,
-                          "vocab_size": members[0].tokenizer.vocab_size,
-                          "truncation": members[0].tokenizer.config.truncation},
-            "windows": config["settings"].get("windows"),  # long texts read as overlapping windows, or None
-            "text_columns": served.text_columns,
-            "version": __version__,
-            "trained_with": config.get("versions", {}),
-            # A refit trained on its validation texts too, for the epochs its run chose (not where it lives).
-            "refit": {key: refit[key] for key in ("epochs", "monitor", "value")}
-            if (refit := config["settings"].get("refit_of")) else None,
-            # `attnclf calibrate`'s temperature, each member's (1: the probabilities as trained).
-            "temperatures": temperatures(classifier),
-            "explain_methods": explain_methods,
-            "explain_default": DEFAULT_METHOD if explain_methods else None,
-            # Whether /explain answers by any method but attention carry the pooling weights beside their scores.
-            "explain_pooling_attention": "attention" in explain_methods,
-            **applied,
-            "limits": asdict(limits),
-        }
+        return {"backend": backend, **served.origin,
+                **run_summary(classifier, served.explain_methods, served.text_columns), **applied,
+                "limits": asdict(limits)}
 
     def swap_model(new_classifier, new_served_from: dict | None = None) -> tuple[ServedModel, ServedModel]:
         """Serve ``new_classifier`` from the next request on, after the checks the service started with (the

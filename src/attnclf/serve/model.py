@@ -1,5 +1,6 @@
 """The model a service answers with (``ServedModel``) and what it says of it: its backend, the weights' and the
-whole model's ids (``weights_id``, ``model_id``), its temperatures and thresholds, what /docs says of it."""
+whole model's ids (``weights_id``, ``model_id``), its temperatures and thresholds, GET /model's account of it
+(``run_summary``, ``export_summary``), what /docs says of it."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Callable, Sequence
-
 
 from .. import __version__
 from ..checks import by_field
@@ -58,6 +58,45 @@ def export_summary(classifier: OnnxClassifier) -> dict:
         "explain_methods": [],
         "explain_default": None,
         "explain_pooling_attention": False,
+    }
+
+
+def run_summary(classifier, explain_methods: list[str], text_columns: dict | None) -> dict:
+    """GET /model's account of a PyTorch model (a run's, or an ``Ensemble``'s), as ``export_summary`` gives an
+    export's: its labels, model, tokenizer, ``text_columns``, versions, refit, temperatures and ``explain_methods``.
+
+    >>> # run_summary(Classifier.load("runs/demo"), ["attention", "occlusion"], None)["explain_default"]  # 'occlusion'
+    """
+    from ..explain.methods import DEFAULT_METHOD
+
+    config = classifier.config  # an ensemble's: its first member's
+    members = classifier.members if hasattr(classifier, "members") else [classifier]
+    configs = [member.config["model"]["config"] for member in members]
+    return {
+        "labels": classifier.label_names,
+        # A `train --seeds` ensemble's members share a recipe; one built in Python may mix models, whose names
+        # are all given and whose configs differ (None). Its parameters are all of theirs.
+        "model": {"name": served_model_name(classifier),
+                  "parameters": sum(m.config["model"]["parameters"] for m in members),
+                  "config": configs[0] if all(c == configs[0] for c in configs) else None},
+        "ensemble_members": len(members),
+        # (as the tokenizer read them: a field config.json leaves out is its default)
+        "tokenizer": {"kind": members[0].tokenizer.config.kind, "max_len": members[0].tokenizer.config.max_len,
+                      "vocab_size": members[0].tokenizer.vocab_size,
+                      "truncation": members[0].tokenizer.config.truncation},
+        "windows": config["settings"].get("windows"),  # long texts read as overlapping windows, or None
+        "text_columns": text_columns,
+        "version": __version__,
+        "trained_with": config.get("versions", {}),
+        # A refit trained on its validation texts too, for the epochs its run chose (not where it lives).
+        "refit": {key: refit[key] for key in ("epochs", "monitor", "value")}
+        if (refit := config["settings"].get("refit_of")) else None,
+        # `attnclf calibrate`'s temperature, each member's (1: the probabilities as trained).
+        "temperatures": temperatures(classifier),
+        "explain_methods": explain_methods,
+        "explain_default": DEFAULT_METHOD if explain_methods else None,
+        # Whether /explain answers by any method but attention carry the pooling weights beside their scores.
+        "explain_pooling_attention": "attention" in explain_methods,
     }
 
 
