@@ -86,7 +86,8 @@ def find_export(path: str | Path) -> Path:
                 raise RunDirError(f"ONNX export {candidate} is incomplete: missing {', '.join(missing)}")
             return candidate
     if not path.is_dir():
-        raise RunDirError(f"{path} is not an ONNX export; give its folder" if path.exists() else f"{path} does not exist")
+        raise RunDirError(f"{path} is not an ONNX export; give its folder" if path.exists()
+                          else f"{path} does not exist")
     refuse_ensemble_dir(path)
     if (path / "config.json").is_file():
         _refuse_unexportable_run(path)
