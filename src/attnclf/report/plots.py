@@ -103,9 +103,15 @@ def training_curves(history: Sequence[dict], kept: int | None = None, multi_labe
 
 
 def metric_history(history: Sequence[dict]) -> Figure | None:
-    """Validation precision, recall, ROC AUC, average precision, F1 and TP/FP/TN/FN per epoch (those recorded); None if none are."""
-    present = [(key, title) for key, title in HISTORY_METRICS
-               if any(h.get(key) is not None for h in history)]
+    """Validation precision, recall, ROC AUC, average precision, F1 and TP/FP/TN/FN per epoch (those recorded); None
+    if none are.
+
+    >>> [ax.get_title() for ax in metric_history([{"epoch": 1, "val_macro_f1": 0.8}]).axes if ax.get_visible()]
+    ['F1 (macro)']
+    >>> metric_history([{"epoch": 1, "train_loss": 0.7}]) is None
+    True
+    """
+    present = [(key, title) for key, title in HISTORY_METRICS if any(h.get(key) is not None for h in history)]
     if not present:
         return None
     columns = 4
@@ -126,7 +132,11 @@ def metric_history(history: Sequence[dict]) -> Figure | None:
 
 
 def confusion_matrix_figure(matrix: Sequence[Sequence[int]], label_names: Sequence[str]) -> Figure:
-    """Counts with rows = true class, columns = predicted class."""
+    """Counts with rows = true class, columns = predicted class, each written in its cell for up to 12 classes.
+
+    >>> [text.get_text() for text in confusion_matrix_figure([[3, 1], [0, 2]], ["neg", "pos"]).axes[0].texts]
+    ['3', '1', '0', '2']
+    """
     matrix = np.asarray(matrix)
     size = min(12.0, 2.5 + 0.45 * len(label_names))
     fig = _figure(size + 1, size)
