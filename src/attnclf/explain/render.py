@@ -426,7 +426,12 @@ def png_img(png: bytes, alt: str) -> str:
 
 def render_html(explanations: Sequence[Explanation], title: str = "attnclf explanations") -> str:
     """A standalone page: per explanation the headline, the colour key, coloured tokens, a bar chart and any head
-    maps."""
+    maps.
+
+    >>> e = Explanation("not bad", ["not", "bad"], [0.8, 0.2], "attention", "positive", "positive", 0.9, {})
+    >>> render_html([e], title="why").count("<img")   # the bar chart (no head maps without self_attentions)
+    1
+    """
     from ..report.plots import head_maps_figure, png_bytes, token_scores_figure
 
     sections = []
@@ -532,7 +537,12 @@ def png_figures(explanations: Sequence[Explanation], output: str,
 
 
 def render_png(explanations: Sequence[Explanation], output: str, methods_per_text: int) -> Iterator[tuple[str, bytes]]:
-    """``(file name, PNG bytes)`` per image ``png_figures`` draws, one at a time, for the caller to write."""
+    """``(file name, PNG bytes)`` per image ``png_figures`` draws, one at a time, for the caller to write.
+
+    >>> e = Explanation("not bad", ["not", "bad"], [0.2, 0.3], "occlusion", "positive", "positive", 0.9, {})
+    >>> [(name, png[:4]) for name, png in render_png([e], "why.png", methods_per_text=1)]
+    [('why.png', b'\\x89PNG')]
+    """
     from ..report.plots import png_bytes
 
     for name, figure in png_figures(explanations, output, methods_per_text):

@@ -59,6 +59,8 @@ PARITY_TOLERANCE = 1e-4
 
 @dataclass
 class OnnxExport:
+    """What ``export_onnx`` wrote: the export's folder and its manifest (export.json)."""
+
     directory: Path
     manifest: dict  # the contents of export.json
 
@@ -215,6 +217,8 @@ def export_onnx(run_dir: str | Path, output: str | Path | None = None, *, check:
     probability moves by more than ``PARITY_TOLERANCE``. The folder is held while it is written (``folder_lock``),
     and so is the run when the folder is inside it (a new run there deletes onnx/): one another process is writing
     is refused in one line, before the model is loaded.
+
+    >>> # export_onnx("runs/demo", check=check_data("runs/demo", limit=300), quantize=True).summary()
     """
     refuse_held(run_dir, output)
     *_, directory = written = _written(run_dir, output)
