@@ -23,7 +23,6 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from ..checks import ACCESS_LOGS, by_field, check_threads
 from ..errors import AttnclfError, shown
-from ..prediction import class_threshold
 from .app import create_app
 from .limits import ServeLimits
 from .logs import LOGGED_DETAIL_CHARS, StdoutLog, uvicorn_log_config
@@ -83,8 +82,6 @@ def serve(run_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, limits
         log_format = "json" if access_log == "json" else "text"
         log = StdoutLog(log_format)
         say = log.say
-        threshold = class_threshold(threshold, classifier.label_names, getattr(classifier, "multi_label", False),
-                                    named=named)
         # A line per request on stdout, beside "serving": what an operator reads (journalctl, docker logs) to tell
         # which request failed and why; uvicorn's own access log is off, as it says nothing of why.
         app = create_app(classifier, limits, access_log=None if access_log == "off" else log,
@@ -95,7 +92,8 @@ def serve(run_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, limits
         if not _loopback(host):
             say("warning", "warning: reachable from other machines, with no authentication or TLS: put a proxy "
                            "that has them in front")
-        decided = "" if threshold is None else f"; {threshold.label} from probability {threshold.probability:g}"
+        applied = app.state.served().threshold  # (the threshold as create_app checked it against the run's labels)
+        decided = "" if applied is None else f"; {applied.label} from probability {applied.probability:g}"
         say("serving", f"serving {run_dir} ({backend_name(classifier)}{decided}) on {_where(host, port)} (API docs at "
                        f"/docs); Ctrl-C stops{'' if _SIGHUP is None else ', SIGHUP reloads'}")
         app.state.reloader = ModelReloader(run_dir, load, app, write=say)
@@ -273,6 +271,7 @@ class ModelReloader:
 
         async with self._one_at_a_time:
             self._asked = False
+
             def load():
                 # A run being trained again (`train --overwrite`, `calibrate`) is read once its writer is done:
                 # weights of the new run beside a config.json of the old may load, and answer wrongly.
