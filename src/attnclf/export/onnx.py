@@ -315,27 +315,9 @@ def _publish_checked(clf: Classifier, weights_sha256: str, graph: bytes, run_dir
         if parity["prediction_agreement"] < 1 or parity["max_abs_diff"] > PARITY_TOLERANCE:
             raise AttnclfError(f"ONNX export of {run_dir} does not match PyTorch: {parity['prediction_agreement']:.2%} "
                                f"of predictions agree, probabilities differ by up to {parity['max_abs_diff']:.2e}")
-        manifest = {
-            "format_version": export_format_version(clf.multi_label),
-            "source": str(Path(run_dir).resolve()),
-            "weights_sha256": weights_sha256,  # loading it from the run checks they are current
-            "versions": {"attnclf": __version__, "torch": torch.__version__, "onnxruntime": onnxruntime.__version__},
-            "opset": OPSET,
-            # (its vocabulary: the tokenizer loaded beside the graph must have it, as the graph's embedding does)
-            "model": {"name": clf.config["model"]["name"], "parameters": clf.config["model"]["parameters"],
-                      "vocab_size": clf.model.config.vocab_size},
-            "tokenizer": clf.config["settings"]["tokenizer"],
-            "text_column": trained_text_column(clf.config),  # what `predict --file data.csv` reads by default
-            # How a client must join them into a text, its dataset's way too (AG News: "title. description"), for
-            # the ONNX service's /model: looking the dataset up there would import scikit-learn.
-            "text_columns": joined_text_columns(clf.config),
-            "outputs": ["logits"] + (["pooling_weights"] if fp32.has_pooling_weights else []),
-            "temperature": clf.temperature,  # (attnclf calibrate's; probabilities are softmax(logits / temperature))
-            **answers,
-            "parity": parity,
-        }
+        manifest = _manifest(clf, weights_sha256, run_dir, fp32, answers, parity, onnxruntime.__version__)
         if quantize:
-            manifest["int8"] = _quantize(staging, fp32, reference, check)
+            manifest["int8"] = _quantize(staging, fp32, reference, check, parity["torch_accuracy"])
         # (labels.json is left out: renaming a class there is an edit users make, and its count is checked on load)
         manifest["files_sha256"] = {name: file_sha256(staging / name) for name in
                                     ("model.onnx", "model.int8.onnx", "tokenizer.json") if (staging / name).exists()}
@@ -350,6 +332,32 @@ def _publish_checked(clf: Classifier, weights_sha256: str, graph: bytes, run_dir
         raise
     staging.rmdir()
     return manifest
+
+
+def _manifest(clf: Classifier, weights_sha256: str, run_dir: Path, fp32: OnnxClassifier, answers: dict, parity: dict,
+              onnxruntime_version: str) -> dict:
+    """export.json's record of the graph ``fp32`` runs, before its int8 graph and files' sha256 join it: where it came
+    from, the versions and settings it was made with, the ``answers`` ``OnnxClassifier`` reads to answer as the run
+    does, and its ``parity``."""
+    return {
+        "format_version": export_format_version(clf.multi_label),
+        "source": str(Path(run_dir).resolve()),
+        "weights_sha256": weights_sha256,  # loading it from the run checks they are current
+        "versions": {"attnclf": __version__, "torch": torch.__version__, "onnxruntime": onnxruntime_version},
+        "opset": OPSET,
+        # (its vocabulary: the tokenizer loaded beside the graph must have it, as the graph's embedding does)
+        "model": {"name": clf.config["model"]["name"], "parameters": clf.config["model"]["parameters"],
+                  "vocab_size": clf.model.config.vocab_size},
+        "tokenizer": clf.config["settings"]["tokenizer"],
+        "text_column": trained_text_column(clf.config),  # what `predict --file data.csv` reads by default
+        # How a client must join them into a text, its dataset's way too (AG News: "title. description"), for
+        # the ONNX service's /model: looking the dataset up there would import scikit-learn.
+        "text_columns": joined_text_columns(clf.config),
+        "outputs": ["logits"] + (["pooling_weights"] if fp32.has_pooling_weights else []),
+        "temperature": clf.temperature,  # (attnclf calibrate's; probabilities are softmax(logits / temperature))
+        **answers,
+        "parity": parity,
+    }
 
 
 def _remove_abandoned_staging(directory: Path) -> None:
@@ -395,8 +403,10 @@ def _root_logger_quiet() -> Iterator[None]:
         logging.disable(disabled)
 
 
-def _quantize(directory: Path, fp32: OnnxClassifier, reference: np.ndarray, check: TextDataset) -> dict:
-    """Write model.int8.onnx (int8 weights, activations quantised on the fly) and measure what it changes."""
+def _quantize(directory: Path, fp32: OnnxClassifier, reference: np.ndarray, check: TextDataset,
+              torch_accuracy: float) -> dict:
+    """Write model.int8.onnx (int8 weights, activations quantised on the fly) and measure what it changes: against
+    PyTorch's ``reference`` probabilities of ``check``'s texts, and its accuracy on them, ``torch_accuracy``."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     with written_atomically(directory / "model.int8.onnx", suffix=".onnx") as tmp:
@@ -408,7 +418,7 @@ def _quantize(directory: Path, fp32: OnnxClassifier, reference: np.ndarray, chec
     return _difference(reference, probabilities, fp32.thresholds) | {
         "texts": len(check),
         "accuracy": accuracy,
-        "accuracy_change": accuracy - _accuracy(reference, check, fp32.thresholds),
+        "accuracy_change": accuracy - torch_accuracy,
         "bytes": (directory / "model.int8.onnx").stat().st_size,
         "fp32_bytes": (directory / "model.onnx").stat().st_size,
     }
