@@ -1,16 +1,11 @@
 """``report.html``: one self-contained page per run, readable offline, and its PNGs in ``plots/``.
 
-Sections: the run at a glance; training curves and the validation metric
-history; the confusion matrix, ROC and precision-recall curves and per-class
-table on the test set;
-the most confident correct and incorrect test examples with their tokens
-highlighted by an explanation method (a multi-label run's: the surest exactly
-right label sets and the most wrong ones, each predicted label explained);
-self-attention per layer and head for
-one example; and the faithfulness measurements (a multi-label run's, per
-explained label), when they have been made
-(``faithfulness=True``, or a ``faithfulness.json`` newer than the weights,
-written by ``attnclf faithfulness``).
+Sections: the run at a glance; training curves and the validation metric history; the confusion matrix, ROC and
+precision-recall curves and per-class table on the test set; the most confident correct and incorrect test examples
+with their tokens highlighted by an explanation method (a multi-label run's: the surest exactly right label sets and
+the most wrong ones, each predicted label explained); self-attention per layer and head for one example; and the
+faithfulness measurements (a multi-label run's, per explained label), when they have been made
+(``faithfulness=True``, or a ``faithfulness.json`` newer than the weights, written by ``attnclf faithfulness``).
 
 >>> # write_report("runs/demo")  # -> runs/demo/report.html
 >>> # write_report("runs/demo", output="pages/demo.html")  # the page there, the plots still in runs/demo/plots
@@ -94,14 +89,7 @@ def _write_report(run_dir: Path, classifier, test: TextDataset | None, test_prob
     config = read_config(run_dir)
     metrics = read_metrics(run_dir, tables=True)
     history = read_history(run_dir, needs=_CURVES)
-    # A run that scored no texts (saved by the scikit-learn estimator, or a refit of data without a test split) has
-    # none of the scores the page shows, whatever test texts it is given; and report takes no test file.
-    if metrics.get("split", "test") is None:
-        refuse_estimator_run(config, "test texts to report on (report takes no test file; `attnclf evaluate RUN_DIR "
-                                     "--test-file FILE` scores it)")
-        raise RunDirError(f"{run_dir} is a refit that scored no texts (its data has no test split, and it trained on "
-                          f"every labelled one): nothing to report; {config['settings']['refit_of']['run']} estimates "
-                          f"its accuracy, and `attnclf evaluate {run_dir} --test-file FILE` scores it on other texts")
+    _refuse_unscored(run_dir, config, metrics)
     if classifier is None:
         classifier = Classifier.load(run_dir, device=device)
     if test is None:
@@ -180,6 +168,19 @@ def _write_report(run_dir: Path, classifier, test: TextDataset | None, test_prob
         atomic_write_bytes(run_dir / "report.html", encoded)
         return run_dir / "report.html"
     return write_output_file(output, encoded)  # (its folder made if needed, as explain's and predict's are)
+
+
+def _refuse_unscored(run_dir: Path, config: dict, metrics: dict) -> None:
+    """A one-line error for a run that scored no texts (saved by the scikit-learn estimator, or a refit of data
+    without a test split): it has none of the scores the page shows, whatever test texts it is given; and report
+    takes no test file."""
+    if metrics.get("split", "test") is not None:
+        return
+    refuse_estimator_run(config, "test texts to report on (report takes no test file; `attnclf evaluate RUN_DIR "
+                                 "--test-file FILE` scores it)")
+    raise RunDirError(f"{run_dir} is a refit that scored no texts (its data has no test split, and it trained on "
+                      f"every labelled one): nothing to report; {config['settings']['refit_of']['run']} estimates "
+                      f"its accuracy, and `attnclf evaluate {run_dir} --test-file FILE` scores it on other texts")
 
 
 def _written_plots(folder: Path, figures: dict) -> dict[str, bytes]:
