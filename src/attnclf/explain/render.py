@@ -27,6 +27,7 @@ import math
 import os
 import sys
 import textwrap
+from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
@@ -502,8 +503,6 @@ def png_figures(explanations: Sequence[Explanation], output: str,
     >>> [name for name, _ in png_figures([e, e], "slides/why.png", methods_per_text=1)]
     ['slides/why-1.png', 'slides/why-2.png']
     """
-    from pathlib import Path
-
     from ..report.plots import head_maps_figure, token_scores_figure
 
     output = Path(output)
