@@ -116,11 +116,6 @@ def create_app(classifier, limits: ServeLimits = ServeLimits(),
     backend = backend_name(classifier)  # (a reload loads by the same backend)
     # (explaining: the /explain requests in flight, at most explain_slots; draining: why /health answers 503)
     state: dict = {"explaining": 0, "served": served, "draining": None}
-    answer_headers = {200: {"headers": {WEIGHTS_HEADER: {
-        "description": "the weights that answered: GET /model's weights_id (one model's sha256; an ensemble's, the "
-                       "sha256 of its members' joined by commas)", "schema": {"type": "string"}}, MODEL_HEADER: {
-        "description": "the model that answered, as a whole: GET /model's model_id, which changes with its weights, "
-                       "temperature or thresholds", "schema": {"type": "string"}}}}}
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -178,6 +173,12 @@ def create_app(classifier, limits: ServeLimits = ServeLimits(),
     async def _user_error(request: Request, exc: AttnclfError):
         return JSONResponse({"detail": str(exc)}, 400)
 
+    # (the headers /predict and /explain answer with, as /docs shows them)
+    answer_headers = {200: {"headers": {WEIGHTS_HEADER: {
+        "description": "the weights that answered: GET /model's weights_id (one model's sha256; an ensemble's, the "
+                       "sha256 of its members' joined by commas)", "schema": {"type": "string"}}, MODEL_HEADER: {
+        "description": "the model that answered, as a whole: GET /model's model_id, which changes with its weights, "
+                       "temperature or thresholds", "schema": {"type": "string"}}}}}
     answer = LabelSetResponse if multi_label else PredictResponse  # (its schema is what /docs shows)
     answered_fields = (LabelSetOut if multi_label else PredictionOut).model_fields
 
