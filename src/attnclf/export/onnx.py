@@ -1,21 +1,18 @@
 """Export a trained run to ONNX, and prove the export predicts what PyTorch predicts.
 
->>> # from attnclf.export import export_onnx
->>> # result = export_onnx("runs/demo", quantize=True)
+>>> # from attnclf.export import check_data, export_onnx
+>>> # result = export_onnx("runs/demo", check=check_data("runs/demo"), quantize=True)
 >>> # result.manifest["parity"]["max_abs_diff"], result.manifest["int8"]["accuracy_change"]
 
-The graph comes from PyTorch's TorchScript exporter (``dynamo=False``): it
-traces these models in well under a second, handles the dynamic batch and
-sequence axes, and needs no extra package. Models with an LSTM cannot be
-exported: they pack each text to its real tokens, which has no ONNX
-equivalent that leaves padding out.
+The graph comes from PyTorch's TorchScript exporter (``dynamo=False``): it traces these models in well under a
+second, handles the dynamic batch and sequence axes, and needs no extra package. Models with an LSTM cannot be
+exported: they pack each text to its real tokens, which has no ONNX equivalent that leaves padding out.
 
-Parity is measured on held-out labelled texts (the run's test split, or a file
-of the user's): every prediction (a multi-label run's: every label set, at the
-run's thresholds, which the export records) must match PyTorch's and every probability
-must lie within ``PARITY_TOLERANCE``, or the export fails and changes
-nothing (an earlier export keeps working). The optional int8 graph (onnxruntime dynamic quantisation)
-is measured on the same texts, its accuracy change recorded, never assumed.
+Parity is measured on held-out labelled texts (the run's test split, or a file of the user's): every prediction (a
+multi-label run's: every label set, at the run's thresholds, which the export records) must match PyTorch's and
+every probability must lie within ``PARITY_TOLERANCE``, or the export fails and changes nothing (an earlier export
+keeps working). The optional int8 graph (onnxruntime dynamic quantisation) is measured on the same texts, its
+accuracy change recorded, never assumed.
 """
 
 from __future__ import annotations
