@@ -8,7 +8,6 @@ import hashlib
 import json
 from dataclasses import dataclass
 from functools import partial
-from pathlib import Path
 from typing import Callable, Sequence
 
 from .. import __version__
@@ -325,24 +324,3 @@ class ServedModel:
         """What /docs says of the service serving it (``_description``)."""
         return _description(backend_name(self.classifier), self.explain_methods,
                             served_model_name(self.classifier), max_explanations, self.multi_label)
-
-
-def load_fingerprinted(run_dir: str | Path, backend: str, load: Callable[[], object]) -> tuple[object, list]:
-    """What ``load`` loads, and the sha256 of the weights it loaded, each member's: what GET /model tells a client,
-    which can then tell which model answered after the folder was trained again. For PyTorch the weights files are
-    hashed before the load and after, and a change between (`train --overwrite` in place) is refused in one line,
-    where a hash taken after alone would name weights other than those served. An ONNX export names the run's weights
-    it was exported from (export.json), checked as it loaded; an export older than that record, None.
-
-    >>> # classifier, weights_sha256 = load_fingerprinted("runs/demo", "torch", lambda: Classifier.load("runs/demo"))
-    """
-    from ..ensemble import is_ensemble_dir, member_dirs
-    from ..rundir import loaded_unchanged
-
-    if backend != "torch":
-        classifier = load()
-        return classifier, [classifier.config.get("weights_sha256")]
-    runs = member_dirs(run_dir) if is_ensemble_dir(run_dir) else [Path(run_dir)]
-    return loaded_unchanged([Path(run) / "model.safetensors" for run in runs], load,
-                            lambda weights: f"{weights} changed as it was loaded (trained again in place?); serve it "
-                                            f"once it is written")

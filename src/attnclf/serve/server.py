@@ -1,6 +1,6 @@
-"""``serve``: a run loaded and served on uvicorn until stopped, and what its life takes: the host and port checked,
-uvicorn's options, a request's head bounded (``TimedHeads``), the stop announced (``StopAnnouncingServer``), a
-SIGHUP's reload (``ModelReloader``)."""
+"""``serve``: a run loaded (its weights' sha256 taken as it is, ``load_fingerprinted``) and served on uvicorn until
+stopped, and what its life takes: the host and port checked, uvicorn's options, a request's head bounded
+(``TimedHeads``), the stop announced (``StopAnnouncingServer``), a SIGHUP's reload (``ModelReloader``)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from ..errors import AttnclfError, shown
 from .app import create_app
 from .limits import ServeLimits
 from .logs import LOGGED_DETAIL_CHARS, StdoutLog, uvicorn_log_config
-from .model import backend_name, load_fingerprinted
+from .model import backend_name
 
 _SIGHUP = getattr(signal, "SIGHUP", None)  # what reloads a service's run (None on Windows, which has no SIGHUP)
 
@@ -115,6 +115,27 @@ def serve(run_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, limits
         # (older uvicorn gave up a lifespan by should_exit, unstarted; either way it has logged why)
         if exited or (server.should_exit and not server.started):
             raise AttnclfError(f"the server on {host}:{port} failed to start")
+
+
+def load_fingerprinted(run_dir: str | Path, backend: str, load: Callable[[], object]) -> tuple[object, list]:
+    """What ``load`` loads, and the sha256 of the weights it loaded, each member's: what GET /model tells a client,
+    which can then tell which model answered after the folder was trained again. For PyTorch the weights files are
+    hashed before the load and after, and a change between (`train --overwrite` in place) is refused in one line,
+    where a hash taken after alone would name weights other than those served. An ONNX export names the run's weights
+    it was exported from (export.json), checked as it loaded; an export older than that record, None.
+
+    >>> # classifier, weights_sha256 = load_fingerprinted("runs/demo", "torch", lambda: Classifier.load("runs/demo"))
+    """
+    from ..ensemble import is_ensemble_dir, member_dirs
+    from ..rundir import loaded_unchanged
+
+    if backend != "torch":
+        classifier = load()
+        return classifier, [classifier.config.get("weights_sha256")]
+    runs = member_dirs(run_dir) if is_ensemble_dir(run_dir) else [Path(run_dir)]
+    return loaded_unchanged([Path(run) / "model.safetensors" for run in runs], load,
+                            lambda weights: f"{weights} changed as it was loaded (trained again in place?); serve it "
+                                            f"once it is written")
 
 
 @contextmanager
