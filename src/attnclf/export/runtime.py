@@ -178,6 +178,21 @@ def _check_exported(file: Path, config: dict) -> None:
                           f"of two")
 
 
+def _text_column_from_source(directory: Path, config: dict) -> dict:
+    """``{"text_column": ...}`` of the run an export came from, for an export from before export.json recorded it,
+    if the export is in that run's folder (onnx/, where `attnclf export` puts them); ``{}`` where the export records
+    it, is elsewhere, or the run's config.json does not say. A run elsewhere that export.json names is not read: a
+    folder someone sent would have any config.json on this machine read."""
+    run_dir = directory.resolve().parent
+    if "text_column" in config or str(run_dir) != config.get("source"):
+        return {}
+    try:
+        source = json.loads((run_dir / "config.json").read_text(encoding="utf-8"))
+        return {"text_column": source["settings"]["data"]["text_column"]}
+    except (OSError, ValueError, RecursionError, KeyError, TypeError):
+        return {}
+
+
 def read_manifest(directory: Path) -> dict:
     """An export's export.json, refused in one line naming it and its field unless it is of this format and holds
     what its readers rely on (its tokenizer settings are checked as they are read, ``TokenizerConfig.from_dict``).
@@ -307,15 +322,7 @@ class OnnxClassifier:
         labels = check_label_names(read_json(directory / "labels.json"), classes, directory / "labels.json")
         if config.get("multi_label"):
             config["thresholds"] = checked_thresholds(config.get("thresholds"), labels, directory / "export.json")
-        # Exports from before it was recorded: the run they came from says, if they are in its folder (onnx/, where
-        # `attnclf export` puts them). A run elsewhere that export.json names is not read: a folder someone sent would
-        # have any config.json on this machine read.
-        if "text_column" not in config and str(directory.resolve().parent) == config.get("source"):
-            try:
-                source = json.loads((directory.resolve().parent / "config.json").read_text(encoding="utf-8"))
-                config["text_column"] = source["settings"]["data"]["text_column"]
-            except (OSError, ValueError, RecursionError, KeyError, TypeError):
-                pass
+        config |= _text_column_from_source(directory, config)
         return cls(session, tokenizer, labels, config, int8=int8)
 
     def _run(self, texts: Sequence[str], logits: bool = False
