@@ -17,11 +17,13 @@ _Job = tuple[list[str], asyncio.Future, Callable[[list[str]], Sequence]]
 class Batcher:
     """Runs ``predict`` (texts -> one answer per text) on one worker thread, batching requests that queue up meanwhile.
 
-    While a batch runs, new requests wait; the next batch takes all of them
-    (up to ``max_texts`` texts). An idle server thus answers a lone request at
-    once, and a busy one amortises each model call over many requests. A request may name its own ``predict`` (the
-    model it was sent to, which a reload has since replaced): a batch runs one model, so it takes the requests
-    waiting in turn while they name the same one.
+    While a batch runs, new requests wait; the next batch takes all of them (up to ``max_texts`` texts). An idle server
+    thus answers a lone request at once, and a busy one amortises each model call over many requests. A request may
+    name its own ``predict`` (the model it was sent to, which a reload has since replaced): a batch runs one model,
+    so it takes the requests waiting in turn while they name the same one.
+
+    >>> # batcher = Batcher(served.predict, ThreadPoolExecutor(max_workers=1))   # as create_app's lifespan makes it
+    >>> # asyncio.create_task(batcher.run()); await batcher.submit(["a fine film"])
     """
 
     def __init__(self, predict: Callable[[list[str]], Sequence], executor: ThreadPoolExecutor,

@@ -22,6 +22,17 @@ NONE_IS_ZERO = {"drain_seconds"}  # the limits that may be 0, for none (every ot
 
 @dataclass(frozen=True)
 class ServeLimits:
+    """What a service accepts: each field a bound on one thing a request may take (``create_app`` and ``serve`` apply
+    them), checked as it is made: a whole number, positive (``drain_seconds`` may be 0), in one line naming it by
+    ``named`` otherwise.
+
+    >>> ServeLimits(max_batch=32, max_connections=8).explain_slots
+    4
+    >>> ServeLimits(max_batch=0)
+    Traceback (most recent call last):
+    attnclf.errors.AttnclfError: max_batch must be a positive integer, got 0
+    """
+
     max_batch: int = 64  # texts per /predict request
     # Explanations per /explain request, texts x methods (a multi-label run's: x each text's labels explained):
     # occlusion, the default, runs the model once per token.
@@ -74,9 +85,9 @@ class BodyLimit:
     """ASGI middleware: reads at most ``max_bytes`` of a request body, else answers 413, within ``max_seconds``,
     else answers 408 (and the request leaves ``InFlightLimit``'s count).
 
-    A declared Content-Length over the limit is refused before reading; a
-    chunked body is counted as it arrives. The seconds bound the whole body, not
-    each wait: a client trickling a byte at a time is cut off as one sending nothing is.
+    A declared Content-Length over the limit is refused before reading; a chunked body is counted as it arrives. The
+    seconds bound the whole body, not each wait: a client trickling a byte at a time is cut off as one sending
+    nothing is.
     """
 
     def __init__(self, app, max_bytes: int, max_seconds: float):
