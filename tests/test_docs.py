@@ -68,6 +68,66 @@ def test_a_documented_command_parses(where, text, capsys):
         pytest.fail(f"{where}: `attnclf {text}` does not parse: {capsys.readouterr().err.strip().splitlines()[-1]}")
 
 
+def bench_commands(path: Path) -> list[tuple[int, str, str]]:
+    """(line number, script, arguments) of each ``python bench/X.py ...`` the file shows: an inline one to its closing
+    backtick (a table cell's, or one wrapped over lines), one in a code block to its line's end (continuations
+    joined)."""
+    text = path.read_text(encoding="utf-8")
+    found = []
+    for match in re.finditer(r"python (bench/\w+\.py)", text):
+        rest = text[match.end():]
+        inline = match.start() > 0 and text[match.start() - 1] == "`"
+        rest = rest[:rest.index("`")] if inline else re.split(r"(?<!\\)\n", rest)[0].replace("\\\n", " ")
+        found.append((text.count("\n", 0, match.start()) + 1, match[1], rest))
+    return found
+
+
+def script_flags(script: Path) -> set[str]:
+    """The options a bench script's parser takes: the ``add_argument``s of its own source and of the bench modules it
+    imports (common.py's helpers; train_bench.py, which imdb.py runs)."""
+    read, waiting, source = set(), [script], ""
+    while waiting:
+        module = waiting.pop()
+        read.add(module)
+        source += (text := module.read_text(encoding="utf-8"))
+        waiting += {found for name in re.findall(r"^\s*(?:from|import) (\w+)", text, flags=re.M)
+                    if (found := ROOT / "bench" / f"{name}.py").is_file() and found not in read}
+    options = re.findall(r"add_argument\(\s*\"(--[\w-]+)\"(?:,\s*\"(--[\w-]+)\")?", source)
+    return {flag for pair in options for flag in pair if flag} | {"--help"}
+
+
+COMMAND_NAMES = set(next(action for action in build_parser()._actions if action.dest == "command").choices)
+BENCH_DOCUMENTS = ["README.md", "docs/experiments.md", "docs/attention-on-real-data.md", "docs/lab.md",
+                   "bench/README.md", "BENCHMARKS.md"]
+
+
+def test_a_documented_bench_command_names_its_scripts_options(capsys):
+    """Each ``python bench/X.py`` line names a script that exists and only options its parser takes, and what it
+    passes on after ``--`` parses as ``attnclf train`` flags: a renamed option leaves a reviewer's rerun of a figure an
+    argparse error."""
+    shown = [(f"{name}:{number}", script, rest) for name in BENCH_DOCUMENTS
+             for number, script, rest in bench_commands(ROOT / name)]
+    assert len([where for where, _, _ in shown if where.startswith("bench/README.md")]) >= 40  # still found
+    wrong = []
+    for where, script, rest in shown:
+        if not (ROOT / script).is_file():
+            wrong.append(f"{where}: no {script}")
+            continue
+        own = re.split(r"\s(?:#|\||>|&&|;)\s", " " + rest + " ")[0]  # (not a comment's or a pipe's arguments)
+        own, _, passed_on = own.partition(" -- ")
+        unknown = sorted({flag for flag in re.findall(r"(?<![\w-])--[a-z][\w-]*", own)
+                          if flag not in script_flags(ROOT / script)})
+        if unknown:
+            wrong.append(f"{where}: python {script} has no {', '.join(unknown)}")
+        passed_on = arguments(passed_on)
+        if passed_on and not re.fullmatch(r"[A-Z_]+", passed_on[0]):  # (not a placeholder, wall_profile's ATTNCLF_ARGS)
+            try:  # (wall_profile.py runs any command; the recipe scripts, train)
+                build_parser().parse_args(passed_on if passed_on[0] in COMMAND_NAMES else ["train", *passed_on])
+            except SystemExit:
+                wrong.append(f"{where}: after --, {capsys.readouterr().err.strip().splitlines()[-1]}")
+    assert not wrong, "\n".join(wrong)
+
+
 def code_blocks(path: Path, language: str) -> list[tuple[int, str]]:
     """(line number of its first line, text) of each fenced block of ``language`` in the file."""
     blocks, current, start, wanted = [], None, 0, False
