@@ -128,6 +128,39 @@ def test_a_documented_bench_command_names_its_scripts_options(capsys):
     assert not wrong, "\n".join(wrong)
 
 
+def command_options() -> dict[str, set[str]]:
+    """Each attnclf command's options, by the command's name."""
+    commands = next(action for action in build_parser()._actions if action.dest == "command").choices
+    return {name: {option for action in parser._actions for option in action.option_strings}
+            for name, parser in commands.items()}
+
+
+# Options of other tools the documents show: torchrun's, around `-m attnclf train`
+OTHER_TOOLS_OPTIONS = {"--standalone", "--nproc-per-node", "--nnodes", "--node-rank", "--rdzv-backend",
+                       "--rdzv-endpoint", "--rdzv-id"}
+
+
+def test_an_option_named_in_prose_is_one_its_command_takes():
+    """An option the prose names exists: in the command a span names it with (`evaluate --threshold CLASS=P`), else
+    in some attnclf command or bench script, so that a flag renamed or removed does not live on in a sentence."""
+    options = command_options()
+    anywhere = set().union(*options.values(), OTHER_TOOLS_OPTIONS, {"--help", "--version"},
+                           *(script_flags(script) for script in (ROOT / "bench").glob("*.py")))
+    wrong, spans = [], 0
+    for name in DOCUMENTS[:-1] + ["bench/README.md"]:  # (BENCHMARKS.md records flags of experiments' branches too)
+        text = (ROOT / name).read_text(encoding="utf-8")
+        for option in sorted(set(re.findall(r"(?<![\w-])--[a-z][\w-]*", text)) - anywhere):
+            wrong.append(f"{name}: {option} is no option of attnclf's or a bench script's")
+        prose = re.sub(r"^```.*?^```", "", text, flags=re.M | re.S)  # (a fence's backticks would pair with a span's)
+        for span in re.findall(r"`([^`]+)`", prose):
+            named = re.match(rf"(?:\S*attnclf )?({'|'.join(options)}) (.*)", span, flags=re.S)
+            spans += bool(named and "--" in named[2])
+            for option in re.findall(r"(?<![\w-])--[a-z][\w-]*", named[2]) if named else ():
+                if option not in options[named[1]]:
+                    wrong.append(f"{name}: `{span}`: {named[1]} has no {option}")
+    assert spans >= 50 and not wrong, "\n".join(wrong) or f"only {spans} spans of a command and its options found"
+
+
 def code_blocks(path: Path, language: str) -> list[tuple[int, str]]:
     """(line number of its first line, text) of each fenced block of ``language`` in the file."""
     blocks, current, start, wanted = [], None, 0, False
