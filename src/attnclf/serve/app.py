@@ -22,16 +22,19 @@ GET  /model     the run and the weights served (weights_id, as each answer's X-A
 GET  /docs      the endpoints, their request schemas and a curl line each (schema at /openapi.json)
 ```
 
-What it accepts is bounded (``ServeLimits``): body bytes and the seconds the head and the body may take
-(``TimedHeads``, ``BodyLimit``), texts per request, characters per text, requests in flight. A request over a limit
+What it accepts is bounded (``limits.ServeLimits``): body bytes and the seconds the head and the body may take
+(``server.TimedHeads``, ``limits.BodyLimit``), texts per request, characters per text, requests in flight. A request
+over a limit
 gets a 413 naming the limit; one past the requests in flight a 503 at once, with Retry-After; a body that has not
-arrived in time a 408; malformed JSON a 400; a body of the wrong shape a 422; one still running when a stop has
-waited ``stop_seconds`` for it a 503 with Retry-After; an /explain whose client hung up while it waited its turn is
-not computed (499 in the access log); each with a one-line ``detail``.
-Requests that arrive while a batch runs are batched together for the next one (``Batcher``).
-A SIGHUP has ``serve`` load its run again and answer by it from then on, without a restart (``ModelReloader``).
+arrived in time a 408; malformed JSON a 400; a body of the wrong shape a 422 (``schemas``); one still running when a
+stop has waited ``stop_seconds`` for it a 503 with Retry-After; an /explain whose client hung up while it waited its
+turn is not computed (499 in the access log, ``logs``); each with a one-line ``detail``.
+Requests that arrive while a batch runs are batched together for the next one (``batcher.Batcher``).
+This module builds the app (``create_app``); ``server.serve`` loads a run and serves it on uvicorn, and a SIGHUP has it
+load its run again and answer by it from then on, without a restart (``server.ModelReloader``).
 
 >>> # from attnclf import Classifier
+>>> # from attnclf.serve import ServeLimits, create_app, serve
 >>> # app = create_app(Classifier.load("runs/demo"), ServeLimits(max_batch=32))
 >>> # serve("runs/demo", port=8000)   # what `attnclf serve runs/demo` runs
 >>> # serve("runs/demo", backend="onnx", int8=True)   # its ONNX export's int8 graph (/explain refused, unlisted)
