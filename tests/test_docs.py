@@ -161,6 +161,22 @@ def test_an_option_named_in_prose_is_one_its_command_takes():
     assert spans >= 50 and not wrong, "\n".join(wrong) or f"only {spans} spans of a command and its options found"
 
 
+def test_serve_help_gives_the_service_limits_defaults():
+    """``serve --help``'s "(default: N)" of each limit is ``ServeLimits``' default, which applies when the flag is not
+    given (the flag's own default is None): the two are written apart, so a changed limit could leave the help
+    stale."""
+    from dataclasses import fields
+
+    from attnclf.serve import ServeLimits
+
+    serve = next(action for action in build_parser()._actions if action.dest == "command").choices["serve"]
+    helps = {action.dest: action.help for action in serve._actions}
+    stale = [f"--{field.name.replace('_', '-')}: {shown}, ServeLimits: {field.default}"
+             for field in fields(ServeLimits)
+             if (shown := re.search(r"\(default: (\d+)", helps[field.name])[1]) != str(field.default)]
+    assert len(fields(ServeLimits)) >= 8 and not stale, stale
+
+
 def code_blocks(path: Path, language: str) -> list[tuple[int, str]]:
     """(line number of its first line, text) of each fenced block of ``language`` in the file."""
     blocks, current, start, wanted = [], None, 0, False
