@@ -763,3 +763,17 @@ def test_a_multi_label_ensemble_summary_gives_the_calibration_lines_evaluate_pri
     (tmp_path / "ensemble.json").write_text(json.dumps({"members": ["seed-0", "seed-1"]}))
     assert ensemble_summary(tmp_path, metrics, runs=2).splitlines()[1:] == [
         metrics_line(metrics), *label_calibration_text(metrics).splitlines()]
+
+
+def test_an_ensemble_of_onnx_exports_scores_its_members_as_a_classifiers(exported):
+    # Ensemble reads its members through their public scores: an OnnxClassifier holds it as Classifier does (it
+    # averaged exports before Classifier._run became scores, then raised AttributeError on them).
+    from attnclf.export.runtime import OnnxClassifier
+
+    fp32, int8 = OnnxClassifier.load(exported), OnnxClassifier.load(exported, int8=True)
+    probabilities, ids, attention = fp32.scores(TEXTS)
+    assert np.array_equal(probabilities, fp32.predict_proba(TEXTS))
+    assert np.array_equal(fp32.scores(TEXTS, logits=True)[0], fp32.logits(TEXTS))
+    assert ids == fp32.tokenizer.encode(TEXTS) and len(attention) == len(TEXTS)
+    averaged = (fp32.predict_proba(TEXTS) + int8.predict_proba(TEXTS)) / 2
+    assert np.allclose(Ensemble([fp32, int8]).predict_proba(TEXTS), averaged)

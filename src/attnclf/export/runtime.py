@@ -325,9 +325,15 @@ class OnnxClassifier:
         config |= _text_column_from_source(directory, config)
         return cls(session, tokenizer, labels, config, int8=int8)
 
-    def _run(self, texts: Sequence[str], logits: bool = False
-             ) -> tuple[np.ndarray, list[list[int]], list[np.ndarray | None]]:
-        """Probabilities (or, with ``logits``, the graph's logits), token ids and pooling weights per text."""
+    def scores(self, texts: Sequence[str], logits: bool = False
+               ) -> tuple[np.ndarray, list[list[int]], list[np.ndarray | None]]:
+        """One pass over ``texts``, as ``Classifier.scores`` gives it (what ``predict_proba``, ``logits`` and
+        ``predict`` read, and an ``Ensemble`` of exports averages): the probabilities (or, with ``logits``, the
+        graph's logits), one row per text; each text's token ids; and each text's pooling weights (None for a graph
+        without them).
+
+        >>> # probabilities, ids, attention = OnnxClassifier.load("runs/demo").scores(["great film"])
+        """
         ids = self.tokenizer.encode(check_texts(texts))
         scores = np.zeros((len(ids), len(self.label_names)), dtype=np.float32)
         attention: list[np.ndarray | None] = [None] * len(ids)
@@ -353,7 +359,7 @@ class OnnxClassifier:
 
         >>> # OnnxClassifier.load("runs/demo").predict_proba(["great film"])  # array([[0.08, 0.92]], dtype=float32)
         """
-        return self._run(texts)[0]
+        return self.scores(texts)[0]
 
     def logits(self, texts: Sequence[str]) -> np.ndarray:
         """The model's logits, one row per text, before the temperature and the softmax or sigmoids
@@ -361,7 +367,7 @@ class OnnxClassifier:
 
         >>> # OnnxClassifier.load("runs/demo").logits(["great film"])  # array([[-2.1,  2.3]], dtype=float32)
         """
-        return self._run(texts, logits=True)[0]
+        return self.scores(texts, logits=True)[0]
 
     def predict(self, texts: Sequence[str], tokens: bool = True, threshold: tuple[str, float] | str | None = None
                 ) -> list[Prediction] | list[LabelSetPrediction]:
@@ -373,5 +379,5 @@ class OnnxClassifier:
         >>> # OnnxClassifier.load("runs/topics").predict(["the coach praised the album"])[0].labels  # ['sports']
         """
         threshold = class_threshold(threshold, self.label_names, self.multi_label)  # (before the texts are run)
-        return predictions(*self._run(texts), self.label_names, self.tokenizer.token_strings, tokens,
+        return predictions(*self.scores(texts), self.label_names, self.tokenizer.token_strings, tokens,
                            self.thresholds, threshold)
