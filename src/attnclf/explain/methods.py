@@ -275,7 +275,7 @@ def chosen_methods(asked: str | Sequence[str], available: Sequence[str], argumen
         raise AttnclfError(f"{named(argument)} must be all or method names, got {shown(asked)}")
     if names == ["all"]:  # (["all"] too: a client building the list from its own choices sends it)
         return list(available)
-    if "all" in names:  # (not "unknown method 'all'", which the list of methods offers)
+    if "all" in names:  # (not "unknown explanation method 'all'", which the choices offer)
         raise AttnclfError(f"{named(argument)} names all among other methods: all alone names every one")
     for name in names:
         known_method(name, all_too=True)
