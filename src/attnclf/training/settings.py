@@ -680,8 +680,11 @@ def check_resume(settings: RunSettings, typed: Collection[str], built: Callable[
     note to ``log``. Data files given anew move the run's (it checks they give the texts it recorded); without
     "device", the device the run trained on must be here.
 
-    >>> # check_resume(resume_settings("runs/demo"), {"output", "lr"}, lambda: built, lambda built: [])
-    >>> # AttnclfError: --resume with lr takes the whole command that started runs/demo, its dataset or ...
+    >>> check_resume(RunSettings(output="runs/demo"), {"output", "lr"}, lambda: None, lambda built: [])
+    Traceback (most recent call last):
+    ...
+    attnclf.errors.AttnclfError: resume with lr takes the whole command that started runs/demo, its dataset or \
+train_file too, resume added; or give only output (and epochs, device or threads to change them)
     """
     typed = set(typed)
     if typed - RESUME_OPTIONS:  # the command that started the run, --resume added: it must describe it
