@@ -765,6 +765,18 @@ def test_a_multi_label_ensemble_summary_gives_the_calibration_lines_evaluate_pri
         metrics_line(metrics), *label_calibration_text(metrics).splitlines()]
 
 
+@pytest.mark.parametrize("ids, message", [
+    ([[2, 10 ** 9]], r"^ids\[0\] holds 1000000000, not a token id of this run \(0 to \d+\)$"),
+    ([[3], [-1]], r"^ids\[1\] holds -1, not a token id of this run \(0 to \d+\)$"),
+    ([[3, None]], r"^ids\[0\] holds None, not a token id of this run \(0 to \d+\)$"),
+    ([[3], []], r"^ids\[1\] is empty: a text's ids hold one at least \(<unk> for an empty text\)$"),
+    (["great film"], r"^ids\[0\] is 'great film', not a sequence of token ids$"),
+    ("great film", r"^pass a list of token id sequences \(tokenizer.encode's\), not str$")])
+def test_scores_of_ids_refuses_what_are_not_this_runs_token_ids_in_one_line(demo_run, ids, message):
+    # (a public method: an id past the vocabulary was torch's IndexError, an empty row a reshape's RuntimeError)
+    with pytest.raises(AttnclfError, match=message):
+        Classifier.load(demo_run, device="cpu").scores_of_ids(ids)
+
 def test_an_ensemble_of_onnx_exports_scores_its_members_as_a_classifiers(exported):
     # Ensemble reads its members through their public scores: an OnnxClassifier holds it as Classifier does (it
     # averaged exports before Classifier._run became scores, then raised AttributeError on them).

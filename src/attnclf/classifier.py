@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from .checks import true_or_false
-from .errors import AttnclfError, RunDirError
+from .errors import AttnclfError, RunDirError, shown
 from .evaluation.predict import DEFAULT_THRESHOLD, output_probabilities
 from .models import model_from_config, model_name
 from .models.windows import window_config, windowed
@@ -125,7 +125,8 @@ class Classifier:
 
         >>> # clf.scores_of_ids(clf.tokenizer.encode(["great film"]))[0]  # clf.scores(["great film"])[0]
         """
-        return self._scored(BucketBatches(ids, batch_size=self.batch_size, max_tokens=EVAL_MAX_TOKENS), logits)
+        return self._scored(BucketBatches(_checked_ids(ids, self.model.config.vocab_size), batch_size=self.batch_size,
+                                          max_tokens=EVAL_MAX_TOKENS), logits)
 
     @torch.inference_mode()
     def _scored(self, batches: BucketBatches, logits: bool
@@ -217,3 +218,23 @@ def _windows(run_dir: Path, config: dict) -> WindowConfig | None:
         return WindowConfig(**saved)
     except (TypeError, AttnclfError) as exc:
         raise RunDirError(f"{run_dir / 'config.json'}: settings.windows is not a window setting ({exc})") from None
+
+
+def _checked_ids(ids: Sequence[Sequence[int]], vocab_size: int) -> list[list[int]]:
+    """``ids`` (token ids per text) as lists, or one line naming the first text whose ids this run's embedding cannot
+    read: an id past it was torch's IndexError, an empty row a reshape's RuntimeError, each a traceback."""
+    if isinstance(ids, (str, bytes)) or not hasattr(ids, "__iter__"):
+        raise AttnclfError(f"pass a list of token id sequences (tokenizer.encode's), not {type(ids).__name__}")
+    checked = []
+    for i, sequence in enumerate(ids):
+        if isinstance(sequence, (str, bytes)) or not hasattr(sequence, "__iter__"):
+            raise AttnclfError(f"ids[{i}] is {shown(sequence)}, not a sequence of token ids")
+        row = list(sequence)
+        if not row:
+            raise AttnclfError(f"ids[{i}] is empty: a text's ids hold one at least (<unk> for an empty text)")
+        for token in row:
+            if isinstance(token, bool) or not isinstance(token, (int, np.integer)) or not 0 <= token < vocab_size:
+                raise AttnclfError(f"ids[{i}] holds {shown(token)}, not a token id of this run (0 to "
+                                   f"{vocab_size - 1})")
+        checked.append(row)
+    return checked
