@@ -246,3 +246,12 @@ def test_windowed_training_batches_hold_packed_ids_and_say_they_are_tokenising(c
     assert isinstance(batches.sequences, MappedSequences)
     assert [ids.tolist() for ids in batches.sequences] == tok.encode(texts, max_len=windows.covered(8))
     assert "tokenising 20 training texts" in capsys.readouterr().err
+
+
+def test_scores_of_ids_refuses_a_windowed_run_naming_scores_instead(end_runs):
+    # (it raised the model's own error, whose remedy, batching texts with text_batches, is what scores does)
+    clf = Classifier.load(end_runs["windows"].run_dir, device="cpu")
+    with pytest.raises(AttnclfError, match=r"^this run reads long texts as windows \(--windows\), several token "
+                                           r"sequences a text: scores_of_ids reads one; give the texts to scores$"):
+        clf.scores_of_ids(clf.tokenizer.encode(["w1 good"]))
+    assert clf.scores(["w1 good"])[0].shape == (1, 2)

@@ -121,10 +121,14 @@ class Classifier:
                       ) -> tuple[np.ndarray, list[list[int]], list[np.ndarray | None]]:
         """``scores`` of texts already tokenised, ``ids`` a list of token ids per text as ``tokenizer.encode`` gives
         them, so that a caller holding them (``explain``) does not tokenise the texts again; the same batches, the
-        same scores. Not for a run that reads windows, which cuts each text into windows itself (``scores``).
+        same scores. A run that reads windows is refused in one line: it cuts each text into windows itself
+        (``scores``).
 
         >>> # clf.scores_of_ids(clf.tokenizer.encode(["great film"]))[0]  # clf.scores(["great film"])[0]
         """
+        if window_config(self.model) is not None:  # (the model would refuse (batch, tokens) ids, naming no remedy)
+            raise AttnclfError("this run reads long texts as windows (--windows), several token sequences a text: "
+                               "scores_of_ids reads one; give the texts to scores")
         return self._scored(BucketBatches(_checked_ids(ids, self.model.config.vocab_size), batch_size=self.batch_size,
                                           max_tokens=EVAL_MAX_TOKENS), logits)
 
