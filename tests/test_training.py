@@ -1373,22 +1373,22 @@ def test_a_split_seed_beside_a_validation_file_is_refused_from_python_where_it_w
 def test_check_resume_refuses_flags_that_do_not_describe_the_run_and_notes_an_earlier_file_recipe():
     # What `train --resume` may be given is decided by the library, from the typed option names and the settings the
     # command builds: Python callers (and the command line, naming flags) meet the same refusals and note.
-    from attnclf.training.settings import check_resume
+    from attnclf.training.settings import check_resume_command
 
     run = RunSettings(output="runs/demo", device="cpu")
     def flag(field): return f"--{field.replace('_', '-')}"
     def never(): raise AssertionError("built only where the flags may describe the run")
 
     notes = []
-    check_resume(run, {"output", "resume", "epochs"}, never, lambda built: [], named=flag, log=notes.append)
+    check_resume_command(run, {"output", "resume", "epochs"}, never, lambda built: [], named=flag, log=notes.append)
     with pytest.raises(AttnclfError, match=r"^--resume with --lr takes the whole command that started runs/demo, "
                                            r"its --dataset or --train-file too"):
-        check_resume(run, {"output", "resume", "lr"}, never, lambda built: [], named=flag)
+        check_resume_command(run, {"output", "resume", "lr"}, never, lambda built: [], named=flag)
     other = replace(run, train=TrainConfig(lr=0.5))
     with pytest.raises(AttnclfError, match=r"^runs/demo trained with train.lr = 0.001, this command gives 0.5"):
-        check_resume(run, {"output", "resume", "lr", "dataset"}, lambda: other, lambda built: [], named=flag)
+        check_resume_command(run, {"output", "resume", "lr", "dataset"}, lambda: other, lambda built: [], named=flag)
     wider = replace(run, model_config={"d_model": 64})
-    check_resume(replace(run, model_config={"d_model": 32}), {"output", "resume", "dataset"}, lambda: wider,
+    check_resume_command(replace(run, model_config={"d_model": 32}), {"output", "resume", "dataset"}, lambda: wider,
                  lambda built: [replace(built, model_config={"d_model": 32})], named=flag, log=notes.append)
     assert notes == ["note: runs/demo began under an earlier file recipe: this command now builds d_model=64 (the run: "
                      "32); the run keeps its own settings"]

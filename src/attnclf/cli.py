@@ -275,8 +275,8 @@ def _train_seeds(args: argparse.Namespace) -> int:
 def _resumed_settings(args: argparse.Namespace):
     """`train --resume`'s settings: the run's own in --output, with what may change (--epochs, --device, --threads,
     --checkpoint-minutes, where its data lies now); a whole command given with --resume must describe the run
-    (``check_resume``)."""
-    from .training.settings import check_resume, resume_settings
+    (``check_resume_command``)."""
+    from .training.settings import check_resume_command, resume_settings
 
     if not args.output:
         raise AttnclfError("--resume needs --output RUN_DIR, the run to continue")
@@ -292,7 +292,7 @@ def _resumed_settings(args: argparse.Namespace):
     _train_flags(args)  # (--epochs, named by its flag before the run's own settings take it)
     settings = resume_settings(output, epochs=args.epochs, device=args.device if "device" in typed else None,
                                threads=args.threads, named=_flag)
-    check_resume(settings, typed, functools.partial(build_settings, args),
+    check_resume_command(settings, typed, functools.partial(build_settings, args),
                  functools.partial(built_under_earlier_file_recipes, args), named=_flag,
                  log=(lambda line: None) if args.quiet else lambda line: print(line, file=sys.stderr))
     if settings.train.epochs != planned and not args.quiet:

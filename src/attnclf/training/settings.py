@@ -669,9 +669,10 @@ RESUME_OPTIONS = frozenset({"resume", "output", "epochs", "device", "threads", "
                             "checkpoint_minutes"})
 
 
-def check_resume(settings: RunSettings, typed: Collection[str], built: Callable[[], RunSettings],
-                 earlier: Callable[[RunSettings], Sequence[RunSettings]], named: Callable[[str], str] = by_field,
-                 log: Callable[[str], None] = lambda line: None) -> None:
+def check_resume_command(settings: RunSettings, typed: Collection[str], built: Callable[[], RunSettings],
+                         earlier: Callable[[RunSettings], Sequence[RunSettings]],
+                         named: Callable[[str], str] = by_field,
+                         log: Callable[[str], None] = lambda line: None) -> None:
     """Refuse what a command that resumes the run of ``settings`` (``resume_settings``) may not give, naming options
     as ``named`` spells them. ``typed``: the options it gave, by their settings' names; besides ``RESUME_OPTIONS``
     only the whole command that started the run, --resume added, which ``built()`` builds (called only then): a run
@@ -680,7 +681,7 @@ def check_resume(settings: RunSettings, typed: Collection[str], built: Callable[
     note to ``log``. Data files given anew move the run's (it checks they give the texts it recorded); without
     "device", the device the run trained on must be here.
 
-    >>> check_resume(RunSettings(output="runs/demo"), {"output", "lr"}, lambda: None, lambda built: [])
+    >>> check_resume_command(RunSettings(output="runs/demo"), {"output", "lr"}, lambda: None, lambda built: [])
     Traceback (most recent call last):
     ...
     attnclf.errors.AttnclfError: resume with lr takes the whole command that started runs/demo, its dataset or \
