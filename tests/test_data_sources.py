@@ -1118,6 +1118,9 @@ def test_a_test_label_that_spells_a_training_label_otherwise_says_how_training_s
         ("n.jsonl", '{"text": "a", "label": 1}\n{"text": "b", "label": NaN}\n', ("text", "label"), r"n.jsonl, line 2: missing label"),
         ("b.jsonl", '{"text": "a", "label": 1}\n{"text": "b", "label": 0\n', ("text", "label"),
          r"b.jsonl, line 2: malformed JSON: Expecting ',' delimiter at the end of the line$"),
+        # (the column counts from 1, as an editor's does: the comma is missing before the 14th character)
+        ("c.jsonl", '{"text": "a", "label": 1}\n{"text": "b" "label": 0}\n', ("text", "label"),
+         r"c.jsonl, line 2: malformed JSON: Expecting ',' delimiter at column 14$"),
         ("cr.csv", "text,label\rok,1\rbad,0\r", ("text", "label"),
          r"cr.csv, line \d+: malformed CSV: a line ends with a lone carriage return \(CR\); save the file with LF"),
         ("d.csv", "text,label,text\nok,1,other\n", ("text", "label"),
