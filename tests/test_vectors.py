@@ -377,3 +377,20 @@ def test_a_huge_word_or_number_is_named_by_its_start_in_one_line(tmp_path):
         with pytest.raises(DataError) as refused:
             WordVectors(words, vectors).save(tmp_path / "v.vec")
         assert len(str(refused.value)) < 300 and "..." in str(refused.value)
+
+
+def test_co_occurrences_weigh_one_over_their_distance_and_unknown_words_take_no_part():
+    from attnclf.text.vectors import _positive_pmi
+
+    # Text 2 3 4, window 2: the neighbours (2, 3) and (3, 4) count 1 each, (2, 4) at distance 2 counts 1/2.
+    counts = np.zeros((6, 6))
+    counts[2, 3] = counts[3, 2] = counts[3, 4] = counts[4, 3] = 1.0
+    counts[2, 4] = counts[4, 2] = 0.5
+    words, contexts = counts.sum(axis=1), counts.sum(axis=0) ** 0.75
+    with np.errstate(divide="ignore", invalid="ignore"):
+        expected = np.log(counts * contexts.sum() / np.outer(words, contexts))
+    expected = np.where(np.isfinite(expected) & (expected > 0), expected, 0.0)
+    np.testing.assert_allclose(_positive_pmi([np.array([2, 3, 4])], 6, window=2).toarray(), expected)
+    # <unk> (1) and <pad> (0) around the words change no count: the same matrix, their rows and columns empty.
+    padded = _positive_pmi([np.array([1, 2, 3, 4, 1, 0])], 6, window=2).toarray()
+    np.testing.assert_allclose(padded, expected)
