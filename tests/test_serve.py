@@ -297,6 +297,43 @@ def test_an_oversized_chunked_body_is_cut_off(server):
     assert response.status_code == 413 and "the limit is 4000" in response.json()["detail"]
 
 
+def _through_body_limit(body: bytes, max_bytes: int, declared: bool) -> tuple[int, bytes]:
+    """The status BodyLimit(max_bytes) answers ``body`` with, sent in two parts (with its Content-Length if
+    ``declared``, else chunked), and the body the app behind it read."""
+    from attnclf.serve.limits import BodyLimit
+
+    read, sent = [], []
+
+    async def app(scope, receive, send):
+        message = {"more_body": True}
+        while message.get("more_body"):
+            message = await receive()
+            read.append(message.get("body", b""))
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    parts = [body[: len(body) // 2], body[len(body) // 2:]]
+    messages = iter([{"type": "http.request", "body": part, "more_body": i == 0} for i, part in enumerate(parts)])
+
+    async def receive():
+        return next(messages)
+
+    async def send(message):
+        sent.append(message)
+
+    headers = [(b"content-length", str(len(body)).encode())] if declared else []
+    scope = {"type": "http", "method": "POST", "path": "/predict", "headers": headers}
+    asyncio.run(BodyLimit(app, max_bytes=max_bytes, max_seconds=5)(scope, receive, send))
+    return sent[0]["status"], b"".join(read)
+
+
+@pytest.mark.parametrize("declared", [True, False], ids=["content-length", "chunked"])
+def test_a_body_of_exactly_the_limit_is_read_and_one_byte_more_is_413(declared):
+    # (the limit is the most a body may hold: an off-by-one would refuse a client's largest allowed request)
+    assert _through_body_limit(b"x" * 40, max_bytes=40, declared=declared) == (200, b"x" * 40)
+    assert _through_body_limit(b"x" * 41, max_bytes=40, declared=declared) == (413, b"")
+
+
 @pytest.mark.parametrize("path", ["/predict", "/explain"])
 @pytest.mark.parametrize("body, message", [
     (b"", """body: empty; send a JSON object: {"texts": ["a text", ...]} or {"text": "a text"}"""),
