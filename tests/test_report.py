@@ -685,6 +685,10 @@ def test_a_class_without_texts_or_predictions_reads_n_a_in_the_per_class_table_n
     assert "<tr><td>Business</td><td>n/a</td><td>n/a</td><td>n/a</td><td>0</td></tr>" in page
     assert "<tr><td>Sports</td><td>0.0000</td><td>0.0000</td><td>0.0000</td><td>1</td></tr>" in page  # scored: 0
     assert "n/a: no text of the class here, and none predicted as it; the averages leave it out" in page
+    # Predicted once, still without texts: a wrong prediction, scored 0 (the matrix's column sum, not its row sum).
+    metrics = compute_metrics(labels, np.array([[0.8, 0.1, 0.1]] + [[0.1, 0.2, 0.7]] * 9), names)
+    page = _test_section({}, metrics, names, TextDataset(["t"] * 10, labels, names))
+    assert "<tr><td>Business</td><td>0.0000</td><td>0.0000</td><td>0.0000</td><td>0</td></tr>" in page
 
 
 def test_the_test_section_says_how_to_read_its_confusion_matrix_and_roc_curve():
