@@ -691,6 +691,18 @@ def test_a_class_without_texts_or_predictions_reads_n_a_in_the_per_class_table_n
     assert "<tr><td>Business</td><td>0.0000</td><td>0.0000</td><td>0.0000</td><td>0</td></tr>" in page
 
 
+def test_the_confusion_matrix_figure_puts_true_classes_in_rows_and_predictions_in_columns():
+    # 3 neg texts, 1 of them predicted pos; 2 pos texts: the 1 must stand under "predicted pos", in the "true neg" row.
+    import numpy as np
+
+    fig = plots.confusion_matrix_figure([[3, 1], [0, 2]], ["neg", "pos"])
+    ax = fig.axes[0]
+    assert (ax.get_xlabel(), ax.get_ylabel()) == ("predicted", "true")
+    np.testing.assert_array_equal(ax.images[0].get_array(), [[3, 1], [0, 2]])  # imshow: rows down, columns across
+    cells = {text.get_text(): tuple(int(v) for v in text.get_position()) for text in ax.texts}  # (x, y) = (col, row)
+    assert cells == {"3": (0, 0), "1": (1, 0), "0": (0, 1), "2": (1, 1)}
+
+
 def test_the_test_section_says_how_to_read_its_confusion_matrix_and_roc_curve():
     # The confusion matrix and ROC curve came with no word on how to read them; the precision-recall note opened
     # "What a rare class needs read:".
