@@ -297,9 +297,9 @@ def test_an_oversized_chunked_body_is_cut_off(server):
     assert response.status_code == 413 and "the limit is 4000" in response.json()["detail"]
 
 
-def _through_body_limit(body: bytes, max_bytes: int, declared: bool) -> tuple[int, bytes]:
-    """The status BodyLimit(max_bytes) answers ``body`` with, sent in two parts (with its Content-Length if
-    ``declared``, else chunked), and the body the app behind it read."""
+def _through_body_limit(body: bytes, max_bytes: int, declared: bool, split: int | None = None) -> tuple[int, bytes]:
+    """The status BodyLimit(max_bytes) answers ``body`` with, sent in two parts cut at ``split`` (None: halves; with
+    its Content-Length if ``declared``, else chunked), and the body the app behind it read."""
     from attnclf.serve.limits import BodyLimit
 
     read, sent = [], []
@@ -312,7 +312,8 @@ def _through_body_limit(body: bytes, max_bytes: int, declared: bool) -> tuple[in
         await send({"type": "http.response.start", "status": 200, "headers": []})
         await send({"type": "http.response.body", "body": b""})
 
-    parts = [body[: len(body) // 2], body[len(body) // 2:]]
+    split = len(body) // 2 if split is None else split
+    parts = [body[:split], body[split:]]
     messages = iter([{"type": "http.request", "body": part, "more_body": i == 0} for i, part in enumerate(parts)])
 
     async def receive():
@@ -332,6 +333,8 @@ def test_a_body_of_exactly_the_limit_is_read_and_one_byte_more_is_413(declared):
     # (the limit is the most a body may hold: an off-by-one would refuse a client's largest allowed request)
     assert _through_body_limit(b"x" * 40, max_bytes=40, declared=declared) == (200, b"x" * 40)
     assert _through_body_limit(b"x" * 41, max_bytes=40, declared=declared) == (413, b"")
+    # A first part of exactly the limit is no whole body while more follows: not passed on cut short.
+    assert _through_body_limit(b"x" * 41, max_bytes=40, declared=declared, split=40) == (413, b"")
 
 
 @pytest.mark.parametrize("path", ["/predict", "/explain"])
