@@ -23,6 +23,14 @@ def test_binary_metrics_match_scikit_learn_and_count_outcomes():
     assert sum(map(sum, m["confusion_matrix"])) == 200
 
 
+def test_the_confusion_matrix_has_true_classes_in_rows_and_predictions_in_columns():
+    # Two texts of class 0 taken for class 2, none the other way: only cell [0][2] holds them. (Transposed, the
+    # report's matrix and its recall-per-row reading would swap what was missed for what was wrongly taken.)
+    probabilities = np.array([[.1, .1, .8], [.2, .1, .7], [.1, .8, .1], [.1, .1, .8]])
+    matrix = compute_metrics([0, 0, 1, 2], probabilities, ["a", "b", "c"], report=False)["confusion_matrix"]
+    assert matrix == [[0, 0, 2], [0, 1, 0], [0, 0, 1]]
+
+
 def test_multiclass_auc_is_one_vs_rest_and_handles_absent_classes():
     probs = np.array([[.8, .1, .1], [.1, .8, .1], [.2, .2, .6], [.7, .2, .1]])
     m = compute_metrics([0, 1, 2, 0], probs, ["a", "b", "c"])
