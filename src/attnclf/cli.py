@@ -293,8 +293,8 @@ def _resumed_settings(args: argparse.Namespace):
     settings = resume_settings(output, epochs=args.epochs, device=args.device if "device" in typed else None,
                                threads=args.threads, named=_flag)
     check_resume_command(settings, typed, functools.partial(build_settings, args),
-                 functools.partial(built_under_earlier_file_recipes, args), named=_flag,
-                 log=(lambda line: None) if args.quiet else lambda line: print(line, file=sys.stderr))
+                         functools.partial(built_under_earlier_file_recipes, args), named=_flag,
+                         log=(lambda line: None) if args.quiet else lambda line: print(line, file=sys.stderr))
     if settings.train.epochs != planned and not args.quiet:
         print(f"{output}: planned {planned} epochs, now {settings.train.epochs}; the learning-rate schedule "
               f"follows the new length from here on", file=sys.stderr)

@@ -688,13 +688,14 @@ def check_resume_command(settings: RunSettings, typed: Collection[str], built: C
 train_file too, resume added; or give only output (and epochs, device or threads to change them)
     """
     typed = set(typed)
+    only_output = (f"only {named('output')} (and {named('epochs')}, {named('device')} or {named('threads')} to "
+                   f"change them)")
     if typed - RESUME_OPTIONS:  # the command that started the run, --resume added: it must describe it
         if not typed & {"dataset", "train_file"}:  # (else the first difference named is the data, never typed)
             flags = " ".join(named(name) for name in sorted(typed - RESUME_OPTIONS))
             raise AttnclfError(f"{named('resume')} with {flags} takes the whole command that started "
                                f"{settings.output}, its {named('dataset')} or {named('train_file')} too, "
-                               f"{named('resume')} added; or give only {named('output')} (and {named('epochs')}, "
-                               f"{named('device')} or {named('threads')} to change them)")
+                               f"{named('resume')} added; or give {only_output}")
         described = built()
         # Files that moved: the run checks they still give the texts it recorded (a token-cache run resumes from
         # its files where they were: it records no fingerprint of its texts to check a moved file against).
@@ -704,9 +705,8 @@ train_file too, resume added; or give only output (and epochs, device or threads
         ignore = {"train.epochs", "train.schedule_epochs", "embeddings", "embeddings_std", "init_from",
                   *(f"data.{name}" for name in moved)}  # (the vectors: refuse_other_vectors, below)
         note = check_same_settings(settings, described, f"{named('resume')} continues the run with its own settings; "
-                                   f"give the command that started it, or only {named('output')} (and "
-                                   f"{named('epochs')}, {named('device')} or {named('threads')} to change them)",
-                                   ignore, lambda: earlier(described))
+                                   f"give the command that started it, or {only_output}", ignore,
+                                   lambda: earlier(described))
         if note:
             log(f"note: {note}")
         refuse_other_vectors(described, settings, typed, named)
