@@ -74,6 +74,15 @@ SPORT = ["the team won the match", "a late goal won the cup", "the striker score
 MONEY = ["the bank raised its rates", "shares fell on the market", "the firm reported a profit", "stocks rose today"]
 
 
+def undescribed(openapi: dict) -> list[str]:
+    """The body schemas in ``openapi``'s components ("Name"), and their fields ("Name.field"), that say nothing of
+    what they are: /docs and a client generated from /openapi.json would show a bare name."""
+    schemas = openapi["components"]["schemas"]
+    return [name for name, schema in schemas.items() if not schema.get("description")] + [
+        f"{name}.{field}" for name, schema in schemas.items()
+        for field, described in schema.get("properties", {}).items() if not described.get("description")]
+
+
 def write_csv(path, rows):
     with open(path, "w", encoding="utf-8", newline="") as handle:
         writer = csv.writer(handle)

@@ -22,6 +22,7 @@ from attnclf.errors import DataError
 from attnclf.prediction import decided_rows, label_set
 from attnclf.evaluation.multilabel import multilabel_metrics, predicted_sets, tune_thresholds
 from attnclf.rundir import THRESHOLDS_FILE
+from conftest import undescribed
 
 
 def _jsonl(path: Path, rows: list[dict]) -> Path:
@@ -783,6 +784,7 @@ def test_serve_answers_a_multi_label_runs_label_sets_at_its_thresholds(topic_run
         schema = client.get("/openapi.json").json()
         answered = schema["components"]["schemas"]["LabelSetOut"]["properties"]
         assert set(answered) == {"labels", "probabilities", "unknown_tokens", "tokens_read"}
+        assert undescribed(schema) == []  # (the label sets' schemas too, which only a multi-label run's shows)
         assert "/explain" in schema["paths"]
         explained = client.post("/explain", json={"text": texts[1], "method": ["occlusion", "grad-input"]})
         assert explained.status_code == 200, explained.text

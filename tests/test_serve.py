@@ -1,7 +1,9 @@
 """The HTTP service: `attnclf serve` on a free localhost port, exercised by a real HTTP client."""
 
 import asyncio
+import html
 import json
+import re
 import shutil
 import socket
 import subprocess
@@ -19,6 +21,7 @@ import pytest
 from attnclf.classifier import Classifier
 from attnclf.cli import main
 from attnclf.serve import Batcher
+from conftest import undescribed
 
 LIMITS = ["--max-batch", "4", "--max-explain-batch", "2", "--max-text-chars", "300", "--max-body-bytes", "4000"]
 
@@ -139,6 +142,28 @@ def test_health_model_and_docs(server, local):
     assert "POST /predict" in docs.text and "texts" in docs.text and "curl -X POST" in docs.text
     assert "<script" not in docs.text and "://cdn" not in docs.text and "jsdelivr" not in docs.text
     assert server.get("/redoc").status_code == 404
+
+
+def test_openapi_json_describes_every_body_and_field(server):
+    assert undescribed(server.get("/openapi.json").json()) == []
+
+
+def test_docs_shows_each_fields_meaning_and_the_limit_that_bounds_it(server):
+    docs = server.get("/docs")
+    assert docs.status_code == 200 and docs.headers["content-type"].startswith("text/html")
+    sections = dict(re.findall(r"<h2><code>(\w+ /\w+)</code></h2>(.*?)(?=<h2>|</body>)", docs.text, re.S))
+    assert {"POST /predict", "POST /explain", "GET /health", "GET /model"} <= set(sections)
+    meanings = {route: re.findall(r"<tr><td><code>(\w+)</code></td><td>[^<]*</td><td>([^<]*)</td></tr>", section)
+                for route, section in sections.items()}
+    assert [name for name, _ in meanings["POST /predict"]] == ["texts", "text"]
+    assert [name for name, _ in meanings["POST /explain"]] == ["texts", "text", "method", "target"]
+    assert all(meaning for rows in meanings.values() for _, meaning in rows)
+    # Each limit named by its setting (the flag and GET /model's name), not by a number the flag changes.
+    predicted, explained = ({name: html.unescape(meaning) for name, meaning in meanings[route]}
+                            for route in ("POST /predict", "POST /explain"))
+    assert "--max-batch" in predicted["texts"] and "--max-explain-batch" in explained["texts"]
+    assert all("--max-text-chars" in meaning for meaning in (predicted["texts"], predicted["text"], explained["text"]))
+    assert "limits.max_batch" in predicted["texts"] and not re.search(r"\d", predicted["texts"] + predicted["text"])
 
 
 def test_predict_one_text_or_a_batch_gives_the_library_s_answer(server, local):

@@ -1,5 +1,8 @@
 """The bodies /predict and /explain take and answer, and how a body of the wrong shape is told what to send
-(``create_app``'s 422s)."""
+(``create_app``'s 422s).
+
+Each body's docstring and each field's description are what /docs and /openapi.json tell a client: they name a limit
+by its setting (``serve``'s flag, and GET /model's name for it), as a flag changes the number."""
 
 from __future__ import annotations
 
@@ -13,13 +16,15 @@ from ..errors import AttnclfError, shown
 from ..prediction import check_texts
 
 SHOWN_ERRORS = 3  # a body of the wrong shape is answered naming its first this-many problems
+_TEXT_CHARS = "at most --max-text-chars characters (GET /model's limits.max_text_chars)"
+_IN_ORDER = "one per text, in the order the texts were sent"
 
 
 class _Texts(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    texts: list[str] | None = Field(None, description="texts to classify")
-    text: str | None = Field(None, description="one text (instead of texts)")
+    texts: list[str] | None = None  # (each request describes its own: the limit on how many differs)
+    text: str | None = Field(None, description=f"one text, in place of texts, {_TEXT_CHARS}")
 
     @model_validator(mode="before")
     @classmethod
@@ -67,15 +72,26 @@ class _Texts(BaseModel):
 
 
 class PredictRequest(_Texts):
+    """The texts to classify: {"texts": [...]}, or {"text": "..."} for one."""
+
+    texts: list[str] | None = Field(None, description=f"the texts to classify, at most --max-batch of them (GET "
+                                                      f"/model's limits.max_batch), each {_TEXT_CHARS}; or give text")
     model_config = ConfigDict(json_schema_extra={"examples": [{"texts": ["not good, but the ending was wonderful"]}]})
 
 
 class ExplainRequest(_Texts):
+    """The texts to explain ({"texts": [...]}, or {"text": "..."} for one), by which method or methods, and for which
+    class."""
+
+    texts: list[str] | None = Field(None, description=f"the texts to explain, each {_TEXT_CHARS}; a request's texts x "
+                                                      f"methods is at most --max-explain-batch (see method); or give "
+                                                      f"text")
     method: str | list[str] | None = Field(
         None, description="attention, rollout, grad-input, integrated-gradients or occlusion (default: occlusion); "
                           "several as a list, or all (every method GET /model lists), answered each text's "
                           "explanations together, in the order asked; a request's texts x methods (a multi-label "
-                          "run's: x the labels each text is explained for) is at most limits.max_explain_batch. "
+                          "run's: x the labels each text is explained for) is at most --max-explain-batch (GET "
+                          "/model's limits.max_explain_batch). "
                           "Where the model pools by attention, every method but attention answers the pooling "
                           "weights beside its scores, as pooling_attention (the same for every class), unless "
                           "attention is among the methods asked for; `attnclf faithfulness` measures which method "
@@ -125,9 +141,14 @@ class ExplainRequest(_Texts):
 
 
 class PredictionOut(BaseModel):
-    label: str
-    confidence: float
-    probabilities: dict[str, float]
+    """One text's prediction: its class, each class's probability, and how much of the text the model read."""
+
+    label: str = Field(description="the class predicted: the most probable, or by the service's threshold (GET "
+                                   "/model's threshold) where it has one")
+    confidence: float = Field(description="the label's probability, from 0 to 1")
+    probabilities: dict[str, float] = Field(description="each class's probability by name, from 0 to 1, summing to 1 "
+                                                        "(a calibrated run's after its temperature, GET /model's "
+                                                        "temperatures; an ensemble's, its members' mean)")
     # (Every backend counts them: never null.)
     unknown_tokens: int = Field(description="how many of the tokens the model read are <unk>: words its vocabulary "
                                             "lacks, which tell it nothing; past a quarter of tokens_read, the answer "
@@ -137,23 +158,32 @@ class PredictionOut(BaseModel):
 
 
 class PredictResponse(BaseModel):
-    predictions: list[PredictionOut]
+    """/predict's answer."""
+
+    predictions: list[PredictionOut] = Field(description=_IN_ORDER)
 
 
 class LabelSetOut(BaseModel):
+    """One text's prediction by a multi-label run: its set of labels, each label's probability, and how much of the
+    text the model read."""
+
     labels: list[str] = Field(description="every label whose probability reaches its threshold (GET /model's "
                                           "thresholds, tuned on validation), most probable first; possibly none")
-    probabilities: dict[str, float] = Field(description="each label's own sigmoid probability: they need not sum "
-                                                        "to 1")
+    probabilities: dict[str, float] = Field(description="each label's own sigmoid probability by name, from 0 to 1: "
+                                                        "they need not sum to 1")
     unknown_tokens: int = PredictionOut.model_fields["unknown_tokens"]
     tokens_read: int = PredictionOut.model_fields["tokens_read"]
 
 
 class LabelSetResponse(BaseModel):
-    predictions: list[LabelSetOut]
+    """/predict's answer from a multi-label run."""
+
+    predictions: list[LabelSetOut] = Field(description=_IN_ORDER)
 
 
 class ErrorOut(BaseModel):
+    """An error's answer (its status says which kind)."""
+
     detail: str = Field(description="what was wrong, in one line")
 
 
