@@ -131,6 +131,24 @@ def test_unlabelled_imdb_reviews_that_copy_a_test_review_are_left_out_of_vectors
     assert sorted(counted) == sorted(fit.texts + ["unsup zero", "unsup one"])  # no copy of "neg one" nor "test pos"
 
 
+def test_imdb_unlabelled_corpus_reads_the_archive_once(tmp_path, monkeypatch):
+    # `vectors` and `pretrain --dataset imdb` read the training reviews and the unlabelled ones from one archive:
+    # read apart, its 84 MB of gzip were decompressed twice.
+    from attnclf.data.registry import unlabelled_corpus
+
+    monkeypatch.delenv("ATTNCLF_DATA_DIR", raising=False)
+    monkeypatch.setenv("ATTNCLF_CACHE", str(tmp_path / "cache"))
+    archive = _tar_gz(tmp_path / "archive" / "imdb" / imdb.ARCHIVE, IMDB_FILES)
+    _write_tree(tmp_path / "folder", IMDB_FILES)
+    opened, tar_open = [], tarfile.open
+    monkeypatch.setattr(tarfile, "open", lambda path, *args, **kwargs: opened.append(path) or tar_open(path, *args,
+                                                                                                        **kwargs))
+    expected = ["neg zero", "neg one", "pos zero", "pos two caf\u00e9", "pos ten", "unsup zero", "unsup one"]
+    assert unlabelled_corpus("imdb", tmp_path / "archive") == expected  # (the training reviews as `load` orders them)
+    assert opened == [archive]
+    assert unlabelled_corpus("imdb", tmp_path / "folder") == expected
+
+
 def test_a_cut_short_imdb_archive_or_a_folder_without_test_says_how_to_replace_it(tmp_path):
     archive = _tar_gz(tmp_path / "whole" / imdb.ARCHIVE, IMDB_FILES)
     (tmp_path / "cut" / "imdb").mkdir(parents=True)

@@ -8,12 +8,14 @@ takes about 3 s, so there is no parsed cache to keep in sync.
 id, from ``urls_{pos,neg}.txt``) so a validation split can keep a movie on one
 side, as test does. The 50k unlabelled reviews are not part of ``load``: they
 have no label for a ``TextDataset`` to hold and would double its memory; get
-them with ``load_unsup``.
+them with ``load_unsup``, or with the training reviews in one pass with
+``load_unlabelled_corpus``.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
@@ -39,6 +41,7 @@ _URLS = re.compile(r"aclImdb/(train|test)/urls_(pos|neg)\.txt")
 _LABELLED = re.compile(f"{_REVIEW.pattern}|{_URLS.pattern}")
 _UNSUP = re.compile(r"aclImdb/train/unsup/(\d+)_\d+\.txt")
 _UNSUP_OR_TEST = re.compile(f"{_UNSUP.pattern}|aclImdb/test/(?:pos|neg)/\\d+_\\d+\\.txt")
+_LABELLED_OR_UNSUP = re.compile(f"{_LABELLED.pattern}|{_UNSUP.pattern}")
 _MOVIE = re.compile(r"/title/(tt\d+)")
 
 
@@ -68,32 +71,48 @@ def _movie(url_line: str) -> str:
     return match.group(1) if match else url_line.strip()
 
 
-def load(data_dirs: list[Path], seed: int = 0) -> Splits:
-    """Train and test, each sorted by label then review id; ``groups`` = movie id.
-
-    >>> # splits = load([Path("/work/shared/datasets")])
-    >>> # len(splits.train), splits.train.label_names, splits.train.groups[0]  # (25000, ['neg', 'pos'], 'tt0064354')
-    """
+def _located(data_dirs: list[Path]) -> Path:
+    """``locate``'s path, or the error that says where it was looked for and how to get it."""
     path = locate(data_dirs)
     if path is None:
         raise not_found("imdb", data_dirs, REMOTES["imdb"][0].path)
-    reviews: dict[tuple[str, str], list[tuple[int, str]]] = {}
-    urls: dict[tuple[str, str], list[str]] = {}
-    for name, data in _files(path, _LABELLED):
+    return path
+
+
+@dataclass
+class _Read:
+    """What one pass over the files found: the labelled reviews, (id, text) by (split, label); the lines of each
+    split's urls file by (split, label); the unlabelled reviews, (id, text)."""
+
+    reviews: dict[tuple[str, str], list[tuple[int, str]]] = field(default_factory=dict)
+    urls: dict[tuple[str, str], list[str]] = field(default_factory=dict)
+    unsup: list[tuple[int, str]] = field(default_factory=list)
+
+
+def _read(path: Path, pattern: re.Pattern[str]) -> _Read:
+    """The files of ``path`` that ``pattern`` matches (of ``_REVIEW``, ``_URLS`` and ``_UNSUP``), in one pass."""
+    read = _Read()
+    for name, data in _files(path, pattern):
         if review := _REVIEW.fullmatch(name):
             split, label, review_id = review.groups()
-            reviews.setdefault((split, label), []).append((int(review_id), data.decode("utf-8")))
+            read.reviews.setdefault((split, label), []).append((int(review_id), data.decode("utf-8")))
+        elif unsup := _UNSUP.fullmatch(name):
+            read.unsup.append((int(unsup.group(1)), data.decode("utf-8")))
         else:
-            urls[_URLS.fullmatch(name).groups()] = data.decode("utf-8").splitlines()
+            read.urls[_URLS.fullmatch(name).groups()] = data.decode("utf-8").splitlines()
+    return read
 
+
+def _splits(path: Path, read: _Read) -> Splits:
+    """Train and test of ``read`` (read from ``path``), each sorted by label then review id; ``groups`` = movie id."""
     def split(name: str) -> TextDataset:
         texts, labels, groups = [], [], []
         for index, label in enumerate(LABEL_NAMES):
-            if (name, label) not in reviews or (name, label) not in urls:
+            if (name, label) not in read.reviews or (name, label) not in read.urls:
                 raise damaged("imdb", path, f"it has no aclImdb/{name}/{label}/ reviews or no urls_{label}.txt",
                               REMOTES["imdb"][0])
-            movies = urls[name, label]
-            for review_id, text in sorted(reviews[name, label]):
+            movies = read.urls[name, label]
+            for review_id, text in sorted(read.reviews[name, label]):
                 if review_id >= len(movies):
                     raise DataError(f"imdb: {path}: aclImdb/{name}/urls_{label}.txt has no line {review_id}")
                 texts.append(text)
@@ -104,6 +123,22 @@ def load(data_dirs: list[Path], seed: int = 0) -> Splits:
     return Splits(train=split("train"), test=split("test"))
 
 
+def _unsup_less_test(read: _Read) -> list[str]:
+    """The unlabelled reviews of ``read`` in id order, less those that copy one of its test reviews."""
+    test = {text for (split, _), reviews in read.reviews.items() if split == "test" for _, text in reviews}
+    return [text for _, text in sorted(read.unsup) if text not in test]
+
+
+def load(data_dirs: list[Path], seed: int = 0) -> Splits:
+    """Train and test, each sorted by label then review id; ``groups`` = movie id.
+
+    >>> # splits = load([Path("/work/shared/datasets")])
+    >>> # len(splits.train), splits.train.label_names, splits.train.groups[0]  # (25000, ['neg', 'pos'], 'tt0064354')
+    """
+    path = _located(data_dirs)
+    return _splits(path, _read(path, _LABELLED))
+
+
 def load_unsup(data_dirs: list[Path]) -> list[str]:
     """The unlabelled reviews of ``aclImdb/train/unsup``, in id order, less the 270 of its 50,000 that copy a test
     review: whatever reads them (word vectors, pretraining, the bench scripts' pools) never reads a test text.
@@ -111,16 +146,21 @@ def load_unsup(data_dirs: list[Path]) -> list[str]:
     >>> # texts = load_unsup([Path("/work/shared/datasets")])
     >>> # len(texts)  # 49730
     """
-    path = locate(data_dirs)
-    if path is None:
-        raise not_found("imdb", data_dirs, REMOTES["imdb"][0].path)
-    reviews, test = [], set()
-    for name, data in _files(path, _UNSUP_OR_TEST):  # (one pass: the archive is read through either way)
-        if match := _UNSUP.fullmatch(name):
-            reviews.append((int(match.group(1)), data))
-        else:
-            test.add(data)
-    return [data.decode("utf-8") for _, data in sorted(reviews) if data not in test]
+    # (the test reviews in the same pass: the archive is read through either way)
+    return _unsup_less_test(_read(_located(data_dirs), _UNSUP_OR_TEST))
+
+
+def load_unlabelled_corpus(data_dirs: list[Path]) -> list[str]:
+    """The training reviews, as ``load`` gives them, then ``load_unsup``'s, in one pass over the archive, which
+    `attnclf vectors` and `pretrain --dataset imdb` read (``registry.unlabelled_corpus``): read apart, it was
+    decompressed twice.
+
+    >>> # texts = load_unlabelled_corpus([Path("/work/shared/datasets")])
+    >>> # len(texts)  # 74730: 25,000 + 49,730
+    """
+    path = _located(data_dirs)
+    read = _read(path, _LABELLED_OR_UNSUP)
+    return list(_splits(path, read).train.texts) + _unsup_less_test(read)
 
 
 SOURCE = Source(
@@ -130,4 +170,5 @@ SOURCE = Source(
     locate=locate,
     num_classes=2,
     unlabelled=load_unsup,
+    unlabelled_corpus=load_unlabelled_corpus,
 )

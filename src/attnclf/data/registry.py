@@ -40,6 +40,8 @@ class Source:
     test and validation splits are their training set by design (training warns of no texts shared between them).
     ``unlabelled(data_dirs)``, where a corpus ships texts without labels (IMDB's
     50,000), returns them less any copy of a test text: ``attnclf vectors`` counts them with the training texts.
+    ``unlabelled_corpus(data_dirs)``, where the training texts and those come from the same files (IMDB's archive),
+    returns both in one read of them, as ``registry.unlabelled_corpus`` gives them.
     ``multi_label``: each text has a set of labels; runs on it train multi-label without being told.
     ``is_complete(path)``, for a located copy that may hold only some splits (the shared AG News has only its
     test split), tells whether it is whole; a download then fetches the rest. ``load_test(data_dirs)``, for such a
@@ -56,6 +58,7 @@ class Source:
     tests_on_training: bool = False
     num_classes: int | None = None
     unlabelled: Callable[[list[Path]], list[str]] | None = None
+    unlabelled_corpus: Callable[[list[Path]], list[str]] | None = None
     multi_label: bool = False
     is_complete: Callable[[Path], bool] = lambda path: True
     load_test: Callable[[list[Path]], TextDataset] | None = None
@@ -206,6 +209,8 @@ def unlabelled_corpus(name: str, data_dir: str | Path | None = None, download: b
         from .download import ensure_available
 
         ensure_available(name, dirs, download=True)
+    if source.unlabelled_corpus is not None:
+        return source.unlabelled_corpus(dirs)
     return list(source.load(dirs, 0).train.texts) + unlabelled_texts(name, data_dir)
 
 
