@@ -122,9 +122,24 @@ def timer(into: dict, key: str):
     into[key] = round(time.perf_counter() - started, 3)
 
 
+def cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> str | None:
+    """The CPU's model name and family/model numbers from ``cpuinfo`` (Linux's), None where there is none: machines
+    of one kind differ (an AVX-512 Zen 5, an AVX2 Zen 3), and float results and speeds with them."""
+    try:
+        first_cpu = cpuinfo.read_text().split("\n\n")[0]  # (a block per core, alike)
+    except OSError:
+        return None
+    fields = dict(line.split(":", 1) for line in first_cpu.splitlines() if ":" in line)
+    fields = {key.strip(): value.strip() for key, value in fields.items()}
+    return f"{fields.get('model name', '?')} (family {fields.get('cpu family', '?')}, model {fields.get('model', '?')})"
+
+
 def machine() -> dict:
     return {
         "cpu": platform.processor() or platform.machine(),
+        "cpu_model": cpu_model(),
+        # (the widest vector kernels torch dispatches to here: AVX512 or AVX2 move float32 results in the last bits)
+        "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
         "gpu": torch.cuda.get_device_name() if torch.cuda.is_available() else None,  # (what device="auto" would take)
         "cores": os.cpu_count(),
         "torch_threads": torch.get_num_threads(),

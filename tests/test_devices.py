@@ -223,6 +223,19 @@ def test_benchmarks_train_on_the_cpu_unless_told_and_record_whether_a_gpu_was_th
     assert common.machine()["gpu"] == "Tesla P100"
 
 
+def test_bench_results_name_the_cpu_model_and_the_kernels_torch_dispatches_to(tmp_path, monkeypatch):
+    # (machines of one kind differ: float results and speeds move with AVX-512 against AVX2)
+    monkeypatch.syspath_prepend(Path(__file__).resolve().parents[1] / "bench")
+    import common
+
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 1\n"
+                       "model name\t: AMD EPYC\nflags\t\t: fpu avx2\n\nprocessor\t: 1\nmodel name\t: other\n")
+    assert common.cpu_model(cpuinfo) == "AMD EPYC (family 25, model 1)"
+    assert common.cpu_model(tmp_path / "absent") is None
+    assert common.machine()["torch_cpu_capability"] == torch.backends.cpu.get_cpu_capability()
+
+
 def test_block_local_attention_never_asks_for_a_query_without_a_key_to_attend(monkeypatch):
     # For a query whose every key is masked SDPA answers zeros since pytorch/pytorch#133882 (2024) and NaN before it,
     # as its CUDA kernels did for the users who reported it (attnclf takes torch>=2.2). A block of padding alone (a
