@@ -444,6 +444,22 @@ def test_explain_each_tokenises_and_predicts_the_texts_once_however_many_methods
     assert each == [by_method[i] for i in range(len(texts)) for by_method in alone]
 
 
+def test_scores_of_ids_batches_as_scores_does(monkeypatch):
+    # "The same batches, the same scores": scores_of_ids shuffled its texts into batch_size batches whatever their
+    # length, where scores sorts them by length within a padded-token budget; what explain reported as a text's
+    # probabilities could differ from predict's in the last bits.
+    monkeypatch.setattr("attnclf.classifier.EVAL_MAX_TOKENS", 20)
+    texts = ["the film was long", "great", "the great film was great and long", "great acting", "the film"] * 2
+    clf = Classifier(tiny("self-attn"), tokenizer(), ["a", "b", "c"], torch.device("cpu"))
+    shapes = []
+    clf.model.register_forward_pre_hook(lambda module, args: shapes.append(tuple(args[0].shape)))
+    by_texts = clf.scores(texts)[0]
+    batches = shapes.copy()
+    shapes.clear()
+    assert np.array_equal(clf.scores_of_ids(clf.tokenizer.encode(texts))[0], by_texts)
+    assert shapes == batches and all(rows * length <= 20 for rows, length in batches)
+
+
 def test_explaining_an_ensemble_is_one_line_naming_a_member_to_explain_instead():
     from attnclf.ensemble import Ensemble
     from attnclf.explain import explain

@@ -130,7 +130,7 @@ class Classifier:
             raise AttnclfError("this run reads long texts as windows (--windows), several token sequences a text: "
                                "scores_of_ids reads one; give the texts to scores")
         return self._scored(BucketBatches(_checked_ids(ids, self.model.config.vocab_size), batch_size=self.batch_size,
-                                          max_tokens=EVAL_MAX_TOKENS), logits)
+                                          shuffle=False, max_tokens=EVAL_MAX_TOKENS), logits)
 
     @torch.inference_mode()
     def _scored(self, batches: BucketBatches, logits: bool
