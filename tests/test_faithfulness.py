@@ -29,7 +29,7 @@ from attnclf.explain.faithfulness import (
 from attnclf.models.attention import masked_softmax
 from attnclf.models.base import Classifier as BaseModel
 from attnclf.models.base import ModelConfig, ModelOutput
-from test_explain import key_classifier, one_thread, tokenizer  # noqa: F401 (one_thread: autouse fixture)
+from test_explain import key_classifier, one_thread, tiny, tokenizer  # noqa: F401 (one_thread: autouse fixture)
 
 FILLER = ["the", "film", "was", "plot", "acting", "long"]
 
@@ -386,6 +386,42 @@ def test_the_uniform_check_decides_a_multi_label_set_as_predict_does_at_an_exact
     predicted = [[clf.label_names.index(label) for label in p.labels] for p in clf.predict(texts, tokens=False)]
     check = uniform_attention_check(clf, clf.tokenizer.encode(texts), predicted)
     assert check["accuracy"] == 1.0
+
+
+def test_the_uniform_check_decides_as_a_bf16_classifier_predicts():
+    # The check ran its own float32 passes: at a threshold between a bf16 classifier's probability and float32's,
+    # the learned weights' decisions it scored were not the ones predict makes.
+    texts, cpu, multi_label = key_texts(12).texts, torch.device("cpu"), {"settings": {"data": {"multi_label": True}}}
+    model, labels = tiny("self-attn"), ["a", "b", "c"]
+    exact = Classifier(model, tokenizer(), labels, cpu, multi_label).predict_proba(texts)
+    clf = Classifier(model, tokenizer(), labels, cpu, multi_label, bf16=True)
+    rounded = clf.predict_proba(texts)
+    text, label = np.unravel_index(np.abs(rounded - exact).argmax(), exact.shape)
+    assert rounded[text, label] != exact[text, label]
+    clf.thresholds[label] = (float(rounded[text, label]) + float(exact[text, label])) / 2  # (they decide apart)
+    predicted = [[labels.index(name) for name in p.labels] for p in clf.predict(texts, tokens=False)]
+    assert uniform_attention_check(clf, clf.tokenizer.encode(texts), predicted)["accuracy"] == 1.0
+
+
+def test_the_uniform_check_batches_both_passes_as_predict_does(monkeypatch):
+    # Predict's batches stay within a padded-token budget (long texts come fewer a batch) and run under its
+    # autocast; the check's own, batch_size texts whatever their length, in float32, could decide otherwise.
+    monkeypatch.setattr("attnclf.classifier.EVAL_MAX_TOKENS", 20)
+    texts = key_texts(12).texts
+    clf = Classifier(tiny("self-attn"), tokenizer(), ["a", "b", "c"], torch.device("cpu"), bf16=True)
+    passes = []  # (ids' shape, under autocast, pooling weights overridden) per forward pass
+
+    def record(module, args, kwargs):
+        passes.append((tuple(args[0].shape), torch.is_autocast_enabled("cpu"), "pooling_override" in kwargs))
+
+    clf.model.register_forward_pre_hook(record, with_kwargs=True)
+    clf.predict_proba(texts)
+    predicted = [(shape, autocast) for shape, autocast, _ in passes]
+    assert len(predicted) > 1 and all(rows * length <= 20 for (rows, length), _ in predicted)
+    passes.clear()
+    uniform_attention_check(clf, clf.tokenizer.encode(texts), [0] * len(texts))
+    assert [(shape, autocast) for shape, autocast, uniform in passes if not uniform] == predicted
+    assert [(shape, autocast) for shape, autocast, uniform in passes if uniform] == predicted
 
 
 def test_a_runs_section_is_headed_by_its_folder_model_data_texts_and_time():

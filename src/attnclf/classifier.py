@@ -117,23 +117,25 @@ class Classifier:
         return self._scored(text_batches(self.tokenizer, check_texts(texts), windows=window_config(self.model),
                                          batch_size=self.batch_size, max_tokens=EVAL_MAX_TOKENS), logits)
 
-    def scores_of_ids(self, ids: Sequence[Sequence[int]], logits: bool = False
+    def scores_of_ids(self, ids: Sequence[Sequence[int]], logits: bool = False, uniform_pooling: bool = False
                       ) -> tuple[np.ndarray, list[list[int]], list[np.ndarray | None]]:
         """``scores`` of texts already tokenised, ``ids`` a list of token ids per text as ``tokenizer.encode`` gives
         them, so that a caller holding them (``explain``) does not tokenise the texts again; the same batches, the
         same scores. A run that reads windows is refused in one line: it cuts each text into windows itself
-        (``scores``).
+        (``scores``). ``uniform_pooling=True`` pools each text with uniform weights over its tokens in place of the
+        learned ones (the faithfulness check's; a model that pools without weights ignores them).
 
         >>> # clf.scores_of_ids(clf.tokenizer.encode(["great film"]))[0]  # clf.scores(["great film"])[0]
+        >>> # clf.scores_of_ids(clf.tokenizer.encode(["great film"]), uniform_pooling=True)[2]  # [array([0.5, 0.5])]
         """
         if window_config(self.model) is not None:  # (the model would refuse (batch, tokens) ids, naming no remedy)
             raise AttnclfError("this run reads long texts as windows (--windows), several token sequences a text: "
                                "scores_of_ids reads one; give the texts to scores")
         return self._scored(BucketBatches(_checked_ids(ids, self.model.config.vocab_size), batch_size=self.batch_size,
-                                          shuffle=False, max_tokens=EVAL_MAX_TOKENS), logits)
+                                          shuffle=False, max_tokens=EVAL_MAX_TOKENS), logits, uniform_pooling)
 
     @torch.inference_mode()
-    def _scored(self, batches: BucketBatches, logits: bool
+    def _scored(self, batches: BucketBatches, logits: bool, uniform_pooling: bool = False
                 ) -> tuple[np.ndarray, list[list[int]], list[np.ndarray | None]]:
         """``scores``' work on ``batches``, texts or ids batched as the model reads them."""
         ids = batches.sequences
@@ -141,8 +143,12 @@ class Classifier:
         attention: list[np.ndarray | None] = [None] * len(ids)
         for batch in batches:
             batch = batch.to(self.device)
+            mask = batch.attention_mask
+            uniform = mask.float() / mask.sum(dim=1, keepdim=True).clamp(min=1) if uniform_pooling else None
+            # (the override given only when asked for: a windowed model refuses every option, even a None one)
+            options = {} if uniform is None else {"pooling_override": uniform}
             with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16):
-                out = self.model(batch.input_ids, batch.attention_mask)
+                out = self.model(batch.input_ids, mask, **options)
             scores = out.logits.float() if logits else output_probabilities(out.logits, self.multi_label,
                                                                             self.temperature)
             probabilities[batch.indices] = scores.cpu().numpy()

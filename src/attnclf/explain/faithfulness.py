@@ -39,15 +39,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
-import torch
 from scipy.stats import rankdata
 
 from ..checks import by_field, check_seed, whole_number
 from ..data.base import TextDataset
 from ..errors import AttnclfError, shown
-from ..evaluation.predict import output_probabilities
 from ..prediction import decided_rows
-from ..text.batching import BucketBatches
 from .explanation import explained_labels
 from .methods import (METHODS, attribute, available_methods, check_steps, chosen_methods, class_probability,
                       known_method, remove_positions, run_methods)
@@ -413,16 +410,15 @@ def rank_agreement(scores: dict[str, list[np.ndarray]]) -> dict[str, float]:
     return agreement
 
 
-@torch.inference_mode()
 def uniform_attention_check(classifier: "Classifier", sequences: Sequence[Sequence[int]],
                             labels: Sequence) -> dict:
     """Accuracy with the learned pooling weights and with uniform ones over the real tokens; a multi-label run's
     (``labels``: a set of label indices per text), subset accuracy at its thresholds, and ``changed`` the share of
-    texts whose predicted set changes.
+    texts whose predicted set changes. Both passes are ``Classifier.scores_of_ids``', batched and computed as predict
+    computes (in bfloat16 for a ``bf16`` classifier): the learned weights' decisions are predict's to the bit.
 
     >>> # uniform_attention_check(clf, clf.tokenizer.encode(texts), labels)["uniform_accuracy"]
     """
-    model = classifier.model.eval()
     thresholds = classifier.thresholds if classifier.multi_label else None
     if thresholds is not None:
         from ..data.multilabel import multi_hot
@@ -430,21 +426,10 @@ def uniform_attention_check(classifier: "Classifier", sequences: Sequence[Sequen
         truth = multi_hot(labels, len(classifier.label_names))
     else:
         truth = np.asarray(labels)[:, None]
-
-    def decide(logits: torch.Tensor) -> np.ndarray:
-        # From the probabilities predict answers by (a calibrated run's temperature in them), by its own rule:
-        # a probability at its label's threshold falls on the side it falls for predict.
-        probabilities = output_probabilities(logits, classifier.multi_label, classifier.temperature)
-        return decided_rows(probabilities.cpu().numpy(), thresholds)
-
-    learned = np.zeros(truth.shape, dtype=truth.dtype)
-    uniform = np.zeros(truth.shape, dtype=truth.dtype)
-    for batch in BucketBatches(sequences, batch_size=classifier.batch_size, shuffle=False):
-        batch = batch.to(classifier.device)
-        mask = batch.attention_mask
-        weights = mask.float() / mask.sum(dim=1, keepdim=True).clamp(min=1)
-        learned[batch.indices] = decide(model(batch.input_ids, mask).logits)
-        uniform[batch.indices] = decide(model(batch.input_ids, mask, pooling_override=weights).logits)
+    # From the probabilities predict answers by (a calibrated run's temperature in them), by its own rule: a
+    # probability at its label's threshold falls on the side it falls for predict.
+    learned = decided_rows(classifier.scores_of_ids(sequences)[0], thresholds)
+    uniform = decided_rows(classifier.scores_of_ids(sequences, uniform_pooling=True)[0], thresholds)
     return {"accuracy": float((learned == truth).all(1).mean()),
             "uniform_accuracy": float((uniform == truth).all(1).mean()),
             "changed": float((learned != uniform).any(1).mean()), "examples": len(sequences)}
