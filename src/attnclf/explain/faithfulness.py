@@ -234,8 +234,51 @@ def measure_faithfulness(classifier: "Classifier", data: TextDataset, *, methods
     >>> # measure_faithfulness(clf, load_splits("demo").test, examples=100).most_faithful
     """
     started = time.perf_counter()
-    model, device = classifier.model, classifier.device
-    methods = available_methods(model) if methods is None else list(methods)
+    methods = _checked_methods(classifier, methods, options)
+    seed, examples = check_seed(seed), _example_count(examples)
+    if len(data) == 0:
+        raise AttnclfError(f"{data.name or data.split}: no texts to measure on")
+    rng = np.random.default_rng(seed)  # (draws the sample, then the random deletions)
+    sample = np.sort(rng.choice(len(data), size=min(examples, len(data)), replace=False))
+    texts = [data.texts[i] for i in sample]
+    text_sequences = classifier.tokenizer.encode(texts)
+    sequences, predicted = _explained_pairs(classifier, texts, text_sequences)
+    full = _class_probability(classifier, sequences, predicted)
+    scores, completeness = _attributions(classifier, sequences, predicted, methods, options)
+
+    distinct = _distinct_ks(sequences)
+    random_orders = [[rng.permutation(len(s)) for _ in range(random_draws)] for s in sequences]
+    random_drop = _probability_drops(classifier, sequences, predicted, full, random_orders)
+    random_aopc = _aopc(random_drop, distinct)
+    per_method = {}
+    for name, method_scores in scores.items():
+        best_first = [[np.argsort(-s, kind="stable")] for s in method_scores]  # (one order a text: the method's)
+        drop = _probability_drops(classifier, sequences, predicted, full, best_first)
+        per_method[name] = _against_random(drop, random_aopc, distinct)
+    return FaithfulnessResult(
+        model=classifier.config.get("model", {}).get("name", type(classifier.model).__name__),
+        dataset=data.name or data.split,
+        examples=len(sample),
+        methods=per_method,
+        random_drops=_mean_per_k(random_drop),
+        random_aopc=float(random_aopc.mean()),
+        random_draws=random_draws,
+        agreement=rank_agreement(scores),
+        uniform_attention=uniform_attention_check(classifier, text_sequences, [data.labels[i] for i in sample])
+        if "attention" in available_methods(classifier.model) else None,
+        completeness_error=completeness,
+        seconds=round(time.perf_counter() - started, 2),
+        seed=seed,
+        temperature=classifier.temperature,
+        multi_label=classifier.multi_label,
+        explained=len(sequences),
+    )
+
+
+def _checked_methods(classifier: "Classifier", methods: Sequence[str] | None, options: dict) -> list[str]:
+    """``methods`` as a list (None: every method the classifier's model supports), each known and every option one
+    of theirs takes, or one line naming what is not: before minutes of measuring."""
+    methods = available_methods(classifier.model) if methods is None else list(methods)
     if not methods:  # (not every method, the slowest measurement, as `methods or ...` made of an unset list)
         raise AttnclfError("methods is empty; give at least one, or None for all the model supports")
     for name in methods:
@@ -244,86 +287,97 @@ def measure_faithfulness(classifier: "Classifier", data: TextDataset, *, methods
     if unused:
         raise AttnclfError(f"{shown(unused[0], write=str)} applies to none of the methods measured "
                            f"({', '.join(methods)})")
-    check_steps(options.get("steps", "auto"))  # before minutes of work
-    seed, examples = check_seed(seed), _example_count(examples)
-    if len(data) == 0:
-        raise AttnclfError(f"{data.name or data.split}: no texts to measure on")
-    rng = np.random.default_rng(seed)
-    sample = np.sort(rng.choice(len(data), size=min(examples, len(data)), replace=False))
-    texts = [data.texts[i] for i in sample]
-    labels = [data.labels[i] for i in sample]
-    text_sequences = classifier.tokenizer.encode(texts)
-    multi_label = classifier.multi_label
-    # Each text once per class explain explains by default: its predicted class, a multi-label run's each label.
+    check_steps(options.get("steps", "auto"))
+    return methods
+
+
+def _explained_pairs(classifier: "Classifier", texts: list[str], text_sequences: list[list[int]]
+                     ) -> tuple[list[list[int]], np.ndarray]:
+    """The (text, label) pairs measured, as ids and labels: each text once per class ``explain`` explains it for by
+    default, its predicted class, a multi-label run's each predicted label."""
     explained = explained_labels(classifier, texts)
     sequences = [text_sequences[i] for i, text_labels in enumerate(explained) for _ in text_labels]
     predicted = np.array([label for text_labels in explained for label in text_labels], dtype=np.int64)
-    temperature = classifier.temperature  # (the probabilities its predictions report)
-    full = class_probability(model, sequences, predicted, device, classifier.batch_size, temperature, multi_label)
+    return sequences, predicted
 
+
+def _class_probability(classifier: "Classifier", sequences: list[list[int]], classes: np.ndarray) -> np.ndarray:
+    """Each sequence's probability of its class in ``classes`` as the classifier reports it (a calibrated run's
+    temperature in it; a multi-label run's label's own sigmoid)."""
+    return class_probability(classifier.model, sequences, classes, classifier.device, classifier.batch_size,
+                             classifier.temperature, classifier.multi_label)
+
+
+def _attributions(classifier: "Classifier", sequences: list[list[int]], predicted: np.ndarray,
+                  methods: list[str], options: dict) -> tuple[dict[str, list[np.ndarray]], dict | None]:
+    """Each method's token scores of every pair, and integrated gradients' completeness error summarised (mean,
+    median, max, share within 5%), or None when it is not measured; each method gets the ``options`` it takes."""
     scores, completeness = {}, None
     for name in methods:
         method_options = {k: v for k, v in options.items() if k in METHODS[name].options}
-        result = attribute(model, sequences, predicted, name, device=device, batch_size=classifier.batch_size,
-                           temperature=temperature, multi_label=multi_label, **method_options)
+        result = attribute(classifier.model, sequences, predicted, name, device=classifier.device,
+                           batch_size=classifier.batch_size, temperature=classifier.temperature,
+                           multi_label=classifier.multi_label, **method_options)
         scores[name] = result.scores
         if result.completeness_error is not None:
             error = result.completeness_error
             completeness = {"mean": float(error.mean()), "median": float(np.median(error)),
                             "max": float(error.max()), "within_5_percent": float((error <= 0.05).mean())}
+    return scores, completeness
 
-    # Per text, which of the k values remove a token count no earlier k removed: AOPC averages over those.
+
+def _distinct_ks(sequences: list[list[int]]) -> np.ndarray:
+    """(texts, ks): which of ``DELETION_KS`` remove a token count no earlier k removed from the text; AOPC averages
+    over those.
+
+    >>> _distinct_ks([[1] * 7, [1] * 30]).tolist()  # 10% of 7 tokens is one, as k = 1; of 30, three, as k = 3
+    [[True, True, True, False], [True, True, True, False]]
+    """
     counts = np.array([[_tokens_to_remove(k, len(s)) for k in DELETION_KS] for s in sequences])
-    distinct = np.array([[count not in row[:j] for j, count in enumerate(row)] for row in counts.tolist()])
+    return np.array([[count not in row[:j] for j, count in enumerate(row)] for row in counts.tolist()])
 
-    def aopc(drop: np.ndarray) -> np.ndarray:
-        return (drop * distinct).sum(1) / distinct.sum(1)
 
-    def drops(rankings: list[list[np.ndarray]]) -> np.ndarray:
-        """(texts, ks) mean probability drop; rankings[i] = candidate orders (best first) for text i."""
-        variants, owners = [], []
-        for i, orders in enumerate(rankings):
-            for k in DELETION_KS:
-                for order in orders:
-                    variants.append(remove_positions(sequences[i], order[: _tokens_to_remove(k, len(order))]))
-                    owners.append(i)
-        probability = class_probability(model, variants, predicted[owners], device, classifier.batch_size,
-                                        temperature, multi_label)
-        per_order = len(rankings[0])
-        return (full[:, None] - probability.reshape(len(rankings), len(DELETION_KS), per_order).mean(-1))
+def _aopc(drop: np.ndarray, distinct: np.ndarray) -> np.ndarray:
+    """Per text, the mean of its (texts, ks) ``drop`` over its ``distinct`` ks.
 
-    random_orders = [[rng.permutation(len(s)) for _ in range(random_draws)] for s in sequences]
-    random_drop = drops(random_orders)
-    random_aopc = aopc(random_drop)
-    ks = [str(k) for k in DELETION_KS]
-    per_method = {}
-    for name, method_scores in scores.items():
-        drop = drops([[np.argsort(-s, kind="stable")] for s in method_scores])
-        advantage = aopc(drop) - random_aopc
-        se = float(advantage.std(ddof=1) / math.sqrt(len(advantage))) if len(advantage) > 1 else float("nan")
-        mean = float(advantage.mean())
-        per_method[name] = MethodFaithfulness(
-            drops=dict(zip(ks, map(float, drop.mean(0)))), aopc=float(aopc(drop).mean()), advantage=mean,
-            advantage_se=se, verdict=verdict(mean, se),
-        )
-    return FaithfulnessResult(
-        model=classifier.config.get("model", {}).get("name", type(model).__name__),
-        dataset=data.name or data.split,
-        examples=len(sample),
-        methods=per_method,
-        random_drops=dict(zip(ks, map(float, random_drop.mean(0)))),
-        random_aopc=float(random_aopc.mean()),
-        random_draws=random_draws,
-        agreement=rank_agreement(scores),
-        uniform_attention=uniform_attention_check(classifier, text_sequences, labels)
-        if "attention" in available_methods(model) else None,
-        completeness_error=completeness,
-        seconds=round(time.perf_counter() - started, 2),
-        seed=seed,
-        temperature=temperature,
-        multi_label=multi_label,
-        explained=len(sequences),
-    )
+    >>> _aopc(np.array([[0.4, 0.2, 0.3, 0.4]]), np.array([[True, True, True, False]]))
+    array([0.3])
+    """
+    return (drop * distinct).sum(1) / distinct.sum(1)
+
+
+def _probability_drops(classifier: "Classifier", sequences: list[list[int]], predicted: np.ndarray,
+                       full: np.ndarray, rankings: list[list[np.ndarray]]) -> np.ndarray:
+    """(texts, ks): the mean fall from ``full`` in each text's ``predicted`` class probability when the top k tokens
+    of each of its candidate orders, ``rankings[i]`` for text i (best first), are removed."""
+    variants, owners = [], []
+    for i, orders in enumerate(rankings):
+        for k in DELETION_KS:
+            for order in orders:
+                variants.append(remove_positions(sequences[i], order[: _tokens_to_remove(k, len(order))]))
+                owners.append(i)
+    probability = _class_probability(classifier, variants, predicted[owners])
+    per_order = len(rankings[0])
+    return (full[:, None] - probability.reshape(len(rankings), len(DELETION_KS), per_order).mean(-1))
+
+
+def _against_random(drop: np.ndarray, random_aopc: np.ndarray, distinct: np.ndarray) -> MethodFaithfulness:
+    """A method's deletion test from its (texts, ks) ``drop``: its mean drops and AOPC, and its per-text AOPC
+    advantage over random deletion's, with that advantage's standard error and the ``verdict``."""
+    advantage = _aopc(drop, distinct) - random_aopc
+    se = float(advantage.std(ddof=1) / math.sqrt(len(advantage))) if len(advantage) > 1 else float("nan")
+    mean = float(advantage.mean())
+    return MethodFaithfulness(drops=_mean_per_k(drop), aopc=float(_aopc(drop, distinct).mean()), advantage=mean,
+                              advantage_se=se, verdict=verdict(mean, se))
+
+
+def _mean_per_k(drop: np.ndarray) -> dict[str, float]:
+    """The (texts, ks) ``drop`` averaged over the texts, by k as the table names it.
+
+    >>> _mean_per_k(np.array([[0.5, 0.25, 0.0, 1.0], [0.0, 0.25, 0.5, 0.0]]))
+    {'1': 0.25, '3': 0.25, '5': 0.25, '10%': 0.5}
+    """
+    return dict(zip((str(k) for k in DELETION_KS), map(float, drop.mean(0))))
 
 
 def measure_run(run_dir: str | Path, *, methods: str | Sequence[str] | None = None, examples: int = 200,
