@@ -246,79 +246,127 @@ def _explanations(classifier: "Classifier", texts: Sequence[str], asked: list[tu
     """``explain``'s work for each (method, its options) of ``asked``, a list of explanations per method: the texts
     are tokenised and predicted once, and what is the same whatever the method (the classes explained, the branches'
     margins, the pooling attention beside) is computed once; the self-attention maps go with the first method's."""
+    _refuse_unexplainable(classifier)
+    texts = check_texts(texts)
+    multi_label = getattr(classifier, "multi_label", False)
+    threshold = class_threshold(threshold, classifier.label_names, multi_label)  # (before the texts are run)
+    available = _available_checked(classifier.model, self_attentions, attention_beside)
+    # ("" is no method, not the default)
+    asked = [(DEFAULT_METHOD if method is None else method, options) for method, options in asked]
+    # Where the pooling looked, beside any other method's scores (one forward pass): weights a reader would
+    # otherwise take for the model's reasons, shown next to what was measured, neither read for the other.
+    beside = attention_beside and any(method != "attention" for method, _ in asked) and "attention" in available
+    shared = _shared_pass(classifier, multi_label, texts, threshold, target, self_attentions, beside)
+    by_method = []
+    for nth, (method, options) in enumerate(asked):
+        result = attribute(classifier.model, shared.pair_ids, shared.targets, method, device=classifier.device,
+                           batch_size=classifier.batch_size, temperature=classifier.temperature,
+                           multi_label=multi_label, **options)
+        by_method.append(_method_explanations(classifier, multi_label, shared, method, result, with_maps=nth == 0))
+    return by_method
+
+
+def _refuse_unexplainable(classifier: "Classifier") -> None:
+    """A one-line error for what the methods cannot attribute: an ensemble's several models, or a windowed run's
+    several token sequences."""
     from ..ensemble import Ensemble
     from ..models.windows import window_config
 
     if isinstance(classifier, Ensemble):
-        classifier.explain(texts)  # (refused in one line, naming a member to explain instead)
+        classifier.explain([])  # (refused in one line, naming a member to explain instead)
     if window_config(classifier.model) is not None:
         raise AttnclfError("explanations of windowed runs (trained with --windows) are not supported yet: "
                            "the methods attribute one token sequence, a windowed model reads several")
-    texts = check_texts(texts)
-    multi_label = getattr(classifier, "multi_label", False)
-    names = classifier.label_names
-    threshold = class_threshold(threshold, names, multi_label)  # (before the texts are run)
+
+
+def _available_checked(model, self_attentions: bool, attention_beside: bool) -> list[str]:
+    """The explanation methods ``model`` supports, once the two switches are checked booleans and the self-attention
+    maps asked of a model that has some."""
     if not isinstance(self_attentions, bool):
         raise AttnclfError(f"self_attentions must be True or False, got {self_attentions!r}")
     if not isinstance(attention_beside, bool):
         raise AttnclfError(f"attention_beside must be True or False, got {attention_beside!r}")
-    available = available_methods(classifier.model)
+    available = available_methods(model)
     if self_attentions and "rollout" not in available:
         raise AttnclfError("self-attention maps (--heads): this model has no self-attention layers to show")
-    # ("" is no method, not the default)
-    asked = [(DEFAULT_METHOD if method is None else method, options) for method, options in asked]
-    config = classifier.tokenizer.config
+    return available
+
+
+@dataclass
+class _SharedPass:
+    """What ``_explanations`` computes once, whatever the methods. Per text: its tokens (``encoded``: its ids and the
+    tokens its cut dropped), probabilities, predicted classes, self-attention ``maps`` (None: not asked) and pooling
+    attention ``beside`` (None: not shown). Per (text, class) pair explained, j: the text ``owners[j]``, its ids
+    ``pair_ids[j]``, the class ``targets[j]`` and the branches' ``margins[j]``."""
+
+    texts: list[str]
+    encoded: list[tuple[list[int], int]]
+    probabilities: np.ndarray
+    predicted: list[list[int]]
+    maps: list
+    beside: np.ndarray | None
+    owners: list[int]
+    pair_ids: list[list[int]]
+    targets: np.ndarray
+    margins: list[dict[str, float] | None]
+
+
+def _shared_pass(classifier: "Classifier", multi_label: bool, texts: list[str], threshold,
+                 target: str | int | None, self_attentions: bool, beside: bool) -> _SharedPass:
+    """The texts tokenised and predicted once, the pairs explained (one per text and label: ``target``, else the
+    predicted ones at ``threshold``), and what every method's explanation of them shows beside its scores."""
     encoded = classifier.tokenizer.encode_counting_cuts(texts)
     ids = [sequence for sequence, _ in encoded]
     probabilities = classifier.scores_of_ids(ids)[0]  # (the ids just read: not the texts tokenised again)
     predicted = _predicted(classifier, probabilities, threshold)
-    # One explanation per text and label explained: texts[owners[j]] explained for targets[j].
-    explained = _explained(predicted, probabilities, None if target is None else _class_index(target, names))
+    explained = _explained(predicted, probabilities,
+                           None if target is None else _class_index(target, classifier.label_names))
     owners = [i for i, labels in enumerate(explained) for _ in labels]
     targets = np.array([label for labels in explained for label in labels], dtype=np.int64)
     pair_ids = [ids[i] for i in owners]
-    results = [attribute(classifier.model, pair_ids, targets, method, device=classifier.device,
-                         batch_size=classifier.batch_size, temperature=classifier.temperature,
-                         multi_label=multi_label, **options)
-               for method, options in asked]
-    # Where the pooling looked, beside any other method's scores (one forward pass): weights a reader would
-    # otherwise take for the model's reasons, shown next to what was measured, neither read for the other.
-    beside = (attribute(classifier.model, ids, np.zeros(len(ids), dtype=np.int64), "attention",
-                        device=classifier.device, batch_size=classifier.batch_size).scores
-              if attention_beside and any(method != "attention" for method, _ in asked) and "attention" in available
-              else None)
-    maps = (self_attention_maps(classifier.model, ids, device=classifier.device, batch_size=classifier.batch_size)
-            if self_attentions else [None] * len(texts))
-    margins = _branch_margins(classifier.model, pair_ids, targets, classifier.device, classifier.batch_size,
-                              classifier.temperature, multi_label)
+    return _SharedPass(
+        texts=texts, encoded=encoded, probabilities=probabilities, predicted=predicted,
+        maps=(self_attention_maps(classifier.model, ids, device=classifier.device, batch_size=classifier.batch_size)
+              if self_attentions else [None] * len(texts)),
+        beside=(attribute(classifier.model, ids, np.zeros(len(ids), dtype=np.int64), "attention",
+                          device=classifier.device, batch_size=classifier.batch_size).scores if beside else None),
+        owners=owners, pair_ids=pair_ids, targets=targets,
+        margins=_branch_margins(classifier.model, pair_ids, targets, classifier.device, classifier.batch_size,
+                                classifier.temperature, multi_label))
+
+
+def _method_explanations(classifier: "Classifier", multi_label: bool, shared: _SharedPass, method: str, result,
+                         with_maps: bool) -> list[Explanation]:
+    """One explanation per pair of ``shared``, of ``method``'s attribution ``result``; the self-attention maps in
+    them where ``with_maps``."""
+    names, config = classifier.label_names, classifier.tokenizer.config
     window = getattr(classifier.model.config, "attention_window", 0)  # (only models with self-attention have one)
-    by_method = []
-    for nth, ((method, _), result) in enumerate(zip(asked, results)):
-        explanations = []
-        for j, (i, explained_label) in enumerate(zip(owners, targets)):
-            explanations.append(Explanation(
-                text=texts[i],
-                tokens=classifier.tokenizer.token_strings(ids[i]),
-                scores=[float(s) for s in result.scores[j]],
-                method=method,
-                label=None if multi_label else names[predicted[i][0]],
-                target=names[explained_label],
-                probability=float(probabilities[i, explained_label]),
-                probabilities={name: float(p) for name, p in zip(names, probabilities[i])},
-                completeness_error=None if result.completeness_error is None else float(result.completeness_error[j]),
-                log_odds_change=None if result.log_odds_change is None else float(result.log_odds_change[j]),
-                steps=None if result.steps is None else int(result.steps[j]),
-                self_attentions=maps[i] if nth == 0 else None,
-                branch_margins=margins[j],
-                tokens_cut=encoded[i][1],
-                cut_at=cut_position(encoded[i][1], config.max_len, config.truncation),
-                pooling_attention=None if beside is None or method == "attention" else [float(w) for w in beside[i]],
-                unknown_tokens=token_counts(ids[i])[0],
-                attention_window=window,
-                labels=[names[label] for label in predicted[i]] if multi_label else None,
-            ))
-        by_method.append(explanations)
-    return by_method
+    explanations = []
+    for j, (i, explained_label) in enumerate(zip(shared.owners, shared.targets)):
+        ids, tokens_cut = shared.encoded[i]
+        explanations.append(Explanation(
+            text=shared.texts[i],
+            tokens=classifier.tokenizer.token_strings(ids),
+            scores=[float(s) for s in result.scores[j]],
+            method=method,
+            label=None if multi_label else names[shared.predicted[i][0]],
+            target=names[explained_label],
+            probability=float(shared.probabilities[i, explained_label]),
+            probabilities={name: float(p) for name, p in zip(names, shared.probabilities[i])},
+            completeness_error=None if result.completeness_error is None else float(result.completeness_error[j]),
+            log_odds_change=None if result.log_odds_change is None else float(result.log_odds_change[j]),
+            steps=None if result.steps is None else int(result.steps[j]),
+            self_attentions=shared.maps[i] if with_maps else None,
+            branch_margins=shared.margins[j],
+            tokens_cut=tokens_cut,
+            cut_at=cut_position(tokens_cut, config.max_len, config.truncation),
+            pooling_attention=(None if shared.beside is None or method == "attention"
+                               else [float(w) for w in shared.beside[i]]),
+            unknown_tokens=token_counts(ids)[0],
+            attention_window=window,
+            labels=[names[label] for label in shared.predicted[i]] if multi_label else None,
+        ))
+    return explanations
 
 
 def explained_labels(classifier: "Classifier", texts: Sequence[str],

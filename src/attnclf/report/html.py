@@ -84,65 +84,33 @@ def _write_report(run_dir: Path, classifier, test: TextDataset | None, test_prob
     """``write_report``'s work, in a run it holds."""
     from ..classifier import Classifier
 
-    if not (run_dir / "metrics.json").is_file():
-        raise RunDirError(f"run directory {run_dir} has no metrics.json: training has not finished")
-    config = read_config(run_dir)
-    metrics = read_metrics(run_dir, tables=True)
-    history = read_history(run_dir, needs=_CURVES)
-    _refuse_unscored(run_dir, config, metrics)
+    config, metrics, history = _finished_run(run_dir)
     if classifier is None:
         classifier = Classifier.load(run_dir, device=device)
     if test is None:
-        from ..training.run_data import run_test_data
-
-        test = run_test_data(config, classifier.label_names, data_dir=data_dir,
-                             if_moved=f"; report takes no test file: put it back there to report on the run, or score "
-                                      f"the run on it where it is now with `attnclf evaluate {run_dir} --test-file "
-                                      f"NEW_PATH`")
-        _refuse_changed_test(run_dir, config, metrics, test)
+        test = _run_test(run_dir, config, metrics, classifier, data_dir)
     windowed = window_config(classifier.model) is not None  # explanation methods read one token sequence
     supported = [] if windowed else available_methods(classifier.model)
-    method = DEFAULT_METHOD if method is None else method  # ("" is no method, not the default)
-    if faithfulness and windowed:
-        raise AttnclfError("report --faithfulness measures runs without --windows only, for now: the explanation "
-                           "methods read one token sequence where a windowed run reads several")
-    if not windowed and method not in supported:
-        raise AttnclfError(f"method {method!r} does not apply to this model; it supports {', '.join(supported)}")
+    method = _checked_method(method, supported, windowed, faithfulness)
 
     probabilities = classifier.predict_proba(test.texts) if test_probabilities is None else test_probabilities
     has_heads = "rollout" in supported
     kept = _kept_epoch(config, history)
-    figures = {"training": plots.training_curves(history, kept and kept["epoch"], classifier.multi_label)
-               if history else None,
-               "metric_history": plots.metric_history(history)}
     # (a multi-label run's measured per explained label, as `attnclf faithfulness` measures it)
     result = None if windowed else _faithfulness(run_dir, classifier, test, faithfulness, faithfulness_examples)
-    if result is not None:
-        figures["deletion"] = plots.deletion_figure({name: r.drops for name, r in result.methods.items()},
-                                                    result.random_drops, result.multi_label)
-    if not classifier.multi_label:  # the rest shows one class per text
-        figures |= {"confusion_matrix": plots.confusion_matrix_figure(metrics["confusion_matrix"],
-                                                                      classifier.label_names),
-                    "roc": plots.roc_figure(test.labels, probabilities, classifier.label_names),
-                    "precision_recall": plots.precision_recall_figure(test.labels, probabilities,
-                                                                      classifier.label_names),
-                    "reliability": plots.reliability_figure(test.labels, probabilities)}
-        examples = pick_examples(test.texts, test.labels, probabilities, classifier.label_names)
-        texts = [ex["text"] for kind in ("correct", "incorrect") for ex in examples[kind]]
-        explanations = explain(classifier, texts, method, self_attentions=has_heads) if texts and not windowed else []
-    else:
+    if classifier.multi_label:
         label_sets = multi_hot(test.labels, len(classifier.label_names))
-        figures["reliability"] = plots.reliability_figure(*label_cells(label_sets, probabilities), label_cells=True)
         examples = pick_label_set_examples(test.texts, test.labels, probabilities, classifier.thresholds,
                                            classifier.label_names)
         by_text = [] if windowed else _explain_label_sets(classifier, examples, method, has_heads)
         explanations = [e for explained in by_text for e in explained]
-    if has_heads and explanations:
-        first = explanations[0]
-        figures["self_attention"] = plots.head_maps_figure(first.self_attentions, first.tokens,
-                                                             first.attention_window)
-
-    images = _written_plots(run_dir / "plots", figures)
+    else:
+        label_sets = None
+        examples = pick_examples(test.texts, test.labels, probabilities, classifier.label_names)
+        explanations = [] if windowed else _explain_examples(classifier, examples, method, has_heads)
+    heads_shown = explanations[0] if has_heads and explanations else None
+    images = _written_plots(run_dir / "plots", _figures(classifier, metrics, history, kept, test, probabilities,
+                                                        label_sets, result, heads_shown))
 
     if classifier.multi_label:
         details = [_multilabel_test_section(metrics, test)
@@ -156,10 +124,16 @@ def _write_report(run_dir: Path, classifier, test: TextDataset | None, test_prob
                    _WINDOWED_EXAMPLES if windowed else _examples_section(explanations, examples, method)]
     details += [_heads_section(images, explanations),
                 _WINDOWED_FAITHFULNESS if windowed else _faithfulness_section(images, result, left_out(supported))]
+    sections = [_overview(run_dir, config, metrics, _kept_note(config, history) if kept else None),
+                _training_section(images, classifier.multi_label), *details]
+    return _written_page(run_dir, config, sections, output)
+
+
+def _written_page(run_dir: Path, config: dict, sections: list[str], output: str | Path | None) -> Path:
+    """The page of ``sections``, signed with the attnclf that trained the run and the time, written to ``output``
+    (None: the run's report.html); returns its path."""
     body = "\n".join([
-        _overview(run_dir, config, metrics, _kept_note(config, history) if kept else None),
-        _training_section(images, classifier.multi_label),
-        *details,
+        *sections,
         f'<p class="note">Written by attnclf {html.escape(config.get("versions", {}).get("attnclf", "?"))} '
         f"on {time.strftime('%Y-%m-%d %H:%M')}.</p>",
     ])
@@ -168,6 +142,70 @@ def _write_report(run_dir: Path, classifier, test: TextDataset | None, test_prob
         atomic_write_bytes(run_dir / "report.html", encoded)
         return run_dir / "report.html"
     return write_output_file(output, encoded)  # (its folder made if needed, as explain's and predict's are)
+
+
+def _finished_run(run_dir: Path) -> tuple[dict, dict, list[dict]]:
+    """The config, metrics (with their tables) and history of a run that has finished training and scored texts;
+    a one-line error for one that has not."""
+    if not (run_dir / "metrics.json").is_file():
+        raise RunDirError(f"run directory {run_dir} has no metrics.json: training has not finished")
+    config = read_config(run_dir)
+    metrics = read_metrics(run_dir, tables=True)
+    history = read_history(run_dir, needs=_CURVES)
+    _refuse_unscored(run_dir, config, metrics)
+    return config, metrics, history
+
+
+def _run_test(run_dir: Path, config: dict, metrics: dict, classifier, data_dir: str | None) -> TextDataset:
+    """The test texts the run was scored on, read again (from ``data_dir`` first), refused in one line where they
+    are gone or changed since."""
+    from ..training.run_data import run_test_data
+
+    test = run_test_data(config, classifier.label_names, data_dir=data_dir,
+                         if_moved=f"; report takes no test file: put it back there to report on the run, or score "
+                                  f"the run on it where it is now with `attnclf evaluate {run_dir} --test-file "
+                                  f"NEW_PATH`")
+    _refuse_changed_test(run_dir, config, metrics, test)
+    return test
+
+
+def _checked_method(method: str | None, supported: list[str], windowed: bool, faithfulness: bool) -> str:
+    """The explanation method the examples are highlighted by (None: the default), refused in one line where the
+    model does not support it, or where ``faithfulness`` is asked of a windowed run."""
+    method = DEFAULT_METHOD if method is None else method  # ("" is no method, not the default)
+    if faithfulness and windowed:
+        raise AttnclfError("report --faithfulness measures runs without --windows only, for now: the explanation "
+                           "methods read one token sequence where a windowed run reads several")
+    if not windowed and method not in supported:
+        raise AttnclfError(f"method {method!r} does not apply to this model; it supports {', '.join(supported)}")
+    return method
+
+
+def _figures(classifier, metrics: dict, history: list[dict], kept: dict | None, test: TextDataset,
+             probabilities: np.ndarray, label_sets: np.ndarray | None, result: FaithfulnessResult | None,
+             heads_shown) -> dict:
+    """The page's figures by their name in ``PLOTS`` (None: not drawn): a multi-label run's reliability is drawn per
+    (text, label) cell of ``label_sets``, a single-label run's test set also as confusion matrix, ROC and
+    precision-recall curves; the self-attention maps of ``heads_shown``, an explanation (None: not drawn)."""
+    figures = {"training": plots.training_curves(history, kept and kept["epoch"], classifier.multi_label)
+               if history else None,
+               "metric_history": plots.metric_history(history)}
+    if result is not None:
+        figures["deletion"] = plots.deletion_figure({name: r.drops for name, r in result.methods.items()},
+                                                    result.random_drops, result.multi_label)
+    if classifier.multi_label:
+        figures["reliability"] = plots.reliability_figure(*label_cells(label_sets, probabilities), label_cells=True)
+    else:  # (one class per text)
+        figures |= {"confusion_matrix": plots.confusion_matrix_figure(metrics["confusion_matrix"],
+                                                                      classifier.label_names),
+                    "roc": plots.roc_figure(test.labels, probabilities, classifier.label_names),
+                    "precision_recall": plots.precision_recall_figure(test.labels, probabilities,
+                                                                      classifier.label_names),
+                    "reliability": plots.reliability_figure(test.labels, probabilities)}
+    if heads_shown is not None:
+        figures["self_attention"] = plots.head_maps_figure(heads_shown.self_attentions, heads_shown.tokens,
+                                                             heads_shown.attention_window)
+    return figures
 
 
 def _refuse_unscored(run_dir: Path, config: dict, metrics: dict) -> None:
@@ -478,6 +516,13 @@ def _examples_section(explanations: list, examples: dict, method: str) -> str:
                          f"</b> ({ex['confidence']:.3f}){'; ' + html.escape(split) if split else ''}</p>"
                          + unknown_note_html(explanation) + tokens_html(explanation))
     return "\n".join(parts) + "</section>"
+
+
+def _explain_examples(classifier, examples: dict, method: str, self_attentions: bool) -> list:
+    """The explanations by ``method`` of ``pick_examples``' ``examples`` (its correct, then its incorrect ones), one
+    per text, of its predicted class."""
+    texts = [ex["text"] for kind in ("correct", "incorrect") for ex in examples[kind]]
+    return explain(classifier, texts, method, self_attentions=self_attentions) if texts else []
 
 
 def _explain_label_sets(classifier, examples: dict, method: str, self_attentions: bool) -> list[list]:
