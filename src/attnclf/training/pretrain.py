@@ -284,61 +284,29 @@ def pretrain_summary(record: dict, output: str | Path) -> str:
 def _pretrain(texts: Sequence[str], settings: PretrainSettings, output: Path, record: dict,
               vectors: WordVectors | None, log: Callable[[str], None], progress: bool, device: torch.device,
               checkpoint_minutes: float) -> dict:
+    """``pretrain_encoder``'s work, in the folder it holds: the texts tokenised into pieces and the model built, then
+    trained epoch by epoch from where an earlier call left off; returns the record."""
     saved = _earlier_state(output, record)
     if saved is not None and _published_whole(output, saved["record"], settings.epochs):
-        log(f"pretrain: {output} has pretrained all {settings.epochs} epochs already; nothing to do")
+        log(_resume_line(output, saved["record"], settings.epochs, position=None))
         return saved["record"]
-    started = time.perf_counter()
-    tokenizer = Tokenizer.train(texts, TokenizerConfig.from_dict(record["tokenizer"]))
-    # (the encoder alone, counted as trained: with its output words, as wide as its vocabulary, pretraining holds more)
-    refuse_untrainable("self-attn", vocab_size=tokenizer.vocab_size, num_classes=2, max_len=settings.max_len,
-                       **_encoder_config(settings))
-    pieces = encode_pieces(tokenizer, texts, settings.max_len)
-    if not pieces:
-        raise AttnclfError(f"no text of the {len(texts):,} holds two words: nothing to pretrain on")
-    tokens = sum(len(piece) for piece in pieces)
-    record |= {"pieces": len(pieces), "tokens": tokens, "words": tokenizer.vocab_size}
-    log(f"pretrain: {len(texts):,} texts, {len(pieces):,} pieces of at most {settings.max_len} tokens, "
-        f"{tokens:,} tokens, {tokenizer.vocab_size:,} words ({time.perf_counter() - started:.0f} s)")
-
-    seed_generators(settings.seed, device)  # (initial weights draw on the CPU, dropout on the device)
-    model = build_model("self-attn", vocab_size=tokenizer.vocab_size, num_classes=2, max_len=settings.max_len,
-                        **_encoder_config(settings))
-    record["model_config"] = asdict(model.config)
-    head = MaskedWordHead(model.config.d_model, tokenizer.vocab_size)
-    if vectors is not None:
-        found = vectors.initialise(model.token_embedding, tokenizer, settings.embeddings_std)
-        model.token_embedding.weight.requires_grad_(False)
-        log(f"pretrain: {found:,} of {tokenizer.vocab_size - 2:,} words start from {settings.embeddings} (fixed)")
-    model.to(device)
-    head.to(device)
+    tokenizer, pieces = _tokenised_pieces(texts, settings, record, log)
+    tokens = record["tokens"]
+    model, head = _built_model(settings, tokenizer, vectors, record, log, device)
     trained = [p for name, p in model.named_parameters()
                if name.startswith(PRETRAINED_PREFIXES) and p.requires_grad] + list(head.parameters())
     optimizer = torch.optim.AdamW(trained, lr=settings.lr, weight_decay=0.01)
     batches = BucketBatches(pieces, None, batch_size=settings.batch_size, shuffle=True, seed=settings.seed)
-    total_steps = settings.epochs * len(batches)
-    warmup = max(1, int(settings.warmup_ratio * total_steps))
-    # Linear warmup and decay as trainer._make_schedule, written as the recorded encoder was trained: that one
-    # computes the decay as 1 - progress, which rounds differently and would change the benchmark's bytes.
-    schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda step: min((step + 1) / warmup, max(0.0, (total_steps - step) / max(1, total_steps - warmup))))
-    counts = np.bincount(np.concatenate(pieces), minlength=tokenizer.vocab_size)
-    counts[[PAD_ID, UNK_ID]] = 0
-    sampling = torch.from_numpy(counts.astype(np.float64) ** 0.75)
+    schedule = _warmup_and_decay(optimizer, settings.epochs * len(batches), settings.warmup_ratio)
+    sampling = _word_sampling(pieces, tokenizer.vocab_size)
     generator = torch.Generator().manual_seed(settings.seed)
     position = saved and saved.get("within_epoch")  # (where a checkpoint within an epoch left it)
-    if position:
+    if saved is not None:
         record = _restore(output, saved, model, head, optimizer, schedule, generator, device)
-        # (not published: what --init-from reads stays the last finished epoch's, which was published before)
-        log(f"pretrain: resuming from step {position['step'] + 1:,} of {position['epoch_steps']:,} in epoch "
-            f"{len(record['epochs']) + 1} of {settings.epochs}")
-    elif saved is not None:
-        record = _restore(output, saved, model, head, optimizer, schedule, generator, device)
-        _publish(output, record, model, tokenizer)  # (an interruption may have come between the checkpoint and these)
-        if len(record["epochs"]) == settings.epochs:
-            log(f"pretrain: {output} has pretrained all {settings.epochs} epochs already; nothing to do")
-        else:
-            log(f"pretrain: resuming after epoch {len(record['epochs'])} of {settings.epochs}")
+        # (within an epoch, not published: what --init-from reads stays the last finished epoch's, published before)
+        if not position:  # (an interruption may have come between the checkpoint and the publishing)
+            _publish(output, record, model, tokenizer)
+        log(_resume_line(output, record, settings.epochs, position))
 
     if len(record["epochs"]) < settings.epochs:  # (as a run's config.json: where the weights last trained)
         record["device"] = describe_device(device)
@@ -374,6 +342,74 @@ def _pretrain(texts: Sequence[str], settings: PretrainSettings, output: Path, re
         log(f"pretrain: epoch {epoch + 1}/{settings.epochs} loss {np.mean(losses):.4f} ({seconds:.0f} s, "
             f"{tokens / seconds:,.0f} tokens/s; saved)")
     return record
+
+
+def _tokenised_pieces(texts: Sequence[str], settings: PretrainSettings, record: dict,
+                      log: Callable[[str], None]) -> tuple[Tokenizer, list[np.ndarray]]:
+    """The tokenizer learned from ``texts`` (as ``record`` configures it) and the texts' pieces of at most
+    ``settings.max_len`` tokens, counted into ``record``; a one-line error where the model is too large for the
+    vocabulary learned, or no text holds two words."""
+    started = time.perf_counter()
+    tokenizer = Tokenizer.train(texts, TokenizerConfig.from_dict(record["tokenizer"]))
+    # (the encoder alone, counted as trained: with its output words, as wide as its vocabulary, pretraining holds more)
+    refuse_untrainable("self-attn", vocab_size=tokenizer.vocab_size, num_classes=2, max_len=settings.max_len,
+                       **_encoder_config(settings))
+    pieces = encode_pieces(tokenizer, texts, settings.max_len)
+    if not pieces:
+        raise AttnclfError(f"no text of the {len(texts):,} holds two words: nothing to pretrain on")
+    tokens = sum(len(piece) for piece in pieces)
+    record |= {"pieces": len(pieces), "tokens": tokens, "words": tokenizer.vocab_size}
+    log(f"pretrain: {len(texts):,} texts, {len(pieces):,} pieces of at most {settings.max_len} tokens, "
+        f"{tokens:,} tokens, {tokenizer.vocab_size:,} words ({time.perf_counter() - started:.0f} s)")
+    return tokenizer, pieces
+
+
+def _built_model(settings: PretrainSettings, tokenizer: Tokenizer, vectors: WordVectors | None, record: dict,
+                 log: Callable[[str], None], device: torch.device) -> tuple[SelfAttentionClassifier, MaskedWordHead]:
+    """The encoder's model (its config recorded into ``record``) and the head that guesses hidden words, seeded by
+    ``settings.seed``, on ``device``; the token embedding starts from ``vectors`` (None: drawn), and stays fixed."""
+    seed_generators(settings.seed, device)  # (initial weights draw on the CPU, dropout on the device)
+    model = build_model("self-attn", vocab_size=tokenizer.vocab_size, num_classes=2, max_len=settings.max_len,
+                        **_encoder_config(settings))
+    record["model_config"] = asdict(model.config)
+    head = MaskedWordHead(model.config.d_model, tokenizer.vocab_size)
+    if vectors is not None:
+        found = vectors.initialise(model.token_embedding, tokenizer, settings.embeddings_std)
+        model.token_embedding.weight.requires_grad_(False)
+        log(f"pretrain: {found:,} of {tokenizer.vocab_size - 2:,} words start from {settings.embeddings} (fixed)")
+    model.to(device)
+    head.to(device)
+    return model, head
+
+
+def _warmup_and_decay(optimizer: torch.optim.Optimizer, total_steps: int,
+                      warmup_ratio: float) -> torch.optim.lr_scheduler.LambdaLR:
+    """The learning rate rising linearly over the first ``warmup_ratio`` of ``total_steps``, then falling linearly
+    to 0 at the last."""
+    warmup = max(1, int(warmup_ratio * total_steps))
+    # Linear warmup and decay as trainer._make_schedule, written as the recorded encoder was trained: that one
+    # computes the decay as 1 - progress, which rounds differently and would change the benchmark's bytes.
+    return torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda step: min((step + 1) / warmup, max(0.0, (total_steps - step) / max(1, total_steps - warmup))))
+
+
+def _word_sampling(pieces: list[np.ndarray], vocab_size: int) -> torch.Tensor:
+    """Each word's weight among the sampled words a hidden one is told from: its count in ``pieces`` ** 0.75 (as
+    word2vec's negative sampling), none for padding and <unk>."""
+    counts = np.bincount(np.concatenate(pieces), minlength=vocab_size)
+    counts[[PAD_ID, UNK_ID]] = 0
+    return torch.from_numpy(counts.astype(np.float64) ** 0.75)
+
+
+def _resume_line(output: Path, record: dict, epochs: int, position: dict | None) -> str:
+    """The line saying where a pretraining restored from ``output`` (``record``) goes on: within an epoch
+    (``position``), after its last finished one, or nowhere, all ``epochs`` done."""
+    if position:
+        return (f"pretrain: resuming from step {position['step'] + 1:,} of {position['epoch_steps']:,} in epoch "
+                f"{len(record['epochs']) + 1} of {epochs}")
+    if len(record["epochs"]) == epochs:
+        return f"pretrain: {output} has pretrained all {epochs} epochs already; nothing to do"
+    return f"pretrain: resuming after epoch {len(record['epochs'])} of {epochs}"
 
 
 def _masked_word_loss(model: SelfAttentionClassifier, head: MaskedWordHead, batch, settings: PretrainSettings,
