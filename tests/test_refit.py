@@ -11,7 +11,7 @@ from safetensors.torch import load_file
 from attnclf.cli import main
 from attnclf.data.base import WITHHELD
 from attnclf.errors import AttnclfError, RunDirError
-from attnclf.training.refit import refit_settings
+from attnclf.training.refit import refit_runs, refit_settings
 from attnclf.training.run import train_run
 from attnclf.training.run_data import load_data
 from attnclf.training.settings import DataSettings, resume_settings
@@ -417,6 +417,20 @@ def test_refit_resume_keeps_finished_refits_and_continues_the_others(validated, 
     kept = load_file(str(refit.run_dir / "model.safetensors"))
     again = load_file(str(tmp_path / "second-refit" / "model.safetensors"))
     assert all(torch.equal(kept[k], again[k]) for k in kept)  # the same run, refitted twice: the same model
+
+
+def test_refit_runs_says_what_it_refits_through_its_log_and_prints_none_of_it(validated, tmp_path, capsys):
+    calibrated = tmp_path / "calibrated"
+    shutil.copytree(validated, calibrated)
+    (calibrated / "temperature.json").write_text('{"temperature": 2.0}')
+    capsys.readouterr()
+    said = []
+    refit_runs([calibrated], str(tmp_path / "logged"), device="cpu", report=False, progress=False, log=said.append)
+    assert said == [f"{calibrated}: refit on its validation texts too, for its best 2 epoch(s) (validation macro_f1 "
+                    f"0.9000) -> {tmp_path / 'logged'}",
+                    f"note: {calibrated} is calibrated (temperature.json); its refit is not, and has no validation "
+                    f"texts left to calibrate on"]
+    assert "refit on its validation texts too" not in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("edit, message", [

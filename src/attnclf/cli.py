@@ -336,7 +336,8 @@ def cmd_refit(args: argparse.Namespace) -> int:
         raise AttnclfError("--resume keeps finished refits and --overwrite trains them again: give one")
     results, ensemble_metrics = refit_runs(args.run_dirs, args.output, resume=args.resume, overwrite=args.overwrite,
                                            device=args.device, threads=args.threads, report=not args.no_report,
-                                           progress=not args.quiet, data_dir=args.data_dir)
+                                           progress=not args.quiet, data_dir=args.data_dir,
+                                           log=lambda line: print(line, file=sys.stderr))
     if summary := refit_summary(results, ensemble_metrics):
         print(summary)
     return 0

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import shlex
-import sys
 from pathlib import Path
+from typing import Callable
 
 
 from ..errors import AttnclfError, RunDirError
@@ -19,17 +19,20 @@ from .trainer import best_epoch
 
 def refit_runs(run_dirs: list[str | Path], output: str | None = None, *, resume: bool = False,
                overwrite: bool = False, device: str | None = None, threads: int | None = None, report: bool = True,
-               progress: bool = True, data_dir: str | None = None) -> tuple[list[RunResult], dict | None]:
+               progress: bool = True, data_dir: str | None = None,
+               log: Callable[[str], None] = print) -> tuple[list[RunResult], dict | None]:
     """Refit runs (``refit_settings``), each into RUN-refit (one run: ``output``), or the members of one
     ``train --seeds`` folder into FOLDER-refit (or ``output``), which becomes an ensemble folder of its own.
 
     Every run is checked before any is trained. Returns each refit's result and, for a ``--seeds`` folder,
     the refits' ensemble test metrics (also in its ensemble.json). ``resume`` keeps finished refits and
     continues interrupted ones; a finished refit is otherwise refused unless ``overwrite``. ``data_dir``: where the
-    runs' dataset lies now, looked in first (``refit_settings``).
+    runs' dataset lies now, looked in first (``refit_settings``). ``log`` gets the line saying what each refit does
+    (and a note where its run is calibrated), and a token cache's progress where ``progress``.
 
     >>> # results, _ = refit_runs(["runs/a", "runs/b"])           # into runs/a-refit, runs/b-refit
     >>> # _, metrics = refit_runs(["runs/imdb-3"])                # a --seeds folder, into runs/imdb-3-refit
+    >>> # refit_runs(["runs/a"], log=lambda line: print(line, file=sys.stderr))   # what it does said on stderr
     """
     from ..ensemble import write_ensemble_file
     from .distributed import from_environment
@@ -48,7 +51,6 @@ def refit_runs(run_dirs: list[str | Path], output: str | None = None, *, resume:
             if is_resumable(earlier):
                 raise AttnclfError(f"{earlier} holds an unfinished refit; --resume continues it, --overwrite starts "
                                    f"again")
-    log = (lambda message: print(message, file=sys.stderr)) if progress else (lambda message: None)
     # A token cache's texts are checked as its refit streams them into caches (reused later). The refit trained first
     # is checked last and trains on what its check loaded, which reads its files once; the others read theirs again
     # as they train (holding every run's labels and row indices until then would multiply the memory the cache bounds).
@@ -58,18 +60,17 @@ def refit_runs(run_dirs: list[str | Path], output: str | None = None, *, resume:
     for settings in to_train[1:] + to_train[:1]:
         unfinished = resume and is_resumable(settings.output)
         loaded = {settings.output: load_cached_data(  # (an unfinished one's caches: its tokenizer's)
-            settings, settings.train.seed, log=log,
+            settings, settings.train.seed, log=log if progress else lambda message: None,
             resume_with=run_tokenizer(settings.output, settings.tokenizer) if unfinished else None)}
     results = []
     with each_warning_once():  # (a --seeds folder's members, or runs of one task, refit on the same data)
         for run, settings in zip(runs, planned):
             settings.report = report
-            print(f"{run}: refit on its validation texts too, for its best {settings.refit_of['epochs']} epoch(s) "
-                  f"(validation {settings.refit_of['monitor']} {settings.refit_of['value']:.4f}) -> "
-                  f"{settings.output}", file=sys.stderr)
+            log(f"{run}: refit on its validation texts too, for its best {settings.refit_of['epochs']} epoch(s) "
+                f"(validation {settings.refit_of['monitor']} {settings.refit_of['value']:.4f}) -> {settings.output}")
             if (run / TEMPERATURE_FILE).is_file():  # (fitted to the run's weights, on the texts its refit learns)
-                print(f"note: {run} is calibrated (temperature.json); its refit is not, and has no validation texts "
-                      f"left to calibrate on", file=sys.stderr)
+                log(f"note: {run} is calibrated (temperature.json); its refit is not, and has no validation texts "
+                    f"left to calibrate on")
             results.append(train_or_continue(settings, resume, progress, loaded.pop(settings.output, None),
                                              data_dir=data_dir))
     if refit_folder is None or not from_environment().is_main:
