@@ -210,7 +210,9 @@ def test_integrated_gradients_completeness_on_a_nonlinear_model():
 
 
 # A fixed step count is the Gauss-Legendre rule with that many nodes on the whole path, as before "auto" became
-# adaptive: these are that code's scores (float32, exact), taken from commit a8894f3 on this model.
+# adaptive: these are that code's scores (float32), taken from commit a8894f3 on this model on an AVX-512 machine.
+# Another CPU's kernels round in the last bits (an AVX2 Zen 3: 3.6e-7 at most), hence the tolerance; one node more or
+# fewer moves a score by 3e-4 (16 against 15 or 17) or 0.6 (3 against 4).
 PINNED_FIXED_STEPS = {
     3: [[-0.10291992872953415, -0.07523028552532196, -0.0450565442442894, 0.003874175250530243, -0.09525224566459656],
         [0.19770991802215576, -0.33767780661582947],
@@ -224,10 +226,10 @@ PINNED_FIXED_STEPS = {
 
 
 @pytest.mark.parametrize("steps", sorted(PINNED_FIXED_STEPS))
-def test_a_whole_number_of_steps_is_the_fixed_gauss_legendre_rule_bit_for_bit(steps):
+def test_a_whole_number_of_steps_is_the_fixed_gauss_legendre_rule(steps):
     result = attribute(tiny("self-attn"), SEQUENCES, TARGETS, "integrated-gradients", steps=steps)
     for scores, pinned in zip(result.scores, PINNED_FIXED_STEPS[steps]):
-        np.testing.assert_array_equal(scores, np.array(pinned, dtype=np.float32))
+        np.testing.assert_allclose(scores, np.array(pinned, dtype=np.float32), rtol=0, atol=2e-6)
     assert set(result.steps) == {steps}
 
 
