@@ -858,6 +858,22 @@ def test_pretrain_settings_start_from_the_recipe_as_the_command_builds_them(tmp_
         pretrain_settings(tmp_path / "pretrained", embeddings_std=2.0)
 
 
+def test_a_recipe_tuned_for_other_models_pretrains_self_attn_with_the_fields_it_has(tmp_path):
+    # The toy sets' recipe sets embed_dim (boe, pos-mean, the LSTMs); train's self-attn leaves it, as each model takes
+    # the recipe's fields it has. Pretraining, which builds self-attn, refused it: "model 'self-attn' has no config
+    # field 'embed_dim'".
+    from attnclf.recipes import recipe_for
+    from attnclf.training.pretrain import pretrain_settings
+    from attnclf.training.settings import DataSettings, settings_for
+
+    assert "embed_dim" in recipe_for("toy-reversal")["model_config"]
+    toy = pretrain_settings(tmp_path / "pretrained", recipe="toy-reversal")
+    trained = settings_for(DataSettings(dataset="toy-reversal"), "self-attn")
+    assert toy.model_config == trained.model_config == {"dropout": 0.0}
+    assert main(["pretrain", "--dataset", "toy-reversal", "--epochs", "1", "--min-frequency", "1",
+                 "--output", str(tmp_path / "toy"), "--threads", "1", "--quiet"]) == 0
+
+
 def test_the_closing_line_says_what_was_pretrained_and_how_a_run_starts_from_it():
     from attnclf.training.pretrain import pretrain_summary
 

@@ -7,6 +7,7 @@ Values here were chosen on validation splits only (see BENCHMARKS.md).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import fields
 from types import MappingProxyType
 
 _TOY = {
@@ -186,12 +187,26 @@ def run_recipe(dataset: str | None, model: str = "self-attn", multi_label: bool 
 
 def model_defaults(dataset: str | None, model: str = "self-attn", multi_label: bool = False) -> dict:
     """The model settings a run starts from before its own (``--set``): its dataset's recipe's, or for a user's
-    file (``dataset`` None) the file recipe's, when the model is a single-label ``self-attn``.
+    file (``dataset`` None) the file recipe's, when the model is a single-label ``self-attn``; of those, the fields
+    ``model`` has (``recipe_model_config``).
 
     >>> model_defaults(None)["d_model"], model_defaults(None, "boe"), model_defaults("imdb")["d_model"]
     (64, {}, 64)
     """
-    return dict(run_recipe(dataset, model, multi_label).get("model_config", {}))
+    return recipe_model_config(run_recipe(dataset, model, multi_label), model)
+
+
+def recipe_model_config(recipe: Mapping, model: str) -> dict:
+    """``recipe``'s model settings that ``model`` has: a recipe tunes several models at once (the toy sets' sets
+    ``embed_dim``, which ``self-attn`` calls ``d_model``), and each takes the fields it has.
+
+    >>> recipe_model_config({"model_config": {"embed_dim": 32, "dropout": 0.0}}, "self-attn")
+    {'dropout': 0.0}
+    """
+    from .models.classifiers import MODELS
+
+    model_fields = {f.name for f in fields(MODELS[model].config_class)}
+    return {key: value for key, value in recipe.get("model_config", {}).items() if key in model_fields}
 
 
 def embedding_width(dataset: str | None) -> int:

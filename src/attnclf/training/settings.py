@@ -21,7 +21,7 @@ from ..data.registry import folder_holding, sources
 from ..data.splits import check_fraction
 from ..errors import AttnclfError, shown
 from ..models import MODELS
-from ..recipes import run_recipe
+from ..recipes import recipe_model_config, run_recipe
 from ..rundir import read_config, refuse_estimator_run
 from ..text.cleaning import CLEANING_ADDED, CleaningConfig, added_since
 from ..text.tokenizer import TokenizerConfig
@@ -454,9 +454,7 @@ def settings_for(data: DataSettings, model: str, *, model_config: dict | None = 
     data.check()
     recipe = run_recipe(data.dataset, model, data.multi_label, file_recipe)
     model_fields = {f.name for f in fields(MODELS[model].config_class)}
-    # A recipe tunes several models at once; each takes the fields it has.
-    merged_model = {k: v for k, v in recipe.get("model_config", {}).items() if k in model_fields}
-    merged_model |= model_config or {}
+    merged_model = recipe_model_config(recipe, model) | (model_config or {})
     merged_train = recipe.get("train", {}) | (train or {})
     if data.multi_label:
         # Not F1 at 0.5: it stays 0 while a label's probabilities are all below 0.5 (early on, for any label on
