@@ -988,7 +988,7 @@ def _add_training_args(p: argparse.ArgumentParser) -> None:
                         "dataset's recipe's, else macro_f1, multi-label runs' loss)")
     p.add_argument("--bf16", action="store_true", help="train under bfloat16 autocast (16-bit floats where "
                                                        "safe): faster on CUDA GPUs and CPUs with AVX-512 BF16 or "
-                                                       "AMX, a little less precise")
+                                                       "AMX (slower on other CPUs), a little less precise")
 
 
 def _add_tokenizer_args(p: argparse.ArgumentParser) -> None:
@@ -1154,8 +1154,8 @@ STEPS_HELP = ("points on the path from the baseline to the text at which integra
               "(Gauss-Legendre nodes), 1 to 1024 (default: auto, 16, then halving the pieces of the path still off "
               "until within 1%% completeness and each token's estimated error within 3%% of the largest score, or "
               "1,008 gradients are spent)")
-INFERENCE_BF16_HELP = ("predict under bfloat16 autocast: faster on CPUs with AVX-512 BF16 or AMX, probabilities "
-                       "within about 1e-3 of float32")
+INFERENCE_BF16_HELP = ("predict under bfloat16 autocast: faster on CPUs with AVX-512 BF16 or AMX (slower on other "
+                       "CPUs), probabilities within about 1e-3 of float32")
 INFERENCE_THREADS_HELP = (
     "PyTorch threads for the model (default: one per core; 1 is steadier on a machine busy with other jobs)")
 

@@ -6,7 +6,9 @@ from __future__ import annotations
 import ctypes
 import importlib
 import os
+import platform
 import sys
+import warnings
 from contextlib import contextmanager
 from typing import Iterator
 
@@ -14,7 +16,7 @@ import torch
 from threadpoolctl import threadpool_info, threadpool_limits
 
 from ..checks import check_device_name, check_threads
-from ..errors import AttnclfError
+from ..errors import AttnclfError, AttnclfWarning
 
 M_MMAP_THRESHOLD = -3  # mallopt's parameter number for the mmap threshold (glibc's malloc.h)
 MMAP_THRESHOLD = 4 * 2 ** 20  # bytes: blocks from here up get pages of their own, returned when freed
@@ -48,10 +50,15 @@ def resolve_device(name: str = "auto") -> torch.device:
 
 def check_bf16(device: torch.device) -> None:
     """Refuse bfloat16 autocast on a GPU that cannot compute in it, in one line: torch refuses it only at the first
-    batch, with a traceback. (A CPU without AVX-512 BF16 computes in it too, if slowly.)
+    batch, with a traceback. Warn of it on an x86 CPU without bfloat16 instructions (AVX-512 BF16 or AMX), where
+    torch emulates them: slower than float32, not faster (2.8x the demo's training time on an AVX2 EPYC,
+    BENCHMARKS.md).
 
     >>> check_bf16(torch.device("cpu"))
     """
+    if device.type == "cpu" and not cpu_computes_bf16():
+        warnings.warn("bf16: this CPU has no bfloat16 instructions (AVX-512 BF16 or AMX), so torch emulates them, "
+                      "slower than float32; run without bf16 (--bf16)", AttnclfWarning, stacklevel=2)
     if device.type != "cuda":
         return
     with torch.cuda.device(device):  # (is_bf16_supported asks of the current GPU: make it the one named)
@@ -59,6 +66,19 @@ def check_bf16(device: torch.device) -> None:
     if not supported:
         raise AttnclfError(f"bf16: {torch.cuda.get_device_name(device)} cannot compute in bfloat16; run without bf16 "
                            f"(--bf16), in float32")
+
+
+def cpu_computes_bf16() -> bool:
+    """Whether this CPU has bfloat16 instructions torch uses (AVX-512 BF16 or AMX); True where it cannot tell (not
+    x86, or a torch without the probes).
+
+    >>> isinstance(cpu_computes_bf16(), bool)
+    True
+    """
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return True
+    probes = [getattr(torch.cpu, name, None) for name in ("_is_avx512_bf16_supported", "_is_amx_tile_supported")]
+    return any(probe is None or probe() for probe in probes)
 
 
 def describe_device(device: torch.device) -> str:
