@@ -83,6 +83,20 @@ def undescribed(openapi: dict) -> list[str]:
         for field, described in schema.get("properties", {}).items() if not described.get("description")]
 
 
+def explains_as_to_dict(client, body: dict, explanations) -> None:
+    """Assert /explain's answer to ``body`` is ``explanations``' ``to_dict()`` byte for byte (the service's JSON
+    writing them, as it answered before its answer had a schema: no key dropped, moved or added, no number written
+    otherwise), and that each has every field its schema requires and none it does not name."""
+    from starlette.responses import JSONResponse
+
+    response = client.post("/explain", json=body)
+    assert response.status_code == 200, response.text
+    assert response.content == JSONResponse({"explanations": [e.to_dict() for e in explanations]}).body
+    schema = client.get("/openapi.json").json()["components"]["schemas"]["ExplanationOut"]
+    for answer in response.json()["explanations"]:
+        assert set(schema["required"]) <= set(answer) <= set(schema["properties"]), sorted(answer)
+
+
 def write_csv(path, rows):
     with open(path, "w", encoding="utf-8", newline="") as handle:
         writer = csv.writer(handle)

@@ -22,7 +22,7 @@ from attnclf.errors import DataError
 from attnclf.prediction import decided_rows, label_set
 from attnclf.evaluation.multilabel import multilabel_metrics, predicted_sets, tune_thresholds
 from attnclf.rundir import THRESHOLDS_FILE
-from conftest import undescribed
+from conftest import explains_as_to_dict, undescribed
 
 
 def _jsonl(path: Path, rows: list[dict]) -> Path:
@@ -764,6 +764,7 @@ def test_serve_answers_a_multi_label_runs_label_sets_at_its_thresholds(topic_run
     from fastapi.testclient import TestClient
 
     from attnclf import Classifier
+    from attnclf.explain.explanation import explain_each
     from attnclf.serve.app import create_app
 
     clf = Classifier.load(topic_run, device="cpu")
@@ -795,6 +796,11 @@ def test_serve_answers_a_multi_label_runs_label_sets_at_its_thresholds(topic_run
         assert all(e["labels"] == predicted and "label" not in e for e in answers)
         one = client.post("/explain", json={"text": texts[2], "target": "food"}).json()["explanations"]
         assert [e["target"] for e in one] == ["food"]
+        # Its label sets in place of a label, as /explain answered them before its answer had a schema.
+        explains_as_to_dict(client, {"text": texts[1], "method": ["occlusion", "integrated-gradients"]},
+                            explain_each(clf, texts[1:2], ["occlusion", "integrated-gradients"]))
+        explains_as_to_dict(client, {"text": texts[2]}, clf.explain(texts[2:]))  # (none predicted: labels [])
+        explains_as_to_dict(client, {"text": texts[2], "target": "food"}, clf.explain(texts[2:], target="food"))
         description = schema["info"]["description"]
         assert "multi-label" in description and "not for a multi-label run" not in description
         assert "each label it predicts" in description

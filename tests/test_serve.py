@@ -21,7 +21,7 @@ import pytest
 from attnclf.classifier import Classifier
 from attnclf.cli import main
 from attnclf.serve import Batcher
-from conftest import undescribed
+from conftest import explains_as_to_dict, undescribed
 
 LIMITS = ["--max-batch", "4", "--max-explain-batch", "2", "--max-text-chars", "300", "--max-body-bytes", "4000"]
 
@@ -145,7 +145,57 @@ def test_health_model_and_docs(server, local):
 
 
 def test_openapi_json_describes_every_body_and_field(server):
-    assert undescribed(server.get("/openapi.json").json()) == []
+    schema = server.get("/openapi.json").json()
+    assert undescribed(schema) == []  # (the answers' bodies too: /explain's explanations, each field of them)
+    # /explain's answer has a schema, as /predict's has: a client generated from it gets typed explanations.
+    answered = {path: schema["paths"][path]["post"]["responses"]["200"]["content"]["application/json"]["schema"]
+                for path in ("/predict", "/explain")}
+    assert answered == {"/predict": {"$ref": "#/components/schemas/PredictResponse"},
+                        "/explain": {"$ref": "#/components/schemas/ExplainResponse"}}
+    assert {"ExplanationOut", "PoolingAttentionOut"} <= set(schema["components"]["schemas"])
+
+
+def test_explain_answers_what_to_dict_gives_byte_for_byte_as_its_schema_describes(local):
+    from fastapi.testclient import TestClient
+
+    from attnclf.explain.explanation import explain_each
+    from attnclf.serve.app import create_app
+    from attnclf.serve.limits import ServeLimits
+
+    # The keys the demo run's answers hold: the pooling weights beside, integrated gradients' completeness, a text cut
+    # at max_len, unknown words past a quarter (a note, not null), none of them (attention asked); and scores such as
+    # 3.2e-06, which FastAPI's own writing of a response model spells 3.2e-6.
+    unknown, long = "zzq xxv qqz good", " ".join(["good film not bad"] * 40)
+    negative = local.label_names[0]
+    with TestClient(create_app(local, ServeLimits(max_explain_batch=4))) as client:
+        explains_as_to_dict(client, {"text": "not good"}, local.explain(["not good"]))
+        explains_as_to_dict(client, {"texts": [unknown, long], "method": ["integrated-gradients", "grad-input"]},
+                            explain_each(local, [unknown, long], ["integrated-gradients", "grad-input"]))
+        explains_as_to_dict(client, {"text": "not good", "method": ["occlusion", "attention"], "target": negative},
+                            explain_each(local, ["not good"], ["occlusion", "attention"], target=negative))
+        explains_as_to_dict(client, {"text": long, "method": "attention", "target": 1},
+                            local.explain([long], method="attention", target=1))
+
+
+def test_the_explanation_schema_keeps_every_key_to_dict_gives_in_its_order_and_its_numbers_as_written():
+    from starlette.responses import JSONResponse
+
+    from attnclf.explain.explanation import Explanation
+    from attnclf.serve.schemas import ExplainResponse
+
+    # What the demo run's answers cannot show: a model's branches, a cut not counted (null), a multi-label run's
+    # label set, none predicted.
+    single = Explanation("a b", ["a", "b"], [1e-05, -0.5], "integrated-gradients", "x", "y", 0.25,
+                         {"x": 0.75, "y": 0.25}, completeness_error=3.2e-06, log_odds_change=-1.5, steps=48,
+                         branch_margins={"attention": 0.5, "n-gram": -2e-07}, tokens_cut=None, cut_at=0,
+                         pooling_attention=[0.75, 0.25], unknown_tokens=2)
+    multi = Explanation("a", ["a"], [0.5], "occlusion", None, "y", 0.5, {"x": 0.5, "y": 0.5}, tokens_cut=7, cut_at=1,
+                        unknown_tokens=0, labels=[])
+    for explanation in (single, multi):
+        answer = {"explanations": [explanation.to_dict()]}
+        # (as /explain writes its answer: validated, then dumped without the fields it was not given)
+        written = ExplainResponse.model_validate(answer).model_dump(mode="json", exclude_unset=True)
+        assert JSONResponse(written).body == JSONResponse(answer).body
 
 
 def test_docs_shows_each_fields_meaning_and_the_limit_that_bounds_it(server):
@@ -1187,6 +1237,7 @@ def test_the_onnx_backend_schema_lists_no_explain_route(exported, monkeypatch):
         docs = client.get("/docs").text
         refused = client.post("/explain", json={"text": "not good"})
     assert "/explain" not in schema["paths"] and "ExplainRequest" not in schema["components"]["schemas"]
+    assert "ExplainResponse" not in schema["components"]["schemas"]  # (nor what it would answer)
     assert "/predict" in schema["paths"] and "/explain" not in docs and "gives no explanations" in docs
     assert refused.status_code == 400 and "gives no explanations" in refused.json()["detail"]
 

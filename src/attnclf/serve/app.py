@@ -66,8 +66,8 @@ from .limits import RETRY_AFTER_SECONDS, AnswerCutOffRequests, BodyLimit, InFlig
 from .logs import AccessLog
 from .model import (MODEL_HEADER, NO_EXPLANATIONS, WEIGHTS_HEADER, ServedModel, backend_name, export_summary,
                     run_summary)
-from .schemas import (BODY_ERRORS, BUSY, SHOWN_ERRORS, ExplainRequest, LabelSetOut, LabelSetResponse, PredictionOut,
-                      PredictRequest, PredictResponse, error_field, error_message, error_responses)
+from .schemas import (BODY_ERRORS, BUSY, SHOWN_ERRORS, ExplainRequest, ExplainResponse, LabelSetOut, LabelSetResponse,
+                      PredictionOut, PredictRequest, PredictResponse, error_field, error_message, error_responses)
 
 # A request skipped because its client went away before its work began: nginx's "client closed request", which
 # the client never reads (uvicorn sends nothing on a closed connection), for the access log
@@ -200,9 +200,14 @@ def create_app(classifier, limits: ServeLimits = ServeLimits(),
                                  if key in answered_fields} for prediction in predictions]}
 
     # Out of the schema (and /docs) where it can only refuse: its request fields would promise what it refuses.
-    @app.post("/explain", include_in_schema=bool(served.explain_methods), responses=error_responses(BODY_ERRORS | {
-        400: f"{BODY_ERRORS[400]}, or an unknown method or target, or one this model cannot give (see GET /model)"})
-        | answer_headers)
+    # Its answer is written as it was before it had a schema: without the fields an explanation lacks (not as null),
+    # and by JSONResponse, as FastAPI's own writing of a response model spells some numbers otherwise (3.2e-6 for
+    # 3.2e-06).
+    @app.post("/explain", include_in_schema=bool(served.explain_methods), response_model=ExplainResponse,
+              response_model_exclude_unset=True, response_class=JSONResponse,
+              responses=error_responses(BODY_ERRORS | {400: f"{BODY_ERRORS[400]}, or an unknown method or target, or "
+                                                            f"one this model cannot give (see GET /model)"})
+              | answer_headers)
     async def explain(request: ExplainRequest, response: Response, connection: Request):
         """Per-token scores by ``method``, or several, with what a score means; see GET /model for the methods
         available. The X-Attnclf-Weights header names the weights that answered (GET /model's weights_id),

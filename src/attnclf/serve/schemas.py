@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from itertools import islice
+from typing import Literal
 
 from fastapi import HTTPException
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, field_validator, model_validator
@@ -179,6 +180,82 @@ class LabelSetResponse(BaseModel):
     """/predict's answer from a multi-label run."""
 
     predictions: list[LabelSetOut] = Field(description=_IN_ORDER)
+
+
+class PoolingAttentionOut(BaseModel):
+    """The pooling layer's weight per token, answered beside another method's scores where the model pools by
+    attention: where the pooling looked, the same for every class, not why the model decided."""
+
+    weights: list[float] = Field(description="one per token, in the order of tokens, from 0 to 1, summing to 1")
+    per_class: Literal[False] = Field(description="always false: the weights are the same whichever class is "
+                                                  "explained")
+    uniform_weight: float = Field(description="1 / the number of tokens: each token's weight were the pooling to "
+                                              "look at every token alike")
+    description: str = Field(description="what the weights are, in words")
+
+
+_ONLY_IG = "integrated-gradients only"
+_CUT = "only where the text was longer than the model reads (its max_len)"
+
+
+class ExplanationOut(BaseModel):
+    """One text's explanation by one method, for one class: a score per token the model read, and what a score
+    means. A field said to be "only" somewhere is absent elsewhere; a multi-label run's answer has labels in place of
+    label."""
+
+    # In the order Explanation.to_dict gives its keys, which is the order the answer writes them in. (Its
+    # self_attentions and attention_window are not here: /explain asks for no self-attention maps.)
+    text: str = Field(description="the text, as sent")
+    method: str = Field(description="the method that scored the tokens: attention, rollout, grad-input, "
+                                    "integrated-gradients or occlusion")
+    description: str = Field(description="what a score means by this method (attention's: where the pooling layer "
+                                         "looked, not necessarily why the model decided)")
+    label: str = Field(None, description="the class predicted, as /predict answers it (by the service's threshold, "
+                                         "GET /model's threshold, where it has one); a single-label run's only")
+    labels: list[str] = Field(None, description="a multi-label run's only, in place of label: the labels it "
+                                                "predicts, as /predict answers them, most probable first; possibly "
+                                                "none")
+    target: str = Field(description="the class the scores explain: the request's target, else the predicted one (a "
+                                    "multi-label run's: one label, each predicted one explained in turn, or its most "
+                                    "probable if none)")
+    probability: float = Field(description="the target's probability, from 0 to 1 (a multi-label run's: its own "
+                                           "sigmoid probability)")
+    probabilities: dict[str, float] = Field(description="each class's probability by name, as /predict answers them")
+    tokens: list[str] = Field(description="the tokens the model read, in order (<unk> for a word its vocabulary "
+                                          "lacks)")
+    scores: list[float] = Field(description="one per token, in the order of tokens, meaning what description says; "
+                                            "grad-input's, integrated-gradients' and occlusion's are signed, below 0 "
+                                            "for evidence against the target")
+    completeness_error: float = Field(None, description=f"{_ONLY_IG}: |sum(scores) - log_odds_change| / "
+                                                        f"|log_odds_change|, how far its scores are from adding up "
+                                                        f"to the change they share out")
+    log_odds_change: float = Field(None, description=f"{_ONLY_IG}: the target's log-odds at the text minus at its "
+                                                     f"baseline, <pad> at every token")
+    steps: int = Field(None, description=f"{_ONLY_IG}: how many gradients it took along the path from the baseline")
+    branch_margins: dict[str, float] = Field(
+        None, description="only for a model of more than one branch (self-attn with its n-gram branch): how much "
+                          "each branch (attention, n-gram) pushed the target, its logit of it minus the mean of its "
+                          "other logits (a multi-label run's: its logit of it; a calibrated run's over its "
+                          "temperature); they add up to the model's, so they show which branch decided")
+    tokens_cut: int | None = Field(None, description=f"{_CUT}: how many of its tokens were cut before the model read "
+                                                     f"them, which tokens lacks; null: some, not counted, as a text "
+                                                     f"far longer is read by its ends only")
+    cut_at: int = Field(None, description=f"{_CUT}: the index in tokens before which the cut ones stood")
+    unknown_tokens: int = Field(description="how many of tokens are <unk>: words the model's vocabulary lacks, which "
+                                            "tell it nothing")
+    unknown_note: str | None = Field(description="a line saying so where more than a quarter of tokens are <unk>, "
+                                                 "the answer resting on few known words; null for fewer")
+    pooling_attention: PoolingAttentionOut = Field(
+        None, description="only where the model pools by attention and attention is not among the methods asked (its "
+                          "scores are these weights): the pooling weights beside the scores")
+
+
+class ExplainResponse(BaseModel):
+    """/explain's answer."""
+
+    explanations: list[ExplanationOut] = Field(
+        description="text by text, in the order the texts were sent: a text's one per method, in the order asked (a "
+                    "multi-label run's: per label it is explained for, most probable first, one per method)")
 
 
 class ErrorOut(BaseModel):
