@@ -205,6 +205,19 @@ def test_bf16_on_a_cpu_without_bfloat16_instructions_is_warned_of(demo_run, tmp_
     assert len(notes) == (1 if warned else 0)
 
 
+def test_a_command_training_several_runs_under_bf16_notes_the_emulation_once(tmp_path, monkeypatch, capsys):
+    # Each seed's Trainer warns, and scikit-learn's metrics between them (warnings.catch_warnings) undo Python's
+    # once-a-place filter: `train --seeds 0 1 2 --bf16` printed the same note three times.
+    monkeypatch.setattr(platform, "machine", lambda: "x86_64")
+    monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: False)
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: False)
+    assert main(["train", "--dataset", "toy-reversal", "--seeds", "0", "1", "--epochs", "1", "--bf16", "--no-report",
+                 "--quiet", "--threads", "1", "--output", str(tmp_path / "seeds")]) == 0
+    assert [line for line in capsys.readouterr().err.splitlines() if line.startswith("note: bf16")] == [
+        "note: bf16: this CPU has no bfloat16 instructions (AVX-512 BF16 or AMX), so torch emulates them, slower than "
+        "float32; run without bf16 (--bf16)"]
+
+
 def test_loading_onto_a_gpu_this_machine_lacks_is_one_line_before_any_weights_are_read(demo_run, monkeypatch):
     import attnclf.classifier
 

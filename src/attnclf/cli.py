@@ -1820,15 +1820,19 @@ _PATH_OPTIONS = ("output", "data_dir", "token_cache_dir", "train_file", "validat
 
 def _main_with_warnings_as_notes(argv: list[str] | None) -> int:
     # The library tells Python callers by warnings.warn (AttnclfWarning); a command prints them as its own notes,
-    # one line each, not Python's "file:line: AttnclfWarning:" with the source line under it.
+    # one line each, not Python's "file:line: AttnclfWarning:" with the source line under it. Each once: a command
+    # that trains run after run (train --seeds, compare) is warned by each, and the catch_warnings of scikit-learn's
+    # metrics between them undo Python's once-a-place filter.
     with warnings.catch_warnings():
         others = warnings.showwarning
+        noted: set[str] = set()
 
         def shown_as_note(message, category, *where, **more) -> None:
-            if issubclass(category, AttnclfWarning):
-                print(f"note: {message}", file=sys.stderr)
-            else:
+            if not issubclass(category, AttnclfWarning):
                 others(message, category, *where, **more)
+            elif str(message) not in noted:
+                noted.add(str(message))
+                print(f"note: {message}", file=sys.stderr)
 
         warnings.showwarning = shown_as_note
         return _run(argv)
