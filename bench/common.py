@@ -123,15 +123,18 @@ def timer(into: dict, key: str):
 
 
 def cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> str | None:
-    """The CPU's model name and family/model numbers from ``cpuinfo`` (Linux's), None where there is none: machines
-    of one kind differ (an AVX-512 Zen 5, an AVX2 Zen 3), and float results and speeds with them."""
+    """The CPU's model name and family/model numbers from ``cpuinfo`` (Linux's), None where there is none (no file,
+    or no model name in it, as on Arm): machines of one kind differ (an AVX-512 Zen 5, an AVX2 Zen 3), and float
+    results and speeds with them."""
     try:
         first_cpu = cpuinfo.read_text().split("\n\n")[0]  # (a block per core, alike)
     except OSError:
         return None
     fields = dict(line.split(":", 1) for line in first_cpu.splitlines() if ":" in line)
     fields = {key.strip(): value.strip() for key, value in fields.items()}
-    return f"{fields.get('model name', '?')} (family {fields.get('cpu family', '?')}, model {fields.get('model', '?')})"
+    if "model name" not in fields:
+        return None
+    return f"{fields['model name']} (family {fields.get('cpu family', '?')}, model {fields.get('model', '?')})"
 
 
 def machine() -> dict:

@@ -272,6 +272,10 @@ def test_bench_results_name_the_cpu_model_and_the_kernels_torch_dispatches_to(tm
                        "model name\t: AMD EPYC\nflags\t\t: fpu avx2\n\nprocessor\t: 1\nmodel name\t: other\n")
     assert common.cpu_model(cpuinfo) == "AMD EPYC (family 25, model 1)"
     assert common.cpu_model(tmp_path / "absent") is None
+    # An Arm server's (a Neoverse N1's) names no model: nothing to record, not "? (family ?, model ?)"
+    cpuinfo.write_text("processor\t: 0\nBogoMIPS\t: 50.00\nFeatures\t: fp asimd\nCPU implementer\t: 0x41\n"
+                       "CPU architecture: 8\nCPU part\t: 0xd0c\n")
+    assert common.cpu_model(cpuinfo) is None
     assert common.machine()["torch_cpu_capability"] == torch.backends.cpu.get_cpu_capability()
 
 
