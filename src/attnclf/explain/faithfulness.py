@@ -243,7 +243,7 @@ def measure_faithfulness(classifier: "Classifier", data: TextDataset, *, methods
     texts = [data.texts[i] for i in sample]
     text_sequences = classifier.tokenizer.encode(texts)
     sequences, predicted = _explained_pairs(classifier, texts, text_sequences)
-    full = _class_probability(classifier, sequences, predicted)
+    full = _reported_probability(classifier, sequences, predicted)
     scores, completeness = _attributions(classifier, sequences, predicted, methods, options)
 
     distinct = _distinct_ks(sequences)
@@ -301,7 +301,7 @@ def _explained_pairs(classifier: "Classifier", texts: list[str], text_sequences:
     return sequences, predicted
 
 
-def _class_probability(classifier: "Classifier", sequences: list[list[int]], classes: np.ndarray) -> np.ndarray:
+def _reported_probability(classifier: "Classifier", sequences: list[list[int]], classes: np.ndarray) -> np.ndarray:
     """Each sequence's probability of its class in ``classes`` as the classifier reports it (a calibrated run's
     temperature in it; a multi-label run's label's own sigmoid)."""
     return class_probability(classifier.model, sequences, classes, classifier.device, classifier.batch_size,
@@ -356,7 +356,7 @@ def _probability_drops(classifier: "Classifier", sequences: list[list[int]], pre
             for order in orders:
                 variants.append(remove_positions(sequences[i], order[: _tokens_to_remove(k, len(order))]))
                 owners.append(i)
-    probability = _class_probability(classifier, variants, predicted[owners])
+    probability = _reported_probability(classifier, variants, predicted[owners])
     per_order = len(rankings[0])
     return (full[:, None] - probability.reshape(len(rankings), len(DELETION_KS), per_order).mean(-1))
 
