@@ -878,6 +878,26 @@ def test_an_explanation_says_how_many_tokens_were_cut_before_the_model_read_them
     assert "20 tokens cut" in (tmp_path / "e.html").read_text()
 
 
+@pytest.mark.parametrize("asked, message", [
+    ({"method": "occlusion", "steps": 8}, "^method 'occlusion' takes no option 'steps'$"),
+    ({"method": "integrated-gradients", "steps": 0}, "^integrated gradients needs steps from 1 to 1024"),
+    ({"method": "lime"}, "^unknown explanation method 'lime'"),
+    ({"target": "neutral"}, "^unknown target class 'neutral'; the classes are "),
+])
+def test_a_mistyped_method_option_or_target_is_refused_before_any_text_is_run(demo_run, monkeypatch, asked,
+                                                                              message):
+    # (on 1,000 texts the shared passes, prediction, the pooling attention beside and the branches, ran first)
+    clf = Classifier.load(demo_run, device="cpu")
+
+    def ran(*args, **kwargs):
+        raise AssertionError("the texts were run before the refusal")
+
+    monkeypatch.setattr(clf.tokenizer, "encode_counting_cuts", ran)
+    monkeypatch.setattr(clf, "scores_of_ids", ran)
+    with pytest.raises(AttnclfError, match=message):
+        clf.explain(["not bad at all"] * 3, **asked)
+
+
 @pytest.mark.parametrize("method", ["attention", "integrated-gradients", "occlusion"])
 def test_a_huge_text_is_explained_as_a_short_one_with_the_same_ends_and_only_its_ends_are_tokenised(
         demo_run, method, characters_tokenised):

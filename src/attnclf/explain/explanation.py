@@ -18,7 +18,7 @@ from ..errors import AttnclfError, first_few, shown
 from ..prediction import check_texts, class_threshold, decided_classes, label_set, token_counts, unknown_tokens_note
 from ..text.batching import BucketBatches
 from ..text.tokenizer import cut_position
-from .methods import DEFAULT_METHOD, METHODS, attribute, available_methods, self_attention_maps
+from .methods import DEFAULT_METHOD, METHODS, attribute, available_methods, method_options, self_attention_maps
 
 if TYPE_CHECKING:
     from ..classifier import Classifier
@@ -253,10 +253,13 @@ def _explanations(classifier: "Classifier", texts: Sequence[str], asked: list[tu
     available = _available_checked(classifier.model, self_attentions, attention_beside)
     # ("" is no method, not the default)
     asked = [(DEFAULT_METHOD if method is None else method, options) for method, options in asked]
+    for method, options in asked:  # (a mistyped method, option or target: one line before any text is run)
+        method_options(classifier.model, method, options)
+    target_index = None if target is None else _class_index(target, classifier.label_names)
     # Where the pooling looked, beside any other method's scores (one forward pass): weights a reader would
     # otherwise take for the model's reasons, shown next to what was measured, neither read for the other.
     beside = attention_beside and any(method != "attention" for method, _ in asked) and "attention" in available
-    shared = _shared_pass(classifier, multi_label, texts, threshold, target, self_attentions, beside)
+    shared = _shared_pass(classifier, multi_label, texts, threshold, target_index, self_attentions, beside)
     by_method = []
     for nth, (method, options) in enumerate(asked):
         result = attribute(classifier.model, shared.pair_ids, shared.targets, method, device=classifier.device,
@@ -312,15 +315,15 @@ class _SharedPass:
 
 
 def _shared_pass(classifier: "Classifier", multi_label: bool, texts: list[str], threshold,
-                 target: str | int | None, self_attentions: bool, beside: bool) -> _SharedPass:
-    """The texts tokenised and predicted once, the pairs explained (one per text and label: ``target``, else the
-    predicted ones at ``threshold``), and what every method's explanation of them shows beside its scores."""
+                 target_index: int | None, self_attentions: bool, beside: bool) -> _SharedPass:
+    """The texts tokenised and predicted once, the pairs explained (one per text and label: the class of
+    ``target_index``, else the predicted ones at ``threshold``), and what every method's explanation of them shows
+    beside its scores."""
     encoded = classifier.tokenizer.encode_counting_cuts(texts)
     ids = [sequence for sequence, _ in encoded]
     probabilities = classifier.scores_of_ids(ids)[0]  # (the ids just read: not the texts tokenised again)
     predicted = _predicted(classifier, probabilities, threshold)
-    explained = _explained(predicted, probabilities,
-                           None if target is None else _class_index(target, classifier.label_names))
+    explained = _explained(predicted, probabilities, target_index)
     owners = [i for i, labels in enumerate(explained) for _ in labels]
     targets = np.array([label for labels in explained for label in labels], dtype=np.int64)
     pair_ids = [ids[i] for i in owners]

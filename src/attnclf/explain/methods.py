@@ -155,15 +155,7 @@ def attribute(model: torch.nn.Module, sequences: Sequence[Sequence[int]], target
     >>> [len(s) for s in result.scores], bool(result.completeness_error.max() < 0.05)
     ([3, 1], True)
     """
-    known_method(method)
-    if method in ("attention", "rollout") and method not in (available := available_methods(model)):
-        what = "attention pooling" if method == "attention" else "self-attention layers"
-        raise AttnclfError(f"this model has no {what} for {method} to show; it supports {', '.join(available)}")
-    unknown = set(options) - set(METHODS[method].options)
-    if unknown:
-        raise AttnclfError(f"method {method!r} takes no option {sorted(unknown)[0]!r}"
-                           + (f" (it takes: {', '.join(METHODS[method].options)})" if METHODS[method].options else ""))
-    options = {**METHODS[method].options, **options}
+    options = method_options(model, method, options)
     device = model_device(model) if device is None else torch.device(device)
     model.eval()
     targets = _class_indices(targets, len(sequences), model.config.num_classes)
@@ -428,6 +420,32 @@ def _grad_input(model, ids, mask, target, temperature: float = 1.0,
                 multi_label: bool = False) -> tuple[torch.Tensor, dict]:
     embeddings = model.embed_tokens(ids).detach()
     return (_gradient(model, ids, mask, target, embeddings, temperature, multi_label) * embeddings).sum(-1) * mask, {}
+
+
+def method_options(model: torch.nn.Module, method: str, options: dict) -> dict:
+    """``options`` with ``method``'s defaults for those not given, once the method is known, ``model`` has what it
+    shows, and every option is one it takes: one line otherwise, before any forward pass (``attribute`` and
+    ``explain`` check here first).
+
+    >>> from attnclf.models import build_model
+    >>> method_options(build_model("boe", vocab_size=20), "integrated-gradients", {})
+    {'steps': 'auto'}
+    >>> method_options(build_model("boe", vocab_size=20), "occlusion", {"steps": 8})
+    Traceback (most recent call last):
+    attnclf.errors.AttnclfError: method 'occlusion' takes no option 'steps'
+    """
+    known_method(method)
+    if method in ("attention", "rollout") and method not in (available := available_methods(model)):
+        what = "attention pooling" if method == "attention" else "self-attention layers"
+        raise AttnclfError(f"this model has no {what} for {method} to show; it supports {', '.join(available)}")
+    unknown = set(options) - set(METHODS[method].options)
+    if unknown:
+        raise AttnclfError(f"method {method!r} takes no option {sorted(unknown)[0]!r}"
+                           + (f" (it takes: {', '.join(METHODS[method].options)})" if METHODS[method].options else ""))
+    options = {**METHODS[method].options, **options}
+    if "steps" in options:
+        check_steps(options["steps"])
+    return options
 
 
 def check_steps(steps: int | str) -> int | str:
