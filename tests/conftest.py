@@ -1,6 +1,8 @@
 import csv
+import html
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -81,6 +83,17 @@ def undescribed(openapi: dict) -> list[str]:
     return [name for name, schema in schemas.items() if not schema.get("description")] + [
         f"{name}.{field}" for name, schema in schemas.items()
         for field, described in schema.get("properties", {}).items() if not described.get("description")]
+
+
+def docs_tables(page: str) -> dict[str, dict[str, dict[str, str]]]:
+    """/docs ``page``'s field tables by route ("POST /predict") and caption ("request", "answer (200)"): each field's
+    meaning by its name, in the page's order, unescaped as a reader sees them. A route without a table has none."""
+    sections = re.findall(r"<h2><code>(\w+ /\w+)</code></h2>(.*?)(?=<h2>|</body>)", page, re.S)
+    return {route: {html.unescape(caption): {
+        html.unescape(name): html.unescape(meaning)
+        for name, meaning in re.findall(r"<tr><td><code>([^<]*)</code></td><td>[^<]*</td><td>([^<]*)</td></tr>", rows)}
+        for caption, rows in re.findall(r"<caption>([^<]*)</caption>(.*?)</table>", section, re.S)}
+        for route, section in sections}
 
 
 def explains_as_to_dict(client, body: dict, explanations) -> None:

@@ -22,7 +22,7 @@ from attnclf.errors import DataError
 from attnclf.prediction import decided_rows, label_set
 from attnclf.evaluation.multilabel import multilabel_metrics, predicted_sets, tune_thresholds
 from attnclf.rundir import THRESHOLDS_FILE
-from conftest import explains_as_to_dict, undescribed
+from conftest import docs_tables, explains_as_to_dict, undescribed
 
 
 def _jsonl(path: Path, rows: list[dict]) -> Path:
@@ -805,6 +805,24 @@ def test_serve_answers_a_multi_label_runs_label_sets_at_its_thresholds(topic_run
         assert "multi-label" in description and "not for a multi-label run" not in description
         assert "each label it predicts" in description
         assert about["explain_methods"] and about["explain_default"] == "occlusion"
+
+
+def test_the_docs_of_a_multi_label_service_show_its_label_sets_answer_fields(topic_run):
+    from fastapi.testclient import TestClient
+
+    from attnclf import Classifier
+    from attnclf.serve.app import create_app
+
+    with TestClient(create_app(Classifier.load(topic_run, device="cpu"))) as client:
+        tables = docs_tables(client.get("/docs").text)
+        schemas = client.get("/openapi.json").json()["components"]["schemas"]
+    predicted = tables["POST /predict"]["answer (200)"]
+    assert predicted == {"predictions": schemas["LabelSetResponse"]["properties"]["predictions"]["description"],
+                         **{f"predictions[].{name}": field["description"]
+                            for name, field in schemas["LabelSetOut"]["properties"].items()}}
+    assert "predictions[].labels" in predicted and "predictions[].label" not in predicted  # (a single label's: none)
+    explained = tables["POST /explain"]["answer (200)"]
+    assert explained["explanations[].labels"] == schemas["ExplanationOut"]["properties"]["labels"]["description"]
 
 
 def test_serve_bounds_a_multi_label_explain_by_the_labels_each_text_is_explained_for(topic_run):

@@ -1,7 +1,6 @@
 """The HTTP service: `attnclf serve` on a free localhost port, exercised by a real HTTP client."""
 
 import asyncio
-import html
 import json
 import re
 import shutil
@@ -21,7 +20,7 @@ import pytest
 from attnclf.classifier import Classifier
 from attnclf.cli import main
 from attnclf.serve import Batcher
-from conftest import explains_as_to_dict, undescribed
+from conftest import docs_tables, explains_as_to_dict, undescribed
 
 LIMITS = ["--max-batch", "4", "--max-explain-batch", "2", "--max-text-chars", "300", "--max-body-bytes", "4000"]
 
@@ -201,19 +200,62 @@ def test_the_explanation_schema_keeps_every_key_to_dict_gives_in_its_order_and_i
 def test_docs_shows_each_fields_meaning_and_the_limit_that_bounds_it(server):
     docs = server.get("/docs")
     assert docs.status_code == 200 and docs.headers["content-type"].startswith("text/html")
-    sections = dict(re.findall(r"<h2><code>(\w+ /\w+)</code></h2>(.*?)(?=<h2>|</body>)", docs.text, re.S))
-    assert {"POST /predict", "POST /explain", "GET /health", "GET /model"} <= set(sections)
-    meanings = {route: re.findall(r"<tr><td><code>(\w+)</code></td><td>[^<]*</td><td>([^<]*)</td></tr>", section)
-                for route, section in sections.items()}
-    assert [name for name, _ in meanings["POST /predict"]] == ["texts", "text"]
-    assert [name for name, _ in meanings["POST /explain"]] == ["texts", "text", "method", "target"]
-    assert all(meaning for rows in meanings.values() for _, meaning in rows)
+    tables = docs_tables(docs.text)
+    assert {"POST /predict", "POST /explain", "GET /health", "GET /model"} <= set(tables)
+    predicted, explained = (tables[route]["request"] for route in ("POST /predict", "POST /explain"))
+    assert list(predicted) == ["texts", "text"] and list(explained) == ["texts", "text", "method", "target"]
+    assert all(meaning for route in tables.values() for fields in route.values() for meaning in fields.values())
     # Each limit named by its setting (the flag and GET /model's name), not by a number the flag changes.
-    predicted, explained = ({name: html.unescape(meaning) for name, meaning in meanings[route]}
-                            for route in ("POST /predict", "POST /explain"))
     assert "--max-batch" in predicted["texts"] and "--max-explain-batch" in explained["texts"]
     assert all("--max-text-chars" in meaning for meaning in (predicted["texts"], predicted["text"], explained["text"]))
     assert "limits.max_batch" in predicted["texts"] and not re.search(r"\d", predicted["texts"] + predicted["text"])
+
+
+def test_docs_shows_each_routes_answer_fields_and_their_meaning_a_nested_models_by_its_path(server):
+    page = server.get("/docs").text
+    tables = docs_tables(page)
+    schemas = server.get("/openapi.json").json()["components"]["schemas"]
+    meaning = {model: {name: field["description"] for name, field in schemas[model]["properties"].items()}
+               for model in ("PredictResponse", "PredictionOut", "ExplainResponse", "ExplanationOut",
+                             "PoolingAttentionOut")}
+    predicted = tables["POST /predict"]["answer (200)"]
+    assert predicted == {"predictions": meaning["PredictResponse"]["predictions"],
+                         **{f"predictions[].{name}": said for name, said in meaning["PredictionOut"].items()}}
+    explained = tables["POST /explain"]["answer (200)"]
+    assert list(explained)[:3] == ["explanations", "explanations[].text", "explanations[].method"]
+    assert explained["explanations[].scores"] == meaning["ExplanationOut"]["scores"]
+    assert explained["explanations[].pooling_attention"] == meaning["ExplanationOut"]["pooling_attention"]
+    pooling = "explanations[].pooling_attention."
+    assert {name: said for name, said in explained.items() if name.startswith(pooling)} \
+        == {pooling + name: said for name, said in meaning["PoolingAttentionOut"].items()}
+    # A route whose answer has no schema (GET /health's, GET /model's) still shows what it does and its curl line.
+    assert tables["GET /health"] == {} and tables["GET /model"] == {}
+    assert re.search(r"<h2><code>GET /health</code></h2><p>Liveness and readiness[^<]*</p><pre>curl http://[^<]*/health"
+                     r"</pre>", page)
+
+
+def test_docs_page_follows_a_model_holding_itself_one_level_escapes_its_texts_and_shows_a_route_without_answers():
+    from attnclf.serve.app import docs_page
+
+    # A model that holds itself (a tree) is followed one level down, not for ever; the schema's texts escaped.
+    node = {"$ref": "#/components/schemas/Node"}
+    openapi = {"info": {"title": "t", "version": "1"},
+               "components": {"schemas": {"Node": {"properties": {
+                   "<b>": {"type": "string", "description": "<script>alert(1)</script>"},
+                   "children": {"type": "array", "items": node, "description": "below"}}}}},
+               "paths": {"/tree": {"get": {"summary": "Tree", "responses": {"200": {"content": {
+                   "application/json": {"schema": node}}}}}},
+                         "/gone": {"delete": {"summary": "Gone", "responses": {"204": {"description": "none"}}}},
+                         "/up": {"get": {"summary": "Up"}}}}
+    page = docs_page(openapi, "http://127.0.0.1:8000")
+    assert docs_tables(page) == {"GET /tree": {"answer (200)": {"<b>": "<script>alert(1)</script>",
+                                                                "children": "below",
+                                                                "children[].<b>": "<script>alert(1)</script>",
+                                                                "children[].children": "below"}},
+                                 "DELETE /gone": {}, "GET /up": {}}
+    assert "<script" not in page and "<b>" not in page
+    assert "<td><code>children</code></td><td>array of object</td>" in page  # (a list of a model: no type of its own)
+    assert "curl -X DELETE http://127.0.0.1:8000/gone" in page and "curl http://127.0.0.1:8000/up" in page
 
 
 def test_predict_one_text_or_a_batch_gives_the_library_s_answer(server, local):

@@ -19,7 +19,8 @@ GET  /model     the run and the weights served (weights_id, as each answer's X-A
                 backend, labels, model and tokenizer summary, text columns, versions, explanation methods (and
                 whether the pooling attention comes beside their scores), the threshold /predict applies (a
                 multi-label run's: multi_label and each label's thresholds), limits
-GET  /docs      the endpoints, their request schemas and a curl line each (schema at /openapi.json)
+GET  /docs      the endpoints, the fields of their requests and answers, and a curl line each (schema at
+                /openapi.json)
 ```
 
 What it accepts is bounded (``limits.ServeLimits``): body bytes and the seconds the head and the body may take
@@ -329,7 +330,8 @@ def create_app(classifier, limits: ServeLimits = ServeLimits(),
 
 
 def docs_page(openapi: dict, base_url: str) -> str:
-    """The API's endpoints as one self-contained HTML page: what each does, the fields it takes, a curl line.
+    """The API's endpoints as one self-contained HTML page: what each does, the fields it takes and those its
+    successful answer holds (a nested model's by their path, ``predictions[].label``), a curl line.
 
     >>> page = docs_page({"info": {"title": "t", "version": "1"}, "paths": {"/health": {"get": {"summary": "Up"}}}},
     ...                  "http://127.0.0.1:8000")
@@ -337,32 +339,57 @@ def docs_page(openapi: dict, base_url: str) -> str:
     True
     """
     def kind(field: dict) -> str:
+        def named(option: dict) -> str:
+            return option.get("type", "object" if "$ref" in option else "?")
+
         options = field.get("anyOf", [field])
-        return " or ".join(o.get("type", "?") + (f" of {o['items'].get('type', '?')}" if "items" in o else "")
+        return " or ".join(named(o) + (f" of {named(o['items'])}" if "items" in o else "")
                            for o in options if o.get("type") != "null")
 
     schemas = openapi.get("components", {}).get("schemas", {})
+
+    def resolved(schema: dict) -> dict:
+        return schemas.get(schema.get("$ref", "").rsplit("/", 1)[-1], schema)
+
+    def fields(schema: dict, path: str = "", followed: tuple = ()):
+        """Each (name, field) of ``schema``, a field holding a model (or a list of them) followed by that model's,
+        named by their path; a model already followed on the way is not followed again (it would be for ever)."""
+        for name, field in resolved(schema).get("properties", {}).items():
+            yield path + name, field
+            held = field.get("items", field)
+            if "$ref" in held and held["$ref"] not in followed:
+                yield from fields(held, f"{path}{name}{'[]' if 'items' in field else ''}.", followed + (held["$ref"],))
+
+    def table(caption: str, schema: dict) -> str:
+        rows = "".join(f"<tr><td><code>{html.escape(name)}</code></td><td>{html.escape(kind(field))}</td>"
+                       f"<td>{html.escape(field.get('description', ''))}</td></tr>" for name, field in fields(schema))
+        return (f"<table><caption>{html.escape(caption)}</caption><tr><th>field</th><th>type</th><th>meaning</th></tr>"
+                f"{rows}</table>" if rows else "")
+
+    def json_schema(part: dict) -> dict:
+        return part.get("content", {}).get("application/json", {}).get("schema", {})
+
     sections = []
     for path, operations in openapi.get("paths", {}).items():
         for method, operation in operations.items():
-            body = operation.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema", {})
-            schema = schemas.get(body.get("$ref", "").rsplit("/", 1)[-1], body)
-            rows = "".join(f"<tr><td><code>{html.escape(name)}</code></td><td>{html.escape(kind(field))}</td>"
-                           f"<td>{html.escape(field.get('description', ''))}</td></tr>"
-                           for name, field in schema.get("properties", {}).items())
-            example = json.dumps((schema.get("examples") or [{"text": "a fine film"}])[0])
+            body = json_schema(operation.get("requestBody", {}))
+            status, answer = next(((status, json_schema(response))
+                                   for status, response in operation.get("responses", {}).items()
+                                   if status.startswith("2")), ("", {}))
+            example = json.dumps((resolved(body).get("examples") or [{"text": "a fine film"}])[0])
             url = shlex.quote(base_url + path)
             curl = f"curl {url}" if method == "get" else (
                 f"curl -X {method.upper()} {url} -H 'Content-Type: application/json' -d {shlex.quote(example)}")
             sections.append(
                 f"<h2><code>{method.upper()} {html.escape(path)}</code></h2>"
                 f"<p>{html.escape(operation.get('description') or operation.get('summary', ''))}</p>"
-                + (f"<table><tr><th>field</th><th>type</th><th>meaning</th></tr>{rows}</table>" if rows else "")
+                + table("request", body) + table(f"answer ({status})", answer)
                 + f"<pre>{html.escape(curl)}</pre>")
     info = openapi.get("info", {})
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(info.get('title', ''))} API</title>"
             "<style>body{font-family:sans-serif;max-width:60em;margin:2em auto}pre{background:#f4f4f4;padding:.6em;"
-            "overflow:auto}td,th{text-align:left;padding:.2em .8em .2em 0;vertical-align:top}</style></head><body>"
+            "overflow:auto}td,th{text-align:left;padding:.2em .8em .2em 0;vertical-align:top}caption{text-align:left;"
+            "font-weight:bold;padding-top:.6em}</style></head><body>"
             f"<h1>{html.escape(info.get('title', ''))} {html.escape(info.get('version', ''))}</h1>"
             f"<p>{html.escape(info.get('description', ''))}</p>"
             f"<p>The full schema: <a href='{html.escape(base_url, quote=True)}/openapi.json'>/openapi.json</a>.</p>"
