@@ -2159,6 +2159,21 @@ def test_a_run_being_trained_again_is_not_taken_for_a_folder_of_runs(csv_run, tm
     assert err.startswith(f"attnclf: error: run directory {run} is incomplete: missing config.json"), err
 
 
+def test_a_folder_with_nothing_of_a_run_is_not_called_an_incomplete_run(csv_run, tmp_path, capsys):
+    # (a newcomer's `attnclf predict /tmp/notes "x"` read "run directory /tmp/notes is incomplete: missing ...")
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "todo.txt").write_text("x")
+    assert run_error(["predict", str(notes), "text"], capsys) == (
+        f"attnclf: error: {notes} is not a run directory: it holds none of a run's files (config.json, "
+        f"model.safetensors, tokenizer.json, labels.json)")
+    partial = tmp_path / "partial"  # (one of them: a run that lost files, incomplete as before)
+    partial.mkdir()
+    shutil.copy(csv_run / "config.json", partial / "config.json")
+    assert run_error(["predict", str(partial), "text"], capsys).startswith(
+        f"attnclf: error: run directory {partial} is incomplete: missing model.safetensors")
+
+
 def test_run_directory_from_an_incompatible_version(csv_run, tmp_path, capsys):
     future = tmp_path / "future"
     future.mkdir()

@@ -571,6 +571,10 @@ def read_run_config(path: str | Path) -> dict:
     if "model.safetensors" in missing and is_resumable(path):  # (weights come as the first epoch ends)
         raise RunDirError(f"run directory {path} is unfinished: stopped within its first epoch, before any weights; "
                           f"`attnclf train --resume --output {shlex.quote(str(path))}` continues it")
+    if len(missing) == len(REQUIRED_FILES) and not any((path / kept).exists()
+                                                       for kept in (EARLIER_MODEL, EARLIER_MODEL_STAGING)):
+        # (not "incomplete": nothing says a run was ever here; one being trained again keeps its model aside)
+        raise RunDirError(f"{path} is not a run directory: it holds none of a run's files ({', '.join(missing)})")
     if missing:
         raise RunDirError(f"run directory {path} is incomplete: missing {', '.join(missing)}")
     return read_config(path)
