@@ -387,7 +387,8 @@ def test_train_on_a_file_sizes_the_n_gram_buckets_to_its_training_texts_and_says
     assert Classifier.load(run).model.ngram_logits.buckets == expected
     assert f"{expected:,} bigram buckets, sized to the training texts" in (run / "report.html").read_text()
     assert f"n-gram branch: {expected:,} bigram buckets, 16 per distinct bigram of the training texts " \
-           f"({bigrams:,}, 1,048,576 at most); --set nb_ngram_buckets=N builds N" in capsys.readouterr().err
+           f"({bigrams:,} of them; 1,048,576 buckets at most); --set nb_ngram_buckets=N builds N" \
+           in capsys.readouterr().err
     # A token cache's ids give the same count, counted from the cache
     cached = tmp_path / "cached"
     assert main(["train", "--train-file", str(train), "--validation-file", str(validation), *FILE_RUN, "--quiet",

@@ -101,7 +101,7 @@ def _built_model_config(settings: RunSettings, tokenizer: Tokenizer, train: Text
     if say:
         counted = f"{bigrams:,}" if bigrams <= cap // BUCKETS_PER_BIGRAM else f"over {cap // BUCKETS_PER_BIGRAM:,}"
         _stderr(f"n-gram branch: {buckets:,} bigram buckets, {BUCKETS_PER_BIGRAM} per distinct bigram of the training "
-                f"texts ({counted}, {cap:,} at most); --set nb_ngram_buckets=N builds N")
+                f"texts ({counted} of them; {cap:,} buckets at most); --set nb_ngram_buckets=N builds N")
     return model_config | {"nb_ngram_buckets": buckets}
 
 
