@@ -210,7 +210,7 @@ def create_app(classifier, limits: ServeLimits = ServeLimits(),
                                                             f"one this model cannot give (see GET /model)"})
               | answer_headers)
     async def explain(request: ExplainRequest, response: Response, connection: Request):
-        """Per-token scores by ``method``, or several, with what a score means; see GET /model for the methods
+        """Per-token scores by `method`, or several, with what a score means; see GET /model for the methods
         available. The X-Attnclf-Weights header names the weights that answered (GET /model's weights_id),
         X-Attnclf-Model the model as a whole, its temperature and thresholds too (GET /model's model_id)."""
         if backend != "torch":
