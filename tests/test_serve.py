@@ -260,6 +260,17 @@ def test_docs_page_follows_a_model_holding_itself_one_level_escapes_its_texts_an
     assert "curl -X DELETE http://127.0.0.1:8000/gone" in page and "curl http://127.0.0.1:8000/up" in page
 
 
+def test_docs_types_say_which_answer_fields_may_be_null_and_what_a_mapping_holds(server):
+    # (an answer's tokens_cut read "integer" though it is null where not counted; probabilities read "object")
+    rows = {}
+    for row in re.findall(r"<tr><td><code>(.*?)</code></td><td>(.*?)</td>", server.get("/docs").text):
+        rows.setdefault(row[0], row[1])
+    assert rows["predictions[].probabilities"] == "object of number"
+    assert rows["explanations[].tokens_cut"] == "integer or null"
+    assert rows["explanations[].unknown_note"] == "string or null"
+    assert rows["explanations[].tokens"] == "array of string" and rows["predictions[].label"] == "string"
+
+
 def test_predict_one_text_or_a_batch_gives_the_library_s_answer(server, local):
     texts = ["the plot was not good", "great acting", "dull but the ending was wonderful"]
     expected = local.predict_proba(texts)

@@ -340,11 +340,11 @@ def docs_page(openapi: dict, base_url: str) -> str:
     """
     def kind(field: dict) -> str:
         def named(option: dict) -> str:
-            return option.get("type", "object" if "$ref" in option else "?")
+            held = option.get("items", option.get("additionalProperties"))  # (a list's items, a mapping's values)
+            of = f" of {named(held)}" if isinstance(held, dict) else ""
+            return option.get("type", "object" if "$ref" in option else "?") + of
 
-        options = field.get("anyOf", [field])
-        return " or ".join(named(o) + (f" of {named(o['items'])}" if "items" in o else "")
-                           for o in options if o.get("type") != "null")
+        return " or ".join(named(option) for option in field.get("anyOf", [field]))
 
     schemas = openapi.get("components", {}).get("schemas", {})
 
