@@ -236,7 +236,8 @@ class StdoutLog:
         try:
             if stream is None:  # (what Python makes of a file descriptor 1 closed as it started)
                 raise OSError("stdout is closed")
-            print(line, file=stream, flush=True)
+            stream.write(line + "\n")  # (one write: print's two let another thread's line in before the newline)
+            stream.flush()
         except (OSError, ValueError) as exc:  # (ValueError: a stream closed from within)
             self._stop(getattr(exc, "strerror", None) or str(exc), stream)
             return
