@@ -1375,3 +1375,26 @@ def test_an_estimator_pickled_before_threshold_unpickles_without_one(data, saved
     old.__setstate__(state)
     assert old.get_params()["threshold"] is None
     np.testing.assert_array_equal(old.predict(data[2][:10]), clf.predict(data[2][:10]))
+
+
+def test_fit_warns_of_the_labels_as_train_does_each_once():
+    # `attnclf train` warns of a class of one text and of two classes differing only in case; fit on the same labels
+    # trained three classes and said nothing.
+    texts = [f"{word} film number {i}" for i in range(10) for word in ("good", "bad")] + ["a Good film"]
+    labels = [label for _ in range(10) for label in ("positive", "negative")] + ["Positive"]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        AttentionTextClassifier("boe", d_model=16, epochs=1, min_frequency=1).fit(texts, labels)
+    assert [(w.category, str(w.message)) for w in caught] == [
+        (AttnclfWarning, "1 of 3 classes has a single training text ('Positive'): a model learns little from one "
+                         "example; it has no validation text either (a class needs 2 texts for a split to hold one "
+                         "out), so no validation score tells how it does; give it more texts, or merge rare classes"),
+        (AttnclfWarning, "classes 'Positive' and 'positive' differ only in case or spaces; make them one label in the "
+                         "data if they mean one class")]
+    assert {w.filename for w in caught} == {__file__}  # (pointing at the caller's fit, not inside the library)
+    with warnings.catch_warnings():  # clean labels: nothing to say
+        warnings.simplefilter("error")
+        AttentionTextClassifier("boe", d_model=16, epochs=1, min_frequency=1).fit(texts[:-1], labels[:-1])
+        # (numbers are written one way, their own: 1.0 is no "1" a file wrote as "1.0", and predict answers 1.0)
+        floats = np.array([float(label == "positive") for label in labels[:-1]])
+        AttentionTextClassifier("boe", d_model=16, epochs=1, min_frequency=1).fit(texts[:-1], floats)

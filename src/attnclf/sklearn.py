@@ -51,6 +51,7 @@ from .text.batching import EVAL_MAX_TOKENS, BucketBatches
 from .text.cleaning import unicode_problem
 from .text.tokenizer import Tokenizer, TokenizerConfig
 from .training.device import forked_generators, resolve_device, seed_generators, torch_threads
+from .training.run_data import describe_classes, warnings_among
 from .training.settings import DERIVED_MODEL_FIELDS, DataSettings, RunSettings, refuse_derived_fields
 from .training.trainer import TrainConfig, Trainer, imbalance_remedies, one_class_note
 
@@ -196,7 +197,8 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
         validation figures stay the ones every attnclf run records). The n-gram branch's naive-Bayes counts
         (``model_config={"nb_ngram_buckets": ...}``) count each kept text once. In a ``Pipeline``, pass
         ``clf__sample_weight=w``. A branch its bucket budget cuts (the file recipe's, at more than 4 classes) is
-        warned of with an ``AttnclfWarning``, as `attnclf train` notes it.
+        warned of with an ``AttnclfWarning``, as `attnclf train` notes it; so is what `attnclf train` warns of in its
+        training labels (``run_data.describe_classes``: a class of a single text, "Positive" beside "positive").
 
         >>> # AttentionTextClassifier(epochs=3).fit(texts, labels, sample_weight=[1.0, 0.5, 2.0, ...])
         """
@@ -239,6 +241,12 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
         if fraction > 0:
             fit_idx, val_idx = split_indices(data.labels, fraction=fraction, seed=seed)
             train, validation = data.subset(fit_idx.tolist(), "train"), data.subset(val_idx.tolist(), "validation")
+        # What `attnclf train` warns of in its training labels (a class of one text, "Positive" beside "positive"),
+        # in its words; a warning, not progress: verbose=False keeps it, as --quiet does. Numbers are no text two
+        # ways of writing could make two classes of (y's 1.0 is "1.0" here only as str writes it).
+        look_alikes = isinstance(classes[0], str)  # (y is of one type: _classes_of refuses a mix)
+        for warning in warnings_among(describe_classes(train, validation=validation, look_alikes=look_alikes)):
+            warnings.warn(warning, AttnclfWarning, stacklevel=3)
 
         device = resolve_device(self.device)
         tokenizer = Tokenizer.train(train.texts, tokenizer_config)

@@ -46,7 +46,7 @@ from .distributed import Distributed, from_environment, init_distributed, rank_d
 from .pretrain import (check_pretrained, check_pretrained_unchanged, describe_pretrained, encoder_fingerprint,
                        load_pretrained)
 from .run_data import (align_labels, describe_classes, held_out_fingerprint, load_data, refuse_gone,
-                       shared_text_warnings, texts_fingerprint)
+                       shared_text_warnings, texts_fingerprint, warnings_among)
 from .settings import (COUNT_EMBEDDINGS, DataSettings, RunSettings, check_resumed, checkpoint_state,
                        finished_training, refuse_derived_fields, resume_settings)
 from .multilabel import CROWDED_NOTE_START, crowded_label_sets_note
@@ -503,7 +503,7 @@ def _describe_data(settings: RunSettings, splits: Splits, progress: bool) -> lis
                 continue
         if progress or warning:
             _stderr(line)
-    return [line.removeprefix("warning: ") for line in described if line.startswith("warning:")]
+    return warnings_among(described)
 
 
 # Below this many training texts a file's run says what else to try: on files of 3,000-6,920 texts TF-IDF + LR was

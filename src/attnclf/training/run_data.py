@@ -280,13 +280,15 @@ _CHANGED_SPLIT = ("{} no longer gives the validation texts a run held out (the d
 
 
 def describe_classes(train: TextDataset, suspect_separators: str = "",
-                     validation: TextDataset | None = None) -> list[str]:
+                     validation: TextDataset | None = None, look_alikes: bool = True) -> list[str]:
     """The training classes with their counts, and a warning for names that differ only in case or spaces
     ("Positive" beside "positive" is a class of its own: the file probably meant one) or in how their accents are
     encoded ("é" composed or as "e" and a combining accent), and for classes of fewer than
     2 training texts (``validation``, the run's, says which of those it cannot score). ``suspect_separators``: for
     multi-label data read from a file, the characters that, inside class names, may be a label delimiter the file
-    used other than --label-delimiter (see ``_delimiter_warnings``).
+    used other than --label-delimiter (see ``_delimiter_warnings``). ``look_alikes=False`` leaves out the warnings for
+    names that look like one class written two ways (``_look_alike_warnings``): for labels that were numbers, not
+    text (the estimator's), whose names are ``str``'s one way of writing each.
 
     >>> describe_classes(TextDataset(["good", "fine", "bad"], [1, 1, 0], ["neg", "pos"]))
     ['training texts per class: neg: 1, pos: 2', "warning: 1 of 2 classes has a single training text ('neg'): a \
@@ -324,10 +326,20 @@ model learns little from one example; give it more texts, or merge rare classes"
         lines.append(f"warning: {_of_classes(unvalidated, names)} no validation text ({first_few(unvalidated)}): no "
                      f"validation score tells how {'it does' if one else 'they do'}; give "
                      f"{'it' if one else 'them'} more texts, or a --validation-file that holds some")
-    lines += _look_alike_warnings(names)
+    lines += _look_alike_warnings(names) if look_alikes else []
     if train.multi_label:
         lines += _delimiter_warnings(names, suspect_separators)
     return lines
+
+
+def warnings_among(lines: list[str]) -> list[str]:
+    """The warnings among lines that describe a run's data (``describe_classes``'s and the like), without their
+    "warning: ": as config.json keeps them for the report, and as the estimator's fit warns of them.
+
+    >>> warnings_among(["training texts per class: neg: 2, pos: 2", "warning: classes 'a' and 'A' differ"])
+    ["classes 'a' and 'A' differ"]
+    """
+    return [line.removeprefix("warning: ") for line in lines if line.startswith("warning:")]
 
 
 def _look_alike_warnings(names: list[str]) -> list[str]:
