@@ -1398,3 +1398,33 @@ def test_fit_warns_of_the_labels_as_train_does_each_once():
         # (numbers are written one way, their own: 1.0 is no "1" a file wrote as "1.0", and predict answers 1.0)
         floats = np.array([float(label == "positive") for label in labels[:-1]])
         AttentionTextClassifier("boe", d_model=16, epochs=1, min_frequency=1).fit(texts[:-1], floats)
+        # (a class weighted 0 has no training text by the caller's choice, not for want of texts)
+        AttentionTextClassifier("boe", d_model=16, epochs=1, min_frequency=1, class_weight={"neutral": 0}).fit(
+            texts[:-1] + ["a fair film"], labels[:-1] + ["neutral"])
+
+
+def test_fit_warns_of_its_texts_as_train_does():
+    # `attnclf train` warns of a file's texts that validation shares with training (it flatters the epoch chosen)
+    # and of Thai texts the word tokenizer reads a clause at a time; fit said nothing of either.
+    texts = [f"{word} film number {i}" for i in range(20) for word in ("good", "bad")]
+    labels = [label for _ in range(20) for label in ("positive", "negative")]
+    small = dict(d_model=16, epochs=1, min_frequency=1)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        AttentionTextClassifier("boe", **small).fit(texts * 2, labels * 2)
+    assert len(caught) == 1 and caught[0].category is AttnclfWarning and caught[0].filename == __file__
+    assert re.fullmatch(r"\d+ of the 8 validation texts also occur among the training texts \(duplicates in the "
+                        r"data\?\): validation scores, early stopping and refit's epoch count will flatter the model",
+                        str(caught[0].message))
+    thai = [f"สินค้าดีมาก{i}" for i in range(20)] + [f"แย่มาก{i}" for i in range(20)]
+    with pytest.warns(AttnclfWarning) as caught:
+        AttentionTextClassifier("boe", **small).fit(thai, labels)
+    assert [str(w.message) for w in caught] == [
+        "36 of the 36 training texts (100%) hold Thai, Lao, Khmer or Burmese text with no spaces between words (such "
+        "as 'สินค้าดีมาก'), which the word tokenizer reads as one token per run: few texts share them, and unseen "
+        "ones read as <unk>; tokenizer='bpe' cuts them into pieces texts share, given a vocab_size too small to hold "
+        "whole clauses"]
+    with warnings.catch_warnings():  # validated on its training texts by design, or bpe: nothing to say
+        warnings.simplefilter("error")
+        AttentionTextClassifier("boe", **small, validation_fraction=0).fit(texts * 2, labels * 2)
+        AttentionTextClassifier("boe", **small, tokenizer="bpe").fit(thai, labels)

@@ -39,7 +39,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .checks import check_seed, check_threads, real_number, weight, whole_number
 from .classifier import Classifier
-from .data.base import TextDataset
+from .data.base import Splits, TextDataset
 from .data.files import TEXT_JOINER
 from .data.splits import split_indices
 from .errors import AttnclfError, AttnclfWarning, RunDirError, first_few, shown
@@ -49,9 +49,9 @@ from .prediction import ClassThreshold, check_texts, class_threshold, decided_cl
 from .recipes import file_recipe
 from .text.batching import EVAL_MAX_TOKENS, BucketBatches
 from .text.cleaning import unicode_problem
-from .text.tokenizer import Tokenizer, TokenizerConfig
+from .text.tokenizer import Tokenizer, TokenizerConfig, unspaced_text_warning
 from .training.device import forked_generators, resolve_device, seed_generators, torch_threads
-from .training.run_data import describe_classes, warnings_among
+from .training.run_data import describe_classes, shared_text_warnings, warnings_among
 from .training.settings import DERIVED_MODEL_FIELDS, DataSettings, RunSettings, refuse_derived_fields
 from .training.trainer import TrainConfig, Trainer, imbalance_remedies, one_class_note
 
@@ -198,7 +198,8 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
         (``model_config={"nb_ngram_buckets": ...}``) count each kept text once. In a ``Pipeline``, pass
         ``clf__sample_weight=w``. A branch its bucket budget cuts (the file recipe's, at more than 4 classes) is
         warned of with an ``AttnclfWarning``, as `attnclf train` notes it; so is what `attnclf train` warns of in its
-        training labels (``run_data.describe_classes``: a class of a single text, "Positive" beside "positive").
+        training labels and texts (``_training_data_warnings``: a class of a single text, "Positive" beside
+        "positive", validation texts among the training texts).
 
         >>> # AttentionTextClassifier(epochs=3).fit(texts, labels, sample_weight=[1.0, 0.5, 2.0, ...])
         """
@@ -236,16 +237,16 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
             texts, y_index = [t for t, keep in zip(texts, kept) if keep], y_index[kept]
             weights = None if weights is None else weights[kept]
         data = TextDataset(texts, y_index.tolist(), label_names)
+        present = set(data.labels)  # (y gave every class a text: a class without one had them all weighted 0)
+        weighted_out = [name for i, name in enumerate(label_names) if i not in present]
         fit_idx = np.arange(len(data))
         train, validation = data, data
         if fraction > 0:
             fit_idx, val_idx = split_indices(data.labels, fraction=fraction, seed=seed)
             train, validation = data.subset(fit_idx.tolist(), "train"), data.subset(val_idx.tolist(), "validation")
-        # What `attnclf train` warns of in its training labels (a class of one text, "Positive" beside "positive"),
-        # in its words; a warning, not progress: verbose=False keeps it, as --quiet does. Numbers are no text two
-        # ways of writing could make two classes of (y's 1.0 is "1.0" here only as str writes it).
-        look_alikes = isinstance(classes[0], str)  # (y is of one type: _classes_of refuses a mix)
-        for warning in warnings_among(describe_classes(train, validation=validation, look_alikes=look_alikes)):
+        # (a warning, not progress: verbose=False keeps it, as --quiet does; stacklevel: the line that called fit)
+        for warning in _training_data_warnings(train, validation if fraction > 0 else None, tokenizer_config,
+                                               look_alikes=isinstance(classes[0], str), weighted_out=weighted_out):
             warnings.warn(warning, AttnclfWarning, stacklevel=3)
 
         device = resolve_device(self.device)
@@ -535,6 +536,29 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
 # Where fit takes the model fields a run derives (settings.DERIVED_MODEL_FIELDS), in the estimator's own terms.
 _DERIVED_FROM = {"vocab_size": "the texts (the estimator's vocab_size= caps it)", "num_classes": "the labels",
                  "max_len": "the estimator's max_len=", "pad_id": "the tokenizer"}
+
+
+def _training_data_warnings(train: TextDataset, validation: TextDataset | None, tokenizer_config: TokenizerConfig,
+                            look_alikes: bool, weighted_out: list[str]) -> list[str]:
+    """What `attnclf train` warns of in its training data, in its words, less its "warning: ", where it applies to a
+    fit on ``train``, held out ``validation`` (None: validated on ``train``, so sharing texts by design) and read as
+    ``tokenizer_config`` says: its labels (``describe_classes``: a class of one text, "Positive" beside "positive";
+    ``look_alikes=False`` for labels that were numbers, which ``str`` writes one way; none for ``weighted_out``,
+    classes of no text but those weight 0 dropped, lacking training texts), validation texts among the training
+    texts, and texts the word tokenizer reads a clause at a time. (Not train's others: the estimator has no
+    test split, no sampler, no social_media setting, and no command to compare models with.)
+
+    >>> _training_data_warnings(TextDataset(["good", "fine", "bad", "poor"], [2, 2, 1, 1], ["Pos", "neg", "pos"]),
+    ...                         None, TokenizerConfig(), look_alikes=True, weighted_out=[])[-1]
+    "classes 'Pos' and 'pos' differ only in case or spaces; make them one label in the data if they mean one class"
+    """
+    described = describe_classes(train, validation=train if validation is None else validation,
+                                 look_alikes=look_alikes, left_out=weighted_out)
+    if validation is not None:
+        described += shared_text_warnings(Splits(train=train, validation=validation), tokenizer_config.cleaning)
+    unspaced = unspaced_text_warning(train.texts, tokenizer_config, bpe_by="tokenizer='bpe'",
+                                     vocab_size_by="vocab_size")
+    return warnings_among(described + ([unspaced] if unspaced else []))
 
 
 def _classes_of(y, count: int, estimator: str) -> tuple[np.ndarray, np.ndarray]:

@@ -230,13 +230,14 @@ _UNSPACED_RUN = {False: re.compile(f"[{_UNSPACED_CJK}{_UNSPACED_OTHERS}]{{4,}}")
 _UNSPACED_SHARE = 0.05
 
 
-def unspaced_text_warning(texts: Sequence[str], config: TokenizerConfig,
-                          begun_before: Collection[str] = ()) -> str | None:
+def unspaced_text_warning(texts: Sequence[str], config: TokenizerConfig, begun_before: Collection[str] = (),
+                          bpe_by: str = "--tokenizer bpe", vocab_size_by: str = "--vocab-size") -> str | None:
     """A warning for a word-level tokenizer trained on ``texts`` of which many are written without spaces between
     words (Thai; Chinese and Japanese too with ``split_cjk`` off): it reads a run of such characters, often a clause,
     as one word that few other texts share, and an unseen one as ``<unk>``; None if there is nothing to warn of.
     ``begun_before``: the cleaning settings the run predates (``RunSettings.recorded_without``): one begun before
-    split_cjk reads Chinese unsplit as it began, not for a flag its command gave.
+    split_cjk reads Chinese unsplit as it began, not for a flag its command gave. ``bpe_by`` and ``vocab_size_by``:
+    how the user sets the tokenizer and its vocabulary size (the command line's flags; the estimator's arguments).
 
     >>> unspaced_text_warning(["สินค้าดีมาก", "a good film"], TokenizerConfig())[:57]
     'warning: 1 of the 2 training texts (50%) hold Thai, Lao, '
@@ -254,7 +255,7 @@ def unspaced_text_warning(texts: Sequence[str], config: TokenizerConfig,
     return (f"warning: {len(found):,} of the {len(texts):,} training texts ({len(found) / len(texts):.0%}) hold "
             f"{scripts} text with no spaces between words (such as {shown(found[0], most=20)}), "
             f"which the word tokenizer reads as one token per run: few texts share them, and unseen "
-            f"ones read as <unk>{fix}; --tokenizer bpe cuts them into pieces texts share, given a --vocab-size too "
+            f"ones read as <unk>{fix}; {bpe_by} cuts them into pieces texts share, given a {vocab_size_by} too "
             f"small to hold whole clauses")
 
 

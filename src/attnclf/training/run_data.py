@@ -8,7 +8,7 @@ import hashlib
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -279,8 +279,8 @@ _CHANGED_SPLIT = ("{} no longer gives the validation texts a run held out (the d
                   "was trained): they may be texts it learned")
 
 
-def describe_classes(train: TextDataset, suspect_separators: str = "",
-                     validation: TextDataset | None = None, look_alikes: bool = True) -> list[str]:
+def describe_classes(train: TextDataset, suspect_separators: str = "", validation: TextDataset | None = None,
+                     look_alikes: bool = True, left_out: Collection[str] = ()) -> list[str]:
     """The training classes with their counts, and a warning for names that differ only in case or spaces
     ("Positive" beside "positive" is a class of its own: the file probably meant one) or in how their accents are
     encoded ("é" composed or as "e" and a combining accent), and for classes of fewer than
@@ -288,7 +288,8 @@ def describe_classes(train: TextDataset, suspect_separators: str = "",
     multi-label data read from a file, the characters that, inside class names, may be a label delimiter the file
     used other than --label-delimiter (see ``_delimiter_warnings``). ``look_alikes=False`` leaves out the warnings for
     names that look like one class written two ways (``_look_alike_warnings``): for labels that were numbers, not
-    text (the estimator's), whose names are ``str``'s one way of writing each.
+    text (the estimator's), whose names are ``str``'s one way of writing each. ``left_out``: classes the caller
+    trains on no text of by choice (the estimator's, weighted 0), not warned of as lacking training texts.
 
     >>> describe_classes(TextDataset(["good", "fine", "bad"], [1, 1, 0], ["neg", "pos"]))
     ['training texts per class: neg: 1, pos: 2', "warning: 1 of 2 classes has a single training text ('neg'): a \
@@ -305,7 +306,7 @@ model learns little from one example; give it more texts, or merge rare classes"
         lines = [f"training texts per label: {listed}; {unlabelled:,} of {len(train):,} texts carry no label"]
     else:
         lines = [f"training texts per class: {listed}"]
-    untrained = [name for name, count in zip(names, counts) if count == 0]
+    untrained = [name for name, count in zip(names, counts) if count == 0 and name not in left_out]
     if untrained:  # their only texts were held out to validate (or sampled away): never predicted, always wrong
         one = len(untrained) == 1
         lines.append(f"warning: {_of_classes(untrained, names)} no training text, {'its' if one else 'their'} only "
