@@ -1,6 +1,7 @@
 """End-to-end through the `attnclf` command, and every bad-input case the user can hit."""
 
 import argparse
+import csv
 import io
 import json
 import os
@@ -377,6 +378,28 @@ def test_predict_counts_the_tokens_the_model_does_not_know_and_notes_a_text_past
     assert (json.loads(out)["unknown_tokens"], json.loads(out)["tokens_read"]) == (1, 5) and err == ""
 
 
+def test_predict_notes_an_empty_text_as_empty_not_as_an_unknown_token(demo_run, tmp_path, capsys):
+    # An empty text in a file's text column was answered with "the one token the model read is unknown to it (<unk>)",
+    # unknown_tokens 1 of tokens_read 1: its user sent nothing, not an unknown word (the model is given one <unk> in
+    # its place, so that it has something to read).
+    texts, output = tmp_path / "texts.csv", tmp_path / "scored.csv"
+    texts.write_text('text\nthe plot was good\n""\n" \t "\nzorbly\n', encoding="utf-8")
+    assert main(["predict", str(demo_run), "--file", str(texts)]) == 0
+    out, err = capsys.readouterr()
+    records = [json.loads(line) for line in out.splitlines()]
+    assert [(r["unknown_tokens"], r["tokens_read"]) for r in records] == [(0, 4), (0, 0), (0, 0), (1, 1)]
+    assert records[1]["probabilities"] == records[2]["probabilities"]  # (what the note says: the same answer)
+    empty = "it holds no word to read (empty once cleaned): its answer is the one the model gives every empty text"
+    assert err.splitlines() == [f"note: '': {empty}", f"note: ' \\t ': {empty}",
+                                "note: 'zorbly': the one token the model read is unknown to it (<unk>): its answer "
+                                "rests on none of the text's words"]
+    assert main(["predict", str(demo_run), "the plot was good", "", "--output", str(output)]) == 0
+    with output.open(encoding="utf-8", newline="") as file:
+        rows = list(csv.DictReader(file))
+    assert [(row["unknown_tokens"], row["tokens_read"]) for row in rows] == [("0", "4"), ("0", "0")]
+    assert f"note: '': {empty}" in capsys.readouterr().err.splitlines()
+
+
 def test_predict_notes_the_first_few_texts_past_the_share_of_unknown_tokens_then_counts_the_rest(demo_run, tmp_path,
                                                                                                    capsys):
     from attnclf.prediction import NOTED_TEXTS
@@ -390,7 +413,7 @@ def test_predict_notes_the_first_few_texts_past_the_share_of_unknown_tokens_then
     notes = err.splitlines()
     assert notes[:NOTED_TEXTS] == [f"note: 'zorbly blorft {i}': all 3 tokens the model read are unknown to it (<unk>): "
                                    f"its answer rests on none of the text's words" for i in range(NOTED_TEXTS)]
-    assert notes[NOTED_TEXTS:] == ["note: and 3 more texts past a quarter of their tokens unknown: "
+    assert notes[NOTED_TEXTS:] == ["note: and 3 more texts past a quarter of their tokens unknown, or empty: "
                                    "see each answer's unknown_tokens and tokens_read"]
 
 

@@ -66,6 +66,9 @@ def test_an_ensemble_counts_the_unknown_tokens_of_the_member_that_knows_the_fewe
     for members in ([first, second], [second, first]):
         prediction = Ensemble(members).predict(text)[0]
         assert (prediction.unknown_tokens, prediction.tokens_read, prediction.tokens) == (3, 6, [])
+        # An empty text, which no member reads a token of: no share of unknown tokens to compare.
+        empty = Ensemble(members).predict([""])[0]
+        assert (empty.unknown_tokens, empty.tokens_read) == (0, 0)
 
 
 def test_a_loaded_model_and_its_predictions_show_briefly_in_a_notebook(demo_run, second_run):

@@ -54,7 +54,7 @@ def test_onnx_predictions_match_pytorch_across_batch_sizes_and_lengths(exported,
         np.testing.assert_allclose(have.attention, want.attention, atol=1e-4)
         assert (have.unknown_tokens, have.tokens_read) == (want.unknown_tokens, want.tokens_read)
     assert [(p.unknown_tokens, p.tokens_read, p.tokens) for p in onnx_clf.predict(TEXTS[:4], tokens=False)] == [
-        (1, 1, []), (0, 2, []), (2, 12, []), (3, 3, [])]  # an empty text reads as one <unk>; "," and "!" are unknown
+        (0, 0, []), (0, 2, []), (2, 12, []), (3, 3, [])]  # an empty text: nothing read; "," and "!" are unknown
     assert len(onnx_clf.predict([TEXTS[4]])[0].tokens) == 64  # truncated to the run's max_len, as in PyTorch
 
 

@@ -282,6 +282,14 @@ def test_predict_one_text_or_a_batch_gives_the_library_s_answer(server, local):
         np.testing.assert_allclose([answer["probabilities"][n] for n in local.label_names], row, atol=1e-6)
 
 
+def test_predict_counts_no_token_read_of_an_empty_text_as_the_library_does(server, local):
+    # (the model reads one <unk> in an empty text's place: it was counted as one unknown token of one read)
+    texts = ["", "  ", "zorbly"]
+    answers = server.post("/predict", json={"texts": texts}).json()["predictions"]
+    assert [(a["unknown_tokens"], a["tokens_read"]) for a in answers] == [(0, 0), (0, 0), (1, 1)]
+    assert [(p.unknown_tokens, p.tokens_read) for p in local.predict(texts, tokens=False)] == [(0, 0), (0, 0), (1, 1)]
+
+
 def test_predict_counts_the_tokens_the_model_does_not_know_as_the_library_does(server, local):
     texts = ["the plot was awesome and amazing", "the plot was not good"]
     answers = server.post("/predict", json={"texts": texts}).json()["predictions"]

@@ -195,7 +195,8 @@ class Classifier:
         >>> # clf.predict(["a fine film"], threshold=("positive", 0.9))[0].label  # 'negative' under 0.9
         """
         threshold = class_threshold(threshold, self.label_names, self.multi_label)  # (before the texts are run)
-        return predictions(*self.scores(texts), self.label_names, self.tokenizer.token_strings, tokens,
+        texts = check_texts(texts)  # (a list, read twice: by the model and by the counts of its tokens)
+        return predictions(texts, *self.scores(texts), self.label_names, self.tokenizer, tokens,
                            self.thresholds if self.multi_label else None, threshold)
 
     def explain(self, texts: Sequence[str], method: str | None = None, **options) -> list:

@@ -32,7 +32,7 @@ import numpy as np
 
 from .checks import by_field, check_backend, check_seed
 from .errors import NAME_LENGTH, AttnclfError, RunDirError, shown
-from .prediction import LabelSetPrediction, Prediction, class_threshold, model_repr, token_counts
+from .prediction import LabelSetPrediction, Prediction, check_texts, class_threshold, model_repr, token_counts
 from .rundir import (ENSEMBLE_FILE, atomic_write_bytes, atomic_write_json, checked_thresholds, file_sha256,
                      first_missing_folder, folder_lock, member_folders, prepare_output_dir, read_json,
                      remove_cut_short_writes, remove_empty_folders, run_dir_list)
@@ -194,9 +194,12 @@ class Ensemble:
         >>> # [p.label for p in Ensemble.load(["runs/a", "runs/b"]).predict(["great film", "dull film"])]
         """
         threshold = class_threshold(threshold, self.label_names, self.multi_label)
+        texts = check_texts(texts)  # (a list, read twice: by the members and by the counts of their tokens)
         probabilities, member_ids = self._averaged(texts)
-        counts = [max((token_counts(ids[i]) for ids in member_ids), key=lambda count: count[0] / count[1])
-                  for i in range(len(probabilities))]
+        # (an empty text's counts are (0, 0): a share of none)
+        counts = [max((token_counts(ids[i], text, member.tokenizer) for member, ids in zip(self.members, member_ids)),
+                      key=lambda count: count[0] / max(count[1], 1))
+                  for i, text in enumerate(texts)]
         if self.multi_label:
             return [LabelSetPrediction.from_scores(row, self.thresholds, self.label_names, [], None, count, threshold)
                     for row, count in zip(probabilities, counts)]

@@ -12,7 +12,7 @@ import numpy as np
 from .checks import by_field, true_or_false
 from .errors import AttnclfError, first_few, shown
 from .text.cleaning import unicode_problem
-from .text.tokenizer import UNK, UNK_ID
+from .text.tokenizer import UNK, UNK_ID, Tokenizer
 
 # A text is noted when more than this share of the tokens the model read are <unk>. Not at any share: a vocabulary of
 # training texts lacks a word of most real texts (a name, a typo): under their recipes' tokenizers 56% of SST-2's test
@@ -140,25 +140,37 @@ def joined_text_columns(config: dict) -> dict | None:
     return None
 
 
-def token_counts(ids: list[int]) -> tuple[int, int]:
-    """How many of a text's token ``ids`` are ``<unk>`` (words the vocabulary lacks, which tell the model nothing),
-    and how many it read: a prediction's ``unknown_tokens`` and ``tokens_read``.
+def token_counts(ids: list[int], text: str, tokenizer: Tokenizer) -> tuple[int, int]:
+    """How many of ``text``'s token ``ids`` (``tokenizer.encode``'s) are ``<unk>`` (words the vocabulary lacks,
+    which tell the model nothing), and how many it read: a prediction's ``unknown_tokens`` and ``tokens_read``.
+    A text with nothing to read (``Tokenizer.reads_nothing``: empty, or blank) counts none of either: the one
+    ``<unk>`` the model is given in its place is no word of the text's.
 
-    >>> token_counts([5, UNK_ID, 7, UNK_ID])
-    (2, 4)
+    >>> from attnclf.text import TokenizerConfig
+    >>> tokenizer = Tokenizer.train(["a good film"], TokenizerConfig(min_frequency=1))
+    >>> texts = ["a bad film", "zzz", " "]
+    >>> [token_counts(ids, text, tokenizer) for ids, text in zip(tokenizer.encode(texts), texts)]
+    [(1, 3), (1, 1), (0, 0)]
     """
+    if ids == [UNK_ID] and tokenizer.reads_nothing(text):  # (checked only where it may be: a text of one <unk>)
+        return 0, 0
     return ids.count(UNK_ID), len(ids)
 
 
 def unknown_tokens_note(unknown_tokens: int | None, tokens_read: int | None) -> str | None:
     """What a person should know of a text more than a quarter (``UNKNOWN_SHARE_NOTED``) of whose tokens the model
-    read as ``<unk>``; None for a text under that share, or whose tokens were not counted.
+    read as ``<unk>``, or of which it read none (``token_counts``: an empty text); None for a text under that share,
+    or whose tokens were not counted.
 
     >>> unknown_tokens_note(3, 6)
     '3 of the 6 tokens the model read are unknown to it (<unk>): its answer rests on the other 3'
     >>> unknown_tokens_note(1, 1), unknown_tokens_note(1, 5)
     ("the one token the model read is unknown to it (<unk>): its answer rests on none of the text's words", None)
+    >>> unknown_tokens_note(0, 0)
+    'it holds no word to read (empty once cleaned): its answer is the one the model gives every empty text'
     """
+    if tokens_read == 0:
+        return "it holds no word to read (empty once cleaned): its answer is the one the model gives every empty text"
     if unknown_tokens is None or tokens_read is None or unknown_tokens <= UNKNOWN_SHARE_NOTED * tokens_read:
         return None
     if unknown_tokens == tokens_read:
@@ -170,10 +182,11 @@ def unknown_tokens_note(unknown_tokens: int | None, tokens_read: int | None) -> 
 
 
 class UnknownTokenNotes:
-    """Notes on the texts past a quarter of whose tokens the model read as unknown (``unknown_tokens_note``): the
-    first ``NOTED_TEXTS`` such texts a note each, then (``count_the_rest``) how many more, so that a file of thousands
-    gets a count, not a note each. ``say`` writes a note's line (default: on stderr, where `attnclf predict` keeps
-    them apart from its answers). Called with each text and its prediction: ``predict_file``'s ``noticed``.
+    """Notes on the texts past a quarter of whose tokens the model read as unknown, or empty
+    (``unknown_tokens_note``): the first ``NOTED_TEXTS`` such texts a note each, then (``count_the_rest``) how many
+    more, so that a file of thousands gets a count, not a note each. ``say`` writes a note's line (default: on
+    stderr, where `attnclf predict` keeps them apart from its answers). Called with each text and its prediction:
+    ``predict_file``'s ``noticed``.
 
     >>> notes = UnknownTokenNotes(say=print)
     >>> notes("zzz", Prediction("pos", 0.5, {"neg": 0.5, "pos": 0.5}, unknown_tokens=1, tokens_read=1))
@@ -196,11 +209,12 @@ class UnknownTokenNotes:
         >>> notes = UnknownTokenNotes(say=print)
         >>> notes.noted = NOTED_TEXTS + 2  # (as after seven such texts, five of them noted)
         >>> notes.count_the_rest()
-        note: and 2 more texts past a quarter of their tokens unknown: see each answer's unknown_tokens and tokens_read
+        note: and 2 more texts past a quarter of their tokens unknown, or empty: see each answer's unknown_tokens and \
+tokens_read
         """
         if self.noted > NOTED_TEXTS:
             self.say(f"note: and {self.noted - NOTED_TEXTS:,} more texts past a quarter of their tokens "
-                     f"unknown: see each answer's unknown_tokens and tokens_read")
+                     f"unknown, or empty: see each answer's unknown_tokens and tokens_read")
 
 
 def refuse_unknown_class(label_names: Sequence[str], name, asked: str, multi_label: bool = False) -> None:
@@ -397,7 +411,8 @@ class Prediction:
     ``unknown_tokens`` of the ``tokens_read`` tokens the model read (after
     truncation) are ``<unk>``: words its vocabulary lacks, which tell it
     nothing, so a confident answer on a text of many rests on the others
-    (``unknown_tokens_note`` says so). None where they were not counted.
+    (``unknown_tokens_note`` says so). None where they were not counted; 0 and
+    0 for an empty text, none of which the model read (``token_counts``).
     """
 
     label: str
@@ -500,21 +515,24 @@ class LabelSetPrediction:
         return {"labels": self.labels, **_scored_dict(self)}
 
 
-def predictions(probabilities: np.ndarray, ids: list[list[int]], attention: list[np.ndarray | None],
-                label_names: list[str], token_strings: Callable[[list[int]], list[str]], tokens: bool = True,
+def predictions(texts: list[str], probabilities: np.ndarray, ids: list[list[int]], attention: list[np.ndarray | None],
+                label_names: list[str], tokenizer: Tokenizer, tokens: bool = True,
                 thresholds: np.ndarray | None = None,
                 threshold: ClassThreshold | None = None) -> list[Prediction] | list[LabelSetPrediction]:
-    """A backend's run (probabilities, token ids and pooling weights per text) as what its ``predict`` returns:
-    a ``Prediction`` per text, each its class by ``threshold`` where given (``decided_classes``), or with
+    """A backend's run of ``texts`` (probabilities, token ids and pooling weights per text) as what its ``predict``
+    returns: a ``Prediction`` per text, each its class by ``threshold`` where given (``decided_classes``), or with
     ``thresholds`` (a multi-label run's) a ``LabelSetPrediction``, ``threshold``'s label at its probability; the
-    tokens are ``token_strings(ids)``, and ``tokens=False`` leaves out them and the attention.
+    tokens are ``tokenizer.token_strings(ids)``, and ``tokens=False`` leaves out them and the attention.
 
-    >>> [p.label for p in predictions(np.array([[0.2, 0.8]]), [[5, UNK_ID]], [None], ["neg", "pos"], str)]
+    >>> from attnclf.text import TokenizerConfig
+    >>> tokenizer = Tokenizer.train(["a good film"], TokenizerConfig(min_frequency=1))
+    >>> [p.label for p in predictions(["a zz"], np.array([[0.2, 0.8]]), [[2, UNK_ID]], [None], ["neg", "pos"],
+    ...                               tokenizer)]
     ['pos']
     """
     tokens = true_or_false(tokens, "tokens")  # ("false" is truthy: it would answer what it was asked to leave out)
-    counts = [token_counts(row) for row in ids]
-    strings = [token_strings(row) if tokens else [] for row in ids]
+    counts = [token_counts(row, text, tokenizer) for row, text in zip(ids, texts)]
+    strings = [tokenizer.token_strings(row) if tokens else [] for row in ids]
     attention = attention if tokens else [None] * len(ids)
     if thresholds is not None:
         return [LabelSetPrediction.from_scores(p, thresholds, label_names, t, a, c, threshold)

@@ -44,9 +44,10 @@ class Explanation:
     whether attention or the n-grams decided. ``pooling_attention``, for a model that pools by attention and a
     method other than ``attention``, holds the pooling layer's weight per token beside the scores
     (``BESIDE_DESCRIPTION`` says what they are): where the pooling looked, next to what the method measured.
-    ``unknown_tokens``: how many of ``tokens`` are ``<unk>``, words the model's vocabulary lacks (None: not counted),
-    as in ``attnclf.prediction.Prediction``; ``unknown_note`` says when they are more than a quarter (``to_dict``
-    carries it as ``"unknown_note"``: null for fewer, absent with the count where they were not counted).
+    ``unknown_tokens``: how many of ``tokens`` are ``<unk>``, words the model's vocabulary lacks (None: not counted;
+    0 for an empty text, whose one ``<unk>`` stands in its place), as in ``attnclf.prediction.Prediction``;
+    ``unknown_note`` says when they are more than a quarter (``to_dict`` carries it as ``"unknown_note"``: null for
+    fewer, absent with the count where they were not counted).
     """
 
     text: str
@@ -365,7 +366,7 @@ def _method_explanations(classifier: "Classifier", multi_label: bool, shared: _S
             cut_at=cut_position(tokens_cut, config.max_len, config.truncation),
             pooling_attention=(None if shared.beside is None or method == "attention"
                                else [float(w) for w in shared.beside[i]]),
-            unknown_tokens=token_counts(ids)[0],
+            unknown_tokens=token_counts(ids, shared.texts[i], classifier.tokenizer)[0],
             attention_window=window,
             labels=[names[label] for label in shared.predicted[i]] if multi_label else None,
         ))

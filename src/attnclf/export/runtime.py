@@ -379,5 +379,6 @@ class OnnxClassifier:
         >>> # OnnxClassifier.load("runs/topics").predict(["the coach praised the album"])[0].labels  # ['sports']
         """
         threshold = class_threshold(threshold, self.label_names, self.multi_label)  # (before the texts are run)
-        return predictions(*self.scores(texts), self.label_names, self.tokenizer.token_strings, tokens,
-                           self.thresholds, threshold)
+        texts = check_texts(texts)  # (a list, read twice: by the model and by the counts of its tokens)
+        return predictions(texts, *self.scores(texts), self.label_names, self.tokenizer, tokens, self.thresholds,
+                           threshold)

@@ -155,7 +155,8 @@ class PredictionOut(BaseModel):
                                             "lacks, which tell it nothing; past a quarter of tokens_read, the answer "
                                             "rests on few known words")
     tokens_read: int = Field(description="how many tokens the model read: after truncation to its max_len, or for a "
-                                         "run that reads long texts as windows, to what its windows cover")
+                                         "run that reads long texts as windows, to what its windows cover; 0 for an "
+                                         "empty or blank text, answered as every empty text is")
 
 
 class PredictResponse(BaseModel):

@@ -334,7 +334,8 @@ class Tokenizer:
         return self.backend.get_vocab_size()
 
     def encode(self, texts: Sequence[str], max_len: int | None = None) -> list[list[int]]:
-        """Ids per text, truncated to ``max_len`` (default ``config.max_len``); an empty text becomes ``[<unk>]``.
+        """Ids per text, truncated to ``max_len`` (default ``config.max_len``); a text with no token to read
+        (``reads_nothing``) becomes ``[<unk>]``, so that the model has one to read.
 
         Windowed models read more than ``config.max_len`` tokens (see ``windows``).
 
@@ -343,6 +344,16 @@ class Tokenizer:
         ([[2, 5, 3], [1, 1, 1], [1]], [[5, 3]])
         """
         return [ids for ids, _ in self.encode_counting_cuts(texts, max_len)]
+
+    def reads_nothing(self, text: str) -> bool:
+        """Whether ``text`` holds no token once cleaned (empty, blank, or emptied by the cleaning), which ``encode``
+        gives the one ``<unk>`` in its place: every such text reads the same.
+
+        >>> tokenizer = Tokenizer.train(["a good film"], TokenizerConfig(min_frequency=1))
+        >>> [tokenizer.reads_nothing(text) for text in ["", " \\t\\n", "zzz"]]
+        [True, True, False]
+        """
+        return not self.backend.encode(clean(text, self.config.cleaning), add_special_tokens=False).ids
 
     def encode_counting_cuts(self, texts: Sequence[str],
                              max_len: int | None = None) -> list[tuple[list[int], int | None]]:
