@@ -417,6 +417,17 @@ def test_predict_notes_the_first_few_texts_past_the_share_of_unknown_tokens_then
                                    "see each answer's unknown_tokens and tokens_read"]
 
 
+def test_explain_notes_an_empty_text_as_predict_does(demo_run, capsys):
+    # (explain read its one <unk>, which stands in an empty text's place, as the text's one unknown word)
+    argv = ["explain", str(demo_run), "the plot was good", "", "--method", "attention"]
+    empty = "it holds no word to read (empty once cleaned): its answer is the one the model gives every empty text"
+    assert main([*argv, "--color", "never"]) == 0
+    assert capsys.readouterr().out.split("\n\n")[1].splitlines()[1] == f"  note: {empty}"
+    assert main([*argv, "--format", "json"]) == 0
+    record = json.loads(capsys.readouterr().out.splitlines()[1])
+    assert (record["tokens"], record["unknown_tokens"], record["unknown_note"]) == (["<unk>"], 0, empty)
+
+
 def test_explain_notes_a_text_whose_tokens_the_model_mostly_does_not_know(demo_run, capsys):
     argv = ["explain", str(demo_run), "the plot was awesome and amazing", "the plot was not good", "--method",
             "attention"]

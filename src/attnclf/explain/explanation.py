@@ -45,9 +45,9 @@ class Explanation:
     method other than ``attention``, holds the pooling layer's weight per token beside the scores
     (``BESIDE_DESCRIPTION`` says what they are): where the pooling looked, next to what the method measured.
     ``unknown_tokens``: how many of ``tokens`` are ``<unk>``, words the model's vocabulary lacks (None: not counted;
-    0 for an empty text, whose one ``<unk>`` stands in its place), as in ``attnclf.prediction.Prediction``;
-    ``unknown_note`` says when they are more than a quarter (``to_dict`` carries it as ``"unknown_note"``: null for
-    fewer, absent with the count where they were not counted).
+    0 for an empty text, whose one ``<unk>`` stands in its place: ``tokens_read`` 0), as in
+    ``attnclf.prediction.Prediction``; ``unknown_note`` says when they are more than a quarter, or the text is empty
+    (``to_dict`` carries it as ``"unknown_note"``: null for fewer, absent with the count where they were not counted).
     """
 
     text: str
@@ -69,6 +69,7 @@ class Explanation:
     cut_at: int | None = None  # where in ``tokens`` they stood (head + tail: between the two parts); None: no cut
     pooling_attention: list[float] | None = None
     unknown_tokens: int | None = None
+    tokens_read: int | None = None  # how many of ``tokens`` are the text's: 0 for an empty text; None: all of them
     attention_window: int = 0  # the model's: > 0, each token attends within its block of this many (self_attentions)
     labels: list[str] | None = None  # a multi-label run's predicted labels (None: a single-label run's)
 
@@ -145,7 +146,8 @@ class Explanation:
         ...             ).unknown_note()
         '1 of the 2 tokens the model read is unknown to it (<unk>): its answer rests on the other 1'
         """
-        return unknown_tokens_note(self.unknown_tokens, len(self.tokens))
+        tokens_read = len(self.tokens) if self.tokens_read is None else self.tokens_read
+        return unknown_tokens_note(self.unknown_tokens, tokens_read)
 
     def _repr_html_(self) -> str:
         """What a notebook shows for it: the text, the prediction, the colour key and the coloured tokens (hover one:
@@ -348,6 +350,7 @@ def _method_explanations(classifier: "Classifier", multi_label: bool, shared: _S
     explanations = []
     for j, (i, explained_label) in enumerate(zip(shared.owners, shared.targets)):
         ids, tokens_cut = shared.encoded[i]
+        unknown_tokens, tokens_read = token_counts(ids, shared.texts[i], classifier.tokenizer)
         explanations.append(Explanation(
             text=shared.texts[i],
             tokens=classifier.tokenizer.token_strings(ids),
@@ -366,7 +369,8 @@ def _method_explanations(classifier: "Classifier", multi_label: bool, shared: _S
             cut_at=cut_position(tokens_cut, config.max_len, config.truncation),
             pooling_attention=(None if shared.beside is None or method == "attention"
                                else [float(w) for w in shared.beside[i]]),
-            unknown_tokens=token_counts(ids, shared.texts[i], classifier.tokenizer)[0],
+            unknown_tokens=unknown_tokens,
+            tokens_read=tokens_read,
             attention_window=window,
             labels=[names[label] for label in shared.predicted[i]] if multi_label else None,
         ))

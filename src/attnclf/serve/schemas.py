@@ -243,9 +243,11 @@ class ExplanationOut(BaseModel):
                                                      f"far longer is read by its ends only")
     cut_at: int = Field(None, description=f"{_CUT}: the index in tokens before which the cut ones stood")
     unknown_tokens: int = Field(description="how many of tokens are <unk>: words the model's vocabulary lacks, which "
-                                            "tell it nothing")
+                                            "tell it nothing (0 for an empty text, whose one <unk> stands in its "
+                                            "place)")
     unknown_note: str | None = Field(description="a line saying so where more than a quarter of tokens are <unk>, "
-                                                 "the answer resting on few known words; null for fewer")
+                                                 "the answer resting on few known words, or where the text is empty; "
+                                                 "null for fewer")
     pooling_attention: PoolingAttentionOut = Field(
         None, description="only where the model pools by attention and attention is not among the methods asked (its "
                           "scores are these weights): the pooling weights beside the scores")
