@@ -1428,3 +1428,14 @@ def test_fit_warns_of_its_texts_as_train_does():
         warnings.simplefilter("error")
         AttentionTextClassifier("boe", **small, validation_fraction=0).fit(texts * 2, labels * 2)
         AttentionTextClassifier("boe", **small, tokenizer="bpe").fit(thai, labels)
+
+
+def test_fit_warns_of_a_class_without_validation_text_in_the_estimator_s_terms():
+    # (fit's warning advised "a --validation-file that holds some", a flag of `attnclf train`, not a parameter of fit)
+    texts = [f"{word} film number {i}" for i in range(20) for word in ("good", "bad")] + ["so so film", "meh film"]
+    labels = [label for _ in range(20) for label in ("positive", "negative")] + ["neutral", "neutral"]
+    with pytest.warns(AttnclfWarning) as caught:
+        AttentionTextClassifier("boe", d_model=16, epochs=1, min_frequency=1).fit(texts, labels)
+    assert [str(w.message) for w in caught] == [
+        "1 of 3 classes has no validation text ('neutral'): no validation score tells how it does; give it more "
+        "texts, or a larger validation_fraction"]

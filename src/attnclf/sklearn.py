@@ -553,7 +553,8 @@ def _training_data_warnings(train: TextDataset, validation: TextDataset | None, 
     "classes 'Pos' and 'pos' differ only in case or spaces; make them one label in the data if they mean one class"
     """
     described = describe_classes(train, validation=train if validation is None else validation,
-                                 look_alikes=look_alikes, left_out=weighted_out)
+                                 look_alikes=look_alikes, left_out=weighted_out,
+                                 held_out_by="a larger validation_fraction")
     if validation is not None:
         described += shared_text_warnings(Splits(train=train, validation=validation), tokenizer_config.cleaning)
     unspaced = unspaced_text_warning(train.texts, tokenizer_config, bpe_by="tokenizer='bpe'",

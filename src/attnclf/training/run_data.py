@@ -280,7 +280,8 @@ _CHANGED_SPLIT = ("{} no longer gives the validation texts a run held out (the d
 
 
 def describe_classes(train: TextDataset, suspect_separators: str = "", validation: TextDataset | None = None,
-                     look_alikes: bool = True, left_out: Collection[str] = ()) -> list[str]:
+                     look_alikes: bool = True, left_out: Collection[str] = (),
+                     held_out_by: str = "a --validation-file that holds some") -> list[str]:
     """The training classes with their counts, and a warning for names that differ only in case or spaces
     ("Positive" beside "positive" is a class of its own: the file probably meant one) or in how their accents are
     encoded ("é" composed or as "e" and a combining accent), and for classes of fewer than
@@ -290,6 +291,7 @@ def describe_classes(train: TextDataset, suspect_separators: str = "", validatio
     names that look like one class written two ways (``_look_alike_warnings``): for labels that were numbers, not
     text (the estimator's), whose names are ``str``'s one way of writing each. ``left_out``: classes the caller
     trains on no text of by choice (the estimator's, weighted 0), not warned of as lacking training texts.
+    ``held_out_by``: how the user gives a class validation texts (the command line's flag; the estimator's argument).
 
     >>> describe_classes(TextDataset(["good", "fine", "bad"], [1, 1, 0], ["neg", "pos"]))
     ['training texts per class: neg: 1, pos: 2', "warning: 1 of 2 classes has a single training text ('neg'): a \
@@ -326,7 +328,7 @@ model learns little from one example; give it more texts, or merge rare classes"
         one = len(unvalidated) == 1
         lines.append(f"warning: {_of_classes(unvalidated, names)} no validation text ({first_few(unvalidated)}): no "
                      f"validation score tells how {'it does' if one else 'they do'}; give "
-                     f"{'it' if one else 'them'} more texts, or a --validation-file that holds some")
+                     f"{'it' if one else 'them'} more texts, or {held_out_by}")
     lines += _look_alike_warnings(names) if look_alikes else []
     if train.multi_label:
         lines += _delimiter_warnings(names, suspect_separators)
