@@ -60,19 +60,10 @@ def test_the_documents_show_commands():
     assert len([where for where, _ in COMMANDS if where.startswith("BENCHMARKS.md")]) >= 10
 
 
-def unabbreviated_parser():
-    """The CLI's parser refusing abbreviated options: a shown ``--epoch 3`` would parse as ``--epochs`` for the
-    reader, but names no option, and one added later (``--epoch-seconds``) would make it ambiguous."""
-    parser = build_parser()
-    for command in next(action for action in parser._actions if action.dest == "command").choices.values():
-        command.allow_abbrev = False
-    return parser
-
-
 @pytest.mark.parametrize("where, text", COMMANDS, ids=[where for where, _ in COMMANDS])
 def test_a_documented_command_parses(where, text, capsys):
     try:
-        unabbreviated_parser().parse_args(arguments(text))
+        build_parser().parse_args(arguments(text))
     except SystemExit:
         pytest.fail(f"{where}: `attnclf {text}` does not parse: {capsys.readouterr().err.strip().splitlines()[-1]}")
 
@@ -131,7 +122,7 @@ def test_a_documented_bench_command_names_its_scripts_options(capsys):
         passed_on = arguments(passed_on)
         if passed_on and not re.fullmatch(r"[A-Z_]+", passed_on[0]):  # (not a placeholder, wall_profile's ATTNCLF_ARGS)
             try:  # (wall_profile.py runs any command; the recipe scripts, train)
-                unabbreviated_parser().parse_args(passed_on if passed_on[0] in COMMAND_NAMES else ["train", *passed_on])
+                build_parser().parse_args(passed_on if passed_on[0] in COMMAND_NAMES else ["train", *passed_on])
             except SystemExit:
                 wrong.append(f"{where}: after --, {capsys.readouterr().err.strip().splitlines()[-1]}")
     assert not wrong, "\n".join(wrong)

@@ -129,7 +129,7 @@ def test_ctrl_c_says_the_command_that_keeps_the_finished_folds(tmp_path, monkeyp
         return real(settings, *args, **kwargs)
 
     monkeypatch.setattr(run, "train_run", interrupted_at_fold_2)
-    argv = suspects_command(train, work, "--overw")  # (--resume refuses --overwrite, abbreviated too: left out)
+    argv = suspects_command(train, work, "--overwrite")  # (--resume refuses --overwrite: left out)
     assert main(argv) == 130
     assert capsys.readouterr().err.strip().splitlines()[-1] == (
         f"attnclf: interrupted; `attnclf {' '.join(argv[:-1])} --resume` keeps the finished folds and continues "

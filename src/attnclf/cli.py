@@ -314,7 +314,7 @@ def _refuse_if_held(output: str | Path) -> None:
 
 
 def _typed(args: argparse.Namespace) -> set[str]:
-    """The `train` options the command typed (abbreviated ones too), by their names in ``args``."""
+    """The `train` options the command typed, by their names in ``args``."""
     train = _subparser("train")
     for action in train._actions:  # parsed again with no defaults: what is left was typed
         action.default = argparse.SUPPRESS
@@ -523,10 +523,8 @@ def _input_texts(args: argparse.Namespace, config: dict) -> list[str]:
     from .prediction import trained_text_column
 
     if args.text_column and not (args.file and is_data_file(args.file)):
-        # (argparse takes a prefix for the option: `predict RUN --text "a story"` lands here)
-        raise AttnclfError(f"--text-column picks the column of a CSV / TSV / JSONL / Parquet --file (a prefix of it, "
-                           f"such as --text, is read as it); texts are arguments: attnclf {args.command} RUN_DIR "
-                           f"\"a text\"")
+        raise AttnclfError(f"--text-column picks the column of a CSV / TSV / JSONL / Parquet --file; texts are "
+                           f"arguments: attnclf {args.command} RUN_DIR \"a text\"")
     if args.texts and not args.file and not any(text.strip() for text in args.texts):
         raise AttnclfError("every text given is blank")
     # Blank arguments alone (`predict RUN "$EMPTY" --file f`) give no texts; among others they are texts.
@@ -1193,10 +1191,13 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
 
 class _Parser(argparse.ArgumentParser):
     """argparse with one-line errors: the problem, a close match for a mistyped option, command or choice, and
-    where help is, in place of the whole usage text (subcommands' parsers are of this class too)."""
+    where help is, in place of the whole usage text (subcommands' parsers are of this class too).
 
-    def __init__(self, *args, formatter_class=_HelpFormatter, **kwargs):
-        super().__init__(*args, formatter_class=formatter_class, **kwargs)
+    A prefix of an option is refused, not read as the option: a mistyped ``--text-colum`` is a mistake to name, and
+    a prefix that names one option today would name another, or two, once an option is added."""
+
+    def __init__(self, *args, formatter_class=_HelpFormatter, allow_abbrev=False, **kwargs):
+        super().__init__(*args, formatter_class=formatter_class, allow_abbrev=allow_abbrev, **kwargs)
 
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {message}{self._suggestion(message)}; see `{self.prog} --help`\n")
@@ -1903,24 +1904,15 @@ def _what_to_lower(command: str) -> str:
     return f"lower {', '.join(sizes)}" if sizes else "give fewer or shorter texts at a time"
 
 
-def _without_flag(argv: list[str], flag: str) -> list[str]:
-    """``argv`` without the value-less ``flag``, abbreviated too (as argparse reads ``--overw``).
-
-    >>> _without_flag(["--seeds", "0", "1", "--overw", "--output", "o"], "--overwrite")
-    ['--seeds', '0', '1', '--output', 'o']
-    """
-    return [arg for arg in argv if not (len(arg) > 3 and flag.startswith(arg))]
-
-
 def _rerun_resuming(args: argparse.Namespace) -> str:
     """The command as typed, less --overwrite (which --resume refuses: it keeps what has finished), with --resume:
     what continues an interrupted `train --seeds`, `refit` or `suspects`, quoted for a shell.
 
-    >>> _rerun_resuming(argparse.Namespace(command="refit", argv=["runs/a b", "--overw"], resume=False))
+    >>> _rerun_resuming(argparse.Namespace(command="refit", argv=["runs/a b", "--overwrite"], resume=False))
     "attnclf refit 'runs/a b' --resume"
     """
     resumed = [] if args.resume else ["--resume"]
-    return shlex.join(["attnclf", args.command, *_without_flag(args.argv, "--overwrite"), *resumed])
+    return shlex.join(["attnclf", args.command, *(arg for arg in args.argv if arg != "--overwrite"), *resumed])
 
 
 def _kept_model(args: argparse.Namespace) -> str:
