@@ -1483,7 +1483,8 @@ def test_a_validation_file_that_is_the_training_file_is_warned_of(tmp_path, caps
                  "1", "--min-frequency", "1", "--output", str(tmp_path / "run"), "--quiet", "--no-report",
                  "--threads", "1"]) == 0
     shared = len(POSITIVE) + len(NEGATIVE)
-    assert (f"warning: {shared} of the {shared} validation texts also occur among the training texts"
+    assert (f"warning: {shared} of the {shared} validation texts also occur among the training texts (duplicates in "
+            f"the data?): validation scores, early stopping and refit's epoch count will flatter the model"
             in capsys.readouterr().err)
 
 

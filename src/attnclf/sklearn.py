@@ -556,7 +556,8 @@ def _training_data_warnings(train: TextDataset, validation: TextDataset | None, 
                                  look_alikes=look_alikes, left_out=weighted_out,
                                  held_out_by="a larger validation_fraction")
     if validation is not None:
-        described += shared_text_warnings(Splits(train=train, validation=validation), tokenizer_config.cleaning)
+        described += shared_text_warnings(Splits(train=train, validation=validation), tokenizer_config.cleaning,
+                                          flattered="validation scores and early stopping")
     unspaced = unspaced_text_warning(train.texts, tokenizer_config, bpe_by="tokenizer='bpe'",
                                      vocab_size_by="vocab_size")
     return warnings_among(described + ([unspaced] if unspaced else []))

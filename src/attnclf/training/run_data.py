@@ -459,12 +459,14 @@ def _delimiter_warnings(names: list[str], separators: str) -> list[str]:
     return lines
 
 
-def shared_text_warnings(splits: Splits, cleaning: CleaningConfig = CleaningConfig(),
-                         validation_too: bool = True) -> list[str]:
+def shared_text_warnings(splits: Splits, cleaning: CleaningConfig = CleaningConfig(), validation_too: bool = True,
+                         flattered: str = "validation scores, early stopping and refit's epoch count") -> list[str]:
     """Warnings for texts on both sides of a line the scores rely on: duplicates in a file, split between training
     and validation, or test texts inside the training file. Either flatters the scores; nothing else would say so.
     Without ``validation_too``, the test texts alone: a generated set repeats its short texts by design, and its
     validation texts' repeats, which no one can remove, only choose the epoch; the test score is the one reported.
+    ``flattered``: what validation texts among the training texts flatter (the command line's; the estimator has no
+    refit).
 
     Texts are compared as the run's ``cleaning`` leaves them, as the model reads them: spacing, line endings (a CRLF
     file's quoted line breaks), HTML line breaks and, as the run cleans, case and punctuation set no texts apart.
@@ -483,8 +485,7 @@ def shared_text_warnings(splits: Splits, cleaning: CleaningConfig = CleaningConf
         shared = sum(text in seen for text in validation_read)
         if shared and validation_too:
             lines.append(f"warning: {shared:,} of the {len(validation):,} validation texts also occur among the "
-                         f"training texts (duplicates in the data?): validation scores, early stopping and refit's "
-                         f"epoch count will flatter the model")
+                         f"training texts (duplicates in the data?): {flattered} will flatter the model")
         seen |= set(validation_read)
     if splits.test is not None:
         lines += _learned_test_warnings({cleaning: seen}, splits.test)
