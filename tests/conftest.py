@@ -99,7 +99,8 @@ def docs_tables(page: str) -> dict[str, dict[str, dict[str, str]]]:
 def explains_as_to_dict(client, body: dict, explanations) -> None:
     """Assert /explain's answer to ``body`` is ``explanations``' ``to_dict()`` byte for byte (the service's JSON
     writing them, as it answered before its answer had a schema: no key dropped, moved or added, no number written
-    otherwise), and that each has every field its schema requires and none it does not name."""
+    otherwise), and that each has every field its schema requires, one of those its oneOf requires, and none it does
+    not name."""
     from starlette.responses import JSONResponse
 
     response = client.post("/explain", json=body)
@@ -108,6 +109,8 @@ def explains_as_to_dict(client, body: dict, explanations) -> None:
     schema = client.get("/openapi.json").json()["components"]["schemas"]["ExplanationOut"]
     for answer in response.json()["explanations"]:
         assert set(schema["required"]) <= set(answer) <= set(schema["properties"]), sorted(answer)
+        # (and label or labels, as its oneOf says: the one its kind of run sends)
+        assert [set(one["required"]) <= set(answer) for one in schema["oneOf"]].count(True) == 1, sorted(answer)
 
 
 def write_csv(path, rows):

@@ -199,6 +199,18 @@ def test_the_explanation_schema_keeps_every_key_to_dict_gives_in_its_order_and_i
         assert JSONResponse(written).body == JSONResponse(answer).body
 
 
+def test_the_explanation_schema_says_which_kind_of_run_sends_label_and_which_labels(server):
+    # Both are optional fields of one model: the schema says which run sends which, and that one of them is always
+    # there. (The answers of both kinds hold just one: explains_as_to_dict, here and in test_multilabel.py.)
+    schema = server.get("/openapi.json").json()["components"]["schemas"]["ExplanationOut"]
+    assert schema["properties"]["label"]["description"].startswith("a single-label run's only (a multi-label run's "
+                                                                    "has labels in its place)")
+    assert schema["properties"]["labels"]["description"].startswith("a multi-label run's only (a single-label run's "
+                                                                     "has label in its place)")
+    assert schema["oneOf"] == [{"required": ["label"]}, {"required": ["labels"]}]
+    assert not {"label", "labels"} & set(schema["required"])
+
+
 def test_docs_shows_each_fields_meaning_and_the_limit_that_bounds_it(server):
     docs = server.get("/docs")
     assert docs.status_code == 200 and docs.headers["content-type"].startswith("text/html")

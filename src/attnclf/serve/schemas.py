@@ -201,8 +201,12 @@ _CUT = "only where the text was longer than the model reads (its max_len)"
 
 class ExplanationOut(BaseModel):
     """One text's explanation by one method, for one class: a score per token the model read, and what a score
-    means. A field said to be "only" somewhere is absent elsewhere; a multi-label run's answer has labels in place of
-    label."""
+    means. A field said to be "only" somewhere is absent elsewhere. Each holds label (a single-label run's) or labels
+    (a multi-label run's), never both nor neither."""
+
+    # (One model for both kinds of run, not one per kind as /predict has: two would repeat every other field, in
+    # to_dict's order. oneOf is how the schema itself says that exactly one of label and labels is there.)
+    model_config = ConfigDict(json_schema_extra={"oneOf": [{"required": ["label"]}, {"required": ["labels"]}]})
 
     # In the order Explanation.to_dict gives its keys, which is the order the answer writes them in. (Its
     # self_attentions and attention_window are not here: /explain asks for no self-attention maps.)
@@ -211,11 +215,12 @@ class ExplanationOut(BaseModel):
                                     "integrated-gradients or occlusion")
     description: str = Field(description="what a score means by this method (attention's: where the pooling layer "
                                          "looked, not necessarily why the model decided)")
-    label: str = Field(None, description="the class predicted, as /predict answers it (by the service's threshold, "
-                                         "GET /model's threshold, where it has one); a single-label run's only")
-    labels: list[str] = Field(None, description="a multi-label run's only, in place of label: the labels it "
-                                                "predicts, as /predict answers them, most probable first; possibly "
-                                                "none")
+    label: str = Field(None, description="a single-label run's only (a multi-label run's has labels in its place): "
+                                         "the class predicted, as /predict answers it (by the service's threshold, "
+                                         "GET /model's threshold, where it has one)")
+    labels: list[str] = Field(None, description="a multi-label run's only (a single-label run's has label in its "
+                                                "place): the labels it predicts, as /predict answers them, most "
+                                                "probable first; possibly none")
     target: str = Field(description="the class the scores explain: the request's target, else the predicted one (a "
                                     "multi-label run's: one label, each predicted one explained in turn, or its most "
                                     "probable if none)")
