@@ -123,10 +123,10 @@ def test_unlabelled_imdb_reviews_that_copy_a_test_review_are_left_out_of_vectors
     counted = []
     monkeypatch.setattr(run, "count_vectors", lambda texts, **kwargs: counted.extend(texts) or
                         WordVectors(["x"], np.zeros((1, 2), dtype=np.float32)))
-    splits = imdb.load([tmp_path])
+    splits = imdb.load_with_unsup([tmp_path])
     fit, validation = splits.train.subset([0, 2, 3, 4], "train"), splits.train.subset([1], "validation")
     settings = RunSettings(data=DataSettings(dataset="imdb", data_dir=str(tmp_path)))
-    held = type(splits)(train=fit, validation=validation, test=splits.test)
+    held = type(splits)(train=fit, validation=validation, test=splits.test, unlabelled=splits.unlabelled)
     run._count_embeddings(settings, held, 2, lambda message: None)
     assert sorted(counted) == sorted(fit.texts + ["unsup zero", "unsup one"])  # no copy of "neg one" nor "test pos"
 
@@ -147,6 +147,59 @@ def test_imdb_unlabelled_corpus_reads_the_archive_once(tmp_path, monkeypatch):
     assert unlabelled_corpus("imdb", tmp_path / "archive") == expected  # (the training reviews as `load` orders them)
     assert opened == [archive]
     assert unlabelled_corpus("imdb", tmp_path / "folder") == expected
+
+
+_WORDS = "good bad fine dull great poor plot acting film ending music cast story scene".split()
+
+
+def _imdb_with_unsup(path: Path, per_class: int = 40, unsup: int = 60) -> Path:
+    """An IMDB archive at ``path``: ``per_class`` training reviews per class, a quarter as many test ones, each of
+    its own movie, and ``unsup`` unlabelled reviews (named by id, so 10 sorts after 9); every review its own text."""
+    files = {}
+    for split, count in (("train", per_class), ("test", per_class // 4)):
+        for label in ("neg", "pos"):
+            for i in range(count):
+                words = " ".join(_WORDS[(i + j * (label == "pos") + j) % len(_WORDS)] for j in range(8))
+                files[f"aclImdb/{split}/{label}/{i}_5.txt"] = f"{split} {label} {i} {words}".encode()
+            files[f"aclImdb/{split}/urls_{label}.txt"] = "\n".join(
+                _url(f"tt{split == 'test':d}{label == 'pos':d}{i:05d}") for i in range(count)).encode()
+    for i in range(unsup):
+        files[f"aclImdb/train/unsup/{i}_0.txt"] = f"unlabelled {i} {' '.join(_WORDS[i % 7:i % 7 + 7])}".encode()
+    return _tar_gz(path / "imdb" / imdb.ARCHIVE, files)
+
+
+def _counting_run(tmp_path: Path, monkeypatch, *flags: str) -> tuple[list[str], list[Path]]:
+    """Train on ``_imdb_with_unsup``'s archive with --embeddings count and ``flags``: the texts vectors were counted
+    from, and each archive opened, in order."""
+    from attnclf.cli import main
+    from attnclf.training import run
+
+    monkeypatch.delenv("ATTNCLF_DATA_DIR", raising=False)
+    monkeypatch.setenv("ATTNCLF_CACHE", str(tmp_path / "cache"))
+    data = tmp_path / "data"
+    if not data.exists():
+        _imdb_with_unsup(data)
+    counted, count_vectors = [], run.count_vectors
+    monkeypatch.setattr(run, "count_vectors", lambda texts, **kwargs: counted.extend(texts) or
+                        count_vectors(texts, **kwargs))
+    opened, tar_open = [], tarfile.open
+    monkeypatch.setattr(tarfile, "open", lambda path, *args, **kwargs: opened.append(Path(path)) or
+                        tar_open(path, *args, **kwargs))
+    assert main(["train", "--dataset", "imdb", "--data-dir", str(data), "--model", "boe", "--set", "embed_dim=8",
+                 "--embeddings", "count", "--epochs", "1", "--max-len", "16", "--threads", "1", "--no-report",
+                 "--overwrite", "--output", str(tmp_path / "run"), *flags]) == 0
+    return counted, opened
+
+
+def test_a_run_counting_word_vectors_reads_the_imdb_archive_once(tmp_path, monkeypatch, capsys):
+    # The IMDB recipe's --embeddings count read the archive for the splits, then again for the unlabelled reviews:
+    # two passes through gzip and tarfile over 100,000 files.
+    counted, opened = _counting_run(tmp_path, monkeypatch)
+    assert opened == [tmp_path / "data" / "imdb" / imdb.ARCHIVE]
+    unlabelled = [text for text in counted if text.startswith("unlabelled")]
+    assert [int(text.split()[1]) for text in unlabelled] == list(range(60))  # all of them, in id order, last
+    assert counted[-60:] == unlabelled
+    assert "sampled" not in capsys.readouterr().err
 
 
 def test_a_cut_short_imdb_archive_or_a_folder_without_test_says_how_to_replace_it(tmp_path):

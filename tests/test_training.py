@@ -633,7 +633,7 @@ def test_class_weights_and_label_smoothing_train(tmp_path):
 def test_a_failed_run_keeps_what_another_run_wrote_into_a_parent_it_created(tmp_path, monkeypatch):
     from attnclf.training import run as run_module
 
-    def data_that_fails_after_another_run_wrote(settings, seed):
+    def data_that_fails_after_another_run_wrote(settings, seed, **kwargs):
         (tmp_path / "new" / "other").mkdir()
         (tmp_path / "new" / "other" / "metrics.json").write_text("{}")
         raise DataError("bad data")

@@ -143,12 +143,14 @@ class TextDataset:
 
 @dataclass
 class Splits:
-    """What a source yields: train, test, and an official validation split if it has one."""
+    """What a source yields: train, test, and an official validation split if it has one; ``unlabelled``, where
+    asked for (``registry.load_splits(..., unlabelled=True)``), the texts it ships without labels (IMDB's)."""
 
     train: TextDataset
     test: TextDataset | None = None
     validation: TextDataset | None = None
-    extra: dict[str, TextDataset] = field(default_factory=dict)  # e.g. IMDB "unsup", or WITHHELD
+    extra: dict[str, TextDataset] = field(default_factory=dict)  # e.g. WITHHELD
+    unlabelled: list[str] = field(default_factory=list)
 
 
 # Splits.extra's key for training texts a source keeps out of training only so that its validation split stays

@@ -8,14 +8,14 @@ takes about 3 s, so there is no parsed cache to keep in sync.
 id, from ``urls_{pos,neg}.txt``) so a validation split can keep a movie on one
 side, as test does. The 50k unlabelled reviews are not part of ``load``: they
 have no label for a ``TextDataset`` to hold and would double its memory; get
-them with ``load_unsup``, or with the training reviews in one pass with
-``load_unlabelled_corpus``.
+them with ``load_unsup``, or with the splits in one pass with
+``load_with_unsup``.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterator
 
@@ -150,17 +150,17 @@ def load_unsup(data_dirs: list[Path]) -> list[str]:
     return _unsup_less_test(_read(_located(data_dirs), _UNSUP_OR_TEST))
 
 
-def load_unlabelled_corpus(data_dirs: list[Path]) -> list[str]:
-    """The training reviews, as ``load`` gives them, then ``load_unsup``'s, in one pass over the archive, which
-    `attnclf vectors` and `pretrain --dataset imdb` read (``registry.unlabelled_corpus``): read apart, it was
-    decompressed twice.
+def load_with_unsup(data_dirs: list[Path], seed: int = 0) -> Splits:
+    """``load``'s splits with ``load_unsup``'s reviews as their ``unlabelled``, in one pass over the archive, which
+    `attnclf vectors`, `pretrain --dataset imdb` and a run counting word vectors read
+    (``registry.load_splits(..., unlabelled=True)``): read apart, it was decompressed twice.
 
-    >>> # texts = load_unlabelled_corpus([Path("/work/shared/datasets")])
-    >>> # len(texts)  # 74730: 25,000 + 49,730
+    >>> # splits = load_with_unsup([Path("/work/shared/datasets")])
+    >>> # len(splits.train), len(splits.unlabelled)  # (25000, 49730)
     """
     path = _located(data_dirs)
     read = _read(path, _LABELLED_OR_UNSUP)
-    return list(_splits(path, read).train.texts) + _unsup_less_test(read)
+    return replace(_splits(path, read), unlabelled=_unsup_less_test(read))
 
 
 SOURCE = Source(
@@ -170,5 +170,5 @@ SOURCE = Source(
     locate=locate,
     num_classes=2,
     unlabelled=load_unsup,
-    unlabelled_corpus=load_unlabelled_corpus,
+    load_with_unlabelled=load_with_unsup,
 )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import importlib
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -40,8 +40,8 @@ class Source:
     test and validation splits are their training set by design (training warns of no texts shared between them).
     ``unlabelled(data_dirs)``, where a corpus ships texts without labels (IMDB's
     50,000), returns them less any copy of a test text: ``attnclf vectors`` counts them with the training texts.
-    ``unlabelled_corpus(data_dirs)``, where the training texts and those come from the same files (IMDB's archive),
-    returns both in one read of them, as ``registry.unlabelled_corpus`` gives them.
+    ``load_with_unlabelled(data_dirs, seed)``, where the splits and those come from the same files (IMDB's archive),
+    returns ``load``'s splits with ``unlabelled`` set, in one read of them (``load_splits(..., unlabelled=True)``).
     ``multi_label``: each text has a set of labels; runs on it train multi-label without being told.
     ``is_complete(path)``, for a located copy that may hold only some splits (the shared AG News has only its
     test split), tells whether it is whole; a download then fetches the rest. ``load_test(data_dirs)``, for such a
@@ -58,7 +58,7 @@ class Source:
     tests_on_training: bool = False
     num_classes: int | None = None
     unlabelled: Callable[[list[Path]], list[str]] | None = None
-    unlabelled_corpus: Callable[[list[Path]], list[str]] | None = None
+    load_with_unlabelled: Callable[[list[Path], int], Splits] | None = None
     multi_label: bool = False
     is_complete: Callable[[Path], bool] = lambda path: True
     load_test: Callable[[list[Path]], TextDataset] | None = None
@@ -150,15 +150,20 @@ def datasets_table(data_dir: str | Path | None = None, extra: Sequence[tuple[str
 
 
 def load_splits(name: str, data_dir: str | Path | None = None, seed: int = 0,
-                found_in: str | Path | None = None) -> Splits:
-    """Load a dataset by name.
+                found_in: str | Path | None = None, unlabelled: bool = False) -> Splits:
+    """Load a dataset by name; ``unlabelled``: with the texts it ships without labels (``Source.unlabelled``) in
+    ``Splits.unlabelled``, read with the splits where the source can.
 
     >>> splits = load_splits("synthetic")
-    >>> len(splits.train), len(splits.test)
-    (3200, 800)
+    >>> len(splits.train), len(splits.test), load_splits("synthetic", unlabelled=True).unlabelled
+    (3200, 800, [])
     """
     source = get_source(name)
-    return source.load(candidate_dirs(data_dir, found_in), seed)
+    dirs = candidate_dirs(data_dir, found_in)
+    if unlabelled and source.load_with_unlabelled is not None:
+        return source.load_with_unlabelled(dirs, seed)
+    splits = source.load(dirs, seed)
+    return replace(splits, unlabelled=source.unlabelled(dirs)) if unlabelled and source.unlabelled else splits
 
 
 def load_test_split(name: str, data_dir: str | Path | None = None) -> TextDataset:
@@ -203,15 +208,12 @@ def unlabelled_corpus(name: str, data_dir: str | Path | None = None, download: b
     >>> len(unlabelled_corpus("synthetic"))
     3200
     """
-    source = get_source(name)
-    dirs = candidate_dirs(data_dir)
     if download:
         from .download import ensure_available
 
-        ensure_available(name, dirs, download=True)
-    if source.unlabelled_corpus is not None:
-        return source.unlabelled_corpus(dirs)
-    return list(source.load(dirs, 0).train.texts) + unlabelled_texts(name, data_dir)
+        ensure_available(name, candidate_dirs(data_dir), download=True)
+    splits = load_splits(name, data_dir, unlabelled=True)
+    return list(splits.train.texts) + splits.unlabelled
 
 
 def collect_unlabelled_texts(datasets: Sequence[str] = (), files: Sequence[str | Path] = (),
@@ -240,15 +242,3 @@ def collect_unlabelled_texts(datasets: Sequence[str] = (), files: Sequence[str |
         texts += read_texts(path, text_column or "text")
     return texts
 
-
-def unlabelled_texts(name: str, data_dir: str | Path | None = None, found_in: str | Path | None = None,
-                     excluding: set[str] | frozenset[str] = frozenset()) -> list[str]:
-    """The texts a dataset ships without labels (IMDB's 49,730: its 50,000 less those that copy a test review), less
-    those in ``excluding`` (a run's validation texts, which only the run knows); none for most.
-
-    >>> unlabelled_texts("synthetic")
-    []
-    """
-    source = get_source(name)
-    texts = source.unlabelled(candidate_dirs(data_dir, found_in)) if source.unlabelled else []
-    return [text for text in texts if text not in excluding]

@@ -21,7 +21,7 @@ from .. import __version__
 from ..data.base import Splits, TextDataset
 from ..data.files import data_suffix
 from ..data.multilabel import SUSPECT_LABEL_SEPARATORS, multi_hot
-from ..data.registry import get_source, unlabelled_texts
+from ..data.registry import get_source
 from ..checks import by_field, check_threads
 from ..errors import AttnclfError, DataError, RunDirError, first_few, shown
 from ..evaluation.metrics import compute_metrics, pick_examples
@@ -106,13 +106,13 @@ def _built_model_config(settings: RunSettings, tokenizer: Tokenizer, train: Text
 
 
 def _count_embeddings(settings: RunSettings, splits: Splits, dim: int, log) -> tuple[WordVectors, dict]:
-    """PPMI vectors of the training texts (not the validation ones) and the dataset's unlabelled texts, less any
-    copy of a validation or test text among those, and what counting them took (for config.json)."""
+    """PPMI vectors of the training texts (not the validation ones) and the dataset's unlabelled texts
+    (``splits.unlabelled``, read with the splits), less any copy of a validation or test text among those, and what
+    counting them took (for config.json)."""
     started = time.perf_counter()
     held_out = {text for part in (splits.validation, splits.test) if part is not None for text in part.texts}
-    texts = list(splits.train.texts) + (unlabelled_texts(settings.data.dataset, settings.data.data_dir,
-                                                         settings.data.found_in, excluding=held_out)
-                                        if settings.data.dataset else [])
+    unlabelled = [text for text in splits.unlabelled if text not in held_out]
+    texts = list(splits.train.texts) + unlabelled
     try:
         vectors = count_vectors(texts, dim=dim, cleaning=settings.tokenizer.cleaning)
     except DataError as exc:
@@ -247,7 +247,7 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool, loaded: tupl
     finished = resume and finished_training(checkpointed, settings.train.epochs, settings.train.patience)
     distributed, device = init_distributed(settings.device)
     try:
-        splits, trained = _checked_data(settings, run_dir, resume, progress, loaded, distributed.is_main)
+        splits, trained = _checked_data(settings, run_dir, resume, progress, loaded, distributed.is_main, counting)
     except AttnclfError:
         if created:  # bad data: a run that never started leaves no folder behind, nor the empty parents it made
             shutil.rmtree(run_dir, ignore_errors=True)
@@ -279,6 +279,7 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool, loaded: tupl
     if counting and distributed.is_main:  # DDP starts every rank from rank 0's parameters
         vectors, counted = _count_embeddings(settings, splits, width,
                                              _stderr if progress else lambda message: None)
+        splits.unlabelled = []  # (read for counting alone: IMDB's 50,000 reviews need not stay through training)
 
     if not resume and distributed.is_main:
         trained.save(run_dir / "tokenizer.json")
@@ -378,10 +379,12 @@ def _test_trained(settings: RunSettings, run_dir: Path, model, tokenizer: Tokeni
 
 
 def _checked_data(settings: RunSettings, run_dir: Path, resume: bool, progress: bool,
-                  loaded: tuple[Splits, Tokenizer] | None, main: bool) -> tuple[Splits, Tokenizer | None]:
+                  loaded: tuple[Splits, Tokenizer] | None, main: bool,
+                  counting: bool) -> tuple[Splits, Tokenizer | None]:
     """The run's splits and, for a new run on rank 0 (``main``) or a token cache, the tokenizer trained on them
     (``loaded``: as ``train_run`` takes it), refused before the run writes anything where its validation texts leave
-    the monitor undefined or the model cannot be built for the words they hold."""
+    the monitor undefined or the model cannot be built for the words they hold. ``counting`` word vectors: with the
+    dataset's unlabelled texts on rank 0, which alone counts them, read with the splits."""
     seed = settings.train.seed
     if settings.data.token_cache and loaded is not None:
         splits, trained = loaded
@@ -391,7 +394,7 @@ def _checked_data(settings: RunSettings, run_dir: Path, resume: bool, progress: 
         splits, trained = load_cached_data(settings, seed, log=_stderr if progress else lambda message: None,
                                            resume_with=run_tokenizer(run_dir, settings.tokenizer) if resume else None)
     else:
-        splits, trained = load_data(settings.data, seed), None
+        splits, trained = load_data(settings.data, seed, unlabelled=counting and main), None
     if trained is None and not resume and main:  # texts it cannot learn from fail here too
         trained = Tokenizer.train(splits.train.texts, settings.tokenizer)
     if splits.validation is not None:  # (a refit validates on nothing: the monitor picks no epoch)

@@ -25,8 +25,9 @@ from ..text.tokenizer import TokenizerConfig
 from .settings import DataSettings
 
 
-def dataset_splits(settings: DataSettings, seed: int) -> Splits:
-    """The named dataset's own splits, downloaded first if the settings allow it.
+def dataset_splits(settings: DataSettings, seed: int, unlabelled: bool = False) -> Splits:
+    """The named dataset's own splits, downloaded first if the settings allow it; ``unlabelled``: with the texts it
+    ships without labels (``registry.load_splits``).
 
     >>> dataset_splits(DataSettings(dataset="demo"), seed=0).train.label_names  # (generated: nothing to download)
     ['negative', 'positive']
@@ -35,14 +36,15 @@ def dataset_splits(settings: DataSettings, seed: int) -> Splits:
         from ..data.download import ensure_available
 
         ensure_available(settings.dataset, candidate_dirs(settings.data_dir, settings.found_in), download=True)
-    splits = load_splits(settings.dataset, settings.data_dir, seed, found_in=settings.found_in)
+    splits = load_splits(settings.dataset, settings.data_dir, seed, found_in=settings.found_in, unlabelled=unlabelled)
     if settings.multi_label and not splits.train.multi_label:  # (a multi-label source implies the flag)
         raise DataError(f"{settings.dataset} is a single-label dataset; drop --multi-label")
     return splits
 
 
-def load_data(settings: DataSettings, seed: int) -> Splits:
-    """The splits a run trains, validates and tests on (validation carved from train if needed).
+def load_data(settings: DataSettings, seed: int, unlabelled: bool = False) -> Splits:
+    """The splits a run trains, validates and tests on (validation carved from train if needed); ``unlabelled``: with
+    the dataset's texts without labels (``--embeddings count`` counts them).
 
     >>> # splits = load_data(DataSettings(train_file="reviews.csv", test_file="test.csv"), seed=0)
     >>> # len(splits.train), len(splits.validation)  # 90% and 10% of reviews.csv, stratified
@@ -50,7 +52,7 @@ def load_data(settings: DataSettings, seed: int) -> Splits:
     settings.require_source()
     seed = settings.data_seed(seed)
     if settings.dataset:
-        splits = dataset_splits(settings, seed)
+        splits = dataset_splits(settings, seed, unlabelled)
     else:
         from ..data.files import load_files
 
@@ -71,7 +73,7 @@ def load_data(settings: DataSettings, seed: int) -> Splits:
     else:
         check_hold_out(settings.hold_out, settings.describe(), train.order, own_validation=True)
     return Splits(train=train, validation=validation, test=sample_test(splits.test, settings.max_test_examples),
-                  extra=splits.extra)
+                  extra=splits.extra, unlabelled=splits.unlabelled)
 
 
 def training_sample(train: TextDataset, max_examples: int | None, seed: int) -> TextDataset:
