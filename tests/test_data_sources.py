@@ -202,6 +202,30 @@ def test_a_run_counting_word_vectors_reads_the_imdb_archive_once(tmp_path, monke
     assert "sampled" not in capsys.readouterr().err
 
 
+def test_a_max_train_examples_run_counts_vectors_from_the_same_fraction_of_the_unlabelled_texts(tmp_path, monkeypatch,
+                                                                                              capsys):
+    # A quick sample of IMDB counted its vectors from all 50,000 unlabelled reviews: 53 s of a 2-minute run.
+    from attnclf.training.run_data import load_data
+    from attnclf.training.settings import DataSettings
+
+    counted, _ = _counting_run(tmp_path, monkeypatch, "--max-train-examples", "40")
+    unlabelled = [text for text in counted if text.startswith("unlabelled")]
+    assert len(unlabelled) == 30 and counted[-30:] == unlabelled  # 40 of 80 training texts: half of 60
+    ids = [int(text.split()[1]) for text in unlabelled]
+    assert ids == sorted(ids)
+    assert (f"texts (the {len(counted) - 30} training texts and 30 unlabelled ones, sampled as --max-train-examples "
+            f"samples the training texts: the same fraction)") in capsys.readouterr().err
+
+    def sample(seed: int, **settings) -> list[str]:
+        return load_data(DataSettings(dataset="imdb", data_dir=str(tmp_path / "data"), max_train_examples=40,
+                                      **settings), seed, unlabelled=True).unlabelled
+
+    assert sample(0) == unlabelled and sample(0) == sample(0)  # the run's seed draws it, as it draws the training texts
+    assert sample(1) != sample(0) and sample(1, split_seed=0) == sample(0)
+    assert len(load_data(DataSettings(dataset="imdb", data_dir=str(tmp_path / "data"), max_train_examples=80), 0,
+                         unlabelled=True).unlabelled) == 60  # a cap the training texts fit samples nothing
+
+
 def test_a_cut_short_imdb_archive_or_a_folder_without_test_says_how_to_replace_it(tmp_path):
     archive = _tar_gz(tmp_path / "whole" / imdb.ARCHIVE, IMDB_FILES)
     (tmp_path / "cut" / "imdb").mkdir(parents=True)

@@ -1041,7 +1041,9 @@ def _add_sample_args(p: argparse.ArgumentParser) -> None:
                         "each class (multi-label: of all texts), for data whose test texts were written later: by "
                         "article id for 20newsgroups, by row order for your files (sort them by date)")
     p.add_argument("--max-train-examples", type=int,
-                   help="train on a stratified sample of this size (default: every training text)")
+                   help="train on a stratified sample of this size (default: every training text); word vectors "
+                        "counted in the run (--embeddings count) read the same fraction of the dataset's unlabelled "
+                        "texts, a sample the seed draws")
     p.add_argument("--max-test-examples", type=int,
                    help="test on a stratified sample of this size (default: every test text)")
     p.add_argument("--token-cache", action="store_true",

@@ -107,8 +107,8 @@ def _built_model_config(settings: RunSettings, tokenizer: Tokenizer, train: Text
 
 def _count_embeddings(settings: RunSettings, splits: Splits, dim: int, log) -> tuple[WordVectors, dict]:
     """PPMI vectors of the training texts (not the validation ones) and the dataset's unlabelled texts
-    (``splits.unlabelled``, read with the splits), less any copy of a validation or test text among those, and what
-    counting them took (for config.json)."""
+    (``splits.unlabelled``, which ``load_data`` samples with the training texts), less any copy of a validation or
+    test text among those, and what counting them took (for config.json)."""
     started = time.perf_counter()
     held_out = {text for part in (splits.validation, splits.test) if part is not None for text in part.texts}
     unlabelled = [text for text in splits.unlabelled if text not in held_out]
@@ -119,7 +119,11 @@ def _count_embeddings(settings: RunSettings, splits: Splits, dim: int, log) -> t
         raise DataError(f"--embeddings count: {exc}; train without them (--embeddings none) or from a vectors "
                         f"file") from None
     record = {"texts": len(texts), "words": len(vectors.words), "seconds": round(time.perf_counter() - started, 1)}
-    log(f"embeddings: counted {record['words']:,} word vectors from {record['texts']:,} texts in "
+    # (a sample's count is the sample's: say that the unlabelled texts were sampled too, not read whole)
+    sampled = "" if not (settings.data.max_train_examples and unlabelled) else (
+        f" (the {len(splits.train):,} training texts and {len(unlabelled):,} unlabelled ones, sampled as "
+        f"--max-train-examples samples the training texts: the same fraction)")
+    log(f"embeddings: counted {record['words']:,} word vectors from {record['texts']:,} texts{sampled} in "
         f"{record['seconds']:.0f} s")
     return vectors, record
 

@@ -44,7 +44,7 @@ def dataset_splits(settings: DataSettings, seed: int, unlabelled: bool = False) 
 
 def load_data(settings: DataSettings, seed: int, unlabelled: bool = False) -> Splits:
     """The splits a run trains, validates and tests on (validation carved from train if needed); ``unlabelled``: with
-    the dataset's texts without labels (``--embeddings count`` counts them).
+    the dataset's texts without labels (``--embeddings count`` counts them), as many as a training sample keeps.
 
     >>> # splits = load_data(DataSettings(train_file="reviews.csv", test_file="test.csv"), seed=0)
     >>> # len(splits.train), len(splits.validation)  # 90% and 10% of reviews.csv, stratified
@@ -73,7 +73,8 @@ def load_data(settings: DataSettings, seed: int, unlabelled: bool = False) -> Sp
     else:
         check_hold_out(settings.hold_out, settings.describe(), train.order, own_validation=True)
     return Splits(train=train, validation=validation, test=sample_test(splits.test, settings.max_test_examples),
-                  extra=splits.extra, unlabelled=splits.unlabelled)
+                  extra=splits.extra, unlabelled=unlabelled_sample(splits.unlabelled, settings.max_train_examples,
+                                                                   len(splits.train), seed))
 
 
 def training_sample(train: TextDataset, max_examples: int | None, seed: int) -> TextDataset:
@@ -87,6 +88,21 @@ def training_sample(train: TextDataset, max_examples: int | None, seed: int) -> 
     if not max_examples or len(train) <= max_examples:
         return train
     return train_validation_split(train, 1 - max_examples / len(train), seed)[0]
+
+
+def unlabelled_sample(texts: list[str], max_examples: int | None, training: int, seed: int) -> list[str]:
+    """The unlabelled ``texts`` a run given ``max_examples`` (``--max-train-examples``) of its ``training`` texts
+    reads: the same fraction of them, a sample the seed draws, in their order; all of them without a cap (or with
+    one the training texts fit), so that a quick sample counts its word vectors quickly.
+
+    >>> texts = [f"review {i}" for i in range(8)]
+    >>> unlabelled_sample(texts, 100, training=400, seed=0), unlabelled_sample(texts, None, 400, seed=0) is texts
+    (['review 5', 'review 7'], True)
+    """
+    if not max_examples or training <= max_examples:
+        return texts
+    count = round(len(texts) * max_examples / training)
+    return [texts[i] for i in sorted(np.random.default_rng(seed).choice(len(texts), count, replace=False).tolist())]
 
 
 def refuse_one_class(data: DataSettings, labels: Sequence[int], label_names: Sequence[str]) -> None:
