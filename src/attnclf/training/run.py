@@ -119,11 +119,9 @@ def _count_embeddings(settings: RunSettings, splits: Splits, dim: int, log) -> t
         raise DataError(f"--embeddings count: {exc}; train without them (--embeddings none) or from a vectors "
                         f"file") from None
     record = {"texts": len(texts), "words": len(vectors.words), "seconds": round(time.perf_counter() - started, 1)}
-    # (a sample's count is the sample's: say that the unlabelled texts were sampled too, not read whole)
-    sampled = "" if not (settings.data.max_train_examples and unlabelled) else (
-        f" (the {len(splits.train):,} training texts and {len(unlabelled):,} unlabelled ones, sampled as "
-        f"--max-train-examples samples the training texts: the same fraction)")
-    log(f"embeddings: counted {record['words']:,} word vectors from {record['texts']:,} texts{sampled} in "
+    # (a sample's count is the sample's: --max-train-examples samples the unlabelled texts at its own fraction)
+    parts = f" ({len(splits.train):,} training, {len(unlabelled):,} unlabelled)" if unlabelled else ""
+    log(f"embeddings: counted {record['words']:,} word vectors from {record['texts']:,} texts{parts} in "
         f"{record['seconds']:.0f} s")
     return vectors, record
 
