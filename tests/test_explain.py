@@ -446,13 +446,13 @@ def test_explain_each_tokenises_and_predicts_the_texts_once_however_many_methods
     assert each == [by_method[i] for i in range(len(texts)) for by_method in alone]
 
 
-def test_scores_of_ids_batches_as_scores_does(monkeypatch):
+def test_scores_of_ids_batches_as_scores_does():
     # "The same batches, the same scores": scores_of_ids shuffled its texts into batch_size batches whatever their
     # length, where scores sorts them by length within a padded-token budget; what explain reported as a text's
     # probabilities could differ from predict's in the last bits.
-    monkeypatch.setattr("attnclf.classifier.EVAL_MAX_TOKENS", 20)
     texts = ["the film was long", "great", "the great film was great and long", "great acting", "the film"] * 2
     clf = Classifier(tiny("self-attn"), tokenizer(), ["a", "b", "c"], torch.device("cpu"))
+    clf.max_tokens = 20
     shapes = []
     clf.model.register_forward_pre_hook(lambda module, args: shapes.append(tuple(args[0].shape)))
     by_texts = clf.scores(texts)[0]

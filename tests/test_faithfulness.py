@@ -403,12 +403,12 @@ def test_the_uniform_check_decides_as_a_bf16_classifier_predicts():
     assert uniform_attention_check(clf, clf.tokenizer.encode(texts), predicted)["accuracy"] == 1.0
 
 
-def test_the_uniform_check_batches_both_passes_as_predict_does(monkeypatch):
+def test_the_uniform_check_batches_both_passes_as_predict_does():
     # Predict's batches stay within a padded-token budget (long texts come fewer a batch) and run under its
     # autocast; the check's own, batch_size texts whatever their length, in float32, could decide otherwise.
-    monkeypatch.setattr("attnclf.classifier.EVAL_MAX_TOKENS", 20)
     texts = key_texts(12).texts
     clf = Classifier(tiny("self-attn"), tokenizer(), ["a", "b", "c"], torch.device("cpu"), bf16=True)
+    clf.max_tokens = 20
     passes = []  # (ids' shape, under autocast, pooling weights overridden) per forward pass
 
     def record(module, args, kwargs):

@@ -44,7 +44,15 @@ class Classifier:
     A run that ``attnclf calibrate`` calibrated has a ``temperature`` (from temperature.json; 1 until then): its
     probabilities are softmax(logits / temperature), which changes no prediction, only how sure each one is.
     Attributions explain those probabilities (occlusion) and their log-odds (the gradient methods).
+
+    ``max_tokens`` (``EVAL_MAX_TOKENS``) caps a batch's padded size, texts x longest length, in predictions and
+    explanations alike: long texts come fewer a batch (``batch_size`` at most), so memory stays bounded at any
+    ``max_len``.
     """
+
+    # A class attribute: a Classifier pickled (in an estimator) before it existed reads it too; one set on an
+    # instance caps that classifier alone.
+    max_tokens: int | None = EVAL_MAX_TOKENS
 
     def __init__(self, model: torch.nn.Module, tokenizer: Tokenizer, label_names: list[str],
                  device: torch.device, config: dict | None = None, batch_size: int = 64,
@@ -115,7 +123,7 @@ class Classifier:
         >>> # probabilities, ids, attention = clf.scores(["great film"])  # ids[0], e.g. [412, 96]
         """
         return self._scored(text_batches(self.tokenizer, check_texts(texts), windows=window_config(self.model),
-                                         batch_size=self.batch_size, max_tokens=EVAL_MAX_TOKENS), logits)
+                                         batch_size=self.batch_size, max_tokens=self.max_tokens), logits)
 
     def scores_of_ids(self, ids: Sequence[Sequence[int]], logits: bool = False, uniform_pooling: bool = False
                       ) -> tuple[np.ndarray, list[list[int]], list[np.ndarray | None]]:
@@ -132,7 +140,7 @@ class Classifier:
             raise AttnclfError("this run reads long texts as windows (--windows), several token sequences a text: "
                                "scores_of_ids reads one; give the texts to scores")
         return self._scored(BucketBatches(_checked_ids(ids, self.model.config.vocab_size), batch_size=self.batch_size,
-                                          shuffle=False, max_tokens=EVAL_MAX_TOKENS), logits, uniform_pooling)
+                                          shuffle=False, max_tokens=self.max_tokens), logits, uniform_pooling)
 
     @torch.inference_mode()
     def _scored(self, batches: BucketBatches, logits: bool, uniform_pooling: bool = False
