@@ -29,6 +29,7 @@ from attnclf.models.attention import masked_softmax
 from attnclf.models.base import Classifier as BaseModel
 from attnclf.models.base import ModelConfig, ModelOutput
 from attnclf.report import plots
+from attnclf.text.batching import BucketBatches
 from attnclf.text.tokenizer import Tokenizer, TokenizerConfig
 
 @pytest.fixture(autouse=True, scope="module")
@@ -90,11 +91,12 @@ TINY = {"embed_dim": 16, "d_model": 16, "ff_dim": 32, "hidden_dim": 16, "attenti
         "heads": 2, "layers": 2, "dropout": 0.0}
 
 
-def tiny(name: str, seed: int = 0, scale: float = 0.3):
-    """A small random model; weights scaled up from the 0.02 init so it is far from linear."""
+def tiny(name: str, seed: int = 0, scale: float = 0.3, **config):
+    """A small random model; weights scaled up from the 0.02 init so it is far from linear; ``config`` beside
+    ``TINY``'s settings."""
     torch.manual_seed(seed)
     valid = {f.name for f in fields(MODELS[name].config_class)}
-    model = build_model(name, vocab_size=30, num_classes=3, max_len=32,
+    model = build_model(name, vocab_size=30, num_classes=3, **{"max_len": 32, **config},
                         **{k: v for k, v in TINY.items() if k in valid})
     with torch.no_grad():
         for parameter in model.parameters():
@@ -333,6 +335,69 @@ def test_scores_do_not_depend_on_the_batch_a_text_is_in(name):
         for i, sequence in enumerate(SEQUENCES):
             alone = attribute(model, [sequence], TARGETS[i:i + 1], method, **options).scores[0]
             np.testing.assert_allclose(together[i], alone, atol=2e-5, err_msg=f"{name} {method}")
+
+
+def recorded_batches(monkeypatch) -> list[tuple[int, int]]:
+    """Every batch the explanation code makes from here on, (texts, padded length), as it reaches the model."""
+    shapes = []
+
+    class Recording(BucketBatches):
+        def __iter__(self):
+            for batch in super().__iter__():
+                shapes.append(tuple(batch.input_ids.shape))
+                yield batch
+
+    for module in ("attnclf.explain.methods", "attnclf.explain.explanation"):
+        monkeypatch.setattr(f"{module}.BucketBatches", Recording)
+    return shapes
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_a_token_cap_regroups_the_batches_and_changes_no_score(name):
+    """Batches within a padded-token cap are other groupings of the same independent rows (as predictions' are):
+    to float tolerance, as the padding a text gets changes, the scores and maps are the uncapped ones."""
+    model, sequences, targets = tiny(name), SEQUENCES * 2, np.tile(TARGETS, 2)
+    for method in available_methods(model):
+        options = {"steps": 16} if method == "integrated-gradients" else {}  # ("auto" may sit at its threshold)
+        capped = attribute(model, sequences, targets, method, max_tokens=10, **options).scores
+        uncapped = attribute(model, sequences, targets, method, max_tokens=None, **options).scores
+        for i in range(len(sequences)):
+            np.testing.assert_allclose(capped[i], uncapped[i], atol=2e-5, err_msg=f"{name} {method}")
+    if "rollout" in available_methods(model):
+        for capped, uncapped in zip(self_attention_maps(model, sequences, max_tokens=10),
+                                    self_attention_maps(model, sequences, max_tokens=None)):
+            np.testing.assert_allclose(capped, uncapped, atol=1e-5)
+
+
+def test_explain_batches_within_the_classifiers_token_cap_and_explains_as_without_it(monkeypatch):
+    """Occlusion makes a variant of a text per token, and explain batched batch_size of them whatever their length:
+    a 512-token text gave batches of 64 x 511 tokens, twice what predictions hold. Every loop now keeps to
+    ``Classifier.max_tokens``: the methods', the self-attention maps', the pooling attention beside, the branches'
+    margins."""
+    from attnclf.explain.explanation import explain_each
+
+    clf = Classifier(tiny("self-attn", max_len=64, nb_ngram_buckets=64), tokenizer(), ["a", "b", "c"],
+                     torch.device("cpu"))
+    texts, methods = [" ".join(WORDS * 5), "great film", "the plot was long"], ["occlusion", *METHODS]
+    methods.remove("attention")  # (so that the pooling attention is shown beside: a loop of its own)
+    explained, shapes = {}, recorded_batches(monkeypatch)
+    for cap in (None, 100):
+        clf.max_tokens = cap
+        shapes.clear()
+        explained[cap] = explain_each(clf, texts, methods, self_attentions=True, steps=16)
+        if cap is None:
+            uncapped_shapes = shapes.copy()
+    assert max(rows * length for rows, length in uncapped_shapes) > 100  # (35 variants of 34 tokens in one batch)
+    assert shapes and all(rows * length <= 100 or rows == 1 for rows, length in shapes), shapes
+    for capped, uncapped in zip(explained[100], explained[None]):
+        assert capped.tokens == uncapped.tokens and capped.branch_margins.keys() == uncapped.branch_margins.keys()
+        np.testing.assert_allclose(capped.scores, uncapped.scores, atol=2e-5, err_msg=capped.method)
+        for name in ("self_attentions", "pooling_attention"):
+            if getattr(uncapped, name) is not None:
+                np.testing.assert_allclose(getattr(capped, name), getattr(uncapped, name), atol=1e-5)
+        np.testing.assert_allclose(list(capped.branch_margins.values()), list(uncapped.branch_margins.values()),
+                                   atol=1e-5)
+        assert capped.probability == pytest.approx(uncapped.probability, abs=1e-6)
 
 
 def test_available_methods_follow_the_architecture():

@@ -29,7 +29,8 @@ from attnclf.explain.faithfulness import (
 from attnclf.models.attention import masked_softmax
 from attnclf.models.base import Classifier as BaseModel
 from attnclf.models.base import ModelConfig, ModelOutput
-from test_explain import key_classifier, one_thread, tiny, tokenizer  # noqa: F401 (one_thread: autouse fixture)
+from test_explain import (key_classifier, one_thread, recorded_batches, tiny,  # noqa: F401 (one_thread: autouse)
+                          tokenizer)
 
 FILLER = ["the", "film", "was", "plot", "acting", "long"]
 
@@ -422,6 +423,32 @@ def test_the_uniform_check_batches_both_passes_as_predict_does():
     uniform_attention_check(clf, clf.tokenizer.encode(texts), [0] * len(texts))
     assert [(shape, autocast) for shape, autocast, uniform in passes if not uniform] == predicted
     assert [(shape, autocast) for shape, autocast, uniform in passes if uniform] == predicted
+
+
+def test_the_deletion_test_batches_within_the_classifiers_token_cap_and_measures_as_without_it(monkeypatch):
+    # Its probability passes (each text with its top k tokens removed, per k and order) and the methods' batches
+    # held batch_size texts whatever their length; within the cap they are regrouped, the same rows measured.
+    clf = Classifier(tiny("self-attn"), tokenizer(), ["a", "b", "c"], torch.device("cpu"))
+    results, shapes = {}, recorded_batches(monkeypatch)
+    for cap in (None, 20):
+        clf.max_tokens = cap
+        shapes.clear()
+        results[cap] = measure_faithfulness(clf, key_texts(12), examples=12, random_draws=3, steps=16)
+        if cap is None:
+            uncapped_shapes = shapes.copy()
+    assert max(rows * length for rows, length in uncapped_shapes) > 20
+    assert shapes and all(rows * length <= 20 or rows == 1 for rows, length in shapes), shapes
+    capped, uncapped = results[20], results[None]
+    assert capped.methods.keys() == uncapped.methods.keys()
+    for name, measured in uncapped.methods.items():
+        assert capped.methods[name].drops == pytest.approx(measured.drops, abs=1e-6), name
+        assert capped.methods[name].aopc == pytest.approx(measured.aopc, abs=1e-6), name
+    assert capped.random_drops == pytest.approx(uncapped.random_drops, abs=1e-6)
+    # Not occlusion's rank agreement: a repeated word's two removals are the same text, tied exactly in one batch and
+    # 1e-7 apart in two differently padded ones, and Spearman's ranks read the tie (as any change of batches would).
+    assert ({pair: rho for pair, rho in capped.agreement.items() if "occlusion" not in pair}
+            == pytest.approx({pair: rho for pair, rho in uncapped.agreement.items() if "occlusion" not in pair},
+                             abs=1e-6))
 
 
 def test_a_runs_section_is_headed_by_its_folder_model_data_texts_and_time():

@@ -266,8 +266,8 @@ def _explanations(classifier: "Classifier", texts: Sequence[str], asked: list[tu
     by_method = []
     for nth, (method, options) in enumerate(asked):
         result = attribute(classifier.model, shared.pair_ids, shared.targets, method, device=classifier.device,
-                           batch_size=classifier.batch_size, temperature=classifier.temperature,
-                           multi_label=multi_label, **options)
+                           batch_size=classifier.batch_size, max_tokens=classifier.max_tokens,
+                           temperature=classifier.temperature, multi_label=multi_label, **options)
         by_method.append(_method_explanations(classifier, multi_label, shared, method, result, with_maps=nth == 0))
     return by_method
 
@@ -332,13 +332,14 @@ def _shared_pass(classifier: "Classifier", multi_label: bool, texts: list[str], 
     pair_ids = [ids[i] for i in owners]
     return _SharedPass(
         texts=texts, encoded=encoded, probabilities=probabilities, predicted=predicted,
-        maps=(self_attention_maps(classifier.model, ids, device=classifier.device, batch_size=classifier.batch_size)
-              if self_attentions else [None] * len(texts)),
+        maps=(self_attention_maps(classifier.model, ids, device=classifier.device, batch_size=classifier.batch_size,
+                                  max_tokens=classifier.max_tokens) if self_attentions else [None] * len(texts)),
         beside=(attribute(classifier.model, ids, np.zeros(len(ids), dtype=np.int64), "attention",
-                          device=classifier.device, batch_size=classifier.batch_size).scores if beside else None),
+                          device=classifier.device, batch_size=classifier.batch_size,
+                          max_tokens=classifier.max_tokens).scores if beside else None),
         owners=owners, pair_ids=pair_ids, targets=targets,
         margins=_branch_margins(classifier.model, pair_ids, targets, classifier.device, classifier.batch_size,
-                                classifier.temperature, multi_label))
+                                classifier.max_tokens, classifier.temperature, multi_label))
 
 
 def _method_explanations(classifier: "Classifier", multi_label: bool, shared: _SharedPass, method: str, result,
@@ -406,7 +407,8 @@ def _explained(predicted: list[list[int]], probabilities: np.ndarray, asked: int
 
 
 def _branch_margins(model, sequences: list[list[int]], targets: np.ndarray, device, batch_size: int,
-                    temperature: float = 1.0, multi_label: bool = False) -> list[dict[str, float] | None]:
+                    max_tokens: int | None, temperature: float = 1.0,
+                    multi_label: bool = False) -> list[dict[str, float] | None]:
     """Per text, each branch's logit of its target minus the mean of its other logits, over ``temperature`` (None: one
     branch): a calibrated run's probabilities are softmax(logits / T), so its margins add up to their log-odds. A
     ``multi_label`` run's label is a sigmoid of its own logit alone, its log-odds: each branch's logit of it."""
@@ -414,7 +416,7 @@ def _branch_margins(model, sequences: list[list[int]], targets: np.ndarray, devi
         return [None] * len(sequences)
     margins: list[dict[str, float] | None] = [None] * len(sequences)
     with torch.inference_mode():
-        for batch in BucketBatches(sequences, batch_size=batch_size, shuffle=False):
+        for batch in BucketBatches(sequences, batch_size=batch_size, shuffle=False, max_tokens=max_tokens):
             batch = batch.to(device)
             parts = model.branch_logits(model.summarize(batch.input_ids, batch.attention_mask).vector)
             for row, i in enumerate(batch.indices):

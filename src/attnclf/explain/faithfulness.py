@@ -305,7 +305,7 @@ def _reported_probability(classifier: "Classifier", sequences: list[list[int]], 
     """Each sequence's probability of its class in ``classes`` as the classifier reports it (a calibrated run's
     temperature in it; a multi-label run's label's own sigmoid)."""
     return class_probability(classifier.model, sequences, classes, classifier.device, classifier.batch_size,
-                             classifier.temperature, classifier.multi_label)
+                             classifier.temperature, classifier.multi_label, classifier.max_tokens)
 
 
 def _attributions(classifier: "Classifier", sequences: list[list[int]], predicted: np.ndarray,
@@ -316,8 +316,8 @@ def _attributions(classifier: "Classifier", sequences: list[list[int]], predicte
     for name in methods:
         method_options = {k: v for k, v in options.items() if k in METHODS[name].options}
         result = attribute(classifier.model, sequences, predicted, name, device=classifier.device,
-                           batch_size=classifier.batch_size, temperature=classifier.temperature,
-                           multi_label=classifier.multi_label, **method_options)
+                           batch_size=classifier.batch_size, max_tokens=classifier.max_tokens,
+                           temperature=classifier.temperature, multi_label=classifier.multi_label, **method_options)
         scores[name] = result.scores
         if result.completeness_error is not None:
             error = result.completeness_error

@@ -59,7 +59,7 @@ from ..checks import by_field
 from ..errors import AttnclfError, first_few, shown
 from ..evaluation.predict import predict_probabilities
 from ..models.base import model_device
-from ..text.batching import BucketBatches
+from ..text.batching import EVAL_MAX_TOKENS, BucketBatches
 from ..text.tokenizer import PAD_ID, UNK_ID
 
 
@@ -134,8 +134,8 @@ grad-input, integrated-gradients, occlusion, or all
 
 
 def attribute(model: torch.nn.Module, sequences: Sequence[Sequence[int]], targets: np.ndarray, method: str, *,
-              device: torch.device | str | None = None, batch_size: int = 32, temperature: float = 1.0,
-              multi_label: bool = False, **options) -> Attribution:
+              device: torch.device | str | None = None, batch_size: int = 32, max_tokens: int | None = EVAL_MAX_TOKENS,
+              temperature: float = 1.0, multi_label: bool = False, **options) -> Attribution:
     """Score every token of every id sequence for class ``targets[i]`` by ``method`` (a key of ``METHODS``).
 
     ``targets`` are class indices, one per sequence (the model knows no label names: ``explain`` and
@@ -148,6 +148,8 @@ def attribute(model: torch.nn.Module, sequences: Sequence[Sequence[int]], target
     scored by its own probability (occlusion) and log-odds, its logit (the gradient methods).
 
     ``device``: where the batches go; by default where the model's weights are (a GPU's model, a GPU).
+    ``max_tokens``: a batch's padded size, texts x longest length, at most (None: ``batch_size`` texts whatever
+    their length), as ``Classifier.max_tokens`` caps predictions'; occlusion's batches of a text's variants too.
 
     >>> from attnclf.models import build_model
     >>> model = build_model("self-attn", vocab_size=20, d_model=16, layers=1)
@@ -160,7 +162,8 @@ def attribute(model: torch.nn.Module, sequences: Sequence[Sequence[int]], target
     model.eval()
     targets = _class_indices(targets, len(sequences), model.config.num_classes)
     if method == "occlusion":
-        return Attribution(_occlusion(model, sequences, targets, device, batch_size, temperature, multi_label))
+        return Attribution(_occlusion(model, sequences, targets, device, batch_size, max_tokens, temperature,
+                                      multi_label))
 
     per_batch: Callable = {"attention": _attention, "rollout": _rollout, "grad-input": _grad_input,
                            "integrated-gradients": _integrated_gradients}[method]
@@ -168,7 +171,7 @@ def attribute(model: torch.nn.Module, sequences: Sequence[Sequence[int]], target
     extras: dict[str, np.ndarray] = {}
     tempered = ({"temperature": temperature, "multi_label": multi_label}
                 if method in ("grad-input", "integrated-gradients") else {})
-    for batch in BucketBatches(sequences, batch_size=batch_size, shuffle=False):
+    for batch in BucketBatches(sequences, batch_size=batch_size, shuffle=False, max_tokens=max_tokens):
         batch = batch.to(device)
         target = torch.as_tensor(targets[batch.indices], device=device)
         batch_scores, batch_extras = per_batch(model, batch.input_ids, batch.attention_mask, target, **options,
@@ -307,9 +310,10 @@ DEFAULT_METHOD = "occlusion"
 
 
 def self_attention_maps(model: torch.nn.Module, sequences: Sequence[Sequence[int]], *,
-                        device: torch.device | str | None = None, batch_size: int = 32) -> list[np.ndarray]:
+                        device: torch.device | str | None = None, batch_size: int = 32,
+                        max_tokens: int | None = EVAL_MAX_TOKENS) -> list[np.ndarray]:
     """Every layer's and head's self-attention per text: (layers, heads, n, n), rows = queries; computed on
-    ``device``, by default where the model's weights are.
+    ``device``, by default where the model's weights are, in batches as ``attribute`` makes them.
 
     >>> from attnclf.models import build_model
     >>> model = build_model("self-attn", vocab_size=20, d_model=16, heads=2, layers=3)
@@ -320,7 +324,7 @@ def self_attention_maps(model: torch.nn.Module, sequences: Sequence[Sequence[int
     model.eval()
     maps: list[np.ndarray] = [np.zeros(0)] * len(sequences)
     with torch.inference_mode():
-        for batch in BucketBatches(sequences, batch_size=batch_size, shuffle=False):
+        for batch in BucketBatches(sequences, batch_size=batch_size, shuffle=False, max_tokens=max_tokens):
             batch = batch.to(device)
             layers = _self_attentions(model, batch.input_ids, batch.attention_mask)
             stacked = torch.stack(layers, dim=1).float().cpu().numpy()  # (B, L, H, T, T)
@@ -671,28 +675,31 @@ def remove_positions(sequence: Sequence[int], positions) -> list[int]:
 
 def class_probability(model: torch.nn.Module, sequences: Sequence[Sequence[int]], targets: np.ndarray,
                       device: torch.device, batch_size: int = 128, temperature: float = 1.0,
-                      multi_label: bool = False) -> np.ndarray:
-    """p(``targets[i]`` | ``sequences[i]``) for every i, batched by length (at ``temperature``; ``multi_label``:
-    the label's own sigmoid probability).
+                      multi_label: bool = False, max_tokens: int | None = EVAL_MAX_TOKENS) -> np.ndarray:
+    """p(``targets[i]`` | ``sequences[i]``) for every i, batched by length within ``max_tokens`` padded tokens a
+    batch (at ``temperature``; ``multi_label``: the label's own sigmoid probability).
 
     >>> from attnclf.models import build_model
     >>> model = build_model("boe", vocab_size=20)
     >>> class_probability(model, [[5, 6], [7]], np.array([0, 1]), torch.device("cpu")).shape
     (2,)
     """
-    probabilities = predict_probabilities(model, BucketBatches(sequences, batch_size=batch_size, shuffle=False),
+    probabilities = predict_probabilities(model, BucketBatches(sequences, batch_size=batch_size, shuffle=False,
+                                                               max_tokens=max_tokens),
                                           device, multi_label=multi_label, temperature=temperature)
     return probabilities[np.arange(len(sequences)), targets]
 
 
-def _occlusion(model, sequences, targets, device, batch_size, temperature, multi_label) -> list[np.ndarray]:
-    full = class_probability(model, sequences, targets, device, batch_size, temperature, multi_label)
+def _occlusion(model, sequences, targets, device, batch_size, max_tokens, temperature,
+               multi_label) -> list[np.ndarray]:
+    full = class_probability(model, sequences, targets, device, batch_size, temperature, multi_label, max_tokens)
     scores = []
     # A text of n tokens has n variants; chunks of texts bound the variants held at once.
     for chunk in _chunks([len(s) for s in sequences], OCCLUSION_VARIANTS_PER_CHUNK):
         variants = [remove_positions(sequences[i], [t]) for i in chunk for t in range(len(sequences[i]))]
         owners = [i for i in chunk for _ in sequences[i]]
-        occluded = class_probability(model, variants, targets[owners], device, batch_size, temperature, multi_label)
+        occluded = class_probability(model, variants, targets[owners], device, batch_size, temperature, multi_label,
+                                     max_tokens)
         start = 0
         for i in chunk:
             scores.append(full[i] - occluded[start:start + len(sequences[i])])
