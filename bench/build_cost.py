@@ -36,7 +36,8 @@ def median_cpu_ms(make, repeats: int = 11) -> float:
 
 def main() -> None:
     # (no options: a parser all the same, so that --help answers instead of running the measurement)
-    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
+    argparse.ArgumentParser(allow_abbrev=False, description=__doc__,
+                            formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     torch.set_num_threads(1)
     for label, fields in CASES.items():
         config = config_for("self-attn", **fields)

@@ -27,7 +27,7 @@ def reviews(subjects: list[str]) -> list[tuple[str, str]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     parser.add_argument("--output", required=True, help="folder to write train.csv and test.csv into")
     output = Path(parser.parse_args().output)
     output.mkdir(parents=True, exist_ok=True)

@@ -77,7 +77,8 @@ def write_jsonl(path: Path, rows: list[dict]) -> None:
 
 def parser(description: str) -> argparse.ArgumentParser:
     # (as written: a docstring's usage lines must not run into its paragraphs)
-    p = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(allow_abbrev=False, description=description,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--data-dir", help="datasets folder (default: $ATTNCLF_DATA_DIR, then ../shared/datasets)")
     p.add_argument("--out", help="result JSON (default: bench/results/<script>.json)")
     return p

@@ -75,7 +75,7 @@ def measure(case: str, repeats: int) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--case", choices=CASES, help=argparse.SUPPRESS)  # (a child process's one case)
     args = parser.parse_args()

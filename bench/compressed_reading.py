@@ -25,7 +25,7 @@ COMPRESS = {"": lambda data: data, ".gz": lambda data: gzip.compress(data, compr
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n\n")[0])
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()

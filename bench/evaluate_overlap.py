@@ -59,6 +59,6 @@ def main(data_dir: str) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     parser.add_argument("--data-dir", default=os.environ.get("ATTNCLF_DATA_DIR", "../shared/datasets"))
     main(parser.parse_args().data_dir)

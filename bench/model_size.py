@@ -29,7 +29,7 @@ def mib(model) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n\n")[0])
     parser.add_argument("--vocab-size", type=int, default=20000)
     parser.add_argument("--classes", type=int, nargs="+", default=[2, 4, 20, 150])
     args = parser.parse_args()

@@ -79,7 +79,7 @@ def posts(count: int, seed: int) -> list[tuple[str, str]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     parser.add_argument("--output", required=True, help="folder to write train.csv and test.csv into")
     parser.add_argument("--seed", type=int, default=0, help="seed of the training posts (test: seed + 1)")
     args = parser.parse_args()

@@ -160,7 +160,7 @@ def summarise(sampled: dict, top_other: int = 10) -> dict:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+    p = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--interval", type=float, default=0.002, help="seconds between samples (default: 0.002)")
     p.add_argument("--name", default="wall_profile", help="result: bench/results/NAME.json (default: wall_profile)")

@@ -65,7 +65,7 @@ def shared_texts_cost(data_dir: str) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     parser.add_argument("--data-dir", default=os.environ.get("ATTNCLF_DATA_DIR", "../shared/datasets"))
     args = parser.parse_args()
     fsync_cost()
