@@ -314,7 +314,8 @@ def test_masked_softmax_and_mean_on_empty_rows():
     mask = torch.tensor([[True, False], [False, False]])
     assert masked_softmax(torch.randn(2, 2), mask).tolist()[1] == [0.0, 0.0]
     assert masked_mean(torch.ones(2, 2, 3), mask).tolist() == [[1.0] * 3, [0.0] * 3]
-    assert masked_pool(torch.ones(2, 2, 3), mask, "max").tolist() == [[1.0] * 3, [0.0] * 3]
+    for how in ("max", "first"):  # (first took the padding position's vector; max, finfo.min)
+        assert masked_pool(torch.ones(2, 2, 3), mask, how).tolist() == [[1.0] * 3, [0.0] * 3], how
 
 
 # ---------------------------------------------------------------- self-attention

@@ -67,7 +67,8 @@ def masked_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 
 
 def masked_pool(x: torch.Tensor, mask: torch.Tensor, how: str) -> torch.Tensor:
-    """Parameter-free pooling of (batch, seq, dim) ``x``: ``mean``, ``first`` or ``max``.
+    """Parameter-free pooling of (batch, seq, dim) ``x``: ``mean``, ``first`` or ``max``; zeros for a row of
+    padding alone, whichever.
 
     ``first`` takes the first real token (there is no [CLS]; after
     bidirectional self-attention that position has seen the whole text).
@@ -80,14 +81,15 @@ def masked_pool(x: torch.Tensor, mask: torch.Tensor, how: str) -> torch.Tensor:
         return masked_mean(x, mask)
     if how == "first":
         first = mask.int().argmax(dim=1)  # argmax returns the first maximal index
-        return x[torch.arange(x.size(0), device=x.device), first]
-    if how == "max":
+        pooled = x[torch.arange(x.size(0), device=x.device), first]
+    elif how == "max":
         pooled = x.masked_fill(~mask.unsqueeze(-1), torch.finfo(x.dtype).min).amax(dim=1)
-        # Only a caller's own all-padding row reaches this (the module's promise above): the library's batches
-        # give every text a token (<unk> for an empty one) and every text a window. Without it such a row would
-        # pool to finfo.min, which the head turns into inf or NaN.
-        return torch.where(mask.any(dim=1, keepdim=True), pooled, torch.zeros_like(pooled))
-    raise AttnclfError(f"unknown pooling {how!r}; choose one of mean, first, max")
+    else:
+        raise AttnclfError(f"unknown pooling {how!r}; choose one of mean, first, max")
+    # Zeros for an all-padding row, as masked_mean gives: only a caller's own such row reaches this (the library's
+    # batches give every text a token, <unk> for an empty one, and every text a window). Without it, max would pool
+    # to finfo.min, which the head turns into inf or NaN, and first would pool a padding position's vector.
+    return torch.where(mask.any(dim=1, keepdim=True), pooled, torch.zeros_like(pooled))
 
 
 def _dot(keys: torch.Tensor, query: torch.Tensor) -> torch.Tensor:
