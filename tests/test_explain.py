@@ -353,13 +353,16 @@ def recorded_batches(monkeypatch) -> list[tuple[int, int]]:
 
 
 @pytest.mark.parametrize("name", list(MODELS))
-def test_a_token_cap_regroups_the_batches_and_changes_no_score(name):
+def test_a_token_cap_regroups_the_batches_and_changes_no_score(name, monkeypatch):
     """Batches within a padded-token cap are other groupings of the same independent rows (as predictions' are):
     to float tolerance, as the padding a text gets changes, the scores and maps are the uncapped ones."""
     model, sequences, targets = tiny(name), SEQUENCES * 2, np.tile(TARGETS, 2)
+    shapes = recorded_batches(monkeypatch)
     for method in available_methods(model):
         options = {"steps": 16} if method == "integrated-gradients" else {}  # ("auto" may sit at its threshold)
+        shapes.clear()
         capped = attribute(model, sequences, targets, method, max_tokens=10, **options).scores
+        assert shapes and max(texts * length for texts, length in shapes) <= 10, (name, method, shapes)
         uncapped = attribute(model, sequences, targets, method, max_tokens=None, **options).scores
         for i in range(len(sequences)):
             np.testing.assert_allclose(capped[i], uncapped[i], atol=2e-5, err_msg=f"{name} {method}")

@@ -241,7 +241,7 @@ def test_with_three_classes_a_branch_margin_is_its_target_logit_minus_the_mean_o
         model.ngram_logits.weight.normal_()
         ids = torch.tensor([[5, 6, 7, 8]])
         parts = model.branch_logits(model.summarize(ids).vector)
-    (margins,) = _branch_margins(model, [[5, 6, 7, 8]], np.array([2]), "cpu", 8, None)
+    (margins,) = _branch_margins(model, [[5, 6, 7, 8]], np.array([2]), "cpu", 8)
     for name, logits in parts.items():
         z = logits[0]
         assert margins[name] == pytest.approx(float(z[2] - (z[0] + z[1]) / 2), abs=1e-5)

@@ -169,6 +169,5 @@ SOURCE = Source(
     load=load,
     locate=locate,
     num_classes=2,
-    unlabelled=load_unsup,
     load_with_unlabelled=load_with_unsup,
 )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import importlib
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -38,10 +38,10 @@ class Source:
     the data would be read from, or None when it is not available locally.
     Generated sources set ``generated=True`` and ignore ``data_dirs``; ``tests_on_training``, the toy sets, whose
     test and validation splits are their training set by design (training warns of no texts shared between them).
-    ``unlabelled(data_dirs)``, where a corpus ships texts without labels (IMDB's
-    50,000), returns them less any copy of a test text: ``attnclf vectors`` counts them with the training texts.
-    ``load_with_unlabelled(data_dirs, seed)``, where the splits and those come from the same files (IMDB's archive),
-    returns ``load``'s splits with ``unlabelled`` set, in one read of them (``load_splits(..., unlabelled=True)``).
+    ``load_with_unlabelled(data_dirs, seed)``, where a corpus ships texts without labels (IMDB's 50,000), returns
+    ``load``'s splits with those, less any copy of a test text, as ``Splits.unlabelled``, in one read of the files
+    (``load_splits(..., unlabelled=True)``): `attnclf vectors` and a run's ``--embeddings count`` count them with the
+    training texts.
     ``multi_label``: each text has a set of labels; runs on it train multi-label without being told.
     ``is_complete(path)``, for a located copy that may hold only some splits (the shared AG News has only its
     test split), tells whether it is whole; a download then fetches the rest. ``load_test(data_dirs)``, for such a
@@ -57,7 +57,6 @@ class Source:
     generated: bool = False
     tests_on_training: bool = False
     num_classes: int | None = None
-    unlabelled: Callable[[list[Path]], list[str]] | None = None
     load_with_unlabelled: Callable[[list[Path], int], Splits] | None = None
     multi_label: bool = False
     is_complete: Callable[[Path], bool] = lambda path: True
@@ -151,8 +150,8 @@ def datasets_table(data_dir: str | Path | None = None, extra: Sequence[tuple[str
 
 def load_splits(name: str, data_dir: str | Path | None = None, seed: int = 0,
                 found_in: str | Path | None = None, unlabelled: bool = False) -> Splits:
-    """Load a dataset by name; ``unlabelled``: with the texts it ships without labels (``Source.unlabelled``) in
-    ``Splits.unlabelled``, read with the splits where the source can.
+    """Load a dataset by name; ``unlabelled``: with the texts it ships without labels in ``Splits.unlabelled``
+    (``Source.load_with_unlabelled``; none for most).
 
     >>> splits = load_splits("synthetic")
     >>> len(splits.train), len(splits.test), load_splits("synthetic", unlabelled=True).unlabelled
@@ -162,8 +161,7 @@ def load_splits(name: str, data_dir: str | Path | None = None, seed: int = 0,
     dirs = candidate_dirs(data_dir, found_in)
     if unlabelled and source.load_with_unlabelled is not None:
         return source.load_with_unlabelled(dirs, seed)
-    splits = source.load(dirs, seed)
-    return replace(splits, unlabelled=source.unlabelled(dirs)) if unlabelled and source.unlabelled else splits
+    return source.load(dirs, seed)
 
 
 def load_test_split(name: str, data_dir: str | Path | None = None) -> TextDataset:

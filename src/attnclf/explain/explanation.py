@@ -16,7 +16,7 @@ import torch
 
 from ..errors import AttnclfError, first_few, shown
 from ..prediction import check_texts, class_threshold, decided_classes, label_set, token_counts, unknown_tokens_note
-from ..text.batching import BucketBatches
+from ..text.batching import EVAL_MAX_TOKENS, BucketBatches
 from ..text.tokenizer import cut_position
 from .methods import DEFAULT_METHOD, METHODS, attribute, available_methods, method_options, self_attention_maps
 
@@ -339,7 +339,7 @@ def _shared_pass(classifier: "Classifier", multi_label: bool, texts: list[str], 
                           max_tokens=classifier.max_tokens).scores if beside else None),
         owners=owners, pair_ids=pair_ids, targets=targets,
         margins=_branch_margins(classifier.model, pair_ids, targets, classifier.device, classifier.batch_size,
-                                classifier.max_tokens, classifier.temperature, multi_label))
+                                classifier.temperature, multi_label, max_tokens=classifier.max_tokens))
 
 
 def _method_explanations(classifier: "Classifier", multi_label: bool, shared: _SharedPass, method: str, result,
@@ -407,8 +407,8 @@ def _explained(predicted: list[list[int]], probabilities: np.ndarray, asked: int
 
 
 def _branch_margins(model, sequences: list[list[int]], targets: np.ndarray, device, batch_size: int,
-                    max_tokens: int | None, temperature: float = 1.0,
-                    multi_label: bool = False) -> list[dict[str, float] | None]:
+                    temperature: float = 1.0, multi_label: bool = False, *,
+                    max_tokens: int | None = EVAL_MAX_TOKENS) -> list[dict[str, float] | None]:
     """Per text, each branch's logit of its target minus the mean of its other logits, over ``temperature`` (None: one
     branch): a calibrated run's probabilities are softmax(logits / T), so its margins add up to their log-odds. A
     ``multi_label`` run's label is a sigmoid of its own logit alone, its log-odds: each branch's logit of it."""

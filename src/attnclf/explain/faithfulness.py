@@ -305,7 +305,7 @@ def _reported_probability(classifier: "Classifier", sequences: list[list[int]], 
     """Each sequence's probability of its class in ``classes`` as the classifier reports it (a calibrated run's
     temperature in it; a multi-label run's label's own sigmoid)."""
     return class_probability(classifier.model, sequences, classes, classifier.device, classifier.batch_size,
-                             classifier.temperature, classifier.multi_label, classifier.max_tokens)
+                             classifier.temperature, classifier.multi_label, max_tokens=classifier.max_tokens)
 
 
 def _attributions(classifier: "Classifier", sequences: list[list[int]], predicted: np.ndarray,

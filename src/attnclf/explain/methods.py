@@ -675,7 +675,7 @@ def remove_positions(sequence: Sequence[int], positions) -> list[int]:
 
 def class_probability(model: torch.nn.Module, sequences: Sequence[Sequence[int]], targets: np.ndarray,
                       device: torch.device, batch_size: int = 128, temperature: float = 1.0,
-                      multi_label: bool = False, max_tokens: int | None = EVAL_MAX_TOKENS) -> np.ndarray:
+                      multi_label: bool = False, *, max_tokens: int | None = EVAL_MAX_TOKENS) -> np.ndarray:
     """p(``targets[i]`` | ``sequences[i]``) for every i, batched by length within ``max_tokens`` padded tokens a
     batch (at ``temperature``; ``multi_label``: the label's own sigmoid probability).
 
@@ -692,14 +692,15 @@ def class_probability(model: torch.nn.Module, sequences: Sequence[Sequence[int]]
 
 def _occlusion(model, sequences, targets, device, batch_size, max_tokens, temperature,
                multi_label) -> list[np.ndarray]:
-    full = class_probability(model, sequences, targets, device, batch_size, temperature, multi_label, max_tokens)
+    full = class_probability(model, sequences, targets, device, batch_size, temperature, multi_label,
+                             max_tokens=max_tokens)
     scores = []
     # A text of n tokens has n variants; chunks of texts bound the variants held at once.
     for chunk in _chunks([len(s) for s in sequences], OCCLUSION_VARIANTS_PER_CHUNK):
         variants = [remove_positions(sequences[i], [t]) for i in chunk for t in range(len(sequences[i]))]
         owners = [i for i in chunk for _ in sequences[i]]
         occluded = class_probability(model, variants, targets[owners], device, batch_size, temperature, multi_label,
-                                     max_tokens)
+                                     max_tokens=max_tokens)
         start = 0
         for i in chunk:
             scores.append(full[i] - occluded[start:start + len(sequences[i])])

@@ -119,7 +119,7 @@ def _count_embeddings(settings: RunSettings, splits: Splits, dim: int, log) -> t
         raise DataError(f"--embeddings count: {exc}; train without them (--embeddings none) or from a vectors "
                         f"file") from None
     record = {"texts": len(texts), "words": len(vectors.words), "seconds": round(time.perf_counter() - started, 1)}
-    # (a sample's count is the sample's: --max-train-examples samples the unlabelled texts at its own fraction)
+    # Both parts named: a --max-train-examples run samples the unlabelled texts too, and its log says how many.
     parts = f" ({len(splits.train):,} training, {len(unlabelled):,} unlabelled)" if unlabelled else ""
     log(f"embeddings: counted {record['words']:,} word vectors from {record['texts']:,} texts{parts} in "
         f"{record['seconds']:.0f} s")
@@ -249,7 +249,8 @@ def _train_run(settings: RunSettings, resume: bool, progress: bool, loaded: tupl
     finished = resume and finished_training(checkpointed, settings.train.epochs, settings.train.patience)
     distributed, device = init_distributed(settings.device)
     try:
-        splits, trained = _checked_data(settings, run_dir, resume, progress, loaded, distributed.is_main, counting)
+        splits, trained = _checked_data(settings, run_dir, resume, progress, loaded, distributed.is_main,
+                                        unlabelled=counting and distributed.is_main)
     except AttnclfError:
         if created:  # bad data: a run that never started leaves no folder behind, nor the empty parents it made
             shutil.rmtree(run_dir, ignore_errors=True)
@@ -382,11 +383,11 @@ def _test_trained(settings: RunSettings, run_dir: Path, model, tokenizer: Tokeni
 
 def _checked_data(settings: RunSettings, run_dir: Path, resume: bool, progress: bool,
                   loaded: tuple[Splits, Tokenizer] | None, main: bool,
-                  counting: bool) -> tuple[Splits, Tokenizer | None]:
+                  unlabelled: bool) -> tuple[Splits, Tokenizer | None]:
     """The run's splits and, for a new run on rank 0 (``main``) or a token cache, the tokenizer trained on them
     (``loaded``: as ``train_run`` takes it), refused before the run writes anything where its validation texts leave
-    the monitor undefined or the model cannot be built for the words they hold. ``counting`` word vectors: with the
-    dataset's unlabelled texts on rank 0, which alone counts them, read with the splits."""
+    the monitor undefined or the model cannot be built for the words they hold; ``unlabelled``: with the dataset's
+    unlabelled texts, read with the splits (for the rank that counts word vectors)."""
     seed = settings.train.seed
     if settings.data.token_cache and loaded is not None:
         splits, trained = loaded
@@ -396,7 +397,7 @@ def _checked_data(settings: RunSettings, run_dir: Path, resume: bool, progress: 
         splits, trained = load_cached_data(settings, seed, log=_stderr if progress else lambda message: None,
                                            resume_with=run_tokenizer(run_dir, settings.tokenizer) if resume else None)
     else:
-        splits, trained = load_data(settings.data, seed, unlabelled=counting and main), None
+        splits, trained = load_data(settings.data, seed, unlabelled=unlabelled), None
     if trained is None and not resume and main:  # texts it cannot learn from fail here too
         trained = Tokenizer.train(splits.train.texts, settings.tokenizer)
     if splits.validation is not None:  # (a refit validates on nothing: the monitor picks no epoch)

@@ -90,18 +90,18 @@ def training_sample(train: TextDataset, max_examples: int | None, seed: int) -> 
     return train_validation_split(train, 1 - max_examples / len(train), seed)[0]
 
 
-def unlabelled_sample(texts: list[str], max_examples: int | None, training: int, seed: int) -> list[str]:
-    """The unlabelled ``texts`` a run given ``max_examples`` (``--max-train-examples``) of its ``training`` texts
-    reads: the same fraction of them, a sample the seed draws, in their order; all of them without a cap (or with
-    one the training texts fit), so that a quick sample counts its word vectors quickly.
+def unlabelled_sample(texts: list[str], max_examples: int | None, training_count: int, seed: int) -> list[str]:
+    """The unlabelled ``texts`` a run given ``max_examples`` (``--max-train-examples``) of its ``training_count``
+    training texts reads: the same fraction of them, a sample the seed draws, in their order; all of them without a
+    cap (or with one the training texts fit), so that a quick sample counts its word vectors quickly.
 
     >>> texts = [f"review {i}" for i in range(8)]
-    >>> unlabelled_sample(texts, 100, training=400, seed=0), unlabelled_sample(texts, None, 400, seed=0) is texts
+    >>> unlabelled_sample(texts, 100, training_count=400, seed=0), unlabelled_sample(texts, None, 400, seed=0) is texts
     (['review 5', 'review 7'], True)
     """
-    if not max_examples or training <= max_examples:
+    if not max_examples or training_count <= max_examples:
         return texts
-    count = round(len(texts) * max_examples / training)
+    count = round(len(texts) * max_examples / training_count)
     return [texts[i] for i in sorted(np.random.default_rng(seed).choice(len(texts), count, replace=False).tolist())]
 
 
