@@ -1971,7 +1971,8 @@ def test_options_may_come_between_the_run_and_its_texts_and_each_text_gets_its_a
      "attnclf train: error: unrecognized arguments: --overw (did you mean --overwrite?); see `attnclf train --help`"),
     # (was --text-column, refused as a column of no --file, for a user who meant a text)
     (["predict", "RUN", "--text", "a story"],
-     "attnclf predict: error: unrecognized arguments: --text a story; see `attnclf predict --help`"),
+     "attnclf predict: error: unrecognized arguments: --text a story (texts are arguments: attnclf predict RUN_DIR "
+     "\"a text\"); see `attnclf predict --help`"),
     (["serve", "RUN", "--po", "8001"],
      "attnclf serve: error: unrecognized arguments: --po 8001 (did you mean --port?); see `attnclf serve --help`"),
 ])

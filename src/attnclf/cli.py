@@ -1210,6 +1210,9 @@ class _Parser(argparse.ArgumentParser):
         if message.startswith("unrecognized arguments: "):
             typed = message.removeprefix("unrecognized arguments: ").split()[0].split("=")[0]
             known = [option for action in self._actions for option in action.option_strings]
+            # `predict RUN --text "a story"`: the texts are what follows the run, no option before them
+            if typed in ("--text", "--texts") and any(action.dest == "texts" for action in self._actions):
+                return f' (texts are arguments: {self.prog} RUN_DIR "a text")'
         # argparse names the argument as it does here ("COMMAND", "--format") and quotes the value with repr
         elif choice := re.match(r"argument (.+?): invalid choice: '([^']*)'", message):
             name, typed = choice.groups()
