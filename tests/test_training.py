@@ -20,7 +20,9 @@ from attnclf.training.settings import DataSettings, RunSettings
 from attnclf.training.trainer import TrainConfig, checkpoint_tensors, describe_kept
 
 
-def tiny_settings(output, epochs=2, **train) -> RunSettings:
+def tiny_settings(output, epochs=2, report=False, **train) -> RunSettings:
+    """A run of a few seconds. Without report.html unless asked: its plots took 5 of a run's 5.5 s, and only the tests
+    of what a whole run writes read it (test_report.py tests the report itself)."""
     train.setdefault("checkpoint_seconds", 0)
     return RunSettings(
         data=DataSettings(dataset="demo", max_train_examples=400),
@@ -30,6 +32,7 @@ def tiny_settings(output, epochs=2, **train) -> RunSettings:
         train=TrainConfig(epochs=epochs, batch_size=32, patience=0, **train),
         output=str(output),
         device="cpu",
+        report=report,
     )
 
 
@@ -38,7 +41,7 @@ def weights(run_dir):
 
 
 def test_run_directory_holds_everything_a_model_needs(tmp_path):
-    result = train_run(tiny_settings(tmp_path / "run"), progress=False)
+    result = train_run(tiny_settings(tmp_path / "run", report=True), progress=False)
     for name in ("config.json", "model.safetensors", "tokenizer.json", "labels.json", "history.jsonl", "metrics.json"):
         assert (result.run_dir / name).is_file(), name
     history = [json.loads(line) for line in (result.run_dir / "history.jsonl").read_text().splitlines()]
@@ -205,7 +208,7 @@ def test_a_resume_in_python_meets_the_settings_checks_and_an_older_runs_own_reco
     # train_run(settings, resume=True) checked nothing: eval_batch_size 0 trained on, and the run recorded it.
     from attnclf.training.settings import resume_settings
 
-    run_dir = train_run(replace(tiny_settings(tmp_path / "run", epochs=1), report=False), progress=False).run_dir
+    run_dir = train_run(tiny_settings(tmp_path / "run", epochs=1), progress=False).run_dir
     before = {path.name: path.read_bytes() for path in run_dir.iterdir() if path.is_file()}
     changed = resume_settings(run_dir, epochs=2)
     changed.eval_batch_size = 0
@@ -274,7 +277,7 @@ def test_a_run_split_before_every_class_was_kept_for_training_is_told_its_split_
 
 
 def test_settings_that_cannot_build_a_model_touch_no_earlier_run_in_the_folder(tmp_path):
-    run_dir = train_run(tiny_settings(tmp_path / "run", epochs=1), progress=False).run_dir
+    run_dir = train_run(tiny_settings(tmp_path / "run", epochs=1, report=True), progress=False).run_dir
     before = {path.name: path.read_bytes() for path in run_dir.iterdir() if path.is_file()}
     broken = tiny_settings(tmp_path / "run", epochs=1)
     broken.model_config = {**broken.model_config, "heads": 3}  # 16 is not divisible by 3
@@ -423,12 +426,12 @@ def test_the_temporary_files_kill_9_left_beside_a_run_s_files_go_when_it_resumes
         return train_epoch(self, batches, optimizer, schedule, loss_fn, epoch)
 
     for again in (lambda run: train_run(resume_settings(run), resume=True, progress=False),
-                  lambda run: train_run(tiny_settings(run), progress=False)):
+                  lambda run: train_run(tiny_settings(run, report=True), progress=False)):
         run = tmp_path / f"run{len(list(tmp_path.iterdir()))}"
         with monkeypatch.context() as patch:
             patch.setattr(Trainer, "_train_epoch", interrupted_in_epoch_2)
             with pytest.raises(KeyboardInterrupt):
-                train_run(tiny_settings(run), progress=False)
+                train_run(tiny_settings(run, report=True), progress=False)
         (run / "plots").mkdir()
         for name in ("model.safetensors", "history.jsonl", "plots/training.png", "checkpoint/epoch-2.safetensors"):
             os.close(temporary_beside(run / name)[0])  # as a write killed half-way leaves it
