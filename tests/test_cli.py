@@ -3000,11 +3000,16 @@ def test_an_experiment_cell_trained_on_a_copy_elsewhere_is_still_its_cell(tmp_pa
 
 def test_demo_shows_attention_as_weights_beside_the_uniform_weight(tmp_path, capsys, monkeypatch):
     import re
+    from dataclasses import replace
 
     from attnclf import demo, recipes
 
     monkeypatch.setitem(recipes.RECIPES, "demo", {**recipes.RECIPES["demo"],
                                                   "train": {**recipes.RECIPES["demo"]["train"], "epochs": 1}})
+    # Without its report: what the demo prints is all this test reads, and the report's plots took half its 14 s.
+    train_run = demo.train_run
+    monkeypatch.setattr(demo, "train_run", lambda settings, **options: train_run(replace(settings, report=False),
+                                                                                 **options))
     # One text under both labels: whatever the model says, one of the two is a mistake, and it must show.
     monkeypatch.setattr(demo, "EXAMPLES", [("the acting was wonderful", "positive"),
                                            ("the acting was wonderful", "negative"), ("the plot was not good", "negative")])
