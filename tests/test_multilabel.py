@@ -961,7 +961,7 @@ def test_an_untrained_run_whose_tuned_thresholds_predict_most_labels_says_so(tmp
                                               for t, y in zip(splits.train.texts, splits.train.labels)])
     out = tmp_path / "untrained"
     assert main(["train", "--train-file", str(train), "--label-column", "topics", "--multi-label", "--model", "boe",
-                 "--epochs", "1", "--lr", "1e-6", "--threads", "1", "--output", str(out), "--quiet"]) == 0
+                 "--epochs", "1", "--lr", "1e-6", "--threads", "1", "--output", str(out), "--quiet", "--no-report"]) == 0
     notes = [line for line in capsys.readouterr().err.splitlines() if "tuned thresholds" in line]
     assert len(notes) == 1 and re.fullmatch(
         r"note: at the tuned thresholds the run predicts \d\.\d of the 5 labels per validation text, which hold "
