@@ -45,11 +45,19 @@ def matmul_peak(dtype: torch.dtype, size: int = 2048, repeats: int = 12) -> dict
 
 
 def forward_flops(config: dict, lengths: np.ndarray) -> float:
-    """Matmul FLOPs of one self-attn forward pass over a batch padded to ``lengths.max()``."""
+    """Matmul FLOPs of one self-attn forward pass over a batch padded to ``lengths.max()``; with ``attention_window``
+    (block-local attention) each query scores the keys of its own block alone.
+
+    >>> config = {"d_model": 4, "ff_dim": 8, "layers": 1, "num_classes": 2}
+    >>> forward_flops(config | {"attention_window": 2}, np.array([4])) < forward_flops(config, np.array([4]))
+    True
+    """
     d, ff, layers, classes = config["d_model"], config["ff_dim"], config["layers"], config["num_classes"]
-    tokens = len(lengths) * int(lengths.max())  # padded positions are computed too
+    length, window = int(lengths.max()), config.get("attention_window", 0)
+    tokens = len(lengths) * length  # padded positions are computed too
     per_token = layers * 2 * (4 * d * d + 2 * d * ff) + 2 * d  # qkv + proj + ffn, pooling score
-    attention = layers * 2 * 2 * tokens * int(lengths.max()) * d  # QK^T and weights @ V
+    keys = window if 0 < window < length else length
+    attention = layers * 2 * 2 * tokens * keys * d  # QK^T and weights @ V
     return tokens * per_token + attention + len(lengths) * (2 * d + 2 * d * classes)
 
 

@@ -1973,6 +1973,9 @@ def test_options_may_come_between_the_run_and_its_texts_and_each_text_gets_its_a
     (["predict", "RUN", "--text", "a story"],
      "attnclf predict: error: unrecognized arguments: --text a story (texts are arguments: attnclf predict RUN_DIR "
      "\"a text\"); see `attnclf predict --help`"),
+    (["explain", "RUN", "--texts=story"],
+     "attnclf explain: error: unrecognized arguments: --texts=story (texts are arguments: attnclf explain RUN_DIR "
+     "\"a text\"); see `attnclf explain --help`"),
     (["serve", "RUN", "--po", "8001"],
      "attnclf serve: error: unrecognized arguments: --po 8001 (did you mean --port?); see `attnclf serve --help`"),
 ])

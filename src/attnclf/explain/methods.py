@@ -162,8 +162,8 @@ def attribute(model: torch.nn.Module, sequences: Sequence[Sequence[int]], target
     model.eval()
     targets = _class_indices(targets, len(sequences), model.config.num_classes)
     if method == "occlusion":
-        return Attribution(_occlusion(model, sequences, targets, device, batch_size, max_tokens, temperature,
-                                      multi_label))
+        return Attribution(_occlusion(model, sequences, targets, device, batch_size, temperature, multi_label,
+                                      max_tokens=max_tokens))
 
     per_batch: Callable = {"attention": _attention, "rollout": _rollout, "grad-input": _grad_input,
                            "integrated-gradients": _integrated_gradients}[method]
@@ -690,8 +690,8 @@ def class_probability(model: torch.nn.Module, sequences: Sequence[Sequence[int]]
     return probabilities[np.arange(len(sequences)), targets]
 
 
-def _occlusion(model, sequences, targets, device, batch_size, max_tokens, temperature,
-               multi_label) -> list[np.ndarray]:
+def _occlusion(model, sequences, targets, device, batch_size, temperature, multi_label, *,
+               max_tokens) -> list[np.ndarray]:
     full = class_probability(model, sequences, targets, device, batch_size, temperature, multi_label,
                              max_tokens=max_tokens)
     scores = []

@@ -67,8 +67,8 @@ def masked_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 
 
 def masked_pool(x: torch.Tensor, mask: torch.Tensor, how: str) -> torch.Tensor:
-    """Parameter-free pooling of (batch, seq, dim) ``x``: ``mean``, ``first`` or ``max``; zeros for a row of
-    padding alone, whichever.
+    """Parameter-free pooling of (batch, seq, dim) ``x``: ``mean``, ``first`` or ``max``; zeros, for every ``how``,
+    where a row is padding alone.
 
     ``first`` takes the first real token (there is no [CLS]; after
     bidirectional self-attention that position has seen the whole text).
