@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -195,23 +197,28 @@ def test_vectors_read_a_data_files_text_column_not_its_lines(tmp_path, capsys):
     assert {"headline", "loved"} <= words
 
 
-def test_vectors_threads_bound_the_blas_the_counting_runs_in(tmp_path, capsys, monkeypatch):
-    from threadpoolctl import threadpool_info
-
-    import attnclf.text.vectors as vectors_module
-
-    count, seen = vectors_module.count_vectors, []
-
-    def counted(*args, **kwargs):
-        seen.append({lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"})
-        return count(*args, **kwargs)
-
-    monkeypatch.setattr(vectors_module, "count_vectors", counted)
+def test_vectors_threads_bound_the_blas_the_counting_runs_in(tmp_path):
+    """Both numpy's BLAS and scipy's (the SVD's QR), in a process that had loaded neither when --threads took effect:
+    threadpoolctl bounds only the libraries loaded by then, and scipy's is loaded for the count alone."""
     texts = tmp_path / "corpus.txt"
     texts.write_text("\n".join(corpus()) + "\n", encoding="utf-8")
-    assert main(["vectors", "--file", str(texts), "--dim", "8", "--min-count", "1", "--threads", "1",
-                 "-o", str(tmp_path / "v.vec")]) == 0
-    assert seen == [{1}]
+    code = ("import sys\n"
+            "from threadpoolctl import threadpool_info\n"
+            "import attnclf.text.vectors as vectors\n"
+            "print('scipy' in sys.modules)\n"
+            "pmi = vectors._positive_pmi  # (called after scipy is loaded, before the SVD)\n"
+            "def counted(*args):\n"
+            "    print(sorted(lib['num_threads'] for lib in threadpool_info() if lib['user_api'] == 'blas'))\n"
+            "    return pmi(*args)\n"
+            "vectors._positive_pmi = counted\n"
+            "from attnclf.cli import main\n"
+            f"sys.exit(main(['vectors', '--file', {str(texts)!r}, '--dim', '8', '--min-count', '1', '--threads', '1',\n"
+            f"                '-o', {str(tmp_path / 'v.vec')!r}]))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    scipy_loaded_before, threads = done.stdout.splitlines()[:2]
+    assert scipy_loaded_before == "False"
+    assert set(json.loads(threads)) == {1}
 
 
 def test_vectors_default_to_the_width_the_default_model_trains_at(tmp_path, capsys, monkeypatch):

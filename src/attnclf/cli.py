@@ -826,12 +826,14 @@ def cmd_vectors(args: argparse.Namespace) -> int:
     from .recipes import embedding_width
     from .rundir import prepare_output_file
     from .text.vectors import count_vectors, file_width_note, vectors_summary
+    from .training.device import blas_threads
 
     prepare_output_file(args.output)  # (before a minute of counting, not after)
     texts = _unlabelled_texts(args, "count")
     dim = args.dim if args.dim is not None else embedding_width(args.dataset[0] if args.dataset else None)
-    vectors = count_vectors(texts, dim=dim, window=args.window, min_count=args.min_count,
-                            vocab_size=args.vocab_size, named=_flag)
+    with blas_threads(args.threads):
+        vectors = count_vectors(texts, dim=dim, window=args.window, min_count=args.min_count,
+                                vocab_size=args.vocab_size, named=_flag)
     vectors.save(args.output)
     print(vectors_summary(vectors, len(texts), args.output))
     if args.dim is None and not args.dataset:  # (the width is the file recipe's, which only some runs start from)

@@ -165,8 +165,9 @@ def forked_generators(device: torch.device) -> Iterator[None]:
 def torch_threads(threads: int | None) -> Iterator[None]:
     """Run with ``threads`` intra-op threads (None: leave PyTorch's choice, one per core), then restore it.
 
-    numpy's and scipy's BLAS (the word vectors' SVD) get the same limit: a product split over another number of
-    threads adds its sums in another order, so the same ``--threads`` gives the same weights.
+    numpy's BLAS gets the same limit: a product split over another number of threads adds its sums in another
+    order, so the same ``--threads`` gives the same weights (scipy's, which only the word vectors' SVD uses, is
+    bounded there: ``blas_threads``).
     Small models gain nothing from a second thread but synchronisation, and on a
     busy shared CPU every op then waits for the slower core: 1 is often fastest.
 
@@ -178,13 +179,24 @@ def torch_threads(threads: int | None) -> Iterator[None]:
     previous = torch.get_num_threads()
     if threads:
         torch.set_num_threads(threads)
-        # threadpoolctl bounds the libraries loaded so far: scipy's own BLAS (the SVD's QR) must be among them.
-        importlib.import_module("scipy.linalg")
     try:
         with threadpool_limits(limits=threads, user_api="blas"):  # (None: no limit)
             yield
     finally:
         torch.set_num_threads(previous)
+
+
+def blas_threads(threads: int | None) -> threadpool_limits:
+    """A context in which numpy's and scipy's BLAS run ``threads`` threads (None: no limit), for the word vectors'
+    SVD, whose sums' order that count decides. threadpoolctl bounds only the libraries loaded by then, so scipy's
+    own BLAS (the SVD's QR) is loaded here, not by ``torch_threads``: it costs every command 0.3 s of imports.
+
+    >>> with blas_threads(1):
+    ...     {lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"}
+    {1}
+    """
+    importlib.import_module("scipy.linalg")
+    return threadpool_limits(limits=check_threads(threads), user_api="blas")
 
 
 def blas_libraries() -> list[str]:

@@ -41,7 +41,8 @@ from ..text.cleaning import social_media_note
 from ..text.tokenizer import Tokenizer, unspaced_text_warning
 from ..text.vectors import WordVectors, count_vectors
 from ..text.windows import WindowConfig, text_batches
-from .device import blas_libraries, describe_device, forked_generators, resolve_device, seed_generators, torch_threads
+from .device import (blas_libraries, blas_threads, describe_device, forked_generators, resolve_device, seed_generators,
+                     torch_threads)
 from .distributed import Distributed, from_environment, init_distributed, rank_device
 from .pretrain import (check_pretrained, check_pretrained_unchanged, describe_pretrained, encoder_fingerprint,
                        load_pretrained)
@@ -114,7 +115,8 @@ def _count_embeddings(settings: RunSettings, splits: Splits, dim: int, log) -> t
     unlabelled = [text for text in splits.unlabelled if text not in held_out]
     texts = list(splits.train.texts) + unlabelled
     try:
-        vectors = count_vectors(texts, dim=dim, cleaning=settings.tokenizer.cleaning)
+        with blas_threads(settings.threads):
+            vectors = count_vectors(texts, dim=dim, cleaning=settings.tokenizer.cleaning)
     except DataError as exc:
         raise DataError(f"--embeddings count: {exc}; train without them (--embeddings none) or from a vectors "
                         f"file") from None
