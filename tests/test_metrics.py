@@ -304,6 +304,31 @@ def test_metrics_line_names_the_split_and_leaves_out_undefined_scores():
                                    "0.0625  macro ROC AUC 0.7500")
 
 
+@pytest.mark.parametrize("correct, total", [(1547, 1821), (22885, 25000), (3, 7), (0, 10), (10, 10), (1, 1)])
+def test_the_accuracy_interval_is_scipys_wilson_interval(correct, total):
+    from scipy.stats import binomtest
+
+    from attnclf.evaluation.metrics import wilson_interval
+
+    expected = binomtest(correct, total).proportion_ci(0.95, method="wilson")
+    assert wilson_interval(correct, total) == pytest.approx((expected.low, expected.high), abs=1e-12)
+    low, high = wilson_interval(correct, total)
+    assert 0 <= low <= correct / total <= high <= 1
+
+
+def test_metrics_give_the_accuracys_interval_and_the_line_shows_it():
+    from attnclf.evaluation.metrics import metrics_line, wilson_interval
+
+    probabilities = np.array([[.9, .1], [.2, .8], [.6, .4], [.3, .7]])
+    metrics = compute_metrics([0, 1, 1, 1], probabilities, ["neg", "pos"])
+    assert metrics["accuracy_ci95"] == list(wilson_interval(3, 4))  # (3 of 4 right)
+    low, high = metrics["accuracy_ci95"]
+    assert metrics_line(metrics).startswith(f"test: accuracy 0.7500 (95% CI {low:.4f}-{high:.4f})  macro-F1 ")
+    # A wider test set, the same accuracy: a narrower interval.
+    wider = compute_metrics([0, 1, 1, 1] * 100, np.tile(probabilities, (100, 1)), ["neg", "pos"])["accuracy_ci95"]
+    assert low < wider[0] < 0.75 < wider[1] < high
+
+
 def test_evaluation_text_reads_as_evaluate_prints_it():
     from attnclf.evaluation.metrics import confusion_table, evaluation_text, metrics_line
 

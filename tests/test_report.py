@@ -49,6 +49,9 @@ def test_train_writes_the_report(demo_run):
     metrics = json.loads((demo_run / "metrics.json").read_text())
     assert f"Log loss {metrics['log_loss']:.4f}; expected calibration error {metrics['ece']:.4f}" in page
     assert f"<tr><td>average precision</td><td>{metrics['average_precision']:.4f}</td></tr>" in page
+    low, high = metrics["accuracy_ci95"]
+    assert (f"<tr><td>test accuracy</td><td>{metrics['accuracy']:.4f} (95% confidence interval {low:.4f}-{high:.4f})"
+            f"</td></tr>") in page
     for heading in ("Training", "Test set (1000 texts)", "ROC curve",
                     "Precision-recall curve", "Calibration",
                     "Examples, explained by occlusion", "Most confident correct predictions",
@@ -339,13 +342,14 @@ def test_a_run_scored_before_average_precision_was_measured_still_reports(demo_r
     run = tmp_path / "run"
     shutil.copytree(demo_run, run)
     metrics = json.loads((run / "metrics.json").read_text())
-    del metrics["average_precision"]
+    del metrics["average_precision"], metrics["accuracy_ci95"]  # (nor the accuracy's interval)
     for scores in metrics["per_class"].values():
         del scores["average_precision"]
     (run / "metrics.json").write_text(json.dumps(metrics))
     assert main(["report", str(run)]) == 0
     page = (run / "report.html").read_text(encoding="utf-8")
     assert "<td>average precision</td>" not in page and "Precision-recall curve" in page  # drawn from the texts
+    assert f"<tr><td>test accuracy</td><td>{metrics['accuracy']:.4f}</td></tr>" in page
 
 
 def _relabelled(metrics: dict, label: str, scores) -> None:

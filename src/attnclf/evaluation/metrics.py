@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import shlex
 from pathlib import Path
 from collections.abc import Callable
@@ -26,6 +27,8 @@ from ..prediction import (ClassThreshold, applied_thresholds, class_threshold, d
 if TYPE_CHECKING:
     from ..data.base import TextDataset
 
+Z_95 = 1.959963984540054  # the standard normal's 97.5th percentile: a two-sided 95% interval
+
 
 def compute_metrics(
     y_true: Sequence[int], probabilities: np.ndarray, label_names: Sequence[str], report: bool = True,
@@ -33,7 +36,7 @@ def compute_metrics(
 ) -> dict:
     """Everything a practitioner reads off a test set, as a JSON-ready dict.
 
-    Accuracy; precision/recall/F1 per class, macro and weighted; ROC AUC (binary, or one-vs-rest macro); average
+    Accuracy, with its 95% confidence interval (``wilson_interval``); precision/recall/F1 per class, macro and weighted; ROC AUC (binary, or one-vs-rest macro); average
     precision, the area under the precision-recall curve (binary: class 1's; more classes: one-vs-rest macro; per
     class too, one-vs-rest, null for a class without positive or negative texts); how far the probabilities can be
     taken at their word (log loss, and the expected calibration error of the top label's confidence); TP/FP/TN/FN
@@ -58,7 +61,8 @@ def compute_metrics(
         y_true, y_pred, labels=classes, zero_division=0
     )
     matrix = confusion_matrix(y_true, y_pred, labels=classes)
-    metrics: dict = {"accuracy": float(np.trace(matrix) / len(y_true)), "num_examples": int(len(y_true))}
+    metrics: dict = {"accuracy": float(np.trace(matrix) / len(y_true)), "num_examples": int(len(y_true)),
+                     "accuracy_ci95": list(wilson_interval(int(np.trace(matrix)), len(y_true)))}
     if threshold is not None:
         metrics["threshold"] = threshold.to_dict()
     # Averaged over the classes that occur or are predicted, as scikit-learn does by default: a class the scored
@@ -90,6 +94,27 @@ def compute_metrics(
             y_true, y_pred, labels=seen, target_names=[label_names[i] for i in seen], zero_division=0, digits=4
         )
     return metrics
+
+
+def wilson_interval(correct: int, total: int, z: float = Z_95) -> tuple[float, float]:
+    """The Wilson score interval of an accuracy of ``correct`` in ``total`` (95% at the default ``z``): where the
+    model's accuracy on texts drawn as the test texts were lies, by the test set's size alone. On 1,821 sentences it
+    is 3.3 points wide; two models scored on the same texts differ by less than chance sooner than that (their
+    disagreements alone decide it), but a gap well inside it says little. (scipy.stats' ``binomtest(...).
+    proportion_ci(method="wilson")`` gives the same; importing scipy.stats costs every evaluation a second.)
+
+    >>> [round(bound, 4) for bound in wilson_interval(1547, 1821)]
+    [0.8324, 0.8652]
+    >>> wilson_interval(10, 10)[1], wilson_interval(0, 10)[0]
+    (1.0, 0.0)
+    """
+    if total <= 0:
+        raise ValueError(f"an accuracy needs at least one text, got {total}")
+    share, spread = correct / total, z * z / total
+    centre = (share + spread / 2) / (1 + spread)
+    half = z * math.sqrt(share * (1 - share) / total + spread / (4 * total)) / (1 + spread)
+    # (exact at the ends, where rounding leaves 1 - 1e-16: every text right has no accuracy above it to allow)
+    return 0.0 if correct == 0 else centre - half, 1.0 if correct == total else centre + half
 
 
 def evaluate(classifier, data, errors: str | Path | None = None, overwrite: bool = False,
@@ -443,6 +468,8 @@ def metrics_line(metrics: dict) -> str:
 
     >>> metrics_line({"split": "test", "accuracy": 0.9, "macro_f1": 0.85, "roc_auc": None})
     'test: accuracy 0.9000  macro-F1 0.8500'
+    >>> metrics_line({"split": "test", "accuracy": 0.9, "accuracy_ci95": [0.8825, 0.9152], "macro_f1": 0.85})
+    'test: accuracy 0.9000 (95% CI 0.8825-0.9152)  macro-F1 0.8500'
     """
     if metrics.get("multi_label"):
         scores = (f"micro-F1 {metrics['micro_f1']:.4f}  macro-F1 {metrics['macro_f1']:.4f}  "
@@ -450,7 +477,9 @@ def metrics_line(metrics: dict) -> str:
         optional = (("macro ROC AUC", "roc_auc"), ("macro average precision", "average_precision"),
                     ("micro average precision", "micro_average_precision"))
     else:
-        scores = f"accuracy {metrics['accuracy']:.4f}  macro-F1 {metrics['macro_f1']:.4f}"
+        # (metrics older than the interval lack it)
+        interval = " (95% CI {:.4f}-{:.4f})".format(*metrics["accuracy_ci95"]) if "accuracy_ci95" in metrics else ""
+        scores = f"accuracy {metrics['accuracy']:.4f}{interval}  macro-F1 {metrics['macro_f1']:.4f}"
         optional = (("ROC AUC", "roc_auc"), ("average precision", "average_precision"), ("calibration error", "ece"))
     # Left out where undefined (null: a test set without both sides of a class) or older than the score (no key).
     return f"{metrics.get('split', 'test')}: {scores}" + "".join(

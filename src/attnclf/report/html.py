@@ -313,7 +313,9 @@ def _overview(run_dir: Path, config: dict, metrics: dict, kept_note: str | None)
               if (refit := settings.get("refit_of")) else []),
             *([("weights kept", kept_note)] if kept_note else []),
             *([("micro-F1", f"{metrics['micro_f1']:.4f}")] if multi else []),
-            (f"{metrics.get('split', 'test')} {'subset ' if multi else ''}accuracy", f"{metrics['accuracy']:.4f}"),
+            (f"{metrics.get('split', 'test')} {'subset ' if multi else ''}accuracy", f"{metrics['accuracy']:.4f}" + (
+                " (95% confidence interval {:.4f}-{:.4f})".format(*metrics["accuracy_ci95"])
+                if "accuracy_ci95" in metrics else "")),
             ("macro-F1", f"{metrics['macro_f1']:.4f}"),
             ("ROC AUC" + (" (macro over labels)" if multi else ""), "n/a" if auc is None else f"{auc:.4f}"),
             # (runs scored before average precision was measured lack it)
