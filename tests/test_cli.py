@@ -605,6 +605,27 @@ def test_the_python_api_refuses_a_table_of_texts_rather_than_reading_its_column_
     assert [p.label for p in clf.predict(table["review"])] == [p.label for p in clf.predict(["good", "bad", "fine"])]
 
 
+def test_evaluate_against_another_run_compares_them_text_by_text(sport_and_money_run, demo_run, capsys):
+    run, test = sport_and_money_run
+    assert main(["evaluate", str(run), "--test-file", str(test), "--against", str(run), "--json"]) == 0
+    metrics = json.loads(capsys.readouterr().out)
+    against = metrics["against"]  # (a run against itself: every text a tie)
+    assert against["right_here_alone"] == against["right_there_alone"] == 0 and against["p_value"] == 1.0
+    assert against["both_right"] == round(metrics["accuracy"] * 6) and against["other_accuracy"] == metrics["accuracy"]
+    # Texts the other run trained on are said to be so, as the run's own are.
+    train = test.parent / "train.csv"
+    assert main(["evaluate", str(run), "--test-file", str(train), "--against", str(run)]) == 0
+    printed = capsys.readouterr()
+    assert f"against {run} on the same 64 texts: accuracy" in printed.out
+    assert "McNemar's exact test: p = 1.0000, as they disagree on no text" in printed.out
+    assert f"{run}: warning: 64 of the 64 test texts also occur among the training" in printed.err
+    # Runs of other classes are refused before any text is read.
+    assert main(["evaluate", str(run), "--test-file", str(test.parent / "missing.csv"), "--against",
+                 str(demo_run)]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1].startswith(
+        "attnclf: error: --against predicts other classes ('negative', 'positive') than the run evaluated")
+
+
 def test_evaluate_on_a_named_dataset(demo_run, capsys):
     assert main(["evaluate", str(demo_run), "--dataset", "demo"]) == 0
     captured = capsys.readouterr()

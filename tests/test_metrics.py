@@ -188,6 +188,47 @@ def test_evaluate_reads_the_data_labels_by_name_not_by_position():
         evaluate(_ByWord(), TextDataset(texts, [0, 1, 2], ["neg", "pos", "meh"], split="test"))
 
 
+class _AlwaysPos(_ByWord):
+    def predict_proba(self, texts):
+        return np.array([[0.3, 0.7]] * len(texts))
+
+
+def test_evaluate_against_another_classifier_counts_each_texts_verdicts_and_tests_the_split():
+    from scipy.stats import binomtest
+
+    from attnclf.evaluation import evaluate
+    from attnclf.evaluation.metrics import paired_text
+
+    texts = ["bad", "bad one", "good", "fine", "bad", "good but bad"]  # _ByWord: neg neg pos pos neg neg
+    labels = ["neg", "neg", "pos", "pos", "pos", "pos"]  # _AlwaysPos: pos everywhere
+    metrics = evaluate(_ByWord(), (texts, labels), against=_AlwaysPos())
+    assert metrics["accuracy"] == 4 / 6
+    against = metrics["against"]
+    # Right by words alone: the two "bad" negatives; by "pos" alone: the last two; both: "good" and "fine".
+    assert (against["right_here_alone"], against["right_there_alone"], against["both_right"],
+            against["both_wrong"]) == (2, 2, 2, 0)
+    assert against["other_accuracy"] == 4 / 6 and against["texts"] == 6
+    assert against["p_value"] == pytest.approx(binomtest(2, 4, 0.5).pvalue) == 1.0
+    lopsided = evaluate(_ByWord(), (["bad"] * 9 + ["good"], ["neg"] * 9 + ["pos"]), against=_AlwaysPos())["against"]
+    assert lopsided["right_here_alone"] == 9 and lopsided["p_value"] == pytest.approx(2 * 0.5 ** 9)
+    assert "right here alone 9, there alone 0; both right 1, both wrong 0" in paired_text(lopsided, "old")
+    # One classifier against itself: nothing to tell them apart.
+    assert evaluate(_ByWord(), (texts, labels), against=_ByWord())["against"]["p_value"] == 1.0
+
+
+@pytest.mark.parametrize("other, message", [
+    (type("Other", (_ByWord,), {"label_names": ["pos", "neg"]})(),
+     r"^against predicts other classes \('pos', 'neg'\) than the run evaluated \('neg', 'pos'\)"),
+    (type("Sets", (_ByWord,), {"multi_label": True})(), r"^against compares single-label runs"),
+])
+def test_evaluate_refuses_a_classifier_it_cannot_compare_text_by_text(other, message):
+    from attnclf.errors import AttnclfError
+    from attnclf.evaluation import evaluate
+
+    with pytest.raises(AttnclfError, match=message):
+        evaluate(_ByWord(), (["bad"], ["neg"]), against=other)
+
+
 class _BySet(_ByWord):
     """A multi-label classifier as `evaluate` sees one: each label's probability on its own."""
 

@@ -346,24 +346,36 @@ def cmd_refit(args: argparse.Namespace) -> int:
 @command("evaluate", threads=True)
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from .ensemble import Ensemble, load_run
-    from .evaluation.metrics import evaluate, evaluation_text
+    from .evaluation.metrics import evaluate, evaluation_text, paired_text, refuse_unpaired
 
     _refuse_columns_without_test_file(args)
     clf = Ensemble.load(args.run_dirs, device=args.device, bf16=args.bf16) if len(args.run_dirs) > 1 else \
         load_run(args.run_dirs[0], device=args.device, bf16=args.bf16)
-    for run_dir in args.run_dirs:
+    against = None if args.against is None else load_run(args.against, device=args.device, bf16=args.bf16)
+    if against is not None:  # (before the texts are read)
+        refuse_unpaired(clf, against, _flag)
+    for run_dir in [*args.run_dirs, *([args.against] if args.against else [])]:
         _warn_if_unfinished(run_dir)
     if args.overwrite and not args.errors:
         raise AttnclfError("--overwrite replaces an existing --errors file; give --errors FILE, or drop --overwrite")
-    # (a run without test data: its validation)
-    metrics = evaluate(clf, _test_data(args, clf, split=args.split), errors=args.errors, overwrite=args.overwrite,
-                       operating_points=args.operating_points, named=_flag, threshold=args.threshold)
+    data = _test_data(args, clf, split=args.split)  # (a run without test data: its validation)
+    if against is not None:
+        from .training.run_data import learned_by_another
+
+        source = None if args.test_file or args.split == "validation" else (
+            args.dataset or clf.config["settings"]["data"].get("dataset"))
+        for line in learned_by_another(against, data, source, args.data_dir):
+            print(f"{args.against}: {line}", file=sys.stderr)
+    metrics = evaluate(clf, data, errors=args.errors, overwrite=args.overwrite, operating_points=args.operating_points,
+                       named=_flag, threshold=args.threshold, against=against)
     written = metrics.pop("errors_written", None)
     if args.format == "json":
         print(json.dumps({k: v for k, v in metrics.items() if k != "classification_report"}, indent=2))
     else:
         print(evaluation_text(metrics, clf.label_names, clf.multi_label, named=_flag,
                               ensemble_thresholds=clf.thresholds_from if isinstance(clf, Ensemble) else None))
+        if "against" in metrics:
+            print(paired_text(metrics["against"], args.against))
     if written is not None:
         order = "most wrong labels first" if clf.multi_label else "most confident first"
         print(f"wrote {written:,} misclassified texts of {metrics['num_examples']:,} to {args.errors} ({order})",
@@ -1336,6 +1348,10 @@ def _add_evaluate_parser(sub: argparse._SubParsersAction) -> None:
                         "with --split validation (on test it is optimistic; a multi-label run: on a --test-file of "
                         "other texts), apply it with --threshold")
     _add_threshold_arg(p, "score the texts as predicted by one class's threshold")
+    p.add_argument("--against", metavar="OTHER_RUN",
+                   help="also score OTHER_RUN (a run, or a `train --seeds` folder) on the same texts and compare the "
+                        "two text by text: the texts each alone gets right, and McNemar's exact test of whether the "
+                        "difference could be chance (single-label runs of the same classes)")
     _add_device_arg(p)
     p.add_argument("--bf16", action="store_true", help=INFERENCE_BF16_HELP)
     p.add_argument("--threads", type=int, help=INFERENCE_THREADS_HELP)

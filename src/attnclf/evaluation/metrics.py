@@ -119,7 +119,7 @@ def wilson_interval(correct: int, total: int, z: float = Z_95) -> tuple[float, f
 
 def evaluate(classifier, data, errors: str | Path | None = None, overwrite: bool = False,
              operating_points: str | None = None, named=by_field,
-             threshold: tuple[str, float] | str | None = None) -> dict:
+             threshold: tuple[str, float] | str | None = None, against=None) -> dict:
     """``classifier``'s (a ``Classifier``'s or ``Ensemble``'s) metrics on labelled ``data``, as `attnclf evaluate`
     reports them: ``compute_metrics`` of its probabilities, or a multi-label run's ``multilabel_metrics`` at its
     thresholds; ``split`` names ``data``'s split. ``data`` is a ``TextDataset`` (``training.run_data.scoring_data``
@@ -134,14 +134,19 @@ def evaluate(classifier, data, errors: str | Path | None = None, overwrite: bool
     ``threshold``: one such operating point applied, ``("fraud", 0.7)`` or ``"fraud=0.7"``: the figures (and
     ``errors``) of the texts predicted as ``Classifier.predict(texts, threshold=...)`` predicts them (a multi-label
     run's: that label's tuned threshold replaced), the threshold in ``metrics["threshold"]``. ``named`` names those
-    arguments in errors.
+    arguments in errors. ``against``: another single-label ``Classifier`` or ``Ensemble`` of the same classes, scored
+    on the same texts (its most probable class), compared text by text in ``metrics["against"]``
+    (``paired_comparison``'s).
 
     >>> # evaluate(clf := Classifier.load("runs/demo"), (df.text, df.label))["accuracy"]   # a notebook's DataFrame
     >>> # evaluate(clf, scoring_data(clf, test_file="held_out.csv"), errors="wrong.csv")["errors_written"]
     >>> # evaluate(clf, scoring_data(clf, split="validation"), operating_points="fraud")["operating_points"]
     >>> # evaluate(clf, scoring_data(clf), threshold=("fraud", 0.7))["per_class"]["fraud"]["precision"]
+    >>> # evaluate(clf, scoring_data(clf), against=Classifier.load("runs/old"))["against"]["p_value"]
     """
     threshold = class_threshold(threshold, classifier.label_names, classifier.multi_label, named)
+    if against is not None:  # (before predicting)
+        refuse_unpaired(classifier, against, named)
     if operating_points is not None:  # (before predicting, as a bad errors file is)
         refuse_unknown_class(classifier.label_names, operating_points, named("operating_points"),
                              classifier.multi_label)
@@ -165,6 +170,9 @@ def evaluate(classifier, data, errors: str | Path | None = None, overwrite: bool
             metrics["threshold"] = threshold.to_dict()
     else:
         metrics = compute_metrics(data.labels, probabilities, classifier.label_names, threshold=threshold)
+        if against is not None:
+            metrics["against"] = paired_comparison(data.labels, decided_classes(probabilities, threshold),
+                                                   against.predict_proba(data.texts).argmax(axis=1))
     metrics["split"] = data.split
     if operating_points is not None:
         points = class_operating_points(truth, probabilities, classifier.label_names, operating_points)
@@ -187,6 +195,65 @@ def evaluate(classifier, data, errors: str | Path | None = None, overwrite: bool
         write_rows(rows, errors, columns, overwrite, "evaluating", named)
         metrics["errors_written"] = len(rows)
     return metrics
+
+
+def refuse_unpaired(classifier, other, named=by_field) -> None:
+    """An ``AttnclfError`` naming ``named("against")`` unless ``other`` can be compared text by text with
+    ``classifier``: both single-label, of the same classes in the same order."""
+    if classifier.multi_label or other.multi_label:
+        raise AttnclfError(f"{named('against')} compares single-label runs, text by text; a multi-label run's "
+                           f"figures are compared by evaluating each")
+    if list(other.label_names) != list(classifier.label_names):
+        raise AttnclfError(f"{named('against')} predicts other classes ({', '.join(map(shown, other.label_names))}) "
+                           f"than the run evaluated ({', '.join(map(shown, classifier.label_names))}): nothing to "
+                           f"compare text by text")
+
+
+def paired_comparison(y_true: Sequence[int], predicted: Sequence[int], other_predicted: Sequence[int]) -> dict:
+    """Two classifiers' predictions of the same texts, compared text by text: how many each alone got right,
+    both, neither; the other's accuracy with its interval; and McNemar's exact test, whose ``p_value`` is the chance
+    that the texts they disagree on split at least this unevenly between them were the two equally accurate (the
+    two-sided binomial test of the split). Texts both get right or both get wrong say nothing of which is better, so
+    a gap the accuracies' intervals cannot separate may still be settled here, and a wide one may not be.
+
+    >>> c = paired_comparison([1, 1, 1, 1, 0, 0], [1, 1, 1, 1, 0, 1], [1, 0, 0, 0, 0, 1])
+    >>> c["right_here_alone"], c["right_there_alone"], c["both_right"], c["both_wrong"], round(c["p_value"], 3)
+    (3, 0, 2, 1, 0.25)
+    """
+    from scipy.stats import binomtest  # (here: scipy.stats is a second of imports no other evaluation needs)
+
+    truth, here, there = (np.asarray(x) for x in (y_true, predicted, other_predicted))
+    right_here, right_there = here == truth, there == truth
+    alone_here, alone_there = int(np.sum(right_here & ~right_there)), int(np.sum(right_there & ~right_here))
+    disagreeing = alone_here + alone_there
+    return {"texts": len(truth), "right_here_alone": alone_here, "right_there_alone": alone_there,
+            "both_right": int(np.sum(right_here & right_there)), "both_wrong": int(np.sum(~right_here & ~right_there)),
+            "other_accuracy": float(np.mean(right_there)),
+            "other_accuracy_ci95": list(wilson_interval(int(np.sum(right_there)), len(truth))),
+            "test": "McNemar's exact (two-sided binomial of the texts they disagree on)",
+            "p_value": 1.0 if disagreeing == 0 else float(binomtest(alone_here, disagreeing, 0.5).pvalue)}
+
+
+def paired_text(comparison: dict, other: str) -> str:
+    """``paired_comparison``'s ``comparison`` of the run evaluated with ``other`` (a name), as `attnclf evaluate
+    --against` prints it.
+
+    >>> print(paired_text({"texts": 6, "right_here_alone": 3, "right_there_alone": 0, "both_right": 2,
+    ...                    "both_wrong": 1, "other_accuracy": 1 / 3, "other_accuracy_ci95": [0.0968, 0.7000],
+    ...                    "p_value": 0.25}, "runs/old"))
+    against runs/old on the same 6 texts: accuracy 0.3333 (95% CI 0.0968-0.7000)
+      right here alone 3, there alone 0; both right 2, both wrong 1
+      McNemar's exact test: p = 0.2500, the chance of the 3 texts they disagree on splitting at least this unevenly
+      were the two equally accurate
+    """
+    c, disagreeing = comparison, comparison["right_here_alone"] + comparison["right_there_alone"]
+    return (f"against {other} on the same {c['texts']:,} texts: accuracy {c['other_accuracy']:.4f} "
+            f"(95% CI {c['other_accuracy_ci95'][0]:.4f}-{c['other_accuracy_ci95'][1]:.4f})\n"
+            f"  right here alone {c['right_here_alone']:,}, there alone {c['right_there_alone']:,}; "
+            f"both right {c['both_right']:,}, both wrong {c['both_wrong']:,}\n"
+            f"  McNemar's exact test: p = {c['p_value']:.4f}, " + (
+                f"the chance of the {disagreeing:,} texts they disagree on splitting at least this unevenly\n  were "
+                f"the two equally accurate" if disagreeing else "as they disagree on no text"))
 
 
 OPERATING_THRESHOLDS = tuple(round(0.1 * i, 1) for i in range(1, 10))

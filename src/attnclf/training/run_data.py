@@ -652,6 +652,22 @@ def scoring_data(classifier, test_file: str | None = None, dataset: str | None =
     return data
 
 
+def learned_by_another(other, data: TextDataset, source: str | None, data_dir: str | None = None) -> list[str]:
+    """``learned_text_warnings`` for ``other`` (a ``Classifier`` or ``Ensemble`` compared with a run on ``data``, as
+    `evaluate --against` compares them): which of ``data``'s texts it trained or validated on. ``source``: the
+    dataset whose test split ``data`` is, which a run trained on that dataset never learned (None: a file, or the
+    texts a run held out, which another run may have trained on).
+
+    >>> # learned_by_another(Classifier.load("runs/old"), scoring_data(clf), "imdb")  # [] when runs/old is IMDB's
+    """
+    from ..ensemble import Ensemble
+
+    members = other.members if isinstance(other, Ensemble) else [other]
+    configs = [member.config for member in members
+               if source is None or member.config["settings"]["data"].get("dataset") != source]
+    return learned_text_warnings(configs, data, data_dir) if configs else []
+
+
 def _refuse_tuned_validation(classifier, named: Callable[[str], str]) -> None:
     """A multi-label run's scores on its validation texts are flattered: its thresholds were tuned to fit them."""
     if classifier.multi_label:
