@@ -507,6 +507,15 @@ def test_init_from_a_folder_that_is_no_pretraining_is_one_line(tmp_path, capsys)
     assert "not a pretrained encoder" in err and err.count("\n") == 1
 
 
+def test_init_from_a_file_is_one_line_naming_what_it_is_not(tmp_path, capsys):
+    # A file given for the folder: read_json met NotADirectoryError ("FILE/pretrain.json: Not a directory").
+    data = tmp_path / "train.csv"
+    data.write_text("text,label\ngood,pos\nbad,neg\n")
+    assert main(["train", "--dataset", "demo", "--init-from", str(data), "--output", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert f"{data}: not a pretrained encoder" in err and err.count("\n") == 1
+
+
 def test_the_recipe_named_is_the_model_pretrained_so_its_runs_can_start_from_it(tmp_path, capsys):
     from attnclf.models import config_for
     from attnclf.recipes import recipe_for

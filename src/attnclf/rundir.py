@@ -504,7 +504,7 @@ def read_json(path: Path) -> Any:
     """
     try:
         text = _regular_file_text(Path(path))
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # (NotADirectoryError: a folder in the path is a file)
         raise RunDirError(f"{path}: missing") from None
     except UnicodeDecodeError as exc:
         raise RunDirError(f"{path}: not valid JSON ({exc})") from None
