@@ -1304,6 +1304,16 @@ def test_a_utf16_file_of_texts_is_named_utf16(tmp_path):
         read_texts(path)
 
 
+@pytest.mark.parametrize("name", ["texts", "texts.txt.gz"])
+def test_a_folder_given_as_a_file_of_texts_is_named_a_folder(tmp_path, name):
+    # `predict --file DIR`, `vectors --file DIR`: read as plain text, it was the OS's "DIR: Is a directory"
+    from attnclf.data.files import read_texts
+
+    (tmp_path / name).mkdir()
+    with pytest.raises(DataError, match=rf"^{re.escape(str(tmp_path / name))}: is a folder, not a file$"):
+        read_texts(tmp_path / name)
+
+
 @pytest.mark.parametrize("content, message", [
     # Typed by hand, "text, label" style: a quote after a space opens no quoted field, so the label was '"pos"', a
     # class of its own with its quotes, and a text's quoted comma split it into another field.

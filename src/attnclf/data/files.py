@@ -927,6 +927,8 @@ def read_texts(path: str | Path, text_column: TextColumns = "text") -> list[str]
     if has_rows(path):
         return [text for _, text in iter_texts(path, text_column)]
     path = Path(path)
+    if path.is_dir():  # (as check_file says it; read_bytes said "Is a directory". A pipe is read, once: not refused)
+        raise DataError(f"{path}: is a folder, not a file")
     _refuse_unread_packing(path)  # (read as plain text, a zip's bytes were "line 1: not UTF-8")
     try:
         if compression_suffix(path):  # (decompressed a line at a time, never whole into memory)
