@@ -270,6 +270,7 @@ def test_the_help_of_dim_names_every_dataset_whose_default_width_is_not_self_att
     (["train", "--dataset", "demo", "--embeddings", "count", "--token-cache"], "do not combine with --token-cache"),
     (["train", "--resume", "--embeddings", "{tmp}/three.vec"], "no run to resume (no config.json there)"),
     (["train", "--dataset", "demo", "--embeddings", "{tmp}/missing.vec"], "no such file of word vectors"),
+    (["train", "--dataset", "demo", "--embeddings", "{tmp}"], "is a folder, not a file of word vectors"),
     (["train", "--dataset", "demo", "--embeddings", "{tmp}/bad.vec", "--set", "d_model=16"],
      "line 1, column 2: 'x' is not a finite number"),
     (["train", "--dataset", "demo", "--embeddings", "{tmp}/three.vec", "--set", "d_model=16"],

@@ -87,6 +87,8 @@ class WordVectors:
         from ..data.files import utf8_lines  # (the data files' reader: decompressing, bad bytes told by line)
 
         path = Path(path)
+        if path.is_dir():
+            raise DataError(f"{path}: is a folder, not a file of word vectors")
         if not path.is_file():
             raise DataError(f"{path}: no such file of word vectors")
         words, rows, dim = [], [], None
