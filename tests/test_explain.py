@@ -1077,6 +1077,19 @@ def test_explain_refuses_a_compressed_output_before_explaining(demo_run, tmp_pat
     assert not out.exists()
 
 
+@pytest.mark.parametrize("name", ["slide.png/", "page.html/"])
+def test_explain_refuses_an_output_named_as_a_folder_before_explaining(demo_run, tmp_path, cli_error, monkeypatch,
+                                                                        name):
+    # `explain -o slide.png/` wrote the terminal's text into a file slide.png: the format was read from 'png/'.
+    from attnclf.explain import methods
+
+    monkeypatch.setattr(methods, "run_methods", lambda *args, **kwargs: pytest.fail("explained before refusing"))
+    out = f"{tmp_path}/{name}"
+    assert cli_error(["explain", str(demo_run), "not bad", "--output", out]) == (
+        f"{out} is a folder; give --output a file name")
+    assert not (tmp_path / name.rstrip("/")).exists()
+
+
 def test_an_explanation_shows_itself_in_a_line_a_notebook_can_read():
     # The dataclass's repr spelt out the whole text, every score, the pooling weights and the (layers, heads, n, n)
     # self-attention maps: 8,400 characters over 111 lines for a 54-token text, where a notebook echoes explain()

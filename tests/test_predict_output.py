@@ -144,6 +144,8 @@ def test_an_existing_output_is_refused_unless_overwrite_and_the_input_always(run
         assert err == f"--output {same} is the --file it reads; give another file"
     err = cli_error(["predict", str(run), "i loved it", "--output", str(tmp_path)])
     assert err == f"{tmp_path} is a folder; give --output a file name"
+    err = cli_error(["predict", str(run), "i loved it", "--output", f"{tmp_path}/scored.csv/"])  # (wrote scored.csv)
+    assert err == f"{tmp_path}/scored.csv/ is a folder; give --output a file name"
 
 
 @pytest.mark.parametrize("suffix", [".csv", ".jsonl"])

@@ -25,7 +25,7 @@ from .data.files import (TextColumns, data_columns, has_rows, install_pyarrow, i
 from .data.multilabel import DEFAULT_LABEL_DELIMITER, LABEL_SET_COLUMNS
 from .errors import AttnclfError, DataError, shown
 from .prediction import LabelSetPrediction, Prediction, class_threshold, trained_text_column
-from .rundir import prepare_output_dir, written_atomically
+from .rundir import prepare_output_dir, refuse_folder_output, written_atomically
 
 PREDICT_CHUNK = 4096  # texts predicted (and, with an output file, rows written) at a time
 OUTPUT_SUFFIXES = (".csv", ".tsv", ".jsonl", ".parquet")
@@ -67,10 +67,9 @@ def check_output(output: str | Path, reads: str | Path | None = None, overwrite:
     ...
     attnclf.errors.AttnclfError: scored.xlsx: unknown output type '.xlsx'; use .csv, .tsv, .jsonl or .parquet
     """
+    refuse_folder_output(output, named("output"))
     output = Path(output)
     suffix = output.suffix.lower()
-    if output.is_dir():
-        raise AttnclfError(f"{output} is a folder; give {named('output')} a file name")
     refuse_compressed_output(output, "predict")
     if suffix not in OUTPUT_SUFFIXES:
         kind = repr(suffix) if suffix else "(no extension)"

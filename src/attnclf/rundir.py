@@ -436,11 +436,23 @@ def prepare_output_file(path: str | Path) -> Path:
     ...
     attnclf.errors.AttnclfError: / is a folder; give --output a file name
     """
+    refuse_folder_output(path)
     path = Path(path)
-    if path.is_dir():
-        raise AttnclfError(f"{path} is a folder; give --output a file name")
     prepare_output_dir(path.parent)
     return path
+
+
+def refuse_folder_output(path: str | Path, flag: str = "--output") -> None:
+    """A one-line error when ``path``, a file the user named with ``flag``, names a folder: one that exists, or a
+    name ending in a path separator (``Path`` drops it: `explain -o page.png/` wrote the terminal's text to page.png).
+
+    >>> refuse_folder_output("explained.png/")
+    Traceback (most recent call last):
+    ...
+    attnclf.errors.AttnclfError: explained.png/ is a folder; give --output a file name
+    """
+    if Path(path).is_dir() or str(path).endswith(("/", os.sep)):
+        raise AttnclfError(f"{path} is a folder; give {flag} a file name")
 
 
 def write_output_file(path: str | Path, data: bytes) -> Path:
