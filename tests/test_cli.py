@@ -1556,8 +1556,9 @@ def test_a_run_whose_files_moved_says_which_of_its_files_is_gone(tmp_path, capsy
     (["--dataset", "demo", "--train-file", "{train}"], "--dataset demo brings its own splits; --train-file"),
     (["--validation-file", "{train}"], "--validation-file validates a --train-file run"),
     (["--train-file", "{train}", "--validation-file", "{odd}"], "odd.csv, line 2: label 'meh' in column 'label' is not one of the training labels"),
+    # (it said "train.csv has its own validation split", of the training file, which has none)
     (["--train-file", "{train}", "--validation-file", "{train}", "--hold-out", "latest"],
-     "has its own validation split; drop --hold-out latest"),
+     "attnclf: error: --validation-file train.csv gives the validation texts; drop --hold-out latest"),
     (["--train-file", "{train}", "--validation-file", "{train}", "--val-fraction", "0.2"],
      "--val-fraction carves validation from the training file; --validation-file replaces it"),
     # Typed at their default values they are as much a mistake: labels joined by | read as classes of their own.

@@ -42,15 +42,23 @@ def train_validation_split(
     return train.subset(fit_idx.tolist(), "train"), train.subset(val_idx.tolist(), "validation")
 
 
-def check_hold_out(hold_out: str, name: str, order: Sequence[int] | None, own_validation: bool = False) -> None:
-    """Refuse a hold-out that ``name``'s data cannot give.
+def check_hold_out(hold_out: str, name: str, order: Sequence[int] | None, own_validation: bool | str = False) -> None:
+    """Refuse a hold-out that ``name``'s data cannot give: none where it has validation texts of its own
+    (``own_validation``: True, or the name of the --validation-file that gives them).
 
     >>> check_hold_out("latest", "20newsgroups", order=[3, 1, 2])
+    >>> check_hold_out("latest", "train.csv", order=[3, 1, 2], own_validation="dev.csv")
+    Traceback (most recent call last):
+    ...
+    attnclf.errors.DataError: --validation-file dev.csv gives the validation texts; drop --hold-out latest
     """
     if hold_out not in ("random", "latest"):
         raise AttnclfError(f"hold-out must be random or latest, got {shown(hold_out)}")
     if own_validation and hold_out != "random":
-        raise DataError(f"{name} has its own validation split; drop --hold-out {hold_out}")
+        # (a file's: "train.csv has its own validation split" named the training file, which has none)
+        given = (f"{name} has its own validation split" if own_validation is True
+                 else f"--validation-file {own_validation} gives the validation texts")
+        raise DataError(f"{given}; drop --hold-out {hold_out}")
     if hold_out == "latest" and order is None:
         raise DataError(f"{name} records no order of its texts, so it has no latest ones to hold out; "
                         f"use --hold-out random")

@@ -129,7 +129,9 @@ def _split_rows(data: DataSettings, sources: dict[str, "_Source"], train_labels:
     if data.max_train_examples and len(keep) > data.max_train_examples:
         keep = split_indices(train_labels, groups, 1 - data.max_train_examples / len(keep), seed)[0]
     refuse_one_class(data, train_labels[keep].tolist(), train_source.label_names)
-    check_hold_out(data.hold_out, data.describe(), train_source.order, own_validation="validation" in sources)
+    check_hold_out(data.hold_out, data.describe(), train_source.order,
+                   own_validation="validation" in sources and (Path(data.validation_file).name if data.validation_file
+                                                               else True))
     if "validation" in sources:
         return keep, keep, None
     order = np.asarray(train_source.order)[keep] if data.hold_out == "latest" else None

@@ -71,7 +71,8 @@ def load_data(settings: DataSettings, seed: int, unlabelled: bool = False) -> Sp
     elif validation is None:
         train, validation = train_validation_split(train, settings.val_fraction, seed, settings.hold_out)
     else:
-        check_hold_out(settings.hold_out, settings.describe(), train.order, own_validation=True)
+        check_hold_out(settings.hold_out, settings.describe(), train.order,
+                        own_validation=Path(settings.validation_file).name if settings.validation_file else True)
     return Splits(train=train, validation=validation, test=sample_test(splits.test, settings.max_test_examples),
                   extra=splits.extra, unlabelled=unlabelled_sample(splits.unlabelled, settings.max_train_examples,
                                                                    len(splits.train), seed))
