@@ -2011,6 +2011,14 @@ def test_a_prefix_of_an_option_is_refused_not_read_as_it(argv, message, capsys):
     assert stop.value.code == 2 and capsys.readouterr().err == message + "\n"
 
 
+@pytest.mark.parametrize("command", ["predict", "explain"])
+def test_a_text_argument_not_in_utf8_is_named_by_its_place_and_byte(csv_run, capsys, command):
+    # Python reads an argument's byte 0xe9 (a Latin-1 terminal's é) as U+DCE9: the message was
+    # "text 0 is not valid Unicode: a lone surrogate (U+DCE9) at character 1", numbered from 0.
+    assert main([command, str(csv_run), "fine", "x\udce9"]) == 2
+    assert capsys.readouterr().err == "attnclf: error: text argument 2: not UTF-8 (byte 0xe9); pass texts as UTF-8\n"
+
+
 def test_predict_with_a_text_column_and_no_data_file_says_texts_are_arguments(csv_run, capsys):
     assert main(["predict", str(csv_run), "--text-column", "a story"]) == 2
     assert capsys.readouterr().err == (

@@ -539,6 +539,9 @@ def _input_texts(args: argparse.Namespace, config: dict) -> list[str]:
                            f"arguments: attnclf {args.command} RUN_DIR \"a text\"")
     if args.texts and not args.file and not any(text.strip() for text in args.texts):
         raise AttnclfError("every text given is blank")
+    for number, text in enumerate(args.texts, 1):  # (Python keeps an argument's non-UTF-8 bytes as U+DC80-U+DCFF)
+        if byte := next((ord(c) - 0xDC00 for c in text if 0xDC80 <= ord(c) <= 0xDCFF), None):
+            raise AttnclfError(f"text argument {number}: not UTF-8 (byte 0x{byte:02x}); pass texts as UTF-8")
     # Blank arguments alone (`predict RUN "$EMPTY" --file f`) give no texts; among others they are texts.
     texts = list(args.texts) if any(text.strip() for text in args.texts) else []
     # A file or a pipe with nothing in it gives no texts, and predict no output: a day with nothing to score.
