@@ -204,8 +204,12 @@ def describe_budget(setup, records: list[dict]) -> str:
     shared = recipe_for(setup.data.dataset).get("model_config", {}) | setup.model_config
     model = ", ".join(f"{k}={v}" for k, v in shared.items()) or "none"
     if recipe_model:
+        # (its buckets sized to the training texts, the recipe's count their cap: 1,048,576 read as the 1,024 built)
+        cell = next(r for r in neural if r.get("model") == "self-attn")
+        sized = read_json(Path(cell["run_dir"]) / "config.json")["settings"].get("ngram_buckets_sized")
+        capped = {"nb_ngram_buckets": " at most, sized to the training texts"} if sized else {}
         model += ("; self-attn's from the file recipe (recipes.FILE_SELF_ATTN): "
-                  + ", ".join(f"{k}={v}" for k, v in recipe_model.items()))
+                  + ", ".join(f"{k}={v}{capped.get(k, '')}" for k, v in recipe_model.items()))
     reads = ", ".join(f"up to {v}" if k == "max_len" else f"{k}={v}" for k, v in recipe_tokens.items())
     reads = f" (self-attn reads {reads}: the file recipe's, recipes.FILE_SELF_ATTN_TOKENIZER)" if reads else ""
     stop = f"early stopping after {train['patience']} stale epochs" if train["patience"] else "no early stopping"
