@@ -2019,6 +2019,14 @@ def test_a_text_argument_not_in_utf8_is_named_by_its_place_and_byte(csv_run, cap
     assert capsys.readouterr().err == "attnclf: error: text argument 2: not UTF-8 (byte 0xe9); pass texts as UTF-8\n"
 
 
+@pytest.mark.parametrize("command", ["evaluate", "faithfulness"])
+def test_a_dataset_and_a_test_file_to_score_are_refused_together(csv_run, csv_files, capsys, command):
+    # evaluate scored the --test-file and left --dataset unread, silently: one of them was not what was meant.
+    assert main([command, str(csv_run), "--dataset", "demo", "--test-file", str(csv_files[1])]) == 2
+    assert capsys.readouterr().err == ("attnclf: error: --dataset and --test-file each name the texts to score; "
+                                       "give one\n")
+
+
 def test_predict_with_a_text_column_and_no_data_file_says_texts_are_arguments(csv_run, capsys):
     assert main(["predict", str(csv_run), "--text-column", "a story"]) == 2
     assert capsys.readouterr().err == (

@@ -1129,6 +1129,9 @@ def test_scoring_data_gives_the_texts_a_run_held_out_as_evaluate_split_validatio
     with pytest.raises(AttnclfError, match="^split validation scores the texts the runs held out; drop "
                                            "dataset/test_file$"):
         scoring_data(run, dataset="demo", split="validation")
+    # (both: the file was scored and the dataset left unread, without a word)
+    with pytest.raises(AttnclfError, match="^dataset and test_file each name the texts to score; give one$"):
+        scoring_data(run, dataset="demo", test_file="held_out.csv")
     with pytest.raises(AttnclfError, match="^split must be test or validation, got 'train'$"):
         scoring_data(run, split="train")
     with pytest.raises(AttnclfError) as refused:

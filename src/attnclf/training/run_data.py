@@ -610,6 +610,8 @@ def scoring_data(classifier, test_file: str | None = None, dataset: str | None =
                                f"{named('dataset')}/{named('test_file')}")
         _refuse_tuned_validation(classifier, named)
         return run_validation_data([member.config for member in members], classifier.label_names, data_dir=data_dir)
+    if dataset and test_file:  # (the file was scored, and the dataset left unread without a word)
+        raise AttnclfError(f"{named('dataset')} and {named('test_file')} each name the texts to score; give one")
     if test_file:
         from ..data.files import columns_refusal, is_fasttext_file, load_file, run_columns
         from ..data.multilabel import DEFAULT_LABEL_DELIMITER
