@@ -1554,6 +1554,10 @@ def test_a_run_whose_files_moved_says_which_of_its_files_is_gone(tmp_path, capsy
     (["--dataset", "demo", "--test-file", "{train}"], "--dataset demo brings its own splits; --test-file is for your "
                                                       "own data"),
     (["--dataset", "demo", "--train-file", "{train}"], "--dataset demo brings its own splits; --train-file"),
+    # (read as the dataset comes, the columns went unread without a word)
+    (["--dataset", "demo", "--text-column", "review"], "--text-column names a column of your own file (--train-file); "
+                                                       "--dataset demo is read as it comes: drop --text-column"),
+    (["--dataset", "demo", "--label-column", "sentiment"], "--label-column names a column of your own file"),
     (["--validation-file", "{train}"], "--validation-file validates a --train-file run"),
     (["--train-file", "{train}", "--validation-file", "{odd}"], "odd.csv, line 2: label 'meh' in column 'label' is not one of the training labels"),
     # (it said "train.csv has its own validation split", of the training file, which has none)

@@ -165,6 +165,11 @@ class DataSettings:
             yield (f"{named('dataset')} {self.dataset} brings its own splits; {files[0]} is for your own data "
                    f"({named('train_file')} with optional {named('validation_file')} and {named('test_file')}): "
                    f"give one or the other")
+        # (a named dataset is read as it comes: a column typed for it went unread, without a word)
+        if self.dataset and (flag := next((named(name) for name in ("text_column", "label_column")
+                                           if _set(self, name, given)), None)):
+            yield (f"{flag} names a column of your own file ({named('train_file')}); {named('dataset')} "
+                   f"{self.dataset} is read as it comes: drop {flag}")
         if self.train_file and not self.dataset and is_fasttext_file(self.train_file):
             # (its text and labels have no columns to name; a flag naming one would be recorded, never read)
             flag = next((named(name) for name in ("text_column", "label_column", "label_delimiter")
