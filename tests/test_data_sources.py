@@ -1445,6 +1445,32 @@ def test_texts_the_model_reads_as_one_are_warned_of_as_shared_across_splits():
     assert [line.split(" also")[0] for line in strips][1] == "warning: 2 of the 3 test texts"
 
 
+def test_a_text_labelled_both_ways_is_warned_of_as_the_run_reads_it(tmp_path, capsys):
+    from attnclf.cli import main
+    from attnclf.data.base import Splits
+    from attnclf.text.cleaning import CleaningConfig
+    from attnclf.training.run_data import shared_text_warnings
+
+    names = ["neg", "pos"]
+    train = TextDataset(["A good film", "a good  film", "dull", "dull", "fine"], [1, 0, 0, 0, 1], names)
+    (line,) = shared_text_warnings(Splits(train=train))
+    assert line.startswith("warning: 1 training text occurs under more than one label (2 rows; 'a good film' as neg "
+                           "and pos): a model can fit only one label of each; `attnclf suspects` ranks")
+    assert shared_text_warnings(Splits(train=train), CleaningConfig(lowercase=False)) == []  # two texts to it
+    assert shared_text_warnings(Splits(train=train), validation_too=False) == []  # (a generated set's noise)
+    # A training file's, on stderr and in the run's record.
+    rows = [(f"review number {i} {'good' if i % 2 else 'bad'}", "pos" if i % 2 else "neg") for i in range(40)]
+    data = _write(tmp_path / "train.csv", "text,label\n" + "".join(f"{t},{label}\n" for t, label in rows)
+                  + "review number 3 good,neg\nreview number 5 good,neg\n")
+    assert main(["train", "--train-file", str(data), "--model", "boe", "--epochs", "1", "--min-frequency", "1",
+                 "--output", str(tmp_path / "run"), "--quiet", "--no-report", "--threads", "1"]) == 0
+    (warned,) = [line for line in capsys.readouterr().err.splitlines() if "more than one label" in line]
+    # (both pairs, unless a validation text took one side of one)
+    assert re.match(r"warning: (2 training texts occur|1 training text occurs) under more than one label", warned)
+    recorded = json.loads((tmp_path / "run" / "config.json").read_text())["data"]["warnings"]
+    assert warned.removeprefix("warning: ") in recorded
+
+
 def _learned_file(path: Path) -> tuple[Path, TextDataset]:
     """A training file of 40 texts, and test texts of which 5 are among them and 2 are not."""
     texts = [f"review {i} {'good' if i % 2 else 'bad'}" for i in range(40)]

@@ -482,6 +482,7 @@ def shared_text_warnings(splits: Splits, cleaning: CleaningConfig = CleaningConf
                          flattered: str = "validation scores, early stopping and refit's epoch count") -> list[str]:
     """Warnings for texts on both sides of a line the scores rely on: duplicates in a file, split between training
     and validation, or test texts inside the training file. Either flatters the scores; nothing else would say so.
+    And for training texts labelled twice, each way (``conflicting_labels_warning``): no model fits both.
     Without ``validation_too``, the test texts alone: a generated set repeats its short texts by design, and its
     validation texts' repeats, which no one can remove, only choose the epoch; the test score is the one reported.
     ``flattered``: what validation texts among the training texts flatter (the command line's; the estimator has no
@@ -497,7 +498,8 @@ def shared_text_warnings(splits: Splits, cleaning: CleaningConfig = CleaningConf
     'warning: 1 of the 1 test texts also occur among '
     """
     cleaning = _compared(cleaning)
-    lines, seen = [], set(_as_read(splits.train.texts, cleaning))
+    train_read = _as_read(splits.train.texts, cleaning)
+    lines, seen = conflicting_labels_warning(train_read, splits.train) if validation_too else [], set(train_read)
     validation = splits.validation
     if validation is not None:  # (the toy sets, which validate on their training set by design, never come here)
         validation_read = _as_read(validation.texts, cleaning)
@@ -509,6 +511,33 @@ def shared_text_warnings(splits: Splits, cleaning: CleaningConfig = CleaningConf
     if splits.test is not None:
         lines += _learned_test_warnings({cleaning: seen}, splits.test)
     return lines
+
+
+def conflicting_labels_warning(read: Sequence[str], train: TextDataset) -> list[str]:
+    """A warning, where ``train`` holds one text (as ``read``: each of its texts as the run reads it) under more
+    than one label (a multi-label set's: more than one label set): a labelling slip, or a text its labels cannot
+    tell apart; either way a model can fit only one of them, and `attnclf suspects` ranks (single-label) rows whose
+    label is likely wrong. GLUE's SST-2 training phrases hold four such ("excruciatingly", negative and positive).
+
+    >>> rows = TextDataset(["Great film", "great film", "dull", "great  film"], [1, 0, 0, 1], ["neg", "pos"])
+    >>> conflicting_labels_warning(["great film", "great film", "dull", "great film"], rows)[0].split(";")[0]
+    'warning: 1 training text occurs under more than one label (3 rows'
+    """
+    label_of: dict[str, object] = {}
+    conflicting: dict[str, set] = {}
+    for text, label in zip(read, train.labels):
+        if label_of.setdefault(text, label) != label:
+            conflicting.setdefault(text, {label_of[text]}).add(label)
+    if not conflicting:
+        return []
+    text, labels = next(iter(conflicting.items()))
+    named = " and ".join(sorted("|".join(train.label_names[i] for i in label) or "no label" if train.multi_label
+                                else train.label_names[label] for label in labels))
+    rows = sum(text in conflicting for text in read)
+    counted = f"{len(conflicting):,} training texts occur" if len(conflicting) > 1 else "1 training text occurs"
+    remedy = "" if train.multi_label else "; `attnclf suspects` ranks rows whose label is likely wrong"
+    return [f"warning: {counted} under more than one label ({rows:,} rows; {shown(text)} as {named}): a model can "
+            f"fit only one label of each{remedy}"]
 
 
 def _compared(cleaning: CleaningConfig) -> CleaningConfig:
