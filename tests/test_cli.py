@@ -2006,6 +2006,17 @@ def test_options_may_come_between_the_run_and_its_texts_and_each_text_gets_its_a
      "\"a text\"); see `attnclf explain --help`"),
     (["serve", "RUN", "--po", "8001"],
      "attnclf serve: error: unrecognized arguments: --po 8001 (did you mean --port?); see `attnclf serve --help`"),
+    # A text that starts with "-", and the `--` before it that Python 3.11's argparse refuses after an option
+    (["predict", "RUN", "-great"],
+     "attnclf predict: error: unrecognized arguments: -great (a text that starts with \"-\" goes after --, every "
+     "option before RUN_DIR: attnclf predict --threads 1 RUN_DIR -- \"-a text\"); see `attnclf predict --help`"),
+    (["explain", "RUN", "--threads", "1", "--", "-great"]
+     if sys.version_info < (3, 12) else ["explain", "RUN", "-great"],
+     "attnclf explain: error: unrecognized arguments: " + ("-- " if sys.version_info < (3, 12) else "")
+     + "-great (a text that starts with \"-\" goes after --, every option before RUN_DIR: attnclf explain --threads 1 "
+     "RUN_DIR -- \"-a text\"); see `attnclf explain --help`"),
+    (["predict", "RUN", "--no-such-flag"],  # (a mistyped flag, not a text)
+     "attnclf predict: error: unrecognized arguments: --no-such-flag; see `attnclf predict --help`"),
 ])
 def test_a_prefix_of_an_option_is_refused_not_read_as_it(argv, message, capsys):
     # A mistyped flag named as a mistake rather than guessed at; one a prefix names today would name another, or be

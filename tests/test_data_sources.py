@@ -1304,6 +1304,20 @@ def test_a_utf16_file_of_texts_is_named_utf16(tmp_path):
         read_texts(path)
 
 
+@pytest.mark.parametrize("name", ["texts.txt", "texts.txt.gz"])
+def test_a_file_of_texts_ending_its_lines_in_a_lone_cr_is_refused_as_a_csv_is(tmp_path, name):
+    # Old Mac OS line endings: read as one text, "great acting\rweak acting", a line at a time or whole
+    import gzip
+
+    from attnclf.data.files import read_texts
+
+    raw = b"great acting\r\nfine\r\nweak acting\rdull plot\r"
+    (tmp_path / name).write_bytes(gzip.compress(raw) if name.endswith(".gz") else raw)
+    with pytest.raises(DataError, match=rf"^{re.escape(str(tmp_path / name))}: line 3: a line ends with a lone carriage "
+                                        r"return \(CR\); save the file with LF or CRLF line endings$"):
+        read_texts(tmp_path / name)
+
+
 @pytest.mark.parametrize("name", ["texts", "texts.txt.gz"])
 def test_a_folder_given_as_a_file_of_texts_is_named_a_folder(tmp_path, name):
     # `predict --file DIR`, `vectors --file DIR`: read as plain text, it was the OS's "DIR: Is a directory"

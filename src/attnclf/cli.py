@@ -1229,9 +1229,16 @@ class _Parser(argparse.ArgumentParser):
         if message.startswith("unrecognized arguments: "):
             typed = message.removeprefix("unrecognized arguments: ").split()[0].split("=")[0]
             known = [option for action in self._actions for option in action.option_strings]
+            takes_texts = any(action.dest == "texts" for action in self._actions)
             # `predict RUN --text "a story"`: the texts are what follows the run, no option before them
-            if typed in ("--text", "--texts") and any(action.dest == "texts" for action in self._actions):
+            if typed in ("--text", "--texts") and takes_texts:
                 return f' (texts are arguments: {self.prog} RUN_DIR "a text")'
+            # `predict RUN "-great"`, or `predict RUN --threads 1 -- "-great"`, which Python 3.11's argparse refuses
+            # (an unknown --word is a mistyped flag, told so below)
+            if takes_texts and (typed == "--" or typed.startswith("-") and not typed.startswith("--")
+                                and not difflib.get_close_matches(typed, known, n=1, cutoff=0.7)):
+                return (f' (a text that starts with "-" goes after --, every option before RUN_DIR: {self.prog} '
+                        f'--threads 1 RUN_DIR -- "-a text")')
         # argparse names the argument as it does here ("COMMAND", "--format") and quotes the value with repr
         elif choice := re.match(r"argument (.+?): invalid choice: '([^']*)'", message):
             name, typed = choice.groups()

@@ -888,6 +888,9 @@ def text_lines(raw: bytes, source: str) -> list[str]:
 
     >>> text_lines(b"\\xef\\xbb\\xbfgood\\r\\n\\r\\nbad\\n", "stdin")  # a BOM, CRLF, a blank line
     ['good', 'bad']
+    >>> text_lines(b"good\\rbad\\r", "notes.txt")
+    Traceback (most recent call last):
+    attnclf.errors.DataError: notes.txt: line 1: a line ends with a lone carriage return (CR); save the file with LF or CRLF line endings
     """
     try:
         text = raw.decode("utf-8")
@@ -906,6 +909,9 @@ def _line_texts(lines: Iterable[str], source: str) -> list[str]:
     fasttext = None  # (whether the first non-blank line starts with a label: undecided until it is read)
     for number, line in enumerate(lines, 1):
         line = line.removesuffix("\n").removesuffix("\r")
+        if "\r" in line:  # (old Mac OS line endings: the whole file read as one text, as a CSV's are refused)
+            raise DataError(f"{source}: line {number}: a line ends with a lone carriage return (CR); save the file "
+                            f"with LF or CRLF line endings")
         if not line.strip():
             continue
         # A file in fastText's format piped in: its labels are not text, as a file's are not, else the answer would
