@@ -617,7 +617,7 @@ def test_evaluate_against_another_run_compares_them_text_by_text(sport_and_money
     assert main(["evaluate", str(run), "--test-file", str(train), "--against", str(run)]) == 0
     printed = capsys.readouterr()
     assert f"against {run} on the same 64 texts: accuracy" in printed.out
-    assert "McNemar's exact test: p = 1.0000, as they disagree on no text" in printed.out
+    assert "McNemar's exact test: p = 1.0000, as neither gets any text right that the other gets wrong" in printed.out
     assert f"{run}: warning: 64 of the 64 test texts also occur among the training" in printed.err
     # Runs of other classes are refused before any text is read.
     assert main(["evaluate", str(run), "--test-file", str(test.parent / "missing.csv"), "--against",

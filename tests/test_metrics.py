@@ -216,6 +216,20 @@ def test_evaluate_against_another_classifier_counts_each_texts_verdicts_and_test
     assert evaluate(_ByWord(), (texts, labels), against=_ByWord())["against"]["p_value"] == 1.0
 
 
+def test_the_paired_comparison_tests_the_texts_only_one_gets_right_not_every_text_they_disagree_on():
+    from attnclf.evaluation.metrics import paired_comparison, paired_text
+
+    # Of three classes, the first text is wrong both ways, each its own way: they disagree on it, yet it tells
+    # neither apart. It said "p = 1.0000, as they disagree on no text", and "the N texts they disagree on" where N
+    # counted only the texts one alone got right.
+    tie = paired_comparison([0, 0, 1, 2], [1, 0, 1, 2], [2, 0, 1, 2])
+    assert (tie["right_here_alone"], tie["right_there_alone"], tie["both_wrong"], tie["p_value"]) == (0, 0, 1, 1.0)
+    assert paired_text(tie, "old").endswith("p = 1.0000, as neither gets any text right that the other gets wrong")
+    split = paired_comparison([0, 0, 1, 2], [1, 0, 1, 2], [2, 1, 1, 2])  # (and the second: here alone)
+    assert "the chance of the 1 text only one of them gets right splitting" in paired_text(split, "old")
+    assert "disagree" not in paired_text(tie, "old") + paired_text(split, "old") + split["test"]
+
+
 @pytest.mark.parametrize("other, message", [
     (type("Other", (_ByWord,), {"label_names": ["pos", "neg"]})(),
      r"^against predicts other classes \('pos', 'neg'\) than the run evaluated \('neg', 'pos'\)"),

@@ -212,8 +212,9 @@ def refuse_unpaired(classifier, other, named=by_field) -> None:
 def paired_comparison(y_true: Sequence[int], predicted: Sequence[int], other_predicted: Sequence[int]) -> dict:
     """Two classifiers' predictions of the same texts, compared text by text: how many each alone got right,
     both, neither; the other's accuracy with its interval; and McNemar's exact test, whose ``p_value`` is the chance
-    that the texts they disagree on split at least this unevenly between them were the two equally accurate (the
-    two-sided binomial test of the split). Texts both get right or both get wrong say nothing of which is better, so
+    that the texts only one of them gets right split at least this unevenly between them were the two equally
+    accurate (the two-sided binomial test of the split). (Not every text they disagree on: of more than two classes,
+    both may be wrong, each its own way.) Texts both get right or both get wrong say nothing of which is better, so
     a gap the accuracies' intervals cannot separate may still be settled here, and a wide one may not be.
 
     >>> c = paired_comparison([1, 1, 1, 1, 0, 0], [1, 1, 1, 1, 0, 1], [1, 0, 0, 0, 0, 1])
@@ -230,7 +231,7 @@ def paired_comparison(y_true: Sequence[int], predicted: Sequence[int], other_pre
             "both_right": int(np.sum(right_here & right_there)), "both_wrong": int(np.sum(~right_here & ~right_there)),
             "other_accuracy": float(np.mean(right_there)),
             "other_accuracy_ci95": list(wilson_interval(int(np.sum(right_there)), len(truth))),
-            "test": "McNemar's exact (two-sided binomial of the texts they disagree on)",
+            "test": "McNemar's exact (two-sided binomial of the texts only one of them gets right)",
             "p_value": 1.0 if disagreeing == 0 else float(binomtest(alone_here, disagreeing, 0.5).pvalue)}
 
 
@@ -243,17 +244,19 @@ def paired_text(comparison: dict, other: str) -> str:
     ...                    "p_value": 0.25}, "runs/old"))
     against runs/old on the same 6 texts: accuracy 0.3333 (95% CI 0.0968-0.7000)
       right here alone 3, there alone 0; both right 2, both wrong 1
-      McNemar's exact test: p = 0.2500, the chance of the 3 texts they disagree on splitting at least this unevenly
-      were the two equally accurate
+      McNemar's exact test: p = 0.2500, the chance of the 3 texts only one of them gets right splitting at least this
+      unevenly were the two equally accurate
     """
-    c, disagreeing = comparison, comparison["right_here_alone"] + comparison["right_there_alone"]
+    # (not "the texts they disagree on": of three classes or more, both can be wrong, each its own way)
+    c, alone = comparison, comparison["right_here_alone"] + comparison["right_there_alone"]
     return (f"against {other} on the same {c['texts']:,} texts: accuracy {c['other_accuracy']:.4f} "
             f"(95% CI {c['other_accuracy_ci95'][0]:.4f}-{c['other_accuracy_ci95'][1]:.4f})\n"
             f"  right here alone {c['right_here_alone']:,}, there alone {c['right_there_alone']:,}; "
             f"both right {c['both_right']:,}, both wrong {c['both_wrong']:,}\n"
             f"  McNemar's exact test: p = {c['p_value']:.4f}, " + (
-                f"the chance of the {disagreeing:,} texts they disagree on splitting at least this unevenly\n  were "
-                f"the two equally accurate" if disagreeing else "as they disagree on no text"))
+                f"the chance of the {alone:,} text{'s' * (alone != 1)} only one of them gets right splitting at "
+                f"least this\n  unevenly were the two equally accurate" if alone else
+                "as neither gets any text right that the other gets wrong"))
 
 
 OPERATING_THRESHOLDS = tuple(round(0.1 * i, 1) for i in range(1, 10))
