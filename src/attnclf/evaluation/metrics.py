@@ -99,8 +99,8 @@ def compute_metrics(
 def wilson_interval(correct: int, total: int, z: float = Z_95) -> tuple[float, float]:
     """The Wilson score interval of an accuracy of ``correct`` in ``total`` (95% at the default ``z``): where the
     model's accuracy on texts drawn as the test texts were lies, by the test set's size alone. On 1,821 sentences it
-    is 3.3 points wide; two models scored on the same texts differ by less than chance sooner than that (their
-    disagreements alone decide it), but a gap well inside it says little. (scipy.stats' ``binomtest(...).
+    is 3.3 points wide; two models scored on the same texts can be told apart by a smaller gap than that (the texts
+    only one of them gets right decide it: ``paired_comparison``), but a gap well inside it says little of either. (scipy.stats' ``binomtest(...).
     proportion_ci(method="wilson")`` gives the same; importing scipy.stats costs every evaluation a second.)
 
     >>> [round(bound, 4) for bound in wilson_interval(1547, 1821)]
