@@ -1485,6 +1485,18 @@ def test_a_text_labelled_both_ways_is_warned_of_as_the_run_reads_it(tmp_path, ca
     assert warned.removeprefix("warning: ") in recorded
 
 
+def test_a_multi_label_text_under_two_label_sets_is_warned_of_as_label_sets():
+    # It said "under more than one label ... a model can fit only one label of each" of 'a' as x and x|y: a
+    # multi-label model fits both labels of a text; it is the two label sets it cannot both fit.
+    from attnclf.data.base import Splits
+    from attnclf.training.run_data import shared_text_warnings
+
+    train = TextDataset(["a", "a", "b"], [(0,), (0, 1), ()], ["x", "y"], multi_label=True)
+    assert shared_text_warnings(Splits(train=train)) == [
+        "warning: 1 training text occurs under more than one label set (2 rows; 'a' as x and x|y): a model can fit "
+        "only one label set of each"]
+
+
 def _learned_file(path: Path) -> tuple[Path, TextDataset]:
     """A training file of 40 texts, and test texts of which 5 are among them and 2 are not."""
     texts = [f"review {i} {'good' if i % 2 else 'bad'}" for i in range(40)]
