@@ -1186,6 +1186,10 @@ def test_a_test_label_that_spells_a_training_label_otherwise_says_how_training_s
          r"evaluate on needs one in every row\)$"),
         ("l.csv", "text,label\nok,1\nfine,\n", ("text", "label"), r"l.csv, line 3: missing label in column 'label'"),
         ("n.csv", "text,label\nok,pos\nfine, NaN\n", ("text", "label"), r"n.csv, line 3: missing label \('NaN'\) in column 'label'"),
+        # A multi-label file read as single-label data: its text without labels is told what the file looks like
+        ("ml.csv", "text,label\nok,sport|tech\nfine,tech\nnone,\n", ("text", "label"),
+         r"ml.csv, line 4: missing label in column 'label'; line 2's label 'sport\|tech' looks like a set of labels: "
+         r"for a multi-label file, train with --multi-label \(an empty cell is then a text with no labels\)$"),
         ("o.csv", "text,label\nok,1\nfine,1\n", ("text", "label"), r"o.csv: only one class \('1'\) in column 'label'"),
         ("f.csv", "text,label\nok, 1\nnot, quoted, 0\n", ("text", "label"), r"f.csv, line 3: 3 fields but the header has 2"),
         ("q.csv", 'text,label\n"ok" then,1\n', ("text", "label"), r"q.csv, line 2: malformed CSV: .*; a field that starts with a quote is read as quoted"),

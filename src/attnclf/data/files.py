@@ -973,6 +973,7 @@ def iter_records(
         raise DataError(f"{path}: the text and the labels cannot both come from column {label_column!r}")
     allowed = None if label_names is None else set(label_names)
     first = None  # (where, label) of the first label, which every later one must be written as (_refuse_mixed_kinds)
+    joined = None  # (where, name) of the first single label joined as label sets are, which a missing label names
     fasttext = not is_data_file(path)  # (_rows refused any other file): its texts and labels have no columns to name
     in_text, in_label = f" in {_named(columns)}" * (not fasttext), _in_label_column(path, label_column)
     for where, values, label, _ in _rows(path, columns, label_column):
@@ -991,7 +992,16 @@ def iter_records(
             if not is_missing_label(label):  # (a gap in a true/false column is a missing label, not a mix)
                 first = first or (where, label)
                 _refuse_mixed_kinds(path, where, label, first, label_column)
-            names = (_label_name(path, where, label, label_column),)
+            try:
+                names = (_label_name(path, where, label, label_column),)
+            except DataError as exc:  # (a multi-label file's text without labels, read as single-label data?)
+                if joined is None:
+                    raise
+                raise DataError(f"{exc}; {joined[0]}'s label {shown(joined[1])} looks like a set of labels: for a "
+                                f"multi-label file, train with --multi-label (an empty cell is then a text with no "
+                                f"labels)") from None
+            if joined is None and allowed is None and DEFAULT_LABEL_DELIMITER in names[0]:
+                joined = (where, names[0])
         for name in names:
             if problem := unicode_problem(name):
                 raise DataError(f"{path}, {where}: the label{in_label} is {problem}")
