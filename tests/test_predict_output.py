@@ -63,6 +63,23 @@ def test_a_csv_comes_back_with_every_column_in_order_and_the_predictions_beside(
         assert int(row[7]) <= int(row[8])
 
 
+def test_a_spreadsheets_trailing_empty_columns_come_back_named_as_pandas_names_them(run, tmp_path, capsys):
+    # Excel's `text,label,,`: two columns of no name, which the copied rows could not tell apart (it was refused)
+    source = tmp_path / "in.csv"
+    source.write_text("text,label,,\na wonderful film,pos,,\na boring film,neg,,\n", encoding="utf-8")
+    output, errors = tmp_path / "out.csv", tmp_path / "wrong.csv"
+    assert main(["predict", str(run), "--file", str(source), "--output", str(output)]) == 0
+    with open(output, newline="", encoding="utf-8") as f:
+        header, *rows = list(csv.reader(f))
+    assert header == ["text", "label", "Unnamed: 2", "Unnamed: 3", *COLUMNS]
+    assert [row[:4] for row in rows] == [["a wonderful film", "pos", "", ""], ["a boring film", "neg", "", ""]]
+    # evaluate --errors names them alike (from the header, as for a file of no wrong rows)
+    assert main(["evaluate", str(run), "--test-file", str(source), "--errors", str(errors)]) == 0
+    with open(errors, newline="", encoding="utf-8") as f:
+        assert next(csv.reader(f))[:3] == ["row", "Unnamed: 2", "Unnamed: 3"]
+    capsys.readouterr()
+
+
 def test_json_lines_keep_each_row_s_values_and_types(run, tmp_path, capsys):
     source = tmp_path / "in.jsonl"
     records = [{"id": 1, "text": "i loved it", "meta": {"source": "web", "tags": ["a"]}},

@@ -388,6 +388,7 @@ def _csv_rows(path: Path, delimiter: str, text_columns: tuple[str, ...], label_c
                 raise DataError(f"{path}, line 1: the header names the {role} column {column!r} "
                                 f"{header.count(column)} times; rename all but one")
         if whole:
+            header = _unnamed_columns_named(header)
             _refuse_repeated_columns(path, header, "line 1: the header")
         text_at = [header.index(column) for column in text_columns]
         label_at = None if label_column is None else header.index(label_column)
@@ -582,6 +583,19 @@ def columns_refusal(path: str | Path, flag: str) -> str:
 def _in_label_column(path: str | Path, label_column: str) -> str:
     """Where a message says a label is, `` in column 'label'``: nowhere in a fastText file, which has no columns."""
     return f" in column {label_column!r}" * is_data_file(path)
+
+
+def _unnamed_columns_named(header: list[str]) -> list[str]:
+    """``header`` with its columns of no name named as pandas names them (``Unnamed: 3``, by position from 0) where
+    there are several: a spreadsheet's trailing commas (``text,label,,``) give rows a column of no name each, which a
+    copy of the rows (``predict --output``) could not tell apart. One such column (pandas' index) keeps its name.
+
+    >>> _unnamed_columns_named(["text", "label", "", ""]), _unnamed_columns_named(["", "text"])
+    (['text', 'label', 'Unnamed: 2', 'Unnamed: 3'], ['', 'text'])
+    """
+    if header.count("") < 2:
+        return header
+    return [name or f"Unnamed: {at}" for at, name in enumerate(header)]
 
 
 def _refuse_repeated_columns(path: Path, columns: list[str], where: str) -> None:
@@ -838,7 +852,9 @@ def data_columns(path: str | Path) -> list[str]:
 
         return pq.read_schema(path).names
     if suffix in (".csv", ".tsv") and not _holds_nothing(path):
-        return next(csv.reader(utf8_lines(path), delimiter="\t" if suffix == ".tsv" else ","), [])
+        # (named as iter_rows names them)
+        return _unnamed_columns_named(next(csv.reader(utf8_lines(path), delimiter="\t" if suffix == ".tsv" else ","),
+                                           []))
     return []
 
 
