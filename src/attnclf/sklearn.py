@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import sys
 import tempfile
@@ -427,6 +428,12 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
+        if (threshold := self._class_threshold(self.classifier_.label_names)) is not None:
+            # (documented above, and easy to miss: the folder's other readers would answer otherwise, silently)
+            point = shlex.quote(f"{threshold.label}={threshold.probability:g}")
+            warnings.warn(f"threshold {point} is this estimator's: AttentionTextClassifier.load keeps it, but "
+                          f"`attnclf predict`, `serve` and Classifier.load of {path} answer the most probable class "
+                          f"unless told it (--threshold {point})", AttnclfWarning, stacklevel=2)
         return Path(path)
 
     @classmethod
