@@ -1282,6 +1282,20 @@ def test_fit_warns_when_the_bucket_budget_cuts_the_ngram_branch():
         AttentionTextClassifier(**small).fit(texts, [word for _ in range(4) for word in words])  # (24 texts: 512)
 
 
+def test_fit_warns_of_a_text_labelled_both_ways_with_or_without_validation_texts():
+    texts = [f"film number {i}" for i in range(20)] + ["film number 3"]
+    labels = [i % 2 for i in range(20)] + [0]  # ("film number 3" is 1 above)
+    small = dict(d_model=16, heads=2, layers=1, epochs=1, min_frequency=1, max_len=8)
+    for validation_fraction in (0, 0.2):
+        with pytest.warns(AttnclfWarning) as caught:
+            AttentionTextClassifier(**small, validation_fraction=validation_fraction).fit(texts, labels)
+        both_ways = [str(w.message) for w in caught if "more than one label" in str(w.message)]
+        # (with validation texts, seed 0 holds out neither of the two rows)
+        assert both_ways == ["1 training text occurs under more than one label (2 rows; 'film number 3' as 0 and 1): a "
+                             "model can fit only one label of each; `attnclf suspects` ranks rows whose label is likely "
+                             "wrong"]
+
+
 def test_the_ngram_branch_has_sixteen_buckets_per_distinct_training_bigram_unless_given(data, tmp_path):
     # The file recipe's 2^20 buckets made tens of MB of model of a few hundred texts; fit holds 16 buckets per distinct
     # bigram of its training texts (a power of two, the recipe's count at most), as crowded as the recipe was on SST-2's

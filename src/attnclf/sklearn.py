@@ -562,9 +562,9 @@ def _training_data_warnings(train: TextDataset, validation: TextDataset | None, 
     described = describe_classes(train, validation=train if validation is None else validation,
                                  look_alikes=look_alikes, left_out=weighted_out,
                                  held_out_by="a larger validation_fraction")
-    if validation is not None:
-        described += shared_text_warnings(Splits(train=train, validation=validation), tokenizer_config.cleaning,
-                                          flattered="validation scores and early stopping")
+    # (without validation texts too: a text labelled both ways is warned of either way)
+    described += shared_text_warnings(Splits(train=train, validation=validation), tokenizer_config.cleaning,
+                                      flattered="validation scores and early stopping")
     unspaced = unspaced_text_warning(train.texts, tokenizer_config, bpe_by="tokenizer='bpe'",
                                      vocab_size_by="vocab_size")
     return warnings_among(described + ([unspaced] if unspaced else []))
