@@ -1729,8 +1729,8 @@ EXAMPLES = {
     "refit": ("attnclf refit runs/imdb",
               "attnclf refit runs/imdb-3    # a --seeds folder: into runs/imdb-3-refit"),
     "evaluate": ("attnclf evaluate runs/imdb --split validation --operating-points pos    # pos's precision vs recall",
-                 "attnclf evaluate runs/imdb-3 --json --threshold pos=0.8    # pos predicted from probability 0.8 on",
-                 "attnclf evaluate runs/demo --test-file more.csv --errors wrong.csv    # and its misclassified texts"),
+                 "attnclf evaluate runs/demo --test-file more.csv --errors wrong.csv    # and its misclassified texts",
+                 "attnclf evaluate runs/new --against runs/old    # better, or lucky? text by text, McNemar's test"),
     "suspects": ("attnclf suspects --train-file reviews.csv --output suspects.csv"
                  "    # every row, likeliest wrong first",
                  "attnclf suspects --train-file reviews.csv --output suspects.csv --resume    # after an interruption",
