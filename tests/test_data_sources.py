@@ -16,7 +16,7 @@ import pytest
 
 from attnclf.data import ag_news, download, imdb, newsgroups, sst2
 from attnclf.data.base import WITHHELD, TextDataset
-from attnclf.data.files import iter_texts, load_file, load_files
+from attnclf.data.files import iter_rows, iter_texts, load_file, load_files
 from attnclf.errors import DataError
 from attnclf.text.vectors import WordVectors
 
@@ -1223,6 +1223,13 @@ def test_a_test_label_that_spells_a_training_label_otherwise_says_how_training_s
          r"cr.csv, line \d+: malformed CSV: a line ends with a lone carriage return \(CR\); save the file with LF"),
         ("d.csv", "text,label,text\nok,1,other\n", ("text", "label"),
          r"d.csv, line 1: the header names the text column 'text' 2 times; rename all but one"),
+        # A JSON line naming a column twice: json.loads keeps the last value, the first lost without a word.
+        ("rep.jsonl", '{"text": "a", "text": "b", "label": "pos"}\n', ("text", "label"),
+         r"rep.jsonl, line 1: the line names the text column 'text' 2 times \(JSON keeps only the last\); remove or "
+         r"rename all but one$"),
+        # (the label's key written once escaped, on a line whose text has colons and escapes of its own)
+        ("repesc.jsonl", '{"text": "a", "label": "pos"}\n{"text": "b: \\u00e9", "lab\\u0065l": "x", "label": "neg"}\n',
+         ("text", "label"), r"repesc.jsonl, line 2: the line names the label column 'label' 2 times"),
         ("x.xlsx", "whatever", ("text", "label"), r"x.xlsx: unknown file type '.xlsx'"),
         ("semi.csv", "\ufefftext;label\nok;1\n", ("text", "label"), r"semi.csv: no text column 'text'; the columns are: "
          r"'text;label' \(the header looks separated by ';': a .csv file is read as comma-separated"),
@@ -1295,6 +1302,17 @@ def test_bad_user_files_are_one_line_errors(tmp_path, name, content, columns, me
     with pytest.raises(DataError, match=message) as err:
         load_file(tmp_path / name, *columns)
     assert "\n" not in str(err.value)
+
+
+def test_json_lines_repeating_a_key_are_refused_where_the_key_is_read(tmp_path):
+    path = tmp_path / "rows.jsonl"  # (colons, quotes and escapes in texts are no repeated key)
+    _write(path, '{"text": "Re: \\"a\\" text: b", "label": "pos", "note": "c:d"}\n'
+                 '{"text": "caf\\u00e9: ok", "label": "neg", "note": "x", "note": "y"}\n')
+    assert load_file(path).texts == ['Re: "a" text: b', "caf\u00e9: ok"]  # (a key no reader reads: nothing lost)
+    with pytest.raises(DataError) as err:  # (every column, when every column is copied: predict --output)
+        list(iter_rows(path))
+    assert str(err.value) == (f"{path}, line 2: the line names column 'note' 2 times (JSON keeps only the last); "
+                              f"remove or rename all but one")
 
 
 def test_a_utf16_file_of_texts_is_named_utf16(tmp_path):

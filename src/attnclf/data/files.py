@@ -440,6 +440,12 @@ def _jsonl_rows(path: Path, text_columns: tuple[str, ...], label_column: str | N
             if number == 1:
                 problem += _fasttext_named_as_data(path, line)
             raise DataError(f"{path}, line {number}: {problem}")
+        if line.count(":") > len(record) and (
+                repeated := _repeated_key(line, record, None if whole else _wanted(text_columns, label_column))):
+            key, count, role = repeated
+            named = f"the {role} column" if role else "column"
+            raise DataError(f"{path}, line {number}: the line names {named} {shown(key, most=NAME_LENGTH)} {count} "
+                            f"times (JSON keeps only the last); remove or rename all but one")
         for column, role in _wanted(text_columns, label_column):
             if column not in record:
                 # (on a later line the file's rows just differ: the first line told the columns)
@@ -451,6 +457,32 @@ def _jsonl_rows(path: Path, text_columns: tuple[str, ...], label_column: str | N
                 raise DataError(message)
         yield (f"line {number}", tuple(record[column] for column in text_columns), record.get(label_column),
                record if whole else None)
+
+
+def _repeated_key(line: str, record: dict, wanted: list[tuple[str, str]] | None) -> tuple[str, int, str] | None:
+    """(key, times, role) for a JSON line whose object names a ``wanted`` column's key (any key, for ``None``) more
+    than once, which ``json.loads`` reads as its last value alone, the others lost; else None. ``record`` is the line
+    as read. Cheap tests on the raw line come first, so that a large file pays next to nothing: every key is followed
+    by a colon, so a line with no more colons than ``record`` has keys repeats none; and a line without a backslash
+    writes every key as it is, so a key it repeats is there twice in quotes. Only a line they cannot clear is
+    parsed again, keeping its keys.
+
+    >>> _repeated_key('{"text": "a", "text": "b", "label": 1}', {"text": "b", "label": 1}, [("text", "text")])
+    ('text', 2, 'text')
+    >>> _repeated_key('{"text": "a: b", "label": 1}', {"text": "a: b", "label": 1}, None)  # (a colon in a text)
+    """
+    if line.count(":") <= len(record):  # (the caller's own test, before it calls: a call per line costs too)
+        return None
+    if "\\" not in line and all(line.count(f'"{key}"') < 2
+                                for key in (record if wanted is None else (key for key, _ in wanted))):
+        return None
+    keys = [key for key, _ in json.loads(line, object_pairs_hook=list)]  # (the top level's pairs, in order)
+    if len(set(keys)) == len(keys):
+        return None
+    for key, role in wanted if wanted is not None else ((key, "") for key in keys):
+        if keys.count(key) > 1:
+            return key, keys.count(key), role
+    return None
 
 
 def install_pyarrow() -> str:
