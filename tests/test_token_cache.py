@@ -336,6 +336,19 @@ def test_a_token_cache_folder_without_the_cache_is_refused_rather_than_ignored(f
     with pytest.raises(AttnclfError, match="token_cache_dir says where token_cache keeps its caches"):
         DataSettings(train_file=str(files[0]), token_cache_dir=str(tmp_path / "c")).check(given={"token_cache_dir"})
 
+@pytest.mark.parametrize("under", ["", "sub"])
+def test_a_token_cache_folder_that_is_a_file_is_named_so(files, tmp_path, capsys, under):
+    # (mkdir's own words were "File exists" and "Not a directory", as if a folder were amiss)
+    taken = tmp_path / "taken"
+    taken.write_text("")
+    folder = taken / under if under else taken
+    assert main(["train", "--train-file", str(files[0]), "--token-cache", "--token-cache-dir", str(folder),
+                 "--quiet", "--threads", "1", "--output", str(tmp_path / "run")]) == 2
+    told = f"{folder} is a file" if folder == taken else f"{folder}: {taken} is a file"
+    assert capsys.readouterr().err.strip() == f"attnclf: error: token cache folder {told}; give a folder"
+    assert not (tmp_path / "run").exists()
+
+
 def test_mapped_sequences_feed_bucket_batches_without_reading_lengths(tmp_path, files):
     from attnclf.text.batching import BucketBatches
 

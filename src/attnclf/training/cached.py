@@ -74,10 +74,15 @@ def load_cached_data(settings: RunSettings, seed: int, log: Callable[[str], None
     """
     data = settings.data
     seed = data.data_seed(seed)
+    root = cache_root(data.token_cache_dir)
+    # (mkdir would say "File exists" of a file there, "Not a directory" of one above it: as if a folder were amiss)
+    if file := next((folder for folder in (root, *root.parents) if folder.is_file()), None):
+        raise AttnclfError(f"token cache folder {root}{' is a file' if file == root else f': {file} is a file'}; "
+                           f"give a folder")
     try:  # fail before reading any data
-        cache_root(data.token_cache_dir).mkdir(parents=True, exist_ok=True)
+        root.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise AttnclfError(f"token cache folder {cache_root(data.token_cache_dir)}: {exc.strerror}") from None
+        raise AttnclfError(f"token cache folder {root}: {exc.strerror}") from None
     data.require_source()
     if data.dataset:
         sources, train_labels = _dataset_sources(data, seed)
