@@ -444,7 +444,7 @@ def test_a_seeds_folder_is_served_and_refuses_explanations(tmp_path):
         ensemble.explain(["a wonderful film"], "attention")
 
 
-ONE_MODEL_COMMANDS = [["explain", "{out}", "good"], ["export", "{out}"], ["report", "{out}"],
+ONE_MODEL_COMMANDS = [["explain", "{out}", "good"], ["export", "{out}"],
                       ["faithfulness", "{out}"], ["predict", "{out}", "good", "--backend", "onnx"],
                       ["serve", "{out}", "--backend", "onnx"]]
 
@@ -457,6 +457,16 @@ def test_one_model_commands_refuse_a_seeds_folder_naming_its_first_member(comman
     assert main([arg.format(out=out) for arg in command]) != 0
     err = capsys.readouterr().err
     assert f"use one member, such as {out / 'seed-3'}" in err and len(err.splitlines()) == 1
+
+
+def test_report_of_a_seeds_folder_says_what_the_folder_is_and_which_report_to_ask_for(tmp_path, capsys):
+    out = tmp_path / "ens"
+    out.mkdir()
+    (out / "ensemble.json").write_text('{"members": ["seed-3", "seed-4"]}')
+    assert main(["report", str(out)]) != 0
+    assert capsys.readouterr().err.strip() == (f"attnclf: error: {out}: an ensemble folder (train --seeds), not one "
+                                               f"run: each seed's run has its own report; attnclf report "
+                                               f"{out / 'seed-3'}")
 
 
 def test_attention_asked_of_a_seeds_folder_names_its_first_member_to_ask(tmp_path, capsys):

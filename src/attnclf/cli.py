@@ -690,12 +690,12 @@ def cmd_faithfulness(args: argparse.Namespace) -> int:
 
 @command("report", threads=True)
 def cmd_report(args: argparse.Namespace) -> int:
-    from .ensemble import refuse_ensemble_dir
+    from .ensemble import refuse_ensemble_report
     from .report import write_report
 
     if args.examples < 1:
         raise AttnclfError(f"--examples must be at least 1, got {args.examples}")
-    refuse_ensemble_dir(args.run_dir)  # (one line, not a missing file)
+    refuse_ensemble_report(args.run_dir)  # (one line, not a missing file)
     path = write_report(args.run_dir, method=args.method, faithfulness=args.faithfulness,
                         faithfulness_examples=args.examples, device=args.device, data_dir=args.data_dir,
                         output=args.output)

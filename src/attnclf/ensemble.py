@@ -54,12 +54,26 @@ def not_explained(member: str | Path) -> str:
 
 def refuse_ensemble_dir(path: str | Path) -> None:
     """One line, naming the folder's first member to use instead, when a `train --seeds` folder reaches a command
-    that needs one model (explain, export, report, faithfulness, the ONNX backend).
+    that needs one model (explain, export, faithfulness, the ONNX backend; report says its own,
+    ``refuse_ensemble_report``).
 
     >>> refuse_ensemble_dir("no/such/folder")  # (not an ensemble folder: nothing to refuse)
     """
     if is_ensemble_dir(path):
         raise RunDirError(f"{path}: {not_explained(first_member(path))}")
+
+
+def refuse_ensemble_report(path: str | Path) -> None:
+    """One line for `attnclf report` given a `train --seeds` folder: what the folder is, and that each seed's run has a
+    report of its own, naming the first's command (``refuse_ensemble_dir``'s words, "not explained or exported", name
+    other commands).
+
+    >>> refuse_ensemble_report("no/such/folder")  # (not an ensemble folder: nothing to refuse)
+    """
+    if is_ensemble_dir(path):
+        member = first_member(path)
+        raise RunDirError(f"{path}: an ensemble folder (train --seeds), not one run: each seed's run has its own "
+                          f"report; attnclf report {member}")
 
 
 def first_member(path: str | Path) -> str:
