@@ -488,6 +488,18 @@ def test_no_labels_split_into_two_empty_parts():
     assert [part.tolist() for part in split_indices([], fraction=0.1)] == [[], []]  # (was a ValueError from max())
 
 
+def test_a_validation_fraction_that_holds_out_every_text_says_so(tmp_path, cli_error):
+    # 0.99 of 40 texts rounds to all 40: the tokenizer, given no text, advised lowering --min-frequency
+    _write(tmp_path / "small.csv", "text,label\n" + "".join(f"text {i},{'pos' if i % 2 else 'neg'}\n"
+                                                            for i in range(40)))
+    for cached in ([], ["--token-cache", "--token-cache-dir", str(tmp_path / "cache")]):
+        assert cli_error(["train", "--train-file", str(tmp_path / "small.csv"), "--val-fraction", "0.99", "--threads",
+                          "1", "--quiet", "--no-report", "--output", str(tmp_path / "run"), *cached]) == (
+            "a validation fraction of 0.99 holds out all 40 texts, leaving none to train on; hold out a smaller "
+            "fraction, or give more texts")
+        assert not (tmp_path / "run").exists()
+
+
 def test_a_grouped_split_holds_out_the_fraction_asked_for_not_one_fold_of_the_nearest_count():
     # IMDB's split by movie held out one fold of round(1 / fraction): --val-fraction 0.4 held out half, and
     # --max-train-examples 10000 of its 25,000 reviews trained on 12,500 (7,000: on 6,248).

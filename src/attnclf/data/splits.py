@@ -106,6 +106,9 @@ def split_indices(labels: Sequence[int] | None, groups: Sequence[str] | None = N
         fit_idx, val_idx = _grouped_split(labels, groups, fraction, seed)
     else:
         fit_idx, val_idx = _stratified_split(np.asarray(labels), fraction, seed, keep_every_class)
+    if len(val_idx) and not len(fit_idx):  # (else the tokenizer, given no text, advised lowering --min-frequency)
+        raise DataError(f"a validation fraction of {fraction:g} holds out all {len(val_idx)} texts, leaving none to "
+                        f"train on; hold out a smaller fraction, or give more texts")
     return np.sort(fit_idx), np.sort(val_idx)
 
 
