@@ -938,7 +938,8 @@ def text_lines(raw: bytes, source: str) -> list[str]:
     ['good', 'bad']
     >>> text_lines(b"good\\rbad\\r", "notes.txt")
     Traceback (most recent call last):
-    attnclf.errors.DataError: notes.txt: line 1: a line ends with a lone carriage return (CR); save the file with LF or CRLF line endings
+    attnclf.errors.DataError: notes.txt: line 1: a line ends with a lone carriage return (CR); save the file with \
+LF or CRLF line endings
     """
     try:
         text = raw.decode("utf-8")

@@ -36,14 +36,15 @@ def compute_metrics(
 ) -> dict:
     """Everything a practitioner reads off a test set, as a JSON-ready dict.
 
-    Accuracy, with its 95% confidence interval (``wilson_interval``); precision/recall/F1 per class, macro and weighted; ROC AUC (binary, or one-vs-rest macro); average
-    precision, the area under the precision-recall curve (binary: class 1's; more classes: one-vs-rest macro; per
-    class too, one-vs-rest, null for a class without positive or negative texts); how far the probabilities can be
-    taken at their word (log loss, and the expected calibration error of the top label's confidence); TP/FP/TN/FN
-    when binary (class 1 is positive); the confusion matrix (rows true, columns predicted) and, unless
-    ``report=False``, a text report. The texts are predicted their most probable class, or by ``threshold``
-    (``decided_classes``), then recorded as ``metrics["threshold"]``; the figures of the probabilities alone (ROC
-    AUC, average precision, log loss, calibration error) are the same either way.
+    Accuracy, with its 95% confidence interval (``wilson_interval``); precision/recall/F1 per class, macro and
+    weighted; ROC AUC (binary, or one-vs-rest macro); average precision, the area under the precision-recall curve
+    (binary: class 1's; more classes: one-vs-rest macro; per class too, one-vs-rest, null for a class without
+    positive or negative texts); how far the probabilities can be taken at their word (log loss, and the expected
+    calibration error of the top label's confidence); TP/FP/TN/FN when binary (class 1 is positive); the confusion
+    matrix (rows true, columns predicted) and, unless ``report=False``, a text report. The texts are predicted their
+    most probable class, or by ``threshold`` (``decided_classes``), then recorded as ``metrics["threshold"]``; the
+    figures of the probabilities alone (ROC AUC, average precision, log loss, calibration error) are the same either
+    way.
 
     >>> m = compute_metrics([0, 1, 1], np.array([[.9, .1], [.2, .8], [.6, .4]]), ["neg", "pos"])
     >>> round(m["accuracy"], 3), m["binary"]["fn"]
@@ -100,8 +101,9 @@ def wilson_interval(correct: int, total: int, z: float = Z_95) -> tuple[float, f
     """The Wilson score interval of an accuracy of ``correct`` in ``total`` (95% at the default ``z``): where the
     model's accuracy on texts drawn as the test texts were lies, by the test set's size alone. On 1,821 sentences it
     is 3.3 points wide; two models scored on the same texts can be told apart by a smaller gap than that (the texts
-    only one of them gets right decide it: ``paired_comparison``), but a gap well inside it says little of either. (scipy.stats' ``binomtest(...).
-    proportion_ci(method="wilson")`` gives the same; importing scipy.stats costs every evaluation a second.)
+    only one of them gets right decide it: ``paired_comparison``), but a gap well inside it says little of either.
+    (scipy.stats' ``binomtest(...).proportion_ci(method="wilson")`` gives the same; importing scipy.stats costs every
+    evaluation a second.)
 
     >>> [round(bound, 4) for bound in wilson_interval(1547, 1821)]
     [0.8324, 0.8652]
@@ -226,13 +228,13 @@ def paired_comparison(y_true: Sequence[int], predicted: Sequence[int], other_pre
     truth, here, there = (np.asarray(x) for x in (y_true, predicted, other_predicted))
     right_here, right_there = here == truth, there == truth
     alone_here, alone_there = int(np.sum(right_here & ~right_there)), int(np.sum(right_there & ~right_here))
-    disagreeing = alone_here + alone_there
+    alone = alone_here + alone_there
     return {"texts": len(truth), "right_here_alone": alone_here, "right_there_alone": alone_there,
             "both_right": int(np.sum(right_here & right_there)), "both_wrong": int(np.sum(~right_here & ~right_there)),
             "other_accuracy": float(np.mean(right_there)),
             "other_accuracy_ci95": list(wilson_interval(int(np.sum(right_there)), len(truth))),
             "test": "McNemar's exact (two-sided binomial of the texts only one of them gets right)",
-            "p_value": 1.0 if disagreeing == 0 else float(binomtest(alone_here, disagreeing, 0.5).pvalue)}
+            "p_value": 1.0 if alone == 0 else float(binomtest(alone_here, alone, 0.5).pvalue)}
 
 
 def paired_text(comparison: dict, other: str) -> str:

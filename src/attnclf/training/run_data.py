@@ -536,9 +536,9 @@ def conflicting_labels_warning(read: Sequence[str], train: TextDataset) -> list[
     rows = sum(text in conflicting for text in read)
     counted = f"{len(conflicting):,} training texts occur" if len(conflicting) > 1 else "1 training text occurs"
     remedy = "" if train.multi_label else "; `attnclf suspects` ranks rows whose label is likely wrong"
-    label = "label set" if train.multi_label else "label"  # (a multi-label text's labels are one answer, not two)
-    return [f"warning: {counted} under more than one {label} ({rows:,} rows; {shown(text)} as {named}): a model can "
-            f"fit only one {label} of each{remedy}"]
+    kind = "label set" if train.multi_label else "label"  # (a multi-label text's labels are one answer, not two)
+    return [f"warning: {counted} under more than one {kind} ({rows:,} rows; {shown(text)} as {named}): a model can "
+            f"fit only one {kind} of each{remedy}"]
 
 
 def _compared(cleaning: CleaningConfig) -> CleaningConfig:
