@@ -1995,6 +1995,10 @@ def test_options_may_come_between_the_run_and_its_texts_and_each_text_gets_its_a
     (["train", "--dataset", "demo", "--text-colum", "review"],
      "attnclf train: error: unrecognized arguments: --text-colum review (did you mean --text-column?); "
      "see `attnclf train --help`"),
+    # (the one option it is a prefix of, where difflib would have named --set)
+    (["train", "--dataset", "demo", "--text", "review"],
+     "attnclf train: error: unrecognized arguments: --text review (did you mean --text-column?); "
+     "see `attnclf train --help`"),
     (["train", "--dataset", "demo", "--overw"],
      "attnclf train: error: unrecognized arguments: --overw (did you mean --overwrite?); see `attnclf train --help`"),
     # (was --text-column, refused as a column of no --file, for a user who meant a text)

@@ -1247,7 +1247,10 @@ class _Parser(argparse.ArgumentParser):
                          [])
         else:
             return ""
-        close = difflib.get_close_matches(typed, known, n=1, cutoff=0.7)
+        # A prefix of one option (refused as an abbreviation) names it best: `train --text` meant --text-column, to
+        # which difflib prefers --set
+        extended = [option for option in known if option.startswith(typed)] if typed.startswith("--") else []
+        close = extended if len(extended) == 1 else difflib.get_close_matches(typed, known, n=1, cutoff=0.7)
         return f" (did you mean {close[0]}?)" if close else ""
 
 
