@@ -932,8 +932,13 @@ def test_evaluate_prints_the_ranking_scores_a_multi_label_run_has_as_the_single_
     assert main(["evaluate", str(topic_run), "--test-file", str(topic_files[1]), "--device", "cpu"]) == 0
     m = json.loads((topic_run / "metrics.json").read_text())
     line = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("test: "))
+    from attnclf.evaluation.metrics import wilson_interval
+
+    low, high = m["subset_accuracy_ci95"]  # (its 95% interval too, as a single-label run's accuracy has)
+    assert [low, high] == list(wilson_interval(round(m["subset_accuracy"] * m["num_examples"]), m["num_examples"]))
     assert line == (f"test: micro-F1 {m['micro_f1']:.4f}  macro-F1 {m['macro_f1']:.4f}  "
-                    f"subset accuracy {m['subset_accuracy']:.4f}  Hamming loss {m['hamming_loss']:.4f}  "
+                    f"subset accuracy {m['subset_accuracy']:.4f} (95% CI {low:.4f}-{high:.4f})  "
+                    f"Hamming loss {m['hamming_loss']:.4f}  "
                     f"macro ROC AUC {m['roc_auc']:.4f}  macro average precision {m['average_precision']:.4f}  "
                     f"micro average precision {m['micro_average_precision']:.4f}")
 

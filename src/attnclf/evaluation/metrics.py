@@ -543,19 +543,25 @@ def metrics_line(metrics: dict) -> str:
     >>> metrics_line({"split": "test", "accuracy": 0.9, "accuracy_ci95": [0.8825, 0.9152], "macro_f1": 0.85})
     'test: accuracy 0.9000 (95% CI 0.8825-0.9152)  macro-F1 0.8500'
     """
+    # (metrics older than the intervals lack them)
     if metrics.get("multi_label"):
-        scores = (f"micro-F1 {metrics['micro_f1']:.4f}  macro-F1 {metrics['macro_f1']:.4f}  "
-                  f"subset accuracy {metrics['subset_accuracy']:.4f}  Hamming loss {metrics['hamming_loss']:.4f}")
+        scores = (f"micro-F1 {metrics['micro_f1']:.4f}  macro-F1 {metrics['macro_f1']:.4f}  subset accuracy "
+                  f"{metrics['subset_accuracy']:.4f}{_interval(metrics.get('subset_accuracy_ci95'))}  Hamming loss "
+                  f"{metrics['hamming_loss']:.4f}")
         optional = (("macro ROC AUC", "roc_auc"), ("macro average precision", "average_precision"),
                     ("micro average precision", "micro_average_precision"))
     else:
-        # (metrics older than the interval lack it)
-        interval = " (95% CI {:.4f}-{:.4f})".format(*metrics["accuracy_ci95"]) if "accuracy_ci95" in metrics else ""
-        scores = f"accuracy {metrics['accuracy']:.4f}{interval}  macro-F1 {metrics['macro_f1']:.4f}"
+        scores = (f"accuracy {metrics['accuracy']:.4f}{_interval(metrics.get('accuracy_ci95'))}  "
+                  f"macro-F1 {metrics['macro_f1']:.4f}")
         optional = (("ROC AUC", "roc_auc"), ("average precision", "average_precision"), ("calibration error", "ece"))
     # Left out where undefined (null: a test set without both sides of a class) or older than the score (no key).
     return f"{metrics.get('split', 'test')}: {scores}" + "".join(
         f"  {name} {metrics[key]:.4f}" for name, key in optional if metrics.get(key) is not None)
+
+
+def _interval(bounds: list[float] | None) -> str:
+    """`` (95% CI 0.8825-0.9152)``, an accuracy's interval as the scores' line gives it; "" for none."""
+    return "" if bounds is None else " (95% CI {:.4f}-{:.4f})".format(*bounds)
 
 
 def scores_text(metrics: dict) -> str:

@@ -21,7 +21,7 @@ from sklearn.metrics import (
 )
 
 from ..prediction import decided_classes
-from .metrics import ECE_BINS, average_precision
+from .metrics import ECE_BINS, average_precision, wilson_interval
 from .predict import DEFAULT_THRESHOLD
 
 
@@ -114,7 +114,9 @@ def multilabel_metrics(y_true: np.ndarray, probabilities: np.ndarray, label_name
     thresholds = np.full(len(label_names), DEFAULT_THRESHOLD) if thresholds is None else np.asarray(thresholds)
     y_pred = predicted_sets(probabilities, thresholds)
     subset_accuracy = float(accuracy_score(y_true, y_pred))
+    every_label_right = int(np.all(y_true == y_pred, axis=1).sum())
     metrics: dict = {"multi_label": True, "accuracy": subset_accuracy, "subset_accuracy": subset_accuracy,
+                     "subset_accuracy_ci95": list(wilson_interval(every_label_right, len(y_true))),
                      "hamming_loss": float(hamming_loss(y_true, y_pred)), "num_examples": int(len(y_true))}
     seen = _seen(y_true, y_pred)
     for average in ("micro", "macro", "weighted"):
