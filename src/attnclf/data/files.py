@@ -466,15 +466,15 @@ def _repeated_key(line: str, record: dict, wanted: list[tuple[str, str]] | None)
     """(key, times, role) for a JSON line whose object names a ``wanted`` column's key (any key, for ``None``) more
     than once, which ``json.loads`` reads as its last value alone, the others lost; else None. ``record`` is the line
     as read. Cheap tests on the raw line come first, so that a large file pays next to nothing: every key is followed
-    by a colon, so a line with no more colons than ``record`` has keys repeats none (the caller's test, before it
-    calls), and no more than one quote followed by a colon per key (``KEY_END``) either, where a text's colons are
-    not; only a line they cannot clear is parsed again, keeping its keys.
+    by a colon, so a line with no more colons than ``record`` has keys repeats none (the caller's test, made before
+    it calls, as a call per line costs too), and no more than one quote followed by a colon per key (``KEY_END``)
+    either, where a text's colons are not; only a line they cannot clear is parsed again, keeping its keys.
 
     >>> _repeated_key('{"text": "a", "text": "b", "label": 1}', {"text": "b", "label": 1}, [("text", "text")])
     ('text', 2, 'text')
     >>> _repeated_key('{"text": "a: b", "label": 1}', {"text": "a: b", "label": 1}, None)  # (a colon in a text)
     """
-    if line.count(":") <= len(record) or len(KEY_END.findall(line)) <= len(record):
+    if len(KEY_END.findall(line)) <= len(record):  # (the caller counted the colons)
         return None
     keys = [key for key, _ in json.loads(line, object_pairs_hook=list)]  # (the top level's pairs, in order)
     if len(set(keys)) == len(keys):

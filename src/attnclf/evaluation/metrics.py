@@ -62,8 +62,9 @@ def compute_metrics(
         y_true, y_pred, labels=classes, zero_division=0
     )
     matrix = confusion_matrix(y_true, y_pred, labels=classes)
-    metrics: dict = {"accuracy": float(np.trace(matrix) / len(y_true)), "num_examples": int(len(y_true)),
-                     "accuracy_ci95": list(wilson_interval(int(np.trace(matrix)), len(y_true)))}
+    correct = int(np.trace(matrix))
+    metrics: dict = {"accuracy": float(correct / len(y_true)), "num_examples": int(len(y_true)),
+                     "accuracy_ci95": list(wilson_interval(correct, len(y_true)))}
     if threshold is not None:
         metrics["threshold"] = threshold.to_dict()
     # Averaged over the classes that occur or are predicted, as scikit-learn does by default: a class the scored

@@ -13,7 +13,6 @@ from typing import Sequence
 
 import numpy as np
 from sklearn.metrics import (
-    accuracy_score,
     classification_report,
     hamming_loss,
     precision_recall_fscore_support,
@@ -113,8 +112,8 @@ def multilabel_metrics(y_true: np.ndarray, probabilities: np.ndarray, label_name
     y_true = np.asarray(y_true)
     thresholds = np.full(len(label_names), DEFAULT_THRESHOLD) if thresholds is None else np.asarray(thresholds)
     y_pred = predicted_sets(probabilities, thresholds)
-    subset_accuracy = float(accuracy_score(y_true, y_pred))
-    every_label_right = int(np.all(y_true == y_pred, axis=1).sum())
+    every_label_right = int(np.all(y_true == y_pred, axis=1).sum())  # (scikit-learn's accuracy_score of label sets)
+    subset_accuracy = every_label_right / len(y_true)
     metrics: dict = {"multi_label": True, "accuracy": subset_accuracy, "subset_accuracy": subset_accuracy,
                      "subset_accuracy_ci95": list(wilson_interval(every_label_right, len(y_true))),
                      "hamming_loss": float(hamming_loss(y_true, y_pred)), "num_examples": int(len(y_true))}
