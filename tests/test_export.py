@@ -415,6 +415,38 @@ def test_a_check_file_is_read_with_the_columns_the_run_trained_from(tmp_path):
     assert OnnxClassifier.load(run).config["text_column"] == "review"
 
 
+def test_a_check_file_without_labels_measures_parity_alone(demo_run, tmp_path, capsys):
+    # A practitioner with texts to score but no labels: parity is what proves the graph; accuracies need labels.
+    texts = ["the acting was not good", "the plot was brilliant", "the ending was dull but the acting was great"]
+    (unlabelled := tmp_path / "to_score.csv").write_text("id,text\n" + "".join(f"{i},{t}\n" for i, t in
+                                                                              enumerate(texts * 4)))
+    (lines := tmp_path / "to_score.txt").write_text("\n".join(texts) + "\n\n")
+    assert onnx_export.check_data(demo_run, lines) == texts  # (blank lines are no texts, as `predict` reads them)
+    sampled = onnx_export.check_data(demo_run, unlabelled, limit=5)
+    assert len(sampled) == 5 and sampled == onnx_export.check_data(demo_run, unlabelled, limit=5)
+    out = tmp_path / "onnx"
+    assert main(["export", str(demo_run), "-o", str(out), "--check-file", str(unlabelled), "--quantize",
+                 "--threads", "1"]) == 0
+    assert "parity on 12 texts (unlabelled: accuracy not measured): predictions agree 100.00%" in capsys.readouterr().out
+    manifest = json.loads((out / "export.json").read_text())
+    assert manifest["parity"]["texts"] == 12 and "torch_accuracy" not in manifest["parity"]
+    assert manifest["int8"]["texts"] == 12 and "accuracy" not in manifest["int8"]
+    assert OnnxClassifier.load(out).predict_proba(texts).shape == (3, 2)
+    def run_error(argv, capsys):
+        assert main(argv + ["--threads", "1"]) == 2
+        return capsys.readouterr().err.strip()
+
+    # Labels asked for by name must be there; a JSON line lacking the label a first line had is a lost label.
+    assert run_error(["export", str(demo_run), "-o", str(out), "--check-file", str(unlabelled), "--label-column",
+                      "label"], capsys).startswith(f"attnclf: error: {unlabelled}: no label column 'label'")
+    (mixed := tmp_path / "mixed.jsonl").write_text('{"text": "not good", "label": "negative"}\n{"text": "good"}\n')
+    assert run_error(["export", str(demo_run), "-o", str(out), "--check-file", str(mixed)], capsys).startswith(
+        f"attnclf: error: {mixed}, line 2: no label column 'label'")
+    (header := tmp_path / "header.csv").write_text("text\n")
+    assert run_error(["export", str(demo_run), "-o", str(out), "--check-file", str(header)], capsys) == (
+        f"attnclf: error: --check-file {header} holds no texts to measure parity on")
+
+
 def test_an_export_of_a_run_on_several_text_columns_records_and_reads_them(tmp_path, capsys):
     rows = "".join(f'"{title}","{body}",{label}\n' for title, body, label in
                    [("Review", "a good film", "pos"), ("", "a bad film", "neg")] * 20)
@@ -598,10 +630,14 @@ def test_loading_an_export_leaves_onnxruntime_telemetry_off_so_it_writes_nothing
 def test_an_export_summarises_where_it_went_its_parity_and_its_int8_graph():
     from attnclf.export.onnx import OnnxExport
 
-    parity = {"texts": 200, "prediction_agreement": 1.0, "max_abs_diff": 3.1e-7, "tolerance": 1e-4}
+    parity = {"texts": 200, "prediction_agreement": 1.0, "max_abs_diff": 3.1e-7, "tolerance": 1e-4,
+              "torch_accuracy": 0.8875, "onnx_accuracy": 0.8875}
     export = OnnxExport(Path("runs/demo/onnx"), {"parity": parity})
     assert export.summary() == ("exported to runs/demo/onnx\nparity on 200 texts: predictions agree 100.00%, "
                                 "max |p_onnx - p_torch| 3.10e-07 (tolerance 1e-04)")
+    unlabelled = OnnxExport(Path("onnx"), {"parity": {"texts": 1, "prediction_agreement": 1.0, "max_abs_diff": 0,
+                                                      "tolerance": 1e-4}})
+    assert unlabelled.summary().splitlines()[1].startswith("parity on 1 text (unlabelled: accuracy not measured): ")
     export.manifest["int8"] = {"bytes": 300 * 1024, "fp32_bytes": 1200 * 1024, "accuracy": 0.875,
                                "accuracy_change": -0.0125, "prediction_agreement": 0.985, "max_abs_diff": 0.02}
     assert export.summary().splitlines()[2] == ("int8 (300 KiB vs 1200 KiB): accuracy 0.8750 (-0.0125 vs PyTorch), "

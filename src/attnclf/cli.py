@@ -1713,7 +1713,8 @@ def _add_export_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--output", "-o", help="export directory (default: RUN_DIR/onnx)")
     p.add_argument("--quantize", action="store_true",
                    help="also write an int8 graph (dynamic quantisation), its accuracy change measured")
-    p.add_argument("--check-file", help="labelled CSV/TSV/JSONL/Parquet file to check parity on "
+    p.add_argument("--check-file", help="CSV/TSV/JSONL/Parquet file, or a text per line, to check parity on; "
+                                        "its accuracies are recorded too where it holds labels "
                                         "(default: the run's own test split)")
     _add_text_column_arg(p, "with --check-file (default: the run's)")
     p.add_argument("--label-column", help="with --check-file (default: the run's)")

@@ -3,16 +3,17 @@
 >>> # from attnclf.export import check_data, export_onnx
 >>> # result = export_onnx("runs/demo", check=check_data("runs/demo"), quantize=True)
 >>> # result.manifest["parity"]["max_abs_diff"], result.manifest["int8"]["accuracy_change"]
+>>> # export_onnx("runs/demo", check=["the plot was dull", "a brilliant ending"])  # texts alone: parity, no accuracy
 
 The graph comes from PyTorch's TorchScript exporter (``dynamo=False``): it traces these models in well under a
 second, handles the dynamic batch and sequence axes, and needs no extra package. Models with an LSTM cannot be
 exported: they pack each text to its real tokens, which has no ONNX equivalent that leaves padding out.
 
-Parity is measured on held-out labelled texts (the run's test split, or a file of the user's): every prediction (a
-multi-label run's: every label set, at the run's thresholds, which the export records) must match PyTorch's and
-every probability must lie within ``PARITY_TOLERANCE``, or the export fails and changes nothing (an earlier export
-keeps working). The optional int8 graph (onnxruntime dynamic quantisation) is measured on the same texts, its
-accuracy change recorded, never assumed.
+Parity is measured on held-out texts (the run's test split, or a file of the user's, labelled or not): every
+prediction (a multi-label run's: every label set, at the run's thresholds, which the export records) must match
+PyTorch's and every probability must lie within ``PARITY_TOLERANCE``, or the export fails and changes nothing (an
+earlier export keeps working). The optional int8 graph (onnxruntime dynamic quantisation) is measured on the same
+texts, its agreement and, where they are labelled, its accuracy change recorded, never assumed.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import os
 import shutil
 import tempfile
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,17 +66,21 @@ class OnnxExport:
         """Where the export went and how closely it answers as PyTorch does (its int8 graph too, where made).
 
         >>> OnnxExport(Path("onnx"), {"parity": {"texts": 8, "prediction_agreement": 1.0, "max_abs_diff": 2e-7,
-        ...                                      "tolerance": 1e-4}}).summary().splitlines()[1]
+        ...                                      "tolerance": 1e-4, "torch_accuracy": 0.875}}).summary().splitlines()[1]
         'parity on 8 texts: predictions agree 100.00%, max |p_onnx - p_torch| 2.00e-07 (tolerance 1e-04)'
         """
         parity = self.manifest["parity"]
+        unlabelled = "" if "torch_accuracy" in parity else " (unlabelled: accuracy not measured)"
         lines = [f"exported to {self.directory}",
-                 f"parity on {parity['texts']} texts: predictions agree {parity['prediction_agreement']:.2%}, "
-                 f"max |p_onnx - p_torch| {parity['max_abs_diff']:.2e} (tolerance {parity['tolerance']:.0e})"]
+                 f"parity on {parity['texts']} text{'s' * (parity['texts'] != 1)}{unlabelled}: predictions agree "
+                 f"{parity['prediction_agreement']:.2%}, max |p_onnx - p_torch| {parity['max_abs_diff']:.2e} "
+                 f"(tolerance {parity['tolerance']:.0e})"]
         if int8 := self.manifest.get("int8"):
-            lines.append(f"int8 ({int8['bytes'] / 1024:.0f} KiB vs {int8['fp32_bytes'] / 1024:.0f} KiB): accuracy "
-                         f"{int8['accuracy']:.4f} ({int8['accuracy_change']:+.4f} vs PyTorch), predictions agree "
-                         f"{int8['prediction_agreement']:.2%}, max |p_int8 - p_torch| {int8['max_abs_diff']:.2e}")
+            accuracy = (f"accuracy {int8['accuracy']:.4f} ({int8['accuracy_change']:+.4f} vs PyTorch), "
+                        if "accuracy" in int8 else "")
+            lines.append(f"int8 ({int8['bytes'] / 1024:.0f} KiB vs {int8['fp32_bytes'] / 1024:.0f} KiB): {accuracy}"
+                         f"predictions agree {int8['prediction_agreement']:.2%}, max |p_int8 - p_torch| "
+                         f"{int8['max_abs_diff']:.2e}")
         return "\n".join(lines)
 
 
@@ -146,6 +151,14 @@ def onnx_graph(model: nn.Module) -> bytes:
     return graph.getvalue()
 
 
+# What parity is measured on: labelled texts (a TextDataset, whose accuracies the manifest records too) or texts alone.
+CheckTexts = TextDataset | Sequence[str]
+
+
+def _texts(check: CheckTexts) -> list[str]:
+    return check.texts if isinstance(check, TextDataset) else list(check)
+
+
 def _accuracy(probabilities: np.ndarray, check: TextDataset, thresholds: np.ndarray | None) -> float:
     """The share of ``check``'s texts predicted right: their class, or a multi-label run's whole label set (the
     subset accuracy `evaluate` reports)."""
@@ -161,17 +174,20 @@ def _difference(reference: np.ndarray, probabilities: np.ndarray, thresholds: np
 
 def check_data(run_dir: str | Path, file: str | Path | None = None, *, text_column: str | list[str] | None = None,
                label_column: str | None = None, limit: int = 1000, seed: int = 0, data_dir: str | None = None,
-               named: Callable[[str], str] = by_field) -> TextDataset:
-    """Labelled texts to measure an export on: ``file``, else the run's own test split (validation if none), its
+               named: Callable[[str], str] = by_field) -> CheckTexts:
+    """Texts to measure an export on: ``file``, else the run's own labelled test split (validation if none), its
     dataset looked for in ``data_dir`` first (as ``run_test_data`` does).
 
-    At most ``limit`` texts, a seeded sample; labels are indexed as the run's ``labels.json``. ``file``'s
-    columns default to those the run trained from. Errors name these arguments as ``named`` spells them (the
-    command line: by its flags, ``--check-file`` and ``--check-examples`` among them).
+    At most ``limit`` texts, a seeded sample. ``file``'s columns default to those the run trained from; a file
+    without the label column (unless ``label_column`` names one) or a plain-text file (a text per line) gives its
+    texts alone, a list, on which parity is measured without accuracies. Labels are indexed as the run's
+    ``labels.json``. Errors name these arguments as ``named`` spells them (the command line: by its flags,
+    ``--check-file`` and ``--check-examples`` among them).
 
     >>> # check_data("runs/demo", limit=500).texts[:2]
+    >>> # check_data("runs/demo", "to_score.txt")[:2]  # ['the plot was dull', 'a brilliant ending']: no labels
     """
-    from ..data.files import load_file, run_columns
+    from ..data.files import check_file, load_file, read_texts, run_columns
     from ..rundir import read_json, read_run_config
     from ..training.run_data import run_test_data
 
@@ -191,25 +207,51 @@ def check_data(run_dir: str | Path, file: str | Path | None = None, *, text_colu
     label_names = read_json(Path(run_dir) / "labels.json")
     if file is not None:
         saved = config["settings"]["data"]
+        columns = text_column or saved.get("text_column", "text")
+        labels_in = label_column or saved.get("label_column", "label")
+        file = check_file(file)  # (read twice: for its columns, then its rows)
         with run_columns(text_column, label_column):
-            data = load_file(file, text_column or saved.get("text_column", "text"),
-                             label_column or saved.get("label_column", "label"), label_names=label_names,
-                             split="check", multi_label=is_multi_label(config),
+            if not label_column and not _labelled(file, columns, labels_in):
+                texts = read_texts(file, columns)
+                if not texts:
+                    raise AttnclfError(f"{named('file')} {file} holds no texts to measure parity on")
+                return [texts[i] for i in _sample(len(texts), count, seed)]
+            data = load_file(file, columns, labels_in, label_names=label_names, split="check",
+                             multi_label=is_multi_label(config),
                              label_delimiter=saved.get("label_delimiter") or DEFAULT_LABEL_DELIMITER)
     else:
         # (the other labelled texts it advises, where the run has none of its own, are this function's file)
         data = run_test_data(config, label_names, data_dir=data_dir,
                              named=lambda name: named("file" if name == "test_file" else name))
-    if len(data) > count:
-        data = data.subset(sorted(np.random.default_rng(seed).choice(len(data), count, replace=False).tolist()))
-    return data
+    return data.subset(_sample(len(data), count, seed)) if len(data) > count else data
 
 
-def export_onnx(run_dir: str | Path, output: str | Path | None = None, *, check: TextDataset,
+def _sample(total: int, count: int, seed: int) -> list[int]:
+    """``count`` of ``range(total)`` drawn by ``seed``, in order; all of them when there are no more."""
+    if total <= count:
+        return list(range(total))
+    return sorted(np.random.default_rng(seed).choice(total, count, replace=False).tolist())
+
+
+def _labelled(file: str | Path, text_column, label_column: str) -> bool:
+    """Whether ``file`` holds ``label_column``, as its first row shows (a fastText file's lines always hold labels;
+    a plain-text file none): a JSON line without it further down is refused as a missing label by ``load_file``."""
+    from ..data.files import data_columns, has_rows, is_fasttext_file, iter_rows
+
+    if not has_rows(file):
+        return False
+    if is_fasttext_file(file):
+        return True
+    first = next(iter_rows(file, text_column), None)
+    return label_column in (data_columns(file) if first is None else first[2])
+
+
+def export_onnx(run_dir: str | Path, output: str | Path | None = None, *, check: CheckTexts,
                 quantize: bool = False) -> OnnxExport:
     """Write ``run_dir``'s model as ONNX (with tokenizer and labels) into ``output`` (default ``run_dir/onnx``).
 
-    ``check`` holds the labelled texts parity is measured on (see ``check_data``).
+    ``check`` holds the texts parity is measured on (see ``check_data``): labelled (a ``TextDataset``), the
+    manifest records both backends' accuracies too; a list of texts, their agreement alone.
     Raises ``AttnclfError`` when a prediction differs from PyTorch's or a
     probability moves by more than ``PARITY_TOLERANCE``. The folder is held while it is written (``folder_lock``),
     and so is the run when the folder is inside it (a new run there deletes onnx/): one another process is writing
@@ -287,7 +329,7 @@ def _is_inside(folder: Path, run_dir: str | Path) -> bool:
 
 
 def _publish_checked(clf: Classifier, weights_sha256: str, graph: bytes, run_dir: Path, directory: Path,
-                     check: TextDataset, quantize: bool) -> dict:
+                     check: CheckTexts, quantize: bool) -> dict:
     """Build the export aside, measure its parity on ``check``, and publish it into ``directory`` (which this process
     holds) only once parity holds: a failed export leaves an earlier one working. Returns the manifest, which records
     ``weights_sha256``, that of the weights ``clf`` was loaded from (``_load_unchanged``)."""
@@ -298,23 +340,25 @@ def _publish_checked(clf: Classifier, weights_sha256: str, graph: bytes, run_dir
         atomic_write_bytes(staging / "model.onnx", graph)
         for name in ("tokenizer.json", "labels.json"):
             atomic_write_bytes(staging / name, (Path(run_dir) / name).read_bytes())
-        reference = clf.predict_proba(check.texts)
+        texts = _texts(check)
+        reference = clf.predict_proba(texts)
         # What OnnxClassifier reads to answer as the run does: a multi-label run's sigmoids, and its thresholds.
         answers = ({"multi_label": True, "thresholds": dict(zip(clf.label_names, clf.thresholds.tolist()))}
                    if clf.multi_label else {})
         fp32 = OnnxClassifier(_session(staging / "model.onnx"), clf.tokenizer, clf.label_names,
                               {"temperature": clf.temperature} | answers)
-        probabilities = fp32.predict_proba(check.texts)
+        probabilities = fp32.predict_proba(texts)
         parity = _difference(reference, probabilities, fp32.thresholds) | {
-            "texts": len(check), "tolerance": PARITY_TOLERANCE,
-            "torch_accuracy": _accuracy(reference, check, fp32.thresholds),
-            "onnx_accuracy": _accuracy(probabilities, check, fp32.thresholds)}
+            "texts": len(texts), "tolerance": PARITY_TOLERANCE}
+        if isinstance(check, TextDataset):
+            parity |= {"torch_accuracy": _accuracy(reference, check, fp32.thresholds),
+                       "onnx_accuracy": _accuracy(probabilities, check, fp32.thresholds)}
         if parity["prediction_agreement"] < 1 or parity["max_abs_diff"] > PARITY_TOLERANCE:
             raise AttnclfError(f"ONNX export of {run_dir} does not match PyTorch: {parity['prediction_agreement']:.2%} "
                                f"of predictions agree, probabilities differ by up to {parity['max_abs_diff']:.2e}")
         manifest = _manifest(clf, weights_sha256, run_dir, fp32, answers, parity, onnxruntime.__version__)
         if quantize:
-            manifest["int8"] = _quantize(staging, fp32, reference, check, parity["torch_accuracy"])
+            manifest["int8"] = _quantize(staging, fp32, reference, check, parity.get("torch_accuracy"))
         # (labels.json is left out: renaming a class there is an edit users make, and its count is checked on load)
         manifest["files_sha256"] = {name: file_sha256(staging / name) for name in
                                     ("model.onnx", "model.int8.onnx", "tokenizer.json") if (staging / name).exists()}
@@ -400,22 +444,21 @@ def _root_logger_quiet() -> Iterator[None]:
         logging.disable(disabled)
 
 
-def _quantize(directory: Path, fp32: OnnxClassifier, reference: np.ndarray, check: TextDataset,
-              torch_accuracy: float) -> dict:
+def _quantize(directory: Path, fp32: OnnxClassifier, reference: np.ndarray, check: CheckTexts,
+              torch_accuracy: float | None) -> dict:
     """Write model.int8.onnx (int8 weights, activations quantised on the fly) and measure what it changes: against
-    PyTorch's ``reference`` probabilities of ``check``'s texts, and its accuracy on them, ``torch_accuracy``."""
+    PyTorch's ``reference`` probabilities of ``check``'s texts, and where they are labelled its accuracy on them,
+    ``torch_accuracy``."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     with written_atomically(directory / "model.int8.onnx", suffix=".onnx") as tmp:
         with _root_logger_quiet():  # (it advises shape pre-processing, a step that fails on dynamic axes)
             quantize_dynamic(directory / "model.onnx", tmp, weight_type=QuantType.QInt8)
         probabilities = OnnxClassifier(_session(Path(tmp)), fp32.tokenizer, fp32.label_names,
-                                       fp32.config).predict_proba(check.texts)
-    accuracy = _accuracy(probabilities, check, fp32.thresholds)
-    return _difference(reference, probabilities, fp32.thresholds) | {
-        "texts": len(check),
-        "accuracy": accuracy,
-        "accuracy_change": accuracy - torch_accuracy,
-        "bytes": (directory / "model.int8.onnx").stat().st_size,
-        "fp32_bytes": (directory / "model.onnx").stat().st_size,
-    }
+                                       fp32.config).predict_proba(_texts(check))
+    measured = _difference(reference, probabilities, fp32.thresholds) | {"texts": len(reference)}
+    if isinstance(check, TextDataset):
+        accuracy = _accuracy(probabilities, check, fp32.thresholds)
+        measured |= {"accuracy": accuracy, "accuracy_change": accuracy - torch_accuracy}
+    return measured | {"bytes": (directory / "model.int8.onnx").stat().st_size,
+                       "fp32_bytes": (directory / "model.onnx").stat().st_size}
