@@ -65,10 +65,14 @@ def test_methods_that_name_the_deciding_token_beat_random():
 
 
 def test_attention_on_a_token_that_does_not_matter_is_worse_than_random():
-    result = measure_faithfulness(key_classifier(attend_to="film"), key_texts(), methods=["attention", "occlusion"],
+    texts = key_texts()
+    data = TextDataset([f"{text} film film film film film" for text in texts.texts], texts.labels, texts.label_names,
+                       "test", "key-and-films")
+    result = measure_faithfulness(key_classifier(attend_to="film"), data, methods=["attention", "occlusion"],
                                   examples=24, random_draws=5)
-    # Texts without "film" get uniform weights, so attention is sometimes right by chance; where it
-    # names "film" its deletions cost nothing, which random deletion beats.
+    # Attention names a text's five "film"s first: its deletions (of at most five tokens) cost nothing, while random
+    # deletion sometimes removes "great".
+    assert result.methods["attention"].drops == {"1": 0.0, "3": 0.0, "5": 0.0, "10%": 0.0}
     assert result.methods["attention"].verdict == "worse than random"
     assert result.methods["occlusion"].verdict == "beats random"
     assert result.most_faithful == "occlusion"
@@ -168,6 +172,23 @@ def test_the_random_baseline_deletes_in_a_random_order_not_the_texts_own():
     assert result.methods["occlusion"].drops["1"] == pytest.approx(drop, abs=1e-5)
     assert 0 < result.random_drops["1"] < drop / 2  # "great" is one of 6-10 tokens
     assert result.methods["occlusion"].verdict == "beats random"
+
+
+def test_tokens_a_method_scores_alike_are_deleted_in_a_random_order_not_the_texts_own():
+    # Every text opens with "great" and has no "film": attention (on "film") weighs every token alike, naming none.
+    # Deleting its ties left to right removed "great" first and credited it with occlusion's drop, beating random.
+    texts = [text.replace("great ", "").replace(" great", "").replace("film", "plot") for text in key_texts().texts]
+    data = TextDataset([f"great {text}" for text in texts], [1] * len(texts), ["neg", "pos"], "test", "key-first")
+    result = measure_faithfulness(key_classifier(attend_to="film"), data, methods=["attention", "occlusion"],
+                                  examples=24, random_draws=5)
+    drop = 1 / (1 + math.exp(-2)) - 0.5
+    attention = result.methods["attention"]
+    assert 0 < attention.drops["1"] < drop / 2 and attention.verdict == "does not beat random"
+    assert attention.aopc < result.methods["occlusion"].aopc  # (occlusion names "great": its drop at k = 1)
+    # The same seed breaks the ties the same way: a measurement is reproducible.
+    again = measure_faithfulness(key_classifier(attend_to="film"), data, methods=["attention", "occlusion"],
+                                 examples=24, random_draws=5)
+    assert again.methods["attention"] == attention
 
 
 def test_a_saved_result_is_judged_by_todays_rule():

@@ -199,7 +199,7 @@ def test_faithfulness_measured_by_an_earlier_deletion_test_is_not_shown(measured
     run = tmp_path / "run"
     shutil.copytree(measured_run, run)
     saved = json.loads((run / "faithfulness.json").read_text())
-    assert saved["aopc_definition"] == 2
+    assert saved["aopc_definition"] == 3
     del saved["aopc_definition"]  # as files written before 2026-11-25 are: AOPC then counted k = 1 twice
     (run / "faithfulness.json").write_text(json.dumps(saved))
     os.utime(run / "faithfulness.json", (time.time() + 10, time.time() + 10))  # newer than the weights

@@ -1,7 +1,7 @@
 """Does an explanation name the tokens the prediction depends on? Measured, three ways.
 
 - Deletion test: remove the k tokens a method scores highest (k = 1, 3, 5 and
-  10% of the text, at least one) and take the drop in the predicted class's
+  10% of the text, at least one; tokens it scores alike in a random, seeded order) and take the drop in the predicted class's
   probability; the same for k random tokens. A method's AOPC is its mean drop
   over the distinct token counts those k give a text (on a 7-token text 10% is
   one token, already counted at k = 1: counting it twice would give k = 1, the
@@ -53,9 +53,10 @@ if TYPE_CHECKING:
     from ..classifier import Classifier
 
 DELETION_KS: tuple = (1, 3, 5, "10%")
-# 2 (2026-11-25): AOPC over each text's distinct token counts, an emptied text scored as "". Saved results of another
-# definition are not shown beside today's (their numbers mean something else).
-AOPC_DEFINITION = 2
+# 2 (2026-11-25): AOPC over each text's distinct token counts, an emptied text scored as "". 3 (2026-11-28): tokens a
+# method scores alike deleted in a random order, not the text's. Saved results of another definition are not shown
+# beside today's (their numbers mean something else).
+AOPC_DEFINITION = 3
 MIN_ADVANTAGE = 0.01  # AOPC above (or below) random's by less than this is no verdict either way
 FAITHFULNESS_FILE = "faithfulness.json"  # in the run measured: the report shows it while it is newer than the weights
 
@@ -165,7 +166,7 @@ class FaithfulnessResult:
         paragraphs = [
             f"Deletion test on {self.examples} texts of {self.dataset}: drop k=N is the mean fall in the {explained} "
             "when the N tokens a method scores highest are removed (k=10%: a tenth of the text's "
-            "tokens, at least one), and random deletion of as many tokens is the baseline. AOPC averages a text's "
+            "tokens, at least one; tokens it scores alike in a random order), and random deletion of as many tokens is the baseline. AOPC averages a text's "
             "drops over the distinct token counts the k give it (on a short text 10% is one token, counted once), "
             "then over the texts. vs random is the mean over texts of a method's AOPC minus random's, ± its standard "
             "error; a method beats random when that exceeds two standard errors and is at least "
@@ -249,9 +250,13 @@ def measure_faithfulness(classifier: "Classifier", data: TextDataset, *, methods
     random_orders = [[rng.permutation(len(s)) for _ in range(random_draws)] for s in sequences]
     random_drop = _probability_drops(classifier, sequences, predicted, full, random_orders)
     random_aopc = _aopc(random_drop, distinct)
+    # Tokens a method scores alike are deleted in a random order: by position, a method weighing every token alike
+    # (naming none) removed a text's first tokens, and was credited with whatever they carried. One order per text,
+    # drawn after the random deletions (which stay as they were), for every method: equal scores, equal deletions.
+    tie_breaks = [rng.random(len(s)) for s in sequences]
     per_method = {}
     for name, method_scores in scores.items():
-        best_first = [[np.argsort(-s, kind="stable")] for s in method_scores]  # (one order a text: the method's)
+        best_first = [[_best_first(s, tie_break)] for s, tie_break in zip(method_scores, tie_breaks)]
         drop = _probability_drops(classifier, sequences, predicted, full, best_first)
         per_method[name] = _against_random(drop, random_aopc, distinct)
     return FaithfulnessResult(
@@ -358,6 +363,15 @@ def _probability_drops(classifier: "Classifier", sequences: list[list[int]], pre
     probability = _reported_probability(classifier, variants, predicted[owners])
     per_order = len(rankings[0])
     return (full[:, None] - probability.reshape(len(rankings), len(DELETION_KS), per_order).mean(-1))
+
+
+def _best_first(scores: np.ndarray, tie_break: np.ndarray) -> np.ndarray:
+    """Positions by ``scores``, highest first; equal scores in the order of ``tie_break`` (random keys, smallest first).
+
+    >>> _best_first(np.array([0.0, 0.5, 0.0, 0.0]), np.array([0.9, 0.1, 0.2, 0.5])).tolist()
+    [1, 2, 3, 0]
+    """
+    return np.lexsort((tie_break, -np.asarray(scores, dtype=np.float64)))
 
 
 def _against_random(drop: np.ndarray, random_aopc: np.ndarray, distinct: np.ndarray) -> MethodFaithfulness:
