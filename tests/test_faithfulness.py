@@ -14,6 +14,7 @@ from torch import nn
 from attnclf.classifier import Classifier
 from attnclf.cli import main
 from attnclf.data.base import TextDataset
+from attnclf.ensemble import Ensemble
 from attnclf.errors import AttnclfError
 from attnclf.explain.faithfulness import (
     MIN_ADVANTAGE,
@@ -26,9 +27,12 @@ from attnclf.explain.faithfulness import (
     uniform_attention_check,
     verdict,
 )
+from attnclf.models import build_model
 from attnclf.models.attention import masked_softmax
 from attnclf.models.base import Classifier as BaseModel
 from attnclf.models.base import ModelConfig, ModelOutput
+from attnclf.models.windows import WindowedClassifier
+from attnclf.text.windows import WindowConfig
 from test_explain import (key_classifier, one_thread, recorded_batches, tiny,  # noqa: F401 (one_thread: autouse)
                           tokenizer)
 
@@ -201,6 +205,20 @@ def test_a_saved_result_is_judged_by_todays_rule():
 def test_an_empty_list_of_methods_is_refused_not_read_as_all():
     with pytest.raises(AttnclfError, match="methods is empty"):
         measure_faithfulness(key_classifier(), key_texts(), methods=[], examples=4, random_draws=1)
+
+
+@pytest.mark.parametrize("methods", [None, ["occlusion"]])
+def test_an_ensemble_or_a_windowed_run_is_refused_in_one_line_as_explain_refuses_it(methods):
+    # (the command refuses them by their folders; the function met them in an AttributeError, or in "methods is
+    # empty" where none was given, or deep in a forward pass given the wrong shape of ids)
+    tok = tokenizer()
+    windowed_run = Classifier(WindowedClassifier(build_model("boe", vocab_size=tok.vocab_size), WindowConfig()), tok,
+                              ["neg", "pos"], torch.device("cpu"))
+    with pytest.raises(AttnclfError, match=r"^explanations of windowed runs \(trained with --windows\) are not"):
+        measure_faithfulness(windowed_run, key_texts(), methods=methods, examples=4, random_draws=1)
+    with pytest.raises(AttnclfError, match=r"use one member, such as ensemble\.members\[0\]$"):
+        measure_faithfulness(Ensemble([key_classifier(), key_classifier()]), key_texts(), methods=methods,
+                             examples=4, random_draws=1)
 
 
 def test_an_example_count_below_one_is_refused_in_one_line():

@@ -249,7 +249,7 @@ def _explanations(classifier: "Classifier", texts: Sequence[str], asked: list[tu
     """``explain``'s work for each (method, its options) of ``asked``, a list of explanations per method: the texts
     are tokenised and predicted once, and what is the same whatever the method (the classes explained, the branches'
     margins, the pooling attention beside) is computed once; the self-attention maps go with the first method's."""
-    _refuse_unexplainable(classifier)
+    refuse_unexplainable(classifier)
     texts = check_texts(texts)
     multi_label = getattr(classifier, "multi_label", False)
     threshold = class_threshold(threshold, classifier.label_names, multi_label)  # (before the texts are run)
@@ -272,9 +272,12 @@ def _explanations(classifier: "Classifier", texts: Sequence[str], asked: list[tu
     return by_method
 
 
-def _refuse_unexplainable(classifier: "Classifier") -> None:
+def refuse_unexplainable(classifier: "Classifier") -> None:
     """A one-line error for what the methods cannot attribute: an ensemble's several models, or a windowed run's
-    several token sequences."""
+    several token sequences (``explain`` and ``measure_faithfulness`` check first).
+
+    >>> # refuse_unexplainable(Classifier.load("runs/long-docs"))  # AttnclfError: explanations of windowed runs ...
+    """
     from ..ensemble import Ensemble
     from ..models.windows import window_config
 

@@ -44,7 +44,7 @@ from ..checks import by_field, check_seed, whole_number
 from ..data.base import TextDataset
 from ..errors import AttnclfError, shown
 from ..prediction import decided_rows
-from .explanation import explained_labels
+from .explanation import explained_labels, refuse_unexplainable
 from .methods import (METHODS, attribute, available_methods, check_steps, chosen_methods, class_probability,
                       known_method, remove_positions, run_methods)
 from .render import number_text
@@ -229,11 +229,13 @@ def measure_faithfulness(classifier: "Classifier", data: TextDataset, *, methods
     """Deletion test, agreement and uniform-attention check on a seeded sample of ``data``.
 
     ``methods`` default to all the model supports; ``options`` go to the
-    methods that take them (integrated gradients: ``steps``).
+    methods that take them (integrated gradients: ``steps``). An ``Ensemble`` and a windowed run (``--windows``)
+    are refused in one line, as ``explain`` refuses them.
 
     >>> # measure_faithfulness(clf, load_splits("demo").test, examples=100).most_faithful
     """
     started = time.perf_counter()
+    refuse_unexplainable(classifier)  # (before "no methods": an ensemble has no model to ask, a windowed run none)
     methods = _checked_methods(classifier, methods, options)
     seed, examples = check_seed(seed), _example_count(examples)
     if len(data) == 0:
