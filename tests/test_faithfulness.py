@@ -231,6 +231,14 @@ def test_an_example_count_below_one_is_refused_in_one_line():
         assert str(refused.value) == f"examples must be at least 1, got {examples}"
 
 
+def test_a_count_of_random_draws_below_one_is_refused_in_one_line():
+    # 0 (or -1) drew no random deletion: its AOPC was NaN, and every method "does not beat random"; 2.5 a TypeError.
+    for draws in (0, -1, 2.5):
+        with pytest.raises(AttnclfError) as refused:
+            measure_faithfulness(key_classifier(), key_texts(), methods=["occlusion"], examples=4, random_draws=draws)
+        assert str(refused.value) == f"random_draws must be at least 1, got {draws}"
+
+
 def test_huge_arguments_are_named_by_their_start_not_echoed_whole():
     # A method name, an option's name or its value echo back in one line, cut as errors.shown cuts them.
     for arguments, start in (({"methods": ["x" * 100_000]}, "unknown explanation method 'xxxxxxxx"),

@@ -237,7 +237,7 @@ def measure_faithfulness(classifier: "Classifier", data: TextDataset, *, methods
     started = time.perf_counter()
     refuse_unexplainable(classifier)  # (before "no methods": an ensemble has no model to ask, a windowed run none)
     methods = _checked_methods(classifier, methods, options)
-    seed, examples = check_seed(seed), _example_count(examples)
+    seed, examples, random_draws = check_seed(seed), _count(examples), _count(random_draws, "random_draws")
     if len(data) == 0:
         raise AttnclfError(f"{data.name or data.split}: no texts to measure on")
     rng = np.random.default_rng(seed)  # (draws the sample, then the random deletions)
@@ -420,7 +420,7 @@ def measure_run(run_dir: str | Path, *, methods: str | Sequence[str] | None = No
     from ..training.run_data import scoring_data
 
     # (measure_faithfulness checks them too, by its arguments' names)
-    count, seed = _example_count(examples, named("examples")), check_seed(seed, named("seed"))
+    count, seed = _count(examples, named("examples")), check_seed(seed, named("seed"))
     refuse_ensemble_dir(run_dir)
     # Held from reading the weights to saving what they measured: a read-only run fails before, not after, and one
     # that another process is training is refused (the measurement would pass for one of its next weights).
@@ -439,16 +439,17 @@ def measure_run(run_dir: str | Path, *, methods: str | Sequence[str] | None = No
     return result
 
 
-def _example_count(examples, name: str = "examples") -> int:
-    """``examples``, how many texts to measure on, as an int; one line naming it as ``name`` unless it is a whole
-    number of at least 1 (0 found no text to measure on only deep inside, in a traceback).
+def _count(value, name: str = "examples") -> int:
+    """``value``, a count (the texts to measure on, random deletions' draws), as an int; one line naming it as
+    ``name`` unless it is a whole number of at least 1 (0 examples found no text to measure on only deep inside, in a
+    traceback; 0 draws gave random deletion a NaN AOPC, and every method "does not beat random").
 
-    >>> _example_count(np.int64(200))
+    >>> _count(np.int64(200))
     200
     """
-    count = whole_number(examples)
+    count = whole_number(value)
     if count is None or count < 1:
-        raise AttnclfError(f"{name} must be at least 1, got {shown(examples)}")
+        raise AttnclfError(f"{name} must be at least 1, got {shown(value)}")
     return count
 
 
