@@ -1050,6 +1050,21 @@ def test_explain_command_bad_input_is_one_line(demo_run, capsys):
 
 
 
+def test_steps_auto_the_default_the_help_names_can_be_given(demo_run, capsys):
+    # --help says "1 to 1024, or auto (the default ...)", and the API takes steps="auto"; the flag took whole numbers
+    # only: `--steps auto` was "invalid int value".
+    ig = ["explain", str(demo_run), "not bad", "--method", "integrated-gradients", "--json"]
+    assert main(ig) == 0
+    default = json.loads(capsys.readouterr().out)
+    assert main([*ig, "--steps", "auto"]) == 0
+    assert json.loads(capsys.readouterr().out) == default
+    with pytest.raises(SystemExit) as refused:
+        main([*ig, "--steps", "eight"])
+    assert refused.value.code == 2
+    assert capsys.readouterr().err == ("attnclf explain: error: argument --steps: a whole number of points or auto, "
+                                       "got 'eight'; see `attnclf explain --help`\n")
+
+
 @pytest.mark.parametrize("name, page", [("explained.html", "<!doctype html>"), ("explained.HTM", "<!doctype html>"),
                                         ("explained.json", '{"text": "not bad"'),
                                         ("explained.jsonl", '{"text": "not bad"'), ("explained.txt", None)])

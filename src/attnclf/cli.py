@@ -20,7 +20,7 @@ from pathlib import Path
 
 from . import __version__
 from .checks import ACCESS_LOGS, BACKENDS, check_device_name, check_threads, set_value
-from .errors import AttnclfError, AttnclfWarning, is_out_of_memory
+from .errors import AttnclfError, AttnclfWarning, is_out_of_memory, shown
 from .rundir import (check_output_folder, kept_earlier_models, member_folders, read_config,
                      refuse_if_held, unfinished_warning)
 
@@ -1157,6 +1157,17 @@ def _device_flag(name: str) -> str:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _steps_flag(value: str) -> int | str:
+    """--steps's value: a whole number of points, or auto, the default the help names (``check_steps`` checks the
+    number's range, with the method's other options)."""
+    if value == "auto":
+        return value
+    try:
+        return int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a whole number of points or auto, got {shown(value)}") from None
+
+
 def _add_device_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default="auto", type=_device_flag,
                    help="where the model runs: auto (the default) takes CUDA, else Apple's MPS, else the CPU; cpu, "
@@ -1170,8 +1181,8 @@ TEXTS_FILE_HELP = ("a UTF-8 file with one text per line (blank lines skipped), o
                    "__label__NAME tokens left out), any but Parquet compressed too (.gz, .bz2, .xz); - reads stdin, "
                    "a text per line (a file named - is ./-)")
 STEPS_HELP = ("points on the path from the baseline to the text at which integrated gradients takes gradients "
-              "(Gauss-Legendre nodes), 1 to 1024 (default: auto, 16, then halving the pieces of the path still off "
-              "until within 1%% completeness and each token's estimated error within 3%% of the largest score, or "
+              "(Gauss-Legendre nodes), 1 to 1024, or auto (the default: 16, then halving the pieces of the path still "
+              "off until within 1%% completeness and each token's estimated error within 3%% of the largest score, or "
               "1,008 gradients are spent)")
 INFERENCE_BF16_HELP = ("predict under bfloat16 autocast: faster on CPUs with AVX-512 BF16 or AMX (slower on other "
                        "CPUs), probabilities within about 1e-3 of float32")
@@ -1507,7 +1518,7 @@ def _add_explain_parser(sub: argparse._SubParsersAction) -> None:
                         "methods asked for)")
     p.add_argument("--target", help="class to explain (default: the predicted one; a multi-label run's: each label "
                                     "it predicts, or its most probable if none)")
-    p.add_argument("--steps", type=int, help=STEPS_HELP)
+    p.add_argument("--steps", type=_steps_flag, help=STEPS_HELP)
     p.add_argument("--heads", action="store_true", help="also every layer's and head's self-attention")
     _add_format_args(p, terminal="tokens coloured by score and the strongest listed",
                      json="a JSON line per text and method", html="a page of its own, with charts",
@@ -1536,7 +1547,7 @@ def _add_faithfulness_parser(sub: argparse._SubParsersAction) -> None:
                    help="attention, rollout, grad-input, integrated-gradients, occlusion; several comma-separated, "
                         "or all (default: all the model supports: attention needs attention pooling, rollout "
                         "self-attention layers)")
-    p.add_argument("--steps", type=int, help=STEPS_HELP)
+    p.add_argument("--steps", type=_steps_flag, help=STEPS_HELP)
     p.add_argument("--seed", type=int, default=0, help="sample and random-deletion seed (default: 0)")
     _add_format_args(p, terminal="a table per run, then a summary", json="every run's results as one JSON list")
     _add_device_arg(p)
