@@ -655,6 +655,23 @@ def explanation(tokens=("not", "<b>bad</b>"), scores=(0.6, -0.2), method="grad-i
                        {"neg": 0.2, "pos": 0.8})
 
 
+def test_the_terminal_shows_control_characters_in_tokens_and_class_names_and_never_obeys_them():
+    # A vocabulary keeps what its training texts held: ESC [ ... from a scraped page is a token, and printed raw it
+    # is a command to the terminal (here: clear the screen); a class name can hold a BEL.
+    tok = Tokenizer.train(["bad \x1b[2J film"], TokenizerConfig(min_frequency=1))
+    tokens = tok.token_strings(tok.encode(["bad \x1b[2J film"])[0])
+    assert "\x1b[" in tokens
+    e = Explanation("bad \x1b[2J film", tokens, [0.1] * len(tokens), "occlusion", "neg\x07", "neg\x07", 0.9,
+                    {"neg\x07": 0.9, "pos": 0.1}, pooling_attention=[1 / len(tokens)] * len(tokens))
+    for color in (False, True):
+        shown = render_terminal([e], color=color)
+        assert "\x07" not in shown and "\x1b[ " not in shown and "\x1b[2J" not in shown
+        assert "\\x1b[" in shown and shown.startswith("neg\\x07 (0.900)")
+        # every escape left is one of the terminal's own colours
+        assert all(re.match(r"\[(48;2;\d+;\d+;\d+|38;2;17;17;17|0)m", part) for part in shown.split("\x1b")[1:])
+    assert e.tokens == tokens and e.target == "neg\x07"  # (the explanation itself is as explain gave it)
+
+
 def test_terminal_colours_only_when_asked():
     e = explanation()
     coloured = render_terminal([e], color=True)

@@ -27,6 +27,8 @@ import math
 import os
 import sys
 import textwrap
+import unicodedata
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator, Mapping, Sequence
 
@@ -217,6 +219,7 @@ def render_terminal(explanations: Sequence[Explanation], color: bool = True, top
     """
     blocks = []
     for e in explanations:
+        e = _without_controls(e)
         note = e.unknown_note()
         lines = [_headline(e), *([f"  note: {note}"] if note else []), *_scored_lines(e, color, top)]
         if (weights := e.attention_beside()) is not None:
@@ -228,6 +231,28 @@ def render_terminal(explanations: Sequence[Explanation], color: bool = True, top
                       *(f"  {line}" for line in head_summary(e.self_attentions, e.tokens, window=e.attention_window))]
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)
+
+
+def _escaped_controls(text: str) -> str:
+    """``text`` with its control characters (Unicode's Cc: ESC, BEL, a newline) written as escapes. A vocabulary
+    learns whatever its training texts held, ESC among it, and a terminal obeys such a token as a command (to
+    clear the screen, recolour what follows) where it should show it.
+
+    >>> _escaped_controls("\\x1b[2Jred"), _escaped_controls("naïve")
+    ('\\\\x1b[2Jred', 'naïve')
+    """
+    return "".join(c.encode("unicode_escape").decode("ascii") if unicodedata.category(c) == "Cc" else c for c in text)
+
+
+def _without_controls(e: Explanation) -> Explanation:
+    """``e`` with the control characters of its tokens and class names escaped (``_escaped_controls``), for a
+    terminal: what the data gave them, the terminal would obey."""
+    names = {name: _escaped_controls(name) for name in [*e.probabilities, e.target, *([e.label] if e.label else []),
+                                                       *(e.labels or [])]}
+    return replace(e, tokens=[_escaped_controls(token) for token in e.tokens], target=names[e.target],
+                   label=None if e.label is None else names[e.label],
+                   labels=None if e.labels is None else [names[name] for name in e.labels],
+                   probabilities={names[name]: p for name, p in e.probabilities.items()})
 
 
 def _scored_lines(e: Explanation, color: bool, top: int) -> list[str]:
