@@ -1,8 +1,9 @@
 """Does an explanation name the tokens the prediction depends on? Measured, three ways.
 
 - Deletion test: remove the k tokens a method scores highest (k = 1, 3, 5 and
-  10% of the text, at least one; tokens it scores alike in a random, seeded order) and take the drop in the predicted class's
-  probability; the same for k random tokens. A method's AOPC is its mean drop
+  10% of the text, at least one; tokens it scores alike in a random, seeded
+  order) and take the drop in the predicted class's probability; the same for
+  k random tokens. A method's AOPC is its mean drop
   over the distinct token counts those k give a text (on a 7-token text 10% is
   one token, already counted at k = 1: counting it twice would give k = 1, the
   very quantity occlusion ranks tokens by, double weight). It *beats random* when its per-text AOPC exceeds random's
@@ -166,10 +167,11 @@ class FaithfulnessResult:
         paragraphs = [
             f"Deletion test on {self.examples} texts of {self.dataset}: drop k=N is the mean fall in the {explained} "
             "when the N tokens a method scores highest are removed (k=10%: a tenth of the text's "
-            "tokens, at least one; tokens it scores alike in a random order), and random deletion of as many tokens is the baseline. AOPC averages a text's "
-            "drops over the distinct token counts the k give it (on a short text 10% is one token, counted once), "
-            "then over the texts. vs random is the mean over texts of a method's AOPC minus random's, ± its standard "
-            "error; a method beats random when that exceeds two standard errors and is at least "
+            "tokens, at least one; tokens it scores alike in a random order), and random deletion of as many tokens "
+            "is the baseline. AOPC averages a text's drops over the distinct token counts the k give it (on a short "
+            "text 10% is one token, counted once), then over the texts. vs random is the mean over texts of a "
+            "method's AOPC minus random's, ± its standard error; a method beats random when that exceeds two "
+            "standard errors and is at least "
             f"{MIN_ADVANTAGE} (and is worse than random when as far below). A higher AOPC means the method's top "
             "tokens matter more to this model's predictions; it says nothing about whether the predictions are "
             "right."]
