@@ -566,6 +566,80 @@ def test_a_run_interrupted_while_its_checkpoint_is_written_resumes_to_the_uninte
     assert len(list((tmp_path / "resumed" / "checkpoint").glob("*.safetensors"))) == 1  # no stale tensors kept
 
 
+def _scripted_validation(patch, losses):
+    """Have each epoch's validation score the loss ``losses[epoch]`` (its other figures its own): which epoch improves
+    is the test's to say, as a resume trained on with another --epochs or --threads may score otherwise."""
+    from attnclf.training.trainer import Trainer
+
+    validate = Trainer._validate
+    patch.setattr(Trainer, "_validate", lambda self, validation, epoch: {**validate(self, validation, epoch),
+                                                                         "val_loss": losses[epoch]})
+
+
+def test_a_stop_before_a_checkpoint_commits_leaves_the_weights_its_state_kept(tmp_path, monkeypatch):
+    """Stopped as epoch 2's checkpoint was written, before its state.json: a resume goes on from epoch 1, so
+    model.safetensors must still hold epoch 1's weights. Written first, it held epoch 2's, which a resume that scored
+    its epochs otherwise (another --epochs, --threads) kept as its model while its history said epoch 1."""
+    import attnclf.training.trainer as trainer
+    from attnclf.rundir import load_weights
+    from attnclf.training.settings import resume_settings
+
+    write_json = trainer.atomic_write_json
+
+    def interrupted_before_its_state(path, obj):
+        if Path(path).name == "state.json" and obj["epoch"] == 2:
+            raise KeyboardInterrupt
+        write_json(path, obj)
+
+    with monkeypatch.context() as patch:
+        _scripted_validation(patch, {1: 0.9, 2: 0.5})  # epoch 2 improves
+        patch.setattr(trainer, "atomic_write_json", interrupted_before_its_state)
+        with pytest.raises(KeyboardInterrupt):
+            train_run(tiny_settings(tmp_path / "run", epochs=3, monitor="loss"), progress=False)
+    run = tmp_path / "run"
+    epoch_1 = {name[6:]: tensor for name, tensor in load_weights(checkpoint_tensors(run)).items()
+               if name.startswith("model.")}
+    with monkeypatch.context() as patch:
+        _scripted_validation(patch, {2: 0.95, 3: 0.97})  # resumed, no epoch improves on epoch 1
+        resumed = train_run(resume_settings(run), resume=True, progress=False)
+    assert "epoch 1 of 3" in describe_kept(resumed.history, "loss")
+    kept = weights(run)
+    assert kept.keys() == epoch_1.keys() and all(torch.equal(kept[k], epoch_1[k]) for k in kept)
+
+
+def test_a_stop_after_a_checkpoint_commits_publishes_its_weights_as_the_run_resumes(tmp_path, monkeypatch):
+    """Stopped once epoch 2's state.json committed it but before model.safetensors took its weights: the resume,
+    which goes on from epoch 2 and does not train it again, must publish them, as the uninterrupted run kept them."""
+    import attnclf.training.trainer as trainer
+    from attnclf.training.settings import resume_settings
+
+    losses = {1: 0.9, 2: 0.5, 3: 0.7}  # epoch 2 is the one kept
+    with monkeypatch.context() as patch:
+        _scripted_validation(patch, losses)
+        straight = train_run(tiny_settings(tmp_path / "straight", epochs=3, monitor="loss"), progress=False)
+    save_tensors, published = trainer.atomic_save_tensors, []
+
+    def interrupted_before_the_weights(path, tensors, *args):
+        if Path(path).name == "model.safetensors":
+            published.append(path)
+            if len(published) == 2:  # epoch 2's
+                raise KeyboardInterrupt
+        save_tensors(path, tensors, *args)
+
+    with monkeypatch.context() as patch:
+        _scripted_validation(patch, losses)
+        patch.setattr(trainer, "atomic_save_tensors", interrupted_before_the_weights)
+        with pytest.raises(KeyboardInterrupt):
+            train_run(tiny_settings(tmp_path / "resumed", epochs=3, monitor="loss"), progress=False)
+    assert json.loads((tmp_path / "resumed" / "checkpoint" / "state.json").read_text())["epoch"] == 2
+    with monkeypatch.context() as patch:
+        _scripted_validation(patch, losses)
+        resumed = train_run(resume_settings(tmp_path / "resumed"), resume=True, progress=False)
+    assert [h["train_loss"] for h in resumed.history] == [h["train_loss"] for h in straight.history]
+    a, b = weights(straight.run_dir), weights(resumed.run_dir)
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
 def test_a_checkpoint_in_the_earlier_format_resumes_to_the_uninterrupted_result(tmp_path, monkeypatch):
     """Checkpoints written before state.json named its tensors kept them in last.safetensors: they still resume."""
     import attnclf.training.trainer as trainer

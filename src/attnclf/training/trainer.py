@@ -60,6 +60,8 @@ MULTI_LABEL_EPOCH_NOTE = ("note: each epoch's label sets take a label where its 
 
 # What a checkpoint written within an epoch adds to the state: where the epoch was, so a resume goes on from there.
 _WITHIN_EPOCH = ("step", "epoch_steps", "epoch_totals", "epoch_seconds")
+# How a checkpoint's tensors name the best weights it commits, where they changed since the one before.
+_BEST = "best."
 
 
 # torch 2.13 renamed DDP's broadcast_buffers (and deprecated the old name); older releases know only that one.
@@ -679,21 +681,22 @@ class Trainer:
         return _weighted_mean(loss, weighed), correct / seen
 
     def _save_checkpoint(self, optimizer, schedule, state: dict, best_weights: dict | None) -> None:
-        """Best weights (if they changed), history, then the full state to resume from: in that order,
-        so a crash between writes resumes from an older state that is still consistent (the epochs after it
-        train again to the same weights). The state is two files: its tensors, under a name of their own
-        epoch, then state.json, which names them and commits the checkpoint; the tensors it named before
-        are deleted only then. Every rank calls it (to hand over its dropout generator); rank 0 writes."""
+        """The full state to resume from, then the best weights (if they changed) and history: in that order, so a
+        crash between writes leaves model.safetensors no newer than the state a resume starts from (written first,
+        a resume that trained on differently, with another --epochs or --threads, kept the weights of epochs its
+        history no longer holds). The state is two files: its tensors (with the best weights, when they changed),
+        under a name of their own epoch, then state.json, which names them and commits the checkpoint; a resume
+        publishes those best weights again (``_load_checkpoint``), and the tensors it named before are deleted
+        only then. Every rank calls it (to hand over its dropout generator); rank 0 writes."""
         rngs = self.distributed.gather(torch.get_rng_state())
         # On a GPU, dropout draws from the GPU's generator: a run resumed there draws on from where it was.
         own = device_generator_state(self.device)
         device_rngs = [] if own is None else self.distributed.gather(own)
         if not self.distributed.is_main:
             return
-        if best_weights is not None:
-            atomic_save_tensors(self.run_dir / "model.safetensors", best_weights)
-        write_jsonl(self.run_dir / "history.jsonl", state["history"])
         tensors = {f"model.{k}": v for k, v in self.model.state_dict().items()}
+        if best_weights is not None:
+            tensors.update({f"{_BEST}{k}": v for k, v in best_weights.items()})
         if self.averaged is not None:
             tensors.update({f"averaged.{k}": v for k, v in self.averaged.state_dict().items()})
         optimizer_state, param_groups = optimizer_tensors(optimizer)
@@ -713,7 +716,15 @@ class Trainer:
             "optimizer_param_groups": param_groups,
             "schedule": schedule.state_dict(),
         })
+        self._publish(best_weights, state["history"])
         self._remove_stale_tensors(name)
+
+    def _publish(self, best_weights: dict | None, history: list[dict] | None) -> None:
+        """What a checkpoint commits that others read: the best weights and the history (None: unchanged)."""
+        if best_weights is not None:
+            atomic_save_tensors(self.run_dir / "model.safetensors", best_weights)
+        if history is not None:
+            write_jsonl(self.run_dir / "history.jsonl", history)
 
     def _load_checkpoint(self, optimizer, schedule) -> dict:
         saved = checkpoint_state(self.run_dir, resuming=True)
@@ -723,8 +734,11 @@ class Trainer:
         committed = checkpoint_tensors(self.run_dir, saved)
         tensors = load_weights(committed)
         saved.pop("tensors", None)
-        if self.distributed.is_main:  # what a crash left beside it, which the run may not write over again
-            self._remove_stale_tensors(committed.name)
+        if self.distributed.is_main:
+            # A stop after state.json may have kept them from model.safetensors and history.jsonl: published again.
+            self._publish({k[len(_BEST):]: v for k, v in tensors.items() if k.startswith(_BEST)} or None,
+                          saved.get("history"))
+            self._remove_stale_tensors(committed.name)  # what a crash left beside it, which the run may not overwrite
         self.model.load_state_dict({k[6:]: v for k, v in tensors.items() if k.startswith("model.")})
         if self.averaged is not None:
             self.averaged.load_state_dict({k[9:]: v for k, v in tensors.items() if k.startswith("averaged.")})
