@@ -1,6 +1,7 @@
 """The HTTP service: `attnclf serve` on a free localhost port, exercised by a real HTTP client."""
 
 import asyncio
+import gzip
 import json
 import re
 import shutil
@@ -533,6 +534,24 @@ def test_a_body_that_is_not_sent_as_json_gets_415_naming_the_content_type(server
     assert server.post("/predict", content=b'{"text": "good"}', headers={"content-type": ""}).status_code == 200
     assert server.post("/health", **options).status_code == 405  # routes without a body answer as they did
     assert server.post("/nowhere", **options).status_code == 404
+
+
+@pytest.mark.parametrize("path", ["/predict", "/explain"])
+def test_a_compressed_body_gets_415_naming_its_content_encoding(server, path):
+    # A gzipped body was read as it came, and answered 400 "not JSON the server can read": the client, whose JSON was
+    # sound, was told nothing of the encoding the server does not decode.
+    body = gzip.compress(b'{"text": "good"}')
+    response = server.post(path, content=body, headers={"content-type": "application/json",
+                                                        "content-encoding": "gzip"})
+    assert response.status_code == 415 and response.headers["accept-encoding"] == "identity"
+    assert response.json()["detail"] == ("the body is sent with Content-Encoding: gzip, which this server does not "
+                                         "decode: send it uncompressed")
+    layered = server.post(path, content=body, headers={"content-type": "application/json",
+                                                       "content-encoding": "identity, br"})
+    assert layered.status_code == 415 and "Content-Encoding: br," in layered.json()["detail"]
+    assert server.post("/predict", content=b'{"text": "good"}', headers={"content-type": "application/json",
+                                                                         "content-encoding": "identity"}
+                       ).status_code == 200
 
 
 def test_a_huge_content_type_is_echoed_by_its_start_only(server):

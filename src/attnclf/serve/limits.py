@@ -223,7 +223,10 @@ class AnswerCutOffRequests:
 class JsonBodies:
     """ASGI middleware for the routes that take a JSON body: one sent as anything else (curl -d sends a form)
     is answered 415, naming the Content-Type to send, instead of a validation error about a body that looks
-    right. One sent without a Content-Type (or an empty one) is read as JSON."""
+    right. One sent without a Content-Type (or an empty one) is read as JSON. One sent compressed (a
+    Content-Encoding other than identity) is answered 415 too, with Accept-Encoding: identity (RFC 7694): the
+    server does not decode it, and read as it came it was "not JSON the server can read", a body the client knew
+    was sound."""
 
     def __init__(self, app, paths: set[str]):
         self.app = app
@@ -231,6 +234,13 @@ class JsonBodies:
 
     async def __call__(self, scope, receive, send):
         if scope["type"] == "http" and scope["method"] == "POST" and route_path(scope) in self.paths:
+            encodings = [coding.strip().lower() for name, value in scope["headers"] if name == b"content-encoding"
+                         for coding in value.decode("latin-1").split(",")]
+            if coded := [coding for coding in encodings if coding not in ("", "identity")]:
+                return await JSONResponse({"detail": f"the body is sent with Content-Encoding: "
+                                                     f"{shown(', '.join(coded), write=str)}, which this server does "
+                                                     f"not decode: send it uncompressed"}, 415,
+                                          headers={"Accept-Encoding": "identity"})(scope, receive, send)
             declared = dict(scope["headers"]).get(b"content-type", b"")
             media = declared.decode("latin-1").split(";", 1)[0].strip().lower()
             if not media:  # none, or empty: FastAPI would answer 422 about the body itself

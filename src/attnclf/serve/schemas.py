@@ -287,7 +287,7 @@ BODY_ERRORS = {  # (the errors of a route that reads a JSON body)
     400: "the body is not JSON the server can read",
     408: "the body did not arrive within the limit's seconds",
     413: "over a limit (body bytes, texts, characters per text)",
-    415: "the body was not sent as application/json",
+    415: "the body was not sent as application/json, or was sent compressed (a Content-Encoding)",
     422: "a body of the wrong shape, or no text",
     503: BUSY,
 }
