@@ -867,6 +867,27 @@ def test_one_app_serves_each_time_it_starts_and_says_when_it_has_not(local):
         assert list(create_app(local).openapi()["paths"]["/health"]) == ["get"]
 
 
+def test_head_answers_as_get_does_on_every_get_route(local):
+    # HEAD /model and HEAD /docs answered 405 (HTTP asks every server for HEAD where it answers GET), while /health
+    # and /openapi.json answered it: `curl -I`, and a checker probing /model, were told the route refused them.
+    from fastapi.testclient import TestClient
+
+    from attnclf.serve.app import create_app
+
+    app = create_app(local)
+    with TestClient(app) as client:
+        # (/docs and /openapi.json are outside the schema)
+        paths = [path for path, operations in app.openapi()["paths"].items() if "get" in operations]
+        assert paths == ["/health", "/model"]
+        for path in [*paths, "/docs", "/openapi.json"]:
+            got, head = client.get(path), client.head(path)
+            assert (head.status_code, head.content) == (200, b""), path
+            assert [head.headers[name] for name in ("content-type", "content-length")] == [
+                got.headers[name] for name in ("content-type", "content-length")], path
+        assert client.head("/predict").status_code == 405  # (a POST route has no GET to answer as)
+    assert not [path for path, operations in app.openapi()["paths"].items() if "head" in operations]
+
+
 def test_batcher_runs_requests_that_queue_together_as_one_batch():
     calls = []
 

@@ -56,6 +56,7 @@ from fastapi import FastAPI, HTTPException, Request, Response
 from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .. import __version__
@@ -267,9 +268,6 @@ def create_app(classifier, limits: ServeLimits = ServeLimits(),
             raise HTTPException(503, state["draining"])
         return {"status": "ok", "requests": batcher.requests, "batches": batcher.batches}
 
-    # HEAD, what some health checkers send, outside the schema: there it would repeat GET's operation id.
-    app.add_api_route("/health", health, methods=["HEAD"], include_in_schema=False)
-
     @app.get("/docs", response_class=HTMLResponse, include_in_schema=False)
     async def docs(request: Request):
         return docs_page(app.openapi(), str(request.base_url).rstrip("/"))
@@ -294,6 +292,13 @@ def create_app(classifier, limits: ServeLimits = ServeLimits(),
         return {"backend": backend, **served.origin,
                 **run_summary(classifier, served.explain_methods, served.text_columns), **applied,
                 "limits": asdict(limits)}
+
+    # HEAD, what some health checkers and `curl -I` send, on every GET route, as HTTP asks of a server (RFC 9110,
+    # 9.3.2: /model and /docs answered 405 while /health and /openapi.json answered it); outside the schema, where it
+    # would repeat GET's operation id.
+    for route in [route for route in app.routes if isinstance(route, APIRoute) and "GET" in route.methods]:
+        app.add_api_route(route.path, route.endpoint, methods=["HEAD"], include_in_schema=False,
+                          response_class=route.response_class)
 
     def swap_model(new_classifier, new_served_from: dict | None = None) -> tuple[ServedModel, ServedModel]:
         """Serve ``new_classifier`` from the next request on, after the checks the service started with (the
