@@ -554,6 +554,20 @@ def test_a_compressed_body_gets_415_naming_its_content_encoding(server, path):
                        ).status_code == 200
 
 
+def test_of_two_content_types_the_first_decides_as_it_decides_how_the_body_is_read(server):
+    # The 415 looked at the last Content-Type and FastAPI reads the body by the first: text/plain then
+    # application/json was let through and answered 422, "Input should be a valid dictionary", of a sound body.
+    def sent(*media):
+        request = server.build_request("POST", "/predict", content=b'{"text": "good"}')
+        request.headers = httpx.Headers([(name, value) for name, value in request.headers.multi_items()
+                                         if name != "content-type"] + [("content-type", each) for each in media])
+        return server.send(request)
+
+    refused = sent("text/plain", "application/json")
+    assert refused.status_code == 415 and refused.json()["detail"].endswith("application/json, not text/plain")
+    assert sent("application/json", "text/plain").status_code == 200
+
+
 def test_a_huge_content_type_is_echoed_by_its_start_only(server):
     # The 415 named the request's Content-Type whole: kilobytes of a header came back in one error line.
     media = "text/" + "x" * 5000
