@@ -670,6 +670,35 @@ def test_explanations_hold_at_most_half_the_requests_in_flight_and_predictions_g
         assert client.post("/explain", json={"text": "good"}).status_code == 200  # its places given back
 
 
+@pytest.mark.parametrize("body, detail", [
+    ({"text": "good", "method": "occlusoin"}, "unknown explanation method 'occlusoin'; choose one of attention, "
+                                              "rollout, grad-input, integrated-gradients, occlusion"),
+    ({"text": "good", "target": "postive"}, "unknown target class 'postive'; the classes are 'negative', 'positive'"),
+    ({"text": "good", "target": 2}, "unknown target class 2; give a label name ('negative', 'positive') or an index "
+                                    "from 0 to 1"),
+])
+def test_a_mistyped_method_or_target_is_refused_at_once_not_after_the_explanations_ahead(local, body, detail):
+    # One method by name and the target were checked as the explanation began: a typo waited out every explanation
+    # queued ahead (seconds each), or with the queue full was told 503, busy, and to retry what would fail again.
+    from fastapi.testclient import TestClient
+
+    from attnclf.serve.app import create_app
+    from attnclf.serve.limits import ServeLimits
+
+    slow_to_explain = _Held(local, "explain")
+    with TestClient(create_app(slow_to_explain, ServeLimits(max_connections=2))) as client, \
+            ThreadPoolExecutor(1) as pool:
+        pending = pool.submit(client.post, "/explain", json={"text": "good"})
+        assert slow_to_explain.arrived.wait(30)  # the one explanation slot is taken
+        refused = client.post("/explain", json=body)
+        assert (refused.status_code, refused.json()) == (400, {"detail": detail})
+        assert not pending.done()
+        slow_to_explain.release.set()
+        assert pending.result().status_code == 200
+        again = client.post("/explain", json=body)  # (nothing queued: answered as it always was)
+        assert (again.status_code, again.json()) == (400, {"detail": detail})
+
+
 def test_past_the_limit_a_request_gets_a_json_503_with_retry_after_at_once_and_health_still_answers(local):
     from concurrent.futures import as_completed
 

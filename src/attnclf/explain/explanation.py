@@ -258,7 +258,7 @@ def _explanations(classifier: "Classifier", texts: Sequence[str], asked: list[tu
     asked = [(DEFAULT_METHOD if method is None else method, options) for method, options in asked]
     for method, options in asked:  # (a mistyped method, option or target: one line before any text is run)
         method_options(classifier.model, method, options)
-    target_index = None if target is None else _class_index(target, classifier.label_names)
+    target_index = None if target is None else class_index(target, classifier.label_names)
     # Where the pooling looked, beside any other method's scores (one forward pass): weights a reader would
     # otherwise take for the model's reasons, shown next to what was measured, neither read for the other.
     beside = attention_beside and any(method != "attention" for method, _ in asked) and "attention" in available
@@ -430,7 +430,13 @@ def _branch_margins(model, sequences: list[list[int]], targets: np.ndarray, devi
     return margins
 
 
-def _class_index(target: str | int, label_names: list[str]) -> int:
+def class_index(target: str | int, label_names: list[str]) -> int:
+    """The index in ``label_names`` of the class ``target`` names, by name or by index, or one line naming it and the
+    classes to choose from (what ``explain``, and a service before the explanation's turn, refuse a target by).
+
+    >>> class_index("positive", ["negative", "positive"]), class_index(0, ["negative", "positive"])
+    (1, 0)
+    """
     if isinstance(target, str) and target in label_names:
         return label_names.index(target)
     if isinstance(target, (int, np.integer)) and not isinstance(target, bool) and 0 <= target < len(label_names):

@@ -216,7 +216,8 @@ def create_app(classifier, limits: ServeLimits = ServeLimits(),
         X-Attnclf-Model the model as a whole, its temperature and thresholds too (GET /model's model_id)."""
         if backend != "torch":
             raise HTTPException(400, NO_EXPLANATIONS)
-        from ..explain.explanation import explain_each
+        from ..explain.explanation import class_index, explain_each
+        from ..explain.methods import method_options
 
         served = state["served"]
         texts = request.checked(limits.max_explain_batch, limits.max_text_chars)
@@ -225,6 +226,13 @@ def create_app(classifier, limits: ServeLimits = ServeLimits(),
         if methods is not None and len(texts) * len(methods) > limits.max_explain_batch:
             raise HTTPException(413, f"{len(texts)} texts x {len(methods)} methods = {len(texts) * len(methods)} "
                                      f"explanations in one request; the limit is {limits.max_explain_batch}")
+        if served.explain_methods:
+            # A mistyped method or target: refused at once, as a list of methods is, where it waited for the
+            # explanations queued ahead of it (or was answered 503, busy) to be told so.
+            if methods is None and request.method is not None:
+                method_options(served.classifier.model, request.method, {})
+            if request.target is not None:
+                class_index(request.target, served.classifier.label_names)
         explainer = started("explainer")
         if state["explaining"] >= limits.explain_slots:
             raise HTTPException(503, f"the server is busy: {limits.explain_slots} explanations in flight, the most it "
