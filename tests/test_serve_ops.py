@@ -603,6 +603,42 @@ def test_a_connection_whose_request_head_never_ends_is_closed_not_held_for_ever(
         assert httpx.get(f"http://127.0.0.1:{port}/health").status_code == 200
 
 
+def test_a_client_that_does_not_read_its_answers_loses_its_connection_and_gives_its_place_back(local):
+    """A client that sent requests and never read the answers held its place among --max-connections for as long as
+    it kept the connection open: once the socket's buffers filled, the answer's writer waited for ever. A few such
+    clients had every other one answered 503, busy. Writing that waits --max-body-seconds closes the connection."""
+    import socket
+    import time
+
+    import httpx
+    import uvicorn
+
+    from attnclf.serve.limits import ServeLimits
+    from attnclf.serve.server import _uvicorn_options
+
+    limits = ServeLimits(max_connections=1, max_body_seconds=2)
+    server = uvicorn.Server(uvicorn.Config(create_app(local, limits), **_uvicorn_options(limits)))
+    with _running(server) as port:
+        reader = socket.socket()
+        reader.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1024)  # (the buffers fill sooner)
+        reader.connect(("127.0.0.1", port))
+        # Megabytes of answers it never reads: more than the two sockets' buffers hold.
+        reader.sendall(b"GET /openapi.json HTTP/1.1\r\nHost: test\r\n\r\n" * 1000)
+        answers, deadline = [], time.monotonic() + 20
+        # Its place taken (503), then given back (200): without the bound, 503 for as long as it stays connected.
+        while time.monotonic() < deadline and not (503 in answers and answers[-1] == 200):
+            time.sleep(0.2)
+            answers.append(httpx.post(f"http://127.0.0.1:{port}/predict", json={"text": "good"}).status_code)
+        assert 503 in answers and answers[-1] == 200, answers
+        reader.settimeout(10)
+        try:
+            while reader.recv(1 << 16):  # what reached it, then the close
+                pass
+        except ConnectionResetError:  # (closed with its answers unsent)
+            pass
+        reader.close()
+
+
 def test_the_first_model_request_imports_nothing_on_the_event_loop(demo_run):
     """GET /model looked up the run's text columns through the data package, whose first import (pandas, scipy,
     joblib: 0.6 s, 1.4 s on a busy 2-core box) ran on the event loop: every request in flight, /health too, waited

@@ -1629,7 +1629,8 @@ def _add_serve_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-body-bytes", type=int, help="bytes per request body (default: 1000000)")
     p.add_argument("--max-body-seconds", type=int, help="seconds a request body may take to arrive; a slower one "
                                                          "is answered 408, freeing its place (a request's head gets as "
-                                                         "long, then its connection is closed) (default: 10)")
+                                                         "long, and an answer its client stops reading, then its "
+                                                         "connection is closed) (default: 10)")
     p.add_argument("--max-connections", type=int, help="requests served at once (/health aside), half of them at "
                                                         "most /explain; more are answered 503 at once, with "
                                                         "Retry-After (default: 64)")

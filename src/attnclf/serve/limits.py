@@ -44,7 +44,7 @@ class ServeLimits:
     max_connections: int = 64
     # Seconds a request's body may take to arrive, then 408 (``BodyLimit``): a client that stalls mid-body would
     # otherwise hold its slot among max_connections for as long as it keeps the connection open. Its head gets as
-    # long (``TimedHeads``).
+    # long, and so does its answer's writing while the client reads none of it (``TimedHeads``).
     max_body_seconds: int = 10
     # Seconds a stop (Ctrl-C, SIGTERM) waits for requests in flight, then answers them 503 (``AnswerCutOffRequests``):
     # within Docker's default stop timeout (10 s); a long /explain wants more, and systemd (90 s) or Kubernetes (30 s)

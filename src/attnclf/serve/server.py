@@ -357,7 +357,10 @@ class TimedHeads(H11Protocol):
     closed after the keep-alive seconds, as an idle one is after an answer, and a head begun is closed unless it ends
     within ``head_seconds`` (``ServeLimits.max_body_seconds``, as its body gets). Without them, connections sending
     half a head (or nothing) were held for as long as their clients liked, and uvicorn's own limit of open ones,
-    reached, answered every other client 503.
+    reached, answered every other client 503. Likewise an answer its client does not read: once the socket's buffers
+    are full, writing waits, and a wait of ``head_seconds`` closes the connection, where the request held its place
+    among the requests in flight for as long as its client kept it open (a few clients pipelining requests they never
+    read had every other one answered 503, busy).
 
     >>> # uvicorn.Config(app, http=partial(TimedHeads, head_seconds=10), ...)   # as _uvicorn_options gives it
     """
@@ -366,6 +369,7 @@ class TimedHeads(H11Protocol):
         super().__init__(*args, **options)
         self.head_seconds = head_seconds
         self._head_deadline: asyncio.TimerHandle | None = None
+        self._write_deadline: asyncio.TimerHandle | None = None  # (while writing waits for the client to read)
 
     def connection_made(self, transport) -> None:
         super().connection_made(transport)
@@ -380,7 +384,28 @@ class TimedHeads(H11Protocol):
 
     def connection_lost(self, exc) -> None:
         self._stop_head_deadline()
+        self._stop_write_deadline()
         super().connection_lost(exc)
+
+    def pause_writing(self) -> None:  # (the transport's buffer is full: the client has stopped reading, or is slow)
+        super().pause_writing()
+        if self._write_deadline is None:
+            self._write_deadline = self.loop.call_later(self.head_seconds, self._unread)
+
+    def resume_writing(self) -> None:
+        self._stop_write_deadline()
+        super().resume_writing()
+
+    def _stop_write_deadline(self) -> None:
+        if self._write_deadline is not None:
+            self._write_deadline.cancel()
+            self._write_deadline = None
+
+    def _unread(self) -> None:
+        # Nothing more can reach the client: the connection goes (its lost-connection handling lets the answer's
+        # writer, waiting, end), and the request its place.
+        self._write_deadline = None
+        self.transport.abort()
 
     def _stop_head_deadline(self) -> None:
         if self._head_deadline is not None:
