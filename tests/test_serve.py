@@ -408,6 +408,8 @@ def test_explain_bounds_texts_times_methods_by_max_explain_batch(server):
     assert response.status_code == 413
     assert response.json()["detail"] == "2 texts x 2 methods = 4 explanations in one request; the limit is 2"
     assert server.post("/explain", json={"text": "good", "method": ["occlusion", "attention"]}).status_code == 200
+    one = server.post("/explain", json={"text": "good", "method": ["occlusion", "attention", "grad-input"]})
+    assert one.json()["detail"] == "1 text x 3 methods = 3 explanations in one request; the limit is 2"  # (not "texts")
     described = server.get("/openapi.json").json()["components"]["schemas"]["ExplainRequest"]["properties"]["method"]
     assert "texts x methods" in described["description"]
     about = server.get("/openapi.json").json()["info"]["description"]  # (what /docs says of the service)

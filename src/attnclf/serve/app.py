@@ -224,8 +224,9 @@ def create_app(classifier, limits: ServeLimits = ServeLimits(),
         methods = request.methods(served.explain_methods)
         # Each method explains every text: the limit bounds the explanations, which is what a request costs.
         if methods is not None and len(texts) * len(methods) > limits.max_explain_batch:
-            raise HTTPException(413, f"{len(texts)} texts x {len(methods)} methods = {len(texts) * len(methods)} "
-                                     f"explanations in one request; the limit is {limits.max_explain_batch}")
+            raise HTTPException(413, f"{len(texts)} text{'s' * (len(texts) > 1)} x {len(methods)} methods = "
+                                     f"{len(texts) * len(methods)} explanations in one request; the limit is "
+                                     f"{limits.max_explain_batch}")
         if served.explain_methods:
             # A mistyped method or target: refused at once, as a list of methods is, where it waited for the
             # explanations queued ahead of it (or was answered 503, busy) to be told so.
