@@ -639,6 +639,35 @@ def test_a_client_that_does_not_read_its_answers_loses_its_connection_and_gives_
         reader.close()
 
 
+@pytest.mark.parametrize("request_bytes", [
+    b"GET /h\xc3\xa9alth HTTP/1.1\r\nHost: test\r\n\r\n",  # (a path not in ASCII)
+    b"POST /predict HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\nContent-Length: -1\r\n\r\n{}",
+    b"POST /predict HTTP/1.1\r\nHost: test\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",  # (a chunk of no size)
+])
+def test_a_request_that_is_not_http_gets_a_json_400_as_every_other_error(local, request_bytes):
+    """uvicorn answered a request h11 cannot parse "Invalid HTTP request received." in plain text, where every other
+    error is one line of JSON a client reads the detail of."""
+    import json
+    import socket
+
+    import uvicorn
+
+    from attnclf.serve.limits import ServeLimits
+    from attnclf.serve.server import _uvicorn_options
+
+    limits = ServeLimits()
+    server = uvicorn.Server(uvicorn.Config(create_app(local, limits), **_uvicorn_options(limits)))
+    with _running(server) as port, socket.create_connection(("127.0.0.1", port), timeout=30) as client:
+        client.sendall(request_bytes)
+        answer = b""
+        while chunk := client.recv(4096):  # (the connection is closed after it)
+            answer += chunk
+    head, body = answer.split(b"\r\n\r\n", 1)
+    assert head.startswith(b"HTTP/1.1 400 ") and b"content-type: application/json" in head.lower(), answer
+    assert json.loads(body) == {"detail": "not an HTTP/1.1 request this server can parse: a malformed request line, "
+                                          "header, Content-Length or chunk"}
+
+
 def test_the_first_model_request_imports_nothing_on_the_event_loop(demo_run):
     """GET /model looked up the run's text columns through the data package, whose first import (pandas, scipy,
     joblib: 0.6 s, 1.4 s on a busy 2-core box) ran on the event loop: every request in flight, /health too, waited

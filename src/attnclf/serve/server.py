@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import json
 import os
 import socket
 import signal
@@ -360,7 +361,8 @@ class TimedHeads(H11Protocol):
     reached, answered every other client 503. Likewise an answer its client does not read: once the socket's buffers
     are full, writing waits, and a wait of ``head_seconds`` closes the connection, where the request held its place
     among the requests in flight for as long as its client kept it open (a few clients pipelining requests they never
-    read had every other one answered 503, busy).
+    read had every other one answered 503, busy). A request it cannot parse is answered 400 in JSON, as the app's
+    errors are (``send_400_response``).
 
     >>> # uvicorn.Config(app, http=partial(TimedHeads, head_seconds=10), ...)   # as _uvicorn_options gives it
     """
@@ -411,6 +413,17 @@ class TimedHeads(H11Protocol):
         if self._head_deadline is not None:
             self._head_deadline.cancel()
             self._head_deadline = None
+
+    def send_400_response(self, msg: str) -> None:
+        # uvicorn's answer to a request h11 cannot parse (a request line, header, Content-Length or chunk that is no
+        # HTTP/1.1) was "Invalid HTTP request received." in plain text: in JSON here, as every other error is.
+        body = json.dumps({"detail": "not an HTTP/1.1 request this server can parse: a malformed request line, "
+                                     "header, Content-Length or chunk"}).encode()
+        for event in (h11.Response(status_code=400, reason=b"Bad Request", headers=[
+                (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                (b"connection", b"close")]), h11.Data(data=body), h11.EndOfMessage()):
+            self.transport.write(self.conn.send(event))
+        self.transport.close()
 
     def _head_late(self) -> None:
         self._head_deadline = None
