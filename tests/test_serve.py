@@ -613,8 +613,22 @@ def test_bad_explain_method_is_a_400_and_the_server_lives_on(server):
         response = server.post("/explain", json={"text": "good", **body})
         assert response.status_code in (400, 422) and "xxxxxxxx" in response.text and len(response.text) < 400, \
             response.text[:300]
-    assert server.get("/predict").status_code == 405
     assert server.post("/predict", json={"text": "good"}).status_code == 200
+
+
+@pytest.mark.parametrize("method, path, status, detail", [
+    ("GET", "/predict", 405, "'GET' is not allowed on '/predict', which takes POST (see /docs)"),
+    ("POST", "/health", 405, "'POST' is not allowed on '/health', which takes GET (see /docs)"),
+    ("GET", "/predcit", 404, "no route '/predcit': /docs lists the API's routes"),
+    ("GET", "/nope%0Afake%20200", 404, "no route '/nope\\nfake 200': /docs lists the API's routes"),
+])
+def test_a_wrong_method_or_path_is_told_what_it_asked_and_what_the_route_takes(server, method, path, status, detail):
+    # Starlette's "Method Not Allowed" and "Not Found" named neither: `curl URL/predict`, a GET, was told the first
+    # alone. (A path is quoted, escaped: it is the client's, and the access log writes the detail on its line.)
+    response = server.request(method, path)
+    assert (response.status_code, response.json()) == (status, {"detail": detail})
+    if status == 405:
+        assert response.headers["allow"] in detail
 
 
 def test_concurrent_requests_all_get_their_own_answers(server, local):

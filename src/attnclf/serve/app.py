@@ -64,7 +64,8 @@ from ..checks import ACCESS_LOGS, by_field
 from ..errors import AttnclfError, first_few, shown
 from ..prediction import applied_thresholds
 from .batcher import Batcher
-from .limits import RETRY_AFTER_SECONDS, AnswerCutOffRequests, BodyLimit, InFlightLimit, JsonBodies, ServeLimits
+from .limits import (RETRY_AFTER_SECONDS, AnswerCutOffRequests, BodyLimit, InFlightLimit, JsonBodies, ServeLimits,
+                     route_path)
 from .logs import AccessLog
 from .model import (MODEL_HEADER, NO_EXPLANATIONS, WEIGHTS_HEADER, ServedModel, backend_name, export_summary,
                     run_summary)
@@ -172,6 +173,15 @@ def create_app(classifier, limits: ServeLimits = ServeLimits(),
         if exc.status_code == 400 and exc.detail == "There was an error parsing the body":  # not UTF-8, too deep
             return JSONResponse({"detail": "request body is not JSON the server can read (malformed, not UTF-8, or "
                                            "nested too deep)"}, 400)
+        # Starlette's own "Not Found" and "Method Not Allowed" named neither the path nor what it takes: `curl
+        # URL/predict` (a GET) was told "Method Not Allowed" alone. (The path quoted: it is the client's.)
+        path = shown(route_path(request.scope))
+        if exc.status_code == 405 and exc.detail == "Method Not Allowed":
+            allowed = (exc.headers or {}).get("Allow", "")
+            return JSONResponse({"detail": f"{shown(request.method)} is not allowed on {path}, which takes {allowed} "
+                                           f"(see /docs)"}, 405, headers=exc.headers)
+        if exc.status_code == 404 and exc.detail == "Not Found":
+            return JSONResponse({"detail": f"no route {path}: /docs lists the API's routes"}, 404)
         return await http_exception_handler(request, exc)
 
     @app.exception_handler(AttnclfError)
