@@ -2831,15 +2831,15 @@ def test_resume_takes_the_command_that_started_the_run_and_refuses_other_setting
     # Flags that would train another model are named with both values, not silently ignored...
     assert refused(*argv, "--lr", "0.1", "--epochs", "3", "--resume") == (
         f"attnclf: error: {run} trained with train.lr = 0.002, this command gives 0.1: --resume continues the run "
-        f"with its own settings; give the command that started it, or only --output (and --epochs, --device or "
-        f"--threads to change them)")
+        f"with its own settings; give the command that started it, or only --output (and --epochs, --device, "
+        f"--threads or --checkpoint-minutes to change them)")
     assert "model_config.heads = 4, this command gives 2" in refused(*argv, "--set", "heads=2", "--resume")
     # ...and so are too few: a flag typed alone (the run's own value too) asks for the whole command.
     for size in ("64", "16"):
         assert refused("train", "--resume", "--output", str(run), "--batch-size", size) == (
             f"attnclf: error: --resume with --batch-size takes the whole command that started {run}, its --dataset or "
-            f"--train-file too, --resume added; or give only --output (and --epochs, --device or --threads to change "
-            f"them)")
+            f"--train-file too, --resume added; or give only --output (and --epochs, --device, --threads or "
+            f"--checkpoint-minutes to change them)")
     assert "data.max_train_examples = 200, this command gives None" in refused(
         "train", "--dataset", "demo", "--resume", "--output", str(run))
     assert "give one" in refused(*argv, "--resume", "--overwrite")

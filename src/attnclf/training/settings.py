@@ -688,11 +688,11 @@ def check_resume_command(settings: RunSettings, typed: Collection[str], built: C
     Traceback (most recent call last):
     ...
     attnclf.errors.AttnclfError: resume with lr takes the whole command that started runs/demo, its dataset or \
-train_file too, resume added; or give only output (and epochs, device or threads to change them)
+train_file too, resume added; or give only output (and epochs, device, threads or checkpoint_minutes to change them)
     """
     typed = set(typed)
-    only_output = (f"only {named('output')} (and {named('epochs')}, {named('device')} or {named('threads')} to "
-                   f"change them)")
+    only_output = (f"only {named('output')} (and {named('epochs')}, {named('device')}, {named('threads')} or "
+                   f"{named('checkpoint_minutes')} to change them)")
     if typed - RESUME_OPTIONS:  # the command that started the run, --resume added: it must describe it
         if not typed & {"dataset", "train_file"}:  # (else the first difference named is the data, never typed)
             flags = " ".join(named(name) for name in sorted(typed - RESUME_OPTIONS))
