@@ -315,6 +315,24 @@ def test_rows_a_table_cannot_hold_are_one_line(run, tmp_path, capsys, cli_error)
     assert err == f"{repeated}, line 1: the header names column 'id' 2 times; rename all but one"
 
 
+def test_json_lines_values_parquet_cannot_type_are_one_line_and_leave_no_output(run, tmp_path, capsys, cli_error):
+    output = tmp_path / "out.parquet"
+    for name, lines, detail in (
+            ("mixed.jsonl", ['{"text": "i loved it", "id": 1}', '{"text": "i hated it", "id": "2"}'],
+             "Could not convert '2' with type str: tried to convert to int64"),
+            ("empty.jsonl", ['{"text": "i loved it", "meta": {}}', '{"text": "i hated it", "meta": {}}'],
+             "Cannot write struct type 'meta' with no child field to Parquet")):
+        source = tmp_path / name
+        source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        err = cli_error(["predict", str(run), "--file", str(source), "--output", str(output)])
+        assert err.startswith(f"{source}, line 1 to line 2: a column's values are of more than one type, or of one "
+                              f"Parquet has none for ({detail}")
+        assert err.endswith("); write .jsonl, which keeps each value as it is")
+        assert list(tmp_path.glob("*out.parquet*")) == []
+        assert main(["predict", str(run), "--file", str(source), "--output", str(tmp_path / f"{name}.jsonl")]) == 0
+        capsys.readouterr()
+
+
 def test_a_parquet_nan_or_infinity_is_valid_json_in_json_lines(run, tmp_path, capsys):
     pa = pytest.importorskip("pyarrow")
     pq = pytest.importorskip("pyarrow.parquet")

@@ -382,17 +382,19 @@ def _write_parquet(tmp: str, chunks: Iterator[list[tuple[str, dict]]], added: li
     writer = schema = None
     try:
         for chunk in chunks:
-            if schema is None:
-                schema = _parquet_schema(pa, source, [record for _, record in chunk], added)
-                writer = pq.ParquetWriter(tmp, schema)
-            for where, record in chunk:
-                _refuse_other_columns(source, where, record, schema.names)
+            # (a JSON line's values type the columns: the first rows' may mix types, 1 and "2", or hold an empty
+            # object, which Parquet has no type for; a later row's may be unlike them)
             try:
+                if schema is None:
+                    schema = _parquet_schema(pa, source, [record for _, record in chunk], added)
+                    writer = pq.ParquetWriter(tmp, schema)
+                for where, record in chunk:
+                    _refuse_other_columns(source, where, record, schema.names)
                 writer.write_table(pa.Table.from_pylist([record for _, record in chunk], schema=schema))
-            except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-                raise DataError(f"{source}, {chunk[0][0]} to {chunk[-1][0]}: a value unlike the first rows' in its "
-                                f"column ({' '.join(str(exc).split())}); write .jsonl, which keeps each value as "
-                                f"it is") from None
+            except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
+                raise DataError(f"{source}, {chunk[0][0]} to {chunk[-1][0]}: a column's values are of more than one "
+                                f"type, or of one Parquet has none for ({' '.join(str(exc).split())}); write .jsonl, "
+                                f"which keeps each value as it is") from None
         if writer is None:  # no rows: the input's columns (text, unless typed by a Parquet input) and the prediction's
             columns = [{column: "" for column in _input_columns(source)}]
             pq.write_table(pa.Table.from_pylist([], schema=_parquet_schema(pa, source, columns, added)), tmp)
