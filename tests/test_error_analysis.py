@@ -204,6 +204,23 @@ def test_evaluate_errors_parquet_keeps_the_other_columns(sport_and_money_run, tm
     assert all(row["id"] == f"id-{row['row']}" for row in table)
 
 
+def test_evaluate_errors_parquet_of_a_column_parquet_cannot_type_is_one_line(sport_and_money_run, tmp_path, capsys,
+                                                                            cli_error):
+    run, _ = sport_and_money_run
+    out = tmp_path / "errors.parquet"
+    for name, values, detail in (("empty.jsonl", [{}] * 6, "Cannot write struct type 'meta' with no child field"),
+                                 ("mixed.jsonl", [n if n % 2 else str(n) for n in range(1, 7)], "Could not convert")):
+        test = tmp_path / name  # (a test file's other columns are written beside its wrong rows)
+        test.write_text("".join(json.dumps({"text": text, "label": label, "meta": value}) + "\n"
+                                for (text, label), value in zip(TEST_ROWS, values)), encoding="utf-8")
+        err = cli_error(["evaluate", str(run), "--test-file", str(test), "--errors", str(out)])
+        assert err.startswith(f"{out}: a column's values are of more than one type, or of one Parquet has none for "
+                              f"({detail}") and err.endswith("); write .jsonl, which keeps each value as it is")
+        assert list(tmp_path.glob("*errors.parquet*")) == []
+        assert main(["evaluate", str(run), "--test-file", str(test), "--errors", str(tmp_path / f"{name}.jsonl")]) == 0
+        capsys.readouterr()
+
+
 def test_misclassified_of_a_test_file_read_in_python_has_its_columns(sport_and_money_run, tmp_path):
     from attnclf import Classifier
     from attnclf.evaluation import misclassified

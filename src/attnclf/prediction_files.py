@@ -283,9 +283,11 @@ def write_rows(rows: list[dict], output: Path, columns: dict[str, type | None], 
                 schema = pa.schema([pa.field(name, types[kind] if kind else _read_type(pa, name, rows))
                                     for name, kind in columns.items()])
                 pq.write_table(pa.Table.from_pylist(rows, schema=schema), tmp)
-            except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:  # (a JSON lines column of numbers and strings)
-                raise DataError(f"{output}: a column's values are of more than one type ({' '.join(str(exc).split())})"
-                                f"; write .jsonl, which keeps each value as it is") from None
+            # (a JSON lines column of numbers and strings, or of empty objects, which Parquet has no type for)
+            except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
+                raise DataError(f"{output}: a column's values are of more than one type, or of one Parquet has none "
+                                f"for ({' '.join(str(exc).split())}); write .jsonl, which keeps each value as it "
+                                f"is") from None
         elif rows or suffix == ".jsonl":
             _WRITERS[suffix](tmp, iter([[(f"row {i + 1}", row) for i, row in enumerate(rows)]]), list(columns), None)
         else:  # (the writers' header of no rows is an input file's columns; these rows have no input file)
