@@ -903,6 +903,23 @@ def test_a_line_of_spaces_is_a_blank_line_but_a_row_of_one_text_is_read(tmp_path
         load_file(_write(tmp_path / "short.csv", "text,label\ngood,pos\nbad\n"), "text", "label")
 
 
+def test_a_csv_repeating_its_header_as_files_joined_by_cat_do_is_refused_at_that_line(tmp_path):
+    part = "text,label\ngood,pos\nbad,neg\n"
+    joined = _write(tmp_path / "all.csv", part + "\ufeff" + part)  # (the second part saved with a byte-order mark)
+    message = (f"{joined}, line 4: the header line again, read as a row (files joined with their headers, as cat "
+               f"joins them?); remove it")
+    for read in (lambda: load_file(joined), lambda: list(iter_texts(joined)), lambda: list(iter_rows(joined))):
+        with pytest.raises(DataError) as caught:
+            read()
+        assert str(caught.value) == message
+    tsv = _write(tmp_path / "all.tsv", "id\ttext\tlabel\n1\tgood\tpos\nid\ttext\tlabel\n2\tbad\tneg\n")
+    with pytest.raises(DataError, match=r"all\.tsv, line 3: the header line again"):
+        load_file(tsv)
+    # A row holding some of the header's words is a row
+    kept = _write(tmp_path / "kept.csv", "text,label\ntext,pos\nlabel,neg\nthe label,label\n")
+    assert load_file(kept).texts == ["text", "label", "the label"]
+
+
 def test_tsv_integer_labels_sort_numerically(tmp_path):
     path = _write(tmp_path / "data.tsv", "label\ttext\n10\tten\n2\ttwo\n10\tanother ten\n")
     ds = load_file(path, "text", "label")

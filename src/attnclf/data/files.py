@@ -387,6 +387,7 @@ def _csv_rows(path: Path, delimiter: str, text_columns: tuple[str, ...], label_c
             if header.count(column) > 1:  # which of them holds the texts (or labels) is anyone's guess
                 raise DataError(f"{path}, line 1: the header names the {role} column {column!r} "
                                 f"{header.count(column)} times; rename all but one")
+        given = header  # (as the line wrote it, which a repeat of it is)
         if whole:
             header = _unnamed_columns_named(header)
             _refuse_repeated_columns(path, header, "line 1: the header")
@@ -403,6 +404,11 @@ def _csv_rows(path: Path, delimiter: str, text_columns: tuple[str, ...], label_c
                         + ("" if spaced is None else f" (field {spaced + 1}, {shown(row[spaced], most=10)}, "
                                                      f"{_space_before_quote(separator)})")
                     )
+                # Files joined with `cat` (a job's part files, each with its header) repeat the header: read as a
+                # row, it is a text "text" of a class "label", which a trained model then predicts.
+                if [row[0].removeprefix("\ufeff"), *row[1:]] == given:
+                    raise DataError(f"{path}, line {start}: the header line again, read as a row (files joined with "
+                                    f"their headers, as cat joins them?); remove it")
                 if label_at is not None and _quoted_after_space(row[label_at]):
                     raise DataError(f"{path}, line {start}: label {shown(row[label_at])} in column {label_column!r} "
                                     f"{_space_before_quote(separator)}")
