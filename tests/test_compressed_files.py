@@ -262,3 +262,50 @@ def test_a_compressed_tar_archive_is_named_not_read_as_its_header_and_files(tmp_
         read_texts(path)
     with pytest.raises(DataError, match=message):
         load_file(path)
+
+
+
+@pytest.mark.parametrize("compression, kind, tool", [(".gz", "gzip", "gunzip"), (".bz2", "bzip2", "bunzip2"),
+                                                     (".xz", "xz", "unxz")])
+def test_a_compressed_file_named_without_its_compressions_suffix_is_told_so_not_to_re_save_it_as_utf8(
+        tmp_path, compression, kind, tool):
+    # (a download saved without its .gz was told 'byte 0x8b at byte offset 1 is not UTF-8; re-save the file as UTF-8')
+    from attnclf.data.files import text_lines
+
+    told = f"the file is {kind}-compressed (it starts as those files do), not text: decompress it ({tool})"
+    for name, read in (("reviews.csv", load_file), ("reviews.tsv", load_file), ("notes.txt", read_texts)):
+        path = tmp_path / name
+        path.write_bytes(COMPRESS[compression](csv_text(ROWS, "\t" if name.endswith(".tsv") else ",").encode()))
+        with pytest.raises(DataError) as exc:
+            read(path)
+        assert one_line(exc) == f"{path}: {told}, or add {compression} to its name, which reads it decompressed"
+        read(path.rename(tmp_path / f"{name}{compression}"))  # (as told: read decompressed)
+    with pytest.raises(DataError) as exc:  # (stdin has no name to add a suffix to)
+        text_lines(COMPRESS[compression](b"a fine film\n"), "stdin")
+    assert one_line(exc) == f"stdin: {told}"
+
+
+def test_an_archive_or_a_parquet_file_named_as_text_is_told_what_it_is(tmp_path):
+    import zipfile
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    zipped = tmp_path / "reviews.csv"
+    with zipfile.ZipFile(zipped, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("reviews.csv", csv_text(ROWS))
+    with pytest.raises(DataError) as exc:
+        load_file(zipped)
+    assert one_line(exc) == (f"{zipped}: the file is a zip archive (it starts as those files do), not text: unpack it "
+                             f"(unzip)")
+    parquet = tmp_path / "scores.csv"
+    pq.write_table(pa.table({"text": ["a fine film", "a dull film"], "score": [0.1, 0.9]}), parquet)
+    with pytest.raises(DataError) as exc:
+        load_file(parquet)
+    assert one_line(exc) == (f"{parquet}: the file is a Parquet file (it starts as those files do), not text: give it "
+                             f"the suffix .parquet")
+    latin1 = write(tmp_path / "latin1.csv", "")  # (text that is not UTF-8 is still told so)
+    latin1.write_bytes(b"text,label\ncaf\xe9,pos\n")
+    with pytest.raises(DataError) as exc:
+        load_file(latin1)
+    assert one_line(exc) == f"{latin1}, line 2: byte 0xe9 at byte offset 14 is not UTF-8; re-save the file as UTF-8"

@@ -120,6 +120,34 @@ def _utf16(start: bytes) -> str | None:
     return "the file is UTF-16 (it starts with UTF-16's byte-order mark), not UTF-8; re-save the file as UTF-8"
 
 
+# How files of formats that are not text start (their "magic" bytes), what they are, what undoes that, and the suffix
+# that reads them as they are: a download saved without its .gz, or a Parquet file named .csv, were told that a byte
+# "is not UTF-8; re-save the file as UTF-8"
+SIGNATURES = ((b"\x1f\x8b", "gzip-compressed", "decompress it (gunzip)", ".gz"),
+              (b"BZh", "bzip2-compressed", "decompress it (bunzip2)", ".bz2"),
+              (b"\xfd7zXZ\x00", "xz-compressed", "decompress it (unxz)", ".xz"),
+              (b"\x28\xb5\x2f\xfd", "zstd-compressed", "decompress it (unzstd)", ""),
+              (b"PK\x03\x04", "a zip archive", "unpack it (unzip)", ""),
+              (b"PAR1", "a Parquet file", "", ".parquet"))
+
+
+def _not_text(start: bytes, named: bool = True) -> str | None:
+    """What to say of bytes, not UTF-8, that start as a compressed file's, an archive's or a Parquet file's do; else
+    None. ``named``: the bytes are a file's, which a suffix can say how to read (not stdin's).
+
+    >>> _not_text(b"\x1f\x8b\x08\x00"), _not_text(b"caf\xe9")
+    ('the file is gzip-compressed (it starts as those files do), not text: decompress it (gunzip), or add .gz to its \
+name, which reads it decompressed', None)
+    """
+    for magic, kind, undo, suffix in SIGNATURES:
+        if start.startswith(magic):
+            if not undo:
+                return f"the file is {kind} (it starts as those files do), not text: give it the suffix {suffix}"
+            renamed = f", or add {suffix} to its name, which reads it decompressed" if suffix and named else ""
+            return f"the file is {kind} (it starts as those files do), not text: {undo}{renamed}"
+    return None
+
+
 # A compressed file's last suffix: its format's name, how it is opened (decompressed as it is read), and the command
 # that decompresses it
 COMPRESSIONS = {".gz": ("gzip", gzip.open, "gunzip"), ".bz2": ("bzip2", bz2.open, "bunzip2"),
@@ -209,14 +237,17 @@ def utf8_lines(path: Path) -> Iterator[str]:
     >>> # next(utf8_lines(Path("cc.en.300.vec.gz")))  # '2000000 300\\n'
     """
     path = Path(path)
-    offset = 0
+    offset, first = 0, b""
     decompressed = " of the decompressed text" * bool(compression_suffix(path))
     for number, raw in enumerate(_raw_lines(path), 1):
+        first = first or raw  # (a binary file's first bytes say what it is, whichever of its lines fails)
         try:
             line = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
             if number == 1 and (utf16 := _utf16(raw)):
                 raise DataError(f"{path}, line 1: {utf16}") from None
+            if not decompressed and (what := _not_text(first)):
+                raise DataError(f"{path}: {what}") from None
             raise DataError(
                 f"{path}, line {number}: byte 0x{raw[exc.start]:02x} at byte offset {offset + exc.start}"
                 f"{decompressed} is not UTF-8; re-save the file as UTF-8"
@@ -952,6 +983,8 @@ LF or CRLF line endings
     except UnicodeDecodeError as exc:
         if utf16 := _utf16(raw):  # (stdin too: a file redirected, mostly)
             raise DataError(f"{source}: line 1: {utf16}") from None
+        if what := _not_text(raw, named=source != "stdin"):
+            raise DataError(f"{source}: {what}") from None
         line = raw[: exc.start].count(b"\n") + 1
         raise DataError(f"{source}: line {line}: not UTF-8 (byte 0x{raw[exc.start]:02x})") from None
     text = text.removeprefix("\ufeff")  # a byte-order mark (Notepad's "UTF-8 with BOM") is not part of the text
