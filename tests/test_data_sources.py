@@ -1200,6 +1200,17 @@ def test_a_test_label_that_spells_a_training_label_otherwise_says_how_training_s
         load_files(train, test)
 
 
+def test_a_test_label_that_is_a_training_label_but_for_its_case_says_how_training_wrote_it(tmp_path):
+    # JSON's true is read as Python writes it, 'True'; a CSV written by another tool (or by hand) holds 'true'
+    train = _write(tmp_path / "train.jsonl", '{"text": "a", "label": true}\n{"text": "b", "label": false}\n')
+    test = _write(tmp_path / "test.csv", "text,label\nc,false\nd,true\n")
+    expected = (f"{test}, line 2: label 'false' in column 'label' is not one of the training labels ['False', 'True'] "
+                f"(the training labels write it 'False': write it as they do)")
+    with pytest.raises(DataError, match=f"^{re.escape(expected)}$"):
+        load_files(train, test)
+    assert load_files(train, _write(tmp_path / "as_trained.csv", "text,label\nc,False\n")).test.labels == [0]
+
+
 @pytest.mark.parametrize(
     "name, content, columns, message",
     [

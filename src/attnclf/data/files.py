@@ -805,10 +805,14 @@ def _typed_kind(label: Any) -> str | None:
 
 def _spelt_otherwise(name: str, label_names: list[str]) -> str:
     """A hint naming the training label that is the number ``name`` is, written another way: pandas writes a column
-    of whole numbers with a gap in it as decimals (``1.0``), so one file's ``1`` is another's ``1.0``; else "".
+    of whole numbers with a gap in it as decimals (``1.0``), so one file's ``1`` is another's ``1.0``; or the one
+    that ``name`` is but for its case: JSON's true and false are read as Python writes them (``True``), as a Parquet
+    column's and pandas' to_csv's are, where a file typed by hand or written by another tool has ``true``; else "".
 
     >>> _spelt_otherwise("1.0", ["0", "1"]), _spelt_otherwise("pos", ["0", "1"])
     (" (the training labels write this number '1': write it as they do)", '')
+    >>> _spelt_otherwise("true", ["False", "True"])
+    " (the training labels write it 'True': write it as they do)"
     """
     def number(label):
         try:
@@ -819,7 +823,10 @@ def _spelt_otherwise(name: str, label_names: list[str]) -> str:
 
     value = number(name)
     same = next((label for label in label_names if value is not None and number(label) == value), None)
-    return "" if same is None else f" (the training labels write this number {same!r}: write it as they do)"
+    if same is not None:
+        return f" (the training labels write this number {same!r}: write it as they do)"
+    same = next((label for label in label_names if label.casefold() == name.casefold()), None)
+    return "" if same is None else f" (the training labels write it {same!r}: write it as they do)"
 
 
 def _joined_otherwise(name: str, label_names: list[str], label_delimiter: str, run_made: bool) -> str:
