@@ -1158,6 +1158,18 @@ def test_classes_spelled_with_composed_and_decomposed_accents_are_warned_of_as_o
                         "if they mean one class"]
 
 
+def test_classes_differing_only_in_characters_that_show_as_nothing_are_warned_of_escaped(tmp_path):
+    # 'pos' and 'pos' + a zero-width space were two classes, listed as "pos: 2, pos: 1" and unwarned
+    from attnclf.training.run_data import describe_classes
+
+    train = load_file(_write(tmp_path / "train.csv", "label,text\npos,a\npos\u200b,b\npos,c\n\ufeffneg,d\nneg,e\n"
+                                                       "Neg\u00ad,f\n"))
+    warnings = [line for line in describe_classes(train) if line.startswith("warning: classes")]
+    assert warnings == [f"warning: classes {names} differ only in characters that show as nothing (a zero-width "
+                        f"space, a byte-order mark), case or spaces; make them one label in the data if they mean "
+                        f"one class" for names in (r"'Neg\xad' and 'neg' and '\ufeffneg'", r"'pos' and 'pos\u200b'")]
+
+
 FLOAT_WRITTEN_WARNING = (
     "warning: the classes ({}) look like whole numbers written as decimals, as pandas writes an integer column "
     "holding a missing value: the run's labels will read {!r}, not {!r}; write them as whole numbers (e.g. "

@@ -366,7 +366,7 @@ def warnings_among(lines: list[str]) -> list[str]:
 
 def _look_alike_warnings(names: list[str]) -> list[str]:
     """Warnings for class ``names`` that look like one class written in two ways: accents encoded otherwise, case or
-    spaces, a number written otherwise, numbers beside words, whole numbers written as decimals.
+    spaces, characters that show as nothing, a number written otherwise, numbers beside words, whole numbers written as decimals.
 
     >>> _look_alike_warnings(["Positive", "positive"])
     ["warning: classes 'Positive' and 'positive' differ only in case or spaces; make them one label in the data if \
@@ -386,6 +386,15 @@ they mean one class"]
         by_form.setdefault(" ".join(same[0].casefold().split()), []).append(same[0])
     lines += [f"warning: classes {' and '.join(map(repr, same))} differ only in case or spaces; make them one "
               f"label in the data if they mean one class" for same in by_form.values() if len(same) > 1]
+    # Characters that show as nothing (Unicode's format characters: a zero-width space pasted with a label, the
+    # byte-order mark of a file joined after another) make a class that prints as another's
+    by_visible: dict[str, list[str]] = {}
+    for form, same in by_form.items():  # (a name per form: those differing in no more are warned of above)
+        by_visible.setdefault("".join(c for c in form if unicodedata.category(c) != "Cf"), []).append(same[0])
+    lines += [f"warning: classes {' and '.join(map(repr, same))} differ only in characters that show as nothing "
+              f"(a zero-width space, a byte-order mark), case or spaces; make them one label in the data if they mean "
+              f"one class"
+              for same in by_visible.values() if len(same) > 1]
     numbers = [name for name in names if _is_number(name)]
     by_value: dict[float, list[str]] = {}
     for name in numbers:
