@@ -253,6 +253,14 @@ def test_a_training_file_column_the_output_writes_itself_is_refused_before_any_f
     assert not (tmp_path / "work" / "fold-1").exists()
 
 
+def test_a_training_file_naming_a_column_twice_is_refused_before_any_fold_trains(tmp_path, capsys, cli_error):
+    # (it trains without the column read; only the output, which copies every column, cannot hold both)
+    train = with_column(with_column(topics_file(tmp_path / "train.csv"), "id", range(80)), "id", range(80))
+    assert cli_error(suspects_command(train, tmp_path / "work", "--output", str(tmp_path / "s.csv"))) == \
+        f"{train}, line 1: the header names column 'id' 2 times; rename all but one"
+    assert not (tmp_path / "work" / "fold-1").exists()
+
+
 def test_a_parquet_training_file_s_ranking_comes_back_whole_from_a_parquet_output(tmp_path, capsys):
     # The whole path on Parquet both ways: its rows read, folded, trained, scored, ranked and written with their id,
     # each column of its type, every probability a row's own (summing to 1), as find_suspects returned them.

@@ -934,6 +934,19 @@ def data_columns(path: str | Path) -> list[str]:
     return []
 
 
+def refuse_repeated_header(path: str | Path) -> None:
+    """The one-line error ``iter_rows`` gives a CSV / TSV header or a Parquet schema that names a column twice, told
+    from the header alone, before work that reads the rows after it (JSON lines, whose every line names its own
+    columns, and an empty file: nothing said).
+
+    >>> # refuse_repeated_header("train.csv")  # DataError: train.csv, line 1: the header names column 'id' 2 times; ...
+    """
+    columns = data_columns(path)
+    if columns:
+        _refuse_repeated_columns(Path(path), columns, "the schema" if data_suffix(path) == ".parquet" else
+                                 "line 1: the header")
+
+
 def is_data_file(path: str | Path) -> bool:
     """Whether ``path`` names a CSV / TSV / JSONL / Parquet file (its text column is read), not plain text (a text
     per line), by its extension (``data_suffix``: a compressed file's is the one before the compression's).
