@@ -261,6 +261,25 @@ def test_a_training_file_naming_a_column_twice_is_refused_before_any_fold_trains
     assert not (tmp_path / "work" / "fold-1").exists()
 
 
+def test_a_json_line_naming_a_column_twice_or_one_the_output_writes_is_refused_before_any_fold_trains(tmp_path,
+                                                                                                       cli_error):
+    # (a JSON line names its own columns: the first lines may have none of the trouble a later one has)
+    rows = list(csv.DictReader(topics_file(tmp_path / "train.csv").open(encoding="utf-8", newline="")))
+    for line, problem, message in (
+            ('{"text": "%s", "id": 1, "id": 2, "label": "%s"}', "twice",
+             "the line names column 'id' 2 times (JSON keeps only the last); remove or rename all but one"),
+            ('{"text": "%s", "margin": 0.5, "label": "%s"}', "written",
+             "column 'margin' is one suspects --output writes (row, text, given_label, given_label_probability, "
+             "predicted_label, margin, fold, probability:LABEL); rename it in the file")):
+        train = tmp_path / f"{problem}.jsonl"
+        train.write_text("".join((line % (row["text"], row["label"]) if n == 60 else json.dumps(row)) + "\n"
+                                 for n, row in enumerate(rows)), encoding="utf-8")
+        work = tmp_path / f"work-{problem}"
+        assert cli_error(suspects_command(train, work, "--output", str(tmp_path / "s.csv"))) == \
+            f"{train}, line 61: {message}"
+        assert not (work / "fold-1").exists()
+
+
 def test_a_parquet_training_file_s_ranking_comes_back_whole_from_a_parquet_output(tmp_path, capsys):
     # The whole path on Parquet both ways: its rows read, folded, trained, scored, ranked and written with their id,
     # each column of its type, every probability a row's own (summing to 1), as find_suspects returned them.

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from .checks import by_field
 from .data.base import ReadFrom, TextDataset
-from .data.files import (TextColumns, data_columns, has_rows, install_pyarrow, iter_rows, read_texts,
+from .data.files import (TextColumns, data_columns, has_rows, install_pyarrow, is_data_file, iter_rows, read_texts,
                          refuse_compressed_output, refuse_repeated_header, run_columns, text_column_names)
 from .data.multilabel import DEFAULT_LABEL_DELIMITER, LABEL_SET_COLUMNS
 from .errors import AttnclfError, DataError, shown
@@ -212,16 +212,20 @@ def with_file_columns(data: TextDataset, rows: list[dict], columns_of: ColumnsOf
 
 def refuse_clashing_header(read_from: ReadFrom, columns_of: ColumnsOf, label_names: Sequence[str],
                            writer: str) -> None:
-    """``with_file_columns``' one-line errors for a column of the file ``read_from`` names, told from its header
-    before the work that would write the rows: a column the rows have already, or one the header names twice (a
-    JSON line's own columns are told as ``with_file_columns`` reads them).
+    """``with_file_columns``' one-line errors for a column of the file ``read_from`` names, told before the work
+    that would write the rows: a column the rows have already, or one named twice; from its header, or, JSON lines
+    naming their own columns line by line, from every line (one pass through the file, where suspects trains a model
+    per fold).
 
     >>> # refuse_clashing_header(data.read_from, suspect_columns, data.label_names, "suspects --output")
     """
+    written, listed = columns_of(label_names), list(columns_of(["LABEL"]))
     refuse_repeated_header(read_from.path)  # (else told by iter_rows once every suspects fold had trained)
-    header = _other_columns(read_from, data_columns(read_from.path))
-    refuse_clashing_column(read_from.path, "line 1", header, columns_of(label_names), writer,
-                           list(columns_of(["LABEL"])))
+    header = data_columns(read_from.path)
+    refuse_clashing_column(read_from.path, "line 1", _other_columns(read_from, header), written, writer, listed)
+    if not header and is_data_file(read_from.path):  # (JSON lines, or a file of no byte, which has no lines)
+        for where, _, values in iter_rows(read_from.path, read_from.text_column):
+            refuse_clashing_column(read_from.path, where, _other_columns(read_from, values), written, writer, listed)
 
 
 def _other_columns(read_from: ReadFrom, values: dict | list[str]) -> dict:
