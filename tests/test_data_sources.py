@@ -918,6 +918,8 @@ def test_a_csv_repeating_its_header_as_files_joined_by_cat_do_is_refused_at_that
     # A row holding some of the header's words is a row
     kept = _write(tmp_path / "kept.csv", "text,label\ntext,pos\nlabel,neg\nthe label,label\n")
     assert load_file(kept).texts == ["text", "label", "the label"]
+    texts = _write(tmp_path / "texts.csv", "text\na fine film\ntext\n")  # (one column: texts, of which one may be that)
+    assert [text for _, text in iter_texts(texts)] == ["a fine film", "text"]
 
 
 def test_tsv_integer_labels_sort_numerically(tmp_path):

@@ -436,8 +436,9 @@ def _csv_rows(path: Path, delimiter: str, text_columns: tuple[str, ...], label_c
                                                      f"{_space_before_quote(separator)})")
                     )
                 # Files joined with `cat` (a job's part files, each with its header) repeat the header: read as a
-                # row, it is a text "text" of a class "label", which a trained model then predicts.
-                if [row[0].removeprefix("\ufeff"), *row[1:]] == given:
+                # row, it is a text "text" of a class "label", which a trained model then predicts. (A file of one
+                # column is a list of texts, which may hold its name as one.)
+                if len(given) > 1 and [row[0].removeprefix("\ufeff"), *row[1:]] == given:
                     raise DataError(f"{path}, line {start}: the header line again, read as a row (files joined with "
                                     f"their headers, as cat joins them?); remove it")
                 if label_at is not None and _quoted_after_space(row[label_at]):
