@@ -1257,6 +1257,12 @@ def test_a_test_label_that_is_a_training_label_but_for_its_case_says_how_trainin
         ("j.jsonl", '{"text": "a", "label": 1}\n{"text": "b", "label": 0,}\n', ("text", "label"), r"j.jsonl, line 2: malformed JSON"),
         ("r.json", '[{"text": "a", "label": 1}]\n', ("text", "label"), r"r.json, line 1: expected a JSON object, got list; this is a JSON array"),
         ("p.json", '[\n  {"text": "a", "label": 1}\n]\n', ("text", "label"), r"p.json, line 1: malformed JSON: .*; this is a JSON array"),
+        # jq without -c writes each object over several lines
+        ("jq.jsonl", '{\n  "text": "a",\n  "label": 1\n}\n', ("text", "label"), r"jq.jsonl, line 1: malformed JSON: "
+         r"Expecting property name enclosed in double quotes at the end of the line; the object goes on over the next "
+         r"lines: JSON lines hold each object on one line \(jq -c writes them so\)$"),
+        ("jq2.jsonl", '{"text": "a", "label": 1}\n  {\n  "text": "b",\n  "label": 0\n}\n', ("text", "label"),
+         r"jq2.jsonl, line 2: malformed JSON: .*; the object goes on over the next lines"),
         ("k.jsonl", '{"text": "a", "label": 1}\n{"body": "b", "label": 0}\n', ("text", "label"), r"k.jsonl, line 2: no text column 'text'; this line has: 'body', 'label'$"),
         ("k1.jsonl", '{"body": "b", "label": 0}\n', ("text", "label"), r"k1.jsonl, line 1: no text column 'text'; this line has: 'body', 'label' \(say which holds the texts: --text-column NAME"),
         ("m.jsonl", '{"text": "a", "label": 1}\n{"text": "b", "label": null}\n', ("text", "label"), r"m.jsonl, line 2: missing label"),

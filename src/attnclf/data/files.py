@@ -468,6 +468,9 @@ def _jsonl_rows(path: Path, text_columns: tuple[str, ...], label_column: str | N
         except json.JSONDecodeError as exc:  # (its line and column count within this one line)
             where = "the end of the line" if exc.pos >= len(line) else f"column {exc.pos + 1}"
             problem = f"malformed JSON: {exc.msg} at {where}"
+            if line.strip() == "{":  # (an object over several lines, as jq without -c and indent= write one)
+                problem += ("; the object goes on over the next lines: JSON lines hold each object on one line "
+                            "(jq -c writes them so)")
         except RecursionError:  # valid JSON beyond what Python's decoder reads
             problem = "values nested too deep to read (thousands of arrays or objects)"
         except ValueError as exc:  # (Python's own advice, set_int_max_str_digits, is not the user's to take)
