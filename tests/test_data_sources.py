@@ -1257,6 +1257,14 @@ def test_a_test_label_that_is_a_training_label_but_for_its_case_says_how_trainin
         ("j.jsonl", '{"text": "a", "label": 1}\n{"text": "b", "label": 0,}\n', ("text", "label"), r"j.jsonl, line 2: malformed JSON"),
         ("r.json", '[{"text": "a", "label": 1}]\n', ("text", "label"), r"r.json, line 1: expected a JSON object, got list; this is a JSON array"),
         ("p.json", '[\n  {"text": "a", "label": 1}\n]\n', ("text", "label"), r"p.json, line 1: malformed JSON: .*; this is a JSON array"),
+        # pandas' to_json of a whole DataFrame on one line, with orient='index', 'split' or 'table'
+        *((f"{orient}.json", json.dumps(table) + "\n", ("text", "label"),
+           rf"{orient}.json, line 1: no text column 'text'; this line has: .* \(pandas' to_json writes a DataFrame so "
+           rf"with orient='{orient}', the whole table on one line: write one object per row, df.to_json\(path, "
+           rf"orient='records', lines=True\)\)$")
+          for orient, table in (("index", {"0": {"text": "a", "label": 1}, "1": {"text": "b", "label": 0}}),
+                                ("split", {"columns": ["text", "label"], "index": [0], "data": [["a", 1]]}),
+                                ("table", {"schema": {"fields": []}, "data": [{"index": 0, "text": "a", "label": 1}]}))),
         # jq without -c writes each object over several lines
         ("jq.jsonl", '{\n  "text": "a",\n  "label": 1\n}\n', ("text", "label"), r"jq.jsonl, line 1: malformed JSON: "
          r"Expecting property name enclosed in double quotes at the end of the line; the object goes on over the next "

@@ -490,7 +490,8 @@ def _jsonl_rows(path: Path, text_columns: tuple[str, ...], label_column: str | N
         for column, role in _wanted(text_columns, label_column):
             if column not in record:
                 # (on a later line the file's rows just differ: the first line told the columns)
-                hint = _near_miss(column, record) or (_default_named(column, role) if number == 1 and record else "")
+                hint = _near_miss(column, record) or (number == 1 and record and (
+                    _pandas_orient(record, column) or _default_named(column, role)) or "")
                 message = (f"{path}, line {number}: no {role} column {column!r}; this line has"
                            f"{': ' + first_few(record, most=COLUMNS_NAMED) if record else ' no columns'}{hint}")
                 if number == 1 and record:  # (the file's columns, as a header names them)
@@ -498,6 +499,23 @@ def _jsonl_rows(path: Path, text_columns: tuple[str, ...], label_column: str | N
                 raise DataError(message)
         yield (f"line {number}", tuple(record[column] for column in text_columns), record.get(label_column),
                record if whole else None)
+
+
+def _pandas_orient(record: dict, column: str) -> str:
+    """A hint for a JSON object that is a whole DataFrame as pandas' to_json writes it with orient='index' (an object
+    per row, keyed by the row's index), 'split' or 'table' (its rows under "data"), without ``column`` where the rows
+    have it; else "".
+
+    >>> _pandas_orient({"0": {"text": "a", "label": "pos"}}, "text")[:60]
+    " (pandas' to_json writes a DataFrame so with orient='index', "
+    """
+    orient = ("index" if all(isinstance(value, dict) and column in value for value in record.values()) else
+              "split" if isinstance(record.get("data"), list) and "columns" in record else
+              "table" if isinstance(record.get("data"), list) and "schema" in record else None)
+    if orient is None:
+        return ""
+    return (f" (pandas' to_json writes a DataFrame so with orient={orient!r}, the whole table on one line: write one "
+            f"object per row, df.to_json(path, orient='records', lines=True))")
 
 
 KEY_END = re.compile(r'"[ \t\n\r]*:')  # a JSON key ends so (and, rarely, a text's escaped quote before a colon)
