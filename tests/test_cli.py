@@ -104,6 +104,27 @@ def test_predict_from_arguments_file_and_stdin(csv_run, tmp_path, capsys, monkey
     assert "no texts: give them as arguments" in run_error(["predict", str(csv_run)], capsys)
 
 
+@pytest.mark.parametrize("command", ["predict", "explain"])
+def test_a_csv_piped_to_stdin_is_refused_by_its_header_not_read_a_row_a_text_labels_and_all(csv_run, capsys,
+                                                                                          monkeypatch, command):
+    # `cat test.csv | attnclf predict RUN` scored 'text,label' as a text, and each row with its label in its text
+    def piped(raw):
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(raw), encoding="utf-8"))
+
+    for header, kind in (("text,label", "CSV"), ("id\ttext", "TSV")):
+        rows = header.replace("text", "a wonderful story").replace("label", "pos").replace("id", "7")
+        piped(f"{header}\n{rows}\n".encode())
+        assert run_error([command, str(csv_run)], capsys) == (
+            f"attnclf: error: stdin: its first line, {header!r}, is a {kind} header naming the run's text column "
+            f"'text': stdin is read as a text per line, every column of a row (its label too) part of its text; give "
+            f"the file itself, named .{kind.lower()}, with --file, which reads that column")
+    # A text that starts with the column's name, and a line of other names, are texts
+    piped(b"text, of course, is what it reads\nid,review\n")
+    assert main(["predict", str(csv_run)]) == 0
+    assert [json.loads(line)["text"] for line in capsys.readouterr().out.splitlines()] == \
+        ["text, of course, is what it reads", "id,review"]
+
+
 @pytest.mark.parametrize("argv", [["evaluate"], ["faithfulness", "--methods", "occlusion", "--examples", "4"],
                                   ["explain", "--method", "occlusion", "a dull story"]])
 def test_json_is_asked_for_as_format_json_or_json_by_every_command_that_prints_it(csv_run, capsys, argv):

@@ -526,12 +526,40 @@ def _stdin_bytes() -> bytes:
     return sys.stdin.buffer.read()
 
 
+def _stdin_texts(raw: bytes, config: dict) -> list[str]:
+    """stdin's texts, a line each (``text_lines``), or a one-line error where its first is a CSV or TSV header naming
+    the text column of the run (``config``'s): `cat test.csv | attnclf predict RUN` read the header as a text, and
+    each row whole, its label too, as one, the answer part of the input.
+
+    >>> # _stdin_texts(b"id,text,label\\n1,a fine film,pos\\n", {})  # AttnclfError: stdin: its first line, ...
+    """
+    import csv
+
+    from .data.files import text_column_names, text_lines
+    from .errors import shown
+    from .prediction import trained_text_column
+
+    texts = text_lines(raw, "stdin")
+    if texts:
+        columns = text_column_names(trained_text_column(config))
+        for delimiter, kind in ((",", "CSV"), ("\t", "TSV")):
+            names = next(csv.reader([texts[0]], delimiter=delimiter))
+            # (a header's names, unpadded, as pandas and spreadsheets write them: not a text that starts "text, ...")
+            if len(names) > 1 and all(name and name == name.strip() for name in names) and set(columns) & set(names):
+                named = next(column for column in columns if column in names)
+                raise AttnclfError(f"stdin: its first line, {shown(texts[0])}, is a {kind} header naming the run's "
+                                   f"text column {named!r}: stdin is read as a text per line, every column of a row "
+                                   f"(its label too) part of its text; give the file itself, named .{kind.lower()}, "
+                                   f"with --file, which reads that column")
+    return texts
+
+
 def _input_texts(args: argparse.Namespace, config: dict) -> list[str]:
     """Texts from the arguments and --file (``-``: stdin), else from stdin when it is not a terminal (blank lines
     skipped; a blank argument among others is a text, as a data file's empty row is: one answer per argument).
 
     ``config``: the loaded model's, whose text column a data --file is read from unless --text-column names one."""
-    from .data.files import is_data_file, read_texts, run_columns, text_lines
+    from .data.files import is_data_file, read_texts, run_columns
     from .prediction import trained_text_column
 
     if args.text_column and not (args.file and is_data_file(args.file)):
@@ -546,12 +574,12 @@ def _input_texts(args: argparse.Namespace, config: dict) -> list[str]:
     texts = list(args.texts) if any(text.strip() for text in args.texts) else []
     # A file or a pipe with nothing in it gives no texts, and predict no output: a day with nothing to score.
     if args.file == STDIN_FILE:  # (asked for by name, stdin is read at a terminal too, as cat - reads it)
-        return texts + text_lines(_stdin_bytes(), "stdin")
+        return texts + _stdin_texts(_stdin_bytes(), config)
     if args.file:
         with run_columns(args.text_column):
             return texts + read_texts(args.file, args.text_column or trained_text_column(config))
     if not texts and sys.stdin is not None and not sys.stdin.isatty():  # (closed, `<&-`: None, no texts there)
-        return text_lines(sys.stdin.buffer.read(), "stdin")
+        return _stdin_texts(sys.stdin.buffer.read(), config)
     if not texts:
         raise AttnclfError("no texts: give them as arguments, with --file PATH, or on stdin")
     return texts
