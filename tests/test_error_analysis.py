@@ -209,7 +209,8 @@ def test_evaluate_errors_parquet_of_a_column_parquet_cannot_type_is_one_line(spo
     run, _ = sport_and_money_run
     out = tmp_path / "errors.parquet"
     for name, values, detail in (("empty.jsonl", [{}] * 6, "Cannot write struct type 'meta' with no child field"),
-                                 ("mixed.jsonl", [n if n % 2 else str(n) for n in range(1, 7)], "Could not convert")):
+                                 ("mixed.jsonl", [n if n % 2 else str(n) for n in range(1, 7)], "Could not convert"),
+                                 ("big.jsonl", [10 ** 22] * 6, "Python int too large to convert to C long")):
         test = tmp_path / name  # (a test file's other columns are written beside its wrong rows)
         test.write_text("".join(json.dumps({"text": text, "label": label, "meta": value}) + "\n"
                                 for (text, label), value in zip(TEST_ROWS, values)), encoding="utf-8")

@@ -321,7 +321,9 @@ def test_json_lines_values_parquet_cannot_type_are_one_line_and_leave_no_output(
             ("mixed.jsonl", ['{"text": "i loved it", "id": 1}', '{"text": "i hated it", "id": "2"}'],
              "Could not convert '2' with type str: tried to convert to int64"),
             ("empty.jsonl", ['{"text": "i loved it", "meta": {}}', '{"text": "i hated it", "meta": {}}'],
-             "Cannot write struct type 'meta' with no child field to Parquet")):
+             "Cannot write struct type 'meta' with no child field to Parquet"),
+            ("big.jsonl", ['{"text": "i loved it", "id": 1}', '{"text": "i hated it", "id": 10000000000000000000000}'],
+             "Python int too large to convert to C long")):
         source = tmp_path / name
         source.write_text("\n".join(lines) + "\n", encoding="utf-8")
         err = cli_error(["predict", str(run), "--file", str(source), "--output", str(output)])

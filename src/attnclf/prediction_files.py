@@ -288,8 +288,9 @@ def write_rows(rows: list[dict], output: Path, columns: dict[str, type | None], 
                 schema = pa.schema([pa.field(name, types[kind] if kind else _read_type(pa, name, rows))
                                     for name, kind in columns.items()])
                 pq.write_table(pa.Table.from_pylist(rows, schema=schema), tmp)
-            # (a JSON lines column of numbers and strings, or of empty objects, which Parquet has no type for)
-            except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
+            # (a JSON lines column of numbers and strings, of empty objects, which Parquet has no type for, or of
+            # an integer past 64 bits, which pyarrow refuses as an OverflowError)
+            except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError) as exc:
                 raise DataError(f"{output}: a column's values are of more than one type, or of one Parquet has none "
                                 f"for ({' '.join(str(exc).split())}); write .jsonl, which keeps each value as it "
                                 f"is") from None
@@ -390,7 +391,7 @@ def _write_parquet(tmp: str, chunks: Iterator[list[tuple[str, dict]]], added: li
     try:
         for chunk in chunks:
             # (a JSON line's values type the columns: the first rows' may mix types, 1 and "2", or hold an empty
-            # object, which Parquet has no type for; a later row's may be unlike them)
+            # object or an integer past 64 bits, which Parquet has no type for; a later row's may be unlike them)
             try:
                 if schema is None:
                     schema = _parquet_schema(pa, source, [record for _, record in chunk], added)
@@ -398,7 +399,7 @@ def _write_parquet(tmp: str, chunks: Iterator[list[tuple[str, dict]]], added: li
                 for where, record in chunk:
                     _refuse_other_columns(source, where, record, schema.names)
                 writer.write_table(pa.Table.from_pylist([record for _, record in chunk], schema=schema))
-            except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
+            except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError) as exc:
                 raise DataError(f"{source}, {chunk[0][0]} to {chunk[-1][0]}: a column's values are of more than one "
                                 f"type, or of one Parquet has none for ({' '.join(str(exc).split())}); write .jsonl, "
                                 f"which keeps each value as it is") from None
