@@ -135,7 +135,7 @@ def _not_text(start: bytes, named: bool = True) -> str | None:
     """What to say of bytes, not UTF-8, that start as a compressed file's, an archive's or a Parquet file's do; else
     None. ``named``: the bytes are a file's, which a suffix can say how to read (not stdin's).
 
-    >>> _not_text(b"\x1f\x8b\x08\x00"), _not_text(b"caf\xe9")
+    >>> _not_text(b"\\x1f\\x8b\\x08\\x00"), _not_text(b"caf\\xe9")
     ('the file is gzip-compressed (it starts as those files do), not text: decompress it (gunzip), or add .gz to its \
 name, which reads it decompressed', None)
     """
@@ -507,7 +507,7 @@ def _pandas_orient(record: dict, column: str) -> str:
     have it; else "".
 
     >>> _pandas_orient({"0": {"text": "a", "label": "pos"}}, "text")[:60]
-    " (pandas' to_json writes a DataFrame so with orient='index', "
+    " (pandas' to_json writes a DataFrame so with orient='index',"
     """
     orient = ("index" if all(isinstance(value, dict) and column in value for value in record.values()) else
               "split" if isinstance(record.get("data"), list) and "columns" in record else
