@@ -673,6 +673,39 @@ def test_a_saved_estimator_is_a_run_that_predicts_what_the_estimator_predicts(da
     assert main(["explain", str(path), test_x[0]]) == 0
 
 
+def test_evaluate_and_misclassified_score_a_fitted_estimator_as_its_predict_answers(data, saved, tmp_path):
+    # A notebook's `evaluate(est, (texts, labels))` was an AttributeError on label_names; a run folder's path one on
+    # its str, an empty (texts, labels) scikit-learn's "Found empty input array (e.g., `y_true` or `y_pred`)".
+    from attnclf.errors import DataError
+    from attnclf.evaluation import evaluate, misclassified
+
+    clf, path = saved
+    test_x = data[2][:60]
+    test_y = np.array([7 if label == "positive" else 3 for label in data[3][:60]], dtype=np.uint8)
+    assert evaluate(clf, (test_x, test_y))["accuracy"] == clf.score(test_x, test_y)
+    # At its own operating point, as its predict answers (and not at another given to evaluate)
+    pointed = AttentionTextClassifier.load(path).set_params(threshold=(7, 0.9))
+    assert pointed.score(test_x, test_y) != clf.score(test_x, test_y)
+    assert evaluate(pointed, (test_x, test_y))["accuracy"] == pointed.score(test_x, test_y)
+    assert evaluate(pointed, (test_x, test_y), threshold=None)["threshold"]["probability"] == 0.9
+    assert evaluate(pointed, (test_x, test_y), threshold="7=0.1")["threshold"]["probability"] == 0.1
+    predicted = pointed.predict(test_x)
+    wrong = misclassified(pointed, (test_x, test_y))
+    assert len(wrong) == int((predicted != test_y).sum())
+    assert all(row["predicted_label"] == str(predicted[row["row"] - 1]) for row in wrong)
+    assert evaluate(clf.classifier_, (test_x, test_y), against=pointed)["against"]["right_there_alone"] == 0
+    with pytest.raises(NotFittedError):
+        evaluate(AttentionTextClassifier(), (test_x, test_y))
+    with pytest.raises(AttnclfError, match=rf"^classifier is a path, not a model: load it first, "
+                                           rf"Classifier.load\('{re.escape(str(path))}'\)$"):
+        evaluate(str(path), (test_x, test_y))
+    with pytest.raises(AttnclfError, match=r"^classifier must be a Classifier, an Ensemble or a fitted "
+                                           r"AttentionTextClassifier, not dict$"):
+        misclassified({}, (test_x, test_y))
+    with pytest.raises(DataError, match=r"^test: no texts to score$"):
+        evaluate(clf, ([], []))
+
+
 def test_load_gives_back_the_fitted_estimator(data, saved):
     clf, path = saved
     again = AttentionTextClassifier.load(path)

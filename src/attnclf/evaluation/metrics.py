@@ -146,9 +146,17 @@ def evaluate(classifier, data, errors: str | Path | None = None, overwrite: bool
     >>> # evaluate(clf, scoring_data(clf, split="validation"), operating_points="fraud")["operating_points"]
     >>> # evaluate(clf, scoring_data(clf), threshold=("fraud", 0.7))["per_class"]["fraud"]["precision"]
     >>> # evaluate(clf, scoring_data(clf), against=Classifier.load("runs/old"))["against"]["p_value"]
+
+    A fitted ``AttentionTextClassifier`` is scored as its ``classifier_``, at its own ``threshold`` unless
+    ``threshold`` is given, so the figures are those of its ``predict``:
+
+    >>> # evaluate(AttentionTextClassifier().fit(texts, labels), (test.text, test.label))["accuracy"]
     """
-    threshold = class_threshold(threshold, classifier.label_names, classifier.multi_label, named)
+    classifier, own_threshold = _scoring_model(classifier, "classifier")
+    threshold = class_threshold(own_threshold if threshold is None else threshold, classifier.label_names,
+                                classifier.multi_label, named)
     if against is not None:  # (before predicting)
+        against = _scoring_model(against, named("against"))[0]
         refuse_unpaired(classifier, against, named)
     if operating_points is not None:  # (before predicting, as a bad errors file is)
         refuse_unknown_class(classifier.label_names, operating_points, named("operating_points"),
@@ -353,9 +361,36 @@ def misclassified(classifier, data) -> list[dict]:
     """
     from ..prediction_files import with_file_columns
 
+    classifier, threshold = _scoring_model(classifier, "classifier")
+    threshold = class_threshold(threshold, classifier.label_names, classifier.multi_label)
     data, probabilities = _scored(classifier, data)
-    return with_file_columns(data, _wrong_rows(classifier, data, probabilities), _errors_columns(data.multi_label),
-                             ERRORS_WRITER)[0]
+    return with_file_columns(data, _wrong_rows(classifier, data, probabilities, threshold),
+                             _errors_columns(data.multi_label), ERRORS_WRITER)[0]
+
+
+def _scoring_model(model, name: str) -> tuple:
+    """``model`` as ``evaluate`` scores it, and the operating point its own predictions apply (None, or the
+    ``threshold`` of an estimator): a ``Classifier``, ``Ensemble`` or ``OnnxClassifier`` as it is, a fitted
+    ``AttentionTextClassifier`` as its ``classifier_``. Anything else, a run folder's path among them, is one line
+    naming ``name``, where it was an AttributeError on ``label_names``.
+
+    >>> _scoring_model("runs/demo", "classifier")
+    Traceback (most recent call last):
+    attnclf.errors.AttnclfError: classifier is a path, not a model: load it first, Classifier.load('runs/demo')
+    """
+    from sklearn.utils.validation import check_is_fitted
+
+    from ..sklearn import AttentionTextClassifier
+
+    if isinstance(model, AttentionTextClassifier):
+        check_is_fitted(model, "classifier_")  # (scikit-learn's NotFittedError, as its predict raises)
+        return model.classifier_, model._class_threshold(model.classifier_.label_names)
+    if isinstance(model, (str, Path)):
+        raise AttnclfError(f"{name} is a path, not a model: load it first, Classifier.load({str(model)!r})")
+    if not all(hasattr(model, attribute) for attribute in ("label_names", "multi_label", "predict_proba")):
+        raise AttnclfError(f"{name} must be a Classifier, an Ensemble or a fitted AttentionTextClassifier, not "
+                           f"{type(model).__name__}")
+    return model, None
 
 
 ERRORS_WRITER = "evaluate --errors"  # (what a clash of the file's columns with the written ones names)
@@ -495,6 +530,8 @@ def _scored(classifier, data):
     if not isinstance(data, TextDataset):  # (a pair of texts and labels failed on `'tuple' object has no attribute`)
         raise AttnclfError(f"data must be texts and their labels, (texts, labels), or a TextDataset "
                            f"(scoring_data(classifier, test_file=...) reads one from a file), not {type(data).__name__}")
+    if len(data) == 0:  # (scikit-learn's "Found empty input array (e.g., `y_true` or `y_pred`)" named neither)
+        raise DataError(f"{data.name or data.split}: no texts to score")
     _refuse_other_kind(classifier, data)
     # Scored by position, labels numbered in another order would give a wrong score, silently.
     data = align_labels(data, list(classifier.label_names))
