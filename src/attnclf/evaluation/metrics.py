@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import shlex
+import sys
 from pathlib import Path
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Sequence
@@ -378,11 +379,10 @@ def _scoring_model(model, name: str) -> tuple:
     Traceback (most recent call last):
     attnclf.errors.AttnclfError: classifier is a path, not a model: load it first, Classifier.load('runs/demo')
     """
-    from sklearn.utils.validation import check_is_fitted
+    estimators = sys.modules.get("attnclf.sklearn")  # (an estimator means it is loaded: no import)
+    if estimators is not None and isinstance(model, estimators.AttentionTextClassifier):
+        from sklearn.utils.validation import check_is_fitted
 
-    from ..sklearn import AttentionTextClassifier
-
-    if isinstance(model, AttentionTextClassifier):
         check_is_fitted(model, "classifier_")  # (scikit-learn's NotFittedError, as its predict raises)
         return model.classifier_, model._class_threshold(model.classifier_.label_names)
     if isinstance(model, (str, Path)):
