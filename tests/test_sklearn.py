@@ -706,6 +706,30 @@ def test_evaluate_and_misclassified_score_a_fitted_estimator_as_its_predict_answ
         evaluate(clf, ([], []))
 
 
+def test_an_ensemble_of_fitted_estimators_averages_their_probabilities(data, saved):
+    # Ensemble([est_a, est_b]) was an AttributeError on config, Ensemble.load([clf]) a TypeError from Path.
+    from attnclf import Classifier, Ensemble
+
+    clf, path = saved
+    y = np.array([7 if label == "positive" else 3 for label in data[1][:120]], dtype=np.uint8)  # (saved's)
+    other = AttentionTextClassifier("boe", **SMALL, random_state=1).fit(data[0][:120], y)
+    test_x = data[2][:30]
+    averaged = Ensemble([clf, other]).predict_proba(test_x)
+    assert not np.allclose(clf.predict_proba(test_x), other.predict_proba(test_x))  # (the mean is not a copy)
+    np.testing.assert_allclose(averaged, (clf.predict_proba(test_x) + other.predict_proba(test_x)) / 2, atol=1e-6)
+    with pytest.raises(NotFittedError):
+        Ensemble([clf, AttentionTextClassifier()])
+    with pytest.raises(AttnclfError, match=rf"^members\[1\] is a path, not a loaded run: "
+                                           rf"Ensemble.load\(\['{re.escape(str(path))}', \.\.\.\]\) loads folders$"):
+        Ensemble([clf, path])
+    with pytest.raises(AttnclfError, match=r"^members\[0\] must be a Classifier or a fitted AttentionTextClassifier, "
+                                           r"not int$"):
+        Ensemble([3])
+    with pytest.raises(AttnclfError, match=r"^Ensemble.load takes run folders, not Classifier: runs loaded already, "
+                                           r"or fitted estimators, make one as Ensemble\(\[first, second, \.\.\.\]\)$"):
+        Ensemble.load([path, Classifier.load(path)])
+
+
 def test_load_gives_back_the_fitted_estimator(data, saved):
     clf, path = saved
     again = AttentionTextClassifier.load(path)

@@ -22,7 +22,9 @@ held out the same ones (``--split-seed``), else the mean of the members' own thr
 
 from __future__ import annotations
 
+import os
 import shutil
+import sys
 from functools import lru_cache
 from contextlib import ExitStack
 from pathlib import Path
@@ -103,6 +105,7 @@ class Ensemble:
                  thresholds: Sequence[float] | None = None):
         if not members:
             raise AttnclfError("an ensemble needs at least one run")
+        members = [_member(member, i) for i, member in enumerate(members)]
         # The member `explain` points to: a run directory when loaded from one, else the member in Python.
         self._first_member = names[0] if names else "ensemble.members[0]"
         names = list(names or [f"member {i}" for i in range(len(members))])
@@ -151,6 +154,10 @@ class Ensemble:
         from .classifier import Classifier
 
         run_dirs = run_dir_list(run_dirs)
+        loaded = next((run_dir for run_dir in run_dirs if not isinstance(run_dir, (str, os.PathLike))), None)
+        if loaded is not None:  # (Path() of it was a TypeError naming no remedy)
+            raise AttnclfError(f"Ensemble.load takes run folders, not {type(loaded).__name__}: runs loaded already, "
+                               f"or fitted estimators, make one as Ensemble([first, second, ...])")
         ensemble_folder = run_dirs[0] if len(run_dirs) == 1 and is_ensemble_dir(run_dirs[0]) else None
         run_dirs = member_dirs(ensemble_folder) if ensemble_folder else run_dirs
         folder = next((run_dir for run_dir in run_dirs if is_ensemble_dir(run_dir)), None)
@@ -219,6 +226,30 @@ class Ensemble:
                     for row, count in zip(probabilities, counts)]
         return [Prediction.from_scores(row, self.label_names, [], None, count, threshold)
                 for row, count in zip(probabilities, counts)]
+
+
+def _member(member, i: int):
+    """``member`` as an ensemble reads it: a ``Classifier`` (or ``OnnxClassifier``) as it is, a fitted
+    ``AttentionTextClassifier`` as its ``classifier_``; anything else, a run folder's path among them, one line
+    naming it, where it was an AttributeError on ``config``.
+
+    >>> _member("runs/a", 0)
+    Traceback (most recent call last):
+    attnclf.errors.AttnclfError: members[0] is a path, not a loaded run: Ensemble.load(['runs/a', ...]) loads folders
+    """
+    estimators = sys.modules.get("attnclf.sklearn")  # (an estimator means it is loaded: no import, serve's included)
+    if estimators is not None and isinstance(member, estimators.AttentionTextClassifier):
+        from sklearn.utils.validation import check_is_fitted
+
+        check_is_fitted(member, "classifier_")  # (scikit-learn's NotFittedError, as its predict raises)
+        return member.classifier_
+    if isinstance(member, (str, os.PathLike)):
+        raise AttnclfError(f"members[{i}] is a path, not a loaded run: Ensemble.load([{str(member)!r}, ...]) loads "
+                           f"folders")
+    if not all(hasattr(member, attribute) for attribute in ("label_names", "multi_label", "config", "scores")):
+        raise AttnclfError(f"members[{i}] must be a Classifier or a fitted AttentionTextClassifier, not "
+                           f"{type(member).__name__}")
+    return member
 
 
 def _given_thresholds(thresholds, label_names: list[str]) -> np.ndarray:
