@@ -288,6 +288,10 @@ def test_a_missing_text_in_a_nullable_string_column_is_named_as_missing(data):
 
 @pytest.mark.parametrize("X, y, message", [
     ("one string", ["a"], "pass a list of texts as X, not a single string"),
+    # numpy's one text (an item of an array of texts, or a 0-dimensional array) was "got shape ()"
+    (np.array(["one string"])[0], ["a"], "^pass a list of texts as X, not a single string$"),
+    (np.array("one string"), ["a"], r"^pass a list of texts as X, not a single value \(a 0-dimensional ndarray: "
+                                    r"'one string'\); wrap it in a list$"),
     (b"bytes", ["a"], "pass a list of texts as X, not bytes; decode it first"),
     (["w1", "half a pair \udc80"], ["a", "b"], r"X\[1\] is not valid Unicode: a lone surrogate \(U\+DC80\)"),
     (["w1", 5], ["a", "b"], r"X\[1\] is int"),

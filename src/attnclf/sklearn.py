@@ -720,7 +720,7 @@ def _texts(X) -> list[str]:
         X = X.iloc[:, 0] if hasattr(X, "iloc") else X[:, 0]
     if getattr(X, "ndim", 1) == 2 and X.shape[1] > 1:
         return _joined_columns(X)
-    if getattr(X, "ndim", 1) != 1:
+    if getattr(X, "ndim", 1) > 1:  # (a 0-dimensional one is one text: check_texts says so, "got shape ()" did not)
         raise AttnclfError(f"X must be one text per row, one-dimensional or text columns; got shape {X.shape}")
     return check_texts(X, name="X")
 
