@@ -257,6 +257,27 @@ def test_the_package_offers_its_exports_to_dir_and_help():
         assert name in page, name
 
 
+def test_every_dotted_name_the_documents_give_resolves_after_a_bare_import():
+    """README's ``attnclf.errors.AttnclfWarning`` (for ``warnings.filterwarnings``), ``attnclf.training.run_data.
+    scoring_data`` and the like were an AttributeError after ``import attnclf`` alone, unless something had imported
+    their module already; each is looked up in a fresh interpreter, the way a notebook's first cell would."""
+    import subprocess
+    import sys
+
+    text = "\n".join(path.read_text(encoding="utf-8") for path in [ROOT / "README.md", *(ROOT / "docs").glob("*.md")])
+    names = sorted(set(re.findall(r"(?<![\w./-])attnclf(?:\.\w+)+", text)))
+    assert "attnclf.errors.AttnclfWarning" in names and "attnclf.training.run_data.scoring_data" in names
+    code = ("import sys, attnclf\n"
+            "for name in sys.argv[1:]:\n"
+            "    value = attnclf\n"
+            "    for part in name.split('.')[1:]:\n"
+            "        value = getattr(value, part)\n"
+            "print(getattr(attnclf, 'nope', 'no such attribute'))\n")
+    done = subprocess.run([sys.executable, "-c", code, *names], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "no such attribute"  # (a name no module has is Python's AttributeError still)
+
+
 def test_the_main_objects_public_methods_show_an_example():
     """What ``help(Classifier)`` and the rest show a notebook user: each method of attnclf's own, with an example."""
     import inspect

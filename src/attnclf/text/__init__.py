@@ -11,7 +11,9 @@ def __getattr__(name: str):
         from . import batching
 
         return getattr(batching, name)
-    raise AttributeError(f"module 'attnclf.text' has no attribute {name!r}")
+    from attnclf import submodule  # its modules (.windows, .batching, ...), as attnclf's own
+
+    return submodule(__name__, name)
 
 
 __all__ = ["Batch", "BucketBatches", "collate", "CleaningConfig", "clean", "PAD_ID", "UNK_ID",
