@@ -20,9 +20,6 @@ Bad input raises ``attnclf.errors.AttnclfError`` (a ``ValueError``) in one line.
 True
 """
 
-import importlib
-import importlib.util
-
 __version__ = "0.1.0"
 
 
@@ -40,18 +37,21 @@ def __getattr__(name: str):
         from . import sklearn
 
         return sklearn.AttentionTextClassifier
-    return submodule(__name__, name)
+    return _submodule(__name__, name)
 
 
-def submodule(package: str, name: str):
+def _submodule(package: str, name: str):
     """The module ``name`` of ``package``, imported when first asked for, for a package's ``__getattr__``: a module
     named as README names it (``attnclf.errors.AttnclfWarning``, ``attnclf.training.run_data.scoring_data``) after
     a bare ``import attnclf`` was an AttributeError unless something had imported it already. Anything else is
     the AttributeError Python raises (a name from ``_``, ``__main__`` among them, never: that one runs the CLI).
 
-    >>> submodule("attnclf", "errors").AttnclfWarning.__name__
+    >>> _submodule("attnclf", "errors").AttnclfWarning.__name__
     'AttnclfWarning'
     """
+    import importlib
+    import importlib.util
+
     if not name.startswith("_") and importlib.util.find_spec(f"{package}.{name}") is not None:
         return importlib.import_module(f"{package}.{name}")
     raise AttributeError(f"module {package!r} has no attribute {name!r}")

@@ -2,6 +2,6 @@
 
 
 def __getattr__(name: str):
-    from attnclf import submodule  # its modules (.files, .base, ...), as attnclf's own
+    from attnclf import _submodule  # its modules (.files, .base, ...), as attnclf's own
 
-    return submodule(__name__, name)
+    return _submodule(__name__, name)

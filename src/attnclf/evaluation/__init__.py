@@ -12,6 +12,6 @@ __all__ = ["compute_metrics", "evaluate", "misclassified", "pick_examples"]
 def __getattr__(name: str):
     if name in __all__:
         return getattr(importlib.import_module(".metrics", __name__), name)
-    from attnclf import submodule  # its modules (.calibration, .multilabel, ...), as attnclf's own
+    from attnclf import _submodule  # its modules (.calibration, .multilabel, ...), as attnclf's own
 
-    return submodule(__name__, name)
+    return _submodule(__name__, name)

@@ -19,9 +19,9 @@ def __getattr__(name: str):
         from . import onnx
 
         return getattr(onnx, name)
-    from attnclf import submodule  # its modules (.onnx, .runtime), as attnclf's own
+    from attnclf import _submodule  # its modules (.onnx, .runtime), as attnclf's own
 
-    return submodule(__name__, name)
+    return _submodule(__name__, name)
 
 
 __all__ = ["OnnxClassifier", "check_data", "export_onnx", "onnx_graph"]

@@ -11,9 +11,9 @@ def __getattr__(name: str):
         from . import batching
 
         return getattr(batching, name)
-    from attnclf import submodule  # its modules (.windows, .batching, ...), as attnclf's own
+    from attnclf import _submodule  # its modules (.windows, .batching, ...), as attnclf's own
 
-    return submodule(__name__, name)
+    return _submodule(__name__, name)
 
 
 __all__ = ["Batch", "BucketBatches", "collate", "CleaningConfig", "clean", "PAD_ID", "UNK_ID",

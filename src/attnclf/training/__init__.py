@@ -14,6 +14,6 @@ __all__ = ["resolve_device", "TrainConfig", "Trainer"]
 def __getattr__(name: str):
     if name in ("TrainConfig", "Trainer"):
         return getattr(importlib.import_module(".trainer", __name__), name)
-    from attnclf import submodule  # its modules (.run_data, .refit, .suspects, ...), as attnclf's own
+    from attnclf import _submodule  # its modules (.run_data, .refit, .suspects, ...), as attnclf's own
 
-    return submodule(__name__, name)
+    return _submodule(__name__, name)
