@@ -9,7 +9,7 @@ import pytest
 
 from attnclf.cli import main
 from attnclf.errors import AttnclfError
-from attnclf.prediction import class_threshold, decided_classes
+from attnclf.prediction import ClassThreshold, class_threshold, decided_classes
 
 TEXTS = ["the plot was brilliant", "the acting was not good", "a dull and tedious film", "a wonderful ending",
          "the music was fine"]
@@ -40,6 +40,16 @@ def test_a_threshold_is_written_as_a_pair_or_as_the_command_line_spells_it():
     assert class_threshold("a=b=0.5", ["a=b", "c"]).label == "a=b"  # (the last = splits: a class may hold one)
     assert class_threshold(("pos", 0.7), ["neg", "pos"]).to_dict() == {"class": "pos", "probability": 0.7}
     assert class_threshold(None, ["neg", "pos"]) is None
+
+
+def test_a_threshold_names_a_class_by_the_number_or_boolean_the_run_names_as_text():
+    # A notebook's estimator fitted on 0/1 saves a run of classes "0" and "1", whose Classifier refused
+    # threshold=(1, 0.9) as "1 is not one of the run's 2 classes: '0', '1'" (the estimator itself took it).
+    assert class_threshold((1, 0.9), ["0", "1"]) == ClassThreshold("1", 1, 0.9)
+    assert class_threshold((np.int64(7), 0.9), ["3", "7"]) == ClassThreshold("7", 1, 0.9)
+    assert class_threshold((np.bool_(False), 0.9), ["False", "True"]) == ClassThreshold("False", 0, 0.9)
+    with pytest.raises(AttnclfError, match=r"^threshold: 2 is not one of the run's 2 classes: '0', '1'$"):
+        class_threshold((2, 0.9), ["0", "1"])  # (a number is a name, never an index, as explain's target= is)
 
 
 @pytest.mark.parametrize("threshold, words", [

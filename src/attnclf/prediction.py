@@ -259,7 +259,8 @@ def class_threshold(threshold, label_names: Sequence[str], multi_label: bool = F
     """``threshold`` as a ``ClassThreshold`` of a run's ``label_names``: a pair ``(class, probability)``, or the
     command line's ``"CLASS=P"`` (split at its last ``=``: a class name may hold one); None stays None. A
     ``multi_label`` run's names one of its labels, whose tuned threshold it replaces. One line (naming
-    ``named("threshold")``) for a malformed one, a class the run lacks, or a probability outside (0, 1).
+    ``named("threshold")``) for a malformed one, a class the run lacks, or a probability outside (0, 1). A pair's class
+    named by a number or a boolean may be given as it (``(1, 0.7)`` for the class "1"), never as an index.
 
     >>> class_threshold("pos=0.7", ["neg", "pos"])
     ClassThreshold(label='pos', index=1, probability=0.7)
@@ -283,6 +284,10 @@ def class_threshold(threshold, label_names: Sequence[str], multi_label: bool = F
             raise AttnclfError(f"{asked} {shown(threshold)}: {shown(value)} is not a number") from None
     elif isinstance(threshold, (tuple, list)) and len(threshold) == 2:
         name, probability = threshold
+        if isinstance(name, (int, np.integer, np.bool_)) and str(name) in label_names:
+            # (a run names the class 1 "1", as the estimator's threshold and evaluate's labels read it; it was refused
+            # as "1 is not one of the run's 2 classes: '0', '1'")
+            name = str(name)
         if isinstance(probability, bool) or not isinstance(probability, (int, float, np.integer, np.floating)):
             raise AttnclfError(f"{asked}: the probability {shown(probability)} is not a number")
         try:
