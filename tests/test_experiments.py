@@ -141,6 +141,23 @@ def test_compare_refuses_a_cell_trained_on_a_split_the_data_no_longer_gives(comp
 
 
 
+def test_compare_refuses_a_cell_tested_on_texts_the_test_file_no_longer_gives(tmp_path, capsys):
+    # Reused, the seed-0 cell kept its score on the old test file beside seed 1's on the new one, in one mean.
+    (tmp_path / "train.csv").write_text("text,label\n" + "".join(f"good {i},pos\nbad {i},neg\n" for i in range(30)))
+    test = tmp_path / "test.csv"
+    test.write_text("text,label\n" + "".join(f"good {i},pos\nbad {i},neg\n" for i in range(10)))
+    argv = ["compare", "--train-file", str(tmp_path / "train.csv"), "--test-file", str(test), "--models", "boe",
+            "--no-reference", "--epochs", "1", "--min-frequency", "1", "--threads", "1", "--quiet",
+            "--output", str(tmp_path / "exp")]
+    assert main(argv + ["--seeds", "1"]) == 0
+    test.write_text("text,label\n" + "".join(f"good {i},pos\nbad {i},neg\n" for i in range(5)))  # edited since
+    capsys.readouterr()
+    assert main(argv + ["--seeds", "2"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "boe-seed0 was tested on other texts than test.csv" in err
+    assert not (tmp_path / "exp" / "runs" / "boe-seed1").exists()  # refused before any other cell trained
+
+
 def test_a_cell_another_process_is_writing_into_is_refused_and_left_as_it_was(tmp_path, capsys, held_elsewhere,
                                                                             files_but_the_lock):
     # Experiments took no lock of their own: two given one --output wrote their tables in turn, one's comparison.md

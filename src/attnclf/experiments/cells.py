@@ -4,8 +4,8 @@ An experiment is a list of variants trained under one shared ``Setup``, once
 per seed. Every cell is an ordinary run directory under ``<output>/runs/``, so
 a rerun skips finished cells (``metrics.json`` exists), resumes interrupted
 ones (``checkpoint/`` exists), and refuses a directory trained with other
-settings, or on a split that has changed since, rather than mixing two budgets
-or two datasets in one table.
+settings, or on a split or test texts that have changed since, rather than mixing
+two budgets or two datasets in one table.
 
 >>> setup = Setup(DataSettings(dataset="synthetic"), train={"epochs": 1}, seeds=(0,))
 >>> # records = run_variants(setup, [Variant("boe", "boe")], "experiments/demo")
@@ -303,19 +303,31 @@ def _typed_as(differences, model_config: dict) -> str | None:
 
 
 def check_same_split(run_dir: Path, settings: RunSettings) -> None:
-    """Refuse a finished cell whose recorded validation texts the data no longer gives (a dataset's split
-    changed since, or its file was edited): its scores would describe other data. Older cells record none."""
-    held_out = held_out_fingerprint(read_json(run_dir / "config.json"))
+    """Refuse a finished cell whose recorded validation or test texts the data no longer gives (a dataset's split
+    changed since, or its file was edited): its scores would describe other data than the cells trained now, in one
+    table. Older cells record neither."""
+    recorded = read_json(run_dir / "config.json")
+    held_out, tested = held_out_fingerprint(recorded), recorded.get("data", {}).get("test_sha256")
+    if not (held_out or tested):
+        return
     data = json.dumps(asdict(settings.data), sort_keys=True)
-    if held_out and held_out != _validation_fingerprint(data, settings.data.data_seed(settings.train.seed)):
+    validation_now, test_now = _split_fingerprints(data, settings.data.data_seed(settings.train.seed))
+    if held_out and held_out != validation_now:
         raise RunDirError(f"{run_dir} was trained on another split of {settings.data.describe()} than it gives now; "
                           f"delete it or give another --output")
+    if tested and tested != test_now:  # (the same test texts for every seed: each reused cell would be stale)
+        where = Path(settings.data.test_file).name if settings.data.test_file else settings.data.describe()
+        raise RunDirError(f"{run_dir} was tested on other texts than {where} gives now (the data changed since), so "
+                          f"its scores would sit beside scores on the new ones; delete it or give another --output")
 
 
 @functools.lru_cache(maxsize=4)
-def _validation_fingerprint(data: str, seed: int) -> str:
-    """``texts_fingerprint`` of a split's validation texts, loaded once per experiment, not once per cell."""
-    return texts_fingerprint(load_data(DataSettings(**json.loads(data)), seed).validation)
+def _split_fingerprints(data: str, seed: int) -> tuple[str, str | None]:
+    """``texts_fingerprint`` of a split's validation and test texts (None: no test split), loaded once per
+    experiment, not once per cell."""
+    splits = load_data(DataSettings(**json.loads(data)), seed)
+    return (texts_fingerprint(splits.validation),
+            None if splits.test is None else texts_fingerprint(splits.test))
 
 
 def measure_throughput(run_dir: Path, texts: list[str], device: str = "auto") -> float:
