@@ -734,6 +734,23 @@ def test_reference_result_cached_by_an_older_version_is_reused(tmp_path):
                            0, tmp_path)["accuracy"] != -1.0  # other data: refitted
 
 
+def test_reference_result_is_refitted_when_its_file_was_edited_since(tmp_path):
+    # Same settings, other texts: the cached record scored the old test file, beside neural cells on the new one.
+    from attnclf.experiments.reference import tfidf_reference
+
+    test = tmp_path / "test.csv"
+    (tmp_path / "train.csv").write_text("text,label\n" + "".join(f"good {i},pos\nbad {i},neg\n" for i in range(30)))
+    test.write_text("text,label\n" + "".join(f"good {i},pos\nbad {i},neg\n" for i in range(10)))
+    setup = Setup(data=DataSettings(train_file=str(tmp_path / "train.csv"), test_file=str(test)), throughput_texts=10)
+    tfidf_reference(setup, 0, tmp_path / "ref")
+    saved = json.loads((tmp_path / "ref" / "result.json").read_text())
+    saved["record"]["accuracy"] = -1.0  # a refit would not give this
+    (tmp_path / "ref" / "result.json").write_text(json.dumps(saved))
+    assert tfidf_reference(setup, 0, tmp_path / "ref")["accuracy"] == -1.0  # unchanged: reused
+    test.write_text("text,label\n" + "".join(f"good {i},pos\nbad {i},neg\n" for i in range(5)))
+    assert tfidf_reference(setup, 0, tmp_path / "ref")["accuracy"] != -1.0
+
+
 def test_hold_out_latest_on_a_file_validates_on_each_classs_last_rows(tmp_path):
     path = tmp_path / "by_date.csv"
     path.write_text("text,label\n" + "".join(f"text {i},{'neg' if i % 3 == 0 else 'pos'}\n" for i in range(30)))

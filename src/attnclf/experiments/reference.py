@@ -20,7 +20,7 @@ import numpy as np
 from ..errors import AttnclfError
 from ..evaluation.metrics import compute_metrics
 from ..rundir import atomic_write_json, check_fields, output_folder, read_json
-from ..training.run_data import align_labels, load_data
+from ..training.run_data import align_labels, load_data, texts_fingerprint
 from ..training.settings import DataSettings
 from .cells import Setup
 
@@ -55,14 +55,16 @@ def _tfidf_reference(setup: Setup, seed: int, run_dir: Path) -> dict:
     from sklearn.metrics import f1_score
 
     key = {"data": asdict(setup.data), "seed": seed, "c_grid": list(C_GRID), "throughput_texts": setup.throughput_texts}
-    cache = run_dir / "result.json"
-    if cache.exists():
-        saved = check_fields(cache, read_json(cache), {})  # (an object; a key of other settings is refitted)
-        if _with_defaults(saved.get("key")) == key:
-            return check_fields(cache, saved, {"record": RECORD_FIELDS})["record"]
     splits = load_data(setup.data, seed)
     train, validation = splits.train, align_labels(splits.validation, splits.train.label_names)
     test = align_labels(splits.test, train.label_names) if splits.test is not None else validation
+    # The texts too: a file edited since gives other splits under the same settings (an older cache lacks them)
+    fingerprints = [texts_fingerprint(part) for part in (train, validation, test)]
+    cache = run_dir / "result.json"
+    if cache.exists():
+        saved = check_fields(cache, read_json(cache), {})  # (an object; a key of other settings is refitted)
+        if _with_defaults(saved.get("key")) == key and saved.get("texts", fingerprints) == fingerprints:
+            return check_fields(cache, saved, {"record": RECORD_FIELDS})["record"]
 
     started_wall, started_cpu = time.perf_counter(), time.process_time()
     vectorizer = TfidfVectorizer(ngram_range=(1, 2), min_df=2, sublinear_tf=True)
@@ -95,5 +97,5 @@ def _tfidf_reference(setup: Setup, seed: int, run_dir: Path) -> dict:
         "texts_per_second": round(throughput, 1), "train_loss": [],
         "C": best_c, "validation_macro_f1_by_C": {str(c): scores[c] for c in C_GRID},
     }
-    atomic_write_json(cache, {"key": key, "record": record})
+    atomic_write_json(cache, {"key": key, "texts": fingerprints, "record": record})
     return record
