@@ -141,14 +141,17 @@ def test_compare_refuses_a_cell_trained_on_a_split_the_data_no_longer_gives(comp
 
 
 
-def test_compare_refuses_a_cell_tested_on_texts_the_test_file_no_longer_gives(tmp_path, capsys):
-    # Reused, the seed-0 cell kept its score on the old test file beside seed 1's on the new one, in one mean.
+@pytest.mark.parametrize("cached", [False, True], ids=["in-memory", "token-cache"])
+def test_compare_refuses_a_cell_tested_on_texts_the_test_file_no_longer_gives(tmp_path, capsys, cached):
+    # Reused, the seed-0 cell kept its score on the old test file beside seed 1's on the new one, in one mean
+    # (a token-cache cell records its test data's key, not its texts' fingerprint).
     (tmp_path / "train.csv").write_text("text,label\n" + "".join(f"good {i},pos\nbad {i},neg\n" for i in range(30)))
     test = tmp_path / "test.csv"
     test.write_text("text,label\n" + "".join(f"good {i},pos\nbad {i},neg\n" for i in range(10)))
     argv = ["compare", "--train-file", str(tmp_path / "train.csv"), "--test-file", str(test), "--models", "boe",
             "--no-reference", "--epochs", "1", "--min-frequency", "1", "--threads", "1", "--quiet",
             "--output", str(tmp_path / "exp")]
+    argv += ["--token-cache", "--token-cache-dir", str(tmp_path / "cache")] if cached else []
     assert main(argv + ["--seeds", "1"]) == 0
     test.write_text("text,label\n" + "".join(f"good {i},pos\nbad {i},neg\n" for i in range(5)))  # edited since
     capsys.readouterr()

@@ -308,14 +308,17 @@ def check_same_split(run_dir: Path, settings: RunSettings) -> None:
     table. Older cells record neither."""
     recorded = read_json(run_dir / "config.json")
     held_out, tested = held_out_fingerprint(recorded), recorded.get("data", {}).get("test_sha256")
-    if not (held_out or tested):
+    test_key = recorded.get("data", {}).get("test_key")  # (a token-cache cell's, in place of test_sha256)
+    if not (held_out or tested or test_key):
         return
     data = json.dumps(asdict(settings.data), sort_keys=True)
-    validation_now, test_now = _split_fingerprints(data, settings.data.data_seed(settings.train.seed))
+    seed = settings.data.data_seed(settings.train.seed)
+    validation_now, test_now = _split_fingerprints(data, seed)
     if held_out and held_out != validation_now:
         raise RunDirError(f"{run_dir} was trained on another split of {settings.data.describe()} than it gives now; "
                           f"delete it or give another --output")
-    if tested and tested != test_now:  # (the same test texts for every seed: each reused cell would be stale)
+    # (the same test texts for every seed: each reused cell would be stale)
+    if (tested and tested != test_now) or (test_key and test_key != _test_key(data, seed)):
         where = Path(settings.data.test_file).name if settings.data.test_file else settings.data.describe()
         raise RunDirError(f"{run_dir} was tested on other texts than {where} gives now (the data changed since), so "
                           f"its scores would sit beside scores on the new ones; delete it or give another --output")
@@ -328,6 +331,14 @@ def _split_fingerprints(data: str, seed: int) -> tuple[str, str | None]:
     splits = load_data(DataSettings(**json.loads(data)), seed)
     return (texts_fingerprint(splits.validation),
             None if splits.test is None else texts_fingerprint(splits.test))
+
+
+@functools.lru_cache(maxsize=4)
+def _test_key(data: str, seed: int) -> str | None:
+    """``current_test_key`` of a token-cache experiment's test data, read once per experiment, not once per cell."""
+    from ..training.cached import current_test_key
+
+    return current_test_key(DataSettings(**json.loads(data)), seed)
 
 
 def measure_throughput(run_dir: Path, texts: list[str], device: str = "auto") -> float:
