@@ -506,6 +506,10 @@ def test_a_model_at_chance_on_every_seed_is_named_under_the_table_as_not_having_
     assert note.startswith("At chance: pos-mean, transformer-mean (every seed's test accuracy within two standard "
                            "errors of 0.500, what always answering the commonest test class scores)")
     assert "learned nothing the test set shows under this budget (up to 3 epochs)" in note and "--epochs" in note
+    # (the default budget is offered only in place of --quick's: told to drop a flag not given, a user is lost)
+    assert note.endswith("give them more: --epochs.")
+    assert chance_note(records, quick=True).endswith("give them more: --epochs, or the default budget in place of "
+                                                     "--quick.")
     assert "boe" not in note and "tfidf" not in note  # 0.56 is more than two standard errors (0.045) above 0.5
     assert chance_note([cell("boe", 0.576)]) is None
     assert chance_note([cell("boe", 0.5) | {"majority_accuracy": None}]) is None  # (a multi-label cell: no such rate)
@@ -600,6 +604,7 @@ def test_ablate_names_the_sweep_values_left_at_chance_under_each_axis_and_marks_
     note = "At chance: embed_dim=8, embed_dim=16 (every seed's accuracy on the training texts"
     assert note in (out / "embed_dim.md").read_text() and note in (out / "ablation.md").read_text()
     assert "worse model or setting" in (out / "embed_dim.md").read_text()
+    assert "--quick" not in (out / "embed_dim.md").read_text()  # (not given: a note saying to drop it baffled)
     labels = [tick.get_text() for tick in figures["embed_dim.png"].axes[0].get_yticklabels()]
     assert labels == ["embed_dim=8 (at chance)", "embed_dim=16 (at chance)"]
     assert [line for line in figures["embed_dim.png"].axes[0].get_lines() if line.get_linestyle() == "--"]

@@ -101,7 +101,7 @@ def ablate(setup: Setup, output: str | Path, model: str = "self-attn", axes: dic
             rows = summarize(axis_records)
             table = markdown_table(rows, VARIANT_COLUMNS, on_training) + same_branch_note(
                 axis, [variants[axis, v].label for v in values], axis_records)
-            if note := chance_note(axis_records, on_training):  # per axis: a value at chance reads as a worse one
+            if note := chance_note(axis_records, on_training, quick):  # per axis: a value at chance reads as a worse one
                 table += f"\n{note}\n"
             atomic_write_bytes(output / f"{axis}.md", f"### {axis}\n\n{table}".encode())
             write_csv(output / f"{axis}.csv", rows)

@@ -72,7 +72,7 @@ def compare(setup: Setup, output: str | Path, models: tuple[str, ...] = DEFAULT_
         budget = describe_budget(setup, records)
         on_training = scores_on_training(setup)
         markdown = f"## {title}\n\n{budget}\n\n{markdown_table(rows, VARIANT_COLUMNS, on_training)}"
-        if note := chance_note(records, on_training):
+        if note := chance_note(records, on_training, quick):
             markdown += f"\n{note}\n"
         atomic_write_bytes(output / "comparison.md", markdown.encode())
         write_csv(output / "comparison.csv", rows)

@@ -132,10 +132,11 @@ def at_chance(records: list[dict]) -> tuple[list[str], set[float]]:
     return [label for label, at in verdicts.items() if all(at)], rates
 
 
-def chance_note(records: list[dict], on_training: bool = False) -> str | None:
+def chance_note(records: list[dict], on_training: bool = False, quick: bool = False) -> str | None:
     """A line naming the models or sweep values ``at_chance``: under the experiment's budget they learned nothing
     the test set shows, which a table alone reads as a worse model or setting. None where none is there.
-    ``on_training``: the scores are on the training texts (a toy set's, ``scores_on_training``), which it says.
+    ``on_training``: the scores are on the training texts (a toy set's, ``scores_on_training``), which it says;
+    ``quick``: the budget was --quick's, which it offers to drop.
 
     >>> cell = {"label": "pos-mean", "accuracy": 0.51, "epochs": 3, "majority_accuracy": 0.5, "test_examples": 500}
     >>> chance_note([cell]).split(" (")[0]
@@ -151,8 +152,8 @@ def chance_note(records: list[dict], on_training: bool = False) -> str | None:
     return (f"At chance: {', '.join(flagged)} (every seed's {accuracy} within two standard errors of {rate}, what "
             f"always answering the commonest {'class' if on_training else 'test class'} scores): they learned "
             f"nothing {texts} show{'s' * (not on_training)} under this budget (up to {epochs} "
-            f"epoch{'s' * (epochs != 1)}). Before reading that as a worse model or setting, give them more: --epochs, "
-            f"or the default budget in place of --quick.")
+            f"epoch{'s' * (epochs != 1)}). Before reading that as a worse model or setting, give them more: --epochs"
+            + (", or the default budget in place of --quick." if quick else "."))
 
 
 def write_csv(path: Path, rows: list[dict], keys: list[str] | None = None) -> None:
