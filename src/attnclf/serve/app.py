@@ -177,9 +177,14 @@ def create_app(classifier, limits: ServeLimits = ServeLimits(),
         # URL/predict` (a GET) was told "Method Not Allowed" alone. (The path quoted: it is the client's.)
         path = shown(route_path(request.scope))
         if exc.status_code == 405 and exc.detail == "Method Not Allowed":
-            allowed = (exc.headers or {}).get("Allow", "")
-            return JSONResponse({"detail": f"{shown(request.method)} is not allowed on {path}, which takes {allowed} "
-                                           f"(see /docs)"}, 405, headers=exc.headers)
+            allowed = {method for method in (exc.headers or {}).get("Allow", "").split(", ") if method}
+            # (Starlette names the methods of the path's first route: a GET route's, not its HEAD, answered by a
+            # route of its own below, where RFC 9110's Allow lists every method the path answers; sorted, as
+            # Starlette's come from a set in no set order)
+            allowed = sorted(allowed | ({"HEAD"} if "GET" in allowed else set()))
+            return JSONResponse({"detail": f"{shown(request.method)} is not allowed on {path}, which takes "
+                                           f"{', '.join(allowed)} (see /docs)"}, 405,
+                                headers={**(exc.headers or {}), "Allow": ", ".join(allowed)})
         if exc.status_code == 404 and exc.detail == "Not Found":
             return JSONResponse({"detail": f"no route {path}: /docs lists the API's routes"}, 404)
         return await http_exception_handler(request, exc)
