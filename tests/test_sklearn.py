@@ -697,7 +697,9 @@ def test_evaluate_and_misclassified_score_a_fitted_estimator_as_its_predict_answ
     wrong = misclassified(pointed, (test_x, test_y))
     assert len(wrong) == int((predicted != test_y).sum())
     assert all(row["predicted_label"] == str(predicted[row["row"] - 1]) for row in wrong)
-    assert evaluate(clf.classifier_, (test_x, test_y), against=pointed)["against"]["right_there_alone"] == 0
+    # Compared against, too, as its predict answers: at its own operating point, not at the most probable class
+    assert evaluate(clf.classifier_, (test_x, test_y), against=pointed)["against"]["other_accuracy"] == \
+        pointed.score(test_x, test_y)
     with pytest.raises(NotFittedError):
         evaluate(AttentionTextClassifier(), (test_x, test_y))
     with pytest.raises(AttnclfError, match=rf"^classifier is a path, not a model: load it first, "

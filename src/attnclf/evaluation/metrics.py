@@ -149,22 +149,22 @@ def evaluate(classifier, data, errors: str | Path | None = None, overwrite: bool
     >>> # evaluate(clf, scoring_data(clf), against=Classifier.load("runs/old"))["against"]["p_value"]
 
     A fitted ``AttentionTextClassifier`` is scored as its ``classifier_``, at its own ``threshold`` unless
-    ``threshold`` is given, so the figures are those of its ``predict``:
+    ``threshold`` is given, so the figures are those of its ``predict`` (as ``against``, at its own):
 
     >>> # evaluate(AttentionTextClassifier().fit(texts, labels), (test.text, test.label))["accuracy"]
     """
     classifier, own_threshold = _scoring_model(classifier, "classifier")
     threshold = class_threshold(own_threshold if threshold is None else threshold, classifier.label_names,
                                 classifier.multi_label, named)
-    if against is not None:  # (before predicting)
-        against = _scoring_model(against, named("against"))[0]
+    if against is not None:  # (before predicting; an estimator compared as its predict answers, as it is scored)
+        against, against_threshold = _scoring_model(against, named("against"))
         refuse_unpaired(classifier, against, named)
     if operating_points is not None:  # (before predicting, as a bad errors file is)
         refuse_unknown_class(classifier.label_names, operating_points, named("operating_points"),
                              classifier.multi_label)
     if errors is not None:  # (before predicting: a name that cannot be written is told at once, as a clash is)
         errors = _checked_errors_file(errors, overwrite, named)
-        if read_from := getattr(data, "read_from", None):  # (a JSON line's own columns: told as it is read)
+        if read_from := getattr(data, "read_from", None):  # (a JSON line's own columns too: every line read first)
             from ..prediction_files import refuse_clashing_header
 
             refuse_clashing_header(read_from, _errors_columns(classifier.multi_label), classifier.label_names,
@@ -184,7 +184,8 @@ def evaluate(classifier, data, errors: str | Path | None = None, overwrite: bool
         metrics = compute_metrics(data.labels, probabilities, classifier.label_names, threshold=threshold)
         if against is not None:
             metrics["against"] = paired_comparison(data.labels, decided_classes(probabilities, threshold),
-                                                   against.predict_proba(data.texts).argmax(axis=1))
+                                                   decided_classes(against.predict_proba(data.texts),
+                                                                   against_threshold))
     metrics["split"] = data.split
     if operating_points is not None:
         points = class_operating_points(truth, probabilities, classifier.label_names, operating_points)
