@@ -447,6 +447,19 @@ def test_a_check_file_without_labels_measures_parity_alone(demo_run, tmp_path, c
         f"attnclf: error: --check-file {header} holds no texts to measure parity on")
 
 
+@pytest.mark.parametrize("check, message", [
+    ("a fine film", "pass a list of texts as check, not a single string"),  # (was parity on 11 texts, its characters)
+    ({"a fine film": 1}, "pass a list of texts as check, not dict"),
+    (None, "pass a list of texts as check, not NoneType"),
+    ([], "check holds no texts to measure parity on"),  # (was numpy's "zero-size array to reduction operation")
+])
+def test_export_onnx_refuses_a_check_that_is_no_list_of_texts_in_one_line(demo_run, tmp_path, check, message):
+    with pytest.raises(AttnclfError) as refused:
+        onnx_export.export_onnx(demo_run, tmp_path / "onnx", check=check)
+    assert str(refused.value) == message
+    assert not (tmp_path / "onnx").exists()
+
+
 def test_an_export_of_a_run_on_several_text_columns_records_and_reads_them(tmp_path, capsys):
     rows = "".join(f'"{title}","{body}",{label}\n' for title, body, label in
                    [("Review", "a good film", "pos"), ("", "a bad film", "neg")] * 20)

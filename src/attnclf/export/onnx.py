@@ -43,7 +43,7 @@ from ..errors import AttnclfError, shown
 from ..models.attention import MultiHeadSelfAttention
 from ..models.base import model_device
 from ..models.windows import window_config
-from ..prediction import decided_rows, joined_text_columns, trained_text_column
+from ..prediction import check_texts, decided_rows, joined_text_columns, trained_text_column
 from ..rundir import (ENSEMBLE_FILE, atomic_write_bytes, atomic_write_json, file_sha256, first_missing_folder,
                       folder_lock, is_multi_label, loaded_unchanged, prepare_output_dir, refuse_if_held,
                       remove_empty_folders, written_atomically)
@@ -159,6 +159,21 @@ def _texts(check: CheckTexts) -> list[str]:
     return check.texts if isinstance(check, TextDataset) else list(check)
 
 
+def _checked(check) -> CheckTexts:
+    """``check`` as ``export_onnx`` measures parity on it: a ``TextDataset`` as it is, anything else a list of texts
+    (``check_texts``), or one line: a single string was measured on its characters, a text each, and published, and
+    no texts at all were numpy's "zero-size array to reduction operation maximum".
+
+    >>> _checked("a fine film")
+    Traceback (most recent call last):
+    attnclf.errors.AttnclfError: pass a list of texts as check, not a single string
+    """
+    check = check if isinstance(check, TextDataset) else check_texts(check, name="check")
+    if len(check) == 0:
+        raise AttnclfError("check holds no texts to measure parity on")
+    return check
+
+
 def _accuracy(probabilities: np.ndarray, check: TextDataset, thresholds: np.ndarray | None) -> float:
     """The share of ``check``'s texts predicted right: their class, or a multi-label run's whole label set (the
     subset accuracy `evaluate` reports)."""
@@ -259,6 +274,7 @@ def export_onnx(run_dir: str | Path, output: str | Path | None = None, *, check:
 
     >>> # export_onnx("runs/demo", check=check_data("runs/demo", limit=300), quantize=True).summary()
     """
+    check = _checked(check)  # (before the model is loaded)
     refuse_held(run_dir, output)
     *_, directory = written = _written(run_dir, output)
     clf, weights_sha256 = _load_unchanged(run_dir)
