@@ -272,10 +272,13 @@ def test_every_dotted_name_the_documents_give_resolves_after_a_bare_import():
             "    value = attnclf\n"
             "    for part in name.split('.')[1:]:\n"
             "        value = getattr(value, part)\n"
-            "print(getattr(attnclf, 'nope', 'no such attribute'))\n")
+            "for package, name in ((attnclf, 'nope'), (attnclf, 'nope.x'), (attnclf.training, 'run_data.x')):\n"
+            "    print(getattr(package, name, 'no such attribute'))\n")
     done = subprocess.run([sys.executable, "-c", code, *names], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "no such attribute"  # (a name no module has is Python's AttributeError still)
+    # A name no module has is Python's AttributeError still, a dotted one too (not the ModuleNotFoundError of looking
+    # for a module of that name, which getattr's default and hasattr let through)
+    assert done.stdout.split() == ["no", "such", "attribute"] * 3
 
 
 def test_the_main_objects_public_methods_show_an_example():

@@ -52,7 +52,8 @@ def _submodule(package: str, name: str):
     import importlib
     import importlib.util
 
-    if not name.startswith("_") and importlib.util.find_spec(f"{package}.{name}") is not None:
+    # (a module's name, one identifier: find_spec of a dotted one imports its parent, a ModuleNotFoundError)
+    if name.isidentifier() and not name.startswith("_") and importlib.util.find_spec(f"{package}.{name}") is not None:
         return importlib.import_module(f"{package}.{name}")
     raise AttributeError(f"module {package!r} has no attribute {name!r}")
 
