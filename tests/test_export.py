@@ -447,6 +447,18 @@ def test_a_check_file_without_labels_measures_parity_alone(demo_run, tmp_path, c
         f"attnclf: error: --check-file {header} holds no texts to measure parity on")
 
 
+def test_a_column_named_for_a_check_file_of_a_text_per_line_is_refused_not_left_unread(demo_run, tmp_path, capsys):
+    # (--text-column review with to_score.txt measured parity on its lines as if the flag were not there)
+    (lines := tmp_path / "to_score.txt").write_text("the plot was dull\na brilliant ending\n")
+    for flag in ("--text-column", "--label-column"):
+        assert main(["export", str(demo_run), "-o", str(tmp_path / "onnx"), "--check-file", str(lines), flag,
+                     "review", "--threads", "1"]) == 2
+        assert capsys.readouterr().err.strip() == (
+            f"attnclf: error: {flag} names a column of a CSV / TSV / JSONL / Parquet --check-file; {lines} is read a "
+            f"text per line, which has none")
+    assert not (tmp_path / "onnx").exists()
+
+
 @pytest.mark.parametrize("check, message", [
     ("a fine film", "pass a list of texts as check, not a single string"),  # (was parity on 11 texts, its characters)
     ({"a fine film": 1}, "pass a list of texts as check, not dict"),

@@ -202,7 +202,7 @@ def check_data(run_dir: str | Path, file: str | Path | None = None, *, text_colu
     >>> # check_data("runs/demo", limit=500).texts[:2]
     >>> # check_data("runs/demo", "to_score.txt")[:2]  # ['the plot was dull', 'a brilliant ending']: no labels
     """
-    from ..data.files import check_file, load_file, read_texts, run_columns
+    from ..data.files import check_file, has_rows, load_file, read_texts, run_columns
     from ..rundir import read_json, read_run_config
     from ..training.run_data import run_test_data
 
@@ -225,6 +225,9 @@ def check_data(run_dir: str | Path, file: str | Path | None = None, *, text_colu
         columns = text_column or saved.get("text_column", "text")
         labels_in = label_column or saved.get("label_column", "label")
         file = check_file(file)  # (read twice: for its columns, then its rows)
+        if (text_column or label_column) and not has_rows(file):  # (read a text per line, the flag went unread)
+            raise AttnclfError(f"{named('text_column' if text_column else 'label_column')} names a column of a CSV / "
+                               f"TSV / JSONL / Parquet {named('file')}; {file} is read a text per line, which has none")
         with run_columns(text_column, label_column):
             if not label_column and not _labelled(file, columns, labels_in):
                 texts = read_texts(file, columns)
