@@ -536,7 +536,6 @@ def _stdin_texts(raw: bytes, config: dict) -> list[str]:
     import csv
 
     from .data.files import text_column_names, text_lines
-    from .errors import shown
     from .prediction import trained_text_column
 
     texts = text_lines(raw, "stdin")
