@@ -828,6 +828,19 @@ def test_models_lists_every_model_with_parameter_counts(capsys):
         assert name in out
 
 
+def test_models_refuses_set_fields_it_cannot_take_in_one_line(capsys):
+    # vocab_size was passed twice to build_model (a TypeError's traceback); a field no model has changed no count.
+    for pair, says in (("vocab_size=2", "--set vocab_size: the counts' vocab size is --vocab-size"),
+                       ("num_classes=3", "--set num_classes: the counts' num classes is --num-classes"),
+                       ("dmodel=32", "--set dmodel: no model has a config field 'dmodel'")):
+        assert main(["models", "--set", pair]) == 2
+        captured = capsys.readouterr()
+        assert captured.err.strip() == f"attnclf: error: {says}" and captured.out == ""
+    assert main(["models", "--set", "hidden_dim=8"]) == 0  # a field of some models only is theirs
+    rows = {line.split()[0]: line.split()[1] for line in capsys.readouterr().out.splitlines()[2:]}
+    assert rows["lstm-mean"] != "2,692,354" and rows["boe"] == "2,560,258"
+
+
 def test_every_command_has_help():
     from attnclf.cli import build_parser
 

@@ -15,7 +15,7 @@ import sys
 import threading
 import warnings
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 
 from . import __version__
@@ -596,11 +596,18 @@ def cmd_datasets(args: argparse.Namespace) -> int:
 
 @command("models")
 def cmd_models(args: argparse.Namespace) -> int:
-    from .models import parameter_table, parameter_table_heading
+    from .models import MODELS, parameter_table, parameter_table_heading
 
     overrides = _parse_overrides(args.set)
+    for key in overrides:
+        if key in ("vocab_size", "num_classes"):  # (the table passes them itself: build_model got them twice)
+            raise AttnclfError(f"--set {key}: the counts' {key.replace('_', ' ')} is --{key.replace('_', '-')}")
+        if not any(key in {f.name for f in fields(spec.config_class)} for spec in MODELS.values()):
+            # (each field goes to the models that have it: one no model has changed no count, silently)
+            raise AttnclfError(f"--set {key}: no model has a config field {key!r}")
+    table = parameter_table(args.vocab_size, args.num_classes, overrides)  # (refused first, then the heading)
     print(parameter_table_heading(args.vocab_size, args.num_classes, overrides, overrides_named="--set"))
-    print(parameter_table(args.vocab_size, args.num_classes, overrides))
+    print(table)
     return 0
 
 
