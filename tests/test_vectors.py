@@ -123,6 +123,19 @@ def test_initialise_copies_known_words_scaled_and_leaves_the_rest():
         WordVectors(["good"], np.ones((1, 3), dtype=np.float32)).initialise(embedding, tokenizer, 0.5)
 
 
+def test_a_word_listed_twice_keeps_its_first_vector(tmp_path):
+    # The last had won: a lower-cased fastText file's "good" took the vector of its rarest casing, "GOOD".
+    path = tmp_path / "twice.vec"
+    path.write_text("3 2\ngood 1 2\nbad 3 4\ngood 5 6\n", encoding="utf-8")
+    vectors = WordVectors.load(path)
+    tokenizer = Tokenizer.train(["good bad"], TokenizerConfig(min_frequency=1))
+    embedding = torch.nn.Embedding(tokenizer.vocab_size, 2, padding_idx=0)
+    assert vectors.initialise(embedding, tokenizer, std=1.0) == 2
+    scale = 1.0 / vectors.vectors.std()
+    torch.testing.assert_close(embedding.weight[tokenizer.backend.token_to_id("good")],
+                               torch.tensor([1.0, 2.0]) * scale)
+
+
 def test_a_bpe_words_first_piece_finds_the_words_vector_and_a_later_piece_none():
     # BPE stores a word's first piece as "\u2581good" and a later one bare ("ness" of "goodness"): matched as stored,
     # no word found its vector, and pieces inside words took the vectors of words that happen to be spelt alike.

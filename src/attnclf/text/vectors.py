@@ -50,7 +50,11 @@ class WordVectors:
         if np.ndim(self.vectors) != 2 or len(self.vectors) != len(self.words):
             raise DataError(f"word vectors need one row per word: {len(self.words)} words, vectors of shape "
                             f"{np.shape(self.vectors)}")
-        self.index = {word: i for i, word in enumerate(self.words)}
+        # A word listed twice (a cased file lower-cased: "The", then "THE") keeps its first vector: word2vec and
+        # fastText list words by frequency, so the first is the most trained, and gensim keeps it too.
+        self.index = {}
+        for i, word in enumerate(self.words):
+            self.index.setdefault(word, i)
 
     @property
     def dim(self) -> int:
