@@ -921,3 +921,22 @@ def test_the_recipe_a_pretraining_follows_is_the_one_named_else_its_first_datase
     with pytest.raises(AttnclfError, match=r"^--recipe 'sst2-sentencez': no dataset has a recipe by that name; "
                                            r"choose one of .*\bsst2-sentences\b"):
         pretrain_recipe("sst2-sentencez", ["demo"], named=lambda field: f"--{field}")
+
+
+@pytest.mark.parametrize("pair, message", [
+    ("vocab_size=5", "model_config sets vocab_size, which comes from the trained tokenizer (--vocab-size caps it)"),
+    ("num_classes=3", "model_config sets num_classes, which comes from the labels, which pretraining has none of"),
+    ("max_len=4", "model_config sets max_len, which comes from --max-len"),
+    ("pad_id=1", "model_config sets pad_id, which comes from the tokenizer"),
+])
+def test_pretrain_refuses_a_model_field_it_derives_in_one_line(tmp_path, capsys, pair, message):
+    # vocab_size, num_classes and max_len were a TypeError's traceback (given twice); pad_id=1 pretrained with every
+    # <unk> hidden as padding.
+    texts = tmp_path / "texts.txt"
+    texts.write_text("a good film\na bad film\n" * 20, encoding="utf-8")
+    assert main(["pretrain", "--file", str(texts), "--set", pair, "--output", str(tmp_path / "pre"),
+                 "--threads", "1"]) == 2
+    assert capsys.readouterr().err.strip() == f"attnclf: error: {message}"
+    assert not (tmp_path / "pre").exists()
+    with pytest.raises(AttnclfError, match="model_config sets vocab_size"):
+        PretrainSettings(model_config={"vocab_size": 5})

@@ -56,6 +56,7 @@ from .device import (describe_device, device_generator_state, forked_generators,
                      set_device_generator_state)
 from . import pace
 from .pace import CHECKPOINT_MINUTES, EpochSteps, checked_minutes
+from .settings import refuse_derived_fields
 from .trainer import device_rng_key, optimizer_tensors, restore_optimizer
 
 ENCODER_FILE = "encoder.safetensors"
@@ -121,6 +122,10 @@ class PretrainSettings:
             if not 0 < number < high:  # (NaN fails the comparison too)
                 raise AttnclfError(f"{named(name)} must be {bounds}, got {shown(number)}")
             setattr(self, name, number)
+        # (build_model and refuse_untrainable got them twice, a TypeError; a pad_id of 1 hid every <unk> as padding)
+        refuse_derived_fields(self.model_config, {
+            "vocab_size": f"the trained tokenizer ({named('vocab_size')} caps it)", "max_len": named("max_len"),
+            "pad_id": "the tokenizer", "num_classes": "the labels, which pretraining has none of"})
 
 
 def pretrain_recipe(recipe: str | None, datasets: Sequence[str] = (),
