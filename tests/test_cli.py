@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import torch
 
-from attnclf.cli import main
+from attnclf.cli import _parse, main
 from attnclf.errors import AttnclfError
 from attnclf.text.tokenizer import TokenizerConfig
 
@@ -372,6 +372,23 @@ def test_an_empty_path_is_refused_naming_its_flag(argv, flag, demo_run, tmp_path
     argv = [str(demo_run) if arg == "RUN" else arg for arg in argv]
     assert run_error([*argv, "--threads", "1"], capsys) == f"attnclf: error: {flag} is empty: name the file or folder"
     assert not any(tmp_path.iterdir())
+
+
+def test_a_leading_tilde_is_the_home_folder_where_the_shell_left_it(demo_run, tmp_path, monkeypatch, capsys):
+    # `--output=~/x.csv` is one word to the shell, which leaves its ~ as typed: predict made a folder named "~" in
+    # the working one and wrote there; so with a quoted "~/runs/demo".
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir(), work.mkdir()
+    (home / "demo").symlink_to(demo_run)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(work)
+    assert main(["predict", "~/demo", "not bad at all", "--output=~/scored.csv", "--threads", "1"]) == 0
+    assert "predicted_label" in (home / "scored.csv").read_text().splitlines()[0]
+    assert not any(work.iterdir())
+    args = _parse(["evaluate", "~/a", "~/b", "--test-file=~/t.csv", "--errors=~/e.csv", "--data-dir=~/d"])
+    assert (args.run_dirs, args.test_file, args.errors, args.data_dir) == (
+        [str(home / "a"), str(home / "b")], str(home / "t.csv"), str(home / "e.csv"), str(home / "d"))
+    assert _parse(["predict", "RUN", "--file", "-"]).file == "-"
 
 
 def test_predict_attention_is_per_token(demo_run, capsys):

@@ -1896,12 +1896,34 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         else:  # named by the command's own parser, which knows its options
             _subparser(args.command).error(f"unrecognized arguments: {' '.join(extras)}")
     args.argv = list(sys.argv[1:] if argv is None else argv)[1:]  # the command's own arguments, as typed
+    _expand_home(args)
     return args
+
 
 
 # Options that name a file or folder: none may be given empty.
 _PATH_OPTIONS = ("output", "data_dir", "token_cache_dir", "train_file", "validation_file", "test_file", "init_from",
                  "embeddings")
+
+
+# Every option or argument that names a file or folder, as its dest.
+_ALL_PATHS = (*_PATH_OPTIONS, "file", "errors", "check_file", "against", "work_dir", "run_dir", "run_dirs")
+
+
+def _expand_home(args: argparse.Namespace) -> None:
+    """A leading ``~`` of every path given, read as the shell reads it: the shell leaves it as typed in
+    ``--output=~/x.csv`` (not a word of its own) and in quotes, where it made a folder named ``~`` in the working one.
+
+    >>> args = argparse.Namespace(output="~/scored.csv", file="-")
+    >>> _expand_home(args); args.output == os.path.expanduser("~/scored.csv"), args.file
+    (True, '-')
+    """
+    for name in _ALL_PATHS:
+        value = getattr(args, name, None)
+        if isinstance(value, list):
+            setattr(args, name, [os.path.expanduser(item) for item in value])
+        elif isinstance(value, str):
+            setattr(args, name, os.path.expanduser(value))
 
 
 def _main_with_warnings_as_notes(argv: list[str] | None) -> int:
