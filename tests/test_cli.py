@@ -2081,6 +2081,33 @@ def test_a_prefix_of_an_option_is_refused_not_read_as_it(argv, message, capsys):
     assert stop.value.code == 2 and capsys.readouterr().err == message + "\n"
 
 
+@pytest.mark.parametrize("argv, message", [
+    # was "argument COMMAND: invalid choice: '1'"
+    (["--threads", "1", "predict", "runs/a b", "a text"],
+     "attnclf: error: --threads is an option of the command: give it after 'predict', "
+     "`attnclf predict --threads 1 'runs/a b' 'a text'`; see `attnclf --help`"),
+    # was "unrecognized arguments: --quiet (did you mean --quiet?)"
+    (["--quiet", "demo"], "attnclf: error: --quiet is an option of the command: give it after 'demo', "
+                          "`attnclf demo --quiet`; see `attnclf --help`"),
+    # was "the following arguments are required: COMMAND"
+    (["--verison"], "attnclf: error: unrecognized arguments: --verison (did you mean --version?); see `attnclf --help`"),
+    (["--bogus", "predict", "RUN"], "attnclf: error: unrecognized arguments: --bogus; see `attnclf --help`"),
+])
+def test_an_option_before_the_command_is_named_with_where_it_goes(argv, message, capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    assert stop.value.code == 2 and capsys.readouterr().err == message + "\n"
+
+
+def test_attnclf_alone_lists_the_commands_on_stderr(capsys):
+    # It said only "the following arguments are required: COMMAND".
+    with pytest.raises(SystemExit) as stop:
+        main([])
+    told = capsys.readouterr()
+    assert stop.value.code == 2 and told.out == ""
+    assert all(name in told.err for name in ("predict", "explain", "serve", "Start with `attnclf demo`"))
+
+
 @pytest.mark.parametrize("command", ["predict", "explain"])
 def test_a_text_argument_not_in_utf8_is_named_by_its_place_and_byte(csv_run, capsys, command):
     # Python reads an argument's byte 0xe9 (a Latin-1 terminal's é) as U+DCE9: the message was

@@ -1887,6 +1887,11 @@ def _stopped(stop: KeyboardInterrupt, args: argparse.Namespace | None) -> int:
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser = build_parser()
+    typed = list(sys.argv[1:] if argv is None else argv)
+    if not typed:  # `attnclf` alone: the commands, and where to start, rather than "COMMAND is required"
+        parser.print_help(sys.stderr)
+        parser.exit(2)
+    _refuse_options_before_the_command(parser, typed)
     args, extras = parser.parse_known_args(argv)
     if extras:
         if getattr(args, "texts", None) is not None and not any(_looks_like_option(extra) for extra in extras):
@@ -1899,6 +1904,19 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     _expand_home(args)
     return args
 
+
+
+def _refuse_options_before_the_command(parser: argparse.ArgumentParser, typed: list[str]) -> None:
+    """One line for a command's option typed before the command (`attnclf --threads 1 predict ...`), which argparse
+    answered with "invalid choice: '1'", "COMMAND is required", or "--quiet (did you mean --quiet?)"."""
+    if not typed or not _looks_like_option(typed[0]) or typed[0] in ("-h", "--help", "--version"):
+        return
+    flag = typed[0].split("=")[0]
+    at = next((i for i, arg in enumerate(typed) if arg in COMMANDS), None)
+    if at is not None and flag in _subparser(typed[at])._option_string_actions:
+        moved = shlex.join(["attnclf", typed[at], *typed[:at], *typed[at + 1:]])
+        parser.error(f"{flag} is an option of the command: give it after {typed[at]!r}, `{moved}`")
+    parser.error(f"unrecognized arguments: {typed[0]}")
 
 
 # Options that name a file or folder: none may be given empty.
