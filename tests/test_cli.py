@@ -1145,6 +1145,23 @@ def test_classes_left_without_a_training_text_by_the_split_are_a_warning_even_wh
                                              "('class")
 
 
+def test_quiet_hides_what_its_help_says_and_keeps_the_results(tmp_path, capsys):
+    # Its help said "no progress bars"; it hides a line per epoch (stdout) and the notes on the data (stderr) too.
+    from attnclf.cli import _subparser
+
+    told = {}
+    for quiet in ([], ["--quiet"]):
+        assert main(["train", "--dataset", "toy-reversal", "--model", "boe", "--epochs", "1", "--output",
+                     str(tmp_path / f"run{len(quiet)}"), "--no-report", "--threads", "1", *quiet]) == 0
+        told[bool(quiet)] = capsys.readouterr()
+    assert "epoch 1:" in told[False].out and "tokenising" in told[False].err
+    assert "epoch 1:" not in told[True].out and "tokenising" not in told[True].err
+    assert "weights kept: " in told[True].out and "run directory: " in told[True].out
+    for command in ("train", "refit", "suspects", "demo"):
+        quiet = _subparser(command)._option_string_actions["--quiet"].help
+        assert "no line per epoch" in quiet and "no notes on the data" in quiet, command
+
+
 def test_a_class_of_one_training_text_is_a_warning_naming_it_even_when_quiet_and_still_trains(tmp_path, capsys):
     rows = [(f"{t} number {i}", y) for i in range(3) for t, y in [(p, "pos") for p in POSITIVE] +
             [(n, "neg") for n in NEGATIVE]] + [("a film about tax law", "legal"), ("a film about tides", "ocean")]

@@ -1150,11 +1150,15 @@ def _hide_flags(p: argparse.ArgumentParser, names: set[str]) -> None:
             action.help = argparse.SUPPRESS
 
 
+# What --quiet hides of a command that trains (train_run's progress): "no progress bars" left out the other two.
+QUIET_HELP = "no progress bars, no line per epoch, no notes on the data (its warnings and the results still print)"
+
+
 def _add_threads_and_quiet(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threads", type=int, help="PyTorch's and numpy's BLAS threads (default: one per core; 1 is "
                    "often faster for small models or on a busy machine); the same seed, data and --threads give "
                    "the same weights on the CPU")
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument("--quiet", action="store_true", help=QUIET_HELP)
 
 
 def _add_format_args(p: argparse.ArgumentParser, default: str | None = None, **formats: str) -> None:
@@ -1369,7 +1373,7 @@ def _add_refit_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--device", type=_device_flag, help="auto, cpu, cuda, cuda:N or mps (default: the run's)")
     p.add_argument("--threads", type=int, help="PyTorch threads (default: the run's)")
     p.add_argument("--no-report", action="store_true", help="skip report.html and plots/ at the end")
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument("--quiet", action="store_true", help=QUIET_HELP)
     p.add_argument("--overwrite", action="store_true", help="train again a refit that has finished")
     p.add_argument("--data-dir", help=RUN_DATA_DIR_HELP)
     p.add_argument("--resume", action="store_true",
@@ -1526,7 +1530,7 @@ def _add_demo_parser(sub: argparse._SubParsersAction) -> None:
     _add_device_arg(p)
     p.add_argument("--threads", type=int, default=1,
                    help="PyTorch threads (default 1: the demo model is too small to gain from more)")
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument("--quiet", action="store_true", help=QUIET_HELP)
 
 
 def _add_explain_parser(sub: argparse._SubParsersAction) -> None:
