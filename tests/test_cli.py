@@ -2107,6 +2107,10 @@ def test_a_prefix_of_an_option_is_refused_not_read_as_it(argv, message, capsys):
     (["--quiet", "demo"], "attnclf: error: --quiet is an option of the command: give it after 'demo', "
                           "`attnclf demo --quiet`; see `attnclf --help`"),
     # was "the following arguments are required: COMMAND"
+    # (the command is "train", "demo" the value of --output)
+    (["--output", "demo", "train", "--dataset", "demo"],
+     "attnclf: error: --output is an option of the command: give it after 'train', "
+     "`attnclf train --output demo --dataset demo`; see `attnclf --help`"),
     (["--verison"], "attnclf: error: unrecognized arguments: --verison (did you mean --version?); see `attnclf --help`"),
     (["--bogus", "predict", "RUN"], "attnclf: error: unrecognized arguments: --bogus; see `attnclf --help`"),
 ])

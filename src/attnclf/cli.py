@@ -1916,11 +1916,17 @@ def _refuse_options_before_the_command(parser: argparse.ArgumentParser, typed: l
     if not typed or not _looks_like_option(typed[0]) or typed[0] in ("-h", "--help", "--version"):
         return
     flag = typed[0].split("=")[0]
-    at = next((i for i, arg in enumerate(typed) if arg in COMMANDS), None)
+    at = next((i for i, arg in enumerate(typed) if arg in COMMANDS and not _takes_value(arg, typed[i - 1])), None)
     if at is not None and flag in _subparser(typed[at])._option_string_actions:
         moved = shlex.join(["attnclf", typed[at], *typed[:at], *typed[at + 1:]])
         parser.error(f"{flag} is an option of the command: give it after {typed[at]!r}, `{moved}`")
     parser.error(f"unrecognized arguments: {typed[0]}")
+
+
+def _takes_value(command: str, word: str) -> bool:
+    """Whether ``word`` is an option of ``command`` that takes the word after it as its value (`--output demo`)."""
+    action = _subparser(command)._option_string_actions.get(word)
+    return action is not None and action.nargs != 0
 
 
 # Options that name a file or folder: none may be given empty.
