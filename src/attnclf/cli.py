@@ -1046,8 +1046,9 @@ def _add_tokenizer_args(p: argparse.ArgumentParser) -> None:
     """The flags of how texts become tokens: the tokenizer, its vocabulary and length, and the cleaning before it."""
     p.add_argument("--tokenizer", choices=["word", "bpe"],
                    help="word: whole words; bpe: words in pieces, which explanations show as 'good ##ness'")
-    p.add_argument("--vocab-size", type=int, help="words (bpe: pieces) kept at most (default: the dataset's recipe's, "
-                                                  "else 30000)")
+    p.add_argument("--vocab-size", type=int, help="words kept at most (bpe: pieces merged up to, every character "
+                                                  "seen kept beside them) (default: the dataset's recipe's, else "
+                                                  "30000)")
     p.add_argument("--min-frequency", type=int, help="a word seen fewer times in the training texts is left out and "
                                                      "reads as <unk> (bpe: a pair seen fewer times is not merged) "
                                                      "(default: the dataset's recipe's, else 2)")
