@@ -2111,6 +2111,13 @@ def test_a_prefix_of_an_option_is_refused_not_read_as_it(argv, message, capsys):
     (["--output", "demo", "train", "--dataset", "demo"],
      "attnclf: error: --output is an option of the command: give it after 'train', "
      "`attnclf train --output demo --dataset demo`; see `attnclf --help`"),
+    # (the command is "train" again, though models, whose name is --dataset's value, has no --dataset: was
+    # "unrecognized arguments: --dataset")
+    (["--dataset", "models", "train"], "attnclf: error: --dataset is an option of the command: give it after 'train', "
+                                       "`attnclf train --dataset models`; see `attnclf --help`"),
+    # (no command at all: was "unrecognized arguments: --threads", an option every command knows)
+    (["--threads", "1"], "attnclf: error: --threads is an option of a command, and none is given: "
+                         "`attnclf COMMAND --threads ...`; see `attnclf --help`"),
     (["--verison"], "attnclf: error: unrecognized arguments: --verison (did you mean --version?); see `attnclf --help`"),
     (["--bogus", "predict", "RUN"], "attnclf: error: unrecognized arguments: --bogus; see `attnclf --help`"),
 ])

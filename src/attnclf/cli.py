@@ -1917,17 +1917,18 @@ def _refuse_options_before_the_command(parser: argparse.ArgumentParser, typed: l
     if not typed or not _looks_like_option(typed[0]) or typed[0] in ("-h", "--help", "--version"):
         return
     flag = typed[0].split("=")[0]
-    at = next((i for i, arg in enumerate(typed) if arg in COMMANDS and not _takes_value(arg, typed[i - 1])), None)
-    if at is not None and flag in _subparser(typed[at])._option_string_actions:
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+    # A command's name after an option that takes a value is that value (`--output demo train`). Any command's option:
+    # the one it belongs to may be the later word (`--dataset models train`, where models has no --dataset).
+    valued = {option for command in commands.values() for option, action in command._option_string_actions.items()
+              if action.nargs != 0}
+    at = next((i for i, arg in enumerate(typed) if arg in commands and typed[i - 1] not in valued), None)
+    if at is not None and flag in commands[typed[at]]._option_string_actions:
         moved = shlex.join(["attnclf", typed[at], *typed[:at], *typed[at + 1:]])
         parser.error(f"{flag} is an option of the command: give it after {typed[at]!r}, `{moved}`")
+    if at is None and any(flag in command._option_string_actions for command in commands.values()):
+        parser.error(f"{flag} is an option of a command, and none is given: `attnclf COMMAND {flag} ...`")
     parser.error(f"unrecognized arguments: {typed[0]}")
-
-
-def _takes_value(command: str, word: str) -> bool:
-    """Whether ``word`` is an option of ``command`` that takes the word after it as its value (`--output demo`)."""
-    action = _subparser(command)._option_string_actions.get(word)
-    return action is not None and action.nargs != 0
 
 
 # Options that name a file or folder: none may be given empty.
