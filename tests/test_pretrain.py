@@ -940,3 +940,14 @@ def test_pretrain_refuses_a_model_field_it_derives_in_one_line(tmp_path, capsys,
     assert not (tmp_path / "pre").exists()
     with pytest.raises(AttnclfError, match="model_config sets vocab_size"):
         PretrainSettings(model_config={"vocab_size": 5})
+
+
+def test_pretrain_names_only_the_fields_it_takes_for_one_no_self_attn_has():
+    # It was config_for's list, at build time, which offered the four fields refused above (vocab_size, ...).
+    with pytest.raises(AttnclfError) as refused:
+        PretrainSettings(model_config={"dmodel": 32})
+    message = str(refused.value)
+    assert message.startswith("model 'self-attn' has no settable field 'dmodel'; valid: ")
+    valid = set(message.split("valid: ")[1].split(", "))
+    assert {"d_model", "layers", "heads"} <= valid
+    assert not valid & {"vocab_size", "num_classes", "max_len", "pad_id"}

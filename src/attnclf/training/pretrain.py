@@ -32,7 +32,7 @@ import hashlib
 import json
 import math
 import time
-from dataclasses import InitVar, asdict, dataclass, field, replace
+from dataclasses import InitVar, asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Callable, Collection, Iterable, Sequence
 
@@ -42,7 +42,7 @@ from torch import nn
 
 from ..checks import by_field, check_seed, real_number, whole_number
 from ..errors import AttnclfError, RunDirError, shown
-from ..models import build_model, config_for
+from ..models import MODELS, build_model, config_for
 from ..models.classifiers import SelfAttentionClassifier
 from ..models.memory import SMALLEST_VOCABULARY, refuse_untrainable
 from ..prediction import check_texts
@@ -56,7 +56,7 @@ from .device import (describe_device, device_generator_state, forked_generators,
                      set_device_generator_state)
 from . import pace
 from .pace import CHECKPOINT_MINUTES, EpochSteps, checked_minutes
-from .settings import refuse_derived_fields
+from .settings import DERIVED_MODEL_FIELDS, refuse_derived_fields
 from .trainer import device_rng_key, optimizer_tensors, restore_optimizer
 
 ENCODER_FILE = "encoder.safetensors"
@@ -126,6 +126,12 @@ class PretrainSettings:
         refuse_derived_fields(self.model_config, {
             "vocab_size": f"the trained tokenizer ({named('vocab_size')} caps it)", "max_len": named("max_len"),
             "pad_id": "the tokenizer", "num_classes": "the labels, which pretraining has none of"})
+        # (config_for's "valid fields" of a field no self-attn has listed the four refused above, as train's does not)
+        settable = [f.name for f in fields(MODELS["self-attn"].config_class) if f.name not in DERIVED_MODEL_FIELDS]
+        unknown = [key for key in self.model_config if key not in settable]
+        if unknown:
+            raise AttnclfError(f"model 'self-attn' has no settable field {shown(unknown[0])}; valid: "
+                               f"{', '.join(sorted(settable))}")
 
 
 def pretrain_recipe(recipe: str | None, datasets: Sequence[str] = (),
