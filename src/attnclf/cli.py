@@ -1910,7 +1910,6 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-
 def _refuse_options_before_the_command(parser: argparse.ArgumentParser, typed: list[str]) -> None:
     """One line for a command's option typed before the command (`attnclf --threads 1 predict ...`), which argparse
     answered with "invalid choice: '1'", "COMMAND is required", or "--quiet (did you mean --quiet?)"."""
