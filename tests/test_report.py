@@ -114,6 +114,16 @@ def test_no_report_flag(tmp_path, capsys):
     assert not (out / "plots").exists()
 
 
+def test_a_toy_sets_report_says_its_scores_are_on_its_training_texts(tmp_path):
+    # A toy set tests on its training set by design: "test accuracy" alone would read as held-out texts.
+    out = tmp_path / "run"
+    assert main(["train", "--dataset", "toy-reversal", "--model", "boe", "--epochs", "1", "--output", str(out),
+                 "--quiet", "--threads", "1"]) == 0
+    page = (out / "report.html").read_text(encoding="utf-8")
+    assert "<h2>Test set: the training texts (a toy set tests on them) (" in page
+    assert "test accuracy (on the training texts: a toy set tests on them)" in page
+
+
 def test_a_run_without_test_data_reports_its_validation_set_as_such(tmp_path):
     data = tmp_path / "train.csv"
     data.write_text("text,label\n" + "".join(f"good film {i},pos\nbad film {i},neg\n" for i in range(40)))

@@ -124,7 +124,7 @@ def _write_report(run_dir: Path, classifier, test: TextDataset | None, test_prob
                                         classifier.label_names),
                    _WINDOWED_EXAMPLES if windowed else _label_set_examples_section(by_text, examples, method)]
     else:
-        details = [_test_section(images, metrics, classifier.label_names, test)
+        details = [_test_section(images, metrics, classifier.label_names, test, _tests_on_training(config))
                    + _calibration(images, test.labels, probabilities, classifier.temperature,
                                   classifier.label_names, kept and kept.get("val_predicted_only")),
                    _WINDOWED_EXAMPLES if windowed else _examples_section(explanations, examples, method)]
@@ -319,7 +319,9 @@ def _overview(run_dir: Path, config: dict, metrics: dict, kept_note: str | None)
               if (refit := settings.get("refit_of")) else []),
             *([("weights kept", kept_note)] if kept_note else []),
             *([("micro-F1", f"{metrics['micro_f1']:.4f}")] if multi else []),
-            (f"{metrics.get('split', 'test')} {'subset ' if multi else ''}accuracy", f"{metrics['accuracy']:.4f}"
+            (f"{metrics.get('split', 'test')} {'subset ' if multi else ''}accuracy"
+             + (" (on the training texts: a toy set tests on them)" if _tests_on_training(config) else ""),
+             f"{metrics['accuracy']:.4f}"
              + _interval(metrics.get("subset_accuracy_ci95" if multi else "accuracy_ci95"))),
             ("macro-F1", f"{metrics['macro_f1']:.4f}"),
             ("ROC AUC" + (" (macro over labels)" if multi else ""), "n/a" if auc is None else f"{auc:.4f}"),
@@ -371,12 +373,24 @@ def _training_section(images: dict[str, bytes], multi_label: bool) -> str:
             + "</section>")
 
 
-def _split_title(metrics: dict) -> str:
-    """What the metrics were measured on: a run without test data is scored on its validation split."""
-    return "Validation set" if metrics.get("split") == "validation" else "Test set"
+def _split_title(metrics: dict, on_training: bool = False) -> str:
+    """What the metrics were measured on: a run without test data is scored on its validation split, a toy set on
+    its training texts."""
+    if metrics.get("split") == "validation":
+        return "Validation set"
+    return "Test set: the training texts (a toy set tests on them)" if on_training else "Test set"
 
 
-def _test_section(images: dict[str, bytes], metrics: dict, label_names: list[str], test: TextDataset) -> str:
+def _tests_on_training(config: dict) -> bool:
+    """Whether the run's dataset is a toy set, whose test split is its training set by design."""
+    from ..data.registry import sources
+
+    source = sources().get(config["settings"]["data"].get("dataset") or "")
+    return source is not None and source.tests_on_training
+
+
+def _test_section(images: dict[str, bytes], metrics: dict, label_names: list[str], test: TextDataset,
+                  on_training: bool = False) -> str:
     # A class neither among the texts nor predicted has no score (sklearn's 0/0 reads 0), and the averages leave it
     # out (compute_metrics): "0.0000" would read as a class the model fails at.
     predicted = np.asarray(metrics["confusion_matrix"]).sum(axis=0)
@@ -390,7 +404,7 @@ def _test_section(images: dict[str, bytes], metrics: dict, label_names: list[str
                      f"{metrics[f'{average}_recall']:.4f}", f"{metrics[f'{average}_f1']:.4f}",
                      str(metrics["num_examples"])))
     roc_note = "" if len(label_names) == 2 else " (one-vs-rest per class)"
-    return (f"<section><h2>{_split_title(metrics)} ({len(test)} texts)</h2>"
+    return (f"<section><h2>{_split_title(metrics, on_training)} ({len(test)} texts)</h2>"
             + _table(["class", "precision", "recall", "F1", "support"], rows)
             + ('<p class="note">n/a: no text of the class here, and none predicted as it; the averages leave it '
                "out.</p>" if unscored else "")
