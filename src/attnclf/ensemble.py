@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 from functools import lru_cache
 from contextlib import ExitStack
 from pathlib import Path
@@ -34,7 +33,8 @@ import numpy as np
 
 from .checks import by_field, check_backend, check_seed
 from .errors import NAME_LENGTH, AttnclfError, RunDirError, shown
-from .prediction import LabelSetPrediction, Prediction, check_texts, class_threshold, model_repr, token_counts
+from .prediction import (LabelSetPrediction, Prediction, check_texts, class_threshold, estimator_classifier,
+                         model_repr, token_counts)
 from .rundir import (ENSEMBLE_FILE, atomic_write_bytes, atomic_write_json, checked_thresholds, file_sha256,
                      first_missing_folder, folder_lock, member_folders, prepare_output_dir, read_json,
                      remove_cut_short_writes, remove_empty_folders, run_dir_list)
@@ -237,12 +237,8 @@ def _member(member, i: int):
     Traceback (most recent call last):
     attnclf.errors.AttnclfError: members[0] is a path, not a loaded run: Ensemble.load(['runs/a', ...]) loads folders
     """
-    estimators = sys.modules.get("attnclf.sklearn")  # (an estimator means it is loaded: no import, serve's included)
-    if estimators is not None and isinstance(member, estimators.AttentionTextClassifier):
-        from sklearn.utils.validation import check_is_fitted
-
-        check_is_fitted(member, "classifier_")  # (scikit-learn's NotFittedError, as its predict raises)
-        return member.classifier_
+    if (classifier := estimator_classifier(member)) is not None:
+        return classifier
     if isinstance(member, (str, os.PathLike)):
         raise AttnclfError(f"members[{i}] is a path, not a loaded run: Ensemble.load([{str(member)!r}, ...]) loads "
                            f"folders")

@@ -254,6 +254,24 @@ class ClassThreshold:
         return {"class": self.label, "probability": self.probability}
 
 
+
+def estimator_classifier(model):
+    """A fitted ``AttentionTextClassifier``'s ``classifier_`` (scikit-learn's ``NotFittedError`` for an unfitted one,
+    as its ``predict`` raises); None for anything else. An estimator means attnclf.sklearn is loaded already: nothing
+    is imported to tell (serve's start-up included).
+
+    >>> estimator_classifier("runs/demo") is None
+    True
+    """
+    estimators = sys.modules.get("attnclf.sklearn")
+    if estimators is None or not isinstance(model, estimators.AttentionTextClassifier):
+        return None
+    from sklearn.utils.validation import check_is_fitted
+
+    check_is_fitted(model, "classifier_")
+    return model.classifier_
+
+
 def class_threshold(threshold, label_names: Sequence[str], multi_label: bool = False,
                     named: Callable[[str], str] = by_field) -> ClassThreshold | None:
     """``threshold`` as a ``ClassThreshold`` of a run's ``label_names``: a pair ``(class, probability)``, or the

@@ -220,8 +220,7 @@ def refuse_clashing_header(read_from: ReadFrom, columns_of: ColumnsOf, label_nam
     >>> # refuse_clashing_header(data.read_from, suspect_columns, data.label_names, "suspects --output")
     """
     written, listed = columns_of(label_names), list(columns_of(["LABEL"]))
-    refuse_repeated_header(read_from.path)  # (else told by iter_rows once every suspects fold had trained)
-    header = data_columns(read_from.path)
+    header = refuse_repeated_header(read_from.path)  # (else told by iter_rows once every suspects fold had trained)
     refuse_clashing_column(read_from.path, "line 1", _other_columns(read_from, header), written, writer, listed)
     if not header and is_data_file(read_from.path):  # (JSON lines, or a file of no byte, which has no lines)
         for where, _, values in iter_rows(read_from.path, read_from.text_column):

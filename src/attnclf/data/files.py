@@ -956,10 +956,10 @@ def data_columns(path: str | Path) -> list[str]:
     return []
 
 
-def refuse_repeated_header(path: str | Path) -> None:
+def refuse_repeated_header(path: str | Path) -> list[str]:
     """The one-line error ``iter_rows`` gives a CSV / TSV header or a Parquet schema that names a column twice, told
     from the header alone, before work that reads the rows after it (JSON lines, whose every line names its own
-    columns, and an empty file: nothing said).
+    columns, and an empty file: nothing said). Returns the header's columns (``data_columns``).
 
     >>> # refuse_repeated_header("train.csv")  # DataError: train.csv, line 1: the header names column 'id' 2 times; ...
     """
@@ -967,6 +967,7 @@ def refuse_repeated_header(path: str | Path) -> None:
     if columns:
         _refuse_repeated_columns(Path(path), columns, "the schema" if data_suffix(path) == ".parquet" else
                                  "line 1: the header")
+    return columns
 
 
 def is_data_file(path: str | Path) -> bool:

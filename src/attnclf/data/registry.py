@@ -119,6 +119,17 @@ def get_source(name: str) -> Source:
     return known[name]
 
 
+def is_toy_set(dataset: str | None) -> bool:
+    """Whether ``dataset`` is a toy set, whose test (and validation) split is its training set by design: its scores
+    are on its training texts. False for no dataset (a user's files) or one not registered here.
+
+    >>> is_toy_set("toy-reversal"), is_toy_set("imdb"), is_toy_set(None)
+    (True, False, False)
+    """
+    source = sources().get(dataset or "")
+    return source is not None and source.tests_on_training
+
+
 def datasets_table(data_dir: str | Path | None = None, extra: Sequence[tuple[str, str, str]] = ()) -> str:
     """A row per dataset, its name, where it stands (generated, found locally and where, not found locally) and what
     it is, then ``extra`` rows (name, status, description) as given; under them the folders searched, in order (those

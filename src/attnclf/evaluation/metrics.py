@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import shlex
-import sys
 from pathlib import Path
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Sequence
@@ -22,8 +21,8 @@ from sklearn.metrics import (
 from ..checks import by_field
 from ..data.multilabel import LABEL_SET_COLUMNS
 from ..errors import NAME_LENGTH, AttnclfError, DataError, shown
-from ..prediction import (ClassThreshold, applied_thresholds, class_threshold, decided_classes, label_set,
-                          refuse_unknown_class)
+from ..prediction import (ClassThreshold, applied_thresholds, class_threshold, decided_classes, estimator_classifier,
+                          label_set, refuse_unknown_class)
 
 if TYPE_CHECKING:
     from ..data.base import TextDataset
@@ -380,12 +379,8 @@ def _scoring_model(model, name: str) -> tuple:
     Traceback (most recent call last):
     attnclf.errors.AttnclfError: classifier is a path, not a model: load it first, Classifier.load('runs/demo')
     """
-    estimators = sys.modules.get("attnclf.sklearn")  # (an estimator means it is loaded: no import)
-    if estimators is not None and isinstance(model, estimators.AttentionTextClassifier):
-        from sklearn.utils.validation import check_is_fitted
-
-        check_is_fitted(model, "classifier_")  # (scikit-learn's NotFittedError, as its predict raises)
-        return model.classifier_, model._class_threshold(model.classifier_.label_names)
+    if (classifier := estimator_classifier(model)) is not None:
+        return classifier, model._class_threshold(classifier.label_names)
     if isinstance(model, (str, Path)):
         raise AttnclfError(f"{name} is a path, not a model: load it first, Classifier.load({str(model)!r})")
     if not all(hasattr(model, attribute) for attribute in ("label_names", "multi_label", "predict_proba")):

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..data.registry import get_source
+from ..data.registry import is_toy_set
 from ..recipes import file_recipe, recipe_for
 from ..rundir import atomic_write_bytes, check_fields, read_json
 
@@ -63,7 +63,7 @@ def scores_on_training(setup) -> bool:
     >>> scores_on_training(Setup(DataSettings(dataset="toy-reversal"))), scores_on_training(Setup(DataSettings()))
     (True, False)
     """
-    return bool(setup.data.dataset) and get_source(setup.data.dataset).tests_on_training
+    return is_toy_set(setup.data.dataset)
 
 
 @dataclass

@@ -21,6 +21,7 @@ import numpy as np
 
 from ..data.base import TextDataset
 from ..data.multilabel import multi_hot
+from ..data.registry import is_toy_set
 from ..data.files import refuse_compressed_output
 from ..errors import AttnclfError, RunDirError, shown
 from ..evaluation.metrics import expected_calibration_error, log_loss, pick_examples, pick_label_set_examples
@@ -118,19 +119,20 @@ def _write_report(run_dir: Path, classifier, test: TextDataset | None, test_prob
     images = _written_plots(run_dir / "plots", _figures(classifier, metrics, history, kept, test, probabilities,
                                                         label_sets, result, heads_shown))
 
+    on_training = is_toy_set(config["settings"]["data"].get("dataset"))  # (a toy set's scores)
     if classifier.multi_label:
         details = [_multilabel_test_section(metrics, test)
                    + _label_calibration(images, label_sets, probabilities, classifier.temperature,
                                         classifier.label_names),
                    _WINDOWED_EXAMPLES if windowed else _label_set_examples_section(by_text, examples, method)]
     else:
-        details = [_test_section(images, metrics, classifier.label_names, test, _tests_on_training(config))
+        details = [_test_section(images, metrics, classifier.label_names, test, on_training)
                    + _calibration(images, test.labels, probabilities, classifier.temperature,
                                   classifier.label_names, kept and kept.get("val_predicted_only")),
                    _WINDOWED_EXAMPLES if windowed else _examples_section(explanations, examples, method)]
     details += [_heads_section(images, explanations),
                 _WINDOWED_FAITHFULNESS if windowed else _faithfulness_section(images, result, left_out(supported))]
-    sections = [_overview(run_dir, config, metrics, _kept_note(config, history) if kept else None),
+    sections = [_overview(run_dir, config, metrics, _kept_note(config, history) if kept else None, on_training),
                 _training_section(images, classifier.multi_label), *details]
     return _written_page(run_dir, config, sections, output)
 
@@ -305,7 +307,7 @@ def _kept_epoch(config: dict, history: list[dict]) -> dict | None:
         return None
 
 
-def _overview(run_dir: Path, config: dict, metrics: dict, kept_note: str | None) -> str:
+def _overview(run_dir: Path, config: dict, metrics: dict, kept_note: str | None, on_training: bool = False) -> str:
     model, data = config["model"], config.get("data", {})
     settings = config["settings"]
     dataset = settings["data"].get("dataset") or Path(settings["data"].get("train_file") or "?").name
@@ -320,7 +322,7 @@ def _overview(run_dir: Path, config: dict, metrics: dict, kept_note: str | None)
             *([("weights kept", kept_note)] if kept_note else []),
             *([("micro-F1", f"{metrics['micro_f1']:.4f}")] if multi else []),
             (f"{metrics.get('split', 'test')} {'subset ' if multi else ''}accuracy"
-             + (" (on the training texts: a toy set tests on them)" if _tests_on_training(config) else ""),
+             + (" (on the training texts: a toy set tests on them)" if on_training else ""),
              f"{metrics['accuracy']:.4f}"
              + _interval(metrics.get("subset_accuracy_ci95" if multi else "accuracy_ci95"))),
             ("macro-F1", f"{metrics['macro_f1']:.4f}"),
@@ -379,14 +381,6 @@ def _split_title(metrics: dict, on_training: bool = False) -> str:
     if metrics.get("split") == "validation":
         return "Validation set"
     return "Test set: the training texts (a toy set tests on them)" if on_training else "Test set"
-
-
-def _tests_on_training(config: dict) -> bool:
-    """Whether the run's dataset is a toy set, whose test split is its training set by design."""
-    from ..data.registry import sources
-
-    source = sources().get(config["settings"]["data"].get("dataset") or "")
-    return source is not None and source.tests_on_training
 
 
 def _test_section(images: dict[str, bytes], metrics: dict, label_names: list[str], test: TextDataset,

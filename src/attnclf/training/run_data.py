@@ -366,7 +366,8 @@ def warnings_among(lines: list[str]) -> list[str]:
 
 def _look_alike_warnings(names: list[str]) -> list[str]:
     """Warnings for class ``names`` that look like one class written in two ways: accents encoded otherwise, case or
-    spaces, characters that show as nothing, a number written otherwise, numbers beside words, whole numbers written as decimals.
+    spaces, characters that show as nothing, a number written otherwise, numbers beside words, whole numbers written
+    as decimals.
 
     >>> _look_alike_warnings(["Positive", "positive"])
     ["warning: classes 'Positive' and 'positive' differ only in case or spaces; make them one label in the data if \
