@@ -671,8 +671,9 @@ def test_evaluate_on_a_named_dataset(demo_run, capsys):
     assert main(["evaluate", str(demo_run), "--dataset", "demo", "--json"]) == 0
     m = json.loads(capsys.readouterr().out)
     low, high = m["accuracy_ci95"]
-    assert (f"test: accuracy {m['accuracy']:.4f} (95% CI {low:.4f}-{high:.4f})  macro-F1 {m['macro_f1']:.4f}  "
-            f"ROC AUC {m['roc_auc']:.4f}  "
+    (f1_low, f1_high), (auc_low, auc_high) = m["macro_f1_ci95"], m["roc_auc_ci95"]
+    assert (f"test: accuracy {m['accuracy']:.4f} (95% CI {low:.4f}-{high:.4f})  macro-F1 {m['macro_f1']:.4f} "
+            f"(95% CI {f1_low:.4f}-{f1_high:.4f})  ROC AUC {m['roc_auc']:.4f} (95% CI {auc_low:.4f}-{auc_high:.4f})  "
             f"average precision {m['average_precision']:.4f}  calibration error {m['ece']:.4f}"
             ) in captured.out.splitlines()
     negative, positive = m["per_class"].values()  # a binary run's average precision is its positive class's

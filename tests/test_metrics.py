@@ -394,3 +394,97 @@ def test_evaluation_text_reads_as_evaluate_prints_it():
     assert lines == (m["classification_report"] + "\n" + confusion_table(m["confusion_matrix"], ["neg", "pos"]) +
                      "\n\n" + metrics_line(m) + "\npredicted by --threshold: 'pos' when its probability is at least "
                      "0.7, else the most probable other class")
+
+
+def _three_class_predictions(count: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Labels of three uneven classes and a model's probabilities for them, right about four times in five, rounded to
+    two places so that scores tie."""
+    rng = np.random.default_rng(seed)
+    truth = rng.choice(3, size=count, p=[0.5, 0.3, 0.2])
+    logits = rng.normal(size=(count, 3))
+    logits[np.arange(count), truth] += 1.6
+    probabilities = np.exp(logits) / np.exp(logits).sum(1, keepdims=True)
+    return truth, np.round(probabilities, 2)
+
+
+def test_the_macro_f1_interval_is_that_of_drawing_texts_again():
+    """Drawing the confusion matrix's cells stands in for drawing texts: the percentiles of a plain bootstrap of the
+    texts, scored by scikit-learn, are within its Monte Carlo noise of the interval's bounds."""
+    from attnclf.evaluation.metrics import macro_f1_interval
+
+    truth, probabilities = _three_class_predictions(600)
+    predicted = probabilities.argmax(1)
+    rng = np.random.default_rng(1)
+    drawn = [rng.integers(0, 600, 600) for _ in range(2000)]
+    plain = np.percentile([f1_score(truth[i], predicted[i], average="macro") for i in drawn], [2.5, 97.5])
+    low, high = macro_f1_interval(truth, predicted, 3)
+    assert low == pytest.approx(plain[0], abs=0.006) and high == pytest.approx(plain[1], abs=0.006)
+    assert low < f1_score(truth, predicted, average="macro") < high
+    assert macro_f1_interval(truth, predicted, 3) == [low, high]  # (seeded)
+
+
+def test_the_binary_auc_interval_is_delongs_variance_around_scikit_learns_auc():
+    from scipy.stats import norm
+
+    from attnclf.evaluation.metrics import roc_auc_interval
+
+    truth, probabilities = _three_class_predictions(300, seed=2)
+    truth = (truth == 1).astype(int)
+    scores = probabilities[:, 1]
+    # DeLong et al. (1988) from the definition: every positive-negative pair's verdict, ties counted half
+    positive, negative = scores[truth == 1], scores[truth == 0]
+    verdicts = (positive[:, None] > negative[None, :]) + 0.5 * (positive[:, None] == negative[None, :])
+    variance = verdicts.mean(1).var(ddof=1) / len(positive) + verdicts.mean(0).var(ddof=1) / len(negative)
+    auc = roc_auc_score(truth, scores)
+    half = norm.ppf(0.975) * np.sqrt(variance)
+    assert roc_auc_interval(truth, np.stack([1 - scores, scores], axis=1)) == pytest.approx(
+        [auc - half, auc + half], abs=1e-12)
+
+
+def test_the_macro_auc_interval_spans_what_drawing_texts_again_spans():
+    """The classes' AUCs are read off the same texts; an interval that took them as independent would be too narrow
+    or too wide. A plain bootstrap of the texts is the reference."""
+    from attnclf.evaluation.metrics import _roc_auc, roc_auc_interval
+
+    truth, probabilities = _three_class_predictions(900, seed=3)
+    rng = np.random.default_rng(4)
+    drawn = [rng.integers(0, 900, 900) for _ in range(600)]
+    plain = np.percentile([_roc_auc(truth[i], probabilities[i], [0, 1, 2]) for i in drawn], [2.5, 97.5])
+    low, high = roc_auc_interval(truth, probabilities)
+    assert (high - low) == pytest.approx(plain[1] - plain[0], rel=0.15)
+    assert (low + high) / 2 == pytest.approx(_roc_auc(truth, probabilities, [0, 1, 2]), abs=1e-12)
+
+
+@pytest.mark.parametrize("truth, why", [([0] * 10 + [1] * 9, "fewer texts than the floor"),
+                                        ([0] * 40, "one class: no AUC"),
+                                        ([0] * 39 + [1], "a single positive: no spread on its side")])
+def test_no_interval_where_the_texts_cannot_give_one(truth, why):
+    from attnclf.evaluation.metrics import macro_f1_interval, roc_auc_interval
+
+    probabilities = np.tile([[.7, .3], [.4, .6]], (len(truth), 1))[:len(truth)]
+    assert roc_auc_interval(truth, probabilities) is None, why
+    assert (macro_f1_interval(truth, probabilities.argmax(1), 2) is None) == (len(truth) < 20), why
+
+
+def test_a_test_set_ranked_without_error_has_an_auc_interval_of_one():
+    from attnclf.evaluation.metrics import roc_auc_interval
+
+    truth = np.arange(40) % 2
+    assert roc_auc_interval(truth, np.stack([1 - truth * .8 - .1, truth * .8 + .1], axis=1)) == [1.0, 1.0]
+
+
+def test_metrics_give_the_macro_f1_and_auc_intervals_and_the_line_shows_them_unless_asked_not_to():
+    from attnclf.evaluation.metrics import macro_f1_interval, metrics_line, roc_auc_interval
+
+    truth, probabilities = _three_class_predictions(300, seed=5)
+    metrics = compute_metrics(truth, probabilities, ["a", "b", "c"])
+    assert metrics["macro_f1_ci95"] == macro_f1_interval(truth, probabilities.argmax(1), 3)
+    assert metrics["roc_auc_ci95"] == roc_auc_interval(truth, probabilities)
+    (f1_low, f1_high), (auc_low, auc_high) = metrics["macro_f1_ci95"], metrics["roc_auc_ci95"]
+    assert f1_low < metrics["macro_f1"] < f1_high and auc_low < metrics["roc_auc"] < auc_high
+    line = metrics_line(metrics)
+    assert f"macro-F1 {metrics['macro_f1']:.4f} (95% CI {f1_low:.4f}-{f1_high:.4f})" in line
+    assert f"ROC AUC {metrics['roc_auc']:.4f} (95% CI {auc_low:.4f}-{auc_high:.4f})" in line
+    # (the trainer's per-epoch validation reads none of them)
+    lean = compute_metrics(truth, probabilities, ["a", "b", "c"], intervals=False)
+    assert "macro_f1_ci95" not in lean and "roc_auc_ci95" not in lean and "(95% CI" in metrics_line(lean)

@@ -52,6 +52,10 @@ def test_train_writes_the_report(demo_run):
     low, high = metrics["accuracy_ci95"]
     assert (f"<tr><td>test accuracy</td><td>{metrics['accuracy']:.4f} (95% confidence interval {low:.4f}-{high:.4f})"
             f"</td></tr>") in page
+    for row, key in (("macro-F1", "macro_f1"), ("ROC AUC", "roc_auc")):
+        low, high = metrics[f"{key}_ci95"]
+        assert (f"<tr><td>{row}</td><td>{metrics[key]:.4f} (95% confidence interval {low:.4f}-{high:.4f})</td></tr>"
+                in page)
     for heading in ("Training", "Test set (1000 texts)", "ROC curve",
                     "Precision-recall curve", "Calibration",
                     "Examples, explained by occlusion", "Most confident correct predictions",
@@ -352,7 +356,8 @@ def test_a_run_scored_before_average_precision_was_measured_still_reports(demo_r
     run = tmp_path / "run"
     shutil.copytree(demo_run, run)
     metrics = json.loads((run / "metrics.json").read_text())
-    del metrics["average_precision"], metrics["accuracy_ci95"]  # (nor the accuracy's interval)
+    del metrics["average_precision"], metrics["accuracy_ci95"]  # (nor the intervals)
+    del metrics["macro_f1_ci95"], metrics["roc_auc_ci95"]
     for scores in metrics["per_class"].values():
         del scores["average_precision"]
     (run / "metrics.json").write_text(json.dumps(metrics))
@@ -360,6 +365,8 @@ def test_a_run_scored_before_average_precision_was_measured_still_reports(demo_r
     page = (run / "report.html").read_text(encoding="utf-8")
     assert "<td>average precision</td>" not in page and "Precision-recall curve" in page  # drawn from the texts
     assert f"<tr><td>test accuracy</td><td>{metrics['accuracy']:.4f}</td></tr>" in page
+    assert f"<tr><td>macro-F1</td><td>{metrics['macro_f1']:.4f}</td></tr>" in page
+    assert f"<tr><td>ROC AUC</td><td>{metrics['roc_auc']:.4f}</td></tr>" in page
 
 
 def _relabelled(metrics: dict, label: str, scores) -> None:

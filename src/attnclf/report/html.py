@@ -44,7 +44,7 @@ _CURVES = ("epoch", "train_loss", "train_accuracy")  # what the training curves 
 
 
 def _interval(bounds: list[float] | None) -> str:
-    """`` (95% confidence interval 0.8825-0.9152)``, an accuracy's as metrics.json holds it; "" for a run scored
+    """`` (95% confidence interval 0.8825-0.9152)``, a score's as metrics.json holds it; "" for a run scored
     before intervals were (or for none)."""
     return "" if bounds is None else " (95% confidence interval {:.4f}-{:.4f})".format(*bounds)
 
@@ -325,8 +325,9 @@ def _overview(run_dir: Path, config: dict, metrics: dict, kept_note: str | None,
              + (" (on the training texts: a toy set tests on them)" if on_training else ""),
              f"{metrics['accuracy']:.4f}"
              + _interval(metrics.get("subset_accuracy_ci95" if multi else "accuracy_ci95"))),
-            ("macro-F1", f"{metrics['macro_f1']:.4f}"),
-            ("ROC AUC" + (" (macro over labels)" if multi else ""), "n/a" if auc is None else f"{auc:.4f}"),
+            ("macro-F1", f"{metrics['macro_f1']:.4f}" + _interval(metrics.get("macro_f1_ci95"))),
+            ("ROC AUC" + (" (macro over labels)" if multi else ""),
+             "n/a" if auc is None else f"{auc:.4f}" + _interval(metrics.get("roc_auc_ci95"))),
             # (runs scored before average precision was measured lack it)
             *([("average precision" + (" (macro over labels)" if multi else ""), "n/a" if ap is None else f"{ap:.4f}")]
               if "average_precision" in metrics else []),

@@ -603,7 +603,8 @@ class Trainer:
             raise self._diverged(epoch)
         if self.multi_label:
             return multilabel.validation_record(validation.labels, probabilities, self.label_names)
-        metrics = compute_metrics(validation.labels, probabilities, self.label_names, report=False)
+        metrics = compute_metrics(validation.labels, probabilities, self.label_names, report=False,
+                                  intervals=False)
         predicted = probabilities.argmax(axis=1)
         # An epoch that answers one class for every text, by its index (history.jsonl holds numbers): kept, it is what
         # one_class_note tells of
