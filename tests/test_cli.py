@@ -2531,8 +2531,15 @@ def test_output_path_that_is_a_file(csv_files, tmp_path, capsys):
 
 
 def test_unknown_dataset_and_model(tmp_path, capsys):
-    assert "unknown dataset" in run_error(["train", "--dataset", "nope", "--output", str(tmp_path / "o")], capsys)
-    assert "unknown model" in run_error(["train", "--dataset", "demo", "--model", "nope"], capsys)
+    assert "unknown dataset 'nope'; choose one of demo, " in run_error(
+        ["train", "--dataset", "nope", "--output", str(tmp_path / "o")], capsys)
+    assert "unknown model 'nope'; choose one of boe, " in run_error(["train", "--dataset", "demo", "--model", "nope"],
+                                                                    capsys)
+    # A typo is told the name it is nearest, before the list
+    assert "unknown dataset 'imbd' (did you mean 'imdb'?); choose one of " in run_error(
+        ["train", "--dataset", "imbd", "--output", str(tmp_path / "o")], capsys)
+    assert "unknown model 'self-atn' (did you mean 'self-attn'?); choose one of " in run_error(
+        ["train", "--dataset", "demo", "--model", "self-atn"], capsys)
 
 
 def test_bad_model_field(tmp_path, capsys):

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from . import __version__
 from .checks import ACCESS_LOGS, BACKENDS, check_device_name, check_threads, set_value
-from .errors import AttnclfError, AttnclfWarning, is_out_of_memory, shown
+from .errors import AttnclfError, AttnclfWarning, is_out_of_memory, shown, unknown_name
 from .rundir import (check_output_folder, kept_earlier_models, member_folders, read_config,
                      refuse_if_held, unfinished_warning)
 
@@ -847,7 +847,7 @@ def _ablation_axes(args: argparse.Namespace) -> dict[str, list] | None:
     axes = {}
     for name in _comma_list(args.axes or ""):
         if name not in AXES:
-            raise AttnclfError(f"unknown axis {name!r}; known: {', '.join(AXES)} (or --sweep FIELD=V1,V2)")
+            raise AttnclfError(unknown_name("axis", name, AXES, tail=" (or --sweep FIELD=V1,V2)"))
         axes[name] = AXES[name]
     for sweep in args.sweep or []:
         key, sep, values = sweep.partition("=")

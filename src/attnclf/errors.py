@@ -6,6 +6,7 @@ name the problem precisely: the file, the line or row, the column, the value.
 An ``AttnclfWarning`` is the Python side of the command line's ``note:`` lines.
 """
 
+import difflib
 import sys
 
 
@@ -24,6 +25,21 @@ def first_few(values, most: int = 3) -> str:
     values = list(values)
     named = ", ".join(shown(value, most=NAME_LENGTH) for value in values[:most])
     return f"{named}{', ...' if len(values) > most else ''}"
+
+
+def unknown_name(kind: str, name, choices, tail: str = "") -> str:
+    """The message for a ``name`` that is none of ``choices``, led by the nearest of them where one is close (a typo
+    names what was meant better than a list does); ``tail`` ends the list.
+
+    >>> unknown_name("model", "self-atn", ["boe", "self-attn"])
+    "unknown model 'self-atn' (did you mean 'self-attn'?); choose one of boe, self-attn"
+    >>> unknown_name("dataset", 7, ["imdb"], tail=", or a file")
+    'unknown dataset 7; choose one of imdb, or a file'
+    """
+    choices = [str(choice) for choice in choices]
+    close = difflib.get_close_matches(name, choices, n=1, cutoff=0.7) if isinstance(name, str) else []
+    nearest = f" (did you mean {close[0]!r}?)" if close else ""
+    return f"unknown {kind} {shown(name)}{nearest}; choose one of {', '.join(choices)}{tail}"
 
 
 def shown(value, most: int = 40, write=repr) -> str:

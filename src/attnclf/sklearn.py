@@ -43,7 +43,7 @@ from .classifier import Classifier
 from .data.base import Splits, TextDataset
 from .data.files import TEXT_JOINER
 from .data.splits import split_indices
-from .errors import AttnclfError, AttnclfWarning, RunDirError, first_few, shown
+from .errors import AttnclfError, AttnclfWarning, RunDirError, first_few, shown, unknown_name
 from .models import MODELS, build_model, model_name
 from .models.ngrams import bucket_note, sized_buckets
 from .prediction import ClassThreshold, check_texts, class_threshold, decided_classes, shaped
@@ -508,7 +508,7 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
 
     def _model_fields(self) -> dict:
         if self.model not in MODELS:
-            raise AttnclfError(f"unknown model {shown(self.model)}; choose one of {', '.join(MODELS)}")
+            raise AttnclfError(unknown_name("model", self.model, MODELS))
         if self.model_config is not None and not isinstance(self.model_config, dict):
             raise AttnclfError(f"model_config must be a dict of model fields, got {shown(self.model_config)}")
         refuse_derived_fields(self.model_config or {}, _DERIVED_FROM)

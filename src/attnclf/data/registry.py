@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from ..checks import by_field
-from ..errors import AttnclfError, DataError, shown
+from ..errors import AttnclfError, DataError, unknown_name
 from .base import Splits, TextDataset
 
 # Modules that define a SOURCE; order is the order `attnclf datasets` lists them.
@@ -115,7 +115,7 @@ def get_source(name: str) -> Source:
     """
     known = sources()
     if name not in known:
-        raise DataError(f"unknown dataset {shown(name)}; known: {', '.join(known)}")
+        raise DataError(unknown_name("dataset", name, known))
     return known[name]
 
 

@@ -26,7 +26,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..checks import by_field, check_seed, set_value
-from ..errors import AttnclfError, RunDirError, shown
+from ..errors import AttnclfError, RunDirError, shown, unknown_name
 from ..models import MODELS, build_model
 from ..recipes import earlier_file_recipes
 from ..rundir import (atomic_write_json, check_fields, is_resumable, output_folder, read_history, read_json,
@@ -108,7 +108,7 @@ def variant_settings(setup: Setup, variant: Variant, seed: int, runs_dir: Path, 
     base model when those are its defaults.
     """
     if variant.model not in MODELS:
-        raise AttnclfError(f"unknown model {shown(variant.model)}; known: {', '.join(MODELS)}")
+        raise AttnclfError(unknown_name("model", variant.model, MODELS))
     config_fields = {f.name: f.default for f in fields(MODELS[variant.model].config_class)}
     shared = {k: v for k, v in setup.model_config.items() if k in config_fields}
     base = settings_for(setup.data, variant.model, model_config=shared, train={**setup.train, "seed": seed},

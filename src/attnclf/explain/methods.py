@@ -56,7 +56,7 @@ import numpy as np
 import torch
 
 from ..checks import by_field
-from ..errors import AttnclfError, first_few, shown
+from ..errors import AttnclfError, first_few, shown, unknown_name
 from ..evaluation.predict import predict_probabilities
 from ..models.base import model_device
 from ..text.batching import EVAL_MAX_TOKENS, BucketBatches
@@ -128,8 +128,7 @@ def known_method(name: object, all_too: bool = False) -> str:
 grad-input, integrated-gradients, occlusion, or all
     """
     if not isinstance(name, str) or name not in METHODS:
-        raise AttnclfError(f"unknown explanation method {shown(name)}; choose one of {', '.join(METHODS)}"
-                           + (", or all" if all_too else ""))
+        raise AttnclfError(unknown_name("explanation method", name, METHODS, tail=", or all" if all_too else ""))
     return name
 
 

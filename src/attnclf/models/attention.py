@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attnclf.errors import AttnclfError
+from attnclf.errors import AttnclfError, unknown_name
 
 SCORES = ("dot", "scaled_dot", "general", "additive", "cosine", "location")
 POOLINGS = ("attention", "mean", "first", "max")
@@ -85,7 +85,7 @@ def masked_pool(x: torch.Tensor, mask: torch.Tensor, how: str) -> torch.Tensor:
     elif how == "max":
         pooled = x.masked_fill(~mask.unsqueeze(-1), torch.finfo(x.dtype).min).amax(dim=1)
     else:
-        raise AttnclfError(f"unknown pooling {how!r}; choose one of mean, first, max")
+        raise AttnclfError(unknown_name("pooling", how, ("mean", "first", "max")))
     # Zeros for an all-padding row, as masked_mean gives: only a caller's own such row reaches this (the library's
     # batches give every text a token, <unk> for an empty one, and every text a window). Without it, max would pool
     # to finfo.min, which the head turns into inf or NaN, and first would pool a padding position's vector.
@@ -220,7 +220,7 @@ class EncoderBlock(nn.Module):
         super().__init__()
         activations = {"gelu": nn.GELU, "relu": nn.ReLU}
         if activation not in activations:
-            raise AttnclfError(f"unknown activation {activation!r}; choose one of gelu, relu")
+            raise AttnclfError(unknown_name("activation", activation, ("gelu", "relu")))
         self.norm_first = norm_first
         self.attn_norm = nn.LayerNorm(dim)
         self.attn = MultiHeadSelfAttention(dim, heads, attention_dropout, attention_window)
@@ -334,7 +334,7 @@ class AttentionPooling(nn.Module):
     ) -> None:
         super().__init__()
         if score not in SCORES:
-            raise AttnclfError(f"unknown attention score {score!r}; choose one of {', '.join(SCORES)}")
+            raise AttnclfError(unknown_name("attention score", score, SCORES))
         if query_dim is not None and query_dim != dim and score in ("dot", "scaled_dot", "cosine"):
             raise AttnclfError(f"score {score!r} needs query_dim == dim, got {query_dim} and {dim}")
         self.score = score

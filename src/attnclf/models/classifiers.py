@@ -24,7 +24,7 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from attnclf.errors import AttnclfError, RunDirError, is_out_of_memory, shown
+from attnclf.errors import AttnclfError, RunDirError, is_out_of_memory, shown, unknown_name
 from attnclf.models.attention import (
     POOLINGS,
     AttentionPooling,
@@ -396,7 +396,7 @@ class SelfAttentionClassifier(TokenClassifier):
     def __init__(self, config: SelfAttentionConfig) -> None:
         super().__init__(config, config.d_model)
         if config.pooling not in POOLINGS:
-            raise AttnclfError(f"unknown pooling {config.pooling!r}; choose one of {', '.join(POOLINGS)}")
+            raise AttnclfError(unknown_name("pooling", config.pooling, POOLINGS))
         # (Negative sizes and dropout rates of 1 or more are refused by SelfAttentionConfig itself.)
         if config.ngram_buckets == 1:
             raise AttnclfError(f"ngram_buckets must be 0 (off) or at least 2, got {config.ngram_buckets}")
@@ -601,7 +601,7 @@ def config_for(name: str, **config_fields) -> ModelConfig:
     32
     """
     if name not in MODELS:
-        raise AttnclfError(f"unknown model {name!r}; choose one of {', '.join(MODELS)}")
+        raise AttnclfError(unknown_name("model", name, MODELS))
     spec = MODELS[name]
     valid = [f.name for f in fields(spec.config_class)]
     unknown = [key for key in config_fields if key not in valid]

@@ -19,7 +19,7 @@ import math
 import torch
 from torch import nn
 
-from attnclf.errors import AttnclfError
+from attnclf.errors import AttnclfError, unknown_name
 
 
 class PositionalEncoding(nn.Module):
@@ -108,5 +108,5 @@ def positional_encoding(kind: str, max_len: int, dim: int) -> PositionalEncoding
     torch.Size([2, 10, 128])
     """
     if kind not in _KINDS:
-        raise AttnclfError(f"unknown positional encoding {kind!r}; choose one of {', '.join(POSITIONAL_KINDS)}")
+        raise AttnclfError(unknown_name("positional encoding", kind, POSITIONAL_KINDS))
     return _KINDS[kind](max_len, dim)

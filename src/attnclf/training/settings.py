@@ -19,7 +19,7 @@ from ..data.files import columns_refusal, is_fasttext_file, recorded_text_column
 from ..data.multilabel import DEFAULT_LABEL_DELIMITER
 from ..data.registry import folder_holding, sources
 from ..data.splits import check_fraction
-from ..errors import AttnclfError, shown
+from ..errors import AttnclfError, shown, unknown_name
 from ..models import MODELS
 from ..recipes import recipe_model_config, run_recipe
 from ..rundir import read_config, refuse_estimator_run
@@ -455,7 +455,7 @@ def settings_for(data: DataSettings, model: str, *, model_config: dict | None = 
     ({}, 256)
     """
     if model not in MODELS:
-        raise AttnclfError(f"unknown model {model!r}; known: {', '.join(MODELS)}")
+        raise AttnclfError(unknown_name("model", model, MODELS))
     data.check()
     recipe = run_recipe(data.dataset, model, data.multi_label, file_recipe)
     model_fields = {f.name for f in fields(MODELS[model].config_class)}
