@@ -39,10 +39,11 @@ def compute_metrics(
     Accuracy, with its 95% confidence interval (``wilson_interval``); precision/recall/F1 per class, macro and
     weighted; ROC AUC (binary, or one-vs-rest macro); unless ``intervals=False`` (the trainer's per-epoch validation,
     which reads none), the macro-F1's and the ROC AUC's 95% intervals (``macro_f1_interval``,
-    ``roc_auc_interval``); average precision, the area under the precision-recall curve (binary: class 1's; more classes: one-vs-rest macro; per class too, one-vs-rest, null for a class without
-    positive or negative texts); how far the probabilities can be taken at their word (log loss, and the expected
-    calibration error of the top label's confidence); TP/FP/TN/FN when binary (class 1 is positive); the confusion
-    matrix (rows true, columns predicted) and, unless ``report=False``, a text report. The texts are predicted their
+    ``roc_auc_interval``); average precision, the area under the precision-recall curve (binary: class 1's; more
+    classes: one-vs-rest macro; per class too, one-vs-rest, null for a class without positive or negative texts); how
+    far the probabilities can be taken at their word (log loss, and the expected calibration error of the top label's
+    confidence); TP/FP/TN/FN when binary (class 1 is positive); the confusion matrix (rows true, columns predicted)
+    and, unless ``report=False``, a text report. The texts are predicted their
     most probable class, or by ``threshold`` (``decided_classes``), then recorded as ``metrics["threshold"]``; the
     figures of the probabilities alone (ROC AUC, average precision, log loss, calibration error) are the same either
     way.
