@@ -68,6 +68,25 @@ def test_a_documented_command_parses(where, text, capsys):
         pytest.fail(f"{where}: `attnclf {text}` does not parse: {capsys.readouterr().err.strip().splitlines()[-1]}")
 
 
+def test_a_documented_command_names_a_dataset_attnclf_has():
+    """``--dataset`` takes any string, so a command naming a renamed or removed dataset (``sst2-phrases`` was one)
+    parses, and fails only for its reader; the guides' commands and every ``--help`` example name one that exists
+    (BENCHMARKS.md records the runs of its day, removed datasets too)."""
+    from attnclf.cli import EXAMPLES, TOY_ORDER
+    from attnclf.data.registry import sources
+
+    shown = [(where, text) for where, text in COMMANDS if not where.startswith("BENCHMARKS.md")]
+    shown += [(f"attnclf {name} --help", example.split(" ", 1)[1]) for name, examples in EXAMPLES.items()
+              for example in examples]
+    known, parser, wrong = {*sources(), TOY_ORDER}, build_parser(), []
+    for where, text in shown:
+        named = getattr(parser.parse_args(arguments(text)), "dataset", None) or []  # (vectors': a list)
+        for name in [named] if isinstance(named, str) else named:
+            if name not in known and not name.isupper():  # (NAME, D: a synopsis' placeholder)
+                wrong.append(f"{where}: `attnclf {text}`: no dataset {name}")
+    assert len(shown) >= 100 and not wrong, "\n".join(wrong)
+
+
 def bench_commands(path: Path) -> list[tuple[int, str, str]]:
     """(line number, script, arguments) of each ``python bench/X.py ...`` the file shows: an inline one to its closing
     backtick (a table cell's, or one wrapped over lines), one in a code block to its line's end (continuations
