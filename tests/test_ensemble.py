@@ -38,6 +38,13 @@ def test_ensemble_averages_its_members(demo_run, second_run):
     assert [p.confidence for p in predictions] == pytest.approx(expected.max(axis=1).tolist())
 
 
+def test_an_ensemble_reads_texts_given_as_a_generator_once_for_every_member(demo_run, second_run):
+    ensemble = Ensemble([Classifier.load(demo_run, device="cpu"), Classifier.load(second_run, device="cpu")])
+    # (each member read the texts anew: the first used a generator up, and numpy refused the others' empty answers)
+    assert np.array_equal(ensemble.predict_proba(text for text in TEXTS), ensemble.predict_proba(TEXTS))
+    assert ensemble.predict(text for text in TEXTS) == ensemble.predict(TEXTS)
+
+
 
 def test_a_classifier_s_scores_are_what_its_predictions_and_an_ensemble_read(demo_run):
     # (Ensemble averages its members through this public method, not through a private one of Classifier's)

@@ -186,7 +186,8 @@ class Ensemble:
 
         >>> # Ensemble.load(["runs/a", "runs/b"]).predict_proba(["great film"])  # array([[0.1, 0.9]], dtype=float32)
         """
-        return self._averaged(texts)[0]
+        # (a list, read once per member: a generator would be used up by the first, and the others read no text)
+        return self._averaged(check_texts(texts))[0]
 
     def _averaged(self, texts: Sequence[str]) -> tuple[np.ndarray, list[list[list[int]]]]:
         """The members' probabilities averaged (what ``predict_proba`` and ``predict`` both give), and each member's
