@@ -105,8 +105,8 @@ def test_predict_from_arguments_file_and_stdin(csv_run, tmp_path, capsys, monkey
 
 
 @pytest.mark.parametrize("command", ["predict", "explain"])
-def test_a_csv_piped_to_stdin_is_refused_by_its_header_not_read_a_row_a_text_labels_and_all(csv_run, capsys,
-                                                                                          monkeypatch, command):
+def test_a_csv_or_json_lines_piped_to_stdin_is_refused_not_read_a_row_a_text_labels_and_all(csv_run, capsys,
+                                                                                            monkeypatch, command):
     # `cat test.csv | attnclf predict RUN` scored 'text,label' as a text, and each row with its label in its text
     def piped(raw):
         monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(raw), encoding="utf-8"))
@@ -118,11 +118,18 @@ def test_a_csv_piped_to_stdin_is_refused_by_its_header_not_read_a_row_a_text_lab
             f"attnclf: error: stdin: its first line, {header!r}, is a {kind} header naming the run's text column "
             f"'text': stdin is read as a text per line, every column of a row (its label too) part of its text; give "
             f"the file itself, named .{kind.lower()}, with --file, which reads that column")
-    # A text that starts with the column's name, and a line of other names, are texts
-    piped(b"text, of course, is what it reads\nid,review\n")
+    # `cat test.jsonl | attnclf predict RUN` scored each line's braces, keys and label as its text
+    line = '{"text": "fine", "label": "pos"}'
+    piped(f"{line}\n".encode())
+    assert run_error([command, str(csv_run)], capsys) == (
+        f"attnclf: error: stdin: its first line, {line!r}, is a JSON object naming the run's text column 'text': "
+        f"stdin is read as a text per line, every key and value of a line (its label too) part of its text; give the "
+        f"file itself, named .jsonl, with --file, which reads that column")
+    # A text that starts with the column's name, a line of other names, JSON of other keys or none, are texts
+    texts = ["text, of course, is what it reads", "id,review", '{"review": "fine"}', "[" * 100_000]
+    piped("\n".join(texts).encode())
     assert main(["predict", str(csv_run)]) == 0
-    assert [json.loads(line)["text"] for line in capsys.readouterr().out.splitlines()] == \
-        ["text, of course, is what it reads", "id,review"]
+    assert [json.loads(line)["text"] for line in capsys.readouterr().out.splitlines()] == texts
 
 
 @pytest.mark.parametrize("argv", [["evaluate"], ["faithfulness", "--methods", "occlusion", "--examples", "4"],

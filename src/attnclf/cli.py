@@ -527,9 +527,10 @@ def _stdin_bytes() -> bytes:
 
 
 def _stdin_texts(raw: bytes, config: dict) -> list[str]:
-    """stdin's texts, a line each (``text_lines``), or a one-line error where its first is a CSV or TSV header naming
-    the text column of the run (``config``'s): `cat test.csv | attnclf predict RUN` read the header as a text, and
-    each row whole, its label too, as one, the answer part of the input.
+    """stdin's texts, a line each (``text_lines``), or a one-line error where its first is a CSV or TSV header, or a
+    JSON object, naming the text column of the run (``config``'s): `cat test.csv | attnclf predict RUN` read the
+    header as a text, and each row whole, its label too, as one, the answer part of the input (`cat test.jsonl`: each
+    line's braces, keys and label).
 
     >>> # _stdin_texts(b"id,text,label\\n1,a fine film,pos\\n", {})  # AttnclfError: stdin: its first line, ...
     """
@@ -541,6 +542,15 @@ def _stdin_texts(raw: bytes, config: dict) -> list[str]:
     texts = text_lines(raw, "stdin")
     if texts:
         columns = text_column_names(trained_text_column(config))
+        try:
+            record = json.loads(texts[0])
+        except (ValueError, RecursionError):  # (a text, which JSON need not parse: "[[[..." nests past Python's stack)
+            record = None
+        if isinstance(record, dict) and (named := next((column for column in columns if column in record), None)):
+            raise AttnclfError(f"stdin: its first line, {shown(texts[0])}, is a JSON object naming the run's text "
+                               f"column {named!r}: stdin is read as a text per line, every key and value of a line "
+                               f"(its label too) part of its text; give the file itself, named .jsonl, with --file, "
+                               f"which reads that column")
         for delimiter, kind in ((",", "CSV"), ("\t", "TSV")):
             names = next(csv.reader([texts[0]], delimiter=delimiter))
             # (a header's names, unpadded, as pandas and spreadsheets write them: not a text that starts "text, ...")
