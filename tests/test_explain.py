@@ -1122,6 +1122,20 @@ def test_explain_refuses_an_output_named_as_a_folder_before_explaining(demo_run,
     assert not (tmp_path / name.rstrip("/")).exists()
 
 
+def test_explain_refuses_to_write_its_output_over_the_file_of_texts_it_reads(demo_run, tmp_path, cli_error,
+                                                                              monkeypatch):
+    # `explain --file texts.jsonl -o texts.jsonl` replaced the texts with their explanations, as predict refuses to.
+    from attnclf.explain import methods
+
+    monkeypatch.setattr(methods, "run_methods", lambda *args, **kwargs: pytest.fail("explained before refusing"))
+    texts = tmp_path / "texts.jsonl"
+    texts.write_text('{"text": "not bad"}\n', encoding="utf-8")
+    monkeypatch.chdir(tmp_path)  # (the same file however it is spelled)
+    assert cli_error(["explain", str(demo_run), "--file", "texts.jsonl", "--output", str(texts)]) == (
+        f"--output {texts} is the --file it reads; give another file")
+    assert texts.read_text(encoding="utf-8") == '{"text": "not bad"}\n'
+
+
 def test_an_explanation_shows_itself_in_a_line_a_notebook_can_read():
     # The dataclass's repr spelt out the whole text, every score, the pooling weights and the (layers, heads, n, n)
     # self-attention maps: 8,400 characters over 111 lines for a 54-token text, where a notebook echoes explain()

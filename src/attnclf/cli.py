@@ -634,7 +634,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     from .classifier import Classifier
     from .data.files import refuse_compressed_output
     from .explain import render
-    from .rundir import refuse_folder_output
+    from .rundir import refuse_folder_output, refuse_output_read
     from .ensemble import refuse_ensemble_dir
     from .explain.explanation import explain_each
     from .explain.methods import DEFAULT_METHOD, chosen_methods, refuse_methods_as_texts, run_methods
@@ -646,6 +646,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
     else:  # (before the explaining: what explain -o page.html.gz wrote was the terminal's text, and plain)
         refuse_compressed_output(args.output, "explain")
         refuse_folder_output(args.output)
+        # (the page replaced the texts it explained, `explain --file texts.jsonl -o texts.jsonl`)
+        refuse_output_read(args.output, None if args.file in (None, STDIN_FILE) else args.file)
     refuse_ensemble_dir(args.run_dir)  # (one line, not a missing file)
     clf = Classifier.load(args.run_dir, device=args.device)
     _warn_if_unfinished(args.run_dir)

@@ -25,7 +25,7 @@ from .data.files import (TextColumns, data_columns, has_rows, install_pyarrow, i
 from .data.multilabel import DEFAULT_LABEL_DELIMITER, LABEL_SET_COLUMNS
 from .errors import AttnclfError, DataError, shown
 from .prediction import LabelSetPrediction, Prediction, class_threshold, trained_text_column
-from .rundir import prepare_output_dir, refuse_folder_output, written_atomically
+from .rundir import prepare_output_dir, refuse_folder_output, refuse_output_read, written_atomically
 
 PREDICT_CHUNK = 4096  # texts predicted (and, with an output file, rows written) at a time
 OUTPUT_SUFFIXES = (".csv", ".tsv", ".jsonl", ".parquet")
@@ -80,8 +80,7 @@ def check_output(output: str | Path, reads: str | Path | None = None, overwrite:
             import pyarrow.parquet  # noqa: F401
         except ImportError:
             raise AttnclfError(f"{output}: writing Parquet needs pyarrow: {install_pyarrow()}") from None
-    if reads is not None and output.resolve() == Path(reads).resolve():  # (before overwrite: it would lose the input)
-        raise AttnclfError(f"{named('output')} {output} is the {named('file')} it reads; give another file")
+    refuse_output_read(output, reads, named("output"), named("file"))  # (before overwrite: it would lose the input)
     if output.exists() and not overwrite:
         raise AttnclfError(f"{output} exists; give {named('overwrite')} to replace it")
     return output

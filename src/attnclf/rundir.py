@@ -455,6 +455,20 @@ def refuse_folder_output(path: str | Path, flag: str = "--output") -> None:
         raise AttnclfError(f"{path} is a folder; give {flag} a file name")
 
 
+def refuse_output_read(output: str | Path, reads: str | Path | None, flag: str = "--output",
+                       reads_flag: str = "--file") -> None:
+    """A one-line error when ``output`` (named with ``flag``) is the file ``reads`` (named with ``reads_flag``),
+    however either is spelled: writing it would lose the input it was made from.
+
+    >>> refuse_output_read("texts.jsonl", "./texts.jsonl")
+    Traceback (most recent call last):
+    ...
+    attnclf.errors.AttnclfError: --output texts.jsonl is the --file it reads; give another file
+    """
+    if reads is not None and Path(output).resolve() == Path(reads).resolve():
+        raise AttnclfError(f"{flag} {output} is the {reads_flag} it reads; give another file")
+
+
 def write_output_file(path: str | Path, data: bytes) -> Path:
     """Write a file the user named (``--output``), atomically, its folder prepared as ``prepare_output_file`` does.
 
