@@ -109,6 +109,29 @@ def test_parquet_keeps_the_input_s_column_types(run, tmp_path, capsys):
     assert table.column("predicted_label").to_pylist() == ["pos", "neg", "pos"]
 
 
+def test_a_json_lines_column_without_values_in_the_first_chunk_is_typed_by_its_later_ones(run, tmp_path, capsys,
+                                                                                          monkeypatch):
+    # An optional column, null in the first 4,096 lines, was typed null: its first value after them was refused as
+    # "of more than one type", once those lines were predicted.
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    from attnclf import prediction_files
+
+    monkeypatch.setattr(prediction_files, "PREDICT_CHUNK", 2)
+    records = [{"text": "i loved it", "note": None, "tags": None}, {"text": "i hated it", "note": None},
+               {"text": "a boring film", "note": "checked", "tags": None}, {"text": "a wonderful film", "note": None},
+               {"text": "awful and tedious", "note": "late", "tags": ["x", "y"]}]
+    source = tmp_path / "in.jsonl"
+    source.write_text("".join(json.dumps(record) + "\n" for record in records), encoding="utf-8")
+    output = tmp_path / "out.parquet"
+    assert main(["predict", str(run), "--file", str(source), "--output", str(output)]) == 0
+    table = pq.read_table(output)
+    assert table.schema.field("note").type == pa.string() and table.schema.field("tags").type == pa.list_(pa.string())
+    assert table.column("note").to_pylist() == [None, None, "checked", None, "late"]
+    assert table.column("tags").to_pylist() == [None, None, None, None, ["x", "y"]]
+    assert table.column("predicted_label").to_pylist() == ["pos", "neg", "neg", "pos", "neg"]
+
+
 def test_parquet_output_without_pyarrow_is_one_line(run, tmp_path, capsys, monkeypatch, cli_error):
     monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)  # (an import of it raises ImportError)
     output = tmp_path / "out.parquet"

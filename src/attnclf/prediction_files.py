@@ -391,12 +391,20 @@ def _write_parquet(tmp: str, chunks: Iterator[list[tuple[str, dict]]], added: li
             # (a JSON line's values type the columns: the first rows' may mix types, 1 and "2", or hold an empty
             # object or an integer past 64 bits, which Parquet has no type for; a later row's may be unlike them)
             try:
+                records = [record for _, record in chunk]
                 if schema is None:
-                    schema = _parquet_schema(pa, source, [record for _, record in chunk], added)
+                    schema = _parquet_schema(pa, source, records, added)
                     writer = pq.ParquetWriter(tmp, schema)
                 for where, record in chunk:
                     _refuse_other_columns(source, where, record, schema.names)
-                writer.write_table(pa.Table.from_pylist([record for _, record in chunk], schema=schema))
+                if typed := _typed_at_last(pa, schema, records):
+                    # (a JSON lines column null in every row so far, an optional one, has values here: the rows
+                    # written are written again under the type these give it, which their nulls take)
+                    writer.close()
+                    writer, written = None, pq.read_table(tmp).cast(typed)
+                    schema, writer = typed, pq.ParquetWriter(tmp, typed)
+                    writer.write_table(written)
+                writer.write_table(pa.Table.from_pylist(records, schema=schema))
             except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError) as exc:
                 raise DataError(f"{source}, {chunk[0][0]} to {chunk[-1][0]}: a column's values are of more than one "
                                 f"type, or of one Parquet has none for ({' '.join(str(exc).split())}); write .jsonl, "
@@ -407,6 +415,16 @@ def _write_parquet(tmp: str, chunks: Iterator[list[tuple[str, dict]]], added: li
     finally:
         if writer is not None:
             writer.close()
+
+
+def _typed_at_last(pa, schema, records: list[dict]):
+    """``schema`` with each of its columns of no type (null: no row before ``records`` had a value there) typed as
+    ``records``' values type it; None where they have no value in any such column."""
+    untyped = [field.name for field in schema if pa.types.is_null(field.type)]
+    if not any(record.get(name) is not None for record in records for name in untyped):
+        return None
+    typed = pa.Table.from_pylist([{name: record.get(name) for name in untyped} for record in records]).schema
+    return pa.schema([typed.field(field.name) if field.name in untyped else field for field in schema])
 
 
 def _parquet_schema(pa, source, records: list[dict], added: list[str]):
