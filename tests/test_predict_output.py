@@ -109,27 +109,38 @@ def test_parquet_keeps_the_input_s_column_types(run, tmp_path, capsys):
     assert table.column("predicted_label").to_pylist() == ["pos", "neg", "pos"]
 
 
-def test_a_json_lines_column_without_values_in_the_first_chunk_is_typed_by_its_later_ones(run, tmp_path, capsys,
-                                                                                          monkeypatch):
-    # An optional column, null in the first 4,096 lines, was typed null: its first value after them was refused as
-    # "of more than one type", once those lines were predicted.
+def test_a_json_lines_column_in_parquet_is_typed_by_every_chunk_not_by_the_first_alone(run, tmp_path, capsys,
+                                                                                        monkeypatch):
+    # The first 4,096 lines typed each column: an optional one, null in all of them, stopped the run at its first
+    # value after them as "of more than one type", and one of whole numbers there wrote a later 2.5 as 2, silently.
     pa = pytest.importorskip("pyarrow")
     pq = pytest.importorskip("pyarrow.parquet")
     from attnclf import prediction_files
 
     monkeypatch.setattr(prediction_files, "PREDICT_CHUNK", 2)
-    records = [{"text": "i loved it", "note": None, "tags": None}, {"text": "i hated it", "note": None},
-               {"text": "a boring film", "note": "checked", "tags": None}, {"text": "a wonderful film", "note": None},
-               {"text": "awful and tedious", "note": "late", "tags": ["x", "y"]}]
+    records = [{"text": "i loved it", "note": None, "tags": None, "score": 1},
+               {"text": "i hated it", "note": None, "score": 2},
+               {"text": "a boring film", "note": "checked", "tags": None, "score": 2.5},
+               {"text": "a wonderful film", "note": None, "score": 3},
+               {"text": "awful and tedious", "note": "late", "tags": ["x", "y"], "score": None}]
     source = tmp_path / "in.jsonl"
     source.write_text("".join(json.dumps(record) + "\n" for record in records), encoding="utf-8")
     output = tmp_path / "out.parquet"
     assert main(["predict", str(run), "--file", str(source), "--output", str(output)]) == 0
     table = pq.read_table(output)
     assert table.schema.field("note").type == pa.string() and table.schema.field("tags").type == pa.list_(pa.string())
+    assert table.schema.field("score").type == pa.float64()
     assert table.column("note").to_pylist() == [None, None, "checked", None, "late"]
     assert table.column("tags").to_pylist() == [None, None, None, None, ["x", "y"]]
+    assert table.column("score").to_pylist() == [1.0, 2.0, 2.5, 3.0, None]
     assert table.column("predicted_label").to_pylist() == ["pos", "neg", "neg", "pos", "neg"]
+    # Values of two kinds are still refused, by the lines that hold the second
+    source.write_text("".join(json.dumps({"text": "i loved it", "id": i if i < 2 else str(i)}) + "\n"
+                              for i in range(4)), encoding="utf-8")
+    capsys.readouterr()
+    assert main(["predict", str(run), "--file", str(source), "--output", str(output), "--overwrite"]) == 2
+    assert capsys.readouterr().err.startswith(f"attnclf: error: {source}, line 3 to line 4: a column's values are of "
+                                              f"more than one type")
 
 
 def test_parquet_output_without_pyarrow_is_one_line(run, tmp_path, capsys, monkeypatch, cli_error):

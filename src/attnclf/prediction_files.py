@@ -397,12 +397,11 @@ def _write_parquet(tmp: str, chunks: Iterator[list[tuple[str, dict]]], added: li
                     writer = pq.ParquetWriter(tmp, schema)
                 for where, record in chunk:
                     _refuse_other_columns(source, where, record, schema.names)
-                if typed := _typed_at_last(pa, schema, records):
-                    # (a JSON lines column null in every row so far, an optional one, has values here: the rows
-                    # written are written again under the type these give it, which their nulls take)
+                if not _is_parquet(source) and (widened := _widened(pa, schema, records)):
+                    # (the rows written are written again under it, their values cast: a null, or 1 as 1.0)
                     writer.close()
-                    writer, written = None, pq.read_table(tmp).cast(typed)
-                    schema, writer = typed, pq.ParquetWriter(tmp, typed)
+                    writer, written = None, pq.read_table(tmp).cast(widened)
+                    schema, writer = widened, pq.ParquetWriter(tmp, widened)
                     writer.write_table(written)
                 writer.write_table(pa.Table.from_pylist(records, schema=schema))
             except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError) as exc:
@@ -417,14 +416,24 @@ def _write_parquet(tmp: str, chunks: Iterator[list[tuple[str, dict]]], added: li
             writer.close()
 
 
-def _typed_at_last(pa, schema, records: list[dict]):
-    """``schema`` with each of its columns of no type (null: no row before ``records`` had a value there) typed as
-    ``records``' values type it; None where they have no value in any such column."""
-    untyped = [field.name for field in schema if pa.types.is_null(field.type)]
-    if not any(record.get(name) is not None for record in records for name in untyped):
-        return None
-    typed = pa.Table.from_pylist([{name: record.get(name) for name in untyped} for record in records]).schema
-    return pa.schema([typed.field(field.name) if field.name in untyped else field for field in schema])
+def _widened(pa, schema, records: list[dict]):
+    """``schema``, typed by earlier rows' values, widened to hold ``records``' too, or None where it holds them
+    already: a column null in every row so far (an optional one) typed by its first values, and one of whole numbers
+    so far made one of floats by a fraction, which pyarrow would cut (1.5 written 1). Values of two kinds (1 and
+    "2") are still refused, an ``ArrowTypeError``.
+
+    >>> import pyarrow as pa
+    >>> _widened(pa, pa.schema([("score", pa.int64()), ("note", pa.null())]), [{"score": 1.5, "note": None}])
+    score: double
+    note: null
+    """
+    widened = pa.unify_schemas([schema, pa.Table.from_pylist(records).schema], promote_options="permissive")
+    return None if widened.equals(schema) else widened
+
+
+def _is_parquet(source: str | Path | None) -> bool:
+    """Whether the rows were read from a Parquet file, whose own schema types the output's columns."""
+    return source is not None and Path(source).suffix.lower() == ".parquet"
 
 
 def _parquet_schema(pa, source, records: list[dict], added: list[str]):
@@ -435,7 +444,7 @@ def _parquet_schema(pa, source, records: list[dict], added: list[str]):
     predicted_types = {"confidence": pa.float64(), "unknown_tokens": pa.int64(), "tokens_read": pa.int64(),
                        "predicted_label": pa.string(), "predicted_labels": pa.list_(pa.string())}
     predicted = [pa.field(name, predicted_types.get(name, pa.float64())) for name in added]
-    if source is not None and Path(source).suffix.lower() == ".parquet":
+    if _is_parquet(source):
         read = pq.read_schema(source)
     else:
         read = pa.Table.from_pylist([{k: v for k, v in record.items() if k not in added} for record in records]).schema
