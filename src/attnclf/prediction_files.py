@@ -25,7 +25,8 @@ from .data.files import (TextColumns, data_columns, has_rows, install_pyarrow, i
 from .data.multilabel import DEFAULT_LABEL_DELIMITER, LABEL_SET_COLUMNS
 from .errors import AttnclfError, DataError, shown
 from .prediction import LabelSetPrediction, Prediction, class_threshold, trained_text_column
-from .rundir import prepare_output_dir, refuse_folder_output, refuse_output_read, written_atomically
+from .rundir import (first_missing_folder, prepare_output_dir, refuse_folder_output, refuse_output_read,
+                     remove_empty_folders, written_atomically)
 
 PREDICT_CHUNK = 4096  # texts predicted (and, with an output file, rows written) at a time
 OUTPUT_SUFFIXES = (".csv", ".tsv", ".jsonl", ".parquet")
@@ -148,6 +149,7 @@ def write_predictions(model, rows: Iterable[tuple[str, str, dict]], output: Path
     added = prediction_columns(model.label_names, multi_label)
     listed = prediction_columns(["LABEL"], multi_label)  # (as a clash's message names them)
     writer = _WRITERS[output.suffix.lower()]
+    created = first_missing_folder(output.parent)
     prepare_output_dir(output.parent)
     written = 0
 
@@ -168,8 +170,12 @@ def write_predictions(model, rows: Iterable[tuple[str, str, dict]], output: Path
                 done(len(records))
             yield records
 
-    with _written_new(output, overwrite, "predicting", named) as tmp:
-        writer(tmp, chunks(), added, source)
+    try:
+        with _written_new(output, overwrite, "predicting", named) as tmp:
+            writer(tmp, chunks(), added, source)
+    except BaseException:  # (a bad row, or Ctrl-C: the folders made for the output go with it, as export's do)
+        remove_empty_folders(output.parent, created)
+        raise
     return written
 
 
