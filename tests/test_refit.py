@@ -419,6 +419,24 @@ def test_refit_resume_keeps_finished_refits_and_continues_the_others(validated, 
     assert all(torch.equal(kept[k], again[k]) for k in kept)  # the same run, refitted twice: the same model
 
 
+def test_refit_resume_refuses_a_refit_of_its_run_as_it_was_before_it_trained_again(validated, tmp_path, capsys):
+    # `train --overwrite` retrains a run into its folder; a refit of the earlier run is not its refit to keep.
+    run = tmp_path / "run"
+    shutil.copytree(validated, run)
+    assert main(["refit", str(run), "--quiet", "--no-report", "--device", "cpu"]) == 0
+    history = read_jsonl(run / "history.jsonl")
+    for record, score in zip(history, (0.6, 0.7, 0.8, 0.9)):  # (its new training validated best at its last epoch)
+        record["val_macro_f1"] = score
+    (run / "history.jsonl").write_text("".join(json.dumps(h) + "\n" for h in history))
+    kept = (tmp_path / "run-refit" / "model.safetensors").stat().st_mtime_ns
+    capsys.readouterr()
+    assert main(["refit", str(run), "--resume", "--quiet", "--no-report", "--device", "cpu"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"attnclf: error: {run}-refit trained with train.epochs = 2, this command gives 4: it is a refit of {run} as "
+        f"it trained before; --overwrite refits it again"]
+    assert (tmp_path / "run-refit" / "model.safetensors").stat().st_mtime_ns == kept
+
+
 def test_refit_runs_says_what_it_refits_through_its_log_and_prints_none_of_it(validated, tmp_path, capsys):
     calibrated = tmp_path / "calibrated"
     shutil.copytree(validated, calibrated)

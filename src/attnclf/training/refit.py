@@ -13,7 +13,7 @@ from ..rundir import (ENSEMBLE_FILE, TEMPERATURE_FILE, THRESHOLDS_FILE, is_resum
 from .cached import load_cached_data, run_tokenizer
 from .run import RunResult, check_starts_unchanged, each_warning_once, train_or_continue
 from .run_data import held_out_fingerprint, load_data, refuse_gone, texts_fingerprint
-from .settings import COUNT_EMBEDDINGS, RunSettings, resume_settings
+from .settings import COUNT_EMBEDDINGS, RunSettings, check_same_settings, resume_settings
 from .trainer import best_epoch
 
 
@@ -51,6 +51,11 @@ def refit_runs(run_dirs: list[str | Path], output: str | None = None, *, resume:
             if is_resumable(earlier):
                 raise AttnclfError(f"{earlier} holds an unfinished refit; --resume continues it, --overwrite starts "
                                    f"again")
+    elif resume:  # a refit kept or continued must be of the run as it is now, not as it was before it trained again
+        for run, settings in zip(runs, planned):
+            if (Path(settings.output) / "config.json").is_file():
+                check_same_settings(resume_settings(settings.output, data_dir=data_dir), settings,
+                                    f"it is a refit of {run} as it trained before; --overwrite refits it again")
     # A token cache's texts are checked as its refit streams them into caches (reused later). The refit trained first
     # is checked last and trains on what its check loaded, which reads its files once; the others read theirs again
     # as they train (holding every run's labels and row indices until then would multiply the memory the cache bounds).
