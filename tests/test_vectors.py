@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import re
@@ -90,6 +91,21 @@ def test_vectors_that_are_not_utf8_are_named_by_line(tmp_path):
     path.write_bytes("good 0.1 0.2\ncaf\xe9 0.3 0.4\n".encode("latin-1"))
     with pytest.raises(DataError, match=r"latin1.vec, line 2: byte 0xe9 at byte offset 16 is not UTF-8"):
         WordVectors.load(path)
+
+
+@pytest.mark.parametrize("name, content", [
+    ("GoogleNews.bin", b"2 3\ngood " + np.array([0.1, 0.5, -0.2], dtype=np.float32).tobytes()),
+    ("GoogleNews.bin.gz", gzip.compress(b"2 3\ngood " + np.array([0.1, 0.5, -0.2], dtype=np.float32).tobytes())),
+    ("cc.en.300.bin", np.array([793712314, 12], dtype="<i4").tobytes() + bytes(64)),  # (fastText's magic number)
+], ids=["word2vec", "word2vec-gzipped", "fasttext"])
+def test_binary_vectors_are_told_as_binary_not_as_text_to_resave(tmp_path, name, content):
+    # (their bytes read as text fail as not UTF-8, and "re-save the file as UTF-8" tells no one what to do)
+    path = tmp_path / name
+    path.write_bytes(content)
+    with pytest.raises(DataError) as raised:
+        WordVectors.load(path)
+    assert str(raised.value).startswith(f"{path}: a binary file of vectors (word2vec's or fastText's .bin), which is "
+                                        f"not read: give their text format")
 
 
 @pytest.mark.parametrize("content, message", [

@@ -88,29 +88,40 @@ class WordVectors:
 
         >>> # WordVectors.load("cc.en.300.vec.gz").dim  # 300
         """
-        from ..data.files import utf8_lines  # (the data files' reader: decompressing, bad bytes told by line)
+        from ..data.files import data_suffix, utf8_lines  # (the data files' reader: bad bytes told by line)
 
         path = Path(path)
         if path.is_dir():
             raise DataError(f"{path}: is a folder, not a file of word vectors")
         if not path.is_file():
             raise DataError(f"{path}: no such file of word vectors")
-        words, rows, dim = [], [], None
-        for number, line in enumerate(utf8_lines(path), start=1):
-            fields = line.rstrip("\r\n").rstrip(" ").split(" ")  # (Windows line endings too)
-            if number == 1 and len(fields) == 2 and all(f.isdigit() for f in fields):
-                dim = int(fields[1])  # the word2vec header: count and dim
-                continue
-            if fields == [""]:
-                continue
-            dim = dim or len(fields) - 1
-            if dim < 1:
-                raise DataError(f"{path}, line {number}: a word without numbers; word vectors are "
-                                "'word v1 v2 ...' separated by single spaces")
-            if len(fields) != dim + 1:
-                raise DataError(f"{path}, line {number}: expected a word and {dim} numbers, got {len(fields)} fields")
-            words.append(fields[0])
-            rows.append(_numbers(fields[1:], path, number))
+        words, rows, dim, number = [], [], None, 0
+        try:
+            for number, line in enumerate(utf8_lines(path), start=1):
+                fields = line.rstrip("\r\n").rstrip(" ").split(" ")  # (Windows line endings too)
+                if number == 1 and len(fields) == 2 and all(f.isdigit() for f in fields):
+                    dim = int(fields[1])  # the word2vec header: count and dim
+                    continue
+                if fields == [""]:
+                    continue
+                dim = dim or len(fields) - 1
+                if dim < 1:
+                    raise DataError(f"{path}, line {number}: a word without numbers; word vectors are "
+                                    "'word v1 v2 ...' separated by single spaces")
+                if len(fields) != dim + 1:
+                    raise DataError(f"{path}, line {number}: expected a word and {dim} numbers, got {len(fields)} "
+                                    f"fields")
+                words.append(fields[0])
+                rows.append(_numbers(fields[1:], path, number))
+        except DataError:
+            # word2vec's .bin (GoogleNews-vectors-negative300.bin.gz) fails as its second line's bytes are read,
+            # fastText's as its first's: told as bytes that are not UTF-8, to re-save, no one would know what to do.
+            if data_suffix(path) == ".bin" and number <= 1:
+                raise DataError(f"{path}: a binary file of vectors (word2vec's or fastText's .bin), which is not "
+                                f"read: give their text format (fastText ships a .vec beside each .bin; gensim "
+                                f"converts word2vec's: KeyedVectors.load_word2vec_format(FILE, binary=True)"
+                                f".save_word2vec_format(TEXT_FILE))") from None
+            raise
         if not rows:
             raise DataError(f"{path}: no word vectors in it")
         return cls(words, np.asarray(rows, dtype=np.float32))
