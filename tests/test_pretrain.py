@@ -847,6 +847,25 @@ def test_an_interrupted_pretrain_says_what_it_kept_and_the_command_that_continue
     assert capsys.readouterr().err == "attnclf: error: --checkpoint-minutes must be at least 0, got -1.0\n"
 
 
+def test_init_from_a_pretraining_stopped_in_its_first_epoch_says_so_in_one_line(tmp_path, capsys, monkeypatch):
+    # Ctrl-C within the first epoch leaves its checkpoint alone: no folder "that is no pretraining" to write anew.
+    monkeypatch.setattr(device, "fix_mmap_threshold", lambda: None)
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(cyclic_corpus(200)) + "\n", encoding="utf-8")
+    stopped = tmp_path / "p"
+    with monkeypatch.context() as patch:
+        stop_after_checkpointing(patch, 1, 3)
+        assert main(["pretrain", "--file", str(corpus), "--max-len", "16", "--min-frequency", "1", "--batch-size",
+                     "32", "--threads", "1", "--quiet", "--checkpoint-minutes", "1e-9", *SMALL_FLAGS,
+                     "--output", str(stopped)]) == 130
+    capsys.readouterr()
+    assert main(["train", "--dataset", "demo", "--init-from", str(stopped), *SMALL_FLAGS,
+                 "--output", str(tmp_path / "run")]) == 2
+    assert capsys.readouterr().err == (f"attnclf: error: {stopped} has not finished an epoch of pretraining yet; its "
+                                       f"`attnclf pretrain` command, given again, continues it\n")
+    assert not (tmp_path / "run").exists()
+
+
 def test_pretrain_settings_start_from_the_recipe_as_the_command_builds_them(tmp_path):
     # From Python as `attnclf pretrain` builds them: the recipe's model with the caller's overrides on it, and its
     # tokens per piece; for files (no recipe) the file recipe's model and PretrainSettings' own max_len.

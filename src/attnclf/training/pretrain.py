@@ -648,14 +648,18 @@ def check_pretrained(model_name: str, config, folder: str | Path,
 tokenizer.json; write one with `attnclf pretrain`)
     """
     folder = Path(folder)
+    unfinished = (f"{folder} has not finished an epoch of pretraining yet; its `attnclf pretrain` command, given "
+                  f"again, continues it")
     if not all((folder / name).is_file() for name in (PRETRAIN_FILE, ENCODER_FILE, TOKENIZER_FILE)):
+        if (folder / CHECKPOINT_FILE).is_file():  # (a pretraining stopped in its first epoch has written that alone)
+            raise RunDirError(unfinished)
         raise RunDirError(f"{folder}: not a pretrained encoder (no {PRETRAIN_FILE}, {ENCODER_FILE} or "
                           f"{TOKENIZER_FILE}; write one with `attnclf pretrain`)")
     if model_name != "self-attn":
         raise AttnclfError(f"--init-from starts self-attn models only (it pretrained one), not {model_name}")
     pretrained = read_json(folder / PRETRAIN_FILE)
     if not pretrained.get("epochs"):
-        raise RunDirError(f"{folder} has not finished an epoch of pretraining yet")
+        raise RunDirError(unfinished)
     encoder = pretrained["model_config"]
     # Every setting to change in one line: a recipe's pretraining differs from train's defaults in several.
     differ = [name for name in ENCODER_FIELDS if encoder.get(name) != getattr(config, name)]
