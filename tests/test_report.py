@@ -515,6 +515,38 @@ def test_many_classes_keep_their_legend_beside_the_curves(figure):
         assert legend.x1 <= fig.get_window_extent(renderer).x1  # inside the picture
 
 
+@pytest.mark.parametrize("classes", [2, 30])
+def test_long_class_names_leave_the_charts_room_to_lay_out(classes):
+    # Two names of 60 characters squeezed the confusion matrix into a corner of its picture, and 30 of 120 left
+    # matplotlib no room at all ("constrained_layout not applied"), its axes drawn over its labels and its legend cut.
+    import warnings
+
+    import numpy as np
+
+    names = [f"{c}: a customer complaint " + "about a late delivery" * (2 if classes == 2 else 5)
+             for c in range(classes)]
+    y = np.arange(120) % classes
+    probabilities = np.random.default_rng(0).dirichlet(np.ones(classes), size=120)
+    figures = [plots.confusion_matrix_figure(np.eye(classes, dtype=int) * 4, names),
+               plots.roc_figure(y, probabilities, names), plots.precision_recall_figure(y, probabilities, names)]
+    for fig in figures:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            plots.png_bytes(fig)
+        assert not [str(w.message) for w in caught], fig
+        renderer, ax = fig.canvas.get_renderer(), fig.axes[0]
+        picture, plot_area = fig.get_window_extent(renderer), ax.get_window_extent(renderer)
+        assert plot_area.width > picture.width / 4 and plot_area.height > picture.height / 4
+        if legend := ax.get_legend():
+            box = legend.get_window_extent(renderer)
+            assert box.x1 <= picture.x1 and box.y0 >= picture.y0  # inside the picture
+            named = [text.get_text().split(" (")[0].removesuffix(" vs rest") for text in legend.get_texts()
+                     if not text.get_text().startswith("chance")]
+        else:
+            named = [label.get_text() for label in ax.get_xticklabels()]
+        assert len(set(named)) == len(named) > 0 and all(len(name) <= plots.CHART_NAME_LENGTH for name in named)
+
+
 # ---------------------------------------------------------------- in a real browser
 
 

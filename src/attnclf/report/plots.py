@@ -131,8 +131,27 @@ def metric_history(history: Sequence[dict]) -> Figure | None:
     return fig
 
 
+CHART_NAME_LENGTH = 24  # 20 Newsgroups' longest name, comp.sys.ibm.pc.hardware, is drawn whole
+
+
+def chart_name(name: str) -> str:
+    """A class name as a chart's tick or legend writes it: whole up to ``CHART_NAME_LENGTH`` characters, else its
+    start and end around "…", so that names differing at either end stay apart. Whole, a few names of 40 characters
+    squeezed a binary confusion matrix to a corner of its picture, and 30 of 120 left matplotlib no room to lay a
+    chart out at all; the page's tables name each class whole.
+
+    >>> chart_name("comp.sys.ibm.pc.hardware"), chart_name("customer complaint about late delivery")
+    ('comp.sys.ibm.pc.hardware', 'customer compla…delivery')
+    """
+    if len(name) <= CHART_NAME_LENGTH:
+        return name
+    tail = CHART_NAME_LENGTH // 3
+    return f"{name[:CHART_NAME_LENGTH - tail - 1]}…{name[-tail:]}"
+
+
 def confusion_matrix_figure(matrix: Sequence[Sequence[int]], label_names: Sequence[str]) -> Figure:
-    """Counts with rows = true class, columns = predicted class, each written in its cell for up to 12 classes.
+    """Counts with rows = true class, columns = predicted class, each written in its cell for up to 12 classes; the
+    classes named by ``chart_name``, the columns' slanted where more than 4 or longer than a word would overlap.
 
     >>> [text.get_text() for text in confusion_matrix_figure([[3, 1], [0, 2]], ["neg", "pos"]).axes[0].texts]
     ['3', '1', '0', '2']
@@ -143,10 +162,10 @@ def confusion_matrix_figure(matrix: Sequence[Sequence[int]], label_names: Sequen
     ax = fig.subplots()
     image = ax.imshow(matrix, cmap="Blues")
     fig.colorbar(image, ax=ax, shrink=0.8)
-    ticks = np.arange(len(label_names))
-    ax.set_xticks(ticks, label_names, rotation=45 if len(label_names) > 4 else 0, ha="right" if len(label_names) > 4
-                  else "center")
-    ax.set_yticks(ticks, label_names)
+    ticks, names = np.arange(len(label_names)), [chart_name(name) for name in label_names]
+    slanted = len(names) > 4 or max(map(len, names), default=0) > 10
+    ax.set_xticks(ticks, names, rotation=45 if slanted else 0, ha="right" if slanted else "center")
+    ax.set_yticks(ticks, names)
     ax.set(xlabel="predicted", ylabel="true", title="confusion matrix")
     if len(label_names) <= 12:
         threshold = matrix.max() / 2 if matrix.size else 0
@@ -177,10 +196,10 @@ def _class_legend(ax, classes: int, inside: str | None) -> None:
 
 
 def _drawn_classes(y_true: np.ndarray, label_names: Sequence[str]) -> Iterator[tuple[str, int, np.ndarray, str]]:
-    """The classes a curve figure draws, as ``(colour, class, its texts as a mask, curve name)``: the positive class
-    (index 1) when binary, each class against the rest otherwise, skipping a class without both positive and
-    negative texts (its curve is undefined). The colour is the class's own, so that a class absent from the texts
-    shifts no other class's colour, and a class has the same one in every such figure.
+    """The classes a curve figure draws, as ``(colour, class, its texts as a mask, curve name)`` (by ``chart_name``):
+    the positive class (index 1) when binary, each class against the rest otherwise, skipping a class without both
+    positive and negative texts (its curve is undefined). The colour is the class's own, so that a class absent from
+    the texts shifts no other class's colour, and a class has the same one in every such figure.
 
     >>> [(colour, c, name) for colour, c, _, name in _drawn_classes(np.array([1, 2, 1]), ["a", "b", "c"])]
     [('C1', 1, 'b vs rest'), ('C2', 2, 'c vs rest')]
@@ -189,7 +208,7 @@ def _drawn_classes(y_true: np.ndarray, label_names: Sequence[str]) -> Iterator[t
     for colour, c in enumerate([1] if binary else range(len(label_names))):
         positives = y_true == c
         if positives.any() and not positives.all():
-            yield f"C{colour}", c, positives, label_names[c] if binary else f"{label_names[c]} vs rest"
+            yield f"C{colour}", c, positives, chart_name(label_names[c]) + ("" if binary else " vs rest")
 
 
 def roc_figure(y_true: Sequence[int], probabilities: np.ndarray, label_names: Sequence[str]) -> Figure:
@@ -236,7 +255,7 @@ def precision_recall_figure(y_true: Sequence[int], probabilities: np.ndarray, la
         shares.append((colour, c, positives.mean()))
     for i, (colour, c, share) in enumerate(shares):  # after the curves, so their key comes last in the legend
         # One legend entry says what the dashed lines are; binary, it names the class and its share too.
-        chance = (f"chance ({label_names[c]}: {share:.0%} of the texts)" if binary else
+        chance = (f"chance ({chart_name(label_names[c])}: {share:.0%} of the texts)" if binary else
                   "_" if i else "chance (each class's share of the texts)")
         ax.axhline(share, linestyle="--", color=colour, lw=1, label=chance)
     # Untitled, as the ROC figure: the page heads it, and the legend carries each curve's AP.
