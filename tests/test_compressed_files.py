@@ -206,13 +206,19 @@ def test_a_truncated_training_file_is_one_line_on_the_command_line(runs, tmp_pat
 
 
 @pytest.mark.parametrize("name", ["scored.csv.gz", "scored.jsonl.bz2", "scored.tsv.xz"])
-def test_predict_output_stays_uncompressed_and_says_so(runs, tmp_path, cli_error, name):
+@pytest.mark.parametrize("writer", ["predict", "evaluate --errors", "suspects --output"])
+def test_an_output_stays_uncompressed_and_the_command_writing_it_says_so(runs, tmp_path, cli_error, name, writer):
+    # `evaluate --errors wrong.csv.gz` and `suspects --output` were refused as "predict writes uncompressed files".
     _, made = runs
     source = write(tmp_path / "to_score.csv", csv_text(ROWS[:4]))
-    message = cli_error(["predict", str(made["plain"]), "--file", str(source), "--output", str(tmp_path / name)])
+    argv = {"predict": ["predict", str(made["plain"]), "--file", str(source), "--output"],
+            "evaluate --errors": ["evaluate", str(made["plain"]), "--errors"],
+            "suspects --output": ["suspects", "--train-file", str(source), "--work-dir", str(tmp_path / "folds"),
+                                  "--output"]}[writer]
+    message = cli_error([*argv, str(tmp_path / name)])
     plain = name.rsplit(".", 1)[0]
-    assert message.startswith(f"{tmp_path / name}: predict writes uncompressed files; name the output {plain}")
-    assert not (tmp_path / name).exists()
+    assert message.startswith(f"{tmp_path / name}: {writer} writes uncompressed files; name the output {plain}")
+    assert not (tmp_path / name).exists() and not (tmp_path / "folds").exists()
 
 
 def test_a_token_cache_run_reads_a_csv_gz_and_keys_it_apart_from_the_csv(tmp_path):

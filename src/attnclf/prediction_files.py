@@ -59,9 +59,10 @@ def prediction_values(prediction: Prediction | LabelSetPrediction) -> dict:
 
 
 def check_output(output: str | Path, reads: str | Path | None = None, overwrite: bool = False,
-                 named: Callable[[str], str] = by_field) -> Path:
-    """``output`` as a ``Path``, or a one-line error before any prediction: a suffix no writer has, a folder, the
-    file ``reads`` (the input), or a file that exists unless ``overwrite`` (named by ``named``).
+                 named: Callable[[str], str] = by_field, writer: str = "predict") -> Path:
+    """``output`` as a ``Path``, or a one-line error before any prediction: a suffix no writer has, a compressed one
+    (which says ``writer``, the command that writes it, writes plain files), a folder, the file ``reads`` (the
+    input), or a file that exists unless ``overwrite`` (named by ``named``).
 
     >>> check_output("scored.xlsx")
     Traceback (most recent call last):
@@ -71,7 +72,7 @@ def check_output(output: str | Path, reads: str | Path | None = None, overwrite:
     refuse_folder_output(output, named("output"))
     output = Path(output)
     suffix = output.suffix.lower()
-    refuse_compressed_output(output, "predict")
+    refuse_compressed_output(output, writer)
     if suffix not in OUTPUT_SUFFIXES:
         kind = repr(suffix) if suffix else "(no extension)"
         raise AttnclfError(f"{output}: unknown output type {kind}; use {', '.join(OUTPUT_SUFFIXES[:-1])} or "

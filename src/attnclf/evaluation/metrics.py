@@ -589,7 +589,8 @@ def _checked_errors_file(errors: str | Path, overwrite: bool, named=by_field) ->
     """``errors`` checked as a file to write (``check_output``, whose ``output`` it is)."""
     from ..prediction_files import check_output
 
-    return check_output(errors, overwrite=overwrite, named=lambda field: named("errors" if field == "output" else field))
+    return check_output(errors, overwrite=overwrite, named=lambda field: named("errors" if field == "output" else field),
+                        writer=ERRORS_WRITER)
 
 
 def _scored(classifier, data):

@@ -175,7 +175,7 @@ def find_suspects(settings: RunSettings, folds: int = DEFAULT_FOLDS, *, output: 
         raise AttnclfError(f"{named('resume')} keeps the finished folds and {named('overwrite')} trains them again: "
                            f"give one")
     if output is not None:  # (before hours of training: a name that cannot be written is told at once)
-        output = check_output(output, overwrite=overwrite, named=named)
+        output = check_output(output, overwrite=overwrite, named=named, writer=OUTPUT_WRITER)
     seed = settings.train.seed
     rows = training_rows(settings.data, folds, seed, named)
     if output is not None and rows.read_from is not None:  # (as is a column of the file's the output writes too)
