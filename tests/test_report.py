@@ -744,6 +744,31 @@ def test_a_class_without_texts_or_predictions_reads_n_a_in_the_per_class_table_n
     assert "<tr><td>Business</td><td>0.0000</td><td>0.0000</td><td>0.0000</td><td>0</td></tr>" in page
 
 
+def test_texts_of_one_class_draw_no_empty_roc_or_precision_recall_chart_and_the_page_says_why():
+    # A test file of positive texts alone gave a ROC and a precision-recall chart of the chance line alone, under
+    # notes describing curves; a class without texts was left out of the curves without a word.
+    import numpy as np
+
+    from attnclf.data.base import TextDataset
+    from attnclf.evaluation.metrics import compute_metrics
+    from attnclf.report.html import _test_section
+
+    probabilities = np.random.default_rng(0).dirichlet(np.ones(2), size=6)
+    for figure in (plots.roc_figure, plots.precision_recall_figure):
+        assert figure([1] * 6, probabilities, ["neg", "pos"]) is None
+        assert figure([0, 1] * 3, probabilities, ["neg", "pos"]) is not None
+    metrics = compute_metrics([1] * 6, probabilities, ["neg", "pos"])
+    page = _test_section({}, metrics, ["neg", "pos"], TextDataset(["t"] * 6, [1] * 6, ["neg", "pos"]))
+    said = "Not drawn: every text here is of 'pos', and a curve needs texts of its class and of others."
+    assert page.count(said) == 2
+    names, labels = ["a&b", "c", "d"], [1, 2, 2, 1]
+    metrics = compute_metrics(labels, np.eye(3)[[1, 2, 1, 1]], names)
+    page = _test_section({}, metrics, names, TextDataset(["t"] * 4, labels, names))
+    assert page.count("No curve for 'a&amp;b': no text here is of it.") == 2 and "Not drawn" not in page
+    metrics = compute_metrics([0, 1, 2], np.eye(3), names)  # every class has texts: nothing to say
+    assert "No curve" not in _test_section({}, metrics, names, TextDataset(["t"] * 3, [0, 1, 2], names))
+
+
 def test_the_confusion_matrix_figure_puts_true_classes_in_rows_and_predictions_in_columns():
     # 3 neg texts, 1 of them predicted pos; 2 pos texts: the 1 must stand under "predicted pos", in the "true neg" row.
     import numpy as np

@@ -23,7 +23,7 @@ from ..data.base import TextDataset
 from ..data.multilabel import multi_hot
 from ..data.registry import is_toy_set
 from ..data.files import refuse_compressed_output
-from ..errors import AttnclfError, RunDirError, shown
+from ..errors import AttnclfError, RunDirError, first_few, shown
 from ..evaluation.metrics import expected_calibration_error, log_loss, pick_examples, pick_label_set_examples
 from ..evaluation.multilabel import binary_cross_entropy, label_calibration_errors, label_cells
 from ..explain.explanation import explain
@@ -399,6 +399,7 @@ def _test_section(images: dict[str, bytes], metrics: dict, label_names: list[str
                      f"{metrics[f'{average}_recall']:.4f}", f"{metrics[f'{average}_f1']:.4f}",
                      str(metrics["num_examples"])))
     roc_note = "" if len(label_names) == 2 else " (one-vs-rest per class)"
+    undrawn = _undrawn_curves(test.labels, label_names)
     return (f"<section><h2>{_split_title(metrics, on_training)} ({len(test)} texts)</h2>"
             + _table(["class", "precision", "recall", "F1", "support"], rows)
             + ('<p class="note">n/a: no text of the class here, and none predicted as it; the averages leave it '
@@ -408,12 +409,27 @@ def _test_section(images: dict[str, bytes], metrics: dict, label_names: list[str
             + _image(images, "confusion_matrix", "confusion matrix") + f"<h3>ROC curve{roc_note}</h3>"
             + '<p class="note">How well the model ranks a class\'s texts above the others, at every threshold: the '
               "curve hugging the top left corner is a good ranking (AUC 1), and the chance diagonal is a random "
-              "ranking (AUC 0.5).</p>"
+              "ranking (AUC 0.5).</p>" + undrawn
             + _image(images, "roc", "ROC curve") + f"<h3>Precision-recall curve{roc_note}</h3>"
             + '<p class="note">For a rare class, read this curve rather than the ROC curve: that one looks good '
               "whenever negatives are plentiful, precision does not. Dashed: the precision a random ranking keeps, "
-              "the class's share of the texts; AP, the average precision, is the area under the curve.</p>"
+              "the class's share of the texts; AP, the average precision, is the area under the curve.</p>" + undrawn
             + _image(images, "precision_recall", "precision-recall curve") + "</section>")
+
+
+def _undrawn_curves(labels, label_names: list[str]) -> str:
+    """A note under the ROC and precision-recall headings where their figures leave classes out: a curve needs texts
+    of its class and of others (``plots.roc_figure``), so texts all of one class have no figure at all (it was an
+    empty chart under words describing curves), and a class without texts has no curve; "" where none is left out."""
+    counts = np.bincount(np.asarray(labels, dtype=int), minlength=len(label_names))
+    if counts.max() == len(labels):
+        said = (f"Not drawn: every text here is of {shown(label_names[int(counts.argmax())])}, and a curve needs "
+                f"texts of its class and of others.")
+    elif len(label_names) > 2 and (absent := [name for name, count in zip(label_names, counts) if count == 0]):
+        said = f"No curve for {first_few(absent)}: no text here is of {'it' if len(absent) == 1 else 'them'}."
+    else:
+        return ""
+    return f'<p class="note">{html.escape(said, quote=False)}</p>'
 
 
 def _calibration(images: dict[str, bytes], labels, probabilities: np.ndarray, temperature: float,

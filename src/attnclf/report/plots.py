@@ -211,17 +211,20 @@ def _drawn_classes(y_true: np.ndarray, label_names: Sequence[str]) -> Iterator[t
             yield f"C{colour}", c, positives, chart_name(label_names[c]) + ("" if binary else " vs rest")
 
 
-def roc_figure(y_true: Sequence[int], probabilities: np.ndarray, label_names: Sequence[str]) -> Figure:
-    """ROC curve: the positive class (index 1) when binary, one-vs-rest per class otherwise (``_drawn_classes``).
+def roc_figure(y_true: Sequence[int], probabilities: np.ndarray, label_names: Sequence[str]) -> Figure | None:
+    """ROC curve: the positive class (index 1) when binary, one-vs-rest per class otherwise (``_drawn_classes``);
+    None where no class has one (every text is of one class), which would leave a chart of the chance line alone.
 
     >>> [line.get_label() for line in roc_figure([0, 1, 1], np.array([[.8, .2], [.3, .7], [.6, .4]]), ["n", "p"])
     ...  .axes[0].get_lines()]
     ['p (AUC 1.000)', 'chance']
     """
-    y_true = np.asarray(y_true)
+    drawn = list(_drawn_classes(np.asarray(y_true), label_names))
+    if not drawn:
+        return None
     fig = _figure(*_curves_size(len(label_names)))
     ax = fig.subplots()
-    for colour, c, positives, name in _drawn_classes(y_true, label_names):
+    for colour, c, positives, name in drawn:
         fpr, tpr, _ = roc_curve(positives, probabilities[:, c])
         ax.plot(fpr, tpr, color=colour, lw=1.8 if len(label_names) == 2 else 1.2,
                 label=f"{name} (AUC {auc(fpr, tpr):.3f})")
@@ -233,22 +236,25 @@ def roc_figure(y_true: Sequence[int], probabilities: np.ndarray, label_names: Se
     return fig
 
 
-def precision_recall_figure(y_true: Sequence[int], probabilities: np.ndarray, label_names: Sequence[str]) -> Figure:
+def precision_recall_figure(y_true: Sequence[int], probabilities: np.ndarray,
+                            label_names: Sequence[str]) -> Figure | None:
     """Precision against recall, the classes ``roc_figure`` draws (the positive class when binary, one-vs-rest per
-    class otherwise), each labelled with its average precision; each class's chance level, its share of the texts
-    (what precision a random ranking keeps), dashed in its colour. A rare class's curve starts its reading there,
-    where its ROC curve, flattered by the many negatives, would not show it.
+    class otherwise; None where it draws none), each labelled with its average precision; each class's chance level,
+    its share of the texts (what precision a random ranking keeps), dashed in its colour. A rare class's curve starts
+    its reading there, where its ROC curve, flattered by the many negatives, would not show it.
 
     >>> fig = precision_recall_figure([0, 1, 1, 0], np.array([[.8, .2], [.3, .7], [.6, .4], [.9, .1]]), ["n", "p"])
     >>> [line.get_label() for line in fig.axes[0].get_lines()]
     ['p (AP 1.000)', 'chance (p: 50% of the texts)']
     """
-    y_true = np.asarray(y_true)
+    drawn = list(_drawn_classes(np.asarray(y_true), label_names))
+    if not drawn:
+        return None
     binary = len(label_names) == 2
     fig = _figure(*_curves_size(len(label_names), beside=True))
     ax = fig.subplots()
     shares = []
-    for colour, c, positives, name in _drawn_classes(y_true, label_names):
+    for colour, c, positives, name in drawn:
         precision, recall, _ = precision_recall_curve(positives, probabilities[:, c])
         ax.plot(recall, precision, drawstyle="steps-post", color=colour, lw=1.8 if binary else 1.2,
                 label=f"{name} (AP {average_precision_score(positives, probabilities[:, c]):.3f})")
