@@ -473,9 +473,9 @@ def test_the_report_explains_exact_and_most_wrong_label_sets_for_their_labels(to
     for part, rows in ((exact, picked["correct"]), (wrong, picked["incorrect"])):
         for row in rows:  # each text named with its labels, then a token map per label explained
             assert html.escape(f"true {', '.join(row['true_labels'])}; predicted "
-                               f"{', '.join(row['predicted_labels']) or 'no label'}") in re.sub("</?b>", "", part)
+                               f"{', '.join(row['predicted_labels']) or 'no label'}") in re.sub("</?b(di)?>", "", part)
     # Each predicted label; where none is, the missed label nearest to being given, said to be one.
-    explained = re.findall(r"explaining <b>([^<]+)</b>", section)
+    explained = re.findall(r"explaining <b><bdi>([^<]+)</bdi></b>", section)
     def nearest_missed(row):
         return max(row["missed_labels"], key=lambda name: row[f"probability:{name}"])
 

@@ -249,7 +249,8 @@ def test_an_example_mostly_of_unknown_tokens_is_noted_as_explain_notes_it():
     note = ('<p class="note">note: 2 of the 3 tokens the model read are unknown to it (&lt;unk&gt;): its answer rests '
             'on the other 1</p>')
     assert section.count('<p class="note">note: ') == 1
-    assert re.search(r"<p>true <b>pos</b>, predicted <b>pos</b> \(0\.900\)</p>\n?" + re.escape(note) +
+    assert re.search(r"<p>true <b><bdi>pos</bdi></b>, predicted <b><bdi>pos</bdi></b> \(0\.900\)</p>\n?" +
+                     re.escape(note) +
                      r"\n?<div class=\"tokens\">", section)
 
 
@@ -642,6 +643,39 @@ def test_report_renders_in_chromium(measured_run):
     broken = [alt for alt, complete, natural, shown in state["images"] if not (complete and natural > 0 and shown > 0)]
     assert broken == []
     assert state["tables"] >= 4 and state["height"] > 2000
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (Debian: apt-get install chromium)")
+def test_a_right_to_left_class_name_keeps_the_confidence_after_it_in_chromium(tmp_path):
+    # "predicted <b>שלום עולם</b> (0.340)" drew as "predicted (0.340) שלום עולם": the bidi algorithm took the
+    # parenthesis and the number into the Hebrew name's right-to-left run.
+    from attnclf.explain.explanation import Explanation
+    from attnclf.explain.render import page
+    from attnclf.report.html import _examples_section
+
+    name = "שלום עולם"
+    explained = Explanation("a fine film", ["a", "fine", "film"], [0.1, 0.7, 0.2], "occlusion", name, name, 0.34,
+                            {"pos": 0.66, name: 0.34})
+    example = {"text": "a fine film", "true": "pos", "predicted": name, "confidence": 0.34}
+    (tmp_path / "rtl.html").write_text(page("rtl", _examples_section([explained], {"correct": [], "incorrect": [
+        example]}, "occlusion")), encoding="utf-8")
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as profile:
+        browser = DevTools(CHROMIUM, profile)
+        try:
+            browser.call("Page.enable")
+            browser.call("Page.navigate", url=(tmp_path / "rtl.html").as_uri())
+            browser.wait_for("Page.loadEventFired")
+            # The left edge of the text after the predicted name, and the name's right edge, on the screen.
+            edges = browser.call("Runtime.evaluate", returnByValue=True, expression="""(() => {
+                const line = [...document.querySelectorAll('p')].find(p => p.textContent.startsWith('true'));
+                const after = document.createRange();
+                after.selectNodeContents(line.lastChild);
+                const predicted = line.querySelectorAll('b')[1];
+                return [after.getBoundingClientRect().left, predicted.getBoundingClientRect().right];
+            })()""")["result"]["value"]
+        finally:
+            browser.close()
+    assert edges[0] >= edges[1] - 1, edges
 
 
 MARKUP_LABELS = ["<script>alert(1)</script>", "\"><img src=x onerror=alert(2)>", "$\\frac{a}{$"]

@@ -545,7 +545,7 @@ def _examples_section(explanations: list, examples: dict, method: str) -> str:
             explanation = next(explained)
             split = branches(explanation)  # a token map shows one branch's view; the n-gram branch may decide
             # (under the headline, as `attnclf explain --format html` puts it: a map of <unk> tokens says little)
-            parts.append(f"<p>true <b>{html.escape(ex['true'])}</b>, predicted <b>{html.escape(ex['predicted'])}"
+            parts.append(f"<p>true <b>{_name(ex['true'])}</b>, predicted <b>{_name(ex['predicted'])}"
                          f"</b> ({ex['confidence']:.3f}){'; ' + html.escape(split) if split else ''}</p>"
                          + unknown_note_html(explanation) + tokens_html(explanation))
     return "\n".join(parts) + "</section>"
@@ -602,15 +602,22 @@ def _label_set_examples_section(by_text: list[list], examples: dict, method: str
             for explanation in next(explained):
                 missed = "" if explanation.labels else ", a missed label, none being predicted"
                 split = branches(explanation)  # a token map shows one branch's view; the n-gram branch may decide
-                parts.append(f"<p>explaining <b>{html.escape(explanation.target)}</b> ({explanation.probability:.3f})"
+                parts.append(f"<p>explaining <b>{_name(explanation.target)}</b> ({explanation.probability:.3f})"
                              f"{missed}{'; ' + html.escape(split) if split else ''}</p>"
                              + unknown_note_html(explanation) + tokens_html(explanation))
     return "\n".join(parts) + "</section>"
 
 
+def _name(name: str) -> str:
+    """A class or label name as the page's sentences write it: escaped, and isolated (``<bdi>``) so that a name
+    written right to left (Hebrew, Arabic) keeps to itself: the figure after it, " (0.340)", was drawn before it,
+    and the names of a label set in reverse order."""
+    return f"<bdi>{html.escape(name)}</bdi>"
+
+
 def _names(labels: list[str]) -> str:
-    """A label set as the page writes it: its names, or "no label"."""
-    return html.escape(", ".join(labels)) if labels else "no label"
+    """A label set as the page writes it: its names (``_name``), or "no label"."""
+    return ", ".join(map(_name, labels)) if labels else "no label"
 
 
 def _heads_section(images: dict[str, bytes], explanations: list) -> str:
