@@ -180,6 +180,35 @@ def test_the_operating_points_table_ends_naming_the_flag_that_applies_a_threshol
     assert "predict, evaluate and serve" in lines[-1]
 
 
+class _GivenProbabilities:
+    """A single-label model of three classes whose probabilities are given, one row per text, as evaluate scores it."""
+
+    label_names, multi_label = ["a", "b", "rare"], False
+
+    def __init__(self, probabilities):
+        self.probabilities = probabilities
+
+    def predict_proba(self, texts):
+        return self.probabilities[:len(texts)]
+
+
+def test_the_threshold_the_operating_points_advise_is_the_best_f1_of_every_row_they_print():
+    # A near-uniform model put every 'rare' probability between 0.3 and 0.4: the grid's rows 0.1 to 0.3 flag every
+    # text (F1 0.125), and "apply one" advised 0.1 as "the table's best F1" under a precision row of F1 1 at 0.36.
+    from attnclf.evaluation.metrics import evaluate
+
+    labels = ["a", "b"] * 28 + ["rare"] * 4
+    rare = np.where(np.array(labels) == "rare", 0.36, 0.31)
+    probabilities = np.stack([(1 - rare) / 2 + 0.01, (1 - rare) / 2 - 0.01, rare], axis=1)
+    texts = [f"text {i}" for i in range(len(labels))]
+    model = _GivenProbabilities(probabilities)
+    points = evaluate(model, (texts, labels), operating_points="rare")["operating_points"]
+    assert max(row["f1"] for row in points["thresholds"]) == pytest.approx(0.125)
+    assert points["apply"] == "threshold rare=0.36 (predict, evaluate and serve take it; 0.36 has the table's best F1)"
+    applied = evaluate(model, (texts, labels), threshold="rare=0.36")  # what it advises scores as it says
+    assert applied["per_class"]["rare"]["f1"] == 1.0
+
+
 def test_serve_applies_its_threshold_and_says_it_in_model(demo_run, exported):
     from fastapi.testclient import TestClient
 

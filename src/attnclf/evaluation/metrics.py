@@ -278,7 +278,11 @@ def evaluate(classifier, data, errors: str | Path | None = None, overwrite: bool
         elif data.split != "validation":
             points["note"] = (f"thresholds chosen on the {data.split} texts are optimistic: choose one on the "
                               f"validation texts ({named('split')} validation) and read its figures here")
-        best = f"{max(points['thresholds'], key=lambda row: row['f1'])['threshold']:g}"
+        # Of every row the table prints: a class whose probabilities crowd between two steps of the grid has its
+        # best F1 at a target's threshold, where the grid's best alone (0.1, flagging every text) was named.
+        rows = [*points["thresholds"], *(row for target in ("precision_at_least", "recall_at_least")
+                                         for row in points[target].values() if row is not None)]
+        best = repr(max(rows, key=lambda row: row["f1"])["threshold"])  # (whole: rounded, it could flag other texts)
         points["apply"] = (f"{named('threshold')} {shlex.quote(f'{operating_points}={best}')} (predict, evaluate and "
                            f"serve take it; {best} has the table's best F1)")
         metrics["operating_points"] = points
@@ -589,8 +593,8 @@ def _checked_errors_file(errors: str | Path, overwrite: bool, named=by_field) ->
     """``errors`` checked as a file to write (``check_output``, whose ``output`` it is)."""
     from ..prediction_files import check_output
 
-    return check_output(errors, overwrite=overwrite, named=lambda field: named("errors" if field == "output" else field),
-                        writer=ERRORS_WRITER)
+    return check_output(errors, overwrite=overwrite, writer=ERRORS_WRITER,
+                        named=lambda field: named("errors" if field == "output" else field))
 
 
 def _scored(classifier, data):
