@@ -778,6 +778,30 @@ def test_a_class_without_texts_or_predictions_reads_n_a_in_the_per_class_table_n
     assert "<tr><td>Business</td><td>0.0000</td><td>0.0000</td><td>0.0000</td><td>0</td></tr>" in page
 
 
+def test_a_label_without_texts_or_predictions_reads_n_a_in_a_multi_label_runs_table_not_zero():
+    # As the single-label table: 'rare' had no test text and was given none, the macro average left it out, and the
+    # multi-label table still showed it at precision, recall and F1 0.0000, a label the model fails at.
+    import numpy as np
+
+    from attnclf.data.base import TextDataset
+    from attnclf.evaluation.multilabel import multilabel_metrics
+    from attnclf.report.html import _multilabel_test_section
+
+    names, truth = ["a", "b", "rare"], np.array([[1, 0, 0], [0, 1, 0], [1, 1, 0], [0, 1, 0]])
+    test = TextDataset(["t"] * 4, [(0,), (1,), (0, 1), (1,)], names, multi_label=True)
+    metrics = multilabel_metrics(truth, np.array([[.9, .1, .1], [.2, .8, .1], [.7, .6, .2], [.6, .7, .1]]), names)
+    assert metrics["macro_f1"] == pytest.approx(0.9)  # (a's 0.8 and b's 1)
+    page = _multilabel_test_section(metrics, test)
+    assert "<tr><td>rare</td><td>0.500</td><td>n/a</td><td>n/a</td><td>n/a</td>" in page
+    assert "<tr><td>b</td><td>0.500</td><td>1.0000</td><td>1.0000</td><td>1.0000</td>" in page
+    assert "n/a: no text of the label here, and none predicted as it; the averages leave it out." in page
+    # Given to a text, still without texts: a wrong label, scored 0.
+    metrics = multilabel_metrics(truth, np.array([[.9, .1, .9], [.2, .8, .1], [.7, .6, .2], [.6, .7, .1]]), names)
+    assert metrics["per_class"]["rare"]["predicted"] == 1
+    assert "<tr><td>rare</td><td>0.500</td><td>0.0000</td><td>0.0000</td><td>0.0000</td>" in (
+        _multilabel_test_section(metrics, test))
+
+
 def test_texts_of_one_class_draw_no_empty_roc_or_precision_recall_chart_and_the_page_says_why():
     # A test file of positive texts alone gave a ROC and a precision-recall chart of the chance line alone, under
     # notes describing curves; a class without texts was left out of the curves without a word.

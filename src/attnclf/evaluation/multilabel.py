@@ -97,7 +97,9 @@ def multilabel_metrics(y_true: np.ndarray, probabilities: np.ndarray, label_name
     negative test texts), ``micro_roc_auc`` over all cells; ``average_precision``
     and ``micro_average_precision`` likewise (the area under a precision-recall
     curve, each label's own in ``per_class``); ``per_class`` per
-    label with its threshold; with tuned thresholds, micro/macro F1 at 0.5 too.
+    label with its threshold and the number of texts given it (``predicted``: a
+    label without texts, never given, has no score, 0 as scikit-learn writes it,
+    and the averages leave it out); with tuned thresholds, micro/macro F1 at 0.5 too.
     How far each label's probability can be taken at its word, as the yes-or-no
     probability it is (``calibrate``'s figures): ``log_loss`` the binary log loss
     over every (text, label) cell, each label's calibration error
@@ -139,7 +141,7 @@ def multilabel_metrics(y_true: np.ndarray, probabilities: np.ndarray, label_name
     metrics["per_class"] = {
         name: {"precision": float(precision[i]), "recall": float(recall[i]), "f1": float(f1[i]),
                "support": int(support[i]), "roc_auc": per_label_auc[i], "average_precision": per_label_ap[i],
-               "ece": per_label_ece[i], "threshold": float(thresholds[i])}
+               "ece": per_label_ece[i], "threshold": float(thresholds[i]), "predicted": int(y_pred[:, i].sum())}
         for i, name in enumerate(label_names)
     }
     if not np.allclose(thresholds, DEFAULT_THRESHOLD):

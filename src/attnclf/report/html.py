@@ -387,13 +387,11 @@ def _split_title(metrics: dict, on_training: bool = False) -> str:
 def _test_section(images: dict[str, bytes], metrics: dict, label_names: list[str], test: TextDataset,
                   on_training: bool = False) -> str:
     # A class neither among the texts nor predicted has no score (sklearn's 0/0 reads 0), and the averages leave it
-    # out (compute_metrics): "0.0000" would read as a class the model fails at.
+    # out (compute_metrics): "0.0000" would read as a class the model fails at. (A multi-label run's table alike.)
     predicted = np.asarray(metrics["confusion_matrix"]).sum(axis=0)
     unscored = {name for i, (name, c) in enumerate(metrics["per_class"].items())
                 if c["support"] == 0 and predicted[i] == 0}
-    rows = [(name, *(("n/a",) * 3 if name in unscored else
-                     (f"{c['precision']:.4f}", f"{c['recall']:.4f}", f"{c['f1']:.4f}")), str(c["support"]))
-            for name, c in metrics["per_class"].items()]
+    rows = [(name, *_label_scores(c, name in unscored), str(c["support"])) for name, c in metrics["per_class"].items()]
     for average in ("macro", "weighted"):
         rows.append((f"{average} average", f"{metrics[f'{average}_precision']:.4f}",
                      f"{metrics[f'{average}_recall']:.4f}", f"{metrics[f'{average}_f1']:.4f}",
@@ -402,8 +400,7 @@ def _test_section(images: dict[str, bytes], metrics: dict, label_names: list[str
     undrawn = _undrawn_curves(test.labels, label_names)
     return (f"<section><h2>{_split_title(metrics, on_training)} ({len(test)} texts)</h2>"
             + _table(["class", "precision", "recall", "F1", "support"], rows)
-            + ('<p class="note">n/a: no text of the class here, and none predicted as it; the averages leave it '
-               "out.</p>" if unscored else "")
+            + _unscored_note(unscored, "class")
             + '<p class="note">Rows are the true classes, columns the predicted ones: the diagonal holds the texts '
               "labelled right, and a large count off it names the class a class is mistaken for.</p>"
             + _image(images, "confusion_matrix", "confusion matrix") + f"<h3>ROC curve{roc_note}</h3>"
@@ -430,6 +427,17 @@ def _undrawn_curves(labels, label_names: list[str]) -> str:
     else:
         return ""
     return f'<p class="note">{html.escape(said, quote=False)}</p>'
+
+
+def _label_scores(scores: dict, unscored: bool) -> tuple[str, str, str]:
+    """A class's (or label's) precision, recall and F1 as the per-class tables write them: n/a where ``unscored``."""
+    return ("n/a",) * 3 if unscored else tuple(f"{scores[key]:.4f}" for key in ("precision", "recall", "f1"))
+
+
+def _unscored_note(unscored: set[str], kind: str) -> str:
+    """The note under a per-``kind`` ("class", "label") table with ``unscored`` rows; "" for none."""
+    return (f'<p class="note">n/a: no text of the {kind} here, and none predicted as it; the averages leave it '
+            "out.</p>" if unscored else "")
 
 
 def _calibration(images: dict[str, bytes], labels, probabilities: np.ndarray, temperature: float,
@@ -490,7 +498,9 @@ def _multilabel_test_section(metrics: dict, test: TextDataset) -> str:
     # (runs scored before average precision was measured have the AUC alone)
     ranked = {key: title for key, title in (("roc_auc", "ROC AUC"), ("average_precision", "average precision"))
               if key in metrics}
-    rows = [(name, f"{c['threshold']:.3f}", f"{c['precision']:.4f}", f"{c['recall']:.4f}", f"{c['f1']:.4f}",
+    # (runs scored before the texts given each label were counted show its figures, whatever they are)
+    unscored = {name for name, c in metrics["per_class"].items() if c["support"] == 0 and c.get("predicted") == 0}
+    rows = [(name, f"{c['threshold']:.3f}", *_label_scores(c, name in unscored),
              *("n/a" if c[key] is None else f"{c[key]:.4f}" for key in ranked), str(c["support"]))
             for name, c in metrics["per_class"].items()]
     for average in ("micro", "macro", "weighted", "samples"):
@@ -509,7 +519,7 @@ def _multilabel_test_section(metrics: dict, test: TextDataset) -> str:
             '<p class="note">A label is predicted when its probability reaches its threshold, tuned on the '
             f"validation split to maximise that label's F1 (thresholds.json).{tuned_here}</p>"
             + _table(["label", "threshold", "precision", "recall", "F1", *ranked.values(), "support"], rows)
-            + _table(None, summary)
+            + _unscored_note(unscored, "label") + _table(None, summary)
             + '<p class="note">The confusion matrix and the ROC and precision-recall curves show one class per '
               "text; they are not drawn for a multi-label run.</p></section>")
 
