@@ -802,6 +802,23 @@ def test_a_label_without_texts_or_predictions_reads_n_a_in_a_multi_label_runs_ta
         _multilabel_test_section(metrics, test))
 
 
+def test_a_hand_edited_count_of_texts_given_a_label_is_one_line_naming_it(tmp_path):
+    # The report reads per_class.LABEL.predicted (whether a label without texts reads n/a), as it reads the others.
+    import numpy as np
+
+    from attnclf.errors import RunDirError
+    from attnclf.evaluation.multilabel import multilabel_metrics
+    from attnclf.rundir import read_metrics
+
+    metrics = multilabel_metrics(np.array([[1, 0], [0, 1]]), np.array([[.9, .1], [.2, .8]]), ["a", "b"])
+    (tmp_path / "metrics.json").write_text(json.dumps(metrics | {"split": "test"}))
+    assert read_metrics(tmp_path, tables=True)["per_class"]["a"]["predicted"] == 1
+    metrics["per_class"]["a"]["predicted"] = "1"
+    (tmp_path / "metrics.json").write_text(json.dumps(metrics | {"split": "test"}))
+    with pytest.raises(RunDirError, match=r"metrics.json: per_class.a.predicted is '1', not a whole number >= 0"):
+        read_metrics(tmp_path, tables=True)
+
+
 def test_texts_of_one_class_draw_no_empty_roc_or_precision_recall_chart_and_the_page_says_why():
     # A test file of positive texts alone gave a ROC and a precision-recall chart of the chance line alone, under
     # notes describing curves; a class without texts was left out of the curves without a word.

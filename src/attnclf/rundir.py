@@ -949,10 +949,10 @@ def read_metrics(run_dir: str | Path, *, tables: bool = False, costs: bool = Fal
         if not isinstance(scores, dict):
             raise RunDirError(f"{path}: per_class.{_named(name)} is {shown(scores)}, not an object (was the file "
                               f"edited?)")
-        # (average precision, and a multi-label run's calibration error, are optional: runs scored before they were
-        # measured lack them)
+        # (average precision, and a multi-label run's calibration error and count of texts given each label, are
+        # optional: runs scored before they were measured lack them)
         _check_fields(path, scores, per_class | {"average_precision": _NUMBER_OR_NULL}
-                      | ({"ece": _NUMBER_OR_NULL} if multi else {}), per_class,
+                      | ({"ece": _NUMBER_OR_NULL, "predicted": _COUNT} if multi else {}), per_class,
                       prefix=f"per_class.{_named(name)}.")
     at_half = metrics.get("at_0.5", {}) if multi else {}  # (a multi-label run's scores at threshold 0.5)
     _check_fields(path, at_half, dict.fromkeys(at_half, _NUMBER), prefix="at_0.5.")
