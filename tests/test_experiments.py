@@ -400,8 +400,10 @@ def test_ablate_sweeps_the_default_axes_the_model_has(tmp_path, monkeypatch):
     (["ablate", "--dataset", "synthetic", "--set", "d_model=16", "--sweep", "heads=3"], "not divisible"),
     (["ablate", "--dataset", "toy-order", "--sweep", "heads=1,2"], "toy-order runs the course's fixed"),
     (["ablate", "--dataset", "toy-order", "--model", "boe"], "whose models are fixed; --model"),
-    (["ablate", "--dataset", "toy-ordr"], "unknown dataset 'toy-ordr'; choose one of demo, "),
-    (["ablate", "--dataset", "toy-ordr"], ", and for ablate toy-order (the course's order experiment)"),
+    # (toy-order, which only ablate takes, is among the names a typo is matched against)
+    (["ablate", "--dataset", "toy-ordr"], "unknown dataset 'toy-ordr' (did you mean 'toy-order'?); choose one of "),
+    (["ablate", "--dataset", "imbd"], "(did you mean 'imdb'?); choose one of demo, "),
+    (["ablate", "--dataset", "toy-ordr"], ", 20newsgroups, toy-order (toy-order is the course's order experiment)"),
     # `attnclf datasets` lists toy-order ("ablate only"): elsewhere it was an unknown dataset, the list leaving it out.
     (["compare", "--dataset", "toy-order"], "toy-order is the course's order experiment, `attnclf ablate --dataset "
                                             "toy-order`; `attnclf compare` takes one of its sets: toy-reversal, "

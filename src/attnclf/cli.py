@@ -820,14 +820,13 @@ def _refuse_toy_order_outside_ablate(args: argparse.Namespace) -> None:
 
 @command("ablate")
 def cmd_ablate(args: argparse.Namespace) -> int:
-    from .data.registry import get_source
+    from .data.registry import sources
     from .experiments import ablate, toy_order
 
-    if args.dataset and args.dataset != TOY_ORDER:
-        try:
-            get_source(args.dataset)
-        except AttnclfError as exc:  # the registry's list, and the experiment only ablate knows
-            raise AttnclfError(f"{exc}, and for ablate {TOY_ORDER} (the course's order experiment)") from None
+    if args.dataset and args.dataset != TOY_ORDER and args.dataset not in sources():
+        # The registry's names and the experiment only ablate knows, all matched against a typo ('toy-ordr')
+        raise AttnclfError(unknown_name("dataset", args.dataset, [*sources(), TOY_ORDER],
+                                        tail=f" ({TOY_ORDER} is the course's order experiment)"))
     setup = _experiment_setup(args)
     output = args.output or f"experiments/ablate-{setup.data.describe()}"
     log = _progress_log(args)
