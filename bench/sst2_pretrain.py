@@ -50,7 +50,7 @@ def main() -> None:
     vectors = run_dir / "vectors.vec"
     costs = {}  # wall seconds of each step
     with timer(costs, "vectors"):
-        run(["vectors", *sources, "--dim", "64", "--output", str(vectors), *threads])
+        run(["vectors", *sources, "--dim", "64", "--output", str(vectors), "--overwrite", *threads])  # (counted anew)
     pretrained = run_dir / "pretrained"
     with timer(costs, "pretrain"):
         run(["pretrain", *sources, "--recipe", "sst2-sentences", "--embeddings", str(vectors), "--epochs",

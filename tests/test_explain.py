@@ -1093,7 +1093,7 @@ def test_explain_output_without_format_is_written_in_the_format_its_suffix_names
     assert written.startswith(page) if page else not written.startswith(("<", "{"))
     # A --format given wins over the suffix
     assert main(["explain", str(demo_run), "not bad", "--method", "occlusion", "--format", "terminal",
-                 "--output", str(out)]) == 0
+                 "--output", str(out), "--overwrite"]) == 0
     assert not out.read_text(encoding="utf-8").startswith(("<", "{"))
 
 
@@ -1134,6 +1134,29 @@ def test_explain_refuses_to_write_its_output_over_the_file_of_texts_it_reads(dem
     assert cli_error(["explain", str(demo_run), "--file", "texts.jsonl", "--output", str(texts)]) == (
         f"--output {texts} is the --file it reads; give another file")
     assert texts.read_text(encoding="utf-8") == '{"text": "not bad"}\n'
+
+
+def test_explain_keeps_an_existing_output_unless_overwrite(demo_run, tmp_path, cli_error, monkeypatch):
+    # `explain ... -o page.html` replaced the page an earlier command wrote without asking, as predict never did.
+    from attnclf.explain import methods
+
+    out = tmp_path / "page.html"
+    out.write_text("an earlier page\n", encoding="utf-8")
+    explained = methods.run_methods
+    monkeypatch.setattr(methods, "run_methods", lambda *args, **kwargs: pytest.fail("explained before refusing"))
+    assert cli_error(["explain", str(demo_run), "not bad", "--output", str(out)]) == (
+        f"{out} exists; give --overwrite to replace it")
+    assert out.read_text(encoding="utf-8") == "an earlier page\n"
+    monkeypatch.setattr(methods, "run_methods", explained)
+    assert main(["explain", str(demo_run), "not bad", "--method", "occlusion", "--output", str(out),
+                 "--overwrite"]) == 0
+    assert out.read_text(encoding="utf-8").startswith("<!doctype html>")
+    # Images are refused by the names they would be written under, before any is.
+    (tmp_path / "slide-2.png").write_bytes(b"an earlier slide")
+    assert cli_error(["explain", str(demo_run), "not bad", "dull plot", "--method", "occlusion", "--output",
+                      str(tmp_path / "slide.png")]) == (
+        f"{tmp_path / 'slide-2.png'} exists; give --overwrite to replace it")
+    assert sorted(path.name for path in tmp_path.glob("slide*")) == ["slide-2.png"]
 
 
 def test_an_explanation_shows_itself_in_a_line_a_notebook_can_read():

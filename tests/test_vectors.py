@@ -191,7 +191,7 @@ def test_vectors_then_train_from_them(tmp_path, capsys):
     assert config["settings"]["embeddings"] == str(vectors) and config["settings"]["embeddings_std"] == 0.3
     assert config["embeddings_sha256"] == hashlib.sha256(vectors.read_bytes()).hexdigest()
     # Vectors counted again into the same file are other vectors: a refit must start where the run started.
-    assert main(["vectors", "--dataset", "demo", "--dim", "16", "-o", str(vectors)]) == 0
+    assert main(["vectors", "--dataset", "demo", "--dim", "16", "-o", str(vectors), "--overwrite"]) == 0
     capsys.readouterr()
     assert main(["refit", str(run)]) == 2
     assert capsys.readouterr().err.strip().endswith(f"started from the word vectors {vectors}, which have changed "
@@ -218,10 +218,11 @@ def test_vectors_read_a_data_files_text_column_not_its_lines(tmp_path, capsys):
     assert f"from {len(rows):,} texts" in capsys.readouterr().out
     words = {line.split(" ", 1)[0] for line in vectors.read_text(encoding="utf-8").splitlines()[1:]}
     assert "loved" in words and not words & {"id", "review", "stars"}  # the texts, not the JSON around them
-    assert main(["vectors", "--file", str(data), "-o", str(vectors)]) == 2  # the default column, "text", is absent
+    # the default column, "text", is absent
+    assert main(["vectors", "--file", str(data), "-o", str(vectors), "--overwrite"]) == 2
     assert "no text column 'text'" in capsys.readouterr().err
     assert main(["vectors", "--file", str(data), "--text-column", "title", "--text-column", "review", "--dim", "8",
-                 "--min-count", "1", "-o", str(vectors)]) == 0  # several columns: each row's, joined
+                 "--min-count", "1", "-o", str(vectors), "--overwrite"]) == 0  # several columns: each row's, joined
     words = {line.split(" ", 1)[0] for line in vectors.read_text(encoding="utf-8").splitlines()[1:]}
     assert {"headline", "loved"} <= words
 
@@ -431,3 +432,24 @@ def test_co_occurrences_weigh_one_over_their_distance_and_unknown_words_take_no_
     # <unk> (1) and <pad> (0) around the words change no count: the same matrix, their rows and columns empty.
     padded = _positive_pmi([np.array([1, 2, 3, 4, 1, 0])], 6, window=2).toarray()
     np.testing.assert_allclose(padded, expected)
+
+
+def test_vectors_keep_an_existing_output_unless_overwrite(tmp_path, cli_error, monkeypatch):
+    # `vectors -o FILE` replaced the vectors runs had trained from: they then refused to refit or add members.
+    from attnclf.text import vectors as vectors_module
+
+    texts = tmp_path / "corpus.txt"
+    texts.write_text("".join(" ".join(f"w{(7 * i + j) % 40}" for j in range(8)) + "\n" for i in range(100)))
+    out = tmp_path / "v.vec"
+    out.write_text("1 2\nold 0.5 0.5\n", encoding="utf-8")
+    counted = vectors_module.count_vectors
+    monkeypatch.setattr(vectors_module, "count_vectors", lambda *args, **kwargs: pytest.fail("counted first"))
+    flags = ["vectors", "--file", str(texts), "--dim", "4", "--min-count", "1", "-o", str(out)]
+    assert cli_error(flags) == f"{out} exists; give --overwrite to replace it"
+    assert out.read_text(encoding="utf-8") == "1 2\nold 0.5 0.5\n"
+    # Its own input is refused even with --overwrite: the texts would be lost.
+    assert cli_error([*flags[:-1], str(texts), "--overwrite"]) == f"--output {texts} is the --file it reads; give " \
+                                                                  f"another file"
+    monkeypatch.setattr(vectors_module, "count_vectors", counted)
+    assert main([*flags, "--overwrite"]) == 0
+    assert out.read_text(encoding="utf-8").startswith("40 4\n")

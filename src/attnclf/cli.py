@@ -634,7 +634,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     from .classifier import Classifier
     from .data.files import refuse_compressed_output
     from .explain import render
-    from .rundir import refuse_folder_output, refuse_output_read
+    from .rundir import refuse_existing_output, refuse_folder_output, refuse_output_read
     from .ensemble import refuse_ensemble_dir
     from .explain.explanation import explain_each
     from .explain.methods import DEFAULT_METHOD, chosen_methods, refuse_methods_as_texts, run_methods
@@ -648,6 +648,9 @@ def cmd_explain(args: argparse.Namespace) -> int:
         refuse_folder_output(args.output)
         # (the page replaced the texts it explained, `explain --file texts.jsonl -o texts.jsonl`)
         refuse_output_read(args.output, None if args.file in (None, STDIN_FILE) else args.file)
+    output_format = render.format_for(args.output, args.format)
+    if args.output and output_format != "png":  # (the images' names are known once the texts are explained)
+        refuse_existing_output(args.output, args.overwrite)
     refuse_ensemble_dir(args.run_dir)  # (one line, not a missing file)
     clf = Classifier.load(args.run_dir, device=args.device)
     _warn_if_unfinished(args.run_dir)
@@ -661,9 +664,11 @@ def cmd_explain(args: argparse.Namespace) -> int:
         raise AttnclfError("--steps applies to integrated-gradients only")
     explanations = explain_each(clf, texts, methods, target=args.target, self_attentions=args.heads,
                                 steps=args.steps)
+    if output_format == "png":
+        for name in render.png_names(explanations, args.output, len(methods)):
+            refuse_existing_output(name, args.overwrite)
     if args.method == "all":
         _note_left_out(available, "--method all")
-    output_format = render.format_for(args.output, args.format)
     color = render.wants_color(args.color, args.output)
     if args.output or output_format == "png":
         render.write_explanations(explanations, args.output, output_format, len(methods), color=color,
@@ -886,11 +891,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
 @command("vectors", threads=True)
 def cmd_vectors(args: argparse.Namespace) -> int:
     from .recipes import embedding_width
-    from .rundir import prepare_output_file
+    from .rundir import prepare_output_file, refuse_existing_output, refuse_output_read
     from .text.vectors import count_vectors, file_width_note, vectors_summary
     from .training.device import blas_threads
 
     prepare_output_file(args.output)  # (before a minute of counting, not after)
+    for read in args.file or ():
+        refuse_output_read(args.output, read)
+    # (runs trained from the vectors there would refuse to refit or add members: their vectors changed since)
+    refuse_existing_output(args.output, args.overwrite)
     texts = _unlabelled_texts(args, "count")
     dim = args.dim if args.dim is not None else embedding_width(args.dataset[0] if args.dataset else None)
     with blas_threads(args.threads):
@@ -1576,7 +1585,9 @@ def _add_explain_parser(sub: argparse._SubParsersAction) -> None:
                      default="terminal, or the format --output's suffix names: .html/.htm html, .json/.jsonl json, "
                              ".png png")
     p.add_argument("--output", "-o", help="write to this file instead of stdout (in the format its suffix names, "
-                                          "unless --format)")
+                                          "unless --format); an existing one (or image, for png) is kept unless "
+                                          "--overwrite")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --output file (or images)")
     p.add_argument("--color", choices=["auto", "always", "never"], default="auto",
                    help="terminal colours: auto (the default) when stdout is a terminal and NO_COLOR is unset, "
                         "always or never")
@@ -1717,7 +1728,11 @@ def _add_vectors_parser(sub: argparse._SubParsersAction) -> None:
                                    "word tokenizer splits. A dataset gives its training texts (never its test "
                                    "texts) and any unlabelled ones it ships (IMDB: 50,000 reviews).")
     _add_text_source_args(p)
-    p.add_argument("--output", "-o", required=True, help="vectors file to write (word2vec text format)")
+    p.add_argument("--output", "-o", required=True, help="vectors file to write (word2vec text format); an "
+                                                          "existing one is kept unless --overwrite")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an existing --output file (runs trained from the old vectors then refuse to refit "
+                        "or add members)")
     p.add_argument("--dim", type=int, help="dimensions: the width of the model that will use them (default: that "
                                           "of the first --dataset's default model: 64 for demo, imdb, sst2, "
                                           "sst2-sentences and 20newsgroups, and for --file alone, the width of "

@@ -25,8 +25,8 @@ from .data.files import (TextColumns, data_columns, has_rows, install_pyarrow, i
 from .data.multilabel import DEFAULT_LABEL_DELIMITER, LABEL_SET_COLUMNS
 from .errors import AttnclfError, DataError, shown
 from .prediction import LabelSetPrediction, Prediction, class_threshold, trained_text_column
-from .rundir import (first_missing_folder, prepare_output_dir, refuse_folder_output, refuse_output_read,
-                     remove_empty_folders, written_atomically)
+from .rundir import (first_missing_folder, prepare_output_dir, refuse_existing_output, refuse_folder_output,
+                     refuse_output_read, remove_empty_folders, written_atomically)
 
 PREDICT_CHUNK = 4096  # texts predicted (and, with an output file, rows written) at a time
 OUTPUT_SUFFIXES = (".csv", ".tsv", ".jsonl", ".parquet")
@@ -83,8 +83,7 @@ def check_output(output: str | Path, reads: str | Path | None = None, overwrite:
         except ImportError:
             raise AttnclfError(f"{output}: writing Parquet needs pyarrow: {install_pyarrow()}") from None
     refuse_output_read(output, reads, named("output"), named("file"))  # (before overwrite: it would lose the input)
-    if output.exists() and not overwrite:
-        raise AttnclfError(f"{output} exists; give {named('overwrite')} to replace it")
+    refuse_existing_output(output, overwrite, named("overwrite"))
     return output
 
 

@@ -469,6 +469,19 @@ def refuse_output_read(output: str | Path, reads: str | Path | None, flag: str =
         raise AttnclfError(f"{flag} {output} is the {reads_flag} it reads; give another file")
 
 
+def refuse_existing_output(output: str | Path, overwrite: bool, flag: str = "--overwrite") -> None:
+    """A one-line error when the file ``output`` exists and ``overwrite`` (named with ``flag``) was not given: a
+    repeated command must not replace what an earlier one wrote (vectors that runs trained from, a page).
+
+    >>> refuse_existing_output("/", overwrite=False)
+    Traceback (most recent call last):
+    ...
+    attnclf.errors.AttnclfError: / exists; give --overwrite to replace it
+    """
+    if Path(output).exists() and not overwrite:
+        raise AttnclfError(f"{output} exists; give {flag} to replace it")
+
+
 def write_output_file(path: str | Path, data: bytes) -> Path:
     """Write a file the user named (``--output``), atomically, its folder prepared as ``prepare_output_file`` does.
 

@@ -530,15 +530,8 @@ def png_figures(explanations: Sequence[Explanation], output: str,
     """
     from ..report.plots import head_maps_figure, token_scores_figure
 
-    output = Path(output)
-    texts = len(explanations) // methods_per_text
-    heads = any(e.self_attentions is not None for e in explanations)
-
-    def name(text: int, part: str) -> str:
-        parts = [*([str(text + 1)] if texts > 1 else []), *([part] if methods_per_text > 1 or heads else [])]
-        return str(output.with_name("-".join([output.stem, *parts]) + output.suffix) if parts else output)
-
-    for text in range(texts):
+    name = _png_namer(explanations, output, methods_per_text)
+    for text in range(len(explanations) // methods_per_text):
         maps = []  # the head maps come with the text's first method; after its last, its charts stay together
         for e in explanations[text * methods_per_text:(text + 1) * methods_per_text]:
             shortened = e.text if len(e.text) <= SLIDE_TEXT_CHARS else e.text[:SLIDE_TEXT_CHARS].rstrip() + "…"
@@ -558,6 +551,34 @@ def png_figures(explanations: Sequence[Explanation], output: str,
                 maps_figure.set_size_inches(width, max(height, SLIDE_MIN_HEIGHT))  # one layer's cut its bar's label
                 maps.append((name(text, "heads"), maps_figure))
         yield from maps
+
+
+def png_names(explanations: Sequence[Explanation], output: str, methods_per_text: int) -> list[str]:
+    """The names of the images ``png_figures`` draws of ``explanations``, without drawing them: to check before any
+    is written.
+
+    >>> from attnclf.explain.explanation import Explanation
+    >>> e = Explanation("not bad", ["not", "bad"], [0.2, 0.3], "occlusion", "positive", "positive", 0.9, {})
+    >>> png_names([e, e], "why.png", methods_per_text=1)
+    ['why-1.png', 'why-2.png']
+    """
+    name = _png_namer(explanations, output, methods_per_text)
+    return [name(index // methods_per_text, part) for index, e in enumerate(explanations)
+            for part in (e.method, *(["heads"] if e.self_attentions is not None else []))]
+
+
+def _png_namer(explanations: Sequence[Explanation], output: str, methods_per_text: int) -> Callable[[int, str], str]:
+    """``name(text, part)``: the file of ``explanations``' image of text ``text`` (from 0) and ``part`` (its method,
+    or "heads"), as ``png_figures`` documents the names."""
+    output = Path(output)
+    texts = len(explanations) // methods_per_text
+    heads = any(e.self_attentions is not None for e in explanations)
+
+    def name(text: int, part: str) -> str:
+        parts = [*([str(text + 1)] if texts > 1 else []), *([part] if methods_per_text > 1 or heads else [])]
+        return str(output.with_name("-".join([output.stem, *parts]) + output.suffix) if parts else output)
+
+    return name
 
 
 def render_png(explanations: Sequence[Explanation], output: str, methods_per_text: int) -> Iterator[tuple[str, bytes]]:
