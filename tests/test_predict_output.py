@@ -216,14 +216,16 @@ def test_a_file_written_at_the_output_during_the_run_is_kept_unless_overwrite(ru
 
         monkeypatch.setattr(os, "link", no_hard_links)
     output = tmp_path / "out" / f"scored{suffix}"
-    write_rows, theirs = prediction_files._WRITERS[suffix], []
+    writer_of, theirs = prediction_files._writer, []
 
-    def another_process_may_write_the_output_meanwhile(tmp, *args):
-        write_rows(tmp, *args)
-        for text in theirs:
-            output.write_text(text)
+    def another_process_may_write_the_output_meanwhile(*format_args):
+        def write(tmp, *args):
+            writer_of(*format_args)(tmp, *args)
+            for text in theirs:
+                output.write_text(text)
+        return write
 
-    monkeypatch.setitem(prediction_files._WRITERS, suffix, another_process_may_write_the_output_meanwhile)
+    monkeypatch.setattr(prediction_files, "_writer", another_process_may_write_the_output_meanwhile)
     ours = ("text,predicted_label,", '{"text": "i loved it"')
     assert main(["predict", str(run), "i loved it", "--output", str(output)]) == 0
     assert output.read_text().startswith(ours) and list(output.parent.iterdir()) == [output]
@@ -556,3 +558,37 @@ def test_unknown_token_notes_name_the_first_few_texts_then_count_the_rest():
     notes.count_the_rest()
     assert len(said) == NOTED_TEXTS + 1 and said[0].startswith("note: 'zzz 0': all 2 tokens the model read are")
     assert said[-1].startswith("note: and 3 more texts past a quarter of their tokens unknown")
+
+
+def test_a_multi_label_run_joins_its_label_sets_in_csv_by_its_own_label_delimiter(tmp_path, capsys):
+    # A run trained with --label-delimiter ';' wrote 'music|sports', which its own settings read back as one label.
+    from attnclf.data.files import load_file
+
+    train = write_rows(tmp_path / "train.csv", ["text", "topics"],
+                       [("the coach praised the team", "sports"), ("the new album is loud", "music"),
+                        ("the team sang the album", "music;sports"), ("the weather was grey", "")] * 10)
+    run = tmp_path / "topics"
+    assert main(["train", "--train-file", str(train), "--test-file", str(train), "--label-column", "topics",
+                 "--multi-label", "--label-delimiter", ";", "--model", "boe", "--epochs", "1", "--min-frequency", "1",
+                 "--output", str(run), "--quiet", "--no-report", "--threads", "1"]) == 0
+    thresholds = json.loads((run / "thresholds.json").read_text())  # every label predicted: sets of two to join
+    thresholds["thresholds"] = dict.fromkeys(thresholds["thresholds"], 0.001)
+    (run / "thresholds.json").write_text(json.dumps(thresholds))
+    output, wrong = tmp_path / "out.csv", tmp_path / "wrong.tsv"
+    assert main(["predict", str(run), "--file", str(train), "--output", str(output), "--threads", "1"]) == 0
+    assert main(["evaluate", str(run), "--errors", str(wrong), "--threads", "1"]) == 0
+    with open(output, newline="", encoding="utf-8") as f:
+        assert {frozenset(row["predicted_labels"].split(";")) for row in csv.DictReader(f)} == {
+            frozenset({"music", "sports"})}
+    with open(wrong, newline="", encoding="utf-8") as f:
+        assert frozenset({"music", "sports"}) in {frozenset(row["extra_labels"].split(";"))
+                                                  for row in csv.DictReader(f, delimiter="\t")}
+    back = load_file(output, label_column="predicted_labels", multi_label=True, label_delimiter=";")
+    assert sorted(back.label_names) == ["music", "sports"]  # read back by the run's own settings
+    # Its ONNX export answers as the run does: its export.json records the delimiter.
+    assert main(["export", str(run), "--threads", "1"]) == 0
+    assert main(["predict", str(run), "--backend", "onnx", "--file", str(train), "--output",
+                 str(tmp_path / "onnx.csv"), "--threads", "1"]) == 0
+    with open(tmp_path / "onnx.csv", newline="", encoding="utf-8") as f:
+        assert {frozenset(row["predicted_labels"].split(";")) for row in csv.DictReader(f)} == {
+            frozenset({"music", "sports"})}

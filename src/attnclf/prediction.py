@@ -112,6 +112,20 @@ def trained_text_column(config: dict) -> str | list[str]:
     return config.get("text_column") or config.get("settings", {}).get("data", {}).get("text_column") or "text"
 
 
+def trained_label_delimiter(config: dict) -> str:
+    """What joined the label sets of the CSV/TSV file a multi-label run trained on (``--label-delimiter``), as its
+    config.json (or its ONNX export.json) records it; ``DEFAULT_LABEL_DELIMITER`` where it records none (an export
+    made before exports recorded it).
+
+    >>> trained_label_delimiter({"settings": {"data": {"label_delimiter": ";"}}}), trained_label_delimiter({})
+    (';', '|')
+    """
+    from .data.multilabel import DEFAULT_LABEL_DELIMITER
+
+    return (config.get("label_delimiter") or config.get("settings", {}).get("data", {}).get("label_delimiter")
+            or DEFAULT_LABEL_DELIMITER)
+
+
 def joined_text_columns(config: dict) -> dict | None:
     """The columns each text a model read was joined from, and what joined them, as a client must send a text: the
     run's own (``--text-column`` twice), or its dataset's (AG News: a title and a description); None for texts read

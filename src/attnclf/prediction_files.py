@@ -24,7 +24,8 @@ from .data.files import (TextColumns, data_columns, has_rows, install_pyarrow, i
                          refuse_compressed_output, refuse_repeated_header, run_columns, text_column_names)
 from .data.multilabel import DEFAULT_LABEL_DELIMITER, LABEL_SET_COLUMNS
 from .errors import AttnclfError, DataError, shown
-from .prediction import LabelSetPrediction, Prediction, class_threshold, trained_text_column
+from .prediction import (LabelSetPrediction, Prediction, class_threshold, trained_label_delimiter,
+                         trained_text_column)
 from .rundir import (first_missing_folder, prepare_output_dir, refuse_existing_output, refuse_folder_output,
                      refuse_output_read, remove_empty_folders, written_atomically)
 
@@ -148,7 +149,8 @@ def write_predictions(model, rows: Iterable[tuple[str, str, dict]], output: Path
     threshold = class_threshold(threshold, model.label_names, multi_label, named)  # (before any row is read)
     added = prediction_columns(model.label_names, multi_label)
     listed = prediction_columns(["LABEL"], multi_label)  # (as a clash's message names them)
-    writer = _WRITERS[output.suffix.lower()]
+    # (a multi-label run's label sets joined as its training file's were, so that its settings read them back)
+    writer = _writer(output.suffix.lower(), trained_label_delimiter(model.config))
     created = first_missing_folder(output.parent)
     prepare_output_dir(output.parent)
     written = 0
@@ -270,13 +272,14 @@ def _written_new(output: Path, overwrite: bool, doing: str, named: Callable[[str
 
 
 def write_rows(rows: list[dict], output: Path, columns: dict[str, type | None], overwrite: bool = False,
-               doing: str = "writing", named: Callable[[str], str] = by_field) -> None:
+               doing: str = "writing", named: Callable[[str], str] = by_field,
+               label_delimiter: str = DEFAULT_LABEL_DELIMITER) -> None:
     """Write ``rows`` (each holding ``columns``, named in order, to the Python type of their values: ``str``,
     ``int``, ``float`` or ``list`` of strings; None: a data file's own column, its values as they were read) into
     ``output`` (checked already: ``check_output``), atomically, in the format its suffix names; no rows: a header
-    alone (CSV, TSV), no line (JSON lines), a schema (Parquet). Unless ``overwrite``, a file another process writes
-    at ``output`` meanwhile (while the caller was ``doing`` its work) is kept: a one-line error naming
-    ``named("overwrite")``.
+    alone (CSV, TSV), no line (JSON lines), a schema (Parquet); label sets ``label_delimiter``-joined in CSV and TSV.
+    Unless ``overwrite``, a file another process writes at ``output`` meanwhile (while the caller was ``doing`` its
+    work) is kept: a one-line error naming ``named("overwrite")``.
 
     >>> # write_rows([{"row": 2, "text": "dull"}], Path("wrong.csv"), {"row": int, "text": str})
     """
@@ -299,7 +302,8 @@ def write_rows(rows: list[dict], output: Path, columns: dict[str, type | None], 
                                 f"for ({' '.join(str(exc).split())}); write .jsonl, which keeps each value as it "
                                 f"is") from None
         elif rows or suffix == ".jsonl":
-            _WRITERS[suffix](tmp, iter([[(f"row {i + 1}", row) for i, row in enumerate(rows)]]), list(columns), None)
+            _writer(suffix, label_delimiter)(tmp, iter([[(f"row {i + 1}", row) for i, row in enumerate(rows)]]),
+                                             list(columns), None)
         else:  # (the writers' header of no rows is an input file's columns; these rows have no input file)
             with open(tmp, "w", encoding="utf-8", newline="") as handle:
                 csv.writer(handle, delimiter="\t" if suffix == ".tsv" else ",", lineterminator="\n").writerow(columns)
@@ -350,7 +354,8 @@ def _cell(value) -> str:
     return str(value)
 
 
-def _write_delimited(delimiter: str):
+def _write_delimited(delimiter: str, label_delimiter: str):
+    """The writer of a file of ``delimiter``-separated columns, each label set's names joined by ``label_delimiter``."""
     def write(tmp: str, chunks: Iterator[list[tuple[str, dict]]], added: list[str], source) -> None:
         with open(tmp, "w", encoding="utf-8", newline="") as handle:
             # Lines end in \n, not csv's \r\n: `cut -f8 out.tsv` read the last column as "3\r". csv then quotes a field
@@ -362,7 +367,7 @@ def _write_delimited(delimiter: str):
                 for where, record in chunk:
                     for name in LABEL_SET_COLUMNS:  # (read back as label sets by `--multi-label`)
                         if name in added and isinstance(record.get(name), list):
-                            record[name] = DEFAULT_LABEL_DELIMITER.join(record[name])
+                            record[name] = label_delimiter.join(record[name])
                     if header is None:
                         header = list(record)
                         out.writerow(header)
@@ -457,5 +462,9 @@ def _parquet_schema(pa, source, records: list[dict], added: list[str]):
     return pa.schema([*read, *predicted])
 
 
-_WRITERS = {".csv": _write_delimited(","), ".tsv": _write_delimited("\t"), ".jsonl": _write_json_lines,
-            ".parquet": _write_parquet}
+def _writer(suffix: str, label_delimiter: str):
+    """The writer of the format ``suffix`` names: CSV's and TSV's join label sets by ``label_delimiter``."""
+    delimiters = {".csv": ",", ".tsv": "\t"}
+    if suffix in delimiters:
+        return _write_delimited(delimiters[suffix], label_delimiter)
+    return {".jsonl": _write_json_lines, ".parquet": _write_parquet}[suffix]

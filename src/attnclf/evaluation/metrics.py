@@ -22,7 +22,7 @@ from ..checks import by_field
 from ..data.multilabel import LABEL_SET_COLUMNS
 from ..errors import NAME_LENGTH, AttnclfError, DataError, shown
 from ..prediction import (ClassThreshold, applied_thresholds, class_threshold, decided_classes, estimator_classifier,
-                          label_set, refuse_unknown_class)
+                          label_set, refuse_unknown_class, trained_label_delimiter)
 
 if TYPE_CHECKING:
     from ..data.base import TextDataset
@@ -291,7 +291,7 @@ def evaluate(classifier, data, errors: str | Path | None = None, overwrite: bool
 
         rows, columns = with_file_columns(data, _wrong_rows(classifier, data, probabilities, threshold),
                                           _errors_columns(data.multi_label), ERRORS_WRITER)
-        write_rows(rows, errors, columns, overwrite, "evaluating", named)
+        write_rows(rows, errors, columns, overwrite, "evaluating", named, trained_label_delimiter(classifier.config))
         metrics["errors_written"] = len(rows)
     return metrics
 

@@ -38,12 +38,13 @@ from .. import __version__
 from ..checks import by_field, check_seed, whole_number
 from ..classifier import Classifier
 from ..data.base import TextDataset
-from ..data.multilabel import DEFAULT_LABEL_DELIMITER, multi_hot
+from ..data.multilabel import multi_hot
 from ..errors import AttnclfError, shown
 from ..models.attention import MultiHeadSelfAttention
 from ..models.base import model_device
 from ..models.windows import window_config
-from ..prediction import check_texts, decided_rows, joined_text_columns, trained_text_column
+from ..prediction import (check_texts, decided_rows, joined_text_columns, trained_label_delimiter,
+                         trained_text_column)
 from ..rundir import (ENSEMBLE_FILE, atomic_write_bytes, atomic_write_json, file_sha256, first_missing_folder,
                       folder_lock, is_multi_label, loaded_unchanged, prepare_output_dir, refuse_if_held,
                       remove_empty_folders, written_atomically)
@@ -236,7 +237,7 @@ def check_data(run_dir: str | Path, file: str | Path | None = None, *, text_colu
                 return [texts[i] for i in _sample(len(texts), count, seed)]
             data = load_file(file, columns, labels_in, label_names=label_names, split="check",
                              multi_label=is_multi_label(config),
-                             label_delimiter=saved.get("label_delimiter") or DEFAULT_LABEL_DELIMITER)
+                             label_delimiter=trained_label_delimiter(config))
     else:
         # (the other labelled texts it advises, where the run has none of its own, are this function's file)
         data = run_test_data(config, label_names, data_dir=data_dir,
@@ -410,6 +411,7 @@ def _manifest(clf: Classifier, weights_sha256: str, run_dir: Path, fp32: OnnxCla
                   "vocab_size": clf.model.config.vocab_size},
         "tokenizer": clf.config["settings"]["tokenizer"],
         "text_column": trained_text_column(clf.config),  # what `predict --file data.csv` reads by default
+        "label_delimiter": trained_label_delimiter(clf.config),  # what its --output CSV joins label sets by
         # How a client must join them into a text, its dataset's way too (AG News: "title. description"), for
         # the ONNX service's /model: looking the dataset up there would import scikit-learn.
         "text_columns": joined_text_columns(clf.config),

@@ -654,7 +654,7 @@ def scoring_data(classifier, test_file: str | None = None, dataset: str | None =
         raise AttnclfError(f"{named('dataset')} and {named('test_file')} each name the texts to score; give one")
     if test_file:
         from ..data.files import columns_refusal, is_fasttext_file, load_file, run_columns
-        from ..data.multilabel import DEFAULT_LABEL_DELIMITER
+        from ..prediction import trained_label_delimiter
 
         if label_delimiter is not None and not classifier.multi_label:  # (train refuses it without --multi-label)
             raise AttnclfError(f"{named('label_delimiter')} applies to multi-label runs, and this one is "
@@ -667,7 +667,7 @@ def scoring_data(classifier, test_file: str | None = None, dataset: str | None =
             data = load_file(test_file, text_column or saved.get("text_column", "text"),
                              label_column or saved.get("label_column", "label"), label_names=classifier.label_names,
                              split="test", multi_label=classifier.multi_label,
-                             label_delimiter=label_delimiter or saved.get("label_delimiter", DEFAULT_LABEL_DELIMITER))
+                             label_delimiter=label_delimiter or trained_label_delimiter(classifier.config))
     elif dataset:
         from ..data.registry import load_test_split
 
