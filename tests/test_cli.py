@@ -1654,6 +1654,9 @@ def test_a_run_whose_files_moved_says_which_of_its_files_is_gone(tmp_path, capsy
     (["--train-file", "{train}", "--validation-file", "{odd}", "--split-seed", "3", "--max-train-examples", "4"],
      "odd.csv, line 2: label 'meh'"),
     (["--dataset", "sst2", "--data-dir", "{tmp}/no-such-folder"], "--data-dir {tmp}/no-such-folder: no such folder"),
+    # (a file named as one, not as a folder that is not there)
+    (["--dataset", "sst2", "--data-dir", "{odd}"], "--data-dir {tmp}/odd.csv is a file; give the folder holding the "
+                                                   "datasets"),
     (["--dataset", "demo", "--seeds", "0", "0", "1"], "--seeds needs at least two seeds, each once; got 0 0 1"),
     # One value is no ensemble: it says what to type for one model, and for that many runs (compare's count).
     (["--dataset", "demo", "--seeds", "3"], "--seeds lists an ensemble's seeds, at least two, and got only 3: for one "

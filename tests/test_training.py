@@ -221,6 +221,10 @@ def test_a_resume_in_python_meets_the_settings_checks_and_an_older_runs_own_reco
     changed.data.data_dir = str(tmp_path / "missing")
     with pytest.raises(AttnclfError, match=f"^data_dir {tmp_path / 'missing'}: no such folder$"):
         train_run(changed, resume=True, progress=False)
+    changed.data.data_dir = str(run_dir / "config.json")
+    with pytest.raises(AttnclfError, match=f"^data_dir {run_dir / 'config.json'} is a file; give the folder holding "
+                                           f"the datasets$"):
+        train_run(changed, resume=True, progress=False)
     assert {path.name: path.read_bytes() for path in run_dir.iterdir() if path.is_file()} == before
     # A run trained before a check was added (here: a test file recorded beside its dataset, which it never read)
     # resumes on what it recorded; the check refuses only what the caller changed.

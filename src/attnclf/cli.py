@@ -2012,9 +2012,10 @@ def _check_shared_flags(args: argparse.Namespace) -> None:
         raise AttnclfError("--output is empty: name the folder (or file) to write to")
     if empty:
         raise AttnclfError(f"{_flag(empty)} is empty: name the file or folder")
-    data_dir = getattr(args, "data_dir", None)
-    if data_dir and not Path(data_dir).expanduser().is_dir():  # else the default places would be searched
-        raise AttnclfError(f"--data-dir {data_dir}: no such folder")
+    from .data.registry import data_dir_refusal
+
+    if refusal := data_dir_refusal(getattr(args, "data_dir", None)):
+        raise AttnclfError(refusal)
     _refuse_toy_order_outside_ablate(args)
 
 

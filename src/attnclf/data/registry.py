@@ -86,6 +86,20 @@ def candidate_dirs(data_dir: str | Path | None = None, found_in: str | Path | No
     return dirs
 
 
+def data_dir_refusal(data_dir: str | Path | None, flag: str = "--data-dir") -> str | None:
+    """Why ``data_dir`` (given with ``flag``) cannot be searched for datasets: it is missing, or a file; None where it
+    is a folder, or not given. (Refused, not skipped: the default places searched instead would hide the typo.)
+
+    >>> data_dir_refusal("/no/such/place")
+    '--data-dir /no/such/place: no such folder'
+    """
+    if not data_dir or Path(data_dir).expanduser().is_dir():
+        return None
+    if Path(data_dir).expanduser().exists():
+        return f"{flag} {data_dir} is a file; give the folder holding the datasets"
+    return f"{flag} {data_dir}: no such folder"
+
+
 _registry: dict[str, Source] | None = None
 
 

@@ -17,7 +17,7 @@ from typing import Any
 from ..checks import by_field, check_seed, whole_number
 from ..data.files import columns_refusal, is_fasttext_file, recorded_text_column
 from ..data.multilabel import DEFAULT_LABEL_DELIMITER
-from ..data.registry import folder_holding, sources
+from ..data.registry import data_dir_refusal, folder_holding, sources
 from ..data.splits import check_fraction
 from ..errors import AttnclfError, shown, unknown_name
 from ..models import MODELS
@@ -183,8 +183,8 @@ class DataSettings:
                    f"{named('token_cache')}, or drop {named('token_cache_dir')}")
         if self.validation_file and not self.train_file:
             yield f"{named('validation_file')} validates a {named('train_file')} run; give the training file too"
-        if self.data_dir and not Path(self.data_dir).expanduser().is_dir():  # (else the default places are searched)
-            yield f"{named('data_dir')} {self.data_dir}: no such folder"
+        if refusal := data_dir_refusal(self.data_dir, named("data_dir")):
+            yield refusal
 
     def anchored(self) -> DataSettings:
         """These settings with absolute paths, as config.json records them: evaluate, refit and resume may run
