@@ -152,6 +152,20 @@ def test_a_word_listed_twice_keeps_its_first_vector(tmp_path):
                                torch.tensor([1.0, 2.0]) * scale)
 
 
+def test_a_vectors_file_in_decomposed_unicode_matches_the_normalised_words_of_the_text(tmp_path):
+    # Its "cafe" + U+0301 (NFD, as macOS file names and some exports spell it) matched no word of the NFC-normalised
+    # vocabulary, "caf\u00e9": only the count of words found, a line --quiet hides, showed it.
+    path = tmp_path / "nfd.vec"
+    path.write_text("2 2\ncafe\u0301 1 2\ngood 3 4\n", encoding="utf-8")
+    vectors = WordVectors.load(path)
+    tokenizer = Tokenizer.train(["cafe\u0301 good", "caf\u00e9 good"], TokenizerConfig(min_frequency=1))
+    assert "caf\u00e9" in tokenizer.vocabulary()
+    embedding = torch.nn.Embedding(tokenizer.vocab_size, 2, padding_idx=0)
+    assert vectors.initialise(embedding, tokenizer, std=1.0) == 2
+    scale = 1.0 / vectors.vectors.std()
+    torch.testing.assert_close(embedding.weight[tokenizer.vocabulary()["caf\u00e9"]], torch.tensor([1.0, 2.0]) * scale)
+
+
 def test_a_bpe_words_first_piece_finds_the_words_vector_and_a_later_piece_none():
     # BPE stores a word's first piece as "\u2581good" and a later one bare ("ness" of "goodness"): matched as stored,
     # no word found its vector, and pieces inside words took the vectors of words that happen to be spelt alike.

@@ -245,6 +245,17 @@ def _shortened(stretched: re.Match) -> str:
     return stretched.group() if character.isspace() or character.isdecimal() or character == "_" else character * 3
 
 
+def unicode_normalized(text: str, config: CleaningConfig = CleaningConfig()) -> str:
+    """``text`` in NFC where ``config`` says so (``unicode_nfc``): an accent typed as a letter and a combining mark
+    ("cafe" + U+0301) is the one character most text holds ("caf\u00e9"), so that the two spellings are one word.
+
+    >>> unnormalised = CleaningConfig(unicode_nfc=False)
+    >>> unicode_normalized("cafe\u0301") == "caf\u00e9" != unicode_normalized("cafe\u0301", unnormalised)
+    True
+    """
+    return unicodedata.normalize("NFC", text) if config.unicode_nfc else text
+
+
 def clean(text: str, config: CleaningConfig = CleaningConfig()) -> str:
     """Clean one text as ``config`` says.
 
@@ -259,8 +270,7 @@ def clean(text: str, config: CleaningConfig = CleaningConfig()) -> str:
     >>> clean("İstanbul")
     'istanbul'
     """
-    if config.unicode_nfc:
-        text = unicodedata.normalize("NFC", text)
+    text = unicode_normalized(text, config)
     if config.social_media:
         text = _social_media(text)
     text = _HTML_BREAK.sub(" ", text)

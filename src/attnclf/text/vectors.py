@@ -34,7 +34,7 @@ from ..checks import by_field, whole_number
 from ..errors import DataError, shown
 from ..prediction import check_texts
 from ..rundir import atomic_write_bytes
-from .cleaning import CleaningConfig, unicode_problem
+from .cleaning import CleaningConfig, unicode_normalized, unicode_problem
 from .tokenizer import PAD_ID, UNK_ID, Tokenizer, TokenizerConfig
 
 
@@ -143,7 +143,8 @@ vectors with --dim 64, or train at their width with --set d_model=128
         """Set the embedding row of every vocabulary word that has a vector; return how many were set.
 
         Words are matched as ``Tokenizer.vocabulary`` shows them: a BPE word's first piece finds that word's vector
-        ("good" of "good ##ness"), a later piece none.
+        ("good" of "good ##ness"), a later piece none; the vectors' words in Unicode normalised as the tokenizer
+        normalises text (a file's "cafe" + U+0301 is the vocabulary's NFC "caf\u00e9").
 
         The vectors are rescaled so their entries have standard deviation ``std``
         (the model's own rows start at 0.02). Large rows stand out from the
@@ -154,8 +155,11 @@ vectors with --dim 64, or train at their width with --set d_model=128
         self.check_width(embedding.embedding_dim)
         scaled = torch.from_numpy(self.vectors * (std / max(float(self.vectors.std()), 1e-12)))
         informative = self.vectors.any(axis=1)  # a word with no positive PMI has a zero vector: keep the init
-        rows = [(token_id, self.index[word]) for word, token_id in tokenizer.vocabulary().items()
-                if token_id not in (PAD_ID, UNK_ID) and word in self.index and informative[self.index[word]]]
+        index: dict[str, int] = {}
+        for word, row in self.index.items():  # (in the file's order: a word spelt both ways keeps its first vector)
+            index.setdefault(unicode_normalized(word, tokenizer.config.cleaning), row)
+        rows = [(token_id, index[word]) for word, token_id in tokenizer.vocabulary().items()
+                if token_id not in (PAD_ID, UNK_ID) and word in index and informative[index[word]]]
         if rows:
             targets, sources = zip(*rows)
             with torch.no_grad():
