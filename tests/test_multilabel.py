@@ -150,6 +150,22 @@ def test_a_nan_label_cell_is_a_missing_label_set_not_a_class(tmp_path, cell):
 
 
 
+@pytest.mark.parametrize("cell", ["['a', 'b']", '["a"]', "[]"])
+def test_a_list_written_as_text_is_refused_not_made_one_class(tmp_path, cell):
+    # pandas' to_csv writes a column of lists so: read as written, "['a', 'b']" and "[]" were classes of their own
+    path = _csv(tmp_path / "tags.csv", [("fine", "a|b"), ("listed", cell)])
+    with pytest.raises(DataError) as err:
+        load_file(path, multi_label=True)
+    message = str(err.value)
+    assert "\n" not in message and f"{path}, line 3: label set {cell!r} is a list written as text" in message
+    assert "str.join('|')" in message and message.endswith("in column 'label'")
+
+
+def test_a_label_in_brackets_is_still_a_label(tmp_path):
+    path = _csv(tmp_path / "tags.csv", [("a", "[draft]|news"), ("b", "[draft]")])
+    assert load_file(path, multi_label=True).label_names == ["[draft]", "news"]
+
+
 @pytest.mark.parametrize("cell, member", [("x|NaN", "'NaN'"), ("x| nan |y", "' nan '"), ("x||y", "an empty label name")])
 def test_a_nan_or_empty_member_of_a_label_set_is_refused_not_made_a_class(tmp_path, cell, member):
     # A whole NaN cell is a missing set (above); a NaN among names is the same gap (a pandas join of a set with a

@@ -9,6 +9,7 @@ occurs in label names and needs no quoting in CSV.
 
 from __future__ import annotations
 
+import ast
 import math
 from typing import Any, Sequence
 
@@ -38,8 +39,9 @@ def is_missing_label(value: Any) -> bool:
 def parse_label_set(value: Any, delimiter: str = DEFAULT_LABEL_DELIMITER) -> tuple[str, ...]:
     """The label names in one label field, duplicates dropped, in the order given.
 
-    Raises ``ValueError`` with the problem (the caller adds file, line and column): a missing field, or a member
-    that is empty or missing (``x||y``, ``x|NaN``), which is a gap in the data, never a label.
+    Raises ``ValueError`` with the problem (the caller adds file, line and column): a missing field, a member
+    that is empty or missing (``x||y``, ``x|NaN``), which is a gap in the data, never a label, or a cell holding a
+    list written as text (``['x', 'y']``), which split on the delimiter would be one class.
 
     >>> parse_label_set("sports | politics")
     ('sports', 'politics')
@@ -52,6 +54,10 @@ def parse_label_set(value: Any, delimiter: str = DEFAULT_LABEL_DELIMITER) -> tup
     if isinstance(value, str):
         if not value.strip():
             return ()
+        if _written_list(value):
+            raise ValueError(f"label set {shown(value)} is a list written as text, as pandas' to_csv writes one, not "
+                             f"labels joined by {delimiter!r} (df[column].str.join({delimiter!r}) joins them; "
+                             f"JSON lines and Parquet take lists)")
         items: Sequence[Any] = value.split(delimiter)
     elif isinstance(value, (list, tuple)):
         items = value
@@ -71,6 +77,22 @@ def parse_label_set(value: Any, delimiter: str = DEFAULT_LABEL_DELIMITER) -> tup
             raise ValueError(f"label set {shown(value)} holds an empty label name")
         names[name] = None
     return tuple(names)
+
+
+def _written_list(cell: str) -> bool:
+    """Whether a CSV/TSV cell is a Python or JSON list literal ("['a', 'b']", '["a"]', "[]"), as pandas writes a
+    list, rather than labels: a name in brackets ("[draft]") is no literal, and stays a label.
+
+    >>> [_written_list(cell) for cell in ("['a', 'b']", '["a"]', " [] ", "[draft]", "a|[b]")]
+    [True, True, True, False, False]
+    """
+    cell = cell.strip()
+    if not (cell.startswith("[") and cell.endswith("]")):
+        return False
+    try:
+        return isinstance(ast.literal_eval(cell), list)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return False
 
 
 def multi_hot(label_sets: Sequence[Sequence[int]], num_labels: int) -> np.ndarray:
