@@ -166,6 +166,17 @@ def test_a_label_in_brackets_is_still_a_label(tmp_path):
     assert load_file(path, multi_label=True).label_names == ["[draft]", "news"]
 
 
+def test_an_escaped_delimiter_is_refused_not_read_as_a_class_ending_in_a_backslash(tmp_path):
+    path = _csv(tmp_path / "tags.csv", [("fine", "a|b"), ("escaped", "a\\|b|c")])
+    with pytest.raises(DataError) as err:
+        load_file(path, multi_label=True)
+    message = str(err.value)
+    assert "\n" not in message and f"{path}, line 3: label set 'a\\\\|b|c' escapes '|' with a backslash" in message
+    assert "another --label-delimiter" in message
+    # a backslash elsewhere in a name is the name's own
+    assert load_file(_csv(tmp_path / "ok.csv", [("a", "x\\y|b")]), multi_label=True).label_names == ["b", "x\\y"]
+
+
 @pytest.mark.parametrize("cell, member", [("x|NaN", "'NaN'"), ("x| nan |y", "' nan '"), ("x||y", "an empty label name")])
 def test_a_nan_or_empty_member_of_a_label_set_is_refused_not_made_a_class(tmp_path, cell, member):
     # A whole NaN cell is a missing set (above); a NaN among names is the same gap (a pandas join of a set with a

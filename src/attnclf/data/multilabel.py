@@ -41,7 +41,8 @@ def parse_label_set(value: Any, delimiter: str = DEFAULT_LABEL_DELIMITER) -> tup
 
     Raises ``ValueError`` with the problem (the caller adds file, line and column): a missing field, a member
     that is empty or missing (``x||y``, ``x|NaN``), which is a gap in the data, never a label, or a cell holding a
-    list written as text (``['x', 'y']``), which split on the delimiter would be one class.
+    list written as text (``['x', 'y']``), which split on the delimiter would be one class, or a delimiter escaped
+    (``x\\|y``), which no reading of a cell undoes.
 
     >>> parse_label_set("sports | politics")
     ('sports', 'politics')
@@ -59,6 +60,9 @@ def parse_label_set(value: Any, delimiter: str = DEFAULT_LABEL_DELIMITER) -> tup
                              f"labels joined by {delimiter!r} (df[column].str.join({delimiter!r}) joins them; "
                              f"JSON lines and Parquet take lists)")
         items: Sequence[Any] = value.split(delimiter)
+        if any(item.endswith("\\") for item in items[:-1]):  # (split there, "a\\|b" would be a class "a\\")
+            raise ValueError(f"label set {shown(value)} escapes {delimiter!r} with a backslash, which is read as no "
+                             f"escape (a label holding {delimiter!r} needs another --label-delimiter)")
     elif isinstance(value, (list, tuple)):
         items = value
     elif isinstance(value, int) and not isinstance(value, bool):
