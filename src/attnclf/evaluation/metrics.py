@@ -126,7 +126,8 @@ def wilson_interval(correct: int, total: int, z: float = Z_95) -> tuple[float, f
 
 
 BOOTSTRAP_RESAMPLES = 1000
-BOOTSTRAP_MIN_TEXTS = 20  # fewer texts than this have too few distinct resamples for their percentiles to mean much
+INTERVAL_MIN_TEXTS = 20  # fewer texts than this: too few distinct resamples for a bootstrap's percentiles to mean
+# much, and too few for DeLong's asymptotic variance to hold
 
 
 def macro_f1_interval(y_true: Sequence[int], y_pred: Sequence[int], num_classes: int,
@@ -136,7 +137,7 @@ def macro_f1_interval(y_true: Sequence[int], y_pred: Sequence[int], num_classes:
     the classes a draw holds or predicts), the middle 95% of those values. A macro-F1 has no closed-form interval as
     an accuracy has (``wilson_interval``). It depends on the texts only through the confusion matrix, so each draw is
     a multinomial draw of the matrix's cells: the same distribution as drawing texts, at a cost that does not grow
-    with their number. Seeded: the same predictions give the same interval. None below ``BOOTSTRAP_MIN_TEXTS`` texts.
+    with their number. Seeded: the same predictions give the same interval. None below ``INTERVAL_MIN_TEXTS`` texts.
 
     >>> truth = np.arange(400) % 2
     >>> predicted = np.where(np.arange(400) % 10 == 0, 1 - truth, truth)  # (every tenth text wrong: macro-F1 0.9)
@@ -146,7 +147,7 @@ def macro_f1_interval(y_true: Sequence[int], y_pred: Sequence[int], num_classes:
     True
     """
     y_true, y_pred = np.asarray(y_true), np.asarray(y_pred)
-    if len(y_true) < BOOTSTRAP_MIN_TEXTS:
+    if len(y_true) < INTERVAL_MIN_TEXTS:
         return None
     cells = np.bincount(y_true * num_classes + y_pred, minlength=num_classes ** 2)
     matrices = np.random.default_rng(seed).multinomial(len(y_true), cells / len(y_true), size=resamples)
@@ -166,7 +167,7 @@ def roc_auc_interval(y_true: Sequence[int], probabilities: np.ndarray, z: float 
     off the same texts, are not taken as independent. The interval is the AUC plus or minus ``z`` standard errors,
     within [0, 1]: exact to compute (no resampling), asymptotic in what it claims. A test set ranked without error
     has no spread left to show ([1.0, 1.0]), as a bootstrap would say. None where the AUC is undefined, where a class
-    scored has a single text on one side, or below ``BOOTSTRAP_MIN_TEXTS`` texts (as ``macro_f1_interval``).
+    scored has a single text on one side, or below ``INTERVAL_MIN_TEXTS`` texts (as ``macro_f1_interval``).
 
     >>> truth = np.arange(200) % 2
     >>> scores = np.linspace(.2, .8, 200) + .1 * truth
@@ -176,7 +177,7 @@ def roc_auc_interval(y_true: Sequence[int], probabilities: np.ndarray, z: float 
     y_true = np.asarray(y_true)
     count, num_classes = probabilities.shape
     present = np.unique(y_true)
-    if count < BOOTSTRAP_MIN_TEXTS or len(present) < 2:
+    if count < INTERVAL_MIN_TEXTS or len(present) < 2:
         return None
     scored = [1] if num_classes == 2 else present
     aucs, parts = [], np.zeros(count)
@@ -187,12 +188,12 @@ def roc_auc_interval(y_true: Sequence[int], probabilities: np.ndarray, z: float 
             return None  # (a side of one text has no spread to measure: DeLong's variance divides by its size less 1)
         _, group = np.unique(probabilities[:, c], return_inverse=True)
         group = group.ravel()
-        above_negatives = np.bincount(group[~positive], minlength=group.max() + 1)
-        above_positives = np.bincount(group[positive], minlength=group.max() + 1)
-        negatives_below = np.cumsum(above_negatives) - above_negatives  # (per tied-score group, scores ascending)
-        positives_above = positives - np.cumsum(above_positives)
-        placement = np.where(positive, (negatives_below + above_negatives / 2)[group] / negatives,
-                             (positives_above + above_positives / 2)[group] / positives)
+        negatives_at = np.bincount(group[~positive], minlength=group.max() + 1)
+        positives_at = np.bincount(group[positive], minlength=group.max() + 1)
+        negatives_below = np.cumsum(negatives_at) - negatives_at  # (texts at each tied score, scores ascending)
+        positives_above = positives - np.cumsum(positives_at)
+        placement = np.where(positive, (negatives_below + negatives_at / 2)[group] / negatives,
+                             (positives_above + positives_at / 2)[group] / positives)
         auc = float(placement[positive].mean())
         aucs.append(auc)
         # A text's part in the AUC: its placement's distance from it, scaled so that the parts' squares sum to
