@@ -150,20 +150,23 @@ def test_a_nan_label_cell_is_a_missing_label_set_not_a_class(tmp_path, cell):
 
 
 
-@pytest.mark.parametrize("cell", ["['a', 'b']", '["a"]', "[]"])
-def test_a_list_written_as_text_is_refused_not_made_one_class(tmp_path, cell):
-    # pandas' to_csv writes a column of lists so: read as written, "['a', 'b']" and "[]" were classes of their own
+@pytest.mark.parametrize("cell, kind", [("['a', 'b']", "list"), ('["a"]', "list"), ("[]", "list"),
+                                        ("('a', 'b')", "tuple"), ("('a',)", "tuple"), ("()", "tuple"),
+                                        ("{'a', 'b'}", "set"), ("set()", "set")])
+def test_a_list_written_as_text_is_refused_not_made_one_class(tmp_path, cell, kind):
+    # pandas' to_csv writes a column of lists so: read as written, "['a', 'b']" and "[]" were classes of their own;
+    # tuples alike (MultiLabelBinarizer.inverse_transform's label sets, "('a',)"), and sets
     path = _csv(tmp_path / "tags.csv", [("fine", "a|b"), ("listed", cell)])
     with pytest.raises(DataError) as err:
         load_file(path, multi_label=True)
     message = str(err.value)
-    assert "\n" not in message and f"{path}, line 3: label set {cell!r} is a list written as text" in message
+    assert "\n" not in message and f"{path}, line 3: label set {cell!r} is a {kind} written as text" in message
     assert "str.join('|')" in message and message.endswith("in column 'label'")
 
 
 def test_a_label_in_brackets_is_still_a_label(tmp_path):
-    path = _csv(tmp_path / "tags.csv", [("a", "[draft]|news"), ("b", "[draft]")])
-    assert load_file(path, multi_label=True).label_names == ["[draft]", "news"]
+    path = _csv(tmp_path / "tags.csv", [("a", "[draft]|news"), ("b", "[draft]"), ("c", "(draft)"), ("d", "{}")])
+    assert load_file(path, multi_label=True).label_names == ["(draft)", "[draft]", "news", "{}"]
 
 
 def test_an_escaped_delimiter_is_refused_not_read_as_a_class_ending_in_a_backslash(tmp_path):

@@ -41,8 +41,8 @@ def parse_label_set(value: Any, delimiter: str = DEFAULT_LABEL_DELIMITER) -> tup
 
     Raises ``ValueError`` with the problem (the caller adds file, line and column): a missing field, a member
     that is empty or missing (``x||y``, ``x|NaN``), which is a gap in the data, never a label, or a cell holding a
-    list written as text (``['x', 'y']``), which split on the delimiter would be one class, or a delimiter escaped
-    (``x\\|y``), which no reading of a cell undoes.
+    list, tuple or set written as text (``['x', 'y']``), which split on the delimiter would be one class, or a
+    delimiter escaped (``x\\|y``), which no reading of a cell undoes.
 
     >>> parse_label_set("sports | politics")
     ('sports', 'politics')
@@ -55,8 +55,8 @@ def parse_label_set(value: Any, delimiter: str = DEFAULT_LABEL_DELIMITER) -> tup
     if isinstance(value, str):
         if not value.strip():
             return ()
-        if _written_list(value):
-            raise ValueError(f"label set {shown(value)} is a list written as text, as pandas' to_csv writes one, not "
+        if kind := _written_collection(value):
+            raise ValueError(f"label set {shown(value)} is a {kind} written as text, as pandas' to_csv writes one, not "
                              f"labels joined by {delimiter!r} (df[column].str.join({delimiter!r}) joins them; "
                              f"JSON lines and Parquet take lists)")
         items: Sequence[Any] = value.split(delimiter)
@@ -83,20 +83,24 @@ def parse_label_set(value: Any, delimiter: str = DEFAULT_LABEL_DELIMITER) -> tup
     return tuple(names)
 
 
-def _written_list(cell: str) -> bool:
-    """Whether a CSV/TSV cell is a Python or JSON list literal ("['a', 'b']", '["a"]', "[]"), as pandas writes a
-    list, rather than labels: a name in brackets ("[draft]") is no literal, and stays a label.
+def _written_collection(cell: str) -> str | None:
+    """The kind ("list", "tuple", "set") of Python or JSON literal a CSV/TSV cell is, as pandas writes a column of
+    them ("['a', 'b']", '["a"]', "[]"; scikit-learn's MultiLabelBinarizer.inverse_transform gives tuples, "('a',)"),
+    or None for labels: a name in brackets ("[draft]", "(draft)") is no literal, and stays a label.
 
-    >>> [_written_list(cell) for cell in ("['a', 'b']", '["a"]', " [] ", "[draft]", "a|[b]")]
-    [True, True, True, False, False]
+    >>> [_written_collection(cell) for cell in ("['a', 'b']", '["a"]', " [] ", "('a',)", "()", "{'a'}", "set()")]
+    ['list', 'list', 'list', 'tuple', 'tuple', 'set', 'set']
+    >>> [_written_collection(cell) for cell in ("[draft]", "(draft)", "a|[b]", "{}", "('a')")]
+    [None, None, None, None, None]
     """
     cell = cell.strip()
-    if not (cell.startswith("[") and cell.endswith("]")):
-        return False
+    if cell[:1] + cell[-1:] not in ("[]", "()", "{}") and cell != "set()":
+        return None
     try:
-        return isinstance(ast.literal_eval(cell), list)
+        value = ast.literal_eval(cell)
     except (ValueError, SyntaxError, MemoryError, RecursionError):
-        return False
+        return None
+    return type(value).__name__ if isinstance(value, (list, tuple, set)) else None
 
 
 def multi_hot(label_sets: Sequence[Sequence[int]], num_labels: int) -> np.ndarray:
