@@ -134,6 +134,15 @@ def test_a_json_lines_column_in_parquet_is_typed_by_every_chunk_not_by_the_first
     assert table.column("tags").to_pylist() == [None, None, None, None, ["x", "y"]]
     assert table.column("score").to_pylist() == [1.0, 2.0, 2.5, 3.0, None]
     assert table.column("predicted_label").to_pylist() == ["pos", "neg", "neg", "pos", "neg"]
+    # A chunk's first line without the column (not null: absent) types it by the lines after it too, which pyarrow
+    # alone would not read: 2.5 was written 2, and the note refused as "of more than one type"
+    records = [{"text": "i loved it", "note": None, "score": 1}, {"text": "i hated it", "score": 2},
+               {"text": "a boring film"}, {"text": "a wonderful film", "note": "checked", "score": 2.5}]
+    source.write_text("".join(json.dumps(record) + "\n" for record in records), encoding="utf-8")
+    assert main(["predict", str(run), "--file", str(source), "--output", str(output), "--overwrite"]) == 0
+    table = pq.read_table(output)
+    assert table.column("score").to_pylist() == [1.0, 2.0, None, 2.5]
+    assert table.column("note").to_pylist() == [None, None, None, "checked"]
     # Values of two kinds are still refused, by the lines that hold the second
     source.write_text("".join(json.dumps({"text": "i loved it", "id": i if i < 2 else str(i)}) + "\n"
                               for i in range(4)), encoding="utf-8")

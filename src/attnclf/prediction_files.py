@@ -438,7 +438,10 @@ def _widened(pa, schema, records: list[dict]):
     score: double
     note: null
     """
-    widened = pa.unify_schemas([schema, pa.Table.from_pylist(records).schema], promote_options="permissive")
+    # (every column of the schema, not the first record's alone, which pyarrow reads: a chunk whose first line
+    # lacks an optional column typed none of that column's values)
+    values = pa.Table.from_pylist([{name: record.get(name) for name in schema.names} for record in records])
+    widened = pa.unify_schemas([schema, values.schema], promote_options="permissive")
     return None if widened.equals(schema) else widened
 
 
