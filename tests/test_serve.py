@@ -692,7 +692,8 @@ def test_explanations_hold_at_most_half_the_requests_in_flight_and_predictions_g
     ({"text": "good", "method": "occlusoin"}, "unknown explanation method 'occlusoin' (did you mean 'occlusion'?); "
                                               "choose one of attention, rollout, grad-input, integrated-gradients, "
                                               "occlusion"),
-    ({"text": "good", "target": "postive"}, "unknown target class 'postive'; the classes are 'negative', 'positive'"),
+    ({"text": "good", "target": "postive"}, "unknown target class 'postive' (did you mean 'positive'?); the classes "
+                                            "are 'negative', 'positive'"),
     ({"text": "good", "target": 2}, "unknown target class 2; give a label name ('negative', 'positive') or an index "
                                     "from 0 to 1"),
 ])

@@ -37,9 +37,19 @@ def unknown_name(kind: str, name, choices, tail: str = "") -> str:
     'unknown dataset 7; choose one of imdb, or a file'
     """
     choices = [str(choice) for choice in choices]
-    close = difflib.get_close_matches(name, choices, n=1, cutoff=0.7) if isinstance(name, str) else []
-    nearest = f" (did you mean {close[0]!r}?)" if close else ""
-    return f"unknown {kind} {shown(name)}{nearest}; choose one of {', '.join(choices)}{tail}"
+    return f"unknown {kind} {shown(name)}{nearest(name, choices)}; choose one of {', '.join(choices)}{tail}"
+
+
+def nearest(name, choices) -> str:
+    """`` (did you mean 'x'?)``, naming the choice ``name`` is a likely typo of, or "" where none is close.
+
+    >>> nearest("postive", ["negative", "positive"]), nearest("neutral", ["negative", "positive"]), nearest(3, ["3"])
+    (" (did you mean 'positive'?)", '', '')
+    """
+    if not isinstance(name, str):
+        return ""
+    close = difflib.get_close_matches(name, [str(choice) for choice in choices], n=1, cutoff=0.7)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def shown(value, most: int = 40, write=repr) -> str:

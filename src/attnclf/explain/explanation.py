@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 import torch
 
-from ..errors import AttnclfError, first_few, shown
+from ..errors import AttnclfError, first_few, nearest, shown
 from ..prediction import check_texts, class_threshold, decided_classes, label_set, token_counts, unknown_tokens_note
 from ..text.batching import EVAL_MAX_TOKENS, BucketBatches
 from ..text.tokenizer import cut_position
@@ -442,7 +442,8 @@ def class_index(target: str | int, label_names: list[str]) -> int:
     if isinstance(target, (int, np.integer)) and not isinstance(target, bool) and 0 <= target < len(label_names):
         return int(target)
     if isinstance(target, str):  # (a name was meant: an index comes as an int, which `explain --target` never gives)
-        raise AttnclfError(f"unknown target class {shown(target)}; the classes are {first_few(label_names, most=10)}")
+        raise AttnclfError(f"unknown target class {shown(target)}{nearest(target, label_names)}; the classes are "
+                           f"{first_few(label_names, most=10)}")
     # (an int is an index: the estimator's class 7 of [3, 7] is "7", and "the classes are 3, 7" alone baffled)
     raise AttnclfError(f"unknown target class {shown(target)}; give a label name "
                        f"({first_few(label_names, most=10)}) or an index from 0 to {len(label_names) - 1}")
