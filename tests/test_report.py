@@ -548,6 +548,20 @@ def test_long_class_names_leave_the_charts_room_to_lay_out(classes):
         assert len(set(named)) == len(named) > 0 and all(len(name) <= plots.CHART_NAME_LENGTH for name in named)
 
 
+def test_long_names_that_differ_only_in_their_middles_are_told_apart_in_the_charts():
+    import numpy as np
+
+    names = ["customer complaint about a late delivery", "customer complaint regarding a late delivery", "praise"]
+    assert plots.chart_name(names[0]) == plots.chart_name(names[1])  # (cut alike: start and end the same)
+    ticks = [label.get_text() for label in
+             plots.confusion_matrix_figure(np.eye(3, dtype=int), names).axes[0].get_xticklabels()]
+    assert ticks == [f"{plots.chart_name(names[0])} #1", f"{plots.chart_name(names[1])} #2", "praise"]
+    y = np.arange(60) % 3
+    legend = plots.roc_figure(y, np.random.default_rng(0).dirichlet(np.ones(3), size=60), names).axes[0].get_legend()
+    curves = [text.get_text().split(" (")[0] for text in legend.get_texts() if not text.get_text().startswith("chance")]
+    assert curves == [f"{tick} vs rest" for tick in ticks]
+
+
 # ---------------------------------------------------------------- in a real browser
 
 

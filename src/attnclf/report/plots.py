@@ -14,6 +14,7 @@ from __future__ import annotations
 import io
 import re
 import warnings
+from collections import Counter
 from typing import Iterator, Sequence
 
 import numpy as np
@@ -149,9 +150,21 @@ def chart_name(name: str) -> str:
     return f"{name[:CHART_NAME_LENGTH - tail - 1]}…{name[-tail:]}"
 
 
+def chart_names(label_names: Sequence[str]) -> list[str]:
+    """Every class's ``chart_name``, those cut alike (long names differing only in their middles) told apart by
+    their class's number, from 1 as the page's tables count them, so that no two ticks or curves read the same.
+
+    >>> chart_names(["customer complaint about late delivery", "customer complaint regarding late delivery", "ok"])
+    ['customer compla…delivery #1', 'customer compla…delivery #2', 'ok']
+    """
+    names = [chart_name(name) for name in label_names]
+    counts = Counter(names)
+    return [f"{name} #{i + 1}" if counts[name] > 1 else name for i, name in enumerate(names)]
+
+
 def confusion_matrix_figure(matrix: Sequence[Sequence[int]], label_names: Sequence[str]) -> Figure:
     """Counts with rows = true class, columns = predicted class, each written in its cell for up to 12 classes; the
-    classes named by ``chart_name``, the columns' slanted where more than 4 or longer than a word would overlap.
+    classes named by ``chart_names``, the columns' slanted where more than 4 or longer than a word would overlap.
 
     >>> [text.get_text() for text in confusion_matrix_figure([[3, 1], [0, 2]], ["neg", "pos"]).axes[0].texts]
     ['3', '1', '0', '2']
@@ -162,7 +175,7 @@ def confusion_matrix_figure(matrix: Sequence[Sequence[int]], label_names: Sequen
     ax = fig.subplots()
     image = ax.imshow(matrix, cmap="Blues")
     fig.colorbar(image, ax=ax, shrink=0.8)
-    ticks, names = np.arange(len(label_names)), [chart_name(name) for name in label_names]
+    ticks, names = np.arange(len(label_names)), chart_names(label_names)
     slanted = len(names) > 4 or max(map(len, names), default=0) > 10
     ax.set_xticks(ticks, names, rotation=45 if slanted else 0, ha="right" if slanted else "center")
     ax.set_yticks(ticks, names)
@@ -196,7 +209,7 @@ def _class_legend(ax, classes: int, inside: str | None) -> None:
 
 
 def _drawn_classes(y_true: np.ndarray, label_names: Sequence[str]) -> Iterator[tuple[str, int, np.ndarray, str]]:
-    """The classes a curve figure draws, as ``(colour, class, its texts as a mask, curve name)`` (by ``chart_name``):
+    """The classes a curve figure draws, as ``(colour, class, its texts as a mask, curve name)`` (``chart_names``):
     the positive class (index 1) when binary, each class against the rest otherwise, skipping a class without both
     positive and negative texts (its curve is undefined). The colour is the class's own, so that a class absent from
     the texts shifts no other class's colour, and a class has the same one in every such figure.
@@ -208,7 +221,7 @@ def _drawn_classes(y_true: np.ndarray, label_names: Sequence[str]) -> Iterator[t
     for colour, c in enumerate([1] if binary else range(len(label_names))):
         positives = y_true == c
         if positives.any() and not positives.all():
-            yield f"C{colour}", c, positives, chart_name(label_names[c]) + ("" if binary else " vs rest")
+            yield f"C{colour}", c, positives, chart_names(label_names)[c] + ("" if binary else " vs rest")
 
 
 def roc_figure(y_true: Sequence[int], probabilities: np.ndarray, label_names: Sequence[str]) -> Figure | None:
@@ -261,7 +274,7 @@ def precision_recall_figure(y_true: Sequence[int], probabilities: np.ndarray,
         shares.append((colour, c, positives.mean()))
     for i, (colour, c, share) in enumerate(shares):  # after the curves, so their key comes last in the legend
         # One legend entry says what the dashed lines are; binary, it names the class and its share too.
-        chance = (f"chance ({chart_name(label_names[c])}: {share:.0%} of the texts)" if binary else
+        chance = (f"chance ({chart_names(label_names)[c]}: {share:.0%} of the texts)" if binary else
                   "_" if i else "chance (each class's share of the texts)")
         ax.axhline(share, linestyle="--", color=colour, lw=1, label=chance)
     # Untitled, as the ROC figure: the page heads it, and the legend carries each curve's AP.
