@@ -268,7 +268,6 @@ class ClassThreshold:
         return {"class": self.label, "probability": self.probability}
 
 
-
 def estimator_classifier(model):
     """A fitted ``AttentionTextClassifier``'s ``classifier_`` (scikit-learn's ``NotFittedError`` for an unfitted one,
     as its ``predict`` raises); None for anything else. An estimator means attnclf.sklearn is loaded already: nothing

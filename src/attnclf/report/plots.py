@@ -217,11 +217,11 @@ def _drawn_classes(y_true: np.ndarray, label_names: Sequence[str]) -> Iterator[t
     >>> [(colour, c, name) for colour, c, _, name in _drawn_classes(np.array([1, 2, 1]), ["a", "b", "c"])]
     [('C1', 1, 'b vs rest'), ('C2', 2, 'c vs rest')]
     """
-    binary = len(label_names) == 2
+    binary, names = len(label_names) == 2, chart_names(label_names)
     for colour, c in enumerate([1] if binary else range(len(label_names))):
         positives = y_true == c
         if positives.any() and not positives.all():
-            yield f"C{colour}", c, positives, chart_names(label_names)[c] + ("" if binary else " vs rest")
+            yield f"C{colour}", c, positives, names[c] + ("" if binary else " vs rest")
 
 
 def roc_figure(y_true: Sequence[int], probabilities: np.ndarray, label_names: Sequence[str]) -> Figure | None:
@@ -271,10 +271,10 @@ def precision_recall_figure(y_true: Sequence[int], probabilities: np.ndarray,
         precision, recall, _ = precision_recall_curve(positives, probabilities[:, c])
         ax.plot(recall, precision, drawstyle="steps-post", color=colour, lw=1.8 if binary else 1.2,
                 label=f"{name} (AP {average_precision_score(positives, probabilities[:, c]):.3f})")
-        shares.append((colour, c, positives.mean()))
-    for i, (colour, c, share) in enumerate(shares):  # after the curves, so their key comes last in the legend
-        # One legend entry says what the dashed lines are; binary, it names the class and its share too.
-        chance = (f"chance ({chart_names(label_names)[c]}: {share:.0%} of the texts)" if binary else
+        shares.append((colour, name, positives.mean()))
+    for i, (colour, name, share) in enumerate(shares):  # after the curves, so their key comes last in the legend
+        # One legend entry says what the dashed lines are; binary, it names the class (its curve's name) and its share.
+        chance = (f"chance ({name}: {share:.0%} of the texts)" if binary else
                   "_" if i else "chance (each class's share of the texts)")
         ax.axhline(share, linestyle="--", color=colour, lw=1, label=chance)
     # Untitled, as the ROC figure: the page heads it, and the legend carries each curve's AP.
