@@ -248,6 +248,65 @@ def test_metrics_match_scikit_learn(seed):
     assert m["at_0.5"]["micro_f1"] == pytest.approx(skm.f1_score(y, (p >= 0.5).astype(int), average="micro"))
 
 
+def test_the_label_set_macro_f1_interval_is_that_of_drawing_texts_again():
+    """A multi-label macro-F1 has no confusion matrix whose cells could be drawn: the texts are drawn. Its bounds are
+    within Monte Carlo noise of a plain bootstrap's, each draw scored by scikit-learn over the labels it holds or
+    predicts (as ``multilabel_metrics`` scores the whole set), and they move with the seed only as noise does."""
+    from attnclf.evaluation.multilabel import _seen, label_set_macro_f1_interval
+
+    y, _ = _random_case(2, n=600, k=5)
+    predicted = (0.3 * y + 0.6 * np.random.default_rng(3).random(y.shape) >= 0.5).astype(int)  # (some wrong)
+    # A label one text has, and that was missed: a draw without that text neither holds nor predicts it, and its
+    # macro-F1 leaves the label out (about a third of the draws); the others count it 0.
+    y[:, 4], predicted[:, 4], y[7, 4] = 0, 0, 1
+    rng = np.random.default_rng(3)
+    drawn = [rng.integers(0, 600, 600) for _ in range(2000)]
+    plain = np.percentile([skm.f1_score(y[i], predicted[i], average="macro", labels=_seen(y[i], predicted[i]),
+                                        zero_division=0) for i in drawn], [2.5, 97.5])
+    low, high = label_set_macro_f1_interval(y, predicted)
+    assert low == pytest.approx(plain[0], abs=0.006) and high == pytest.approx(plain[1], abs=0.006)
+    assert label_set_macro_f1_interval(y, predicted) == [low, high]  # (seeded)
+    other = label_set_macro_f1_interval(y, predicted, seed=1)
+    assert other != [low, high] and other == pytest.approx([low, high], abs=0.006)
+
+
+def test_the_label_auc_interval_is_delongs_over_the_labels_an_auc_is_defined_for():
+    """One label: the binary interval of a single-label run. Several: the interval of the mean of the defined labels'
+    AUCs, as wide as a plain bootstrap of the texts finds (the labels' AUCs are read off the same texts)."""
+    from attnclf.evaluation.metrics import roc_auc_interval
+    from attnclf.evaluation.multilabel import label_auc_interval
+
+    y, p = _random_case(4, n=500, k=4)
+    assert label_auc_interval(y[:, :1], p[:, :1]) == roc_auc_interval(y[:, 0], np.stack([1 - p[:, 0], p[:, 0]], 1))
+    y[:, 3] = 0  # (a label no text has: no AUC, left out of the mean as ``roc_auc`` leaves it out)
+    low, high = label_auc_interval(y, p)
+    assert (low + high) / 2 == pytest.approx(multilabel_metrics(y, p, list("abcd"))["roc_auc"], abs=1e-12)
+    rng = np.random.default_rng(5)
+    drawn = [rng.integers(0, 500, 500) for _ in range(600)]
+    plain = np.percentile([skm.roc_auc_score(y[i][:, :3], p[i][:, :3], average="macro") for i in drawn], [2.5, 97.5])
+    assert (high - low) == pytest.approx(plain[1] - plain[0], rel=0.15)
+    assert label_auc_interval(np.zeros((40, 2)), p[:40, :2]) is None  # (no label with texts on both sides)
+    assert label_auc_interval(y[:19], p[:19]) is None  # (fewer texts than the floor)
+
+
+def test_multilabel_metrics_give_the_intervals_unless_asked_not_to():
+    from attnclf.evaluation.metrics import metrics_line
+    from attnclf.evaluation.multilabel import label_auc_interval, label_set_macro_f1_interval
+
+    y, _ = _random_case(6, n=300)
+    p = 0.3 * y + 0.6 * np.random.default_rng(7).random(y.shape)  # (overlapping: errors, and AUCs below 1)
+    m = multilabel_metrics(y, p, list("abcd"))
+    assert m["macro_f1_ci95"] == label_set_macro_f1_interval(y, predicted_sets(p))
+    assert m["roc_auc_ci95"] == label_auc_interval(y, p)
+    (f1_low, f1_high), (auc_low, auc_high) = m["macro_f1_ci95"], m["roc_auc_ci95"]
+    assert f1_low < m["macro_f1"] < f1_high and auc_low < m["roc_auc"] < auc_high
+    line = metrics_line(m)
+    assert f"macro-F1 {m['macro_f1']:.4f} (95% CI {f1_low:.4f}-{f1_high:.4f})" in line
+    assert f"macro ROC AUC {m['roc_auc']:.4f} (95% CI {auc_low:.4f}-{auc_high:.4f})" in line
+    lean = multilabel_metrics(y, p, list("abcd"), intervals=False)  # (the trainer's per-epoch validation)
+    assert "macro_f1_ci95" not in lean and "roc_auc_ci95" not in lean
+
+
 def test_the_printed_report_gives_the_samples_scores_the_metrics_give():
     # A text without labels, predicted none, is right: the report's "samples avg" row must say what samples_* say
     # (scikit-learn's own row scores it 0), or `evaluate` prints two samples-averaged F1s for one set of predictions.
@@ -966,10 +1025,13 @@ def test_evaluate_prints_the_ranking_scores_a_multi_label_run_has_as_the_single_
 
     low, high = m["subset_accuracy_ci95"]  # (its 95% interval too, as a single-label run's accuracy has)
     assert [low, high] == list(wilson_interval(round(m["subset_accuracy"] * m["num_examples"]), m["num_examples"]))
-    assert line == (f"test: micro-F1 {m['micro_f1']:.4f}  macro-F1 {m['macro_f1']:.4f}  "
+    (f1_low, f1_high), (auc_low, auc_high) = m["macro_f1_ci95"], m["roc_auc_ci95"]
+    assert line == (f"test: micro-F1 {m['micro_f1']:.4f}  macro-F1 {m['macro_f1']:.4f} "
+                    f"(95% CI {f1_low:.4f}-{f1_high:.4f})  "
                     f"subset accuracy {m['subset_accuracy']:.4f} (95% CI {low:.4f}-{high:.4f})  "
                     f"Hamming loss {m['hamming_loss']:.4f}  "
-                    f"macro ROC AUC {m['roc_auc']:.4f}  macro average precision {m['average_precision']:.4f}  "
+                    f"macro ROC AUC {m['roc_auc']:.4f} (95% CI {auc_low:.4f}-{auc_high:.4f})  "
+                    f"macro average precision {m['average_precision']:.4f}  "
                     f"micro average precision {m['micro_average_precision']:.4f}")
 
 

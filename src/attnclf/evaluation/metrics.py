@@ -153,8 +153,20 @@ def macro_f1_interval(y_true: Sequence[int], y_pred: Sequence[int], num_classes:
     matrices = np.random.default_rng(seed).multinomial(len(y_true), cells / len(y_true), size=resamples)
     matrices = matrices.reshape(resamples, num_classes, num_classes)
     tp, support, predicted = np.diagonal(matrices, axis1=1, axis2=2), matrices.sum(2), matrices.sum(1)
-    seen = support + predicted > 0
-    f1s = (2 * tp / np.where(seen, support + predicted, 1)).sum(1) / seen.sum(1)
+    return macro_f1_percentiles(tp, support + predicted)
+
+
+def macro_f1_percentiles(tp: np.ndarray, support_and_predicted: np.ndarray) -> list[float]:
+    """The 2.5th and 97.5th percentiles of the macro-F1s of draws (rows) of per-class counts (columns): true
+    positives, and texts of the class plus texts predicted it. Each draw averages over the classes it holds or
+    predicts, as ``compute_metrics`` does (a draw holding none scores 0, as scikit-learn does a multi-label set
+    without labels).
+
+    >>> macro_f1_percentiles(np.array([[1, 0], [1, 0]]), np.array([[2, 0], [2, 2]]))  # (macro-F1s 1 and 0.5)
+    [0.5125, 0.9875]
+    """
+    seen = support_and_predicted > 0
+    f1s = (2 * tp / np.where(seen, support_and_predicted, 1)).sum(1) / np.maximum(seen.sum(1), 1)
     low, high = np.percentile(f1s, [2.5, 97.5])
     return [float(low), float(high)]
 
@@ -175,31 +187,47 @@ def roc_auc_interval(y_true: Sequence[int], probabilities: np.ndarray, z: float 
     [0.585, 0.734]
     """
     y_true = np.asarray(y_true)
-    count, num_classes = probabilities.shape
+    num_classes = probabilities.shape[1]
     present = np.unique(y_true)
-    if count < INTERVAL_MIN_TEXTS or len(present) < 2:
+    if len(present) < 2:
         return None
     scored = [1] if num_classes == 2 else present
+    return delong_interval(y_true[:, None] == np.asarray(scored), probabilities[:, scored], z)
+
+
+def delong_interval(positive: np.ndarray, scores: np.ndarray, z: float = Z_95) -> list[float] | None:
+    """The 95% interval of the mean of the ROC AUCs of the columns of ``scores`` (texts, columns), each column's
+    texts split by the same column of the 0/1 matrix ``positive``: ``roc_auc_interval``'s arithmetic, shared by a
+    multi-label run's macro AUC (``multilabel.label_auc_interval``). None below ``INTERVAL_MIN_TEXTS`` texts or where a
+    column has fewer than two texts on a side.
+
+    >>> [round(bound, 3) for bound in delong_interval(np.arange(40)[:, None] % 2, np.arange(40.)[:, None] % 3)]
+    [0.311, 0.657]
+    """
+    positive, scores = np.asarray(positive, dtype=bool), np.asarray(scores)
+    count = len(positive)
+    if count < INTERVAL_MIN_TEXTS:
+        return None
     aucs, parts = [], np.zeros(count)
-    for c in scored:
-        positive = y_true == c
-        positives, negatives = int(positive.sum()), int((~positive).sum())
+    for column in range(positive.shape[1]):
+        is_positive = positive[:, column]
+        positives, negatives = int(is_positive.sum()), int((~is_positive).sum())
         if min(positives, negatives) < 2:
             return None  # (a side of one text has no spread to measure: DeLong's variance divides by its size less 1)
-        _, group = np.unique(probabilities[:, c], return_inverse=True)
+        _, group = np.unique(scores[:, column], return_inverse=True)
         group = group.ravel()
-        negatives_at = np.bincount(group[~positive], minlength=group.max() + 1)
-        positives_at = np.bincount(group[positive], minlength=group.max() + 1)
+        negatives_at = np.bincount(group[~is_positive], minlength=group.max() + 1)
+        positives_at = np.bincount(group[is_positive], minlength=group.max() + 1)
         negatives_below = np.cumsum(negatives_at) - negatives_at  # (texts at each tied score, scores ascending)
         positives_above = positives - np.cumsum(positives_at)
-        placement = np.where(positive, (negatives_below + negatives_at / 2)[group] / negatives,
+        placement = np.where(is_positive, (negatives_below + negatives_at / 2)[group] / negatives,
                              (positives_above + positives_at / 2)[group] / positives)
-        auc = float(placement[positive].mean())
+        auc = float(placement[is_positive].mean())
         aucs.append(auc)
         # A text's part in the AUC: its placement's distance from it, scaled so that the parts' squares sum to
         # DeLong's variance, the placements' sample variance on each side over that side's size
-        side = np.where(positive, positives, negatives)
-        parts += (placement - auc) / np.sqrt(side * (side - 1)) / len(scored)
+        side = np.where(is_positive, positives, negatives)
+        parts += (placement - auc) / np.sqrt(side * (side - 1)) / positive.shape[1]
     auc, spread = float(np.mean(aucs)), z * float(np.sqrt(np.sum(parts ** 2)))
     return [max(0.0, auc - spread), min(1.0, auc + spread)]
 
@@ -669,7 +697,8 @@ def metrics_line(metrics: dict) -> str:
     """
     # (metrics older than the intervals lack them)
     if metrics.get("multi_label"):
-        scores = (f"micro-F1 {metrics['micro_f1']:.4f}  macro-F1 {metrics['macro_f1']:.4f}  subset accuracy "
+        scores = (f"micro-F1 {metrics['micro_f1']:.4f}  macro-F1 {metrics['macro_f1']:.4f}"
+                  f"{_interval(metrics.get('macro_f1_ci95'))}  subset accuracy "
                   f"{metrics['subset_accuracy']:.4f}{_interval(metrics.get('subset_accuracy_ci95'))}  Hamming loss "
                   f"{metrics['hamming_loss']:.4f}")
         optional = (("macro ROC AUC", "roc_auc"), ("macro average precision", "average_precision"),

@@ -120,7 +120,7 @@ def validation_record(targets: np.ndarray, probabilities: np.ndarray, label_name
     >>> record["val_accuracy"], record["val_micro_f1"]
     (1.0, 1.0)
     """
-    metrics = multilabel_metrics(targets, probabilities, label_names, report=False)
+    metrics = multilabel_metrics(targets, probabilities, label_names, report=False, intervals=False)
     return {"val_loss": binary_cross_entropy(targets, probabilities),
             **{f"val_{key}": metrics[key] for key in ("accuracy", "micro_f1", "macro_f1", "macro_precision",
                                                       "macro_recall", "hamming_loss", "roc_auc",
