@@ -809,3 +809,21 @@ def test_an_ensemble_of_onnx_exports_scores_its_members_as_a_classifiers(exporte
     assert ids == fp32.tokenizer.encode(TEXTS) and len(attention) == len(TEXTS)
     averaged = (fp32.predict_proba(TEXTS) + int8.predict_proba(TEXTS)) / 2
     assert np.allclose(Ensemble([fp32, int8]).predict_proba(TEXTS), averaged)
+
+
+def test_resuming_with_fewer_seeds_than_the_folder_holds_is_refused_and_keeps_every_member(finished_seeds, tmp_path,
+                                                                                            capsys):
+    # `--seeds 0 1 --resume` into an ensemble of seeds 0 1 2 rewrote ensemble.json with two members, seed 2 dropped
+    # without a word; a --resume keeps work, so the command that leaves a member out is refused instead.
+    out = tmp_path / "ens"
+    shutil.copytree(finished_seeds, out)
+    assert main(tiny_seeds(out) + ["--resume", "--seeds", "0", "1", "2"]) == 0
+    before = (out / "ensemble.json").read_bytes()
+    assert json.loads(before)["members"] == ["seed-0", "seed-1", "seed-2"]
+    capsys.readouterr()
+    assert main(tiny_seeds(out) + ["--resume"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"attnclf: error: {out} holds seed 2's run too, which --seeds 0 1 leaves out: --resume continues every member "
+        f"of the ensemble; give --seeds 0 1 2, or move {out / 'seed-2'} out of the folder first"]
+    assert (out / "ensemble.json").read_bytes() == before
+    assert (out / "seed-2" / "model.safetensors").is_file()

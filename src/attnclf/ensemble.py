@@ -465,6 +465,7 @@ def train_ensemble(settings, seeds: Sequence[int], resume: bool = False, progres
         raise AttnclfError("--seeds needs held-out data to test the ensemble on: give --test-file")
     data_dir = settings.data.data_dir  # (this command's: a member continued reads its own settings again)
     if resume:
+        _refuse_members_left_out(Path(settings.output), seeds)
         adds = any(not (Path(settings.output) / f"seed-{seed}").is_dir() for seed in seeds)
         settings = _as_members_trained(settings, Path(settings.output), adds=adds, earlier=earlier)
     created = first_missing_folder(settings.output)
@@ -497,6 +498,23 @@ def train_ensemble(settings, seeds: Sequence[int], resume: bool = False, progres
             if not resume or not (other / "config.json").is_file():  # (the replaced ensemble's, set aside)
                 shutil.rmtree(other)
         return metrics
+
+
+def _refuse_members_left_out(output: Path, seeds: Sequence[int]) -> None:
+    """Refuse a resumed ensemble whose ``seeds`` leave out a member ``output`` holds (one that began training): its
+    ensemble.json would be written without it, dropping work without a word. Moving the member out of the folder
+    is how to drop it and keep it.
+
+    >>> _refuse_members_left_out(Path("no/such/folder"), [0, 1])  # (no members: none left out)
+    """
+    given = {output / f"seed-{seed}" for seed in seeds}
+    left_out = [member.name[len("seed-"):] for member in member_folders(output, trained=True) if member not in given]
+    if left_out:
+        runs = f"seed {left_out[0]}'s run" if len(left_out) == 1 else f"the runs of seeds {' '.join(left_out)}"
+        where = output / f"seed-{left_out[0]}" if len(left_out) == 1 else "them"
+        raise AttnclfError(f"{output} holds {runs} too, which --seeds {' '.join(map(str, seeds))} leaves out: "
+                           f"--resume continues every member of the ensemble; give --seeds "
+                           f"{' '.join([*map(str, seeds), *left_out])}, or move {where} out of the folder first")
 
 
 def ensemble_summary(output: str | Path, metrics: dict, runs: int) -> str:
