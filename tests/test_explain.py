@@ -1320,6 +1320,30 @@ def test_explanations_written_to_a_file_are_rendered_in_its_format_and_named_as_
     assert (tmp_path / "lines.txt").read_text(encoding="utf-8") == render_json([e]) + "\n"
 
 
+def test_write_explanations_keeps_an_existing_file_unless_told_to_overwrite_it(tmp_path):
+    # The Python function replaced what an earlier call wrote, where `explain -o` refuses without --overwrite.
+    from attnclf.explain.render import write_explanations
+
+    e = Explanation("not bad", ["not", "bad"], [0.8, 0.2], "attention", "positive", "positive", 0.9, {})
+    page = tmp_path / "page.html"
+    page.write_text("an earlier page\n", encoding="utf-8")
+    with pytest.raises(AttnclfError, match=f"^{re.escape(str(page))} exists; give overwrite to replace it$"):
+        write_explanations([e], str(page), "html", methods_per_text=1)
+    assert page.read_text(encoding="utf-8") == "an earlier page\n"
+    write_explanations([e], str(page), "html", methods_per_text=1, overwrite=True)
+    assert page.read_text(encoding="utf-8") == render_html([e]) + "\n"
+    # Images are refused by the names they would be written under, before any is.
+    (tmp_path / "slide-2.png").write_bytes(b"an earlier slide")
+    with pytest.raises(AttnclfError, match=f"^{re.escape(str(tmp_path / 'slide-2.png'))} exists; give overwrite"):
+        write_explanations([e, e], str(tmp_path / "slide.png"), "png", methods_per_text=1)
+    assert sorted(path.name for path in tmp_path.glob("slide*")) == ["slide-2.png"]
+    written = []
+    write_explanations([e, e], str(tmp_path / "slide.png"), "png", methods_per_text=1, overwrite=True,
+                       wrote=written.append)
+    assert written == [str(tmp_path / "slide-1.png"), str(tmp_path / "slide-2.png")]
+    assert (tmp_path / "slide-2.png").read_bytes()[:4] == b"\x89PNG"
+
+
 def test_a_method_name_among_the_texts_is_refused_saying_how_to_ask_for_several():
     # argparse reads `--method attention occlusion` as one method and the text "occlusion": the library says so.
     from attnclf.explain.methods import refuse_methods_as_texts

@@ -664,15 +664,12 @@ def cmd_explain(args: argparse.Namespace) -> int:
         raise AttnclfError("--steps applies to integrated-gradients only")
     explanations = explain_each(clf, texts, methods, target=args.target, self_attentions=args.heads,
                                 steps=args.steps)
-    if output_format == "png":
-        for name in render.png_names(explanations, args.output, len(methods)):
-            refuse_existing_output(name, args.overwrite)
     if args.method == "all":
         _note_left_out(available, "--method all")
     color = render.wants_color(args.color, args.output)
     if args.output or output_format == "png":
         render.write_explanations(explanations, args.output, output_format, len(methods), color=color,
-                                  wrote=lambda name: print(f"wrote {name}"))
+                                  wrote=lambda name: print(f"wrote {name}"), overwrite=args.overwrite, named=_flag)
     else:
         print(render.render_text(explanations, output_format, color=color))
     return 0

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
+from ..checks import by_field
 from .explanation import BESIDE_DESCRIPTION, Explanation
 from .methods import METHODS
 
@@ -356,15 +357,21 @@ def render_text(explanations: Sequence[Explanation], output_format: str, color: 
 
 
 def write_explanations(explanations: Sequence[Explanation], output: str, output_format: str, methods_per_text: int,
-                       color: bool = False, wrote: Callable[[str], None] = lambda name: None) -> None:
+                       color: bool = False, wrote: Callable[[str], None] = lambda name: None, overwrite: bool = False,
+                       named: Callable[[str], str] = by_field) -> None:
     """Write ``explanations`` to the file ``output`` in ``output_format`` (``format_for``'s): png, an image per chart
     (``render_png``, ``methods_per_text`` the methods each text is explained by), else ``render_text``'s text and a
-    newline; each file atomically, ``wrote(name)`` called once it is.
+    newline; each file atomically, ``wrote(name)`` called once it is. A file that exists is refused in one line,
+    before any is written, unless ``overwrite`` (named in it by ``named``; the command line: --overwrite).
 
     >>> # write_explanations(clf.explain(["not bad"]), "explained.html", "html", methods_per_text=1, wrote=print)
+    >>> # write_explanations(clf.explain(["dull"]), "explained.html", "html", 1, overwrite=True)  # replaces it
     """
-    from ..rundir import write_output_file
+    from ..rundir import refuse_existing_output, write_output_file
 
+    names = png_names(explanations, output, methods_per_text) if output_format == "png" else [output]
+    for name in names:
+        refuse_existing_output(name, overwrite, named("overwrite"))
     if output_format == "png":
         for name, png in render_png(explanations, output, methods_per_text):
             write_output_file(name, png)
