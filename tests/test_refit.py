@@ -437,6 +437,34 @@ def test_refit_resume_refuses_a_refit_of_its_run_as_it_was_before_it_trained_aga
     assert (tmp_path / "run-refit" / "model.safetensors").stat().st_mtime_ns == kept
 
 
+def test_refit_resume_refuses_a_refit_of_data_that_changed_since(tmp_path, capsys):
+    # Its run trained again, with the same settings, on a training file changed since the refit, and validated as
+    # well on the same validation file: --resume compared settings and the run's validation record alone, and kept
+    # the refit of the earlier texts as the run's.
+    from conftest import MONEY, SPORT, write_csv
+
+    train = write_csv(tmp_path / "train.csv", [(t, "sport") for t in SPORT * 8] + [(t, "money") for t in MONEY * 8])
+    validation = write_csv(tmp_path / "dev.csv", [(SPORT[0], "sport"), (MONEY[0], "money")])
+    run = tmp_path / "run"
+    flags = ["--quiet", "--no-report", "--threads", "1"]
+    trained = ["train", "--train-file", str(train), "--validation-file", str(validation), "--test-file", str(train),
+               "--model", "boe", "--epochs", "1", "--lr", "0.05", "--monitor", "accuracy", "--min-frequency", "1",
+               "--output", str(run), *flags]
+    assert main(trained) == 0
+    assert main(["refit", str(run), *flags]) == 0
+    refitted = (tmp_path / "run-refit" / "model.safetensors").read_bytes()
+    write_csv(train, [(t, "sport") for t in SPORT * 8] + [(t, "money") for t in MONEY * 9])
+    assert main([*trained, "--overwrite"]) == 0
+    capsys.readouterr()
+    assert main(["refit", str(run), "--resume", *flags]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"attnclf: error: {run}-refit: {train.name} no longer gives the texts it was refitted on (the data changed "
+        f"since): it is a refit of {run} on other texts; --overwrite refits it again"]
+    assert (tmp_path / "run-refit" / "model.safetensors").read_bytes() == refitted
+    assert main(["refit", str(run), "--overwrite", *flags]) == 0
+    assert main(["refit", str(run), "--resume", *flags]) == 0  # (the refit of the texts as they are now: kept)
+
+
 def test_refit_runs_says_what_it_refits_through_its_log_and_prints_none_of_it(validated, tmp_path, capsys):
     calibrated = tmp_path / "calibrated"
     shutil.copytree(validated, calibrated)

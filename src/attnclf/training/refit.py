@@ -56,6 +56,7 @@ def refit_runs(run_dirs: list[str | Path], output: str | None = None, *, resume:
             if (Path(settings.output) / "config.json").is_file():
                 check_same_settings(resume_settings(settings.output, data_dir=data_dir), settings,
                                     f"it is a refit of {run} as it trained before; --overwrite refits it again")
+                _refuse_other_texts(run, settings)
     # A token cache's texts are checked as its refit streams them into caches (reused later). The refit trained first
     # is checked last and trains on what its check loaded, which reads its files once; the others read theirs again
     # as they train (holding every run's labels and row indices until then would multiply the memory the cache bounds).
@@ -83,6 +84,18 @@ def refit_runs(run_dirs: list[str | Path], output: str | None = None, *, resume:
     seeds = read_json(folder / ENSEMBLE_FILE).get("seeds", [])
     return results, write_ensemble_file(refit_folder, [Path(s.output) for s in planned], seeds,
                                         device=planned[0].device, threads=threads, refitted=folder)
+
+
+def _refuse_other_texts(run: Path, settings: RunSettings) -> None:
+    """Refuse to keep or continue the refit ``settings`` describe (its config.json written) when its data no longer
+    gives the texts it trained on: its run trained again on a changed file, with the same settings and validation
+    record (which the settings compare), and the refit learned the earlier texts. A token-cache refit records no
+    fingerprint of its texts to compare (its run's validation texts are checked as ``load_cached_data`` loads them)."""
+    trained_on = read_config(settings.output).get("data", {}).get("train_sha256")
+    if trained_on is not None and texts_fingerprint(load_data(settings.data, settings.train.seed).train) != trained_on:
+        raise AttnclfError(f"{settings.output}: {settings.data.describe()} no longer gives the texts it was refitted "
+                           f"on (the data changed since): it is a refit of {run} on other texts; --overwrite refits "
+                           f"it again")
 
 
 def refit_summary(results: list[RunResult], ensemble_metrics: dict | None) -> str:
