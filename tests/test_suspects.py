@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 
 from attnclf.cli import main
+from attnclf.data.files import load_file
+from attnclf.training.suspects import fold_of_each_row
 from conftest import write_csv
 
 SPORT_WORDS = ["team", "match", "goal", "striker", "coach", "cup", "league", "referee", "pitch", "keeper"]
@@ -194,6 +196,27 @@ def test_the_folds_do_not_point_compare_at_their_internal_files(tmp_path, capsys
     assert main(command) == 0
     err = capsys.readouterr().err
     assert "fold 4 of 4" in err and "attnclf compare" not in err and "fold-1-train" not in err, err
+
+
+def test_rows_whose_text_another_fold_holds_are_warned_of_once_as_rows_not_as_test_texts(tmp_path, capsys):
+    # Each fold warned as a run of a test split: "N of the N test texts also occur among the training or validation
+    # texts: the test score will flatter the model", and a note that it came from every run, where suspects reports
+    # no test score: a row whose copy another fold holds is scored by a model that learned that copy.
+    rows = list(csv.reader(topics_file(tmp_path / "train.csv").open(encoding="utf-8")))[1:]
+    rows += [rows[0], rows[1], rows[1]]  # (rows 81-83: a copy of row 1, two of row 2)
+    train = write_csv(tmp_path / "train.csv", rows)
+    assert main(suspects_command(train, tmp_path / "work")) == 0
+    err = capsys.readouterr().err
+    # (and the folds' validation texts among their training texts flatter their early stopping, no refit's epochs)
+    assert "test texts" not in err and "refit" not in err and "the fold's early stopping" in err, err
+    data = load_file(str(train))
+    fold = fold_of_each_row(data.labels, 4, seed=0)
+    shared = sum(any(other != i and data.texts[other] == text and fold[other] != fold[i]
+                     for other in range(len(data))) for i, text in enumerate(data.texts))
+    assert shared >= 2  # (of rows 1, 2 and their copies, those no fold holds out together)
+    assert [line for line in err.splitlines() if "another fold" in line] == [
+        f"warning: {shared} of the 83 rows share their text with a row of another fold (duplicates in the data?): the "
+        f"model that scores such a row learned its copy, so it ranks as the copy is labelled, not out of fold"]
 
 
 def test_an_interrupted_suspects_names_the_command_that_resumes_it(tmp_path, capsys, monkeypatch):

@@ -46,8 +46,8 @@ from .device import (blas_libraries, blas_threads, describe_device, forked_gener
 from .distributed import Distributed, from_environment, init_distributed, rank_device
 from .pretrain import (check_pretrained, check_pretrained_unchanged, describe_pretrained, encoder_fingerprint,
                        load_pretrained)
-from .run_data import (align_labels, describe_classes, held_out_fingerprint, load_data, refuse_gone,
-                       shared_text_warnings, texts_fingerprint, warnings_among)
+from .run_data import (FLATTERED_BY_VALIDATION, align_labels, describe_classes, held_out_fingerprint, load_data,
+                       refuse_gone, shared_text_warnings, texts_fingerprint, warnings_among)
 from .settings import (COUNT_EMBEDDINGS, DataSettings, RunSettings, check_resumed, checkpoint_state,
                        finished_training, refuse_derived_fields, resume_settings)
 from .multilabel import CROWDED_NOTE_START, crowded_label_sets_note
@@ -136,29 +136,31 @@ def _stderr(message: str) -> None:
 # described its data; None outside it, where every run prints its own.
 _given_warnings: ContextVar[tuple[dict[str, list[str]], list[str]] | None] = ContextVar("given_warnings",
                                                                                         default=None)
-# False within each_warning_once(small_data_note=False): no run names `attnclf compare` (see small_data_note).
-_small_data_note_wanted: ContextVar[bool] = ContextVar("small_data_note_wanted", default=True)
+# True within each_warning_once(folds=True): the runs are folds of rows a command wrote for itself (`suspects`).
+_training_folds: ContextVar[bool] = ContextVar("training_folds", default=False)
 
 
 @contextmanager
-def each_warning_once(small_data_note: bool = True) -> Iterator[None]:
+def each_warning_once(folds: bool = False) -> Iterator[None]:
     """Within it, ``train_run`` prints a data warning only if no run before it printed the same (each run still
     records its own, for its report): `compare`, `ablate`, `train --seeds` and `refit` train run after run on the
     same data, and its warning, once per run, buried the one a later run gave otherwise. Once they have all run, a
-    note says which runs gave each warning (printed once, it read as the first run's). ``small_data_note=False``:
-    no run prints ``small_data_note``'s `attnclf compare` command, for runs on files a command wrote for itself
-    (`suspects`' folds), which are not the user's to compare models on.
+    note says which runs gave each warning (printed once, it read as the first run's). ``folds``: the runs train on
+    folds of rows a command wrote for itself (`suspects`), which are not the user's to compare models on (no run
+    prints ``small_data_note``'s `attnclf compare` command) and hold out no test split: no run warns of the rows it
+    scores among those it trained on as of test texts (the command counts them across its folds at once,
+    ``texts_in_other_folds``), and its validation texts among them flatter its early stopping alone.
 
     >>> # with each_warning_once(): results = [train_run(settings) for settings in cells]
     """
     given: dict[str, list[str]] = {}
     runs: list[str] = []
     token = _given_warnings.set((given, runs))
-    wanted = _small_data_note_wanted.set(small_data_note)
+    training_folds = _training_folds.set(folds)
     try:
         yield
     finally:
-        _small_data_note_wanted.reset(wanted)
+        _training_folds.reset(training_folds)
         _given_warnings.reset(token)
     for line in who_warned(given, len(runs)):
         _stderr(line)
@@ -485,9 +487,12 @@ def _describe_data(settings: RunSettings, splits: Splits, progress: bool) -> lis
     # texts too), but for the toy sets, which test on their training set by design (however sampled).
     source = get_source(settings.data.dataset) if settings.data.dataset else None
     generated = source is not None and source.generated and not source.tests_on_training
+    folds = _training_folds.get()
     if (settings.data.train_file or generated) and not settings.data.token_cache:
         # (A cache's texts stay on disk.)
-        described += shared_text_warnings(splits, settings.tokenizer.cleaning, validation_too=not generated)
+        described += shared_text_warnings(replace(splits, test=None) if folds else splits,
+                                          settings.tokenizer.cleaning, validation_too=not generated,
+                                          flattered="the fold's early stopping" if folds else FLATTERED_BY_VALIDATION)
     if not settings.data.token_cache:  # (a cache's texts stay on disk)
         unspaced = unspaced_text_warning(splits.train.texts, settings.tokenizer, settings.recorded_without)
         described += [unspaced] if unspaced else []
@@ -498,7 +503,7 @@ def _describe_data(settings: RunSettings, splits: Splits, progress: bool) -> lis
     given = _given_warnings.get()
     # Runs trained one after another on the same data (train --seeds) share the note: the first run's stands for all.
     first = given is None or not given[1]
-    note = small_data_note(settings.data, len(splits.train)) if first and _small_data_note_wanted.get() else None
+    note = small_data_note(settings.data, len(splits.train)) if first and not folds else None
     if note:
         described.append(note)
     if given is not None:

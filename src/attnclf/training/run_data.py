@@ -488,8 +488,12 @@ def _delimiter_warnings(names: list[str], separators: str) -> list[str]:
     return lines
 
 
+# What validation texts among the training texts flatter, in a run's warning of them (``shared_text_warnings``).
+FLATTERED_BY_VALIDATION = "validation scores, early stopping and refit's epoch count"
+
+
 def shared_text_warnings(splits: Splits, cleaning: CleaningConfig = CleaningConfig(), validation_too: bool = True,
-                         flattered: str = "validation scores, early stopping and refit's epoch count") -> list[str]:
+                         flattered: str = FLATTERED_BY_VALIDATION) -> list[str]:
     """Warnings for texts on both sides of a line the scores rely on: duplicates in a file, split between training
     and validation, or test texts inside the training file. Either flatters the scores; nothing else would say so.
     And for training texts labelled twice, each way (``conflicting_labels_warning``): no model fits both.
@@ -572,6 +576,21 @@ def _learned_test_warnings(seen: dict[CleaningConfig, set[str]], test: TextDatas
         return []
     return [f"warning: {shared:,} of the {len(test):,} test texts also occur among the training or validation "
             f"texts: the test score will flatter the model"]
+
+
+def texts_in_other_folds(texts: Sequence[str], fold_of_text: Sequence[int], cleaning: CleaningConfig) -> int:
+    """How many of ``texts`` occur in another fold than their own (``fold_of_text``), compared as a run that cleans
+    as ``cleaning`` reads them (``shared_text_warnings``): texts that a model trained without their fold learned all
+    the same, from a copy.
+
+    >>> texts_in_other_folds(["Good film", "good film", "dull", "dull"], [0, 1, 0, 0], CleaningConfig())
+    2
+    """
+    folds_of: dict[str, set[int]] = {}
+    read = _as_read(texts, _compared(cleaning))
+    for text, fold in zip(read, fold_of_text):
+        folds_of.setdefault(text, set()).add(fold)
+    return sum(len(folds_of[text]) > 1 for text in read)
 
 
 def learned_text_warnings(configs: list[dict], test: TextDataset, data_dir: str | None = None) -> list[str]:

@@ -29,7 +29,7 @@ from ..checks import by_field
 from ..data.base import TextDataset
 from ..errors import AttnclfError, DataError, RunDirError, shown
 from ..rundir import atomic_write_bytes, atomic_write_json, folder_lock, prepare_output_dir, read_json
-from .run_data import dataset_splits, texts_fingerprint
+from .run_data import dataset_splits, texts_fingerprint, texts_in_other_folds
 from .settings import DataSettings, RunSettings, check_same_settings, resume_settings
 
 DEFAULT_FOLDS = 5
@@ -181,6 +181,11 @@ def find_suspects(settings: RunSettings, folds: int = DEFAULT_FOLDS, *, output: 
     if output is not None and rows.read_from is not None:  # (as is a column of the file's the output writes too)
         refuse_clashing_header(rows.read_from, suspect_columns, rows.label_names, OUTPUT_WRITER)
     fold_of_row = fold_of_each_row(rows.labels, folds, seed)
+    # (once, of the rows: each fold's run would warn of its share as of a test split's texts; each_warning_once(folds))
+    if shared := texts_in_other_folds(rows.texts, fold_of_row, settings.tokenizer.cleaning):
+        print(f"warning: {shared:,} of the {len(rows):,} rows share their text with a row of another fold (duplicates "
+              f"in the data?): the model that scores such a row learned its copy, so it ranks as the copy is "
+              f"labelled, not out of fold", file=sys.stderr)
     work = Path(settings.output).absolute()
     plan = {"folds": folds, "seed": seed, "rows": len(rows), "texts_sha256": texts_fingerprint(rows)}
     prepare_output_dir(work)
@@ -190,7 +195,7 @@ def find_suspects(settings: RunSettings, folds: int = DEFAULT_FOLDS, *, output: 
         atomic_write_json(work / PLAN_FILE, plan)
         probabilities = np.zeros((len(rows), len(rows.label_names)))
         # (The folds train on the same data; their files are this command's, no `attnclf compare` of the user's.)
-        with each_warning_once(small_data_note=False):
+        with each_warning_once(folds=True):
             for fold in range(folds):
                 fold_settings = _fold_settings(settings, rows, fold_of_row, fold, work, written=resume)
                 if resume and (Path(fold_settings.output) / "config.json").is_file():
