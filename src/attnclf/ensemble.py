@@ -434,9 +434,10 @@ def train_ensemble(settings, seeds: Sequence[int], resume: bool = False, progres
     held out the same validation texts (``--split-seed``, ``--hold-out latest``, or a dataset's own validation
     split), it also holds the ensemble's validation metrics, to compare ensembles without reading test. With
     ``resume`` a member that has its test metrics is kept and an unfinished one continues from its
-    checkpoint, so an interrupted ensemble loses at most a checkpoint interval of work; without it
-    every member is trained afresh, and once they are tested the folder's other ``seed-*`` members go. A member's
-    refused settings are named as ``named`` spells them (``resume_settings``; the command line: by its flag).
+    checkpoint, so an interrupted ensemble loses at most a checkpoint interval of work (``seeds`` that leave out a
+    member the folder holds are refused: ``_refuse_members_left_out``); without it every member is trained afresh,
+    and once they are tested the folder's other ``seed-*`` members go. A member's refused settings are named as
+    ``named`` spells them (``resume_settings``; the command line: by its flag).
     ``earlier``: what gives the settings the command built under earlier editions of the file recipe
     (``cli.built_under_earlier_file_recipes``; called only if a member differs from ``settings``); members that trained
     with one's are added and continued with its model and tokenizer settings.
