@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import gzip
 import hashlib
+import itertools
 import json
 import re
 import subprocess
@@ -15,6 +18,7 @@ import torch
 
 from attnclf.cli import main
 from attnclf.errors import DataError
+from attnclf.text.cleaning import CleaningConfig, unicode_normalized
 from attnclf.text.tokenizer import Tokenizer, TokenizerConfig
 from attnclf.text.vectors import WordVectors, count_vectors
 
@@ -139,17 +143,20 @@ def test_initialise_copies_known_words_scaled_and_leaves_the_rest():
         WordVectors(["good"], np.ones((1, 3), dtype=np.float32)).initialise(embedding, tokenizer, 0.5)
 
 
+def _started(vectors: WordVectors, tokenizer: Tokenizer) -> tuple[int, dict[str, list[float]]]:
+    """How many vocabulary words ``vectors`` start, and each word's first row, in the file's units (rescaled back)."""
+    embedding = torch.nn.Embedding(tokenizer.vocab_size, vectors.dim, padding_idx=0)
+    found = vectors.initialise(embedding, tokenizer, std=1.0)
+    rows = embedding.weight.detach() * float(vectors.vectors.std())
+    return found, {word: rows[token_id].tolist() for word, token_id in tokenizer.vocabulary().items()}
+
+
 def test_a_word_listed_twice_keeps_its_first_vector(tmp_path):
     # The last had won: a lower-cased fastText file's "good" took the vector of its rarest casing, "GOOD".
     path = tmp_path / "twice.vec"
     path.write_text("3 2\ngood 1 2\nbad 3 4\ngood 5 6\n", encoding="utf-8")
-    vectors = WordVectors.load(path)
-    tokenizer = Tokenizer.train(["good bad"], TokenizerConfig(min_frequency=1))
-    embedding = torch.nn.Embedding(tokenizer.vocab_size, 2, padding_idx=0)
-    assert vectors.initialise(embedding, tokenizer, std=1.0) == 2
-    scale = 1.0 / vectors.vectors.std()
-    torch.testing.assert_close(embedding.weight[tokenizer.backend.token_to_id("good")],
-                               torch.tensor([1.0, 2.0]) * scale)
+    found, rows = _started(WordVectors.load(path), Tokenizer.train(["good bad"], TokenizerConfig(min_frequency=1)))
+    assert found == 2 and rows["good"] == pytest.approx([1, 2])
 
 
 def test_a_vectors_file_in_decomposed_unicode_matches_the_normalised_words_of_the_text(tmp_path):
@@ -157,13 +164,49 @@ def test_a_vectors_file_in_decomposed_unicode_matches_the_normalised_words_of_th
     # vocabulary, "caf\u00e9": only the count of words found, a line --quiet hides, showed it.
     path = tmp_path / "nfd.vec"
     path.write_text("2 2\ncafe\u0301 1 2\ngood 3 4\n", encoding="utf-8")
-    vectors = WordVectors.load(path)
     tokenizer = Tokenizer.train(["cafe\u0301 good", "caf\u00e9 good"], TokenizerConfig(min_frequency=1))
-    assert "caf\u00e9" in tokenizer.vocabulary()
-    embedding = torch.nn.Embedding(tokenizer.vocab_size, 2, padding_idx=0)
-    assert vectors.initialise(embedding, tokenizer, std=1.0) == 2
-    scale = 1.0 / vectors.vectors.std()
-    torch.testing.assert_close(embedding.weight[tokenizer.vocabulary()["caf\u00e9"]], torch.tensor([1.0, 2.0]) * scale)
+    found, rows = _started(WordVectors.load(path), tokenizer)
+    assert found == 2 and rows["caf\u00e9"] == pytest.approx([1, 2])
+
+
+def test_a_cased_vectors_file_matches_a_lower_cased_vocabulary_through_its_cleaning(tmp_path):
+    # Matched word for word, a cased file's "Paris" and "Film" found no vector for the vocabulary's "paris" and
+    # "film": of the three words, one ("good") started from the file.
+    path = tmp_path / "cased.vec"
+    path.write_text("5 2\nParis 1 2\nGOOD 3 4\ngood 5 6\nFilm 7 8\nFILM 9 10\n", encoding="utf-8")
+    vectors = WordVectors.load(path)
+    found, rows = _started(vectors, Tokenizer.train(["Paris good film"], TokenizerConfig(min_frequency=1)))
+    assert found == 3  # good: the file's "good" itself; film: the first of the two that clean to it
+    expected = {"paris": [1, 2], "good": [5, 6], "film": [7, 8]}
+    assert {word: rows[word] for word in expected} == {word: pytest.approx(row) for word, row in expected.items()}
+    cased = TokenizerConfig(min_frequency=1, cleaning=CleaningConfig(lowercase=False))
+    found, rows = _started(vectors, Tokenizer.train(["Paris good FILM"], cased))
+    assert found == 3 and rows["FILM"] == pytest.approx([9, 10])
+
+
+def test_vectors_counted_here_start_every_cleanings_run_as_they_did_word_for_word():
+    # Their words are cleaned already, so matching them through the run's cleaning must set no other row than
+    # matching them as written did, under every cleaning (lemmatised or read as posts, "films" and "sooooo" would
+    # have started the "film" and "sooo" the file lacks); counted with the default cleaning (`attnclf vectors`) or
+    # with the run's own (--embeddings count).
+    texts = ["The films were sooooo GOOD!!!! I loved the cafe\u0301 scenes", "the films were awful, i hated it",
+             "\u6771\u4eac films were good", "@ann https://t.co/x the scenes were awful"] * 3
+    settings = [setting.name for setting in dataclasses.fields(CleaningConfig)]
+    for values in itertools.product((False, True), repeat=len(settings)):
+        cleaning = CleaningConfig(**dict(zip(settings, values)))
+        tokenizer = Tokenizer.train(texts, TokenizerConfig(min_frequency=1, cleaning=cleaning))
+        for counted_with in (CleaningConfig(), cleaning):
+            vectors = count_vectors(texts, dim=2, min_count=1, cleaning=counted_with)
+            as_written = {unicode_normalized(word, cleaning): row for word, row in reversed(vectors.index.items())}
+            expected = torch.nn.Embedding(tokenizer.vocab_size, 2, padding_idx=0)
+            embedding = copy.deepcopy(expected)
+            scaled = torch.from_numpy(vectors.vectors / vectors.vectors.std())
+            with torch.no_grad():
+                for word, token_id in tokenizer.vocabulary().items():
+                    if token_id > 1 and word in as_written and vectors.vectors[as_written[word]].any():
+                        expected.weight[token_id] = scaled[as_written[word]]
+            vectors.initialise(embedding, tokenizer, std=1.0)
+            torch.testing.assert_close(embedding.weight, expected.weight, msg=f"{cleaning}, counted {counted_with}")
 
 
 def test_a_bpe_words_first_piece_finds_the_words_vector_and_a_later_piece_none():

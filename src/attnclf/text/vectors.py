@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Sequence
 
@@ -34,7 +34,7 @@ from ..checks import by_field, whole_number
 from ..errors import DataError, shown
 from ..prediction import check_texts
 from ..rundir import atomic_write_bytes
-from .cleaning import CleaningConfig, unicode_normalized, unicode_problem
+from .cleaning import CleaningConfig, clean, unicode_normalized, unicode_problem
 from .tokenizer import PAD_ID, UNK_ID, Tokenizer, TokenizerConfig
 
 
@@ -143,8 +143,13 @@ vectors with --dim 64, or train at their width with --set d_model=128
         """Set the embedding row of every vocabulary word that has a vector; return how many were set.
 
         Words are matched as ``Tokenizer.vocabulary`` shows them: a BPE word's first piece finds that word's vector
-        ("good" of "good ##ness"), a later piece none; the vectors' words in Unicode normalised as the tokenizer
-        normalises text (a file's "cafe" + U+0301 is the vocabulary's NFC "caf\u00e9").
+        ("good" of "good ##ness"), a later piece none. A vectors word is matched as written (in Unicode normalised as
+        the text is: a file's "cafe" + U+0301 is the vocabulary's NFC "caf\u00e9"), else as the tokenizer cleans
+        text, but for lemmatisation and social_media (a cased file's "Paris" is a lower-cased vocabulary's "paris"). A
+        vocabulary word the file writes as it is keeps that vector: so runs matched so before match so still (the
+        words of vectors counted here are cleaned already: cleaned again, they stay or vanish, as "the" does without
+        stop-words). Of other words that clean alike, the first in the file wins: word2vec, fastText and GloVe list
+        them most frequent first.
 
         The vectors are rescaled so their entries have standard deviation ``std``
         (the model's own rows start at 0.02). Large rows stand out from the
@@ -155,9 +160,13 @@ vectors with --dim 64, or train at their width with --set d_model=128
         self.check_width(embedding.embedding_dim)
         scaled = torch.from_numpy(self.vectors * (std / max(float(self.vectors.std()), 1e-12)))
         informative = self.vectors.any(axis=1)  # a word with no positive PMI has a zero vector: keep the init
+        # Neither lemmatised nor read as a post: either makes a word another one ("is" "be", "sooooo" "sooo", whose
+        # vectors the file may lack), which would start runs from vectors counted here otherwise than they started
+        cleaning = replace(tokenizer.config.cleaning, lemmatize=False, social_media=False)
         index: dict[str, int] = {}
-        for word, row in self.index.items():  # (in the file's order: a word spelt both ways keeps its first vector)
-            index.setdefault(unicode_normalized(word, tokenizer.config.cleaning), row)
+        for read in (unicode_normalized, clean):  # (as written first: that spelling's vector wins)
+            for word, row in self.index.items():  # (in the file's order: a word spelt both ways keeps its first vector)
+                index.setdefault(read(word, cleaning), row)
         rows = [(token_id, index[word]) for word, token_id in tokenizer.vocabulary().items()
                 if token_id not in (PAD_ID, UNK_ID) and word in index and informative[index[word]]]
         if rows:
