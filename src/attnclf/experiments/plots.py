@@ -124,13 +124,9 @@ def compare_plot(rows: list[dict], records: list[dict], title: str, budget: str,
     return figure
 
 
-def loss_curves(curves: dict[str, list[list[float]]], title: str, ax=None, classes: int = 2) -> Figure:
-    """Training loss per epoch: the mean over seeds as a line, their range shaded (the course's plot), beside the
-    loss of a uniform guess over ``classes`` classes (ln 2 for the course's two)."""
-    figure = None
-    if ax is None:
-        figure = _figure(5.5, 3.6)
-        ax = figure.add_subplot()
+def loss_curves(curves: dict[str, list[list[float]]], title: str, ax) -> None:
+    """Training loss per epoch on ``ax``: the mean over seeds as a line, their range shaded (the course's plot),
+    beside the loss of a coin flip (ln 2: the course's sets have two classes)."""
     start = 0.0
     for index, (label, runs) in enumerate(curves.items()):
         length = min(len(run) for run in runs)  # early stopping may end seeds at different epochs
@@ -143,23 +139,21 @@ def loss_curves(curves: dict[str, list[list[float]]], title: str, ax=None, class
     # A spike of a constant-lr Adam run would squash every curve to the floor; clip it (the table has the numbers).
     ax.set_ylim(0, 1.5 * start)
     # Where a curve flattens onto it, the model learned nothing; curves of variants that did so lie on one another.
-    guess = "a coin flip" if classes == 2 else "a uniform guess"
-    ax.axhline(math.log(classes), color="grey", linewidth=2.5, alpha=0.5, zorder=0,
-               label=f"chance: ln {classes} = {math.log(classes):.3f} ({guess})")
+    ax.axhline(math.log(2), color="grey", linewidth=2.5, alpha=0.5, zorder=0,
+               label=f"chance: ln 2 = {math.log(2):.3f} (a coin flip)")
     ax.set_xlabel("epoch")
     ax.set_ylabel("training loss (cross-entropy, nats)")
     ax.set_title(title)
     ax.grid(alpha=0.4)
     ax.legend(fontsize="small")
-    return figure if figure is not None else ax.figure
 
 
-def loss_panels(panels: dict[str, dict[str, list[list[float]]]], title: str, classes: int = 2) -> Figure:
+def loss_panels(panels: dict[str, dict[str, list[list[float]]]], title: str) -> Figure:
     """One ``loss_curves`` panel per dataset, side by side, sharing the loss axis."""
     figure = _figure(5 * len(panels) + 2.5, 4)
     axes = np.atleast_1d(figure.subplots(1, len(panels), sharey=True))
     for ax, (name, curves) in zip(axes, panels.items()):
-        loss_curves(curves, name, ax=ax, classes=classes)
+        loss_curves(curves, name, ax)
     # One legend beside the panels: inside, the best corner of one panel covered another panel's curves.
     handles, labels = axes[0].get_legend_handles_labels()
     for ax in axes:
