@@ -198,7 +198,7 @@ def write_sets(work: Path, dirs: str | None, sets: list[str], scale: float) -> d
     """Write each set's train, validation and test CSVs under ``work/data`` and return their sizes and class
     counts (printed too)."""
     described = {}
-    for number, name in enumerate(sets):
+    for name in sets:
         files = MAKERS[name](dirs, random.Random(f"small-files {name}"), scale)
         check_disjoint(name, files)
         described[name] = {"classes": files["train"].num_classes}
