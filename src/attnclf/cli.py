@@ -159,7 +159,9 @@ def built_under_earlier_file_recipes(args: argparse.Namespace, settings) -> list
     first, where other than ``settings`` (what it builds now): a run, ensemble or cell recorded with one of these was
     begun by this command then.
 
-    >>> # built_under_earlier_file_recipes(parse(["train", "--train-file", "t.csv"]), settings)[0].model_config  # {}
+    >>> args = _parse(["train", "--train-file", "t.csv"])
+    >>> built_under_earlier_file_recipes(args, build_settings(args))[0].model_config
+    {}
     """
     from .recipes import earlier_file_recipes
 
