@@ -407,8 +407,7 @@ def _rollout(model, ids, mask, target) -> tuple[torch.Tensor, dict]:
     return rollout(out.self_attentions, readout.float()) * mask, {}
 
 
-def _gradient(model, ids, mask, target, embeddings, temperature: float = 1.0,
-              multi_label: bool = False) -> torch.Tensor:
+def _gradient(model, ids, mask, target, embeddings, temperature: float, multi_label: bool) -> torch.Tensor:
     """d(class log-odds of softmax(logits / temperature), or of the label's sigmoid: ``multi_label``)/d(token
     embeddings), (batch, seq, dim)."""
     embeddings = embeddings.detach().requires_grad_(True)
@@ -419,8 +418,7 @@ def _gradient(model, ids, mask, target, embeddings, temperature: float = 1.0,
     return gradient
 
 
-def _grad_input(model, ids, mask, target, temperature: float = 1.0,
-                multi_label: bool = False) -> tuple[torch.Tensor, dict]:
+def _grad_input(model, ids, mask, target, temperature: float, multi_label: bool) -> tuple[torch.Tensor, dict]:
     embeddings = model.embed_tokens(ids).detach()
     return (_gradient(model, ids, mask, target, embeddings, temperature, multi_label) * embeddings).sum(-1) * mask, {}
 
@@ -464,8 +462,8 @@ def check_steps(steps: int | str) -> int | str:
     raise AttnclfError(f"integrated gradients needs steps from 1 to {IG_MAX_STEPS} or 'auto', got {shown(steps)}")
 
 
-def _integrated_gradients(model, ids, mask, target, steps: int | str, temperature: float = 1.0,
-                          multi_label: bool = False) -> tuple[torch.Tensor, dict]:
+def _integrated_gradients(model, ids, mask, target, steps: int | str, temperature: float,
+                          multi_label: bool) -> tuple[torch.Tensor, dict]:
     steps = check_steps(steps)
     embeddings = model.embed_tokens(ids).detach()
     # <pad> at every real position (its embedding row is zero); the mask stays, so the
@@ -491,8 +489,8 @@ def _gauss_legendre(steps: int) -> tuple[np.ndarray, np.ndarray]:
     return np.polynomial.legendre.leggauss(steps)
 
 
-def _path_integral(model, ids, mask, target, embeddings, baseline, steps: int, temperature: float = 1.0,
-                   multi_label: bool = False) -> torch.Tensor:
+def _path_integral(model, ids, mask, target, embeddings, baseline, steps: int, temperature: float,
+                   multi_label: bool) -> torch.Tensor:
     """``(x - b) . integral of df/dx`` along the straight path from ``b`` to ``x``, summed per token."""
     # Gauss-Legendre nodes on [0, 1]: exact for polynomial paths of degree < 2*steps, so far
     # fewer steps reach a small completeness error on smooth paths than a Riemann sum would.
