@@ -514,7 +514,7 @@ def _errors_columns(multi_label: bool) -> Callable[[Sequence[str]], dict[str, ty
 
 
 def _wrong_rows(classifier, data: TextDataset, probabilities: np.ndarray,
-                threshold: ClassThreshold | None = None) -> list[dict]:
+                threshold: ClassThreshold | None) -> list[dict]:
     if classifier.multi_label:
         return wrong_label_set_rows(data.texts, data.labels, probabilities,
                                     applied_thresholds(classifier.thresholds, threshold), classifier.label_names)
@@ -618,7 +618,7 @@ def misclassified_rows(texts: Sequence[str], y_true: Sequence[int], probabilitie
             for i in wrong]
 
 
-def _checked_errors_file(errors: str | Path, overwrite: bool, named=by_field) -> Path:
+def _checked_errors_file(errors: str | Path, overwrite: bool, named: Callable[[str], str]) -> Path:
     """``errors`` checked as a file to write (``check_output``, whose ``output`` it is)."""
     from ..prediction_files import check_output
 
