@@ -583,13 +583,13 @@ def _put_back(output: Path, saved: bytes | None) -> None:
 _PER_MEMBER = {"train.seed", "train.epochs", "train.schedule_epochs", "embeddings", "embeddings_std", "init_from"}
 
 
-def _as_members_trained(settings, output: Path, adds: bool = True, earlier: Callable[[], Sequence] = tuple):
+def _as_members_trained(settings, output: Path, adds: bool, earlier: Callable[[], Sequence]):
     """``settings`` for the members a resumed ensemble adds or continues: refused if they differ from the finished
     members' (those it adds would train otherwise), with the members' word vectors; with the model and tokenizer
     settings of one of ``earlier()`` (what the command built under an earlier edition of the file recipe, built only
     if a member differs) where the members trained with those: the command that began them built these.
 
-    >>> # settings = _as_members_trained(build_settings(args), Path("runs/imdb-3"))
+    >>> # settings = _as_members_trained(build_settings(args), Path("runs/imdb-3"), adds=False, earlier=tuple)
     """
     from dataclasses import replace
 
