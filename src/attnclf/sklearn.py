@@ -215,7 +215,7 @@ class AttentionTextClassifier(ClassifierMixin, BaseEstimator):
         self.n_text_columns_, self.text_column_names_ = columns
         return self
 
-    def _fit(self, texts: list[str], y, sample_weight=None) -> None:
+    def _fit(self, texts: list[str], y, sample_weight) -> None:
         """``fit``'s work on its checked ``texts``, under its thread count."""
         classes, y_index = _classes_of(y, len(texts), type(self).__name__)
         weights = _sample_weights(sample_weight, len(texts))
