@@ -185,7 +185,7 @@ def alternate_children(script: str, args: argparse.Namespace,
     return runs
 
 
-def write_result(name: str, result: dict, out: str | None = None) -> Path:
+def write_result(name: str, result: dict, out: str | None = None) -> None:
     """Write ``result`` (plus date, command and machine) to bench/results/<name>.json atomically."""
     path = Path(out) if out else RESULTS_DIR / f"{name}.json"
     payload = {
@@ -199,7 +199,6 @@ def write_result(name: str, result: dict, out: str | None = None) -> Path:
     atomic_write_json(path, payload)
     print(json.dumps({k: v for k, v in payload.items() if k != "machine"}, indent=1)[:4000])
     print(f"wrote {path}")
-    return path
 
 
 def cli_settings(dataset: str, output: str, *flags: str):

@@ -177,13 +177,12 @@ def ng3k(dirs: str | None, rng: random.Random, scale: float) -> dict[str, TextDa
 MAKERS = {"ag3k": ag3k, "imdb3k": imdb3k, "sst2": sst2, "ng3k": ng3k}
 
 
-def check_disjoint(name: str, files: dict[str, TextDataset]) -> dict[str, int]:
-    """How many texts each pair of files shares (whitespace normalised); the study needs none."""
+def check_disjoint(name: str, files: dict[str, TextDataset]) -> None:
+    """Stop if any two files share a text (whitespace normalised): the study needs none."""
     texts = {part: {normalised(text) for text in data.texts} for part, data in files.items()}
     shared = {f"{a}&{b}": len(texts[a] & texts[b]) for a in texts for b in texts if a < b}
     if any(shared.values()):
         raise SystemExit(f"{name}: files share texts: {shared}")
-    return shared
 
 
 def csv_bytes(data: TextDataset) -> bytes:
