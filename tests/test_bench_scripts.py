@@ -192,3 +192,28 @@ def test_every_bench_script_answers_help():
     answers = json.loads(child.stdout.strip().splitlines()[-1])
     assert len(answers) == len(SCRIPTS) >= 40
     assert not {script: answer for script, answer in answers.items() if answer != "ok"}
+
+
+DOCTEST_EACH = r"""
+import doctest, importlib, json, sys
+sys.path.insert(0, "bench")  # (as `python bench/X.py` puts its folder first)
+results = {}
+for name in sys.argv[1:]:
+    failed, attempted = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    results[name] = [failed, attempted]
+print(json.dumps(results))
+"""
+
+
+def test_the_bench_docstrings_examples_hold():
+    """pytest collects doctests from src/ only (bench/ is no package, and its scripts would be imported under names
+    that clash), so the examples in bench/'s docstrings run here, in a child process with bench/ on its path."""
+    modules = sorted(path.stem for path in BENCH.glob("*.py") if ">>> " in path.read_text("utf-8"))
+    assert len(modules) >= 5 and "common" in modules  # (the pattern still finds them)
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    child = subprocess.run([sys.executable, "-c", DOCTEST_EACH, *modules], cwd=ROOT, env=env, capture_output=True,
+                           text=True, timeout=240)
+    assert child.returncode == 0, child.stderr[-2000:]
+    results = json.loads(child.stdout.strip().splitlines()[-1])
+    assert {name: failed for name, (failed, _) in results.items() if failed} == {}, child.stdout[-3000:]
+    assert all(attempted for _, attempted in results.values())
