@@ -967,37 +967,6 @@ def test_typed_json_labels_make_one_class_per_value(tmp_path, labels, outcome):
             load_file(path)
 
 
-@pytest.mark.parametrize("name, rows, outcome", [
-    # A spreadsheet's export writes some cells "1" and others "1.0": they were two classes, the second named
-    ("a.csv", "text,label\na,0\nb,1\nc,0\nd,1.0\n", "line 5: labels '1' (line 3) and '1.0' in column 'label' are "
-                                                     "one number written two ways"),
-    ("a.csv", "text,label\na,01\nb,02\nc,1\n", "line 4: labels '01' (line 2) and '1'"),  # zeros a sheet dropped
-    ("a.tsv", "text\tlabel\na\t-1\nb\t+1\nc\t1\n", "line 4: labels '+1' (line 3) and '1'"),
-    ("a.jsonl", '{"text": "a", "label": "1e0"}\n{"text": "b", "label": "1"}\n{"text": "c", "label": "2"}\n',
-     "line 2: labels '1e0' (line 1) and '1'"),
-    ("a.train", "__label__1 a\n__label__2 b\n__label__2.0 c\n", "line 3: labels '2' (line 2) and '2.0' are one"),
-    # Not one number: a class each, as they were (spaces around a label were never part of it)
-    ("a.csv", "text,label\na, 1\nb,1\nc,10\nd,1.5\ne,15\n", ["1", "1.5", "10", "15"]),
-    ("a.csv", "text,label\na,12345678901234567890\nb,12345678901234567891\n",  # one float, two ids
-     ["12345678901234567890", "12345678901234567891"]),
-    ("a.csv", "text,label\na,1_0\nb,10\n", ["10", "1_0"]),  # (Python's float reads both as 10)
-])
-def test_training_labels_that_are_one_number_written_two_ways_are_refused(tmp_path, name, rows, outcome):
-    path = _write(tmp_path / name, rows)
-    if isinstance(outcome, list):
-        assert load_file(path).label_names == outcome
-    else:
-        with pytest.raises(DataError, match=f"^{re.escape(f'{path}, {outcome}')}.* which would make two classes of "
-                                            f"it; write them alike"):
-            load_file(path)
-
-
-def test_a_multi_label_files_labels_that_are_one_number_written_two_ways_are_refused(tmp_path):
-    path = _write(tmp_path / "m.csv", "text,label\na,1|2\nb,2.0\n")
-    with pytest.raises(DataError, match=r"m.csv, line 3: labels '2' \(line 2\) and '2.0' in column 'label' are one"):
-        load_file(path, multi_label=True)
-
-
 def test_parquet_without_pyarrow_names_the_install_for_the_python_that_runs(tmp_path, monkeypatch):
     # It said `pip install 'attnclf[parquet]'`: from a checkout's .venv that is another pip's, or a package index's
     # attnclf, not this one; pyarrow into the interpreter reading the file is what it needs.
@@ -1219,15 +1188,6 @@ def test_labels_pandas_wrote_as_floats_train_as_they_are_with_a_warning(tmp_path
     assert FLOAT_WRITTEN_WARNING.format("'0.0', '1.0', '2.0'", "2.0", "2") in describe_classes(train)
     negative = TextDataset(["a", "b"], [0, 1], ["-1.0", "1.0"])
     assert FLOAT_WRITTEN_WARNING.format("'-1.0', '1.0'", "1.0", "1") in describe_classes(negative)
-
-
-def test_classes_given_from_python_that_are_one_number_get_a_warning():
-    # (a file's are refused as it is read; labels given in memory, as an estimator's y, are warned of)
-    from attnclf.training.run_data import describe_classes
-
-    lines = describe_classes(TextDataset(["a", "b", "c"], [0, 1, 2], ["-1", "+1", "1"]))
-    assert ("warning: classes '+1' and '1' are one number written differently; make them one label in the data if "
-            "they mean one class") in lines
 
 
 @pytest.mark.parametrize("names", [("0", "1"), ("a", "b"), ("0.5", "1.5"), ("1.0", "2.5"), ("1.0", "pos"),

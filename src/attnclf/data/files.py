@@ -46,6 +46,7 @@ import csv
 import gzip
 import json
 import lzma
+import math
 import numbers
 import re
 import shlex
@@ -53,7 +54,6 @@ import sys
 import zlib
 from array import array
 from contextlib import contextmanager
-from decimal import Decimal
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
@@ -825,42 +825,6 @@ def _typed_kind(label: Any) -> str | None:
     return "decimal" if isinstance(label, numbers.Real) else None
 
 
-# A label written as a decimal number: ASCII digits, an optional sign, point and exponent (not "nan", "inf", "1_000")
-_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
-
-
-def _number_value(name: str) -> Decimal | None:
-    """The number a label name writes, exactly (as a Decimal: two ids of 20 digits are two numbers, as floats they may
-    be one), or None for a name that is no number.
-
-    >>> _number_value("1.0") == _number_value("+1") == _number_value("01") == _number_value("1e0"), _number_value("nan")
-    (True, None)
-    """
-    return Decimal(name) if _DECIMAL.fullmatch(name) else None
-
-
-def _refuse_one_number_two_ways(path: Path, where: str, name: str, spellings: dict[Decimal, tuple[str, str]],
-                                in_label: str) -> None:
-    """A one-line ``DataError`` where ``name``, a training label met for the first time at ``where``, is a number an
-    earlier label wrote another way ("1.0" after "1", "01", "+1"), which would make two classes of one (a spreadsheet
-    exports a column so, pandas writes whole numbers with a gap among them as decimals); else ``name`` is recorded
-    in ``spellings`` (each number's first spelling and where it was).
-
-    >>> _refuse_one_number_two_ways(Path("t.csv"), "line 7", "1.0", {Decimal(1): ("1", "line 3")}, " in column 'y'")
-    Traceback (most recent call last):
-    ...
-    attnclf.errors.DataError: t.csv, line 7: labels '1' (line 3) and '1.0' in column 'y' are one number written two \
-ways, which would make two classes of it; write them alike (names of two classes must not be one number)
-    """
-    if (value := _number_value(name)) is None:
-        return
-    first, first_where = spellings.setdefault(value, (name, where))
-    if first != name:
-        raise DataError(f"{path}, {where}: labels {shown(first)} ({first_where}) and {shown(name)}{in_label} are one "
-                        f"number written two ways, which would make two classes of it; write them alike (names of two "
-                        f"classes must not be one number)")
-
-
 def _spelt_otherwise(name: str, label_names: list[str]) -> str:
     """A hint naming the training label that is the number ``name`` is, written another way: pandas writes a column
     of whole numbers with a gap in it as decimals (``1.0``), so one file's ``1`` is another's ``1.0``; or the one
@@ -872,8 +836,15 @@ def _spelt_otherwise(name: str, label_names: list[str]) -> str:
     >>> _spelt_otherwise("true", ["False", "True"])
     " (the training labels write it 'True': write it as they do)"
     """
-    value = _number_value(name)
-    same = next((label for label in label_names if value is not None and _number_value(label) == value), None)
+    def number(label):
+        try:
+            value = float(label)
+        except ValueError:
+            return None
+        return value if math.isfinite(value) else None  # (a "nan" or "inf" class is no number to match)
+
+    value = number(name)
+    same = next((label for label in label_names if value is not None and number(label) == value), None)
     if same is not None:
         return f" (the training labels write this number {same!r}: write it as they do)"
     same = next((label for label in label_names if label.casefold() == name.casefold()), None)
@@ -1132,8 +1103,6 @@ def iter_records(
     if label_column in columns:
         raise DataError(f"{path}: the text and the labels cannot both come from column {label_column!r}")
     allowed = None if label_names is None else set(label_names)
-    met: set[str] = set()  # the training labels met so far (when the file defines them), each checked once
-    spellings: dict[Decimal, tuple[str, str]] = {}  # each number among them: its first spelling, and where
     first = None  # (where, label) of the first label, which every later one must be written as (_refuse_mixed_kinds)
     joined = None  # (where, name) of the first single label joined as label sets are, which a missing label names
     fasttext = not is_data_file(path)  # (_rows refused any other file): its texts and labels have no columns to name
@@ -1167,9 +1136,6 @@ def iter_records(
         for name in names:
             if problem := unicode_problem(name):
                 raise DataError(f"{path}, {where}: the label{in_label} is {problem}")
-            if allowed is None and name not in met:
-                met.add(name)
-                _refuse_one_number_two_ways(path, where, name, spellings, in_label)
             if allowed is not None and name not in allowed:
                 # (a number spelt otherwise is told how to spell it, a label set joined otherwise the flag that reads
                 # it; else the whole file's count and a way on)
