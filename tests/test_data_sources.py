@@ -1751,3 +1751,27 @@ def test_a_huge_malformed_row_of_a_named_corpus_is_shown_by_its_start_marked_as_
         with pytest.raises(DataError) as refused:
             load([tmp_path])
         assert len(str(refused.value)) < 400 and str(refused.value).endswith("xxx...")
+
+
+@pytest.mark.parametrize("names", [("12345678901234567890", "12345678901234567891"), ("10", "1_0")])
+def test_classes_a_file_keeps_apart_as_two_numbers_get_no_one_number_warning(tmp_path, names):
+    # Compared as floats, two ids of 20 digits (or "1_0" and "10") were "one number written differently" at training
+    from attnclf.training.run_data import describe_classes
+
+    path = _write(tmp_path / "ids.csv", "text,label\n" + "".join(f"{t},{name}\n" for t in "ab" for name in names))
+    data = load_file(path)
+    assert data.label_names == sorted(names)
+    assert not [line for line in describe_classes(data) if "one number" in line]
+
+
+@pytest.mark.parametrize("names", [("02134", "2134"), ("493.2", "493.20"), ("1", "1.0")])
+def test_codes_that_are_one_number_train_as_two_classes_with_a_warning(tmp_path, names):
+    # Postcodes, ICD-9 codes and section numbers can differ only as numbers do: such a file is the user's to judge
+    # (a refusal left no way to keep them apart), so it reads as two classes and training names them
+    from attnclf.training.run_data import describe_classes
+
+    path = _write(tmp_path / "codes.csv", "text,label\n" + "".join(f"{t},{name}\n" for t in "ab" for name in names))
+    data = load_file(path)
+    assert data.label_names == sorted(names)
+    assert f"warning: classes {sorted(names)[0]!r} and {sorted(names)[1]!r} are one number written differently" in (
+        "\n".join(describe_classes(data)))

@@ -46,7 +46,6 @@ import csv
 import gzip
 import json
 import lzma
-import math
 import numbers
 import re
 import shlex
@@ -54,6 +53,7 @@ import sys
 import zlib
 from array import array
 from contextlib import contextmanager
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
@@ -825,6 +825,22 @@ def _typed_kind(label: Any) -> str | None:
     return "decimal" if isinstance(label, numbers.Real) else None
 
 
+# A label written as a decimal number: ASCII digits, an optional sign, point and exponent (not "nan", "inf", "1_000")
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
+def number_value(name: str) -> Decimal | None:
+    """The number a label name writes, exactly (as a Decimal: two ids of 20 digits are two numbers, as floats they
+    would be one), or None for a name that is no number.
+
+    >>> number_value("1.0") == number_value("+1") == number_value("01") == number_value("1e0"), number_value("nan")
+    (True, None)
+    >>> number_value("12345678901234567890") == number_value("12345678901234567891")
+    False
+    """
+    return Decimal(name) if _DECIMAL.fullmatch(name) else None
+
+
 def _spelt_otherwise(name: str, label_names: list[str]) -> str:
     """A hint naming the training label that is the number ``name`` is, written another way: pandas writes a column
     of whole numbers with a gap in it as decimals (``1.0``), so one file's ``1`` is another's ``1.0``; or the one
@@ -836,15 +852,8 @@ def _spelt_otherwise(name: str, label_names: list[str]) -> str:
     >>> _spelt_otherwise("true", ["False", "True"])
     " (the training labels write it 'True': write it as they do)"
     """
-    def number(label):
-        try:
-            value = float(label)
-        except ValueError:
-            return None
-        return value if math.isfinite(value) else None  # (a "nan" or "inf" class is no number to match)
-
-    value = number(name)
-    same = next((label for label in label_names if value is not None and number(label) == value), None)
+    value = number_value(name)
+    same = next((label for label in label_names if value is not None and number_value(label) == value), None)
     if same is not None:
         return f" (the training labels write this number {same!r}: write it as they do)"
     same = next((label for label in label_names if label.casefold() == name.casefold()), None)

@@ -10,12 +10,14 @@ import unicodedata
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import replace
+from decimal import Decimal
 from pathlib import Path
 
 import numpy as np
 
 from ..checks import by_field
 from ..data.base import LABEL_SYNONYMS, WITHHELD, Splits, TextDataset
+from ..data.files import number_value
 from ..data.registry import candidate_dirs, load_splits
 from ..data.splits import check_hold_out, split_indices, train_validation_split
 from ..errors import AttnclfError, DataError, RunDirError, first_few, shown
@@ -396,10 +398,11 @@ they mean one class"]
               f"(a zero-width space, a byte-order mark), case or spaces; make them one label in the data if they mean "
               f"one class"
               for same in by_visible.values() if len(same) > 1]
-    numbers = [name for name in names if _is_number(name)]
-    by_value: dict[float, list[str]] = {}
+    numbers = [name for name in names if number_value(name) is not None]
+    by_value: dict[Decimal, list[str]] = {}
+    # (exactly: as floats, two ids of 20 digits would be one number, and "1_0" would be 10)
     for name in numbers:
-        by_value.setdefault(float(name), []).append(name)
+        by_value.setdefault(number_value(name), []).append(name)
     lines += [f"warning: classes {' and '.join(map(repr, same))} are one number written differently; make them one "
               f"label in the data if they mean one class" for same in by_value.values() if len(same) > 1]
     words = [name for name in names if name not in numbers]
@@ -735,14 +738,6 @@ def _refuse_tuned_validation(classifier, named: Callable[[str], str]) -> None:
     if classifier.multi_label:
         raise AttnclfError(f"a multi-label run tuned its thresholds on its validation texts, which would "
                            f"flatter it there; score it on test data ({named('test_file')} or {named('dataset')})")
-
-
-def _is_number(name: str) -> bool:
-    try:
-        float(name)
-    except ValueError:
-        return False
-    return True
 
 
 def align_labels(data: TextDataset, label_names: list[str], synonyms: bool = False) -> TextDataset:
