@@ -1031,6 +1031,30 @@ def test_a_body_of_many_wrong_items_is_judged_by_its_first_few(local, path, body
     assert response.status_code == 422 and response.json()["detail"].startswith(detail)
 
 
+@pytest.mark.parametrize("path, body, detail", [
+    ("/predict", b'{"texts": ["a"], "texts": ["b"]}', "body: 'texts' is given 2 times"),
+    ("/explain", b'{"text": "a", "method": "attention", "target": 0, "method": "occlusion"}',
+     "body: 'method' is given 2 times"),
+    ("/predict", b'{"text": "a\\": \\"b", "text": "c", "text": "d"}', "body: 'text' is given 3 times"),
+])
+def test_a_body_naming_a_field_twice_is_refused_naming_it_before_any_model_work(local, path, body, detail):
+    # JSON keeps a repeated key's last value alone: {"texts": ["a"], "texts": ["b"]} was answered for "b" only, the
+    # client none the wiser that "a" was dropped. (The data readers refuse such a JSON line so too.)
+    from fastapi.testclient import TestClient
+
+    from attnclf.serve.app import create_app
+
+    with TestClient(create_app(local)) as client:
+        response = client.post(path, content=body, headers={"content-type": "application/json"})
+        assert response.status_code == 422 and response.json() == {
+            "detail": f"{detail} (JSON keeps only the last); send it once"}
+        assert client.get("/health").json()["requests"] == 0
+        # (a colon inside a text, or a key repeated in an object where a text goes, is no field named twice here)
+        assert client.post("/predict", json={"texts": ['"a": 1, "a": 2', "b: c"]}).status_code == 200
+        assert "texts.0: Input should be a valid string" in client.post(
+            "/predict", content=b'{"texts": [{"a": 1, "a": 2}]}').json()["detail"]
+
+
 @pytest.mark.parametrize("flags, message", [
     ([], "run directory {run} does not exist"),
     (["--port", "99999"], "--port must be 0-65535, got 99999"),

@@ -54,6 +54,7 @@ import zlib
 from array import array
 from contextlib import contextmanager
 from decimal import Decimal
+from itertools import islice
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
@@ -482,7 +483,7 @@ def _jsonl_rows(path: Path, text_columns: tuple[str, ...], label_column: str | N
                 problem += _fasttext_named_as_data(path, line)
             raise DataError(f"{path}, line {number}: {problem}")
         if line.count(":") > len(record) and (
-                repeated := _repeated_key(line, record, None if whole else _wanted(text_columns, label_column))):
+                repeated := repeated_key(line, record, None if whole else _wanted(text_columns, label_column))):
             key, count, role = repeated
             named = f"the {role} column" if role else "column"
             raise DataError(f"{path}, line {number}: the line names {named} {shown(key, most=NAME_LENGTH)} {count} "
@@ -521,19 +522,20 @@ def _pandas_orient(record: dict, column: str) -> str:
 KEY_END = re.compile(r'"[ \t\n\r]*:')  # a JSON key ends so (and, rarely, a text's escaped quote before a colon)
 
 
-def _repeated_key(line: str, record: dict, wanted: list[tuple[str, str]] | None) -> tuple[str, int, str] | None:
+def repeated_key(line: str, record: dict, wanted: list[tuple[str, str]] | None) -> tuple[str, int, str] | None:
     """(key, times, role) for a JSON line whose object names a ``wanted`` column's key (any key, for ``None``) more
     than once, which ``json.loads`` reads as its last value alone, the others lost; else None. ``record`` is the line
     as read. Cheap tests on the raw line come first, so that a large file pays next to nothing: every key is followed
     by a colon, so a line with no more colons than ``record`` has keys repeats none (the caller's test, made before
     it calls, as a call per line costs too), and no more than one quote followed by a colon per key (``KEY_END``)
-    either, where a text's colons are not; only a line they cannot clear is parsed again, keeping its keys.
+    either, where a text's colons are not (counted only that far: a text of many escaped quotes before colons cost
+    4 times the parse of its line to count whole); only a line they cannot clear is parsed again, keeping its keys.
 
-    >>> _repeated_key('{"text": "a", "text": "b", "label": 1}', {"text": "b", "label": 1}, [("text", "text")])
+    >>> repeated_key('{"text": "a", "text": "b", "label": 1}', {"text": "b", "label": 1}, [("text", "text")])
     ('text', 2, 'text')
-    >>> _repeated_key('{"text": "a: b", "label": 1}', {"text": "a: b", "label": 1}, None)  # (a colon in a text)
+    >>> repeated_key('{"text": "a: b", "label": 1}', {"text": "a: b", "label": 1}, None)  # (a colon in a text)
     """
-    if len(KEY_END.findall(line)) <= len(record):  # (the caller counted the colons)
+    if next(islice(KEY_END.finditer(line), len(record), None), None) is None:  # (the caller counted the colons)
         return None
     keys = [key for key, _ in json.loads(line, object_pairs_hook=list)]  # (the top level's pairs, in order)
     if len(set(keys)) == len(keys):

@@ -27,9 +27,9 @@ What it accepts is bounded (``limits.ServeLimits``): body bytes and the seconds 
 (``server.TimedHeads``, ``limits.BodyLimit``), texts per request, characters per text, requests in flight. A request
 over a limit
 gets a 413 naming the limit; one past the requests in flight a 503 at once, with Retry-After; a body that has not
-arrived in time a 408; malformed JSON a 400; a body of the wrong shape a 422 (``schemas``); one still running when a
-stop has waited ``stop_seconds`` for it a 503 with Retry-After; an /explain whose client hung up while it waited its
-turn is not computed (499 in the access log, ``logs``); each with a one-line ``detail``.
+arrived in time a 408; malformed JSON a 400; a body of the wrong shape, or naming a field twice, a 422 (``schemas``);
+one still running when a stop has waited ``stop_seconds`` for it a 503 with Retry-After; an /explain whose client
+hung up while it waited its turn is not computed (499 in the access log, ``logs``); each with a one-line ``detail``.
 Requests that arrive while a batch runs are batched together for the next one (``batcher.Batcher``).
 This module builds the app (``create_app``); ``server.serve`` loads a run and serves it on uvicorn, and a SIGHUP has it
 load its run again and answer by it from then on, without a restart (``server.ModelReloader``).
@@ -69,8 +69,9 @@ from .limits import (RETRY_AFTER_SECONDS, AnswerCutOffRequests, BodyLimit, InFli
 from .logs import AccessLog
 from .model import (MODEL_HEADER, NO_EXPLANATIONS, WEIGHTS_HEADER, ServedModel, backend_name, export_summary,
                     run_summary)
-from .schemas import (BODY_ERRORS, BUSY, SHOWN_ERRORS, ExplainRequest, ExplainResponse, LabelSetOut, LabelSetResponse,
-                      PredictionOut, PredictRequest, PredictResponse, error_field, error_message, error_responses)
+from .schemas import (BODY_ERRORS, BUSY, SHOWN_ERRORS, BodyRoute, ExplainRequest, ExplainResponse, LabelSetOut,
+                      LabelSetResponse, PredictionOut, PredictRequest, PredictResponse, error_field, error_message,
+                      error_responses)
 
 # A request skipped because its client went away before its work began: nginx's "client closed request", which
 # the client never reads (uvicorn sends nothing on a closed connection), for the access log
@@ -152,6 +153,7 @@ def create_app(classifier, limits: ServeLimits = ServeLimits(),
     # internet (or shows nothing offline). /docs is served from this process instead.
     app = FastAPI(title="attnclf", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None,
                   description=served.description(limits.max_explain_batch))
+    app.router.route_class = BodyRoute  # (before the routes are added: each is made of it)
     app.add_middleware(JsonBodies, paths={"/predict", "/explain"})
     app.add_middleware(BodyLimit, max_bytes=limits.max_body_bytes, max_seconds=limits.max_body_seconds)
     # Outside the body's bound (added after it): a request holds its slot while its body is still arriving, too.

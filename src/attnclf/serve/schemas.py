@@ -10,15 +10,48 @@ import json
 from itertools import islice
 from typing import Literal
 
-from fastapi import HTTPException
+from fastapi import HTTPException, Request
+from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, field_validator, model_validator
 
-from ..errors import AttnclfError, shown
+from ..data.files import repeated_key
+from ..errors import NAME_LENGTH, AttnclfError, shown
 from ..prediction import check_texts
 
 SHOWN_ERRORS = 3  # a body of the wrong shape is answered naming its first this-many problems
 _TEXT_CHARS = "at most --max-text-chars characters (GET /model's limits.max_text_chars)"
 _IN_ORDER = "one per text, in the order the texts were sent"
+
+
+class _KeysOnce(Request):
+    """A request whose JSON body names each field once, else a 422 naming the field: JSON keeps a repeated key's last
+    value alone, and {"texts": ["a"], "texts": ["b"]} was answered for "b", "a" dropped unsaid. Checked as the data
+    readers check a JSON line (``repeated_key``), after the parse FastAPI makes anyway, and only where the body has
+    more colons than fields."""
+
+    async def json(self):
+        if not hasattr(self, "_json"):
+            body = await self.body()
+            record = json.loads(body)
+            if isinstance(record, dict) and body.count(b":") > len(record) and (repeated := repeated_key(
+                    body.decode(json.detect_encoding(body), "surrogatepass"), record, None)):  # (as json.loads reads)
+                key, count, _ = repeated
+                raise HTTPException(422, f"body: {shown(key, most=NAME_LENGTH)} is given {count} times (JSON keeps "
+                                         f"only the last); send it once")
+            self._json = record
+        return self._json
+
+
+class BodyRoute(APIRoute):
+    """The app's routes: each reads its request's JSON body as ``_KeysOnce`` does (FastAPI's way to read a body
+    otherwise)."""
+
+    def get_route_handler(self):
+        handler = super().get_route_handler()
+
+        async def handled(request: Request):
+            return await handler(_KeysOnce(request.scope, request.receive))
+        return handled
 
 
 class _Texts(BaseModel):
@@ -288,7 +321,7 @@ BODY_ERRORS = {  # (the errors of a route that reads a JSON body)
     408: "the body did not arrive within the limit's seconds",
     413: "over a limit (body bytes, texts, characters per text)",
     415: "the body was not sent as application/json, or was sent compressed (a Content-Encoding)",
-    422: "a body of the wrong shape, or no text",
+    422: "a body of the wrong shape (a field named twice, too), or no text",
     503: BUSY,
 }
 
