@@ -997,6 +997,35 @@ def test_batcher_answers_the_other_requests_when_one_breaks_the_batch():
     assert later[:, 0].tolist() == [2, 1]
 
 
+def test_batcher_skips_a_request_whose_client_has_gone_and_fails_alone_one_whose_question_fails():
+    """A request whose client hung up while it waited is answered 499 uncomputed; one whose question (``gone``) raised
+    killed the worker, every later request answered 503, where it hung for ever, popped off the queue unanswered."""
+    from fastapi import HTTPException
+
+    calls = []
+
+    def predict_proba(texts):
+        calls.append(list(texts))
+        return np.array([[len(t), 0.0] for t in texts])
+
+    def broken():
+        raise RuntimeError("a bug")
+
+    async def scenario():
+        batcher = Batcher(predict_proba, ThreadPoolExecutor(1), max_texts=8)
+        worker = asyncio.create_task(batcher.run())
+        results = await asyncio.wait_for(asyncio.gather(
+            batcher.submit(["a"]), batcher.submit(["gone"], gone=lambda: True), batcher.submit(["bb"], gone=broken),
+            batcher.submit(["ccc"], gone=lambda: False), return_exceptions=True), 30)
+        worker.cancel()
+        return results, batcher.stopped
+
+    (first, gone, broken_one, last), stopped = asyncio.run(scenario())
+    assert isinstance(gone, HTTPException) and gone.status_code == 499
+    assert isinstance(broken_one, RuntimeError) and stopped is None
+    assert calls == [["a", "ccc"]] and first[:, 0].tolist() == [1] and last[:, 0].tolist() == [3]
+
+
 def test_a_text_the_model_cannot_read_is_refused_alone(server):
     # JSON may carry half a surrogate pair, which no UTF-8 tokenizer takes.
     response = server.post("/predict", content=b'{"texts": ["fine", "broken \\ud800"]}',
@@ -1298,6 +1327,8 @@ def test_a_body_in_hand_when_the_deadline_passes_is_read_not_refused(local):
     parts = [b'{"text": ', b'"good"}']
 
     async def receive():
+        if not parts:  # (the body read, a server's receive waits for the client to hang up)
+            await asyncio.Event().wait()
         part = parts.pop(0)
         if parts:
             time.sleep(1.2)  # the server busy (its event loop blocked) while the rest arrives

@@ -711,11 +711,23 @@ def test_with_a_json_log_uvicorn_s_own_lines_are_json_objects_too():
     assert message.startswith("Exception in ASGI application\nTraceback") and message.endswith("RuntimeError: a bug")
 
 
-def test_an_explanation_whose_client_hung_up_while_it_waited_its_turn_is_not_computed(local):
-    """Explanations run one at a time, occlusion of a long text for seconds: one whose client gave up (a timeout, a
-    closed tab) while it waited was computed all the same, and every explanation behind it waited for it. It is
-    skipped as its turn comes, logged 499 (nginx's "client closed request"); one already running runs to its end."""
+def _raw_post(port: int, path: str, body: bytes):
+    """A connection to ``port`` that has sent a POST of ``body`` to ``path`` and reads nothing: closing it is a client
+    hanging up."""
     import socket
+
+    connection = socket.create_connection(("127.0.0.1", port), timeout=30)
+    connection.sendall(b"POST %s HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
+                       b"\r\n%s" % (path.encode(), len(body), body))
+    return connection
+
+
+@pytest.mark.parametrize("path, work", [("/explain", "explanation"), ("/predict", "prediction")])
+def test_a_request_whose_client_hung_up_while_it_waited_its_turn_is_not_computed(local, path, work):
+    """Explanations run one at a time, occlusion of a long text for seconds: one whose client gave up (a timeout, a
+    closed tab) while it waited was computed all the same, and every explanation behind it waited for it. So was a
+    prediction waiting for the batch running to end, in the next batch. Each is skipped as its turn comes, logged 499
+    (nginx's "client closed request"); one already running runs to its end."""
     import time
 
     import httpx
@@ -724,42 +736,44 @@ def test_an_explanation_whose_client_hung_up_while_it_waited_its_turn_is_not_com
     from attnclf.serve.limits import ServeLimits
     from attnclf.serve.server import _uvicorn_options
 
-    explained: list[list[str]] = []
+    method = path[1:]
+    computed: list[list[str]] = []
 
     class Recorded:
-        """``local``, recording the texts it explains."""
+        """``local``, recording the texts it explains or predicts."""
 
         def __getattr__(self, name):
-            return getattr(local, name)
+            if name != method:
+                return getattr(local, name)
 
-        def explain(self, texts, **options):
-            explained.append(list(texts))
-            return local.explain(texts, **options)
+            def recorded(texts, **options):
+                computed.append(list(texts))
+                return getattr(local, name)(texts, **options)
+            return recorded
 
-    held = _Held(Recorded(), "explain")
+    held = _Held(Recorded(), method)
     logged: list[str] = []
     limits = ServeLimits()
     server = uvicorn.Server(uvicorn.Config(create_app(held, limits, access_log=logged.append),
                                           **_uvicorn_options(limits)))
     with _running(server, before_stop=held.release.set) as port, \
             httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
-        running = threading.Thread(target=client.post, args=("/explain",), kwargs={"json": {"text": "good"}})
+        running = threading.Thread(target=client.post, args=(path,), kwargs={"json": {"text": "good"}})
         running.start()
-        assert held.arrived.wait(60), "the first explanation never started"
-        body = b'{"text": "a client that gave up"}'
-        with socket.create_connection(("127.0.0.1", port), timeout=30) as gone:
-            gone.sendall(b"POST /explain HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\n"
-                         b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+        assert held.arrived.wait(60), f"the first {work} never started"
+        with _raw_post(port, path, b'{"text": "a client that gave up"}'):
             time.sleep(1)  # (read by the server and waiting its turn, as its client hangs up)
+        time.sleep(1)  # (the hang-up seen by the server before the turn comes)
         held.release.set()
         running.join(30)
         deadline = time.monotonic() + 30
         while len(logged) < 2 and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert client.post("/explain", json={"text": "not good"}).status_code == 200  # the next one is served
-    assert explained == [["good"], ["not good"]], explained
-    assert " POST /explain 499 " in logged[1] and logged[1].endswith(
-        "the client closed the connection before its explanation began: not computed"), logged
+        assert client.post(path, json={"text": "not good"}).status_code == 200  # the next one is served
+    assert computed == [["good"], ["not good"]], computed
+    gone = [line for line in logged if f" POST {path} 499 " in line]  # (logged as it ends, maybe before the first)
+    assert len(gone) == 1 and gone[0].endswith(
+        f"the client closed the connection before its {work} began: not computed"), logged
 
 
 @pytest.mark.parametrize("stdout", ["closed", "a pipe nobody reads"])

@@ -28,8 +28,9 @@ What it accepts is bounded (``limits.ServeLimits``): body bytes and the seconds 
 over a limit
 gets a 413 naming the limit; one past the requests in flight a 503 at once, with Retry-After; a body that has not
 arrived in time a 408; malformed JSON a 400; a body of the wrong shape, or naming a field twice, a 422 (``schemas``);
-one still running when a stop has waited ``stop_seconds`` for it a 503 with Retry-After; an /explain whose client
-hung up while it waited its turn is not computed (499 in the access log, ``logs``); each with a one-line ``detail``.
+one still running when a stop has waited ``stop_seconds`` for it a 503 with Retry-After; an /explain or /predict whose
+client hung up while it waited its turn is not computed (499 in the access log, ``logs``); each with a one-line
+``detail``.
 Requests that arrive while a batch runs are batched together for the next one (``batcher.Batcher``).
 This module builds the app (``create_app``); ``server.serve`` loads a run and serves it on uvicorn, and a SIGHUP has it
 load its run again and answer by it from then on, without a restart (``server.ModelReloader``).
@@ -50,6 +51,7 @@ import shlex
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import asdict
+from functools import partial
 from typing import Callable
 
 from fastapi import FastAPI, HTTPException, Request, Response
@@ -64,18 +66,14 @@ from ..checks import ACCESS_LOGS, by_field
 from ..errors import AttnclfError, first_few, shown
 from ..prediction import applied_thresholds
 from .batcher import Batcher
-from .limits import (RETRY_AFTER_SECONDS, AnswerCutOffRequests, BodyLimit, InFlightLimit, JsonBodies, ServeLimits,
-                     route_path)
+from .limits import (CLIENT_GONE, RETRY_AFTER_SECONDS, AnswerCutOffRequests, BodyLimit, InFlightLimit, JsonBodies,
+                     ServeLimits, client_gone, route_path)
 from .logs import AccessLog
 from .model import (MODEL_HEADER, NO_EXPLANATIONS, WEIGHTS_HEADER, ServedModel, backend_name, export_summary,
                     run_summary)
 from .schemas import (BODY_ERRORS, BUSY, SHOWN_ERRORS, BodyRoute, ExplainRequest, ExplainResponse, LabelSetOut,
                       LabelSetResponse, PredictionOut, PredictRequest, PredictResponse, error_field, error_message,
                       error_responses)
-
-# A request skipped because its client went away before its work began: nginx's "client closed request", which
-# the client never reads (uvicorn sends nothing on a closed connection), for the access log
-CLIENT_GONE = 499
 
 
 def _refuse_past_the_labels(served: ServedModel, texts: list[str], methods: int, limit: int) -> None:
@@ -205,7 +203,7 @@ def create_app(classifier, limits: ServeLimits = ServeLimits(),
     answered_fields = (LabelSetOut if multi_label else PredictionOut).model_fields
 
     @app.post("/predict", response_model=answer, responses=error_responses(BODY_ERRORS) | answer_headers)
-    async def predict(request: PredictRequest, response: Response):
+    async def predict(request: PredictRequest, response: Response, connection: Request):
         """Label and class probabilities for each text (one text, or a batch; a multi-label run's: its set of labels
         and each label's probability), and how many of the tokens the model read are unknown to it; the label is the
         most probable class, or by the service's threshold (GET /model's threshold) where it has one. The
@@ -213,7 +211,7 @@ def create_app(classifier, limits: ServeLimits = ServeLimits(),
         as a whole, its temperature and thresholds too (GET /model's model_id)."""
         served = state["served"]
         predictions = await started("batcher").submit(request.checked(limits.max_batch, limits.max_text_chars),
-                                                      served.predict)
+                                                      served.predict, partial(client_gone, connection.receive))
         response.headers.update(served.answered_by)
         return {"predictions": [{key: value for key, value in prediction.to_dict().items()
                                  if key in answered_fields} for prediction in predictions]}
@@ -273,7 +271,7 @@ def create_app(classifier, limits: ServeLimits = ServeLimits(),
         try:
             async with state["explain_turn"]:
                 # (A started explanation runs to its end: the thread computing it cannot be stopped.)
-                if await connection.is_disconnected():
+                if client_gone(connection.receive):
                     raise HTTPException(CLIENT_GONE, "the client closed the connection before its explanation "
                                                      "began: not computed")
                 explanations = await asyncio.get_running_loop().run_in_executor(explainer, explained)

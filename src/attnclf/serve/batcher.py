@@ -9,9 +9,12 @@ from typing import Callable, Sequence
 
 from fastapi import HTTPException
 
+from .limits import CLIENT_GONE
+
 SERVER_BATCH_TEXTS = 256  # texts run together at most, across requests
-# A request waiting its turn: its texts, the future its answers go to, and the model's predict it was sent to
-_Job = tuple[list[str], asyncio.Future, Callable[[list[str]], Sequence]]
+# A request waiting its turn: its texts, the future its answers go to, the model's predict it was sent to, and
+# whether its client has gone (None: never asked)
+_Job = tuple[list[str], asyncio.Future, Callable[[list[str]], Sequence], Callable[[], bool] | None]
 
 
 class Batcher:
@@ -42,16 +45,17 @@ class Batcher:
         # The batch the worker took off the queue last: a bug ending the loop answers these too, in no queue any more.
         self._taken: list[_Job] = []
 
-    async def submit(self, texts: list[str], predict: Callable[[list[str]], Sequence] | None = None) -> Sequence:
+    async def submit(self, texts: list[str], predict: Callable[[list[str]], Sequence] | None = None,
+                     gone: Callable[[], bool] | None = None) -> Sequence:
         """The answers for ``texts`` by ``predict`` (by default the batcher's), computed in whichever batch they land
-        in.
+        in; or, where ``gone`` says as their batch is formed that the client has hung up, a 499, not computed.
 
-        >>> # await batcher.submit(["a fine film"], served.predict)   # the model the request began with
+        >>> # await batcher.submit(["a fine film"], served.predict, partial(client_gone, request.receive))
         """
         if self.stopped:
             raise HTTPException(503, self.stopped)
         future = asyncio.get_running_loop().create_future()
-        self._pending.append((texts, future, predict or self.predict))
+        self._pending.append((texts, future, predict or self.predict, gone))
         self._wakeup.set()
         return await future
 
@@ -62,7 +66,7 @@ class Batcher:
         except Exception as exc:  # (its type alone: its message may quote a text)
             self.stopped = (f"the prediction worker stopped on an internal error ({type(exc).__name__}): this "
                             f"service answers no prediction until it is restarted")
-            for _, future, _ in [*self._taken, *self._pending]:
+            for _, future, _, _ in [*self._taken, *self._pending]:
                 if not future.done():
                     future.set_exception(HTTPException(503, self.stopped))
             self._taken, self._pending = [], deque()
@@ -76,7 +80,7 @@ class Batcher:
                 jobs = self._taken = self._next_batch()
                 if not jobs:
                     continue
-                texts = [text for job_texts, _, _ in jobs for text in job_texts]
+                texts = [text for job_texts, _, _, _ in jobs for text in job_texts]
                 try:
                     answers = await loop.run_in_executor(self.executor, jobs[0][2], texts)
                 except Exception as exc:  # the worker lives on; only the request that failed fails
@@ -91,17 +95,31 @@ class Batcher:
                 self.batches += 1
                 self.requests += len(jobs)
                 start = 0
-                for job_texts, future, _ in jobs:
-                    if not future.done():  # a client that hung up cancelled its future
+                for job_texts, future, _, _ in jobs:
+                    if not future.done():  # (a request the stop cut off meanwhile cancelled its future)
                         future.set_result(answers[start : start + len(job_texts)])
                     start += len(job_texts)
+
+    @staticmethod
+    def _client_gone(job: _Job) -> bool:
+        """Whether ``job``'s client has hung up, answered so: waiting its turn, it may have for a whole batch. A
+        question that fails fails its request alone, as a batch does."""
+        try:
+            if job[3] is None or not job[3]():
+                return False
+        except Exception as exc:
+            job[1].set_exception(exc)
+            return True
+        job[1].set_exception(HTTPException(CLIENT_GONE, "the client closed the connection before its prediction "
+                                                        "began: not computed"))
+        return True
 
     def _next_batch(self) -> list[_Job]:
         jobs, size = [], 0
         while self._pending and (not jobs or not self._solo and size + len(self._pending[0][0]) <= self.max_texts
                                  and self._pending[0][2] is jobs[0][2]):
             job = self._pending.popleft()
-            if not job[1].cancelled():
+            if not job[1].cancelled() and not self._client_gone(job):
                 jobs.append(job)
                 size += len(job[0])
         if jobs and self._solo:
