@@ -776,6 +776,38 @@ def test_a_request_whose_client_hung_up_while_it_waited_its_turn_is_not_computed
         f"the client closed the connection before its {work} began: not computed"), logged
 
 
+def test_an_answer_to_a_client_that_hung_up_as_it_was_computed_is_logged_undelivered_not_200(local):
+    """A client that sent a /predict and closed the connection before the answer came was logged 200, as if it had
+    been answered: uvicorn drops an answer to a closed connection, saying nothing. It is logged 499, with the status
+    the client would have had."""
+    import time
+
+    import uvicorn
+
+    from attnclf.serve.limits import ServeLimits
+    from attnclf.serve.server import _uvicorn_options
+
+    held = _Held(local, "predict")
+    logged: list[str] = []
+    limits = ServeLimits()
+    server = uvicorn.Server(uvicorn.Config(create_app(held, limits, access_log=logged.append),
+                                          **_uvicorn_options(limits)))
+    with _running(server, before_stop=held.release.set) as port:
+        with _raw_post(port, "/predict", b'{"text": "a client that gave up"}'):
+            assert held.arrived.wait(60), "the prediction never started"
+        time.sleep(1)  # (the server sees the connection close while the prediction runs)
+        held.release.set()
+        with _raw_post(port, "/predict", b'{"texts": []}') as answered:  # (read: an answer delivered is logged so)
+            assert b" 422 " in answered.recv(4096)
+        deadline = time.monotonic() + 30
+        while len(logged) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+    gone, answered = sorted(logged, key=lambda line: " 422 " in line)  # (each logged as it ends: in either order)
+    assert " POST /predict 499 " in gone and gone.endswith(
+        "the client closed the connection before its answer was sent (200)"), logged
+    assert " POST /predict 422 " in answered and answered.endswith(": texts is empty: give one text at least"), logged
+
+
 @pytest.mark.parametrize("stdout", ["closed", "a pipe nobody reads"])
 def test_a_stdout_that_cannot_take_the_log_stops_the_start_in_one_line(demo_run, stdout):
     """Its reader gone, `attnclf serve` exited 141 (SIGPIPE's status) and said nothing; closed, uvicorn failed with a

@@ -156,7 +156,7 @@ def client_gone(receive) -> bool:
     the request's body has been read: it then answers http.disconnect at once where the client has gone, and otherwise
     waits, which is taken here for "still there" (its first wait is cut short, as a poll). Starlette's
     ``Request.is_disconnected`` asks so through an anyio cancel scope, which cost a poll some 25 times as much, and
-    every /predict asks (``Batcher``).
+    the access log asks of every request (``AccessLog``), /predict once more (``Batcher``).
 
     >>> # client_gone(request.receive)   # False while the client waits for its answer
     """

@@ -20,7 +20,7 @@ from urllib.parse import quote
 import uvicorn
 
 from ..errors import AttnclfError, shown
-from .limits import route_path
+from .limits import CLIENT_GONE, client_gone, route_path
 
 LOGGED_DETAIL_CHARS = 300  # an access log line's error detail at most: the app's details are one short line each
 LOGGED_REQUEST_ID_CHARS = 64  # an X-Request-ID logged at most: a UUID is 36, nginx's $request_id 32
@@ -35,6 +35,9 @@ class AccessLog:
     Never a text: the details name limits, fields and positions, not what was sent. ``quiet`` paths (liveness) are
     logged only when they fail: a probe every few seconds would bury the requests. ``log_format`` "json" writes each
     line as one JSON object (``logged_line``) for a log collector.
+    An answer ready after its client closed the connection is logged ``CLIENT_GONE``, saying what it would have been:
+    uvicorn drops it unsaid, where it was logged as answered. (One the client closes as it is being written is logged
+    as sent: the server cannot know what of it arrived.)
 
     >>> # app.add_middleware(AccessLog, write=print, quiet={"/health"})   # as create_app does, asked for a log
     """
@@ -48,14 +51,19 @@ class AccessLog:
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
-        start, status, error, failed = time.perf_counter(), None, [], None
+        start, status, error, failed, gone = time.perf_counter(), None, [], None, False
 
         async def watched(message):
-            nonlocal status
+            nonlocal status, gone
             if message["type"] == "http.response.start":
                 status = message["status"]
-            elif message["type"] == "http.response.body" and status is not None and status >= 400:
-                error.append(message.get("body", b""))  # (an error answer is one short JSON object)
+            elif message["type"] == "http.response.body":
+                if status is not None and status >= 400:
+                    error.append(message.get("body", b""))  # (an error answer is one short JSON object)
+                # Asked as its last part goes: after its start, which a 100 Continue may no longer precede, and where
+                # a part of a body the app left unread, if the question takes it, is one nobody was to read
+                if not message.get("more_body", False):
+                    gone = status != CLIENT_GONE and client_gone(receive)
             await send(message)
 
         try:
@@ -72,6 +80,10 @@ class AccessLog:
                 written = shown(path, write=encoded)
                 tagged = dict(scope["headers"]).get(b"x-request-id")
                 detail = _detail(b"".join(error)) or (f"internal error ({failed})" if failed else None)
+                if gone:
+                    detail = (f"the client closed the connection before its answer was sent ({answered}"
+                              f"{': ' + detail if detail else ''})")
+                    answered = CLIENT_GONE
                 self.write(logged_line(self.log_format, "request", client=(scope.get("client") or (None,))[0],
                                        method=scope["method"], path=written, status=answered,
                                        ms=round((time.perf_counter() - start) * 1000, 1), detail=detail,
