@@ -104,13 +104,19 @@ class _Held:
         return held
 
 
-def test_a_port_in_use_is_a_one_line_error(demo_run, capsys, monkeypatch):
+def test_a_port_in_use_is_a_one_line_error_before_the_model_loads(demo_run, capsys, monkeypatch):
     import uvicorn
+
+    from attnclf import ensemble
 
     def never(*args, **kwargs):  # a regression must fail here, not serve forever
         raise AssertionError("uvicorn was started on a port in use")
 
+    def not_yet(*args, **kwargs):  # a large run's load took seconds before the port was found taken
+        raise AssertionError("the model was loaded before the port was checked")
+
     monkeypatch.setattr(uvicorn.Server, "run", never)
+    monkeypatch.setattr(ensemble, "load_backend", not_yet)
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()

@@ -73,6 +73,8 @@ def serve(run_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, limits
     # A SIGHUP while the run loads and the server starts (before its handler, with uvicorn's) would kill it, the
     # default action: it is ignored until then, the load under way being the reload it asks for.
     with _hangups_ignored():
+        # The port first: a port in use is said at once, not after a load that can take seconds.
+        port = _listenable_port(host, port)
         classifier, weights_sha256 = load()
         if threads is not None and backend == "torch":  # (onnxruntime took them as it loaded)
             import torch
@@ -89,7 +91,6 @@ def serve(run_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, limits
                          access_log_format=log_format,
                          served_from={"run": str(run_dir), "weights_sha256": weights_sha256}, threshold=threshold,
                          named=named)
-        port = _listenable_port(host, port)
         if not _loopback(host):
             say("warning", "warning: reachable from other machines, with no authentication or TLS: put a proxy "
                            "that has them in front")
