@@ -3260,15 +3260,19 @@ def test_training_on_a_small_file_points_to_compare_and_a_large_one_does_not(tmp
                       [(t, "pos") for t in POSITIVE * 3] + [(t, "neg") for t in NEGATIVE * 3])
     common = ["--model", "boe", "--epochs", "1", "--min-frequency", "1", "--no-report", "--threads", "1"]
     compare = (f"note: 32 training texts, where boe or TF-IDF + LR may do as well as self-attn or better: `attnclf "
-               f"compare --train-file '{small}' --test-file '{small}' --models self-attn,boe` scores self-attn, boe "
-               f"and TF-IDF + LR on your data")
+               f"compare --train-file '{small}' --test-file '{small}' --models self-attn,boe --threads 1` scores "
+               f"self-attn, boe and TF-IDF + LR on your data, over several seeds each (--seeds 1: one)")
     for model in ("boe", "self-attn"):
         assert main(["train", "--train-file", str(small), "--test-file", str(small), *common, "--model", model,
                      "--output", str(tmp_path / model)]) == 0
         assert [line for line in capsys.readouterr().err.splitlines() if line.startswith("note:")] == [compare]
     # Without a test file the command asks for one; --quiet hides the note, as it hides progress.
     assert main(["train", "--train-file", str(small), *common, "--output", str(tmp_path / "no-test")]) == 0
-    assert "--test-file TEST_FILE --models self-attn,boe`" in capsys.readouterr().err
+    assert "--test-file TEST_FILE --models self-attn,boe --threads 1`" in capsys.readouterr().err
+    # The run's threads are the comparison's: a run left at one per core names none.
+    unbounded = common[:common.index("--threads")]
+    assert main(["train", "--train-file", str(small), *unbounded, "--output", str(tmp_path / "unbounded")]) == 0
+    assert "--models self-attn,boe` scores" in capsys.readouterr().err
     assert main(["train", "--train-file", str(small), *common, "--quiet", "--output", str(tmp_path / "quiet")]) == 0
     assert "note:" not in capsys.readouterr().err
     large = write_csv(tmp_path / "large.csv", [(f"{t} {i}", y) for i in range(940) for t, y in

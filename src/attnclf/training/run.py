@@ -503,7 +503,7 @@ def _describe_data(settings: RunSettings, splits: Splits, progress: bool) -> lis
     given = _given_warnings.get()
     # Runs trained one after another on the same data (train --seeds) share the note: the first run's stands for all.
     first = given is None or not given[1]
-    note = small_data_note(settings.data, len(splits.train)) if first and not folds else None
+    note = small_data_note(settings.data, len(splits.train), settings.threads) if first and not folds else None
     if note:
         described.append(note)
     if given is not None:
@@ -525,10 +525,10 @@ def _describe_data(settings: RunSettings, splits: Splits, progress: bool) -> lis
 SMALL_DATA_TEXTS = 10_000
 
 
-def small_data_note(data: DataSettings, training_texts: int) -> str | None:
-    """A line for a run on a small file of the user's: the command that compares models on it; None where there is
-    nothing to say (a named dataset, whose recipe or BENCHMARKS.md says what to train on it; a refit; multi-label
-    data, which `attnclf compare` does not take; a large file).
+def small_data_note(data: DataSettings, training_texts: int, threads: int | None = None) -> str | None:
+    """A line for a run on a small file of the user's: the command that compares models on it, at the run's
+    ``threads``; None where there is nothing to say (a named dataset, whose recipe or BENCHMARKS.md says what to
+    train on it; a refit; multi-label data, which `attnclf compare` does not take; a large file).
 
     >>> data = DataSettings(train_file="t.csv")
     >>> small_data_note(data, 2700)[:28], small_data_note(data, 10000)
@@ -543,9 +543,13 @@ def small_data_note(data: DataSettings, training_texts: int) -> str | None:
     reading += [("--text-column", column) for column in columns if columns != ["text"]]
     reading += [("--label-column", data.label_column)] if data.label_column != "label" else []
     flags = "".join(f" {flag} {shlex.quote(value)}" for flag, value in reading)
+    # A user who bounded this run's threads on a shared machine would have the comparison take every core.
+    threaded = f" --threads {threads}" if threads is not None else ""
+    # Its default seeds train self-attn several times over: said, as that takes several times this run's time.
     return (f"note: {training_texts:,} training texts, where boe or TF-IDF + LR may do as well as self-attn or better: "
             f"`attnclf compare --train-file {shlex.quote(data.train_file)} --test-file {test_file}{flags} "
-            f"--models self-attn,boe` scores self-attn, boe and TF-IDF + LR on your data")
+            f"--models self-attn,boe{threaded}` scores self-attn, boe and TF-IDF + LR on your data, over several "
+            f"seeds each (--seeds 1: one)")
 
 
 def _suspect_separators(train_file: str | None) -> str:
