@@ -1268,6 +1268,18 @@ def test_a_class_too_small_for_the_split_to_hold_any_out_is_a_warning_that_valid
     assert len(describe_classes(train)) == 1  # (a refit validates on nothing: no warning of what it does not do)
 
 
+def test_the_counts_line_names_twenty_classes_at_most_where_a_text_column_given_as_labels_made_thousands():
+    # --label-column title on AG News printed all 7,569 titles with their counts, one line of 330,000 characters.
+    from attnclf.data.base import TextDataset
+    from attnclf.training.run_data import describe_classes
+
+    names = [f"title {i:02d}" for i in range(25)]
+    counts = describe_classes(TextDataset(["a"] * 50, [i % 25 for i in range(50)], names))[0]
+    assert counts == ("training texts per class: " + ", ".join(f"{name}: 2" for name in names[:20]) + ", ... 5 more")
+    twenty = describe_classes(TextDataset(["a"] * 40, [i % 20 for i in range(40)], names[:20]))[0]
+    assert twenty.endswith("title 19: 2")  # (20 Newsgroups' classes are all named)
+
+
 def test_the_validation_texts_are_read_once_for_the_classes_they_hold_not_once_a_class(monkeypatch):
     # describe_classes ran over every validation label once per class (and for multi-label runs, which never warn of
     # it): 5.6 s on 1,000 labels and 20,000 validation texts of 5 labels each, before the first epoch.

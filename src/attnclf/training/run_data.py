@@ -300,6 +300,11 @@ _CHANGED_SPLIT = ("{} no longer gives the validation texts a run held out (the d
                   "was trained): they may be texts it learned")
 
 
+# Classes the counts line names at most: past them it is a screenful no one reads (a text column given as the labels
+# listed all 7,569 of AG News's titles), and the warnings below name the classes that need attention.
+CLASSES_LISTED = 20
+
+
 def describe_classes(train: TextDataset, suspect_separators: str = "", validation: TextDataset | None = None,
                      look_alikes: bool = True, left_out: Collection[str] = (),
                      held_out_by: str = "a --validation-file that holds some") -> list[str]:
@@ -323,7 +328,8 @@ model learns little from one example; give it more texts, or merge rare classes"
         counts = np.bincount([i for labels in train.labels for i in labels], minlength=len(names))
     else:
         counts = np.bincount(np.asarray(train.labels, dtype=np.int64), minlength=len(names))
-    listed = ", ".join(f"{name}: {count:,}" for name, count in zip(names, counts))
+    listed = ", ".join(f"{name}: {count:,}" for name, count in list(zip(names, counts))[:CLASSES_LISTED])
+    listed += f", ... {len(names) - CLASSES_LISTED:,} more" if len(names) > CLASSES_LISTED else ""
     if train.multi_label:  # (texts without a label are in none of the counts: without this, nowhere)
         unlabelled = sum(not labels for labels in train.labels)
         lines = [f"training texts per label: {listed}; {unlabelled:,} of {len(train):,} texts carry no label"]
