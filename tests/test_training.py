@@ -1268,7 +1268,7 @@ def test_a_class_too_small_for_the_split_to_hold_any_out_is_a_warning_that_valid
     assert len(describe_classes(train)) == 1  # (a refit validates on nothing: no warning of what it does not do)
 
 
-def test_the_counts_line_names_twenty_classes_at_most_where_a_text_column_given_as_labels_made_thousands():
+def test_a_text_column_given_as_labels_is_named_so_and_its_thousands_of_classes_are_not_all_listed():
     # --label-column title on AG News printed all 7,569 titles with their counts, one line of 330,000 characters.
     from attnclf.data.base import TextDataset
     from attnclf.training.run_data import describe_classes
@@ -1278,6 +1278,12 @@ def test_the_counts_line_names_twenty_classes_at_most_where_a_text_column_given_
     assert counts == ("training texts per class: " + ", ".join(f"{name}: 2" for name in names[:20]) + ", ... 5 more")
     twenty = describe_classes(TextDataset(["a"] * 40, [i % 20 for i in range(40)], names[:20]))[0]
     assert twenty.endswith("title 19: 2")  # (20 Newsgroups' classes are all named)
+    # A class a text says what went wrong; a few rare classes among common ones do not suggest it.
+    titles = describe_classes(TextDataset(["a"] * 25, list(range(25)), names))[1]
+    assert titles.endswith("or merge rare classes: most training texts are a class of their own; is the label column "
+                           "a column of texts?"), titles
+    rare = describe_classes(TextDataset(["a"] * 25, [0] * 20 + [1, 2, 3, 4, 5], names[:6]))[1]
+    assert rare.startswith("warning: 5 of 6 classes have a single training text") and "column" not in rare, rare
 
 
 def test_the_validation_texts_are_read_once_for_the_classes_they_hold_not_once_a_class(monkeypatch):

@@ -343,10 +343,13 @@ model learns little from one example; give it more texts, or merge rare classes"
                      f"({first_few(untrained)}); give {'it' if one else 'them'} more texts, or merge rare classes")
     single = [name for name, count in zip(names, counts) if count == 1]
     if single:  # next to nothing to learn from, and often nothing to validate on: no refusal, a run still trains
+        # Most texts in a class of their own are no rare classes but texts given as the labels (--label-column title)
+        texts_as_labels = (": most training texts are a class of their own; is the label column a column of texts?"
+                           if len(single) > len(train) / 2 else "")
         lines.append(f"warning: {_of_classes(single, names)} a single training text "
                      f"({first_few(single)}): a model learns little from one example"
                      f"{_unvalidated(single, validation)}; give {'it' if len(single) == 1 else 'them'} more texts, "
-                     f"or merge rare classes")
+                     f"or merge rare classes{texts_as_labels}")
     # (a class of one text has its own warning, which says so too; a multi-label split is a shuffle of the texts, in
     # which rare labels are often missing: their thresholds are tuned on what validation holds, as documented)
     held = _validated(validation) if validation is not None and not train.multi_label else None
