@@ -807,6 +807,41 @@ def test_an_answer_to_a_client_that_hung_up_as_it_was_computed_is_logged_undeliv
         "the client closed the connection before its answer was sent (200)"), logged
     assert " POST /predict 422 " in answered and answered.endswith(": texts is empty: give one text at least"), logged
 
+def test_answers_pipelined_on_one_connection_are_logged_as_sent_each_request_read_whole(local):
+    """The access log asks uvicorn's receive whether the client has gone as each answer's last part goes. On one
+    kept-alive connection, a body the app refused unread (413: the question may take a part of it, which nobody was to
+    read), a HEAD and a /predict pipelined behind them are each answered, the /predict's body whole, and logged as
+    sent: a question that took the next request's bytes, or read a part of a body as a hang-up, would not be."""
+    import socket
+    import time
+
+    import uvicorn
+
+    from attnclf.serve.limits import ServeLimits
+    from attnclf.serve.server import _uvicorn_options
+
+    logged: list[str] = []
+    limits = ServeLimits(max_body_bytes=100)
+    server = uvicorn.Server(uvicorn.Config(create_app(local, limits, access_log=logged.append),
+                                          **_uvicorn_options(limits)))
+    refused, wanted = b'{"text": "%s"}' % (b"x" * 200), b'{"texts": ["good", "not good"]}'
+    with _running(server) as port, socket.create_connection(("127.0.0.1", port), timeout=30) as connection:
+        connection.sendall(b"".join(
+            b"POST /predict HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+            % (len(body), body) if body else b"HEAD /model HTTP/1.1\r\nHost: test\r\n\r\n"
+            for body in (refused, None, wanted)))
+        answers = b""
+        while answers.count(b"HTTP/1.1 ") < 3 or not answers.endswith(b"]}"):
+            answers += connection.recv(65536) or pytest.fail(f"the connection closed: {answers!r}")
+        deadline = time.monotonic() + 30
+        while len(logged) < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+    assert re.findall(rb"HTTP/1\.1 (\d+) ", answers) == [b"413", b"200", b"200"], answers
+    assert answers.count(b'"label"') == 2, answers  # (both texts of the /predict read)
+    assert [line.split()[2:5] for line in logged] == [
+        ["POST", "/predict", "413"], ["HEAD", "/model", "200"], ["POST", "/predict", "200"]], logged
+
+
 
 @pytest.mark.parametrize("stdout", ["closed", "a pipe nobody reads"])
 def test_a_stdout_that_cannot_take_the_log_stops_the_start_in_one_line(demo_run, stdout):
