@@ -192,16 +192,21 @@ class _GivenProbabilities:
         return self.probabilities[:len(texts)]
 
 
+def _rare_class_scored(rare_probability: float):
+    """A near-uniform model of 60 texts, 4 of them 'rare', given 'rare' ``rare_probability`` each (the others 0.31):
+    the model, the texts and their labels."""
+    labels = ["a", "b"] * 28 + ["rare"] * 4
+    rare = np.where(np.array(labels) == "rare", rare_probability, 0.31)
+    probabilities = np.stack([(1 - rare) / 2 + 0.01, (1 - rare) / 2 - 0.01, rare], axis=1)
+    return _GivenProbabilities(probabilities), [f"text {i}" for i in range(len(labels))], labels
+
+
 def test_the_threshold_the_operating_points_advise_is_the_best_f1_of_every_row_they_print():
     # A near-uniform model put every 'rare' probability between 0.3 and 0.4: the grid's rows 0.1 to 0.3 flag every
     # text (F1 0.125), and "apply one" advised 0.1 as "the table's best F1" under a precision row of F1 1 at 0.36.
     from attnclf.evaluation.metrics import evaluate
 
-    labels = ["a", "b"] * 28 + ["rare"] * 4
-    rare = np.where(np.array(labels) == "rare", 0.36, 0.31)
-    probabilities = np.stack([(1 - rare) / 2 + 0.01, (1 - rare) / 2 - 0.01, rare], axis=1)
-    texts = [f"text {i}" for i in range(len(labels))]
-    model = _GivenProbabilities(probabilities)
+    model, texts, labels = _rare_class_scored(0.36)
     points = evaluate(model, (texts, labels), operating_points="rare")["operating_points"]
     assert max(row["f1"] for row in points["thresholds"]) == pytest.approx(0.125)
     assert points["apply"] == "threshold rare=0.36 (predict, evaluate and serve take it; 0.36 has the table's best F1)"
@@ -253,3 +258,14 @@ def test_classifier_explain_takes_the_threshold_predict_takes(demo_run):
         answers = clf.predict(TEXTS, threshold=("positive", p))
         explained = clf.explain(TEXTS, threshold=("positive", p))
         assert [e.label for e in explained] == [e.target for e in explained] == [a.label for a in answers]
+
+
+def test_the_advised_threshold_is_the_shortest_decimal_that_flags_the_same_texts():
+    # The advice quoted a text's own probability whole ("--threshold rare=0.36219803278148174"): 17 digits to copy,
+    # where 0.36 flags the same texts, no probability falling between them (0.4, rounded plainly, would flag none).
+    from attnclf.evaluation.metrics import evaluate
+
+    model, texts, labels = _rare_class_scored(0.36219803278148174)
+    points = evaluate(model, (texts, labels), operating_points="rare")["operating_points"]
+    assert points["apply"] == "threshold rare=0.36 (predict, evaluate and serve take it; 0.36 has the table's best F1)"
+    assert evaluate(model, (texts, labels), threshold="rare=0.36")["per_class"]["rare"]["f1"] == 1.0

@@ -311,7 +311,8 @@ def evaluate(classifier, data, errors: str | Path | None = None, overwrite: bool
         # best F1 at a target's threshold, where the grid's best alone (0.1, flagging every text) was named.
         rows = [*points["thresholds"], *(row for target in ("precision_at_least", "recall_at_least")
                                          for row in points[target].values() if row is not None)]
-        best = repr(max(rows, key=lambda row: row["f1"])["threshold"])  # (whole: rounded, it could flag other texts)
+        best = repr(shortest_threshold(max(rows, key=lambda row: row["f1"])["threshold"],
+                                       probabilities[:, list(classifier.label_names).index(operating_points)]))
         points["apply"] = (f"{named('threshold')} {shlex.quote(f'{operating_points}={best}')} (predict, evaluate and "
                            f"serve take it; {best} has the table's best F1)")
         metrics["operating_points"] = points
@@ -437,6 +438,25 @@ def class_operating_points(y_true: Sequence[int], probabilities: np.ndarray, lab
     return {"class": name, "positives": int(positive.sum()), "num_examples": int(len(scores)),
             "thresholds": [point(t) for t in OPERATING_THRESHOLDS], "precision_at_least": smallest,
             "recall_at_least": largest}
+
+
+def shortest_threshold(threshold: float, scores: np.ndarray) -> float:
+    """The decimal of fewest digits that flags the texts ``threshold`` flags among ``scores`` (those at least it):
+    one above every score below it. A threshold read off the texts' probabilities has 17 digits, which a command
+    line need not carry; rounded plainly, it could flag other texts.
+
+    >>> shortest_threshold(0.7329184532, np.array([0.9, 0.7329184532, 0.41])), shortest_threshold(0.36, np.array([.31]))
+    (0.7, 0.36)
+    """
+    below = scores[scores < threshold]
+    floor = float(below.max()) if below.size else -math.inf
+    for digits in range(1, 18):
+        candidate = round(threshold, digits)
+        if candidate > threshold:
+            candidate = round(candidate - 10.0 ** -digits, digits)
+        if floor < candidate <= threshold:
+            return candidate
+    return threshold
 
 
 def operating_points_table(points: dict) -> str:
