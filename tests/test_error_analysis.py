@@ -245,3 +245,44 @@ def test_evaluate_errors_refuses_a_test_file_column_it_writes_as_predict_output_
         (f"{at}: column 'confidence' is one evaluate --errors writes (row, text, true_label, predicted_label, "
          f"confidence, true_label_probability, probability:LABEL); rename it in the file")
     assert not out.exists()
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
+def test_evaluate_errors_of_a_text_joined_from_two_columns_writes_those_columns_not_the_joined_text(
+        sport_and_money_run, tmp_path, suffix):
+    # As `predict --output` keeps them: the file's own title and body, each in its cell, where the errors file held
+    # one `text` cell of the two joined by a newline (and a CSV row spread over two lines).
+    run, _ = sport_and_money_run
+    rows = [{"id": f"id-{n}", "title": text.split(" ", 1)[0], "body": text.split(" ", 1)[1], "label": label}
+            for n, (text, label) in enumerate(TEST_ROWS, start=1)]
+    test = tmp_path / f"test{suffix}"
+    if suffix == ".jsonl":
+        test.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    else:
+        with open(test, "w", encoding="utf-8", newline="") as handle:
+            writer = csv.DictWriter(handle, list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
+    out = tmp_path / "errors.jsonl"
+    assert main(["evaluate", str(run), "--test-file", str(test), "--text-column", "title", "--text-column", "body",
+                 "--errors", str(out)]) == 0
+    written = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert {2, 5} <= {row["row"] for row in written}
+    assert list(written[0])[:5] == ["row", "id", "title", "body", "true_label"]  # (the file's order; no `text`)
+    for row in written:  # (each row's own values, as the file holds them)
+        assert {k: row[k] for k in ("id", "title", "body")} == {k: rows[row["row"] - 1][k] for k in ("id", "title",
+                                                                                                     "body")}
+
+
+def test_evaluate_errors_refuses_a_text_column_named_as_a_column_it_writes(sport_and_money_run, tmp_path, cli_error):
+    # (the text columns are written as the file holds them, so one named `confidence` would be written twice)
+    run, _ = sport_and_money_run
+    test = tmp_path / "test.csv"
+    test.write_text("confidence,body,label\n" + "".join(f"{text.split(' ', 1)[0]},{text.split(' ', 1)[1]},{label}\n"
+                                                        for text, label in TEST_ROWS), encoding="utf-8")
+    out = tmp_path / "errors.csv"
+    assert cli_error(["evaluate", str(run), "--test-file", str(test), "--text-column", "confidence", "--text-column",
+                      "body", "--errors", str(out)]) == \
+        (f"{test}: column 'confidence' is one evaluate --errors writes (row, true_label, predicted_label, "
+         f"confidence, true_label_probability, probability:LABEL); rename it in the file")
+    assert not out.exists()

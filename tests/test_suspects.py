@@ -409,3 +409,24 @@ def test_the_default_work_folder_is_named_for_the_model_and_the_data():
         "runs/suspects-boe-reviews.csv"
     assert default_work_dir(RunSettings(model="self-attn", data=DataSettings(dataset="sst2"))) == \
         "runs/suspects-self-attn-sst2"
+
+
+def test_a_text_joined_from_two_columns_is_written_as_those_columns_as_evaluate_errors_writes_it(tmp_path, capsys):
+    # (the file's own title and body, each in its cell, where the output held them joined in one `text` cell)
+    read = list(csv.DictReader(topics_file(tmp_path / "topics.csv").open(encoding="utf-8", newline="")))
+    rows = [{"title": row["text"].split(" ", 1)[0], "body": row["text"].split(" ", 1)[1], "label": row["label"]}
+            for row in read]
+    train = tmp_path / "train.csv"
+    with open(train, "w", encoding="utf-8", newline="") as handle:
+        writer = csv.DictWriter(handle, ["title", "body", "label"])
+        writer.writeheader()
+        writer.writerows(rows)
+    output = tmp_path / "suspects.csv"
+    assert main(suspects_command(train, tmp_path / "work", "--output", str(output), "--text-column", "title",
+                                 "--text-column", "body")) == 0
+    with open(output, encoding="utf-8", newline="") as handle:
+        written = list(csv.DictReader(handle))
+    assert list(written[0])[:4] == ["row", "title", "body", "given_label"]
+    assert all((row["title"], row["body"]) == (rows[int(row["row"]) - 1]["title"], rows[int(row["row"]) - 1]["body"])
+               for row in written)
+    assert sorted(int(row["row"]) - 1 for row in written[:4]) == FLIPPED

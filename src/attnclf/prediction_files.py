@@ -191,21 +191,22 @@ def with_file_columns(data: TextDataset, rows: list[dict], columns_of: ColumnsOf
     which the rows hold already) after ``row``, named as in the file (a JSON line lacking one: None); and the rows'
     columns, each to its type (the file's: None, as read). ``columns_of(label_names)``: the rows' own columns, which
     a file's column must not be named as (a one-line error naming ``writer``): `evaluate --errors`' and `suspects`'.
+    A text joined from several columns (a title and a description) is written as those columns, in the file's
+    order among its others, in place of the rows' ``text`` (``_written_columns``).
 
     >>> rows, columns = with_file_columns(TextDataset(["fine"], [0], ["a", "b"]), [{"row": 1, "text": "fine"}],
     ...                                   lambda names: {"row": int, "text": str}, "suspects --output")
     >>> rows, columns  # (texts in memory: no file to read other columns from)
     ([{'row': 1, 'text': 'fine'}], {'row': <class 'int'>, 'text': <class 'str'>})
     """
-    columns = columns_of(data.label_names)
     if data.read_from is None:  # (a dataset's split, or texts in memory)
-        return rows, columns
+        return rows, columns_of(data.label_names)
     read_from = data.read_from
+    columns, listed = _written_columns(read_from, columns_of, data.label_names)
     wanted = {row["row"] - 1 for row in rows}
     # (CSV / TSV / Parquet: the header's columns, whichever rows are asked for; JSON lines: those their lines hold)
     names = dict.fromkeys(_other_columns(read_from, data_columns(read_from.path)))
     others: dict[int, dict] = {}
-    listed = list(columns_of(["LABEL"]))  # (as a clash's message names them)
     for i, (where, _, values) in enumerate(iter_rows(read_from.path, read_from.text_column)):
         other = _other_columns(read_from, values)
         refuse_clashing_column(read_from.path, where, other, columns, writer, listed)
@@ -213,7 +214,7 @@ def with_file_columns(data: TextDataset, rows: list[dict], columns_of: ColumnsOf
             others[i] = other
             names.update(dict.fromkeys(other))
     written = [{"row": row["row"], **{name: others[row["row"] - 1].get(name) for name in names},
-                **{name: value for name, value in row.items() if name != "row"}} for row in rows]
+                **{name: value for name, value in row.items() if name in columns and name != "row"}} for row in rows]
     return written, {"row": int, **dict.fromkeys(names), **{k: kind for k, kind in columns.items() if k != "row"}}
 
 
@@ -226,7 +227,7 @@ def refuse_clashing_header(read_from: ReadFrom, columns_of: ColumnsOf, label_nam
 
     >>> # refuse_clashing_header(data.read_from, suspect_columns, data.label_names, "suspects --output")
     """
-    written, listed = columns_of(label_names), list(columns_of(["LABEL"]))
+    written, listed = _written_columns(read_from, columns_of, label_names)
     header = refuse_repeated_header(read_from.path)  # (else told by iter_rows once every suspects fold had trained)
     refuse_clashing_column(read_from.path, "line 1", _other_columns(read_from, header), written, writer, listed)
     if not header and is_data_file(read_from.path):  # (JSON lines, or a file of no byte, which has no lines)
@@ -234,9 +235,26 @@ def refuse_clashing_header(read_from: ReadFrom, columns_of: ColumnsOf, label_nam
             refuse_clashing_column(read_from.path, where, _other_columns(read_from, values), written, writer, listed)
 
 
+def _written_columns(read_from: ReadFrom, columns_of: ColumnsOf,
+                     label_names: Sequence[str]) -> tuple[dict[str, type], list[str]]:
+    """The columns ``columns_of`` gives rows about texts read from ``read_from``, each to its type, and as a clash's
+    message lists them (a class's as ``LABEL``): less ``text`` where the texts join several columns, which are
+    written as they are in the file (``_other_columns``), as `predict --output` writes them: joined, they ran into
+    one cell, the title's end unmarked but by a newline."""
+    dropped = {"text"} if _joins_columns(read_from) else set()
+    columns = {name: kind for name, kind in columns_of(label_names).items() if name not in dropped}
+    return columns, [name for name in columns_of(["LABEL"]) if name not in dropped]
+
+
+def _joins_columns(read_from: ReadFrom) -> bool:
+    """Whether ``read_from``'s texts are several columns' values joined (a title and a description)."""
+    return len(text_column_names(read_from.text_column)) > 1
+
+
 def _other_columns(read_from: ReadFrom, values: dict | list[str]) -> dict:
-    """``values`` (a row's, or a header's names) less the text's and label's columns."""
-    used = {*text_column_names(read_from.text_column), read_from.label_column}
+    """``values`` (a row's, or a header's names) less the label's column and a single text column, which the rows
+    hold already (as ``text``; several text columns are kept, the rows holding no ``text``: ``_written_columns``)."""
+    used = {read_from.label_column, *(() if _joins_columns(read_from) else text_column_names(read_from.text_column))}
     return {name: values[name] if isinstance(values, dict) else None for name in values if name not in used}
 
 

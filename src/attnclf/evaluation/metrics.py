@@ -492,7 +492,8 @@ def misclassified(classifier, data) -> list[dict]:
     first (``misclassified_rows``): where a confident model and its label disagree, the label is often the one that
     is wrong; a multi-label run's, the texts whose predicted set is not their set, most wrong labels first
     (``wrong_label_set_rows``). ``pandas.DataFrame(misclassified(clf, data))`` is a table of them. Texts read from a
-    data file (``scoring_data(clf, test_file=...)``) have its other columns too, after ``row``, named as in the file.
+    data file (``scoring_data(clf, test_file=...)``) have its other columns too, after ``row``, named as in the file
+    (a text joined from several columns: those columns in place of ``text``).
 
     >>> # misclassified(clf, (df.text, df.label))[0]  # {'row': 17, 'text': ..., 'true_label': 'World', ...}
     """
