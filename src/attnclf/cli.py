@@ -1419,9 +1419,10 @@ def _add_evaluate_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--errors", metavar="FILE",
                    help="also write the misclassified texts to FILE, its type by its suffix (.csv, .tsv, .jsonl, "
                         ".parquet), most confident first: each text's row among the scored texts (from 1: a "
-                        "--test-file's row below its header), a --test-file's other columns (an id), the text, "
-                        "true_label, predicted_label, confidence, true_label_probability and probability:LABEL per "
-                        "class; a multi-label run's texts whose label set is wrong, most wrong labels first, with "
+                        "--test-file's row below its header), a --test-file's other columns (an id), the text "
+                        "(several --text-column: those columns, as the file holds them), true_label, "
+                        "predicted_label, confidence, true_label_probability and probability:LABEL per class; a "
+                        "multi-label run's texts whose label set is wrong, most wrong labels first, with "
                         "true_labels, predicted_labels, missed_labels and extra_labels (|-joined in CSV and TSV) "
                         "instead of the four after the text")
     p.add_argument("--overwrite", action="store_true", help="replace an existing --errors file")
@@ -1462,7 +1463,8 @@ def _add_suspects_parser(sub: argparse._SubParsersAction) -> None:
                                                        "runs/suspects-<model>-<dataset>)")
     p.add_argument("--output", "-o", metavar="FILE",
                    help="write every row, lowest given-label probability first, to a .csv, .tsv, .jsonl or .parquet "
-                        "file: row, the training file's other columns (an id), text, given_label, "
+                        "file: row, the training file's other columns (an id), text (several --text-column: those "
+                        "columns, as the file holds them), given_label, "
                         "given_label_probability, predicted_label, margin (the given label's probability less the "
                         "likeliest other's), fold, probability:CLASS...")
     p.add_argument("--top", type=int, default=20, help="rows printed, likeliest mislabelled first (default: 20)")
