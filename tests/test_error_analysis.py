@@ -286,3 +286,26 @@ def test_evaluate_errors_refuses_a_text_column_named_as_a_column_it_writes(sport
         (f"{test}: column 'confidence' is one evaluate --errors writes (row, true_label, predicted_label, "
          f"confidence, true_label_probability, probability:LABEL); rename it in the file")
     assert not out.exists()
+
+
+def test_evaluate_errors_of_a_split_carved_from_the_training_file_names_each_row_as_the_file_does(tmp_path):
+    # A run trained on one file validates on rows carved from it: the errors file's `row` was the text's place in the
+    # split, and the file's other columns were left out, so a wrong row could not be found in the file.
+    from conftest import MONEY, SPORT
+
+    rows = [{"id": f"id-{n}", "text": f"{text} {n}", "label": label if n % 3 else ("money", "sport")[label == "money"]}
+            for n, (text, label) in enumerate([(t, "sport") for t in SPORT * 8] + [(t, "money") for t in MONEY * 8])]
+    train = tmp_path / "train.csv"
+    with open(train, "w", encoding="utf-8", newline="") as handle:
+        writer = csv.DictWriter(handle, list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    run, out = tmp_path / "run", tmp_path / "errors.csv"
+    assert main(["train", "--train-file", str(train), "--model", "boe", "--epochs", "2", "--min-frequency", "1",
+                 "--output", str(run), "--quiet", "--no-report", "--seed", "1", "--threads", "1"]) == 0
+    assert main(["evaluate", str(run), "--split", "validation", "--errors", str(out), "--threads", "1"]) == 0
+    with open(out, encoding="utf-8", newline="") as handle:
+        written = list(csv.DictReader(handle))
+    assert written and list(written[0])[:3] == ["row", "id", "text"]
+    for row in written:  # (the file's row below its header, and that row's own id, text and label)
+        assert (row["id"], row["text"], row["true_label"]) == tuple(rows[int(row["row"]) - 1].values())

@@ -1418,8 +1418,9 @@ def _add_evaluate_parser(sub: argparse._SubParsersAction) -> None:
                      json="all metrics as one JSON object")
     p.add_argument("--errors", metavar="FILE",
                    help="also write the misclassified texts to FILE, its type by its suffix (.csv, .tsv, .jsonl, "
-                        ".parquet), most confident first: each text's row among the scored texts (from 1: a "
-                        "--test-file's row below its header), a --test-file's other columns (an id), the text "
+                        ".parquet), most confident first: each text's row in the file it was read from (from 1, "
+                        "below the header: a --test-file, or the training file for a split carved from it), that "
+                        "file's other columns (an id), the text "
                         "(several --text-column: those columns, as the file holds them), true_label, "
                         "predicted_label, confidence, true_label_probability and probability:LABEL per class; a "
                         "multi-label run's texts whose label set is wrong, most wrong labels first, with "

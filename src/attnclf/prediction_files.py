@@ -186,8 +186,9 @@ ColumnsOf = Callable[[Sequence[str]], dict]  # the rows' own columns, each to it
 
 def with_file_columns(data: TextDataset, rows: list[dict], columns_of: ColumnsOf,
                       writer: str) -> tuple[list[dict], dict[str, type | None]]:
-    """``rows`` about ``data``'s texts (each with its ``row``, from 1, as a data file's rows count below its header)
-    with, when the texts were read from a data file, each row's other columns there (not its text's or label's,
+    """``rows`` about ``data``'s texts (each with its ``row``, from 1, among them) with, when the texts were read from
+    a data file, ``row`` the file's (from 1, below its header: a split carved from the file holds some of its rows,
+    ``ReadFrom.rows``) and each row's other columns there (not its text's or label's,
     which the rows hold already) after ``row``, named as in the file (a JSON line lacking one: None); and the rows'
     columns, each to its type (the file's: None, as read). ``columns_of(label_names)``: the rows' own columns, which
     a file's column must not be named as (a one-line error naming ``writer``): `evaluate --errors`' and `suspects`'.
@@ -203,7 +204,8 @@ def with_file_columns(data: TextDataset, rows: list[dict], columns_of: ColumnsOf
         return rows, columns_of(data.label_names)
     read_from = data.read_from
     columns, listed = _written_columns(read_from, columns_of, data.label_names)
-    wanted = {row["row"] - 1 for row in rows}
+    at = [read_from.row_of(row["row"] - 1) for row in rows]  # (each row's in the file, from 0)
+    wanted = set(at)
     # (CSV / TSV / Parquet: the header's columns, whichever rows are asked for; JSON lines: those their lines hold)
     names = dict.fromkeys(_other_columns(read_from, data_columns(read_from.path)))
     others: dict[int, dict] = {}
@@ -213,8 +215,9 @@ def with_file_columns(data: TextDataset, rows: list[dict], columns_of: ColumnsOf
         if i in wanted:
             others[i] = other
             names.update(dict.fromkeys(other))
-    written = [{"row": row["row"], **{name: others[row["row"] - 1].get(name) for name in names},
-                **{name: value for name, value in row.items() if name in columns and name != "row"}} for row in rows]
+    written = [{"row": i + 1, **{name: others[i].get(name) for name in names},
+                **{name: value for name, value in row.items() if name in columns and name != "row"}}
+               for i, row in zip(at, rows)]
     return written, {"row": int, **dict.fromkeys(names), **{k: kind for k, kind in columns.items() if k != "row"}}
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from collections.abc import Iterable
 from typing import Sequence
 
@@ -11,8 +11,9 @@ from ..errors import DataError, shown
 
 @dataclass(frozen=True)
 class ReadFrom:
-    """The data file (CSV / TSV / JSONL / Parquet) a split's texts were read from, a text per row in the file's order,
-    and the columns the texts and labels came from: its other columns (an ``id``) can be read back beside them.
+    """The data file (CSV / TSV / JSONL / Parquet) a split's texts were read from, a text per row in the file's order
+    unless ``rows`` says which row (from 0, below the header) each text is (a split carved from the file), and the
+    columns the texts and labels came from: its other columns (an ``id``) can be read back beside them.
 
     >>> ReadFrom("test.csv", "review", "stars").label_column
     'stars'
@@ -21,6 +22,15 @@ class ReadFrom:
     path: str
     text_column: str | Sequence[str]
     label_column: str
+    rows: tuple[int, ...] | None = None
+
+    def row_of(self, text: int) -> int:
+        """The file's row (from 0, below the header) of the split's text ``text`` (from 0).
+
+        >>> ReadFrom("train.csv", "text", "label", rows=(4, 9)).row_of(1), ReadFrom("t.csv", "text", "label").row_of(1)
+        (9, 1)
+        """
+        return text if self.rows is None else self.rows[text]
 
 
 @dataclass
@@ -51,7 +61,7 @@ class TextDataset:
     groups: list[str] | None = None
     multi_label: bool = False
     order: list[int] | None = None
-    read_from: ReadFrom | None = None  # (None once subset or concatenated: its texts no longer the file's rows)
+    read_from: ReadFrom | None = None  # (None once concatenated: its texts no longer rows of one file)
 
     def __post_init__(self) -> None:
         # A class is named by its label as a string, as runs name theirs ("1" for 1): names made of a notebook's
@@ -86,6 +96,9 @@ class TextDataset:
             groups=None if self.groups is None else [self.groups[i] for i in indices],
             multi_label=self.multi_label,
             order=None if self.order is None else [self.order[i] for i in indices],
+            # (a split carved from a file is still its rows: `evaluate --errors` names them and their other columns)
+            read_from=None if self.read_from is None else
+            replace(self.read_from, rows=tuple(self.read_from.row_of(i) for i in indices)),
         )
 
     @classmethod
