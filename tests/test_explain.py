@@ -1109,6 +1109,26 @@ def test_explain_refuses_a_compressed_output_before_explaining(demo_run, tmp_pat
     assert not out.exists()
 
 
+@pytest.mark.parametrize("name, given_format",
+                         [("slide.jpg", []), ("slide.PDF", []), ("slide.jpeg", ["--format", "png"])])
+def test_explain_refuses_an_image_it_does_not_draw_before_explaining(demo_run, tmp_path, cli_error, monkeypatch,
+                                                                      name, given_format):
+    # `explain -o slide.jpg` (a student making a slide) wrote the terminal's text into slide.jpg, which no viewer opens.
+    from attnclf.explain import methods
+
+    monkeypatch.setattr(methods, "run_methods", lambda *args, **kwargs: pytest.fail("explained before refusing"))
+    out = tmp_path / name
+    assert cli_error(["explain", str(demo_run), "not bad", "--output", str(out), *given_format]) == (
+        f"{out}: explain draws its images as PNG only; name the output {out.with_suffix('.png')}")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_explain_writes_the_terminal_text_to_a_file_named_otherwise(demo_run, tmp_path):
+    out = tmp_path / "notes.txt"
+    assert main(["explain", str(demo_run), "not bad", "--method", "occlusion", "--output", str(out)]) == 0
+    assert "[occlusion: drop in the class probability" in out.read_text(encoding="utf-8")
+
+
 @pytest.mark.parametrize("name", ["slide.png/", "page.html/"])
 def test_explain_refuses_an_output_named_as_a_folder_before_explaining(demo_run, tmp_path, cli_error, monkeypatch,
                                                                         name):

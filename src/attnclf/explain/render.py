@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Callable, Iterator, Mapping, Sequence
 import numpy as np
 
 from ..checks import by_field
+from ..errors import AttnclfError
 from .explanation import BESIDE_DESCRIPTION, Explanation
 from .methods import METHODS
 
@@ -69,18 +70,27 @@ h2 { unicode-bidi: plaintext; }
 
 # The format a file's suffix names, where --format is not given: `explain -o page.html` means a page
 FORMAT_BY_SUFFIX = {".html": "html", ".htm": "html", ".json": "json", ".jsonl": "json", ".png": "png"}
+# Images the charts are not drawn as: `explain -o slide.jpg` wrote the terminal's text into slide.jpg
+OTHER_IMAGE_SUFFIXES = (".jpg", ".jpeg", ".gif", ".svg", ".pdf", ".webp", ".bmp", ".tif", ".tiff", ".eps")
 
 
 def format_for(output: str | None, asked: str | None = None) -> str:
     """The format to render in: ``asked`` when given, else the one ``output``'s suffix names (``.html``/``.htm``:
-    a page; ``.json``/``.jsonl``: JSON lines; ``.png``: images), else the terminal's text.
+    a page; ``.json``/``.jsonl``: JSON lines; ``.png``: images), else the terminal's text. An image named other
+    than ``.png`` is refused in one line, as text or PNG bytes under its name would not open as that image.
 
     >>> format_for("explained.HTML"), format_for("out.jsonl"), format_for(None), format_for("page.html", "terminal")
     ('html', 'json', 'terminal', 'terminal')
+    >>> format_for("slide.JPG")
+    Traceback (most recent call last):
+    attnclf.errors.AttnclfError: slide.JPG: explain draws its images as PNG only; name the output slide.png
     """
+    suffix = output[output.rfind("."):].lower() if output and "." in output else ""
+    if suffix in OTHER_IMAGE_SUFFIXES and asked in (None, "png"):
+        raise AttnclfError(f"{output}: explain draws its images as PNG only; name the output "
+                           f"{output[:-len(suffix)]}.png")
     if asked is not None:
         return asked
-    suffix = output[output.rfind("."):].lower() if output and "." in output else ""
     return FORMAT_BY_SUFFIX.get(suffix, "terminal")
 
 
