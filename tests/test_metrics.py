@@ -212,6 +212,11 @@ def test_evaluate_against_another_classifier_counts_each_texts_verdicts_and_test
     lopsided = evaluate(_ByWord(), (["bad"] * 9 + ["good"], ["neg"] * 9 + ["pos"]), against=_AlwaysPos())["against"]
     assert lopsided["right_here_alone"] == 9 and lopsided["p_value"] == pytest.approx(2 * 0.5 ** 9)
     assert "right here alone 9, there alone 0; both right 1, both wrong 0" in paired_text(lopsided, "old")
+    assert "McNemar's exact test: p = 0.0039, the chance of the 9 texts" in paired_text(lopsided, "old")
+    # The demo model against a bag of embeddings: 430 texts right by one alone. It printed "p = 0.0000".
+    wide = evaluate(_ByWord(), (["bad"] * 430, ["neg"] * 430), against=_AlwaysPos())["against"]
+    assert 0 < wide["p_value"] < 1e-100
+    assert "McNemar's exact test: p < 0.0001, the chance of the 430 texts" in paired_text(wide, "old")
     # One classifier against itself: nothing to tell them apart.
     assert evaluate(_ByWord(), (texts, labels), against=_ByWord())["against"]["p_value"] == 1.0
 

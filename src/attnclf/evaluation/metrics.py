@@ -378,11 +378,13 @@ def paired_text(comparison: dict, other: str) -> str:
     """
     # (not "the texts they disagree on": of three classes or more, both can be wrong, each its own way)
     c, alone = comparison, comparison["right_here_alone"] + comparison["right_there_alone"]
+    # (a p below 0.00005 printed as "p = 0.0000", which reads as impossible where it is only very unlikely)
+    p_shown = f"= {c['p_value']:.4f}" if c["p_value"] >= 5e-5 else "< 0.0001"
     return (f"against {other} on the same {c['texts']:,} texts: accuracy {c['other_accuracy']:.4f} "
             f"(95% CI {c['other_accuracy_ci95'][0]:.4f}-{c['other_accuracy_ci95'][1]:.4f})\n"
             f"  right here alone {c['right_here_alone']:,}, there alone {c['right_there_alone']:,}; "
             f"both right {c['both_right']:,}, both wrong {c['both_wrong']:,}\n"
-            f"  McNemar's exact test: p = {c['p_value']:.4f}, " + (
+            f"  McNemar's exact test: p {p_shown}, " + (
                 f"the chance of the {alone:,} text{'s' * (alone != 1)} only one of them gets right splitting at "
                 f"least this\n  unevenly were the two equally accurate" if alone else
                 "as neither gets any text right that the other gets wrong"))
