@@ -752,3 +752,25 @@ def test_cached_texts_slice_as_a_list_of_texts_does(tmp_path):
     texts = ["a good film", "très bon", "a bad one"]
     assert cache.texts[0:2] == texts[0:2] and cache.texts[::-1] == texts[::-1]
     assert cache.dataset("train").subset([2, 1]).texts[:] == ["a bad one", "très bon"]
+
+
+def test_evaluate_errors_names_a_cached_runs_held_out_texts_by_their_rows_in_the_training_file(tmp_path):
+    # As an in-memory run's: a --token-cache run's errors gave each text's place among the held-out texts and left out
+    # the file's other columns (its id), so a wrong text could not be found in the file.
+    rows = [{"id": f"id-{n}", **row, "label": row["label"] if n % 3 else ("pos", "neg")[row["label"] == "pos"]}
+            for n, row in enumerate(corpus(300, 0))]
+    train = tmp_path / "train.csv"
+    with open(train, "w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, ["id", "text", "label"])
+        writer.writeheader()
+        writer.writerows(rows)
+    run, out = tmp_path / "run", tmp_path / "errors.csv"
+    assert main(["train", "--train-file", str(train), "--token-cache", "--token-cache-dir", str(tmp_path / "cache"),
+                 "--model", "boe", "--epochs", "1", "--min-frequency", "1", "--threads", "1", "--quiet",
+                 "--no-report", "--output", str(run)]) == 0
+    assert main(["evaluate", str(run), "--errors", str(out), "--threads", "1"]) == 0
+    with open(out, newline="", encoding="utf-8") as f:
+        written = list(csv.DictReader(f))
+    assert written and list(written[0])[:3] == ["row", "id", "text"]
+    for row in written:  # (the file's row below its header, and that row's own id, text and label)
+        assert (row["id"], row["text"], row["true_label"]) == tuple(rows[int(row["row"]) - 1].values())

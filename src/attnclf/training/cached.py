@@ -33,7 +33,7 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
-from ..data.base import WITHHELD, Splits, TextDataset
+from ..data.base import WITHHELD, ReadFrom, Splits, TextDataset
 from ..data.splits import check_hold_out, split_indices
 from ..errors import AttnclfError, DataError, RunDirError
 from ..rundir import atomic_write_bytes
@@ -146,16 +146,21 @@ def _split_rows(data: DataSettings, sources: dict[str, "_Source"], train_labels:
 
 
 def held_out_texts(data: DataSettings, seed: int) -> TextDataset:
-    """The texts a cached run of files held out to validate on, as ``load_data``'s validation split (its texts and
-    labels), streamed: a pass over the training file's labels carves the split, as the run carved it, and a
+    """The texts a cached run of files held out to validate on, as ``load_data``'s validation split (its texts,
+    labels and the file's rows they are, ``ReadFrom.rows``), streamed: a pass over the training file's labels carves the split, as the run carved it, and a
     second keeps its rows; the training texts, which may not fit in memory, are never held (evaluate, calibrate).
 
     >>> # validation = held_out_texts(DataSettings(train_file="big.jsonl", token_cache=True), seed=0)
     """
+    from ..data.files import is_data_file
+
     seed = data.data_seed(seed)
     sources, train_labels = _file_sources(data, keyed=False)
     _, _, val = _split_rows(data, sources, train_labels, seed)
     source = sources["validation"] if val is None else sources["train"]
+    # (as load_data's split keeps its file: `evaluate --errors` names each text by its row there, with its columns)
+    read_from = (ReadFrom(source.where, data.text_column, data.label_column, None if val is None else
+                          tuple(val.tolist())) if is_data_file(source.where) else None)
     if val is None:
         records = list(source.records())
     else:
@@ -167,7 +172,7 @@ def held_out_texts(data: DataSettings, seed: int) -> TextDataset:
                 break
         records = list(wanted.values())  # in the split's order, as CachedDataset.subset(val) gives them
     return TextDataset([text for text, _ in records], [label for _, label in records], list(source.label_names),
-                       "validation", source.name)
+                       "validation", source.name, read_from=read_from)
 
 
 def _refit_rows(sources: dict[str, _Source], rows: int, keep: np.ndarray,
