@@ -807,6 +807,7 @@ def test_an_answer_to_a_client_that_hung_up_as_it_was_computed_is_logged_undeliv
         "the client closed the connection before its answer was sent (200)"), logged
     assert " POST /predict 422 " in answered and answered.endswith(": texts is empty: give one text at least"), logged
 
+
 def test_answers_pipelined_on_one_connection_are_logged_as_sent_each_request_read_whole(local):
     """The access log asks uvicorn's receive whether the client has gone as each answer's last part goes. On one
     kept-alive connection, a body the app refused unread (413: the question may take a part of it, which nobody was to
@@ -840,7 +841,6 @@ def test_answers_pipelined_on_one_connection_are_logged_as_sent_each_request_rea
     assert answers.count(b'"label"') == 2, answers  # (both texts of the /predict read)
     assert [line.split()[2:5] for line in logged] == [
         ["POST", "/predict", "413"], ["HEAD", "/model", "200"], ["POST", "/predict", "200"]], logged
-
 
 
 @pytest.mark.parametrize("stdout", ["closed", "a pipe nobody reads"])
