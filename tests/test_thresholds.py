@@ -269,3 +269,16 @@ def test_the_advised_threshold_is_the_shortest_decimal_that_flags_the_same_texts
     points = evaluate(model, (texts, labels), operating_points="rare")["operating_points"]
     assert points["apply"] == "threshold rare=0.36 (predict, evaluate and serve take it; 0.36 has the table's best F1)"
     assert evaluate(model, (texts, labels), threshold="rare=0.36")["per_class"]["rare"]["f1"] == 1.0
+
+
+def test_the_shortest_threshold_rounds_down_to_flag_the_same_texts_and_keeps_edge_scores():
+    # (0.38 rounded plainly is 0.4, above the threshold's own text: the shortest that still flags it is 0.3)
+    from attnclf.evaluation.metrics import shortest_threshold
+
+    scores = np.array([0.2, 0.38, 0.9], dtype=np.float32)
+    assert shortest_threshold(float(scores[1]), scores) == 0.3
+    # A threshold of 0 or 1 is already short; one a hair above the next score below needs every digit to tell them.
+    assert shortest_threshold(0.0, np.array([0.0, 0.5])) == 0.0
+    assert shortest_threshold(1.0, np.array([0.2, 1.0])) == 1.0
+    above = np.nextafter(0.5, 1)
+    assert shortest_threshold(above, np.array([0.5, above])) == above
