@@ -312,7 +312,8 @@ def evaluate(classifier, data, errors: str | Path | None = None, overwrite: bool
         rows = [*points["thresholds"], *(row for target in ("precision_at_least", "recall_at_least")
                                          for row in points[target].values() if row is not None)]
         best = repr(shortest_threshold(max(rows, key=lambda row: row["f1"])["threshold"],
-                                       probabilities[:, list(classifier.label_names).index(operating_points)]))
+                                       np.asarray(probabilities, dtype=np.float64)[
+                                           :, list(classifier.label_names).index(operating_points)]))
         points["apply"] = (f"{named('threshold')} {shlex.quote(f'{operating_points}={best}')} (predict, evaluate and "
                            f"serve take it; {best} has the table's best F1)")
         metrics["operating_points"] = points

@@ -147,8 +147,9 @@ def _split_rows(data: DataSettings, sources: dict[str, "_Source"], train_labels:
 
 def held_out_texts(data: DataSettings, seed: int) -> TextDataset:
     """The texts a cached run of files held out to validate on, as ``load_data``'s validation split (its texts,
-    labels and the file's rows they are, ``ReadFrom.rows``), streamed: a pass over the training file's labels carves the split, as the run carved it, and a
-    second keeps its rows; the training texts, which may not fit in memory, are never held (evaluate, calibrate).
+    labels and the file's rows they are, ``ReadFrom.rows``), streamed: a pass over the training file's labels carves
+    the split, as the run carved it, and a second keeps its rows; the training texts, which may not fit in memory, are
+    never held (evaluate, calibrate).
 
     >>> # validation = held_out_texts(DataSettings(train_file="big.jsonl", token_cache=True), seed=0)
     """
