@@ -22,8 +22,9 @@ def test_operating_points_counts_flagged_texts_and_their_precision_and_recall():
     assert by_threshold[.5]["flagged"] == 3 and by_threshold[.5]["precision"] == pytest.approx(2 / 3)
     assert by_threshold[.5]["recall"] == pytest.approx(2 / 3) and by_threshold[.5]["f1"] == pytest.approx(2 / 3)
     assert by_threshold[.1]["flagged"] == 5 and by_threshold[.1]["recall"] == 1  # (a probability of t is flagged)
-    # The smallest threshold with precision >= .9 flags the most texts at that precision: .95 alone.
-    assert points["precision_at_least"]["0.9"]["threshold"] == pytest.approx(.95)
+    # The smallest threshold with precision >= .9 flags the most texts at that precision: .95 alone, which 0.9 flags
+    # too (written so: the shortest decimal above the .8 below it)
+    assert points["precision_at_least"]["0.9"]["threshold"] == 0.9
     assert points["precision_at_least"]["0.9"]["flagged"] == 1
     # The largest with recall >= .9 flags the fewest that still find every fraud: down to .3.
     assert points["recall_at_least"]["0.9"]["threshold"] == pytest.approx(.3)
@@ -96,3 +97,16 @@ def test_operating_points_refuses_a_class_the_scored_texts_lack():
 
     with pytest.raises(AttnclfError, match="no 'fraud' text"):
         class_operating_points([0, 0], np.array([[.9, .1], [.8, .2]]), ["ok", "fraud"], "fraud")
+
+
+def test_a_targets_threshold_is_printed_as_a_decimal_that_flags_its_texts():
+    # Printed to 4 places, a threshold read off the texts could flag others: 0.50657 showed as 0.5066, which flags
+    # neither of the texts at 0.50657. Each is written as the shortest decimal above the probability below it, whole.
+    from attnclf.evaluation.metrics import class_operating_points, operating_points_table
+
+    fraud = np.array([.9, .50657, .50657, .50655, .2])
+    points = class_operating_points([1, 1, 1, 0, 0], np.stack([1 - fraud, fraud], axis=1), ["ok", "fraud"], "fraud")
+    row = points["precision_at_least"]["0.9"]
+    assert row["threshold"] == 0.50657 and row["flagged"] == 3 and row["precision"] == 1.0
+    assert int(np.sum(fraud >= row["threshold"])) == 3
+    assert "precision >= 0.9: smallest threshold 0.50657, flagging 3:" in operating_points_table(points)

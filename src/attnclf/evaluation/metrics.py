@@ -311,9 +311,7 @@ def evaluate(classifier, data, errors: str | Path | None = None, overwrite: bool
         # best F1 at a target's threshold, where the grid's best alone (0.1, flagging every text) was named.
         rows = [*points["thresholds"], *(row for target in ("precision_at_least", "recall_at_least")
                                          for row in points[target].values() if row is not None)]
-        best = repr(shortest_threshold(max(rows, key=lambda row: row["f1"])["threshold"],
-                                       np.asarray(probabilities, dtype=np.float64)[
-                                           :, list(classifier.label_names).index(operating_points)]))
+        best = repr(max(rows, key=lambda row: row["f1"])["threshold"])  # (each as short as its texts allow)
         points["apply"] = (f"{named('threshold')} {shlex.quote(f'{operating_points}={best}')} (predict, evaluate and "
                            f"serve take it; {best} has the table's best F1)")
         metrics["operating_points"] = points
@@ -404,8 +402,9 @@ def class_operating_points(y_true: Sequence[int], probabilities: np.ndarray, lab
     None where nothing is flagged); ``precision_at_least``, per target of ``OPERATING_TARGETS``, the smallest threshold whose
     precision reaches it (the one finding the most), and ``recall_at_least`` the largest whose recall does (the one
     flagging the fewest), each a row or None where none does; ``positives`` and ``num_examples``. Thresholds there
-    are the texts' own probabilities, read off scikit-learn's ``precision_recall_curve``. ``evaluate(...,
-    operating_points=name)`` gives them for a classifier's texts.
+    are read off scikit-learn's ``precision_recall_curve`` (the texts' own probabilities), each written as the
+    shortest decimal that flags the same texts (``shortest_threshold``), which a command line can carry whole.
+    ``evaluate(..., operating_points=name)`` gives them for a classifier's texts.
 
     >>> p = class_operating_points([1, 0, 1], np.array([[.1, .9], [.4, .6], [.7, .3]]), ["ok", "fraud"], "fraud")
     >>> p["thresholds"][4], p["precision_at_least"]["0.9"]["threshold"], p["recall_at_least"]["0.9"]["flagged"]
@@ -434,10 +433,11 @@ def class_operating_points(y_true: Sequence[int], probabilities: np.ndarray, lab
     # The curve's last point (precision 1, recall 0) has no threshold: flagging nothing is no operating point.
     precision, recall, thresholds = precision_recall_curve(positive, scores)
     precision, recall = precision[:-1], recall[:-1]
-    smallest = {str(target): next((point(t) for t, p in zip(thresholds, precision) if p >= target), None)
-                for target in OPERATING_TARGETS}
-    largest = {str(target): next((point(t) for t, r in zip(thresholds[::-1], recall[::-1]) if r >= target), None)
-               for target in OPERATING_TARGETS}
+    # (written short once found: each is a pass over the scores)
+    smallest = {str(target): next((point(shortest_threshold(t, scores)) for t, p in zip(thresholds, precision)
+                                   if p >= target), None) for target in OPERATING_TARGETS}
+    largest = {str(target): next((point(shortest_threshold(t, scores)) for t, r in zip(thresholds[::-1], recall[::-1])
+                                  if r >= target), None) for target in OPERATING_TARGETS}
     return {"class": name, "positives": int(positive.sum()), "num_examples": int(len(scores)),
             "thresholds": [point(t) for t in OPERATING_THRESHOLDS], "precision_at_least": smallest,
             "recall_at_least": largest}
@@ -481,7 +481,7 @@ def operating_points_table(points: dict) -> str:
     for goal, key, which in (("precision", "precision_at_least", "smallest"), ("recall", "recall_at_least", "largest")):
         for target, row in points[key].items():
             lines.append(f"{goal} >= {target}: " + ("no threshold reaches it" if row is None else
-                         f"{which} threshold {row['threshold']:.4f}, flagging {row['flagged']:,}: precision "
+                         f"{which} threshold {row['threshold']!r}, flagging {row['flagged']:,}: precision "
                          f"{figure(row['precision'])}, recall {figure(row['recall'])}, F1 {figure(row['f1'])}"))
     if "note" in points:
         lines.append(f"note: {points['note']}")
