@@ -113,6 +113,19 @@ def explains_as_to_dict(client, body: dict, explanations) -> None:
         assert [set(one["required"]) <= set(answer) for one in schema["oneOf"]].count(True) == 1, sorted(answer)
 
 
+def intervals_shown(metrics: dict, auc_name: str) -> None:
+    """Assert that ``metrics``' macro-F1 and ROC AUC lie inside their 95% intervals and that the scores line
+    (``metrics_line``) prints each beside its interval, the AUC under ``auc_name``: single-label and multi-label
+    runs alike."""
+    from attnclf.evaluation.metrics import metrics_line
+
+    (f1_low, f1_high), (auc_low, auc_high) = metrics["macro_f1_ci95"], metrics["roc_auc_ci95"]
+    assert f1_low < metrics["macro_f1"] < f1_high and auc_low < metrics["roc_auc"] < auc_high
+    line = metrics_line(metrics)
+    assert f"macro-F1 {metrics['macro_f1']:.4f} (95% CI {f1_low:.4f}-{f1_high:.4f})" in line
+    assert f"{auc_name} {metrics['roc_auc']:.4f} (95% CI {auc_low:.4f}-{auc_high:.4f})" in line
+
+
 def write_csv(path, rows):
     with open(path, "w", encoding="utf-8", newline="") as handle:
         writer = csv.writer(handle)
